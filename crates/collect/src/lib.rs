@@ -1,0 +1,37 @@
+//! Collectors: the code that answers a [`Query`] with a [`Snapshot`].
+//!
+//! A collector owns its data source and nothing else: it knows how to read tasks, not how to
+//! show them. [`procfs::ProcfsCollector`] reads `/proc` (or any tree laid out like it, which is
+//! how tests feed it fake kernels).
+#![deny(missing_docs)]
+
+pub mod procfs;
+mod sys;
+
+pub use tasksnap_model::{Query, Snapshot};
+
+/// What can make a whole collection fail. Per-task trouble (a task exiting mid-read, a file
+/// the caller may not read) is never an error: it is counted in [`tasksnap_model::SnapshotStats`].
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The procfs root could not be opened or listed.
+    #[error("cannot read {path}: {source}")]
+    Root {
+        /// The root directory.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A system facility the collector needs is missing.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Something that answers queries.
+pub trait Collector {
+    /// A short name for messages and snapshots ("procfs", "bpf").
+    fn name(&self) -> &'static str;
+    /// Collects the tasks `query` selects, with the groups it asks for.
+    fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error>;
+}

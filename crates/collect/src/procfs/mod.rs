@@ -1,0 +1,219 @@
+//! The procfs collector: answers queries by reading `/proc/PID/...` files.
+//!
+//! What it does to stay lean (see docs/benchmarks.md for the numbers):
+//! - reads only the files the requested [`Groups`] need, through paths relative to one
+//!   directory descriptor, into buffers reused across tasks;
+//! - takes the effective uid/gid from the owner of `/proc/PID` instead of parsing `status`;
+//! - splits the tasks across reader threads, each with a private descriptor table so it can
+//!   drop its files with one `close_range` per batch instead of one `close` per file;
+//! - never lets one task stall the listing: a `cmdline` read that blocks on the target's mmap
+//!   lock for longer than the deadline (20 ms, as below does) is abandoned on its thread, the
+//!   task is shown without its command line (`[comm]`, like procps) and counted.
+
+pub mod parse;
+mod pool;
+mod reader;
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
+
+use crate::{sys, Collector, Error};
+pub use reader::Units;
+
+/// One unit of work: a process, or one thread of it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Item {
+    pub tgid: i32,
+    /// `Some(tid)` to read `tgid/task/tid`; `None` to read `tgid` itself.
+    pub tid: Option<i32>,
+    /// Expand into every thread of `tgid` (listing `tgid/task` on the worker).
+    pub all_threads: bool,
+}
+
+/// Reads tasks from a procfs tree.
+#[derive(Debug)]
+pub struct ProcfsCollector {
+    root: PathBuf,
+    root_fd: OwnedFd,
+    units: Units,
+    workers: usize,
+    cmdline_deadline: Duration,
+}
+
+impl ProcfsCollector {
+    /// A collector for the system's `/proc`.
+    pub fn new() -> Result<ProcfsCollector, Error> {
+        ProcfsCollector::with_root("/proc")
+    }
+
+    /// A collector for a tree laid out like `/proc` at `root` (tests use fake trees).
+    pub fn with_root(root: impl AsRef<Path>) -> Result<ProcfsCollector, Error> {
+        let root = root.as_ref().to_path_buf();
+        let dir = File::open(&root).map_err(|source| Error::Root {
+            path: root.display().to_string(),
+            source,
+        })?;
+        let workers = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(4);
+        Ok(ProcfsCollector {
+            root,
+            root_fd: OwnedFd::from(dir),
+            units: Units {
+                clk_tck: sys::sysconf(libc::_SC_CLK_TCK, 100),
+                page_size: sys::sysconf(libc::_SC_PAGESIZE, 4096),
+            },
+            workers,
+            cmdline_deadline: Duration::from_millis(20),
+        })
+    }
+
+    /// Sets the number of reader threads (at least 1).
+    pub fn with_workers(mut self, n: usize) -> ProcfsCollector {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// Sets how long a command line read may block before it is abandoned.
+    pub fn with_cmdline_deadline(mut self, d: Duration) -> ProcfsCollector {
+        self.cmdline_deadline = d;
+        self
+    }
+
+    /// Overrides the unit conversions (tests of fake trees from other machines).
+    pub fn with_units(mut self, units: Units) -> ProcfsCollector {
+        self.units = units;
+        self
+    }
+
+    /// The root this collector reads.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Numeric entries of a directory (pids or tids), ascending.
+    fn list_ids(dir: &Path) -> std::io::Result<Vec<i32>> {
+        let mut ids: Vec<i32> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
+            .filter(|&id| id > 0)
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    fn root_error(&self, source: std::io::Error) -> Error {
+        Error::Root {
+            path: self.root.display().to_string(),
+            source,
+        }
+    }
+
+    fn items_for(&self, selector: &Selector) -> Result<Vec<Item>, Error> {
+        let proc_item = |tgid| Item {
+            tgid,
+            tid: None,
+            all_threads: false,
+        };
+        Ok(match selector {
+            Selector::Pid(pid) => vec![proc_item(*pid)],
+            Selector::ThreadsOf(pid) => match Self::list_ids(&self.root.join(pid.to_string()).join("task")) {
+                Ok(tids) => tids
+                    .into_iter()
+                    .map(|tid| Item {
+                        tgid: *pid,
+                        tid: Some(tid),
+                        all_threads: false,
+                    })
+                    .collect(),
+                // The process is gone (or never was): an empty answer, not an error.
+                Err(_) => Vec::new(),
+            },
+            Selector::AllThreads => Self::list_ids(&self.root)
+                .map_err(|e| self.root_error(e))?
+                .into_iter()
+                .map(|tgid| Item {
+                    tgid,
+                    tid: None,
+                    all_threads: true,
+                })
+                .collect(),
+            Selector::AllProcesses
+            | Selector::ChildrenOf(_)
+            | Selector::Session(_)
+            | Selector::ProcessGroup(_) => Self::list_ids(&self.root)
+                .map_err(|e| self.root_error(e))?
+                .into_iter()
+                .map(proc_item)
+                .collect(),
+        })
+    }
+
+    fn boot_time_unix_s(&self) -> u64 {
+        std::fs::read(self.root.join("stat"))
+            .ok()
+            .and_then(|b| parse::parse_btime(&b).ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Collector for ProcfsCollector {
+    fn name(&self) -> &'static str {
+        "procfs"
+    }
+
+    fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
+        let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let mut groups: Groups = query.groups;
+        let filter = match query.selector {
+            Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_) => {
+                groups.base = true;
+                true
+            }
+            _ => false,
+        };
+        let items = self.items_for(&query.selector)?;
+        let (mut tasks, stats): (Vec<Task>, SnapshotStats) = pool::read_all(
+            self.root.clone(),
+            self.root_fd.as_raw_fd(),
+            items,
+            pool::Config {
+                groups,
+                units: self.units,
+                workers: self.workers,
+                cmdline_deadline: self.cmdline_deadline,
+            },
+        );
+        if filter {
+            tasks.retain(|t| {
+                let Some(b) = &t.base else { return false };
+                match query.selector {
+                    Selector::ChildrenOf(p) => b.ppid == p,
+                    Selector::Session(s) => b.sid == s,
+                    Selector::ProcessGroup(g) => b.pgid == g,
+                    _ => true,
+                }
+            });
+            if !query.groups.base {
+                for t in &mut tasks {
+                    t.base = None;
+                }
+            }
+        }
+        tasks.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        Ok(Snapshot {
+            taken_at_unix_ns,
+            taken_at_boottime_ns,
+            boot_time_unix_s: self.boot_time_unix_s(),
+            backend: "procfs",
+            tasks,
+            stats,
+        })
+    }
+}

@@ -1,0 +1,441 @@
+//! Parsers for the text of per-task /proc files. Pure functions over bytes: no I/O, so every
+//! quirk can be tested with real kernel lines. Every byte is treated as hostile: a parser
+//! returns [`ParseError`] instead of panicking on truncated or corrupt input.
+
+use tasksnap_model::{Io, TaskState};
+
+/// The input did not have the shape the kernel writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError(pub &'static str);
+
+/// The fields of `/proc/PID/stat` tasksnap uses, in the kernel's units (clock ticks, pages).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StatLine {
+    /// Task id (first field).
+    pub pid: i32,
+    /// comm, raw bytes between the first `(` and the last `)`.
+    pub comm: Vec<u8>,
+    /// State letter.
+    pub state: u8,
+    /// Parent pid.
+    pub ppid: i32,
+    /// Process group.
+    pub pgrp: i32,
+    /// Session.
+    pub session: i32,
+    /// Controlling tty, kernel encoding.
+    pub tty_nr: i32,
+    /// Foreground process group of the tty.
+    pub tpgid: i32,
+    /// PF_* flags.
+    pub flags: u32,
+    /// Minor faults.
+    pub minflt: u64,
+    /// Children's minor faults.
+    pub cminflt: u64,
+    /// Major faults.
+    pub majflt: u64,
+    /// Children's major faults.
+    pub cmajflt: u64,
+    /// User time, ticks.
+    pub utime_ticks: u64,
+    /// System time, ticks.
+    pub stime_ticks: u64,
+    /// Children's user time, ticks.
+    pub cutime_ticks: i64,
+    /// Children's system time, ticks.
+    pub cstime_ticks: i64,
+    /// `prio - MAX_RT_PRIO`.
+    pub priority: i32,
+    /// Nice.
+    pub nice: i32,
+    /// Threads in the group.
+    pub num_threads: i32,
+    /// Start time, ticks since boot.
+    pub start_ticks: u64,
+    /// Virtual size, bytes.
+    pub vsize_bytes: u64,
+    /// Resident set, pages.
+    pub rss_pages: u64,
+    /// Last CPU.
+    pub processor: i32,
+    /// RT priority.
+    pub rt_priority: u32,
+    /// Policy.
+    pub policy: u32,
+}
+
+/// Parses an unsigned decimal; rejects empty input and overflow.
+fn parse_u64(s: &[u8]) -> Result<u64, ParseError> {
+    if s.is_empty() {
+        return Err(ParseError("empty number"));
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return Err(ParseError("not a number"));
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+            .ok_or(ParseError("number overflows"))?;
+    }
+    Ok(v)
+}
+
+/// Parses a signed decimal.
+fn parse_i64(s: &[u8]) -> Result<i64, ParseError> {
+    match s.split_first() {
+        Some((b'-', rest)) => {
+            let v = parse_u64(rest)?;
+            // -(2^63) is the only magnitude that does not fit as positive.
+            if v > i64::MAX as u64 + 1 {
+                return Err(ParseError("number overflows"));
+            }
+            Ok((v as i128).wrapping_neg() as i64)
+        }
+        _ => {
+            let v = parse_u64(s)?;
+            i64::try_from(v).map_err(|_| ParseError("number overflows"))
+        }
+    }
+}
+
+fn parse_i32(s: &[u8]) -> Result<i32, ParseError> {
+    i32::try_from(parse_i64(s)?).map_err(|_| ParseError("number out of range"))
+}
+
+/// Parses `/proc/PID/stat`.
+///
+/// comm may contain anything but NUL, including spaces, `(`, `)` and newlines (`((a) b)`), so
+/// the fields after it are found from the *last* `)`, as procps and the kernel's own
+/// `fs/proc/array.c` layout require. Fields after `rss` are optional (older kernels and
+/// truncated reads); their absence leaves them zero.
+pub fn parse_stat(buf: &[u8]) -> Result<StatLine, ParseError> {
+    let open = buf
+        .iter()
+        .position(|&c| c == b'(')
+        .ok_or(ParseError("stat: no '('"))?;
+    let close = buf
+        .iter()
+        .rposition(|&c| c == b')')
+        .ok_or(ParseError("stat: no ')'"))?;
+    if close < open {
+        return Err(ParseError("stat: ')' before '('"));
+    }
+    let pid = parse_i32(trim(&buf[..open]))?;
+    let comm = buf[open + 1..close].to_vec();
+    let rest = buf.get(close + 1..).unwrap_or_default();
+    let mut f = rest
+        .split(|&c| c == b' ' || c == b'\n')
+        .filter(|s| !s.is_empty());
+    let mut next = |what: &'static str| f.next().ok_or(ParseError(what));
+
+    let state_field = next("stat: no state")?;
+    if state_field.len() != 1 {
+        return Err(ParseError("stat: bad state"));
+    }
+    let mut st = StatLine {
+        pid,
+        comm,
+        state: state_field[0],
+        ..StatLine::default()
+    };
+    st.ppid = parse_i32(next("stat: no ppid")?)?;
+    st.pgrp = parse_i32(next("stat: no pgrp")?)?;
+    st.session = parse_i32(next("stat: no session")?)?;
+    st.tty_nr = parse_i32(next("stat: no tty_nr")?)?;
+    st.tpgid = parse_i32(next("stat: no tpgid")?)?;
+    st.flags = u32::try_from(parse_u64(next("stat: no flags")?)?)
+        .map_err(|_| ParseError("stat: flags out of range"))?;
+    st.minflt = parse_u64(next("stat: no minflt")?)?;
+    st.cminflt = parse_u64(next("stat: no cminflt")?)?;
+    st.majflt = parse_u64(next("stat: no majflt")?)?;
+    st.cmajflt = parse_u64(next("stat: no cmajflt")?)?;
+    st.utime_ticks = parse_u64(next("stat: no utime")?)?;
+    st.stime_ticks = parse_u64(next("stat: no stime")?)?;
+    st.cutime_ticks = parse_i64(next("stat: no cutime")?)?;
+    st.cstime_ticks = parse_i64(next("stat: no cstime")?)?;
+    st.priority = parse_i32(next("stat: no priority")?)?;
+    st.nice = parse_i32(next("stat: no nice")?)?;
+    st.num_threads = parse_i32(next("stat: no num_threads")?)?;
+    let _itrealvalue = next("stat: no itrealvalue")?;
+    st.start_ticks = parse_u64(next("stat: no starttime")?)?;
+    st.vsize_bytes = parse_u64(next("stat: no vsize")?)?;
+    st.rss_pages = parse_i64(next("stat: no rss")?)?.max(0) as u64;
+    // rsslim .. exit_signal (14 fields, some of them full-range u64 such as rsslim), then
+    // processor, rt_priority, policy. Missing trailing fields are left 0.
+    let mut tail = f.skip(14);
+    if let Some(s) = tail.next() {
+        st.processor = parse_i32(s)?;
+    }
+    if let Some(s) = tail.next() {
+        st.rt_priority = u32::try_from(parse_u64(s)?).map_err(|_| ParseError("stat: rt_priority"))?;
+    }
+    if let Some(s) = tail.next() {
+        st.policy = u32::try_from(parse_u64(s)?).map_err(|_| ParseError("stat: policy"))?;
+    }
+    Ok(st)
+}
+
+/// Letter to state, for callers that want the model type.
+pub fn state_of(st: &StatLine) -> TaskState {
+    TaskState::from_letter(st.state)
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &s[start..end.max(start)]
+}
+
+/// The fields of `/proc/PID/status` tasksnap uses.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StatusFields {
+    /// Real, effective, saved, filesystem uid.
+    pub uids: Option<[u32; 4]>,
+    /// Real, effective, saved, filesystem gid.
+    pub gids: Option<[u32; 4]>,
+    /// Supplementary groups.
+    pub groups: Option<Vec<u32>>,
+    /// `VmLck`, kB.
+    pub vm_lck_kb: Option<u64>,
+    /// `VmSwap`, kB.
+    pub vm_swap_kb: Option<u64>,
+    /// `voluntary_ctxt_switches`.
+    pub voluntary_switches: Option<u64>,
+    /// `nonvoluntary_ctxt_switches`.
+    pub involuntary_switches: Option<u64>,
+}
+
+fn parse_id_quad(v: &[u8]) -> Result<[u32; 4], ParseError> {
+    let mut out = [0u32; 4];
+    let mut it = v.split(|c| c.is_ascii_whitespace()).filter(|s| !s.is_empty());
+    for slot in out.iter_mut() {
+        let s = it.next().ok_or(ParseError("status: short id line"))?;
+        *slot = u32::try_from(parse_u64(s)?).map_err(|_| ParseError("status: id range"))?;
+    }
+    Ok(out)
+}
+
+fn parse_kb(v: &[u8]) -> Result<u64, ParseError> {
+    let v = trim(v);
+    let v = v.strip_suffix(b" kB").unwrap_or(v);
+    parse_u64(trim(v))
+}
+
+/// Parses `/proc/PID/status`. Unknown lines are ignored; a line this parser needs that is
+/// present but malformed is an error.
+pub fn parse_status(buf: &[u8]) -> Result<StatusFields, ParseError> {
+    let mut out = StatusFields::default();
+    for line in buf.split(|&c| c == b'\n') {
+        let Some(colon) = line.iter().position(|&c| c == b':') else {
+            continue;
+        };
+        let (key, value) = (&line[..colon], &line[colon + 1..]);
+        match key {
+            b"Uid" => out.uids = Some(parse_id_quad(value)?),
+            b"Gid" => out.gids = Some(parse_id_quad(value)?),
+            b"Groups" => {
+                let mut g = Vec::new();
+                for s in value.split(|c| c.is_ascii_whitespace()).filter(|s| !s.is_empty()) {
+                    g.push(
+                        u32::try_from(parse_u64(s)?)
+                            .map_err(|_| ParseError("status: group range"))?,
+                    );
+                }
+                out.groups = Some(g);
+            }
+            b"VmLck" => out.vm_lck_kb = Some(parse_kb(value)?),
+            b"VmSwap" => out.vm_swap_kb = Some(parse_kb(value)?),
+            b"voluntary_ctxt_switches" => out.voluntary_switches = Some(parse_u64(trim(value))?),
+            b"nonvoluntary_ctxt_switches" => {
+                out.involuntary_switches = Some(parse_u64(trim(value))?)
+            }
+            _ => {}
+        }
+    }
+    if out.uids.is_none() || out.gids.is_none() {
+        return Err(ParseError("status: no Uid/Gid line"));
+    }
+    Ok(out)
+}
+
+/// `/proc/PID/statm`: size resident shared text lib data dt, in pages.
+pub fn parse_statm(buf: &[u8]) -> Result<[u64; 7], ParseError> {
+    let mut out = [0u64; 7];
+    let mut it = buf.split(|c| c.is_ascii_whitespace()).filter(|s| !s.is_empty());
+    for slot in out.iter_mut() {
+        *slot = parse_u64(it.next().ok_or(ParseError("statm: short"))?)?;
+    }
+    Ok(out)
+}
+
+/// `/proc/PID/schedstat`: on-CPU ns, run-queue wait ns, timeslices.
+pub fn parse_schedstat(buf: &[u8]) -> Result<[u64; 3], ParseError> {
+    let mut out = [0u64; 3];
+    let mut it = buf.split(|c| c.is_ascii_whitespace()).filter(|s| !s.is_empty());
+    for slot in out.iter_mut() {
+        *slot = parse_u64(it.next().ok_or(ParseError("schedstat: short"))?)?;
+    }
+    Ok(out)
+}
+
+/// `/proc/PID/io`.
+pub fn parse_io(buf: &[u8]) -> Result<Io, ParseError> {
+    let mut io = Io {
+        rchar_bytes: 0,
+        wchar_bytes: 0,
+        syscr: 0,
+        syscw: 0,
+        read_bytes: 0,
+        write_bytes: 0,
+        cancelled_write_bytes: 0,
+    };
+    let mut seen = 0;
+    for line in buf.split(|&c| c == b'\n') {
+        let Some(colon) = line.iter().position(|&c| c == b':') else {
+            continue;
+        };
+        let v = parse_u64(trim(&line[colon + 1..]))?;
+        let slot = match &line[..colon] {
+            b"rchar" => &mut io.rchar_bytes,
+            b"wchar" => &mut io.wchar_bytes,
+            b"syscr" => &mut io.syscr,
+            b"syscw" => &mut io.syscw,
+            b"read_bytes" => &mut io.read_bytes,
+            b"write_bytes" => &mut io.write_bytes,
+            b"cancelled_write_bytes" => &mut io.cancelled_write_bytes,
+            _ => continue,
+        };
+        *slot = v;
+        seen += 1;
+    }
+    if seen < 7 {
+        return Err(ParseError("io: missing lines"));
+    }
+    Ok(io)
+}
+
+/// `btime` from `/proc/stat`: boot time, seconds since the epoch.
+pub fn parse_btime(buf: &[u8]) -> Result<u64, ParseError> {
+    for line in buf.split(|&c| c == b'\n') {
+        if let Some(v) = line.strip_prefix(b"btime ") {
+            return parse_u64(trim(v));
+        }
+    }
+    Err(ParseError("stat: no btime"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Real lines from a 6.18 kernel.
+    const BASH: &[u8] = b"4032 (bash) S 4020 4032 4032 34816 4070 4194560 1466 5066 0 3 2 1 9 6 20 0 1 0 2418 8986624 1280 18446744073709551615 94318090862592 94318091771469 140729152453424 0 0 0 65536 3686404 1266761467 1 0 0 17 1 0 0 0 0 0 94318091998448 94318092045980 94318124355584 140729152456591 140729152456596 140729152456596 140729152458734 0\n";
+    const KTHREAD: &[u8] = b"2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+    const ZOMBIE: &[u8] = b"5000 (defunct me) Z 4999 4999 4020 34816 4999 4227084 58 0 0 0 0 0 0 0 20 0 1 0 3001 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 9\n";
+
+    #[test]
+    fn parses_a_user_process() {
+        let st = parse_stat(BASH).expect("bash line parses");
+        assert_eq!(st.pid, 4032);
+        assert_eq!(st.comm, b"bash");
+        assert_eq!(st.state, b'S');
+        assert_eq!((st.ppid, st.pgrp, st.session), (4020, 4032, 4032));
+        assert_eq!(st.tty_nr, 34816);
+        assert_eq!(st.tpgid, 4070);
+        assert_eq!(st.utime_ticks, 2);
+        assert_eq!(st.stime_ticks, 1);
+        assert_eq!(st.cutime_ticks, 9);
+        assert_eq!(st.priority, 20);
+        assert_eq!(st.num_threads, 1);
+        assert_eq!(st.start_ticks, 2418);
+        assert_eq!(st.vsize_bytes, 8_986_624);
+        assert_eq!(st.rss_pages, 1280);
+        assert_eq!(st.processor, 1);
+        assert_eq!((st.rt_priority, st.policy), (0, 0));
+    }
+
+    #[test]
+    fn parses_a_kernel_thread() {
+        let st = parse_stat(KTHREAD).expect("kthreadd parses");
+        assert_eq!(st.comm, b"kthreadd");
+        assert_eq!(st.tpgid, -1);
+        assert_ne!(st.flags & tasksnap_model::PF_KTHREAD, 0);
+        assert_eq!(st.vsize_bytes, 0);
+    }
+
+    #[test]
+    fn parses_a_zombie_with_spaces_in_comm() {
+        let st = parse_stat(ZOMBIE).expect("zombie parses");
+        assert_eq!(st.comm, b"defunct me");
+        assert_eq!(st.state, b'Z');
+        assert_eq!(st.ppid, 4999);
+    }
+
+    #[test]
+    fn comm_with_parentheses_splits_on_the_last_paren() {
+        let line = b"77 (((a) b)) R 1 77 77 0 -1 4194304 0 0 0 0 5 6 0 0 20 0 1 0 100 4096 1 0\n";
+        let st = parse_stat(line).expect("parses");
+        assert_eq!(st.comm, b"((a) b)");
+        assert_eq!(st.state, b'R');
+        assert_eq!(st.utime_ticks, 5);
+        let odd = b"78 () x (\n)) S 1 78 78 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0 0\n";
+        let st = parse_stat(odd).expect("parses");
+        assert_eq!(st.comm, b") x (\n)");
+        assert_eq!(st.state, b'S');
+    }
+
+    #[test]
+    fn truncated_or_corrupt_stat_is_an_error_not_a_panic() {
+        for cut in 0..BASH.len() {
+            let r = parse_stat(&BASH[..cut]);
+            // Up to the rss field the line is required; after it anything may be cut.
+            if cut < 90 {
+                assert!(r.is_err(), "cut at {cut} should fail: {:?}", r);
+            }
+        }
+        assert!(parse_stat(b"12 (x) S 1 2 3 4 5 abc").is_err());
+        assert!(parse_stat(b"12 (x) SS 1").is_err());
+        assert!(parse_stat(b"12 x) S 1").is_err());
+        assert!(parse_stat(b"99999999999 (x) S 1").is_err());
+    }
+
+    #[test]
+    fn parses_status_ids_and_memory() {
+        let status = b"Name:\tsshd\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t812\nUid:\t0\t1000\t0\t1000\nGid:\t0\t100\t0\t100\nFDSize:\t64\nGroups:\t4 24 27 \nVmSize:\t   15364 kB\nVmLck:\t       8 kB\nVmSwap:\t       0 kB\nvoluntary_ctxt_switches:\t42\nnonvoluntary_ctxt_switches:\t3\n";
+        let s = parse_status(status).expect("status parses");
+        assert_eq!(s.uids, Some([0, 1000, 0, 1000]));
+        assert_eq!(s.gids, Some([0, 100, 0, 100]));
+        assert_eq!(s.groups, Some(vec![4, 24, 27]));
+        assert_eq!(s.vm_lck_kb, Some(8));
+        assert_eq!(s.vm_swap_kb, Some(0));
+        assert_eq!(s.voluntary_switches, Some(42));
+        assert_eq!(s.involuntary_switches, Some(3));
+        // Kernel threads have no Vm lines and an empty Groups line.
+        let k = b"Name:\tkthreadd\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\t\n";
+        let s = parse_status(k).expect("kthread status parses");
+        assert_eq!(s.groups, Some(vec![]));
+        assert_eq!(s.vm_lck_kb, None);
+        assert!(parse_status(b"Name:\tx\nUid:\t0\t0\n").is_err());
+    }
+
+    #[test]
+    fn parses_statm_schedstat_io_btime() {
+        assert_eq!(
+            parse_statm(b"2194 1280 1024 227 0 258 0\n"),
+            Ok([2194, 1280, 1024, 227, 0, 258, 0])
+        );
+        assert!(parse_statm(b"2194 1280\n").is_err());
+        assert_eq!(parse_schedstat(b"5134790 211005 22\n"), Ok([5_134_790, 211_005, 22]));
+        let io = parse_io(b"rchar: 2012\nwchar: 10\nsyscr: 6\nsyscw: 1\nread_bytes: 4096\nwrite_bytes: 0\ncancelled_write_bytes: 0\n").expect("io");
+        assert_eq!(io.rchar_bytes, 2012);
+        assert_eq!(io.read_bytes, 4096);
+        assert!(parse_io(b"rchar: 1\n").is_err());
+        assert_eq!(parse_btime(b"cpu  1 2 3\nbtime 1763784000\nprocesses 9\n"), Ok(1_763_784_000));
+    }
+}

@@ -1,0 +1,273 @@
+//! Reader threads and the watchdog that keeps one blocked task from stalling a listing.
+//!
+//! The items are split into contiguous ranges, one per reader thread. A reader publishes, in
+//! its [`Slot`], the results it has so far and, while it is inside a read that can block on a
+//! target's mmap lock (`cmdline`), the time that read started and the task read so far. The
+//! calling thread is the watchdog: if a read has been blocked past the deadline, it abandons
+//! that reader (keeping its results, and the blocked task without its command line) and starts
+//! a new reader for the rest of the range. The blocked thread finishes its read whenever the
+//! kernel lets it, sees it was abandoned, and exits without touching anything shared.
+
+use std::os::fd::RawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tasksnap_model::{Groups, SnapshotStats, Task};
+
+use super::reader::{Outcome, Progress, TaskReader, Units};
+use super::Item;
+use crate::sys::{self, FdBatch};
+
+/// Settings for one pass.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Config {
+    pub groups: Groups,
+    pub units: Units,
+    pub workers: usize,
+    pub cmdline_deadline: Duration,
+}
+
+/// Descriptors a reader may hold before one `close_range`.
+const FD_BATCH: usize = 256;
+/// Below this many items one reader thread is cheaper than starting more.
+const MIN_ITEMS_PER_WORKER: usize = 128;
+/// Descriptor number a reader with a private table keeps its copy of the root at.
+const PRIVATE_ROOT_FD: RawFd = 3;
+
+#[derive(Debug, Default)]
+struct SlotState {
+    abandoned: bool,
+    finished: bool,
+    /// Index of the item being read.
+    current: usize,
+    results: Vec<Task>,
+    /// The task whose blocking read is in progress, as far as it was read.
+    pending: Option<Task>,
+    stats: SnapshotStats,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    state: Mutex<SlotState>,
+    /// CLOCK_MONOTONIC ns at which the current blocking read began; 0 when not blocked.
+    blocked_since_ns: AtomicU64,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        // A poisoned lock means a reader panicked; its data is still consistent enough to keep.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+struct SlotProgress<'a> {
+    slot: &'a Slot,
+}
+
+impl Progress for SlotProgress<'_> {
+    fn before_blocking(&mut self, task: &Task) -> bool {
+        let mut st = self.slot.lock();
+        if st.abandoned {
+            return false;
+        }
+        st.pending = Some(task.clone());
+        self.slot
+            .blocked_since_ns
+            .store(sys::clock_ns(libc::CLOCK_MONOTONIC).max(1), Ordering::Release);
+        true
+    }
+
+    fn after_blocking(&mut self) {
+        self.slot.blocked_since_ns.store(0, Ordering::Release);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_reader(
+    root: PathBuf,
+    root_fd: RawFd,
+    items: Arc<Vec<Item>>,
+    range: std::ops::Range<usize>,
+    cfg: Config,
+    slot: Arc<Slot>,
+    id: usize,
+    done: mpsc::Sender<usize>,
+) {
+    // Private descriptor table: our files can then be closed in batches, and our copy of the
+    // root stays valid even if this thread outlives the collector (an abandoned reader).
+    let (my_root, batch, own_dup) = if sys::unshare_files().is_ok()
+        && sys::dup2(root_fd, PRIVATE_ROOT_FD).is_ok()
+        && sys::close_from(PRIVATE_ROOT_FD + 1).is_ok()
+    {
+        (PRIVATE_ROOT_FD, FdBatch::new(Some(PRIVATE_ROOT_FD + 1), FD_BATCH), false)
+    } else {
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) only creates a new descriptor for an open one.
+        let dup = unsafe { libc::fcntl(root_fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if dup < 0 {
+            let mut st = slot.lock();
+            st.finished = true;
+            drop(st);
+            let _ = done.send(id);
+            return;
+        }
+        (dup, FdBatch::new(None, 1), true)
+    };
+    let mut reader = TaskReader::new(my_root, cfg.groups, cfg.units, batch);
+    let mut progress = SlotProgress { slot: &slot };
+    let mut expanded: Vec<i32> = Vec::new();
+
+    for index in range {
+        {
+            let mut st = slot.lock();
+            if st.abandoned {
+                return;
+            }
+            st.current = index;
+        }
+        let item = items[index];
+        expanded.clear();
+        if item.all_threads {
+            match std::fs::read_dir(root.join(item.tgid.to_string()).join("task")) {
+                Ok(rd) => expanded.extend(
+                    rd.filter_map(|e| e.ok())
+                        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok())),
+                ),
+                Err(_) => {
+                    reader.stats.vanished += 1;
+                    continue;
+                }
+            }
+            expanded.sort_unstable();
+        }
+        let mut one = |tid: Option<i32>| -> bool {
+            let outcome = reader.read(item.tgid, tid, &mut progress);
+            let mut st = slot.lock();
+            if st.abandoned {
+                return false;
+            }
+            st.pending = None;
+            st.stats = reader.stats;
+            if let Outcome::Read(task) = outcome {
+                st.results.push(*task);
+            }
+            true
+        };
+        if item.all_threads {
+            for &tid in &expanded {
+                if !one(Some(tid)) {
+                    return;
+                }
+            }
+        } else if !one(item.tid) {
+            return;
+        }
+    }
+    reader.flush();
+    if own_dup {
+        sys::close(my_root);
+    }
+    let mut st = slot.lock();
+    st.stats = reader.stats;
+    st.finished = true;
+    drop(st);
+    let _ = done.send(id);
+}
+
+/// Reads every item, in parallel where it pays, and returns the tasks (unordered) and counts.
+pub(crate) fn read_all(
+    root: PathBuf,
+    root_fd: RawFd,
+    items: Vec<Item>,
+    cfg: Config,
+) -> (Vec<Task>, SnapshotStats) {
+    let n = items.len();
+    let items = Arc::new(items);
+    let workers = cfg.workers.min(n / MIN_ITEMS_PER_WORKER).max(1);
+    let (tx, rx) = mpsc::channel::<usize>();
+
+    // (slot, end of its range)
+    let mut slots: Vec<(Arc<Slot>, usize)> = Vec::new();
+    let mut active = 0usize;
+    let spawn = |start: usize, end: usize, slots: &mut Vec<(Arc<Slot>, usize)>| {
+        let slot = Arc::new(Slot::default());
+        let id = slots.len();
+        slots.push((slot.clone(), end));
+        let (r, it, t, s) = (root.clone(), items.clone(), tx.clone(), slot.clone());
+        let spawned = std::thread::Builder::new()
+            .name("tasksnap-procfs".into())
+            .spawn(move || run_reader(r, root_fd, it, start..end, cfg, s, id, t));
+        if spawned.is_err() {
+            // No thread to be had: read this range on the calling thread, without a watchdog.
+            run_reader(root.clone(), root_fd, items.clone(), start..end, cfg, slot, id, tx.clone());
+        }
+    };
+    for w in 0..workers {
+        let (start, end) = (n * w / workers, n * (w + 1) / workers);
+        spawn(start, end, &mut slots);
+        active += 1;
+    }
+
+    let deadline_ns = cfg.cmdline_deadline.as_nanos() as u64;
+    let tick = (cfg.cmdline_deadline / 4).max(Duration::from_millis(1));
+    let mut tasks = Vec::new();
+    let mut stats = SnapshotStats::default();
+    let mut harvested = vec![false; slots.len()];
+
+    while active > 0 {
+        match rx.recv_timeout(tick) {
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let mut i = 0;
+        while i < slots.len() {
+            if harvested.get(i).copied().unwrap_or(false) {
+                i += 1;
+                continue;
+            }
+            let (slot, end) = (slots[i].0.clone(), slots[i].1);
+            let mut st = slot.lock();
+            if st.finished {
+                tasks.append(&mut st.results);
+                add_stats(&mut stats, &st.stats);
+                harvested[i] = true;
+                active -= 1;
+            } else {
+                let since = slot.blocked_since_ns.load(Ordering::Acquire);
+                if since != 0 && now.saturating_sub(since) > deadline_ns {
+                    st.abandoned = true;
+                    tasks.append(&mut st.results);
+                    add_stats(&mut stats, &st.stats);
+                    if let Some(mut t) = st.pending.take() {
+                        t.cmdline = None;
+                        t.cmdline_timed_out = true;
+                        tasks.push(t);
+                    }
+                    stats.cmdline_timeouts += 1;
+                    harvested[i] = true;
+                    let next = st.current + 1;
+                    drop(st);
+                    active -= 1;
+                    if next < end {
+                        spawn(next, end, &mut slots);
+                        harvested.push(false);
+                        active += 1;
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+    (tasks, stats)
+}
+
+fn add_stats(total: &mut SnapshotStats, s: &SnapshotStats) {
+    total.vanished += s.vanished;
+    total.denied += s.denied;
+    total.unparsable += s.unparsable;
+    total.cmdline_timeouts += s.cmdline_timeouts;
+    total.partial += s.partial;
+}

@@ -1,0 +1,479 @@
+//! Reads one task's files from a procfs tree: only the files the requested groups need, through
+//! paths relative to the root directory descriptor, into buffers reused across tasks.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+
+use tasksnap_model::{
+    Base, Cred, Groups, Mem, Sched, SnapshotStats, Stat, Task, TaskId, TaskState, PF_KTHREAD,
+};
+
+use super::parse::{self, StatLine};
+use crate::sys::{self, FdBatch};
+
+/// The fixed facts a reader converts units with.
+#[derive(Debug, Clone, Copy)]
+pub struct Units {
+    /// Clock ticks per second (`CLK_TCK`, "USER_HZ": 100 on every mainstream build).
+    pub clk_tck: u64,
+    /// Page size in bytes.
+    pub page_size: u64,
+}
+
+impl Units {
+    fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        ticks.saturating_mul(1_000_000_000 / self.clk_tck.max(1))
+    }
+}
+
+/// How one task's read ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Read (possibly with some groups denied).
+    Read(Box<Task>),
+    /// The task exited while it was read.
+    Vanished,
+    /// A file had an impossible shape.
+    Unparsable,
+}
+
+/// Errors of one file read, classified the way procps treats them.
+enum FileError {
+    /// ENOENT/ESRCH: the task is gone.
+    Gone,
+    /// EACCES/EPERM and anything else: this group is unavailable to us.
+    Denied,
+}
+
+fn classify(e: &io::Error) -> FileError {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::ESRCH) => FileError::Gone,
+        _ => FileError::Denied,
+    }
+}
+
+/// Per-thread reading state: buffers and the descriptor batch.
+#[derive(Debug)]
+pub struct TaskReader {
+    root_fd: RawFd,
+    groups: Groups,
+    units: Units,
+    path: Vec<u8>,
+    buf: Vec<u8>,
+    fds: FdBatch,
+    /// Largest command line kept, bytes (procps keeps 128 KiB).
+    pub max_cmdline_bytes: usize,
+    /// Counters for this reader.
+    pub stats: SnapshotStats,
+    /// The last process's command line, reused for its other threads.
+    cmdline_cache: Option<(i32, Vec<u8>)>,
+}
+
+/// Where in the reading of a task we are; lets a watchdog know a read may block.
+pub trait Progress {
+    /// Called before a read that can block on the target's mmap lock, with the task so far.
+    /// Returns false when the caller should give up on this task (the reader is abandoned).
+    fn before_blocking(&mut self, task: &Task) -> bool;
+    /// Called after that read.
+    fn after_blocking(&mut self);
+}
+
+impl TaskReader {
+    /// A reader for the tree open at `root_fd`.
+    pub fn new(root_fd: RawFd, groups: Groups, units: Units, fds: FdBatch) -> TaskReader {
+        TaskReader {
+            root_fd,
+            groups,
+            units,
+            path: Vec::with_capacity(64),
+            buf: vec![0; 4096],
+            fds,
+            max_cmdline_bytes: 128 * 1024,
+            stats: SnapshotStats::default(),
+            cmdline_cache: None,
+        }
+    }
+
+    fn set_path(&mut self, tgid: i32, tid: Option<i32>, file: &str) -> CString {
+        use std::io::Write;
+        self.path.clear();
+        // Writing into a Vec cannot fail.
+        let _ = match tid {
+            Some(tid) => write!(self.path, "{tgid}/task/{tid}"),
+            None => write!(self.path, "{tgid}"),
+        };
+        if !file.is_empty() {
+            self.path.push(b'/');
+            self.path.extend_from_slice(file.as_bytes());
+        }
+        // The path holds only digits, '/' and ASCII names: never a NUL.
+        CString::new(self.path.as_slice()).unwrap_or_default()
+    }
+
+    /// Reads a whole small file into `self.buf`, returning its length. A read shorter than the
+    /// buffer is the whole file: these seq_files produce their full text on the first read.
+    fn read_small(&mut self, tgid: i32, tid: Option<i32>, file: &str) -> Result<usize, FileError> {
+        let path = self.set_path(tgid, tid, file);
+        let fd = sys::openat_ro(self.root_fd, &path).map_err(|e| classify(&e))?;
+        let mut len = 0;
+        let result = loop {
+            if len == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            match sys::read_fd(fd, &mut self.buf[len..]) {
+                Ok(0) => break Ok(len),
+                Ok(n) => {
+                    len += n;
+                    if len < self.buf.len() {
+                        break Ok(len);
+                    }
+                }
+                Err(e) => break Err(classify(&e)),
+            }
+        };
+        self.fds.done(fd);
+        result
+    }
+
+    /// Reads `tgid/cmdline` (the process's, shared by its threads), up to the size cap.
+    fn read_cmdline(&mut self, tgid: i32) -> Result<Vec<u8>, FileError> {
+        let path = self.set_path(tgid, None, "cmdline");
+        let fd = sys::openat_ro(self.root_fd, &path).map_err(|e| classify(&e))?;
+        let mut out = Vec::new();
+        let mut chunk = 4096usize;
+        let result = loop {
+            let start = out.len();
+            let want = chunk.min(self.max_cmdline_bytes.saturating_sub(start));
+            if want == 0 {
+                break Ok(());
+            }
+            out.resize(start + want, 0);
+            match sys::read_fd(fd, &mut out[start..]) {
+                Ok(n) => {
+                    out.truncate(start + n);
+                    if n == 0 {
+                        break Ok(());
+                    }
+                    // get_mm_cmdline() fills the whole request unless the arguments end
+                    // (or the target's memory cannot be read), so a short read is the end.
+                    if n < want {
+                        break Ok(());
+                    }
+                    chunk = (chunk * 4).min(1 << 20);
+                }
+                Err(e) => {
+                    out.truncate(start);
+                    break Err(classify(&e));
+                }
+            }
+        };
+        self.fds.done(fd);
+        result.map(|()| out)
+    }
+
+    /// Reads one task. `tid` is `Some` for a thread read through `tgid/task/tid`.
+    pub fn read(&mut self, tgid: i32, tid: Option<i32>, progress: &mut dyn Progress) -> Outcome {
+        let g = self.groups;
+        let the_tid = tid.unwrap_or(tgid);
+        let mut task = Task::new(TaskId {
+            tgid,
+            tid: the_tid,
+            start_time_ns: 0,
+        });
+        let mut st: Option<StatLine> = None;
+        // Set once any file of the task was read: from then on the task existed when listed.
+        let mut seen = false;
+
+        if g.needs_stat_file() || g.cmdline {
+            match self.read_small(tgid, tid, "stat") {
+                Ok(n) => match parse::parse_stat(&self.buf[..n]) {
+                    Ok(line) => {
+                        st = Some(line);
+                        seen = true;
+                    }
+                    Err(_) => {
+                        self.stats.unparsable += 1;
+                        return Outcome::Unparsable;
+                    }
+                },
+                Err(FileError::Gone) => {
+                    self.stats.vanished += 1;
+                    return Outcome::Vanished;
+                }
+                // stat is world-readable; failing here means the task is unusable.
+                Err(FileError::Denied) => {
+                    self.stats.denied += 1;
+                    return Outcome::Vanished;
+                }
+            }
+        }
+        if let Some(line) = &st {
+            task.id.start_time_ns = self.units.ticks_to_ns(line.start_ticks);
+            if g.base {
+                task.base = Some(Base {
+                    state: parse::state_of(line),
+                    ppid: line.ppid,
+                    pgid: line.pgrp,
+                    sid: line.session,
+                    tty_nr: line.tty_nr as u32,
+                    tpgid: line.tpgid,
+                    flags: line.flags,
+                    comm: line.comm.clone(),
+                    kthread: line.flags & PF_KTHREAD != 0,
+                    nice: line.nice,
+                    priority: line.priority,
+                    policy: line.policy,
+                    rt_priority: line.rt_priority,
+                    num_threads: line.num_threads.max(0) as u32,
+                    processor: line.processor,
+                });
+            }
+            if g.stat {
+                let u = self.units;
+                task.stat = Some(Stat {
+                    utime_ns: u.ticks_to_ns(line.utime_ticks),
+                    stime_ns: u.ticks_to_ns(line.stime_ticks),
+                    cutime_ns: u.ticks_to_ns(line.cutime_ticks.max(0) as u64),
+                    cstime_ns: u.ticks_to_ns(line.cstime_ticks.max(0) as u64),
+                    minflt: line.minflt,
+                    majflt: line.majflt,
+                    cminflt: line.cminflt,
+                    cmajflt: line.cmajflt,
+                    start_time_ns: task.id.start_time_ns,
+                    vsize_bytes: line.vsize_bytes,
+                    rss_bytes: line.rss_pages.saturating_mul(u.page_size),
+                });
+            }
+        }
+
+        if st.is_none() && !g.needs_status_file() && !g.cred_effective {
+            // Nothing else proves the task exists: look at its directory.
+            let path = self.set_path(tgid, tid, "");
+            if sys::owner_at(self.root_fd, &path).is_err() {
+                self.stats.vanished += 1;
+                return Outcome::Vanished;
+            }
+        }
+
+        if g.needs_status_file() {
+            match self.read_small(tgid, tid, "status") {
+                Ok(n) => match parse::parse_status(&self.buf[..n]) {
+                    Ok(s) => {
+                        seen = true;
+                        if g.cred_full || g.cred_effective {
+                            if let (Some(u), Some(gr)) = (s.uids, s.gids) {
+                                task.cred = Some(Cred {
+                                    ruid: u[0],
+                                    euid: u[1],
+                                    suid: u[2],
+                                    fsuid: u[3],
+                                    rgid: gr[0],
+                                    egid: gr[1],
+                                    sgid: gr[2],
+                                    fsgid: gr[3],
+                                    groups: s.groups.clone(),
+                                    effective_only: false,
+                                });
+                            }
+                        }
+                        if g.mem_status {
+                            let mem = task.mem.get_or_insert_with(empty_mem);
+                            mem.swap_bytes = s.vm_swap_kb.map(|k| k * 1024).or(Some(0));
+                            mem.locked_bytes = s.vm_lck_kb.map(|k| k * 1024).or(Some(0));
+                        }
+                        if g.sched_switches {
+                            let sc = task.sched.get_or_insert_with(empty_sched);
+                            sc.voluntary_switches = s.voluntary_switches;
+                            sc.involuntary_switches = s.involuntary_switches;
+                        }
+                    }
+                    Err(_) => {
+                        self.stats.unparsable += 1;
+                        return Outcome::Unparsable;
+                    }
+                },
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+            }
+        }
+
+        if g.cred_effective && task.cred.is_none() {
+            // The owner of the /proc/PID directory is the task's euid/egid, even for a
+            // non-dumpable task: task_dump_owner() (fs/proc/base.c) applies the "make
+            // non-dumpable tasks owned by root" rule to every file *except* the 0555 per-process
+            // directories, kept so that stat(/proc/PID) stays the cheap way to get the euid.
+            // (Kernel threads are owned by root either way.)
+            let path = self.set_path(tgid, tid, "");
+            match sys::owner_at(self.root_fd, &path) {
+                Ok((uid, gid)) => {
+                    seen = true;
+                    task.cred = Some(Cred {
+                        ruid: uid,
+                        euid: uid,
+                        suid: uid,
+                        fsuid: uid,
+                        rgid: gid,
+                        egid: gid,
+                        sgid: gid,
+                        fsgid: gid,
+                        groups: None,
+                        effective_only: true,
+                    })
+                }
+                Err(e) => match classify(&e) {
+                    FileError::Gone => return self.gone(task, seen),
+                    FileError::Denied => self.stats.denied += 1,
+                },
+            }
+        }
+
+        if g.mem {
+            match self.read_small(tgid, tid, "statm") {
+                Ok(n) => match parse::parse_statm(&self.buf[..n]) {
+                    Ok(v) => {
+                        let p = self.units.page_size;
+                        let mem = task.mem.get_or_insert_with(empty_mem);
+                        mem.vsize_bytes = v[0] * p;
+                        mem.rss_bytes = v[1] * p;
+                        mem.shared_bytes = v[2] * p;
+                        mem.text_bytes = v[3] * p;
+                        mem.data_bytes = v[5] * p;
+                    }
+                    Err(_) => self.stats.unparsable += 1,
+                },
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+            }
+        }
+
+        if g.sched {
+            match self.read_small(tgid, tid, "schedstat") {
+                Ok(n) => {
+                    if let Ok(v) = parse::parse_schedstat(&self.buf[..n]) {
+                        let sc = task.sched.get_or_insert_with(empty_sched);
+                        sc.on_cpu_ns = v[0];
+                        sc.run_delay_ns = v[1];
+                        sc.timeslices = v[2];
+                    }
+                }
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+            }
+        }
+
+        if g.io {
+            match self.read_small(tgid, tid, "io") {
+                Ok(n) => match parse::parse_io(&self.buf[..n]) {
+                    Ok(io) => task.io = Some(io),
+                    Err(_) => self.stats.unparsable += 1,
+                },
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+            }
+        }
+
+        if g.wchan {
+            match self.read_small(tgid, tid, "wchan") {
+                Ok(n) => {
+                    let w = &self.buf[..n];
+                    // The kernel prints "0" when it has no symbol (or hides it).
+                    let w = if w == b"0" { &b""[..] } else { w };
+                    task.wchan = Some(String::from_utf8_lossy(w).into_owned());
+                }
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+            }
+        }
+
+        if g.exe {
+            let path = self.set_path(tgid, None, "exe");
+            let mut link = vec![0u8; 4096];
+            match sys::readlinkat(self.root_fd, &path, &mut link) {
+                Ok(n) => {
+                    link.truncate(n);
+                    task.exe = Some(link);
+                }
+                Err(e) => match classify(&e) {
+                    // A kernel thread or zombie has no exe: that is an answer, not an exit.
+                    FileError::Gone => task.exe = Some(Vec::new()),
+                    FileError::Denied => self.stats.denied += 1,
+                },
+            }
+        }
+
+        if g.cmdline {
+            let no_mm = st.as_ref().is_some_and(|l| {
+                l.flags & PF_KTHREAD != 0 || TaskState::from_letter(l.state) == TaskState::Zombie
+            });
+            let cached = match (&self.cmdline_cache, tid) {
+                (Some((t, c)), Some(_)) if *t == tgid => Some(c.clone()),
+                _ => None,
+            };
+            if let Some(c) = cached {
+                task.cmdline = Some(c);
+            } else if no_mm {
+                // Kernel threads and zombies have no user memory: their cmdline is empty, and
+                // reading it would cost two system calls for nothing.
+                task.cmdline = Some(Vec::new());
+            } else {
+                if !progress.before_blocking(&task) {
+                    return Outcome::Vanished;
+                }
+                let r = self.read_cmdline(tgid);
+                progress.after_blocking();
+                match r {
+                    Ok(c) => {
+                        if tid.is_some() {
+                            self.cmdline_cache = Some((tgid, c.clone()));
+                        }
+                        task.cmdline = Some(c)
+                    }
+                    Err(FileError::Gone) => return self.gone(task, seen),
+                    Err(FileError::Denied) => self.stats.denied += 1,
+                }
+            }
+        }
+
+        Outcome::Read(Box::new(task))
+    }
+
+    /// A task whose file disappeared: if an earlier file already proved it existed when the
+    /// listing was taken, keep what was read (procps does the same); otherwise it never made it.
+    fn gone(&mut self, task: Task, seen: bool) -> Outcome {
+        if seen {
+            self.stats.partial += 1;
+            Outcome::Read(Box::new(task))
+        } else {
+            self.stats.vanished += 1;
+            Outcome::Vanished
+        }
+    }
+
+    /// Closes any descriptors still batched.
+    pub fn flush(&mut self) {
+        self.fds.flush();
+    }
+}
+
+fn empty_mem() -> Mem {
+    Mem {
+        vsize_bytes: 0,
+        rss_bytes: 0,
+        shared_bytes: 0,
+        text_bytes: 0,
+        data_bytes: 0,
+        swap_bytes: None,
+        locked_bytes: None,
+    }
+}
+
+fn empty_sched() -> Sched {
+    Sched {
+        on_cpu_ns: 0,
+        run_delay_ns: 0,
+        timeslices: 0,
+        voluntary_switches: None,
+        involuntary_switches: None,
+    }
+}

@@ -1,0 +1,206 @@
+//! The few raw system calls the procfs reader makes on its hot path, wrapped once so the rest
+//! of the crate is safe code. Each wrapper returns `std::io::Error` with the raw errno kept, so
+//! callers can tell "task exited" (ENOENT, ESRCH) from "not allowed" (EACCES, EPERM).
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::RawFd;
+
+/// Opens `path` relative to the directory `dirfd`, read-only, close-on-exec. The caller owns
+/// the returned descriptor and must hand it to [`FdBatch`] (or close it).
+pub fn openat_ro(dirfd: RawFd, path: &CStr) -> io::Result<RawFd> {
+    // SAFETY: `path` is a valid NUL-terminated string for the duration of the call; openat
+    // does not retain the pointer.
+    let fd = unsafe {
+        libc::openat(
+            dirfd,
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY,
+        )
+    };
+    if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(fd)
+    }
+}
+
+/// One `read(2)` into `buf`; retries on EINTR.
+pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is a valid writable region of `buf.len()` bytes owned by the caller.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// `readlinkat(2)` into `buf`, returning the length (truncated at `buf.len()`).
+pub fn readlinkat(dirfd: RawFd, path: &CStr, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `path` is NUL-terminated; `buf` is writable for `buf.len()` bytes.
+    let n = unsafe { libc::readlinkat(dirfd, path.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Owner (uid, gid) of `path` relative to `dirfd`, without following a final symlink.
+pub fn owner_at(dirfd: RawFd, path: &CStr) -> io::Result<(u32, u32)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `path` is NUL-terminated and `st` points to writable memory sized for `stat`.
+    let rc = unsafe {
+        libc::fstatat(
+            dirfd,
+            path.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatat returned 0, so it filled the whole structure.
+    let st = unsafe { st.assume_init() };
+    Ok((st.st_uid, st.st_gid))
+}
+
+/// Closes a descriptor, ignoring errors (a close error on a read-only procfs file carries no
+/// information we could act on).
+pub fn close(fd: RawFd) {
+    // SAFETY: the caller passes a descriptor it owns and never uses again.
+    unsafe {
+        libc::close(fd);
+    }
+}
+
+/// Gives the calling thread a private copy of the file descriptor table (`unshare(CLONE_FILES)`),
+/// so it may close ranges of descriptors without touching other threads' files.
+pub fn unshare_files() -> io::Result<()> {
+    // SAFETY: unshare takes only flags; CLONE_FILES affects the calling thread alone.
+    let rc = unsafe { libc::unshare(libc::CLONE_FILES) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Moves descriptor `fd` to number `to` in the calling thread's table (`dup2`).
+pub fn dup2(fd: RawFd, to: RawFd) -> io::Result<()> {
+    // SAFETY: dup2 only manipulates descriptor numbers; `to` is replaced atomically.
+    let rc = unsafe { libc::dup2(fd, to) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Closes every descriptor from `first` upward (`close_range(2)`, Linux 5.9).
+pub fn close_from(first: RawFd) -> io::Result<()> {
+    // SAFETY: close_range takes plain integers. It is only called on a thread whose descriptor
+    // table is private (see `unshare_files`), where every descriptor >= `first` is ours.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, u32::MAX, 0u32) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Current time of `clock` in ns (vDSO: no system call).
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe {
+        libc::clock_gettime(clock, &mut ts);
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// `sysconf` value, or `default` when the system does not say.
+pub fn sysconf(name: libc::c_int, default: u64) -> u64 {
+    // SAFETY: sysconf takes a plain integer and has no memory effects.
+    let v = unsafe { libc::sysconf(name) };
+    if v > 0 {
+        v as u64
+    } else {
+        default
+    }
+}
+
+/// Descriptors opened by one reader thread, closed in bulk.
+///
+/// Closing costs one system call per file. A reader thread with a private descriptor table
+/// (after [`unshare_files`]) instead lets descriptors accumulate and drops them all with one
+/// `close_range`, which turns "open, read, close" into "open, read" plus 1/`limit` of a call.
+/// Without a private table every descriptor is closed at once, as usual.
+#[derive(Debug)]
+pub struct FdBatch {
+    /// Lowest descriptor number this thread's files can get, when the table is private.
+    private_from: Option<RawFd>,
+    open: usize,
+    limit: usize,
+}
+
+impl FdBatch {
+    /// A batch for a thread whose table is private from `private_from` up, or a plain one.
+    pub fn new(private_from: Option<RawFd>, limit: usize) -> FdBatch {
+        FdBatch {
+            private_from,
+            open: 0,
+            limit: limit.max(1),
+        }
+    }
+
+    /// Takes ownership of a descriptor the caller has finished with.
+    pub fn done(&mut self, fd: RawFd) {
+        match self.private_from {
+            None => close(fd),
+            Some(first) => {
+                self.open += 1;
+                if self.open >= self.limit {
+                    self.flush_from(first);
+                }
+            }
+        }
+    }
+
+    fn flush_from(&mut self, first: RawFd) {
+        if close_from(first).is_err() {
+            // close_range missing (pre-5.9 kernel): fall back to closing one by one from now on.
+            for fd in first..first + self.open as RawFd {
+                close(fd);
+            }
+            self.private_from = None;
+        }
+        self.open = 0;
+    }
+
+    /// Closes everything still held.
+    pub fn flush(&mut self) {
+        if let Some(first) = self.private_from {
+            if self.open > 0 {
+                self.flush_from(first);
+            }
+        }
+    }
+}
+
+impl Drop for FdBatch {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}

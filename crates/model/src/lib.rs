@@ -1,0 +1,18 @@
+//! The tasksnap data model: what a task is, which groups of attributes can be asked for, how a
+//! query names a set of tasks, and what a snapshot holds.
+//!
+//! This crate does no I/O. Collectors (`tasksnap-collect`) fill these types; front ends
+//! (`tasksnap` ps/top/states) read them. Every quantity carries its unit in its name
+//! (`rss_bytes`, `utime_ns`), and every attribute group is an `Option`: `None` means "not asked
+//! for, or not readable", never zero.
+#![deny(missing_docs)]
+
+mod query;
+mod snapshot;
+mod task;
+
+pub use query::{Groups, Query, Selector};
+pub use snapshot::{Snapshot, SnapshotStats};
+pub use task::{
+    Base, Cred, Io, Mem, Sched, Stat, Task, TaskId, TaskState, PF_KTHREAD, SCHED_BATCH, SCHED_OTHER,
+};

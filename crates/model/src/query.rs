@@ -1,0 +1,102 @@
+//! Queries in the task_diag style: which tasks, and which attribute groups of each.
+
+use serde::Serialize;
+
+/// Which tasks a query asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Selector {
+    /// Every process (thread-group leaders only).
+    AllProcesses,
+    /// Every thread of every process.
+    AllThreads,
+    /// One process, by pid.
+    Pid(i32),
+    /// The threads of one process.
+    ThreadsOf(i32),
+    /// The processes whose parent is this pid.
+    ChildrenOf(i32),
+    /// The processes of a session.
+    Session(i32),
+    /// The processes of a process group.
+    ProcessGroup(i32),
+}
+
+/// Which attribute groups to collect. A collector reads only what these need.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Groups {
+    /// State, parents, tty, comm, nice, policy, threads (`/proc/PID/stat`).
+    pub base: bool,
+    /// Effective ids only (cheap: the owner of /proc/PID).
+    pub cred_effective: bool,
+    /// All ids and supplementary groups (`/proc/PID/status`).
+    pub cred_full: bool,
+    /// CPU times, faults, start time (`/proc/PID/stat`).
+    pub stat: bool,
+    /// Memory (`/proc/PID/statm`).
+    pub mem: bool,
+    /// Swap and locked memory (`/proc/PID/status`).
+    pub mem_status: bool,
+    /// Command line (`/proc/PID/cmdline`; takes the target's mmap lock).
+    pub cmdline: bool,
+    /// Executable path (`/proc/PID/exe`).
+    pub exe: bool,
+    /// I/O counters (`/proc/PID/io`).
+    pub io: bool,
+    /// Scheduler accounting (`/proc/PID/schedstat`).
+    pub sched: bool,
+    /// Context switch counts (`/proc/PID/status`).
+    pub sched_switches: bool,
+    /// Wait channel (`/proc/PID/wchan`).
+    pub wchan: bool,
+}
+
+impl Groups {
+    /// Every group.
+    pub fn all() -> Groups {
+        Groups {
+            base: true,
+            cred_effective: true,
+            cred_full: true,
+            stat: true,
+            mem: true,
+            mem_status: true,
+            cmdline: true,
+            exe: true,
+            io: true,
+            sched: true,
+            sched_switches: true,
+            wchan: true,
+        }
+    }
+
+    /// True when /proc/PID/stat must be read.
+    pub fn needs_stat_file(&self) -> bool {
+        self.base || self.stat
+    }
+
+    /// True when /proc/PID/status must be read.
+    pub fn needs_status_file(&self) -> bool {
+        self.cred_full || self.mem_status || self.sched_switches
+    }
+}
+
+/// A query: which tasks and which groups.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Query {
+    /// Which tasks.
+    pub selector: Selector,
+    /// Which groups of each.
+    pub groups: Groups,
+}
+
+impl Query {
+    /// A query for `selector` with `groups`.
+    pub fn new(selector: Selector, groups: Groups) -> Query {
+        Query { selector, groups }
+    }
+
+    /// True when the answer is per thread rather than per process.
+    pub fn wants_threads(&self) -> bool {
+        matches!(self.selector, Selector::AllThreads | Selector::ThreadsOf(_))
+    }
+}

@@ -1,0 +1,40 @@
+//! The answer to a query: tasks, when they were taken, and what could not be read.
+
+use serde::Serialize;
+
+use crate::Task;
+
+/// Counts of what went wrong, per snapshot. None of these is an error: tasks exit while they
+/// are read, and some files are private to their owner.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SnapshotStats {
+    /// Tasks listed but gone before all their files were read (ENOENT/ESRCH).
+    pub vanished: u64,
+    /// Tasks that exited after their first file was read: kept, with the groups read before
+    /// they went.
+    pub partial: u64,
+    /// Attribute groups left empty because the caller may not read them (EACCES/EPERM).
+    pub denied: u64,
+    /// Files whose content could not be parsed (truncated or corrupt); the task is skipped.
+    pub unparsable: u64,
+    /// Command lines not read because the task held its mmap lock past the deadline.
+    pub cmdline_timeouts: u64,
+}
+
+/// A set of tasks collected together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    /// Wall-clock time the collection started, ns since the Unix epoch.
+    pub taken_at_unix_ns: u64,
+    /// Boot-time clock (CLOCK_BOOTTIME) when the collection started, ns: compare with
+    /// `Stat::start_time_ns` for elapsed times.
+    pub taken_at_boottime_ns: u64,
+    /// System boot time, seconds since the Unix epoch (`btime` of /proc/stat).
+    pub boot_time_unix_s: u64,
+    /// Name of the backend that produced it ("procfs", "bpf").
+    pub backend: &'static str,
+    /// The tasks, in ascending (tgid, tid) order.
+    pub tasks: Vec<Task>,
+    /// What could not be read.
+    pub stats: SnapshotStats,
+}

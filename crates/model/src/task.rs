@@ -1,0 +1,313 @@
+//! One task (a thread or a whole process) and its attribute groups.
+//!
+//! Times are nanoseconds; start times are nanoseconds since boot on the boot-time clock
+//! (the kernel's `start_boottime`). The procfs collector derives them from clock ticks, so they
+//! are multiples of `1e9 / CLK_TCK` there.
+
+use serde::Serialize;
+
+/// `PF_KTHREAD` from include/linux/sched.h: the task is a kernel thread. Checked instead of
+/// "empty cmdline", which a user process can also have.
+pub const PF_KTHREAD: u32 = 0x0020_0000;
+
+/// `SCHED_OTHER` (a.k.a. `SCHED_NORMAL`) scheduling policy number.
+pub const SCHED_OTHER: u32 = 0;
+/// `SCHED_BATCH` scheduling policy number.
+pub const SCHED_BATCH: u32 = 3;
+
+/// The identity of a task. A pid alone is not an identity: pids are reused, so two tasks with
+/// the same `tid` but a different `start_time_ns` are different tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct TaskId {
+    /// Thread group id: the process id.
+    pub tgid: i32,
+    /// Thread id; equal to `tgid` for a process's main thread.
+    pub tid: i32,
+    /// Start time, ns since boot.
+    pub start_time_ns: u64,
+}
+
+impl TaskId {
+    /// True when this is the main thread of its process (what `ps` lists by default).
+    pub fn is_leader(&self) -> bool {
+        self.tgid == self.tid
+    }
+}
+
+/// The scheduler state letter as /proc shows it (`fs/proc/array.c: task_state_array`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum TaskState {
+    /// `R`: running or runnable.
+    Running,
+    /// `S`: interruptible sleep.
+    Sleeping,
+    /// `D`: uninterruptible sleep.
+    DiskSleep,
+    /// `T`: stopped by a signal.
+    Stopped,
+    /// `t`: stopped by a tracer.
+    TracingStop,
+    /// `X`: dead (should never be seen).
+    Dead,
+    /// `Z`: zombie, exited and not yet reaped.
+    Zombie,
+    /// `P`: parked kernel thread.
+    Parked,
+    /// `I`: idle kernel thread (TASK_IDLE, not counted in load).
+    Idle,
+    /// Any other letter a future kernel may report.
+    Other(u8),
+}
+
+impl TaskState {
+    /// Parses the state letter of /proc/PID/stat.
+    pub fn from_letter(c: u8) -> TaskState {
+        match c {
+            b'R' => TaskState::Running,
+            b'S' => TaskState::Sleeping,
+            b'D' => TaskState::DiskSleep,
+            b'T' => TaskState::Stopped,
+            b't' => TaskState::TracingStop,
+            b'X' => TaskState::Dead,
+            b'Z' => TaskState::Zombie,
+            b'P' => TaskState::Parked,
+            b'I' => TaskState::Idle,
+            other => TaskState::Other(other),
+        }
+    }
+
+    /// The letter /proc and ps show.
+    pub fn letter(self) -> u8 {
+        match self {
+            TaskState::Running => b'R',
+            TaskState::Sleeping => b'S',
+            TaskState::DiskSleep => b'D',
+            TaskState::Stopped => b'T',
+            TaskState::TracingStop => b't',
+            TaskState::Dead => b'X',
+            TaskState::Zombie => b'Z',
+            TaskState::Parked => b'P',
+            TaskState::Idle => b'I',
+            TaskState::Other(c) => c,
+        }
+    }
+}
+
+/// Identity and scheduling basics: everything /proc/PID/stat gives cheaply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Base {
+    /// Scheduler state.
+    pub state: TaskState,
+    /// Parent process id (of the thread group).
+    pub ppid: i32,
+    /// Process group id.
+    pub pgid: i32,
+    /// Session id.
+    pub sid: i32,
+    /// Controlling terminal as the kernel encodes it (`tty_nr`: major in bits 8-15 and 20-31,
+    /// minor in bits 0-7 and 12-19); 0 when there is none.
+    pub tty_nr: u32,
+    /// Foreground process group of the controlling terminal, -1 when none.
+    pub tpgid: i32,
+    /// Kernel `PF_*` flags of the task.
+    pub flags: u32,
+    /// The task's comm (at most 15 bytes), raw bytes: it may hold any byte but NUL.
+    pub comm: Vec<u8>,
+    /// True for kernel threads (`PF_KTHREAD`).
+    pub kthread: bool,
+    /// Nice value, -20..19.
+    pub nice: i32,
+    /// Kernel priority as /proc shows it (`prio - MAX_RT_PRIO`: -100..39).
+    pub priority: i32,
+    /// Scheduling policy (`SCHED_*` number).
+    pub policy: u32,
+    /// Real-time priority, 0 for non-RT policies.
+    pub rt_priority: u32,
+    /// Threads in the thread group.
+    pub num_threads: u32,
+    /// CPU the task last ran on.
+    pub processor: i32,
+}
+
+/// Credentials (/proc/PID/status `Uid`/`Gid`/`Groups`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cred {
+    /// Real user id.
+    pub ruid: u32,
+    /// Effective user id.
+    pub euid: u32,
+    /// Saved set-user id.
+    pub suid: u32,
+    /// Filesystem user id.
+    pub fsuid: u32,
+    /// Real group id.
+    pub rgid: u32,
+    /// Effective group id.
+    pub egid: u32,
+    /// Saved set-group id.
+    pub sgid: u32,
+    /// Filesystem group id.
+    pub fsgid: u32,
+    /// Supplementary groups; `None` when only the effective ids were read (cheap path).
+    pub groups: Option<Vec<u32>>,
+    /// True when only `euid`/`egid` are exact (read from the owner of /proc/PID) and the other
+    /// ids are copies of them.
+    pub effective_only: bool,
+}
+
+/// CPU times, faults and start time (/proc/PID/stat).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Stat {
+    /// User CPU time, ns (for a process: summed over its threads, as /proc shows it).
+    pub utime_ns: u64,
+    /// System CPU time, ns.
+    pub stime_ns: u64,
+    /// User CPU time of reaped children, ns.
+    pub cutime_ns: u64,
+    /// System CPU time of reaped children, ns.
+    pub cstime_ns: u64,
+    /// Minor page faults.
+    pub minflt: u64,
+    /// Major page faults.
+    pub majflt: u64,
+    /// Minor faults of reaped children.
+    pub cminflt: u64,
+    /// Major faults of reaped children.
+    pub cmajflt: u64,
+    /// Start time, ns since boot.
+    pub start_time_ns: u64,
+    /// Virtual memory size in bytes (stat's `vsize`; also in [`Mem`]).
+    pub vsize_bytes: u64,
+    /// Resident set in bytes (stat's `rss`).
+    pub rss_bytes: u64,
+}
+
+/// Memory (/proc/PID/statm, and `VmSwap` when status is read anyway).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mem {
+    /// Total virtual size, bytes.
+    pub vsize_bytes: u64,
+    /// Resident set size, bytes.
+    pub rss_bytes: u64,
+    /// Resident shared (file-backed + shmem) bytes.
+    pub shared_bytes: u64,
+    /// Text (code) bytes.
+    pub text_bytes: u64,
+    /// Data + stack bytes.
+    pub data_bytes: u64,
+    /// Swapped-out bytes, when known.
+    pub swap_bytes: Option<u64>,
+    /// Locked resident bytes (`VmLck`), when known.
+    pub locked_bytes: Option<u64>,
+}
+
+/// I/O counters (/proc/PID/io; readable only by the owner or root).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Io {
+    /// Bytes read through read()-like syscalls.
+    pub rchar_bytes: u64,
+    /// Bytes written through write()-like syscalls.
+    pub wchar_bytes: u64,
+    /// Read syscalls.
+    pub syscr: u64,
+    /// Write syscalls.
+    pub syscw: u64,
+    /// Bytes fetched from storage.
+    pub read_bytes: u64,
+    /// Bytes sent to storage.
+    pub write_bytes: u64,
+    /// Written bytes later truncated away.
+    pub cancelled_write_bytes: u64,
+}
+
+/// Scheduler accounting (/proc/PID/schedstat and status's context switches).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sched {
+    /// Time spent on a CPU, ns (`se.sum_exec_runtime`).
+    pub on_cpu_ns: u64,
+    /// Time spent runnable waiting for a CPU, ns (`sched_info.run_delay`).
+    pub run_delay_ns: u64,
+    /// Number of timeslices run on a CPU (`sched_info.pcount`).
+    pub timeslices: u64,
+    /// Voluntary context switches, when known.
+    pub voluntary_switches: Option<u64>,
+    /// Involuntary context switches, when known.
+    pub involuntary_switches: Option<u64>,
+}
+
+/// One task and whichever attribute groups were asked for and readable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Task {
+    /// Identity.
+    pub id: TaskId,
+    /// Base group.
+    pub base: Option<Base>,
+    /// Credentials.
+    pub cred: Option<Cred>,
+    /// CPU times and faults.
+    pub stat: Option<Stat>,
+    /// Memory.
+    pub mem: Option<Mem>,
+    /// Command line arguments, raw (NUL-separated as in /proc/PID/cmdline). Empty for kernel
+    /// threads and zombies. `None` when not asked for or unreadable.
+    pub cmdline: Option<Vec<u8>>,
+    /// True when the cmdline read was abandoned because the task's mmap lock was held too long.
+    pub cmdline_timed_out: bool,
+    /// Path of the executable (/proc/PID/exe), when asked for and readable.
+    pub exe: Option<Vec<u8>>,
+    /// I/O counters.
+    pub io: Option<Io>,
+    /// Scheduler accounting.
+    pub sched: Option<Sched>,
+    /// Kernel function the task sleeps in (/proc/PID/wchan); empty when running, `None` when
+    /// not asked for or hidden.
+    pub wchan: Option<String>,
+}
+
+impl Task {
+    /// A task with only its identity.
+    pub fn new(id: TaskId) -> Task {
+        Task {
+            id,
+            base: None,
+            cred: None,
+            stat: None,
+            mem: None,
+            cmdline: None,
+            cmdline_timed_out: false,
+            exe: None,
+            io: None,
+            sched: None,
+            wchan: None,
+        }
+    }
+
+    /// The comm as text, invalid UTF-8 replaced.
+    pub fn comm_lossy(&self) -> String {
+        self.base
+            .as_ref()
+            .map(|b| String::from_utf8_lossy(&b.comm).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_letters_round_trip() {
+        for c in [b'R', b'S', b'D', b'T', b't', b'X', b'Z', b'P', b'I', b'W'] {
+            assert_eq!(TaskState::from_letter(c).letter(), c);
+        }
+        assert_eq!(TaskState::from_letter(b'W'), TaskState::Other(b'W'));
+    }
+
+    #[test]
+    fn identity_includes_start_time() {
+        let a = TaskId { tgid: 7, tid: 7, start_time_ns: 10 };
+        let b = TaskId { tgid: 7, tid: 7, start_time_ns: 20 };
+        assert_ne!(a, b, "a reused pid must not compare equal to the old task");
+        assert!(a.is_leader());
+    }
+}
