@@ -49,7 +49,10 @@ fn build(root: &Path) {
     task(
         root,
         "6000",
-        &[("stat", STAT_MT), ("cmdline", b"/usr/bin/worker\0--flag\0a b\0")],
+        &[
+            ("stat", STAT_MT),
+            ("cmdline", b"/usr/bin/worker\0--flag\0a b\0"),
+        ],
     );
     task(root, "6000/task/6000", &[("stat", STAT_MT)]);
     task(root, "6000/task/6001", &[("stat", STAT_MT_T1)]);
@@ -126,10 +129,16 @@ fn reads_only_the_files_the_groups_need() {
     fs::remove_file(dir.path().join("6000/cmdline")).expect("rm");
     let mut c = collector(dir.path());
     let snap = c
-        .snapshot(&Query::new(Selector::AllProcesses, groups(|g| g.base = true)))
+        .snapshot(&Query::new(
+            Selector::AllProcesses,
+            groups(|g| g.base = true),
+        ))
         .expect("snapshot");
     assert_eq!(snap.tasks.len(), 4);
-    assert!(snap.tasks.iter().all(|t| t.cmdline.is_none() && t.cred.is_none()));
+    assert!(snap
+        .tasks
+        .iter()
+        .all(|t| t.cmdline.is_none() && t.cred.is_none()));
     assert_eq!(snap.stats.vanished, 0);
 }
 
@@ -174,7 +183,10 @@ fn effective_ids_come_from_the_owner_of_the_task_directory() {
     build(dir.path());
     let mut c = collector(dir.path());
     let snap = c
-        .snapshot(&Query::new(Selector::Pid(4032), groups(|g| g.cred_effective = true)))
+        .snapshot(&Query::new(
+            Selector::Pid(4032),
+            groups(|g| g.cred_effective = true),
+        ))
         .expect("snapshot");
     let cred = snap.tasks[0].cred.as_ref().expect("cred");
     // SAFETY: geteuid/getegid cannot fail and touch no memory.
@@ -255,7 +267,10 @@ fn missing_truncated_and_unreadable_files_are_counted_not_fatal() {
     let pids: Vec<i32> = snap.tasks.iter().map(|t| t.id.tgid).collect();
     assert_eq!(pids, vec![2, 4032, 5000, 6000], "bad tasks are skipped");
     assert_eq!(snap.stats.vanished, 1, "7000 has no files at all");
-    assert_eq!(snap.stats.partial, 3, "no status for 2, 5000, 6000: kept without creds");
+    assert_eq!(
+        snap.stats.partial, 3,
+        "no status for 2, 5000, 6000: kept without creds"
+    );
     assert!(snap.tasks[0].cred.is_none() && snap.tasks[1].cred.is_some());
     assert_eq!(snap.stats.unparsable, 2);
 }

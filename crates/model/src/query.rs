@@ -87,12 +87,20 @@ pub struct Query {
     pub selector: Selector,
     /// Which groups of each.
     pub groups: Groups,
+    /// In thread listings, read each process's main thread through the process itself, so its
+    /// row carries process-wide values (CPU times summed over the threads): what procps shows
+    /// for the leader in `ps -L`. Off by default: then every row is exactly one thread.
+    pub leader_as_process: bool,
 }
 
 impl Query {
     /// A query for `selector` with `groups`.
     pub fn new(selector: Selector, groups: Groups) -> Query {
-        Query { selector, groups }
+        Query {
+            selector,
+            groups,
+            leader_as_process: false,
+        }
     }
 
     /// True when the answer is per thread rather than per process.

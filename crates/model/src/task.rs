@@ -305,8 +305,16 @@ mod tests {
 
     #[test]
     fn identity_includes_start_time() {
-        let a = TaskId { tgid: 7, tid: 7, start_time_ns: 10 };
-        let b = TaskId { tgid: 7, tid: 7, start_time_ns: 20 };
+        let a = TaskId {
+            tgid: 7,
+            tid: 7,
+            start_time_ns: 10,
+        };
+        let b = TaskId {
+            tgid: 7,
+            tid: 7,
+            start_time_ns: 20,
+        };
         assert_ne!(a, b, "a reused pid must not compare equal to the old task");
         assert!(a.is_leader());
     }

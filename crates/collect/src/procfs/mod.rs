@@ -32,6 +32,8 @@ pub(crate) struct Item {
     pub tid: Option<i32>,
     /// Expand into every thread of `tgid` (listing `tgid/task` on the worker).
     pub all_threads: bool,
+    /// Read the thread whose tid is the tgid through `tgid/` (process-wide values).
+    pub leader_as_process: bool,
 }
 
 /// Reads tasks from a procfs tree.
@@ -114,26 +116,34 @@ impl ProcfsCollector {
         }
     }
 
-    fn items_for(&self, selector: &Selector) -> Result<Vec<Item>, Error> {
+    fn items_for(&self, selector: &Selector, leader_as_process: bool) -> Result<Vec<Item>, Error> {
         let proc_item = |tgid| Item {
             tgid,
             tid: None,
             all_threads: false,
+            leader_as_process,
         };
         Ok(match selector {
             Selector::Pid(pid) => vec![proc_item(*pid)],
-            Selector::ThreadsOf(pid) => match Self::list_ids(&self.root.join(pid.to_string()).join("task")) {
-                Ok(tids) => tids
-                    .into_iter()
-                    .map(|tid| Item {
-                        tgid: *pid,
-                        tid: Some(tid),
-                        all_threads: false,
-                    })
-                    .collect(),
-                // The process is gone (or never was): an empty answer, not an error.
-                Err(_) => Vec::new(),
-            },
+            Selector::ThreadsOf(pid) => {
+                match Self::list_ids(&self.root.join(pid.to_string()).join("task")) {
+                    Ok(tids) => tids
+                        .into_iter()
+                        .map(|tid| Item {
+                            tgid: *pid,
+                            tid: if leader_as_process && tid == *pid {
+                                None
+                            } else {
+                                Some(tid)
+                            },
+                            all_threads: false,
+                            leader_as_process,
+                        })
+                        .collect(),
+                    // The process is gone (or never was): an empty answer, not an error.
+                    Err(_) => Vec::new(),
+                }
+            }
             Selector::AllThreads => Self::list_ids(&self.root)
                 .map_err(|e| self.root_error(e))?
                 .into_iter()
@@ -141,6 +151,7 @@ impl ProcfsCollector {
                     tgid,
                     tid: None,
                     all_threads: true,
+                    leader_as_process,
                 })
                 .collect(),
             Selector::AllProcesses
@@ -178,7 +189,7 @@ impl Collector for ProcfsCollector {
             }
             _ => false,
         };
-        let items = self.items_for(&query.selector)?;
+        let items = self.items_for(&query.selector, query.leader_as_process)?;
         let (mut tasks, stats): (Vec<Task>, SnapshotStats) = pool::read_all(
             self.root.clone(),
             self.root_fd.as_raw_fd(),

@@ -170,7 +170,8 @@ pub fn parse_stat(buf: &[u8]) -> Result<StatLine, ParseError> {
         st.processor = parse_i32(s)?;
     }
     if let Some(s) = tail.next() {
-        st.rt_priority = u32::try_from(parse_u64(s)?).map_err(|_| ParseError("stat: rt_priority"))?;
+        st.rt_priority =
+            u32::try_from(parse_u64(s)?).map_err(|_| ParseError("stat: rt_priority"))?;
     }
     if let Some(s) = tail.next() {
         st.policy = u32::try_from(parse_u64(s)?).map_err(|_| ParseError("stat: policy"))?;
@@ -184,7 +185,10 @@ pub fn state_of(st: &StatLine) -> TaskState {
 }
 
 fn trim(s: &[u8]) -> &[u8] {
-    let start = s.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(s.len());
+    let start = s
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(s.len());
     let end = s
         .iter()
         .rposition(|c| !c.is_ascii_whitespace())
@@ -213,7 +217,9 @@ pub struct StatusFields {
 
 fn parse_id_quad(v: &[u8]) -> Result<[u32; 4], ParseError> {
     let mut out = [0u32; 4];
-    let mut it = v.split(|c| c.is_ascii_whitespace()).filter(|s| !s.is_empty());
+    let mut it = v
+        .split(|c| c.is_ascii_whitespace())
+        .filter(|s| !s.is_empty());
     for slot in out.iter_mut() {
         let s = it.next().ok_or(ParseError("status: short id line"))?;
         *slot = u32::try_from(parse_u64(s)?).map_err(|_| ParseError("status: id range"))?;
@@ -241,7 +247,10 @@ pub fn parse_status(buf: &[u8]) -> Result<StatusFields, ParseError> {
             b"Gid" => out.gids = Some(parse_id_quad(value)?),
             b"Groups" => {
                 let mut g = Vec::new();
-                for s in value.split(|c| c.is_ascii_whitespace()).filter(|s| !s.is_empty()) {
+                for s in value
+                    .split(|c| c.is_ascii_whitespace())
+                    .filter(|s| !s.is_empty())
+                {
                     g.push(
                         u32::try_from(parse_u64(s)?)
                             .map_err(|_| ParseError("status: group range"))?,
@@ -267,7 +276,9 @@ pub fn parse_status(buf: &[u8]) -> Result<StatusFields, ParseError> {
 /// `/proc/PID/statm`: size resident shared text lib data dt, in pages.
 pub fn parse_statm(buf: &[u8]) -> Result<[u64; 7], ParseError> {
     let mut out = [0u64; 7];
-    let mut it = buf.split(|c| c.is_ascii_whitespace()).filter(|s| !s.is_empty());
+    let mut it = buf
+        .split(|c| c.is_ascii_whitespace())
+        .filter(|s| !s.is_empty());
     for slot in out.iter_mut() {
         *slot = parse_u64(it.next().ok_or(ParseError("statm: short"))?)?;
     }
@@ -277,7 +288,9 @@ pub fn parse_statm(buf: &[u8]) -> Result<[u64; 7], ParseError> {
 /// `/proc/PID/schedstat`: on-CPU ns, run-queue wait ns, timeslices.
 pub fn parse_schedstat(buf: &[u8]) -> Result<[u64; 3], ParseError> {
     let mut out = [0u64; 3];
-    let mut it = buf.split(|c| c.is_ascii_whitespace()).filter(|s| !s.is_empty());
+    let mut it = buf
+        .split(|c| c.is_ascii_whitespace())
+        .filter(|s| !s.is_empty());
     for slot in out.iter_mut() {
         *slot = parse_u64(it.next().ok_or(ParseError("schedstat: short"))?)?;
     }
@@ -431,11 +444,17 @@ mod tests {
             Ok([2194, 1280, 1024, 227, 0, 258, 0])
         );
         assert!(parse_statm(b"2194 1280\n").is_err());
-        assert_eq!(parse_schedstat(b"5134790 211005 22\n"), Ok([5_134_790, 211_005, 22]));
+        assert_eq!(
+            parse_schedstat(b"5134790 211005 22\n"),
+            Ok([5_134_790, 211_005, 22])
+        );
         let io = parse_io(b"rchar: 2012\nwchar: 10\nsyscr: 6\nsyscw: 1\nread_bytes: 4096\nwrite_bytes: 0\ncancelled_write_bytes: 0\n").expect("io");
         assert_eq!(io.rchar_bytes, 2012);
         assert_eq!(io.read_bytes, 4096);
         assert!(parse_io(b"rchar: 1\n").is_err());
-        assert_eq!(parse_btime(b"cpu  1 2 3\nbtime 1763784000\nprocesses 9\n"), Ok(1_763_784_000));
+        assert_eq!(
+            parse_btime(b"cpu  1 2 3\nbtime 1763784000\nprocesses 9\n"),
+            Ok(1_763_784_000)
+        );
     }
 }

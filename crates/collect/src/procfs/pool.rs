@@ -74,9 +74,10 @@ impl Progress for SlotProgress<'_> {
             return false;
         }
         st.pending = Some(task.clone());
-        self.slot
-            .blocked_since_ns
-            .store(sys::clock_ns(libc::CLOCK_MONOTONIC).max(1), Ordering::Release);
+        self.slot.blocked_since_ns.store(
+            sys::clock_ns(libc::CLOCK_MONOTONIC).max(1),
+            Ordering::Release,
+        );
         true
     }
 
@@ -102,7 +103,11 @@ fn run_reader(
         && sys::dup2(root_fd, PRIVATE_ROOT_FD).is_ok()
         && sys::close_from(PRIVATE_ROOT_FD + 1).is_ok()
     {
-        (PRIVATE_ROOT_FD, FdBatch::new(Some(PRIVATE_ROOT_FD + 1), FD_BATCH), false)
+        (
+            PRIVATE_ROOT_FD,
+            FdBatch::new(Some(PRIVATE_ROOT_FD + 1), FD_BATCH),
+            false,
+        )
     } else {
         // SAFETY: fcntl(F_DUPFD_CLOEXEC) only creates a new descriptor for an open one.
         let dup = unsafe { libc::fcntl(root_fd, libc::F_DUPFD_CLOEXEC, 0) };
@@ -131,10 +136,10 @@ fn run_reader(
         expanded.clear();
         if item.all_threads {
             match std::fs::read_dir(root.join(item.tgid.to_string()).join("task")) {
-                Ok(rd) => expanded.extend(
-                    rd.filter_map(|e| e.ok())
-                        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok())),
-                ),
+                Ok(rd) => expanded
+                    .extend(rd.filter_map(|e| e.ok()).filter_map(|e| {
+                        e.file_name().to_str().and_then(|s| s.parse::<i32>().ok())
+                    })),
                 Err(_) => {
                     reader.stats.vanished += 1;
                     continue;
@@ -157,7 +162,12 @@ fn run_reader(
         };
         if item.all_threads {
             for &tid in &expanded {
-                if !one(Some(tid)) {
+                let which = if item.leader_as_process && tid == item.tgid {
+                    None
+                } else {
+                    Some(tid)
+                };
+                if !one(which) {
                     return;
                 }
             }
@@ -201,7 +211,16 @@ pub(crate) fn read_all(
             .spawn(move || run_reader(r, root_fd, it, start..end, cfg, s, id, t));
         if spawned.is_err() {
             // No thread to be had: read this range on the calling thread, without a watchdog.
-            run_reader(root.clone(), root_fd, items.clone(), start..end, cfg, slot, id, tx.clone());
+            run_reader(
+                root.clone(),
+                root_fd,
+                items.clone(),
+                start..end,
+                cfg,
+                slot,
+                id,
+                tx.clone(),
+            );
         }
     };
     for w in 0..workers {

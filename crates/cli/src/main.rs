@@ -1,0 +1,48 @@
+//! `tasksnap`: process and thread observability for busy Linux hosts.
+//!
+//! The binary is glue: each subcommand lives in its own module and returns an exit code.
+//! `ps` takes procps-style arguments verbatim (`tasksnap ps aux`, `tasksnap ps -eLf`), so it
+//! bypasses clap and parses them itself.
+
+mod ps;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+tasksnap: process and thread observability for busy Linux hosts
+
+Usage: tasksnap <COMMAND> [ARGS...]
+
+Commands:
+  ps       list processes (procps-ng compatible options: -ef, aux, -eLf, -o ..., --forest)
+
+Options:
+  -h, --help     print this help
+  -V, --version  print the version
+";
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let cmd = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    match cmd {
+        "ps" => ps::main(&args[2..]),
+        "-V" | "--version" => {
+            println!("tasksnap {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        "" => {
+            eprint!("{USAGE}");
+            ExitCode::from(2)
+        }
+        other => {
+            eprintln!("tasksnap: unknown command '{other}'\n");
+            eprint!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}

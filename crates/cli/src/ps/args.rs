@@ -1,0 +1,1469 @@
+//! procps-ng 4.0 `ps` option syntax: UNIX (`-ef`), BSD (`aux`), GNU (`--sort=pid`) and trailing
+//! pids, parsed the way procps's ps/parser.c and ps/sortformat.c do, including their second
+//! chance (an argument list that fails as UNIX options is parsed again as BSD ones, which is
+//! why `ps -aux` works) and their error texts and exit codes.
+//!
+//! The result is a [`Settings`]; nothing here reads /proc except the caller's own tty.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
+use super::format;
+use super::layout::OUTBUF_SIZE;
+use super::settings::*;
+
+/// A usage error: the text procps prints and its exit code.
+#[derive(Debug)]
+pub struct ArgError {
+    /// Text for stderr.
+    pub message: String,
+    /// Exit code.
+    pub code: u8,
+}
+
+const USAGE_TAIL: &str = "\nUsage:\n ps [options]\n\n Try 'ps --help <simple|list|output|threads|misc|all>'\n  or 'ps --help <s|l|o|t|m|a>'\n for additional help text.\n\nFor more details see ps(1).\n";
+
+// Simple selections (ps/common.h SS_*).
+const SS_U_A: u32 = 1;
+const SS_U_D: u32 = 2;
+const SS_B_X: u32 = 4;
+const SS_B_G: u32 = 8;
+const SS_B_A: u32 = 16;
+
+// Thread flags (TF_*).
+const TF_B_H: u32 = 1;
+const TF_B_M: u32 = 2;
+const TF_U_M: u32 = 4;
+const TF_U_L: u32 = 8;
+const TF_U_T: u32 = 16;
+
+// Format flags (FF_*) and modifiers (FM_*).
+const FF_UF: u32 = 1;
+const FF_UL: u32 = 2;
+const FF_BJ: u32 = 4;
+const FF_BL: u32 = 8;
+const FF_BS: u32 = 16;
+const FF_BU: u32 = 32;
+const FF_BV: u32 = 64;
+const FF_LX: u32 = 128;
+const FF_FC: u32 = 256;
+const FM_C: u32 = 1;
+const FM_J: u32 = 2;
+const FM_Y: u32 = 4;
+const FM_P: u32 = 8;
+const FM_M: u32 = 16;
+const FM_F: u32 = 32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sf {
+    UnixO,
+    UnixBigO,
+    BsdO,
+    BsdBigO,
+    GnuFormat,
+    GnuSort,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heading {
+    None,
+    Multi,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Sel {
+    Crit(Criterion),
+    Quick(Vec<i32>),
+}
+
+/// Parser state, as procps's globals.
+#[derive(Debug)]
+struct P {
+    args: Vec<Vec<u8>>,
+    at: usize,
+    force_bsd: bool,
+    prefer_bsd: bool,
+    all: bool,
+    simple: u32,
+    negate: bool,
+    running_only: bool,
+    thread: u32,
+    forest: Option<Forest>,
+    format_flags: u32,
+    modifiers: u32,
+    sf: Vec<(String, Sf)>,
+    sel: Vec<Sel>,
+    w_count: u32,
+    screen_cols: Option<usize>,
+    heading: Option<Heading>,
+    dead_children: bool,
+    user_is_number: bool,
+    unix_f: bool,
+    output: Output,
+    verbose: bool,
+    my_tty: u32,
+}
+
+type R<T> = Result<T, String>;
+
+fn err<T>(s: &str) -> R<T> {
+    Err(s.to_string())
+}
+
+/// strtoul(s, &end, 0) accepting the whole string: decimal, 0x hex or 0 octal.
+fn strtoul(s: &str) -> Option<u64> {
+    let t = s.trim_start();
+    let t = t.strip_prefix('+').unwrap_or(t);
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return u64::from_str_radix(h, 16).ok();
+    }
+    if t.len() > 1 && t.starts_with('0') {
+        return u64::from_str_radix(&t[1..], 8).ok();
+    }
+    t.parse().ok()
+}
+
+fn split_list(arg: &str) -> R<Vec<&str>> {
+    // procps: items separated by ' ', ',' or '\t'; empty items are an error.
+    let items: Vec<&str> = arg.split([' ', ',', '\t']).collect();
+    if items.iter().any(|i| i.is_empty()) {
+        return err("improper list");
+    }
+    Ok(items)
+}
+
+fn parse_pid(s: &str) -> R<i32> {
+    let Some(n) = strtoul(s) else {
+        return err("process ID list syntax error");
+    };
+    if n < 1 || n > 0x7fff_ffff {
+        return err("process ID out of range");
+    }
+    Ok(n as i32)
+}
+
+fn lookup_uid(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: getpwnam reads a NUL-terminated name; the returned record is read at once,
+    // before any other passwd call, on this single thread.
+    unsafe {
+        let p = libc::getpwnam(c.as_ptr());
+        if p.is_null() {
+            None
+        } else {
+            Some((*p).pw_uid)
+        }
+    }
+}
+
+fn lookup_gid(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: as lookup_uid, with getgrnam.
+    unsafe {
+        let g = libc::getgrnam(c.as_ptr());
+        if g.is_null() {
+            None
+        } else {
+            Some((*g).gr_gid)
+        }
+    }
+}
+
+impl P {
+    fn new(args: Vec<Vec<u8>>, force_bsd: bool, my_tty: u32) -> P {
+        P {
+            args,
+            at: 0,
+            force_bsd,
+            prefer_bsd: force_bsd,
+            all: false,
+            simple: 0,
+            negate: false,
+            running_only: false,
+            thread: 0,
+            forest: None,
+            format_flags: 0,
+            modifiers: 0,
+            sf: Vec::new(),
+            sel: Vec::new(),
+            w_count: 0,
+            screen_cols: None,
+            heading: None,
+            dead_children: false,
+            user_is_number: false,
+            unix_f: false,
+            output: Output::Text,
+            verbose: false,
+            my_tty,
+        }
+    }
+
+    fn arg(&self, i: usize) -> String {
+        String::from_utf8_lossy(&self.args[i]).into_owned()
+    }
+
+    fn parse_uid(&self, s: &str) -> R<u32> {
+        let n = match strtoul(s) {
+            Some(n) => n,
+            None => match lookup_uid(s) {
+                Some(u) => u64::from(u),
+                None if self.negate => u64::from(u32::MAX),
+                None => return err("user name does not exist"),
+            },
+        };
+        if !self.negate && n > 0xffff_fffe {
+            return err("user ID out of range");
+        }
+        Ok(n as u32)
+    }
+
+    fn parse_gid(&self, s: &str) -> R<u32> {
+        let n = match strtoul(s) {
+            Some(n) => n,
+            None => match lookup_gid(s) {
+                Some(g) => u64::from(g),
+                None if self.negate => u64::from(u32::MAX),
+                None => return err("group name does not exist"),
+            },
+        };
+        if !self.negate && n > 0xffff_fffe {
+            return err("group ID out of range");
+        }
+        Ok(n as u32)
+    }
+
+    fn pids(&self, arg: &str) -> R<Vec<i32>> {
+        split_list(arg)?.into_iter().map(parse_pid).collect()
+    }
+
+    fn uids(&self, arg: &str) -> R<Vec<u32>> {
+        split_list(arg)?
+            .into_iter()
+            .map(|s| self.parse_uid(s))
+            .collect()
+    }
+
+    fn gids(&self, arg: &str) -> R<Vec<u32>> {
+        split_list(arg)?
+            .into_iter()
+            .map(|s| self.parse_gid(s))
+            .collect()
+    }
+
+    fn ttys(&self, arg: &str) -> R<Vec<u32>> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let mut out = Vec::new();
+        for s in split_list(arg)? {
+            let found = if s.starts_with('/') {
+                std::fs::metadata(s).ok()
+            } else {
+                [
+                    format!("/dev/pts/{s}"),
+                    format!("/dev/{s}"),
+                    format!("/dev/tty{s}"),
+                    format!("/dev/pty{s}"),
+                    format!("/dev/{s}nsole"),
+                ]
+                .iter()
+                .find_map(|p| std::fs::metadata(p).ok())
+            };
+            match found {
+                Some(m) => {
+                    if !m.file_type().is_char_device() {
+                        return err("list member was not a TTY");
+                    }
+                    out.push(m.rdev() as u32);
+                }
+                None if s == "-" || s == "?" => out.push(0),
+                None if s.len() == 1 && std::fs::metadata(s).is_ok() => out.push(0),
+                None => return err("TTY could not be found"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// procps get_opt_arg: the rest of this argument, or the next argument.
+    fn opt_arg(&mut self, rest: &[u8]) -> Option<String> {
+        if !rest.is_empty() {
+            return Some(String::from_utf8_lossy(rest).into_owned());
+        }
+        if self.at + 1 >= self.args.len() || self.args[self.at + 1].is_empty() {
+            return None;
+        }
+        self.at += 1;
+        Some(self.arg(self.at))
+    }
+
+    fn crit(&mut self, c: Criterion) {
+        self.sel.push(Sel::Crit(c));
+    }
+
+    fn sysv(&mut self) -> R<()> {
+        let a = self.args[self.at].clone();
+        let mut i = 1;
+        while i < a.len() {
+            let rest = &a[i + 1..];
+            match a[i] {
+                b'A' | b'e' => self.all = true,
+                b'C' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("list of command names must follow -C");
+                    };
+                    let names = split_list(&arg)?
+                        .into_iter()
+                        .map(|n| n.as_bytes()[..n.len().min(63)].to_vec())
+                        .collect();
+                    self.crit(Criterion::Comm(names));
+                    return Ok(());
+                }
+                b'F' => {
+                    self.modifiers |= FM_F;
+                    self.format_flags |= FF_UF;
+                    self.unix_f = true;
+                }
+                b'G' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("list of real groups must follow -G");
+                    };
+                    let v = self.gids(&arg)?;
+                    self.crit(Criterion::Rgid(v));
+                    return Ok(());
+                }
+                b'H' => self.forest = Some(Forest::Unix),
+                b'L' => self.thread |= TF_U_L,
+                b'M' | b'Z' => self.modifiers |= FM_M,
+                b'N' => self.negate = true,
+                b'O' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("format or sort specification must follow -O");
+                    };
+                    self.sf.push((arg, Sf::UnixBigO));
+                    return Ok(());
+                }
+                b'P' => self.modifiers |= FM_P,
+                b'T' => self.thread |= TF_U_T,
+                b'U' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("list of real users must follow -U");
+                    };
+                    let v = self.uids(&arg)?;
+                    self.crit(Criterion::Ruid(v));
+                    return Ok(());
+                }
+                b'V' => return Err("\u{0}version".into()),
+                b'a' => self.simple |= SS_U_A,
+                b'c' => self.modifiers |= FM_C,
+                b'd' => self.simple |= SS_U_D,
+                b'f' => {
+                    self.format_flags |= FF_UF;
+                    self.unix_f = true;
+                }
+                b'g' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err(
+                            "list of session leaders OR effective group names must follow -g",
+                        );
+                    };
+                    if let Ok(v) = self.pids(&arg) {
+                        self.crit(Criterion::Sess(v));
+                    } else if let Ok(v) = self.gids(&arg) {
+                        self.crit(Criterion::Egid(v));
+                    } else {
+                        return err("list of session leaders OR effective group IDs was invalid");
+                    }
+                    return Ok(());
+                }
+                b'j' => self.modifiers |= FM_J,
+                b'l' => self.format_flags |= FF_UL,
+                b'm' => self.thread |= TF_U_M,
+                b'o' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("format specification must follow -o");
+                    };
+                    self.sf.push((arg, Sf::UnixO));
+                    return Ok(());
+                }
+                b'p' | b'q' | b's' => {
+                    let which = a[i];
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err(match which {
+                            b'p' => "list of process IDs must follow -p",
+                            b'q' => "List of process IDs must follow -q.",
+                            _ => "list of session IDs must follow -s",
+                        });
+                    };
+                    let v = self.pids(&arg)?;
+                    self.sel.push(match which {
+                        b'p' => Sel::Crit(Criterion::Pid(v)),
+                        b'q' => Sel::Quick(v),
+                        _ => Sel::Crit(Criterion::Sess(v)),
+                    });
+                    return Ok(());
+                }
+                b't' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("list of terminals (pty, tty...) must follow -t");
+                    };
+                    let v = self.ttys(&arg)?;
+                    self.crit(Criterion::Tty(v));
+                    return Ok(());
+                }
+                b'u' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("list of users must follow -u");
+                    };
+                    let v = self.uids(&arg)?;
+                    self.crit(Criterion::Euid(v));
+                    return Ok(());
+                }
+                b'w' => self.w_count += 1,
+                b'x' => return err("must set personality to get -x option"),
+                b'y' => self.modifiers |= FM_Y,
+                b'-' => return err("embedded '-' among SysV options makes no sense"),
+                _ => return err("unsupported SysV option"),
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn bsd(&mut self) -> R<()> {
+        let a = self.args[self.at].clone();
+        // A leading '-' is only possible on the forced-BSD second pass.
+        let mut i = usize::from(a.first() == Some(&b'-'));
+        while i < a.len() {
+            let rest = &a[i + 1..];
+            match a[i] {
+                b'0'..=b'9' => {
+                    let arg = String::from_utf8_lossy(&a[i..]).into_owned();
+                    let v = self.pids(&arg)?;
+                    self.crit(Criterion::Pid(v));
+                    return Ok(());
+                }
+                b'H' => self.thread |= TF_B_H,
+                b'L' => return Err("\u{0}list".into()),
+                b'M' | b'm' => self.thread |= TF_B_M,
+                b'O' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("format or sort specification must follow O");
+                    };
+                    self.sf.push((arg, Sf::BsdBigO));
+                    return Ok(());
+                }
+                b'S' => self.dead_children = true,
+                b'T' => {
+                    let t = self.my_tty;
+                    self.crit(Criterion::Tty(vec![t]));
+                }
+                b'U' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("list of users must follow U");
+                    };
+                    let v = self.uids(&arg)?;
+                    self.crit(Criterion::Euid(v));
+                    return Ok(());
+                }
+                b'V' => return Err("\u{0}version".into()),
+                b'W' => return err("obsolete W option not supported (you have a /dev/drum?)"),
+                b'X' => self.format_flags |= FF_LX,
+                b'Z' => self.modifiers |= FM_M,
+                b'a' => self.simple |= SS_B_A,
+                b'c' => {}
+                b'e' => {}
+                b'f' => self.forest = Some(Forest::Bsd),
+                b'g' => self.simple |= SS_B_G,
+                b'h' => {
+                    if self.heading.is_some() {
+                        return err("only one heading option may be specified");
+                    }
+                    self.heading = Some(Heading::None);
+                }
+                b'j' => self.format_flags |= FF_BJ,
+                b'k' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("long sort specification must follow 'k'");
+                    };
+                    self.sf.push((arg, Sf::GnuSort));
+                    return Ok(());
+                }
+                b'l' => self.format_flags |= FF_BL,
+                b'n' => self.user_is_number = true,
+                b'o' => {
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err("format specification must follow o");
+                    };
+                    self.sf.push((arg, Sf::BsdO));
+                    return Ok(());
+                }
+                b'p' | b'q' => {
+                    let which = a[i];
+                    let Some(arg) = self.opt_arg(rest) else {
+                        return err(if which == b'p' {
+                            "list of process IDs must follow p"
+                        } else {
+                            "List of process IDs must follow q."
+                        });
+                    };
+                    let v = self.pids(&arg)?;
+                    self.sel.push(if which == b'p' {
+                        Sel::Crit(Criterion::Pid(v))
+                    } else {
+                        Sel::Quick(v)
+                    });
+                    return Ok(());
+                }
+                b'r' => self.running_only = true,
+                b's' => self.format_flags |= FF_BS,
+                b't' => {
+                    match self.opt_arg(rest) {
+                        None => {
+                            let t = self.my_tty;
+                            self.crit(Criterion::Tty(vec![t]));
+                        }
+                        Some(arg) => {
+                            let v = self.ttys(&arg)?;
+                            self.crit(Criterion::Tty(v));
+                        }
+                    }
+                    return Ok(());
+                }
+                b'u' => self.format_flags |= FF_BU,
+                b'v' => self.format_flags |= FF_BV,
+                b'w' => self.w_count += 1,
+                b'x' => self.simple |= SS_B_X,
+                b'-' => return err("embedded '-' among BSD options makes no sense"),
+                _ => return err("unsupported option (BSD syntax)"),
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn gnu(&mut self) -> R<()> {
+        let a = self.arg(self.at);
+        let s = &a[2..];
+        let sl = s.find([':', '=']).unwrap_or(s.len());
+        if sl > 15 {
+            return err("unknown gnu long option");
+        }
+        let name = &s[..sl];
+        let tail = &s[sl..];
+        let has_tail = !tail.is_empty();
+        // grab_gnu_arg: after '=' or ':', or the next argument.
+        let grab = |p: &mut P| -> Option<String> {
+            if has_tail {
+                let v = &tail[1..];
+                return (!v.is_empty()).then(|| v.to_string());
+            }
+            if p.at + 1 >= p.args.len() || p.args[p.at + 1].is_empty() {
+                return None;
+            }
+            p.at += 1;
+            Some(p.arg(p.at))
+        };
+        let no_arg = |what: &str| -> R<()> {
+            if has_tail {
+                Err(format!("option --{what} does not take an argument"))
+            } else {
+                Ok(())
+            }
+        };
+        match name {
+            "Group" => {
+                let Some(arg) = grab(self) else {
+                    return err("list of real groups must follow --Group");
+                };
+                let v = self.gids(&arg)?;
+                self.crit(Criterion::Rgid(v));
+            }
+            "User" => {
+                let Some(arg) = grab(self) else {
+                    return err("list of real users must follow --User");
+                };
+                let v = self.uids(&arg)?;
+                self.crit(Criterion::Ruid(v));
+            }
+            "cols" | "columns" | "width" => {
+                let v = grab(self).and_then(|a| a.parse::<i64>().ok());
+                match v {
+                    Some(t) if t > 0 && t < 2_000_000_000 => self.screen_cols = Some(t as usize),
+                    _ => return err("number of columns must follow --cols, --width, or --columns"),
+                }
+            }
+            "cumulative" => {
+                no_arg("cumulative")?;
+                self.dead_children = true;
+            }
+            "deselect" => {
+                no_arg("deselect")?;
+                self.negate = true;
+            }
+            "no-header" | "no-headers" | "no-heading" | "no-headings" | "noheader"
+            | "noheaders" | "noheading" | "noheadings" => {
+                no_arg("no-heading")?;
+                if self.heading.is_some() {
+                    return err("only one heading option may be specified");
+                }
+                self.heading = Some(Heading::None);
+            }
+            "header" | "headers" | "heading" | "headings" => {
+                no_arg("heading")?;
+                if self.heading.is_some() {
+                    return err("only one heading option may be specified");
+                }
+                self.heading = Some(Heading::Multi);
+            }
+            "forest" => {
+                no_arg("forest")?;
+                self.forest = Some(Forest::Bsd);
+            }
+            "format" => {
+                let Some(arg) = grab(self) else {
+                    return err("format specification must follow --format");
+                };
+                self.sf.push((arg, Sf::GnuFormat));
+            }
+            "group" => {
+                let Some(arg) = grab(self) else {
+                    return err("list of effective groups must follow --group");
+                };
+                let v = self.gids(&arg)?;
+                self.crit(Criterion::Egid(v));
+            }
+            "pid" | "quick-pid" | "ppid" | "sid" => {
+                let Some(arg) = grab(self) else {
+                    return err(match name {
+                        "pid" => "list of process IDs must follow --pid",
+                        "quick-pid" => "List of process IDs must follow --quick-pid.",
+                        "ppid" => "list of process IDs must follow --ppid",
+                        _ => "some sid thing(s) must follow --sid",
+                    });
+                };
+                let v = self.pids(&arg)?;
+                self.sel.push(match name {
+                    "pid" => Sel::Crit(Criterion::Pid(v)),
+                    "quick-pid" => Sel::Quick(v),
+                    "ppid" => Sel::Crit(Criterion::Ppid(v)),
+                    _ => Sel::Crit(Criterion::Sess(v)),
+                });
+            }
+            "rows" | "lines" => {
+                let v = grab(self).and_then(|a| a.parse::<i64>().ok());
+                if !matches!(v, Some(t) if t > 0 && t < 2_000_000_000) {
+                    return err("number of rows must follow --rows or --lines");
+                }
+            }
+            "sort" => {
+                let Some(arg) = grab(self) else {
+                    return err("long sort specification must follow --sort");
+                };
+                self.sf.push((arg, Sf::GnuSort));
+            }
+            "tty" => {
+                let Some(arg) = grab(self) else {
+                    return err("list of ttys must follow --tty");
+                };
+                let v = self.ttys(&arg)?;
+                self.crit(Criterion::Tty(v));
+            }
+            "user" => {
+                let Some(arg) = grab(self) else {
+                    return err("list of effective users must follow --user");
+                };
+                let v = self.uids(&arg)?;
+                self.crit(Criterion::Euid(v));
+            }
+            "version" => return Err("\u{0}version".into()),
+            "help" => return Err("\u{0}help".into()),
+            "context" => self.format_flags |= FF_FC,
+            // tasksnap extensions.
+            "output" => match grab(self).as_deref() {
+                Some("json") => self.output = Output::Json,
+                Some("csv") => self.output = Output::Csv,
+                Some("text") => self.output = Output::Text,
+                _ => return err("--output must be followed by text, json or csv"),
+            },
+            "verbose" => self.verbose = true,
+            _ => return err("unknown gnu long option"),
+        }
+        Ok(())
+    }
+
+    fn trailing_pids(&mut self) -> R<()> {
+        let (mut pids, mut grps, mut sids) = (Vec::new(), Vec::new(), Vec::new());
+        while self.at < self.args.len() {
+            let a = self.arg(self.at);
+            match a.as_bytes().first() {
+                Some(b'-') => grps.push(parse_pid(&a[1..])?),
+                Some(b'+') => sids.push(parse_pid(&a[1..])?),
+                _ => pids.push(parse_pid(&a)?),
+            }
+            self.at += 1;
+        }
+        self.at = self.args.len() - 1;
+        if !pids.is_empty() {
+            self.crit(Criterion::Pid(pids));
+        }
+        if !grps.is_empty() {
+            self.crit(Criterion::Pgrp(grps));
+        }
+        if !sids.is_empty() {
+            self.crit(Criterion::Sess(sids));
+        }
+        Ok(())
+    }
+
+    fn parse_all(&mut self) -> R<()> {
+        self.at = 0;
+        while self.at < self.args.len() {
+            let a = &self.args[self.at];
+            let c0 = a.first().copied().unwrap_or(0);
+            let c1 = a.get(1).copied().unwrap_or(0);
+            let c2 = a.get(2).copied().unwrap_or(0);
+            if c0.is_ascii_alphabetic() {
+                self.prefer_bsd = true;
+                self.bsd()?;
+            } else if c0.is_ascii_digit() || c0 == b'+' {
+                self.prefer_bsd = true;
+                self.trailing_pids()?;
+            } else if c0 != b'-' {
+                return err("garbage option");
+            } else if c1.is_ascii_alphabetic() {
+                if self.force_bsd {
+                    self.prefer_bsd = true;
+                    self.bsd()?;
+                } else {
+                    self.sysv()?;
+                }
+            } else if c1.is_ascii_digit() {
+                self.prefer_bsd = true;
+                self.trailing_pids()?;
+            } else if c1 == b'-' && c2.is_ascii_alphabetic() {
+                self.gnu()?;
+            } else {
+                return err("garbage option");
+            }
+            self.at += 1;
+        }
+        Ok(())
+    }
+
+    fn thread_check(&mut self) -> R<Threads> {
+        let t = self.thread;
+        if t == 0 {
+            return Ok(Threads::Off);
+        }
+        if self.forest.is_some() {
+            return err("thread display conflicts with forest display");
+        }
+        if t & TF_B_H != 0 && t & (TF_B_M | TF_U_M) != 0 {
+            return err("thread flags conflict; can't use H with m or -m");
+        }
+        if t & TF_B_M != 0 && t & TF_U_M != 0 {
+            return err("thread flags conflict; can't use both m and -m");
+        }
+        if t & TF_U_L != 0 && t & TF_U_T != 0 {
+            return err("thread flags conflict; can't use both -L and -T");
+        }
+        Ok(if t & (TF_B_M | TF_U_M) != 0 {
+            Threads::AfterProcess
+        } else if t & TF_B_H != 0 {
+            Threads::AsProcesses
+        } else {
+            Threads::Each
+        })
+    }
+
+    fn select_bits(&mut self) -> R<Option<u32>> {
+        if self.simple == 0 && !self.prefer_bsd {
+            return Ok(Some(0xaa00));
+        }
+        let v = if self.simple & (SS_U_A | SS_U_D) == 0 {
+            self.simple | SS_B_G
+        } else {
+            self.simple
+        };
+        Ok(Some(match v {
+            x if x == SS_U_A | SS_U_D => 0x3f3f,
+            SS_U_A => 0x0303,
+            SS_U_D => 0x3333,
+            0 => 0x0202,
+            SS_B_A => 0x0303,
+            SS_B_X => 0x2222,
+            x if x == SS_B_X | SS_B_A => 0x3333,
+            SS_B_G => 0x0a0a,
+            x if x == SS_B_G | SS_B_A => 0x0f0f,
+            x if x == SS_B_G | SS_B_X => 0xaaaa,
+            x if x == SS_B_G | SS_B_X | SS_B_A => {
+                self.all = true;
+                self.simple = 0;
+                return Ok(None);
+            }
+            _ => return err("process selection options conflict"),
+        }))
+    }
+}
+
+/// One `-o` list (procps format_parse): specs with optional `=header` and `:width`.
+fn format_parse(arg: &str) -> R<Vec<ColumnReq>> {
+    let seps = [' ', ',', '\t', '\n'];
+    // Count items; one trailing separator is allowed.
+    let mut items = 0;
+    let mut need = true;
+    let bytes = arg.as_bytes();
+    for (i, &c) in bytes.iter().enumerate() {
+        if seps.contains(&(c as char)) {
+            if need {
+                return err("improper format list");
+            }
+            need = true;
+            let _ = i;
+        } else {
+            if need {
+                items += 1;
+            }
+            need = false;
+        }
+    }
+    if items == 0 {
+        return err("empty format list");
+    }
+    let mut walk: &str = if need { &arg[..arg.len() - 1] } else { arg };
+    let mut out = Vec::new();
+    while items > 0 {
+        items -= 1;
+        let (item, rest) = if items > 0 {
+            match walk.find(seps) {
+                Some(p) => (&walk[..p], &walk[p + 1..]),
+                None => (walk, ""),
+            }
+        } else {
+            (walk, "")
+        };
+        walk = rest;
+        let (spec, header) = match item.find('=') {
+            Some(p) => (&item[..p], Some(item[p + 1..].to_string())),
+            None => (item, None),
+        };
+        let (spec, width) = match spec.find(':') {
+            Some(p) => {
+                let w = &spec[p + 1..];
+                if w.is_empty() || w.starts_with('0') || !w.bytes().all(|c| c.is_ascii_digit()) {
+                    return err("column widths must be unsigned decimal numbers");
+                }
+                let n: usize = w
+                    .parse()
+                    .map_err(|_| "column widths must be unsigned decimal numbers".to_string())?;
+                (&spec[..p], Some(n))
+            }
+            None => (spec, None),
+        };
+        if format::find(spec).is_some() {
+            out.push(ColumnReq {
+                name: spec.to_string(),
+                header,
+                width,
+            });
+        } else if let Some(list) = format::macro_list(spec) {
+            if width.is_some() {
+                return err("can not set width for a macro (multi-column) format specifier");
+            }
+            for name in list.split(',') {
+                out.push(ColumnReq {
+                    name: name.to_string(),
+                    header: header.clone(),
+                    width: None,
+                });
+            }
+        } else {
+            return Err(format!("unknown user-defined format specifier \"{spec}\""));
+        }
+    }
+    Ok(out)
+}
+
+fn sort_parse(arg: &str) -> R<Vec<SortKey>> {
+    let seps = [' ', ',', '\t', '\n'];
+    let arg = arg.strip_suffix(|c: char| seps.contains(&c)).unwrap_or(arg);
+    if arg.is_empty() {
+        return err("empty sort list");
+    }
+    let mut out = Vec::new();
+    for item in arg.split(seps) {
+        if item.is_empty() {
+            return err("improper sort list");
+        }
+        let (name, reverse) = match item.as_bytes()[0] {
+            b'-' => (&item[1..], true),
+            b'+' => (&item[1..], false),
+            _ => (item, false),
+        };
+        if format::find(name).is_none() {
+            return err("unknown sort specifier");
+        }
+        out.push(SortKey {
+            name: name.to_string(),
+            reverse,
+        });
+    }
+    Ok(out)
+}
+
+fn specs(list: &str) -> Vec<ColumnReq> {
+    list.split(',')
+        .map(|n| ColumnReq {
+            name: n.to_string(),
+            header: None,
+            width: None,
+        })
+        .collect()
+}
+
+fn find_header(cols: &[ColumnReq], header: &str) -> Option<usize> {
+    cols.iter().position(|c| {
+        let h = match &c.header {
+            Some(h) => h.as_str(),
+            None => format::find(&c.name).map_or("", |s| s.head),
+        };
+        h == header
+    })
+}
+
+fn add_after(cols: &mut Vec<ColumnReq>, header: &str, name: &str) -> bool {
+    match find_header(cols, header) {
+        Some(i) => {
+            cols.insert(i + 1, specs(name).remove(0));
+            true
+        }
+        None => false,
+    }
+}
+
+fn delete(cols: &mut Vec<ColumnReq>, header: &str) -> bool {
+    match find_header(cols, header) {
+        Some(i) => {
+            cols.remove(i);
+            true
+        }
+        None => false,
+    }
+}
+
+impl P {
+    /// procps generate_sysv_list: the default UNIX formats (-f, -l, -F, -j, -L, -T, -y, -c).
+    fn sysv_list(&self) -> R<Vec<ColumnReq>> {
+        let (ff, fm, tf) = (self.format_flags, self.modifiers, self.thread);
+        if fm & FM_Y != 0 && ff & FF_UL == 0 {
+            return err("modifier -y without format -l makes no sense");
+        }
+        let mut v: Vec<&str> = Vec::new();
+        if fm & FM_M != 0 {
+            v.push("label");
+        }
+        if ff & FF_UL != 0 {
+            if fm & FM_Y == 0 {
+                v.push("f");
+            }
+            v.push("s");
+        }
+        if ff & FF_UF != 0 {
+            v.push("uid_hack");
+        } else if ff & FF_UL != 0 {
+            v.push("uid");
+        }
+        v.push("pid");
+        if tf & TF_U_T != 0 {
+            v.push("spid");
+        }
+        if ff & (FF_UF | FF_UL) != 0 {
+            v.push("ppid");
+        }
+        if fm & FM_J != 0 {
+            v.push("pgid");
+            v.push("sid");
+        }
+        if tf & TF_U_L != 0 {
+            v.push("lwp");
+        }
+        if fm & FM_P != 0 {
+            v.push("psr");
+        }
+        if ff & (FF_UF | FF_UL) != 0 && fm & FM_C == 0 {
+            v.push("c");
+        }
+        if tf & TF_U_L != 0 && ff & FF_UF != 0 {
+            v.push("nlwp");
+        }
+        if fm & FM_C != 0 {
+            v.push("class");
+            v.push("pri");
+        } else if ff & FF_UL != 0 {
+            v.push("opri");
+            v.push("ni");
+        }
+        if ff & FF_UL != 0 {
+            v.push(if fm & FM_Y != 0 { "rss" } else { "addr_1" });
+        }
+        if fm & FM_F != 0 || ff & FF_UL != 0 {
+            v.push("sz");
+        }
+        if ff & FF_UL != 0 {
+            v.push("wchan");
+        }
+        if fm & FM_F != 0 {
+            if !(ff & FF_UL != 0 && fm & FM_Y != 0) {
+                v.push("rss");
+            }
+            if fm & FM_P == 0 {
+                v.push("psr");
+            }
+        }
+        if ff & FF_UF != 0 {
+            v.push("stime");
+        }
+        v.push("tname");
+        if self.prefer_bsd {
+            if ff & FF_UL == 0 {
+                v.push("stat");
+            }
+            v.push("bsdtime");
+            v.push(if ff != 0 { "cmd" } else { "args" });
+        } else {
+            v.push("time");
+            v.push(if ff & FF_UF != 0 { "cmd" } else { "ucmd" });
+        }
+        Ok(v.into_iter().flat_map(specs).collect())
+    }
+
+    /// procps process_sf_options: the final column and sort lists.
+    fn sf_options(&mut self) -> R<(Vec<ColumnReq>, Vec<SortKey>)> {
+        let mut cols: Vec<ColumnReq> = Vec::new();
+        let mut sort: Vec<SortKey> = Vec::new();
+        let mut parsed_format = false;
+        let mut parsed_sort = false;
+        let have_gnu_sort = self.sf.iter().any(|(_, k)| *k == Sf::GnuSort);
+        for (arg, kind) in self.sf.clone() {
+            match kind {
+                Sf::UnixO | Sf::BsdO | Sf::GnuFormat => {
+                    cols.extend(format_parse(&arg)?);
+                    parsed_format = true;
+                }
+                Sf::UnixBigO | Sf::BsdBigO => {
+                    if kind == Sf::BsdBigO && !have_gnu_sort && !parsed_sort {
+                        // BSD O may be a short sort code; tasksnap does not implement those,
+                        // so it is taken as a format list, which is what people use it for.
+                    }
+                    if parsed_format {
+                        return err(if kind == Sf::UnixBigO {
+                            "option -O can not follow other format options"
+                        } else {
+                            "option O is neither first format nor sort order"
+                        });
+                    }
+                    let mut list = specs("pid");
+                    list.extend(format_parse(&arg)?);
+                    list.extend(specs(if kind == Sf::UnixBigO {
+                        "state,tname,time,command"
+                    } else {
+                        "state,tname,cputime,comm"
+                    }));
+                    cols.extend(list);
+                    parsed_format = true;
+                }
+                Sf::GnuSort => {
+                    if parsed_sort {
+                        return err("multiple sort options");
+                    }
+                    sort = sort_parse(&arg)?;
+                    parsed_sort = true;
+                }
+            }
+        }
+        if self.format_flags == 0 && self.modifiers == 0 && cols.is_empty() {
+            if let Ok(env) = std::env::var("PS_FORMAT") {
+                if !env.is_empty() {
+                    match format_parse(&env) {
+                        Ok(c) => return Ok((c, sort)),
+                        Err(e) => eprintln!("warning: $PS_FORMAT ignored. ({e})"),
+                    }
+                }
+            }
+        }
+        if !cols.is_empty() {
+            if self.format_flags != 0 {
+                return err("conflicting format options");
+            }
+            if self.modifiers != 0 {
+                return err("can not use output modifiers with user-defined output");
+            }
+            return Ok((cols, sort));
+        }
+        let spec = match self.format_flags {
+            0 | FF_UF | FF_UL => return Ok((self.sysv_list()?, sort)),
+            x if x == FF_UF | FF_UL => return Ok((self.sysv_list()?, sort)),
+            FF_BJ => "OL_j",
+            FF_BL => "OL_l",
+            FF_BS => "uid,pid,pending,sig_block,sig_ignore,caught,stat,tname,bsdtime,args",
+            FF_BU => "OL_u",
+            FF_BV => "OL_v",
+            FF_LX => "pid,start_stack,esp,eip,timeout,alarm,stat,tname,bsdtime,args",
+            FF_FC => "pid,context,command",
+            _ => return err("conflicting format options"),
+        };
+        let list = format::macro_list(spec).unwrap_or(spec);
+        let mut cols: Vec<ColumnReq> = specs(list);
+        if cols.iter().any(|c| format::find(&c.name).is_none()) {
+            return err("tasksnap does not implement this BSD format yet");
+        }
+        let fm = self.modifiers;
+        if fm & FM_J != 0 {
+            if !add_after(&mut cols, "PPID", "pgid") && !add_after(&mut cols, "PID", "pgid") {
+                return err("internal error: no PID or PPID for -j option");
+            }
+            if !add_after(&mut cols, "PGID", "sid") {
+                return err("lost my PGID");
+            }
+        }
+        if fm & FM_Y != 0 {
+            delete(&mut cols, "F");
+            if add_after(&mut cols, "ADDR", "rss") {
+                delete(&mut cols, "ADDR");
+            }
+        }
+        if fm & FM_C != 0 {
+            for h in ["%CPU", "CPU", "CP", "C", "NI"] {
+                delete(&mut cols, h);
+            }
+            if !add_after(&mut cols, "PRI", "class") {
+                return err("internal error: no PRI for -c option");
+            }
+            delete(&mut cols, "PRI");
+            if !add_after(&mut cols, "CLS", "pri") {
+                return err("lost my CLS");
+            }
+        }
+        if self.thread & TF_U_T != 0 {
+            add_after(&mut cols, "PID", "spid");
+        }
+        if self.thread & TF_U_L != 0 {
+            let _ = ["SID", "SESS", "PGID", "PGRP", "PPID", "PID"]
+                .iter()
+                .any(|h| add_after(&mut cols, h, "lwp"));
+            add_after(&mut cols, "%CPU", "nlwp");
+        }
+        if fm & FM_M != 0 {
+            cols.insert(0, specs("label").remove(0));
+        }
+        Ok((cols, sort))
+    }
+}
+
+/// The caller's controlling tty (procps's `cached_tty`).
+fn my_tty() -> u32 {
+    std::fs::read("/proc/self/stat")
+        .ok()
+        .and_then(|b| tasksnap_collect::procfs::parse::parse_stat(&b).ok())
+        .map_or(0, |st| st.tty_nr as u32)
+}
+
+/// procps set_screen_size: the terminal's width, unlimited when not a terminal, `COLUMNS`.
+fn screen_cols() -> usize {
+    let mut cols = 80usize;
+    for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO, libc::STDIN_FILENO] {
+        let mut ws = libc::winsize {
+            ws_row: 0,
+            ws_col: 0,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCGWINSZ writes a winsize into the valid struct we pass.
+        let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
+        if rc != -1 && ws.ws_col > 0 && ws.ws_row > 0 {
+            cols = ws.ws_col as usize;
+            break;
+        }
+    }
+    // SAFETY: isatty only inspects the descriptor.
+    if unsafe { libc::isatty(libc::STDOUT_FILENO) } == 0 {
+        cols = OUTBUF_SIZE;
+    }
+    if let Ok(c) = std::env::var("COLUMNS") {
+        if let Ok(t) = c.parse::<i64>() {
+            if t > 0 && (t as usize) < OUTBUF_SIZE {
+                cols = t as usize;
+            }
+        }
+    }
+    cols
+}
+
+fn finish(mut p: P) -> R<Settings> {
+    let threads = p.thread_check()?;
+    let (columns, sort) = p.sf_options()?;
+    let mut select_bits = p.select_bits()?;
+    let has_list = p
+        .sel
+        .iter()
+        .any(|s| matches!(s, Sel::Crit(_) | Sel::Quick(_)));
+    if p.simple == 0 && has_list {
+        select_bits = None;
+    }
+    if p.all {
+        select_bits = None;
+    }
+    let quick = p.sel.iter().filter(|s| matches!(s, Sel::Quick(_))).count();
+    if quick > 1 {
+        return Err("\u{0}q/-q/--quick-pid can only be used once.\n".into());
+    }
+    if quick > 0 && p.sel.len() > quick {
+        return Err(
+            "\u{0}q/-q/--quick-pid cannot be combined with other selection options.\n".into(),
+        );
+    }
+    if quick > 0 && p.forest.is_some() {
+        return Err(
+            "\u{0}q/-q/--quick-pid cannot be used together with forest type listings.\n".into(),
+        );
+    }
+    if quick > 0 && !sort.is_empty() {
+        return Err("\u{0}q/-q,--quick-pid cannot be used together with sort options.\n".into());
+    }
+    if quick > 0 && p.negate {
+        return Err(
+            "\u{0}q/-q/--quick-pid cannot be used together with negation switches.\n".into(),
+        );
+    }
+    let mut screen = p.screen_cols.unwrap_or_else(screen_cols);
+    if p.w_count > 0 && screen < 132 {
+        screen = 132;
+    }
+    if p.w_count > 1 {
+        screen = OUTBUF_SIZE;
+    }
+    let criteria = p
+        .sel
+        .into_iter()
+        .map(|s| match s {
+            Sel::Crit(c) => c,
+            Sel::Quick(v) => Criterion::Pid(v),
+        })
+        .collect();
+    Ok(Settings {
+        all: p.all,
+        select_bits,
+        criteria,
+        negate: p.negate,
+        running_only: p.running_only,
+        threads,
+        columns,
+        sort,
+        forest: p.forest,
+        headers: p.heading != Some(Heading::None),
+        screen_cols: screen,
+        unix_f: p.unix_f,
+        include_dead_children: p.dead_children,
+        user_is_number: p.user_is_number,
+        output: p.output,
+        verbose: p.verbose,
+    })
+}
+
+const HELP: &str = "\
+Usage:
+ tasksnap ps [options]
+
+procps-ng 4.0 compatible options, for example:
+  -e, -A          all processes          -f, -F, -l, -j   full, extra full, long, jobs formats
+  aux, ax, axjf   BSD forms              -L, -T           show threads
+  -p, -q LIST     by pid                 -u, -U LIST      by effective / real user
+  -C LIST         by command name        -t LIST          by terminal
+  -o, -O FORMAT   user-defined format    --sort KEYS      sort (e.g. -pcpu,pid)
+  --forest, -H    process tree           --no-headers     no header line
+  -w, -ww         wider output           L                list format specifiers
+tasksnap extensions:
+  --output json|csv   machine-readable rows
+  --verbose           say which backend ran and what it could not read
+";
+
+/// Parses `ps` arguments (after `ps`).
+pub fn parse(argv: &[OsString]) -> Result<Settings, ArgError> {
+    let args: Vec<Vec<u8>> = argv.iter().map(|a| a.as_bytes().to_vec()).collect();
+    let tty = my_tty();
+    let first = {
+        let mut p = P::new(args.clone(), false, tty);
+        p.parse_all().and_then(|()| finish(p))
+    };
+    let first_err = match first {
+        Ok(s) => return Ok(s),
+        Err(e) => e,
+    };
+    if let Some(special) = first_err.strip_prefix('\u{0}') {
+        return Err(special_exit(special));
+    }
+    // procps's second chance: everything as BSD options.
+    let mut p = P::new(args, true, tty);
+    match p.parse_all().and_then(|()| finish(p)) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            if let Some(special) = e.strip_prefix('\u{0}') {
+                return Err(special_exit(special));
+            }
+            Err(ArgError {
+                message: format!("error: {first_err}\n{USAGE_TAIL}"),
+                code: 1,
+            })
+        }
+    }
+}
+
+fn special_exit(what: &str) -> ArgError {
+    match what {
+        "version" => ArgError {
+            message: String::new(),
+            code: 0,
+        },
+        "help" => ArgError {
+            message: String::new(),
+            code: 0,
+        },
+        "list" => ArgError {
+            message: String::new(),
+            code: 0,
+        },
+        msg => ArgError {
+            message: msg.to_string(),
+            code: 1,
+        },
+    }
+}
+
+/// Text printed on stdout for `--version`, `--help` and `L` (exit 0).
+pub fn info_text(argv: &[OsString]) -> Option<String> {
+    let has = |s: &str| argv.iter().any(|a| a.as_bytes() == s.as_bytes());
+    if has("--version") || has("-V") || has("V") {
+        return Some(format!(
+            "tasksnap ps {} (procps-ng 4.0 compatible)\n",
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+    if argv.iter().any(|a| a.as_bytes().starts_with(b"--help")) {
+        return Some(HELP.to_string());
+    }
+    if has("L") {
+        let mut s = String::new();
+        for spec in format::SPECS {
+            s.push_str(&format!("{:<12.12} {:<8.8}\n", spec.name, spec.head));
+        }
+        return Some(s);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(args: &[&str]) -> Vec<String> {
+        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse(&argv)
+            .expect("parses")
+            .columns
+            .into_iter()
+            .map(|c| c.name)
+            .collect()
+    }
+
+    #[test]
+    fn standard_formats() {
+        assert_eq!(
+            names(&["-ef"]),
+            ["uid_hack", "pid", "ppid", "c", "stime", "tname", "time", "cmd"]
+        );
+        assert_eq!(
+            names(&["-l"]),
+            [
+                "f", "s", "uid", "pid", "ppid", "c", "opri", "ni", "addr_1", "sz", "wchan",
+                "tname", "time", "ucmd"
+            ]
+        );
+        assert_eq!(
+            names(&["-eF"]),
+            ["uid_hack", "pid", "ppid", "c", "sz", "rss", "psr", "stime", "tname", "time", "cmd"]
+        );
+        assert_eq!(
+            names(&["-eLf"]),
+            ["uid_hack", "pid", "ppid", "lwp", "c", "nlwp", "stime", "tname", "time", "cmd"]
+        );
+        assert_eq!(
+            names(&["-ej"]),
+            ["pid", "pgid", "sid", "tname", "time", "ucmd"]
+        );
+        assert_eq!(names(&["ax"]), ["pid", "tname", "stat", "bsdtime", "args"]);
+        assert_eq!(
+            names(&["aux"]),
+            [
+                "user",
+                "pid",
+                "pcpu",
+                "pmem",
+                "vsz",
+                "rss",
+                "tname",
+                "stat",
+                "start_time",
+                "bsdtime",
+                "args"
+            ]
+        );
+        assert_eq!(names(&["-T"]), ["pid", "spid", "tname", "time", "ucmd"]);
+        assert_eq!(
+            names(&["-O", "ppid"]),
+            ["pid", "ppid", "state", "tname", "time", "command"]
+        );
+    }
+
+    #[test]
+    fn headers_and_widths_in_o_lists() {
+        let argv: Vec<OsString> = ["-o", "pid=PROCESS,comm:20,args=A"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let s = parse(&argv).expect("parses");
+        assert_eq!(s.columns[0].header.as_deref(), Some("PROCESS"));
+        assert_eq!(s.columns[1].width, Some(20));
+        assert_eq!(s.columns[2].header.as_deref(), Some("A"));
+        // procps splits "args=A B" at the space too, and then fails on "B".
+        let argv: Vec<OsString> = ["-o", "args=A B"].iter().map(OsString::from).collect();
+        assert!(parse(&argv).is_err());
+    }
+
+    #[test]
+    fn errors_match_procps() {
+        let e = |args: &[&str]| {
+            let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+            parse(&argv).expect_err("must fail")
+        };
+        assert!(e(&["-Q"])
+            .message
+            .starts_with("error: unsupported SysV option\n\nUsage:"));
+        assert!(e(&["-p", "abc"])
+            .message
+            .starts_with("error: process ID list syntax error\n"));
+        assert!(e(&["-o", "foo"])
+            .message
+            .starts_with("error: unknown user-defined format specifier \"foo\"\n"));
+        assert!(e(&["--sort=foo"])
+            .message
+            .starts_with("error: unknown sort specifier\n"));
+        assert_eq!(
+            e(&["-ef", "--forest", "-q", "1"]).message,
+            "q/-q/--quick-pid cannot be used together with forest type listings.\n"
+        );
+        assert_eq!(e(&["-Q"]).code, 1);
+    }
+
+    #[test]
+    fn bsd_second_chance_accepts_dash_aux() {
+        assert_eq!(names(&["-aux"]), names(&["aux"]));
+    }
+}

@@ -1,0 +1,459 @@
+//! Formatting one field of one task as procps-ng 4.0 prints it (the `pr_*` functions of
+//! ps/output.c), from the tasksnap model instead of procps's proc_t.
+
+use tasksnap_model::{Task, TaskState, SCHED_BATCH, SCHED_OTHER};
+
+use super::format::Field;
+use super::layout::Cell;
+use super::names::{Names, Ttys};
+use super::text::{self, Locale};
+
+/// Facts about the system and the run that fields are computed against.
+#[derive(Debug)]
+pub struct Env {
+    /// Clock ticks per second.
+    pub hertz: u64,
+    /// Page size, bytes.
+    pub page_size: u64,
+    /// `MemTotal` of /proc/meminfo, kB.
+    pub mem_total_kb: u64,
+    /// Boot time, seconds since the epoch (`btime`).
+    pub boot_time_s: i64,
+    /// Seconds since the epoch when the run started (`time(NULL)` in procps).
+    pub now_s: i64,
+    /// Uptime in clock ticks when the snapshot was taken.
+    pub uptime_ticks: u64,
+    /// Text rules.
+    pub locale: Locale,
+    /// `-f`: comm columns show the whole command line.
+    pub unix_f_option: bool,
+    /// BSD `S`: times and faults include reaped children.
+    pub include_dead_children: bool,
+    /// BSD `n`: print user and group ids as numbers.
+    pub user_is_number: bool,
+}
+
+/// Per-run caches fields use.
+#[derive(Debug)]
+pub struct Caches {
+    /// User and group names.
+    pub names: Names,
+    /// Terminal names.
+    pub ttys: Ttys,
+    /// The procfs root, for the rare per-task files read only at print time (label).
+    pub proc_root: std::path::PathBuf,
+}
+
+fn ticks(ns: u64, hz: u64) -> u64 {
+    ns / (1_000_000_000 / hz.max(1))
+}
+
+fn plain(s: impl AsRef<[u8]>) -> Cell {
+    let bytes = s.as_ref().to_vec();
+    Cell {
+        cells: bytes.len(),
+        bytes,
+    }
+}
+
+fn num(v: impl std::fmt::Display) -> Cell {
+    plain(v.to_string())
+}
+
+/// `localtime_r` + `strftime` with `fmt`.
+fn strftime(t: i64, fmt: &std::ffi::CStr) -> String {
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    let tt: libc::time_t = t as libc::time_t;
+    let mut buf = [0u8; 128];
+    // SAFETY: `tt` and `tm` are valid for the calls; strftime writes at most buf.len() bytes
+    // into `buf` and returns how many it wrote (0 on failure).
+    let n = unsafe {
+        if libc::localtime_r(&tt, tm.as_mut_ptr()).is_null() {
+            return String::new();
+        }
+        libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            fmt.as_ptr(),
+            tm.as_ptr(),
+        )
+    };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// The local time parts procps compares (year and day of year).
+fn year_yday(t: i64) -> (i32, i32) {
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    let tt: libc::time_t = t as libc::time_t;
+    // SAFETY: valid pointers; on failure the zeroed tm is used.
+    let tm = unsafe {
+        libc::localtime_r(&tt, tm.as_mut_ptr());
+        tm.assume_init()
+    };
+    (tm.tm_year, tm.tm_yday)
+}
+
+/// `ctime(3)` without its newline: "Sun Nov 22 04:18:11 2026".
+fn ctime(t: i64) -> String {
+    strftime(t, c"%a %b %e %H:%M:%S %Y")
+}
+
+impl Env {
+    fn start_s(&self, t: &Task) -> i64 {
+        let start_ticks = ticks(t.id.start_time_ns, self.hertz);
+        self.boot_time_s + (start_ticks / self.hertz.max(1)) as i64
+    }
+
+    fn cpu_ticks(&self, t: &Task) -> u64 {
+        t.stat.as_ref().map_or(0, |s| {
+            let mut v = ticks(s.utime_ns, self.hertz) + ticks(s.stime_ns, self.hertz);
+            if self.include_dead_children {
+                v += ticks(s.cutime_ns, self.hertz) + ticks(s.cstime_ns, self.hertz);
+            }
+            v
+        })
+    }
+
+    /// Seconds since the task started, as procps's TIME_ELAPSED (fractional).
+    fn elapsed_s(&self, t: &Task) -> f64 {
+        let start = ticks(t.id.start_time_ns, self.hertz) as f64;
+        let e = self.uptime_ticks as f64 - start;
+        if e > 0.0 {
+            e / self.hertz as f64
+        } else {
+            0.0
+        }
+    }
+
+    fn permille_cpu(&self, t: &Task, scale: u64) -> u64 {
+        let jiffies = (self.elapsed_s(t) * self.hertz as f64) as u64;
+        if jiffies == 0 {
+            0
+        } else {
+            self.cpu_ticks(t) * scale / jiffies
+        }
+    }
+}
+
+fn do_name(name: Option<&[u8]>, id: u32, max: usize, env: &Env) -> Cell {
+    if !env.user_is_number {
+        if let Some(name) = name {
+            let mut room = super::layout::OUTBUF_SIZE;
+            let mut bytes = Vec::new();
+            text::output_escape(&mut bytes, name, &mut room, env.locale);
+            let len = super::layout::OUTBUF_SIZE - room;
+            if len <= max {
+                return Cell { bytes, cells: len };
+            }
+            // Too long: cut and mark with '+', unless the cut would split a multi-byte
+            // character, in which case procps prints the number.
+            if max >= 1 && bytes.get(max - 1).is_some_and(|&c| c < 127) {
+                bytes.truncate(max - 1);
+                bytes.push(b'+');
+                return Cell { bytes, cells: max };
+            }
+        }
+    }
+    num(id)
+}
+
+/// A row's command text: `[comm]` (and ` <defunct>` for zombies) when the command line is
+/// empty, as procps's `fill_cmdline_cvt`.
+pub fn command_text(t: &Task, loc: Locale) -> Vec<u8> {
+    if let Some(flat) = t
+        .cmdline
+        .as_deref()
+        .and_then(|c| text::flatten_cmdline(c, loc))
+    {
+        return if flat.is_empty() { b"?".to_vec() } else { flat };
+    }
+    let mut out = b"[".to_vec();
+    out.extend_from_slice(&comm_text(t, loc));
+    out.push(b']');
+    if t.base
+        .as_ref()
+        .is_some_and(|b| b.state == TaskState::Zombie)
+    {
+        out.extend_from_slice(b" <defunct>");
+    }
+    out
+}
+
+/// The comm after the library escape.
+pub fn comm_text(t: &Task, loc: Locale) -> Vec<u8> {
+    let mut c = t.base.as_ref().map(|b| b.comm.clone()).unwrap_or_default();
+    if let Some(end) = c.iter().position(|&b| b == 0) {
+        c.truncate(end);
+    }
+    c.truncate(63);
+    text::library_escape(&mut c, loc);
+    c
+}
+
+/// Formats `field` of `t` in at most `max` cells where the field honours a limit.
+/// `forest` is the tree-art prefix for command columns.
+pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &mut Caches) -> Cell {
+    let base = t.base.as_ref();
+    let cred = t.cred.as_ref();
+    let stat = t.stat.as_ref();
+    match field {
+        Field::Addr => plain("-"),
+        Field::Pid => num(t.id.tgid),
+        Field::Tid => num(t.id.tid),
+        Field::Ppid => num(base.map_or(0, |b| b.ppid)),
+        Field::Pgid => num(base.map_or(0, |b| b.pgid)),
+        Field::Sess => num(base.map_or(0, |b| b.sid)),
+        Field::Tpgid => num(base.map_or(0, |b| b.tpgid)),
+        Field::Nlwp => num(base.map_or(0, |b| b.num_threads)),
+        Field::Psr => num(base.map_or(0, |b| b.processor)),
+        Field::Euid => num(cred.map_or(0, |c| c.euid)),
+        Field::Ruid => num(cred.map_or(0, |c| c.ruid)),
+        Field::Suid => num(cred.map_or(0, |c| c.suid)),
+        Field::Fuid => num(cred.map_or(0, |c| c.fsuid)),
+        Field::Egid => num(cred.map_or(0, |c| c.egid)),
+        Field::Rgid => num(cred.map_or(0, |c| c.rgid)),
+        Field::Sgid => num(cred.map_or(0, |c| c.sgid)),
+        Field::Fgid => num(cred.map_or(0, |c| c.fsgid)),
+        Field::Euser | Field::Ruser | Field::Suser | Field::Fuser => {
+            let uid = cred.map_or(0, |c| match field {
+                Field::Euser => c.euid,
+                Field::Ruser => c.ruid,
+                Field::Suser => c.suid,
+                _ => c.fsuid,
+            });
+            let name = c.names.user(uid).map(|n| n.to_vec());
+            do_name(name.as_deref(), uid, max, env)
+        }
+        Field::Egroup | Field::Rgroup | Field::Sgroup | Field::Fgroup => {
+            let gid = cred.map_or(0, |c| match field {
+                Field::Egroup => c.egid,
+                Field::Rgroup => c.rgid,
+                Field::Sgroup => c.sgid,
+                _ => c.fsgid,
+            });
+            let name = c.names.group(gid).map(|n| n.to_vec());
+            do_name(name.as_deref(), gid, max, env)
+        }
+        Field::Supgid => {
+            let g = cred.and_then(|c| c.groups.as_ref());
+            match g {
+                Some(g) if !g.is_empty() => plain(
+                    g.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                _ => plain("-"),
+            }
+        }
+        Field::S => plain([base.map_or(b'?', |b| b.state.letter())]),
+        Field::Stat => {
+            let mut s = Vec::with_capacity(6);
+            if let Some(b) = base {
+                s.push(b.state.letter());
+                if b.nice < 0 {
+                    s.push(b'<');
+                }
+                if b.nice > 0 {
+                    s.push(b'N');
+                }
+                if t.mem.as_ref().and_then(|m| m.locked_bytes).unwrap_or(0) > 0 {
+                    s.push(b'L');
+                }
+                if b.sid == t.id.tgid {
+                    s.push(b's');
+                }
+                if b.num_threads > 1 {
+                    s.push(b'l');
+                }
+                if b.pgid == b.tpgid {
+                    s.push(b'+');
+                }
+            }
+            plain(s)
+        }
+        Field::Flags => num(format!("{:o}", (base.map_or(0, |b| b.flags) >> 6) & 7)),
+        Field::Nice => match base {
+            Some(b) if b.policy != SCHED_OTHER && b.policy != SCHED_BATCH => plain("-"),
+            Some(b) => num(b.nice),
+            None => num(0),
+        },
+        Field::Priority => num(base.map_or(0, |b| b.priority)),
+        Field::Opri => num(60 + base.map_or(0, |b| b.priority)),
+        Field::Pri => num(39 - base.map_or(0, |b| b.priority)),
+        Field::PriFoo => num(base.map_or(0, |b| b.priority) - 20),
+        Field::PriBar => num(base.map_or(0, |b| b.priority) + 1),
+        Field::PriBaz => num(base.map_or(0, |b| b.priority) + 100),
+        Field::PriApi => num(-1 - base.map_or(0, |b| b.priority)),
+        Field::Rtprio => match base {
+            Some(b) if b.policy == SCHED_OTHER => plain("-"),
+            Some(b) => num(b.rt_priority),
+            None => plain("-"),
+        },
+        Field::Sched => num(base.map_or(0, |b| b.policy)),
+        Field::Class | Field::Cls => plain(match base.map_or(0, |b| b.policy) {
+            0 => "TS",
+            1 => "FF",
+            2 => "RR",
+            3 => "B",
+            4 => "ISO",
+            5 => "IDL",
+            6 => "DLN",
+            7 => "#7",
+            8 => "#8",
+            9 => "#9",
+            _ => "?",
+        }),
+        Field::Tty => plain(c.ttys.name(base.map_or(0, |b| b.tty_nr), t.id.tid)),
+        Field::Wchan => {
+            let w = match t.wchan.as_deref() {
+                None => "?",
+                Some("") => "-",
+                Some(w) => w.trim_start_matches('.').trim_start_matches('_'),
+            };
+            let w = &w.as_bytes()[..w.len().min(max).min(63)];
+            plain(w)
+        }
+        Field::Vsz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024),
+        Field::Sz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024 / (env.page_size / 1024).max(1)),
+        Field::Rss => num(stat.map_or(0, |s| s.rss_bytes) / 1024),
+        Field::Pmem => {
+            let rss_kb = stat.map_or(0, |s| s.rss_bytes) / 1024;
+            let pm = (rss_kb * 1000 / env.mem_total_kb.max(1)).min(999);
+            num(format!("{:2}.{}", pm / 10, pm % 10))
+        }
+        Field::MajFlt => num(stat.map_or(0, |s| {
+            if env.include_dead_children {
+                s.majflt + s.cmajflt
+            } else {
+                s.majflt
+            }
+        })),
+        Field::MinFlt => num(stat.map_or(0, |s| {
+            if env.include_dead_children {
+                s.minflt + s.cminflt
+            } else {
+                s.minflt
+            }
+        })),
+        Field::Pcpu => {
+            let p = env.permille_cpu(t, 1000);
+            if p > 999 {
+                num(p / 10)
+            } else {
+                num(format!("{}.{}", p / 10, p % 10))
+            }
+        }
+        Field::C => num(format!("{:2}", env.permille_cpu(t, 100).min(99))),
+        Field::Cp => num(format!("{:3}", env.permille_cpu(t, 1000).min(999))),
+        Field::Time => {
+            let mut s = env.cpu_ticks(t) / env.hertz.max(1);
+            if env.include_dead_children {
+                // TIME_ALL ignores children; procps's pr_time uses TIME_ALL.
+                s = stat.map_or(0, |st| {
+                    (ticks(st.utime_ns, env.hertz) + ticks(st.stime_ns, env.hertz))
+                        / env.hertz.max(1)
+                });
+            }
+            let (dd, hh, mm, ss) = (s / 86400, (s / 3600) % 24, (s / 60) % 60, s % 60);
+            if dd > 0 {
+                num(format!("{dd}-{hh:02}:{mm:02}:{ss:02}"))
+            } else {
+                num(format!("{hh:02}:{mm:02}:{ss:02}"))
+            }
+        }
+        Field::Times => num(stat.map_or(0, |st| {
+            (ticks(st.utime_ns, env.hertz) + ticks(st.stime_ns, env.hertz)) / env.hertz.max(1)
+        })),
+        Field::Bsdtime => {
+            let u = env.cpu_ticks(t) / env.hertz.max(1);
+            num(format!("{:3}:{:02}", u / 60, u % 60))
+        }
+        Field::Etime => {
+            let e = env.elapsed_s(t) as u64;
+            let (dd, hh, mm, ss) = (e / 86400, (e / 3600) % 24, (e / 60) % 60, e % 60);
+            let mut s = String::new();
+            if dd > 0 {
+                s.push_str(&format!("{dd}-"));
+            }
+            if dd > 0 || hh > 0 {
+                s.push_str(&format!("{hh:02}:"));
+            }
+            s.push_str(&format!("{mm:02}:{ss:02}"));
+            num(s)
+        }
+        Field::Etimes => num(env.elapsed_s(t) as u64),
+        Field::StartTime => {
+            let start = env.start_s(t);
+            let (ny, nd) = year_yday(env.now_s);
+            let (py, pd) = year_yday(start);
+            let fmt = if ny != py {
+                c"%Y"
+            } else if nd != pd {
+                c"%b%d"
+            } else {
+                c"%H:%M"
+            };
+            plain(strftime(start, fmt))
+        }
+        Field::Start => {
+            let start = env.start_s(t);
+            let mut s = ctime(start).into_bytes();
+            if s.len() < 24 {
+                return plain(s);
+            }
+            if s[8] == b' ' {
+                s[8] = b'0';
+            }
+            if s[11] == b' ' {
+                s[11] = b'0';
+            }
+            if start + 86400 > env.now_s {
+                plain(&s[11..19])
+            } else {
+                plain(format!("  {}", String::from_utf8_lossy(&s[4..10])))
+            }
+        }
+        Field::Lstart => plain(ctime(env.start_s(t))),
+        Field::Bsdstart => {
+            let start = env.start_s(t);
+            let s = ctime(start);
+            let s = s.as_bytes();
+            let ago = (env.now_s - start).max(0);
+            let from = if ago > 86400 { 4 } else { 10 };
+            plain(&s[from.min(s.len())..(from + 6).min(s.len())])
+        }
+        Field::Label => {
+            let p = c.proc_root.join(t.id.tgid.to_string()).join("attr/current");
+            match std::fs::read(p) {
+                Ok(b) => {
+                    let n = b.iter().take_while(|&&x| (0x20..0x7f).contains(&x)).count();
+                    if n > 0 {
+                        plain(&b[..n])
+                    } else {
+                        plain("-")
+                    }
+                }
+                Err(_) => plain("-"),
+            }
+        }
+        Field::Args | Field::Comm | Field::Exe => {
+            let mut room = max;
+            let mut bytes = Vec::new();
+            let fh = forest.len().min(room);
+            bytes.extend_from_slice(&forest[..fh]);
+            room -= fh;
+            let src = match field {
+                Field::Args => command_text(t, env.locale),
+                Field::Comm if env.unix_f_option => command_text(t, env.locale),
+                Field::Comm => comm_text(t, env.locale),
+                _ => t.exe.clone().unwrap_or_else(|| b"-".to_vec()),
+            };
+            text::output_escape(&mut bytes, &src, &mut room, env.locale);
+            Cell {
+                bytes,
+                cells: max - room,
+            }
+        }
+    }
+}

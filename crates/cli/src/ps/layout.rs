@@ -1,0 +1,183 @@
+//! Laying values out in columns exactly as procps's `show_one_proc` (ps/output.c) does: each
+//! column has a "correct" position; a value wider than its column pushes the rest of the line
+//! right, and later columns win the space back where they can. Command-line columns take what
+//! is left of the line; a user name too long for its column is cut with a '+'.
+
+use super::format::{Just, Spec};
+
+/// procps's OUTBUF_SIZE: the widest line ps will ever build.
+pub const OUTBUF_SIZE: usize = 2 * 64 * 1024;
+/// At most this much padding is written before one value (procps SPACE_AMOUNT).
+const SPACE_AMOUNT: usize = 144;
+
+/// One output column.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// The specifier.
+    pub spec: &'static Spec,
+    /// The header text (the default or the user's `-o spec=HEADER`).
+    pub header: String,
+    /// The width.
+    pub width: usize,
+}
+
+/// A formatted value: its bytes and how many screen cells they take.
+#[derive(Debug, Default)]
+pub struct Cell {
+    /// Bytes to print.
+    pub bytes: Vec<u8>,
+    /// Screen cells (differs from `bytes.len()` for multi-byte characters).
+    pub cells: usize,
+}
+
+/// procps `check_header_width`: the line width in use, a multiple of the screen width wide
+/// enough for every column's nominal width.
+pub fn active_cols(cols: &[Column], screen_cols: usize) -> usize {
+    let mut total = 0usize;
+    let mut was_normal = 0usize;
+    for (i, c) in cols.iter().enumerate() {
+        let last = i + 1 == cols.len();
+        total += match c.spec.just {
+            Just::Unlimited if last => 3,
+            _ => c.width,
+        };
+        total += was_normal;
+        was_normal = 1;
+    }
+    let screen = screen_cols.max(1);
+    let mut i = 1;
+    loop {
+        let active = screen * i;
+        if active >= total || active >= OUTBUF_SIZE / 2 {
+            return active;
+        }
+        i += 1;
+    }
+}
+
+/// Renders one line (a header when `value` returns the header) into `out`.
+///
+/// `value(index, max_cells)` formats column `index` using at most `max_cells` cells where the
+/// column honours a limit (commands, names, wchan).
+pub fn render_line(
+    out: &mut Vec<u8>,
+    cols: &[Column],
+    active_cols: usize,
+    user_is_number: bool,
+    mut value: impl FnMut(usize, usize) -> Cell,
+) {
+    let active = active_cols as isize;
+    let (mut correct, mut actual, mut dospace) = (0isize, 0isize, 0isize);
+    for (i, col) in cols.iter().enumerate() {
+        let last = i + 1 == cols.len();
+        let width = col.width as isize;
+        let (max_rightward, tmpspace) = if !last {
+            (width, 0)
+        } else {
+            let t = correct - actual;
+            if t < 1 {
+                (active - actual - dospace, dospace)
+            } else {
+                (active - correct.max(actual), t)
+            }
+        };
+        let max_rightward = max_rightward.clamp(0, OUTBUF_SIZE as isize - 1) as usize;
+        let mut cell = value(i, max_rightward);
+        let amount = cell.cells as isize;
+        let leftpad = match col.spec.just {
+            Just::Left => 0,
+            Just::Right => (width - amount).max(0),
+            Just::User => {
+                if user_is_number {
+                    (width - amount).max(0)
+                } else {
+                    0
+                }
+            }
+            Just::Wchan | Just::Unlimited => {
+                if active - actual - tmpspace < 1 {
+                    // "oops, we (mostly) lose this column": procps keeps one byte.
+                    cell.bytes.truncate(1);
+                }
+                0
+            }
+        };
+        let mut space = correct - actual + leftpad;
+        if space < 1 {
+            space = dospace;
+        }
+        let space = space.min(SPACE_AMOUNT as isize).max(0) as usize;
+        out.extend(std::iter::repeat_n(b' ', space));
+        out.extend_from_slice(&cell.bytes);
+        if last {
+            out.push(b'\n');
+            break;
+        }
+        actual += space as isize + amount;
+        correct += width + 1;
+        dospace = 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ps::format::find;
+
+    fn cols(names: &[(&str, usize)]) -> Vec<Column> {
+        names
+            .iter()
+            .map(|(n, w)| {
+                let spec = find(n).expect("known spec");
+                Column {
+                    spec,
+                    header: spec.head.to_string(),
+                    width: *w,
+                }
+            })
+            .collect()
+    }
+
+    fn line(cols: &[Column], vals: &[&str]) -> String {
+        let mut out = Vec::new();
+        render_line(&mut out, cols, 200, false, |i, max| {
+            let v = vals[i].as_bytes();
+            let n = v
+                .len()
+                .min(max.max(if cols[i].spec.just == Just::Unlimited {
+                    0
+                } else {
+                    v.len()
+                }));
+            Cell {
+                bytes: v[..n].to_vec(),
+                cells: n,
+            }
+        });
+        String::from_utf8(out).expect("ascii")
+    }
+
+    #[test]
+    fn right_aligned_numbers_and_left_text() {
+        let c = cols(&[("pid", 5), ("tty", 8), ("args", 27)]);
+        assert_eq!(
+            line(&c, &["PID", "TT", "COMMAND"]),
+            "  PID TT       COMMAND\n"
+        );
+        assert_eq!(
+            line(&c, &["1", "?", "/sbin/init"]),
+            "    1 ?        /sbin/init\n"
+        );
+    }
+
+    #[test]
+    fn an_overflowing_value_pushes_and_the_next_column_recovers() {
+        let c = cols(&[("tty", 8), ("pid", 5), ("pid", 5), ("args", 27)]);
+        // A 10-character tty name overflows by 2 (plus the separator); the first pid column
+        // has 4 spare cells of padding, so it gives up 2 of them and the rest lines up again.
+        assert_eq!(
+            line(&c, &["0123456789", "1", "22", "x"]),
+            "0123456789   1    22 x\n"
+        );
+    }
+}

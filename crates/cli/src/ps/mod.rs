@@ -1,0 +1,288 @@
+//! `tasksnap ps`: a procps-ng 4.0 compatible `ps` over tasksnap snapshots.
+//!
+//! The pieces, in the order a run uses them: [`args`] turns argv into [`settings::Settings`];
+//! this module picks the attribute groups the columns need and takes one snapshot; [`select`]
+//! keeps the tasks procps would; [`order`] sorts and builds the forest; [`layout`] and
+//! [`fields`] print every row byte for byte as procps would; [`machine`] prints JSON/CSV.
+
+pub mod args;
+pub mod fields;
+pub mod format;
+pub mod layout;
+pub mod machine;
+pub mod names;
+pub mod order;
+pub mod select;
+pub mod settings;
+pub mod text;
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::Collector;
+use tasksnap_model::{Groups, Query, Selector, Task};
+
+use format::{Field, Spec};
+use layout::{Cell, Column};
+use settings::{Criterion, Output, Settings, Threads};
+
+/// Digits of `kernel.pid_max`: procps sizes pid columns with it (procps_pid_length()).
+fn pid_digits(proc_root: &Path) -> usize {
+    std::fs::read_to_string(proc_root.join("sys/kernel/pid_max"))
+        .ok()
+        .map(|s| s.trim().len())
+        .filter(|&n| n > 0)
+        .unwrap_or(5)
+}
+
+/// Resolves requested columns into specs with widths and headers (procps `do_one_spec`).
+pub fn resolve_columns(s: &Settings, pid_len: usize) -> Vec<Column> {
+    s.columns
+        .iter()
+        .filter_map(|c| {
+            let spec: &'static Spec = format::find(&c.name)?;
+            let mut w = if spec.pidmax {
+                pid_len.max(spec.head.len())
+            } else {
+                spec.width
+            };
+            let header = match &c.header {
+                Some(h) => {
+                    w = w.max(h.len());
+                    h.clone()
+                }
+                None => spec.head.to_string(),
+            };
+            if let Some(explicit) = c.width {
+                w = explicit;
+            }
+            Some(Column {
+                spec,
+                header,
+                width: w,
+            })
+        })
+        .collect()
+}
+
+/// The attribute groups a run needs.
+fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
+    let mut g = Groups {
+        base: true,
+        stat: true,
+        cred_effective: true,
+        ..Groups::default()
+    };
+    let mut fields: Vec<Field> = cols.iter().map(|c| c.spec.field).collect();
+    fields.extend(
+        s.sort
+            .iter()
+            .filter_map(|k| format::find(&k.name))
+            .map(|spec| spec.field),
+    );
+    for f in fields {
+        match f {
+            Field::Ruid
+            | Field::Suid
+            | Field::Fuid
+            | Field::Rgid
+            | Field::Sgid
+            | Field::Fgid
+            | Field::Ruser
+            | Field::Suser
+            | Field::Fuser
+            | Field::Rgroup
+            | Field::Sgroup
+            | Field::Fgroup
+            | Field::Supgid => g.cred_full = true,
+            Field::Stat => g.mem_status = true,
+            Field::Args => g.cmdline = true,
+            Field::Comm if s.unix_f => g.cmdline = true,
+            Field::Wchan => g.wchan = true,
+            Field::Exe => g.exe = true,
+            _ => {}
+        }
+    }
+    if s.criteria
+        .iter()
+        .any(|c| matches!(c, Criterion::Ruid(_) | Criterion::Rgid(_)))
+    {
+        g.cred_full = true;
+    }
+    g
+}
+
+/// The snapshot query: per thread when threads are shown, one pid at a time when only
+/// `-p`/`-q` lists select, every process otherwise.
+fn selectors_for(s: &Settings) -> Vec<Selector> {
+    let threads = s.threads != Threads::Off;
+    let only_pids = !s.all
+        && !s.negate
+        && s.select_bits.is_none()
+        && !s.criteria.is_empty()
+        && s.criteria.iter().all(|c| matches!(c, Criterion::Pid(_)));
+    if only_pids {
+        let mut pids: Vec<i32> = s
+            .criteria
+            .iter()
+            .flat_map(|c| match c {
+                Criterion::Pid(v) => v.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        return pids
+            .into_iter()
+            .map(|p| {
+                if threads {
+                    Selector::ThreadsOf(p)
+                } else {
+                    Selector::Pid(p)
+                }
+            })
+            .collect();
+    }
+    vec![if threads {
+        Selector::AllThreads
+    } else {
+        Selector::AllProcesses
+    }]
+}
+
+fn mem_total_kb(proc_root: &Path) -> u64 {
+    std::fs::read_to_string(proc_root.join("meminfo"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(1)
+}
+
+/// Runs ps with parsed settings, writing to `out`. Returns the exit code procps would use.
+pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let proc_root = Path::new("/proc");
+    let cols = resolve_columns(s, pid_digits(proc_root));
+    let groups = groups_for(s, &cols);
+    let mut collector = ProcfsCollector::new().context("cannot open /proc")?;
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut snap_meta = None;
+    for sel in selectors_for(s) {
+        let mut query = Query::new(sel, groups);
+        query.leader_as_process = true;
+        let snap = collector.snapshot(&query)?;
+        if s.verbose {
+            eprintln!(
+                "tasksnap: backend {} read {} tasks ({} vanished, {} denied, {} cmdline timeouts)",
+                snap.backend,
+                snap.tasks.len(),
+                snap.stats.vanished,
+                snap.stats.denied,
+                snap.stats.cmdline_timeouts
+            );
+        }
+        tasks.extend(snap.tasks.iter().cloned());
+        snap_meta = Some((
+            snap.boot_time_unix_s,
+            snap.taken_at_boottime_ns,
+            snap.taken_at_unix_ns,
+        ));
+    }
+    let (btime, boottime_ns, unix_ns) = snap_meta.unwrap_or((0, 0, 0));
+    let hertz = 100u64.max(1);
+    let env = fields::Env {
+        hertz,
+        page_size: 4096,
+        mem_total_kb: mem_total_kb(proc_root),
+        boot_time_s: btime as i64,
+        now_s: (unix_ns / 1_000_000_000) as i64,
+        uptime_ticks: boottime_ns / (1_000_000_000 / hertz),
+        locale: loc,
+        unix_f_option: s.unix_f,
+        include_dead_children: s.include_dead_children,
+        user_is_number: s.user_is_number,
+    };
+    let mut caches = fields::Caches {
+        names: names::Names::default(),
+        ttys: names::Ttys::new(proc_root, Path::new("/dev")),
+        proc_root: proc_root.to_path_buf(),
+    };
+
+    let me = select::Me::current(proc_root);
+    let tasks: Vec<Task> = tasks
+        .into_iter()
+        .filter(|t| select::want(s, &me, t, loc))
+        .collect();
+    let rows = order::arrange(s, tasks, &cols, &env, &mut caches);
+
+    match s.output {
+        Output::Json => machine::json(out, &cols, &rows, &env, &mut caches)?,
+        Output::Csv => machine::csv(out, &cols, &rows, &env, &mut caches)?,
+        Output::Text => {
+            let active = layout::active_cols(&cols, s.screen_cols);
+            let mut line = Vec::with_capacity(256);
+            let any_header = cols.iter().any(|c| !c.header.is_empty());
+            if s.headers && any_header && !cols.is_empty() {
+                layout::render_line(&mut line, &cols, active, s.user_is_number, |i, _| Cell {
+                    bytes: cols[i].header.as_bytes().to_vec(),
+                    cells: cols[i].header.len(),
+                });
+                out.write_all(&line)?;
+            }
+            for row in &rows {
+                line.clear();
+                layout::render_line(&mut line, &cols, active, s.user_is_number, |i, max| {
+                    order::cell(row, &cols[i], max, &env, &mut caches)
+                });
+                out.write_all(&line)?;
+            }
+            if rows.is_empty() {
+                out.flush()?;
+                // procps exits 1 when nothing matched.
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Entry point for `tasksnap ps ARGS...`.
+pub fn main(argv: &[OsString]) -> ExitCode {
+    let loc = text::Locale::from_env();
+    let settings = match args::parse(argv) {
+        Ok(s) => s,
+        Err(args::ArgError { code: 0, .. }) => {
+            print!("{}", args::info_text(argv).unwrap_or_default());
+            return ExitCode::SUCCESS;
+        }
+        Err(args::ArgError { message, code }) => {
+            let stderr = io::stderr();
+            let mut e = stderr.lock();
+            let _ = e.write_all(message.as_bytes());
+            return ExitCode::from(code);
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    match run(&settings, loc, &mut out) {
+        Ok(code) => code,
+        Err(e) => {
+            if e.downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            {
+                // `tasksnap ps | head`: the reader is gone; that is not a failure.
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("tasksnap ps: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

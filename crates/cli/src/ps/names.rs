@@ -1,0 +1,313 @@
+//! Turning numbers into the names ps prints: user and group names (cached, one NSS lookup per
+//! id) and terminal names (procps's `dev_to_tty` rules: /proc/tty/drivers, then the task's
+//! fd/2, then the well-known majors, then fd/255; each candidate checked against /dev).
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Cached uid/gid -> name lookups.
+#[derive(Debug, Default)]
+pub struct Names {
+    users: HashMap<u32, Option<Vec<u8>>>,
+    groups: HashMap<u32, Option<Vec<u8>>>,
+}
+
+impl Names {
+    /// The user name of `uid`, or `None` when the system has none.
+    pub fn user(&mut self, uid: u32) -> Option<&[u8]> {
+        self.users
+            .entry(uid)
+            .or_insert_with(|| lookup_user(uid))
+            .as_deref()
+    }
+
+    /// The group name of `gid`, or `None`.
+    pub fn group(&mut self, gid: u32) -> Option<&[u8]> {
+        self.groups
+            .entry(gid)
+            .or_insert_with(|| lookup_group(gid))
+            .as_deref()
+    }
+}
+
+fn lookup_user(uid: u32) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    loop {
+        let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: all pointers reference live, writable memory of the sizes passed; getpwuid_r
+        // stores strings only inside `buf`.
+        let rc = unsafe {
+            libc::getpwuid_r(
+                uid,
+                pwd.as_mut_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut result,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < (1 << 20) {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if rc != 0 || result.is_null() {
+            return None;
+        }
+        // SAFETY: success: `result` points at `pwd`, whose pw_name is a NUL-terminated string
+        // inside `buf`, alive until the end of this function.
+        let name = unsafe { CStr::from_ptr((*result).pw_name) };
+        return Some(name.to_bytes().to_vec());
+    }
+}
+
+fn lookup_group(gid: u32) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    loop {
+        let mut grp = std::mem::MaybeUninit::<libc::group>::uninit();
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: as in `lookup_user`, with getgrgid_r.
+        let rc = unsafe {
+            libc::getgrgid_r(
+                gid,
+                grp.as_mut_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut result,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < (1 << 20) {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if rc != 0 || result.is_null() {
+            return None;
+        }
+        // SAFETY: success: gr_name is a NUL-terminated string inside `buf`.
+        let name = unsafe { CStr::from_ptr((*result).gr_name) };
+        return Some(name.to_bytes().to_vec());
+    }
+}
+
+/// glibc's major() of a 32-bit `tty_nr` (the kernel's `new_encode_dev` layout).
+pub fn dev_major(dev: u32) -> u32 {
+    (dev >> 8) & 0xfff
+}
+
+/// glibc's minor() of a 32-bit `tty_nr`.
+pub fn dev_minor(dev: u32) -> u32 {
+    (dev & 0xff) | ((dev >> 12) & 0xfff00)
+}
+
+#[derive(Debug)]
+struct Driver {
+    name: String,
+    devfs: bool,
+    major: u32,
+    minor_first: u32,
+    minor_last: u32,
+}
+
+/// Terminal names, cached by device number.
+#[derive(Debug)]
+pub struct Ttys {
+    proc_root: PathBuf,
+    dev_root: PathBuf,
+    drivers: Option<Vec<Driver>>,
+    cache: HashMap<u32, Option<String>>,
+}
+
+impl Ttys {
+    /// A namer reading `proc_root`/tty/drivers and checking names under `dev_root`.
+    pub fn new(proc_root: &Path, dev_root: &Path) -> Ttys {
+        Ttys {
+            proc_root: proc_root.to_path_buf(),
+            dev_root: dev_root.to_path_buf(),
+            drivers: None,
+            cache: HashMap::new(),
+        }
+    }
+
+    fn load_drivers(&mut self) -> &[Driver] {
+        if self.drivers.is_none() {
+            let text = std::fs::read(self.proc_root.join("tty/drivers")).unwrap_or_default();
+            let text = &text[..text.len().min(9999)];
+            let text = String::from_utf8_lossy(text);
+            let mut out = Vec::new();
+            // Like procps, scan for " /dev/" (the second column); later lines win, since
+            // procps prepends each line to its list.
+            let mut rest: &str = &text;
+            while let Some(at) = rest.find(" /dev/") {
+                rest = &rest[at + 6..];
+                let Some(end) = rest.find(' ') else { break };
+                let mut name = &rest[..end];
+                let mut devfs = false;
+                if name.len() >= 3 && name.ends_with("%d") {
+                    name = &name[..name.len() - 2];
+                    devfs = true;
+                }
+                let name: String = name.chars().take(15).collect();
+                let after = rest[end..].trim_start_matches(' ');
+                let digits =
+                    after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                let major: u32 = after[..digits].parse().unwrap_or(0);
+                let after = after[digits..].trim_start_matches(' ');
+                let range: String = after
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '-')
+                    .collect();
+                let mut parts = range.splitn(2, '-');
+                let first = parts.next().and_then(|s| s.parse::<u32>().ok());
+                let last = parts.next().and_then(|s| s.parse::<u32>().ok());
+                rest = &rest[end..];
+                let Some(first) = first else { continue };
+                out.push(Driver {
+                    name,
+                    devfs,
+                    major,
+                    minor_first: first,
+                    minor_last: last.unwrap_or(first),
+                });
+            }
+            out.reverse();
+            self.drivers = Some(out);
+        }
+        self.drivers.as_deref().unwrap_or_default()
+    }
+
+    fn is_dev(&self, path: &str, major: u32, minor: u32) -> bool {
+        let rel = path.strip_prefix("/dev/").unwrap_or(path);
+        match std::fs::metadata(self.dev_root.join(rel)) {
+            Ok(m) => {
+                let rdev = m.rdev();
+                let (ma, mi) = (libc::major(rdev), libc::minor(rdev));
+                ma == major && mi == minor
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn driver_name(&mut self, major: u32, minor: u32) -> Option<String> {
+        let hit = self
+            .load_drivers()
+            .iter()
+            .find(|d| d.major == major && d.minor_first <= minor && d.minor_last >= minor)
+            .map(|d| (d.name.clone(), d.devfs))?;
+        let (name, devfs) = hit;
+        let a = format!("/dev/{name}{minor}");
+        if self.is_dev(&a, major, minor) {
+            return Some(a);
+        }
+        let b = format!("/dev/{name}/{minor}");
+        if self.is_dev(&b, major, minor) {
+            return Some(b);
+        }
+        if devfs {
+            return None;
+        }
+        let c = format!("/dev/{name}");
+        self.is_dev(&c, major, minor).then_some(c)
+    }
+
+    fn guess_name(&self, major: u32, minor: u32) -> Option<String> {
+        let p = match major {
+            3 => {
+                if minor > 255 {
+                    return None;
+                }
+                let t0 = b"pqrstuvwxyzabcde"[(minor >> 4) as usize] as char;
+                let t1 = b"0123456789abcdef"[(minor & 15) as usize] as char;
+                format!("/dev/tty{t0}{t1}")
+            }
+            4 if minor < 64 => format!("/dev/tty{minor}"),
+            4 => format!("/dev/ttyS{}", minor - 64),
+            136..=143 => format!("/dev/pts/{}", minor + (major - 136) * 256),
+            166 => format!("/dev/ttyACM{minor}"),
+            188 => format!("/dev/ttyUSB{minor}"),
+            _ => return None,
+        };
+        self.is_dev(&p, major, minor).then_some(p)
+    }
+
+    fn link_name(&self, major: u32, minor: u32, pid: i32, fd: &str) -> Option<String> {
+        let target = std::fs::read_link(self.proc_root.join(pid.to_string()).join(fd)).ok()?;
+        let s = target.to_str()?.to_string();
+        if s.is_empty() || s.len() >= 63 {
+            return None;
+        }
+        self.is_dev(&s, major, minor).then_some(s)
+    }
+
+    /// The name ps prints for `tty_nr` of task `pid` ("pts/3", "tty1", "?").
+    pub fn name(&mut self, tty_nr: u32, pid: i32) -> String {
+        if tty_nr == 0 {
+            return "?".to_string();
+        }
+        let (major, minor) = (dev_major(tty_nr), dev_minor(tty_nr));
+        let found = match self.cache.get(&tty_nr) {
+            Some(v) => v.clone(),
+            None => {
+                let v = self.driver_name(major, minor);
+                if v.is_some() {
+                    self.cache.insert(tty_nr, v.clone());
+                }
+                v
+            }
+        };
+        let found = found
+            .or_else(|| self.link_name(major, minor, pid, "fd/2"))
+            .or_else(|| {
+                let g = self.guess_name(major, minor);
+                if g.is_some() {
+                    self.cache.insert(tty_nr, g.clone());
+                }
+                g
+            })
+            .or_else(|| self.link_name(major, minor, pid, "fd/255"));
+        match found {
+            None => "?".to_string(),
+            Some(p) => {
+                let short = match p.strip_prefix("/dev/") {
+                    Some(s) if !s.is_empty() => s,
+                    _ => &p,
+                };
+                short
+                    .bytes()
+                    .take(64)
+                    .map(|c| if c <= b' ' || c > 126 { '?' } else { c as char })
+                    .collect()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_device_numbers_like_glibc() {
+        // pts/0 is 136:0 -> tty_nr 34816; pts/300 is 137:44.
+        assert_eq!((dev_major(34816), dev_minor(34816)), (136, 0));
+        let pts300 = (137 << 8) | 44;
+        assert_eq!((dev_major(pts300), dev_minor(pts300)), (137, 44));
+        // A minor above 255 lives in bits 20-31.
+        let big = (4 << 8) | (0x123 & 0xff) | ((0x123 & !0xff) << 12);
+        assert_eq!((dev_major(big), dev_minor(big)), (4, 0x123));
+    }
+
+    #[test]
+    fn no_tty_is_a_question_mark() {
+        let mut t = Ttys::new(Path::new("/proc"), Path::new("/dev"));
+        assert_eq!(t.name(0, 1), "?");
+    }
+
+    #[test]
+    fn root_has_a_name() {
+        let mut n = Names::default();
+        assert_eq!(n.user(0), Some(&b"root"[..]));
+        assert_eq!(n.group(0), Some(&b"root"[..]));
+        assert_eq!(n.user(3_999_999_999), None);
+    }
+}

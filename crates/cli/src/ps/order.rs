@@ -1,0 +1,332 @@
+//! Row order: procps's sorting (each key a full stable sort, applied in turn), its forest
+//! (ps/display.c `show_forest`/`show_tree`), and `m`-style thread rows. Produces the rows in
+//! print order with each row's tree-art prefix.
+
+use std::cmp::Ordering;
+
+use tasksnap_model::Task;
+
+use super::fields::{self, Caches, Env};
+use super::format::{self, Field, Show};
+use super::layout::{Cell, Column};
+use super::settings::{Forest, Settings, Threads};
+
+/// What kind of line a row prints as (procps's proc/task format lists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowKind {
+    /// Every column.
+    Normal,
+    /// The process line of `m`: thread-only columns print "-".
+    Process,
+    /// A thread line of `m`: process-only columns print "-".
+    Thread,
+}
+
+/// One output row.
+#[derive(Debug)]
+pub struct Row {
+    /// The task.
+    pub task: Task,
+    /// procps's forest prefix: one of ' ', 'L', '+', '|' per level.
+    pub prefix: Vec<u8>,
+    /// Row kind.
+    pub kind: RowKind,
+    /// Forest style.
+    pub forest: Option<Forest>,
+}
+
+/// A value to sort on.
+#[derive(Debug, PartialEq, PartialOrd)]
+enum Key {
+    Num(f64),
+    Text(Vec<u8>),
+}
+
+fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
+    let b = t.base.as_ref();
+    let cr = t.cred.as_ref();
+    let st = t.stat.as_ref();
+    let n = |v: f64| Key::Num(v);
+    match field {
+        Field::Pid => n(t.id.tgid as f64),
+        Field::Tid => n(t.id.tid as f64),
+        Field::Ppid => n(b.map_or(0, |b| b.ppid) as f64),
+        Field::Pgid => n(b.map_or(0, |b| b.pgid) as f64),
+        Field::Sess => n(b.map_or(0, |b| b.sid) as f64),
+        Field::Tpgid => n(b.map_or(0, |b| b.tpgid) as f64),
+        Field::Nlwp => n(b.map_or(0, |b| b.num_threads) as f64),
+        Field::Nice => n(b.map_or(0, |b| b.nice) as f64),
+        Field::Priority
+        | Field::Pri
+        | Field::Opri
+        | Field::PriFoo
+        | Field::PriBar
+        | Field::PriBaz
+        | Field::PriApi => n(b.map_or(0, |b| b.priority) as f64),
+        Field::Psr => n(b.map_or(0, |b| b.processor) as f64),
+        Field::Euid => n(cr.map_or(0, |c| c.euid) as f64),
+        Field::Ruid => n(cr.map_or(0, |c| c.ruid) as f64),
+        Field::Egid => n(cr.map_or(0, |c| c.egid) as f64),
+        Field::Rgid => n(cr.map_or(0, |c| c.rgid) as f64),
+        Field::Rss | Field::Pmem => n(st.map_or(0, |s| s.rss_bytes) as f64),
+        Field::Vsz | Field::Sz => n(st.map_or(0, |s| s.vsize_bytes) as f64),
+        Field::Time | Field::Times | Field::Bsdtime => {
+            n(st.map_or(0, |s| s.utime_ns + s.stime_ns) as f64)
+        }
+        Field::StartTime
+        | Field::Start
+        | Field::Lstart
+        | Field::Bsdstart
+        | Field::Etime
+        | Field::Etimes => n(t.id.start_time_ns as f64),
+        Field::MajFlt => n(st.map_or(0, |s| s.majflt) as f64),
+        Field::MinFlt => n(st.map_or(0, |s| s.minflt) as f64),
+        Field::Flags => n(b.map_or(0, |b| b.flags) as f64),
+        Field::Rtprio => n(b.map_or(0, |b| b.rt_priority) as f64),
+        Field::Sched | Field::Class | Field::Cls => n(b.map_or(0, |b| b.policy) as f64),
+        Field::Pcpu | Field::C | Field::Cp => {
+            // procps sorts %CPU by its per-mille value computed for display.
+            let cell = fields::value(Field::Pcpu, t, 64, &[], env, c);
+            n(String::from_utf8_lossy(&cell.bytes)
+                .parse::<f64>()
+                .unwrap_or(0.0))
+        }
+        Field::S | Field::Stat => n(b.map_or(0, |b| b.state.letter()) as f64),
+        _ => Key::Text(fields::value(field, t, 4096, &[], env, c).bytes),
+    }
+}
+
+fn cmp_keys(a: &Key, b: &Key) -> Ordering {
+    a.partial_cmp(b).unwrap_or(Ordering::Equal)
+}
+
+/// Stable sort of `tasks` by one key.
+fn sort_by(tasks: &mut [Task], field: Field, reverse: bool, env: &Env, c: &mut Caches) {
+    let mut keyed: Vec<(Key, usize)> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (sort_key(field, t, env, c), i))
+        .collect();
+    keyed.sort_by(|a, b| {
+        let o = cmp_keys(&a.0, &b.0);
+        if reverse {
+            o.reverse()
+        } else {
+            o
+        }
+    });
+    let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
+    apply_order(tasks, &order);
+}
+
+fn apply_order(tasks: &mut [Task], order: &[usize]) {
+    let mut taken: Vec<Option<Task>> = tasks
+        .iter_mut()
+        .map(|t| Some(std::mem::replace(t, Task::new(t.id))))
+        .collect();
+    for (slot, &i) in tasks.iter_mut().zip(order) {
+        if let Some(t) = taken[i].take() {
+            *slot = t;
+        }
+    }
+}
+
+fn show_tree(
+    tasks: &[Task],
+    me: usize,
+    level: usize,
+    have_sibling: bool,
+    prefix: &mut Vec<u8>,
+    style: Forest,
+    out: &mut Vec<(usize, Vec<u8>)>,
+) {
+    const MAX_LEVEL: usize = 199;
+    prefix.truncate(level);
+    if level > 0 {
+        prefix[level - 1] = if have_sibling { b'+' } else { b'L' };
+    }
+    out.push((me, prefix.clone()));
+    let my_pid = tasks[me].id.tgid;
+    let ppid = |t: &Task| t.base.as_ref().map_or(0, |b| b.ppid);
+    let Some(mut i) = tasks.iter().position(|t| ppid(t) == my_pid) else {
+        return;
+    };
+    if level > 0 {
+        prefix[level - 1] = if have_sibling { b'|' } else { b' ' };
+    }
+    prefix.truncate(level);
+    loop {
+        if i >= tasks.len() {
+            break;
+        }
+        let more = i + 1 < tasks.len() && ppid(&tasks[i + 1]) == my_pid;
+        let next_level = if my_pid == 1 && style == Forest::Bsd {
+            level
+        } else if level + 1 < MAX_LEVEL {
+            level + 1
+        } else {
+            level
+        };
+        prefix.resize(next_level.max(prefix.len()), b' ');
+        show_tree(tasks, i, next_level, more, prefix, style, out);
+        i += 1;
+        if !more {
+            break;
+        }
+        prefix.truncate(level);
+    }
+    prefix.truncate(level);
+}
+
+/// Orders the selected tasks into rows.
+pub fn arrange(
+    s: &Settings,
+    mut tasks: Vec<Task>,
+    cols: &[Column],
+    env: &Env,
+    c: &mut Caches,
+) -> Vec<Row> {
+    let _ = cols;
+    let fancy = s.forest.is_some() || !s.sort.is_empty();
+    if fancy && s.threads == Threads::Each {
+        // procps 4.0 reads processes only when sorting or drawing a forest, even with -L/-T.
+        tasks.retain(|t| t.id.tid == t.id.tgid);
+    }
+    if s.threads == Threads::AfterProcess {
+        tasks.sort_by_key(|t| (t.id.tgid, t.id.start_time_ns));
+        let mut rows = Vec::with_capacity(tasks.len() + tasks.len() / 4);
+        let mut i = 0;
+        while i < tasks.len() {
+            let tgid = tasks[i].id.tgid;
+            rows.push(Row {
+                task: tasks[i].clone(),
+                prefix: Vec::new(),
+                kind: RowKind::Process,
+                forest: None,
+            });
+            while i < tasks.len() && tasks[i].id.tgid == tgid {
+                rows.push(Row {
+                    task: tasks[i].clone(),
+                    prefix: Vec::new(),
+                    kind: RowKind::Thread,
+                    forest: None,
+                });
+                i += 1;
+            }
+        }
+        return rows;
+    }
+    if !fancy {
+        return tasks
+            .into_iter()
+            .map(|task| Row {
+                task,
+                prefix: Vec::new(),
+                kind: RowKind::Normal,
+                forest: None,
+            })
+            .collect();
+    }
+    // procps keeps a list of keys, the forest's start_time and ppid in front, and sorts by
+    // each in turn: the last key sorted by is the primary one.
+    let mut keys: Vec<(Field, bool)> = Vec::new();
+    if s.forest.is_some() {
+        keys.push((Field::StartTime, false));
+        if s.sort.is_empty() {
+            keys.push((Field::Ppid, false));
+        }
+    }
+    for k in &s.sort {
+        if let Some(spec) = format::find(&k.name) {
+            keys.push((spec.field, k.reverse));
+        }
+    }
+    for (field, reverse) in keys {
+        sort_by(&mut tasks, field, reverse, env, c);
+    }
+    let Some(style) = s.forest else {
+        return tasks
+            .into_iter()
+            .map(|task| Row {
+                task,
+                prefix: Vec::new(),
+                kind: RowKind::Normal,
+                forest: None,
+            })
+            .collect();
+    };
+    let mut order: Vec<(usize, Vec<u8>)> = Vec::with_capacity(tasks.len());
+    let pids: std::collections::HashSet<i32> = tasks.iter().map(|t| t.id.tgid).collect();
+    let mut prefix = Vec::new();
+    for i in (0..tasks.len()).rev() {
+        let ppid = tasks[i].base.as_ref().map_or(0, |b| b.ppid);
+        if !pids.contains(&ppid) {
+            show_tree(&tasks, i, 0, false, &mut prefix, style, &mut order);
+        }
+    }
+    let mut slots: Vec<Option<Task>> = tasks.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|(i, prefix)| {
+            // A task reached twice (a parent loop) is printed once, like procps prints
+            // whatever its recursion finds; taking it out avoids printing it again.
+            let task = slots[i].take().or(None)?;
+            Some(Row {
+                task,
+                prefix,
+                kind: RowKind::Normal,
+                forest: Some(style),
+            })
+        })
+        .collect()
+}
+
+/// procps `forest_helper`: the tree art for a prefix, within `rightward` cells.
+fn forest_art(prefix: &[u8], style: Forest, mut rightward: usize) -> Vec<u8> {
+    let rightward_max = rightward.min(super::layout::OUTBUF_SIZE - 1);
+    rightward = rightward_max;
+    let mut out = Vec::new();
+    for &p in prefix {
+        match style {
+            Forest::Bsd => {
+                if rightward < 4 {
+                    break;
+                }
+                out.extend_from_slice(match p {
+                    b'L' | b'+' => b" \\_ ",
+                    b'|' => b" |  ",
+                    _ => b"    ",
+                });
+                rightward -= 4;
+            }
+            Forest::Unix => {
+                if rightward < 2 {
+                    break;
+                }
+                out.extend_from_slice(b"  ");
+                rightward -= 2;
+            }
+        }
+    }
+    out
+}
+
+/// Formats one cell of a row.
+pub fn cell(row: &Row, col: &Column, max: usize, env: &Env, c: &mut Caches) -> Cell {
+    let nop = match (row.kind, col.spec.show) {
+        (RowKind::Process, Show::ThreadOnly) => true,
+        (RowKind::Thread, Show::ProcessOnly) => true,
+        _ => false,
+    };
+    if nop {
+        return Cell {
+            bytes: b"-".to_vec(),
+            cells: 1,
+        };
+    }
+    let art = match (row.forest, col.spec.field) {
+        (Some(style), Field::Args | Field::Comm) => forest_art(&row.prefix, style, max),
+        _ => Vec::new(),
+    };
+    fields::value(col.spec.field, &row.task, max, &art, env, c)
+}

@@ -1,0 +1,117 @@
+//! Validated ps settings: what the option parser ([`super::args`]) produces and the rest of
+//! `ps` consumes. Nothing here knows about option syntax.
+
+/// One requested column before widths are resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnReq {
+    /// Specifier name (`pid`, `comm`, ...).
+    pub name: String,
+    /// `-o pid=HEADER`: replacement header (may be empty).
+    pub header: Option<String>,
+    /// `-o pid:10`: explicit width.
+    pub width: Option<usize>,
+}
+
+/// A list criterion (`-p`, `-u`, ...): a task is selected when any criterion matches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Criterion {
+    /// `-p`, `p`, trailing pids: these process ids.
+    Pid(Vec<i32>),
+    /// `--ppid`: children of these.
+    Ppid(Vec<i32>),
+    /// `-s`/`--sid`: these sessions.
+    Sess(Vec<i32>),
+    /// `-g`/`--group`... as process groups (`-g` numeric is a pgrp list in procps's reading).
+    Pgrp(Vec<i32>),
+    /// `-u`/`--user`/`U`: effective uid.
+    Euid(Vec<u32>),
+    /// `-U`: real uid.
+    Ruid(Vec<u32>),
+    /// `-G`: real gid.
+    Rgid(Vec<u32>),
+    /// `--group` / `-g` by name: effective gid.
+    Egid(Vec<u32>),
+    /// `-C`: command names.
+    Comm(Vec<Vec<u8>>),
+    /// `-t`/`t`: terminals, as tty_nr device numbers.
+    Tty(Vec<u32>),
+}
+
+/// How threads are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    /// One row per process.
+    Off,
+    /// `-L`, `-T`: one row per thread.
+    Each,
+    /// `H`: threads shown as if they were processes.
+    AsProcesses,
+    /// `m`, `-m`: a process row followed by its thread rows.
+    AfterProcess,
+}
+
+/// Tree art style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forest {
+    /// `--forest`, `f`: ASCII art (` \_ `).
+    Bsd,
+    /// `-H`: indentation only.
+    Unix,
+}
+
+/// Output encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// procps-compatible text.
+    Text,
+    /// One JSON object per row, as a JSON array.
+    Json,
+    /// Comma-separated values with a header row.
+    Csv,
+}
+
+/// A sort key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortKey {
+    /// Specifier name.
+    pub name: String,
+    /// Descending (`-key`).
+    pub reverse: bool,
+}
+
+/// Everything ps needs to run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `-e`, `-A`, `ax`...: every process.
+    pub all: bool,
+    /// procps's simple-selection bit table (see select.c); `None` when lists alone select.
+    pub select_bits: Option<u32>,
+    /// List criteria.
+    pub criteria: Vec<Criterion>,
+    /// `-N`/`--deselect`.
+    pub negate: bool,
+    /// `r`: running tasks only.
+    pub running_only: bool,
+    /// Thread display.
+    pub threads: Threads,
+    /// Columns.
+    pub columns: Vec<ColumnReq>,
+    /// Sort keys; empty means pid order.
+    pub sort: Vec<SortKey>,
+    /// Tree display.
+    pub forest: Option<Forest>,
+    /// Print the header line.
+    pub headers: bool,
+    /// Screen width.
+    pub screen_cols: usize,
+    /// `-f`: comm shows the command line.
+    pub unix_f: bool,
+    /// `S`: include reaped children's times.
+    pub include_dead_children: bool,
+    /// `n`: numeric user ids.
+    pub user_is_number: bool,
+    /// Output encoding.
+    pub output: Output,
+    /// `-v`-like diagnostics to stderr.
+    pub verbose: bool,
+}
