@@ -99,6 +99,7 @@ struct P {
     dead_children: bool,
     user_is_number: bool,
     unix_f: bool,
+    bsd_c: bool,
     output: Output,
     verbose: bool,
     my_tty: u32,
@@ -192,6 +193,7 @@ impl P {
             dead_children: false,
             user_is_number: false,
             unix_f: false,
+            bsd_c: false,
             output: Output::Text,
             verbose: false,
             my_tty,
@@ -294,6 +296,14 @@ impl P {
         Some(self.arg(self.at))
     }
 
+    /// procps `exclusive()`: an option that must be the only argument.
+    fn exclusive(&self, opt: &str, what: &str) -> R<()> {
+        if self.args.len() != 1 || self.args[0] != opt.as_bytes() {
+            return Err(format!("the option is exclusive: {opt}"));
+        }
+        Err(format!("\u{0}{what}"))
+    }
+
     fn crit(&mut self, c: Criterion) {
         self.sel.push(Sel::Crit(c));
     }
@@ -350,7 +360,7 @@ impl P {
                     self.crit(Criterion::Ruid(v));
                     return Ok(());
                 }
-                b'V' => return Err("\u{0}version".into()),
+                b'V' => return self.exclusive("-V", "version"),
                 b'a' => self.simple |= SS_U_A,
                 b'c' => self.modifiers |= FM_C,
                 b'd' => self.simple |= SS_U_D,
@@ -441,7 +451,7 @@ impl P {
                     return Ok(());
                 }
                 b'H' => self.thread |= TF_B_H,
-                b'L' => return Err("\u{0}list".into()),
+                b'L' => return self.exclusive("L", "list"),
                 b'M' | b'm' => self.thread |= TF_B_M,
                 b'O' => {
                     let Some(arg) = self.opt_arg(rest) else {
@@ -463,12 +473,12 @@ impl P {
                     self.crit(Criterion::Euid(v));
                     return Ok(());
                 }
-                b'V' => return Err("\u{0}version".into()),
+                b'V' => return self.exclusive("V", "version"),
                 b'W' => return err("obsolete W option not supported (you have a /dev/drum?)"),
                 b'X' => self.format_flags |= FF_LX,
                 b'Z' => self.modifiers |= FM_M,
                 b'a' => self.simple |= SS_B_A,
-                b'c' => {}
+                b'c' => self.bsd_c = true,
                 b'e' => {}
                 b'f' => self.forest = Some(Forest::Bsd),
                 b'g' => self.simple |= SS_B_G,
@@ -673,7 +683,7 @@ impl P {
                 let v = self.uids(&arg)?;
                 self.crit(Criterion::Euid(v));
             }
-            "version" => return Err("\u{0}version".into()),
+            "version" => return self.exclusive("--version", "version"),
             "help" => return Err("\u{0}help".into()),
             "context" => self.format_flags |= FF_FC,
             // tasksnap extensions.
@@ -721,6 +731,10 @@ impl P {
             let c1 = a.get(1).copied().unwrap_or(0);
             let c2 = a.get(2).copied().unwrap_or(0);
             if c0.is_ascii_alphabetic() {
+                if self.force_bsd {
+                    // procps: on the second pass only dash words are re-read as BSD.
+                    return err("way bad");
+                }
                 self.prefer_bsd = true;
                 self.bsd()?;
             } else if c0.is_ascii_digit() || c0 == b'+' {
@@ -1166,6 +1180,33 @@ fn my_tty() -> u32 {
         .map_or(0, |st| st.tty_nr as u32)
 }
 
+/// The terminal's height (for `--headers`), 24 when unknown, `LINES` wins.
+fn screen_rows() -> usize {
+    let mut rows = 24usize;
+    for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO, libc::STDIN_FILENO] {
+        let mut ws = libc::winsize {
+            ws_row: 0,
+            ws_col: 0,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCGWINSZ writes a winsize into the valid struct we pass.
+        let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
+        if rc != -1 && ws.ws_col > 0 && ws.ws_row > 0 {
+            rows = ws.ws_row as usize;
+            break;
+        }
+    }
+    if let Ok(t) = std::env::var("LINES").map(|l| l.parse::<i64>()) {
+        if let Ok(t) = t {
+            if t > 0 && (t as usize) < OUTBUF_SIZE {
+                rows = t as usize;
+            }
+        }
+    }
+    rows
+}
+
 /// procps set_screen_size: the terminal's width, unlimited when not a terminal, `COLUMNS`.
 fn screen_cols() -> usize {
     let mut cols = 80usize;
@@ -1240,6 +1281,10 @@ fn finish(mut p: P) -> R<Settings> {
     if p.w_count > 1 {
         screen = OUTBUF_SIZE;
     }
+    let quick_order = p.sel.iter().find_map(|s| match s {
+        Sel::Quick(v) => Some(v.clone()),
+        Sel::Crit(_) => None,
+    });
     let criteria = p
         .sel
         .into_iter()
@@ -1261,10 +1306,14 @@ fn finish(mut p: P) -> R<Settings> {
         headers: p.heading != Some(Heading::None),
         screen_cols: screen,
         unix_f: p.unix_f,
+        bsd_c: p.bsd_c,
+        screen_rows: screen_rows(),
+        multi_header: p.heading == Some(Heading::Multi),
         include_dead_children: p.dead_children,
         user_is_number: p.user_is_number,
         output: p.output,
         verbose: p.verbose,
+        quick_order,
     })
 }
 

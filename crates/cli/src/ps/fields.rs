@@ -27,6 +27,8 @@ pub struct Env {
     pub locale: Locale,
     /// `-f`: comm columns show the whole command line.
     pub unix_f_option: bool,
+    /// BSD `c`: args columns show the bare comm.
+    pub bsd_c_option: bool,
     /// BSD `S`: times and faults include reaped children.
     pub include_dead_children: bool,
     /// BSD `n`: print user and group ids as numbers.
@@ -137,7 +139,8 @@ impl Env {
 
 fn do_name(name: Option<&[u8]>, id: u32, max: usize, env: &Env) -> Cell {
     if !env.user_is_number {
-        if let Some(name) = name {
+        // procps's pwcache keeps names of at most 32 bytes; longer ones become the number.
+        if let Some(name) = name.filter(|n| n.len() <= 32) {
             let mut room = super::layout::OUTBUF_SIZE;
             let mut bytes = Vec::new();
             text::output_escape(&mut bytes, name, &mut room, env.locale);
@@ -155,6 +158,18 @@ fn do_name(name: Option<&[u8]>, id: u32, max: usize, env: &Env) -> Cell {
         }
     }
     num(id)
+}
+
+/// Resident set size. Since Linux 6.2 the RSS counters are per-CPU (`percpu_counter`):
+/// /proc/PID/stat reports a cheap approximate read of them while statm and status report the
+/// exact sum, which is what procps shows (it reads VmRSS from status). So RSS comes from the
+/// mem group (statm) and falls back to stat's value only when statm was not read.
+pub fn rss_bytes(t: &Task) -> u64 {
+    match (&t.mem, &t.stat) {
+        (Some(m), _) => m.rss_bytes,
+        (None, Some(s)) => s.rss_bytes,
+        (None, None) => 0,
+    }
 }
 
 /// A row's command text: `[comm]` (and ` <defunct>` for zombies) when the command line is
@@ -316,9 +331,9 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         }
         Field::Vsz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024),
         Field::Sz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024 / (env.page_size / 1024).max(1)),
-        Field::Rss => num(stat.map_or(0, |s| s.rss_bytes) / 1024),
+        Field::Rss => num(rss_bytes(t) / 1024),
         Field::Pmem => {
-            let rss_kb = stat.map_or(0, |s| s.rss_bytes) / 1024;
+            let rss_kb = rss_bytes(t) / 1024;
             let pm = (rss_kb * 1000 / env.mem_total_kb.max(1)).min(999);
             num(format!("{:2}.{}", pm / 10, pm % 10))
         }
@@ -444,6 +459,7 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             bytes.extend_from_slice(&forest[..fh]);
             room -= fh;
             let src = match field {
+                Field::Args if env.bsd_c_option => comm_text(t, env.locale),
                 Field::Args => command_text(t, env.locale),
                 Field::Comm if env.unix_f_option => command_text(t, env.locale),
                 Field::Comm => comm_text(t, env.locale),

@@ -100,6 +100,7 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             | Field::Fgroup
             | Field::Supgid => g.cred_full = true,
             Field::Stat => g.mem_status = true,
+            Field::Rss | Field::Pmem => g.mem = true,
             Field::Args => g.cmdline = true,
             Field::Comm if s.unix_f => g.cmdline = true,
             Field::Wchan => g.wchan = true,
@@ -120,6 +121,18 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
 /// `-p`/`-q` lists select, every process otherwise.
 fn selectors_for(s: &Settings) -> Vec<Selector> {
     let threads = s.threads != Threads::Off;
+    if let Some(order) = &s.quick_order {
+        return order
+            .iter()
+            .map(|&p| {
+                if threads {
+                    Selector::ThreadsOf(p)
+                } else {
+                    Selector::Pid(p)
+                }
+            })
+            .collect();
+    }
     let only_pids = !s.all
         && !s.negate
         && s.select_bits.is_none()
@@ -154,6 +167,13 @@ fn selectors_for(s: &Settings) -> Vec<Selector> {
     }]
 }
 
+/// procps's `boot_tics`: the first number of /proc/uptime times Hertz, truncated.
+fn uptime_ticks(proc_root: &Path, hertz: u64) -> Option<u64> {
+    let text = std::fs::read_to_string(proc_root.join("uptime")).ok()?;
+    let secs: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some((secs * hertz as f64) as u64)
+}
+
 fn mem_total_kb(proc_root: &Path) -> u64 {
     std::fs::read_to_string(proc_root.join("meminfo"))
         .ok()
@@ -175,7 +195,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     let mut tasks: Vec<Task> = Vec::new();
     let mut snap_meta = None;
     for sel in selectors_for(s) {
-        let mut query = Query::new(sel, groups);
+        let mut query = Query::new(sel.clone(), groups);
         query.leader_as_process = true;
         let snap = collector.snapshot(&query)?;
         if s.verbose {
@@ -203,9 +223,11 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         mem_total_kb: mem_total_kb(proc_root),
         boot_time_s: btime as i64,
         now_s: (unix_ns / 1_000_000_000) as i64,
-        uptime_ticks: boottime_ns / (1_000_000_000 / hertz),
+        uptime_ticks: uptime_ticks(proc_root, hertz)
+            .unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
         locale: loc,
         unix_f_option: s.unix_f,
+        bsd_c_option: s.bsd_c,
         include_dead_children: s.include_dead_children,
         user_is_number: s.user_is_number,
     };
@@ -229,14 +251,24 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
             let active = layout::active_cols(&cols, s.screen_cols);
             let mut line = Vec::with_capacity(256);
             let any_header = cols.iter().any(|c| !c.header.is_empty());
-            if s.headers && any_header && !cols.is_empty() {
-                layout::render_line(&mut line, &cols, active, s.user_is_number, |i, _| Cell {
-                    bytes: cols[i].header.as_bytes().to_vec(),
-                    cells: cols[i].header.len(),
-                });
-                out.write_all(&line)?;
+            let mut header = Vec::new();
+            layout::render_line(&mut header, &cols, active, s.user_is_number, |i, _| Cell {
+                bytes: cols[i].header.as_bytes().to_vec(),
+                cells: cols[i].header.len(),
+            });
+            let show_header = s.headers && any_header && !cols.is_empty();
+            let gap = if s.multi_header {
+                s.screen_rows.saturating_sub(1).max(1)
+            } else {
+                usize::MAX
+            };
+            if show_header {
+                out.write_all(&header)?;
             }
-            for row in &rows {
+            for (n, row) in rows.iter().enumerate() {
+                if show_header && n > 0 && n % gap == 0 {
+                    out.write_all(&header)?;
+                }
                 line.clear();
                 layout::render_line(&mut line, &cols, active, s.user_is_number, |i, max| {
                     order::cell(row, &cols[i], max, &env, &mut caches)

@@ -68,7 +68,7 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
         Field::Ruid => n(cr.map_or(0, |c| c.ruid) as f64),
         Field::Egid => n(cr.map_or(0, |c| c.egid) as f64),
         Field::Rgid => n(cr.map_or(0, |c| c.rgid) as f64),
-        Field::Rss | Field::Pmem => n(st.map_or(0, |s| s.rss_bytes) as f64),
+        Field::Rss | Field::Pmem => n(fields::rss_bytes(t) as f64),
         Field::Vsz | Field::Sz => n(st.map_or(0, |s| s.vsize_bytes) as f64),
         Field::Time | Field::Times | Field::Bsdtime => {
             n(st.map_or(0, |s| s.utime_ns + s.stime_ns) as f64)
@@ -96,8 +96,21 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
     }
 }
 
+/// procps compares strings with strcoll(3), so the locale decides their order.
+fn strcoll(a: &[u8], b: &[u8]) -> Ordering {
+    let (Ok(a), Ok(b)) = (std::ffi::CString::new(a), std::ffi::CString::new(b)) else {
+        return a.cmp(b);
+    };
+    // SAFETY: both are valid NUL-terminated strings for the duration of the call.
+    let r = unsafe { libc::strcoll(a.as_ptr(), b.as_ptr()) };
+    r.cmp(&0)
+}
+
 fn cmp_keys(a: &Key, b: &Key) -> Ordering {
-    a.partial_cmp(b).unwrap_or(Ordering::Equal)
+    match (a, b) {
+        (Key::Text(x), Key::Text(y)) => strcoll(x, y),
+        _ => a.partial_cmp(b).unwrap_or(Ordering::Equal),
+    }
 }
 
 /// Stable sort of `tasks` by one key.
@@ -188,11 +201,15 @@ pub fn arrange(
 ) -> Vec<Row> {
     let _ = cols;
     let fancy = s.forest.is_some() || !s.sort.is_empty();
-    if fancy && s.threads == Threads::Each {
-        // procps 4.0 reads processes only when sorting or drawing a forest, even with -L/-T.
+    let mut kind = RowKind::Normal;
+    if fancy && matches!(s.threads, Threads::Each | Threads::AfterProcess) {
+        // procps 4.0 reads processes only when sorting or drawing a forest, even with
+        // -L/-T/m; with m those rows print in the process format.
         tasks.retain(|t| t.id.tid == t.id.tgid);
-    }
-    if s.threads == Threads::AfterProcess {
+        if s.threads == Threads::AfterProcess {
+            kind = RowKind::Process;
+        }
+    } else if s.threads == Threads::AfterProcess {
         tasks.sort_by_key(|t| (t.id.tgid, t.id.start_time_ns));
         let mut rows = Vec::with_capacity(tasks.len() + tasks.len() / 4);
         let mut i = 0;
@@ -236,7 +253,8 @@ pub fn arrange(
             keys.push((Field::Ppid, false));
         }
     }
-    for k in &s.sort {
+    // procps sorts by the last key first, so that the first key given ends up primary.
+    for k in s.sort.iter().rev() {
         if let Some(spec) = format::find(&k.name) {
             keys.push((spec.field, k.reverse));
         }
@@ -250,7 +268,7 @@ pub fn arrange(
             .map(|task| Row {
                 task,
                 prefix: Vec::new(),
-                kind: RowKind::Normal,
+                kind,
                 forest: None,
             })
             .collect();

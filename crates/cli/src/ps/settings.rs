@@ -106,12 +106,20 @@ pub struct Settings {
     pub screen_cols: usize,
     /// `-f`: comm shows the command line.
     pub unix_f: bool,
+    /// BSD `c`: command columns show the bare command name (Debian's procps 4.0.2 patch).
+    pub bsd_c: bool,
+    /// Terminal height, for `--headers`.
+    pub screen_rows: usize,
+    /// `--headers`: repeat the header every screen height.
+    pub multi_header: bool,
     /// `S`: include reaped children's times.
     pub include_dead_children: bool,
     /// `n`: numeric user ids.
     pub user_is_number: bool,
     /// Output encoding.
     pub output: Output,
-    /// `-v`-like diagnostics to stderr.
+    /// `--verbose`: diagnostics to stderr.
     pub verbose: bool,
+    /// `-q`: pids to show, in the order given (procps reads exactly these, in this order).
+    pub quick_order: Option<Vec<i32>>,
 }

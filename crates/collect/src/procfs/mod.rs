@@ -165,6 +165,15 @@ impl ProcfsCollector {
         })
     }
 
+    /// The thread group of task `id`, from its status file.
+    fn tgid_of(&self, id: i32) -> Option<i32> {
+        let text = std::fs::read(self.root.join(id.to_string()).join("status")).ok()?;
+        text.split(|&c| c == b'\n')
+            .find_map(|l| l.strip_prefix(b"Tgid:"))
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|v| v.trim().parse().ok())
+    }
+
     fn boot_time_unix_s(&self) -> u64 {
         std::fs::read(self.root.join("stat"))
             .ok()
@@ -189,7 +198,14 @@ impl Collector for ProcfsCollector {
             }
             _ => false,
         };
-        let items = self.items_for(&query.selector, query.leader_as_process)?;
+        let mut items = self.items_for(&query.selector, query.leader_as_process)?;
+        if let Selector::Pid(pid) = query.selector {
+            // /proc/N exists for every thread id N, not only for processes (it is merely left
+            // out of the directory listing): a thread id is not a process.
+            if self.tgid_of(pid).is_some_and(|tgid| tgid != pid) {
+                items.clear();
+            }
+        }
         let (mut tasks, stats): (Vec<Task>, SnapshotStats) = pool::read_all(
             self.root.clone(),
             self.root_fd.as_raw_fd(),

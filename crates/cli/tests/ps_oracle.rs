@@ -1,0 +1,404 @@
+//! procps `ps` as an oracle: for every supported option set, `tasksnap ps` must print the same
+//! bytes as the system's procps-ng `ps` for the processes of a load this test spawns (sleepers,
+//! threads, zombies, stopped tasks, a task in D state, hostile names), apart from columns whose
+//! values move between two runs (%CPU, C, TIME, ELAPSED).
+//!
+//! Only the load's rows are compared: the rest of the machine changes between the two runs
+//! (kworker names, ps itself).
+
+use std::collections::HashSet;
+use std::process::Command;
+
+use tasksnap_loadgen::Load;
+
+const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+
+/// Columns whose values move between two runs, by header.
+const MOVING: &[&str] = &["%CPU", "C", "TIME", "ELAPSED", "CP"];
+
+struct Out {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+fn run(program: &str, prefix: &[&str], args: &[&str], locale: &str) -> Out {
+    let o = Command::new(program)
+        .args(prefix)
+        .args(args)
+        .env("LC_ALL", locale)
+        .env_remove("COLUMNS")
+        .env_remove("PS_FORMAT")
+        .env_remove("PS_PERSONALITY")
+        .output()
+        .expect("run");
+    Out {
+        code: o.status.code(),
+        stdout: o.stdout,
+        stderr: o.stderr,
+    }
+}
+
+/// Header tokens with their [start, end) byte spans.
+fn tokens(header: &[u8]) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < header.len() {
+        if header[i] == b' ' {
+            i += 1;
+            continue;
+        }
+        let s = i;
+        while i < header.len() && header[i] != b' ' {
+            i += 1;
+        }
+        out.push((String::from_utf8_lossy(&header[s..i]).into_owned(), s, i));
+    }
+    out
+}
+
+/// The load's rows (by PID column), with moving columns blanked.
+fn load_rows(out: &[u8], pids: &HashSet<i32>) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let mut lines = out.split(|&c| c == b'\n');
+    let header = lines.next().unwrap_or_default().to_vec();
+    let toks = tokens(&header);
+    let pid_end = toks
+        .iter()
+        .find(|(t, _, _)| t == "PID" || t == "PROCESS" || t == "X")
+        .map(|&(_, _, e)| e)
+        .expect("a PID column");
+    let mut rows = Vec::new();
+    for line in lines {
+        if line.len() < pid_end {
+            continue;
+        }
+        let field = String::from_utf8_lossy(&line[..pid_end]);
+        let Some(pid) = field
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !pids.contains(&pid) {
+            continue;
+        }
+        let mut row = line.to_vec();
+        for (k, (name, _, end)) in toks.iter().enumerate() {
+            if MOVING.contains(&name.as_str()) {
+                let start = if k == 0 { 0 } else { toks[k - 1].2 + 1 };
+                for c in row.iter_mut().take(*end).skip(start) {
+                    *c = b'#';
+                }
+            }
+        }
+        rows.push(row);
+    }
+    (header, rows)
+}
+
+fn spawn_load() -> Load {
+    Load::spawn(&[
+        "--procs",
+        "4",
+        "--threads",
+        "3",
+        "--odd-names",
+        "--zombies",
+        "2",
+        "--stopped",
+        "2",
+        "--dstate",
+        "--list-pids",
+    ])
+    .expect("spawn the load generator (cargo build --workspace first)")
+}
+
+fn compare(load: &Load, args: &[&str], locale: &str) -> Result<usize, String> {
+    let pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
+    let ours = run(TASKSNAP, &["ps"], args, locale);
+    let theirs = run("ps", &[], args, locale);
+    if ours.code != theirs.code {
+        return Err(format!(
+            "{args:?}: exit {:?} vs procps {:?}; stderr {:?} vs {:?}",
+            ours.code,
+            theirs.code,
+            String::from_utf8_lossy(&ours.stderr),
+            String::from_utf8_lossy(&theirs.stderr)
+        ));
+    }
+    let (h1, r1) = load_rows(&ours.stdout, &pids);
+    let (h2, r2) = load_rows(&theirs.stdout, &pids);
+    if h1 != h2 {
+        return Err(format!(
+            "{args:?} [{locale}]: header\n  ours:   {:?}\n  procps: {:?}",
+            String::from_utf8_lossy(&h1),
+            String::from_utf8_lossy(&h2)
+        ));
+    }
+    if r1 != r2 {
+        let mut msg = format!("{args:?} [{locale}]: rows differ\n");
+        for (a, b) in r1.iter().zip(r2.iter()).filter(|(a, b)| a != b).take(5) {
+            msg += &format!(
+                "  ours:   {:?}\n  procps: {:?}\n",
+                String::from_utf8_lossy(a),
+                String::from_utf8_lossy(b)
+            );
+        }
+        if r1.len() != r2.len() {
+            msg += &format!("  {} rows vs {} rows\n", r1.len(), r2.len());
+        }
+        return Err(msg);
+    }
+    if r1.is_empty() {
+        return Err(format!(
+            "{args:?}: no load rows at all: the test would prove nothing"
+        ));
+    }
+    Ok(r1.len())
+}
+
+const FORMATS: &[&[&str]] = &[
+    &["-ef"],
+    &["-eF"],
+    &["-el"],
+    &["-ely"],
+    &["-elf"],
+    &["-ej"],
+    &["-ejH"],
+    &["-efH"],
+    &["-eLf"],
+    &["-eL"],
+    &["-eT"],
+    &["-e", "m"],
+    &["-e", "H"],
+    &["aux"],
+    &["ax"],
+    &["axu"],
+    &["axjf"],
+    &["axf"],
+    &["-e", "--forest"],
+    &[
+        "-e",
+        "-o",
+        "pid,ppid,pgid,pgrp,sid,sess,tid,lwp,spid,nlwp,tpgid",
+    ],
+    &[
+        "-e",
+        "-o",
+        "pid,uid,euid,ruid,suid,fuid,user,euser,ruser,suser,fuser",
+    ],
+    &["-e", "-o", "pid,gid,egid,rgid,group,egroup,rgroup"],
+    &["-e", "-o", "pid,stat,s,state,tty,tt,tname,f,flags,wchan"],
+    &[
+        "-e",
+        "-o",
+        "pid,pri,pri_foo,opri,priority,ni,nice,psr,class,cls,policy,rtprio,sched",
+    ],
+    &[
+        "-e",
+        "-o",
+        "pid,rss,rssize,rsz,vsz,vsize,sz,pmem,%mem,maj_flt,min_flt",
+    ],
+    &[
+        "-e",
+        "-o",
+        "pid,stime,start,lstart,bsdstart,start_time,etime,etimes,time,cputime,bsdtime",
+    ],
+    &["-e", "-o", "pid,comm,ucmd,ucomm"],
+    &["-e", "-o", "pid,args"],
+    &["-e", "-o", "pid,cmd,command"],
+    &["-e", "-o", "pid,comm,args", "-ww"],
+    &["-e", "-o", "pid=PROCESS,comm=NAME,args=COMMAND"],
+    &["-e", "-o", "pid:10,comm:5,args"],
+    &["-e", "-o", "pid,addr,label,c,pcpu,%cpu"],
+    &["-e", "-O", "ppid,nlwp"],
+    &["-e", "--sort=-pid", "-o", "pid,comm"],
+    &["-e", "--sort", "comm,pid", "-o", "pid,comm"],
+    &["-e", "k", "-ppid,pid", "-o", "pid,ppid,comm"],
+    &["-e", "--no-headers", "-o", "pid,comm"],
+    &["-e", "-w", "-o", "pid,args"],
+    &["-e", "c"],
+    &["axc"],
+    &["-aux"],
+    &["-ax"],
+    &["-eL", "--sort=pid"],
+    &["-e", "m", "--sort=pid"],
+    &["-e", "-o", "pid=X,comm="],
+    &["-e", "-o", "pid,comm", "-o", "args"],
+    &["-eo", "pid,tname,comm", "--sort", "tty,-pid"],
+];
+
+fn check_all(locale: &str) {
+    let load = spawn_load();
+    let mut failures = Vec::new();
+    let mut rows = 0;
+    for args in FORMATS {
+        // --no-headers output has no header to find the PID column in: compare whole output
+        // of the load's pids only through an explicit selection instead.
+        if args.contains(&"--no-headers") {
+            continue;
+        }
+        match compare(&load, args, locale) {
+            Ok(n) => rows += n,
+            Err(e) => failures.push(e),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} formats differ from procps:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(rows > FORMATS.len() * 5, "too few rows compared: {rows}");
+}
+
+#[test]
+fn same_bytes_as_procps_in_the_c_locale() {
+    check_all("C");
+}
+
+#[test]
+fn same_bytes_as_procps_in_a_utf8_locale() {
+    check_all("C.UTF-8");
+}
+
+#[test]
+fn selections_pick_the_same_rows_as_procps() {
+    let load = spawn_load();
+    let leader = load.info.leader.to_string();
+    let pids: Vec<String> = load
+        .info
+        .known_pids()
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    let list = pids.join(",");
+    let stopped = load.info.stopped[0].to_string();
+    // -q keeps the order given, duplicates included; a thread id is not a process.
+    let dup = format!(
+        "{},{},{},{}",
+        load.info.stopped[0], load.info.leader, load.info.stopped[0], load.info.thread_tids[0]
+    );
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["-p", &list],
+        vec!["-q", &list],
+        vec!["--pid", &list],
+        vec!["p", &list],
+        vec!["-g", &leader, "-o", "pid,pgid,comm"],
+        vec!["--ppid", &leader],
+        vec!["-s", &leader],
+        vec!["--sid", &leader],
+        vec!["-p", &list, "-N", "-o", "pid,comm"],
+        vec!["-p", &stopped, "-o", "pid,stat,args"],
+        vec!["-C", "lg-proc", "-o", "pid,comm"],
+        vec!["-u", "root", "-o", "pid,user,comm"],
+        vec!["-U", "0", "-o", "pid,ruser,comm"],
+        vec!["-G", "0", "-o", "pid,rgroup,comm"],
+        vec!["-t", "-", "-o", "pid,tty,comm"],
+        vec![&stopped],
+        vec!["-p", &list, "-L", "-o", "pid,lwp,comm"],
+        vec!["-q", &dup],
+        vec!["-x"],
+    ];
+    let mut failures = Vec::new();
+    for c in &cases {
+        let ours = run(TASKSNAP, &["ps"], c, "C");
+        let theirs = run("ps", &[], c, "C");
+        let pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
+        let (h1, r1) = load_rows(&ours.stdout, &pids);
+        let (h2, r2) = load_rows(&theirs.stdout, &pids);
+        if ours.code != theirs.code || h1 != h2 || r1 != r2 {
+            failures.push(format!(
+                "{c:?}: exit {:?}/{:?}\n ours:\n{}\n procps:\n{}",
+                ours.code,
+                theirs.code,
+                String::from_utf8_lossy(&ours.stdout),
+                String::from_utf8_lossy(&theirs.stdout)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn errors_and_exit_codes_match_procps() {
+    let cases: &[&[&str]] = &[
+        &["-Q"],
+        &["-p", "abc"],
+        &["-p", "0"],
+        &["-o", "nonsense"],
+        &["--sort=nonsense"],
+        &["-u", "no-such-user-here"],
+        &["-L", "-T"],
+        &["--forest", "-L"],
+        &["-q", "1", "--forest"],
+        &["-o", ""],
+        &["-o", "pid:0"],
+        &["--nonsense"],
+        &["-p", "999999999", "-o", "pid"],
+    ];
+    for c in cases {
+        let ours = run(TASKSNAP, &["ps"], c, "C");
+        let theirs = run("ps", &[], c, "C");
+        assert_eq!(ours.code, theirs.code, "{c:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stderr),
+            String::from_utf8_lossy(&theirs.stderr),
+            "{c:?}"
+        );
+        assert_eq!(ours.stdout, theirs.stdout, "{c:?}");
+    }
+}
+
+#[test]
+fn machine_output_is_parseable() {
+    let load = spawn_load();
+    let pid = load.info.odd[0].pid.to_string();
+    let out = run(
+        TASKSNAP,
+        &["ps"],
+        &["-p", &pid, "-o", "pid,comm,args", "--output", "json"],
+        "C",
+    );
+    assert_eq!(out.code, Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let row = &v[0];
+    assert_eq!(row["pid"], serde_json::json!(load.info.odd[0].pid));
+    assert!(row["args"].is_string());
+    let csv = run(
+        TASKSNAP,
+        &["ps"],
+        &["-p", &pid, "-o", "pid,comm", "--output", "csv"],
+        "C",
+    );
+    let text = String::from_utf8_lossy(&csv.stdout);
+    assert!(text.starts_with("pid,comm\n"), "{text}");
+    assert!(text.lines().nth(1).is_some_and(|l| l.starts_with(&pid)));
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    use std::io::Read;
+    let mut child = Command::new(TASKSNAP)
+        .args(["ps", "-eLf"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = [0u8; 16];
+    child
+        .stdout
+        .as_mut()
+        .expect("stdout")
+        .read_exact(&mut first)
+        .expect("read");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "status {:?}", out.status);
+    assert!(
+        out.stderr.is_empty(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
