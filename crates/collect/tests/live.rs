@@ -1,0 +1,255 @@
+//! The procfs collector against real processes this test starts: pid reuse, a command line
+//! read that blocks on the target's mmap lock, a non-dumpable process's owner, and agreement
+//! with /proc for the test's own process.
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::Collector;
+use tasksnap_model::{Groups, Query, Selector, Task};
+
+/// Privileged tests skip with a reason when not root, unless CI demands they run.
+fn require_root(what: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
+    }
+    eprintln!("SKIP {what}: needs root (run as root, or it is checked in CI)");
+    false
+}
+
+fn one(c: &mut ProcfsCollector, pid: i32, groups: Groups) -> Option<Task> {
+    c.snapshot(&Query::new(Selector::Pid(pid), groups))
+        .expect("snapshot")
+        .tasks
+        .into_iter()
+        .next()
+}
+
+fn base() -> Groups {
+    Groups {
+        base: true,
+        stat: true,
+        ..Groups::default()
+    }
+}
+
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_reused_pid_is_a_different_task() {
+    if !require_root("pid reuse (writes /proc/sys/kernel/ns_last_pid)") {
+        return;
+    }
+    let mut c = ProcfsCollector::new().expect("open /proc");
+    for _attempt in 0..20 {
+        let first = Reaped(Command::new("sleep").arg("100").spawn().expect("spawn"));
+        let pid = first.0.id() as i32;
+        let before = one(&mut c, pid, base()).expect("first task");
+        drop(first);
+        // Start times are in clock ticks (10 ms): let at least two pass.
+        std::thread::sleep(Duration::from_millis(30));
+        // The next fork gets ns_last_pid + 1.
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).expect("ns_last_pid");
+        let second = Reaped(Command::new("sleep").arg("100").spawn().expect("spawn"));
+        if second.0.id() as i32 != pid {
+            continue; // something else forked in between; try again
+        }
+        let after = one(&mut c, pid, base()).expect("second task");
+        assert_eq!(before.id.tgid, after.id.tgid);
+        assert_ne!(
+            before.id, after.id,
+            "same pid, different start: a different task"
+        );
+        assert!(after.id.start_time_ns > before.id.start_time_ns);
+        return;
+    }
+    panic!("could not get the same pid back in 20 attempts");
+}
+
+#[test]
+fn effective_ids_of_a_non_dumpable_process_are_exact() {
+    if !require_root("non-dumpable owner (runs a process as nobody)") {
+        return;
+    }
+    // A process that changed its credentials is marked non-dumpable by the kernel
+    // (commit_creds() -> set_dumpable(suid_dumpable) when the euid changes): setpriv does.
+    let child = Reaped(
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sleep",
+                "100",
+            ])
+            .spawn()
+            .expect("spawn setpriv"),
+    );
+    let pid = child.0.id() as i32;
+    std::thread::sleep(Duration::from_millis(100));
+    // Files inside /proc/PID are root-owned when the task is not dumpable...
+    let stat_owner = std::fs::metadata(format!("/proc/{pid}/stat"))
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .expect("stat");
+    let mut c = ProcfsCollector::new().expect("open /proc");
+    let cheap = one(
+        &mut c,
+        pid,
+        Groups {
+            cred_effective: true,
+            ..Groups::default()
+        },
+    )
+    .expect("task");
+    let full = one(
+        &mut c,
+        pid,
+        Groups {
+            cred_full: true,
+            ..Groups::default()
+        },
+    )
+    .expect("task");
+    let (cheap, full) = (cheap.cred.expect("cred"), full.cred.expect("cred"));
+    assert_eq!(full.euid, 65534);
+    assert_eq!(stat_owner, 0, "the premise: the process is not dumpable");
+    // ...but the directory itself keeps the real euid (task_dump_owner()).
+    assert_eq!(
+        (cheap.euid, cheap.egid),
+        (full.euid, full.egid),
+        "stat owner {stat_owner}"
+    );
+}
+
+#[test]
+fn agrees_with_proc_for_this_process() {
+    let mut c = ProcfsCollector::new().expect("open /proc");
+    let me = std::process::id() as i32;
+    let t = one(&mut c, me, Groups::all()).expect("self");
+    let b = t.base.as_ref().expect("base");
+    let comm = std::fs::read(format!("/proc/{me}/comm")).expect("comm");
+    assert_eq!(b.comm, comm.strip_suffix(b"\n").unwrap_or(&comm));
+    assert_eq!(b.ppid as u32, std::os::unix::process::parent_id());
+    assert_eq!(
+        t.cmdline.as_deref(),
+        Some(&std::fs::read(format!("/proc/{me}/cmdline")).expect("cmdline")[..])
+    );
+    let cred = t.cred.as_ref().expect("cred");
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(cred.euid, unsafe { libc::geteuid() });
+    let threads = c
+        .snapshot(&Query::new(Selector::ThreadsOf(me), base()))
+        .expect("threads");
+    assert!(!threads.tasks.is_empty());
+    assert!(threads.tasks.iter().all(|t| t.id.tgid == me));
+}
+
+/// Child side of the mmap-lock test: one thread keeps populating a large mapping (holding the
+/// mmap lock for reading for a long time), another keeps asking for it for writing, so a
+/// reader of /proc/PID/cmdline queues behind the writer: the seed's mmap_sem pile-up.
+#[test]
+fn mmap_lock_storm_child() {
+    if std::env::var("TASKSNAP_STORM_CHILD").is_err() {
+        return;
+    }
+    const BIG: usize = 1 << 31;
+    std::thread::spawn(|| loop {
+        // SAFETY: anonymous private mapping, unmapped right after; no Rust object lives there.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                BIG,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            );
+            if p != libc::MAP_FAILED {
+                libc::munmap(p, BIG);
+            }
+        }
+    });
+    std::thread::spawn(|| loop {
+        // SAFETY: as above, one page.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p != libc::MAP_FAILED {
+                libc::munmap(p, 4096);
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
+    let exe = std::env::current_exe().expect("test binary");
+    let child = Reaped(
+        Command::new(exe)
+            .args([
+                "--exact",
+                "mmap_lock_storm_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("TASKSNAP_STORM_CHILD", "1")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn storm child"),
+    );
+    let pid = child.0.id() as i32;
+    std::thread::sleep(Duration::from_millis(300));
+    let mut c = ProcfsCollector::new()
+        .expect("open /proc")
+        .with_cmdline_deadline(Duration::from_millis(20));
+    let q = Query::new(
+        Selector::Pid(pid),
+        Groups {
+            base: true,
+            cmdline: true,
+            ..Groups::default()
+        },
+    );
+    let mut timed_out = 0;
+    let mut slowest = Duration::ZERO;
+    for _ in 0..40 {
+        let start = Instant::now();
+        let snap = c.snapshot(&q).expect("snapshot");
+        slowest = slowest.max(start.elapsed());
+        let t = snap.tasks.first().expect("the storm child is listed");
+        if t.cmdline_timed_out {
+            timed_out += 1;
+            assert!(t.cmdline.is_none());
+            assert!(t.base.is_some(), "the rest of the task is still there");
+            assert_eq!(snap.stats.cmdline_timeouts, 1);
+        }
+    }
+    assert!(
+        timed_out > 0,
+        "no read ever blocked: the storm did not hold the lock"
+    );
+    // Blocked reads last as long as a 2 GiB populate (hundreds of ms); the listing must not.
+    assert!(
+        slowest < Duration::from_millis(400),
+        "a snapshot took {slowest:?}"
+    );
+}
