@@ -83,19 +83,19 @@ fn effective_ids_of_a_non_dumpable_process_are_exact() {
     if !require_root("non-dumpable owner (runs a process as nobody)") {
         return;
     }
-    // A process that changed its credentials is marked non-dumpable by the kernel
-    // (commit_creds() -> set_dumpable(suid_dumpable) when the euid changes): setpriv does.
+    let exe = std::env::current_exe().expect("test binary");
     let child = Reaped(
-        Command::new("setpriv")
+        Command::new(exe)
             .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "sleep",
-                "100",
+                "--exact",
+                "non_dumpable_child",
+                "--nocapture",
+                "--test-threads=1",
             ])
+            .env("TASKSNAP_NON_DUMPABLE_CHILD", "1")
+            .stdout(std::process::Stdio::null())
             .spawn()
-            .expect("spawn setpriv"),
+            .expect("spawn child"),
     );
     let pid = child.0.id() as i32;
     std::thread::sleep(Duration::from_millis(100));
@@ -154,6 +154,22 @@ fn agrees_with_proc_for_this_process() {
         .expect("threads");
     assert!(!threads.tasks.is_empty());
     assert!(threads.tasks.iter().all(|t| t.id.tgid == me));
+}
+
+/// Child side of the non-dumpable test: become nobody, then not dumpable, then wait.
+#[test]
+fn non_dumpable_child() {
+    if std::env::var("TASKSNAP_NON_DUMPABLE_CHILD").is_err() {
+        return;
+    }
+    // SAFETY: plain credential and prctl calls on this process; failures end the child.
+    unsafe {
+        if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+            std::process::exit(3);
+        }
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+    std::thread::sleep(Duration::from_secs(60));
 }
 
 /// Child side of the mmap-lock test: one thread keeps populating a large mapping (holding the
