@@ -246,8 +246,8 @@ pub struct Task {
     pub cred: Option<Cred>,
     /// CPU times and faults.
     pub stat: Option<Stat>,
-    /// Memory.
-    pub mem: Option<Mem>,
+    /// Memory (boxed, like `io`).
+    pub mem: Option<Box<Mem>>,
     /// Command line arguments, raw (NUL-separated as in /proc/PID/cmdline). Empty for kernel
     /// threads and zombies. `None` when not asked for or unreadable.
     pub cmdline: Option<Vec<u8>>,
@@ -255,10 +255,10 @@ pub struct Task {
     pub cmdline_timed_out: bool,
     /// Path of the executable (/proc/PID/exe), when asked for and readable.
     pub exe: Option<Vec<u8>>,
-    /// I/O counters.
-    pub io: Option<Io>,
-    /// Scheduler accounting.
-    pub sched: Option<Sched>,
+    /// I/O counters (boxed: rarely asked for, and a snapshot holds tens of thousands of tasks).
+    pub io: Option<Box<Io>>,
+    /// Scheduler accounting (boxed, like `io`).
+    pub sched: Option<Box<Sched>>,
     /// Kernel function the task sleeps in (/proc/PID/wchan); empty when running, `None` when
     /// not asked for or hidden.
     pub wchan: Option<String>,
@@ -301,6 +301,16 @@ mod tests {
             assert_eq!(TaskState::from_letter(c).letter(), c);
         }
         assert_eq!(TaskState::from_letter(b'W'), TaskState::Other(b'W'));
+    }
+
+    #[test]
+    fn a_task_stays_small() {
+        // 50,000 tasks per snapshot: every byte here is 50 kB of peak memory.
+        assert!(
+            std::mem::size_of::<Task>() <= 400,
+            "{}",
+            std::mem::size_of::<Task>()
+        );
     }
 
     #[test]

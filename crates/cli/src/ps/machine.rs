@@ -5,12 +5,14 @@ use std::io::Write;
 
 use super::fields::{Caches, Env};
 use super::layout::Column;
+use tasksnap_model::Task;
+
 use super::order::{self, Row};
 
-fn values(row: &Row, cols: &[Column], env: &Env, c: &mut Caches) -> Vec<String> {
+fn values(tasks: &[Task], row: &Row, cols: &[Column], env: &Env, c: &mut Caches) -> Vec<String> {
     cols.iter()
         .map(|col| {
-            let cell = order::cell(row, col, super::layout::OUTBUF_SIZE - 1, env, c);
+            let cell = order::cell(tasks, row, col, super::layout::OUTBUF_SIZE - 1, env, c);
             String::from_utf8_lossy(&cell.bytes).trim().to_string()
         })
         .collect()
@@ -23,6 +25,7 @@ fn key(col: &Column) -> &str {
 /// Writes a JSON array with one object per row, keyed by specifier name.
 pub fn json(
     out: &mut dyn Write,
+    tasks: &[Task],
     cols: &[Column],
     rows: &[Row],
     env: &Env,
@@ -31,7 +34,7 @@ pub fn json(
     out.write_all(b"[")?;
     for (i, row) in rows.iter().enumerate() {
         let mut obj = serde_json::Map::new();
-        for (col, v) in cols.iter().zip(values(row, cols, env, c)) {
+        for (col, v) in cols.iter().zip(values(tasks, row, cols, env, c)) {
             let value = match v.parse::<i64>() {
                 Ok(n) => serde_json::Value::from(n),
                 Err(_) => serde_json::Value::from(v),
@@ -58,6 +61,7 @@ fn csv_field(s: &str) -> String {
 /// Writes CSV with a header row of specifier names.
 pub fn csv(
     out: &mut dyn Write,
+    tasks: &[Task],
     cols: &[Column],
     rows: &[Row],
     env: &Env,
@@ -66,7 +70,7 @@ pub fn csv(
     let header: Vec<String> = cols.iter().map(|c| csv_field(key(c))).collect();
     writeln!(out, "{}", header.join(","))?;
     for row in rows {
-        let line: Vec<String> = values(row, cols, env, c)
+        let line: Vec<String> = values(tasks, row, cols, env, c)
             .iter()
             .map(|v| csv_field(v))
             .collect();

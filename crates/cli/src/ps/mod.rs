@@ -238,15 +238,12 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     };
 
     let me = select::Me::current(proc_root);
-    let tasks: Vec<Task> = tasks
-        .into_iter()
-        .filter(|t| select::want(s, &me, t, loc))
-        .collect();
-    let rows = order::arrange(s, tasks, &cols, &env, &mut caches);
+    tasks.retain(|t| select::want(s, &me, t, loc));
+    let rows = order::arrange(s, &tasks, &env, &mut caches);
 
     match s.output {
-        Output::Json => machine::json(out, &cols, &rows, &env, &mut caches)?,
-        Output::Csv => machine::csv(out, &cols, &rows, &env, &mut caches)?,
+        Output::Json => machine::json(out, &tasks, &cols, &rows, &env, &mut caches)?,
+        Output::Csv => machine::csv(out, &tasks, &cols, &rows, &env, &mut caches)?,
         Output::Text => {
             let active = layout::active_cols(&cols, s.screen_cols);
             let mut line = Vec::with_capacity(256);
@@ -271,7 +268,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
                 }
                 line.clear();
                 layout::render_line(&mut line, &cols, active, s.user_is_number, |i, max| {
-                    order::cell(row, &cols[i], max, &env, &mut caches)
+                    order::cell(&tasks, row, &cols[i], max, &env, &mut caches)
                 });
                 out.write_all(&line)?;
             }

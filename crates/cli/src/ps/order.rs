@@ -25,8 +25,8 @@ pub enum RowKind {
 /// One output row.
 #[derive(Debug)]
 pub struct Row {
-    /// The task.
-    pub task: Task,
+    /// Index of the task in the snapshot's task list.
+    pub task: usize,
     /// procps's forest prefix: one of ' ', 'L', '+', '|' per level.
     pub prefix: Vec<u8>,
     /// Row kind.
@@ -113,12 +113,18 @@ fn cmp_keys(a: &Key, b: &Key) -> Ordering {
     }
 }
 
-/// Stable sort of `tasks` by one key.
-fn sort_by(tasks: &mut [Task], field: Field, reverse: bool, env: &Env, c: &mut Caches) {
-    let mut keyed: Vec<(Key, usize)> = tasks
+/// Stable sort of the index list `order` by one key of the tasks it points at.
+fn sort_by(
+    tasks: &[Task],
+    order: &mut [usize],
+    field: Field,
+    reverse: bool,
+    env: &Env,
+    c: &mut Caches,
+) {
+    let mut keyed: Vec<(Key, usize)> = order
         .iter()
-        .enumerate()
-        .map(|(i, t)| (sort_key(field, t, env, c), i))
+        .map(|&i| (sort_key(field, &tasks[i], env, c), i))
         .collect();
     keyed.sort_by(|a, b| {
         let o = cmp_keys(&a.0, &b.0);
@@ -128,24 +134,13 @@ fn sort_by(tasks: &mut [Task], field: Field, reverse: bool, env: &Env, c: &mut C
             o
         }
     });
-    let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
-    apply_order(tasks, &order);
-}
-
-fn apply_order(tasks: &mut [Task], order: &[usize]) {
-    let mut taken: Vec<Option<Task>> = tasks
-        .iter_mut()
-        .map(|t| Some(std::mem::replace(t, Task::new(t.id))))
-        .collect();
-    for (slot, &i) in tasks.iter_mut().zip(order) {
-        if let Some(t) = taken[i].take() {
-            *slot = t;
-        }
+    for (slot, (_, i)) in order.iter_mut().zip(keyed) {
+        *slot = i;
     }
 }
 
 fn show_tree(
-    tasks: &[Task],
+    tasks: &[&Task],
     me: usize,
     level: usize,
     have_sibling: bool,
@@ -191,58 +186,43 @@ fn show_tree(
     prefix.truncate(level);
 }
 
-/// Orders the selected tasks into rows.
-pub fn arrange(
-    s: &Settings,
-    mut tasks: Vec<Task>,
-    cols: &[Column],
-    env: &Env,
-    c: &mut Caches,
-) -> Vec<Row> {
-    let _ = cols;
+fn row(task: usize, kind: RowKind) -> Row {
+    Row {
+        task,
+        prefix: Vec::new(),
+        kind,
+        forest: None,
+    }
+}
+
+/// Orders the selected tasks into rows (indices into `tasks`, which is left in place).
+pub fn arrange(s: &Settings, tasks: &[Task], env: &Env, c: &mut Caches) -> Vec<Row> {
     let fancy = s.forest.is_some() || !s.sort.is_empty();
+    let mut order: Vec<usize> = (0..tasks.len()).collect();
     let mut kind = RowKind::Normal;
     if fancy && matches!(s.threads, Threads::Each | Threads::AfterProcess) {
         // procps 4.0 reads processes only when sorting or drawing a forest, even with
         // -L/-T/m; with m those rows print in the process format.
-        tasks.retain(|t| t.id.tid == t.id.tgid);
+        order.retain(|&i| tasks[i].id.tid == tasks[i].id.tgid);
         if s.threads == Threads::AfterProcess {
             kind = RowKind::Process;
         }
     } else if s.threads == Threads::AfterProcess {
-        tasks.sort_by_key(|t| (t.id.tgid, t.id.start_time_ns));
-        let mut rows = Vec::with_capacity(tasks.len() + tasks.len() / 4);
-        let mut i = 0;
-        while i < tasks.len() {
-            let tgid = tasks[i].id.tgid;
-            rows.push(Row {
-                task: tasks[i].clone(),
-                prefix: Vec::new(),
-                kind: RowKind::Process,
-                forest: None,
-            });
-            while i < tasks.len() && tasks[i].id.tgid == tgid {
-                rows.push(Row {
-                    task: tasks[i].clone(),
-                    prefix: Vec::new(),
-                    kind: RowKind::Thread,
-                    forest: None,
-                });
-                i += 1;
+        order.sort_by_key(|&i| (tasks[i].id.tgid, tasks[i].id.start_time_ns));
+        let mut rows = Vec::with_capacity(order.len() + order.len() / 4);
+        let mut k = 0;
+        while k < order.len() {
+            let tgid = tasks[order[k]].id.tgid;
+            rows.push(row(order[k], RowKind::Process));
+            while k < order.len() && tasks[order[k]].id.tgid == tgid {
+                rows.push(row(order[k], RowKind::Thread));
+                k += 1;
             }
         }
         return rows;
     }
     if !fancy {
-        return tasks
-            .into_iter()
-            .map(|task| Row {
-                task,
-                prefix: Vec::new(),
-                kind: RowKind::Normal,
-                forest: None,
-            })
-            .collect();
+        return order.into_iter().map(|i| row(i, kind)).collect();
     }
     // procps keeps a list of keys, the forest's start_time and ppid in front, and sorts by
     // each in turn: the last key sorted by is the primary one.
@@ -260,37 +240,30 @@ pub fn arrange(
         }
     }
     for (field, reverse) in keys {
-        sort_by(&mut tasks, field, reverse, env, c);
+        sort_by(tasks, &mut order, field, reverse, env, c);
     }
     let Some(style) = s.forest else {
-        return tasks
-            .into_iter()
-            .map(|task| Row {
-                task,
-                prefix: Vec::new(),
-                kind,
-                forest: None,
-            })
-            .collect();
+        return order.into_iter().map(|i| row(i, kind)).collect();
     };
-    let mut order: Vec<(usize, Vec<u8>)> = Vec::with_capacity(tasks.len());
-    let pids: std::collections::HashSet<i32> = tasks.iter().map(|t| t.id.tgid).collect();
+    let sorted: Vec<&Task> = order.iter().map(|&i| &tasks[i]).collect();
+    let mut out: Vec<(usize, Vec<u8>)> = Vec::with_capacity(sorted.len());
+    let pids: std::collections::HashSet<i32> = sorted.iter().map(|t| t.id.tgid).collect();
     let mut prefix = Vec::new();
-    for i in (0..tasks.len()).rev() {
-        let ppid = tasks[i].base.as_ref().map_or(0, |b| b.ppid);
+    for i in (0..sorted.len()).rev() {
+        let ppid = sorted[i].base.as_ref().map_or(0, |b| b.ppid);
         if !pids.contains(&ppid) {
-            show_tree(&tasks, i, 0, false, &mut prefix, style, &mut order);
+            show_tree(&sorted, i, 0, false, &mut prefix, style, &mut out);
         }
     }
-    let mut slots: Vec<Option<Task>> = tasks.into_iter().map(Some).collect();
-    order
-        .into_iter()
+    let mut seen = vec![false; sorted.len()];
+    out.into_iter()
         .filter_map(|(i, prefix)| {
-            // A task reached twice (a parent loop) is printed once, like procps prints
-            // whatever its recursion finds; taking it out avoids printing it again.
-            let task = slots[i].take().or(None)?;
+            // A task reached twice (a parent loop) is printed once.
+            if std::mem::replace(&mut seen[i], true) {
+                return None;
+            }
             Some(Row {
-                task,
+                task: order[i],
                 prefix,
                 kind: RowKind::Normal,
                 forest: Some(style),
@@ -330,7 +303,14 @@ fn forest_art(prefix: &[u8], style: Forest, mut rightward: usize) -> Vec<u8> {
 }
 
 /// Formats one cell of a row.
-pub fn cell(row: &Row, col: &Column, max: usize, env: &Env, c: &mut Caches) -> Cell {
+pub fn cell(
+    tasks: &[Task],
+    row: &Row,
+    col: &Column,
+    max: usize,
+    env: &Env,
+    c: &mut Caches,
+) -> Cell {
     let nop = match (row.kind, col.spec.show) {
         (RowKind::Process, Show::ThreadOnly) => true,
         (RowKind::Thread, Show::ProcessOnly) => true,
@@ -346,5 +326,5 @@ pub fn cell(row: &Row, col: &Column, max: usize, env: &Env, c: &mut Caches) -> C
         (Some(style), Field::Args | Field::Comm) => forest_art(&row.prefix, style, max),
         _ => Vec::new(),
     };
-    fields::value(col.spec.field, &row.task, max, &art, env, c)
+    fields::value(col.spec.field, &tasks[row.task], max, &art, env, c)
 }

@@ -203,6 +203,7 @@ pub(crate) fn read_all(
     let mut active = 0usize;
     let spawn = |start: usize, end: usize, slots: &mut Vec<(Arc<Slot>, usize)>| {
         let slot = Arc::new(Slot::default());
+        slot.lock().results.reserve_exact(end - start);
         let id = slots.len();
         slots.push((slot.clone(), end));
         let (r, it, t, s) = (root.clone(), items.clone(), tx.clone(), slot.clone());
@@ -231,7 +232,7 @@ pub(crate) fn read_all(
 
     let deadline_ns = cfg.cmdline_deadline.as_nanos() as u64;
     let tick = (cfg.cmdline_deadline / 4).max(Duration::from_millis(1));
-    let mut tasks = Vec::new();
+    let mut tasks = Vec::with_capacity(n);
     let mut stats = SnapshotStats::default();
     let mut harvested = vec![false; slots.len()];
 
@@ -250,7 +251,8 @@ pub(crate) fn read_all(
             let (slot, end) = (slots[i].0.clone(), slots[i].1);
             let mut st = slot.lock();
             if st.finished {
-                tasks.append(&mut st.results);
+                // Move out and drop the reader's vector at once: no second copy lingers.
+                tasks.extend(std::mem::take(&mut st.results));
                 add_stats(&mut stats, &st.stats);
                 harvested[i] = true;
                 active -= 1;
@@ -258,7 +260,7 @@ pub(crate) fn read_all(
                 let since = slot.blocked_since_ns.load(Ordering::Acquire);
                 if since != 0 && now.saturating_sub(since) > deadline_ns {
                     st.abandoned = true;
-                    tasks.append(&mut st.results);
+                    tasks.extend(std::mem::take(&mut st.results));
                     add_stats(&mut stats, &st.stats);
                     if let Some(mut t) = st.pending.take() {
                         t.cmdline = None;

@@ -61,6 +61,7 @@ pub struct TaskReader {
     units: Units,
     path: Vec<u8>,
     buf: Vec<u8>,
+    cmd_buf: Vec<u8>,
     fds: FdBatch,
     /// Largest command line kept, bytes (procps keeps 128 KiB).
     pub max_cmdline_bytes: usize,
@@ -88,6 +89,7 @@ impl TaskReader {
             units,
             path: Vec::with_capacity(64),
             buf: vec![0; 4096],
+            cmd_buf: Vec::new(),
             fds,
             max_cmdline_bytes: 128 * 1024,
             stats: SnapshotStats::default(),
@@ -136,11 +138,14 @@ impl TaskReader {
         result
     }
 
-    /// Reads `tgid/cmdline` (the process's, shared by its threads), up to the size cap.
+    /// Reads `tgid/cmdline` (the process's, shared by its threads), up to the size cap, into
+    /// the reused buffer, and returns an exactly sized copy: 50,000 command lines must not each
+    /// keep a 4 KiB read buffer alive.
     fn read_cmdline(&mut self, tgid: i32) -> Result<Vec<u8>, FileError> {
         let path = self.set_path(tgid, None, "cmdline");
         let fd = sys::openat_ro(self.root_fd, &path).map_err(|e| classify(&e))?;
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.cmd_buf);
+        out.clear();
         let mut chunk = 4096usize;
         let result = loop {
             let start = out.len();
@@ -169,7 +174,9 @@ impl TaskReader {
             }
         };
         self.fds.done(fd);
-        result.map(|()| out)
+        let copy = out.as_slice().to_vec();
+        self.cmd_buf = out;
+        result.map(|()| copy)
     }
 
     /// Reads one task. `tid` is `Some` for a thread read through `tgid/task/tid`.
@@ -278,12 +285,12 @@ impl TaskReader {
                             }
                         }
                         if g.mem_status {
-                            let mem = task.mem.get_or_insert_with(empty_mem);
+                            let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
                             mem.swap_bytes = s.vm_swap_kb.map(|k| k * 1024).or(Some(0));
                             mem.locked_bytes = s.vm_lck_kb.map(|k| k * 1024).or(Some(0));
                         }
                         if g.sched_switches {
-                            let sc = task.sched.get_or_insert_with(empty_sched);
+                            let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
                             sc.voluntary_switches = s.voluntary_switches;
                             sc.involuntary_switches = s.involuntary_switches;
                         }
@@ -333,7 +340,7 @@ impl TaskReader {
                 Ok(n) => match parse::parse_statm(&self.buf[..n]) {
                     Ok(v) => {
                         let p = self.units.page_size;
-                        let mem = task.mem.get_or_insert_with(empty_mem);
+                        let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
                         mem.vsize_bytes = v[0] * p;
                         mem.rss_bytes = v[1] * p;
                         mem.shared_bytes = v[2] * p;
@@ -351,7 +358,7 @@ impl TaskReader {
             match self.read_small(tgid, tid, "schedstat") {
                 Ok(n) => {
                     if let Ok(v) = parse::parse_schedstat(&self.buf[..n]) {
-                        let sc = task.sched.get_or_insert_with(empty_sched);
+                        let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
                         sc.on_cpu_ns = v[0];
                         sc.run_delay_ns = v[1];
                         sc.timeslices = v[2];
@@ -365,7 +372,7 @@ impl TaskReader {
         if g.io {
             match self.read_small(tgid, tid, "io") {
                 Ok(n) => match parse::parse_io(&self.buf[..n]) {
-                    Ok(io) => task.io = Some(io),
+                    Ok(io) => task.io = Some(Box::new(io)),
                     Err(_) => self.stats.unparsable += 1,
                 },
                 Err(FileError::Gone) => return self.gone(task, seen),
