@@ -44,6 +44,9 @@ pub struct Caches {
     pub ttys: Ttys,
     /// The procfs root, for the rare per-task files read only at print time (label).
     pub proc_root: std::path::PathBuf,
+    /// STIME text by start second: tens of thousands of tasks share a few start seconds, and
+    /// localtime+strftime per row would be a tenth of the user time.
+    pub stime: std::collections::HashMap<i64, String>,
 }
 
 fn ticks(ns: u64, hz: u64) -> u64 {
@@ -400,16 +403,19 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         Field::Etimes => num(env.elapsed_s(t) as u64),
         Field::StartTime => {
             let start = env.start_s(t);
-            let (ny, nd) = year_yday(env.now_s);
-            let (py, pd) = year_yday(start);
-            let fmt = if ny != py {
-                c"%Y"
-            } else if nd != pd {
-                c"%b%d"
-            } else {
-                c"%H:%M"
-            };
-            plain(strftime(start, fmt))
+            let text = c.stime.entry(start).or_insert_with(|| {
+                let (ny, nd) = year_yday(env.now_s);
+                let (py, pd) = year_yday(start);
+                let fmt = if ny != py {
+                    c"%Y"
+                } else if nd != pd {
+                    c"%b%d"
+                } else {
+                    c"%H:%M"
+                };
+                strftime(start, fmt)
+            });
+            plain(text.as_bytes())
         }
         Field::Start => {
             let start = env.start_s(t);

@@ -235,6 +235,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         names: names::Names::default(),
         ttys: names::Ttys::new(proc_root, Path::new("/dev")),
         proc_root: proc_root.to_path_buf(),
+        stime: Default::default(),
     };
 
     let me = select::Me::current(proc_root);

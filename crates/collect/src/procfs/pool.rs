@@ -68,21 +68,22 @@ struct SlotProgress<'a> {
 }
 
 impl Progress for SlotProgress<'_> {
-    fn before_blocking(&mut self, task: &Task) -> bool {
+    fn before_blocking(&mut self, task: Task) {
         let mut st = self.slot.lock();
-        if st.abandoned {
-            return false;
-        }
-        st.pending = Some(task.clone());
+        st.pending = Some(task);
         self.slot.blocked_since_ns.store(
             sys::clock_ns(libc::CLOCK_MONOTONIC).max(1),
             Ordering::Release,
         );
-        true
     }
 
-    fn after_blocking(&mut self) {
+    fn after_blocking(&mut self) -> Option<Task> {
+        let mut st = self.slot.lock();
         self.slot.blocked_since_ns.store(0, Ordering::Release);
+        if st.abandoned {
+            return None;
+        }
+        st.pending.take()
     }
 }
 
@@ -150,10 +151,9 @@ fn run_reader(
         let mut one = |tid: Option<i32>| -> bool {
             let outcome = reader.read(item.tgid, tid, &mut progress);
             let mut st = slot.lock();
-            if st.abandoned {
+            if st.abandoned || matches!(outcome, Outcome::Abandoned) {
                 return false;
             }
-            st.pending = None;
             st.stats = reader.stats;
             if let Outcome::Read(task) = outcome {
                 st.results.push(*task);

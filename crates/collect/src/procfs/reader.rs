@@ -36,6 +36,8 @@ pub enum Outcome {
     Vanished,
     /// A file had an impossible shape.
     Unparsable,
+    /// The watchdog gave up on this reader while it was blocked.
+    Abandoned,
 }
 
 /// Errors of one file read, classified the way procps treats them.
@@ -73,11 +75,12 @@ pub struct TaskReader {
 
 /// Where in the reading of a task we are; lets a watchdog know a read may block.
 pub trait Progress {
-    /// Called before a read that can block on the target's mmap lock, with the task so far.
-    /// Returns false when the caller should give up on this task (the reader is abandoned).
-    fn before_blocking(&mut self, task: &Task) -> bool;
-    /// Called after that read.
-    fn after_blocking(&mut self);
+    /// Called before a read that can block on the target's mmap lock. Takes the task read so
+    /// far into safe keeping, where a watchdog can take it if the read never returns.
+    fn before_blocking(&mut self, task: Task);
+    /// Called after that read: gives the task back, or `None` when the watchdog took it (the
+    /// reader was abandoned and must stop).
+    fn after_blocking(&mut self) -> Option<Task>;
 }
 
 impl TaskReader {
@@ -424,11 +427,12 @@ impl TaskReader {
                 // reading it would cost two system calls for nothing.
                 task.cmdline = Some(Vec::new());
             } else {
-                if !progress.before_blocking(&task) {
-                    return Outcome::Vanished;
-                }
+                progress.before_blocking(task);
                 let r = self.read_cmdline(tgid);
-                progress.after_blocking();
+                let Some(back) = progress.after_blocking() else {
+                    return Outcome::Abandoned;
+                };
+                task = back;
                 match r {
                     Ok(c) => {
                         if tid.is_some() {

@@ -1,0 +1,37 @@
+//! Times one procfs snapshot: `cargo run --release --example snap -- WORKERS [cmdline]`.
+use std::time::Instant;
+
+use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::Collector;
+use tasksnap_model::{Groups, Query, Selector};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let workers: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2);
+    let mut g = Groups {
+        base: true,
+        stat: true,
+        ..Groups::default()
+    };
+    for a in &args[2..] {
+        match a.as_str() {
+            "cmdline" => g.cmdline = true,
+            "cred" => g.cred_effective = true,
+            "status" => g.cred_full = true,
+            "statm" => g.mem = true,
+            "nostat" => {
+                g.base = false;
+                g.stat = false
+            }
+            _ => {}
+        }
+    }
+    let mut c = ProcfsCollector::new().expect("proc").with_workers(workers);
+    for _ in 0..3 {
+        let t = Instant::now();
+        let s = c
+            .snapshot(&Query::new(Selector::AllProcesses, g))
+            .expect("snap");
+        eprintln!("{} tasks in {:?}", s.tasks.len(), t.elapsed());
+    }
+}
