@@ -97,6 +97,84 @@ fn load_rows(out: &[u8], pids: &HashSet<i32>) -> (Vec<u8>, Vec<Vec<u8>>) {
     (header, rows)
 }
 
+/// Processes the load generator does not make: a session leader, niced and real-time tasks,
+/// other scheduling classes, a uid without a passwd entry, and one on a terminal. Killed
+/// (SIGKILL, by pid) on drop.
+struct Extras {
+    children: Vec<std::process::Child>,
+}
+
+impl Extras {
+    fn spawn() -> Extras {
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut cmds: Vec<Vec<&str>> = vec![
+            vec!["setsid", "sleep", "1000"],
+            vec!["nice", "-n", "5", "sleep", "1000"],
+            vec!["chrt", "-b", "0", "sleep", "1000"],
+            vec!["chrt", "-i", "0", "sleep", "1000"],
+            vec!["script", "-qfc", "sleep 1000", "/dev/null"],
+        ];
+        if root {
+            cmds.push(vec!["nice", "-n", "-5", "sleep", "1000"]);
+            cmds.push(vec!["chrt", "-f", "10", "sleep", "1000"]);
+            cmds.push(vec!["chrt", "-r", "5", "sleep", "1000"]);
+            cmds.push(vec![
+                "setpriv",
+                "--reuid=4242",
+                "--regid=4242",
+                "--clear-groups",
+                "sleep",
+                "1000",
+            ]);
+        }
+        let children = cmds
+            .iter()
+            .filter_map(|c| {
+                Command::new(c[0])
+                    .args(&c[1..])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .ok()
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Extras { children }
+    }
+
+    /// Their pids and those of their children (script's shell and sleep).
+    fn pids(&self) -> Vec<i32> {
+        let mut out: Vec<i32> = self.children.iter().map(|c| c.id() as i32).collect();
+        for &p in out.clone().iter() {
+            if let Ok(kids) = std::fs::read_to_string(format!("/proc/{p}/task/{p}/children")) {
+                for k in kids
+                    .split_whitespace()
+                    .filter_map(|k| k.parse::<i32>().ok())
+                {
+                    out.push(k);
+                    if let Ok(g) = std::fs::read_to_string(format!("/proc/{k}/task/{k}/children")) {
+                        out.extend(g.split_whitespace().filter_map(|x| x.parse::<i32>().ok()));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Extras {
+    fn drop(&mut self) {
+        for p in self.pids().into_iter().rev() {
+            // SAFETY: these are our children and their descendants, still unreaped.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+    }
+}
+
 fn spawn_load() -> Load {
     Load::spawn(&[
         "--procs",
@@ -114,8 +192,9 @@ fn spawn_load() -> Load {
     .expect("spawn the load generator (cargo build --workspace first)")
 }
 
-fn compare(load: &Load, args: &[&str], locale: &str) -> Result<usize, String> {
-    let pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
+fn compare(load: &Load, extras: &Extras, args: &[&str], locale: &str) -> Result<usize, String> {
+    let mut pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
+    pids.extend(extras.pids());
     let ours = run(TASKSNAP, &["ps"], args, locale);
     let theirs = run("ps", &[], args, locale);
     if ours.code != theirs.code {
@@ -231,6 +310,7 @@ const FORMATS: &[&[&str]] = &[
 
 fn check_all(locale: &str) {
     let load = spawn_load();
+    let extras = Extras::spawn();
     let mut failures = Vec::new();
     let mut rows = 0;
     for args in FORMATS {
@@ -239,7 +319,10 @@ fn check_all(locale: &str) {
         if args.contains(&"--no-headers") {
             continue;
         }
-        match compare(&load, args, locale) {
+        let t0 = std::time::Instant::now();
+        let r = compare(&load, &extras, args, locale);
+        eprintln!("{args:?} {:?}", t0.elapsed());
+        match r {
             Ok(n) => rows += n,
             Err(e) => failures.push(e),
         }

@@ -34,8 +34,11 @@ pub struct Groups {
     pub stat: bool,
     /// Memory (`/proc/PID/statm`).
     pub mem: bool,
-    /// Swap and locked memory (`/proc/PID/status`).
+    /// Swap and locked memory, and exact RSS and size (`/proc/PID/status`).
     pub mem_status: bool,
+    /// With `mem`: only RSS and size are wanted, so `status` (when read anyway) is enough and
+    /// `statm` is skipped.
+    pub mem_rss_only: bool,
     /// Command line (`/proc/PID/cmdline`; takes the target's mmap lock).
     pub cmdline: bool,
     /// Executable path (`/proc/PID/exe`).
@@ -60,6 +63,7 @@ impl Groups {
             stat: true,
             mem: true,
             mem_status: true,
+            mem_rss_only: false,
             cmdline: true,
             exe: true,
             io: true,

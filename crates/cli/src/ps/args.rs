@@ -137,7 +137,7 @@ fn parse_pid(s: &str) -> R<i32> {
     let Some(n) = strtoul(s) else {
         return err("process ID list syntax error");
     };
-    if n < 1 || n > 0x7fff_ffff {
+    if !(1..=0x7fff_ffff).contains(&n) {
         return err("process ID out of range");
     }
     Ok(n as i32)
@@ -1197,11 +1197,9 @@ fn screen_rows() -> usize {
             break;
         }
     }
-    if let Ok(t) = std::env::var("LINES").map(|l| l.parse::<i64>()) {
-        if let Ok(t) = t {
-            if t > 0 && (t as usize) < OUTBUF_SIZE {
-                rows = t as usize;
-            }
+    if let Ok(Ok(t)) = std::env::var("LINES").map(|l| l.parse::<i64>()) {
+        if t > 0 && (t as usize) < OUTBUF_SIZE {
+            rows = t as usize;
         }
     }
     rows

@@ -132,11 +132,9 @@ impl Env {
 
     fn permille_cpu(&self, t: &Task, scale: u64) -> u64 {
         let jiffies = (self.elapsed_s(t) * self.hertz as f64) as u64;
-        if jiffies == 0 {
-            0
-        } else {
-            self.cpu_ticks(t) * scale / jiffies
-        }
+        (self.cpu_ticks(t) * scale)
+            .checked_div(jiffies)
+            .unwrap_or(0)
     }
 }
 

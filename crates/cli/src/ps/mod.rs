@@ -216,7 +216,11 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         ));
     }
     let (btime, boottime_ns, unix_ns) = snap_meta.unwrap_or((0, 0, 0));
-    let hertz = 100u64.max(1);
+    // SAFETY: sysconf takes a plain integer.
+    let hertz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
+        v if v > 0 => v as u64,
+        _ => 100,
+    };
     let env = fields::Env {
         hertz,
         page_size: 4096,

@@ -167,7 +167,7 @@ fn show_tree(
         if i >= tasks.len() {
             break;
         }
-        let more = i + 1 < tasks.len() && ppid(&tasks[i + 1]) == my_pid;
+        let more = i + 1 < tasks.len() && ppid(tasks[i + 1]) == my_pid;
         let next_level = if my_pid == 1 && style == Forest::Bsd {
             level
         } else if level + 1 < MAX_LEVEL {
@@ -311,11 +311,10 @@ pub fn cell(
     env: &Env,
     c: &mut Caches,
 ) -> Cell {
-    let nop = match (row.kind, col.spec.show) {
-        (RowKind::Process, Show::ThreadOnly) => true,
-        (RowKind::Thread, Show::ProcessOnly) => true,
-        _ => false,
-    };
+    let nop = matches!(
+        (row.kind, col.spec.show),
+        (RowKind::Process, Show::ThreadOnly) | (RowKind::Thread, Show::ProcessOnly)
+    );
     if nop {
         return Cell {
             bytes: b"-".to_vec(),

@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn cmdline_is_flattened_like_procps() {
         assert_eq!(
-            flatten_cmdline(b"sleep\0100\0", UTF8),
+            flatten_cmdline(b"sleep\x00100\x00", UTF8),
             Some(b"sleep 100".to_vec())
         );
         assert_eq!(

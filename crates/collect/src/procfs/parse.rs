@@ -207,6 +207,10 @@ pub struct StatusFields {
     pub groups: Option<Vec<u32>>,
     /// `VmLck`, kB.
     pub vm_lck_kb: Option<u64>,
+    /// `VmRSS`, kB (exact: the per-CPU counters summed).
+    pub vm_rss_kb: Option<u64>,
+    /// `VmSize`, kB.
+    pub vm_size_kb: Option<u64>,
     /// `VmSwap`, kB.
     pub vm_swap_kb: Option<u64>,
     /// `voluntary_ctxt_switches`.
@@ -259,6 +263,8 @@ pub fn parse_status(buf: &[u8]) -> Result<StatusFields, ParseError> {
                 out.groups = Some(g);
             }
             b"VmLck" => out.vm_lck_kb = Some(parse_kb(value)?),
+            b"VmRSS" => out.vm_rss_kb = Some(parse_kb(value)?),
+            b"VmSize" => out.vm_size_kb = Some(parse_kb(value)?),
             b"VmSwap" => out.vm_swap_kb = Some(parse_kb(value)?),
             b"voluntary_ctxt_switches" => out.voluntary_switches = Some(parse_u64(trim(value))?),
             b"nonvoluntary_ctxt_switches" => {
@@ -426,6 +432,7 @@ mod tests {
         assert_eq!(s.gids, Some([0, 100, 0, 100]));
         assert_eq!(s.groups, Some(vec![4, 24, 27]));
         assert_eq!(s.vm_lck_kb, Some(8));
+        assert_eq!(s.vm_size_kb, Some(15364));
         assert_eq!(s.vm_swap_kb, Some(0));
         assert_eq!(s.voluntary_switches, Some(42));
         assert_eq!(s.involuntary_switches, Some(3));

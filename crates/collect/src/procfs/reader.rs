@@ -194,6 +194,8 @@ impl TaskReader {
         let mut st: Option<StatLine> = None;
         // Set once any file of the task was read: from then on the task existed when listed.
         let mut seen = false;
+        // status gives the exact RSS too: then statm is only read for text/data/shared.
+        let mut rss_from_status = false;
 
         if g.needs_stat_file() || g.cmdline {
             match self.read_small(tgid, tid, "stat") {
@@ -291,6 +293,10 @@ impl TaskReader {
                             let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
                             mem.swap_bytes = s.vm_swap_kb.map(|k| k * 1024).or(Some(0));
                             mem.locked_bytes = s.vm_lck_kb.map(|k| k * 1024).or(Some(0));
+                            // Kernel threads and zombies have no Vm lines: zero, as statm says.
+                            mem.rss_bytes = s.vm_rss_kb.unwrap_or(0) * 1024;
+                            mem.vsize_bytes = s.vm_size_kb.unwrap_or(0) * 1024;
+                            rss_from_status = true;
                         }
                         if g.sched_switches {
                             let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
@@ -338,7 +344,7 @@ impl TaskReader {
             }
         }
 
-        if g.mem {
+        if g.mem && !(rss_from_status && g.mem_rss_only) {
             match self.read_small(tgid, tid, "statm") {
                 Ok(n) => match parse::parse_statm(&self.buf[..n]) {
                     Ok(v) => {

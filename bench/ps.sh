@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Benchmark: tasksnap ps (procfs backend) against procps ps, side by side in one run, with N
+# sleeping processes spawned by tasksnap-loadgen. Reports hyperfine medians, syscall counts
+# (strace -c -f) and peak RSS (/usr/bin/time -v) for each command.
+#
+#   bench/ps.sh [N...]          default: 10000 50000
+#   RUNS=10 bench/ps.sh 50000   hyperfine runs per command
+#
+# Needs root for more than ~30k processes (it raises kernel.pid_max and the task limits).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TS=./target/release/tasksnap
+LG=./target/release/tasksnap-loadgen
+RUNS=${RUNS:-10}
+OUT=${OUT:-target/bench}
+mkdir -p "$OUT"
+[ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
+
+if [ "$(id -u)" = 0 ]; then
+  [ "$(cat /proc/sys/kernel/pid_max)" -ge 4194304 ] || sysctl -qw kernel.pid_max=4194304
+  [ "$(cat /proc/sys/kernel/threads-max)" -ge 200000 ] || sysctl -qw kernel.threads-max=200000
+  ulimit -u unlimited 2>/dev/null || true
+fi
+
+load_pid=""
+cleanup() {
+  if [ -n "$load_pid" ]; then
+    # The load runs in its own process group: SIGKILL reaches stopped tasks too.
+    kill -KILL -- "-$load_pid" 2>/dev/null || true
+    wait "$load_pid" 2>/dev/null || true
+    # Tens of thousands of forked children take a while to exit: let them go before
+    # measuring anything else.
+    while pgrep -g "$load_pid" >/dev/null 2>&1; do sleep 1; done
+  fi
+}
+trap cleanup EXIT INT TERM
+
+syscalls() { # total syscalls of a command, children included
+  strace -f -c -o "$OUT/strace.txt" "$@" >/dev/null 2>&1 || true
+  awk '/ total$/ {print $4}' "$OUT/strace.txt"
+}
+peak_rss_kb() {
+  /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -1
+}
+
+for N in "${@:-10000 50000}"; do
+  for n in $N; do
+    echo "== $n processes =="
+    coproc LOAD { exec "$LG" --procs "$n" --until-stdin-eof; }
+    load_pid=$LOAD_PID
+    read -r info <&"${LOAD[0]}"
+    total=$(ls /proc | grep -c '^[0-9]')
+    echo "load ready: pgid $load_pid, $total processes on the machine"
+    hyperfine --style basic --warmup 1 --runs "$RUNS" -N \
+      --export-json "$OUT/ps-$n.json" \
+      "ps -ef" "$TS ps -ef" \
+      "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm" \
+      "ps aux" "$TS ps aux" >"$OUT/hyperfine-$n.txt"
+    printf '%-40s %10s %10s %10s\n' command median_ms syscalls peak_rss_kb
+    for cmd in "ps -ef" "$TS ps -ef" "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm" "ps aux" "$TS ps aux"; do
+      median=$(python3 -c "import json,sys; d=json.load(open('$OUT/ps-$n.json')); print(next('%.1f' % (r['median']*1000) for r in d['results'] if r['command']==sys.argv[1]))" "$cmd")
+      # shellcheck disable=SC2086
+      sc=$(syscalls $cmd)
+      # shellcheck disable=SC2086
+      rss=$(peak_rss_kb $cmd)
+      printf '%-40s %10s %10s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$rss"
+    done
+    exec {LOAD[1]}>&-
+    cleanup
+    load_pid=""
+  done
+done
