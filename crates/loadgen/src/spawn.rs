@@ -1,0 +1,464 @@
+//! Spawning of every task population of the load (plain sleepers, a
+//! many-threaded process, hostile names, zombies, stopped and D-state tasks,
+//! a pipe ping-pong pair) and bookkeeping of the loadgen's direct children.
+//!
+//! Every function returns only once its tasks are in their intended state
+//! (comm set, stopped, zombie, in D...), so the JSON report printed
+//! afterwards is immediately true.
+//!
+//! All children are created by fork() from the single-threaded loadgen (see
+//! [`sys::fork_child`], and [`sys::fork_sleepers`] for the fast path of
+//! `--procs`) and inherit its process group; each sets
+//! `PR_SET_PDEATHSIG(SIGKILL)` so that it dies with its parent.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use tasksnap_loadgen::OddTask;
+
+use crate::child;
+use crate::sys::{self, ChildCtx, Pid};
+
+/// Owns the loadgen's direct children until they are reaped.
+#[derive(Debug)]
+pub struct Spawner {
+    ctx: ChildCtx,
+    /// Direct children not reaped yet: their pids cannot be recycled, so
+    /// signalling them is always safe.
+    pub alive: HashSet<Pid>,
+}
+
+impl Spawner {
+    pub fn new(ctx: ChildCtx) -> Self {
+        Spawner {
+            ctx,
+            alive: HashSet::new(),
+        }
+    }
+
+    fn fork<F: FnOnce()>(
+        &mut self,
+        comm: &std::ffi::CStr,
+        ready: Option<&OwnedFd>,
+        body: F,
+    ) -> io::Result<Pid> {
+        let pid = sys::fork_child(&self.ctx, comm, ready.map(AsRawFd::as_raw_fd), body)?;
+        self.alive.insert(pid);
+        Ok(pid)
+    }
+
+    /// Reaps every child that has exited (non-blocking), known or not
+    /// (orphans reparented to us count too).
+    ///
+    /// `waitpid(-1)` walks the whole child list on every call, so with tens
+    /// of thousands of children use [`Spawner::reap_known_until`] when many
+    /// die.
+    pub fn reap(&mut self) {
+        while let Ok(Some((pid, _))) = sys::waitpid(-1, libc::WNOHANG) {
+            self.alive.remove(&pid);
+        }
+    }
+
+    /// Waits (until `deadline`) for every known child to exit and reaps it.
+    ///
+    /// Each child is waited for with a pidfd (poll until it exits) and a
+    /// targeted `waitpid(pid)`, both constant-cost, instead of `waitpid(-1)`
+    /// or busy polling, which are quadratic or CPU-hungry with 50k children
+    /// that compete for the CPU to finish dying.
+    pub fn reap_known_until(&mut self, deadline: Instant) {
+        let pids: Vec<Pid> = self.alive.iter().copied().collect();
+        for pid in pids {
+            if !matches!(sys::waitpid(pid, libc::WNOHANG), Ok(None)) {
+                self.alive.remove(&pid);
+                continue;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            let _ = sys::wait_exit_timeout(pid, left);
+            if !matches!(sys::waitpid(pid, libc::WNOHANG), Ok(None)) {
+                self.alive.remove(&pid);
+            }
+        }
+    }
+
+    /// `n` sleeping processes (comm `lg-proc`): fork, set comm, pause().
+    /// With `exec`, each child re-executes the loadgen binary in its
+    /// `proc` child mode instead (costlier, but a real separate image).
+    /// Returns the sorted pids.
+    pub fn procs(&mut self, n: usize, exec: bool) -> Result<Vec<Pid>> {
+        let (ready_r, ready_w) = sys::pipe()?;
+        // Prepared before forking: the children must not allocate.
+        let argv = [
+            c"tasksnap-loadgen".as_ptr(),
+            c"__child".as_ptr(),
+            c"proc".as_ptr(),
+            std::ptr::null(),
+        ];
+        let envp = [child::PROC_ENV.as_ptr(), std::ptr::null()];
+        let how = if exec {
+            sys::Sleeper::Exec {
+                path: child::SELF_EXE,
+                argv: &argv,
+                envp: &envp,
+                ready_fd: child::READY_FD,
+            }
+        } else {
+            sys::Sleeper::Pause
+        };
+        let (forked, failure) =
+            sys::fork_sleepers(&self.ctx, c"lg-proc", ready_w.as_raw_fd(), n, how);
+        // Only the children hold the write end now: EOF once all reported.
+        drop(ready_w);
+        let mut pids = read_pids(ready_r, forked)?;
+        pids.sort_unstable();
+        self.alive.extend(&pids);
+        if let Some(e) = failure {
+            return Err(e).with_context(|| {
+                format!(
+                    "fork of plain process {} of {n} failed \
+                     (check kernel.pid_max, kernel.threads-max, ulimit -u, pids cgroup)",
+                    forked + 1
+                )
+            });
+        }
+        if pids.len() != n {
+            bail!("only {} of {n} plain processes came up", pids.len());
+        }
+        Ok(pids)
+    }
+
+    /// `n` processes that SIGSTOP themselves (state T, comm `lg-stopped`).
+    pub fn stopped(&mut self, n: usize) -> Result<Vec<Pid>> {
+        let mut pids = Vec::with_capacity(n);
+        for _ in 0..n {
+            let pid = self.fork(c"lg-stopped", None, || {
+                let _ = sys::kill(sys::getpid(), libc::SIGSTOP);
+                sys::pause_forever()
+            })?;
+            // Consume the stop report: after this the child is in state T.
+            match sys::waitpid(pid, libc::WUNTRACED)? {
+                Some((_, status)) if libc::WIFSTOPPED(status) => pids.push(pid),
+                other => bail!("stopped child {pid} did not stop: {other:?}"),
+            }
+        }
+        Ok(pids)
+    }
+
+    /// One intermediate process (comm `lg-zparent`) with `n` children that
+    /// exit immediately (comm `lg-zombie`) and are never reaped.
+    pub fn zombies(&mut self, n: usize) -> Result<(Pid, Vec<Pid>)> {
+        let (r, w) = sys::pipe()?;
+        let wfd = w.as_raw_fd();
+        let devnull = self.ctx.devnull;
+        let parent = self.fork(c"lg-zparent", None, move || {
+            let ctx = ChildCtx {
+                parent: sys::getpid(),
+                devnull,
+            };
+            for _ in 0..n {
+                let Ok(pid) = sys::fork_child(&ctx, c"lg-zombie", None, || {}) else {
+                    sys::exit_now(1)
+                };
+                // Wait for the exit without reaping: it is now a zombie.
+                if sys::wait_exited_keep_zombie(pid).is_err()
+                    || sys::write_all_fd(wfd, &pid.to_ne_bytes()).is_err()
+                {
+                    sys::exit_now(1);
+                }
+            }
+            sys::close_fd(wfd);
+            sys::pause_forever()
+        })?;
+        drop(w);
+        let zombies = read_pids(r, n).context("collecting zombie pids")?;
+        if zombies.len() != n {
+            bail!("only {} of {n} zombies came up", zombies.len());
+        }
+        Ok((parent, zombies))
+    }
+
+    /// One process (comm `lg-dstate`) blocked in uninterruptible sleep.
+    ///
+    /// How: it calls `clone(CLONE_VFORK)`; a vfork parent waits for its
+    /// child to exec or exit in `wait_for_vfork_done()`, which sleeps in
+    /// `TASK_KILLABLE` (= `TASK_UNINTERRUPTIBLE | TASK_WAKEKILL`), and
+    /// `/proc/<pid>/stat` reports that as `D`. The child (comm
+    /// `lg-vfork-child`) just pause()s, so the parent stays in D for as long
+    /// as the load lives. This needs no privilege, no FUSE, no userfaultfd,
+    /// works as root and non-root alike, and SIGKILL still ends it (killable
+    /// sleep), so teardown is clean. It also counts in the load average.
+    ///
+    /// Returns (D task, its vfork child).
+    pub fn dstate(&mut self) -> Result<(Pid, Option<Pid>)> {
+        let pid = self.fork(c"lg-dstate", None, || {
+            let me = sys::getpid() as usize;
+            // Returns only once the vfork child is gone.
+            let _ = sys::clone_vfork(vfork_child_main, me);
+            sys::exit_now(0)
+        })?;
+        let start = Instant::now();
+        loop {
+            match tasksnap_loadgen::read_stat(pid) {
+                Ok(st) if st.state == 'D' => break,
+                Ok(_) if start.elapsed() < Duration::from_secs(5) => {}
+                Ok(st) => bail!("dstate task {pid} is in state {} instead of D", st.state),
+                Err(e) => return Err(e).context("reading the dstate task's stat"),
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let helper = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok());
+        Ok((pid, helper))
+    }
+
+    /// Two processes bouncing one byte over a pair of pipes for `secs`
+    /// seconds (0 = until the load ends), then sleeping.
+    pub fn pingpong(&mut self, secs: f64) -> Result<[Pid; 2]> {
+        let (ab_r, ab_w) = sys::pipe()?;
+        let (ba_r, ba_w) = sys::pipe()?;
+        let (ready_r, ready_w) = sys::pipe()?;
+        let (abr, abw) = (ab_r.as_raw_fd(), ab_w.as_raw_fd());
+        let (bar, baw) = (ba_r.as_raw_fd(), ba_w.as_raw_fd());
+        let duration = (secs > 0.0).then(|| Duration::from_secs_f64(secs));
+        let ping = self.fork(c"lg-ping", Some(&ready_w), move || {
+            sys::close_fd(abr);
+            sys::close_fd(baw);
+            let deadline = duration.map(|d| Instant::now() + d);
+            let mut byte = [0u8; 1];
+            let mut rounds: u64 = 0;
+            loop {
+                if sys::write_all_fd(abw, b"p").is_err()
+                    || sys::read_fd(bar, &mut byte).ok() != Some(1)
+                {
+                    break;
+                }
+                rounds += 1;
+                if rounds % 256 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
+                }
+            }
+            // EOF tells the partner to stop too.
+            sys::close_fd(abw);
+            sys::pause_forever()
+        })?;
+        let pong = self.fork(c"lg-pong", Some(&ready_w), move || {
+            sys::close_fd(abw);
+            sys::close_fd(bar);
+            let mut byte = [0u8; 1];
+            while sys::read_fd(abr, &mut byte).ok() == Some(1) {
+                if sys::write_all_fd(baw, b"q").is_err() {
+                    break;
+                }
+            }
+            sys::pause_forever()
+        })?;
+        drop((ab_r, ab_w, ba_r, ba_w, ready_w));
+        if read_count(ready_r, 2)? != 2 {
+            bail!("pingpong processes did not come up");
+        }
+        Ok([ping, pong])
+    }
+
+    /// One process (comm `lg-threads`) with `m` extra threads (comm
+    /// `lg-thr-<i>`) parked forever. Returns (pid, sorted tids).
+    pub fn threads(&mut self, m: usize) -> Result<(Pid, Vec<Pid>)> {
+        let (r, w) = sys::pipe()?;
+        let wfd = w.as_raw_fd();
+        let pid = self.fork(c"lg-threads", None, move || {
+            // We are a fork of a single-threaded process: std is usable.
+            let (tx, rx) = std::sync::mpsc::channel::<Pid>();
+            for i in 0..m {
+                let tx = tx.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("lg-thr-{i}"))
+                    .stack_size(64 * 1024)
+                    .spawn(move || {
+                        let _ = tx.send(sys::gettid());
+                        drop(tx);
+                        loop {
+                            std::thread::park();
+                        }
+                    });
+                if spawned.is_err() {
+                    sys::exit_now(1);
+                }
+            }
+            drop(tx);
+            for _ in 0..m {
+                let Ok(tid) = rx.recv() else { sys::exit_now(1) };
+                if sys::write_all_fd(wfd, &tid.to_ne_bytes()).is_err() {
+                    sys::exit_now(1);
+                }
+            }
+            sys::close_fd(wfd);
+            sys::pause_forever()
+        })?;
+        drop(w);
+        let mut tids = read_pids(r, m).context("collecting thread ids")?;
+        if tids.len() != m {
+            bail!("only {} of {m} threads came up", tids.len());
+        }
+        tids.sort_unstable();
+        Ok((pid, tids))
+    }
+
+    /// Processes with hostile comms and cmdlines: each re-executes the
+    /// loadgen (`/proc/self/exe`) with an arbitrary argv (argv[0] included);
+    /// the child mode is selected by environment variables, so the
+    /// cmdline is exactly the hostile argv. The child sets its comm with
+    /// `prctl(PR_SET_NAME)` and reports readiness on its stdout.
+    pub fn odd(&mut self) -> Result<Vec<OddTask>> {
+        let mut out = Vec::new();
+        let parent = sys::getpid();
+        for (comm, argv) in odd_specs() {
+            let mut cmd = Command::new(child::SELF_EXE_STR);
+            cmd.arg0(&argv[0])
+                .args(&argv[1..])
+                .env_clear()
+                .env(child::CHILD_ENV, child::MODE_ODD)
+                .env(child::COMM_ENV, &comm)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit());
+            let empty = sys::sigset(&[]);
+            // SAFETY: the closure runs between fork and exec and only makes
+            // async-signal-safe syscalls (prctl, getppid, sigprocmask,
+            // _exit); it does not allocate.
+            unsafe {
+                cmd.pre_exec(move || {
+                    sys::set_pdeathsig_kill();
+                    if sys::getppid() != parent {
+                        sys::exit_now(1);
+                    }
+                    sys::set_sigmask(&empty)
+                });
+            }
+            let mut child = cmd
+                .spawn()
+                .with_context(|| format!("spawning odd child {comm:?}"))?;
+            let pid = child.id() as Pid;
+            self.alive.insert(pid);
+            let stdout = child.stdout.take().context("odd child stdout")?;
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line)?;
+            if line != "ready\n" {
+                bail!("odd child {comm:?} (pid {pid}) did not come up");
+            }
+            // Dropping `child` neither kills nor waits; we reap it later.
+            out.push(OddTask { pid, comm, argv });
+        }
+        Ok(out)
+    }
+}
+
+/// Body of the vfork child of the D-state task: die with it, then sleep.
+extern "C" fn vfork_child_main(arg: *mut libc::c_void) -> libc::c_int {
+    let parent = arg as usize as Pid;
+    sys::set_pdeathsig_kill();
+    if sys::getppid() != parent {
+        sys::exit_now(1);
+    }
+    sys::set_comm(c"lg-vfork-child");
+    sys::pause_forever()
+}
+
+/// Reads until EOF or `n` bytes, returning how many arrived.
+fn read_count(fd: OwnedFd, n: usize) -> io::Result<usize> {
+    let mut f = File::from(fd);
+    let mut buf = [0u8; 4096];
+    let mut got = 0;
+    while got < n {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Reads up to `n` native-endian pids from children, stopping early at EOF
+/// (all writers gone).
+fn read_pids(fd: OwnedFd, n: usize) -> io::Result<Vec<Pid>> {
+    const SIZE: usize = std::mem::size_of::<Pid>();
+    let mut f = File::from(fd);
+    let mut buf = vec![0u8; n * SIZE];
+    let mut got = 0;
+    while got < buf.len() {
+        match f.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(buf[..got - got % SIZE]
+        .chunks_exact(SIZE)
+        .map(|c| {
+            let mut a = [0u8; SIZE];
+            a.copy_from_slice(c);
+            Pid::from_ne_bytes(a)
+        })
+        .collect())
+}
+
+/// The hostile (comm, argv) pairs of `--odd-names`. Together they exercise:
+/// spaces, parentheses (including a comm that mimics `/proc/<pid>/stat`
+/// fields), newline, tab, escape sequences, quotes and backslashes, unicode
+/// (exactly 15 bytes), truncation to 15 bytes (also in the middle of a
+/// UTF-8 sequence), an empty comm, an empty argv[0], empty and trailing
+/// empty arguments, and a 5000-byte argument.
+pub fn odd_specs() -> Vec<(String, Vec<String>)> {
+    let long: String = "0123456789".repeat(500);
+    let v = |comm: &str, argv: &[&str]| {
+        (
+            comm.to_owned(),
+            argv.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+        )
+    };
+    let mut specs = vec![
+        v("a b", &["a b", "two words", "x"]),
+        v("((a) b)", &["((a) b)", ") x (", "(", ")"]),
+        v(") x (", &[") x (", "((a) b)"]),
+        v("x) Z 1 1 1 (", &["x) Z 1 1 1 (", "-"]),
+        v("a\nb", &["a\nb", "line1\nline2\n"]),
+        v("a\tb", &["a\tb", "col1\tcol2"]),
+        v("esc\x1b[31mred", &["esc\x1b[31mred", "\x1b[0m", "\x07"]),
+        v("q\"u'o\\te", &["q\"u'o\\te", "{\"json\": [1]}", "%s%n"]),
+        v("naïve✓日本", &["naïve✓日本", "ünïcødé ✓ 日本語"]),
+        v(
+            "éééééééé",
+            &["éééééééé", "comm truncated mid UTF-8 sequence"],
+        ),
+        v("", &["", "", "empty argv0 and empty argument"]),
+        v(" ", &[" ", "", "trailing empty argument follows", ""]),
+    ];
+    let alpha = "abcdefghijklmnopqrstuvwxyz";
+    specs.push((alpha.to_owned(), vec![alpha.to_owned(), long]));
+    specs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    #[test]
+    fn specs_are_exec_safe() {
+        for (comm, argv) in odd_specs() {
+            assert!(!comm.contains('\0'));
+            assert!(!argv.is_empty());
+            assert!(argv.iter().all(|a| CString::new(a.as_str()).is_ok()));
+        }
+    }
+}
