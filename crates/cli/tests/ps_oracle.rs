@@ -23,11 +23,25 @@ struct Out {
 }
 
 fn run(program: &str, prefix: &[&str], args: &[&str], locale: &str) -> Out {
-    let o = Command::new(program)
+    run_cols(program, prefix, args, locale, None)
+}
+
+fn run_cols(
+    program: &str,
+    prefix: &[&str],
+    args: &[&str],
+    locale: &str,
+    cols: Option<&str>,
+) -> Out {
+    let mut cmd = Command::new(program);
+    match cols {
+        Some(c) => cmd.env("COLUMNS", c),
+        None => cmd.env_remove("COLUMNS"),
+    };
+    let o = cmd
         .args(prefix)
         .args(args)
         .env("LC_ALL", locale)
-        .env_remove("COLUMNS")
         .env_remove("PS_FORMAT")
         .env_remove("PS_PERSONALITY")
         .output()
@@ -402,6 +416,31 @@ fn selections_pick_the_same_rows_as_procps() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn narrow_screens_cut_like_procps() {
+    let load = spawn_load();
+    let pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
+    let mut failures = Vec::new();
+    for cols in ["30", "50", "80", "132"] {
+        for args in [
+            &["-ef"][..],
+            &["aux"],
+            &["-eLf"],
+            &["-eo", "pid,user,args,comm"],
+            &["axjf"],
+        ] {
+            let ours = run_cols(TASKSNAP, &["ps"], args, "C.UTF-8", Some(cols));
+            let theirs = run_cols("ps", &[], args, "C.UTF-8", Some(cols));
+            let (h1, r1) = load_rows(&ours.stdout, &pids);
+            let (h2, r2) = load_rows(&theirs.stdout, &pids);
+            if h1 != h2 || r1 != r2 || r1.is_empty() {
+                failures.push(format!("COLUMNS={cols} {args:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
 }
 
 #[test]

@@ -276,6 +276,30 @@ fn missing_truncated_and_unreadable_files_are_counted_not_fatal() {
 }
 
 #[test]
+fn an_unreadable_file_leaves_its_group_empty() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    build(dir.path());
+    // A directory where io should be: read() fails with EISDIR, which (like EACCES for
+    // another user's io) means "this group is not available", not "the task is gone".
+    fs::create_dir_all(dir.path().join("4032/io")).expect("mkdir");
+    let mut c = collector(dir.path());
+    let snap = c
+        .snapshot(&Query::new(
+            Selector::Pid(4032),
+            groups(|g| {
+                g.base = true;
+                g.io = true;
+            }),
+        ))
+        .expect("snapshot");
+    assert_eq!(snap.tasks.len(), 1, "the task is still listed");
+    assert!(snap.tasks[0].io.is_none());
+    assert!(snap.tasks[0].base.is_some());
+    assert_eq!(snap.stats.denied, 1);
+    assert_eq!(snap.stats.vanished, 0);
+}
+
+#[test]
 fn a_missing_root_is_an_error() {
     let err = ProcfsCollector::with_root("/nonexistent/proc").expect_err("must fail");
     assert!(err.to_string().contains("/nonexistent/proc"), "{err}");

@@ -1180,9 +1180,8 @@ fn my_tty() -> u32 {
         .map_or(0, |st| st.tty_nr as u32)
 }
 
-/// The terminal's height (for `--headers`), 24 when unknown, `LINES` wins.
-fn screen_rows() -> usize {
-    let mut rows = 24usize;
+/// The terminal size procps uses: the first of stdout, stderr, stdin that is a terminal.
+fn terminal_size() -> Option<(usize, usize)> {
     for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO, libc::STDIN_FILENO] {
         let mut ws = libc::winsize {
             ws_row: 0,
@@ -1193,47 +1192,34 @@ fn screen_rows() -> usize {
         // SAFETY: TIOCGWINSZ writes a winsize into the valid struct we pass.
         let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
         if rc != -1 && ws.ws_col > 0 && ws.ws_row > 0 {
-            rows = ws.ws_row as usize;
-            break;
+            return Some((ws.ws_col as usize, ws.ws_row as usize));
         }
     }
-    if let Ok(Ok(t)) = std::env::var("LINES").map(|l| l.parse::<i64>()) {
-        if t > 0 && (t as usize) < OUTBUF_SIZE {
-            rows = t as usize;
-        }
-    }
-    rows
+    None
 }
 
-/// procps set_screen_size: the terminal's width, unlimited when not a terminal, `COLUMNS`.
+/// A positive size from the environment (`COLUMNS`, `LINES`), as procps accepts it.
+fn env_size(name: &str) -> Option<usize> {
+    let t = std::env::var(name).ok()?.parse::<i64>().ok()?;
+    (t > 0 && (t as usize) < OUTBUF_SIZE).then_some(t as usize)
+}
+
+/// The terminal's height (for `--headers`), 24 when unknown; `LINES` wins.
+fn screen_rows() -> usize {
+    env_size("LINES").unwrap_or_else(|| terminal_size().map_or(24, |(_, rows)| rows))
+}
+
+/// procps set_screen_size: the terminal's width, unlimited when stdout is not a terminal;
+/// `COLUMNS` wins.
 fn screen_cols() -> usize {
-    let mut cols = 80usize;
-    for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO, libc::STDIN_FILENO] {
-        let mut ws = libc::winsize {
-            ws_row: 0,
-            ws_col: 0,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: TIOCGWINSZ writes a winsize into the valid struct we pass.
-        let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
-        if rc != -1 && ws.ws_col > 0 && ws.ws_row > 0 {
-            cols = ws.ws_col as usize;
-            break;
-        }
+    if let Some(cols) = env_size("COLUMNS") {
+        return cols;
     }
     // SAFETY: isatty only inspects the descriptor.
     if unsafe { libc::isatty(libc::STDOUT_FILENO) } == 0 {
-        cols = OUTBUF_SIZE;
+        return OUTBUF_SIZE;
     }
-    if let Ok(c) = std::env::var("COLUMNS") {
-        if let Ok(t) = c.parse::<i64>() {
-            if t > 0 && (t as usize) < OUTBUF_SIZE {
-                cols = t as usize;
-            }
-        }
-    }
-    cols
+    terminal_size().map_or(80, |(cols, _)| cols)
 }
 
 fn finish(mut p: P) -> R<Settings> {
