@@ -5,6 +5,8 @@
 //! how tests feed it fake kernels).
 #![deny(missing_docs)]
 
+pub mod bpf;
+pub mod choice;
 pub mod procfs;
 mod sys;
 

@@ -100,6 +100,7 @@ struct P {
     user_is_number: bool,
     unix_f: bool,
     bsd_c: bool,
+    backend: Backend,
     output: Output,
     verbose: bool,
     my_tty: u32,
@@ -194,6 +195,7 @@ impl P {
             user_is_number: false,
             unix_f: false,
             bsd_c: false,
+            backend: Backend::Auto,
             output: Output::Text,
             verbose: false,
             my_tty,
@@ -694,6 +696,12 @@ impl P {
                 _ => return err("--output must be followed by text, json or csv"),
             },
             "verbose" => self.verbose = true,
+            "backend" => match grab(self).as_deref() {
+                Some("auto") => self.backend = Backend::Auto,
+                Some("bpf") => self.backend = Backend::Bpf,
+                Some("procfs") => self.backend = Backend::Procfs,
+                _ => return err("--backend must be followed by auto, bpf or procfs"),
+            },
             _ => return err("unknown gnu long option"),
         }
         Ok(())
@@ -1298,6 +1306,7 @@ fn finish(mut p: P) -> R<Settings> {
         output: p.output,
         verbose: p.verbose,
         quick_order,
+        backend: p.backend,
     })
 }
 
@@ -1315,7 +1324,8 @@ procps-ng 4.0 compatible options, for example:
   -w, -ww         wider output           L                list format specifiers
 tasksnap extensions:
   --output json|csv   machine-readable rows
-  --verbose           say which backend ran and what it could not read
+  --verbose           say which backend ran, why, and what it could not read
+  --backend B         auto (default), bpf or procfs
 ";
 
 /// Parses `ps` arguments (after `ps`).

@@ -22,8 +22,6 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::Collector;
 use tasksnap_model::{Groups, Query, Selector, Task};
 
 use format::{Field, Spec};
@@ -191,7 +189,16 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     let proc_root = Path::new("/proc");
     let cols = resolve_columns(s, pid_digits(proc_root));
     let groups = groups_for(s, &cols);
-    let mut collector = ProcfsCollector::new().context("cannot open /proc")?;
+    let choice = tasksnap_collect::choice::choose(match s.backend {
+        settings::Backend::Auto => tasksnap_collect::choice::Preference::Auto,
+        settings::Backend::Bpf => tasksnap_collect::choice::Preference::Bpf,
+        settings::Backend::Procfs => tasksnap_collect::choice::Preference::Procfs,
+    })
+    .context("no collector")?;
+    if s.verbose {
+        eprintln!("tasksnap: {}", choice.reason);
+    }
+    let mut collector = choice.collector;
     let mut tasks: Vec<Task> = Vec::new();
     let mut snap_meta = None;
     for sel in selectors_for(s) {

@@ -70,6 +70,17 @@ pub enum Output {
     Csv,
 }
 
+/// Which collector answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// BPF when it loads and pays off, procfs otherwise.
+    Auto,
+    /// The BPF task iterator (fails when it cannot load).
+    Bpf,
+    /// /proc.
+    Procfs,
+}
+
 /// A sort key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SortKey {
@@ -120,6 +131,8 @@ pub struct Settings {
     pub output: Output,
     /// `--verbose`: diagnostics to stderr.
     pub verbose: bool,
+    /// `--backend`.
+    pub backend: Backend,
     /// `-q`: pids to show, in the order given (procps reads exactly these, in this order).
     pub quick_order: Option<Vec<i32>>,
 }

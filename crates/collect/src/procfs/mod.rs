@@ -165,6 +165,54 @@ impl ProcfsCollector {
         })
     }
 
+    /// Reads `groups` for tasks another backend already listed and returns them keyed by
+    /// (tgid, tid). `no_mm` tasks (kernel threads, zombies) are given an empty command line
+    /// without a read. Used by the BPF backend for what the kernel cannot give it directly.
+    pub fn fill(
+        &self,
+        ids: &[(i32, i32)],
+        groups: Groups,
+    ) -> (std::collections::HashMap<(i32, i32), Task>, SnapshotStats) {
+        let items: Vec<Item> = ids
+            .iter()
+            .map(|&(tgid, tid)| Item {
+                tgid,
+                tid: (tid != tgid).then_some(tid),
+                all_threads: false,
+                leader_as_process: false,
+            })
+            .collect();
+        let (tasks, stats) = pool::read_all(
+            self.root.clone(),
+            self.root_fd.as_raw_fd(),
+            items,
+            pool::Config {
+                groups,
+                units: self.units,
+                workers: self.workers,
+                cmdline_deadline: self.cmdline_deadline,
+                stat_for_cmdline: false,
+            },
+        );
+        (
+            tasks
+                .into_iter()
+                .map(|t| ((t.id.tgid, t.id.tid), t))
+                .collect(),
+            stats,
+        )
+    }
+
+    /// The numeric entries of the root directory: every process visible in this procfs.
+    pub fn list_pids(&self) -> Result<Vec<i32>, Error> {
+        Self::list_ids(&self.root).map_err(|e| self.root_error(e))
+    }
+
+    /// Unit conversions in use.
+    pub fn units(&self) -> Units {
+        self.units
+    }
+
     /// The thread group of task `id`, from its status file.
     fn tgid_of(&self, id: i32) -> Option<i32> {
         let text = std::fs::read(self.root.join(id.to_string()).join("status")).ok()?;
@@ -172,6 +220,11 @@ impl ProcfsCollector {
             .find_map(|l| l.strip_prefix(b"Tgid:"))
             .and_then(|v| std::str::from_utf8(v).ok())
             .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// System boot time, seconds since the epoch (`btime` of the tree's `stat`).
+    pub fn boot_time(&self) -> u64 {
+        self.boot_time_unix_s()
     }
 
     fn boot_time_unix_s(&self) -> u64 {
@@ -215,6 +268,7 @@ impl Collector for ProcfsCollector {
                 units: self.units,
                 workers: self.workers,
                 cmdline_deadline: self.cmdline_deadline,
+                stat_for_cmdline: true,
             },
         );
         if filter {

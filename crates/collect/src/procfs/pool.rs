@@ -28,6 +28,8 @@ pub(crate) struct Config {
     pub units: Units,
     pub workers: usize,
     pub cmdline_deadline: Duration,
+    /// See [`TaskReader::stat_for_cmdline`].
+    pub stat_for_cmdline: bool,
 }
 
 /// Descriptors a reader may hold before one `close_range`.
@@ -122,6 +124,7 @@ fn run_reader(
         (dup, FdBatch::new(None, 1), true)
     };
     let mut reader = TaskReader::new(my_root, cfg.groups, cfg.units, batch);
+    reader.stat_for_cmdline = cfg.stat_for_cmdline;
     let mut progress = SlotProgress { slot: &slot };
     let mut expanded: Vec<i32> = Vec::new();
 

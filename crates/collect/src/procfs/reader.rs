@@ -69,6 +69,9 @@ pub struct TaskReader {
     pub max_cmdline_bytes: usize,
     /// Counters for this reader.
     pub stats: SnapshotStats,
+    /// Read `stat` before `cmdline` to skip kernel threads and zombies. Off when filling in
+    /// groups for tasks another backend already knows (it skips those tasks itself).
+    pub stat_for_cmdline: bool,
     /// The last process's command line, reused for its other threads.
     cmdline_cache: Option<(i32, Vec<u8>)>,
 }
@@ -96,6 +99,7 @@ impl TaskReader {
             fds,
             max_cmdline_bytes: 128 * 1024,
             stats: SnapshotStats::default(),
+            stat_for_cmdline: true,
             cmdline_cache: None,
         }
     }
@@ -197,7 +201,7 @@ impl TaskReader {
         // status gives the exact RSS too: then statm is only read for text/data/shared.
         let mut rss_from_status = false;
 
-        if g.needs_stat_file() || g.cmdline {
+        if g.needs_stat_file() || (g.cmdline && self.stat_for_cmdline) {
             match self.read_small(tgid, tid, "stat") {
                 Ok(n) => match parse::parse_stat(&self.buf[..n]) {
                     Ok(line) => {

@@ -1,0 +1,151 @@
+//! The BPF backend against the procfs backend: `tasksnap ps` must print the same rows either
+//! way for a spawned load (threads, zombies, stopped and D-state tasks, odd names, niced,
+//! real-time, a session leader, a terminal), apart from the columns that move between runs.
+//! Needs root (the backend is only used as root); CI runs it with
+//! TASKSNAP_REQUIRE_PRIVILEGED=1, where a skip is a failure.
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::*;
+
+fn root_or_skip(what: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
+    }
+    eprintln!("SKIP {what}: the BPF backend needs root");
+    false
+}
+
+const FORMATS: &[&[&str]] = &[
+    &["-ef"],
+    &["-eF"],
+    &["-el"],
+    &["-eLf"],
+    &[
+        "-eL",
+        "-o",
+        "pid,lwp,stat,nlwp,pri,ni,rtprio,cls,psr,comm,args",
+    ],
+    &["aux"],
+    &["axjf"],
+    &["-e", "m"],
+    &[
+        "-e",
+        "-o",
+        "pid,ppid,pgid,sid,tpgid,tty,stat,f,uid,euid,ruid,suid,fuid,gid,rgid,sgid",
+    ],
+    &[
+        "-e",
+        "-o",
+        "pid,vsz,sz,rss,maj_flt,min_flt,start,lstart,wchan,comm,args",
+    ],
+    &["-e", "--forest", "-o", "pid,user,comm"],
+];
+
+#[test]
+fn ps_prints_the_same_rows_with_either_backend() {
+    if !root_or_skip("BPF/procfs equivalence") {
+        return;
+    }
+    let load = spawn_load();
+    let extras = Extras::spawn();
+    let mut pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
+    pids.extend(extras.pids());
+    let mut failures = Vec::new();
+    for args in FORMATS {
+        let mut a: Vec<&str> = args.to_vec();
+        a.push("--backend=bpf");
+        let bpf = run(TASKSNAP, &["ps"], &a, "C.UTF-8");
+        a.pop();
+        a.push("--backend=procfs");
+        let procfs = run(TASKSNAP, &["ps"], &a, "C.UTF-8");
+        assert_eq!(
+            bpf.code,
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&bpf.stderr)
+        );
+        let (h1, r1) = load_rows(&bpf.stdout, &pids);
+        let (h2, r2) = load_rows(&procfs.stdout, &pids);
+        if h1 != h2 || r1 != r2 || r1.len() < 20 {
+            let mut msg = format!("{args:?}: {} vs {} rows\n", r1.len(), r2.len());
+            for (x, y) in r1.iter().zip(&r2).filter(|(x, y)| x != y).take(4) {
+                msg += &format!(
+                    "  bpf:    {:?}\n  procfs: {:?}\n",
+                    String::from_utf8_lossy(x),
+                    String::from_utf8_lossy(y)
+                );
+            }
+            failures.push(msg);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn no_process_is_missing_from_a_bpf_snapshot() {
+    if !root_or_skip("BPF coverage") {
+        return;
+    }
+    let before: Vec<i32> = proc_pids();
+    let out = run(
+        TASKSNAP,
+        &["ps"],
+        &["-e", "-o", "pid=", "--backend=bpf"],
+        "C",
+    );
+    let listed: HashSet<i32> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    // Everything /proc listed before the run and still there after it must be listed.
+    let after: HashSet<i32> = proc_pids().into_iter().collect();
+    let missing: Vec<i32> = before
+        .into_iter()
+        .filter(|p| after.contains(p) && !listed.contains(p))
+        .collect();
+    assert!(listed.contains(&1), "pid 1 must be there");
+    assert!(
+        missing.is_empty(),
+        "missing from the BPF snapshot: {missing:?}"
+    );
+}
+
+fn proc_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn an_unavailable_backend_is_a_clear_error() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        let out = run(TASKSNAP, &["ps"], &["-p", "1", "--backend=bpf"], "C");
+        assert_eq!(out.code, Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("BPF backend is unavailable"), "{err}");
+        return;
+    }
+    // As root: asking for procfs must not load BPF, and auto must say what it chose.
+    let out = run(
+        TASKSNAP,
+        &["ps"],
+        &["-p", "1", "--backend=procfs", "--verbose"],
+        "C",
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("procfs: asked for"));
+    let out = run(TASKSNAP, &["ps"], &["-p", "1", "--verbose"], "C");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tasksnap: procfs") || err.contains("tasksnap: bpf"),
+        "{err}"
+    );
+}

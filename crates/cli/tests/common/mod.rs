@@ -1,0 +1,203 @@
+//! Helpers shared by the ps integration tests: running a ps, finding a load's rows in its
+//! output, and the extra processes the load generator does not make.
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::process::Command;
+
+use tasksnap_loadgen::Load;
+
+pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+
+/// Columns whose values move between two runs, by header.
+pub const MOVING: &[&str] = &["%CPU", "C", "TIME", "ELAPSED", "CP"];
+
+pub struct Out {
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+pub fn run(program: &str, prefix: &[&str], args: &[&str], locale: &str) -> Out {
+    run_cols(program, prefix, args, locale, None)
+}
+
+pub fn run_cols(
+    program: &str,
+    prefix: &[&str],
+    args: &[&str],
+    locale: &str,
+    cols: Option<&str>,
+) -> Out {
+    let mut cmd = Command::new(program);
+    match cols {
+        Some(c) => cmd.env("COLUMNS", c),
+        None => cmd.env_remove("COLUMNS"),
+    };
+    let o = cmd
+        .args(prefix)
+        .args(args)
+        .env("LC_ALL", locale)
+        .env_remove("PS_FORMAT")
+        .env_remove("PS_PERSONALITY")
+        .output()
+        .expect("run");
+    Out {
+        code: o.status.code(),
+        stdout: o.stdout,
+        stderr: o.stderr,
+    }
+}
+
+/// Header tokens with their [start, end) byte spans.
+pub fn tokens(header: &[u8]) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < header.len() {
+        if header[i] == b' ' {
+            i += 1;
+            continue;
+        }
+        let s = i;
+        while i < header.len() && header[i] != b' ' {
+            i += 1;
+        }
+        out.push((String::from_utf8_lossy(&header[s..i]).into_owned(), s, i));
+    }
+    out
+}
+
+/// The load's rows (by PID column), with moving columns blanked.
+pub fn load_rows(out: &[u8], pids: &HashSet<i32>) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let mut lines = out.split(|&c| c == b'\n');
+    let header = lines.next().unwrap_or_default().to_vec();
+    let toks = tokens(&header);
+    let pid_end = toks
+        .iter()
+        .find(|(t, _, _)| t == "PID" || t == "PROCESS" || t == "X")
+        .map(|&(_, _, e)| e)
+        .expect("a PID column");
+    let mut rows = Vec::new();
+    for line in lines {
+        if line.len() < pid_end {
+            continue;
+        }
+        let field = String::from_utf8_lossy(&line[..pid_end]);
+        let Some(pid) = field
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !pids.contains(&pid) {
+            continue;
+        }
+        let mut row = line.to_vec();
+        for (k, (name, _, end)) in toks.iter().enumerate() {
+            if MOVING.contains(&name.as_str()) {
+                let start = if k == 0 { 0 } else { toks[k - 1].2 + 1 };
+                for c in row.iter_mut().take(*end).skip(start) {
+                    *c = b'#';
+                }
+            }
+        }
+        rows.push(row);
+    }
+    (header, rows)
+}
+
+/// Processes the load generator does not make: a session leader, niced and real-time tasks,
+/// other scheduling classes, a uid without a passwd entry, and one on a terminal. Killed
+/// (SIGKILL, by pid) on drop.
+pub struct Extras {
+    children: Vec<std::process::Child>,
+}
+
+impl Extras {
+    pub fn spawn() -> Extras {
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut cmds: Vec<Vec<&str>> = vec![
+            vec!["setsid", "sleep", "1000"],
+            vec!["nice", "-n", "5", "sleep", "1000"],
+            vec!["chrt", "-b", "0", "sleep", "1000"],
+            vec!["chrt", "-i", "0", "sleep", "1000"],
+            vec!["script", "-qfc", "sleep 1000", "/dev/null"],
+        ];
+        if root {
+            cmds.push(vec!["nice", "-n", "-5", "sleep", "1000"]);
+            cmds.push(vec!["chrt", "-f", "10", "sleep", "1000"]);
+            cmds.push(vec!["chrt", "-r", "5", "sleep", "1000"]);
+            cmds.push(vec![
+                "setpriv",
+                "--reuid=4242",
+                "--regid=4242",
+                "--clear-groups",
+                "sleep",
+                "1000",
+            ]);
+        }
+        let children = cmds
+            .iter()
+            .filter_map(|c| {
+                Command::new(c[0])
+                    .args(&c[1..])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .ok()
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Extras { children }
+    }
+
+    /// Their pids and those of their children (script's shell and sleep).
+    pub fn pids(&self) -> Vec<i32> {
+        let mut out: Vec<i32> = self.children.iter().map(|c| c.id() as i32).collect();
+        for &p in out.clone().iter() {
+            if let Ok(kids) = std::fs::read_to_string(format!("/proc/{p}/task/{p}/children")) {
+                for k in kids
+                    .split_whitespace()
+                    .filter_map(|k| k.parse::<i32>().ok())
+                {
+                    out.push(k);
+                    if let Ok(g) = std::fs::read_to_string(format!("/proc/{k}/task/{k}/children")) {
+                        out.extend(g.split_whitespace().filter_map(|x| x.parse::<i32>().ok()));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Extras {
+    fn drop(&mut self) {
+        for p in self.pids().into_iter().rev() {
+            // SAFETY: these are our children and their descendants, still unreaped.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn spawn_load() -> Load {
+    Load::spawn(&[
+        "--procs",
+        "4",
+        "--threads",
+        "3",
+        "--odd-names",
+        "--zombies",
+        "2",
+        "--stopped",
+        "2",
+        "--dstate",
+        "--list-pids",
+    ])
+    .expect("spawn the load generator (cargo build --workspace first)")
+}

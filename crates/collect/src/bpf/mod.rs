@@ -1,0 +1,286 @@
+//! The BPF backend: one pass of a task iterator (`iter/task`) returns a binary record per task
+//! (layout in `record.h`, the single source of truth), instead of opening, reading and
+//! parsing several /proc files per task.
+//!
+//! What the kernel gives the iterator directly: identity, base, credentials, CPU times,
+//! faults, sizes and scheduler counters. What it does not (command lines, the executable, I/O
+//! counters, wait channels, exact RSS, supplementary groups, the names of workqueue threads)
+//! is filled from procfs for the tasks that need it ("valid bits": a group is either exact or
+//! read from /proc, never left wrong). Tasks /proc shows that the iterator did not return are
+//! read from /proc too (see [`BpfCollector::snapshot`]).
+//!
+//! The program is loaded once per process; every pass opens a fresh iterator file.
+
+#[cfg(tasksnap_bpf)]
+mod decode;
+
+use std::io::Read;
+
+use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats};
+
+use crate::procfs::ProcfsCollector;
+use crate::{sys, Collector, Error};
+
+#[cfg(tasksnap_bpf)]
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::restriction,
+    clippy::undocumented_unsafe_blocks,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    unsafe_op_in_unsafe_fn,
+    dead_code
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/task_iter.skel.rs"));
+}
+
+/// Why the BPF backend cannot be used here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whether the caller may load BPF programs: root, or CAP_BPF and CAP_PERFMON (Linux 5.8).
+///
+/// Only root is accepted for now: an iterator bypasses procfs's permission checks (hidepid,
+/// ptrace access to other users' command lines), so a non-root caller holding the
+/// capabilities would see more than /proc shows it. Until the backend filters for that, such
+/// a caller gets the procfs backend.
+pub fn privileged() -> Result<(), Unavailable> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(Unavailable(
+            "not root: a BPF task iterator would bypass procfs's permission checks, so \
+             tasksnap uses it only for root"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The level of this process's pid namespace (0 = initial), from the `NSpid` line.
+fn ns_level() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .map(|v| v.split_whitespace().count().saturating_sub(1) as u32)
+        })
+        .unwrap_or(0)
+}
+
+/// The loaded iterator and the procfs reader used to fill in what it cannot give.
+pub struct BpfCollector {
+    #[cfg(tasksnap_bpf)]
+    skel: skel::TaskIterSkel<'static>,
+    #[cfg(tasksnap_bpf)]
+    link: libbpf_rs::Link,
+    procfs: ProcfsCollector,
+    buf: Vec<u8>,
+    /// How long loading took, ns (reported by `-v` and `bench`).
+    pub load_ns: u64,
+}
+
+impl std::fmt::Debug for BpfCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfCollector")
+            .field("load_ns", &self.load_ns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BpfCollector {
+    /// Loads the iterator, or says why it cannot be.
+    pub fn new() -> Result<BpfCollector, Unavailable> {
+        privileged()?;
+        let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
+        Self::load(procfs)
+    }
+
+    #[cfg(not(tasksnap_bpf))]
+    fn load(_procfs: ProcfsCollector) -> Result<BpfCollector, Unavailable> {
+        Err(Unavailable(
+            "this tasksnap was built without the BPF backend (clang was missing at build time)"
+                .into(),
+        ))
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn load(procfs: ProcfsCollector) -> Result<BpfCollector, Unavailable> {
+        use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+
+        let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        // The skeleton borrows its object for its whole life; it lives as long as the process
+        // (loaded once), so the object is leaked on purpose.
+        let object: &'static mut std::mem::MaybeUninit<libbpf_rs::OpenObject> =
+            Box::leak(Box::new(std::mem::MaybeUninit::uninit()));
+        let open = skel::TaskIterSkelBuilder::default()
+            .open(object)
+            .map_err(|e| Unavailable(format!("cannot open the BPF object: {e}")))?;
+        let mut open = open;
+        if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+            ro.ns_level = ns_level();
+        }
+        let skel = open.load().map_err(|e| {
+            Unavailable(format!(
+                "the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"
+            ))
+        })?;
+        let link = skel
+            .progs
+            .dump_task
+            .attach()
+            .map_err(|e| Unavailable(format!("cannot attach the task iterator: {e}")))?;
+        let load_ns = sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start);
+        Ok(BpfCollector {
+            skel,
+            link,
+            procfs,
+            buf: Vec::with_capacity(1 << 20),
+            load_ns,
+        })
+    }
+
+    /// One pass of the iterator with `groups`, raw records into `self.buf`.
+    #[cfg(tasksnap_bpf)]
+    fn pass(&mut self, groups: u32) -> Result<(), Error> {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            bss.groups = groups;
+        }
+        let mut iter = libbpf_rs::Iter::new(&self.link)
+            .map_err(|e| Error::Unsupported(format!("cannot open the task iterator: {e}")))?;
+        self.buf.clear();
+        iter.read_to_end(&mut self.buf)
+            .map_err(|source| Error::Root {
+                path: "bpf task iterator".into(),
+                source,
+            })?;
+        Ok(())
+    }
+
+    #[cfg(not(tasksnap_bpf))]
+    fn pass(&mut self, _groups: u32) -> Result<(), Error> {
+        Err(Error::Unsupported("built without the BPF backend".into()))
+    }
+
+    /// The raw bytes of one pass with base (and `cred`/`stat` when asked) records: the cost of
+    /// the iterator alone, for `bench`.
+    pub fn raw_pass(&mut self, cred: bool, stat: bool) -> Result<usize, Error> {
+        self.pass(1 | if cred { 2 } else { 0 } | if stat { 4 } else { 0 })?;
+        Ok(self.buf.len())
+    }
+}
+
+impl Collector for BpfCollector {
+    fn name(&self) -> &'static str {
+        "bpf"
+    }
+
+    /// One iterator pass, assembled into the tasks the query selects; then the groups the
+    /// kernel cannot give are read from /proc for those tasks only, and any task /proc lists
+    /// that the iterator did not return is read from /proc entirely. (On this kind of VM the
+    /// iterator does not return pid 1: reconciling with the /proc listing keeps every task
+    /// /proc shows in the snapshot.)
+    fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        self.snapshot_impl(query)
+    }
+}
+
+impl BpfCollector {
+    #[cfg(not(tasksnap_bpf))]
+    fn snapshot_impl(&mut self, _query: &Query) -> Result<Snapshot, Error> {
+        Err(Error::Unsupported("built without the BPF backend".into()))
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn snapshot_impl(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
+        let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let mut groups = query.groups;
+        if matches!(
+            query.selector,
+            Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_)
+        ) {
+            groups.base = true;
+        }
+        self.pass(decode::group_bits(&groups))?;
+        let units = self.procfs.units();
+        let records = decode::records(&self.buf).map_err(Error::Unsupported)?;
+        let mut tasks = decode::assemble(&records, query, &groups, units);
+        let mut stats = SnapshotStats::default();
+
+        // Tasks /proc lists that the iterator did not return.
+        if !query.wants_threads() {
+            if let Selector::AllProcesses
+            | Selector::ChildrenOf(_)
+            | Selector::Session(_)
+            | Selector::ProcessGroup(_) = query.selector
+            {
+                let seen: std::collections::HashSet<i32> =
+                    records.iter().map(|r| r.hdr.tgid as i32).collect();
+                for pid in self.procfs.list_pids()? {
+                    if !seen.contains(&pid) {
+                        let mut q = Query::new(Selector::Pid(pid), groups);
+                        q.leader_as_process = query.leader_as_process;
+                        let snap = self.procfs.snapshot(&q)?;
+                        tasks.extend(snap.tasks);
+                    }
+                }
+            }
+        } else if let Selector::AllThreads = query.selector {
+            let seen: std::collections::HashSet<i32> =
+                records.iter().map(|r| r.hdr.tgid as i32).collect();
+            for pid in self.procfs.list_pids()? {
+                if !seen.contains(&pid) {
+                    let mut q = Query::new(Selector::ThreadsOf(pid), groups);
+                    q.leader_as_process = query.leader_as_process;
+                    tasks.extend(self.procfs.snapshot(&q)?.tasks);
+                }
+            }
+        } else if let Selector::Pid(p) | Selector::ThreadsOf(p) = query.selector {
+            if tasks.is_empty() {
+                let mut q = Query::new(query.selector.clone(), groups);
+                q.leader_as_process = query.leader_as_process;
+                tasks = self.procfs.snapshot(&q)?.tasks;
+            }
+            let _ = p;
+        }
+        decode::filter(&mut tasks, query);
+
+        // Groups the iterator cannot give: read them from /proc for these tasks.
+        let fill = decode::procfs_groups(&groups);
+        if fill != Groups::default() {
+            let ids: Vec<(i32, i32)> = tasks
+                .iter()
+                .filter(|t| t.cmdline.is_none() || !decode::no_mm(t))
+                .map(|t| (t.id.tgid, t.id.tid))
+                .collect();
+            let (filled, fill_stats) = self.procfs.fill(&ids, fill);
+            stats.denied += fill_stats.denied;
+            stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
+            decode::merge(&mut tasks, filled, &fill);
+        }
+        if !query.groups.base {
+            for t in &mut tasks {
+                t.base = None;
+            }
+        }
+        tasks.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        Ok(Snapshot {
+            taken_at_unix_ns,
+            taken_at_boottime_ns,
+            boot_time_unix_s: self.procfs.boot_time(),
+            backend: "bpf",
+            tasks,
+            stats,
+        })
+    }
+}

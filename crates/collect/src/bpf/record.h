@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one definition of the records the task iterator writes and user space reads
+ * (crates/collect/src/bpf/mod.rs). The Rust side does not restate this layout: libbpf-cargo
+ * generates its types from this file's BTF (see the layout anchors in task_iter.bpf.c).
+ *
+ * A record is a ts_hdr followed by one block per group bit set in ts_hdr.groups, in the
+ * order of the bits (BASE, CRED, STAT, SCHED). Every block is 8-byte aligned and fixed-size.
+ */
+#ifndef TASKSNAP_RECORD_H
+#define TASKSNAP_RECORD_H
+
+#define TS_GROUP_BASE  (1u << 0)
+#define TS_GROUP_CRED  (1u << 1)
+#define TS_GROUP_STAT  (1u << 2)
+#define TS_GROUP_SCHED (1u << 3)
+
+struct ts_hdr {
+	__u32 tid;		/* pid in the reader's pid namespace */
+	__u32 tgid;		/* tgid in the reader's pid namespace */
+	__u64 start_boottime_ns;
+	__u32 groups;		/* TS_GROUP_* blocks that follow */
+	__u32 global_tid;	/* task->pid, for reconciling with /proc in the init namespace */
+};
+
+struct ts_base {
+	__u32 ppid;
+	__u32 pgid;
+	__u32 sid;
+	__u32 tty_nr;		/* new_encode_dev(tty) as /proc/PID/stat */
+	__s32 tpgid;
+	__u32 flags;		/* PF_* */
+	__u32 state;		/* task->__state */
+	__u32 exit_state;
+	__s32 prio;
+	__s32 static_prio;
+	__u32 policy;
+	__u32 rt_priority;
+	__s32 nr_threads;
+	__s32 cpu;
+	char comm[16];
+};
+
+struct ts_cred {
+	__u32 uid, euid, suid, fsuid;
+	__u32 gid, egid, sgid, fsgid;
+};
+
+struct ts_stat {
+	__u64 utime_ns;		/* raw tick-sampled, this thread */
+	__u64 stime_ns;
+	__u64 sum_exec_runtime_ns;
+	__u64 prev_utime_ns;	/* task->prev_cputime: what /proc last reported for the thread */
+	__u64 prev_stime_ns;
+	__u64 sig_utime_ns;	/* signal: threads that already exited */
+	__u64 sig_stime_ns;
+	__u64 sig_sum_sched_runtime_ns;
+	__u64 sig_prev_utime_ns;	/* signal->prev_cputime: last reported for the process */
+	__u64 sig_prev_stime_ns;
+	__u64 cutime_ns;
+	__u64 cstime_ns;
+	__u64 min_flt, maj_flt, cmin_flt, cmaj_flt;
+	__u64 sig_min_flt, sig_maj_flt;
+	__u64 total_vm_pages;
+	__u64 rss_pages;	/* approximate, as /proc/PID/stat's rss */
+};
+
+struct ts_sched {
+	__u64 sum_exec_runtime_ns;
+	__u64 run_delay_ns;
+	__u64 pcount;
+	__u64 nvcsw;
+	__u64 nivcsw;
+};
+
+#endif

@@ -1,0 +1,99 @@
+//! Which collector answers: the rules, kept apart from the collectors themselves.
+//!
+//! `auto` takes the BPF iterator when it can load and the host has enough tasks for its load
+//! time (13-30 ms, mostly CO-RE relocation against the kernel's BTF) to pay off; otherwise the
+//! procfs reader, which starts instantly. The reason for the choice is kept for `-v`.
+
+use std::path::Path;
+
+use crate::bpf::BpfCollector;
+use crate::procfs::ProcfsCollector;
+use crate::{Collector, Error};
+
+/// What the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preference {
+    /// The faster one that works.
+    Auto,
+    /// The BPF iterator, or an error saying why not.
+    Bpf,
+    /// /proc.
+    Procfs,
+}
+
+/// Below this many tasks a one-shot procfs read is done before the BPF program has loaded
+/// (measured: docs/benchmarks.md, "backend crossover").
+pub const AUTO_MIN_TASKS: u64 = 2000;
+
+/// A chosen collector and why it was chosen.
+pub struct Choice {
+    /// The collector.
+    pub collector: Box<dyn Collector>,
+    /// One line for `--verbose`.
+    pub reason: String,
+}
+
+impl std::fmt::Debug for Choice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Choice")
+            .field("collector", &self.collector.name())
+            .field("reason", &self.reason)
+            .finish()
+    }
+}
+
+/// The number of tasks (threads) on the system: the denominator of /proc/loadavg's 4th field.
+pub fn task_count(proc_root: &Path) -> Option<u64> {
+    let s = std::fs::read_to_string(proc_root.join("loadavg")).ok()?;
+    s.split_whitespace().nth(3)?.split('/').nth(1)?.parse().ok()
+}
+
+/// Picks a collector for `pref`.
+pub fn choose(pref: Preference) -> Result<Choice, Error> {
+    let procfs = |reason: String| -> Result<Choice, Error> {
+        Ok(Choice {
+            collector: Box::new(ProcfsCollector::new()?),
+            reason,
+        })
+    };
+    match pref {
+        Preference::Procfs => procfs("procfs: asked for with --backend procfs".into()),
+        Preference::Bpf => match BpfCollector::new() {
+            Ok(b) => {
+                let reason = format!(
+                    "bpf: asked for with --backend bpf (loaded in {:.1} ms)",
+                    b.load_ns as f64 / 1e6
+                );
+                Ok(Choice {
+                    collector: Box::new(b),
+                    reason,
+                })
+            }
+            Err(why) => Err(Error::Unsupported(format!(
+                "the BPF backend is unavailable: {why}"
+            ))),
+        },
+        Preference::Auto => {
+            let tasks = task_count(Path::new("/proc")).unwrap_or(0);
+            if tasks < AUTO_MIN_TASKS {
+                return procfs(format!(
+                    "procfs: {tasks} tasks, fewer than {AUTO_MIN_TASKS}: reading /proc is done \
+                     before the BPF program would have loaded"
+                ));
+            }
+            match BpfCollector::new() {
+                Ok(b) => {
+                    let reason = format!(
+                        "bpf: {tasks} tasks (loaded in {:.1} ms)",
+                        b.load_ns as f64 / 1e6
+                    );
+                    Ok(Choice {
+                        collector: Box::new(b),
+                        reason,
+                    })
+                }
+                Err(why) => procfs(format!("procfs: BPF unavailable: {why}")),
+            }
+        }
+    }
+}
