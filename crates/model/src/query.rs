@@ -36,6 +36,8 @@ pub struct Groups {
     pub mem: bool,
     /// Swap and locked memory, and exact RSS and size (`/proc/PID/status`).
     pub mem_status: bool,
+    /// Locked memory (`Stat::locked_bytes`): free for the BPF backend, `status` for procfs.
+    pub locked: bool,
     /// With `mem`: only RSS and size are wanted, so `status` (when read anyway) is enough and
     /// `statm` is skipped.
     pub mem_rss_only: bool,
@@ -64,6 +66,7 @@ impl Groups {
             mem: true,
             mem_status: true,
             mem_rss_only: false,
+            locked: true,
             cmdline: true,
             exe: true,
             io: true,
@@ -80,7 +83,7 @@ impl Groups {
 
     /// True when /proc/PID/status must be read.
     pub fn needs_status_file(&self) -> bool {
-        self.cred_full || self.mem_status || self.sched_switches
+        self.cred_full || self.mem_status || self.sched_switches || self.locked
     }
 }
 

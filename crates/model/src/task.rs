@@ -178,8 +178,11 @@ pub struct Stat {
     pub start_time_ns: u64,
     /// Virtual memory size in bytes (stat's `vsize`; also in [`Mem`]).
     pub vsize_bytes: u64,
-    /// Resident set in bytes (stat's `rss`).
+    /// Resident set in bytes (stat's `rss`: since Linux 6.2 an approximate read of per-CPU
+    /// counters; `Mem::rss_bytes` is exact).
     pub rss_bytes: u64,
+    /// Memory locked with mlock (`VmLck`), when asked for (`Groups::locked`).
+    pub locked_bytes: Option<u64>,
 }
 
 /// Memory (/proc/PID/statm, and `VmSwap` when status is read anyway).

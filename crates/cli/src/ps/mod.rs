@@ -97,7 +97,7 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             | Field::Sgroup
             | Field::Fgroup
             | Field::Supgid => g.cred_full = true,
-            Field::Stat => g.mem_status = true,
+            Field::Stat => g.locked = true,
             Field::Rss | Field::Pmem => g.mem = true,
             Field::Args => g.cmdline = true,
             Field::Comm if s.unix_f => g.cmdline = true,

@@ -37,7 +37,7 @@ pub fn group_bits(g: &Groups) -> u32 {
     if g.cred_effective || g.cred_full {
         bits |= TS_GROUP_CRED;
     }
-    if g.stat {
+    if g.stat || g.locked {
         bits |= TS_GROUP_STAT;
     }
     if g.sched || g.sched_switches {
@@ -213,6 +213,7 @@ fn thread_stat(s: &ts_stat, start_ns: u64, page: u64) -> Stat {
         start_time_ns: start_ns,
         vsize_bytes: s.total_vm_pages * page,
         rss_bytes: s.rss_pages * page,
+        locked_bytes: Some(s.locked_vm_pages * page),
     }
 }
 
@@ -246,6 +247,7 @@ fn process_stat(leader: &ts_stat, threads: &[&ts_stat], start_ns: u64, page: u64
         start_time_ns: start_ns,
         vsize_bytes: leader.total_vm_pages * page,
         rss_bytes: leader.rss_pages * page,
+        locked_bytes: Some(leader.locked_vm_pages * page),
     }
 }
 
@@ -281,7 +283,11 @@ pub fn assemble(records: &[Record], query: &Query, groups: &Groups, units: Units
             });
             t.base = r.base.as_ref().map(to_base);
             t.cred = r.cred.as_ref().map(to_cred);
-            t.stat = if groups.stat { stat } else { None };
+            t.stat = if groups.stat || groups.locked {
+                stat
+            } else {
+                None
+            };
             t.sched = if groups.sched || groups.sched_switches {
                 r.sched.as_ref().map(to_sched)
             } else {
@@ -349,7 +355,7 @@ pub fn procfs_groups(g: &Groups) -> Groups {
     }
 }
 
-/// Copies the /proc-read groups into the tasks, and fixes what the iterator cannot name.
+/// Copies the groups read from /proc into the tasks.
 pub fn merge(tasks: &mut [Task], mut filled: HashMap<(i32, i32), Task>, fill: &Groups) {
     for t in tasks.iter_mut() {
         if fill.cmdline && no_mm(t) {
@@ -378,9 +384,14 @@ pub fn merge(tasks: &mut [Task], mut filled: HashMap<(i32, i32), Task>, fill: &G
                 }
             }
         }
-        // A workqueue worker's /proc comm names the work it runs ("kworker/0:1-events"), and
-        // a kernel thread's shows its full name past 15 bytes (kthread->full_name, Linux
-        // 6.6): task->comm has neither. Read those few names from /proc.
+    }
+}
+
+/// A workqueue worker's /proc comm names the work it runs ("kworker/0:1-events"), and a
+/// kernel thread's shows its full name past 15 bytes (kthread->full_name, Linux 6.6):
+/// task->comm has neither. Those few names are read from /proc.
+pub fn fix_kernel_names(tasks: &mut [Task]) {
+    for t in tasks.iter_mut() {
         if let Some(b) = &mut t.base {
             if b.flags & PF_WQ_WORKER != 0 || (b.kthread && b.comm.len() >= 15) {
                 let path = if t.id.tid == t.id.tgid {

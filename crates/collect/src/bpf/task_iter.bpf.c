@@ -170,6 +170,7 @@ int dump_task(struct bpf_iter__task *ctx)
 			__s64 file, anon, shmem;
 
 			s.total_vm_pages = BPF_CORE_READ(mm, total_vm);
+			s.locked_vm_pages = BPF_CORE_READ(mm, locked_vm);
 			/* get_mm_rss() as /proc/PID/stat reads it: the per-CPU counters' central
 			 * values (approximate since Linux 6.2, commit f1a7941243c1), each clamped
 			 * at 0 like percpu_counter_read_positive(). */

@@ -259,6 +259,7 @@ impl TaskReader {
                     start_time_ns: task.id.start_time_ns,
                     vsize_bytes: line.vsize_bytes,
                     rss_bytes: line.rss_pages.saturating_mul(u.page_size),
+                    locked_bytes: None,
                 });
             }
         }
@@ -292,6 +293,18 @@ impl TaskReader {
                                     effective_only: false,
                                 });
                             }
+                        }
+                        if g.locked {
+                            if let Some(st) = &mut task.stat {
+                                st.locked_bytes = Some(s.vm_lck_kb.unwrap_or(0) * 1024);
+                            }
+                        }
+                        if g.mem && g.mem_rss_only {
+                            // status has the exact RSS too: no statm read needed.
+                            let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
+                            mem.rss_bytes = s.vm_rss_kb.unwrap_or(0) * 1024;
+                            mem.vsize_bytes = s.vm_size_kb.unwrap_or(0) * 1024;
+                            rss_from_status = true;
                         }
                         if g.mem_status {
                             let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
