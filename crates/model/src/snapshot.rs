@@ -19,6 +19,8 @@ pub struct SnapshotStats {
     pub unparsable: u64,
     /// Command lines not read because the task held its mmap lock past the deadline.
     pub cmdline_timeouts: u64,
+    /// The BPF backend had to list /proc to find tasks its iterator did not return.
+    pub reconciled_by_listing: bool,
 }
 
 /// A set of tasks collected together.

@@ -181,8 +181,6 @@ pub struct Stat {
     /// Resident set in bytes (stat's `rss`: since Linux 6.2 an approximate read of per-CPU
     /// counters; `Mem::rss_bytes` is exact).
     pub rss_bytes: u64,
-    /// Memory locked with mlock (`VmLck`), when asked for (`Groups::locked`).
-    pub locked_bytes: Option<u64>,
 }
 
 /// Memory (/proc/PID/statm, and `VmSwap` when status is read anyway).
@@ -254,6 +252,8 @@ pub struct Task {
     /// Command line arguments, raw (NUL-separated as in /proc/PID/cmdline). Empty for kernel
     /// threads and zombies. `None` when not asked for or unreadable.
     pub cmdline: Option<Vec<u8>>,
+    /// Memory locked with mlock (`VmLck`), when asked for (`Groups::locked`).
+    pub locked_bytes: Option<u64>,
     /// True when the cmdline read was abandoned because the task's mmap lock was held too long.
     pub cmdline_timed_out: bool,
     /// Path of the executable (/proc/PID/exe), when asked for and readable.
@@ -277,6 +277,7 @@ impl Task {
             stat: None,
             mem: None,
             cmdline: None,
+            locked_bytes: None,
             cmdline_timed_out: false,
             exe: None,
             io: None,

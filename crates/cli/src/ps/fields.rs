@@ -273,8 +273,8 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 if b.nice > 0 {
                     s.push(b'N');
                 }
-                let locked = stat
-                    .and_then(|s| s.locked_bytes)
+                let locked = t
+                    .locked_bytes
                     .or_else(|| t.mem.as_ref().and_then(|m| m.locked_bytes));
                 if locked.unwrap_or(0) > 0 {
                     s.push(b'L');

@@ -71,7 +71,6 @@ pub fn resolve_columns(s: &Settings, pid_len: usize) -> Vec<Column> {
 fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
     let mut g = Groups {
         base: true,
-        stat: true,
         cred_effective: true,
         ..Groups::default()
     };
@@ -99,6 +98,16 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             | Field::Supgid => g.cred_full = true,
             Field::Stat => g.locked = true,
             Field::Rss | Field::Pmem => g.mem = true,
+            Field::Time
+            | Field::Times
+            | Field::Bsdtime
+            | Field::Pcpu
+            | Field::C
+            | Field::Cp
+            | Field::Vsz
+            | Field::Sz
+            | Field::MajFlt
+            | Field::MinFlt => g.stat = true,
             Field::Args => g.cmdline = true,
             Field::Comm if s.unix_f => g.cmdline = true,
             Field::Wchan => g.wchan = true,

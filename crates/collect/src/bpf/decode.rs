@@ -37,7 +37,7 @@ pub fn group_bits(g: &Groups) -> u32 {
     if g.cred_effective || g.cred_full {
         bits |= TS_GROUP_CRED;
     }
-    if g.stat || g.locked {
+    if g.stat {
         bits |= TS_GROUP_STAT;
     }
     if g.sched || g.sched_switches {
@@ -213,7 +213,6 @@ fn thread_stat(s: &ts_stat, start_ns: u64, page: u64) -> Stat {
         start_time_ns: start_ns,
         vsize_bytes: s.total_vm_pages * page,
         rss_bytes: s.rss_pages * page,
-        locked_bytes: Some(s.locked_vm_pages * page),
     }
 }
 
@@ -247,7 +246,6 @@ fn process_stat(leader: &ts_stat, threads: &[&ts_stat], start_ns: u64, page: u64
         start_time_ns: start_ns,
         vsize_bytes: leader.total_vm_pages * page,
         rss_bytes: leader.rss_pages * page,
-        locked_bytes: Some(leader.locked_vm_pages * page),
     }
 }
 
@@ -258,13 +256,25 @@ pub fn assemble(records: &[Record], query: &Query, groups: &Groups, units: Units
     // /proc reports start times in clock ticks: truncate so identities match across backends.
     let start = |r: &Record| r.hdr.start_boottime_ns / tick_ns * tick_ns;
     let page = units.page_size;
-    let mut by_tgid: HashMap<u32, Vec<&Record>> = HashMap::new();
-    for r in records {
-        by_tgid.entry(r.hdr.tgid).or_default().push(r);
+    // Group the records by process: sort by (tgid, tid) and walk the runs (cheaper than a
+    // map of vectors at 50,000 processes).
+    let mut sorted: Vec<&Record> = records.iter().collect();
+    sorted.sort_unstable_by_key(|r| (r.hdr.tgid, r.hdr.tid));
+    let mut groups_of: Vec<(u32, &[&Record])> = Vec::with_capacity(sorted.len());
+    let mut i = 0;
+    while i < sorted.len() {
+        let tgid = sorted[i].hdr.tgid;
+        let mut j = i + 1;
+        while j < sorted.len() && sorted[j].hdr.tgid == tgid {
+            j += 1;
+        }
+        groups_of.push((tgid, &sorted[i..j]));
+        i = j;
     }
     let threads_view = query.wants_threads();
     let mut out = Vec::new();
-    for (tgid, members) in &by_tgid {
+    for &(tgid, members) in &groups_of {
+        let tgid = &tgid;
         let Some(leader) = members.iter().find(|r| r.hdr.tid == *tgid).copied() else {
             continue;
         };

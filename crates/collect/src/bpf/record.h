@@ -39,6 +39,7 @@ struct ts_base {
 	__s32 nr_threads;
 	__s32 cpu;
 	char comm[16];
+	__u64 locked_vm_pages;	/* mm->locked_vm: VmLck, the STAT column's L */
 };
 
 struct ts_cred {
@@ -63,7 +64,6 @@ struct ts_stat {
 	__u64 sig_min_flt, sig_maj_flt;
 	__u64 total_vm_pages;
 	__u64 rss_pages;	/* approximate, as /proc/PID/stat's rss */
-	__u64 locked_vm_pages;	/* mm->locked_vm: VmLck */
 };
 
 struct ts_sched {

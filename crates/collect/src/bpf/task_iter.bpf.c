@@ -127,6 +127,8 @@ int dump_task(struct bpf_iter__task *ctx)
 		b.rt_priority = BPF_CORE_READ(t, rt_priority);
 		b.nr_threads = BPF_CORE_READ(sig, nr_threads);
 		b.cpu = BPF_CORE_READ(t, thread_info.cpu);
+		if (BPF_CORE_READ(t, mm))
+			b.locked_vm_pages = BPF_CORE_READ(t, mm, locked_vm);
 		bpf_probe_read_kernel_str(b.comm, sizeof(b.comm), t->comm);
 		bpf_seq_write(seq, &b, sizeof(b));
 	}
@@ -170,7 +172,6 @@ int dump_task(struct bpf_iter__task *ctx)
 			__s64 file, anon, shmem;
 
 			s.total_vm_pages = BPF_CORE_READ(mm, total_vm);
-			s.locked_vm_pages = BPF_CORE_READ(mm, locked_vm);
 			/* get_mm_rss() as /proc/PID/stat reads it: the per-CPU counters' central
 			 * values (approximate since Linux 6.2, commit f1a7941243c1), each clamped
 			 * at 0 like percpu_counter_read_positive(). */

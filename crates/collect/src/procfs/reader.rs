@@ -259,7 +259,6 @@ impl TaskReader {
                     start_time_ns: task.id.start_time_ns,
                     vsize_bytes: line.vsize_bytes,
                     rss_bytes: line.rss_pages.saturating_mul(u.page_size),
-                    locked_bytes: None,
                 });
             }
         }
@@ -295,9 +294,7 @@ impl TaskReader {
                             }
                         }
                         if g.locked {
-                            if let Some(st) = &mut task.stat {
-                                st.locked_bytes = Some(s.vm_lck_kb.unwrap_or(0) * 1024);
-                            }
+                            task.locked_bytes = Some(s.vm_lck_kb.unwrap_or(0) * 1024);
                         }
                         if g.mem && g.mem_rss_only {
                             // status has the exact RSS too: no statm read needed.
