@@ -303,8 +303,14 @@ mod probe_tests {
         let recs = decode::records(&c.buf).expect("records");
         let seen: std::collections::HashSet<u32> = recs.iter().map(|r| r.hdr.tgid).collect();
         let pids = c.procfs.list_pids().expect("pids");
-        let missing: Vec<i32> = pids.into_iter().filter(|p| !seen.contains(&(*p as u32))).collect();
-        eprintln!("{} records; missing from the iterator: {missing:?}", recs.len());
+        let missing: Vec<i32> = pids
+            .into_iter()
+            .filter(|p| !seen.contains(&(*p as u32)))
+            .collect();
+        eprintln!(
+            "{} records; missing from the iterator: {missing:?}",
+            recs.len()
+        );
         for r in recs.iter().take(3) {
             eprintln!("{:?}", r.hdr);
         }

@@ -40,10 +40,17 @@ struct tty_struct___pre60 {
 	struct pid *pgrp;
 } __attribute__((preserve_access_index));
 
+/*
+ * Fields are read by direct access: the iterator hands the program a trusted BTF pointer,
+ * and loads through it (and through the pointers read from it) compile to exception-table
+ * protected loads, several times cheaper than a bpf_probe_read_kernel() helper call each
+ * (which is what BPF_CORE_READ expands to). BPF_CORE_READ is kept for the fallbacks of
+ * renamed fields, which are dead code on current kernels.
+ */
 static __always_inline __u32 task_state(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
+		return t->__state;
 	return (__u32)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
@@ -51,13 +58,14 @@ static __always_inline __u32 task_state(struct task_struct *t)
 static __always_inline __u32 nr_in_ns(struct pid *pid)
 {
 	struct upid upid = {};
-	__u32 level;
 
 	if (!pid)
 		return 0;
-	level = BPF_CORE_READ(pid, level);
-	if (level < ns_level)
+	if (ns_level == 0)
+		return pid->numbers[0].nr;
+	if (pid->level < ns_level)
 		return 0;
+	/* A variable index needs a helper read. */
 	if (bpf_core_read(&upid, sizeof(upid), &pid->numbers[ns_level]))
 		return 0;
 	return upid.nr;
@@ -69,8 +77,8 @@ static __always_inline __u32 tty_nr(struct tty_struct *tty)
 
 	if (!tty)
 		return 0;
-	major = BPF_CORE_READ(tty, driver, major);
-	minor = BPF_CORE_READ(tty, driver, minor_start) + BPF_CORE_READ(tty, index);
+	major = tty->driver->major;
+	minor = tty->driver->minor_start + tty->index;
 	/* new_encode_dev() */
 	return (minor & 0xff) | (major << 8) | ((minor & ~0xffu) << 12);
 }
@@ -82,7 +90,7 @@ static __always_inline __s32 tty_pgrp(struct tty_struct *tty)
 	if (!tty)
 		return -1;
 	if (bpf_core_field_exists(tty->ctrl))
-		pgrp = BPF_CORE_READ(tty, ctrl.pgrp);
+		pgrp = tty->ctrl.pgrp;
 	else
 		pgrp = BPF_CORE_READ((struct tty_struct___pre60 *)tty, pgrp);
 	/* /proc: pid_nr_ns(tty_get_pgrp(tty)), which is 0 for a tty without a process group */
@@ -95,89 +103,98 @@ int dump_task(struct bpf_iter__task *ctx)
 	struct seq_file *seq = ctx->meta->seq;
 	struct task_struct *t = ctx->task;
 	struct signal_struct *sig;
+	struct mm_struct *mm;
 	struct ts_hdr hdr = {};
 
 	if (!t)
 		return 0;
-	hdr.tid = nr_in_ns(BPF_CORE_READ(t, thread_pid));
-	hdr.tgid = nr_in_ns(BPF_CORE_READ(t, group_leader, thread_pid));
+	if (ns_level == 0) {
+		hdr.tid = t->pid;
+		hdr.tgid = t->tgid;
+	} else {
+		hdr.tid = nr_in_ns(t->thread_pid);
+		hdr.tgid = nr_in_ns(t->group_leader->thread_pid);
+	}
 	if (!hdr.tid)
 		return 0;
-	hdr.start_boottime_ns = BPF_CORE_READ(t, start_boottime);
+	hdr.start_boottime_ns = t->start_boottime;
 	hdr.groups = groups;
-	hdr.global_tid = BPF_CORE_READ(t, pid);
+	hdr.global_tid = t->pid;
 	bpf_seq_write(seq, &hdr, sizeof(hdr));
-	sig = BPF_CORE_READ(t, signal);
+	sig = t->signal;
+	mm = t->mm;
 
 	if (groups & TS_GROUP_BASE) {
 		struct ts_base b = {};
-		struct tty_struct *tty = BPF_CORE_READ(sig, tty);
+		struct tty_struct *tty = sig->tty;
 
-		b.ppid = nr_in_ns(BPF_CORE_READ(t, real_parent, group_leader, thread_pid));
-		b.pgid = nr_in_ns(BPF_CORE_READ(sig, pids[PIDTYPE_PGID]));
-		b.sid = nr_in_ns(BPF_CORE_READ(sig, pids[PIDTYPE_SID]));
+		if (ns_level == 0)
+			b.ppid = t->real_parent->tgid;
+		else
+			b.ppid = nr_in_ns(t->real_parent->group_leader->thread_pid);
+		b.pgid = nr_in_ns(sig->pids[PIDTYPE_PGID]);
+		b.sid = nr_in_ns(sig->pids[PIDTYPE_SID]);
 		b.tty_nr = tty_nr(tty);
 		b.tpgid = tty_pgrp(tty);
-		b.flags = BPF_CORE_READ(t, flags);
+		b.flags = t->flags;
 		b.state = task_state(t);
-		b.exit_state = BPF_CORE_READ(t, exit_state);
-		b.prio = BPF_CORE_READ(t, prio);
-		b.static_prio = BPF_CORE_READ(t, static_prio);
-		b.policy = BPF_CORE_READ(t, policy);
-		b.rt_priority = BPF_CORE_READ(t, rt_priority);
-		b.nr_threads = BPF_CORE_READ(sig, nr_threads);
-		b.cpu = BPF_CORE_READ(t, thread_info.cpu);
-		if (BPF_CORE_READ(t, mm))
-			b.locked_vm_pages = BPF_CORE_READ(t, mm, locked_vm);
-		bpf_probe_read_kernel_str(b.comm, sizeof(b.comm), t->comm);
+		b.exit_state = t->exit_state;
+		b.prio = t->prio;
+		b.static_prio = t->static_prio;
+		b.policy = t->policy;
+		b.rt_priority = t->rt_priority;
+		b.nr_threads = sig->nr_threads;
+		b.cpu = t->thread_info.cpu;
+		__builtin_memcpy(b.comm, t->comm, sizeof(b.comm));
+		if (mm)
+			b.locked_vm_pages = mm->locked_vm;
 		bpf_seq_write(seq, &b, sizeof(b));
 	}
 	if (groups & TS_GROUP_CRED) {
 		struct ts_cred c = {};
-		const struct cred *cred = BPF_CORE_READ(t, real_cred);
+		const struct cred *cred = t->real_cred;
 
-		c.uid = BPF_CORE_READ(cred, uid.val);
-		c.euid = BPF_CORE_READ(cred, euid.val);
-		c.suid = BPF_CORE_READ(cred, suid.val);
-		c.fsuid = BPF_CORE_READ(cred, fsuid.val);
-		c.gid = BPF_CORE_READ(cred, gid.val);
-		c.egid = BPF_CORE_READ(cred, egid.val);
-		c.sgid = BPF_CORE_READ(cred, sgid.val);
-		c.fsgid = BPF_CORE_READ(cred, fsgid.val);
+		c.uid = cred->uid.val;
+		c.euid = cred->euid.val;
+		c.suid = cred->suid.val;
+		c.fsuid = cred->fsuid.val;
+		c.gid = cred->gid.val;
+		c.egid = cred->egid.val;
+		c.sgid = cred->sgid.val;
+		c.fsgid = cred->fsgid.val;
 		bpf_seq_write(seq, &c, sizeof(c));
 	}
 	if (groups & TS_GROUP_STAT) {
 		struct ts_stat s = {};
-		struct mm_struct *mm = BPF_CORE_READ(t, mm);
 
-		s.utime_ns = BPF_CORE_READ(t, utime);
-		s.stime_ns = BPF_CORE_READ(t, stime);
-		s.sum_exec_runtime_ns = BPF_CORE_READ(t, se.sum_exec_runtime);
-		s.prev_utime_ns = BPF_CORE_READ(t, prev_cputime.utime);
-		s.prev_stime_ns = BPF_CORE_READ(t, prev_cputime.stime);
-		s.sig_utime_ns = BPF_CORE_READ(sig, utime);
-		s.sig_stime_ns = BPF_CORE_READ(sig, stime);
-		s.sig_sum_sched_runtime_ns = BPF_CORE_READ(sig, sum_sched_runtime);
-		s.sig_prev_utime_ns = BPF_CORE_READ(sig, prev_cputime.utime);
-		s.sig_prev_stime_ns = BPF_CORE_READ(sig, prev_cputime.stime);
-		s.cutime_ns = BPF_CORE_READ(sig, cutime);
-		s.cstime_ns = BPF_CORE_READ(sig, cstime);
-		s.min_flt = BPF_CORE_READ(t, min_flt);
-		s.maj_flt = BPF_CORE_READ(t, maj_flt);
-		s.cmin_flt = BPF_CORE_READ(sig, cmin_flt);
-		s.cmaj_flt = BPF_CORE_READ(sig, cmaj_flt);
-		s.sig_min_flt = BPF_CORE_READ(sig, min_flt);
-		s.sig_maj_flt = BPF_CORE_READ(sig, maj_flt);
+		s.utime_ns = t->utime;
+		s.stime_ns = t->stime;
+		s.sum_exec_runtime_ns = t->se.sum_exec_runtime;
+		s.prev_utime_ns = t->prev_cputime.utime;
+		s.prev_stime_ns = t->prev_cputime.stime;
+		s.sig_utime_ns = sig->utime;
+		s.sig_stime_ns = sig->stime;
+		s.sig_sum_sched_runtime_ns = sig->sum_sched_runtime;
+		s.sig_prev_utime_ns = sig->prev_cputime.utime;
+		s.sig_prev_stime_ns = sig->prev_cputime.stime;
+		s.cutime_ns = sig->cutime;
+		s.cstime_ns = sig->cstime;
+		s.min_flt = t->min_flt;
+		s.maj_flt = t->maj_flt;
+		s.cmin_flt = sig->cmin_flt;
+		s.cmaj_flt = sig->cmaj_flt;
+		s.sig_min_flt = sig->min_flt;
+		s.sig_maj_flt = sig->maj_flt;
 		if (mm) {
 			__s64 file, anon, shmem;
 
-			s.total_vm_pages = BPF_CORE_READ(mm, total_vm);
+			s.total_vm_pages = mm->total_vm;
 			/* get_mm_rss() as /proc/PID/stat reads it: the per-CPU counters' central
 			 * values (approximate since Linux 6.2, commit f1a7941243c1), each clamped
 			 * at 0 like percpu_counter_read_positive(). */
-			file = BPF_CORE_READ(mm, rss_stat[MM_FILEPAGES].count);
-			anon = BPF_CORE_READ(mm, rss_stat[MM_ANONPAGES].count);
-			shmem = BPF_CORE_READ(mm, rss_stat[MM_SHMEMPAGES].count);
+			file = mm->rss_stat[MM_FILEPAGES].count;
+			anon = mm->rss_stat[MM_ANONPAGES].count;
+			shmem = mm->rss_stat[MM_SHMEMPAGES].count;
 			s.rss_pages = (file > 0 ? file : 0) + (anon > 0 ? anon : 0) +
 				      (shmem > 0 ? shmem : 0);
 		}
@@ -186,11 +203,11 @@ int dump_task(struct bpf_iter__task *ctx)
 	if (groups & TS_GROUP_SCHED) {
 		struct ts_sched sc = {};
 
-		sc.sum_exec_runtime_ns = BPF_CORE_READ(t, se.sum_exec_runtime);
-		sc.run_delay_ns = BPF_CORE_READ(t, sched_info.run_delay);
-		sc.pcount = BPF_CORE_READ(t, sched_info.pcount);
-		sc.nvcsw = BPF_CORE_READ(t, nvcsw);
-		sc.nivcsw = BPF_CORE_READ(t, nivcsw);
+		sc.sum_exec_runtime_ns = t->se.sum_exec_runtime;
+		sc.run_delay_ns = t->sched_info.run_delay;
+		sc.pcount = t->sched_info.pcount;
+		sc.nvcsw = t->nvcsw;
+		sc.nivcsw = t->nivcsw;
 		bpf_seq_write(seq, &sc, sizeof(sc));
 	}
 	return 0;
