@@ -149,3 +149,45 @@ fn an_unavailable_backend_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_non_root_caller_never_gets_the_iterator() {
+    if !root_or_skip("non-root BPF refusal (runs tasksnap as nobody)") {
+        return;
+    }
+    // The iterator bypasses procfs's checks (other users' command lines under ptrace rules,
+    // hidepid): tasksnap must not serve a non-root caller from it.
+    // A copy nobody can execute wherever the checkout lives.
+    let bin = std::env::temp_dir().join(format!("tasksnap-nobody-{}", std::process::id()));
+    std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let bin_str = bin.to_string_lossy().into_owned();
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                &bin_str,
+                "ps",
+            ])
+            .args(args)
+            .output()
+            .expect("setpriv")
+    };
+    let out = as_nobody(&["-p", "1", "--backend=bpf"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("BPF backend is unavailable") && err.contains("not root"),
+        "{err}"
+    );
+    let out = as_nobody(&["-e", "-o", "pid=", "--verbose"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tasksnap: procfs"),
+        "auto must pick procfs for nobody: {err}"
+    );
+    let _ = std::fs::remove_file(&bin);
+}
