@@ -4,6 +4,7 @@
 //! `ps` takes procps-style arguments verbatim (`tasksnap ps aux`, `tasksnap ps -eLf`), so it
 //! bypasses clap and parses them itself.
 
+mod doctor;
 mod ps;
 
 use std::ffi::OsString;
@@ -16,6 +17,8 @@ Usage: tasksnap <COMMAND> [ARGS...]
 
 Commands:
   ps       list processes (procps-ng compatible options: -ef, aux, -eLf, -o ..., --forest)
+  doctor   what this host offers (BPF, BTF, privileges, hidepid, delay accounting) and what
+           reading /proc costs here; exit code 1 when something is wrong
 
 Options:
   -h, --help     print this help
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
     let cmd = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
     match cmd {
         "ps" => ps::main(&args[2..]),
+        "doctor" => doctor::main(),
         "-V" | "--version" => {
             println!("tasksnap {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -1,0 +1,226 @@
+//! `tasksnap doctor`: what this host offers tasksnap and what it costs to observe, as collectl
+//! checks at start-up: kernel, BPF (usable, or exactly why not), BTF, privileges, hidepid,
+//! delay accounting, task counts, the time a /proc/stat read and a per-task /proc read take,
+//! and which backend `ps` will use. Exit code 0 when nothing is wrong, 1 when something is.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use tasksnap_collect::bpf::BpfCollector;
+use tasksnap_collect::choice::{self, Preference};
+use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::Collector;
+use tasksnap_model::{Groups, Query, Selector};
+
+/// A /proc/stat read slower than this is reported (collectl warns about slow /proc/stat:
+/// on some kernels its per-CPU interrupt sums made it 50x slower on many-core hosts).
+const SLOW_PROC_STAT_US: f64 = 2_000.0;
+/// A per-task /proc/PID/stat read slower than this is reported.
+const SLOW_PER_TASK_US: f64 = 50.0;
+
+fn line(name: &str, text: impl AsRef<str>) {
+    println!("{name:<12} {}", text.as_ref());
+}
+
+fn kernel() -> String {
+    let mut u = std::mem::MaybeUninit::<libc::utsname>::zeroed();
+    // SAFETY: uname fills the struct it is given; on failure it stays zeroed.
+    let u = unsafe {
+        libc::uname(u.as_mut_ptr());
+        u.assume_init()
+    };
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!("{} ({})", field(&u.release), field(&u.machine))
+}
+
+/// Effective capabilities by name, from /proc/self/status.
+fn capabilities() -> Vec<&'static str> {
+    let eff = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0);
+    [
+        (19, "CAP_SYS_PTRACE"),
+        (21, "CAP_SYS_ADMIN"),
+        (38, "CAP_PERFMON"),
+        (39, "CAP_BPF"),
+        (12, "CAP_NET_ADMIN"),
+    ]
+    .into_iter()
+    .filter(|(bit, _)| eff & (1u64 << bit) != 0)
+    .map(|(_, name)| name)
+    .collect()
+}
+
+fn hidepid() -> String {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let opts: Vec<&str> = mounts
+        .lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some("/proc"))
+        .filter_map(|l| l.split_whitespace().nth(3))
+        .collect();
+    match opts
+        .iter()
+        .flat_map(|o| o.split(','))
+        .find(|o| o.starts_with("hidepid="))
+    {
+        Some(h) => format!("{h}: other users' processes are hidden from non-root callers"),
+        None => "off (/proc mounted without hidepid)".into(),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Runs the checks and prints the report.
+pub fn main() -> ExitCode {
+    let mut problems: Vec<String> = Vec::new();
+    line("kernel", kernel());
+
+    let btf = Path::new("/sys/kernel/btf/vmlinux");
+    match std::fs::metadata(btf) {
+        Ok(m) => line(
+            "btf",
+            format!("{} ({:.1} MB)", btf.display(), m.len() as f64 / 1e6),
+        ),
+        Err(_) => {
+            line(
+                "btf",
+                "missing: the kernel was built without CONFIG_DEBUG_INFO_BTF",
+            );
+            problems.push("no kernel BTF: the BPF backend cannot load".into());
+        }
+    }
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let caps = capabilities();
+    line(
+        "privileges",
+        format!(
+            "{} ({})",
+            if root { "root" } else { "not root" },
+            if caps.is_empty() {
+                "no capabilities".to_string()
+            } else {
+                caps.join(" ")
+            }
+        ),
+    );
+    match BpfCollector::new() {
+        Ok(b) => line(
+            "bpf",
+            format!(
+                "usable: task iterator loaded in {:.1} ms",
+                b.load_ns as f64 / 1e6
+            ),
+        ),
+        Err(why) => {
+            line("bpf", format!("unavailable: {why}"));
+            if root {
+                problems.push(format!("BPF unavailable as root: {why}"));
+            }
+        }
+    }
+    let unpriv =
+        std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled").unwrap_or_default();
+    line(
+        "unpriv bpf",
+        format!("kernel.unprivileged_bpf_disabled = {}", unpriv.trim()),
+    );
+    line("hidepid", hidepid());
+    match std::fs::read_to_string("/proc/sys/kernel/task_delayacct").map(|s| s.trim().to_string()) {
+        Ok(v) if v == "1" => line(
+            "delayacct",
+            "on: per-task I/O and CPU wait delays are accounted",
+        ),
+        Ok(_) => line(
+            "delayacct",
+            "off: `states` without BPF cannot split sleeping from disk waits exactly; enable with \
+             `sysctl -w kernel.task_delayacct=1` (tasks started afterwards are accounted)",
+        ),
+        Err(_) => line("delayacct", "unknown (no /proc/sys/kernel/task_delayacct)"),
+    }
+
+    let threads = choice::task_count(Path::new("/proc")).unwrap_or(0);
+    let mut procfs = match ProcfsCollector::new() {
+        Ok(p) => p,
+        Err(e) => {
+            line("procfs", format!("unreadable: {e}"));
+            return ExitCode::from(1);
+        }
+    };
+    let processes = procfs.list_pids().map(|p| p.len()).unwrap_or(0);
+    line("tasks", format!("{processes} processes, {threads} threads"));
+
+    let stat_us = median(
+        (0..21)
+            .map(|_| {
+                let t = Instant::now();
+                let _ = std::fs::read("/proc/stat");
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect(),
+    );
+    line(
+        "/proc/stat",
+        format!("read in {stat_us:.0} µs (median of 21)"),
+    );
+    if stat_us > SLOW_PROC_STAT_US {
+        problems.push(format!(
+            "/proc/stat takes {stat_us:.0} µs to read: every sampling tool pays it"
+        ));
+    }
+
+    let q = Query::new(
+        Selector::AllProcesses,
+        Groups {
+            base: true,
+            stat: true,
+            ..Groups::default()
+        },
+    );
+    let t = Instant::now();
+    let n = procfs.snapshot(&q).map(|s| s.tasks.len()).unwrap_or(0);
+    let elapsed = t.elapsed();
+    let per_task = elapsed.as_secs_f64() * 1e6 / n.max(1) as f64;
+    line(
+        "per task",
+        format!(
+            "/proc/PID/stat of {n} processes in {:.1} ms: {per_task:.1} µs per process",
+            elapsed.as_secs_f64() * 1e3
+        ),
+    );
+    if per_task > SLOW_PER_TASK_US {
+        problems.push(format!("reading /proc costs {per_task:.0} µs per process"));
+    }
+    match choice::choose(Preference::Auto) {
+        Ok(c) => line("ps backend", c.reason),
+        Err(e) => {
+            line("ps backend", format!("none: {e}"));
+            problems.push("no backend".into());
+        }
+    }
+    if problems.is_empty() {
+        line("problems", "none");
+        ExitCode::SUCCESS
+    } else {
+        for p in &problems {
+            line("problem", p);
+        }
+        ExitCode::from(1)
+    }
+}
