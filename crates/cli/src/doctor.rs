@@ -120,12 +120,16 @@ pub fn main() -> ExitCode {
             }
         ),
     );
-    match BpfCollector::new() {
+    match BpfCollector::with_cmdline(true) {
         Ok(b) => line(
             "bpf",
             format!(
-                "usable: task iterator loaded in {:.1} ms",
-                b.load_ns as f64 / 1e6
+                "usable: task iterator loaded in {:.1} ms; command lines {}",
+                b.load_ns as f64 / 1e6,
+                match &b.cmdline_from_procfs {
+                    None => "from the sleepable iterator".to_string(),
+                    Some(why) => format!("from /proc ({why})"),
+                }
             ),
         ),
         Err(why) => {
@@ -207,7 +211,7 @@ pub fn main() -> ExitCode {
     if per_task > SLOW_PER_TASK_US {
         problems.push(format!("reading /proc costs {per_task:.0} µs per process"));
     }
-    match choice::choose(Preference::Auto) {
+    match choice::choose(Preference::Auto, true) {
         Ok(c) => line("ps backend", c.reason),
         Err(e) => {
             line("ps backend", format!("none: {e}"));

@@ -49,7 +49,7 @@ pub fn task_count(proc_root: &Path) -> Option<u64> {
 }
 
 /// Picks a collector for `pref`.
-pub fn choose(pref: Preference) -> Result<Choice, Error> {
+pub fn choose(pref: Preference, cmdline: bool) -> Result<Choice, Error> {
     let procfs = |reason: String| -> Result<Choice, Error> {
         Ok(Choice {
             collector: Box::new(ProcfsCollector::new()?),
@@ -58,7 +58,7 @@ pub fn choose(pref: Preference) -> Result<Choice, Error> {
     };
     match pref {
         Preference::Procfs => procfs("procfs: asked for with --backend procfs".into()),
-        Preference::Bpf => match BpfCollector::new() {
+        Preference::Bpf => match BpfCollector::with_cmdline(cmdline) {
             Ok(b) => {
                 let reason = format!(
                     "bpf: asked for with --backend bpf (loaded in {:.1} ms)",
@@ -81,7 +81,7 @@ pub fn choose(pref: Preference) -> Result<Choice, Error> {
                      before the BPF program would have loaded"
                 ));
             }
-            match BpfCollector::new() {
+            match BpfCollector::with_cmdline(cmdline) {
                 Ok(b) => {
                     let reason = format!(
                         "bpf: {tasks} tasks (loaded in {:.1} ms)",

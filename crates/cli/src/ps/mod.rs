@@ -198,11 +198,14 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     let proc_root = Path::new("/proc");
     let cols = resolve_columns(s, pid_digits(proc_root));
     let groups = groups_for(s, &cols);
-    let choice = tasksnap_collect::choice::choose(match s.backend {
-        settings::Backend::Auto => tasksnap_collect::choice::Preference::Auto,
-        settings::Backend::Bpf => tasksnap_collect::choice::Preference::Bpf,
-        settings::Backend::Procfs => tasksnap_collect::choice::Preference::Procfs,
-    })
+    let choice = tasksnap_collect::choice::choose(
+        match s.backend {
+            settings::Backend::Auto => tasksnap_collect::choice::Preference::Auto,
+            settings::Backend::Bpf => tasksnap_collect::choice::Preference::Bpf,
+            settings::Backend::Procfs => tasksnap_collect::choice::Preference::Procfs,
+        },
+        groups.cmdline,
+    )
     .context("no collector")?;
     if s.verbose {
         eprintln!("tasksnap: {}", choice.reason);

@@ -30,6 +30,29 @@ pub struct Record {
     pub sched: Option<ts_sched>,
 }
 
+/// `ts_cmd_hdr` flag: read this command line from /proc.
+const TS_CMD_UNREAD: u32 = 1;
+
+/// Parses the command-line pass: tgid -> argument bytes, leaving out flagged ones.
+pub fn cmdlines(buf: &[u8]) -> HashMap<i32, Vec<u8>> {
+    let mut out = HashMap::with_capacity(buf.len() / 64);
+    let mut at = 0;
+    while at < buf.len() {
+        let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(buf, &mut at) else {
+            break;
+        };
+        let len = h.len as usize;
+        let Some(data) = buf.get(at..at + len) else {
+            break;
+        };
+        at += len;
+        if h.flags & TS_CMD_UNREAD == 0 {
+            out.insert(h.tgid as i32, data.to_vec());
+        }
+    }
+    out
+}
+
 /// The iterator blocks a query needs. Base is always asked for: it is small and tells which
 /// tasks have no user memory (no command line to read).
 pub fn group_bits(g: &Groups) -> u32 {

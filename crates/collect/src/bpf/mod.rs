@@ -14,6 +14,7 @@
 #[cfg(tasksnap_bpf)]
 mod decode;
 
+use std::collections::HashMap;
 use std::io::Read;
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats};
@@ -40,6 +41,10 @@ mod skel {
 /// How many tasks may be missing from a pass (forks and exits while it runs) before the
 /// /proc listing is consulted to find them.
 const RECONCILE_SLACK: u64 = 64;
+
+/// How long the command-line pass may take before /proc is used instead.
+#[cfg(tasksnap_bpf)]
+const CMDLINE_PASS_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// Why the BPF backend cannot be used here.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +92,11 @@ pub struct BpfCollector {
     skel: skel::TaskIterSkel<'static>,
     #[cfg(tasksnap_bpf)]
     link: libbpf_rs::Link,
+    /// The command-line iterator, when it loaded.
+    #[cfg(tasksnap_bpf)]
+    cmd_link: Option<libbpf_rs::Link>,
+    /// Why command lines come from /proc, when they do.
+    pub cmdline_from_procfs: Option<String>,
     procfs: ProcfsCollector,
     buf: Vec<u8>,
     /// How long loading took, ns (reported by `-v` and `bench`).
@@ -104,13 +114,19 @@ impl std::fmt::Debug for BpfCollector {
 impl BpfCollector {
     /// Loads the iterator, or says why it cannot be.
     pub fn new() -> Result<BpfCollector, Unavailable> {
+        Self::with_cmdline(false)
+    }
+
+    /// Loads the iterator and, when `cmdline`, the sleepable command-line iterator too (when
+    /// that one cannot load, command lines come from /proc and `cmdline_from_procfs` says why).
+    pub fn with_cmdline(cmdline: bool) -> Result<BpfCollector, Unavailable> {
         privileged()?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
-        Self::load(procfs)
+        Self::load(procfs, cmdline)
     }
 
     #[cfg(not(tasksnap_bpf))]
-    fn load(_procfs: ProcfsCollector) -> Result<BpfCollector, Unavailable> {
+    fn load(_procfs: ProcfsCollector, _cmdline: bool) -> Result<BpfCollector, Unavailable> {
         Err(Unavailable(
             "this tasksnap was built without the BPF backend (clang was missing at build time)"
                 .into(),
@@ -118,35 +134,67 @@ impl BpfCollector {
     }
 
     #[cfg(tasksnap_bpf)]
-    fn load(procfs: ProcfsCollector) -> Result<BpfCollector, Unavailable> {
+    fn open_and_load(cmdline: bool) -> Result<skel::TaskIterSkel<'static>, Unavailable> {
         use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 
-        let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
         // The skeleton borrows its object for its whole life; it lives as long as the process
         // (loaded once), so the object is leaked on purpose.
         let object: &'static mut std::mem::MaybeUninit<libbpf_rs::OpenObject> =
             Box::leak(Box::new(std::mem::MaybeUninit::uninit()));
-        let open = skel::TaskIterSkelBuilder::default()
+        let mut open = skel::TaskIterSkelBuilder::default()
             .open(object)
             .map_err(|e| Unavailable(format!("cannot open the BPF object: {e}")))?;
-        let mut open = open;
         if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
             ro.ns_level = ns_level();
         }
-        let skel = open.load().map_err(|e| {
+        // One program that fails verification fails the whole object: load only what the
+        // run needs.
+        open.progs.dump_cmdline.set_autoload(cmdline);
+        open.load().map_err(|e| {
             Unavailable(format!(
                 "the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"
             ))
-        })?;
+        })
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn load(procfs: ProcfsCollector, cmdline: bool) -> Result<BpfCollector, Unavailable> {
+        let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let mut cmdline_from_procfs = None;
+        let skel = match Self::open_and_load(cmdline) {
+            Ok(s) => s,
+            Err(why) if cmdline => {
+                // The sleepable iterator needs Linux 5.18: keep the rest.
+                cmdline_from_procfs = Some(why.0);
+                Self::open_and_load(false)?
+            }
+            Err(why) => return Err(why),
+        };
         let link = skel
             .progs
             .dump_task
             .attach()
             .map_err(|e| Unavailable(format!("cannot attach the task iterator: {e}")))?;
+        let cmd_link = if cmdline && cmdline_from_procfs.is_none() {
+            match skel.progs.dump_cmdline.attach() {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    cmdline_from_procfs = Some(format!("cannot attach the cmdline iterator: {e}"));
+                    None
+                }
+            }
+        } else {
+            if !cmdline {
+                cmdline_from_procfs = Some("not loaded".into());
+            }
+            None
+        };
         let load_ns = sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start);
         Ok(BpfCollector {
             skel,
             link,
+            cmd_link,
+            cmdline_from_procfs,
             procfs,
             buf: Vec::with_capacity(1 << 20),
             load_ns,
@@ -168,6 +216,28 @@ impl BpfCollector {
                 source,
             })?;
         Ok(())
+    }
+
+    /// The command-line pass, on its own thread under `deadline`: it takes each target's mmap
+    /// lock, and one process stuck in mmap must not stall the listing. `None` when there is
+    /// no command-line iterator or the pass missed the deadline (the abandoned thread finishes
+    /// on its own); the caller then reads command lines from /proc, where a watchdog
+    /// abandons the one read that blocks.
+    #[cfg(tasksnap_bpf)]
+    fn cmdline_pass(&mut self, deadline: std::time::Duration) -> Option<HashMap<i32, Vec<u8>>> {
+        let link = self.cmd_link.as_ref()?;
+        let mut iter = libbpf_rs::Iter::new(link).ok()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("tasksnap-cmdline".into())
+            .spawn(move || {
+                let mut buf = Vec::with_capacity(1 << 20);
+                let r = iter.read_to_end(&mut buf).map(|_| buf);
+                let _ = tx.send(r);
+            })
+            .ok()?;
+        let buf = rx.recv_timeout(deadline).ok()?.ok()?;
+        Some(decode::cmdlines(&buf))
     }
 
     #[cfg(not(tasksnap_bpf))]
@@ -260,12 +330,35 @@ impl BpfCollector {
         }
         decode::filter(&mut tasks, query);
 
+        // Command lines from the sleepable iterator, when it is there and finishes in time.
+        let mut fill_groups = groups;
+        if groups.cmdline {
+            if let Some(cmds) = self.cmdline_pass(CMDLINE_PASS_DEADLINE) {
+                for t in tasks.iter_mut() {
+                    if decode::no_mm(t) {
+                        t.cmdline = Some(Vec::new());
+                    } else if let Some(c) = cmds.get(&t.id.tgid) {
+                        t.cmdline = Some(c.clone());
+                    }
+                }
+                // What is still missing (flagged, or born after the pass) is read from /proc.
+                fill_groups.cmdline = tasks.iter().any(|t| t.cmdline.is_none());
+            } else if self.cmd_link.is_some() {
+                stats.cmdline_timeouts += 1;
+            }
+        }
+
         // Groups the iterator cannot give: read them from /proc for these tasks.
-        let fill = decode::procfs_groups(&groups);
+        let fill = decode::procfs_groups(&fill_groups);
         if fill != Groups::default() {
+            let only_cmdline = fill
+                == Groups {
+                    cmdline: true,
+                    ..Groups::default()
+                };
             let ids: Vec<(i32, i32)> = tasks
                 .iter()
-                .filter(|t| t.cmdline.is_none() || !decode::no_mm(t))
+                .filter(|t| !only_cmdline || (t.cmdline.is_none() && !decode::no_mm(t)))
                 .map(|t| (t.id.tgid, t.id.tid))
                 .collect();
             let (filled, fill_stats) = self.procfs.fill(&ids, fill);

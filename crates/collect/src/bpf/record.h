@@ -74,4 +74,16 @@ struct ts_sched {
 	__u64 nivcsw;
 };
 
+/* The command-line pass (iter.s/task): one ts_cmd_hdr per process, followed by len bytes of
+ * its argument area, NULs included, exactly as /proc/PID/cmdline returns it. */
+#define TS_CMDLINE_MAX 4096
+#define TS_CMD_UNREAD     (1u << 0)	/* too long, unreadable, or setproctitle: read /proc */
+
+struct ts_cmd_hdr {
+	__u32 tgid;
+	__u32 len;
+	__u32 flags;
+	__u32 pad;
+};
+
 #endif

@@ -29,6 +29,20 @@ struct ts_base ts_base_layout = {};
 struct ts_cred ts_cred_layout = {};
 struct ts_stat ts_stat_layout = {};
 struct ts_sched ts_sched_layout = {};
+struct ts_cmd_hdr ts_cmd_hdr_layout = {};
+
+struct cmd_buf {
+	struct ts_cmd_hdr hdr;
+	char data[TS_CMDLINE_MAX];
+};
+
+/* Scratch space for one command line: too big for the 512-byte BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cmd_buf);
+} cmd_scratch SEC(".maps");
 
 /* Linux 5.14 (commit 2f064a59a11f) renamed task_struct::state to __state. */
 struct task_struct___pre514 {
@@ -210,5 +224,58 @@ int dump_task(struct bpf_iter__task *ctx)
 		sc.nivcsw = t->nivcsw;
 		bpf_seq_write(seq, &sc, sizeof(sc));
 	}
+	return 0;
+}
+
+/*
+ * The command-line pass: a sleepable iterator (Linux 5.18: iter.s/task and
+ * bpf_copy_from_user_task) copies each process's argument area, as get_mm_cmdline() does for
+ * /proc/PID/cmdline. It takes the target's mmap lock like /proc does, so user space runs this
+ * pass under a deadline. Cases /proc treats specially are flagged for a /proc read instead:
+ * an argument area of TS_CMDLINE_MAX bytes or more, and one whose last byte is not NUL (the
+ * process rewrote its arguments, setproctitle-style, and /proc then reads on into the
+ * environment area).
+ */
+SEC("iter.s/task")
+int dump_cmdline(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *t = ctx->task;
+	struct mm_struct *mm;
+	struct cmd_buf *buf;
+	unsigned long start, end, len;
+	__u32 zero = 0;
+
+	if (!t || t->pid != t->tgid)
+		return 0;
+	buf = bpf_map_lookup_elem(&cmd_scratch, &zero);
+	if (!buf)
+		return 0;
+	buf->hdr.tgid = ns_level == 0 ? t->tgid : nr_in_ns(t->group_leader->thread_pid);
+	buf->hdr.len = 0;
+	buf->hdr.flags = 0;
+	mm = t->mm;
+	if (!mm || (t->flags & 0x00200000 /* PF_KTHREAD */)) {
+		bpf_seq_write(seq, &buf->hdr, sizeof(buf->hdr));
+		return 0;
+	}
+	start = mm->arg_start;
+	end = mm->arg_end;
+	len = end > start ? end - start : 0;
+	if (len > TS_CMDLINE_MAX - 1) {
+		buf->hdr.flags |= TS_CMD_UNREAD;
+		len = 0;
+	}
+	if (len > 0) {
+		if (bpf_copy_from_user_task(buf->data, len, (void *)start, t, 0)) {
+			buf->hdr.flags |= TS_CMD_UNREAD;
+			len = 0;
+		} else if (buf->data[(len - 1) & (TS_CMDLINE_MAX - 1)] != 0) {
+			buf->hdr.flags |= TS_CMD_UNREAD;
+			len = 0;
+		}
+	}
+	buf->hdr.len = len;
+	bpf_seq_write(seq, buf, sizeof(buf->hdr) + (len & (TS_CMDLINE_MAX - 1)));
 	return 0;
 }

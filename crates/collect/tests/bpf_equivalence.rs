@@ -1,0 +1,134 @@
+//! The BPF and procfs collectors against each other on a load this test spawns: every shared
+//! field agrees (CPU times within a tick or two: they move), command lines are byte-identical,
+//! and no task is missing either way. Root only; CI runs it with TASKSNAP_REQUIRE_PRIVILEGED=1.
+
+use std::collections::HashMap;
+
+use tasksnap_collect::bpf::BpfCollector;
+use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::Collector;
+use tasksnap_loadgen::Load;
+use tasksnap_model::{Groups, Query, Selector, Task};
+
+fn root_or_skip(what: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
+    }
+    eprintln!("SKIP {what}: the BPF backend needs root");
+    false
+}
+
+fn by_id(tasks: Vec<Task>) -> HashMap<(i32, i32), Task> {
+    tasks
+        .into_iter()
+        .map(|t| ((t.id.tgid, t.id.tid), t))
+        .collect()
+}
+
+#[test]
+fn both_backends_agree_on_a_spawned_load() {
+    if !root_or_skip("BPF/procfs snapshot equivalence") {
+        return;
+    }
+    let load = Load::spawn(&[
+        "--procs",
+        "20",
+        "--threads",
+        "4",
+        "--odd-names",
+        "--zombies",
+        "2",
+        "--stopped",
+        "2",
+        "--dstate",
+        "--list-pids",
+    ])
+    .expect("spawn the load generator (cargo build --workspace first)");
+    let pids = load.info.known_pids();
+    let groups = Groups {
+        base: true,
+        cred_full: true,
+        stat: true,
+        cmdline: true,
+        sched: true,
+        ..Groups::default()
+    };
+    let mut bpf = BpfCollector::with_cmdline(true).expect("BPF loads as root");
+    assert!(
+        bpf.cmdline_from_procfs.is_none(),
+        "{:?}",
+        bpf.cmdline_from_procfs
+    );
+    let mut procfs = ProcfsCollector::new().expect("procfs");
+    for (selector, what) in [
+        (Selector::AllProcesses, "processes"),
+        (Selector::AllThreads, "threads"),
+    ] {
+        let mut q = Query::new(selector, groups);
+        q.leader_as_process = true;
+        let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+        let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
+        let mut checked = 0;
+        for (key, pt) in &p {
+            if !pids.contains(&key.0) {
+                continue;
+            }
+            let bt = b
+                .get(key)
+                .unwrap_or_else(|| panic!("{what}: {key:?} missing from BPF"));
+            assert_eq!(bt.id, pt.id, "identity of {key:?}");
+            let (bb, pb) = (
+                bt.base.as_ref().expect("base"),
+                pt.base.as_ref().expect("base"),
+            );
+            assert_eq!(bb, pb, "base of {key:?}");
+            assert_eq!(
+                bt.cred
+                    .as_ref()
+                    .map(|c| (c.ruid, c.euid, c.suid, c.fsuid, c.rgid, c.egid)),
+                pt.cred
+                    .as_ref()
+                    .map(|c| (c.ruid, c.euid, c.suid, c.fsuid, c.rgid, c.egid)),
+                "cred of {key:?}"
+            );
+            assert_eq!(bt.cmdline, pt.cmdline, "cmdline of {key:?}");
+            let (bs, ps) = (
+                bt.stat.as_ref().expect("stat"),
+                pt.stat.as_ref().expect("stat"),
+            );
+            assert_eq!(
+                (bs.start_time_ns, bs.vsize_bytes, bs.majflt),
+                (ps.start_time_ns, ps.vsize_bytes, ps.majflt),
+                "stat of {key:?}"
+            );
+            // Sleeping test processes barely move; allow two ticks for the ones that just ran.
+            let tick = 10_000_000;
+            assert!(
+                bs.utime_ns.abs_diff(ps.utime_ns) <= 2 * tick,
+                "utime of {key:?}: {} vs {}",
+                bs.utime_ns,
+                ps.utime_ns
+            );
+            assert!(
+                bs.stime_ns.abs_diff(ps.stime_ns) <= 2 * tick,
+                "stime of {key:?}: {} vs {}",
+                bs.stime_ns,
+                ps.stime_ns
+            );
+            assert!(bs.minflt.abs_diff(ps.minflt) <= 64, "minflt of {key:?}");
+            checked += 1;
+        }
+        assert!(checked >= pids.len(), "{what}: checked only {checked}");
+        // Nothing the BPF snapshot has is unknown to /proc (tasks that exited in between aside).
+        for key in b.keys().filter(|k| pids.contains(&k.0)) {
+            assert!(
+                p.contains_key(key),
+                "{what}: {key:?} only in the BPF snapshot"
+            );
+        }
+    }
+}
