@@ -6,7 +6,8 @@
 #   bench/ps.sh [N...]          default: 10000 50000
 #   RUNS=10 bench/ps.sh 50000   hyperfine runs per command
 #
-# Needs root for more than ~30k processes (it raises kernel.pid_max and the task limits).
+# Needs root for more than ~30k processes (it raises kernel.pid_max and the task limits), and
+# for the --backend bpf rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=./target/release/tasksnap
@@ -53,17 +54,20 @@ for N in "${@:-10000 50000}"; do
     echo "load ready: pgid $load_pid, $total processes on the machine"
     hyperfine --style basic --warmup 1 --runs "$RUNS" -N \
       --export-json "$OUT/ps-$n.json" \
-      "ps -ef" "$TS ps -ef" \
-      "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm" \
-      "ps aux" "$TS ps aux" >"$OUT/hyperfine-$n.txt"
-    printf '%-40s %10s %10s %10s\n' command median_ms syscalls peak_rss_kb
-    for cmd in "ps -ef" "$TS ps -ef" "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm" "ps aux" "$TS ps aux"; do
+      "ps -ef" "$TS ps -ef --backend procfs" \
+      "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm --backend procfs" \
+      "ps aux" "$TS ps aux --backend procfs" \
+      "$TS ps -ef --backend bpf" "$TS ps -e -o pid,ppid,user,stat,comm --backend bpf" >"$OUT/hyperfine-$n.txt"
+    printf '%-58s %10s %10s %10s\n' command median_ms syscalls peak_rss_kb
+    for cmd in "ps -ef" "$TS ps -ef --backend procfs" "$TS ps -ef --backend bpf" \
+      "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm --backend procfs" \
+      "$TS ps -e -o pid,ppid,user,stat,comm --backend bpf" "ps aux" "$TS ps aux --backend procfs"; do
       median=$(python3 -c "import json,sys; d=json.load(open('$OUT/ps-$n.json')); print(next('%.1f' % (r['median']*1000) for r in d['results'] if r['command']==sys.argv[1]))" "$cmd")
       # shellcheck disable=SC2086
       sc=$(syscalls $cmd)
       # shellcheck disable=SC2086
       rss=$(peak_rss_kb $cmd)
-      printf '%-40s %10s %10s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$rss"
+      printf '%-58s %10s %10s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$rss"
     done
     exec {LOAD[1]}>&-
     cleanup

@@ -4,6 +4,7 @@
 //! `ps` takes procps-style arguments verbatim (`tasksnap ps aux`, `tasksnap ps -eLf`), so it
 //! bypasses clap and parses them itself.
 
+mod bench;
 mod doctor;
 mod ps;
 
@@ -17,6 +18,8 @@ Usage: tasksnap <COMMAND> [ARGS...]
 
 Commands:
   ps       list processes (procps-ng compatible options: -ef, aux, -eLf, -o ..., --forest)
+  bench    the task_diag article's table on this machine: raw /proc reads, the procfs and
+           BPF collectors (--spawn N starts N processes first, --json for scripts)
   doctor   what this host offers (BPF, BTF, privileges, hidepid, delay accounting) and what
            reading /proc costs here; exit code 1 when something is wrong
 
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
     match cmd {
         "ps" => ps::main(&args[2..]),
         "doctor" => doctor::main(),
+        "bench" => bench::main(&args[2..]),
         "-V" | "--version" => {
             println!("tasksnap {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
