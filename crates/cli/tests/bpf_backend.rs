@@ -191,3 +191,44 @@ fn a_non_root_caller_never_gets_the_iterator() {
     );
     let _ = std::fs::remove_file(&bin);
 }
+
+#[test]
+fn pids_are_namespace_local_inside_a_pid_namespace() {
+    if !root_or_skip("pid namespace translation (unshare --pid)") {
+        return;
+    }
+    let script = format!(
+        "sleep 30 & sleep 0.3; {TASKSNAP} ps -e -o pid,ppid,comm --backend=bpf; echo ---; \
+         {TASKSNAP} ps -e -o pid,ppid,comm --backend=procfs; kill -KILL %1"
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "bash", "-c", &script])
+        .output()
+        .expect("unshare");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (bpf, procfs) = text.split_once("---").expect("both outputs");
+    let sleep_row = |s: &str| {
+        s.lines()
+            .find(|l| l.ends_with(" sleep"))
+            .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+    };
+    let (b, p) = (sleep_row(bpf), sleep_row(procfs));
+    assert!(b.is_some(), "no sleep row under BPF:\n{text}");
+    assert_eq!(b, p, "pid/ppid of the namespace's sleep differ:\n{text}");
+    // Namespace-local numbers are tiny; global ones would not be.
+    let pid: i32 = b
+        .as_deref()
+        .and_then(|r| r.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(-1);
+    assert!((1..100).contains(&pid), "{text}");
+    // The same tasks either way (the two tasksnap runs aside): nothing from outside the
+    // namespace, no task twice under two numbers.
+    let rows = |s: &str| -> std::collections::BTreeSet<String> {
+        s.lines()
+            .filter(|l| !l.trim().is_empty() && !l.ends_with("tasksnap") && !l.contains("PID"))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    assert_eq!(rows(bpf), rows(procfs), "{text}");
+}

@@ -74,18 +74,6 @@ pub fn privileged() -> Result<(), Unavailable> {
     Ok(())
 }
 
-/// The level of this process's pid namespace (0 = initial), from the `NSpid` line.
-fn ns_level() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("NSpid:"))
-                .map(|v| v.split_whitespace().count().saturating_sub(1) as u32)
-        })
-        .unwrap_or(0)
-}
-
 /// The loaded iterator and the procfs reader used to fill in what it cannot give.
 pub struct BpfCollector {
     #[cfg(tasksnap_bpf)]
@@ -144,9 +132,6 @@ impl BpfCollector {
         let mut open = skel::TaskIterSkelBuilder::default()
             .open(object)
             .map_err(|e| Unavailable(format!("cannot open the BPF object: {e}")))?;
-        if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
-            ro.ns_level = ns_level();
-        }
         // One program that fails verification fails the whole object: load only what the
         // run needs.
         open.progs.dump_cmdline.set_autoload(cmdline);
@@ -303,9 +288,12 @@ impl BpfCollector {
             missing.push(1);
             extra_threads += std::fs::read_dir("/proc/1/task").map_or(0, |d| d.count() as u64);
         }
+        // The kernel's task count is global: inside a pid namespace it cannot tell what is
+        // missing, so the listing is always taken there.
+        let in_namespace = records.first().is_some_and(|r| r.hdr.ns_level > 0);
         let total = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(0);
         let have = records.len() as u64 + extra_threads;
-        if have + RECONCILE_SLACK < total {
+        if in_namespace || have + RECONCILE_SLACK < total {
             missing = self
                 .procfs
                 .list_pids()?

@@ -20,7 +20,9 @@ struct ts_hdr {
 	__u32 tgid;		/* tgid in the reader's pid namespace */
 	__u64 start_boottime_ns;
 	__u32 groups;		/* TS_GROUP_* blocks that follow */
-	__u32 global_tid;	/* task->pid, for reconciling with /proc in the init namespace */
+	__u32 global_tid;	/* task->pid, the pid in the initial namespace */
+	__u32 ns_level;		/* level of the reader's pid namespace the pids are from */
+	__u32 pad;
 };
 
 struct ts_base {

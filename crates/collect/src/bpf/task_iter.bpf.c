@@ -15,9 +15,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Level of the reader's pid namespace (0 = initial): pids are translated to it. Set by user
- * space between open and load. */
-const volatile __u32 ns_level = 0;
 /* TS_GROUP_* blocks to write: set by user space before each pass (the program is loaded once
  * per process and serves queries for different groups). */
 __u32 groups = 0;
@@ -68,21 +65,40 @@ static __always_inline __u32 task_state(struct task_struct *t)
 	return (__u32)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
-/* pid_nr_ns(pid, reader's ns): 0 when the pid has no number at that level. */
-static __always_inline __u32 nr_in_ns(struct pid *pid)
+/*
+ * The level of the reader's pid namespace: the iterator walks that namespace
+ * (task_active_pid_ns(current)), but task->pid is the initial namespace's number. Taken from
+ * the reader itself (current->thread_pid->level), not from /proc/self/status, whose NSpid
+ * line is relative to whichever namespace the mounted procfs belongs to.
+ */
+static __always_inline __u32 reader_ns_level(void)
 {
-	struct upid upid = {};
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	return cur->thread_pid->level;
+}
+
+/* pid_nr_ns(pid, reader's ns): 0 when the pid has no number at that level. */
+static __always_inline __u32 nr_in_ns(struct pid *pid, __u32 level)
+{
+	__u32 nr = 0;
 
 	if (!pid)
 		return 0;
-	if (ns_level == 0)
-		return pid->numbers[0].nr;
-	if (pid->level < ns_level)
+	if (level == 0) {
+		nr = pid->numbers[0].nr;
+		/* Keep this load in this branch: merged with the stack load below it would be
+		 * one instruction on two pointer types, which the verifier refuses. */
+		barrier_var(nr);
+		return nr;
+	}
+	if (pid->level < level)
 		return 0;
 	/* A variable index needs a helper read. */
-	if (bpf_core_read(&upid, sizeof(upid), &pid->numbers[ns_level]))
+	if (bpf_core_read(&nr, sizeof(nr), &pid->numbers[level].nr))
 		return 0;
-	return upid.nr;
+	barrier_var(nr);
+	return nr;
 }
 
 static __always_inline __u32 tty_nr(struct tty_struct *tty)
@@ -97,7 +113,7 @@ static __always_inline __u32 tty_nr(struct tty_struct *tty)
 	return (minor & 0xff) | (major << 8) | ((minor & ~0xffu) << 12);
 }
 
-static __always_inline __s32 tty_pgrp(struct tty_struct *tty)
+static __always_inline __s32 tty_pgrp(struct tty_struct *tty, __u32 level)
 {
 	struct pid *pgrp;
 
@@ -108,7 +124,7 @@ static __always_inline __s32 tty_pgrp(struct tty_struct *tty)
 	else
 		pgrp = BPF_CORE_READ((struct tty_struct___pre60 *)tty, pgrp);
 	/* /proc: pid_nr_ns(tty_get_pgrp(tty)), which is 0 for a tty without a process group */
-	return nr_in_ns(pgrp);
+	return nr_in_ns(pgrp, level);
 }
 
 SEC("iter/task")
@@ -119,16 +135,19 @@ int dump_task(struct bpf_iter__task *ctx)
 	struct signal_struct *sig;
 	struct mm_struct *mm;
 	struct ts_hdr hdr = {};
+	__u32 level;
 
 	if (!t)
 		return 0;
-	if (ns_level == 0) {
+	level = reader_ns_level();
+	if (level == 0) {
 		hdr.tid = t->pid;
 		hdr.tgid = t->tgid;
 	} else {
-		hdr.tid = nr_in_ns(t->thread_pid);
-		hdr.tgid = nr_in_ns(t->group_leader->thread_pid);
+		hdr.tid = nr_in_ns(t->thread_pid, level);
+		hdr.tgid = nr_in_ns(t->group_leader->thread_pid, level);
 	}
+	hdr.ns_level = level;
 	if (!hdr.tid)
 		return 0;
 	hdr.start_boottime_ns = t->start_boottime;
@@ -142,14 +161,14 @@ int dump_task(struct bpf_iter__task *ctx)
 		struct ts_base b = {};
 		struct tty_struct *tty = sig->tty;
 
-		if (ns_level == 0)
+		if (level == 0)
 			b.ppid = t->real_parent->tgid;
 		else
-			b.ppid = nr_in_ns(t->real_parent->group_leader->thread_pid);
-		b.pgid = nr_in_ns(sig->pids[PIDTYPE_PGID]);
-		b.sid = nr_in_ns(sig->pids[PIDTYPE_SID]);
+			b.ppid = nr_in_ns(t->real_parent->group_leader->thread_pid, level);
+		b.pgid = nr_in_ns(sig->pids[PIDTYPE_PGID], level);
+		b.sid = nr_in_ns(sig->pids[PIDTYPE_SID], level);
 		b.tty_nr = tty_nr(tty);
-		b.tpgid = tty_pgrp(tty);
+		b.tpgid = tty_pgrp(tty, level);
 		b.flags = t->flags;
 		b.state = task_state(t);
 		b.exit_state = t->exit_state;
@@ -251,7 +270,11 @@ int dump_cmdline(struct bpf_iter__task *ctx)
 	buf = bpf_map_lookup_elem(&cmd_scratch, &zero);
 	if (!buf)
 		return 0;
-	buf->hdr.tgid = ns_level == 0 ? t->tgid : nr_in_ns(t->group_leader->thread_pid);
+	{
+		__u32 level = reader_ns_level();
+
+		buf->hdr.tgid = level == 0 ? t->tgid : nr_in_ns(t->group_leader->thread_pid, level);
+	}
 	buf->hdr.len = 0;
 	buf->hdr.flags = 0;
 	mm = t->mm;
