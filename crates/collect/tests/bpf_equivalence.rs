@@ -132,3 +132,39 @@ fn both_backends_agree_on_a_spawned_load() {
         }
     }
 }
+
+#[test]
+fn one_process_queries_use_the_pid_filter_and_agree() {
+    if !root_or_skip("BPF one-process queries") {
+        return;
+    }
+    let load =
+        Load::spawn(&["--threads", "5", "--zombies", "1"]).expect("spawn the load generator");
+    let threaded = load.info.threads_pid.expect("a threaded process");
+    let zombie = load.info.zombies[0];
+    let groups = Groups {
+        base: true,
+        stat: true,
+        cmdline: true,
+        ..Groups::default()
+    };
+    let mut bpf = BpfCollector::with_cmdline(true).expect("BPF loads as root");
+    let mut procfs = ProcfsCollector::new().expect("procfs");
+    for sel in [
+        Selector::Pid(threaded),
+        Selector::ThreadsOf(threaded),
+        Selector::Pid(zombie),
+        Selector::Pid(1),
+        Selector::Pid(999_999),
+    ] {
+        let q = Query::new(sel.clone(), groups);
+        let b = bpf.snapshot(&q).expect("bpf").tasks;
+        let p = procfs.snapshot(&q).expect("procfs").tasks;
+        let ids = |t: &[Task]| t.iter().map(|t| t.id).collect::<Vec<_>>();
+        assert_eq!(ids(&b), ids(&p), "{sel:?}");
+        for (x, y) in b.iter().zip(&p) {
+            assert_eq!(x.base, y.base, "{sel:?}");
+            assert_eq!(x.cmdline, y.cmdline, "{sel:?}");
+        }
+    }
+}

@@ -189,10 +189,47 @@ impl BpfCollector {
     /// One pass of the iterator with `groups`, raw records into `self.buf`.
     #[cfg(tasksnap_bpf)]
     fn pass(&mut self, groups: u32) -> Result<(), Error> {
+        self.pass_of(groups, None)
+    }
+
+    /// An iterator link over the threads of one process only (`bpf_iter_link_info.task.pid`,
+    /// Linux 6.1): the kernel then visits that thread group instead of every task.
+    #[cfg(tasksnap_bpf)]
+    fn process_link(&self, pid: i32) -> Result<libbpf_rs::Link, Error> {
+        let mut info = libbpf_sys::bpf_iter_link_info::default();
+        info.task.pid = pid as u32;
+        let opts = libbpf_sys::bpf_iter_attach_opts {
+            link_info: &mut info,
+            link_info_len: std::mem::size_of::<libbpf_sys::bpf_iter_link_info>() as _,
+            sz: std::mem::size_of::<libbpf_sys::bpf_iter_attach_opts>() as _,
+            ..Default::default()
+        };
+        let prog = libbpf_rs::AsRawLibbpf::as_libbpf_object(&self.skel.progs.dump_task);
+        // SAFETY: `prog` is a loaded program of this skeleton, alive as long as the skeleton;
+        // `opts` and `info` outlive the call, which copies what it needs.
+        let ptr = unsafe { libbpf_sys::bpf_program__attach_iter(prog.as_ptr(), &opts) };
+        let ptr = std::ptr::NonNull::new(ptr).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "cannot attach a one-process task iterator: {}",
+                std::io::Error::last_os_error()
+            ))
+        })?;
+        // SAFETY: libbpf returned a valid link it hands over to us.
+        Ok(unsafe { libbpf_rs::Link::from_ptr(ptr) })
+    }
+
+    /// One pass with `groups` over every task, or over one process's threads.
+    #[cfg(tasksnap_bpf)]
+    fn pass_of(&mut self, groups: u32, process: Option<i32>) -> Result<(), Error> {
         if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
             bss.groups = groups;
         }
-        let mut iter = libbpf_rs::Iter::new(&self.link)
+        let one = match process {
+            Some(pid) => Some(self.process_link(pid)?),
+            None => None,
+        };
+        let link = one.as_ref().unwrap_or(&self.link);
+        let mut iter = libbpf_rs::Iter::new(link)
             .map_err(|e| Error::Unsupported(format!("cannot open the task iterator: {e}")))?;
         self.buf.clear();
         iter.read_to_end(&mut self.buf)
@@ -270,7 +307,11 @@ impl BpfCollector {
         ) {
             groups.base = true;
         }
-        self.pass(decode::group_bits(&groups))?;
+        let one_process = match query.selector {
+            Selector::Pid(p) | Selector::ThreadsOf(p) => Some(p),
+            _ => None,
+        };
+        self.pass_of(decode::group_bits(&groups), one_process)?;
         let units = self.procfs.units();
         let records = decode::records(&self.buf).map_err(Error::Unsupported)?;
         let mut tasks = decode::assemble(&records, query, &groups, units);
@@ -293,7 +334,15 @@ impl BpfCollector {
         let in_namespace = records.first().is_some_and(|r| r.hdr.ns_level > 0);
         let total = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(0);
         let have = records.len() as u64 + extra_threads;
-        if in_namespace || have + RECONCILE_SLACK < total {
+        if let Some(p) = one_process {
+            // One process asked for: /proc is consulted for it alone if the iterator was
+            // silent (pid 1 here, or a pid that is gone).
+            missing = if seen_tgids.contains(&p) {
+                Vec::new()
+            } else {
+                vec![p]
+            };
+        } else if in_namespace || have + RECONCILE_SLACK < total {
             missing = self
                 .procfs
                 .list_pids()?
