@@ -247,19 +247,71 @@ impl BpfCollector {
     /// abandons the one read that blocks.
     #[cfg(tasksnap_bpf)]
     fn cmdline_pass(&mut self, deadline: std::time::Duration) -> Option<HashMap<i32, Vec<u8>>> {
+        use libbpf_rs::MapCore;
+
         let link = self.cmd_link.as_ref()?;
-        let mut iter = libbpf_rs::Iter::new(link).ok()?;
+        let shards = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8);
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            bss.cmd_nshards = shards as u32;
+        }
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
-            .name("tasksnap-cmdline".into())
-            .spawn(move || {
-                let mut buf = Vec::with_capacity(1 << 20);
-                let r = iter.read_to_end(&mut buf).map(|_| buf);
-                let _ = tx.send(r);
-            })
+        let map = &self.skel.maps.cmd_shard_of;
+        let mut registered: Vec<u32> = Vec::with_capacity(shards);
+        for shard in 0..shards {
+            let mut iter = libbpf_rs::Iter::new(link).ok()?;
+            let tx = tx.clone();
+            // The reader thread registers itself before reading; the map entry is read by
+            // the program in that thread's read() calls.
+            let (ready_tx, ready_rx) = std::sync::mpsc::channel::<u32>();
+            let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+            std::thread::Builder::new()
+                .name("tasksnap-cmdline".into())
+                .spawn(move || {
+                    // SAFETY: gettid has no arguments and cannot fail.
+                    let tid = unsafe { libc::gettid() } as u32;
+                    let _ = ready_tx.send(tid);
+                    if go_rx.recv().is_err() {
+                        return;
+                    }
+                    let mut buf = Vec::with_capacity(1 << 20);
+                    let r = iter.read_to_end(&mut buf).map(|_| buf);
+                    let _ = tx.send(r);
+                })
+                .ok()?;
+            let tid = ready_rx.recv().ok()?;
+            map.update(
+                &tid.to_ne_bytes(),
+                &(shard as u32).to_ne_bytes(),
+                libbpf_rs::MapFlags::ANY,
+            )
             .ok()?;
-        let buf = rx.recv_timeout(deadline).ok()?.ok()?;
-        Some(decode::cmdlines(&buf))
+            registered.push(tid);
+            go_tx.send(()).ok()?;
+        }
+        drop(tx);
+        let start = std::time::Instant::now();
+        let mut out = HashMap::new();
+        let mut complete = true;
+        for _ in 0..shards {
+            let left = deadline.saturating_sub(start.elapsed());
+            match rx.recv_timeout(left) {
+                Ok(Ok(buf)) => out.extend(decode::cmdlines(&buf)),
+                _ => {
+                    complete = false;
+                    break;
+                }
+            }
+        }
+        if complete {
+            // Done with these reader threads: free their map entries for the next pass.
+            for tid in registered {
+                let _ = map.delete(&tid.to_ne_bytes());
+            }
+        }
+        complete.then_some(out)
     }
 
     #[cfg(not(tasksnap_bpf))]
@@ -370,12 +422,16 @@ impl BpfCollector {
         // Command lines from the sleepable iterator, when it is there and finishes in time.
         let mut fill_groups = groups;
         if groups.cmdline {
-            if let Some(cmds) = self.cmdline_pass(CMDLINE_PASS_DEADLINE) {
+            if let Some(mut cmds) = self.cmdline_pass(CMDLINE_PASS_DEADLINE) {
+                let per_thread = query.wants_threads();
                 for t in tasks.iter_mut() {
                     if decode::no_mm(t) {
                         t.cmdline = Some(Vec::new());
-                    } else if let Some(c) = cmds.get(&t.id.tgid) {
-                        t.cmdline = Some(c.clone());
+                    } else if per_thread {
+                        // Threads share their process's command line.
+                        t.cmdline = cmds.get(&t.id.tgid).cloned();
+                    } else {
+                        t.cmdline = cmds.remove(&t.id.tgid);
                     }
                 }
                 // What is still missing (flagged, or born after the pass) is read from /proc.

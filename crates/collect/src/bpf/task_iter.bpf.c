@@ -33,6 +33,18 @@ struct cmd_buf {
 	char data[TS_CMDLINE_MAX];
 };
 
+/* Sharding of the command-line pass across reader threads: each reader thread registers its
+ * tid with a shard number; with cmd_nshards > 1 a reader copies only the processes of its
+ * shard (tgid % cmd_nshards), so the copying runs on every core. */
+__u32 cmd_nshards = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} cmd_shard_of SEC(".maps");
+
 /* Scratch space for one command line: too big for the 512-byte BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -267,6 +279,13 @@ int dump_cmdline(struct bpf_iter__task *ctx)
 
 	if (!t || t->pid != t->tgid)
 		return 0;
+	if (cmd_nshards > 1) {
+		__u32 reader = (__u32)bpf_get_current_pid_tgid();
+		__u32 *shard = bpf_map_lookup_elem(&cmd_shard_of, &reader);
+
+		if (shard && (__u32)t->tgid % cmd_nshards != *shard)
+			return 0;
+	}
 	buf = bpf_map_lookup_elem(&cmd_scratch, &zero);
 	if (!buf)
 		return 0;
