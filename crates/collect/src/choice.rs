@@ -21,9 +21,10 @@ pub enum Preference {
     Procfs,
 }
 
-/// Below this many tasks a one-shot procfs read is done before the BPF program has loaded
-/// (measured: docs/benchmarks.md, "backend crossover").
-pub const AUTO_MIN_TASKS: u64 = 2000;
+/// Below this many tasks a one-shot procfs read (on both cores) is done before the BPF
+/// program has loaded and run: at 8,000 processes the two were still level on this 2-core
+/// machine (docs/benchmarks.md, "Backend crossover").
+pub const AUTO_MIN_TASKS: u64 = 10_000;
 
 /// A chosen collector and why it was chosen.
 pub struct Choice {
