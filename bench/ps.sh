@@ -40,6 +40,10 @@ syscalls() { # total syscalls of a command, children included
   strace -f -c -o "$OUT/strace.txt" "$@" >/dev/null 2>&1 || true
   awk '/ total$/ {print $4}' "$OUT/strace.txt"
 }
+kernel_allocs() { # kmalloc + kmem_cache_alloc events of a command (kmem tracepoints)
+  perf stat -x, -e kmem:kmalloc,kmem:kmem_cache_alloc -- "$@" 2>&1 >/dev/null |
+    awk -F, '/kmem:/ {n += $1} END {print n+0}'
+}
 peak_rss_kb() {
   /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -1
 }
@@ -58,7 +62,7 @@ for N in "${@:-10000 50000}"; do
       "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm --backend procfs" \
       "ps aux" "$TS ps aux --backend procfs" \
       "$TS ps -ef --backend bpf" "$TS ps -e -o pid,ppid,user,stat,comm --backend bpf" >"$OUT/hyperfine-$n.txt"
-    printf '%-58s %10s %10s %10s\n' command median_ms syscalls peak_rss_kb
+    printf '%-58s %10s %10s %12s %10s\n' command median_ms syscalls kernel_allocs peak_rss_kb
     for cmd in "ps -ef" "$TS ps -ef --backend procfs" "$TS ps -ef --backend bpf" \
       "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm --backend procfs" \
       "$TS ps -e -o pid,ppid,user,stat,comm --backend bpf" "ps aux" "$TS ps aux --backend procfs"; do
@@ -67,7 +71,9 @@ for N in "${@:-10000 50000}"; do
       sc=$(syscalls $cmd)
       # shellcheck disable=SC2086
       rss=$(peak_rss_kb $cmd)
-      printf '%-58s %10s %10s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$rss"
+      # shellcheck disable=SC2086
+      ka=$(kernel_allocs $cmd)
+      printf '%-58s %10s %10s %12s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$ka" "$rss"
     done
     exec {LOAD[1]}>&-
     cleanup
