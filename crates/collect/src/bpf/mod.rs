@@ -11,6 +11,10 @@
 //!
 //! The program is loaded once per process; every pass opens a fresh iterator file.
 
+// Built without clang, most of this module is unused: the backend then only says why it is
+// unavailable.
+#![cfg_attr(not(tasksnap_bpf), allow(unused_imports, unused_variables, dead_code))]
+
 #[cfg(tasksnap_bpf)]
 mod decode;
 
