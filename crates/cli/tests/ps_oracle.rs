@@ -18,7 +18,7 @@ fn compare(load: &Load, extras: &Extras, args: &[&str], locale: &str) -> Result<
     let mut pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
     pids.extend(extras.pids());
     let ours = run(TASKSNAP, &["ps"], args, locale);
-    let theirs = run("ps", &[], args, locale);
+    let theirs = run_procps(args, locale, None);
     if ours.code != theirs.code {
         return Err(format!(
             "{args:?}: exit {:?} vs procps {:?}; stderr {:?} vs {:?}",
@@ -209,7 +209,7 @@ fn selections_pick_the_same_rows_as_procps() {
     let mut failures = Vec::new();
     for c in &cases {
         let ours = run(TASKSNAP, &["ps"], c, "C");
-        let theirs = run("ps", &[], c, "C");
+        let theirs = run_procps(c, "C", None);
         let pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
         let (h1, r1) = load_rows(&ours.stdout, &pids);
         let (h2, r2) = load_rows(&theirs.stdout, &pids);
@@ -240,7 +240,7 @@ fn narrow_screens_cut_like_procps() {
             &["axjf"],
         ] {
             let ours = run_cols(TASKSNAP, &["ps"], args, "C.UTF-8", Some(cols));
-            let theirs = run_cols("ps", &[], args, "C.UTF-8", Some(cols));
+            let theirs = run_procps(args, "C.UTF-8", Some(cols));
             let (h1, r1) = load_rows(&ours.stdout, &pids);
             let (h2, r2) = load_rows(&theirs.stdout, &pids);
             if h1 != h2 || r1 != r2 || r1.is_empty() {
@@ -270,7 +270,7 @@ fn errors_and_exit_codes_match_procps() {
     ];
     for c in cases {
         let ours = run(TASKSNAP, &["ps"], c, "C");
-        let theirs = run("ps", &[], c, "C");
+        let theirs = run_procps(c, "C", None);
         assert_eq!(ours.code, theirs.code, "{c:?}");
         assert_eq!(
             String::from_utf8_lossy(&ours.stderr),

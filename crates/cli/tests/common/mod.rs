@@ -22,6 +22,21 @@ pub fn run(program: &str, prefix: &[&str], args: &[&str], locale: &str) -> Out {
     run_cols(program, prefix, args, locale, None)
 }
 
+/// Runs procps `ps`. procps 4.0.2 sometimes dies of SIGSEGV when a task changes under it
+/// (seen in CI on `-o ...,group,egroup,rgroup`); an oracle that crashed says nothing, so it
+/// is asked again, up to three times.
+pub fn run_procps(args: &[&str], locale: &str, cols: Option<&str>) -> Out {
+    let mut out = run_cols("ps", &[], args, locale, cols);
+    for _ in 0..2 {
+        if out.code.is_some() {
+            break;
+        }
+        eprintln!("procps ps {args:?} was killed by a signal; asking again");
+        out = run_cols("ps", &[], args, locale, cols);
+    }
+    out
+}
+
 pub fn run_cols(
     program: &str,
     prefix: &[&str],
