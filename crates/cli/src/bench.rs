@@ -182,6 +182,13 @@ pub fn main(argv: &[OsString]) -> ExitCode {
                 None,
             );
             push(
+                "BPF iterator raw pass base+cred+stat",
+                time_runs(runs, || {
+                    let _ = bpf.raw_pass(true, true);
+                }),
+                None,
+            );
+            push(
                 "BPF collector snapshot base+cred+stat",
                 time_runs(runs, || {
                     let _ = bpf.snapshot(&q(false));

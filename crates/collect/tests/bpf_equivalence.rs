@@ -45,6 +45,8 @@ fn both_backends_agree_on_a_spawned_load() {
         "--stopped",
         "2",
         "--dstate",
+        "--mlocked",
+        "2",
         "--list-pids",
     ])
     .expect("spawn the load generator (cargo build --workspace first)");
@@ -55,6 +57,7 @@ fn both_backends_agree_on_a_spawned_load() {
         stat: true,
         cmdline: true,
         sched: true,
+        locked: true,
         ..Groups::default()
     };
     let mut bpf = BpfCollector::with_cmdline(true).expect("BPF loads as root");
@@ -96,6 +99,7 @@ fn both_backends_agree_on_a_spawned_load() {
                 "cred of {key:?}"
             );
             assert_eq!(bt.cmdline, pt.cmdline, "cmdline of {key:?}");
+            assert_eq!(bt.locked_bytes, pt.locked_bytes, "locked memory of {key:?}");
             let (bs, ps) = (
                 bt.stat.as_ref().expect("stat"),
                 pt.stat.as_ref().expect("stat"),
@@ -123,6 +127,20 @@ fn both_backends_agree_on_a_spawned_load() {
             checked += 1;
         }
         assert!(checked >= pids.len(), "{what}: checked only {checked}");
+        assert_eq!(
+            load.info.mlocked.len(),
+            2,
+            "the load has locked-memory processes"
+        );
+        for m in &load.info.mlocked {
+            let t = &b[&(*m, *m)];
+            assert!(
+                t.locked_bytes.unwrap_or(0) > 0,
+                "{what}: {m} has no locked memory: bpf {:?} procfs {:?}",
+                t.locked_bytes,
+                p[&(*m, *m)].locked_bytes
+            );
+        }
         // Nothing the BPF snapshot has is unknown to /proc (tasks that exited in between aside).
         for key in b.keys().filter(|k| pids.contains(&k.0)) {
             assert!(

@@ -93,6 +93,9 @@ pub struct LoadInfo {
     /// The loadgen child that never reaps `zombies`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zombie_parent: Option<i32>,
+    /// Processes with locked memory (`--mlocked`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mlocked: Vec<i32>,
     /// Processes stopped with SIGSTOP (state T).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stopped: Vec<i32>,
@@ -118,6 +121,7 @@ impl LoadInfo {
         v.extend(&self.zombies);
         v.extend(self.zombie_parent);
         v.extend(&self.stopped);
+        v.extend(&self.mlocked);
         v.extend(&self.dstate);
         v.extend(&self.dstate_helpers);
         v.extend(&self.pingpong);

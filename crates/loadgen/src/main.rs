@@ -76,6 +76,10 @@ struct Cli {
     #[arg(long, value_name = "S", default_value_t = 0)]
     stopped: usize,
 
+    /// Number of processes with locked memory (mlockall; `L` in ps's STAT column).
+    #[arg(long, value_name = "M", default_value_t = 0)]
+    mlocked: usize,
+
     /// One task in uninterruptible sleep (state D): a vfork() parent whose
     /// child never execs or exits. Works without privileges.
     #[arg(long)]
@@ -264,6 +268,9 @@ fn spawn_all(cli: &Cli, group: &Group, sp: &mut Spawner) -> Result<LoadInfo> {
     }
     if cli.stopped > 0 {
         info.stopped = sp.stopped(cli.stopped)?;
+    }
+    if cli.mlocked > 0 {
+        info.mlocked = sp.mlocked(cli.mlocked)?;
     }
     if cli.zombies > 0 {
         let (parent, zombies) = sp.zombies(cli.zombies)?;

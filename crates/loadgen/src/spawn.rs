@@ -152,6 +152,43 @@ impl Spawner {
         Ok(pids)
     }
 
+    /// `n` processes with locked memory (mlockall: `L` in ps's STAT), comm `lg-mlocked`.
+    /// Locking needs RLIMIT_MEMLOCK room (root has it); without it the child still sleeps,
+    /// unlocked, and the caller can tell from VmLck.
+    pub fn mlocked(&mut self, n: usize) -> Result<Vec<Pid>> {
+        let mut pids = Vec::with_capacity(n);
+        for _ in 0..n {
+            let pid = self.fork(c"lg-mlocked", None, || {
+                // SAFETY: mlockall takes flags only; it is async-signal-safe enough for a
+                // freshly forked single-threaded child (a plain system call).
+                unsafe {
+                    libc::mlockall(libc::MCL_CURRENT);
+                }
+                sys::pause_forever()
+            })?;
+            // Report only once the lock is in place (VmLck > 0), or after 2 s without it.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            while std::time::Instant::now() < deadline {
+                let locked = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                    .ok()
+                    .and_then(|s| {
+                        s.lines()
+                            .find_map(|l| l.strip_prefix("VmLck:"))
+                            .and_then(|v| {
+                                v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
+                            })
+                    })
+                    .unwrap_or(0);
+                if locked > 0 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            pids.push(pid);
+        }
+        Ok(pids)
+    }
+
     /// One intermediate process (comm `lg-zparent`) with `n` children that
     /// exit immediately (comm `lg-zombie`) and are never reaped.
     pub fn zombies(&mut self, n: usize) -> Result<(Pid, Vec<Pid>)> {

@@ -212,6 +212,8 @@ pub fn spawn_load() -> Load {
         "--stopped",
         "2",
         "--dstate",
+        "--mlocked",
+        "2",
         "--list-pids",
     ])
     .expect("spawn the load generator (cargo build --workspace first)")

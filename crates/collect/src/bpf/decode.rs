@@ -316,11 +316,10 @@ pub fn assemble(records: &[Record], query: &Query, groups: &Groups, units: Units
             });
             t.base = r.base.as_ref().map(to_base);
             t.cred = r.cred.as_ref().map(to_cred);
-            t.stat = if groups.stat || groups.locked {
-                stat
-            } else {
-                None
-            };
+            t.stat = if groups.stat { stat } else { None };
+            if groups.locked {
+                t.locked_bytes = r.base.as_ref().map(|b| b.locked_vm_pages * page);
+            }
             t.sched = if groups.sched || groups.sched_switches {
                 r.sched.as_ref().map(to_sched)
             } else {
