@@ -210,20 +210,23 @@ pub fn main(argv: &[OsString]) -> ExitCode {
             "runs": runs,
             "rows": rows,
         })) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => say!("{s}"),
             Err(e) => {
                 eprintln!("tasksnap bench: {e}");
                 return ExitCode::from(1);
             }
         }
     } else {
-        println!("{} processes, median of {runs} runs", pids.len());
-        println!(
+        say!("{} processes, median of {runs} runs", pids.len());
+        say!(
             "{:<44} {:>10} {:>10} {:>10}",
-            "what", "median ms", "µs/task", "syscalls"
+            "what",
+            "median ms",
+            "µs/task",
+            "syscalls"
         );
         for r in &rows {
-            println!(
+            say!(
                 "{:<44} {:>10.1} {:>10} {:>10}",
                 r.what,
                 r.median_ms,

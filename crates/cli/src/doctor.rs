@@ -20,7 +20,7 @@ const SLOW_PROC_STAT_US: f64 = 2_000.0;
 const SLOW_PER_TASK_US: f64 = 50.0;
 
 fn line(name: &str, text: impl AsRef<str>) {
-    println!("{name:<12} {}", text.as_ref());
+    say!("{name:<12} {}", text.as_ref());
 }
 
 fn kernel() -> String {

@@ -4,6 +4,20 @@
 //! `ps` takes procps-style arguments verbatim (`tasksnap ps aux`, `tasksnap ps -eLf`), so it
 //! bypasses clap and parses them itself.
 
+/// `println!` for the report commands: a reader that went away (`tasksnap doctor | head`) ends
+/// the program quietly with status 0 instead of a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = writeln!(out, $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+        }
+    }};
+}
+
 mod bench;
 mod doctor;
 mod ps;
