@@ -41,7 +41,22 @@ fn main() {
         ])
         .build_and_generate(&out);
     match result {
-        Ok(()) => println!("cargo:rustc-cfg=tasksnap_bpf"),
+        Ok(()) => {
+            println!("cargo:rustc-cfg=tasksnap_bpf");
+            println!("cargo:rustc-env=TASKSNAP_BPF_TAG={:016x}", source_tag());
+        }
         Err(e) => panic!("building the BPF task iterator failed: {e:#}"),
     }
+}
+
+/// A tag for this build's BPF programs (FNV-1a of their sources): pinned programs live under
+/// it, so a tasksnap only ever reuses programs built from the same sources and record layout.
+fn source_tag() -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for file in ["src/bpf/task_iter.bpf.c", "src/bpf/record.h"] {
+        for b in std::fs::read(file).unwrap_or_default() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
 }

@@ -10,18 +10,6 @@ use std::collections::HashSet;
 
 use common::*;
 
-fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
-    }
-    eprintln!("SKIP {what}: the BPF backend needs root");
-    false
-}
-
 const FORMATS: &[&[&str]] = &[
     &["-ef"],
     &["-eF"],
@@ -231,4 +219,35 @@ fn pids_are_namespace_local_inside_a_pid_namespace() {
             .collect()
     };
     assert_eq!(rows(bpf), rows(procfs), "{text}");
+}
+
+#[test]
+fn capabilities_are_dropped_once_the_iterator_is_ready() {
+    if !root_or_skip("capability drop") {
+        return;
+    }
+    let out = run(
+        TASKSNAP,
+        &["ps"],
+        &["-eL", "-o", "pid,tid,comm", "--backend=bpf", "--verbose"],
+        "C",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.code, Some(0), "{err}");
+    // DAC_OVERRIDE, DAC_READ_SEARCH, KILL, SYS_PTRACE, SYS_NICE; no SYS_ADMIN, BPF, PERFMON.
+    assert!(
+        err.contains("capabilities after setup: 0x0000000000880026"),
+        "{err}"
+    );
+    // Passes after the drop still see every task, threads included.
+    let rows = String::from_utf8_lossy(&out.stdout).lines().count();
+    let threads: usize = proc_pids()
+        .iter()
+        .filter_map(|p| std::fs::read_dir(format!("/proc/{p}/task")).ok())
+        .map(|d| d.count())
+        .sum();
+    assert!(
+        rows + 64 >= threads,
+        "{rows} rows for about {threads} threads"
+    );
 }

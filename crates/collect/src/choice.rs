@@ -2,7 +2,9 @@
 //!
 //! `auto` takes the BPF iterator when it can load and the host has enough tasks for its load
 //! time (13-30 ms, mostly CO-RE relocation against the kernel's BTF) to pay off; otherwise the
-//! procfs reader, which starts instantly. The reason for the choice is kept for `-v`.
+//! procfs reader, which starts instantly. When `tasksnap pin` left the programs loaded there
+//! is no load time, and `auto` takes the iterator at any size. The reason for the choice is
+//! kept for `-v`.
 
 use std::path::Path;
 
@@ -49,6 +51,24 @@ pub fn task_count(proc_root: &Path) -> Option<u64> {
     s.split_whitespace().nth(3)?.split('/').nth(1)?.parse().ok()
 }
 
+/// How the BPF collector got ready, for `-v`.
+fn readiness(b: &BpfCollector) -> String {
+    match &b.pinned_at {
+        Some(dir) => format!(
+            "pinned programs at {}, opened in {:.2} ms",
+            dir.display(),
+            b.load_ns as f64 / 1e6
+        ),
+        None => match &b.pin_problem {
+            Some(why) => format!(
+                "loaded in {:.1} ms; pinned programs not used: {why}",
+                b.load_ns as f64 / 1e6
+            ),
+            None => format!("loaded in {:.1} ms", b.load_ns as f64 / 1e6),
+        },
+    }
+}
+
 /// Picks a collector for `pref`.
 pub fn choose(pref: Preference, cmdline: bool) -> Result<Choice, Error> {
     let procfs = |reason: String| -> Result<Choice, Error> {
@@ -61,10 +81,7 @@ pub fn choose(pref: Preference, cmdline: bool) -> Result<Choice, Error> {
         Preference::Procfs => procfs("procfs: asked for with --backend procfs".into()),
         Preference::Bpf => match BpfCollector::with_cmdline(cmdline) {
             Ok(b) => {
-                let reason = format!(
-                    "bpf: asked for with --backend bpf (loaded in {:.1} ms)",
-                    b.load_ns as f64 / 1e6
-                );
+                let reason = format!("bpf: asked for with --backend bpf ({})", readiness(&b));
                 Ok(Choice {
                     collector: Box::new(b),
                     reason,
@@ -76,6 +93,19 @@ pub fn choose(pref: Preference, cmdline: bool) -> Result<Choice, Error> {
         },
         Preference::Auto => {
             let tasks = task_count(Path::new("/proc")).unwrap_or(0);
+            if BpfCollector::pinned_available() {
+                // No load to amortize: the pinned iterator wins at any size.
+                match BpfCollector::with_cmdline(cmdline) {
+                    Ok(b) => {
+                        let reason = format!("bpf: {tasks} tasks ({})", readiness(&b));
+                        return Ok(Choice {
+                            collector: Box::new(b),
+                            reason,
+                        });
+                    }
+                    Err(why) => return procfs(format!("procfs: BPF unavailable: {why}")),
+                }
+            }
             if tasks < AUTO_MIN_TASKS {
                 return procfs(format!(
                     "procfs: {tasks} tasks, fewer than {AUTO_MIN_TASKS}: reading /proc is done \
@@ -84,10 +114,7 @@ pub fn choose(pref: Preference, cmdline: bool) -> Result<Choice, Error> {
             }
             match BpfCollector::with_cmdline(cmdline) {
                 Ok(b) => {
-                    let reason = format!(
-                        "bpf: {tasks} tasks (loaded in {:.1} ms)",
-                        b.load_ns as f64 / 1e6
-                    );
+                    let reason = format!("bpf: {tasks} tasks ({})", readiness(&b));
                     Ok(Choice {
                         collector: Box::new(b),
                         reason,

@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 pub mod bpf;
+pub mod caps;
 pub mod choice;
 pub mod procfs;
 mod sys;

@@ -61,8 +61,16 @@ fn plain(s: impl AsRef<[u8]>) -> Cell {
     }
 }
 
+/// A number, formatted straight into the cell (one allocation per cell, not two: at
+/// 50,000 rows this is a measurable part of a run).
 fn num(v: impl std::fmt::Display) -> Cell {
-    plain(v.to_string())
+    use std::io::Write as _;
+    let mut bytes = Vec::with_capacity(12);
+    let _ = write!(bytes, "{v}");
+    Cell {
+        cells: bytes.len(),
+        bytes,
+    }
 }
 
 /// `localtime_r` + `strftime` with `fmt`.
@@ -237,8 +245,7 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 Field::Suser => c.suid,
                 _ => c.fsuid,
             });
-            let name = c.names.user(uid).map(|n| n.to_vec());
-            do_name(name.as_deref(), uid, max, env)
+            do_name(c.names.user(uid), uid, max, env)
         }
         Field::Egroup | Field::Rgroup | Field::Sgroup | Field::Fgroup => {
             let gid = cred.map_or(0, |c| match field {
@@ -247,8 +254,7 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 Field::Sgroup => c.sgid,
                 _ => c.fsgid,
             });
-            let name = c.names.group(gid).map(|n| n.to_vec());
-            do_name(name.as_deref(), gid, max, env)
+            do_name(c.names.group(gid), gid, max, env)
         }
         Field::Supgid => {
             let g = cred.and_then(|c| c.groups.as_ref());

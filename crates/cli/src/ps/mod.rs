@@ -195,6 +195,7 @@ fn mem_total_kb(proc_root: &Path) -> u64 {
 
 /// Runs ps with parsed settings, writing to `out`. Returns the exit code procps would use.
 pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let started = std::time::Instant::now();
     let proc_root = Path::new("/proc");
     let cols = resolve_columns(s, pid_digits(proc_root));
     let groups = groups_for(s, &cols);
@@ -211,6 +212,17 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         eprintln!("tasksnap: {}", choice.reason);
     }
     let mut collector = choice.collector;
+    if collector.name() == "bpf" {
+        // Loaded (or opened): what loading needed is no longer needed.
+        let now = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
+        if s.verbose {
+            match now {
+                Ok(eff) => eprintln!("tasksnap: capabilities after setup: {eff:#018x}"),
+                Err(e) => eprintln!("tasksnap: could not drop capabilities: {e}"),
+            }
+        }
+    }
+    let chosen = started.elapsed();
     let mut tasks: Vec<Task> = Vec::new();
     let mut snap_meta = None;
     for sel in selectors_for(s) {
@@ -227,13 +239,18 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
                 snap.stats.cmdline_timeouts
             );
         }
-        tasks.extend(snap.tasks.iter().cloned());
         snap_meta = Some((
             snap.boot_time_unix_s,
             snap.taken_at_boottime_ns,
             snap.taken_at_unix_ns,
         ));
+        if tasks.is_empty() {
+            tasks = snap.tasks;
+        } else {
+            tasks.extend(snap.tasks);
+        }
     }
+    let snapped = started.elapsed();
     let (btime, boottime_ns, unix_ns) = snap_meta.unwrap_or((0, 0, 0));
     // SAFETY: sysconf takes a plain integer.
     let hertz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
@@ -264,6 +281,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     let me = select::Me::current(proc_root);
     tasks.retain(|t| select::want(s, &me, t, loc));
     let rows = order::arrange(s, &tasks, &env, &mut caches);
+    let arranged = started.elapsed();
 
     match s.output {
         Output::Json => machine::json(out, &tasks, &cols, &rows, &env, &mut caches)?,
@@ -304,6 +322,17 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         }
     }
     out.flush()?;
+    if s.verbose {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        eprintln!(
+            "tasksnap: {:.1} ms: backend ready {:.1}, snapshot {:.1}, select+sort {:.1}, print {:.1}",
+            ms(started.elapsed()),
+            ms(chosen),
+            ms(snapped - chosen),
+            ms(arranged - snapped),
+            ms(started.elapsed() - arranged),
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

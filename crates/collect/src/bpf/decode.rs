@@ -20,14 +20,62 @@ const TS_GROUP_SCHED: u32 = 8;
 /// PF_WQ_WORKER: a workqueue worker, whose /proc comm carries the work item's name.
 const PF_WQ_WORKER: u32 = 0x0000_0020;
 
-/// One task's record.
+/// One task's record: its header, and where its blocks are in the pass's buffer (read on
+/// demand, so that decoding a pass copies 48 bytes per task, not every block).
 #[derive(Debug, Clone, Copy)]
-pub struct Record {
+pub struct Record<'a> {
     pub hdr: ts_hdr,
-    pub base: Option<ts_base>,
-    pub cred: Option<ts_cred>,
-    pub stat: Option<ts_stat>,
-    pub sched: Option<ts_sched>,
+    blocks: &'a [u8],
+}
+
+impl Record<'_> {
+    /// The block of group `bit`, when the record has it.
+    fn block<T: Copy + Default>(&self, bit: u32) -> Option<T> {
+        if self.hdr.groups & bit == 0 {
+            return None;
+        }
+        // Blocks come in bit order; the offset is the sizes of the ones before.
+        let mut at = 0;
+        for (b, size) in BLOCK_SIZES {
+            if b == bit {
+                break;
+            }
+            if self.hdr.groups & b != 0 {
+                at += size;
+            }
+        }
+        take(self.blocks, &mut at).ok()
+    }
+    pub fn base(&self) -> Option<ts_base> {
+        self.block(TS_GROUP_BASE)
+    }
+    pub fn cred(&self) -> Option<ts_cred> {
+        self.block(TS_GROUP_CRED)
+    }
+    pub fn stat(&self) -> Option<ts_stat> {
+        self.block(TS_GROUP_STAT)
+    }
+    pub fn sched(&self) -> Option<ts_sched> {
+        self.block(TS_GROUP_SCHED)
+    }
+}
+
+/// The group bits in record order, with their block sizes.
+const BLOCK_SIZES: [(u32, usize); 4] = [
+    (TS_GROUP_BASE, std::mem::size_of::<ts_base>()),
+    (TS_GROUP_CRED, std::mem::size_of::<ts_cred>()),
+    (TS_GROUP_STAT, std::mem::size_of::<ts_stat>()),
+    (TS_GROUP_SCHED, std::mem::size_of::<ts_sched>()),
+];
+
+/// Record bytes per task for `bits` (to size read buffers).
+pub fn record_size(bits: u32) -> usize {
+    std::mem::size_of::<ts_hdr>()
+        + BLOCK_SIZES
+            .iter()
+            .filter(|(b, _)| bits & b != 0)
+            .map(|(_, size)| size)
+            .sum::<usize>()
 }
 
 /// `ts_cmd_hdr` flag: read this command line from /proc.
@@ -84,40 +132,19 @@ fn take<T: Copy + Default>(buf: &[u8], at: &mut usize) -> Result<T, String> {
     Ok(v)
 }
 
-/// Parses every record of one pass.
-pub fn records(buf: &[u8]) -> Result<Vec<Record>, String> {
-    let mut out = Vec::with_capacity(buf.len() / 64);
+/// Parses every record of one pass (a truncated last record is an error: the stream is
+/// the kernel's, any inconsistency means a mismatch of layouts).
+pub fn records(buf: &[u8]) -> Result<Vec<Record<'_>>, String> {
+    let mut out = Vec::with_capacity(buf.len() / record_size(TS_GROUP_BASE));
     let mut at = 0;
     while at < buf.len() {
         let hdr: ts_hdr = take(buf, &mut at)?;
-        let g = hdr.groups;
-        let base = if g & TS_GROUP_BASE != 0 {
-            Some(take(buf, &mut at)?)
-        } else {
-            None
-        };
-        let cred = if g & TS_GROUP_CRED != 0 {
-            Some(take(buf, &mut at)?)
-        } else {
-            None
-        };
-        let stat = if g & TS_GROUP_STAT != 0 {
-            Some(take(buf, &mut at)?)
-        } else {
-            None
-        };
-        let sched = if g & TS_GROUP_SCHED != 0 {
-            Some(take(buf, &mut at)?)
-        } else {
-            None
-        };
-        out.push(Record {
-            hdr,
-            base,
-            cred,
-            stat,
-            sched,
-        });
+        let len = record_size(hdr.groups) - std::mem::size_of::<ts_hdr>();
+        let blocks = buf
+            .get(at..at + len)
+            .ok_or_else(|| format!("truncated iterator record at byte {at}"))?;
+        at += len;
+        out.push(Record { hdr, blocks });
     }
     Ok(out)
 }
@@ -242,7 +269,7 @@ fn thread_stat(s: &ts_stat, start_ns: u64, page: u64) -> Stat {
 /// Whole-process CPU times and faults, as /proc/PID/stat derives them: the sums over the live
 /// threads plus what exited threads left in the signal struct (thread_group_cputime()), then
 /// cputime_adjust against the process's last reported split.
-fn process_stat(leader: &ts_stat, threads: &[&ts_stat], start_ns: u64, page: u64) -> Stat {
+fn process_stat(leader: &ts_stat, threads: &[ts_stat], start_ns: u64, page: u64) -> Stat {
     let (mut u, mut s, mut r) = (
         leader.sig_utime_ns,
         leader.sig_stime_ns,
@@ -274,7 +301,7 @@ fn process_stat(leader: &ts_stat, threads: &[&ts_stat], start_ns: u64, page: u64
 
 /// Tasks for the query from one pass's records: per thread, or per process with thread-group
 /// sums.
-pub fn assemble(records: &[Record], query: &Query, groups: &Groups, units: Units) -> Vec<Task> {
+pub fn assemble(records: &[Record<'_>], query: &Query, groups: &Groups, units: Units) -> Vec<Task> {
     let tick_ns = 1_000_000_000 / units.clk_tck.max(1);
     // /proc reports start times in clock ticks: truncate so identities match across backends.
     let start = |r: &Record| r.hdr.start_boottime_ns / tick_ns * tick_ns;
@@ -302,10 +329,9 @@ pub fn assemble(records: &[Record], query: &Query, groups: &Groups, units: Units
             continue;
         };
         let process_stat = || {
-            leader.stat.as_ref().map(|ls| {
-                let threads: Vec<&ts_stat> =
-                    members.iter().filter_map(|r| r.stat.as_ref()).collect();
-                process_stat(ls, &threads, start(leader), page)
+            leader.stat().map(|ls| {
+                let threads: Vec<ts_stat> = members.iter().filter_map(|r| r.stat()).collect();
+                process_stat(&ls, &threads, start(leader), page)
             })
         };
         let make = |r: &Record, stat: Option<Stat>| {
@@ -314,14 +340,15 @@ pub fn assemble(records: &[Record], query: &Query, groups: &Groups, units: Units
                 tid: r.hdr.tid as i32,
                 start_time_ns: start(r),
             });
-            t.base = r.base.as_ref().map(to_base);
-            t.cred = r.cred.as_ref().map(to_cred);
+            let base = r.base();
+            t.base = base.as_ref().map(to_base);
+            t.cred = r.cred().as_ref().map(to_cred);
             t.stat = if groups.stat { stat } else { None };
             if groups.locked {
-                t.locked_bytes = r.base.as_ref().map(|b| b.locked_vm_pages * page);
+                t.locked_bytes = base.as_ref().map(|b| b.locked_vm_pages * page);
             }
             t.sched = if groups.sched || groups.sched_switches {
-                r.sched.as_ref().map(to_sched)
+                r.sched().as_ref().map(to_sched)
             } else {
                 None
             };
@@ -332,12 +359,12 @@ pub fn assemble(records: &[Record], query: &Query, groups: &Groups, units: Units
                 let stat = if r.hdr.tid == *tgid && query.leader_as_process {
                     process_stat()
                 } else {
-                    r.stat.as_ref().map(|s| thread_stat(s, start(r), page))
+                    r.stat().map(|s| thread_stat(&s, start(r), page))
                 };
                 let mut t = make(r, stat);
                 if r.hdr.tid == *tgid && query.leader_as_process {
                     // /proc/PID/stat of the leader reports the group's thread count.
-                    if let (Some(b), Some(lb)) = (&mut t.base, leader.base.as_ref()) {
+                    if let (Some(b), Some(lb)) = (&mut t.base, leader.base()) {
                         b.num_threads = lb.nr_threads.max(0) as u32;
                     }
                 }

@@ -17,9 +17,10 @@
 
 #[cfg(tasksnap_bpf)]
 mod decode;
+#[cfg(tasksnap_bpf)]
+pub mod programs;
 
 use std::collections::HashMap;
-use std::io::Read;
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats};
 
@@ -50,6 +51,33 @@ const RECONCILE_SLACK: u64 = 64;
 #[cfg(tasksnap_bpf)]
 const CMDLINE_PASS_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1500);
 
+/// A command-line pass under way (it runs while the main pass is read and decoded).
+#[cfg(tasksnap_bpf)]
+struct CmdlinePass {
+    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<Vec<u8>>>>,
+    started: std::time::Instant,
+}
+
+#[cfg(tasksnap_bpf)]
+impl CmdlinePass {
+    /// Its command lines by tgid, or `None` when it failed or missed `deadline` (counted
+    /// from its start; the caller then reads /proc, where a watchdog abandons the one read
+    /// that blocks).
+    fn finish(self, deadline: std::time::Duration) -> Option<HashMap<i32, Vec<u8>>> {
+        let left = deadline.saturating_sub(self.started.elapsed());
+        match self.rx.recv_timeout(left) {
+            Ok(Ok(bufs)) => {
+                let mut out = HashMap::new();
+                for b in bufs {
+                    out.extend(decode::cmdlines(&b));
+                }
+                Some(out)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Why the BPF backend cannot be used here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unavailable(pub String);
@@ -78,21 +106,21 @@ pub fn privileged() -> Result<(), Unavailable> {
     Ok(())
 }
 
-/// The loaded iterator and the procfs reader used to fill in what it cannot give.
+/// The iterator programs and the procfs reader used to fill in what they cannot give.
 pub struct BpfCollector {
     #[cfg(tasksnap_bpf)]
-    skel: skel::TaskIterSkel<'static>,
-    #[cfg(tasksnap_bpf)]
-    link: libbpf_rs::Link,
-    /// The command-line iterator, when it loaded.
-    #[cfg(tasksnap_bpf)]
-    cmd_link: Option<libbpf_rs::Link>,
+    progs: programs::Programs,
     /// Why command lines come from /proc, when they do.
     pub cmdline_from_procfs: Option<String>,
     procfs: ProcfsCollector,
     buf: Vec<u8>,
-    /// How long loading took, ns (reported by `-v` and `bench`).
+    /// How long loading (or opening the pinned programs) took, ns (reported by `-v` and
+    /// `bench`).
     pub load_ns: u64,
+    /// Where the pinned programs came from, when they were pinned ones.
+    pub pinned_at: Option<std::path::PathBuf>,
+    /// Why a pinned set that is there was not used.
+    pub pin_problem: Option<String>,
 }
 
 impl std::fmt::Debug for BpfCollector {
@@ -125,122 +153,123 @@ impl BpfCollector {
         ))
     }
 
-    #[cfg(tasksnap_bpf)]
-    fn open_and_load(cmdline: bool) -> Result<skel::TaskIterSkel<'static>, Unavailable> {
-        use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-
-        // The skeleton borrows its object for its whole life; it lives as long as the process
-        // (loaded once), so the object is leaked on purpose.
-        let object: &'static mut std::mem::MaybeUninit<libbpf_rs::OpenObject> =
-            Box::leak(Box::new(std::mem::MaybeUninit::uninit()));
-        let mut open = skel::TaskIterSkelBuilder::default()
-            .open(object)
-            .map_err(|e| Unavailable(format!("cannot open the BPF object: {e}")))?;
-        // One program that fails verification fails the whole object: load only what the
-        // run needs.
-        open.progs.dump_cmdline.set_autoload(cmdline);
-        open.load().map_err(|e| {
-            Unavailable(format!(
-                "the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"
-            ))
-        })
-    }
-
+    /// The pinned programs when `tasksnap pin` left a usable set, else a fresh load.
     #[cfg(tasksnap_bpf)]
     fn load(procfs: ProcfsCollector, cmdline: bool) -> Result<BpfCollector, Unavailable> {
-        let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
-        let mut cmdline_from_procfs = None;
-        let skel = match Self::open_and_load(cmdline) {
-            Ok(s) => s,
-            Err(why) if cmdline => {
-                // The sleepable iterator needs Linux 5.18: keep the rest.
-                cmdline_from_procfs = Some(why.0);
-                Self::open_and_load(false)?
-            }
-            Err(why) => return Err(why),
+        // A pinned set that cannot be used (being replaced or removed right now, or not
+        // root-only: never trusted then) is passed over for a fresh load, and `-v` says why.
+        let (progs, pin_problem) = match programs::Programs::open_pinned() {
+            Ok(Some(p)) => (p, None),
+            Ok(None) => (programs::Programs::load(cmdline)?, None),
+            Err(why) => (programs::Programs::load(cmdline)?, Some(why.0)),
         };
-        let link = skel
-            .progs
-            .dump_task
-            .attach()
-            .map_err(|e| Unavailable(format!("cannot attach the task iterator: {e}")))?;
-        let cmd_link = if cmdline && cmdline_from_procfs.is_none() {
-            match skel.progs.dump_cmdline.attach() {
-                Ok(l) => Some(l),
-                Err(e) => {
-                    cmdline_from_procfs = Some(format!("cannot attach the cmdline iterator: {e}"));
-                    None
-                }
-            }
+        let mut c = Self::from_programs(procfs, progs, cmdline);
+        c.pin_problem = pin_problem;
+        Ok(c)
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn from_programs(
+        procfs: ProcfsCollector,
+        progs: programs::Programs,
+        cmdline: bool,
+    ) -> BpfCollector {
+        let (load_ns, pinned_at) = match &progs.origin {
+            programs::Origin::Loaded { load_ns } => (*load_ns, None),
+            programs::Origin::Pinned { dir, open_ns } => (*open_ns, Some(dir.clone())),
+        };
+        let cmdline_from_procfs = if !cmdline {
+            Some("not asked for".into())
         } else {
-            if !cmdline {
-                cmdline_from_procfs = Some("not loaded".into());
-            }
-            None
+            progs.cmdline_unavailable.clone()
         };
-        let load_ns = sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start);
-        Ok(BpfCollector {
-            skel,
-            link,
-            cmd_link,
+        BpfCollector {
+            progs,
             cmdline_from_procfs,
             procfs,
-            buf: Vec::with_capacity(1 << 20),
+            buf: Vec::new(),
             load_ns,
-        })
+            pinned_at,
+            pin_problem: None,
+        }
     }
 
-    /// One pass of the iterator with `groups`, raw records into `self.buf`.
+    /// Whether a pinned set of this build's programs is there for the caller (root) to use.
+    pub fn pinned_available() -> bool {
+        #[cfg(tasksnap_bpf)]
+        {
+            privileged().is_ok() && programs::pin_dir().is_dir()
+        }
+        #[cfg(not(tasksnap_bpf))]
+        {
+            false
+        }
+    }
+
+    /// Without the BPF backend there is nothing to pin.
+    #[cfg(not(tasksnap_bpf))]
+    pub fn pin() -> Result<std::path::PathBuf, Unavailable> {
+        Self::load(
+            ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?,
+            false,
+        )
+        .map(|_| std::path::PathBuf::new())
+    }
+
+    /// Without the BPF backend nothing was pinned.
+    #[cfg(not(tasksnap_bpf))]
+    pub fn unpin() -> Result<bool, Unavailable> {
+        Ok(false)
+    }
+
+    /// Loads the programs afresh and pins them (root only) so that later runs open them
+    /// instead of loading: `tasksnap pin`. Returns the pin directory.
     #[cfg(tasksnap_bpf)]
-    fn pass(&mut self, groups: u32) -> Result<(), Error> {
-        self.pass_of(groups, None)
+    pub fn pin() -> Result<std::path::PathBuf, Unavailable> {
+        privileged()?;
+        programs::Programs::load(true)?.pin()
     }
 
-    /// An iterator link over the threads of one process only (`bpf_iter_link_info.task.pid`,
-    /// Linux 6.1): the kernel then visits that thread group instead of every task.
+    /// Removes every pinned set (`tasksnap unpin`); true when there was one.
     #[cfg(tasksnap_bpf)]
-    fn process_link(&self, pid: i32) -> Result<libbpf_rs::Link, Error> {
-        let mut info = libbpf_sys::bpf_iter_link_info::default();
-        info.task.pid = pid as u32;
-        let opts = libbpf_sys::bpf_iter_attach_opts {
-            link_info: &mut info,
-            link_info_len: std::mem::size_of::<libbpf_sys::bpf_iter_link_info>() as _,
-            sz: std::mem::size_of::<libbpf_sys::bpf_iter_attach_opts>() as _,
-            ..Default::default()
-        };
-        let prog = libbpf_rs::AsRawLibbpf::as_libbpf_object(&self.skel.progs.dump_task);
-        // SAFETY: `prog` is a loaded program of this skeleton, alive as long as the skeleton;
-        // `opts` and `info` outlive the call, which copies what it needs.
-        let ptr = unsafe { libbpf_sys::bpf_program__attach_iter(prog.as_ptr(), &opts) };
-        let ptr = std::ptr::NonNull::new(ptr).ok_or_else(|| {
-            Error::Unsupported(format!(
-                "cannot attach a one-process task iterator: {}",
-                std::io::Error::last_os_error()
-            ))
-        })?;
-        // SAFETY: libbpf returned a valid link it hands over to us.
-        Ok(unsafe { libbpf_rs::Link::from_ptr(ptr) })
+    pub fn unpin() -> Result<bool, Unavailable> {
+        privileged()?;
+        match programs::remove_pins(std::path::Path::new(programs::PIN_ROOT)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Unavailable(format!("{}: {e}", programs::PIN_ROOT))),
+        }
     }
 
-    /// One pass with `groups` over every task, or over one process's threads.
+    /// One pass with `groups` over every task (split across `shards` reader threads), or
+    /// over one process's threads; raw records into `self.buf`.
     #[cfg(tasksnap_bpf)]
     fn pass_of(&mut self, groups: u32, process: Option<i32>) -> Result<(), Error> {
-        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
-            bss.groups = groups;
-        }
-        let one = match process {
-            Some(pid) => Some(self.process_link(pid)?),
-            None => None,
+        let fail = |source: std::io::Error| Error::Root {
+            path: "bpf task iterator".into(),
+            source,
         };
-        let link = one.as_ref().unwrap_or(&self.link);
-        let mut iter = libbpf_rs::Iter::new(link)
-            .map_err(|e| Error::Unsupported(format!("cannot open the task iterator: {e}")))?;
         self.buf.clear();
-        iter.read_to_end(&mut self.buf)
-            .map_err(|source| Error::Root {
-                path: "bpf task iterator".into(),
-                source,
-            })?;
+        if let Some(pid) = process {
+            let bufs = programs::read_sharded(&self.progs, groups, 1, 0, |p| p.process_iter(pid))
+                .map_err(fail)?;
+            self.buf = bufs.into_iter().next().unwrap_or_default();
+            return Ok(());
+        }
+        // Size the buffers once for the tasks there are (and some that may fork meanwhile).
+        let per_task = decode::record_size(groups) as u64;
+        let tasks = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
+        let shards = programs::pass_shards();
+        let want = (tasks + tasks / 8 + 64) * per_task;
+        let bufs = programs::read_sharded(&self.progs, groups, shards, want as usize, |p| {
+            p.task_iter()
+        })
+        .map_err(fail)?;
+        let mut bufs = bufs.into_iter();
+        self.buf = bufs.next().unwrap_or_default();
+        for b in bufs {
+            self.buf.extend_from_slice(&b);
+        }
         Ok(())
     }
 
@@ -250,72 +279,32 @@ impl BpfCollector {
     /// on its own); the caller then reads command lines from /proc, where a watchdog
     /// abandons the one read that blocks.
     #[cfg(tasksnap_bpf)]
-    fn cmdline_pass(&mut self, deadline: std::time::Duration) -> Option<HashMap<i32, Vec<u8>>> {
-        use libbpf_rs::MapCore;
-
-        let link = self.cmd_link.as_ref()?;
+    fn start_cmdline_pass(&self) -> Option<CmdlinePass> {
+        if !self.progs.has_cmdline() {
+            return None;
+        }
         let shards = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
             .clamp(1, 8);
-        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
-            bss.cmd_nshards = shards as u32;
-        }
         let (tx, rx) = std::sync::mpsc::channel();
-        let map = &self.skel.maps.cmd_shard_of;
-        let mut registered: Vec<u32> = Vec::with_capacity(shards);
-        for shard in 0..shards {
-            let mut iter = libbpf_rs::Iter::new(link).ok()?;
-            let tx = tx.clone();
-            // The reader thread registers itself before reading; the map entry is read by
-            // the program in that thread's read() calls.
-            let (ready_tx, ready_rx) = std::sync::mpsc::channel::<u32>();
-            let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-            std::thread::Builder::new()
-                .name("tasksnap-cmdline".into())
-                .spawn(move || {
-                    // SAFETY: gettid has no arguments and cannot fail.
-                    let tid = unsafe { libc::gettid() } as u32;
-                    let _ = ready_tx.send(tid);
-                    if go_rx.recv().is_err() {
-                        return;
-                    }
-                    let mut buf = Vec::with_capacity(1 << 20);
-                    let r = iter.read_to_end(&mut buf).map(|_| buf);
-                    let _ = tx.send(r);
-                })
-                .ok()?;
-            let tid = ready_rx.recv().ok()?;
-            map.update(
-                &tid.to_ne_bytes(),
-                &(shard as u32).to_ne_bytes(),
-                libbpf_rs::MapFlags::ANY,
-            )
+        // The pass runs on its own threads so that the caller can give up at the deadline
+        // (they finish on their own): they get duplicates of the descriptors.
+        let progs = self.progs.shared()?;
+        std::thread::Builder::new()
+            .name("tasksnap-cmdline".into())
+            .spawn(move || {
+                let r = programs::read_sharded(&progs, 0, shards, 1 << 20, |p| {
+                    p.cmdline_iter()
+                        .unwrap_or_else(|| Err(std::io::Error::other("no command-line iterator")))
+                });
+                let _ = tx.send(r);
+            })
             .ok()?;
-            registered.push(tid);
-            go_tx.send(()).ok()?;
-        }
-        drop(tx);
-        let start = std::time::Instant::now();
-        let mut out = HashMap::new();
-        let mut complete = true;
-        for _ in 0..shards {
-            let left = deadline.saturating_sub(start.elapsed());
-            match rx.recv_timeout(left) {
-                Ok(Ok(buf)) => out.extend(decode::cmdlines(&buf)),
-                _ => {
-                    complete = false;
-                    break;
-                }
-            }
-        }
-        if complete {
-            // Done with these reader threads: free their map entries for the next pass.
-            for tid in registered {
-                let _ = map.delete(&tid.to_ne_bytes());
-            }
-        }
-        complete.then_some(out)
+        Some(CmdlinePass {
+            rx,
+            started: std::time::Instant::now(),
+        })
     }
 
     #[cfg(not(tasksnap_bpf))]
@@ -328,6 +317,12 @@ impl BpfCollector {
     pub fn raw_pass(&mut self, cred: bool, stat: bool) -> Result<usize, Error> {
         self.pass(1 | if cred { 2 } else { 0 } | if stat { 4 } else { 0 })?;
         Ok(self.buf.len())
+    }
+
+    /// One pass with `groups` over every task.
+    #[cfg(tasksnap_bpf)]
+    fn pass(&mut self, groups: u32) -> Result<(), Error> {
+        self.pass_of(groups, None)
     }
 }
 
@@ -367,6 +362,13 @@ impl BpfCollector {
             Selector::Pid(p) | Selector::ThreadsOf(p) => Some(p),
             _ => None,
         };
+        // The command-line pass (the slow one: it copies from every process's memory)
+        // starts first and runs on its own threads while the main pass is read and decoded.
+        let cmdline_pass = if groups.cmdline && one_process.is_none() {
+            self.start_cmdline_pass()
+        } else {
+            None
+        };
         self.pass_of(decode::group_bits(&groups), one_process)?;
         let units = self.procfs.units();
         let records = decode::records(&self.buf).map_err(Error::Unsupported)?;
@@ -377,11 +379,10 @@ impl BpfCollector {
         // pid 1 and its threads (init is protected: even root gets EACCES on
         // /proc/1/ns/pid), so pid 1 is checked directly; a full /proc listing (45 ms at
         // 50,000 tasks) is only taken when the kernel's task count says more are missing.
-        let seen_tgids: std::collections::HashSet<i32> =
-            records.iter().map(|r| r.hdr.tgid as i32).collect();
+        let has_tgid = |p: i32| records.iter().any(|r| r.hdr.tgid as i32 == p);
         let mut extra_threads = 0u64;
         let mut missing: Vec<i32> = Vec::new();
-        if !seen_tgids.contains(&1) {
+        if !has_tgid(1) {
             missing.push(1);
             extra_threads += std::fs::read_dir("/proc/1/task").map_or(0, |d| d.count() as u64);
         }
@@ -393,12 +394,10 @@ impl BpfCollector {
         if let Some(p) = one_process {
             // One process asked for: /proc is consulted for it alone if the iterator was
             // silent (pid 1 here, or a pid that is gone).
-            missing = if seen_tgids.contains(&p) {
-                Vec::new()
-            } else {
-                vec![p]
-            };
+            missing = if has_tgid(p) { Vec::new() } else { vec![p] };
         } else if in_namespace || have + RECONCILE_SLACK < total {
+            let seen_tgids: std::collections::HashSet<i32> =
+                records.iter().map(|r| r.hdr.tgid as i32).collect();
             missing = self
                 .procfs
                 .list_pids()?
@@ -426,7 +425,11 @@ impl BpfCollector {
         // Command lines from the sleepable iterator, when it is there and finishes in time.
         let mut fill_groups = groups;
         if groups.cmdline {
-            if let Some(mut cmds) = self.cmdline_pass(CMDLINE_PASS_DEADLINE) {
+            let pass = match cmdline_pass {
+                Some(p) => Some(p),
+                None => self.start_cmdline_pass(),
+            };
+            if let Some(mut cmds) = pass.and_then(|p| p.finish(CMDLINE_PASS_DEADLINE)) {
                 let per_thread = query.wants_threads();
                 for t in tasks.iter_mut() {
                     if decode::no_mm(t) {
@@ -440,7 +443,7 @@ impl BpfCollector {
                 }
                 // What is still missing (flagged, or born after the pass) is read from /proc.
                 fill_groups.cmdline = tasks.iter().any(|t| t.cmdline.is_none());
-            } else if self.cmd_link.is_some() {
+            } else if self.progs.has_cmdline() {
                 stats.cmdline_timeouts += 1;
             }
         }
@@ -469,7 +472,10 @@ impl BpfCollector {
                 t.base = None;
             }
         }
-        tasks.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        // Already in order unless tasks were added from /proc (pid 1 here, appended at
+        // the end): the stable sort finds the long sorted run and merges the few others in
+        // one pass, where an unstable sort would shuffle 50,000 tasks around.
+        tasks.sort_by_key(|t| (t.id.tgid, t.id.tid));
         Ok(Snapshot {
             taken_at_unix_ns,
             taken_at_boottime_ns,

@@ -76,6 +76,19 @@ struct ts_sched {
 	__u64 nivcsw;
 };
 
+/*
+ * What one reader asks of a pass: user space stores it in the reader_cfg map under the
+ * thread id that will read() the iterator, because the program runs in that thread's read()
+ * calls. Keyed per reader, several readers (one process's shard threads, or several tasksnap
+ * processes sharing the pinned iterator) never see each other's settings.
+ */
+struct ts_reader_cfg {
+	__u32 groups;		/* TS_GROUP_* blocks to write */
+	__u32 shard;		/* write only tasks with tgid % nshards == shard ... */
+	__u32 nshards;		/* ... when nshards > 1 */
+	__u32 pad;
+};
+
 /* The command-line pass (iter.s/task): one ts_cmd_hdr per process, followed by len bytes of
  * its argument area, NULs included, exactly as /proc/PID/cmdline returns it. */
 #define TS_CMDLINE_MAX 4096

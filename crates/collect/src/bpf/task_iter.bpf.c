@@ -15,9 +15,21 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* TS_GROUP_* blocks to write: set by user space before each pass (the program is loaded once
- * per process and serves queries for different groups). */
-__u32 groups = 0;
+/* Per-reader settings (record.h, struct ts_reader_cfg), keyed by the reading thread's id.
+ * A reader without an entry gets nothing: user space always registers before reading. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct ts_reader_cfg);
+} reader_cfg SEC(".maps");
+
+static __always_inline struct ts_reader_cfg *my_cfg(void)
+{
+	__u32 reader = (__u32)bpf_get_current_pid_tgid();
+
+	return bpf_map_lookup_elem(&reader_cfg, &reader);
+}
 
 /* Layout anchors: never written, they make the record types part of this object's BTF so
  * that libbpf-cargo generates the Rust definitions from record.h. */
@@ -27,23 +39,12 @@ struct ts_cred ts_cred_layout = {};
 struct ts_stat ts_stat_layout = {};
 struct ts_sched ts_sched_layout = {};
 struct ts_cmd_hdr ts_cmd_hdr_layout = {};
+struct ts_reader_cfg ts_reader_cfg_layout = {};
 
 struct cmd_buf {
 	struct ts_cmd_hdr hdr;
 	char data[TS_CMDLINE_MAX];
 };
-
-/* Sharding of the command-line pass across reader threads: each reader thread registers its
- * tid with a shard number; with cmd_nshards > 1 a reader copies only the processes of its
- * shard (tgid % cmd_nshards), so the copying runs on every core. */
-__u32 cmd_nshards = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u32);
-} cmd_shard_of SEC(".maps");
 
 /* Scratch space for one command line: too big for the 512-byte BPF stack. */
 struct {
@@ -146,11 +147,20 @@ int dump_task(struct bpf_iter__task *ctx)
 	struct task_struct *t = ctx->task;
 	struct signal_struct *sig;
 	struct mm_struct *mm;
+	struct ts_reader_cfg *cfg;
 	struct ts_hdr hdr = {};
-	__u32 level;
+	__u32 level, groups;
 
 	if (!t)
 		return 0;
+	cfg = my_cfg();
+	if (!cfg)
+		return 0;
+	/* Sharded passes split the field reads (cache misses in task, signal, cred and mm)
+	 * across cores; each reader still walks every task. */
+	if (cfg->nshards > 1 && (__u32)t->tgid % cfg->nshards != cfg->shard)
+		return 0;
+	groups = cfg->groups;
 	level = reader_ns_level();
 	if (level == 0) {
 		hdr.tid = t->pid;
@@ -277,15 +287,15 @@ int dump_cmdline(struct bpf_iter__task *ctx)
 	unsigned long start, end, len;
 	__u32 zero = 0;
 
+	struct ts_reader_cfg *cfg;
+
 	if (!t || t->pid != t->tgid)
 		return 0;
-	if (cmd_nshards > 1) {
-		__u32 reader = (__u32)bpf_get_current_pid_tgid();
-		__u32 *shard = bpf_map_lookup_elem(&cmd_shard_of, &reader);
-
-		if (shard && (__u32)t->tgid % cmd_nshards != *shard)
-			return 0;
-	}
+	cfg = my_cfg();
+	if (!cfg)
+		return 0;
+	if (cfg->nshards > 1 && (__u32)t->tgid % cfg->nshards != cfg->shard)
+		return 0;
 	buf = bpf_map_lookup_elem(&cmd_scratch, &zero);
 	if (!buf)
 		return 0;

@@ -1,0 +1,118 @@
+//! `tasksnap pin` / `unpin`: the pinned iterator is used instead of a fresh load, prints the
+//! same rows as procfs, is root-only on disk, is refused when its directory is not root-only,
+//! and goes away with `unpin`. One test, run in order: the steps share the pin directory.
+
+mod common;
+
+use std::collections::HashSet;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+const ROOT: &str = "/sys/fs/bpf/tasksnap";
+const FORMAT: &[&str] = &["-e", "-o", "pid,ppid,user,stat,nlwp,tty,comm,args"];
+
+fn tasksnap(args: &[&str]) -> Out {
+    run(TASKSNAP, &[], args, "C")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The rows of the load under `backend`, with the verbose lines.
+fn rows(backend: &str, pids: &HashSet<i32>) -> (Vec<Vec<u8>>, String) {
+    let mut a = vec!["ps"];
+    a.extend_from_slice(FORMAT);
+    a.push("--verbose");
+    a.push(backend);
+    let out = tasksnap(&a);
+    assert_eq!(out.code, Some(0), "{a:?}: {}", text(&out.stderr));
+    (load_rows(&out.stdout, pids).1, text(&out.stderr))
+}
+
+fn pin_dirs() -> Vec<PathBuf> {
+    std::fs::read_dir(ROOT)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+fn mode(p: &Path) -> (u32, u32) {
+    let m = std::fs::metadata(p).expect("metadata");
+    (m.mode() & 0o7777, m.uid())
+}
+
+#[test]
+fn pinned_iterator_is_used_root_only_and_removable() {
+    if !root_or_skip("tasksnap pin") {
+        return;
+    }
+    let was_pinned = Path::new(ROOT).exists();
+    let load = spawn_load();
+    let pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
+    let (reference, _) = rows("--backend=procfs", &pids);
+    assert!(reference.len() >= 20, "the load is listed");
+
+    let out = tasksnap(&["pin"]);
+    assert_eq!(out.code, Some(0), "pin: {}", text(&out.stderr));
+    let dirs = pin_dirs();
+    assert_eq!(dirs.len(), 1, "one pinned set: {dirs:?}");
+    let dir = &dirs[0];
+    assert_eq!(mode(Path::new(ROOT)), (0o700, 0), "{ROOT}");
+    assert_eq!(mode(dir), (0o700, 0), "{}", dir.display());
+    let mut pins: Vec<String> = std::fs::read_dir(dir)
+        .expect("pin dir")
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            assert_eq!(mode(&e.path()), (0o600, 0), "{}", e.path().display());
+            e.file_name().to_string_lossy().into_owned()
+        })
+        .collect();
+    pins.sort();
+    assert_eq!(
+        pins,
+        ["cmdline_link", "reader_cfg", "task_link", "task_prog"],
+        "the pinned objects"
+    );
+
+    // Used, and with the same rows as /proc (command lines included).
+    let (pinned, verbose) = rows("--backend=bpf", &pids);
+    assert!(verbose.contains("pinned programs at"), "{verbose}");
+    assert_eq!(pinned, reference, "pinned iterator vs procfs");
+    // auto takes the pinned iterator whatever the task count.
+    let (_, verbose) = rows("--backend=auto", &pids);
+    assert!(verbose.contains("tasksnap: bpf:"), "{verbose}");
+
+    // Another user can neither list nor open the pins.
+    let task_link = dir.join("task_link");
+    let denied = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
+        .arg(&task_link)
+        .output()
+        .expect("setpriv");
+    assert!(
+        !denied.status.success(),
+        "nobody opened {}",
+        task_link.display()
+    );
+
+    // A pin directory others could enter is never trusted: a fresh load is used instead.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (loaded, verbose) = rows("--backend=bpf", &pids);
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    assert!(verbose.contains("pinned programs not used"), "{verbose}");
+    assert!(verbose.contains("not a root-only directory"), "{verbose}");
+    assert_eq!(loaded, reference, "fresh load vs procfs");
+
+    let out = tasksnap(&["unpin"]);
+    assert_eq!(out.code, Some(0), "unpin: {}", text(&out.stderr));
+    assert!(!Path::new(ROOT).exists(), "unpin removes {ROOT}");
+    let (_, verbose) = rows("--backend=bpf", &pids);
+    assert!(verbose.contains("loaded in"), "{verbose}");
+    assert!(text(&tasksnap(&["unpin"]).stdout).contains("nothing was pinned"));
+
+    if was_pinned {
+        assert_eq!(tasksnap(&["pin"]).code, Some(0), "re-pin as it was");
+    }
+}
