@@ -56,6 +56,9 @@ for N in "${@:-10000 50000}"; do
     read -r info <&"${LOAD[0]}"
     total=$(ls /proc | grep -c '^[0-9]')
     echo "load ready: pgid $load_pid, $total processes on the machine"
+    # The first BPF rows load the programs on every run, as an unpinned tasksnap does.
+    was_pinned=0
+    if [ -d /sys/fs/bpf/tasksnap ]; then was_pinned=1; "$TS" unpin >/dev/null; fi
     hyperfine --style basic --warmup 1 --runs "$RUNS" -N \
       --export-json "$OUT/ps-$n.json" \
       "ps -ef" "$TS ps -ef --backend procfs" \
@@ -75,6 +78,31 @@ for N in "${@:-10000 50000}"; do
       ka=$(kernel_allocs $cmd)
       printf '%-58s %10s %10s %12s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$ka" "$rss"
     done
+    if [ "$(id -u)" = 0 ]; then
+      # The same BPF rows with the programs pinned (`tasksnap pin`): no load per run. Run
+      # next to procps again, so the ratio comes from one run.
+      "$TS" pin >/dev/null
+      hyperfine --style basic --warmup 1 --runs "$RUNS" -N \
+        --export-json "$OUT/ps-pinned-$n.json" \
+        "ps -ef" "$TS ps -ef --backend bpf" \
+        "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm --backend bpf" \
+        >"$OUT/hyperfine-pinned-$n.txt"
+      echo "-- pinned (tasksnap pin) --"
+      for cmd in "ps -ef" "$TS ps -ef --backend bpf" "ps -e -o pid,ppid,user,stat,comm" \
+        "$TS ps -e -o pid,ppid,user,stat,comm --backend bpf"; do
+        median=$(python3 -c "import json,sys; d=json.load(open('$OUT/ps-pinned-$n.json')); print(next('%.1f' % (r['median']*1000) for r in d['results'] if r['command']==sys.argv[1]))" "$cmd")
+        # shellcheck disable=SC2086
+        sc=$(syscalls $cmd)
+        # shellcheck disable=SC2086
+        rss=$(peak_rss_kb $cmd)
+        # shellcheck disable=SC2086
+        ka=$(kernel_allocs $cmd)
+        printf '%-58s %10s %10s %12s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$ka" "$rss"
+      done
+      [ "$was_pinned" = 1 ] || "$TS" unpin >/dev/null
+    elif [ "$was_pinned" = 1 ]; then
+      "$TS" pin >/dev/null
+    fi
     exec {LOAD[1]}>&-
     cleanup
     load_pid=""

@@ -121,17 +121,37 @@ pub fn main() -> ExitCode {
         ),
     );
     match BpfCollector::with_cmdline(true) {
-        Ok(b) => line(
-            "bpf",
-            format!(
-                "usable: task iterator loaded in {:.1} ms; command lines {}",
-                b.load_ns as f64 / 1e6,
-                match &b.cmdline_from_procfs {
-                    None => "from the sleepable iterator".to_string(),
-                    Some(why) => format!("from /proc ({why})"),
-                }
-            ),
-        ),
+        Ok(b) => {
+            line(
+                "bpf",
+                format!(
+                    "usable: task iterator {} in {:.2} ms; command lines {}",
+                    if b.pinned_at.is_some() {
+                        "pinned, opened"
+                    } else {
+                        "loaded"
+                    },
+                    b.load_ns as f64 / 1e6,
+                    match &b.cmdline_from_procfs {
+                        None => "from the sleepable iterator".to_string(),
+                        Some(why) => format!("from /proc ({why})"),
+                    }
+                ),
+            );
+            line(
+                "bpf pins",
+                match (&b.pinned_at, &b.pin_problem) {
+                    (Some(dir), _) => format!("{} (root only)", dir.display()),
+                    (None, Some(why)) => {
+                        problems.push(format!("pinned BPF programs not used: {why}"));
+                        format!("not used: {why}")
+                    }
+                    (None, None) => "none: `tasksnap pin` keeps the programs loaded and saves \
+                                     the load time on every run"
+                        .to_string(),
+                },
+            );
+        }
         Err(why) => {
             line("bpf", format!("unavailable: {why}"));
             if root {

@@ -3,10 +3,12 @@
 //! Rows, each the median of `--runs` passes over every process: opening and closing
 //! `/proc/PID/stat` only, reading `stat`, `status` and `cmdline` (open, one read, close, as the
 //! article did), tasksnap's procfs collector, the BPF iterator's raw pass (base+cred, and
-//! with command lines) and the BPF collector's snapshot. Columns: median wall, µs per task,
-//! and system calls where they follow from the method (a raw /proc read is exactly open,
-//! read, close). `--spawn N` starts N sleeping processes with tasksnap-loadgen first and
-//! removes them afterwards. Kernel allocation counts (kmem tracepoints) are not measured yet.
+//! with command lines), the BPF collector's snapshot, and whole `ps` runs: procps against
+//! tasksnap. Columns: median wall, µs per task, and per run the system calls and kernel
+//! allocations counted with tracepoints ([`counters`]). `--spawn N` starts N sleeping
+//! processes with tasksnap-loadgen first and removes them afterwards.
+
+mod counters;
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -25,8 +27,10 @@ struct Row {
     what: String,
     median_ms: f64,
     us_per_task: Option<f64>,
-    /// System calls per pass when they follow from the method; None when not measured.
+    /// System calls per pass (counted; None when the counters could not be opened).
     syscalls: Option<u64>,
+    /// Kernel allocations per pass (kmalloc + kmem_cache_alloc tracepoints).
+    kernel_allocs: Option<u64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -34,8 +38,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn time_runs(runs: usize, mut f: impl FnMut()) -> f64 {
-    median(
+/// The median wall time of `runs` calls of `f`, and what they cost the kernel per run.
+fn time_runs(
+    runs: usize,
+    counters: &mut Option<counters::Counters>,
+    mut f: impl FnMut(),
+) -> (f64, Option<counters::Reading>) {
+    let before = counters.as_mut().map(|c| c.read());
+    let ms = median(
         (0..runs)
             .map(|_| {
                 let t = Instant::now();
@@ -43,7 +53,9 @@ fn time_runs(runs: usize, mut f: impl FnMut()) -> f64 {
                 t.elapsed().as_secs_f64() * 1e3
             })
             .collect(),
-    )
+    );
+    let after = counters.as_mut().map(|c| c.read());
+    (ms, before.zip(after).map(|(b, a)| b.per_run(a, runs)))
 }
 
 /// µs per task, except for one-off costs (loading), where it means nothing.
@@ -106,38 +118,44 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     };
     let pids = procfs.list_pids().unwrap_or_default();
     let n = pids.len().max(1) as f64;
+    let mut counters = match counters::Counters::open() {
+        Ok(c) => Some(c),
+        Err(why) => {
+            eprintln!("tasksnap bench: system calls and kernel allocations not counted: {why}");
+            None
+        }
+    };
     let mut rows = Vec::new();
-    let mut push = |what: &str, ms: f64, syscalls: Option<u64>| {
+    let mut push = |what: &str, (ms, cost): (f64, Option<counters::Reading>)| {
         let what = what.to_string();
         rows.push(Row {
             what: what.clone(),
             median_ms: ms,
             us_per_task: syscalls_or_per_task(&what, ms, n),
-            syscalls,
+            syscalls: cost.map(|c| c.syscalls),
+            kernel_allocs: cost.map(|c| c.kernel_allocs),
         })
     };
     let mut buf = vec![0u8; 1 << 16];
     let files = ["stat", "status", "cmdline"];
     push(
         "/proc/PID/stat open+close",
-        time_runs(runs, || {
+        time_runs(runs, &mut counters, || {
             for p in &pids {
                 let _ = std::fs::File::open(format!("/proc/{p}/stat"));
             }
         }),
-        Some(2 * pids.len() as u64),
     );
     for f in files {
         push(
             &format!("/proc/PID/{f} open+read+close"),
-            time_runs(runs, || {
+            time_runs(runs, &mut counters, || {
                 for p in &pids {
                     if let Ok(mut file) = std::fs::File::open(format!("/proc/{p}/{f}")) {
                         let _ = file.read(&mut buf);
                     }
                 }
             }),
-            Some(3 * pids.len() as u64),
         );
     }
     let q = |cmdline: bool| {
@@ -154,54 +172,79 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     };
     push(
         "tasksnap procfs collector base+cred+stat",
-        time_runs(runs, || {
+        time_runs(runs, &mut counters, || {
             let _ = procfs.snapshot(&q(false));
         }),
-        None,
     );
     push(
         "tasksnap procfs collector + cmdline",
-        time_runs(runs, || {
+        time_runs(runs, &mut counters, || {
             let _ = procfs.snapshot(&q(true));
         }),
-        None,
     );
     match BpfCollector::with_cmdline(true) {
         Err(why) => eprintln!("tasksnap bench: BPF rows left out: {why}"),
         Ok(mut bpf) => {
-            push(
-                "BPF program load (once per process)",
-                bpf.load_ns as f64 / 1e6,
-                None,
-            );
+            let how = if bpf.pinned_at.is_some() {
+                "BPF programs: open the pinned set (once per process)"
+            } else {
+                "BPF programs: load (once per process; `tasksnap pin` avoids it)"
+            };
+            push(how, (bpf.load_ns as f64 / 1e6, None));
             push(
                 "BPF iterator raw pass base+cred",
-                time_runs(runs, || {
+                time_runs(runs, &mut counters, || {
                     let _ = bpf.raw_pass(true, false);
                 }),
-                None,
             );
             push(
                 "BPF iterator raw pass base+cred+stat",
-                time_runs(runs, || {
+                time_runs(runs, &mut counters, || {
                     let _ = bpf.raw_pass(true, true);
                 }),
-                None,
             );
             push(
                 "BPF collector snapshot base+cred+stat",
-                time_runs(runs, || {
+                time_runs(runs, &mut counters, || {
                     let _ = bpf.snapshot(&q(false));
                 }),
-                None,
             );
             push(
                 "BPF collector snapshot + cmdline",
-                time_runs(runs, || {
+                time_runs(runs, &mut counters, || {
                     let _ = bpf.snapshot(&q(true));
                 }),
-                None,
             );
+        }
+    }
+    // Whole runs, as a user types them: procps against tasksnap (auto backend).
+    let me = std::env::current_exe().ok();
+    for args in [&["-ef"][..], &["-e", "-o", "pid,ppid,user,stat,comm"][..]] {
+        let line = args.join(" ");
+        let mut run_one = |program: &std::path::Path, label: String| {
+            let mut ok = true;
+            let timing = time_runs(runs, &mut counters, || {
+                let status = std::process::Command::new(program)
+                    .args(if label.starts_with("tasksnap") {
+                        &["ps"][..]
+                    } else {
+                        &[][..]
+                    })
+                    .args(args)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+                ok &= status.is_ok_and(|s| s.success());
+            });
+            if ok {
+                push(&label, timing);
+            } else {
+                eprintln!("tasksnap bench: `{label}` failed; row left out");
+            }
+        };
+        run_one(std::path::Path::new("ps"), format!("procps ps {line}"));
+        if let Some(me) = &me {
+            run_one(me, format!("tasksnap ps {line}"));
         }
     }
     if json {
@@ -219,19 +262,22 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     } else {
         say!("{} processes, median of {runs} runs", pids.len());
         say!(
-            "{:<44} {:>10} {:>10} {:>10}",
+            "{:<62} {:>10} {:>8} {:>10} {:>10}",
             "what",
             "median ms",
             "µs/task",
-            "syscalls"
+            "syscalls",
+            "kallocs"
         );
+        let dash = |v: Option<u64>| v.map_or("-".to_string(), |s| s.to_string());
         for r in &rows {
             say!(
-                "{:<44} {:>10.1} {:>10} {:>10}",
+                "{:<62} {:>10.1} {:>8} {:>10} {:>10}",
                 r.what,
                 r.median_ms,
                 r.us_per_task.map_or("-".to_string(), |u| format!("{u:.2}")),
-                r.syscalls.map_or("-".to_string(), |s| s.to_string())
+                dash(r.syscalls),
+                dash(r.kernel_allocs)
             );
         }
     }
