@@ -300,8 +300,15 @@ fn process_stat(leader: &ts_stat, threads: &[ts_stat], start_ns: u64, page: u64)
 }
 
 /// Tasks for the query from one pass's records: per thread, or per process with thread-group
-/// sums.
-pub fn assemble(records: &[Record<'_>], query: &Query, groups: &Groups, units: Units) -> Vec<Task> {
+/// sums, in (tgid, tid) order, with `extras` (tasks read from /proc because the iterator did
+/// not return them) merged in at their places.
+pub fn assemble(
+    records: &[Record<'_>],
+    mut extras: Vec<Task>,
+    query: &Query,
+    groups: &Groups,
+    units: Units,
+) -> Vec<Task> {
     let tick_ns = 1_000_000_000 / units.clk_tck.max(1);
     // /proc reports start times in clock ticks: truncate so identities match across backends.
     let start = |r: &Record| r.hdr.start_boottime_ns / tick_ns * tick_ns;
@@ -322,8 +329,20 @@ pub fn assemble(records: &[Record<'_>], query: &Query, groups: &Groups, units: U
         i = j;
     }
     let threads_view = query.wants_threads();
-    let mut out = Vec::new();
+    extras.sort_by_key(|t| (t.id.tgid, t.id.tid));
+    let mut extras = extras.into_iter().peekable();
+    // Sized once: growing a vector of 50,000 tasks by doubling copies it many times over.
+    let mut out = Vec::with_capacity(
+        if threads_view {
+            records.len()
+        } else {
+            groups_of.len()
+        } + extras.len(),
+    );
     for &(tgid, members) in &groups_of {
+        while let Some(e) = extras.next_if(|e| e.id.tgid < tgid as i32) {
+            out.push(e);
+        }
         let tgid = &tgid;
         let Some(leader) = members.iter().find(|r| r.hdr.tid == *tgid).copied() else {
             continue;
@@ -374,6 +393,7 @@ pub fn assemble(records: &[Record<'_>], query: &Query, groups: &Groups, units: U
             out.push(make(leader, process_stat()));
         }
     }
+    out.extend(extras);
     out
 }
 

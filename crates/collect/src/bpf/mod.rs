@@ -372,7 +372,6 @@ impl BpfCollector {
         self.pass_of(decode::group_bits(&groups), one_process)?;
         let units = self.procfs.units();
         let records = decode::records(&self.buf).map_err(Error::Unsupported)?;
-        let mut tasks = decode::assemble(&records, query, &groups, units);
         let mut stats = SnapshotStats::default();
 
         // Tasks /proc shows that the iterator did not return. On this kind of VM that is
@@ -410,6 +409,7 @@ impl BpfCollector {
             Selector::Pid(p) | Selector::ThreadsOf(p) => p == pid,
             _ => true,
         };
+        let mut extras = Vec::new();
         for pid in missing.into_iter().filter(|&p| wanted(p)) {
             let sel = if query.wants_threads() {
                 Selector::ThreadsOf(pid)
@@ -418,8 +418,9 @@ impl BpfCollector {
             };
             let mut q = Query::new(sel, groups);
             q.leader_as_process = query.leader_as_process;
-            tasks.extend(self.procfs.snapshot(&q)?.tasks);
+            extras.extend(self.procfs.snapshot(&q)?.tasks);
         }
+        let mut tasks = decode::assemble(&records, extras, query, &groups, units);
         decode::filter(&mut tasks, query);
 
         // Command lines from the sleepable iterator, when it is there and finishes in time.
@@ -472,10 +473,7 @@ impl BpfCollector {
                 t.base = None;
             }
         }
-        // Already in order unless tasks were added from /proc (pid 1 here, appended at
-        // the end): the stable sort finds the long sorted run and merges the few others in
-        // one pass, where an unstable sort would shuffle 50,000 tasks around.
-        tasks.sort_by_key(|t| (t.id.tgid, t.id.tid));
+        debug_assert!(tasks.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)));
         Ok(Snapshot {
             taken_at_unix_ns,
             taken_at_boottime_ns,
