@@ -22,6 +22,7 @@ mod bench;
 mod doctor;
 mod pin;
 mod ps;
+mod top;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -35,6 +36,8 @@ Commands:
   ps       list processes (procps-ng compatible options: -ef, aux, -eLf, -o ..., --forest)
   bench    the task_diag article's table on this machine: raw /proc reads, the procfs and
            BPF collectors (--spawn N starts N processes first, --json for scripts)
+  top      a live view of processes and threads that stays light at 100,000 tasks (-b for
+           procps top -b's batch output)
   pin      keep the BPF programs loaded between runs (root; saves 35-50 ms per run)
   unpin    remove what `pin` left
   doctor   what this host offers (BPF, BTF, privileges, hidepid, delay accounting) and what
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         "ps" => ps::main(&args[2..]),
         "doctor" => doctor::main(),
         "bench" => bench::main(&args[2..]),
+        "top" => top::main(&args[2..]),
         "pin" => pin::pin(),
         "unpin" => pin::unpin(),
         "-V" | "--version" => {

@@ -35,11 +35,12 @@ impl TaskId {
 }
 
 /// The scheduler state letter as /proc shows it (`fs/proc/array.c: task_state_array`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 pub enum TaskState {
     /// `R`: running or runnable.
     Running,
     /// `S`: interruptible sleep.
+    #[default]
     Sleeping,
     /// `D`: uninterruptible sleep.
     DiskSleep,
@@ -94,7 +95,7 @@ impl TaskState {
 }
 
 /// Identity and scheduling basics: everything /proc/PID/stat gives cheaply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct Base {
     /// Scheduler state.
     pub state: TaskState,
@@ -156,7 +157,7 @@ pub struct Cred {
 }
 
 /// CPU times, faults and start time (/proc/PID/stat).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct Stat {
     /// User CPU time, ns (for a process: summed over its threads, as /proc shows it).
     pub utime_ns: u64,

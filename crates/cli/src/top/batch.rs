@@ -1,0 +1,40 @@
+//! `tasksnap top -b`: frames as procps `top -b` prints them (header, a blank line, the
+//! column header, every task), for scripts and logs. `-n` frames, `-d` seconds apart.
+
+use std::io::Write;
+
+use super::Top;
+
+/// Prints frames until `-n` is reached (forever without it).
+pub fn run(mut top: Top) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    // A first sample that is not printed, so that the first frame's rates cover a real
+    // interval (a quarter second, or -d if shorter) instead of showing zeros.
+    top.refresh(&super::clock())?;
+    std::thread::sleep(top.opts.delay.min(std::time::Duration::from_millis(250)));
+    let mut n = 0u64;
+    loop {
+        let mut frame = top.refresh(&super::clock())?;
+        for h in &frame.header {
+            writeln!(out, "{h}")?;
+        }
+        writeln!(out)?;
+        writeln!(out, "{}", top.column_header())?;
+        let all = frame.lines.len();
+        for row in top.rows(&mut frame, 0..all) {
+            match top.opts.width {
+                Some(w) => writeln!(out, "{}", row.chars().take(w).collect::<String>())?,
+                None => writeln!(out, "{row}")?,
+            }
+        }
+        n += 1;
+        if top.opts.iterations.is_some_and(|max| n >= max) {
+            out.flush()?;
+            return Ok(());
+        }
+        writeln!(out)?;
+        out.flush()?;
+        std::thread::sleep(top.opts.delay);
+    }
+}

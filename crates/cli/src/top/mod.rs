@@ -1,0 +1,461 @@
+//! `tasksnap top`: a live view that stays light at 100,000 tasks.
+//!
+//! Each refresh takes one snapshot of every thread (base, effective credentials, CPU times
+//! and scheduler counters: with the BPF backend that is one iterator pass, no /proc file per
+//! task), turns it into rates against the previous one ([`view`]), and formats only the rows
+//! that are shown ([`render`]): shared memory (statm) and command lines are read for those
+//! rows only, command lines cached by task identity. The header adds the machine's figures
+//! ([`system`]) and tasksnap's own CPU use and per-refresh cost. `-b` prints frames in
+//! procps `top -b`'s layout ([`batch`]); otherwise a terminal UI runs ([`tui`]).
+
+mod batch;
+mod render;
+mod system;
+mod tui;
+mod view;
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use tasksnap_collect::choice::{self, Preference};
+use tasksnap_collect::Collector;
+use tasksnap_model::{Groups, Query, Selector};
+
+use crate::ps::names::Names;
+use view::{Filter, Line, SortKey};
+
+/// Options from the command line (and changed by keys in the UI).
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub batch: bool,
+    pub iterations: Option<u64>,
+    pub delay: Duration,
+    pub pids: Vec<i32>,
+    pub user: Option<String>,
+    pub threads: bool,
+    pub full_command: bool,
+    pub tree: bool,
+    pub sort: SortKey,
+    pub ascending: bool,
+    pub name_filter: Option<String>,
+    pub other_filter: Option<Filter>,
+    pub backend: Preference,
+    pub width: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            batch: false,
+            iterations: None,
+            delay: Duration::from_secs(3),
+            pids: Vec::new(),
+            user: None,
+            threads: false,
+            full_command: false,
+            tree: false,
+            sort: SortKey::Cpu,
+            ascending: false,
+            name_filter: None,
+            other_filter: None,
+            backend: Preference::Auto,
+            width: None,
+        }
+    }
+}
+
+const USAGE: &str = "\
+usage: tasksnap top [-b] [-n COUNT] [-d SECONDS] [-p PID[,PID...]] [-u USER] [-H] [-c]
+                    [-o FIELD] [-w COLUMNS] [--backend auto|bpf|procfs]
+  -b   batch mode: print frames in procps top -b's layout
+  -n   stop after COUNT frames        -d   seconds between frames (default 3)
+  -p   only these processes           -u   only this user (name or uid)
+  -H   one row per thread             -c   full command lines
+  -o   sort by PID, USER, %CPU, %MEM, TIME+, RUNQ% or COMMAND (prefix + or - for order)
+Keys in the live view: h or ? for help.
+";
+
+fn parse_args(argv: &[OsString]) -> Result<Options, String> {
+    let mut o = Options::default();
+    let args: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        // Values may be attached (-n5, -d0.5) or separate (-n 5).
+        let mut value = |flag: &str| -> Result<String, String> {
+            if a.len() > flag.len() {
+                Ok(a[flag.len()..].to_string())
+            } else {
+                i += 1;
+                args.get(i)
+                    .cloned()
+                    .ok_or_else(|| format!("option {flag} needs a value"))
+            }
+        };
+        match a {
+            "-b" => o.batch = true,
+            "-H" => o.threads = true,
+            "-c" => o.full_command = true,
+            "-h" | "--help" => return Err(String::new()),
+            _ if a.starts_with("--backend") => {
+                let v = match a.strip_prefix("--backend=") {
+                    Some(v) => v.to_string(),
+                    None => value("--backend")?,
+                };
+                o.backend = match v.as_str() {
+                    "auto" => Preference::Auto,
+                    "bpf" => Preference::Bpf,
+                    "procfs" => Preference::Procfs,
+                    _ => return Err(format!("unknown backend '{v}'")),
+                };
+            }
+            _ if a.starts_with("-n") => {
+                let v = value("-n")?;
+                o.iterations = Some(v.parse().map_err(|_| format!("bad count '{v}'"))?);
+            }
+            _ if a.starts_with("-d") => {
+                let v = value("-d")?;
+                let s: f64 = v.parse().map_err(|_| format!("bad delay '{v}'"))?;
+                if !(s.is_finite() && s >= 0.0) {
+                    return Err(format!("bad delay '{v}'"));
+                }
+                o.delay = Duration::from_secs_f64(s.max(0.1));
+            }
+            _ if a.starts_with("-p") => {
+                let v = value("-p")?;
+                for p in v.split(',').filter(|p| !p.is_empty()) {
+                    o.pids
+                        .push(p.parse().map_err(|_| format!("bad pid '{p}'"))?);
+                }
+            }
+            _ if a.starts_with("-u") || a.starts_with("-U") => o.user = Some(value("-u")?),
+            _ if a.starts_with("-w") => {
+                let v = value("-w")?;
+                o.width = Some(v.parse().map_err(|_| format!("bad width '{v}'"))?);
+            }
+            _ if a.starts_with("-o") => {
+                let v = value("-o")?;
+                o.sort = SortKey::parse(&v).ok_or_else(|| format!("unknown field '{v}'"))?;
+                o.ascending = v.starts_with('-');
+            }
+            _ => return Err(format!("unknown option '{a}'")),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// A frame ready to show: header lines and every row that passed the filters, in order.
+pub struct Frame {
+    pub header: Vec<String>,
+    pub lines: Vec<Line>,
+}
+
+/// The state kept between refreshes.
+pub struct Top {
+    pub opts: Options,
+    collector: Box<dyn Collector>,
+    backend: String,
+    tracker: view::Tracker,
+    system: system::SystemReader,
+    names: Names,
+    /// Command lines of tasks shown, by identity (tgid, start time).
+    cmdlines: HashMap<(i32, u64), String>,
+    mem_total_kib: u64,
+    own_cpu_ns: u64,
+    own_at: Instant,
+    pid_width: usize,
+}
+
+impl Top {
+    pub fn new(opts: Options) -> anyhow::Result<Top> {
+        let choice = choice::choose(opts.backend, false)?;
+        let mem_total_kib =
+            system::parse_meminfo(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default())
+                .total_kib;
+        let pid_width = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .map(|s| s.trim().len())
+            .unwrap_or(5)
+            .max(5);
+        let backend = choice.reason.clone();
+        let collector = choice.collector;
+        if collector.name() == "bpf" {
+            // What loading needed is no longer needed (see ps).
+            let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
+        }
+        Ok(Top {
+            opts,
+            collector,
+            backend,
+            tracker: view::Tracker::default(),
+            system: system::SystemReader::default(),
+            names: Names::default(),
+            cmdlines: HashMap::new(),
+            mem_total_kib,
+            own_cpu_ns: system::own_cpu_ns(),
+            own_at: Instant::now(),
+            pid_width,
+        })
+    }
+
+    /// The backend in use, for the header.
+    fn backend_short(&self) -> String {
+        let name = self.collector.name();
+        if self.backend.contains("pinned") {
+            format!("{name} (pinned)")
+        } else {
+            name.to_string()
+        }
+    }
+
+    fn user_name(&mut self, uid: u32) -> String {
+        match self.names.user(uid) {
+            Some(n) => String::from_utf8_lossy(n).into_owned(),
+            None => uid.to_string(),
+        }
+    }
+
+    /// Takes a snapshot and computes the frame.
+    pub fn refresh(&mut self, clock: &str) -> anyhow::Result<Frame> {
+        let started = Instant::now();
+        let groups = Groups {
+            base: true,
+            cred_effective: true,
+            stat: true,
+            sched: true,
+            ..Groups::default()
+        };
+        let selectors: Vec<Selector> = if self.opts.pids.is_empty() {
+            vec![Selector::AllThreads]
+        } else {
+            self.opts
+                .pids
+                .iter()
+                .map(|&p| Selector::ThreadsOf(p))
+                .collect()
+        };
+        let mut snap = None;
+        for sel in selectors {
+            let mut q = Query::new(sel, groups);
+            // The leader's row carries the whole process's times in the process view.
+            q.leader_as_process = !self.opts.threads;
+            let s = self.collector.snapshot(&q)?;
+            match &mut snap {
+                None => snap = Some(s),
+                Some(all) => {
+                    let all: &mut tasksnap_model::Snapshot = all;
+                    all.tasks.extend(s.tasks);
+                }
+            }
+        }
+        let snap = snap.ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+        let mut lines = self
+            .tracker
+            .update(&snap, self.opts.threads, self.mem_total_kib);
+        drop(snap);
+        self.filter(&mut lines);
+        let counts = view::count_states(&lines);
+        self.order(&mut lines);
+        let sys = self.system.read(Path::new("/proc"));
+        let now_cpu = system::own_cpu_ns();
+        let wall = self.own_at.elapsed().as_nanos().max(1) as f64;
+        let own = render::OwnCost {
+            cpu_pct: now_cpu.saturating_sub(self.own_cpu_ns) as f64 * 100.0 / wall,
+            refresh_ms: started.elapsed().as_secs_f64() * 1e3,
+            backend: format!("{}, {} tasks", self.backend_short(), lines.len()),
+        };
+        self.own_cpu_ns = now_cpu;
+        self.own_at = Instant::now();
+        let header = render::header(&sys, &counts, self.opts.threads, &own, clock);
+        Ok(Frame { header, lines })
+    }
+
+    /// Sorts `lines` by the current key, as a forest when the tree view is on.
+    pub fn order(&mut self, lines: &mut Vec<Line>) {
+        let names = &mut self.names;
+        let mut user_of = |uid: u32| match names.user(uid) {
+            Some(n) => String::from_utf8_lossy(n).into_owned(),
+            None => uid.to_string(),
+        };
+        view::sort(lines, self.opts.sort, self.opts.ascending, &mut user_of);
+        if self.opts.tree {
+            *lines = view::forest(std::mem::take(lines));
+        }
+    }
+
+    fn filter(&mut self, lines: &mut Vec<Line>) {
+        let want_uid: Option<u32> = self.opts.user.as_ref().map(|u| {
+            u.parse()
+                .ok()
+                .or_else(|| user_uid(u))
+                .unwrap_or(u32::MAX - 1)
+        });
+        let name = self.opts.name_filter.clone();
+        let other = self.opts.other_filter.clone();
+        if want_uid.is_none() && name.is_none() && other.is_none() {
+            return;
+        }
+        let mut users: HashMap<u32, String> = HashMap::new();
+        lines.retain(|l| {
+            if want_uid.is_some_and(|u| u != l.euid) {
+                return false;
+            }
+            if let Some(n) = &name {
+                if !String::from_utf8_lossy(&l.comm).contains(n.as_str()) {
+                    return false;
+                }
+            }
+            if let Some(f) = &other {
+                let user = users
+                    .entry(l.euid)
+                    .or_insert_with(|| match self.names.user(l.euid) {
+                        Some(n) => String::from_utf8_lossy(n).into_owned(),
+                        None => l.euid.to_string(),
+                    });
+                if !f.keeps(l, user) {
+                    return false;
+                }
+            }
+            true
+        });
+    }
+
+    /// The text of rows `range` of `frame`, reading what only shown rows need.
+    pub fn rows(&mut self, frame: &mut Frame, range: std::ops::Range<usize>) -> Vec<String> {
+        let end = range.end.min(frame.lines.len());
+        let start = range.start.min(end);
+        let mut out = Vec::with_capacity(end - start);
+        for i in start..end {
+            let l = &mut frame.lines[i];
+            if l.shr_kib.is_none() {
+                l.shr_kib = Some(statm_shared_kib(l.id.tgid, l.id.tid).unwrap_or(0));
+            }
+            let l = frame.lines[i].clone();
+            let command = self.command(&l);
+            let user = self.user_name(l.euid);
+            out.push(render::line(
+                &l,
+                self.pid_width,
+                &user,
+                &command,
+                self.opts.tree,
+            ));
+        }
+        out
+    }
+
+    fn command(&mut self, l: &Line) -> String {
+        let comm = render::printable(&l.comm);
+        if !self.opts.full_command {
+            return comm;
+        }
+        if l.kthread {
+            return format!("[{comm}]");
+        }
+        let key = (l.id.tgid, l.id.start_time_ns);
+        if let Some(c) = self.cmdlines.get(&key) {
+            return c.clone();
+        }
+        let c = match std::fs::read(format!("/proc/{}/cmdline", l.id.tgid)) {
+            Ok(b) if !b.is_empty() => {
+                let joined: Vec<u8> = b
+                    .strip_suffix(b"\0")
+                    .unwrap_or(&b)
+                    .iter()
+                    .map(|&c| if c == 0 { b' ' } else { c })
+                    .collect();
+                render::printable(&joined)
+            }
+            _ => comm,
+        };
+        if self.cmdlines.len() > 100_000 {
+            self.cmdlines.clear();
+        }
+        self.cmdlines.insert(key, c.clone());
+        c
+    }
+
+    pub fn column_header(&self) -> String {
+        render::column_header(self.pid_width)
+    }
+}
+
+fn user_uid(name: &str) -> Option<u32> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let mut f = l.split(':');
+        (f.next()? == name).then(|| f.nth(1)?.parse().ok())?
+    })
+}
+
+/// Shared memory of a task in KiB: /proc/PID/statm's third field.
+fn statm_shared_kib(tgid: i32, tid: i32) -> Option<u64> {
+    let path = if tgid == tid {
+        format!("/proc/{tgid}/statm")
+    } else {
+        format!("/proc/{tgid}/task/{tid}/statm")
+    };
+    let s = std::fs::read_to_string(path).ok()?;
+    let pages: u64 = s.split_whitespace().nth(2)?.parse().ok()?;
+    Some(pages * 4)
+}
+
+/// The wall clock as top prints it.
+pub fn clock() -> String {
+    // SAFETY: time(NULL) only returns the time.
+    let t = unsafe { libc::time(std::ptr::null_mut()) };
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    // SAFETY: `t` and `tm` are valid for the call.
+    if unsafe { libc::localtime_r(&t, tm.as_mut_ptr()) }.is_null() {
+        return "--:--:--".into();
+    }
+    // SAFETY: localtime_r succeeded and filled `tm`.
+    let tm = unsafe { tm.assume_init() };
+    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
+}
+
+/// Entry point for `tasksnap top ARGS...`.
+pub fn main(argv: &[OsString]) -> ExitCode {
+    let opts = match parse_args(argv) {
+        Ok(o) => o,
+        Err(e) if e.is_empty() => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("tasksnap top: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let batch = opts.batch;
+    let top = match Top::new(opts) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("tasksnap top: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    let r = if batch {
+        batch::run(top)
+    } else {
+        tui::run(top)
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("tasksnap top: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

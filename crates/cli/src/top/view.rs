@@ -1,0 +1,419 @@
+//! What one refresh of `top` shows, from two snapshots: per-task rates (%CPU, RUNQ%) matched
+//! by task identity (tgid, tid, start time, so a reused pid starts from zero), the process
+//! rollup of thread rows, filters, sorting and the tree order. No formatting here.
+
+use std::collections::HashMap;
+
+use tasksnap_model::{Snapshot, TaskId};
+
+/// One row of the table.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub id: TaskId,
+    pub ppid: i32,
+    pub euid: u32,
+    /// /proc/PID/stat's priority (prio - 100): "rt" below -99.
+    pub priority: i32,
+    pub nice: i32,
+    pub virt_kib: u64,
+    pub res_kib: u64,
+    /// Shared memory (statm), read only for the rows on screen.
+    pub shr_kib: Option<u64>,
+    pub state: u8,
+    pub cpu_pct: f64,
+    pub mem_pct: f64,
+    pub time_ns: u64,
+    /// Share of the interval spent waiting for a CPU (run delay), summed over threads.
+    pub runq_pct: Option<f64>,
+    pub comm: Vec<u8>,
+    pub kthread: bool,
+    /// Tree depth when the tree view is on.
+    pub depth: usize,
+}
+
+/// Sort columns, with top's keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Pid,
+    User,
+    Cpu,
+    Mem,
+    Time,
+    Runq,
+    Command,
+}
+
+impl SortKey {
+    /// Header names in column order (for `<` and `>`).
+    pub const ORDER: [SortKey; 7] = [
+        SortKey::Pid,
+        SortKey::User,
+        SortKey::Runq,
+        SortKey::Cpu,
+        SortKey::Mem,
+        SortKey::Time,
+        SortKey::Command,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Pid => "PID",
+            SortKey::User => "USER",
+            SortKey::Cpu => "%CPU",
+            SortKey::Mem => "%MEM",
+            SortKey::Time => "TIME+",
+            SortKey::Runq => "RUNQ%",
+            SortKey::Command => "COMMAND",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SortKey> {
+        SortKey::ORDER
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s.trim_start_matches('+')))
+    }
+}
+
+/// Counts for the "Tasks:" header line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StateCounts {
+    pub total: usize,
+    pub running: usize,
+    pub sleeping: usize,
+    pub stopped: usize,
+    pub zombie: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Prev {
+    cpu_ns: u64,
+    run_delay_ns: u64,
+}
+
+/// Remembers the previous snapshot's counters to turn the next one into rates.
+#[derive(Debug, Default)]
+pub struct Tracker {
+    prev: HashMap<(i32, i32, u64), Prev>,
+    prev_at_ns: u64,
+}
+
+fn key(id: &TaskId) -> (i32, i32, u64) {
+    (id.tgid, id.tid, id.start_time_ns)
+}
+
+impl Tracker {
+    /// The rows of `snap` (taken with every thread, the leader carrying process totals when
+    /// `threads` is off), rolled up per process unless `threads`.
+    pub fn update(&mut self, snap: &Snapshot, threads: bool, mem_total_kib: u64) -> Vec<Line> {
+        let now = snap.taken_at_boottime_ns;
+        let wall_ns = now.saturating_sub(self.prev_at_ns).max(1) as f64;
+        let first = self.prev.is_empty();
+        let mut next = HashMap::with_capacity(snap.tasks.len());
+        let mut lines: Vec<Line> = Vec::with_capacity(snap.tasks.len());
+        // Process view: run delay summed over each process's threads.
+        let mut runq_of: HashMap<i32, f64> = HashMap::new();
+        for t in &snap.tasks {
+            let cpu_ns = t.stat.as_ref().map_or(0, |s| s.utime_ns + s.stime_ns);
+            let run_delay_ns = t.sched.as_ref().map_or(0, |s| s.run_delay_ns);
+            let prev = self.prev.get(&key(&t.id)).copied();
+            next.insert(
+                key(&t.id),
+                Prev {
+                    cpu_ns,
+                    run_delay_ns,
+                },
+            );
+            let rate = |now_v: u64, was: Option<u64>| -> f64 {
+                match was {
+                    Some(w) if !first => now_v.saturating_sub(w) as f64 * 100.0 / wall_ns,
+                    _ => 0.0,
+                }
+            };
+            let runq = t
+                .sched
+                .as_ref()
+                .map(|_| rate(run_delay_ns, prev.map(|p| p.run_delay_ns)));
+            if !threads {
+                if let Some(r) = runq {
+                    *runq_of.entry(t.id.tgid).or_default() += r;
+                }
+                if !t.id.is_leader() {
+                    continue;
+                }
+            }
+            let Some(b) = t.base.as_ref() else {
+                continue;
+            };
+            let res_kib = t.stat.as_ref().map_or(0, |s| s.rss_bytes / 1024);
+            lines.push(Line {
+                id: t.id,
+                ppid: b.ppid,
+                euid: t.cred.as_ref().map_or(0, |c| c.euid),
+                priority: b.priority,
+                nice: b.nice,
+                virt_kib: t.stat.as_ref().map_or(0, |s| s.vsize_bytes / 1024),
+                res_kib,
+                shr_kib: None,
+                state: b.state.letter(),
+                cpu_pct: rate(cpu_ns, prev.map(|p| p.cpu_ns)),
+                mem_pct: res_kib as f64 * 100.0 / mem_total_kib.max(1) as f64,
+                time_ns: cpu_ns,
+                runq_pct: runq,
+                comm: b.comm.clone(),
+                kthread: b.kthread,
+                depth: 0,
+            });
+        }
+        if !threads {
+            for l in &mut lines {
+                if let Some(r) = runq_of.get(&l.id.tgid) {
+                    l.runq_pct = Some(*r);
+                }
+            }
+        }
+        self.prev = next;
+        self.prev_at_ns = now;
+        lines
+    }
+}
+
+/// The "Tasks:" counts (per process, or per thread in the threads view).
+pub fn count_states(lines: &[Line]) -> StateCounts {
+    let mut c = StateCounts {
+        total: lines.len(),
+        ..StateCounts::default()
+    };
+    for l in lines {
+        match l.state {
+            b'R' => c.running += 1,
+            b'T' | b't' => c.stopped += 1,
+            b'Z' => c.zombie += 1,
+            _ => c.sleeping += 1,
+        }
+    }
+    c
+}
+
+/// Sorts `lines` by `key` (largest first unless `ascending`), ties by pid.
+pub fn sort(
+    lines: &mut [Line],
+    key: SortKey,
+    ascending: bool,
+    user_of: &mut dyn FnMut(u32) -> String,
+) {
+    use std::cmp::Ordering;
+    let f = |a: &f64, b: &f64| a.partial_cmp(b).unwrap_or(Ordering::Equal);
+    let mut users: HashMap<u32, String> = HashMap::new();
+    if key == SortKey::User {
+        for l in lines.iter() {
+            users.entry(l.euid).or_insert_with(|| user_of(l.euid));
+        }
+    }
+    lines.sort_by(|a, b| {
+        let o = match key {
+            SortKey::Pid => a.id.tid.cmp(&b.id.tid),
+            SortKey::User => users.get(&a.euid).cmp(&users.get(&b.euid)),
+            SortKey::Cpu => f(&a.cpu_pct, &b.cpu_pct),
+            SortKey::Mem => a.res_kib.cmp(&b.res_kib),
+            SortKey::Time => a.time_ns.cmp(&b.time_ns),
+            SortKey::Runq => f(&a.runq_pct.unwrap_or(0.0), &b.runq_pct.unwrap_or(0.0)),
+            SortKey::Command => a.comm.cmp(&b.comm),
+        };
+        let o = if ascending { o } else { o.reverse() };
+        o.then(a.id.tid.cmp(&b.id.tid))
+    });
+}
+
+/// Reorders sorted `lines` as a forest: each process under its parent, siblings in the
+/// current sort order, with `depth` set. Processes whose parent is not listed are roots.
+pub fn forest(lines: Vec<Line>) -> Vec<Line> {
+    let index: HashMap<i32, usize> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.id.tid, i))
+        .collect();
+    let mut children: HashMap<i32, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.ppid != l.id.tid && index.contains_key(&l.ppid) {
+            children.entry(l.ppid).or_default().push(i);
+        } else {
+            roots.push(i);
+        }
+    }
+    let mut order = Vec::with_capacity(lines.len());
+    let mut seen = vec![false; lines.len()];
+    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|i| (i, 0)).collect();
+    while let Some((i, depth)) = stack.pop() {
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        order.push((i, depth));
+        if let Some(kids) = children.get(&lines[i].id.tid) {
+            stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
+        }
+    }
+    let mut slots: Vec<Option<Line>> = lines.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|(i, depth)| {
+            let mut l = slots[i].take()?;
+            l.depth = depth;
+            Some(l)
+        })
+        .collect()
+}
+
+/// A filter typed at the `o` prompt: `FIELD=text` (substring), `FIELD>n` or `FIELD<n`
+/// (numbers), over PID, USER, COMMAND, S, %CPU, %MEM and RUNQ%. A leading `!` negates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    field: String,
+    op: u8,
+    value: String,
+    negate: bool,
+}
+
+impl Filter {
+    /// Parses `FIELD=text` and friends; `None` when malformed.
+    pub fn parse(s: &str) -> Option<Filter> {
+        let (negate, s) = match s.strip_prefix('!') {
+            Some(rest) => (true, rest),
+            None => (false, s),
+        };
+        let at = s.find(['=', '>', '<'])?;
+        let field = s[..at].trim().to_ascii_uppercase();
+        if !["PID", "USER", "COMMAND", "S", "%CPU", "%MEM", "RUNQ%"].contains(&field.as_str()) {
+            return None;
+        }
+        Some(Filter {
+            field,
+            op: s.as_bytes()[at],
+            value: s[at + 1..].trim().to_string(),
+            negate,
+        })
+    }
+
+    /// Whether `l` passes; `user` is its user name.
+    pub fn keeps(&self, l: &Line, user: &str) -> bool {
+        let num = |v: f64| -> bool {
+            let Ok(want) = self.value.parse::<f64>() else {
+                return false;
+            };
+            match self.op {
+                b'>' => v > want,
+                b'<' => v < want,
+                _ => v == want,
+            }
+        };
+        let text = |v: &str| -> bool { self.op == b'=' && v.contains(self.value.as_str()) };
+        let r = match self.field.as_str() {
+            "PID" => num(f64::from(l.id.tid)),
+            "USER" => text(user),
+            "COMMAND" => text(&String::from_utf8_lossy(&l.comm)),
+            "S" => text(&(l.state as char).to_string()),
+            "%CPU" => num(l.cpu_pct),
+            "%MEM" => num(l.mem_pct),
+            _ => num(l.runq_pct.unwrap_or(0.0)),
+        };
+        r != self.negate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Base, Stat, Task, TaskState};
+
+    fn task(tgid: i32, tid: i32, ppid: i32, cpu_ms: u64, at_start: u64) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid,
+            tid,
+            start_time_ns: at_start,
+        });
+        t.base = Some(Base {
+            state: TaskState::from_letter(b'S'),
+            ppid,
+            comm: format!("t{tid}").into_bytes(),
+            ..Base::default()
+        });
+        t.stat = Some(Stat {
+            utime_ns: cpu_ms * 1_000_000,
+            rss_bytes: 4096 * tid as u64,
+            ..Stat::default()
+        });
+        t
+    }
+
+    fn snap(at_ns: u64, tasks: Vec<Task>) -> Snapshot {
+        Snapshot {
+            taken_at_unix_ns: at_ns,
+            taken_at_boottime_ns: at_ns,
+            boot_time_unix_s: 0,
+            backend: "test",
+            tasks,
+            stats: Default::default(),
+        }
+    }
+
+    #[test]
+    fn cpu_rates_come_from_deltas_of_the_same_task() {
+        let mut tr = Tracker::default();
+        let l = tr.update(
+            &snap(1_000_000_000, vec![task(10, 10, 1, 100, 5)]),
+            false,
+            1000,
+        );
+        assert_eq!(l[0].cpu_pct, 0.0, "no rate on the first sample");
+        // 500 ms of CPU in 1 s: 50%.
+        let l = tr.update(
+            &snap(2_000_000_000, vec![task(10, 10, 1, 600, 5)]),
+            false,
+            1000,
+        );
+        assert!((l[0].cpu_pct - 50.0).abs() < 1e-9, "{}", l[0].cpu_pct);
+        // Same pid, new start time: a new task, no rate against the old one.
+        let l = tr.update(
+            &snap(3_000_000_000, vec![task(10, 10, 1, 900, 7)]),
+            false,
+            1000,
+        );
+        assert_eq!(l[0].cpu_pct, 0.0);
+    }
+
+    #[test]
+    fn process_view_keeps_leaders_and_threads_view_keeps_all() {
+        let mut tr = Tracker::default();
+        let tasks = vec![task(10, 10, 1, 1, 5), task(10, 11, 1, 1, 5)];
+        assert_eq!(tr.update(&snap(1, tasks.clone()), false, 1000).len(), 1);
+        assert_eq!(tr.update(&snap(2, tasks), true, 1000).len(), 2);
+    }
+
+    #[test]
+    fn forest_puts_children_under_parents() {
+        let mut tr = Tracker::default();
+        let tasks = vec![
+            task(1, 1, 0, 0, 0),
+            task(5, 5, 9, 0, 0),
+            task(9, 9, 1, 0, 0),
+            task(7, 7, 1, 0, 0),
+        ];
+        let mut l = tr.update(&snap(1, tasks), false, 1000);
+        sort(&mut l, SortKey::Pid, true, &mut |u| u.to_string());
+        let f = forest(l);
+        let order: Vec<(i32, usize)> = f.iter().map(|l| (l.id.tid, l.depth)).collect();
+        assert_eq!(order, [(1, 0), (7, 1), (9, 1), (5, 2)]);
+    }
+
+    #[test]
+    fn filters_parse_and_match() {
+        let mut tr = Tracker::default();
+        let l = tr.update(&snap(1, vec![task(42, 42, 1, 0, 0)]), false, 1000);
+        assert!(Filter::parse("COMMAND=t4").is_some_and(|f| f.keeps(&l[0], "root")));
+        assert!(Filter::parse("!COMMAND=t4").is_some_and(|f| !f.keeps(&l[0], "root")));
+        assert!(Filter::parse("pid>40").is_some_and(|f| f.keeps(&l[0], "root")));
+        assert!(Filter::parse("USER=bob").is_some_and(|f| !f.keeps(&l[0], "root")));
+        assert!(Filter::parse("nonsense").is_none());
+        assert!(Filter::parse("FOO=1").is_none());
+    }
+}
