@@ -37,4 +37,8 @@ pub trait Collector {
     fn name(&self) -> &'static str;
     /// Collects the tasks `query` selects, with the groups it asks for.
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error>;
+    /// For periodic refreshes (`top`): CPU time matters more than the latency of one
+    /// snapshot, so work that only buys latency by repeating itself on several cores (the
+    /// BPF backend's sharded passes each walk every task) is not done.
+    fn prefer_low_cpu(&mut self) {}
 }

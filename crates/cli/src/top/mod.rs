@@ -184,7 +184,8 @@ impl Top {
             .unwrap_or(5)
             .max(5);
         let backend = choice.reason.clone();
-        let collector = choice.collector;
+        let mut collector = choice.collector;
+        collector.prefer_low_cpu();
         if collector.name() == "bpf" {
             // What loading needed is no longer needed (see ps).
             let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);

@@ -121,6 +121,8 @@ pub struct BpfCollector {
     pub pinned_at: Option<std::path::PathBuf>,
     /// Why a pinned set that is there was not used.
     pub pin_problem: Option<String>,
+    /// One reader thread per pass (see [`Collector::prefer_low_cpu`]).
+    low_cpu: bool,
 }
 
 impl std::fmt::Debug for BpfCollector {
@@ -191,6 +193,7 @@ impl BpfCollector {
             load_ns,
             pinned_at,
             pin_problem: None,
+            low_cpu: false,
         }
     }
 
@@ -259,7 +262,11 @@ impl BpfCollector {
         // Size the buffers once for the tasks there are (and some that may fork meanwhile).
         let per_task = decode::record_size(groups) as u64;
         let tasks = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
-        let shards = programs::pass_shards();
+        let shards = if self.low_cpu {
+            1
+        } else {
+            programs::pass_shards()
+        };
         let want = (tasks + tasks / 8 + 64) * per_task;
         let bufs = programs::read_sharded(&self.progs, groups, shards, want as usize, |p| {
             p.task_iter()
@@ -338,6 +345,10 @@ impl Collector for BpfCollector {
     /// /proc shows in the snapshot.)
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
         self.snapshot_impl(query)
+    }
+
+    fn prefer_low_cpu(&mut self) {
+        self.low_cpu = true;
     }
 }
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Benchmark: the cost of a live top at N processes, side by side in one run: procps `top`
+# and `tasksnap top` (BPF with pinned programs, and procfs), each in its own terminal (a
+# private tmux server), refreshing every second. Reports the time until the first screen
+# shows the task table, CPU use over a 30 s window after a 5 s warm-up (utime+stime of the
+# top process, % of one CPU), and peak RSS.
+#
+#   bench/top.sh [N]          default 50000; needs root above ~30k processes and for BPF
+#   WINDOW=60 bench/top.sh    seconds measured per command
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TS=$PWD/target/release/tasksnap
+LG=$PWD/target/release/tasksnap-loadgen
+N=${1:-50000}
+WINDOW=${WINDOW:-30}
+[ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
+command -v tmux >/dev/null || { echo "bench/top.sh needs tmux" >&2; exit 1; }
+SOCK=tasksnap-bench-$$
+HZ=$(getconf CLK_TCK)
+
+if [ "$(id -u)" = 0 ]; then
+  [ "$(cat /proc/sys/kernel/pid_max)" -ge 4194304 ] || sysctl -qw kernel.pid_max=4194304
+  [ "$(cat /proc/sys/kernel/threads-max)" -ge 200000 ] || sysctl -qw kernel.threads-max=200000
+fi
+
+load_pid=""
+was_pinned=0
+cleanup() {
+  tmux -L "$SOCK" kill-server 2>/dev/null || true
+  if [ -n "$load_pid" ]; then
+    kill -KILL -- "-$load_pid" 2>/dev/null || true
+    wait "$load_pid" 2>/dev/null || true
+    while pgrep -g "$load_pid" >/dev/null 2>&1; do sleep 1; done
+  fi
+  if [ "$(id -u)" = 0 ] && [ "$was_pinned" = 0 ]; then "$TS" unpin >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT INT TERM
+
+coproc LOAD { exec "$LG" --procs "$N" --until-stdin-eof; }
+load_pid=$LOAD_PID
+read -r _ <&"${LOAD[0]}"
+echo "load ready: $(ls /proc | grep -c '^[0-9]') processes"
+if [ "$(id -u)" = 0 ]; then
+  [ -d /sys/fs/bpf/tasksnap ] && was_pinned=1
+  "$TS" pin >/dev/null
+fi
+
+cpu_ticks() { awk '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
+
+printf '%-44s %14s %10s %12s\n' command first_screen_ms cpu_pct peak_rss_kb
+for cmd in "top -d 1" "$TS top -d 1 --backend bpf" "$TS top -d 1 --backend procfs"; do
+  start=$(date +%s%N)
+  tmux -L "$SOCK" new-session -d -s b -x 160 -y 50 "exec $cmd"
+  first=""
+  for _ in $(seq 1 3000); do
+    if tmux -L "$SOCK" capture-pane -t b -p 2>/dev/null | grep -q 'PID USER'; then
+      first=$(( ($(date +%s%N) - start) / 1000000 )); break
+    fi
+    sleep 0.005
+  done
+  pid=$(tmux -L "$SOCK" list-panes -t b -F '#{pane_pid}')
+  sleep 5
+  t0=$(cpu_ticks "$pid"); sleep "$WINDOW"; t1=$(cpu_ticks "$pid")
+  rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+  pct=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" -v w="$WINDOW" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
+  printf '%-44s %14s %10s %12s\n' "${cmd/$TS/tasksnap}" "${first:-never}" "$pct" "$rss"
+  tmux -L "$SOCK" kill-server 2>/dev/null || true
+  sleep 1
+done
