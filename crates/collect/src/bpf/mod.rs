@@ -262,12 +262,15 @@ impl BpfCollector {
         // Size the buffers once for the tasks there are (and some that may fork meanwhile).
         let per_task = decode::record_size(groups) as u64;
         let tasks = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
-        let shards = if self.low_cpu {
-            1
-        } else {
-            programs::pass_shards()
-        };
         let want = (tasks + tasks / 8 + 64) * per_task;
+        if self.low_cpu {
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.reserve(want as usize);
+            let r = programs::read_into(&self.progs, groups, |p| p.task_iter(), &mut buf);
+            self.buf = buf;
+            return r.map_err(fail);
+        }
+        let shards = programs::pass_shards();
         let bufs = programs::read_sharded(&self.progs, groups, shards, want as usize, |p| {
             p.task_iter()
         })

@@ -245,6 +245,14 @@ impl Programs {
                 .map_err(|e| fail(&format!("chmod {}", path.display()), e))?;
         }
         let _ = remove_pins(&dir);
+        // Sets of other builds (older tasksnaps) would stay loaded for nothing.
+        if let Ok(entries) = std::fs::read_dir(PIN_ROOT) {
+            for e in entries.flatten() {
+                if e.path() != tmp {
+                    let _ = remove_pins(&e.path());
+                }
+            }
+        }
         std::fs::rename(&tmp, &dir).map_err(|e| {
             let _ = remove_pins(&tmp);
             fail(&format!("rename into {}", dir.display()), e)
@@ -449,6 +457,29 @@ fn read_all(mut f: File, want: usize) -> io::Result<Vec<u8>> {
     let mut buf = Vec::with_capacity(want.max(64 << 10));
     f.read_to_end(&mut buf)?;
     Ok(buf)
+}
+
+/// One pass read by the calling thread into `buf` (cleared; its capacity is kept from pass to
+/// pass, so a periodic refresh does not fault in a fresh buffer every time).
+pub fn read_into(
+    progs: &Programs,
+    groups: u32,
+    open: impl Fn(&Programs) -> io::Result<File>,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    use std::io::Read;
+    // SAFETY: gettid has no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() } as u32;
+    let cfg = skel::types::ts_reader_cfg {
+        groups,
+        nshards: 1,
+        ..Default::default()
+    };
+    progs.register(tid, &cfg)?;
+    buf.clear();
+    let r = open(progs).and_then(|mut f| f.read_to_end(buf));
+    progs.unregister(tid);
+    r.map(|_| ())
 }
 
 /// One pass split over `shards` reader threads (the calling thread alone when 1): each
