@@ -58,6 +58,7 @@ fn both_backends_agree_on_a_spawned_load() {
         cmdline: true,
         sched: true,
         locked: true,
+        io: true,
         ..Groups::default()
     };
     let mut bpf = BpfCollector::with_cmdline(true).expect("BPF loads as root");
@@ -76,6 +77,7 @@ fn both_backends_agree_on_a_spawned_load() {
         let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
         let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
         let mut checked = 0;
+        let mut io_active = 0;
         for (key, pt) in &p {
             if !pids.contains(&key.0) {
                 continue;
@@ -124,9 +126,38 @@ fn both_backends_agree_on_a_spawned_load() {
                 ps.stime_ns
             );
             assert!(bs.minflt.abs_diff(ps.minflt) <= 64, "minflt of {key:?}");
+            // I/O counters: from the kernel's task_io_accounting under BPF. The load sleeps,
+            // so they do not move between the two snapshots (its leader, which may be woken,
+            // gets some slack).
+            let (bi, pi) = (
+                bt.io.as_ref().expect("io from BPF"),
+                pt.io.as_ref().expect("io from procfs"),
+            );
+            assert_eq!(
+                (bi.read_bytes, bi.write_bytes, bi.cancelled_write_bytes),
+                (pi.read_bytes, pi.write_bytes, pi.cancelled_write_bytes),
+                "io bytes of {key:?}"
+            );
+            let (bytes_slack, calls_slack) = if key.0 == load.pid() {
+                (4096, 16)
+            } else {
+                (0, 0)
+            };
+            assert!(
+                bi.rchar_bytes.abs_diff(pi.rchar_bytes) <= bytes_slack
+                    && bi.wchar_bytes.abs_diff(pi.wchar_bytes) <= bytes_slack
+                    && bi.syscr.abs_diff(pi.syscr) <= calls_slack
+                    && bi.syscw.abs_diff(pi.syscw) <= calls_slack,
+                "io counts of {key:?}: bpf {bi:?} procfs {pi:?}"
+            );
+            io_active += usize::from(bi.rchar_bytes + bi.wchar_bytes > 0);
             checked += 1;
         }
         assert!(checked >= pids.len(), "{what}: checked only {checked}");
+        assert!(
+            io_active > 0,
+            "{what}: no task of the load has I/O counts to compare"
+        );
         assert_eq!(
             load.info.mlocked.len(),
             2,

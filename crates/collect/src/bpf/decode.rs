@@ -6,16 +6,17 @@
 use std::collections::HashMap;
 
 use tasksnap_model::{
-    Base, Cred, Groups, Query, Sched, Selector, Stat, Task, TaskId, TaskState, PF_KTHREAD,
+    Base, Cred, Groups, Io, Query, Sched, Selector, Stat, Task, TaskId, TaskState, PF_KTHREAD,
 };
 
-use super::skel::types::{ts_base, ts_cred, ts_hdr, ts_sched, ts_stat};
+use super::skel::types::{ts_base, ts_cred, ts_hdr, ts_io, ts_sched, ts_stat};
 use crate::procfs::Units;
 
 const TS_GROUP_BASE: u32 = 1;
 const TS_GROUP_CRED: u32 = 2;
 const TS_GROUP_STAT: u32 = 4;
 const TS_GROUP_SCHED: u32 = 8;
+const TS_GROUP_IO: u32 = 16;
 
 /// PF_WQ_WORKER: a workqueue worker, whose /proc comm carries the work item's name.
 const PF_WQ_WORKER: u32 = 0x0000_0020;
@@ -58,14 +59,18 @@ impl Record<'_> {
     pub fn sched(&self) -> Option<ts_sched> {
         self.block(TS_GROUP_SCHED)
     }
+    pub fn io(&self) -> Option<ts_io> {
+        self.block(TS_GROUP_IO)
+    }
 }
 
 /// The group bits in record order, with their block sizes.
-const BLOCK_SIZES: [(u32, usize); 4] = [
+const BLOCK_SIZES: [(u32, usize); 5] = [
     (TS_GROUP_BASE, std::mem::size_of::<ts_base>()),
     (TS_GROUP_CRED, std::mem::size_of::<ts_cred>()),
     (TS_GROUP_STAT, std::mem::size_of::<ts_stat>()),
     (TS_GROUP_SCHED, std::mem::size_of::<ts_sched>()),
+    (TS_GROUP_IO, std::mem::size_of::<ts_io>()),
 ];
 
 /// Record bytes per task for `bits` (to size read buffers).
@@ -113,6 +118,9 @@ pub fn group_bits(g: &Groups) -> u32 {
     }
     if g.sched || g.sched_switches {
         bits |= TS_GROUP_SCHED;
+    }
+    if g.io {
+        bits |= TS_GROUP_IO;
     }
     bits
 }
@@ -242,6 +250,43 @@ fn to_sched(s: &ts_sched) -> Box<Sched> {
     })
 }
 
+/// /proc/PID/task/TID/io: the thread's own counters.
+fn thread_io(i: &ts_io) -> Box<Io> {
+    Box::new(Io {
+        rchar_bytes: i.rchar,
+        wchar_bytes: i.wchar,
+        syscr: i.syscr,
+        syscw: i.syscw,
+        read_bytes: i.read_bytes,
+        write_bytes: i.write_bytes,
+        cancelled_write_bytes: i.cancelled_write_bytes,
+    })
+}
+
+/// /proc/PID/io (fs/proc/base.c do_io_accounting()): what exited threads left in the signal
+/// struct plus every live thread's counters.
+fn process_io(leader: &ts_io, threads: &[ts_io]) -> Box<Io> {
+    let mut io = Io {
+        rchar_bytes: leader.sig_rchar,
+        wchar_bytes: leader.sig_wchar,
+        syscr: leader.sig_syscr,
+        syscw: leader.sig_syscw,
+        read_bytes: leader.sig_read_bytes,
+        write_bytes: leader.sig_write_bytes,
+        cancelled_write_bytes: leader.sig_cancelled_write_bytes,
+    };
+    for t in threads {
+        io.rchar_bytes += t.rchar;
+        io.wchar_bytes += t.wchar;
+        io.syscr += t.syscr;
+        io.syscw += t.syscw;
+        io.read_bytes += t.read_bytes;
+        io.write_bytes += t.write_bytes;
+        io.cancelled_write_bytes += t.cancelled_write_bytes;
+    }
+    Box::new(io)
+}
+
 /// Per-thread CPU times and faults, as /proc/PID/task/TID/stat derives them.
 fn thread_stat(s: &ts_stat, start_ns: u64, page: u64) -> Stat {
     let (ut, st) = cputime_adjust(
@@ -353,7 +398,16 @@ pub fn assemble(
                 process_stat(&ls, &threads, start(leader), page)
             })
         };
-        let make = |r: &Record, stat: Option<Stat>| {
+        let process_io = || {
+            if !groups.io {
+                return None;
+            }
+            leader.io().map(|li| {
+                let threads: Vec<ts_io> = members.iter().filter_map(|r| r.io()).collect();
+                process_io(&li, &threads)
+            })
+        };
+        let make = |r: &Record, stat: Option<Stat>, io: Option<Box<Io>>| {
             let mut t = Task::new(TaskId {
                 tgid: r.hdr.tgid as i32,
                 tid: r.hdr.tid as i32,
@@ -371,16 +425,25 @@ pub fn assemble(
             } else {
                 None
             };
+            t.io = io;
             t
         };
         if threads_view {
             for r in members {
-                let stat = if r.hdr.tid == *tgid && query.leader_as_process {
+                let as_process = r.hdr.tid == *tgid && query.leader_as_process;
+                let stat = if as_process {
                     process_stat()
                 } else {
                     r.stat().map(|s| thread_stat(&s, start(r), page))
                 };
-                let mut t = make(r, stat);
+                let io = if as_process {
+                    process_io()
+                } else if groups.io {
+                    r.io().as_ref().map(thread_io)
+                } else {
+                    None
+                };
+                let mut t = make(r, stat, io);
                 if r.hdr.tid == *tgid && query.leader_as_process {
                     // /proc/PID/stat of the leader reports the group's thread count.
                     if let (Some(b), Some(lb)) = (&mut t.base, leader.base()) {
@@ -390,7 +453,7 @@ pub fn assemble(
                 out.push(t);
             }
         } else {
-            out.push(make(leader, process_stat()));
+            out.push(make(leader, process_stat(), process_io()));
         }
     }
     out.extend(extras);
@@ -422,9 +485,9 @@ pub fn procfs_groups(g: &Groups) -> Groups {
     Groups {
         cmdline: g.cmdline,
         exe: g.exe,
-        io: g.io,
         wchan: g.wchan,
         // Exact RSS: statm (the iterator sees the per-CPU counters' approximation only).
+        // I/O counters come from the iterator (TS_GROUP_IO).
         mem: g.mem,
         mem_rss_only: g.mem_rss_only,
         mem_status: g.mem_status,

@@ -5,7 +5,7 @@
  * generates its types from this file's BTF (see the layout anchors in task_iter.bpf.c).
  *
  * A record is a ts_hdr followed by one block per group bit set in ts_hdr.groups, in the
- * order of the bits (BASE, CRED, STAT, SCHED). Every block is 8-byte aligned and fixed-size.
+ * order of the bits (BASE, CRED, STAT, SCHED, IO). Every block is 8-byte aligned and fixed-size.
  */
 #ifndef TASKSNAP_RECORD_H
 #define TASKSNAP_RECORD_H
@@ -14,6 +14,7 @@
 #define TS_GROUP_CRED  (1u << 1)
 #define TS_GROUP_STAT  (1u << 2)
 #define TS_GROUP_SCHED (1u << 3)
+#define TS_GROUP_IO    (1u << 4)
 
 struct ts_hdr {
 	__u32 tid;		/* pid in the reader's pid namespace */
@@ -87,6 +88,15 @@ struct ts_reader_cfg {
 	__u32 shard;		/* write only tasks with tgid % nshards == shard ... */
 	__u32 nshards;		/* ... when nshards > 1 */
 	__u32 pad;
+};
+
+/* task_io_accounting, this thread's and what exited threads left in the signal struct:
+ * /proc/PID/io is signal->ioac plus every live thread's ioac (do_io_accounting()), and
+ * /proc/PID/task/TID/io is the thread's own. */
+struct ts_io {
+	__u64 rchar, wchar, syscr, syscw, read_bytes, write_bytes, cancelled_write_bytes;
+	__u64 sig_rchar, sig_wchar, sig_syscr, sig_syscw, sig_read_bytes, sig_write_bytes,
+		sig_cancelled_write_bytes;
 };
 
 /* The command-line pass (iter.s/task): one ts_cmd_hdr per process, followed by len bytes of

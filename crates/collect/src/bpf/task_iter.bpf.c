@@ -38,6 +38,7 @@ struct ts_base ts_base_layout = {};
 struct ts_cred ts_cred_layout = {};
 struct ts_stat ts_stat_layout = {};
 struct ts_sched ts_sched_layout = {};
+struct ts_io ts_io_layout = {};
 struct ts_cmd_hdr ts_cmd_hdr_layout = {};
 struct ts_reader_cfg ts_reader_cfg_layout = {};
 
@@ -264,6 +265,25 @@ int dump_task(struct bpf_iter__task *ctx)
 		sc.nvcsw = t->nvcsw;
 		sc.nivcsw = t->nivcsw;
 		bpf_seq_write(seq, &sc, sizeof(sc));
+	}
+	if (groups & TS_GROUP_IO) {
+		struct ts_io io = {};
+
+		io.rchar = t->ioac.rchar;
+		io.wchar = t->ioac.wchar;
+		io.syscr = t->ioac.syscr;
+		io.syscw = t->ioac.syscw;
+		io.read_bytes = t->ioac.read_bytes;
+		io.write_bytes = t->ioac.write_bytes;
+		io.cancelled_write_bytes = t->ioac.cancelled_write_bytes;
+		io.sig_rchar = sig->ioac.rchar;
+		io.sig_wchar = sig->ioac.wchar;
+		io.sig_syscr = sig->ioac.syscr;
+		io.sig_syscw = sig->ioac.syscw;
+		io.sig_read_bytes = sig->ioac.read_bytes;
+		io.sig_write_bytes = sig->ioac.write_bytes;
+		io.sig_cancelled_write_bytes = sig->ioac.cancelled_write_bytes;
+		bpf_seq_write(seq, &io, sizeof(io));
 	}
 	return 0;
 }
