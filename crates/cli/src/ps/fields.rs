@@ -4,7 +4,7 @@
 use tasksnap_model::{Task, TaskState, SCHED_BATCH, SCHED_OTHER};
 
 use super::format::Field;
-use super::layout::Cell;
+use super::layout::{Cell, CellBytes};
 use super::names::{Names, Ttys};
 use super::text::{self, Locale};
 
@@ -54,7 +54,7 @@ fn ticks(ns: u64, hz: u64) -> u64 {
 }
 
 fn plain(s: impl AsRef<[u8]>) -> Cell {
-    let bytes = s.as_ref().to_vec();
+    let bytes = CellBytes::from_slice(s.as_ref());
     Cell {
         cells: bytes.len(),
         bytes,
@@ -65,7 +65,7 @@ fn plain(s: impl AsRef<[u8]>) -> Cell {
 /// 50,000 rows this is a measurable part of a run).
 fn num(v: impl std::fmt::Display) -> Cell {
     use std::io::Write as _;
-    let mut bytes = Vec::with_capacity(12);
+    let mut bytes = CellBytes::new();
     let _ = write!(bytes, "{v}");
     Cell {
         cells: bytes.len(),
@@ -151,7 +151,7 @@ fn do_name(name: Option<&[u8]>, id: u32, max: usize, env: &Env) -> Cell {
         // procps's pwcache keeps names of at most 32 bytes; longer ones become the number.
         if let Some(name) = name.filter(|n| n.len() <= 32) {
             let mut room = super::layout::OUTBUF_SIZE;
-            let mut bytes = Vec::new();
+            let mut bytes = CellBytes::new();
             text::output_escape(&mut bytes, name, &mut room, env.locale);
             let len = super::layout::OUTBUF_SIZE - room;
             if len <= max {
@@ -467,7 +467,7 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         }
         Field::Args | Field::Comm | Field::Exe => {
             let mut room = max;
-            let mut bytes = Vec::new();
+            let mut bytes = CellBytes::new();
             let fh = forest.len().min(room);
             bytes.extend_from_slice(&forest[..fh]);
             room -= fh;

@@ -292,7 +292,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
             let any_header = cols.iter().any(|c| !c.header.is_empty());
             let mut header = Vec::new();
             layout::render_line(&mut header, &cols, active, s.user_is_number, |i, _| Cell {
-                bytes: cols[i].header.as_bytes().to_vec(),
+                bytes: layout::CellBytes::from_slice(cols[i].header.as_bytes()),
                 cells: cols[i].header.len(),
             });
             let show_header = s.headers && any_header && !cols.is_empty();

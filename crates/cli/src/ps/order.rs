@@ -92,7 +92,7 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
                 .unwrap_or(0.0))
         }
         Field::S | Field::Stat => n(b.map_or(0, |b| b.state.letter()) as f64),
-        _ => Key::Text(fields::value(field, t, 4096, &[], env, c).bytes),
+        _ => Key::Text(fields::value(field, t, 4096, &[], env, c).bytes.to_vec()),
     }
 }
 
@@ -317,7 +317,7 @@ pub fn cell(
     );
     if nop {
         return Cell {
-            bytes: b"-".to_vec(),
+            bytes: super::layout::CellBytes::from_slice(b"-"),
             cells: 1,
         };
     }

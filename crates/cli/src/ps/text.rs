@@ -131,7 +131,43 @@ fn decode(s: &[u8]) -> Option<(char, usize)> {
 /// The output pass (ps/output.c `escape_str`): appends `src` to `dst`, escaping what is not
 /// printable, using at most `*max_cells` screen cells (which it decrements). Returns the
 /// number of bytes appended.
-pub fn output_escape(dst: &mut Vec<u8>, src: &[u8], max_cells: &mut usize, loc: Locale) -> usize {
+/// Where escaped text goes: a plain vector, or a cell's inline buffer.
+pub trait ByteSink {
+    fn len(&self) -> usize;
+    fn push(&mut self, b: u8);
+    fn extend_from_slice(&mut self, s: &[u8]);
+}
+
+impl ByteSink for Vec<u8> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn push(&mut self, b: u8) {
+        Vec::push(self, b)
+    }
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        Vec::extend_from_slice(self, s)
+    }
+}
+
+impl ByteSink for super::layout::CellBytes {
+    fn len(&self) -> usize {
+        smallvec::SmallVec::len(self)
+    }
+    fn push(&mut self, b: u8) {
+        smallvec::SmallVec::push(self, b)
+    }
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        smallvec::SmallVec::extend_from_slice(self, s)
+    }
+}
+
+pub fn output_escape<B: ByteSink>(
+    dst: &mut B,
+    src: &[u8],
+    max_cells: &mut usize,
+    loc: Locale,
+) -> usize {
     let start = dst.len();
     let mut cells = 0usize;
     // procps stops at a NUL: src is a C string there.
