@@ -103,8 +103,8 @@ pub fn column_header(pid_width: usize) -> String {
     )
 }
 
-/// A KiB figure in `width` columns, scaled to m/g/t (one decimal when it fits) when the
-/// plain number does not fit, as top does.
+/// A KiB figure in `width` columns: the plain number when it fits, else the first of
+/// MiB, GiB, TiB, PiB that fits with one decimal, as top scales memory.
 pub fn scale_kib(kib: u64, width: usize) -> String {
     let s = kib.to_string();
     if s.len() <= width {
@@ -117,12 +117,13 @@ pub fn scale_kib(kib: u64, width: usize) -> String {
         if s.len() <= width {
             return s;
         }
-        let s = format!("{v:.0}{unit}");
-        if s.len() <= width {
-            return s;
-        }
     }
-    "+".into()
+    let s = format!("{v:.0}p");
+    if s.len() <= width {
+        s
+    } else {
+        "+".into()
+    }
 }
 
 /// TIME+ in 9 columns: minutes:seconds.hundredths, then coarser when it does not fit.
@@ -196,6 +197,7 @@ mod tests {
     fn numbers_scale_like_top() {
         assert_eq!(scale_kib(36300, 7), "36300");
         assert_eq!(scale_kib(12_345_678, 7), "11.8g");
+        assert_eq!(scale_kib(123_456_789_012, 7), "115.0t");
         assert_eq!(scale_kib(1_234_567, 6), "1.2g");
         assert_eq!(time_plus(1_400_000_000), "0:01.40");
         assert_eq!(time_plus(361_940_000_000), "6:01.94");
