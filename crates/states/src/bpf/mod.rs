@@ -1,0 +1,503 @@
+//! The exact source: loads states.bpf.c (tracepoints on sched_switch, sched_wakeup,
+//! sched_wakeup_new and sched_process_exit, and a task iterator), and turns one iterator pass,
+//! the exit ring buffer and the off-CPU stack hash into a [`Sample`].
+//!
+//! Layouts come from states.h through the generated skeleton; nothing is restated here. The
+//! program is loaded once per [`BpfSource`] and unloaded when it is dropped; nothing is pinned.
+//!
+//! Order of the reads in [`BpfSource::sample`]: the stack hash first, then the iterator pass.
+//! A wait that ends between the two is then missing from this sample's reasons and appears in
+//! the next one (a lag), instead of being counted twice (once finished in the hash, once
+//! ongoing in the record), which would make cumulative totals go backwards.
+
+// Built without clang, most of this module is unused: the source then only says why it is
+// unavailable.
+#![cfg_attr(not(tasksnap_bpf), allow(unused_imports, unused_variables, dead_code))]
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::sample::{Filter, Mode, Sample, Source, ThreadTotals};
+use crate::state::{State, NSTATES};
+use crate::symbolize::{self, Kallsyms};
+use crate::Error;
+
+#[cfg(tasksnap_bpf)]
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::restriction,
+    clippy::undocumented_unsafe_blocks,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    unsafe_op_in_unsafe_fn,
+    dead_code
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/states.skel.rs"));
+}
+
+/// `ST_F_*` of states.h (the skeleton generates types, not macros).
+const F_EXITED: u32 = 1 << 0;
+const F_KTHREAD: u32 = 1 << 2;
+
+/// Reason ids for stacks read from /proc/TID/stack (waits that began before tracking did)
+/// start here; below are the stack map's ids.
+const PROC_STACK_IDS: u32 = 0x8000_0000;
+
+/// When the stack map holds more stacks than this, the ones no thread refers to any more are
+/// deleted (the map has 16,384 entries; a full map loses new stacks).
+const STACK_GC_AT: usize = 8192;
+
+/// Settings of the BPF source.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Which threads to report.
+    pub filter: Filter,
+    /// Keep the stacks of S waits too (D waits always).
+    pub track_sleep: bool,
+    /// Where to read symbols (normally /proc/kallsyms).
+    pub kallsyms: PathBuf,
+    /// The /proc to read stacks of waits that began before tracking from.
+    pub proc_root: PathBuf,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            filter: Filter::default(),
+            track_sleep: false,
+            kallsyms: PathBuf::from("/proc/kallsyms"),
+            proc_root: PathBuf::from("/proc"),
+        }
+    }
+}
+
+/// Whether the caller may load the accounting: root only. Like the task-iterator backend
+/// (crates/collect), it sees every thread regardless of procfs permission checks (hidepid,
+/// ptrace access), so a non-root caller holding CAP_BPF and CAP_PERFMON would see more than
+/// /proc shows it; such callers get the /proc fallback.
+pub fn privileged() -> Result<(), Error> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(Error::BpfUnavailable(
+            "not root: the BPF accounting sees every thread regardless of /proc permissions, \
+             so tasksnap loads it only for root"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The loaded accounting.
+pub struct BpfSource {
+    // Field order is drop order: the ring buffer and the links go before the skeleton.
+    #[cfg(tasksnap_bpf)]
+    ringbuf: libbpf_rs::RingBuffer<'static>,
+    #[cfg(tasksnap_bpf)]
+    exits: std::rc::Rc<std::cell::RefCell<Vec<skel::types::st_rec>>>,
+    #[cfg(tasksnap_bpf)]
+    iter_link: libbpf_rs::Link,
+    #[cfg(tasksnap_bpf)]
+    _links: Vec<libbpf_rs::Link>,
+    #[cfg(tasksnap_bpf)]
+    skel: skel::StatesSkel<'static>,
+    opts: Options,
+    syms: Kallsyms,
+    /// Stack ids already symbolized.
+    frames: HashMap<u32, Arc<[String]>>,
+    /// /proc/TID/stack frames already interned, by frames.
+    proc_stacks: HashMap<Vec<String>, u32>,
+    buf: Vec<u8>,
+    /// How long loading and attaching took, ns.
+    pub load_ns: u64,
+}
+
+impl std::fmt::Debug for BpfSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfSource")
+            .field("load_ns", &self.load_ns)
+            .finish_non_exhaustive()
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A kernel `comm` as text: invalid UTF-8 replaced, and everything else kept (callers
+/// escape control characters when they print).
+fn comm_text(comm: &[i8; 16]) -> String {
+    let bytes: Vec<u8> = comm
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+impl BpfSource {
+    /// Loads and attaches the accounting, or says why it cannot be.
+    pub fn load(opts: Options) -> Result<BpfSource, Error> {
+        privileged()?;
+        Self::load_impl(opts)
+    }
+
+    #[cfg(not(tasksnap_bpf))]
+    fn load_impl(_opts: Options) -> Result<BpfSource, Error> {
+        Err(Error::BpfUnavailable(
+            "this tasksnap was built without BPF (clang was missing at build time)".into(),
+        ))
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn load_impl(opts: Options) -> Result<BpfSource, Error> {
+        use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+
+        let start = monotonic_ns();
+        let syms = Kallsyms::load(&opts.kallsyms)
+            .map_err(|e| Error::BpfUnavailable(format!("{}: {e}", opts.kallsyms.display())))?;
+        // The skeleton borrows its object for its whole life; a source normally lives as long
+        // as the process, so the object (a few hundred bytes) is leaked on purpose.
+        let object: &'static mut std::mem::MaybeUninit<libbpf_rs::OpenObject> =
+            Box::leak(Box::new(std::mem::MaybeUninit::uninit()));
+        let mut open = skel::StatesSkelBuilder::default()
+            .open(object)
+            .map_err(|e| Error::BpfUnavailable(format!("cannot open the BPF object: {e}")))?;
+        if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+            ro.track_sleep = opts.track_sleep;
+        }
+        let skel = open.load().map_err(|e| {
+            Error::BpfUnavailable(format!(
+                "the kernel refused the accounting programs ({e}); they need Linux 5.11+ \
+                 with BTF (tp_btf, task storage, iter/task)"
+            ))
+        })?;
+        let attach = |p: &libbpf_rs::ProgramMut<'_>, what: &str| {
+            p.attach()
+                .map_err(|e| Error::BpfUnavailable(format!("cannot attach {what}: {e}")))
+        };
+        // The iterator first: its first pass (below) seeds every thread that the tracepoints
+        // have not met yet.
+        let iter_link = attach(&skel.progs.dump_states, "the task iterator")?;
+        let links = vec![
+            attach(&skel.progs.on_switch, "sched_switch")?,
+            attach(&skel.progs.on_wakeup, "sched_wakeup")?,
+            attach(&skel.progs.on_wakeup_new, "sched_wakeup_new")?,
+            attach(&skel.progs.on_exit, "sched_process_exit")?,
+        ];
+        let exits = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let sink = exits.clone();
+        let mut rb = libbpf_rs::RingBufferBuilder::new();
+        rb.add(&skel.maps.exits, move |data: &[u8]| {
+            if data.len() >= std::mem::size_of::<skel::types::st_rec>() {
+                // SAFETY: the kernel side writes whole st_rec records (states.h), a plain
+                // C struct of integers for which every bit pattern is valid; the length was
+                // checked and read_unaligned needs no alignment.
+                let r = unsafe {
+                    std::ptr::read_unaligned(data.as_ptr().cast::<skel::types::st_rec>())
+                };
+                sink.borrow_mut().push(r);
+            }
+            0
+        })
+        .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
+        let ringbuf = rb
+            .build()
+            .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
+        let mut src = BpfSource {
+            ringbuf,
+            exits,
+            iter_link,
+            _links: links,
+            skel,
+            opts,
+            syms,
+            frames: HashMap::new(),
+            proc_stacks: HashMap::new(),
+            buf: Vec::with_capacity(1 << 20),
+            load_ns: 0,
+        };
+        // Seed: every thread not yet met by a tracepoint starts from its current state.
+        src.pass()
+            .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
+        src.load_ns = monotonic_ns().saturating_sub(start);
+        Ok(src)
+    }
+
+    /// One iterator pass into `self.buf`, decoded.
+    #[cfg(tasksnap_bpf)]
+    fn pass(&mut self) -> Result<Vec<skel::types::st_rec>, Error> {
+        use std::io::Read;
+
+        let mut iter = libbpf_rs::Iter::new(&self.iter_link)
+            .map_err(|e| Error::Bpf(format!("cannot open the task iterator: {e}")))?;
+        self.buf.clear();
+        iter.read_to_end(&mut self.buf)
+            .map_err(|source| Error::Io {
+                path: "bpf task iterator".into(),
+                source,
+            })?;
+        let size = std::mem::size_of::<skel::types::st_rec>();
+        Ok(self
+            .buf
+            .chunks_exact(size)
+            .map(|c| {
+                // SAFETY: the iterator writes whole st_rec records (states.h) back to back; a
+                // chunk is exactly one, and every bit pattern of its integer fields is valid.
+                unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<skel::types::st_rec>()) }
+            })
+            .collect())
+    }
+
+    /// Off-CPU ns per (tid, state, stack id) so far.
+    #[cfg(tasksnap_bpf)]
+    fn why(&self) -> Result<Vec<(u32, u32, i32, u64)>, Error> {
+        use libbpf_rs::MapCore;
+
+        let map = &self.skel.maps.why;
+        let mut out = Vec::new();
+        let batch = map
+            .lookup_batch(4096, libbpf_rs::MapFlags::ANY, libbpf_rs::MapFlags::ANY)
+            .map_err(|e| Error::Bpf(format!("reading the off-CPU stack hash: {e}")))?;
+        for (k, v) in batch {
+            if k.len() < 12 || v.len() < 8 {
+                continue;
+            }
+            let u32_at = |o: usize| u32::from_ne_bytes([k[o], k[o + 1], k[o + 2], k[o + 3]]);
+            let mut ns = [0u8; 8];
+            ns.copy_from_slice(&v[..8]);
+            out.push((
+                u32_at(0),
+                u32_at(4),
+                u32_at(8) as i32,
+                u64::from_ne_bytes(ns),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The frames of a stack map id, symbolized and trimmed (cached; ids are stable while
+    /// the stack is in the map).
+    #[cfg(tasksnap_bpf)]
+    fn stack_frames(&mut self, id: u32) -> Arc<[String]> {
+        use libbpf_rs::MapCore;
+
+        if let Some(f) = self.frames.get(&id) {
+            return f.clone();
+        }
+        let raw = self
+            .skel
+            .maps
+            .stacks
+            .lookup(&id.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let addrs: Vec<u64> = raw
+            .chunks_exact(8)
+            .map(|c| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(c);
+                u64::from_ne_bytes(a)
+            })
+            .collect();
+        let mut frames = symbolize::trim(self.syms.frames(&addrs));
+        if frames.is_empty() {
+            frames.push("[stack lost]".into());
+        }
+        let f: Arc<[String]> = Arc::from(frames);
+        self.frames.insert(id, f.clone());
+        f
+    }
+
+    /// A reason id for the wait `tid` is in now, read from /proc/TID/stack: for waits that
+    /// began before tracking did (no stack was taken when they began).
+    fn proc_stack_reason(&mut self, tid: u32) -> Option<u32> {
+        let path = self.opts.proc_root.join(format!("{tid}/stack"));
+        let text = std::fs::read_to_string(path).ok()?;
+        let frames = symbolize::trim(symbolize::parse_proc_stack(&text));
+        if frames.is_empty() {
+            return None;
+        }
+        let next = PROC_STACK_IDS + self.proc_stacks.len() as u32;
+        Some(*self.proc_stacks.entry(frames).or_insert(next))
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn delete_why(&self, keys: &[(u32, u32, i32)]) {
+        use libbpf_rs::MapCore;
+
+        for &(tid, state, stackid) in keys {
+            let mut k = [0u8; 16];
+            k[0..4].copy_from_slice(&tid.to_ne_bytes());
+            k[4..8].copy_from_slice(&state.to_ne_bytes());
+            k[8..12].copy_from_slice(&stackid.to_ne_bytes());
+            let _ = self.skel.maps.why.delete(&k);
+        }
+    }
+
+    /// Deletes stacks no thread refers to any more, when the map is filling up.
+    #[cfg(tasksnap_bpf)]
+    fn collect_stacks(&mut self, referenced: &HashSet<u32>) {
+        use libbpf_rs::MapCore;
+
+        if self.frames.len() < STACK_GC_AT {
+            return;
+        }
+        let unused: Vec<u32> = self
+            .frames
+            .keys()
+            .copied()
+            .filter(|id| !referenced.contains(id))
+            .collect();
+        for id in unused {
+            // A thread blocking on this very stack after the pass would find its frames gone:
+            // its reason then reads "[stack lost]" once. Rare, and only on a full map.
+            let _ = self.skel.maps.stacks.delete(&id.to_ne_bytes());
+            self.frames.remove(&id);
+        }
+    }
+
+    #[cfg(not(tasksnap_bpf))]
+    fn sample_impl(&mut self) -> Result<Sample, Error> {
+        Err(Error::BpfUnavailable("built without BPF".into()))
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn sample_impl(&mut self) -> Result<Sample, Error> {
+        let why = self.why()?;
+        let recs = self.pass()?;
+        let at_ns = monotonic_ns();
+        self.ringbuf
+            .consume()
+            .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
+        let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
+
+        let mut why_of: HashMap<u32, Vec<(State, u32, u64)>> = HashMap::new();
+        for &(tid, state, stackid, ns) in &why {
+            if stackid >= 0 {
+                why_of
+                    .entry(tid)
+                    .or_default()
+                    .push((State::from_index(state), stackid as u32, ns));
+            }
+        }
+        let live: HashSet<u32> = recs.iter().map(|r| r.tid).collect();
+        let mut sample = Sample::new(Mode::Bpf, at_ns);
+        let mut referenced: HashSet<u32> = HashSet::new();
+        for (r, exited) in recs
+            .iter()
+            .map(|r| (r, false))
+            .chain(exits.iter().map(|r| (r, true)))
+        {
+            let comm = comm_text(&r.comm);
+            if !self.opts.filter.matches(r.tgid as i32, &comm) {
+                continue;
+            }
+            let mut state_ns = [0u64; NSTATES];
+            state_ns.copy_from_slice(&r.ns[..NSTATES]);
+            let current = State::from_index(r.state);
+            let mut reasons = why_of.get(&r.tid).cloned().unwrap_or_default();
+            let blocked = current == State::Disk || (self.opts.track_sleep && current.is_blocked());
+            if blocked && !exited {
+                let ongoing = r.now_ns.saturating_sub(r.since_ns);
+                let id = if r.stackid >= 0 {
+                    Some(r.stackid as u32)
+                } else {
+                    self.proc_stack_reason(r.tid)
+                };
+                if let Some(id) = id {
+                    match reasons.iter_mut().find(|x| x.0 == current && x.1 == id) {
+                        Some(x) => x.2 += ongoing,
+                        None => reasons.push((current, id, ongoing)),
+                    }
+                }
+            }
+            for &(_, id, _) in &reasons {
+                referenced.insert(id);
+                if id < PROC_STACK_IDS {
+                    let f = self.stack_frames(id);
+                    sample.reasons.insert(id, f);
+                }
+            }
+            let t = ThreadTotals {
+                tid: r.tid as i32,
+                tgid: r.tgid as i32,
+                start_ns: r.start_boottime_ns,
+                comm,
+                kernel_thread: r.flags & F_KTHREAD != 0,
+                state_ns,
+                samples: [0; NSTATES],
+                current: Some(current),
+                reasons,
+                seen_at_ns: r.now_ns,
+                exited: exited || r.flags & F_EXITED != 0,
+            };
+            let key = (t.tid, t.start_ns);
+            let sum = |x: &ThreadTotals| x.state_ns.iter().sum::<u64>();
+            match sample.threads.get_mut(&key) {
+                // Seen by the pass and in the exit buffer: the later (larger) totals win, and
+                // the thread is reported as exited.
+                Some(old) => {
+                    if sum(&t) > sum(old) {
+                        *old = t;
+                    }
+                    old.exited = true;
+                }
+                None => {
+                    sample.threads.insert(key, t);
+                }
+            }
+        }
+        for (frames, &id) in &self.proc_stacks {
+            sample.reasons.insert(id, Arc::from(frames.clone()));
+        }
+        // Off-CPU entries of threads that are gone (their last totals are in this sample)
+        // are deleted so the hash does not fill up.
+        let exited: HashSet<u32> = exits.iter().map(|r| r.tid).collect();
+        let stale: Vec<(u32, u32, i32)> = why
+            .iter()
+            .filter(|w| exited.contains(&w.0) || !live.contains(&w.0))
+            .map(|w| (w.0, w.1, w.2))
+            .collect();
+        self.delete_why(&stale);
+        self.collect_stacks(&referenced);
+        if let Some(bss) = self.skel.maps.bss_data.as_deref() {
+            if bss.lost_exits > 0 {
+                sample.notes.push(format!(
+                    "{} thread exits were lost (ring buffer full): those threads are missing \
+                     from the intervals they exited in",
+                    bss.lost_exits
+                ));
+            }
+            if bss.lost_stacks > 0 {
+                sample.notes.push(format!(
+                    "{} off-CPU stacks could not be recorded (maps full)",
+                    bss.lost_stacks
+                ));
+            }
+            if bss.lost_storage > 0 {
+                sample.notes.push(format!(
+                    "{} transitions were not accounted (task storage allocation failed)",
+                    bss.lost_storage
+                ));
+            }
+        }
+        Ok(sample)
+    }
+}
+
+impl Source for BpfSource {
+    fn sample(&mut self) -> Result<Sample, Error> {
+        self.sample_impl()
+    }
+}

@@ -1,0 +1,1 @@
+//! The /proc fallback (next commit).
