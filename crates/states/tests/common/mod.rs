@@ -244,7 +244,7 @@ pub fn measure(src: &mut dyn Source, secs: f64, rollup: Rollup) -> Interval {
     between(&a, &b, rollup)
 }
 
-pub fn row<'a>(iv: &'a Interval, tid: i32) -> &'a Row {
+pub fn row(iv: &Interval, tid: i32) -> &Row {
     iv.rows
         .iter()
         .find(|r| r.tid == Some(tid))
