@@ -21,6 +21,7 @@ macro_rules! say {
 mod bench;
 mod doctor;
 mod ps;
+mod states;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -32,6 +33,9 @@ Usage: tasksnap <COMMAND> [ARGS...]
 
 Commands:
   ps       list processes (procps-ng compatible options: -ef, aux, -eLf, -o ..., --forest)
+  states   per thread, % of each interval running, waiting for a CPU, sleeping, in D,
+           stopped, and why (exact with BPF as root; -p PID, --processes, --json,
+           --flamegraph FILE.svg; see tasksnap states --help)
   bench    the task_diag article's table on this machine: raw /proc reads, the procfs and
            BPF collectors (--spawn N starts N processes first, --json for scripts)
   doctor   what this host offers (BPF, BTF, privileges, hidepid, delay accounting) and what
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         "ps" => ps::main(&args[2..]),
         "doctor" => doctor::main(),
         "bench" => bench::main(&args[2..]),
+        "states" => states::main(&args[2..]),
         "-V" | "--version" => {
             println!("tasksnap {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

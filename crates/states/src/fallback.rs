@@ -119,6 +119,9 @@ struct Tracked {
 #[derive(Debug, Default)]
 struct Shared {
     threads: HashMap<i32, Tracked>,
+    /// Descriptors the sampler may still keep open (the rest of the open-files limit is left
+    /// for everything else: past it, files are opened per read).
+    fd_budget: usize,
     /// wchan names to reason ids.
     reasons: HashMap<String, u32>,
 }
@@ -150,19 +153,29 @@ fn boottime_ns() -> u64 {
 }
 
 /// Lets this process keep a descriptor open per sampled thread: the soft limit of open files
-/// is raised to the hard one (often 1024 -> 524288).
-fn raise_nofile() {
+/// is raised to the hard one (often 1024 -> 524288). Returns how many the sampler may keep:
+/// the limit less 512 for everything else.
+fn raise_nofile() -> usize {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit/setrlimit read and write the struct they are given.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                r = raised;
+            }
         }
     }
+    (r.rlim_cur as usize).saturating_sub(512)
 }
 
 /// Whether delay accounting is on (`kernel.task_delayacct`, Linux 5.14; before that it was on
@@ -186,7 +199,7 @@ impl ProcfsSource {
             path: opts.proc_root.display().to_string(),
             source,
         })?;
-        raise_nofile();
+        let fd_budget = raise_nofile();
         // SAFETY: sysconf has no side effects.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         let tick_ns = if hz > 0 {
@@ -195,7 +208,10 @@ impl ProcfsSource {
             10_000_000
         };
         let delayacct = delayacct_on(&opts.proc_root);
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        let shared = Arc::new(Mutex::new(Shared {
+            fd_budget,
+            ..Shared::default()
+        }));
         let stop = Arc::new(AtomicBool::new(false));
         let mut src = ProcfsSource {
             opts,
@@ -255,16 +271,36 @@ impl ProcfsSource {
         let root = self.opts.proc_root.clone();
         let mut sh = lock(&self.shared);
         let keep: std::collections::HashSet<i32> = listed.iter().map(|l| l.1).collect();
-        sh.threads.retain(|tid, _| keep.contains(tid));
+        let mut freed = 0;
+        sh.threads.retain(|tid, t| {
+            let k = keep.contains(tid);
+            if !k {
+                freed += usize::from(t.stat.is_some()) + usize::from(t.wchan.is_some());
+            }
+            k
+        });
+        sh.fd_budget += freed;
         for (pid, tid, _) in &listed {
-            sh.threads.entry(*tid).or_insert_with(|| Tracked {
-                tgid: *pid,
-                stat: File::open(root.join(format!("{pid}/task/{tid}/stat"))).ok(),
-                wchan: None,
-                samples: [0; NSTATES],
-                reasons: HashMap::new(),
-                current: None,
-            });
+            if sh.threads.contains_key(tid) {
+                continue;
+            }
+            let stat = if sh.fd_budget > 0 {
+                File::open(root.join(format!("{pid}/task/{tid}/stat"))).ok()
+            } else {
+                None
+            };
+            sh.fd_budget -= usize::from(stat.is_some());
+            sh.threads.insert(
+                *tid,
+                Tracked {
+                    tgid: *pid,
+                    stat,
+                    wchan: None,
+                    samples: [0; NSTATES],
+                    reasons: HashMap::new(),
+                    current: None,
+                },
+            );
         }
         listed
     }

@@ -91,15 +91,19 @@ fn two_hogs_on_one_cpu_share_it() {
         let r = row(&iv, w.tid);
         eprintln!("{}", show(r));
         agrees_with_schedstat(r, oracle[k], slop);
-        // Tolerance: 50% +- 5 points each.
-        assert!((r.pct(State::Running) - 50.0).abs() <= 5.0, "{}", show(r));
-        assert!((r.pct(State::Runnable) - 50.0).abs() <= 5.0, "{}", show(r));
+        // Tolerance: 50% +- 8 points each (on an idle machine 49.6-50.4% was measured; other
+        // load on that CPU of the shared VM took up to 12 points from the pair).
+        assert!((r.pct(State::Running) - 50.0).abs() <= 8.0, "{}", show(r));
+        assert!((r.pct(State::Runnable) - 50.0).abs() <= 8.0, "{}", show(r));
         assert!(
             r.pct(State::Sleeping) + r.pct(State::Disk) <= 1.0,
             "{}",
             show(r)
         );
     }
+    // Tolerance: the two share fairly, within 3 points of each other.
+    let (ra, rb) = (row(&iv, a.tid), row(&iv, b.tid));
+    assert!((ra.pct(State::Running) - rb.pct(State::Running)).abs() <= 3.0);
 }
 
 #[test]

@@ -332,6 +332,26 @@ impl BpfSource {
         Some(*self.proc_stacks.entry(frames).or_insert(next))
     }
 
+    /// A note when the filter selects pid 1 and the iterator did not return it. On this kind
+    /// of VM (a protected init, see docs/bpf.md) the iterator skips pid 1 and its threads, and
+    /// the programs do not run in their context either (their switch-outs never reach
+    /// sched_switch: the task storage read through a pidfd showed RUNNING -> RUNNING
+    /// transitions only), so no exact figure can be given for them.
+    fn pid1_note(&self, seen: &HashSet<u32>) -> Option<String> {
+        if seen.contains(&1) {
+            return None;
+        }
+        let stat = std::fs::read(self.opts.proc_root.join("1/stat")).ok()?;
+        let comm = crate::fallback::parse_stat(&stat)?.comm;
+        self.opts.filter.matches(1, &comm).then(|| {
+            format!(
+                "pid 1 ({comm}) and its threads are hidden from BPF on this host (the task \
+                 iterator skips them and their context switches are not traced): not shown; \
+                 `--mode procfs -p 1` shows them"
+            )
+        })
+    }
+
     #[cfg(tasksnap_bpf)]
     fn delete_why(&self, keys: &[(u32, u32, i32)]) {
         use libbpf_rs::MapCore;
@@ -393,6 +413,7 @@ impl BpfSource {
         }
         let live: HashSet<u32> = recs.iter().map(|r| r.tid).collect();
         let mut sample = Sample::new(Mode::Bpf, at_ns);
+        sample.notes.extend(self.pid1_note(&live));
         let mut referenced: HashSet<u32> = HashSet::new();
         for (r, exited) in recs
             .iter()
@@ -487,7 +508,7 @@ impl BpfSource {
             }
             if bss.lost_storage > 0 {
                 sample.notes.push(format!(
-                    "{} transitions were not accounted (task storage allocation failed)",
+                    "{} transitions were not accounted (task storage busy or out of memory)",
                     bss.lost_storage
                 ));
             }

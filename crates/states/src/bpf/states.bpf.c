@@ -170,6 +170,33 @@ static __always_inline void go(struct st_acct *a, __u32 tid, __u32 st, __u64 now
 	a->seq++;
 }
 
+/*
+ * A thread leaving the CPU while still accounted runnable: its switch-in was not seen. That
+ * happens on hosts where the programs do not run in the context of some tasks (on the VM this
+ * was written on, pid 1's threads are protected: a switch away from them is never traced).
+ * The time it has been on the CPU since it was picked is known exactly for CFS tasks
+ * (se.sum_exec_runtime - se.prev_sum_exec_runtime, updated by update_curr() before the
+ * tracepoint): that part is charged as running, the rest as runnable.
+ */
+static __always_inline void missed_switch_in(struct st_acct *a, struct task_struct *prev,
+					     __u64 now)
+{
+	__u64 slice;
+
+	if (a->state != ST_RUNNABLE)
+		return;
+	slice = prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime;
+	if (!slice || now < a->since_ns + slice)
+		return;
+	a->seq++;
+	compiler_barrier();
+	a->ns[ST_RUNNABLE] += now - slice - a->since_ns;
+	a->since_ns = now - slice;
+	a->state = ST_RUNNING;
+	compiler_barrier();
+	a->seq++;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -184,6 +211,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			__u32 st = classify(preempt, prev_state);
 
 			fresh(a, ST_RUNNING, now);
+			missed_switch_in(a, prev, now);
 			go(a, prev->pid, st, now);
 			if (keeps_stack(st)) {
 				/* prev is current: its kernel stack is the wait's. */

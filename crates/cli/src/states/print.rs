@@ -1,0 +1,302 @@
+//! How an interval is shown: a table (one line per row, a totals row, `~` on sampled
+//! columns) or one JSON object per line. Write errors on stdout end the program through
+//! `say!` (a closed pipe exits 0).
+
+use serde::Serialize;
+use tasksnap_states::interval::{Interval, Row};
+use tasksnap_states::{Mode, Rollup, State};
+
+use super::args::Args;
+
+/// Frames of the top reason shown.
+const REASON_DEPTH: usize = 4;
+
+pub struct Printer {
+    json: bool,
+    rows: usize,
+    rollup: Rollup,
+    /// Terminal width when stdout is a terminal: lines are cut to it.
+    width: Option<usize>,
+    first: bool,
+}
+
+/// A comm as one line of text: control characters escaped (`\n`, `\x1b`), the rest as is.
+fn clean_comm(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn terminal_width() -> Option<usize> {
+    // SAFETY: isatty has no side effects.
+    if unsafe { libc::isatty(libc::STDOUT_FILENO) } != 1 {
+        return None;
+    }
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills the winsize it is given.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
+}
+
+fn local_time() -> String {
+    // SAFETY: time(NULL) and localtime_r into a zeroed tm are always valid.
+    unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
+    }
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn state_letter(s: State) -> char {
+    match s {
+        State::Running => 'R',
+        State::Runnable => 'R',
+        State::Sleeping => 'S',
+        State::Disk => 'D',
+        State::Stopped => 'T',
+        State::Other => 'I',
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    pid: Option<i32>,
+    tid: Option<i32>,
+    comm: &'a str,
+    running_pct: f64,
+    runnable_pct: f64,
+    sleeping_pct: f64,
+    disk_pct: f64,
+    stopped_pct: f64,
+    other_pct: f64,
+    top_reason: Option<String>,
+    top_reason_state: Option<State>,
+    top_reason_ns: Option<u64>,
+    alive_ns: u64,
+    #[serde(skip_serializing_if = "is_one")]
+    threads: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    exited: bool,
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
+impl<'a> JsonRow<'a> {
+    fn of(r: &'a Row, rollup: Rollup) -> JsonRow<'a> {
+        JsonRow {
+            pid: (rollup != Rollup::Command).then_some(r.pid),
+            tid: r.tid,
+            comm: &r.comm,
+            running_pct: round2(r.pct(State::Running)),
+            runnable_pct: round2(r.pct(State::Runnable)),
+            sleeping_pct: round2(r.pct(State::Sleeping)),
+            disk_pct: round2(r.pct(State::Disk)),
+            stopped_pct: round2(r.pct(State::Stopped)),
+            other_pct: round2(r.pct(State::Other)),
+            top_reason: r.top_reason.as_ref().map(|x| x.text(8)),
+            top_reason_state: r.top_reason.as_ref().map(|x| x.state),
+            top_reason_ns: r.top_reason.as_ref().map(|x| x.ns),
+            alive_ns: r.alive_ns,
+            threads: r.threads,
+            exited: r.exited,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonInterval<'a> {
+    time_unix_ns: u64,
+    interval_ns: u64,
+    mode: &'static str,
+    /// Fields estimated by sampling (the others are exact).
+    sampled: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sample_hz: Option<u32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    notes: &'a [String],
+    exited: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<Vec<JsonRow<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    processes: Option<Vec<JsonRow<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commands: Option<Vec<JsonRow<'a>>>,
+    totals: JsonRow<'a>,
+}
+
+impl Printer {
+    pub fn new(args: &Args) -> Printer {
+        Printer {
+            json: args.json,
+            rows: args.rows,
+            rollup: args.rollup(),
+            width: terminal_width(),
+            first: true,
+        }
+    }
+
+    pub fn interval(&mut self, iv: &Interval) {
+        if self.json {
+            self.json(iv);
+        } else {
+            self.table(iv);
+        }
+        self.first = false;
+    }
+
+    fn json(&self, iv: &Interval) {
+        let totals = iv.totals();
+        let rows: Vec<JsonRow<'_>> = iv
+            .rows
+            .iter()
+            .map(|r| JsonRow::of(r, self.rollup))
+            .collect();
+        let mut out = JsonInterval {
+            time_unix_ns: unix_ns(),
+            interval_ns: iv.length_ns,
+            mode: iv.mode.name(),
+            sampled: State::ALL
+                .iter()
+                .filter(|&&s| iv.mode.sampled(s))
+                .map(|s| format!("{}_pct", s.name()))
+                .collect(),
+            sample_hz: match iv.mode {
+                Mode::Procfs { sample_hz, .. } => Some(sample_hz),
+                Mode::Bpf => None,
+            },
+            notes: &iv.notes,
+            exited: iv.exited,
+            threads: None,
+            processes: None,
+            commands: None,
+            totals: JsonRow::of(&totals, Rollup::Command),
+        };
+        match self.rollup {
+            Rollup::Thread => out.threads = Some(rows),
+            Rollup::Process => out.processes = Some(rows),
+            Rollup::Command => out.commands = Some(rows),
+        }
+        match serde_json::to_string(&out) {
+            Ok(line) => say!("{line}"),
+            Err(e) => eprintln!("tasksnap states: cannot encode JSON: {e}"),
+        }
+    }
+
+    fn cut(&self, line: String) -> String {
+        match self.width {
+            Some(w) if line.chars().count() > w => line.chars().take(w).collect(),
+            _ => line,
+        }
+    }
+
+    fn table(&self, iv: &Interval) {
+        let m = |s: State| if iv.mode.sampled(s) { "~" } else { "" };
+        if !self.first {
+            say!("");
+        }
+        let what = match self.rollup {
+            Rollup::Thread => "threads",
+            Rollup::Process => "processes",
+            Rollup::Command => "commands",
+        };
+        let how = match iv.mode {
+            Mode::Bpf => "bpf, exact".to_string(),
+            Mode::Procfs { sample_hz, .. } => {
+                format!("procfs, ~ sampled at {sample_hz} Hz, RUN% RUNQ% exact")
+            }
+        };
+        say!(
+            "{}  interval {:.2} s  {} {what}{}  ({how})",
+            local_time(),
+            iv.length_ns as f64 / 1e9,
+            iv.rows.len(),
+            if iv.exited > 0 {
+                format!(", {} exited", iv.exited)
+            } else {
+                String::new()
+            }
+        );
+        for n in &iv.notes {
+            say!("note: {n}");
+        }
+        say!(
+            "{}",
+            self.cut(format!(
+                "{:>7} {:>7} {:<16} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}  REASON",
+                "PID",
+                "TID",
+                "COMM",
+                "RUN%",
+                "RUNQ%",
+                format!("{}SLEEP%", m(State::Sleeping)),
+                format!("{}DISK%", m(State::Disk)),
+                format!("{}STOP%", m(State::Stopped)),
+                format!("{}OTHER%", m(State::Other)),
+            ))
+        );
+        let shown = if self.rows == 0 {
+            iv.rows.len()
+        } else {
+            self.rows
+        };
+        for r in iv.rows.iter().take(shown) {
+            say!("{}", self.cut(self.line(r)));
+        }
+        if iv.rows.len() > shown {
+            say!("  ... {} more (--rows 0 shows all)", iv.rows.len() - shown);
+        }
+        say!("{}", self.cut(self.line(&iv.totals())));
+    }
+
+    fn line(&self, r: &Row) -> String {
+        let pid = match (self.rollup, r.comm.as_str(), r.tid) {
+            (Rollup::Command, _, _) | (_, "TOTAL", None) if r.pid == 0 => "-".to_string(),
+            _ => r.pid.to_string(),
+        };
+        let tid = r.tid.map_or("-".to_string(), |t| t.to_string());
+        let mut comm = clean_comm(&r.comm);
+        if r.exited {
+            comm.push_str(" (exited)");
+        }
+        let reason = r.top_reason.as_ref().map_or(String::new(), |x| {
+            format!("{} {}", state_letter(x.state), x.text(REASON_DEPTH))
+        });
+        format!(
+            "{:>7} {:>7} {:<16} {:>6.1} {:>6.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}  {}",
+            pid,
+            tid,
+            comm,
+            r.pct(State::Running),
+            r.pct(State::Runnable),
+            r.pct(State::Sleeping),
+            r.pct(State::Disk),
+            r.pct(State::Stopped),
+            r.pct(State::Other),
+            reason
+        )
+    }
+}
