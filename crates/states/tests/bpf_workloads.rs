@@ -28,17 +28,19 @@ fn source() -> BpfSource {
 }
 
 /// The BPF running and runnable ns against schedstat's: the oracle's window contains the
-/// interval and is longer by at most `slop_ns` (the time the two samples took), so each BPF
-/// figure must lie in [oracle - slop - 1 ms, oracle + 1 ms].
+/// interval and is longer by at most `slop_ns` (the time the two samples took). schedstat
+/// itself lags: run_delay counts a wait only once it ends, and sum_exec_runtime of a running
+/// thread is brought up to date at ticks and switches. So each BPF figure must lie in
+/// [oracle - slop - 10 ms, oracle + 10 ms].
 fn agrees_with_schedstat(r: &tasksnap_states::Row, (run_ns, delay_ns): (u64, u64), slop_ns: u64) {
-    let ms = 1_000_000i64;
+    let lag = 10_000_000i64;
     for (what, bpf, oracle) in [
         ("running", r.ns[State::Running.index()], run_ns),
         ("runnable", r.ns[State::Runnable.index()], delay_ns),
     ] {
         let (bpf, oracle) = (bpf as i64, oracle as i64);
         assert!(
-            bpf <= oracle + ms && bpf >= oracle - slop_ns as i64 - ms,
+            bpf <= oracle + lag && bpf >= oracle - slop_ns as i64 - lag,
             "{what}: bpf {bpf} ns, schedstat {oracle} ns, slop {slop_ns} ns"
         );
     }
@@ -140,8 +142,18 @@ fn dstate_thread_is_in_disk_and_says_where() {
     assert!(r.pct(State::Disk) > 90.0, "{}", show(r));
     let reason = r.top_reason.as_ref().expect("a reason for the D wait");
     assert_eq!(reason.state, State::Disk);
-    // wait_for_vfork_done() is inlined into kernel_clone() on this kernel; either names it.
-    let text = reason.text(8);
+    // The stack starts at the reason, not in the switch (the BPF program, the tracepoint,
+    // __schedule), and names where it waits within three frames: wait_for_vfork_done() is
+    // inlined into kernel_clone() on this kernel
+    // (__wait_for_common <- wait_for_completion_state <- kernel_clone).
+    let text = reason.text(3);
+    let first = reason.frames[0].as_str();
+    assert!(
+        first.starts_with("__wait_for_common")
+            || first.starts_with("wait_for_")
+            || first == "kernel_clone",
+        "reason {text}"
+    );
     assert!(
         text.contains("wait_for_vfork_done") || text.contains("kernel_clone"),
         "reason {text}"
@@ -188,10 +200,11 @@ fn seed_case_mmap_lock_queueing() {
         let r = row(&iv, w.tid);
         eprintln!("{}", show(r));
         disk_total += r.pct(State::Disk);
+        // The reason starts at the rwsem slow path, with mmap/munmap/populate within 3 frames.
         if r.reasons.iter().any(|x| {
-            let t = x.text(8);
+            let t = x.text(3);
             x.state == State::Disk
-                && t.contains("rwsem_down")
+                && x.frames[0].starts_with("rwsem_down_")
                 && (t.contains("mmap") || t.contains("munmap") || t.contains("populate"))
         }) {
             rwsem_rows += 1;

@@ -194,6 +194,11 @@ impl BpfSource {
             attach(&skel.progs.on_wakeup_new, "sched_wakeup_new")?,
             attach(&skel.progs.on_exit, "sched_process_exit")?,
         ];
+        // Symbols are read once the programs are loaded: the stacks start in the JIT-compiled
+        // on_switch (`bpf_prog_<tag>_on_switch` in kallsyms), which must be named to be
+        // trimmed; read before, its address would take the name of the last kernel symbol.
+        let syms = Kallsyms::load(&opts.kallsyms)
+            .map_err(|e| Error::BpfUnavailable(format!("{}: {e}", opts.kallsyms.display())))?;
         let exits = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         let sink = exits.clone();
         let mut rb = libbpf_rs::RingBufferBuilder::new();
