@@ -163,8 +163,6 @@ impl BpfSource {
         use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 
         let start = monotonic_ns();
-        let syms = Kallsyms::load(&opts.kallsyms)
-            .map_err(|e| Error::BpfUnavailable(format!("{}: {e}", opts.kallsyms.display())))?;
         // The skeleton borrows its object for its whole life; a source normally lives as long
         // as the process, so the object (a few hundred bytes) is leaked on purpose.
         let object: &'static mut std::mem::MaybeUninit<libbpf_rs::OpenObject> =
