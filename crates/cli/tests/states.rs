@@ -231,7 +231,10 @@ fn seed_case_table_names_the_rwsem_and_the_flame_graph_draws_it() {
         .lines()
         .find(|l| l.trim_start().starts_with(&me()))
         .expect("a row for this process");
-    assert!(row.contains("D rwsem_down_"), "{row}");
+    assert!(
+        row.contains(" rwsem_down_") && row.contains("  D "),
+        "{row}"
+    );
     let svg = std::fs::read_to_string(&svg).expect("flame graph written");
     assert!(svg.starts_with("<?xml") && svg.contains("<svg"));
     assert!(

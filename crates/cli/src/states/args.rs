@@ -76,6 +76,10 @@ pub struct Args {
     #[arg(long, value_name = "HZ", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub sample_hz: u32,
 
+    /// Print to stderr how long each interval's sample, computation and printing took.
+    #[arg(long)]
+    pub timings: bool,
+
     /// Table rows per interval (0: all); the totals row covers every row either way.
     #[arg(short = 'r', long, value_name = "N", default_value_t = 25)]
     pub rows: usize,

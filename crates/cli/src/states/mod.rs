@@ -126,14 +126,30 @@ fn run(args: &Args) -> Result<()> {
     let mut modes = None;
     loop {
         let stopped = wait(&signals, args.interval);
+        let t0 = std::time::Instant::now();
         let cur = src.sample().context("sample")?;
+        let t1 = std::time::Instant::now();
         let mut iv = between(&prev, &cur, args.rollup());
         iv.sort(args.sort.key());
         modes.get_or_insert(iv.mode);
         if let Some(f) = flame.as_mut() {
             f.add(&iv);
         }
+        let t2 = std::time::Instant::now();
         printer.interval(&iv);
+        if args.timings {
+            let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
+            let t3 = std::time::Instant::now();
+            eprintln!(
+                "tasksnap states: timings: {} threads in the sample; sample {:.2} ms, intervals \
+                 {:.2} ms, print {:.2} ms, total {:.2} ms",
+                cur.threads.len(),
+                ms(t0, t1),
+                ms(t1, t2),
+                ms(t2, t3),
+                ms(t0, t3)
+            );
+        }
         prev = cur;
         done += 1;
         if stopped || args.count.is_some_and(|n| done >= n) {

@@ -213,10 +213,15 @@ impl Printer {
         }
     }
 
+    /// The table is built in memory and written at once: one write for thousands of rows
+    /// (stdout is line-buffered), and nothing half-printed when the reader goes away.
     fn table(&self, iv: &Interval) {
+        use std::fmt::Write as _;
+
         let m = |s: State| if iv.mode.sampled(s) { "~" } else { "" };
+        let mut out = String::with_capacity(128 * (iv.rows.len().min(self.shown(iv)) + 8));
         if !self.first {
-            say!("");
+            out.push('\n');
         }
         let what = match self.rollup {
             Rollup::Thread => "threads",
@@ -229,7 +234,8 @@ impl Printer {
                 format!("procfs, ~ sampled at {sample_hz} Hz, RUN% RUNQ% exact")
             }
         };
-        say!(
+        let _ = writeln!(
+            out,
             "{}  interval {:.2} s  {} {what}{}  ({how})",
             local_time(),
             iv.length_ns as f64 / 1e9,
@@ -241,9 +247,10 @@ impl Printer {
             }
         );
         for n in &iv.notes {
-            say!("note: {n}");
+            let _ = writeln!(out, "note: {n}");
         }
-        say!(
+        let _ = writeln!(
+            out,
             "{}",
             self.cut(format!(
                 "{:>7} {:>7} {:<16} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}  REASON",
@@ -258,18 +265,27 @@ impl Printer {
                 format!("{}OTHER%", m(State::Other)),
             ))
         );
-        let shown = if self.rows == 0 {
-            iv.rows.len()
-        } else {
-            self.rows
-        };
+        let shown = self.shown(iv);
         for r in iv.rows.iter().take(shown) {
-            say!("{}", self.cut(self.line(r)));
+            let _ = writeln!(out, "{}", self.cut(self.line(r)));
         }
         if iv.rows.len() > shown {
-            say!("  ... {} more (--rows 0 shows all)", iv.rows.len() - shown);
+            let _ = writeln!(
+                out,
+                "  ... {} more (--rows 0 shows all)",
+                iv.rows.len() - shown
+            );
         }
-        say!("{}", self.cut(self.line(&iv.totals())));
+        let _ = write!(out, "{}", self.cut(self.line(&iv.totals())));
+        say!("{out}");
+    }
+
+    fn shown(&self, iv: &Interval) -> usize {
+        if self.rows == 0 {
+            iv.rows.len()
+        } else {
+            self.rows.min(iv.rows.len())
+        }
     }
 
     fn line(&self, r: &Row) -> String {
@@ -282,8 +298,19 @@ impl Printer {
         if r.exited {
             comm.push_str(" (exited)");
         }
+        // The top reason with the share of the row's time spent there.
         let reason = r.top_reason.as_ref().map_or(String::new(), |x| {
-            format!("{} {}", state_letter(x.state), x.text(REASON_DEPTH))
+            let pct = if r.alive_ns > 0 {
+                x.ns as f64 * 100.0 / r.alive_ns as f64
+            } else {
+                0.0
+            };
+            format!(
+                "{} {:.1}% {}",
+                state_letter(x.state),
+                pct,
+                x.text(REASON_DEPTH)
+            )
         });
         format!(
             "{:>7} {:>7} {:<16} {:>6.1} {:>6.1} {:>7.1} {:>7.1} {:>7.1} {:>7.1}  {}",

@@ -5,10 +5,9 @@
 //! Layouts come from states.h through the generated skeleton; nothing is restated here. The
 //! program is loaded once per [`BpfSource`] and unloaded when it is dropped; nothing is pinned.
 //!
-//! Order of the reads in [`BpfSource::sample`]: the stack hash first, then the iterator pass.
-//! A wait that ends between the two is then missing from this sample's reasons and appears in
-//! the next one (a lag), instead of being counted twice (once finished in the hash, once
-//! ongoing in the record), which would make cumulative totals go backwards.
+//! Order of the reads in [`BpfSource::sample`]: the iterator pass first (it also moves the time
+//! of every wait still going on into the stack hash), then the stack hash. A wait that ends
+//! between the two is in the hash a few microseconds longer than in the records: harmless.
 
 // Built without clang, most of this module is unused: the source then only says why it is
 // unavailable.
@@ -397,9 +396,9 @@ impl BpfSource {
 
     #[cfg(tasksnap_bpf)]
     fn sample_impl(&mut self) -> Result<Sample, Error> {
-        let why = self.why()?;
         let recs = self.pass()?;
         let at_ns = monotonic_ns();
+        let why = self.why()?;
         self.ringbuf
             .consume()
             .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
@@ -423,6 +422,12 @@ impl BpfSource {
             .map(|r| (r, false))
             .chain(exits.iter().map(|r| (r, true)))
         {
+            if !self.opts.filter.pids.is_empty()
+                && self.opts.filter.comms.is_empty()
+                && !self.opts.filter.pids.contains(&(r.tgid as i32))
+            {
+                continue; // the common case, decided without building the name
+            }
             let comm = comm_text(&r.comm);
             if !self.opts.filter.matches(r.tgid as i32, &comm) {
                 continue;
@@ -432,14 +437,10 @@ impl BpfSource {
             let current = State::from_index(r.state);
             let mut reasons = why_of.get(&r.tid).cloned().unwrap_or_default();
             let blocked = current == State::Disk || (self.opts.track_sleep && current.is_blocked());
-            if blocked && !exited {
+            // A wait that began before tracking did has no stack: /proc/TID/stack names it.
+            if blocked && !exited && r.stackid < 0 {
                 let ongoing = r.now_ns.saturating_sub(r.since_ns);
-                let id = if r.stackid >= 0 {
-                    Some(r.stackid as u32)
-                } else {
-                    self.proc_stack_reason(r.tid)
-                };
-                if let Some(id) = id {
+                if let Some(id) = self.proc_stack_reason(r.tid) {
                     match reasons.iter_mut().find(|x| x.0 == current && x.1 == id) {
                         Some(x) => x.2 += ongoing,
                         None => reasons.push((current, id, ongoing)),

@@ -138,22 +138,41 @@ static __always_inline bool fresh(struct st_acct *a, __u32 st, __u64 now)
 	return true;
 }
 
+static __always_inline void add_why(__u32 tid, __u32 state, __s32 stackid, __u64 d)
+{
+	struct st_why_key k = { .tid = tid, .state = state, .stackid = stackid };
+	__u64 *v;
+
+	if (!d)
+		return;
+	v = bpf_map_lookup_elem(&why, &k);
+	if (v)
+		__sync_fetch_and_add(v, d);
+	else if (bpf_map_update_elem(&why, &k, &d, BPF_NOEXIST))
+		__sync_fetch_and_add(&lost_stacks, 1);
+}
+
+/*
+ * The part of the current wait not yet in the why hash, up to `now`. The wake-up and the
+ * iterator (on another CPU) may both flush the same wait: the exchange hands each part of it
+ * to exactly one of them.
+ */
+static __always_inline __u64 why_part(struct st_acct *a, __u64 now, __u64 next_since)
+{
+	__u64 old = __sync_lock_test_and_set(&a->why_since_ns, next_since);
+
+	return old && now > old ? now - old : 0;
+}
+
 /* Ends the ongoing state at `now`: its time is charged, and the off-CPU stack it had, if
- * any, gets the time of this wait. */
+ * any, gets the rest of this wait. */
 static __always_inline void leave(struct st_acct *a, __u32 tid, __u64 now)
 {
 	__u64 d = now > a->since_ns ? now - a->since_ns : 0;
 
 	a->ns[a->state & (ST_SLOTS - 1)] += d;
-	if (a->stackid >= 0 && d) {
-		struct st_why_key k = { .tid = tid, .state = a->state, .stackid = a->stackid };
-		__u64 *v = bpf_map_lookup_elem(&why, &k);
-
-		if (v)
-			__sync_fetch_and_add(v, d);
-		else if (bpf_map_update_elem(&why, &k, &d, BPF_NOEXIST))
-			__sync_fetch_and_add(&lost_stacks, 1);
-	}
+	if (a->stackid >= 0)
+		add_why(tid, a->state, a->stackid, why_part(a, now, 0));
 	a->stackid = -1;
 	a->flags &= ~ST_F_SEEDED;
 	a->since_ns = now;
@@ -218,6 +237,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				a->stackid = bpf_get_stackid(ctx, &stacks, 0);
 				if (a->stackid < 0)
 					__sync_fetch_and_add(&lost_stacks, 1);
+				else
+					a->why_since_ns = now;
 			}
 		}
 	}
@@ -352,6 +373,12 @@ int dump_states(struct bpf_iter__task *ctx)
 			a->flags |= ST_F_SEEDED;
 	}
 	totals(&r, t, a, now);
+	/* A wait still going on: its time so far goes into the why hash now, so that user space
+	 * (which reads the hash after this pass) sees it in this interval. (Should the thread wake
+	 * and block again on another stack between the copy above and this exchange, a few
+	 * microseconds of the new wait would go to the old stack.) */
+	if (r.stackid >= 0)
+		add_why(r.tid, r.state, r.stackid, why_part(a, now, now));
 	bpf_seq_write(seq, &r, sizeof(r));
 	return 0;
 }

@@ -33,6 +33,7 @@ struct st_acct {
 	__u32 state;		/* ST_* the thread is in since since_ns */
 	__s32 stackid;		/* kernel stack of the current off-CPU wait, or -1 */
 	__u32 flags;		/* ST_F_SEEDED */
+	__u64 why_since_ns;	/* the current wait's time up to here is in the why hash */
 };
 
 /* One thread's totals, up to now_ns: written by the iterator (one per thread) and to the ring
@@ -52,7 +53,7 @@ struct st_rec {
 };
 
 /* Key of the off-CPU time per (thread, state, stack): values are accumulated ns, added when
- * the wait ends. */
+ * the wait ends and, for waits still going on, by every iterator pass up to its moment. */
 struct st_why_key {
 	__u32 tid;
 	__u32 state;
