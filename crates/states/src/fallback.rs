@@ -103,17 +103,45 @@ pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
 
 const PF_KTHREAD: u64 = 0x0020_0000;
 
-/// One thread the sampler watches.
+/// One thread the sampler watches, with its files kept open (None when out of descriptors:
+/// then opened per read).
 #[derive(Debug)]
 struct Tracked {
     tgid: i32,
-    /// Its stat file, kept open (None when out of descriptors: then opened per read).
     stat: Option<File>,
+    schedstat: Option<File>,
     wchan: Option<File>,
     samples: [u64; NSTATES],
     /// Samples per (state, reason id).
     reasons: HashMap<(State, u32), u64>,
     current: Option<State>,
+    /// schedstat (run, delay) at the last tick, and the reason then.
+    last_sched: Option<(u64, u64)>,
+    last_reason: Option<(State, u32)>,
+    /// Ticks still to skip, ticks skipped and not yet counted, and how many checks in a row
+    /// found the thread had not run (see [`tick`]).
+    skip: u8,
+    pending: u64,
+    steady: u8,
+}
+
+/// A thread that has not run for this many checks in a row is checked every
+/// `MAX_SKIP + 1` ticks only.
+const MAX_SKIP: u8 = 3;
+
+impl Tracked {
+    /// Counts `n` more samples of the last state (and reason).
+    fn count_last(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if let Some(st) = self.current {
+            self.samples[st.index()] += n;
+            if let Some(r) = self.last_reason {
+                *self.reasons.entry(r).or_default() += n;
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -238,35 +266,28 @@ impl ProcfsSource {
         Ok(src)
     }
 
-    /// The threads the filter selects, with their parsed stat: `(tgid, tid, stat)`.
-    fn list(&self) -> Vec<(i32, i32, Stat)> {
+    /// The (tgid, tid) of every thread the filter may select: with only pids asked for, the
+    /// task directories of those processes; otherwise every process's.
+    fn list(&self) -> Vec<(i32, i32)> {
         let root = &self.opts.proc_root;
-        let pids: Vec<i32> =
-            if self.opts.filter.comms.is_empty() && !self.opts.filter.pids.is_empty() {
-                self.opts.filter.pids.clone()
-            } else {
-                numeric_entries(root)
-            };
+        let f = &self.opts.filter;
+        let pids: Vec<i32> = if f.comms.is_empty() && !f.pids.is_empty() {
+            f.pids.clone()
+        } else {
+            numeric_entries(root)
+        };
         let mut out = Vec::new();
         for pid in pids {
-            let task = root.join(format!("{pid}/task"));
-            for tid in numeric_entries(&task) {
-                let Ok(text) = std::fs::read(task.join(format!("{tid}/stat"))) else {
-                    continue; // gone, or not ours to read
-                };
-                let Some(st) = parse_stat(&text) else {
-                    continue;
-                };
-                if self.opts.filter.matches(pid, &st.comm) {
-                    out.push((pid, tid, st));
-                }
+            for tid in numeric_entries(&root.join(format!("{pid}/task"))) {
+                out.push((pid, tid));
             }
         }
         out
     }
 
-    /// Brings the sampler's thread list up to date with /proc; returns the listing.
-    fn refresh(&mut self) -> Vec<(i32, i32, Stat)> {
+    /// Brings the watched threads up to date with /proc: vanished ones are dropped, new ones
+    /// the filter selects are opened. Returns the watched tids.
+    fn refresh(&mut self) -> Vec<i32> {
         let listed = self.list();
         let root = self.opts.proc_root.clone();
         let mut sh = lock(&self.shared);
@@ -275,34 +296,62 @@ impl ProcfsSource {
         sh.threads.retain(|tid, t| {
             let k = keep.contains(tid);
             if !k {
-                freed += usize::from(t.stat.is_some()) + usize::from(t.wchan.is_some());
+                freed += [t.stat.is_some(), t.schedstat.is_some(), t.wchan.is_some()]
+                    .iter()
+                    .filter(|&&o| o)
+                    .count();
             }
             k
         });
         sh.fd_budget += freed;
-        for (pid, tid, _) in &listed {
-            if sh.threads.contains_key(tid) {
+        let mut buf = [0u8; 1024];
+        for &(pid, tid) in &listed {
+            if sh.threads.contains_key(&tid) {
                 continue;
             }
-            let stat = if sh.fd_budget > 0 {
-                File::open(root.join(format!("{pid}/task/{tid}/stat"))).ok()
-            } else {
-                None
+            let dir = root.join(format!("{pid}/task/{tid}"));
+            let mut open = |name: &str| {
+                if sh.fd_budget < 2 {
+                    return None;
+                }
+                let f = File::open(dir.join(name)).ok()?;
+                sh.fd_budget -= 1;
+                Some(f)
             };
-            sh.fd_budget -= usize::from(stat.is_some());
+            let stat = open("stat");
+            let schedstat = open("schedstat");
+            if !self.opts.filter.comms.is_empty() {
+                // The name decides: read it once, when the thread is first seen.
+                let Some(n) = pread_or_read(stat.as_ref(), || dir.join("stat"), &mut buf) else {
+                    continue;
+                };
+                let Some(st) = parse_stat(&buf[..n]) else {
+                    continue;
+                };
+                if !self.opts.filter.matches(pid, &st.comm) {
+                    sh.fd_budget += usize::from(stat.is_some()) + usize::from(schedstat.is_some());
+                    continue;
+                }
+            }
             sh.threads.insert(
-                *tid,
+                tid,
                 Tracked {
-                    tgid: *pid,
+                    tgid: pid,
                     stat,
+                    schedstat,
                     wchan: None,
                     samples: [0; NSTATES],
                     reasons: HashMap::new(),
                     current: None,
+                    last_sched: None,
+                    last_reason: None,
+                    skip: 0,
+                    pending: 0,
+                    steady: 0,
                 },
             );
         }
-        listed
+        sh.threads.keys().copied().collect()
     }
 }
 
@@ -332,8 +381,82 @@ fn pread_or_read(
     }
 }
 
-/// The sampler thread: every `period`, every watched thread's state letter (and wchan when
-/// blocked), on an absolute schedule so that slow passes do not drift the rate.
+/// One tick for one thread: its state letter (and wchan when blocked), counted.
+///
+/// A thread whose schedstat has not moved since the last check has not run, so it cannot have
+/// changed state (leaving a sleep, stopping, freezing all need the CPU): its last letter and
+/// reason count again without reading stat or wchan, only schedstat. (A thread woken but not
+/// yet run is then counted in its old state for that wait at most; the runnable figure itself
+/// comes from schedstat.) And a thread found not to have run is checked less often, every
+/// second, third, then fourth tick: the skipped ticks count its last state when the next check
+/// (or the interval's end) comes. That is exact when it still has not run; when it has, the
+/// change of state is placed at the check, up to 3 ticks late. Why: on /proc, each read of
+/// another thread's file costs ~2 us (get_pid_task, fdget, formatting, cold caches: measured
+/// with perf on Linux 6.18), 4.3% of a CPU for 1,000 threads at 20 Hz without these two
+/// savings.
+fn tick(
+    t: &mut Tracked,
+    tid: i32,
+    root: &Path,
+    track_sleep: bool,
+    fd_budget: &mut usize,
+    reasons: &mut HashMap<String, u32>,
+    buf: &mut [u8],
+) {
+    if t.skip > 0 {
+        t.skip -= 1;
+        t.pending += 1;
+        return;
+    }
+    let tgid = t.tgid;
+    let dir = || root.join(format!("{tgid}/task/{tid}"));
+    let sched = pread_or_read(t.schedstat.as_ref(), || dir().join("schedstat"), buf)
+        .and_then(|n| parse_schedstat(std::str::from_utf8(&buf[..n]).ok()?));
+    let pending = std::mem::take(&mut t.pending);
+    t.count_last(pending);
+    if let (Some(now), Some(last), Some(st)) = (sched, t.last_sched, t.current) {
+        if now == last && st != State::Running {
+            t.count_last(1);
+            t.steady = (t.steady + 1).min(MAX_SKIP);
+            t.skip = t.steady;
+            return;
+        }
+    }
+    t.steady = 0;
+    t.last_sched = sched;
+    t.last_reason = None;
+    let Some(n) = pread_or_read(t.stat.as_ref(), || dir().join("stat"), buf) else {
+        t.current = None; // gone: dropped at the next refresh
+        return;
+    };
+    let Some(letter) = state_letter(&buf[..n]) else {
+        return;
+    };
+    let st = State::from_letter(letter);
+    t.samples[st.index()] += 1;
+    t.current = Some(st);
+    if st == State::Disk || (track_sleep && st == State::Sleeping) {
+        if t.wchan.is_none() && *fd_budget > 0 {
+            t.wchan = File::open(dir().join("wchan")).ok();
+            *fd_budget -= usize::from(t.wchan.is_some());
+        }
+        let Some(n) = pread_or_read(t.wchan.as_ref(), || dir().join("wchan"), buf) else {
+            return;
+        };
+        let name = String::from_utf8_lossy(&buf[..n]).trim().to_string();
+        // "0": not blocked any more, or the kernel hides it.
+        if name.is_empty() || name == "0" {
+            return;
+        }
+        let next_id = reasons.len() as u32;
+        let id = *reasons.entry(name).or_insert(next_id);
+        *t.reasons.entry((st, id)).or_default() += 1;
+        t.last_reason = Some((st, id));
+    }
+}
+
+/// The sampler thread: every `period`, a [`tick`] for every watched thread, on an absolute
+/// schedule so that slow passes do not drift the rate.
 fn sampler(
     shared: &Mutex<Shared>,
     stop: &AtomicBool,
@@ -348,35 +471,15 @@ fn sampler(
             let mut guard = lock(shared);
             let sh = &mut *guard;
             for (&tid, t) in sh.threads.iter_mut() {
-                let tgid = t.tgid;
-                let stat_path = || root.join(format!("{tgid}/task/{tid}/stat"));
-                let Some(n) = pread_or_read(t.stat.as_ref(), stat_path, &mut buf) else {
-                    t.current = None; // gone: dropped at the next refresh
-                    continue;
-                };
-                let Some(letter) = state_letter(&buf[..n]) else {
-                    continue;
-                };
-                let st = State::from_letter(letter);
-                t.samples[st.index()] += 1;
-                t.current = Some(st);
-                if st == State::Disk || (track_sleep && st == State::Sleeping) {
-                    if t.wchan.is_none() {
-                        t.wchan = File::open(root.join(format!("{tgid}/task/{tid}/wchan"))).ok();
-                    }
-                    let Some(w) = t.wchan.as_ref() else { continue };
-                    let Ok(n) = w.read_at(&mut buf, 0) else {
-                        continue;
-                    };
-                    let name = String::from_utf8_lossy(&buf[..n]).trim().to_string();
-                    // "0": not blocked any more, or the kernel hides it (kptr/permission).
-                    if name.is_empty() || name == "0" {
-                        continue;
-                    }
-                    let next_id = sh.reasons.len() as u32;
-                    let id = *sh.reasons.entry(name).or_insert(next_id);
-                    *t.reasons.entry((st, id)).or_default() += 1;
-                }
+                tick(
+                    t,
+                    tid,
+                    root,
+                    track_sleep,
+                    &mut sh.fd_budget,
+                    &mut sh.reasons,
+                    &mut buf,
+                );
             }
         }
         next += period;
@@ -392,7 +495,7 @@ fn sampler(
 
 impl Source for ProcfsSource {
     fn sample(&mut self) -> Result<Sample, Error> {
-        let listed = self.refresh();
+        self.refresh();
         let root = self.opts.proc_root.clone();
         let period_ns = 1_000_000_000 / u64::from(self.opts.sample_hz.clamp(1, 1000));
         let mut sample = Sample::new(
@@ -405,51 +508,54 @@ impl Source for ProcfsSource {
         if !self.delayacct {
             sample.notes.push(DELAYACCT_OFF.to_string());
         }
-        let mut reads: Vec<(i32, i32, Stat, u64, u64, u64)> = Vec::with_capacity(listed.len());
-        for (pid, tid, st) in listed {
-            let Ok(text) =
-                std::fs::read_to_string(root.join(format!("{pid}/task/{tid}/schedstat")))
-            else {
-                continue;
-            };
-            let Some((run_ns, delay_ns)) = parse_schedstat(&text) else {
-                continue;
-            };
-            reads.push((pid, tid, st, run_ns, delay_ns, boottime_ns()));
-        }
-        let sh = lock(&self.shared);
+        let mut buf = [0u8; 1024];
+        let mut guard = lock(&self.shared);
+        let sh = &mut *guard;
         for (id_name, &id) in &sh.reasons {
             sample.reasons.insert(id, Arc::from(vec![id_name.clone()]));
         }
-        for (pid, tid, st, run_ns, delay_ns, seen_at_ns) in reads {
+        for (&tid, t) in sh.threads.iter_mut() {
+            // Skipped ticks of threads that had not run count now, in this interval.
+            let pending = std::mem::take(&mut t.pending);
+            t.count_last(pending);
+            let dir = || root.join(format!("{}/task/{tid}", t.tgid));
+            let Some(n) = pread_or_read(t.stat.as_ref(), || dir().join("stat"), &mut buf) else {
+                continue; // gone, or not ours to read
+            };
+            let Some(st) = parse_stat(&buf[..n]) else {
+                continue;
+            };
+            let Some((run_ns, delay_ns)) =
+                pread_or_read(t.schedstat.as_ref(), || dir().join("schedstat"), &mut buf)
+                    .and_then(|n| parse_schedstat(std::str::from_utf8(&buf[..n]).ok()?))
+            else {
+                continue;
+            };
+            let seen_at_ns = boottime_ns();
             let mut state_ns = [0u64; NSTATES];
             state_ns[State::Running.index()] = run_ns;
             state_ns[State::Runnable.index()] = delay_ns;
             if self.delayacct {
                 state_ns[State::Disk.index()] = st.blkio_ticks * self.tick_ns;
             }
-            let tracked = sh.threads.get(&tid);
-            let t = ThreadTotals {
+            let tt = ThreadTotals {
                 tid,
-                tgid: pid,
+                tgid: t.tgid,
                 start_ns: st.start_ticks * self.tick_ns,
                 comm: st.comm,
                 kernel_thread: st.flags & PF_KTHREAD != 0,
                 state_ns,
-                samples: tracked.map_or([0; NSTATES], |t| t.samples),
-                current: tracked
-                    .and_then(|t| t.current)
-                    .or(Some(State::from_letter(st.state))),
-                reasons: tracked.map_or_else(Vec::new, |t| {
-                    t.reasons
-                        .iter()
-                        .map(|(&(s, id), &n)| (s, id, n * period_ns))
-                        .collect()
-                }),
+                samples: t.samples,
+                current: t.current.or(Some(State::from_letter(st.state))),
+                reasons: t
+                    .reasons
+                    .iter()
+                    .map(|(&(s, id), &n)| (s, id, n * period_ns))
+                    .collect(),
                 seen_at_ns,
                 exited: false,
             };
-            sample.threads.insert((tid, t.start_ns), t);
+            sample.threads.insert((tid, tt.start_ns), tt);
         }
         Ok(sample)
     }
