@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Benchmark: what `tasksnap states` costs (docs/states.md has the numbers of one run).
 #   1. The BPF accounting's cost to a context-switch-heavy load: `perf bench sched pipe`
-#      (hyperfine medians) without tasksnap, with `tasksnap states -i 60` running (the
-#      tracepoints alone), and with `-i 1` (tracepoints plus one iterator pass a second).
+#      (hyperfine medians), both ends pinned to the last CPU so that every round trip is two
+#      context switches on one CPU (unpinned, on a 2-core VM, the cross-CPU wake-ups dominate
+#      and vary by 10x with other load), without tasksnap, with `tasksnap states -i 60`
+#      running (the tracepoints alone) and with `-i 1` (plus one iterator pass a second);
+#      tasksnap itself is pinned to CPU 0.
 #   2. Reading and printing one interval for 10,000 threads (tasksnap-loadgen --threads 10000),
 #      as `tasksnap states --timings` reports it (sample + intervals + print, all rows).
 #   3. The /proc fallback's CPU at 1,000 threads and 20 Hz: user+system over wall time of
 #      `tasksnap states --mode procfs` over 10 intervals (/usr/bin/time).
 #
-#   bench/states.sh             RUNS=10 (hyperfine runs), LOOPS=200000 (pipe round trips)
+#   bench/states.sh             RUNS=10 (hyperfine runs), LOOPS=100000 (pipe round trips)
 #
 # Needs root (BPF), perf, hyperfine and /usr/bin/time (./x installs them for `./x bench`).
 set -euo pipefail
@@ -16,7 +19,8 @@ cd "$(dirname "$0")/.."
 TS=./target/release/tasksnap
 LG=./target/release/tasksnap-loadgen
 RUNS=${RUNS:-10}
-LOOPS=${LOOPS:-200000}
+LOOPS=${LOOPS:-100000}
+LAST_CPU=$(( $(nproc) - 1 ))
 OUT=${OUT:-target/bench}
 mkdir -p "$OUT"
 cargo build --release -p tasksnap -p tasksnap-loadgen --quiet
@@ -41,19 +45,19 @@ median_ms() { # hyperfine JSON -> median of its one command, ms
 
 echo "host: $(uname -r), $(nproc) CPUs, $(ls /proc | grep -c '^[0-9]') processes, $(ps -eLo tid= | wc -l) threads"
 echo
-echo "== 1. perf bench sched pipe -l $LOOPS, $RUNS runs each"
+echo "== 1. taskset -c $LAST_CPU perf bench sched pipe -l $LOOPS, $RUNS runs each"
 pipe() { # label, then hyperfine
   hyperfine --runs "$RUNS" --warmup 1 --export-json "$OUT/states-pipe-$1.json" \
-    "perf bench sched pipe -l $LOOPS" >/dev/null 2>&1
+    "taskset -c $LAST_CPU perf bench sched pipe -l $LOOPS" >/dev/null 2>&1
   echo "$1: median $(median_ms "$OUT/states-pipe-$1.json") ms"
 }
 pipe baseline
-"$TS" states --mode bpf -i 60 >/dev/null 2>&1 &
+taskset -c 0 "$TS" states --mode bpf -i 60 >/dev/null 2>&1 &
 ts_pid=$!
 sleep 2
 pipe accounting-i60
 kill -KILL "$ts_pid"; wait "$ts_pid" 2>/dev/null || true; ts_pid=""
-"$TS" states --mode bpf -i 1 -r 0 >/dev/null 2>&1 &
+taskset -c 0 "$TS" states --mode bpf -i 1 -r 0 >/dev/null 2>&1 &
 ts_pid=$!
 sleep 2
 pipe accounting-i1
@@ -75,7 +79,7 @@ coproc LOAD { exec "$LG" --threads 10000 --until-stdin-eof; }
 load_pid=$LOAD_PID
 read -r info <&"${LOAD[0]}"
 tpid=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['threads_pid'])" "$info")
-"$TS" states --mode bpf -p "$tpid" -i 1 -n 5 -r 0 --timings 2>&1 >/dev/null | grep timings
+"$TS" states --mode bpf -p "$tpid" -i 1 -n 11 -r 0 --timings 2>&1 >/dev/null | grep timings
 echo "-- the same, /proc mode"
 "$TS" states --mode procfs -p "$tpid" -i 1 -n 3 -r 0 --timings 2>&1 >/dev/null | grep timings
 cleanup

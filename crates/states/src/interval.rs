@@ -148,24 +148,30 @@ pub enum SortKey {
 }
 
 impl Interval {
-    /// Sorts the rows by `key`, ties broken by pid and tid.
+    /// Sorts the rows by `key`, ties broken by pid and tid. Percentages are compared in
+    /// millionths of a percent, computed once per row.
     pub fn sort(&mut self, key: SortKey) {
-        let tie = |a: &Row, b: &Row| (a.pid, a.tid).cmp(&(b.pid, b.tid));
-        let desc = |x: f64, y: f64| y.partial_cmp(&x).unwrap_or(std::cmp::Ordering::Equal);
+        use std::cmp::Reverse;
+        let micro = |x: f64| (x * 1e6) as u64;
         match key {
-            SortKey::Offcpu => self.rows.sort_by(|a, b| {
-                desc(a.offcpu_pct(), b.offcpu_pct())
-                    .then(desc(a.pct(State::Running), b.pct(State::Running)))
-                    .then(tie(a, b))
+            SortKey::Offcpu => self.rows.sort_by_cached_key(|r| {
+                (
+                    Reverse(micro(r.offcpu_pct())),
+                    Reverse(micro(r.pct(State::Running))),
+                    r.pid,
+                    r.tid,
+                )
             }),
             SortKey::State(s) => self
                 .rows
-                .sort_by(|a, b| desc(a.pct(s), b.pct(s)).then(tie(a, b))),
-            SortKey::Pid => self.rows.sort_by(tie),
+                .sort_by_cached_key(|r| (Reverse(micro(r.pct(s))), r.pid, r.tid)),
+            SortKey::Pid => self.rows.sort_by_key(|r| (r.pid, r.tid)),
             SortKey::Tid => self.rows.sort_by_key(|r| (r.tid, r.pid)),
-            SortKey::Comm => self
-                .rows
-                .sort_by(|a, b| a.comm.cmp(&b.comm).then(tie(a, b))),
+            SortKey::Comm => self.rows.sort_by(|a, b| {
+                a.comm
+                    .cmp(&b.comm)
+                    .then((a.pid, a.tid).cmp(&(b.pid, b.tid)))
+            }),
         }
     }
 
@@ -206,12 +212,16 @@ fn procfs_split(
     let off_states = [State::Sleeping, State::Disk, State::Stopped, State::Other];
     let seen: u64 = off_states.iter().map(|s| samples[s.index()]).sum();
     if seen == 0 {
-        // No sample caught it off the CPU: its (short) waits go to the state it is in now
-        // when that is an off-CPU one, else to sleeping, the usual short wait.
-        let s = current
-            .filter(|s| off_states.contains(s))
-            .unwrap_or(State::Sleeping);
-        ns[s.index()] = off;
+        // No sample caught it off the CPU. When it was seen running (R), the time schedstat
+        // does not explain yet is a run-queue wait still going on (run_delay counts a wait
+        // only when it ends) or a slice not yet added to its runtime: runnable. Otherwise its
+        // (short) waits go to the off-CPU state it is in now, else to sleeping.
+        let s = match current {
+            None | Some(State::Running) | Some(State::Runnable) => State::Runnable,
+            Some(s) if off_states.contains(&s) => s,
+            Some(_) => State::Sleeping,
+        };
+        ns[s.index()] += off;
     } else {
         let mut given = 0;
         for (k, s) in off_states.iter().enumerate() {
@@ -484,6 +494,21 @@ mod tests {
         let b = sample(mode, 1000, vec![t]);
         let r = &between(&a, &b, Rollup::Thread).rows[0];
         assert_eq!(r.ns, [0, 0, 300, 700, 0, 0]);
+    }
+
+    #[test]
+    fn procfs_unexplained_time_of_a_thread_seen_running_is_runnable() {
+        let mode = Mode::Procfs {
+            sample_hz: 20,
+            delayacct: false,
+        };
+        let a = sample(mode, 0, vec![totals(1, [0; NSTATES], 0)]);
+        let mut t = totals(1, [700, 100, 0, 0, 0, 0], 1000);
+        t.samples = [20, 0, 0, 0, 0, 0];
+        t.current = Some(State::Running);
+        let b = sample(mode, 1000, vec![t]);
+        let r = &between(&a, &b, Rollup::Thread).rows[0];
+        assert_eq!(r.ns, [700, 300, 0, 0, 0, 0]);
     }
 
     #[test]

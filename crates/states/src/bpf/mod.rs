@@ -99,6 +99,10 @@ pub struct BpfSource {
     exits: std::rc::Rc<std::cell::RefCell<Vec<skel::types::st_rec>>>,
     #[cfg(tasksnap_bpf)]
     iter_link: libbpf_rs::Link,
+    /// With only pids asked for: one iterator per process (its threads only), so that a pass
+    /// costs the threads shown, not every task of the host.
+    #[cfg(tasksnap_bpf)]
+    proc_links: Vec<libbpf_rs::Link>,
     #[cfg(tasksnap_bpf)]
     _links: Vec<libbpf_rs::Link>,
     #[cfg(tasksnap_bpf)]
@@ -219,6 +223,7 @@ impl BpfSource {
             ringbuf,
             exits,
             iter_link,
+            proc_links: Vec::new(),
             _links: links,
             skel,
             opts,
@@ -231,23 +236,65 @@ impl BpfSource {
         // Seed: every thread not yet met by a tracepoint starts from its current state.
         src.pass()
             .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
+        if src.opts.filter.comms.is_empty() {
+            let pids = src.opts.filter.pids.clone();
+            for pid in pids {
+                // A process that is gone (or a kernel before 6.1) keeps the full pass.
+                match src.process_link(pid) {
+                    Some(l) => src.proc_links.push(l),
+                    None => {
+                        src.proc_links.clear();
+                        break;
+                    }
+                }
+            }
+        }
         src.load_ns = monotonic_ns().saturating_sub(start);
         Ok(src)
     }
 
-    /// One iterator pass into `self.buf`, decoded.
+    /// An iterator link over the threads of one process only (`bpf_iter_link_info.task.pid`,
+    /// Linux 6.1), as crates/collect does for one-process queries.
+    #[cfg(tasksnap_bpf)]
+    fn process_link(&self, pid: i32) -> Option<libbpf_rs::Link> {
+        let mut info = libbpf_sys::bpf_iter_link_info::default();
+        info.task.pid = pid as u32;
+        let opts = libbpf_sys::bpf_iter_attach_opts {
+            link_info: &mut info,
+            link_info_len: std::mem::size_of::<libbpf_sys::bpf_iter_link_info>() as _,
+            sz: std::mem::size_of::<libbpf_sys::bpf_iter_attach_opts>() as _,
+            ..Default::default()
+        };
+        let prog = libbpf_rs::AsRawLibbpf::as_libbpf_object(&self.skel.progs.dump_states);
+        // SAFETY: `prog` is a loaded program of this skeleton, alive as long as the skeleton;
+        // `opts` and `info` outlive the call, which copies what it needs.
+        let ptr = unsafe { libbpf_sys::bpf_program__attach_iter(prog.as_ptr(), &opts) };
+        let ptr = std::ptr::NonNull::new(ptr)?;
+        // SAFETY: libbpf returned a valid link it hands over to us.
+        Some(unsafe { libbpf_rs::Link::from_ptr(ptr) })
+    }
+
+    /// One iterator pass (over the asked-for processes, or every task) into `self.buf`,
+    /// decoded.
     #[cfg(tasksnap_bpf)]
     fn pass(&mut self) -> Result<Vec<skel::types::st_rec>, Error> {
         use std::io::Read;
 
-        let mut iter = libbpf_rs::Iter::new(&self.iter_link)
-            .map_err(|e| Error::Bpf(format!("cannot open the task iterator: {e}")))?;
         self.buf.clear();
-        iter.read_to_end(&mut self.buf)
-            .map_err(|source| Error::Io {
-                path: "bpf task iterator".into(),
-                source,
-            })?;
+        let links: Vec<&libbpf_rs::Link> = if self.proc_links.is_empty() {
+            vec![&self.iter_link]
+        } else {
+            self.proc_links.iter().collect()
+        };
+        for link in links {
+            let mut iter = libbpf_rs::Iter::new(link)
+                .map_err(|e| Error::Bpf(format!("cannot open the task iterator: {e}")))?;
+            iter.read_to_end(&mut self.buf)
+                .map_err(|source| Error::Io {
+                    path: "bpf task iterator".into(),
+                    source,
+                })?;
+        }
         let size = std::mem::size_of::<skel::types::st_rec>();
         Ok(self
             .buf
@@ -415,6 +462,7 @@ impl BpfSource {
         }
         let live: HashSet<u32> = recs.iter().map(|r| r.tid).collect();
         let mut sample = Sample::new(Mode::Bpf, at_ns);
+        sample.threads.reserve(recs.len() + exits.len());
         sample.notes.extend(self.pid1_note(&live));
         let mut referenced: HashSet<u32> = HashSet::new();
         for (r, exited) in recs
