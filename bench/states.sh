@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Benchmark: what `tasksnap states` costs (docs/states.md has the numbers of one run).
-#   1. The BPF accounting's cost to a context-switch-heavy load: `perf bench sched pipe`
-#      (hyperfine medians), both ends pinned to the last CPU so that every round trip is two
-#      context switches on one CPU (unpinned, on a 2-core VM, the cross-CPU wake-ups dominate
-#      and vary by 10x with other load), without tasksnap, with `tasksnap states -i 60`
-#      running (the tracepoints alone) and with `-i 1` (plus one iterator pass a second);
-#      tasksnap itself is pinned to CPU 0.
+#   1. The BPF accounting's cost to a context-switch-heavy load: `perf bench sched pipe`,
+#      both ends pinned to the last CPU so that every round trip is two context switches on
+#      one CPU (unpinned, on a 2-core VM, the cross-CPU wake-ups dominate and vary by 10x with
+#      other load), without and with `tasksnap states -i 60` running (pinned to CPU 0),
+#      alternating so that drift in the machine's load hits both; and the programs' own run
+#      time per call from kernel.bpf_stats_enabled.
 #   2. Reading and printing one interval for 10,000 threads (tasksnap-loadgen --threads 10000),
 #      as `tasksnap states --timings` reports it (sample + intervals + print, all rows).
 #   3. The /proc fallback's CPU at 1,000 threads and 20 Hz: user+system over wall time of
 #      `tasksnap states --mode procfs` over 10 intervals (/usr/bin/time).
 #
-#   bench/states.sh             RUNS=10 (hyperfine runs), LOOPS=100000 (pipe round trips)
+#   bench/states.sh             RUNS=10 (pairs of pipe runs), LOOPS=100000 (round trips each)
 #
-# Needs root (BPF), perf, hyperfine and /usr/bin/time (./x installs them for `./x bench`).
+# Needs root (BPF, bpf_stats), perf, bpftool and /usr/bin/time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=./target/release/tasksnap
@@ -39,40 +39,48 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-median_ms() { # hyperfine JSON -> median of its one command, ms
-  python3 -c "import json,sys; print('%.1f' % (json.load(open(sys.argv[1]))['results'][0]['median']*1000))" "$1"
-}
-
 echo "host: $(uname -r), $(nproc) CPUs, $(ls /proc | grep -c '^[0-9]') processes, $(ps -eLo tid= | wc -l) threads"
 echo
-echo "== 1. taskset -c $LAST_CPU perf bench sched pipe -l $LOOPS, $RUNS runs each"
-pipe() { # label, then hyperfine
-  hyperfine --runs "$RUNS" --warmup 1 --export-json "$OUT/states-pipe-$1.json" \
-    "taskset -c $LAST_CPU perf bench sched pipe -l $LOOPS" >/dev/null 2>&1
-  echo "$1: median $(median_ms "$OUT/states-pipe-$1.json") ms"
-}
-pipe baseline
-taskset -c 0 "$TS" states --mode bpf -i 60 >/dev/null 2>&1 &
-ts_pid=$!
-sleep 2
-pipe accounting-i60
-kill -KILL "$ts_pid"; wait "$ts_pid" 2>/dev/null || true; ts_pid=""
-taskset -c 0 "$TS" states --mode bpf -i 1 -r 0 >/dev/null 2>&1 &
-ts_pid=$!
-sleep 2
-pipe accounting-i1
-kill -KILL "$ts_pid"; wait "$ts_pid" 2>/dev/null || true; ts_pid=""
-pipe baseline-again
-python3 - "$OUT" <<'PY'
+echo "== 1. taskset -c $LAST_CPU perf bench sched pipe -l $LOOPS: $RUNS pairs, alternating"
+echo "   without and with \`tasksnap states -i 60\` (pinned to CPU 0) running"
+: >"$OUT/states-pipe.txt"
+pipe_secs() { taskset -c "$LAST_CPU" perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/Total time/ {print $3}'; }
+stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled)
+for _ in $(seq "$RUNS"); do
+  base=$(pipe_secs)
+  taskset -c 0 "$TS" states --mode bpf -i 60 >/dev/null 2>&1 &
+  ts_pid=$!
+  # Attached once the first pass is done (a second at 50,000 tasks); then counted exactly.
+  sleep 2
+  sysctl -qw kernel.bpf_stats_enabled=1
+  with=$(pipe_secs)
+  # Run time of the accounting programs during that run (kernel.bpf_stats_enabled).
+  bpftool prog show -j | python3 -c '
 import json, sys
-out = sys.argv[1]
-m = {k: json.load(open(f"{out}/states-pipe-{k}.json"))["results"][0]["median"]
-     for k in ["baseline", "accounting-i60", "accounting-i1", "baseline-again"]}
-base = (m["baseline"] + m["baseline-again"]) / 2
-for k in ["accounting-i60", "accounting-i1"]:
-    print(f"{k}: {m[k] / base:.3f}x the mean of the two baselines")
+progs = [p for p in json.load(sys.stdin) if p.get("name") in ("on_switch", "on_wakeup", "on_wakeup_new")]
+print(sum(p.get("run_time_ns", 0) for p in progs), sum(p.get("run_cnt", 0) for p in progs))' >"$OUT/states-bpfstats.txt"
+  sysctl -qw kernel.bpf_stats_enabled="$stats_was"
+  kill -KILL "$ts_pid"; wait "$ts_pid" 2>/dev/null || true; ts_pid=""
+  echo "$base $with $(cat "$OUT/states-bpfstats.txt")" >>"$OUT/states-pipe.txt"
+done
+python3 - "$OUT/states-pipe.txt" "$LOOPS" <<'PY'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+loops = int(sys.argv[2])
+base = statistics.median(r[0] for r in rows)
+with_ = statistics.median(r[1] for r in rows)
+ratios = sorted(r[1] / r[0] for r in rows)
+print(f"without: median {base*1e3:.1f} ms ({base/loops*1e6:.2f} us per round trip)")
+print(f"with:    median {with_*1e3:.1f} ms ({with_/loops*1e6:.2f} us per round trip)")
+print(f"ratio of medians {with_/base:.3f}; per-pair ratios min {ratios[0]:.3f} "
+      f"median {statistics.median(ratios):.3f} max {ratios[-1]:.3f}")
+ns = [r[2] / r[3] for r in rows if r[3] > 0]
+per_trip = [r[2] / loops for r in rows]
+print(f"accounting programs: {statistics.median(ns):.0f} ns per run (median of runs), "
+      f"{statistics.median(per_trip)/1e3:.2f} us per round trip (all CPUs, run counts "
+      f"include the rest of the host) = {statistics.median(per_trip)/1e9/(base/loops)*100:.1f}% "
+      f"of a round trip without accounting")
 PY
-
 echo
 echo "== 2. one interval of 10,000 threads (BPF, all rows printed)"
 coproc LOAD { exec "$LG" --threads 10000 --until-stdin-eof; }

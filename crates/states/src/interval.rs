@@ -301,7 +301,9 @@ fn thread_row(
                     .map(|&(_, _, n)| n)
             })
             .unwrap_or(0);
-        let d = total.saturating_sub(before);
+        // A reason's time is part of its state's (a lag between the two reads at most: see
+        // bpf/mod.rs), never more.
+        let d = total.saturating_sub(before).min(row.ns[state.index()]);
         if d == 0 {
             continue;
         }

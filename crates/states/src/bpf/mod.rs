@@ -1,13 +1,15 @@
-//! The exact source: loads states.bpf.c (tracepoints on sched_switch, sched_wakeup,
-//! sched_wakeup_new and sched_process_exit, and a task iterator), and turns one iterator pass,
-//! the exit ring buffer and the off-CPU stack hash into a [`Sample`].
+//! The exact source: loads states.bpf.c (programs on the sched_switch and sched_process_exit
+//! tracepoints, and a task iterator), and turns one iterator pass, the exit ring buffer and
+//! the off-CPU stack hash into a [`Sample`].
 //!
 //! Layouts come from states.h through the generated skeleton; nothing is restated here. The
 //! program is loaded once per [`BpfSource`] and unloaded when it is dropped; nothing is pinned.
 //!
-//! Order of the reads in [`BpfSource::sample`]: the iterator pass first (it also moves the time
-//! of every wait still going on into the stack hash), then the stack hash. A wait that ends
-//! between the two is in the hash a few microseconds longer than in the records: harmless.
+//! Order of the reads in [`BpfSource::sample`]: the stack hash first, then the iterator pass,
+//! whose records carry the blocked time of each thread's last wait that is not in the hash yet
+//! (it goes in at the thread's next switch-out). A wait added between the two reads is then
+//! in this sample's totals and in the next sample's reasons (a lag of one interval), never
+//! counted twice.
 
 // Built without clang, most of this module is unused: the source then only says why it is
 // unavailable.
@@ -17,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::sample::{Filter, Mode, Sample, Source, ThreadTotals};
+use crate::sample::{Filter, Mode, Sample, Source, ThreadKey, ThreadTotals};
 use crate::state::{State, NSTATES};
 use crate::symbolize::{self, Kallsyms};
 use crate::Error;
@@ -49,6 +51,16 @@ const PROC_STACK_IDS: u32 = 0x8000_0000;
 /// When the stack map holds more stacks than this, the ones no thread refers to any more are
 /// deleted (the map has 16,384 entries; a full map loses new stacks).
 const STACK_GC_AT: usize = 8192;
+
+/// One entry of the why hash: the raw key (to delete it), whose thread, which wait, how long.
+#[derive(Debug)]
+struct WhyEntry {
+    key: Vec<u8>,
+    thread: (i32, u64),
+    state: u32,
+    stackid: i32,
+    ns: u64,
+}
 
 /// Settings of the BPF source.
 #[derive(Debug, Clone)]
@@ -191,8 +203,6 @@ impl BpfSource {
         let iter_link = attach(&skel.progs.dump_states, "the task iterator")?;
         let links = vec![
             attach(&skel.progs.on_switch, "sched_switch")?,
-            attach(&skel.progs.on_wakeup, "sched_wakeup")?,
-            attach(&skel.progs.on_wakeup_new, "sched_wakeup_new")?,
             attach(&skel.progs.on_exit, "sched_process_exit")?,
         ];
         // Symbols are read once the programs are loaded: the stacks start in the JIT-compiled
@@ -307,9 +317,9 @@ impl BpfSource {
             .collect())
     }
 
-    /// Off-CPU ns per (tid, state, stack id) so far.
+    /// Off-CPU ns per ((tid, start time), state, stack id) so far.
     #[cfg(tasksnap_bpf)]
-    fn why(&self) -> Result<Vec<(u32, u32, i32, u64)>, Error> {
+    fn why(&self) -> Result<Vec<WhyEntry>, Error> {
         use libbpf_rs::MapCore;
 
         let map = &self.skel.maps.why;
@@ -317,19 +327,23 @@ impl BpfSource {
         let batch = map
             .lookup_batch(4096, libbpf_rs::MapFlags::ANY, libbpf_rs::MapFlags::ANY)
             .map_err(|e| Error::Bpf(format!("reading the off-CPU stack hash: {e}")))?;
+        let size = std::mem::size_of::<skel::types::st_why_key>();
         for (k, v) in batch {
-            if k.len() < 12 || v.len() < 8 {
+            if k.len() < size || v.len() < 8 {
                 continue;
             }
-            let u32_at = |o: usize| u32::from_ne_bytes([k[o], k[o + 1], k[o + 2], k[o + 3]]);
+            // SAFETY: a key of the why map is a whole st_why_key (states.h), plain integers.
+            let key =
+                unsafe { std::ptr::read_unaligned(k.as_ptr().cast::<skel::types::st_why_key>()) };
             let mut ns = [0u8; 8];
             ns.copy_from_slice(&v[..8]);
-            out.push((
-                u32_at(0),
-                u32_at(4),
-                u32_at(8) as i32,
-                u64::from_ne_bytes(ns),
-            ));
+            out.push(WhyEntry {
+                key: k,
+                thread: (key.tid as i32, key.start_boottime_ns),
+                state: key.state,
+                stackid: key.stackid,
+                ns: u64::from_ne_bytes(ns),
+            });
         }
         Ok(out)
     }
@@ -402,15 +416,11 @@ impl BpfSource {
     }
 
     #[cfg(tasksnap_bpf)]
-    fn delete_why(&self, keys: &[(u32, u32, i32)]) {
+    fn delete_why(&self, entries: &[&WhyEntry]) {
         use libbpf_rs::MapCore;
 
-        for &(tid, state, stackid) in keys {
-            let mut k = [0u8; 16];
-            k[0..4].copy_from_slice(&tid.to_ne_bytes());
-            k[4..8].copy_from_slice(&state.to_ne_bytes());
-            k[8..12].copy_from_slice(&stackid.to_ne_bytes());
-            let _ = self.skel.maps.why.delete(&k);
+        for e in entries {
+            let _ = self.skel.maps.why.delete(&e.key);
         }
     }
 
@@ -443,24 +453,29 @@ impl BpfSource {
 
     #[cfg(tasksnap_bpf)]
     fn sample_impl(&mut self) -> Result<Sample, Error> {
+        let why = self.why()?;
         let recs = self.pass()?;
         let at_ns = monotonic_ns();
-        let why = self.why()?;
         self.ringbuf
             .consume()
             .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
         let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
 
-        let mut why_of: HashMap<u32, Vec<(State, u32, u64)>> = HashMap::new();
-        for &(tid, state, stackid, ns) in &why {
-            if stackid >= 0 {
-                why_of
-                    .entry(tid)
-                    .or_default()
-                    .push((State::from_index(state), stackid as u32, ns));
+        let mut why_of: HashMap<ThreadKey, Vec<(State, u32, u64)>> = HashMap::new();
+        for w in &why {
+            if w.stackid >= 0 {
+                why_of.entry(w.thread).or_default().push((
+                    State::from_index(w.state),
+                    w.stackid as u32,
+                    w.ns,
+                ));
             }
         }
         let live: HashSet<u32> = recs.iter().map(|r| r.tid).collect();
+        let live_threads: HashSet<(i32, u64)> = recs
+            .iter()
+            .map(|r| (r.tid as i32, r.start_boottime_ns))
+            .collect();
         let mut sample = Sample::new(Mode::Bpf, at_ns);
         sample.threads.reserve(recs.len() + exits.len());
         sample.notes.extend(self.pid1_note(&live));
@@ -482,16 +497,29 @@ impl BpfSource {
             }
             let mut state_ns = [0u64; NSTATES];
             state_ns.copy_from_slice(&r.ns[..NSTATES]);
-            let current = State::from_index(r.state);
-            let mut reasons = why_of.get(&r.tid).cloned().unwrap_or_default();
-            let blocked = current == State::Disk || (self.opts.track_sleep && current.is_blocked());
-            // A wait that began before tracking did has no stack: /proc/TID/stack names it.
-            if blocked && !exited && r.stackid < 0 {
-                let ongoing = r.now_ns.saturating_sub(r.since_ns);
-                if let Some(id) = self.proc_stack_reason(r.tid) {
-                    match reasons.iter_mut().find(|x| x.0 == current && x.1 == id) {
-                        Some(x) => x.2 += ongoing,
-                        None => reasons.push((current, id, ongoing)),
+            let current = State::from_index(r.cur_state);
+            let wait_state = State::from_index(r.wait_state);
+            let mut reasons = why_of
+                .get(&(r.tid as i32, r.start_boottime_ns))
+                .cloned()
+                .unwrap_or_default();
+            // The blocked time of the last wait not yet in the hash (it is added at the
+            // thread's next switch-out), under its stack; a wait that began before tracking
+            // did has no stack: /proc/TID/stack names it while it lasts.
+            let keeps = wait_state == State::Disk
+                || (self.opts.track_sleep && wait_state == State::Sleeping);
+            if keeps && r.pending_why_ns > 0 {
+                let id = if r.stackid >= 0 {
+                    Some(r.stackid as u32)
+                } else if current == wait_state && !exited {
+                    self.proc_stack_reason(r.tid)
+                } else {
+                    None
+                };
+                if let Some(id) = id {
+                    match reasons.iter_mut().find(|x| x.0 == wait_state && x.1 == id) {
+                        Some(x) => x.2 += r.pending_why_ns,
+                        None => reasons.push((wait_state, id, r.pending_why_ns)),
                     }
                 }
             }
@@ -536,11 +564,13 @@ impl BpfSource {
         }
         // Off-CPU entries of threads that are gone (their last totals are in this sample)
         // are deleted so the hash does not fill up.
-        let exited: HashSet<u32> = exits.iter().map(|r| r.tid).collect();
-        let stale: Vec<(u32, u32, i32)> = why
+        let exited: HashSet<(i32, u64)> = exits
             .iter()
-            .filter(|w| exited.contains(&w.0) || !live.contains(&w.0))
-            .map(|w| (w.0, w.1, w.2))
+            .map(|r| (r.tid as i32, r.start_boottime_ns))
+            .collect();
+        let stale: Vec<&WhyEntry> = why
+            .iter()
+            .filter(|w| exited.contains(&w.thread) || !live_threads.contains(&w.thread))
             .collect();
         self.delete_why(&stale);
         self.collect_stacks(&referenced);

@@ -1,14 +1,26 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * tasksnap's exact thread-state accounting: scheduler tracepoints (BTF raw tracepoints, no
- * kprobes) charge every transition of every thread to the state it leaves, in task storage
- * (states.h: struct st_acct). A task iterator reads the totals with the ongoing state counted
- * up to the moment of the read, so an interval never misses a wait that has not ended yet;
- * threads that exit leave their final totals in a ring buffer. When a thread blocks in D (and,
- * when asked, in S), its kernel stack is kept, and the time it waits there is added to a hash
- * keyed by (thread, state, stack) when the wait ends.
+ * tasksnap's exact thread-state accounting, on one tracepoint: sched_switch (a BTF raw
+ * tracepoint; this kernel has no kprobes), and only for the thread leaving the CPU.
  *
- * Nothing here filters by process: user space does, and only root loads this object.
+ * Why only switch-outs: each program run costs ~100 ns here (the BPF dispatch, a task
+ * storage lookup, a clock read, with this kernel's call-depth-tracking mitigations), and a
+ * pipe round trip is ~4 us: programs on the switch-in side and on sched_wakeup doubled the
+ * cost, past the 5% budget. Everything they told is in the thread itself when it leaves the
+ * CPU again, kept by the scheduler (CONFIG_SCHED_INFO, as /proc/PID/schedstat):
+ *   - sched_info.last_arrival: when this run began (rq clock);
+ *   - sched_info.run_delay: ns spent waiting on a run queue, up to this run;
+ *   - rq->clock: now (updated by __schedule() before the tracepoint).
+ * So at a switch-out: this run = rq->clock - last_arrival; before it, since the previous
+ * switch-out, the thread waited for a CPU for (run_delay - the value then) and was in the
+ * state it left in (S, D, ...) for the rest. Ongoing states are read the same way by the
+ * iterator (last_queued tells a queued thread's wait began), with the offset between the
+ * scheduler's clock and bpf_ktime_get_ns() taken at the thread's last switch-out.
+ *
+ * Threads that exit leave their final totals in a ring buffer. When a thread blocks in D
+ * (and, when asked, in S) its kernel stack is kept, and its blocked time is added to a hash
+ * keyed by (thread, state, stack) at its next switch-out. Nothing here filters by process:
+ * user space does, and only root loads this object.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -115,32 +127,30 @@ static __always_inline bool keeps_stack(__u32 st)
 	return st == ST_DISK || (track_sleep && st == ST_SLEEPING);
 }
 
-/* The storage of t, created when missing (then since_ns is 0: see fresh()). */
-static __always_inline struct st_acct *acct_of(struct task_struct *t)
+static __always_inline bool blocked(__u32 st)
 {
-	struct st_acct *a;
-
-	a = bpf_task_storage_get(&acct, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!a)
-		__sync_fetch_and_add(&lost_storage, 1);
-	return a;
+	return st != ST_RUNNING && st != ST_RUNNABLE;
 }
 
-/* A storage seen for the first time starts in `st` now, with nothing charged before (a race
- * with the seeding iterator on another CPU at worst starts it twice, a few ns apart). */
-static __always_inline bool fresh(struct st_acct *a, __u32 st, __u64 now)
+/* The scheduler clock of t's run queue (rq->clock; CONFIG_FAIR_GROUP_SCHED gives every task
+ * a cfs_rq that knows its rq). 0 when unreachable. */
+static __always_inline __u64 rq_clock_of(struct task_struct *t)
 {
-	if (a->since_ns)
-		return false;
-	a->state = st;
-	a->stackid = -1;
-	a->since_ns = now;
-	return true;
+	struct cfs_rq *cfs = t->se.cfs_rq;
+
+	if (!cfs || !cfs->rq)
+		return 0;
+	return cfs->rq->clock;
 }
 
-static __always_inline void add_why(__u32 tid, __u32 state, __s32 stackid, __u64 d)
+static __always_inline void add_why(struct task_struct *t, __u32 state, __s32 stackid, __u64 d)
 {
-	struct st_why_key k = { .tid = tid, .state = state, .stackid = stackid };
+	struct st_why_key k = {
+		.start_boottime_ns = t->start_boottime,
+		.tid = t->pid,
+		.state = state,
+		.stackid = stackid,
+	};
 	__u64 *v;
 
 	if (!d)
@@ -152,140 +162,99 @@ static __always_inline void add_why(__u32 tid, __u32 state, __s32 stackid, __u64
 		__sync_fetch_and_add(&lost_stacks, 1);
 }
 
-/*
- * The part of the current wait not yet in the why hash, up to `now`. The wake-up and the
- * iterator (on another CPU) may both flush the same wait: the exchange hands each part of it
- * to exactly one of them.
- */
-static __always_inline __u64 why_part(struct st_acct *a, __u64 now, __u64 next_since)
+/* A time of the scheduler's clock as bpf_ktime_get_ns(), kept within [lo, hi]. */
+static __always_inline __u64 to_ktime(__u64 rq_ns, __s64 off, __u64 lo, __u64 hi)
 {
-	__u64 old = __sync_lock_test_and_set(&a->why_since_ns, next_since);
+	__u64 k = rq_ns ? (__u64)((__s64)rq_ns + off) : hi;
 
-	return old && now > old ? now - old : 0;
-}
-
-/* Ends the ongoing state at `now`: its time is charged, and the off-CPU stack it had, if
- * any, gets the rest of this wait. */
-static __always_inline void leave(struct st_acct *a, __u32 tid, __u64 now)
-{
-	__u64 d = now > a->since_ns ? now - a->since_ns : 0;
-
-	a->ns[a->state & (ST_SLOTS - 1)] += d;
-	if (a->stackid >= 0)
-		add_why(tid, a->state, a->stackid, why_part(a, now, 0));
-	a->stackid = -1;
-	a->flags &= ~ST_F_SEEDED;
-	a->since_ns = now;
-}
-
-/* The transition: the reader (iterator) sees either the old or the new state, never half. */
-static __always_inline void go(struct st_acct *a, __u32 tid, __u32 st, __u64 now)
-{
-	a->seq++;
-	compiler_barrier();
-	leave(a, tid, now);
-	a->state = st;
-	compiler_barrier();
-	a->seq++;
+	if (k < lo)
+		k = lo;
+	if (k > hi)
+		k = hi;
+	return k;
 }
 
 /*
- * A thread leaving the CPU while still accounted runnable: its switch-in was not seen. That
- * happens on hosts where the programs do not run in the context of some tasks (on the VM this
- * was written on, pid 1's threads are protected: a switch away from them is never traced).
- * The time it has been on the CPU since it was picked is known exactly for CFS tasks
- * (se.sum_exec_runtime - se.prev_sum_exec_runtime, updated by update_curr() before the
- * tracepoint): that part is charged as running, the rest as runnable.
+ * The time from a's last switch-out up to `back` (the start of the thread's current run or
+ * queue wait, or now), charged into ns[]: the run-queue waits that ended since (run_delay
+ * now minus then) as runnable, the rest in the state it left in. Returns the blocked part.
  */
-static __always_inline void missed_switch_in(struct st_acct *a, struct task_struct *prev,
-					     __u64 now)
+static __always_inline __u64 charge_off(__u64 *ns, struct st_acct *a, __u64 back,
+					__u64 run_delay)
 {
-	__u64 slice;
+	__u64 off = back > a->since_ns ? back - a->since_ns : 0;
+	__u64 wait = run_delay > a->run_delay_ns ? run_delay - a->run_delay_ns : 0;
 
-	if (a->state != ST_RUNNABLE)
-		return;
-	slice = prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime;
-	if (!slice || now < a->since_ns + slice)
-		return;
-	a->seq++;
-	compiler_barrier();
-	a->ns[ST_RUNNABLE] += now - slice - a->since_ns;
-	a->since_ns = now - slice;
-	a->state = ST_RUNNING;
-	compiler_barrier();
-	a->seq++;
+	if (!blocked(a->state)) {
+		ns[ST_RUNNABLE] += off;
+		return 0;
+	}
+	if (wait > off)
+		wait = off;
+	ns[ST_RUNNABLE] += wait;
+	ns[a->state & (ST_SLOTS - 1)] += off - wait;
+	return off - wait;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now, now_rq, run, back, blk, run_delay;
+	__u32 st = classify(preempt, prev_state);
 	struct st_acct *a;
 
 	/* pid 0: the idle tasks, one per CPU; their time is the CPUs' idle time. */
-	if (prev->pid) {
-		a = acct_of(prev);
-		if (a) {
-			__u32 st = classify(preempt, prev_state);
-
-			fresh(a, ST_RUNNING, now);
-			missed_switch_in(a, prev, now);
-			go(a, prev->pid, st, now);
-			if (keeps_stack(st)) {
-				/* prev is current: its kernel stack is the wait's. */
-				a->stackid = bpf_get_stackid(ctx, &stacks, 0);
-				if (a->stackid < 0)
-					__sync_fetch_and_add(&lost_stacks, 1);
-				else
-					a->why_since_ns = now;
-			}
-		}
+	if (!prev->pid)
+		return 0;
+	a = bpf_task_storage_get(&acct, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!a) {
+		__sync_fetch_and_add(&lost_storage, 1);
+		return 0;
 	}
-	if (next->pid) {
-		a = acct_of(next);
-		if (a && !fresh(a, ST_RUNNING, now))
-			go(a, next->pid, ST_RUNNING, now);
+	now = bpf_ktime_get_ns();
+	now_rq = rq_clock_of(prev);
+	run_delay = prev->sched_info.run_delay;
+	a->seq++;
+	compiler_barrier();
+	if (a->since_ns) {
+		/* This run: from its arrival on the CPU to now, within what was not yet charged. */
+		run = now_rq > prev->sched_info.last_arrival ?
+			      now_rq - prev->sched_info.last_arrival : 0;
+		if (!prev->sched_info.last_arrival || run > now - a->since_ns)
+			run = now - a->since_ns;
+		back = now - run;
+		blk = charge_off(a->ns, a, back, run_delay);
+		a->ns[ST_RUNNING] += run;
+		if (a->stackid >= 0)
+			add_why(prev, a->state, a->stackid, blk);
 	}
+	/* (A new storage charges nothing: tracking starts now.) */
+	a->since_ns = now;
+	a->run_delay_ns = run_delay;
+	a->clock_off_ns = now_rq ? (__s64)(now - now_rq) : 0;
+	a->state = st;
+	a->flags &= ~ST_F_SEEDED;
+	a->stackid = -1;
+	if (keeps_stack(st)) {
+		/* prev is current: its kernel stack is the wait's. */
+		a->stackid = bpf_get_stackid(ctx, &stacks, 0);
+		if (a->stackid < 0)
+			__sync_fetch_and_add(&lost_stacks, 1);
+	}
+	compiler_barrier();
+	a->seq++;
 	return 0;
 }
 
-static __always_inline void woken(struct task_struct *p)
-{
-	__u64 now = bpf_ktime_get_ns();
-	struct st_acct *a;
-
-	if (!p->pid)
-		return;
-	a = acct_of(p);
-	if (!a || fresh(a, ST_RUNNABLE, now))
-		return;
-	/* A wake-up of a thread that never blocked (it was woken between
-	 * set_current_state() and schedule()) or is already queued changes nothing. */
-	if (a->state == ST_RUNNING || a->state == ST_RUNNABLE)
-		return;
-	go(a, p->pid, ST_RUNNABLE, now);
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_wakeup, struct task_struct *p)
-{
-	woken(p);
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(on_wakeup_new, struct task_struct *p)
-{
-	woken(p);
-	return 0;
-}
-
-/* Totals of t up to now (the ongoing state included) into r; a consistent copy of a, retried
- * while a transition is being written on another CPU. */
+/* Totals of t up to now into r: a consistent copy of a (retried while a switch-out is being
+ * written on another CPU), plus the time since its last switch-out, read as on_switch would
+ * at a switch-out now. */
 static __always_inline void totals(struct st_rec *r, struct task_struct *t, struct st_acct *a,
 				   __u64 now)
 {
+	struct st_acct c = {};
+	__u64 back, blk, queued;
 	__u32 seq = 0;
 	int i;
 
@@ -294,17 +263,34 @@ static __always_inline void totals(struct st_rec *r, struct task_struct *t, stru
 		compiler_barrier();
 		if (seq & 1)
 			continue;
-		__builtin_memcpy(r->ns, a->ns, sizeof(r->ns));
-		r->since_ns = a->since_ns;
-		r->state = a->state;
-		r->stackid = a->stackid;
-		r->flags = a->flags;
+		__builtin_memcpy(&c, a, sizeof(c));
 		compiler_barrier();
 		if (a->seq == seq)
 			break;
 	}
-	if (now > r->since_ns)
-		r->ns[r->state & (ST_SLOTS - 1)] += now - r->since_ns;
+	__builtin_memcpy(r->ns, c.ns, sizeof(r->ns));
+	if (now < c.since_ns)
+		now = c.since_ns;
+	queued = t->sched_info.last_queued;
+	if (t->on_cpu) {
+		/* Running: since its arrival. */
+		back = to_ktime(t->sched_info.last_arrival, c.clock_off_ns, c.since_ns, now);
+		r->cur_state = ST_RUNNING;
+		r->ns[ST_RUNNING] += now - back;
+	} else if (queued) {
+		/* On a run queue since last_queued: woken (or preempted) and waiting. */
+		back = to_ktime(queued, c.clock_off_ns, c.since_ns, now);
+		r->cur_state = ST_RUNNABLE;
+		r->ns[ST_RUNNABLE] += now - back;
+	} else {
+		back = now;
+		r->cur_state = c.state;
+	}
+	blk = charge_off(r->ns, &c, back, t->sched_info.run_delay);
+	r->pending_why_ns = blk;
+	r->wait_state = c.state;
+	r->stackid = c.stackid;
+	r->flags = c.flags;
 	r->now_ns = now;
 	r->tid = t->pid;
 	r->tgid = t->tgid;
@@ -342,9 +328,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 }
 
 /*
- * One pass: every thread's totals up to now. A thread without storage yet (it has not been
- * scheduled since the tracepoints were attached: the first pass seeds every such thread) starts
- * here, in the state task->__state says, from now.
+ * One pass: every thread's totals up to now. A thread without storage yet (it has not left a
+ * CPU since the tracepoint was attached: the first pass seeds every such thread) starts
+ * here, in the state it is in, from now.
  */
 SEC("iter/task")
 int dump_states(struct bpf_iter__task *ctx)
@@ -357,28 +343,34 @@ int dump_states(struct bpf_iter__task *ctx)
 
 	if (!t || !t->pid)
 		return 0;
-	now = bpf_ktime_get_ns();
-	a = acct_of(t);
-	if (!a)
+	a = bpf_task_storage_get(&acct, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!a) {
+		__sync_fetch_and_add(&lost_storage, 1);
 		return 0;
+	}
+	now = bpf_ktime_get_ns();
 	if (!a->since_ns) {
-		__u32 s = task_state(t);
-		__u32 st;
+		__u64 rq_now = rq_clock_of(t);
 
+		a->seq++;
+		compiler_barrier();
 		if (t->on_cpu)
-			st = ST_RUNNING;
+			a->state = ST_RUNNING;
+		else if (t->sched_info.last_queued)
+			a->state = ST_RUNNABLE;
 		else
-			st = classify(false, s);
-		if (fresh(a, st, now))
-			a->flags |= ST_F_SEEDED;
+			a->state = classify(false, task_state(t));
+		a->stackid = -1;
+		a->run_delay_ns = t->sched_info.run_delay;
+		/* The run queue's clock may be behind on an idle CPU: only used to place the
+		 * ongoing run or wait, always clamped to [seeding, now]. */
+		a->clock_off_ns = rq_now ? (__s64)(now - rq_now) : 0;
+		a->flags |= ST_F_SEEDED;
+		a->since_ns = now;
+		compiler_barrier();
+		a->seq++;
 	}
 	totals(&r, t, a, now);
-	/* A wait still going on: its time so far goes into the why hash now, so that user space
-	 * (which reads the hash after this pass) sees it in this interval. (Should the thread wake
-	 * and block again on another stack between the copy above and this exchange, a few
-	 * microseconds of the new wait would go to the old stack.) */
-	if (r.stackid >= 0)
-		add_why(r.tid, r.state, r.stackid, why_part(a, now, now));
 	bpf_seq_write(seq, &r, sizeof(r));
 	return 0;
 }

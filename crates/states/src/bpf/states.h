@@ -24,16 +24,17 @@
 				 * task->__state by the iterator): no off-CPU stack for it */
 #define ST_F_KTHREAD (1u << 2)	/* PF_KTHREAD */
 
-/* Per-thread accounting, in task storage. Written by the scheduler tracepoints of the
- * thread's own transitions; read by the iterator, which retries while seq is odd. */
+/* Per-thread accounting, in task storage, written at the thread's switch-outs only (see
+ * states.bpf.c) and read by the iterator, which retries while seq is odd. */
 struct st_acct {
-	__u64 ns[ST_SLOTS];	/* accumulated per state, up to since_ns */
-	__u64 since_ns;		/* bpf_ktime_get_ns() of the last transition */
-	__u32 seq;		/* odd while a transition is being written */
-	__u32 state;		/* ST_* the thread is in since since_ns */
-	__s32 stackid;		/* kernel stack of the current off-CPU wait, or -1 */
+	__u64 ns[ST_SLOTS];	/* accumulated per state, up to the last switch-out */
+	__u64 since_ns;		/* bpf_ktime_get_ns() of the last switch-out (or of seeding) */
+	__u64 run_delay_ns;	/* task->sched_info.run_delay then */
+	__s64 clock_off_ns;	/* bpf_ktime_get_ns() - rq->clock then: maps sched_info times */
+	__u32 seq;		/* odd while a switch-out is being written */
+	__u32 state;		/* ST_* it went off the CPU in (ST_RUNNING: seeded on a CPU) */
+	__s32 stackid;		/* kernel stack of that wait, or -1 */
 	__u32 flags;		/* ST_F_SEEDED */
-	__u64 why_since_ns;	/* the current wait's time up to here is in the why hash */
 };
 
 /* One thread's totals, up to now_ns: written by the iterator (one per thread) and to the ring
@@ -43,18 +44,20 @@ struct st_rec {
 	__u32 tgid;
 	__u64 start_boottime_ns;	/* with tid, the thread's identity (pids are reused) */
 	__u64 now_ns;			/* bpf_ktime_get_ns() the totals are taken at */
-	__u64 ns[ST_SLOTS];		/* accumulated per state, the ongoing one up to now_ns */
-	__u64 since_ns;			/* start of the ongoing state */
-	__u32 state;			/* ongoing ST_* */
-	__s32 stackid;			/* its off-CPU stack, or -1 */
+	__u64 ns[ST_SLOTS];		/* accumulated per state, the ongoing ones up to now_ns */
+	__u64 pending_why_ns;		/* blocked time of the last wait not yet in the why hash */
+	__u32 wait_state;		/* ST_* of that wait */
+	__u32 cur_state;		/* ST_* the thread is in at now_ns */
+	__s32 stackid;			/* that wait's stack, or -1 */
 	__u32 flags;			/* ST_F_* */
-	__u32 pad;
 	char comm[16];
 };
 
-/* Key of the off-CPU time per (thread, state, stack): values are accumulated ns, added when
- * the wait ends and, for waits still going on, by every iterator pass up to its moment. */
+/* Key of the off-CPU time per (thread, state, stack): values are accumulated ns of blocked
+ * time, added at the switch-out that follows the wait (waits not yet added are reported by
+ * the iterator in st_rec.pending_why_ns). */
 struct st_why_key {
+	__u64 start_boottime_ns;	/* with tid, the thread (tids are reused) */
 	__u32 tid;
 	__u32 state;
 	__s32 stackid;

@@ -259,14 +259,34 @@ pub fn schedstat(tid: i32) -> (u64, u64) {
     (it.next().unwrap_or(0), it.next().unwrap_or(0))
 }
 
+/// Steal time of all CPUs so far (/proc/stat, field 8 of the cpu line), ns.
+pub fn steal_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = stat
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no side effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    ticks * (1_000_000_000 / hz)
+}
+
+/// What [`measure_with_oracle`] returns: the interval, schedstat's (run, delay) deltas per
+/// thread, how long the two samples took (the oracle's window is longer than the interval by
+/// at most that), and the host's steal time over the window.
+pub struct Oracle {
+    pub interval: Interval,
+    pub deltas: Vec<(u64, u64)>,
+    pub slop_ns: u64,
+    pub steal_ns: u64,
+}
+
 /// One interval with the schedstat deltas of `tids` over a window that contains it: read just
-/// before the first sample and just after the second. Also returns how long the two samples
-/// took: the oracle's window is longer than the interval by at most that.
-pub fn measure_with_oracle(
-    src: &mut dyn Source,
-    secs: f64,
-    tids: &[i32],
-) -> (Interval, Vec<(u64, u64)>, u64) {
+/// before the first sample and just after the second.
+pub fn measure_with_oracle(src: &mut dyn Source, secs: f64, tids: &[i32]) -> Oracle {
+    let steal0 = steal_ns();
     let before: Vec<_> = tids.iter().map(|&t| schedstat(t)).collect();
     let t0 = std::time::Instant::now();
     let a = src.sample().expect("first sample");
@@ -276,12 +296,17 @@ pub fn measure_with_oracle(
     let b = src.sample().expect("second sample");
     let slop = slop + t1.elapsed();
     let after: Vec<_> = tids.iter().map(|&t| schedstat(t)).collect();
-    let d = before
+    let deltas = before
         .iter()
         .zip(&after)
         .map(|(x, y)| (y.0.saturating_sub(x.0), y.1.saturating_sub(x.1)))
         .collect();
-    (between(&a, &b, Rollup::Thread), d, slop.as_nanos() as u64)
+    Oracle {
+        interval: between(&a, &b, Rollup::Thread),
+        deltas,
+        slop_ns: slop.as_nanos() as u64,
+        steal_ns: steal_ns().saturating_sub(steal0),
+    }
 }
 
 pub fn show(r: &Row) -> String {
