@@ -284,10 +284,23 @@ fn bad_arguments_exit_2() {
         &["-i", "0"],
         &["--threads", "--processes"],
         &["--sample-hz", "0"],
+        &["-n", "0"],
     ] {
         let out = states(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
+    // An unwritable flame graph path fails at once, before any interval.
+    let out = states(&[
+        "--mode",
+        "procfs",
+        "-n",
+        "1",
+        "--flamegraph",
+        "/nonexistent/dir/x.svg",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/dir/x.svg"));
+    assert!(out.stdout.is_empty());
     let help = states(&["--help"]);
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("--flamegraph"));
@@ -327,4 +340,35 @@ fn a_non_root_caller_gets_proc_never_bpf() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("using /proc"));
     assert_eq!(json_lines(&out)[0]["mode"], "procfs");
+}
+
+#[test]
+fn an_interrupt_prints_the_interval_so_far_and_exits_0() {
+    let _g = serial();
+    let child = Command::new(TASKSNAP)
+        .args([
+            "states",
+            "--mode",
+            "procfs",
+            "-p",
+            &me(),
+            "-i",
+            "30",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let started = std::time::Instant::now();
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(0));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1);
+    // The partial interval: well under the 30 s asked for.
+    assert!(lines[0]["interval_ns"].as_u64().expect("ns") < 10_000_000_000);
 }

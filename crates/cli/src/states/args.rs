@@ -48,7 +48,7 @@ pub struct Args {
     pub interval: Duration,
 
     /// Stop after COUNT intervals (default: until interrupted).
-    #[arg(short = 'n', long = "count", value_name = "COUNT")]
+    #[arg(short = 'n', long = "count", value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
 
     /// Sort rows by: offcpu (RUNQ%+DISK%+STOP%), run, runq, sleep, disk, stop, other, pid,

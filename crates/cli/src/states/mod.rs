@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use tasksnap_states::bpf::BpfSource;
 use tasksnap_states::fallback::ProcfsSource;
 use tasksnap_states::flame::Flame;
@@ -118,6 +118,15 @@ fn open_source(args: &Args) -> Result<Box<dyn Source>> {
 fn run(args: &Args) -> Result<()> {
     let signals = stop_signals();
     block(&signals);
+    // The flame graph's file is created first: a path that cannot be written fails now, not
+    // after the intervals.
+    let flame_file = match args.flamegraph.as_ref() {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        ),
+        None => None,
+    };
     let mut src = open_source(args)?;
     let mut prev = src.sample().context("first sample")?;
     let mut flame = args.flamegraph.as_ref().map(|_| Flame::default());
@@ -156,14 +165,12 @@ fn run(args: &Args) -> Result<()> {
             break;
         }
     }
-    if let (Some(f), Some(path)) = (flame, args.flamegraph.as_ref()) {
+    if let (Some(f), Some(path), Some(file)) = (flame, args.flamegraph.as_ref(), flame_file) {
         let mode = modes.map_or("", |m| m.name());
         let title = format!(
             "tasksnap states: off-CPU time by command, state and kernel stack ({done} interval{}, {mode})",
             if done == 1 { "" } else { "s" }
         );
-        let file = std::fs::File::create(path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
         f.write_svg(&title, std::io::BufWriter::new(file))
             .with_context(|| format!("cannot write {}", path.display()))?;
         if f.is_empty() {
@@ -177,9 +184,6 @@ fn run(args: &Args) -> Result<()> {
                 }
             );
         }
-    }
-    if args.count == Some(0) {
-        bail!("-n 0: nothing to do");
     }
     Ok(())
 }
