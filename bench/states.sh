@@ -11,15 +11,15 @@
 #   3. The /proc fallback's CPU at 1,000 threads and 20 Hz: user+system over wall time of
 #      `tasksnap states --mode procfs` over 10 intervals (/usr/bin/time).
 #
-#   bench/states.sh             RUNS=10 (pairs of pipe runs), LOOPS=100000 (round trips each)
+#   bench/states.sh             RUNS=20 (pairs of pipe runs), LOOPS=50000 (round trips each)
 #
 # Needs root (BPF, bpf_stats), perf, bpftool and /usr/bin/time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=./target/release/tasksnap
 LG=./target/release/tasksnap-loadgen
-RUNS=${RUNS:-10}
-LOOPS=${LOOPS:-100000}
+RUNS=${RUNS:-20}
+LOOPS=${LOOPS:-50000}
 LAST_CPU=$(( $(nproc) - 1 ))
 OUT=${OUT:-target/bench}
 mkdir -p "$OUT"

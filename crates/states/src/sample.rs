@@ -61,6 +61,36 @@ impl Filter {
 /// A thread's identity: tids are reused, so the start time goes with it.
 pub type ThreadKey = (i32, u64);
 
+/// Hashes thread identities (a tid and a start time, both spread well) with one multiply per
+/// word instead of SipHash: the thread maps are keyed by them and hold every thread of the
+/// host, and SipHash was a visible part of an interval at 10,000 threads. Nothing
+/// attacker-controlled chooses these keys (the kernel assigns tids and start times).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ThreadHasher(u64);
+
+impl std::hash::Hasher for ThreadHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_i32(&mut self, n: i32) {
+        self.write_u64(n as u32 as u64);
+    }
+}
+
+/// A map keyed by [`ThreadKey`] with [`ThreadHasher`].
+pub type ThreadMap<V> = HashMap<ThreadKey, V, std::hash::BuildHasherDefault<ThreadHasher>>;
+
 /// One thread's cumulative totals since tracking of it began.
 #[derive(Debug, Clone, Default)]
 pub struct ThreadTotals {
@@ -97,7 +127,7 @@ pub struct Sample {
     /// When it was taken (the source's clock, ns).
     pub at_ns: u64,
     /// Threads by identity.
-    pub threads: HashMap<ThreadKey, ThreadTotals>,
+    pub threads: ThreadMap<ThreadTotals>,
     /// Reason ids to kernel frames, innermost first, scheduler frames trimmed.
     pub reasons: HashMap<u32, Arc<[String]>>,
     /// What the source could not do, for the user (e.g. delay accounting off).
@@ -110,7 +140,7 @@ impl Sample {
         Sample {
             mode,
             at_ns,
-            threads: HashMap::new(),
+            threads: ThreadMap::default(),
             reasons: HashMap::new(),
             notes: Vec::new(),
         }

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::sample::{Filter, Mode, Sample, Source, ThreadKey, ThreadTotals};
+use crate::sample::{Filter, Mode, Sample, Source, ThreadMap, ThreadTotals};
 use crate::state::{State, NSTATES};
 use crate::symbolize::{self, Kallsyms};
 use crate::Error;
@@ -400,8 +400,8 @@ impl BpfSource {
     /// the programs do not run in their context either (their switch-outs never reach
     /// sched_switch: the task storage read through a pidfd showed RUNNING -> RUNNING
     /// transitions only), so no exact figure can be given for them.
-    fn pid1_note(&self, seen: &HashSet<u32>) -> Option<String> {
-        if seen.contains(&1) {
+    fn pid1_note(&self, seen_pid1: bool) -> Option<String> {
+        if seen_pid1 {
             return None;
         }
         let stat = std::fs::read(self.opts.proc_root.join("1/stat")).ok()?;
@@ -461,7 +461,7 @@ impl BpfSource {
             .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
         let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
 
-        let mut why_of: HashMap<ThreadKey, Vec<(State, u32, u64)>> = HashMap::new();
+        let mut why_of: ThreadMap<Vec<(State, u32, u64)>> = ThreadMap::default();
         for w in &why {
             if w.stackid >= 0 {
                 why_of.entry(w.thread).or_default().push((
@@ -471,14 +471,21 @@ impl BpfSource {
                 ));
             }
         }
-        let live: HashSet<u32> = recs.iter().map(|r| r.tid).collect();
-        let live_threads: HashSet<(i32, u64)> = recs
-            .iter()
-            .map(|r| (r.tid as i32, r.start_boottime_ns))
-            .collect();
+        // Which threads are alive matters only for cleaning the why hash: not built otherwise
+        // (two sets of every thread of the host would cost more than the rest of a sample).
+        let live_threads: HashSet<(i32, u64)> = if why.is_empty() {
+            HashSet::new()
+        } else {
+            recs.iter()
+                .map(|r| (r.tid as i32, r.start_boottime_ns))
+                .collect()
+        };
         let mut sample = Sample::new(Mode::Bpf, at_ns);
         sample.threads.reserve(recs.len() + exits.len());
-        sample.notes.extend(self.pid1_note(&live));
+        let seen_pid1 = self.proc_links.is_empty() && recs.iter().any(|r| r.tid == 1);
+        if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
+            sample.notes.extend(self.pid1_note(seen_pid1));
+        }
         let mut referenced: HashSet<u32> = HashSet::new();
         for (r, exited) in recs
             .iter()

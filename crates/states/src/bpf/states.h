@@ -28,9 +28,8 @@
  * states.bpf.c) and read by the iterator, which retries while seq is odd. */
 struct st_acct {
 	__u64 ns[ST_SLOTS];	/* accumulated per state, up to the last switch-out */
-	__u64 since_ns;		/* bpf_ktime_get_ns() of the last switch-out (or of seeding) */
+	__u64 since_ns;		/* rq->clock at the last switch-out (or at seeding) */
 	__u64 run_delay_ns;	/* task->sched_info.run_delay then */
-	__s64 clock_off_ns;	/* bpf_ktime_get_ns() - rq->clock then: maps sched_info times */
 	__u32 seq;		/* odd while a switch-out is being written */
 	__u32 state;		/* ST_* it went off the CPU in (ST_RUNNING: seeded on a CPU) */
 	__s32 stackid;		/* kernel stack of that wait, or -1 */
@@ -43,7 +42,7 @@ struct st_rec {
 	__u32 tid;
 	__u32 tgid;
 	__u64 start_boottime_ns;	/* with tid, the thread's identity (pids are reused) */
-	__u64 now_ns;			/* bpf_ktime_get_ns() the totals are taken at */
+	__u64 now_ns;			/* scheduler clock (rq->clock) the totals are taken at */
 	__u64 ns[ST_SLOTS];		/* accumulated per state, the ongoing ones up to now_ns */
 	__u64 pending_why_ns;		/* blocked time of the last wait not yet in the why hash */
 	__u32 wait_state;		/* ST_* of that wait */
