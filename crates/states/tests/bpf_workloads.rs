@@ -12,7 +12,7 @@ mod common;
 
 use common::*;
 use tasksnap_states::bpf::{BpfSource, Options};
-use tasksnap_states::{Filter, Rollup, State};
+use tasksnap_states::{Filter, Rollup, Source, State};
 
 fn source() -> BpfSource {
     // SAFETY: getpid cannot fail.
@@ -239,4 +239,48 @@ fn seed_file() -> std::fs::File {
     f.write_all(&vec![7u8; SEED_FILE_BYTES]).expect("write");
     f.sync_all().expect("sync");
     f
+}
+
+#[test]
+fn a_thread_that_exits_during_the_interval_still_appears() {
+    if !root_or_skip("BPF exited thread") {
+        return;
+    }
+    let _g = serial();
+    let mut src = source();
+    let a = src.sample().expect("first sample");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::Builder::new()
+        .name("shortlived".into())
+        .spawn(move || {
+            // SAFETY: gettid has no arguments and cannot fail.
+            let _ = tx.send(unsafe { libc::gettid() });
+            let start = std::time::Instant::now();
+            let mut x = 0u64;
+            while start.elapsed() < std::time::Duration::from_millis(300) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        })
+        .expect("spawn");
+    let tid = rx.recv().expect("tid");
+    h.join().expect("join");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let b = src.sample().expect("second sample");
+    let iv = tasksnap_states::between(&a, &b, Rollup::Thread);
+    let r = row(&iv, tid);
+    eprintln!("{} exited {}", show(r), r.exited);
+    // Tolerances: reported as exited, alive its ~300 ms (250-600 ms), on or waiting for a CPU
+    // for >= 95% of it.
+    assert!(r.exited, "{}", show(r));
+    assert!(
+        (250_000_000..=600_000_000).contains(&r.alive_ns),
+        "{}",
+        show(r)
+    );
+    assert!(
+        r.pct(State::Running) + r.pct(State::Runnable) >= 95.0,
+        "{}",
+        show(r)
+    );
+    assert!(iv.exited >= 1);
 }

@@ -206,6 +206,27 @@ static __always_inline __u64 charge_off(__u64 *ns, struct st_acct *a, __u64 back
 	return off - wait;
 }
 
+/*
+ * A thread met for the first time at its switch-out or exit: what it did since it was born
+ * (or since its current run began, for a thread older than tracking) is in sched_info: its
+ * current run began at last_arrival, and before that it waited run_delay on run queues
+ * (zeroed at fork). Starting it "queued run_delay before its arrival" charges exactly that:
+ * a thread born and gone within one interval is counted whole. (For a thread older than
+ * tracking this puts its lifetime's waits before the first sample, where only differences
+ * between samples are reported.)
+ */
+static __always_inline void init_from_sched_info(struct st_acct *a, struct task_struct *t,
+						 __u64 now)
+{
+	__u64 back = clamp_time(t->sched_info.last_arrival, 0, now);
+	__u64 wait = t->sched_info.run_delay;
+
+	a->since_ns = back > wait + 1 ? back - wait : 1;
+	a->run_delay_ns = 0;
+	a->state = ST_RUNNABLE;
+	a->stackid = -1;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -227,7 +248,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	run_delay = prev->sched_info.run_delay;
 	a->seq++;
 	compiler_barrier();
-	if (a->since_ns && now > a->since_ns) {
+	if (!a->since_ns)
+		init_from_sched_info(a, prev, now);
+	if (now > a->since_ns) {
 		/* This run: from its arrival on the CPU, within what was not yet charged. */
 		back = clamp_time(prev->sched_info.last_arrival, a->since_ns, now);
 		blk = charge_off(a->ns, a, back, run_delay);
@@ -235,7 +258,6 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (a->stackid >= 0)
 			add_why(prev, a->state, a->stackid, blk);
 	}
-	/* (A new storage charges nothing: tracking starts now.) */
 	a->since_ns = now;
 	a->run_delay_ns = run_delay;
 	a->state = classify(preempt, prev_state);
@@ -315,18 +337,29 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	struct st_acct *a;
 	struct st_rec *r;
 
+	__u64 now;
+
 	if (!p->pid)
 		return 0;
-	a = bpf_task_storage_get(&acct, p, 0, 0);
+	a = bpf_task_storage_get(&acct, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!a)
 		return 0;
+	now = now_for(p);
+	if (!a->since_ns) {
+		/* Born and gone without leaving the CPU once: still counted. */
+		a->seq++;
+		compiler_barrier();
+		init_from_sched_info(a, p, now);
+		compiler_barrier();
+		a->seq++;
+	}
 	r = bpf_ringbuf_reserve(&exits, sizeof(*r), 0);
 	if (!r) {
 		__sync_fetch_and_add(&lost_exits, 1);
 		return 0;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
-	totals(r, p, a, now_for(p));
+	totals(r, p, a, now);
 	r->flags |= ST_F_EXITED;
 	bpf_ringbuf_submit(r, 0);
 	return 0;
