@@ -22,6 +22,7 @@ mod bench;
 mod doctor;
 mod pin;
 mod ps;
+mod states;
 mod top;
 
 use std::ffi::OsString;
@@ -34,6 +35,9 @@ Usage: tasksnap <COMMAND> [ARGS...]
 
 Commands:
   ps       list processes (procps-ng compatible options: -ef, aux, -eLf, -o ..., --forest)
+  states   per thread, % of each interval running, waiting for a CPU, sleeping, in D,
+           stopped, and why (exact with BPF as root; -p PID, --processes, --json,
+           --flamegraph FILE.svg; see tasksnap states --help)
   bench    the task_diag article's table on this machine: raw /proc reads, the procfs and
            BPF collectors (--spawn N starts N processes first, --json for scripts)
   top      a live view of processes and threads that stays light at 100,000 tasks (-b for
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         "top" => top::main(&args[2..]),
         "pin" => pin::pin(),
         "unpin" => pin::unpin(),
+        "states" => states::main(&args[2..]),
         "-V" | "--version" => {
             println!("tasksnap {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -1,0 +1,178 @@
+//! The command line of `tasksnap states` (clap), and what it means for the library.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{ArgGroup, Parser, ValueEnum};
+use tasksnap_states::interval::SortKey;
+use tasksnap_states::{Filter, Rollup, State};
+
+/// For every thread, the share of each interval it spent running, waiting for a CPU
+/// (runnable), sleeping (S), in uninterruptible sleep (D, "disk"), stopped, or otherwise,
+/// and the top reason it was off the CPU.
+///
+/// As root the figures are exact (BPF on the scheduler tracepoints); otherwise running and
+/// runnable are exact (/proc schedstat) and the rest is sampled from /proc, marked `~`.
+#[derive(Debug, Parser)]
+#[command(name = "tasksnap states", group(ArgGroup::new("rollup").args(["threads", "processes", "commands"])))]
+pub struct Args {
+    /// Only these processes (comma-separated pids).
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',')]
+    pub pids: Vec<i32>,
+
+    /// Only threads with this command name (comma-separated, exact).
+    #[arg(
+        short = 'C',
+        long = "command",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
+    pub comms: Vec<String>,
+
+    /// One row per thread (the default).
+    #[arg(long)]
+    pub threads: bool,
+
+    /// One row per process, its threads summed.
+    #[arg(long)]
+    pub processes: bool,
+
+    /// One row per command name.
+    #[arg(long)]
+    pub commands: bool,
+
+    /// Seconds per interval.
+    #[arg(short = 'i', long = "interval", value_name = "SECONDS", default_value = "1", value_parser = parse_interval)]
+    pub interval: Duration,
+
+    /// Stop after COUNT intervals (default: until interrupted).
+    #[arg(short = 'n', long = "count", value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+
+    /// Sort rows by: offcpu (RUNQ%+DISK%+STOP%), run, runq, sleep, disk, stop, other, pid,
+    /// tid, comm.
+    #[arg(long, value_enum, default_value = "offcpu")]
+    pub sort: SortArg,
+
+    /// One JSON object per interval per line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write an off-CPU flame graph (SVG) of all intervals to FILE at the end.
+    #[arg(long, value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
+
+    /// Keep the reasons of S waits too (D waits always).
+    #[arg(long)]
+    pub why_sleep: bool,
+
+    /// Where the figures come from: bpf (root; exact), procfs (sampled off-CPU split), auto.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub mode: ModeArg,
+
+    /// State samples per second in procfs mode.
+    #[arg(long, value_name = "HZ", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub sample_hz: u32,
+
+    /// Print to stderr how long each interval's sample, computation and printing took.
+    #[arg(long)]
+    pub timings: bool,
+
+    /// Table rows per interval (0: all); the totals row covers every row either way.
+    #[arg(short = 'r', long, value_name = "N", default_value_t = 25)]
+    pub rows: usize,
+}
+
+/// `--mode`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// BPF as root when it loads, /proc otherwise.
+    Auto,
+    /// BPF only (exact).
+    Bpf,
+    /// /proc only.
+    Procfs,
+}
+
+/// `--sort`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SortArg {
+    /// RUNQ% + DISK% + STOP%: off the CPU, not by choice.
+    Offcpu,
+    /// RUN%.
+    Run,
+    /// RUNQ%.
+    Runq,
+    /// SLEEP%.
+    Sleep,
+    /// DISK%.
+    Disk,
+    /// STOP%.
+    Stop,
+    /// OTHER%.
+    Other,
+    /// Process id.
+    Pid,
+    /// Thread id.
+    Tid,
+    /// Command name.
+    Comm,
+}
+
+impl SortArg {
+    pub fn key(self) -> SortKey {
+        match self {
+            SortArg::Offcpu => SortKey::Offcpu,
+            SortArg::Run => SortKey::State(State::Running),
+            SortArg::Runq => SortKey::State(State::Runnable),
+            SortArg::Sleep => SortKey::State(State::Sleeping),
+            SortArg::Disk => SortKey::State(State::Disk),
+            SortArg::Stop => SortKey::State(State::Stopped),
+            SortArg::Other => SortKey::State(State::Other),
+            SortArg::Pid => SortKey::Pid,
+            SortArg::Tid => SortKey::Tid,
+            SortArg::Comm => SortKey::Comm,
+        }
+    }
+}
+
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("not a number of seconds: {s}"))?;
+    if !(0.05..=86_400.0).contains(&secs) {
+        return Err("the interval must be between 0.05 and 86400 seconds".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+impl Args {
+    pub fn filter(&self) -> Filter {
+        Filter {
+            pids: self.pids.clone(),
+            comms: self.comms.clone(),
+        }
+    }
+
+    pub fn rollup(&self) -> Rollup {
+        if self.processes {
+            Rollup::Process
+        } else if self.commands {
+            Rollup::Command
+        } else {
+            Rollup::Thread
+        }
+    }
+}
+
+/// Parses `tasksnap states ARGS`; on `--help` or an error, clap's output is printed and the
+/// exit code returned (0 for help, 2 for usage errors).
+pub fn parse(argv: &[OsString]) -> Result<Args, ExitCode> {
+    let it = std::iter::once(OsString::from("tasksnap states")).chain(argv.iter().cloned());
+    Args::try_parse_from(it).map_err(|e| {
+        let _ = e.print();
+        ExitCode::from(e.exit_code().clamp(0, 255) as u8)
+    })
+}

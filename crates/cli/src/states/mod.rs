@@ -1,0 +1,189 @@
+//! `tasksnap states`: for every thread, the share of each interval it spent running, waiting
+//! for a CPU, sleeping, in D, stopped or otherwise, and the top reason it was off the CPU;
+//! refreshed every interval as a table or JSON lines, optionally with an off-CPU flame graph.
+//!
+//! This module is the loop (sources, signals, intervals); [`args`] parses the command line,
+//! [`print`] formats. The figures come from the tasksnap-states library: the BPF accounting as
+//! root (exact), the /proc fallback otherwise (sampled where it must, and labelled).
+
+mod args;
+mod print;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tasksnap_states::bpf::BpfSource;
+use tasksnap_states::fallback::ProcfsSource;
+use tasksnap_states::flame::Flame;
+use tasksnap_states::{between, Source};
+
+use args::{Args, ModeArg};
+
+/// Entry point: exit code 0 when done (or interrupted), 1 on a runtime error, 2 on bad
+/// arguments.
+pub fn main(argv: &[OsString]) -> ExitCode {
+    let args = match args::parse(argv) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tasksnap states: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The signals that end the run (after the partial interval and the flame graph are written).
+fn stop_signals() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset initialise and fill the set they are given.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Blocks the stop signals in this thread and every thread started after (the sampler), so
+/// that they are only ever taken by [`wait`].
+fn block(set: &libc::sigset_t) {
+    // SAFETY: changes this thread's signal mask with a valid set.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, set, std::ptr::null_mut()) };
+}
+
+/// Sleeps `d`, or less when a stop signal arrives; true when one did.
+fn wait(set: &libc::sigset_t, d: Duration) -> bool {
+    let deadline = std::time::Instant::now() + d;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let ts = libc::timespec {
+            tv_sec: left.as_secs() as libc::time_t,
+            tv_nsec: left.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: waits for one of the signals in `set` (blocked in this thread) for at most
+        // `ts`; the siginfo pointer may be null.
+        let r = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
+        if r > 0 {
+            return true;
+        }
+        // EAGAIN: the time is up. EINTR (another signal, e.g. SIGWINCH): wait the rest.
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
+}
+
+fn open_source(args: &Args) -> Result<Box<dyn Source>> {
+    let bpf_opts = tasksnap_states::bpf::Options {
+        filter: args.filter(),
+        track_sleep: args.why_sleep,
+        ..Default::default()
+    };
+    let procfs = || -> Result<Box<dyn Source>> {
+        Ok(Box::new(ProcfsSource::new(
+            tasksnap_states::fallback::Options {
+                filter: args.filter(),
+                sample_hz: args.sample_hz,
+                track_sleep: args.why_sleep,
+                ..Default::default()
+            },
+        )?))
+    };
+    match args.mode {
+        ModeArg::Bpf => Ok(Box::new(BpfSource::load(bpf_opts).context("--mode bpf")?)),
+        ModeArg::Procfs => procfs(),
+        ModeArg::Auto => match BpfSource::load(bpf_opts) {
+            Ok(s) => Ok(Box::new(s)),
+            Err(why) => {
+                eprintln!(
+                    "tasksnap states: using /proc ({}; running and runnable exact, the rest \
+                     sampled at {} Hz)",
+                    why, args.sample_hz
+                );
+                procfs()
+            }
+        },
+    }
+}
+
+fn run(args: &Args) -> Result<()> {
+    let signals = stop_signals();
+    block(&signals);
+    // The flame graph's file is created first: a path that cannot be written fails now, not
+    // after the intervals.
+    let flame_file = match args.flamegraph.as_ref() {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let mut src = open_source(args)?;
+    let mut prev = src.sample().context("first sample")?;
+    let mut flame = args.flamegraph.as_ref().map(|_| Flame::default());
+    let mut printer = print::Printer::new(args);
+    let mut done = 0u64;
+    let mut modes = None;
+    loop {
+        let stopped = wait(&signals, args.interval);
+        let t0 = std::time::Instant::now();
+        let cur = src.sample().context("sample")?;
+        let t1 = std::time::Instant::now();
+        let mut iv = between(&prev, &cur, args.rollup());
+        iv.sort(args.sort.key());
+        modes.get_or_insert(iv.mode);
+        if let Some(f) = flame.as_mut() {
+            f.add(&iv);
+        }
+        let t2 = std::time::Instant::now();
+        printer.interval(&iv);
+        if args.timings {
+            let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
+            let t3 = std::time::Instant::now();
+            eprintln!(
+                "tasksnap states: timings: {} threads in the sample; sample {:.2} ms, intervals \
+                 {:.2} ms, print {:.2} ms, total {:.2} ms",
+                cur.threads.len(),
+                ms(t0, t1),
+                ms(t1, t2),
+                ms(t2, t3),
+                ms(t0, t3)
+            );
+        }
+        prev = cur;
+        done += 1;
+        if stopped || args.count.is_some_and(|n| done >= n) {
+            break;
+        }
+    }
+    if let (Some(f), Some(path), Some(file)) = (flame, args.flamegraph.as_ref(), flame_file) {
+        let mode = modes.map_or("", |m| m.name());
+        let title = format!(
+            "tasksnap states: off-CPU time by command, state and kernel stack ({done} interval{}, {mode})",
+            if done == 1 { "" } else { "s" }
+        );
+        f.write_svg(&title, std::io::BufWriter::new(file))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        if f.is_empty() {
+            eprintln!(
+                "tasksnap states: no off-CPU stacks were recorded; {} is an empty graph{}",
+                path.display(),
+                if args.why_sleep {
+                    ""
+                } else {
+                    " (only D waits keep stacks unless --why-sleep)"
+                }
+            );
+        }
+    }
+    Ok(())
+}

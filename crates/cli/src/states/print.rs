@@ -1,0 +1,365 @@
+//! How an interval is shown: a table (one line per row, a totals row, `~` on sampled
+//! columns) or one JSON object per line. Write errors on stdout end the program through
+//! `say!` (a closed pipe exits 0).
+
+use serde::Serialize;
+use tasksnap_states::interval::{Interval, Row};
+use tasksnap_states::{Mode, Rollup, State};
+
+use super::args::Args;
+
+/// Frames of the top reason shown.
+const REASON_DEPTH: usize = 4;
+
+pub struct Printer {
+    json: bool,
+    rows: usize,
+    rollup: Rollup,
+    /// Terminal width when stdout is a terminal: lines are cut to it.
+    width: Option<usize>,
+    first: bool,
+}
+
+fn terminal_width() -> Option<usize> {
+    // SAFETY: isatty has no side effects.
+    if unsafe { libc::isatty(libc::STDOUT_FILENO) } != 1 {
+        return None;
+    }
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills the winsize it is given.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
+}
+
+fn local_time() -> String {
+    // SAFETY: time(NULL) and localtime_r into a zeroed tm are always valid.
+    unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
+    }
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn state_letter(s: State) -> char {
+    match s {
+        State::Running => 'R',
+        State::Runnable => 'R',
+        State::Sleeping => 'S',
+        State::Disk => 'D',
+        State::Stopped => 'T',
+        State::Other => 'I',
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    pid: Option<i32>,
+    tid: Option<i32>,
+    comm: &'a str,
+    running_pct: f64,
+    runnable_pct: f64,
+    sleeping_pct: f64,
+    disk_pct: f64,
+    stopped_pct: f64,
+    other_pct: f64,
+    top_reason: Option<String>,
+    top_reason_state: Option<State>,
+    top_reason_ns: Option<u64>,
+    alive_ns: u64,
+    #[serde(skip_serializing_if = "is_one")]
+    threads: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    exited: bool,
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
+impl<'a> JsonRow<'a> {
+    fn of(r: &'a Row, rollup: Rollup) -> JsonRow<'a> {
+        JsonRow {
+            pid: (rollup != Rollup::Command).then_some(r.pid),
+            tid: r.tid,
+            comm: &r.comm,
+            running_pct: round2(r.pct(State::Running)),
+            runnable_pct: round2(r.pct(State::Runnable)),
+            sleeping_pct: round2(r.pct(State::Sleeping)),
+            disk_pct: round2(r.pct(State::Disk)),
+            stopped_pct: round2(r.pct(State::Stopped)),
+            other_pct: round2(r.pct(State::Other)),
+            top_reason: r.top_reason.as_ref().map(|x| x.text(8)),
+            top_reason_state: r.top_reason.as_ref().map(|x| x.state),
+            top_reason_ns: r.top_reason.as_ref().map(|x| x.ns),
+            alive_ns: r.alive_ns,
+            threads: r.threads,
+            exited: r.exited,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonInterval<'a> {
+    time_unix_ns: u64,
+    interval_ns: u64,
+    mode: &'static str,
+    /// Fields estimated by sampling (the others are exact).
+    sampled: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sample_hz: Option<u32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    notes: &'a [String],
+    exited: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<Vec<JsonRow<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    processes: Option<Vec<JsonRow<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commands: Option<Vec<JsonRow<'a>>>,
+    totals: JsonRow<'a>,
+}
+
+impl Printer {
+    pub fn new(args: &Args) -> Printer {
+        Printer {
+            json: args.json,
+            rows: args.rows,
+            rollup: args.rollup(),
+            width: terminal_width(),
+            first: true,
+        }
+    }
+
+    pub fn interval(&mut self, iv: &Interval) {
+        if self.json {
+            self.json(iv);
+        } else {
+            self.table(iv);
+        }
+        self.first = false;
+    }
+
+    fn json(&self, iv: &Interval) {
+        let totals = iv.totals();
+        let rows: Vec<JsonRow<'_>> = iv
+            .rows
+            .iter()
+            .map(|r| JsonRow::of(r, self.rollup))
+            .collect();
+        let mut out = JsonInterval {
+            time_unix_ns: unix_ns(),
+            interval_ns: iv.length_ns,
+            mode: iv.mode.name(),
+            sampled: State::ALL
+                .iter()
+                .filter(|&&s| iv.mode.sampled(s))
+                .map(|s| format!("{}_pct", s.name()))
+                .collect(),
+            sample_hz: match iv.mode {
+                Mode::Procfs { sample_hz, .. } => Some(sample_hz),
+                Mode::Bpf => None,
+            },
+            notes: &iv.notes,
+            exited: iv.exited,
+            threads: None,
+            processes: None,
+            commands: None,
+            totals: JsonRow::of(&totals, Rollup::Command),
+        };
+        match self.rollup {
+            Rollup::Thread => out.threads = Some(rows),
+            Rollup::Process => out.processes = Some(rows),
+            Rollup::Command => out.commands = Some(rows),
+        }
+        match serde_json::to_string(&out) {
+            Ok(line) => say!("{line}"),
+            Err(e) => eprintln!("tasksnap states: cannot encode JSON: {e}"),
+        }
+    }
+
+    fn cut(&self, line: String) -> String {
+        match self.width {
+            Some(w) if line.chars().count() > w => line.chars().take(w).collect(),
+            _ => line,
+        }
+    }
+
+    /// The table is built in memory and written at once: one write for thousands of rows
+    /// (stdout is line-buffered), and nothing half-printed when the reader goes away.
+    fn table(&self, iv: &Interval) {
+        use std::fmt::Write as _;
+
+        let m = |s: State| if iv.mode.sampled(s) { "~" } else { "" };
+        let mut out = String::with_capacity(128 * (iv.rows.len().min(self.shown(iv)) + 8));
+        if !self.first {
+            out.push('\n');
+        }
+        let what = match self.rollup {
+            Rollup::Thread => "threads",
+            Rollup::Process => "processes",
+            Rollup::Command => "commands",
+        };
+        let how = match iv.mode {
+            Mode::Bpf => "bpf, exact".to_string(),
+            Mode::Procfs { sample_hz, .. } => {
+                format!("procfs, ~ sampled at {sample_hz} Hz, RUN% RUNQ% exact")
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{}  interval {:.2} s  {} {what}{}  ({how})",
+            local_time(),
+            iv.length_ns as f64 / 1e9,
+            iv.rows.len(),
+            if iv.exited > 0 {
+                format!(", {} exited", iv.exited)
+            } else {
+                String::new()
+            }
+        );
+        for n in &iv.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+        let _ = writeln!(
+            out,
+            "{}",
+            self.cut(format!(
+                "{:>7} {:>7} {:<16} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}  REASON",
+                "PID",
+                "TID",
+                "COMM",
+                "RUN%",
+                "RUNQ%",
+                format!("{}SLEEP%", m(State::Sleeping)),
+                format!("{}DISK%", m(State::Disk)),
+                format!("{}STOP%", m(State::Stopped)),
+                format!("{}OTHER%", m(State::Other)),
+            ))
+        );
+        let shown = self.shown(iv);
+        for r in iv.rows.iter().take(shown) {
+            self.line(&mut out, r);
+        }
+        if iv.rows.len() > shown {
+            let _ = writeln!(
+                out,
+                "  ... {} more (--rows 0 shows all)",
+                iv.rows.len() - shown
+            );
+        }
+        self.line(&mut out, &iv.totals());
+        out.pop(); // say! ends the line
+        say!("{out}");
+    }
+
+    fn shown(&self, iv: &Interval) -> usize {
+        if self.rows == 0 {
+            iv.rows.len()
+        } else {
+            self.rows.min(iv.rows.len())
+        }
+    }
+
+    /// One row, appended to `out` (with its newline). Built by hand rather than with
+    /// `format!` and `{:.1}`: at 10,000 rows the float formatting alone took milliseconds.
+    fn line(&self, out: &mut String, r: &Row) {
+        use std::fmt::Write as _;
+
+        let start = out.len();
+        let hide_pid = r.pid == 0 && (self.rollup == Rollup::Command || r.tid.is_none());
+        let _ = if hide_pid {
+            write!(out, "{:>7} ", "-")
+        } else {
+            write!(out, "{:>7} ", r.pid)
+        };
+        let _ = match r.tid {
+            Some(t) => write!(out, "{t:>7} "),
+            None => write!(out, "{:>7} ", "-"),
+        };
+        let comm_start = out.len();
+        push_comm(out, &r.comm);
+        if r.exited {
+            out.push_str(" (exited)");
+        }
+        let comm_len = out[comm_start..].chars().count();
+        for _ in comm_len..16 {
+            out.push(' ');
+        }
+        for (k, s) in State::ALL.iter().enumerate() {
+            out.push(' ');
+            push_pct(out, r.pct(*s), if k < 2 { 6 } else { 7 });
+        }
+        out.push_str("  ");
+        // The top reason with the share of the row's time spent there.
+        if let Some(x) = &r.top_reason {
+            let pct = if r.alive_ns > 0 {
+                x.ns as f64 * 100.0 / r.alive_ns as f64
+            } else {
+                0.0
+            };
+            out.push(state_letter(x.state));
+            out.push(' ');
+            push_pct(out, pct, 0);
+            out.push_str("% ");
+            out.push_str(&x.text(REASON_DEPTH));
+        }
+        if let Some(w) = self.width {
+            // Cut to the terminal's width (on a char boundary).
+            if let Some((i, _)) = out[start..].char_indices().nth(w) {
+                out.truncate(start + i);
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// A comm as one line of text, appended: control characters escaped (`\n`, `\u{1b}`).
+fn push_comm(out: &mut String, s: &str) {
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// A percentage with one decimal, right-aligned to `width` (digits by hand: see [`Printer::line`]).
+fn push_pct(out: &mut String, x: f64, width: usize) {
+    let tenths = (x * 10.0).round().clamp(0.0, 1e9) as u64;
+    let mut tmp = [0u8; 24];
+    let mut i = tmp.len();
+    i -= 1;
+    tmp[i] = b'0' + (tenths % 10) as u8;
+    i -= 1;
+    tmp[i] = b'.';
+    let mut n = tenths / 10;
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for _ in (tmp.len() - i)..width {
+        out.push(' ');
+    }
+    out.push_str(std::str::from_utf8(&tmp[i..]).unwrap_or("?"));
+}

@@ -1,0 +1,374 @@
+//! `tasksnap states` end to end: JSON lines whose rows sum to 100%, both modes, the seed's
+//! mmap-lock case named in the table and drawn in the flame graph, a closed pipe, bad
+//! arguments, and a non-root caller who must get /proc, never BPF. The workloads are threads
+//! of this test process, observed with `-p <this pid>`.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn root_or_skip(what: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
+    }
+    eprintln!("SKIP {what}: needs root");
+    false
+}
+
+fn me() -> String {
+    std::process::id().to_string()
+}
+
+/// Threads of this process doing mmap(MAP_POPULATE)/munmap of one file until dropped.
+struct Mappers {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    _file: std::fs::File,
+}
+
+impl Mappers {
+    fn start(n: usize) -> Mappers {
+        use std::io::Write;
+        const LEN: usize = 4 << 20;
+        let mut file = tempfile::tempfile().expect("temp file");
+        file.write_all(&vec![1u8; LEN]).expect("write");
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|i| {
+                let stop = stop.clone();
+                std::thread::Builder::new()
+                    .name(format!("query{i}"))
+                    .spawn(move || {
+                        while !stop.load(Ordering::Relaxed) {
+                            // SAFETY: maps a file this test keeps open, read-only and private;
+                            // the mapping is only unmapped, never dereferenced.
+                            unsafe {
+                                let p = libc::mmap(
+                                    std::ptr::null_mut(),
+                                    LEN,
+                                    libc::PROT_READ,
+                                    libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                                    fd,
+                                    0,
+                                );
+                                if p != libc::MAP_FAILED {
+                                    libc::munmap(p, LEN);
+                                }
+                            }
+                        }
+                    })
+                    .expect("spawn")
+            })
+            .collect();
+        Mappers {
+            stop,
+            threads,
+            _file: file,
+        }
+    }
+}
+
+impl Drop for Mappers {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn states(args: &[&str]) -> std::process::Output {
+    Command::new(TASKSNAP)
+        .arg("states")
+        .args(args)
+        .output()
+        .expect("run tasksnap states")
+}
+
+fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l}: {e}")))
+        .collect()
+}
+
+const PCTS: [&str; 6] = [
+    "running_pct",
+    "runnable_pct",
+    "sleeping_pct",
+    "disk_pct",
+    "stopped_pct",
+    "other_pct",
+];
+
+/// Every thread row has the documented fields and sums to 100 within rounding (0.1).
+fn check_rows(v: &serde_json::Value) -> Vec<serde_json::Value> {
+    assert!(v["interval_ns"].as_u64().expect("interval_ns") > 0);
+    let rows = v["threads"].as_array().expect("threads").clone();
+    assert!(!rows.is_empty(), "{v}");
+    for r in &rows {
+        for k in ["pid", "tid", "comm", "top_reason"] {
+            assert!(r.get(k).is_some(), "no {k} in {r}");
+        }
+        let sum: f64 = PCTS.iter().map(|k| r[k].as_f64().expect("pct")).sum();
+        assert!((sum - 100.0).abs() <= 0.1, "sum {sum} in {r}");
+    }
+    rows
+}
+
+#[test]
+fn json_lines_in_procfs_mode_are_labelled_sampled() {
+    let _g = serial();
+    let out = states(&[
+        "--mode",
+        "procfs",
+        "-p",
+        &me(),
+        "-i",
+        "0.3",
+        "-n",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 2);
+    for v in &lines {
+        assert_eq!(v["mode"], "procfs");
+        let sampled: Vec<&str> = v["sampled"]
+            .as_array()
+            .expect("sampled")
+            .iter()
+            .filter_map(|s| s.as_str())
+            .collect();
+        assert_eq!(
+            sampled,
+            ["sleeping_pct", "disk_pct", "stopped_pct", "other_pct"]
+        );
+        check_rows(v);
+    }
+}
+
+#[test]
+fn json_lines_in_bpf_mode_cover_this_process() {
+    if !root_or_skip("states --mode bpf") {
+        return;
+    }
+    let _g = serial();
+    let out = states(&[
+        "--mode",
+        "bpf",
+        "-p",
+        &me(),
+        "-i",
+        "0.3",
+        "-n",
+        "1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&out);
+    assert_eq!(lines[0]["mode"], "bpf");
+    assert_eq!(lines[0]["sampled"].as_array().map(Vec::len), Some(0));
+    let rows = check_rows(&lines[0]);
+    // SAFETY: gettid cannot fail.
+    let main_tid = i64::from(std::process::id());
+    assert!(rows.iter().all(|r| r["pid"].as_i64() == Some(main_tid)));
+}
+
+#[test]
+fn seed_case_table_names_the_rwsem_and_the_flame_graph_draws_it() {
+    if !root_or_skip("states seed case") {
+        return;
+    }
+    let _g = serial();
+    let mappers = Mappers::start(16);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let svg = dir.path().join("offcpu.svg");
+    let out = states(&[
+        "-p",
+        &me(),
+        "-i",
+        "1",
+        "-n",
+        "2",
+        "--processes",
+        "--flamegraph",
+        svg.to_str().expect("utf8 path"),
+    ]);
+    drop(mappers);
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("DISK%") && text.contains("TOTAL"), "{text}");
+    // The process row's top reason is the mmap lock's rwsem slow path, in D.
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&me()))
+        .expect("a row for this process");
+    assert!(
+        row.contains(" rwsem_down_") && row.contains("  D "),
+        "{row}"
+    );
+    let svg = std::fs::read_to_string(&svg).expect("flame graph written");
+    assert!(svg.starts_with("<?xml") && svg.contains("<svg"));
+    assert!(
+        svg.contains("rwsem_down_"),
+        "the flame graph shows the rwsem wait"
+    );
+    assert!(svg.contains("vm_mmap_pgoff") || svg.contains("__vm_munmap"));
+}
+
+#[test]
+fn a_closed_pipe_ends_it_quietly() {
+    let _g = serial();
+    let mut child = Command::new(TASKSNAP)
+        .args([
+            "states",
+            "--mode",
+            "procfs",
+            "-p",
+            &me(),
+            "-i",
+            "0.1",
+            "-r",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Read one line, then close the pipe: the next write fails with EPIPE.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 64];
+    let _ = std::io::Read::read(&mut stdout, &mut first).expect("read");
+    drop(stdout);
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    for args in [
+        &["--sort", "nonsense"][..],
+        &["-i", "0"],
+        &["--threads", "--processes"],
+        &["--sample-hz", "0"],
+        &["-n", "0"],
+    ] {
+        let out = states(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    // An unwritable flame graph path fails at once, before any interval.
+    let out = states(&[
+        "--mode",
+        "procfs",
+        "-n",
+        "1",
+        "--flamegraph",
+        "/nonexistent/dir/x.svg",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/dir/x.svg"));
+    assert!(out.stdout.is_empty());
+    let help = states(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--flamegraph"));
+}
+
+#[test]
+fn a_non_root_caller_gets_proc_never_bpf() {
+    if !root_or_skip("states as another user (setpriv)") {
+        return;
+    }
+    let _g = serial();
+    let drop_to = |extra: &[&str]| {
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                TASKSNAP,
+                "states",
+            ])
+            .args(extra)
+            .output()
+            .expect("run setpriv")
+    };
+    let out = drop_to(&["--mode", "bpf", "-n", "1", "-i", "0.1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not root"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = drop_to(&["-p", &me(), "-n", "1", "-i", "0.2", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("using /proc"));
+    assert_eq!(json_lines(&out)[0]["mode"], "procfs");
+}
+
+#[test]
+fn an_interrupt_prints_the_interval_so_far_and_exits_0() {
+    let _g = serial();
+    let child = Command::new(TASKSNAP)
+        .args([
+            "states",
+            "--mode",
+            "procfs",
+            "-p",
+            &me(),
+            "-i",
+            "30",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let started = std::time::Instant::now();
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().expect("wait");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(0));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1);
+    // The partial interval: well under the 30 s asked for.
+    assert!(lines[0]["interval_ns"].as_u64().expect("ns") < 10_000_000_000);
+}

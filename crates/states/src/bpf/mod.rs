@@ -1,0 +1,613 @@
+//! The exact source: loads states.bpf.c (programs on the sched_switch and sched_process_exit
+//! tracepoints, and a task iterator), and turns one iterator pass, the exit ring buffer and
+//! the off-CPU stack hash into a [`Sample`].
+//!
+//! Layouts come from states.h through the generated skeleton; nothing is restated here. The
+//! program is loaded once per [`BpfSource`] and unloaded when it is dropped; nothing is pinned.
+//!
+//! Order of the reads in [`BpfSource::sample`]: the stack hash first, then the iterator pass,
+//! whose records carry the blocked time of each thread's last wait that is not in the hash yet
+//! (it goes in at the thread's next switch-out). A wait added between the two reads is then
+//! in this sample's totals and in the next sample's reasons (a lag of one interval), never
+//! counted twice.
+
+// Built without clang, most of this module is unused: the source then only says why it is
+// unavailable.
+#![cfg_attr(not(tasksnap_bpf), allow(unused_imports, unused_variables, dead_code))]
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::sample::{Filter, Mode, Sample, Source, ThreadMap, ThreadTotals};
+use crate::state::{State, NSTATES};
+use crate::symbolize::{self, Kallsyms};
+use crate::Error;
+
+#[cfg(tasksnap_bpf)]
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::restriction,
+    clippy::undocumented_unsafe_blocks,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    unsafe_op_in_unsafe_fn,
+    dead_code
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/states.skel.rs"));
+}
+
+/// `ST_F_*` of states.h (the skeleton generates types, not macros).
+const F_EXITED: u32 = 1 << 0;
+const F_KTHREAD: u32 = 1 << 2;
+
+/// Reason ids for stacks read from /proc/TID/stack (waits that began before tracking did)
+/// start here; below are the stack map's ids.
+const PROC_STACK_IDS: u32 = 0x8000_0000;
+
+/// When the stack map holds more stacks than this, the ones no thread refers to any more are
+/// deleted (the map has 16,384 entries; a full map loses new stacks).
+const STACK_GC_AT: usize = 8192;
+
+/// One entry of the why hash: the raw key (to delete it), whose thread, which wait, how long.
+#[derive(Debug)]
+struct WhyEntry {
+    key: Vec<u8>,
+    thread: (i32, u64),
+    state: u32,
+    stackid: i32,
+    ns: u64,
+}
+
+/// Settings of the BPF source.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Which threads to report.
+    pub filter: Filter,
+    /// Keep the stacks of S waits too (D waits always).
+    pub track_sleep: bool,
+    /// Where to read symbols (normally /proc/kallsyms).
+    pub kallsyms: PathBuf,
+    /// The /proc to read stacks of waits that began before tracking from.
+    pub proc_root: PathBuf,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            filter: Filter::default(),
+            track_sleep: false,
+            kallsyms: PathBuf::from("/proc/kallsyms"),
+            proc_root: PathBuf::from("/proc"),
+        }
+    }
+}
+
+/// Whether the caller may load the accounting: root only. Like the task-iterator backend
+/// (crates/collect), it sees every thread regardless of procfs permission checks (hidepid,
+/// ptrace access), so a non-root caller holding CAP_BPF and CAP_PERFMON would see more than
+/// /proc shows it; such callers get the /proc fallback.
+pub fn privileged() -> Result<(), Error> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(Error::BpfUnavailable(
+            "not root: the BPF accounting sees every thread regardless of /proc permissions, \
+             so tasksnap loads it only for root"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The loaded accounting.
+pub struct BpfSource {
+    // Field order is drop order: the ring buffer and the links go before the skeleton.
+    #[cfg(tasksnap_bpf)]
+    ringbuf: libbpf_rs::RingBuffer<'static>,
+    #[cfg(tasksnap_bpf)]
+    exits: std::rc::Rc<std::cell::RefCell<Vec<skel::types::st_rec>>>,
+    #[cfg(tasksnap_bpf)]
+    iter_link: libbpf_rs::Link,
+    /// With only pids asked for: one iterator per process (its threads only), so that a pass
+    /// costs the threads shown, not every task of the host.
+    #[cfg(tasksnap_bpf)]
+    proc_links: Vec<libbpf_rs::Link>,
+    #[cfg(tasksnap_bpf)]
+    _links: Vec<libbpf_rs::Link>,
+    #[cfg(tasksnap_bpf)]
+    skel: skel::StatesSkel<'static>,
+    opts: Options,
+    syms: Kallsyms,
+    /// Stack ids already symbolized.
+    frames: HashMap<u32, Arc<[String]>>,
+    /// /proc/TID/stack frames already interned, by frames.
+    proc_stacks: HashMap<Vec<String>, u32>,
+    buf: Vec<u8>,
+    /// How long loading and attaching took, ns.
+    pub load_ns: u64,
+}
+
+impl std::fmt::Debug for BpfSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfSource")
+            .field("load_ns", &self.load_ns)
+            .finish_non_exhaustive()
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A kernel `comm` as text: invalid UTF-8 replaced, and everything else kept (callers
+/// escape control characters when they print).
+fn comm_text(comm: &[i8; 16]) -> String {
+    let bytes: Vec<u8> = comm
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+impl BpfSource {
+    /// Loads and attaches the accounting, or says why it cannot be.
+    pub fn load(opts: Options) -> Result<BpfSource, Error> {
+        privileged()?;
+        Self::load_impl(opts)
+    }
+
+    #[cfg(not(tasksnap_bpf))]
+    fn load_impl(_opts: Options) -> Result<BpfSource, Error> {
+        Err(Error::BpfUnavailable(
+            "this tasksnap was built without BPF (clang was missing at build time)".into(),
+        ))
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn load_impl(opts: Options) -> Result<BpfSource, Error> {
+        use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+
+        let start = monotonic_ns();
+        // The skeleton borrows its object for its whole life; a source normally lives as long
+        // as the process, so the object (a few hundred bytes) is leaked on purpose.
+        let object: &'static mut std::mem::MaybeUninit<libbpf_rs::OpenObject> =
+            Box::leak(Box::new(std::mem::MaybeUninit::uninit()));
+        let mut open = skel::StatesSkelBuilder::default()
+            .open(object)
+            .map_err(|e| Error::BpfUnavailable(format!("cannot open the BPF object: {e}")))?;
+        if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+            ro.track_sleep = opts.track_sleep;
+        }
+        let skel = open.load().map_err(|e| {
+            Error::BpfUnavailable(format!(
+                "the kernel refused the accounting programs ({e}); they need Linux 5.11+ \
+                 with BTF (tp_btf, task storage, iter/task)"
+            ))
+        })?;
+        let attach = |p: &libbpf_rs::ProgramMut<'_>, what: &str| {
+            p.attach()
+                .map_err(|e| Error::BpfUnavailable(format!("cannot attach {what}: {e}")))
+        };
+        // The iterator first: its first pass (below) seeds every thread that the tracepoints
+        // have not met yet.
+        let iter_link = attach(&skel.progs.dump_states, "the task iterator")?;
+        let links = vec![
+            attach(&skel.progs.on_switch, "sched_switch")?,
+            attach(&skel.progs.on_exit, "sched_process_exit")?,
+        ];
+        // Symbols are read once the programs are loaded: the stacks start in the JIT-compiled
+        // on_switch (`bpf_prog_<tag>_on_switch` in kallsyms), which must be named to be
+        // trimmed; read before, its address would take the name of the last kernel symbol.
+        let syms = Kallsyms::load(&opts.kallsyms)
+            .map_err(|e| Error::BpfUnavailable(format!("{}: {e}", opts.kallsyms.display())))?;
+        let exits = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let sink = exits.clone();
+        let mut rb = libbpf_rs::RingBufferBuilder::new();
+        rb.add(&skel.maps.exits, move |data: &[u8]| {
+            if data.len() >= std::mem::size_of::<skel::types::st_rec>() {
+                // SAFETY: the kernel side writes whole st_rec records (states.h), a plain
+                // C struct of integers for which every bit pattern is valid; the length was
+                // checked and read_unaligned needs no alignment.
+                let r = unsafe {
+                    std::ptr::read_unaligned(data.as_ptr().cast::<skel::types::st_rec>())
+                };
+                sink.borrow_mut().push(r);
+            }
+            0
+        })
+        .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
+        let ringbuf = rb
+            .build()
+            .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
+        let mut src = BpfSource {
+            ringbuf,
+            exits,
+            iter_link,
+            proc_links: Vec::new(),
+            _links: links,
+            skel,
+            opts,
+            syms,
+            frames: HashMap::new(),
+            proc_stacks: HashMap::new(),
+            buf: Vec::with_capacity(1 << 20),
+            load_ns: 0,
+        };
+        // Seed: every thread not yet met by a tracepoint starts from its current state.
+        src.pass()
+            .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
+        if src.opts.filter.comms.is_empty() {
+            let pids = src.opts.filter.pids.clone();
+            for pid in pids {
+                // A process that is gone (or a kernel before 6.1) keeps the full pass.
+                match src.process_link(pid) {
+                    Some(l) => src.proc_links.push(l),
+                    None => {
+                        src.proc_links.clear();
+                        break;
+                    }
+                }
+            }
+        }
+        src.load_ns = monotonic_ns().saturating_sub(start);
+        Ok(src)
+    }
+
+    /// An iterator link over the threads of one process only (`bpf_iter_link_info.task.pid`,
+    /// Linux 6.1), as crates/collect does for one-process queries.
+    #[cfg(tasksnap_bpf)]
+    fn process_link(&self, pid: i32) -> Option<libbpf_rs::Link> {
+        let mut info = libbpf_sys::bpf_iter_link_info::default();
+        info.task.pid = pid as u32;
+        let opts = libbpf_sys::bpf_iter_attach_opts {
+            link_info: &mut info,
+            link_info_len: std::mem::size_of::<libbpf_sys::bpf_iter_link_info>() as _,
+            sz: std::mem::size_of::<libbpf_sys::bpf_iter_attach_opts>() as _,
+            ..Default::default()
+        };
+        let prog = libbpf_rs::AsRawLibbpf::as_libbpf_object(&self.skel.progs.dump_states);
+        // SAFETY: `prog` is a loaded program of this skeleton, alive as long as the skeleton;
+        // `opts` and `info` outlive the call, which copies what it needs.
+        let ptr = unsafe { libbpf_sys::bpf_program__attach_iter(prog.as_ptr(), &opts) };
+        let ptr = std::ptr::NonNull::new(ptr)?;
+        // SAFETY: libbpf returned a valid link it hands over to us.
+        Some(unsafe { libbpf_rs::Link::from_ptr(ptr) })
+    }
+
+    /// One iterator pass (over the asked-for processes, or every task) into `self.buf`,
+    /// decoded.
+    #[cfg(tasksnap_bpf)]
+    fn pass(&mut self) -> Result<Vec<skel::types::st_rec>, Error> {
+        use std::io::Read;
+
+        self.buf.clear();
+        let links: Vec<&libbpf_rs::Link> = if self.proc_links.is_empty() {
+            vec![&self.iter_link]
+        } else {
+            self.proc_links.iter().collect()
+        };
+        for link in links {
+            let mut iter = libbpf_rs::Iter::new(link)
+                .map_err(|e| Error::Bpf(format!("cannot open the task iterator: {e}")))?;
+            iter.read_to_end(&mut self.buf)
+                .map_err(|source| Error::Io {
+                    path: "bpf task iterator".into(),
+                    source,
+                })?;
+        }
+        let size = std::mem::size_of::<skel::types::st_rec>();
+        Ok(self
+            .buf
+            .chunks_exact(size)
+            .map(|c| {
+                // SAFETY: the iterator writes whole st_rec records (states.h) back to back; a
+                // chunk is exactly one, and every bit pattern of its integer fields is valid.
+                unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<skel::types::st_rec>()) }
+            })
+            .collect())
+    }
+
+    /// Off-CPU ns per ((tid, start time), state, stack id) so far.
+    #[cfg(tasksnap_bpf)]
+    fn why(&self) -> Result<Vec<WhyEntry>, Error> {
+        use libbpf_rs::MapCore;
+
+        let map = &self.skel.maps.why;
+        let mut out = Vec::new();
+        let batch = map
+            .lookup_batch(4096, libbpf_rs::MapFlags::ANY, libbpf_rs::MapFlags::ANY)
+            .map_err(|e| Error::Bpf(format!("reading the off-CPU stack hash: {e}")))?;
+        let size = std::mem::size_of::<skel::types::st_why_key>();
+        for (k, v) in batch {
+            if k.len() < size || v.len() < 8 {
+                continue;
+            }
+            // SAFETY: a key of the why map is a whole st_why_key (states.h), plain integers.
+            let key =
+                unsafe { std::ptr::read_unaligned(k.as_ptr().cast::<skel::types::st_why_key>()) };
+            let mut ns = [0u8; 8];
+            ns.copy_from_slice(&v[..8]);
+            out.push(WhyEntry {
+                key: k,
+                thread: (key.tid as i32, key.start_boottime_ns),
+                state: key.state,
+                stackid: key.stackid,
+                ns: u64::from_ne_bytes(ns),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The frames of a stack map id, symbolized and trimmed (cached; ids are stable while
+    /// the stack is in the map).
+    #[cfg(tasksnap_bpf)]
+    fn stack_frames(&mut self, id: u32) -> Arc<[String]> {
+        use libbpf_rs::MapCore;
+
+        if let Some(f) = self.frames.get(&id) {
+            return f.clone();
+        }
+        let raw = self
+            .skel
+            .maps
+            .stacks
+            .lookup(&id.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let addrs: Vec<u64> = raw
+            .chunks_exact(8)
+            .map(|c| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(c);
+                u64::from_ne_bytes(a)
+            })
+            .collect();
+        let mut frames = symbolize::trim(self.syms.frames(&addrs));
+        if frames.is_empty() {
+            frames.push("[stack lost]".into());
+        }
+        let f: Arc<[String]> = Arc::from(frames);
+        self.frames.insert(id, f.clone());
+        f
+    }
+
+    /// A reason id for the wait `tid` is in now, read from /proc/TID/stack: for waits that
+    /// began before tracking did (no stack was taken when they began).
+    fn proc_stack_reason(&mut self, tid: u32) -> Option<u32> {
+        let path = self.opts.proc_root.join(format!("{tid}/stack"));
+        let text = std::fs::read_to_string(path).ok()?;
+        let frames = symbolize::trim(symbolize::parse_proc_stack(&text));
+        if frames.is_empty() {
+            return None;
+        }
+        let next = PROC_STACK_IDS + self.proc_stacks.len() as u32;
+        Some(*self.proc_stacks.entry(frames).or_insert(next))
+    }
+
+    /// A note when the filter selects pid 1 and the iterator did not return it. On this kind
+    /// of VM (a protected init, see docs/bpf.md) the iterator skips pid 1 and its threads, and
+    /// the programs do not run in their context either (their switch-outs never reach
+    /// sched_switch: the task storage read through a pidfd showed RUNNING -> RUNNING
+    /// transitions only), so no exact figure can be given for them.
+    fn pid1_note(&self, seen_pid1: bool) -> Option<String> {
+        if seen_pid1 {
+            return None;
+        }
+        let stat = std::fs::read(self.opts.proc_root.join("1/stat")).ok()?;
+        let comm = crate::fallback::parse_stat(&stat)?.comm;
+        self.opts.filter.matches(1, &comm).then(|| {
+            format!(
+                "pid 1 ({comm}) and its threads are hidden from BPF on this host (the task \
+                 iterator skips them and their context switches are not traced): not shown; \
+                 `--mode procfs -p 1` shows them"
+            )
+        })
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn delete_why(&self, entries: &[&WhyEntry]) {
+        use libbpf_rs::MapCore;
+
+        for e in entries {
+            let _ = self.skel.maps.why.delete(&e.key);
+        }
+    }
+
+    /// Deletes stacks no thread refers to any more, when the map is filling up.
+    #[cfg(tasksnap_bpf)]
+    fn collect_stacks(&mut self, referenced: &HashSet<u32>) {
+        use libbpf_rs::MapCore;
+
+        if self.frames.len() < STACK_GC_AT {
+            return;
+        }
+        let unused: Vec<u32> = self
+            .frames
+            .keys()
+            .copied()
+            .filter(|id| !referenced.contains(id))
+            .collect();
+        for id in unused {
+            // A thread blocking on this very stack after the pass would find its frames gone:
+            // its reason then reads "[stack lost]" once. Rare, and only on a full map.
+            let _ = self.skel.maps.stacks.delete(&id.to_ne_bytes());
+            self.frames.remove(&id);
+        }
+    }
+
+    #[cfg(not(tasksnap_bpf))]
+    fn sample_impl(&mut self) -> Result<Sample, Error> {
+        Err(Error::BpfUnavailable("built without BPF".into()))
+    }
+
+    #[cfg(tasksnap_bpf)]
+    fn sample_impl(&mut self) -> Result<Sample, Error> {
+        let why = self.why()?;
+        let recs = self.pass()?;
+        let at_ns = monotonic_ns();
+        self.ringbuf
+            .consume()
+            .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
+        let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
+
+        let mut why_of: ThreadMap<Vec<(State, u32, u64)>> = ThreadMap::default();
+        for w in &why {
+            if w.stackid >= 0 {
+                why_of.entry(w.thread).or_default().push((
+                    State::from_index(w.state),
+                    w.stackid as u32,
+                    w.ns,
+                ));
+            }
+        }
+        // Which threads are alive matters only for cleaning the why hash: not built otherwise
+        // (two sets of every thread of the host would cost more than the rest of a sample).
+        let live_threads: HashSet<(i32, u64)> = if why.is_empty() {
+            HashSet::new()
+        } else {
+            recs.iter()
+                .map(|r| (r.tid as i32, r.start_boottime_ns))
+                .collect()
+        };
+        let mut sample = Sample::new(Mode::Bpf, at_ns);
+        sample.threads.reserve(recs.len() + exits.len());
+        let seen_pid1 = self.proc_links.is_empty() && recs.iter().any(|r| r.tid == 1);
+        if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
+            sample.notes.extend(self.pid1_note(seen_pid1));
+        }
+        let mut referenced: HashSet<u32> = HashSet::new();
+        for (r, exited) in recs
+            .iter()
+            .map(|r| (r, false))
+            .chain(exits.iter().map(|r| (r, true)))
+        {
+            if !self.opts.filter.pids.is_empty()
+                && self.opts.filter.comms.is_empty()
+                && !self.opts.filter.pids.contains(&(r.tgid as i32))
+            {
+                continue; // the common case, decided without building the name
+            }
+            let comm = comm_text(&r.comm);
+            if !self.opts.filter.matches(r.tgid as i32, &comm) {
+                continue;
+            }
+            let mut state_ns = [0u64; NSTATES];
+            state_ns.copy_from_slice(&r.ns[..NSTATES]);
+            let current = State::from_index(r.cur_state);
+            let wait_state = State::from_index(r.wait_state);
+            let mut reasons = why_of
+                .get(&(r.tid as i32, r.start_boottime_ns))
+                .cloned()
+                .unwrap_or_default();
+            // The blocked time of the last wait not yet in the hash (it is added at the
+            // thread's next switch-out), under its stack; a wait that began before tracking
+            // did has no stack: /proc/TID/stack names it while it lasts.
+            let keeps = wait_state == State::Disk
+                || (self.opts.track_sleep && wait_state == State::Sleeping);
+            if keeps && r.pending_why_ns > 0 {
+                let id = if r.stackid >= 0 {
+                    Some(r.stackid as u32)
+                } else if current == wait_state && !exited {
+                    self.proc_stack_reason(r.tid)
+                } else {
+                    None
+                };
+                if let Some(id) = id {
+                    match reasons.iter_mut().find(|x| x.0 == wait_state && x.1 == id) {
+                        Some(x) => x.2 += r.pending_why_ns,
+                        None => reasons.push((wait_state, id, r.pending_why_ns)),
+                    }
+                }
+            }
+            for &(_, id, _) in &reasons {
+                referenced.insert(id);
+                if id < PROC_STACK_IDS {
+                    let f = self.stack_frames(id);
+                    sample.reasons.insert(id, f);
+                }
+            }
+            let t = ThreadTotals {
+                tid: r.tid as i32,
+                tgid: r.tgid as i32,
+                start_ns: r.start_boottime_ns,
+                comm,
+                kernel_thread: r.flags & F_KTHREAD != 0,
+                state_ns,
+                samples: [0; NSTATES],
+                current: Some(current),
+                reasons,
+                seen_at_ns: r.now_ns,
+                exited: exited || r.flags & F_EXITED != 0,
+            };
+            let key = (t.tid, t.start_ns);
+            let sum = |x: &ThreadTotals| x.state_ns.iter().sum::<u64>();
+            match sample.threads.get_mut(&key) {
+                // Seen by the pass and in the exit buffer: the later (larger) totals win, and
+                // the thread is reported as exited.
+                Some(old) => {
+                    if sum(&t) > sum(old) {
+                        *old = t;
+                    }
+                    old.exited = true;
+                }
+                None => {
+                    sample.threads.insert(key, t);
+                }
+            }
+        }
+        for (frames, &id) in &self.proc_stacks {
+            sample.reasons.insert(id, Arc::from(frames.clone()));
+        }
+        // Off-CPU entries of threads that are gone (their last totals are in this sample)
+        // are deleted so the hash does not fill up.
+        let exited: HashSet<(i32, u64)> = exits
+            .iter()
+            .map(|r| (r.tid as i32, r.start_boottime_ns))
+            .collect();
+        let stale: Vec<&WhyEntry> = why
+            .iter()
+            .filter(|w| exited.contains(&w.thread) || !live_threads.contains(&w.thread))
+            .collect();
+        self.delete_why(&stale);
+        self.collect_stacks(&referenced);
+        if let Some(bss) = self.skel.maps.bss_data.as_deref() {
+            if bss.lost_exits > 0 {
+                sample.notes.push(format!(
+                    "{} thread exits were lost (ring buffer full): those threads are missing \
+                     from the intervals they exited in",
+                    bss.lost_exits
+                ));
+            }
+            if bss.lost_stacks > 0 {
+                sample.notes.push(format!(
+                    "{} off-CPU stacks could not be recorded (maps full)",
+                    bss.lost_stacks
+                ));
+            }
+            if bss.lost_storage > 0 {
+                sample.notes.push(format!(
+                    "{} transitions were not accounted (task storage busy or out of memory)",
+                    bss.lost_storage
+                ));
+            }
+        }
+        Ok(sample)
+    }
+}
+
+impl Source for BpfSource {
+    fn sample(&mut self) -> Result<Sample, Error> {
+        self.sample_impl()
+    }
+}

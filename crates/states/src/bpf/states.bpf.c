@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * tasksnap's exact thread-state accounting, on one tracepoint: sched_switch (a BTF raw
+ * tracepoint; this kernel has no kprobes), and only for the thread leaving the CPU.
+ *
+ * Why only switch-outs, and why the scheduler's clock: each program run costs tens of ns
+ * here (measured with kernel.bpf_stats_enabled on the 2-core VM, Linux 6.18: the dispatch
+ * ~45 ns with the statistics, the task storage lookup ~17 ns, bpf_ktime_get_ns() ~37 ns), and
+ * a pipe round trip is ~3-4 us: programs on the switch-in side and on sched_wakeup doubled
+ * the runs, and a clock read per run was a third of the cost. Everything they told is in the
+ * thread itself when it leaves the CPU again, kept by the scheduler (CONFIG_SCHED_INFO, as
+ * /proc/PID/schedstat), and rq->clock is "now", updated by __schedule() just before the
+ * tracepoint:
+ *   - sched_info.last_arrival: when this run began;
+ *   - sched_info.run_delay: ns spent waiting on a run queue, up to this run;
+ *   - sched_info.last_queued: when a queued thread's wait began (0 once it runs).
+ * So at a switch-out: this run = rq->clock - last_arrival; before it, since the previous
+ * switch-out, the thread waited for a CPU for (run_delay - the value then) and was in the
+ * state it left in (S, D, ...) for the rest. The iterator reads ongoing states the same way,
+ * with "now" the newest of its own CPU's and the thread's CPU's rq->clock (updated at least
+ * every tick on a busy CPU: an ongoing state may be read up to a tick short, and the next
+ * interval has the rest). All times are the scheduler's clock (sched_clock, TSC-based and
+ * synchronised across CPUs on this hardware).
+ *
+ * Threads that exit leave their final totals in a ring buffer. When a thread blocks in D
+ * (and, when asked, in S) its kernel stack is kept, and its blocked time is added to a hash
+ * keyed by (thread, state, stack) at its next switch-out. Nothing here filters by process:
+ * user space does, and only root loads this object.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "states.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Keep the stack of S waits too (set by user space before load; off by default: most threads
+ * of a host sleep most of the time, and their stacks would fill the maps). */
+const volatile bool track_sleep = false;
+
+/* What could not be recorded: user space reports these when they are not zero. */
+__u64 lost_exits = 0;	/* the ring buffer was full at a thread's exit */
+__u64 lost_stacks = 0;	/* the stack map or the why map was full */
+__u64 lost_storage = 0;	/* task storage could not be allocated */
+
+/* Layout anchors: never written, they make the shared types part of this object's BTF so
+ * that libbpf-cargo generates their Rust definitions from states.h. */
+struct st_rec st_rec_layout = {};
+struct st_why_key st_why_key_layout = {};
+struct st_acct st_acct_layout = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct st_acct);
+} acct SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, ST_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, struct st_why_key);
+	__type(value, __u64);
+} why SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} exits SEC(".maps");
+
+/* Task state bits, include/linux/sched.h (values stable since Linux 5.14-6.1; TASK_FROZEN
+ * got its own bit in 6.1, commit f5d39b020809). */
+#define TASK_RUNNING		0x00000000
+#define TASK_INTERRUPTIBLE	0x00000001
+#define TASK_UNINTERRUPTIBLE	0x00000002
+#define __TASK_STOPPED		0x00000004
+#define __TASK_TRACED		0x00000008
+#define TASK_NOLOAD		0x00000400
+#define TASK_RTLOCK_WAIT	0x00001000
+#define PF_KTHREAD		0x00200000
+
+/* Linux 5.14 (commit 2f064a59a11f) renamed task_struct::state to __state. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return t->__state;
+	return (__u32)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+#define compiler_barrier() asm volatile("" ::: "memory")
+
+/*
+ * The state a thread switched out with prev_state (as sched_switch reports it) goes to.
+ * Preempted threads stay on the run queue whatever prev_state says (they may have been
+ * preempted between set_current_state() and schedule()). Since Linux 6.13 (commit
+ * 7b3d61f6578a, try_to_block_task()) a thread with a pending signal is reported as
+ * TASK_RUNNING here, as it does not block.
+ */
+static __always_inline __u32 classify(bool preempt, __u32 s)
+{
+	if (preempt || s == TASK_RUNNING)
+		return ST_RUNNABLE;
+	if (s & TASK_INTERRUPTIBLE)
+		return ST_SLEEPING;
+	/* TASK_IDLE = UNINTERRUPTIBLE | NOLOAD: idle kernel threads, not waiting for anything
+	 * (and not in the load average). */
+	if (s & TASK_UNINTERRUPTIBLE)
+		return (s & TASK_NOLOAD) ? ST_OTHER : ST_DISK;
+	/* PREEMPT_RT sleeping spinlocks: /proc shows them as D (Linux 5.15, commit
+	 * 25795ef6299f). */
+	if (s & TASK_RTLOCK_WAIT)
+		return ST_DISK;
+	if (s & (__TASK_STOPPED | __TASK_TRACED))
+		return ST_STOPPED;
+	return ST_OTHER;	/* parked, frozen, dead */
+}
+
+static __always_inline bool keeps_stack(__u32 st)
+{
+	return st == ST_DISK || (track_sleep && st == ST_SLEEPING);
+}
+
+static __always_inline bool blocked(__u32 st)
+{
+	return st != ST_RUNNING && st != ST_RUNNABLE;
+}
+
+/* The scheduler clock of t's run queue (rq->clock; CONFIG_FAIR_GROUP_SCHED gives every task
+ * a cfs_rq that knows its rq). 0 when unreachable. */
+static __always_inline __u64 rq_clock_of(struct task_struct *t)
+{
+	struct cfs_rq *cfs = t->se.cfs_rq;
+
+	if (!cfs || !cfs->rq)
+		return 0;
+	return cfs->rq->clock;
+}
+
+static __always_inline void add_why(struct task_struct *t, __u32 state, __s32 stackid, __u64 d)
+{
+	struct st_why_key k = {
+		.start_boottime_ns = t->start_boottime,
+		.tid = t->pid,
+		.state = state,
+		.stackid = stackid,
+	};
+	__u64 *v;
+
+	if (!d)
+		return;
+	v = bpf_map_lookup_elem(&why, &k);
+	if (v)
+		__sync_fetch_and_add(v, d);
+	else if (bpf_map_update_elem(&why, &k, &d, BPF_NOEXIST))
+		__sync_fetch_and_add(&lost_stacks, 1);
+}
+
+/* x kept within [lo, hi] (0: hi). */
+static __always_inline __u64 clamp_time(__u64 x, __u64 lo, __u64 hi)
+{
+	if (!x || x > hi)
+		return hi;
+	return x < lo ? lo : x;
+}
+
+/* The newest scheduler clock the iterator can see: its own CPU's and t's CPU's. */
+static __always_inline __u64 now_for(struct task_struct *t)
+{
+	__u64 mine = rq_clock_of(bpf_get_current_task_btf());
+	__u64 theirs = rq_clock_of(t);
+
+	return mine > theirs ? mine : theirs;
+}
+
+/*
+ * The time from a's last switch-out up to `back` (the start of the thread's current run or
+ * queue wait, or now), charged into ns[]: the run-queue waits that ended since (run_delay
+ * now minus then) as runnable, the rest in the state it left in. Returns the blocked part.
+ */
+static __always_inline __u64 charge_off(__u64 *ns, struct st_acct *a, __u64 back,
+					__u64 run_delay)
+{
+	__u64 off = back > a->since_ns ? back - a->since_ns : 0;
+	__u64 wait = run_delay > a->run_delay_ns ? run_delay - a->run_delay_ns : 0;
+
+	if (!blocked(a->state)) {
+		ns[ST_RUNNABLE] += off;
+		return 0;
+	}
+	if (wait > off)
+		wait = off;
+	ns[ST_RUNNABLE] += wait;
+	ns[a->state & (ST_SLOTS - 1)] += off - wait;
+	return off - wait;
+}
+
+/*
+ * A thread met for the first time at its switch-out or exit: what it did since it was born
+ * (or since its current run began, for a thread older than tracking) is in sched_info: its
+ * current run began at last_arrival, and before that it waited run_delay on run queues
+ * (zeroed at fork). Starting it "queued run_delay before its arrival" charges exactly that:
+ * a thread born and gone within one interval is counted whole. (For a thread older than
+ * tracking this puts its lifetime's waits before the first sample, where only differences
+ * between samples are reported.)
+ */
+static __always_inline void init_from_sched_info(struct st_acct *a, struct task_struct *t,
+						 __u64 now)
+{
+	__u64 back = clamp_time(t->sched_info.last_arrival, 0, now);
+	__u64 wait = t->sched_info.run_delay;
+
+	a->since_ns = back > wait + 1 ? back - wait : 1;
+	a->run_delay_ns = 0;
+	a->state = ST_RUNNABLE;
+	a->stackid = -1;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now, run, back, blk, run_delay;
+	struct st_acct *a;
+
+	/* pid 0: the idle tasks, one per CPU; their time is the CPUs' idle time. */
+	if (!prev->pid)
+		return 0;
+	a = bpf_task_storage_get(&acct, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!a) {
+		__sync_fetch_and_add(&lost_storage, 1);
+		return 0;
+	}
+	now = rq_clock_of(prev);
+	if (!now)
+		return 0;
+	run_delay = prev->sched_info.run_delay;
+	a->seq++;
+	compiler_barrier();
+	if (!a->since_ns)
+		init_from_sched_info(a, prev, now);
+	if (now > a->since_ns) {
+		/* This run: from its arrival on the CPU, within what was not yet charged. */
+		back = clamp_time(prev->sched_info.last_arrival, a->since_ns, now);
+		blk = charge_off(a->ns, a, back, run_delay);
+		a->ns[ST_RUNNING] += now - back;
+		if (a->stackid >= 0)
+			add_why(prev, a->state, a->stackid, blk);
+	}
+	a->since_ns = now;
+	a->run_delay_ns = run_delay;
+	a->state = classify(preempt, prev_state);
+	a->flags &= ~ST_F_SEEDED;
+	a->stackid = -1;
+	if (keeps_stack(a->state)) {
+		/* prev is current: its kernel stack is the wait's. */
+		a->stackid = bpf_get_stackid(ctx, &stacks, 0);
+		if (a->stackid < 0)
+			__sync_fetch_and_add(&lost_stacks, 1);
+	}
+	compiler_barrier();
+	a->seq++;
+	return 0;
+}
+
+/* Totals of t up to now into r: a consistent copy of a (retried while a switch-out is being
+ * written on another CPU), plus the time since its last switch-out, read as on_switch would
+ * at a switch-out now. */
+static __always_inline void totals(struct st_rec *r, struct task_struct *t, struct st_acct *a,
+				   __u64 now)
+{
+	struct st_acct c = {};
+	__u64 back, blk, queued;
+	__u32 seq = 0;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		seq = a->seq;
+		compiler_barrier();
+		if (seq & 1)
+			continue;
+		__builtin_memcpy(&c, a, sizeof(c));
+		compiler_barrier();
+		if (a->seq == seq)
+			break;
+	}
+	__builtin_memcpy(r->ns, c.ns, sizeof(r->ns));
+	if (now < c.since_ns)
+		now = c.since_ns;
+	queued = t->sched_info.last_queued;
+	if (t->on_cpu) {
+		/* Running: since its arrival. */
+		back = clamp_time(t->sched_info.last_arrival, c.since_ns, now);
+		r->cur_state = ST_RUNNING;
+		r->ns[ST_RUNNING] += now - back;
+	} else if (queued) {
+		/* On a run queue since last_queued: woken (or preempted) and waiting. */
+		back = clamp_time(queued, c.since_ns, now);
+		r->cur_state = ST_RUNNABLE;
+		r->ns[ST_RUNNABLE] += now - back;
+	} else {
+		back = now;
+		r->cur_state = c.state;
+	}
+	blk = charge_off(r->ns, &c, back, t->sched_info.run_delay);
+	r->pending_why_ns = blk;
+	r->wait_state = c.state;
+	r->stackid = c.stackid;
+	r->flags = c.flags;
+	r->now_ns = now;
+	r->tid = t->pid;
+	r->tgid = t->tgid;
+	r->start_boottime_ns = t->start_boottime;
+	if (t->flags & PF_KTHREAD)
+		r->flags |= ST_F_KTHREAD;
+	__builtin_memcpy(r->comm, t->comm, sizeof(r->comm));
+}
+
+/*
+ * A thread's final totals at exit, for the interval it exits in. Its last switch-out (TASK_DEAD)
+ * comes after this and is not reported: a few microseconds at most.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	struct st_acct *a;
+	struct st_rec *r;
+
+	__u64 now;
+
+	if (!p->pid)
+		return 0;
+	a = bpf_task_storage_get(&acct, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!a)
+		return 0;
+	now = now_for(p);
+	if (!a->since_ns) {
+		/* Born and gone without leaving the CPU once: still counted. */
+		a->seq++;
+		compiler_barrier();
+		init_from_sched_info(a, p, now);
+		compiler_barrier();
+		a->seq++;
+	}
+	r = bpf_ringbuf_reserve(&exits, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&lost_exits, 1);
+		return 0;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	totals(r, p, a, now);
+	r->flags |= ST_F_EXITED;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/*
+ * One pass: every thread's totals up to now. A thread without storage yet (it has not left a
+ * CPU since the tracepoint was attached: the first pass seeds every such thread) starts
+ * here, in the state it is in, from now.
+ */
+SEC("iter/task")
+int dump_states(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *t = ctx->task;
+	struct st_rec r = {};
+	struct st_acct *a;
+	__u64 now;
+
+	if (!t || !t->pid)
+		return 0;
+	a = bpf_task_storage_get(&acct, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!a) {
+		__sync_fetch_and_add(&lost_storage, 1);
+		return 0;
+	}
+	now = now_for(t);
+	if (!a->since_ns && now) {
+		a->seq++;
+		compiler_barrier();
+		if (t->on_cpu)
+			a->state = ST_RUNNING;
+		else if (t->sched_info.last_queued)
+			a->state = ST_RUNNABLE;
+		else
+			a->state = classify(false, task_state(t));
+		a->stackid = -1;
+		a->run_delay_ns = t->sched_info.run_delay;
+		a->flags |= ST_F_SEEDED;
+		a->since_ns = now;
+		compiler_barrier();
+		a->seq++;
+	}
+	totals(&r, t, a, now);
+	bpf_seq_write(seq, &r, sizeof(r));
+	return 0;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one definition of what the thread-state accounting shares between the kernel side
+ * (states.bpf.c) and user space (mod.rs). The Rust side does not restate these layouts:
+ * libbpf-cargo generates its types from this file's BTF (see the layout anchors in
+ * states.bpf.c).
+ */
+#ifndef TASKSNAP_STATES_H
+#define TASKSNAP_STATES_H
+
+/* The states time is charged to. Index into st_acct.ns[] and st_rec.ns[]. */
+#define ST_RUNNING  0	/* on a CPU */
+#define ST_RUNNABLE 1	/* on a run queue, waiting for a CPU (woken or preempted) */
+#define ST_SLEEPING 2	/* TASK_INTERRUPTIBLE (S) */
+#define ST_DISK     3	/* TASK_UNINTERRUPTIBLE without TASK_NOLOAD (D) */
+#define ST_STOPPED  4	/* __TASK_STOPPED, __TASK_TRACED (T, t) */
+#define ST_OTHER    5	/* parked, idle kernel threads (TASK_IDLE), frozen, dead */
+#define ST_NSTATES  6
+#define ST_SLOTS    8	/* array length: a power of two, so an index can be masked */
+
+/* st_rec.flags */
+#define ST_F_EXITED  (1u << 0)	/* written at sched_process_exit: the thread's final totals */
+#define ST_F_SEEDED  (1u << 1)	/* current state began before tracking did (seeded from
+				 * task->__state by the iterator): no off-CPU stack for it */
+#define ST_F_KTHREAD (1u << 2)	/* PF_KTHREAD */
+
+/* Per-thread accounting, in task storage, written at the thread's switch-outs only (see
+ * states.bpf.c) and read by the iterator, which retries while seq is odd. */
+struct st_acct {
+	__u64 ns[ST_SLOTS];	/* accumulated per state, up to the last switch-out */
+	__u64 since_ns;		/* rq->clock at the last switch-out (or at seeding) */
+	__u64 run_delay_ns;	/* task->sched_info.run_delay then */
+	__u32 seq;		/* odd while a switch-out is being written */
+	__u32 state;		/* ST_* it went off the CPU in (ST_RUNNING: seeded on a CPU) */
+	__s32 stackid;		/* kernel stack of that wait, or -1 */
+	__u32 flags;		/* ST_F_SEEDED */
+};
+
+/* One thread's totals, up to now_ns: written by the iterator (one per thread) and to the ring
+ * buffer at exit. */
+struct st_rec {
+	__u32 tid;
+	__u32 tgid;
+	__u64 start_boottime_ns;	/* with tid, the thread's identity (pids are reused) */
+	__u64 now_ns;			/* scheduler clock (rq->clock) the totals are taken at */
+	__u64 ns[ST_SLOTS];		/* accumulated per state, the ongoing ones up to now_ns */
+	__u64 pending_why_ns;		/* blocked time of the last wait not yet in the why hash */
+	__u32 wait_state;		/* ST_* of that wait */
+	__u32 cur_state;		/* ST_* the thread is in at now_ns */
+	__s32 stackid;			/* that wait's stack, or -1 */
+	__u32 flags;			/* ST_F_* */
+	char comm[16];
+};
+
+/* Key of the off-CPU time per (thread, state, stack): values are accumulated ns of blocked
+ * time, added at the switch-out that follows the wait (waits not yet added are reported by
+ * the iterator in st_rec.pending_why_ns). */
+struct st_why_key {
+	__u64 start_boottime_ns;	/* with tid, the thread (tids are reused) */
+	__u32 tid;
+	__u32 state;
+	__s32 stackid;
+	__u32 pad;
+};
+
+#define ST_STACK_DEPTH 48	/* frames kept per off-CPU stack (deeper ones are cut) */
+
+#endif

@@ -1,0 +1,206 @@
+//! Kernel addresses to function names, from /proc/kallsyms (text symbols only), and the
+//! trimming of the frames every off-CPU stack starts with (the tracepoint's BPF trampoline
+//! and the scheduler core), so that a stack's first frame is the reason it waits.
+//!
+//! kallsyms shows real addresses only to root (kptr_restrict); the BPF source, the only user,
+//! runs as root.
+
+use std::path::Path;
+
+/// Sorted text symbols.
+#[derive(Debug, Default)]
+pub struct Kallsyms {
+    /// (address, name), sorted by address.
+    syms: Vec<(u64, String)>,
+}
+
+impl Kallsyms {
+    /// Reads `path` (normally /proc/kallsyms).
+    pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
+        Ok(Kallsyms::parse(&std::fs::read_to_string(path)?))
+    }
+
+    /// Parses kallsyms text: `ffffffff821fcd20 t rwsem_down_write_slowpath`, optionally with
+    /// a module (`ffffffffc0a01000 t ext4_foo\t[ext4]`). Lines that do not parse are skipped;
+    /// data symbols are left out.
+    pub fn parse(text: &str) -> Kallsyms {
+        let mut syms: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+                let kind = it.next()?;
+                let name = it.next()?;
+                if !matches!(kind, "t" | "T" | "w" | "W") || addr == 0 {
+                    return None;
+                }
+                Some((addr, name.to_string()))
+            })
+            .collect();
+        syms.sort_by_key(|s| s.0);
+        Kallsyms { syms }
+    }
+
+    /// Number of text symbols.
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// Whether there are none (e.g. read without privileges: every address is 0).
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    /// The function containing `addr`: the last symbol at or below it.
+    pub fn name(&self, addr: u64) -> Option<&str> {
+        let i = self.syms.partition_point(|s| s.0 <= addr);
+        i.checked_sub(1).map(|i| self.syms[i].1.as_str())
+    }
+
+    /// Names for a stack, innermost first; unknown addresses as hex.
+    pub fn frames(&self, addrs: &[u64]) -> Vec<String> {
+        addrs
+            .iter()
+            .take_while(|&&a| a != 0)
+            .map(|&a| match self.name(a) {
+                Some(n) => n.to_string(),
+                None => format!("{a:#x}"),
+            })
+            .collect()
+    }
+}
+
+/// Whether a frame is part of the switch itself rather than the reason for it: the BPF
+/// program and its tracepoint glue, and the scheduler core. Lock slow paths
+/// (`rwsem_down_write_slowpath`) and wait helpers stay: they are reasons.
+pub fn is_switch_frame(name: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "bpf_prog_",
+        "bpf_trampoline_",
+        "__bpf_prog_",
+        "__bpf_trace_",
+        "bpf_trace_run",
+        "__traceiter_",
+        "perf_trace_",
+        "trace_event_raw_event_",
+        "__schedule",
+        "schedule",
+        "preempt_schedule",
+        "io_schedule",
+        "__cond_resched",
+        "0x",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// `frames` without the leading switch frames (see [`is_switch_frame`]).
+pub fn trim(frames: Vec<String>) -> Vec<String> {
+    let skip = frames.iter().take_while(|f| is_switch_frame(f)).count();
+    if skip == frames.len() {
+        return frames;
+    }
+    frames.into_iter().skip(skip).collect()
+}
+
+/// The function names of a `/proc/TID/stack` text (`[<0>] rwsem_down_write_slowpath+0x2b3/0x4a0`),
+/// innermost first.
+pub fn parse_proc_stack(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let f = l.split_once("] ").map_or(l, |(_, f)| f).trim();
+            let name = f.split(['+', ' ']).next()?;
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Real lines from /proc/kallsyms on Linux 6.18 (x86_64), with a data symbol, a module
+    // symbol and an unprivileged (zeroed) line mixed in.
+    const KALLSYMS: &str = "\
+ffffffff81000000 T _stext
+ffffffff815b9750 T vm_mmap_pgoff
+ffffffff815db730 T __mm_populate
+ffffffff81611db0 T __vm_munmap
+ffffffff821f7be0 T __sched_text_start
+ffffffff821f7c80 t __schedule
+ffffffff821fc530 t rwsem_down_read_slowpath
+ffffffff821fcd20 t rwsem_down_write_slowpath
+ffffffff821fd470 T down_write_killable
+ffffffff82a00000 D jiffies
+ffffffffc0a01000 t ext4_file_read_iter\t[ext4]
+0000000000000000 T hidden_from_non_root
+";
+
+    #[test]
+    fn parses_text_symbols_and_looks_up_addresses() {
+        let k = Kallsyms::parse(KALLSYMS);
+        assert_eq!(k.len(), 10);
+        assert_eq!(
+            k.name(0xffffffff821fcd20),
+            Some("rwsem_down_write_slowpath")
+        );
+        assert_eq!(
+            k.name(0xffffffff821fcd20 + 0x2b3),
+            Some("rwsem_down_write_slowpath")
+        );
+        assert_eq!(k.name(0xffffffff815b9750 + 0x10), Some("vm_mmap_pgoff"));
+        assert_eq!(k.name(0xffffffffc0a01004), Some("ext4_file_read_iter"));
+        assert_eq!(k.name(0x1000), None);
+        assert_eq!(
+            k.frames(&[0xffffffff821fcd30, 0xffffffff815b9760, 0, 5]),
+            vec!["rwsem_down_write_slowpath", "vm_mmap_pgoff"]
+        );
+    }
+
+    #[test]
+    fn unprivileged_kallsyms_is_empty() {
+        let k = Kallsyms::parse("0000000000000000 T _stext\n0000000000000000 t __schedule\n");
+        assert!(k.is_empty());
+    }
+
+    #[test]
+    fn trims_the_switch_but_keeps_lock_slow_paths() {
+        let f: Vec<String> = [
+            "bpf_prog_6deef7357e7b4530_on_switch",
+            "bpf_trace_run4",
+            "__bpf_trace_sched_switch",
+            "__traceiter_sched_switch",
+            "__schedule",
+            "schedule",
+            "schedule_preempt_disabled",
+            "rwsem_down_write_slowpath",
+            "down_write_killable",
+            "vm_mmap_pgoff",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            trim(f),
+            vec![
+                "rwsem_down_write_slowpath",
+                "down_write_killable",
+                "vm_mmap_pgoff"
+            ]
+        );
+    }
+
+    #[test]
+    fn parses_proc_stack() {
+        let text = "[<0>] kernel_clone+0x2c4/0x3a0\n[<0>] __do_sys_vfork+0x4e/0x70\n\
+                    [<0>] do_syscall_64+0x7f/0x180\n[<0>] entry_SYSCALL_64_after_hwframe+0x76/0x7e\n";
+        assert_eq!(
+            parse_proc_stack(text),
+            vec![
+                "kernel_clone",
+                "__do_sys_vfork",
+                "do_syscall_64",
+                "entry_SYSCALL_64_after_hwframe"
+            ]
+        );
+    }
+}

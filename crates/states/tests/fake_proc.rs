@@ -1,0 +1,164 @@
+//! The /proc fallback on fake /proc trees: hostile command names, threads that vanish,
+//! unparsable files, delay accounting on and off. No privileges needed.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use tasksnap_states::fallback::{Options, ProcfsSource};
+use tasksnap_states::{between, Filter, Rollup, Source, State};
+
+fn stat_line(tid: i32, comm: &str, state: char, start: u64, blkio: u64) -> String {
+    // 52 fields as Linux 6.18 writes them; only the ones tasksnap reads vary.
+    format!(
+        "{tid} ({comm}) {state} 1 {tid} {tid} 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 {start} \
+         1000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 {blkio} 0 0 0 0 0 0 0 0 0 0\n"
+    )
+}
+
+fn thread(root: &Path, pid: i32, tid: i32, comm: &str, state: char, sched: (u64, u64)) {
+    let d = root.join(format!("{pid}/task/{tid}"));
+    fs::create_dir_all(&d).expect("mkdir");
+    fs::write(d.join("stat"), stat_line(tid, comm, state, 100, 0)).expect("stat");
+    fs::write(d.join("schedstat"), format!("{} {} 5\n", sched.0, sched.1)).expect("schedstat");
+    fs::write(d.join("wchan"), "vm_mmap_pgoff").expect("wchan");
+}
+
+fn set_state(root: &Path, pid: i32, tid: i32, comm: &str, state: char, blkio: u64) {
+    let d = root.join(format!("{pid}/task/{tid}"));
+    fs::write(d.join("stat"), stat_line(tid, comm, state, 100, blkio)).expect("stat");
+}
+
+fn set_sched(root: &Path, pid: i32, tid: i32, sched: (u64, u64)) {
+    let d = root.join(format!("{pid}/task/{tid}"));
+    fs::write(d.join("schedstat"), format!("{} {} 9\n", sched.0, sched.1)).expect("schedstat");
+}
+
+#[test]
+fn fake_tree_exact_and_sampled_figures() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    fs::create_dir_all(root.join("sys/kernel")).expect("mkdir");
+    fs::write(root.join("sys/kernel/task_delayacct"), "0\n").expect("sysctl");
+    let odd = "a) (b\nc";
+    thread(root, 10, 10, odd, 'D', (0, 0));
+    thread(root, 10, 11, "sleepy", 'S', (0, 0));
+    thread(root, 20, 20, "gone soon", 'R', (0, 0));
+    // An unparsable thread, and a process directory without threads: skipped.
+    fs::create_dir_all(root.join("30/task/30")).expect("mkdir");
+    fs::write(root.join("30/task/30/stat"), "garbage").expect("stat");
+    fs::create_dir_all(root.join("40")).expect("mkdir");
+    fs::write(root.join("self"), "not a pid").expect("self");
+
+    let mut src = ProcfsSource::new(Options {
+        filter: Filter::default(),
+        sample_hz: 200,
+        track_sleep: false,
+        proc_root: root.to_path_buf(),
+    })
+    .expect("source");
+    let a = src.sample().expect("sample");
+    assert_eq!(a.threads.len(), 3);
+    assert!(a.notes.iter().any(|n| n.contains("task_delayacct=1")));
+
+    // Over the next ~500 ms: thread 10 runs 100 ms and waits 50 ms for a CPU, and is in D
+    // otherwise; thread 20 vanishes.
+    std::thread::sleep(Duration::from_millis(500));
+    set_sched(root, 10, 10, (100_000_000, 50_000_000));
+    fs::remove_dir_all(root.join("20")).expect("rm");
+    let b = src.sample().expect("sample");
+    let iv = between(&a, &b, Rollup::Thread);
+    assert_eq!(iv.rows.len(), 2, "{:#?}", iv.rows);
+    let r = iv.rows.iter().find(|r| r.tid == Some(10)).expect("row 10");
+    assert_eq!(r.comm, odd);
+    let len = r.alive_ns as f64;
+    assert!((len - 5e8).abs() < 1e8, "alive {len}");
+    assert_eq!(r.ns[State::Running.index()], 100_000_000);
+    assert_eq!(r.ns[State::Runnable.index()], 50_000_000);
+    // Every sample saw D: all the off-CPU rest is disk, and wchan names the reason.
+    assert_eq!(
+        r.ns[State::Disk.index()],
+        r.alive_ns - 150_000_000,
+        "{r:#?}"
+    );
+    let reason = r.top_reason.as_ref().expect("reason");
+    assert_eq!(reason.text(3), "vm_mmap_pgoff");
+    let s = iv.rows.iter().find(|r| r.tid == Some(11)).expect("row 11");
+    assert!(s.pct(State::Sleeping) > 99.9);
+    assert!(b.mode.sampled(State::Disk) && !b.mode.sampled(State::Running));
+}
+
+#[test]
+fn fake_tree_delay_accounting_floors_disk() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    fs::create_dir_all(root.join("sys/kernel")).expect("mkdir");
+    fs::write(root.join("sys/kernel/task_delayacct"), "1\n").expect("sysctl");
+    thread(root, 10, 10, "io", 'S', (0, 0));
+    let mut src = ProcfsSource::new(Options {
+        sample_hz: 200,
+        proc_root: root.to_path_buf(),
+        ..Options::default()
+    })
+    .expect("source");
+    let a = src.sample().expect("sample");
+    assert!(a.notes.is_empty());
+    std::thread::sleep(Duration::from_millis(400));
+    // 30 ticks (300 ms at USER_HZ 100) of block I/O delay, though every sample saw S.
+    set_state(root, 10, 10, "io", 'S', 30);
+    let b = src.sample().expect("sample");
+    let iv = between(&a, &b, Rollup::Thread);
+    let r = &iv.rows[0];
+    assert_eq!(r.ns[State::Disk.index()], 300_000_000, "{r:#?}");
+    assert_eq!(r.ns[State::Sleeping.index()], r.alive_ns - 300_000_000);
+}
+
+#[test]
+fn filters_by_pid_and_command() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    thread(root, 10, 10, "db", 'S', (0, 0));
+    thread(root, 10, 12, "db worker", 'S', (0, 0));
+    thread(root, 20, 20, "web", 'S', (0, 0));
+    let src = |filter: Filter| {
+        ProcfsSource::new(Options {
+            filter,
+            proc_root: root.to_path_buf(),
+            ..Options::default()
+        })
+        .expect("source")
+    };
+    let n = |mut s: ProcfsSource| s.sample().expect("sample").threads.len();
+    assert_eq!(n(src(Filter::default())), 3);
+    assert_eq!(
+        n(src(Filter {
+            pids: vec![10],
+            comms: vec![]
+        })),
+        2
+    );
+    assert_eq!(
+        n(src(Filter {
+            pids: vec![],
+            comms: vec!["web".into()]
+        })),
+        1
+    );
+    assert_eq!(
+        n(src(Filter {
+            pids: vec![99],
+            comms: vec![]
+        })),
+        0
+    );
+}
+
+#[test]
+fn a_missing_proc_root_is_an_error_not_a_panic() {
+    let e = ProcfsSource::new(Options {
+        proc_root: "/nonexistent/proc".into(),
+        ..Options::default()
+    })
+    .expect_err("must fail");
+    assert!(e.to_string().contains("/nonexistent/proc"));
+}
