@@ -11,7 +11,8 @@
 #   3. The /proc fallback's CPU at 1,000 threads and 20 Hz: user+system over wall time of
 #      `tasksnap states --mode procfs` over 10 intervals (/usr/bin/time).
 #
-#   bench/states.sh             RUNS=20 (pairs of pipe runs), LOOPS=50000 (round trips each)
+#   bench/states.sh             RUNS=20 (pairs of pipe runs), LOOPS=50000 (round trips each),
+#                               PHASES=123 (which of the three to run)
 #
 # Needs root (BPF, bpf_stats), perf, bpftool and /usr/bin/time.
 set -euo pipefail
@@ -22,6 +23,7 @@ RUNS=${RUNS:-20}
 LOOPS=${LOOPS:-50000}
 LAST_CPU=$(( $(nproc) - 1 ))
 OUT=${OUT:-target/bench}
+PHASES=${PHASES:-123}
 mkdir -p "$OUT"
 cargo build --release -p tasksnap -p tasksnap-loadgen --quiet
 
@@ -41,6 +43,7 @@ trap cleanup EXIT INT TERM
 
 echo "host: $(uname -r), $(nproc) CPUs, $(ls /proc | grep -c '^[0-9]') processes, $(ps -eLo tid= | wc -l) threads"
 echo
+if [[ $PHASES == *1* ]]; then
 echo "== 1. taskset -c $LAST_CPU perf bench sched pipe -l $LOOPS: $RUNS pairs, alternating"
 echo "   without and with \`tasksnap states -i 60\` (pinned to CPU 0) running"
 : >"$OUT/states-pipe.txt"
@@ -52,17 +55,23 @@ for _ in $(seq "$RUNS"); do
   ts_pid=$!
   # Attached once the first pass is done (a second at 50,000 tasks); then counted exactly.
   sleep 2
-  sysctl -qw kernel.bpf_stats_enabled=1
   with=$(pipe_secs)
-  # Run time of the accounting programs during that run (kernel.bpf_stats_enabled).
-  bpftool prog show -j | python3 -c '
-import json, sys
-progs = [p for p in json.load(sys.stdin) if p.get("name") in ("on_switch", "on_wakeup", "on_wakeup_new")]
-print(sum(p.get("run_time_ns", 0) for p in progs), sum(p.get("run_cnt", 0) for p in progs))' >"$OUT/states-bpfstats.txt"
-  sysctl -qw kernel.bpf_stats_enabled="$stats_was"
   kill -KILL "$ts_pid"; wait "$ts_pid" 2>/dev/null || true; ts_pid=""
-  echo "$base $with $(cat "$OUT/states-bpfstats.txt")" >>"$OUT/states-pipe.txt"
+  echo "$base $with" >>"$OUT/states-pipe.txt"
 done
+# The programs' own run time per call, in one more run with kernel.bpf_stats_enabled (which
+# adds its own clock reads to every call: an upper bound).
+taskset -c 0 "$TS" states --mode bpf -i 60 >/dev/null 2>&1 &
+ts_pid=$!
+sleep 2
+sysctl -qw kernel.bpf_stats_enabled=1
+pipe_secs >/dev/null
+bpftool prog show -j | python3 -c '
+import json, sys
+progs = [p for p in json.load(sys.stdin) if p.get("name") == "on_switch"]
+print(sum(p.get("run_time_ns", 0) for p in progs), sum(p.get("run_cnt", 0) for p in progs))' >"$OUT/states-bpfstats.txt"
+sysctl -qw kernel.bpf_stats_enabled="$stats_was"
+kill -KILL "$ts_pid"; wait "$ts_pid" 2>/dev/null || true; ts_pid=""
 python3 - "$OUT/states-pipe.txt" "$LOOPS" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
@@ -74,13 +83,15 @@ print(f"without: median {base*1e3:.1f} ms ({base/loops*1e6:.2f} us per round tri
 print(f"with:    median {with_*1e3:.1f} ms ({with_/loops*1e6:.2f} us per round trip)")
 print(f"ratio of medians {with_/base:.3f}; per-pair ratios min {ratios[0]:.3f} "
       f"median {statistics.median(ratios):.3f} max {ratios[-1]:.3f}")
-ns = [r[2] / r[3] for r in rows if r[3] > 0]
-per_trip = [r[2] / loops for r in rows]
-print(f"accounting programs: {statistics.median(ns):.0f} ns per run (median of runs), "
-      f"{statistics.median(per_trip)/1e3:.2f} us per round trip (all CPUs, run counts "
-      f"include the rest of the host) = {statistics.median(per_trip)/1e9/(base/loops)*100:.1f}% "
-      f"of a round trip without accounting")
+run_ns, runs = map(int, open(sys.argv[1].replace("states-pipe.txt", "states-bpfstats.txt")).read().split())
+per_run = run_ns / max(runs, 1)
+trip = base / loops * 1e9
+print(f"on_switch: {per_run:.0f} ns per run with bpf_stats on (an upper bound); two runs per "
+      f"round trip = {2 * per_run / trip * 100:.1f}% of a {trip / 1e3:.2f} us round trip")
 PY
+fi
+
+if [[ $PHASES == *2* ]]; then
 echo
 echo "== 2. one interval of 10,000 threads (BPF, all rows printed)"
 coproc LOAD { exec "$LG" --threads 10000 --until-stdin-eof; }
@@ -92,6 +103,9 @@ echo "-- the same, /proc mode"
 "$TS" states --mode procfs -p "$tpid" -i 1 -n 3 -r 0 --timings 2>&1 >/dev/null | grep timings
 cleanup
 
+fi
+
+if [[ $PHASES == *3* ]]; then
 echo
 echo "== 3. /proc fallback CPU, 1,000 threads, 20 Hz, 10 intervals of 1 s"
 coproc LOAD { exec "$LG" --threads 1000 --until-stdin-eof; }
@@ -103,3 +117,4 @@ tpid=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['threads_pid']
 read -r user sys wall <"$OUT/states-fallback-time.txt"
 python3 -c "import sys; u,s,w=map(float,sys.argv[1:]); print(f'user {u:.2f} s, system {s:.2f} s, wall {w:.2f} s: {100*(u+s)/w:.1f}% of one CPU')" "$user" "$sys" "$wall"
 cleanup
+fi

@@ -3,7 +3,8 @@
 //! off the CPU.
 //!
 //! Two sources produce cumulative per-thread totals ([`sample::Sample`]):
-//! - [`bpf::BpfSource`] (root): exact. Scheduler tracepoints charge every state transition;
+//! - [`bpf::BpfSource`] (root): exact. A sched_switch program charges each thread's time at
+//!   its switch-outs (with the scheduler's own sched_info for the run and the run-queue wait);
 //!   a task iterator reads the totals with the ongoing state counted up to the read; the
 //!   kernel stacks of D waits (and S waits on request) name the reason.
 //! - [`fallback::ProcfsSource`] (anyone): running and runnable exact from

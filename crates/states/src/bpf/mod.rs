@@ -151,12 +151,24 @@ fn monotonic_ns() -> u64 {
 /// A kernel `comm` as text: invalid UTF-8 replaced, and everything else kept (callers
 /// escape control characters when they print).
 fn comm_text(comm: &[i8; 16]) -> String {
-    let bytes: Vec<u8> = comm
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+    let mut bytes = [0u8; 16];
+    let mut n = 0;
+    for &c in comm.iter().take_while(|&&c| c != 0) {
+        bytes[n] = c as u8;
+        n += 1;
+    }
+    String::from_utf8_lossy(&bytes[..n]).into_owned()
+}
+
+/// The records of a pass, decoded one at a time (no copy of the whole pass).
+#[cfg(tasksnap_bpf)]
+fn records(buf: &[u8]) -> impl Iterator<Item = skel::types::st_rec> + '_ {
+    buf.chunks_exact(std::mem::size_of::<skel::types::st_rec>())
+        .map(|c| {
+            // SAFETY: the iterator writes whole st_rec records (states.h) back to back; a
+            // chunk is exactly one, and every bit pattern of its integer fields is valid.
+            unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<skel::types::st_rec>()) }
+        })
 }
 
 impl BpfSource {
@@ -284,10 +296,10 @@ impl BpfSource {
         Some(unsafe { libbpf_rs::Link::from_ptr(ptr) })
     }
 
-    /// One iterator pass (over the asked-for processes, or every task) into `self.buf`,
-    /// decoded.
+    /// One iterator pass (over the asked-for processes, or every task) into `self.buf`;
+    /// returns the number of records ([`records`] decodes them).
     #[cfg(tasksnap_bpf)]
-    fn pass(&mut self) -> Result<Vec<skel::types::st_rec>, Error> {
+    fn pass(&mut self) -> Result<usize, Error> {
         use std::io::Read;
 
         self.buf.clear();
@@ -305,16 +317,7 @@ impl BpfSource {
                     source,
                 })?;
         }
-        let size = std::mem::size_of::<skel::types::st_rec>();
-        Ok(self
-            .buf
-            .chunks_exact(size)
-            .map(|c| {
-                // SAFETY: the iterator writes whole st_rec records (states.h) back to back; a
-                // chunk is exactly one, and every bit pattern of its integer fields is valid.
-                unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<skel::types::st_rec>()) }
-            })
-            .collect())
+        Ok(self.buf.len() / std::mem::size_of::<skel::types::st_rec>())
     }
 
     /// Off-CPU ns per ((tid, start time), state, stack id) so far.
@@ -324,8 +327,10 @@ impl BpfSource {
 
         let map = &self.skel.maps.why;
         let mut out = Vec::new();
+        // Batches of 512: each batch's key and value buffers are allocated up front, and the
+        // hash is usually small (4096 cost ~0.8 ms a sample for an empty hash).
         let batch = map
-            .lookup_batch(4096, libbpf_rs::MapFlags::ANY, libbpf_rs::MapFlags::ANY)
+            .lookup_batch(512, libbpf_rs::MapFlags::ANY, libbpf_rs::MapFlags::ANY)
             .map_err(|e| Error::Bpf(format!("reading the off-CPU stack hash: {e}")))?;
         let size = std::mem::size_of::<skel::types::st_why_key>();
         for (k, v) in batch {
@@ -454,7 +459,10 @@ impl BpfSource {
     #[cfg(tasksnap_bpf)]
     fn sample_impl(&mut self) -> Result<Sample, Error> {
         let why = self.why()?;
-        let recs = self.pass()?;
+        let nrecs = self.pass()?;
+        // The pass's bytes are taken out of self while they are decoded (the loop below needs
+        // &mut self for symbols) and put back for the next pass.
+        let buf = std::mem::take(&mut self.buf);
         let at_ns = monotonic_ns();
         self.ringbuf
             .consume()
@@ -476,21 +484,20 @@ impl BpfSource {
         let live_threads: HashSet<(i32, u64)> = if why.is_empty() {
             HashSet::new()
         } else {
-            recs.iter()
+            records(&buf)
                 .map(|r| (r.tid as i32, r.start_boottime_ns))
                 .collect()
         };
         let mut sample = Sample::new(Mode::Bpf, at_ns);
-        sample.threads.reserve(recs.len() + exits.len());
-        let seen_pid1 = self.proc_links.is_empty() && recs.iter().any(|r| r.tid == 1);
+        sample.threads.reserve(nrecs + exits.len());
+        let seen_pid1 = self.proc_links.is_empty() && records(&buf).any(|r| r.tid == 1);
         if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
             sample.notes.extend(self.pid1_note(seen_pid1));
         }
         let mut referenced: HashSet<u32> = HashSet::new();
-        for (r, exited) in recs
-            .iter()
+        for (r, exited) in records(&buf)
             .map(|r| (r, false))
-            .chain(exits.iter().map(|r| (r, true)))
+            .chain(exits.iter().map(|&r| (r, true)))
         {
             if !self.opts.filter.pids.is_empty()
                 && self.opts.filter.comms.is_empty()
@@ -581,6 +588,7 @@ impl BpfSource {
             .collect();
         self.delete_why(&stale);
         self.collect_stacks(&referenced);
+        self.buf = buf;
         if let Some(bss) = self.skel.maps.bss_data.as_deref() {
             if bss.lost_exits > 0 {
                 sample.notes.push(format!(
