@@ -184,8 +184,7 @@ impl Top {
             .unwrap_or(5)
             .max(5);
         let backend = choice.reason.clone();
-        let mut collector = choice.collector;
-        collector.prefer_low_cpu();
+        let collector = choice.collector;
         if collector.name() == "bpf" {
             // What loading needed is no longer needed (see ps).
             let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
@@ -256,6 +255,9 @@ impl Top {
             }
         }
         let snap = snap.ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+        // The first screen is taken as fast as the machine allows (sharded passes); every
+        // refresh after it as cheaply (see Collector::prefer_low_cpu).
+        self.collector.prefer_low_cpu();
         let mut lines = self
             .tracker
             .update(&snap, self.opts.threads, self.mem_total_kib);
