@@ -105,7 +105,7 @@ fn batch_frames_parse_back_and_agree_with_proc() {
             f.columns,
             [
                 "PID", "USER", "PR", "NI", "VIRT", "RES", "SHR", "S", "%CPU", "%MEM", "RUNQ%",
-                "TIME+", "COMMAND"
+                "DISK%", "TIME+", "COMMAND"
             ]
         );
         assert!(f.header[0].contains("load average:"), "{:?}", f.header);
@@ -158,6 +158,46 @@ fn batch_mode_bpf_lists_the_same_processes() {
     for pid in load.info.known_pids() {
         if tasksnap_loadgen::read_stat(pid).is_ok() {
             assert!(frames[0].rows.contains_key(&pid), "pid {pid} missing");
+        }
+    }
+}
+
+#[test]
+fn disk_wait_of_a_d_state_process_is_measured() {
+    if !root_or_skip("DISK% from the BPF states accounting") {
+        return;
+    }
+    let load = spawn_load();
+    let d = *load
+        .info
+        .dstate
+        .first()
+        .expect("the load has a D-state task");
+    let out = run(
+        TASKSNAP,
+        &["top"],
+        &["-b", "-n", "2", "-d", "1", "--backend=bpf"],
+        "C",
+    );
+    assert_eq!(
+        out.code,
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frames = parse_batch(&String::from_utf8_lossy(&out.stdout));
+    let row = frames[1].rows.get(&d).expect("the D-state task is listed");
+    assert_eq!(row[7], "D", "{row:?}");
+    // The vfork parent waits in D the whole interval: DISK% near 100 (whatever the CPU
+    // contention, it does not run).
+    let disk: f64 = row[11]
+        .parse()
+        .unwrap_or_else(|_| panic!("DISK% of {row:?}"));
+    assert!(disk > 90.0, "DISK% {disk}: {row:?}");
+    // Sleepers have no D time.
+    for pid in &load.info.procs {
+        if let Some(r) = frames[1].rows.get(pid) {
+            assert_eq!(r[11], "0.0", "{r:?}");
         }
     }
 }
@@ -347,6 +387,10 @@ fn live_view_in_a_terminal() {
     t.wait_for("the full screen again", |s| {
         s.contains("Tasks:") && s.contains("PID USER")
     });
+    // The wait-reason view: the COMMAND column carries each process's top wait.
+    t.keys(&["w"]);
+    t.wait_for("the wait view", |s| s.contains("COMMAND: WAIT"));
+    t.keys(&["w"]);
     // Help, then quit with status 0.
     t.keys(&["h"]);
     t.wait_for("help", |s| s.contains("tasksnap top: keys"));

@@ -13,6 +13,7 @@ mod render;
 mod system;
 mod tui;
 mod view;
+mod waits;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -44,6 +45,8 @@ pub struct Options {
     pub other_filter: Option<Filter>,
     pub backend: Preference,
     pub width: Option<usize>,
+    /// Show each process's top wait reason after its command.
+    pub show_wait: bool,
 }
 
 impl Default for Options {
@@ -63,6 +66,7 @@ impl Default for Options {
             other_filter: None,
             backend: Preference::Auto,
             width: None,
+            show_wait: false,
         }
     }
 }
@@ -168,6 +172,14 @@ pub struct Top {
     /// Command lines of tasks shown, by identity (tgid, start time).
     cmdlines: HashMap<(i32, u64), String>,
     mem_total_kib: u64,
+    /// DISK% and wait reasons (root with BPF), loaded after the first screen.
+    waits: Option<waits::Waits>,
+    /// Why there are no DISK% figures, once known.
+    waits_unavailable: Option<String>,
+    /// Processes on screen at the last draw (their waits are sampled).
+    visible_pids: Vec<i32>,
+    refreshes: u64,
+    caps_dropped: bool,
     own_cpu_ns: u64,
     own_at: Instant,
     pid_width: usize,
@@ -175,6 +187,7 @@ pub struct Top {
 
 impl Top {
     pub fn new(opts: Options) -> anyhow::Result<Top> {
+        tasksnap_collect::bpf::quiet_libbpf();
         let choice = choice::choose(opts.backend, false)?;
         let mem_total_kib =
             system::parse_meminfo(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default())
@@ -185,10 +198,6 @@ impl Top {
             .max(5);
         let backend = choice.reason.clone();
         let collector = choice.collector;
-        if collector.name() == "bpf" {
-            // What loading needed is no longer needed (see ps).
-            let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
-        }
         Ok(Top {
             opts,
             collector,
@@ -198,6 +207,11 @@ impl Top {
             names: Names::default(),
             cmdlines: HashMap::new(),
             mem_total_kib,
+            waits: None,
+            waits_unavailable: None,
+            visible_pids: Vec::new(),
+            refreshes: 0,
+            caps_dropped: false,
             own_cpu_ns: system::own_cpu_ns(),
             own_at: Instant::now(),
             pid_width,
@@ -263,6 +277,12 @@ impl Top {
             .update(&snap, self.opts.threads, self.mem_total_kib);
         drop(snap);
         self.filter(&mut lines);
+        self.add_waits(&mut lines);
+        if !self.caps_dropped && (self.refreshes >= 2 || self.opts.batch) {
+            // Both BPF parts are loaded (or will not be): what loading needed goes (see ps).
+            let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
+            self.caps_dropped = true;
+        }
         let counts = view::count_states(&lines);
         self.order(&mut lines);
         let sys = self.system.read(Path::new("/proc"));
@@ -271,12 +291,57 @@ impl Top {
         let own = render::OwnCost {
             cpu_pct: now_cpu.saturating_sub(self.own_cpu_ns) as f64 * 100.0 / wall,
             refresh_ms: started.elapsed().as_secs_f64() * 1e3,
-            backend: format!("{}, {} tasks", self.backend_short(), lines.len()),
+            backend: match &self.waits_unavailable {
+                Some(why) => format!("{}, {} tasks; {why}", self.backend_short(), lines.len()),
+                None => format!("{}, {} tasks", self.backend_short(), lines.len()),
+            },
         };
         self.own_cpu_ns = now_cpu;
         self.own_at = Instant::now();
         let header = render::header(&sys, &counts, self.opts.threads, &own, clock);
         Ok(Frame { header, lines })
+    }
+
+    /// DISK% and wait reasons for the processes on screen (every process in batch mode).
+    /// The accounting is loaded at the second refresh, so that loading it (a pass over every
+    /// task to seed it) does not delay the first screen.
+    fn add_waits(&mut self, lines: &mut [Line]) {
+        self.refreshes += 1;
+        if self.opts.threads || self.waits_unavailable.is_some() {
+            return;
+        }
+        if self.waits.is_none() {
+            if self.refreshes < 2 && !self.opts.batch {
+                return;
+            }
+            if self.collector.name() != "bpf" {
+                self.waits_unavailable =
+                    Some("DISK% needs the BPF accounting (root with BPF)".into());
+                return;
+            }
+            match waits::Waits::load() {
+                Ok(w) => self.waits = Some(w),
+                Err(why) => {
+                    self.waits_unavailable = Some(format!("no DISK%: {why}"));
+                    return;
+                }
+            }
+        }
+        let pids: Vec<i32> = if self.opts.batch {
+            Vec::new()
+        } else {
+            self.visible_pids.clone()
+        };
+        let Some(w) = self.waits.as_mut() else {
+            return;
+        };
+        let by_pid = w.update(&pids);
+        for l in lines.iter_mut() {
+            if let Some(wait) = by_pid.get(&l.id.tgid) {
+                l.disk_pct = Some(wait.disk_pct);
+                l.reason = wait.reason.clone();
+            }
+        }
     }
 
     /// Sorts `lines` by the current key, as a forest when the tree view is on.
@@ -334,13 +399,19 @@ impl Top {
         let end = range.end.min(frame.lines.len());
         let start = range.start.min(end);
         let mut out = Vec::with_capacity(end - start);
+        if !self.opts.batch {
+            self.visible_pids = frame.lines[start..end].iter().map(|l| l.id.tgid).collect();
+        }
         for i in start..end {
             let l = &mut frame.lines[i];
             if l.shr_kib.is_none() {
                 l.shr_kib = Some(statm_shared_kib(l.id.tgid, l.id.tid).unwrap_or(0));
             }
             let l = frame.lines[i].clone();
-            let command = self.command(&l);
+            let mut command = self.command(&l);
+            if self.opts.show_wait {
+                command = format!("{command}: {}", l.reason.as_deref().unwrap_or("-"));
+            }
             let user = self.user_name(l.euid);
             out.push(render::line(
                 &l,
@@ -385,7 +456,7 @@ impl Top {
     }
 
     pub fn column_header(&self) -> String {
-        render::column_header(self.pid_width)
+        render::column_header(self.pid_width, self.opts.show_wait)
     }
 }
 

@@ -95,11 +95,13 @@ pub fn header(
     ]
 }
 
-/// The column header for a pid column of `pid_width`.
-pub fn column_header(pid_width: usize) -> String {
+/// The column header for a pid column of `pid_width` (`wait`: the COMMAND column carries
+/// the wait reason too).
+pub fn column_header(pid_width: usize, wait: bool) -> String {
     format!(
-        "{:>pid_width$} USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM RUNQ%     TIME+ COMMAND",
-        "PID"
+        "{:>pid_width$} USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM RUNQ% DISK%     TIME+ {}",
+        "PID",
+        if wait { "COMMAND: WAIT" } else { "COMMAND" }
     )
 }
 
@@ -168,7 +170,7 @@ pub fn line(l: &Line, pid_width: usize, user: &str, command: &str, tree: bool) -
         String::new()
     };
     format!(
-        "{:>pid_width$} {:<8} {:>3} {:>3} {:>7} {:>6} {:>6} {} {} {} {} {:>9} {prefix}{command}",
+        "{:>pid_width$} {:<8} {:>3} {:>3} {:>7} {:>6} {:>6} {} {} {} {} {} {:>9} {prefix}{command}",
         l.id.tid,
         user,
         pr,
@@ -180,6 +182,7 @@ pub fn line(l: &Line, pid_width: usize, user: &str, command: &str, tree: bool) -
         pct(l.cpu_pct),
         pct(l.mem_pct),
         l.runq_pct.map_or("    -".to_string(), pct),
+        l.disk_pct.map_or("    -".to_string(), pct),
         time_plus(l.time_ns),
     )
 }

@@ -27,11 +27,12 @@ tasksnap top: keys
   P M T N   sort by %CPU, %MEM, TIME+, PID      < >  sort column left/right
   R         reverse the order                  V    tree       H  threads
   c         full command lines                 /    filter by name
+  w         each process's top wait reason (the kernel stack it spent most off-CPU time in)
   u         filter by user                     o    filter FIELD=text, FIELD>n, FIELD<n
   =         clear the filters                  k    send a signal   r  renice
   z, space  freeze / unfreeze                  d    refresh interval
   arrows, PgUp/PgDn, Home/End, mouse wheel: scroll       q  quit
-  Columns: RUNQ% = share of the interval spent waiting for a CPU (scheduler run delay).
+  RUNQ% = share of the interval waiting for a CPU; DISK% = in uninterruptible sleep (D).
   Any key closes this help.";
 
 #[derive(Debug, Clone)]
@@ -253,6 +254,7 @@ fn on_key(app: &mut App, k: KeyEvent) {
             refresh_now(app);
         }
         KeyCode::Char('c') => o.full_command = !o.full_command,
+        KeyCode::Char('w') => o.show_wait = !o.show_wait,
         KeyCode::Char('=') => {
             o.name_filter = None;
             o.user = None;
@@ -461,7 +463,7 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
     f.render_widget(Paragraph::new(text), area);
     if app.help {
         let w = area.width.min(92);
-        let h = area.height.min(14);
+        let h = area.height.min(15);
         let r = ratatui::layout::Rect::new(area.x, area.y, w, h);
         f.render_widget(Clear, r);
         f.render_widget(

@@ -25,6 +25,10 @@ pub struct Line {
     pub time_ns: u64,
     /// Share of the interval spent waiting for a CPU (run delay), summed over threads.
     pub runq_pct: Option<f64>,
+    /// Share of the interval spent in D, summed over threads (the states accounting).
+    pub disk_pct: Option<f64>,
+    /// The stack the process waited in most (the states accounting).
+    pub reason: Option<String>,
     pub comm: Vec<u8>,
     pub kthread: bool,
     /// Tree depth when the tree view is on.
@@ -184,6 +188,8 @@ impl Tracker {
                 mem_pct: res_kib as f64 * 100.0 / mem_total_kib.max(1) as f64,
                 time_ns: cpu_ns,
                 runq_pct: runq,
+                disk_pct: None,
+                reason: None,
                 comm: b.comm.clone(),
                 kthread: b.kthread,
                 depth: 0,

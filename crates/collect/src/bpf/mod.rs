@@ -78,6 +78,13 @@ impl CmdlinePass {
     }
 }
 
+/// Stops libbpf from printing its own diagnostics on stderr (a terminal UI would be drawn
+/// over); failures still come back as errors with their reasons.
+pub fn quiet_libbpf() {
+    #[cfg(tasksnap_bpf)]
+    libbpf_rs::set_print(None);
+}
+
 /// Why the BPF backend cannot be used here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unavailable(pub String);

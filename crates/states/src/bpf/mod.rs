@@ -275,6 +275,35 @@ impl BpfSource {
         Ok(src)
     }
 
+    /// Reports only the threads of `pids` from now on (an empty list: every thread), with
+    /// one iterator per process, so that a sample costs the processes watched, not the host.
+    /// `tasksnap top` watches the rows on screen. The accounting itself never stops: a
+    /// process watched later has its totals since loading. Processes that are gone are
+    /// skipped.
+    pub fn watch(&mut self, pids: &[i32]) {
+        #[cfg(tasksnap_bpf)]
+        {
+            self.proc_links.clear();
+            let mut kept = Vec::with_capacity(pids.len());
+            for &pid in pids {
+                if let Some(l) = self.process_link(pid) {
+                    self.proc_links.push(l);
+                    kept.push(pid);
+                }
+            }
+            self.opts.filter.comms.clear();
+            // Nothing left to watch: keep the filter, so that the full pass reports nobody
+            // rather than everybody.
+            self.opts.filter.pids = if kept.is_empty() && !pids.is_empty() {
+                vec![i32::MIN]
+            } else {
+                kept
+            };
+        }
+        #[cfg(not(tasksnap_bpf))]
+        let _ = pids;
+    }
+
     /// An iterator link over the threads of one process only (`bpf_iter_link_info.task.pid`,
     /// Linux 6.1), as crates/collect does for one-process queries.
     #[cfg(tasksnap_bpf)]

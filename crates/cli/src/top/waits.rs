@@ -1,0 +1,81 @@
+//! DISK% and the top wait reason of the processes `top` shows, from tasksnap-states' exact
+//! accounting (BPF, root only): the scheduler tracepoint charges every thread's time in D as
+//! it happens, and each refresh reads the totals of the processes on screen only (one
+//! iterator per process, [`BpfSource::watch`]), so the cost follows the rows shown, not the
+//! host. A process's DISK% is the sum over its threads of the time spent in uninterruptible
+//! sleep, as a share of the interval (like %CPU and RUNQ%, it can pass 100 for several
+//! threads). Rates need two samples of the same process: a row that just came on screen shows
+//! `-` until the next refresh.
+
+use std::collections::{HashMap, HashSet};
+
+use tasksnap_states::bpf::{BpfSource, Options};
+use tasksnap_states::{between, Rollup, Sample, Source, State};
+
+/// One process's waits over the last interval.
+#[derive(Debug, Clone)]
+pub struct Wait {
+    pub disk_pct: f64,
+    /// `D rwsem_down_write_slowpath <- down_write_killable <- ...`, the stack it spent the
+    /// most off-CPU time in.
+    pub reason: Option<String>,
+}
+
+/// The loaded accounting and the previous sample.
+pub struct Waits {
+    src: BpfSource,
+    prev: Option<(Sample, HashSet<i32>)>,
+}
+
+impl Waits {
+    /// Loads the accounting (root with BPF only), or says why not.
+    pub fn load() -> Result<Waits, String> {
+        let src = BpfSource::load(Options::default()).map_err(|e| e.to_string())?;
+        Ok(Waits { src, prev: None })
+    }
+
+    /// Samples `pids` (every process when empty) and returns the waits of those that were
+    /// also sampled last time.
+    pub fn update(&mut self, pids: &[i32]) -> HashMap<i32, Wait> {
+        self.src.watch(pids);
+        let Ok(cur) = self.src.sample() else {
+            self.prev = None;
+            return HashMap::new();
+        };
+        let watched: HashSet<i32> = pids.iter().copied().collect();
+        let mut out = HashMap::new();
+        if let Some((prev, prev_watched)) = &self.prev {
+            let interval = between(prev, &cur, Rollup::Process);
+            let length = interval.length_ns.max(1) as f64;
+            for row in &interval.rows {
+                let comparable = if prev_watched.is_empty() {
+                    watched.is_empty() || watched.contains(&row.pid)
+                } else {
+                    prev_watched.contains(&row.pid)
+                };
+                if !comparable {
+                    continue;
+                }
+                let letter = |s: State| match s {
+                    State::Disk => 'D',
+                    State::Sleeping => 'S',
+                    State::Runnable => 'R',
+                    State::Stopped => 'T',
+                    _ => '-',
+                };
+                out.insert(
+                    row.pid,
+                    Wait {
+                        disk_pct: row.ns[State::Disk.index()] as f64 * 100.0 / length,
+                        reason: row
+                            .top_reason
+                            .as_ref()
+                            .map(|r| format!("{} {}", letter(r.state), r.text(4))),
+                    },
+                );
+            }
+        }
+        self.prev = Some((cur, watched));
+        out
+    }
+}
