@@ -10,35 +10,71 @@ use std::path::Path;
 /// Sorted text symbols.
 #[derive(Debug, Default)]
 pub struct Kallsyms {
-    /// (address, name), sorted by address.
-    syms: Vec<(u64, String)>,
+    /// (address, start and length of the name in `names`), sorted by address. One string
+    /// for all names instead of one allocation per symbol: the table is kept for the whole
+    /// run (in `tasksnap top` too), and 60,000 small strings were ~4 MB.
+    syms: Vec<(u64, u32, u32)>,
+    names: String,
 }
 
 impl Kallsyms {
-    /// Reads `path` (normally /proc/kallsyms).
+    /// Reads `path` (normally /proc/kallsyms) a line at a time, without holding its 5 MB of
+    /// text.
     pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
-        Ok(Kallsyms::parse(&std::fs::read_to_string(path)?))
+        use std::io::BufRead;
+        let mut r = std::io::BufReader::with_capacity(64 << 10, std::fs::File::open(path)?);
+        let mut k = Kallsyms::empty();
+        let mut line = String::new();
+        while r.read_line(&mut line)? > 0 {
+            k.push_line(&line);
+            line.clear();
+        }
+        k.finish();
+        Ok(k)
     }
 
     /// Parses kallsyms text: `ffffffff821fcd20 t rwsem_down_write_slowpath`, optionally with
     /// a module (`ffffffffc0a01000 t ext4_foo\t[ext4]`). Lines that do not parse are skipped;
     /// data symbols are left out.
     pub fn parse(text: &str) -> Kallsyms {
-        let mut syms: Vec<(u64, String)> = text
-            .lines()
-            .filter_map(|l| {
-                let mut it = l.split_whitespace();
-                let addr = u64::from_str_radix(it.next()?, 16).ok()?;
-                let kind = it.next()?;
-                let name = it.next()?;
-                if !matches!(kind, "t" | "T" | "w" | "W") || addr == 0 {
-                    return None;
-                }
-                Some((addr, name.to_string()))
-            })
-            .collect();
-        syms.sort_by_key(|s| s.0);
-        Kallsyms { syms }
+        let mut k = Kallsyms::empty();
+        for l in text.lines() {
+            k.push_line(l);
+        }
+        k.finish();
+        k
+    }
+
+    fn empty() -> Kallsyms {
+        Kallsyms {
+            syms: Vec::new(),
+            names: String::new(),
+        }
+    }
+
+    fn push_line(&mut self, l: &str) {
+        let mut it = l.split_whitespace();
+        let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
+            return;
+        };
+        let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            return;
+        };
+        if !matches!(kind, "t" | "T" | "w" | "W") || addr == 0 {
+            return;
+        }
+        let (Ok(start), Ok(len)) = (u32::try_from(self.names.len()), u32::try_from(name.len()))
+        else {
+            return;
+        };
+        self.names.push_str(name);
+        self.syms.push((addr, start, len));
+    }
+
+    fn finish(&mut self) {
+        self.syms.sort_by_key(|s| s.0);
+        self.syms.shrink_to_fit();
+        self.names.shrink_to_fit();
     }
 
     /// Number of text symbols.
@@ -54,7 +90,8 @@ impl Kallsyms {
     /// The function containing `addr`: the last symbol at or below it.
     pub fn name(&self, addr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|s| s.0 <= addr);
-        i.checked_sub(1).map(|i| self.syms[i].1.as_str())
+        let (_, start, len) = *self.syms.get(i.checked_sub(1)?)?;
+        self.names.get(start as usize..(start + len) as usize)
     }
 
     /// Names for a stack, innermost first; unknown addresses as hex.

@@ -73,6 +73,10 @@ pub struct Options {
     pub kallsyms: PathBuf,
     /// The /proc to read stacks of waits that began before tracking from.
     pub proc_root: PathBuf,
+    /// Seed every thread of the host at load (one pass over every task). Without it a
+    /// thread is seeded the first time a sample reads it (the iterator creates its
+    /// storage), which is what `tasksnap top` wants: it samples the processes on screen only.
+    pub seed_all: bool,
 }
 
 impl Default for Options {
@@ -82,6 +86,7 @@ impl Default for Options {
             track_sleep: false,
             kallsyms: PathBuf::from("/proc/kallsyms"),
             proc_root: PathBuf::from("/proc"),
+            seed_all: true,
         }
     }
 }
@@ -256,8 +261,10 @@ impl BpfSource {
             load_ns: 0,
         };
         // Seed: every thread not yet met by a tracepoint starts from its current state.
-        src.pass()
-            .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
+        if src.opts.seed_all {
+            src.pass()
+                .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
+        }
         if src.opts.filter.comms.is_empty() {
             let pids = src.opts.filter.pids.clone();
             for pid in pids {
@@ -292,6 +299,10 @@ impl BpfSource {
                 }
             }
             self.opts.filter.comms.clear();
+            if !pids.is_empty() {
+                // The seeding pass over every task left a buffer sized for the host.
+                self.buf = Vec::with_capacity(1 << 16);
+            }
             // Nothing left to watch: keep the filter, so that the full pass reports nobody
             // rather than everybody.
             self.opts.filter.pids = if kept.is_empty() && !pids.is_empty() {
