@@ -101,6 +101,10 @@ impl Drop for Restore {
 
 /// Runs the live view until `q` (or `-n` refreshes).
 pub fn run(top: Top) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
+        anyhow::bail!("not a terminal: use -b for batch output (tasksnap top -b -n 1)");
+    }
     terminal::enable_raw_mode()?;
     let _restore = Restore;
     crossterm::execute!(
