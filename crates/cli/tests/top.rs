@@ -80,25 +80,24 @@ fn parse_batch(out: &str) -> Vec<BatchFrame> {
     frames
 }
 
-#[test]
-fn batch_frames_parse_back_and_agree_with_proc() {
-    let load = spawn_load();
-    let hog = spawn("while :; do :; done");
-    let hog_pid = hog.0.id() as i32;
-    let out = run(
-        TASKSNAP,
-        &["top"],
-        &["-b", "-n", "2", "-d", "1", "--backend=procfs"],
-        "C",
-    );
+/// Runs `tasksnap top -b` with `args` and parses its frames; the run must succeed.
+fn batch(args: &[&str]) -> Vec<BatchFrame> {
+    let out = run(TASKSNAP, &["top", "-b"], args, "C");
     assert_eq!(
         out.code,
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let frames = parse_batch(&text);
+    parse_batch(&String::from_utf8_lossy(&out.stdout))
+}
+
+#[test]
+fn batch_frames_parse_back_and_agree_with_proc() {
+    let load = spawn_load();
+    let hog = spawn("while :; do :; done");
+    let hog_pid = hog.0.id() as i32;
+    let frames = batch(&["-n", "2", "-d", "1", "--backend=procfs"]);
     assert_eq!(frames.len(), 2, "two frames");
     for f in &frames {
         assert_eq!(
@@ -147,14 +146,7 @@ fn batch_mode_bpf_lists_the_same_processes() {
         return;
     }
     let load = spawn_load();
-    let out = run(TASKSNAP, &["top"], &["-b", "-n", "1", "--backend=bpf"], "C");
-    assert_eq!(
-        out.code,
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let frames = parse_batch(&String::from_utf8_lossy(&out.stdout));
+    let frames = batch(&["-n", "1", "--backend=bpf"]);
     for pid in load.info.known_pids() {
         if tasksnap_loadgen::read_stat(pid).is_ok() {
             assert!(frames[0].rows.contains_key(&pid), "pid {pid} missing");
@@ -173,19 +165,7 @@ fn disk_wait_of_a_d_state_process_is_measured() {
         .dstate
         .first()
         .expect("the load has a D-state task");
-    let out = run(
-        TASKSNAP,
-        &["top"],
-        &["-b", "-n", "2", "-d", "1", "--backend=bpf"],
-        "C",
-    );
-    assert_eq!(
-        out.code,
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let frames = parse_batch(&String::from_utf8_lossy(&out.stdout));
+    let frames = batch(&["-n", "2", "-d", "1", "--backend=bpf"]);
     let row = frames[1].rows.get(&d).expect("the D-state task is listed");
     assert_eq!(row[7], "D", "{row:?}");
     // The vfork parent waits in D the whole interval: DISK% near 100 (whatever the CPU
