@@ -217,3 +217,70 @@ fn one_process_queries_use_the_pid_filter_and_agree() {
         }
     }
 }
+
+/// Kernel threads' names come from the kernel (fs/proc/array.c proc_task_name()): full names
+/// past comm's 15 bytes, and workqueue workers' descriptions. A worker's description changes
+/// with the work it runs, so for workers only the part before it must match /proc.
+#[test]
+fn kernel_thread_names_match_proc() {
+    if !root_or_skip("kernel thread names from the iterator") {
+        return;
+    }
+    const PF_WQ_WORKER: u32 = 0x20;
+    let mut bpf = BpfCollector::new().expect("BPF loads as root");
+    let q = Query::new(
+        Selector::AllProcesses,
+        Groups {
+            base: true,
+            ..Groups::default()
+        },
+    );
+    let snap = bpf.snapshot(&q).expect("bpf snapshot");
+    let (mut long, mut described, mut compared) = (0, 0, 0);
+    for t in &snap.tasks {
+        let Some(b) = t.base.as_ref().filter(|b| b.kthread) else {
+            continue;
+        };
+        let Ok(mut proc_name) = std::fs::read(format!("/proc/{}/comm", t.id.tgid)) else {
+            continue; // gone
+        };
+        if proc_name.last() == Some(&b'\n') {
+            proc_name.pop();
+        }
+        let name = &b.comm;
+        if b.flags & PF_WQ_WORKER == 0 {
+            assert_eq!(
+                String::from_utf8_lossy(name),
+                String::from_utf8_lossy(&proc_name),
+                "kernel thread {}",
+                t.id.tgid
+            );
+        } else {
+            // "kworker/u8:4-events_unbound": the worker's own name is the part before the
+            // first '+' or '-' after its "kworker/..." prefix.
+            let base_of = |n: &[u8]| -> Vec<u8> {
+                let start = n.iter().position(|&c| c == b'/').map_or(0, |i| i + 1);
+                let end = n[start..]
+                    .iter()
+                    .position(|&c| c == b'+' || c == b'-')
+                    .map_or(n.len(), |i| start + i);
+                n[..end].to_vec()
+            };
+            assert_eq!(
+                String::from_utf8_lossy(&base_of(name)),
+                String::from_utf8_lossy(&base_of(&proc_name)),
+                "workqueue worker {}",
+                t.id.tgid
+            );
+            described += usize::from(name.len() > base_of(name).len());
+        }
+        long += usize::from(name.len() > 15);
+        compared += 1;
+    }
+    assert!(compared > 10, "only {compared} kernel threads compared");
+    assert!(
+        long > 0,
+        "no kernel thread name past 15 bytes: full names not read"
+    );
+    assert!(described > 0, "no workqueue worker with a description");
+}

@@ -9,7 +9,7 @@ use tasksnap_model::{
     Base, Cred, Groups, Io, Query, Sched, Selector, Stat, Task, TaskId, TaskState, PF_KTHREAD,
 };
 
-use super::skel::types::{ts_base, ts_cred, ts_hdr, ts_io, ts_sched, ts_stat};
+use super::skel::types::{ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_sched, ts_stat};
 use crate::procfs::Units;
 
 const TS_GROUP_BASE: u32 = 1;
@@ -17,9 +17,7 @@ const TS_GROUP_CRED: u32 = 2;
 const TS_GROUP_STAT: u32 = 4;
 const TS_GROUP_SCHED: u32 = 8;
 const TS_GROUP_IO: u32 = 16;
-
-/// PF_WQ_WORKER: a workqueue worker, whose /proc comm carries the work item's name.
-const PF_WQ_WORKER: u32 = 0x0000_0020;
+const TS_GROUP_KNAME: u32 = 32;
 
 /// One task's record: its header, and where its blocks are in the pass's buffer (read on
 /// demand, so that decoding a pass copies 48 bytes per task, not every block).
@@ -62,15 +60,20 @@ impl Record<'_> {
     pub fn io(&self) -> Option<ts_io> {
         self.block(TS_GROUP_IO)
     }
+    /// A kernel thread's name as /proc shows it (record.h, struct ts_kname).
+    pub fn kname(&self) -> Option<ts_kname> {
+        self.block(TS_GROUP_KNAME)
+    }
 }
 
 /// The group bits in record order, with their block sizes.
-const BLOCK_SIZES: [(u32, usize); 5] = [
+const BLOCK_SIZES: [(u32, usize); 6] = [
     (TS_GROUP_BASE, std::mem::size_of::<ts_base>()),
     (TS_GROUP_CRED, std::mem::size_of::<ts_cred>()),
     (TS_GROUP_STAT, std::mem::size_of::<ts_stat>()),
     (TS_GROUP_SCHED, std::mem::size_of::<ts_sched>()),
     (TS_GROUP_IO, std::mem::size_of::<ts_io>()),
+    (TS_GROUP_KNAME, std::mem::size_of::<ts_kname>()),
 ];
 
 /// Record bytes per task for `bits` (to size read buffers).
@@ -415,6 +418,9 @@ pub fn assemble(
             });
             let base = r.base();
             t.base = base.as_ref().map(to_base);
+            if let (Some(b), Some(k)) = (&mut t.base, r.kname()) {
+                b.comm = comm_bytes(&k.name.map(|c| c as u8));
+            }
             t.cred = r.cred().as_ref().map(to_cred);
             t.stat = if groups.stat { stat } else { None };
             if groups.locked {
@@ -523,29 +529,6 @@ pub fn merge(tasks: &mut [Task], mut filled: HashMap<(i32, i32), Task>, fill: &G
             if fill.cred_full {
                 if let (Some(c), Some(fc)) = (&mut t.cred, f.cred) {
                     c.groups = fc.groups;
-                }
-            }
-        }
-    }
-}
-
-/// A workqueue worker's /proc comm names the work it runs ("kworker/0:1-events"), and a
-/// kernel thread's shows its full name past 15 bytes (kthread->full_name, Linux 6.6):
-/// task->comm has neither. Those few names are read from /proc.
-pub fn fix_kernel_names(tasks: &mut [Task]) {
-    for t in tasks.iter_mut() {
-        if let Some(b) = &mut t.base {
-            if b.flags & PF_WQ_WORKER != 0 || (b.kthread && b.comm.len() >= 15) {
-                let path = if t.id.tid == t.id.tgid {
-                    format!("/proc/{}/comm", t.id.tgid)
-                } else {
-                    format!("/proc/{}/task/{}/comm", t.id.tgid, t.id.tid)
-                };
-                if let Ok(mut c) = std::fs::read(path) {
-                    if c.last() == Some(&b'\n') {
-                        c.pop();
-                    }
-                    b.comm = c;
                 }
             }
         }

@@ -488,7 +488,6 @@ impl BpfCollector {
             stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
             decode::merge(&mut tasks, filled, &fill);
         }
-        decode::fix_kernel_names(&mut tasks);
         if !query.groups.base {
             for t in &mut tasks {
                 t.base = None;

@@ -5,7 +5,7 @@
  * generates its types from this file's BTF (see the layout anchors in task_iter.bpf.c).
  *
  * A record is a ts_hdr followed by one block per group bit set in ts_hdr.groups, in the
- * order of the bits (BASE, CRED, STAT, SCHED, IO). Every block is 8-byte aligned and fixed-size.
+ * order of the bits (BASE, CRED, STAT, SCHED, IO, KNAME). Every block is 8-byte aligned and fixed-size.
  */
 #ifndef TASKSNAP_RECORD_H
 #define TASKSNAP_RECORD_H
@@ -15,6 +15,8 @@
 #define TS_GROUP_STAT  (1u << 2)
 #define TS_GROUP_SCHED (1u << 3)
 #define TS_GROUP_IO    (1u << 4)
+/* Set by the program itself, on kernel threads' records when BASE is asked for. */
+#define TS_GROUP_KNAME (1u << 5)
 
 struct ts_hdr {
 	__u32 tid;		/* pid in the reader's pid namespace */
@@ -97,6 +99,16 @@ struct ts_io {
 	__u64 rchar, wchar, syscr, syscw, read_bytes, write_bytes, cancelled_write_bytes;
 	__u64 sig_rchar, sig_wchar, sig_syscr, sig_syscw, sig_read_bytes, sig_write_bytes,
 		sig_cancelled_write_bytes;
+};
+
+/* A kernel thread's name as /proc/PID/stat shows it (fs/proc/array.c proc_task_name()): a
+ * workqueue worker's comm followed by '+' (running a work item) or '-' and the description
+ * of its latest work (wq_worker_comm()); another kernel thread's full name when it has one
+ * past the 15 bytes of comm (kthread->full_name, Linux 6.6); else its comm. */
+#define TS_KNAME_MAX 64
+
+struct ts_kname {
+	char name[TS_KNAME_MAX];
 };
 
 /* The command-line pass (iter.s/task): one ts_cmd_hdr per process, followed by len bytes of

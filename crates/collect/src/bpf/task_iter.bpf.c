@@ -39,6 +39,7 @@ struct ts_cred ts_cred_layout = {};
 struct ts_stat ts_stat_layout = {};
 struct ts_sched ts_sched_layout = {};
 struct ts_io ts_io_layout = {};
+struct ts_kname ts_kname_layout = {};
 struct ts_cmd_hdr ts_cmd_hdr_layout = {};
 struct ts_reader_cfg ts_reader_cfg_layout = {};
 
@@ -141,6 +142,56 @@ static __always_inline __s32 tty_pgrp(struct tty_struct *tty, __u32 level)
 	return nr_in_ns(pgrp, level);
 }
 
+#define PF_WQ_WORKER 0x00000020
+#define PF_KTHREAD   0x00200000
+
+/* Linux 6.6 (commit d6986ce24fc0) keeps names longer than comm in kthread->full_name. */
+struct kthread___v66 {
+	void *data;
+	char *full_name;
+} __attribute__((preserve_access_index));
+
+/*
+ * fs/proc/array.c proc_task_name() for a kernel thread, into name (TS_KNAME_MAX bytes,
+ * zeroed by the caller). The worker and kthread structs hang off void pointers
+ * (task->worker_private, kthread->data), so they are read with probe reads; the kernel takes
+ * wq_pool_attach_mutex and the pool lock for this, the program does not (a name read while
+ * a worker switches work items may show either item, as /proc read a moment apart would).
+ */
+static __always_inline void kernel_name(struct task_struct *t, char *name)
+{
+	struct kthread___v66 *kt = t->worker_private;
+	struct worker *w;
+	char desc[32];
+	__u32 len = 0;
+
+	__builtin_memcpy(name, t->comm, 16);
+	if (!kt)
+		return;
+	/* get_kthread_comm(): the full name when there is one, else comm. */
+	if (bpf_core_field_exists(kt->full_name)) {
+		char *full = BPF_CORE_READ(kt, full_name);
+
+		if (full)
+			bpf_probe_read_kernel_str(name, TS_KNAME_MAX, full);
+	}
+	if (!(t->flags & PF_WQ_WORKER))
+		return;
+	/* wq_worker_comm(): then '+' or '-' and the worker's description, when it has a pool
+	 * and a description. */
+	w = BPF_CORE_READ(kt, data);
+	if (!w || !BPF_CORE_READ(w, pool))
+		return;
+	if (bpf_probe_read_kernel_str(desc, sizeof(desc), &w->desc) <= 1)
+		return;
+	while (len < 31 && name[len])
+		len++;
+	if (len >= 31)
+		return;
+	name[len & 31] = BPF_CORE_READ(w, current_work) ? '+' : '-';
+	bpf_probe_read_kernel_str(&name[(len & 31) + 1], sizeof(desc), &w->desc);
+}
+
 SEC("iter/task")
 int dump_task(struct bpf_iter__task *ctx)
 {
@@ -174,6 +225,8 @@ int dump_task(struct bpf_iter__task *ctx)
 	if (!hdr.tid)
 		return 0;
 	hdr.start_boottime_ns = t->start_boottime;
+	if ((groups & TS_GROUP_BASE) && (t->flags & PF_KTHREAD))
+		groups |= TS_GROUP_KNAME;
 	hdr.groups = groups;
 	hdr.global_tid = t->pid;
 	bpf_seq_write(seq, &hdr, sizeof(hdr));
@@ -284,6 +337,12 @@ int dump_task(struct bpf_iter__task *ctx)
 		io.sig_write_bytes = sig->ioac.write_bytes;
 		io.sig_cancelled_write_bytes = sig->ioac.cancelled_write_bytes;
 		bpf_seq_write(seq, &io, sizeof(io));
+	}
+	if (groups & TS_GROUP_KNAME) {
+		struct ts_kname kn = {};
+
+		kernel_name(t, kn.name);
+		bpf_seq_write(seq, &kn, sizeof(kn));
 	}
 	return 0;
 }
