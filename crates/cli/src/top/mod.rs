@@ -188,7 +188,20 @@ pub struct Top {
 impl Top {
     pub fn new(opts: Options) -> anyhow::Result<Top> {
         tasksnap_collect::bpf::quiet_libbpf();
-        let choice = choice::choose(opts.backend, false)?;
+        // A live view runs for a while: the BPF programs' load time (the reason `ps` uses
+        // /proc on small hosts) is paid once, and only BPF gives DISK% and wait reasons.
+        // So `auto` means BPF whenever it can load.
+        let choice = match opts.backend {
+            Preference::Auto => match choice::choose(Preference::Bpf, false) {
+                Ok(c) => c,
+                Err(why) => {
+                    let mut c = choice::choose(Preference::Procfs, false)?;
+                    c.reason = format!("procfs: {why}");
+                    c
+                }
+            },
+            p => choice::choose(p, false)?,
+        };
         let mem_total_kib =
             system::parse_meminfo(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default())
                 .total_kib;
@@ -307,7 +320,7 @@ impl Top {
     /// task to seed it) does not delay the first screen.
     fn add_waits(&mut self, lines: &mut [Line]) {
         self.refreshes += 1;
-        if self.opts.threads || self.waits_unavailable.is_some() {
+        if self.waits_unavailable.is_some() {
             return;
         }
         if self.waits.is_none() {
@@ -335,9 +348,11 @@ impl Top {
         let Some(w) = self.waits.as_mut() else {
             return;
         };
-        let by_pid = w.update(&pids);
+        let threads = self.opts.threads;
+        let by_id = w.update(&pids, threads);
         for l in lines.iter_mut() {
-            if let Some(wait) = by_pid.get(&l.id.tgid) {
+            let key = if threads { l.id.tid } else { l.id.tgid };
+            if let Some(wait) = by_id.get(&key) {
                 l.disk_pct = Some(wait.disk_pct);
                 l.reason = wait.reason.clone();
             }
@@ -401,6 +416,9 @@ impl Top {
         let mut out = Vec::with_capacity(end - start);
         if !self.opts.batch {
             self.visible_pids = frame.lines[start..end].iter().map(|l| l.id.tgid).collect();
+            // Thread rows share their process: one iterator per process.
+            self.visible_pids.sort_unstable();
+            self.visible_pids.dedup();
         }
         for i in start..end {
             let l = &mut frame.lines[i];

@@ -41,8 +41,9 @@ impl Waits {
     }
 
     /// Samples `pids` (every process when empty) and returns the waits of those that were
-    /// also sampled last time.
-    pub fn update(&mut self, pids: &[i32]) -> HashMap<i32, Wait> {
+    /// also sampled last time: per process (keyed by pid), or per thread (keyed by tid) when
+    /// `threads`.
+    pub fn update(&mut self, pids: &[i32], threads: bool) -> HashMap<i32, Wait> {
         self.src.watch(pids);
         let Ok(cur) = self.src.sample() else {
             self.prev = None;
@@ -51,7 +52,12 @@ impl Waits {
         let watched: HashSet<i32> = pids.iter().copied().collect();
         let mut out = HashMap::new();
         if let Some((prev, prev_watched)) = &self.prev {
-            let interval = between(prev, &cur, Rollup::Process);
+            let rollup = if threads {
+                Rollup::Thread
+            } else {
+                Rollup::Process
+            };
+            let interval = between(prev, &cur, rollup);
             let length = interval.length_ns.max(1) as f64;
             for row in &interval.rows {
                 let comparable = if prev_watched.is_empty() {
@@ -70,7 +76,11 @@ impl Waits {
                     _ => '-',
                 };
                 out.insert(
-                    row.pid,
+                    if threads {
+                        row.tid.unwrap_or(row.pid)
+                    } else {
+                        row.pid
+                    },
                     Wait {
                         disk_pct: row.ns[State::Disk.index()] as f64 * 100.0 / length,
                         reason: row
