@@ -120,8 +120,10 @@ pub fn main() -> ExitCode {
             }
         ),
     );
+    let mut bpf_loaded = false;
     match BpfCollector::with_cmdline(true) {
         Ok(b) => {
+            bpf_loaded = true;
             line(
                 "bpf",
                 format!(
@@ -238,6 +240,18 @@ pub fn main() -> ExitCode {
             problems.push("no backend".into());
         }
     }
+    line(
+        "top backend",
+        if bpf_loaded {
+            "bpf: a live view uses the iterator whenever it loads (RUNQ%, DISK%, wait reasons)"
+                .to_string()
+        } else {
+            format!(
+                "procfs: RUNQ% from schedstat, no DISK% or wait reasons (they need BPF as root){}",
+                if root { "" } else { "; not root" }
+            )
+        },
+    );
     if problems.is_empty() {
         line("problems", "none");
         ExitCode::SUCCESS
