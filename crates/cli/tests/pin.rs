@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use common::*;
 
 const ROOT: &str = "/sys/fs/bpf/tasksnap";
+const LOCK_DIR: &str = "/run/tasksnap";
 const FORMAT: &[&str] = &["-e", "-o", "pid,ppid,user,stat,nlwp,tty,comm,args"];
 
 fn tasksnap(args: &[&str]) -> Out {
@@ -72,14 +73,48 @@ fn pinned_iterator_is_used_root_only_and_removable() {
     pins.sort();
     assert_eq!(
         pins,
-        ["cmdline_link", "reader_cfg", "task_link", "task_prog"],
+        [
+            "arenas",
+            "cmdline_link",
+            "reader_cfg",
+            "task_link",
+            "task_prog",
+            "walk_prog"
+        ],
         "the pinned objects"
     );
 
-    // Used, and with the same rows as /proc (command lines included).
+    // Used, and with the same rows as /proc (command lines included). A pinned set walks
+    // into an arena that the next run reuses.
     let (pinned, verbose) = rows("--backend=bpf", &pids);
     assert!(verbose.contains("pinned programs at"), "{verbose}");
+    assert!(verbose.contains("pass: walk into the arena"), "{verbose}");
     assert_eq!(pinned, reference, "pinned iterator vs procfs");
+    let (again, verbose) = rows("--backend=bpf", &pids);
+    assert!(
+        verbose.contains("slot 0, reused from an earlier run"),
+        "{verbose}"
+    );
+    assert_eq!(again, reference, "reused arena vs procfs");
+    // The slot locks are root-only; a run finding slot 0 taken (by a concurrent tasksnap:
+    // here this test, holding its lock) takes the next slot.
+    assert_eq!(mode(Path::new(LOCK_DIR)), (0o700, 0), "{LOCK_DIR}");
+    let lock0 = std::fs::read_dir(LOCK_DIR)
+        .expect("lock dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with("-0.lock"))
+        .expect("slot 0's lock file");
+    assert_eq!(mode(&lock0), (0o600, 0), "{}", lock0.display());
+    let held = std::fs::File::open(&lock0).expect("open the lock");
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&held);
+    // SAFETY: flock on a descriptor this test owns, valid for the call.
+    let locked = unsafe { libc::flock(fd, libc::LOCK_EX) };
+    assert_eq!(locked, 0, "lock slot 0");
+    let (beside, verbose) = rows("--backend=bpf", &pids);
+    drop(held);
+    assert!(verbose.contains("slot 1, created by this run"), "{verbose}");
+    assert_eq!(beside, reference, "second slot vs procfs");
     // auto takes the pinned iterator whatever the task count.
     let (_, verbose) = rows("--backend=auto", &pids);
     assert!(verbose.contains("tasksnap: bpf:"), "{verbose}");
@@ -108,6 +143,11 @@ fn pinned_iterator_is_used_root_only_and_removable() {
     let out = tasksnap(&["unpin"]);
     assert_eq!(out.code, Some(0), "unpin: {}", text(&out.stderr));
     assert!(!Path::new(ROOT).exists(), "unpin removes {ROOT}");
+    assert_eq!(
+        std::fs::read_dir(LOCK_DIR).map_or(0, |d| d.count()),
+        0,
+        "unpin removes the slot locks"
+    );
     let (_, verbose) = rows("--backend=bpf", &pids);
     assert!(verbose.contains("loaded in"), "{verbose}");
     assert!(text(&tasksnap(&["unpin"]).stdout).contains("nothing was pinned"));

@@ -41,4 +41,13 @@ pub trait Collector {
     /// snapshot, so work that only buys latency by repeating itself on several cores (the
     /// BPF backend's sharded passes each walk every task) is not done.
     fn prefer_low_cpu(&mut self) {}
+    /// Gets ready for snapshots of `groups` while the caller still holds the privileges it
+    /// started with (the BPF backend creates the memory its walk writes into, which needs
+    /// CAP_BPF); called before capabilities are dropped. Failing here is not an error: the
+    /// snapshots then take a slower path.
+    fn prepare(&mut self, _groups: &tasksnap_model::Groups) {}
+    /// How the last snapshot was taken, for `--verbose` (e.g. which BPF pass ran and why).
+    fn last_pass(&self) -> String {
+        String::new()
+    }
 }

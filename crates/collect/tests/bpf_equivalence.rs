@@ -61,20 +61,35 @@ fn both_backends_agree_on_a_spawned_load() {
         io: true,
         ..Groups::default()
     };
-    let mut bpf = BpfCollector::with_cmdline(true).expect("BPF loads as root");
-    assert!(
-        bpf.cmdline_from_procfs.is_none(),
-        "{:?}",
-        bpf.cmdline_from_procfs
-    );
+    // Both BPF paths: the seq_file iterator (what a tasksnap that loads its own programs
+    // uses) and the walk into an arena (what a pinned set gives).
+    for walk in [false, true] {
+        let mut bpf = BpfCollector::load_fresh(true, walk).expect("BPF loads as root");
+        assert!(
+            bpf.cmdline_from_procfs.is_none(),
+            "{:?}",
+            bpf.cmdline_from_procfs
+        );
+        agree(&mut bpf, walk, &load, &pids, groups);
+    }
+}
+
+fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: Groups) {
     let mut procfs = ProcfsCollector::new().expect("procfs");
     for (selector, what) in [
         (Selector::AllProcesses, "processes"),
         (Selector::AllThreads, "threads"),
     ] {
+        let what = format!("{what} ({})", if walk { "walk" } else { "iterator" });
         let mut q = Query::new(selector, groups);
         q.leader_as_process = true;
         let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+        let pass = bpf.last_pass();
+        assert_eq!(
+            pass.starts_with("walk"),
+            walk,
+            "{what}: the pass taken was {pass}"
+        );
         let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
         let mut checked = 0;
         let mut io_active = 0;
@@ -226,8 +241,14 @@ fn kernel_thread_names_match_proc() {
     if !root_or_skip("kernel thread names from the iterator") {
         return;
     }
+    for walk in [false, true] {
+        let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
+        kernel_names_match(&mut bpf, walk);
+    }
+}
+
+fn kernel_names_match(bpf: &mut BpfCollector, walk: bool) {
     const PF_WQ_WORKER: u32 = 0x20;
-    let mut bpf = BpfCollector::new().expect("BPF loads as root");
     let q = Query::new(
         Selector::AllProcesses,
         Groups {
@@ -236,6 +257,12 @@ fn kernel_thread_names_match_proc() {
         },
     );
     let snap = bpf.snapshot(&q).expect("bpf snapshot");
+    assert_eq!(
+        bpf.last_pass().starts_with("walk"),
+        walk,
+        "{}",
+        bpf.last_pass()
+    );
     let (mut long, mut described, mut compared) = (0, 0, 0);
     for t in &snap.tasks {
         let Some(b) = t.base.as_ref().filter(|b| b.kthread) else {

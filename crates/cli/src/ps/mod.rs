@@ -212,6 +212,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         eprintln!("tasksnap: {}", choice.reason);
     }
     let mut collector = choice.collector;
+    collector.prepare(&groups);
     if collector.name() == "bpf" {
         // Loaded (or opened): what loading needed is no longer needed.
         let now = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
@@ -230,6 +231,10 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         query.leader_as_process = true;
         let snap = collector.snapshot(&query)?;
         if s.verbose {
+            let how = collector.last_pass();
+            if !how.is_empty() {
+                eprintln!("tasksnap: pass: {how}");
+            }
             eprintln!(
                 "tasksnap: backend {} read {} tasks ({} vanished, {} denied, {} cmdline timeouts)",
                 snap.backend,

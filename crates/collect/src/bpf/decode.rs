@@ -160,6 +160,39 @@ pub fn records(buf: &[u8]) -> Result<Vec<Record<'_>>, String> {
     Ok(out)
 }
 
+/// Parses one arena chunk of the walk (record.h): whole records up to a header whose groups
+/// is 0, or to the chunk's end. Unknown group bits or a record past the chunk's end are
+/// errors, as in [`records`].
+pub fn chunk_records<'a>(chunk: &'a [u8], out: &mut Vec<Record<'a>>) -> Result<(), String> {
+    const KNOWN: u32 = TS_GROUP_BASE
+        | TS_GROUP_CRED
+        | TS_GROUP_STAT
+        | TS_GROUP_SCHED
+        | TS_GROUP_IO
+        | TS_GROUP_KNAME;
+    let hdr_size = std::mem::size_of::<ts_hdr>();
+    let mut at = 0;
+    while at + hdr_size <= chunk.len() {
+        let hdr: ts_hdr = take(chunk, &mut at)?;
+        if hdr.groups == 0 {
+            break;
+        }
+        if hdr.groups & !KNOWN != 0 {
+            return Err(format!(
+                "unknown record groups {:#x} in the arena",
+                hdr.groups
+            ));
+        }
+        let len = record_size(hdr.groups) - hdr_size;
+        let blocks = chunk
+            .get(at..at + len)
+            .ok_or_else(|| format!("arena record past its chunk at byte {at}"))?;
+        at += len;
+        out.push(Record { hdr, blocks });
+    }
+    Ok(())
+}
+
 /// fs/proc/array.c `task_state_index()`: the letter /proc shows for `__state | exit_state`.
 fn state_letter(state: u32, exit_state: u32) -> u8 {
     const TASK_REPORT: u32 = 0x7f;
@@ -562,5 +595,51 @@ mod tests {
         assert_eq!(cputime_adjust(30, 10, 100, 60, 50), (60, 50));
         // Never below what was reported.
         assert_eq!(cputime_adjust(30, 10, 100, 0, 40), (60, 40));
+    }
+
+    fn hdr_bytes(tid: u32, groups: u32) -> Vec<u8> {
+        let h = ts_hdr {
+            tid,
+            tgid: tid,
+            groups,
+            ..Default::default()
+        };
+        // SAFETY: ts_hdr is a repr(C) struct of integers: viewing it as bytes reads
+        // initialized memory of exactly its size.
+        unsafe {
+            std::slice::from_raw_parts(
+                (&h as *const ts_hdr).cast::<u8>(),
+                std::mem::size_of::<ts_hdr>(),
+            )
+        }
+        .to_vec()
+    }
+
+    #[test]
+    fn arena_chunks_parse_to_their_terminator_and_refuse_garbage() {
+        let chunk_len = 4096;
+        let base = record_size(TS_GROUP_BASE);
+        // Two base records, a terminator, then leftovers of an older pass.
+        let mut chunk = Vec::new();
+        for tid in [7, 9] {
+            chunk.extend(hdr_bytes(tid, TS_GROUP_BASE));
+            chunk.resize(chunk.len() + base - std::mem::size_of::<ts_hdr>(), 0);
+        }
+        chunk.extend(hdr_bytes(0, 0));
+        chunk.extend(hdr_bytes(11, TS_GROUP_BASE));
+        chunk.resize(chunk_len, 0xff);
+        let mut out = Vec::new();
+        chunk_records(&chunk, &mut out).expect("parses");
+        assert_eq!(out.iter().map(|r| r.hdr.tid).collect::<Vec<_>>(), [7, 9]);
+
+        // Unknown group bits: refused, not guessed at.
+        let mut bad = hdr_bytes(3, 1 << 9);
+        bad.resize(chunk_len, 0);
+        assert!(chunk_records(&bad, &mut Vec::new()).is_err());
+
+        // A record running past its chunk: refused.
+        let mut cut = hdr_bytes(5, TS_GROUP_BASE);
+        cut.extend([0u8; 8]);
+        assert!(chunk_records(&cut, &mut Vec::new()).is_err());
     }
 }

@@ -16,6 +16,8 @@
 #![cfg_attr(not(tasksnap_bpf), allow(unused_imports, unused_variables, dead_code))]
 
 #[cfg(tasksnap_bpf)]
+pub mod arena;
+#[cfg(tasksnap_bpf)]
 mod decode;
 #[cfg(tasksnap_bpf)]
 pub mod programs;
@@ -121,6 +123,15 @@ pub struct BpfCollector {
     pub cmdline_from_procfs: Option<String>,
     procfs: ProcfsCollector,
     buf: Vec<u8>,
+    /// Where the walk writes (created before capabilities are dropped: see
+    /// [`Collector::prepare`]).
+    #[cfg(tasksnap_bpf)]
+    arena: Option<arena::Arena>,
+    /// The shards of the last pass when it was a walk into the arena (else it is in `buf`).
+    #[cfg(tasksnap_bpf)]
+    walked: Option<Vec<arena::ShardOut>>,
+    /// Why the last full pass did not use the walk, when it did not.
+    pub walk_problem: Option<String>,
     /// How long loading (or opening the pinned programs) took, ns (reported by `-v` and
     /// `bench`).
     pub load_ns: u64,
@@ -169,8 +180,8 @@ impl BpfCollector {
         // root-only: never trusted then) is passed over for a fresh load, and `-v` says why.
         let (progs, pin_problem) = match programs::Programs::open_pinned() {
             Ok(Some(p)) => (p, None),
-            Ok(None) => (programs::Programs::load(cmdline)?, None),
-            Err(why) => (programs::Programs::load(cmdline)?, Some(why.0)),
+            Ok(None) => (programs::Programs::load(cmdline, false)?, None),
+            Err(why) => (programs::Programs::load(cmdline, false)?, Some(why.0)),
         };
         let mut c = Self::from_programs(procfs, progs, cmdline);
         c.pin_problem = pin_problem;
@@ -192,15 +203,36 @@ impl BpfCollector {
         } else {
             progs.cmdline_unavailable.clone()
         };
+        let walk_problem = progs.walk_unavailable.clone();
         BpfCollector {
             progs,
             cmdline_from_procfs,
             procfs,
             buf: Vec::new(),
+            arena: None,
+            walked: None,
+            walk_problem,
             load_ns,
             pinned_at,
             pin_problem: None,
             low_cpu: false,
+        }
+    }
+
+    /// Loads the programs afresh, whether or not a pinned set is there, with the walk when
+    /// `walk` (tests and benchmarks compare the two paths).
+    pub fn load_fresh(cmdline: bool, walk: bool) -> Result<BpfCollector, Unavailable> {
+        privileged()?;
+        let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
+        #[cfg(tasksnap_bpf)]
+        {
+            let progs = programs::Programs::load(cmdline, walk)?;
+            Ok(Self::from_programs(procfs, progs, cmdline))
+        }
+        #[cfg(not(tasksnap_bpf))]
+        {
+            let _ = walk;
+            Self::load(procfs, cmdline)
         }
     }
 
@@ -237,13 +269,19 @@ impl BpfCollector {
     #[cfg(tasksnap_bpf)]
     pub fn pin() -> Result<std::path::PathBuf, Unavailable> {
         privileged()?;
-        programs::Programs::load(true)?.pin()
+        programs::Programs::load(true, true)?.pin()
     }
 
     /// Removes every pinned set (`tasksnap unpin`); true when there was one.
     #[cfg(tasksnap_bpf)]
     pub fn unpin() -> Result<bool, Unavailable> {
         privileged()?;
+        // The slot locks of the pinned arenas go too (a run holding one keeps its lock).
+        if let Ok(entries) = std::fs::read_dir(arena::LOCK_DIR) {
+            for e in entries.flatten() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
         match programs::remove_pins(std::path::Path::new(programs::PIN_ROOT)) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -260,6 +298,15 @@ impl BpfCollector {
             source,
         };
         self.buf.clear();
+        self.walked = None;
+        // TASKSNAP_NO_WALK=1 keeps to the iterator (tests compare the two; benchmarks too).
+        let walk = std::env::var_os("TASKSNAP_NO_WALK").is_none();
+        if walk && process.is_none() && self.progs.walker.is_some() {
+            match self.walk(groups) {
+                Ok(()) => return Ok(()),
+                Err(why) => self.walk_problem = Some(why),
+            }
+        }
         if let Some(pid) = process {
             let bufs = programs::read_sharded(&self.progs, groups, 1, 0, |p| p.process_iter(pid))
                 .map_err(fail)?;
@@ -287,6 +334,56 @@ impl BpfCollector {
         for b in bufs {
             self.buf.extend_from_slice(&b);
         }
+        Ok(())
+    }
+
+    /// Makes sure the arena holds a pass of `groups` over the tasks there are now (and a
+    /// quarter more), creating a bigger one when it does not (which needs CAP_BPF: after
+    /// capabilities are dropped the arena there is stays).
+    #[cfg(tasksnap_bpf)]
+    fn ensure_arena(&mut self, groups: u32, shards: usize) -> Result<(), String> {
+        let tasks = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
+        // Kernel threads' records carry their name too.
+        let per_task = decode::record_size(groups) + 16;
+        let need = arena::chunks_for(tasks, per_task, shards);
+        if self.arena.as_ref().is_some_and(|a| a.chunks() >= need) {
+            return Ok(());
+        }
+        let Some(walker) = &self.progs.walker else {
+            return Err("no walk".into());
+        };
+        match walker.arena(need, &mut self.arena) {
+            Ok(()) => Ok(()),
+            // A smaller arena there is stays: the walk says when it overflows.
+            Err(_) if self.arena.is_some() => Ok(()),
+            Err(e) => Err(format!("no arena for the walk: {e}")),
+        }
+    }
+
+    /// One pass over every task by the walk into the arena; `Err` says why the caller must
+    /// use the iterator instead (no arena, or more tasks than it holds).
+    #[cfg(tasksnap_bpf)]
+    fn walk(&mut self, groups: u32) -> Result<(), String> {
+        let shards = if self.low_cpu {
+            1
+        } else {
+            programs::pass_shards()
+        };
+        self.ensure_arena(groups, shards)?;
+        let (Some(walker), Some(arena)) = (&self.progs.walker, &self.arena) else {
+            return Err("no walk".into());
+        };
+        let outs = walker
+            .walk(arena, groups, shards)
+            .map_err(|e| format!("the walk failed: {e}"))?;
+        if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
+            return Err(format!(
+                "the walk's arena ({} chunks) was full: {} tasks did not fit",
+                arena.chunks(),
+                o.overflow
+            ));
+        }
+        self.walked = Some(outs);
         Ok(())
     }
 
@@ -333,6 +430,13 @@ impl BpfCollector {
     /// the iterator alone, for `bench`.
     pub fn raw_pass(&mut self, cred: bool, stat: bool) -> Result<usize, Error> {
         self.pass(1 | if cred { 2 } else { 0 } | if stat { 4 } else { 0 })?;
+        #[cfg(tasksnap_bpf)]
+        if let Some(outs) = &self.walked {
+            return Ok(outs
+                .iter()
+                .map(|o| (o.last + 1 - o.first) * arena::CHUNK_BYTES)
+                .sum());
+        }
         Ok(self.buf.len())
     }
 
@@ -341,6 +445,26 @@ impl BpfCollector {
     fn pass(&mut self, groups: u32) -> Result<(), Error> {
         self.pass_of(groups, None)
     }
+}
+
+/// The records of the last pass: from the arena when it was a walk, else from `buf`.
+#[cfg(tasksnap_bpf)]
+fn pass_records<'a>(
+    buf: &'a [u8],
+    arena: Option<&'a arena::Arena>,
+    walked: Option<&[arena::ShardOut]>,
+) -> Result<Vec<decode::Record<'a>>, String> {
+    let (Some(arena), Some(outs)) = (arena, walked) else {
+        return decode::records(buf);
+    };
+    let n: u32 = outs.iter().map(|o| o.records).sum();
+    let mut out = Vec::with_capacity(n as usize);
+    for o in outs {
+        for i in o.first..=o.last.min(arena.chunks() - 1) {
+            decode::chunk_records(arena.chunk(i), &mut out)?;
+        }
+    }
+    Ok(out)
 }
 
 impl Collector for BpfCollector {
@@ -359,6 +483,42 @@ impl Collector for BpfCollector {
 
     fn prefer_low_cpu(&mut self) {
         self.low_cpu = true;
+    }
+
+    fn last_pass(&self) -> String {
+        #[cfg(tasksnap_bpf)]
+        if let Some(outs) = &self.walked {
+            let records: u32 = outs.iter().map(|o| o.records).sum();
+            let chunks: usize = outs.iter().map(|o| o.last + 1 - o.first).sum();
+            let (size, slot, reused) = self
+                .arena
+                .as_ref()
+                .map_or((0, 0, false), |a| (a.chunks(), a.slot(), a.reused));
+            return format!(
+                "walk into the arena: {records} records in {chunks} of {size} chunks, {} \
+                 shard(s); slot {slot}, {}",
+                outs.len(),
+                if reused {
+                    "reused from an earlier run"
+                } else {
+                    "created by this run"
+                }
+            );
+        }
+        match &self.walk_problem {
+            Some(why) => format!("task iterator (no walk: {why})"),
+            None => "task iterator".into(),
+        }
+    }
+
+    fn prepare(&mut self, groups: &Groups) {
+        #[cfg(tasksnap_bpf)]
+        if self.progs.walker.is_some() {
+            let bits = decode::group_bits(groups);
+            if let Err(why) = self.ensure_arena(bits, programs::pass_shards()) {
+                self.walk_problem = Some(why);
+            }
+        }
     }
 }
 
@@ -392,7 +552,8 @@ impl BpfCollector {
         };
         self.pass_of(decode::group_bits(&groups), one_process)?;
         let units = self.procfs.units();
-        let records = decode::records(&self.buf).map_err(Error::Unsupported)?;
+        let records = pass_records(&self.buf, self.arena.as_ref(), self.walked.as_deref())
+            .map_err(Error::Unsupported)?;
         let mut stats = SnapshotStats::default();
 
         // Tasks /proc shows that the iterator did not return. On this kind of VM that is
@@ -514,7 +675,7 @@ mod probe_tests {
     fn which_tasks_does_the_iterator_miss() {
         let mut c = BpfCollector::new().expect("load");
         c.pass(1).expect("pass");
-        let recs = decode::records(&c.buf).expect("records");
+        let recs = pass_records(&c.buf, c.arena.as_ref(), c.walked.as_deref()).expect("records");
         let seen: std::collections::HashSet<u32> = recs.iter().map(|r| r.hdr.tgid).collect();
         let pids = c.procfs.list_pids().expect("pids");
         let missing: Vec<i32> = pids

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use libbpf_rs::MapCore;
 
+use super::arena::Walker;
 use super::skel;
 use super::Unavailable;
 use crate::sys;
@@ -32,6 +33,8 @@ const PIN_TASK_PROG: &str = "task_prog";
 const PIN_TASK_LINK: &str = "task_link";
 const PIN_CMD_LINK: &str = "cmdline_link";
 const PIN_CFG: &str = "reader_cfg";
+const PIN_WALK_PROG: &str = "walk_prog";
+const PIN_ARENAS: &str = "arenas";
 
 /// statfs magic of bpffs (include/uapi/linux/magic.h).
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
@@ -64,6 +67,10 @@ pub struct Programs {
     task_link: OwnedFd,
     cmd_link: Option<OwnedFd>,
     cfg: libbpf_rs::MapHandle,
+    /// The walk into an arena (Linux 6.7), when it loaded.
+    pub walker: Option<Walker>,
+    /// Why there is no walk, when there is none.
+    pub walk_unavailable: Option<String>,
     /// Why there is no command-line iterator, when there is none.
     pub cmdline_unavailable: Option<String>,
     /// Loaded or pinned.
@@ -92,7 +99,7 @@ fn dup(fd: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd, Unavailable> {
         .map_err(|e| Unavailable(format!("cannot duplicate a BPF descriptor: {e}")))
 }
 
-fn open_and_load(cmdline: bool) -> Result<skel::TaskIterSkel<'static>, Unavailable> {
+fn open_and_load(cmdline: bool, walk: bool) -> Result<skel::TaskIterSkel<'static>, Unavailable> {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 
     // The skeleton borrows its object for its whole life; it lives as long as the process
@@ -105,6 +112,7 @@ fn open_and_load(cmdline: bool) -> Result<skel::TaskIterSkel<'static>, Unavailab
     // One program that fails verification fails the whole object: load only what the run
     // needs.
     open.progs.dump_cmdline.set_autoload(cmdline);
+    open.progs.walk_tasks.set_autoload(walk);
     open.load().map_err(|e| {
         Unavailable(format!(
             "the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"
@@ -113,19 +121,40 @@ fn open_and_load(cmdline: bool) -> Result<skel::TaskIterSkel<'static>, Unavailab
 }
 
 impl Programs {
-    /// Loads the programs, the command-line iterator too when `cmdline` (if that one
-    /// cannot load, `cmdline_unavailable` says why and the rest still works).
-    pub fn load(cmdline: bool) -> Result<Programs, Unavailable> {
+    /// Loads the programs, the command-line iterator too when `cmdline` and the walk when
+    /// `walk` (if one of those cannot load, `cmdline_unavailable` or `walk_unavailable` says
+    /// why and the rest still works).
+    ///
+    /// The walk costs its verification (about 40 ms more per load here) and one RCU grace
+    /// period to register its arena, more than it saves on a single pass: a one-shot
+    /// tasksnap that loads its own programs leaves it out, and `tasksnap pin` puts it in.
+    pub fn load(cmdline: bool, walk: bool) -> Result<Programs, Unavailable> {
         let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
         let mut cmdline_unavailable = None;
-        let skel = match open_and_load(cmdline) {
+        let mut walk_unavailable = (!walk).then(|| "not loaded".to_string());
+        // The walk needs Linux 6.8 (open-coded task iterator, trusted arguments of global
+        // functions), the sleepable command-line iterator Linux 5.18: whichever the kernel
+        // refuses, keep the rest.
+        let skel = match open_and_load(cmdline, walk) {
             Ok(s) => s,
-            Err(why) if cmdline => {
-                // The sleepable iterator needs Linux 5.18: keep the rest.
-                cmdline_unavailable = Some(why.0);
-                open_and_load(false)?
+            Err(why) => {
+                walk_unavailable = Some(why.0);
+                match open_and_load(cmdline, false) {
+                    Ok(s) => s,
+                    Err(why) if cmdline => {
+                        cmdline_unavailable = Some(why.0);
+                        match open_and_load(false, walk) {
+                            Ok(s) if walk => {
+                                walk_unavailable = None;
+                                s
+                            }
+                            Ok(s) => s,
+                            Err(_) => open_and_load(false, false)?,
+                        }
+                    }
+                    Err(why) => return Err(why),
+                }
             }
-            Err(why) => return Err(why),
         };
         let link = skel
             .progs
@@ -152,12 +181,24 @@ impl Programs {
         let task_prog = dup(skel.progs.dump_task.as_fd())?;
         let cfg = libbpf_rs::MapHandle::try_from(&skel.maps.reader_cfg)
             .map_err(|e| Unavailable(format!("cannot open the reader_cfg map: {e}")))?;
+        let walker = if walk_unavailable.is_none() {
+            Some(Walker {
+                shared: false,
+                prog: dup(skel.progs.walk_tasks.as_fd())?,
+                arenas: libbpf_rs::MapHandle::try_from(&skel.maps.arenas)
+                    .map_err(|e| Unavailable(format!("cannot open the arenas map: {e}")))?,
+            })
+        } else {
+            None
+        };
         let load_ns = sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start);
         Ok(Programs {
             task_prog,
             task_link,
             cmd_link,
             cfg,
+            walker,
+            walk_unavailable,
             cmdline_unavailable,
             origin: Origin::Loaded { load_ns },
             _loaded: Some(Loaded {
@@ -206,12 +247,27 @@ impl Programs {
         };
         let cfg = libbpf_rs::MapHandle::from_pinned_path(dir.join(PIN_CFG))
             .map_err(|e| Unavailable(format!("cannot open the pinned reader_cfg map: {e}")))?;
+        let walk = get(PIN_WALK_PROG).and_then(|prog| {
+            let arenas = libbpf_rs::MapHandle::from_pinned_path(dir.join(PIN_ARENAS))
+                .map_err(|e| Unavailable(format!("cannot open the pinned arenas map: {e}")))?;
+            Ok(Walker {
+                shared: true,
+                prog,
+                arenas,
+            })
+        });
+        let (walker, walk_unavailable) = match walk {
+            Ok(w) => (Some(w), None),
+            Err(why) => (None, Some(why.0)),
+        };
         let open_ns = sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start);
         Ok(Some(Programs {
             task_prog,
             task_link,
             cmd_link,
             cfg,
+            walker,
+            walk_unavailable,
             cmdline_unavailable,
             origin: Origin::Pinned { dir, open_ns },
             _loaded: None,
@@ -237,6 +293,10 @@ impl Programs {
         ];
         if let Some(c) = &self.cmd_link {
             objects.push((PIN_CMD_LINK, c.as_raw_fd()));
+        }
+        if let Some(w) = &self.walker {
+            objects.push((PIN_WALK_PROG, w.prog.as_raw_fd()));
+            objects.push((PIN_ARENAS, w.arenas.as_fd().as_raw_fd()));
         }
         for (name, fd) in objects {
             let path = tmp.join(name);
@@ -271,6 +331,11 @@ impl Programs {
                 None => None,
             },
             cfg: libbpf_rs::MapHandle::try_from(&self.cfg).ok()?,
+            walker: match &self.walker {
+                Some(w) => Some(w.try_clone()?),
+                None => None,
+            },
+            walk_unavailable: self.walk_unavailable.clone(),
             cmdline_unavailable: self.cmdline_unavailable.clone(),
             origin: self.origin.clone(),
             _loaded: None,

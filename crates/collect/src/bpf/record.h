@@ -123,4 +123,29 @@ struct ts_cmd_hdr {
 	__u32 pad;
 };
 
+/*
+ * The walk (SEC("syscall") walk_tasks): records written into an arena, a mmap-able array of
+ * TS_CHUNK_BYTES chunks the reader created. Each chunk holds whole records, ended by a header
+ * whose groups is 0 (or by the chunk's end). A reader's shard writes chunks
+ * [first_chunk, first_chunk + nchunks).
+ */
+#define TS_CHUNK_BYTES 65536
+/* The largest record: every block. */
+#define TS_RECORD_MAX (sizeof(struct ts_hdr) + sizeof(struct ts_base) + sizeof(struct ts_cred) + \
+		       sizeof(struct ts_stat) + sizeof(struct ts_sched) + sizeof(struct ts_io) + \
+		       sizeof(struct ts_kname))
+
+struct ts_walk_args {
+	__u32 key;		/* in: the reader's arena, in the arenas map */
+	__u32 groups;		/* in: TS_GROUP_* */
+	__u32 shard;		/* in: tasks with tgid % nshards == shard ... */
+	__u32 nshards;		/* in: ... when nshards > 1 */
+	__u32 first_chunk;	/* in: this shard's chunks */
+	__u32 nchunks;
+	__u32 records;		/* out: records written */
+	__u32 overflow;		/* out: tasks not written because the chunks were full */
+	__u32 cur_chunk;	/* out: the last chunk written */
+	__u32 cur_off;		/* out: bytes used in it */
+};
+
 #endif

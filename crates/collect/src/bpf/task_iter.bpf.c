@@ -162,34 +162,167 @@ static __always_inline void kernel_name(struct task_struct *t, char *name)
 {
 	struct kthread___v66 *kt = t->worker_private;
 	struct worker *w;
-	char desc[32];
-	__u32 len = 0;
+	char *full = NULL;
+	long len;
 
-	__builtin_memcpy(name, t->comm, 16);
-	if (!kt)
-		return;
-	/* get_kthread_comm(): the full name when there is one, else comm. */
-	if (bpf_core_field_exists(kt->full_name)) {
-		char *full = BPF_CORE_READ(kt, full_name);
-
-		if (full)
-			bpf_probe_read_kernel_str(name, TS_KNAME_MAX, full);
-	}
-	if (!(t->flags & PF_WQ_WORKER))
+	/* get_kthread_comm(): the full name when there is one, else comm. The string read's
+	 * length (NUL included) doubles as strlen: a loop over the bytes would be explored
+	 * by the verifier once per length inside the walk's task loop. */
+	if (kt && bpf_core_field_exists(kt->full_name))
+		full = BPF_CORE_READ(kt, full_name);
+	if (full)
+		len = bpf_probe_read_kernel_str(name, TS_KNAME_MAX, full);
+	else
+		len = bpf_probe_read_kernel_str(name, 16, t->comm);
+	if (!kt || !(t->flags & PF_WQ_WORKER))
 		return;
 	/* wq_worker_comm(): then '+' or '-' and the worker's description, when it has a pool
-	 * and a description. */
+	 * and a description, into the 64 bytes of proc_task_name()'s buffer. */
 	w = BPF_CORE_READ(kt, data);
 	if (!w || !BPF_CORE_READ(w, pool))
 		return;
-	if (bpf_probe_read_kernel_str(desc, sizeof(desc), &w->desc) <= 1)
+	len -= 1;
+	if (len < 0 || len >= 30)
 		return;
-	while (len < 31 && name[len])
-		len++;
-	if (len >= 31)
+	if (BPF_CORE_READ(w, desc[0]) == 0)
 		return;
 	name[len & 31] = BPF_CORE_READ(w, current_work) ? '+' : '-';
-	bpf_probe_read_kernel_str(&name[(len & 31) + 1], sizeof(desc), &w->desc);
+	bpf_probe_read_kernel_str(&name[(len & 31) + 1], 32, &w->desc);
+}
+
+/*
+ * The blocks of one record, each written in full (every field, so that reused arena memory
+ * never leaks a previous pass's bytes) through a pointer: to the stack for the seq_file
+ * path, straight into the arena for the walk.
+ */
+static __always_inline void fill_base(struct ts_base *b, struct task_struct *t,
+				      struct signal_struct *sig, struct mm_struct *mm, __u32 level)
+{
+	struct tty_struct *tty = sig->tty;
+
+	if (level == 0)
+		b->ppid = t->real_parent->tgid;
+	else
+		b->ppid = nr_in_ns(t->real_parent->group_leader->thread_pid, level);
+	b->pgid = nr_in_ns(sig->pids[PIDTYPE_PGID], level);
+	b->sid = nr_in_ns(sig->pids[PIDTYPE_SID], level);
+	b->tty_nr = tty_nr(tty);
+	b->tpgid = tty_pgrp(tty, level);
+	b->flags = t->flags;
+	b->state = task_state(t);
+	b->exit_state = t->exit_state;
+	b->prio = t->prio;
+	b->static_prio = t->static_prio;
+	b->policy = t->policy;
+	b->rt_priority = t->rt_priority;
+	b->nr_threads = sig->nr_threads;
+	b->cpu = t->thread_info.cpu;
+	__builtin_memcpy(b->comm, t->comm, sizeof(b->comm));
+	b->locked_vm_pages = mm ? mm->locked_vm : 0;
+}
+
+static __always_inline void fill_cred(struct ts_cred *c, struct task_struct *t)
+{
+	const struct cred *cred = t->real_cred;
+
+	c->uid = cred->uid.val;
+	c->euid = cred->euid.val;
+	c->suid = cred->suid.val;
+	c->fsuid = cred->fsuid.val;
+	c->gid = cred->gid.val;
+	c->egid = cred->egid.val;
+	c->sgid = cred->sgid.val;
+	c->fsgid = cred->fsgid.val;
+}
+
+static __always_inline void fill_stat(struct ts_stat *s, struct task_struct *t,
+				      struct signal_struct *sig, struct mm_struct *mm)
+{
+	s->utime_ns = t->utime;
+	s->stime_ns = t->stime;
+	s->sum_exec_runtime_ns = t->se.sum_exec_runtime;
+	s->prev_utime_ns = t->prev_cputime.utime;
+	s->prev_stime_ns = t->prev_cputime.stime;
+	s->sig_utime_ns = sig->utime;
+	s->sig_stime_ns = sig->stime;
+	s->sig_sum_sched_runtime_ns = sig->sum_sched_runtime;
+	s->sig_prev_utime_ns = sig->prev_cputime.utime;
+	s->sig_prev_stime_ns = sig->prev_cputime.stime;
+	s->cutime_ns = sig->cutime;
+	s->cstime_ns = sig->cstime;
+	s->min_flt = t->min_flt;
+	s->maj_flt = t->maj_flt;
+	s->cmin_flt = sig->cmin_flt;
+	s->cmaj_flt = sig->cmaj_flt;
+	s->sig_min_flt = sig->min_flt;
+	s->sig_maj_flt = sig->maj_flt;
+	s->total_vm_pages = 0;
+	s->rss_pages = 0;
+	if (mm) {
+		__s64 file, anon, shmem;
+
+		s->total_vm_pages = mm->total_vm;
+		/* get_mm_rss() as /proc/PID/stat reads it: the per-CPU counters' central
+		 * values (approximate since Linux 6.2, commit f1a7941243c1), each clamped
+		 * at 0 like percpu_counter_read_positive(). */
+		file = mm->rss_stat[MM_FILEPAGES].count;
+		anon = mm->rss_stat[MM_ANONPAGES].count;
+		shmem = mm->rss_stat[MM_SHMEMPAGES].count;
+		s->rss_pages = (file > 0 ? file : 0) + (anon > 0 ? anon : 0) +
+			       (shmem > 0 ? shmem : 0);
+	}
+}
+
+static __always_inline void fill_sched(struct ts_sched *sc, struct task_struct *t)
+{
+	sc->sum_exec_runtime_ns = t->se.sum_exec_runtime;
+	sc->run_delay_ns = t->sched_info.run_delay;
+	sc->pcount = t->sched_info.pcount;
+	sc->nvcsw = t->nvcsw;
+	sc->nivcsw = t->nivcsw;
+}
+
+static __always_inline void fill_io(struct ts_io *io, struct task_struct *t,
+				    struct signal_struct *sig)
+{
+	io->rchar = t->ioac.rchar;
+	io->wchar = t->ioac.wchar;
+	io->syscr = t->ioac.syscr;
+	io->syscw = t->ioac.syscw;
+	io->read_bytes = t->ioac.read_bytes;
+	io->write_bytes = t->ioac.write_bytes;
+	io->cancelled_write_bytes = t->ioac.cancelled_write_bytes;
+	io->sig_rchar = sig->ioac.rchar;
+	io->sig_wchar = sig->ioac.wchar;
+	io->sig_syscr = sig->ioac.syscr;
+	io->sig_syscw = sig->ioac.syscw;
+	io->sig_read_bytes = sig->ioac.read_bytes;
+	io->sig_write_bytes = sig->ioac.write_bytes;
+	io->sig_cancelled_write_bytes = sig->ioac.cancelled_write_bytes;
+}
+
+/* The header of t's record for a reader at pid namespace `level`; false when t has no
+ * number in that namespace. */
+static __always_inline bool fill_hdr(struct ts_hdr *hdr, struct task_struct *t, __u32 groups,
+				     __u32 level)
+{
+	if (level == 0) {
+		hdr->tid = t->pid;
+		hdr->tgid = t->tgid;
+	} else {
+		hdr->tid = nr_in_ns(t->thread_pid, level);
+		hdr->tgid = nr_in_ns(t->group_leader->thread_pid, level);
+	}
+	if (!hdr->tid)
+		return false;
+	hdr->ns_level = level;
+	hdr->start_boottime_ns = t->start_boottime;
+	if ((groups & TS_GROUP_BASE) && (t->flags & PF_KTHREAD))
+		groups |= TS_GROUP_KNAME;
+	hdr->groups = groups;
+	hdr->global_tid = t->pid;
+	hdr->pad = 0;
+	return true;
 }
 
 SEC("iter/task")
@@ -212,130 +345,42 @@ int dump_task(struct bpf_iter__task *ctx)
 	 * across cores; each reader still walks every task. */
 	if (cfg->nshards > 1 && (__u32)t->tgid % cfg->nshards != cfg->shard)
 		return 0;
-	groups = cfg->groups;
 	level = reader_ns_level();
-	if (level == 0) {
-		hdr.tid = t->pid;
-		hdr.tgid = t->tgid;
-	} else {
-		hdr.tid = nr_in_ns(t->thread_pid, level);
-		hdr.tgid = nr_in_ns(t->group_leader->thread_pid, level);
-	}
-	hdr.ns_level = level;
-	if (!hdr.tid)
+	if (!fill_hdr(&hdr, t, cfg->groups, level))
 		return 0;
-	hdr.start_boottime_ns = t->start_boottime;
-	if ((groups & TS_GROUP_BASE) && (t->flags & PF_KTHREAD))
-		groups |= TS_GROUP_KNAME;
-	hdr.groups = groups;
-	hdr.global_tid = t->pid;
+	groups = hdr.groups;
 	bpf_seq_write(seq, &hdr, sizeof(hdr));
 	sig = t->signal;
 	mm = t->mm;
 
 	if (groups & TS_GROUP_BASE) {
 		struct ts_base b = {};
-		struct tty_struct *tty = sig->tty;
 
-		if (level == 0)
-			b.ppid = t->real_parent->tgid;
-		else
-			b.ppid = nr_in_ns(t->real_parent->group_leader->thread_pid, level);
-		b.pgid = nr_in_ns(sig->pids[PIDTYPE_PGID], level);
-		b.sid = nr_in_ns(sig->pids[PIDTYPE_SID], level);
-		b.tty_nr = tty_nr(tty);
-		b.tpgid = tty_pgrp(tty, level);
-		b.flags = t->flags;
-		b.state = task_state(t);
-		b.exit_state = t->exit_state;
-		b.prio = t->prio;
-		b.static_prio = t->static_prio;
-		b.policy = t->policy;
-		b.rt_priority = t->rt_priority;
-		b.nr_threads = sig->nr_threads;
-		b.cpu = t->thread_info.cpu;
-		__builtin_memcpy(b.comm, t->comm, sizeof(b.comm));
-		if (mm)
-			b.locked_vm_pages = mm->locked_vm;
+		fill_base(&b, t, sig, mm, level);
 		bpf_seq_write(seq, &b, sizeof(b));
 	}
 	if (groups & TS_GROUP_CRED) {
 		struct ts_cred c = {};
-		const struct cred *cred = t->real_cred;
 
-		c.uid = cred->uid.val;
-		c.euid = cred->euid.val;
-		c.suid = cred->suid.val;
-		c.fsuid = cred->fsuid.val;
-		c.gid = cred->gid.val;
-		c.egid = cred->egid.val;
-		c.sgid = cred->sgid.val;
-		c.fsgid = cred->fsgid.val;
+		fill_cred(&c, t);
 		bpf_seq_write(seq, &c, sizeof(c));
 	}
 	if (groups & TS_GROUP_STAT) {
 		struct ts_stat s = {};
 
-		s.utime_ns = t->utime;
-		s.stime_ns = t->stime;
-		s.sum_exec_runtime_ns = t->se.sum_exec_runtime;
-		s.prev_utime_ns = t->prev_cputime.utime;
-		s.prev_stime_ns = t->prev_cputime.stime;
-		s.sig_utime_ns = sig->utime;
-		s.sig_stime_ns = sig->stime;
-		s.sig_sum_sched_runtime_ns = sig->sum_sched_runtime;
-		s.sig_prev_utime_ns = sig->prev_cputime.utime;
-		s.sig_prev_stime_ns = sig->prev_cputime.stime;
-		s.cutime_ns = sig->cutime;
-		s.cstime_ns = sig->cstime;
-		s.min_flt = t->min_flt;
-		s.maj_flt = t->maj_flt;
-		s.cmin_flt = sig->cmin_flt;
-		s.cmaj_flt = sig->cmaj_flt;
-		s.sig_min_flt = sig->min_flt;
-		s.sig_maj_flt = sig->maj_flt;
-		if (mm) {
-			__s64 file, anon, shmem;
-
-			s.total_vm_pages = mm->total_vm;
-			/* get_mm_rss() as /proc/PID/stat reads it: the per-CPU counters' central
-			 * values (approximate since Linux 6.2, commit f1a7941243c1), each clamped
-			 * at 0 like percpu_counter_read_positive(). */
-			file = mm->rss_stat[MM_FILEPAGES].count;
-			anon = mm->rss_stat[MM_ANONPAGES].count;
-			shmem = mm->rss_stat[MM_SHMEMPAGES].count;
-			s.rss_pages = (file > 0 ? file : 0) + (anon > 0 ? anon : 0) +
-				      (shmem > 0 ? shmem : 0);
-		}
+		fill_stat(&s, t, sig, mm);
 		bpf_seq_write(seq, &s, sizeof(s));
 	}
 	if (groups & TS_GROUP_SCHED) {
 		struct ts_sched sc = {};
 
-		sc.sum_exec_runtime_ns = t->se.sum_exec_runtime;
-		sc.run_delay_ns = t->sched_info.run_delay;
-		sc.pcount = t->sched_info.pcount;
-		sc.nvcsw = t->nvcsw;
-		sc.nivcsw = t->nivcsw;
+		fill_sched(&sc, t);
 		bpf_seq_write(seq, &sc, sizeof(sc));
 	}
 	if (groups & TS_GROUP_IO) {
 		struct ts_io io = {};
 
-		io.rchar = t->ioac.rchar;
-		io.wchar = t->ioac.wchar;
-		io.syscr = t->ioac.syscr;
-		io.syscw = t->ioac.syscw;
-		io.read_bytes = t->ioac.read_bytes;
-		io.write_bytes = t->ioac.write_bytes;
-		io.cancelled_write_bytes = t->ioac.cancelled_write_bytes;
-		io.sig_rchar = sig->ioac.rchar;
-		io.sig_wchar = sig->ioac.wchar;
-		io.sig_syscr = sig->ioac.syscr;
-		io.sig_syscw = sig->ioac.syscw;
-		io.sig_read_bytes = sig->ioac.read_bytes;
-		io.sig_write_bytes = sig->ioac.write_bytes;
-		io.sig_cancelled_write_bytes = sig->ioac.cancelled_write_bytes;
+		fill_io(&io, t, sig);
 		bpf_seq_write(seq, &io, sizeof(io));
 	}
 	if (groups & TS_GROUP_KNAME) {
@@ -343,6 +388,235 @@ int dump_task(struct bpf_iter__task *ctx)
 
 		kernel_name(t, kn.name);
 		bpf_seq_write(seq, &kn, sizeof(kn));
+	}
+	return 0;
+}
+
+/*
+ * The walk: the same records, written by one program run per reader straight into memory
+ * the reader has mapped (an arena), instead of through a seq_file. The open-coded task
+ * iterator (bpf_iter_task_new, Linux 6.7, commit c68a78ffe2cb) follows the task lists
+ * (next_task/next_thread) where iter/task looks every pid up in the pid idr and takes a
+ * reference on its task (get_pid_task, pid_nr_ns: a third of a pass's kernel time at
+ * 50,000 tasks), and nothing is copied to user space: there is no read() at all.
+ *
+ * The program is BPF_PROG_TYPE_SYSCALL, run by BPF_PROG_TEST_RUN in the reader's own
+ * thread; the whole walk is one RCU read-side section.
+ */
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
+			     unsigned int flags) __weak __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
+extern void bpf_rcu_read_lock(void) __ksym;
+extern void bpf_rcu_read_unlock(void) __ksym;
+
+/* The arena template: each reader process creates its own (any number of chunks) and puts
+ * it in `arenas` under its key for the duration of a pass. */
+struct arena {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, TS_CHUNK_BYTES);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__array(values, struct arena);
+} arenas SEC(".maps");
+
+struct ts_walk_args ts_walk_args_layout = {};
+
+/*
+ * The walk's blocks as global functions: the verifier checks each once, on its own, instead
+ * of once for every combination of blocks on every path through the loop body (which took
+ * it over five seconds). Linux 6.8 (commit e2b3c4ff5d18, __arg_trusted) lets them take the
+ * task.
+ */
+__noinline int walk_base(struct task_struct *t __arg_trusted, struct ts_base *b __arg_nonnull,
+			 __u32 level)
+{
+	fill_base(b, t, t->signal, t->mm, level);
+	return 0;
+}
+
+__noinline int walk_cred(struct task_struct *t __arg_trusted, struct ts_cred *c __arg_nonnull)
+{
+	fill_cred(c, t);
+	return 0;
+}
+
+__noinline int walk_stat(struct task_struct *t __arg_trusted, struct ts_stat *s __arg_nonnull)
+{
+	fill_stat(s, t, t->signal, t->mm);
+	return 0;
+}
+
+__noinline int walk_sched(struct task_struct *t __arg_trusted, struct ts_sched *sc __arg_nonnull)
+{
+	fill_sched(sc, t);
+	return 0;
+}
+
+__noinline int walk_io(struct task_struct *t __arg_trusted, struct ts_io *io __arg_nonnull)
+{
+	fill_io(io, t, t->signal);
+	return 0;
+}
+
+__noinline int walk_kname(struct task_struct *t __arg_trusted, struct ts_kname *kn __arg_nonnull)
+{
+	char name[TS_KNAME_MAX] = {};
+
+	kernel_name(t, name);
+	__builtin_memcpy(kn->name, name, TS_KNAME_MAX);
+	return 0;
+}
+
+/* Room for the largest record. */
+struct ts_rec_space {
+	__u8 bytes[TS_RECORD_MAX];
+};
+
+/*
+ * One task's record at r: its length, or 0 when the task is not in the reader's pid
+ * namespace. Global, so verified once on its own; inside it the write position is a
+ * constant on each of the 64 combinations of blocks, which is cheap here and would not be
+ * inside the loop.
+ */
+__noinline int walk_record(struct task_struct *t __arg_trusted,
+			   struct ts_rec_space *r __arg_nonnull, __u32 groups, __u32 level)
+{
+	struct ts_hdr *hdr = (void *)r->bytes;
+	__u32 pos = sizeof(struct ts_hdr);
+
+	if (!fill_hdr(hdr, t, groups, level))
+		return 0;
+	groups = hdr->groups;
+	if (groups & TS_GROUP_BASE) {
+		walk_base(t, (void *)(r->bytes + pos), level);
+		pos += sizeof(struct ts_base);
+	}
+	if (groups & TS_GROUP_CRED) {
+		walk_cred(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_cred);
+	}
+	if (groups & TS_GROUP_STAT) {
+		walk_stat(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_stat);
+	}
+	if (groups & TS_GROUP_SCHED) {
+		walk_sched(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_sched);
+	}
+	if (groups & TS_GROUP_IO) {
+		walk_io(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_io);
+	}
+	if (groups & TS_GROUP_KNAME) {
+		walk_kname(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_kname);
+	}
+	return pos;
+}
+
+/*
+ * A fresh load of a context field: the compiler must not carry the value over from the store
+ * before it (a value kept in a register across the loop grows with every iteration, and
+ * the verifier then never sees the loop converge).
+ */
+#define FRESH(x) (*(volatile typeof(x) *)&(x))
+
+/* A record never crosses a chunk: one that does not fit in what is left starts the next
+ * chunk, after a terminator (a header with groups 0) when there is room for one. */
+#define REC_ROOM (TS_CHUNK_BYTES - TS_RECORD_MAX - sizeof(struct ts_hdr))
+
+SEC("syscall")
+int walk_tasks(struct ts_walk_args *args)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct task_struct *t;
+	struct pid_namespace *ns;
+	void *arena;
+	__u32 level, key, groups, nshards, shard;
+
+	key = args->key;
+	arena = bpf_map_lookup_elem(&arenas, &key);
+	if (!arena)
+		return -2; /* ENOENT */
+	groups = args->groups;
+	nshards = args->nshards;
+	shard = args->shard;
+	args->records = 0;
+	args->overflow = 0;
+	args->cur_chunk = args->first_chunk;
+	args->cur_off = 0;
+	level = cur->thread_pid->level;
+	ns = BPF_CORE_READ(cur, thread_pid, numbers[0].ns);
+	if (level > 0) {
+		struct upid up = {};
+
+		bpf_core_read(&up, sizeof(up), &cur->thread_pid->numbers[level & 31]);
+		ns = up.ns;
+	}
+
+	bpf_rcu_read_lock();
+	bpf_for_each(task, t, NULL, BPF_TASK_ITER_ALL_THREADS) {
+		__u32 off, chunk_idx, len;
+		__u8 *chunk;
+
+		if (nshards > 1 && (__u32)t->tgid % nshards != shard)
+			continue;
+		/* Only tasks with a number in the reader's pid namespace, as iter/task walks
+		 * that namespace's pids. */
+		if (level > 0) {
+			struct upid up = {};
+			struct pid *p = t->thread_pid;
+
+			if (!p || p->level < level)
+				continue;
+			bpf_core_read(&up, sizeof(up), &p->numbers[level & 31]);
+			if (up.ns != ns)
+				continue;
+		}
+		off = FRESH(args->cur_off);
+		chunk_idx = FRESH(args->cur_chunk);
+		if (off > REC_ROOM) {
+			chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+			if (chunk && off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
+				__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
+			chunk_idx++;
+			off = 0;
+			args->cur_chunk = chunk_idx;
+			args->cur_off = 0;
+		}
+		if (chunk_idx >= args->first_chunk + args->nchunks) {
+			args->overflow++;
+			continue;
+		}
+		chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+		if (!chunk) {
+			args->overflow++;
+			continue;
+		}
+		if (off > REC_ROOM)
+			continue;
+		len = walk_record(t, (void *)(chunk + off), groups, level);
+		if (!len)
+			continue;
+		args->cur_off = off + len;
+		args->records++;
+	}
+	bpf_rcu_read_unlock();
+	/* Terminate the last chunk. */
+	{
+		__u32 off = args->cur_off, chunk_idx = args->cur_chunk;
+		__u8 *chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+
+		if (chunk && off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
+			__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
 	}
 	return 0;
 }

@@ -1,0 +1,398 @@
+//! The walk's output memory: an arena is a mmap-able BPF array of `TS_CHUNK_BYTES` chunks that
+//! this process creates and maps read-only; the walk program (`walk_tasks` in
+//! task_iter.bpf.c) writes records straight into it, so a pass makes no read() and copies
+//! nothing to user space. Also runs the walk: one `BPF_PROG_TEST_RUN` per shard thread.
+//!
+//! A pinned walk program is shared by every tasksnap on the machine, so it finds each
+//! process's arena in its `arenas` hash of maps under a key, registered for the length of one
+//! pass and removed after it.
+//!
+//! The chunks are written by the kernel, but they are parsed as untrusted bytes all the same
+//! (decode.rs): every record is bounds-checked against its chunk.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+
+use libbpf_rs::MapCore;
+
+use super::skel;
+
+/// Bytes per chunk (record.h `TS_CHUNK_BYTES`).
+pub const CHUNK_BYTES: usize = 65536;
+
+/// The records of one shard's walk: chunks `first..=last` of the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardOut {
+    /// First chunk of the shard.
+    pub first: usize,
+    /// Last chunk written (equal to `first` when the shard wrote little or nothing).
+    pub last: usize,
+    /// Records written.
+    pub records: u32,
+    /// Tasks the walk could not write because the shard's chunks were full.
+    pub overflow: u32,
+}
+
+/// A mapped arena.
+pub struct Arena {
+    fd: OwnedFd,
+    ptr: *mut libc::c_void,
+    chunks: usize,
+    /// Its key in the program's arenas map.
+    slot: u32,
+    /// The slot's lock, for an arena of a pinned set.
+    lock: Option<SlotLock>,
+    /// Whether it was already registered in its slot (a pinned set's arena, left by an
+    /// earlier run) rather than created by this process.
+    pub reused: bool,
+}
+
+// SAFETY: the mapping is read-only for this process and lives as long as the Arena; the raw
+// pointer is only dereferenced through `bytes()`, which borrows the Arena. Sharing it between
+// threads (shard threads only use the fd) is as safe as sharing a `&[u8]`.
+unsafe impl Send for Arena {}
+// SAFETY: see above: no interior mutability on this side of the mapping.
+unsafe impl Sync for Arena {}
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arena")
+            .field("chunks", &self.chunks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Arena {
+    /// Creates and maps an arena of `chunks` chunks for `slot` (needs CAP_BPF, so this is
+    /// done before capabilities are dropped). The kernel allocates and zeroes all of it at
+    /// creation.
+    fn new(chunks: usize, slot: u32) -> io::Result<Arena> {
+        let chunks = chunks.max(1);
+        let opts = libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+            // Must match the template in task_iter.bpf.c (struct arena) to be accepted as an
+            // inner map; BPF_F_INNER_MAP lets the number of entries differ.
+            map_flags: libbpf_sys::BPF_F_MMAPABLE | libbpf_sys::BPF_F_INNER_MAP,
+            ..Default::default()
+        };
+        let name = c"tasksnap_arena";
+        // SAFETY: `name` is NUL-terminated and `opts` is a valid, sized options struct; both
+        // outlive the call.
+        let fd = unsafe {
+            libbpf_sys::bpf_map_create(
+                libbpf_sys::BPF_MAP_TYPE_ARRAY,
+                name.as_ptr(),
+                4,
+                CHUNK_BYTES as u32,
+                chunks as u32,
+                &opts,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::from_raw_os_error(-fd));
+        }
+        // SAFETY: bpf_map_create returned a new descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Self::map(fd, slot, chunks)
+    }
+
+    /// Maps the first `want` chunks (at most all) of an existing arena read-only, after
+    /// checking that it is one (an array of CHUNK_BYTES values, mmap-able): its size comes
+    /// from the kernel's description of it.
+    fn map(fd: OwnedFd, slot: u32, want: usize) -> io::Result<Arena> {
+        let mut info = libbpf_sys::bpf_map_info::default();
+        let mut len = std::mem::size_of::<libbpf_sys::bpf_map_info>() as u32;
+        // SAFETY: `info` is a writable bpf_map_info and `len` its size, both valid for the call.
+        let r = unsafe {
+            libbpf_sys::bpf_map_get_info_by_fd(
+                fd.as_raw_fd(),
+                (&mut info as *mut libbpf_sys::bpf_map_info).cast(),
+                &mut len,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::from_raw_os_error(-r));
+        }
+        if info.type_ != libbpf_sys::BPF_MAP_TYPE_ARRAY
+            || info.value_size as usize != CHUNK_BYTES
+            || info.map_flags & libbpf_sys::BPF_F_MMAPABLE == 0
+            || info.max_entries == 0
+        {
+            return Err(io::Error::other("not a tasksnap arena"));
+        }
+        let chunks = (info.max_entries as usize).min(want.max(1));
+        let bytes = chunks * CHUNK_BYTES;
+        // SAFETY: mapping `bytes` bytes of a mmap-able array map of exactly that size
+        // (entries of CHUNK_BYTES, a multiple of the page size, are laid out back to back),
+        // read-only and shared; the result is checked against MAP_FAILED.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Arena {
+            fd,
+            ptr,
+            chunks,
+            slot,
+            lock: None,
+            reused: false,
+        })
+    }
+
+    /// Its slot in the walk program's arenas map.
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+
+    /// How many chunks it has.
+    pub fn chunks(&self) -> usize {
+        self.chunks
+    }
+
+    /// Chunk `i`'s bytes as the last walk left them.
+    pub fn chunk(&self, i: usize) -> &[u8] {
+        assert!(i < self.chunks, "chunk {i} of {}", self.chunks);
+        // SAFETY: the mapping covers chunks * CHUNK_BYTES readable bytes for the Arena's
+        // life, and `i` is in range. The kernel writes it only during a walk of its slot,
+        // and only this process walks that slot (a private map, or the slot's lock), inside
+        // `Walker::walk()`, which takes `&Arena` while BpfCollector hands out chunk borrows
+        // only between passes: no write races with this borrow.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.cast::<u8>().add(i * CHUNK_BYTES).cast_const(),
+                CHUNK_BYTES,
+            )
+        }
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what new() mapped; nothing borrows it past the Arena.
+        unsafe {
+            libc::munmap(self.ptr, self.chunks * CHUNK_BYTES);
+        }
+    }
+}
+
+/// Chunks needed for `tasks` records of `record_bytes` each over `shards` shards, with room
+/// for tasks forked meanwhile and for shards that get more than their share.
+pub fn chunks_for(tasks: u64, record_bytes: usize, shards: usize) -> usize {
+    let shards = shards.max(1);
+    let per_shard_records = tasks.div_ceil(shards as u64) as usize;
+    let per_chunk = (CHUNK_BYTES / record_bytes.max(1)).saturating_sub(1).max(1);
+    let per_shard = per_shard_records.div_ceil(per_chunk);
+    // A quarter more, and two chunks, per shard.
+    (per_shard + per_shard / 4 + 2) * shards
+}
+
+/// The walk program and the arenas map, from a load or from pins.
+pub struct Walker {
+    /// True for a pinned set: its arenas map is shared by every tasksnap on the machine.
+    pub(super) shared: bool,
+    pub(super) prog: OwnedFd,
+    pub(super) arenas: libbpf_rs::MapHandle,
+}
+
+impl std::fmt::Debug for Walker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Walker")
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Slots of a pinned set: how many tasksnaps can walk at once (the others use the iterator).
+const SLOTS: u32 = 16;
+/// Where the slot locks are (root only).
+pub const LOCK_DIR: &str = "/run/tasksnap";
+
+/// The lock of one slot of the pinned arenas map, held for the life of the arena.
+#[derive(Debug)]
+struct SlotLock {
+    _file: std::fs::File,
+}
+
+/// Takes the first free slot: an exclusive flock on its lock file, which the kernel releases
+/// when the holder exits, however it exits.
+fn claim_slot() -> io::Result<(u32, SlotLock)> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let dir = std::path::Path::new(LOCK_DIR);
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    for slot in 0..SLOTS {
+        let path = dir.join(format!("arena-{}-{slot}.lock", super::programs::TAG));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&path)?;
+        // SAFETY: flock on a descriptor we own, valid for the call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok((slot, SlotLock { _file: file }));
+        }
+    }
+    Err(io::Error::other(format!(
+        "all {SLOTS} walk slots are in use by other tasksnaps"
+    )))
+}
+
+impl Walker {
+    /// Duplicates of the descriptors.
+    pub fn try_clone(&self) -> Option<Walker> {
+        Some(Walker {
+            shared: self.shared,
+            prog: self.prog.try_clone().ok()?,
+            arenas: libbpf_rs::MapHandle::try_from(&self.arenas).ok()?,
+        })
+    }
+
+    /// Makes `current` an arena of at least `chunks` chunks, registered with the walk
+    /// program; on failure `current` is left as it was. In a pinned set the arena a slot had
+    /// is reused when it is big enough (no allocation, and no registration: replacing an
+    /// entry of a map of maps waits for an RCU grace period, 4-20 ms here); it stays
+    /// allocated for the next run until `tasksnap unpin`.
+    pub fn arena(&self, chunks: usize, current: &mut Option<Arena>) -> io::Result<()> {
+        let mut claimed = None;
+        let slot = match current {
+            Some(a) => a.slot,
+            None if self.shared => {
+                let (slot, lock) = claim_slot()?;
+                claimed = Some(lock);
+                slot
+            }
+            // A private set (loaded by this process): its map is nobody else's.
+            None => 0,
+        };
+        // Only the chunks asked for are mapped (and count in this process's RSS) even when
+        // the slot's arena is bigger.
+        let reused = self
+            .registered(slot)
+            .and_then(|fd| Arena::map(fd, slot, chunks).ok())
+            .filter(|a| a.chunks >= chunks);
+        let mut a = match reused {
+            Some(mut a) => {
+                a.reused = true;
+                a
+            }
+            None => {
+                let a = Arena::new(chunks, slot)?;
+                self.arenas
+                    .update(
+                        &slot.to_ne_bytes(),
+                        &a.fd.as_fd().as_raw_fd().to_ne_bytes(),
+                        libbpf_rs::MapFlags::ANY,
+                    )
+                    .map_err(io::Error::other)?;
+                a
+            }
+        };
+        a.lock = match current.as_mut() {
+            Some(old) => old.lock.take(),
+            None => claimed,
+        };
+        *current = Some(a);
+        Ok(())
+    }
+
+    /// The arena registered in `slot`, when there is one (opening a map by id needs
+    /// CAP_SYS_ADMIN: this is done before capabilities are dropped).
+    fn registered(&self, slot: u32) -> Option<OwnedFd> {
+        let id = self
+            .arenas
+            .lookup(&slot.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+            .ok()??;
+        let id = u32::from_ne_bytes(id.get(..4)?.try_into().ok()?);
+        // SAFETY: bpf_map_get_fd_by_id takes a plain id; it returns a new descriptor or a
+        // negative errno.
+        let fd = unsafe { libbpf_sys::bpf_map_get_fd_by_id(id) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: a new descriptor that nothing else owns.
+        Some(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// One pass with `groups` into `arena`, split over `shards` threads (the caller's alone
+    /// when 1), each writing its own equal range of chunks.
+    pub fn walk(&self, arena: &Arena, groups: u32, shards: usize) -> io::Result<Vec<ShardOut>> {
+        let shards = shards.clamp(1, arena.chunks());
+        let per_shard = arena.chunks() / shards;
+        let one = |shard: usize| -> io::Result<ShardOut> {
+            let mut args = skel::types::ts_walk_args {
+                key: arena.slot,
+                groups,
+                shard: shard as u32,
+                nshards: shards as u32,
+                first_chunk: (shard * per_shard) as u32,
+                nchunks: per_shard as u32,
+                ..Default::default()
+            };
+            run(&self.prog, &mut args)?;
+            let first = args.first_chunk as usize;
+            let last = (args.cur_chunk as usize).clamp(first, first + per_shard - 1);
+            Ok(ShardOut {
+                first,
+                last,
+                records: args.records,
+                overflow: args.overflow,
+            })
+        };
+        if shards == 1 {
+            return one(0).map(|s| vec![s]);
+        }
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (1..shards)
+                .map(|shard| s.spawn(move || one(shard)))
+                .collect();
+            let mut out = vec![one(0)];
+            for h in handles {
+                out.push(
+                    h.join()
+                        .unwrap_or_else(|_| Err(io::Error::other("a walk thread panicked"))),
+                );
+            }
+            out.into_iter().collect()
+        })
+    }
+}
+/// Runs the walk program once in this thread with `args` as its context (in and out).
+fn run(prog: &OwnedFd, args: &mut skel::types::ts_walk_args) -> io::Result<()> {
+    let size = std::mem::size_of::<skel::types::ts_walk_args>();
+    let ctx = (args as *mut skel::types::ts_walk_args).cast::<libc::c_void>();
+    let mut opts = libbpf_sys::bpf_test_run_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+        // A syscall program's context is copied back into ctx_in after the run
+        // (bpf_prog_test_run_syscall() refuses ctx_out).
+        ctx_in: ctx.cast_const(),
+        ctx_size_in: size as u32,
+        ..Default::default()
+    };
+    // SAFETY: the program fd is valid for the call; ctx_in points at `args`, `size` writable
+    // bytes that outlive the call (the kernel copies the context in before the run and back
+    // after it).
+    let r = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
+    if r < 0 {
+        return Err(io::Error::from_raw_os_error(-r));
+    }
+    if (opts.retval as i32) < 0 {
+        return Err(io::Error::from_raw_os_error(-(opts.retval as i32)));
+    }
+    Ok(())
+}
