@@ -288,7 +288,7 @@ impl Top {
         let mut lines = self
             .tracker
             .update(&snap, self.opts.threads, self.mem_total_kib);
-        drop(snap);
+        self.collector.recycle(snap.tasks);
         self.filter(&mut lines);
         self.add_waits(&mut lines);
         if !self.caps_dropped && (self.refreshes >= 2 || self.opts.batch) {

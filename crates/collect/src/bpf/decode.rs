@@ -389,6 +389,7 @@ pub fn assemble(
     query: &Query,
     groups: &Groups,
     units: Units,
+    recycled: Vec<Task>,
 ) -> Vec<Task> {
     let tick_ns = 1_000_000_000 / units.clk_tck.max(1);
     // /proc reports start times in clock ticks: truncate so identities match across backends.
@@ -413,7 +414,11 @@ pub fn assemble(
     extras.sort_by_key(|t| (t.id.tgid, t.id.tid));
     let mut extras = extras.into_iter().peekable();
     // Sized once: growing a vector of 50,000 tasks by doubling copies it many times over.
-    let mut out = Vec::with_capacity(
+    // A recycled vector (a periodic refresh's previous snapshot) keeps its pages: no fresh
+    // page faults, no munmap, for the biggest allocation of a pass.
+    let mut out = recycled;
+    out.clear();
+    out.reserve(
         if threads_view {
             records.len()
         } else {

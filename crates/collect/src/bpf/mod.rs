@@ -132,6 +132,8 @@ pub struct BpfCollector {
     walked: Option<Vec<arena::ShardOut>>,
     /// Why the last full pass did not use the walk, when it did not.
     pub walk_problem: Option<String>,
+    /// A snapshot's task vector handed back for the next one (see [`Collector::recycle`]).
+    spare: Vec<tasksnap_model::Task>,
     /// How long loading (or opening the pinned programs) took, ns (reported by `-v` and
     /// `bench`).
     pub load_ns: u64,
@@ -212,6 +214,7 @@ impl BpfCollector {
             arena: None,
             walked: None,
             walk_problem,
+            spare: Vec::new(),
             load_ns,
             pinned_at,
             pin_problem: None,
@@ -511,6 +514,11 @@ impl Collector for BpfCollector {
         }
     }
 
+    fn recycle(&mut self, mut tasks: Vec<tasksnap_model::Task>) {
+        tasks.clear();
+        self.spare = tasks;
+    }
+
     fn prepare(&mut self, groups: &Groups) {
         #[cfg(tasksnap_bpf)]
         if self.progs.walker.is_some() {
@@ -602,7 +610,8 @@ impl BpfCollector {
             q.leader_as_process = query.leader_as_process;
             extras.extend(self.procfs.snapshot(&q)?.tasks);
         }
-        let mut tasks = decode::assemble(&records, extras, query, &groups, units);
+        let spare = std::mem::take(&mut self.spare);
+        let mut tasks = decode::assemble(&records, extras, query, &groups, units, spare);
         decode::filter(&mut tasks, query);
 
         // Command lines from the sleepable iterator, when it is there and finishes in time.
