@@ -36,7 +36,7 @@ pub struct Env {
 }
 
 /// Per-run caches fields use.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Caches {
     /// User and group names.
     pub names: Names,

@@ -193,9 +193,6 @@ fn mem_total_kb(proc_root: &Path) -> u64 {
         .unwrap_or(1)
 }
 
-/// From this many rows on, the second half is formatted on another thread.
-const PARALLEL_PRINT_ROWS: usize = 8192;
-
 /// Runs ps with parsed settings, writing to `out`. Returns the exit code procps would use.
 pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
@@ -312,44 +309,15 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
             if show_header {
                 out.write_all(&header)?;
             }
-            let render = |line: &mut Vec<u8>, row: &order::Row, caches: &mut fields::Caches| {
-                line.clear();
-                layout::render_line(line, &cols, active, s.user_is_number, |i, max| {
-                    order::cell(&tasks, row, &cols[i], max, &env, caches)
-                });
-            };
-            if rows.len() >= PARALLEL_PRINT_ROWS && !(show_header && gap != usize::MAX) {
-                // Formatting is a third of a big listing's user time: the second half of
-                // the rows is formatted on another thread (with its own name caches) while
-                // this one formats and writes the first half.
-                let (first, second) = rows.split_at(rows.len() / 2);
-                let mut caches2 = caches.clone();
-                let tail = std::thread::scope(|sc| -> io::Result<Vec<u8>> {
-                    let h = sc.spawn(|| {
-                        let mut buf = Vec::with_capacity(second.len() * 64);
-                        let mut line = Vec::with_capacity(256);
-                        for row in second {
-                            render(&mut line, row, &mut caches2);
-                            buf.extend_from_slice(&line);
-                        }
-                        buf
-                    });
-                    for row in first {
-                        render(&mut line, row, &mut caches);
-                        out.write_all(&line)?;
-                    }
-                    h.join()
-                        .map_err(|_| io::Error::other("a formatting thread panicked"))
-                })?;
-                out.write_all(&tail)?;
-            } else {
-                for (n, row) in rows.iter().enumerate() {
-                    if show_header && n > 0 && n % gap == 0 {
-                        out.write_all(&header)?;
-                    }
-                    render(&mut line, row, &mut caches);
-                    out.write_all(&line)?;
+            for (n, row) in rows.iter().enumerate() {
+                if show_header && n > 0 && n % gap == 0 {
+                    out.write_all(&header)?;
                 }
+                line.clear();
+                layout::render_line(&mut line, &cols, active, s.user_is_number, |i, max| {
+                    order::cell(&tasks, row, &cols[i], max, &env, &mut caches)
+                });
+                out.write_all(&line)?;
             }
             if rows.is_empty() {
                 out.flush()?;

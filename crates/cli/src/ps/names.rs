@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Cached uid/gid -> name lookups.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Names {
     users: HashMap<u32, Option<Vec<u8>>>,
     groups: HashMap<u32, Option<Vec<u8>>>,
@@ -100,7 +100,7 @@ pub fn dev_minor(dev: u32) -> u32 {
     (dev & 0xff) | ((dev >> 12) & 0xfff00)
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Driver {
     name: String,
     devfs: bool,
@@ -110,7 +110,7 @@ struct Driver {
 }
 
 /// Terminal names, cached by device number.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Ttys {
     proc_root: PathBuf,
     dev_root: PathBuf,
