@@ -175,6 +175,16 @@ pub fn output_escape<B: ByteSink>(
         Some(end) => &src[..end],
         None => src,
     };
+    // Printable ASCII goes over as it is in both locales: copy the leading run of it in one
+    // go (most names and command lines are nothing else).
+    let run = src
+        .iter()
+        .take(*max_cells)
+        .position(|c| !(0x20..0x7f).contains(c))
+        .unwrap_or_else(|| src.len().min(*max_cells));
+    dst.extend_from_slice(&src[..run]);
+    cells += run;
+    let src = &src[run..];
     if loc.utf8 {
         let mut i = 0;
         while i < src.len() && cells < *max_cells {
