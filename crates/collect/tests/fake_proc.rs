@@ -95,7 +95,7 @@ fn lists_processes_with_base_stat_and_cmdline() {
 
     let bash = &snap.tasks[1];
     let b = bash.base.as_ref().expect("base");
-    assert_eq!(b.comm, b"bash");
+    assert_eq!(&b.comm[..], b"bash");
     assert_eq!(b.tty_nr, 34816);
     assert!(!b.kthread);
     let s = bash.stat.as_ref().expect("stat");
@@ -112,7 +112,7 @@ fn lists_processes_with_base_stat_and_cmdline() {
     let zombie = &snap.tasks[2];
     let zb = zombie.base.as_ref().expect("base");
     assert_eq!(zb.state, TaskState::Zombie);
-    assert_eq!(zb.comm, b"((a) b)");
+    assert_eq!(&zb.comm[..], b"((a) b)");
     assert_eq!(zombie.cmdline.as_deref(), Some(&b""[..]));
 
     assert_eq!(
@@ -212,7 +212,7 @@ fn threads_are_read_from_the_task_directory() {
     assert_eq!(ids, vec![(6000, 6000), (6000, 6001)]);
     let t1 = snap.tasks[1].base.as_ref().expect("base");
     assert_eq!(t1.state, TaskState::DiskSleep);
-    assert_eq!(t1.comm, b"worker:io");
+    assert_eq!(&t1.comm[..], b"worker:io");
     // Both threads share the process's command line.
     assert_eq!(snap.tasks[0].cmdline, snap.tasks[1].cmdline);
 

@@ -98,11 +98,30 @@ fn effective_ids_of_a_non_dumpable_process_are_exact() {
             .expect("spawn child"),
     );
     let pid = child.0.id() as i32;
-    std::thread::sleep(Duration::from_millis(100));
-    // Files inside /proc/PID are root-owned when the task is not dumpable...
-    let stat_owner = std::fs::metadata(format!("/proc/{pid}/stat"))
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
-        .expect("stat");
+    // Files inside /proc/PID are root-owned when the task is not dumpable... once the child
+    // has switched to nobody, which takes a while on a loaded machine: wait for it (5 s at
+    // most) rather than for a fixed time.
+    let euid = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("Uid:"))
+                    .and_then(|l| l.split_whitespace().nth(2).map(str::to_owned))
+            })
+    };
+    let stat_owner = || {
+        std::fs::metadata(format!("/proc/{pid}/stat"))
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+            .expect("stat")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while (euid().as_deref() != Some("65534") || stat_owner() != 0)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stat_owner = stat_owner();
     let mut c = ProcfsCollector::new().expect("open /proc");
     let cheap = one(
         &mut c,
@@ -140,7 +159,7 @@ fn agrees_with_proc_for_this_process() {
     let t = one(&mut c, me, Groups::all()).expect("self");
     let b = t.base.as_ref().expect("base");
     let comm = std::fs::read(format!("/proc/{me}/comm")).expect("comm");
-    assert_eq!(b.comm, comm.strip_suffix(b"\n").unwrap_or(&comm));
+    assert_eq!(&b.comm[..], comm.strip_suffix(b"\n").unwrap_or(&comm));
     assert_eq!(b.ppid as u32, std::os::unix::process::parent_id());
     assert_eq!(
         t.cmdline.as_deref(),

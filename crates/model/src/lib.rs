@@ -14,5 +14,6 @@ mod task;
 pub use query::{Groups, Query, Selector};
 pub use snapshot::{Snapshot, SnapshotStats};
 pub use task::{
-    Base, Cred, Io, Mem, Sched, Stat, Task, TaskId, TaskState, PF_KTHREAD, SCHED_BATCH, SCHED_OTHER,
+    Base, Comm, Cred, Io, Mem, Sched, Stat, Task, TaskId, TaskState, PF_KTHREAD, SCHED_BATCH,
+    SCHED_OTHER,
 };

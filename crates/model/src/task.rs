@@ -6,6 +6,11 @@
 
 use serde::Serialize;
 
+/// A task's name: inline up to 16 bytes (every user task's comm fits; only kernel threads'
+/// long names spill to the heap), so that a snapshot of 50,000 tasks does not make 50,000
+/// allocations for names.
+pub type Comm = smallvec::SmallVec<[u8; 16]>;
+
 /// `PF_KTHREAD` from include/linux/sched.h: the task is a kernel thread. Checked instead of
 /// "empty cmdline", which a user process can also have.
 pub const PF_KTHREAD: u32 = 0x0020_0000;
@@ -113,7 +118,7 @@ pub struct Base {
     /// Kernel `PF_*` flags of the task.
     pub flags: u32,
     /// The task's comm (at most 15 bytes), raw bytes: it may hold any byte but NUL.
-    pub comm: Vec<u8>,
+    pub comm: Comm,
     /// True for kernel threads (`PF_KTHREAD`).
     pub kthread: bool,
     /// Nice value, -20..19.

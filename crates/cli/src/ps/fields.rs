@@ -205,7 +205,7 @@ pub fn command_text(t: &Task, loc: Locale) -> Vec<u8> {
 
 /// The comm after the library escape.
 pub fn comm_text(t: &Task, loc: Locale) -> Vec<u8> {
-    let mut c = t.base.as_ref().map(|b| b.comm.clone()).unwrap_or_default();
+    let mut c = t.base.as_ref().map(|b| b.comm.to_vec()).unwrap_or_default();
     if let Some(end) = c.iter().position(|&b| b == 0) {
         c.truncate(end);
     }

@@ -29,7 +29,7 @@ pub struct Line {
     pub disk_pct: Option<f64>,
     /// The stack the process waited in most (the states accounting).
     pub reason: Option<String>,
-    pub comm: Vec<u8>,
+    pub comm: tasksnap_model::Comm,
     pub kthread: bool,
     /// Tree depth when the tree view is on.
     pub depth: usize,
@@ -365,7 +365,7 @@ mod tests {
         t.base = Some(Base {
             state: TaskState::from_letter(b'S'),
             ppid,
-            comm: format!("t{tid}").into_bytes(),
+            comm: format!("t{tid}").into_bytes().into(),
             ..Base::default()
         });
         t.stat = Some(Stat {

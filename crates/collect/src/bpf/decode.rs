@@ -235,13 +235,13 @@ fn cputime_adjust(utime: u64, stime: u64, rtime: u64, prev_u: u64, prev_s: u64) 
     (ut, st)
 }
 
-fn comm_bytes(raw: &[u8]) -> Vec<u8> {
+fn comm_bytes(raw: &[u8]) -> tasksnap_model::Comm {
     let end = raw.iter().position(|&c| c == 0).unwrap_or(raw.len());
-    raw[..end].to_vec()
+    tasksnap_model::Comm::from_slice(&raw[..end])
 }
 
 fn to_base(b: &ts_base) -> Base {
-    let comm: Vec<u8> = comm_bytes(&b.comm.map(|c| c as u8));
+    let comm = comm_bytes(&b.comm.map(|c| c as u8));
     Base {
         state: TaskState::from_letter(state_letter(b.state, b.exit_state)),
         ppid: b.ppid as i32,
@@ -301,7 +301,7 @@ fn thread_io(i: &ts_io) -> Box<Io> {
 
 /// /proc/PID/io (fs/proc/base.c do_io_accounting()): what exited threads left in the signal
 /// struct plus every live thread's counters.
-fn process_io(leader: &ts_io, threads: &[ts_io]) -> Box<Io> {
+fn process_io(leader: &ts_io, threads: impl Iterator<Item = ts_io>) -> Box<Io> {
     let mut io = Io {
         rchar_bytes: leader.sig_rchar,
         wchar_bytes: leader.sig_wchar,
@@ -350,7 +350,12 @@ fn thread_stat(s: &ts_stat, start_ns: u64, page: u64) -> Stat {
 /// Whole-process CPU times and faults, as /proc/PID/stat derives them: the sums over the live
 /// threads plus what exited threads left in the signal struct (thread_group_cputime()), then
 /// cputime_adjust against the process's last reported split.
-fn process_stat(leader: &ts_stat, threads: &[ts_stat], start_ns: u64, page: u64) -> Stat {
+fn process_stat(
+    leader: &ts_stat,
+    threads: impl Iterator<Item = ts_stat>,
+    start_ns: u64,
+    page: u64,
+) -> Stat {
     let (mut u, mut s, mut r) = (
         leader.sig_utime_ns,
         leader.sig_stime_ns,
@@ -435,18 +440,18 @@ pub fn assemble(
         };
         let process_stat = || {
             leader.stat().map(|ls| {
-                let threads: Vec<ts_stat> = members.iter().filter_map(|r| r.stat()).collect();
-                process_stat(&ls, &threads, start(leader), page)
+                // Summed straight from the records: no vector per process.
+                let threads = members.iter().filter_map(|r| r.stat());
+                process_stat(&ls, threads, start(leader), page)
             })
         };
         let process_io = || {
             if !groups.io {
                 return None;
             }
-            leader.io().map(|li| {
-                let threads: Vec<ts_io> = members.iter().filter_map(|r| r.io()).collect();
-                process_io(&li, &threads)
-            })
+            leader
+                .io()
+                .map(|li| process_io(&li, members.iter().filter_map(|r| r.io())))
         };
         let make = |r: &Record, stat: Option<Stat>, io: Option<Box<Io>>| {
             let mut t = Task::new(TaskId {

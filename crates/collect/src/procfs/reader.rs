@@ -235,7 +235,7 @@ impl TaskReader {
                     tty_nr: line.tty_nr as u32,
                     tpgid: line.tpgid,
                     flags: line.flags,
-                    comm: line.comm.clone(),
+                    comm: tasksnap_model::Comm::from_slice(&line.comm),
                     kthread: line.flags & PF_KTHREAD != 0,
                     nice: line.nice,
                     priority: line.priority,
