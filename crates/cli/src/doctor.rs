@@ -153,6 +153,21 @@ pub fn main() -> ExitCode {
                         .to_string(),
                 },
             );
+            line(
+                "bpf walk",
+                if b.has_walk() {
+                    "full passes walk the task lists into a mapped arena (pinned set)".to_string()
+                } else if b.pinned_at.is_some() {
+                    format!(
+                        "not in the pinned set ({}): full passes use the seq_file iterator",
+                        b.walk_problem.as_deref().unwrap_or("unknown reason")
+                    )
+                } else {
+                    "only with pinned programs (`tasksnap pin`); this run would use the \
+                     seq_file iterator"
+                        .to_string()
+                },
+            );
         }
         Err(why) => {
             line("bpf", format!("unavailable: {why}"));

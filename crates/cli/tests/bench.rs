@@ -29,7 +29,9 @@ fn bench_json_has_every_row() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         assert!(
-            names.iter().any(|n| n.starts_with("BPF iterator raw pass")),
+            names
+                .iter()
+                .any(|n| n.starts_with("BPF raw pass (iterator)")),
             "{names:?}"
         );
     }

@@ -191,18 +191,27 @@ pub fn main(argv: &[OsString]) -> ExitCode {
                 "BPF programs: load (once per process; `tasksnap pin` avoids it)"
             };
             push(how, (bpf.load_ns as f64 / 1e6, None));
-            push(
-                "BPF iterator raw pass base+cred",
-                time_runs(runs, &mut counters, || {
-                    let _ = bpf.raw_pass(true, false);
-                }),
-            );
-            push(
-                "BPF iterator raw pass base+cred+stat",
-                time_runs(runs, &mut counters, || {
-                    let _ = bpf.raw_pass(true, true);
-                }),
-            );
+            // Both full-pass paths when the walk is there (a pinned set), side by side.
+            let paths: &[(bool, &str)] = if bpf.has_walk() {
+                &[(false, "iterator"), (true, "walk")]
+            } else {
+                &[(false, "iterator")]
+            };
+            for &(walk, name) in paths {
+                bpf.use_walk(walk);
+                push(
+                    &format!("BPF raw pass ({name}) base+cred"),
+                    time_runs(runs, &mut counters, || {
+                        let _ = bpf.raw_pass(true, false);
+                    }),
+                );
+                push(
+                    &format!("BPF raw pass ({name}) base+cred+stat"),
+                    time_runs(runs, &mut counters, || {
+                        let _ = bpf.raw_pass(true, true);
+                    }),
+                );
+            }
             push(
                 "BPF collector snapshot base+cred+stat",
                 time_runs(runs, &mut counters, || {

@@ -134,6 +134,8 @@ pub struct BpfCollector {
     pub walk_problem: Option<String>,
     /// A snapshot's task vector handed back for the next one (see [`Collector::recycle`]).
     spare: Vec<tasksnap_model::Task>,
+    /// Keep to the iterator even when the walk is there ([`BpfCollector::use_walk`]).
+    walk_off: bool,
     /// How long loading (or opening the pinned programs) took, ns (reported by `-v` and
     /// `bench`).
     pub load_ns: u64,
@@ -215,6 +217,7 @@ impl BpfCollector {
             walked: None,
             walk_problem,
             spare: Vec::new(),
+            walk_off: false,
             load_ns,
             pinned_at,
             pin_problem: None,
@@ -236,6 +239,24 @@ impl BpfCollector {
         {
             let _ = walk;
             Self::load(procfs, cmdline)
+        }
+    }
+
+    /// Whether full passes may use the walk when it is there (the default), or must keep to
+    /// the iterator (`bench` times both in one run).
+    pub fn use_walk(&mut self, on: bool) {
+        self.walk_off = !on;
+    }
+
+    /// Whether this collector has the walk (a pinned set of Linux 6.8 or later).
+    pub fn has_walk(&self) -> bool {
+        #[cfg(tasksnap_bpf)]
+        {
+            self.progs.walker.is_some()
+        }
+        #[cfg(not(tasksnap_bpf))]
+        {
+            false
         }
     }
 
@@ -303,7 +324,7 @@ impl BpfCollector {
         self.buf.clear();
         self.walked = None;
         // TASKSNAP_NO_WALK=1 keeps to the iterator (tests compare the two; benchmarks too).
-        let walk = std::env::var_os("TASKSNAP_NO_WALK").is_none();
+        let walk = !self.walk_off && std::env::var_os("TASKSNAP_NO_WALK").is_none();
         if walk && process.is_none() && self.progs.walker.is_some() {
             match self.walk(groups) {
                 Ok(()) => return Ok(()),
