@@ -119,6 +119,35 @@ fn pinned_iterator_is_used_root_only_and_removable() {
     let (_, verbose) = rows("--backend=auto", &pids);
     assert!(verbose.contains("tasksnap: bpf:"), "{verbose}");
 
+    // Inside a pid namespace the walk (which sees the whole machine's task lists) keeps to
+    // the namespace's tasks and numbers them as the namespace does, like /proc there.
+    let script = format!(
+        "sleep 30 & sleep 0.3; {TASKSNAP} ps -e -o pid,ppid,comm --backend=bpf --verbose; \
+         echo ---; {TASKSNAP} ps -e -o pid,ppid,comm --backend=procfs; kill -KILL %1"
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "bash", "-c", &script])
+        .output()
+        .expect("unshare");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(stderr.contains("pass: walk into the arena"), "{stderr}");
+    let (walked, listed) = stdout.split_once("---").expect("both outputs");
+    let ns_rows = |s: &str| -> std::collections::BTreeSet<String> {
+        s.lines()
+            .filter(|l| !l.trim().is_empty() && !l.ends_with("tasksnap") && !l.contains("PID"))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    assert_eq!(ns_rows(walked), ns_rows(listed), "{stdout}\n{stderr}");
+    assert!(
+        ns_rows(walked).iter().any(|r| r.ends_with(" sleep")
+            && r.split_whitespace()
+                .next()
+                .and_then(|p| p.parse::<i32>().ok())
+                < Some(100)),
+        "the namespace's sleep, with a namespace-local pid: {stdout}"
+    );
+
     // Another user can neither list nor open the pins.
     let task_link = dir.join("task_link");
     let denied = std::process::Command::new("setpriv")
