@@ -155,6 +155,31 @@ fn batch_mode_bpf_lists_the_same_processes() {
 }
 
 #[test]
+fn later_frames_read_only_what_changed_and_keep_every_process() {
+    if !root_or_skip("top -b with changed-only BPF walks") {
+        return;
+    }
+    let load = spawn_load();
+    let frames = batch(&["-n", "4", "-d", "0.3", "--backend=bpf"]);
+    // The first frames are whole passes (the walk is loaded after the first screen); the
+    // last ones read only the processes that ran, and still list every process.
+    let last = frames.last().expect("frames");
+    let own = &last.header[5];
+    let changed: usize = own
+        .split(" (")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no changed count in {own:?}"));
+    assert!(changed < last.rows.len(), "{own:?}");
+    for pid in load.info.known_pids() {
+        if tasksnap_loadgen::read_stat(pid).is_ok() {
+            assert!(last.rows.contains_key(&pid), "pid {pid} missing: {own:?}");
+        }
+    }
+}
+
+#[test]
 fn disk_wait_of_a_d_state_process_is_measured() {
     if !root_or_skip("DISK% from the BPF states accounting") {
         return;

@@ -31,6 +31,19 @@ pub enum Error {
     Unsupported(String),
 }
 
+/// What [`Collector::changes`] found since its previous call.
+#[derive(Debug)]
+pub struct Changes {
+    /// Every task the query selects when `full`; else only the tasks that changed or
+    /// appeared since the previous call (the tasks of a process whose records changed, in
+    /// the shape the query asks for).
+    pub snapshot: Snapshot,
+    /// True when `snapshot` has every task: the caller replaces what it kept.
+    pub full: bool,
+    /// Threads gone since the previous call (when not `full`).
+    pub gone: Vec<tasksnap_model::TaskId>,
+}
+
 /// Something that answers queries.
 pub trait Collector {
     /// A short name for messages and snapshots ("procfs", "bpf").
@@ -55,5 +68,21 @@ pub trait Collector {
     /// How the last snapshot was taken, for `--verbose` (e.g. which BPF pass ran and why).
     fn last_pass(&self) -> String {
         String::new()
+    }
+    /// For a live view that keeps every task between refreshes: what changed since the last
+    /// call. The BPF backend's walk can skip the processes that did not change, in the
+    /// kernel; the default takes a whole snapshot every time.
+    fn changes(&mut self, query: &Query) -> Result<Changes, Error> {
+        Ok(Changes {
+            snapshot: self.snapshot(query)?,
+            full: true,
+            gone: Vec::new(),
+        })
+    }
+    /// Like [`Collector::prepare`], for a live view about to call [`Collector::changes`]
+    /// for a while: loads what makes those calls cheap (the BPF backend's walk, when no
+    /// pinned set brought it) while the caller still holds its privileges.
+    fn prepare_live(&mut self, groups: &tasksnap_model::Groups) {
+        self.prepare(groups);
     }
 }

@@ -26,7 +26,7 @@ use tasksnap_collect::Collector;
 use tasksnap_model::{Groups, Query, Selector};
 
 use crate::ps::names::Names;
-use view::{Filter, Line, SortKey};
+use view::{Filter, Line, Row, SortKey};
 
 /// Options from the command line (and changed by keys in the UI).
 #[derive(Debug, Clone)]
@@ -158,7 +158,7 @@ fn parse_args(argv: &[OsString]) -> Result<Options, String> {
 /// A frame ready to show: header lines and every row that passed the filters, in order.
 pub struct Frame {
     pub header: Vec<String>,
-    pub lines: Vec<Line>,
+    pub lines: Vec<Row>,
 }
 
 /// The state kept between refreshes.
@@ -176,9 +176,15 @@ pub struct Top {
     waits: Option<waits::Waits>,
     /// Why there are no DISK% figures, once known.
     waits_unavailable: Option<String>,
+    /// DISK% and wait reason by pid (tid in the threads view), from the last refresh.
+    waits_by_id: HashMap<i32, waits::Wait>,
     /// Processes on screen at the last draw (their waits are sampled).
     visible_pids: Vec<i32>,
     refreshes: u64,
+    /// Tasks the last refresh got from the kernel when it got only what changed.
+    changed: Option<usize>,
+    /// The rows of a frame no longer shown, for the next one to fill.
+    spare_lines: Vec<Row>,
     caps_dropped: bool,
     own_cpu_ns: u64,
     own_at: Instant,
@@ -222,8 +228,11 @@ impl Top {
             mem_total_kib,
             waits: None,
             waits_unavailable: None,
+            waits_by_id: HashMap::new(),
             visible_pids: Vec::new(),
             refreshes: 0,
+            changed: None,
+            spare_lines: Vec::new(),
             caps_dropped: false,
             own_cpu_ns: system::own_cpu_ns(),
             own_at: Instant::now(),
@@ -248,6 +257,14 @@ impl Top {
         }
     }
 
+    /// Hands back a frame no longer shown: the next refresh fills its rows' memory instead
+    /// of faulting in ~10 MB afresh at 50,000 tasks.
+    pub fn recycle_frame(&mut self, frame: Frame) {
+        let mut lines = frame.lines;
+        lines.clear();
+        self.spare_lines = lines;
+    }
+
     /// Takes a snapshot and computes the frame.
     pub fn refresh(&mut self, clock: &str) -> anyhow::Result<Frame> {
         let started = Instant::now();
@@ -267,31 +284,53 @@ impl Top {
                 .map(|&p| Selector::ThreadsOf(p))
                 .collect()
         };
-        let mut snap = None;
-        for sel in selectors {
-            let mut q = Query::new(sel, groups);
+        let mut lines = if selectors == [Selector::AllThreads] {
+            // Every task: only what changed since the last refresh comes back (with the
+            // BPF walk; other backends give everything every time).
+            let mut q = Query::new(Selector::AllThreads, groups);
             // The leader's row carries the whole process's times in the process view.
             q.leader_as_process = !self.opts.threads;
-            let s = self.collector.snapshot(&q)?;
-            match &mut snap {
-                None => snap = Some(s),
-                Some(all) => {
-                    let all: &mut tasksnap_model::Snapshot = all;
-                    all.tasks.extend(s.tasks);
+            let ch = self.collector.changes(&q)?;
+            self.changed = (!ch.full).then_some(ch.snapshot.tasks.len());
+            self.collector.prefer_low_cpu();
+            let mut lines = std::mem::take(&mut self.spare_lines);
+            self.tracker.apply(
+                &ch.snapshot,
+                ch.full,
+                &ch.gone,
+                self.opts.threads,
+                self.mem_total_kib,
+                &mut lines,
+            );
+            self.collector.recycle(ch.snapshot.tasks);
+            lines
+        } else {
+            let mut snap: Option<tasksnap_model::Snapshot> = None;
+            for sel in selectors {
+                let mut q = Query::new(sel, groups);
+                q.leader_as_process = !self.opts.threads;
+                let s = self.collector.snapshot(&q)?;
+                match &mut snap {
+                    None => snap = Some(s),
+                    Some(all) => all.tasks.extend(s.tasks),
                 }
             }
-        }
-        let snap = snap.ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
-        // The first screen is taken as fast as the machine allows (sharded passes); every
-        // refresh after it as cheaply (see Collector::prefer_low_cpu).
-        self.collector.prefer_low_cpu();
-        let mut lines = self
-            .tracker
-            .update(&snap, self.opts.threads, self.mem_total_kib);
-        self.collector.recycle(snap.tasks);
+            let snap = snap.ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+            // The first screen is taken as fast as the machine allows (sharded passes);
+            // every refresh after it as cheaply (see Collector::prefer_low_cpu).
+            self.collector.prefer_low_cpu();
+            let lines = self
+                .tracker
+                .update(&snap, self.opts.threads, self.mem_total_kib);
+            self.collector.recycle(snap.tasks);
+            lines
+        };
         self.filter(&mut lines);
-        self.add_waits(&mut lines);
+        self.add_waits();
         if !self.caps_dropped && (self.refreshes >= 2 || self.opts.batch) {
+            // What makes later refreshes cheap (the BPF walk and its memory) is loaded now,
+            // after the first screen, while the privileges to load it are still there.
+            self.collector.prepare_live(&groups);
             // Both BPF parts are loaded (or will not be): what loading needed goes (see ps).
             let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
             self.caps_dropped = true;
@@ -304,9 +343,16 @@ impl Top {
         let own = render::OwnCost {
             cpu_pct: now_cpu.saturating_sub(self.own_cpu_ns) as f64 * 100.0 / wall,
             refresh_ms: started.elapsed().as_secs_f64() * 1e3,
-            backend: match &self.waits_unavailable {
-                Some(why) => format!("{}, {} tasks; {why}", self.backend_short(), lines.len()),
-                None => format!("{}, {} tasks", self.backend_short(), lines.len()),
+            backend: {
+                let changed = match self.changed {
+                    Some(n) => format!(" ({n} changed)"),
+                    None => String::new(),
+                };
+                let shown = lines.len();
+                match &self.waits_unavailable {
+                    Some(why) => format!("{}, {shown} tasks{changed}; {why}", self.backend_short()),
+                    None => format!("{}, {shown} tasks{changed}", self.backend_short()),
+                }
             },
         };
         self.own_cpu_ns = now_cpu;
@@ -318,7 +364,7 @@ impl Top {
     /// DISK% and wait reasons for the processes on screen (every process in batch mode).
     /// The accounting is loaded at the second refresh, so that loading it (a pass over every
     /// task to seed it) does not delay the first screen.
-    fn add_waits(&mut self, lines: &mut [Line]) {
+    fn add_waits(&mut self) {
         self.refreshes += 1;
         if self.waits_unavailable.is_some() {
             return;
@@ -348,19 +394,13 @@ impl Top {
         let Some(w) = self.waits.as_mut() else {
             return;
         };
-        let threads = self.opts.threads;
-        let by_id = w.update(&pids, threads);
-        for l in lines.iter_mut() {
-            let key = if threads { l.id.tid } else { l.id.tgid };
-            if let Some(wait) = by_id.get(&key) {
-                l.disk_pct = Some(wait.disk_pct);
-                l.reason = wait.reason.clone();
-            }
-        }
+        // Put on the rows when they are drawn ([`Top::rows`]): a loop over every row here
+        // touched 50,000 rows' memory for the few dozen on screen.
+        self.waits_by_id = w.update(&pids, self.opts.threads);
     }
 
     /// Sorts `lines` by the current key, as a forest when the tree view is on.
-    pub fn order(&mut self, lines: &mut Vec<Line>) {
+    pub fn order(&mut self, lines: &mut Vec<Row>) {
         let names = &mut self.names;
         let mut user_of = |uid: u32| match names.user(uid) {
             Some(n) => String::from_utf8_lossy(n).into_owned(),
@@ -372,7 +412,7 @@ impl Top {
         }
     }
 
-    fn filter(&mut self, lines: &mut Vec<Line>) {
+    fn filter(&mut self, lines: &mut Vec<Row>) {
         let want_uid: Option<u32> = self.opts.user.as_ref().map(|u| {
             u.parse()
                 .ok()
@@ -423,7 +463,20 @@ impl Top {
         for i in start..end {
             let l = &mut frame.lines[i];
             if l.shr_kib.is_none() {
-                l.shr_kib = Some(statm_shared_kib(l.id.tgid, l.id.tid).unwrap_or(0));
+                let shr = statm_shared_kib(l.id.tgid, l.id.tid).unwrap_or(0);
+                Row::make_mut(l).shr_kib = Some(shr);
+            }
+            let key = if self.opts.threads {
+                l.id.tid
+            } else {
+                l.id.tgid
+            };
+            if let Some(wait) = self.waits_by_id.get(&key) {
+                if l.disk_pct != Some(wait.disk_pct) || l.reason != wait.reason {
+                    let l = Row::make_mut(l);
+                    l.disk_pct = Some(wait.disk_pct);
+                    l.reason = wait.reason.clone();
+                }
             }
             let l = frame.lines[i].clone();
             let mut command = self.command(&l);

@@ -35,6 +35,12 @@ pub struct Line {
     pub depth: usize,
 }
 
+/// A row as frames hold it: shared with the tracker, which keeps every row between
+/// refreshes, so that a frame of 50,000 rows copies pointers, not rows. The few rows a
+/// frame changes (shared memory of the rows on screen, wait reasons, tree depth) are
+/// copied on write.
+pub type Row = std::rc::Rc<Line>;
+
 /// Sort columns, with top's keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
@@ -113,45 +119,108 @@ impl std::hash::Hasher for IdHasher {
 
 type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Prev {
     cpu_ns: u64,
     run_delay_ns: u64,
 }
 
-/// Remembers the previous snapshot's counters to turn the next one into rates.
+/// Remembers each task's counters and each row between refreshes, to turn the next
+/// snapshot (whole, or only what changed: see `Collector::changes`) into rates and rows.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    prev: IdMap<(i32, i32, u64), Prev>,
+    /// Counters of every task seen (threads too in the process view: RUNQ% sums them).
+    prev: IdMap<Key, Prev>,
+    /// The rows, one per process (or per thread in the threads view), in tid order: the
+    /// order every sort falls back to for ties, so sorting by %CPU, where most rows tie at
+    /// zero, finds them nearly sorted already.
+    rows: std::collections::BTreeMap<RowKey, Row>,
+    /// Rows whose rates were not zero at the last update: a task that did not change
+    /// since has rates of zero, and is not in the next changes to say so.
+    hot: Vec<RowKey>,
     prev_at_ns: u64,
+    threads: bool,
 }
 
-fn key(id: &TaskId) -> (i32, i32, u64) {
+type Key = (i32, i32, u64);
+
+fn key(id: &TaskId) -> Key {
     (id.tgid, id.tid, id.start_time_ns)
+}
+
+type RowKey = (i32, i32, u64);
+
+fn row_key(id: &TaskId) -> RowKey {
+    (id.tid, id.tgid, id.start_time_ns)
 }
 
 impl Tracker {
     /// The rows of `snap` (taken with every thread, the leader carrying process totals when
     /// `threads` is off), rolled up per process unless `threads`.
-    pub fn update(&mut self, snap: &Snapshot, threads: bool, mem_total_kib: u64) -> Vec<Line> {
+    pub fn update(&mut self, snap: &Snapshot, threads: bool, mem_total_kib: u64) -> Vec<Row> {
+        let mut out = Vec::new();
+        self.apply(snap, true, &[], threads, mem_total_kib, &mut out);
+        out
+    }
+
+    /// Like [`Tracker::update`], from changes: when not `full`, `snap` has only the tasks
+    /// that changed (every thread of each process that did) and `gone` the threads that
+    /// went away; every other row stays as it was, with rates of zero. The rows go into
+    /// `out` (cleared first: a recycled vector keeps its pages).
+    pub fn apply(
+        &mut self,
+        snap: &Snapshot,
+        full: bool,
+        gone: &[TaskId],
+        threads: bool,
+        mem_total_kib: u64,
+        out: &mut Vec<Row>,
+    ) {
         let now = snap.taken_at_boottime_ns;
         let wall_ns = now.saturating_sub(self.prev_at_ns).max(1) as f64;
         let first = self.prev.is_empty();
-        let mut next = IdMap::with_capacity_and_hasher(snap.tasks.len(), Default::default());
-        let mut lines: Vec<Line> = Vec::with_capacity(snap.tasks.len());
-        // Process view: run delay summed over each process's threads.
+        let full = full || threads != self.threads;
+        self.threads = threads;
+        // A whole snapshot replaces everything: counters of tasks no longer there go.
+        let old_prev = if full {
+            self.rows.clear();
+            self.hot.clear();
+            let n = snap.tasks.len();
+            std::mem::replace(
+                &mut self.prev,
+                IdMap::with_capacity_and_hasher(n, Default::default()),
+            )
+        } else {
+            for g in gone {
+                self.rows.remove(&row_key(g));
+                self.prev.remove(&key(g));
+            }
+            for k in self.hot.drain(..) {
+                if let Some(l) = self.rows.get_mut(&k) {
+                    let l = Row::make_mut(l);
+                    l.cpu_pct = 0.0;
+                    l.runq_pct = l.runq_pct.map(|_| 0.0);
+                }
+            }
+            IdMap::default()
+        };
+        // Process view: run delay summed over each process's threads (all of a changed
+        // process's threads are in the changes).
         let mut runq_of: IdMap<i32, f64> = IdMap::default();
         for t in &snap.tasks {
             let cpu_ns = t.stat.as_ref().map_or(0, |s| s.utime_ns + s.stime_ns);
             let run_delay_ns = t.sched.as_ref().map_or(0, |s| s.run_delay_ns);
-            let prev = self.prev.get(&key(&t.id)).copied();
-            next.insert(
-                key(&t.id),
-                Prev {
-                    cpu_ns,
-                    run_delay_ns,
-                },
-            );
+            let k = key(&t.id);
+            let now_prev = Prev {
+                cpu_ns,
+                run_delay_ns,
+            };
+            let prev = if full {
+                self.prev.insert(k, now_prev);
+                old_prev.get(&k).copied()
+            } else {
+                self.prev.insert(k, now_prev)
+            };
             let rate = |now_v: u64, was: Option<u64>| -> f64 {
                 match was {
                     Some(w) if !first => now_v.saturating_sub(w) as f64 * 100.0 / wall_ns,
@@ -174,7 +243,7 @@ impl Tracker {
                 continue;
             };
             let res_kib = t.stat.as_ref().map_or(0, |s| s.rss_bytes / 1024);
-            lines.push(Line {
+            let line = Line {
                 id: t.id,
                 ppid: b.ppid,
                 euid: t.cred.as_ref().map_or(0, |c| c.euid),
@@ -193,23 +262,42 @@ impl Tracker {
                 comm: b.comm.clone(),
                 kthread: b.kthread,
                 depth: 0,
-            });
+            };
+            let rk = row_key(&t.id);
+            if line.cpu_pct > 0.0 || line.runq_pct.is_some_and(|r| r > 0.0) {
+                self.hot.push(rk);
+            }
+            self.rows.insert(rk, Row::new(line));
         }
         if !threads {
-            for l in &mut lines {
-                if let Some(r) = runq_of.get(&l.id.tgid) {
-                    l.runq_pct = Some(*r);
+            for (tgid, r) in runq_of {
+                if r <= 0.0 {
+                    continue;
+                }
+                // The leader of a changed process is in the changes: its row was just made.
+                if let Some(t) = snap
+                    .tasks
+                    .binary_search_by_key(&(tgid, tgid), |t| (t.id.tgid, t.id.tid))
+                    .ok()
+                    .map(|i| &snap.tasks[i])
+                {
+                    let rk = row_key(&t.id);
+                    if let Some(l) = self.rows.get_mut(&rk) {
+                        Row::make_mut(l).runq_pct = Some(r);
+                        self.hot.push(rk);
+                    }
                 }
             }
         }
-        self.prev = next;
         self.prev_at_ns = now;
-        lines
+        out.clear();
+        out.reserve(self.rows.len());
+        out.extend(self.rows.values().cloned());
     }
 }
 
 /// The "Tasks:" counts (per process, or per thread in the threads view).
-pub fn count_states(lines: &[Line]) -> StateCounts {
+pub fn count_states(lines: &[Row]) -> StateCounts {
     let mut c = StateCounts {
         total: lines.len(),
         ..StateCounts::default()
@@ -226,14 +314,43 @@ pub fn count_states(lines: &[Line]) -> StateCounts {
 }
 
 /// Sorts `lines` by `key` (largest first unless `ascending`), ties by pid.
+///
+/// Numeric keys sort a small array of (key, pid, index) and then move each row once (a
+/// comparison sort of 50,000 rows spent its time in the comparisons' lookups). Rows that
+/// come in pid order (the tracker's) with most keys equal (%CPU of idle
+/// tasks) make that array nearly sorted, which the stable sort takes in linear time.
 pub fn sort(
-    lines: &mut [Line],
+    lines: &mut [Row],
     key: SortKey,
     ascending: bool,
     user_of: &mut dyn FnMut(u32) -> String,
 ) {
-    use std::cmp::Ordering;
-    let f = |a: &f64, b: &f64| a.partial_cmp(b).unwrap_or(Ordering::Equal);
+    // Non-negative floats order like their bit patterns.
+    let bits = |v: f64| if v > 0.0 { v.to_bits() } else { 0 };
+    let numeric = |l: &Line| -> Option<u64> {
+        Some(match key {
+            SortKey::Pid => u64::from(l.id.tid as u32),
+            SortKey::Cpu => bits(l.cpu_pct),
+            SortKey::Mem => l.res_kib,
+            SortKey::Time => l.time_ns,
+            SortKey::Runq => bits(l.runq_pct.unwrap_or(0.0)),
+            SortKey::User | SortKey::Command => return None,
+        })
+    };
+    if lines.first().and_then(|l| numeric(l)).is_some() {
+        let mut keys: Vec<(u64, i32, u32)> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let k = numeric(l).unwrap_or(0);
+                (if ascending { k } else { !k }, l.id.tid, i as u32)
+            })
+            .collect();
+        keys.sort();
+        let perm: Vec<u32> = keys.into_iter().map(|(_, _, i)| i).collect();
+        permute(lines, &perm);
+        return;
+    }
     let mut users: HashMap<u32, String> = HashMap::new();
     if key == SortKey::User {
         for l in lines.iter() {
@@ -242,22 +359,38 @@ pub fn sort(
     }
     lines.sort_by(|a, b| {
         let o = match key {
-            SortKey::Pid => a.id.tid.cmp(&b.id.tid),
             SortKey::User => users.get(&a.euid).cmp(&users.get(&b.euid)),
-            SortKey::Cpu => f(&a.cpu_pct, &b.cpu_pct),
-            SortKey::Mem => a.res_kib.cmp(&b.res_kib),
-            SortKey::Time => a.time_ns.cmp(&b.time_ns),
-            SortKey::Runq => f(&a.runq_pct.unwrap_or(0.0), &b.runq_pct.unwrap_or(0.0)),
-            SortKey::Command => a.comm.cmp(&b.comm),
+            _ => a.comm.cmp(&b.comm),
         };
         let o = if ascending { o } else { o.reverse() };
         o.then(a.id.tid.cmp(&b.id.tid))
     });
 }
 
+/// Reorders `v` so that `v[i]` becomes the old `v[perm[i]]` (`perm` a permutation of
+/// `0..v.len()`), cycle by cycle: one swap per row moved.
+fn permute<T>(v: &mut [T], perm: &[u32]) {
+    let mut done = vec![false; v.len()];
+    for start in 0..v.len() {
+        if done[start] {
+            continue;
+        }
+        let mut i = start;
+        loop {
+            done[i] = true;
+            let j = perm[i] as usize;
+            if j == start || j >= v.len() {
+                break;
+            }
+            v.swap(i, j);
+            i = j;
+        }
+    }
+}
+
 /// Reorders sorted `lines` as a forest: each process under its parent, siblings in the
 /// current sort order, with `depth` set. Processes whose parent is not listed are roots.
-pub fn forest(lines: Vec<Line>) -> Vec<Line> {
+pub fn forest(lines: Vec<Row>) -> Vec<Row> {
     let index: HashMap<i32, usize> = lines
         .iter()
         .enumerate()
@@ -284,12 +417,14 @@ pub fn forest(lines: Vec<Line>) -> Vec<Line> {
             stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
         }
     }
-    let mut slots: Vec<Option<Line>> = lines.into_iter().map(Some).collect();
+    let mut slots: Vec<Option<Row>> = lines.into_iter().map(Some).collect();
     order
         .into_iter()
         .filter_map(|(i, depth)| {
             let mut l = slots[i].take()?;
-            l.depth = depth;
+            if l.depth != depth {
+                Row::make_mut(&mut l).depth = depth;
+            }
             Some(l)
         })
         .collect()
@@ -418,6 +553,82 @@ mod tests {
         let tasks = vec![task(10, 10, 1, 1, 5), task(10, 11, 1, 1, 5)];
         assert_eq!(tr.update(&snap(1, tasks.clone()), false, 1000).len(), 1);
         assert_eq!(tr.update(&snap(2, tasks), true, 1000).len(), 2);
+    }
+
+    #[test]
+    fn permute_moves_every_row_to_its_place() {
+        // Hot rows to the front, the rest shifted: the shape a %CPU sort has.
+        let n = 1000u32;
+        let mut perm: Vec<u32> = vec![7, 500, 999];
+        perm.extend((0..n).filter(|i| ![7, 500, 999].contains(i)));
+        let mut v: Vec<u32> = (0..n).map(|i| i * 10).collect();
+        permute(&mut v, &perm);
+        let want: Vec<u32> = perm.iter().map(|&i| i * 10).collect();
+        assert_eq!(v, want);
+        // A reversal: long cycles of length two.
+        let perm: Vec<u32> = (0..n).rev().collect();
+        let mut v: Vec<u32> = (0..n).collect();
+        permute(&mut v, &perm);
+        assert_eq!(v, perm);
+    }
+
+    #[test]
+    fn cpu_sort_puts_busy_rows_first_and_ties_in_pid_order() {
+        let mut tr = Tracker::default();
+        let tasks: Vec<Task> = (1..=50).map(|p| task(p, p, 1, 0, 1)).collect();
+        tr.update(&snap(1_000_000_000, tasks), false, 1000);
+        let mut tasks: Vec<Task> = (1..=50).map(|p| task(p, p, 1, 0, 1)).collect();
+        tasks[9] = task(10, 10, 1, 300, 1);
+        tasks[29] = task(30, 30, 1, 600, 1);
+        let mut l = tr.update(&snap(2_000_000_000, tasks), false, 1000);
+        sort(&mut l, SortKey::Cpu, false, &mut |u| u.to_string());
+        let order: Vec<i32> = l.iter().map(|l| l.id.tid).collect();
+        let mut want = vec![30, 10];
+        want.extend((1..=50).filter(|p| *p != 10 && *p != 30));
+        assert_eq!(order, want);
+        sort(&mut l, SortKey::Cpu, true, &mut |u| u.to_string());
+        assert_eq!(
+            &l.iter().map(|l| l.id.tid).collect::<Vec<_>>()[48..],
+            [10, 30]
+        );
+    }
+
+    #[test]
+    fn changes_keep_unchanged_rows_and_zero_their_rates() {
+        let mut tr = Tracker::default();
+        let mut out = Vec::new();
+        let all: Vec<Task> = (1..=5).map(|p| task(p, p, 1, 100, 1)).collect();
+        tr.apply(&snap(1_000_000_000, all), true, &[], false, 1000, &mut out);
+        // Process 3 ran 500 ms in the next second; the others did not change.
+        tr.apply(
+            &snap(2_000_000_000, vec![task(3, 3, 1, 600, 1)]),
+            false,
+            &[],
+            false,
+            1000,
+            &mut out,
+        );
+        assert_eq!(out.len(), 5);
+        let cpu = |out: &[Row], p: i32| out.iter().find(|l| l.id.tid == p).map(|l| l.cpu_pct);
+        assert!((cpu(&out, 3).expect("process 3") - 50.0).abs() < 1e-9);
+        assert_eq!(cpu(&out, 1), Some(0.0));
+        // Nothing changed since: its rate falls to zero; process 5 went away.
+        let gone = [TaskId {
+            tgid: 5,
+            tid: 5,
+            start_time_ns: 1,
+        }];
+        tr.apply(
+            &snap(3_000_000_000, vec![]),
+            false,
+            &gone,
+            false,
+            1000,
+            &mut out,
+        );
+        assert_eq!(out.len(), 4);
+        assert_eq!(cpu(&out, 3), Some(0.0));
+        assert_eq!(cpu(&out, 5), None);
     }
 
     #[test]

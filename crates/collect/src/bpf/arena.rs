@@ -31,6 +31,43 @@ pub struct ShardOut {
     pub records: u32,
     /// Tasks the walk could not write because the shard's chunks were full.
     pub overflow: u32,
+    /// Tasks walked (in the reader's namespace and this shard), written or not.
+    pub tasks: u32,
+    /// When the walk began (CLOCK_MONOTONIC, ns).
+    pub started_ns: u64,
+}
+
+/// What a walk writes (record.h `TS_WALK_*`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkMode {
+    /// [`WALK_ALL`], [`WALK_CHANGED`] or [`WALK_ROLL`].
+    pub mode: u32,
+    /// For [`WALK_CHANGED`]: when the reader's last pass began ([`ShardOut::started_ns`]).
+    pub since_ns: u64,
+}
+
+/// A record for every task.
+pub const WALK_ALL: u32 = 0;
+/// Records for every thread of each process that ran since `since_ns`.
+pub const WALK_CHANGED: u32 = 1;
+/// Only tids (a u32 each), no records.
+pub const WALK_ROLL: u32 = 2;
+
+/// The tids a [`WALK_ROLL`] wrote into `arena` for shard `out`: packed u32s, each chunk
+/// filled before the next is started.
+pub fn roll_tids(arena: &Arena, out: &ShardOut) -> Vec<u32> {
+    const PER_CHUNK: usize = CHUNK_BYTES / 4;
+    let mut tids = Vec::with_capacity(out.records as usize);
+    for k in 0..out.records as usize {
+        let chunk = out.first + k / PER_CHUNK;
+        if chunk >= arena.chunks() {
+            break;
+        }
+        let at = (k % PER_CHUNK) * 4;
+        let bytes = &arena.chunk(chunk)[at..at + 4];
+        tids.push(u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]));
+    }
+    tids
 }
 
 /// A mapped arena.
@@ -331,7 +368,13 @@ impl Walker {
 
     /// One pass with `groups` into `arena`, split over `shards` threads (the caller's alone
     /// when 1), each writing its own equal range of chunks.
-    pub fn walk(&self, arena: &Arena, groups: u32, shards: usize) -> io::Result<Vec<ShardOut>> {
+    pub fn walk(
+        &self,
+        arena: &Arena,
+        groups: u32,
+        shards: usize,
+        how: WalkMode,
+    ) -> io::Result<Vec<ShardOut>> {
         let shards = shards.clamp(1, arena.chunks());
         let per_shard = arena.chunks() / shards;
         let one = |shard: usize| -> io::Result<ShardOut> {
@@ -342,6 +385,8 @@ impl Walker {
                 nshards: shards as u32,
                 first_chunk: (shard * per_shard) as u32,
                 nchunks: per_shard as u32,
+                mode: how.mode,
+                since_ns: how.since_ns,
                 ..Default::default()
             };
             run(&self.prog, &mut args)?;
@@ -352,6 +397,8 @@ impl Walker {
                 last,
                 records: args.records,
                 overflow: args.overflow,
+                tasks: args.tasks,
+                started_ns: args.started_ns,
             })
         };
         if shards == 1 {

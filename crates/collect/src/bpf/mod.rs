@@ -18,6 +18,11 @@
 #[cfg(tasksnap_bpf)]
 pub mod arena;
 #[cfg(tasksnap_bpf)]
+mod changes;
+/// A live view's [`Collector::changes`] is a whole pass at least once in this many calls
+/// (see changes.rs).
+pub const CHANGES_FULL_EVERY: u32 = 20;
+#[cfg(tasksnap_bpf)]
 mod decode;
 #[cfg(tasksnap_bpf)]
 pub mod programs;
@@ -145,6 +150,16 @@ pub struct BpfCollector {
     pub pin_problem: Option<String>,
     /// One reader thread per pass (see [`Collector::prefer_low_cpu`]).
     low_cpu: bool,
+    /// Whether the next pass keeps its tasks' identities for a live view (changes.rs).
+    #[cfg(tasksnap_bpf)]
+    track: bool,
+    /// A live view's state between [`Collector::changes`] calls.
+    #[cfg(tasksnap_bpf)]
+    delta: Option<changes::Delta>,
+    /// The identities of a tracked walk's records and when it began, taken by
+    /// snapshot_impl.
+    #[cfg(tasksnap_bpf)]
+    captured: Option<(changes::Identities, u64)>,
 }
 
 impl std::fmt::Debug for BpfCollector {
@@ -222,6 +237,9 @@ impl BpfCollector {
             pinned_at,
             pin_problem: None,
             low_cpu: false,
+            track: false,
+            delta: None,
+            captured: None,
         }
     }
 
@@ -398,7 +416,7 @@ impl BpfCollector {
             return Err("no walk".into());
         };
         let outs = walker
-            .walk(arena, groups, shards)
+            .walk(arena, groups, shards, arena::WalkMode::default())
             .map_err(|e| format!("the walk failed: {e}"))?;
         if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
             return Err(format!(
@@ -518,8 +536,17 @@ impl Collector for BpfCollector {
                 .arena
                 .as_ref()
                 .map_or((0, 0, false), |a| (a.chunks(), a.slot(), a.reused));
+            let what = if self
+                .delta
+                .as_ref()
+                .is_some_and(|d| d.last_was_changed_only())
+            {
+                "changed-only walk"
+            } else {
+                "walk"
+            };
             return format!(
-                "walk into the arena: {records} records in {chunks} of {size} chunks, {} \
+                "{what} into the arena: {records} records in {chunks} of {size} chunks, {} \
                  shard(s); slot {slot}, {}",
                 outs.len(),
                 if reused {
@@ -549,9 +576,80 @@ impl Collector for BpfCollector {
             }
         }
     }
+
+    fn changes(&mut self, query: &Query) -> Result<crate::Changes, Error> {
+        #[cfg(tasksnap_bpf)]
+        {
+            self.changes_impl(query)
+        }
+        #[cfg(not(tasksnap_bpf))]
+        {
+            Ok(crate::Changes {
+                snapshot: self.snapshot_impl(query)?,
+                full: true,
+                gone: Vec::new(),
+            })
+        }
+    }
+
+    /// Loads the walk when the programs came without it (a fresh load: `ps` does not pay
+    /// for its verification, a live view does once), then makes its arena.
+    fn prepare_live(&mut self, groups: &Groups) {
+        #[cfg(tasksnap_bpf)]
+        if self.progs.walker.is_none() && !self.walk_off {
+            match programs::Programs::load(false, true) {
+                Ok(p) => match p.walker.as_ref().and_then(|w| w.try_clone()) {
+                    Some(w) => {
+                        self.progs.walker = Some(w);
+                        self.walk_problem = None;
+                    }
+                    None => {
+                        self.walk_problem = p.walk_unavailable.clone();
+                    }
+                },
+                Err(why) => self.walk_problem = Some(why.0),
+            }
+        }
+        self.prepare(groups);
+    }
 }
 
 impl BpfCollector {
+    /// Reads from /proc, for `tasks`, the groups the kernel cannot give; drops the base
+    /// group when only the collector needed it.
+    #[cfg(tasksnap_bpf)]
+    fn fill_from_procfs(
+        &mut self,
+        tasks: &mut [tasksnap_model::Task],
+        query: &Query,
+        fill_groups: Groups,
+        stats: &mut SnapshotStats,
+    ) -> Result<(), Error> {
+        let fill = decode::procfs_groups(&fill_groups);
+        if fill != Groups::default() {
+            let only_cmdline = fill
+                == Groups {
+                    cmdline: true,
+                    ..Groups::default()
+                };
+            let ids: Vec<(i32, i32)> = tasks
+                .iter()
+                .filter(|t| !only_cmdline || (t.cmdline.is_none() && !decode::no_mm(t)))
+                .map(|t| (t.id.tgid, t.id.tid))
+                .collect();
+            let (filled, fill_stats) = self.procfs.fill(&ids, fill);
+            stats.denied += fill_stats.denied;
+            stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
+            decode::merge(tasks, filled, &fill);
+        }
+        if !query.groups.base {
+            for t in tasks.iter_mut() {
+                t.base = None;
+            }
+        }
+        Ok(())
+    }
+
     #[cfg(not(tasksnap_bpf))]
     fn snapshot_impl(&mut self, _query: &Query) -> Result<Snapshot, Error> {
         Err(Error::Unsupported("built without the BPF backend".into()))
@@ -583,6 +681,12 @@ impl BpfCollector {
         let units = self.procfs.units();
         let records = pass_records(&self.buf, self.arena.as_ref(), self.walked.as_deref())
             .map_err(Error::Unsupported)?;
+        if self.track {
+            if let Some(outs) = &self.walked {
+                let began = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
+                self.captured = Some((changes::identities(&records), began));
+            }
+        }
         let mut stats = SnapshotStats::default();
 
         // Tasks /proc shows that the iterator did not return. On this kind of VM that is
@@ -661,29 +765,7 @@ impl BpfCollector {
             }
         }
 
-        // Groups the iterator cannot give: read them from /proc for these tasks.
-        let fill = decode::procfs_groups(&fill_groups);
-        if fill != Groups::default() {
-            let only_cmdline = fill
-                == Groups {
-                    cmdline: true,
-                    ..Groups::default()
-                };
-            let ids: Vec<(i32, i32)> = tasks
-                .iter()
-                .filter(|t| !only_cmdline || (t.cmdline.is_none() && !decode::no_mm(t)))
-                .map(|t| (t.id.tgid, t.id.tid))
-                .collect();
-            let (filled, fill_stats) = self.procfs.fill(&ids, fill);
-            stats.denied += fill_stats.denied;
-            stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
-            decode::merge(&mut tasks, filled, &fill);
-        }
-        if !query.groups.base {
-            for t in &mut tasks {
-                t.base = None;
-            }
-        }
+        self.fill_from_procfs(&mut tasks, query, fill_groups, &mut stats)?;
         debug_assert!(tasks.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)));
         Ok(Snapshot {
             taken_at_unix_ns,

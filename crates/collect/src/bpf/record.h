@@ -135,6 +135,16 @@ struct ts_cmd_hdr {
 		       sizeof(struct ts_stat) + sizeof(struct ts_sched) + sizeof(struct ts_io) + \
 		       sizeof(struct ts_kname))
 
+/*
+ * What a walk writes (ts_walk_args.mode). A live view (top) asks for every record once and
+ * then, each refresh, only for the processes that ran since its last pass began (see
+ * proc_ran() in task_iter.bpf.c): a process that did not run kept its records. When the
+ * walk's count of tasks says some went away, a roll (only their tids) tells which.
+ */
+#define TS_WALK_ALL     0	/* a record for every task */
+#define TS_WALK_CHANGED 1	/* records for every thread of a process that ran */
+#define TS_WALK_ROLL    2	/* each task's tid (a __u32), no record */
+
 struct ts_walk_args {
 	__u32 key;		/* in: the reader's arena, in the arenas map */
 	__u32 groups;		/* in: TS_GROUP_* */
@@ -146,6 +156,13 @@ struct ts_walk_args {
 	__u32 overflow;		/* out: tasks not written because the chunks were full */
 	__u32 cur_chunk;	/* out: the last chunk written */
 	__u32 cur_off;		/* out: bytes used in it */
+	__u32 mode;		/* in: TS_WALK_* */
+	__u32 tasks;		/* out: tasks walked (in the namespace and shard) */
+	__u32 emitting;		/* scratch: the current process's records are written */
+	__u32 emit_tgid;	/* scratch: that process */
+	__u64 since_ns;		/* in (TS_WALK_CHANGED): when the reader's last pass began */
+	__u64 started_ns;	/* out: when this one began (CLOCK_MONOTONIC) */
+	__u64 window_ns;	/* scratch: now - since_ns, with a margin */
 };
 
 #endif

@@ -475,6 +475,61 @@ __noinline int walk_kname(struct task_struct *t __arg_trusted, struct ts_kname *
 	return 0;
 }
 
+/*
+ * The walk's TS_WALK_CHANGED mode (record.h): has a process run since the reader's last
+ * pass began (`since_ns`, CLOCK_MONOTONIC)? A thread's se.exec_start is the task clock
+ * (rq->clock_task) of its CPU at the last update of its run time: every change of
+ * sum_exec_runtime (update_curr()) moves it, and everything a thread changes for itself
+ * (times, faults, switches, I/O, state, name, credentials) needs it to run. So its CPU's
+ * task clock now, minus exec_start, is how long ago it last ran, in task-clock time. The
+ * task clock leaves out IRQ and steal time and may be stale on an idle CPU: both make that
+ * figure smaller than the real one, so the test below writes more than it must, never
+ * less. Task clocks of different CPUs do not agree, which is why each thread is measured
+ * against its own CPU's (se.cfs_rq->rq, set with the CPU: Linux 2.6.24 group scheduling).
+ * A migrated thread has exec_start 0 until it runs (migrate_task_rq_fair()); a thread that
+ * is running or waiting for a CPU is always written.
+ */
+__noinline int task_ran(struct task_struct *th __arg_trusted, __u64 window_ns)
+{
+	struct cfs_rq *cfs = th->se.cfs_rq;
+	__u64 clock, start = th->se.exec_start;
+
+	if (task_state(th) == 0 || th->on_cpu || !cfs)
+		return 1;
+	clock = cfs->rq->clock_task;
+	return start > clock || clock - start <= window_ns;
+}
+
+/* Whether any thread of the process led by `leader` ran in the last `window_ns`. */
+__noinline int proc_ran(struct task_struct *leader __arg_trusted, __u64 window_ns)
+{
+	struct task_struct *th;
+	int ran = 0;
+
+	/* One thread (its node is the only one on the signal's list, Linux 6.6 commit
+	 * 8e1f385104ac): no thread iterator. */
+	if (bpf_core_field_exists(leader->thread_node) &&
+	    leader->thread_node.next == leader->thread_node.prev)
+		return task_ran(leader, window_ns);
+	bpf_rcu_read_lock();
+	bpf_for_each(task, th, leader, BPF_TASK_ITER_PROC_THREADS) {
+		if (task_ran(th, window_ns)) {
+			ran = 1;
+			break;
+		}
+	}
+	bpf_rcu_read_unlock();
+	return ran;
+}
+
+/* The tid a record of t would carry: its number in the reader's namespace. */
+static __always_inline __u32 fill_tid(struct task_struct *t, __u32 level)
+{
+	if (level == 0)
+		return t->pid;
+	return nr_in_ns(t->thread_pid, level);
+}
+
 /* Room for the largest record. */
 struct ts_rec_space {
 	__u8 bytes[TS_RECORD_MAX];
@@ -540,9 +595,16 @@ int walk_tasks(struct ts_walk_args *args)
 	struct task_struct *t;
 	struct pid_namespace *ns;
 	void *arena;
-	__u32 level, key, groups, nshards, shard;
+	__u32 level, key, groups, nshards, shard, mode;
+	__u64 since_ns;
 
 	key = args->key;
+	mode = args->mode;
+	since_ns = args->since_ns;
+	args->started_ns = bpf_ktime_get_ns();
+	args->tasks = 0;
+	args->emitting = 1;
+	args->emit_tgid = 0;
 	arena = bpf_map_lookup_elem(&arenas, &key);
 	if (!arena)
 		return -2; /* ENOENT */
@@ -553,6 +615,11 @@ int walk_tasks(struct ts_walk_args *args)
 	args->overflow = 0;
 	args->cur_chunk = args->first_chunk;
 	args->cur_off = 0;
+	/* Without the group-scheduling link to a thread's run queue, every process is
+	 * written. */
+	if (!bpf_core_field_exists(cur->se.cfs_rq))
+		since_ns = 0;
+	args->window_ns = args->started_ns - since_ns + 1000000;
 	level = cur->thread_pid->level;
 	ns = BPF_CORE_READ(cur, thread_pid, numbers[0].ns);
 	if (level > 0) {
@@ -579,6 +646,53 @@ int walk_tasks(struct ts_walk_args *args)
 				continue;
 			bpf_core_read(&up, sizeof(up), &p->numbers[level & 31]);
 			if (up.ns != ns)
+				continue;
+		}
+		/* The idle task (pid 0) has no record. */
+		if (!fill_tid(t, level))
+			continue;
+		args->tasks++;
+		if (mode == TS_WALK_ROLL) {
+			off = FRESH(args->cur_off);
+			chunk_idx = FRESH(args->cur_chunk);
+			if (off > TS_CHUNK_BYTES - sizeof(__u32)) {
+				chunk_idx++;
+				off = 0;
+				args->cur_chunk = chunk_idx;
+				args->cur_off = 0;
+			}
+			if (chunk_idx >= args->first_chunk + args->nchunks) {
+				args->overflow++;
+				continue;
+			}
+			chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+			if (!chunk || off > TS_CHUNK_BYTES - sizeof(__u32)) {
+				args->overflow++;
+				continue;
+			}
+			*(__u32 *)(chunk + off) = fill_tid(t, level);
+			args->cur_off = off + sizeof(__u32);
+			args->records++;
+			continue;
+		}
+		if (mode == TS_WALK_CHANGED && since_ns) {
+			/* The open-coded iterator visits each process's leader, then its other
+			 * threads (kernel/bpf/task_iter.c, bpf_iter_task_next()): the decision is
+			 * taken at the leader for all of them. A thread seen without its leader
+			 * first is written. */
+			if (t == t->group_leader) {
+				/* How long since the last pass began, plus a millisecond: it is
+				 * read every 256 tasks (a clock read per task costs more than the
+				 * rest of the test), and must never be less than the truth. */
+				if ((args->tasks & 255) == 1)
+					args->window_ns = bpf_ktime_get_ns() - since_ns + 1000000;
+				args->emit_tgid = t->tgid;
+				args->emitting = proc_ran(t, FRESH(args->window_ns));
+			} else if (FRESH(args->emit_tgid) != t->tgid) {
+				args->emit_tgid = t->tgid;
+				args->emitting = 1;
+			}
+			if (!FRESH(args->emitting))
 				continue;
 		}
 		off = FRESH(args->cur_off);

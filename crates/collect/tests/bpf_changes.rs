@@ -1,0 +1,172 @@
+//! `Collector::changes` through the BPF walk, on processes this test starts: a first call
+//! has every task; later calls have the processes that ran (a busy one, one that was just
+//! stopped) and not the ones asleep; a killed process is reported gone with the identity
+//! it had; the values of a changed process agree with /proc. Root only; CI runs it with
+//! TASKSNAP_REQUIRE_PRIVILEGED=1.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tasksnap_collect::bpf::BpfCollector;
+use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::{Changes, Collector};
+use tasksnap_model::{Groups, Query, Selector, Task};
+
+fn root_or_skip(what: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
+    }
+    eprintln!("SKIP {what}: the BPF backend needs root");
+    false
+}
+
+/// Children killed (and reaped) when the test ends, however it ends.
+struct Kids(Vec<Child>);
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn spawn(script: &str) -> Child {
+    Command::new("/bin/sh")
+        .args(["-c", script])
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("spawn /bin/sh")
+}
+
+fn find(c: &Changes, pid: u32) -> Option<&Task> {
+    c.snapshot
+        .tasks
+        .iter()
+        .find(|t| t.id.tgid == pid as i32 && t.id.is_leader())
+}
+
+fn cpu_ns(t: &Task) -> u64 {
+    t.stat.as_ref().map_or(0, |s| s.utime_ns + s.stime_ns)
+}
+
+#[test]
+fn changed_only_walks_follow_what_ran_and_what_went_away() {
+    if !root_or_skip("BPF changed-only walks") {
+        return;
+    }
+    let mut bpf = BpfCollector::load_fresh(false, true).expect("load the BPF programs");
+    assert!(
+        bpf.has_walk(),
+        "the walk did not load: {:?}",
+        bpf.walk_problem
+    );
+    // `exec sleep`: the process is the sleep itself, asleep from the start.
+    let mut kids = Kids(vec![
+        spawn("exec sleep 1000"),
+        spawn("exec sleep 1000"),
+        spawn("exec sleep 1000"),
+    ]);
+    let sleepers: Vec<u32> = kids.0.iter().map(|c| c.id()).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let groups = Groups {
+        base: true,
+        cred_effective: true,
+        stat: true,
+        sched: true,
+        ..Groups::default()
+    };
+    let mut q = Query::new(Selector::AllThreads, groups);
+    q.leader_as_process = true;
+
+    let first = bpf.changes(&q).expect("first changes");
+    assert!(first.full, "the first call has every task");
+    let first_ids: Vec<_> = sleepers
+        .iter()
+        .map(|&p| find(&first, p).expect("a sleeper in the first call").id)
+        .collect();
+
+    kids.0.push(spawn("while :; do :; done"));
+    let busy = kids.0.last().map(|c| c.id()).expect("busy child");
+    std::thread::sleep(Duration::from_millis(200));
+    let c1 = bpf.changes(&q).expect("changes");
+    assert!(!c1.full, "{}", bpf.last_pass());
+    assert!(
+        bpf.last_pass().starts_with("changed-only walk"),
+        "{}",
+        bpf.last_pass()
+    );
+    let b1 = find(&c1, busy).expect("a new, busy process is in the changes");
+    for &p in &sleepers {
+        assert!(
+            find(&c1, p).is_none(),
+            "sleeper {p} did not run: not a change"
+        );
+    }
+    assert!(
+        c1.snapshot.tasks.len() < first.snapshot.tasks.len(),
+        "only what changed: {} of {}",
+        c1.snapshot.tasks.len(),
+        first.snapshot.tasks.len()
+    );
+
+    std::thread::sleep(Duration::from_millis(200));
+    let c2 = bpf.changes(&q).expect("changes");
+    let b2 = find(&c2, busy).expect("the busy process ran again");
+    assert!(cpu_ns(b2) > cpu_ns(b1), "{} <= {}", cpu_ns(b2), cpu_ns(b1));
+    // Its values are /proc's (CPU time moves: within 100 ms).
+    let mut procfs = ProcfsCollector::new().expect("procfs");
+    let p = procfs
+        .snapshot(&Query::new(Selector::Pid(busy as i32), groups))
+        .expect("procfs snapshot");
+    let pt = p.tasks.first().expect("busy in /proc");
+    assert_eq!(pt.id, b2.id);
+    assert_eq!(
+        pt.base.as_ref().map(|b| b.ppid),
+        b2.base.as_ref().map(|b| b.ppid)
+    );
+    assert!(cpu_ns(pt).abs_diff(cpu_ns(b2)) < 100_000_000);
+
+    // Stopped: it ran to stop, so it is a change once, in state T; then it is not.
+    // SAFETY: kill on a child of this test.
+    unsafe { libc::kill(busy as i32, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(100));
+    let c3 = bpf.changes(&q).expect("changes");
+    let b3 = find(&c3, busy).expect("the process that stopped");
+    assert_eq!(b3.base.as_ref().map(|b| b.state.letter()), Some(b'T'));
+    std::thread::sleep(Duration::from_millis(100));
+    let c4 = bpf.changes(&q).expect("changes");
+    assert!(
+        find(&c4, busy).is_none(),
+        "a stopped process does not change"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(busy as i32, libc::SIGCONT) };
+
+    // A sleeper killed and reaped: gone, with the identity it had.
+    let mut victim = kids.0.remove(0);
+    victim.kill().expect("kill a sleeper");
+    victim.wait().expect("reap it");
+    let c5 = bpf.changes(&q).expect("changes");
+    assert!(
+        c5.gone.contains(&first_ids[0]),
+        "{:?} not among the gone: {:?}",
+        first_ids[0],
+        c5.gone
+    );
+    assert!(
+        !c5.gone.contains(&first_ids[1]),
+        "a live sleeper is not gone"
+    );
+
+    // Within a bounded number of calls, a whole pass again (for what changes in a task that
+    // does not run).
+    let full_again = (0..=tasksnap_collect::bpf::CHANGES_FULL_EVERY)
+        .any(|_| bpf.changes(&q).expect("changes").full);
+    assert!(full_again, "no whole pass within the period");
+}
