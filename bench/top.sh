@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark: the cost of a live top at N processes, side by side in one run: procps `top`
-# and `tasksnap top` (BPF with pinned programs, and procfs), each in its own terminal (a
-# private tmux server), refreshing every second. Reports the time until the first screen
-# shows the task table, CPU use over a 30 s window after a 5 s warm-up (utime+stime of the
+# and `tasksnap top` (BPF loading its own programs, BPF with pinned programs, and procfs),
+# each in its own terminal (a private tmux server), refreshing every second. Reports the
+# time until the first screen shows the task table, CPU use over a 30 s window after a 5 s warm-up (utime+stime of the
 # top process, % of one CPU), and peak RSS.
 #
 #   bench/top.sh [N]          default 50000; needs root above ~30k processes and for BPF
@@ -42,13 +42,22 @@ read -r _ <&"${LOAD[0]}"
 echo "load ready: $(ls /proc | grep -c '^[0-9]') processes"
 if [ "$(id -u)" = 0 ]; then
   [ -d /sys/fs/bpf/tasksnap ] && was_pinned=1
-  "$TS" pin >/dev/null
 fi
 
 cpu_ticks() { awk '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
 
-printf '%-44s %14s %10s %12s\n' command first_screen_ms cpu_pct peak_rss_kb
-for cmd in "top -d 1" "$TS top -d 1 --backend bpf" "$TS top -d 1 --backend procfs"; do
+printf '%-52s %14s %10s %12s\n' command first_screen_ms cpu_pct peak_rss_kb
+# BPF twice: loading its own programs (nothing pinned), then with `tasksnap pin`'s set.
+for cmd in "top -d 1" "$TS top -d 1 --backend bpf" "pin" "$TS top -d 1 --backend bpf" \
+           "$TS top -d 1 --backend procfs"; do
+  if [ "$cmd" = pin ]; then
+    if [ "$(id -u)" = 0 ]; then "$TS" unpin >/dev/null 2>&1 || true; "$TS" pin >/dev/null; fi
+    pinned=" (pinned)"
+    continue
+  fi
+  if [ "$(id -u)" = 0 ] && [ -z "${pinned:-}" ] && [ "$cmd" != "top -d 1" ]; then
+    "$TS" unpin >/dev/null 2>&1 || true
+  fi
   start=$(date +%s%N)
   tmux -L "$SOCK" new-session -d -s b -x 160 -y 50 "exec $cmd"
   first=""
@@ -63,7 +72,9 @@ for cmd in "top -d 1" "$TS top -d 1 --backend bpf" "$TS top -d 1 --backend procf
   t0=$(cpu_ticks "$pid"); sleep "$WINDOW"; t1=$(cpu_ticks "$pid")
   rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
   pct=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" -v w="$WINDOW" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
-  printf '%-44s %14s %10s %12s\n' "${cmd/$TS/tasksnap}" "${first:-never}" "$pct" "$rss"
+  label="${cmd/$TS/tasksnap}"
+  case "$cmd" in *"backend bpf"*) label="$label${pinned:- (loads its programs)}" ;; esac
+  printf '%-52s %14s %10s %12s\n' "$label" "${first:-never}" "$pct" "$rss"
   tmux -L "$SOCK" kill-server 2>/dev/null || true
   sleep 1
 done

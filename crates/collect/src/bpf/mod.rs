@@ -564,6 +564,13 @@ impl Collector for BpfCollector {
 
     fn recycle(&mut self, mut tasks: Vec<tasksnap_model::Task>) {
         tasks.clear();
+        // A live view on changed-only walks gets a few dozen tasks per refresh: the vector
+        // of a whole pass (18 MB at 50,000 tasks) is not kept for them; the next whole
+        // pass, CHANGES_FULL_EVERY refreshes later, faults its memory in again.
+        #[cfg(tasksnap_bpf)]
+        if self.delta.is_some() && tasks.capacity() > 4096 {
+            return;
+        }
         self.spare = tasks;
     }
 
