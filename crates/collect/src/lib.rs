@@ -79,6 +79,12 @@ pub trait Collector {
             gone: Vec::new(),
         })
     }
+    /// Whether the next [`Collector::changes`] with `query` will be a whole snapshot: a
+    /// caller that rebuilds everything from one can free what it holds first (the peak
+    /// memory of a live view is a whole pass).
+    fn next_changes_full(&self, _query: &Query) -> bool {
+        true
+    }
     /// Like [`Collector::prepare`], for a live view about to call [`Collector::changes`]
     /// for a while: loads what makes those calls cheap (the BPF backend's walk, when no
     /// pinned set brought it) while the caller still holds its privileges.

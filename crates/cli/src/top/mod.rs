@@ -290,6 +290,9 @@ impl Top {
             let mut q = Query::new(Selector::AllThreads, groups);
             // The leader's row carries the whole process's times in the process view.
             q.leader_as_process = !self.opts.threads;
+            if self.collector.next_changes_full(&q) {
+                self.tracker.release_rows();
+            }
             let ch = self.collector.changes(&q)?;
             self.changed = (!ch.full).then_some(ch.snapshot.tasks.len());
             self.collector.prefer_low_cpu();

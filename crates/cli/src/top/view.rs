@@ -163,6 +163,13 @@ impl Tracker {
         out
     }
 
+    /// Drops the rows before a whole snapshot rebuilds them (the counters stay, for the
+    /// rates): at 50,000 tasks that is ~11 MB fewer at the peak.
+    pub fn release_rows(&mut self) {
+        self.rows.clear();
+        self.hot.clear();
+    }
+
     /// Like [`Tracker::update`], from changes: when not `full`, `snap` has only the tasks
     /// that changed (every thread of each process that did) and `gone` the threads that
     /// went away; every other row stays as it was, with rates of zero. The rows go into

@@ -81,24 +81,34 @@ impl Delta {
 }
 
 impl BpfCollector {
-    /// [`crate::Collector::changes`] for the BPF backend.
-    pub(super) fn changes_impl(&mut self, query: &Query) -> Result<Changes, Error> {
-        let usable = matches!(query.selector, Selector::AllThreads)
+    /// Whether `query` can be answered by changed-only walks at all.
+    fn changes_usable(&self, query: &Query) -> bool {
+        matches!(query.selector, Selector::AllThreads)
             && !query.groups.cmdline
             && self.progs.walker.is_some()
             && !self.walk_off
-            && std::env::var_os("TASKSNAP_NO_WALK").is_none();
-        if !usable {
+            && std::env::var_os("TASKSNAP_NO_WALK").is_none()
+    }
+
+    /// Whether the next call with `query` continues from the last one (a changed-only walk).
+    pub(super) fn changes_continue(&self, query: &Query) -> bool {
+        let bits = decode::group_bits(&query.groups);
+        self.changes_usable(query)
+            && self.delta.as_ref().is_some_and(|d| {
+                d.groups == bits
+                    && d.leader_as_process == query.leader_as_process
+                    && d.since_full < FULL_EVERY
+            })
+    }
+
+    /// [`crate::Collector::changes`] for the BPF backend.
+    pub(super) fn changes_impl(&mut self, query: &Query) -> Result<Changes, Error> {
+        if !self.changes_usable(query) {
             self.delta = None;
             return self.whole(query);
         }
         let bits = decode::group_bits(&query.groups);
-        let keep = self.delta.as_ref().is_some_and(|d| {
-            d.groups == bits
-                && d.leader_as_process == query.leader_as_process
-                && d.since_full < FULL_EVERY
-        });
-        if !keep {
+        if !self.changes_continue(query) {
             return self.whole_with_clocks(query, bits);
         }
         match self.changed_only(query, bits) {

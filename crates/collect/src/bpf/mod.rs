@@ -599,6 +599,18 @@ impl Collector for BpfCollector {
         }
     }
 
+    fn next_changes_full(&self, query: &Query) -> bool {
+        #[cfg(tasksnap_bpf)]
+        {
+            !self.changes_continue(query)
+        }
+        #[cfg(not(tasksnap_bpf))]
+        {
+            let _ = query;
+            true
+        }
+    }
+
     /// Loads the walk when the programs came without it (a fresh load: `ps` does not pay
     /// for its verification, a live view does once), then makes its arena.
     fn prepare_live(&mut self, groups: &Groups) {
