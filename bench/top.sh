@@ -2,8 +2,8 @@
 # Benchmark: the cost of a live top at N processes, side by side in one run: procps `top`
 # and `tasksnap top` (BPF loading its own programs, BPF with pinned programs, and procfs),
 # each in its own terminal (a private tmux server), refreshing every second. Reports the
-# time until the first screen shows the task table, CPU use over a 30 s window after a 5 s warm-up (utime+stime of the
-# top process, % of one CPU), and peak RSS.
+# time until the first screen shows the task table, CPU use over a 30 s window after a 5 s
+# warm-up (utime+stime of the top process, % of one CPU), and peak RSS.
 #
 #   bench/top.sh [N]          default 50000; needs root above ~30k processes and for BPF
 #   WINDOW=60 bench/top.sh    seconds measured per command
