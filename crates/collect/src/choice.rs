@@ -69,6 +69,34 @@ fn readiness(b: &BpfCollector) -> String {
     }
 }
 
+/// Picks a collector for a live view (`top`): BPF whenever it can load, whatever the
+/// number of tasks (the load is paid once), with the walk its refreshes use; procfs when
+/// `pref` says so or BPF cannot load (the reason says why).
+pub fn choose_live(pref: Preference) -> Result<Choice, Error> {
+    let procfs = |reason: String| -> Result<Choice, Error> {
+        Ok(Choice {
+            collector: Box::new(ProcfsCollector::new()?),
+            reason,
+        })
+    };
+    match pref {
+        Preference::Procfs => procfs("procfs: asked for with --backend procfs".into()),
+        Preference::Bpf | Preference::Auto => match BpfCollector::for_live_view() {
+            Ok(b) => {
+                let reason = format!("bpf: {}", readiness(&b));
+                Ok(Choice {
+                    collector: Box::new(b),
+                    reason,
+                })
+            }
+            Err(why) if pref == Preference::Auto => procfs(format!("procfs: {why}")),
+            Err(why) => Err(Error::Unsupported(format!(
+                "the BPF backend is unavailable: {why}"
+            ))),
+        },
+    }
+}
+
 /// Picks a collector for `pref`.
 pub fn choose(pref: Preference, cmdline: bool) -> Result<Choice, Error> {
     let procfs = |reason: String| -> Result<Choice, Error> {

@@ -44,6 +44,17 @@ pub struct Changes {
     pub gone: Vec<tasksnap_model::TaskId>,
 }
 
+/// What [`Collector::changes_into`] found, besides the tasks it handed over.
+#[derive(Debug, Clone, Default)]
+pub struct ChangeSummary {
+    /// True when every task the query selects was handed over.
+    pub full: bool,
+    /// Threads gone since the previous call (when not `full`).
+    pub gone: Vec<tasksnap_model::TaskId>,
+    /// Tasks handed over.
+    pub tasks: usize,
+}
+
 /// Something that answers queries.
 pub trait Collector {
     /// A short name for messages and snapshots ("procfs", "bpf").
@@ -78,6 +89,25 @@ pub trait Collector {
             full: true,
             gone: Vec::new(),
         })
+    }
+    /// [`Collector::changes`], handing each task to `sink` instead of collecting them: a
+    /// whole pass then never holds every task at once (the BPF walk's; the default
+    /// collects and then hands them over).
+    fn changes_into(
+        &mut self,
+        query: &Query,
+        sink: &mut dyn FnMut(tasksnap_model::Task),
+    ) -> Result<ChangeSummary, Error> {
+        let ch = self.changes(query)?;
+        let summary = ChangeSummary {
+            full: ch.full,
+            gone: ch.gone,
+            tasks: ch.snapshot.tasks.len(),
+        };
+        for t in ch.snapshot.tasks {
+            sink(t);
+        }
+        Ok(summary)
     }
     /// Whether the next [`Collector::changes`] with `query` will be a whole snapshot: a
     /// caller that rebuilds everything from one can free what it holds first (the peak

@@ -195,19 +195,9 @@ impl Top {
     pub fn new(opts: Options) -> anyhow::Result<Top> {
         tasksnap_collect::bpf::quiet_libbpf();
         // A live view runs for a while: the BPF programs' load time (the reason `ps` uses
-        // /proc on small hosts) is paid once, and only BPF gives DISK% and wait reasons.
-        // So `auto` means BPF whenever it can load.
-        let choice = match opts.backend {
-            Preference::Auto => match choice::choose(Preference::Bpf, false) {
-                Ok(c) => c,
-                Err(why) => {
-                    let mut c = choice::choose(Preference::Procfs, false)?;
-                    c.reason = format!("procfs: {why}");
-                    c
-                }
-            },
-            p => choice::choose(p, false)?,
-        };
+        // /proc on small hosts) is paid once, and only BPF gives DISK% and wait reasons and
+        // refreshes that read only what changed. So `auto` means BPF whenever it can load.
+        let choice = choice::choose_live(opts.backend)?;
         let mem_total_kib =
             system::parse_meminfo(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default())
                 .total_kib;
@@ -290,22 +280,23 @@ impl Top {
             let mut q = Query::new(Selector::AllThreads, groups);
             // The leader's row carries the whole process's times in the process view.
             q.leader_as_process = !self.opts.threads;
-            if self.collector.next_changes_full(&q) {
-                self.tracker.release_rows();
-            }
-            let ch = self.collector.changes(&q)?;
-            self.changed = (!ch.full).then_some(ch.snapshot.tasks.len());
+            // A whole pass is fed straight into the tracker, task by task, after it drops
+            // its rows: at 50,000 tasks neither a vector of every task nor the old rows
+            // are in memory next to the pass.
+            let full = self.collector.next_changes_full(&q);
+            let now_ns = system::boottime_ns();
+            let mut feed = self
+                .tracker
+                .begin(now_ns, full, self.opts.threads, self.mem_total_kib);
+            let tracker = &mut self.tracker;
+            let summary = self
+                .collector
+                .changes_into(&q, &mut |t| tracker.push(&mut feed, &t))?;
+            self.changed = (!summary.full).then_some(summary.tasks);
             self.collector.prefer_low_cpu();
             let mut lines = std::mem::take(&mut self.spare_lines);
-            self.tracker.apply(
-                &ch.snapshot,
-                ch.full,
-                &ch.gone,
-                self.opts.threads,
-                self.mem_total_kib,
-                &mut lines,
-            );
-            self.collector.recycle(ch.snapshot.tasks);
+            self.tracker
+                .finish(feed, summary.full, &summary.gone, &mut lines);
             lines
         } else {
             let mut snap: Option<tasksnap_model::Snapshot> = None;

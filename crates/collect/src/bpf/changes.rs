@@ -17,11 +17,11 @@
 
 use std::collections::HashMap;
 
-use tasksnap_model::{Query, Selector, Snapshot, SnapshotStats, TaskId};
+use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, TaskId};
 
 use super::arena::{self, WalkMode};
 use super::{decode, BpfCollector};
-use crate::{sys, Changes, Error};
+use crate::{sys, ChangeSummary, Changes, Error};
 
 /// Every this many calls, a whole pass.
 const FULL_EVERY: u32 = super::CHANGES_FULL_EVERY;
@@ -160,6 +160,102 @@ impl BpfCollector {
             full: true,
             gone: Vec::new(),
         })
+    }
+
+    /// [`crate::Collector::changes_into`] for the BPF backend: a whole pass by the walk is
+    /// assembled straight into `sink`, so the 50,000 tasks of a whole pass (~19 MB) never
+    /// exist at once, next to the arena the records are in.
+    pub(super) fn changes_into_impl(
+        &mut self,
+        query: &Query,
+        sink: &mut dyn FnMut(tasksnap_model::Task),
+    ) -> Result<ChangeSummary, Error> {
+        let streamable = self.changes_usable(query)
+            && !self.changes_continue(query)
+            && decode::procfs_groups(&query.groups) == Groups::default();
+        let ch = if streamable {
+            match self.whole_walk_into(query, sink) {
+                Ok(tasks) => {
+                    return Ok(ChangeSummary {
+                        full: true,
+                        gone: Vec::new(),
+                        tasks,
+                    })
+                }
+                Err(why) => {
+                    // Nothing was handed over: the collecting path says the rest.
+                    self.walk_problem = Some(why);
+                    self.delta = None;
+                    self.changes_impl(query)?
+                }
+            }
+        } else {
+            self.changes_impl(query)?
+        };
+        let summary = ChangeSummary {
+            full: ch.full,
+            gone: ch.gone,
+            tasks: ch.snapshot.tasks.len(),
+        };
+        for t in ch.snapshot.tasks {
+            sink(t);
+        }
+        Ok(summary)
+    }
+
+    /// A whole pass by the walk, each task handed to `sink` as it is assembled; keeps the
+    /// identities for the changed-only walks after it. `Err` before any task is handed over.
+    /// (Unlike [`BpfCollector::snapshot`], no /proc listing is consulted: the walk follows
+    /// the task lists themselves, pid 1 included, where `iter/task` skips tasks.)
+    fn whole_walk_into(
+        &mut self,
+        query: &Query,
+        sink: &mut dyn FnMut(tasksnap_model::Task),
+    ) -> Result<usize, String> {
+        let bits = decode::group_bits(&query.groups);
+        let shards = if self.low_cpu {
+            1
+        } else {
+            super::programs::pass_shards()
+        };
+        self.ensure_arena(bits, shards)?;
+        let (Some(walker), Some(arena)) = (&self.progs.walker, &self.arena) else {
+            return Err("no walk".into());
+        };
+        self.walked = None;
+        let outs = walker
+            .walk(arena, bits, shards, WalkMode::default())
+            .map_err(|e| format!("the walk failed: {e}"))?;
+        if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
+            return Err(format!(
+                "the walk's arena ({} chunks) was full: {} tasks did not fit",
+                arena.chunks(),
+                o.overflow
+            ));
+        }
+        let records = super::pass_records(&[], Some(arena), Some(&outs))?;
+        let known = identities(&records);
+        let since_ns = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
+        let units = self.procfs.units();
+        let groups = query.groups;
+        let mut tasks = 0;
+        decode::assemble_each(&records, Vec::new(), query, &groups, units, &mut |mut t| {
+            if !groups.base {
+                t.base = None;
+            }
+            tasks += 1;
+            sink(t);
+        });
+        drop(records);
+        self.walked = Some(outs);
+        self.delta = Some(Delta {
+            groups: bits,
+            leader_as_process: query.leader_as_process,
+            since_ns,
+            known,
+            since_full: 0,
+        });
+        Ok(tasks)
     }
 
     /// A walk that writes only the processes that ran since the last pass.

@@ -390,12 +390,32 @@ fn process_stat(
 /// not return them) merged in at their places.
 pub fn assemble(
     records: &[Record<'_>],
-    mut extras: Vec<Task>,
+    extras: Vec<Task>,
     query: &Query,
     groups: &Groups,
     units: Units,
     recycled: Vec<Task>,
 ) -> Vec<Task> {
+    // Sized once: growing a vector of 50,000 tasks by doubling copies it many times over.
+    // A recycled vector (a periodic refresh's previous snapshot) keeps its pages: no fresh
+    // page faults, no munmap, for the biggest allocation of a pass.
+    let mut out = recycled;
+    out.clear();
+    out.reserve(records.len() + extras.len());
+    assemble_each(records, extras, query, groups, units, &mut |t| out.push(t));
+    out
+}
+
+/// [`assemble`], handing each task to `sink` as it is made instead of collecting them (a
+/// live view's whole pass then never holds 50,000 tasks at once).
+pub fn assemble_each(
+    records: &[Record<'_>],
+    mut extras: Vec<Task>,
+    query: &Query,
+    groups: &Groups,
+    units: Units,
+    sink: &mut dyn FnMut(Task),
+) {
     let tick_ns = 1_000_000_000 / units.clk_tck.max(1);
     // /proc reports start times in clock ticks: truncate so identities match across backends.
     let start = |r: &Record| r.hdr.start_boottime_ns / tick_ns * tick_ns;
@@ -418,21 +438,9 @@ pub fn assemble(
     let threads_view = query.wants_threads();
     extras.sort_by_key(|t| (t.id.tgid, t.id.tid));
     let mut extras = extras.into_iter().peekable();
-    // Sized once: growing a vector of 50,000 tasks by doubling copies it many times over.
-    // A recycled vector (a periodic refresh's previous snapshot) keeps its pages: no fresh
-    // page faults, no munmap, for the biggest allocation of a pass.
-    let mut out = recycled;
-    out.clear();
-    out.reserve(
-        if threads_view {
-            records.len()
-        } else {
-            groups_of.len()
-        } + extras.len(),
-    );
     for &(tgid, members) in &groups_of {
         while let Some(e) = extras.next_if(|e| e.id.tgid < tgid as i32) {
-            out.push(e);
+            sink(e);
         }
         let tgid = &tgid;
         let Some(leader) = members.iter().find(|r| r.hdr.tid == *tgid).copied() else {
@@ -499,14 +507,15 @@ pub fn assemble(
                         b.num_threads = lb.nr_threads.max(0) as u32;
                     }
                 }
-                out.push(t);
+                sink(t);
             }
         } else {
-            out.push(make(leader, process_stat(), process_io()));
+            sink(make(leader, process_stat(), process_io()));
         }
     }
-    out.extend(extras);
-    out
+    for e in extras {
+        sink(e);
+    }
 }
 
 /// Keeps the tasks the selector names.

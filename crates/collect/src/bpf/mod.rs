@@ -192,15 +192,43 @@ impl BpfCollector {
         ))
     }
 
-    /// The pinned programs when `tasksnap pin` left a usable set, else a fresh load.
+    /// For a live view (`top`): the pinned programs, else a fresh load that includes the
+    /// walk (its verification, ~40 ms, is paid once; loading it in the same load as the
+    /// rest parses the kernel's BTF once, before the view holds any rows).
+    pub fn for_live_view() -> Result<BpfCollector, Unavailable> {
+        privileged()?;
+        let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
+        Self::load_with(procfs, false, true)
+    }
+
+    #[cfg(not(tasksnap_bpf))]
+    fn load_with(
+        procfs: ProcfsCollector,
+        cmdline: bool,
+        _walk: bool,
+    ) -> Result<BpfCollector, Unavailable> {
+        Self::load(procfs, cmdline)
+    }
+
     #[cfg(tasksnap_bpf)]
     fn load(procfs: ProcfsCollector, cmdline: bool) -> Result<BpfCollector, Unavailable> {
+        Self::load_with(procfs, cmdline, false)
+    }
+
+    /// The pinned programs when `tasksnap pin` left a usable set, else a fresh load (with
+    /// the walk when `walk`).
+    #[cfg(tasksnap_bpf)]
+    fn load_with(
+        procfs: ProcfsCollector,
+        cmdline: bool,
+        walk: bool,
+    ) -> Result<BpfCollector, Unavailable> {
         // A pinned set that cannot be used (being replaced or removed right now, or not
         // root-only: never trusted then) is passed over for a fresh load, and `-v` says why.
         let (progs, pin_problem) = match programs::Programs::open_pinned() {
             Ok(Some(p)) => (p, None),
-            Ok(None) => (programs::Programs::load(cmdline, false)?, None),
-            Err(why) => (programs::Programs::load(cmdline, false)?, Some(why.0)),
+            Ok(None) => (programs::Programs::load(cmdline, walk)?, None),
+            Err(why) => (programs::Programs::load(cmdline, walk)?, Some(why.0)),
         };
         let mut c = Self::from_programs(procfs, progs, cmdline);
         c.pin_problem = pin_problem;
@@ -595,6 +623,28 @@ impl Collector for BpfCollector {
                 snapshot: self.snapshot_impl(query)?,
                 full: true,
                 gone: Vec::new(),
+            })
+        }
+    }
+
+    fn changes_into(
+        &mut self,
+        query: &Query,
+        sink: &mut dyn FnMut(tasksnap_model::Task),
+    ) -> Result<crate::ChangeSummary, Error> {
+        #[cfg(tasksnap_bpf)]
+        {
+            self.changes_into_impl(query, sink)
+        }
+        #[cfg(not(tasksnap_bpf))]
+        {
+            let snap = self.snapshot_impl(query)?;
+            let tasks = snap.tasks.len();
+            snap.tasks.into_iter().for_each(|t| sink(t));
+            Ok(crate::ChangeSummary {
+                full: true,
+                gone: Vec::new(),
+                tasks,
             })
         }
     }
