@@ -187,3 +187,57 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
         .any(|_| bpf.changes(&q).expect("changes").full);
     assert!(full_again, "no whole pass within the period");
 }
+
+#[test]
+fn a_whole_pass_handed_over_task_by_task_is_the_snapshot() {
+    if !root_or_skip("BPF whole pass into a sink") {
+        return;
+    }
+    let kids = Kids(vec![spawn("exec sleep 1000"), spawn("exec sleep 1000")]);
+    std::thread::sleep(Duration::from_millis(100));
+    let groups = Groups {
+        base: true,
+        cred_effective: true,
+        stat: true,
+        sched: true,
+        ..Groups::default()
+    };
+    let mut q = Query::new(Selector::AllThreads, groups);
+    q.leader_as_process = true;
+    let mut live = BpfCollector::load_fresh(false, true).expect("load the BPF programs");
+    let mut streamed = Vec::new();
+    let summary = live
+        .changes_into(&q, &mut |t| streamed.push(t))
+        .expect("changes_into");
+    assert!(summary.full);
+    assert_eq!(summary.tasks, streamed.len());
+    assert!(
+        live.last_pass().starts_with("walk"),
+        "a whole walk: {}",
+        live.last_pass()
+    );
+    let mut other = BpfCollector::load_fresh(false, false).expect("load the BPF programs");
+    let snap = other.snapshot(&q).expect("snapshot");
+    // The same tasks (a few may come and go between the two passes).
+    let ids = |v: &[Task]| -> std::collections::HashSet<(i32, i32)> {
+        v.iter().map(|t| (t.id.tgid, t.id.tid)).collect()
+    };
+    let (a, b) = (ids(&streamed), ids(&snap.tasks));
+    assert!(
+        a.symmetric_difference(&b).count() <= 8,
+        "{} streamed, {} in the snapshot: {:?} only streamed, {:?} only in the snapshot",
+        a.len(),
+        b.len(),
+        a.difference(&b).collect::<Vec<_>>(),
+        b.difference(&a).collect::<Vec<_>>()
+    );
+    for k in &kids.0 {
+        let pid = k.id() as i32;
+        let s = streamed.iter().find(|t| t.id.tid == pid).expect("streamed");
+        let o = snap.tasks.iter().find(|t| t.id.tid == pid).expect("in the snapshot");
+        assert_eq!(s.id, o.id);
+        assert_eq!(s.base, o.base);
+        assert_eq!(s.cred, o.cred);
+        assert_eq!(s.stat, o.stat);
+    }
+}

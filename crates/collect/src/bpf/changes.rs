@@ -62,6 +62,8 @@ pub(super) struct Delta {
     known: Identities,
     /// Calls since the last whole pass.
     since_full: u32,
+    /// Processes the walk passes over (pid 1 on this VM), read from /proc every call.
+    hidden: Vec<i32>,
 }
 
 /// The identities of a pass's records.
@@ -148,12 +150,14 @@ impl BpfCollector {
         self.track = false;
         let snap = snap?;
         // Only a walk is tracked (the iterator may have been used instead).
-        self.delta = self.captured.take().map(|(known, since_ns)| Delta {
+        // The processes /proc added to that snapshot (pid 1 here) are read again every call.
+        self.delta = self.captured.take().map(|(known, since_ns, hidden)| Delta {
             groups: bits,
             leader_as_process: query.leader_as_process,
             since_ns,
             known,
             since_full: 0,
+            hidden,
         });
         Ok(Changes {
             snapshot: snap,
@@ -238,8 +242,20 @@ impl BpfCollector {
         let since_ns = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
         let units = self.procfs.units();
         let groups = query.groups;
+        // What the walk passes over (pid 1 here) comes from /proc, now and at every
+        // changed-only walk after this one.
+        let mut stats = SnapshotStats::default();
+        let (extras, hidden) = BpfCollector::missing_from(
+            &mut self.procfs,
+            &records,
+            query,
+            groups,
+            None,
+            &mut stats,
+        )
+        .map_err(|e| e.to_string())?;
         let mut tasks = 0;
-        decode::assemble_each(&records, Vec::new(), query, &groups, units, &mut |mut t| {
+        decode::assemble_each(&records, extras, query, &groups, units, &mut |mut t| {
             if !groups.base {
                 t.base = None;
             }
@@ -254,6 +270,7 @@ impl BpfCollector {
             since_ns,
             known,
             since_full: 0,
+            hidden,
         });
         Ok(tasks)
     }
@@ -304,7 +321,9 @@ impl BpfCollector {
         let walked: u64 = outs.iter().map(|o| u64::from(o.tasks)).sum();
         let spare = std::mem::take(&mut self.spare);
         let groups = query.groups;
-        let mut tasks = decode::assemble(&records, Vec::new(), query, &groups, units, spare);
+        let extras = BpfCollector::read_from_procfs(&mut self.procfs, &delta.hidden, query, groups)
+            .map_err(|e| e.to_string())?;
+        let mut tasks = decode::assemble(&records, extras, query, &groups, units, spare);
         decode::filter(&mut tasks, query);
         drop(records);
         let known = delta.known.len() as u64;

@@ -156,10 +156,10 @@ pub struct BpfCollector {
     /// A live view's state between [`Collector::changes`] calls.
     #[cfg(tasksnap_bpf)]
     delta: Option<changes::Delta>,
-    /// The identities of a tracked walk's records and when it began, taken by
-    /// snapshot_impl.
+    /// The identities of a tracked walk's records, when it began, and the processes read
+    /// from /proc because it passed over them; taken by snapshot_impl.
     #[cfg(tasksnap_bpf)]
-    captured: Option<(changes::Identities, u64)>,
+    captured: Option<(changes::Identities, u64, Vec<i32>)>,
 }
 
 impl std::fmt::Debug for BpfCollector {
@@ -719,6 +719,77 @@ impl BpfCollector {
         Ok(())
     }
 
+    /// Tasks /proc shows that a pass's `records` do not have, read from /proc (the tgids
+    /// read come back too). On this kind of VM that is pid 1 and its threads: init is
+    /// protected (even root gets EACCES on /proc/1/ns/pid), and both `iter/task` and the
+    /// walk pass over it. So pid 1 is checked directly; a full /proc listing (45 ms at
+    /// 50,000 tasks) is only taken when the kernel's task count says more are missing.
+    #[cfg(tasksnap_bpf)]
+    fn missing_from(
+        procfs: &mut ProcfsCollector,
+        records: &[decode::Record<'_>],
+        query: &Query,
+        groups: Groups,
+        one_process: Option<i32>,
+        stats: &mut SnapshotStats,
+    ) -> Result<(Vec<tasksnap_model::Task>, Vec<i32>), Error> {
+        let has_tgid = |p: i32| records.iter().any(|r| r.hdr.tgid as i32 == p);
+        let mut extra_threads = 0u64;
+        let mut missing: Vec<i32> = Vec::new();
+        if !has_tgid(1) {
+            missing.push(1);
+            extra_threads += std::fs::read_dir("/proc/1/task").map_or(0, |d| d.count() as u64);
+        }
+        // The kernel's task count is global: inside a pid namespace it cannot tell what is
+        // missing, so the listing is always taken there.
+        let in_namespace = records.first().is_some_and(|r| r.hdr.ns_level > 0);
+        let total = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(0);
+        let have = records.len() as u64 + extra_threads;
+        if let Some(p) = one_process {
+            // One process asked for: /proc is consulted for it alone if the iterator was
+            // silent (pid 1 here, or a pid that is gone).
+            missing = if has_tgid(p) { Vec::new() } else { vec![p] };
+        } else if in_namespace || have + RECONCILE_SLACK < total {
+            let seen_tgids: std::collections::HashSet<i32> =
+                records.iter().map(|r| r.hdr.tgid as i32).collect();
+            missing = procfs
+                .list_pids()?
+                .into_iter()
+                .filter(|p| !seen_tgids.contains(p))
+                .collect();
+            stats.reconciled_by_listing = true;
+        }
+        let wanted = |pid: i32| match query.selector {
+            Selector::Pid(p) | Selector::ThreadsOf(p) => p == pid,
+            _ => true,
+        };
+        missing.retain(|&p| wanted(p));
+        let extras = Self::read_from_procfs(procfs, &missing, query, groups)?;
+        Ok((extras, missing))
+    }
+
+    /// The tasks of processes `pids` from /proc, as `query` wants them (threads or not).
+    #[cfg(tasksnap_bpf)]
+    fn read_from_procfs(
+        procfs: &mut ProcfsCollector,
+        pids: &[i32],
+        query: &Query,
+        groups: Groups,
+    ) -> Result<Vec<tasksnap_model::Task>, Error> {
+        let mut extras = Vec::new();
+        for &pid in pids {
+            let sel = if query.wants_threads() {
+                Selector::ThreadsOf(pid)
+            } else {
+                Selector::Pid(pid)
+            };
+            let mut q = Query::new(sel, groups);
+            q.leader_as_process = query.leader_as_process;
+            extras.extend(procfs.snapshot(&q)?.tasks);
+        }
+        Ok(extras)
+    }
+
     #[cfg(not(tasksnap_bpf))]
     fn snapshot_impl(&mut self, _query: &Query) -> Result<Snapshot, Error> {
         Err(Error::Unsupported("built without the BPF backend".into()))
@@ -753,56 +824,21 @@ impl BpfCollector {
         if self.track {
             if let Some(outs) = &self.walked {
                 let began = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
-                self.captured = Some((changes::identities(&records), began));
+                self.captured = Some((changes::identities(&records), began, Vec::new()));
             }
         }
         let mut stats = SnapshotStats::default();
 
-        // Tasks /proc shows that the iterator did not return. On this kind of VM that is
-        // pid 1 and its threads (init is protected: even root gets EACCES on
-        // /proc/1/ns/pid), so pid 1 is checked directly; a full /proc listing (45 ms at
-        // 50,000 tasks) is only taken when the kernel's task count says more are missing.
-        let has_tgid = |p: i32| records.iter().any(|r| r.hdr.tgid as i32 == p);
-        let mut extra_threads = 0u64;
-        let mut missing: Vec<i32> = Vec::new();
-        if !has_tgid(1) {
-            missing.push(1);
-            extra_threads += std::fs::read_dir("/proc/1/task").map_or(0, |d| d.count() as u64);
-        }
-        // The kernel's task count is global: inside a pid namespace it cannot tell what is
-        // missing, so the listing is always taken there.
-        let in_namespace = records.first().is_some_and(|r| r.hdr.ns_level > 0);
-        let total = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(0);
-        let have = records.len() as u64 + extra_threads;
-        if let Some(p) = one_process {
-            // One process asked for: /proc is consulted for it alone if the iterator was
-            // silent (pid 1 here, or a pid that is gone).
-            missing = if has_tgid(p) { Vec::new() } else { vec![p] };
-        } else if in_namespace || have + RECONCILE_SLACK < total {
-            let seen_tgids: std::collections::HashSet<i32> =
-                records.iter().map(|r| r.hdr.tgid as i32).collect();
-            missing = self
-                .procfs
-                .list_pids()?
-                .into_iter()
-                .filter(|p| !seen_tgids.contains(p))
-                .collect();
-            stats.reconciled_by_listing = true;
-        }
-        let wanted = |pid: i32| match query.selector {
-            Selector::Pid(p) | Selector::ThreadsOf(p) => p == pid,
-            _ => true,
-        };
-        let mut extras = Vec::new();
-        for pid in missing.into_iter().filter(|&p| wanted(p)) {
-            let sel = if query.wants_threads() {
-                Selector::ThreadsOf(pid)
-            } else {
-                Selector::Pid(pid)
-            };
-            let mut q = Query::new(sel, groups);
-            q.leader_as_process = query.leader_as_process;
-            extras.extend(self.procfs.snapshot(&q)?.tasks);
+        let (extras, missing) = Self::missing_from(
+            &mut self.procfs,
+            &records,
+            query,
+            groups,
+            one_process,
+            &mut stats,
+        )?;
+        if let Some(c) = &mut self.captured {
+            c.2 = missing;
         }
         let spare = std::mem::take(&mut self.spare);
         let mut tasks = decode::assemble(&records, extras, query, &groups, units, spare);
@@ -864,8 +900,9 @@ mod probe_tests {
             .filter(|p| !seen.contains(&(*p as u32)))
             .collect();
         eprintln!(
-            "{} records; missing from the iterator: {missing:?}",
-            recs.len()
+            "{} records; missing from the pass ({}): {missing:?}",
+            recs.len(),
+            c.last_pass()
         );
         for r in recs.iter().take(3) {
             eprintln!("{:?}", r.hdr);
