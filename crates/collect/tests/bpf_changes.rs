@@ -234,7 +234,11 @@ fn a_whole_pass_handed_over_task_by_task_is_the_snapshot() {
     for k in &kids.0 {
         let pid = k.id() as i32;
         let s = streamed.iter().find(|t| t.id.tid == pid).expect("streamed");
-        let o = snap.tasks.iter().find(|t| t.id.tid == pid).expect("in the snapshot");
+        let o = snap
+            .tasks
+            .iter()
+            .find(|t| t.id.tid == pid)
+            .expect("in the snapshot");
         assert_eq!(s.id, o.id);
         assert_eq!(s.base, o.base);
         assert_eq!(s.cred, o.cred);

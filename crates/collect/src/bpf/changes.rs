@@ -245,15 +245,9 @@ impl BpfCollector {
         // What the walk passes over (pid 1 here) comes from /proc, now and at every
         // changed-only walk after this one.
         let mut stats = SnapshotStats::default();
-        let (extras, hidden) = BpfCollector::missing_from(
-            &mut self.procfs,
-            &records,
-            query,
-            groups,
-            None,
-            &mut stats,
-        )
-        .map_err(|e| e.to_string())?;
+        let (extras, hidden) =
+            BpfCollector::missing_from(&mut self.procfs, &records, query, groups, None, &mut stats)
+                .map_err(|e| e.to_string())?;
         let mut tasks = 0;
         decode::assemble_each(&records, extras, query, &groups, units, &mut |mut t| {
             if !groups.base {
