@@ -75,6 +75,7 @@ fn pinned_iterator_is_used_root_only_and_removable() {
         pins,
         [
             "arenas",
+            "cmd_prog",
             "cmdline_link",
             "reader_cfg",
             "task_link",
@@ -89,6 +90,10 @@ fn pinned_iterator_is_used_root_only_and_removable() {
     let (pinned, verbose) = rows("--backend=bpf", &pids);
     assert!(verbose.contains("pinned programs at"), "{verbose}");
     assert!(verbose.contains("pass: walk into the arena"), "{verbose}");
+    assert!(
+        verbose.contains("command lines copied by pid list"),
+        "{verbose}"
+    );
     assert_eq!(pinned, reference, "pinned iterator vs procfs");
     let (again, verbose) = rows("--backend=bpf", &pids);
     assert!(
@@ -122,8 +127,8 @@ fn pinned_iterator_is_used_root_only_and_removable() {
     // Inside a pid namespace the walk (which sees the whole machine's task lists) keeps to
     // the namespace's tasks and numbers them as the namespace does, like /proc there.
     let script = format!(
-        "sleep 30 & sleep 0.3; {TASKSNAP} ps -e -o pid,ppid,comm --backend=bpf --verbose; \
-         echo ---; {TASKSNAP} ps -e -o pid,ppid,comm --backend=procfs; kill -KILL %1"
+        "sleep 30 & sleep 0.3; {TASKSNAP} ps -e -o pid,ppid,args --backend=bpf --verbose; \
+         echo ---; {TASKSNAP} ps -e -o pid,ppid,args --backend=procfs; kill -KILL %1"
     );
     let out = std::process::Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", "bash", "-c", &script])
@@ -131,16 +136,21 @@ fn pinned_iterator_is_used_root_only_and_removable() {
         .expect("unshare");
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(stderr.contains("pass: walk into the arena"), "{stderr}");
-    let (walked, listed) = stdout.split_once("---").expect("both outputs");
+    assert!(
+        stderr.contains("command lines copied by pid list"),
+        "{stderr}"
+    );
+    // (The marker line: bash's own command line has "---" in it too.)
+    let (walked, listed) = stdout.split_once("\n---\n").expect("both outputs");
     let ns_rows = |s: &str| -> std::collections::BTreeSet<String> {
         s.lines()
-            .filter(|l| !l.trim().is_empty() && !l.ends_with("tasksnap") && !l.contains("PID"))
+            .filter(|l| !l.trim().is_empty() && !l.contains(" ps -e -o") && !l.contains("PID"))
             .map(|l| l.trim().to_string())
             .collect()
     };
     assert_eq!(ns_rows(walked), ns_rows(listed), "{stdout}\n{stderr}");
     assert!(
-        ns_rows(walked).iter().any(|r| r.ends_with(" sleep")
+        ns_rows(walked).iter().any(|r| r.ends_with(" sleep 30")
             && r.split_whitespace()
                 .next()
                 .and_then(|p| p.parse::<i32>().ok())

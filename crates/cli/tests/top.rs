@@ -165,9 +165,10 @@ fn later_frames_read_only_what_changed_and_keep_every_process() {
     // last ones read only the processes that ran, and still list every process.
     let last = frames.last().expect("frames");
     let own = &last.header[5];
+    // "..., bpf (pinned), 102 tasks (26 changed)": the last parenthesis.
     let changed: usize = own
-        .split(" (")
-        .nth(1)
+        .rsplit(" (")
+        .next()
         .and_then(|s| s.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no changed count in {own:?}"));

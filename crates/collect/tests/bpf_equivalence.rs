@@ -63,6 +63,7 @@ fn both_backends_agree_on_a_spawned_load() {
     };
     // Both BPF paths: the seq_file iterator (what a tasksnap that loads its own programs
     // uses) and the walk into an arena (what a pinned set gives).
+    // With the walk, `prepare` gives the arena room for the command-line copy by pid list.
     for walk in [false, true] {
         let mut bpf = BpfCollector::load_fresh(true, walk).expect("BPF loads as root");
         assert!(
@@ -70,6 +71,9 @@ fn both_backends_agree_on_a_spawned_load() {
             "{:?}",
             bpf.cmdline_from_procfs
         );
+        if walk {
+            bpf.prepare(&groups);
+        }
         agree(&mut bpf, walk, &load, &pids, groups);
     }
 }
@@ -90,6 +94,12 @@ fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: 
             walk,
             "{what}: the pass taken was {pass}"
         );
+        let how = if walk {
+            "command lines copied by pid list"
+        } else {
+            "command lines read by the sleepable iterator"
+        };
+        assert!(pass.ends_with(how), "{what}: {pass}");
         let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
         let mut checked = 0;
         let mut io_active = 0;
@@ -310,4 +320,100 @@ fn kernel_names_match(bpf: &mut BpfCollector, walk: bool) {
         "no kernel thread name past 15 bytes: full names not read"
     );
     assert!(described > 0, "no workqueue worker with a description");
+}
+
+/// A child that is killed and reaped when the test ends, however it ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn copied_command_lines_are_what_proc_shows() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::process::{Command, Stdio};
+    if !root_or_skip("command-line copy against /proc") {
+        return;
+    }
+    let spawn = |cmd: &mut Command| {
+        Child(
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn"),
+        )
+    };
+    // Stops itself: no child process is left behind when the test kills it.
+    let script = "kill -STOP $$";
+    let long = "L".repeat(5000);
+    let children = [
+        // Spaces, a newline, an empty argument, bytes that are not UTF-8.
+        spawn(
+            Command::new("sh")
+                .args(["-c", script, "sh", "a b", "line\nbreak", ""])
+                .arg(std::ffi::OsStr::from_bytes(b"\xff\xfe-not-utf8")),
+        ),
+        // Longer than the copy takes (4095 bytes): flagged, read from /proc.
+        spawn(Command::new("sh").args(["-c", script, "sh", &long])),
+        // Rewrites its arguments in place (setproctitle): /proc reads on into the
+        // environment, so the copy flags it for a /proc read.
+        spawn(Command::new("perl").args(["-e", "$0 = 'rewritten ' . ('x' x 40); sleep 60"])),
+    ];
+    // A zombie: exited, not reaped until the test ends.
+    let zombie = spawn(&mut Command::new("true"));
+    let pid_of = |c: &Child| c.0.id() as i32;
+    let mut pids: Vec<i32> = children.iter().map(pid_of).collect();
+    pids.push(pid_of(&zombie));
+    // Let perl rewrite its name and the zombie die.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let renamed = std::fs::read(format!("/proc/{}/cmdline", pids[2]))
+            .is_ok_and(|c| c.starts_with(b"rewritten"));
+        let dead = std::fs::read_to_string(format!("/proc/{}/stat", pids[3]))
+            .is_ok_and(|s| s.contains(") Z "));
+        if renamed && dead {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "children did not settle"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    let groups = Groups {
+        base: true,
+        cmdline: true,
+        ..Groups::default()
+    };
+    let mut bpf = BpfCollector::load_fresh(true, true).expect("BPF loads as root");
+    bpf.prepare(&groups);
+    let mut q = Query::new(Selector::AllProcesses, groups);
+    q.leader_as_process = true;
+    let snap = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+    let pass = bpf.last_pass();
+    assert!(
+        pass.starts_with("walk") && pass.ends_with("command lines copied by pid list"),
+        "{pass}"
+    );
+    for pid in pids {
+        let want = std::fs::read(format!("/proc/{pid}/cmdline")).expect("read /proc cmdline");
+        let got = snap
+            .get(&(pid, pid))
+            .unwrap_or_else(|| panic!("{pid} missing"))
+            .cmdline
+            .clone();
+        assert_eq!(
+            got.as_deref(),
+            Some(want.as_slice()),
+            "cmdline of {pid}: {:?} vs /proc {:?}",
+            got.as_deref().map(String::from_utf8_lossy),
+            String::from_utf8_lossy(&want)
+        );
+    }
 }

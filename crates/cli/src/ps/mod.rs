@@ -193,6 +193,9 @@ fn mem_total_kb(proc_root: &Path) -> u64 {
         .unwrap_or(1)
 }
 
+/// Rows from which a text listing is formatted on two threads.
+const PARALLEL_ROWS: usize = 8192;
+
 /// Runs ps with parsed settings, writing to `out`. Returns the exit code procps would use.
 pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
@@ -276,12 +279,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         include_dead_children: s.include_dead_children,
         user_is_number: s.user_is_number,
     };
-    let mut caches = fields::Caches {
-        names: names::Names::default(),
-        ttys: names::Ttys::new(proc_root, Path::new("/dev")),
-        proc_root: proc_root.to_path_buf(),
-        stime: Default::default(),
-    };
+    let mut caches = fields::Caches::new(proc_root);
 
     let me = select::Me::current(proc_root);
     tasks.retain(|t| select::want(s, &me, t, loc));
@@ -293,7 +291,6 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         Output::Csv => machine::csv(out, &tasks, &cols, &rows, &env, &mut caches)?,
         Output::Text => {
             let active = layout::active_cols(&cols, s.screen_cols);
-            let mut line = Vec::with_capacity(256);
             let any_header = cols.iter().any(|c| !c.header.is_empty());
             let mut header = Vec::new();
             layout::render_line(&mut header, &cols, active, s.user_is_number, |i, _| Cell {
@@ -309,16 +306,53 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
             if show_header {
                 out.write_all(&header)?;
             }
-            for (n, row) in rows.iter().enumerate() {
-                if show_header && n > 0 && n % gap == 0 {
-                    out.write_all(&header)?;
+            // A long listing is formatted in two halves at once: the second on its own
+            // thread (with its own caches), into memory, written after the first.
+            let split = if rows.len() >= PARALLEL_ROWS && gap == usize::MAX {
+                rows.len() / 2
+            } else {
+                rows.len()
+            };
+            let (first, second) = rows.split_at(split);
+            let render = |rows: &[order::Row],
+                          caches: &mut fields::Caches,
+                          sink: &mut dyn Write| {
+                let mut line = Vec::with_capacity(256);
+                for row in rows {
+                    line.clear();
+                    layout::render_line(&mut line, &cols, active, s.user_is_number, |i, max| {
+                        order::cell(&tasks, row, &cols[i], max, &env, caches)
+                    });
+                    sink.write_all(&line)?;
                 }
-                line.clear();
-                layout::render_line(&mut line, &cols, active, s.user_is_number, |i, max| {
-                    order::cell(&tasks, row, &cols[i], max, &env, &mut caches)
+                io::Result::Ok(())
+            };
+            std::thread::scope(|scope| -> anyhow::Result<()> {
+                let later = (!second.is_empty()).then(|| {
+                    scope.spawn(|| {
+                        let mut caches = fields::Caches::new(proc_root);
+                        let mut buf = Vec::with_capacity(second.len() * 128);
+                        render(second, &mut caches, &mut buf).map(|()| buf)
+                    })
                 });
-                out.write_all(&line)?;
-            }
+                if gap == usize::MAX {
+                    render(first, &mut caches, out)?;
+                } else {
+                    for (n, row) in first.iter().enumerate() {
+                        if show_header && n > 0 && n % gap == 0 {
+                            out.write_all(&header)?;
+                        }
+                        render(std::slice::from_ref(row), &mut caches, out)?;
+                    }
+                }
+                if let Some(h) = later {
+                    let buf = h
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("a formatting thread panicked"))??;
+                    out.write_all(&buf)?;
+                }
+                Ok(())
+            })?;
             if rows.is_empty() {
                 out.flush()?;
                 // procps exits 1 when nothing matched.

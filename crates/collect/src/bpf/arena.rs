@@ -70,11 +70,63 @@ pub fn roll_tids(arena: &Arena, out: &ShardOut) -> Vec<u32> {
     tids
 }
 
+/// Requests per chunk (record.h `TS_CMD_REQS_PER_CHUNK`).
+pub const CMD_REQS_PER_CHUNK: usize = CHUNK_BYTES / std::mem::size_of::<CmdRequest>();
+/// Output chunks of each command-line copy shard (2 MiB): a run that fills them stops, its
+/// lines are taken, and the next run starts where it stopped.
+pub const CMD_OUT_CHUNKS: usize = 32;
+
+/// One process whose command line the copy reads (record.h `ts_cmd_req`).
+pub type CmdRequest = skel::types::ts_cmd_req;
+
+/// Where a command-line copy's requests and output go in an arena: after the walk's chunks,
+/// the request chunks, then [`CMD_OUT_CHUNKS`] per shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmdRegion {
+    /// First request chunk.
+    pub req_chunk: usize,
+    /// Request chunks: room for `req_chunks * CMD_REQS_PER_CHUNK` processes.
+    pub req_chunks: usize,
+    /// First output chunk (shard `s` writes from `out_chunk + s * CMD_OUT_CHUNKS`).
+    pub out_chunk: usize,
+    /// Shards, each with its own output chunks.
+    pub shards: usize,
+}
+
+impl CmdRegion {
+    /// A region starting at chunk `at` for `processes` processes (and a quarter more).
+    pub fn at(at: usize, processes: u64, shards: usize) -> CmdRegion {
+        let room = processes + processes / 4 + 64;
+        let req_chunks = (room as usize).div_ceil(CMD_REQS_PER_CHUNK).max(1);
+        CmdRegion {
+            req_chunk: at,
+            req_chunks,
+            out_chunk: at + req_chunks,
+            shards: shards.max(1),
+        }
+    }
+
+    /// One past its last chunk.
+    pub fn end(&self) -> usize {
+        self.out_chunk + self.shards * CMD_OUT_CHUNKS
+    }
+
+    /// How many processes its request chunks hold.
+    pub fn capacity(&self) -> usize {
+        self.req_chunks * CMD_REQS_PER_CHUNK
+    }
+}
+
 /// A mapped arena.
 pub struct Arena {
     fd: OwnedFd,
     ptr: *mut libc::c_void,
     chunks: usize,
+    /// The walk writes chunks `0..walk_chunks` (the rest, when there is a rest, is the
+    /// command-line copy's [`CmdRegion`]).
+    pub walk_chunks: usize,
+    /// The command-line copy's chunks, when the arena has room for them.
+    pub cmd: Option<CmdRegion>,
     /// Its key in the program's arenas map.
     slot: u32,
     /// The slot's lock, for an arena of a pinned set.
@@ -179,10 +231,51 @@ impl Arena {
             fd,
             ptr,
             chunks,
+            walk_chunks: chunks,
+            cmd: None,
             slot,
             lock: None,
             reused: false,
         })
+    }
+
+    /// A second read-only mapping of the same arena (its own descriptor, no slot lock), for
+    /// a thread that may outlive this value: a command-line copy abandoned at its deadline
+    /// finishes on its own.
+    pub fn view(&self) -> io::Result<Arena> {
+        let mut a = Self::map(self.fd.try_clone()?, self.slot, self.chunks)?;
+        a.walk_chunks = self.walk_chunks;
+        a.cmd = self.cmd;
+        Ok(a)
+    }
+
+    /// Writes `reqs` into the request chunks of `region` (one map update per chunk: this
+    /// process's mapping stays read-only).
+    pub fn put_cmd_requests(&self, region: &CmdRegion, reqs: &[CmdRequest]) -> io::Result<()> {
+        if reqs.len() > region.capacity() || region.end() > self.chunks {
+            return Err(io::Error::other(
+                "more processes than the request chunks hold",
+            ));
+        }
+        let mut chunk = vec![CmdRequest::default(); CMD_REQS_PER_CHUNK];
+        for (i, part) in reqs.chunks(CMD_REQS_PER_CHUNK).enumerate() {
+            chunk[..part.len()].copy_from_slice(part);
+            let key = (region.req_chunk + i) as u32;
+            // SAFETY: the key is a u32 and the value CHUNK_BYTES bytes (CMD_REQS_PER_CHUNK
+            // requests of 16 bytes), the map's key and value sizes; both outlive the call.
+            let r = unsafe {
+                libbpf_sys::bpf_map_update_elem(
+                    self.fd.as_raw_fd(),
+                    (&key as *const u32).cast(),
+                    chunk.as_ptr().cast(),
+                    0,
+                )
+            };
+            if r < 0 {
+                return Err(io::Error::from_raw_os_error(-r));
+            }
+        }
+        Ok(())
     }
 
     /// Its slot in the walk program's arenas map.
@@ -237,6 +330,8 @@ pub struct Walker {
     /// True for a pinned set: its arenas map is shared by every tasksnap on the machine.
     pub(super) shared: bool,
     pub(super) prog: OwnedFd,
+    /// The command-line copy (`copy_cmdlines`), loaded with the walk.
+    pub(super) cmd_prog: Option<OwnedFd>,
     pub(super) arenas: libbpf_rs::MapHandle,
 }
 
@@ -296,6 +391,10 @@ impl Walker {
         Some(Walker {
             shared: self.shared,
             prog: self.prog.try_clone().ok()?,
+            cmd_prog: match &self.cmd_prog {
+                Some(p) => Some(p.try_clone().ok()?),
+                None => None,
+            },
             arenas: libbpf_rs::MapHandle::try_from(&self.arenas).ok()?,
         })
     }
@@ -375,8 +474,9 @@ impl Walker {
         shards: usize,
         how: WalkMode,
     ) -> io::Result<Vec<ShardOut>> {
-        let shards = shards.clamp(1, arena.chunks());
-        let per_shard = arena.chunks() / shards;
+        let walk_chunks = arena.walk_chunks.clamp(1, arena.chunks());
+        let shards = shards.clamp(1, walk_chunks);
+        let per_shard = walk_chunks / shards;
         let one = |shard: usize| -> io::Result<ShardOut> {
             let mut args = skel::types::ts_walk_args {
                 key: arena.slot,
@@ -419,10 +519,55 @@ impl Walker {
         })
     }
 }
-/// Runs the walk program once in this thread with `args` as its context (in and out).
-fn run(prog: &OwnedFd, args: &mut skel::types::ts_walk_args) -> io::Result<()> {
-    let size = std::mem::size_of::<skel::types::ts_walk_args>();
-    let ctx = (args as *mut skel::types::ts_walk_args).cast::<libc::c_void>();
+/// Copies the command lines of requests `first..end` of `view`'s region as shard `shard`, in
+/// as many runs of `prog` (`copy_cmdlines`) as its output chunks need, into `out` (tgid ->
+/// argument bytes; a process flagged for /proc is left out).
+pub fn copy_cmdlines(
+    prog: &OwnedFd,
+    view: &Arena,
+    shard: usize,
+    first: usize,
+    end: usize,
+    out: &mut std::collections::HashMap<i32, Vec<u8>>,
+) -> io::Result<()> {
+    let Some(region) = view.cmd else {
+        return Err(io::Error::other("the arena has no command-line region"));
+    };
+    let out_first = region.out_chunk + shard * CMD_OUT_CHUNKS;
+    if shard >= region.shards || out_first + CMD_OUT_CHUNKS > view.chunks() {
+        return Err(io::Error::other("command-line shard outside the arena"));
+    }
+    let mut next = first;
+    while next < end {
+        let mut args = skel::types::ts_cmd_args {
+            key: view.slot,
+            req_chunk: region.req_chunk as u32,
+            req_first: next as u32,
+            req_end: end as u32,
+            first_chunk: out_first as u32,
+            nchunks: CMD_OUT_CHUNKS as u32,
+            ..Default::default()
+        };
+        run(prog, &mut args)?;
+        let last = (args.cur_chunk as usize).clamp(out_first, out_first + CMD_OUT_CHUNKS - 1);
+        for i in out_first..=last {
+            super::decode::cmd_chunk(view.chunk(i), out);
+        }
+        let done = args.next as usize;
+        if done <= next || done > end {
+            return Err(io::Error::other(format!(
+                "the command-line copy made no progress at request {next}"
+            )));
+        }
+        next = done;
+    }
+    Ok(())
+}
+
+/// Runs a syscall program once in this thread with `args` as its context (in and out).
+fn run<T>(prog: &OwnedFd, args: &mut T) -> io::Result<()> {
+    let size = std::mem::size_of::<T>();
+    let ctx = (args as *mut T).cast::<libc::c_void>();
     let mut opts = libbpf_sys::bpf_test_run_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
         // A syscall program's context is copied back into ctx_in after the run

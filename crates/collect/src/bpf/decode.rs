@@ -17,7 +17,7 @@ const TS_GROUP_CRED: u32 = 2;
 const TS_GROUP_STAT: u32 = 4;
 const TS_GROUP_SCHED: u32 = 8;
 const TS_GROUP_IO: u32 = 16;
-const TS_GROUP_KNAME: u32 = 32;
+pub(super) const TS_GROUP_KNAME: u32 = 32;
 
 /// One task's record: its header, and where its blocks are in the pass's buffer (read on
 /// demand, so that decoding a pass copies 48 bytes per task, not every block).
@@ -107,6 +107,29 @@ pub fn cmdlines(buf: &[u8]) -> HashMap<i32, Vec<u8>> {
         }
     }
     out
+}
+
+/// Parses one output chunk of the command-line copy (`copy_cmdlines`): records of a
+/// `ts_cmd_hdr` and its bytes, each padded to 8, until a header with tgid 0 or the chunk's
+/// end; flagged ones are left out. Bounds are checked: a bad length ends the chunk.
+pub fn cmd_chunk(chunk: &[u8], out: &mut HashMap<i32, Vec<u8>>) {
+    let mut at = 0;
+    while at < chunk.len() {
+        let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(chunk, &mut at) else {
+            break;
+        };
+        if h.tgid == 0 {
+            break;
+        }
+        let len = h.len as usize;
+        let Some(data) = chunk.get(at..at.saturating_add(len)) else {
+            break;
+        };
+        if h.flags & TS_CMD_UNREAD == 0 {
+            out.insert(h.tgid as i32, data.to_vec());
+        }
+        at += len.next_multiple_of(8);
+    }
 }
 
 /// The iterator blocks a query needs. Base is always asked for: it is small and tells which
@@ -660,5 +683,47 @@ mod tests {
         let mut cut = hdr_bytes(5, TS_GROUP_BASE);
         cut.extend([0u8; 8]);
         assert!(chunk_records(&cut, &mut Vec::new()).is_err());
+    }
+
+    /// A `ts_cmd_hdr` (tgid, len, flags, pad) as the copy writes it.
+    fn cmd_hdr(tgid: u32, len: u32, flags: u32) -> Vec<u8> {
+        [tgid, len, flags, 0]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn copied_command_lines_parse_with_padding_and_refuse_garbage() {
+        let mut chunk = Vec::new();
+        // "a\0b c\0" (6 bytes, padded to 8), an empty line, a flagged one, a terminator,
+        // then leftovers of an older run that must not be read.
+        chunk.extend(cmd_hdr(10, 6, 0));
+        chunk.extend(b"a\0b c\0\xff\xff");
+        chunk.extend(cmd_hdr(11, 0, 0));
+        chunk.extend(cmd_hdr(12, 0, TS_CMD_UNREAD));
+        chunk.extend(cmd_hdr(0, 0, 0));
+        chunk.extend(cmd_hdr(13, 3, 0));
+        chunk.extend(b"old\0\0\0\0\0");
+        let mut out = HashMap::new();
+        cmd_chunk(&chunk, &mut out);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!(out[&10], b"a\0b c\0");
+        assert_eq!(out[&11], b"");
+        assert!(!out.contains_key(&12), "flagged: read from /proc instead");
+
+        // A length past the chunk's end ends the chunk; what came before stays.
+        let mut cut = cmd_hdr(20, 2, 0);
+        cut.extend(b"x\0\0\0\0\0\0\0");
+        cut.extend(cmd_hdr(21, u32::MAX, 0));
+        cut.extend(b"short");
+        let mut out = HashMap::new();
+        cmd_chunk(&cut, &mut out);
+        assert_eq!(out.keys().copied().collect::<Vec<_>>(), [20]);
+
+        // A header cut short: nothing, no panic.
+        let mut out = HashMap::new();
+        cmd_chunk(&cmd_hdr(30, 1, 0)[..10], &mut out);
+        assert!(out.is_empty());
     }
 }

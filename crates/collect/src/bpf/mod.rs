@@ -61,8 +61,10 @@ const CMDLINE_PASS_DEADLINE: std::time::Duration = std::time::Duration::from_mil
 /// A command-line pass under way (it runs while the main pass is read and decoded).
 #[cfg(tasksnap_bpf)]
 struct CmdlinePass {
-    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<Vec<u8>>>>,
+    rx: std::sync::mpsc::Receiver<std::io::Result<HashMap<i32, Vec<u8>>>>,
     started: std::time::Instant,
+    /// Which program ran: the sleepable iterator or the copy by pid list.
+    copy: bool,
 }
 
 #[cfg(tasksnap_bpf)]
@@ -73,13 +75,7 @@ impl CmdlinePass {
     fn finish(self, deadline: std::time::Duration) -> Option<HashMap<i32, Vec<u8>>> {
         let left = deadline.saturating_sub(self.started.elapsed());
         match self.rx.recv_timeout(left) {
-            Ok(Ok(bufs)) => {
-                let mut out = HashMap::new();
-                for b in bufs {
-                    out.extend(decode::cmdlines(&b));
-                }
-                Some(out)
-            }
+            Ok(Ok(cmds)) => Some(cmds),
             _ => None,
         }
     }
@@ -160,6 +156,16 @@ pub struct BpfCollector {
     /// from /proc because it passed over them; taken by snapshot_impl.
     #[cfg(tasksnap_bpf)]
     captured: Option<(changes::Identities, u64, Vec<i32>)>,
+    /// Whether the arena gets room for the command-line copy (asked for in `prepare`).
+    #[cfg(tasksnap_bpf)]
+    cmd_region: bool,
+    /// Set while a command-line copy writes into the arena (one abandoned at its deadline
+    /// may still be running: the next snapshot then uses the iterator).
+    #[cfg(tasksnap_bpf)]
+    cmd_busy: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// How the last snapshot's command lines were read, for `last_pass`.
+    #[cfg(tasksnap_bpf)]
+    cmdline_how: Option<&'static str>,
 }
 
 impl std::fmt::Debug for BpfCollector {
@@ -268,6 +274,9 @@ impl BpfCollector {
             track: false,
             delta: None,
             captured: None,
+            cmd_region: false,
+            cmd_busy: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            cmdline_how: None,
         }
     }
 
@@ -415,19 +424,34 @@ impl BpfCollector {
         let tasks = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
         // Kernel threads' records carry their name too.
         let per_task = decode::record_size(groups) + 16;
-        let need = arena::chunks_for(tasks, per_task, shards);
-        if self.arena.as_ref().is_some_and(|a| a.chunks() >= need) {
-            return Ok(());
-        }
+        let walk_need = arena::chunks_for(tasks, per_task, shards);
         let Some(walker) = &self.progs.walker else {
             return Err("no walk".into());
         };
-        match walker.arena(need, &mut self.arena) {
-            Ok(()) => Ok(()),
-            // A smaller arena there is stays: the walk says when it overflows.
-            Err(_) if self.arena.is_some() => Ok(()),
-            Err(e) => Err(format!("no arena for the walk: {e}")),
+        // The command-line copy's region follows the walk's chunks (processes are at most
+        // the tasks).
+        let region = (self.cmd_region && walker.cmd_prog.is_some())
+            .then(|| arena::CmdRegion::at(walk_need, tasks, programs::pass_shards()));
+        let need = region.map_or(walk_need, |r| r.end());
+        let fits = |a: &arena::Arena| a.chunks() >= need;
+        if !self.arena.as_ref().is_some_and(fits) {
+            if let Err(e) = walker.arena(need, &mut self.arena) {
+                // A smaller arena there is stays: the walk says when it overflows.
+                if self.arena.is_none() {
+                    return Err(format!("no arena for the walk: {e}"));
+                }
+            }
         }
+        if let Some(a) = &mut self.arena {
+            if fits(a) {
+                a.walk_chunks = walk_need;
+                a.cmd = region;
+            } else {
+                a.walk_chunks = a.chunks();
+                a.cmd = None;
+            }
+        }
+        Ok(())
     }
 
     /// One pass over every task by the walk into the arena; `Err` says why the caller must
@@ -481,6 +505,13 @@ impl BpfCollector {
                 let r = programs::read_sharded(&progs, 0, shards, 1 << 20, |p| {
                     p.cmdline_iter()
                         .unwrap_or_else(|| Err(std::io::Error::other("no command-line iterator")))
+                })
+                .map(|bufs| {
+                    let mut out = HashMap::new();
+                    for b in bufs {
+                        out.extend(decode::cmdlines(&b));
+                    }
+                    out
                 });
                 let _ = tx.send(r);
             })
@@ -488,6 +519,96 @@ impl BpfCollector {
         Some(CmdlinePass {
             rx,
             started: std::time::Instant::now(),
+            copy: false,
+        })
+    }
+
+    /// Whether the next full pass can get its command lines from the copy by pid list: a
+    /// walk with the copy program, an arena with room for it, and no earlier copy still
+    /// writing into it.
+    #[cfg(tasksnap_bpf)]
+    fn can_copy_cmdlines(&self) -> bool {
+        let walk = !self.walk_off && std::env::var_os("TASKSNAP_NO_WALK").is_none();
+        walk && self
+            .progs
+            .walker
+            .as_ref()
+            .is_some_and(|w| w.cmd_prog.is_some())
+            && self.arena.as_ref().is_some_and(|a| a.cmd.is_some())
+            && !self.cmd_busy.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The command-line copy for the processes of a walk's `records` (kernel threads have
+    /// none), on its own threads under the same deadline as the iterator's pass: each shard
+    /// takes an equal, contiguous share of the list. `None` when it cannot start (the caller
+    /// then uses the iterator).
+    #[cfg(tasksnap_bpf)]
+    fn start_cmdline_copy(&self, records: &[decode::Record<'_>]) -> Option<CmdlinePass> {
+        use std::sync::atomic::Ordering;
+        if !self.can_copy_cmdlines() {
+            return None;
+        }
+        let arena = self.arena.as_ref()?;
+        let region = arena.cmd?;
+        let prog = self
+            .progs
+            .walker
+            .as_ref()?
+            .cmd_prog
+            .as_ref()?
+            .try_clone()
+            .ok()?;
+        let reqs: Vec<arena::CmdRequest> = records
+            .iter()
+            .filter(|r| r.hdr.tid == r.hdr.tgid && r.hdr.groups & decode::TS_GROUP_KNAME == 0)
+            .map(|r| arena::CmdRequest {
+                pid: r.hdr.global_tid,
+                tgid: r.hdr.tgid,
+                start_boottime_ns: r.hdr.start_boottime_ns,
+            })
+            .collect();
+        if reqs.len() > region.capacity() {
+            return None;
+        }
+        arena.put_cmd_requests(&region, &reqs).ok()?;
+        let view = arena.view().ok()?;
+        let n = reqs.len();
+        let shards = region.shards.min(n.max(1));
+        let busy = self.cmd_busy.clone();
+        busy.store(true, Ordering::Release);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("tasksnap-cmdline".into())
+            .spawn(move || {
+                let per = n.div_ceil(shards);
+                let r = std::thread::scope(|s| {
+                    let one = |shard: usize| {
+                        let mut out = HashMap::with_capacity(per);
+                        let (first, end) = ((shard * per).min(n), ((shard + 1) * per).min(n));
+                        arena::copy_cmdlines(&prog, &view, shard, first, end, &mut out)
+                            .map(|()| out)
+                    };
+                    let handles: Vec<_> = (1..shards).map(|k| s.spawn(move || one(k))).collect();
+                    let mut all = one(0)?;
+                    for h in handles {
+                        let part = h.join().unwrap_or_else(|_| {
+                            Err(std::io::Error::other("a copy thread panicked"))
+                        })?;
+                        all.extend(part);
+                    }
+                    Ok(all)
+                });
+                busy.store(false, Ordering::Release);
+                let _ = tx.send(r);
+            });
+        if spawned.is_err() {
+            self.cmd_busy.store(false, Ordering::Release);
+            return None;
+        }
+        Some(CmdlinePass {
+            rx,
+            started: std::time::Instant::now(),
+            copy: true,
         })
     }
 
@@ -556,38 +677,12 @@ impl Collector for BpfCollector {
     }
 
     fn last_pass(&self) -> String {
+        let pass = self.last_pass_only();
         #[cfg(tasksnap_bpf)]
-        if let Some(outs) = &self.walked {
-            let records: u32 = outs.iter().map(|o| o.records).sum();
-            let chunks: usize = outs.iter().map(|o| o.last + 1 - o.first).sum();
-            let (size, slot, reused) = self
-                .arena
-                .as_ref()
-                .map_or((0, 0, false), |a| (a.chunks(), a.slot(), a.reused));
-            let what = if self
-                .delta
-                .as_ref()
-                .is_some_and(|d| d.last_was_changed_only())
-            {
-                "changed-only walk"
-            } else {
-                "walk"
-            };
-            return format!(
-                "{what} into the arena: {records} records in {chunks} of {size} chunks, {} \
-                 shard(s); slot {slot}, {}",
-                outs.len(),
-                if reused {
-                    "reused from an earlier run"
-                } else {
-                    "created by this run"
-                }
-            );
+        if let Some(how) = self.cmdline_how {
+            return format!("{pass}; command lines {how}");
         }
-        match &self.walk_problem {
-            Some(why) => format!("task iterator (no walk: {why})"),
-            None => "task iterator".into(),
-        }
+        pass
     }
 
     fn recycle(&mut self, mut tasks: Vec<tasksnap_model::Task>) {
@@ -605,6 +700,7 @@ impl Collector for BpfCollector {
     fn prepare(&mut self, groups: &Groups) {
         #[cfg(tasksnap_bpf)]
         if self.progs.walker.is_some() {
+            self.cmd_region = groups.cmdline;
             let bits = decode::group_bits(groups);
             if let Err(why) = self.ensure_arena(bits, programs::pass_shards()) {
                 self.walk_problem = Some(why);
@@ -684,6 +780,42 @@ impl Collector for BpfCollector {
 }
 
 impl BpfCollector {
+    /// What the last pass was, without the command lines.
+    fn last_pass_only(&self) -> String {
+        #[cfg(tasksnap_bpf)]
+        if let Some(outs) = &self.walked {
+            let records: u32 = outs.iter().map(|o| o.records).sum();
+            let chunks: usize = outs.iter().map(|o| o.last + 1 - o.first).sum();
+            let (size, slot, reused) = self
+                .arena
+                .as_ref()
+                .map_or((0, 0, false), |a| (a.chunks(), a.slot(), a.reused));
+            let what = if self
+                .delta
+                .as_ref()
+                .is_some_and(|d| d.last_was_changed_only())
+            {
+                "changed-only walk"
+            } else {
+                "walk"
+            };
+            return format!(
+                "{what} into the arena: {records} records in {chunks} of {size} chunks, {} \
+                 shard(s); slot {slot}, {}",
+                outs.len(),
+                if reused {
+                    "reused from an earlier run"
+                } else {
+                    "created by this run"
+                }
+            );
+        }
+        match &self.walk_problem {
+            Some(why) => format!("task iterator (no walk: {why})"),
+            None => "task iterator".into(),
+        }
+    }
+
     /// Reads from /proc, for `tasks`, the groups the kernel cannot give; drops the base
     /// group when only the collector needed it.
     #[cfg(tasksnap_bpf)]
@@ -812,15 +944,25 @@ impl BpfCollector {
         };
         // The command-line pass (the slow one: it copies from every process's memory)
         // starts first and runs on its own threads while the main pass is read and decoded.
-        let cmdline_pass = if groups.cmdline && one_process.is_none() {
+        // With the walk, the copy by pid list takes the processes the walk found instead,
+        // once it is done.
+        let copy = groups.cmdline && one_process.is_none() && self.can_copy_cmdlines();
+        let cmdline_pass = if groups.cmdline && one_process.is_none() && !copy {
             self.start_cmdline_pass()
         } else {
             None
         };
+        self.cmdline_how = None;
         self.pass_of(decode::group_bits(&groups), one_process)?;
         let units = self.procfs.units();
         let records = pass_records(&self.buf, self.arena.as_ref(), self.walked.as_deref())
             .map_err(Error::Unsupported)?;
+        let cmdline_pass = match cmdline_pass {
+            Some(p) => Some(p),
+            None if copy && self.walked.is_some() => self.start_cmdline_copy(&records),
+            None => None,
+        };
+
         if self.track {
             if let Some(outs) = &self.walked {
                 let began = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
@@ -851,6 +993,13 @@ impl BpfCollector {
                 Some(p) => Some(p),
                 None => self.start_cmdline_pass(),
             };
+            self.cmdline_how = pass.as_ref().map(|p| {
+                if p.copy {
+                    "copied by pid list"
+                } else {
+                    "read by the sleepable iterator"
+                }
+            });
             if let Some(mut cmds) = pass.and_then(|p| p.finish(CMDLINE_PASS_DEADLINE)) {
                 let per_thread = query.wants_threads();
                 for t in tasks.iter_mut() {

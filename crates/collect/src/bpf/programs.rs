@@ -34,6 +34,7 @@ const PIN_TASK_LINK: &str = "task_link";
 const PIN_CMD_LINK: &str = "cmdline_link";
 const PIN_CFG: &str = "reader_cfg";
 const PIN_WALK_PROG: &str = "walk_prog";
+const PIN_CMD_PROG: &str = "cmd_prog";
 const PIN_ARENAS: &str = "arenas";
 
 /// statfs magic of bpffs (include/uapi/linux/magic.h).
@@ -113,6 +114,7 @@ fn open_and_load(cmdline: bool, walk: bool) -> Result<skel::TaskIterSkel<'static
     // needs.
     open.progs.dump_cmdline.set_autoload(cmdline);
     open.progs.walk_tasks.set_autoload(walk);
+    open.progs.copy_cmdlines.set_autoload(walk && cmdline);
     open.load().map_err(|e| {
         Unavailable(format!(
             "the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"
@@ -185,6 +187,12 @@ impl Programs {
             Some(Walker {
                 shared: false,
                 prog: dup(skel.progs.walk_tasks.as_fd())?,
+                // Loaded with the walk when command lines were asked for too.
+                cmd_prog: if cmdline && cmdline_unavailable.is_none() {
+                    Some(dup(skel.progs.copy_cmdlines.as_fd())?)
+                } else {
+                    None
+                },
                 arenas: libbpf_rs::MapHandle::try_from(&skel.maps.arenas)
                     .map_err(|e| Unavailable(format!("cannot open the arenas map: {e}")))?,
             })
@@ -253,6 +261,7 @@ impl Programs {
             Ok(Walker {
                 shared: true,
                 prog,
+                cmd_prog: get(PIN_CMD_PROG).ok(),
                 arenas,
             })
         });
@@ -296,6 +305,9 @@ impl Programs {
         }
         if let Some(w) = &self.walker {
             objects.push((PIN_WALK_PROG, w.prog.as_raw_fd()));
+            if let Some(c) = &w.cmd_prog {
+                objects.push((PIN_CMD_PROG, c.as_raw_fd()));
+            }
             objects.push((PIN_ARENAS, w.arenas.as_fd().as_raw_fd()));
         }
         for (name, fd) in objects {

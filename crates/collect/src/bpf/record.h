@@ -165,4 +165,33 @@ struct ts_walk_args {
 	__u64 window_ns;	/* scratch: now - since_ns, with a margin */
 };
 
+/*
+ * The command-line copy (SEC("syscall") copy_cmdlines): the reader writes one ts_cmd_req per
+ * process into chunks of its arena (TS_CMD_REQS_PER_CHUNK each, packed), and the program
+ * writes, into the reader's output chunks, a ts_cmd_hdr and its bytes (padded to 8) per
+ * request, in request order. A chunk's records end with a header whose tgid is 0 (or at the
+ * chunk's end). A run stops early when its output chunks are full; `next` says where the
+ * next run must start.
+ */
+struct ts_cmd_req {
+	__u32 pid;		/* the process's pid in the initial pid namespace (global_tid) */
+	__u32 tgid;		/* its number as the reader's records give it (copied to the output) */
+	__u64 start_boottime_ns;	/* the process the reader saw: another one with that pid is not read */
+};
+
+#define TS_CMD_REQS_PER_CHUNK (TS_CHUNK_BYTES / 16)
+
+struct ts_cmd_args {
+	__u32 key;		/* in: the reader's arena, in the arenas map */
+	__u32 req_chunk;	/* in: first chunk of the requests */
+	__u32 req_first;	/* in: first request of this run */
+	__u32 req_end;		/* in: one past its last */
+	__u32 first_chunk;	/* in: the output chunks */
+	__u32 nchunks;
+	__u32 next;		/* out: first request not done (req_end when all were) */
+	__u32 records;		/* out: records written */
+	__u32 cur_chunk;	/* scratch: output chunk being written */
+	__u32 cur_off;		/* scratch: bytes used in it */
+};
+
 #endif

@@ -428,6 +428,8 @@ struct {
 } arenas SEC(".maps");
 
 struct ts_walk_args ts_walk_args_layout = {};
+struct ts_cmd_req ts_cmd_req_layout = {};
+struct ts_cmd_args ts_cmd_args_layout = {};
 
 /*
  * The walk's blocks as global functions: the verifier checks each once, on its own, instead
@@ -731,6 +733,123 @@ int walk_tasks(struct ts_walk_args *args)
 
 		if (chunk && off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
 			__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
+	}
+	return 0;
+}
+
+/*
+ * The command-line copy by pid list: the walk cannot copy command lines (copying from
+ * another process's memory may sleep, and the walk is one RCU read-side section), and the
+ * sleepable iterator pays a pid lookup and a reference for every task it passes, in every
+ * shard (get_pid_task, pid_nr_ns, find_ge_pid: a quarter of its time at 50,000 processes),
+ * then copies each line through the seq_file and read(). This program is given the
+ * processes a walk found (ts_cmd_req, record.h), looks each one up by pid (bpf_task_from_pid,
+ * Linux 6.2), and writes its argument area into the reader's arena; each shard gets its own
+ * list. Like dump_cmdline below, it copies what get_mm_cmdline() would and flags for a /proc
+ * read what that function treats specially.
+ */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
+
+struct ts_cmd_space {
+	struct ts_cmd_hdr hdr;
+	char data[TS_CMDLINE_MAX];
+};
+
+/* One request's record at r: its length before padding. */
+__noinline int cmd_record(struct ts_cmd_space *r __arg_nonnull, __u32 pid, __u32 tgid,
+			  __u64 start_ns)
+{
+	struct task_struct *t;
+	struct mm_struct *mm;
+	unsigned long start, end, len;
+
+	r->hdr.tgid = tgid;
+	r->hdr.len = 0;
+	r->hdr.flags = TS_CMD_UNREAD;
+	r->hdr.pad = 0;
+	t = bpf_task_from_pid(pid);
+	if (!t)
+		return sizeof(r->hdr);
+	/* The pid now names another process, or a thread: /proc decides. */
+	if (t->start_boottime != start_ns || t->pid != t->tgid) {
+		bpf_task_release(t);
+		return sizeof(r->hdr);
+	}
+	mm = t->mm;
+	if (!mm || (t->flags & 0x00200000 /* PF_KTHREAD */)) {
+		r->hdr.flags = 0;
+		bpf_task_release(t);
+		return sizeof(r->hdr);
+	}
+	start = mm->arg_start;
+	end = mm->arg_end;
+	len = end > start ? end - start : 0;
+	if (len == 0) {
+		r->hdr.flags = 0;
+	} else if (len <= TS_CMDLINE_MAX - 1 &&
+		   !bpf_copy_from_user_task(r->data, len, (void *)start, t, 0) &&
+		   r->data[(len - 1) & (TS_CMDLINE_MAX - 1)] == 0) {
+		r->hdr.flags = 0;
+		r->hdr.len = len;
+	} else {
+		len = 0;
+	}
+	bpf_task_release(t);
+	return sizeof(r->hdr) + (len & (TS_CMDLINE_MAX - 1));
+}
+
+/* An output record never crosses a chunk: one that might not fit starts the next. */
+#define CMD_ROOM (TS_CHUNK_BYTES - sizeof(struct ts_cmd_space) - sizeof(struct ts_cmd_hdr))
+
+SEC("syscall")
+int copy_cmdlines(struct ts_cmd_args *args)
+{
+	void *arena;
+	__u32 key = args->key, i;
+
+	arena = bpf_map_lookup_elem(&arenas, &key);
+	if (!arena)
+		return -2; /* ENOENT */
+	args->records = 0;
+	args->cur_chunk = args->first_chunk;
+	args->cur_off = 0;
+	args->next = args->req_first;
+	bpf_for(i, args->req_first, args->req_end) {
+		__u32 rc = FRESH(args->req_chunk) + i / TS_CMD_REQS_PER_CHUNK;
+		__u32 off = FRESH(args->cur_off), chunk_idx = FRESH(args->cur_chunk), len;
+		struct ts_cmd_req *req;
+		__u8 *rchunk, *chunk;
+
+		rchunk = bpf_map_lookup_elem(arena, &rc);
+		if (!rchunk)
+			break;
+		req = (void *)(rchunk + (i % TS_CMD_REQS_PER_CHUNK) * sizeof(struct ts_cmd_req));
+		if (off > CMD_ROOM) {
+			chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+			if (chunk && off <= TS_CHUNK_BYTES - sizeof(struct ts_cmd_hdr))
+				__builtin_memset(chunk + off, 0, sizeof(struct ts_cmd_hdr));
+			chunk_idx++;
+			off = 0;
+			args->cur_chunk = chunk_idx;
+			args->cur_off = 0;
+		}
+		if (chunk_idx >= FRESH(args->first_chunk) + FRESH(args->nchunks))
+			break;
+		chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+		if (!chunk || off > CMD_ROOM)
+			break;
+		len = cmd_record((void *)(chunk + off), req->pid, req->tgid, req->start_boottime_ns);
+		args->cur_off = off + ((len + 7) & ~7u);
+		args->records++;
+		args->next = i + 1;
+	}
+	{
+		__u32 off = args->cur_off, chunk_idx = args->cur_chunk;
+		__u8 *chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+
+		if (chunk && off <= TS_CHUNK_BYTES - sizeof(struct ts_cmd_hdr))
+			__builtin_memset(chunk + off, 0, sizeof(struct ts_cmd_hdr));
 	}
 	return 0;
 }
