@@ -109,11 +109,13 @@ pub fn cmdlines(buf: &[u8]) -> HashMap<i32, Vec<u8>> {
     out
 }
 
-/// Parses one output chunk of the command-line copy (`copy_cmdlines`): records of a
-/// `ts_cmd_hdr` and its bytes, each padded to 8, until a header with tgid 0 or the chunk's
-/// end; flagged ones are left out. Bounds are checked: a bad length ends the chunk.
-pub fn cmd_chunk(chunk: &[u8], out: &mut HashMap<i32, Vec<u8>>) {
+/// Parses output of the command-line copy (`copy_cmdlines`): records of a `ts_cmd_hdr` and
+/// its bytes, each padded to 8, until a header with tgid 0 or the end; flagged ones are left
+/// out. Bounds are checked: a bad length ends the parse. Returns how many bytes the whole
+/// records took (a chunk's records, copied out back to back, parse the same way).
+pub fn cmd_chunk(chunk: &[u8], out: &mut HashMap<i32, Vec<u8>>) -> usize {
     let mut at = 0;
+    let mut whole = 0;
     while at < chunk.len() {
         let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(chunk, &mut at) else {
             break;
@@ -128,8 +130,24 @@ pub fn cmd_chunk(chunk: &[u8], out: &mut HashMap<i32, Vec<u8>>) {
         if h.flags & TS_CMD_UNREAD == 0 {
             out.insert(h.tgid as i32, data.to_vec());
         }
-        at += len.next_multiple_of(8);
+        at = (at + len.next_multiple_of(8)).min(chunk.len());
+        whole = at;
     }
+    whole
+}
+
+/// The bytes of whole records at the start of a copy's output chunk (see [`cmd_chunk`]).
+pub fn cmd_chunk_len(chunk: &[u8]) -> usize {
+    let mut at = 0;
+    let hdr = std::mem::size_of::<super::skel::types::ts_cmd_hdr>();
+    while let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(chunk, &mut at.clone()) {
+        let end = at + hdr + (h.len as usize).next_multiple_of(8);
+        if h.tgid == 0 || end > chunk.len() {
+            break;
+        }
+        at = end;
+    }
+    at
 }
 
 /// The iterator blocks a query needs. Base is always asked for: it is small and tells which

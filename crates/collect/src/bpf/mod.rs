@@ -61,7 +61,8 @@ const CMDLINE_PASS_DEADLINE: std::time::Duration = std::time::Duration::from_mil
 /// A command-line pass under way (it runs while the main pass is read and decoded).
 #[cfg(tasksnap_bpf)]
 struct CmdlinePass {
-    rx: std::sync::mpsc::Receiver<std::io::Result<HashMap<i32, Vec<u8>>>>,
+    /// Raw output, one buffer per shard, decoded by the caller's thread.
+    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<Vec<u8>>>>,
     started: std::time::Instant,
     /// Which program ran: the sleepable iterator or the copy by pid list.
     copy: bool,
@@ -75,7 +76,17 @@ impl CmdlinePass {
     fn finish(self, deadline: std::time::Duration) -> Option<HashMap<i32, Vec<u8>>> {
         let left = deadline.saturating_sub(self.started.elapsed());
         match self.rx.recv_timeout(left) {
-            Ok(Ok(cmds)) => Some(cmds),
+            Ok(Ok(bufs)) => {
+                let mut out = HashMap::new();
+                for b in bufs {
+                    if self.copy {
+                        decode::cmd_chunk(&b, &mut out);
+                    } else {
+                        out.extend(decode::cmdlines(&b));
+                    }
+                }
+                Some(out)
+            }
             _ => None,
         }
     }
@@ -433,9 +444,11 @@ impl BpfCollector {
         let region = (self.cmd_region && walker.cmd_prog.is_some())
             .then(|| arena::CmdRegion::at(walk_need, tasks, programs::pass_shards()));
         let need = region.map_or(walk_need, |r| r.end());
-        let fits = |a: &arena::Arena| a.chunks() >= need;
+        // Only the walk's chunks are mapped here: the copy's requests go in by map updates
+        // and its output is read through a mapping of its own.
+        let fits = |a: &arena::Arena| a.entries >= need && a.chunks() >= walk_need;
         if !self.arena.as_ref().is_some_and(fits) {
-            if let Err(e) = walker.arena(need, &mut self.arena) {
+            if let Err(e) = walker.arena(need, walk_need, &mut self.arena) {
                 // A smaller arena there is stays: the walk says when it overflows.
                 if self.arena.is_none() {
                     return Err(format!("no arena for the walk: {e}"));
@@ -505,13 +518,6 @@ impl BpfCollector {
                 let r = programs::read_sharded(&progs, 0, shards, 1 << 20, |p| {
                     p.cmdline_iter()
                         .unwrap_or_else(|| Err(std::io::Error::other("no command-line iterator")))
-                })
-                .map(|bufs| {
-                    let mut out = HashMap::new();
-                    for b in bufs {
-                        out.extend(decode::cmdlines(&b));
-                    }
-                    out
                 });
                 let _ = tx.send(r);
             })
@@ -571,7 +577,9 @@ impl BpfCollector {
             return None;
         }
         arena.put_cmd_requests(&region, &reqs).ok()?;
-        let view = arena.view().ok()?;
+        let view = arena
+            .view(region.out_chunk, region.shards * arena::CMD_OUT_CHUNKS)
+            .ok()?;
         let n = reqs.len();
         let shards = region.shards.min(n.max(1));
         let busy = self.cmd_busy.clone();
@@ -583,18 +591,17 @@ impl BpfCollector {
                 let per = n.div_ceil(shards);
                 let r = std::thread::scope(|s| {
                     let one = |shard: usize| {
-                        let mut out = HashMap::with_capacity(per);
+                        let mut out = Vec::with_capacity(per * 64);
                         let (first, end) = ((shard * per).min(n), ((shard + 1) * per).min(n));
                         arena::copy_cmdlines(&prog, &view, shard, first, end, &mut out)
                             .map(|()| out)
                     };
                     let handles: Vec<_> = (1..shards).map(|k| s.spawn(move || one(k))).collect();
-                    let mut all = one(0)?;
+                    let mut all = vec![one(0)?];
                     for h in handles {
-                        let part = h.join().unwrap_or_else(|_| {
+                        all.push(h.join().unwrap_or_else(|_| {
                             Err(std::io::Error::other("a copy thread panicked"))
-                        })?;
-                        all.extend(part);
+                        })?);
                     }
                     Ok(all)
                 });
