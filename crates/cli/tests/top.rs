@@ -159,16 +159,27 @@ fn later_frames_read_only_what_changed_and_keep_every_process() {
     if !root_or_skip("top -b with changed-only BPF walks") {
         return;
     }
+    changed_only_frames_keep_every_process("bpf");
+}
+
+#[test]
+fn later_procfs_frames_read_only_what_changed_and_keep_every_process() {
+    // Over procfs, by the processes' CPU clocks: no privileges needed.
+    changed_only_frames_keep_every_process("procfs");
+}
+
+fn changed_only_frames_keep_every_process(backend: &str) {
     let load = spawn_load();
-    let frames = batch(&["-n", "4", "-d", "0.3", "--backend=bpf"]);
-    // The first frames are whole passes (the walk is loaded after the first screen); the
-    // last ones read only the processes that ran, and still list every process.
+    let frames = batch(&["-n", "4", "-d", "0.3", &format!("--backend={backend}")]);
+    // The first frames are whole passes (the BPF walk is loaded after the first screen);
+    // the last ones read only the processes that ran, and still list every process.
     let last = frames.last().expect("frames");
+    assert!(last.header[5].contains(backend), "{:?}", last.header[5]);
     let own = &last.header[5];
-    // "..., bpf (pinned), 102 tasks (26 changed)": the last parenthesis.
+    // "..., bpf (pinned), 102 tasks (26 changed)", maybe followed by "; why ...".
     let changed: usize = own
-        .rsplit(" (")
-        .next()
+        .split(" tasks (")
+        .nth(1)
         .and_then(|s| s.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no changed count in {own:?}"));

@@ -130,6 +130,36 @@ pub fn clock_ns(clock: libc::clockid_t) -> u64 {
         .saturating_add(ts.tv_nsec as u64)
 }
 
+/// The CPU time (ns) of every thread of process `tgid`, those that exited included, from
+/// the kernel's process CPU clock (`MAKE_PROCESS_CPUCLOCK(tgid, CPUCLOCK_SCHED)`, as
+/// `clock_getcpuclockid(3)` builds it; a system call, not the vDSO). `None` when no process of
+/// the caller's pid namespace has that number (a thread id is not a process: EINVAL). Any
+/// process may read any other's clock (`pid_for_clock()`, kernel/time/posix-cpu-timers.c).
+pub fn process_cpu_ns(tgid: i32) -> Option<u64> {
+    if tgid <= 0 {
+        return None;
+    }
+    // include/linux/posix-timers_types.h: the pid, inverted, above three bits saying which
+    // clock (CPUCLOCK_SCHED = 2) and that it is per process (bit 2 clear).
+    const CPUCLOCK_SCHED: libc::clockid_t = 2;
+    let clock = ((!tgid) << 3) | CPUCLOCK_SCHED;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; an unknown clock id only makes the call
+    // fail with EINVAL.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if rc != 0 {
+        return None;
+    }
+    Some(
+        (ts.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(ts.tv_nsec as u64),
+    )
+}
+
 /// `sysconf` value, or `default` when the system does not say.
 pub fn sysconf(name: libc::c_int, default: u64) -> u64 {
     // SAFETY: sysconf takes a plain integer and has no memory effects.

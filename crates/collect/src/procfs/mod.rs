@@ -10,6 +10,7 @@
 //!   lock for longer than the deadline (20 ms, as below does) is abandoned on its thread, the
 //!   task is shown without its command line (`[comm]`, like procps) and counted.
 
+mod live;
 pub mod parse;
 mod pool;
 mod reader;
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
-use crate::{sys, Collector, Error};
+use crate::{sys, Changes, Collector, Error};
 pub use reader::Units;
 
 /// One unit of work: a process, or one thread of it.
@@ -44,6 +45,10 @@ pub struct ProcfsCollector {
     units: Units,
     workers: usize,
     cmdline_deadline: Duration,
+    /// The system's own /proc, of the caller's pid namespace: a live view can follow
+    /// processes by their CPU clocks ([`live`]).
+    live_ok: bool,
+    live: Option<live::Live>,
 }
 
 impl ProcfsCollector {
@@ -63,6 +68,7 @@ impl ProcfsCollector {
             .map(|n| n.get())
             .unwrap_or(1)
             .min(4);
+        let live_ok = is_own_proc(&root);
         Ok(ProcfsCollector {
             root,
             root_fd: OwnedFd::from(dir),
@@ -72,6 +78,8 @@ impl ProcfsCollector {
             },
             workers,
             cmdline_deadline: Duration::from_millis(20),
+            live_ok,
+            live: None,
         })
     }
 
@@ -235,9 +243,92 @@ impl ProcfsCollector {
     }
 }
 
+/// Whether `root` is this system's /proc for the caller's pid namespace: `self` there is
+/// the caller (the process CPU clocks [`live`] probes take the caller's pid numbers).
+fn is_own_proc(root: &Path) -> bool {
+    root == Path::new("/proc")
+        && std::fs::read_link("/proc/self")
+            .ok()
+            .and_then(|p| p.to_str().and_then(|s| s.parse::<u32>().ok()))
+            == Some(std::process::id())
+}
+
+impl ProcfsCollector {
+    fn read_items(&self, items: Vec<Item>, groups: Groups) -> (Vec<Task>, SnapshotStats) {
+        pool::read_all(
+            self.root.clone(),
+            self.root_fd.as_raw_fd(),
+            items,
+            pool::Config {
+                groups,
+                units: self.units,
+                workers: self.workers,
+                cmdline_deadline: self.cmdline_deadline,
+                stat_for_cmdline: true,
+            },
+        )
+    }
+
+    /// A live view's refresh through [`live`]: only the processes that ran, appeared or
+    /// must be read again.
+    fn live_changes(&mut self, query: &Query, mut live: live::Live) -> Result<Changes, Error> {
+        let full = live.next_is_full();
+        let plan = live.plan(&mut live::System { procfs: self }, full);
+        let started_before = pool::THREADS_STARTED.load(std::sync::atomic::Ordering::Relaxed);
+        if full && plan.read.is_empty() {
+            // Not even /proc could be listed: say why, as a snapshot would.
+            self.list_pids()?;
+        }
+        let (mut tasks, mut stats) = self.read_items(live.items(&plan.read), query.groups);
+        let grew = live.grew(&plan.read, &tasks);
+        if !grew.is_empty() {
+            // Read as one thread, found with more: read again, every thread.
+            tasks.retain(|t| grew.binary_search(&t.id.tgid).is_err());
+            let items = grew.iter().map(|&tgid| live.item(tgid, true)).collect();
+            let (more, more_stats) = self.read_items(items, query.groups);
+            tasks.extend(more);
+            pool::add_stats(&mut stats, &more_stats);
+        }
+        let started = pool::THREADS_STARTED.load(std::sync::atomic::Ordering::Relaxed);
+        live.own_forks(started.saturating_sub(started_before));
+        let mut gone = plan.gone;
+        live.absorb(&plan.read, &tasks, full, &mut gone);
+        tasks.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        self.live = Some(live);
+        Ok(Changes {
+            snapshot: live::snapshot(tasks, stats, self.boot_time_unix_s()),
+            full,
+            gone,
+        })
+    }
+}
+
 impl Collector for ProcfsCollector {
     fn name(&self) -> &'static str {
         "procfs"
+    }
+
+    fn changes(&mut self, query: &Query) -> Result<Changes, Error> {
+        let live = match self.live.take() {
+            Some(l) if l.follows(query) => Some(l),
+            _ if self.live_ok => live::Live::new(query),
+            _ => None,
+        };
+        match live {
+            Some(l) => self.live_changes(query, l),
+            None => Ok(Changes {
+                snapshot: self.snapshot(query)?,
+                full: true,
+                gone: Vec::new(),
+            }),
+        }
+    }
+
+    fn next_changes_full(&self, query: &Query) -> bool {
+        match &self.live {
+            Some(l) if l.follows(query) => l.next_is_full(),
+            _ => true,
+        }
     }
 
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {

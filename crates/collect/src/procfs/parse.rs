@@ -349,6 +349,16 @@ pub fn parse_btime(buf: &[u8]) -> Result<u64, ParseError> {
     Err(ParseError("stat: no btime"))
 }
 
+/// `processes` from `/proc/stat`: tasks (processes and threads) forked since boot.
+pub fn parse_forks(buf: &[u8]) -> Result<u64, ParseError> {
+    for line in buf.split(|&c| c == b'\n') {
+        if let Some(v) = line.strip_prefix(b"processes ") {
+            return parse_u64(trim(v));
+        }
+    }
+    Err(ParseError("stat: no processes"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,5 +473,11 @@ mod tests {
             parse_btime(b"cpu  1 2 3\nbtime 1763784000\nprocesses 9\n"),
             Ok(1_763_784_000)
         );
+        // A real /proc/stat tail (6.18).
+        let stat =
+            b"ctxt 1845092\nbtime 1763784000\nprocesses 104931\nprocs_running 2\nprocs_blocked 0\n";
+        assert_eq!(parse_forks(stat), Ok(104_931));
+        assert!(parse_forks(b"processes x\n").is_err());
+        assert!(parse_forks(b"cpu 1\n").is_err());
     }
 }

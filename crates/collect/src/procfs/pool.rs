@@ -39,6 +39,10 @@ const MIN_ITEMS_PER_WORKER: usize = 128;
 /// Descriptor number a reader with a private table keeps its copy of the root at.
 const PRIVATE_ROOT_FD: RawFd = 3;
 
+/// Reader threads this process has started: each is a fork to the kernel (`processes` in
+/// /proc/stat), which a live view must not take for a new task (see live.rs).
+pub(crate) static THREADS_STARTED: AtomicU64 = AtomicU64::new(0);
+
 #[derive(Debug, Default)]
 struct SlotState {
     abandoned: bool,
@@ -213,6 +217,9 @@ pub(crate) fn read_all(
         let spawned = std::thread::Builder::new()
             .name("tasksnap-procfs".into())
             .spawn(move || run_reader(r, root_fd, it, start..end, cfg, s, id, t));
+        if spawned.is_ok() {
+            THREADS_STARTED.fetch_add(1, Ordering::Relaxed);
+        }
         if spawned.is_err() {
             // No thread to be had: read this range on the calling thread, without a watchdog.
             run_reader(
@@ -288,7 +295,7 @@ pub(crate) fn read_all(
     (tasks, stats)
 }
 
-fn add_stats(total: &mut SnapshotStats, s: &SnapshotStats) {
+pub(crate) fn add_stats(total: &mut SnapshotStats, s: &SnapshotStats) {
     total.vanished += s.vanished;
     total.denied += s.denied;
     total.unparsable += s.unparsable;
