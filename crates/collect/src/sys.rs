@@ -160,6 +160,24 @@ pub fn process_cpu_ns(tgid: i32) -> Option<u64> {
     )
 }
 
+/// Asks for transparent huge pages under the whole 2 MiB pages of `len` bytes at `ptr`
+/// (`MADV_HUGEPAGE`): a buffer of tens of MB filled once then takes a fault per 2 MiB
+/// instead of one per 4 KiB (about 5,000 faults for the 20 MB of 50,000 tasks, ~5 ms). Only
+/// advice: where THP is off or `never`, nothing changes.
+pub fn advise_huge_pages(ptr: *const u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    let start = (ptr as usize).next_multiple_of(HUGE);
+    let end = (ptr as usize).saturating_add(len) / HUGE * HUGE;
+    if end <= start {
+        return;
+    }
+    // SAFETY: madvise(MADV_HUGEPAGE) is advisory: it changes neither the contents nor the
+    // protection of the range, which lies inside memory the caller owns.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    }
+}
+
 /// `sysconf` value, or `default` when the system does not say.
 pub fn sysconf(name: libc::c_int, default: u64) -> u64 {
     // SAFETY: sysconf takes a plain integer and has no memory effects.

@@ -443,6 +443,10 @@ pub fn assemble(
     let mut out = recycled;
     out.clear();
     out.reserve(records.len() + extras.len());
+    crate::sys::advise_huge_pages(
+        out.as_ptr().cast(),
+        out.capacity() * std::mem::size_of::<Task>(),
+    );
     assemble_each(records, extras, query, groups, units, &mut |t| out.push(t));
     out
 }

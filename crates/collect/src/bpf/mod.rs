@@ -656,7 +656,11 @@ fn pass_records<'a>(
         return decode::records(buf);
     };
     let n: u32 = outs.iter().map(|o| o.records).sum();
-    let mut out = Vec::with_capacity(n as usize);
+    let mut out: Vec<decode::Record<'a>> = Vec::with_capacity(n as usize);
+    crate::sys::advise_huge_pages(
+        out.as_ptr().cast(),
+        out.capacity() * std::mem::size_of::<decode::Record<'a>>(),
+    );
     for o in outs {
         for i in o.first..=o.last.min(arena.chunks() - 1) {
             decode::chunk_records(arena.chunk(i), &mut out)?;
