@@ -80,6 +80,11 @@ pub trait Collector {
     fn last_pass(&self) -> String {
         String::new()
     }
+    /// Where the last snapshot's time went, phase by phase, for `--verbose` (empty when the
+    /// backend does not time its phases).
+    fn last_phases(&self) -> String {
+        String::new()
+    }
     /// For a live view that keeps every task between refreshes: what changed since the last
     /// call. The BPF backend's walk can skip the processes that did not change, in the
     /// kernel; the default takes a whole snapshot every time.

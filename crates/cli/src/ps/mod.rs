@@ -238,6 +238,10 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
             if !how.is_empty() {
                 eprintln!("tasksnap: pass: {how}");
             }
+            let phases = collector.last_phases();
+            if !phases.is_empty() {
+                eprintln!("tasksnap: snapshot phases (ms): {phases}");
+            }
             eprintln!(
                 "tasksnap: backend {} read {} tasks ({} vanished, {} denied, {} cmdline timeouts)",
                 snap.backend,

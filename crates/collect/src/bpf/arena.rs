@@ -563,7 +563,8 @@ pub fn copy_cmdlines(
     first: usize,
     end: usize,
     out: &mut Vec<u8>,
-) -> io::Result<()> {
+) -> io::Result<CopyCounts> {
+    let mut counts = CopyCounts::default();
     let Some(region) = view.cmd else {
         return Err(io::Error::other("the arena has no command-line region"));
     };
@@ -583,6 +584,8 @@ pub fn copy_cmdlines(
             ..Default::default()
         };
         run(prog, &mut args)?;
+        counts.lockless += u64::from(args.lockless);
+        counts.dmap_levels = args.dmap_levels;
         let last = (args.cur_chunk as usize).clamp(out_first, out_first + CMD_OUT_CHUNKS - 1);
         for i in out_first..=last {
             let chunk = view.chunk(i);
@@ -596,7 +599,17 @@ pub fn copy_cmdlines(
         }
         next = done;
     }
-    Ok(())
+    Ok(counts)
+}
+
+/// What a command-line copy did besides its records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CopyCounts {
+    /// Lines read without the target's mmap lock (task_iter.bpf.c, `args_lockless`).
+    pub lockless: u64,
+    /// Paging levels of the kernel's direct map the program found (4 or 5), 0 when it found
+    /// none (then every line was copied through the mmap lock).
+    pub dmap_levels: u32,
 }
 
 /// Runs a syscall program once in this thread with `args` as its context (in and out).

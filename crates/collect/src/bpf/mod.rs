@@ -50,6 +50,10 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/task_iter.skel.rs"));
 }
 
+/// `cmdline_how` of the copy by pid list.
+#[cfg(tasksnap_bpf)]
+const CMDLINES_COPIED: &str = "copied by pid list";
+
 /// How many tasks may be missing from a pass (forks and exits while it runs) before the
 /// /proc listing is consulted to find them.
 const RECONCILE_SLACK: u64 = 64;
@@ -177,6 +181,14 @@ pub struct BpfCollector {
     /// How the last snapshot's command lines were read, for `last_pass`.
     #[cfg(tasksnap_bpf)]
     cmdline_how: Option<&'static str>,
+    /// Where the last snapshot's time went, ms by phase, for `last_pass` (`-v`).
+    phases_ms: Vec<(&'static str, f64)>,
+    /// Lines the last command-line copy read without the mmap lock, and the paging levels
+    /// of the direct map it found (0: none, every line copied), for `last_pass`.
+    #[cfg(tasksnap_bpf)]
+    cmd_lockless: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    #[cfg(tasksnap_bpf)]
+    cmd_dmap_levels: std::sync::Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl std::fmt::Debug for BpfCollector {
@@ -288,6 +300,9 @@ impl BpfCollector {
             cmd_region: false,
             cmd_busy: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
             cmdline_how: None,
+            phases_ms: Vec::new(),
+            cmd_lockless: Default::default(),
+            cmd_dmap_levels: Default::default(),
         }
     }
 
@@ -584,17 +599,23 @@ impl BpfCollector {
         let shards = region.shards.min(n.max(1));
         let busy = self.cmd_busy.clone();
         busy.store(true, Ordering::Release);
+        self.cmd_lockless.store(0, Ordering::Relaxed);
+        let (lockless, levels) = (self.cmd_lockless.clone(), self.cmd_dmap_levels.clone());
         let (tx, rx) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()
             .name("tasksnap-cmdline".into())
             .spawn(move || {
                 let per = n.div_ceil(shards);
+                let (lockless, levels) = (&*lockless, &*levels);
                 let r = std::thread::scope(|s| {
                     let one = |shard: usize| {
                         let mut out = Vec::with_capacity(per * 64);
                         let (first, end) = ((shard * per).min(n), ((shard + 1) * per).min(n));
-                        arena::copy_cmdlines(&prog, &view, shard, first, end, &mut out)
-                            .map(|()| out)
+                        arena::copy_cmdlines(&prog, &view, shard, first, end, &mut out).map(|c| {
+                            lockless.fetch_add(c.lockless, Ordering::Relaxed);
+                            levels.store(c.dmap_levels, Ordering::Relaxed);
+                            out
+                        })
                     };
                     let handles: Vec<_> = (1..shards).map(|k| s.spawn(move || one(k))).collect();
                     let mut all = vec![one(0)?];
@@ -645,6 +666,29 @@ impl BpfCollector {
     }
 }
 
+/// Times the phases of a snapshot (reported by `-v`).
+struct Lap {
+    last: std::time::Instant,
+    phases: Vec<(&'static str, f64)>,
+}
+
+impl Lap {
+    fn new() -> Lap {
+        Lap {
+            last: std::time::Instant::now(),
+            phases: Vec::with_capacity(10),
+        }
+    }
+
+    /// Ends the phase `name` now.
+    fn mark(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.phases
+            .push((name, now.duration_since(self.last).as_secs_f64() * 1e3));
+        self.last = now;
+    }
+}
+
 /// The records of the last pass: from the arena when it was a walk, else from `buf`.
 #[cfg(tasksnap_bpf)]
 fn pass_records<'a>(
@@ -688,12 +732,34 @@ impl Collector for BpfCollector {
     }
 
     fn last_pass(&self) -> String {
-        let pass = self.last_pass_only();
+        #[allow(unused_mut)]
+        let mut pass = self.last_pass_only();
         #[cfg(tasksnap_bpf)]
         if let Some(how) = self.cmdline_how {
-            return format!("{pass}; command lines {how}");
+            pass = format!("{pass}; command lines {how}");
+            if how == CMDLINES_COPIED {
+                use std::sync::atomic::Ordering;
+                let levels = self.cmd_dmap_levels.load(Ordering::Relaxed);
+                pass = if levels == 0 {
+                    format!("{pass} (all through the mmap lock: no direct map found)")
+                } else {
+                    format!(
+                        "{pass} ({} without the mmap lock, {levels}-level page tables)",
+                        self.cmd_lockless.load(Ordering::Relaxed)
+                    )
+                };
+            }
         }
         pass
+    }
+
+    fn last_phases(&self) -> String {
+        let phases: Vec<String> = self
+            .phases_ms
+            .iter()
+            .map(|(name, ms)| format!("{name} {ms:.1}"))
+            .collect();
+        phases.join(", ")
     }
 
     fn recycle(&mut self, mut tasks: Vec<tasksnap_model::Task>) {
@@ -964,15 +1030,19 @@ impl BpfCollector {
             None
         };
         self.cmdline_how = None;
+        let mut lap = Lap::new();
         self.pass_of(decode::group_bits(&groups), one_process)?;
+        lap.mark("pass");
         let units = self.procfs.units();
         let records = pass_records(&self.buf, self.arena.as_ref(), self.walked.as_deref())
             .map_err(Error::Unsupported)?;
+        lap.mark("records");
         let cmdline_pass = match cmdline_pass {
             Some(p) => Some(p),
             None if copy && self.walked.is_some() => self.start_cmdline_copy(&records),
             None => None,
         };
+        lap.mark("copy start");
 
         if self.track {
             if let Some(outs) = &self.walked {
@@ -993,9 +1063,11 @@ impl BpfCollector {
         if let Some(c) = &mut self.captured {
             c.2 = missing;
         }
+        lap.mark("reconcile");
         let spare = std::mem::take(&mut self.spare);
         let mut tasks = decode::assemble(&records, extras, query, &groups, units, spare);
         decode::filter(&mut tasks, query);
+        lap.mark("assemble");
 
         // Command lines from the sleepable iterator, when it is there and finishes in time.
         let mut fill_groups = groups;
@@ -1006,12 +1078,14 @@ impl BpfCollector {
             };
             self.cmdline_how = pass.as_ref().map(|p| {
                 if p.copy {
-                    "copied by pid list"
+                    CMDLINES_COPIED
                 } else {
                     "read by the sleepable iterator"
                 }
             });
-            if let Some(mut cmds) = pass.and_then(|p| p.finish(CMDLINE_PASS_DEADLINE)) {
+            let cmds = pass.and_then(|p| p.finish(CMDLINE_PASS_DEADLINE));
+            lap.mark("command lines");
+            if let Some(mut cmds) = cmds {
                 let per_thread = query.wants_threads();
                 for t in tasks.iter_mut() {
                     if decode::no_mm(t) {
@@ -1030,7 +1104,10 @@ impl BpfCollector {
             }
         }
 
+        lap.mark("attach");
         self.fill_from_procfs(&mut tasks, query, fill_groups, &mut stats)?;
+        lap.mark("procfs");
+        self.phases_ms = lap.phases;
         debug_assert!(tasks.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)));
         Ok(Snapshot {
             taken_at_unix_ns,

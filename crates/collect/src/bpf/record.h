@@ -192,6 +192,8 @@ struct ts_cmd_args {
 	__u32 records;		/* out: records written */
 	__u32 cur_chunk;	/* scratch: output chunk being written */
 	__u32 cur_off;		/* scratch: bytes used in it */
+	__u32 lockless;		/* out: lines read without the mmap lock (x86-64) */
+	__u32 dmap_levels;	/* out: paging levels of the direct map found, 0 when none */
 };
 
 #endif
