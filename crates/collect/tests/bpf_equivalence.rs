@@ -95,7 +95,7 @@ fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: 
             "{what}: the pass taken was {pass}"
         );
         let how = if walk {
-            "command lines copied by pid list"
+            "command lines from the walk"
         } else {
             "command lines read by the sleepable iterator"
         };
@@ -408,10 +408,20 @@ fn copied_command_lines_are_what_proc_shows() {
     bpf.prepare(&groups);
     let mut q = Query::new(Selector::AllProcesses, groups);
     q.leader_as_process = true;
+    // Through the mmap lock: every line copied by pid list (the path of kernels where
+    // the lock-free read finds no direct map, and of the pages it cannot read).
+    bpf.use_lockless(false);
+    let locked = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+    let pass = bpf.last_pass();
+    assert!(
+        pass.contains("command lines copied by pid list (all through the mmap lock)"),
+        "{pass}"
+    );
+    bpf.use_lockless(true);
     let snap = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
     let pass = bpf.last_pass();
     assert!(
-        pass.starts_with("walk") && pass.contains("command lines copied by pid list"),
+        pass.starts_with("walk") && pass.contains("command lines from the walk"),
         "{pass}"
     );
     // /proc/PID/stat's arg_start and arg_end (fields 48 and 49, Linux 3.5).
@@ -429,13 +439,13 @@ fn copied_command_lines_are_what_proc_shows() {
         crosses(pids[3]) || crosses(pids[4]),
         "neither long argument area crosses a page"
     );
-    // On x86-64 the lines come from the lock-free read, except those it cannot take
+    // On x86-64 the walk reads the lines without the mmap lock, except those it cannot
     // (flagged ones, pages that are not present): nearly all of them here.
     if cfg!(target_arch = "x86_64") {
         let lockless: usize = pass
-            .split(" without the mmap lock")
+            .split(" read without the mmap lock")
             .next()
-            .and_then(|s| s.rsplit('(').next())
+            .and_then(|s| s.rsplit(' ').next())
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no lock-free count in {pass}"));
         let with_lines = snap
@@ -449,17 +459,19 @@ fn copied_command_lines_are_what_proc_shows() {
     }
     for pid in pids {
         let want = std::fs::read(format!("/proc/{pid}/cmdline")).expect("read /proc cmdline");
-        let got = snap
-            .get(&(pid, pid))
-            .unwrap_or_else(|| panic!("{pid} missing"))
-            .cmdline
-            .clone();
-        assert_eq!(
-            got.as_deref(),
-            Some(want.as_slice()),
-            "cmdline of {pid}: {:?} vs /proc {:?}",
-            got.as_deref().map(String::from_utf8_lossy),
-            String::from_utf8_lossy(&want)
-        );
+        for (how, snap) in [("lock-free", &snap), ("locked", &locked)] {
+            let got = snap
+                .get(&(pid, pid))
+                .unwrap_or_else(|| panic!("{pid} missing"))
+                .cmdline
+                .clone();
+            assert_eq!(
+                got.as_deref(),
+                Some(want.as_slice()),
+                "{how} cmdline of {pid}: {:?} vs /proc {:?}",
+                got.as_deref().map(String::from_utf8_lossy),
+                String::from_utf8_lossy(&want)
+            );
+        }
     }
 }

@@ -35,6 +35,16 @@ pub struct ShardOut {
     pub tasks: u32,
     /// When the walk began (CLOCK_MONOTONIC, ns).
     pub started_ns: u64,
+    /// Its command lines, when asked for: output chunks `lines_first..=lines_last`.
+    pub lines_first: usize,
+    /// Last output chunk written.
+    pub lines_last: usize,
+    /// Lines written (flagged ones included).
+    pub lines: u32,
+    /// Lines read without the mmap lock.
+    pub lines_lockless: u32,
+    /// Paging levels of the direct map the walk found, 0 when none (then no lines).
+    pub dmap_levels: u32,
 }
 
 /// What a walk writes (record.h `TS_WALK_*`).
@@ -44,6 +54,9 @@ pub struct WalkMode {
     pub mode: u32,
     /// For [`WALK_CHANGED`]: when the reader's last pass began ([`ShardOut::started_ns`]).
     pub since_ns: u64,
+    /// With [`WALK_ALL`] and an arena with a [`CmdRegion`]: each process's command line
+    /// too, read without the mmap lock (x86-64).
+    pub lines: bool,
 }
 
 /// A record for every task.
@@ -72,23 +85,33 @@ pub fn roll_tids(arena: &Arena, out: &ShardOut) -> Vec<u32> {
 
 /// Requests per chunk (record.h `TS_CMD_REQS_PER_CHUNK`).
 pub const CMD_REQS_PER_CHUNK: usize = CHUNK_BYTES / std::mem::size_of::<CmdRequest>();
-/// Output chunks of each command-line copy shard (2 MiB): a run that fills them stops, its
-/// lines are taken, and the next run starts where it stopped.
+/// Output chunks of each command-line shard at least (2 MiB): a copy run that fills them
+/// stops, its lines are taken, and the next run starts where it stopped.
 pub const CMD_OUT_CHUNKS: usize = 32;
+/// Bytes of command line a process is expected to take in the output, header included,
+/// when sizing the walk's share (its lines have no second run: a process that does not fit
+/// is copied by pid list instead).
+const CMD_BYTES_PER_PROCESS: usize = 128;
+/// What an output chunk holds at least (task_iter.bpf.c `CMD_ROOM`: a record that might
+/// not fit starts the next chunk).
+const CMD_CHUNK_ROOM: usize = CHUNK_BYTES - 2 * 4096 - 2 * 16;
 
 /// One process whose command line the copy reads (record.h `ts_cmd_req`).
 pub type CmdRequest = skel::types::ts_cmd_req;
 
-/// Where a command-line copy's requests and output go in an arena: after the walk's chunks,
-/// the request chunks, then [`CMD_OUT_CHUNKS`] per shard.
+/// Where command lines go in an arena: after the walk's chunks, the request chunks of the
+/// copy by pid list, then `out_per_shard` output chunks per shard, written by the walk
+/// (`args_*` of `ts_walk_args`) and, after it, by the copy for what the walk left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CmdRegion {
     /// First request chunk.
     pub req_chunk: usize,
     /// Request chunks: room for `req_chunks * CMD_REQS_PER_CHUNK` processes.
     pub req_chunks: usize,
-    /// First output chunk (shard `s` writes from `out_chunk + s * CMD_OUT_CHUNKS`).
+    /// First output chunk (shard `s` writes from `out_chunk + s * out_per_shard`).
     pub out_chunk: usize,
+    /// Output chunks per shard.
+    pub out_per_shard: usize,
     /// Shards, each with its own output chunks.
     pub shards: usize,
 }
@@ -96,24 +119,33 @@ pub struct CmdRegion {
 impl CmdRegion {
     /// A region starting at chunk `at` for `processes` processes (and a quarter more).
     pub fn at(at: usize, processes: u64, shards: usize) -> CmdRegion {
+        let shards = shards.max(1);
         let room = processes + processes / 4 + 64;
         let req_chunks = (room as usize).div_ceil(CMD_REQS_PER_CHUNK).max(1);
+        let per_shard_bytes = (room as usize).div_ceil(shards) * CMD_BYTES_PER_PROCESS;
         CmdRegion {
             req_chunk: at,
             req_chunks,
             out_chunk: at + req_chunks,
-            shards: shards.max(1),
+            out_per_shard: per_shard_bytes.div_ceil(CMD_CHUNK_ROOM).max(CMD_OUT_CHUNKS),
+            shards,
         }
     }
 
     /// One past its last chunk.
     pub fn end(&self) -> usize {
-        self.out_chunk + self.shards * CMD_OUT_CHUNKS
+        self.out_chunk + self.shards * self.out_per_shard
     }
 
     /// How many processes its request chunks hold.
     pub fn capacity(&self) -> usize {
         self.req_chunks * CMD_REQS_PER_CHUNK
+    }
+
+    /// Shard `shard`'s output chunks.
+    pub fn out_of(&self, shard: usize) -> std::ops::Range<usize> {
+        let first = self.out_chunk + shard * self.out_per_shard;
+        first..first + self.out_per_shard
     }
 }
 
@@ -506,6 +538,11 @@ impl Walker {
         shards: usize,
         how: WalkMode,
     ) -> io::Result<Vec<ShardOut>> {
+        // Command lines go to the region's output chunks, one share per shard, when the
+        // caller asked for them (WalkMode::lines) and the region has a share for each.
+        let lines = arena
+            .cmd
+            .filter(|r| how.lines && how.mode == WALK_ALL && r.shards >= shards);
         let walk_chunks = arena.walk_chunks.clamp(1, arena.chunks());
         let shards = shards.clamp(1, walk_chunks);
         let per_shard = walk_chunks / shards;
@@ -521,9 +558,16 @@ impl Walker {
                 since_ns: how.since_ns,
                 ..Default::default()
             };
+            if let Some(r) = lines {
+                let out = r.out_of(shard);
+                args.args_first_chunk = out.start as u32;
+                args.args_nchunks = out.len() as u32;
+            }
             run(&self.prog, &mut args)?;
             let first = args.first_chunk as usize;
             let last = (args.cur_chunk as usize).clamp(first, first + per_shard - 1);
+            let lines_first = args.args_first_chunk as usize;
+            let lines_end = lines_first + args.args_nchunks as usize;
             Ok(ShardOut {
                 first,
                 last,
@@ -531,6 +575,12 @@ impl Walker {
                 overflow: args.overflow,
                 tasks: args.tasks,
                 started_ns: args.started_ns,
+                lines_first,
+                lines_last: (args.args_cur_chunk as usize)
+                    .clamp(lines_first, lines_end.saturating_sub(1).max(lines_first)),
+                lines: args.args_records,
+                lines_lockless: args.args_lockless,
+                dmap_levels: args.dmap_levels,
             })
         };
         if shards == 1 {
@@ -553,7 +603,7 @@ impl Walker {
 }
 /// Copies the command lines of requests `first..end` of `view`'s region as shard `shard`, in
 /// as many runs of `prog` (`copy_cmdlines`) as its output chunks need, appending each run's
-/// records to `out` back to back (`decode::cmd_chunk` parses them). The caller decodes:
+/// records to `lines` back to back (`decode::cmd_chunk` parses them). The caller decodes:
 /// a map of 50,000 lines built on this thread would sit in its own malloc arena (peak RSS of
 /// `ps -ef` went from 56 to 83 MB that way).
 pub fn copy_cmdlines(
@@ -562,14 +612,16 @@ pub fn copy_cmdlines(
     shard: usize,
     first: usize,
     end: usize,
-    out: &mut Vec<u8>,
+    locked_only: bool,
+    lines: &mut Vec<u8>,
 ) -> io::Result<CopyCounts> {
     let mut counts = CopyCounts::default();
     let Some(region) = view.cmd else {
         return Err(io::Error::other("the arena has no command-line region"));
     };
-    let out_first = region.out_chunk + shard * CMD_OUT_CHUNKS;
-    if shard >= region.shards || out_first + CMD_OUT_CHUNKS > view.chunks() {
+    let out = region.out_of(shard);
+    let (out_first, out_n) = (out.start, out.len());
+    if shard >= region.shards || out.end > view.chunks() {
         return Err(io::Error::other("command-line shard outside the arena"));
     }
     let mut next = first;
@@ -580,17 +632,15 @@ pub fn copy_cmdlines(
             req_first: next as u32,
             req_end: end as u32,
             first_chunk: out_first as u32,
-            nchunks: CMD_OUT_CHUNKS as u32,
+            nchunks: out_n as u32,
+            locked_only: u32::from(locked_only),
             ..Default::default()
         };
         run(prog, &mut args)?;
         counts.lockless += u64::from(args.lockless);
         counts.dmap_levels = args.dmap_levels;
-        let last = (args.cur_chunk as usize).clamp(out_first, out_first + CMD_OUT_CHUNKS - 1);
-        for i in out_first..=last {
-            let chunk = view.chunk(i);
-            out.extend_from_slice(&chunk[..super::decode::cmd_chunk_len(chunk)]);
-        }
+        let last = (args.cur_chunk as usize).clamp(out_first, out_first + out_n - 1);
+        take_lines(view, out_first..=last, lines);
         let done = args.next as usize;
         if done <= next || done > end {
             return Err(io::Error::other(format!(
@@ -600,6 +650,15 @@ pub fn copy_cmdlines(
         next = done;
     }
     Ok(counts)
+}
+
+/// Appends the whole records of output chunks `chunks` of `view` to `lines`, back to back
+/// (`decode::cmd_chunk` parses them).
+pub fn take_lines(view: &Arena, chunks: std::ops::RangeInclusive<usize>, lines: &mut Vec<u8>) {
+    for i in chunks {
+        let chunk = view.chunk(i);
+        lines.extend_from_slice(&chunk[..super::decode::cmd_chunk_len(chunk)]);
+    }
 }
 
 /// What a command-line copy did besides its records.

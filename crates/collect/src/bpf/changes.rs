@@ -283,6 +283,7 @@ impl BpfCollector {
         let how = WalkMode {
             mode: arena::WALK_CHANGED,
             since_ns: delta.since_ns,
+            lines: false,
         };
         let outs = walker
             .walk(arena, bits, 1, how)
@@ -326,6 +327,7 @@ impl BpfCollector {
             let roll_how = WalkMode {
                 mode: arena::WALK_ROLL,
                 since_ns: 0,
+                lines: false,
             };
             let rolled = walker
                 .walk(arena, 0, 1, roll_how)

@@ -53,6 +53,9 @@ mod skel {
 /// `cmdline_how` of the copy by pid list.
 #[cfg(tasksnap_bpf)]
 const CMDLINES_COPIED: &str = "copied by pid list";
+/// `cmdline_how` of lines read by the walk (and what it left copied by pid list).
+#[cfg(tasksnap_bpf)]
+const CMDLINES_WALKED: &str = "from the walk";
 
 /// How many tasks may be missing from a pass (forks and exits while it runs) before the
 /// /proc listing is consulted to find them.
@@ -152,6 +155,8 @@ pub struct BpfCollector {
     spare: Vec<tasksnap_model::Task>,
     /// Keep to the iterator even when the walk is there ([`BpfCollector::use_walk`]).
     walk_off: bool,
+    /// Read every command line through the mmap lock ([`BpfCollector::use_lockless`]).
+    lockless_off: bool,
     /// How long loading (or opening the pinned programs) took, ns (reported by `-v` and
     /// `bench`).
     pub load_ns: u64,
@@ -181,6 +186,12 @@ pub struct BpfCollector {
     /// How the last snapshot's command lines were read, for `last_pass`.
     #[cfg(tasksnap_bpf)]
     cmdline_how: Option<&'static str>,
+    /// Whether the next walk reads command lines too (set by snapshot_impl).
+    #[cfg(tasksnap_bpf)]
+    walk_lines: bool,
+    /// How many processes the last copy by pid list was given.
+    #[cfg(tasksnap_bpf)]
+    cmd_copied: std::cell::Cell<usize>,
     /// Where the last snapshot's time went, ms by phase, for `last_pass` (`-v`).
     phases_ms: Vec<(&'static str, f64)>,
     /// Lines the last command-line copy read without the mmap lock, and the paging levels
@@ -290,6 +301,7 @@ impl BpfCollector {
             walk_problem,
             spare: Vec::new(),
             walk_off: false,
+            lockless_off: std::env::var_os("TASKSNAP_NO_LOCKLESS").is_some(),
             load_ns,
             pinned_at,
             pin_problem: None,
@@ -303,6 +315,8 @@ impl BpfCollector {
             phases_ms: Vec::new(),
             cmd_lockless: Default::default(),
             cmd_dmap_levels: Default::default(),
+            walk_lines: false,
+            cmd_copied: std::cell::Cell::new(0),
         }
     }
 
@@ -327,6 +341,13 @@ impl BpfCollector {
     /// the iterator (`bench` times both in one run).
     pub fn use_walk(&mut self, on: bool) {
         self.walk_off = !on;
+    }
+
+    /// Whether command lines may be read without the mmap lock (the default, on x86-64),
+    /// or must all be copied through it (tests and benchmarks compare the two;
+    /// TASKSNAP_NO_LOCKLESS=1 sets it off too).
+    pub fn use_lockless(&mut self, on: bool) {
+        self.lockless_off = !on;
     }
 
     /// Whether this collector has the walk (a pinned set of Linux 6.8 or later).
@@ -495,8 +516,12 @@ impl BpfCollector {
         let (Some(walker), Some(arena)) = (&self.progs.walker, &self.arena) else {
             return Err("no walk".into());
         };
+        let how = arena::WalkMode {
+            lines: self.walk_lines,
+            ..Default::default()
+        };
         let outs = walker
-            .walk(arena, groups, shards, arena::WalkMode::default())
+            .walk(arena, groups, shards, how)
             .map_err(|e| format!("the walk failed: {e}"))?;
         if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
             return Err(format!(
@@ -559,12 +584,55 @@ impl BpfCollector {
             && !self.cmd_busy.load(std::sync::atomic::Ordering::Acquire)
     }
 
+    /// The command lines the last walk read, by tgid (flagged ones left out: the copy and
+    /// then /proc take those), decoded on a thread of their own while the caller assembles
+    /// the tasks; `None` when the walk read none.
+    #[cfg(tasksnap_bpf)]
+    fn walk_lines_job(&self) -> Option<std::thread::JoinHandle<HashMap<i32, Vec<u8>>>> {
+        let outs = self.walked.as_deref()?;
+        let arena = self.arena.as_ref()?;
+        let region = arena.cmd?;
+        let mut views = Vec::new();
+        for o in outs.iter().filter(|o| o.lines > 0) {
+            if o.lines_first < region.out_chunk || o.lines_last >= region.end() {
+                return None;
+            }
+            // Only the chunks written are mapped (a mapping counts whole in RSS).
+            let range = o.lines_first..=o.lines_last;
+            views.push((
+                arena.view(o.lines_first, range.clone().count()).ok()?,
+                range,
+            ));
+        }
+        if views.is_empty() {
+            return None;
+        }
+        let lines: usize = outs.iter().map(|o| o.lines as usize).sum();
+        std::thread::Builder::new()
+            .name("tasksnap-lines".into())
+            .spawn(move || {
+                let mut out = HashMap::with_capacity(lines);
+                let mut bytes = Vec::new();
+                for (view, range) in views {
+                    bytes.clear();
+                    arena::take_lines(&view, range, &mut bytes);
+                    decode::cmd_chunk(&bytes, &mut out);
+                }
+                out
+            })
+            .ok()
+    }
+
     /// The command-line copy for the processes of a walk's `records` (kernel threads have
     /// none), on its own threads under the same deadline as the iterator's pass: each shard
     /// takes an equal, contiguous share of the list. `None` when it cannot start (the caller
     /// then uses the iterator).
     #[cfg(tasksnap_bpf)]
-    fn start_cmdline_copy(&self, records: &[decode::Record<'_>]) -> Option<CmdlinePass> {
+    fn start_cmdline_copy(
+        &self,
+        records: &[decode::Record<'_>],
+        have: Option<&HashMap<i32, Vec<u8>>>,
+    ) -> Option<CmdlinePass> {
         use std::sync::atomic::Ordering;
         if !self.can_copy_cmdlines() {
             return None;
@@ -582,18 +650,20 @@ impl BpfCollector {
         let reqs: Vec<arena::CmdRequest> = records
             .iter()
             .filter(|r| r.hdr.tid == r.hdr.tgid && r.hdr.groups & decode::TS_GROUP_KNAME == 0)
+            .filter(|r| have.is_none_or(|h| !h.contains_key(&(r.hdr.tgid as i32))))
             .map(|r| arena::CmdRequest {
                 pid: r.hdr.global_tid,
                 tgid: r.hdr.tgid,
                 start_boottime_ns: r.hdr.start_boottime_ns,
             })
             .collect();
-        if reqs.len() > region.capacity() {
+        self.cmd_copied.set(reqs.len());
+        if reqs.is_empty() || reqs.len() > region.capacity() {
             return None;
         }
         arena.put_cmd_requests(&region, &reqs).ok()?;
         let view = arena
-            .view(region.out_chunk, region.shards * arena::CMD_OUT_CHUNKS)
+            .view(region.out_chunk, region.shards * region.out_per_shard)
             .ok()?;
         let n = reqs.len();
         let shards = region.shards.min(n.max(1));
@@ -601,6 +671,7 @@ impl BpfCollector {
         busy.store(true, Ordering::Release);
         self.cmd_lockless.store(0, Ordering::Relaxed);
         let (lockless, levels) = (self.cmd_lockless.clone(), self.cmd_dmap_levels.clone());
+        let locked = self.lockless_off;
         let (tx, rx) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()
             .name("tasksnap-cmdline".into())
@@ -611,11 +682,13 @@ impl BpfCollector {
                     let one = |shard: usize| {
                         let mut out = Vec::with_capacity(per * 64);
                         let (first, end) = ((shard * per).min(n), ((shard + 1) * per).min(n));
-                        arena::copy_cmdlines(&prog, &view, shard, first, end, &mut out).map(|c| {
-                            lockless.fetch_add(c.lockless, Ordering::Relaxed);
-                            levels.store(c.dmap_levels, Ordering::Relaxed);
-                            out
-                        })
+                        arena::copy_cmdlines(&prog, &view, shard, first, end, locked, &mut out).map(
+                            |c| {
+                                lockless.fetch_add(c.lockless, Ordering::Relaxed);
+                                levels.store(c.dmap_levels, Ordering::Relaxed);
+                                out
+                            },
+                        )
                     };
                     let handles: Vec<_> = (1..shards).map(|k| s.spawn(move || one(k))).collect();
                     let mut all = vec![one(0)?];
@@ -737,15 +810,25 @@ impl Collector for BpfCollector {
         #[cfg(tasksnap_bpf)]
         if let Some(how) = self.cmdline_how {
             pass = format!("{pass}; command lines {how}");
-            if how == CMDLINES_COPIED {
-                use std::sync::atomic::Ordering;
-                let levels = self.cmd_dmap_levels.load(Ordering::Relaxed);
-                pass = if levels == 0 {
-                    format!("{pass} (all through the mmap lock: no direct map found)")
+            use std::sync::atomic::Ordering;
+            let copy_lockless = self.cmd_lockless.load(Ordering::Relaxed);
+            let copy_levels = self.cmd_dmap_levels.load(Ordering::Relaxed);
+            if how == CMDLINES_WALKED {
+                let outs = self.walked.as_deref().unwrap_or_default();
+                let lockless: u32 = outs.iter().map(|o| o.lines_lockless).sum();
+                let levels = outs.iter().map(|o| o.dmap_levels).max().unwrap_or(0);
+                pass = format!(
+                    "{pass}: {lockless} read without the mmap lock ({levels}-level page \
+                     tables), {} copied by pid list ({copy_lockless} of them without the lock)",
+                    self.cmd_copied.get()
+                );
+            } else if how == CMDLINES_COPIED {
+                pass = if copy_levels == 0 {
+                    format!("{pass} (all through the mmap lock)")
                 } else {
                     format!(
-                        "{pass} ({} without the mmap lock, {levels}-level page tables)",
-                        self.cmd_lockless.load(Ordering::Relaxed)
+                        "{pass} ({copy_lockless} without the mmap lock, {copy_levels}-level \
+                         page tables)"
                     )
                 };
             }
@@ -1021,8 +1104,8 @@ impl BpfCollector {
         };
         // The command-line pass (the slow one: it copies from every process's memory)
         // starts first and runs on its own threads while the main pass is read and decoded.
-        // With the walk, the copy by pid list takes the processes the walk found instead,
-        // once it is done.
+        // With the walk, the walk reads them too (without the mmap lock, where it can), and
+        // the copy by pid list takes the processes it left, once it is done.
         let copy = groups.cmdline && one_process.is_none() && self.can_copy_cmdlines();
         let cmdline_pass = if groups.cmdline && one_process.is_none() && !copy {
             self.start_cmdline_pass()
@@ -1030,19 +1113,30 @@ impl BpfCollector {
             None
         };
         self.cmdline_how = None;
+        self.cmd_copied.set(0);
+        self.cmd_lockless
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         let mut lap = Lap::new();
-        self.pass_of(decode::group_bits(&groups), one_process)?;
+        self.walk_lines = copy && !self.lockless_off;
+        let passed = self.pass_of(decode::group_bits(&groups), one_process);
+        self.walk_lines = false;
+        passed?;
         lap.mark("pass");
         let units = self.procfs.units();
         let records = pass_records(&self.buf, self.arena.as_ref(), self.walked.as_deref())
             .map_err(Error::Unsupported)?;
         lap.mark("records");
+        // The walk's lines are decoded meanwhile; without them (no direct map: every line is
+        // copied) the copy starts now and runs while the tasks are assembled.
+        let lines_job = if copy { self.walk_lines_job() } else { None };
         let cmdline_pass = match cmdline_pass {
             Some(p) => Some(p),
-            None if copy && self.walked.is_some() => self.start_cmdline_copy(&records),
+            None if copy && lines_job.is_none() && self.walked.is_some() => {
+                self.start_cmdline_copy(&records, None)
+            }
             None => None,
         };
-        lap.mark("copy start");
+        lap.mark("lines start");
 
         if self.track {
             if let Some(outs) = &self.walked {
@@ -1069,21 +1163,45 @@ impl BpfCollector {
         decode::filter(&mut tasks, query);
         lap.mark("assemble");
 
-        // Command lines from the sleepable iterator, when it is there and finishes in time.
+        // Command lines from the walk, the copy or the sleepable iterator, when they are
+        // there and finish in time. What the walk left (pages it could not read without
+        // the lock, flagged lines) is copied by pid list now.
+        let walk_lines = lines_job.and_then(|j| j.join().ok());
+        let cmdline_pass = match cmdline_pass {
+            None if walk_lines.is_some() => self.start_cmdline_copy(&records, walk_lines.as_ref()),
+            p => p,
+        };
+        drop(records);
+        lap.mark("walk lines");
         let mut fill_groups = groups;
         if groups.cmdline {
             let pass = match cmdline_pass {
                 Some(p) => Some(p),
+                None if walk_lines.is_some() => None,
                 None => self.start_cmdline_pass(),
             };
-            self.cmdline_how = pass.as_ref().map(|p| {
-                if p.copy {
-                    CMDLINES_COPIED
-                } else {
-                    "read by the sleepable iterator"
+            self.cmdline_how = if walk_lines.is_some() {
+                Some(CMDLINES_WALKED)
+            } else {
+                pass.as_ref().map(|p| {
+                    if p.copy {
+                        CMDLINES_COPIED
+                    } else {
+                        "read by the sleepable iterator"
+                    }
+                })
+            };
+            let passed = pass.map(|p| p.finish(CMDLINE_PASS_DEADLINE));
+            if matches!(passed, Some(None)) && self.progs.has_cmdline() {
+                stats.cmdline_timeouts += 1;
+            }
+            let cmds = match (walk_lines, passed.flatten()) {
+                (Some(mut w), Some(p)) => {
+                    w.extend(p);
+                    Some(w)
                 }
-            });
-            let cmds = pass.and_then(|p| p.finish(CMDLINE_PASS_DEADLINE));
+                (w, p) => w.or(p),
+            };
             lap.mark("command lines");
             if let Some(mut cmds) = cmds {
                 let per_thread = query.wants_threads();
@@ -1099,8 +1217,6 @@ impl BpfCollector {
                 }
                 // What is still missing (flagged, or born after the pass) is read from /proc.
                 fill_groups.cmdline = tasks.iter().any(|t| t.cmdline.is_none());
-            } else if self.progs.has_cmdline() {
-                stats.cmdline_timeouts += 1;
             }
         }
 

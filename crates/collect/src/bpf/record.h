@@ -163,6 +163,18 @@ struct ts_walk_args {
 	__u64 since_ns;		/* in (TS_WALK_CHANGED): when the reader's last pass began */
 	__u64 started_ns;	/* out: when this one began (CLOCK_MONOTONIC) */
 	__u64 window_ns;	/* scratch: now - since_ns, with a margin */
+	/* Command lines (TS_WALK_ALL, args_nchunks > 0, x86-64): each process's argument area,
+	 * read without the mmap lock as copy_cmdlines does, written as that program's output
+	 * (ts_cmd_hdr and bytes) into this shard's chunks [args_first_chunk, + args_nchunks).
+	 * A process it cannot read that way, or that does not fit, gets no line: the reader
+	 * copies those by pid list. */
+	__u32 args_first_chunk;	/* in */
+	__u32 args_nchunks;	/* in: 0 for no command lines */
+	__u32 args_records;	/* out: lines written */
+	__u32 args_lockless;	/* out: of them, read (not flagged) */
+	__u32 args_cur_chunk;	/* out: the last chunk written */
+	__u32 args_cur_off;	/* scratch: bytes used in it */
+	__u32 dmap_levels;	/* out: paging levels of the direct map, 0 when none was found */
 };
 
 /*
@@ -193,6 +205,7 @@ struct ts_cmd_args {
 	__u32 cur_chunk;	/* scratch: output chunk being written */
 	__u32 cur_off;		/* scratch: bytes used in it */
 	__u32 lockless;		/* out: lines read without the mmap lock (x86-64) */
+	__u32 locked_only;	/* in: 1 to copy every line through the mmap lock */
 	__u32 dmap_levels;	/* out: paging levels of the direct map found, 0 when none */
 };
 

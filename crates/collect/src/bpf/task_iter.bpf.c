@@ -48,11 +48,19 @@ struct cmd_buf {
 	char data[TS_CMDLINE_MAX];
 };
 
-/* Scratch space for one command line: too big for the 512-byte BPF stack. */
+/*
+ * Scratch space for one command line (too big for the 512-byte BPF stack), one per reading
+ * thread. Not per CPU: dump_cmdline sleeps (bpf_copy_from_user_task() can fault and wait
+ * for the target's mmap lock), and while it sleeps another reader thread can run the
+ * program on the same CPU. With a per-CPU buffer that thread's line overwrote the
+ * sleeper's, which then went out under the sleeper's tgid (seen at 50,000 processes: a
+ * process shown with another's command line). Task storage (Linux 5.11) belongs to the
+ * reader thread and goes away with it.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct cmd_buf);
 } cmd_scratch SEC(".maps");
 
@@ -532,227 +540,6 @@ static __always_inline __u32 fill_tid(struct task_struct *t, __u32 level)
 	return nr_in_ns(t->thread_pid, level);
 }
 
-/* Room for the largest record. */
-struct ts_rec_space {
-	__u8 bytes[TS_RECORD_MAX];
-};
-
-/*
- * One task's record at r: its length, or 0 when the task is not in the reader's pid
- * namespace. Global, so verified once on its own; inside it the write position is a
- * constant on each of the 64 combinations of blocks, which is cheap here and would not be
- * inside the loop.
- */
-__noinline int walk_record(struct task_struct *t __arg_trusted,
-			   struct ts_rec_space *r __arg_nonnull, __u32 groups, __u32 level)
-{
-	struct ts_hdr *hdr = (void *)r->bytes;
-	__u32 pos = sizeof(struct ts_hdr);
-
-	if (!fill_hdr(hdr, t, groups, level))
-		return 0;
-	groups = hdr->groups;
-	if (groups & TS_GROUP_BASE) {
-		walk_base(t, (void *)(r->bytes + pos), level);
-		pos += sizeof(struct ts_base);
-	}
-	if (groups & TS_GROUP_CRED) {
-		walk_cred(t, (void *)(r->bytes + pos));
-		pos += sizeof(struct ts_cred);
-	}
-	if (groups & TS_GROUP_STAT) {
-		walk_stat(t, (void *)(r->bytes + pos));
-		pos += sizeof(struct ts_stat);
-	}
-	if (groups & TS_GROUP_SCHED) {
-		walk_sched(t, (void *)(r->bytes + pos));
-		pos += sizeof(struct ts_sched);
-	}
-	if (groups & TS_GROUP_IO) {
-		walk_io(t, (void *)(r->bytes + pos));
-		pos += sizeof(struct ts_io);
-	}
-	if (groups & TS_GROUP_KNAME) {
-		walk_kname(t, (void *)(r->bytes + pos));
-		pos += sizeof(struct ts_kname);
-	}
-	return pos;
-}
-
-/*
- * A fresh load of a context field: the compiler must not carry the value over from the store
- * before it (a value kept in a register across the loop grows with every iteration, and
- * the verifier then never sees the loop converge).
- */
-#define FRESH(x) (*(volatile typeof(x) *)&(x))
-
-/* A record never crosses a chunk: one that does not fit in what is left starts the next
- * chunk, after a terminator (a header with groups 0) when there is room for one. */
-#define REC_ROOM (TS_CHUNK_BYTES - TS_RECORD_MAX - sizeof(struct ts_hdr))
-
-SEC("syscall")
-int walk_tasks(struct ts_walk_args *args)
-{
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct task_struct *t;
-	struct pid_namespace *ns;
-	void *arena;
-	__u32 level, key, groups, nshards, shard, mode;
-	__u64 since_ns;
-
-	key = args->key;
-	mode = args->mode;
-	since_ns = args->since_ns;
-	args->started_ns = bpf_ktime_get_ns();
-	args->tasks = 0;
-	args->emitting = 1;
-	args->emit_tgid = 0;
-	arena = bpf_map_lookup_elem(&arenas, &key);
-	if (!arena)
-		return -2; /* ENOENT */
-	groups = args->groups;
-	nshards = args->nshards;
-	shard = args->shard;
-	args->records = 0;
-	args->overflow = 0;
-	args->cur_chunk = args->first_chunk;
-	args->cur_off = 0;
-	/* Without the group-scheduling link to a thread's run queue, every process is
-	 * written. */
-	if (!bpf_core_field_exists(cur->se.cfs_rq))
-		since_ns = 0;
-	args->window_ns = args->started_ns - since_ns + 1000000;
-	level = cur->thread_pid->level;
-	ns = BPF_CORE_READ(cur, thread_pid, numbers[0].ns);
-	if (level > 0) {
-		struct upid up = {};
-
-		bpf_core_read(&up, sizeof(up), &cur->thread_pid->numbers[level & 31]);
-		ns = up.ns;
-	}
-
-	bpf_rcu_read_lock();
-	bpf_for_each(task, t, NULL, BPF_TASK_ITER_ALL_THREADS) {
-		__u32 off, chunk_idx, len;
-		__u8 *chunk;
-
-		if (nshards > 1 && (__u32)t->tgid % nshards != shard)
-			continue;
-		/* Only tasks with a number in the reader's pid namespace, as iter/task walks
-		 * that namespace's pids. */
-		if (level > 0) {
-			struct upid up = {};
-			struct pid *p = t->thread_pid;
-
-			if (!p || p->level < level)
-				continue;
-			bpf_core_read(&up, sizeof(up), &p->numbers[level & 31]);
-			if (up.ns != ns)
-				continue;
-		}
-		/* The idle task (pid 0) has no record. */
-		if (!fill_tid(t, level))
-			continue;
-		args->tasks++;
-		if (mode == TS_WALK_ROLL) {
-			off = FRESH(args->cur_off);
-			chunk_idx = FRESH(args->cur_chunk);
-			if (off > TS_CHUNK_BYTES - sizeof(__u32)) {
-				chunk_idx++;
-				off = 0;
-				args->cur_chunk = chunk_idx;
-				args->cur_off = 0;
-			}
-			if (chunk_idx >= args->first_chunk + args->nchunks) {
-				args->overflow++;
-				continue;
-			}
-			chunk = bpf_map_lookup_elem(arena, &chunk_idx);
-			if (!chunk || off > TS_CHUNK_BYTES - sizeof(__u32)) {
-				args->overflow++;
-				continue;
-			}
-			*(__u32 *)(chunk + off) = fill_tid(t, level);
-			args->cur_off = off + sizeof(__u32);
-			args->records++;
-			continue;
-		}
-		if (mode == TS_WALK_CHANGED && since_ns) {
-			/* The open-coded iterator visits each process's leader, then its other
-			 * threads (kernel/bpf/task_iter.c, bpf_iter_task_next()): the decision is
-			 * taken at the leader for all of them. A thread seen without its leader
-			 * first is written. */
-			if (t == t->group_leader) {
-				/* How long since the last pass began, plus a millisecond: it is
-				 * read every 256 tasks (a clock read per task costs more than the
-				 * rest of the test), and must never be less than the truth. */
-				if ((args->tasks & 255) == 1)
-					args->window_ns = bpf_ktime_get_ns() - since_ns + 1000000;
-				args->emit_tgid = t->tgid;
-				args->emitting = proc_ran(t, FRESH(args->window_ns));
-			} else if (FRESH(args->emit_tgid) != t->tgid) {
-				args->emit_tgid = t->tgid;
-				args->emitting = 1;
-			}
-			if (!FRESH(args->emitting))
-				continue;
-		}
-		off = FRESH(args->cur_off);
-		chunk_idx = FRESH(args->cur_chunk);
-		if (off > REC_ROOM) {
-			chunk = bpf_map_lookup_elem(arena, &chunk_idx);
-			if (chunk && off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
-				__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
-			chunk_idx++;
-			off = 0;
-			args->cur_chunk = chunk_idx;
-			args->cur_off = 0;
-		}
-		if (chunk_idx >= args->first_chunk + args->nchunks) {
-			args->overflow++;
-			continue;
-		}
-		chunk = bpf_map_lookup_elem(arena, &chunk_idx);
-		if (!chunk) {
-			args->overflow++;
-			continue;
-		}
-		if (off > REC_ROOM)
-			continue;
-		len = walk_record(t, (void *)(chunk + off), groups, level);
-		if (!len)
-			continue;
-		args->cur_off = off + len;
-		args->records++;
-	}
-	bpf_rcu_read_unlock();
-	/* Terminate the last chunk: only inside this shard's chunks. A shard that ran out has
-	 * cur_chunk one past them, and that chunk is the next shard's first. */
-	{
-		__u32 off = args->cur_off, chunk_idx = args->cur_chunk;
-		__u8 *chunk = bpf_map_lookup_elem(arena, &chunk_idx);
-
-		if (chunk && chunk_idx < args->first_chunk + args->nchunks &&
-		    off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
-			__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
-	}
-	return 0;
-}
-
-/*
- * The command-line copy by pid list: the walk cannot copy command lines (copying from
- * another process's memory may sleep, and the walk is one RCU read-side section), and the
- * sleepable iterator pays a pid lookup and a reference for every task it passes, in every
- * shard (get_pid_task, pid_nr_ns, find_ge_pid: a quarter of its time at 50,000 processes),
- * then copies each line through the seq_file and read(). This program is given the
- * processes a walk found (ts_cmd_req, record.h), looks each one up by pid (bpf_task_from_pid,
- * Linux 6.2), and writes its argument area into the reader's arena; each shard gets its own
- * list. Like dump_cmdline below, it copies what get_mm_cmdline() would and flags for a /proc
- * read what that function treats specially.
- */
-extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
-extern void bpf_task_release(struct task_struct *p) __weak __ksym;
-
 /* Room for one record. The data is twice the longest line read so that the verifier can
  * check the second piece of a line that crosses a page (at an offset up to a page, of up
  * to a page) against it; a record uses only its header and len bytes. */
@@ -762,6 +549,9 @@ struct ts_cmd_space {
 };
 
 #define PF_EXITING 0x00000004
+
+/* An output record never crosses a chunk: one that might not fit starts the next. */
+#define CMD_ROOM (TS_CHUNK_BYTES - sizeof(struct ts_cmd_space) - sizeof(struct ts_cmd_hdr))
 
 /*
  * The argument area read without the target's mmap lock, as the kernel's own lock-free
@@ -919,47 +709,381 @@ static __always_inline int find_direct_map(struct ts_dmap *d)
 /* len bytes (1 .. TS_CMDLINE_MAX - 1) at user address start of the process whose page
  * tables are at pgd_va, with the direct map d, into r->data: 0 when read and checked, else -1 (the caller
  * copies). At most two pages: the line is shorter than one. */
-static __noinline int args_lockless(struct ts_cmd_space *r, struct ts_dmap *d, __u64 pgd_va,
-				    __u64 start, __u32 len)
+static __noinline int args_read(struct ts_cmd_space *r, struct ts_dmap *d, __u64 pgd_va,
+				__u64 start, __u32 len)
 {
 	__u64 base = d->base;
 	__u32 levels = d->levels;
 	struct ts_leaf a = {}, b = {};
 	__u64 again = 0;
 	__u32 first;
-	int ok = -1;
 
 	if (len == 0 || len > TS_CMDLINE_MAX - 1)
 		return -1;
 	first = 4096 - (start & 4095);
 	if (first > len)
 		first = len;
-	bpf_rcu_read_lock();
 	if (pt_translate(base, pgd_va, start, levels, 1, &a))
-		goto out;
+		return -1;
 	if (bpf_probe_read_kernel(r->data, first & (TS_CMDLINE_MAX * 2 - 1),
 				  (void *)(base + a.phys)))
-		goto out;
+		return -1;
 	if (first < len) {
 		__u32 rest = len - first;
 
 		if (pt_translate(base, pgd_va, start + first, levels, 1, &b))
-			goto out;
+			return -1;
 		if (bpf_probe_read_kernel(r->data + (first & (TS_CMDLINE_MAX - 1)),
 					  rest & (TS_CMDLINE_MAX - 1), (void *)(base + b.phys)))
-			goto out;
+			return -1;
 		if (bpf_probe_read_kernel(&again, sizeof(again), (void *)b.entry_va) ||
 		    again != b.entry)
-			goto out;
+			return -1;
 	}
 	if (bpf_probe_read_kernel(&again, sizeof(again), (void *)a.entry_va) || again != a.entry)
-		goto out;
-	ok = 0;
-out:
+		return -1;
+	return 0;
+}
+
+/* args_read() inside an RCU read-side section (the walk is one already). */
+static __noinline int args_lockless(struct ts_cmd_space *r, struct ts_dmap *d, __u64 pgd_va,
+				    __u64 start, __u32 len)
+{
+	int ok;
+
+	bpf_rcu_read_lock();
+	ok = args_read(r, d, pgd_va, start, len);
 	bpf_rcu_read_unlock();
 	return ok;
 }
+
+/*
+ * The walk's command line for process leader t (the walk holds the RCU read lock): its
+ * ts_cmd_hdr and bytes at r, with tgid as the reader's records number it. Returns the
+ * record's length before padding, or 0 when the line is not written (the reader copies it
+ * by pid list): no direct map, a page that is not present, a task exiting or changing mm.
+ * Lines /proc treats specially are written flagged, as copy_cmdlines does.
+ */
+__noinline int walk_args(struct task_struct *t __arg_trusted, struct ts_cmd_space *r __arg_nonnull,
+			 struct ts_dmap *d __arg_nonnull, __u32 tgid)
+{
+	struct mm_struct *mm = t->mm;
+	unsigned long start, end, len;
+	__u64 pgd_va = 0;
+
+	if (!mm || (t->flags & (PF_KTHREAD | PF_EXITING)) || !d->levels)
+		return 0;
+	r->hdr.tgid = tgid;
+	r->hdr.len = 0;
+	r->hdr.flags = 0;
+	r->hdr.pad = 0;
+	start = mm->arg_start;
+	end = mm->arg_end;
+	len = end > start ? end - start : 0;
+	if (len == 0)
+		return sizeof(r->hdr);
+	if (len > TS_CMDLINE_MAX - 1) {
+		r->hdr.flags = TS_CMD_UNREAD;
+		return sizeof(r->hdr);
+	}
+	if (bpf_probe_read_kernel(&pgd_va, sizeof(pgd_va), &mm->pgd) || !pgd_va ||
+	    args_read(r, d, pgd_va, start, len) || t->mm != mm || (t->flags & PF_EXITING))
+		return 0;
+	if (r->data[(len - 1) & (TS_CMDLINE_MAX - 1)] != 0) {
+		r->hdr.flags = TS_CMD_UNREAD;
+		return sizeof(r->hdr);
+	}
+	r->hdr.len = len;
+	r->hdr.pad = 1; /* read, not flagged (counted by the caller) */
+	return sizeof(r->hdr) + (len & (TS_CMDLINE_MAX - 1));
+}
+#else
+struct ts_dmap {
+	__u64 base;
+	__u32 levels;
+	__u32 pad;
+};
+
+__noinline int walk_args(struct task_struct *t __arg_trusted, struct ts_cmd_space *r __arg_nonnull,
+			 struct ts_dmap *d __arg_nonnull, __u32 tgid)
+{
+	return 0;
+}
 #endif
+
+/* Room for the largest record. */
+struct ts_rec_space {
+	__u8 bytes[TS_RECORD_MAX];
+};
+
+/*
+ * One task's record at r: its length, or 0 when the task is not in the reader's pid
+ * namespace. Global, so verified once on its own; inside it the write position is a
+ * constant on each of the 64 combinations of blocks, which is cheap here and would not be
+ * inside the loop.
+ */
+__noinline int walk_record(struct task_struct *t __arg_trusted,
+			   struct ts_rec_space *r __arg_nonnull, __u32 groups, __u32 level)
+{
+	struct ts_hdr *hdr = (void *)r->bytes;
+	__u32 pos = sizeof(struct ts_hdr);
+
+	if (!fill_hdr(hdr, t, groups, level))
+		return 0;
+	groups = hdr->groups;
+	if (groups & TS_GROUP_BASE) {
+		walk_base(t, (void *)(r->bytes + pos), level);
+		pos += sizeof(struct ts_base);
+	}
+	if (groups & TS_GROUP_CRED) {
+		walk_cred(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_cred);
+	}
+	if (groups & TS_GROUP_STAT) {
+		walk_stat(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_stat);
+	}
+	if (groups & TS_GROUP_SCHED) {
+		walk_sched(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_sched);
+	}
+	if (groups & TS_GROUP_IO) {
+		walk_io(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_io);
+	}
+	if (groups & TS_GROUP_KNAME) {
+		walk_kname(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_kname);
+	}
+	return pos;
+}
+
+/*
+ * A fresh load of a context field: the compiler must not carry the value over from the store
+ * before it (a value kept in a register across the loop grows with every iteration, and
+ * the verifier then never sees the loop converge).
+ */
+#define FRESH(x) (*(volatile typeof(x) *)&(x))
+
+/* A record never crosses a chunk: one that does not fit in what is left starts the next
+ * chunk, after a terminator (a header with groups 0) when there is room for one. */
+#define REC_ROOM (TS_CHUNK_BYTES - TS_RECORD_MAX - sizeof(struct ts_hdr))
+
+SEC("syscall")
+int walk_tasks(struct ts_walk_args *args)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct ts_dmap dmap = {};
+	struct task_struct *t;
+	__u32 args_on;
+	struct pid_namespace *ns;
+	void *arena;
+	__u32 level, key, groups, nshards, shard, mode;
+	__u64 since_ns;
+
+	key = args->key;
+	mode = args->mode;
+	since_ns = args->since_ns;
+	args->started_ns = bpf_ktime_get_ns();
+	args->tasks = 0;
+	args->emitting = 1;
+	args->emit_tgid = 0;
+	arena = bpf_map_lookup_elem(&arenas, &key);
+	if (!arena)
+		return -2; /* ENOENT */
+	groups = args->groups;
+	nshards = args->nshards;
+	shard = args->shard;
+	args->records = 0;
+	args->overflow = 0;
+	args->cur_chunk = args->first_chunk;
+	args->cur_off = 0;
+	args->args_records = 0;
+	args->args_lockless = 0;
+	args->args_cur_chunk = args->args_first_chunk;
+	args->args_cur_off = 0;
+	args_on = mode == TS_WALK_ALL && args->args_nchunks > 0;
+#if defined(__TARGET_ARCH_x86)
+	if (args_on && find_direct_map(&dmap))
+		dmap.levels = 0;
+#endif
+	args->dmap_levels = dmap.levels;
+	if (!dmap.levels)
+		args_on = 0;
+	/* Without the group-scheduling link to a thread's run queue, every process is
+	 * written. */
+	if (!bpf_core_field_exists(cur->se.cfs_rq))
+		since_ns = 0;
+	args->window_ns = args->started_ns - since_ns + 1000000;
+	level = cur->thread_pid->level;
+	ns = BPF_CORE_READ(cur, thread_pid, numbers[0].ns);
+	if (level > 0) {
+		struct upid up = {};
+
+		bpf_core_read(&up, sizeof(up), &cur->thread_pid->numbers[level & 31]);
+		ns = up.ns;
+	}
+
+	bpf_rcu_read_lock();
+	bpf_for_each(task, t, NULL, BPF_TASK_ITER_ALL_THREADS) {
+		__u32 off, chunk_idx, len;
+		__u8 *chunk;
+
+		if (nshards > 1 && (__u32)t->tgid % nshards != shard)
+			continue;
+		/* Only tasks with a number in the reader's pid namespace, as iter/task walks
+		 * that namespace's pids. */
+		if (level > 0) {
+			struct upid up = {};
+			struct pid *p = t->thread_pid;
+
+			if (!p || p->level < level)
+				continue;
+			bpf_core_read(&up, sizeof(up), &p->numbers[level & 31]);
+			if (up.ns != ns)
+				continue;
+		}
+		/* The idle task (pid 0) has no record. */
+		if (!fill_tid(t, level))
+			continue;
+		args->tasks++;
+		if (mode == TS_WALK_ROLL) {
+			off = FRESH(args->cur_off);
+			chunk_idx = FRESH(args->cur_chunk);
+			if (off > TS_CHUNK_BYTES - sizeof(__u32)) {
+				chunk_idx++;
+				off = 0;
+				args->cur_chunk = chunk_idx;
+				args->cur_off = 0;
+			}
+			if (chunk_idx >= args->first_chunk + args->nchunks) {
+				args->overflow++;
+				continue;
+			}
+			chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+			if (!chunk || off > TS_CHUNK_BYTES - sizeof(__u32)) {
+				args->overflow++;
+				continue;
+			}
+			*(__u32 *)(chunk + off) = fill_tid(t, level);
+			args->cur_off = off + sizeof(__u32);
+			args->records++;
+			continue;
+		}
+		if (mode == TS_WALK_CHANGED && since_ns) {
+			/* The open-coded iterator visits each process's leader, then its other
+			 * threads (kernel/bpf/task_iter.c, bpf_iter_task_next()): the decision is
+			 * taken at the leader for all of them. A thread seen without its leader
+			 * first is written. */
+			if (t == t->group_leader) {
+				/* How long since the last pass began, plus a millisecond: it is
+				 * read every 256 tasks (a clock read per task costs more than the
+				 * rest of the test), and must never be less than the truth. */
+				if ((args->tasks & 255) == 1)
+					args->window_ns = bpf_ktime_get_ns() - since_ns + 1000000;
+				args->emit_tgid = t->tgid;
+				args->emitting = proc_ran(t, FRESH(args->window_ns));
+			} else if (FRESH(args->emit_tgid) != t->tgid) {
+				args->emit_tgid = t->tgid;
+				args->emitting = 1;
+			}
+			if (!FRESH(args->emitting))
+				continue;
+		}
+		off = FRESH(args->cur_off);
+		chunk_idx = FRESH(args->cur_chunk);
+		if (off > REC_ROOM) {
+			chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+			if (chunk && off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
+				__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
+			chunk_idx++;
+			off = 0;
+			args->cur_chunk = chunk_idx;
+			args->cur_off = 0;
+		}
+		if (chunk_idx >= args->first_chunk + args->nchunks) {
+			args->overflow++;
+			continue;
+		}
+		chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+		if (!chunk) {
+			args->overflow++;
+			continue;
+		}
+		if (off > REC_ROOM)
+			continue;
+		len = walk_record(t, (void *)(chunk + off), groups, level);
+		if (!len || len > TS_RECORD_MAX)
+			continue;
+		args->cur_off = off + len;
+		args->records++;
+		/* The process's command line, at its leader (visited before its threads). */
+		if (args_on && t->pid == t->tgid) {
+			__u32 aoff = FRESH(args->args_cur_off), aidx = FRESH(args->args_cur_chunk);
+			__u32 alen, tgid = ((struct ts_hdr *)(chunk + off))->tgid;
+			__u8 *achunk;
+
+			if (aoff > CMD_ROOM) {
+				achunk = bpf_map_lookup_elem(arena, &aidx);
+				if (achunk && aoff <= TS_CHUNK_BYTES - sizeof(struct ts_cmd_hdr))
+					__builtin_memset(achunk + aoff, 0, sizeof(struct ts_cmd_hdr));
+				aidx++;
+				aoff = 0;
+				args->args_cur_chunk = aidx;
+				args->args_cur_off = 0;
+			}
+			if (aidx >= FRESH(args->args_first_chunk) + FRESH(args->args_nchunks))
+				continue;
+			achunk = bpf_map_lookup_elem(arena, &aidx);
+			if (!achunk || aoff > CMD_ROOM)
+				continue;
+			alen = walk_args(t, (void *)(achunk + aoff), &dmap, tgid);
+			if (!alen)
+				continue;
+			if (((struct ts_cmd_hdr *)(achunk + aoff))->pad) {
+				((struct ts_cmd_hdr *)(achunk + aoff))->pad = 0;
+				args->args_lockless++;
+			}
+			args->args_cur_off = aoff + ((alen + 7) & ~7u);
+			args->args_records++;
+		}
+	}
+	bpf_rcu_read_unlock();
+	/* Terminate the last chunk: only inside this shard's chunks. A shard that ran out has
+	 * cur_chunk one past them, and that chunk is the next shard's first. */
+	{
+		__u32 off = args->cur_off, chunk_idx = args->cur_chunk;
+		__u8 *chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+
+		if (chunk && chunk_idx < args->first_chunk + args->nchunks &&
+		    off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
+			__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
+	}
+	if (args_on) {
+		__u32 off = args->args_cur_off, chunk_idx = args->args_cur_chunk;
+		__u8 *chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+
+		if (chunk && chunk_idx < args->args_first_chunk + args->args_nchunks &&
+		    off <= TS_CHUNK_BYTES - sizeof(struct ts_cmd_hdr))
+			__builtin_memset(chunk + off, 0, sizeof(struct ts_cmd_hdr));
+	}
+	return 0;
+}
+
+/*
+ * The command-line copy by pid list: the walk cannot copy command lines (copying from
+ * another process's memory may sleep, and the walk is one RCU read-side section), and the
+ * sleepable iterator pays a pid lookup and a reference for every task it passes, in every
+ * shard (get_pid_task, pid_nr_ns, find_ge_pid: a quarter of its time at 50,000 processes),
+ * then copies each line through the seq_file and read(). This program is given the
+ * processes a walk found (ts_cmd_req, record.h), looks each one up by pid (bpf_task_from_pid,
+ * Linux 6.2), and writes its argument area into the reader's arena; each shard gets its own
+ * list. Like dump_cmdline below, it copies what get_mm_cmdline() would and flags for a /proc
+ * read what that function treats specially.
+ */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
+
 
 /* One request's record at r: its length before padding. `d` is the direct map when found
  * (levels 0 when not): then the line is read without the mmap lock when it can be. */
@@ -1022,8 +1146,6 @@ __noinline int cmd_record(struct ts_cmd_space *r __arg_nonnull, __u32 pid, __u32
 	return sizeof(r->hdr) + (len & (TS_CMDLINE_MAX - 1));
 }
 
-/* An output record never crosses a chunk: one that might not fit starts the next. */
-#define CMD_ROOM (TS_CHUNK_BYTES - sizeof(struct ts_cmd_space) - sizeof(struct ts_cmd_hdr))
 
 SEC("syscall")
 int copy_cmdlines(struct ts_cmd_args *args)
@@ -1036,7 +1158,7 @@ int copy_cmdlines(struct ts_cmd_args *args)
 	if (!arena)
 		return -2; /* ENOENT */
 #if defined(__TARGET_ARCH_x86)
-	if (find_direct_map(&dmap))
+	if (args->locked_only || find_direct_map(&dmap))
 		dmap.levels = 0;
 #endif
 	args->lockless = 0;
@@ -1111,8 +1233,6 @@ int dump_cmdline(struct bpf_iter__task *ctx)
 	struct mm_struct *mm;
 	struct cmd_buf *buf;
 	unsigned long start, end, len;
-	__u32 zero = 0;
-
 	struct ts_reader_cfg *cfg;
 
 	if (!t || t->pid != t->tgid)
@@ -1122,7 +1242,8 @@ int dump_cmdline(struct bpf_iter__task *ctx)
 		return 0;
 	if (cfg->nshards > 1 && (__u32)t->tgid % cfg->nshards != cfg->shard)
 		return 0;
-	buf = bpf_map_lookup_elem(&cmd_scratch, &zero);
+	buf = bpf_task_storage_get(&cmd_scratch, bpf_get_current_task_btf(), NULL,
+				   BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!buf)
 		return 0;
 	{
