@@ -603,6 +603,19 @@ __u64 dmap_base = 0;
 __u32 dmap_levels = 0;
 __u32 dmap_state = 0;
 
+/*
+ * The 8 bytes at kernel address va, by a load through a cast pointer (bpf_rdonly_cast(),
+ * Linux 6.4): the JIT makes it fault-safe (a fault, or an address outside the kernel's,
+ * reads 0, which is "not present" for a page-table entry), and it costs one load where a
+ * bpf_probe_read_kernel() call costs a helper call. The cast needs a kernel struct type:
+ * timespec64 is one whose first member is 64 bits (pgd_t and its kin are typedefs, which
+ * the kfunc refuses).
+ */
+static __always_inline __u64 load_u64(__u64 va)
+{
+	return (__u64)bpf_core_cast((void *)va, struct timespec64)->tv_sec;
+}
+
 /* addr through the page tables at pgd_va (a direct-map address), with the direct map at
  * base: 0 and the leaf in *out, or -1 (not mapped, not a user page when `user`, special). */
 static __always_inline int pt_translate(__u64 base, __u64 pgd_va, __u64 addr, __u32 levels,
@@ -614,8 +627,7 @@ static __always_inline int pt_translate(__u64 base, __u64 pgd_va, __u64 addr, __
 
 	for (i = 0; i < 5; i++) {
 		va = table + ((addr >> shift) & 511) * 8;
-		if (bpf_probe_read_kernel(&e, sizeof(e), (void *)va))
-			return -1;
+		e = load_u64(va);
 		if (!(e & X86_PTE_PRESENT) || (user && !(e & X86_PTE_USER)))
 			return -1;
 		/* A leaf: the page table's last level, or a 1 GiB / 2 MiB page. */
@@ -715,7 +727,6 @@ static __noinline int args_read(struct ts_cmd_space *r, struct ts_dmap *d, __u64
 	__u64 base = d->base;
 	__u32 levels = d->levels;
 	struct ts_leaf a = {}, b = {};
-	__u64 again = 0;
 	__u32 first;
 
 	if (len == 0 || len > TS_CMDLINE_MAX - 1)
@@ -736,11 +747,10 @@ static __noinline int args_read(struct ts_cmd_space *r, struct ts_dmap *d, __u64
 		if (bpf_probe_read_kernel(r->data + (first & (TS_CMDLINE_MAX - 1)),
 					  rest & (TS_CMDLINE_MAX - 1), (void *)(base + b.phys)))
 			return -1;
-		if (bpf_probe_read_kernel(&again, sizeof(again), (void *)b.entry_va) ||
-		    again != b.entry)
+		if (load_u64(b.entry_va) != b.entry)
 			return -1;
 	}
-	if (bpf_probe_read_kernel(&again, sizeof(again), (void *)a.entry_va) || again != a.entry)
+	if (load_u64(a.entry_va) != a.entry)
 		return -1;
 	return 0;
 }
