@@ -591,10 +591,16 @@ struct ts_cmd_space {
 /* How far below a direct-map address its map may start: 4 TiB of physical addresses. */
 #define DMAP_MAX_GIB 4096
 
+/* One translation (pt_translate()): what to translate, and where it led. */
 struct ts_leaf {
-	__u64 entry_va;	/* where the last-level entry is */
-	__u64 entry;	/* what it held */
-	__u64 phys;	/* the physical address of the byte asked for */
+	__u64 base;	/* in: the direct map */
+	__u64 pgd_va;	/* in: the page tables' root (a direct-map address) */
+	__u64 addr;	/* in: the address */
+	__u32 levels;	/* in: 4 or 5 */
+	__u32 user;	/* in: only a user page will do */
+	__u64 entry_va;	/* out: where the last-level entry is */
+	__u64 entry;	/* out: what it held */
+	__u64 phys;	/* out: the physical address of addr */
 };
 
 /* The direct map: where physical address 0 is mapped, and the paging levels (4, or 5
@@ -616,13 +622,13 @@ static __always_inline __u64 load_u64(__u64 va)
 	return (__u64)bpf_core_cast((void *)va, struct timespec64)->tv_sec;
 }
 
-/* addr through the page tables at pgd_va (a direct-map address), with the direct map at
- * base: 0 and the leaf in *out, or -1 (not mapped, not a user page when `user`, special). */
-static __always_inline int pt_translate(__u64 base, __u64 pgd_va, __u64 addr, __u32 levels,
-					__u32 user, struct ts_leaf *out)
+/* q->addr through the page tables at q->pgd_va, with the direct map at q->base: 0 and the
+ * leaf in *q, or -1 (not mapped, not a user page when `user`, special). Global, so that
+ * the verifier checks it once, not at every call (it doubled the walk's verification). */
+__noinline int pt_translate(struct ts_leaf *q __arg_nonnull)
 {
-	__u64 table = pgd_va, va, e = 0, mask;
-	__u32 shift = levels == 5 ? 48 : 39;
+	__u64 base = q->base, addr = q->addr, table = q->pgd_va, va, e = 0, mask;
+	__u32 shift = q->levels == 5 ? 48 : 39, user = q->user;
 	int i;
 
 	for (i = 0; i < 5; i++) {
@@ -635,9 +641,9 @@ static __always_inline int pt_translate(__u64 base, __u64 pgd_va, __u64 addr, __
 			if (e & X86_PTE_SPECIAL)
 				return -1;
 			mask = (1ull << shift) - 1;
-			out->entry_va = va;
-			out->entry = e;
-			out->phys = (e & X86_PTE_PFN_MASK & ~mask) | (addr & mask);
+			q->entry_va = va;
+			q->entry = e;
+			q->phys = (e & X86_PTE_PFN_MASK & ~mask) | (addr & mask);
 			return 0;
 		}
 		if (shift <= 12)
@@ -649,9 +655,11 @@ static __always_inline int pt_translate(__u64 base, __u64 pgd_va, __u64 addr, __
 }
 
 struct ts_dmap {
-	__u64 base;
-	__u32 levels;
+	__u64 base;	/* where physical address 0 is mapped */
+	__u32 levels;	/* paging levels: 4 or 5; 0 when not found */
 	__u32 pad;
+	__u64 pgd_va;	/* scratch (find_direct_map()): the addresses it translates */
+	__u64 probe_va;
 };
 
 /*
@@ -666,20 +674,23 @@ struct ts_dmap {
  * give back both addresses. Nothing found (another layout, paravirtual page tables,
  * memory encryption bits in the entries): every line goes through the copy.
  */
-static __noinline int dmap_try(__u64 pgd_va, __u64 probe_va, __u32 levels,
-			       struct ts_dmap *out)
+__noinline int dmap_try(struct ts_dmap *out __arg_nonnull)
 {
-	struct ts_leaf leaf = {};
-	__u64 base;
-	__u32 k;
+	__u64 pgd_va = out->pgd_va, probe_va = out->probe_va, base;
+	__u32 levels = out->levels, k;
+	struct ts_leaf q = {};
 
 	bpf_for(k, 0, DMAP_MAX_GIB) {
 		base = (pgd_va & ~(GIB - 1)) - (__u64)k * GIB;
-		if (pt_translate(base, pgd_va, pgd_va, levels, 0, &leaf) ||
-		    base + leaf.phys != pgd_va)
+		q.base = base;
+		q.pgd_va = pgd_va;
+		q.levels = levels;
+		q.user = 0;
+		q.addr = pgd_va;
+		if (pt_translate(&q) || base + q.phys != pgd_va)
 			continue;
-		if (pt_translate(base, pgd_va, probe_va, levels, 0, &leaf) ||
-		    base + leaf.phys != probe_va)
+		q.addr = probe_va;
+		if (pt_translate(&q) || base + q.phys != probe_va)
 			continue;
 		out->base = base;
 		out->levels = levels;
@@ -688,7 +699,7 @@ static __noinline int dmap_try(__u64 pgd_va, __u64 probe_va, __u32 levels,
 	return -1;
 }
 
-static __always_inline int find_direct_map(struct ts_dmap *d)
+__noinline int find_direct_map(struct ts_dmap *d __arg_nonnull)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	__u64 pgd_va = 0, probe_va = 0;
@@ -707,9 +718,16 @@ static __always_inline int find_direct_map(struct ts_dmap *d)
 	    bpf_probe_read_kernel(&probe_va, sizeof(probe_va), &cur->group_leader) || !pgd_va ||
 	    !probe_va)
 		return -1;
-	if (dmap_try(pgd_va, probe_va, 4, d) && dmap_try(pgd_va, probe_va, 5, d)) {
-		dmap_state = 2;
-		return -1;
+	d->pgd_va = pgd_va;
+	d->probe_va = probe_va;
+	d->levels = 4;
+	if (dmap_try(d)) {
+		d->levels = 5;
+		if (dmap_try(d)) {
+			d->levels = 0;
+			dmap_state = 2;
+			return -1;
+		}
 	}
 	dmap_base = d->base;
 	dmap_levels = d->levels;
@@ -725,7 +743,6 @@ static __noinline int args_read(struct ts_cmd_space *r, struct ts_dmap *d, __u64
 				__u64 start, __u32 len)
 {
 	__u64 base = d->base;
-	__u32 levels = d->levels;
 	struct ts_leaf a = {}, b = {};
 	__u32 first;
 
@@ -734,7 +751,12 @@ static __noinline int args_read(struct ts_cmd_space *r, struct ts_dmap *d, __u64
 	first = 4096 - (start & 4095);
 	if (first > len)
 		first = len;
-	if (pt_translate(base, pgd_va, start, levels, 1, &a))
+	a.base = base;
+	a.pgd_va = pgd_va;
+	a.levels = d->levels;
+	a.user = 1;
+	a.addr = start;
+	if (pt_translate(&a))
 		return -1;
 	if (bpf_probe_read_kernel(r->data, first & (TS_CMDLINE_MAX * 2 - 1),
 				  (void *)(base + a.phys)))
@@ -742,7 +764,12 @@ static __noinline int args_read(struct ts_cmd_space *r, struct ts_dmap *d, __u64
 	if (first < len) {
 		__u32 rest = len - first;
 
-		if (pt_translate(base, pgd_va, start + first, levels, 1, &b))
+		b.base = base;
+		b.pgd_va = pgd_va;
+		b.levels = d->levels;
+		b.user = 1;
+		b.addr = start + first;
+		if (pt_translate(&b))
 			return -1;
 		if (bpf_probe_read_kernel(r->data + (first & (TS_CMDLINE_MAX - 1)),
 					  rest & (TS_CMDLINE_MAX - 1), (void *)(base + b.phys)))
@@ -812,6 +839,8 @@ struct ts_dmap {
 	__u64 base;
 	__u32 levels;
 	__u32 pad;
+	__u64 pgd_va;
+	__u64 probe_va;
 };
 
 __noinline int walk_args(struct task_struct *t __arg_trusted, struct ts_cmd_space *r __arg_nonnull,
@@ -820,6 +849,62 @@ __noinline int walk_args(struct task_struct *t __arg_trusted, struct ts_cmd_spac
 	return 0;
 }
 #endif
+
+/* Where the walk writes its lines (walk_line()). */
+struct ts_lines {
+	__u32 first;		/* the shard's output chunks: [first, end) */
+	__u32 end;
+	__u32 cur_chunk;	/* being written (end or past: full) */
+	__u32 cur_off;		/* bytes used in it */
+	__u32 records;		/* lines written */
+	__u32 lockless;		/* of them, read (not flagged) */
+	__u32 tgid;		/* in: the process's number in the reader's namespace */
+	__u32 pad;
+};
+
+struct ts_chunk {
+	__u8 bytes[TS_CHUNK_BYTES];
+};
+
+/*
+ * Process leader t's line into the walk's output: `cur` is chunk st->cur_chunk and `next`
+ * the one after it (either may be missing). Global, and fed by the loop with the chunks
+ * already looked up: written inline, its chunk switching multiplied the paths the verifier
+ * walks through the walk's loop (its load time went from 85 to 170 ms).
+ */
+__noinline int walk_line(struct task_struct *t __arg_trusted, struct ts_chunk *cur,
+			 struct ts_chunk *next, struct ts_lines *st __arg_nonnull,
+			 struct ts_dmap *d __arg_nonnull)
+{
+	__u32 off = st->cur_off, len;
+	struct ts_cmd_hdr *h;
+
+	if (st->cur_chunk >= st->end)
+		return 0;
+	if (off > CMD_ROOM) {
+		if (cur && off <= TS_CHUNK_BYTES - sizeof(struct ts_cmd_hdr))
+			__builtin_memset(cur->bytes + off, 0, sizeof(struct ts_cmd_hdr));
+		st->cur_chunk++;
+		st->cur_off = 0;
+		off = 0;
+		cur = next;
+		if (st->cur_chunk >= st->end)
+			return 0;
+	}
+	if (!cur)
+		return 0;
+	len = walk_args(t, (void *)(cur->bytes + (off & (TS_CHUNK_BYTES - 1))), d, st->tgid);
+	if (!len)
+		return 0;
+	h = (void *)(cur->bytes + (off & (TS_CHUNK_BYTES - 1)));
+	if (h->pad) {
+		h->pad = 0;
+		st->lockless++;
+	}
+	st->cur_off = off + ((len + 7) & ~7u);
+	st->records++;
+	return 0;
+}
 
 /* Room for the largest record. */
 struct ts_rec_space {
@@ -884,8 +969,8 @@ int walk_tasks(struct ts_walk_args *args)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct ts_dmap dmap = {};
+	struct ts_lines lines = {};
 	struct task_struct *t;
-	__u32 args_on;
 	struct pid_namespace *ns;
 	void *arena;
 	__u32 level, key, groups, nshards, shard, mode;
@@ -908,18 +993,21 @@ int walk_tasks(struct ts_walk_args *args)
 	args->overflow = 0;
 	args->cur_chunk = args->first_chunk;
 	args->cur_off = 0;
-	args->args_records = 0;
-	args->args_lockless = 0;
-	args->args_cur_chunk = args->args_first_chunk;
-	args->args_cur_off = 0;
-	args_on = mode == TS_WALK_ALL && args->args_nchunks > 0;
+	lines.first = args->args_first_chunk;
+	lines.end = args->args_first_chunk + args->args_nchunks;
+	lines.cur_chunk = lines.first;
+	/*
+	 * Whether to read command lines is kept in args->args_nchunks (0: no), not in a local:
+	 * a local set on one branch and not on another is two states at the loop, and the
+	 * verifier checked the whole loop once for each (twice the load time). For the same
+	 * reason the direct map is always looked up (found once, then kept).
+	 */
 #if defined(__TARGET_ARCH_x86)
-	if (args_on && find_direct_map(&dmap))
-		dmap.levels = 0;
+	find_direct_map(&dmap);
 #endif
 	args->dmap_levels = dmap.levels;
-	if (!dmap.levels)
-		args_on = 0;
+	if (mode != TS_WALK_ALL || !dmap.levels)
+		args->args_nchunks = 0;
 	/* Without the group-scheduling link to a thread's run queue, every process is
 	 * written. */
 	if (!bpf_core_field_exists(cur->se.cfs_rq))
@@ -1028,34 +1116,12 @@ int walk_tasks(struct ts_walk_args *args)
 		args->cur_off = off + len;
 		args->records++;
 		/* The process's command line, at its leader (visited before its threads). */
-		if (args_on && t->pid == t->tgid) {
-			__u32 aoff = FRESH(args->args_cur_off), aidx = FRESH(args->args_cur_chunk);
-			__u32 alen, tgid = ((struct ts_hdr *)(chunk + off))->tgid;
-			__u8 *achunk;
+		if (FRESH(args->args_nchunks) && t->pid == t->tgid) {
+			__u32 aidx = FRESH(lines.cur_chunk), anext = aidx + 1;
 
-			if (aoff > CMD_ROOM) {
-				achunk = bpf_map_lookup_elem(arena, &aidx);
-				if (achunk && aoff <= TS_CHUNK_BYTES - sizeof(struct ts_cmd_hdr))
-					__builtin_memset(achunk + aoff, 0, sizeof(struct ts_cmd_hdr));
-				aidx++;
-				aoff = 0;
-				args->args_cur_chunk = aidx;
-				args->args_cur_off = 0;
-			}
-			if (aidx >= FRESH(args->args_first_chunk) + FRESH(args->args_nchunks))
-				continue;
-			achunk = bpf_map_lookup_elem(arena, &aidx);
-			if (!achunk || aoff > CMD_ROOM)
-				continue;
-			alen = walk_args(t, (void *)(achunk + aoff), &dmap, tgid);
-			if (!alen)
-				continue;
-			if (((struct ts_cmd_hdr *)(achunk + aoff))->pad) {
-				((struct ts_cmd_hdr *)(achunk + aoff))->pad = 0;
-				args->args_lockless++;
-			}
-			args->args_cur_off = aoff + ((alen + 7) & ~7u);
-			args->args_records++;
+			lines.tgid = ((struct ts_hdr *)(chunk + off))->tgid;
+			walk_line(t, bpf_map_lookup_elem(arena, &aidx),
+				  bpf_map_lookup_elem(arena, &anext), &lines, &dmap);
 		}
 	}
 	bpf_rcu_read_unlock();
@@ -1069,12 +1135,15 @@ int walk_tasks(struct ts_walk_args *args)
 		    off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
 			__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
 	}
-	if (args_on) {
-		__u32 off = args->args_cur_off, chunk_idx = args->args_cur_chunk;
+	args->args_records = lines.records;
+	args->args_lockless = lines.lockless;
+	args->args_cur_chunk = lines.cur_chunk;
+	args->args_cur_off = lines.cur_off;
+	if (args->args_nchunks) {
+		__u32 off = lines.cur_off, chunk_idx = lines.cur_chunk;
 		__u8 *chunk = bpf_map_lookup_elem(arena, &chunk_idx);
 
-		if (chunk && chunk_idx < args->args_first_chunk + args->args_nchunks &&
-		    off <= TS_CHUNK_BYTES - sizeof(struct ts_cmd_hdr))
+		if (chunk && chunk_idx < lines.end && off <= TS_CHUNK_BYTES - sizeof(struct ts_cmd_hdr))
 			__builtin_memset(chunk + off, 0, sizeof(struct ts_cmd_hdr));
 	}
 	return 0;
