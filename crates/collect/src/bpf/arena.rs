@@ -389,6 +389,8 @@ pub struct Walker {
     pub(super) prog: OwnedFd,
     /// The command-line copy (`copy_cmdlines`), loaded with the walk.
     pub(super) cmd_prog: Option<OwnedFd>,
+    /// The walk with command lines (`walk_tasks_lines`), loaded with the copy.
+    pub(super) lines_prog: Option<OwnedFd>,
     pub(super) arenas: libbpf_rs::MapHandle,
 }
 
@@ -449,6 +451,10 @@ impl Walker {
             shared: self.shared,
             prog: self.prog.try_clone().ok()?,
             cmd_prog: match &self.cmd_prog {
+                Some(p) => Some(p.try_clone().ok()?),
+                None => None,
+            },
+            lines_prog: match &self.lines_prog {
                 Some(p) => Some(p.try_clone().ok()?),
                 None => None,
             },
@@ -542,7 +548,12 @@ impl Walker {
         // caller asked for them (WalkMode::lines) and the region has a share for each.
         let lines = arena
             .cmd
-            .filter(|r| how.lines && how.mode == WALK_ALL && r.shards >= shards);
+            .filter(|r| how.lines && how.mode == WALK_ALL && r.shards >= shards)
+            .filter(|_| self.lines_prog.is_some());
+        let prog = match (&lines, &self.lines_prog) {
+            (Some(_), Some(p)) => p,
+            _ => &self.prog,
+        };
         let walk_chunks = arena.walk_chunks.clamp(1, arena.chunks());
         let shards = shards.clamp(1, walk_chunks);
         let per_shard = walk_chunks / shards;
@@ -563,7 +574,7 @@ impl Walker {
                 args.args_first_chunk = out.start as u32;
                 args.args_nchunks = out.len() as u32;
             }
-            run(&self.prog, &mut args)?;
+            run(prog, &mut args)?;
             let first = args.first_chunk as usize;
             let last = (args.cur_chunk as usize).clamp(first, first + per_shard - 1);
             let lines_first = args.args_first_chunk as usize;

@@ -35,6 +35,7 @@ const PIN_CMD_LINK: &str = "cmdline_link";
 const PIN_CFG: &str = "reader_cfg";
 const PIN_WALK_PROG: &str = "walk_prog";
 const PIN_CMD_PROG: &str = "cmd_prog";
+const PIN_LINES_PROG: &str = "lines_prog";
 const PIN_ARENAS: &str = "arenas";
 
 /// statfs magic of bpffs (include/uapi/linux/magic.h).
@@ -115,6 +116,7 @@ fn open_and_load(cmdline: bool, walk: bool) -> Result<skel::TaskIterSkel<'static
     open.progs.dump_cmdline.set_autoload(cmdline);
     open.progs.walk_tasks.set_autoload(walk);
     open.progs.copy_cmdlines.set_autoload(walk && cmdline);
+    open.progs.walk_tasks_lines.set_autoload(walk && cmdline);
     open.load().map_err(|e| {
         Unavailable(format!(
             "the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"
@@ -193,6 +195,11 @@ impl Programs {
                 } else {
                     None
                 },
+                lines_prog: if cmdline && cmdline_unavailable.is_none() {
+                    Some(dup(skel.progs.walk_tasks_lines.as_fd())?)
+                } else {
+                    None
+                },
                 arenas: libbpf_rs::MapHandle::try_from(&skel.maps.arenas)
                     .map_err(|e| Unavailable(format!("cannot open the arenas map: {e}")))?,
             })
@@ -262,6 +269,7 @@ impl Programs {
                 shared: true,
                 prog,
                 cmd_prog: get(PIN_CMD_PROG).ok(),
+                lines_prog: get(PIN_LINES_PROG).ok(),
                 arenas,
             })
         });
@@ -307,6 +315,9 @@ impl Programs {
             objects.push((PIN_WALK_PROG, w.prog.as_raw_fd()));
             if let Some(c) = &w.cmd_prog {
                 objects.push((PIN_CMD_PROG, c.as_raw_fd()));
+            }
+            if let Some(l) = &w.lines_prog {
+                objects.push((PIN_LINES_PROG, l.as_raw_fd()));
             }
             objects.push((PIN_ARENAS, w.arenas.as_fd().as_raw_fd()));
         }
