@@ -300,6 +300,27 @@ impl Arena {
         Ok(a)
     }
 
+    /// Overwrites chunk `i` with `bytes` (a test's sentinel).
+    #[cfg(test)]
+    pub fn fill_chunk(&self, i: usize, byte: u8) -> io::Result<()> {
+        let chunk = vec![byte; CHUNK_BYTES];
+        let key = i as u32;
+        // SAFETY: the key is a u32 and the value CHUNK_BYTES bytes, the map's key and value
+        // sizes; both outlive the call.
+        let r = unsafe {
+            libbpf_sys::bpf_map_update_elem(
+                self.fd.as_raw_fd(),
+                (&key as *const u32).cast(),
+                chunk.as_ptr().cast(),
+                0,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::from_raw_os_error(-r));
+        }
+        Ok(())
+    }
+
     /// Writes `reqs` into the request chunks of `region` (one map update per chunk: this
     /// process's mapping stays read-only).
     pub fn put_cmd_requests(&self, region: &CmdRegion, reqs: &[CmdRequest]) -> io::Result<()> {
@@ -683,7 +704,7 @@ pub struct CopyCounts {
 }
 
 /// Runs a syscall program once in this thread with `args` as its context (in and out).
-fn run<T>(prog: &OwnedFd, args: &mut T) -> io::Result<()> {
+pub(super) fn run<T>(prog: &OwnedFd, args: &mut T) -> io::Result<()> {
     let size = std::mem::size_of::<T>();
     let ctx = (args as *mut T).cast::<libc::c_void>();
     let mut opts = libbpf_sys::bpf_test_run_opts {

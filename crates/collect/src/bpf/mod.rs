@@ -1240,6 +1240,140 @@ impl BpfCollector {
 mod probe_tests {
     use super::*;
 
+    fn root_or_skip(what: &str) -> bool {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            return true;
+        }
+        if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+            panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
+        }
+        eprintln!("SKIP {what}: the BPF backend needs root");
+        false
+    }
+
+    /// Children that stop themselves, with argument areas of ~3,000 bytes: 24 of them fill
+    /// more than one output chunk.
+    struct Stopped(Vec<std::process::Child>);
+
+    impl Stopped {
+        fn spawn(n: usize) -> Stopped {
+            use std::process::{Command, Stdio};
+            Stopped(
+                (0..n)
+                    .map(|i| {
+                        Command::new("sh")
+                            .args([
+                                "-c",
+                                "kill -STOP $$",
+                                "sh",
+                                &char::from(b'a' + i as u8).to_string().repeat(3000),
+                            ])
+                            .stdin(Stdio::null())
+                            .spawn()
+                            .expect("spawn")
+                    })
+                    .collect(),
+            )
+        }
+
+        fn pids(&self) -> Vec<i32> {
+            self.0.iter().map(|c| c.id() as i32).collect()
+        }
+    }
+
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            for c in &mut self.0 {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    /// A run that fills its output chunks stops with its current chunk one past them, on
+    /// the next shard's first chunk: the copy's and the lines walk's end-of-run terminators
+    /// must not be written there (the copy's was, and erased the other shard's first ~650
+    /// lines at 50,000 processes).
+    #[test]
+    fn a_full_run_leaves_the_next_shards_first_chunk_alone() {
+        if !root_or_skip("BPF output chunk bounds") {
+            return;
+        }
+        let kids = Stopped::spawn(24);
+        let pids = kids.pids();
+        let groups = Groups {
+            base: true,
+            cmdline: true,
+            ..Groups::default()
+        };
+        let mut c = BpfCollector::load_fresh(true, true).expect("BPF loads as root");
+        c.prepare(&groups);
+        c.pass(decode::group_bits(&groups)).expect("walk");
+        let records = pass_records(&c.buf, c.arena.as_ref(), c.walked.as_deref()).expect("records");
+        let reqs: Vec<arena::CmdRequest> = records
+            .iter()
+            .filter(|r| r.hdr.tid == r.hdr.tgid && pids.contains(&(r.hdr.tgid as i32)))
+            .map(|r| arena::CmdRequest {
+                pid: r.hdr.global_tid,
+                tgid: r.hdr.tgid,
+                start_boottime_ns: r.hdr.start_boottime_ns,
+            })
+            .collect();
+        assert_eq!(reqs.len(), pids.len(), "the walk found the children");
+        let a = c.arena.as_ref().expect("arena");
+        let region = a.cmd.expect("command-line region");
+        let walker = c.progs.walker.as_ref().expect("walk");
+        a.put_cmd_requests(&region, &reqs).expect("requests");
+        let first = region.out_chunk;
+        let view = a.view(first, 2).expect("view");
+
+        // The copy, given one output chunk.
+        a.fill_chunk(first + 1, 0xab).expect("sentinel");
+        let mut args = skel::types::ts_cmd_args {
+            key: a.slot(),
+            req_chunk: region.req_chunk as u32,
+            req_first: 0,
+            req_end: reqs.len() as u32,
+            first_chunk: first as u32,
+            nchunks: 1,
+            ..Default::default()
+        };
+        arena::run(walker.cmd_prog.as_ref().expect("copy"), &mut args).expect("copy");
+        assert!(
+            args.next < args.req_end,
+            "24 lines of 3,000 bytes fill a chunk"
+        );
+        assert!(
+            view.chunk(first + 1).iter().all(|&b| b == 0xab),
+            "the copy wrote past its chunks"
+        );
+
+        // The walk with lines, given one output chunk (x86-64: elsewhere it writes none).
+        a.fill_chunk(first + 1, 0xab).expect("sentinel");
+        let mut args = skel::types::ts_walk_args {
+            key: a.slot(),
+            groups: decode::group_bits(&groups),
+            nshards: 1,
+            first_chunk: 0,
+            nchunks: a.walk_chunks as u32,
+            args_first_chunk: first as u32,
+            args_nchunks: 1,
+            ..Default::default()
+        };
+        arena::run(walker.lines_prog.as_ref().expect("lines walk"), &mut args).expect("walk");
+        if cfg!(target_arch = "x86_64") {
+            assert!(
+                args.args_cur_chunk as usize > first,
+                "the lines filled their chunk"
+            );
+        }
+        assert!(
+            view.chunk(first + 1).iter().all(|&b| b == 0xab),
+            "the walk wrote lines past its chunks"
+        );
+    }
+
     #[test]
     #[ignore = "diagnostic: prints which /proc tasks the iterator does not return"]
     fn which_tasks_does_the_iterator_miss() {
