@@ -554,6 +554,18 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             let fh = forest.len().min(room);
             bytes.extend_from_slice(&forest[..fh]);
             room -= fh;
+            let command = matches!(field, Field::Args if !env.bsd_c_option)
+                || matches!(field, Field::Comm if env.unix_f_option);
+            if command {
+                if let Some(raw) = t.cmdline.as_deref() {
+                    if text::push_plain_cmdline(&mut bytes, raw, &mut room) {
+                        return Cell {
+                            bytes,
+                            cells: max - room,
+                        };
+                    }
+                }
+            }
             let src = match field {
                 Field::Args if env.bsd_c_option => comm_text(t, env.locale),
                 Field::Args => command_text(t, env.locale),

@@ -136,6 +136,7 @@ pub trait ByteSink {
     fn len(&self) -> usize;
     fn push(&mut self, b: u8);
     fn extend_from_slice(&mut self, s: &[u8]);
+    fn reserve(&mut self, n: usize);
 }
 
 impl ByteSink for Vec<u8> {
@@ -148,6 +149,9 @@ impl ByteSink for Vec<u8> {
     fn extend_from_slice(&mut self, s: &[u8]) {
         Vec::extend_from_slice(self, s)
     }
+    fn reserve(&mut self, n: usize) {
+        Vec::reserve(self, n)
+    }
 }
 
 impl ByteSink for super::layout::CellBytes {
@@ -159,6 +163,9 @@ impl ByteSink for super::layout::CellBytes {
     }
     fn extend_from_slice(&mut self, s: &[u8]) {
         smallvec::SmallVec::extend_from_slice(self, s)
+    }
+    fn reserve(&mut self, n: usize) {
+        smallvec::SmallVec::reserve(self, n)
     }
 }
 
@@ -238,9 +245,81 @@ pub fn output_escape<B: ByteSink>(
     dst.len() - start
 }
 
+/// [`flatten_cmdline`] and then [`output_escape`] in one pass, for the command lines most
+/// are: printable ASCII arguments separated by NULs. Appends the result to `dst` and
+/// returns true; returns false, appending nothing, for any other command line (a newline,
+/// a control or non-ASCII byte, only NULs, or none), which the caller takes the long way.
+/// It saves a vector and three passes per line (`ps -ef` at 50,000 processes).
+pub fn push_plain_cmdline<B: ByteSink>(dst: &mut B, raw: &[u8], max_cells: &mut usize) -> bool {
+    const MAX: usize = 128 * 1024;
+    if raw.is_empty()
+        || raw.len() >= MAX
+        || !raw.iter().all(|&c| c == 0 || (0x20..0x7f).contains(&c))
+    {
+        return false;
+    }
+    // Trailing NULs go; the rest become spaces. A last byte that is a space (no NUL after
+    // it) is dropped, as flatten_cmdline's C-string end does.
+    let Some(last) = raw.iter().rposition(|&c| c != 0) else {
+        return false;
+    };
+    let mut end = last + 1;
+    if end == raw.len() && raw[end - 1] == b' ' {
+        end -= 1;
+    }
+    let take = end.min(*max_cells);
+    dst.reserve(take);
+    for chunk in raw[..take].split_inclusive(|&c| c == 0) {
+        match chunk.split_last() {
+            Some((0, head)) => {
+                dst.extend_from_slice(head);
+                dst.push(b' ');
+            }
+            _ => dst.extend_from_slice(chunk),
+        }
+    }
+    *max_cells -= take;
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-pass path gives what flatten_cmdline and output_escape give.
+    #[test]
+    fn plain_command_lines_take_the_short_way_to_the_same_bytes() {
+        for raw in [
+            &b"sleep\x00100\x00"[..],
+            b"sleep\x00100",
+            b"a b \x00",
+            b"a b ",
+            b"x\x00\x00\x00y\x00\x00",
+            b"\x00x",
+            b" ",
+            b"a\x00 ",
+        ] {
+            for max in [0, 1, 3, 100] {
+                let mut slow = Vec::new();
+                let mut slow_room = max;
+                let flat = flatten_cmdline(raw, UTF8).expect("non-empty");
+                output_escape(&mut slow, &flat, &mut slow_room, UTF8);
+                let mut fast = Vec::new();
+                let mut fast_room = max;
+                assert!(
+                    push_plain_cmdline(&mut fast, raw, &mut fast_room),
+                    "{raw:?}"
+                );
+                assert_eq!((fast, fast_room), (slow, slow_room), "{raw:?} in {max}");
+            }
+        }
+        for other in [&b""[..], b"\x00\x00", b"a\nb", b"t\tab", b"caf\xc3\xa9"] {
+            assert!(
+                !push_plain_cmdline(&mut Vec::new(), other, &mut 10),
+                "{other:?}"
+            );
+        }
+    }
 
     const UTF8: Locale = Locale { utf8: true };
     const BYTES: Locale = Locale { utf8: false };
