@@ -218,12 +218,30 @@ pub fn main(argv: &[OsString]) -> ExitCode {
                     let _ = bpf.snapshot(&q(false));
                 }),
             );
-            push(
-                "BPF collector snapshot + cmdline",
-                time_runs(runs, &mut counters, || {
-                    let _ = bpf.snapshot(&q(true));
-                }),
-            );
+            // The command-line region of the arena (made before capabilities would go).
+            bpf.prepare(&q(true).groups);
+            if bpf.has_walk() {
+                for (lockless, how) in [
+                    (true, "lock-free, in the walk"),
+                    (false, "copied through the mmap lock"),
+                ] {
+                    bpf.use_lockless(lockless);
+                    push(
+                        &format!("BPF collector snapshot + cmdline ({how})"),
+                        time_runs(runs, &mut counters, || {
+                            let _ = bpf.snapshot(&q(true));
+                        }),
+                    );
+                }
+                bpf.use_lockless(true);
+            } else {
+                push(
+                    "BPF collector snapshot + cmdline (sleepable iterator)",
+                    time_runs(runs, &mut counters, || {
+                        let _ = bpf.snapshot(&q(true));
+                    }),
+                );
+            }
         }
     }
     // Whole runs, as a user types them: procps against tasksnap (auto backend).
