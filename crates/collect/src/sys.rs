@@ -252,3 +252,21 @@ impl Drop for FdBatch {
         self.flush();
     }
 }
+
+/// The CPUs this process may use (`std::thread::available_parallelism`, at least 1), read
+/// once: the standard library reads the cgroup's CPU quota files on every call (three
+/// files, nine system calls), and a snapshot asked several times.
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// A whole small file such as /proc/stat or /proc/loadavg. procfs reports their size as 0,
+/// so `std::fs::read` starts with 32-byte reads and doubles (nine reads for /proc/stat
+/// here); a 16 KiB buffer takes them in one read and the end-of-file read.
+pub fn read_small_file(path: &std::path::Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut v = Vec::with_capacity(16 << 10);
+    std::fs::File::open(path)?.read_to_end(&mut v)?;
+    Ok(v)
+}

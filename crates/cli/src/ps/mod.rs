@@ -399,7 +399,9 @@ pub fn main(argv: &[OsString]) -> ExitCode {
         }
     };
     let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    // A listing is printed only once it is complete: a big buffer makes it a few writes
+    // (at 50,000 processes `ps -ef` made 42 writes of 64 KiB).
+    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
     match run(&settings, loc, &mut out) {
         Ok(code) => code,
         Err(e) => {

@@ -548,10 +548,7 @@ impl BpfCollector {
         if !self.progs.has_cmdline() {
             return None;
         }
-        let shards = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 8);
+        let shards = sys::cores().clamp(1, 8);
         let (tx, rx) = std::sync::mpsc::channel();
         // The pass runs on its own threads so that the caller can give up at the deadline
         // (they finish on their own): they get duplicates of the descriptors.

@@ -533,10 +533,7 @@ pub fn remove_pins(dir: &Path) -> io::Result<()> {
 /// the fields of its share only, which is where the time goes (cache misses in the task,
 /// signal, cred and mm structs of 50,000 tasks).
 pub fn pass_shards() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 4)
+    crate::sys::cores().clamp(1, 4)
 }
 
 /// Reads one iterator file to its end into a buffer of `want` bytes' capacity.

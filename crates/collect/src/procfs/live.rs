@@ -91,7 +91,7 @@ pub struct System<'a> {
 
 impl Source for System<'_> {
     fn forks(&mut self) -> Option<u64> {
-        std::fs::read(self.procfs.root.join("stat"))
+        crate::sys::read_small_file(&self.procfs.root.join("stat"))
             .ok()
             .and_then(|b| parse::parse_forks(&b).ok())
     }

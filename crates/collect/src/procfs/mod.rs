@@ -64,10 +64,7 @@ impl ProcfsCollector {
             path: root.display().to_string(),
             source,
         })?;
-        let workers = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(4);
+        let workers = crate::sys::cores().min(4);
         let live_ok = is_own_proc(&root);
         Ok(ProcfsCollector {
             root,
@@ -236,7 +233,7 @@ impl ProcfsCollector {
     }
 
     fn boot_time_unix_s(&self) -> u64 {
-        std::fs::read(self.root.join("stat"))
+        crate::sys::read_small_file(&self.root.join("stat"))
             .ok()
             .and_then(|b| parse::parse_btime(&b).ok())
             .unwrap_or(0)
