@@ -1173,11 +1173,12 @@ impl BpfCollector {
         let passed = self.pass_of(decode::group_bits(&groups), one_process);
         self.walk_lines = false;
         self.one_shard = false;
+        lap.mark("pass");
         let spare = prefault
             .and_then(|j| j.join().ok())
             .unwrap_or_else(|| std::mem::take(&mut self.spare));
         passed?;
-        lap.mark("pass");
+        lap.mark("prefault wait");
         let units = self.procfs.units();
         let records = pass_records(&self.buf, self.arena.as_ref(), self.walked.as_deref())
             .map_err(Error::Unsupported)?;
