@@ -77,6 +77,7 @@ fn pinned_iterator_is_used_root_only_and_removable() {
             "arenas",
             "cmd_prog",
             "cmdline_link",
+            "lines_prog",
             "reader_cfg",
             "task_link",
             "task_prog",
@@ -90,10 +91,7 @@ fn pinned_iterator_is_used_root_only_and_removable() {
     let (pinned, verbose) = rows("--backend=bpf", &pids);
     assert!(verbose.contains("pinned programs at"), "{verbose}");
     assert!(verbose.contains("pass: walk into the arena"), "{verbose}");
-    assert!(
-        verbose.contains("command lines copied by pid list"),
-        "{verbose}"
-    );
+    assert!(verbose.contains("command lines from the walk"), "{verbose}");
     assert_eq!(pinned, reference, "pinned iterator vs procfs");
     let (again, verbose) = rows("--backend=bpf", &pids);
     assert!(
@@ -136,10 +134,7 @@ fn pinned_iterator_is_used_root_only_and_removable() {
         .expect("unshare");
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(stderr.contains("pass: walk into the arena"), "{stderr}");
-    assert!(
-        stderr.contains("command lines copied by pid list"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("command lines from the walk"), "{stderr}");
     // (The marker line: bash's own command line has "---" in it too.)
     let (walked, listed) = stdout.split_once("\n---\n").expect("both outputs");
     let ns_rows = |s: &str| -> std::collections::BTreeSet<String> {
