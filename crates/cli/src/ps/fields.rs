@@ -341,7 +341,7 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         }
         Field::S => plain([base.map_or(b'?', |b| b.state.letter())]),
         Field::Stat => {
-            let mut s = Vec::with_capacity(6);
+            let mut s = CellBytes::new();
             if let Some(b) = base {
                 s.push(b.state.letter());
                 if b.nice < 0 {
@@ -366,7 +366,10 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                     s.push(b'+');
                 }
             }
-            plain(s)
+            Cell {
+                cells: s.len(),
+                bytes: s,
+            }
         }
         // Three bits: one octal digit.
         Field::Flags => num((base.map_or(0, |b| b.flags) >> 6) & 7),
@@ -564,6 +567,23 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                             cells: max - room,
                         };
                     }
+                }
+            }
+            let name = matches!(field, Field::Args if env.bsd_c_option)
+                || matches!(field, Field::Comm if !env.unix_f_option);
+            if name {
+                // A name of printable ASCII (nearly all) goes over as it is: both escapes
+                // leave it alone.
+                let comm = t.base.as_ref().map_or(&[][..], |b| &b.comm[..]);
+                let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
+                let comm = &comm[..comm.len().min(63)];
+                if comm.iter().all(|c| (0x20..0x7f).contains(c)) {
+                    let n = comm.len().min(room);
+                    bytes.extend_from_slice(&comm[..n]);
+                    return Cell {
+                        bytes,
+                        cells: max - (room - n),
+                    };
                 }
             }
             let src = match field {

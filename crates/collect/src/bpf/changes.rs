@@ -318,7 +318,15 @@ impl BpfCollector {
         let groups = query.groups;
         let extras = BpfCollector::read_from_procfs(&mut self.procfs, &delta.hidden, query, groups)
             .map_err(|e| e.to_string())?;
-        let mut tasks = decode::assemble(&records, extras, query, &groups, units, spare);
+        let mut tasks = decode::assemble(
+            &records,
+            extras,
+            query,
+            &groups,
+            units,
+            spare,
+            !self.low_cpu,
+        );
         decode::filter(&mut tasks, query);
         drop(records);
         let known = delta.known.len() as u64;

@@ -428,27 +428,198 @@ fn process_stat(
 
 /// Tasks for the query from one pass's records: per thread, or per process with thread-group
 /// sums, in (tgid, tid) order, with `extras` (tasks read from /proc because the iterator did
-/// not return them) merged in at their places.
+/// not return them) merged in at their places. With `parallel`, a long pass is assembled
+/// in two halves at once, straight into their places in the vector.
 pub fn assemble(
     records: &[Record<'_>],
-    extras: Vec<Task>,
+    mut extras: Vec<Task>,
     query: &Query,
     groups: &Groups,
     units: Units,
     recycled: Vec<Task>,
+    parallel: bool,
 ) -> Vec<Task> {
+    let sorted = by_process(records);
+    extras.sort_by_key(|t| (t.id.tgid, t.id.tid));
+    // The plan: each process (a range of `sorted`) and each extra task, in order, with the
+    // tasks each gives.
+    let mut plan: Vec<(Part, usize)> = Vec::with_capacity(sorted.len() + extras.len());
+    let mut next_extra = 0;
+    for members in sorted.chunk_by(|a, b| a.hdr.tgid == b.hdr.tgid) {
+        let tgid = members[0].hdr.tgid as i32;
+        while extras.get(next_extra).is_some_and(|e| e.id.tgid < tgid) {
+            plan.push((Part::Extra, 1));
+            next_extra += 1;
+        }
+        let start = members.as_ptr() as usize - sorted.as_ptr() as usize;
+        let start = start / std::mem::size_of::<&Record>();
+        plan.push((
+            Part::Process(start, start + members.len()),
+            group_tasks(members, query),
+        ));
+    }
+    plan.extend((next_extra..extras.len()).map(|_| (Part::Extra, 1)));
+    let total: usize = plan.iter().map(|p| p.1).sum();
+
     // Sized once: growing a vector of 50,000 tasks by doubling copies it many times over.
     // A recycled vector (a periodic refresh's previous snapshot) keeps its pages: no fresh
     // page faults, no munmap, for the biggest allocation of a pass.
     let mut out = recycled;
     out.clear();
-    out.reserve(records.len() + extras.len());
+    out.reserve(total);
     crate::sys::advise_huge_pages(
         out.as_ptr().cast(),
         out.capacity() * std::mem::size_of::<Task>(),
     );
-    assemble_each(records, extras, query, groups, units, &mut |t| out.push(t));
+    let mut extras: Vec<Option<Task>> = extras.into_iter().map(Some).collect();
+    let fill = |plan: &[(Part, usize)],
+                extras: &mut [Option<Task>],
+                slots: &mut [std::mem::MaybeUninit<Task>]| {
+        let mut slots = Slots {
+            rest: slots,
+            made: 0,
+        };
+        let mut x = 0;
+        for (part, _) in plan {
+            match *part {
+                Part::Extra => {
+                    if let Some(t) = extras.get_mut(x).and_then(Option::take) {
+                        slots.put(t);
+                    }
+                    x += 1;
+                }
+                Part::Process(a, b) => {
+                    assemble_group(&sorted[a..b], query, groups, units, &mut slots);
+                }
+            }
+        }
+        slots.made
+    };
+    // The halves: at the first part where half the tasks are planned.
+    let split = if parallel && total >= PARALLEL_TASKS && crate::sys::cores() >= 2 {
+        let mut planned = 0;
+        plan.iter()
+            .position(|p| {
+                planned += p.1;
+                planned > total / 2
+            })
+            .unwrap_or(plan.len())
+    } else {
+        plan.len()
+    };
+    let (plan_a, plan_b) = plan.split_at(split);
+    let count_a: usize = plan_a.iter().map(|p| p.1).sum();
+    let extras_a = plan_a.iter().filter(|p| matches!(p.0, Part::Extra)).count();
+    let (xa, xb) = extras.split_at_mut(extras_a);
+    let (slots_a, slots_b) = out.spare_capacity_mut()[..total].split_at_mut(count_a);
+    let (made_a, made_b) = if plan_b.is_empty() {
+        (fill(plan_a, xa, slots_a), 0)
+    } else {
+        std::thread::scope(|s| {
+            let b = std::thread::Builder::new()
+                .name("tasksnap-assemble".into())
+                .spawn_scoped(s, || fill(plan_b, xb, slots_b));
+            match b {
+                Ok(b) => {
+                    let a = fill(plan_a, xa, slots_a);
+                    (a, b.join().unwrap_or(usize::MAX))
+                }
+                // No thread: the tasks are made again one by one, below.
+                Err(_) => (0, usize::MAX),
+            }
+        })
+    };
+    if made_a == count_a && made_b == total - count_a {
+        // SAFETY: the first `total` slots of the spare capacity were all written: `fill`
+        // writes slots in order from the first and returns how many, and the halves are
+        // the two parts of slots 0..total, each filled to its end.
+        unsafe { out.set_len(total) };
+    } else {
+        // No second thread, or a plan that did not match what was made (a bug in
+        // group_tasks): whatever was written is leaked, not used, and the tasks are made
+        // again one by one.
+        debug_assert!(
+            made_b == usize::MAX,
+            "planned {total}, made {made_a} + {made_b}"
+        );
+        out = Vec::with_capacity(total);
+        let mut extras = extras.into_iter().flatten();
+        for (part, _) in &plan {
+            match *part {
+                Part::Extra => out.extend(extras.next()),
+                Part::Process(a, b) => {
+                    assemble_group(&sorted[a..b], query, groups, units, &mut out)
+                }
+            }
+        }
+    }
     out
+}
+
+/// Where [`assemble_group`] makes the tasks: each one is made in its place (a task is 400
+/// bytes: made on the stack and moved, it was copied two or three times over).
+pub trait Place {
+    /// A new task with identity `id`, in its place, for the caller to fill in; `None`
+    /// when there is no room.
+    fn next(&mut self, id: TaskId) -> Option<&mut Task>;
+}
+
+impl Place for Vec<Task> {
+    fn next(&mut self, id: TaskId) -> Option<&mut Task> {
+        self.push(Task::new(id));
+        self.last_mut()
+    }
+}
+
+/// A run of uninitialized slots, filled from the first.
+struct Slots<'s> {
+    rest: &'s mut [std::mem::MaybeUninit<Task>],
+    /// Slots written.
+    made: usize,
+}
+
+impl Slots<'_> {
+    /// Puts a made task in the next slot (dropped when there is none: the count says so).
+    fn put(&mut self, t: Task) {
+        let rest = std::mem::take(&mut self.rest);
+        if let Some((first, tail)) = rest.split_first_mut() {
+            first.write(t);
+            self.rest = tail;
+            self.made += 1;
+        }
+    }
+}
+
+impl Place for Slots<'_> {
+    fn next(&mut self, id: TaskId) -> Option<&mut Task> {
+        // More than planned would be a bug in group_tasks: the count then says so.
+        let rest = std::mem::take(&mut self.rest);
+        let (first, tail) = rest.split_first_mut()?;
+        self.rest = tail;
+        self.made += 1;
+        Some(first.write(Task::new(id)))
+    }
+}
+
+/// Tasks from which [`assemble`] works in two halves at once.
+const PARALLEL_TASKS: usize = 4096;
+
+/// One part of [`assemble`]'s plan.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    /// A process: its records are `sorted[start..end]`.
+    Process(usize, usize),
+    /// The next extra task.
+    Extra,
+}
+
+/// The records in (tgid, tid) order, so that each process's are together. A stable sort:
+/// walk order is a few runs in pid order (one more each time pids wrapped around), which it
+/// merges in linear time.
+fn by_process<'r, 'a>(records: &'r [Record<'a>]) -> Vec<&'r Record<'a>> {
+    let mut sorted: Vec<&Record> = records.iter().collect();
+    sorted.sort_by_key(|r| (r.hdr.tgid, r.hdr.tid));
+    sorted
 }
 
 /// [`assemble`], handing each task to `sink` as it is made instead of collecting them (a
@@ -461,106 +632,142 @@ pub fn assemble_each(
     units: Units,
     sink: &mut dyn FnMut(Task),
 ) {
-    let tick_ns = 1_000_000_000 / units.clk_tck.max(1);
-    // /proc reports start times in clock ticks: truncate so identities match across backends.
-    let start = |r: &Record| r.hdr.start_boottime_ns / tick_ns * tick_ns;
-    let page = units.page_size;
     // Group the records by process: sort by (tgid, tid) and walk the runs (cheaper than a
     // map of vectors at 50,000 processes).
-    let mut sorted: Vec<&Record> = records.iter().collect();
-    sorted.sort_unstable_by_key(|r| (r.hdr.tgid, r.hdr.tid));
-    let mut groups_of: Vec<(u32, &[&Record])> = Vec::with_capacity(sorted.len());
-    let mut i = 0;
-    while i < sorted.len() {
-        let tgid = sorted[i].hdr.tgid;
-        let mut j = i + 1;
-        while j < sorted.len() && sorted[j].hdr.tgid == tgid {
-            j += 1;
-        }
-        groups_of.push((tgid, &sorted[i..j]));
-        i = j;
-    }
-    let threads_view = query.wants_threads();
+    let sorted = by_process(records);
     extras.sort_by_key(|t| (t.id.tgid, t.id.tid));
     let mut extras = extras.into_iter().peekable();
-    for &(tgid, members) in &groups_of {
-        while let Some(e) = extras.next_if(|e| e.id.tgid < tgid as i32) {
-            sink(e);
+    let mut made: Vec<Task> = Vec::new();
+    for members in sorted.chunk_by(|a, b| a.hdr.tgid == b.hdr.tgid) {
+        let tgid = members[0].hdr.tgid as i32;
+        // (`peek` first: `next_if` moves a task out and back in on every miss.)
+        while extras.peek().is_some_and(|e| e.id.tgid < tgid) {
+            if let Some(e) = extras.next() {
+                sink(e);
+            }
         }
-        let tgid = &tgid;
-        let Some(leader) = members.iter().find(|r| r.hdr.tid == *tgid).copied() else {
-            continue;
-        };
-        let process_stat = || {
-            leader.stat().map(|ls| {
-                // Summed straight from the records: no vector per process.
-                let threads = members.iter().filter_map(|r| r.stat());
-                process_stat(&ls, threads, start(leader), page)
-            })
-        };
-        let process_io = || {
-            if !groups.io {
-                return None;
-            }
-            leader
-                .io()
-                .map(|li| process_io(&li, members.iter().filter_map(|r| r.io())))
-        };
-        let make = |r: &Record, stat: Option<Stat>, io: Option<Box<Io>>| {
-            let mut t = Task::new(TaskId {
-                tgid: r.hdr.tgid as i32,
-                tid: r.hdr.tid as i32,
-                start_time_ns: start(r),
-            });
-            let base = r.base();
-            t.base = base.as_ref().map(to_base);
-            if let (Some(b), Some(k)) = (&mut t.base, r.kname()) {
-                b.comm = comm_bytes(&k.name.map(|c| c as u8));
-            }
-            t.cred = r.cred().as_ref().map(to_cred);
-            t.stat = if groups.stat { stat } else { None };
-            if groups.locked {
-                t.locked_bytes = base.as_ref().map(|b| b.locked_vm_pages * page);
-            }
-            t.sched = if groups.sched || groups.sched_switches {
-                r.sched().as_ref().map(to_sched)
-            } else {
-                None
-            };
-            t.io = io;
-            t
-        };
-        if threads_view {
-            for r in members {
-                let as_process = r.hdr.tid == *tgid && query.leader_as_process;
-                let stat = if as_process {
-                    process_stat()
-                } else {
-                    r.stat().map(|s| thread_stat(&s, start(r), page))
-                };
-                let io = if as_process {
-                    process_io()
-                } else if groups.io {
-                    r.io().as_ref().map(thread_io)
-                } else {
-                    None
-                };
-                let mut t = make(r, stat, io);
-                if r.hdr.tid == *tgid && query.leader_as_process {
-                    // /proc/PID/stat of the leader reports the group's thread count.
-                    if let (Some(b), Some(lb)) = (&mut t.base, leader.base()) {
-                        b.num_threads = lb.nr_threads.max(0) as u32;
-                    }
-                }
-                sink(t);
-            }
-        } else {
-            sink(make(leader, process_stat(), process_io()));
+        assemble_group(members, query, groups, units, &mut made);
+        for t in made.drain(..) {
+            sink(t);
         }
     }
     for e in extras {
         sink(e);
     }
+}
+
+/// How many tasks [`assemble_group`] makes of `members`.
+fn group_tasks(members: &[&Record<'_>], query: &Query) -> usize {
+    let tgid = members[0].hdr.tgid;
+    if !members.iter().any(|r| r.hdr.tid == tgid) {
+        0
+    } else if query.wants_threads() {
+        members.len()
+    } else {
+        1
+    }
+}
+
+/// The tasks of one process from its records (`members`: every one with the same tgid, in
+/// tid order), per thread or as the process with thread-group sums, as `query` wants. A
+/// process whose leader has no record gives none.
+pub fn assemble_group<'a, R: std::borrow::Borrow<Record<'a>>>(
+    members: &[R],
+    query: &Query,
+    groups: &Groups,
+    units: Units,
+    place: &mut dyn Place,
+) {
+    let members = || members.iter().map(|r| r.borrow());
+    let tick_ns = 1_000_000_000 / units.clk_tck.max(1);
+    // /proc reports start times in clock ticks: truncate so identities match across backends.
+    let start = |r: &Record| r.hdr.start_boottime_ns / tick_ns * tick_ns;
+    let page = units.page_size;
+    let Some(first) = members().next() else {
+        return;
+    };
+    let tgid = first.hdr.tgid;
+    let Some(leader) = members().find(|r| r.hdr.tid == tgid) else {
+        return;
+    };
+    let process_stat = || {
+        leader.stat().map(|ls| {
+            // Summed straight from the records: no vector per process.
+            let threads = members().filter_map(|r| r.stat());
+            process_stat(&ls, threads, start(leader), page)
+        })
+    };
+    let process_io = || {
+        if !groups.io {
+            return None;
+        }
+        leader
+            .io()
+            .map(|li| process_io(&li, members().filter_map(|r| r.io())))
+    };
+    let id = |r: &Record| TaskId {
+        tgid: r.hdr.tgid as i32,
+        tid: r.hdr.tid as i32,
+        start_time_ns: start(r),
+    };
+    if !query.wants_threads() {
+        if let Some(t) = place.next(id(leader)) {
+            fill_task(t, leader, process_stat(), process_io(), groups, page);
+        }
+        return;
+    }
+    for r in members() {
+        let as_process = r.hdr.tid == tgid && query.leader_as_process;
+        let stat = if as_process {
+            process_stat()
+        } else {
+            r.stat().map(|s| thread_stat(&s, start(r), page))
+        };
+        let io = if as_process {
+            process_io()
+        } else if groups.io {
+            r.io().as_ref().map(thread_io)
+        } else {
+            None
+        };
+        let Some(t) = place.next(id(r)) else {
+            return;
+        };
+        fill_task(t, r, stat, io, groups, page);
+        if as_process {
+            // /proc/PID/stat of the leader reports the group's thread count.
+            if let (Some(b), Some(lb)) = (&mut t.base, leader.base()) {
+                b.num_threads = lb.nr_threads.max(0) as u32;
+            }
+        }
+    }
+}
+
+/// Fills in task `t` (just made, identity only) from record `r`, with its `stat` and `io`.
+fn fill_task(
+    t: &mut Task,
+    r: &Record<'_>,
+    stat: Option<Stat>,
+    io: Option<Box<Io>>,
+    groups: &Groups,
+    page: u64,
+) {
+    let base = r.base();
+    t.base = base.as_ref().map(to_base);
+    if let (Some(b), Some(k)) = (&mut t.base, r.kname()) {
+        b.comm = comm_bytes(&k.name.map(|c| c as u8));
+    }
+    t.cred = r.cred().as_ref().map(to_cred);
+    t.stat = if groups.stat { stat } else { None };
+    if groups.locked {
+        t.locked_bytes = base.as_ref().map(|b| b.locked_vm_pages * page);
+    }
+    t.sched = if groups.sched || groups.sched_switches {
+        r.sched().as_ref().map(to_sched)
+    } else {
+        None
+    };
+    t.io = io;
 }
 
 /// Keeps the tasks the selector names.
@@ -723,6 +930,99 @@ mod tests {
         let mut cut = hdr_bytes(5, TS_GROUP_BASE);
         cut.extend([0u8; 8]);
         assert!(chunk_records(&cut, &mut Vec::new()).is_err());
+    }
+
+    /// The bytes of a repr(C) record block.
+    fn bytes_of<T: Copy>(v: &T) -> Vec<u8> {
+        // SAFETY: the record blocks are repr(C) structs of integers and byte arrays:
+        // viewing one as bytes reads initialized memory of exactly its size.
+        unsafe {
+            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
+        }
+        .to_vec()
+    }
+
+    /// A base+stat record of thread `tid` of process `tgid` that ran `ms` milliseconds.
+    fn record_bytes(tgid: u32, tid: u32, ms: u64) -> Vec<u8> {
+        let mut out = bytes_of(&ts_hdr {
+            tid,
+            tgid,
+            groups: TS_GROUP_BASE | TS_GROUP_STAT,
+            start_boottime_ns: u64::from(tid) * 1_000_000_000,
+            ..Default::default()
+        });
+        out.extend(bytes_of(&ts_base {
+            ppid: tgid / 2,
+            nr_threads: 1,
+            ..Default::default()
+        }));
+        out.extend(bytes_of(&ts_stat {
+            utime_ns: ms * 1_000_000,
+            sum_exec_runtime_ns: ms * 1_000_000,
+            min_flt: ms,
+            ..Default::default()
+        }));
+        out
+    }
+
+    /// The two halves made at once give what one pass makes: the same tasks in the same
+    /// places, extras included, thread-group sums across the split, for a walk whose pids
+    /// wrapped around (two runs in pid order) with a process whose leader is missing.
+    #[test]
+    fn assembling_in_two_halves_matches_one_pass() {
+        let mut buf = Vec::new();
+        // Forked after the wrap-around: 5,000..9,999 came first in the walk.
+        let order = (5_000u32..10_000).chain(2..5_000);
+        for tgid in order {
+            if tgid == 4_321 {
+                // Its leader is gone: its thread alone gives no task.
+                buf.extend(record_bytes(tgid, tgid + 100_000, 5));
+                continue;
+            }
+            buf.extend(record_bytes(tgid, tgid, 10));
+            if tgid % 7 == 0 {
+                for k in 1..=2 {
+                    buf.extend(record_bytes(tgid, tgid + 200_000 + k, 20));
+                }
+            }
+        }
+        let records = records(&buf).expect("records parse");
+        let units = Units {
+            clk_tck: 100,
+            page_size: 4096,
+        };
+        let groups = Groups {
+            base: true,
+            stat: true,
+            ..Groups::default()
+        };
+        let extra = |pid: i32| {
+            Task::new(TaskId {
+                tgid: pid,
+                tid: pid,
+                start_time_ns: 0,
+            })
+        };
+        for selector in [Selector::AllProcesses, Selector::AllThreads] {
+            let mut query = Query::new(selector.clone(), groups);
+            query.leader_as_process = true;
+            let make = |parallel| {
+                let extras = vec![extra(20_000), extra(1), extra(7_500)];
+                assemble(&records, extras, &query, &groups, units, Vec::new(), parallel)
+            };
+            let (one, two) = (make(false), make(true));
+            assert_eq!(one, two, "{selector:?}");
+            assert!(one.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)));
+            let threads = if query.wants_threads() { 1_428 * 2 } else { 0 };
+            assert_eq!(one.len(), 9_997 + 3 + threads, "{selector:?}");
+            assert!(one.iter().all(|t| t.id.tgid != 4_321));
+            let p = one.iter().find(|t| t.id.tid == 7_000).expect("7000");
+            assert_eq!(
+                p.stat.as_ref().map(|s| s.utime_ns),
+                Some(50_000_000),
+                "a process's time is its threads' sum"
+            );
+        }
     }
 
     /// A `ts_cmd_hdr` (tgid, len, flags, pad) as the copy writes it.

@@ -1215,7 +1215,15 @@ impl BpfCollector {
             c.2 = missing;
         }
         lap.mark("reconcile");
-        let mut tasks = decode::assemble(&records, extras, query, &groups, units, spare);
+        let mut tasks = decode::assemble(
+            &records,
+            extras,
+            query,
+            &groups,
+            units,
+            spare,
+            !self.low_cpu,
+        );
         decode::filter(&mut tasks, query);
         lap.mark("assemble");
 
