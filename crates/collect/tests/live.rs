@@ -288,3 +288,28 @@ fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
         "a snapshot took {slowest:?}"
     );
 }
+
+/// A few tasks without command lines are read on the caller's thread (no reader thread):
+/// the caller's open descriptors must all survive it. (A reader clears its descriptor
+/// table from 4 up, which on the caller's thread closed the caller's own files: the BPF
+/// backend lost its programs after reading pid 1 from /proc.)
+#[test]
+fn reading_on_the_callers_thread_leaves_its_descriptors_open() {
+    let files: Vec<std::fs::File> = (0..8)
+        .map(|_| std::fs::File::open("/dev/null").expect("open /dev/null"))
+        .collect();
+    let mut c = ProcfsCollector::new().expect("procfs");
+    let me = std::process::id() as i32;
+    let t = one(&mut c, me, base()).expect("this process");
+    assert_eq!(t.id.tgid, me);
+    for f in &files {
+        use std::os::fd::AsRawFd;
+        // SAFETY: F_GETFD only queries the descriptor's flags.
+        let r = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFD) };
+        assert!(
+            r >= 0,
+            "descriptor {} was closed by the read",
+            f.as_raw_fd()
+        );
+    }
+}

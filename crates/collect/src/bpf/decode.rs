@@ -1008,7 +1008,15 @@ mod tests {
             query.leader_as_process = true;
             let make = |parallel| {
                 let extras = vec![extra(20_000), extra(1), extra(7_500)];
-                assemble(&records, extras, &query, &groups, units, Vec::new(), parallel)
+                assemble(
+                    &records,
+                    extras,
+                    &query,
+                    &groups,
+                    units,
+                    Vec::new(),
+                    parallel,
+                )
             };
             let (one, two) = (make(false), make(true));
             assert_eq!(one, two, "{selector:?}");

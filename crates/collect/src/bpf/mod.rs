@@ -1183,17 +1183,6 @@ impl BpfCollector {
         let records = pass_records(&self.buf, self.arena.as_ref(), self.walked.as_deref())
             .map_err(Error::Unsupported)?;
         lap.mark("records");
-        // The walk's lines are decoded meanwhile; without them (no direct map: every line is
-        // copied) the copy starts now and runs while the tasks are assembled.
-        let lines_job = if copy { self.walk_lines_job() } else { None };
-        let cmdline_pass = match cmdline_pass {
-            Some(p) => Some(p),
-            None if copy && lines_job.is_none() && self.walked.is_some() => {
-                self.start_cmdline_copy(&records, None)
-            }
-            None => None,
-        };
-        lap.mark("lines start");
 
         if self.track {
             if let Some(outs) = &self.walked {
@@ -1215,15 +1204,24 @@ impl BpfCollector {
             c.2 = missing;
         }
         lap.mark("reconcile");
-        let mut tasks = decode::assemble(
-            &records,
-            extras,
-            query,
-            &groups,
-            units,
-            spare,
-            !self.low_cpu,
-        );
+        // The walk's lines are decoded meanwhile; without them (no direct map: every line is
+        // copied) the copy starts now and runs while the tasks are assembled. Both start
+        // after the reconciliation, which reads from /proc: that and the decoding allocate,
+        // and with one malloc arena (main.rs) they took turns on its lock (50-120 futex
+        // calls per `ps -ef` under strace).
+        let lines_job = if copy { self.walk_lines_job() } else { None };
+        let cmdline_pass = match cmdline_pass {
+            Some(p) => Some(p),
+            None if copy && lines_job.is_none() && self.walked.is_some() => {
+                self.start_cmdline_copy(&records, None)
+            }
+            None => None,
+        };
+        lap.mark("lines start");
+        // In two halves at once, unless the walk's lines are being decoded meanwhile (that
+        // thread has the other core).
+        let parallel = !self.low_cpu && lines_job.is_none();
+        let mut tasks = decode::assemble(&records, extras, query, &groups, units, spare, parallel);
         decode::filter(&mut tasks, query);
         lap.mark("assemble");
 

@@ -103,10 +103,14 @@ fn run_reader(
     slot: Arc<Slot>,
     id: usize,
     done: mpsc::Sender<usize>,
+    own_thread: bool,
 ) {
     // Private descriptor table: our files can then be closed in batches, and our copy of the
     // root stays valid even if this thread outlives the collector (an abandoned reader).
-    let (my_root, batch, own_dup) = if sys::unshare_files().is_ok()
+    // Only on a thread of its own: on the caller's, the table it unshares and then empties
+    // from descriptor 4 up is the caller's (it lost its BPF programs that way).
+    let (my_root, batch, own_dup) = if own_thread
+        && sys::unshare_files().is_ok()
         && sys::dup2(root_fd, PRIVATE_ROOT_FD).is_ok()
         && sys::close_from(PRIVATE_ROOT_FD + 1).is_ok()
     {
@@ -214,14 +218,23 @@ pub(crate) fn read_all(
         let id = slots.len();
         slots.push((slot.clone(), end));
         let (r, it, t, s) = (root.clone(), items.clone(), tx.clone(), slot.clone());
-        let spawned = std::thread::Builder::new()
-            .name("tasksnap-procfs".into())
-            .spawn(move || run_reader(r, root_fd, it, start..end, cfg, s, id, t));
+        // The thread is there for the watchdog, which abandons a command-line read stuck
+        // on its target's mmap lock. Without command lines, a few tasks (pid 1, which
+        // the BPF walk passes over here, and what it could not fill) are read right here:
+        // a thread costs ~15 system calls of its own.
+        let spawned = if cfg.groups.cmdline || n >= MIN_ITEMS_PER_WORKER {
+            std::thread::Builder::new()
+                .name("tasksnap-procfs".into())
+                .spawn(move || run_reader(r, root_fd, it, start..end, cfg, s, id, t, true))
+        } else {
+            Err(std::io::Error::other("read here"))
+        };
         if spawned.is_ok() {
             THREADS_STARTED.fetch_add(1, Ordering::Relaxed);
         }
         if spawned.is_err() {
-            // No thread to be had: read this range on the calling thread, without a watchdog.
+            // No thread to be had (or none wanted): read this range on the calling thread,
+            // without a watchdog.
             run_reader(
                 root.clone(),
                 root_fd,
@@ -231,6 +244,7 @@ pub(crate) fn read_all(
                 slot,
                 id,
                 tx.clone(),
+                false,
             );
         }
     };
