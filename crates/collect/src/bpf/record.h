@@ -141,6 +141,12 @@ struct ts_cmd_hdr {
  * proc_ran() in task_iter.bpf.c): a process that did not run kept its records. When the
  * walk's count of tasks says some went away, a roll (only their tids) tells which.
  */
+/* Walk slots (arenas a reader holds at once, arena.rs SLOTS) and shards of one pass
+ * (programs.rs pass_shards()) the walk's scratch has room for: a walk outside them reads
+ * no command lines (the reader copies them all). */
+#define TS_WALK_SLOTS      16
+#define TS_WALK_MAX_SHARDS 8
+
 #define TS_WALK_ALL     0	/* a record for every task */
 #define TS_WALK_CHANGED 1	/* records for every thread of a process that ran */
 #define TS_WALK_ROLL    2	/* each task's tid (a __u32), no record */
