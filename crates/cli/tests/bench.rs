@@ -23,6 +23,8 @@ fn bench_json_has_every_row() {
         "/proc/PID/stat open+close",
         "/proc/PID/status open+read+close",
         "tasksnap procfs collector + cmdline",
+        "spawn and exit of `true` (part of each row below)",
+        "tasksnap ps -ef",
     ] {
         assert!(names.contains(&want), "no {want:?} row in {names:?}");
     }
