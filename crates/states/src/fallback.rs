@@ -123,13 +123,38 @@ struct Tracked {
     skip: u8,
     pending: u64,
     steady: u8,
+    /// Reads of `wchan` in a row that named nothing while the thread was blocked (see
+    /// [`tick`]).
+    reason_misses: u8,
 }
 
 /// A thread that has not run for this many checks in a row is checked every
 /// `MAX_SKIP + 1` ticks only.
 const MAX_SKIP: u8 = 3;
 
+/// A blocked thread whose `wchan` named nothing is read again on this many more ticks, even
+/// though it has not run, before its reason is left unknown.
+const REASON_RETRIES: u8 = 3;
+
 impl Tracked {
+    fn new(tgid: i32, stat: Option<File>, schedstat: Option<File>) -> Self {
+        Tracked {
+            tgid,
+            stat,
+            schedstat,
+            wchan: None,
+            samples: [0; NSTATES],
+            reasons: HashMap::new(),
+            current: None,
+            last_sched: None,
+            last_reason: None,
+            skip: 0,
+            pending: 0,
+            steady: 0,
+            reason_misses: 0,
+        }
+    }
+
     /// Counts `n` more samples of the last state (and reason).
     fn count_last(&mut self, n: u64) {
         if n == 0 {
@@ -333,23 +358,7 @@ impl ProcfsSource {
                     continue;
                 }
             }
-            sh.threads.insert(
-                tid,
-                Tracked {
-                    tgid: pid,
-                    stat,
-                    schedstat,
-                    wchan: None,
-                    samples: [0; NSTATES],
-                    reasons: HashMap::new(),
-                    current: None,
-                    last_sched: None,
-                    last_reason: None,
-                    skip: 0,
-                    pending: 0,
-                    steady: 0,
-                },
-            );
+            sh.threads.insert(tid, Tracked::new(pid, stat, schedstat));
         }
         sh.threads.keys().copied().collect()
     }
@@ -414,12 +423,24 @@ fn tick(
         .and_then(|n| parse_schedstat(std::str::from_utf8(&buf[..n]).ok()?));
     let pending = std::mem::take(&mut t.pending);
     t.count_last(pending);
+    let wants_reason = |st: State| st == State::Disk || (track_sleep && st == State::Sleeping);
     if let (Some(now), Some(last), Some(st)) = (sched, t.last_sched, t.current) {
-        if now == last && st != State::Running {
+        // A blocked thread whose wchan named nothing is not counted on from its last read: the
+        // state letter turns D at set_current_state(), before schedule() takes the thread off
+        // its runqueue, and until then get_wchan() returns 0 (it requires !p->on_rq in
+        // kernel/sched/core.c since 5.16, "sched: Add wrapper for get_wchan() to keep task
+        // blocked"). schedstat can already hold the thread's final runtime at that read, so
+        // without this the whole wait would count with no reason.
+        let reason_unknown =
+            wants_reason(st) && t.last_reason.is_none() && t.reason_misses <= REASON_RETRIES;
+        if now == last && st != State::Running && !reason_unknown {
             t.count_last(1);
             t.steady = (t.steady + 1).min(MAX_SKIP);
             t.skip = t.steady;
             return;
+        }
+        if now != last {
+            t.reason_misses = 0;
         }
     }
     t.steady = 0;
@@ -435,7 +456,7 @@ fn tick(
     let st = State::from_letter(letter);
     t.samples[st.index()] += 1;
     t.current = Some(st);
-    if st == State::Disk || (track_sleep && st == State::Sleeping) {
+    if wants_reason(st) {
         if t.wchan.is_none() && *fd_budget > 0 {
             t.wchan = File::open(dir().join("wchan")).ok();
             *fd_budget -= usize::from(t.wchan.is_some());
@@ -444,10 +465,12 @@ fn tick(
             return;
         };
         let name = String::from_utf8_lossy(&buf[..n]).trim().to_string();
-        // "0": not blocked any more, or the kernel hides it.
+        // "0": not blocked any more, not yet off its runqueue, or the kernel hides it.
         if name.is_empty() || name == "0" {
+            t.reason_misses = t.reason_misses.saturating_add(1);
             return;
         }
+        t.reason_misses = 0;
         let next_id = reasons.len() as u32;
         let id = *reasons.entry(name).or_insert(next_id);
         *t.reasons.entry((st, id)).or_default() += 1;
@@ -602,5 +625,57 @@ mod tests {
     fn parses_schedstat() {
         assert_eq!(parse_schedstat("1234 567 8\n"), Some((1234, 567)));
         assert_eq!(parse_schedstat(""), None);
+    }
+
+    /// A thread that turned D (a vfork parent, comm `dwaiter`: a 6.18 stat line with the state
+    /// letter it had) while its wchan still read "0": the next tick reads wchan again even
+    /// though schedstat has not moved, and gives up after [`REASON_RETRIES`] more reads.
+    #[test]
+    fn blocked_thread_whose_wchan_named_nothing_is_read_again() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let dir = root.path().join("13449/task/13453");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(
+            dir.join("stat"),
+            "13453 (dwaiter) D 1 13449 11353 0 -1 4194368 139 0 1 0 0 0 0 0 20 0 2 0 5898915 \
+             2990080 408 18446744073709551615 94236099002368 94236099020297 140729357637408 0 0 \
+             0 0 6 0 1 0 0 17 1 0 0 0 0 0 94236099034384 94236099035648 94237128781824 \
+             140729357638336 140729357638345 140729357638345 140729357639657 0\n",
+        )
+        .expect("stat");
+        std::fs::write(dir.join("schedstat"), "1222773 661534 4\n").expect("schedstat");
+        std::fs::write(dir.join("wchan"), "0").expect("wchan");
+        let mut t = Tracked::new(13449, None, None);
+        let mut reasons = HashMap::new();
+        let mut budget = 8;
+        let mut buf = [0u8; 1024];
+        let mut run = |t: &mut Tracked, reasons: &mut HashMap<String, u32>| {
+            tick(t, 13453, root.path(), false, &mut budget, reasons, &mut buf)
+        };
+
+        run(&mut t, &mut reasons);
+        assert_eq!(t.current, Some(State::Disk));
+        assert_eq!(t.last_reason, None);
+        std::fs::write(dir.join("wchan"), "kernel_clone").expect("wchan");
+        run(&mut t, &mut reasons);
+        let id = reasons["kernel_clone"];
+        assert_eq!(t.last_reason, Some((State::Disk, id)));
+        assert_eq!(t.samples[State::Disk.index()], 2);
+        // Known now: the unchanged schedstat stands for it, with its reason.
+        run(&mut t, &mut reasons);
+        assert!(t.skip > 0);
+        assert_eq!(t.reasons[&(State::Disk, id)], 2);
+
+        // One whose wchan never names anything (the kernel hides it): read on
+        // REASON_RETRIES more ticks, then left to the shortcut.
+        let mut u = Tracked::new(13449, None, None);
+        std::fs::write(dir.join("wchan"), "0").expect("wchan");
+        for _ in 0..=REASON_RETRIES {
+            run(&mut u, &mut reasons);
+            assert_eq!(u.skip, 0);
+        }
+        run(&mut u, &mut reasons);
+        assert!(u.skip > 0);
+        assert_eq!(u.samples[State::Disk.index()], u64::from(REASON_RETRIES) + 2);
     }
 }
