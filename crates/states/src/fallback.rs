@@ -676,6 +676,9 @@ mod tests {
         }
         run(&mut u, &mut reasons);
         assert!(u.skip > 0);
-        assert_eq!(u.samples[State::Disk.index()], u64::from(REASON_RETRIES) + 2);
+        assert_eq!(
+            u.samples[State::Disk.index()],
+            u64::from(REASON_RETRIES) + 2
+        );
     }
 }
