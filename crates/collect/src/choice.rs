@@ -1,7 +1,8 @@
 //! Which collector answers: the rules, kept apart from the collectors themselves.
 //!
 //! `auto` takes the BPF iterator when it can load and the host has enough tasks for its load
-//! time (13-30 ms, mostly CO-RE relocation against the kernel's BTF) to pay off; otherwise the
+//! time (~30 ms, mostly libbpf parsing the kernel's BTF and the CO-RE relocations against
+//! it) to pay off; otherwise the
 //! procfs reader, which starts instantly. When `tasksnap pin` left the programs loaded there
 //! is no load time, and `auto` takes the iterator at any size. The reason for the choice is
 //! kept for `-v`.
@@ -24,9 +25,9 @@ pub enum Preference {
 }
 
 /// Below this many tasks a one-shot procfs read (on both cores) is done before the BPF
-/// program has loaded and run: at 8,000 processes the two were still level on this 2-core
-/// machine (docs/benchmarks.md, "Backend crossover").
-pub const AUTO_MIN_TASKS: u64 = 10_000;
+/// program has loaded and run: at 7,000 processes the two were level on this 2-core
+/// machine, at 8,000 BPF was 7-9% ahead (docs/benchmarks.md, "Backend crossover").
+pub const AUTO_MIN_TASKS: u64 = 8_000;
 
 /// A chosen collector and why it was chosen.
 pub struct Choice {

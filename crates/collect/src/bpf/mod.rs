@@ -236,7 +236,7 @@ impl BpfCollector {
     }
 
     /// For a live view (`top`): the pinned programs, else a fresh load that includes the
-    /// walk (its verification, ~40 ms, is paid once; loading it in the same load as the
+    /// walk (its verification, ~20 ms, is paid once; loading it in the same load as the
     /// rest parses the kernel's BTF once, before the view holds any rows).
     pub fn for_live_view() -> Result<BpfCollector, Unavailable> {
         privileged()?;

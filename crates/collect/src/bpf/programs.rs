@@ -117,6 +117,20 @@ fn open_and_load(cmdline: bool, walk: bool) -> Result<skel::TaskIterSkel<'static
     open.progs.walk_tasks.set_autoload(walk);
     open.progs.copy_cmdlines.set_autoload(walk && cmdline);
     open.progs.walk_tasks_lines.set_autoload(walk && cmdline);
+    // TASKSNAP_VERIFIER_STATS=1: each program's verification time and size on stderr
+    // (docs/bpf.md, "What loading costs").
+    if std::env::var_os("TASKSNAP_VERIFIER_STATS").is_some() {
+        for p in [
+            &mut open.progs.dump_task,
+            &mut open.progs.dump_cmdline,
+            &mut open.progs.walk_tasks,
+            &mut open.progs.walk_tasks_lines,
+            &mut open.progs.copy_cmdlines,
+        ] {
+            p.set_log_level(4); // BPF_LOG_STATS
+        }
+        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, print_verifier_stats)));
+    }
     open.load().map_err(|e| {
         Unavailable(format!(
             "the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"
@@ -124,12 +138,41 @@ fn open_and_load(cmdline: bool, walk: bool) -> Result<skel::TaskIterSkel<'static
     })
 }
 
+/// A libbpf message with a program's verifier log (BPF_LOG_STATS), on one line of stderr.
+fn print_verifier_stats(_: libbpf_rs::PrintLevel, msg: String) {
+    if let Some(line) = verifier_stats_line(&msg) {
+        eprintln!("{line}");
+    }
+}
+
+/// "tasksnap: verifier: dump_task 1.4 ms, 2552 instructions processed, 119 states" from
+/// libbpf's message with a program's load log; None for any other message.
+fn verifier_stats_line(msg: &str) -> Option<String> {
+    let name = msg.split_once("prog '")?.1.split_once('\'')?.0;
+    let after = |key: &str| -> Option<u64> {
+        msg.split_once(key)?
+            .1
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    let us = after("verification time ")?;
+    let insns = after("processed ")?;
+    let states = after("total_states ")?;
+    Some(format!(
+        "tasksnap: verifier: {name} {:.1} ms, {insns} instructions processed, {states} states",
+        us as f64 / 1e3
+    ))
+}
+
 impl Programs {
     /// Loads the programs, the command-line iterator too when `cmdline` and the walk when
     /// `walk` (if one of those cannot load, `cmdline_unavailable` or `walk_unavailable` says
     /// why and the rest still works).
     ///
-    /// The walk costs its verification (about 40 ms more per load here) and one RCU grace
+    /// The walk costs its verification (about 20 ms more per load here, 60 with its
+    /// command-line variant: run with TASKSNAP_VERIFIER_STATS=1) and one RCU grace
     /// period to register its arena, more than it saves on a single pass: a one-shot
     /// tasksnap that loads its own programs leaves it out, and `tasksnap pin` puts it in.
     pub fn load(cmdline: bool, walk: bool) -> Result<Programs, Unavailable> {
@@ -607,4 +650,24 @@ pub fn read_sharded(
         }
         Ok(out)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verifier_stats_from_a_libbpf_message() {
+        // As libbpf 1.5 printed it for dump_task on Linux 6.18.
+        let msg = "libbpf: prog 'dump_task': -- BEGIN PROG LOAD LOG --\nverification time 1397 \
+                   usec\nstack depth 232\nprocessed 2552 insns (limit 1000000) \
+                   max_states_per_insn 5 total_states 119 peak_states 115 mark_read 0\n-- END \
+                   PROG LOAD LOG --\n";
+        assert_eq!(
+            verifier_stats_line(msg).as_deref(),
+            Some("tasksnap: verifier: dump_task 1.4 ms, 2552 instructions processed, 119 states")
+        );
+        assert_eq!(verifier_stats_line("libbpf: loaded kernel BTF\n"), None);
+        assert_eq!(verifier_stats_line("libbpf: prog 'x': bad"), None);
+    }
 }

@@ -81,6 +81,29 @@ struct tty_struct___pre60 {
  * (which is what BPF_CORE_READ expands to). BPF_CORE_READ is kept for the fallbacks of
  * renamed fields, which are dead code on current kernels.
  */
+/*
+ * Pointer fields are loaded through an untrusted alias of the struct (UNTRUSTED(), i.e.
+ * bpf_rdonly_cast(), Linux 6.2, which the verifier rewrites to a register move). Each load
+ * of a pointer field through a trusted or RCU pointer makes the verifier look up
+ * "<struct>__safe_trusted", "__safe_trusted_or_null", "__safe_rcu" and
+ * "__safe_rcu_or_null" in the kernel's BTF (check_ptr_to_btf_access() ->
+ * btf_nested_type_is_trusted(), each a linear search by name of its types on 6.18), and
+ * does so for every path that reaches the load: 25 of the iterator's 28 ms of
+ * verification here, paid by every run without a pinned set. Through the alias the load
+ * is a fault-safe BPF_PROBE_MEM one and nothing is looked up; the pointer loaded is
+ * untrusted too, which changes nothing for the loads through it (loads through the
+ * untagged pointers these fields gave already were BPF_PROBE_MEM ones). Integer fields
+ * are still read through the trusted pointer, as plain loads: reading every field through
+ * the alias cost 1-2 ms more per pass over 50,000 tasks (the PROBE_MEM address check, ~8
+ * instructions per load on x86). For the same reason the walk's per-task blocks, verified
+ * once at `tasksnap pin`, keep their trusted pointer loads (the alias there cost 0.9 ms of
+ * a 9 ms pass); its setup and its rare paths use the alias.
+ * Kernels before 6.2 have neither the kfunc nor the lookups: the pointer is used as is.
+ */
+#define UNTRUSTED(p, type)                                                              \
+	(bpf_ksym_exists(bpf_rdonly_cast) ? bpf_core_cast((p), type) : (type *)(p))
+#define TASK_PTR(t, field) (UNTRUSTED((t), struct task_struct)->field)
+
 static __always_inline __u32 task_state(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
@@ -98,7 +121,7 @@ static __always_inline __u32 reader_ns_level(void)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 
-	return cur->thread_pid->level;
+	return TASK_PTR(cur, thread_pid)->level;
 }
 
 /* pid_nr_ns(pid, reader's ns): 0 when the pid has no number at that level. */
@@ -204,14 +227,15 @@ static __always_inline void kernel_name(struct task_struct *t, char *name)
  * path, straight into the arena for the walk.
  */
 static __always_inline void fill_base(struct ts_base *b, struct task_struct *t,
-				      struct signal_struct *sig, struct mm_struct *mm, __u32 level)
+				      struct signal_struct *sig, struct mm_struct *mm,
+				      struct task_struct *parent, __u32 level)
 {
 	struct tty_struct *tty = sig->tty;
 
 	if (level == 0)
-		b->ppid = t->real_parent->tgid;
+		b->ppid = parent->tgid;
 	else
-		b->ppid = nr_in_ns(t->real_parent->group_leader->thread_pid, level);
+		b->ppid = nr_in_ns(TASK_PTR(parent, group_leader)->thread_pid, level);
 	b->pgid = nr_in_ns(sig->pids[PIDTYPE_PGID], level);
 	b->sid = nr_in_ns(sig->pids[PIDTYPE_SID], level);
 	b->tty_nr = tty_nr(tty);
@@ -229,9 +253,8 @@ static __always_inline void fill_base(struct ts_base *b, struct task_struct *t,
 	b->locked_vm_pages = mm ? mm->locked_vm : 0;
 }
 
-static __always_inline void fill_cred(struct ts_cred *c, struct task_struct *t)
+static __always_inline void fill_cred(struct ts_cred *c, const struct cred *cred)
 {
-	const struct cred *cred = t->real_cred;
 
 	c->uid = cred->uid.val;
 	c->euid = cred->euid.val;
@@ -318,8 +341,8 @@ static __always_inline bool fill_hdr(struct ts_hdr *hdr, struct task_struct *t, 
 		hdr->tid = t->pid;
 		hdr->tgid = t->tgid;
 	} else {
-		hdr->tid = nr_in_ns(t->thread_pid, level);
-		hdr->tgid = nr_in_ns(t->group_leader->thread_pid, level);
+		hdr->tid = nr_in_ns(TASK_PTR(t, thread_pid), level);
+		hdr->tgid = nr_in_ns(TASK_PTR(t, group_leader)->thread_pid, level);
 	}
 	if (!hdr->tid)
 		return false;
@@ -358,19 +381,19 @@ int dump_task(struct bpf_iter__task *ctx)
 		return 0;
 	groups = hdr.groups;
 	bpf_seq_write(seq, &hdr, sizeof(hdr));
-	sig = t->signal;
-	mm = t->mm;
+	sig = TASK_PTR(t, signal);
+	mm = TASK_PTR(t, mm);
 
 	if (groups & TS_GROUP_BASE) {
 		struct ts_base b = {};
 
-		fill_base(&b, t, sig, mm, level);
+		fill_base(&b, t, sig, mm, TASK_PTR(t, real_parent), level);
 		bpf_seq_write(seq, &b, sizeof(b));
 	}
 	if (groups & TS_GROUP_CRED) {
 		struct ts_cred c = {};
 
-		fill_cred(&c, t);
+		fill_cred(&c, TASK_PTR(t, real_cred));
 		bpf_seq_write(seq, &c, sizeof(c));
 	}
 	if (groups & TS_GROUP_STAT) {
@@ -448,13 +471,13 @@ struct ts_cmd_args ts_cmd_args_layout = {};
 __noinline int walk_base(struct task_struct *t __arg_trusted, struct ts_base *b __arg_nonnull,
 			 __u32 level)
 {
-	fill_base(b, t, t->signal, t->mm, level);
+	fill_base(b, t, t->signal, t->mm, t->real_parent, level);
 	return 0;
 }
 
 __noinline int walk_cred(struct task_struct *t __arg_trusted, struct ts_cred *c __arg_nonnull)
 {
-	fill_cred(c, t);
+	fill_cred(c, t->real_cred);
 	return 0;
 }
 
@@ -537,7 +560,7 @@ static __always_inline __u32 fill_tid(struct task_struct *t, __u32 level)
 {
 	if (level == 0)
 		return t->pid;
-	return nr_in_ns(t->thread_pid, level);
+	return nr_in_ns(TASK_PTR(t, thread_pid), level);
 }
 
 /* Room for one record. The data is twice the longest line read so that the verifier can
@@ -703,7 +726,7 @@ __noinline int find_direct_map(struct ts_dmap *d __arg_nonnull)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	__u64 pgd_va = 0, probe_va = 0;
-	struct mm_struct *mm = cur->mm;
+	struct mm_struct *mm = TASK_PTR(cur, mm);
 
 	if (dmap_state == 1) {
 		d->base = dmap_base;
@@ -1246,12 +1269,12 @@ static __always_inline int walk_body(struct ts_walk_args *args, const bool with_
 	if (!bpf_core_field_exists(cur->se.cfs_rq))
 		since_ns = 0;
 	args->window_ns = args->started_ns - since_ns + 1000000;
-	level = cur->thread_pid->level;
+	level = TASK_PTR(cur, thread_pid)->level;
 	ns = BPF_CORE_READ(cur, thread_pid, numbers[0].ns);
 	if (level > 0) {
 		struct upid up = {};
 
-		bpf_core_read(&up, sizeof(up), &cur->thread_pid->numbers[level & 31]);
+		bpf_core_read(&up, sizeof(up), &TASK_PTR(cur, thread_pid)->numbers[level & 31]);
 		ns = up.ns;
 	}
 
@@ -1266,7 +1289,7 @@ static __always_inline int walk_body(struct ts_walk_args *args, const bool with_
 		 * that namespace's pids. */
 		if (level > 0) {
 			struct upid up = {};
-			struct pid *p = t->thread_pid;
+			struct pid *p = TASK_PTR(t, thread_pid);
 
 			if (!p || p->level < level)
 				continue;
@@ -1430,7 +1453,7 @@ __noinline int cmd_record(struct ts_cmd_space *r __arg_nonnull, __u32 pid, __u32
 		bpf_task_release(t);
 		return sizeof(r->hdr);
 	}
-	mm = t->mm;
+	mm = TASK_PTR(t, mm);
 	if (!mm || (t->flags & PF_KTHREAD)) {
 		r->hdr.flags = 0;
 		bpf_task_release(t);
@@ -1454,7 +1477,7 @@ __noinline int cmd_record(struct ts_cmd_space *r __arg_nonnull, __u32 pid, __u32
 	if (d->levels && !(t->flags & PF_EXITING) &&
 	    !bpf_probe_read_kernel(&pgd_va, sizeof(pgd_va), &mm->pgd) && pgd_va &&
 	    !args_lockless(r, d, pgd_va, start, len) &&
-	    t->mm == mm && !(t->flags & PF_EXITING)) {
+	    TASK_PTR(t, mm) == mm && !(t->flags & PF_EXITING)) {
 		r->hdr.pad = 1; /* read lock-free (counted by the caller) */
 	} else
 #endif
@@ -1573,11 +1596,12 @@ int dump_cmdline(struct bpf_iter__task *ctx)
 	{
 		__u32 level = reader_ns_level();
 
-		buf->hdr.tgid = level == 0 ? t->tgid : nr_in_ns(t->group_leader->thread_pid, level);
+		buf->hdr.tgid =
+			level == 0 ? t->tgid : nr_in_ns(TASK_PTR(t, group_leader)->thread_pid, level);
 	}
 	buf->hdr.len = 0;
 	buf->hdr.flags = 0;
-	mm = t->mm;
+	mm = TASK_PTR(t, mm);
 	if (!mm || (t->flags & 0x00200000 /* PF_KTHREAD */)) {
 		bpf_seq_write(seq, &buf->hdr, sizeof(buf->hdr));
 		return 0;
