@@ -108,11 +108,34 @@ pub struct LoadInfo {
     /// The two `--pipe-pingpong` processes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pingpong: Vec<i32>,
+    /// `--churn`: the process that keeps starting and reaping short-lived processes
+    /// (comm `lg-churn`; absent with `--procs-per-sec 0`). Its children come and go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub churn_procs_pid: Option<i32>,
+    /// `--churn`: at most this many children of `churn_procs_pid` exist at once.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub churn_max_procs: usize,
+    /// `--churn`: the process whose threads come and go (comm `lg-thrchurn`; absent with
+    /// `--threads-per-sec 0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub churn_threads_pid: Option<i32>,
+    /// `--churn`: at most this many threads besides its main one exist at once in
+    /// `churn_threads_pid`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub churn_max_threads: usize,
+    /// `--busy`: processes spinning on a CPU forever (comm `lg-busy`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub busy: Vec<i32>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl LoadInfo {
     /// Every process pid named in the report (thread tids excluded),
-    /// including the leader. `procs` is only complete with `--list-pids`.
+    /// including the leader. `procs` is only complete with `--list-pids`; the
+    /// short-lived children of `--churn` are not named.
     pub fn known_pids(&self) -> Vec<i32> {
         let mut v = vec![self.leader];
         v.extend(&self.procs);
@@ -125,6 +148,9 @@ impl LoadInfo {
         v.extend(&self.dstate);
         v.extend(&self.dstate_helpers);
         v.extend(&self.pingpong);
+        v.extend(self.churn_procs_pid);
+        v.extend(self.churn_threads_pid);
+        v.extend(&self.busy);
         v
     }
 }

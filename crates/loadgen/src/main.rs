@@ -1,6 +1,7 @@
 //! `tasksnap-loadgen` entry point: command line, process-group discipline,
 //! the wait loop and teardown. Spawning lives in [`spawn`], raw syscalls in
-//! [`sys`], re-executed child modes in [`child`].
+//! [`sys`], re-executed child modes in [`child`], the ever-changing
+//! population of `--churn` and the spinners of `--busy` in [`churn`].
 //!
 //! Lifecycle:
 //! 1. block SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGCHLD/SIGTTIN/SIGTTOU (children
@@ -24,6 +25,7 @@
 //! `PR_SET_PDEATHSIG`, and grandchildren through theirs.
 
 mod child;
+mod churn;
 mod spawn;
 mod sys;
 
@@ -90,6 +92,27 @@ struct Cli {
     #[arg(long, value_name = "SECONDS")]
     pipe_pingpong: Option<f64>,
 
+    /// Keep creating and ending tasks until the load is torn down: short-lived
+    /// processes (fork + exit, exec of `true` and `sleep 0.0N`, some living a
+    /// random while, some with threads) and short-lived threads, all reaped as
+    /// they go and bounded in number. `tasksnap-loadgen churn ...` is the same
+    /// as `tasksnap-loadgen --churn ...`.
+    #[arg(long)]
+    churn: bool,
+
+    /// Processes --churn starts per second (0: none).
+    #[arg(long, value_name = "N", default_value_t = 200, requires = "churn")]
+    procs_per_sec: u32,
+
+    /// Threads --churn starts per second (0: none).
+    #[arg(long, value_name = "N", default_value_t = 500, requires = "churn")]
+    threads_per_sec: u32,
+
+    /// N processes spinning on a CPU forever (comm "lg-busy"); without N, one
+    /// per online CPU, so that the CPUs are saturated.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
+    busy: Option<usize>,
+
     /// Tear down after SECONDS (fractions allowed).
     #[arg(long, value_name = "SECONDS")]
     seconds: Option<f64>,
@@ -120,7 +143,12 @@ fn main() -> ExitCode {
     if let Some(mode) = std::env::var_os(child::CHILD_ENV) {
         child::run(&mode);
     }
-    let cli = Cli::parse();
+    // `tasksnap-loadgen churn [flags]`: shorthand for `--churn [flags]`.
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "churn") {
+        args[1] = "--churn".into();
+    }
+    let cli = Cli::parse_from(args);
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -292,6 +320,22 @@ fn spawn_all(cli: &Cli, group: &Group, sp: &mut Spawner) -> Result<LoadInfo> {
     }
     if cli.odd_names {
         info.odd = sp.odd()?;
+    }
+    if let Some(n) = cli.busy {
+        let n = if n == 0 {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        } else {
+            n
+        };
+        info.busy = sp.busy(n)?;
+    }
+    if cli.churn && cli.procs_per_sec > 0 {
+        info.churn_procs_pid = Some(sp.churn_procs(cli.procs_per_sec)?);
+        info.churn_max_procs = churn::max_procs(cli.procs_per_sec);
+    }
+    if cli.churn && cli.threads_per_sec > 0 {
+        info.churn_threads_pid = Some(sp.churn_threads(cli.threads_per_sec)?);
+        info.churn_max_threads = churn::max_threads(cli.threads_per_sec);
     }
     Ok(info)
 }

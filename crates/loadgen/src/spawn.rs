@@ -23,6 +23,7 @@ use anyhow::{bail, Context, Result};
 use tasksnap_loadgen::OddTask;
 
 use crate::child;
+use crate::churn;
 use crate::sys::{self, ChildCtx, Pid};
 
 /// Owns the loadgen's direct children until they are reaped.
@@ -346,6 +347,48 @@ impl Spawner {
         }
         tids.sort_unstable();
         Ok((pid, tids))
+    }
+
+    /// The `--churn` process driver (comm `lg-churn`): starts `per_sec`
+    /// short-lived processes a second and reaps them (see [`churn`]).
+    pub fn churn_procs(&mut self, per_sec: u32) -> Result<Pid> {
+        let devnull = self.ctx.devnull;
+        let (ready_r, ready_w) = sys::pipe()?;
+        let pid = self.fork(c"lg-churn", Some(&ready_w), move || {
+            churn::drive_procs(per_sec, devnull)
+        })?;
+        drop(ready_w);
+        if read_count(ready_r, 1)? != 1 {
+            bail!("the churn driver did not come up");
+        }
+        Ok(pid)
+    }
+
+    /// The `--churn` thread driver (comm `lg-thrchurn`): starts `per_sec`
+    /// short-lived threads a second (see [`churn`]).
+    pub fn churn_threads(&mut self, per_sec: u32) -> Result<Pid> {
+        let (ready_r, ready_w) = sys::pipe()?;
+        let pid = self.fork(c"lg-thrchurn", Some(&ready_w), move || {
+            churn::drive_threads(per_sec)
+        })?;
+        drop(ready_w);
+        if read_count(ready_r, 1)? != 1 {
+            bail!("the thread churn driver did not come up");
+        }
+        Ok(pid)
+    }
+
+    /// `n` processes spinning forever on a CPU (comm `lg-busy`).
+    pub fn busy(&mut self, n: usize) -> Result<Vec<Pid>> {
+        let (ready_r, ready_w) = sys::pipe()?;
+        let pids = (0..n)
+            .map(|_| self.fork(c"lg-busy", Some(&ready_w), || churn::busy_loop()))
+            .collect::<io::Result<Vec<Pid>>>()?;
+        drop(ready_w);
+        if read_count(ready_r, n)? != n {
+            bail!("busy processes did not come up");
+        }
+        Ok(pids)
     }
 
     /// Processes with hostile comms and cmdlines: each re-executes the
