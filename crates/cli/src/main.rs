@@ -4,22 +4,19 @@
 //! `ps` takes procps-style arguments verbatim (`tasksnap ps aux`, `tasksnap ps -eLf`), so it
 //! bypasses clap and parses them itself.
 
-/// `println!` for the report commands: a reader that went away (`tasksnap doctor | head`) ends
-/// the program quietly with status 0 instead of a panic.
+/// `println!` for the report commands, through [`output::line`]: a reader that went away
+/// (`tasksnap doctor | head`) ends the program quietly with status 0, any other write error
+/// with a message and status 1.
 macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        if let Err(e) = writeln!(out, $($arg)*) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
-            }
-        }
-    }};
+    ($($arg:tt)*) => {
+        $crate::output::line(format_args!($($arg)*))
+    };
 }
 
 mod bench;
 mod doctor;
+mod input;
+mod output;
 mod pin;
 mod ps;
 mod states;
@@ -66,25 +63,22 @@ fn tune_malloc() {
 }
 
 fn main() -> ExitCode {
+    output::guard_standard_fds();
     tune_malloc();
     let args: Vec<OsString> = std::env::args_os().collect();
     let cmd = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    let known = ["ps", "doctor", "bench", "top", "pin", "unpin", "states"];
+    output::set_command(known.contains(&cmd).then_some(cmd));
     match cmd {
         "ps" => ps::main(&args[2..]),
-        "doctor" => doctor::main(),
+        "doctor" => no_arguments(&args[2..], doctor::main),
         "bench" => bench::main(&args[2..]),
         "top" => top::main(&args[2..]),
-        "pin" => pin::pin(),
-        "unpin" => pin::unpin(),
+        "pin" => no_arguments(&args[2..], pin::pin),
+        "unpin" => no_arguments(&args[2..], pin::unpin),
         "states" => states::main(&args[2..]),
-        "-V" | "--version" => {
-            println!("tasksnap {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
-        "-h" | "--help" | "help" => {
-            print!("{USAGE}");
-            ExitCode::SUCCESS
-        }
+        "-V" | "--version" => output::print(&format!("tasksnap {}\n", env!("CARGO_PKG_VERSION"))),
+        "-h" | "--help" | "help" => output::print(USAGE),
         "" => {
             eprint!("{USAGE}");
             ExitCode::from(2)
@@ -92,6 +86,25 @@ fn main() -> ExitCode {
         other => {
             eprintln!("tasksnap: unknown command '{other}'\n");
             eprint!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs a command that takes no arguments but `-h`/`--help`; anything else is a usage error
+/// (exit 2) rather than silently ignored.
+fn no_arguments(rest: &[OsString], run: fn() -> ExitCode) -> ExitCode {
+    match rest.first().map(|a| a.to_string_lossy()) {
+        None => run(),
+        Some(a) if a == "-h" || a == "--help" => output::print(&format!(
+            "Usage: {} (takes no arguments)\n",
+            output::command()
+        )),
+        Some(a) => {
+            eprintln!(
+                "{}: unexpected argument '{a}' (it takes none; see tasksnap --help)",
+                output::command()
+            );
             ExitCode::from(2)
         }
     }

@@ -388,8 +388,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     let settings = match args::parse(argv) {
         Ok(s) => s,
         Err(args::ArgError { code: 0, .. }) => {
-            print!("{}", args::info_text(argv).unwrap_or_default());
-            return ExitCode::SUCCESS;
+            return crate::output::print(&args::info_text(argv).unwrap_or_default());
         }
         Err(args::ArgError { message, code }) => {
             let stderr = io::stderr();
@@ -398,21 +397,9 @@ pub fn main(argv: &[OsString]) -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let stdout = io::stdout();
     // A listing is printed only once it is complete: a big buffer makes it a few writes
     // (at 50,000 processes `ps -ef` made 42 writes of 64 KiB).
-    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    match run(&settings, loc, &mut out) {
-        Ok(code) => code,
-        Err(e) => {
-            if e.downcast_ref::<io::Error>()
-                .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
-            {
-                // `tasksnap ps | head`: the reader is gone; that is not a failure.
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("tasksnap ps: {e:#}");
-            ExitCode::from(1)
-        }
-    }
+    let mut out = crate::output::buffered(1 << 20);
+    // `tasksnap ps | head` exits 0; any other write error is "write error", status 1.
+    crate::output::exit_code(run(&settings, loc, &mut out))
 }

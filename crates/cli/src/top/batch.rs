@@ -7,8 +7,7 @@ use super::Top;
 
 /// Prints frames until `-n` is reached (forever without it).
 pub fn run(mut top: Top) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let mut out = crate::output::buffered(64 * 1024);
     // A first sample that is not printed, so that the first frame's rates cover a real
     // interval (a quarter second, or -d if shorter) instead of showing zeros.
     top.refresh(&super::clock())?;

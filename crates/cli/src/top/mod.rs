@@ -22,10 +22,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use tasksnap_collect::choice::{self, Preference};
+use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
 use tasksnap_model::{Groups, Query, Selector};
 
 use crate::ps::names::Names;
+use crate::ps::text::{self, Locale};
 use view::{Filter, Line, Row, SortKey};
 
 /// Options from the command line (and changed by keys in the UI).
@@ -35,7 +37,8 @@ pub struct Options {
     pub iterations: Option<u64>,
     pub delay: Duration,
     pub pids: Vec<i32>,
-    pub user: Option<String>,
+    /// Only this user's tasks (resolved once, when typed).
+    pub user: Option<u32>,
     pub threads: bool,
     pub full_command: bool,
     pub tree: bool,
@@ -82,6 +85,9 @@ usage: tasksnap top [-b] [-n COUNT] [-d SECONDS] [-p PID[,PID...]] [-u USER] [-H
 Keys in the live view: h or ? for help.
 ";
 
+/// The widest line batch mode prints (procps top's limit).
+const MAX_WIDTH: usize = 512;
+
 fn parse_args(argv: &[OsString]) -> Result<Options, String> {
     let mut o = Options::default();
     let args: Vec<String> = argv
@@ -121,27 +127,47 @@ fn parse_args(argv: &[OsString]) -> Result<Options, String> {
             }
             _ if a.starts_with("-n") => {
                 let v = value("-n")?;
-                o.iterations = Some(v.parse().map_err(|_| format!("bad count '{v}'"))?);
+                o.iterations = Some(
+                    v.parse::<u64>()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| format!("bad iterations argument '{v}'"))?,
+                );
             }
             _ if a.starts_with("-d") => {
                 let v = value("-d")?;
-                let s: f64 = v.parse().map_err(|_| format!("bad delay '{v}'"))?;
-                if !(s.is_finite() && s >= 0.0) {
-                    return Err(format!("bad delay '{v}'"));
+                if v.trim_start().starts_with('-') {
+                    return Err("-d requires positive argument".into());
                 }
-                o.delay = Duration::from_secs_f64(s.max(0.1));
+                // procps takes 0 and spins; tasksnap refreshes at most 10 times a second.
+                o.delay = crate::input::parse_seconds(&v, 0.0)?.max(Duration::from_millis(100));
             }
             _ if a.starts_with("-p") => {
                 let v = value("-p")?;
-                for p in v.split(',').filter(|p| !p.is_empty()) {
-                    o.pids
-                        .push(p.parse().map_err(|_| format!("bad pid '{p}'"))?);
+                for p in v.split(',') {
+                    // procps: `-p 0` is top itself.
+                    let pid = if p.trim() == "0" {
+                        std::process::id() as i32
+                    } else {
+                        crate::input::Pid::parse(p)?.get()
+                    };
+                    o.pids.push(pid);
                 }
             }
-            _ if a.starts_with("-u") || a.starts_with("-U") => o.user = Some(value("-u")?),
+            _ if a.starts_with("-u") || a.starts_with("-U") => {
+                let v = value("-u")?;
+                o.user = Some(crate::input::uid_of(&v).ok_or("Invalid user")?);
+            }
             _ if a.starts_with("-w") => {
                 let v = value("-w")?;
-                o.width = Some(v.parse().map_err(|_| format!("bad width '{v}'"))?);
+                o.width = Some(
+                    v.parse::<usize>()
+                        .ok()
+                        .filter(|w| (1..=MAX_WIDTH).contains(w))
+                        .ok_or_else(|| {
+                            format!("bad width arg '{v}', must > 0 and <= {MAX_WIDTH}")
+                        })?,
+                );
             }
             _ if a.starts_with("-o") => {
                 let v = value("-o")?;
@@ -151,6 +177,14 @@ fn parse_args(argv: &[OsString]) -> Result<Options, String> {
             _ => return Err(format!("unknown option '{a}'")),
         }
         i += 1;
+    }
+    if o.batch && o.width.is_none() {
+        // As procps top -b: lines as wide as $COLUMNS says (ignored when not a number in
+        // 1..=512); without it tasksnap does not cut lines (procps cuts at 80).
+        o.width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|w| (1..=MAX_WIDTH).contains(w));
     }
     Ok(o)
 }
@@ -171,6 +205,14 @@ pub struct Top {
     names: Names,
     /// Command lines of tasks shown, by identity (tgid, start time).
     cmdlines: HashMap<(i32, u64), String>,
+    /// Tasks whose command line read was abandoned (mmap lock held past the deadline), by
+    /// identity, and when to try again: until then they show `[comm]`.
+    cmdline_retry: HashMap<(i32, u64), Instant>,
+    /// Reads, for the rows on screen only, what a refresh's snapshot does not carry: command
+    /// lines (with the collector's deadline on the target's mmap lock) and shared memory.
+    rows_reader: Option<ProcfsCollector>,
+    /// How ps and top escape names and command lines here (UTF-8 or not).
+    locale: Locale,
     mem_total_kib: u64,
     /// DISK% and wait reasons (root with BPF), loaded after the first screen.
     waits: Option<waits::Waits>,
@@ -215,6 +257,10 @@ impl Top {
             system: system::SystemReader::default(),
             names: Names::default(),
             cmdlines: HashMap::new(),
+            cmdline_retry: HashMap::new(),
+            // Without it rows show `[comm]` and no SHR: never a reason not to start.
+            rows_reader: ProcfsCollector::new().ok(),
+            locale: Locale::from_env(),
             mem_total_kib,
             waits: None,
             waits_unavailable: None,
@@ -407,12 +453,7 @@ impl Top {
     }
 
     fn filter(&mut self, lines: &mut Vec<Row>) {
-        let want_uid: Option<u32> = self.opts.user.as_ref().map(|u| {
-            u.parse()
-                .ok()
-                .or_else(|| user_uid(u))
-                .unwrap_or(u32::MAX - 1)
-        });
+        let want_uid = self.opts.user;
         let name = self.opts.name_filter.clone();
         let other = self.opts.other_filter.clone();
         if want_uid.is_none() && name.is_none() && other.is_none() {
@@ -454,12 +495,9 @@ impl Top {
             self.visible_pids.sort_unstable();
             self.visible_pids.dedup();
         }
+        self.read_row_extras(&mut frame.lines[start..end]);
         for i in start..end {
             let l = &mut frame.lines[i];
-            if l.shr_kib.is_none() {
-                let shr = statm_shared_kib(l.id.tgid, l.id.tid).unwrap_or(0);
-                Row::make_mut(l).shr_kib = Some(shr);
-            }
             let key = if self.opts.threads {
                 l.id.tid
             } else {
@@ -489,8 +527,84 @@ impl Top {
         out
     }
 
+    /// Whether row `l` needs its command line read.
+    fn wants_cmdline(&self, l: &Line, now: Instant) -> bool {
+        let key = (l.id.tgid, l.id.start_time_ns);
+        self.opts.full_command
+            && !l.kthread
+            && !self.cmdlines.contains_key(&key)
+            && self.cmdline_retry.get(&key).is_none_or(|&t| now >= t)
+    }
+
+    /// Reads what rows `lines` need and the snapshot did not carry, in one pass through the
+    /// collector: shared memory (statm) and, with `-c`, command lines not cached yet. A
+    /// command line whose read blocks on the target's mmap lock past the collector's
+    /// deadline is left out (the row shows `[comm]`) and tried again a few seconds later,
+    /// so neither a refresh nor the screen waits on another process's lock.
+    fn read_row_extras(&mut self, lines: &mut [Row]) {
+        let now = Instant::now();
+        let mut ids: Vec<(i32, i32)> = Vec::new();
+        let mut want_cmdline = false;
+        for l in lines.iter() {
+            let cmd = self.wants_cmdline(l, now);
+            if l.shr_kib.is_none() || cmd {
+                ids.push((l.id.tgid, l.id.tid));
+                want_cmdline |= cmd;
+            }
+        }
+        if ids.is_empty() {
+            return;
+        }
+        let Some(reader) = &self.rows_reader else {
+            for l in lines.iter_mut() {
+                if l.shr_kib.is_none() {
+                    Row::make_mut(l).shr_kib = Some(0);
+                }
+            }
+            return;
+        };
+        let groups = Groups {
+            mem: true,
+            cmdline: want_cmdline,
+            ..Groups::default()
+        };
+        let (read, _stats) = reader.fill(&ids, groups);
+        if self.cmdlines.len() > 100_000 {
+            self.cmdlines.clear();
+        }
+        self.cmdline_retry.retain(|_, t| *t > now);
+        for l in lines.iter_mut() {
+            let task = read.get(&(l.id.tgid, l.id.tid));
+            if l.shr_kib.is_none() {
+                let shr = task
+                    .and_then(|t| t.mem.as_ref())
+                    .map_or(0, |m| m.shared_bytes / 1024);
+                Row::make_mut(l).shr_kib = Some(shr);
+            }
+            if !want_cmdline || !self.wants_cmdline(l, now) {
+                continue;
+            }
+            let key = (l.id.tgid, l.id.start_time_ns);
+            match task {
+                Some(t) if t.cmdline_timed_out => {
+                    self.cmdline_retry.insert(key, now + CMDLINE_RETRY);
+                }
+                // Gone since the refresh: nothing to cache.
+                None => {}
+                Some(t) => {
+                    let c = command_text(
+                        t.cmdline.as_deref().unwrap_or_default(),
+                        &l.comm,
+                        self.locale,
+                    );
+                    self.cmdlines.insert(key, c);
+                }
+            }
+        }
+    }
+
     fn command(&mut self, l: &Line) -> String {
-        let comm = render::printable(&l.comm);
+        let comm = escaped(&l.comm, self.locale);
         if !self.opts.full_command {
             return comm;
         }
@@ -498,26 +612,10 @@ impl Top {
             return format!("[{comm}]");
         }
         let key = (l.id.tgid, l.id.start_time_ns);
-        if let Some(c) = self.cmdlines.get(&key) {
-            return c.clone();
+        match self.cmdlines.get(&key) {
+            Some(c) => c.clone(),
+            None => format!("[{comm}]"),
         }
-        let c = match std::fs::read(format!("/proc/{}/cmdline", l.id.tgid)) {
-            Ok(b) if !b.is_empty() => {
-                let joined: Vec<u8> = b
-                    .strip_suffix(b"\0")
-                    .unwrap_or(&b)
-                    .iter()
-                    .map(|&c| if c == 0 { b' ' } else { c })
-                    .collect();
-                render::printable(&joined)
-            }
-            _ => comm,
-        };
-        if self.cmdlines.len() > 100_000 {
-            self.cmdlines.clear();
-        }
-        self.cmdlines.insert(key, c.clone());
-        c
     }
 
     pub fn column_header(&self) -> String {
@@ -525,24 +623,38 @@ impl Top {
     }
 }
 
-fn user_uid(name: &str) -> Option<u32> {
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|l| {
-        let mut f = l.split(':');
-        (f.next()? == name).then(|| f.nth(1)?.parse().ok())?
-    })
+/// How long a task whose command line could not be read in time shows `[comm]` before the
+/// next try.
+const CMDLINE_RETRY: Duration = Duration::from_secs(5);
+
+/// A name as ps shows it: procps's escape for the locale (control characters and, in a
+/// UTF-8 locale, broken sequences as `?`).
+fn escaped(bytes: &[u8], loc: Locale) -> String {
+    let mut v = bytes.to_vec();
+    if let Some(end) = v.iter().position(|&b| b == 0) {
+        v.truncate(end);
+    }
+    text::library_escape(&mut v, loc);
+    terminal_text(&v, loc)
 }
 
-/// Shared memory of a task in KiB: /proc/PID/statm's third field.
-fn statm_shared_kib(tgid: i32, tid: i32) -> Option<u64> {
-    let path = if tgid == tid {
-        format!("/proc/{tgid}/statm")
-    } else {
-        format!("/proc/{tgid}/task/{tid}/statm")
-    };
-    let s = std::fs::read_to_string(path).ok()?;
-    let pages: u64 = s.split_whitespace().nth(2)?.parse().ok()?;
-    Some(pages * 4)
+/// ps's output pass (what is not printable in the locale becomes `?`), so that what
+/// reaches the terminal is always valid text.
+fn terminal_text(v: &[u8], loc: Locale) -> String {
+    let mut out: Vec<u8> = Vec::with_capacity(v.len());
+    let mut room = usize::MAX;
+    text::output_escape(&mut out, v, &mut room, loc);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The COMMAND text with `-c`, as ps's `args`: the flattened, escaped command line, `?`
+/// when it holds only NULs, `[comm]` when it is empty (no argv, as after a wiped argv).
+fn command_text(raw: &[u8], comm: &[u8], loc: Locale) -> String {
+    match text::flatten_cmdline(raw, loc) {
+        Some(flat) if flat.is_empty() => "?".to_string(),
+        Some(flat) => terminal_text(&flat, loc),
+        None => format!("[{}]", escaped(comm, loc)),
+    }
 }
 
 /// The wall clock as top prints it.
@@ -563,13 +675,11 @@ pub fn clock() -> String {
 pub fn main(argv: &[OsString]) -> ExitCode {
     let opts = match parse_args(argv) {
         Ok(o) => o,
-        Err(e) if e.is_empty() => {
-            print!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
+        Err(e) if e.is_empty() => return crate::output::print(USAGE),
         Err(e) => {
-            eprintln!("tasksnap top: {e}\n{USAGE}");
-            return ExitCode::from(2);
+            // procps top: the message, exit status 1.
+            eprintln!("tasksnap top: {e}\n(tasksnap top -h for usage)");
+            return ExitCode::from(1);
         }
     };
     let batch = opts.batch;
@@ -585,16 +695,56 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     } else {
         tui::run(top)
     };
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("tasksnap top: {e:#}");
-            ExitCode::from(1)
+    crate::output::exit_code(r.map(|()| ExitCode::SUCCESS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Options, String> {
+        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse_args(&argv)
+    }
+
+    /// A hostile process name or command line never puts a control character or a broken
+    /// UTF-8 sequence on the terminal; both show as ps shows them.
+    #[test]
+    fn top_shows_names_and_command_lines_as_ps_does() {
+        let utf8 = Locale { utf8: true };
+        assert_eq!(escaped(b"a\x1b[2Jb\nc", utf8), "a?[2Jb?c");
+        // Invalid UTF-8: `?` from there on, as procps (not U+FFFD).
+        assert_eq!(escaped(b"ok\xff\xfe", utf8), "ok??");
+        assert_eq!(command_text(b"sleep\x0010\0", b"sleep", utf8), "sleep 10");
+        // An empty argv (wiped, or a process that never had one): `[comm]`, never blank.
+        assert_eq!(command_text(b"", b"worker", utf8), "[worker]");
+        assert_eq!(command_text(b"\0\0", b"worker", utf8), "?");
+        assert_eq!(command_text(b"x\xc3(", b"x", utf8), "x?(");
+    }
+
+    #[test]
+    fn top_bad_arguments_are_errors() {
+        for bad in [
+            &["-n", "0"][..],
+            &["-n", "-1"],
+            &["-d", "-1"],
+            &["-d", "1e20"],
+            &["-d", "nan"],
+            &["-p", ""],
+            &["-p", "-1"],
+            &["-p", "1,,2"],
+            &["-u", "no-such-user-tasksnap"],
+            &["-w", "0"],
+            &["-w", "100000"],
+            &["-x"],
+            &["-n"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
         }
+        let o = parse(&["-b", "-n", "2", "-d", "0.5", "-p", "1,0", "-u", "root"]).expect("parses");
+        assert_eq!(o.iterations, Some(2));
+        assert_eq!(o.delay, Duration::from_millis(500));
+        assert_eq!(o.pids, vec![1, std::process::id() as i32]);
+        assert_eq!(o.user, Some(0));
     }
 }

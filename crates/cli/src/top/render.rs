@@ -5,15 +5,6 @@
 use super::system::System;
 use super::view::{Line, StateCounts};
 
-/// Text safe to put on a terminal: invalid UTF-8 replaced, control characters (escape
-/// sequences in a hostile process name) shown as `?`, as top does.
-pub fn printable(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes)
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
-}
-
 /// What the header says about tasksnap itself.
 #[derive(Debug, Clone, Default)]
 pub struct OwnCost {
@@ -190,11 +181,6 @@ pub fn line(l: &Line, pid_width: usize, user: &str, command: &str, tree: bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hostile_names_are_defused() {
-        assert_eq!(printable(b"a\x1b[2Jb\nc\xff"), "a?[2Jb?c\u{fffd}");
-    }
 
     #[test]
     fn numbers_scale_like_top() {

@@ -17,6 +17,7 @@ use ratatui::Terminal;
 
 use super::view::{Filter, SortKey};
 use super::{Frame, Top};
+use crate::input::{Nice, Pid, Signal};
 
 /// Smallest terminal the view draws in; below it a message says so.
 const MIN_COLS: u16 = 20;
@@ -42,11 +43,11 @@ enum Prompt {
     Other,
     Delay,
     KillPid,
-    KillSignal { pid: i32 },
-    KillConfirm { pid: i32, signal: i32 },
+    KillSignal { pid: Pid },
+    KillConfirm { pid: Pid, signal: Signal },
     RenicePid,
-    ReniceValue { pid: i32 },
-    ReniceConfirm { pid: i32, nice: i32 },
+    ReniceValue { pid: Pid },
+    ReniceConfirm { pid: Pid, nice: Nice },
 }
 
 impl Prompt {
@@ -61,11 +62,13 @@ impl Prompt {
             Prompt::KillPid => "PID to signal (empty: the top row): ".into(),
             Prompt::KillSignal { pid } => format!("Signal to send to {pid} (default 15): "),
             Prompt::KillConfirm { pid, signal } => {
-                format!("Send signal {signal} to pid {pid}? [y/N] ")
+                format!("Send signal {} to pid {pid}? [y/N] ", signal.get())
             }
             Prompt::RenicePid => "PID to renice (empty: the top row): ".into(),
             Prompt::ReniceValue { pid } => format!("Nice value for {pid}: "),
-            Prompt::ReniceConfirm { pid, nice } => format!("Renice pid {pid} to {nice}? [y/N] "),
+            Prompt::ReniceConfirm { pid, nice } => {
+                format!("Renice pid {pid} to {}? [y/N] ", nice.get())
+            }
         }
     }
 }
@@ -154,10 +157,18 @@ pub fn run(top: Top) -> anyhow::Result<()> {
         if app.top.opts.iterations.is_some_and(|n| refreshes > n) {
             break;
         }
+        if terminal_gone() {
+            // Closed window or lost ssh session, with SIGHUP ignored (nohup, or pid 1 of a
+            // namespace): nothing else would end the view, and reads would return at once.
+            break;
+        }
+        // Waits in short slices so that a hang-up is seen within a quarter second.
         let timeout = if app.frozen {
-            Duration::from_secs(3600)
+            HANGUP_CHECK
         } else {
-            app.next_refresh.saturating_duration_since(Instant::now())
+            app.next_refresh
+                .saturating_duration_since(Instant::now())
+                .min(HANGUP_CHECK)
         };
         if event::poll(timeout)? {
             match event::read()? {
@@ -172,6 +183,22 @@ pub fn run(top: Top) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The longest wait for a key before the terminal is checked again.
+const HANGUP_CHECK: Duration = Duration::from_millis(250);
+
+/// Whether the terminal hung up: standard input (the terminal the view reads keys from)
+/// reports a hang-up or an error.
+fn terminal_gone() -> bool {
+    let mut p = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, a zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 fn rows_total(app: &App) -> usize {
@@ -189,11 +216,11 @@ fn refresh_now(app: &mut App) {
     app.scroll = 0;
 }
 
-fn top_row_pid(app: &App) -> Option<i32> {
+fn top_row_pid(app: &App) -> Option<Pid> {
     app.frame
         .as_ref()
         .and_then(|f| f.lines.get(app.scroll))
-        .map(|l| l.id.tid)
+        .and_then(|l| Pid::of_task(l.id.tid))
 }
 
 fn on_key(app: &mut App, k: KeyEvent) {
@@ -305,11 +332,13 @@ fn set_sort(app: &mut App, key: SortKey) {
 
 fn answer(app: &mut App, prompt: Prompt, input: String) {
     let o = &mut app.top.opts;
-    let pid_or_top = |input: &str, app: &App| -> Option<i32> {
+    // Only ever one real process: an empty answer is the highlighted row's, anything else
+    // must be a pid (`-1` or `0` would signal a group or every process: see crate::input).
+    let pid_or_top = |input: &str, app: &App| -> Result<Pid, String> {
         if input.is_empty() {
-            top_row_pid(app)
+            top_row_pid(app).ok_or_else(|| "no row to act on".to_string())
         } else {
-            input.parse().ok()
+            Pid::parse(input)
         }
     };
     match prompt {
@@ -318,8 +347,18 @@ fn answer(app: &mut App, prompt: Prompt, input: String) {
             refresh_now(app);
         }
         Prompt::User => {
-            o.user = (!input.is_empty()).then_some(input);
-            refresh_now(app);
+            if input.is_empty() {
+                o.user = None;
+                refresh_now(app);
+            } else {
+                match crate::input::uid_of(&input) {
+                    Some(uid) => {
+                        o.user = Some(uid);
+                        refresh_now(app);
+                    }
+                    None => app.message = Some(format!("Invalid user: '{input}'")),
+                }
+            }
         }
         Prompt::Other => {
             if input.is_empty() {
@@ -335,65 +374,57 @@ fn answer(app: &mut App, prompt: Prompt, input: String) {
                 }
             }
         }
-        Prompt::Delay => match input.parse::<f64>() {
-            Ok(s) if s.is_finite() && s >= 0.1 => {
-                o.delay = Duration::from_secs_f64(s);
+        Prompt::Delay => match crate::input::parse_seconds(&input, 0.1) {
+            Ok(d) => {
+                o.delay = d;
                 app.next_refresh = Instant::now() + o.delay;
             }
-            _ => app.message = Some(format!("not a delay: '{input}' (at least 0.1)")),
+            Err(e) => app.message = Some(e),
         },
         Prompt::KillPid => match pid_or_top(&input, app) {
-            Some(pid) => app.prompt = Some((Prompt::KillSignal { pid }, String::new())),
-            None => app.message = Some(format!("not a pid: '{input}'")),
+            Ok(pid) => app.prompt = Some((Prompt::KillSignal { pid }, String::new())),
+            Err(e) => app.message = Some(e),
         },
         Prompt::KillSignal { pid } => {
             let signal = if input.is_empty() {
-                Some(libc::SIGTERM)
+                Ok(Signal::TERM)
             } else {
-                input.parse().ok().filter(|s| (1..=64).contains(s))
+                Signal::parse(&input)
             };
             match signal {
-                Some(signal) => {
+                Ok(signal) => {
                     app.prompt = Some((Prompt::KillConfirm { pid, signal }, String::new()))
                 }
-                None => app.message = Some(format!("not a signal: '{input}'")),
+                Err(e) => app.message = Some(e),
             }
         }
         Prompt::KillConfirm { pid, signal } => {
-            if input.eq_ignore_ascii_case("y") {
-                // SAFETY: kill takes plain integers.
-                let r = unsafe { libc::kill(pid, signal) };
-                app.message = Some(if r == 0 {
-                    format!("sent signal {signal} to {pid}")
-                } else {
-                    format!("kill {pid}: {}", io::Error::last_os_error())
-                });
+            app.message = Some(if !input.eq_ignore_ascii_case("y") {
+                "nothing sent".into()
             } else {
-                app.message = Some("nothing sent".into());
-            }
+                match pid.signal(signal) {
+                    Ok(()) => format!("sent signal {} to {pid}", signal.get()),
+                    Err(e) => format!("kill {pid}: {e}"),
+                }
+            });
         }
         Prompt::RenicePid => match pid_or_top(&input, app) {
-            Some(pid) => app.prompt = Some((Prompt::ReniceValue { pid }, String::new())),
-            None => app.message = Some(format!("not a pid: '{input}'")),
+            Ok(pid) => app.prompt = Some((Prompt::ReniceValue { pid }, String::new())),
+            Err(e) => app.message = Some(e),
         },
-        Prompt::ReniceValue { pid } => match input.parse::<i32>() {
-            Ok(n) if (-20..=19).contains(&n) => {
-                app.prompt = Some((Prompt::ReniceConfirm { pid, nice: n }, String::new()))
-            }
-            _ => app.message = Some(format!("not a nice value (-20..19): '{input}'")),
+        Prompt::ReniceValue { pid } => match Nice::parse(&input) {
+            Ok(nice) => app.prompt = Some((Prompt::ReniceConfirm { pid, nice }, String::new())),
+            Err(e) => app.message = Some(e),
         },
         Prompt::ReniceConfirm { pid, nice } => {
-            if input.eq_ignore_ascii_case("y") {
-                // SAFETY: setpriority takes plain integers.
-                let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) };
-                app.message = Some(if r == 0 {
-                    format!("reniced {pid} to {nice}")
-                } else {
-                    format!("renice {pid}: {}", io::Error::last_os_error())
-                });
+            app.message = Some(if !input.eq_ignore_ascii_case("y") {
+                "not reniced".into()
             } else {
-                app.message = Some("not reniced".into());
-            }
+                match pid.renice(nice) {
+                    Ok(()) => format!("reniced {pid} to {}", nice.get()),
+                    Err(e) => format!("renice {pid}: {e}"),
+                }
+            });
         }
     }
 }

@@ -1,0 +1,237 @@
+//! Values a user types (on the command line or at a prompt) that tasksnap acts on, checked
+//! once, here: process ids to signal or renice, durations, user names.
+//!
+//! A [`Pid`] is the only thing [`Pid::signal`] and [`Pid::renice`] take, and it is always a
+//! single real process id (1 or more): kill(2) with 0 or -1 would signal a whole process
+//! group or every process the caller may signal (as root, the whole host), and
+//! setpriority(2) with 0 means the caller itself. Durations are bounded so that a typo
+//! (`1e20`) is an error message, not a panic in `Duration::from_secs_f64`.
+
+use std::io;
+use std::time::Duration;
+
+/// The largest pid the kernel can hand out (`PID_MAX_LIMIT` on 64-bit, include/linux/threads.h).
+pub const PID_MAX_LIMIT: i64 = 4 * 1024 * 1024;
+
+/// One existing-or-not, but always single, process (or thread) id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pid(i32);
+
+impl Pid {
+    /// Parses a decimal pid in 1..=[`PID_MAX_LIMIT`] (surrounding blanks allowed).
+    pub fn parse(s: &str) -> Result<Pid, String> {
+        let t = s.trim();
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("bad pid '{s}'"));
+        }
+        match t.parse::<i64>() {
+            Ok(n) if (1..=PID_MAX_LIMIT).contains(&n) => Ok(Pid(n as i32)),
+            _ => Err(format!("pid out of range '{s}' (1-{PID_MAX_LIMIT})")),
+        }
+    }
+
+    /// A task id taken from a snapshot (never 0 or negative there, but checked anyway).
+    pub fn of_task(id: i32) -> Option<Pid> {
+        (id > 0).then_some(Pid(id))
+    }
+
+    /// The number.
+    pub fn get(self) -> i32 {
+        self.0
+    }
+
+    /// Sends `signal` (1..=64) to this one process.
+    pub fn signal(self, signal: Signal) -> io::Result<()> {
+        // SAFETY: kill takes plain integers; the pid is positive, so exactly one process
+        // (never a group, never every process) is addressed.
+        if unsafe { libc::kill(self.0, signal.0) } == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Sets this process's nice value.
+    pub fn renice(self, nice: Nice) -> io::Result<()> {
+        // SAFETY: setpriority takes plain integers; the pid is positive, so it never means
+        // "the caller" (0).
+        let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, self.0 as libc::id_t, nice.0) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+impl std::fmt::Display for Pid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A signal number, 1..=64 (0 only probes; kill(1) calls it "no signal").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signal(i32);
+
+impl Signal {
+    /// SIGTERM, the default of every kill prompt.
+    pub const TERM: Signal = Signal(libc::SIGTERM);
+
+    /// Parses a number (1-64) or a name (`KILL`, `SIGKILL`, `kill`).
+    pub fn parse(s: &str) -> Result<Signal, String> {
+        let t = s.trim();
+        if let Ok(n) = t.parse::<i64>() {
+            return if (1..=64).contains(&n) {
+                Ok(Signal(n as i32))
+            } else {
+                Err(format!("not a signal: '{s}' (1-64 or a name)"))
+            };
+        }
+        let up = t.to_ascii_uppercase();
+        let name = up.strip_prefix("SIG").unwrap_or(&up);
+        let n = match name {
+            "HUP" => libc::SIGHUP,
+            "INT" => libc::SIGINT,
+            "QUIT" => libc::SIGQUIT,
+            "KILL" => libc::SIGKILL,
+            "USR1" => libc::SIGUSR1,
+            "USR2" => libc::SIGUSR2,
+            "TERM" => libc::SIGTERM,
+            "CONT" => libc::SIGCONT,
+            "STOP" => libc::SIGSTOP,
+            "TSTP" => libc::SIGTSTP,
+            _ => return Err(format!("not a signal: '{s}' (1-64 or a name)")),
+        };
+        Ok(Signal(n))
+    }
+
+    /// The number.
+    pub fn get(self) -> i32 {
+        self.0
+    }
+}
+
+/// A nice value, -20..=19.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nice(i32);
+
+impl Nice {
+    /// Parses -20..=19.
+    pub fn parse(s: &str) -> Result<Nice, String> {
+        match s.trim().parse::<i32>() {
+            Ok(n) if (-20..=19).contains(&n) => Ok(Nice(n)),
+            _ => Err(format!("not a nice value (-20..19): '{s}'")),
+        }
+    }
+
+    /// The number.
+    pub fn get(self) -> i32 {
+        self.0
+    }
+}
+
+/// The longest interval accepted anywhere (about 31 years): longer is surely a typo, and far
+/// below what `Duration` and the kernel's timers hold.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// Parses a number of seconds (`2`, `0.5`, `1e3`) in `min..=MAX_SECONDS`.
+pub fn parse_seconds(s: &str, min: f64) -> Result<Duration, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad delay interval '{s}'"))?;
+    if !v.is_finite() || v > MAX_SECONDS {
+        return Err(format!("bad delay interval '{s}'"));
+    }
+    if v < min {
+        return Err(format!("bad delay interval '{s}' (at least {min} seconds)"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// The uid of a user given by number or by name; names are looked up through the C
+/// library (NSS: files, LDAP, sssd...), as `ps -u` does, not by reading /etc/passwd.
+pub fn uid_of(user: &str) -> Option<u32> {
+    if let Ok(n) = user.parse::<u32>() {
+        return Some(n);
+    }
+    let c = std::ffi::CString::new(user).ok()?;
+    let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwnam_r fills `pwd` using `buf` (its length given) and sets `result` to
+    // `pwd` or to null; nothing is read unless it says it found the user.
+    let rc = unsafe {
+        libc::getpwnam_r(
+            c.as_ptr(),
+            pwd.as_mut_ptr(),
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() {
+        return None;
+    }
+    // SAFETY: getpwnam_r succeeded and `result` points at `pwd`, now initialised.
+    Some(unsafe { pwd.assume_init() }.pw_uid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// top's kill prompt once took `-1` and, as root, signalled every process on the host.
+    #[test]
+    fn top_kill_prompt_never_signals_minus_one_or_zero() {
+        for bad in [
+            "-1",
+            "0",
+            "-0",
+            "",
+            " ",
+            "-2",
+            "+5",
+            "1.5",
+            "0x10",
+            "4194305",
+            "99999999999",
+        ] {
+            assert!(Pid::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(Pid::parse("1").map(Pid::get), Ok(1));
+        assert_eq!(Pid::parse(" 42 ").map(Pid::get), Ok(42));
+        assert_eq!(Pid::of_task(-1), None);
+        assert_eq!(Pid::of_task(0), None);
+    }
+
+    #[test]
+    fn signals_and_nice_values_are_bounded() {
+        assert_eq!(Signal::parse("9").map(Signal::get), Ok(9));
+        assert_eq!(Signal::parse("sigkill").map(Signal::get), Ok(libc::SIGKILL));
+        for bad in ["0", "-9", "65", "BOGUS"] {
+            assert!(Signal::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(Nice::parse("-21").is_err());
+        assert!(Nice::parse("20").is_err());
+        assert_eq!(Nice::parse("-20").map(Nice::get), Ok(-20));
+    }
+
+    /// `top -d 1e20` once panicked in Duration::from_secs_f64.
+    #[test]
+    fn top_huge_delay_is_an_error_not_a_panic() {
+        for bad in ["1e20", "inf", "NaN", "-1", "1e10", "abc", ""] {
+            assert!(parse_seconds(bad, 0.0).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_seconds("0.5", 0.0), Ok(Duration::from_millis(500)));
+        assert!(parse_seconds("0.05", 0.1).is_err());
+    }
+
+    #[test]
+    fn users_by_number_and_name() {
+        assert_eq!(uid_of("0"), Some(0));
+        assert_eq!(uid_of("root"), Some(0));
+        assert_eq!(uid_of("no-such-user-tasksnap"), None);
+    }
+}
