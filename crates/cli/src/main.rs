@@ -63,7 +63,6 @@ fn tune_malloc() {
 }
 
 fn main() -> ExitCode {
-    output::guard_standard_fds();
     tune_malloc();
     let args: Vec<OsString> = std::env::args_os().collect();
     let cmd = args.get(1).and_then(|a| a.to_str()).unwrap_or("");

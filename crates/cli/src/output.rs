@@ -4,11 +4,11 @@
 //!   status 0, as ripgrep and procps do.
 //! - Any other write error (a full disk, `>/dev/full`) is a message on stderr and status 1,
 //!   as procps's "ps: write error".
-//! - A closed standard output (`>&-`) is noticed before anything opens a file. Rust's std
-//!   treats EBADF on stdout as success (so a closed stdout would print nothing and exit 0),
-//!   and the first file opened afterwards would take descriptor 1, so that a later write could
-//!   land in it. [`guard_standard_fds`] puts /dev/null on a closed 0, 1 or 2 and remembers
-//!   that stdout was closed; every write then fails as a write error.
+//! - A closed standard output (`>&-`) is a write error too. Rust's runtime puts /dev/null
+//!   on a closed descriptor 0, 1 or 2 before `main` (so that no file opened later takes
+//!   their place), which would make the listing vanish with status 0; a constructor that
+//!   runs before the runtime notes that descriptor 1 was closed, and every write through
+//!   [`stdout`] then fails with EBADF.
 //!
 //! Commands write through [`stdout`] (a checked handle), [`print`] (whole texts such as
 //! help), the `say!` macro (report lines), and map their errors to an exit code with
@@ -38,34 +38,20 @@ pub fn set_command(sub: Option<&str>) {
     });
 }
 
-/// Opens /dev/null on each of descriptors 0, 1 and 2 that is closed, before anything else
-/// opens a file, and remembers whether 1 was. Call first thing in `main`.
-pub fn guard_standard_fds() {
-    for fd in 0..3 {
-        // SAFETY: F_GETFD only queries the descriptor's flags.
-        if unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1 {
-            continue;
-        }
-        if fd == 1 {
-            STDOUT_CLOSED.store(true, Ordering::Relaxed);
-        }
-        let flags = if fd == 0 {
-            libc::O_RDONLY
-        } else {
-            libc::O_WRONLY
-        };
-        // SAFETY: a NUL-terminated path; the lowest free descriptor is `fd` (0..fd are open),
-        // and it is meant to stay open for the life of the process.
-        let got = unsafe { libc::open(c"/dev/null".as_ptr(), flags | libc::O_CLOEXEC) };
-        if got != fd && got >= 0 {
-            // SAFETY: `got` was just opened here and is not used elsewhere.
-            unsafe {
-                libc::dup2(got, fd);
-                libc::close(got);
-            }
-        }
+/// Notes whether descriptor 1 was closed when the process started. It runs from
+/// `.init_array`, before Rust's runtime: that runtime puts /dev/null on a closed 0, 1 or 2
+/// before `main` (so nothing opened later lands on them), which would hide a closed stdout
+/// from any check made in `main`.
+extern "C" fn note_closed_stdout() {
+    // SAFETY: F_GETFD only queries the descriptor's flags.
+    if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
     }
 }
+
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STDOUT: extern "C" fn() = note_closed_stdout;
 
 /// The error every write to a closed stdout gives.
 fn closed_error() -> io::Error {

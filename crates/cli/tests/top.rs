@@ -229,7 +229,10 @@ impl Tmux {
         if Command::new("tmux").arg("-V").output().is_err() {
             return None;
         }
-        let socket = format!("tasksnap-test-{}", std::process::id());
+        // One server per view: the tests of this file run at the same time.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = format!("tasksnap-test-{}-{n}", std::process::id());
         let ok = Command::new("tmux")
             .args(["-L", &socket, "new-session", "-d", "-s", "t"])
             .args(["-x", &cols.to_string(), "-y", &rows.to_string()])
@@ -255,6 +258,12 @@ impl Tmux {
             self.tmux(&["send-keys", "-t", "t", k]);
             std::thread::sleep(Duration::from_millis(60));
         }
+    }
+
+    /// Types `text` literally (so that `-1` is not taken for a tmux flag).
+    fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "t", "-l", "--", text]);
+        std::thread::sleep(Duration::from_millis(60));
     }
 
     fn screen(&self) -> String {
@@ -427,4 +436,352 @@ fn live_view_in_a_terminal() {
     }
     let _ = std::fs::remove_file(&status_file);
     drop(threads);
+}
+
+/// Starts a view in tmux or skips (fails under CI) when tmux is missing.
+fn tmux_or_skip(cols: u16, rows: u16, cmd: &str, what: &str) -> Option<Tmux> {
+    let t = Tmux::start(cols, rows, cmd);
+    if t.is_none() {
+        if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+            panic!("tmux is missing and CI forbids skipping {what}");
+        }
+        eprintln!("SKIP {what}: tmux is not installed");
+    }
+    t
+}
+
+/// The kill prompt once took `-1`: "sent signal 15 to -1", as root SIGTERM to every process
+/// on the host. `0` and other negatives too, and the renice prompt took `-1`.
+#[test]
+fn top_kill_prompt_signals_pid_minus_one() {
+    let canary = spawn("exec sleep 600");
+    let canary_pid = canary.0.id() as i32;
+    let cmd = format!("{TASKSNAP} top -d 0.5 --backend procfs; sleep 30");
+    let Some(t) = tmux_or_skip(120, 40, &cmd, "the kill prompt test") else {
+        return;
+    };
+    t.wait_for("the first screen", |s| s.contains("PID USER"));
+    for bad in ["-1", "0", "-2", "+1"] {
+        t.keys(&["k"]);
+        t.wait_for("the kill prompt", |s| s.contains("PID to signal"));
+        t.type_text(bad);
+        t.keys(&["Enter"]);
+        let s = t.wait_for("the refusal", |s| {
+            s.contains(&format!("'{bad}'")) && !s.contains("PID to signal")
+        });
+        assert!(
+            !s.contains("Signal to send"),
+            "{bad} accepted as a pid:\n{s}"
+        );
+        t.keys(&["r"]);
+        t.wait_for("the renice prompt", |s| s.contains("PID to renice"));
+        t.type_text(bad);
+        t.keys(&["Enter"]);
+        let s = t.wait_for("the refusal", |s| {
+            s.contains(&format!("'{bad}'")) && !s.contains("PID to renice")
+        });
+        assert!(
+            !s.contains("Nice value for"),
+            "{bad} accepted for renice:\n{s}"
+        );
+    }
+    // Still alive: nothing was signalled.
+    assert!(tasksnap_loadgen::read_stat(canary_pid).is_ok_and(|st| st.state != 'Z'));
+}
+
+/// Started with SIGHUP ignored (nohup, or pid 1 of a pid namespace), top went on at 100% of
+/// a CPU forever once its terminal was closed; procps top exits.
+#[test]
+fn top_spins_when_its_terminal_goes_away() {
+    let pid_file = std::env::temp_dir().join(format!("tasksnap-top-hup-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pid_file);
+    let cmd = format!(
+        "echo $$ > {}; trap '' HUP; exec {TASKSNAP} top -d 0.5 --backend procfs",
+        pid_file.display()
+    );
+    let Some(t) = tmux_or_skip(100, 30, &cmd, "the hang-up test") else {
+        return;
+    };
+    t.wait_for("the first screen", |s| s.contains("PID USER"));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .expect("top's pid");
+    let _ = std::fs::remove_file(&pid_file);
+    // Closing the terminal: the pty's other side goes away.
+    drop(t);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tasksnap_loadgen::read_stat(pid).is_ok_and(|st| st.state != 'Z') {
+        if Instant::now() > deadline {
+            // SAFETY: kill with a positive pid this test started (through tmux).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("top (pid {pid}) still running 5 s after its terminal went away");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// procps top: a message and exit status 1 for each bad argument. tasksnap printed a frame
+/// and exited 0 (`-n 0`, `-u nosuch`, `-p ""`, `-p -1`), exited 2 (`-d -1`) or panicked
+/// (`-d 1e20`).
+#[test]
+fn top_bad_arguments_print_a_frame_or_panic() {
+    for bad in [
+        &["-n", "0"][..],
+        &["-u", "no-such-user-tasksnap"],
+        &["-p", ""],
+        &["-p", "-1"],
+        &["-d", "-1"],
+        &["-d", "1e20"],
+        &["-w", "0"],
+    ] {
+        let out = run(TASKSNAP, &["top", "-b", "-n", "1"], bad, "C");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.code, Some(1), "{bad:?}: {err}");
+        assert!(out.stdout.is_empty(), "{bad:?} printed a frame");
+        assert!(err.starts_with("tasksnap top: "), "{bad:?}: {err}");
+        assert!(!err.contains("panicked"), "{bad:?}: {err}");
+    }
+}
+
+/// `top -c` showed an empty COMMAND for a process with an empty argv (ps shows `[comm]`),
+/// invalid UTF-8 as U+FFFD (ps shows `?`), and ignored COLUMNS in batch mode.
+#[test]
+fn top_command_lines_blank_or_lossy() {
+    let load = spawn_load();
+    let pids: Vec<i32> = load.info.known_pids();
+    let out = run_cols(
+        TASKSNAP,
+        &["top", "-b", "-n", "1", "-c", "--backend", "procfs"],
+        &[],
+        "C.UTF-8",
+        Some("512"),
+    );
+    assert_eq!(
+        out.code,
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("top prints valid UTF-8");
+    assert!(
+        !text.contains('\u{fffd}'),
+        "a replacement character on screen"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.contains("PID USER"))
+        .expect("header");
+    let at = lines[header].find("COMMAND").expect("COMMAND column");
+    assert!(
+        lines.iter().all(|l| l.chars().count() <= 512),
+        "COLUMNS=512 not honoured"
+    );
+    let mut compared = 0;
+    for l in &lines[header + 1..] {
+        let Some(pid) = l
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !pids.contains(&pid) {
+            continue;
+        }
+        let top_cmd: String = l.chars().skip(at).collect();
+        let ps = run_procps(
+            &["-ww", "-o", "args=", "-p", &pid.to_string()],
+            "C.UTF-8",
+            None,
+        );
+        let ps_cmd = String::from_utf8_lossy(&ps.stdout)
+            .trim_end_matches('\n')
+            .to_string();
+        if ps_cmd.is_empty() {
+            continue; // gone
+        }
+        assert!(
+            !top_cmd.trim().is_empty(),
+            "pid {pid}: blank COMMAND, ps says {ps_cmd:?}"
+        );
+        let room = 512 - at;
+        let want: String = ps_cmd.chars().take(room).collect();
+        assert_eq!(top_cmd.trim_end(), want.trim_end(), "pid {pid}");
+        compared += 1;
+    }
+    assert!(compared >= 5, "only {compared} rows of the load compared");
+    // COLUMNS is honoured in batch mode, as procps top -b does.
+    let narrow = run_cols(TASKSNAP, &["top", "-b", "-n", "1"], &[], "C", Some("60"));
+    let narrow = String::from_utf8_lossy(&narrow.stdout).into_owned();
+    assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
+}
+
+/// Environment switch that makes this test binary a process whose mmap lock is held for
+/// seconds at a time (see [`mmap_lock_holder`]).
+const HOLDER_ENV: &str = "TASKSNAP_TEST_MMAP_LOCK_HOLDER";
+
+/// Not a test of its own: run by [`spawn_mmap_lock_holder`] in a child process. One thread
+/// populates a 2 GiB mapping over and over (holding the mmap lock for reading while it
+/// faults every page in) while another keeps asking for it for writing (mmap/munmap), so
+/// that every reader of /proc/PID/cmdline queues behind the writer for up to seconds (the
+/// 4 GiB of the issue's reproduction).
+#[test]
+fn mmap_lock_holder() {
+    if std::env::var_os(HOLDER_ENV).is_none() {
+        return;
+    }
+    const SIZE: usize = 4 << 30;
+    std::thread::spawn(|| loop {
+        // SAFETY: a fresh anonymous private mapping, unmapped at once; no pointer escapes.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            );
+            if p != libc::MAP_FAILED {
+                libc::munmap(p, SIZE);
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    std::thread::spawn(|| loop {
+        // SAFETY: as above, one page.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p != libc::MAP_FAILED {
+                libc::munmap(p, 4096);
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+/// A process whose /proc/PID/cmdline blocks for up to seconds; killed on drop.
+fn spawn_mmap_lock_holder() -> Guard {
+    let exe = std::env::current_exe().expect("the test binary");
+    let child = Command::new(exe)
+        .args([
+            "--exact",
+            "mmap_lock_holder",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HOLDER_ENV, "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the holder");
+    std::thread::sleep(Duration::from_millis(500));
+    Guard(child)
+}
+
+/// Whether reading the command line of `pid` blocked for over 100 ms in one of `tries`.
+fn cmdline_blocks(pid: u32, tries: usize) -> bool {
+    (0..tries).any(|_| {
+        let t = Instant::now();
+        let _ = std::fs::read(format!("/proc/{pid}/cmdline"));
+        t.elapsed() > Duration::from_millis(100)
+    })
+}
+
+/// `top -b -n 3 -d 1 -c` took 12.3 s instead of 3 while a process's mmap lock was held for
+/// seconds: top read /proc/PID/cmdline itself, with no deadline.
+#[test]
+fn top_freezes_on_a_tasks_mmap_lock() {
+    let holder = spawn_mmap_lock_holder();
+    assert!(
+        cmdline_blocks(holder.0.id(), 20),
+        "the holder never blocked a cmdline read: the test proves nothing"
+    );
+    for backend in ["procfs", "auto"] {
+        let frames = |c: &[&str]| {
+            let started = Instant::now();
+            let args = [
+                &["top", "-b", "-n", "3", "-d", "1", "--backend", backend][..],
+                c,
+            ]
+            .concat();
+            let out = run(TASKSNAP, &args, &[], "C");
+            assert_eq!(
+                out.code,
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (
+                started.elapsed(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        };
+        // The same run without command lines, side by side: on a busy machine both are
+        // slower than the ~2.3 s three frames take, but only -c waited on the lock (it read
+        // the holder's command line each frame, each read blocked for seconds).
+        let (plain, _) = frames(&[]);
+        let (took, text) = frames(&["-c"]);
+        assert!(
+            took < plain + Duration::from_millis(2500),
+            "{backend}: top -b -n 3 -d 1 -c took {took:?}, {plain:?} without -c"
+        );
+        let pid = holder.0.id().to_string();
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.split_whitespace().next() == Some(pid.as_str()))
+                .count(),
+            3,
+            "{backend}: the holder is on every frame"
+        );
+    }
+}
+
+/// The live view with full command lines stopped redrawing for seconds while a process's
+/// mmap lock was held: its clock must keep moving.
+#[test]
+fn top_live_view_redraws_while_an_mmap_lock_is_held() {
+    let holder = spawn_mmap_lock_holder();
+    let cmd = format!("{TASKSNAP} top -d 1 -c --backend procfs; sleep 30");
+    let Some(t) = tmux_or_skip(160, 50, &cmd, "the live view under a held mmap lock") else {
+        return;
+    };
+    t.wait_for("the first screen", |s| s.contains("PID USER"));
+    assert!(
+        cmdline_blocks(holder.0.id(), 20),
+        "the holder never blocked"
+    );
+    // The header's clock (hh:mm:ss) on each capture: it must not stand still for 2.5 s.
+    let clock = |s: &str| {
+        s.lines()
+            .next()
+            .and_then(|l| l.split_whitespace().nth(2))
+            .map(str::to_string)
+    };
+    let mut last = clock(&t.screen());
+    let mut last_change = Instant::now();
+    let end = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = clock(&t.screen());
+        if now != last {
+            last = now;
+            last_change = Instant::now();
+        }
+        assert!(
+            last_change.elapsed() < Duration::from_millis(2500),
+            "no redraw for {:?}:\n{}",
+            last_change.elapsed(),
+            t.screen()
+        );
+    }
 }

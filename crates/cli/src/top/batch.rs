@@ -15,17 +15,20 @@ pub fn run(mut top: Top) -> anyhow::Result<()> {
     let mut n = 0u64;
     loop {
         let mut frame = top.refresh(&super::clock())?;
+        // Every line is cut at the width (-w or $COLUMNS), header included, as procps does.
+        let width = top.opts.width.unwrap_or(usize::MAX);
+        let line = |out: &mut dyn Write, text: &str| match text.char_indices().nth(width) {
+            Some((end, _)) => writeln!(out, "{}", &text[..end]),
+            None => writeln!(out, "{text}"),
+        };
         for h in &frame.header {
-            writeln!(out, "{h}")?;
+            line(&mut out, h)?;
         }
         writeln!(out)?;
-        writeln!(out, "{}", top.column_header())?;
+        line(&mut out, &top.column_header())?;
         let all = frame.lines.len();
         for row in top.rows(&mut frame, 0..all) {
-            match top.opts.width {
-                Some(w) => writeln!(out, "{}", row.chars().take(w).collect::<String>())?,
-                None => writeln!(out, "{row}")?,
-            }
+            line(&mut out, &row)?;
         }
         n += 1;
         if top.opts.iterations.is_some_and(|max| n >= max) {

@@ -592,11 +592,8 @@ impl Top {
                 // Gone since the refresh: nothing to cache.
                 None => {}
                 Some(t) => {
-                    let c = command_text(
-                        t.cmdline.as_deref().unwrap_or_default(),
-                        &l.comm,
-                        self.locale,
-                    );
+                    let raw = t.cmdline.as_deref().unwrap_or_default();
+                    let c = command_text(raw, &l.comm, l.state == b'Z', self.locale);
                     self.cmdlines.insert(key, c);
                 }
             }
@@ -614,6 +611,7 @@ impl Top {
         let key = (l.id.tgid, l.id.start_time_ns);
         match self.cmdlines.get(&key) {
             Some(c) => c.clone(),
+            None if l.state == b'Z' => format!("[{comm}] <defunct>"),
             None => format!("[{comm}]"),
         }
     }
@@ -648,11 +646,13 @@ fn terminal_text(v: &[u8], loc: Locale) -> String {
 }
 
 /// The COMMAND text with `-c`, as ps's `args`: the flattened, escaped command line, `?`
-/// when it holds only NULs, `[comm]` when it is empty (no argv, as after a wiped argv).
-fn command_text(raw: &[u8], comm: &[u8], loc: Locale) -> String {
+/// when it holds only NULs, `[comm]` when it is empty (no argv, as after a wiped argv), and
+/// `[comm] <defunct>` for a zombie.
+fn command_text(raw: &[u8], comm: &[u8], zombie: bool, loc: Locale) -> String {
     match text::flatten_cmdline(raw, loc) {
         Some(flat) if flat.is_empty() => "?".to_string(),
         Some(flat) => terminal_text(&flat, loc),
+        None if zombie => format!("[{}] <defunct>", escaped(comm, loc)),
         None => format!("[{}]", escaped(comm, loc)),
     }
 }
@@ -715,11 +715,18 @@ mod tests {
         assert_eq!(escaped(b"a\x1b[2Jb\nc", utf8), "a?[2Jb?c");
         // Invalid UTF-8: `?` from there on, as procps (not U+FFFD).
         assert_eq!(escaped(b"ok\xff\xfe", utf8), "ok??");
-        assert_eq!(command_text(b"sleep\x0010\0", b"sleep", utf8), "sleep 10");
+        assert_eq!(
+            command_text(b"sleep\x0010\0", b"sleep", false, utf8),
+            "sleep 10"
+        );
         // An empty argv (wiped, or a process that never had one): `[comm]`, never blank.
-        assert_eq!(command_text(b"", b"worker", utf8), "[worker]");
-        assert_eq!(command_text(b"\0\0", b"worker", utf8), "?");
-        assert_eq!(command_text(b"x\xc3(", b"x", utf8), "x?(");
+        assert_eq!(command_text(b"", b"worker", false, utf8), "[worker]");
+        assert_eq!(
+            command_text(b"", b"worker", true, utf8),
+            "[worker] <defunct>"
+        );
+        assert_eq!(command_text(b"\0\0", b"worker", false, utf8), "?");
+        assert_eq!(command_text(b"x\xc3(", b"x", false, utf8), "x?(");
     }
 
     #[test]

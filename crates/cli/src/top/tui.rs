@@ -122,6 +122,7 @@ pub fn run(top: Top) -> anyhow::Result<()> {
         default_hook(info);
     }));
     let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    exit_on_hangup();
     let mut app = App {
         top,
         frame: None,
@@ -157,18 +158,10 @@ pub fn run(top: Top) -> anyhow::Result<()> {
         if app.top.opts.iterations.is_some_and(|n| refreshes > n) {
             break;
         }
-        if terminal_gone() {
-            // Closed window or lost ssh session, with SIGHUP ignored (nohup, or pid 1 of a
-            // namespace): nothing else would end the view, and reads would return at once.
-            break;
-        }
-        // Waits in short slices so that a hang-up is seen within a quarter second.
         let timeout = if app.frozen {
-            HANGUP_CHECK
+            Duration::from_secs(3600)
         } else {
-            app.next_refresh
-                .saturating_duration_since(Instant::now())
-                .min(HANGUP_CHECK)
+            app.next_refresh.saturating_duration_since(Instant::now())
         };
         if event::poll(timeout)? {
             match event::read()? {
@@ -185,20 +178,35 @@ pub fn run(top: Top) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The longest wait for a key before the terminal is checked again.
-const HANGUP_CHECK: Duration = Duration::from_millis(250);
-
-/// Whether the terminal hung up: standard input (the terminal the view reads keys from)
-/// reports a hang-up or an error.
-fn terminal_gone() -> bool {
-    let mut p = libc::pollfd {
-        fd: 0,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, a zero timeout.
-    let n = unsafe { libc::poll(&mut p, 1, 0) };
-    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+/// Ends the program when the terminal hangs up (window closed, ssh session lost).
+///
+/// SIGHUP normally does that, but not when it is ignored (under `nohup`, or as pid 1 of a pid
+/// namespace, which gets no signal it has no handler for). Then every read of the terminal
+/// returns 0 at once, and crossterm's reader loops on those reads inside `event::poll`
+/// without ever returning: 100% of a CPU, forever. A thread blocked in poll(2) on standard
+/// input with no events asked for wakes only on a hang-up or an error, at no cost until then.
+fn exit_on_hangup() {
+    let spawned = std::thread::Builder::new()
+        .name("hangup".into())
+        .spawn(|| loop {
+            let mut p = libc::pollfd {
+                fd: 0,
+                events: 0,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd; blocks until the descriptor reports HUP or ERR.
+            let n = unsafe { libc::poll(&mut p, 1, -1) };
+            if n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+                // Nobody is left to read a message or restore a terminal that is gone.
+                std::process::exit(0);
+            }
+            if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return;
+            }
+        });
+    // Without the thread a hang-up with SIGHUP ignored spins, as before: not a reason to
+    // refuse to start.
+    drop(spawned);
 }
 
 fn rows_total(app: &App) -> usize {
