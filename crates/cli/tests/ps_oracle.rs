@@ -307,6 +307,58 @@ fn machine_output_is_parseable() {
     assert!(text.lines().nth(1).is_some_and(|l| l.starts_with(&pid)));
 }
 
+/// `ps --output json` turned a comm of one space into "", stripped trailing spaces from args
+/// and replaced control characters with `?`: the machine format must carry each spawned
+/// odd task's own bytes (its comm from /proc, its argv joined by spaces).
+#[test]
+fn ps_json_output_is_lossy() {
+    let load = spawn_load();
+    assert!(!load.info.odd.is_empty());
+    let pids: Vec<String> = load.info.odd.iter().map(|o| o.pid.to_string()).collect();
+    let out = run(
+        TASKSNAP,
+        &["ps"],
+        &["-p", &pids.join(","), "-o", "pid,comm,args", "--output", "json"],
+        "C.UTF-8",
+    );
+    assert_eq!(out.code, Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let mut checked = 0;
+    for odd in &load.info.odd {
+        let Some(row) = rows.iter().find(|r| r["pid"] == serde_json::json!(odd.pid)) else {
+            continue; // gone meanwhile
+        };
+        let Ok(mut comm) = std::fs::read(format!("/proc/{}/comm", odd.pid)) else {
+            continue;
+        };
+        comm.pop(); // the kernel's newline
+        let bytes = |k: &str| -> Vec<u8> {
+            match row.get(format!("{k}_hex")).and_then(|h| h.as_str()) {
+                Some(hex) => (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+                    .collect(),
+                None => row[k].as_str().expect("a string").as_bytes().to_vec(),
+            }
+        };
+        assert_eq!(bytes("comm"), comm, "comm of {odd:?}: {row}");
+        let Ok(mut cmdline) = std::fs::read(format!("/proc/{}/cmdline", odd.pid)) else {
+            continue;
+        };
+        let args = if cmdline.is_empty() {
+            [&b"["[..], &comm, b"]"].concat()
+        } else {
+            if cmdline.last() == Some(&0) {
+                cmdline.pop(); // the terminator
+            }
+            cmdline.iter().map(|&b| if b == 0 { b' ' } else { b }).collect()
+        };
+        assert_eq!(bytes("args"), args, "args of {odd:?}: {row}");
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} odd tasks checked");
+}
+
 #[test]
 fn a_closed_pipe_is_not_an_error() {
     use std::io::Read;

@@ -1,25 +1,133 @@
-//! `--output json|csv`: the same rows and columns as the text output, for scripts. Values are
-//! the text ps would print, without padding or truncation; JSON gives integers as numbers.
+//! `--output json|csv`: the same rows and columns as the text output, for scripts.
+//!
+//! Names, command lines and executable paths are data here, not display text: they carry
+//! the task's own bytes (a comm of one space stays `" "`, trailing spaces and control
+//! characters stay), where the text output escapes them for a terminal. A command line's
+//! NUL separators become spaces (as in every ps column) and its final terminator goes; an
+//! empty one is `[comm]`, as ps shows it. JSON strings must be Unicode, so a value that is not valid UTF-8 is written
+//! with U+FFFD in place of each bad sequence, and its exact bytes are added in hex under the
+//! column's name plus `_hex` (`"comm":"a\ufffd","comm_hex":"61ff"`): every JSON parser
+//! reads the row, and nothing is lost. CSV carries the bytes as they are. Every other
+//! column is the text ps would print, without padding; JSON gives integers as numbers.
 
 use std::io::Write;
 
 use super::fields::{Caches, Env};
+use super::format::Field;
 use super::layout::Column;
-use tasksnap_model::Task;
+use tasksnap_model::{Task, TaskState};
 
 use super::order::{self, Row};
 
-fn values(tasks: &[Task], row: &Row, cols: &[Column], env: &Env, c: &mut Caches) -> Vec<String> {
+/// One column's value as data.
+enum Value {
+    /// The task's own bytes (a name, a command line, a path).
+    Bytes(Vec<u8>),
+    /// What ps prints, padding removed.
+    Text(String),
+}
+
+/// The task's own bytes behind a name, command-line or path column, or None for a column
+/// that is not one of those (the same choice [`super::fields::value`] makes for display).
+fn raw_bytes(field: Field, t: &Task, env: &Env) -> Option<Vec<u8>> {
+    let comm = || {
+        let c = t.base.as_ref().map_or(&[][..], |b| &b.comm[..]);
+        c[..c.iter().position(|&b| b == 0).unwrap_or(c.len())].to_vec()
+    };
+    let command = || match t.cmdline.as_deref() {
+        Some(raw) if !raw.is_empty() => {
+            // The last argument's terminator goes; an empty argument before it stays.
+            let end = raw.len() - usize::from(raw.last() == Some(&0));
+            raw[..end]
+                .iter()
+                .map(|&b| if b == 0 { b' ' } else { b })
+                .collect()
+        }
+        _ => {
+            let mut v = b"[".to_vec();
+            v.extend_from_slice(&comm());
+            v.push(b']');
+            if t.base
+                .as_ref()
+                .is_some_and(|b| b.state == TaskState::Zombie)
+            {
+                v.extend_from_slice(b" <defunct>");
+            }
+            v
+        }
+    };
+    match field {
+        Field::Args if env.bsd_c_option => Some(comm()),
+        Field::Args => Some(command()),
+        Field::Comm if env.unix_f_option => Some(command()),
+        Field::Comm => Some(comm()),
+        Field::Exe => Some(t.exe.clone().unwrap_or_else(|| b"-".to_vec())),
+        _ => None,
+    }
+}
+
+fn values(tasks: &[Task], row: &Row, cols: &[Column], env: &Env, c: &mut Caches) -> Vec<Value> {
     cols.iter()
         .map(|col| {
-            let cell = order::cell(tasks, row, col, super::layout::OUTBUF_SIZE - 1, env, c);
-            String::from_utf8_lossy(&cell.bytes).trim().to_string()
+            let raw = (!order::not_applicable(row, col))
+                .then(|| raw_bytes(col.spec.field, &tasks[row.task], env))
+                .flatten();
+            match raw {
+                Some(b) => Value::Bytes(b),
+                None => {
+                    let cell =
+                        order::cell(tasks, row, col, super::layout::OUTBUF_SIZE - 1, env, c);
+                    Value::Text(String::from_utf8_lossy(&cell.bytes).trim().to_string())
+                }
+            }
         })
         .collect()
 }
 
 fn key(col: &Column) -> &str {
     col.spec.name
+}
+
+/// Appends `text` as a JSON string (quotes, backslashes and control characters escaped).
+fn json_string(out: &mut Vec<u8>, text: &str) {
+    out.push(b'"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            c if (c as u32) < 0x20 => {
+                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+            }
+            c => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    out.push(b'"');
+}
+
+/// Appends `"key":value` for a column of bytes: the text, and when it is not valid UTF-8
+/// also `"key_hex":"..."` with the exact bytes.
+fn json_bytes(out: &mut Vec<u8>, key: &str, bytes: &[u8]) {
+    json_string(out, key);
+    out.push(b':');
+    match std::str::from_utf8(bytes) {
+        Ok(text) => json_string(out, text),
+        Err(_) => {
+            json_string(out, &String::from_utf8_lossy(bytes));
+            out.push(b',');
+            json_string(out, &format!("{key}_hex"));
+            out.extend_from_slice(b":\"");
+            for b in bytes {
+                out.extend_from_slice(format!("{b:02x}").as_bytes());
+            }
+            out.push(b'"');
+        }
+    }
 }
 
 /// Writes a JSON array with one object per row, keyed by specifier name.
@@ -32,29 +140,52 @@ pub fn json(
     c: &mut Caches,
 ) -> std::io::Result<()> {
     out.write_all(b"[")?;
+    let mut line = Vec::with_capacity(512);
     for (i, row) in rows.iter().enumerate() {
-        let mut obj = serde_json::Map::new();
-        for (col, v) in cols.iter().zip(values(tasks, row, cols, env, c)) {
-            let value = match v.parse::<i64>() {
-                Ok(n) => serde_json::Value::from(n),
-                Err(_) => serde_json::Value::from(v),
-            };
-            obj.insert(key(col).to_string(), value);
-        }
+        line.clear();
         if i > 0 {
-            out.write_all(b",")?;
+            line.push(b',');
         }
-        out.write_all(b"\n")?;
-        serde_json::to_writer(&mut *out, &obj)?;
+        line.extend_from_slice(b"\n{");
+        for (j, (col, v)) in cols
+            .iter()
+            .zip(values(tasks, row, cols, env, c))
+            .enumerate()
+        {
+            if j > 0 {
+                line.push(b',');
+            }
+            match v {
+                Value::Bytes(b) => json_bytes(&mut line, key(col), &b),
+                Value::Text(s) => {
+                    json_string(&mut line, key(col));
+                    line.push(b':');
+                    match s.parse::<i64>() {
+                        Ok(n) => line.extend_from_slice(n.to_string().as_bytes()),
+                        Err(_) => json_string(&mut line, &s),
+                    }
+                }
+            }
+        }
+        line.push(b'}');
+        out.write_all(&line)?;
     }
     out.write_all(b"\n]\n")
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
+/// One CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
+fn csv_field(out: &mut Vec<u8>, s: &[u8]) {
+    if s.iter().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
+        out.push(b'"');
+        for &b in s {
+            if b == b'"' {
+                out.push(b'"');
+            }
+            out.push(b);
+        }
+        out.push(b'"');
     } else {
-        s.to_string()
+        out.extend_from_slice(s);
     }
 }
 
@@ -67,14 +198,62 @@ pub fn csv(
     env: &Env,
     c: &mut Caches,
 ) -> std::io::Result<()> {
-    let header: Vec<String> = cols.iter().map(|c| csv_field(key(c))).collect();
-    writeln!(out, "{}", header.join(","))?;
+    let mut line = Vec::with_capacity(512);
+    for (j, col) in cols.iter().enumerate() {
+        if j > 0 {
+            line.push(b',');
+        }
+        csv_field(&mut line, key(col).as_bytes());
+    }
+    line.push(b'\n');
+    out.write_all(&line)?;
     for row in rows {
-        let line: Vec<String> = values(tasks, row, cols, env, c)
-            .iter()
-            .map(|v| csv_field(v))
-            .collect();
-        writeln!(out, "{}", line.join(","))?;
+        line.clear();
+        for (j, v) in values(tasks, row, cols, env, c).into_iter().enumerate() {
+            if j > 0 {
+                line.push(b',');
+            }
+            match v {
+                Value::Bytes(b) => csv_field(&mut line, &b),
+                Value::Text(s) => csv_field(&mut line, s.as_bytes()),
+            }
+        }
+        line.push(b'\n');
+        out.write_all(&line)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn js(b: &[u8]) -> serde_json::Value {
+        let mut v = b"{".to_vec();
+        json_bytes(&mut v, "comm", b);
+        v.push(b'}');
+        serde_json::from_slice(&v).expect("valid JSON")
+    }
+
+    /// `ps --output json` turned a comm of one space into "", stripped trailing spaces and
+    /// replaced control characters with `?`.
+    #[test]
+    fn ps_json_output_is_lossy() {
+        for exact in [&b" "[..], b"a b  ", b"x\x1b[2J\ny", b"q\"\\", "é".as_bytes(), b"\x01\x7f"] {
+            let v = js(exact);
+            assert_eq!(v["comm"].as_str().map(str::as_bytes), Some(exact), "{v}");
+            assert!(v.get("comm_hex").is_none(), "{v}");
+        }
+        let v = js(b"ok\xff(");
+        assert_eq!(v["comm"], "ok\u{fffd}(");
+        assert_eq!(v["comm_hex"], "6f6bff28");
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_needed() {
+        let mut v = Vec::new();
+        csv_field(&mut v, b"plain \xff");
+        csv_field(&mut v, b"a,\"b\"\nc");
+        assert_eq!(v, b"plain \xff\"a,\"\"b\"\"\nc\"");
+    }
 }

@@ -311,11 +311,7 @@ pub fn cell(
     env: &Env,
     c: &mut Caches,
 ) -> Cell {
-    let nop = matches!(
-        (row.kind, col.spec.show),
-        (RowKind::Process, Show::ThreadOnly) | (RowKind::Thread, Show::ProcessOnly)
-    );
-    if nop {
+    if not_applicable(row, col) {
         return Cell {
             bytes: super::layout::CellBytes::from_slice(b"-"),
             cells: 1,
@@ -326,4 +322,13 @@ pub fn cell(
         _ => Vec::new(),
     };
     fields::value(col.spec.field, &tasks[row.task], max, &art, env, c)
+}
+
+/// Whether `col` has no value on `row` (a thread-only column on a process row, or the
+/// reverse): ps prints `-` there.
+pub fn not_applicable(row: &Row, col: &Column) -> bool {
+    matches!(
+        (row.kind, col.spec.show),
+        (RowKind::Process, Show::ThreadOnly) | (RowKind::Thread, Show::ProcessOnly)
+    )
 }
