@@ -5,6 +5,11 @@
 //! Layouts come from states.h through the generated skeleton; nothing is restated here. The
 //! program is loaded once per [`BpfSource`] and unloaded when it is dropped; nothing is pinned.
 //!
+//! Pids: the records carry each thread's numbers in the reader's pid namespace (what its /proc
+//! and ps show), and only threads of that namespace (states.bpf.c, `reader_ns`); `-p` pids are
+//! that namespace's too. The why hash is keyed by the global tid (`task->pid`), which the
+//! records also carry for the join.
+//!
 //! Order of the reads in [`BpfSource::sample`]: the stack hash first, then the iterator pass,
 //! whose records carry the blocked time of each thread's last wait that is not in the hash yet
 //! (it goes in at the thread's next switch-out). A wait added between the two reads is then
@@ -52,7 +57,8 @@ const PROC_STACK_IDS: u32 = 0x8000_0000;
 /// deleted (the map has 16,384 entries; a full map loses new stacks).
 const STACK_GC_AT: usize = 8192;
 
-/// One entry of the why hash: the raw key (to delete it), whose thread, which wait, how long.
+/// One entry of the why hash: the raw key (to delete it), whose thread (global tid, start
+/// time), which wait, how long.
 #[derive(Debug)]
 struct WhyEntry {
     key: Vec<u8>,
@@ -151,6 +157,29 @@ fn monotonic_ns() -> u64 {
     // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// ns per clock tick (USER_HZ), the unit of /proc's start times.
+fn clock_tick_ns() -> u64 {
+    // SAFETY: sysconf has no side effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        1_000_000_000 / hz as u64
+    } else {
+        10_000_000
+    }
+}
+
+/// Whether the /proc at `root` belongs to the caller's pid namespace: its `self` names the
+/// caller by the number getpid() gives (a /proc mounted for another namespace, such as the
+/// host's inside `unshare --pid --fork`, names it otherwise, or not at all).
+pub fn proc_is_readers(root: &std::path::Path) -> bool {
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    std::fs::read_link(root.join("self"))
+        .ok()
+        .and_then(|p| p.to_str()?.parse::<i32>().ok())
+        == Some(me)
 }
 
 /// A kernel `comm` as text: invalid UTF-8 replaced, and everything else kept (callers
@@ -427,10 +456,30 @@ impl BpfSource {
         f
     }
 
-    /// A reason id for the wait `tid` is in now, read from /proc/TID/stack: for waits that
+    /// The /proc directory of a thread known by its number in the reader's namespace, its
+    /// global number and its start time: the one of the two numbers whose `stat` has that
+    /// start time. The mounted /proc need not belong to the reader's pid namespace (`unshare
+    /// --pid --fork` without `--mount-proc` keeps the host's), and a number may name another
+    /// thread there.
+    fn proc_dir(&self, tid: u32, global_tid: u32, start_ns: u64) -> Option<PathBuf> {
+        let tick_ns = clock_tick_ns();
+        let mut candidates = vec![tid];
+        if global_tid != tid {
+            candidates.push(global_tid);
+        }
+        candidates.into_iter().find_map(|n| {
+            let dir = self.opts.proc_root.join(n.to_string());
+            let stat = std::fs::read(dir.join("stat")).ok()?;
+            let st = crate::fallback::parse_stat(&stat)?;
+            // /proc shows the start time in clock ticks, rounded down (nsec_to_clock_t).
+            (st.start_ticks == start_ns / tick_ns).then_some(dir)
+        })
+    }
+
+    /// A reason id for the wait a thread is in now, read from /proc/TID/stack: for waits that
     /// began before tracking did (no stack was taken when they began).
-    fn proc_stack_reason(&mut self, tid: u32) -> Option<u32> {
-        let path = self.opts.proc_root.join(format!("{tid}/stack"));
+    fn proc_stack_reason(&mut self, tid: u32, global_tid: u32, start_ns: u64) -> Option<u32> {
+        let path = self.proc_dir(tid, global_tid, start_ns)?.join("stack");
         let text = std::fs::read_to_string(path).ok()?;
         let frames = symbolize::trim(symbolize::parse_proc_stack(&text));
         if frames.is_empty() {
@@ -444,9 +493,11 @@ impl BpfSource {
     /// of VM (a protected init, see docs/bpf.md) the iterator skips pid 1 and its threads, and
     /// the programs do not run in their context either (their switch-outs never reach
     /// sched_switch: the task storage read through a pidfd showed RUNNING -> RUNNING
-    /// transitions only), so no exact figure can be given for them.
+    /// transitions only), so no exact figure can be given for them. `seen_pid1` is about the
+    /// reader's namespace's pid 1 (inside a child namespace, its init: visible), and its name
+    /// is taken from /proc only when /proc is that namespace's.
     fn pid1_note(&self, seen_pid1: bool) -> Option<String> {
-        if seen_pid1 {
+        if seen_pid1 || !proc_is_readers(&self.opts.proc_root) {
             return None;
         }
         let stat = std::fs::read(self.opts.proc_root.join("1/stat")).ok()?;
@@ -509,6 +560,7 @@ impl BpfSource {
             .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
         let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
 
+        // Keyed by (global tid, start time), as the why hash is.
         let mut why_of: ThreadMap<Vec<(State, u32, u64)>> = ThreadMap::default();
         for w in &why {
             if w.stackid >= 0 {
@@ -525,12 +577,13 @@ impl BpfSource {
             HashSet::new()
         } else {
             records(&buf)
-                .map(|r| (r.tid as i32, r.start_boottime_ns))
+                .map(|r| (r.global_tid as i32, r.start_boottime_ns))
                 .collect()
         };
         let mut sample = Sample::new(Mode::Bpf, at_ns);
         sample.threads.reserve(nrecs + exits.len());
-        let seen_pid1 = self.proc_links.is_empty() && records(&buf).any(|r| r.tid == 1);
+        // The reader's namespace's pid 1 (records are numbered as there).
+        let seen_pid1 = records(&buf).any(|r| r.tid == 1);
         if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
             sample.notes.extend(self.pid1_note(seen_pid1));
         }
@@ -554,7 +607,7 @@ impl BpfSource {
             let current = State::from_index(r.cur_state);
             let wait_state = State::from_index(r.wait_state);
             let mut reasons = why_of
-                .get(&(r.tid as i32, r.start_boottime_ns))
+                .get(&(r.global_tid as i32, r.start_boottime_ns))
                 .cloned()
                 .unwrap_or_default();
             // The blocked time of the last wait not yet in the hash (it is added at the
@@ -566,7 +619,7 @@ impl BpfSource {
                 let id = if r.stackid >= 0 {
                     Some(r.stackid as u32)
                 } else if current == wait_state && !exited {
-                    self.proc_stack_reason(r.tid)
+                    self.proc_stack_reason(r.tid, r.global_tid, r.start_boottime_ns)
                 } else {
                     None
                 };
@@ -620,7 +673,7 @@ impl BpfSource {
         // are deleted so the hash does not fill up.
         let exited: HashSet<(i32, u64)> = exits
             .iter()
-            .map(|r| (r.tid as i32, r.start_boottime_ns))
+            .map(|r| (r.global_tid as i32, r.start_boottime_ns))
             .collect();
         let stale: Vec<&WhyEntry> = why
             .iter()

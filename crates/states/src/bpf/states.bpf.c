@@ -25,7 +25,9 @@
  * Threads that exit leave their final totals in a ring buffer. When a thread blocks in D
  * (and, when asked, in S) its kernel stack is kept, and its blocked time is added to a hash
  * keyed by (thread, state, stack) at its next switch-out. Nothing here filters by process:
- * user space does, and only root loads this object.
+ * user space does, and only root loads this object. What reaches user space (the iterator's
+ * records and the exit records) is limited to the reader's pid namespace and numbered as
+ * there (see reader_ns).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -43,6 +45,24 @@ const volatile bool track_sleep = false;
 __u64 lost_exits = 0;	/* the ring buffer was full at a thread's exit */
 __u64 lost_stacks = 0;	/* the stack map or the why map was full */
 __u64 lost_storage = 0;	/* task storage could not be allocated */
+
+/*
+ * The reader's pid namespace (its level, and its address as a number), taken from the reader
+ * itself by the iterator, which runs in the context of the process reading it (tasksnap);
+ * 0 until the first pass. task->pid and task->tgid are the initial namespace's numbers: a
+ * reader inside a child pid namespace (a container, `unshare --pid`) knows its tasks by
+ * other numbers, and must not be shown the tasks outside its namespace (ps and top do not
+ * show them either: crates/collect translates the same way). The iterator only walks the
+ * reader's namespace (kernel/bpf/task_iter.c takes task_active_pid_ns(current) when the
+ * iterator is opened, since the task iterator's introduction in Linux 5.8, commit
+ * eaaacd23910f, and resolves a bpf_iter_link_info.task.pid there too, Linux 6.1, commit
+ * f0d74c4da1f0), but the exit program runs in the exiting task's context for every task of
+ * the host: it filters and translates with these. Written level first, then the address
+ * (the exit program reads the address first; x86 keeps stores in order); a process's pid
+ * namespace never changes, so the pair is written once.
+ */
+__u32 reader_level = 0;
+__u64 reader_ns = 0;
 
 /* Layout anchors: never written, they make the shared types part of this object's BTF so
  * that libbpf-cargo generates their Rust definitions from states.h. */
@@ -165,6 +185,60 @@ static __always_inline void add_why(struct task_struct *t, __u32 state, __s32 st
 		__sync_fetch_and_add(v, d);
 	else if (bpf_map_update_elem(&why, &k, &d, BPF_NOEXIST))
 		__sync_fetch_and_add(&lost_stacks, 1);
+}
+
+/* pid_nr_ns(): the number of pid in the namespace `ns` (an address) at `level`; 0 when it has
+ * none there. */
+static __always_inline __u32 nr_in_ns(struct pid *pid, __u32 level, __u64 ns)
+{
+	struct upid u = {};
+
+	if (!pid || pid->level < level)
+		return 0;
+	/* A variable index into the flexible array needs a helper read. */
+	if (bpf_core_read(&u, sizeof(u), &pid->numbers[level]))
+		return 0;
+	return (__u64)u.ns == ns ? (__u32)u.nr : 0;
+}
+
+/* The pid namespace of the current task (the iterator's reader): task_active_pid_ns(current),
+ * as its level and address; false when unreadable. Noted in reader_level/reader_ns for the
+ * exit program. */
+static __always_inline bool reader(__u32 *level, __u64 *ns)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct pid *p = cur->thread_pid;
+	struct upid u = {};
+
+	if (!p)
+		return false;
+	*level = p->level;
+	if (bpf_core_read(&u, sizeof(u), &p->numbers[*level]) || !u.ns)
+		return false;
+	*ns = (__u64)u.ns;
+	if (reader_ns != *ns) {
+		reader_level = *level;
+		compiler_barrier();
+		reader_ns = *ns;
+	}
+	return true;
+}
+
+/* t's thread and process numbers in the reader's namespace into r (and task->pid, which keys
+ * the why hash); false when t has none there: a task outside the reader's namespace. */
+static __always_inline bool ns_ids(struct st_rec *r, struct task_struct *t, __u32 level,
+				   __u64 ns)
+{
+	r->global_tid = t->pid;
+	if (level == 0) {
+		/* The initial namespace: every task has its task->pid there. */
+		r->tid = t->pid;
+		r->tgid = t->tgid;
+		return true;
+	}
+	r->tid = nr_in_ns(t->thread_pid, level, ns);
+	r->tgid = nr_in_ns(t->group_leader->thread_pid, level, ns);
+	return r->tid && r->tgid;
 }
 
 /* x kept within [lo, hi] (0: hi). */
@@ -319,8 +393,6 @@ static __always_inline void totals(struct st_rec *r, struct task_struct *t, stru
 	r->stackid = c.stackid;
 	r->flags = c.flags;
 	r->now_ns = now;
-	r->tid = t->pid;
-	r->tgid = t->tgid;
 	r->start_boottime_ns = t->start_boottime;
 	if (t->flags & PF_KTHREAD)
 		r->flags |= ST_F_KTHREAD;
@@ -329,17 +401,25 @@ static __always_inline void totals(struct st_rec *r, struct task_struct *t, stru
 
 /*
  * A thread's final totals at exit, for the interval it exits in. Its last switch-out (TASK_DEAD)
- * comes after this and is not reported: a few microseconds at most.
+ * comes after this and is not reported: a few microseconds at most. Only threads of the
+ * reader's pid namespace (see reader_ns); none before the first pass, which user space takes
+ * as its baseline.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
+	struct st_rec ids = {};
 	struct st_acct *a;
 	struct st_rec *r;
-
-	__u64 now;
+	__u32 level;
+	__u64 now, ns;
 
 	if (!p->pid)
+		return 0;
+	ns = reader_ns;
+	compiler_barrier();
+	level = reader_level;
+	if (!ns || !ns_ids(&ids, p, level, ns))
 		return 0;
 	a = bpf_task_storage_get(&acct, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!a)
@@ -360,6 +440,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	}
 	__builtin_memset(r, 0, sizeof(*r));
 	totals(r, p, a, now);
+	r->tid = ids.tid;
+	r->tgid = ids.tgid;
+	r->global_tid = ids.global_tid;
 	r->flags |= ST_F_EXITED;
 	bpf_ringbuf_submit(r, 0);
 	return 0;
@@ -377,9 +460,14 @@ int dump_states(struct bpf_iter__task *ctx)
 	struct task_struct *t = ctx->task;
 	struct st_rec r = {};
 	struct st_acct *a;
-	__u64 now;
+	__u64 now, ns;
+	__u32 level;
 
 	if (!t || !t->pid)
+		return 0;
+	/* The walk is the reader's namespace already; a task without a number there (none
+	 * expected) is left out rather than shown under its global one. */
+	if (!reader(&level, &ns) || !ns_ids(&r, t, level, ns))
 		return 0;
 	a = bpf_task_storage_get(&acct, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!a) {

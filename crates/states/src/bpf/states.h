@@ -37,7 +37,8 @@ struct st_acct {
 };
 
 /* One thread's totals, up to now_ns: written by the iterator (one per thread) and to the ring
- * buffer at exit. */
+ * buffer at exit. tid and tgid are the numbers of the reader's pid namespace (what its /proc
+ * and ps show); global_tid is task->pid, the initial namespace's, which keys st_why_key. */
 struct st_rec {
 	__u32 tid;
 	__u32 tgid;
@@ -50,6 +51,8 @@ struct st_rec {
 	__s32 stackid;			/* that wait's stack, or -1 */
 	__u32 flags;			/* ST_F_* */
 	char comm[16];
+	__u32 global_tid;		/* task->pid */
+	__u32 pad;
 };
 
 /* Key of the off-CPU time per (thread, state, stack): values are accumulated ns of blocked
@@ -57,7 +60,7 @@ struct st_rec {
  * the iterator in st_rec.pending_why_ns). */
 struct st_why_key {
 	__u64 start_boottime_ns;	/* with tid, the thread (tids are reused) */
-	__u32 tid;
+	__u32 tid;			/* task->pid (st_rec.global_tid) */
 	__u32 state;
 	__s32 stackid;
 	__u32 pad;
