@@ -1,13 +1,28 @@
 //! The /proc source, for callers who may not load BPF. What it can know exactly it takes
 //! exactly; what it cannot, it samples, and says so ([`Mode::sampled`]):
-//! - running and runnable: `/proc/PID/task/TID/schedstat` (ns on a CPU, ns waiting on a run
-//!   queue; kept by the kernel without CONFIG_SCHEDSTATS), exact;
+//! - running: `/proc/PID/task/TID/schedstat` (ns on a CPU; kept by the kernel without
+//!   CONFIG_SCHEDSTATS), exact. The caller's own thread is read with
+//!   `clock_gettime(CLOCK_THREAD_CPUTIME_ID)` instead: schedstat shows `se.sum_exec_runtime`
+//!   as last updated (at a tick, or when the thread left the CPU), which for the thread doing
+//!   the read omits its current run, while the clock brings it up to date first
+//!   (`task_sched_runtime()` runs `update_curr()` for a running task);
+//! - runnable: schedstat's run-queue wait, which counts a wait only when it ends
+//!   (`sched_info_arrive()`): exact for the waits that ended, and what no sample explains for
+//!   a thread only ever seen in R is taken as a wait still going on (see
+//!   [`crate::interval`]): an estimate, so the figure is labelled sampled;
 //! - disk: block I/O delay from `/proc/PID/task/TID/stat` field 42 (delay accounting) when
 //!   `kernel.task_delayacct` is 1, a floor under the sampled figure;
 //! - the split of the rest of the off-CPU time into sleeping, disk, stopped and other: a
 //!   sampler thread reads every reported thread's state letter `sample_hz` times a second
 //!   (through descriptors kept open, one `pread` each), and `wchan` for threads in D (and S,
 //!   on request) to name the reason.
+//!
+//! The sampler never reads its own state: reading its own `stat` it is necessarily running, so
+//! every sample would say R while it spends its life asleep between ticks (it showed ~99.7%
+//! runnable on an idle host). It counts itself asleep instead; its running time and its
+//! run-queue waits come from schedstat like everyone's. Threads are known by the numbers of
+//! the /proc read (so inside a pid namespace, by that namespace's when its /proc is mounted
+//! there); the sampler finds itself through `thread-self`.
 //!
 //! Everything is read relative to an injectable root (fake trees in tests). A thread that
 //! vanishes between the listing and a read is skipped; an unreadable file leaves the thread
@@ -183,6 +198,8 @@ struct Shared {
 #[derive(Debug)]
 pub struct ProcfsSource {
     opts: Options,
+    /// The root is a real procfs (not a fake tree): the caller's own thread is there.
+    real_proc: bool,
     delayacct: bool,
     tick_ns: u64,
     shared: Arc<Mutex<Shared>>,
@@ -193,6 +210,39 @@ pub struct ProcfsSource {
 fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     // The sampler never panics while holding the lock; if it did, the data is still counts.
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The calling thread's tid as the /proc at `root` numbers it (`thread-self` links to
+/// `PID/task/TID`); None when the root has no such link (a fake tree, or a /proc of a pid
+/// namespace the caller is not in).
+pub fn own_tid(root: &Path) -> Option<i32> {
+    let link = std::fs::read_link(root.join("thread-self")).ok()?;
+    link.to_str()?.rsplit('/').next()?.parse().ok()
+}
+
+/// Whether `root` is a mounted procfs.
+fn is_procfs(root: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(root.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a zeroed statfs is a valid buffer for statfs(2) to fill.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a buffer of the right type.
+    let ok = unsafe { libc::statfs(path.as_ptr(), &mut st) } == 0;
+    ok && st.f_type == libc::PROC_SUPER_MAGIC
+}
+
+/// The calling thread's CPU time, ns: `se.sum_exec_runtime` brought up to date (the kernel
+/// runs `update_curr()` for it first, which reading one's own schedstat does not).
+fn own_runtime_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 fn boottime_ns() -> u64 {
@@ -261,6 +311,7 @@ impl ProcfsSource {
             10_000_000
         };
         let delayacct = delayacct_on(&opts.proc_root);
+        let real_proc = is_procfs(&opts.proc_root);
         let shared = Arc::new(Mutex::new(Shared {
             fd_budget,
             ..Shared::default()
@@ -268,6 +319,7 @@ impl ProcfsSource {
         let stop = Arc::new(AtomicBool::new(false));
         let mut src = ProcfsSource {
             opts,
+            real_proc,
             delayacct,
             tick_ns,
             shared,
@@ -478,6 +530,17 @@ fn tick(
     }
 }
 
+/// The sampler's tick for itself: asleep. A thread reading its own `stat` always finds itself
+/// running (R), though between ticks it sleeps; that is the state the tick stands for.
+fn tick_self(t: &mut Tracked) {
+    let pending = std::mem::take(&mut t.pending);
+    t.count_last(pending);
+    t.skip = 0;
+    t.last_reason = None;
+    t.samples[State::Sleeping.index()] += 1;
+    t.current = Some(State::Sleeping);
+}
+
 /// The sampler thread: every `period`, a [`tick`] for every watched thread, on an absolute
 /// schedule so that slow passes do not drift the rate.
 fn sampler(
@@ -489,11 +552,16 @@ fn sampler(
 ) {
     let mut buf = [0u8; 1024];
     let mut next = Instant::now();
+    let me = own_tid(root);
     while !stop.load(Ordering::Relaxed) {
         {
             let mut guard = lock(shared);
             let sh = &mut *guard;
             for (&tid, t) in sh.threads.iter_mut() {
+                if Some(tid) == me {
+                    tick_self(t);
+                    continue;
+                }
                 tick(
                     t,
                     tid,
@@ -532,6 +600,8 @@ impl Source for ProcfsSource {
             sample.notes.push(DELAYACCT_OFF.to_string());
         }
         let mut buf = [0u8; 1024];
+        // The calling thread, whose own schedstat lags (see the module header).
+        let me = if self.real_proc { own_tid(&root) } else { None };
         let mut guard = lock(&self.shared);
         let sh = &mut *guard;
         for (id_name, &id) in &sh.reasons {
@@ -553,6 +623,10 @@ impl Source for ProcfsSource {
                     .and_then(|n| parse_schedstat(std::str::from_utf8(&buf[..n]).ok()?))
             else {
                 continue;
+            };
+            let run_ns = match (Some(tid) == me).then(own_runtime_ns).flatten() {
+                Some(now) => now.max(run_ns),
+                None => run_ns,
             };
             let seen_at_ns = boottime_ns();
             let mut state_ns = [0u64; NSTATES];

@@ -193,9 +193,14 @@ impl Interval {
     }
 }
 
-/// ns of each state for a thread in /proc mode: running and runnable are exact deltas; the
+/// ns of each state for a thread in /proc mode: running is the exact delta of schedstat's
+/// runtime, runnable at least the delta of its run-queue wait (the waits that ended); the
 /// rest of its alive time is split by the state letters sampled during the interval, with
-/// block I/O delay (delay accounting) as a floor for disk.
+/// block I/O delay (delay accounting) as a floor for disk. A thread no sample caught off the
+/// CPU has the rest as runnable (a wait not ended yet): an estimate, which is why
+/// [`Mode::sampled`] does not call runnable exact in this mode. (The sampler's own thread
+/// used to be such a thread, always reading R in its own `stat`: it now counts itself
+/// asleep, see crate::fallback.)
 fn procfs_split(
     alive_ns: u64,
     exact: &[u64; NSTATES],

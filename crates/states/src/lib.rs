@@ -7,9 +7,10 @@
 //!   its switch-outs (with the scheduler's own sched_info for the run and the run-queue wait);
 //!   a task iterator reads the totals with the ongoing state counted up to the read; the
 //!   kernel stacks of D waits (and S waits on request) name the reason.
-//! - [`fallback::ProcfsSource`] (anyone): running and runnable exact from
-//!   `/proc/TID/schedstat`, the rest of the off-CPU time split by sampling the state letter
-//!   (and `wchan` for the reason); block I/O delay from delay accounting when it is on.
+//! - [`fallback::ProcfsSource`] (anyone): running exact from `/proc/TID/schedstat`, runnable
+//!   from it too but with the waits still going on estimated (schedstat counts a wait when it
+//!   ends), the rest of the off-CPU time split by sampling the state letter (and `wchan` for
+//!   the reason); block I/O delay from delay accounting when it is on.
 //!
 //! [`interval::between`] turns two samples into per-thread percentages (pure, no I/O);
 //! [`symbolize`] names kernel addresses from /proc/kallsyms; [`flame`] writes an off-CPU flame

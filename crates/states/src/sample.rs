@@ -11,8 +11,9 @@ use crate::state::{State, NSTATES};
 pub enum Mode {
     /// The BPF accounting: every state exact.
     Bpf,
-    /// /proc: running and runnable exact (schedstat); the off-CPU split sampled at
-    /// `sample_hz`; `delayacct` when block I/O delay was accounted.
+    /// /proc: running exact (schedstat); runnable the run-queue waits that ended (exact) plus
+    /// an estimate of those still going on; the off-CPU split sampled at `sample_hz`;
+    /// `delayacct` when block I/O delay was accounted.
     Procfs {
         /// State-letter samples per second.
         sample_hz: u32,
@@ -22,11 +23,14 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// Whether a state's figure is estimated by sampling in this mode.
+    /// Whether a state's figure is estimated (by sampling) in this mode. In /proc mode only
+    /// running is exact: schedstat's run_delay counts a run-queue wait when it ends, so the
+    /// part of a wait still going on at the end of an interval is estimated from the samples
+    /// (see [`crate::interval`]), and runnable is not labelled exact.
     pub fn sampled(self, s: State) -> bool {
         match self {
             Mode::Bpf => false,
-            Mode::Procfs { .. } => !matches!(s, State::Running | State::Runnable),
+            Mode::Procfs { .. } => s != State::Running,
         }
     }
 
@@ -104,8 +108,8 @@ pub struct ThreadTotals {
     pub comm: String,
     /// Whether it is a kernel thread.
     pub kernel_thread: bool,
-    /// ns per state (`State::index`). BPF: all states. /proc: running and runnable
-    /// (schedstat), and disk only as the block I/O delay from delay accounting.
+    /// ns per state (`State::index`). BPF: all states. /proc: running and the ended run-queue
+    /// waits (schedstat), and disk only as the block I/O delay from delay accounting.
     pub state_ns: [u64; NSTATES],
     /// State-letter samples per state (/proc only).
     pub samples: [u64; NSTATES],

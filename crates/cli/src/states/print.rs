@@ -189,7 +189,7 @@ impl Printer {
         }
         match serde_json::to_string(&out) {
             Ok(line) => say!("{line}"),
-            Err(e) => eprintln!("tasksnap states: cannot encode JSON: {e}"),
+            Err(e) => super::warn(format_args!("tasksnap states: cannot encode JSON: {e}")),
         }
     }
 
@@ -218,7 +218,7 @@ impl Printer {
         let how = match iv.mode {
             Mode::Bpf => "bpf, exact".to_string(),
             Mode::Procfs { sample_hz, .. } => {
-                format!("procfs, ~ sampled at {sample_hz} Hz, RUN% RUNQ% exact")
+                format!("procfs, ~ sampled at {sample_hz} Hz, RUN% exact")
             }
         };
         let _ = writeln!(
@@ -244,8 +244,8 @@ impl Printer {
                 "PID",
                 "TID",
                 "COMM",
-                "RUN%",
-                "RUNQ%",
+                format!("{}RUN%", m(State::Running)),
+                format!("{}RUNQ%", m(State::Runnable)),
                 format!("{}SLEEP%", m(State::Sleeping)),
                 format!("{}DISK%", m(State::Disk)),
                 format!("{}STOP%", m(State::Stopped)),
