@@ -64,8 +64,10 @@ impl Flame {
         v
     }
 
-    /// Writes the SVG.
-    pub fn write_svg<W: Write>(&self, title: &str, out: W) -> std::io::Result<()> {
+    /// Writes the SVG and flushes `out`: an error of the last buffered write is returned, not
+    /// lost when the caller drops a buffered writer (a full disk would otherwise leave a short
+    /// file behind a success).
+    pub fn write_svg<W: Write>(&self, title: &str, mut out: W) -> std::io::Result<()> {
         use inferno::flamegraph::{color::BasicPalette, Options, Palette};
 
         let mut opts = Options::default();
@@ -75,16 +77,16 @@ impl Flame {
         let lines = self.folded();
         if lines.is_empty() {
             // inferno refuses an empty graph; say so in an SVG rather than fail.
-            let mut out = out;
-            return write!(
+            write!(
                 out,
                 "<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"600\" \
                  height=\"40\"><text x=\"10\" y=\"25\">{}: no off-CPU stacks recorded</text></svg>",
                 title.replace('&', "&amp;").replace('<', "&lt;")
-            );
+            )?;
+        } else {
+            inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut out)?;
         }
-        inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
-            .map_err(std::io::Error::other)
+        out.flush()
     }
 }
 

@@ -13,13 +13,17 @@ use tasksnap_states::{Filter, Rollup, State};
 /// (runnable), sleeping (S), in uninterruptible sleep (D, "disk"), stopped, or otherwise,
 /// and the top reason it was off the CPU.
 ///
-/// As root the figures are exact (BPF on the scheduler tracepoints); otherwise running and
-/// runnable are exact (/proc schedstat) and the rest is sampled from /proc, marked `~`.
+/// As root the figures are exact (BPF on the scheduler tracepoints); otherwise running is
+/// exact (/proc schedstat) and the rest is sampled from /proc or estimated, marked `~`
+/// (runnable counts the run-queue waits that ended exactly, and estimates those still going
+/// on).
 #[derive(Debug, Parser)]
 #[command(name = "tasksnap states", group(ArgGroup::new("rollup").args(["threads", "processes", "commands"])))]
 pub struct Args {
-    /// Only these processes (comma-separated pids).
-    #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',')]
+    /// Only these processes (comma-separated pids, as the caller's pid namespace numbers
+    /// them). A pid that matches no process is an error.
+    #[arg(short = 'p', long = "pid", value_name = "PID", value_delimiter = ',',
+          value_parser = clap::value_parser!(i32).range(1..))]
     pub pids: Vec<i32>,
 
     /// Only threads with this command name (comma-separated, exact).
@@ -168,11 +172,18 @@ impl Args {
 }
 
 /// Parses `tasksnap states ARGS`; on `--help` or an error, clap's output is printed and the
-/// exit code returned (0 for help, 2 for usage errors).
+/// exit code returned (0 for help, 2 for usage errors). Help goes to stdout through
+/// [`crate::output::print`], so that a failed write is a "write error" and status 1 (clap's
+/// own `print` ignores write errors: `--help >/dev/full` exited 0 having printed nothing).
 pub fn parse(argv: &[OsString]) -> Result<Args, ExitCode> {
     let it = std::iter::once(OsString::from("tasksnap states")).chain(argv.iter().cloned());
     Args::try_parse_from(it).map_err(|e| {
-        let _ = e.print();
-        ExitCode::from(e.exit_code().clamp(0, 255) as u8)
+        let text = e.render().to_string();
+        if e.use_stderr() {
+            super::warn(format_args!("{}", text.trim_end()));
+            ExitCode::from(e.exit_code().clamp(0, 255) as u8)
+        } else {
+            crate::output::print(&text)
+        }
     })
 }

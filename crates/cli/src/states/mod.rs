@@ -5,11 +5,18 @@
 //! This module is the loop (sources, signals, intervals); [`args`] parses the command line,
 //! [`print`] formats. The figures come from the tasksnap-states library: the BPF accounting as
 //! root (exact), the /proc fallback otherwise (sampled where it must, and labelled).
+//!
+//! Exit status: 0 when done (or interrupted), 2 on bad arguments, 1 on a runtime error: a
+//! source that cannot run, `-p` pids none of which is a process the first sample found (as
+//! `ps -p` exits 1 when nothing matched; pids that exit later are reported as exited), a
+//! write error on stdout, or a flame graph that could not be written whole. Messages go to
+//! stderr through [`warn`], which never fails (eprintln! panics when stderr is full).
 
 mod args;
 mod print;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -17,7 +24,7 @@ use anyhow::{Context, Result};
 use tasksnap_states::bpf::BpfSource;
 use tasksnap_states::fallback::ProcfsSource;
 use tasksnap_states::flame::Flame;
-use tasksnap_states::{between, Source};
+use tasksnap_states::{between, Sample, Source};
 
 use args::{Args, ModeArg};
 
@@ -31,9 +38,87 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tasksnap states: {e:#}");
+            warn(format_args!("tasksnap states: {e:#}"));
             ExitCode::from(1)
         }
+    }
+}
+
+/// One line on stderr; a failed write is ignored (there is nowhere left to say it).
+pub(super) fn warn(args: std::fmt::Arguments<'_>) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
+}
+
+/// Whether a process with this pid exists in the caller's pid namespace (kill(2) with signal
+/// 0 checks without sending anything; EPERM means it exists but is not ours).
+fn process_exists(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; pid > 0 names one process.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The `-p` pids that have no thread in the first sample. When none of them has (and no `-C`
+/// name could match anything else), that is an error, as `ps -p` exits 1 when nothing
+/// matched: a pid that does not exist, or that exited before the first sample, or one whose
+/// threads this source cannot see (the sample's notes say why, e.g. pid 1 under BPF on some
+/// VMs). When only some are missing, each is a warning and the rest are shown.
+fn check_pids(args: &Args, first: &Sample) -> Result<()> {
+    let mut missing: Vec<i32> = args
+        .pids
+        .iter()
+        .copied()
+        .filter(|&p| !first.threads.values().any(|t| t.tgid == p))
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let why = |p: i32| {
+        if process_exists(p) {
+            let mut s = format!("process {p}: none of its threads can be read here");
+            for n in first
+                .notes
+                .iter()
+                .filter(|n| n.starts_with(&format!("pid {p} ")))
+            {
+                s.push_str(&format!(" ({n})"));
+            }
+            s
+        } else {
+            format!("no such process: {p}")
+        }
+    };
+    let mut asked = args.pids.clone();
+    asked.sort_unstable();
+    asked.dedup();
+    if missing.len() == asked.len() && args.comms.is_empty() {
+        let all: Vec<String> = missing.iter().map(|&p| why(p)).collect();
+        anyhow::bail!("{}", all.join("; "));
+    }
+    for p in missing {
+        warn(format_args!("tasksnap states: {}", why(p)));
+    }
+    Ok(())
+}
+
+/// Writes the flame graph to `file` (created at the start) and makes sure it is on disk: the
+/// buffer flushed and the file synced, so that a full disk or a failing device is an error
+/// here rather than a short file behind a success. fsync on a file that cannot be synced
+/// (a pipe, /dev/full: EINVAL) is not an error; everything before it was checked.
+fn write_flame(f: &Flame, title: &str, file: std::fs::File) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(file);
+    f.write_svg(title, &mut out)?;
+    let file = out
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?;
+    match file.sync_all() {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        r => r,
     }
 }
 
@@ -104,11 +189,11 @@ fn open_source(args: &Args) -> Result<Box<dyn Source>> {
         ModeArg::Auto => match BpfSource::load(bpf_opts) {
             Ok(s) => Ok(Box::new(s)),
             Err(why) => {
-                eprintln!(
-                    "tasksnap states: using /proc ({}; running and runnable exact, the rest \
-                     sampled at {} Hz)",
+                warn(format_args!(
+                    "tasksnap states: using /proc ({}; running exact, the rest sampled at {} \
+                     Hz)",
                     why, args.sample_hz
-                );
+                ));
                 procfs()
             }
         },
@@ -129,6 +214,7 @@ fn run(args: &Args) -> Result<()> {
     };
     let mut src = open_source(args)?;
     let mut prev = src.sample().context("first sample")?;
+    check_pids(args, &prev)?;
     let mut flame = args.flamegraph.as_ref().map(|_| Flame::default());
     let mut printer = print::Printer::new(args);
     let mut done = 0u64;
@@ -149,7 +235,7 @@ fn run(args: &Args) -> Result<()> {
         if args.timings {
             let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
             let t3 = std::time::Instant::now();
-            eprintln!(
+            warn(format_args!(
                 "tasksnap states: timings: {} threads in the sample; sample {:.2} ms, intervals \
                  {:.2} ms, print {:.2} ms, total {:.2} ms",
                 cur.threads.len(),
@@ -157,7 +243,7 @@ fn run(args: &Args) -> Result<()> {
                 ms(t1, t2),
                 ms(t2, t3),
                 ms(t0, t3)
-            );
+            ));
         }
         prev = cur;
         done += 1;
@@ -171,10 +257,10 @@ fn run(args: &Args) -> Result<()> {
             "tasksnap states: off-CPU time by command, state and kernel stack ({done} interval{}, {mode})",
             if done == 1 { "" } else { "s" }
         );
-        f.write_svg(&title, std::io::BufWriter::new(file))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        write_flame(&f, &title, file)
+            .with_context(|| format!("cannot write {} (it is incomplete)", path.display()))?;
         if f.is_empty() {
-            eprintln!(
+            warn(format_args!(
                 "tasksnap states: no off-CPU stacks were recorded; {} is an empty graph{}",
                 path.display(),
                 if args.why_sleep {
@@ -182,7 +268,7 @@ fn run(args: &Args) -> Result<()> {
                 } else {
                     " (only D waits keep stacks unless --why-sleep)"
                 }
-            );
+            ));
         }
     }
     Ok(())
