@@ -281,9 +281,17 @@ fn thread_row(
             let from = prev.map_or(cur.start_ns.max(interval_start_ns), |p| p.seen_at_ns);
             let alive = cur.seen_at_ns.saturating_sub(from);
             let samples = sub(&cur.samples, prev.map(|p| &p.samples));
-            // schedstat is exact, the clock reads are not simultaneous with it: the alive
-            // time is at least what schedstat says the thread ran and waited.
-            let alive = alive.max(exact[0] + exact[1]);
+            // schedstat's runtime is exact and read a little apart from the clock: the alive
+            // time is at least what it says the thread ran. Its run-queue delta is not bounded
+            // so: a wait is counted when it ends, whole, however much of it fell in earlier
+            // intervals. Stretching the alive time to hold it (as this did) made RUN% a share
+            // of more than the interval (a thread that waited 2 s and then ran half of a 1 s
+            // interval showed RUN 20%); the part that does not fit is left out instead.
+            let run = exact[State::Running.index()];
+            let alive = alive.max(run);
+            let mut exact = exact;
+            let runq = &mut exact[State::Runnable.index()];
+            *runq = (*runq).min(alive - run);
             procfs_split(alive, &exact, &samples, cur.current, delayacct)
         }
     };
@@ -516,6 +524,27 @@ mod tests {
         let b = sample(mode, 1000, vec![t]);
         let r = &between(&a, &b, Rollup::Thread).rows[0];
         assert_eq!(r.ns, [700, 300, 0, 0, 0, 0]);
+    }
+
+    /// Regression (#16, a wrong exact figure): a wait that began in an earlier interval is
+    /// counted by schedstat when it ends, whole; the alive time was stretched to hold it, so
+    /// RUN% (labelled exact) was a share of more than the interval: 20% for a thread that ran
+    /// half of it after waiting 2 s.
+    #[test]
+    fn regression_a_long_wait_ending_in_the_interval_shrank_the_exact_run_share() {
+        let mode = Mode::Procfs {
+            sample_hz: 20,
+            delayacct: false,
+        };
+        let a = sample(mode, 0, vec![totals(1, [0; NSTATES], 0)]);
+        let mut t = totals(1, [500, 2000, 0, 0, 0, 0], 1000);
+        t.samples = [20, 0, 0, 0, 0, 0];
+        t.current = Some(State::Running);
+        let b = sample(mode, 1000, vec![t]);
+        let r = &between(&a, &b, Rollup::Thread).rows[0];
+        assert_eq!(r.alive_ns, 1000);
+        assert_eq!(r.ns, [500, 500, 0, 0, 0, 0]);
+        assert!((r.pct(State::Running) - 50.0).abs() < 1e-9);
     }
 
     #[test]
