@@ -1,7 +1,9 @@
 //! `tasksnap states` end to end: JSON lines whose rows sum to 100%, both modes, the seed's
 //! mmap-lock case named in the table and drawn in the flame graph, a closed pipe, bad
-//! arguments, and a non-root caller who must get /proc, never BPF. The workloads are threads
-//! of this test process, observed with `-p <this pid>`.
+//! arguments (numbers out of range, pids that match no process), write errors on stdout and
+//! on the flame graph, and a non-root caller who must get /proc, never BPF. The workloads are
+//! threads of this test process, observed with `-p <this pid>`. (states_pidns.rs: inside a
+//! pid namespace.)
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -158,9 +160,17 @@ fn json_lines_in_procfs_mode_are_labelled_sampled() {
             .iter()
             .filter_map(|s| s.as_str())
             .collect();
+        // Only running is exact in /proc mode: runnable holds an estimate of the run-queue
+        // waits still going on (schedstat counts a wait when it ends).
         assert_eq!(
             sampled,
-            ["sleeping_pct", "disk_pct", "stopped_pct", "other_pct"]
+            [
+                "runnable_pct",
+                "sleeping_pct",
+                "disk_pct",
+                "stopped_pct",
+                "other_pct"
+            ]
         );
         check_rows(v);
     }
@@ -371,4 +381,144 @@ fn an_interrupt_prints_the_interval_so_far_and_exits_0() {
     assert_eq!(lines.len(), 1);
     // The partial interval: well under the 30 s asked for.
     assert!(lines[0]["interval_ns"].as_u64().expect("ns") < 10_000_000_000);
+}
+
+fn to_dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("open /dev/full")
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Regression (#16): `states -p 99999999` printed "0 threads" intervals and exited 0. A pid
+/// that matches no process (or one that is gone before the first sample) is a message on
+/// stderr and status 1, as `ps -p` exits 1 when nothing matched; with other pids that do
+/// match, a warning.
+#[test]
+fn regression_a_pid_that_does_not_exist_said_0_threads_and_exit_0() {
+    let _g = serial();
+    let gone = {
+        let mut c = Command::new("true").spawn().expect("spawn true");
+        c.wait().expect("wait");
+        c.id().to_string()
+    };
+    for mode in ["procfs", "auto"] {
+        for pid in ["99999999", gone.as_str()] {
+            let out = states(&["--mode", mode, "-p", pid, "-n", "1", "-i", "0.1"]);
+            let err = stderr_of(&out);
+            assert_eq!(out.status.code(), Some(1), "{mode} -p {pid}: {err}");
+            assert!(
+                err.contains(&format!("no such process: {pid}")),
+                "{mode} -p {pid}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{mode} -p {pid}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+    let out = states(&[
+        "--mode",
+        "procfs",
+        "-p",
+        &format!("{},99999999", me()),
+        "-n",
+        "1",
+        "-i",
+        "0.1",
+        "--json",
+    ]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("no such process: 99999999"), "{err}");
+    check_rows(&json_lines(&out)[0]);
+}
+
+/// Regression (#16): numeric options out of range must be usage errors (status 2, clap's
+/// message), never a panic, and pids must be positive (`-p 0` and `-p=-5` ran and printed
+/// nothing; `kill(0, ...)` would even name the caller's process group).
+#[test]
+fn regression_numeric_options_out_of_range_were_accepted() {
+    for args in [
+        &["-i", "1e20"][..],
+        &["-i", "NaN"],
+        &["-i", "inf"],
+        &["-i", "-1"],
+        &["--interval=-1"],
+        &["-i", "0.01"],
+        &["-i", "86401"],
+        &["-n", "0"],
+        &["-n", "-1"],
+        &["-n", "99999999999999999999999"],
+        &["--sample-hz", "0"],
+        &["--sample-hz", "1001"],
+        &["--sample-hz", "-5"],
+        &["-r", "-1"],
+        &["-r", "99999999999999999999999"],
+        &["-p", "0"],
+        &["-p=-5"],
+        &["-p", "2147483648"],
+        &["-p", "1,0"],
+        &["-p", "x"],
+    ] {
+        let out = states(args);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.contains("error"), "{args:?}: {err}");
+    }
+}
+
+/// Regression (#16): output that could not be written was a success: `--help >/dev/full`
+/// exited 0 (clap's print ignores write errors), and `--flamegraph /dev/full` exited 0 when
+/// the SVG was small enough to sit in a buffer whose flush error was dropped. Both must say
+/// so and exit 1; a usage error with a full stderr must not panic.
+#[test]
+fn regression_write_errors_on_help_and_the_flame_graph_were_silent() {
+    let _g = serial();
+    let out = Command::new(TASKSNAP)
+        .args(["states", "--help"])
+        .stdout(to_dev_full())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("write error"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // Without --why-sleep nothing is likely to wait in D: the graph is the small empty one.
+    for extra in [&[][..], &["--why-sleep"]] {
+        let out = Command::new(TASKSNAP)
+            .args([
+                "states",
+                "--mode",
+                "procfs",
+                "-p",
+                &me(),
+                "-n",
+                "1",
+                "-i",
+                "0.2",
+            ])
+            .args(extra)
+            .args(["--flamegraph", "/dev/full"])
+            .stdout(Stdio::null())
+            .output()
+            .expect("run");
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(err.contains("cannot write /dev/full"), "{extra:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+
+    let out = Command::new(TASKSNAP)
+        .args(["states", "--bogus"])
+        .stderr(to_dev_full())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
 }

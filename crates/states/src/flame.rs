@@ -132,4 +132,31 @@ mod tests {
         assert!(svg.contains("<svg"));
         assert!(svg.contains("rwsem_down_write_slowpath"));
     }
+
+    /// Regression (#16, writes on a full disk): the SVG was left in the caller's buffered
+    /// writer, whose flush error is lost when it is dropped: `--flamegraph /dev/full` exited 0
+    /// with nothing written. The last write's error must come back from write_svg.
+    #[test]
+    fn regression_a_full_disk_under_a_buffered_writer_was_not_an_error() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let empty = Flame::default();
+        let e = empty
+            .write_svg("t", std::io::BufWriter::new(Full))
+            .expect_err("an empty graph on a full disk");
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+        let mut f = Flame::default();
+        f.folded_us.insert("a;disk;f".into(), 5);
+        let e = f
+            .write_svg("t", std::io::BufWriter::with_capacity(1 << 20, Full))
+            .expect_err("a graph on a full disk");
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
+    }
 }

@@ -162,3 +162,63 @@ fn a_missing_proc_root_is_an_error_not_a_panic() {
     .expect_err("must fail");
     assert!(e.to_string().contains("/nonexistent/proc"));
 }
+
+/// Regression (#16, "a wrong exact figure"): the /proc sampler read its own `stat`, where a
+/// thread reading it is always running (R), so no sample ever caught it off the CPU and all of
+/// its interval that schedstat did not explain was charged to runnable: RUNQ 99.7% for a
+/// thread asleep between ticks, in a column labelled exact. Here the tree's `thread-self`
+/// names thread 7544 as the sampler, whose `stat` is a real Linux 6.18 line of a thread
+/// reading its own stat (state R) and whose schedstat moves by a few short runs only. It must
+/// count itself asleep; its runnable must be exactly schedstat's delta; and runnable must not
+/// be labelled exact in /proc mode, since for threads only ever seen in R (7545, a hog) it
+/// holds an estimate of the wait still going on.
+#[test]
+fn regression_sampler_reading_its_own_stat_was_charged_runnable_as_exact() {
+    const SELF_R: &str = "7544 (python3) R 7499 7499 8198 0 -1 4194368 4 6528 0 0 0 0 5 2 20 0 \
+        2 0 168290 92487680 3331 18446744073709551615 94454618857472 94454618857813 \
+        140721250167680 0 0 0 0 16781312 2 0 0 0 -1 1 0 0 0 0 0 94454618869168 94454618869784 \
+        94455415685120 140721250170798 140721250171146 140721250171146 140721250172879 0\n";
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    fs::create_dir_all(root.join("sys/kernel")).expect("mkdir");
+    fs::write(root.join("sys/kernel/task_delayacct"), "0\n").expect("sysctl");
+    thread(root, 7501, 7501, "python3", 'S', (574_448, 1_860_750));
+    thread(root, 7501, 7544, "python3", 'R', (574_448, 1_860_750));
+    fs::write(root.join("7501/task/7544/stat"), SELF_R).expect("stat");
+    thread(root, 7501, 7545, "hog", 'R', (0, 0));
+    std::os::unix::fs::symlink("7501/task/7544", root.join("thread-self")).expect("symlink");
+
+    let mut src = ProcfsSource::new(Options {
+        sample_hz: 200,
+        proc_root: root.to_path_buf(),
+        ..Options::default()
+    })
+    .expect("source");
+    let a = src.sample().expect("sample");
+    std::thread::sleep(Duration::from_millis(400));
+    // The sampler ran 2 ms and waited 0.1 ms for a CPU over the interval; the hog ran 300 ms
+    // and its ended waits add up to 50 ms.
+    set_sched(root, 7501, 7544, (2_574_448, 1_960_750));
+    set_sched(root, 7501, 7545, (300_000_000, 50_000_000));
+    let b = src.sample().expect("sample");
+    let iv = between(&a, &b, Rollup::Thread);
+    let me = iv
+        .rows
+        .iter()
+        .find(|r| r.tid == Some(7544))
+        .expect("sampler row");
+    assert_eq!(me.ns[State::Running.index()], 2_000_000, "{me:#?}");
+    assert_eq!(me.ns[State::Runnable.index()], 100_000, "{me:#?}");
+    assert!(me.pct(State::Sleeping) > 95.0, "{me:#?}");
+    // The hog: running exact; the rest of its interval (no sample saw it off the CPU) is taken
+    // as a wait still going on, an estimate, and labelled so.
+    let hog = iv
+        .rows
+        .iter()
+        .find(|r| r.tid == Some(7545))
+        .expect("hog row");
+    assert_eq!(hog.ns[State::Running.index()], 300_000_000);
+    assert!(hog.ns[State::Runnable.index()] > 50_000_000, "{hog:#?}");
+    assert!(!b.mode.sampled(State::Running));
+    assert!(b.mode.sampled(State::Runnable));
+}
