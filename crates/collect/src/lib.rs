@@ -5,6 +5,7 @@
 //! how tests feed it fake kernels).
 #![deny(missing_docs)]
 
+mod blocked;
 pub mod bpf;
 pub mod caps;
 pub mod choice;
@@ -29,6 +30,40 @@ pub enum Error {
     /// A system facility the collector needs is missing.
     #[error("{0}")]
     Unsupported(String),
+    /// Something every read needs ran out even after the collector closed every descriptor
+    /// it held: descriptor numbers under the process's open-files limit (EMFILE), the
+    /// system's open files (ENFILE) or kernel memory (ENOMEM). The tasks it could not open
+    /// are not "denied": a listing without them would be silently short, so the whole
+    /// collection fails instead.
+    #[error("{what}: {error}{hint}")]
+    Exhausted {
+        /// What could not be opened or read.
+        what: String,
+        /// The error (EMFILE, ENFILE or ENOMEM).
+        error: std::io::Error,
+        /// What to do about it, when something can be said (the open-files limit in force).
+        hint: String,
+    },
+}
+
+impl Error {
+    /// An [`Error::Exhausted`] for `what`, saying the open-files limit when the error is
+    /// EMFILE.
+    pub fn exhausted(what: impl Into<String>, error: std::io::Error) -> Error {
+        let hint = if error.raw_os_error() == Some(libc::EMFILE) {
+            format!(
+                " (the open-files limit, RLIMIT_NOFILE, is {}: raise it with `ulimit -n`)",
+                sys::nofile_limit()
+            )
+        } else {
+            String::new()
+        };
+        Error::Exhausted {
+            what: what.into(),
+            error,
+            hint,
+        }
+    }
 }
 
 /// What [`Collector::changes`] found since its previous call.

@@ -115,6 +115,38 @@ pub fn close_from(first: RawFd) -> io::Result<()> {
     }
 }
 
+/// The calling thread's id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// The soft limit on open files (`RLIMIT_NOFILE`). It bounds descriptor *numbers*: no table,
+/// private or shared, gets a descriptor at or above it (`alloc_fd()`, fs/file.c, checks the
+/// number against `rlimit(RLIMIT_NOFILE)`, which all threads of the process share).
+pub fn nofile_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid, writable rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return 1024;
+    }
+    r.rlim_cur
+}
+
+/// Whether `e` says that something every open or read needs ran out (EMFILE: the process's
+/// descriptor numbers under RLIMIT_NOFILE; ENFILE: the system's open files; ENOMEM: kernel
+/// memory), as opposed to anything about the task being read. Counting such a failure as
+/// that task's trouble ("denied", "vanished") would make a listing silently short.
+pub fn is_exhaustion(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOMEM)
+    )
+}
+
 /// Current time of `clock` in ns (vDSO: no system call).
 pub fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {

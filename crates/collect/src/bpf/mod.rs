@@ -61,40 +61,89 @@ const CMDLINES_WALKED: &str = "from the walk";
 /// /proc listing is consulted to find them.
 const RECONCILE_SLACK: u64 = 64;
 
-/// How long the command-line pass may take before /proc is used instead.
+/// The command-line pass is given up, and /proc used instead, when one of its threads has
+/// been blocked this long without running in between: it is queued on one target's mmap
+/// lock (the procfs reader gives up one read at the same deadline). Blocked time, not wall
+/// time: on a busy host the pass may take long and still be making progress (issue #16; see
+/// crate::blocked).
+#[cfg(tasksnap_bpf)]
+const CMDLINE_PASS_STUCK: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// ... or when one of its threads has been blocked this long in all; and, when its threads
+/// cannot be looked at, after this much wall time (the deadline it had before).
 #[cfg(tasksnap_bpf)]
 const CMDLINE_PASS_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// How often the caller looks at a command-line pass's threads while it waits for it.
+#[cfg(tasksnap_bpf)]
+const CMDLINE_PASS_TICK: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// A command-line pass under way (it runs while the main pass is read and decoded).
 #[cfg(tasksnap_bpf)]
 struct CmdlinePass {
     /// Raw output, one buffer per shard, decoded by the caller's thread.
     rx: std::sync::mpsc::Receiver<std::io::Result<Vec<Vec<u8>>>>,
-    started: std::time::Instant,
+    /// When it started (CLOCK_MONOTONIC ns).
+    started_ns: u64,
+    /// The threads doing it, for [`CmdlinePass::finish`]'s looks.
+    threads: std::sync::Arc<crate::blocked::Threads>,
     /// Which program ran: the sleepable iterator or the copy by pid list.
     copy: bool,
 }
 
+/// How a command-line pass ended.
+#[cfg(tasksnap_bpf)]
+enum PassEnd {
+    /// Its command lines by tgid.
+    Lines(HashMap<i32, Vec<u8>>),
+    /// Given up: a thread was blocked past the deadline (counted as a command-line timeout).
+    Stuck,
+    /// It failed (no descriptor for its iterator files, say): /proc reads them instead.
+    Failed,
+}
+
 #[cfg(tasksnap_bpf)]
 impl CmdlinePass {
-    /// Its command lines by tgid, or `None` when it failed or missed `deadline` (counted
-    /// from its start; the caller then reads /proc, where a watchdog abandons the one read
-    /// that blocks).
-    fn finish(self, deadline: std::time::Duration) -> Option<HashMap<i32, Vec<u8>>> {
-        let left = deadline.saturating_sub(self.started.elapsed());
-        match self.rx.recv_timeout(left) {
-            Ok(Ok(bufs)) => {
-                let mut out = HashMap::new();
-                for b in bufs {
-                    if self.copy {
-                        decode::cmd_chunk(&b, &mut out);
-                    } else {
-                        out.extend(decode::cmdlines(&b));
+    fn new(rx: std::sync::mpsc::Receiver<std::io::Result<Vec<Vec<u8>>>>, copy: bool) -> Self {
+        CmdlinePass {
+            rx,
+            started_ns: sys::clock_ns(libc::CLOCK_MONOTONIC),
+            threads: Default::default(),
+            copy,
+        }
+    }
+
+    /// Waits for its command lines, looking at its threads every few ms: it is given up
+    /// when one of them is stuck (see [`CMDLINE_PASS_STUCK`]); the caller then reads /proc,
+    /// where a watchdog abandons the one read that blocks.
+    fn finish(self) -> PassEnd {
+        let mut watch = crate::blocked::PassWatch::new(
+            self.started_ns,
+            CMDLINE_PASS_STUCK.as_nanos() as u64,
+            CMDLINE_PASS_DEADLINE.as_nanos() as u64,
+        );
+        loop {
+            match self.rx.recv_timeout(CMDLINE_PASS_TICK) {
+                Ok(Ok(bufs)) => {
+                    let mut out = HashMap::new();
+                    for b in bufs {
+                        if self.copy {
+                            decode::cmd_chunk(&b, &mut out);
+                        } else {
+                            out.extend(decode::cmdlines(&b));
+                        }
                     }
+                    return PassEnd::Lines(out);
                 }
-                Some(out)
+                Ok(Err(_)) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return PassEnd::Failed
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             }
-            _ => None,
+            let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+            if watch.stuck(&self.threads.list(), now, crate::blocked::look) {
+                return PassEnd::Stuck;
+            }
         }
     }
 }
@@ -130,6 +179,64 @@ pub fn privileged() -> Result<(), Unavailable> {
              tasksnap uses it only for root"
                 .into(),
         ));
+    }
+    Ok(())
+}
+
+/// Descriptors a loaded set of programs keeps open (programs, maps, links, BTF, and the
+/// duplicates [`programs::Programs`] holds): 20 here without the walk and about 30 with it
+/// (strace of `tasksnap ps -ef` and `tasksnap top`, Linux 6.18, libbpf 1.5), with some margin.
+const DESCRIPTORS_LOADED: u64 = 22;
+const DESCRIPTORS_LOADED_WITH_WALK: u64 = 32;
+
+/// Descriptors a snapshot needs on top of the loaded programs, at most: an iterator file per
+/// shard of the pass and of the command-line pass, the command-line pass's duplicates of the
+/// program descriptors (`Programs::shared`, up to 8), and the few files the caller's thread
+/// reads meanwhile (/proc/loadavg, the /proc listing, a procfs read of pid 1 on the caller's
+/// thread). The procfs readers that fill in the rest have tables of their own.
+fn descriptors_for_a_pass() -> u64 {
+    let shards = {
+        #[cfg(tasksnap_bpf)]
+        {
+            programs::pass_shards()
+        }
+        #[cfg(not(tasksnap_bpf))]
+        {
+            sys::cores().clamp(1, 4)
+        }
+    };
+    (shards + sys::cores().clamp(1, 8)) as u64 + 8 + 4
+}
+
+/// Whether this process can open the descriptors the backend needs (loading, with the walk
+/// when `walk`, then a pass) under its open-files limit. Without them a pass would fail
+/// half-way, or libbpf would (EMFILE, with its own messages on stderr): the backend is then
+/// unavailable, with the reason, and `auto` uses procfs.
+fn enough_descriptors(walk: bool) -> Result<(), Unavailable> {
+    let limit = sys::nofile_limit();
+    let need = if walk {
+        DESCRIPTORS_LOADED_WITH_WALK
+    } else {
+        DESCRIPTORS_LOADED
+    } + descriptors_for_a_pass();
+    // Descriptors take the lowest free numbers below the limit: those open below it are the
+    // ones that count (the listing's own descriptor is not among them once it is closed).
+    let open = match std::fs::read_dir("/proc/self/fd") {
+        Ok(d) => d
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+            .filter(|&fd| fd < limit)
+            .count()
+            .saturating_sub(1) as u64,
+        Err(e) if sys::is_exhaustion(&e) => limit,
+        // No /proc/self: nothing to go by; the pass says so if it runs out.
+        Err(_) => return Ok(()),
+    };
+    let free = limit.saturating_sub(open);
+    if free < need {
+        return Err(Unavailable(format!(
+            "it needs about {need} open files and the open-files limit (RLIMIT_NOFILE {limit}, \
+             {open} in use) leaves {free}: raise it with `ulimit -n`"
+        )));
     }
     Ok(())
 }
@@ -223,6 +330,7 @@ impl BpfCollector {
     /// that one cannot load, command lines come from /proc and `cmdline_from_procfs` says why).
     pub fn with_cmdline(cmdline: bool) -> Result<BpfCollector, Unavailable> {
         privileged()?;
+        enough_descriptors(false)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
         Self::load(procfs, cmdline)
     }
@@ -240,6 +348,7 @@ impl BpfCollector {
     /// rest parses the kernel's BTF once, before the view holds any rows).
     pub fn for_live_view() -> Result<BpfCollector, Unavailable> {
         privileged()?;
+        enough_descriptors(true)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
         Self::load_with(procfs, false, true)
     }
@@ -328,6 +437,7 @@ impl BpfCollector {
     /// `walk` (tests and benchmarks compare the two paths).
     pub fn load_fresh(cmdline: bool, walk: bool) -> Result<BpfCollector, Unavailable> {
         privileged()?;
+        enough_descriptors(walk)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
         #[cfg(tasksnap_bpf)]
         {
@@ -423,9 +533,17 @@ impl BpfCollector {
     /// over one process's threads; raw records into `self.buf`.
     #[cfg(tasksnap_bpf)]
     fn pass_of(&mut self, groups: u32, process: Option<i32>) -> Result<(), Error> {
-        let fail = |source: std::io::Error| Error::Root {
-            path: "bpf task iterator".into(),
-            source,
+        let fail = |source: std::io::Error| {
+            if sys::is_exhaustion(&source) {
+                // Out of descriptors for the iterator files: a clear error, not a listing
+                // without the tasks (see `DESCRIPTORS_FOR_A_PASS`).
+                Error::exhausted("cannot read the BPF task iterator", source)
+            } else {
+                Error::Root {
+                    path: "bpf task iterator".into(),
+                    source,
+                }
+            }
         };
         self.buf.clear();
         self.walked = None;
@@ -438,8 +556,9 @@ impl BpfCollector {
             }
         }
         if let Some(pid) = process {
-            let bufs = programs::read_sharded(&self.progs, groups, 1, 0, |p| p.process_iter(pid))
-                .map_err(fail)?;
+            let bufs =
+                programs::read_sharded(&self.progs, groups, 1, 0, None, |p| p.process_iter(pid))
+                    .map_err(fail)?;
             self.buf = bufs.into_iter().next().unwrap_or_default();
             return Ok(());
         }
@@ -455,7 +574,7 @@ impl BpfCollector {
             return r.map_err(fail);
         }
         let shards = programs::pass_shards();
-        let bufs = programs::read_sharded(&self.progs, groups, shards, want as usize, |p| {
+        let bufs = programs::read_sharded(&self.progs, groups, shards, want as usize, None, |p| {
             p.task_iter()
         })
         .map_err(fail)?;
@@ -553,21 +672,19 @@ impl BpfCollector {
         // The pass runs on its own threads so that the caller can give up at the deadline
         // (they finish on their own): they get duplicates of the descriptors.
         let progs = self.progs.shared()?;
+        let pass = CmdlinePass::new(rx, false);
+        let threads = pass.threads.clone();
         std::thread::Builder::new()
             .name("tasksnap-cmdline".into())
             .spawn(move || {
-                let r = programs::read_sharded(&progs, 0, shards, 1 << 20, |p| {
+                let r = programs::read_sharded(&progs, 0, shards, 1 << 20, Some(&threads), |p| {
                     p.cmdline_iter()
                         .unwrap_or_else(|| Err(std::io::Error::other("no command-line iterator")))
                 });
                 let _ = tx.send(r);
             })
             .ok()?;
-        Some(CmdlinePass {
-            rx,
-            started: std::time::Instant::now(),
-            copy: false,
-        })
+        Some(pass)
     }
 
     /// Whether the next full pass can get its command lines from the copy by pid list: a
@@ -718,13 +835,16 @@ impl BpfCollector {
         let (lockless, levels) = (self.cmd_lockless.clone(), self.cmd_dmap_levels.clone());
         let locked = self.lockless_off;
         let (tx, rx) = std::sync::mpsc::channel();
+        let pass = CmdlinePass::new(rx, true);
+        let threads = pass.threads.clone();
         let spawned = std::thread::Builder::new()
             .name("tasksnap-cmdline".into())
             .spawn(move || {
                 let per = n.div_ceil(shards);
-                let (lockless, levels) = (&*lockless, &*levels);
+                let (lockless, levels, threads) = (&*lockless, &*levels, &*threads);
                 let r = std::thread::scope(|s| {
                     let one = |shard: usize| {
+                        let _listed = threads.enter();
                         let mut out = Vec::with_capacity(per * 64);
                         let (first, end) = ((shard * per).min(n), ((shard + 1) * per).min(n));
                         arena::copy_cmdlines(&prog, &view, shard, first, end, locked, &mut out).map(
@@ -751,11 +871,7 @@ impl BpfCollector {
             self.cmd_busy.store(false, Ordering::Release);
             return None;
         }
-        Some(CmdlinePass {
-            rx,
-            started: std::time::Instant::now(),
-            copy: true,
-        })
+        Some(pass)
     }
 
     #[cfg(not(tasksnap_bpf))]
@@ -1043,7 +1159,7 @@ impl BpfCollector {
                 .filter(|t| !only_cmdline || (t.cmdline.is_none() && !decode::no_mm(t)))
                 .map(|t| (t.id.tgid, t.id.tid))
                 .collect();
-            let (filled, fill_stats) = self.procfs.fill(&ids, fill);
+            let (filled, fill_stats) = self.procfs.try_fill(&ids, fill)?;
             stats.denied += fill_stats.denied;
             stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
             decode::merge(tasks, filled, &fill);
@@ -1253,11 +1369,15 @@ impl BpfCollector {
                     }
                 })
             };
-            let passed = pass.map(|p| p.finish(CMDLINE_PASS_DEADLINE));
-            if matches!(passed, Some(None)) && self.progs.has_cmdline() {
-                stats.cmdline_timeouts += 1;
-            }
-            let cmds = match (walk_lines, passed.flatten()) {
+            let passed = pass.map(CmdlinePass::finish).and_then(|end| match end {
+                PassEnd::Lines(lines) => Some(lines),
+                PassEnd::Stuck => {
+                    stats.cmdline_timeouts += 1;
+                    None
+                }
+                PassEnd::Failed => None,
+            });
+            let cmds = match (walk_lines, passed) {
                 (Some(mut w), Some(p)) => {
                     w.extend(p);
                     Some(w)

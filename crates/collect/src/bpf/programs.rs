@@ -612,15 +612,18 @@ pub fn read_into(
 
 /// One pass split over `shards` reader threads (the calling thread alone when 1): each
 /// registers its thread id with `groups` and its shard, opens a fresh iterator with `open`,
-/// and reads it to the end. The buffers come back in shard order.
-pub fn read_sharded(
+/// and reads it to the end. The buffers come back in shard order. Each reader is listed in
+/// `watched`, when given, while it reads (a watcher then tells a stuck pass from a slow one).
+pub(crate) fn read_sharded(
     progs: &Programs,
     groups: u32,
     shards: usize,
     want_bytes: usize,
+    watched: Option<&crate::blocked::Threads>,
     open: impl Fn(&Programs) -> io::Result<File> + Sync,
 ) -> io::Result<Vec<Vec<u8>>> {
     let one = |shard: usize| -> io::Result<Vec<u8>> {
+        let _listed = watched.map(|w| w.enter());
         // SAFETY: gettid has no arguments and cannot fail.
         let tid = unsafe { libc::gettid() } as u32;
         let cfg = skel::types::ts_reader_cfg {

@@ -7,8 +7,12 @@
 //! - splits the tasks across reader threads, each with a private descriptor table so it can
 //!   drop its files with one `close_range` per batch instead of one `close` per file;
 //! - never lets one task stall the listing: a `cmdline` read that blocks on the target's mmap
-//!   lock for longer than the deadline (20 ms, as below does) is abandoned on its thread, the
-//!   task is shown without its command line (`[comm]`, like procps) and counted.
+//!   lock for longer than the deadline (20 ms of blocked time: waiting for a CPU does not
+//!   count, see crate::blocked) is abandoned on its thread, the task is shown without its
+//!   command line (`[comm]`, like procps) and counted;
+//! - never lists fewer tasks because it ran out of descriptors: each reader holds at most what
+//!   RLIMIT_NOFILE leaves it, and a collection that still runs out fails with
+//!   [`Error::Exhausted`] instead of leaving tasks out (see pool.rs).
 
 mod live;
 pub mod parse;
@@ -60,10 +64,7 @@ impl ProcfsCollector {
     /// A collector for a tree laid out like `/proc` at `root` (tests use fake trees).
     pub fn with_root(root: impl AsRef<Path>) -> Result<ProcfsCollector, Error> {
         let root = root.as_ref().to_path_buf();
-        let dir = File::open(&root).map_err(|source| Error::Root {
-            path: root.display().to_string(),
-            source,
-        })?;
+        let dir = File::open(&root).map_err(|source| root_error(&root, source))?;
         let workers = crate::sys::cores().min(4);
         let live_ok = is_own_proc(&root);
         Ok(ProcfsCollector {
@@ -115,10 +116,7 @@ impl ProcfsCollector {
     }
 
     fn root_error(&self, source: std::io::Error) -> Error {
-        Error::Root {
-            path: self.root.display().to_string(),
-            source,
-        }
+        root_error(&self.root, source)
     }
 
     fn items_for(&self, selector: &Selector, leader_as_process: bool) -> Result<Vec<Item>, Error> {
@@ -170,14 +168,27 @@ impl ProcfsCollector {
         })
     }
 
-    /// Reads `groups` for tasks another backend already listed and returns them keyed by
-    /// (tgid, tid). `no_mm` tasks (kernel threads, zombies) are given an empty command line
-    /// without a read. Used by the BPF backend for what the kernel cannot give it directly.
+    /// [`ProcfsCollector::try_fill`] for a caller that does without what could not be read:
+    /// when the reads ran out of descriptors or memory the answer is empty (every task
+    /// missing, none "denied"), and the caller is expected to ask again later.
     pub fn fill(
         &self,
         ids: &[(i32, i32)],
         groups: Groups,
     ) -> (std::collections::HashMap<(i32, i32), Task>, SnapshotStats) {
+        self.try_fill(ids, groups).unwrap_or_default()
+    }
+
+    /// Reads `groups` for tasks another backend already listed and returns them keyed by
+    /// (tgid, tid). `no_mm` tasks (kernel threads, zombies) are given an empty command line
+    /// without a read. Used by the BPF backend for what the kernel cannot give it directly.
+    /// `Err` when the reads ran out of descriptors or memory ([`Error::Exhausted`]).
+    #[allow(clippy::type_complexity)]
+    pub fn try_fill(
+        &self,
+        ids: &[(i32, i32)],
+        groups: Groups,
+    ) -> Result<(std::collections::HashMap<(i32, i32), Task>, SnapshotStats), Error> {
         let items: Vec<Item> = ids
             .iter()
             .map(|&(tgid, tid)| Item {
@@ -197,15 +208,16 @@ impl ProcfsCollector {
                 workers: self.workers,
                 cmdline_deadline: self.cmdline_deadline,
                 stat_for_cmdline: false,
+                fd_budget: 0,
             },
-        );
-        (
+        )?;
+        Ok((
             tasks
                 .into_iter()
                 .map(|t| ((t.id.tgid, t.id.tid), t))
                 .collect(),
             stats,
-        )
+        ))
     }
 
     /// The numeric entries of the root directory: every process visible in this procfs.
@@ -240,6 +252,18 @@ impl ProcfsCollector {
     }
 }
 
+/// Why `root` could not be opened or listed: out of descriptors or memory is not about the
+/// root ([`Error::Exhausted`]).
+fn root_error(root: &Path, source: std::io::Error) -> Error {
+    if sys::is_exhaustion(&source) {
+        return Error::exhausted(format!("cannot list {}", root.display()), source);
+    }
+    Error::Root {
+        path: root.display().to_string(),
+        source,
+    }
+}
+
 /// Whether `root` is this system's /proc for the caller's pid namespace: `self` there is
 /// the caller (the process CPU clocks [`live`] probes take the caller's pid numbers).
 fn is_own_proc(root: &Path) -> bool {
@@ -251,7 +275,11 @@ fn is_own_proc(root: &Path) -> bool {
 }
 
 impl ProcfsCollector {
-    fn read_items(&self, items: Vec<Item>, groups: Groups) -> (Vec<Task>, SnapshotStats) {
+    fn read_items(
+        &self,
+        items: Vec<Item>,
+        groups: Groups,
+    ) -> Result<(Vec<Task>, SnapshotStats), Error> {
         pool::read_all(
             self.root.clone(),
             self.root_fd.as_raw_fd(),
@@ -262,6 +290,7 @@ impl ProcfsCollector {
                 workers: self.workers,
                 cmdline_deadline: self.cmdline_deadline,
                 stat_for_cmdline: true,
+                fd_budget: 0,
             },
         )
     }
@@ -276,13 +305,13 @@ impl ProcfsCollector {
             // Not even /proc could be listed: say why, as a snapshot would.
             self.list_pids()?;
         }
-        let (mut tasks, mut stats) = self.read_items(live.items(&plan.read), query.groups);
+        let (mut tasks, mut stats) = self.read_items(live.items(&plan.read), query.groups)?;
         let grew = live.grew(&plan.read, &tasks);
         if !grew.is_empty() {
             // Read as one thread, found with more: read again, every thread.
             tasks.retain(|t| grew.binary_search(&t.id.tgid).is_err());
             let items = grew.iter().map(|&tgid| live.item(tgid, true)).collect();
-            let (more, more_stats) = self.read_items(items, query.groups);
+            let (more, more_stats) = self.read_items(items, query.groups)?;
             tasks.extend(more);
             pool::add_stats(&mut stats, &more_stats);
         }
@@ -357,8 +386,9 @@ impl Collector for ProcfsCollector {
                 workers: self.workers,
                 cmdline_deadline: self.cmdline_deadline,
                 stat_for_cmdline: true,
+                fd_budget: 0,
             },
-        );
+        )?;
         if filter {
             tasks.retain(|t| {
                 let Some(b) = &t.base else { return false };

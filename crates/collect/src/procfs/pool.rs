@@ -3,14 +3,25 @@
 //! The items are split into contiguous ranges, one per reader thread. A reader publishes, in
 //! its [`Slot`], the results it has so far and, while it is inside a read that can block on a
 //! target's mmap lock (`cmdline`), the time that read started and the task read so far. The
-//! calling thread is the watchdog: if a read has been blocked past the deadline, it abandons
-//! that reader (keeping its results, and the blocked task without its command line) and starts
-//! a new reader for the rest of the range. The blocked thread finishes its read whenever the
-//! kernel lets it, sees it was abandoned, and exits without touching anything shared.
+//! calling thread is the watchdog: if a read has been *blocked* past the deadline (blocked
+//! time, not wall time: a reader that waited for a CPU on a busy host is not stuck; see
+//! [`crate::blocked`]), it abandons that reader (keeping its results, and the blocked task
+//! without its command line) and starts a new reader for the rest of the range. The blocked
+//! thread finishes its read whenever the kernel lets it, sees it was abandoned, and exits
+//! without touching anything shared.
+//!
+//! Descriptors: a reader on a thread of its own unshares its descriptor table, keeps its root
+//! at descriptor 3 and lets the files it opens pile up from 4 until one `close_range` drops
+//! them. RLIMIT_NOFILE bounds descriptor *numbers* in every table, private ones included, so
+//! each reader may hold `RLIMIT_NOFILE - 4` of them at most ([`fd_budget`]); with a limit of
+//! 16 and a batch of 256, every open past the 12th failed with EMFILE and the task was counted
+//! "denied" and left out (issue #16). A reader that still runs out (EMFILE, ENFILE, ENOMEM)
+//! closes what it holds and tries again; if even that fails, the whole collection fails with
+//! [`crate::Error::Exhausted`]: never a short listing.
 
 use std::os::fd::RawFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -19,7 +30,9 @@ use tasksnap_model::{Groups, SnapshotStats, Task};
 
 use super::reader::{Outcome, Progress, TaskReader, Units};
 use super::Item;
+use crate::blocked::{self, Count, Watch};
 use crate::sys::{self, FdBatch};
+use crate::Error;
 
 /// Settings for one pass.
 #[derive(Debug, Clone, Copy)]
@@ -30,14 +43,25 @@ pub(crate) struct Config {
     pub cmdline_deadline: Duration,
     /// See [`TaskReader::stat_for_cmdline`].
     pub stat_for_cmdline: bool,
+    /// Descriptors a reader may hold at once (set by [`read_all`]: see [`fd_budget`]).
+    pub fd_budget: usize,
 }
 
-/// Descriptors a reader may hold before one `close_range`.
+/// Descriptors a reader may hold before one `close_range` (fewer when RLIMIT_NOFILE is low:
+/// see [`fd_budget`]).
 const FD_BATCH: usize = 256;
 /// Below this many items one reader thread is cheaper than starting more.
 const MIN_ITEMS_PER_WORKER: usize = 128;
 /// Descriptor number a reader with a private table keeps its copy of the root at.
 const PRIVATE_ROOT_FD: RawFd = 3;
+
+/// How many descriptors a reader with a private table may hold at once under an open-files
+/// limit of `nofile`: the numbers from `PRIVATE_ROOT_FD + 1` up to `nofile - 1`, at most
+/// [`FD_BATCH`]. 0 when not even one file can be opened (a limit of 4 or less).
+pub(crate) fn fd_budget(nofile: u64) -> usize {
+    let first = PRIVATE_ROOT_FD as u64 + 1;
+    nofile.saturating_sub(first).min(FD_BATCH as u64) as usize
+}
 
 /// Reader threads this process has started: each is a fork to the kernel (`processes` in
 /// /proc/stat), which a live view must not take for a new task (see live.rs).
@@ -53,6 +77,8 @@ struct SlotState {
     /// The task whose blocking read is in progress, as far as it was read.
     pending: Option<Task>,
     stats: SnapshotStats,
+    /// What made this reader stop short: the whole collection fails.
+    failure: Option<Error>,
 }
 
 #[derive(Debug, Default)]
@@ -60,6 +86,8 @@ struct Slot {
     state: Mutex<SlotState>,
     /// CLOCK_MONOTONIC ns at which the current blocking read began; 0 when not blocked.
     blocked_since_ns: AtomicU64,
+    /// The reader's thread id, for the watchdog's looks (0: on the caller's thread).
+    tid: AtomicI32,
 }
 
 impl Slot {
@@ -93,6 +121,15 @@ impl Progress for SlotProgress<'_> {
     }
 }
 
+/// Ends a reader that cannot go on: records why (the collection fails) and says it is done.
+fn fail(slot: &Slot, done: &mpsc::Sender<usize>, id: usize, e: Error) {
+    let mut st = slot.lock();
+    st.failure = Some(e);
+    st.finished = true;
+    drop(st);
+    let _ = done.send(id);
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_reader(
     root: PathBuf,
@@ -105,6 +142,9 @@ fn run_reader(
     done: mpsc::Sender<usize>,
     own_thread: bool,
 ) {
+    if own_thread {
+        slot.tid.store(sys::gettid(), Ordering::Release);
+    }
     // Private descriptor table: our files can then be closed in batches, and our copy of the
     // root stays valid even if this thread outlives the collector (an abandoned reader).
     // Only on a thread of its own: on the caller's, the table it unshares and then empties
@@ -116,18 +156,28 @@ fn run_reader(
     {
         (
             PRIVATE_ROOT_FD,
-            FdBatch::new(Some(PRIVATE_ROOT_FD + 1), FD_BATCH),
+            FdBatch::new(Some(PRIVATE_ROOT_FD + 1), cfg.fd_budget),
             false,
         )
+    } else if !own_thread {
+        // On the caller's thread the reader cannot outlive the collector: its root will do
+        // (and the caller's table, shared with everything else, is spared a descriptor).
+        (root_fd, FdBatch::new(None, 1), false)
     } else {
         // SAFETY: fcntl(F_DUPFD_CLOEXEC) only creates a new descriptor for an open one.
         let dup = unsafe { libc::fcntl(root_fd, libc::F_DUPFD_CLOEXEC, 0) };
         if dup < 0 {
-            let mut st = slot.lock();
-            st.finished = true;
-            drop(st);
-            let _ = done.send(id);
-            return;
+            let e = std::io::Error::last_os_error();
+            let what = format!("cannot duplicate the descriptor of {}", root.display());
+            let e = if sys::is_exhaustion(&e) {
+                Error::exhausted(what, e)
+            } else {
+                Error::Root {
+                    path: root.display().to_string(),
+                    source: e,
+                }
+            };
+            return fail(&slot, &done, id, e);
         }
         (dup, FdBatch::new(None, 1), true)
     };
@@ -147,11 +197,23 @@ fn run_reader(
         let item = items[index];
         expanded.clear();
         if item.all_threads {
-            match std::fs::read_dir(root.join(item.tgid.to_string()).join("task")) {
-                Ok(rd) => expanded
-                    .extend(rd.filter_map(|e| e.ok()).filter_map(|e| {
-                        e.file_name().to_str().and_then(|s| s.parse::<i32>().ok())
-                    })),
+            let dir = root.join(item.tgid.to_string()).join("task");
+            let mut listed = list_tids(&dir, &mut expanded);
+            if listed.as_ref().is_err_and(sys::is_exhaustion) {
+                // Out of descriptors (or memory): close what the batch holds and try again.
+                reader.flush();
+                listed = list_tids(&dir, &mut expanded);
+            }
+            match listed {
+                Ok(()) => {}
+                Err(e) if sys::is_exhaustion(&e) => {
+                    let what = format!("cannot list {}", dir.display());
+                    return fail(&slot, &done, id, Error::exhausted(what, e));
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+                    reader.stats.denied += 1;
+                    continue;
+                }
                 Err(_) => {
                     reader.stats.vanished += 1;
                     continue;
@@ -166,8 +228,15 @@ fn run_reader(
                 return false;
             }
             st.stats = reader.stats;
-            if let Outcome::Read(task) = outcome {
-                st.results.push(*task);
+            match outcome {
+                Outcome::Read(task) => st.results.push(*task),
+                Outcome::Failed(path, e) => {
+                    let what = format!("cannot read {}", root.join(path).display());
+                    st.failure = Some(Error::exhausted(what, e));
+                    st.finished = true;
+                    return false;
+                }
+                _ => {}
             }
             true
         };
@@ -179,11 +248,11 @@ fn run_reader(
                     Some(tid)
                 };
                 if !one(which) {
-                    return;
+                    return stopped(&slot, &done, id);
                 }
             }
         } else if !one(item.tid) {
-            return;
+            return stopped(&slot, &done, id);
         }
     }
     reader.flush();
@@ -197,13 +266,37 @@ fn run_reader(
     let _ = done.send(id);
 }
 
-/// Reads every item, in parallel where it pays, and returns the tasks (unordered) and counts.
+/// A reader that stopped early: when it failed (rather than being abandoned), the watchdog
+/// must hear of it now.
+fn stopped(slot: &Slot, done: &mpsc::Sender<usize>, id: usize) {
+    if slot.lock().failure.is_some() {
+        let _ = done.send(id);
+    }
+}
+
+/// The thread ids of a task directory (`/proc/PID/task`), into `out`.
+fn list_tids(dir: &std::path::Path, out: &mut Vec<i32>) -> std::io::Result<()> {
+    out.clear();
+    for e in std::fs::read_dir(dir)? {
+        match e {
+            Ok(e) => out.extend(e.file_name().to_str().and_then(|s| s.parse::<i32>().ok())),
+            // The process exited while listed: what was listed stands.
+            Err(e) if !sys::is_exhaustion(&e) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads every item, in parallel where it pays, and returns the tasks (unordered) and counts;
+/// `Err` when a reader ran out of descriptors or memory (see the module header).
 pub(crate) fn read_all(
     root: PathBuf,
     root_fd: RawFd,
     items: Vec<Item>,
-    cfg: Config,
-) -> (Vec<Task>, SnapshotStats) {
+    mut cfg: Config,
+) -> Result<(Vec<Task>, SnapshotStats), Error> {
+    cfg.fd_budget = fd_budget(sys::nofile_limit());
     let n = items.len();
     let items = Arc::new(items);
     let workers = cfg.workers.min(n / MIN_ITEMS_PER_WORKER).max(1);
@@ -259,6 +352,7 @@ pub(crate) fn read_all(
     let mut tasks = Vec::with_capacity(n);
     let mut stats = SnapshotStats::default();
     let mut harvested = vec![false; slots.len()];
+    let mut watches: Vec<Watch> = vec![Watch::default(); slots.len()];
 
     while active > 0 {
         match rx.recv_timeout(tick) {
@@ -273,7 +367,21 @@ pub(crate) fn read_all(
                 continue;
             }
             let (slot, end) = (slots[i].0.clone(), slots[i].1);
+            // Looked at without the slot's lock: the reader takes it when its read returns.
+            let since = slot.blocked_since_ns.load(Ordering::Acquire);
+            let tid = slot.tid.load(Ordering::Acquire);
+            watches.resize_with(slots.len(), Watch::default);
+            let expired = since != 0
+                && watches[i].expired(since, now, deadline_ns, Count::Total, || blocked::look(tid));
             let mut st = slot.lock();
+            if let Some(e) = st.failure.take() {
+                drop(st);
+                // Stop every reader still going: their results are of no use now.
+                for (s, _) in &slots {
+                    s.lock().abandoned = true;
+                }
+                return Err(e);
+            }
             if st.finished {
                 // Move out and drop the reader's vector at once: no second copy lingers.
                 tasks.extend(std::mem::take(&mut st.results));
@@ -281,8 +389,8 @@ pub(crate) fn read_all(
                 harvested[i] = true;
                 active -= 1;
             } else {
-                let since = slot.blocked_since_ns.load(Ordering::Acquire);
-                if since != 0 && now.saturating_sub(since) > deadline_ns {
+                // Still the same read (the reader clears the time under this lock).
+                if expired && slot.blocked_since_ns.load(Ordering::Acquire) == since {
                     st.abandoned = true;
                     tasks.extend(std::mem::take(&mut st.results));
                     add_stats(&mut stats, &st.stats);
@@ -306,7 +414,7 @@ pub(crate) fn read_all(
             i += 1;
         }
     }
-    (tasks, stats)
+    Ok((tasks, stats))
 }
 
 pub(crate) fn add_stats(total: &mut SnapshotStats, s: &SnapshotStats) {
@@ -315,4 +423,22 @@ pub(crate) fn add_stats(total: &mut SnapshotStats, s: &SnapshotStats) {
     total.unparsable += s.unparsable;
     total.cmdline_timeouts += s.cmdline_timeouts;
     total.partial += s.partial;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #16: a reader held up to 256 descriptors whatever the limit, so under
+    /// `--nofile=16` every open past the 12th failed.
+    #[test]
+    fn readers_hold_no_more_descriptors_than_the_open_files_limit_leaves() {
+        // Descriptors 0-2 and the root at 3 stay: the rest of the numbers are the budget.
+        assert_eq!(fd_budget(4), 0);
+        assert_eq!(fd_budget(5), 1);
+        assert_eq!(fd_budget(16), 12);
+        assert_eq!(fd_budget(256), 252);
+        assert_eq!(fd_budget(1 << 20), FD_BATCH);
+        assert_eq!(fd_budget(0), 0);
+    }
 }

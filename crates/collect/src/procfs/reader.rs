@@ -38,17 +38,26 @@ pub enum Outcome {
     Unparsable,
     /// The watchdog gave up on this reader while it was blocked.
     Abandoned,
+    /// A file (its path under the root) could not be opened or read for want of descriptors
+    /// or memory, even after the reader closed everything it held: the whole collection
+    /// must fail (see [`crate::Error::Exhausted`]).
+    Failed(String, io::Error),
 }
 
 /// Errors of one file read, classified the way procps treats them.
 enum FileError {
     /// ENOENT/ESRCH: the task is gone.
     Gone,
-    /// EACCES/EPERM and anything else: this group is unavailable to us.
+    /// EACCES/EPERM and anything else about the task: this group is unavailable to us.
     Denied,
+    /// EMFILE/ENFILE/ENOMEM: not about the task at all (see [`sys::is_exhaustion`]).
+    Exhausted(io::Error),
 }
 
-fn classify(e: &io::Error) -> FileError {
+fn classify(e: io::Error) -> FileError {
+    if sys::is_exhaustion(&e) {
+        return FileError::Exhausted(e);
+    }
     match e.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::ESRCH) => FileError::Gone,
         _ => FileError::Denied,
@@ -120,11 +129,42 @@ impl TaskReader {
         CString::new(self.path.as_slice()).unwrap_or_default()
     }
 
+    /// Runs `op`; when it failed for want of descriptors or memory, closes every descriptor
+    /// the batch holds (all this reader keeps open besides its root) and runs it once more.
+    fn retry<T>(
+        &mut self,
+        mut op: impl FnMut(&mut Self) -> Result<T, FileError>,
+    ) -> Result<T, FileError> {
+        match op(self) {
+            Err(FileError::Exhausted(_)) => {
+                self.fds.flush();
+                op(self)
+            }
+            r => r,
+        }
+    }
+
+    /// The outcome of a task whose `file` could not be read even after [`Self::retry`].
+    fn failed(&mut self, tgid: i32, tid: Option<i32>, file: &str, e: io::Error) -> Outcome {
+        self.set_path(tgid, tid, file);
+        Outcome::Failed(String::from_utf8_lossy(&self.path).into_owned(), e)
+    }
+
+    /// [`Self::read_small_once`], retried once when descriptors ran out.
+    fn read_small(&mut self, tgid: i32, tid: Option<i32>, file: &str) -> Result<usize, FileError> {
+        self.retry(|r| r.read_small_once(tgid, tid, file))
+    }
+
     /// Reads a whole small file into `self.buf`, returning its length. A read shorter than the
     /// buffer is the whole file: these seq_files produce their full text on the first read.
-    fn read_small(&mut self, tgid: i32, tid: Option<i32>, file: &str) -> Result<usize, FileError> {
+    fn read_small_once(
+        &mut self,
+        tgid: i32,
+        tid: Option<i32>,
+        file: &str,
+    ) -> Result<usize, FileError> {
         let path = self.set_path(tgid, tid, file);
-        let fd = sys::openat_ro(self.root_fd, &path).map_err(|e| classify(&e))?;
+        let fd = sys::openat_ro(self.root_fd, &path).map_err(classify)?;
         let mut len = 0;
         let result = loop {
             if len == self.buf.len() {
@@ -138,7 +178,7 @@ impl TaskReader {
                         break Ok(len);
                     }
                 }
-                Err(e) => break Err(classify(&e)),
+                Err(e) => break Err(classify(e)),
             }
         };
         self.fds.done(fd);
@@ -150,7 +190,7 @@ impl TaskReader {
     /// keep a 4 KiB read buffer alive.
     fn read_cmdline(&mut self, tgid: i32) -> Result<Vec<u8>, FileError> {
         let path = self.set_path(tgid, None, "cmdline");
-        let fd = sys::openat_ro(self.root_fd, &path).map_err(|e| classify(&e))?;
+        let fd = sys::openat_ro(self.root_fd, &path).map_err(classify)?;
         let mut out = std::mem::take(&mut self.cmd_buf);
         out.clear();
         let mut chunk = 4096usize;
@@ -176,7 +216,7 @@ impl TaskReader {
                 }
                 Err(e) => {
                     out.truncate(start);
-                    break Err(classify(&e));
+                    break Err(classify(e));
                 }
             }
         };
@@ -222,6 +262,7 @@ impl TaskReader {
                     self.stats.denied += 1;
                     return Outcome::Vanished;
                 }
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "stat", e),
             }
         }
         if let Some(line) = &st {
@@ -265,10 +306,17 @@ impl TaskReader {
 
         if st.is_none() && !g.needs_status_file() && !g.cred_effective {
             // Nothing else proves the task exists: look at its directory.
-            let path = self.set_path(tgid, tid, "");
-            if sys::owner_at(self.root_fd, &path).is_err() {
-                self.stats.vanished += 1;
-                return Outcome::Vanished;
+            let looked = self.retry(|r| {
+                let path = r.set_path(tgid, tid, "");
+                sys::owner_at(r.root_fd, &path).map_err(classify)
+            });
+            match looked {
+                Ok(_) => {}
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "", e),
+                Err(_) => {
+                    self.stats.vanished += 1;
+                    return Outcome::Vanished;
+                }
             }
         }
 
@@ -325,6 +373,7 @@ impl TaskReader {
                 },
                 Err(FileError::Gone) => return self.gone(task, seen),
                 Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "status", e),
             }
         }
 
@@ -334,8 +383,11 @@ impl TaskReader {
             // non-dumpable tasks owned by root" rule to every file *except* the 0555 per-process
             // directories, kept so that stat(/proc/PID) stays the cheap way to get the euid.
             // (Kernel threads are owned by root either way.)
-            let path = self.set_path(tgid, tid, "");
-            match sys::owner_at(self.root_fd, &path) {
+            let owner = self.retry(|r| {
+                let path = r.set_path(tgid, tid, "");
+                sys::owner_at(r.root_fd, &path).map_err(classify)
+            });
+            match owner {
                 Ok((uid, gid)) => {
                     seen = true;
                     task.cred = Some(Cred {
@@ -351,10 +403,9 @@ impl TaskReader {
                         effective_only: true,
                     })
                 }
-                Err(e) => match classify(&e) {
-                    FileError::Gone => return self.gone(task, seen),
-                    FileError::Denied => self.stats.denied += 1,
-                },
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "", e),
             }
         }
 
@@ -374,6 +425,7 @@ impl TaskReader {
                 },
                 Err(FileError::Gone) => return self.gone(task, seen),
                 Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "statm", e),
             }
         }
 
@@ -389,6 +441,7 @@ impl TaskReader {
                 }
                 Err(FileError::Gone) => return self.gone(task, seen),
                 Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "schedstat", e),
             }
         }
 
@@ -400,6 +453,7 @@ impl TaskReader {
                 },
                 Err(FileError::Gone) => return self.gone(task, seen),
                 Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "io", e),
             }
         }
 
@@ -413,22 +467,25 @@ impl TaskReader {
                 }
                 Err(FileError::Gone) => return self.gone(task, seen),
                 Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "wchan", e),
             }
         }
 
         if g.exe {
-            let path = self.set_path(tgid, None, "exe");
             let mut link = vec![0u8; 4096];
-            match sys::readlinkat(self.root_fd, &path, &mut link) {
+            let read = self.retry(|r| {
+                let path = r.set_path(tgid, None, "exe");
+                sys::readlinkat(r.root_fd, &path, &mut link).map_err(classify)
+            });
+            match read {
                 Ok(n) => {
                     link.truncate(n);
                     task.exe = Some(link);
                 }
-                Err(e) => match classify(&e) {
-                    // A kernel thread or zombie has no exe: that is an answer, not an exit.
-                    FileError::Gone => task.exe = Some(Vec::new()),
-                    FileError::Denied => self.stats.denied += 1,
-                },
+                // A kernel thread or zombie has no exe: that is an answer, not an exit.
+                Err(FileError::Gone) => task.exe = Some(Vec::new()),
+                Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, None, "exe", e),
             }
         }
 
@@ -448,7 +505,7 @@ impl TaskReader {
                 task.cmdline = Some(Vec::new());
             } else {
                 progress.before_blocking(task);
-                let r = self.read_cmdline(tgid);
+                let r = self.retry(|r| r.read_cmdline(tgid));
                 let Some(back) = progress.after_blocking() else {
                     return Outcome::Abandoned;
                 };
@@ -462,6 +519,7 @@ impl TaskReader {
                     }
                     Err(FileError::Gone) => return self.gone(task, seen),
                     Err(FileError::Denied) => self.stats.denied += 1,
+                    Err(FileError::Exhausted(e)) => return self.failed(tgid, None, "cmdline", e),
                 }
             }
         }
