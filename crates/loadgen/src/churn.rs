@@ -11,7 +11,8 @@
 //!   0-20 ms (a quarter of them spinning), detached.
 //!
 //! Both are bounded: at most [`max_procs`] churn processes (reaped or not) and
-//! [`max_threads`] churn threads exist at once; spawns due while at the bound are dropped,
+//! [`max_threads`] churn threads (as the kernel counts them, exiting ones included) exist
+//! at once; spawns due while at the bound are dropped,
 //! not queued, and a driver that fell behind (a saturated CPU) drops the backlog beyond a
 //! tenth of a second's worth, so a starved driver does not burst later. Nothing grows
 //! without bound and nothing is left unreaped for more than a tick.
@@ -22,8 +23,6 @@
 //! process group, so one `kill(-pgid, SIGKILL)` or the loadgen's own teardown ends all.
 
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::sys::{self, ChildCtx};
@@ -239,21 +238,39 @@ fn multi_threaded(threads: u64, life: Duration, from_thread: bool, seed: u64) {
     std::thread::sleep(if from_thread { life * 2 + TICK } else { life });
 }
 
+/// Threads of the calling process as the kernel counts them (`num_threads`, field 20 of
+/// `/proc/self/stat`), exiting ones included until they are released: what a reader of
+/// `/proc/PID/task` sees. `None` when unreadable.
+fn kernel_threads() -> Option<usize> {
+    let stat = std::fs::read("/proc/self/stat").ok()?;
+    let close = stat.iter().rposition(|&c| c == b')')?;
+    std::str::from_utf8(&stat[close + 1..])
+        .ok()?
+        .split_ascii_whitespace()
+        .nth(17)?
+        .parse()
+        .ok()
+}
+
 /// Body of the `lg-thrchurn` driver: never returns.
+///
+/// The bound is checked against the kernel's thread count, not a count kept by the threads:
+/// a thread that finished its body still shows in `/proc/PID/task` until it has exited,
+/// which on a saturated CPU takes a while.
 pub fn drive_threads(per_sec: u32) -> ! {
     let cap = max_threads(per_sec);
-    let live = Arc::new(AtomicUsize::new(0));
     let mut rng = Rng::new();
     let mut pacer = Pacer::new(per_sec);
     loop {
-        for _ in 0..pacer.take_due() {
-            if live.load(Ordering::Relaxed) >= cap {
+        let due = pacer.take_due();
+        // Ours besides the main thread; unreadable: assume full, spawn nothing.
+        let mut live = kernel_threads().map_or(cap, |n| n.saturating_sub(1));
+        for _ in 0..due {
+            if live >= cap {
                 break;
             }
             let life = rng.millis(20);
             let busy = rng.below(4) == 0;
-            live.fetch_add(1, Ordering::Relaxed);
-            let counter = Arc::clone(&live);
             let spawned = std::thread::Builder::new()
                 .name("lg-chthr".into())
                 .stack_size(64 * 1024)
@@ -263,11 +280,8 @@ pub fn drive_threads(per_sec: u32) -> ! {
                     } else {
                         std::thread::sleep(life);
                     }
-                    counter.fetch_sub(1, Ordering::Relaxed);
                 });
-            if spawned.is_err() {
-                live.fetch_sub(1, Ordering::Relaxed);
-            }
+            live += usize::from(spawned.is_ok());
         }
         std::thread::sleep(TICK);
     }
@@ -299,6 +313,14 @@ mod tests {
         assert_eq!(max_procs(200), 100);
         assert_eq!(max_procs(u32::MAX), 4096);
         assert_eq!(max_threads(500), 50);
+    }
+
+    #[test]
+    fn kernel_thread_count() {
+        // Other tests run on other threads of this process: only a floor is certain.
+        let t = std::thread::spawn(|| std::thread::sleep(Duration::from_millis(200)));
+        assert!(kernel_threads().is_some_and(|n| n >= 2));
+        t.join().expect("join");
     }
 
     #[test]

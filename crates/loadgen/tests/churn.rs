@@ -222,12 +222,16 @@ fn busy_processes_spin() {
     let load = Load::spawn_with_binary(BIN, &["--busy", "2"]).expect("spawn busy");
     assert_eq!(load.info.busy.len(), 2);
     let before: Vec<u64> = load.info.busy.iter().map(|&p| cpu_ns(p)).collect();
-    std::thread::sleep(Duration::from_millis(500));
     for (&p, b) in load.info.busy.iter().zip(before) {
         assert_eq!(read_stat(p).expect("busy").comm, b"lg-busy");
-        let ran = cpu_ns(p) - b;
-        // Alone on a core: ~500 ms; sharing two cores with a saturated suite: still tens.
-        assert!(ran >= 20_000_000, "lg-busy {p} ran {ran} ns in 500 ms");
+        // Alone on a core: 10 ms within 10 ms. On a saturated host (this suite under
+        // bench/churn-suite.sh, other builds) a nice-0 spinner may get a few percent of a CPU:
+        // 14 ms in 500 ms was seen; give it up to 10 s.
+        assert!(
+            eventually(Duration::from_secs(10), || cpu_ns(p) - b >= 10_000_000),
+            "lg-busy {p} ran only {} ns",
+            cpu_ns(p) - b
+        );
     }
 }
 
