@@ -1403,6 +1403,9 @@ pub fn info_text(argv: &[OsString]) -> Option<String> {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
