@@ -389,8 +389,9 @@ proptest! {
     /// Minimal failing input found (debug build): one thread whose stat has start time (field
     /// 22) 1844674407371 ticks or more: `st.start_ticks * self.tick_ns` overflows in
     /// `ProcfsSource::sample` (crates/states/src/fallback.rs; likewise `st.blkio_ticks *
-    /// self.tick_ns` with delay accounting on); with those bounded, schedstat deltas overflow
-    /// the sums in crates/states/src/interval.rs (see the `defect_` tests below).
+    /// self.tick_ns` with delay accounting on); with those bounded, two threads' huge schedstat
+    /// deltas overflow their sum in `Row::add` (crates/states/src/interval.rs). See the
+    /// `defect_` tests below.
     #[test]
     #[ignore = "defect: u64 overflow on huge /proc numbers in fallback.rs (ProcfsSource::sample) and interval.rs (see the defect_ tests)"]
     fn fallback_over_hostile_fake_proc_full_range(
@@ -447,12 +448,11 @@ fn defect_huge_blkio_delay() {
     sample_fake_proc(&[t], "1\n", false);
 }
 
-/// Minimal input: schedstat `0 0 0` then `18446744073709551615 1 0` (run + wait deltas
-/// overflow). Panics in `thread_row` (crates/states/src/interval.rs, `exact[0] + exact[1]`;
-/// `run + runq` in `procfs_split` and the `ns.iter().sum()` of `alive_ns` are alike).
+/// schedstat `0 0 0` then `18446744073709551615 1 0`: the run + wait deltas overflowed in
+/// `thread_row` (crates/states/src/interval.rs) until b1e8466 bounded the wait by the
+/// interval.
 #[test]
-#[ignore = "defect: interval.rs thread_row: exact[0] + exact[1] overflows on huge schedstat deltas"]
-fn defect_huge_schedstat_delta() {
+fn huge_schedstat_delta() {
     let t = thread_files(
         plain_stat(100, 100, 0),
         ("0 0 0\n", "18446744073709551615 1 0\n"),
