@@ -182,6 +182,9 @@ pub fn boottime_ns() -> u64 {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
