@@ -699,6 +699,9 @@ pub fn main(argv: &[OsString]) -> ExitCode {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

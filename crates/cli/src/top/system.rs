@@ -18,15 +18,20 @@ pub struct CpuTicks {
 }
 
 impl CpuTicks {
+    /// Every tick counted, saturating: the file is input, not a promise of sane numbers.
     fn total(&self) -> u64 {
-        self.user
-            + self.nice
-            + self.system
-            + self.idle
-            + self.iowait
-            + self.irq
-            + self.softirq
-            + self.steal
+        [
+            self.user,
+            self.nice,
+            self.system,
+            self.idle,
+            self.iowait,
+            self.irq,
+            self.softirq,
+            self.steal,
+        ]
+        .iter()
+        .fold(0u64, |a, &v| a.saturating_add(v))
     }
 }
 
@@ -75,7 +80,9 @@ pub fn parse_meminfo(text: &str) -> Memory {
             "MemTotal:" => m.total_kib = v,
             "MemFree:" => m.free_kib = v,
             "MemAvailable:" => m.available_kib = v,
-            "Buffers:" | "Cached:" | "SReclaimable:" => m.buff_cache_kib += v,
+            "Buffers:" | "Cached:" | "SReclaimable:" => {
+                m.buff_cache_kib = m.buff_cache_kib.saturating_add(v)
+            }
             "SwapTotal:" => m.swap_total_kib = v,
             "SwapFree:" => m.swap_free_kib = v,
             _ => {}
