@@ -18,10 +18,11 @@
 //! - schedstat's counters move only at accounting points: a running thread's on-CPU time at the
 //!   scheduler tick or when it stops, a run-queue wait when the wait *ends*
 //!   (`sched_info_arrive()`). A thread still waiting for a CPU therefore looks, from its
-//!   counters alone, exactly like a blocked one; an interval that ends with the thread
-//!   runnable (state `R`: running or waiting for a CPU) counts as not blocked at all. A thread
-//!   that is not runnable was dequeued, and dequeuing accounted all its time: the formula is
-//!   then exact, except for time that was accounted late (which only makes it smaller).
+//!   counters alone, exactly like a blocked one; so a look that finds the thread runnable
+//!   (state `R`: running or waiting for a CPU) adds nothing, and the time is counted from the
+//!   start of the operation to a look that finds it not runnable: the thread was dequeued
+//!   then, and dequeuing accounted all its time, so the formula is exact but for time that
+//!   was accounted late (which only makes it smaller).
 //! - the state is read before the counters: a thread that wakes between the two reads misses
 //!   from the counters only what it did in that gap (microseconds).
 //! - the stretch between the start of the operation and the first look is unknown and counts
@@ -115,24 +116,40 @@ pub(crate) struct Watch {
     since_ns: u64,
     /// Blocked time counted for it so far.
     blocked_ns: u64,
+    /// The looks its blocked time is counted from: the last one before it (if any) and its
+    /// first (or, for [`Count::SinceProgress`], the one that last saw the thread progress).
+    from: [Option<Look>; 2],
     /// The last look at the thread, whatever operation it was in.
     last: Option<Look>,
 }
 
 impl Watch {
     /// Counts `now` into the operation that began at `since_ns`; returns its blocked time.
+    ///
+    /// The time is counted from a look at the start of the operation to the latest look that
+    /// found the thread not runnable, in one piece: a look that finds the thread runnable
+    /// adds nothing, and the next one that does not accounts for the stretch before it too
+    /// (its counters are complete then).
     pub(crate) fn add(&mut self, since_ns: u64, now: Look, count: Count) -> u64 {
-        if self.since_ns != since_ns {
+        let progress = count == Count::SinceProgress
+            && (now.runnable || self.last.is_some_and(|l| now.run_ns > l.run_ns));
+        if self.since_ns != since_ns || self.from[1].is_none() {
             self.since_ns = since_ns;
             self.blocked_ns = 0;
-        }
-        let add = blocked_between(self.last.as_ref(), since_ns, &now);
-        if count == Count::SinceProgress
-            && (now.runnable || self.last.is_some_and(|l| now.run_ns > l.run_ns))
-        {
+            self.from = [self.last, Some(now)];
+        } else if progress {
+            // It ran in between (or is about to): where in the interval is unknown, so the
+            // stretch without progress starts now.
             self.blocked_ns = 0;
+            self.from = [None, Some(now)];
         }
-        self.blocked_ns += add;
+        let bound = self
+            .from
+            .iter()
+            .map(|b| blocked_between(b.as_ref(), since_ns, &now))
+            .max()
+            .unwrap_or(0);
+        self.blocked_ns = self.blocked_ns.max(bound);
         self.last = Some(now);
         self.blocked_ns
     }
@@ -338,9 +355,22 @@ mod tests {
         let mut w = Watch::default();
         w.add(0, at(0, 0, 0, false), Count::SinceProgress);
         assert_eq!(w.add(0, at(15, 0, 0, false), Count::SinceProgress), 15 * MS);
-        // It ran 1 ms in the next 15: progress, the count starts again from this interval.
-        assert_eq!(w.add(0, at(30, 1, 0, false), Count::SinceProgress), 14 * MS);
-        assert_eq!(w.add(0, at(40, 1, 0, false), Count::SinceProgress), 24 * MS);
+        // It ran 1 ms in the next 15 (when, is unknown): the count starts again from here.
+        assert_eq!(w.add(0, at(30, 1, 0, false), Count::SinceProgress), 0);
+        assert_eq!(w.add(0, at(40, 1, 0, false), Count::SinceProgress), 10 * MS);
+    }
+
+    /// A watcher that was late (a busy host) and found the thread runnable once still counts
+    /// the blocked stretch before, at the next look that finds it blocked again.
+    #[test]
+    fn a_runnable_look_does_not_hide_the_blocked_stretch_before_it() {
+        let mut w = Watch::default();
+        let since = 0;
+        w.add(since, at(1, 0, 0, false), Count::Total);
+        // Woken (lock granted to another reader first, say), waiting for a CPU: nothing yet.
+        assert_eq!(w.add(since, at(30, 0, 0, true), Count::Total), 0);
+        // Blocked again; in all it ran 1 ms and waited 2: 40 - 1 - 1 - 2 = 36 ms blocked.
+        assert_eq!(w.add(since, at(41, 1, 2, false), Count::Total), 37 * MS);
     }
 
     #[test]

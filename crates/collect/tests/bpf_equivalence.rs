@@ -237,7 +237,18 @@ fn one_process_queries_use_the_pid_filter_and_agree() {
         let ids = |t: &[Task]| t.iter().map(|t| t.id).collect::<Vec<_>>();
         assert_eq!(ids(&b), ids(&p), "{sel:?}");
         for (x, y) in b.iter().zip(&p) {
-            assert_eq!(x.base, y.base, "{sel:?}");
+            if sel == Selector::Pid(1) {
+                // Not this test's: it may run between the two snapshots (on a busy host it
+                // does), which moves its state, CPU and flags. What does not move is compared.
+                let fixed = |t: &Task| {
+                    t.base
+                        .as_ref()
+                        .map(|b| (b.ppid, b.pgid, b.sid, b.comm.clone(), b.kthread))
+                };
+                assert_eq!(fixed(x), fixed(y), "{sel:?}");
+            } else {
+                assert_eq!(x.base, y.base, "{sel:?}");
+            }
             assert_eq!(x.cmdline, y.cmdline, "{sel:?}");
         }
     }
@@ -418,12 +429,23 @@ fn copied_command_lines_are_what_proc_shows() {
         "{pass}"
     );
     bpf.use_lockless(true);
-    let snap = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
-    let pass = bpf.last_pass();
-    assert!(
-        pass.starts_with("walk") && pass.contains("command lines from the walk"),
-        "{pass}"
-    );
+    // A copy given up because a thread of it waited on some process's mmap lock past the
+    // deadline (on a busy host, any process of the system may be holding its lock) keeps
+    // writing into the arena until it gets the lock; meanwhile the next snapshot takes the
+    // iterator instead. Wait for it (a few seconds at most).
+    let walked =
+        |pass: &str| pass.starts_with("walk") && pass.contains("command lines from the walk");
+    let mut snap = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+    let mut pass = bpf.last_pass();
+    for _ in 0..50 {
+        if walked(&pass) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        snap = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+        pass = bpf.last_pass();
+    }
+    assert!(walked(&pass), "{pass}");
     // /proc/PID/stat's arg_start and arg_end (fields 48 and 49, Linux 3.5).
     let crosses = |pid: i32| {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");

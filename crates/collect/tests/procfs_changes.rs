@@ -104,15 +104,11 @@ fn changes_follow_what_ran_what_went_away_and_who_was_re_parented() {
     let c1 = procfs.changes(&q).expect("changes");
     assert!(!c1.full);
     let b1 = find(&c1, busy).expect("a new process is in the changes");
+    // Only what changed: not the sleepers. (The sizes of the two calls are not compared:
+    // on a busy host more than half the tasks may have run, or be new, in between.)
     for &p in &sleepers {
         assert!(find(&c1, p).is_none(), "sleeper {p} did not run");
     }
-    assert!(
-        c1.snapshot.tasks.len() * 2 < first.snapshot.tasks.len(),
-        "only what changed: {} of {}",
-        c1.snapshot.tasks.len(),
-        first.snapshot.tasks.len()
-    );
     std::thread::sleep(Duration::from_millis(200));
     let c2 = procfs.changes(&q).expect("changes");
     let b2 = find(&c2, busy).expect("the busy process ran again");

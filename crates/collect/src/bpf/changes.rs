@@ -366,7 +366,7 @@ impl BpfCollector {
             snapshot: Snapshot {
                 taken_at_unix_ns,
                 taken_at_boottime_ns,
-                boot_time_unix_s: self.procfs.boot_time(),
+                boot_time_unix_s: self.procfs.try_boot_time().map_err(|e| e.to_string())?,
                 backend: "bpf",
                 tasks,
                 stats,

@@ -1410,7 +1410,7 @@ impl BpfCollector {
         Ok(Snapshot {
             taken_at_unix_ns,
             taken_at_boottime_ns,
-            boot_time_unix_s: self.procfs.boot_time(),
+            boot_time_unix_s: self.procfs.try_boot_time()?,
             backend: "bpf",
             tasks,
             stats,

@@ -143,6 +143,13 @@ impl ProcfsCollector {
                             leader_as_process,
                         })
                         .collect(),
+                    Err(e) if sys::is_exhaustion(&e) => {
+                        let dir = self.root.join(pid.to_string()).join("task");
+                        return Err(Error::exhausted(
+                            format!("cannot list {}", dir.display()),
+                            e,
+                        ));
+                    }
                     // The process is gone (or never was): an empty answer, not an error.
                     Err(_) => Vec::new(),
                 }
@@ -230,25 +237,45 @@ impl ProcfsCollector {
         self.units
     }
 
-    /// The thread group of task `id`, from its status file.
-    fn tgid_of(&self, id: i32) -> Option<i32> {
-        let text = std::fs::read(self.root.join(id.to_string()).join("status")).ok()?;
-        text.split(|&c| c == b'\n')
+    /// The thread group of task `id`, from its status file (`None`: no such task); `Err`
+    /// when the file could not be opened for want of descriptors or memory.
+    fn tgid_of(&self, id: i32) -> Result<Option<i32>, Error> {
+        let path = self.root.join(id.to_string()).join("status");
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if sys::is_exhaustion(&e) => {
+                return Err(Error::exhausted(
+                    format!("cannot read {}", path.display()),
+                    e,
+                ))
+            }
+            Err(_) => return Ok(None),
+        };
+        Ok(text
+            .split(|&c| c == b'\n')
             .find_map(|l| l.strip_prefix(b"Tgid:"))
             .and_then(|v| std::str::from_utf8(v).ok())
-            .and_then(|v| v.trim().parse().ok())
+            .and_then(|v| v.trim().parse().ok()))
     }
 
-    /// System boot time, seconds since the epoch (`btime` of the tree's `stat`).
+    /// System boot time, seconds since the epoch (`btime` of the tree's `stat`); 0 when it
+    /// cannot be read.
     pub fn boot_time(&self) -> u64 {
-        self.boot_time_unix_s()
+        self.try_boot_time().unwrap_or(0)
     }
 
-    fn boot_time_unix_s(&self) -> u64 {
-        crate::sys::read_small_file(&self.root.join("stat"))
-            .ok()
-            .and_then(|b| parse::parse_btime(&b).ok())
-            .unwrap_or(0)
+    /// [`ProcfsCollector::boot_time`], or `Err` when the tree's `stat` could not be opened
+    /// for want of descriptors or memory: a snapshot's start times would all be wrong.
+    pub fn try_boot_time(&self) -> Result<u64, Error> {
+        let path = self.root.join("stat");
+        match crate::sys::read_small_file(&path) {
+            Ok(b) => Ok(parse::parse_btime(&b).unwrap_or(0)),
+            Err(e) if sys::is_exhaustion(&e) => Err(Error::exhausted(
+                format!("cannot read {}", path.display()),
+                e,
+            )),
+            Err(_) => Ok(0),
+        }
     }
 }
 
@@ -322,7 +349,7 @@ impl ProcfsCollector {
         tasks.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
         self.live = Some(live);
         Ok(Changes {
-            snapshot: live::snapshot(tasks, stats, self.boot_time_unix_s()),
+            snapshot: live::snapshot(tasks, stats, self.try_boot_time()?),
             full,
             gone,
         })
@@ -372,7 +399,7 @@ impl Collector for ProcfsCollector {
         if let Selector::Pid(pid) = query.selector {
             // /proc/N exists for every thread id N, not only for processes (it is merely left
             // out of the directory listing): a thread id is not a process.
-            if self.tgid_of(pid).is_some_and(|tgid| tgid != pid) {
+            if self.tgid_of(pid)?.is_some_and(|tgid| tgid != pid) {
                 items.clear();
             }
         }
@@ -409,7 +436,7 @@ impl Collector for ProcfsCollector {
         Ok(Snapshot {
             taken_at_unix_ns,
             taken_at_boottime_ns,
-            boot_time_unix_s: self.boot_time_unix_s(),
+            boot_time_unix_s: self.try_boot_time()?,
             backend: "procfs",
             tasks,
             stats,

@@ -1,0 +1,107 @@
+//! The procfs collector on a saturated CPU (issue #16): a command-line read that only waits
+//! for a CPU is not a blocked one, and must not be abandoned at the deadline. In a test
+//! binary of its own: its busy loops would slow down the other live tests running beside it
+//! (the mmap-lock test bounds how long a snapshot takes).
+
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::Collector;
+use tasksnap_model::{Groups, Query, Selector};
+
+/// Processes in a process group of their own, SIGKILLed as a group (and reaped) on drop.
+struct Group(Vec<Child>);
+
+impl Group {
+    fn spawn(n: usize, args: &[&str]) -> Group {
+        use std::os::unix::process::CommandExt;
+        let mut kids: Vec<Child> = Vec::new();
+        for _ in 0..n {
+            let pgid = kids.first().map_or(0, |c| c.id() as i32);
+            kids.push(
+                Command::new(args[0])
+                    .args(&args[1..])
+                    .process_group(pgid)
+                    .stdin(std::process::Stdio::null())
+                    .spawn()
+                    .expect("spawn"),
+            );
+        }
+        Group(kids)
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        self.0.iter().map(|c| c.id() as i32).collect()
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(leader) = self.0.first() {
+            // SAFETY: kill on the process group this test created.
+            unsafe { libc::kill(-(leader.id() as i32), libc::SIGKILL) };
+        }
+        for c in &mut self.0 {
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Issue #16: on a busy host, `ps -e H` printed `[sleep]` for a `sleep 1000` whose command
+/// line procps printed. The deadline counted wall time since the read began, so a reader
+/// that only waited for a CPU was abandoned. Here the readers and four busy loops share one
+/// CPU and the deadline is 2 ms, so reads wait for the CPU for longer than the deadline all
+/// the time; the sleepers' mmap locks are free, so none of their reads is blocked and every
+/// command line must be there.
+#[test]
+fn a_busy_cpu_does_not_abandon_command_line_reads() {
+    // This thread, the reader threads it starts and the busy loops (forked from it) on one
+    // CPU: the one it is on now.
+    // SAFETY: sched_getcpu takes no arguments.
+    let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it; the call reads
+    // it for the calling thread only.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+            0,
+            "pin to CPU {cpu}"
+        );
+    }
+    let sleepers = Group::spawn(20, &["sleep", "1000"]);
+    let _busy = Group::spawn(4, &["sh", "-c", "while :; do :; done"]);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut c = ProcfsCollector::new()
+        .expect("open /proc")
+        .with_cmdline_deadline(Duration::from_millis(2));
+    let q = Query::new(
+        Selector::AllProcesses,
+        Groups {
+            base: true,
+            cmdline: true,
+            ..Groups::default()
+        },
+    );
+    let want = b"sleep\x001000\x00".to_vec();
+    let mut abandoned = Vec::new();
+    for _ in 0..15 {
+        let snap = c.snapshot(&q).expect("snapshot");
+        for pid in sleepers.pids() {
+            let t = snap
+                .tasks
+                .iter()
+                .find(|t| t.id.tgid == pid)
+                .unwrap_or_else(|| panic!("sleeper {pid} listed"));
+            if t.cmdline_timed_out || t.cmdline.as_ref() != Some(&want) {
+                abandoned.push(pid);
+            }
+        }
+    }
+    assert!(
+        abandoned.is_empty(),
+        "command lines of sleepers (mmap lock free) given up on a busy CPU: {abandoned:?}"
+    );
+}
