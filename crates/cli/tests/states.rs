@@ -457,11 +457,12 @@ fn regression_numeric_options_out_of_range_were_accepted() {
         &["--sample-hz", "-5"],
         &["-r", "-1"],
         &["-r", "99999999999999999999999"],
-        &["-p", "0"],
-        &["-p=-5"],
-        &["-p", "2147483648"],
-        &["-p", "1,0"],
-        &["-p", "x"],
+        // With -n and -i: before the fix, `-p 0` ran (and without -n, forever).
+        &["-p", "0", "-n", "1", "-i", "0.1"],
+        &["-p=-5", "-n", "1", "-i", "0.1"],
+        &["-p", "2147483648", "-n", "1", "-i", "0.1"],
+        &["-p", "1,0", "-n", "1", "-i", "0.1"],
+        &["-p", "x", "-n", "1", "-i", "0.1"],
     ] {
         let out = states(args);
         let err = stderr_of(&out);
