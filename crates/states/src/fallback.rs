@@ -633,12 +633,12 @@ impl Source for ProcfsSource {
             state_ns[State::Running.index()] = run_ns;
             state_ns[State::Runnable.index()] = delay_ns;
             if self.delayacct {
-                state_ns[State::Disk.index()] = st.blkio_ticks * self.tick_ns;
+                state_ns[State::Disk.index()] = st.blkio_ticks.saturating_mul(self.tick_ns);
             }
             let tt = ThreadTotals {
                 tid,
                 tgid: t.tgid,
-                start_ns: st.start_ticks * self.tick_ns,
+                start_ns: st.start_ticks.saturating_mul(self.tick_ns),
                 comm: st.comm,
                 kernel_thread: st.flags & PF_KTHREAD != 0,
                 state_ns,

@@ -88,11 +88,13 @@ impl Row {
         self.pct(State::Runnable) + self.pct(State::Disk) + self.pct(State::Stopped)
     }
 
+    /// Sums `other` into this row, saturating: the figures come from /proc and BPF, input
+    /// that is not promised to be sane.
     fn add(&mut self, other: &Row) {
         for i in 0..NSTATES {
-            self.ns[i] += other.ns[i];
+            self.ns[i] = self.ns[i].saturating_add(other.ns[i]);
         }
-        self.alive_ns += other.alive_ns;
+        self.alive_ns = self.alive_ns.saturating_add(other.alive_ns);
         self.threads += other.threads;
         self.exited &= other.exited;
         for r in &other.reasons {
@@ -101,7 +103,7 @@ impl Row {
                 .iter_mut()
                 .find(|x| x.state == r.state && x.frames == r.frames)
             {
-                Some(x) => x.ns += r.ns,
+                Some(x) => x.ns = x.ns.saturating_add(r.ns),
                 None => self.reasons.push(r.clone()),
             }
         }

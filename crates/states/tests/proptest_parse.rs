@@ -393,7 +393,6 @@ proptest! {
     /// deltas overflow their sum in `Row::add` (crates/states/src/interval.rs). See the
     /// `defect_` tests below.
     #[test]
-    #[ignore = "defect: u64 overflow on huge /proc numbers in fallback.rs (ProcfsSource::sample) and interval.rs (see the defect_ tests)"]
     fn fallback_over_hostile_fake_proc_full_range(
         threads in prop::collection::vec(fake_thread(u64::MAX), 1..4),
         delayacct in prop::sample::select(vec!["1\n", "0\n", "junk"]),
@@ -426,7 +425,6 @@ fn thread_files(stat: Vec<u8>, sched: (&str, &str)) -> FakeThread {
 /// overflows u64). Panics in `ProcfsSource::sample` (crates/states/src/fallback.rs,
 /// `st.start_ticks * self.tick_ns`).
 #[test]
-#[ignore = "defect: fallback.rs ProcfsSource::sample: start_ticks * tick_ns overflows on a huge start time"]
 fn defect_huge_start_time() {
     let t = thread_files(
         plain_stat(100, 1_844_674_407_371, 0),
@@ -439,7 +437,6 @@ fn defect_huge_start_time() {
 /// Panics in `ProcfsSource::sample` (crates/states/src/fallback.rs,
 /// `st.blkio_ticks * self.tick_ns`).
 #[test]
-#[ignore = "defect: fallback.rs ProcfsSource::sample: blkio_ticks * tick_ns overflows on a huge block I/O delay"]
 fn defect_huge_blkio_delay() {
     let t = thread_files(
         plain_stat(100, 100, 1_844_674_407_371),
@@ -464,7 +461,6 @@ fn huge_schedstat_delta() {
 /// `9223372036854775808 0 0` each; their rows summed for `Rollup::Process` overflow.
 /// Panics in `Row::add` (crates/states/src/interval.rs, `self.ns[i] += other.ns[i]`).
 #[test]
-#[ignore = "defect: interval.rs Row::add overflows summing two threads' huge deltas"]
 fn defect_rollup_sum_overflow() {
     let t = |tid| {
         thread_files(

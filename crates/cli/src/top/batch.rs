@@ -30,6 +30,11 @@ pub fn run(mut top: Top) -> anyhow::Result<()> {
         for row in top.rows(&mut frame, 0..all) {
             line(&mut out, &row)?;
         }
+        if let Some(why) = top.rows_error() {
+            // A frame without what it was asked for is not printed as if complete.
+            out.flush()?;
+            anyhow::bail!("{why}");
+        }
         n += 1;
         if top.opts.iterations.is_some_and(|max| n >= max) {
             out.flush()?;

@@ -213,6 +213,9 @@ pub struct Top {
     rows_reader: Option<ProcfsCollector>,
     /// How ps and top escape names and command lines here (UTF-8 or not).
     locale: Locale,
+    /// Why the last rows came without command lines and shared memory (descriptors or
+    /// memory ran out), until a read succeeds again.
+    rows_error: Option<String>,
     mem_total_kib: u64,
     /// DISK% and wait reasons (root with BPF), loaded after the first screen.
     waits: Option<waits::Waits>,
@@ -261,6 +264,7 @@ impl Top {
             // Without it rows show `[comm]` and no SHR: never a reason not to start.
             rows_reader: ProcfsCollector::new().ok(),
             locale: Locale::from_env(),
+            rows_error: None,
             mem_total_kib,
             waits: None,
             waits_unavailable: None,
@@ -568,7 +572,18 @@ impl Top {
             cmdline: want_cmdline,
             ..Groups::default()
         };
-        let (read, _stats) = reader.fill(&ids, groups);
+        let read = match reader.try_fill(&ids, groups) {
+            Ok((read, _stats)) => {
+                self.rows_error = None;
+                read
+            }
+            Err(e) => {
+                // Shown, never passed off as data: the rows say `[comm]` and the header
+                // says why; the next refresh tries again.
+                self.rows_error = Some(e.to_string());
+                Default::default()
+            }
+        };
         if self.cmdlines.len() > 100_000 {
             self.cmdlines.clear();
         }
@@ -614,6 +629,11 @@ impl Top {
             None if l.state == b'Z' => format!("[{comm}] <defunct>"),
             None => format!("[{comm}]"),
         }
+    }
+
+    /// Why the rows last drawn lack command lines and shared memory, if they do.
+    pub fn rows_error(&self) -> Option<&str> {
+        self.rows_error.as_deref()
     }
 
     pub fn column_header(&self) -> String {

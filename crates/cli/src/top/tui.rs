@@ -488,6 +488,10 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
     let status = match (&app.prompt, &app.message) {
         (Some((p, input)), _) => format!("{}{input}", p.question()),
         (None, Some(m)) => m.clone(),
+        (None, None) if app.top.rows_error().is_some() => format!(
+            "no command lines or SHR: {}",
+            app.top.rows_error().unwrap_or_default()
+        ),
         (None, None) => format!(
             "sort {}{}  {}{}{}  h: help  q: quit",
             app.top.opts.sort.name(),
