@@ -13,6 +13,14 @@ macro_rules! say {
     };
 }
 
+/// `eprintln!` that never panics: a message that cannot be written (stderr on a full disk or
+/// closed) is dropped, through [`output::warn_line`].
+macro_rules! warn {
+    ($($arg:tt)*) => {
+        $crate::output::warn_line(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod doctor;
 mod input;
@@ -79,12 +87,12 @@ fn main() -> ExitCode {
         "-V" | "--version" => output::print(&format!("tasksnap {}\n", env!("CARGO_PKG_VERSION"))),
         "-h" | "--help" | "help" => output::print(USAGE),
         "" => {
-            eprint!("{USAGE}");
+            warn!("{}", USAGE.trim_end());
             ExitCode::from(2)
         }
         other => {
-            eprintln!("tasksnap: unknown command '{other}'\n");
-            eprint!("{USAGE}");
+            warn!("tasksnap: unknown command '{other}'\n");
+            warn!("{}", USAGE.trim_end());
             ExitCode::from(2)
         }
     }
@@ -100,7 +108,7 @@ fn no_arguments(rest: &[OsString], run: fn() -> ExitCode) -> ExitCode {
             output::command()
         )),
         Some(a) => {
-            eprintln!(
+            warn!(
                 "{}: unexpected argument '{a}' (it takes none; see tasksnap --help)",
                 output::command()
             );

@@ -142,7 +142,7 @@ pub fn write_failed(e: &io::Error) -> ExitCode {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return ExitCode::SUCCESS;
     }
-    eprintln!("{}: write error: {e}", command());
+    warn_line(format_args!("{}: write error: {e}", command()));
     ExitCode::from(1)
 }
 
@@ -154,8 +154,8 @@ pub fn exit_code(r: anyhow::Result<ExitCode>) -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             match write_error(&e) {
-                Some(io) => eprintln!("{}: write error: {io}", command()),
-                None => eprintln!("{}: {e:#}", command()),
+                Some(io) => warn_line(format_args!("{}: write error: {io}", command())),
+                None => warn_line(format_args!("{}: {e:#}", command())),
             }
             ExitCode::from(1)
         }
@@ -176,6 +176,13 @@ impl std::error::Error for WriteError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.0)
     }
+}
+
+/// Writes one line to stderr for `warn!`. A failed write is ignored: there is nowhere left
+/// to say it (`eprintln!` would panic, e.g. with stderr on a full disk).
+pub fn warn_line(args: fmt::Arguments<'_>) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
 }
 
 /// Writes a whole text (help, version) to stdout; the exit code says how that went.
@@ -199,7 +206,7 @@ pub fn line(args: fmt::Arguments<'_>) {
         let code = if e.kind() == io::ErrorKind::BrokenPipe {
             0
         } else {
-            eprintln!("{}: write error: {e}", command());
+            warn_line(format_args!("{}: write error: {e}", command()));
             1
         };
         std::process::exit(code);

@@ -21,7 +21,7 @@ pub fn pin() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(why) => {
-            eprintln!("tasksnap pin: {why}");
+            warn!("tasksnap pin: {why}");
             ExitCode::from(1)
         }
     }
@@ -39,7 +39,7 @@ pub fn unpin() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(why) => {
-            eprintln!("tasksnap unpin: {why}");
+            warn!("tasksnap unpin: {why}");
             ExitCode::from(1)
         }
     }

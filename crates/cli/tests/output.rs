@@ -55,7 +55,17 @@ fn write_errors_ignored() {
         &["ps", "-ef"],
         &["ps", "--output", "json", "-e"],
         &["top", "-b", "-n", "1", "--backend", "procfs"],
-        &["states", "--mode", "procfs", "-p", "1", "--count", "1", "--interval", "0.2"],
+        &[
+            "states",
+            "--mode",
+            "procfs",
+            "-p",
+            "1",
+            "--count",
+            "1",
+            "--interval",
+            "0.2",
+        ],
     ] {
         let (code, err) = to_dev_full(args);
         assert_eq!(code, Some(1), "{args:?}: {err}");
@@ -85,5 +95,29 @@ fn unknown_arguments_silently_ignored() {
         assert_eq!(out.code, Some(2), "{args:?}: {err}");
         assert!(err.contains("unexpected argument"), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?} did something");
+    }
+}
+
+/// Messages on a stderr that cannot be written (a full disk) panicked in `eprintln!`
+/// (status 101); a message that cannot be written is dropped and the status stays.
+#[test]
+fn messages_to_a_full_stderr_panic() {
+    for (args, want) in [
+        (&["nosuch"][..], 2),
+        (&["top", "-n", "0"], 1),
+        (&["states", "-p", "99999999", "-n", "1"], 1),
+        (&["doctor", "--x"], 2),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let status = Command::new(TASKSNAP)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(full)
+            .status()
+            .expect("run tasksnap");
+        assert_eq!(status.code(), Some(want), "{args:?}");
     }
 }

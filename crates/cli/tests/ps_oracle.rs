@@ -318,10 +318,22 @@ fn ps_json_output_is_lossy() {
     let out = run(
         TASKSNAP,
         &["ps"],
-        &["-p", &pids.join(","), "-o", "pid,comm,args", "--output", "json"],
+        &[
+            "-p",
+            &pids.join(","),
+            "-o",
+            "pid,comm,args",
+            "--output",
+            "json",
+        ],
         "C.UTF-8",
     );
-    assert_eq!(out.code, Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.code,
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("valid JSON");
     let mut checked = 0;
     for odd in &load.info.odd {
@@ -351,7 +363,10 @@ fn ps_json_output_is_lossy() {
             if cmdline.last() == Some(&0) {
                 cmdline.pop(); // the terminator
             }
-            cmdline.iter().map(|&b| if b == 0 { b' ' } else { b }).collect()
+            cmdline
+                .iter()
+                .map(|&b| if b == 0 { b' ' } else { b })
+                .collect()
         };
         assert_eq!(bytes("args"), args, "args of {odd:?}: {row}");
         checked += 1;

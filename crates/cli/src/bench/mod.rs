@@ -64,7 +64,7 @@ fn syscalls_or_per_task(what: &str, ms: f64, n: f64) -> Option<f64> {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: tasksnap bench [--spawn N] [--runs R] [--json]");
+    warn!("usage: tasksnap bench [--spawn N] [--runs R] [--json]");
     ExitCode::from(2)
 }
 
@@ -97,13 +97,13 @@ pub fn main(argv: &[OsString]) -> ExitCode {
                 .filter(|p| p.is_file())
                 .or_else(tasksnap_loadgen::find_binary);
             let Some(bin) = bin else {
-                eprintln!("tasksnap bench: --spawn needs tasksnap-loadgen next to tasksnap");
+                warn!("tasksnap bench: --spawn needs tasksnap-loadgen next to tasksnap");
                 return ExitCode::from(1);
             };
             match tasksnap_loadgen::Load::spawn_with_binary(bin, &["--procs", &n.to_string()]) {
                 Ok(l) => Some(l),
                 Err(e) => {
-                    eprintln!("tasksnap bench: could not spawn {n} processes: {e:#}");
+                    warn!("tasksnap bench: could not spawn {n} processes: {e:#}");
                     return ExitCode::from(1);
                 }
             }
@@ -112,7 +112,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     let mut procfs = match ProcfsCollector::new() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("tasksnap bench: {e}");
+            warn!("tasksnap bench: {e}");
             return ExitCode::from(1);
         }
     };
@@ -121,7 +121,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     let mut counters = match counters::Counters::open() {
         Ok(c) => Some(c),
         Err(why) => {
-            eprintln!("tasksnap bench: system calls and kernel allocations not counted: {why}");
+            warn!("tasksnap bench: system calls and kernel allocations not counted: {why}");
             None
         }
     };
@@ -183,7 +183,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
         }),
     );
     match BpfCollector::with_cmdline(true) {
-        Err(why) => eprintln!("tasksnap bench: BPF rows left out: {why}"),
+        Err(why) => warn!("tasksnap bench: BPF rows left out: {why}"),
         Ok(mut bpf) => {
             let how = if bpf.pinned_at.is_some() {
                 "BPF programs: open the pinned set (once per process)"
@@ -286,7 +286,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
             if ok {
                 push(&label, timing);
             } else {
-                eprintln!("tasksnap bench: `{label}` failed; row left out");
+                warn!("tasksnap bench: `{label}` failed; row left out");
             }
         };
         run_one(std::path::Path::new("ps"), format!("procps ps {line}"));
@@ -302,7 +302,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
         })) {
             Ok(s) => say!("{s}"),
             Err(e) => {
-                eprintln!("tasksnap bench: {e}");
+                warn!("tasksnap bench: {e}");
                 return ExitCode::from(1);
             }
         }

@@ -1106,7 +1106,7 @@ impl P {
                 if !env.is_empty() {
                     match format_parse(&env) {
                         Ok(c) => return Ok((c, sort)),
-                        Err(e) => eprintln!("warning: $PS_FORMAT ignored. ({e})"),
+                        Err(e) => warn!("warning: $PS_FORMAT ignored. ({e})"),
                     }
                 }
             }

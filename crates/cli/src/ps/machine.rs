@@ -75,8 +75,7 @@ fn values(tasks: &[Task], row: &Row, cols: &[Column], env: &Env, c: &mut Caches)
             match raw {
                 Some(b) => Value::Bytes(b),
                 None => {
-                    let cell =
-                        order::cell(tasks, row, col, super::layout::OUTBUF_SIZE - 1, env, c);
+                    let cell = order::cell(tasks, row, col, super::layout::OUTBUF_SIZE - 1, env, c);
                     Value::Text(String::from_utf8_lossy(&cell.bytes).trim().to_string())
                 }
             }
@@ -239,7 +238,14 @@ mod tests {
     /// replaced control characters with `?`.
     #[test]
     fn ps_json_output_is_lossy() {
-        for exact in [&b" "[..], b"a b  ", b"x\x1b[2J\ny", b"q\"\\", "é".as_bytes(), b"\x01\x7f"] {
+        for exact in [
+            &b" "[..],
+            b"a b  ",
+            b"x\x1b[2J\ny",
+            b"q\"\\",
+            "é".as_bytes(),
+            b"\x01\x7f",
+        ] {
             let v = js(exact);
             assert_eq!(v["comm"].as_str().map(str::as_bytes), Some(exact), "{v}");
             assert!(v.get("comm_hex").is_none(), "{v}");

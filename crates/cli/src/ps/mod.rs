@@ -212,7 +212,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     )
     .context("no collector")?;
     if s.verbose {
-        eprintln!("tasksnap: {}", choice.reason);
+        warn!("tasksnap: {}", choice.reason);
     }
     let mut collector = choice.collector;
     collector.prepare(&groups);
@@ -221,8 +221,8 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         let now = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
         if s.verbose {
             match now {
-                Ok(eff) => eprintln!("tasksnap: capabilities after setup: {eff:#018x}"),
-                Err(e) => eprintln!("tasksnap: could not drop capabilities: {e}"),
+                Ok(eff) => warn!("tasksnap: capabilities after setup: {eff:#018x}"),
+                Err(e) => warn!("tasksnap: could not drop capabilities: {e}"),
             }
         }
     }
@@ -236,13 +236,13 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         if s.verbose {
             let how = collector.last_pass();
             if !how.is_empty() {
-                eprintln!("tasksnap: pass: {how}");
+                warn!("tasksnap: pass: {how}");
             }
             let phases = collector.last_phases();
             if !phases.is_empty() {
-                eprintln!("tasksnap: snapshot phases (ms): {phases}");
+                warn!("tasksnap: snapshot phases (ms): {phases}");
             }
-            eprintln!(
+            warn!(
                 "tasksnap: backend {} read {} tasks ({} vanished, {} denied, {} cmdline timeouts)",
                 snap.backend,
                 snap.tasks.len(),
@@ -370,7 +370,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     std::mem::forget(tasks);
     if s.verbose {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        eprintln!(
+        warn!(
             "tasksnap: {:.1} ms: backend ready {:.1}, snapshot {:.1}, select+sort {:.1}, print {:.1}",
             ms(started.elapsed()),
             ms(chosen),

@@ -180,7 +180,7 @@ pub fn parse(argv: &[OsString]) -> Result<Args, ExitCode> {
     Args::try_parse_from(it).map_err(|e| {
         let text = e.render().to_string();
         if e.use_stderr() {
-            super::warn(format_args!("{}", text.trim_end()));
+            warn!("{}", text.trim_end());
             ExitCode::from(e.exit_code().clamp(0, 255) as u8)
         } else {
             crate::output::print(&text)

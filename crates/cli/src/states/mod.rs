@@ -16,7 +16,6 @@ mod args;
 mod print;
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -38,16 +37,10 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            warn(format_args!("tasksnap states: {e:#}"));
+            warn!("tasksnap states: {e:#}");
             ExitCode::from(1)
         }
     }
-}
-
-/// One line on stderr; a failed write is ignored (there is nowhere left to say it).
-pub(super) fn warn(args: std::fmt::Arguments<'_>) {
-    let mut err = std::io::stderr().lock();
-    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
 }
 
 /// Whether a process with this pid exists in the caller's pid namespace (kill(2) with signal
@@ -101,7 +94,7 @@ fn check_pids(args: &Args, first: &Sample) -> Result<()> {
         anyhow::bail!("{}", all.join("; "));
     }
     for p in missing {
-        warn(format_args!("tasksnap states: {}", why(p)));
+        warn!("tasksnap states: {}", why(p));
     }
     Ok(())
 }
@@ -189,11 +182,11 @@ fn open_source(args: &Args) -> Result<Box<dyn Source>> {
         ModeArg::Auto => match BpfSource::load(bpf_opts) {
             Ok(s) => Ok(Box::new(s)),
             Err(why) => {
-                warn(format_args!(
+                warn!(
                     "tasksnap states: using /proc ({}; running exact, the rest sampled at {} \
                      Hz)",
                     why, args.sample_hz
-                ));
+                );
                 procfs()
             }
         },
@@ -235,7 +228,7 @@ fn run(args: &Args) -> Result<()> {
         if args.timings {
             let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
             let t3 = std::time::Instant::now();
-            warn(format_args!(
+            warn!(
                 "tasksnap states: timings: {} threads in the sample; sample {:.2} ms, intervals \
                  {:.2} ms, print {:.2} ms, total {:.2} ms",
                 cur.threads.len(),
@@ -243,7 +236,7 @@ fn run(args: &Args) -> Result<()> {
                 ms(t1, t2),
                 ms(t2, t3),
                 ms(t0, t3)
-            ));
+            );
         }
         prev = cur;
         done += 1;
@@ -260,7 +253,7 @@ fn run(args: &Args) -> Result<()> {
         write_flame(&f, &title, file)
             .with_context(|| format!("cannot write {} (it is incomplete)", path.display()))?;
         if f.is_empty() {
-            warn(format_args!(
+            warn!(
                 "tasksnap states: no off-CPU stacks were recorded; {} is an empty graph{}",
                 path.display(),
                 if args.why_sleep {
@@ -268,7 +261,7 @@ fn run(args: &Args) -> Result<()> {
                 } else {
                     " (only D waits keep stacks unless --why-sleep)"
                 }
-            ));
+            );
         }
     }
     Ok(())

@@ -189,7 +189,7 @@ impl Printer {
         }
         match serde_json::to_string(&out) {
             Ok(line) => say!("{line}"),
-            Err(e) => super::warn(format_args!("tasksnap states: cannot encode JSON: {e}")),
+            Err(e) => warn!("tasksnap states: cannot encode JSON: {e}"),
         }
     }
 

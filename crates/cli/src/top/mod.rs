@@ -698,7 +698,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
         Err(e) if e.is_empty() => return crate::output::print(USAGE),
         Err(e) => {
             // procps top: the message, exit status 1.
-            eprintln!("tasksnap top: {e}\n(tasksnap top -h for usage)");
+            warn!("tasksnap top: {e}\n(tasksnap top -h for usage)");
             return ExitCode::from(1);
         }
     };
@@ -706,7 +706,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     let top = match Top::new(opts) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("tasksnap top: {e:#}");
+            warn!("tasksnap top: {e:#}");
             return ExitCode::from(1);
         }
     };
