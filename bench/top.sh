@@ -9,7 +9,7 @@
 #   WINDOW=60 bench/top.sh    seconds measured per command
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TS=$PWD/target/release/tasksnap
+TS=${TS:-$PWD/target/release/tasksnap}
 LG=$PWD/target/release/tasksnap-loadgen
 N=${1:-50000}
 WINDOW=${WINDOW:-30}
