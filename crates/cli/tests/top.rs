@@ -37,7 +37,6 @@ struct BatchFrame {
     columns: Vec<String>,
     /// pid -> the row's fields (COMMAND joined back).
     rows: HashMap<i32, Vec<String>>,
-    order: Vec<i32>,
 }
 
 fn parse_batch(out: &str) -> Vec<BatchFrame> {
@@ -54,7 +53,6 @@ fn parse_batch(out: &str) -> Vec<BatchFrame> {
             .map(str::to_string)
             .collect();
         let mut rows = HashMap::new();
-        let mut order = Vec::new();
         for l in &lines[blank + 2..] {
             if l.is_empty() {
                 break;
@@ -67,14 +65,12 @@ fn parse_batch(out: &str) -> Vec<BatchFrame> {
             let pid: i32 = f[0].parse().expect("a pid first");
             let rest: Vec<&str> = l.split_whitespace().skip(columns.len() - 1).collect();
             f.push(rest.join(" "));
-            order.push(pid);
             rows.insert(pid, f);
         }
         frames.push(BatchFrame {
             header,
             columns,
             rows,
-            order,
         });
     }
     frames
