@@ -370,7 +370,44 @@ fn an_interrupt_prints_the_interval_so_far_and_exits_0() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    // states blocks the stop signals first thing and takes them at its interval's end; a
+    // SIGINT sent before that kills it (on a busy host starting can take seconds, longer
+    // than any fixed wait). Wait until it has: a thread of it blocks SIGINT (SigBlk; the
+    // sampler thread inherits the mask), or its main thread waits for it in
+    // rt_sigtimedwait (which unblocks the signals it waits for while it waits). Then a
+    // little for the first sample.
+    let pid = child.id();
+    let blocks = |tid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("SigBlk:"))
+                    .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            })
+            .is_some_and(|m| m & (1 << (libc::SIGINT - 1)) != 0)
+    };
+    let blocks_sigint = || {
+        let waits = std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
+            == Some(libc::SYS_rt_sigtimedwait);
+        waits
+            || std::fs::read_dir(format!("/proc/{pid}/task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| blocks(&e.file_name().to_string_lossy()))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !blocks_sigint() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "states did not block SIGINT in 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
     let started = std::time::Instant::now();
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

@@ -171,13 +171,33 @@ fn regression_states_crosses_the_pid_namespace_boundary() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let churn = HostChurn::start(dir.path());
+    // A namespace task must exit while the BPF run is measuring: after its first interval
+    // (the accounting is loaded and has seen the task alive). Starting states takes 1.6-2.7 s
+    // on a busy host, so no fixed delay can say when that is. The subshell W, started before
+    // states, waits to open a FIFO, which the reader of states' output opens for writing once
+    // the first line is out: so W ends after that line. states runs until a line reports a
+    // namespace thread that exited (20 intervals at most), then it is stopped by the closed
+    // pipe (status 0). The loop uses sh builtins only: nothing else starts or ends in the
+    // namespace meanwhile.
+    let fifo = dir.path().join("first");
+    let c_fifo = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a NUL-terminated path; mkfifo creates a node and touches nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0, "mkfifo");
     let script = r#"
         sleep 1000 &
         S=$!
         echo "sleep=$S"
-        ( sleep 0.8 ) &
-        "$T" states --mode bpf --json -i 0.5 -n 3 -r 0 >"$D/bpf_all" 2>"$D/bpf_all.err"
-        echo "bpf_all=$?"
+        ( : <"$D/first" ) &
+        n=0
+        { "$T" states --mode bpf --json -i 0.5 -n 20 -r 0 2>"$D/bpf_all.err"; echo "$?" >"$D/bpf_all.rc"; } |
+        while IFS= read -r line; do
+            printf '%s\n' "$line" >>"$D/bpf_all"
+            n=$((n + 1))
+            if [ "$n" = 1 ]; then : >"$D/first"; fi
+            case "$line" in *'"exited":true'*) break ;; esac
+        done
+        read -r rc <"$D/bpf_all.rc"
+        echo "bpf_all=$rc"
         "$T" states --mode bpf --json -i 0.3 -n 1 -p "$S" >"$D/bpf_p" 2>"$D/bpf_p.err"
         echo "bpf_p=$?"
         "$T" states --mode procfs --json -i 0.3 -n 2 -r 0 >"$D/procfs_all" 2>"$D/procfs_all.err"
@@ -217,7 +237,7 @@ fn regression_states_crosses_the_pid_namespace_boundary() {
             "{mode}: no row for the sleep (pid {sleep_pid})"
         );
         if mode == "bpf" {
-            // The namespace's own exits are reported (the subshell's sleep ends during it).
+            // The namespace's own exits are reported (the subshell ends during the run).
             assert!(
                 all.iter().any(|r| r["exited"] == true),
                 "bpf: no exited namespace task"

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
@@ -75,6 +75,55 @@ fn cpu_ns(t: &Task) -> u64 {
     t.stat.as_ref().map_or(0, |s| s.utime_ns + s.stime_ns)
 }
 
+fn proc_text(pid: i32, file: &str) -> Option<String> {
+    std::fs::read(format!("/proc/{pid}/{file}"))
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// The state letter of `pid`.
+fn state_of(pid: i32) -> Option<char> {
+    let stat = proc_text(pid, "stat")?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Whether `pid` is a `sleep` that has finished starting (its image is sleep's and it is
+/// blocked in its nanosleep): from then on it does not run until it is killed. Right after
+/// the fork it is still exec'ing and loading, which on a busy host takes long.
+fn settled_sleep(pid: i32) -> bool {
+    let in_nanosleep = proc_text(pid, "wchan").is_some_and(|w| w.contains("nanosleep"))
+        || proc_text(pid, "syscall")
+            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
+            .is_some_and(|n| n == libc::SYS_clock_nanosleep || n == libc::SYS_nanosleep);
+    proc_text(pid, "comm").as_deref() == Some("sleep\n")
+        && state_of(pid) == Some('S')
+        && in_nanosleep
+}
+
+/// Waits (up to 30 s) until `cond` holds.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The CPU time of process `pid` so far (its CPU clock: exact, up to date), ns.
+fn cpu_clock_ns(pid: i32) -> u64 {
+    let mut clock: libc::clockid_t = 0;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: both calls write only the values they are given.
+    let ok = unsafe {
+        libc::clock_getcpuclockid(pid, &mut clock) == 0 && libc::clock_gettime(clock, &mut ts) == 0
+    };
+    assert!(ok, "the CPU clock of {pid}");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 #[test]
 fn changed_only_walks_follow_what_ran_and_what_went_away() {
     if !root_or_skip("BPF changed-only walks") {
@@ -93,7 +142,9 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
         spawn("exec sleep 1000"),
     ]);
     let sleepers: Vec<u32> = kids.0.iter().map(|c| c.id()).collect();
-    std::thread::sleep(Duration::from_millis(100));
+    wait_until("the sleepers to settle", || {
+        sleepers.iter().all(|&p| settled_sleep(p as i32))
+    });
     let groups = Groups {
         base: true,
         cred_effective: true,
@@ -139,7 +190,12 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
         "sleepers that did not run are still changes after 3 s"
     );
 
-    std::thread::sleep(Duration::from_millis(200));
+    // It ran since the last call (by its CPU clock; on a busy host it may wait long for a
+    // CPU), so the next call has it.
+    let ran = cpu_clock_ns(busy as i32);
+    wait_until("the busy process to run", || {
+        cpu_clock_ns(busy as i32) >= ran + 50_000_000
+    });
     let c2 = bpf.changes(&q).expect("changes");
     let b2 = find(&c2, busy).expect("the busy process ran again");
     assert!(cpu_ns(b2) > cpu_ns(b1), "{} <= {}", cpu_ns(b2), cpu_ns(b1));
@@ -159,7 +215,10 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
     // Stopped: it ran to stop, so it is a change once, in state T; then it is not.
     // SAFETY: kill on a child of this test.
     unsafe { libc::kill(busy as i32, libc::SIGSTOP) };
-    std::thread::sleep(Duration::from_millis(100));
+    // It stops once it gets a CPU to take the signal.
+    wait_until("the busy process to stop", || {
+        state_of(busy as i32) == Some('T')
+    });
     let c3 = bpf.changes(&q).expect("changes");
     let b3 = find(&c3, busy).expect("the process that stopped");
     assert_eq!(b3.base.as_ref().map(|b| b.state.letter()), Some(b'T'));
@@ -211,7 +270,10 @@ fn a_whole_pass_handed_over_task_by_task_is_the_snapshot() {
         return;
     }
     let kids = Kids(vec![spawn("exec sleep 1000"), spawn("exec sleep 1000")]);
-    std::thread::sleep(Duration::from_millis(100));
+    // Their values are compared between the two passes: each done with its exec.
+    wait_until("the sleepers to settle", || {
+        kids.0.iter().all(|c| settled_sleep(c.id() as i32))
+    });
     let groups = Groups {
         base: true,
         cred_effective: true,

@@ -393,14 +393,20 @@ fn copied_command_lines_are_what_proc_shows() {
     let pid_of = |c: &Child| c.0.id() as i32;
     let mut pids: Vec<i32> = children.iter().map(pid_of).collect();
     pids.push(pid_of(&zombie));
-    // Let perl rewrite its name and the zombie die.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Let perl rewrite its name, the shells stop themselves (before its exec a child's
+    // command line is this test's) and the zombie die: on a busy host this takes a while.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let state = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')')?.1.trim_start().chars().next())
+    };
     loop {
         let renamed = std::fs::read(format!("/proc/{}/cmdline", pids[2]))
             .is_ok_and(|c| c.starts_with(b"rewritten"));
-        let dead = std::fs::read_to_string(format!("/proc/{}/stat", pids[pids.len() - 1]))
-            .is_ok_and(|s| s.contains(") Z "));
-        if renamed && dead {
+        let dead = state(pids[pids.len() - 1]) == Some('Z');
+        let stopped = [0, 1, 3, 4].iter().all(|&k| state(pids[k]) == Some('T'));
+        if renamed && dead && stopped {
             break;
         }
         assert!(

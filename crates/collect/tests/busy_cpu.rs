@@ -4,7 +4,7 @@
 //! (the mmap-lock test bounds how long a snapshot takes).
 
 use std::process::{Child, Command};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
@@ -48,6 +48,40 @@ impl Drop for Group {
     }
 }
 
+fn proc_text(pid: i32, file: &str) -> Option<String> {
+    std::fs::read(format!("/proc/{pid}/{file}"))
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// The state letter of `pid`.
+fn state_of(pid: i32) -> Option<char> {
+    let stat = proc_text(pid, "stat")?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Whether `pid` is a `sleep` that has finished starting (its image is sleep's and it is
+/// blocked in its nanosleep): from then on it does not run until it is killed. Right after
+/// the fork it is still exec'ing and loading, which on a busy host takes long.
+fn settled_sleep(pid: i32) -> bool {
+    let in_nanosleep = proc_text(pid, "wchan").is_some_and(|w| w.contains("nanosleep"))
+        || proc_text(pid, "syscall")
+            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
+            .is_some_and(|n| n == libc::SYS_clock_nanosleep || n == libc::SYS_nanosleep);
+    proc_text(pid, "comm").as_deref() == Some("sleep\n")
+        && state_of(pid) == Some('S')
+        && in_nanosleep
+}
+
+/// Waits (up to 30 s) until `cond` holds.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Issue #16: on a busy host, `ps -e H` printed `[sleep]` for a `sleep 1000` whose command
 /// line procps printed. The deadline counted wall time since the read began, so a reader
 /// that only waited for a CPU was abandoned. Here the readers and four busy loops share one
@@ -72,6 +106,11 @@ fn a_busy_cpu_does_not_abandon_command_line_reads() {
         );
     }
     let sleepers = Group::spawn(20, &["sleep", "1000"]);
+    // Each sleeper done with its exec (before that its command line is not sleep's), before
+    // the busy loops take the CPU.
+    wait_until("the sleepers to settle", || {
+        sleepers.pids().into_iter().all(settled_sleep)
+    });
     let _busy = Group::spawn(4, &["sh", "-c", "while :; do :; done"]);
     std::thread::sleep(Duration::from_millis(100));
     let mut c = ProcfsCollector::new()

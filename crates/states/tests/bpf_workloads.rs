@@ -4,9 +4,13 @@
 //! TASKSNAP_REQUIRE_PRIVILEGED=1, where a skip is a failure.
 //!
 //! The hogs run at nice -20 so that other load on the machine (builds, the other tests) takes
-//! little of their CPU (see `top_priority`). Where the figures can be checked against the
-//! kernel's own accounting (/proc/TID/schedstat: ns on a CPU and ns waiting on a run queue),
-//! they are, over the same interval: the BPF figures must agree within 2 points.
+//! little of their CPU (see `top_priority`), but nothing assumes an idle CPU: the suite must
+//! pass with every CPU saturated by other tasks (bench/churn-suite.sh). What is checked holds
+//! whatever share the hogs get: a hog never sleeps, so it is running or runnable all the
+//! time; its running and runnable figures agree with the kernel's own accounting
+//! (/proc/TID/schedstat: ns on a CPU and ns waiting on a run queue) over the same interval;
+//! and two hogs pinned to one CPU wait for each other: while one runs the other is runnable,
+//! and together they never run more than that one CPU's time.
 
 mod common;
 
@@ -27,29 +31,17 @@ fn source() -> BpfSource {
     .expect("load the BPF accounting")
 }
 
-/// The BPF running and runnable ns against schedstat's: the oracle's window contains the
-/// interval and is longer by at most `o.slop_ns` (the time the two samples took). schedstat
-/// itself lags: run_delay counts a wait only once it ends, and sum_exec_runtime of a running
-/// thread is brought up to date at ticks and switches; and it leaves out the time the
-/// hypervisor stole from the vCPU while the thread ran (PARAVIRT_TIME_ACCOUNTING), which the
-/// BPF figure counts as running. So each BPF figure must lie in
-/// [oracle - slop - 10 ms, oracle + 10 ms + steal].
+/// The BPF running and runnable ns against schedstat's (see `within_schedstat`; both are
+/// exact in BPF mode). schedstat's run-queue wait counts a wait once it ends, so it may trail
+/// or lead a figure that counts the waits going on at the samples by up to the lag.
 fn agrees_with_schedstat(r: &tasksnap_states::Row, o: &Oracle, k: usize) {
-    let lag = 10_000_000i64;
-    let (run_ns, delay_ns) = o.deltas[k];
-    for (what, bpf, oracle) in [
-        ("running", r.ns[State::Running.index()], run_ns),
-        ("runnable", r.ns[State::Runnable.index()], delay_ns),
-    ] {
-        let (bpf, oracle) = (bpf as i64, oracle as i64);
-        assert!(
-            bpf <= oracle + lag + o.steal_ns as i64 && bpf >= oracle - o.slop_ns as i64 - lag,
-            "{what}: bpf {bpf} ns, schedstat {oracle} ns, slop {} ns, steal {} ns",
-            o.slop_ns,
-            o.steal_ns
-        );
-    }
+    running_agrees_with_schedstat(r, o, k);
+    within_schedstat("runnable", r.ns[State::Runnable.index()], o.deltas[k].1, o);
 }
+
+/// A hog must have run this much in the interval for it to say something (the interval is
+/// stretched, up to 20 s, until it has).
+const MIN_RUN_NS: u64 = 300_000_000;
 
 #[test]
 fn cpu_hog_runs_100_percent() {
@@ -63,23 +55,31 @@ fn cpu_hog_runs_100_percent() {
     pin_to(0);
     let hog = Worker::hog("hog", Some(last_cpu()));
     std::thread::sleep(std::time::Duration::from_millis(100));
-    let o = measure_with_oracle(&mut src, 1.5, &[hog.tid]);
+    let o = measure_until_ran(&mut src, 1.5, 20.0, &[hog.tid], MIN_RUN_NS);
     let iv = &o.interval;
     let r = row(iv, hog.tid);
     eprintln!("{}", show(r));
+    assert!(
+        !iv.mode.sampled(State::Running) && !iv.mode.sampled(State::Runnable),
+        "both exact in BPF mode"
+    );
+    // The share it got is whatever the rest of the host left it (on an idle machine ~99%,
+    // under a churn with other nice -20 load 24-53% was seen): the exact figure is what the
+    // kernel accounted, within schedstat's lag.
     agrees_with_schedstat(r, &o, 0);
-    // Tolerances: the hog never leaves the CPU by itself (running + runnable >= 99.5%), and
-    // gets most of its CPU (running >= 60%). On an idle machine running is ~99%; on the shared
-    // 2-core VM this was written on it measured 67-87%, the rest runnable, and schedstat
-    // agreed: the exact answer for a hog whose CPU is shared is not 100%.
-    assert!(r.pct(State::Running) >= 60.0, "{}", show(r));
+    // It never leaves the CPU by itself: running + runnable is its whole life (>= 99.5%).
     assert!(
         r.pct(State::Running) + r.pct(State::Runnable) >= 99.5,
         "{}",
         show(r)
     );
     // Alive the whole interval (each thread's totals are taken when the pass reaches it).
-    assert!((r.alive_ns as f64 - iv.length_ns as f64).abs() < 0.05 * iv.length_ns as f64);
+    assert!(
+        (r.alive_ns as f64 - iv.length_ns as f64).abs() < 0.05 * iv.length_ns as f64,
+        "alive {} of {} ns",
+        r.alive_ns,
+        iv.length_ns
+    );
 }
 
 #[test]
@@ -94,25 +94,51 @@ fn two_hogs_on_one_cpu_share_it() {
     let a = Worker::hog("hog-a", Some(cpu));
     let b = Worker::hog("hog-b", Some(cpu));
     std::thread::sleep(std::time::Duration::from_millis(100));
-    let o = measure_with_oracle(&mut src, 2.0, &[a.tid, b.tid]);
+    let o = measure_until_ran(&mut src, 2.0, 20.0, &[a.tid, b.tid], MIN_RUN_NS);
     let iv = &o.interval;
     for (k, w) in [&a, &b].into_iter().enumerate() {
         let r = row(iv, w.tid);
         eprintln!("{}", show(r));
         agrees_with_schedstat(r, &o, k);
-        // Tolerance: 50% +- 8 points each (on an idle machine 49.6-50.4% was measured; other
-        // load on that CPU of the shared VM took up to 12 points from the pair).
-        assert!((r.pct(State::Running) - 50.0).abs() <= 8.0, "{}", show(r));
-        assert!((r.pct(State::Runnable) - 50.0).abs() <= 8.0, "{}", show(r));
         assert!(
             r.pct(State::Sleeping) + r.pct(State::Disk) <= 1.0,
             "{}",
             show(r)
         );
+        // Waiting for each other: at best they split the CPU in two, and other load on it
+        // only makes each wait more, so each is runnable for about half its time or more
+        // (a source that missed the waits, or counted them as sleep, fails here).
+        assert!(r.pct(State::Runnable) >= 45.0, "{}", show(r));
     }
-    // Tolerance: the two share fairly, within 3 points of each other.
     let (ra, rb) = (row(iv, a.tid), row(iv, b.tid));
-    assert!((ra.pct(State::Running) - rb.pct(State::Running)).abs() <= 3.0);
+    let run = |r: &tasksnap_states::Row| r.ns[State::Running.index()] as i64;
+    let runq = |r: &tasksnap_states::Row| r.ns[State::Runnable.index()] as i64;
+    // Each row's totals are taken when the pass reaches that thread: their windows differ by
+    // at most the time the samples took.
+    let tol = o.slop_ns as i64 + SCHEDSTAT_LAG_NS;
+    // One CPU: together they ran no longer than the interval.
+    assert!(
+        run(ra) + run(rb) <= iv.length_ns as i64 + tol,
+        "{} + {} ns ran on one CPU in {} ns",
+        run(ra),
+        run(rb),
+        iv.length_ns
+    );
+    // While one ran the other waited (it never sleeps and had no other CPU).
+    assert!(
+        runq(ra) >= run(rb) - tol && runq(rb) >= run(ra) - tol,
+        "runnable while the other ran:\n{}\n{}",
+        show(ra),
+        show(rb)
+    );
+    // The two share fairly (equal weights on one run queue, whatever else runs there),
+    // within 3 points of each other.
+    assert!(
+        (ra.pct(State::Running) - rb.pct(State::Running)).abs() <= 3.0,
+        "{}\n{}",
+        show(ra),
+        show(rb)
+    );
 }
 
 #[test]
@@ -250,6 +276,7 @@ fn a_thread_that_exits_during_the_interval_still_appears() {
     let mut src = source();
     let a = src.sample().expect("first sample");
     let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::time::Instant::now();
     let h = std::thread::Builder::new()
         .name("shortlived".into())
         .spawn(move || {
@@ -264,17 +291,20 @@ fn a_thread_that_exits_during_the_interval_still_appears() {
         .expect("spawn");
     let tid = rx.recv().expect("tid");
     h.join().expect("join");
+    // The thread lived within this: from before its creation to after it was joined.
+    let bound = spawned.elapsed();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let b = src.sample().expect("second sample");
     let iv = tasksnap_states::between(&a, &b, Rollup::Thread);
     let r = row(&iv, tid);
-    eprintln!("{} exited {}", show(r), r.exited);
-    // Tolerances: reported as exited, alive its ~300 ms (250-600 ms), on or waiting for a CPU
-    // for >= 95% of it.
+    eprintln!("{} exited {}, bound {bound:?}", show(r), r.exited);
+    // Reported as exited, alive its 300 ms loop at least and no longer than it can have
+    // lived (on a busy host it may wait for a CPU before, inside and after the loop: alive
+    // all the same), on or waiting for a CPU for >= 95% of it.
     assert!(r.exited, "{}", show(r));
     assert!(
-        (250_000_000..=600_000_000).contains(&r.alive_ns),
-        "{}",
+        r.alive_ns >= 295_000_000 && r.alive_ns <= bound.as_nanos() as u64 + 10_000_000,
+        "{} (at most {bound:?})",
         show(r)
     );
     assert!(

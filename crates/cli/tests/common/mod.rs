@@ -137,10 +137,37 @@ pub fn load_rows(out: &[u8], pids: &HashSet<i32>) -> (Vec<u8>, Vec<Vec<u8>>) {
 }
 
 /// Processes the load generator does not make: a session leader, niced and real-time tasks,
-/// other scheduling classes, a uid without a passwd entry, and one on a terminal. Killed
-/// (SIGKILL, by pid) on drop.
+/// other scheduling classes, a uid without a passwd entry, and one on a terminal. Each ends
+/// as one `sleep 1000` (script's through a shell on its terminal). Killed (SIGKILL, by pid)
+/// on drop.
 pub struct Extras {
     children: Vec<std::process::Child>,
+}
+
+fn proc_text(pid: i32, file: &str) -> Option<String> {
+    std::fs::read(format!("/proc/{pid}/{file}"))
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// The state letter of `pid` (field 3 of its stat line).
+fn state_of(pid: i32) -> Option<char> {
+    let stat = proc_text(pid, "stat")?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Whether `pid` is a `sleep` that has finished starting: its image is sleep's (comm and
+/// command line; an exec is not atomic for /proc, and the dynamic loader maps libraries
+/// after it) and it is blocked in its nanosleep, from where nothing moves until it is killed.
+pub fn settled_sleep(pid: i32) -> bool {
+    let in_nanosleep = proc_text(pid, "wchan").is_some_and(|w| w.contains("nanosleep"))
+        || proc_text(pid, "syscall")
+            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
+            .is_some_and(|n| n == libc::SYS_clock_nanosleep || n == libc::SYS_nanosleep);
+    proc_text(pid, "comm").as_deref() == Some("sleep\n")
+        && proc_text(pid, "cmdline").is_some_and(|c| c.starts_with("sleep\0"))
+        && state_of(pid) == Some('S')
+        && in_nanosleep
 }
 
 impl Extras {
@@ -178,8 +205,66 @@ impl Extras {
                     .ok()
             })
             .collect();
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        Extras { children }
+        let mut extras = Extras { children };
+        extras.settle();
+        extras
+    }
+
+    /// Waits (up to 30 s) until every extra has reached its final image: each command's
+    /// `sleep` asleep in nanosleep, and every process above one (script, a shell that did
+    /// not exec) past its exec and asleep. A ps run that catches a wrapper mid-exec (comm,
+    /// command line, memory and state all change) prints something the other ps run does
+    /// not; on a busy host the wrappers take far longer than any fixed wait. A wrapper that
+    /// exited (a scheduling class this kernel refuses) is left out of the extras.
+    fn settle(&mut self) {
+        let own_comm = proc_text(std::process::id() as i32, "comm");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            self.children.retain_mut(|c| match c.try_wait() {
+                Ok(None) => true,
+                Ok(Some(status)) => {
+                    eprintln!("an extra process ended at once ({status}): not compared");
+                    false
+                }
+                Err(_) => false,
+            });
+            let pids = self.pids();
+            let with_children: HashSet<i32> = pids
+                .iter()
+                .copied()
+                .filter(|&p| {
+                    proc_text(p, &format!("task/{p}/children"))
+                        .is_some_and(|k| !k.trim().is_empty())
+                })
+                .collect();
+            let sleeps = pids.iter().filter(|&&p| settled_sleep(p)).count();
+            let parents_settled = with_children.iter().all(|&p| {
+                let comm = proc_text(p, "comm");
+                comm.is_some() && comm != own_comm && state_of(p) == Some('S')
+            });
+            let leaves_settled = pids
+                .iter()
+                .filter(|p| !with_children.contains(p))
+                .all(|&p| settled_sleep(p));
+            if sleeps == self.children.len() && parents_settled && leaves_settled {
+                return;
+            }
+            if std::time::Instant::now() > deadline {
+                let show: Vec<String> = pids
+                    .iter()
+                    .map(|&p| {
+                        format!(
+                            "{p} {:?} {:?} {:?}",
+                            proc_text(p, "comm").unwrap_or_default().trim_end(),
+                            state_of(p),
+                            proc_text(p, "wchan").unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                panic!("the extra processes did not settle in 30 s: {show:?}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     /// Their pids and those of their children (script's shell and sleep).
