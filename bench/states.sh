@@ -17,7 +17,7 @@
 # Needs root (BPF, bpf_stats), perf, bpftool and /usr/bin/time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TS=./target/release/tasksnap
+TS=${TS:-./target/release/tasksnap}
 LG=./target/release/tasksnap-loadgen
 RUNS=${RUNS:-20}
 LOOPS=${LOOPS:-50000}
