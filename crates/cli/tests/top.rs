@@ -624,94 +624,24 @@ fn top_command_lines_blank_or_lossy() {
     assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
 }
 
-/// Environment switch that makes this test binary a process whose mmap lock is held for
-/// seconds at a time (see [`mmap_lock_holder`]).
-const HOLDER_ENV: &str = "TASKSNAP_TEST_MMAP_LOCK_HOLDER";
-
-/// Not a test of its own: run by [`spawn_mmap_lock_holder`] in a child process. One thread
-/// populates a 2 GiB mapping over and over (holding the mmap lock for reading while it
-/// faults every page in) while another keeps asking for it for writing (mmap/munmap), so
-/// that every reader of /proc/PID/cmdline queues behind the writer for up to seconds (the
-/// 4 GiB of the reproduction).
-#[test]
-fn mmap_lock_holder() {
-    if std::env::var_os(HOLDER_ENV).is_none() {
-        return;
-    }
-    const SIZE: usize = 4 << 30;
-    std::thread::spawn(|| loop {
-        // SAFETY: a fresh anonymous private mapping, unmapped at once; no pointer escapes.
-        unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            );
-            if p != libc::MAP_FAILED {
-                libc::munmap(p, SIZE);
-            }
-        }
-    });
-    std::thread::sleep(Duration::from_millis(100));
-    std::thread::spawn(|| loop {
-        // SAFETY: as above, one page.
-        unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            if p != libc::MAP_FAILED {
-                libc::munmap(p, 4096);
-            }
-        }
-    });
-    std::thread::sleep(Duration::from_secs(120));
-}
-
-/// A process whose /proc/PID/cmdline blocks for up to seconds; killed on drop.
-fn spawn_mmap_lock_holder() -> Guard {
-    let exe = std::env::current_exe().expect("the test binary");
-    let child = Command::new(exe)
-        .args([
-            "--exact",
-            "mmap_lock_holder",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(HOLDER_ENV, "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the holder");
-    std::thread::sleep(Duration::from_millis(500));
-    Guard(child)
-}
-
-/// Whether reading the command line of `pid` blocked for over 100 ms in one of `tries`.
-fn cmdline_blocks(pid: u32, tries: usize) -> bool {
-    (0..tries).any(|_| {
-        let t = Instant::now();
-        let _ = std::fs::read(format!("/proc/{pid}/cmdline"));
-        t.elapsed() > Duration::from_millis(100)
-    })
+/// A process whose /proc/PID/cmdline blocks for seconds (the load generator's
+/// `--mmap-lock-storm`), and its pid; the load is torn down on drop.
+fn spawn_mmap_lock_holder() -> (tasksnap_loadgen::Load, u32) {
+    let load = tasksnap_loadgen::Load::spawn(&["--mmap-lock-storm"])
+        .expect("spawn the load generator (cargo build --workspace first)");
+    let pid = load.info.mmap_lock_storm.expect("the storm's pid") as u32;
+    (load, pid)
 }
 
 /// `top -b -n 3 -d 1 -c` took 12.3 s instead of 3 while a process's mmap lock was held for
 /// seconds: top read /proc/PID/cmdline itself, with no deadline.
 #[test]
 fn top_freezes_on_a_tasks_mmap_lock() {
-    let holder = spawn_mmap_lock_holder();
-    assert!(
-        cmdline_blocks(holder.0.id(), 20),
-        "the holder never blocked a cmdline read: the test proves nothing"
-    );
+    let (_holder, holder_pid) = spawn_mmap_lock_holder();
+    // Until a read blocks the test would prove nothing.
+    tasksnap_loadgen::wait_until("a blocked cmdline read", || {
+        tasksnap_loadgen::cmdline_read_blocks(holder_pid as i32)
+    });
     for backend in ["procfs", "auto"] {
         let frames = |c: &[&str]| {
             let started = Instant::now();
@@ -741,7 +671,7 @@ fn top_freezes_on_a_tasks_mmap_lock() {
             took < plain + Duration::from_millis(2500),
             "{backend}: top -b -n 3 -d 1 -c took {took:?}, {plain:?} without -c"
         );
-        let pid = holder.0.id().to_string();
+        let pid = holder_pid.to_string();
         assert_eq!(
             text.lines()
                 .filter(|l| l.split_whitespace().next() == Some(pid.as_str()))
@@ -756,16 +686,15 @@ fn top_freezes_on_a_tasks_mmap_lock() {
 /// mmap lock was held: its clock must keep moving.
 #[test]
 fn top_live_view_redraws_while_an_mmap_lock_is_held() {
-    let holder = spawn_mmap_lock_holder();
+    let (_holder, holder_pid) = spawn_mmap_lock_holder();
     let cmd = format!("{TASKSNAP} top -d 1 -c --backend procfs; sleep 30");
     let Some(t) = tmux_or_skip(160, 50, &cmd, "the live view under a held mmap lock") else {
         return;
     };
     t.wait_for("the first screen", |s| s.contains("PID USER"));
-    assert!(
-        cmdline_blocks(holder.0.id(), 20),
-        "the holder never blocked"
-    );
+    tasksnap_loadgen::wait_until("a blocked cmdline read", || {
+        tasksnap_loadgen::cmdline_read_blocks(holder_pid as i32)
+    });
     // The header's clock (hh:mm:ss) on each capture: it must not stand still for 2.5 s.
     let clock = |s: &str| {
         s.lines()

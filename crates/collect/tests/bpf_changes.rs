@@ -6,7 +6,8 @@
 
 use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tasksnap_loadgen::{cpu_clock_ns, settled_sleep, wait_until};
 
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
@@ -73,55 +74,6 @@ fn alive(q: &Query) -> HashSet<TaskId> {
 
 fn cpu_ns(t: &Task) -> u64 {
     t.stat.as_ref().map_or(0, |s| s.utime_ns + s.stime_ns)
-}
-
-fn proc_text(pid: i32, file: &str) -> Option<String> {
-    std::fs::read(format!("/proc/{pid}/{file}"))
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-}
-
-/// The state letter of `pid`.
-fn state_of(pid: i32) -> Option<char> {
-    let stat = proc_text(pid, "stat")?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
-}
-
-/// Whether `pid` is a `sleep` that has finished starting (its image is sleep's and it is
-/// blocked in its nanosleep): from then on it does not run until it is killed. Right after
-/// the fork it is still exec'ing and loading, which on a busy host takes long.
-fn settled_sleep(pid: i32) -> bool {
-    let in_nanosleep = proc_text(pid, "wchan").is_some_and(|w| w.contains("nanosleep"))
-        || proc_text(pid, "syscall")
-            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
-            .is_some_and(|n| n == libc::SYS_clock_nanosleep || n == libc::SYS_nanosleep);
-    proc_text(pid, "comm").as_deref() == Some("sleep\n")
-        && state_of(pid) == Some('S')
-        && in_nanosleep
-}
-
-/// Waits (up to 30 s) until `cond` holds.
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// The CPU time of process `pid` so far (its CPU clock: exact, up to date), ns.
-fn cpu_clock_ns(pid: i32) -> u64 {
-    let mut clock: libc::clockid_t = 0;
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: both calls write only the values they are given.
-    let ok = unsafe {
-        libc::clock_getcpuclockid(pid, &mut clock) == 0 && libc::clock_gettime(clock, &mut ts) == 0
-    };
-    assert!(ok, "the CPU clock of {pid}");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[test]
@@ -192,9 +144,9 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
 
     // It ran since the last call (by its CPU clock; on a busy host it may wait long for a
     // CPU), so the next call has it.
-    let ran = cpu_clock_ns(busy as i32);
+    let ran = cpu_clock_ns(busy as i32).expect("the CPU clock");
     wait_until("the busy process to run", || {
-        cpu_clock_ns(busy as i32) >= ran + 50_000_000
+        cpu_clock_ns(busy as i32).expect("the CPU clock") >= ran + 50_000_000
     });
     let c2 = bpf.changes(&q).expect("changes");
     let b2 = find(&c2, busy).expect("the busy process ran again");
@@ -217,7 +169,10 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
     unsafe { libc::kill(busy as i32, libc::SIGSTOP) };
     // It stops once it gets a CPU to take the signal.
     wait_until("the busy process to stop", || {
-        state_of(busy as i32) == Some('T')
+        tasksnap_loadgen::read_stat(busy as i32)
+            .ok()
+            .map(|st| st.state)
+            == Some('T')
     });
     let c3 = bpf.changes(&q).expect("changes");
     let b3 = find(&c3, busy).expect("the process that stopped");

@@ -4,7 +4,8 @@
 //! (the mmap-lock test bounds how long a snapshot takes).
 
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tasksnap_loadgen::{settled_sleep, wait_until};
 
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
@@ -45,40 +46,6 @@ impl Drop for Group {
         for c in &mut self.0 {
             let _ = c.wait();
         }
-    }
-}
-
-fn proc_text(pid: i32, file: &str) -> Option<String> {
-    std::fs::read(format!("/proc/{pid}/{file}"))
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-}
-
-/// The state letter of `pid`.
-fn state_of(pid: i32) -> Option<char> {
-    let stat = proc_text(pid, "stat")?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
-}
-
-/// Whether `pid` is a `sleep` that has finished starting (its image is sleep's and it is
-/// blocked in its nanosleep): from then on it does not run until it is killed. Right after
-/// the fork it is still exec'ing and loading, which on a busy host takes long.
-fn settled_sleep(pid: i32) -> bool {
-    let in_nanosleep = proc_text(pid, "wchan").is_some_and(|w| w.contains("nanosleep"))
-        || proc_text(pid, "syscall")
-            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
-            .is_some_and(|n| n == libc::SYS_clock_nanosleep || n == libc::SYS_nanosleep);
-    proc_text(pid, "comm").as_deref() == Some("sleep\n")
-        && state_of(pid) == Some('S')
-        && in_nanosleep
-}
-
-/// Waits (up to 30 s) until `cond` holds.
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

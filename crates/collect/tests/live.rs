@@ -191,68 +191,15 @@ fn non_dumpable_child() {
     std::thread::sleep(Duration::from_secs(60));
 }
 
-/// Child side of the mmap-lock test: one thread keeps populating a large mapping (holding the
-/// mmap lock for reading for a long time), another keeps asking for it for writing, so a
-/// reader of /proc/PID/cmdline queues behind the writer: the seed's mmap_sem pile-up.
-#[test]
-fn mmap_lock_storm_child() {
-    if std::env::var("TASKSNAP_STORM_CHILD").is_err() {
-        return;
-    }
-    const BIG: usize = 1 << 31;
-    std::thread::spawn(|| loop {
-        // SAFETY: anonymous private mapping, unmapped right after; no Rust object lives there.
-        unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                BIG,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            );
-            if p != libc::MAP_FAILED {
-                libc::munmap(p, BIG);
-            }
-        }
-    });
-    std::thread::spawn(|| loop {
-        // SAFETY: as above, one page.
-        unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            if p != libc::MAP_FAILED {
-                libc::munmap(p, 4096);
-            }
-        }
-    });
-    std::thread::sleep(Duration::from_secs(60));
-}
-
 #[test]
 fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
-    let exe = std::env::current_exe().expect("test binary");
-    let child = Reaped(
-        Command::new(exe)
-            .args([
-                "--exact",
-                "mmap_lock_storm_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("TASKSNAP_STORM_CHILD", "1")
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn storm child"),
-    );
-    let pid = child.0.id() as i32;
-    std::thread::sleep(Duration::from_millis(300));
+    // The load generator's process whose mmap lock is held for seconds at a time.
+    let storm = tasksnap_loadgen::Load::spawn(&["--mmap-lock-storm"])
+        .expect("spawn the load generator (cargo build --workspace first)");
+    let pid = storm.info.mmap_lock_storm.expect("the storm's pid");
+    tasksnap_loadgen::wait_until("a blocked cmdline read", || {
+        tasksnap_loadgen::cmdline_read_blocks(pid)
+    });
     let mut c = ProcfsCollector::new()
         .expect("open /proc")
         .with_cmdline_deadline(Duration::from_millis(20));
@@ -282,7 +229,7 @@ fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
         timed_out > 0,
         "no read ever blocked: the storm did not hold the lock"
     );
-    // Blocked reads last as long as a 2 GiB populate (hundreds of ms); the listing must not.
+    // Blocked reads last as long as a 4 GiB populate (seconds); the listing must not.
     assert!(
         slowest < Duration::from_millis(400),
         "a snapshot took {slowest:?}"

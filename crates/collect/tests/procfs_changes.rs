@@ -6,7 +6,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tasksnap_loadgen::{cpu_clock_ns, proc_text, settled_sleep, wait_until};
 
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::{Changes, Collector};
@@ -49,55 +50,6 @@ fn ppid(t: &Task) -> i32 {
     t.base.as_ref().map_or(0, |b| b.ppid)
 }
 
-fn proc_text(pid: i32, file: &str) -> Option<String> {
-    std::fs::read(format!("/proc/{pid}/{file}"))
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-}
-
-/// The state letter of `pid`.
-fn state_of(pid: i32) -> Option<char> {
-    let stat = proc_text(pid, "stat")?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
-}
-
-/// Whether `pid` is a `sleep` that has finished starting (its image is sleep's and it is
-/// blocked in its nanosleep): from then on it does not run until it is killed. Right after
-/// the fork it is still exec'ing and loading, which on a busy host takes long.
-fn settled_sleep(pid: i32) -> bool {
-    let in_nanosleep = proc_text(pid, "wchan").is_some_and(|w| w.contains("nanosleep"))
-        || proc_text(pid, "syscall")
-            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
-            .is_some_and(|n| n == libc::SYS_clock_nanosleep || n == libc::SYS_nanosleep);
-    proc_text(pid, "comm").as_deref() == Some("sleep\n")
-        && state_of(pid) == Some('S')
-        && in_nanosleep
-}
-
-/// Waits (up to 30 s) until `cond` holds.
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// The CPU time of process `pid` so far (its CPU clock: exact, up to date), ns.
-fn cpu_clock_ns(pid: i32) -> u64 {
-    let mut clock: libc::clockid_t = 0;
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: both calls write only the values they are given.
-    let ok = unsafe {
-        libc::clock_getcpuclockid(pid, &mut clock) == 0 && libc::clock_gettime(clock, &mut ts) == 0
-    };
-    assert!(ok, "the CPU clock of {pid}");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 #[test]
 fn changes_follow_what_ran_what_went_away_and_who_was_re_parented() {
     let mut kids = Kids(
@@ -126,7 +78,10 @@ fn changes_follow_what_ran_what_went_away_and_who_was_re_parented() {
     // their nanosleep, the parent in its read.
     wait_until("the sleepers to settle", || {
         sleepers.iter().chain([&orphan]).all(|&p| settled_sleep(p))
-            && state_of(parent_pid) == Some('S')
+            && tasksnap_loadgen::read_stat(parent_pid)
+                .ok()
+                .map(|st| st.state)
+                == Some('S')
             && proc_text(parent_pid, "comm").as_deref() == Some("sh\n")
     });
 
@@ -166,9 +121,9 @@ fn changes_follow_what_ran_what_went_away_and_who_was_re_parented() {
     }
     // It ran since that call (by its CPU clock; on a busy host it may wait long for a CPU),
     // so the next call has it.
-    let ran = cpu_clock_ns(busy);
+    let ran = cpu_clock_ns(busy).expect("the CPU clock");
     wait_until("the busy process to run", || {
-        cpu_clock_ns(busy) >= ran + 50_000_000
+        cpu_clock_ns(busy).expect("the CPU clock") >= ran + 50_000_000
     });
     let c2 = procfs.changes(&q).expect("changes");
     let b2 = find(&c2, busy).expect("the busy process ran again");

@@ -105,6 +105,9 @@ pub struct LoadInfo {
     /// Helper processes that keep the `dstate` tasks blocked (vfork children).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dstate_helpers: Vec<i32>,
+    /// `--mmap-lock-storm`: the process whose mmap lock is held for seconds at a time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mmap_lock_storm: Option<i32>,
     /// The two `--pipe-pingpong` processes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pingpong: Vec<i32>,
@@ -425,6 +428,62 @@ impl Drop for Load {
             eprintln!("tasksnap-loadgen: cleanup of load {}: {e:#}", self.pid());
         }
     }
+}
+
+/// `/proc/PID/FILE` as text (lossy), or None when it cannot be read.
+pub fn proc_text(pid: i32, file: &str) -> Option<String> {
+    std::fs::read(format!("/proc/{pid}/{file}"))
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// Whether `pid` is a `sleep` that has finished starting: its image is sleep's (comm and
+/// command line; an exec is not atomic for /proc, and the dynamic loader maps libraries
+/// after it) and it is blocked in its nanosleep, from where nothing moves until it is killed.
+/// Right after the fork it is still exec'ing and loading, which on a busy host takes long:
+/// tests that compare two views of a spawned sleeper wait for this first.
+pub fn settled_sleep(pid: i32) -> bool {
+    let in_nanosleep = proc_text(pid, "wchan").is_some_and(|w| w.contains("nanosleep"))
+        || proc_text(pid, "syscall")
+            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
+            .is_some_and(|n| n == libc::SYS_clock_nanosleep || n == libc::SYS_nanosleep);
+    proc_text(pid, "comm").as_deref() == Some("sleep\n")
+        && proc_text(pid, "cmdline").is_some_and(|c| c.starts_with("sleep\0"))
+        && read_stat(pid).is_ok_and(|st| st.state == 'S')
+        && in_nanosleep
+}
+
+/// Waits (up to 30 s, polling every 10 ms) until `cond` holds; panics naming `what` when it
+/// does not. For tests: a deadline generous enough for a saturated host.
+pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The CPU time of process `pid` so far, ns, from its CPU clock (exact and up to date, unlike
+/// /proc's tick-based times); None when the process is gone or not ours to ask.
+pub fn cpu_clock_ns(pid: i32) -> Option<u64> {
+    let mut clock: libc::clockid_t = 0;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: both calls write only the values they are given.
+    let ok = unsafe {
+        libc::clock_getcpuclockid(pid, &mut clock) == 0 && libc::clock_gettime(clock, &mut ts) == 0
+    };
+    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// Whether one read of `/proc/PID/cmdline` blocked for over 100 ms (the target's mmap lock
+/// was held: see `--mmap-lock-storm`).
+pub fn cmdline_read_blocks(pid: i32) -> bool {
+    let t = Instant::now();
+    let _ = std::fs::read(format!("/proc/{pid}/cmdline"));
+    t.elapsed() > Duration::from_millis(100)
 }
 
 #[cfg(test)]

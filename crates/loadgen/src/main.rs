@@ -26,6 +26,7 @@
 
 mod child;
 mod churn;
+mod mmap_lock;
 mod spawn;
 mod sys;
 
@@ -112,6 +113,11 @@ struct Cli {
     /// per online CPU, so that the CPUs are saturated.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
     busy: Option<usize>,
+
+    /// One process whose mmap lock is held for seconds at a time (comm "lg-mmaplock"): a
+    /// reader of its /proc/PID/cmdline blocks (the seed's mmap_sem pile-up).
+    #[arg(long)]
+    mmap_lock_storm: bool,
 
     /// Tear down after SECONDS (fractions allowed).
     #[arg(long, value_name = "SECONDS")]
@@ -320,6 +326,9 @@ fn spawn_all(cli: &Cli, group: &Group, sp: &mut Spawner) -> Result<LoadInfo> {
     }
     if cli.odd_names {
         info.odd = sp.odd()?;
+    }
+    if cli.mmap_lock_storm {
+        info.mmap_lock_storm = Some(sp.mmap_lock_storm()?);
     }
     if let Some(n) = cli.busy {
         let n = if n == 0 {

@@ -378,6 +378,18 @@ impl Spawner {
         Ok(pid)
     }
 
+    /// One process whose mmap lock is held for seconds at a time (comm `lg-mmaplock`; see
+    /// [`crate::mmap_lock`]).
+    pub fn mmap_lock_storm(&mut self) -> Result<Pid> {
+        let (ready_r, ready_w) = sys::pipe()?;
+        let pid = self.fork(c"lg-mmaplock", Some(&ready_w), || crate::mmap_lock::storm())?;
+        drop(ready_w);
+        if read_count(ready_r, 1)? != 1 {
+            bail!("the mmap-lock storm did not come up");
+        }
+        Ok(pid)
+    }
+
     /// `n` processes spinning forever on a CPU (comm `lg-busy`).
     pub fn busy(&mut self, n: usize) -> Result<Vec<Pid>> {
         let (ready_r, ready_w) = sys::pipe()?;

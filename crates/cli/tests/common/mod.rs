@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::process::Command;
+use tasksnap_loadgen::{proc_text, settled_sleep};
 
 use tasksnap_loadgen::Load;
 
@@ -144,32 +145,6 @@ pub struct Extras {
     children: Vec<std::process::Child>,
 }
 
-fn proc_text(pid: i32, file: &str) -> Option<String> {
-    std::fs::read(format!("/proc/{pid}/{file}"))
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-}
-
-/// The state letter of `pid` (field 3 of its stat line).
-fn state_of(pid: i32) -> Option<char> {
-    let stat = proc_text(pid, "stat")?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
-}
-
-/// Whether `pid` is a `sleep` that has finished starting: its image is sleep's (comm and
-/// command line; an exec is not atomic for /proc, and the dynamic loader maps libraries
-/// after it) and it is blocked in its nanosleep, from where nothing moves until it is killed.
-pub fn settled_sleep(pid: i32) -> bool {
-    let in_nanosleep = proc_text(pid, "wchan").is_some_and(|w| w.contains("nanosleep"))
-        || proc_text(pid, "syscall")
-            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
-            .is_some_and(|n| n == libc::SYS_clock_nanosleep || n == libc::SYS_nanosleep);
-    proc_text(pid, "comm").as_deref() == Some("sleep\n")
-        && proc_text(pid, "cmdline").is_some_and(|c| c.starts_with("sleep\0"))
-        && state_of(pid) == Some('S')
-        && in_nanosleep
-}
-
 impl Extras {
     pub fn spawn() -> Extras {
         // SAFETY: geteuid cannot fail.
@@ -240,7 +215,9 @@ impl Extras {
             let sleeps = pids.iter().filter(|&&p| settled_sleep(p)).count();
             let parents_settled = with_children.iter().all(|&p| {
                 let comm = proc_text(p, "comm");
-                comm.is_some() && comm != own_comm && state_of(p) == Some('S')
+                comm.is_some()
+                    && comm != own_comm
+                    && tasksnap_loadgen::read_stat(p).ok().map(|st| st.state) == Some('S')
             });
             let leaves_settled = pids
                 .iter()
@@ -256,7 +233,7 @@ impl Extras {
                         format!(
                             "{p} {:?} {:?} {:?}",
                             proc_text(p, "comm").unwrap_or_default().trim_end(),
-                            state_of(p),
+                            tasksnap_loadgen::read_stat(p).ok().map(|st| st.state),
                             proc_text(p, "wchan").unwrap_or_default()
                         )
                     })
