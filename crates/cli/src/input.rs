@@ -153,10 +153,15 @@ pub fn parse_seconds(s: &str, min: f64) -> Result<Duration, String> {
 /// The uid of a user given by number or by name; names are looked up through the C
 /// library (NSS: files, LDAP, sssd...), as `ps -u` does, not by reading /etc/passwd.
 pub fn uid_of(user: &str) -> Option<u32> {
-    if let Ok(n) = user.parse::<u32>() {
-        return Some(n);
+    match user.parse::<u32>() {
+        Ok(n) => Some(n),
+        Err(_) => uid_by_name(user),
     }
-    let c = std::ffi::CString::new(user).ok()?;
+}
+
+/// The uid of the user named `name`, through the C library (NSS), reentrantly.
+pub fn uid_by_name(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
     let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
     let mut buf = vec![0 as libc::c_char; 16 * 1024];
     let mut result: *mut libc::passwd = std::ptr::null_mut();

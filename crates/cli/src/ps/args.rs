@@ -144,23 +144,10 @@ fn parse_pid(s: &str) -> R<i32> {
     Ok(n as i32)
 }
 
-fn lookup_uid(name: &str) -> Option<u32> {
-    let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: getpwnam reads a NUL-terminated name; the returned record is read at once,
-    // before any other passwd call, on this single thread.
-    unsafe {
-        let p = libc::getpwnam(c.as_ptr());
-        if p.is_null() {
-            None
-        } else {
-            Some((*p).pw_uid)
-        }
-    }
-}
-
 fn lookup_gid(name: &str) -> Option<u32> {
     let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: as lookup_uid, with getgrnam.
+    // SAFETY: getgrnam reads a NUL-terminated name; the returned record is read at once,
+    // before any other group call, on this single thread.
     unsafe {
         let g = libc::getgrnam(c.as_ptr());
         if g.is_null() {
@@ -209,7 +196,7 @@ impl P {
     fn parse_uid(&self, s: &str) -> R<u32> {
         let n = match strtoul(s) {
             Some(n) => n,
-            None => match lookup_uid(s) {
+            None => match crate::input::uid_by_name(s) {
                 Some(u) => u64::from(u),
                 None if self.negate => u64::from(u32::MAX),
                 None => return err("user name does not exist"),

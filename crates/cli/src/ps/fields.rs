@@ -255,23 +255,11 @@ pub fn rss_bytes(t: &Task) -> u64 {
 /// A row's command text: `[comm]` (and ` <defunct>` for zombies) when the command line is
 /// empty, as procps's `fill_cmdline_cvt`.
 pub fn command_text(t: &Task, loc: Locale) -> Vec<u8> {
-    if let Some(flat) = t
-        .cmdline
-        .as_deref()
-        .and_then(|c| text::flatten_cmdline(c, loc))
-    {
-        return if flat.is_empty() { b"?".to_vec() } else { flat };
-    }
-    let mut out = b"[".to_vec();
-    out.extend_from_slice(&comm_text(t, loc));
-    out.push(b']');
-    if t.base
+    let zombie = t
+        .base
         .as_ref()
-        .is_some_and(|b| b.state == TaskState::Zombie)
-    {
-        out.extend_from_slice(b" <defunct>");
-    }
-    out
+        .is_some_and(|b| b.state == TaskState::Zombie);
+    text::command_or_name(t.cmdline.as_deref(), comm_text(t, loc), zombie, loc)
 }
 
 /// The comm after the library escape.

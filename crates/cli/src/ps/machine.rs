@@ -43,18 +43,12 @@ fn raw_bytes(field: Field, t: &Task, env: &Env) -> Option<Vec<u8>> {
                 .map(|&b| if b == 0 { b' ' } else { b })
                 .collect()
         }
-        _ => {
-            let mut v = b"[".to_vec();
-            v.extend_from_slice(&comm());
-            v.push(b']');
-            if t.base
+        _ => super::text::bracketed(
+            comm(),
+            t.base
                 .as_ref()
-                .is_some_and(|b| b.state == TaskState::Zombie)
-            {
-                v.extend_from_slice(b" <defunct>");
-            }
-            v
-        }
+                .is_some_and(|b| b.state == TaskState::Zombie),
+        ),
     };
     match field {
         Field::Args if env.bsd_c_option => Some(comm()),

@@ -122,6 +122,34 @@ pub fn flatten_cmdline(raw: &[u8], loc: Locale) -> Option<Vec<u8>> {
     Some(v)
 }
 
+/// What an `args` column shows for a command line (procps's `fill_cmdline_cvt`): the
+/// flattened, escaped line; `?` for one of NULs only; for none, `[comm]` (`comm` already
+/// escaped), with ` <defunct>` for a zombie. Shared by ps, top and the machine formats.
+pub fn command_or_name(
+    cmdline: Option<&[u8]>,
+    comm: Vec<u8>,
+    zombie: bool,
+    loc: Locale,
+) -> Vec<u8> {
+    if let Some(flat) = cmdline.and_then(|c| flatten_cmdline(c, loc)) {
+        return if flat.is_empty() { b"?".to_vec() } else { flat };
+    }
+    bracketed(comm, zombie)
+}
+
+/// `[comm]`, and ` <defunct>` after it for a zombie: how ps names a task without a command
+/// line.
+pub fn bracketed(comm: Vec<u8>, zombie: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(comm.len() + 12);
+    out.push(b'[');
+    out.extend_from_slice(&comm);
+    out.push(b']');
+    if zombie {
+        out.extend_from_slice(b" <defunct>");
+    }
+    out
+}
+
 /// Decodes one UTF-8 character at the start of `s` as glibc's `mbrtowc` would.
 fn decode(s: &[u8]) -> Option<(char, usize)> {
     for k in 1..=s.len().min(4) {

@@ -626,8 +626,7 @@ impl Top {
         let key = (l.id.tgid, l.id.start_time_ns);
         match self.cmdlines.get(&key) {
             Some(c) => c.clone(),
-            None if l.state == b'Z' => format!("[{comm}] <defunct>"),
-            None => format!("[{comm}]"),
+            None => command_text(b"", &l.comm, l.state == b'Z', self.locale),
         }
     }
 
@@ -645,15 +644,19 @@ impl Top {
 /// next try.
 const CMDLINE_RETRY: Duration = Duration::from_secs(5);
 
-/// A name as ps shows it: procps's escape for the locale (control characters and, in a
-/// UTF-8 locale, broken sequences as `?`).
-fn escaped(bytes: &[u8], loc: Locale) -> String {
+/// The comm after procps's library escape for the locale (bytes, ready for [`terminal_text`]).
+fn escaped_comm(bytes: &[u8], loc: Locale) -> Vec<u8> {
     let mut v = bytes.to_vec();
     if let Some(end) = v.iter().position(|&b| b == 0) {
         v.truncate(end);
     }
     text::library_escape(&mut v, loc);
-    terminal_text(&v, loc)
+    v
+}
+
+/// A name as ps shows it (control characters and, in a UTF-8 locale, broken sequences as `?`).
+fn escaped(bytes: &[u8], loc: Locale) -> String {
+    terminal_text(&escaped_comm(bytes, loc), loc)
 }
 
 /// ps's output pass (what is not printable in the locale becomes `?`), so that what
@@ -665,16 +668,10 @@ fn terminal_text(v: &[u8], loc: Locale) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The COMMAND text with `-c`, as ps's `args`: the flattened, escaped command line, `?`
-/// when it holds only NULs, `[comm]` when it is empty (no argv, as after a wiped argv), and
-/// `[comm] <defunct>` for a zombie.
+/// The COMMAND text with `-c`, as ps's `args` shows it ([`text::command_or_name`]).
 fn command_text(raw: &[u8], comm: &[u8], zombie: bool, loc: Locale) -> String {
-    match text::flatten_cmdline(raw, loc) {
-        Some(flat) if flat.is_empty() => "?".to_string(),
-        Some(flat) => terminal_text(&flat, loc),
-        None if zombie => format!("[{}] <defunct>", escaped(comm, loc)),
-        None => format!("[{}]", escaped(comm, loc)),
-    }
+    let bytes = text::command_or_name(Some(raw), escaped_comm(comm, loc), zombie, loc);
+    terminal_text(&bytes, loc)
 }
 
 /// The wall clock as top prints it.
