@@ -3,51 +3,13 @@
 //! binary of its own: its busy loops would slow down the other live tests running beside it
 //! (the mmap-lock test bounds how long a snapshot takes).
 
-use std::process::{Child, Command};
 use std::time::Duration;
+use tasksnap_loadgen::ProcessGroup;
 use tasksnap_loadgen::{settled_sleep, wait_until};
 
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
 use tasksnap_model::{Groups, Query, Selector};
-
-/// Processes in a process group of their own, SIGKILLed as a group (and reaped) on drop.
-struct Group(Vec<Child>);
-
-impl Group {
-    fn spawn(n: usize, args: &[&str]) -> Group {
-        use std::os::unix::process::CommandExt;
-        let mut kids: Vec<Child> = Vec::new();
-        for _ in 0..n {
-            let pgid = kids.first().map_or(0, |c| c.id() as i32);
-            kids.push(
-                Command::new(args[0])
-                    .args(&args[1..])
-                    .process_group(pgid)
-                    .stdin(std::process::Stdio::null())
-                    .spawn()
-                    .expect("spawn"),
-            );
-        }
-        Group(kids)
-    }
-
-    fn pids(&self) -> Vec<i32> {
-        self.0.iter().map(|c| c.id() as i32).collect()
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(leader) = self.0.first() {
-            // SAFETY: kill on the process group this test created.
-            unsafe { libc::kill(-(leader.id() as i32), libc::SIGKILL) };
-        }
-        for c in &mut self.0 {
-            let _ = c.wait();
-        }
-    }
-}
 
 /// Issue #16: on a busy host, `ps -e H` printed `[sleep]` for a `sleep 1000` whose command
 /// line procps printed. The deadline counted wall time since the read began, so a reader
@@ -72,13 +34,13 @@ fn a_busy_cpu_does_not_abandon_command_line_reads() {
             "pin to CPU {cpu}"
         );
     }
-    let sleepers = Group::spawn(20, &["sleep", "1000"]);
+    let sleepers = ProcessGroup::spawn(20, &["sleep", "1000"]).expect("spawn");
     // Each sleeper done with its exec (before that its command line is not sleep's), before
     // the busy loops take the CPU.
     wait_until("the sleepers to settle", || {
         sleepers.pids().into_iter().all(settled_sleep)
     });
-    let _busy = Group::spawn(4, &["sh", "-c", "while :; do :; done"]);
+    let _busy = ProcessGroup::spawn(4, &["sh", "-c", "while :; do :; done"]).expect("spawn");
     std::thread::sleep(Duration::from_millis(100));
     let mut c = ProcfsCollector::new()
         .expect("open /proc")

@@ -4,45 +4,12 @@
 //! an [`Error::Exhausted`], never a short list. Before the fix each reader held up to 256
 //! descriptors and counted every EMFILE past the limit as "denied", leaving the task out.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+use tasksnap_loadgen::ProcessGroup;
 
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::{Collector, Error};
 use tasksnap_model::{Groups, Query, Selector};
-
-/// Processes in a process group of their own, SIGKILLed as a group (and reaped) on drop.
-struct Group(Vec<Child>);
-
-impl Group {
-    fn spawn(n: usize, args: &[&str]) -> Group {
-        use std::os::unix::process::CommandExt;
-        let mut kids: Vec<Child> = Vec::new();
-        for _ in 0..n {
-            let pgid = kids.first().map_or(0, |c| c.id() as i32);
-            kids.push(
-                Command::new(args[0])
-                    .args(&args[1..])
-                    .process_group(pgid)
-                    .stdin(Stdio::null())
-                    .spawn()
-                    .expect("spawn"),
-            );
-        }
-        Group(kids)
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(leader) = self.0.first() {
-            // SAFETY: kill on the process group this test created.
-            unsafe { libc::kill(-(leader.id() as i32), libc::SIGKILL) };
-        }
-        for c in &mut self.0 {
-            let _ = c.wait();
-        }
-    }
-}
 
 /// Child side: drops every inherited descriptor past stderr, sets RLIMIT_NOFILE to
 /// TASKSNAP_NOFILE_CHILD, takes snapshots and prints what it found: one line per query,
@@ -122,14 +89,15 @@ fn child_under(limit: u64) -> Vec<String> {
 #[test]
 fn procfs_snapshots_under_a_low_open_files_limit_are_whole_or_an_error() {
     // More sleepers than a reader's budget at the higher limits tried, two files each.
-    let sleepers = Group::spawn(150, &["sleep", "1000"]);
-    let threads = Group::spawn(
+    let sleepers = ProcessGroup::spawn(150, &["sleep", "1000"]).expect("spawn");
+    let threads = ProcessGroup::spawn(
         1,
         &["sh", "-c", "sleep 1000 & sleep 1000 & sleep 1000 & wait"],
-    );
+    )
+    .expect("spawn");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let mut pids: Vec<i32> = sleepers.0.iter().map(|c| c.id() as i32).collect();
-    pids.extend(threads.0.iter().map(|c| c.id() as i32));
+    let mut pids: Vec<i32> = sleepers.pids();
+    pids.extend(threads.pids());
     for limit in [5, 6, 8, 16, 64, 128, 256] {
         for line in child_under(limit) {
             let listed: std::collections::HashSet<i32> = line
