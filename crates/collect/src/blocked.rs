@@ -75,7 +75,7 @@ pub(crate) fn look(tid: i32) -> Option<Look> {
         .iter()
         .find(|c| !c.is_ascii_whitespace())?;
     let n = read_own(&format!("/proc/self/task/{tid}/schedstat"), &mut buf)?;
-    let v = crate::procfs::parse::parse_schedstat(&buf[..n]).ok()?;
+    let v = tasksnap_procfs::parse::parse_schedstat(&buf[..n]).ok()?;
     Some(Look {
         wall_ns,
         run_ns: v[0],

@@ -1171,7 +1171,7 @@ impl P {
 fn my_tty() -> u32 {
     std::fs::read("/proc/self/stat")
         .ok()
-        .and_then(|b| tasksnap_collect::procfs::parse::parse_stat(&b).ok())
+        .and_then(|b| tasksnap_procfs::parse::parse_stat(&b).ok())
         .map_or(0, |st| st.tty_nr as u32)
 }
 

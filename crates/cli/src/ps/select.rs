@@ -26,7 +26,7 @@ impl Me {
         let euid = unsafe { libc::geteuid() };
         let tty = std::fs::read(proc_root.join("self/stat"))
             .ok()
-            .and_then(|b| tasksnap_collect::procfs::parse::parse_stat(&b).ok())
+            .and_then(|b| tasksnap_procfs::parse::parse_stat(&b).ok())
             .map_or(0, |st| st.tty_nr as u32);
         Me { euid, tty }
     }

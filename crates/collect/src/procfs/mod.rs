@@ -15,7 +15,6 @@
 //!   [`Error::Exhausted`] instead of leaving tasks out (see pool.rs).
 
 mod live;
-pub mod parse;
 mod pool;
 mod reader;
 
@@ -25,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
+
+use tasksnap_procfs::parse;
 
 use crate::{sys, Changes, Collector, Error};
 pub use reader::Units;

@@ -9,7 +9,7 @@ use tasksnap_model::{
     Base, Cred, Groups, Mem, Sched, SnapshotStats, Stat, Task, TaskId, TaskState, PF_KTHREAD,
 };
 
-use super::parse::{self, StatLine};
+use tasksnap_procfs::parse::{self, StatLine};
 use crate::sys::{self, FdBatch};
 
 /// The fixed facts a reader converts units with.

@@ -1,4 +1,4 @@
-//! Property tests of the /proc parsers in `procfs::parse` (stat, status, statm, schedstat,
+//! Property tests of the /proc parsers in `tasksnap_procfs::parse` (stat, status, statm, schedstat,
 //! io, btime, forks): no input panics (arbitrary bytes, truncated and oversized lines, huge
 //! and negative numbers), and lines generated from random field values, with hostile comms
 //! (`(`, `)`, spaces, newlines, invalid UTF-8, up to 64 bytes), parse back to those values.
@@ -8,7 +8,7 @@
 //! `PROPTEST_CASES` overrides the case count (512 by default here).
 
 use proptest::prelude::*;
-use tasksnap_collect::procfs::parse::{
+use tasksnap_procfs::parse::{
     parse_btime, parse_forks, parse_io, parse_schedstat, parse_stat, parse_statm, parse_status,
     state_of, StatLine, StatusFields,
 };

@@ -1,5 +1,6 @@
-//! The few raw system calls the procfs reader makes on its hot path, wrapped once so the rest
-//! of the crate is safe code. Each wrapper returns `std::io::Error` with the raw errno kept, so
+//! The few raw system calls and file helpers the /proc readers make (openat relative to a
+//! directory descriptor, small-file reads, rlimits, clocks, core count, huge-page advice),
+//! wrapped once so the crates above are safe code. Each wrapper returns `std::io::Error` with the raw errno kept, so
 //! callers can tell "task exited" (ENOENT, ESRCH) from "not allowed" (EACCES, EPERM).
 
 use std::ffi::CStr;

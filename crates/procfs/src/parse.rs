@@ -4,8 +4,9 @@
 
 use tasksnap_model::{Io, TaskState};
 
-/// The input did not have the shape the kernel writes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The input did not have the shape the kernel writes; the text says which part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unexpected /proc text: {0}")]
 pub struct ParseError(pub &'static str);
 
 /// The fields of `/proc/PID/stat` tasksnap uses, in the kernel's units (clock ticks, pages).
