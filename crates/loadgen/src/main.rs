@@ -199,11 +199,11 @@ fn run(cli: &Cli) -> Result<()> {
 
 /// Fork-safety precondition of [`sys::fork_child`].
 fn ensure_single_threaded() -> Result<()> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let threads = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|v| v.trim().parse::<u32>().ok());
+    // stat's num_threads and status's Threads are the same counter (signal->nr_threads).
+    let stat = std::fs::read("/proc/self/stat")?;
+    let threads = tasksnap_procfs::parse::parse_stat(&stat)
+        .ok()
+        .map(|st| st.num_threads);
     if threads != Some(1) {
         bail!("the loadgen must be single-threaded before forking (Threads: {threads:?})");
     }
