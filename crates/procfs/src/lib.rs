@@ -1,4 +1,5 @@
-//! The one /proc reading layer: every parser of a /proc file tasksnap reads ([`parse`]), the
+//! The one /proc reading layer: every parser of a /proc file tasksnap reads ([`parse`] for
+//! per-task files, [`system`] for machine-wide ones), the
 //! few raw system calls and small-file helpers ([`sys`]), and the one user and group lookup
 //! ([`users`]). Collectors, the states sources, the load generator and the front ends all
 //! read /proc through this crate; nothing else parses a /proc file.
@@ -9,3 +10,4 @@
 
 pub mod parse;
 pub mod sys;
+pub mod system;
