@@ -11,3 +11,4 @@
 pub mod parse;
 pub mod sys;
 pub mod system;
+pub mod users;

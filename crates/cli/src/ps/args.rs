@@ -145,17 +145,7 @@ fn parse_pid(s: &str) -> R<i32> {
 }
 
 fn lookup_gid(name: &str) -> Option<u32> {
-    let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: getgrnam reads a NUL-terminated name; the returned record is read at once,
-    // before any other group call, on this single thread.
-    unsafe {
-        let g = libc::getgrnam(c.as_ptr());
-        if g.is_null() {
-            None
-        } else {
-            Some((*g).gr_gid)
-        }
-    }
+    tasksnap_procfs::users::gid_by_name(name)
 }
 
 impl P {

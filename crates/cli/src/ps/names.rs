@@ -1,94 +1,13 @@
-//! Turning numbers into the names ps prints: user and group names (cached, one NSS lookup per
-//! id) and terminal names (procps's `dev_to_tty` rules: /proc/tty/drivers, then the task's
+//! Turning numbers into the names ps prints: user and group names ([`Names`]: cached, one NSS
+//! lookup per id, from tasksnap-procfs's `users`) and terminal names (procps's `dev_to_tty` rules: /proc/tty/drivers, then the task's
 //! fd/2, then the well-known majors, then fd/255; each candidate checked against /dev).
 
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// Cached uid/gid -> name lookups.
-#[derive(Debug, Default)]
-pub struct Names {
-    users: HashMap<u32, Option<Vec<u8>>>,
-    groups: HashMap<u32, Option<Vec<u8>>>,
-}
-
-impl Names {
-    /// The user name of `uid`, or `None` when the system has none.
-    pub fn user(&mut self, uid: u32) -> Option<&[u8]> {
-        self.users
-            .entry(uid)
-            .or_insert_with(|| lookup_user(uid))
-            .as_deref()
-    }
-
-    /// The group name of `gid`, or `None`.
-    pub fn group(&mut self, gid: u32) -> Option<&[u8]> {
-        self.groups
-            .entry(gid)
-            .or_insert_with(|| lookup_group(gid))
-            .as_deref()
-    }
-}
-
-fn lookup_user(uid: u32) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; 4096];
-    loop {
-        let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: all pointers reference live, writable memory of the sizes passed; getpwuid_r
-        // stores strings only inside `buf`.
-        let rc = unsafe {
-            libc::getpwuid_r(
-                uid,
-                pwd.as_mut_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut result,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < (1 << 20) {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || result.is_null() {
-            return None;
-        }
-        // SAFETY: success: `result` points at `pwd`, whose pw_name is a NUL-terminated string
-        // inside `buf`, alive until the end of this function.
-        let name = unsafe { CStr::from_ptr((*result).pw_name) };
-        return Some(name.to_bytes().to_vec());
-    }
-}
-
-fn lookup_group(gid: u32) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; 4096];
-    loop {
-        let mut grp = std::mem::MaybeUninit::<libc::group>::uninit();
-        let mut result: *mut libc::group = std::ptr::null_mut();
-        // SAFETY: as in `lookup_user`, with getgrgid_r.
-        let rc = unsafe {
-            libc::getgrgid_r(
-                gid,
-                grp.as_mut_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut result,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < (1 << 20) {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || result.is_null() {
-            return None;
-        }
-        // SAFETY: success: gr_name is a NUL-terminated string inside `buf`.
-        let name = unsafe { CStr::from_ptr((*result).gr_name) };
-        return Some(name.to_bytes().to_vec());
-    }
-}
+/// Cached uid/gid -> name lookups: the one NSS lookup, in tasksnap-procfs.
+pub use tasksnap_procfs::users::Names;
 
 /// glibc's major() of a 32-bit `tty_nr` (the kernel's `new_encode_dev` layout).
 pub fn dev_major(dev: u32) -> u32 {
