@@ -1,5 +1,5 @@
-//! Reads the machine-wide figures (CPU time split, memory, load averages, uptime, pid_max)
-//! from a procfs root, through tasksnap-procfs's parsers. Front ends call these instead of
+//! Reads the machine-wide figures (CPU time split, memory, load averages, uptime, pid_max,
+//! sysctls, hidepid, the caller's capabilities) from a procfs root, through tasksnap-procfs's parsers. Front ends call these instead of
 //! opening /proc files themselves; tests hand them fake trees. Each returns `None` when its
 //! file cannot be read.
 
@@ -41,6 +41,45 @@ pub fn uptime_s(root: &Path) -> Option<f64> {
 /// The width of `kernel.pid_max` as printed (`/proc/sys/kernel/pid_max`).
 pub fn pid_max_width(root: &Path) -> Option<usize> {
     system::parse_pid_max_width(&read(root, "sys/kernel/pid_max")?)
+}
+
+/// A sysctl's value, trimmed: `name` is its path under `sys/` (`kernel/task_delayacct`).
+pub fn sysctl(root: &Path, name: &str) -> Option<String> {
+    Some(system::parse_sysctl(&read(root, &format!("sys/{name}"))?))
+}
+
+/// The `hidepid=` option of the procfs mounted at /proc, from `root`/self/mounts.
+pub fn hidepid(root: &Path) -> Option<String> {
+    system::parse_hidepid(&read(root, "self/mounts")?, "/proc")
+}
+
+/// The calling process's effective capabilities (`root`/self/status `CapEff`).
+pub fn own_effective_caps(root: &Path) -> Option<u64> {
+    tasksnap_procfs::parse::parse_cap_eff(&read(root, "self/status")?)
+}
+
+/// One whole read of `root`/stat as every sampling tool does it (`std::fs::read`: growing
+/// reads), for `doctor`'s timing.
+pub fn read_proc_stat(root: &Path) -> Option<Vec<u8>> {
+    std::fs::read(root.join("stat")).ok()
+}
+
+/// The article's baseline for `bench`: open and close `root`/PID/`file` of each pid.
+pub fn open_close_each(root: &Path, pids: &[i32], file: &str) {
+    for p in pids {
+        let _ = std::fs::File::open(root.join(format!("{p}/{file}")));
+    }
+}
+
+/// The article's baseline for `bench`: open, one read into `buf`, close, for `root`/PID/`file`
+/// of each pid.
+pub fn open_read_close_each(root: &Path, pids: &[i32], file: &str, buf: &mut [u8]) {
+    use std::io::Read;
+    for p in pids {
+        if let Ok(mut f) = std::fs::File::open(root.join(format!("{p}/{file}"))) {
+            let _ = f.read(buf);
+        }
+    }
 }
 
 #[cfg(test)]

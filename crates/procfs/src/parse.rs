@@ -359,6 +359,14 @@ pub fn parse_status(buf: &[u8]) -> Result<StatusFields, ParseError> {
     Ok(out)
 }
 
+/// The effective capability set (`CapEff:`, hexadecimal) of a `/proc/PID/status` text.
+pub fn parse_cap_eff(buf: &[u8]) -> Option<u64> {
+    buf.split(|&c| c == b'\n').find_map(|l| {
+        let v = trim(l.strip_prefix(b"CapEff:")?);
+        u64::from_str_radix(std::str::from_utf8(v).ok()?, 16).ok()
+    })
+}
+
 /// `/proc/PID/statm`: size resident shared text lib data dt, in pages.
 pub fn parse_statm(buf: &[u8]) -> Result<[u64; 7], ParseError> {
     let mut out = [0u64; 7];
@@ -572,6 +580,11 @@ mod tests {
         assert_eq!(s.groups, Some(vec![]));
         assert_eq!(s.vm_lck_kb, None);
         assert!(parse_status(b"Name:\tx\nUid:\t0\t0\n").is_err());
+        assert_eq!(
+            parse_cap_eff(b"CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\n"),
+            Some(0x1ff_ffff_ffff)
+        );
+        assert_eq!(parse_cap_eff(b"CapEff:\tzz\n"), None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Parsers of the machine-wide /proc files: `/proc/stat`'s `cpu` line, `/proc/meminfo`,
-//! `/proc/loadavg`, `/proc/uptime` and `/proc/sys/kernel/pid_max`. (`btime` and `processes`
+//! `/proc/loadavg`, `/proc/uptime`, `/proc/sys/kernel/pid_max` and other sysctls, and the
+//! procfs mount's `hidepid` option. (`btime` and `processes`
 //! of `/proc/stat` are in [`crate::parse`] with the per-task files, which they date.) Pure
 //! functions over bytes; lenient as procps is: a field that is not a number counts as 0,
 //! never a panic, and sums saturate.
@@ -97,6 +98,32 @@ pub fn parse_pid_max_width(text: &[u8]) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
+/// A sysctl's value (`/proc/sys/...`), trimmed, lossy UTF-8.
+pub fn parse_sysctl(text: &[u8]) -> String {
+    String::from_utf8_lossy(text).trim().to_string()
+}
+
+/// Whether a boolean sysctl (`kernel.task_delayacct`...) reads exactly `1` (trimmed).
+pub fn parse_sysctl_on(text: &[u8]) -> bool {
+    std::str::from_utf8(text).is_ok_and(|s| s.trim() == "1")
+}
+
+/// The `hidepid=` option of the procfs mounted at `mount_point`, from a `/proc/self/mounts`
+/// text (`proc /proc proc rw,nosuid,nodev,noexec,relatime,hidepid=invisible 0 0`); `None`
+/// when that mount has none.
+pub fn parse_hidepid(mounts: &[u8], mount_point: &str) -> Option<String> {
+    let mounts = String::from_utf8_lossy(mounts);
+    let opts: Vec<&str> = mounts
+        .lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some(mount_point))
+        .filter_map(|l| l.split_whitespace().nth(3))
+        .collect();
+    opts.iter()
+        .flat_map(|o| o.split(','))
+        .find(|o| o.starts_with("hidepid="))
+        .map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +154,17 @@ mod tests {
         assert_eq!(parse_uptime(b""), None);
         assert_eq!(parse_pid_max_width(b"4194304\n"), Some(7));
         assert_eq!(parse_pid_max_width(b"\n"), None);
+        assert_eq!(parse_sysctl(b"2\n"), "2");
+        assert!(parse_sysctl_on(b"1\n"));
+        assert!(!parse_sysctl_on(b"0\n"));
+        let mounts = b"sysfs /sys sysfs rw,nosuid 0 0\nproc /proc proc rw,nosuid,nodev,noexec,relatime,hidepid=invisible 0 0\n";
+        assert_eq!(
+            parse_hidepid(mounts, "/proc").as_deref(),
+            Some("hidepid=invisible")
+        );
+        assert_eq!(
+            parse_hidepid(b"proc /proc proc rw,relatime 0 0\n", "/proc"),
+            None
+        );
     }
 }

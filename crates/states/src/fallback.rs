@@ -264,10 +264,8 @@ fn raise_nofile() -> usize {
 /// Whether delay accounting is on (`kernel.task_delayacct`, Linux 5.14; before that it was on
 /// unless booted with nodelayacct, and the sysctl did not exist).
 pub fn delayacct_on(proc_root: &Path) -> bool {
-    match std::fs::read_to_string(proc_root.join("sys/kernel/task_delayacct")) {
-        Ok(v) => v.trim() == "1",
-        Err(_) => false,
-    }
+    std::fs::read(proc_root.join("sys/kernel/task_delayacct"))
+        .is_ok_and(|v| tasksnap_procfs::system::parse_sysctl_on(&v))
 }
 
 /// The note shown when delay accounting is off.
