@@ -82,6 +82,25 @@ pub fn open_read_close_each(root: &Path, pids: &[i32], file: &str, buf: &mut [u8
     }
 }
 
+/// The tty driver table (`root`/tty/drivers), in procps's lookup order; empty when unreadable.
+pub fn tty_drivers(root: &Path) -> Vec<system::TtyDriver> {
+    system::parse_tty_drivers(&read(root, "tty/drivers").unwrap_or_default())
+}
+
+/// Where the symbolic link `root`/PID/`name` (`fd/2`, `exe`) points.
+pub fn task_link(root: &Path, pid: i32, name: &str) -> Option<std::path::PathBuf> {
+    std::fs::read_link(root.join(pid.to_string()).join(name)).ok()
+}
+
+/// The calling process's controlling tty (`tty_nr` of `root`/self/stat), 0 when none or
+/// unreadable (procps's `cached_tty`).
+pub fn own_tty_nr(root: &Path) -> u32 {
+    std::fs::read(root.join("self/stat"))
+        .ok()
+        .and_then(|b| tasksnap_procfs::parse::parse_stat(&b).ok())
+        .map_or(0, |st| st.tty_nr as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! Parsers of the machine-wide /proc files: `/proc/stat`'s `cpu` line, `/proc/meminfo`,
 //! `/proc/loadavg`, `/proc/uptime`, `/proc/sys/kernel/pid_max` and other sysctls, and the
-//! procfs mount's `hidepid` option. (`btime` and `processes`
+//! procfs mount's `hidepid` option, and `/proc/tty/drivers`. (`btime` and `processes`
 //! of `/proc/stat` are in [`crate::parse`] with the per-task files, which they date.) Pure
 //! functions over bytes; lenient as procps is: a field that is not a number counts as 0,
 //! never a panic, and sums saturate.
@@ -122,6 +122,68 @@ pub fn parse_hidepid(mounts: &[u8], mount_point: &str) -> Option<String> {
         .flat_map(|o| o.split(','))
         .find(|o| o.starts_with("hidepid="))
         .map(str::to_string)
+}
+
+/// One line of /proc/tty/drivers: a driver's device name and its minor range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TtyDriver {
+    /// The name under /dev (`pts`, `ttyS`), at most 15 characters; a trailing `%d` (devfs
+    /// style) removed.
+    pub name: String,
+    /// The name ended in `%d`.
+    pub devfs: bool,
+    /// Major device number.
+    pub major: u32,
+    /// First minor.
+    pub minor_first: u32,
+    /// Last minor (the first when no range is given).
+    pub minor_last: u32,
+}
+
+/// Parses /proc/tty/drivers as procps does (`dev_to_tty`'s driver table): only its first 9,999
+/// bytes, scanning for " /dev/" (the second column); lines without a minor are skipped. The
+/// result is in procps's lookup order: later lines first, since procps prepends each line to
+/// its list.
+pub fn parse_tty_drivers(text: &[u8]) -> Vec<TtyDriver> {
+    let text = &text[..text.len().min(9999)];
+    let text = String::from_utf8_lossy(text);
+    let mut out = Vec::new();
+    // Like procps, scan for " /dev/" (the second column); later lines win, since
+    // procps prepends each line to its list.
+    let mut rest: &str = &text;
+    while let Some(at) = rest.find(" /dev/") {
+        rest = &rest[at + 6..];
+        let Some(end) = rest.find(' ') else { break };
+        let mut name = &rest[..end];
+        let mut devfs = false;
+        if name.len() >= 3 && name.ends_with("%d") {
+            name = &name[..name.len() - 2];
+            devfs = true;
+        }
+        let name: String = name.chars().take(15).collect();
+        let after = rest[end..].trim_start_matches(' ');
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let major: u32 = after[..digits].parse().unwrap_or(0);
+        let after = after[digits..].trim_start_matches(' ');
+        let range: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '-')
+            .collect();
+        let mut parts = range.splitn(2, '-');
+        let first = parts.next().and_then(|s| s.parse::<u32>().ok());
+        let last = parts.next().and_then(|s| s.parse::<u32>().ok());
+        rest = &rest[end..];
+        let Some(first) = first else { continue };
+        out.push(TtyDriver {
+            name,
+            devfs,
+            major,
+            minor_first: first,
+            minor_last: last.unwrap_or(first),
+        });
+    }
+    out.reverse();
+    out
 }
 
 #[cfg(test)]

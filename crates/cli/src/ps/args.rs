@@ -1159,10 +1159,7 @@ impl P {
 
 /// The caller's controlling tty (procps's `cached_tty`).
 fn my_tty() -> u32 {
-    std::fs::read("/proc/self/stat")
-        .ok()
-        .and_then(|b| tasksnap_procfs::parse::parse_stat(&b).ok())
-        .map_or(0, |st| st.tty_nr as u32)
+    tasksnap_collect::system::own_tty_nr(std::path::Path::new("/proc"))
 }
 
 /// The terminal size procps uses: the first of stdout, stderr, stdin that is a terminal.

@@ -19,14 +19,7 @@ pub fn dev_minor(dev: u32) -> u32 {
     (dev & 0xff) | ((dev >> 12) & 0xfff00)
 }
 
-#[derive(Debug)]
-struct Driver {
-    name: String,
-    devfs: bool,
-    major: u32,
-    minor_first: u32,
-    minor_last: u32,
-}
+use tasksnap_procfs::system::TtyDriver as Driver;
 
 /// Terminal names, cached by device number.
 #[derive(Debug)]
@@ -50,46 +43,7 @@ impl Ttys {
 
     fn load_drivers(&mut self) -> &[Driver] {
         if self.drivers.is_none() {
-            let text = std::fs::read(self.proc_root.join("tty/drivers")).unwrap_or_default();
-            let text = &text[..text.len().min(9999)];
-            let text = String::from_utf8_lossy(text);
-            let mut out = Vec::new();
-            // Like procps, scan for " /dev/" (the second column); later lines win, since
-            // procps prepends each line to its list.
-            let mut rest: &str = &text;
-            while let Some(at) = rest.find(" /dev/") {
-                rest = &rest[at + 6..];
-                let Some(end) = rest.find(' ') else { break };
-                let mut name = &rest[..end];
-                let mut devfs = false;
-                if name.len() >= 3 && name.ends_with("%d") {
-                    name = &name[..name.len() - 2];
-                    devfs = true;
-                }
-                let name: String = name.chars().take(15).collect();
-                let after = rest[end..].trim_start_matches(' ');
-                let digits =
-                    after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-                let major: u32 = after[..digits].parse().unwrap_or(0);
-                let after = after[digits..].trim_start_matches(' ');
-                let range: String = after
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '-')
-                    .collect();
-                let mut parts = range.splitn(2, '-');
-                let first = parts.next().and_then(|s| s.parse::<u32>().ok());
-                let last = parts.next().and_then(|s| s.parse::<u32>().ok());
-                rest = &rest[end..];
-                let Some(first) = first else { continue };
-                out.push(Driver {
-                    name,
-                    devfs,
-                    major,
-                    minor_first: first,
-                    minor_last: last.unwrap_or(first),
-                });
-            }
-            out.reverse();
+            let out = tasksnap_collect::system::tty_drivers(&self.proc_root);
             self.drivers = Some(out);
         }
         self.drivers.as_deref().unwrap_or_default()
@@ -150,7 +104,7 @@ impl Ttys {
     }
 
     fn link_name(&self, major: u32, minor: u32, pid: i32, fd: &str) -> Option<String> {
-        let target = std::fs::read_link(self.proc_root.join(pid.to_string()).join(fd)).ok()?;
+        let target = tasksnap_collect::system::task_link(&self.proc_root, pid, fd)?;
         let s = target.to_str()?.to_string();
         if s.is_empty() || s.len() >= 63 {
             return None;
