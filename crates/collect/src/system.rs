@@ -1,5 +1,6 @@
 //! Reads the machine-wide figures (CPU time split, memory, load averages, uptime, pid_max,
-//! sysctls, hidepid, the caller's capabilities) from a procfs root, through tasksnap-procfs's parsers. Front ends call these instead of
+//! sysctls, hidepid, the caller's capabilities and tty, tty drivers, and two per-task
+//! oddities ps shows: a task's fd links and its security label) from a procfs root, through tasksnap-procfs's parsers. Front ends call these instead of
 //! opening /proc files themselves; tests hand them fake trees. Each returns `None` when its
 //! file cannot be read.
 
@@ -99,6 +100,13 @@ pub fn own_tty_nr(root: &Path) -> u32 {
         .ok()
         .and_then(|b| tasksnap_procfs::parse::parse_stat(&b).ok())
         .map_or(0, |st| st.tty_nr as u32)
+}
+
+/// The security label of process `tgid` (`root`/TGID/attr/current, printable part); `None`
+/// when unreadable.
+pub fn security_label(root: &Path, tgid: i32) -> Option<Vec<u8>> {
+    let b = std::fs::read(root.join(tgid.to_string()).join("attr/current")).ok()?;
+    Some(tasksnap_procfs::parse::parse_attr_current(&b).to_vec())
 }
 
 #[cfg(test)]

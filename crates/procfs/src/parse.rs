@@ -367,6 +367,16 @@ pub fn parse_cap_eff(buf: &[u8]) -> Option<u64> {
     })
 }
 
+/// The security label in `/proc/PID/attr/current` as procps shows it: the printable ASCII
+/// bytes up to the first other one (the kernel ends it with a NUL or a newline).
+pub fn parse_attr_current(buf: &[u8]) -> &[u8] {
+    let n = buf
+        .iter()
+        .take_while(|&&x| (0x20..0x7f).contains(&x))
+        .count();
+    &buf[..n]
+}
+
 /// `/proc/PID/statm`: size resident shared text lib data dt, in pages.
 pub fn parse_statm(buf: &[u8]) -> Result<[u64; 7], ParseError> {
     let mut out = [0u64; 7];
@@ -459,6 +469,29 @@ pub fn parse_syscall_nr(buf: &[u8]) -> Option<i64> {
         .split(|c| c.is_ascii_whitespace())
         .find(|s| !s.is_empty())?;
     parse_i64(first).ok()
+}
+
+/// A text symbol of a `/proc/kallsyms` line (`ffffffff821fcd20 t rwsem_down_write_slowpath`,
+/// optionally followed by `\t[module]`): its address and name. `None` for data symbols, lines
+/// that do not parse, and zeroed addresses (what kallsyms shows a reader without privileges,
+/// `kptr_restrict`).
+pub fn parse_kallsyms_text_symbol(line: &str) -> Option<(u64, &str)> {
+    let mut it = line.split_whitespace();
+    let (addr, kind, name) = (it.next()?, it.next()?, it.next()?);
+    let addr = u64::from_str_radix(addr, 16).ok()?;
+    (matches!(kind, "t" | "T" | "w" | "W") && addr != 0).then_some((addr, name))
+}
+
+/// The function names of a `/proc/TID/stack` text (`[<0>] rwsem_down_write_slowpath+0x2b3/0x4a0`),
+/// innermost first.
+pub fn parse_proc_stack(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let f = l.split_once("] ").map_or(l, |(_, f)| f).trim();
+            let name = f.split(['+', ' ']).next()?;
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect()
 }
 
 /// `btime` from `/proc/stat`: boot time, seconds since the epoch.
@@ -585,6 +618,11 @@ mod tests {
             Some(0x1ff_ffff_ffff)
         );
         assert_eq!(parse_cap_eff(b"CapEff:\tzz\n"), None);
+        assert_eq!(
+            parse_attr_current(b"unconfined_u:unconfined_r:unconfined_t:s0\0"),
+            b"unconfined_u:unconfined_r:unconfined_t:s0"
+        );
+        assert_eq!(parse_attr_current(b"\n"), b"");
     }
 
     #[test]
@@ -650,5 +688,23 @@ mod tests {
         );
         assert_eq!(parse_syscall_nr(b"-1 0x7ffd 0x7f\n"), Some(-1));
         assert_eq!(parse_syscall_nr(b"running\n"), None);
+        assert_eq!(
+            parse_kallsyms_text_symbol("ffffffffc0a01000 t ext4_file_read_iter\t[ext4]"),
+            Some((0xffffffffc0a01000, "ext4_file_read_iter"))
+        );
+        assert_eq!(
+            parse_kallsyms_text_symbol("ffffffff82a00000 D jiffies"),
+            None
+        );
+        assert_eq!(
+            parse_kallsyms_text_symbol("0000000000000000 T hidden"),
+            None
+        );
+        assert_eq!(
+            parse_proc_stack(
+                "[<0>] rwsem_down_write_slowpath+0x2b3/0x4a0\n[<0>] do_exit+0x1/0x2\n"
+            ),
+            vec!["rwsem_down_write_slowpath", "do_exit"]
+        );
     }
 }
