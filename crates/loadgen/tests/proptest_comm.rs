@@ -10,12 +10,9 @@
 use proptest::prelude::*;
 use tasksnap_loadgen::{kernel_comm, TASK_COMM_LEN};
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(512)
-}
+#[path = "../../procfs/tests/strategies/mod.rs"]
+mod strategies;
+use strategies::cases;
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]

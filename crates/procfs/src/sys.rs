@@ -26,7 +26,8 @@ pub fn openat_ro(dirfd: RawFd, path: &CStr) -> io::Result<RawFd> {
     }
 }
 
-/// One `read(2)` into `buf`; retries on EINTR.
+/// One `read(2)` into `buf`; retries on EINTR. Async-signal-safe (no allocation): the load
+/// generator uses it between fork and exec.
 pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     loop {
         // SAFETY: `buf` is a valid writable region of `buf.len()` bytes owned by the caller.
@@ -73,7 +74,7 @@ pub fn owner_at(dirfd: RawFd, path: &CStr) -> io::Result<(u32, u32)> {
 }
 
 /// Closes a descriptor, ignoring errors (a close error on a read-only procfs file carries no
-/// information we could act on).
+/// information we could act on). Async-signal-safe.
 pub fn close(fd: RawFd) {
     // SAFETY: the caller passes a descriptor it owns and never uses again.
     unsafe {
@@ -116,7 +117,7 @@ pub fn close_from(first: RawFd) -> io::Result<()> {
     }
 }
 
-/// The calling thread's id.
+/// The calling thread's id. Async-signal-safe.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::gettid() }

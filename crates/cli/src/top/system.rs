@@ -92,15 +92,7 @@ pub fn own_cpu_ns() -> u64 {
 
 /// CLOCK_BOOTTIME now, ns: the clock snapshots are stamped with.
 pub fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME)
 }
 
 #[cfg(test)]

@@ -9,37 +9,9 @@ use proptest::prelude::*;
 
 #[path = "../../../../procfs/tests/strategies/mod.rs"]
 mod strategies;
-use strategies::cases;
+use strategies::{cases, meminfo, PLAUSIBLE, STAT_TAIL};
 
 use super::SystemReader;
-
-/// This VM's /proc/stat head and /proc/meminfo (6.18), shortened.
-const STAT_TAIL: &str = "cpu0 24251 0 5200 26454 190 0 46 110 0 0\ncpu1 27164 0 6190 22008 672 0 108 113 0 0\nintr 1234 0 0\nctxt 775683\nbtime 1795412457\nprocesses 72746\nprocs_running 4\nprocs_blocked 0\n";
-const MEMINFO_KEYS: [&str; 12] = [
-    "MemTotal",
-    "MemFree",
-    "MemAvailable",
-    "Buffers",
-    "Cached",
-    "SwapCached",
-    "Active",
-    "Inactive",
-    "SwapTotal",
-    "SwapFree",
-    "SReclaimable",
-    "Shmem",
-];
-
-fn meminfo(values: &[u64; 12]) -> String {
-    MEMINFO_KEYS
-        .iter()
-        .zip(values)
-        .map(|(k, v)| format!("{:<16}{v:>8} kB\n", format!("{k}:")))
-        .collect()
-}
-
-/// Numbers a kernel could plausibly show: up to 2^56 (no sum of a few overflows).
-const PLAUSIBLE: u64 = 1 << 56;
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
