@@ -209,7 +209,7 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         return Vec::new();
     };
     let mut out: Vec<i32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|e| tasksnap_procfs::parse::parse_task_dir_name(&e.ok()?.file_name()))
         .filter(|&pid| read_stat(pid).is_ok_and(|s| s.pgrp == pgid))
         .collect();
     out.sort_unstable();

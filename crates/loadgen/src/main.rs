@@ -269,11 +269,9 @@ fn foreign_members(me: Pid) -> HashSet<Pid> {
         let mut pids = Vec::new();
         for task in tasks {
             let path = task?.path().join("children");
-            let list = std::fs::read_to_string(path)?;
-            pids.extend(
-                list.split_whitespace()
-                    .filter_map(|p| p.parse::<Pid>().ok()),
-            );
+            pids.extend(tasksnap_procfs::parse::parse_children(&std::fs::read(
+                path,
+            )?));
         }
         Ok(pids)
     });
@@ -428,11 +426,8 @@ fn teardown(group: &Group, sp: &mut Spawner) {
     let children_file = format!("/proc/{0}/task/{0}/children", group.me);
     loop {
         sp.reap();
-        let left: Vec<Pid> = match std::fs::read_to_string(&children_file) {
-            Ok(list) => list
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect(),
+        let left: Vec<Pid> = match std::fs::read(&children_file) {
+            Ok(list) => tasksnap_procfs::parse::parse_children(&list),
             Err(_) => group_members(group.pgid)
                 .into_iter()
                 .filter(|p| *p != group.me && !group.foreign.contains(p))

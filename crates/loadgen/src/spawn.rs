@@ -246,9 +246,9 @@ impl Spawner {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        let helper = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        let helper = std::fs::read(format!("/proc/{pid}/task/{pid}/children"))
             .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse().ok());
+            .and_then(|s| tasksnap_procfs::parse::parse_children(&s).first().copied());
         Ok((pid, helper))
     }
 

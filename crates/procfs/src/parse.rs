@@ -494,6 +494,29 @@ pub fn parse_proc_stack(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A /proc directory entry's name as a task id (`/proc/1234`, `/proc/PID/task/1234`); `None`
+/// for every other entry (`self`, `sys`, `cpuinfo`...) and for names that are not a positive
+/// decimal `i32`.
+pub fn parse_task_dir_name(name: &std::ffi::OsStr) -> Option<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    parse_i32(name.as_bytes()).ok().filter(|&id| id > 0)
+}
+
+/// The task id a `/proc/self` or `/proc/thread-self` link points at (`1234`,
+/// `1234/task/1235`): its last component.
+pub fn parse_self_link(target: &std::path::Path) -> Option<i32> {
+    parse_task_dir_name(target.file_name()?)
+}
+
+/// `/proc/PID/task/TID/children`: the pids of the thread's children, space separated (Linux
+/// 3.5, CONFIG_PROC_CHILDREN). Tokens that are not pids are skipped.
+pub fn parse_children(buf: &[u8]) -> Vec<i32> {
+    buf.split(|c| c.is_ascii_whitespace())
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| parse_i32(s).ok())
+        .collect()
+}
+
 /// `btime` from `/proc/stat`: boot time, seconds since the epoch.
 pub fn parse_btime(buf: &[u8]) -> Result<u64, ParseError> {
     for line in buf.split(|&c| c == b'\n') {
@@ -688,6 +711,18 @@ mod tests {
         );
         assert_eq!(parse_syscall_nr(b"-1 0x7ffd 0x7f\n"), Some(-1));
         assert_eq!(parse_syscall_nr(b"running\n"), None);
+        use std::ffi::OsStr;
+        assert_eq!(parse_task_dir_name(OsStr::new("1234")), Some(1234));
+        for not in ["self", "0", "-1", "+5", "", "99999999999", "12a"] {
+            assert_eq!(parse_task_dir_name(OsStr::new(not)), None, "{not:?}");
+        }
+        assert_eq!(
+            parse_self_link(std::path::Path::new("1234/task/1235")),
+            Some(1235)
+        );
+        assert_eq!(parse_self_link(std::path::Path::new("4321")), Some(4321));
+        assert_eq!(parse_children(b"12 13 14 "), vec![12, 13, 14]);
+        assert_eq!(parse_children(b""), Vec::<i32>::new());
         assert_eq!(
             parse_kallsyms_text_symbol("ffffffffc0a01000 t ext4_file_read_iter\t[ext4]"),
             Some((0xffffffffc0a01000, "ext4_file_read_iter"))

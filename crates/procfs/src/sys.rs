@@ -138,6 +138,31 @@ pub fn nofile_limit() -> u64 {
     r.rlim_cur
 }
 
+/// Raises the soft limit on open files to the hard one (often 1024 -> 524288) and returns
+/// the soft limit now in force; `None` when the limits cannot be read.
+pub fn raise_nofile_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return None;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                r = raised;
+            }
+        }
+    }
+    Some(r.rlim_cur)
+}
+
 /// Whether `e` says that something every open or read needs ran out (EMFILE: the process's
 /// descriptor numbers under RLIMIT_NOFILE; ENFILE: the system's open files; ENOMEM: kernel
 /// memory), as opposed to anything about the task being read. Counting such a failure as

@@ -196,8 +196,7 @@ fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 /// `PID/task/TID`); None when the root has no such link (a fake tree, or a /proc of a pid
 /// namespace the caller is not in).
 pub fn own_tid(root: &Path) -> Option<i32> {
-    let link = std::fs::read_link(root.join("thread-self")).ok()?;
-    link.to_str()?.rsplit('/').next()?.parse().ok()
+    tasksnap_procfs::parse::parse_self_link(&std::fs::read_link(root.join("thread-self")).ok()?)
 }
 
 /// Whether `root` is a mounted procfs.
@@ -226,39 +225,14 @@ fn own_runtime_ns() -> Option<u64> {
 }
 
 fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_BOOTTIME always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME)
 }
 
 /// Lets this process keep a descriptor open per sampled thread: the soft limit of open files
 /// is raised to the hard one (often 1024 -> 524288). Returns how many the sampler may keep:
 /// the limit less 512 for everything else.
 fn raise_nofile() -> usize {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit read and write the struct they are given.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
-            return 0;
-        }
-        if r.rlim_cur < r.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: r.rlim_max,
-                rlim_max: r.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                r = raised;
-            }
-        }
-    }
-    (r.rlim_cur as usize).saturating_sub(512)
+    tasksnap_procfs::sys::raise_nofile_limit().map_or(0, |l| (l as usize).saturating_sub(512))
 }
 
 /// Whether delay accounting is on (`kernel.task_delayacct`, Linux 5.14; before that it was on
@@ -399,7 +373,7 @@ fn numeric_entries(dir: &Path) -> Vec<i32> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    rd.filter_map(|e| tasksnap_procfs::parse::parse_task_dir_name(&e.ok()?.file_name()))
         .collect()
 }
 

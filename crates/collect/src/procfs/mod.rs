@@ -109,8 +109,7 @@ impl ProcfsCollector {
     fn list_ids(dir: &Path) -> std::io::Result<Vec<i32>> {
         let mut ids: Vec<i32> = std::fs::read_dir(dir)?
             .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
-            .filter(|&id| id > 0)
+            .filter_map(|e| parse::parse_task_dir_name(&e.file_name()))
             .collect();
         ids.sort_unstable();
         Ok(ids)
@@ -298,7 +297,8 @@ fn is_own_proc(root: &Path) -> bool {
     root == Path::new("/proc")
         && std::fs::read_link("/proc/self")
             .ok()
-            .and_then(|p| p.to_str().and_then(|s| s.parse::<u32>().ok()))
+            .and_then(|p| parse::parse_self_link(&p))
+            .and_then(|pid| u32::try_from(pid).ok())
             == Some(std::process::id())
 }
 
