@@ -359,6 +359,14 @@ pub fn parse_status(buf: &[u8]) -> Result<StatusFields, ParseError> {
     Ok(out)
 }
 
+/// The thread group (`Tgid:`) of a `/proc/PID/status` text: what a thread id belongs to. Read
+/// alone, without [`parse_status`]'s requirements (a caller asking only this needs no Uid).
+pub fn parse_status_tgid(buf: &[u8]) -> Option<i32> {
+    buf.split(|&c| c == b'\n')
+        .find_map(|l| l.strip_prefix(b"Tgid:"))
+        .and_then(|v| parse_i32(trim(v)).ok())
+}
+
 /// The effective capability set (`CapEff:`, hexadecimal) of a `/proc/PID/status` text.
 pub fn parse_cap_eff(buf: &[u8]) -> Option<u64> {
     buf.split(|&c| c == b'\n').find_map(|l| {
@@ -641,6 +649,12 @@ mod tests {
             Some(0x1ff_ffff_ffff)
         );
         assert_eq!(parse_cap_eff(b"CapEff:\tzz\n"), None);
+        assert_eq!(parse_status_tgid(status), Some(812));
+        assert_eq!(parse_status_tgid(b"Name:\tkthreadd\n"), None);
+        assert_eq!(
+            parse_status_tgid(b"Name:\tx\nTgid:\t812\nPid:\t813\n"),
+            Some(812)
+        );
         assert_eq!(
             parse_attr_current(b"unconfined_u:unconfined_r:unconfined_t:s0\0"),
             b"unconfined_u:unconfined_r:unconfined_t:s0"

@@ -251,11 +251,7 @@ impl ProcfsCollector {
             }
             Err(_) => return Ok(None),
         };
-        Ok(text
-            .split(|&c| c == b'\n')
-            .find_map(|l| l.strip_prefix(b"Tgid:"))
-            .and_then(|v| std::str::from_utf8(v).ok())
-            .and_then(|v| v.trim().parse().ok()))
+        Ok(parse::parse_status_tgid(&text))
     }
 
     /// System boot time, seconds since the epoch (`btime` of the tree's `stat`); 0 when it
