@@ -1,6 +1,10 @@
-//! Parsers for the text of per-task /proc files. Pure functions over bytes: no I/O, so every
-//! quirk can be tested with real kernel lines. Every byte is treated as hostile: a parser
-//! returns [`ParseError`] instead of panicking on truncated or corrupt input.
+//! Parsers for the text of per-task /proc files (`stat` in full and in brief, `status`,
+//! `statm`, `schedstat`, `io`, `wchan`, `syscall`, `attr/current`, `children`, `stack`), the
+//! names of /proc's task directories and `self` links, `/proc/kallsyms` lines, and the two
+//! figures of `/proc/stat` that date tasks (`btime`, `processes`). Machine-wide figures are in
+//! [`crate::system`]. Pure functions over bytes: no I/O, so every quirk can be tested with
+//! real kernel lines. Every byte is treated as hostile: a parser returns [`ParseError`] or
+//! `None` instead of panicking on truncated or corrupt input.
 
 use tasksnap_model::{Io, TaskState};
 
