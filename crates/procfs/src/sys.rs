@@ -174,6 +174,31 @@ pub fn is_exhaustion(e: &io::Error) -> bool {
     )
 }
 
+/// Whether `path` is a mounted procfs (`statfs(2)` says `PROC_SUPER_MAGIC`), as opposed to a
+/// fake tree or another file system.
+pub fn is_procfs(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a zeroed statfs is a valid buffer for statfs(2) to fill.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a buffer of the right type.
+    let ok = unsafe { libc::statfs(path.as_ptr(), &mut st) } == 0;
+    ok && st.f_type == libc::PROC_SUPER_MAGIC
+}
+
+/// The calling thread's CPU time, ns (`CLOCK_THREAD_CPUTIME_ID`); `None` if the clock fails.
+pub fn thread_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// Current time of `clock` in ns (vDSO: no system call).
 pub fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {

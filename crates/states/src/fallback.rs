@@ -201,27 +201,13 @@ pub fn own_tid(root: &Path) -> Option<i32> {
 
 /// Whether `root` is a mounted procfs.
 fn is_procfs(root: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(path) = std::ffi::CString::new(root.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: a zeroed statfs is a valid buffer for statfs(2) to fill.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a buffer of the right type.
-    let ok = unsafe { libc::statfs(path.as_ptr(), &mut st) } == 0;
-    ok && st.f_type == libc::PROC_SUPER_MAGIC
+    tasksnap_procfs::sys::is_procfs(root)
 }
 
 /// The calling thread's CPU time, ns: `se.sum_exec_runtime` brought up to date (the kernel
 /// runs `update_curr()` for it first, which reading one's own schedstat does not).
 fn own_runtime_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    tasksnap_procfs::sys::thread_cpu_ns()
 }
 
 fn boottime_ns() -> u64 {
