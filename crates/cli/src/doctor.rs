@@ -10,6 +10,7 @@ use std::time::Instant;
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::choice::{self, Preference};
 use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::system;
 use tasksnap_collect::Collector;
 use tasksnap_model::{Groups, Query, Selector};
 
@@ -43,14 +44,7 @@ fn kernel() -> String {
 
 /// Effective capabilities by name, from /proc/self/status.
 fn capabilities() -> Vec<&'static str> {
-    let eff = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .unwrap_or(0);
+    let eff = tasksnap_collect::system::own_effective_caps(Path::new("/proc")).unwrap_or(0);
     [
         (19, "CAP_SYS_PTRACE"),
         (21, "CAP_SYS_ADMIN"),
@@ -65,17 +59,7 @@ fn capabilities() -> Vec<&'static str> {
 }
 
 fn hidepid() -> String {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let opts: Vec<&str> = mounts
-        .lines()
-        .filter(|l| l.split_whitespace().nth(1) == Some("/proc"))
-        .filter_map(|l| l.split_whitespace().nth(3))
-        .collect();
-    match opts
-        .iter()
-        .flat_map(|o| o.split(','))
-        .find(|o| o.starts_with("hidepid="))
-    {
+    match tasksnap_collect::system::hidepid(Path::new("/proc")) {
         Some(h) => format!("{h}: other users' processes are hidden from non-root callers"),
         None => "off (/proc mounted without hidepid)".into(),
     }
@@ -176,14 +160,14 @@ pub fn main() -> ExitCode {
             }
         }
     }
-    let unpriv =
-        std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled").unwrap_or_default();
+    let proc_root = Path::new("/proc");
+    let unpriv = system::sysctl(proc_root, "kernel/unprivileged_bpf_disabled").unwrap_or_default();
     line(
         "unpriv bpf",
-        format!("kernel.unprivileged_bpf_disabled = {}", unpriv.trim()),
+        format!("kernel.unprivileged_bpf_disabled = {unpriv}"),
     );
     line("hidepid", hidepid());
-    match std::fs::read_to_string("/proc/sys/kernel/task_delayacct").map(|s| s.trim().to_string()) {
+    match system::sysctl(proc_root, "kernel/task_delayacct").ok_or(()) {
         Ok(v) if v == "1" => line(
             "delayacct",
             "on: per-task I/O and CPU wait delays are accounted",
@@ -196,7 +180,7 @@ pub fn main() -> ExitCode {
         Err(_) => line("delayacct", "unknown (no /proc/sys/kernel/task_delayacct)"),
     }
 
-    let threads = choice::task_count(Path::new("/proc")).unwrap_or(0);
+    let threads = choice::task_count(proc_root).unwrap_or(0);
     let mut procfs = match ProcfsCollector::new() {
         Ok(p) => p,
         Err(e) => {
@@ -211,7 +195,7 @@ pub fn main() -> ExitCode {
         (0..21)
             .map(|_| {
                 let t = Instant::now();
-                let _ = std::fs::read("/proc/stat");
+                let _ = system::read_proc_stat(proc_root);
                 t.elapsed().as_secs_f64() * 1e6
             })
             .collect(),

@@ -159,29 +159,9 @@ pub fn uid_of(user: &str) -> Option<u32> {
     }
 }
 
-/// The uid of the user named `name`, through the C library (NSS), reentrantly.
-pub fn uid_by_name(name: &str) -> Option<u32> {
-    let c = std::ffi::CString::new(name).ok()?;
-    let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: getpwnam_r fills `pwd` using `buf` (its length given) and sets `result` to
-    // `pwd` or to null; nothing is read unless it says it found the user.
-    let rc = unsafe {
-        libc::getpwnam_r(
-            c.as_ptr(),
-            pwd.as_mut_ptr(),
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc != 0 || result.is_null() {
-        return None;
-    }
-    // SAFETY: getpwnam_r succeeded and `result` points at `pwd`, now initialised.
-    Some(unsafe { pwd.assume_init() }.pw_uid)
-}
+/// The uid of the user named `name`, through the C library (NSS), reentrantly: the one
+/// lookup, in tasksnap-procfs.
+pub use tasksnap_procfs::users::uid_by_name;
 
 #[cfg(test)]
 mod tests {

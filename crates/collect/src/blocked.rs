@@ -35,6 +35,7 @@
 use std::ffi::CString;
 
 use crate::sys;
+use tasksnap_procfs::parse;
 
 /// An operation is looked at only once it has lasted this long (ns).
 pub(crate) const LOOK_AFTER_NS: u64 = 1_000_000;
@@ -69,17 +70,13 @@ pub(crate) fn look(tid: i32) -> Option<Look> {
     let wall_ns = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let mut buf = [0u8; 1024];
     let n = read_own(&format!("/proc/self/task/{tid}/stat"), &mut buf)?;
-    // The state follows the comm, which is in parentheses and may contain anything.
-    let close = buf[..n].iter().rposition(|&c| c == b')')?;
-    let state = *buf[close + 1..n]
-        .iter()
-        .find(|c| !c.is_ascii_whitespace())?;
+    let state = parse::stat_state_letter(&buf[..n])?;
     let n = read_own(&format!("/proc/self/task/{tid}/schedstat"), &mut buf)?;
-    let v = crate::procfs::parse::parse_schedstat(&buf[..n]).ok()?;
+    let v = parse::parse_schedstat(&buf[..n]).ok()?;
     Some(Look {
         wall_ns,
-        run_ns: v[0],
-        wait_ns: v[1],
+        run_ns: v.run_ns,
+        wait_ns: v.run_delay_ns,
         runnable: state == b'R',
     })
 }

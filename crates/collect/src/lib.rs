@@ -10,7 +10,10 @@ pub mod bpf;
 pub mod caps;
 pub mod choice;
 pub mod procfs;
-mod sys;
+pub mod system;
+/// The raw system calls live in the reading layer; this alias keeps `crate::sys` paths (the
+/// BPF modules use them) pointing there.
+use tasksnap_procfs::sys;
 
 pub use tasksnap_model::{Query, Snapshot};
 

@@ -243,13 +243,8 @@ fn multi_threaded(threads: u64, life: Duration, from_thread: bool, seed: u64) {
 /// `/proc/PID/task` sees. `None` when unreadable.
 fn kernel_threads() -> Option<usize> {
     let stat = std::fs::read("/proc/self/stat").ok()?;
-    let close = stat.iter().rposition(|&c| c == b')')?;
-    std::str::from_utf8(&stat[close + 1..])
-        .ok()?
-        .split_ascii_whitespace()
-        .nth(17)?
-        .parse()
-        .ok()
+    let st = tasksnap_procfs::parse::parse_stat(&stat).ok()?;
+    usize::try_from(st.num_threads).ok()
 }
 
 /// Body of the `lg-thrchurn` driver: never returns.

@@ -181,42 +181,23 @@ pub struct ProcStat {
     pub pgrp: i32,
 }
 
-/// Parses the content of a `/proc/<pid>/stat` file. The comm is taken
-/// between the first `(` and the *last* `)`, so hostile names are handled.
-pub fn parse_stat(buf: &[u8]) -> Option<ProcStat> {
-    let open = buf.iter().position(|&b| b == b'(')?;
-    let close = buf.iter().rposition(|&b| b == b')')?;
-    if close < open {
-        return None;
-    }
-    let pid = std::str::from_utf8(&buf[..open])
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let comm = buf[open + 1..close].to_vec();
-    let rest = std::str::from_utf8(buf.get(close + 1..)?).ok()?;
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some(ProcStat {
-        pid,
-        comm,
-        state,
-        ppid,
-        pgrp,
-    })
-}
-
-/// Reads and parses `/proc/<pid>/stat` (works for thread ids too).
+/// Reads `/proc/<pid>/stat` (works for thread ids too) and keeps the [`ProcStat`] fields,
+/// parsed by the one stat parser (tasksnap-procfs: the comm ends at the *last* `)`, so
+/// hostile names are handled).
 pub fn read_stat(pid: i32) -> io::Result<ProcStat> {
     let buf = std::fs::read(format!("/proc/{pid}/stat"))?;
-    parse_stat(&buf).ok_or_else(|| {
+    let st = tasksnap_procfs::parse::parse_stat(&buf).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("unparsable /proc/{pid}/stat"),
+            format!("unparsable /proc/{pid}/stat: {e}"),
         )
+    })?;
+    Ok(ProcStat {
+        pid: st.pid,
+        comm: st.comm,
+        state: char::from(st.state),
+        ppid: st.ppid,
+        pgrp: st.pgrp,
     })
 }
 
@@ -228,7 +209,7 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         return Vec::new();
     };
     let mut out: Vec<i32> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|e| tasksnap_procfs::parse::parse_task_dir_name(&e.ok()?.file_name()))
         .filter(|&pid| read_stat(pid).is_ok_and(|s| s.pgrp == pgid))
         .collect();
     out.sort_unstable();
@@ -444,8 +425,9 @@ pub fn proc_text(pid: i32, file: &str) -> Option<String> {
 /// tests that compare two views of a spawned sleeper wait for this first.
 pub fn settled_sleep(pid: i32) -> bool {
     let in_nanosleep = proc_text(pid, "wchan").is_some_and(|w| w.contains("nanosleep"))
-        || proc_text(pid, "syscall")
-            .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
+        || std::fs::read(format!("/proc/{pid}/syscall"))
+            .ok()
+            .and_then(|s| tasksnap_procfs::parse::parse_syscall_nr(&s))
             .is_some_and(|n| n == libc::SYS_clock_nanosleep || n == libc::SYS_nanosleep);
     proc_text(pid, "comm").as_deref() == Some("sleep\n")
         && proc_text(pid, "cmdline").is_some_and(|c| c.starts_with("sleep\0"))
@@ -530,17 +512,6 @@ impl Drop for ProcessGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parse_hostile_stat() {
-        let s = b"42 (x) Z 1 1 1 () S 7 42 42 0 -1";
-        let st = parse_stat(s).expect("parse");
-        assert_eq!(st.pid, 42);
-        assert_eq!(st.comm, b"x) Z 1 1 1 (");
-        assert_eq!(st.state, 'S');
-        assert_eq!(st.ppid, 7);
-        assert_eq!(st.pgrp, 42);
-    }
 
     #[test]
     fn comm_truncation() {

@@ -199,11 +199,11 @@ fn run(cli: &Cli) -> Result<()> {
 
 /// Fork-safety precondition of [`sys::fork_child`].
 fn ensure_single_threaded() -> Result<()> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let threads = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|v| v.trim().parse::<u32>().ok());
+    // stat's num_threads and status's Threads are the same counter (signal->nr_threads).
+    let stat = std::fs::read("/proc/self/stat")?;
+    let threads = tasksnap_procfs::parse::parse_stat(&stat)
+        .ok()
+        .map(|st| st.num_threads);
     if threads != Some(1) {
         bail!("the loadgen must be single-threaded before forking (Threads: {threads:?})");
     }
@@ -269,11 +269,9 @@ fn foreign_members(me: Pid) -> HashSet<Pid> {
         let mut pids = Vec::new();
         for task in tasks {
             let path = task?.path().join("children");
-            let list = std::fs::read_to_string(path)?;
-            pids.extend(
-                list.split_whitespace()
-                    .filter_map(|p| p.parse::<Pid>().ok()),
-            );
+            pids.extend(tasksnap_procfs::parse::parse_children(&std::fs::read(
+                path,
+            )?));
         }
         Ok(pids)
     });
@@ -428,11 +426,8 @@ fn teardown(group: &Group, sp: &mut Spawner) {
     let children_file = format!("/proc/{0}/task/{0}/children", group.me);
     loop {
         sp.reap();
-        let left: Vec<Pid> = match std::fs::read_to_string(&children_file) {
-            Ok(list) => list
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect(),
+        let left: Vec<Pid> = match std::fs::read(&children_file) {
+            Ok(list) => tasksnap_procfs::parse::parse_children(&list),
             Err(_) => group_members(group.pgid)
                 .into_iter()
                 .filter(|p| *p != group.me && !group.foreign.contains(p))

@@ -170,15 +170,9 @@ impl Spawner {
             // Report only once the lock is in place (VmLck > 0), or after 2 s without it.
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
             while std::time::Instant::now() < deadline {
-                let locked = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                let locked = std::fs::read(format!("/proc/{pid}/status"))
                     .ok()
-                    .and_then(|s| {
-                        s.lines()
-                            .find_map(|l| l.strip_prefix("VmLck:"))
-                            .and_then(|v| {
-                                v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()
-                            })
-                    })
+                    .and_then(|s| tasksnap_procfs::parse::parse_status(&s).ok()?.vm_lck_kb)
                     .unwrap_or(0);
                 if locked > 0 {
                     break;
@@ -252,9 +246,9 @@ impl Spawner {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        let helper = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        let helper = std::fs::read(format!("/proc/{pid}/task/{pid}/children"))
             .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse().ok());
+            .and_then(|s| tasksnap_procfs::parse::parse_children(&s).first().copied());
         Ok((pid, helper))
     }
 

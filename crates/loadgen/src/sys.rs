@@ -14,6 +14,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// A Linux process or thread id.
 pub type Pid = libc::pid_t;
 
+/// The wrappers the reading layer already has (async-signal-safe: a system call each, no
+/// allocation): `read(2)` retried on EINTR, `close(2)`, `gettid(2)`.
+pub use tasksnap_procfs::sys::{close as close_fd, gettid, read_fd};
+
 fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret == -1 {
         Err(io::Error::last_os_error())
@@ -32,13 +36,6 @@ pub fn getpid() -> Pid {
 pub fn getppid() -> Pid {
     // SAFETY: getppid has no preconditions and cannot fail.
     unsafe { libc::getppid() }
-}
-
-/// `gettid()` via the raw syscall. Async-signal-safe.
-pub fn gettid() -> Pid {
-    // SAFETY: SYS_gettid takes no arguments and cannot fail.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
-    tid as Pid
 }
 
 /// `getpgrp()`.
@@ -189,31 +186,6 @@ pub fn write_all_fd(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
         buf = &buf[n as usize..];
     }
     Ok(())
-}
-
-/// Reads up to `buf.len()` bytes from a raw fd, retrying on EINTR.
-/// Returns 0 at end of file. Async-signal-safe.
-pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: the pointer/length pair describes a valid writable slice.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-}
-
-/// `close(fd)` on a raw descriptor this process no longer needs (used in
-/// forked children on copies of the parent's descriptors).
-/// Async-signal-safe.
-pub fn close_fd(fd: RawFd) {
-    // SAFETY: closing a descriptor has no memory-safety implications; the
-    // callers only close inherited copies they never use again.
-    unsafe { libc::close(fd) };
 }
 
 /// `dup2(old, new)` and make sure `new` survives exec (dup2 onto itself

@@ -9,10 +9,12 @@
 
 mod query;
 mod snapshot;
+mod system;
 mod task;
 
 pub use query::{Groups, Query, Selector};
 pub use snapshot::{Snapshot, SnapshotStats};
+pub use system::{CpuTicks, LoadAverages, Memory};
 pub use task::{
     Base, Comm, Cred, Io, Mem, Sched, Stat, Task, TaskId, TaskState, PF_KTHREAD, SCHED_BATCH,
     SCHED_OTHER,

@@ -38,6 +38,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use tasksnap_procfs::parse::{parse_schedstat, parse_stat_brief, parse_wchan, stat_state_letter};
+
 use crate::sample::{Filter, Mode, Sample, Source, ThreadTotals};
 use crate::state::{State, NSTATES};
 use crate::Error;
@@ -66,11 +68,11 @@ impl Default for Options {
     }
 }
 
-/// The fields of a `/proc/PID/task/TID/stat` line the source needs.
+/// The fields of a `/proc/PID/task/TID/stat` line the source needs: the reading layer's
+/// [`parse_stat_brief`] with the comm made text (lossy) for filters and display.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stat {
-    /// Command name: between the first `(` and the last `)`, so spaces, parentheses and
-    /// newlines in it do not shift the fields.
+    /// Command name (from between the first `(` and the last `)`), lossy UTF-8.
     pub comm: String,
     /// State letter (field 3).
     pub state: u8,
@@ -82,38 +84,16 @@ pub struct Stat {
     pub blkio_ticks: u64,
 }
 
-/// Parses a stat line; `None` when it does not have the fields.
-pub fn parse_stat(text: &[u8]) -> Option<Stat> {
-    let open = text.iter().position(|&c| c == b'(')?;
-    let close = text.iter().rposition(|&c| c == b')')?;
-    if close < open {
-        return None;
-    }
-    let comm = String::from_utf8_lossy(&text[open + 1..close]).into_owned();
-    let rest = std::str::from_utf8(text.get(close + 1..)?).ok()?;
-    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // After the comm, f[n - 3] is field n.
-    let state = *f.first()?.as_bytes().first()?;
-    let num = |n: usize| f.get(n - 3).and_then(|v| v.parse::<u64>().ok());
+/// [`Stat`] of a stat line; `None` when it does not have the fields.
+pub fn thread_stat(text: &[u8]) -> Option<Stat> {
+    let st = parse_stat_brief(text)?;
     Some(Stat {
-        comm,
-        state,
-        flags: num(9)?,
-        start_ticks: num(22)?,
-        blkio_ticks: num(42).unwrap_or(0),
+        comm: String::from_utf8_lossy(&st.comm).into_owned(),
+        state: st.state,
+        flags: st.flags,
+        start_ticks: st.start_ticks,
+        blkio_ticks: st.blkio_ticks,
     })
-}
-
-/// The state letter of a stat line, without parsing the rest (the sampler's hot path).
-pub fn state_letter(text: &[u8]) -> Option<u8> {
-    let close = text.iter().rposition(|&c| c == b')')?;
-    text.get(close + 2).copied()
-}
-
-/// `run_ns delay_ns timeslices` of a schedstat line.
-pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
-    let mut it = text.split_ascii_whitespace();
-    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
 const PF_KTHREAD: u64 = 0x0020_0000;
@@ -216,78 +196,36 @@ fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 /// `PID/task/TID`); None when the root has no such link (a fake tree, or a /proc of a pid
 /// namespace the caller is not in).
 pub fn own_tid(root: &Path) -> Option<i32> {
-    let link = std::fs::read_link(root.join("thread-self")).ok()?;
-    link.to_str()?.rsplit('/').next()?.parse().ok()
+    tasksnap_procfs::parse::parse_self_link(&std::fs::read_link(root.join("thread-self")).ok()?)
 }
 
 /// Whether `root` is a mounted procfs.
 fn is_procfs(root: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(path) = std::ffi::CString::new(root.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: a zeroed statfs is a valid buffer for statfs(2) to fill.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a buffer of the right type.
-    let ok = unsafe { libc::statfs(path.as_ptr(), &mut st) } == 0;
-    ok && st.f_type == libc::PROC_SUPER_MAGIC
+    tasksnap_procfs::sys::is_procfs(root)
 }
 
 /// The calling thread's CPU time, ns: `se.sum_exec_runtime` brought up to date (the kernel
 /// runs `update_curr()` for it first, which reading one's own schedstat does not).
 fn own_runtime_ns() -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    tasksnap_procfs::sys::thread_cpu_ns()
 }
 
 fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_BOOTTIME always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME)
 }
 
 /// Lets this process keep a descriptor open per sampled thread: the soft limit of open files
 /// is raised to the hard one (often 1024 -> 524288). Returns how many the sampler may keep:
 /// the limit less 512 for everything else.
 fn raise_nofile() -> usize {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit read and write the struct they are given.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
-            return 0;
-        }
-        if r.rlim_cur < r.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: r.rlim_max,
-                rlim_max: r.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                r = raised;
-            }
-        }
-    }
-    (r.rlim_cur as usize).saturating_sub(512)
+    tasksnap_procfs::sys::raise_nofile_limit().map_or(0, |l| (l as usize).saturating_sub(512))
 }
 
 /// Whether delay accounting is on (`kernel.task_delayacct`, Linux 5.14; before that it was on
 /// unless booted with nodelayacct, and the sysctl did not exist).
 pub fn delayacct_on(proc_root: &Path) -> bool {
-    match std::fs::read_to_string(proc_root.join("sys/kernel/task_delayacct")) {
-        Ok(v) => v.trim() == "1",
-        Err(_) => false,
-    }
+    std::fs::read(proc_root.join("sys/kernel/task_delayacct"))
+        .is_ok_and(|v| tasksnap_procfs::system::parse_sysctl_on(&v))
 }
 
 /// The note shown when delay accounting is off.
@@ -402,7 +340,7 @@ impl ProcfsSource {
                 let Some(n) = pread_or_read(stat.as_ref(), || dir.join("stat"), &mut buf) else {
                     continue;
                 };
-                let Some(st) = parse_stat(&buf[..n]) else {
+                let Some(st) = thread_stat(&buf[..n]) else {
                     continue;
                 };
                 if !self.opts.filter.matches(pid, &st.comm) {
@@ -421,7 +359,7 @@ fn numeric_entries(dir: &Path) -> Vec<i32> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    rd.filter_map(|e| tasksnap_procfs::parse::parse_task_dir_name(&e.ok()?.file_name()))
         .collect()
 }
 
@@ -472,7 +410,8 @@ fn tick(
     let tgid = t.tgid;
     let dir = || root.join(format!("{tgid}/task/{tid}"));
     let sched = pread_or_read(t.schedstat.as_ref(), || dir().join("schedstat"), buf)
-        .and_then(|n| parse_schedstat(std::str::from_utf8(&buf[..n]).ok()?));
+        .and_then(|n| parse_schedstat(&buf[..n]).ok())
+        .map(|v| (v.run_ns, v.run_delay_ns));
     let pending = std::mem::take(&mut t.pending);
     t.count_last(pending);
     let wants_reason = |st: State| st == State::Disk || (track_sleep && st == State::Sleeping);
@@ -502,7 +441,7 @@ fn tick(
         t.current = None; // gone: dropped at the next refresh
         return;
     };
-    let Some(letter) = state_letter(&buf[..n]) else {
+    let Some(letter) = stat_state_letter(&buf[..n]) else {
         return;
     };
     let st = State::from_letter(letter);
@@ -516,9 +455,11 @@ fn tick(
         let Some(n) = pread_or_read(t.wchan.as_ref(), || dir().join("wchan"), buf) else {
             return;
         };
-        let name = String::from_utf8_lossy(&buf[..n]).trim().to_string();
-        // "0": not blocked any more, not yet off its runqueue, or the kernel hides it.
-        if name.is_empty() || name == "0" {
+        // Empty: "0", not blocked any more, not yet off its runqueue, or the kernel hides it.
+        let name = String::from_utf8_lossy(parse_wchan(&buf[..n]))
+            .trim()
+            .to_string();
+        if name.is_empty() {
             t.reason_misses = t.reason_misses.saturating_add(1);
             return;
         }
@@ -615,12 +556,13 @@ impl Source for ProcfsSource {
             let Some(n) = pread_or_read(t.stat.as_ref(), || dir().join("stat"), &mut buf) else {
                 continue; // gone, or not ours to read
             };
-            let Some(st) = parse_stat(&buf[..n]) else {
+            let Some(st) = thread_stat(&buf[..n]) else {
                 continue;
             };
             let Some((run_ns, delay_ns)) =
                 pread_or_read(t.schedstat.as_ref(), || dir().join("schedstat"), &mut buf)
-                    .and_then(|n| parse_schedstat(std::str::from_utf8(&buf[..n]).ok()?))
+                    .and_then(|n| parse_schedstat(&buf[..n]).ok())
+                    .map(|v| (v.run_ns, v.run_delay_ns))
             else {
                 continue;
             };
@@ -670,36 +612,6 @@ impl Drop for ProcfsSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    // A real 6.18 stat line of a thread whose comm is `a) (b` (52 fields), and one with a
-    // newline in its comm.
-    const ODD: &[u8] = b"4242 (a) (b) D 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 \
-        123456 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 7 0 0 0 0 0 0 0 \
-        0 0 0\n";
-
-    #[test]
-    fn parses_stat_with_hostile_comm() {
-        let st = parse_stat(ODD).expect("parse");
-        assert_eq!(st.comm, "a) (b");
-        assert_eq!(st.state, b'D');
-        assert_eq!(st.flags, 4194560);
-        assert_eq!(st.start_ticks, 123456);
-        assert_eq!(st.blkio_ticks, 7);
-        assert_eq!(state_letter(ODD), Some(b'D'));
-        let nl = b"7 (x\ny) S 1 7 7 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
-        let st = parse_stat(nl).expect("parse");
-        assert_eq!(st.comm, "x\ny");
-        assert_eq!(st.start_ticks, 99);
-        assert_eq!(st.blkio_ticks, 0);
-        assert_eq!(parse_stat(b"garbage"), None);
-        assert_eq!(parse_stat(b"1 (x) S 1"), None);
-    }
-
-    #[test]
-    fn parses_schedstat() {
-        assert_eq!(parse_schedstat("1234 567 8\n"), Some((1234, 567)));
-        assert_eq!(parse_schedstat(""), None);
-    }
 
     /// A thread that turned D (a vfork parent, comm `dwaiter`: a 6.18 stat line with the state
     /// letter it had) while its wchan still read "0": the next tick reads wchan again even

@@ -1,4 +1,5 @@
-//! Kernel addresses to function names, from /proc/kallsyms (text symbols only), and the
+//! Kernel addresses to function names, from /proc/kallsyms (text symbols only; its lines are
+//! parsed by tasksnap-procfs), and the
 //! trimming of the frames every off-CPU stack starts with (the tracepoint's BPF trampoline
 //! and the scheduler core), so that a stack's first frame is the reason it waits.
 //!
@@ -53,16 +54,9 @@ impl Kallsyms {
     }
 
     fn push_line(&mut self, l: &str) {
-        let mut it = l.split_whitespace();
-        let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
+        let Some((addr, name)) = tasksnap_procfs::parse::parse_kallsyms_text_symbol(l) else {
             return;
         };
-        let Ok(addr) = u64::from_str_radix(addr, 16) else {
-            return;
-        };
-        if !matches!(kind, "t" | "T" | "w" | "W") || addr == 0 {
-            return;
-        }
         let (Ok(start), Ok(len)) = (u32::try_from(self.names.len()), u32::try_from(name.len()))
         else {
             return;
@@ -139,17 +133,8 @@ pub fn trim(frames: Vec<String>) -> Vec<String> {
     frames.into_iter().skip(skip).collect()
 }
 
-/// The function names of a `/proc/TID/stack` text (`[<0>] rwsem_down_write_slowpath+0x2b3/0x4a0`),
-/// innermost first.
-pub fn parse_proc_stack(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let f = l.split_once("] ").map_or(l, |(_, f)| f).trim();
-            let name = f.split(['+', ' ']).next()?;
-            (!name.is_empty()).then(|| name.to_string())
-        })
-        .collect()
-}
+/// The function names of a `/proc/TID/stack` text: the reading layer's parser.
+pub use tasksnap_procfs::parse::parse_proc_stack;
 
 #[cfg(test)]
 mod tests {

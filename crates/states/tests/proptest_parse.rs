@@ -1,9 +1,10 @@
-//! Property tests of the text parsers of tasksnap-states: the /proc fallback's stat,
-//! state-letter and schedstat parsers, kallsyms and /proc/TID/stack parsing and frame
-//! trimming, the task_delayacct switch, and (through a fake /proc tree, since it is read
-//! inside the sampler) wchan. No input may panic (arbitrary bytes, truncated and oversized
-//! lines, huge and negative numbers, comms with `(`, `)`, spaces, newlines and invalid
-//! UTF-8); stat lines generated from random values parse back to them.
+//! Property tests of tasksnap-states' text handling: kallsyms and /proc/TID/stack parsing and
+//! frame trimming, the task_delayacct switch, and the whole /proc source over fake trees of
+//! hostile files (stat, schedstat and wchan are read inside the sampler). No input may panic
+//! (arbitrary bytes, truncated and oversized lines, huge and negative numbers, comms with
+//! `(`, `)`, spaces, newlines and invalid UTF-8). The stat, state-letter and schedstat
+//! parsers the source uses are tasksnap-procfs's, property-tested there
+//! (crates/procfs/tests/proptest_parse.rs).
 //!
 //! `PROPTEST_CASES` overrides the case count (512 by default here; the fake-tree test runs
 //! an eighth of it).
@@ -13,176 +14,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use tasksnap_states::fallback::{
-    delayacct_on, parse_schedstat, parse_stat, state_letter, Options, ProcfsSource,
-};
+
+#[path = "../../procfs/tests/strategies/mod.rs"]
+mod strategies;
+use strategies::{brief_line, cases, hostile_comm};
+use tasksnap_states::fallback::{delayacct_on, Options, ProcfsSource};
 use tasksnap_states::symbolize::{is_switch_frame, parse_proc_stack, trim, Kallsyms};
 use tasksnap_states::{between, Filter, Rollup, Source};
 
-/// Real 6.18 stat lines: `cat`, kthreadd, and a thread in D with delay accounting (field 42
-/// = 7).
-const CAT: &[u8] = b"7817 (cat) R 7814 7814 8054 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 1 0 56536 3133440 384 18446744073709551615 94012467380224 94012467400105 140723751615824 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 94012467416112 94012467417728 94013385617408 140723751619267 140723751619287 140723751619287 140723751620587 0\n";
-const KTHREADD: &[u8] = b"2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 13 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
-const DWAIT: &[u8] = b"4242 (a) (b) D 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 123456 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 7 0 0 0 0 0 0 0 0 0 0\n";
-const REAL_STATS: [&[u8]; 3] = [CAT, KTHREADD, DWAIT];
-
 const KALLSYMS: &str = "ffffffff81000138 t syscall_return_via_sysret\nffffffff81000f70 t common_interrupt_return\nffffffff810011a6 t native_irq_return_ldt\nffffffff821f7c80 t __schedule\nffffffff821fcd20 t rwsem_down_write_slowpath\nffffffff82a00000 D jiffies\nffffffffc0a01000 t ext4_file_read_iter\t[ext4]\n0000000000000000 T hidden_from_non_root\n";
-
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(512)
-}
-
-fn hostile_comm() -> impl Strategy<Value = Vec<u8>> {
-    let byte = prop_oneof![
-        4 => prop::sample::select(b"() \n\t)(x1-:/".to_vec()),
-        1 => 1u8..=255,
-    ];
-    prop::collection::vec(byte, 0..=64)
-}
-
-fn number_token() -> impl Strategy<Value = String> {
-    prop_oneof![
-        any::<u64>().prop_map(|v| v.to_string()),
-        any::<i64>().prop_map(|v| v.to_string()),
-        "[0-9]{19,40}",
-        "-[0-9]{1,40}",
-        Just("18446744073709551616".to_string()),
-        "[0-9a-fx+-]{1,8}",
-    ]
-}
-
-/// A 52-field stat line with the given comm, state, flags (field 9), start (22) and block
-/// I/O delay (42); every other field random.
-fn stat_line(
-    comm: &[u8],
-    state: u8,
-    flags: u64,
-    start: u64,
-    blkio: u64,
-    other: &[u64; 52],
-) -> Vec<u8> {
-    let mut out = format!("{} (", other[0]).into_bytes();
-    out.extend_from_slice(comm);
-    out.extend_from_slice(b") ");
-    out.push(state);
-    for n in 4..=52 {
-        let v = match n {
-            9 => flags,
-            22 => start,
-            42 => blkio,
-            n => other[n - 1],
-        };
-        out.extend_from_slice(format!(" {v}").as_bytes());
-    }
-    out.push(b'\n');
-    out
-}
-
-fn with_comm(line: &[u8], comm: &[u8]) -> Vec<u8> {
-    let open = line.iter().position(|&c| c == b'(').expect("(");
-    let close = line.iter().rposition(|&c| c == b')').expect(")");
-    let mut out = line[..=open].to_vec();
-    out.extend_from_slice(comm);
-    out.extend_from_slice(&line[close..]);
-    out
-}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
-
-    #[test]
-    fn stat_and_state_letter_never_panic(buf in prop::collection::vec(any::<u8>(), 0..600)) {
-        let _ = parse_stat(&buf);
-        let _ = state_letter(&buf);
-    }
-
-    #[test]
-    fn stat_round_trips_with_a_hostile_comm(
-        comm in hostile_comm(),
-        state in prop::sample::select(b"RSDTtXZPI".to_vec()),
-        flags in any::<u64>(),
-        start in any::<u64>(),
-        blkio in any::<u64>(),
-        other in any::<[u64; 52]>(),
-    ) {
-        let line = stat_line(&comm, state, flags, start, blkio, &other);
-        let st = parse_stat(&line).expect("generated line parses");
-        prop_assert_eq!(&st.comm, &String::from_utf8_lossy(&comm));
-        prop_assert_eq!(st.state, state);
-        prop_assert_eq!(st.flags, flags);
-        prop_assert_eq!(st.start_ticks, start);
-        prop_assert_eq!(st.blkio_ticks, blkio);
-        prop_assert_eq!(state_letter(&line), Some(state));
-    }
-
-    #[test]
-    fn real_stat_lines_with_a_hostile_comm(which in 0..REAL_STATS.len(), comm in hostile_comm()) {
-        let real = REAL_STATS[which];
-        let want = parse_stat(real).expect("real line");
-        let st = parse_stat(&with_comm(real, &comm)).expect("parses");
-        prop_assert_eq!(st.comm, String::from_utf8_lossy(&comm).into_owned());
-        prop_assert_eq!((st.state, st.flags, st.start_ticks, st.blkio_ticks), (want.state, want.flags, want.start_ticks, want.blkio_ticks));
-        prop_assert_eq!(state_letter(&with_comm(real, &comm)), Some(want.state));
-    }
-
-    /// Truncated anywhere, oversized, or with a field replaced by a hostile number: no panic.
-    #[test]
-    fn truncated_oversized_and_hostile_stat(
-        which in 0..REAL_STATS.len(),
-        comm in hostile_comm(),
-        cut in any::<prop::sample::Index>(),
-        extra in prop::collection::vec(number_token(), 0..100),
-        field in 0usize..60,
-        tok in number_token(),
-    ) {
-        let line = with_comm(REAL_STATS[which], &comm);
-        let cut = cut.index(line.len() + 1);
-        let _ = parse_stat(&line[..cut]);
-        let _ = state_letter(&line[..cut]);
-        let mut big = line.clone();
-        big.pop();
-        for t in &extra {
-            big.push(b' ');
-            big.extend_from_slice(t.as_bytes());
-        }
-        let _ = parse_stat(&big);
-        let close = line.iter().rposition(|&c| c == b')').expect(")");
-        let rest = String::from_utf8_lossy(&line[close + 1..]).into_owned();
-        let mut fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-        let i = field % fields.len();
-        fields[i] = &tok;
-        let mut fuzzed = line[..=close].to_vec();
-        fuzzed.push(b' ');
-        fuzzed.extend_from_slice(fields.join(" ").as_bytes());
-        let r = parse_stat(&fuzzed);
-        // Field 22 (start, index 19 after the comm) must be a u64.
-        if i == 19 {
-            match tok.parse::<u64>() {
-                Ok(v) => prop_assert_eq!(r.map(|s| s.start_ticks), Some(v)),
-                Err(_) => prop_assert!(r.is_none(), "{:?} accepted as start: {:?}", tok, r),
-            }
-        }
-    }
-
-    #[test]
-    fn schedstat_never_panics_and_round_trips(
-        s in ".{0,80}",
-        v in any::<(u64, u64, u64)>(),
-        toks in prop::collection::vec(number_token(), 0..5),
-    ) {
-        let _ = parse_schedstat(&s);
-        prop_assert_eq!(parse_schedstat(&format!("{} {} {}\n", v.0, v.1, v.2)), Some((v.0, v.1)));
-        let joined = toks.join(" ");
-        let r = parse_schedstat(&joined);
-        let want = match (toks.first().map(|t| t.parse::<u64>()), toks.get(1).map(|t| t.parse::<u64>())) {
-            (Some(Ok(a)), Some(Ok(b))) => Some((a, b)),
-            _ => None,
-        };
-        prop_assert_eq!(r, want);
-    }
 
     #[test]
     fn kallsyms_never_panics(text in ".{0,400}", lines in prop::collection::vec("[0-9a-fA-Fx]{0,18}[ \t]{1,2}[tTwWdDbBrR?]{0,2}[ \t]{1,2}[^\n]{0,30}", 0..20), addrs in prop::collection::vec(any::<u64>(), 0..10)) {
@@ -305,7 +148,7 @@ fn fake_thread(max: u64) -> impl Strategy<Value = FakeThread> {
         num(),
         any::<[u64; 52]>(),
     )
-        .prop_map(|(c, s, f, st, b, o)| stat_line(&c, s, f, st, b, &o));
+        .prop_map(|(c, s, f, st, b, o)| brief_line(&c, s, f, st, b, &o));
     let sched =
         (num(), num(), any::<u64>()).prop_map(|(a, b, c)| format!("{a} {b} {c}\n").into_bytes());
     let wchan = prop_oneof![

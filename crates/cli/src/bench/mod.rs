@@ -11,7 +11,6 @@
 mod counters;
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -19,6 +18,7 @@ use std::time::Instant;
 use serde::Serialize;
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::system;
 use tasksnap_collect::Collector;
 use tasksnap_model::{Groups, Query, Selector};
 
@@ -137,24 +137,19 @@ pub fn main(argv: &[OsString]) -> ExitCode {
         })
     };
     let mut buf = vec![0u8; 1 << 16];
+    let proc_root = std::path::Path::new("/proc");
     let files = ["stat", "status", "cmdline"];
     push(
         "/proc/PID/stat open+close",
         time_runs(runs, &mut counters, || {
-            for p in &pids {
-                let _ = std::fs::File::open(format!("/proc/{p}/stat"));
-            }
+            system::open_close_each(proc_root, &pids, "stat")
         }),
     );
     for f in files {
         push(
             &format!("/proc/PID/{f} open+read+close"),
             time_runs(runs, &mut counters, || {
-                for p in &pids {
-                    if let Ok(mut file) = std::fs::File::open(format!("/proc/{p}/{f}")) {
-                        let _ = file.read(&mut buf);
-                    }
-                }
+                system::open_read_close_each(proc_root, &pids, f, &mut buf)
             }),
         );
     }

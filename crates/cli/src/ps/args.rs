@@ -145,17 +145,7 @@ fn parse_pid(s: &str) -> R<i32> {
 }
 
 fn lookup_gid(name: &str) -> Option<u32> {
-    let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: getgrnam reads a NUL-terminated name; the returned record is read at once,
-    // before any other group call, on this single thread.
-    unsafe {
-        let g = libc::getgrnam(c.as_ptr());
-        if g.is_null() {
-            None
-        } else {
-            Some((*g).gr_gid)
-        }
-    }
+    tasksnap_procfs::users::gid_by_name(name)
 }
 
 impl P {
@@ -1169,10 +1159,7 @@ impl P {
 
 /// The caller's controlling tty (procps's `cached_tty`).
 fn my_tty() -> u32 {
-    std::fs::read("/proc/self/stat")
-        .ok()
-        .and_then(|b| tasksnap_collect::procfs::parse::parse_stat(&b).ok())
-        .map_or(0, |st| st.tty_nr as u32)
+    tasksnap_collect::system::own_tty_nr(std::path::Path::new("/proc"))
 }
 
 /// The terminal size procps uses: the first of stdout, stderr, stdin that is a terminal.

@@ -525,20 +525,10 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             let from = if ago > 86400 { 4 } else { 10 };
             plain(&s[from.min(s.len())..(from + 6).min(s.len())])
         }
-        Field::Label => {
-            let p = c.proc_root.join(t.id.tgid.to_string()).join("attr/current");
-            match std::fs::read(p) {
-                Ok(b) => {
-                    let n = b.iter().take_while(|&&x| (0x20..0x7f).contains(&x)).count();
-                    if n > 0 {
-                        plain(&b[..n])
-                    } else {
-                        plain("-")
-                    }
-                }
-                Err(_) => plain("-"),
-            }
-        }
+        Field::Label => match tasksnap_collect::system::security_label(&c.proc_root, t.id.tgid) {
+            Some(label) if !label.is_empty() => plain(&label),
+            _ => plain("-"),
+        },
         Field::Args | Field::Comm | Field::Exe => {
             let mut room = max;
             let mut bytes = CellBytes::new();

@@ -30,11 +30,7 @@ use settings::{Criterion, Output, Settings, Threads};
 
 /// Digits of `kernel.pid_max`: procps sizes pid columns with it (procps_pid_length()).
 fn pid_digits(proc_root: &Path) -> usize {
-    std::fs::read_to_string(proc_root.join("sys/kernel/pid_max"))
-        .ok()
-        .map(|s| s.trim().len())
-        .filter(|&n| n > 0)
-        .unwrap_or(5)
+    tasksnap_collect::system::pid_max_width(proc_root).unwrap_or(5)
 }
 
 /// Resolves requested columns into specs with widths and headers (procps `do_one_spec`).
@@ -176,21 +172,12 @@ fn selectors_for(s: &Settings) -> Vec<Selector> {
 
 /// procps's `boot_tics`: the first number of /proc/uptime times Hertz, truncated.
 fn uptime_ticks(proc_root: &Path, hertz: u64) -> Option<u64> {
-    let text = std::fs::read_to_string(proc_root.join("uptime")).ok()?;
-    let secs: f64 = text.split_whitespace().next()?.parse().ok()?;
+    let secs = tasksnap_collect::system::uptime_s(proc_root)?;
     Some((secs * hertz as f64) as u64)
 }
 
 fn mem_total_kb(proc_root: &Path) -> u64 {
-    std::fs::read_to_string(proc_root.join("meminfo"))
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(1)
+    tasksnap_collect::system::mem_total_kib(proc_root).unwrap_or(1)
 }
 
 /// Rows from which a text listing is formatted on two threads.

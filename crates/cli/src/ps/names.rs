@@ -1,94 +1,13 @@
-//! Turning numbers into the names ps prints: user and group names (cached, one NSS lookup per
-//! id) and terminal names (procps's `dev_to_tty` rules: /proc/tty/drivers, then the task's
+//! Turning numbers into the names ps prints: user and group names ([`Names`]: cached, one NSS
+//! lookup per id, from tasksnap-procfs's `users`) and terminal names (procps's `dev_to_tty` rules: /proc/tty/drivers, then the task's
 //! fd/2, then the well-known majors, then fd/255; each candidate checked against /dev).
 
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// Cached uid/gid -> name lookups.
-#[derive(Debug, Default)]
-pub struct Names {
-    users: HashMap<u32, Option<Vec<u8>>>,
-    groups: HashMap<u32, Option<Vec<u8>>>,
-}
-
-impl Names {
-    /// The user name of `uid`, or `None` when the system has none.
-    pub fn user(&mut self, uid: u32) -> Option<&[u8]> {
-        self.users
-            .entry(uid)
-            .or_insert_with(|| lookup_user(uid))
-            .as_deref()
-    }
-
-    /// The group name of `gid`, or `None`.
-    pub fn group(&mut self, gid: u32) -> Option<&[u8]> {
-        self.groups
-            .entry(gid)
-            .or_insert_with(|| lookup_group(gid))
-            .as_deref()
-    }
-}
-
-fn lookup_user(uid: u32) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; 4096];
-    loop {
-        let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: all pointers reference live, writable memory of the sizes passed; getpwuid_r
-        // stores strings only inside `buf`.
-        let rc = unsafe {
-            libc::getpwuid_r(
-                uid,
-                pwd.as_mut_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut result,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < (1 << 20) {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || result.is_null() {
-            return None;
-        }
-        // SAFETY: success: `result` points at `pwd`, whose pw_name is a NUL-terminated string
-        // inside `buf`, alive until the end of this function.
-        let name = unsafe { CStr::from_ptr((*result).pw_name) };
-        return Some(name.to_bytes().to_vec());
-    }
-}
-
-fn lookup_group(gid: u32) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; 4096];
-    loop {
-        let mut grp = std::mem::MaybeUninit::<libc::group>::uninit();
-        let mut result: *mut libc::group = std::ptr::null_mut();
-        // SAFETY: as in `lookup_user`, with getgrgid_r.
-        let rc = unsafe {
-            libc::getgrgid_r(
-                gid,
-                grp.as_mut_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut result,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < (1 << 20) {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || result.is_null() {
-            return None;
-        }
-        // SAFETY: success: gr_name is a NUL-terminated string inside `buf`.
-        let name = unsafe { CStr::from_ptr((*result).gr_name) };
-        return Some(name.to_bytes().to_vec());
-    }
-}
+/// Cached uid/gid -> name lookups: the one NSS lookup, in tasksnap-procfs.
+pub use tasksnap_procfs::users::Names;
 
 /// glibc's major() of a 32-bit `tty_nr` (the kernel's `new_encode_dev` layout).
 pub fn dev_major(dev: u32) -> u32 {
@@ -100,14 +19,7 @@ pub fn dev_minor(dev: u32) -> u32 {
     (dev & 0xff) | ((dev >> 12) & 0xfff00)
 }
 
-#[derive(Debug)]
-struct Driver {
-    name: String,
-    devfs: bool,
-    major: u32,
-    minor_first: u32,
-    minor_last: u32,
-}
+use tasksnap_procfs::system::TtyDriver as Driver;
 
 /// Terminal names, cached by device number.
 #[derive(Debug)]
@@ -131,46 +43,7 @@ impl Ttys {
 
     fn load_drivers(&mut self) -> &[Driver] {
         if self.drivers.is_none() {
-            let text = std::fs::read(self.proc_root.join("tty/drivers")).unwrap_or_default();
-            let text = &text[..text.len().min(9999)];
-            let text = String::from_utf8_lossy(text);
-            let mut out = Vec::new();
-            // Like procps, scan for " /dev/" (the second column); later lines win, since
-            // procps prepends each line to its list.
-            let mut rest: &str = &text;
-            while let Some(at) = rest.find(" /dev/") {
-                rest = &rest[at + 6..];
-                let Some(end) = rest.find(' ') else { break };
-                let mut name = &rest[..end];
-                let mut devfs = false;
-                if name.len() >= 3 && name.ends_with("%d") {
-                    name = &name[..name.len() - 2];
-                    devfs = true;
-                }
-                let name: String = name.chars().take(15).collect();
-                let after = rest[end..].trim_start_matches(' ');
-                let digits =
-                    after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-                let major: u32 = after[..digits].parse().unwrap_or(0);
-                let after = after[digits..].trim_start_matches(' ');
-                let range: String = after
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '-')
-                    .collect();
-                let mut parts = range.splitn(2, '-');
-                let first = parts.next().and_then(|s| s.parse::<u32>().ok());
-                let last = parts.next().and_then(|s| s.parse::<u32>().ok());
-                rest = &rest[end..];
-                let Some(first) = first else { continue };
-                out.push(Driver {
-                    name,
-                    devfs,
-                    major,
-                    minor_first: first,
-                    minor_last: last.unwrap_or(first),
-                });
-            }
-            out.reverse();
+            let out = tasksnap_collect::system::tty_drivers(&self.proc_root);
             self.drivers = Some(out);
         }
         self.drivers.as_deref().unwrap_or_default()
@@ -231,7 +104,7 @@ impl Ttys {
     }
 
     fn link_name(&self, major: u32, minor: u32, pid: i32, fd: &str) -> Option<String> {
-        let target = std::fs::read_link(self.proc_root.join(pid.to_string()).join(fd)).ok()?;
+        let target = tasksnap_collect::system::task_link(&self.proc_root, pid, fd)?;
         let s = target.to_str()?.to_string();
         if s.is_empty() || s.len() >= 63 {
             return None;

@@ -24,10 +24,7 @@ impl Me {
     pub fn current(proc_root: &Path) -> Me {
         // SAFETY: geteuid cannot fail and touches no memory.
         let euid = unsafe { libc::geteuid() };
-        let tty = std::fs::read(proc_root.join("self/stat"))
-            .ok()
-            .and_then(|b| tasksnap_collect::procfs::parse::parse_stat(&b).ok())
-            .map_or(0, |st| st.tty_nr as u32);
+        let tty = tasksnap_collect::system::own_tty_nr(proc_root);
         Me { euid, tty }
     }
 }

@@ -1,94 +1,17 @@
-//! The machine-wide part of `top`'s header, read from a handful of /proc files per refresh:
-//! uptime, logged-in users, load averages, CPU time split (deltas of /proc/stat's `cpu`
-//! line), memory and swap (/proc/meminfo), and tasksnap's own CPU use (getrusage).
+//! The machine-wide part of `top`'s header, per refresh: uptime, logged-in users, load
+//! averages, CPU time split (deltas of /proc/stat's `cpu` line), memory and swap (all read by
+//! `tasksnap_collect::system`, parsed by tasksnap-procfs), and tasksnap's own CPU use
+//! (getrusage).
 
 use std::path::Path;
 
-/// /proc/stat's aggregate `cpu` line, in ticks.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CpuTicks {
-    pub user: u64,
-    pub nice: u64,
-    pub system: u64,
-    pub idle: u64,
-    pub iowait: u64,
-    pub irq: u64,
-    pub softirq: u64,
-    pub steal: u64,
-}
+pub use tasksnap_model::{CpuTicks, Memory};
 
-impl CpuTicks {
-    /// Every tick counted, saturating: the file is input, not a promise of sane numbers.
-    fn total(&self) -> u64 {
-        [
-            self.user,
-            self.nice,
-            self.system,
-            self.idle,
-            self.iowait,
-            self.irq,
-            self.softirq,
-            self.steal,
-        ]
-        .iter()
-        .fold(0u64, |a, &v| a.saturating_add(v))
-    }
-}
-
-/// Parses the `cpu ` line of /proc/stat.
-pub fn parse_cpu_line(stat: &str) -> Option<CpuTicks> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    let at = |i: usize| v.get(i).copied().unwrap_or(0);
-    Some(CpuTicks {
-        user: at(0),
-        nice: at(1),
-        system: at(2),
-        idle: at(3),
-        iowait: at(4),
-        irq: at(5),
-        softirq: at(6),
-        steal: at(7),
-    })
-}
-
-/// Memory figures from /proc/meminfo, KiB.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Memory {
-    pub total_kib: u64,
-    pub free_kib: u64,
-    pub available_kib: u64,
-    pub buff_cache_kib: u64,
-    pub swap_total_kib: u64,
-    pub swap_free_kib: u64,
-}
-
-/// Parses /proc/meminfo as procps does (buff/cache = Buffers + Cached + SReclaimable).
+/// [`tasksnap_procfs::system::parse_meminfo`] over text. Only for `Top::new`'s MemTotal,
+/// which still reads /proc/meminfo itself (that file is being restructured; it should call
+/// [`tasksnap_collect::system::mem_total_kib`]).
 pub fn parse_meminfo(text: &str) -> Memory {
-    let mut m = Memory::default();
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        let (Some(k), Some(v)) = (it.next(), it.next()) else {
-            continue;
-        };
-        let v: u64 = v.parse().unwrap_or(0);
-        match k {
-            "MemTotal:" => m.total_kib = v,
-            "MemFree:" => m.free_kib = v,
-            "MemAvailable:" => m.available_kib = v,
-            "Buffers:" | "Cached:" | "SReclaimable:" => {
-                m.buff_cache_kib = m.buff_cache_kib.saturating_add(v)
-            }
-            "SwapTotal:" => m.swap_total_kib = v,
-            "SwapFree:" => m.swap_free_kib = v,
-            _ => {}
-        }
-    }
-    m
+    tasksnap_procfs::system::parse_meminfo(text.as_bytes())
 }
 
 /// Everything the header shows besides the task counts.
@@ -110,19 +33,11 @@ pub struct SystemReader {
 
 impl SystemReader {
     pub fn read(&mut self, proc_root: &Path) -> System {
-        let read = |f: &str| std::fs::read_to_string(proc_root.join(f)).unwrap_or_default();
-        let uptime_s = read("uptime")
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        let la = read("loadavg");
-        let mut loadavg = [0.0; 3];
-        for (slot, v) in loadavg.iter_mut().zip(la.split_whitespace()) {
-            *slot = v.parse().unwrap_or(0.0);
-        }
+        use tasksnap_collect::system;
+        let uptime_s = system::uptime_s(proc_root).unwrap_or(0.0);
+        let loadavg = system::load_averages(proc_root).unwrap_or_default().avg;
         let mut cpu_pct = [0.0; 8];
-        if let Some(now) = parse_cpu_line(&read("stat")) {
+        if let Some(now) = system::cpu_ticks(proc_root) {
             let before = self.prev.unwrap_or_default();
             let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
             let total = d(now.total(), before.total()).max(1.0);
@@ -144,7 +59,7 @@ impl SystemReader {
             users: logged_in_users(),
             loadavg,
             cpu_pct,
-            mem: parse_meminfo(&read("meminfo")),
+            mem: system::memory(proc_root).unwrap_or_default(),
         }
     }
 }
@@ -177,40 +92,8 @@ pub fn own_cpu_ns() -> u64 {
 
 /// CLOCK_BOOTTIME now, ns: the clock snapshots are stamped with.
 pub fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME)
 }
 
 #[cfg(test)]
 mod proptests;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_real_proc_stat_and_meminfo_lines() {
-        let stat = "cpu  4705 356 584 3699 23 0 44 0 0 0\ncpu0 2352 178 292 1849 11 0 22 0 0 0\n";
-        let c = parse_cpu_line(stat).expect("cpu line");
-        assert_eq!(
-            (c.user, c.nice, c.system, c.idle, c.softirq),
-            (4705, 356, 584, 3699, 44)
-        );
-        let m = parse_meminfo(
-            "MemTotal:       24684148 kB\nMemFree:        13849736 kB\n\
-             MemAvailable:   23737268 kB\nBuffers:          123456 kB\n\
-             Cached:          9876543 kB\nSReclaimable:     100000 kB\n\
-             SwapTotal:             0 kB\nSwapFree:              0 kB\n",
-        );
-        assert_eq!(m.total_kib, 24_684_148);
-        assert_eq!(m.buff_cache_kib, 123_456 + 9_876_543 + 100_000);
-        assert_eq!(m.available_kib, 23_737_268);
-    }
-}

@@ -33,7 +33,9 @@ use std::collections::{HashMap, HashSet};
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task, TaskId, TaskState};
 
-use super::{parse, Item};
+use tasksnap_procfs::parse;
+
+use super::Item;
 
 /// Every this many calls, a whole read (as the BPF backend's walk does).
 pub const FULL_EVERY: u32 = crate::bpf::CHANGES_FULL_EVERY;

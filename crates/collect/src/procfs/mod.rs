@@ -15,7 +15,6 @@
 //!   [`Error::Exhausted`] instead of leaving tasks out (see pool.rs).
 
 mod live;
-pub mod parse;
 mod pool;
 mod reader;
 
@@ -25,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
+
+use tasksnap_procfs::parse;
 
 use crate::{sys, Changes, Collector, Error};
 pub use reader::Units;
@@ -108,8 +109,7 @@ impl ProcfsCollector {
     fn list_ids(dir: &Path) -> std::io::Result<Vec<i32>> {
         let mut ids: Vec<i32> = std::fs::read_dir(dir)?
             .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
-            .filter(|&id| id > 0)
+            .filter_map(|e| parse::parse_task_dir_name(&e.file_name()))
             .collect();
         ids.sort_unstable();
         Ok(ids)
@@ -251,11 +251,7 @@ impl ProcfsCollector {
             }
             Err(_) => return Ok(None),
         };
-        Ok(text
-            .split(|&c| c == b'\n')
-            .find_map(|l| l.strip_prefix(b"Tgid:"))
-            .and_then(|v| std::str::from_utf8(v).ok())
-            .and_then(|v| v.trim().parse().ok()))
+        Ok(parse::parse_status_tgid(&text))
     }
 
     /// System boot time, seconds since the epoch (`btime` of the tree's `stat`); 0 when it
@@ -297,7 +293,8 @@ fn is_own_proc(root: &Path) -> bool {
     root == Path::new("/proc")
         && std::fs::read_link("/proc/self")
             .ok()
-            .and_then(|p| p.to_str().and_then(|s| s.parse::<u32>().ok()))
+            .and_then(|p| parse::parse_self_link(&p))
+            .and_then(|pid| u32::try_from(pid).ok())
             == Some(std::process::id())
 }
 

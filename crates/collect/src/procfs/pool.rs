@@ -279,7 +279,7 @@ fn list_tids(dir: &std::path::Path, out: &mut Vec<i32>) -> std::io::Result<()> {
     out.clear();
     for e in std::fs::read_dir(dir)? {
         match e {
-            Ok(e) => out.extend(e.file_name().to_str().and_then(|s| s.parse::<i32>().ok())),
+            Ok(e) => out.extend(tasksnap_procfs::parse::parse_task_dir_name(&e.file_name())),
             // The process exited while listed: what was listed stands.
             Err(e) if !sys::is_exhaustion(&e) => break,
             Err(e) => return Err(e),

@@ -9,8 +9,8 @@ use tasksnap_model::{
     Base, Cred, Groups, Mem, Sched, SnapshotStats, Stat, Task, TaskId, TaskState, PF_KTHREAD,
 };
 
-use super::parse::{self, StatLine};
 use crate::sys::{self, FdBatch};
+use tasksnap_procfs::parse::{self, StatLine};
 
 /// The fixed facts a reader converts units with.
 #[derive(Debug, Clone, Copy)]
@@ -434,9 +434,9 @@ impl TaskReader {
                 Ok(n) => {
                     if let Ok(v) = parse::parse_schedstat(&self.buf[..n]) {
                         let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
-                        sc.on_cpu_ns = v[0];
-                        sc.run_delay_ns = v[1];
-                        sc.timeslices = v[2];
+                        sc.on_cpu_ns = v.run_ns;
+                        sc.run_delay_ns = v.run_delay_ns;
+                        sc.timeslices = v.timeslices;
                     }
                 }
                 Err(FileError::Gone) => return self.gone(task, seen),
@@ -460,9 +460,7 @@ impl TaskReader {
         if g.wchan {
             match self.read_small(tgid, tid, "wchan") {
                 Ok(n) => {
-                    let w = &self.buf[..n];
-                    // The kernel prints "0" when it has no symbol (or hides it).
-                    let w = if w == b"0" { &b""[..] } else { w };
+                    let w = parse::parse_wchan(&self.buf[..n]);
                     task.wchan = Some(String::from_utf8_lossy(w).into_owned());
                 }
                 Err(FileError::Gone) => return self.gone(task, seen),

@@ -470,7 +470,7 @@ impl BpfSource {
         candidates.into_iter().find_map(|n| {
             let dir = self.opts.proc_root.join(n.to_string());
             let stat = std::fs::read(dir.join("stat")).ok()?;
-            let st = crate::fallback::parse_stat(&stat)?;
+            let st = crate::fallback::thread_stat(&stat)?;
             // /proc shows the start time in clock ticks, rounded down (nsec_to_clock_t).
             (st.start_ticks == start_ns / tick_ns).then_some(dir)
         })
@@ -501,7 +501,7 @@ impl BpfSource {
             return None;
         }
         let stat = std::fs::read(self.opts.proc_root.join("1/stat")).ok()?;
-        let comm = crate::fallback::parse_stat(&stat)?.comm;
+        let comm = crate::fallback::thread_stat(&stat)?.comm;
         self.opts.filter.matches(1, &comm).then(|| {
             format!(
                 "pid 1 ({comm}) and its threads are hidden from BPF on this host (the task \

@@ -1,11 +1,16 @@
-//! Parsers for the text of per-task /proc files. Pure functions over bytes: no I/O, so every
-//! quirk can be tested with real kernel lines. Every byte is treated as hostile: a parser
-//! returns [`ParseError`] instead of panicking on truncated or corrupt input.
+//! Parsers for the text of per-task /proc files (`stat` in full and in brief, `status`,
+//! `statm`, `schedstat`, `io`, `wchan`, `syscall`, `attr/current`, `children`, `stack`), the
+//! names of /proc's task directories and `self` links, `/proc/kallsyms` lines, and the two
+//! figures of `/proc/stat` that date tasks (`btime`, `processes`). Machine-wide figures are in
+//! [`crate::system`]. Pure functions over bytes: no I/O, so every quirk can be tested with
+//! real kernel lines. Every byte is treated as hostile: a parser returns [`ParseError`] or
+//! `None` instead of panicking on truncated or corrupt input.
 
 use tasksnap_model::{Io, TaskState};
 
-/// The input did not have the shape the kernel writes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The input did not have the shape the kernel writes; the text says which part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unexpected /proc text: {0}")]
 pub struct ParseError(pub &'static str);
 
 /// The fields of `/proc/PID/stat` tasksnap uses, in the kernel's units (clock ticks, pages).
@@ -105,13 +110,34 @@ fn parse_i32(s: &[u8]) -> Result<i32, ParseError> {
     i32::try_from(parse_i64(s)?).map_err(|_| ParseError("number out of range"))
 }
 
-/// Parses `/proc/PID/stat`.
+/// A `/proc/PID/stat` line split once: the pid text, the comm (raw bytes between the first
+/// `(` and the *last* `)`) and the fields after it. The one place that finds the comm's end:
+/// [`parse_stat`], [`parse_stat_brief`] and [`stat_state_letter`] all go through it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatSplit<'a> {
+    /// The bytes before the `(` (the task id and a space).
+    pub pid: &'a [u8],
+    /// comm, raw bytes.
+    pub comm: &'a [u8],
+    /// Everything after the last `)`.
+    pub rest: &'a [u8],
+}
+
+impl<'a> StatSplit<'a> {
+    /// The fields after the comm (field 3, the state, first), split on spaces and newlines.
+    pub fn fields(&self) -> impl Iterator<Item = &'a [u8]> {
+        self.rest
+            .split(|&c| c == b' ' || c == b'\n')
+            .filter(|s| !s.is_empty())
+    }
+}
+
+/// Splits a stat line around its comm.
 ///
 /// comm may contain anything but NUL, including spaces, `(`, `)` and newlines (`((a) b)`), so
 /// the fields after it are found from the *last* `)`, as procps and the kernel's own
-/// `fs/proc/array.c` layout require. Fields after `rss` are optional (older kernels and
-/// truncated reads); their absence leaves them zero.
-pub fn parse_stat(buf: &[u8]) -> Result<StatLine, ParseError> {
+/// `fs/proc/array.c` layout require.
+pub fn split_stat(buf: &[u8]) -> Result<StatSplit<'_>, ParseError> {
     let open = buf
         .iter()
         .position(|&c| c == b'(')
@@ -123,12 +149,21 @@ pub fn parse_stat(buf: &[u8]) -> Result<StatLine, ParseError> {
     if close < open {
         return Err(ParseError("stat: ')' before '('"));
     }
-    let pid = parse_i32(trim(&buf[..open]))?;
-    let comm = buf[open + 1..close].to_vec();
-    let rest = buf.get(close + 1..).unwrap_or_default();
-    let mut f = rest
-        .split(|&c| c == b' ' || c == b'\n')
-        .filter(|s| !s.is_empty());
+    Ok(StatSplit {
+        pid: &buf[..open],
+        comm: &buf[open + 1..close],
+        rest: buf.get(close + 1..).unwrap_or_default(),
+    })
+}
+
+/// Parses `/proc/PID/stat`, every field tasksnap's collectors use, strictly: a field up to
+/// `rss` that is missing or not a number is an error. Fields after `rss` are optional (older
+/// kernels and truncated reads); their absence leaves them zero.
+pub fn parse_stat(buf: &[u8]) -> Result<StatLine, ParseError> {
+    let split = split_stat(buf)?;
+    let pid = parse_i32(trim(split.pid))?;
+    let comm = split.comm.to_vec();
+    let mut f = split.fields();
     let mut next = |what: &'static str| f.next().ok_or(ParseError(what));
 
     let state_field = next("stat: no state")?;
@@ -182,6 +217,55 @@ pub fn parse_stat(buf: &[u8]) -> Result<StatLine, ParseError> {
 /// Letter to state, for callers that want the model type.
 pub fn state_of(st: &StatLine) -> TaskState {
     TaskState::from_letter(st.state)
+}
+
+/// The fields of a stat line the scheduler-state sampler needs (tasksnap-states' /proc
+/// source), parsed leniently: only the state, flags (field 9) and start time (field 22) must
+/// be there; the block I/O delay (field 42, `delayacct_blkio_ticks`, 0 unless delay accounting
+/// is on) is 0 when missing or unreadable, and other fields are not looked at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatBrief {
+    /// comm, raw bytes.
+    pub comm: Vec<u8>,
+    /// State letter (field 3: the first byte of the field).
+    pub state: u8,
+    /// PF_* flags (field 9).
+    pub flags: u64,
+    /// Start time, clock ticks after boot (field 22).
+    pub start_ticks: u64,
+    /// Block I/O delay, clock ticks (field 42).
+    pub blkio_ticks: u64,
+}
+
+/// Parses the fields of [`StatBrief`]; `None` when the line does not have them.
+pub fn parse_stat_brief(buf: &[u8]) -> Option<StatBrief> {
+    let split = split_stat(buf).ok()?;
+    // Field n is the (n - 3)th after the comm.
+    let mut f = split.fields();
+    let state = *f.next()?.first()?;
+    let mut f = f.skip(5); // fields 4..=8
+    let flags = parse_u64(f.next()?).ok()?;
+    let mut f = f.skip(12); // fields 10..=21
+    let start_ticks = parse_u64(f.next()?).ok()?;
+    let blkio_ticks = f.nth(19).and_then(|v| parse_u64(v).ok()).unwrap_or(0);
+    Some(StatBrief {
+        comm: split.comm.to_vec(),
+        state,
+        flags,
+        start_ticks,
+        blkio_ticks,
+    })
+}
+
+/// The state letter of a stat line without parsing the rest (a sampler's hot path): the first
+/// non-blank byte after the comm.
+pub fn stat_state_letter(buf: &[u8]) -> Option<u8> {
+    let split = split_stat(buf).ok()?;
+    split
+        .rest
+        .iter()
+        .copied()
+        .find(|c| !c.is_ascii_whitespace())
 }
 
 fn trim(s: &[u8]) -> &[u8] {
@@ -279,6 +363,32 @@ pub fn parse_status(buf: &[u8]) -> Result<StatusFields, ParseError> {
     Ok(out)
 }
 
+/// The thread group (`Tgid:`) of a `/proc/PID/status` text: what a thread id belongs to. Read
+/// alone, without [`parse_status`]'s requirements (a caller asking only this needs no Uid).
+pub fn parse_status_tgid(buf: &[u8]) -> Option<i32> {
+    buf.split(|&c| c == b'\n')
+        .find_map(|l| l.strip_prefix(b"Tgid:"))
+        .and_then(|v| parse_i32(trim(v)).ok())
+}
+
+/// The effective capability set (`CapEff:`, hexadecimal) of a `/proc/PID/status` text.
+pub fn parse_cap_eff(buf: &[u8]) -> Option<u64> {
+    buf.split(|&c| c == b'\n').find_map(|l| {
+        let v = trim(l.strip_prefix(b"CapEff:")?);
+        u64::from_str_radix(std::str::from_utf8(v).ok()?, 16).ok()
+    })
+}
+
+/// The security label in `/proc/PID/attr/current` as procps shows it: the printable ASCII
+/// bytes up to the first other one (the kernel ends it with a NUL or a newline).
+pub fn parse_attr_current(buf: &[u8]) -> &[u8] {
+    let n = buf
+        .iter()
+        .take_while(|&&x| (0x20..0x7f).contains(&x))
+        .count();
+    &buf[..n]
+}
+
 /// `/proc/PID/statm`: size resident shared text lib data dt, in pages.
 pub fn parse_statm(buf: &[u8]) -> Result<[u64; 7], ParseError> {
     let mut out = [0u64; 7];
@@ -291,16 +401,29 @@ pub fn parse_statm(buf: &[u8]) -> Result<[u64; 7], ParseError> {
     Ok(out)
 }
 
-/// `/proc/PID/schedstat`: on-CPU ns, run-queue wait ns, timeslices.
-pub fn parse_schedstat(buf: &[u8]) -> Result<[u64; 3], ParseError> {
-    let mut out = [0u64; 3];
+/// `/proc/PID/schedstat` (`proc_pid_schedstat()`, fs/proc/base.c): kept by the kernel even
+/// without CONFIG_SCHEDSTATS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchedStat {
+    /// Time on a CPU (`se.sum_exec_runtime`), ns.
+    pub run_ns: u64,
+    /// Time waiting on a run queue (`sched_info.run_delay`), ns; a wait counts when it ends.
+    pub run_delay_ns: u64,
+    /// Timeslices run (`sched_info.pcount`).
+    pub timeslices: u64,
+}
+
+/// Parses `/proc/PID/schedstat`: all three numbers must be there.
+pub fn parse_schedstat(buf: &[u8]) -> Result<SchedStat, ParseError> {
     let mut it = buf
         .split(|c| c.is_ascii_whitespace())
         .filter(|s| !s.is_empty());
-    for slot in out.iter_mut() {
-        *slot = parse_u64(it.next().ok_or(ParseError("schedstat: short"))?)?;
-    }
-    Ok(out)
+    let mut next = || parse_u64(it.next().ok_or(ParseError("schedstat: short"))?);
+    Ok(SchedStat {
+        run_ns: next()?,
+        run_delay_ns: next()?,
+        timeslices: next()?,
+    })
 }
 
 /// `/proc/PID/io`.
@@ -337,6 +460,73 @@ pub fn parse_io(buf: &[u8]) -> Result<Io, ParseError> {
         return Err(ParseError("io: missing lines"));
     }
     Ok(io)
+}
+
+/// `/proc/PID/wchan`: the symbol a blocked task waits in, or empty when the kernel prints "0"
+/// (no symbol, not blocked any more, or hidden from the reader: `proc_pid_wchan()`,
+/// fs/proc/base.c). Surrounding whitespace is dropped.
+pub fn parse_wchan(buf: &[u8]) -> &[u8] {
+    let w = trim(buf);
+    if w == b"0" {
+        &[]
+    } else {
+        w
+    }
+}
+
+/// The system call number at the start of `/proc/PID/syscall` (`-1` when the task is in no
+/// system call; `running` when it is on a CPU: then `None`).
+pub fn parse_syscall_nr(buf: &[u8]) -> Option<i64> {
+    let first = buf
+        .split(|c| c.is_ascii_whitespace())
+        .find(|s| !s.is_empty())?;
+    parse_i64(first).ok()
+}
+
+/// A text symbol of a `/proc/kallsyms` line (`ffffffff821fcd20 t rwsem_down_write_slowpath`,
+/// optionally followed by `\t[module]`): its address and name. `None` for data symbols, lines
+/// that do not parse, and zeroed addresses (what kallsyms shows a reader without privileges,
+/// `kptr_restrict`).
+pub fn parse_kallsyms_text_symbol(line: &str) -> Option<(u64, &str)> {
+    let mut it = line.split_whitespace();
+    let (addr, kind, name) = (it.next()?, it.next()?, it.next()?);
+    let addr = u64::from_str_radix(addr, 16).ok()?;
+    (matches!(kind, "t" | "T" | "w" | "W") && addr != 0).then_some((addr, name))
+}
+
+/// The function names of a `/proc/TID/stack` text (`[<0>] rwsem_down_write_slowpath+0x2b3/0x4a0`),
+/// innermost first.
+pub fn parse_proc_stack(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let f = l.split_once("] ").map_or(l, |(_, f)| f).trim();
+            let name = f.split(['+', ' ']).next()?;
+            (!name.is_empty()).then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// A /proc directory entry's name as a task id (`/proc/1234`, `/proc/PID/task/1234`); `None`
+/// for every other entry (`self`, `sys`, `cpuinfo`...) and for names that are not a positive
+/// decimal `i32`.
+pub fn parse_task_dir_name(name: &std::ffi::OsStr) -> Option<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    parse_i32(name.as_bytes()).ok().filter(|&id| id > 0)
+}
+
+/// The task id a `/proc/self` or `/proc/thread-self` link points at (`1234`,
+/// `1234/task/1235`): its last component.
+pub fn parse_self_link(target: &std::path::Path) -> Option<i32> {
+    parse_task_dir_name(target.file_name()?)
+}
+
+/// `/proc/PID/task/TID/children`: the pids of the thread's children, space separated (Linux
+/// 3.5, CONFIG_PROC_CHILDREN). Tokens that are not pids are skipped.
+pub fn parse_children(buf: &[u8]) -> Vec<i32> {
+    buf.split(|c| c.is_ascii_whitespace())
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| parse_i32(s).ok())
+        .collect()
 }
 
 /// `btime` from `/proc/stat`: boot time, seconds since the epoch.
@@ -417,6 +607,12 @@ mod tests {
         let st = parse_stat(odd).expect("parses");
         assert_eq!(st.comm, b") x (\n)");
         assert_eq!(st.state, b'S');
+        // A comm that looks like the fields that follow it (moved from the load generator).
+        let fake = b"42 (x) Z 1 1 1 () S 7 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n";
+        let st = parse_stat(fake).expect("parses");
+        assert_eq!(st.pid, 42);
+        assert_eq!(st.comm, b"x) Z 1 1 1 (");
+        assert_eq!((st.state, st.ppid, st.pgrp), (b'S', 7, 42));
     }
 
     #[test]
@@ -452,6 +648,22 @@ mod tests {
         assert_eq!(s.groups, Some(vec![]));
         assert_eq!(s.vm_lck_kb, None);
         assert!(parse_status(b"Name:\tx\nUid:\t0\t0\n").is_err());
+        assert_eq!(
+            parse_cap_eff(b"CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\n"),
+            Some(0x1ff_ffff_ffff)
+        );
+        assert_eq!(parse_cap_eff(b"CapEff:\tzz\n"), None);
+        assert_eq!(parse_status_tgid(status), Some(812));
+        assert_eq!(parse_status_tgid(b"Name:\tkthreadd\n"), None);
+        assert_eq!(
+            parse_status_tgid(b"Name:\tx\nTgid:\t812\nPid:\t813\n"),
+            Some(812)
+        );
+        assert_eq!(
+            parse_attr_current(b"unconfined_u:unconfined_r:unconfined_t:s0\0"),
+            b"unconfined_u:unconfined_r:unconfined_t:s0"
+        );
+        assert_eq!(parse_attr_current(b"\n"), b"");
     }
 
     #[test]
@@ -463,7 +675,11 @@ mod tests {
         assert!(parse_statm(b"2194 1280\n").is_err());
         assert_eq!(
             parse_schedstat(b"5134790 211005 22\n"),
-            Ok([5_134_790, 211_005, 22])
+            Ok(SchedStat {
+                run_ns: 5_134_790,
+                run_delay_ns: 211_005,
+                timeslices: 22
+            })
         );
         let io = parse_io(b"rchar: 2012\nwchar: 10\nsyscr: 6\nsyscw: 1\nread_bytes: 4096\nwrite_bytes: 0\ncancelled_write_bytes: 0\n").expect("io");
         assert_eq!(io.rchar_bytes, 2012);
@@ -479,5 +695,69 @@ mod tests {
         assert_eq!(parse_forks(stat), Ok(104_931));
         assert!(parse_forks(b"processes x\n").is_err());
         assert!(parse_forks(b"cpu 1\n").is_err());
+    }
+
+    // A real 6.18 stat line of a thread whose comm is `a) (b` (52 fields), and one with a
+    // newline in its comm (moved from tasksnap-states' /proc source).
+    const ODD: &[u8] = b"4242 (a) (b) D 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 \
+        123456 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 7 0 0 0 0 0 0 0 \
+        0 0 0\n";
+
+    #[test]
+    fn brief_stat_with_hostile_comm() {
+        let st = parse_stat_brief(ODD).expect("parse");
+        assert_eq!(st.comm, b"a) (b");
+        assert_eq!(st.state, b'D');
+        assert_eq!(st.flags, 4194560);
+        assert_eq!(st.start_ticks, 123456);
+        assert_eq!(st.blkio_ticks, 7);
+        assert_eq!(stat_state_letter(ODD), Some(b'D'));
+        let nl = b"7 (x\ny) S 1 7 7 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        let st = parse_stat_brief(nl).expect("parse");
+        assert_eq!(st.comm, b"x\ny");
+        assert_eq!(st.start_ticks, 99);
+        assert_eq!(st.blkio_ticks, 0);
+        assert_eq!(parse_stat_brief(b"garbage"), None);
+        assert_eq!(parse_stat_brief(b"1 (x) S 1"), None);
+        assert_eq!(parse_schedstat(b""), Err(ParseError("schedstat: short")));
+        assert_eq!(parse_wchan(b"0"), b"");
+        assert_eq!(parse_wchan(b"do_wait"), b"do_wait");
+        assert_eq!(parse_wchan(b" hrtimer_nanosleep\n"), b"hrtimer_nanosleep");
+        assert_eq!(
+            parse_syscall_nr(b"230 0x1 0x0 0x7ffd 0x0 0x0 0x0 0x7ffd 0x7f\n"),
+            Some(230)
+        );
+        assert_eq!(parse_syscall_nr(b"-1 0x7ffd 0x7f\n"), Some(-1));
+        assert_eq!(parse_syscall_nr(b"running\n"), None);
+        use std::ffi::OsStr;
+        assert_eq!(parse_task_dir_name(OsStr::new("1234")), Some(1234));
+        for not in ["self", "0", "-1", "+5", "", "99999999999", "12a"] {
+            assert_eq!(parse_task_dir_name(OsStr::new(not)), None, "{not:?}");
+        }
+        assert_eq!(
+            parse_self_link(std::path::Path::new("1234/task/1235")),
+            Some(1235)
+        );
+        assert_eq!(parse_self_link(std::path::Path::new("4321")), Some(4321));
+        assert_eq!(parse_children(b"12 13 14 "), vec![12, 13, 14]);
+        assert_eq!(parse_children(b""), Vec::<i32>::new());
+        assert_eq!(
+            parse_kallsyms_text_symbol("ffffffffc0a01000 t ext4_file_read_iter\t[ext4]"),
+            Some((0xffffffffc0a01000, "ext4_file_read_iter"))
+        );
+        assert_eq!(
+            parse_kallsyms_text_symbol("ffffffff82a00000 D jiffies"),
+            None
+        );
+        assert_eq!(
+            parse_kallsyms_text_symbol("0000000000000000 T hidden"),
+            None
+        );
+        assert_eq!(
+            parse_proc_stack(
+                "[<0>] rwsem_down_write_slowpath+0x2b3/0x4a0\n[<0>] do_exit+0x1/0x2\n"
+            ),
+            vec!["rwsem_down_write_slowpath", "do_exit"]
+        );
     }
 }

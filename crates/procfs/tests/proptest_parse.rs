@@ -1,66 +1,39 @@
-//! Property tests of the /proc parsers in `procfs::parse` (stat, status, statm, schedstat,
-//! io, btime, forks): no input panics (arbitrary bytes, truncated and oversized lines, huge
-//! and negative numbers), and lines generated from random field values, with hostile comms
-//! (`(`, `)`, spaces, newlines, invalid UTF-8, up to 64 bytes), parse back to those values.
-//! The bases are real lines read from Linux 6.18 (`/proc/self/stat` of `cat`, kthreadd, an
-//! init with 11 threads; its status).
+//! Property tests of the per-task /proc parsers in `tasksnap_procfs::parse` (stat in full and
+//! in brief, the state letter, status, statm, schedstat, io, btime, forks): no input panics
+//! (arbitrary bytes, truncated and oversized lines, huge and negative numbers), and lines
+//! generated from random field values, with hostile comms (`(`, `)`, spaces, newlines,
+//! invalid UTF-8, up to 64 bytes), parse back to those values. The bases are real lines read
+//! from Linux 6.18 (`/proc/self/stat` of `cat`, kthreadd, an init with 11 threads, a thread
+//! in D with delay accounting; its status).
+//!
+//! These were three files with three copies of the strategies (tasksnap-collect's, the
+//! states /proc source's and the load generator's stat parsers); there is one parser now, and
+//! one set of strategies.
 //!
 //! `PROPTEST_CASES` overrides the case count (512 by default here).
 
 use proptest::prelude::*;
-use tasksnap_collect::procfs::parse::{
-    parse_btime, parse_forks, parse_io, parse_schedstat, parse_stat, parse_statm, parse_status,
-    state_of, StatLine, StatusFields,
+
+mod strategies;
+use strategies::{brief_line, config, hostile_comm, number_token, with_comm, with_field};
+use tasksnap_procfs::parse::{
+    parse_btime, parse_forks, parse_io, parse_schedstat, parse_stat, parse_stat_brief, parse_statm,
+    parse_status, stat_state_letter, state_of, SchedStat, StatLine, StatusFields,
 };
 
 // Real lines from this project's Linux 6.18 VM.
 const CAT: &[u8] = b"7817 (cat) R 7814 7814 8054 0 -1 4194304 99 0 0 0 0 0 0 0 20 0 1 0 56536 3133440 384 18446744073709551615 94012467380224 94012467400105 140723751615824 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 94012467416112 94012467417728 94013385617408 140723751619267 140723751619287 140723751619287 140723751620587 0\n";
 const KTHREADD: &[u8] = b"2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 13 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
 const INIT: &[u8] = b"1 (process_api) S 0 0 0 0 -1 4194560 15213 7547065 0 1167 30 78 18778 4663 10 -10 11 0 13 35180544 2263 18446744073709551615 1 1 0 0 0 0 0 4096 1256 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
-const REAL_STATS: [&[u8]; 3] = [CAT, KTHREADD, INIT];
+/// A thread in D whose comm is `a) (b`, with delay accounting on (field 42 = 7).
+const DWAIT: &[u8] = b"4242 (a) (b) D 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 123456 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 7 0 0 0 0 0 0 0 0 0 0\n";
+const REAL_STATS: [&[u8]; 4] = [CAT, KTHREADD, INIT, DWAIT];
 
 const INIT_STATUS: &str = "Name:\tprocess_api\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t1\nNgid:\t0\nPid:\t1\nPPid:\t0\nTracerPid:\t0\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t128\nGroups:\t \nNStgid:\t1\nNSpid:\t1\nNSpgid:\t0\nNSsid:\t0\nKthread:\t0\nVmPeak:\t   45092 kB\nVmSize:\t   34356 kB\nVmLck:\t   34324 kB\nVmPin:\t       0 kB\nVmHWM:\t    9484 kB\nVmRSS:\t    9120 kB\nRssAnon:\t    3228 kB\nRssFile:\t       8 kB\nRssShmem:\t    5884 kB\nVmData:\t   26768 kB\nVmStk:\t     132 kB\nVmExe:\t    5400 kB\nVmLib:\t       8 kB\nVmPTE:\t     108 kB\nVmSwap:\t       0 kB\nHugetlbPages:\t       0 kB\nCoreDumping:\t0\nTHP_enabled:\t1\nuntag_mask:\t0xffffffffffffffff\nThreads:\t11\nSigQ:\t0/96364\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000001000\nSigCgt:\t00000000000004e8\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\nCapBnd:\t000001fffeffffff\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\nSeccomp:\t0\nSeccomp_filters:\t0\nSpeculation_Store_Bypass:\tthread vulnerable\nSpeculationIndirectBranch:\tconditional enabled\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\nMems_allowed:\t00000000,00000001\nMems_allowed_list:\t0\nvoluntary_ctxt_switches:\t338\nnonvoluntary_ctxt_switches:\t29\n";
 
 /// A real /proc/stat (shortened intr and softirq lines) with the given btime and processes.
 fn proc_stat(btime: &str, processes: &str) -> String {
     format!("cpu  51415 0 11390 48463 862 0 155 223 0 0\ncpu0 24251 0 5200 26454 190 0 46 110 0 0\ncpu1 27164 0 6190 22008 672 0 108 113 0 0\nintr 1234 0 0\nctxt 775683\nbtime {btime}\nprocesses {processes}\nprocs_running 4\nprocs_blocked 0\nsoftirq 1 2 3\n")
-}
-
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(512),
-        ..ProptestConfig::default()
-    }
-}
-
-/// A comm as the kernel may print it: any bytes but NUL, up to 64 (kernel threads' full
-/// names), biased towards the troublesome ones.
-fn hostile_comm() -> impl Strategy<Value = Vec<u8>> {
-    let byte = prop_oneof![
-        4 => prop::sample::select(b"() \n\t)(x1-:/".to_vec()),
-        1 => 1u8..=255,
-    ];
-    prop::collection::vec(byte, 0..=64)
-}
-
-/// Numbers as text: huge, negative, with signs and junk, or plain; never empty, never with
-/// whitespace (a token replaces one field).
-fn number_token() -> impl Strategy<Value = String> {
-    prop_oneof![
-        any::<u64>().prop_map(|v| v.to_string()),
-        any::<i64>().prop_map(|v| v.to_string()),
-        "[0-9]{19,40}",
-        "-[0-9]{1,40}",
-        Just("-".to_string()),
-        Just("+1".to_string()),
-        Just("18446744073709551616".to_string()),
-        Just("-9223372036854775809".to_string()),
-        Just("-9223372036854775808".to_string()),
-        "[0-9a-fx+-]{1,8}",
-    ]
 }
 
 /// Every field of a stat line, as the kernel writes them (fs/proc/array.c, 52 fields).
@@ -165,30 +138,6 @@ fn stat_line(f: &Fields) -> Vec<u8> {
     out
 }
 
-/// `line` with its comm (between the first `(` and the last `)`) replaced.
-fn with_comm(line: &[u8], comm: &[u8]) -> Vec<u8> {
-    let open = line.iter().position(|&c| c == b'(').expect("(");
-    let close = line.iter().rposition(|&c| c == b')').expect(")");
-    let mut out = line[..=open].to_vec();
-    out.extend_from_slice(comm);
-    out.extend_from_slice(&line[close..]);
-    out
-}
-
-/// `line`'s whitespace-separated field `i` (0-based, counted after the comm) replaced.
-fn with_field(line: &[u8], i: usize, token: &str) -> Vec<u8> {
-    let close = line.iter().rposition(|&c| c == b')').expect(")");
-    let rest = std::str::from_utf8(&line[close + 1..]).expect("utf8");
-    let mut fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let i = i % fields.len();
-    fields[i] = token;
-    let mut out = line[..=close].to_vec();
-    out.push(b' ');
-    out.extend_from_slice(fields.join(" ").as_bytes());
-    out.push(b'\n');
-    out
-}
-
 proptest! {
     #![proptest_config(config())]
 
@@ -267,6 +216,13 @@ proptest! {
             match tok.parse::<i32>() {
                 Ok(v) if !tok.starts_with('+') => prop_assert_eq!(r.as_ref().map(|s| s.ppid), Ok(v)),
                 _ => prop_assert!(r.is_err(), "{:?} accepted as ppid: {:?}", tok, r),
+            }
+        }
+        // Field 5 (pgrp, i == 2) is an i32.
+        if i == 2 {
+            match tok.parse::<i32>() {
+                Ok(v) if !tok.starts_with('+') => prop_assert_eq!(r.as_ref().map(|s| s.pgrp), Ok(v)),
+                _ => prop_assert!(r.is_err(), "{:?} accepted as pgrp: {:?}", tok, r),
             }
         }
         // Field 14 (utime, i == 11) is a u64.
@@ -365,7 +321,7 @@ proptest! {
         let all_u64 = toks.iter().all(|t| !t.starts_with('+') && t.parse::<u64>().is_ok());
         if toks.len() >= 3 && all_u64 {
             let want: Vec<u64> = toks[..3].iter().map(|t| t.parse().expect("u64")).collect();
-            prop_assert_eq!(parse_schedstat(s.as_bytes()).map(|v| v.to_vec()), Ok(want));
+            prop_assert_eq!(parse_schedstat(s.as_bytes()).map(|v| vec![v.run_ns, v.run_delay_ns, v.timeslices]), Ok(want));
         }
     }
 
@@ -374,7 +330,10 @@ proptest! {
         let statm = format!("{} {} {} {} {} {} {}{trailing}", v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
         prop_assert_eq!(parse_statm(statm.as_bytes()), Ok(v));
         let sched = format!("{} {} {}{trailing}", v[0], v[1], v[2]);
-        prop_assert_eq!(parse_schedstat(sched.as_bytes()), Ok([v[0], v[1], v[2]]));
+        prop_assert_eq!(parse_schedstat(sched.as_bytes()), Ok(SchedStat { run_ns: v[0], run_delay_ns: v[1], timeslices: v[2] }));
+        // Short: an error (the kernel always writes three numbers).
+        let short = format!("{} {}{trailing}", v[0], v[1]);
+        prop_assert!(parse_schedstat(short.as_bytes()).is_err());
         // Truncated: an error.
         prop_assert!(parse_statm(&statm.as_bytes()[..statm.find(' ').expect("space")]).is_err());
     }
@@ -424,5 +383,101 @@ proptest! {
         let cut = cut.index(stat.len() + 1);
         let _ = parse_btime(&stat.as_bytes()[..cut]);
         let _ = parse_forks(&stat.as_bytes()[..cut]);
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn brief_stat_and_state_letter_never_panic(buf in prop::collection::vec(any::<u8>(), 0..600)) {
+        let _ = parse_stat_brief(&buf);
+        let _ = stat_state_letter(&buf);
+    }
+
+    #[test]
+    fn brief_stat_round_trips_with_a_hostile_comm(
+        comm in hostile_comm(),
+        state in state_letter(),
+        flags in any::<u64>(),
+        start in any::<u64>(),
+        blkio in any::<u64>(),
+        other in any::<[u64; 52]>(),
+    ) {
+        let line = brief_line(&comm, state, flags, start, blkio, &other);
+        let st = parse_stat_brief(&line).expect("generated line parses");
+        prop_assert_eq!(&st.comm, &comm);
+        prop_assert_eq!(st.state, state);
+        prop_assert_eq!(st.flags, flags);
+        prop_assert_eq!(st.start_ticks, start);
+        prop_assert_eq!(st.blkio_ticks, blkio);
+        prop_assert_eq!(stat_state_letter(&line), Some(state));
+    }
+
+    /// The full and the brief parse of one line agree where they overlap.
+    #[test]
+    fn brief_and_full_stat_agree(f in fields()) {
+        let line = stat_line(&f);
+        let brief = parse_stat_brief(&line).expect("brief parses");
+        prop_assert_eq!(&brief.comm, &f.st.comm);
+        prop_assert_eq!(brief.state, f.st.state);
+        prop_assert_eq!(brief.flags, u64::from(f.st.flags));
+        prop_assert_eq!(brief.start_ticks, f.st.start_ticks);
+        prop_assert_eq!(brief.blkio_ticks, f.after[0]);
+    }
+
+    #[test]
+    fn real_stat_lines_with_a_hostile_comm_brief(which in 0..REAL_STATS.len(), comm in hostile_comm()) {
+        let real = REAL_STATS[which];
+        let want = parse_stat_brief(real).expect("real line");
+        let line = with_comm(real, &comm);
+        let st = parse_stat_brief(&line).expect("parses");
+        prop_assert_eq!(&st.comm, &comm);
+        prop_assert_eq!((st.state, st.flags, st.start_ticks, st.blkio_ticks), (want.state, want.flags, want.start_ticks, want.blkio_ticks));
+        prop_assert_eq!(stat_state_letter(&line), Some(want.state));
+    }
+
+    /// Truncated anywhere, oversized, or with a field replaced by a hostile number: no panic;
+    /// field 22 (start) must be a u64 as the kernel writes it (no sign).
+    #[test]
+    fn truncated_oversized_and_hostile_brief_stat(
+        which in 0..REAL_STATS.len(),
+        comm in hostile_comm(),
+        cut in any::<prop::sample::Index>(),
+        extra in prop::collection::vec(number_token(), 0..100),
+        field in 0usize..60,
+        tok in number_token(),
+    ) {
+        let line = with_comm(REAL_STATS[which], &comm);
+        let cut = cut.index(line.len() + 1);
+        let _ = parse_stat_brief(&line[..cut]);
+        let _ = stat_state_letter(&line[..cut]);
+        let mut big = line.clone();
+        big.pop();
+        for t in &extra {
+            big.push(b' ');
+            big.extend_from_slice(t.as_bytes());
+        }
+        let _ = parse_stat_brief(&big);
+        let fuzzed = with_field(&line, field, &tok);
+        let r = parse_stat_brief(&fuzzed);
+        let close = line.iter().rposition(|&c| c == b')').expect(")");
+        let n_fields = String::from_utf8_lossy(&line[close + 1..]).split_ascii_whitespace().count();
+        if field % n_fields == 19 {
+            match tok.parse::<u64>() {
+                Ok(v) if !tok.starts_with('+') => prop_assert_eq!(r.map(|s| s.start_ticks), Some(v)),
+                _ => prop_assert!(r.is_none(), "{:?} accepted as start: {:?}", tok, r),
+            }
+        }
+    }
+
+    /// Thousands of extra fields do not move the comm.
+    #[test]
+    fn thousands_of_extra_fields(comm in hostile_comm(), extra in 0usize..3000) {
+        let mut big = with_comm(CAT, &comm);
+        big.pop();
+        big.extend(std::iter::repeat_n(b" 18446744073709551616", extra).flatten());
+        prop_assert_eq!(parse_stat(&big).map(|s| s.comm), Ok(comm.clone()));
+        prop_assert_eq!(parse_stat_brief(&big).map(|s| s.comm), Some(comm));
     }
 }

@@ -1,5 +1,6 @@
-//! The few raw system calls the procfs reader makes on its hot path, wrapped once so the rest
-//! of the crate is safe code. Each wrapper returns `std::io::Error` with the raw errno kept, so
+//! The few raw system calls and file helpers the /proc readers make (openat relative to a
+//! directory descriptor, small-file reads, rlimits, clocks, core count, huge-page advice),
+//! wrapped once so the crates above are safe code. Each wrapper returns `std::io::Error` with the raw errno kept, so
 //! callers can tell "task exited" (ENOENT, ESRCH) from "not allowed" (EACCES, EPERM).
 
 use std::ffi::CStr;
@@ -25,7 +26,8 @@ pub fn openat_ro(dirfd: RawFd, path: &CStr) -> io::Result<RawFd> {
     }
 }
 
-/// One `read(2)` into `buf`; retries on EINTR.
+/// One `read(2)` into `buf`; retries on EINTR. Async-signal-safe (no allocation): the load
+/// generator uses it between fork and exec.
 pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     loop {
         // SAFETY: `buf` is a valid writable region of `buf.len()` bytes owned by the caller.
@@ -72,7 +74,7 @@ pub fn owner_at(dirfd: RawFd, path: &CStr) -> io::Result<(u32, u32)> {
 }
 
 /// Closes a descriptor, ignoring errors (a close error on a read-only procfs file carries no
-/// information we could act on).
+/// information we could act on). Async-signal-safe.
 pub fn close(fd: RawFd) {
     // SAFETY: the caller passes a descriptor it owns and never uses again.
     unsafe {
@@ -115,7 +117,7 @@ pub fn close_from(first: RawFd) -> io::Result<()> {
     }
 }
 
-/// The calling thread's id.
+/// The calling thread's id. Async-signal-safe.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::gettid() }
@@ -136,6 +138,31 @@ pub fn nofile_limit() -> u64 {
     r.rlim_cur
 }
 
+/// Raises the soft limit on open files to the hard one (often 1024 -> 524288) and returns
+/// the soft limit now in force; `None` when the limits cannot be read.
+pub fn raise_nofile_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return None;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                r = raised;
+            }
+        }
+    }
+    Some(r.rlim_cur)
+}
+
 /// Whether `e` says that something every open or read needs ran out (EMFILE: the process's
 /// descriptor numbers under RLIMIT_NOFILE; ENFILE: the system's open files; ENOMEM: kernel
 /// memory), as opposed to anything about the task being read. Counting such a failure as
@@ -145,6 +172,31 @@ pub fn is_exhaustion(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOMEM)
     )
+}
+
+/// Whether `path` is a mounted procfs (`statfs(2)` says `PROC_SUPER_MAGIC`), as opposed to a
+/// fake tree or another file system.
+pub fn is_procfs(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a zeroed statfs is a valid buffer for statfs(2) to fill.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a buffer of the right type.
+    let ok = unsafe { libc::statfs(path.as_ptr(), &mut st) } == 0;
+    ok && st.f_type == libc::PROC_SUPER_MAGIC
+}
+
+/// The calling thread's CPU time, ns (`CLOCK_THREAD_CPUTIME_ID`); `None` if the clock fails.
+pub fn thread_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// Current time of `clock` in ns (vDSO: no system call).

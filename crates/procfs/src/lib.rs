@@ -1,0 +1,14 @@
+//! The one /proc reading layer: every parser of a /proc file tasksnap reads ([`parse`] for
+//! per-task files, [`system`] for machine-wide ones), the
+//! few raw system calls and small-file helpers ([`sys`]), and the one user and group lookup
+//! ([`users`]). Collectors, the states sources, the load generator and the front ends all
+//! read /proc through this crate; nothing else parses a /proc file.
+//!
+//! Parsers are pure functions over bytes (`&[u8]`): no I/O, nothing assumed UTF-8, every
+//! byte treated as hostile, a typed error or `None` instead of a panic.
+#![deny(missing_docs)]
+
+pub mod parse;
+pub mod sys;
+pub mod system;
+pub mod users;
