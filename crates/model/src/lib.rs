@@ -7,9 +7,13 @@
 //! for, or not readable", never zero.
 #![deny(missing_docs)]
 
+mod backend;
 mod query;
 mod snapshot;
+pub mod states;
 mod task;
+
+pub use backend::{Backend, PassReport, UnknownBackend};
 
 pub use query::{Groups, Query, Selector};
 pub use snapshot::{Snapshot, SnapshotStats};

@@ -39,8 +39,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::sample::{Filter, Mode, Sample, Source, ThreadTotals};
-use crate::state::{State, NSTATES};
 use crate::Error;
+use tasksnap_model::states::{State, NSTATES};
+use tasksnap_model::TaskId;
 
 /// Settings of the /proc source.
 #[derive(Debug, Clone)]
@@ -636,9 +637,11 @@ impl Source for ProcfsSource {
                 state_ns[State::Disk.index()] = st.blkio_ticks.saturating_mul(self.tick_ns);
             }
             let tt = ThreadTotals {
-                tid,
-                tgid: t.tgid,
-                start_ns: st.start_ticks.saturating_mul(self.tick_ns),
+                id: TaskId {
+                    tgid: t.tgid,
+                    tid,
+                    start_time_ns: st.start_ticks.saturating_mul(self.tick_ns),
+                },
                 comm: st.comm,
                 kernel_thread: st.flags & PF_KTHREAD != 0,
                 state_ns,
@@ -652,7 +655,7 @@ impl Source for ProcfsSource {
                 seen_at_ns,
                 exited: false,
             };
-            sample.threads.insert((tid, tt.start_ns), tt);
+            sample.threads.insert(tt.id, tt);
         }
         Ok(sample)
     }
