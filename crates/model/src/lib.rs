@@ -7,10 +7,14 @@
 //! for, or not readable", never zero.
 #![deny(missing_docs)]
 
+mod backend;
 mod query;
 mod snapshot;
 mod system;
+pub mod states;
 mod task;
+
+pub use backend::{Backend, PassReport, UnknownBackend};
 
 pub use query::{Groups, Query, Selector};
 pub use snapshot::{Snapshot, SnapshotStats};

@@ -22,7 +22,7 @@ pub const SCHED_BATCH: u32 = 3;
 
 /// The identity of a task. A pid alone is not an identity: pids are reused, so two tasks with
 /// the same `tid` but a different `start_time_ns` are different tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct TaskId {
     /// Thread group id: the process id.
     pub tgid: i32,

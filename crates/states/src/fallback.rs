@@ -41,8 +41,9 @@ use std::time::{Duration, Instant};
 use tasksnap_procfs::parse::{parse_schedstat, parse_stat_brief, parse_wchan, stat_state_letter};
 
 use crate::sample::{Filter, Mode, Sample, Source, ThreadTotals};
-use crate::state::{State, NSTATES};
 use crate::Error;
+use tasksnap_model::states::{State, NSTATES};
+use tasksnap_model::TaskId;
 
 /// Settings of the /proc source.
 #[derive(Debug, Clone)]
@@ -578,9 +579,11 @@ impl Source for ProcfsSource {
                 state_ns[State::Disk.index()] = st.blkio_ticks.saturating_mul(self.tick_ns);
             }
             let tt = ThreadTotals {
-                tid,
-                tgid: t.tgid,
-                start_ns: st.start_ticks.saturating_mul(self.tick_ns),
+                id: TaskId {
+                    tgid: t.tgid,
+                    tid,
+                    start_time_ns: st.start_ticks.saturating_mul(self.tick_ns),
+                },
                 comm: st.comm,
                 kernel_thread: st.flags & PF_KTHREAD != 0,
                 state_ns,
@@ -594,7 +597,7 @@ impl Source for ProcfsSource {
                 seen_at_ns,
                 exited: false,
             };
-            sample.threads.insert((tid, tt.start_ns), tt);
+            sample.threads.insert(tt.id, tt);
         }
         Ok(sample)
     }

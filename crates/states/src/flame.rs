@@ -95,8 +95,8 @@ mod tests {
     use super::*;
     use crate::interval::{Reason, Row};
     use crate::sample::Mode;
-    use crate::state::State;
     use std::sync::Arc;
+    use tasksnap_model::states::State;
 
     #[test]
     fn folds_reasons_root_first_and_writes_an_svg() {

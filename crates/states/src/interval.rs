@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::sample::{Mode, Sample, ThreadTotals};
-use crate::state::{State, NSTATES};
+use tasksnap_model::states::{State, NSTATES};
 
 /// How rows are grouped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -280,7 +280,9 @@ fn thread_row(
     let ns = match mode {
         Mode::Bpf => exact,
         Mode::Procfs { delayacct, .. } => {
-            let from = prev.map_or(cur.start_ns.max(interval_start_ns), |p| p.seen_at_ns);
+            let from = prev.map_or(cur.id.start_time_ns.max(interval_start_ns), |p| {
+                p.seen_at_ns
+            });
             let alive = cur.seen_at_ns.saturating_sub(from);
             let samples = sub(&cur.samples, prev.map(|p| &p.samples));
             // schedstat's runtime is exact and read a little apart from the clock: the alive
@@ -298,8 +300,8 @@ fn thread_row(
         }
     };
     let mut row = Row {
-        pid: cur.tgid,
-        tid: Some(cur.tid),
+        pid: cur.id.tgid,
+        tid: Some(cur.id.tid),
         comm: cur.comm.clone(),
         ns,
         alive_ns: ns.iter().sum(),
@@ -409,12 +411,15 @@ pub fn between(prev: &Sample, cur: &Sample, rollup: Rollup) -> Interval {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tasksnap_model::TaskId;
 
     fn totals(tid: i32, ns: [u64; NSTATES], at: u64) -> ThreadTotals {
         ThreadTotals {
-            tid,
-            tgid: 100,
-            start_ns: 1,
+            id: TaskId {
+                tgid: 100,
+                tid,
+                start_time_ns: 1,
+            },
             comm: format!("t{tid}"),
             state_ns: ns,
             seen_at_ns: at,
@@ -425,7 +430,7 @@ mod tests {
     fn sample(mode: Mode, at: u64, ts: Vec<ThreadTotals>) -> Sample {
         let mut s = Sample::new(mode, at);
         for t in ts {
-            s.threads.insert((t.tid, t.start_ns), t);
+            s.threads.insert(t.id, t);
         }
         s
     }

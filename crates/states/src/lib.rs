@@ -21,12 +21,11 @@ pub mod fallback;
 pub mod flame;
 pub mod interval;
 pub mod sample;
-pub mod state;
 pub mod symbolize;
 
 pub use interval::{between, Interval, Rollup, Row};
 pub use sample::{Filter, Mode, Sample, Source, ThreadTotals};
-pub use state::State;
+pub use tasksnap_model::states::{State, NSTATES};
 
 /// What can go wrong while taking a sample.
 #[derive(Debug, thiserror::Error)]

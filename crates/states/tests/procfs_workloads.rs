@@ -217,13 +217,10 @@ fn regression_sampler_thread_was_charged_99_percent_runnable() {
         .values()
         .find(|t| t.comm == "tasksnap-sample")
         .expect("the sampler thread is in the sample");
-    let before = a
-        .threads
-        .get(&(sampler.tid, sampler.start_ns))
-        .expect("and in the first one");
+    let before = a.threads.get(&sampler.id).expect("and in the first one");
     let exact =
         sampler.state_ns[State::Runnable.index()] - before.state_ns[State::Runnable.index()];
-    let r = row(&iv, sampler.tid);
+    let r = row(&iv, sampler.id.tid);
     eprintln!(
         "{} (schedstat run-queue delta {} us)",
         show(r),

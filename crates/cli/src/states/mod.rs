@@ -64,7 +64,7 @@ fn check_pids(args: &Args, first: &Sample) -> Result<()> {
         .pids
         .iter()
         .copied()
-        .filter(|&p| !first.threads.values().any(|t| t.tgid == p))
+        .filter(|&p| !first.threads.values().any(|t| t.id.tgid == p))
         .collect();
     missing.sort_unstable();
     missing.dedup();

@@ -6,7 +6,9 @@
 //! that are shown ([`render`]): shared memory (statm) and command lines are read for those
 //! rows only, command lines cached by task identity. The header adds the machine's figures
 //! ([`system`]) and tasksnap's own CPU use and per-refresh cost. `-b` prints frames in
-//! procps `top -b`'s layout ([`batch`]); otherwise a terminal UI runs ([`tui`]).
+//! procps `top -b`'s layout ([`batch`]); otherwise a terminal UI runs ([`tui`]), with the
+//! collection on a thread of its own ([`worker`]) that sends it ready pages, so that keys are
+//! answered while a refresh or a slow read is under way.
 
 mod batch;
 mod render;
@@ -14,6 +16,7 @@ mod system;
 mod tui;
 mod view;
 mod waits;
+mod worker;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -193,6 +196,25 @@ fn parse_args(argv: &[OsString]) -> Result<Options, String> {
 pub struct Frame {
     pub header: Vec<String>,
     pub lines: Vec<Row>,
+}
+
+/// What the live view draws: the header, the column header and the text of the rows in the
+/// window it asked for ([`Top::page`]). Built on the collection thread, so the terminal never
+/// waits on a read.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    pub header: Vec<String>,
+    pub column_header: String,
+    /// The text of rows `scroll..scroll + rows.len()`.
+    pub rows: Vec<String>,
+    /// The task id (tid) of each row in `rows`: what the kill and renice prompts act on.
+    pub ids: Vec<i32>,
+    /// Rows in the whole frame (for scrolling).
+    pub total: usize,
+    /// The first row shown (clamped to the frame).
+    pub scroll: usize,
+    /// Why these rows lack command lines and shared memory, if they do.
+    pub rows_error: Option<String>,
 }
 
 /// The state kept between refreshes.
@@ -531,6 +553,29 @@ impl Top {
         out
     }
 
+    /// The page for rows `scroll..scroll + room` of `frame` (reading what only shown rows
+    /// need, with the collector's deadline).
+    pub fn page(&mut self, frame: &mut Frame, scroll: usize, room: usize) -> Page {
+        let scroll = scroll.min(frame.lines.len().saturating_sub(1));
+        let rows = self.rows(frame, scroll..scroll + room);
+        let ids = frame
+            .lines
+            .iter()
+            .skip(scroll)
+            .take(rows.len())
+            .map(|l| l.id.tid)
+            .collect();
+        Page {
+            header: frame.header.clone(),
+            column_header: self.column_header(),
+            rows,
+            ids,
+            total: frame.lines.len(),
+            scroll,
+            rows_error: self.rows_error.clone(),
+        }
+    }
+
     /// Whether row `l` needs its command line read.
     fn wants_cmdline(&self, l: &Line, now: Instant) -> bool {
         let key = (l.id.tgid, l.id.start_time_ns);
@@ -699,18 +744,18 @@ pub fn main(argv: &[OsString]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let batch = opts.batch;
-    let top = match Top::new(opts) {
-        Ok(t) => t,
-        Err(e) => {
-            warn!("tasksnap top: {e:#}");
-            return ExitCode::from(1);
+    let r = if opts.batch {
+        match Top::new(opts) {
+            Ok(top) => batch::run(top),
+            Err(e) => {
+                warn!("tasksnap top: {e:#}");
+                return ExitCode::from(1);
+            }
         }
-    };
-    let r = if batch {
-        batch::run(top)
     } else {
-        tui::run(top)
+        // The collector is made on the live view's collection thread (keys are answered
+        // while it loads); a failure to start comes back from there.
+        tui::run(opts)
     };
     crate::output::exit_code(r.map(|()| ExitCode::SUCCESS))
 }

@@ -1,9 +1,11 @@
 //! The live view of `tasksnap top` (ratatui over crossterm): header, column header, the rows
-//! that fit, a prompt line; keys as in procps top and htop. Only the rows on screen are
-//! formatted. The terminal is restored on every exit path, panics included.
+//! that fit, a prompt line; keys as in procps top and htop. This thread only draws and
+//! answers keys: the collection runs on its own thread ([`super::worker`]) and sends pages
+//! with the rows on screen already formatted; keys and pages arrive on one channel, so
+//! nothing here polls. The terminal is restored on every exit path, panics included.
 
 use std::io;
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{self, Sender};
 
 use crossterm::event::{
     self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind,
@@ -16,7 +18,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Terminal;
 
 use super::view::{Filter, SortKey};
-use super::{Frame, Top};
+use super::worker::{self, Request, Update};
+use super::{Options, Page};
 use crate::input::{Nice, Pid, Signal};
 
 /// Smallest terminal the view draws in; below it a message says so.
@@ -74,17 +77,28 @@ impl Prompt {
 }
 
 struct App {
-    top: Top,
-    frame: Option<Frame>,
+    /// The options as keys left them (the collection thread gets a copy of each change).
+    opts: Options,
+    /// The last page the collection thread sent.
+    shown: Option<Page>,
+    /// The first row the user wants to see.
     scroll: usize,
     frozen: bool,
     help: bool,
     prompt: Option<(Prompt, String)>,
     message: Option<String>,
-    next_refresh: Instant,
     quit: bool,
     /// Rows of the table on the last draw (for paging).
     page: usize,
+    /// The window (first row, rows) last asked of the collection thread.
+    asked: (usize, usize),
+    requests: Sender<Request>,
+}
+
+/// What reaches the terminal thread: a terminal event or word from the collection thread.
+enum Input {
+    Terminal(Event),
+    Collector(Update),
 }
 
 /// Puts the terminal back however the view ends.
@@ -103,7 +117,7 @@ impl Drop for Restore {
 }
 
 /// Runs the live view until `q` (or `-n` refreshes).
-pub fn run(top: Top) -> anyhow::Result<()> {
+pub fn run(opts: Options) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         anyhow::bail!("not a terminal: use -b for batch output (tasksnap top -b -n 1)");
@@ -122,49 +136,58 @@ pub fn run(top: Top) -> anyhow::Result<()> {
         default_hook(info);
     }));
     let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    let (tx, rx) = mpsc::channel::<Input>();
+    let from_collector = tx.clone();
+    let requests = worker::spawn(opts.clone(), move |u| {
+        from_collector.send(Input::Collector(u)).is_ok()
+    })?;
+    // This thread draws and answers keys: it never needs what loading BPF needs
+    // (capabilities are per thread; the collection thread drops its own once its programs
+    // are loaded, see Top::refresh). Threads started from here on inherit the smaller set.
+    let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
     exit_on_hangup();
+    std::thread::Builder::new()
+        .name("keys".into())
+        .spawn(move || {
+            // Blocks in read(2) on the terminal: no wake-ups while nothing is typed.
+            while let Ok(ev) = event::read() {
+                if tx.send(Input::Terminal(ev)).is_err() {
+                    return;
+                }
+            }
+        })?;
+    let rows_guess = terminal::size().map_or(24, |(_, r)| r as usize);
     let mut app = App {
-        top,
-        frame: None,
+        opts,
+        shown: None,
         scroll: 0,
         frozen: false,
         help: false,
         prompt: None,
         message: None,
-        next_refresh: Instant::now(),
         quit: false,
         page: 10,
+        asked: (0, rows_guess.saturating_sub(9).max(1)),
+        requests,
     };
-    let mut refreshes = 0u64;
+    app.send(Request::View {
+        scroll: app.asked.0,
+        room: app.asked.1,
+    });
     while !app.quit {
-        if !app.frozen && Instant::now() >= app.next_refresh {
-            let first = app.frame.is_none();
-            // The old frame goes before the new one is built, and its memory is reused for
-            // it: at 50,000 tasks that keeps ~10 MB of rows out of the peak.
-            if let Some(old) = app.frame.take() {
-                app.top.recycle_frame(old);
-            }
-            app.frame = Some(app.top.refresh(&super::clock())?);
-            refreshes += 1;
-            // The first frame has no rates yet: the next one comes soon, the rest at -d.
-            let wait = if first {
-                Duration::from_millis(500).min(app.top.opts.delay)
-            } else {
-                app.top.opts.delay
-            };
-            app.next_refresh = Instant::now() + wait;
-        }
         term.draw(|f| draw(f, &mut app))?;
-        if app.top.opts.iterations.is_some_and(|n| refreshes > n) {
-            break;
+        // The window drawn may differ from the page on hand (a resize, a scroll, a header
+        // of another height): ask for the rows it needs.
+        let want = (app.scroll, app.page);
+        if want != app.asked {
+            app.asked = want;
+            app.send(Request::View {
+                scroll: want.0,
+                room: want.1,
+            });
         }
-        let timeout = if app.frozen {
-            Duration::from_secs(3600)
-        } else {
-            app.next_refresh.saturating_duration_since(Instant::now())
-        };
-        if event::poll(timeout)? {
-            match event::read()? {
+        match rx.recv() {
+            Ok(Input::Terminal(ev)) => match ev {
                 Event::Key(k) if k.kind != KeyEventKind::Release => on_key(&mut app, k),
                 Event::Mouse(m) => match m.kind {
                     MouseEventKind::ScrollDown => scroll_by(&mut app, 3),
@@ -172,10 +195,32 @@ pub fn run(top: Top) -> anyhow::Result<()> {
                     _ => {}
                 },
                 _ => {}
-            }
+            },
+            Ok(Input::Collector(Update::Page(p))) => app.shown = Some(*p),
+            Ok(Input::Collector(Update::Failed(why))) => anyhow::bail!("{why}"),
+            Ok(Input::Collector(Update::Done)) | Err(_) => break,
         }
     }
     Ok(())
+}
+
+impl App {
+    /// Tells the collection thread; if it is gone, its last word (an error) is on the way.
+    fn send(&self, r: Request) {
+        let _ = self.requests.send(r);
+    }
+
+    /// Sends the options as keys left them: `recollect` when the rows change (threads,
+    /// filters) and a new snapshot is needed, not only a new order or new columns.
+    fn options_changed(&mut self, recollect: bool) {
+        if recollect {
+            self.scroll = 0;
+        }
+        self.send(Request::Options {
+            opts: Box::new(self.opts.clone()),
+            recollect,
+        });
+    }
 }
 
 /// Ends the program when the terminal hangs up (window closed, ssh session lost).
@@ -210,7 +255,7 @@ fn exit_on_hangup() {
 }
 
 fn rows_total(app: &App) -> usize {
-    app.frame.as_ref().map_or(0, |f| f.lines.len())
+    app.shown.as_ref().map_or(0, |p| p.total)
 }
 
 fn scroll_by(app: &mut App, delta: isize) {
@@ -220,15 +265,15 @@ fn scroll_by(app: &mut App, delta: isize) {
 
 /// Re-sort and refresh now (a changed view needs a new snapshot for threads and filters).
 fn refresh_now(app: &mut App) {
-    app.next_refresh = Instant::now();
-    app.scroll = 0;
+    app.options_changed(true);
 }
 
+/// The task on the top row of the screen.
 fn top_row_pid(app: &App) -> Option<Pid> {
-    app.frame
-        .as_ref()
-        .and_then(|f| f.lines.get(app.scroll))
-        .and_then(|l| Pid::of_task(l.id.tid))
+    let p = app.shown.as_ref()?;
+    p.ids
+        .get(app.scroll.checked_sub(p.scroll)?)
+        .and_then(|&tid| Pid::of_task(tid))
 }
 
 fn on_key(app: &mut App, k: KeyEvent) {
@@ -264,7 +309,7 @@ fn on_key(app: &mut App, k: KeyEvent) {
         return;
     }
     app.message = None;
-    let o = &mut app.top.opts;
+    let o = &mut app.opts;
     match k.code {
         KeyCode::Char('q') => app.quit = true,
         KeyCode::Char('h') | KeyCode::Char('?') => app.help = true,
@@ -294,8 +339,14 @@ fn on_key(app: &mut App, k: KeyEvent) {
             o.threads = !o.threads;
             refresh_now(app);
         }
-        KeyCode::Char('c') => o.full_command = !o.full_command,
-        KeyCode::Char('w') => o.show_wait = !o.show_wait,
+        KeyCode::Char('c') => {
+            o.full_command = !o.full_command;
+            app.options_changed(false);
+        }
+        KeyCode::Char('w') => {
+            o.show_wait = !o.show_wait;
+            app.options_changed(false);
+        }
         KeyCode::Char('=') => {
             o.name_filter = None;
             o.user = None;
@@ -314,9 +365,7 @@ fn on_key(app: &mut App, k: KeyEvent) {
         KeyCode::Char('r') => app.prompt = Some((Prompt::RenicePid, String::new())),
         KeyCode::Char('z') | KeyCode::Char(' ') => {
             app.frozen = !app.frozen;
-            if !app.frozen {
-                app.next_refresh = Instant::now();
-            }
+            app.send(Request::Freeze(app.frozen));
         }
         KeyCode::Down | KeyCode::Char('j') => scroll_by(app, 1),
         KeyCode::Up | KeyCode::Char('K') => scroll_by(app, -1),
@@ -329,17 +378,15 @@ fn on_key(app: &mut App, k: KeyEvent) {
 }
 
 fn set_sort(app: &mut App, key: SortKey) {
-    app.top.opts.sort = key;
-    app.top.opts.ascending = matches!(key, SortKey::Pid | SortKey::User | SortKey::Command);
-    if let Some(f) = &mut app.frame {
-        // Re-sort what is on screen now; the next refresh keeps the order.
-        app.top.order(&mut f.lines);
-    }
+    app.opts.sort = key;
+    app.opts.ascending = matches!(key, SortKey::Pid | SortKey::User | SortKey::Command);
+    // The frame on hand is re-sorted at once; the next refresh keeps the order.
     app.scroll = 0;
+    app.options_changed(false);
 }
 
 fn answer(app: &mut App, prompt: Prompt, input: String) {
-    let o = &mut app.top.opts;
+    let o = &mut app.opts;
     // Only ever one real process: an empty answer is the highlighted row's, anything else
     // must be a pid (`-1` or `0` would signal a group or every process: see crate::input).
     let pid_or_top = |input: &str, app: &App| -> Result<Pid, String> {
@@ -385,7 +432,7 @@ fn answer(app: &mut App, prompt: Prompt, input: String) {
         Prompt::Delay => match crate::input::parse_seconds(&input, 0.1) {
             Ok(d) => {
                 o.delay = d;
-                app.next_refresh = Instant::now() + o.delay;
+                app.options_changed(false);
             }
             Err(e) => app.message = Some(e),
         },
@@ -452,15 +499,14 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
     }
     let height = area.height as usize;
     let mut text: Vec<TextLine<'static>> = Vec::with_capacity(height);
-    let mut frame = app.frame.take();
-    if let Some(fr) = &mut frame {
+    if let Some(p) = &app.shown {
         // The full header needs room: on short terminals only its first line stays.
-        let header_lines = if height >= fr.header.len() + 4 {
-            fr.header.len()
+        let header_lines = if height >= p.header.len() + 4 {
+            p.header.len()
         } else {
             1
         };
-        for h in fr.header.iter().take(header_lines) {
+        for h in p.header.iter().take(header_lines) {
             text.push(TextLine::raw(h.clone()));
         }
         let state = if app.frozen {
@@ -469,40 +515,39 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
             ""
         };
         text.push(TextLine::styled(
-            format!("{}{state}", app.top.column_header()),
+            format!("{}{state}", p.column_header),
             Style::default().add_modifier(Modifier::REVERSED),
         ));
         let room = height.saturating_sub(text.len() + 1);
         app.page = room.max(1);
-        app.scroll = app.scroll.min(fr.lines.len().saturating_sub(1));
-        for row in app.top.rows(fr, app.scroll..app.scroll + room) {
-            text.push(TextLine::raw(row));
+        app.scroll = app.scroll.min(p.total.saturating_sub(1));
+        // The rows of the page on hand that fall in the window: all of them once the
+        // collection thread has answered the window's request (a moment after a scroll).
+        let skip = app.scroll.saturating_sub(p.scroll);
+        if app.scroll >= p.scroll {
+            for row in p.rows.iter().skip(skip).take(room) {
+                text.push(TextLine::raw(row.clone()));
+            }
         }
     } else {
         text.push(TextLine::raw("tasksnap top: reading tasks..."));
     }
-    app.frame = frame;
     while text.len() + 1 < height {
         text.push(TextLine::raw(""));
     }
-    let status = match (&app.prompt, &app.message) {
-        (Some((p, input)), _) => format!("{}{input}", p.question()),
-        (None, Some(m)) => m.clone(),
-        (None, None) if app.top.rows_error().is_some() => format!(
-            "no command lines or SHR: {}",
-            app.top.rows_error().unwrap_or_default()
-        ),
-        (None, None) => format!(
+    let rows_error = app.shown.as_ref().and_then(|p| p.rows_error.as_deref());
+    let o = &app.opts;
+    let status = match (&app.prompt, &app.message, rows_error) {
+        (Some((p, input)), _, _) => format!("{}{input}", p.question()),
+        (None, Some(m), _) => m.clone(),
+        (None, None, Some(why)) => format!("no command lines or SHR: {why}"),
+        (None, None, None) => format!(
             "sort {}{}  {}{}{}  h: help  q: quit",
-            app.top.opts.sort.name(),
-            if app.top.opts.ascending { " asc" } else { "" },
-            if app.top.opts.threads { "threads " } else { "" },
-            if app.top.opts.tree { "tree " } else { "" },
-            if app.top.opts.full_command {
-                "full commands "
-            } else {
-                ""
-            },
+            o.sort.name(),
+            if o.ascending { " asc" } else { "" },
+            if o.threads { "threads " } else { "" },
+            if o.tree { "tree " } else { "" },
+            if o.full_command { "full commands " } else { "" },
         ),
     };
     text.push(TextLine::from(Span::styled(

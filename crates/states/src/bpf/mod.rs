@@ -24,10 +24,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::sample::{Filter, Mode, Sample, Source, ThreadMap, ThreadTotals};
-use crate::state::{State, NSTATES};
+use crate::sample::{Filter, Mode, Sample, Source, ThreadHasher, ThreadTotals};
 use crate::symbolize::{self, Kallsyms};
 use crate::Error;
+use std::hash::BuildHasherDefault;
+use tasksnap_model::states::{State, NSTATES};
+use tasksnap_model::TaskId;
 
 #[cfg(tasksnap_bpf)]
 #[allow(
@@ -561,7 +563,11 @@ impl BpfSource {
         let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
 
         // Keyed by (global tid, start time), as the why hash is.
-        let mut why_of: ThreadMap<Vec<(State, u32, u64)>> = ThreadMap::default();
+        let mut why_of: HashMap<
+            (i32, u64),
+            Vec<(State, u32, u64)>,
+            BuildHasherDefault<ThreadHasher>,
+        > = HashMap::default();
         for w in &why {
             if w.stackid >= 0 {
                 why_of.entry(w.thread).or_default().push((
@@ -638,9 +644,11 @@ impl BpfSource {
                 }
             }
             let t = ThreadTotals {
-                tid: r.tid as i32,
-                tgid: r.tgid as i32,
-                start_ns: r.start_boottime_ns,
+                id: TaskId {
+                    tgid: r.tgid as i32,
+                    tid: r.tid as i32,
+                    start_time_ns: r.start_boottime_ns,
+                },
                 comm,
                 kernel_thread: r.flags & F_KTHREAD != 0,
                 state_ns,
@@ -650,7 +658,7 @@ impl BpfSource {
                 seen_at_ns: r.now_ns,
                 exited: exited || r.flags & F_EXITED != 0,
             };
-            let key = (t.tid, t.start_ns);
+            let key = t.id;
             let sum = |x: &ThreadTotals| x.state_ns.iter().sum::<u64>();
             match sample.threads.get_mut(&key) {
                 // Seen by the pass and in the exit buffer: the later (larger) totals win, and
