@@ -211,7 +211,9 @@ impl Drop for Entered<'_> {
 /// Watches the threads of an operation that reads many targets (a BPF command-line pass):
 /// it is stuck when one of them has been blocked for `stuck_ns` without running in between
 /// (queued on one target's mmap lock), or for `total_ns` altogether.
-#[cfg_attr(not(tasksnap_bpf), allow(dead_code))]
+// Used by the BPF backend only; a build without it (lib.rs: `tasksnap_bpf::select!`)
+// leaves this unused.
+#[allow(dead_code)]
 #[derive(Debug)]
 pub(crate) struct PassWatch {
     since_ns: u64,
@@ -221,7 +223,9 @@ pub(crate) struct PassWatch {
     watches: std::collections::HashMap<i32, (Watch, Watch)>,
 }
 
-#[cfg_attr(not(tasksnap_bpf), allow(dead_code))]
+// Used by the BPF backend only; a build without it (lib.rs: `tasksnap_bpf::select!`)
+// leaves this unused.
+#[allow(dead_code)]
 impl PassWatch {
     /// A watch over an operation that began at `since_ns` (CLOCK_MONOTONIC).
     pub(crate) fn new(since_ns: u64, stuck_ns: u64, total_ns: u64) -> PassWatch {

@@ -46,12 +46,7 @@ impl std::fmt::Debug for Choice {
     }
 }
 
-/// The number of tasks (threads) on the system: the denominator of /proc/loadavg's 4th field.
-pub fn task_count(proc_root: &Path) -> Option<u64> {
-    let b = crate::sys::read_small_file(&proc_root.join("loadavg")).ok()?;
-    let s = String::from_utf8(b).ok()?;
-    s.split_whitespace().nth(3)?.split('/').nth(1)?.parse().ok()
-}
+pub use crate::task_count;
 
 /// How the BPF collector got ready, for `-v`.
 fn readiness(b: &BpfCollector) -> String {

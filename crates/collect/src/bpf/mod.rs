@@ -11,20 +11,10 @@
 //!
 //! The program is loaded once per process; every pass opens a fresh iterator file.
 
-// Built without clang, most of this module is unused: the backend then only says why it is
-// unavailable.
-#![cfg_attr(not(tasksnap_bpf), allow(unused_imports, unused_variables, dead_code))]
-
-#[cfg(tasksnap_bpf)]
 pub mod arena;
-#[cfg(tasksnap_bpf)]
 mod changes;
-/// A live view's [`Collector::changes`] is a whole pass at least once in this many calls
-/// (see changes.rs).
-pub const CHANGES_FULL_EVERY: u32 = 20;
-#[cfg(tasksnap_bpf)]
+pub use crate::CHANGES_FULL_EVERY;
 mod decode;
-#[cfg(tasksnap_bpf)]
 pub mod programs;
 
 use std::collections::HashMap;
@@ -34,27 +24,11 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats};
 use crate::procfs::ProcfsCollector;
 use crate::{sys, Collector, Error};
 
-#[cfg(tasksnap_bpf)]
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    clippy::restriction,
-    clippy::undocumented_unsafe_blocks,
-    missing_docs,
-    missing_debug_implementations,
-    non_camel_case_types,
-    unsafe_op_in_unsafe_fn,
-    dead_code
-)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/task_iter.skel.rs"));
-}
+use tasksnap_bpf::skel::task_iter as skel;
 
 /// `cmdline_how` of the copy by pid list.
-#[cfg(tasksnap_bpf)]
 const CMDLINES_COPIED: &str = "copied by pid list";
 /// `cmdline_how` of lines read by the walk (and what it left copied by pid list).
-#[cfg(tasksnap_bpf)]
 const CMDLINES_WALKED: &str = "from the walk";
 
 /// How many tasks may be missing from a pass (forks and exits while it runs) before the
@@ -66,20 +40,16 @@ const RECONCILE_SLACK: u64 = 64;
 /// lock (the procfs reader gives up one read at the same deadline). Blocked time, not wall
 /// time: on a busy host the pass may take long and still be making progress (issue #16; see
 /// crate::blocked).
-#[cfg(tasksnap_bpf)]
 const CMDLINE_PASS_STUCK: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// ... or when one of its threads has been blocked this long in all; and, when its threads
 /// cannot be looked at, after this much wall time (the deadline it had before).
-#[cfg(tasksnap_bpf)]
 const CMDLINE_PASS_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// How often the caller looks at a command-line pass's threads while it waits for it.
-#[cfg(tasksnap_bpf)]
 const CMDLINE_PASS_TICK: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// A command-line pass under way (it runs while the main pass is read and decoded).
-#[cfg(tasksnap_bpf)]
 struct CmdlinePass {
     /// Raw output, one buffer per shard, decoded by the caller's thread.
     rx: std::sync::mpsc::Receiver<std::io::Result<Vec<Vec<u8>>>>,
@@ -92,7 +62,6 @@ struct CmdlinePass {
 }
 
 /// How a command-line pass ended.
-#[cfg(tasksnap_bpf)]
 enum PassEnd {
     /// Its command lines by tgid.
     Lines(HashMap<i32, Vec<u8>>),
@@ -102,7 +71,6 @@ enum PassEnd {
     Failed,
 }
 
-#[cfg(tasksnap_bpf)]
 impl CmdlinePass {
     fn new(rx: std::sync::mpsc::Receiver<std::io::Result<Vec<Vec<u8>>>>, copy: bool) -> Self {
         CmdlinePass {
@@ -148,39 +116,18 @@ impl CmdlinePass {
     }
 }
 
-/// Stops libbpf from printing its own diagnostics on stderr (a terminal UI would be drawn
-/// over); failures still come back as errors with their reasons.
-pub fn quiet_libbpf() {
-    #[cfg(tasksnap_bpf)]
-    libbpf_rs::set_print(None);
-}
+pub use tasksnap_bpf::{quiet_libbpf, Unavailable};
 
-/// Why the BPF backend cannot be used here.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unavailable(pub String);
-
-impl std::fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Whether the caller may load BPF programs: root, or CAP_BPF and CAP_PERFMON (Linux 5.8).
-///
-/// Only root is accepted for now: an iterator bypasses procfs's permission checks (hidepid,
-/// ptrace access to other users' command lines), so a non-root caller holding the
-/// capabilities would see more than /proc shows it. Until the backend filters for that, such
-/// a caller gets the procfs backend.
+/// Whether the caller may load BPF programs: root only ([`tasksnap_bpf::privileged`] says
+/// why): an iterator bypasses procfs's permission checks (hidepid, ptrace access to other
+/// users' command lines), so a non-root caller holding CAP_BPF and CAP_PERFMON would see
+/// more than /proc shows it. Until the backend filters for that, such a caller gets the
+/// procfs backend.
 pub fn privileged() -> Result<(), Unavailable> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(Unavailable(
-            "not root: a BPF task iterator would bypass procfs's permission checks, so \
-             tasksnap uses it only for root"
-                .into(),
-        ));
-    }
-    Ok(())
+    tasksnap_bpf::privileged(
+        "a BPF task iterator would bypass procfs's permission checks, so tasksnap uses it \
+         only for root",
+    )
 }
 
 /// Descriptors a loaded set of programs keeps open (programs, maps, links, BTF, and the
@@ -196,14 +143,7 @@ const DESCRIPTORS_LOADED_WITH_WALK: u64 = 32;
 /// thread). The procfs readers that fill in the rest have tables of their own.
 fn descriptors_for_a_pass() -> u64 {
     let shards = {
-        #[cfg(tasksnap_bpf)]
-        {
-            programs::pass_shards()
-        }
-        #[cfg(not(tasksnap_bpf))]
-        {
-            sys::cores().clamp(1, 4)
-        }
+        programs::pass_shards()
     };
     (shards + sys::cores().clamp(1, 8)) as u64 + 8 + 4
 }
@@ -213,37 +153,16 @@ fn descriptors_for_a_pass() -> u64 {
 /// half-way, or libbpf would (EMFILE, with its own messages on stderr): the backend is then
 /// unavailable, with the reason, and `auto` uses procfs.
 fn enough_descriptors(walk: bool) -> Result<(), Unavailable> {
-    let limit = sys::nofile_limit();
-    let need = if walk {
+    let loaded = if walk {
         DESCRIPTORS_LOADED_WITH_WALK
     } else {
         DESCRIPTORS_LOADED
-    } + descriptors_for_a_pass();
-    // Descriptors take the lowest free numbers below the limit: those open below it are the
-    // ones that count (the listing's own descriptor is not among them once it is closed).
-    let open = match std::fs::read_dir("/proc/self/fd") {
-        Ok(d) => d
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
-            .filter(|&fd| fd < limit)
-            .count()
-            .saturating_sub(1) as u64,
-        Err(e) if sys::is_exhaustion(&e) => limit,
-        // No /proc/self: nothing to go by; the pass says so if it runs out.
-        Err(_) => return Ok(()),
     };
-    let free = limit.saturating_sub(open);
-    if free < need {
-        return Err(Unavailable(format!(
-            "it needs about {need} open files and the open-files limit (RLIMIT_NOFILE {limit}, \
-             {open} in use) leaves {free}: raise it with `ulimit -n`"
-        )));
-    }
-    Ok(())
+    tasksnap_bpf::loader::enough_descriptors(loaded + descriptors_for_a_pass(), sys::nofile_limit())
 }
 
 /// The iterator programs and the procfs reader used to fill in what they cannot give.
 pub struct BpfCollector {
-    #[cfg(tasksnap_bpf)]
     progs: programs::Programs,
     /// Why command lines come from /proc, when they do.
     pub cmdline_from_procfs: Option<String>,
@@ -251,10 +170,8 @@ pub struct BpfCollector {
     buf: Vec<u8>,
     /// Where the walk writes (created before capabilities are dropped: see
     /// [`Collector::prepare`]).
-    #[cfg(tasksnap_bpf)]
     arena: Option<arena::Arena>,
     /// The shards of the last pass when it was a walk into the arena (else it is in `buf`).
-    #[cfg(tasksnap_bpf)]
     walked: Option<Vec<arena::ShardOut>>,
     /// Why the last full pass did not use the walk, when it did not.
     pub walk_problem: Option<String>,
@@ -274,41 +191,30 @@ pub struct BpfCollector {
     /// One reader thread per pass (see [`Collector::prefer_low_cpu`]).
     low_cpu: bool,
     /// The next walk runs as one shard (set by snapshot_impl: see `prefault_tasks`).
-    #[cfg(tasksnap_bpf)]
     one_shard: bool,
     /// Whether the next pass keeps its tasks' identities for a live view (changes.rs).
-    #[cfg(tasksnap_bpf)]
     track: bool,
     /// A live view's state between [`Collector::changes`] calls.
-    #[cfg(tasksnap_bpf)]
     delta: Option<changes::Delta>,
     /// The identities of a tracked walk's records, when it began, and the processes read
     /// from /proc because it passed over them; taken by snapshot_impl.
-    #[cfg(tasksnap_bpf)]
     captured: Option<(changes::Identities, u64, Vec<i32>)>,
     /// Whether the arena gets room for the command-line copy (asked for in `prepare`).
-    #[cfg(tasksnap_bpf)]
     cmd_region: bool,
     /// Set while a command-line copy writes into the arena (one abandoned at its deadline
     /// may still be running: the next snapshot then uses the iterator).
-    #[cfg(tasksnap_bpf)]
     cmd_busy: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// How the last snapshot's command lines were read, for `last_pass`.
-    #[cfg(tasksnap_bpf)]
     cmdline_how: Option<&'static str>,
     /// Whether the next walk reads command lines too (set by snapshot_impl).
-    #[cfg(tasksnap_bpf)]
     walk_lines: bool,
     /// How many processes the last copy by pid list was given.
-    #[cfg(tasksnap_bpf)]
     cmd_copied: std::cell::Cell<usize>,
     /// Where the last snapshot's time went, ms by phase, for `last_pass` (`-v`).
     phases_ms: Vec<(&'static str, f64)>,
     /// Lines the last command-line copy read without the mmap lock, and the paging levels
     /// of the direct map it found (0: none, every line copied), for `last_pass`.
-    #[cfg(tasksnap_bpf)]
     cmd_lockless: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    #[cfg(tasksnap_bpf)]
     cmd_dmap_levels: std::sync::Arc<std::sync::atomic::AtomicU32>,
 }
 
@@ -335,14 +241,6 @@ impl BpfCollector {
         Self::load(procfs, cmdline)
     }
 
-    #[cfg(not(tasksnap_bpf))]
-    fn load(_procfs: ProcfsCollector, _cmdline: bool) -> Result<BpfCollector, Unavailable> {
-        Err(Unavailable(
-            "this tasksnap was built without the BPF backend (clang was missing at build time)"
-                .into(),
-        ))
-    }
-
     /// For a live view (`top`): the pinned programs, else a fresh load that includes the
     /// walk (its verification, ~20 ms, is paid once; loading it in the same load as the
     /// rest parses the kernel's BTF once, before the view holds any rows).
@@ -353,23 +251,12 @@ impl BpfCollector {
         Self::load_with(procfs, false, true)
     }
 
-    #[cfg(not(tasksnap_bpf))]
-    fn load_with(
-        procfs: ProcfsCollector,
-        cmdline: bool,
-        _walk: bool,
-    ) -> Result<BpfCollector, Unavailable> {
-        Self::load(procfs, cmdline)
-    }
-
-    #[cfg(tasksnap_bpf)]
     fn load(procfs: ProcfsCollector, cmdline: bool) -> Result<BpfCollector, Unavailable> {
         Self::load_with(procfs, cmdline, false)
     }
 
     /// The pinned programs when `tasksnap pin` left a usable set, else a fresh load (with
     /// the walk when `walk`).
-    #[cfg(tasksnap_bpf)]
     fn load_with(
         procfs: ProcfsCollector,
         cmdline: bool,
@@ -387,7 +274,6 @@ impl BpfCollector {
         Ok(c)
     }
 
-    #[cfg(tasksnap_bpf)]
     fn from_programs(
         procfs: ProcfsCollector,
         progs: programs::Programs,
@@ -439,16 +325,8 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(walk)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
-        #[cfg(tasksnap_bpf)]
-        {
-            let progs = programs::Programs::load(cmdline, walk)?;
-            Ok(Self::from_programs(procfs, progs, cmdline))
-        }
-        #[cfg(not(tasksnap_bpf))]
-        {
-            let _ = walk;
-            Self::load(procfs, cmdline)
-        }
+        let progs = programs::Programs::load(cmdline, walk)?;
+        Ok(Self::from_programs(procfs, progs, cmdline))
     }
 
     /// Whether full passes may use the walk when it is there (the default), or must keep to
@@ -466,54 +344,22 @@ impl BpfCollector {
 
     /// Whether this collector has the walk (a pinned set of Linux 6.8 or later).
     pub fn has_walk(&self) -> bool {
-        #[cfg(tasksnap_bpf)]
-        {
-            self.progs.walker.is_some()
-        }
-        #[cfg(not(tasksnap_bpf))]
-        {
-            false
-        }
+        self.progs.walker.is_some()
     }
 
     /// Whether a pinned set of this build's programs is there for the caller (root) to use.
     pub fn pinned_available() -> bool {
-        #[cfg(tasksnap_bpf)]
-        {
-            privileged().is_ok() && programs::pin_dir().is_dir()
-        }
-        #[cfg(not(tasksnap_bpf))]
-        {
-            false
-        }
-    }
-
-    /// Without the BPF backend there is nothing to pin.
-    #[cfg(not(tasksnap_bpf))]
-    pub fn pin() -> Result<std::path::PathBuf, Unavailable> {
-        Self::load(
-            ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?,
-            false,
-        )
-        .map(|_| std::path::PathBuf::new())
-    }
-
-    /// Without the BPF backend nothing was pinned.
-    #[cfg(not(tasksnap_bpf))]
-    pub fn unpin() -> Result<bool, Unavailable> {
-        Ok(false)
+        privileged().is_ok() && programs::pin_dir().is_dir()
     }
 
     /// Loads the programs afresh and pins them (root only) so that later runs open them
     /// instead of loading: `tasksnap pin`. Returns the pin directory.
-    #[cfg(tasksnap_bpf)]
     pub fn pin() -> Result<std::path::PathBuf, Unavailable> {
         privileged()?;
         programs::Programs::load(true, true)?.pin()
     }
 
     /// Removes every pinned set (`tasksnap unpin`); true when there was one.
-    #[cfg(tasksnap_bpf)]
     pub fn unpin() -> Result<bool, Unavailable> {
         privileged()?;
         // The slot locks of the pinned arenas go too (a run holding one keeps its lock).
@@ -531,7 +377,6 @@ impl BpfCollector {
 
     /// One pass with `groups` over every task (split across `shards` reader threads), or
     /// over one process's threads; raw records into `self.buf`.
-    #[cfg(tasksnap_bpf)]
     fn pass_of(&mut self, groups: u32, process: Option<i32>) -> Result<(), Error> {
         let fail = |source: std::io::Error| {
             if sys::is_exhaustion(&source) {
@@ -564,7 +409,7 @@ impl BpfCollector {
         }
         // Size the buffers once for the tasks there are (and some that may fork meanwhile).
         let per_task = decode::record_size(groups) as u64;
-        let tasks = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
+        let tasks = crate::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
         let want = (tasks + tasks / 8 + 64) * per_task;
         if self.low_cpu {
             let mut buf = std::mem::take(&mut self.buf);
@@ -589,9 +434,8 @@ impl BpfCollector {
     /// Makes sure the arena holds a pass of `groups` over the tasks there are now (and a
     /// quarter more), creating a bigger one when it does not (which needs CAP_BPF: after
     /// capabilities are dropped the arena there is stays).
-    #[cfg(tasksnap_bpf)]
     fn ensure_arena(&mut self, groups: u32, shards: usize) -> Result<(), String> {
-        let tasks = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
+        let tasks = crate::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
         // Kernel threads' records carry their name too.
         let per_task = decode::record_size(groups) + 16;
         let walk_need = arena::chunks_for(tasks, per_task, shards);
@@ -628,7 +472,6 @@ impl BpfCollector {
 
     /// One pass over every task by the walk into the arena; `Err` says why the caller must
     /// use the iterator instead (no arena, or more tasks than it holds).
-    #[cfg(tasksnap_bpf)]
     fn walk(&mut self, groups: u32) -> Result<(), String> {
         let shards = if self.low_cpu || self.one_shard {
             1
@@ -662,7 +505,6 @@ impl BpfCollector {
     /// no command-line iterator or the pass missed the deadline (the abandoned thread finishes
     /// on its own); the caller then reads command lines from /proc, where a watchdog
     /// abandons the one read that blocks.
-    #[cfg(tasksnap_bpf)]
     fn start_cmdline_pass(&self) -> Option<CmdlinePass> {
         if !self.progs.has_cmdline() {
             return None;
@@ -690,7 +532,6 @@ impl BpfCollector {
     /// Whether the next full pass can get its command lines from the copy by pid list: a
     /// walk with the copy program, an arena with room for it, and no earlier copy still
     /// writing into it.
-    #[cfg(tasksnap_bpf)]
     fn can_copy_cmdlines(&self) -> bool {
         let walk = !self.walk_off && std::env::var_os("TASKSNAP_NO_WALK").is_none();
         walk && self
@@ -705,7 +546,6 @@ impl BpfCollector {
     /// The command lines the last walk read, by tgid (flagged ones left out: the copy and
     /// then /proc take those), decoded on a thread of their own while the caller assembles
     /// the tasks; `None` when the walk read none.
-    #[cfg(tasksnap_bpf)]
     fn walk_lines_job(&self) -> Option<std::thread::JoinHandle<HashMap<i32, Vec<u8>>>> {
         let outs = self.walked.as_deref()?;
         let arena = self.arena.as_ref()?;
@@ -743,7 +583,6 @@ impl BpfCollector {
 
     /// Whether the next full pass will be a walk (the walk is there, with an arena, and not
     /// turned off), and not one of a live view that asked to spare the CPU.
-    #[cfg(tasksnap_bpf)]
     fn can_walk(&self) -> bool {
         !self.walk_off
             && !self.low_cpu
@@ -758,9 +597,8 @@ impl BpfCollector {
     /// `sys::advise_huge_pages`) were up to a third of the CPU of `ps -e -o ...`, on the
     /// main thread after the walk. `None` when the recycled vector is big enough already
     /// (a live view's), or no thread can be had.
-    #[cfg(tasksnap_bpf)]
     fn prefault_tasks(&mut self) -> Option<std::thread::JoinHandle<Vec<tasksnap_model::Task>>> {
-        let tasks = crate::choice::task_count(std::path::Path::new("/proc"))? as usize;
+        let tasks = crate::task_count(std::path::Path::new("/proc"))? as usize;
         let want = tasks + tasks / 8 + 64;
         if self.spare.capacity() >= want {
             return None;
@@ -789,7 +627,6 @@ impl BpfCollector {
     /// none), on its own threads under the same deadline as the iterator's pass: each shard
     /// takes an equal, contiguous share of the list. `None` when it cannot start (the caller
     /// then uses the iterator).
-    #[cfg(tasksnap_bpf)]
     fn start_cmdline_copy(
         &self,
         records: &[decode::Record<'_>],
@@ -874,16 +711,10 @@ impl BpfCollector {
         Some(pass)
     }
 
-    #[cfg(not(tasksnap_bpf))]
-    fn pass(&mut self, _groups: u32) -> Result<(), Error> {
-        Err(Error::Unsupported("built without the BPF backend".into()))
-    }
-
     /// The raw bytes of one pass with base (and `cred`/`stat` when asked) records: the cost of
     /// the iterator alone, for `bench`.
     pub fn raw_pass(&mut self, cred: bool, stat: bool) -> Result<usize, Error> {
         self.pass(1 | if cred { 2 } else { 0 } | if stat { 4 } else { 0 })?;
-        #[cfg(tasksnap_bpf)]
         if let Some(outs) = &self.walked {
             return Ok(outs
                 .iter()
@@ -894,7 +725,6 @@ impl BpfCollector {
     }
 
     /// One pass with `groups` over every task.
-    #[cfg(tasksnap_bpf)]
     fn pass(&mut self, groups: u32) -> Result<(), Error> {
         self.pass_of(groups, None)
     }
@@ -924,7 +754,6 @@ impl Lap {
 }
 
 /// The records of the last pass: from the arena when it was a walk, else from `buf`.
-#[cfg(tasksnap_bpf)]
 fn pass_records<'a>(
     buf: &'a [u8],
     arena: Option<&'a arena::Arena>,
@@ -968,7 +797,6 @@ impl Collector for BpfCollector {
     fn last_pass(&self) -> String {
         #[allow(unused_mut)]
         let mut pass = self.last_pass_only();
-        #[cfg(tasksnap_bpf)]
         if let Some(how) = self.cmdline_how {
             pass = format!("{pass}; command lines {how}");
             use std::sync::atomic::Ordering;
@@ -1011,7 +839,6 @@ impl Collector for BpfCollector {
         // A live view on changed-only walks gets a few dozen tasks per refresh: the vector
         // of a whole pass (18 MB at 50,000 tasks) is not kept for them; the next whole
         // pass, CHANGES_FULL_EVERY refreshes later, faults its memory in again.
-        #[cfg(tasksnap_bpf)]
         if self.delta.is_some() && tasks.capacity() > 4096 {
             return;
         }
@@ -1019,7 +846,6 @@ impl Collector for BpfCollector {
     }
 
     fn prepare(&mut self, groups: &Groups) {
-        #[cfg(tasksnap_bpf)]
         if self.progs.walker.is_some() {
             self.cmd_region = groups.cmdline;
             let bits = decode::group_bits(groups);
@@ -1030,18 +856,7 @@ impl Collector for BpfCollector {
     }
 
     fn changes(&mut self, query: &Query) -> Result<crate::Changes, Error> {
-        #[cfg(tasksnap_bpf)]
-        {
-            self.changes_impl(query)
-        }
-        #[cfg(not(tasksnap_bpf))]
-        {
-            Ok(crate::Changes {
-                snapshot: self.snapshot_impl(query)?,
-                full: true,
-                gone: Vec::new(),
-            })
-        }
+        self.changes_impl(query)
     }
 
     fn changes_into(
@@ -1049,39 +864,16 @@ impl Collector for BpfCollector {
         query: &Query,
         sink: &mut dyn FnMut(tasksnap_model::Task),
     ) -> Result<crate::ChangeSummary, Error> {
-        #[cfg(tasksnap_bpf)]
-        {
-            self.changes_into_impl(query, sink)
-        }
-        #[cfg(not(tasksnap_bpf))]
-        {
-            let snap = self.snapshot_impl(query)?;
-            let tasks = snap.tasks.len();
-            snap.tasks.into_iter().for_each(|t| sink(t));
-            Ok(crate::ChangeSummary {
-                full: true,
-                gone: Vec::new(),
-                tasks,
-            })
-        }
+        self.changes_into_impl(query, sink)
     }
 
     fn next_changes_full(&self, query: &Query) -> bool {
-        #[cfg(tasksnap_bpf)]
-        {
-            !self.changes_continue(query)
-        }
-        #[cfg(not(tasksnap_bpf))]
-        {
-            let _ = query;
-            true
-        }
+        !self.changes_continue(query)
     }
 
     /// Loads the walk when the programs came without it (a fresh load: `ps` does not pay
     /// for its verification, a live view does once), then makes its arena.
     fn prepare_live(&mut self, groups: &Groups) {
-        #[cfg(tasksnap_bpf)]
         if self.progs.walker.is_none() && !self.walk_off {
             match programs::Programs::load(false, true) {
                 Ok(p) => match p.walker.as_ref().and_then(|w| w.try_clone()) {
@@ -1103,7 +895,6 @@ impl Collector for BpfCollector {
 impl BpfCollector {
     /// What the last pass was, without the command lines.
     fn last_pass_only(&self) -> String {
-        #[cfg(tasksnap_bpf)]
         if let Some(outs) = &self.walked {
             let records: u32 = outs.iter().map(|o| o.records).sum();
             let chunks: usize = outs.iter().map(|o| o.last + 1 - o.first).sum();
@@ -1139,7 +930,6 @@ impl BpfCollector {
 
     /// Reads from /proc, for `tasks`, the groups the kernel cannot give; drops the base
     /// group when only the collector needed it.
-    #[cfg(tasksnap_bpf)]
     fn fill_from_procfs(
         &mut self,
         tasks: &mut [tasksnap_model::Task],
@@ -1177,7 +967,6 @@ impl BpfCollector {
     /// protected (even root gets EACCES on /proc/1/ns/pid), and both `iter/task` and the
     /// walk pass over it. So pid 1 is checked directly; a full /proc listing (45 ms at
     /// 50,000 tasks) is only taken when the kernel's task count says more are missing.
-    #[cfg(tasksnap_bpf)]
     fn missing_from(
         procfs: &mut ProcfsCollector,
         records: &[decode::Record<'_>],
@@ -1196,7 +985,7 @@ impl BpfCollector {
         // The kernel's task count is global: inside a pid namespace it cannot tell what is
         // missing, so the listing is always taken there.
         let in_namespace = records.first().is_some_and(|r| r.hdr.ns_level > 0);
-        let total = crate::choice::task_count(std::path::Path::new("/proc")).unwrap_or(0);
+        let total = crate::task_count(std::path::Path::new("/proc")).unwrap_or(0);
         let have = records.len() as u64 + extra_threads;
         if let Some(p) = one_process {
             // One process asked for: /proc is consulted for it alone if the iterator was
@@ -1222,7 +1011,6 @@ impl BpfCollector {
     }
 
     /// The tasks of processes `pids` from /proc, as `query` wants them (threads or not).
-    #[cfg(tasksnap_bpf)]
     fn read_from_procfs(
         procfs: &mut ProcfsCollector,
         pids: &[i32],
@@ -1243,12 +1031,6 @@ impl BpfCollector {
         Ok(extras)
     }
 
-    #[cfg(not(tasksnap_bpf))]
-    fn snapshot_impl(&mut self, _query: &Query) -> Result<Snapshot, Error> {
-        Err(Error::Unsupported("built without the BPF backend".into()))
-    }
-
-    #[cfg(tasksnap_bpf)]
     fn snapshot_impl(&mut self, query: &Query) -> Result<Snapshot, Error> {
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
@@ -1418,7 +1200,7 @@ impl BpfCollector {
     }
 }
 
-#[cfg(all(test, tasksnap_bpf))]
+#[cfg(test)]
 mod probe_tests {
     use super::*;
 

@@ -5,29 +5,26 @@
 //!
 //! Security of the pins: an iterator bypasses procfs's permission checks, so the pinned set
 //! lives in a directory only root can enter (0700, owned by root), each pin 0600, and a set
-//! found with looser permissions or another owner is refused, not used.
+//! found with looser permissions or another owner is refused, not used
+//! ([`tasksnap_bpf::pins`] does that for every BPF program of tasksnap).
 
-use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use libbpf_rs::MapCore;
+use tasksnap_bpf::loader::{iter_file, process_iter_link};
+use tasksnap_bpf::pins::{self, check_root_only, open_pin, pin_private};
+pub use tasksnap_bpf::pins::{pin_dir, remove_pins, PIN_ROOT};
 
 use super::arena::Walker;
 use super::skel;
 use super::Unavailable;
 use crate::sys;
 
-/// Where bpffs is normally mounted.
-pub const BPFFS: &str = "/sys/fs/bpf";
-/// tasksnap's directory in bpffs; each build's programs go in a subdirectory named by
-/// [`TAG`].
-pub const PIN_ROOT: &str = "/sys/fs/bpf/tasksnap";
-/// This build's BPF sources, hashed (build.rs).
-pub const TAG: &str = env!("TASKSNAP_BPF_TAG");
+/// This build's BPF sources, hashed ([`tasksnap_bpf::TAG`]).
+pub const TAG: &str = tasksnap_bpf::TAG;
 
 const PIN_TASK_PROG: &str = "task_prog";
 const PIN_TASK_LINK: &str = "task_link";
@@ -37,14 +34,6 @@ const PIN_WALK_PROG: &str = "walk_prog";
 const PIN_CMD_PROG: &str = "cmd_prog";
 const PIN_LINES_PROG: &str = "lines_prog";
 const PIN_ARENAS: &str = "arenas";
-
-/// statfs magic of bpffs (include/uapi/linux/magic.h).
-const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
-
-/// The directory this build pins into and reuses.
-pub fn pin_dir() -> PathBuf {
-    Path::new(PIN_ROOT).join(TAG)
-}
 
 /// Where the programs of a [`Programs`] came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,68 +91,18 @@ fn dup(fd: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd, Unavailable> {
 }
 
 fn open_and_load(cmdline: bool, walk: bool) -> Result<skel::TaskIterSkel<'static>, Unavailable> {
-    use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-
-    // The skeleton borrows its object for its whole life; it lives as long as the process
-    // (loaded once), so the object is leaked on purpose.
-    let object: &'static mut std::mem::MaybeUninit<libbpf_rs::OpenObject> =
-        Box::leak(Box::new(std::mem::MaybeUninit::uninit()));
-    let mut open = skel::TaskIterSkelBuilder::default()
-        .open(object)
-        .map_err(|e| Unavailable(format!("cannot open the BPF object: {e}")))?;
-    // One program that fails verification fails the whole object: load only what the run
-    // needs.
-    open.progs.dump_cmdline.set_autoload(cmdline);
-    open.progs.walk_tasks.set_autoload(walk);
-    open.progs.copy_cmdlines.set_autoload(walk && cmdline);
-    open.progs.walk_tasks_lines.set_autoload(walk && cmdline);
-    // TASKSNAP_VERIFIER_STATS=1: each program's verification time and size on stderr
-    // (docs/bpf.md, "What loading costs").
-    if std::env::var_os("TASKSNAP_VERIFIER_STATS").is_some() {
-        for p in [
-            &mut open.progs.dump_task,
-            &mut open.progs.dump_cmdline,
-            &mut open.progs.walk_tasks,
-            &mut open.progs.walk_tasks_lines,
-            &mut open.progs.copy_cmdlines,
-        ] {
-            p.set_log_level(4); // BPF_LOG_STATS
-        }
-        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, print_verifier_stats)));
-    }
-    open.load().map_err(|e| {
-        Unavailable(format!(
-            "the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"
-        ))
-    })
-}
-
-/// A libbpf message with a program's verifier log (BPF_LOG_STATS), on one line of stderr.
-fn print_verifier_stats(_: libbpf_rs::PrintLevel, msg: String) {
-    if let Some(line) = verifier_stats_line(&msg) {
-        eprintln!("{line}");
-    }
-}
-
-/// "tasksnap: verifier: dump_task 1.4 ms, 2552 instructions processed, 119 states" from
-/// libbpf's message with a program's load log; None for any other message.
-fn verifier_stats_line(msg: &str) -> Option<String> {
-    let name = msg.split_once("prog '")?.1.split_once('\'')?.0;
-    let after = |key: &str| -> Option<u64> {
-        msg.split_once(key)?
-            .1
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    };
-    let us = after("verification time ")?;
-    let insns = after("processed ")?;
-    let states = after("total_states ")?;
-    Some(format!(
-        "tasksnap: verifier: {name} {:.1} ms, {insns} instructions processed, {states} states",
-        us as f64 / 1e3
-    ))
+    tasksnap_bpf::loader::open_and_load(
+        skel::TaskIterSkelBuilder::default(),
+        |open| {
+            // One program that fails verification fails the whole object: load only what
+            // the run needs.
+            open.progs.dump_cmdline.set_autoload(cmdline);
+            open.progs.walk_tasks.set_autoload(walk);
+            open.progs.copy_cmdlines.set_autoload(walk && cmdline);
+            open.progs.walk_tasks_lines.set_autoload(walk && cmdline);
+        },
+        |e| format!("the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"),
+    )
 }
 
 impl Programs {
@@ -271,26 +210,12 @@ impl Programs {
     pub fn open_pinned() -> Result<Option<Programs>, Unavailable> {
         let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
         let dir = pin_dir();
-        let meta = match std::fs::symlink_metadata(&dir) {
-            Ok(m) => m,
-            Err(_) => return Ok(None),
-        };
-        for d in [Path::new(PIN_ROOT), dir.as_path()] {
-            let m = std::fs::symlink_metadata(d)
-                .map_err(|e| Unavailable(format!("{}: {e}", d.display())))?;
-            if !m.is_dir() || m.uid() != 0 || m.mode() & 0o077 != 0 {
-                return Err(Unavailable(format!(
-                    "{} is not a root-only directory (mode {:o}, owner {}): not using the \
-                     pinned iterator; remove it with `tasksnap unpin`",
-                    d.display(),
-                    m.mode() & 0o7777,
-                    m.uid()
-                )));
-            }
+        if std::fs::symlink_metadata(&dir).is_err() {
+            return Ok(None);
         }
-        let _ = meta;
+        check_root_only(&dir)?;
         let get = |name: &str| -> Result<OwnedFd, Unavailable> {
-            obj_get(&dir.join(name)).map_err(|e| {
+            open_pin(&dir.join(name)).map_err(|e| {
                 Unavailable(format!(
                     "cannot open pinned {}: {e}",
                     dir.join(name).display()
@@ -339,36 +264,33 @@ impl Programs {
     /// a reader never sees half of it.
     pub fn pin(&self) -> Result<PathBuf, Unavailable> {
         let fail = |what: &str, e: io::Error| Unavailable(format!("{what}: {e}"));
-        ensure_bpffs()?;
-        make_private_dir(Path::new(PIN_ROOT))?;
+        pins::ensure_bpffs()?;
+        pins::make_private_dir(Path::new(PIN_ROOT))?;
         let dir = pin_dir();
         // bpffs refuses names with dots in them (reserved, kernel/bpf/inode.c bpf_lookup()).
         let tmp = Path::new(PIN_ROOT).join(format!("new_{TAG}_{}", std::process::id()));
         let _ = remove_pins(&tmp);
-        make_private_dir(&tmp)?;
+        pins::make_private_dir(&tmp)?;
         let mut objects = vec![
-            (PIN_TASK_PROG, self.task_prog.as_raw_fd()),
-            (PIN_TASK_LINK, self.task_link.as_raw_fd()),
-            (PIN_CFG, self.cfg.as_fd().as_raw_fd()),
+            (PIN_TASK_PROG, self.task_prog.as_fd()),
+            (PIN_TASK_LINK, self.task_link.as_fd()),
+            (PIN_CFG, self.cfg.as_fd()),
         ];
         if let Some(c) = &self.cmd_link {
-            objects.push((PIN_CMD_LINK, c.as_raw_fd()));
+            objects.push((PIN_CMD_LINK, c.as_fd()));
         }
         if let Some(w) = &self.walker {
-            objects.push((PIN_WALK_PROG, w.prog.as_raw_fd()));
+            objects.push((PIN_WALK_PROG, w.prog.as_fd()));
             if let Some(c) = &w.cmd_prog {
-                objects.push((PIN_CMD_PROG, c.as_raw_fd()));
+                objects.push((PIN_CMD_PROG, c.as_fd()));
             }
             if let Some(l) = &w.lines_prog {
-                objects.push((PIN_LINES_PROG, l.as_raw_fd()));
+                objects.push((PIN_LINES_PROG, l.as_fd()));
             }
-            objects.push((PIN_ARENAS, w.arenas.as_fd().as_raw_fd()));
+            objects.push((PIN_ARENAS, w.arenas.as_fd()));
         }
         for (name, fd) in objects {
-            let path = tmp.join(name);
-            obj_pin(fd, &path).map_err(|e| fail(&format!("pinning {}", path.display()), e))?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| fail(&format!("chmod {}", path.display()), e))?;
+            pin_private(&fd, &tmp.join(name))?;
         }
         let _ = remove_pins(&dir);
         // Sets of other builds (older tasksnaps) would stay loaded for nothing.
@@ -435,141 +357,20 @@ impl Programs {
 
     /// A fresh iterator file over every task.
     pub fn task_iter(&self) -> io::Result<File> {
-        iter_create(&self.task_link)
+        iter_file(&self.task_link)
     }
 
     /// A fresh command-line iterator file, when there is a command-line iterator.
     pub fn cmdline_iter(&self) -> Option<io::Result<File>> {
-        self.cmd_link.as_ref().map(iter_create)
+        self.cmd_link.as_ref().map(iter_file)
     }
 
     /// A fresh iterator file over the threads of one process only
     /// (`bpf_iter_link_info.task.pid`, Linux 6.1): the kernel then visits that thread group
     /// instead of every task.
     pub fn process_iter(&self, pid: i32) -> io::Result<File> {
-        let mut info = libbpf_sys::bpf_iter_link_info::default();
-        info.task.pid = pid as u32;
-        let opts = libbpf_sys::bpf_link_create_opts {
-            sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
-            iter_info: &mut info,
-            iter_info_len: std::mem::size_of::<libbpf_sys::bpf_iter_link_info>() as _,
-            ..Default::default()
-        };
-        // SAFETY: the program fd is valid for the call; `opts` and `info` outlive it and the
-        // kernel copies what it needs.
-        let fd = unsafe {
-            libbpf_sys::bpf_link_create(
-                self.task_prog.as_raw_fd(),
-                0,
-                libbpf_sys::BPF_TRACE_ITER,
-                &opts,
-            )
-        };
-        let link = owned(fd)?;
-        iter_create(&link)
+        iter_file(&process_iter_link(&self.task_prog, pid)?)
     }
-}
-
-/// libbpf's convention: a descriptor, or a negative errno.
-fn owned(fd: i32) -> io::Result<OwnedFd> {
-    if fd < 0 {
-        return Err(io::Error::from_raw_os_error(-fd));
-    }
-    // SAFETY: libbpf returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn iter_create(link: &OwnedFd) -> io::Result<File> {
-    // SAFETY: bpf_iter_create takes a link descriptor, valid for the call.
-    let fd = unsafe { libbpf_sys::bpf_iter_create(link.as_raw_fd()) };
-    owned(fd).map(File::from)
-}
-
-fn c_path(path: &Path) -> io::Result<CString> {
-    use std::os::unix::ffi::OsStrExt;
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))
-}
-
-fn obj_get(path: &Path) -> io::Result<OwnedFd> {
-    let p = c_path(path)?;
-    // SAFETY: `p` is a NUL-terminated path valid for the call.
-    owned(unsafe { libbpf_sys::bpf_obj_get(p.as_ptr()) })
-}
-
-fn obj_pin(fd: i32, path: &Path) -> io::Result<()> {
-    let p = c_path(path)?;
-    // SAFETY: `fd` is a live BPF object descriptor and `p` a NUL-terminated path, both valid
-    // for the call.
-    let r = unsafe { libbpf_sys::bpf_obj_pin(fd, p.as_ptr()) };
-    if r < 0 {
-        return Err(io::Error::from_raw_os_error(-r));
-    }
-    Ok(())
-}
-
-fn make_private_dir(dir: &Path) -> Result<(), Unavailable> {
-    match std::fs::create_dir(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Unavailable(format!("mkdir {}: {e}", dir.display()))),
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| Unavailable(format!("chmod {}: {e}", dir.display())))
-}
-
-/// Whether bpffs is mounted at [`BPFFS`].
-pub fn bpffs_mounted() -> bool {
-    let Ok(p) = c_path(Path::new(BPFFS)) else {
-        return false;
-    };
-    // SAFETY: an all-zero statfs is a valid value for the kernel to overwrite.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `p` is a NUL-terminated path and `st` a writable statfs, both valid for the call.
-    let r = unsafe { libc::statfs(p.as_ptr(), &mut st) };
-    r == 0 && st.f_type as i64 == BPF_FS_MAGIC
-}
-
-/// Mounts bpffs at [`BPFFS`] (root only, mode 0700) when nothing is mounted there: systemd
-/// does this at boot on most distributions, minimal VMs and containers often skip it.
-fn ensure_bpffs() -> Result<(), Unavailable> {
-    if bpffs_mounted() {
-        return Ok(());
-    }
-    let target = c_path(Path::new(BPFFS)).map_err(|e| Unavailable(e.to_string()))?;
-    let fstype = c"bpf";
-    let data = c"mode=0700";
-    // SAFETY: all pointers are NUL-terminated strings valid for the call.
-    let r = unsafe {
-        libc::mount(
-            fstype.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            data.as_ptr().cast(),
-        )
-    };
-    if r != 0 {
-        return Err(Unavailable(format!(
-            "bpffs is not mounted at {BPFFS} and mounting it failed: {}",
-            io::Error::last_os_error()
-        )));
-    }
-    Ok(())
-}
-
-/// Removes a pin directory and the pins in it (unpinning: the programs unload once no
-/// process holds them).
-pub fn remove_pins(dir: &Path) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            remove_pins(&entry.path())?;
-        } else {
-            std::fs::remove_file(entry.path())?;
-        }
-    }
-    std::fs::remove_dir(dir)
 }
 
 /// Reader threads for a pass: as many as cores, at most 4. Each walks every task but reads
@@ -653,24 +454,4 @@ pub(crate) fn read_sharded(
         }
         Ok(out)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verifier_stats_from_a_libbpf_message() {
-        // As libbpf 1.5 printed it for dump_task on Linux 6.18.
-        let msg = "libbpf: prog 'dump_task': -- BEGIN PROG LOAD LOG --\nverification time 1397 \
-                   usec\nstack depth 232\nprocessed 2552 insns (limit 1000000) \
-                   max_states_per_insn 5 total_states 119 peak_states 115 mark_read 0\n-- END \
-                   PROG LOAD LOG --\n";
-        assert_eq!(
-            verifier_stats_line(msg).as_deref(),
-            Some("tasksnap: verifier: dump_task 1.4 ms, 2552 instructions processed, 119 states")
-        );
-        assert_eq!(verifier_stats_line("libbpf: loaded kernel BTF\n"), None);
-        assert_eq!(verifier_stats_line("libbpf: prog 'x': bad"), None);
-    }
 }
