@@ -178,12 +178,17 @@ impl Watch {
 
 /// The threads working on one operation spread over several (a BPF command-line pass),
 /// each listed while it works on it.
+// Used by the BPF backend only; a build without it (lib.rs: `tasksnap_bpf::select!`)
+// leaves this unused.
+#[allow(dead_code)]
 #[derive(Debug, Default)]
 pub(crate) struct Threads(std::sync::Mutex<Vec<i32>>);
 
 /// A thread's place in [`Threads`], given up when dropped.
+#[allow(dead_code)] // as Threads
 pub(crate) struct Entered<'a>(&'a Threads, i32);
 
+#[allow(dead_code)] // as Threads
 impl Threads {
     /// Lists the calling thread until the returned guard drops.
     pub(crate) fn enter(&self) -> Entered<'_> {

@@ -1,7 +1,8 @@
 //! The iterator programs as file descriptors, wherever they come from: a fresh load of the
 //! skeleton (35-50 ms at startup: libbpf parsing the kernel's 5.5 MB BTF for CO-RE, then the
 //! verifier), or the set `tasksnap pin` left in bpffs (no load at all). Also opens iterator
-//! files and registers what each reader thread asks of a pass.
+//! files, registers what each reader thread asks of a pass, and says whether the process has
+//! the descriptors for all that ([`enough_descriptors`]).
 //!
 //! Security of the pins: an iterator bypasses procfs's permission checks, so the pinned set
 //! lives in a directory only root can enter (0700, owned by root), each pin 0600, and a set
@@ -454,4 +455,33 @@ pub(crate) fn read_sharded(
         }
         Ok(out)
     })
+}
+
+/// Descriptors a loaded set of programs keeps open (programs, maps, links, BTF, and the
+/// duplicates [`programs::Programs`] holds): 20 here without the walk and about 30 with it
+/// (strace of `tasksnap ps -ef` and `tasksnap top`, Linux 6.18, libbpf 1.5), with some margin.
+const DESCRIPTORS_LOADED: u64 = 22;
+const DESCRIPTORS_LOADED_WITH_WALK: u64 = 32;
+
+/// Descriptors a snapshot needs on top of the loaded programs, at most: an iterator file per
+/// shard of the pass and of the command-line pass, the command-line pass's duplicates of the
+/// program descriptors (`Programs::shared`, up to 8), and the few files the caller's thread
+/// reads meanwhile (/proc/loadavg, the /proc listing, a procfs read of pid 1 on the caller's
+/// thread). The procfs readers that fill in the rest have tables of their own.
+fn descriptors_for_a_pass() -> u64 {
+    let shards = pass_shards();
+    (shards + sys::cores().clamp(1, 8)) as u64 + 8 + 4
+}
+
+/// Whether this process can open the descriptors the backend needs (loading, with the walk
+/// when `walk`, then a pass) under its open-files limit. Without them a pass would fail
+/// half-way, or libbpf would (EMFILE, with its own messages on stderr): the backend is then
+/// unavailable, with the reason, and `auto` uses procfs.
+pub(super) fn enough_descriptors(walk: bool) -> Result<(), Unavailable> {
+    let loaded = if walk {
+        DESCRIPTORS_LOADED_WITH_WALK
+    } else {
+        DESCRIPTORS_LOADED
+    };
+    tasksnap_bpf::loader::enough_descriptors(loaded + descriptors_for_a_pass(), sys::nofile_limit())
 }
