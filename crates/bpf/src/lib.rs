@@ -18,7 +18,19 @@
 pub mod loader;
 pub mod pins;
 
+// Generated code: none of the lints tasksnap keeps apply to it.
 #[cfg(tasksnap_bpf)]
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::restriction,
+    clippy::undocumented_unsafe_blocks,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    unsafe_op_in_unsafe_fn,
+    dead_code
+)]
 pub mod skel;
 
 pub use loader::{privileged, quiet_libbpf, Unavailable};

@@ -238,16 +238,7 @@ impl BpfCollector {
             return Err("no walk".into());
         };
         self.out.walked = None;
-        let outs = walker
-            .walk(arena, bits, shards, WalkMode::default())
-            .map_err(|e| format!("the walk failed: {e}"))?;
-        if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
-            return Err(format!(
-                "the walk's arena ({} chunks) was full: {} tasks did not fit",
-                arena.chunks(),
-                o.overflow
-            ));
-        }
+        let outs = super::passes::walk_whole(walker, arena, bits, shards, WalkMode::default())?;
         let records = super::passes::pass_records(&[], Some(arena), Some(&outs))?;
         let known = identities(&records);
         let since_ns = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);

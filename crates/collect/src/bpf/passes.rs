@@ -152,17 +152,7 @@ impl BpfCollector {
             lines: shape.lines,
             ..Default::default()
         };
-        let outs = walker
-            .walk(arena, groups, shards, how)
-            .map_err(|e| format!("the walk failed: {e}"))?;
-        if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
-            return Err(format!(
-                "the walk's arena ({} chunks) was full: {} tasks did not fit",
-                arena.chunks(),
-                o.overflow
-            ));
-        }
-        self.out.walked = Some(outs);
+        self.out.walked = Some(walk_whole(walker, arena, groups, shards, how)?);
         Ok(())
     }
 
@@ -224,6 +214,28 @@ impl BpfCollector {
     pub(super) fn pass(&mut self, groups: u32) -> Result<(), Error> {
         self.pass_of(groups, None, Shape::default())
     }
+}
+
+/// A walk over every task into `arena`; `Err` says why the caller must use the iterator
+/// instead (the walk failed, or more tasks than the arena holds).
+pub(super) fn walk_whole(
+    walker: &arena::Walker,
+    arena: &arena::Arena,
+    groups: u32,
+    shards: usize,
+    how: arena::WalkMode,
+) -> Result<Vec<arena::ShardOut>, String> {
+    let outs = walker
+        .walk(arena, groups, shards, how)
+        .map_err(|e| format!("the walk failed: {e}"))?;
+    if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
+        return Err(format!(
+            "the walk's arena ({} chunks) was full: {} tasks did not fit",
+            arena.chunks(),
+            o.overflow
+        ));
+    }
+    Ok(outs)
 }
 
 /// The records of the last pass: from the arena when it was a walk, else from `buf`.

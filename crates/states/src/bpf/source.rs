@@ -4,6 +4,7 @@
 //! programs (see `tasksnap_bpf::select!` in mod.rs).
 
 use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -45,7 +46,7 @@ pub struct BpfSource {
     iter_link: libbpf_rs::Link,
     /// With only pids asked for: one iterator per process (its threads only), so that a pass
     /// costs the threads shown, not every task of the host.
-    proc_links: Vec<libbpf_rs::Link>,
+    proc_links: Vec<OwnedFd>,
     _links: Vec<libbpf_rs::Link>,
     skel: skel::StatesSkel<'static>,
     opts: Options,
@@ -235,24 +236,11 @@ impl BpfSource {
         }
     }
 
-    /// An iterator link over the threads of one process only (`bpf_iter_link_info.task.pid`,
-    /// Linux 6.1), as crates/collect does for one-process queries.
-    fn process_link(&self, pid: i32) -> Option<libbpf_rs::Link> {
-        let mut info = libbpf_sys::bpf_iter_link_info::default();
-        info.task.pid = pid as u32;
-        let opts = libbpf_sys::bpf_iter_attach_opts {
-            link_info: &mut info,
-            link_info_len: std::mem::size_of::<libbpf_sys::bpf_iter_link_info>() as _,
-            sz: std::mem::size_of::<libbpf_sys::bpf_iter_attach_opts>() as _,
-            ..Default::default()
-        };
-        let prog = libbpf_rs::AsRawLibbpf::as_libbpf_object(&self.skel.progs.dump_states);
-        // SAFETY: `prog` is a loaded program of this skeleton, alive as long as the skeleton;
-        // `opts` and `info` outlive the call, which copies what it needs.
-        let ptr = unsafe { libbpf_sys::bpf_program__attach_iter(prog.as_ptr(), &opts) };
-        let ptr = std::ptr::NonNull::new(ptr)?;
-        // SAFETY: libbpf returned a valid link it hands over to us.
-        Some(unsafe { libbpf_rs::Link::from_ptr(ptr) })
+    /// An iterator link over the threads of one process only (the shared loader's
+    /// [`tasksnap_bpf::loader::process_iter_link`], as crates/collect uses for one-process
+    /// queries).
+    fn process_link(&self, pid: i32) -> Option<OwnedFd> {
+        tasksnap_bpf::loader::process_iter_link(&self.skel.progs.dump_states.as_fd(), pid).ok()
     }
 
     /// One iterator pass (over the asked-for processes, or every task) into `self.buf`;
@@ -261,13 +249,13 @@ impl BpfSource {
         use std::io::Read;
 
         self.buf.clear();
-        let links: Vec<&libbpf_rs::Link> = if self.proc_links.is_empty() {
-            vec![&self.iter_link]
+        let links: Vec<BorrowedFd<'_>> = if self.proc_links.is_empty() {
+            vec![self.iter_link.as_fd()]
         } else {
-            self.proc_links.iter().collect()
+            self.proc_links.iter().map(|l| l.as_fd()).collect()
         };
         for link in links {
-            let mut iter = libbpf_rs::Iter::new(link)
+            let mut iter = tasksnap_bpf::loader::iter_file(&link)
                 .map_err(|e| Error::Bpf(format!("cannot open the task iterator: {e}")))?;
             iter.read_to_end(&mut self.buf)
                 .map_err(|source| Error::Io {
