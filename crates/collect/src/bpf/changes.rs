@@ -238,7 +238,7 @@ impl BpfCollector {
             return Err("no walk".into());
         };
         self.out.walked = None;
-        let outs = super::passes::walk_whole(walker, arena, bits, shards, WalkMode::default())?;
+        let outs = super::passes::walk_checked(walker, arena, bits, shards, WalkMode::default())?;
         let records = super::passes::pass_records(&[], Some(arena), Some(&outs))?;
         let known = identities(&records);
         let since_ns = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
@@ -287,16 +287,7 @@ impl BpfCollector {
             since_ns: delta.since_ns,
             lines: false,
         };
-        let outs = walker
-            .walk(arena, bits, 1, how)
-            .map_err(|e| format!("the walk failed: {e}"))?;
-        if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
-            return Err(format!(
-                "the walk's arena ({} chunks) was full: {} tasks did not fit",
-                arena.chunks(),
-                o.overflow
-            ));
-        }
+        let outs = super::passes::walk_checked(walker, arena, bits, 1, how)?;
         let records = super::passes::pass_records(&[], Some(arena), Some(&outs))?;
         let units = self.procfs.units();
         let tick_ns = 1_000_000_000 / units.clk_tck.max(1);

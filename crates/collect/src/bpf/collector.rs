@@ -25,7 +25,6 @@ impl Collector for BpfCollector {
     }
 
     fn last_pass(&self) -> String {
-        #[allow(unused_mut)]
         let mut pass = self.last_pass_only();
         if let Some(how) = self.cmd.how {
             pass = format!("{pass}; command lines {}", how.text());

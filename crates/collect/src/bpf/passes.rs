@@ -25,6 +25,13 @@ pub(super) struct Output {
     pub phases_ms: Vec<(&'static str, f64)>,
 }
 
+impl Output {
+    /// The records of the last pass (from the arena when it was a walk).
+    pub fn records(&self) -> Result<Vec<decode::Record<'_>>, String> {
+        pass_records(&self.buf, self.arena.as_ref(), self.walked.as_deref())
+    }
+}
+
 /// How a full pass runs, decided by its caller before it starts (snapshot.rs).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Shape {
@@ -152,7 +159,7 @@ impl BpfCollector {
             lines: shape.lines,
             ..Default::default()
         };
-        self.out.walked = Some(walk_whole(walker, arena, groups, shards, how)?);
+        self.out.walked = Some(walk_checked(walker, arena, groups, shards, how)?);
         Ok(())
     }
 
@@ -171,7 +178,7 @@ impl BpfCollector {
     /// `sys::advise_huge_pages`) were up to a third of the CPU of `ps -e -o ...`, on the
     /// main thread after the walk. `None` when the recycled vector is big enough already
     /// (a live view's), or no thread can be had.
-    pub(super) fn prefault_tasks(&mut self) -> Option<std::thread::JoinHandle<Vec<tasksnap_model::Task>>> {
+    pub(super) fn prefault_tasks(&mut self) -> Option<std::thread::JoinHandle<Vec<Task>>> {
         let tasks = crate::task_count(std::path::Path::new("/proc"))? as usize;
         let want = tasks + tasks / 8 + 64;
         if self.out.spare.capacity() >= want {
@@ -216,9 +223,9 @@ impl BpfCollector {
     }
 }
 
-/// A walk over every task into `arena`; `Err` says why the caller must use the iterator
+/// A walk into `arena` as `how` says; `Err` says why the caller must use the iterator
 /// instead (the walk failed, or more tasks than the arena holds).
-pub(super) fn walk_whole(
+pub(super) fn walk_checked(
     walker: &arena::Walker,
     arena: &arena::Arena,
     groups: u32,
@@ -338,7 +345,7 @@ mod tests {
         let mut c = BpfCollector::load_fresh(true, true).expect("BPF loads as root");
         c.prepare(&groups);
         c.pass(decode::group_bits(&groups)).expect("walk");
-        let records = pass_records(&c.out.buf, c.out.arena.as_ref(), c.out.walked.as_deref()).expect("records");
+        let records = c.out.records().expect("records");
         let reqs: Vec<arena::CmdRequest> = records
             .iter()
             .filter(|r| r.hdr.tid == r.hdr.tgid && pids.contains(&(r.hdr.tgid as i32)))
@@ -407,7 +414,7 @@ mod tests {
     fn which_tasks_does_the_iterator_miss() {
         let mut c = BpfCollector::new().expect("load");
         c.pass(1).expect("pass");
-        let recs = pass_records(&c.out.buf, c.out.arena.as_ref(), c.out.walked.as_deref()).expect("records");
+        let recs = c.out.records().expect("records");
         let seen: std::collections::HashSet<u32> = recs.iter().map(|r| r.hdr.tgid).collect();
         let pids = c.procfs.list_pids().expect("pids");
         let missing: Vec<i32> = pids

@@ -6,7 +6,7 @@
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats};
 
 use super::cmdlines::CmdlinePlan;
-use super::passes::{pass_records, Shape};
+use super::passes::Shape;
 use super::{changes, decode, BpfCollector};
 use crate::procfs::ProcfsCollector;
 use crate::{sys, Collector, Error};
@@ -189,7 +189,7 @@ impl BpfCollector {
         passed?;
         lap.mark("prefault wait");
         let units = self.procfs.units();
-        let records = pass_records(&self.out.buf, self.out.arena.as_ref(), self.out.walked.as_deref())
+        let records = self.out.records()
             .map_err(Error::Unsupported)?;
         lap.mark("records");
 
@@ -247,8 +247,14 @@ impl BpfCollector {
         let mut fill_groups = groups;
         if plan != CmdlinePlan::NotAsked {
             // What is still missing (flagged, or born after the pass) is read from /proc.
-            fill_groups.cmdline =
-                self.attach_cmdlines(&mut tasks, query, cmdline_pass, walk_lines, &mut stats, &mut lap);
+            fill_groups.cmdline = self.attach_cmdlines(
+                &mut tasks,
+                query,
+                cmdline_pass,
+                walk_lines,
+                &mut stats,
+                &mut lap,
+            );
         }
 
         lap.mark("attach");
