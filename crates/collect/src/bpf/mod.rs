@@ -103,7 +103,7 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(false)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
-        Self::load(procfs, cmdline)
+        Self::load_with(procfs, cmdline, false)
     }
 
     /// For a live view (`top`): the pinned programs, else a fresh load that includes the
@@ -114,10 +114,6 @@ impl BpfCollector {
         enough_descriptors(true)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
         Self::load_with(procfs, false, true)
-    }
-
-    fn load(procfs: ProcfsCollector, cmdline: bool) -> Result<BpfCollector, Unavailable> {
-        Self::load_with(procfs, cmdline, false)
     }
 
     /// The pinned programs when `tasksnap pin` left a usable set, else a fresh load (with
