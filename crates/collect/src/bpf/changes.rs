@@ -148,7 +148,7 @@ impl BpfCollector {
         let shards = if self.settings.low_cpu {
             1
         } else {
-            super::programs::pass_shards()
+            super::passes::pass_shards()
         };
         if let Err(why) = self.ensure_arena(bits, shards) {
             self.walk_problem = Some(why);
@@ -231,7 +231,7 @@ impl BpfCollector {
         let shards = if self.settings.low_cpu {
             1
         } else {
-            super::programs::pass_shards()
+            super::passes::pass_shards()
         };
         self.ensure_arena(bits, shards)?;
         let (Some(walker), Some(arena)) = (&self.progs.walker, &self.out.arena) else {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tasksnap_model::{Groups, Query, SnapshotStats, Task};
 
 use super::snapshot::Lap;
-use super::{arena, decode, programs, BpfCollector};
+use super::{arena, decode, BpfCollector};
 use crate::sys;
 
 /// How a snapshot reads its command lines, decided before its pass from the query and what
@@ -260,7 +260,7 @@ impl BpfCollector {
         std::thread::Builder::new()
             .name("tasksnap-cmdline".into())
             .spawn(move || {
-                let r = programs::read_sharded(&progs, 0, shards, 1 << 20, Some(&threads), |p| {
+                let r = super::passes::read_sharded(&progs, 0, shards, 1 << 20, Some(&threads), |p| {
                     p.cmdline_iter()
                         .unwrap_or_else(|| Err(std::io::Error::other("no command-line iterator")))
                 });

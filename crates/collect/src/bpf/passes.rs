@@ -3,9 +3,12 @@
 //! see arena.rs), which a full pass prefers; plus the records of the last pass and the task
 //! vector made ready for the next snapshot meanwhile.
 
+use std::fs::File;
+use std::io;
+
 use tasksnap_model::Task;
 
-use super::{arena, decode, programs, BpfCollector};
+use super::{arena, decode, programs, skel, BpfCollector};
 use crate::{sys, Error};
 
 /// What the last pass left, and memory kept from one snapshot to the next.
@@ -75,7 +78,7 @@ impl BpfCollector {
         }
         if let Some(pid) = process {
             let bufs =
-                programs::read_sharded(&self.progs, groups, 1, 0, None, |p| p.process_iter(pid))
+                read_sharded(&self.progs, groups, 1, 0, None, |p| p.process_iter(pid))
                     .map_err(fail)?;
             self.out.buf = bufs.into_iter().next().unwrap_or_default();
             return Ok(());
@@ -87,12 +90,12 @@ impl BpfCollector {
         if self.settings.low_cpu {
             let mut buf = std::mem::take(&mut self.out.buf);
             buf.reserve(want as usize);
-            let r = programs::read_into(&self.progs, groups, |p| p.task_iter(), &mut buf);
+            let r = read_into(&self.progs, groups, |p| p.task_iter(), &mut buf);
             self.out.buf = buf;
             return r.map_err(fail);
         }
-        let shards = programs::pass_shards();
-        let bufs = programs::read_sharded(&self.progs, groups, shards, want as usize, None, |p| {
+        let shards = pass_shards();
+        let bufs = read_sharded(&self.progs, groups, shards, want as usize, None, |p| {
             p.task_iter()
         })
         .map_err(fail)?;
@@ -118,7 +121,7 @@ impl BpfCollector {
         // The command-line copy's region follows the walk's chunks (processes are at most
         // the tasks).
         let region = (self.cmd.region_wanted && walker.cmd_prog.is_some())
-            .then(|| arena::CmdRegion::at(walk_need, tasks, programs::pass_shards()));
+            .then(|| arena::CmdRegion::at(walk_need, tasks, pass_shards()));
         let need = region.map_or(walk_need, |r| r.end());
         // Only the walk's chunks are mapped here: the copy's requests go in by map updates
         // and its output is read through a mapping of its own.
@@ -149,7 +152,7 @@ impl BpfCollector {
         let shards = if self.settings.low_cpu || shape.one_shard {
             1
         } else {
-            programs::pass_shards()
+            pass_shards()
         };
         self.ensure_arena(groups, shards)?;
         let (Some(walker), Some(arena)) = (&self.progs.walker, &self.out.arena) else {
@@ -223,6 +226,89 @@ impl BpfCollector {
     }
 }
 
+/// Reader threads for a pass: as many as cores, at most 4. Each walks every task but reads
+/// the fields of its share only, which is where the time goes (cache misses in the task,
+/// signal, cred and mm structs of 50,000 tasks).
+pub fn pass_shards() -> usize {
+    crate::sys::cores().clamp(1, 4)
+}
+
+/// Reads one iterator file to its end into a buffer of `want` bytes' capacity.
+fn read_all(mut f: File, want: usize) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::with_capacity(want.max(64 << 10));
+    f.read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// One pass read by the calling thread into `buf` (cleared; its capacity is kept from pass to
+/// pass, so a periodic refresh does not fault in a fresh buffer every time).
+pub fn read_into(
+    progs: &programs::Programs,
+    groups: u32,
+    open: impl Fn(&programs::Programs) -> io::Result<File>,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    use std::io::Read;
+    // SAFETY: gettid has no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() } as u32;
+    let cfg = skel::types::ts_reader_cfg {
+        groups,
+        nshards: 1,
+        ..Default::default()
+    };
+    progs.register(tid, &cfg)?;
+    buf.clear();
+    let r = open(progs).and_then(|mut f| f.read_to_end(buf));
+    progs.unregister(tid);
+    r.map(|_| ())
+}
+
+/// One pass split over `shards` reader threads (the calling thread alone when 1): each
+/// registers its thread id with `groups` and its shard, opens a fresh iterator with `open`,
+/// and reads it to the end. The buffers come back in shard order. Each reader is listed in
+/// `watched`, when given, while it reads (a watcher then tells a stuck pass from a slow one).
+pub(crate) fn read_sharded(
+    progs: &programs::Programs,
+    groups: u32,
+    shards: usize,
+    want_bytes: usize,
+    watched: Option<&crate::blocked::Threads>,
+    open: impl Fn(&programs::Programs) -> io::Result<File> + Sync,
+) -> io::Result<Vec<Vec<u8>>> {
+    let one = |shard: usize| -> io::Result<Vec<u8>> {
+        let _listed = watched.map(|w| w.enter());
+        // SAFETY: gettid has no arguments and cannot fail.
+        let tid = unsafe { libc::gettid() } as u32;
+        let cfg = skel::types::ts_reader_cfg {
+            groups,
+            shard: shard as u32,
+            nshards: shards as u32,
+            ..Default::default()
+        };
+        progs.register(tid, &cfg)?;
+        let r = open(progs).and_then(|f| read_all(f, want_bytes / shards.max(1)));
+        progs.unregister(tid);
+        r
+    };
+    if shards <= 1 {
+        return Ok(vec![one(0)?]);
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..shards)
+            .map(|shard| s.spawn(move || one(shard)))
+            .collect();
+        let mut out = vec![one(0)?];
+        for h in handles {
+            out.push(
+                h.join()
+                    .map_err(|_| io::Error::other("an iterator reader thread panicked"))??,
+            );
+        }
+        Ok(out)
+    })
+}
+
 /// A walk into `arena` as `how` says; `Err` says why the caller must use the iterator
 /// instead (the walk failed, or more tasks than the arena holds).
 pub(super) fn walk_checked(
@@ -270,7 +356,7 @@ pub(super) fn pass_records<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{arena, decode, skel};
+    use super::super::{arena, decode};
     use super::*;
     use crate::Collector;
     use tasksnap_model::Groups;

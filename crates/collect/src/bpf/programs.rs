@@ -1,8 +1,8 @@
 //! The iterator programs as file descriptors, wherever they come from: a fresh load of the
 //! skeleton (35-50 ms at startup: libbpf parsing the kernel's 5.5 MB BTF for CO-RE, then the
 //! verifier), or the set `tasksnap pin` left in bpffs (no load at all). Also opens iterator
-//! files, registers what each reader thread asks of a pass, and says whether the process has
-//! the descriptors for all that ([`enough_descriptors`]).
+//! files, registers what each reader thread asks of a pass (passes.rs reads them), and says
+//! whether the process has the descriptors for all that ([`enough_descriptors`]).
 //!
 //! Security of the pins: an iterator bypasses procfs's permission checks, so the pinned set
 //! lives in a directory only root can enter (0700, owned by root), each pin 0600, and a set
@@ -374,89 +374,6 @@ impl Programs {
     }
 }
 
-/// Reader threads for a pass: as many as cores, at most 4. Each walks every task but reads
-/// the fields of its share only, which is where the time goes (cache misses in the task,
-/// signal, cred and mm structs of 50,000 tasks).
-pub fn pass_shards() -> usize {
-    crate::sys::cores().clamp(1, 4)
-}
-
-/// Reads one iterator file to its end into a buffer of `want` bytes' capacity.
-fn read_all(mut f: File, want: usize) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut buf = Vec::with_capacity(want.max(64 << 10));
-    f.read_to_end(&mut buf)?;
-    Ok(buf)
-}
-
-/// One pass read by the calling thread into `buf` (cleared; its capacity is kept from pass to
-/// pass, so a periodic refresh does not fault in a fresh buffer every time).
-pub fn read_into(
-    progs: &Programs,
-    groups: u32,
-    open: impl Fn(&Programs) -> io::Result<File>,
-    buf: &mut Vec<u8>,
-) -> io::Result<()> {
-    use std::io::Read;
-    // SAFETY: gettid has no arguments and cannot fail.
-    let tid = unsafe { libc::gettid() } as u32;
-    let cfg = skel::types::ts_reader_cfg {
-        groups,
-        nshards: 1,
-        ..Default::default()
-    };
-    progs.register(tid, &cfg)?;
-    buf.clear();
-    let r = open(progs).and_then(|mut f| f.read_to_end(buf));
-    progs.unregister(tid);
-    r.map(|_| ())
-}
-
-/// One pass split over `shards` reader threads (the calling thread alone when 1): each
-/// registers its thread id with `groups` and its shard, opens a fresh iterator with `open`,
-/// and reads it to the end. The buffers come back in shard order. Each reader is listed in
-/// `watched`, when given, while it reads (a watcher then tells a stuck pass from a slow one).
-pub(crate) fn read_sharded(
-    progs: &Programs,
-    groups: u32,
-    shards: usize,
-    want_bytes: usize,
-    watched: Option<&crate::blocked::Threads>,
-    open: impl Fn(&Programs) -> io::Result<File> + Sync,
-) -> io::Result<Vec<Vec<u8>>> {
-    let one = |shard: usize| -> io::Result<Vec<u8>> {
-        let _listed = watched.map(|w| w.enter());
-        // SAFETY: gettid has no arguments and cannot fail.
-        let tid = unsafe { libc::gettid() } as u32;
-        let cfg = skel::types::ts_reader_cfg {
-            groups,
-            shard: shard as u32,
-            nshards: shards as u32,
-            ..Default::default()
-        };
-        progs.register(tid, &cfg)?;
-        let r = open(progs).and_then(|f| read_all(f, want_bytes / shards.max(1)));
-        progs.unregister(tid);
-        r
-    };
-    if shards <= 1 {
-        return Ok(vec![one(0)?]);
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (1..shards)
-            .map(|shard| s.spawn(move || one(shard)))
-            .collect();
-        let mut out = vec![one(0)?];
-        for h in handles {
-            out.push(
-                h.join()
-                    .map_err(|_| io::Error::other("an iterator reader thread panicked"))??,
-            );
-        }
-        Ok(out)
-    })
-}
-
 /// Descriptors a loaded set of programs keeps open (programs, maps, links, BTF, and the
 /// duplicates [`programs::Programs`] holds): 20 here without the walk and about 30 with it
 /// (strace of `tasksnap ps -ef` and `tasksnap top`, Linux 6.18, libbpf 1.5), with some margin.
@@ -469,7 +386,7 @@ const DESCRIPTORS_LOADED_WITH_WALK: u64 = 32;
 /// reads meanwhile (/proc/loadavg, the /proc listing, a procfs read of pid 1 on the caller's
 /// thread). The procfs readers that fill in the rest have tables of their own.
 fn descriptors_for_a_pass() -> u64 {
-    let shards = pass_shards();
+    let shards = super::passes::pass_shards();
     (shards + sys::cores().clamp(1, 8)) as u64 + 8 + 4
 }
 
