@@ -39,12 +39,12 @@ pub use loader::{privileged, quiet_libbpf, Unavailable};
 /// only ever opens programs built from the same sources and record layout.
 pub const TAG: &str = env!("TASKSNAP_BPF_TAG");
 
-/// Whether this build has the BPF programs; `Err` says why not ("clang was missing at build
-/// time", "TASKSNAP_NO_BPF was set at build time").
-pub fn built() -> Result<(), Unavailable> {
+/// Whether this build has the BPF programs; `Err` says that `what` is missing and why
+/// ("clang was missing at build time", "TASKSNAP_NO_BPF was set at build time").
+pub fn built(what: &'static str) -> Result<(), Unavailable> {
     match option_env!("TASKSNAP_BPF_MISSING") {
         None => Ok(()),
-        Some(why) => Err(Unavailable(why.to_string())),
+        Some(why) => Err(Unavailable::NotBuilt { what, why }),
     }
 }
 

@@ -12,10 +12,40 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::OpenObject;
 
-/// Why BPF cannot be used here, in words for the user.
+/// Why BPF cannot be used here; its text is for the user (`-v`, `doctor`, errors).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unavailable(pub String);
+pub enum Unavailable {
+    /// This build has no BPF programs (no clang, or `TASKSNAP_NO_BPF` at build time).
+    #[error("this tasksnap was built without {what} ({why})")]
+    NotBuilt {
+        /// What is missing ("the BPF backend", "BPF").
+        what: &'static str,
+        /// Why ("clang was missing at build time").
+        why: &'static str,
+    },
+    /// The caller is not root; says why that matters for these programs.
+    #[error("not root: {0}")]
+    NotRoot(&'static str),
+    /// The open-files limit leaves too few descriptors for loading and a pass.
+    #[error(
+        "it needs about {need} open files and the open-files limit (RLIMIT_NOFILE {limit}, \
+         {open} in use) leaves {free}: raise it with `ulimit -n`"
+    )]
+    Descriptors {
+        /// Descriptors needed.
+        need: u64,
+        /// RLIMIT_NOFILE.
+        limit: u64,
+        /// Open below the limit now.
+        open: u64,
+        /// What the limit leaves.
+        free: u64,
+    },
+    /// Anything else that failed (the kernel refused a program, bpffs, a pin...): what and
+    /// why.
+    #[error("{0}")]
+    Failed(String),
+}
 
 /// Whether the caller may load (or open pinned) BPF programs: root only.
 ///
@@ -24,10 +54,10 @@ pub struct Unavailable(pub String);
 /// permission checks (hidepid, ptrace access to other users' command lines), so a non-root
 /// caller holding the capabilities would see more than /proc shows it. Such callers get the
 /// /proc paths. `why` completes "not root: ..." for the caller's programs.
-pub fn privileged(why: &str) -> Result<(), Unavailable> {
+pub fn privileged(why: &'static str) -> Result<(), Unavailable> {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        return Err(Unavailable(format!("not root: {why}")));
+        return Err(Unavailable::NotRoot(why));
     }
     Ok(())
 }
@@ -63,10 +93,12 @@ pub fn enough_descriptors(need: u64, limit: u64) -> Result<(), Unavailable> {
     };
     let free = limit.saturating_sub(open);
     if free < need {
-        return Err(Unavailable(format!(
-            "it needs about {need} open files and the open-files limit (RLIMIT_NOFILE {limit}, \
-             {open} in use) leaves {free}: raise it with `ulimit -n`"
-        )));
+        return Err(Unavailable::Descriptors {
+            need,
+            limit,
+            open,
+            free,
+        });
     }
     Ok(())
 }
@@ -90,7 +122,7 @@ where
     let object: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
     let mut open = builder
         .open(object)
-        .map_err(|e| Unavailable(format!("cannot open the BPF object: {e}")))?;
+        .map_err(|e| Unavailable::Failed(format!("cannot open the BPF object: {e}")))?;
     configure(&mut open);
     if std::env::var_os("TASKSNAP_VERIFIER_STATS").is_some() {
         for mut p in open.open_object_mut().progs_mut() {
@@ -98,7 +130,7 @@ where
         }
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, print_verifier_stats)));
     }
-    open.load().map_err(|e| Unavailable(refused(e)))
+    open.load().map_err(|e| Unavailable::Failed(refused(e)))
 }
 
 /// A libbpf message with a program's verifier log (BPF_LOG_STATS), on one line of stderr.
@@ -187,14 +219,18 @@ mod tests {
     #[test]
     fn a_budget_larger_than_the_limit_is_refused_with_the_reason() {
         let e = enough_descriptors(1 << 20, 64).expect_err("64 descriptors cannot hold 2^20");
-        assert!(e.0.contains("RLIMIT_NOFILE 64"), "{e}");
+        assert!(
+            matches!(e, Unavailable::Descriptors { limit: 64, .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("RLIMIT_NOFILE 64"), "{e}");
         assert!(enough_descriptors(1, 1 << 20).is_ok());
     }
 
     #[test]
     fn built_says_why_not() {
-        if let Err(why) = crate::built() {
-            assert!(why.0.contains("build time"), "{why}");
+        if let Err(why) = crate::built("BPF") {
+            assert!(why.to_string().contains("build time"), "{why}");
         }
     }
 }

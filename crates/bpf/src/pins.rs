@@ -33,9 +33,9 @@ pub fn pin_dir() -> PathBuf {
 pub fn check_root_only(dir: &Path) -> Result<(), Unavailable> {
     for d in [Path::new(PIN_ROOT), dir] {
         let m = std::fs::symlink_metadata(d)
-            .map_err(|e| Unavailable(format!("{}: {e}", d.display())))?;
+            .map_err(|e| Unavailable::Failed(format!("{}: {e}", d.display())))?;
         if !m.is_dir() || m.uid() != 0 || m.mode() & 0o077 != 0 {
-            return Err(Unavailable(format!(
+            return Err(Unavailable::Failed(format!(
                 "{} is not a root-only directory (mode {:o}, owner {}): not using the \
                  pinned iterator; remove it with `tasksnap unpin`",
                 d.display(),
@@ -62,7 +62,8 @@ pub fn open_pin(path: &Path) -> io::Result<OwnedFd> {
 
 /// Pins the object `fd` at `path`, readable and writable by its owner (root) only.
 pub fn pin_private(fd: &impl AsRawFd, path: &Path) -> Result<(), Unavailable> {
-    let fail = |what: &str, e: io::Error| Unavailable(format!("{what} {}: {e}", path.display()));
+    let fail =
+        |what: &str, e: io::Error| Unavailable::Failed(format!("{what} {}: {e}", path.display()));
     let p = c_path(path).map_err(|e| fail("pinning", e))?;
     // SAFETY: `fd` is a live BPF object descriptor and `p` a NUL-terminated path, both valid
     // for the call.
@@ -79,10 +80,10 @@ pub fn make_private_dir(dir: &Path) -> Result<(), Unavailable> {
     match std::fs::create_dir(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Unavailable(format!("mkdir {}: {e}", dir.display()))),
+        Err(e) => return Err(Unavailable::Failed(format!("mkdir {}: {e}", dir.display()))),
     }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| Unavailable(format!("chmod {}: {e}", dir.display())))
+        .map_err(|e| Unavailable::Failed(format!("chmod {}: {e}", dir.display())))
 }
 
 /// Whether bpffs is mounted at [`BPFFS`].
@@ -103,7 +104,7 @@ pub fn ensure_bpffs() -> Result<(), Unavailable> {
     if bpffs_mounted() {
         return Ok(());
     }
-    let target = c_path(Path::new(BPFFS)).map_err(|e| Unavailable(e.to_string()))?;
+    let target = c_path(Path::new(BPFFS)).map_err(|e| Unavailable::Failed(e.to_string()))?;
     let fstype = c"bpf";
     let data = c"mode=0700";
     // SAFETY: all pointers are NUL-terminated strings valid for the call.
@@ -117,7 +118,7 @@ pub fn ensure_bpffs() -> Result<(), Unavailable> {
         )
     };
     if r != 0 {
-        return Err(Unavailable(format!(
+        return Err(Unavailable::Failed(format!(
             "bpffs is not mounted at {BPFFS} and mounting it failed: {}",
             io::Error::last_os_error()
         )));

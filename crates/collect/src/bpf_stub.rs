@@ -21,10 +21,10 @@ pub fn privileged() -> Result<(), Unavailable> {
 /// Root or not, this build cannot load anything: why.
 fn not_built() -> Result<BpfCollector, Unavailable> {
     privileged()?;
-    let why = tasksnap_bpf::built().err().map(|u| u.0).unwrap_or_default();
-    Err(Unavailable(format!(
-        "this tasksnap was built without the BPF backend ({why})"
-    )))
+    tasksnap_bpf::built("the BPF backend")?;
+    Err(Unavailable::Failed(
+        "this build has BPF programs, but this crate was built without them".into(),
+    ))
 }
 
 /// The BPF collector: never made in this build.

@@ -115,7 +115,7 @@ impl Collector for BpfCollector {
                         self.walk_problem = p.walk_unavailable.clone();
                     }
                 },
-                Err(why) => self.walk_problem = Some(why.0),
+                Err(why) => self.walk_problem = Some(why.to_string()),
             }
         }
         self.prepare(groups);

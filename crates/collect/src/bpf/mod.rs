@@ -102,7 +102,7 @@ impl BpfCollector {
     pub fn with_cmdline(cmdline: bool) -> Result<BpfCollector, Unavailable> {
         privileged()?;
         enough_descriptors(false)?;
-        let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
+        let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
         Self::load_with(procfs, cmdline, false)
     }
 
@@ -112,7 +112,7 @@ impl BpfCollector {
     pub fn for_live_view() -> Result<BpfCollector, Unavailable> {
         privileged()?;
         enough_descriptors(true)?;
-        let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
+        let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
         Self::load_with(procfs, false, true)
     }
 
@@ -128,7 +128,7 @@ impl BpfCollector {
         let (progs, pin_problem) = match programs::Programs::open_pinned() {
             Ok(Some(p)) => (p, None),
             Ok(None) => (programs::Programs::load(cmdline, walk)?, None),
-            Err(why) => (programs::Programs::load(cmdline, walk)?, Some(why.0)),
+            Err(why) => (programs::Programs::load(cmdline, walk)?, Some(why.to_string())),
         };
         let mut c = Self::from_programs(procfs, progs, cmdline);
         c.pin_problem = pin_problem;
@@ -170,7 +170,7 @@ impl BpfCollector {
     pub fn load_fresh(cmdline: bool, walk: bool) -> Result<BpfCollector, Unavailable> {
         privileged()?;
         enough_descriptors(walk)?;
-        let procfs = ProcfsCollector::new().map_err(|e| Unavailable(e.to_string()))?;
+        let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
         let progs = programs::Programs::load(cmdline, walk)?;
         Ok(Self::from_programs(procfs, progs, cmdline))
     }
@@ -217,7 +217,7 @@ impl BpfCollector {
         match programs::remove_pins(std::path::Path::new(programs::PIN_ROOT)) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(Unavailable(format!("{}: {e}", programs::PIN_ROOT))),
+            Err(e) => Err(Unavailable::Failed(format!("{}: {e}", programs::PIN_ROOT))),
         }
     }
 }

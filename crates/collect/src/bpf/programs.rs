@@ -88,7 +88,7 @@ struct Loaded {
 
 fn dup(fd: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd, Unavailable> {
     fd.try_clone_to_owned()
-        .map_err(|e| Unavailable(format!("cannot duplicate a BPF descriptor: {e}")))
+        .map_err(|e| Unavailable::Failed(format!("cannot duplicate a BPF descriptor: {e}")))
 }
 
 fn open_and_load(cmdline: bool, walk: bool) -> Result<skel::TaskIterSkel<'static>, Unavailable> {
@@ -125,11 +125,11 @@ impl Programs {
         let skel = match open_and_load(cmdline, walk) {
             Ok(s) => s,
             Err(why) => {
-                walk_unavailable = Some(why.0);
+                walk_unavailable = Some(why.to_string());
                 match open_and_load(cmdline, false) {
                     Ok(s) => s,
                     Err(why) if cmdline => {
-                        cmdline_unavailable = Some(why.0);
+                        cmdline_unavailable = Some(why.to_string());
                         match open_and_load(false, walk) {
                             Ok(s) if walk => {
                                 walk_unavailable = None;
@@ -147,7 +147,7 @@ impl Programs {
             .progs
             .dump_task
             .attach()
-            .map_err(|e| Unavailable(format!("cannot attach the task iterator: {e}")))?;
+            .map_err(|e| Unavailable::Failed(format!("cannot attach the task iterator: {e}")))?;
         let mut links = Vec::new();
         let task_link = dup(link.as_fd())?;
         links.push(link);
@@ -167,7 +167,7 @@ impl Programs {
         }
         let task_prog = dup(skel.progs.dump_task.as_fd())?;
         let cfg = libbpf_rs::MapHandle::try_from(&skel.maps.reader_cfg)
-            .map_err(|e| Unavailable(format!("cannot open the reader_cfg map: {e}")))?;
+            .map_err(|e| Unavailable::Failed(format!("cannot open the reader_cfg map: {e}")))?;
         let walker = if walk_unavailable.is_none() {
             Some(Walker {
                 shared: false,
@@ -184,7 +184,7 @@ impl Programs {
                     None
                 },
                 arenas: libbpf_rs::MapHandle::try_from(&skel.maps.arenas)
-                    .map_err(|e| Unavailable(format!("cannot open the arenas map: {e}")))?,
+                    .map_err(|e| Unavailable::Failed(format!("cannot open the arenas map: {e}")))?,
             })
         } else {
             None
@@ -217,7 +217,7 @@ impl Programs {
         check_root_only(&dir)?;
         let get = |name: &str| -> Result<OwnedFd, Unavailable> {
             open_pin(&dir.join(name)).map_err(|e| {
-                Unavailable(format!(
+                Unavailable::Failed(format!(
                     "cannot open pinned {}: {e}",
                     dir.join(name).display()
                 ))
@@ -227,13 +227,13 @@ impl Programs {
         let task_link = get(PIN_TASK_LINK)?;
         let (cmd_link, cmdline_unavailable) = match get(PIN_CMD_LINK) {
             Ok(fd) => (Some(fd), None),
-            Err(why) => (None, Some(why.0)),
+            Err(why) => (None, Some(why.to_string())),
         };
         let cfg = libbpf_rs::MapHandle::from_pinned_path(dir.join(PIN_CFG))
-            .map_err(|e| Unavailable(format!("cannot open the pinned reader_cfg map: {e}")))?;
+            .map_err(|e| Unavailable::Failed(format!("cannot open the pinned reader_cfg map: {e}")))?;
         let walk = get(PIN_WALK_PROG).and_then(|prog| {
             let arenas = libbpf_rs::MapHandle::from_pinned_path(dir.join(PIN_ARENAS))
-                .map_err(|e| Unavailable(format!("cannot open the pinned arenas map: {e}")))?;
+                .map_err(|e| Unavailable::Failed(format!("cannot open the pinned arenas map: {e}")))?;
             Ok(Walker {
                 shared: true,
                 prog,
@@ -244,7 +244,7 @@ impl Programs {
         });
         let (walker, walk_unavailable) = match walk {
             Ok(w) => (Some(w), None),
-            Err(why) => (None, Some(why.0)),
+            Err(why) => (None, Some(why.to_string())),
         };
         let open_ns = sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start);
         Ok(Some(Programs {
@@ -264,7 +264,7 @@ impl Programs {
     /// same build. The set is assembled in a temporary directory and renamed into place, so
     /// a reader never sees half of it.
     pub fn pin(&self) -> Result<PathBuf, Unavailable> {
-        let fail = |what: &str, e: io::Error| Unavailable(format!("{what}: {e}"));
+        let fail = |what: &str, e: io::Error| Unavailable::Failed(format!("{what}: {e}"));
         pins::ensure_bpffs()?;
         pins::make_private_dir(Path::new(PIN_ROOT))?;
         let dir = pin_dir();

@@ -76,7 +76,7 @@ pub fn privileged() -> Result<(), Error> {
         "the BPF accounting sees every thread regardless of /proc permissions, so tasksnap \
          loads it only for root",
     )
-    .map_err(|why| Error::BpfUnavailable(why.0))
+    .map_err(|why| Error::BpfUnavailable(why.to_string()))
 }
 
 /// Whether the /proc at `root` belongs to the caller's pid namespace: its `self` names the

@@ -134,7 +134,7 @@ impl BpfSource {
                 )
             },
         )
-        .map_err(|why| Error::BpfUnavailable(why.0))?;
+        .map_err(|why| Error::BpfUnavailable(why.to_string()))?;
         let attach = |p: &libbpf_rs::ProgramMut<'_>, what: &str| {
             p.attach()
                 .map_err(|e| Error::BpfUnavailable(format!("cannot attach {what}: {e}")))

@@ -17,10 +17,11 @@ impl BpfSource {
     /// Says why the accounting cannot be loaded: not root, or not built.
     pub fn load(_opts: Options) -> Result<BpfSource, Error> {
         super::privileged()?;
-        let why = tasksnap_bpf::built().err().map(|u| u.0).unwrap_or_default();
-        Err(Error::BpfUnavailable(format!(
-            "this tasksnap was built without BPF ({why})"
-        )))
+        let why = match tasksnap_bpf::built("BPF") {
+            Err(why) => why.to_string(),
+            Ok(()) => "this build has BPF programs, but this crate was built without them".into(),
+        };
+        Err(Error::BpfUnavailable(why))
     }
 
     /// Nothing to watch: no source is ever made.
