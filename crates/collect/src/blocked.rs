@@ -175,12 +175,17 @@ impl Watch {
 
 /// The threads working on one operation spread over several (a BPF command-line pass),
 /// each listed while it works on it.
+// Used by the BPF backend only; a build without it (lib.rs: `tasksnap_bpf::select!`)
+// leaves this unused.
+#[allow(dead_code)]
 #[derive(Debug, Default)]
 pub(crate) struct Threads(std::sync::Mutex<Vec<i32>>);
 
 /// A thread's place in [`Threads`], given up when dropped.
+#[allow(dead_code)] // as Threads
 pub(crate) struct Entered<'a>(&'a Threads, i32);
 
+#[allow(dead_code)] // as Threads
 impl Threads {
     /// Lists the calling thread until the returned guard drops.
     pub(crate) fn enter(&self) -> Entered<'_> {
@@ -208,7 +213,9 @@ impl Drop for Entered<'_> {
 /// Watches the threads of an operation that reads many targets (a BPF command-line pass):
 /// it is stuck when one of them has been blocked for `stuck_ns` without running in between
 /// (queued on one target's mmap lock), or for `total_ns` altogether.
-#[cfg_attr(not(tasksnap_bpf), allow(dead_code))]
+// Used by the BPF backend only; a build without it (lib.rs: `tasksnap_bpf::select!`)
+// leaves this unused.
+#[allow(dead_code)]
 #[derive(Debug)]
 pub(crate) struct PassWatch {
     since_ns: u64,
@@ -218,7 +225,9 @@ pub(crate) struct PassWatch {
     watches: std::collections::HashMap<i32, (Watch, Watch)>,
 }
 
-#[cfg_attr(not(tasksnap_bpf), allow(dead_code))]
+// Used by the BPF backend only; a build without it (lib.rs: `tasksnap_bpf::select!`)
+// leaves this unused.
+#[allow(dead_code)]
 impl PassWatch {
     /// A watch over an operation that began at `since_ns` (CLOCK_MONOTONIC).
     pub(crate) fn new(since_ns: u64, stuck_ns: u64, total_ns: u64) -> PassWatch {

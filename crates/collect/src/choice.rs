@@ -46,10 +46,7 @@ impl std::fmt::Debug for Choice {
     }
 }
 
-/// The number of tasks (threads) on the system: the denominator of /proc/loadavg's 4th field.
-pub fn task_count(proc_root: &Path) -> Option<u64> {
-    crate::system::load_averages(proc_root)?.tasks
-}
+pub use crate::task_count;
 
 /// How the BPF collector got ready, for `-v`.
 fn readiness(b: &BpfCollector) -> String {

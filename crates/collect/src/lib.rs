@@ -6,7 +6,17 @@
 #![deny(missing_docs)]
 
 mod blocked;
-pub mod bpf;
+// The one place the no-BPF build differs: without the BPF programs (no clang, or
+// TASKSNAP_NO_BPF at build time), `bpf` is a stub whose constructors say why.
+tasksnap_bpf::select! {
+    built {
+        pub mod bpf;
+    }
+    missing {
+        #[path = "bpf_stub.rs"]
+        pub mod bpf;
+    }
+}
 pub mod caps;
 pub mod choice;
 pub mod procfs;
@@ -16,6 +26,17 @@ pub mod system;
 use tasksnap_procfs::sys;
 
 pub use tasksnap_model::{Query, Snapshot};
+
+/// A live view's [`Collector::changes`] is a whole pass at least once in this many calls
+/// (both backends: see `bpf/changes.rs` and `procfs/live.rs`).
+pub const CHANGES_FULL_EVERY: u32 = 20;
+
+/// The number of tasks (threads) on the system: the denominator of /proc/loadavg's 4th field.
+/// (Here, not in `choice`, so that the backends do not depend on the module that chooses
+/// between them.)
+pub fn task_count(proc_root: &std::path::Path) -> Option<u64> {
+    system::load_averages(proc_root)?.tasks
+}
 
 /// What can make a whole collection fail. Per-task trouble (a task exiting mid-read, a file
 /// the caller may not read) is never an error: it is counted in [`tasksnap_model::SnapshotStats`].

@@ -10,8 +10,8 @@
 mod backend;
 mod query;
 mod snapshot;
-mod system;
 pub mod states;
+mod system;
 mod task;
 
 pub use backend::{Backend, PassReport, UnknownBackend};

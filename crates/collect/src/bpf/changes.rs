@@ -24,7 +24,19 @@ use super::{decode, BpfCollector};
 use crate::{sys, ChangeSummary, Changes, Error};
 
 /// Every this many calls, a whole pass.
-const FULL_EVERY: u32 = super::CHANGES_FULL_EVERY;
+const FULL_EVERY: u32 = crate::CHANGES_FULL_EVERY;
+
+/// A live view's state, kept by the collector between [`Collector::changes`] calls.
+#[derive(Default)]
+pub(super) struct Live {
+    /// Whether the next pass keeps its tasks' identities for a live view.
+    pub track: bool,
+    /// The state between calls, once a live view has begun.
+    pub delta: Option<Delta>,
+    /// The identities of a tracked walk's records, when it began, and the processes read
+    /// from /proc because it passed over them; taken by snapshot_impl.
+    pub captured: Option<(Identities, u64, Vec<i32>)>,
+}
 
 /// A thread's identity as the walk gives it: tgid and start time (boot-time ns), by tid.
 pub(super) type Identities = HashMap<u32, (u32, u64), std::hash::BuildHasherDefault<TidHasher>>;
@@ -88,15 +100,14 @@ impl BpfCollector {
         matches!(query.selector, Selector::AllThreads)
             && !query.groups.cmdline
             && self.progs.walker.is_some()
-            && !self.walk_off
-            && std::env::var_os("TASKSNAP_NO_WALK").is_none()
+            && self.settings.walk_allowed()
     }
 
     /// Whether the next call with `query` continues from the last one (a changed-only walk).
     pub(super) fn changes_continue(&self, query: &Query) -> bool {
         let bits = decode::group_bits(&query.groups);
         self.changes_usable(query)
-            && self.delta.as_ref().is_some_and(|d| {
+            && self.live.delta.as_ref().is_some_and(|d| {
                 d.groups == bits
                     && d.leader_as_process == query.leader_as_process
                     && d.since_full < FULL_EVERY
@@ -106,7 +117,7 @@ impl BpfCollector {
     /// [`crate::Collector::changes`] for the BPF backend.
     pub(super) fn changes_impl(&mut self, query: &Query) -> Result<Changes, Error> {
         if !self.changes_usable(query) {
-            self.delta = None;
+            self.live.delta = None;
             return self.whole(query);
         }
         let bits = decode::group_bits(&query.groups);
@@ -118,7 +129,7 @@ impl BpfCollector {
             Err(why) => {
                 // Start over with a whole pass (which says why it cannot walk, if it cannot).
                 self.walk_problem = Some(why);
-                self.delta = None;
+                self.live.delta = None;
                 self.whole_with_clocks(query, bits)
             }
         }
@@ -134,24 +145,24 @@ impl BpfCollector {
 
     /// A whole pass that keeps its tasks' identities for the changed-only walks after it.
     fn whole_with_clocks(&mut self, query: &Query, bits: u32) -> Result<Changes, Error> {
-        let shards = if self.low_cpu {
+        let shards = if self.settings.low_cpu {
             1
         } else {
-            super::programs::pass_shards()
+            super::passes::pass_shards()
         };
         if let Err(why) = self.ensure_arena(bits, shards) {
             self.walk_problem = Some(why);
-            self.delta = None;
+            self.live.delta = None;
             return self.whole(query);
         }
-        self.track = true;
-        self.captured = None;
+        self.live.track = true;
+        self.live.captured = None;
         let snap = self.snapshot_impl(query);
-        self.track = false;
+        self.live.track = false;
         let snap = snap?;
         // Only a walk is tracked (the iterator may have been used instead).
         // The processes /proc added to that snapshot (pid 1 here) are read again every call.
-        self.delta = self.captured.take().map(|(known, since_ns, hidden)| Delta {
+        self.live.delta = self.live.captured.take().map(|(known, since_ns, hidden)| Delta {
             groups: bits,
             leader_as_process: query.leader_as_process,
             since_ns,
@@ -189,7 +200,7 @@ impl BpfCollector {
                 Err(why) => {
                     // Nothing was handed over: the collecting path says the rest.
                     self.walk_problem = Some(why);
-                    self.delta = None;
+                    self.live.delta = None;
                     self.changes_impl(query)?
                 }
             }
@@ -217,27 +228,18 @@ impl BpfCollector {
         sink: &mut dyn FnMut(tasksnap_model::Task),
     ) -> Result<usize, String> {
         let bits = decode::group_bits(&query.groups);
-        let shards = if self.low_cpu {
+        let shards = if self.settings.low_cpu {
             1
         } else {
-            super::programs::pass_shards()
+            super::passes::pass_shards()
         };
         self.ensure_arena(bits, shards)?;
-        let (Some(walker), Some(arena)) = (&self.progs.walker, &self.arena) else {
+        let (Some(walker), Some(arena)) = (&self.progs.walker, &self.out.arena) else {
             return Err("no walk".into());
         };
-        self.walked = None;
-        let outs = walker
-            .walk(arena, bits, shards, WalkMode::default())
-            .map_err(|e| format!("the walk failed: {e}"))?;
-        if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
-            return Err(format!(
-                "the walk's arena ({} chunks) was full: {} tasks did not fit",
-                arena.chunks(),
-                o.overflow
-            ));
-        }
-        let records = super::pass_records(&[], Some(arena), Some(&outs))?;
+        self.out.walked = None;
+        let outs = super::passes::walk_checked(walker, arena, bits, shards, WalkMode::default())?;
+        let records = super::passes::pass_records(&[], Some(arena), Some(&outs))?;
         let known = identities(&records);
         let since_ns = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
         let units = self.procfs.units();
@@ -257,8 +259,8 @@ impl BpfCollector {
             sink(t);
         });
         drop(records);
-        self.walked = Some(outs);
-        self.delta = Some(Delta {
+        self.out.walked = Some(outs);
+        self.live.delta = Some(Delta {
             groups: bits,
             leader_as_process: query.leader_as_process,
             since_ns,
@@ -274,28 +276,19 @@ impl BpfCollector {
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
         let (Some(walker), Some(arena), Some(delta)) =
-            (&self.progs.walker, &self.arena, &mut self.delta)
+            (&self.progs.walker, &self.out.arena, &mut self.live.delta)
         else {
             return Err("no walk".into());
         };
         delta.since_full += 1;
-        self.walked = None;
+        self.out.walked = None;
         let how = WalkMode {
             mode: arena::WALK_CHANGED,
             since_ns: delta.since_ns,
             lines: false,
         };
-        let outs = walker
-            .walk(arena, bits, 1, how)
-            .map_err(|e| format!("the walk failed: {e}"))?;
-        if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
-            return Err(format!(
-                "the walk's arena ({} chunks) was full: {} tasks did not fit",
-                arena.chunks(),
-                o.overflow
-            ));
-        }
-        let records = super::pass_records(&[], Some(arena), Some(&outs))?;
+        let outs = super::passes::walk_checked(walker, arena, bits, 1, how)?;
+        let records = super::passes::pass_records(&[], Some(arena), Some(&outs))?;
         let units = self.procfs.units();
         let tick_ns = 1_000_000_000 / units.clk_tck.max(1);
         let id = |tid: u32, (tgid, start): (u32, u64)| TaskId {
@@ -314,7 +307,7 @@ impl BpfCollector {
             }
         }
         let walked: u64 = outs.iter().map(|o| u64::from(o.tasks)).sum();
-        let spare = std::mem::take(&mut self.spare);
+        let spare = std::mem::take(&mut self.out.spare);
         let groups = query.groups;
         let extras = BpfCollector::read_from_procfs(&mut self.procfs, &delta.hidden, query, groups)
             .map_err(|e| e.to_string())?;
@@ -325,7 +318,7 @@ impl BpfCollector {
             &groups,
             units,
             spare,
-            !self.low_cpu,
+            !self.settings.low_cpu,
         );
         decode::filter(&mut tasks, query);
         drop(records);
@@ -358,7 +351,7 @@ impl BpfCollector {
             delta.since_full = FULL_EVERY;
         }
         delta.since_ns = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
-        self.walked = Some(outs);
+        self.out.walked = Some(outs);
         let mut stats = SnapshotStats::default();
         self.fill_from_procfs(&mut tasks, query, groups, &mut stats)
             .map_err(|e| e.to_string())?;

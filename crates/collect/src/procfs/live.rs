@@ -38,7 +38,7 @@ use tasksnap_procfs::parse;
 use super::Item;
 
 /// Every this many calls, a whole read (as the BPF backend's walk does).
-pub const FULL_EVERY: u32 = crate::bpf::CHANGES_FULL_EVERY;
+pub const FULL_EVERY: u32 = crate::CHANGES_FULL_EVERY;
 
 /// What is kept of one process between refreshes.
 #[derive(Debug, Clone)]

@@ -33,6 +33,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "compat.h"
 #include "states.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -95,29 +96,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } exits SEC(".maps");
-
-/* Task state bits, include/linux/sched.h (values stable since Linux 5.14-6.1; TASK_FROZEN
- * got its own bit in 6.1, commit f5d39b020809). */
-#define TASK_RUNNING		0x00000000
-#define TASK_INTERRUPTIBLE	0x00000001
-#define TASK_UNINTERRUPTIBLE	0x00000002
-#define __TASK_STOPPED		0x00000004
-#define __TASK_TRACED		0x00000008
-#define TASK_NOLOAD		0x00000400
-#define TASK_RTLOCK_WAIT	0x00001000
-#define PF_KTHREAD		0x00200000
-
-/* Linux 5.14 (commit 2f064a59a11f) renamed task_struct::state to __state. */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return t->__state;
-	return (__u32)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
 
 #define compiler_barrier() asm volatile("" ::: "memory")
 

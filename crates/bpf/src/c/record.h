@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The one definition of the records the task iterator writes and user space reads
- * (crates/collect/src/bpf/mod.rs). The Rust side does not restate this layout: libbpf-cargo
+ * (crates/collect/src/bpf/decode.rs). The Rust side does not restate this layout: libbpf-cargo
  * generates its types from this file's BTF (see the layout anchors in task_iter.bpf.c).
  *
  * A record is a ts_hdr followed by one block per group bit set in ts_hdr.groups, in the

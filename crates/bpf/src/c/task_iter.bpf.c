@@ -11,6 +11,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "compat.h"
 #include "record.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -64,16 +65,6 @@ struct {
 	__type(value, struct cmd_buf);
 } cmd_scratch SEC(".maps");
 
-/* Linux 5.14 (commit 2f064a59a11f) renamed task_struct::state to __state. */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-/* Linux 6.0 (commit 64d608db38ff) moved tty_struct::pgrp into tty_struct::ctrl. */
-struct tty_struct___pre60 {
-	struct pid *pgrp;
-} __attribute__((preserve_access_index));
-
 /*
  * Fields are read by direct access: the iterator hands the program a trusted BTF pointer,
  * and loads through it (and through the pointers read from it) compile to exception-table
@@ -81,36 +72,7 @@ struct tty_struct___pre60 {
  * (which is what BPF_CORE_READ expands to). BPF_CORE_READ is kept for the fallbacks of
  * renamed fields, which are dead code on current kernels.
  */
-/*
- * Pointer fields are loaded through an untrusted alias of the struct (UNTRUSTED(), i.e.
- * bpf_rdonly_cast(), Linux 6.2, which the verifier rewrites to a register move). Each load
- * of a pointer field through a trusted or RCU pointer makes the verifier look up
- * "<struct>__safe_trusted", "__safe_trusted_or_null", "__safe_rcu" and
- * "__safe_rcu_or_null" in the kernel's BTF (check_ptr_to_btf_access() ->
- * btf_nested_type_is_trusted(), each a linear search by name of its types on 6.18), and
- * does so for every path that reaches the load: 25 of the iterator's 28 ms of
- * verification here, paid by every run without a pinned set. Through the alias the load
- * is a fault-safe BPF_PROBE_MEM one and nothing is looked up; the pointer loaded is
- * untrusted too, which changes nothing for the loads through it (loads through the
- * untagged pointers these fields gave already were BPF_PROBE_MEM ones). Integer fields
- * are still read through the trusted pointer, as plain loads: reading every field through
- * the alias cost 1-2 ms more per pass over 50,000 tasks (the PROBE_MEM address check, ~8
- * instructions per load on x86). For the same reason the walk's per-task blocks, verified
- * once at `tasksnap pin`, keep their trusted pointer loads (the alias there cost 0.9 ms of
- * a 9 ms pass); its setup and its rare paths use the alias.
- * Kernels before 6.2 have neither the kfunc nor the lookups: the pointer is used as is.
- */
-#define UNTRUSTED(p, type)                                                              \
-	(bpf_ksym_exists(bpf_rdonly_cast) ? bpf_core_cast((p), type) : (type *)(p))
-#define TASK_PTR(t, field) (UNTRUSTED((t), struct task_struct)->field)
-
-static __always_inline __u32 task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return t->__state;
-	return (__u32)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
-
+/* Pointer fields are loaded through UNTRUSTED()/TASK_PTR() (compat.h says why). */
 /*
  * The level of the reader's pid namespace: the iterator walks that namespace
  * (task_active_pid_ns(current)), but task->pid is the initial namespace's number. Taken from
@@ -172,15 +134,6 @@ static __always_inline __s32 tty_pgrp(struct tty_struct *tty, __u32 level)
 	/* /proc: pid_nr_ns(tty_get_pgrp(tty)), which is 0 for a tty without a process group */
 	return nr_in_ns(pgrp, level);
 }
-
-#define PF_WQ_WORKER 0x00000020
-#define PF_KTHREAD   0x00200000
-
-/* Linux 6.6 (commit d6986ce24fc0) keeps names longer than comm in kthread->full_name. */
-struct kthread___v66 {
-	void *data;
-	char *full_name;
-} __attribute__((preserve_access_index));
 
 /*
  * fs/proc/array.c proc_task_name() for a kernel thread, into name (TS_KNAME_MAX bytes,
@@ -571,7 +524,6 @@ struct ts_cmd_space {
 	char data[2 * TS_CMDLINE_MAX];
 };
 
-#define PF_EXITING 0x00000004
 
 /* An output record never crosses a chunk: one that might not fit starts the next. */
 #define CMD_ROOM (TS_CHUNK_BYTES - sizeof(struct ts_cmd_space) - sizeof(struct ts_cmd_hdr))
@@ -1602,7 +1554,7 @@ int dump_cmdline(struct bpf_iter__task *ctx)
 	buf->hdr.len = 0;
 	buf->hdr.flags = 0;
 	mm = TASK_PTR(t, mm);
-	if (!mm || (t->flags & 0x00200000 /* PF_KTHREAD */)) {
+	if (!mm || (t->flags & PF_KTHREAD)) {
 		bpf_seq_write(seq, &buf->hdr, sizeof(buf->hdr));
 		return 0;
 	}

@@ -1,0 +1,15 @@
+//! The libbpf-rs skeletons build.rs generated for the two objects: [`task_iter`] (the task
+//! iterator, the walk and the command-line programs; record layout in `c/record.h`) and
+//! [`states`] (the thread-state accounting; layout in `c/states.h`). Their Rust types come
+//! from the objects' BTF: nothing here restates a C layout. Generated code: the lints
+//! tasksnap keeps are off for it (lib.rs).
+
+/// The task iterator, walk and command-line programs (`c/task_iter.bpf.c`).
+pub mod task_iter {
+    include!(concat!(env!("OUT_DIR"), "/task_iter.skel.rs"));
+}
+
+/// The thread-state accounting (`c/states.bpf.c`).
+pub mod states {
+    include!(concat!(env!("OUT_DIR"), "/states.skel.rs"));
+}

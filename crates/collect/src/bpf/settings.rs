@@ -1,0 +1,36 @@
+//! The BPF backend's settings: the environment, read once when a collector is made, and the
+//! caller's choices ([`BpfCollector::use_walk`](super::BpfCollector::use_walk),
+//! [`use_lockless`](super::BpfCollector::use_lockless),
+//! [`prefer_low_cpu`](crate::Collector::prefer_low_cpu)).
+
+/// What the passes may do.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Settings {
+    /// `TASKSNAP_NO_WALK` was set: full passes keep to the iterator whatever the caller says
+    /// (tests and benchmarks compare the two).
+    no_walk_env: bool,
+    /// Keep to the iterator even when the walk is there (`use_walk(false)`).
+    pub walk_off: bool,
+    /// Read every command line through the mmap lock (`TASKSNAP_NO_LOCKLESS`, or
+    /// `use_lockless(false)`).
+    pub lockless_off: bool,
+    /// One reader thread per pass ([`crate::Collector::prefer_low_cpu`]).
+    pub low_cpu: bool,
+}
+
+impl Settings {
+    /// The settings the environment gives.
+    pub fn from_env() -> Settings {
+        Settings {
+            no_walk_env: std::env::var_os("TASKSNAP_NO_WALK").is_some(),
+            walk_off: false,
+            lockless_off: std::env::var_os("TASKSNAP_NO_LOCKLESS").is_some(),
+            low_cpu: false,
+        }
+    }
+
+    /// Whether full passes may use the walk when it is there.
+    pub fn walk_allowed(&self) -> bool {
+        !self.walk_off && !self.no_walk_env
+    }
+}

@@ -1,0 +1,274 @@
+//! A snapshot from one pass: the records grouped into the tasks the query selects
+//! (decode.rs), the tasks the pass missed read from /proc (pid 1 on this kind of VM), the
+//! command lines attached (cmdlines.rs), and the groups the kernel cannot give filled from
+//! /proc; the phases timed for `-v`.
+
+use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats};
+
+use super::cmdlines::CmdlinePlan;
+use super::passes::Shape;
+use super::{changes, decode, BpfCollector};
+use crate::procfs::ProcfsCollector;
+use crate::{sys, Collector, Error};
+
+/// How many tasks may be missing from a pass (forks and exits while it runs) before the
+/// /proc listing is consulted to find them.
+const RECONCILE_SLACK: u64 = 64;
+
+/// Times the phases of a snapshot (reported by `-v`).
+pub(super) struct Lap {
+    last: std::time::Instant,
+    phases: Vec<(&'static str, f64)>,
+}
+
+impl Lap {
+    pub(super) fn new() -> Lap {
+        Lap {
+            last: std::time::Instant::now(),
+            phases: Vec::with_capacity(10),
+        }
+    }
+
+    /// Ends the phase `name` now.
+    pub(super) fn mark(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.phases
+            .push((name, now.duration_since(self.last).as_secs_f64() * 1e3));
+        self.last = now;
+    }
+}
+
+impl BpfCollector {
+    /// Reads from /proc, for `tasks`, the groups the kernel cannot give; drops the base
+    /// group when only the collector needed it.
+    pub(super) fn fill_from_procfs(
+        &mut self,
+        tasks: &mut [tasksnap_model::Task],
+        query: &Query,
+        fill_groups: Groups,
+        stats: &mut SnapshotStats,
+    ) -> Result<(), Error> {
+        let fill = decode::procfs_groups(&fill_groups);
+        if fill != Groups::default() {
+            let only_cmdline = fill
+                == Groups {
+                    cmdline: true,
+                    ..Groups::default()
+                };
+            let ids: Vec<(i32, i32)> = tasks
+                .iter()
+                .filter(|t| !only_cmdline || (t.cmdline.is_none() && !decode::no_mm(t)))
+                .map(|t| (t.id.tgid, t.id.tid))
+                .collect();
+            let (filled, fill_stats) = self.procfs.try_fill(&ids, fill)?;
+            stats.denied += fill_stats.denied;
+            stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
+            decode::merge(tasks, filled, &fill);
+        }
+        if !query.groups.base {
+            for t in tasks.iter_mut() {
+                t.base = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// Tasks /proc shows that a pass's `records` do not have, read from /proc (the tgids
+    /// read come back too). On this kind of VM that is pid 1 and its threads: init is
+    /// protected (even root gets EACCES on /proc/1/ns/pid), and both `iter/task` and the
+    /// walk pass over it. So pid 1 is checked directly; a full /proc listing (45 ms at
+    /// 50,000 tasks) is only taken when the kernel's task count says more are missing.
+    pub(super) fn missing_from(
+        procfs: &mut ProcfsCollector,
+        records: &[decode::Record<'_>],
+        query: &Query,
+        groups: Groups,
+        one_process: Option<i32>,
+        stats: &mut SnapshotStats,
+    ) -> Result<(Vec<tasksnap_model::Task>, Vec<i32>), Error> {
+        let has_tgid = |p: i32| records.iter().any(|r| r.hdr.tgid as i32 == p);
+        let mut extra_threads = 0u64;
+        let mut missing: Vec<i32> = Vec::new();
+        if !has_tgid(1) {
+            missing.push(1);
+            extra_threads += std::fs::read_dir("/proc/1/task").map_or(0, |d| d.count() as u64);
+        }
+        // The kernel's task count is global: inside a pid namespace it cannot tell what is
+        // missing, so the listing is always taken there.
+        let in_namespace = records.first().is_some_and(|r| r.hdr.ns_level > 0);
+        let total = crate::task_count(std::path::Path::new("/proc")).unwrap_or(0);
+        let have = records.len() as u64 + extra_threads;
+        if let Some(p) = one_process {
+            // One process asked for: /proc is consulted for it alone if the iterator was
+            // silent (pid 1 here, or a pid that is gone).
+            missing = if has_tgid(p) { Vec::new() } else { vec![p] };
+        } else if in_namespace || have + RECONCILE_SLACK < total {
+            let seen_tgids: std::collections::HashSet<i32> =
+                records.iter().map(|r| r.hdr.tgid as i32).collect();
+            missing = procfs
+                .list_pids()?
+                .into_iter()
+                .filter(|p| !seen_tgids.contains(p))
+                .collect();
+            stats.reconciled_by_listing = true;
+        }
+        let wanted = |pid: i32| match query.selector {
+            Selector::Pid(p) | Selector::ThreadsOf(p) => p == pid,
+            _ => true,
+        };
+        missing.retain(|&p| wanted(p));
+        let extras = Self::read_from_procfs(procfs, &missing, query, groups)?;
+        Ok((extras, missing))
+    }
+
+    /// The tasks of processes `pids` from /proc, as `query` wants them (threads or not).
+    pub(super) fn read_from_procfs(
+        procfs: &mut ProcfsCollector,
+        pids: &[i32],
+        query: &Query,
+        groups: Groups,
+    ) -> Result<Vec<tasksnap_model::Task>, Error> {
+        let mut extras = Vec::new();
+        for &pid in pids {
+            let sel = if query.wants_threads() {
+                Selector::ThreadsOf(pid)
+            } else {
+                Selector::Pid(pid)
+            };
+            let mut q = Query::new(sel, groups);
+            q.leader_as_process = query.leader_as_process;
+            extras.extend(procfs.snapshot(&q)?.tasks);
+        }
+        Ok(extras)
+    }
+
+    pub(super) fn snapshot_impl(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
+        let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let mut groups = query.groups;
+        if matches!(
+            query.selector,
+            Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_)
+        ) {
+            groups.base = true;
+        }
+        let one_process = match query.selector {
+            Selector::Pid(p) | Selector::ThreadsOf(p) => Some(p),
+            _ => None,
+        };
+        // How command lines are read is decided here, once (cmdlines.rs). The sleepable
+        // iterator (the slow one: it copies from every process's memory) starts first and
+        // runs on its own threads while the main pass is read and decoded. With the walk, the
+        // walk reads them too (without the mmap lock, where it can), and the copy by pid list
+        // takes the processes it left, once it is done.
+        let plan = self.cmdline_plan(&groups, one_process);
+        let cmdline_pass = if plan == CmdlinePlan::Iterator {
+            self.start_cmdline_pass()
+        } else {
+            None
+        };
+        let copy = matches!(plan, CmdlinePlan::Walk { .. });
+        self.cmd.reset();
+        let mut lap = Lap::new();
+        let lines = plan == CmdlinePlan::Walk { lockless: true };
+        // Without command lines, a second walk shard gains ~1 ms at 50,000 tasks (each
+        // shard follows the whole task list, and that is most of its cost): the walk runs
+        // as one, and the other core faults the task vector in meanwhile.
+        let prefault = (!lines && one_process.is_none() && self.can_walk())
+            .then(|| self.prefault_tasks())
+            .flatten();
+        let shape = Shape {
+            one_shard: prefault.is_some(),
+            lines,
+        };
+        let passed = self.pass_of(decode::group_bits(&groups), one_process, shape);
+        lap.mark("pass");
+        let spare = prefault
+            .and_then(|j| j.join().ok())
+            .unwrap_or_else(|| std::mem::take(&mut self.out.spare));
+        passed?;
+        lap.mark("prefault wait");
+        let units = self.procfs.units();
+        let records = self.out.records()
+            .map_err(Error::Unsupported)?;
+        lap.mark("records");
+
+        if self.live.track {
+            if let Some(outs) = &self.out.walked {
+                let began = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
+                self.live.captured = Some((changes::identities(&records), began, Vec::new()));
+            }
+        }
+        let mut stats = SnapshotStats::default();
+
+        let (extras, missing) = Self::missing_from(
+            &mut self.procfs,
+            &records,
+            query,
+            groups,
+            one_process,
+            &mut stats,
+        )?;
+        if let Some(c) = &mut self.live.captured {
+            c.2 = missing;
+        }
+        lap.mark("reconcile");
+        // The walk's lines are decoded meanwhile; without them (no direct map: every line is
+        // copied) the copy starts now and runs while the tasks are assembled. Both start
+        // after the reconciliation, which reads from /proc: that and the decoding allocate,
+        // and with one malloc arena (main.rs) they took turns on its lock (50-120 futex
+        // calls per `ps -ef` under strace).
+        let lines_job = if copy { self.walk_lines_job() } else { None };
+        let cmdline_pass = match cmdline_pass {
+            Some(p) => Some(p),
+            None if copy && lines_job.is_none() && self.out.walked.is_some() => {
+                self.start_cmdline_copy(&records, None)
+            }
+            None => None,
+        };
+        lap.mark("lines start");
+        // In two halves at once, unless the walk's lines are being decoded meanwhile (that
+        // thread has the other core).
+        let parallel = !self.settings.low_cpu && lines_job.is_none();
+        let mut tasks = decode::assemble(&records, extras, query, &groups, units, spare, parallel);
+        decode::filter(&mut tasks, query);
+        lap.mark("assemble");
+
+        // Command lines from the walk, the copy or the sleepable iterator, when they are
+        // there and finish in time. What the walk left (pages it could not read without
+        // the lock, flagged lines) is copied by pid list now.
+        let walk_lines = lines_job.and_then(|j| j.join().ok());
+        let cmdline_pass = match cmdline_pass {
+            None if walk_lines.is_some() => self.start_cmdline_copy(&records, walk_lines.as_ref()),
+            p => p,
+        };
+        drop(records);
+        lap.mark("walk lines");
+        let mut fill_groups = groups;
+        if plan != CmdlinePlan::NotAsked {
+            // What is still missing (flagged, or born after the pass) is read from /proc.
+            fill_groups.cmdline = self.attach_cmdlines(
+                &mut tasks,
+                query,
+                cmdline_pass,
+                walk_lines,
+                &mut stats,
+                &mut lap,
+            );
+        }
+
+        lap.mark("attach");
+        self.fill_from_procfs(&mut tasks, query, fill_groups, &mut stats)?;
+        lap.mark("procfs");
+        self.out.phases_ms = lap.phases;
+        debug_assert!(tasks.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)));
+        Ok(Snapshot {
+            taken_at_unix_ns,
+            taken_at_boottime_ns,
+            boot_time_unix_s: self.procfs.try_boot_time()?,
+            backend: "bpf",
+            tasks,
+            stats,
+        })
+    }
+}

@@ -1,0 +1,586 @@
+//! The exact source itself ([`BpfSource`]): loads states.bpf.c through the shared loader
+//! (tasksnap-bpf), runs its iterator passes, drains the exit ring buffer and the off-CPU
+//! stack hash, and turns them into a [`Sample`]. Compiled only when this build has the BPF
+//! programs (see `tasksnap_bpf::select!` in mod.rs).
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{privileged, proc_is_readers, Options};
+use crate::sample::{Mode, Sample, Source, ThreadHasher, ThreadTotals};
+use std::hash::BuildHasherDefault;
+use tasksnap_model::TaskId;
+use tasksnap_model::states::{State, NSTATES};
+use crate::symbolize::{self, Kallsyms};
+use crate::Error;
+use tasksnap_bpf::skel::states as skel;
+
+/// `ST_F_*` of states.h (the skeleton generates types, not macros).
+const F_EXITED: u32 = 1 << 0;
+const F_KTHREAD: u32 = 1 << 2;
+
+/// Reason ids for stacks read from /proc/TID/stack (waits that began before tracking did)
+/// start here; below are the stack map's ids.
+const PROC_STACK_IDS: u32 = 0x8000_0000;
+
+/// When the stack map holds more stacks than this, the ones no thread refers to any more are
+/// deleted (the map has 16,384 entries; a full map loses new stacks).
+const STACK_GC_AT: usize = 8192;
+
+/// One entry of the why hash: the raw key (to delete it), whose thread (global tid, start
+/// time), which wait, how long.
+#[derive(Debug)]
+struct WhyEntry {
+    key: Vec<u8>,
+    thread: (i32, u64),
+    state: u32,
+    stackid: i32,
+    ns: u64,
+}
+
+/// The loaded accounting.
+pub struct BpfSource {
+    // Field order is drop order: the ring buffer and the links go before the skeleton.
+    ringbuf: libbpf_rs::RingBuffer<'static>,
+    exits: std::rc::Rc<std::cell::RefCell<Vec<skel::types::st_rec>>>,
+    iter_link: libbpf_rs::Link,
+    /// With only pids asked for: one iterator per process (its threads only), so that a pass
+    /// costs the threads shown, not every task of the host.
+    proc_links: Vec<OwnedFd>,
+    _links: Vec<libbpf_rs::Link>,
+    skel: skel::StatesSkel<'static>,
+    opts: Options,
+    syms: Kallsyms,
+    /// Stack ids already symbolized.
+    frames: HashMap<u32, Arc<[String]>>,
+    /// /proc/TID/stack frames already interned, by frames.
+    proc_stacks: HashMap<Vec<String>, u32>,
+    buf: Vec<u8>,
+    /// How long loading and attaching took, ns.
+    pub load_ns: u64,
+}
+
+impl std::fmt::Debug for BpfSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfSource")
+            .field("load_ns", &self.load_ns)
+            .finish_non_exhaustive()
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// ns per clock tick (USER_HZ), the unit of /proc's start times.
+fn clock_tick_ns() -> u64 {
+    // SAFETY: sysconf has no side effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        1_000_000_000 / hz as u64
+    } else {
+        10_000_000
+    }
+}
+
+/// A kernel `comm` as text: invalid UTF-8 replaced, and everything else kept (callers
+/// escape control characters when they print).
+fn comm_text(comm: &[i8; 16]) -> String {
+    let mut bytes = [0u8; 16];
+    let mut n = 0;
+    for &c in comm.iter().take_while(|&&c| c != 0) {
+        bytes[n] = c as u8;
+        n += 1;
+    }
+    String::from_utf8_lossy(&bytes[..n]).into_owned()
+}
+
+/// The records of a pass, decoded one at a time (no copy of the whole pass).
+fn records(buf: &[u8]) -> impl Iterator<Item = skel::types::st_rec> + '_ {
+    buf.chunks_exact(std::mem::size_of::<skel::types::st_rec>())
+        .map(|c| {
+            // SAFETY: the iterator writes whole st_rec records (states.h) back to back; a
+            // chunk is exactly one, and every bit pattern of its integer fields is valid.
+            unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<skel::types::st_rec>()) }
+        })
+}
+
+impl BpfSource {
+    /// Loads and attaches the accounting, or says why it cannot be.
+    pub fn load(opts: Options) -> Result<BpfSource, Error> {
+        privileged()?;
+        Self::load_impl(opts)
+    }
+
+    fn load_impl(opts: Options) -> Result<BpfSource, Error> {
+        let start = monotonic_ns();
+        let skel = tasksnap_bpf::loader::open_and_load(
+            skel::StatesSkelBuilder::default(),
+            |open| {
+                if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+                    ro.track_sleep = opts.track_sleep;
+                }
+            },
+            |e| {
+                format!(
+                    "the kernel refused the accounting programs ({e}); they need Linux 5.11+ \
+                     with BTF (tp_btf, task storage, iter/task)"
+                )
+            },
+        )
+        .map_err(|why| Error::BpfUnavailable(why.to_string()))?;
+        let attach = |p: &libbpf_rs::ProgramMut<'_>, what: &str| {
+            p.attach()
+                .map_err(|e| Error::BpfUnavailable(format!("cannot attach {what}: {e}")))
+        };
+        // The iterator first: its first pass (below) seeds every thread that the tracepoints
+        // have not met yet.
+        let iter_link = attach(&skel.progs.dump_states, "the task iterator")?;
+        let links = vec![
+            attach(&skel.progs.on_switch, "sched_switch")?,
+            attach(&skel.progs.on_exit, "sched_process_exit")?,
+        ];
+        // Symbols are read once the programs are loaded: the stacks start in the JIT-compiled
+        // on_switch (`bpf_prog_<tag>_on_switch` in kallsyms), which must be named to be
+        // trimmed; read before, its address would take the name of the last kernel symbol.
+        let syms = Kallsyms::load(&opts.kallsyms)
+            .map_err(|e| Error::BpfUnavailable(format!("{}: {e}", opts.kallsyms.display())))?;
+        let exits = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let sink = exits.clone();
+        let mut rb = libbpf_rs::RingBufferBuilder::new();
+        rb.add(&skel.maps.exits, move |data: &[u8]| {
+            if data.len() >= std::mem::size_of::<skel::types::st_rec>() {
+                // SAFETY: the kernel side writes whole st_rec records (states.h), a plain
+                // C struct of integers for which every bit pattern is valid; the length was
+                // checked and read_unaligned needs no alignment.
+                let r = unsafe {
+                    std::ptr::read_unaligned(data.as_ptr().cast::<skel::types::st_rec>())
+                };
+                sink.borrow_mut().push(r);
+            }
+            0
+        })
+        .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
+        let ringbuf = rb
+            .build()
+            .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
+        let mut src = BpfSource {
+            ringbuf,
+            exits,
+            iter_link,
+            proc_links: Vec::new(),
+            _links: links,
+            skel,
+            opts,
+            syms,
+            frames: HashMap::new(),
+            proc_stacks: HashMap::new(),
+            buf: Vec::with_capacity(1 << 20),
+            load_ns: 0,
+        };
+        // Seed: every thread not yet met by a tracepoint starts from its current state.
+        if src.opts.seed_all {
+            src.pass()
+                .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
+        }
+        if src.opts.filter.comms.is_empty() {
+            let pids = src.opts.filter.pids.clone();
+            for pid in pids {
+                // A process that is gone (or a kernel before 6.1) keeps the full pass.
+                match src.process_link(pid) {
+                    Some(l) => src.proc_links.push(l),
+                    None => {
+                        src.proc_links.clear();
+                        break;
+                    }
+                }
+            }
+        }
+        src.load_ns = monotonic_ns().saturating_sub(start);
+        Ok(src)
+    }
+
+    /// Reports only the threads of `pids` from now on (an empty list: every thread), with
+    /// one iterator per process, so that a sample costs the processes watched, not the host.
+    /// `tasksnap top` watches the rows on screen. The accounting itself never stops: a
+    /// process watched later has its totals since loading. Processes that are gone are
+    /// skipped.
+    pub fn watch(&mut self, pids: &[i32]) {
+        {
+            self.proc_links.clear();
+            let mut kept = Vec::with_capacity(pids.len());
+            for &pid in pids {
+                if let Some(l) = self.process_link(pid) {
+                    self.proc_links.push(l);
+                    kept.push(pid);
+                }
+            }
+            self.opts.filter.comms.clear();
+            if !pids.is_empty() {
+                // The seeding pass over every task left a buffer sized for the host.
+                self.buf = Vec::with_capacity(1 << 16);
+            }
+            // Nothing left to watch: keep the filter, so that the full pass reports nobody
+            // rather than everybody.
+            self.opts.filter.pids = if kept.is_empty() && !pids.is_empty() {
+                vec![i32::MIN]
+            } else {
+                kept
+            };
+        }
+    }
+
+    /// An iterator link over the threads of one process only (the shared loader's
+    /// [`tasksnap_bpf::loader::process_iter_link`], as crates/collect uses for one-process
+    /// queries).
+    fn process_link(&self, pid: i32) -> Option<OwnedFd> {
+        tasksnap_bpf::loader::process_iter_link(&self.skel.progs.dump_states.as_fd(), pid).ok()
+    }
+
+    /// One iterator pass (over the asked-for processes, or every task) into `self.buf`;
+    /// returns the number of records ([`records`] decodes them).
+    fn pass(&mut self) -> Result<usize, Error> {
+        use std::io::Read;
+
+        self.buf.clear();
+        let links: Vec<BorrowedFd<'_>> = if self.proc_links.is_empty() {
+            vec![self.iter_link.as_fd()]
+        } else {
+            self.proc_links.iter().map(|l| l.as_fd()).collect()
+        };
+        for link in links {
+            let mut iter = tasksnap_bpf::loader::iter_file(&link)
+                .map_err(|e| Error::Bpf(format!("cannot open the task iterator: {e}")))?;
+            iter.read_to_end(&mut self.buf)
+                .map_err(|source| Error::Io {
+                    path: "bpf task iterator".into(),
+                    source,
+                })?;
+        }
+        Ok(self.buf.len() / std::mem::size_of::<skel::types::st_rec>())
+    }
+
+    /// Off-CPU ns per ((tid, start time), state, stack id) so far.
+    fn why(&self) -> Result<Vec<WhyEntry>, Error> {
+        use libbpf_rs::MapCore;
+
+        let map = &self.skel.maps.why;
+        let mut out = Vec::new();
+        // Batches of 512: each batch's key and value buffers are allocated up front, and the
+        // hash is usually small (4096 cost ~0.8 ms a sample for an empty hash).
+        let batch = map
+            .lookup_batch(512, libbpf_rs::MapFlags::ANY, libbpf_rs::MapFlags::ANY)
+            .map_err(|e| Error::Bpf(format!("reading the off-CPU stack hash: {e}")))?;
+        let size = std::mem::size_of::<skel::types::st_why_key>();
+        for (k, v) in batch {
+            if k.len() < size || v.len() < 8 {
+                continue;
+            }
+            // SAFETY: a key of the why map is a whole st_why_key (states.h), plain integers.
+            let key =
+                unsafe { std::ptr::read_unaligned(k.as_ptr().cast::<skel::types::st_why_key>()) };
+            let mut ns = [0u8; 8];
+            ns.copy_from_slice(&v[..8]);
+            out.push(WhyEntry {
+                key: k,
+                thread: (key.tid as i32, key.start_boottime_ns),
+                state: key.state,
+                stackid: key.stackid,
+                ns: u64::from_ne_bytes(ns),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The frames of a stack map id, symbolized and trimmed (cached; ids are stable while
+    /// the stack is in the map).
+    fn stack_frames(&mut self, id: u32) -> Arc<[String]> {
+        use libbpf_rs::MapCore;
+
+        if let Some(f) = self.frames.get(&id) {
+            return f.clone();
+        }
+        let raw = self
+            .skel
+            .maps
+            .stacks
+            .lookup(&id.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let addrs: Vec<u64> = raw
+            .chunks_exact(8)
+            .map(|c| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(c);
+                u64::from_ne_bytes(a)
+            })
+            .collect();
+        let mut frames = symbolize::trim(self.syms.frames(&addrs));
+        if frames.is_empty() {
+            frames.push("[stack lost]".into());
+        }
+        let f: Arc<[String]> = Arc::from(frames);
+        self.frames.insert(id, f.clone());
+        f
+    }
+
+    /// The /proc directory of a thread known by its number in the reader's namespace, its
+    /// global number and its start time: the one of the two numbers whose `stat` has that
+    /// start time. The mounted /proc need not belong to the reader's pid namespace (`unshare
+    /// --pid --fork` without `--mount-proc` keeps the host's), and a number may name another
+    /// thread there.
+    fn proc_dir(&self, tid: u32, global_tid: u32, start_ns: u64) -> Option<PathBuf> {
+        let tick_ns = clock_tick_ns();
+        let mut candidates = vec![tid];
+        if global_tid != tid {
+            candidates.push(global_tid);
+        }
+        candidates.into_iter().find_map(|n| {
+            let dir = self.opts.proc_root.join(n.to_string());
+            let stat = std::fs::read(dir.join("stat")).ok()?;
+            let st = crate::fallback::thread_stat(&stat)?;
+            // /proc shows the start time in clock ticks, rounded down (nsec_to_clock_t).
+            (st.start_ticks == start_ns / tick_ns).then_some(dir)
+        })
+    }
+
+    /// A reason id for the wait a thread is in now, read from /proc/TID/stack: for waits that
+    /// began before tracking did (no stack was taken when they began).
+    fn proc_stack_reason(&mut self, tid: u32, global_tid: u32, start_ns: u64) -> Option<u32> {
+        let path = self.proc_dir(tid, global_tid, start_ns)?.join("stack");
+        let text = std::fs::read_to_string(path).ok()?;
+        let frames = symbolize::trim(symbolize::parse_proc_stack(&text));
+        if frames.is_empty() {
+            return None;
+        }
+        let next = PROC_STACK_IDS + self.proc_stacks.len() as u32;
+        Some(*self.proc_stacks.entry(frames).or_insert(next))
+    }
+
+    /// A note when the filter selects pid 1 and the iterator did not return it. On this kind
+    /// of VM (a protected init, see docs/bpf.md) the iterator skips pid 1 and its threads, and
+    /// the programs do not run in their context either (their switch-outs never reach
+    /// sched_switch: the task storage read through a pidfd showed RUNNING -> RUNNING
+    /// transitions only), so no exact figure can be given for them. `seen_pid1` is about the
+    /// reader's namespace's pid 1 (inside a child namespace, its init: visible), and its name
+    /// is taken from /proc only when /proc is that namespace's.
+    fn pid1_note(&self, seen_pid1: bool) -> Option<String> {
+        if seen_pid1 || !proc_is_readers(&self.opts.proc_root) {
+            return None;
+        }
+        let stat = std::fs::read(self.opts.proc_root.join("1/stat")).ok()?;
+        let comm = crate::fallback::thread_stat(&stat)?.comm;
+        self.opts.filter.matches(1, &comm).then(|| {
+            format!(
+                "pid 1 ({comm}) and its threads are hidden from BPF on this host (the task \
+                 iterator skips them and their context switches are not traced): not shown; \
+                 `--mode procfs -p 1` shows them"
+            )
+        })
+    }
+
+    fn delete_why(&self, entries: &[&WhyEntry]) {
+        use libbpf_rs::MapCore;
+
+        for e in entries {
+            let _ = self.skel.maps.why.delete(&e.key);
+        }
+    }
+
+    /// Deletes stacks no thread refers to any more, when the map is filling up.
+    fn collect_stacks(&mut self, referenced: &HashSet<u32>) {
+        use libbpf_rs::MapCore;
+
+        if self.frames.len() < STACK_GC_AT {
+            return;
+        }
+        let unused: Vec<u32> = self
+            .frames
+            .keys()
+            .copied()
+            .filter(|id| !referenced.contains(id))
+            .collect();
+        for id in unused {
+            // A thread blocking on this very stack after the pass would find its frames gone:
+            // its reason then reads "[stack lost]" once. Rare, and only on a full map.
+            let _ = self.skel.maps.stacks.delete(&id.to_ne_bytes());
+            self.frames.remove(&id);
+        }
+    }
+
+    fn sample_impl(&mut self) -> Result<Sample, Error> {
+        let why = self.why()?;
+        let nrecs = self.pass()?;
+        // The pass's bytes are taken out of self while they are decoded (the loop below needs
+        // &mut self for symbols) and put back for the next pass.
+        let buf = std::mem::take(&mut self.buf);
+        let at_ns = monotonic_ns();
+        self.ringbuf
+            .consume()
+            .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
+        let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
+
+        // Keyed by (global tid, start time), as the why hash is.
+        let mut why_of: HashMap<(i32, u64), Vec<(State, u32, u64)>, BuildHasherDefault<ThreadHasher>> =
+            HashMap::default();
+        for w in &why {
+            if w.stackid >= 0 {
+                why_of.entry(w.thread).or_default().push((
+                    State::from_index(w.state),
+                    w.stackid as u32,
+                    w.ns,
+                ));
+            }
+        }
+        // Which threads are alive matters only for cleaning the why hash: not built otherwise
+        // (two sets of every thread of the host would cost more than the rest of a sample).
+        let live_threads: HashSet<(i32, u64)> = if why.is_empty() {
+            HashSet::new()
+        } else {
+            records(&buf)
+                .map(|r| (r.global_tid as i32, r.start_boottime_ns))
+                .collect()
+        };
+        let mut sample = Sample::new(Mode::Bpf, at_ns);
+        sample.threads.reserve(nrecs + exits.len());
+        // The reader's namespace's pid 1 (records are numbered as there).
+        let seen_pid1 = records(&buf).any(|r| r.tid == 1);
+        if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
+            sample.notes.extend(self.pid1_note(seen_pid1));
+        }
+        let mut referenced: HashSet<u32> = HashSet::new();
+        for (r, exited) in records(&buf)
+            .map(|r| (r, false))
+            .chain(exits.iter().map(|&r| (r, true)))
+        {
+            if !self.opts.filter.pids.is_empty()
+                && self.opts.filter.comms.is_empty()
+                && !self.opts.filter.pids.contains(&(r.tgid as i32))
+            {
+                continue; // the common case, decided without building the name
+            }
+            let comm = comm_text(&r.comm);
+            if !self.opts.filter.matches(r.tgid as i32, &comm) {
+                continue;
+            }
+            let mut state_ns = [0u64; NSTATES];
+            state_ns.copy_from_slice(&r.ns[..NSTATES]);
+            let current = State::from_index(r.cur_state);
+            let wait_state = State::from_index(r.wait_state);
+            let mut reasons = why_of
+                .get(&(r.global_tid as i32, r.start_boottime_ns))
+                .cloned()
+                .unwrap_or_default();
+            // The blocked time of the last wait not yet in the hash (it is added at the
+            // thread's next switch-out), under its stack; a wait that began before tracking
+            // did has no stack: /proc/TID/stack names it while it lasts.
+            let keeps = wait_state == State::Disk
+                || (self.opts.track_sleep && wait_state == State::Sleeping);
+            if keeps && r.pending_why_ns > 0 {
+                let id = if r.stackid >= 0 {
+                    Some(r.stackid as u32)
+                } else if current == wait_state && !exited {
+                    self.proc_stack_reason(r.tid, r.global_tid, r.start_boottime_ns)
+                } else {
+                    None
+                };
+                if let Some(id) = id {
+                    match reasons.iter_mut().find(|x| x.0 == wait_state && x.1 == id) {
+                        Some(x) => x.2 += r.pending_why_ns,
+                        None => reasons.push((wait_state, id, r.pending_why_ns)),
+                    }
+                }
+            }
+            for &(_, id, _) in &reasons {
+                referenced.insert(id);
+                if id < PROC_STACK_IDS {
+                    let f = self.stack_frames(id);
+                    sample.reasons.insert(id, f);
+                }
+            }
+            let t = ThreadTotals {
+                id: TaskId {
+                    tgid: r.tgid as i32,
+                    tid: r.tid as i32,
+                    start_time_ns: r.start_boottime_ns,
+                },
+                comm,
+                kernel_thread: r.flags & F_KTHREAD != 0,
+                state_ns,
+                samples: [0; NSTATES],
+                current: Some(current),
+                reasons,
+                seen_at_ns: r.now_ns,
+                exited: exited || r.flags & F_EXITED != 0,
+            };
+            let key = t.id;
+            let sum = |x: &ThreadTotals| x.state_ns.iter().sum::<u64>();
+            match sample.threads.get_mut(&key) {
+                // Seen by the pass and in the exit buffer: the later (larger) totals win, and
+                // the thread is reported as exited.
+                Some(old) => {
+                    if sum(&t) > sum(old) {
+                        *old = t;
+                    }
+                    old.exited = true;
+                }
+                None => {
+                    sample.threads.insert(key, t);
+                }
+            }
+        }
+        for (frames, &id) in &self.proc_stacks {
+            sample.reasons.insert(id, Arc::from(frames.clone()));
+        }
+        // Off-CPU entries of threads that are gone (their last totals are in this sample)
+        // are deleted so the hash does not fill up.
+        let exited: HashSet<(i32, u64)> = exits
+            .iter()
+            .map(|r| (r.global_tid as i32, r.start_boottime_ns))
+            .collect();
+        let stale: Vec<&WhyEntry> = why
+            .iter()
+            .filter(|w| exited.contains(&w.thread) || !live_threads.contains(&w.thread))
+            .collect();
+        self.delete_why(&stale);
+        self.collect_stacks(&referenced);
+        self.buf = buf;
+        if let Some(bss) = self.skel.maps.bss_data.as_deref() {
+            if bss.lost_exits > 0 {
+                sample.notes.push(format!(
+                    "{} thread exits were lost (ring buffer full): those threads are missing \
+                     from the intervals they exited in",
+                    bss.lost_exits
+                ));
+            }
+            if bss.lost_stacks > 0 {
+                sample.notes.push(format!(
+                    "{} off-CPU stacks could not be recorded (maps full)",
+                    bss.lost_stacks
+                ));
+            }
+            if bss.lost_storage > 0 {
+                sample.notes.push(format!(
+                    "{} transitions were not accounted (task storage busy or out of memory)",
+                    bss.lost_storage
+                ));
+            }
+        }
+        Ok(sample)
+    }
+}
+
+impl Source for BpfSource {
+    fn sample(&mut self) -> Result<Sample, Error> {
+        self.sample_impl()
+    }
+}

@@ -1,0 +1,37 @@
+//! The BPF source of a build without the BPF programs (no clang, or TASKSNAP_NO_BPF set at
+//! build time): the same surface as source.rs, and [`BpfSource::load`] says why it cannot be.
+
+use super::Options;
+use crate::sample::{Sample, Source};
+use crate::Error;
+
+/// The loaded accounting: never made in this build.
+#[derive(Debug)]
+pub struct BpfSource {
+    /// How long loading and attaching took, ns.
+    pub load_ns: u64,
+    never: std::convert::Infallible,
+}
+
+impl BpfSource {
+    /// Says why the accounting cannot be loaded: not root, or not built.
+    pub fn load(_opts: Options) -> Result<BpfSource, Error> {
+        super::privileged()?;
+        let why = match tasksnap_bpf::built("BPF") {
+            Err(why) => why.to_string(),
+            Ok(()) => "this build has BPF programs, but this crate was built without them".into(),
+        };
+        Err(Error::BpfUnavailable(why))
+    }
+
+    /// Nothing to watch: no source is ever made.
+    pub fn watch(&mut self, _pids: &[i32]) {
+        match self.never {}
+    }
+}
+
+impl Source for BpfSource {
+    fn sample(&mut self) -> Result<Sample, Error> {
+        match self.never {}
+    }
+}
