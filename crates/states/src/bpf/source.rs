@@ -12,6 +12,10 @@ use super::{privileged, proc_is_readers, Options};
 use crate::sample::{Mode, Sample, Source, ThreadHasher, ThreadTotals};
 use std::hash::BuildHasherDefault;
 use tasksnap_model::TaskId;
+
+/// Off-CPU time per (state, stack id), by thread: (global tid, start time), as the why hash
+/// keys it (the thread's TaskId holds the caller's namespace ids).
+type WhyByThread = HashMap<(i32, u64), Vec<(State, u32, u64)>, BuildHasherDefault<ThreadHasher>>;
 use tasksnap_model::states::{State, NSTATES};
 use crate::symbolize::{self, Kallsyms};
 use crate::Error;
@@ -430,8 +434,7 @@ impl BpfSource {
         let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
 
         // Keyed by (global tid, start time), as the why hash is.
-        let mut why_of: HashMap<(i32, u64), Vec<(State, u32, u64)>, BuildHasherDefault<ThreadHasher>> =
-            HashMap::default();
+        let mut why_of = WhyByThread::default();
         for w in &why {
             if w.stackid >= 0 {
                 why_of.entry(w.thread).or_default().push((
