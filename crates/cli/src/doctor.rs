@@ -8,10 +8,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use tasksnap_collect::bpf::BpfCollector;
-use tasksnap_collect::choice::{self, Preference};
+use tasksnap_collect::choice;
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::system;
 use tasksnap_collect::Collector;
+use tasksnap_model::Backend;
 use tasksnap_model::{Groups, Query, Selector};
 
 /// A /proc/stat read slower than this is reported (collectl warns about slow /proc/stat:
@@ -232,8 +233,12 @@ pub fn main() -> ExitCode {
     if per_task > SLOW_PER_TASK_US {
         problems.push(format!("reading /proc costs {per_task:.0} µs per process"));
     }
-    match choice::choose(Preference::Auto, true) {
-        Ok(c) => line("ps backend", c.reason),
+    let ps_groups = tasksnap_model::Groups {
+        cmdline: true,
+        ..tasksnap_model::Groups::default()
+    };
+    match choice::open(Backend::Auto, &ps_groups) {
+        Ok(c) => line("ps backend", c.report().why),
         Err(e) => {
             line("ps backend", format!("none: {e}"));
             problems.push("no backend".into());

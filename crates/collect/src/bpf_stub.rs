@@ -2,9 +2,9 @@
 //! build time): the surface of `bpf/` (chosen in lib.rs by `tasksnap_bpf::select!`), whose
 //! constructors say why there is no backend. No [`BpfCollector`] is ever made.
 
-use tasksnap_model::{Query, Snapshot};
+use tasksnap_model::{Groups, PassReport, Query, Snapshot};
 
-use crate::{Collector, Error};
+use crate::{Collector, Error, LiveCollector};
 
 pub use tasksnap_bpf::{quiet_libbpf, Unavailable};
 
@@ -40,6 +40,8 @@ pub struct BpfCollector {
     pub pinned_at: Option<std::path::PathBuf>,
     /// Why a pinned set that is there was not used.
     pub pin_problem: Option<String>,
+    /// Why this collector was chosen.
+    pub why: String,
     never: std::convert::Infallible,
 }
 
@@ -95,17 +97,41 @@ impl BpfCollector {
     }
 
     /// Unreachable: no collector is made.
+    pub fn prepare_arena(&mut self, _groups: &Groups) {
+        match self.never {}
+    }
+
+    /// Unreachable: no collector is made.
+    pub fn last_pass(&self) -> String {
+        match self.never {}
+    }
+
+    /// Unreachable: no collector is made.
     pub fn raw_pass(&mut self, _cred: bool, _stat: bool) -> Result<usize, Error> {
         match self.never {}
     }
 }
 
 impl Collector for BpfCollector {
-    fn name(&self) -> &'static str {
-        "bpf"
+    fn snapshot(&mut self, _query: &Query) -> Result<Snapshot, Error> {
+        match self.never {}
     }
 
-    fn snapshot(&mut self, _query: &Query) -> Result<Snapshot, Error> {
+    fn fill(&self, _ids: &[(i32, i32)], _groups: Groups) -> Result<crate::Filled, Error> {
+        match self.never {}
+    }
+
+    fn report(&self) -> PassReport {
+        match self.never {}
+    }
+}
+
+impl LiveCollector for BpfCollector {
+    fn changes(&mut self, _query: &Query) -> Result<crate::Changes, Error> {
+        match self.never {}
+    }
+
+    fn next_changes_full(&self, _query: &Query) -> bool {
         match self.never {}
     }
 }

@@ -9,42 +9,16 @@
 
 use std::path::Path;
 
+use tasksnap_model::{Backend, Groups};
+
 use crate::bpf::BpfCollector;
 use crate::procfs::ProcfsCollector;
-use crate::{Collector, Error};
-
-/// What the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preference {
-    /// The faster one that works.
-    Auto,
-    /// The BPF iterator, or an error saying why not.
-    Bpf,
-    /// /proc.
-    Procfs,
-}
+use crate::{Collector, Error, LiveCollector};
 
 /// Below this many tasks a one-shot procfs read (on both cores) is done before the BPF
 /// program has loaded and run: at 7,000 processes the two were level on this 2-core
 /// machine, at 8,000 BPF was 7-9% ahead (docs/benchmarks.md, "Backend crossover").
 pub const AUTO_MIN_TASKS: u64 = 8_000;
-
-/// A chosen collector and why it was chosen.
-pub struct Choice {
-    /// The collector.
-    pub collector: Box<dyn Collector>,
-    /// One line for `--verbose`.
-    pub reason: String,
-}
-
-impl std::fmt::Debug for Choice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Choice")
-            .field("collector", &self.collector.name())
-            .field("reason", &self.reason)
-            .finish()
-    }
-}
 
 pub use crate::task_count;
 
@@ -66,86 +40,69 @@ fn readiness(b: &BpfCollector) -> String {
     }
 }
 
-/// Picks a collector for a live view (`top`): BPF whenever it can load, whatever the
-/// number of tasks (the load is paid once), with the walk its refreshes use; procfs when
-/// `pref` says so or BPF cannot load (the reason says why).
-pub fn choose_live(pref: Preference) -> Result<Choice, Error> {
-    let procfs = |reason: String| -> Result<Choice, Error> {
-        Ok(Choice {
-            collector: Box::new(ProcfsCollector::new()?),
-            reason,
-        })
-    };
-    match pref {
-        Preference::Procfs => procfs("procfs: asked for with --backend procfs".into()),
-        Preference::Bpf | Preference::Auto => match BpfCollector::for_live_view() {
-            Ok(b) => {
-                let reason = format!("bpf: {}", readiness(&b));
-                Ok(Choice {
-                    collector: Box::new(b),
-                    reason,
-                })
+/// The procfs collector, with why it answers.
+fn procfs(why: String) -> Result<ProcfsCollector, Error> {
+    let mut p = ProcfsCollector::new()?;
+    p.why = why;
+    Ok(p)
+}
+
+/// The error for `--backend bpf` when BPF cannot load.
+fn bpf_unavailable(why: impl std::fmt::Display) -> Error {
+    Error::Unsupported(format!("the BPF backend is unavailable: {why}"))
+}
+
+/// A collector for a live view (`top`): BPF whenever it can load, whatever the number of
+/// tasks (the load is paid once), with the walk its refreshes use; procfs when `backend`
+/// says so or BPF cannot load (its report says why).
+pub fn open_live(backend: Backend) -> Result<Box<dyn LiveCollector>, Error> {
+    match backend {
+        Backend::Procfs => Ok(Box::new(procfs(
+            "procfs: asked for with --backend procfs".into(),
+        )?)),
+        Backend::Bpf | Backend::Auto => match BpfCollector::for_live_view() {
+            Ok(mut b) => {
+                b.why = format!("bpf: {}", readiness(&b));
+                Ok(Box::new(b))
             }
-            Err(why) if pref == Preference::Auto => procfs(format!("procfs: {why}")),
-            Err(why) => Err(Error::Unsupported(format!(
-                "the BPF backend is unavailable: {why}"
-            ))),
+            Err(why) if backend == Backend::Auto => Ok(Box::new(procfs(format!("procfs: {why}"))?)),
+            Err(why) => Err(bpf_unavailable(why)),
         },
     }
 }
 
-/// Picks a collector for `pref`.
-pub fn choose(pref: Preference, cmdline: bool) -> Result<Choice, Error> {
-    let procfs = |reason: String| -> Result<Choice, Error> {
-        Ok(Choice {
-            collector: Box::new(ProcfsCollector::new()?),
-            reason,
-        })
+/// A collector for snapshots of `groups` (`ps`, `bench`), ready to take them: everything
+/// that needs the caller's privileges (the BPF walk's memory) is done before this returns,
+/// so the caller may drop them.
+pub fn open(backend: Backend, groups: &Groups) -> Result<Box<dyn Collector>, Error> {
+    let bpf = |why: &dyn Fn(&BpfCollector) -> String| -> Result<BpfCollector, String> {
+        let mut b = BpfCollector::with_cmdline(groups.cmdline).map_err(|e| e.to_string())?;
+        b.prepare_arena(groups);
+        b.why = why(&b);
+        Ok(b)
     };
-    match pref {
-        Preference::Procfs => procfs("procfs: asked for with --backend procfs".into()),
-        Preference::Bpf => match BpfCollector::with_cmdline(cmdline) {
-            Ok(b) => {
-                let reason = format!("bpf: asked for with --backend bpf ({})", readiness(&b));
-                Ok(Choice {
-                    collector: Box::new(b),
-                    reason,
-                })
+    match backend {
+        Backend::Procfs => Ok(Box::new(procfs(
+            "procfs: asked for with --backend procfs".into(),
+        )?)),
+        Backend::Bpf => {
+            match bpf(&|b| format!("bpf: asked for with --backend bpf ({})", readiness(b))) {
+                Ok(b) => Ok(Box::new(b)),
+                Err(why) => Err(bpf_unavailable(why)),
             }
-            Err(why) => Err(Error::Unsupported(format!(
-                "the BPF backend is unavailable: {why}"
-            ))),
-        },
-        Preference::Auto => {
+        }
+        Backend::Auto => {
             let tasks = task_count(Path::new("/proc")).unwrap_or(0);
-            if BpfCollector::pinned_available() {
-                // No load to amortize: the pinned iterator wins at any size.
-                match BpfCollector::with_cmdline(cmdline) {
-                    Ok(b) => {
-                        let reason = format!("bpf: {tasks} tasks ({})", readiness(&b));
-                        return Ok(Choice {
-                            collector: Box::new(b),
-                            reason,
-                        });
-                    }
-                    Err(why) => return procfs(format!("procfs: BPF unavailable: {why}")),
-                }
-            }
-            if tasks < AUTO_MIN_TASKS {
-                return procfs(format!(
+            // With a pinned set there is no load to amortize: the iterator wins at any size.
+            if !BpfCollector::pinned_available() && tasks < AUTO_MIN_TASKS {
+                return Ok(Box::new(procfs(format!(
                     "procfs: {tasks} tasks, fewer than {AUTO_MIN_TASKS}: reading /proc is done \
                      before the BPF program would have loaded"
-                ));
+                ))?));
             }
-            match BpfCollector::with_cmdline(cmdline) {
-                Ok(b) => {
-                    let reason = format!("bpf: {tasks} tasks ({})", readiness(&b));
-                    Ok(Choice {
-                        collector: Box::new(b),
-                        reason,
-                    })
-                }
-                Err(why) => procfs(format!("procfs: BPF unavailable: {why}")),
+            match bpf(&|b| format!("bpf: {tasks} tasks ({})", readiness(b))) {
+                Ok(b) => Ok(Box::new(b)),
+                Err(why) => Ok(Box::new(procfs(format!("procfs: BPF unavailable: {why}"))?)),
             }
         }
     }

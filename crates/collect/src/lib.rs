@@ -25,7 +25,10 @@ pub mod system;
 /// BPF modules use them) pointing there.
 use tasksnap_procfs::sys;
 
-pub use tasksnap_model::{Query, Snapshot};
+use std::collections::HashMap;
+
+pub use tasksnap_model::{Backend, PassReport, Query, Snapshot};
+use tasksnap_model::{Groups, SnapshotStats, Task, TaskId};
 
 /// A live view's [`Collector::changes`] is a whole pass at least once in this many calls
 /// (both backends: see `bpf/changes.rs` and `procfs/live.rs`).
@@ -90,7 +93,7 @@ impl Error {
     }
 }
 
-/// What [`Collector::changes`] found since its previous call.
+/// What [`LiveCollector::changes`] found since its previous call.
 #[derive(Debug)]
 pub struct Changes {
     /// Every task the query selects when `full`; else only the tasks that changed or
@@ -100,67 +103,57 @@ pub struct Changes {
     /// True when `snapshot` has every task: the caller replaces what it kept.
     pub full: bool,
     /// Threads gone since the previous call (when not `full`).
-    pub gone: Vec<tasksnap_model::TaskId>,
+    pub gone: Vec<TaskId>,
 }
 
-/// What [`Collector::changes_into`] found, besides the tasks it handed over.
+/// What [`LiveCollector::changes_into`] found, besides the tasks it handed over.
 #[derive(Debug, Clone, Default)]
 pub struct ChangeSummary {
     /// True when every task the query selects was handed over.
     pub full: bool,
     /// Threads gone since the previous call (when not `full`).
-    pub gone: Vec<tasksnap_model::TaskId>,
+    pub gone: Vec<TaskId>,
     /// Tasks handed over.
     pub tasks: usize,
 }
 
-/// Something that answers queries.
-pub trait Collector {
-    /// A short name for messages and snapshots ("procfs", "bpf").
-    fn name(&self) -> &'static str;
+/// Tasks read for a list of ids ([`Collector::fill`]), by (tgid, tid), and what could not be
+/// read.
+pub type Filled = (HashMap<(i32, i32), Task>, SnapshotStats);
+
+/// Answers queries with whole snapshots: what `ps`, `bench` and any one-off reader use.
+pub trait Collector: Send {
     /// Collects the tasks `query` selects, with the groups it asks for.
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error>;
-    /// For periodic refreshes (`top`): CPU time matters more than the latency of one
-    /// snapshot, so work that only buys latency by repeating itself on several cores (the
-    /// BPF backend's sharded passes each walk every task) is not done.
-    fn prefer_low_cpu(&mut self) {}
-    /// Gets ready for snapshots of `groups` while the caller still holds the privileges it
-    /// started with (the BPF backend creates the memory its walk writes into, which needs
-    /// CAP_BPF); called before capabilities are dropped. Failing here is not an error: the
-    /// snapshots then take a slower path.
-    fn prepare(&mut self, _groups: &tasksnap_model::Groups) {}
+    /// Reads `groups` for the tasks `ids` (tgid, tid) only, e.g. the command lines and
+    /// memory of the rows a screen shows, with the same deadline on a target's mmap lock as
+    /// a snapshot's reads. Tasks gone are absent; a command line given up at the deadline
+    /// is marked `cmdline_timed_out`.
+    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<Filled, Error>;
+    /// What this collector is, why it was chosen, and how its last pass went.
+    fn report(&self) -> PassReport;
     /// Hands a snapshot's tasks back once they are no longer needed, so that the next
     /// snapshot can reuse the vector's memory (a periodic refresh then does not fault in and
     /// unmap tens of megabytes every time). Dropping them is always fine too.
-    fn recycle(&mut self, tasks: Vec<tasksnap_model::Task>) {
+    fn recycle(&mut self, tasks: Vec<Task>) {
         drop(tasks);
     }
-    /// How the last snapshot was taken, for `--verbose` (e.g. which BPF pass ran and why).
-    fn last_pass(&self) -> String {
-        String::new()
-    }
-    /// Where the last snapshot's time went, phase by phase, for `--verbose` (empty when the
-    /// backend does not time its phases).
-    fn last_phases(&self) -> String {
-        String::new()
-    }
-    /// For a live view that keeps every task between refreshes: what changed since the last
-    /// call. The BPF backend's walk can skip the processes that did not change, in the
-    /// kernel; the default takes a whole snapshot every time.
-    fn changes(&mut self, query: &Query) -> Result<Changes, Error> {
-        Ok(Changes {
-            snapshot: self.snapshot(query)?,
-            full: true,
-            gone: Vec::new(),
-        })
-    }
-    /// [`Collector::changes`], handing each task to `sink` instead of collecting them: a
-    /// whole pass then never holds every task at once (the BPF walk's; the default
+}
+
+/// A live view's collector (`top`): it keeps what it saw between calls, so that a refresh
+/// reads only what changed where the backend can tell (the BPF walk skips, in the kernel,
+/// the processes that did not change), and it favours CPU time over the latency of one
+/// pass after its first.
+pub trait LiveCollector: Collector {
+    /// What changed since the last call (every task, the first time).
+    fn changes(&mut self, query: &Query) -> Result<Changes, Error>;
+    /// [`LiveCollector::changes`], handing each task to `sink` instead of collecting them:
+    /// a whole pass then never holds every task at once (the BPF walk's; the default
     /// collects and then hands them over).
     fn changes_into(
         &mut self,
         query: &Query,
-        sink: &mut dyn FnMut(tasksnap_model::Task),
+        sink: &mut dyn FnMut(Task),
     ) -> Result<ChangeSummary, Error> {
         let ch = self.changes(query)?;
         let summary = ChangeSummary {
@@ -173,16 +166,12 @@ pub trait Collector {
         }
         Ok(summary)
     }
-    /// Whether the next [`Collector::changes`] with `query` will be a whole snapshot: a
-    /// caller that rebuilds everything from one can free what it holds first (the peak
-    /// memory of a live view is a whole pass).
-    fn next_changes_full(&self, _query: &Query) -> bool {
-        true
-    }
-    /// Like [`Collector::prepare`], for a live view about to call [`Collector::changes`]
-    /// for a while: loads what makes those calls cheap (the BPF backend's walk, when no
-    /// pinned set brought it) while the caller still holds its privileges.
-    fn prepare_live(&mut self, groups: &tasksnap_model::Groups) {
-        self.prepare(groups);
-    }
+    /// Whether the next call with `query` will be a whole pass: a caller that rebuilds
+    /// everything from one can free what it holds first (the peak memory of a live view is
+    /// a whole pass).
+    fn next_changes_full(&self, query: &Query) -> bool;
+    /// Loads what makes later calls cheap (the BPF walk and the memory it writes into)
+    /// while the caller still holds the privileges it started with; called once, before
+    /// they are dropped. Failing is not an error: the calls then take a slower path.
+    fn prepare(&mut self, _groups: &Groups) {}
 }

@@ -8,7 +8,7 @@ use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
 use tasksnap_loadgen::Load;
-use tasksnap_model::{Groups, Query, Selector, Task};
+use tasksnap_model::{CmdlineSource, Groups, PassKind, PassReport, Query, Selector, Task};
 
 fn root_or_skip(what: &str) -> bool {
     // SAFETY: geteuid cannot fail.
@@ -72,7 +72,7 @@ fn both_backends_agree_on_a_spawned_load() {
             bpf.cmdline_from_procfs
         );
         if walk {
-            bpf.prepare(&groups);
+            bpf.prepare_arena(&groups);
         }
         agree(&mut bpf, walk, &load, &pids, groups);
     }
@@ -90,16 +90,16 @@ fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: 
         let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
         let pass = bpf.last_pass();
         assert_eq!(
-            pass.starts_with("walk"),
+            bpf.report().kind == PassKind::Walk,
             walk,
             "{what}: the pass taken was {pass}"
         );
         let how = if walk {
-            "command lines from the walk"
+            CmdlineSource::Walk
         } else {
-            "command lines read by the sleepable iterator"
+            CmdlineSource::Iterator
         };
-        assert!(pass.contains(how), "{what}: {pass}");
+        assert_eq!(bpf.report().cmdlines, Some(how), "{what}: {pass}");
         let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
         let mut checked = 0;
         let mut io_active = 0;
@@ -279,7 +279,7 @@ fn kernel_names_match(bpf: &mut BpfCollector, walk: bool) {
     );
     let snap = bpf.snapshot(&q).expect("bpf snapshot");
     assert_eq!(
-        bpf.last_pass().starts_with("walk"),
+        bpf.report().kind == PassKind::Walk,
         walk,
         "{}",
         bpf.last_pass()
@@ -422,17 +422,18 @@ fn copied_command_lines_are_what_proc_shows() {
         ..Groups::default()
     };
     let mut bpf = BpfCollector::load_fresh(true, true).expect("BPF loads as root");
-    bpf.prepare(&groups);
+    bpf.prepare_arena(&groups);
     let mut q = Query::new(Selector::AllProcesses, groups);
     q.leader_as_process = true;
     // Through the mmap lock: every line copied by pid list (the path of kernels where
     // the lock-free read finds no direct map, and of the pages it cannot read).
     bpf.use_lockless(false);
     let locked = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
-    let pass = bpf.last_pass();
+    let report = bpf.report();
     assert!(
-        pass.contains("command lines copied by pid list (all through the mmap lock)"),
-        "{pass}"
+        report.cmdlines == Some(CmdlineSource::Copied) && report.cmdlines_lockless == 0,
+        "{}",
+        report.pass
     );
     bpf.use_lockless(true);
     // A copy given up because a thread of it waited on some process's mmap lock past the
@@ -440,18 +441,18 @@ fn copied_command_lines_are_what_proc_shows() {
     // writing into the arena until it gets the lock; meanwhile the next snapshot takes the
     // iterator instead. Wait for it (a few seconds at most).
     let walked =
-        |pass: &str| pass.starts_with("walk") && pass.contains("command lines from the walk");
+        |r: &PassReport| r.kind == PassKind::Walk && r.cmdlines == Some(CmdlineSource::Walk);
     let mut snap = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
-    let mut pass = bpf.last_pass();
+    let mut report = bpf.report();
     for _ in 0..50 {
-        if walked(&pass) {
+        if walked(&report) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
         snap = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
-        pass = bpf.last_pass();
+        report = bpf.report();
     }
-    assert!(walked(&pass), "{pass}");
+    assert!(walked(&report), "{}", report.pass);
     // /proc/PID/stat's arg_start and arg_end (fields 48 and 49, Linux 3.5).
     let crosses = |pid: i32| {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
@@ -470,19 +471,15 @@ fn copied_command_lines_are_what_proc_shows() {
     // On x86-64 the walk reads the lines without the mmap lock, except those it cannot
     // (flagged ones, pages that are not present): nearly all of them here.
     if cfg!(target_arch = "x86_64") {
-        let lockless: usize = pass
-            .split(" read without the mmap lock")
-            .next()
-            .and_then(|s| s.rsplit(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no lock-free count in {pass}"));
+        let lockless = report.cmdlines_lockless as usize;
         let with_lines = snap
             .values()
             .filter(|t| t.cmdline.as_ref().is_some_and(|c| !c.is_empty()))
             .count();
         assert!(
             lockless > 0 && lockless * 10 >= with_lines * 9,
-            "{lockless} of {with_lines} lines read lock-free: {pass}"
+            "{lockless} of {with_lines} lines read lock-free: {}",
+            report.pass
         );
     }
     for pid in pids {

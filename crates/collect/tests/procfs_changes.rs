@@ -10,7 +10,7 @@ use std::time::Duration;
 use tasksnap_loadgen::{cpu_clock_ns, proc_text, settled_sleep, wait_until};
 
 use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::{Changes, Collector};
+use tasksnap_collect::{Changes, LiveCollector};
 use tasksnap_model::{Groups, Query, Selector, Task};
 
 /// Children killed (and reaped) when the test ends, however it ends; and pids of

@@ -63,6 +63,37 @@ impl std::str::FromStr for Backend {
     }
 }
 
+/// How the last pass read the tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PassKind {
+    /// No pass yet.
+    #[default]
+    None,
+    /// Files under /proc.
+    Procfs,
+    /// The BPF task iterator (seq_file).
+    Iterator,
+    /// The BPF walk into a mapped arena, every task.
+    Walk,
+    /// The BPF walk, only the processes that changed since the last pass.
+    ChangedOnlyWalk,
+}
+
+/// Where the last pass's command lines came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CmdlineSource {
+    /// Read from /proc/PID/cmdline.
+    Procfs,
+    /// Read by the BPF walk itself (what it left, copied by pid list).
+    Walk,
+    /// Copied by a BPF program given the list of pids.
+    Copied,
+    /// Read by the sleepable BPF iterator.
+    Iterator,
+}
+
 /// What a collector is and how its last collection went, for `-v`, top's header and
 /// `bench`. Every field a caller decides on is typed; the strings are for people.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -71,6 +102,12 @@ pub struct PassReport {
     pub backend: Backend,
     /// The BPF programs were pinned by `tasksnap pin` (no load time).
     pub pinned: bool,
+    /// How the last pass read the tasks.
+    pub kind: PassKind,
+    /// Where its command lines came from (`None`: not asked for, or no pass yet).
+    pub cmdlines: Option<CmdlineSource>,
+    /// Command lines the BPF programs read without taking the target's mmap lock.
+    pub cmdlines_lockless: u64,
     /// Why this backend answers (the rule `auto` applied, or the option given), with how it
     /// got ready (load time, pinned set and its problem if one was refused).
     pub why: String,

@@ -14,7 +14,7 @@ pub mod states;
 mod system;
 mod task;
 
-pub use backend::{Backend, PassReport, UnknownBackend};
+pub use backend::{Backend, CmdlineSource, PassKind, PassReport, UnknownBackend};
 
 pub use query::{Groups, Query, Selector};
 pub use snapshot::{Snapshot, SnapshotStats};

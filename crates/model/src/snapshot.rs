@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::Task;
+use crate::{Backend, Task};
 
 /// Counts of what went wrong, per snapshot. None of these is an error: tasks exit while they
 /// are read, and some files are private to their owner.
@@ -33,8 +33,8 @@ pub struct Snapshot {
     pub taken_at_boottime_ns: u64,
     /// System boot time, seconds since the Unix epoch (`btime` of /proc/stat).
     pub boot_time_unix_s: u64,
-    /// Name of the backend that produced it ("procfs", "bpf").
-    pub backend: &'static str,
+    /// The backend that produced it ([`Backend::Bpf`] or [`Backend::Procfs`]).
+    pub backend: Backend,
     /// The tasks, in ascending (tgid, tid) order.
     pub tasks: Vec<Task>,
     /// What could not be read.

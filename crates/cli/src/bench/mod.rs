@@ -224,7 +224,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
                 }),
             );
             // The command-line region of the arena (made before capabilities would go).
-            bpf.prepare(&q(true).groups);
+            bpf.prepare_arena(&q(true).groups);
             if bpf.has_walk() {
                 for (lockless, how) in [
                     (true, "lock-free, in the walk"),

@@ -673,10 +673,8 @@ impl P {
                 _ => return err("--output must be followed by text, json or csv"),
             },
             "verbose" => self.verbose = true,
-            "backend" => match grab(self).as_deref() {
-                Some("auto") => self.backend = Backend::Auto,
-                Some("bpf") => self.backend = Backend::Bpf,
-                Some("procfs") => self.backend = Backend::Procfs,
+            "backend" => match grab(self).map(|v| v.parse::<Backend>()) {
+                Some(Ok(b)) => self.backend = b,
                 _ => return err("--backend must be followed by auto, bpf or procfs"),
             },
             _ => return err("unknown gnu long option"),

@@ -22,7 +22,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use tasksnap_model::{Groups, Query, Selector, Task};
+use tasksnap_model::{Backend, Groups, Query, Selector, Task};
 
 use format::{Field, Spec};
 use layout::{Cell, Column};
@@ -189,21 +189,14 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     let proc_root = Path::new("/proc");
     let cols = resolve_columns(s, pid_digits(proc_root));
     let groups = groups_for(s, &cols);
-    let choice = tasksnap_collect::choice::choose(
-        match s.backend {
-            settings::Backend::Auto => tasksnap_collect::choice::Preference::Auto,
-            settings::Backend::Bpf => tasksnap_collect::choice::Preference::Bpf,
-            settings::Backend::Procfs => tasksnap_collect::choice::Preference::Procfs,
-        },
-        groups.cmdline,
-    )
-    .context("no collector")?;
+    // Ready for these groups: whatever needed the caller's privileges is done.
+    let mut collector =
+        tasksnap_collect::choice::open(s.backend, &groups).context("no collector")?;
+    let report = collector.report();
     if s.verbose {
-        warn!("tasksnap: {}", choice.reason);
+        warn!("tasksnap: {}", report.why);
     }
-    let mut collector = choice.collector;
-    collector.prepare(&groups);
-    if collector.name() == "bpf" {
+    if report.backend == Backend::Bpf {
         // Loaded (or opened): what loading needed is no longer needed.
         let now = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
         if s.verbose {
@@ -221,13 +214,12 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         query.leader_as_process = true;
         let snap = collector.snapshot(&query)?;
         if s.verbose {
-            let how = collector.last_pass();
-            if !how.is_empty() {
-                warn!("tasksnap: pass: {how}");
+            let report = collector.report();
+            if !report.pass.is_empty() {
+                warn!("tasksnap: pass: {}", report.pass);
             }
-            let phases = collector.last_phases();
-            if !phases.is_empty() {
-                warn!("tasksnap: snapshot phases (ms): {phases}");
+            if !report.phases.is_empty() {
+                warn!("tasksnap: snapshot phases: {}", report.phases_line());
             }
             warn!(
                 "tasksnap: backend {} read {} tasks ({} vanished, {} denied, {} cmdline timeouts)",

@@ -70,16 +70,8 @@ pub enum Output {
     Csv,
 }
 
-/// Which collector answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// BPF when it loads and pays off, procfs otherwise.
-    Auto,
-    /// The BPF task iterator (fails when it cannot load).
-    Bpf,
-    /// /proc.
-    Procfs,
-}
+/// Which collector answers: the one backend enum of every command.
+pub use tasksnap_model::Backend;
 
 /// A sort key.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{ArgGroup, Parser, ValueEnum};
+use tasksnap_model::Backend;
 use tasksnap_states::interval::SortKey;
 use tasksnap_states::{Filter, Rollup, State};
 
@@ -73,8 +74,8 @@ pub struct Args {
     pub why_sleep: bool,
 
     /// Where the figures come from: bpf (root; exact), procfs (sampled off-CPU split), auto.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub mode: ModeArg,
+    #[arg(long, value_name = "auto|bpf|procfs", default_value = "auto")]
+    pub mode: Backend,
 
     /// State samples per second in procfs mode.
     #[arg(long, value_name = "HZ", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -87,17 +88,6 @@ pub struct Args {
     /// Table rows per interval (0: all); the totals row covers every row either way.
     #[arg(short = 'r', long, value_name = "N", default_value_t = 25)]
     pub rows: usize,
-}
-
-/// `--mode`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ModeArg {
-    /// BPF as root when it loads, /proc otherwise.
-    Auto,
-    /// BPF only (exact).
-    Bpf,
-    /// /proc only.
-    Procfs,
 }
 
 /// `--sort`.

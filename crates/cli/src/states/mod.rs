@@ -25,7 +25,8 @@ use tasksnap_states::fallback::ProcfsSource;
 use tasksnap_states::flame::Flame;
 use tasksnap_states::{between, Sample, Source};
 
-use args::{Args, ModeArg};
+use args::Args;
+use tasksnap_model::Backend;
 
 /// Entry point: exit code 0 when done (or interrupted), 1 on a runtime error, 2 on bad
 /// arguments.
@@ -177,9 +178,9 @@ fn open_source(args: &Args) -> Result<Box<dyn Source>> {
         )?))
     };
     match args.mode {
-        ModeArg::Bpf => Ok(Box::new(BpfSource::load(bpf_opts).context("--mode bpf")?)),
-        ModeArg::Procfs => procfs(),
-        ModeArg::Auto => match BpfSource::load(bpf_opts) {
+        Backend::Bpf => Ok(Box::new(BpfSource::load(bpf_opts).context("--mode bpf")?)),
+        Backend::Procfs => procfs(),
+        Backend::Auto => match BpfSource::load(bpf_opts) {
             Ok(s) => Ok(Box::new(s)),
             Err(why) => {
                 warn!(

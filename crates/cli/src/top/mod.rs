@@ -24,10 +24,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::choice::{self, Preference};
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::Collector;
-use tasksnap_model::{Groups, Query, Selector};
+use tasksnap_collect::{choice, LiveCollector};
+use tasksnap_model::{Backend, Groups, Query, Selector};
 
 use crate::ps::names::Names;
 use crate::ps::text::{self, Locale};
@@ -49,7 +47,7 @@ pub struct Options {
     pub ascending: bool,
     pub name_filter: Option<String>,
     pub other_filter: Option<Filter>,
-    pub backend: Preference,
+    pub backend: Backend,
     pub width: Option<usize>,
     /// Show each process's top wait reason after its command.
     pub show_wait: bool,
@@ -70,7 +68,7 @@ impl Default for Options {
             ascending: false,
             name_filter: None,
             other_filter: None,
-            backend: Preference::Auto,
+            backend: Backend::Auto,
             width: None,
             show_wait: false,
         }
@@ -121,12 +119,9 @@ fn parse_args(argv: &[OsString]) -> Result<Options, String> {
                     Some(v) => v.to_string(),
                     None => value("--backend")?,
                 };
-                o.backend = match v.as_str() {
-                    "auto" => Preference::Auto,
-                    "bpf" => Preference::Bpf,
-                    "procfs" => Preference::Procfs,
-                    _ => return Err(format!("unknown backend '{v}'")),
-                };
+                o.backend = v
+                    .parse()
+                    .map_err(|e: tasksnap_model::UnknownBackend| e.to_string())?;
             }
             _ if a.starts_with("-n") => {
                 let v = value("-n")?;
@@ -220,8 +215,11 @@ pub struct Page {
 /// The state kept between refreshes.
 pub struct Top {
     pub opts: Options,
-    collector: Box<dyn Collector>,
-    backend: String,
+    collector: Box<dyn LiveCollector>,
+    /// The backend as the header shows it (`bpf (pinned)`).
+    backend_short: String,
+    /// Whether the BPF backend answers (DISK% and wait reasons need it).
+    bpf: bool,
     tracker: view::Tracker,
     system: system::SystemReader,
     names: Names,
@@ -230,9 +228,6 @@ pub struct Top {
     /// Tasks whose command line read was abandoned (mmap lock held past the deadline), by
     /// identity, and when to try again: until then they show `[comm]`.
     cmdline_retry: HashMap<(i32, u64), Instant>,
-    /// Reads, for the rows on screen only, what a refresh's snapshot does not carry: command
-    /// lines (with the collector's deadline on the target's mmap lock) and shared memory.
-    rows_reader: Option<ProcfsCollector>,
     /// How ps and top escape names and command lines here (UTF-8 or not).
     locale: Locale,
     /// Why the last rows came without command lines and shared memory (descriptors or
@@ -264,27 +259,23 @@ impl Top {
         // A live view runs for a while: the BPF programs' load time (the reason `ps` uses
         // /proc on small hosts) is paid once, and only BPF gives DISK% and wait reasons and
         // refreshes that read only what changed. So `auto` means BPF whenever it can load.
-        let choice = choice::choose_live(opts.backend)?;
-        let mem_total_kib =
-            system::parse_meminfo(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default())
-                .total_kib;
-        let pid_width = std::fs::read_to_string("/proc/sys/kernel/pid_max")
-            .map(|s| s.trim().len())
+        let collector = choice::open_live(opts.backend)?;
+        let proc_root = Path::new("/proc");
+        let mem_total_kib = tasksnap_collect::system::mem_total_kib(proc_root).unwrap_or(0);
+        let pid_width = tasksnap_collect::system::pid_max_width(proc_root)
             .unwrap_or(5)
             .max(5);
-        let backend = choice.reason.clone();
-        let collector = choice.collector;
+        let report = collector.report();
         Ok(Top {
             opts,
             collector,
-            backend,
+            backend_short: report.short(),
+            bpf: report.backend == Backend::Bpf,
             tracker: view::Tracker::default(),
             system: system::SystemReader::default(),
             names: Names::default(),
             cmdlines: HashMap::new(),
             cmdline_retry: HashMap::new(),
-            // Without it rows show `[comm]` and no SHR: never a reason not to start.
-            rows_reader: ProcfsCollector::new().ok(),
             locale: Locale::from_env(),
             rows_error: None,
             mem_total_kib,
@@ -300,16 +291,6 @@ impl Top {
             own_at: Instant::now(),
             pid_width,
         })
-    }
-
-    /// The backend in use, for the header.
-    fn backend_short(&self) -> String {
-        let name = self.collector.name();
-        if self.backend.contains("pinned") {
-            format!("{name} (pinned)")
-        } else {
-            name.to_string()
-        }
     }
 
     fn user_name(&mut self, uid: u32) -> String {
@@ -365,7 +346,6 @@ impl Top {
                 .collector
                 .changes_into(&q, &mut |t| tracker.push(&mut feed, &t))?;
             self.changed = (!summary.full).then_some(summary.tasks);
-            self.collector.prefer_low_cpu();
             let mut lines = std::mem::take(&mut self.spare_lines);
             self.tracker
                 .finish(feed, summary.full, &summary.gone, &mut lines);
@@ -382,9 +362,6 @@ impl Top {
                 }
             }
             let snap = snap.ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
-            // The first screen is taken as fast as the machine allows (sharded passes);
-            // every refresh after it as cheaply (see Collector::prefer_low_cpu).
-            self.collector.prefer_low_cpu();
             let lines = self
                 .tracker
                 .update(&snap, self.opts.threads, self.mem_total_kib);
@@ -396,7 +373,7 @@ impl Top {
         if !self.caps_dropped && (self.refreshes >= 2 || self.opts.batch) {
             // What makes later refreshes cheap (the BPF walk and its memory) is loaded now,
             // after the first screen, while the privileges to load it are still there.
-            self.collector.prepare_live(&groups);
+            self.collector.prepare(&groups);
             // Both BPF parts are loaded (or will not be): what loading needed goes (see ps).
             let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
             self.caps_dropped = true;
@@ -416,8 +393,8 @@ impl Top {
                 };
                 let shown = lines.len();
                 match &self.waits_unavailable {
-                    Some(why) => format!("{}, {shown} tasks{changed}; {why}", self.backend_short()),
-                    None => format!("{}, {shown} tasks{changed}", self.backend_short()),
+                    Some(why) => format!("{}, {shown} tasks{changed}; {why}", self.backend_short),
+                    None => format!("{}, {shown} tasks{changed}", self.backend_short),
                 }
             },
         };
@@ -439,7 +416,7 @@ impl Top {
             if self.refreshes < 2 && !self.opts.batch {
                 return;
             }
-            if self.collector.name() != "bpf" {
+            if !self.bpf {
                 self.waits_unavailable =
                     Some("DISK% needs the BPF accounting (root with BPF)".into());
                 return;
@@ -604,20 +581,12 @@ impl Top {
         if ids.is_empty() {
             return;
         }
-        let Some(reader) = &self.rows_reader else {
-            for l in lines.iter_mut() {
-                if l.shr_kib.is_none() {
-                    Row::make_mut(l).shr_kib = Some(0);
-                }
-            }
-            return;
-        };
         let groups = Groups {
             mem: true,
             cmdline: want_cmdline,
             ..Groups::default()
         };
-        let read = match reader.try_fill(&ids, groups) {
+        let read = match self.collector.fill(&ids, groups) {
             Ok((read, _stats)) => {
                 self.rows_error = None;
                 read

@@ -7,13 +7,6 @@ use std::path::Path;
 
 pub use tasksnap_model::{CpuTicks, Memory};
 
-/// [`tasksnap_procfs::system::parse_meminfo`] over text. Only for `Top::new`'s MemTotal,
-/// which still reads /proc/meminfo itself (that file is being restructured; it should call
-/// [`tasksnap_collect::system::mem_total_kib`]).
-pub fn parse_meminfo(text: &str) -> Memory {
-    tasksnap_procfs::system::parse_meminfo(text.as_bytes())
-}
-
 /// Everything the header shows besides the task counts.
 #[derive(Debug, Clone, Default)]
 pub struct System {

@@ -569,7 +569,7 @@ mod tests {
             taken_at_unix_ns: at_ns,
             taken_at_boottime_ns: at_ns,
             boot_time_unix_s: 0,
-            backend: "test",
+            backend: tasksnap_model::Backend::Procfs,
             tasks,
             stats: Default::default(),
         }

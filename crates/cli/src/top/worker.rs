@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn collection_thread_answers_requests() {
         let opts = Options {
-            backend: tasksnap_collect::choice::Preference::Procfs,
+            backend: tasksnap_model::Backend::Procfs,
             delay: Duration::from_millis(200),
             threads: true,
             ..Options::default()

@@ -360,7 +360,7 @@ impl BpfCollector {
                 taken_at_unix_ns,
                 taken_at_boottime_ns,
                 boot_time_unix_s: self.procfs.try_boot_time().map_err(|e| e.to_string())?,
-                backend: "bpf",
+                backend: tasksnap_model::Backend::Bpf,
                 tasks,
                 stats,
             },

@@ -1,30 +1,150 @@
-//! `impl Collector for BpfCollector`: the trait's entry points, each handing over to the file
-//! of its job (snapshot.rs, changes.rs, passes.rs), and what `-v` says about the last pass.
+//! The BPF collector's trait implementations ([`Collector`], [`LiveCollector`]), each entry
+//! point handing over to the file of its job (snapshot.rs, changes.rs, passes.rs), and its
+//! [`PassReport`]: what the last pass was, typed, with the text `-v` shows.
 
-use tasksnap_model::{Groups, Query, Snapshot};
+use std::time::Duration;
+
+use tasksnap_model::{Backend, CmdlineSource, Groups, PassKind, PassReport, Query, Snapshot};
 
 use super::{cmdlines, decode, programs, BpfCollector};
-use crate::{Collector, Error};
+use crate::{Collector, Error, LiveCollector};
 
 impl Collector for BpfCollector {
-    fn name(&self) -> &'static str {
-        "bpf"
-    }
-
     /// One iterator pass, assembled into the tasks the query selects; then the groups the
     /// kernel cannot give are read from /proc for those tasks only, and any task /proc lists
     /// that the iterator did not return is read from /proc entirely. (On this kind of VM the
     /// iterator does not return pid 1: reconciling with the /proc listing keeps every task
     /// /proc shows in the snapshot.)
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
-        self.snapshot_impl(query)
+        let r = self.snapshot_impl(query);
+        self.after_pass();
+        r
     }
 
-    fn prefer_low_cpu(&mut self) {
-        self.settings.low_cpu = true;
+    /// What the kernel cannot give (command lines, SHR) comes from /proc: the reads of the
+    /// collector this one fills from, with its deadline.
+    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::Filled, Error> {
+        self.procfs.try_fill(ids, groups)
     }
 
-    fn last_pass(&self) -> String {
+    fn report(&self) -> PassReport {
+        use std::sync::atomic::Ordering;
+        let kind = match &self.out.walked {
+            Some(_) if self.live.delta.as_ref().is_some_and(|d| d.last_was_changed_only()) => {
+                PassKind::ChangedOnlyWalk
+            }
+            Some(_) => PassKind::Walk,
+            None if self.out.phases_ms.is_empty() => PassKind::None,
+            None => PassKind::Iterator,
+        };
+        let cmdlines = self.cmd.how.map(|how| match how {
+            cmdlines::Source::Walk => CmdlineSource::Walk,
+            cmdlines::Source::Copied => CmdlineSource::Copied,
+            cmdlines::Source::Iterator => CmdlineSource::Iterator,
+        });
+        let walked_lockless: u64 = match (&self.out.walked, self.cmd.how) {
+            (Some(outs), Some(cmdlines::Source::Walk)) => {
+                outs.iter().map(|o| u64::from(o.lines_lockless)).sum()
+            }
+            _ => 0,
+        };
+        PassReport {
+            backend: Backend::Bpf,
+            pinned: self.pinned_at.is_some(),
+            kind,
+            cmdlines,
+            cmdlines_lockless: walked_lockless + self.cmd.lockless.load(Ordering::Relaxed),
+            why: self.why.clone(),
+            pass: self.last_pass(),
+            phases: self
+                .out
+                .phases_ms
+                .iter()
+                .map(|&(name, ms)| (name, Duration::from_secs_f64(ms.max(0.0) / 1e3)))
+                .collect(),
+            changed: None,
+        }
+    }
+
+    fn recycle(&mut self, mut tasks: Vec<tasksnap_model::Task>) {
+        tasks.clear();
+        // A live view on changed-only walks gets a few dozen tasks per refresh: the vector
+        // of a whole pass (18 MB at 50,000 tasks) is not kept for them; the next whole
+        // pass, CHANGES_FULL_EVERY refreshes later, faults its memory in again.
+        if self.live.delta.is_some() && tasks.capacity() > 4096 {
+            return;
+        }
+        self.out.spare = tasks;
+    }
+}
+
+impl LiveCollector for BpfCollector {
+    fn changes(&mut self, query: &Query) -> Result<crate::Changes, Error> {
+        let r = self.changes_impl(query);
+        self.after_pass();
+        r
+    }
+
+    fn changes_into(
+        &mut self,
+        query: &Query,
+        sink: &mut dyn FnMut(tasksnap_model::Task),
+    ) -> Result<crate::ChangeSummary, Error> {
+        let r = self.changes_into_impl(query, sink);
+        self.after_pass();
+        r
+    }
+
+    fn next_changes_full(&self, query: &Query) -> bool {
+        !self.changes_continue(query)
+    }
+
+    /// Loads the walk when the programs came without it (a fresh load: `ps` does not pay
+    /// for its verification, a live view does once), then makes its arena.
+    fn prepare(&mut self, groups: &Groups) {
+        if self.progs.walker.is_none() && !self.settings.walk_off {
+            match programs::Programs::load(false, true) {
+                Ok(p) => match p.walker.as_ref().and_then(|w| w.try_clone()) {
+                    Some(w) => {
+                        self.progs.walker = Some(w);
+                        self.walk_problem = None;
+                    }
+                    None => {
+                        self.walk_problem = p.walk_unavailable.clone();
+                    }
+                },
+                Err(why) => self.walk_problem = Some(why.to_string()),
+            }
+        }
+        self.prepare_arena(groups);
+    }
+}
+
+impl BpfCollector {
+    /// Gets ready for snapshots of `groups` while the caller still holds the privileges it
+    /// started with: creates the memory the walk writes into (which needs CAP_BPF), when the
+    /// programs have the walk. Failing is not an error: the snapshots then use the iterator.
+    pub fn prepare_arena(&mut self, groups: &Groups) {
+        if self.progs.walker.is_some() {
+            self.cmd.region_wanted = groups.cmdline;
+            let bits = decode::group_bits(groups);
+            if let Err(why) = self.ensure_arena(bits, super::passes::pass_shards()) {
+                self.walk_problem = Some(why);
+            }
+        }
+    }
+
+    /// A live view takes its first pass as fast as the machine allows (sharded) and every
+    /// later one as cheaply (one reader thread).
+    fn after_pass(&mut self) {
+        if self.settings.live_view {
+            self.settings.low_cpu = true;
+        }
+    }
+
+    /// How the last pass was taken, for people (`-v`): which pass, and how command lines
+    /// were read.
+    pub fn last_pass(&self) -> String {
         let mut pass = self.last_pass_only();
         if let Some(how) = self.cmd.how {
             pass = format!("{pass}; command lines {}", how.text());
@@ -54,75 +174,6 @@ impl Collector for BpfCollector {
         pass
     }
 
-    fn last_phases(&self) -> String {
-        let phases: Vec<String> = self
-            .out
-            .phases_ms
-            .iter()
-            .map(|(name, ms)| format!("{name} {ms:.1}"))
-            .collect();
-        phases.join(", ")
-    }
-
-    fn recycle(&mut self, mut tasks: Vec<tasksnap_model::Task>) {
-        tasks.clear();
-        // A live view on changed-only walks gets a few dozen tasks per refresh: the vector
-        // of a whole pass (18 MB at 50,000 tasks) is not kept for them; the next whole
-        // pass, CHANGES_FULL_EVERY refreshes later, faults its memory in again.
-        if self.live.delta.is_some() && tasks.capacity() > 4096 {
-            return;
-        }
-        self.out.spare = tasks;
-    }
-
-    fn prepare(&mut self, groups: &Groups) {
-        if self.progs.walker.is_some() {
-            self.cmd.region_wanted = groups.cmdline;
-            let bits = decode::group_bits(groups);
-            if let Err(why) = self.ensure_arena(bits, super::passes::pass_shards()) {
-                self.walk_problem = Some(why);
-            }
-        }
-    }
-
-    fn changes(&mut self, query: &Query) -> Result<crate::Changes, Error> {
-        self.changes_impl(query)
-    }
-
-    fn changes_into(
-        &mut self,
-        query: &Query,
-        sink: &mut dyn FnMut(tasksnap_model::Task),
-    ) -> Result<crate::ChangeSummary, Error> {
-        self.changes_into_impl(query, sink)
-    }
-
-    fn next_changes_full(&self, query: &Query) -> bool {
-        !self.changes_continue(query)
-    }
-
-    /// Loads the walk when the programs came without it (a fresh load: `ps` does not pay
-    /// for its verification, a live view does once), then makes its arena.
-    fn prepare_live(&mut self, groups: &Groups) {
-        if self.progs.walker.is_none() && !self.settings.walk_off {
-            match programs::Programs::load(false, true) {
-                Ok(p) => match p.walker.as_ref().and_then(|w| w.try_clone()) {
-                    Some(w) => {
-                        self.progs.walker = Some(w);
-                        self.walk_problem = None;
-                    }
-                    None => {
-                        self.walk_problem = p.walk_unavailable.clone();
-                    }
-                },
-                Err(why) => self.walk_problem = Some(why.to_string()),
-            }
-        }
-        self.prepare(groups);
-    }
-}
-
-impl BpfCollector {
     /// What the last pass was, without the command lines.
     fn last_pass_only(&self) -> String {
         if let Some(outs) = &self.out.walked {

@@ -81,6 +81,8 @@ pub struct BpfCollector {
     pub pinned_at: Option<std::path::PathBuf>,
     /// Why a pinned set that is there was not used.
     pub pin_problem: Option<String>,
+    /// Why this collector was chosen (set by [`crate::choice`]), for its report.
+    pub why: String,
 }
 
 impl std::fmt::Debug for BpfCollector {
@@ -113,7 +115,9 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(true)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        Self::load_with(procfs, false, true)
+        let mut c = Self::load_with(procfs, false, true)?;
+        c.settings.live_view = true;
+        Ok(c)
     }
 
     /// The pinned programs when `tasksnap pin` left a usable set, else a fresh load (with
@@ -162,6 +166,7 @@ impl BpfCollector {
             load_ns,
             pinned_at,
             pin_problem: None,
+            why: String::from("bpf"),
         }
     }
 

@@ -358,7 +358,6 @@ pub(super) fn pass_records<'a>(
 mod tests {
     use super::super::{arena, decode};
     use super::*;
-    use crate::Collector;
     use tasksnap_model::Groups;
 
     fn root_or_skip(what: &str) -> bool {
@@ -429,7 +428,7 @@ mod tests {
             ..Groups::default()
         };
         let mut c = BpfCollector::load_fresh(true, true).expect("BPF loads as root");
-        c.prepare(&groups);
+        c.prepare_arena(&groups);
         c.pass(decode::group_bits(&groups)).expect("walk");
         let records = c.out.records().expect("records");
         let reqs: Vec<arena::CmdRequest> = records

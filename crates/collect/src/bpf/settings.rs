@@ -1,7 +1,8 @@
 //! The BPF backend's settings: the environment, read once when a collector is made, and the
 //! caller's choices ([`BpfCollector::use_walk`](super::BpfCollector::use_walk),
 //! [`use_lockless`](super::BpfCollector::use_lockless),
-//! [`prefer_low_cpu`](crate::Collector::prefer_low_cpu)).
+//! and whether it serves a live view, which takes its first pass as fast as the machine allows
+//! and every later one as cheaply).
 
 /// What the passes may do.
 #[derive(Debug, Clone, Default)]
@@ -14,8 +15,12 @@ pub(super) struct Settings {
     /// Read every command line through the mmap lock (`TASKSNAP_NO_LOCKLESS`, or
     /// `use_lockless(false)`).
     pub lockless_off: bool,
-    /// One reader thread per pass ([`crate::Collector::prefer_low_cpu`]).
+    /// One reader thread per pass: for periodic refreshes CPU time matters more than the
+    /// latency of one pass, so the sharded passes (each walks every task) are not used.
     pub low_cpu: bool,
+    /// Made for a live view ([`super::BpfCollector::for_live_view`]): `low_cpu` is set after
+    /// the first pass.
+    pub live_view: bool,
 }
 
 impl Settings {
@@ -26,6 +31,7 @@ impl Settings {
             walk_off: false,
             lockless_off: std::env::var_os("TASKSNAP_NO_LOCKLESS").is_some(),
             low_cpu: false,
+            live_view: false,
         }
     }
 

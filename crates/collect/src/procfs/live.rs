@@ -321,7 +321,7 @@ pub fn snapshot(tasks: Vec<Task>, stats: SnapshotStats, boot_time_unix_s: u64) -
         taken_at_unix_ns: crate::sys::clock_ns(libc::CLOCK_REALTIME),
         taken_at_boottime_ns: crate::sys::clock_ns(libc::CLOCK_BOOTTIME),
         boot_time_unix_s,
-        backend: "procfs",
+        backend: tasksnap_model::Backend::Procfs,
         tasks,
         stats,
     }

@@ -27,7 +27,7 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
 use tasksnap_procfs::parse;
 
-use crate::{sys, Changes, Collector, Error};
+use crate::{sys, Changes, Collector, Error, LiveCollector};
 pub use reader::Units;
 
 /// One unit of work: a process, or one thread of it.
@@ -54,6 +54,11 @@ pub struct ProcfsCollector {
     /// processes by their CPU clocks ([`live`]).
     live_ok: bool,
     live: Option<live::Live>,
+    /// Why this collector was chosen (set by [`crate::choice`]), for its report.
+    pub why: String,
+    /// What the last pass read: whether there was one, and whether command lines were asked
+    /// for (for its report).
+    last: Option<Groups>,
 }
 
 impl ProcfsCollector {
@@ -79,6 +84,8 @@ impl ProcfsCollector {
             cmdline_deadline: Duration::from_millis(20),
             live_ok,
             live: None,
+            why: String::from("procfs"),
+            last: None,
         })
     }
 
@@ -322,6 +329,7 @@ impl ProcfsCollector {
     /// A live view's refresh through [`live`]: only the processes that ran, appeared or
     /// must be read again.
     fn live_changes(&mut self, query: &Query, mut live: live::Live) -> Result<Changes, Error> {
+        self.last = Some(query.groups);
         let full = live.next_is_full();
         let plan = live.plan(&mut live::System { procfs: self }, full);
         let started_before = pool::THREADS_STARTED.load(std::sync::atomic::Ordering::Relaxed);
@@ -353,11 +361,7 @@ impl ProcfsCollector {
     }
 }
 
-impl Collector for ProcfsCollector {
-    fn name(&self) -> &'static str {
-        "procfs"
-    }
-
+impl LiveCollector for ProcfsCollector {
     fn changes(&mut self, query: &Query) -> Result<Changes, Error> {
         let live = match self.live.take() {
             Some(l) if l.follows(query) => Some(l),
@@ -380,8 +384,32 @@ impl Collector for ProcfsCollector {
             _ => true,
         }
     }
+}
+
+impl Collector for ProcfsCollector {
+    /// The same reads as a snapshot's, for the listed tasks only.
+    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::Filled, Error> {
+        self.try_fill(ids, groups)
+    }
+
+    fn report(&self) -> tasksnap_model::PassReport {
+        use tasksnap_model::{Backend, CmdlineSource, PassKind, PassReport};
+        PassReport {
+            kind: if self.last.is_some() {
+                PassKind::Procfs
+            } else {
+                PassKind::None
+            },
+            cmdlines: self
+                .last
+                .is_some_and(|g| g.cmdline)
+                .then_some(CmdlineSource::Procfs),
+            ..PassReport::new(Backend::Procfs, self.why.clone())
+        }
+    }
 
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        self.last = Some(query.groups);
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
         let mut groups: Groups = query.groups;
@@ -434,7 +462,7 @@ impl Collector for ProcfsCollector {
             taken_at_unix_ns,
             taken_at_boottime_ns,
             boot_time_unix_s: self.try_boot_time()?,
-            backend: "procfs",
+            backend: tasksnap_model::Backend::Procfs,
             tasks,
             stats,
         })
