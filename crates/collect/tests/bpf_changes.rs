@@ -12,19 +12,8 @@ use tasksnap_loadgen::{cpu_clock_ns, settled_sleep, wait_until};
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::{Changes, Collector, LiveCollector};
+use tasksnap_loadgen::root_or_skip;
 use tasksnap_model::{Groups, PassKind, Query, Selector, Task, TaskId};
-
-fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
-    }
-    eprintln!("SKIP {what}: the BPF backend needs root");
-    false
-}
 
 /// Children killed (and reaped) when the test ends, however it ends.
 struct Kids(Vec<Child>);

@@ -7,20 +7,9 @@ use std::collections::HashMap;
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
+use tasksnap_loadgen::root_or_skip;
 use tasksnap_loadgen::Load;
 use tasksnap_model::{CmdlineSource, Groups, PassKind, PassReport, Query, Selector, Task};
-
-fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
-    }
-    eprintln!("SKIP {what}: the BPF backend needs root");
-    false
-}
 
 fn by_id(tasks: Vec<Task>) -> HashMap<(i32, i32), Task> {
     tasks

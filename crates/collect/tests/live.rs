@@ -7,20 +7,8 @@ use std::time::{Duration, Instant};
 
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
+use tasksnap_loadgen::root_or_skip;
 use tasksnap_model::{Groups, Query, Selector, Task};
-
-/// Privileged tests skip with a reason when not root, unless CI demands they run.
-fn require_root(what: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
-    }
-    eprintln!("SKIP {what}: needs root (run as root, or it is checked in CI)");
-    false
-}
 
 fn one(c: &mut ProcfsCollector, pid: i32, groups: Groups) -> Option<Task> {
     c.snapshot(&Query::new(Selector::Pid(pid), groups))
@@ -49,7 +37,7 @@ impl Drop for Reaped {
 
 #[test]
 fn a_reused_pid_is_a_different_task() {
-    if !require_root("pid reuse (writes /proc/sys/kernel/ns_last_pid)") {
+    if !root_or_skip("pid reuse (writes /proc/sys/kernel/ns_last_pid)") {
         return;
     }
     let mut c = ProcfsCollector::new().expect("open /proc");
@@ -80,7 +68,7 @@ fn a_reused_pid_is_a_different_task() {
 
 #[test]
 fn effective_ids_of_a_non_dumpable_process_are_exact() {
-    if !require_root("non-dumpable owner (runs a process as nobody)") {
+    if !root_or_skip("non-dumpable owner (runs a process as nobody)") {
         return;
     }
     let exe = std::env::current_exe().expect("test binary");

@@ -418,6 +418,21 @@ pub fn proc_text(pid: i32, file: &str) -> Option<String> {
         .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
+/// For a test that needs root (BPF, other users' /proc files): true as root; otherwise it
+/// says why the test is skipped, or fails it when CI set `TASKSNAP_REQUIRE_PRIVILEGED=1`
+/// (where a skipped privileged test is a failure).
+pub fn root_or_skip(what: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
+    }
+    eprintln!("SKIP {what}: needs root (run as root, or it is checked in CI)");
+    false
+}
+
 /// Whether `pid` is a `sleep` that has finished starting: its image is sleep's (comm and
 /// command line; an exec is not atomic for /proc, and the dynamic loader maps libraries
 /// after it) and it is blocked in its nanosleep, from where nothing moves until it is killed.

@@ -13,19 +13,8 @@ pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 /// Columns whose values move between two runs, by header.
 pub const MOVING: &[&str] = &["%CPU", "C", "TIME", "ELAPSED", "CP"];
 
-/// True as root; otherwise prints why the test is skipped, or fails it when CI set
-/// TASKSNAP_REQUIRE_PRIVILEGED=1 (a skipped privileged test there is a failure).
-pub fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
-    }
-    eprintln!("SKIP {what}: the BPF backend needs root");
-    false
-}
+#[allow(unused_imports)] // Not every test binary that includes this module needs it.
+pub use tasksnap_loadgen::root_or_skip;
 
 pub struct Out {
     pub code: Option<i32>,

@@ -358,19 +358,8 @@ pub(super) fn pass_records<'a>(
 mod tests {
     use super::super::{arena, decode};
     use super::*;
+    use tasksnap_loadgen::root_or_skip;
     use tasksnap_model::Groups;
-
-    fn root_or_skip(what: &str) -> bool {
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
-            return true;
-        }
-        if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-            panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
-        }
-        eprintln!("SKIP {what}: the BPF backend needs root");
-        false
-    }
 
     /// Children that stop themselves, with argument areas of ~3,000 bytes: 24 of them fill
     /// more than one output chunk.
