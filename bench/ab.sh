@@ -23,22 +23,10 @@ mkdir -p "$OUT"
 [ -x "$LG" ] || cargo build --release -p tasksnap-loadgen --quiet
 command -v hyperfine >/dev/null || { echo "bench/ab.sh needs hyperfine" >&2; exit 1; }
 
-if [ "$(id -u)" = 0 ]; then
-  [ "$(cat /proc/sys/kernel/pid_max)" -ge 4194304 ] || sysctl -qw kernel.pid_max=4194304
-  [ "$(cat /proc/sys/kernel/threads-max)" -ge 200000 ] || sysctl -qw kernel.threads-max=200000
-  ulimit -u unlimited 2>/dev/null || true
-fi
+. bench/lib.sh
+raise_limits
 
-load_pid=""
-cleanup() {
-  if [ -n "$load_pid" ]; then
-    # The load runs in its own process group: one SIGKILL reaches every task of it.
-    kill -KILL -- "-$load_pid" 2>/dev/null || true
-    wait "$load_pid" 2>/dev/null || true
-    while pgrep -g "$load_pid" >/dev/null 2>&1; do sleep 1; done
-  fi
-}
-trap cleanup EXIT INT TERM
+trap stop_load EXIT INT TERM
 
 coproc LOAD { exec "$LG" --procs "$N" --until-stdin-eof; }
 load_pid=$LOAD_PID

@@ -17,24 +17,10 @@ OUT=${OUT:-target/bench}
 mkdir -p "$OUT"
 [ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
 
-if [ "$(id -u)" = 0 ]; then
-  [ "$(cat /proc/sys/kernel/pid_max)" -ge 4194304 ] || sysctl -qw kernel.pid_max=4194304
-  [ "$(cat /proc/sys/kernel/threads-max)" -ge 200000 ] || sysctl -qw kernel.threads-max=200000
-  ulimit -u unlimited 2>/dev/null || true
-fi
+. bench/lib.sh
+raise_limits
 
-load_pid=""
-cleanup() {
-  if [ -n "$load_pid" ]; then
-    # The load runs in its own process group: SIGKILL reaches stopped tasks too.
-    kill -KILL -- "-$load_pid" 2>/dev/null || true
-    wait "$load_pid" 2>/dev/null || true
-    # Tens of thousands of forked children take a while to exit: let them go before
-    # measuring anything else.
-    while pgrep -g "$load_pid" >/dev/null 2>&1; do sleep 1; done
-  fi
-}
-trap cleanup EXIT INT TERM
+trap stop_load EXIT INT TERM
 
 syscalls() { # total syscalls of a command, children included
   strace -f -c -o "$OUT/strace.txt" "$@" >/dev/null 2>&1 || true
@@ -104,7 +90,6 @@ for N in "${@:-10000 50000}"; do
       "$TS" pin >/dev/null
     fi
     exec {LOAD[1]}>&-
-    cleanup
-    load_pid=""
+    stop_load
   done
 done

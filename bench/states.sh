@@ -27,16 +27,11 @@ PHASES=${PHASES:-123}
 mkdir -p "$OUT"
 cargo build --release -p tasksnap -p tasksnap-loadgen --quiet
 
-load_pid=""
+. bench/lib.sh
 ts_pid=""
 cleanup() {
   if [ -n "$ts_pid" ]; then kill -KILL "$ts_pid" 2>/dev/null || true; wait "$ts_pid" 2>/dev/null || true; fi
-  if [ -n "$load_pid" ]; then
-    kill -KILL -- "-$load_pid" 2>/dev/null || true
-    wait "$load_pid" 2>/dev/null || true
-    while pgrep -g "$load_pid" >/dev/null 2>&1; do sleep 0.2; done
-  fi
-  load_pid=""
+  stop_load
   ts_pid=""
 }
 trap cleanup EXIT INT TERM

@@ -18,20 +18,13 @@ command -v tmux >/dev/null || { echo "bench/top.sh needs tmux" >&2; exit 1; }
 SOCK=tasksnap-bench-$$
 HZ=$(getconf CLK_TCK)
 
-if [ "$(id -u)" = 0 ]; then
-  [ "$(cat /proc/sys/kernel/pid_max)" -ge 4194304 ] || sysctl -qw kernel.pid_max=4194304
-  [ "$(cat /proc/sys/kernel/threads-max)" -ge 200000 ] || sysctl -qw kernel.threads-max=200000
-fi
+. bench/lib.sh
+raise_limits
 
-load_pid=""
 was_pinned=0
 cleanup() {
   tmux -L "$SOCK" kill-server 2>/dev/null || true
-  if [ -n "$load_pid" ]; then
-    kill -KILL -- "-$load_pid" 2>/dev/null || true
-    wait "$load_pid" 2>/dev/null || true
-    while pgrep -g "$load_pid" >/dev/null 2>&1; do sleep 1; done
-  fi
+  stop_load
   if [ "$(id -u)" = 0 ] && [ "$was_pinned" = 0 ]; then "$TS" unpin >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT INT TERM

@@ -1,0 +1,25 @@
+# Shared by the bench scripts (sourced, not run): the host limits a big load needs, and the
+# one way a load generator's tasks are stopped.
+
+# As root: room for 50,000 processes or 100,000 threads (pid_max, threads-max, RLIMIT_NPROC).
+raise_limits() {
+  [ "$(id -u)" = 0 ] || return 0
+  [ "$(cat /proc/sys/kernel/pid_max)" -ge 4194304 ] || sysctl -qw kernel.pid_max=4194304
+  [ "$(cat /proc/sys/kernel/threads-max)" -ge 200000 ] || sysctl -qw kernel.threads-max=200000
+  ulimit -u unlimited 2>/dev/null || true
+}
+
+# The process group id of the running load (tasksnap-loadgen puts it in a group of its own).
+load_pid=""
+
+# Kills the load: one SIGKILL to its process group reaches every task (stopped ones too);
+# then waits until every one has exited, so that tens of thousands of exiting tasks do not
+# distort what is measured next.
+stop_load() {
+  if [ -n "$load_pid" ]; then
+    kill -KILL -- "-$load_pid" 2>/dev/null || true
+    wait "$load_pid" 2>/dev/null || true
+    while pgrep -g "$load_pid" >/dev/null 2>&1; do sleep 0.2; done
+  fi
+  load_pid=""
+}
