@@ -306,6 +306,7 @@ fn is_own_proc(root: &Path) -> bool {
 }
 
 impl ProcfsCollector {
+    /// Reads `groups` of `items` on the reader threads, with the command-line deadline.
     fn read_items(
         &self,
         items: Vec<Item>,
@@ -428,19 +429,7 @@ impl Collector for ProcfsCollector {
                 items.clear();
             }
         }
-        let (mut tasks, stats): (Vec<Task>, SnapshotStats) = pool::read_all(
-            self.root.clone(),
-            self.root_fd.as_raw_fd(),
-            items,
-            pool::Config {
-                groups,
-                units: self.units,
-                workers: self.workers,
-                cmdline_deadline: self.cmdline_deadline,
-                stat_for_cmdline: true,
-                fd_budget: 0,
-            },
-        )?;
+        let (mut tasks, stats) = self.read_items(items, groups)?;
         if filter {
             tasks.retain(|t| {
                 let Some(b) = &t.base else { return false };
