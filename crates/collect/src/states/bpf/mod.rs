@@ -18,25 +18,15 @@
 //!
 //! This module holds what every build has ([`Options`], the privilege check); the source
 //! itself is `source.rs` when this build has the BPF programs, else `stub.rs`, whose
-//! [`BpfSource::load`] says why there are none (chosen once, below, by
-//! `tasksnap_bpf::select!`).
+//! [`BpfSource::load`] says why there are none (chosen once for the whole crate, with the
+//! BPF collector, by the `tasksnap_bpf::select!` in lib.rs).
 
 use std::path::PathBuf;
 
-use crate::sample::Filter;
+use crate::states::Filter;
 use crate::Error;
 
-tasksnap_bpf::select! {
-    built {
-        mod source;
-        pub use source::BpfSource;
-    }
-    missing {
-        #[path = "stub.rs"]
-        mod source;
-        pub use source::BpfSource;
-    }
-}
+pub use crate::states_bpf::BpfSource;
 
 /// Settings of the BPF source.
 #[derive(Debug, Clone)]
@@ -68,7 +58,7 @@ impl Default for Options {
 }
 
 /// Whether the caller may load the accounting: root only ([`tasksnap_bpf::privileged`]).
-/// Like the task-iterator backend (crates/collect), it sees every thread regardless of
+/// Like the task-iterator backend ([`crate::bpf`]), it sees every thread regardless of
 /// procfs permission checks (hidepid, ptrace access), so a non-root caller holding CAP_BPF
 /// and CAP_PERFMON would see more than /proc shows it; such callers get the /proc fallback.
 pub fn privileged() -> Result<(), Error> {

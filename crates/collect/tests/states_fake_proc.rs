@@ -5,8 +5,10 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use tasksnap_states::fallback::{Options, ProcfsSource};
-use tasksnap_states::{between, Filter, Rollup, Source, State};
+use tasksnap_collect::states::procfs::{Options, ProcfsSource};
+use tasksnap_collect::states::Filter;
+use tasksnap_collect::StateSource;
+use tasksnap_states::{between, Rollup, State};
 
 fn stat_line(tid: i32, comm: &str, state: char, start: u64, blkio: u64) -> String {
     // 52 fields as Linux 6.18 writes them; only the ones tasksnap reads vary.
