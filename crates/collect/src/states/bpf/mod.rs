@@ -1,6 +1,6 @@
 //! The exact source: loads states.bpf.c (programs on the sched_switch and sched_process_exit
 //! tracepoints, and a task iterator), and turns one iterator pass, the exit ring buffer and
-//! the off-CPU stack hash into a [`Sample`].
+//! the off-CPU stack hash into a [`Sample`](crate::Sample).
 //!
 //! Layouts come from states.h through the generated skeleton; nothing is restated here. The
 //! program is loaded once per [`BpfSource`] and unloaded when it is dropped; nothing is pinned.
@@ -10,11 +10,11 @@
 //! that namespace's too. The why hash is keyed by the global tid (`task->pid`), which the
 //! records also carry for the join.
 //!
-//! Order of the reads in [`BpfSource::sample`]: the stack hash first, then the iterator pass,
-//! whose records carry the blocked time of each thread's last wait that is not in the hash yet
-//! (it goes in at the thread's next switch-out). A wait added between the two reads is then
-//! in this sample's totals and in the next sample's reasons (a lag of one interval), never
-//! counted twice.
+//! Order of the reads in [`BpfSource::sample`](crate::StateSource::sample): the stack hash
+//! first, then the iterator pass, whose records carry the blocked time of each thread's last
+//! wait that is not in the hash yet (it goes in at the thread's next switch-out). A wait added
+//! between the two reads is then in this sample's totals and in the next sample's reasons (a
+//! lag of one interval), never counted twice.
 //!
 //! This module holds what every build has ([`Options`], the privilege check); the source
 //! itself is `source.rs` when this build has the BPF programs, else `stub.rs`, whose
