@@ -1,5 +1,5 @@
-//! tasksnap's one BPF layer, shared by the task collector (`tasksnap-collect`) and the
-//! thread-state accounting (`tasksnap-states`):
+//! tasksnap's one BPF layer, shared by the task collector and the thread-state accounting's
+//! source (both in `tasksnap-collect`):
 //!
 //! - the C sources (`src/c`): one `vmlinux.h`, one `compat.h` (task state, `PF_*` bits and
 //!   every CO-RE shim, each citing the kernel change it handles), the task iterator and walk

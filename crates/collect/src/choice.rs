@@ -6,6 +6,9 @@
 //! procfs reader, which starts instantly. When `tasksnap pin` left the programs loaded there
 //! is no load time, and `auto` takes the iterator at any size. The reason for the choice is
 //! kept for `-v`.
+//!
+//! Thread-state sources ([`open_states`]): `auto` takes the BPF accounting whenever it loads
+//! (exact), else the /proc source, and says why.
 
 use std::path::Path;
 
@@ -13,7 +16,9 @@ use tasksnap_model::{Backend, Groups};
 
 use crate::bpf::BpfCollector;
 use crate::procfs::ProcfsCollector;
-use crate::{Collector, Error, LiveCollector};
+use crate::states::bpf::BpfSource;
+use crate::states::procfs::ProcfsSource;
+use crate::{Collector, Error, LiveCollector, StateSource};
 
 /// Below this many tasks a one-shot procfs read (on both cores) is done before the BPF
 /// program has loaded and run: at 7,000 processes the two were level on this 2-core
@@ -105,5 +110,66 @@ pub fn open(backend: Backend, groups: &Groups) -> Result<Box<dyn Collector>, Err
                 Err(why) => Ok(Box::new(procfs(format!("procfs: BPF unavailable: {why}"))?)),
             }
         }
+    }
+}
+
+/// A thread-state source [`open_states`] chose, which backend it is, and why.
+pub struct StatesChoice {
+    /// The source.
+    pub source: Box<dyn StateSource>,
+    /// Which one it is: [`Backend::Bpf`] or [`Backend::Procfs`], never `Auto`.
+    pub backend: Backend,
+    /// Why this one: "asked for" when the backend was named; with [`Backend::Auto`], how
+    /// long the accounting took to load, or (the /proc source) why it could not load (the
+    /// text of its [`Error::BpfUnavailable`]).
+    pub why: String,
+}
+
+impl std::fmt::Debug for StatesChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatesChoice")
+            .field("backend", &self.backend)
+            .field("why", &self.why)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A thread-state source for `backend`: the BPF accounting (exact, root only) with `bpf`'s
+/// settings, the /proc source with `procfs`'s, or with [`Backend::Auto`] the accounting when
+/// it loads and else the /proc source (its [`StatesChoice::why`] says why). Asked for by name,
+/// a source that cannot run is an error ([`Error::BpfUnavailable`], [`Error::Io`]).
+pub fn open_states(
+    backend: Backend,
+    bpf: crate::states::bpf::Options,
+    procfs: crate::states::procfs::Options,
+) -> Result<StatesChoice, Error> {
+    let choice = |source: Box<dyn StateSource>, backend: Backend, why: String| StatesChoice {
+        source,
+        backend,
+        why,
+    };
+    let loaded = |s: &BpfSource| format!("loaded in {:.1} ms", s.load_ns as f64 / 1e6);
+    match backend {
+        Backend::Bpf => {
+            let s = BpfSource::load(bpf)?;
+            let why = format!("asked for ({})", loaded(&s));
+            Ok(choice(Box::new(s), Backend::Bpf, why))
+        }
+        Backend::Procfs => Ok(choice(
+            Box::new(ProcfsSource::new(procfs)?),
+            Backend::Procfs,
+            "asked for".into(),
+        )),
+        Backend::Auto => match BpfSource::load(bpf) {
+            Ok(s) => {
+                let why = loaded(&s);
+                Ok(choice(Box::new(s), Backend::Bpf, why))
+            }
+            Err(why) => Ok(choice(
+                Box::new(ProcfsSource::new(procfs)?),
+                Backend::Procfs,
+                why.to_string(),
+            )),
+        },
     }
 }

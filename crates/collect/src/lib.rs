@@ -1,25 +1,39 @@
-//! Collectors: the code that answers a [`Query`] with a [`Snapshot`].
+//! How every consumer reads the host: three traits, side by side, each answered by a BPF
+//! backend and a /proc one.
 //!
-//! A collector owns its data source and nothing else: it knows how to read tasks, not how to
-//! show them. [`procfs::ProcfsCollector`] reads `/proc` (or any tree laid out like it, which is
-//! how tests feed it fake kernels).
+//! - [`Collector`]: answers a [`Query`] with a [`Snapshot`] of tasks (`ps`, `bench`);
+//! - [`LiveCollector`]: a [`Collector`] that keeps what it saw, for a live view (`top`);
+//! - [`StateSource`]: cumulative per-thread time in each scheduler state, a model
+//!   [`Sample`] keyed by `TaskId` (`states`, top's DISK%).
+//!
+//! A collector or source owns its data source and nothing else: it knows how to read tasks,
+//! not how to show them. [`procfs::ProcfsCollector`] and [`states::procfs::ProcfsSource`]
+//! read `/proc` (or any tree laid out like it, which is how tests feed them fake kernels);
+//! [`bpf::BpfCollector`] and [`states::bpf::BpfSource`] load BPF programs (root only).
+//! [`choice`] holds the one rule per kind for which one answers ([`Backend::Auto`]).
 #![deny(missing_docs)]
 
 mod blocked;
 // The one place the no-BPF build differs: without the BPF programs (no clang, or
-// TASKSNAP_NO_BPF at build time), `bpf` is a stub whose constructors say why.
+// TASKSNAP_NO_BPF at build time), `bpf` and the thread-state accounting's source
+// (re-exported by `states::bpf`) are stubs whose constructors say why.
 tasksnap_bpf::select! {
     built {
         pub mod bpf;
+        #[path = "states/bpf/source.rs"]
+        mod states_bpf;
     }
     missing {
         #[path = "bpf_stub.rs"]
         pub mod bpf;
+        #[path = "states/bpf/stub.rs"]
+        mod states_bpf;
     }
 }
 pub mod caps;
 pub mod choice;
 pub mod procfs;
+pub mod states;
 pub mod system;
 /// The raw system calls live in the reading layer; this alias keeps `crate::sys` paths (the
 /// BPF modules use them) pointing there.
@@ -27,6 +41,7 @@ use tasksnap_procfs::sys;
 
 use std::collections::HashMap;
 
+pub use tasksnap_model::states::Sample;
 pub use tasksnap_model::{Backend, PassReport, Query, Snapshot};
 use tasksnap_model::{Groups, SnapshotStats, Task, TaskId};
 
@@ -70,6 +85,20 @@ pub enum Error {
         error: std::io::Error,
         /// What to do about it, when something can be said (the open-files limit in force).
         hint: String,
+    },
+    /// The BPF thread-state accounting cannot run here; the message says why.
+    #[error("BPF accounting unavailable: {0}")]
+    BpfUnavailable(String),
+    /// A BPF map or iterator operation of the thread-state accounting failed while sampling.
+    #[error("BPF: {0}")]
+    Bpf(String),
+    /// A file a thread-state source must read is not readable (e.g. the /proc root itself).
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
     },
 }
 
@@ -174,4 +203,12 @@ pub trait LiveCollector: Collector {
     /// while the caller still holds the privileges it started with; called once, before
     /// they are dropped. Failing is not an error: the calls then take a slower path.
     fn prepare(&mut self, _groups: &Groups) {}
+}
+
+/// A source of thread-state totals (`states`, top's DISK% and wait reasons): cumulative
+/// per-thread time in each scheduler state, keyed by `TaskId` like the tasks of a
+/// [`Snapshot`]. Turning two samples into percentages is tasksnap-states' (pure).
+pub trait StateSource {
+    /// Cumulative totals of every thread the source's filter selects, now.
+    fn sample(&mut self) -> Result<Sample, Error>;
 }

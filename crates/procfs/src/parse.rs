@@ -219,8 +219,8 @@ pub fn state_of(st: &StatLine) -> TaskState {
     TaskState::from_letter(st.state)
 }
 
-/// The fields of a stat line the scheduler-state sampler needs (tasksnap-states' /proc
-/// source), parsed leniently: only the state, flags (field 9) and start time (field 22) must
+/// The fields of a stat line the scheduler-state sampler needs (tasksnap-collect's
+/// thread-state /proc source), parsed leniently: only the state, flags (field 9) and start time (field 22) must
 /// be there; the block I/O delay (field 42, `delayacct_blkio_ticks`, 0 unless delay accounting
 /// is on) is 0 when missing or unreadable, and other fields are not looked at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -698,7 +698,7 @@ mod tests {
     }
 
     // A real 6.18 stat line of a thread whose comm is `a) (b` (52 fields), and one with a
-    // newline in its comm (moved from tasksnap-states' /proc source).
+    // newline in its comm (moved from the thread-state /proc source).
     const ODD: &[u8] = b"4242 (a) (b) D 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 \
         123456 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 7 0 0 0 0 0 0 0 \
         0 0 0\n";

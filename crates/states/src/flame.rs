@@ -94,8 +94,8 @@ impl Flame {
 mod tests {
     use super::*;
     use crate::interval::{Reason, Row};
-    use crate::sample::Mode;
     use std::sync::Arc;
+    use tasksnap_model::states::Mode;
     use tasksnap_model::states::State;
 
     #[test]

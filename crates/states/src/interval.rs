@@ -8,8 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::sample::{Mode, Sample, ThreadTotals};
-use tasksnap_model::states::{State, NSTATES};
+use tasksnap_model::states::{Mode, Sample, State, ThreadTotals, NSTATES};
 
 /// How rows are grouped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -202,7 +201,7 @@ impl Interval {
 /// CPU has the rest as runnable (a wait not ended yet): an estimate, which is why
 /// [`Mode::sampled`] does not call runnable exact in this mode. (The sampler's own thread
 /// used to be such a thread, always reading R in its own `stat`: it now counts itself
-/// asleep, see crate::fallback.)
+/// asleep, see tasksnap-collect's `states::procfs`.)
 fn procfs_split(
     alive_ns: u64,
     exact: &[u64; NSTATES],

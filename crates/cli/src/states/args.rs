@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{ArgGroup, Parser, ValueEnum};
+use tasksnap_collect::states::Filter;
 use tasksnap_model::Backend;
 use tasksnap_states::interval::SortKey;
-use tasksnap_states::{Filter, Rollup, State};
+use tasksnap_states::{Rollup, State};
 
 /// For every thread, the share of each interval it spent running, waiting for a CPU
 /// (runnable), sleeping (S), in uninterruptible sleep (D, "disk"), stopped, or otherwise,

@@ -3,8 +3,9 @@
 //! refreshed every interval as a table or JSON lines, optionally with an off-CPU flame graph.
 //!
 //! This module is the loop (sources, signals, intervals); [`args`] parses the command line,
-//! [`print`] formats. The figures come from the tasksnap-states library: the BPF accounting as
-//! root (exact), the /proc fallback otherwise (sampled where it must, and labelled).
+//! [`print`] formats. The samples come from tasksnap-collect's thread-state sources (the BPF
+//! accounting as root, exact; the /proc source otherwise, sampled where it must, and
+//! labelled), chosen by `choice::open_states`; tasksnap-states turns them into intervals.
 //!
 //! Exit status: 0 when done (or interrupted), 2 on bad arguments, 1 on a runtime error: a
 //! source that cannot run, `-p` pids none of which is a process the first sample found (as
@@ -20,10 +21,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tasksnap_states::bpf::BpfSource;
-use tasksnap_states::fallback::ProcfsSource;
+use tasksnap_collect::choice::open_states;
+use tasksnap_collect::states::{bpf, procfs};
+use tasksnap_collect::StateSource;
 use tasksnap_states::flame::Flame;
-use tasksnap_states::{between, Sample, Source};
+use tasksnap_states::{between, Sample};
 
 use args::Args;
 use tasksnap_model::Backend;
@@ -161,37 +163,30 @@ fn wait(set: &libc::sigset_t, d: Duration) -> bool {
     }
 }
 
-fn open_source(args: &Args) -> Result<Box<dyn Source>> {
-    let bpf_opts = tasksnap_states::bpf::Options {
+fn open_source(args: &Args) -> Result<Box<dyn StateSource>> {
+    let bpf_opts = bpf::Options {
         filter: args.filter(),
         track_sleep: args.why_sleep,
         ..Default::default()
     };
-    let procfs = || -> Result<Box<dyn Source>> {
-        Ok(Box::new(ProcfsSource::new(
-            tasksnap_states::fallback::Options {
-                filter: args.filter(),
-                sample_hz: args.sample_hz,
-                track_sleep: args.why_sleep,
-                ..Default::default()
-            },
-        )?))
+    let procfs_opts = procfs::Options {
+        filter: args.filter(),
+        sample_hz: args.sample_hz,
+        track_sleep: args.why_sleep,
+        ..Default::default()
     };
-    match args.mode {
-        Backend::Bpf => Ok(Box::new(BpfSource::load(bpf_opts).context("--mode bpf")?)),
-        Backend::Procfs => procfs(),
-        Backend::Auto => match BpfSource::load(bpf_opts) {
-            Ok(s) => Ok(Box::new(s)),
-            Err(why) => {
-                warn!(
-                    "tasksnap states: using /proc ({}; running exact, the rest sampled at {} \
-                     Hz)",
-                    why, args.sample_hz
-                );
-                procfs()
-            }
-        },
+    let opened = open_states(args.mode, bpf_opts, procfs_opts);
+    let choice = match args.mode {
+        Backend::Bpf => opened.context("--mode bpf")?,
+        _ => opened?,
+    };
+    if args.mode == Backend::Auto && choice.backend == Backend::Procfs {
+        warn!(
+            "tasksnap states: using /proc ({}; running exact, the rest sampled at {} Hz)",
+            choice.why, args.sample_hz
+        );
     }
+    Ok(choice.source)
 }
 
 fn run(args: &Args) -> Result<()> {

@@ -1,6 +1,6 @@
-//! DISK% and the top wait reason of the processes `top` shows, from tasksnap-states' exact
-//! accounting (BPF, root only): the scheduler tracepoint charges every thread's time in D as
-//! it happens, and each refresh reads the totals of the processes on screen only (one
+//! DISK% and the top wait reason of the processes `top` shows, from tasksnap-collect's exact
+//! thread-state source (BPF, root only; tasksnap-states makes the intervals): the scheduler
+//! tracepoint charges every thread's time in D as it happens, and each refresh reads the totals of the processes on screen only (one
 //! iterator per process, [`BpfSource::watch`]), so the cost follows the rows shown, not the
 //! host. A process's DISK% is the sum over its threads of the time spent in uninterruptible
 //! sleep, as a share of the interval (like %CPU and RUNQ%, it can pass 100 for several
@@ -9,8 +9,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tasksnap_states::bpf::{BpfSource, Options};
-use tasksnap_states::{between, Rollup, Sample, Source, State};
+use tasksnap_collect::states::bpf::{BpfSource, Options};
+use tasksnap_collect::StateSource;
+use tasksnap_states::{between, Rollup, Sample, State};
 
 /// One process's waits over the last interval.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! The one set of proptest strategies for /proc text: hostile comms, hostile numbers, stat
 //! lines built from values, and edits of real lines. Shared by this crate's property tests
 //! and, through `#[path]`, by the tests of the crates whose /proc handling goes through
-//! tasksnap-procfs (tasksnap-states' fake-/proc tests, top's system header), so there is one
+//! tasksnap-procfs (the thread-state source's fake-/proc tests, top's system header), so there is one
 //! copy, not one per crate.
 // Each test binary that includes this file uses a different subset.
 #![allow(dead_code)]

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tasksnap_states::{between, Interval, Rollup, Row, Source, State};
+use tasksnap_collect::StateSource;
+use tasksnap_states::{between, Interval, Rollup, Row, State};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -238,7 +239,7 @@ pub fn wait_for(what: &str, cond: impl Fn() -> bool) {
 }
 
 /// One interval of `secs` seconds.
-pub fn measure(src: &mut dyn Source, secs: f64, rollup: Rollup) -> Interval {
+pub fn measure(src: &mut dyn StateSource, secs: f64, rollup: Rollup) -> Interval {
     let a = src.sample().expect("first sample");
     std::thread::sleep(Duration::from_secs_f64(secs));
     let b = src.sample().expect("second sample");
@@ -286,7 +287,7 @@ pub struct Oracle {
 
 /// One interval with the schedstat deltas of `tids` over a window that contains it: read just
 /// before the first sample and just after the second.
-pub fn measure_with_oracle(src: &mut dyn Source, secs: f64, tids: &[i32]) -> Oracle {
+pub fn measure_with_oracle(src: &mut dyn StateSource, secs: f64, tids: &[i32]) -> Oracle {
     measure_until_ran(src, secs, secs, tids, 0)
 }
 
@@ -296,7 +297,7 @@ pub fn measure_with_oracle(src: &mut dyn Source, secs: f64, tids: &[i32]) -> Ora
 /// interval in which it hardly ran would check nothing. It does not assume the workload gets
 /// any share in particular.
 pub fn measure_until_ran(
-    src: &mut dyn Source,
+    src: &mut dyn StateSource,
     min_secs: f64,
     max_secs: f64,
     tids: &[i32],

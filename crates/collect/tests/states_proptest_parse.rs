@@ -1,4 +1,4 @@
-//! Property tests of tasksnap-states' text handling: kallsyms and /proc/TID/stack parsing and
+//! Property tests of the thread-state sources' text handling: kallsyms and /proc/TID/stack parsing and
 //! frame trimming, the task_delayacct switch, and the whole /proc source over fake trees of
 //! hostile files (stat, schedstat and wchan are read inside the sampler). No input may panic
 //! (arbitrary bytes, truncated and oversized lines, huge and negative numbers, comms with
@@ -18,9 +18,11 @@ use proptest::prelude::*;
 #[path = "../../procfs/tests/strategies/mod.rs"]
 mod strategies;
 use strategies::{brief_line, cases, hostile_comm};
-use tasksnap_states::fallback::{delayacct_on, Options, ProcfsSource};
-use tasksnap_states::symbolize::{is_switch_frame, parse_proc_stack, trim, Kallsyms};
-use tasksnap_states::{between, Filter, Rollup, Source};
+use tasksnap_collect::states::procfs::{delayacct_on, Options, ProcfsSource};
+use tasksnap_collect::states::symbolize::{is_switch_frame, parse_proc_stack, trim, Kallsyms};
+use tasksnap_collect::states::Filter;
+use tasksnap_collect::StateSource;
+use tasksnap_states::{between, Rollup};
 
 const KALLSYMS: &str = "ffffffff81000138 t syscall_return_via_sysret\nffffffff81000f70 t common_interrupt_return\nffffffff810011a6 t native_irq_return_ldt\nffffffff821f7c80 t __schedule\nffffffff821fcd20 t rwsem_down_write_slowpath\nffffffff82a00000 D jiffies\nffffffffc0a01000 t ext4_file_read_iter\t[ext4]\n0000000000000000 T hidden_from_non_root\n";
 
@@ -231,7 +233,7 @@ proptest! {
     ///
     /// Minimal failing input found (debug build): one thread whose stat has start time (field
     /// 22) 1844674407371 ticks or more: `st.start_ticks * self.tick_ns` overflows in
-    /// `ProcfsSource::sample` (crates/states/src/fallback.rs; likewise `st.blkio_ticks *
+    /// `ProcfsSource::sample` (crates/collect/src/states/procfs.rs; likewise `st.blkio_ticks *
     /// self.tick_ns` with delay accounting on); with those bounded, two threads' huge schedstat
     /// deltas overflow their sum in `Row::add` (crates/states/src/interval.rs). See the
     /// `defect_` tests below.
@@ -265,7 +267,7 @@ fn thread_files(stat: Vec<u8>, sched: (&str, &str)) -> FakeThread {
 }
 
 /// Minimal input: stat field 22 (start time) = 1844674407371 (`* 10_000_000` ns per tick
-/// overflows u64). Panics in `ProcfsSource::sample` (crates/states/src/fallback.rs,
+/// overflows u64). Panics in `ProcfsSource::sample` (crates/collect/src/states/procfs.rs,
 /// `st.start_ticks * self.tick_ns`).
 #[test]
 fn defect_huge_start_time() {
@@ -277,7 +279,7 @@ fn defect_huge_start_time() {
 }
 
 /// Minimal input: delay accounting on, stat field 42 (block I/O delay) = 1844674407371.
-/// Panics in `ProcfsSource::sample` (crates/states/src/fallback.rs,
+/// Panics in `ProcfsSource::sample` (crates/collect/src/states/procfs.rs,
 /// `st.blkio_ticks * self.tick_ns`).
 #[test]
 fn defect_huge_blkio_delay() {

@@ -1,15 +1,17 @@
 //! The exact source itself ([`BpfSource`]): loads states.bpf.c through the shared loader
 //! (tasksnap-bpf), runs its iterator passes, drains the exit ring buffer and the off-CPU
 //! stack hash, and turns them into a [`Sample`]. Compiled only when this build has the BPF
-//! programs (see `tasksnap_bpf::select!` in mod.rs).
+//! programs (see `tasksnap_bpf::select!` in lib.rs, which mounts this file as
+//! `crate::states_bpf`; `states::bpf` re-exports it).
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{privileged, proc_is_readers, Options};
-use crate::sample::{Mode, Sample, Source, ThreadHasher, ThreadTotals};
+use crate::states::bpf::{privileged, proc_is_readers, Options};
+use crate::states::{Mode, Sample, ThreadHasher, ThreadTotals};
+use crate::StateSource;
 use std::hash::BuildHasherDefault;
 use tasksnap_model::TaskId;
 
@@ -17,7 +19,7 @@ use tasksnap_model::TaskId;
 /// keys it (the thread's TaskId holds the caller's namespace ids).
 type WhyByThread = HashMap<(i32, u64), Vec<(State, u32, u64)>, BuildHasherDefault<ThreadHasher>>;
 use tasksnap_model::states::{State, NSTATES};
-use crate::symbolize::{self, Kallsyms};
+use crate::states::symbolize::{self, Kallsyms};
 use crate::Error;
 use tasksnap_bpf::skel::states as skel;
 
@@ -351,7 +353,7 @@ impl BpfSource {
         candidates.into_iter().find_map(|n| {
             let dir = self.opts.proc_root.join(n.to_string());
             let stat = std::fs::read(dir.join("stat")).ok()?;
-            let st = crate::fallback::thread_stat(&stat)?;
+            let st = crate::states::procfs::thread_stat(&stat)?;
             // /proc shows the start time in clock ticks, rounded down (nsec_to_clock_t).
             (st.start_ticks == start_ns / tick_ns).then_some(dir)
         })
@@ -382,7 +384,7 @@ impl BpfSource {
             return None;
         }
         let stat = std::fs::read(self.opts.proc_root.join("1/stat")).ok()?;
-        let comm = crate::fallback::thread_stat(&stat)?.comm;
+        let comm = crate::states::procfs::thread_stat(&stat)?.comm;
         self.opts.filter.matches(1, &comm).then(|| {
             format!(
                 "pid 1 ({comm}) and its threads are hidden from BPF on this host (the task \
@@ -582,7 +584,7 @@ impl BpfSource {
     }
 }
 
-impl Source for BpfSource {
+impl StateSource for BpfSource {
     fn sample(&mut self) -> Result<Sample, Error> {
         self.sample_impl()
     }

@@ -9,7 +9,7 @@
 //! - runnable: schedstat's run-queue wait, which counts a wait only when it ends
 //!   (`sched_info_arrive()`): exact for the waits that ended, and what no sample explains for
 //!   a thread only ever seen in R is taken as a wait still going on (see
-//!   [`crate::interval`]): an estimate, so the figure is labelled sampled;
+//!   `tasksnap_states::interval`): an estimate, so the figure is labelled sampled;
 //! - disk: block I/O delay from `/proc/PID/task/TID/stat` field 42 (delay accounting) when
 //!   `kernel.task_delayacct` is 1, a floor under the sampled figure;
 //! - the split of the rest of the off-CPU time into sleeping, disk, stopped and other: a
@@ -40,8 +40,8 @@ use std::time::{Duration, Instant};
 
 use tasksnap_procfs::parse::{parse_schedstat, parse_stat_brief, parse_wchan, stat_state_letter};
 
-use crate::sample::{Filter, Mode, Sample, Source, ThreadTotals};
-use crate::Error;
+use crate::states::{Filter, Mode, Sample, ThreadTotals};
+use crate::{Error, StateSource};
 use tasksnap_model::states::{State, NSTATES};
 use tasksnap_model::TaskId;
 
@@ -526,7 +526,7 @@ fn sampler(
     }
 }
 
-impl Source for ProcfsSource {
+impl StateSource for ProcfsSource {
     fn sample(&mut self) -> Result<Sample, Error> {
         self.refresh();
         let root = self.opts.proc_root.clone();

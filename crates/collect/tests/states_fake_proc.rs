@@ -5,8 +5,10 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use tasksnap_states::fallback::{Options, ProcfsSource};
-use tasksnap_states::{between, Filter, Rollup, Source, State};
+use tasksnap_collect::states::procfs::{Options, ProcfsSource};
+use tasksnap_collect::states::Filter;
+use tasksnap_collect::StateSource;
+use tasksnap_states::{between, Rollup, State};
 
 fn stat_line(tid: i32, comm: &str, state: char, start: u64, blkio: u64) -> String {
     // 52 fields as Linux 6.18 writes them; only the ones tasksnap reads vary.
@@ -161,6 +163,75 @@ fn a_missing_proc_root_is_an_error_not_a_panic() {
     })
     .expect_err("must fail");
     assert!(e.to_string().contains("/nonexistent/proc"));
+}
+
+/// The one chooser of thread-state sources: a named backend answers or fails (never falls
+/// back); `auto` takes the BPF accounting when it loads (root with BPF) and otherwise the /proc
+/// source, saying why in the words of the BPF error the states command prints.
+#[test]
+fn open_states_takes_the_backend_asked_for_and_auto_says_why() {
+    use tasksnap_collect::choice::open_states;
+    use tasksnap_collect::states::bpf;
+    use tasksnap_collect::{Backend, Error};
+
+    let me = vec![std::process::id() as i32];
+    let bpf_opts = || bpf::Options {
+        filter: Filter {
+            pids: me.clone(),
+            comms: vec![],
+        },
+        seed_all: false,
+        ..bpf::Options::default()
+    };
+    let procfs_opts = |root: &str| Options {
+        filter: Filter {
+            pids: me.clone(),
+            comms: vec![],
+        },
+        proc_root: root.into(),
+        ..Options::default()
+    };
+
+    let mut c = open_states(Backend::Procfs, bpf_opts(), procfs_opts("/proc")).expect("procfs");
+    assert_eq!((c.backend, c.why.as_str()), (Backend::Procfs, "asked for"));
+    let sample = c.source.sample().expect("sample");
+    assert!(sample.threads.keys().any(|id| id.tgid == me[0]));
+    // Asked for by name, a source that cannot run is an error, not the other source.
+    match open_states(
+        Backend::Procfs,
+        bpf_opts(),
+        procfs_opts("/nonexistent/proc"),
+    ) {
+        Err(Error::Io { path, .. }) => assert_eq!(path, "/nonexistent/proc"),
+        other => panic!("expected Error::Io, got {:?}", other.map(|c| c.backend)),
+    }
+
+    let bpf_loads = bpf::BpfSource::load(bpf_opts()).map(drop);
+    let c = open_states(Backend::Auto, bpf_opts(), procfs_opts("/proc")).expect("auto");
+    match bpf_loads {
+        Ok(()) => {
+            assert_eq!(c.backend, Backend::Bpf, "{}", c.why);
+            assert!(c.why.starts_with("loaded in "), "{}", c.why);
+            let c = open_states(Backend::Bpf, bpf_opts(), procfs_opts("/nonexistent/proc"));
+            assert_eq!(c.expect("bpf").backend, Backend::Bpf);
+        }
+        Err(why) => {
+            assert_eq!(c.backend, Backend::Procfs);
+            assert_eq!(c.why, why.to_string());
+            assert!(
+                c.why.starts_with("BPF accounting unavailable: "),
+                "{}",
+                c.why
+            );
+            match open_states(Backend::Bpf, bpf_opts(), procfs_opts("/proc")) {
+                Err(e @ Error::BpfUnavailable(_)) => assert_eq!(e.to_string(), c.why),
+                other => panic!(
+                    "expected BpfUnavailable, got {:?}",
+                    other.map(|c| c.backend)
+                ),
+            }
+        }
+    }
 }
 
 /// Regression (#16, "a wrong exact figure"): the /proc sampler read its own `stat`, where a

@@ -1,9 +1,9 @@
 //! The BPF source of a build without the BPF programs (no clang, or TASKSNAP_NO_BPF set at
 //! build time): the same surface as source.rs, and [`BpfSource::load`] says why it cannot be.
 
-use super::Options;
-use crate::sample::{Sample, Source};
-use crate::Error;
+use crate::states::bpf::Options;
+use crate::states::Sample;
+use crate::{Error, StateSource};
 
 /// The loaded accounting: never made in this build.
 #[derive(Debug)]
@@ -16,7 +16,7 @@ pub struct BpfSource {
 impl BpfSource {
     /// Says why the accounting cannot be loaded: not root, or not built.
     pub fn load(_opts: Options) -> Result<BpfSource, Error> {
-        super::privileged()?;
+        crate::states::bpf::privileged()?;
         let why = match tasksnap_bpf::built("BPF") {
             Err(why) => why.to_string(),
             Ok(()) => "this build has BPF programs, but this crate was built without them".into(),
@@ -30,7 +30,7 @@ impl BpfSource {
     }
 }
 
-impl Source for BpfSource {
+impl StateSource for BpfSource {
     fn sample(&mut self) -> Result<Sample, Error> {
         match self.never {}
     }

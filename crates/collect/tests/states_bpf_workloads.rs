@@ -12,11 +12,13 @@
 //! and two hogs pinned to one CPU wait for each other: while one runs the other is runnable,
 //! and together they never run more than that one CPU's time.
 
-mod common;
+mod states_common;
 
-use common::*;
-use tasksnap_states::bpf::{BpfSource, Options};
-use tasksnap_states::{Filter, Rollup, Source, State};
+use states_common::*;
+use tasksnap_collect::states::bpf::{BpfSource, Options};
+use tasksnap_collect::states::Filter;
+use tasksnap_collect::StateSource;
+use tasksnap_states::{Rollup, State};
 
 fn source() -> BpfSource {
     // SAFETY: getpid cannot fail.

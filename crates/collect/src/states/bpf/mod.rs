@@ -1,6 +1,6 @@
 //! The exact source: loads states.bpf.c (programs on the sched_switch and sched_process_exit
 //! tracepoints, and a task iterator), and turns one iterator pass, the exit ring buffer and
-//! the off-CPU stack hash into a [`Sample`].
+//! the off-CPU stack hash into a [`Sample`](crate::Sample).
 //!
 //! Layouts come from states.h through the generated skeleton; nothing is restated here. The
 //! program is loaded once per [`BpfSource`] and unloaded when it is dropped; nothing is pinned.
@@ -10,33 +10,23 @@
 //! that namespace's too. The why hash is keyed by the global tid (`task->pid`), which the
 //! records also carry for the join.
 //!
-//! Order of the reads in [`BpfSource::sample`]: the stack hash first, then the iterator pass,
-//! whose records carry the blocked time of each thread's last wait that is not in the hash yet
-//! (it goes in at the thread's next switch-out). A wait added between the two reads is then
-//! in this sample's totals and in the next sample's reasons (a lag of one interval), never
-//! counted twice.
+//! Order of the reads in [`BpfSource::sample`](crate::StateSource::sample): the stack hash
+//! first, then the iterator pass, whose records carry the blocked time of each thread's last
+//! wait that is not in the hash yet (it goes in at the thread's next switch-out). A wait added
+//! between the two reads is then in this sample's totals and in the next sample's reasons (a
+//! lag of one interval), never counted twice.
 //!
 //! This module holds what every build has ([`Options`], the privilege check); the source
 //! itself is `source.rs` when this build has the BPF programs, else `stub.rs`, whose
-//! [`BpfSource::load`] says why there are none (chosen once, below, by
-//! `tasksnap_bpf::select!`).
+//! [`BpfSource::load`] says why there are none (chosen once for the whole crate, with the
+//! BPF collector, by the `tasksnap_bpf::select!` in lib.rs).
 
 use std::path::PathBuf;
 
-use crate::sample::Filter;
+use crate::states::Filter;
 use crate::Error;
 
-tasksnap_bpf::select! {
-    built {
-        mod source;
-        pub use source::BpfSource;
-    }
-    missing {
-        #[path = "stub.rs"]
-        mod source;
-        pub use source::BpfSource;
-    }
-}
+pub use crate::states_bpf::BpfSource;
 
 /// Settings of the BPF source.
 #[derive(Debug, Clone)]
@@ -68,7 +58,7 @@ impl Default for Options {
 }
 
 /// Whether the caller may load the accounting: root only ([`tasksnap_bpf::privileged`]).
-/// Like the task-iterator backend (crates/collect), it sees every thread regardless of
+/// Like the task-iterator backend ([`crate::bpf`]), it sees every thread regardless of
 /// procfs permission checks (hidepid, ptrace access), so a non-root caller holding CAP_BPF
 /// and CAP_PERFMON would see more than /proc shows it; such callers get the /proc fallback.
 pub fn privileged() -> Result<(), Error> {

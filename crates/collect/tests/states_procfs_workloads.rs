@@ -3,11 +3,13 @@
 //! state letters sampled at 100 Hz here (so those tolerances are looser), the D reason from
 //! wchan. And the sampler's own thread on the real /proc (it must not read itself as R).
 
-mod common;
+mod states_common;
 
-use common::*;
-use tasksnap_states::fallback::{Options, ProcfsSource};
-use tasksnap_states::{between, Filter, Rollup, Source, State};
+use states_common::*;
+use tasksnap_collect::states::procfs::{Options, ProcfsSource};
+use tasksnap_collect::states::Filter;
+use tasksnap_collect::StateSource;
+use tasksnap_states::{between, Rollup, State};
 
 fn source() -> ProcfsSource {
     // SAFETY: getpid cannot fail.
