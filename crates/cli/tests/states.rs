@@ -8,6 +8,7 @@
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use tasksnap_loadgen::root_or_skip;
 
 const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
@@ -15,18 +16,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
-    }
-    eprintln!("SKIP {what}: needs root");
-    false
 }
 
 fn me() -> String {

@@ -12,20 +12,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::root_or_skip;
 
 const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
-
-fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
-    }
-    eprintln!("SKIP {what}: needs root (a pid namespace, BPF)");
-    false
-}
 
 /// Short-lived host processes named `hostchurn` (a copy of sleep), one after another, until
 /// dropped. Each is waited for; none outlives the test.

@@ -24,18 +24,8 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Whether a root-only test runs: skipped with a printed reason otherwise, a failure when
-/// TASKSNAP_REQUIRE_PRIVILEGED=1 (CI).
-pub fn root_or_skip(what: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-        panic!("{what} needs root and TASKSNAP_REQUIRE_PRIVILEGED=1 forbids skipping it");
-    }
-    eprintln!("SKIP {what}: needs root (BPF, real-time scheduling)");
-    false
-}
+#[allow(unused_imports)] // Not every test binary that includes this module needs it.
+pub use tasksnap_loadgen::root_or_skip;
 
 fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
