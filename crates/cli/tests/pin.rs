@@ -102,12 +102,10 @@ fn pinned_iterator_is_used_root_only_and_removable() {
     // The slot locks are root-only; a run finding slot 0 taken (by a concurrent tasksnap:
     // here this test, holding its lock) takes the next slot.
     assert_eq!(mode(Path::new(LOCK_DIR)), (0o700, 0), "{LOCK_DIR}");
-    let lock0 = std::fs::read_dir(LOCK_DIR)
-        .expect("lock dir")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.to_string_lossy().ends_with("-0.lock"))
-        .expect("slot 0's lock file");
+    // This build's slot 0 (other builds, pinned before, may have left theirs: an upgrade).
+    let tag = dir.file_name().expect("tag").to_string_lossy().into_owned();
+    let lock0 = Path::new(LOCK_DIR).join(format!("arena-{tag}-0.lock"));
+    assert!(lock0.exists(), "slot 0's lock file {}", lock0.display());
     assert_eq!(mode(&lock0), (0o600, 0), "{}", lock0.display());
     let held = std::fs::File::open(&lock0).expect("open the lock");
     let fd = std::os::fd::AsRawFd::as_raw_fd(&held);
