@@ -205,6 +205,15 @@ fn one_process_queries_use_the_pid_filter_and_agree() {
         Load::spawn(&["--threads", "5", "--zombies", "1"]).expect("spawn the load generator");
     let threaded = load.info.threads_pid.expect("a threaded process");
     let zombie = load.info.zombies[0];
+    // The load is reported ready as soon as its threads exist; on a busy host one may still
+    // be on its way to its blocking wait. States are compared below, so wait until every
+    // thread of the process is asleep (from there nothing moves until the load is killed).
+    tasksnap_loadgen::wait_until("the threaded process to settle", || {
+        std::fs::read_dir(format!("/proc/{threaded}/task")).is_ok_and(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .all(|tid| tasksnap_loadgen::read_stat(tid).is_ok_and(|st| st.state == 'S'))
+        })
+    });
     let groups = Groups {
         base: true,
         stat: true,
