@@ -34,6 +34,7 @@ const FORMATS: &[&[&str]] = &[
         "pid,vsz,sz,rss,maj_flt,min_flt,start,lstart,wchan,comm,args",
     ],
     &["-e", "--forest", "-o", "pid,user,comm"],
+    &["-e", "-o", "pid,comm,cgroup"],
 ];
 
 #[test]

@@ -113,6 +113,8 @@ const FORMATS: &[&[&str]] = &[
     &["-e", "-o", "pid=PROCESS,comm=NAME,args=COMMAND"],
     &["-e", "-o", "pid:10,comm:5,args"],
     &["-e", "-o", "pid,addr,label,c,pcpu,%cpu"],
+    &["-e", "-o", "pid,cgroup,comm"],
+    &["-e", "-o", "pid,comm,cgroup"],
     &["-e", "-O", "ppid,nlwp"],
     &["-e", "--sort=-pid", "-o", "pid,comm"],
     &["-e", "--sort", "comm,pid", "-o", "pid,comm"],

@@ -53,6 +53,8 @@ pub struct Groups {
     pub sched_switches: bool,
     /// Wait channel (`/proc/PID/wchan`).
     pub wchan: bool,
+    /// Control-group membership (`/proc/PID/cgroup`).
+    pub cgroup: bool,
 }
 
 impl Groups {
@@ -73,6 +75,7 @@ impl Groups {
             sched: true,
             sched_switches: true,
             wchan: true,
+            cgroup: true,
         }
     }
 

@@ -271,6 +271,10 @@ pub struct Task {
     /// Kernel function the task sleeps in (/proc/PID/wchan); empty when running, `None` when
     /// not asked for or hidden.
     pub wchan: Option<String>,
+    /// Control-group membership as the kernel lists it in /proc/PID/cgroup (one
+    /// `hierarchy-ID:controllers:path` line per hierarchy, cgroups(7)), raw; parsed by
+    /// `tasksnap_procfs::parse::parse_cgroup`. `None` when not asked for or unreadable.
+    pub cgroup: Option<Vec<u8>>,
 }
 
 impl Task {
@@ -289,6 +293,7 @@ impl Task {
             io: None,
             sched: None,
             wchan: None,
+            cgroup: None,
         }
     }
 

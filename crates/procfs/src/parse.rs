@@ -474,6 +474,52 @@ pub fn parse_wchan(buf: &[u8]) -> &[u8] {
     }
 }
 
+/// One line of `/proc/PID/cgroup`: `hierarchy-ID:controller-list:cgroup-path` (cgroups(7);
+/// `proc_cgroup_show()`, kernel/cgroup/cgroup.c). The cgroup v2 line is `0::PATH`; a v1
+/// hierarchy names its controllers (`4:memory:/x`) or itself (`9:name=systemd:/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CgroupLine<'a> {
+    /// The whole line, without its newline.
+    pub line: &'a [u8],
+    /// The hierarchy ID (`0` for cgroup v2).
+    pub hierarchy: &'a [u8],
+    /// Comma-separated controllers bound to the hierarchy (empty for v2).
+    pub controllers: &'a [u8],
+    /// The path within the hierarchy, from its root (`/`). May itself hold `:`.
+    pub path: &'a [u8],
+}
+
+impl CgroupLine<'_> {
+    /// Whether this is the hierarchy's root (procps leaves those out of `ps -o cgroup`).
+    pub fn is_root(&self) -> bool {
+        self.path.ends_with(b"/")
+    }
+}
+
+/// The lines of `/proc/PID/cgroup`, in the kernel's order. A line without two `:` (never
+/// written by a kernel) is skipped, not an error: every byte here is untrusted.
+pub fn parse_cgroup(buf: &[u8]) -> impl Iterator<Item = CgroupLine<'_>> {
+    buf.split(|&b| b == b'\n' || b == 0).filter_map(|line| {
+        let mut parts = line.splitn(3, |&b| b == b':');
+        let hierarchy = parts.next()?;
+        let controllers = parts.next()?;
+        let path = parts.next()?;
+        Some(CgroupLine {
+            line,
+            hierarchy,
+            controllers,
+            path,
+        })
+    })
+}
+
+/// The task's cgroup v2 path (the `0::PATH` line), when it has one.
+pub fn cgroup_v2_path(buf: &[u8]) -> Option<&[u8]> {
+    parse_cgroup(buf)
+        .find(|l| l.hierarchy == b"0" && l.controllers.is_empty())
+        .map(|l| l.path)
+}
+
 /// The system call number at the start of `/proc/PID/syscall` (`-1` when the task is in no
 /// system call; `running` when it is on a CPU: then `None`).
 pub fn parse_syscall_nr(buf: &[u8]) -> Option<i64> {
@@ -759,5 +805,21 @@ mod tests {
             ),
             vec!["rwsem_down_write_slowpath", "do_exit"]
         );
+    }
+    /// Lines as a hybrid (v1 + v2) host writes them, from this project's CI machine.
+    #[test]
+    fn cgroup_lines_split_on_the_first_two_colons() {
+        let raw = b"9:name=systemd:/\n4:memory:/process_api/b588aa57\n0::/a:b\n\ngarbage\n";
+        let lines: Vec<_> = parse_cgroup(raw).collect();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].is_root());
+        assert_eq!(lines[0].controllers, b"name=systemd");
+        assert_eq!(lines[1].hierarchy, b"4");
+        assert_eq!(lines[1].path, b"/process_api/b588aa57");
+        assert!(!lines[1].is_root());
+        assert_eq!(lines[2].path, b"/a:b");
+        assert_eq!(cgroup_v2_path(raw), Some(&b"/a:b"[..]));
+        assert_eq!(cgroup_v2_path(b"4:memory:/x\n"), None);
+        assert_eq!(parse_cgroup(b"").count(), 0);
     }
 }

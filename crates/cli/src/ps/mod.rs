@@ -107,6 +107,7 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             Field::Args => g.cmdline = true,
             Field::Comm if s.unix_f => g.cmdline = true,
             Field::Wchan => g.wchan = true,
+            Field::Cgroup => g.cgroup = true,
             Field::Exe => g.exe = true,
             _ => {}
         }

@@ -796,6 +796,9 @@ pub fn procfs_groups(g: &Groups) -> Groups {
         cmdline: g.cmdline,
         exe: g.exe,
         wchan: g.wchan,
+        // The iterator does not read cgroup paths (they would need the kernfs names walked
+        // up to the hierarchy's root for every task).
+        cgroup: g.cgroup,
         // Exact RSS: statm (the iterator sees the per-CPU counters' approximation only).
         // I/O counters come from the iterator (TS_GROUP_IO).
         mem: g.mem,
@@ -846,6 +849,9 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
     }
     if fill.wchan {
         t.wchan = f.wchan;
+    }
+    if fill.cgroup {
+        t.cgroup = f.cgroup;
     }
     if fill.mem || fill.mem_status {
         t.mem = f.mem;

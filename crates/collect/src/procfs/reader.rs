@@ -469,6 +469,16 @@ impl TaskReader {
             }
         }
 
+        if g.cgroup {
+            // Kept raw (every hierarchy's line); tasksnap_procfs::parse::parse_cgroup reads it.
+            match self.read_small(tgid, tid, "cgroup") {
+                Ok(n) => task.cgroup = Some(self.buf[..n].to_vec()),
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "cgroup", e),
+            }
+        }
+
         if g.exe {
             let mut link = vec![0u8; 4096];
             let read = self.retry(|r| {
