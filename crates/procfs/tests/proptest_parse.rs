@@ -17,8 +17,9 @@ use proptest::prelude::*;
 mod strategies;
 use strategies::{brief_line, config, hostile_comm, number_token, with_comm, with_field};
 use tasksnap_procfs::parse::{
-    parse_btime, parse_forks, parse_io, parse_schedstat, parse_stat, parse_stat_brief, parse_statm,
-    parse_status, stat_state_letter, state_of, SchedStat, StatLine, StatusFields,
+    cgroup_v2_path, parse_btime, parse_cgroup, parse_forks, parse_io, parse_schedstat, parse_stat,
+    parse_stat_brief, parse_statm, parse_status, stat_state_letter, state_of, SchedStat, StatLine,
+    StatusFields,
 };
 
 // Real lines from this project's Linux 6.18 VM.
@@ -479,5 +480,55 @@ proptest! {
         big.extend(std::iter::repeat_n(b" 18446744073709551616", extra).flatten());
         prop_assert_eq!(parse_stat(&big).map(|s| s.comm), Ok(comm.clone()));
         prop_assert_eq!(parse_stat_brief(&big).map(|s| s.comm), Some(comm));
+    }
+}
+
+/// One `/proc/PID/cgroup` line's parts: a hierarchy id, controllers, and a path that may hold
+/// any byte but a newline or NUL (cgroup names are directory names: `:` included).
+fn cgroup_line() -> impl Strategy<Value = (u32, Vec<u8>, Vec<u8>)> {
+    let path_byte = any::<u8>().prop_filter("no line breaks", |b| *b != b'\n' && *b != 0);
+    (
+        0u32..16,
+        prop::collection::vec(
+            prop::sample::select(b"abcdefghijklmnopqrstuvwxyz=,_".to_vec()),
+            0..12,
+        ),
+        prop::collection::vec(path_byte, 0..40),
+    )
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn cgroup_never_panics_on_arbitrary_bytes(buf in prop::collection::vec(any::<u8>(), 0..600)) {
+        for l in parse_cgroup(&buf) {
+            let _ = l.is_root();
+        }
+        let _ = cgroup_v2_path(&buf);
+    }
+
+    /// Lines the kernel could write come back part for part, whatever their paths hold, and
+    /// the v2 path is the `0::` line's.
+    #[test]
+    fn cgroup_lines_round_trip(lines in prop::collection::vec(cgroup_line(), 0..10)) {
+        let mut raw = Vec::new();
+        for (id, ctl, path) in &lines {
+            raw.extend_from_slice(format!("{id}:").as_bytes());
+            raw.extend_from_slice(ctl);
+            raw.push(b':');
+            raw.extend_from_slice(path);
+            raw.push(b'\n');
+        }
+        let got: Vec<_> = parse_cgroup(&raw).collect();
+        prop_assert_eq!(got.len(), lines.len());
+        for (g, (id, ctl, path)) in got.iter().zip(&lines) {
+            let id = id.to_string();
+            prop_assert_eq!(g.hierarchy, id.as_bytes());
+            prop_assert_eq!(g.controllers, &ctl[..]);
+            prop_assert_eq!(g.path, &path[..]);
+        }
+        let v2 = lines.iter().find(|(id, ctl, _)| *id == 0 && ctl.is_empty());
+        prop_assert_eq!(cgroup_v2_path(&raw), v2.map(|(_, _, p)| &p[..]));
     }
 }
