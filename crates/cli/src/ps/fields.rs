@@ -403,24 +403,7 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             plain(w)
         }
         Field::Cgroup => {
-            // procps: every hierarchy the task is not at the root of, `ID:controllers:path`,
-            // joined with commas; `-` when there is none (or the file was unreadable).
-            let mut v: Vec<u8> = Vec::new();
-            for l in t
-                .cgroup
-                .as_deref()
-                .into_iter()
-                .flat_map(tasksnap_procfs::parse::parse_cgroup)
-                .filter(|l| !l.line.is_empty() && !l.is_root())
-            {
-                if !v.is_empty() {
-                    v.push(b',');
-                }
-                v.extend_from_slice(l.line);
-            }
-            if v.is_empty() {
-                v.push(b'-');
-            }
+            let mut v = text::cgroup_text(t.cgroup.as_deref());
             v.truncate(max);
             plain(&v)
         }

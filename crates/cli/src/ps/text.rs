@@ -122,6 +122,27 @@ pub fn flatten_cmdline(raw: &[u8], loc: Locale) -> Option<Vec<u8>> {
     Some(v)
 }
 
+/// What a `cgroup` column shows (procps's `fill_cgroup_cvt`): every line of
+/// /proc/PID/cgroup whose path is not its hierarchy's root, `ID:controllers:path`, joined
+/// with commas; `-` when there is none or the file was not read. Shared by ps and top.
+pub fn cgroup_text(raw: Option<&[u8]>) -> Vec<u8> {
+    let mut v: Vec<u8> = Vec::new();
+    for l in raw
+        .into_iter()
+        .flat_map(tasksnap_procfs::parse::parse_cgroup)
+        .filter(|l| !l.is_root())
+    {
+        if !v.is_empty() {
+            v.push(b',');
+        }
+        v.extend_from_slice(l.line);
+    }
+    if v.is_empty() {
+        v.push(b'-');
+    }
+    v
+}
+
 /// What an `args` column shows for a command line (procps's `fill_cmdline_cvt`): the
 /// flattened, escaped line; `?` for one of NULs only; for none, `[comm]` (`comm` already
 /// escaped), with ` <defunct>` for a zombie. Shared by ps, top and the machine formats.

@@ -51,6 +51,8 @@ pub struct Options {
     pub width: Option<usize>,
     /// Show each process's top wait reason after its command.
     pub show_wait: bool,
+    /// Show a CGROUP column (as `ps -o cgroup`) before the command.
+    pub show_cgroup: bool,
 }
 
 impl Default for Options {
@@ -71,6 +73,7 @@ impl Default for Options {
             backend: Backend::Auto,
             width: None,
             show_wait: false,
+            show_cgroup: false,
         }
     }
 }
@@ -499,6 +502,11 @@ impl Top {
             self.visible_pids.dedup();
         }
         self.read_row_extras(&mut frame.lines[start..end]);
+        let cgroups = if self.opts.show_cgroup {
+            self.read_cgroups(&frame.lines[start..end])
+        } else {
+            HashMap::new()
+        };
         for i in start..end {
             let l = &mut frame.lines[i];
             let key = if self.opts.threads {
@@ -517,6 +525,12 @@ impl Top {
             let mut command = self.command(&l);
             if self.opts.show_wait {
                 command = format!("{command}: {}", l.reason.as_deref().unwrap_or("-"));
+            }
+            if self.opts.show_cgroup {
+                let cg = cgroups
+                    .get(&(l.id.tgid, l.id.tid))
+                    .map_or("-", String::as_str);
+                command = format!("{cg:<w$.w$} {command}", w = render::CGROUP_WIDTH);
             }
             let user = self.user_name(l.euid);
             out.push(render::line(
@@ -550,6 +564,30 @@ impl Top {
             total: frame.lines.len(),
             scroll,
             rows_error: self.rows_error.clone(),
+        }
+    }
+
+    /// The CGROUP column of rows `lines` (as `ps -o cgroup` shows it), by (tgid, tid): read
+    /// through the collector for these rows only, each time they are drawn (a process may
+    /// move to another cgroup; the rows on screen are a few dozen small files).
+    fn read_cgroups(&mut self, lines: &[Row]) -> HashMap<(i32, i32), String> {
+        let ids: Vec<(i32, i32)> = lines.iter().map(|l| (l.id.tgid, l.id.tid)).collect();
+        let groups = Groups {
+            cgroup: true,
+            ..Groups::default()
+        };
+        match self.collector.fill(&ids, groups) {
+            Ok((read, _)) => read
+                .into_iter()
+                .map(|(id, t)| {
+                    let text = text::cgroup_text(t.cgroup.as_deref());
+                    (id, terminal_text(&text, self.locale))
+                })
+                .collect(),
+            Err(e) => {
+                self.rows_error = Some(e.to_string());
+                HashMap::new()
+            }
         }
     }
 
@@ -650,7 +688,7 @@ impl Top {
     }
 
     pub fn column_header(&self) -> String {
-        render::column_header(self.pid_width, self.opts.show_wait)
+        render::column_header(self.pid_width, self.opts.show_wait, self.opts.show_cgroup)
     }
 }
 

@@ -88,13 +88,22 @@ pub fn header(
 
 /// The column header for a pid column of `pid_width` (`wait`: the COMMAND column carries
 /// the wait reason too).
-pub fn column_header(pid_width: usize, wait: bool) -> String {
+pub fn column_header(pid_width: usize, wait: bool, cgroup: bool) -> String {
     format!(
-        "{:>pid_width$} USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM RUNQ% DISK%     TIME+ {}",
+        "{:>pid_width$} USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM RUNQ% DISK%     TIME+ {}{}",
         "PID",
+        if cgroup {
+            format!("{:<CGROUP_WIDTH$} ", "CGROUP")
+        } else {
+            String::new()
+        },
         if wait { "COMMAND: WAIT" } else { "COMMAND" }
     )
 }
+
+/// Width of the CGROUP column (`g`): longer memberships are cut, as ps cuts a cgroup column
+/// that is not the last.
+pub const CGROUP_WIDTH: usize = 27;
 
 /// A KiB figure in `width` columns: the plain number when it fits, else the first of
 /// MiB, GiB, TiB, PiB that fits with one decimal, as top scales memory.

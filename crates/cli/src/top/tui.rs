@@ -32,6 +32,7 @@ tasksnap top: keys
   R         reverse the order                  V    tree       H  threads
   c         full command lines                 /    filter by name
   w         each process's top wait reason (the kernel stack it spent most off-CPU time in)
+  g         a CGROUP column (as ps -o cgroup)
   u         filter by user                     o    filter FIELD=text, FIELD>n, FIELD<n
   =         clear the filters                  k    send a signal   r  renice
   z, space  freeze / unfreeze                  d    refresh interval
@@ -345,6 +346,10 @@ fn on_key(app: &mut App, k: KeyEvent) {
         }
         KeyCode::Char('w') => {
             o.show_wait = !o.show_wait;
+            app.options_changed(false);
+        }
+        KeyCode::Char('g') => {
+            o.show_cgroup = !o.show_cgroup;
             app.options_changed(false);
         }
         KeyCode::Char('=') => {

@@ -233,4 +233,36 @@ mod tests {
         drop(rx);
         drop(requests);
     }
+
+    /// With the CGROUP column on (`g`), a row shows its process's cgroups as `ps -o cgroup`
+    /// does, read through the collector for the rows on screen.
+    #[test]
+    fn cgroup_column_shows_what_ps_shows() {
+        let me = std::process::id() as i32;
+        let opts = Options {
+            backend: tasksnap_model::Backend::Procfs,
+            delay: Duration::from_millis(200),
+            pids: vec![me],
+            show_cgroup: true,
+            ..Options::default()
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let requests = spawn(opts, move |u| tx.send(u).is_ok()).expect("spawn");
+        requests
+            .send(Request::View { scroll: 0, room: 5 })
+            .expect("send");
+        let mut p = next_page(&rx);
+        while p.rows.is_empty() {
+            p = next_page(&rx);
+        }
+        assert!(p.column_header.contains("CGROUP"), "{}", p.column_header);
+        let raw = std::fs::read("/proc/self/cgroup").expect("own cgroup");
+        let text = crate::ps::text::cgroup_text(Some(&raw));
+        let want = String::from_utf8_lossy(&text[..text.len().min(render_width())]).into_owned();
+        assert!(p.rows[0].contains(&want), "{want:?} not in {:?}", p.rows[0]);
+    }
+
+    fn render_width() -> usize {
+        super::super::render::CGROUP_WIDTH
+    }
 }
