@@ -319,6 +319,14 @@ impl Top {
             cred_effective: true,
             stat: true,
             sched: true,
+            // A CGROUP filter needs every task's cgroups, each refresh: the BPF backend then
+            // takes whole passes and reads /proc/PID/cgroup for every task (the price of
+            // the filter, paid only while it is on).
+            cgroup: self
+                .opts
+                .other_filter
+                .as_ref()
+                .is_some_and(view::Filter::needs_cgroup),
             ..Groups::default()
         };
         let selectors: Vec<Selector> = if self.opts.pids.is_empty() {

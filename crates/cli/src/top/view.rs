@@ -33,6 +33,9 @@ pub struct Line {
     pub kthread: bool,
     /// Tree depth when the tree view is on.
     pub depth: usize,
+    /// Its cgroups as `ps -o cgroup` shows them, when the refresh read them (a `CGROUP`
+    /// filter is on: every task's /proc/PID/cgroup is then read each refresh).
+    pub cgroup: Option<Box<str>>,
 }
 
 /// A row as frames hold it: shared with the tracker, which keeps every row between
@@ -282,6 +285,9 @@ impl Tracker {
             comm: b.comm.clone(),
             kthread: b.kthread,
             depth: 0,
+            cgroup: t.cgroup.as_deref().map(|raw| {
+                String::from_utf8_lossy(&crate::ps::text::cgroup_text(Some(raw))).into()
+            }),
         };
         let rk = row_key(&t.id);
         if line.cpu_pct > 0.0 || line.runq_pct.is_some_and(|r| r > 0.0) {
@@ -494,6 +500,11 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Whether this filter needs every task's cgroups read ([`Line::cgroup`]).
+    pub fn needs_cgroup(&self) -> bool {
+        self.field == "CGROUP"
+    }
+
     /// Parses `FIELD=text` and friends; `None` when malformed.
     pub fn parse(s: &str) -> Option<Filter> {
         let (negate, s) = match s.strip_prefix('!') {
@@ -502,7 +513,11 @@ impl Filter {
         };
         let at = s.find(['=', '>', '<'])?;
         let field = s[..at].trim().to_ascii_uppercase();
-        if !["PID", "USER", "COMMAND", "S", "%CPU", "%MEM", "RUNQ%"].contains(&field.as_str()) {
+        if ![
+            "PID", "USER", "COMMAND", "S", "%CPU", "%MEM", "RUNQ%", "CGROUP",
+        ]
+        .contains(&field.as_str())
+        {
             return None;
         }
         Some(Filter {
@@ -533,6 +548,7 @@ impl Filter {
             "S" => text(&(l.state as char).to_string()),
             "%CPU" => num(l.cpu_pct),
             "%MEM" => num(l.mem_pct),
+            "CGROUP" => text(l.cgroup.as_deref().unwrap_or("-")),
             _ => num(l.runq_pct.unwrap_or(0.0)),
         };
         r != self.negate
@@ -710,5 +726,16 @@ mod tests {
         assert!(Filter::parse("USER=bob").is_some_and(|f| !f.keeps(&l[0], "root")));
         assert!(Filter::parse("nonsense").is_none());
         assert!(Filter::parse("FOO=1").is_none());
+        // CGROUP: matched on what `ps -o cgroup` shows; a task whose cgroups were not read
+        // (or are all roots) shows `-`.
+        let f = Filter::parse("CGROUP=memory:/app").expect("a cgroup filter");
+        assert!(f.needs_cgroup());
+        assert!(!f.keeps(&l[0], "root"));
+        let mut t = task(43, 43, 1, 0, 0);
+        t.cgroup = Some(b"9:name=systemd:/\n4:memory:/app/x\n0::/\n".to_vec());
+        let l = tr.update(&snap(2, vec![t]), false, 1000);
+        assert_eq!(l[0].cgroup.as_deref(), Some("4:memory:/app/x"));
+        assert!(f.keeps(&l[0], "root"));
+        assert!(!Filter::parse("COMMAND=x").is_some_and(|f| f.needs_cgroup()));
     }
 }
