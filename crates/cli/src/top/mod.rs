@@ -509,12 +509,7 @@ impl Top {
             self.visible_pids.sort_unstable();
             self.visible_pids.dedup();
         }
-        self.read_row_extras(&mut frame.lines[start..end]);
-        let cgroups = if self.opts.show_cgroup {
-            self.read_cgroups(&frame.lines[start..end])
-        } else {
-            HashMap::new()
-        };
+        let cgroups = self.read_row_extras(&mut frame.lines[start..end]);
         for i in start..end {
             let l = &mut frame.lines[i];
             let key = if self.opts.threads {
@@ -575,30 +570,6 @@ impl Top {
         }
     }
 
-    /// The CGROUP column of rows `lines` (as `ps -o cgroup` shows it), by (tgid, tid): read
-    /// through the collector for these rows only, each time they are drawn (a process may
-    /// move to another cgroup; the rows on screen are a few dozen small files).
-    fn read_cgroups(&mut self, lines: &[Row]) -> HashMap<(i32, i32), String> {
-        let ids: Vec<(i32, i32)> = lines.iter().map(|l| (l.id.tgid, l.id.tid)).collect();
-        let groups = Groups {
-            cgroup: true,
-            ..Groups::default()
-        };
-        match self.collector.fill(&ids, groups) {
-            Ok((read, _)) => read
-                .into_iter()
-                .map(|(id, t)| {
-                    let text = text::cgroup_text(t.cgroup.as_deref());
-                    (id, terminal_text(&text, self.locale))
-                })
-                .collect(),
-            Err(e) => {
-                self.rows_error = Some(e.to_string());
-                HashMap::new()
-            }
-        }
-    }
-
     /// Whether row `l` needs its command line read.
     fn wants_cmdline(&self, l: &Line, now: Instant) -> bool {
         let key = (l.id.tgid, l.id.start_time_ns);
@@ -613,23 +584,29 @@ impl Top {
     /// command line whose read blocks on the target's mmap lock past the collector's
     /// deadline is left out (the row shows `[comm]`) and tried again a few seconds later,
     /// so neither a refresh nor the screen waits on another process's lock.
-    fn read_row_extras(&mut self, lines: &mut [Row]) {
+    ///
+    /// With the CGROUP column on (`g`), the same pass reads every row's cgroups (a process
+    /// may move to another cgroup, so they are read each time the rows are drawn) and
+    /// returns them as the column shows them, by (tgid, tid).
+    fn read_row_extras(&mut self, lines: &mut [Row]) -> HashMap<(i32, i32), String> {
         let now = Instant::now();
+        let want_cgroup = self.opts.show_cgroup;
         let mut ids: Vec<(i32, i32)> = Vec::new();
         let mut want_cmdline = false;
         for l in lines.iter() {
             let cmd = self.wants_cmdline(l, now);
-            if l.shr_kib.is_none() || cmd {
+            if l.shr_kib.is_none() || cmd || want_cgroup {
                 ids.push((l.id.tgid, l.id.tid));
                 want_cmdline |= cmd;
             }
         }
         if ids.is_empty() {
-            return;
+            return HashMap::new();
         }
         let groups = Groups {
             mem: true,
             cmdline: want_cmdline,
+            cgroup: want_cgroup,
             ..Groups::default()
         };
         let read = match self.collector.fill(&ids, groups) {
@@ -648,8 +625,13 @@ impl Top {
             self.cmdlines.clear();
         }
         self.cmdline_retry.retain(|_, t| *t > now);
+        let mut cgroups = HashMap::new();
         for l in lines.iter_mut() {
             let task = read.get(&(l.id.tgid, l.id.tid));
+            if let Some(raw) = task.filter(|_| want_cgroup).map(|t| t.cgroup.as_deref()) {
+                let text = text::cgroup_text(raw);
+                cgroups.insert((l.id.tgid, l.id.tid), terminal_text(&text, self.locale));
+            }
             if l.shr_kib.is_none() {
                 let shr = task
                     .and_then(|t| t.mem.as_ref())
@@ -673,6 +655,7 @@ impl Top {
                 }
             }
         }
+        cgroups
     }
 
     fn command(&mut self, l: &Line) -> String {
