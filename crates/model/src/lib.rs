@@ -9,6 +9,7 @@
 
 mod backend;
 mod query;
+mod reading;
 mod snapshot;
 pub mod states;
 mod system;
@@ -17,8 +18,11 @@ mod task;
 pub use backend::{Backend, CmdlineSource, PassKind, PassReport, UnknownBackend};
 
 pub use query::{Groups, Query, Selector};
+pub use reading::Reading;
 pub use snapshot::{Snapshot, SnapshotStats};
-pub use system::{CpuTicks, LoadAverages, Memory};
+pub use system::{
+    CpuTicks, LoadAverages, Memory, Pressure, PressureLine, StatCounters, SystemFigures,
+};
 pub use task::{
     Base, Comm, Cred, Io, Mem, Sched, Stat, Task, TaskId, TaskState, PF_KTHREAD, SCHED_BATCH,
     SCHED_OTHER,

@@ -172,6 +172,9 @@ pub struct ThreadTotals {
     pub current: Option<State>,
     /// Off-CPU ns per (state, reason id): the reasons table is [`Sample::reasons`].
     pub reasons: Vec<(State, u32, u64)>,
+    /// The reason id of the wait the thread is in at the read, when that wait's time so far
+    /// is in `reasons` (it then grows with the wait, like `state_ns` of `current`).
+    pub wait_reason: Option<u32>,
     /// When these totals were read (the source's clock, ns).
     pub seen_at_ns: u64,
     /// The thread exited; these are its final totals.

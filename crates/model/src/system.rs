@@ -67,3 +67,60 @@ pub struct LoadAverages {
     /// The tasks (threads) on the system: the denominator of the 4th field (`3/210`).
     pub tasks: Option<u64>,
 }
+
+/// The counters of /proc/stat besides the CPU lines (0 when the file does not say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatCounters {
+    /// `ctxt`: context switches since boot.
+    pub context_switches: u64,
+    /// `processes`: forks (and clones) since boot.
+    pub forks: u64,
+    /// `procs_running`: tasks runnable now.
+    pub procs_running: u64,
+    /// `procs_blocked`: tasks in D waiting for I/O now.
+    pub procs_blocked: u64,
+    /// First field of `intr`: interrupts serviced since boot.
+    pub interrupts: u64,
+    /// First field of `softirq`: soft interrupts since boot.
+    pub softirqs: u64,
+}
+
+/// One line of a pressure-stall file (`some` or `full` of /proc/pressure/{cpu,memory,io}).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PressureLine {
+    /// `avg10`, `avg60`, `avg300`: percent of time stalled over those windows.
+    pub avg_pct: [f64; 3],
+    /// `total`: stalled time since boot, microseconds.
+    pub total_us: u64,
+}
+
+/// A resource's pressure-stall figures (kernel 4.20+, `CONFIG_PSI`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pressure {
+    /// `cpu`, `memory` or `io` (the file name).
+    pub resource: String,
+    /// Some tasks stalled.
+    pub some: Option<PressureLine>,
+    /// All non-idle tasks stalled (not for cpu before Linux 5.13).
+    pub full: Option<PressureLine>,
+}
+
+/// The machine-wide figures of one moment, as a recording keeps them: raw counters, rates are
+/// derived on read. Each part is `None` (or empty) when its file could not be read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SystemFigures {
+    /// The aggregate `cpu` line of /proc/stat.
+    pub cpu: Option<CpuTicks>,
+    /// The `cpuN` lines, in order.
+    pub per_cpu: Vec<CpuTicks>,
+    /// The other /proc/stat counters.
+    pub counters: Option<StatCounters>,
+    /// /proc/meminfo.
+    pub memory: Option<Memory>,
+    /// /proc/loadavg.
+    pub load: Option<LoadAverages>,
+    /// Every counter of /proc/vmstat, by name, in the file's order.
+    pub vmstat: Vec<(String, u64)>,
+    /// /proc/pressure/*, where the kernel has it.
+    pub pressure: Vec<Pressure>,
+}

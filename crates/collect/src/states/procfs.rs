@@ -594,6 +594,8 @@ impl StateSource for ProcfsSource {
                     .iter()
                     .map(|(&(s, id), &n)| (s, id, n * period_ns))
                     .collect(),
+                // Sampled: the reasons grow by samples, not with the wait's time.
+                wait_reason: None,
                 seen_at_ns,
                 exited: false,
             };

@@ -490,6 +490,7 @@ impl BpfSource {
             // did has no stack: /proc/TID/stack names it while it lasts.
             let keeps = wait_state == State::Disk
                 || (self.opts.track_sleep && wait_state == State::Sleeping);
+            let mut wait_reason = None;
             if keeps && r.pending_why_ns > 0 {
                 let id = if r.stackid >= 0 {
                     Some(r.stackid as u32)
@@ -499,6 +500,9 @@ impl BpfSource {
                     None
                 };
                 if let Some(id) = id {
+                    if current == wait_state && !exited {
+                        wait_reason = Some(id);
+                    }
                     match reasons.iter_mut().find(|x| x.0 == wait_state && x.1 == id) {
                         Some(x) => x.2 += r.pending_why_ns,
                         None => reasons.push((wait_state, id, r.pending_why_ns)),
@@ -524,6 +528,7 @@ impl BpfSource {
                 samples: [0; NSTATES],
                 current: Some(current),
                 reasons,
+                wait_reason,
                 seen_at_ns: r.now_ns,
                 exited: exited || r.flags & F_EXITED != 0,
             };
