@@ -26,9 +26,11 @@ mod doctor;
 mod input;
 mod output;
 mod pin;
+mod signals;
 mod ps;
 mod states;
 mod top;
+mod when;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

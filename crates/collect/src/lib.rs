@@ -33,6 +33,8 @@ tasksnap_bpf::select! {
 pub mod caps;
 pub mod choice;
 pub mod procfs;
+pub mod replay;
+pub mod sampler;
 pub mod states;
 pub mod system;
 /// The raw system calls live in the reading layer; this alias keeps `crate::sys` paths (the

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use tasksnap_model::{CpuTicks, LoadAverages, Memory};
+use tasksnap_model::{CpuTicks, LoadAverages, Memory, SystemFigures};
 use tasksnap_procfs::{sys, system};
 
 fn read(root: &Path, file: &str) -> Option<Vec<u8>> {
@@ -16,6 +16,33 @@ fn read(root: &Path, file: &str) -> Option<Vec<u8>> {
 /// `/proc/stat`'s aggregate `cpu` line.
 pub fn cpu_ticks(root: &Path) -> Option<CpuTicks> {
     system::parse_cpu_line(&read(root, "stat")?)
+}
+
+/// Every machine-wide figure a recording keeps: /proc/stat (CPU lines and counters),
+/// meminfo, loadavg, vmstat, and pressure (`/proc/pressure/{cpu,memory,io}`, absent before
+/// Linux 4.20 or without `CONFIG_PSI`, or with `psi=0`). Six small reads.
+pub fn figures(root: &Path) -> SystemFigures {
+    let stat = read(root, "stat");
+    let stat = stat.as_deref();
+    SystemFigures {
+        cpu: stat.and_then(system::parse_cpu_line),
+        per_cpu: stat.map(system::parse_cpu_lines).unwrap_or_default(),
+        counters: stat.and_then(system::parse_stat_counters),
+        memory: memory(root),
+        load: load_averages(root),
+        vmstat: read(root, "vmstat")
+            .map(|t| system::parse_vmstat(&t))
+            .unwrap_or_default(),
+        pressure: ["cpu", "memory", "io"]
+            .iter()
+            .filter_map(|r| {
+                Some(system::parse_pressure(
+                    r,
+                    &read(root, &format!("pressure/{r}"))?,
+                ))
+            })
+            .collect(),
+    }
 }
 
 /// `/proc/meminfo`.

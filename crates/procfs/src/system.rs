@@ -5,20 +5,108 @@
 //! functions over bytes; lenient as procps is: a field that is not a number counts as 0,
 //! never a panic, and sums saturate.
 
-use tasksnap_model::{CpuTicks, LoadAverages, Memory};
+use tasksnap_model::{CpuTicks, LoadAverages, Memory, Pressure, PressureLine, StatCounters};
 
 /// Parses the aggregate `cpu ` line of /proc/stat (not `cpu0`...); `None` when there is none.
 /// A field that is missing or not a number is 0.
 pub fn parse_cpu_line(stat: &[u8]) -> Option<CpuTicks> {
     let stat = String::from_utf8_lossy(stat);
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    Some(cpu_fields(line))
+}
+
+/// The `cpuN` lines of /proc/stat, in file order (the kernel lists online CPUs only, so N
+/// may skip numbers). Fields as [`parse_cpu_line`].
+pub fn parse_cpu_lines(stat: &[u8]) -> Vec<CpuTicks> {
+    String::from_utf8_lossy(stat)
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(cpu_fields)
+        .collect()
+}
+
+/// The counters of /proc/stat after its CPU lines (`ctxt`, `processes`, `procs_running`,
+/// `procs_blocked`, and the totals that open `intr` and `softirq`); `None` when none of them
+/// is there. A value that is not a number is 0.
+pub fn parse_stat_counters(stat: &[u8]) -> Option<StatCounters> {
+    let stat = String::from_utf8_lossy(stat);
+    let mut c = StatCounters::default();
+    let mut any = false;
+    for line in stat.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(k), Some(v)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let slot = match k {
+            "ctxt" => &mut c.context_switches,
+            "processes" => &mut c.forks,
+            "procs_running" => &mut c.procs_running,
+            "procs_blocked" => &mut c.procs_blocked,
+            "intr" => &mut c.interrupts,
+            "softirq" => &mut c.softirqs,
+            _ => continue,
+        };
+        *slot = v.parse().unwrap_or(0);
+        any = true;
+    }
+    any.then_some(c)
+}
+
+/// Every `name value` line of /proc/vmstat, in file order; lines that are not a name and a
+/// number are skipped.
+pub fn parse_vmstat(text: &[u8]) -> Vec<(String, u64)> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let name = it.next()?;
+            let v = it.next()?.parse().ok()?;
+            Some((name.to_string(), v))
+        })
+        .collect()
+}
+
+/// A /proc/pressure/RESOURCE file (Documentation/accounting/psi.rst):
+/// `some avg10=0.00 avg60=0.00 avg300=0.00 total=0` and, for memory and io (and cpu since
+/// Linux 5.13, where it is always zero outside cgroups), a `full` line.
+pub fn parse_pressure(resource: &str, text: &[u8]) -> Pressure {
+    let mut p = Pressure {
+        resource: resource.to_string(),
+        ..Pressure::default()
+    };
+    for line in String::from_utf8_lossy(text).lines() {
+        let mut it = line.split_whitespace();
+        let which = it.next();
+        let mut pl = PressureLine::default();
+        for kv in it {
+            let Some((k, v)) = kv.split_once('=') else {
+                continue;
+            };
+            match k {
+                "avg10" => pl.avg_pct[0] = v.parse().unwrap_or(0.0),
+                "avg60" => pl.avg_pct[1] = v.parse().unwrap_or(0.0),
+                "avg300" => pl.avg_pct[2] = v.parse().unwrap_or(0.0),
+                "total" => pl.total_us = v.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+        match which {
+            Some("some") => p.some = Some(pl),
+            Some("full") => p.full = Some(pl),
+            _ => {}
+        }
+    }
+    p
+}
+
+fn cpu_fields(line: &str) -> CpuTicks {
     let v: Vec<u64> = line
         .split_whitespace()
         .skip(1)
         .map(|x| x.parse().unwrap_or(0))
         .collect();
     let at = |i: usize| v.get(i).copied().unwrap_or(0);
-    Some(CpuTicks {
+    CpuTicks {
         user: at(0),
         nice: at(1),
         system: at(2),
@@ -27,7 +115,7 @@ pub fn parse_cpu_line(stat: &[u8]) -> Option<CpuTicks> {
         irq: at(5),
         softirq: at(6),
         steal: at(7),
-    })
+    }
 }
 
 /// Parses /proc/meminfo as procps does (buff/cache = Buffers + Cached + SReclaimable,
@@ -189,6 +277,44 @@ pub fn parse_tty_drivers(text: &[u8]) -> Vec<TtyDriver> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_cpus_counters_vmstat_and_pressure() {
+        // Lines from Linux 6.18 (intr and softirq cut short).
+        let stat = b"cpu  4705 356 584 3699 23 0 44 0 0 0\ncpu0 2352 178 292 1849 11 0 22 0 0 0\n\
+            cpu1 2353 178 292 1850 12 0 22 0 0 0\nintr 17632335 0 0 0\nctxt 31424001\n\
+            btime 1763888000\nprocesses 4381398\nprocs_running 1\nprocs_blocked 0\n\
+            softirq 10304464 0 1434353 4\n";
+        let cpus = parse_cpu_lines(stat);
+        assert_eq!(cpus.len(), 2);
+        assert_eq!((cpus[0].user, cpus[1].iowait), (2352, 12));
+        let c = parse_stat_counters(stat).expect("counters");
+        assert_eq!(
+            (
+                c.context_switches,
+                c.forks,
+                c.procs_running,
+                c.interrupts,
+                c.softirqs
+            ),
+            (31_424_001, 4_381_398, 1, 17_632_335, 10_304_464)
+        );
+        assert_eq!(parse_stat_counters(b"cpu 1 2 3\n"), None);
+        let vm = parse_vmstat(b"nr_free_pages 300210\nbogus\nnr_zone_inactive_anon x\npgfault 9\n");
+        assert_eq!(
+            vm,
+            vec![("nr_free_pages".into(), 300_210), ("pgfault".into(), 9)]
+        );
+        let p = parse_pressure(
+            "cpu",
+            b"some avg10=1.07 avg60=5.03 avg300=7.39 total=6370629713\n\
+              full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+        );
+        let some = p.some.expect("some");
+        assert_eq!((some.avg_pct[0], some.total_us), (1.07, 6_370_629_713));
+        assert_eq!(p.full.map(|f| f.total_us), Some(0));
+        assert_eq!(parse_pressure("io", b"\xff garbage=\n").some, None);
+    }
 
     #[test]
     fn parses_real_proc_stat_meminfo_loadavg_uptime() {

@@ -5,6 +5,7 @@
 //!
 //! The result is a [`Settings`]; nothing here reads /proc except the caller's own tty.
 
+use std::path::PathBuf;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
@@ -104,6 +105,8 @@ struct P {
     output: Output,
     verbose: bool,
     my_tty: u32,
+    replay: Option<PathBuf>,
+    replay_at: Option<String>,
 }
 
 type R<T> = Result<T, String>;
@@ -173,6 +176,8 @@ impl P {
             unix_f: false,
             bsd_c: false,
             backend: Backend::Auto,
+            replay: None,
+            replay_at: None,
             output: Output::Text,
             verbose: false,
             my_tty,
@@ -676,6 +681,14 @@ impl P {
             "backend" => match grab(self).map(|v| v.parse::<Backend>()) {
                 Some(Ok(b)) => self.backend = b,
                 _ => return err("--backend must be followed by auto, bpf or procfs"),
+            },
+            "replay" => match grab(self) {
+                Some(dir) => self.replay = Some(PathBuf::from(dir)),
+                None => return err("--replay must be followed by a recording's directory"),
+            },
+            "at" => match grab(self) {
+                Some(t) => self.replay_at = Some(t),
+                None => return err("--at must be followed by a time (RFC 3339, epoch seconds, -10m)"),
             },
             _ => return err("unknown gnu long option"),
         }
@@ -1203,6 +1216,9 @@ fn screen_cols() -> usize {
 }
 
 fn finish(mut p: P) -> R<Settings> {
+    if p.replay.is_none() && p.replay_at.is_some() {
+        return Err("--at needs --replay DIR".into());
+    }
     let threads = p.thread_check()?;
     let (columns, sort) = p.sf_options()?;
     let mut select_bits = p.select_bits()?;
@@ -1279,6 +1295,7 @@ fn finish(mut p: P) -> R<Settings> {
         verbose: p.verbose,
         quick_order,
         backend: p.backend,
+        replay: p.replay.map(|dir| (dir, p.replay_at)),
     })
 }
 
@@ -1298,6 +1315,8 @@ tasksnap extensions:
   --output json|csv   machine-readable rows
   --verbose           say which backend ran, why, and what it could not read
   --backend B         auto (default), bpf or procfs
+  --replay DIR        list what a recording (tasksnap record) held, as ps would have then
+  --at TIME           with --replay: when (RFC 3339 UTC, epoch seconds, -10m; default: its end)
 ";
 
 /// Parses `ps` arguments (after `ps`).

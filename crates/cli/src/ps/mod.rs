@@ -181,6 +181,40 @@ fn mem_total_kb(proc_root: &Path) -> u64 {
     tasksnap_collect::system::mem_total_kib(proc_root).unwrap_or(1)
 }
 
+/// What a replayed listing takes from its recording instead of the host.
+#[derive(Debug)]
+struct ReplayEnv {
+    /// `MemTotal` then (for %MEM).
+    mem_total_kib: u64,
+}
+
+/// The recorded reading `ps --replay DIR [--at TIME]` lists: the last sample at or before
+/// TIME (the last one of the recording without it).
+fn replay_collector(
+    dir: &Path,
+    at: Option<&str>,
+) -> anyhow::Result<(tasksnap_collect::replay::ReplayCollector, ReplayEnv)> {
+    let history = tasksnap_history::History::open(dir)?;
+    let t = match at {
+        Some(text) => crate::when::parse_time(text).map_err(anyhow::Error::msg)?,
+        None => u64::MAX,
+    };
+    let reading = history.reading_at(t)?;
+    let env = ReplayEnv {
+        mem_total_kib: reading
+            .system
+            .memory
+            .map(|m| m.total_kib)
+            .unwrap_or(0),
+    };
+    let why = format!(
+        "replay of {} at {}",
+        dir.display(),
+        crate::when::rfc3339(reading.snapshot.taken_at_unix_ns)
+    );
+    Ok((tasksnap_collect::replay::ReplayCollector::new(reading, why), env))
+}
+
 /// Rows from which a text listing is formatted on two threads.
 const PARALLEL_ROWS: usize = 8192;
 
@@ -190,14 +224,22 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     let proc_root = Path::new("/proc");
     let cols = resolve_columns(s, pid_digits(proc_root));
     let groups = groups_for(s, &cols);
-    // Ready for these groups: whatever needed the caller's privileges is done.
-    let mut collector =
-        tasksnap_collect::choice::open(s.backend, &groups).context("no collector")?;
+    // A replay: the recorded reading's figures stand in for the host's.
+    let mut replayed: Option<ReplayEnv> = None;
+    let mut collector: Box<dyn tasksnap_collect::Collector> = match &s.replay {
+        Some((dir, at)) => {
+            let (c, env) = replay_collector(dir, at.as_deref())?;
+            replayed = Some(env);
+            Box::new(c)
+        }
+        // Ready for these groups: whatever needed the caller's privileges is done.
+        None => tasksnap_collect::choice::open(s.backend, &groups).context("no collector")?,
+    };
     let report = collector.report();
     if s.verbose {
         warn!("tasksnap: {}", report.why);
     }
-    if report.backend == Backend::Bpf {
+    if report.backend == Backend::Bpf && s.replay.is_none() {
         // Loaded (or opened): what loading needed is no longer needed.
         let now = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
         if s.verbose {
@@ -252,11 +294,18 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     let env = fields::Env {
         hertz,
         page_size: 4096,
-        mem_total_kb: mem_total_kb(proc_root),
+        mem_total_kb: match &replayed {
+            Some(r) => r.mem_total_kib.max(1),
+            None => mem_total_kb(proc_root),
+        },
         boot_time_s: btime as i64,
         now_s: (unix_ns / 1_000_000_000) as i64,
-        uptime_ticks: uptime_ticks(proc_root, hertz)
-            .unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
+        uptime_ticks: match &replayed {
+            // procps's boot_tics at the sample: its boot-clock time in ticks.
+            Some(_) => boottime_ns / (1_000_000_000 / hertz),
+            None => uptime_ticks(proc_root, hertz)
+                .unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
+        },
         locale: loc,
         unix_f_option: s.unix_f,
         bsd_c_option: s.bsd_c,

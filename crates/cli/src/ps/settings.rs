@@ -125,6 +125,9 @@ pub struct Settings {
     pub verbose: bool,
     /// `--backend`.
     pub backend: Backend,
+    /// `--replay DIR [--at TIME]`: list a recording's sample (the last at or before TIME,
+    /// the last one without it) instead of the host now.
+    pub replay: Option<(std::path::PathBuf, Option<String>)>,
     /// `-q`: pids to show, in the order given (procps reads exactly these, in this order).
     pub quick_order: Option<Vec<i32>>,
 }

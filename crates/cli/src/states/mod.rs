@@ -18,7 +18,6 @@ mod print;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tasksnap_collect::choice::open_states;
@@ -118,51 +117,6 @@ fn write_flame(f: &Flame, title: &str, file: std::fs::File) -> std::io::Result<(
     }
 }
 
-/// The signals that end the run (after the partial interval and the flame graph are written).
-fn stop_signals() -> libc::sigset_t {
-    // SAFETY: sigemptyset/sigaddset initialise and fill the set they are given.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaddset(&mut set, s);
-        }
-        set
-    }
-}
-
-/// Blocks the stop signals in this thread and every thread started after (the sampler), so
-/// that they are only ever taken by [`wait`].
-fn block(set: &libc::sigset_t) {
-    // SAFETY: changes this thread's signal mask with a valid set.
-    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, set, std::ptr::null_mut()) };
-}
-
-/// Sleeps `d`, or less when a stop signal arrives; true when one did.
-fn wait(set: &libc::sigset_t, d: Duration) -> bool {
-    let deadline = std::time::Instant::now() + d;
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        let ts = libc::timespec {
-            tv_sec: left.as_secs() as libc::time_t,
-            tv_nsec: left.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: waits for one of the signals in `set` (blocked in this thread) for at most
-        // `ts`; the siginfo pointer may be null.
-        let r = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
-        if r > 0 {
-            return true;
-        }
-        // EAGAIN: the time is up. EINTR (another signal, e.g. SIGWINCH): wait the rest.
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return false;
-        }
-    }
-}
-
 fn open_source(args: &Args) -> Result<Box<dyn StateSource>> {
     let bpf_opts = bpf::Options {
         filter: args.filter(),
@@ -190,8 +144,8 @@ fn open_source(args: &Args) -> Result<Box<dyn StateSource>> {
 }
 
 fn run(args: &Args) -> Result<()> {
-    let signals = stop_signals();
-    block(&signals);
+    let signals = crate::signals::stop_signals();
+    crate::signals::block(&signals);
     // The flame graph's file is created first: a path that cannot be written fails now, not
     // after the intervals.
     let flame_file = match args.flamegraph.as_ref() {
@@ -209,7 +163,7 @@ fn run(args: &Args) -> Result<()> {
     let mut done = 0u64;
     let mut modes = None;
     loop {
-        let stopped = wait(&signals, args.interval);
+        let stopped = crate::signals::wait(&signals, args.interval);
         let t0 = std::time::Instant::now();
         let cur = src.sample().context("sample")?;
         let t1 = std::time::Instant::now();

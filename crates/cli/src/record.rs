@@ -1,0 +1,250 @@
+//! `tasksnap record`: the foreground recorder. Each interval it takes one reading of the host
+//! through the sampler (tasksnap-collect), encodes it as a key or delta frame
+//! (tasksnap-history) and appends it to the store (tasksnap-store), then says what it cost.
+//!
+//! Exit codes: 0 stopped cleanly (SIGINT, SIGTERM, SIGHUP, or `--count` reached); 1 an error
+//! while recording (a full disk: what was written is kept and readable); 2 bad usage; 3 the
+//! store cannot be used (another recorder holds it, it is not a store, or a newer tasksnap
+//! wrote it).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use tasksnap_collect::sampler::{Options, Sampler};
+use tasksnap_history::{Encoder, KIND_NAMES, KIND_SAMPLE};
+use tasksnap_model::Backend;
+use tasksnap_store::{StoreError, Writer, WriterOptions};
+
+use crate::when;
+
+/// Records the host's tasks, threads, thread-state totals and system figures to a directory,
+/// every interval, until stopped.
+///
+/// Each sample holds every process and thread (state, parents, ids, CPU times, faults,
+/// memory, I/O, scheduler counters), each thread's time in each scheduler state and its
+/// wait reasons (exact with BPF as root; the /proc fallback otherwise, marked as such), the
+/// command line and cgroup once per task, and /proc/stat, meminfo, loadavg, vmstat and
+/// pressure. Read it back with `tasksnap ps --replay DIR`, `top --replay`, `states --replay`
+/// and `dump`.
+#[derive(Debug, Parser)]
+#[command(name = "tasksnap record")]
+pub struct Args {
+    /// The store directory (created if missing, mode 0700).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Seconds between samples (0: one after the other, as fast as the host allows).
+    #[arg(short = 'i', long, value_name = "SECONDS", default_value = "10", value_parser = parse_interval)]
+    pub interval: Duration,
+
+    /// Stop after N samples (default: until stopped by a signal).
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+
+    /// Delete whole segments older than this while recording (e.g. 7d, 12h).
+    #[arg(long, value_name = "DURATION", value_parser = when::parse_duration)]
+    pub retain_for: Option<Duration>,
+
+    /// Delete the oldest segments while the store is larger than this (e.g. 10G).
+    #[arg(long, value_name = "BYTES", value_parser = when::parse_size)]
+    pub max_size: Option<u64>,
+
+    /// Seconds of samples per segment file (retention deletes whole segments).
+    #[arg(long, value_name = "SECONDS", default_value = "3600", value_parser = parse_segment)]
+    pub segment: Duration,
+
+    /// A key frame (every task written in full) at least every N samples; the samples between
+    /// hold only what changed since the key frame.
+    #[arg(long, value_name = "N", default_value = "60", value_parser = clap::value_parser!(u32).range(1..))]
+    pub key_every: u32,
+
+    /// Where tasks and thread states come from: bpf (root), procfs, or auto.
+    #[arg(long, value_name = "auto|bpf|procfs", default_value = "auto")]
+    pub backend: Backend,
+
+    /// Keep the kernel stacks of S waits too (D waits always).
+    #[arg(long)]
+    pub why_sleep: bool,
+
+    /// Say nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = when::parse_duration(s)?;
+    if d > Duration::from_secs(86_400) {
+        return Err("at most a day (86400 seconds)".into());
+    }
+    Ok(d)
+}
+
+fn parse_segment(s: &str) -> Result<Duration, String> {
+    let d = when::parse_duration(s)?;
+    if d < Duration::from_secs(1) || d > Duration::from_secs(7 * 86_400) {
+        return Err("between 1 second and 7 days".into());
+    }
+    Ok(d)
+}
+
+/// `tasksnap record ARGS`.
+pub fn main(argv: &[OsString]) -> ExitCode {
+    let it = std::iter::once(OsString::from("tasksnap record")).chain(argv.iter().cloned());
+    let args = match Args::try_parse_from(it) {
+        Ok(a) => a,
+        Err(e) => {
+            let text = e.render().to_string();
+            if e.use_stderr() {
+                warn!("{}", text.trim_end());
+                return ExitCode::from(2);
+            }
+            return crate::output::print(&text);
+        }
+    };
+    run(&args)
+}
+
+/// What a run cost, for the closing line.
+#[derive(Debug, Default)]
+struct Tally {
+    samples: u64,
+    keys: u64,
+    missed: u64,
+    cpu_ns: u64,
+}
+
+fn run(args: &Args) -> ExitCode {
+    let signals = crate::signals::stop_signals();
+    crate::signals::block(&signals);
+    let opts = WriterOptions {
+        segment_span_ns: args.segment.as_nanos() as u64,
+        retain_for_ns: args.retain_for.map(|d| d.as_nanos() as u64),
+        max_size_bytes: args.max_size,
+    };
+    // The store first: a second recorder stops here, before loading anything.
+    let mut writer = match Writer::create(&args.dir, opts) {
+        Ok(w) => w,
+        Err(e) => {
+            warn!("tasksnap record: {e}");
+            return ExitCode::from(match e {
+                StoreError::Io { .. } | StoreError::Full { .. } => 1,
+                _ => 3,
+            });
+        }
+    };
+    let bytes0 = writer.bytes_on_disk();
+    let cpu0 = own_cpu_ns();
+    let mut sampler = match Sampler::open(Options {
+        backend: args.backend,
+        track_sleep: args.why_sleep,
+        ..Options::default()
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            warn!("tasksnap record: {e}");
+            let _ = writer.finish();
+            return ExitCode::from(1);
+        }
+    };
+    let open_cpu_ns = own_cpu_ns().saturating_sub(cpu0);
+    if !args.quiet {
+        let (states, why) = sampler.states_report();
+        warn!(
+            "tasksnap record: recording to {} every {} (tasks: {}; thread states: {}, {}); \
+             stop with Ctrl-C",
+            args.dir.display(),
+            humantime::format_duration(args.interval),
+            sampler.report().why,
+            states.map(|b| b.name()).unwrap_or("off"),
+            why
+        );
+    }
+    let mut encoder = Encoder::new(args.key_every);
+    let mut tally = Tally::default();
+    let start = Instant::now();
+    let mut next = start;
+    let code = loop {
+        let c0 = own_cpu_ns();
+        let reading = match sampler.read() {
+            Ok(r) => r,
+            Err(e) => {
+                warn!("tasksnap record: {e}");
+                break ExitCode::from(1);
+            }
+        };
+        let t = reading.snapshot.taken_at_unix_ns;
+        let force_key = writer.starts_segment(t);
+        let enc = encoder.encode(reading, force_key);
+        let mut result = Ok(());
+        if let Some(names) = &enc.names {
+            result = writer.append(KIND_NAMES, enc.key, t, names);
+        }
+        if result.is_ok() {
+            result = writer.append(KIND_SAMPLE, enc.key, t, &enc.sample);
+        }
+        if result.is_ok() && enc.key {
+            result = writer.sync();
+        }
+        tally.cpu_ns += own_cpu_ns().saturating_sub(c0);
+        if let Err(e) = result {
+            warn!(
+                "tasksnap record: {e}; stopped after {} samples (all of them are kept in {})",
+                tally.samples,
+                args.dir.display()
+            );
+            break ExitCode::from(1);
+        }
+        tally.samples += 1;
+        tally.keys += u64::from(enc.key);
+        if args.count.is_some_and(|n| tally.samples >= n) {
+            break ExitCode::SUCCESS;
+        }
+        // The next tick on the schedule; ticks already past are skipped and counted (a
+        // sample that took longer than the interval).
+        next += args.interval;
+        let now = Instant::now();
+        if !args.interval.is_zero() && next < now {
+            let behind = now.duration_since(next).as_nanos() / args.interval.as_nanos().max(1);
+            tally.missed += behind as u64 + 1;
+            next += args.interval * (behind as u32 + 1);
+        }
+        if crate::signals::wait(&signals, next.saturating_duration_since(Instant::now())) {
+            break ExitCode::SUCCESS;
+        }
+    };
+    let bytes = writer.bytes_on_disk().saturating_sub(bytes0);
+    if let Err(e) = writer.finish() {
+        warn!("tasksnap record: closing the store: {e}");
+        return ExitCode::from(1);
+    }
+    if !args.quiet {
+        let per = |v: u64| v as f64 / tally.samples.max(1) as f64;
+        let wall = start.elapsed().as_secs_f64();
+        warn!(
+            "tasksnap record: {} samples ({} key) in {:.1} s; {:.1} MB written ({:.1} KB per \
+             sample); own CPU {:.1} ms per sample ({:.2}% of a CPU), {:.0} ms to start{}",
+            tally.samples,
+            tally.keys,
+            wall,
+            bytes as f64 / 1e6,
+            per(bytes) / 1e3,
+            per(tally.cpu_ns) / 1e6,
+            if wall > 0.0 { tally.cpu_ns as f64 / 1e9 / wall * 100.0 } else { 0.0 },
+            open_cpu_ns as f64 / 1e6,
+            if tally.missed > 0 {
+                format!("; {} ticks missed (a sample took longer than the interval)", tally.missed)
+            } else {
+                String::new()
+            }
+        );
+    }
+    code
+}
+
+/// CPU time this process used so far (all threads), ns.
+fn own_cpu_ns() -> u64 {
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}

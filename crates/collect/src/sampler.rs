@@ -1,0 +1,264 @@
+//! The sampling loop's reading side: one [`Reading`] of the whole host per call (every task
+//! and thread, every thread's state-time totals, the machine-wide figures), taken the cheap
+//! way for a long-running sampler. What `tasksnap record` stores, and what an exporter would
+//! serve.
+//!
+//! - Tasks come from a [`LiveCollector`] kept open for the sampler's life: after the first
+//!   call only the tasks that changed are read (the BPF walk skips unchanged processes in the
+//!   kernel), with a whole pass every [`crate::CHANGES_FULL_EVERY`] calls; the sampler keeps
+//!   the current set and hands out all of it. A process's main thread carries the whole
+//!   process's figures (its CPU times summed over its threads, the dead ones included, as
+//!   /proc/PID/stat shows them): what `ps` shows for a process, and for the main thread of
+//!   `ps -L`; the thread-state totals are per thread.
+//! - Command lines and cgroups are read once per task identity (and again when its comm
+//!   changes, which is what an exec does), through [`crate::Collector::fill`], so a sample does not
+//!   take 50,000 targets' mmap locks. A thread carries its process's: `/proc/PID/cgroup`
+//!   of a thread differs only in cgroup v2's threaded mode, which the sampler does not see.
+//! - Thread-state totals come from a [`StateSource`] seeded over every thread at open.
+
+use std::path::PathBuf;
+
+use tasksnap_model::states::ThreadMap;
+use tasksnap_model::{
+    Backend, Groups, PassReport, Query, Reading, Selector, Snapshot, SnapshotStats, Task,
+};
+
+use crate::{choice, system, Error, LiveCollector, StateSource};
+
+/// How a [`Sampler`] reads.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Which backend reads tasks and thread states ([`Backend::Auto`]: BPF when it loads).
+    pub backend: Backend,
+    /// Keep the kernel stacks of S waits too (D waits always).
+    pub track_sleep: bool,
+    /// Take thread-state totals at all.
+    pub states: bool,
+    /// The procfs root for the machine-wide figures.
+    pub proc_root: PathBuf,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            backend: Backend::Auto,
+            track_sleep: false,
+            states: true,
+            proc_root: PathBuf::from("/proc"),
+        }
+    }
+}
+
+/// The groups a sample reads for every task each time. Memory comes from stat (`vsize`,
+/// `rss`): statm and status would cost a /proc read per task per sample for the BPF backend.
+pub fn sample_groups() -> Groups {
+    Groups {
+        base: true,
+        cred_effective: true,
+        stat: true,
+        io: true,
+        sched: true,
+        ..Groups::default()
+    }
+}
+
+/// Takes [`Reading`]s of the whole host, keeping its sources open between them.
+pub struct Sampler {
+    live: Box<dyn LiveCollector>,
+    states: Option<Box<dyn StateSource>>,
+    states_backend: Option<Backend>,
+    states_why: String,
+    query: Query,
+    /// The last reading, updated in place: its tasks in (tgid, tid) order.
+    reading: Reading,
+    /// Identities whose names were asked for and could not be read (gone, or denied).
+    unnamed: ThreadMap<()>,
+    opts: Options,
+}
+
+impl std::fmt::Debug for Sampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampler")
+            .field("tasks", &self.reading.snapshot.tasks.len())
+            .field("states_backend", &self.states_backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sampler {
+    /// Opens the sources (loading BPF programs where `opts.backend` allows: call while
+    /// still privileged). A state source that cannot run with `Auto` is replaced by none
+    /// only when even the /proc one fails; its reason is in [`Sampler::states_report`].
+    pub fn open(opts: Options) -> Result<Sampler, Error> {
+        let mut live = choice::open_live(opts.backend)?;
+        let groups = sample_groups();
+        live.prepare(&groups);
+        let (states, states_backend, states_why) = if opts.states {
+            let bpf = crate::states::bpf::Options {
+                track_sleep: opts.track_sleep,
+                ..Default::default()
+            };
+            let procfs = crate::states::procfs::Options {
+                track_sleep: opts.track_sleep,
+                ..Default::default()
+            };
+            let c = choice::open_states(opts.backend, bpf, procfs)?;
+            (Some(c.source), Some(c.backend), c.why)
+        } else {
+            (None, None, "not asked for".into())
+        };
+        Ok(Sampler {
+            live,
+            states,
+            states_backend,
+            states_why,
+            query: Query {
+                leader_as_process: true,
+                ..Query::new(Selector::AllThreads, groups)
+            },
+            reading: Reading {
+                snapshot: Snapshot {
+                    taken_at_unix_ns: 0,
+                    taken_at_boottime_ns: 0,
+                    boot_time_unix_s: 0,
+                    backend: Backend::Auto,
+                    tasks: Vec::new(),
+                    stats: SnapshotStats::default(),
+                },
+                states: None,
+                system: Default::default(),
+            },
+            unnamed: ThreadMap::default(),
+            opts,
+        })
+    }
+
+    /// What reads the tasks, and how its last pass went.
+    pub fn report(&self) -> PassReport {
+        self.live.report()
+    }
+
+    /// Which source reads thread states ([`Backend::Bpf`] or [`Backend::Procfs`]; `None`
+    /// when not asked for), and why that one.
+    pub fn states_report(&self) -> (Option<Backend>, &str) {
+        (self.states_backend, &self.states_why)
+    }
+
+    /// One reading of the host. It is kept (and updated in place by the next call, which
+    /// costs the tasks that changed, not the host): clone what must outlive that.
+    pub fn read(&mut self) -> Result<&Reading, Error> {
+        let taken_at_unix_ns = crate::sys::clock_ns(libc::CLOCK_REALTIME);
+        let taken_at_boottime_ns = crate::sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let mut fresh: Vec<Task> = Vec::new();
+        let summary = self.live.changes_into(&self.query, &mut |t| fresh.push(t))?;
+        fresh.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        let tasks = &mut self.reading.snapshot.tasks;
+        let old = std::mem::take(tasks);
+        *tasks = if summary.full {
+            // A whole pass: every old task not in it is gone; the others lend their names.
+            carry_names(old, fresh, |_| true)
+        } else {
+            let gone: ThreadMap<()> = summary.gone.iter().map(|id| (*id, ())).collect();
+            carry_names(old, fresh, |t| gone.contains_key(&t.id))
+        };
+        self.fill_names()?;
+        let tasks = &mut self.reading.snapshot.tasks;
+        let unnamed = &mut self.unnamed;
+        if unnamed.len() > tasks.len() {
+            let alive: ThreadMap<()> = tasks.iter().map(|t| (t.id, ())).collect();
+            unnamed.retain(|id, _| alive.contains_key(id));
+        }
+        self.reading.states = match self.states.as_mut() {
+            Some(s) => Some(s.sample()?),
+            None => None,
+        };
+        let snapshot = &mut self.reading.snapshot;
+        snapshot.taken_at_unix_ns = taken_at_unix_ns;
+        snapshot.taken_at_boottime_ns = taken_at_boottime_ns;
+        snapshot.backend = self.live.report().backend;
+        if snapshot.boot_time_unix_s == 0 {
+            snapshot.boot_time_unix_s = system::read_proc_stat(&self.opts.proc_root)
+                .and_then(|s| tasksnap_procfs::parse::parse_btime(&s).ok())
+                .unwrap_or(0);
+        }
+        self.reading.system = system::figures(&self.opts.proc_root);
+        Ok(&self.reading)
+    }
+
+    /// Reads the command lines and cgroups of the processes that have none yet (new task
+    /// identities, or an exec: see [`carry_names`]); threads take their process's.
+    fn fill_names(&mut self) -> Result<(), Error> {
+        let tasks = &mut self.reading.snapshot.tasks;
+        let wanted: Vec<(i32, i32)> = tasks
+            .iter()
+            .filter(|t| t.id.is_leader() && t.cmdline.is_none())
+            .filter(|t| !self.unnamed.contains_key(&t.id))
+            .map(|t| (t.id.tgid, t.id.tid))
+            .collect();
+        if !wanted.is_empty() {
+            let groups = Groups {
+                cmdline: true,
+                cgroup: true,
+                ..Groups::default()
+            };
+            let (mut filled, stats) = self.live.fill(&wanted, groups)?;
+            self.reading.snapshot.stats.cmdline_timeouts = stats.cmdline_timeouts;
+            for t in tasks.iter_mut().filter(|t| t.id.is_leader() && t.cmdline.is_none()) {
+                match filled.remove(&(t.id.tgid, t.id.tid)) {
+                    Some(f) if f.cmdline.is_some() => {
+                        t.cmdline = f.cmdline;
+                        t.cgroup = f.cgroup;
+                    }
+                    // Gone before its names could be read, or denied: shown as `-`.
+                    _ => {
+                        self.unnamed.insert(t.id, ());
+                    }
+                }
+            }
+        }
+        // Threads without names take their process's (tasks are in (tgid, tid) order, the
+        // process's main thread first).
+        let mut leader: Option<(i32, Option<Vec<u8>>, Option<Vec<u8>>)> = None;
+        for t in tasks.iter_mut() {
+            if t.id.is_leader() {
+                leader = Some((t.id.tgid, t.cmdline.clone(), t.cgroup.clone()))
+                    .filter(|_| t.base.as_ref().is_some_and(|b| b.num_threads > 1));
+            } else if t.cmdline.is_none() {
+                if let Some((_, cmdline, cgroup)) = leader.as_ref().filter(|l| l.0 == t.id.tgid) {
+                    t.cmdline = cmdline.clone();
+                    t.cgroup = cgroup.clone();
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `old` with `fresh`'s tasks replacing or joining them, less the old tasks `gone` says left,
+/// both in (tgid, tid) order. A fresh task keeps the old one's command line and cgroup
+/// when it is the same identity with the same comm (an exec changes the comm and keeps the
+/// identity: its names are read again).
+fn carry_names(old: Vec<Task>, fresh: Vec<Task>, gone: impl Fn(&Task) -> bool) -> Vec<Task> {
+    let key = |t: &Task| (t.id.tgid, t.id.tid);
+    let same_names = |a: &Task, b: &Task| {
+        a.id == b.id && a.base.as_ref().map(|x| &x.comm) == b.base.as_ref().map(|x| &x.comm)
+    };
+    let mut out = Vec::with_capacity(old.len().max(fresh.len()));
+    let mut old = old.into_iter().peekable();
+    for mut f in fresh {
+        while let Some(o) = old.next_if(|o| key(o) < key(&f)) {
+            if !gone(&o) {
+                out.push(o);
+            }
+        }
+        if let Some(mut o) = old.next_if(|o| key(o) == key(&f)) {
+            if same_names(&o, &f) && f.cmdline.is_none() {
+                f.cmdline = o.cmdline.take();
+                f.cgroup = o.cgroup.take();
+            }
+        }
+        out.push(f);
+    }
+    out.extend(old.filter(|o| !gone(o)));
+    out
+}
