@@ -242,6 +242,9 @@ impl Store {
             }
             Err(err) => return Err(StoreError::io(path, err)),
         };
+        if e.stored_len_bytes > frame::MAX_LEN_BYTES {
+            return Err(corrupt("the entry declares an impossible length"));
+        }
         let mut bytes = vec![0u8; HEADER_LEN + e.stored_len_bytes as usize];
         match f.read_exact_at(&mut bytes, e.offset_bytes) {
             Ok(()) => {}

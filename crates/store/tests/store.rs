@@ -60,17 +60,27 @@ fn round_trip_over_segments() {
     assert!(segs.iter().all(|s| s.indexed));
     // finish adds the last segment's index.
     let total = segs.iter().map(|s| s.bytes).sum::<u64>();
-    assert!(total > on_disk && total < on_disk + 1000, "{total} {on_disk}");
+    assert!(
+        total > on_disk && total < on_disk + 1000,
+        "{total} {on_disk}"
+    );
     let all = store.entries(0, u64::MAX).expect("entries");
     assert_eq!(all.len(), 50 + 16);
     assert!(all.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
     check_all(&store, &all);
     let some = store.entries(118 * S, 125 * S).expect("entries");
-    let times: Vec<u64> = some.iter().filter(|e| e.kind == 1).map(|e| e.time_ns / S).collect();
+    let times: Vec<u64> = some
+        .iter()
+        .filter(|e| e.kind == 1)
+        .map(|e| e.time_ns / S)
+        .collect();
     assert_eq!(times, (118..=125).collect::<Vec<_>>());
     assert_eq!(store.damage(), Default::default());
     let mode = fs::metadata(&dir).expect("meta").permissions();
-    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o700);
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o700
+    );
 }
 
 #[test]
@@ -115,7 +125,7 @@ fn seek_finds_the_last_key_frame() {
         let want_key = t - t % 5;
         assert_eq!(first.time_ns, want_key * S, "seek to {t}");
         assert!(got.iter().all(|e| e.time_ns <= t * S));
-        let last_kind1 = got.iter().filter(|e| e.kind == 1).next_back().expect("some");
+        let last_kind1 = got.iter().rfind(|e| e.kind == 1).expect("some");
         assert_eq!(last_kind1.time_ns, t * S);
         // Everything between the key frame and t, nothing skipped.
         let listed = store.entries(first.time_ns, t * S).expect("entries");
@@ -182,7 +192,9 @@ fn one_writer_at_a_time() {
         Err(StoreError::Locked { pid, .. }) => assert_eq!(pid, Some(std::process::id())),
         other => panic!("expected Locked, got {other:?}"),
     }
-    let msg = Writer::create(tmp.path(), opts(10)).expect_err("locked").to_string();
+    let msg = Writer::create(tmp.path(), opts(10))
+        .expect_err("locked")
+        .to_string();
     assert!(msg.contains("another recorder") && msg.contains(&tmp.path().display().to_string()));
     // Readers need no lock.
     Store::open(tmp.path()).expect("open while locked");
@@ -194,24 +206,43 @@ fn one_writer_at_a_time() {
 fn bad_directories() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let missing = tmp.path().join("nope");
-    assert!(matches!(Store::open(&missing), Err(StoreError::Missing { .. })));
+    assert!(matches!(
+        Store::open(&missing),
+        Err(StoreError::Missing { .. })
+    ));
     let empty = tmp.path().join("empty");
     fs::create_dir(&empty).expect("mkdir");
     assert!(matches!(Store::open(&empty), Err(StoreError::Empty { .. })));
     let foreign = tmp.path().join("foreign");
     fs::create_dir(&foreign).expect("mkdir");
     fs::write(foreign.join("notes.txt"), "mine").expect("write");
-    assert!(matches!(Store::open(&foreign), Err(StoreError::NotAStore { .. })));
+    assert!(matches!(
+        Store::open(&foreign),
+        Err(StoreError::NotAStore { .. })
+    ));
     let e = Writer::create(&foreign, opts(10)).expect_err("foreign");
     assert!(matches!(e, StoreError::NotAStore { .. }), "{e:?}");
-    assert_eq!(fs::read_dir(&foreign).expect("ls").count(), 1, "nothing written there");
+    assert_eq!(
+        fs::read_dir(&foreign).expect("ls").count(),
+        1,
+        "nothing written there"
+    );
     let file = foreign.join("notes.txt");
-    assert!(matches!(Store::open(&file), Err(StoreError::NotAStore { .. })));
-    assert!(matches!(Writer::create(&file, opts(10)), Err(StoreError::NotAStore { .. })));
+    assert!(matches!(
+        Store::open(&file),
+        Err(StoreError::NotAStore { .. })
+    ));
+    assert!(matches!(
+        Writer::create(&file, opts(10)),
+        Err(StoreError::NotAStore { .. })
+    ));
 
     // A store with no frames is a valid, empty store.
     let fresh = tmp.path().join("fresh");
-    Writer::create(&fresh, opts(10)).expect("create").finish().expect("finish");
+    Writer::create(&fresh, opts(10))
+        .expect("create")
+        .finish()
+        .expect("finish");
     let store = Store::open(&fresh).expect("open");
     assert_eq!(store.span(), None);
     assert!(store.entries(0, u64::MAX).expect("entries").is_empty());
@@ -219,7 +250,11 @@ fn bad_directories() {
 
     // A newer format.
     let marker = fresh.join(tasksnap_store::layout::MARKER_NAME);
-    fs::write(&marker, format!("tasksnap-store format {}\n", FORMAT_VERSION + 1)).expect("write");
+    fs::write(
+        &marker,
+        format!("tasksnap-store format {}\n", FORMAT_VERSION + 1),
+    )
+    .expect("write");
     for e in [
         Store::open(&fresh).expect_err("newer"),
         Writer::create(&fresh, opts(10)).expect_err("newer"),
@@ -233,7 +268,10 @@ fn bad_directories() {
     }
     // A garbled marker.
     fs::write(&marker, [0xff, 0, 1]).expect("write");
-    assert!(matches!(Store::open(&fresh), Err(StoreError::NotAStore { .. })));
+    assert!(matches!(
+        Store::open(&fresh),
+        Err(StoreError::NotAStore { .. })
+    ));
 }
 
 #[test]
@@ -270,7 +308,9 @@ fn full_disk_stops_and_keeps_what_was_written() {
         if std::env::var_os("TASKSNAP_REQUIRE_PRIVILEGED").is_some_and(|v| v == "1") {
             panic!("full_disk test needs root (TASKSNAP_REQUIRE_PRIVILEGED=1)");
         }
-        eprintln!("skipped full_disk_stops_and_keeps_what_was_written: needs root to mount a tmpfs");
+        eprintln!(
+            "skipped full_disk_stops_and_keeps_what_was_written: needs root to mount a tmpfs"
+        );
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -327,6 +367,10 @@ fn full_disk_stops_and_keeps_what_was_written() {
     for (e, p) in all.iter().zip(&written) {
         assert_eq!(&store.read(e).expect("read"), p);
     }
-    assert_eq!(store.damage().torn_tails, 0, "cut back to the last whole frame");
+    assert_eq!(
+        store.damage().torn_tails,
+        0,
+        "cut back to the last whole frame"
+    );
     assert_eq!(store.damage().skipped_bytes, 0);
 }
