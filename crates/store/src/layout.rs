@@ -267,3 +267,83 @@ pub fn decode_index(bytes: &[u8], at: u64) -> Option<Vec<IndexEntry>> {
     }
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_names_sort_by_time_and_parse_back() {
+        let a = segment_name(9);
+        let b = segment_name(10);
+        let c = segment_name(u64::MAX);
+        assert!(a < b && b < c);
+        assert_eq!(parse_segment_name(&c), Some(u64::MAX));
+        assert_eq!(parse_segment_name(&a), Some(9));
+        for bad in [
+            "seg-1.tsf",
+            "seg-0000000000000000000x.tsf",
+            "seg-00000000000000000001.tmp",
+            "LOCK",
+        ] {
+            assert_eq!(parse_segment_name(bad), None, "{bad}");
+        }
+        // 20 digits above u64::MAX do not parse.
+        assert_eq!(parse_segment_name("seg-99999999999999999999.tsf"), None);
+    }
+
+    #[test]
+    fn index_round_trip_and_checks() {
+        let entries = vec![
+            IndexEntry {
+                time_ns: 5,
+                kind: 1,
+                key: true,
+                offset_bytes: 0,
+                stored_len_bytes: 10,
+            },
+            IndexEntry {
+                time_ns: 6,
+                kind: 2,
+                key: false,
+                offset_bytes: 42,
+                stored_len_bytes: 3,
+            },
+        ];
+        let at = 42 + 32 + 3;
+        let mut out = Vec::new();
+        encode_index(&entries, 6, at, &mut out).expect("encode");
+        let (frame, footer) = out.split_at(out.len() - FOOTER_LEN);
+        assert_eq!(decode_footer(footer), Some(at));
+        assert_eq!(decode_index(frame, at), Some(entries));
+        // An entry running past the index is refused.
+        assert_eq!(decode_index(frame, at - 1), None);
+        let mut bad = footer.to_vec();
+        bad[5] ^= 1;
+        assert_eq!(decode_footer(&bad), None);
+    }
+
+    #[test]
+    fn marker_versions() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        assert_eq!(read_marker(tmp.path()).expect("read"), Marker::Absent);
+        write_marker(tmp.path()).expect("write");
+        assert_eq!(
+            read_marker(tmp.path()).expect("read"),
+            Marker::Version(FORMAT_VERSION)
+        );
+        fs::write(tmp.path().join(MARKER_NAME), "tasksnap-store format 0\n").expect("write");
+        assert!(matches!(
+            read_marker(tmp.path()),
+            Err(StoreError::NotAStore { .. })
+        ));
+        fs::write(tmp.path().join(MARKER_NAME), "tasksnap-store format 7\n").expect("write");
+        assert!(matches!(
+            read_marker(tmp.path()),
+            Err(StoreError::NewerVersion {
+                found: 7,
+                supported: FORMAT_VERSION
+            })
+        ));
+    }
+}
