@@ -78,7 +78,10 @@ fn round_trip_over_segments() {
     assert_eq!(store.damage(), Default::default());
     // A segment deleted (by retention) after its entries were listed.
     fs::remove_file(&segs[0].path).expect("rm");
-    assert!(matches!(store.read(&all[0]), Err(StoreError::Expired { .. })));
+    assert!(matches!(
+        store.read(&all[0]),
+        Err(StoreError::Expired { .. })
+    ));
     let mode = fs::metadata(&dir).expect("meta").permissions();
     assert_eq!(
         std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
