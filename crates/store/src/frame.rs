@@ -156,6 +156,66 @@ pub fn scan(bytes: &[u8]) -> Scan {
     out
 }
 
+/// A frame found by [`walk`]: its checked header and where it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walked {
+    /// The frame's header.
+    pub header: Header,
+    /// Where the frame starts in the walked bytes.
+    pub offset_bytes: u64,
+}
+
+/// What a walk found: like [`Scan`] without the payloads.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Walk {
+    /// Every frame whose header and payload CRC check, in stored order.
+    pub frames: Vec<Walked>,
+    /// Bytes skipped to resync after a corrupt frame before the last valid one.
+    pub skipped_bytes: u64,
+    /// Bytes after the last valid frame.
+    pub tail_bytes: u64,
+    /// Where the last valid frame ends (0 when none).
+    pub end_bytes: u64,
+}
+
+/// Like [`scan`], but checks the payload CRC without decompressing nor copying the payload:
+/// the way to list a segment's frames when it has no index.
+pub fn walk(bytes: &[u8]) -> Walk {
+    let mut out = Walk::default();
+    let mut at = 0usize;
+    let mut last_end = 0usize;
+    while at + HEADER_LEN <= bytes.len() {
+        let found = decode_header(&bytes[at..]).filter(|h| {
+            bytes
+                .get(at + HEADER_LEN..at + HEADER_LEN + h.compressed_len_bytes as usize)
+                .is_some_and(|stored| crc32c::crc32c(stored) == h.payload_crc)
+        });
+        match found {
+            Some(header) => {
+                out.skipped_bytes += (at - last_end) as u64;
+                out.frames.push(Walked {
+                    header,
+                    offset_bytes: at as u64,
+                });
+                at += HEADER_LEN + header.compressed_len_bytes as usize;
+                last_end = at;
+            }
+            None => at += 1,
+        }
+    }
+    out.tail_bytes = (bytes.len() - last_end) as u64;
+    out.end_bytes = last_end as u64;
+    out
+}
+
+/// Checks and decompresses one stored frame (`bytes` = header and stored payload):
+/// `None` when anything fails.
+pub fn decode(bytes: &[u8]) -> Option<(Header, Vec<u8>)> {
+    let h = decode_header(bytes)?;
+    let p = payload_of(bytes, 0, &h)?;
+    Some((h, p))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

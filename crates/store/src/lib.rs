@@ -1,15 +1,28 @@
-//! tasksnap-store: the on-disk frame container of tasksnap's history (issue 18, item 2).
+//! tasksnap-store: the on-disk history container of tasksnap (issue 18, item 2),
+//! payload-agnostic: it stores opaque frames (a kind byte, a key flag, a time, a payload) and
+//! knows nothing of tasks.
 //!
-//! This first layer is the frame codec only: [`frame::encode`] turns (kind, key flag, time,
-//! payload) into a self-describing frame (a 32-byte header with a magic, both lengths, a
-//! CRC32C of the compressed payload and a CRC32C of the header, then the zstd-compressed
-//! payload), and [`frame::scan`] reads frames back from hostile bytes: a torn tail ends the
-//! scan, a corrupt frame in the middle is skipped by resyncing on the next valid header, and
-//! the bytes skipped are reported. Segments, the writer lock, rolling, retention and seek by
-//! time are the next step (see docs/store.md when it lands).
+//! - [`frame`]: one frame's bytes (a CRC-checked header, a CRC-checked zstd payload) and
+//!   reading frames back from hostile bytes.
+//! - [`layout`]: the directory: marker file with the format version, segment names
+//!   (`seg-<start_ns, 20 digits>.tsf`), the lock file, the per-segment index and footer.
+//! - [`Writer`]: the one writer (an exclusive `flock`), appending, rolling segments, syncing,
+//!   enforcing retention.
+//! - [`Store`]: the reader, no lock needed: entries by time, seek to a key frame, checked
+//!   payloads, the damage met.
+//!
+//! Sync points, crash behaviour, retention and errors are described in docs/store.md.
 
+pub mod error;
 pub mod frame;
+pub mod layout;
+pub mod reader;
+pub mod writer;
 
+pub use error::StoreError;
 pub use frame::{
     decode_header, encode, scan, Frame, FrameError, Header, Scan, HEADER_LEN, MAX_LEN_BYTES,
 };
+pub use layout::{FORMAT_VERSION, INTERNAL_KIND};
+pub use reader::{Damage, Entry, SegmentInfo, Store};
+pub use writer::{Writer, WriterOptions};

@@ -1,0 +1,438 @@
+//! The read side ([`Store`]): lists a store's segments, gets each segment's frame entries from
+//! its index when whole or by walking frame headers otherwise (the live or a crashed segment),
+//! answers time-range and seek queries, reads payloads checked, and counts the damage met.
+//! It takes no lock and works while a writer appends.
+
+use std::fs::{self, File};
+use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::error::StoreError;
+use crate::frame::{self, HEADER_LEN};
+use crate::layout::{self, Marker, FOOTER_LEN, INTERNAL_KIND};
+
+/// One frame of the recording, as listed by [`Store::entries`]: what it is and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// The frame's time (ns since the Unix epoch).
+    pub time_ns: u64,
+    /// The frame's kind (opaque to the store).
+    pub kind: u8,
+    /// A key frame: a replay can start here.
+    pub key: bool,
+    /// The segment holding it, by start time (its file name).
+    pub segment_ns: u64,
+    /// Where the frame starts in its segment.
+    pub offset_bytes: u64,
+    /// Its stored (compressed) payload length.
+    pub stored_len_bytes: u32,
+}
+
+/// What was lost to damage, as met so far by this [`Store`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Damage {
+    /// Bytes skipped in the middle of segments (damaged frames).
+    pub skipped_bytes: u64,
+    /// Segments ending in a torn tail (a crash mid-write, or the live segment's frame being
+    /// written at that moment).
+    pub torn_tails: u64,
+    /// Bytes in those torn tails.
+    pub tail_bytes: u64,
+    /// Segments whose index was missing or damaged and were walked instead.
+    pub unindexed_segments: u64,
+    /// Frames listed whose payload then failed its checks in [`Store::read`].
+    pub corrupt_frames: u64,
+}
+
+/// A segment as [`Store::segments`] describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// The segment file.
+    pub path: PathBuf,
+    /// Its start time (from its name).
+    pub start_ns: u64,
+    /// Its first and last frame's time, `None` when it holds no readable frame.
+    pub first_ns: Option<u64>,
+    /// See `first_ns`.
+    pub last_ns: Option<u64>,
+    /// Its size.
+    pub bytes: u64,
+    /// Its index was read (it was closed cleanly); otherwise its frames were walked.
+    pub indexed: bool,
+}
+
+#[derive(Debug, Default)]
+struct SegState {
+    loaded: bool,
+    indexed: bool,
+    entries: Vec<Entry>,
+    /// For a walked segment: where its last whole frame ends, and the size walked.
+    walked_to: u64,
+    size_seen: u64,
+    skipped_bytes: u64,
+    tail_bytes: u64,
+}
+
+#[derive(Debug)]
+struct Seg {
+    start_ns: u64,
+    path: PathBuf,
+    state: Mutex<SegState>,
+}
+
+/// A store opened for reading: a snapshot of its segment list (see [`Store::refresh`]).
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    segs: Vec<Seg>,
+    span: Option<(u64, u64)>,
+    corrupt_frames: Mutex<u64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Store {
+    /// Opens the store in `dir`. A missing directory is [`StoreError::Missing`], an empty one
+    /// [`StoreError::Empty`], a foreign one [`StoreError::NotAStore`], a newer format
+    /// [`StoreError::NewerVersion`]. A store with no frames is valid ([`Store::span`] is `None`).
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        match fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => {
+                return Err(StoreError::NotAStore {
+                    path: dir.to_path_buf(),
+                    why: "it is not a directory".into(),
+                })
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(StoreError::Missing {
+                    path: dir.to_path_buf(),
+                })
+            }
+            Err(e) => return Err(StoreError::io(dir, e)),
+        }
+        if layout::read_marker(dir)? == Marker::Absent {
+            let mut it = fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))?;
+            if it.next().is_none() {
+                return Err(StoreError::Empty {
+                    path: dir.to_path_buf(),
+                });
+            }
+            return Err(StoreError::NotAStore {
+                path: dir.to_path_buf(),
+                why: format!("it has no {} marker file", layout::MARKER_NAME),
+            });
+        }
+        let mut store = Store {
+            dir: dir.to_path_buf(),
+            segs: Vec::new(),
+            span: None,
+            corrupt_frames: Mutex::new(0),
+        };
+        store.refresh()?;
+        Ok(store)
+    }
+
+    /// Lists the segments again (new ones, deleted ones) and recomputes the span; what was
+    /// already read of segments still there is kept.
+    pub fn refresh(&mut self) -> Result<(), StoreError> {
+        let listed = layout::list_segments(&self.dir)?;
+        let mut old = std::mem::take(&mut self.segs).into_iter().peekable();
+        for l in listed {
+            while old.next_if(|s| s.start_ns < l.start_ns).is_some() {}
+            let seg = old.next_if(|s| s.start_ns == l.start_ns).unwrap_or(Seg {
+                start_ns: l.start_ns,
+                path: l.path,
+                state: Mutex::new(SegState::default()),
+            });
+            self.segs.push(seg);
+        }
+        self.span = self.compute_span()?;
+        Ok(())
+    }
+
+    fn compute_span(&self) -> Result<Option<(u64, u64)>, StoreError> {
+        let mut first = None;
+        for i in 0..self.segs.len() {
+            first = self.with_entries(i, |e| e.iter().map(|e| e.time_ns).min())?;
+            if first.is_some() {
+                break;
+            }
+        }
+        let mut last = None;
+        for i in (0..self.segs.len()).rev() {
+            last = self.with_entries(i, |e| e.iter().map(|e| e.time_ns).max())?;
+            if last.is_some() {
+                break;
+            }
+        }
+        Ok(first.zip(last))
+    }
+
+    /// The first and last frame time, as of opening (or the last [`Store::refresh`]); `None`
+    /// when nothing was recorded.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        self.span
+    }
+
+    /// Every frame entry with a time in `[from_ns, to_ns]`, in time order, across segments
+    /// (store-internal frames excluded).
+    pub fn entries(&self, from_ns: u64, to_ns: u64) -> Result<Vec<Entry>, StoreError> {
+        let mut out = Vec::new();
+        for i in 0..self.segs.len() {
+            let starts_after = self.segs[i].start_ns > to_ns;
+            let ends_before = self.segs.get(i + 1).is_some_and(|n| n.start_ns <= from_ns);
+            if starts_after || ends_before {
+                continue;
+            }
+            self.with_entries(i, |es| {
+                out.extend(
+                    es.iter()
+                        .filter(|e| (from_ns..=to_ns).contains(&e.time_ns))
+                        .copied(),
+                )
+            })?;
+        }
+        out.sort_by_key(|e| e.time_ns);
+        Ok(out)
+    }
+
+    /// For seeking to `t_ns`: the last key frame entry of `kind` at or before `t_ns`, then
+    /// every entry (of any kind) after it up to `t_ns`, from the one segment whose start is the
+    /// last at or before `t_ns`. `None` when `t_ns` is outside the recording or that segment
+    /// has no such key frame.
+    pub fn seek(&self, kind: u8, t_ns: u64) -> Result<Option<Vec<Entry>>, StoreError> {
+        let n = self.segs.partition_point(|s| s.start_ns <= t_ns);
+        let Some(i) = n.checked_sub(1) else {
+            return Ok(None);
+        };
+        let is_last = i + 1 == self.segs.len();
+        self.with_entries(i, |es| {
+            let upto = es.partition_point(|e| e.time_ns <= t_ns);
+            if is_last && upto == es.len() && es.last().is_none_or(|e| e.time_ns < t_ns) {
+                // After the last frame: outside the recording.
+                return None;
+            }
+            let head = es.get(..upto)?;
+            let k = head.iter().rposition(|e| e.key && e.kind == kind)?;
+            head.get(k..).map(<[Entry]>::to_vec)
+        })
+    }
+
+    /// The payload of `e`, its CRCs checked and decompressed; a damaged frame is
+    /// [`StoreError::Corrupt`], never a torn payload.
+    pub fn read(&self, e: &Entry) -> Result<Vec<u8>, StoreError> {
+        let path = self.dir.join(layout::segment_name(e.segment_ns));
+        let corrupt = |what: &str| {
+            *lock(&self.corrupt_frames) += 1;
+            StoreError::Corrupt {
+                path: path.clone(),
+                offset_bytes: e.offset_bytes,
+                what: what.into(),
+            }
+        };
+        let f = match File::open(&path) {
+            Ok(f) => f,
+            Err(err) if err.kind() == ErrorKind::NotFound => {
+                return Err(StoreError::Expired { path })
+            }
+            Err(err) => return Err(StoreError::io(path, err)),
+        };
+        if e.stored_len_bytes > frame::MAX_LEN_BYTES {
+            return Err(corrupt("the entry declares an impossible length"));
+        }
+        let mut bytes = vec![0u8; HEADER_LEN + e.stored_len_bytes as usize];
+        match f.read_exact_at(&mut bytes, e.offset_bytes) {
+            Ok(()) => {}
+            Err(err) if err.kind() == ErrorKind::UnexpectedEof => {
+                return Err(corrupt("the segment ends inside this frame"))
+            }
+            Err(err) => return Err(StoreError::io(path, err)),
+        }
+        let Some((h, payload)) = frame::decode(&bytes) else {
+            return Err(corrupt(
+                "the frame fails its checksum or does not decompress",
+            ));
+        };
+        if h.time_ns != e.time_ns || h.kind != e.kind || h.key != e.key {
+            return Err(corrupt("the frame is not the one the index lists"));
+        }
+        Ok(payload)
+    }
+
+    /// The damage met so far: bytes skipped, torn tails, segments without a usable index,
+    /// frames that failed their checks when read.
+    pub fn damage(&self) -> Damage {
+        let mut d = Damage {
+            corrupt_frames: *lock(&self.corrupt_frames),
+            ..Damage::default()
+        };
+        for s in &self.segs {
+            let st = lock(&s.state);
+            if st.loaded && !st.indexed {
+                d.unindexed_segments += 1;
+                d.skipped_bytes += st.skipped_bytes;
+                if st.tail_bytes > 0 {
+                    d.torn_tails += 1;
+                    d.tail_bytes += st.tail_bytes;
+                }
+            }
+        }
+        d
+    }
+
+    /// Every segment: path, start, first and last frame time, size, whether it was indexed.
+    /// Reads each segment's index (or walks it) if not done yet; a segment that cannot be read
+    /// shows no times.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        (0..self.segs.len())
+            .filter_map(|i| {
+                let s = self.segs.get(i)?;
+                let times = self
+                    .with_entries(i, |es| {
+                        let first = es.iter().map(|e| e.time_ns).min();
+                        (first, es.iter().map(|e| e.time_ns).max())
+                    })
+                    .unwrap_or((None, None));
+                let st = lock(&s.state);
+                Some(SegmentInfo {
+                    path: s.path.clone(),
+                    start_ns: s.start_ns,
+                    first_ns: times.0,
+                    last_ns: times.1,
+                    bytes: fs::metadata(&s.path).map_or(st.size_seen, |m| m.len()),
+                    indexed: st.indexed,
+                })
+            })
+            .collect()
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Runs `f` on segment `i`'s entries, loading them first (from the index, or by walking;
+    /// a walked segment is walked on from where it was when it has grown).
+    fn with_entries<R>(&self, i: usize, f: impl FnOnce(&[Entry]) -> R) -> Result<R, StoreError> {
+        let Some(seg) = self.segs.get(i) else {
+            return Ok(f(&[]));
+        };
+        let mut st = lock(&seg.state);
+        if !st.loaded || !st.indexed {
+            load(seg, &mut st)?;
+        }
+        Ok(f(&st.entries))
+    }
+}
+
+fn load(seg: &Seg, st: &mut SegState) -> Result<(), StoreError> {
+    let path = &seg.path;
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            // Deleted by retention since listed: nothing there any more.
+            st.loaded = true;
+            st.indexed = true;
+            st.entries.clear();
+            return Ok(());
+        }
+        Err(e) => return Err(StoreError::io(path, e)),
+    };
+    let size = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
+    if st.loaded && size == st.size_seen {
+        return Ok(());
+    }
+    let to_entry = |time_ns, kind, key, offset_bytes, stored_len_bytes| Entry {
+        time_ns,
+        kind,
+        key,
+        segment_ns: seg.start_ns,
+        offset_bytes,
+        stored_len_bytes,
+    };
+    // A whole segment ends with its index frame and footer.
+    let mut data_end = size;
+    if size >= FOOTER_LEN as u64 {
+        let mut footer = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut footer, size - FOOTER_LEN as u64)
+            .map_err(|e| StoreError::io(path, e))?;
+        if let Some(at) = layout::decode_footer(&footer).filter(|&at| at < size) {
+            data_end = size - FOOTER_LEN as u64;
+            let len = usize::try_from(data_end - at).unwrap_or(usize::MAX);
+            if len <= HEADER_LEN + frame::MAX_LEN_BYTES as usize {
+                let mut bytes = vec![0u8; len];
+                file.read_exact_at(&mut bytes, at)
+                    .map_err(|e| StoreError::io(path, e))?;
+                if let Some(index) = layout::decode_index(&bytes, at) {
+                    st.entries = index
+                        .iter()
+                        .map(|e| {
+                            to_entry(e.time_ns, e.kind, e.key, e.offset_bytes, e.stored_len_bytes)
+                        })
+                        .collect();
+                    st.entries.sort_by_key(|e| e.time_ns);
+                    st.loaded = true;
+                    st.indexed = true;
+                    st.size_seen = size;
+                    st.skipped_bytes = 0;
+                    st.tail_bytes = 0;
+                    return Ok(());
+                }
+            }
+        }
+    }
+    // No usable index: walk the frames from where the last walk stopped.
+    if !st.loaded || size < st.walked_to {
+        *st = SegState::default();
+    }
+    let from = st.walked_to;
+    let len = usize::try_from(data_end.saturating_sub(from)).unwrap_or(usize::MAX);
+    let mut bytes = vec![0u8; len];
+    let got = read_up_to(&file, &mut bytes, from).map_err(|e| StoreError::io(path, e))?;
+    bytes.truncate(got);
+    let w = frame::walk(&bytes);
+    st.entries.extend(
+        w.frames
+            .iter()
+            .filter(|f| f.header.kind != INTERNAL_KIND)
+            .map(|f| {
+                to_entry(
+                    f.header.time_ns,
+                    f.header.kind,
+                    f.header.key,
+                    from + f.offset_bytes,
+                    f.header.compressed_len_bytes,
+                )
+            }),
+    );
+    st.entries.sort_by_key(|e| e.time_ns);
+    st.skipped_bytes += w.skipped_bytes;
+    st.tail_bytes = w.tail_bytes;
+    st.walked_to = from + w.end_bytes;
+    st.size_seen = size;
+    st.loaded = true;
+    st.indexed = false;
+    Ok(())
+}
+
+/// Reads as many bytes as there are at `at` (the file may be shorter than when measured).
+fn read_up_to(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        let Some(rest) = buf.get_mut(done..) else {
+            break;
+        };
+        match f.read_at(rest, at + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
