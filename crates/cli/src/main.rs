@@ -28,6 +28,7 @@ mod output;
 mod pin;
 mod signals;
 mod ps;
+mod record;
 mod states;
 mod top;
 mod when;
@@ -49,6 +50,10 @@ Commands:
            BPF collectors (--spawn N starts N processes first, --json for scripts)
   top      a live view of processes and threads that stays light at 100,000 tasks (-b for
            procps top -b's batch output)
+  record   record every task, thread, thread-state total and system figure to a directory
+           every interval (--dir DIR --interval 10); read it back with ps/top/states
+           --replay DIR and dump
+  dump     a recording as csv, json, parquet or openmetrics (--dir DIR --format F)
   pin      keep the BPF programs loaded between runs (root; saves 35-50 ms per run)
   unpin    remove what `pin` left
   doctor   what this host offers (BPF, BTF, privileges, hidepid, delay accounting) and what
@@ -76,7 +81,9 @@ fn main() -> ExitCode {
     tune_malloc();
     let args: Vec<OsString> = std::env::args_os().collect();
     let cmd = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
-    let known = ["ps", "doctor", "bench", "top", "pin", "unpin", "states"];
+    let known = [
+        "ps", "doctor", "bench", "top", "pin", "unpin", "states", "record", "dump",
+    ];
     output::set_command(known.contains(&cmd).then_some(cmd));
     match cmd {
         "ps" => ps::main(&args[2..]),
@@ -86,6 +93,7 @@ fn main() -> ExitCode {
         "pin" => no_arguments(&args[2..], pin::pin),
         "unpin" => no_arguments(&args[2..], pin::unpin),
         "states" => states::main(&args[2..]),
+        "record" => record::main(&args[2..]),
         "-V" | "--version" => output::print(&format!("tasksnap {}\n", env!("CARGO_PKG_VERSION"))),
         "-h" | "--help" | "help" => output::print(USAGE),
         "" => {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use tasksnap_model::{Groups, PassReport, Query, Reading, Selector, Snapshot, Task};
 
-use crate::{Collector, Error, Filled};
+use crate::{Collector, Error, Filled, Sample, StateSource};
 
 /// Answers queries from one recorded reading.
 #[derive(Debug)]
@@ -76,5 +76,29 @@ impl Collector for ReplayCollector {
 
     fn report(&self) -> PassReport {
         PassReport::new(self.reading.snapshot.backend, self.why.clone())
+    }
+}
+
+/// A [`StateSource`] handing out recorded samples in order (`states --replay`): the window's
+/// two ends. Asked for more than it holds, it says so.
+#[derive(Debug)]
+pub struct ReplayStates {
+    samples: std::collections::VecDeque<Sample>,
+}
+
+impl ReplayStates {
+    /// Over `samples`, first to last.
+    pub fn new(samples: Vec<Sample>) -> ReplayStates {
+        ReplayStates {
+            samples: samples.into(),
+        }
+    }
+}
+
+impl StateSource for ReplayStates {
+    fn sample(&mut self) -> Result<Sample, Error> {
+        self.samples
+            .pop_front()
+            .ok_or_else(|| Error::Unsupported("the recording's window has no more samples".into()))
     }
 }

@@ -89,6 +89,19 @@ pub struct Args {
     /// Table rows per interval (0: all); the totals row covers every row either way.
     #[arg(short = 'r', long, value_name = "N", default_value_t = 25)]
     pub rows: usize,
+
+    /// Show one window of a recording (`tasksnap record --dir DIR`) instead of the host:
+    /// from --from to --to (default: the whole recording), as one interval.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+
+    /// With --replay: the window's start (RFC 3339 UTC, epoch seconds, or -10m).
+    #[arg(long, value_name = "TIME", requires = "replay", value_parser = crate::when::parse_time)]
+    pub from: Option<u64>,
+
+    /// With --replay: the window's end.
+    #[arg(long, value_name = "TIME", requires = "replay", value_parser = crate::when::parse_time)]
+    pub to: Option<u64>,
 }
 
 /// `--sort`.

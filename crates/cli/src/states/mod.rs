@@ -117,6 +117,48 @@ fn write_flame(f: &Flame, title: &str, file: std::fs::File) -> std::io::Result<(
     }
 }
 
+/// The two recorded samples that bound `--from` .. `--to` in the recording at `dir` (the
+/// ones in force then), with the threads `-p`/`-C` select.
+fn replay_window(args: &Args, dir: &std::path::Path) -> Result<Vec<tasksnap_model::states::Sample>> {
+    let history = tasksnap_history::History::open(dir)?;
+    let Some((first, last)) = history.span() else {
+        anyhow::bail!("{}: the recording holds no sample yet", dir.display());
+    };
+    let from = args.from.unwrap_or(first);
+    let to = args.to.unwrap_or(last);
+    if from >= to {
+        anyhow::bail!(
+            "--from ({}) must be before --to ({})",
+            crate::when::rfc3339(from),
+            crate::when::rfc3339(to)
+        );
+    }
+    let filter = args.filter();
+    let mut out = Vec::new();
+    for t in [from, to] {
+        let r = history.reading_at(t)?;
+        let Some(mut s) = r.states else {
+            anyhow::bail!(
+                "{}: the sample at {} holds no thread states (recorded without them)",
+                dir.display(),
+                crate::when::rfc3339(r.snapshot.taken_at_unix_ns)
+            );
+        };
+        s.threads.retain(|id, t| filter.matches(id.tgid, &t.comm));
+        out.push(s);
+    }
+    if out[0].at_ns == out[1].at_ns {
+        anyhow::bail!(
+            "{}: one sample covers {} .. {}: the window needs two (the recording's interval is \
+             longer than the window)",
+            dir.display(),
+            crate::when::rfc3339(from),
+            crate::when::rfc3339(to)
+        );
+    }
+    Ok(out)
+}
+
 fn open_source(args: &Args) -> Result<Box<dyn StateSource>> {
     let bpf_opts = bpf::Options {
         filter: args.filter(),
@@ -155,15 +197,25 @@ fn run(args: &Args) -> Result<()> {
         ),
         None => None,
     };
-    let mut src = open_source(args)?;
+    let replay = args.replay.as_ref().map(|dir| replay_window(args, dir)).transpose()?;
+    let mut src: Box<dyn StateSource> = match replay {
+        Some(samples) => Box::new(tasksnap_collect::replay::ReplayStates::new(samples)),
+        None => open_source(args)?,
+    };
     let mut prev = src.sample().context("first sample")?;
-    check_pids(args, &prev)?;
+    if args.replay.is_none() {
+        check_pids(args, &prev)?;
+    }
     let mut flame = args.flamegraph.as_ref().map(|_| Flame::default());
     let mut printer = print::Printer::new(args);
     let mut done = 0u64;
     let mut modes = None;
     loop {
-        let stopped = crate::signals::wait(&signals, args.interval);
+        // A replay's window is one interval, shown at once.
+        let stopped = match args.replay {
+            Some(_) => true,
+            None => crate::signals::wait(&signals, args.interval),
+        };
         let t0 = std::time::Instant::now();
         let cur = src.sample().context("sample")?;
         let t1 = std::time::Instant::now();
