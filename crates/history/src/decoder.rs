@@ -125,7 +125,7 @@ impl Decoder {
         let system = get_system(&mut m, base.map(|b| &b.system))?;
 
         // Task rows.
-        let mut rows: Vec<Task> = Vec::with_capacity(nrows);
+        let mut rows: Vec<Task> = Vec::with_capacity(nrows.min(1 << 12));
         let mut prev_id = TaskId::default();
         for _ in 0..nrows {
             let id = get_id(&mut c, TASK_ID_COLS, prev_id)?;
@@ -163,7 +163,8 @@ impl Decoder {
                 let reasons = get_reasons(&mut m, kth.map(|k| &k.reasons))?;
                 let ntrows = m.count(c.left(H_TGID), 1)?;
                 let ntgone = m.count(c.left(H_GONE), 1)?;
-                let mut trows: Vec<(TaskId, ThreadTotals)> = Vec::with_capacity(ntrows);
+                let mut trows: Vec<(TaskId, ThreadTotals)> =
+                    Vec::with_capacity(ntrows.min(1 << 12));
                 let mut prev_id = TaskId::default();
                 for _ in 0..ntrows {
                     let id = get_thread_id(&mut c, prev_id)?;
@@ -195,7 +196,7 @@ impl Decoder {
                         }
                     }
                     None => {
-                        if ngone != 0 {
+                        if ntgone != 0 {
                             return Err(HistoryError::Corrupt("gone threads without key threads"));
                         }
                         threads.extend(trows.iter().map(|(id, t)| (*id, t.clone())));

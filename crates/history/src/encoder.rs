@@ -110,7 +110,9 @@ fn known<'a>(
 ) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
     match given.get(id) {
         Some(n) => (n.0.as_deref(), n.1.as_deref()),
-        None => in_key.map_or((None, None), |t| (t.cmdline.as_deref(), t.cgroup.as_deref())),
+        None => in_key.map_or((None, None), |t| {
+            (t.cmdline.as_deref(), t.cgroup.as_deref())
+        }),
     }
 }
 
@@ -154,7 +156,12 @@ impl Encoder {
         put_head(&mut c, r, None, tasks.len(), 0);
         let mut prev: Option<&Task> = None;
         for t in tasks {
-            put_id(&mut c, TASK_ID_COLS, t.id, prev.map_or(TaskId::default(), |p| p.id));
+            put_id(
+                &mut c,
+                TASK_ID_COLS,
+                t.id,
+                prev.map_or(TaskId::default(), |p| p.id),
+            );
             put_task(&mut c, t, prev);
             prev = Some(t);
         }
@@ -292,7 +299,12 @@ impl Encoder {
         let mut prev: Option<&Task> = None;
         for &(j, ki) in &rows {
             let t = &cur[j];
-            put_id(&mut c, TASK_ID_COLS, t.id, prev.map_or(TaskId::default(), |p| p.id));
+            put_id(
+                &mut c,
+                TASK_ID_COLS,
+                t.id,
+                prev.map_or(TaskId::default(), |p| p.id),
+            );
             put_task(&mut c, t, ki.map(|i| &k.tasks[i]).or(prev));
             prev = Some(t);
         }
@@ -328,7 +340,8 @@ impl Encoder {
         });
         for &j in &new_names {
             let t = &cur[j];
-            self.names.insert(t.id, (t.cmdline.clone(), t.cgroup.clone()));
+            self.names
+                .insert(t.id, (t.cmdline.clone(), t.cgroup.clone()));
         }
         Some(Encoded {
             key: false,

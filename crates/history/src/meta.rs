@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use tasksnap_model::states::Mode;
 use tasksnap_model::{
-    Backend, CpuTicks, LoadAverages, Memory, Pressure, PressureLine, SnapshotStats,
-    StatCounters, SystemFigures,
+    Backend, CpuTicks, LoadAverages, Memory, Pressure, PressureLine, SnapshotStats, StatCounters,
+    SystemFigures,
 };
 
 use crate::wire::{put_bytes, put_d, put_f, put_u, Reader};
@@ -146,7 +146,9 @@ pub(crate) fn put_system(b: &mut Vec<u8>, s: &SystemFigures, r: Option<&SystemFi
         vmstat,
         pressure,
     } = s;
-    put_opt(b, cpu, |b, c| put_ticks(b, c, r.and_then(|r| r.cpu.as_ref())));
+    put_opt(b, cpu, |b, c| {
+        put_ticks(b, c, r.and_then(|r| r.cpu.as_ref()))
+    });
     put_u(b, per_cpu.len() as u64);
     for (i, c) in per_cpu.iter().enumerate() {
         put_ticks(b, c, r.and_then(|r| r.per_cpu.get(i)));
@@ -349,7 +351,11 @@ pub(crate) fn put_reasons(b: &mut Vec<u8>, cur: &Reasons, key: Option<&Reasons>)
             }
         }
         Some(k) => {
-            let mut gone: Vec<u32> = k.keys().filter(|id| !cur.contains_key(id)).copied().collect();
+            let mut gone: Vec<u32> = k
+                .keys()
+                .filter(|id| !cur.contains_key(id))
+                .copied()
+                .collect();
             gone.sort_unstable();
             put_u(b, gone.len() as u64);
             for id in gone {
@@ -379,7 +385,10 @@ fn get_frames(r: &mut Reader<'_>, into: &mut Reasons) -> Result<(), HistoryError
 }
 
 /// Inverse of [`put_reasons`].
-pub(crate) fn get_reasons(r: &mut Reader<'_>, key: Option<&Reasons>) -> Result<Reasons, HistoryError> {
+pub(crate) fn get_reasons(
+    r: &mut Reader<'_>,
+    key: Option<&Reasons>,
+) -> Result<Reasons, HistoryError> {
     let mut out = match key {
         None => Reasons::new(),
         Some(k) => {

@@ -15,6 +15,12 @@ const N_CG: usize = 5;
 /// A task's command line and cgroup.
 pub(crate) type Names = (Option<Vec<u8>>, Option<Vec<u8>>);
 
+/// Borrowed [`Names`].
+type NamesRef<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// A decoded names payload: whether it is a key's, the key's time, the entries.
+pub(crate) type Decoded = (bool, u64, Vec<(TaskId, Names)>);
+
 fn put_val(b: &mut Vec<u8>, v: Option<&[u8]>, prev: Option<Option<&[u8]>>) {
     if prev == Some(v) {
         put_u(b, 0);
@@ -29,7 +35,10 @@ fn put_val(b: &mut Vec<u8>, v: Option<&[u8]>, prev: Option<Option<&[u8]>>) {
     }
 }
 
-fn get_val(r: &mut Reader<'_>, prev: Option<&Option<Vec<u8>>>) -> Result<Option<Vec<u8>>, HistoryError> {
+fn get_val(
+    r: &mut Reader<'_>,
+    prev: Option<&Option<Vec<u8>>>,
+) -> Result<Option<Vec<u8>>, HistoryError> {
     match r.u()? {
         0 => prev
             .cloned()
@@ -64,7 +73,7 @@ pub(crate) fn encode<'a>(
     put_u(c.c(N_META), key_at);
     put_u(c.c(N_META), entries.len() as u64);
     let mut prev_id = TaskId::default();
-    let mut prev: Option<(Option<&[u8]>, Option<&[u8]>)> = None;
+    let mut prev: Option<NamesRef<'_>> = None;
     for (id, cmd, cg) in entries {
         put_id(&mut c, N_IDS, id, prev_id);
         put_val(c.c(N_CMD), cmd, prev.map(|p| p.0));
@@ -77,7 +86,7 @@ pub(crate) fn encode<'a>(
 }
 
 /// Decodes a names payload: whether it is a key's, the key's time, and the entries.
-pub(crate) fn decode(payload: &[u8]) -> Result<(bool, u64, Vec<(TaskId, Names)>), HistoryError> {
+pub(crate) fn decode(payload: &[u8]) -> Result<Decoded, HistoryError> {
     let mut r = Reader::new(payload);
     let key = match r.header()? {
         FrameType::KeyNames => true,

@@ -193,7 +193,11 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
     flag(&mut p, P_BASE, base.is_some());
     flag(&mut p, P_KTHREAD, base.as_ref().is_some_and(|b| b.kthread));
     flag(&mut p, P_CRED, cred.is_some());
-    flag(&mut p, P_GROUPS, cred.as_ref().is_some_and(|c| c.groups.is_some()));
+    flag(
+        &mut p,
+        P_GROUPS,
+        cred.as_ref().is_some_and(|c| c.groups.is_some()),
+    );
     flag(
         &mut p,
         P_EFFECTIVE_ONLY,
@@ -201,7 +205,11 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
     );
     flag(&mut p, P_STAT, stat.is_some());
     flag(&mut p, P_MEM, mem.is_some());
-    flag(&mut p, P_SWAP, mem.as_ref().is_some_and(|m| m.swap_bytes.is_some()));
+    flag(
+        &mut p,
+        P_SWAP,
+        mem.as_ref().is_some_and(|m| m.swap_bytes.is_some()),
+    );
     flag(
         &mut p,
         P_MEM_LOCKED,
@@ -215,12 +223,16 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
     flag(
         &mut p,
         P_VOL,
-        sched.as_ref().is_some_and(|s| s.voluntary_switches.is_some()),
+        sched
+            .as_ref()
+            .is_some_and(|s| s.voluntary_switches.is_some()),
     );
     flag(
         &mut p,
         P_INVOL,
-        sched.as_ref().is_some_and(|s| s.involuntary_switches.is_some()),
+        sched
+            .as_ref()
+            .is_some_and(|s| s.involuntary_switches.is_some()),
     );
     flag(&mut p, P_WCHAN, wchan.is_some());
     put_u(c.c(T_PRESENT), p);
@@ -577,7 +589,11 @@ pub(crate) fn get_task(
     }
     t.cmdline_timed_out = has(P_TIMED_OUT);
     if has(P_EXE) {
-        t.exe = Some(get_blob(c.c(T_BLOBS), r.and_then(|r| r.exe.as_deref()), <[u8]>::to_vec)?);
+        t.exe = Some(get_blob(
+            c.c(T_BLOBS),
+            r.and_then(|r| r.exe.as_deref()),
+            <[u8]>::to_vec,
+        )?);
     }
     if has(P_WCHAN) {
         let w = get_blob(

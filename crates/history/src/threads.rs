@@ -126,12 +126,12 @@ pub(crate) fn put_thread(
     put_u(c.c(H_FLAGS), f);
     put_blob(c.c(H_COMM), comm.as_bytes(), r.map(|r| r.comm.as_bytes()));
     let b = c.c(H_STATE_NS);
-    for i in 0..NSTATES {
-        put_d(b, state_ns[i], r.map_or(0, |r| r.state_ns[i]));
+    for (i, &v) in state_ns.iter().enumerate() {
+        put_d(b, v, r.map_or(0, |r| r.state_ns[i]));
     }
     let b = c.c(H_SAMPLES);
-    for i in 0..NSTATES {
-        put_d(b, samples[i], r.map_or(0, |r| r.samples[i]));
+    for (i, &v) in samples.iter().enumerate() {
+        put_d(b, v, r.map_or(0, |r| r.samples[i]));
     }
     let b = c.c(H_REASONS);
     put_u(b, reasons.len() as u64);

@@ -151,7 +151,9 @@ impl<'a> Reader<'a> {
         let n = self.u()?;
         let max = budget / min_bytes.max(1);
         if n > max as u64 {
-            return Err(HistoryError::Corrupt("count larger than the payload could hold"));
+            return Err(HistoryError::Corrupt(
+                "count larger than the payload could hold",
+            ));
         }
         Ok(n as usize)
     }
