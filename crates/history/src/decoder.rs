@@ -9,9 +9,9 @@ use tasksnap_model::{Reading, Snapshot, SystemFigures, Task, TaskId};
 use crate::encoder::META;
 use crate::meta::{get_backend, get_mode, get_reasons, get_stats, get_system, Reasons};
 use crate::names::{self, Names};
-use crate::tasks::{get_id, get_task, TASK_ID_COLS, T_GONE, T_TGID};
-use crate::threads::{extend, get_thread, get_thread_id, H_GONE, H_TGID};
-use crate::wire::{ColsReader, FrameType, Reader};
+use crate::tasks::{get_id, get_task, TASK_ID_COLS, T_GONE, T_KEY_IDX, T_TGID};
+use crate::threads::{extend, get_thread, get_thread_id, H_GONE, H_KEY_IDX, H_TGID};
+use crate::wire::{get_key_idx, ColsReader, FrameType, Reader};
 use crate::HistoryError;
 
 #[derive(Debug)]
@@ -120,21 +120,24 @@ impl Decoder {
         let boot_time_unix_s = m.u()?;
         let backend = get_backend(&mut m)?;
         let stats = get_stats(&mut m)?;
-        let nrows = m.count(c.left(T_TGID), 1)?;
+        let nrows = m.count(c.left(T_TGID).max(c.left(T_KEY_IDX)), 1)?;
         let ngone = m.count(c.left(T_GONE), 1)?;
         let system = get_system(&mut m, base.map(|b| &b.system))?;
 
         // Task rows.
         let mut rows: Vec<Task> = Vec::with_capacity(nrows.min(1 << 12));
         let mut prev_id = TaskId::default();
+        let mut next = 0;
         for _ in 0..nrows {
-            let id = get_id(&mut c, TASK_ID_COLS, prev_id)?;
-            let in_base = base.and_then(|b| {
-                b.tasks
-                    .binary_search_by_key(&id, |t| t.id)
-                    .ok()
-                    .and_then(|i| b.tasks.get(i))
-            });
+            let in_base = match base {
+                Some(b) => get_key_idx(c.c(T_KEY_IDX), &mut next, b.tasks.len())?
+                    .and_then(|i| b.tasks.get(i)),
+                None => None,
+            };
+            let id = match in_base {
+                Some(bt) => bt.id,
+                None => get_id(&mut c, TASK_ID_COLS, prev_id)?,
+            };
             let t = get_task(&mut c, id, in_base.or(rows.last()))?;
             rows.push(t);
             prev_id = id;
@@ -161,19 +164,22 @@ impl Decoder {
                     notes.push(m.string()?);
                 }
                 let reasons = get_reasons(&mut m, kth.map(|k| &k.reasons))?;
-                let ntrows = m.count(c.left(H_TGID), 1)?;
+                let ntrows = m.count(c.left(H_TGID).max(c.left(H_KEY_IDX)), 1)?;
                 let ntgone = m.count(c.left(H_GONE), 1)?;
                 let mut trows: Vec<(TaskId, ThreadTotals)> =
                     Vec::with_capacity(ntrows.min(1 << 12));
                 let mut prev_id = TaskId::default();
+                let mut next = 0;
                 for _ in 0..ntrows {
-                    let id = get_thread_id(&mut c, prev_id)?;
-                    let in_base = kth.and_then(|k| {
-                        k.rows
-                            .binary_search_by_key(&id, |r| r.0)
-                            .ok()
-                            .and_then(|i| k.rows.get(i))
-                    });
+                    let in_base = match kth {
+                        Some(k) => get_key_idx(c.c(H_KEY_IDX), &mut next, k.rows.len())?
+                            .and_then(|i| k.rows.get(i)),
+                        None => None,
+                    };
+                    let id = match in_base {
+                        Some(kt) => kt.0,
+                        None => get_thread_id(&mut c, prev_id)?,
+                    };
                     let t = get_thread(&mut c, id, in_base.or(trows.last()).map(|r| &r.1), at_ns)?;
                     trows.push((id, t));
                     prev_id = id;

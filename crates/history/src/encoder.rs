@@ -8,15 +8,15 @@ use tasksnap_model::{Reading, SystemFigures, Task, TaskId};
 
 use crate::meta::{put_backend, put_mode, put_reasons, put_stats, put_system, Reasons};
 use crate::names::{self, Names};
-use crate::tasks::{put_id, put_task, same_row, TASK_ID_COLS, T_GONE};
-use crate::threads::{put_thread, put_thread_id, unchanged, H_GONE};
-use crate::wire::{put_bytes, put_header, put_u, Cols, FrameType};
+use crate::tasks::{put_id, put_task, same_row, TASK_ID_COLS, T_GONE, T_KEY_IDX};
+use crate::threads::{put_thread, put_thread_id, unchanged, H_GONE, H_KEY_IDX};
+use crate::wire::{put_bytes, put_header, put_key_idx, put_u, Cols, FrameType};
 
 /// Samples from one key to the next by default.
 pub const DEFAULT_KEY_EVERY: u32 = 60;
 
 /// Column count of a sample frame (META, the task columns, the thread columns).
-pub(crate) const SAMPLE_COLS: usize = 31;
+pub(crate) const SAMPLE_COLS: usize = 33;
 /// The sample frame's sequential column.
 pub(crate) const META: usize = 0;
 
@@ -297,14 +297,18 @@ impl Encoder {
         let mut c = Cols::new(SAMPLE_COLS);
         put_head(&mut c, r, Some(k), rows.len(), gone.len());
         let mut prev: Option<&Task> = None;
+        let mut next = 0;
         for &(j, ki) in &rows {
             let t = &cur[j];
-            put_id(
-                &mut c,
-                TASK_ID_COLS,
-                t.id,
-                prev.map_or(TaskId::default(), |p| p.id),
-            );
+            put_key_idx(c.c(T_KEY_IDX), ki, &mut next);
+            if ki.is_none() {
+                put_id(
+                    &mut c,
+                    TASK_ID_COLS,
+                    t.id,
+                    prev.map_or(TaskId::default(), |p| p.id),
+                );
+            }
             put_task(&mut c, t, ki.map(|i| &k.tasks[i]).or(prev));
             prev = Some(t);
         }
@@ -315,8 +319,14 @@ impl Encoder {
                 c.c(META).push(if kth.is_some() { 2 } else { 1 });
                 put_states_head(&mut c, s, kth, trows.len(), tgone.len());
                 let mut prev: Option<(&TaskId, &ThreadTotals)> = None;
+                let mut next = 0;
                 for &(id, t, ki) in &trows {
-                    put_thread_id(&mut c, *id, prev.map_or(TaskId::default(), |p| *p.0));
+                    if kth.is_some() {
+                        put_key_idx(c.c(H_KEY_IDX), ki, &mut next);
+                    }
+                    if ki.is_none() || kth.is_none() {
+                        put_thread_id(&mut c, *id, prev.map_or(TaskId::default(), |p| *p.0));
+                    }
                     let rf = match (ki, kth) {
                         (Some(i), Some(kt)) => Some(&kt.rows[i].1),
                         _ => prev.map(|p| p.1),

@@ -30,6 +30,8 @@ const T_BLOBS: usize = 17;
 const T_LOCKED: usize = 18;
 /// Indices (into the key's rows) of the key's tasks that are gone, delta-coded.
 pub(crate) const T_GONE: usize = 19;
+/// In a delta, which key row each row replaces ([`crate::wire::put_key_idx`]).
+pub(crate) const T_KEY_IDX: usize = 31;
 
 /// Writes identities as three columns: tgid as the difference from the previous one, tid as
 /// the difference from its tgid, start time as the difference from the previous one.

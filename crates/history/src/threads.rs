@@ -21,6 +21,8 @@ const H_SEEN: usize = 28;
 const H_EXTRA: usize = 29;
 /// Indices (into the key's sorted threads) of the key's threads that are gone.
 pub(crate) const H_GONE: usize = 30;
+/// In a delta, which key row each row replaces ([`crate::wire::put_key_idx`]).
+pub(crate) const H_KEY_IDX: usize = 32;
 
 pub(crate) const THREAD_ID_COLS: [usize; 3] = [H_TGID, H_TID, H_START];
 

@@ -70,6 +70,37 @@ pub(crate) fn put_header(b: &mut Vec<u8>, t: FrameType) {
     b.push(t as u8);
 }
 
+/// Writes which key row a delta row replaces: 0 for a row not in the key, else its index
+/// in the key's rows as the distance from the one after the previous such index, plus 1.
+pub(crate) fn put_key_idx(b: &mut Vec<u8>, ki: Option<usize>, next: &mut usize) {
+    match ki {
+        None => put_u(b, 0),
+        Some(i) => {
+            put_u(b, i.wrapping_sub(*next) as u64 + 1);
+            *next = i + 1;
+        }
+    }
+}
+
+/// Inverse of [`put_key_idx`], checked against the key's `len` rows.
+pub(crate) fn get_key_idx(
+    r: &mut Reader<'_>,
+    next: &mut usize,
+    len: usize,
+) -> Result<Option<usize>, HistoryError> {
+    let v = r.u()?;
+    if v == 0 {
+        return Ok(None);
+    }
+    let i = usize::try_from(v - 1)
+        .ok()
+        .and_then(|d| next.checked_add(d))
+        .filter(|&i| i < len)
+        .ok_or(HistoryError::Corrupt("key row index past the key's rows"))?;
+    *next = i + 1;
+    Ok(Some(i))
+}
+
 /// A cursor over hostile bytes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Reader<'a> {
@@ -224,6 +255,16 @@ impl Cols {
     }
 
     pub(crate) fn finish(&self, out: &mut Vec<u8>) {
+        if std::env::var_os("TH_COLS").is_some() {
+            let v: Vec<String> = self
+                .0
+                .iter()
+                .enumerate()
+                .filter(|c| !c.1.is_empty())
+                .map(|(i, c)| format!("{i}:{}", c.len()))
+                .collect();
+            eprintln!("cols {}", v.join(" "));
+        }
         put_u(out, self.0.len() as u64);
         for c in &self.0 {
             put_bytes(out, c);
