@@ -334,7 +334,7 @@ fn main() {
 
     let mut dec = Decoder::new();
     let (mut dkey_ms, mut ddelta_ms) = (0.0, 0.0);
-    for e in &out {
+    for (e, rd) in out.iter().zip(&readings) {
         let t0 = Instant::now();
         if let Some(n) = &e.names {
             if let Err(err) = dec.apply_names(e.key, n) {
@@ -345,8 +345,8 @@ fn main() {
         let got = dec.apply_sample(e.key, &e.sample);
         let ms = t0.elapsed().as_secs_f64() * 1e3;
         match got {
-            Ok(g) if g.snapshot.tasks.len() > 0 || ntasks == 0 => {}
-            Ok(_) => eprintln!("empty reading decoded"),
+            Ok(g) if g.snapshot == rd.snapshot && g.system == rd.system => {}
+            Ok(_) => eprintln!("decoded reading differs"),
             Err(err) => {
                 eprintln!("decode: {err}");
                 return;

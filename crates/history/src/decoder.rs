@@ -1,8 +1,6 @@
 //! The decoder: keeps the last key sample's rows and the names given since that key, and
 //! rebuilds each [`Reading`] from a key sample or from that key plus one delta.
 
-use std::collections::HashMap;
-
 use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
 use tasksnap_model::{Reading, Snapshot, SystemFigures, Task, TaskId};
 
@@ -37,7 +35,7 @@ struct Base {
 #[derive(Debug, Default)]
 pub struct Decoder {
     base: Option<Base>,
-    names: HashMap<TaskId, Names>,
+    names: ThreadMap<Names>,
     names_key: Option<u64>,
 }
 

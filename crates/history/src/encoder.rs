@@ -1,9 +1,7 @@
 //! The encoder: chooses key or delta per reading, and writes the sample and names payloads.
 //! It keeps the last key's rows (to compare against) and the names given since that key.
 
-use std::collections::HashMap;
-
-use tasksnap_model::states::{Sample, ThreadTotals};
+use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
 use tasksnap_model::{Reading, SystemFigures, Task, TaskId};
 
 use crate::meta::{put_backend, put_mode, put_reasons, put_stats, put_system, Reasons};
@@ -56,7 +54,13 @@ pub struct Encoder {
     since_key: u32,
     key: Option<Key>,
     /// Names given by delta names payloads since the key.
-    names: HashMap<TaskId, Names>,
+    names: ThreadMap<Names>,
+    /// Column buffers, reused from one sample to the next.
+    cols: Cols,
+    /// Write a key when a delta is larger than the average bytes per sample since the key.
+    adaptive: bool,
+    /// Bytes written since the key (key included).
+    bytes_since_key: usize,
 }
 
 impl Default for Encoder {
@@ -104,7 +108,7 @@ fn put_states_head(c: &mut Cols, s: &Sample, key: Option<&KeyThreads>, rows: usi
 
 /// The names a decoder holds for `id`: given since the key, else the key's.
 fn known<'a>(
-    given: &'a HashMap<TaskId, Names>,
+    given: &'a ThreadMap<Names>,
     id: &TaskId,
     in_key: Option<&'a Task>,
 ) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
@@ -130,9 +134,20 @@ impl Encoder {
         Encoder {
             key_every,
             since_key: 0,
+            cols: Cols::new(SAMPLE_COLS),
+            adaptive: true,
+            bytes_since_key: 0,
             key: None,
-            names: HashMap::new(),
+            names: ThreadMap::default(),
         }
+    }
+
+    /// Whether to write a key early when a delta is larger than the average bytes per sample
+    /// since the last key (on by default): deltas grow as more tasks differ from the key, and
+    /// a key then costs less than carrying them.
+    pub fn adaptive_keys(mut self, on: bool) -> Encoder {
+        self.adaptive = on;
+        self
     }
 
     /// Encodes one reading; `force_key` asks for a key (e.g. the store starts a segment).
@@ -140,9 +155,24 @@ impl Encoder {
         let sorted = r.snapshot.tasks.windows(2).all(|w| w[0].id < w[1].id);
         let due = self.since_key.saturating_add(1) >= self.key_every;
         if !force_key && !due && sorted {
-            if let Some(e) = self.delta(r) {
-                self.since_key += 1;
-                return e;
+            let mut c = std::mem::replace(&mut self.cols, Cols::new(0));
+            c.clear();
+            let d = self.delta(r, &mut c);
+            self.cols = c;
+            if let Some((e, given)) = d {
+                let n = e.sample.len() + e.names.as_ref().map_or(0, Vec::len);
+                let average = self.bytes_since_key / (self.since_key as usize + 1);
+                if !self.adaptive || n <= average {
+                    self.since_key += 1;
+                    self.bytes_since_key += n;
+                    for j in given {
+                        if let Some(t) = r.snapshot.tasks.get(j) {
+                            self.names
+                                .insert(t.id, (t.cmdline.clone(), t.cgroup.clone()));
+                        }
+                    }
+                    return e;
+                }
             }
         }
         self.key_frame(r, sorted)
@@ -152,7 +182,8 @@ impl Encoder {
         let tasks = &r.snapshot.tasks;
         let mut out = Vec::new();
         put_header(&mut out, FrameType::KeySample);
-        let mut c = Cols::new(SAMPLE_COLS);
+        let mut c = std::mem::replace(&mut self.cols, Cols::new(0));
+        c.clear();
         put_head(&mut c, r, None, tasks.len(), 0);
         let mut prev: Option<&Task> = None;
         for t in tasks {
@@ -187,6 +218,7 @@ impl Encoder {
             }
         }
         c.finish(&mut out);
+        self.cols = c;
         let taken_at = r.snapshot.taken_at_unix_ns;
         let entries: Vec<_> = tasks
             .iter()
@@ -196,6 +228,7 @@ impl Encoder {
         let names = names::encode(true, taken_at, entries.into_iter());
         self.names.clear();
         self.since_key = 0;
+        self.bytes_since_key = out.len() + names.len();
         self.key = sorted.then(|| Key {
             taken_at,
             tasks: tasks.clone(),
@@ -211,7 +244,7 @@ impl Encoder {
 
     /// A delta against the key, or `None` when there is no usable key or it would carry more
     /// than half the key's rows.
-    fn delta(&mut self, r: &Reading) -> Option<Encoded> {
+    fn delta(&self, r: &Reading, c: &mut Cols) -> Option<(Encoded, Vec<usize>)> {
         let k = self.key.as_ref()?;
         let cur = &r.snapshot.tasks;
         let key_rows = k.tasks.len() + k.threads.as_ref().map_or(0, |t| t.rows.len());
@@ -294,8 +327,7 @@ impl Encoder {
 
         let mut out = Vec::new();
         put_header(&mut out, FrameType::DeltaSample);
-        let mut c = Cols::new(SAMPLE_COLS);
-        put_head(&mut c, r, Some(k), rows.len(), gone.len());
+        put_head(c, r, Some(k), rows.len(), gone.len());
         let mut prev: Option<&Task> = None;
         let mut next = 0;
         for &(j, ki) in &rows {
@@ -303,13 +335,13 @@ impl Encoder {
             put_key_idx(c.c(T_KEY_IDX), ki, &mut next);
             if ki.is_none() {
                 put_id(
-                    &mut c,
+                    c,
                     TASK_ID_COLS,
                     t.id,
                     prev.map_or(TaskId::default(), |p| p.id),
                 );
             }
-            put_task(&mut c, t, ki.map(|i| &k.tasks[i]).or(prev));
+            put_task(c, t, ki.map(|i| &k.tasks[i]).or(prev));
             prev = Some(t);
         }
         put_gone(c.c(T_GONE), &gone);
@@ -317,7 +349,7 @@ impl Encoder {
             None => c.c(META).push(0),
             Some(s) => {
                 c.c(META).push(if kth.is_some() { 2 } else { 1 });
-                put_states_head(&mut c, s, kth, trows.len(), tgone.len());
+                put_states_head(c, s, kth, trows.len(), tgone.len());
                 let mut prev: Option<(&TaskId, &ThreadTotals)> = None;
                 let mut next = 0;
                 for &(id, t, ki) in &trows {
@@ -325,13 +357,13 @@ impl Encoder {
                         put_key_idx(c.c(H_KEY_IDX), ki, &mut next);
                     }
                     if ki.is_none() || kth.is_none() {
-                        put_thread_id(&mut c, *id, prev.map_or(TaskId::default(), |p| *p.0));
+                        put_thread_id(c, *id, prev.map_or(TaskId::default(), |p| *p.0));
                     }
                     let rf = match (ki, kth) {
                         (Some(i), Some(kt)) => Some(&kt.rows[i].1),
                         _ => prev.map(|p| p.1),
                     };
-                    put_thread(&mut c, *id, t, rf, s.at_ns);
+                    put_thread(c, *id, t, rf, s.at_ns);
                     prev = Some((id, t));
                 }
                 put_gone(c.c(H_GONE), &tgone);
@@ -348,15 +380,13 @@ impl Encoder {
                 .collect();
             names::encode(false, k.taken_at, entries.into_iter())
         });
-        for &j in &new_names {
-            let t = &cur[j];
-            self.names
-                .insert(t.id, (t.cmdline.clone(), t.cgroup.clone()));
-        }
-        Some(Encoded {
-            key: false,
-            names,
-            sample: out,
-        })
+        Some((
+            Encoded {
+                key: false,
+                names,
+                sample: out,
+            },
+            new_names,
+        ))
     }
 }

@@ -79,12 +79,68 @@ pub fn extend(k: &ThreadTotals, by: u64) -> Option<ThreadTotals> {
 }
 
 /// True when `t` is the key row `k` grown by its own elapsed time (`t.seen_at_ns -
-/// k.seen_at_ns`) exactly: the thread did not switch, so a delta may omit it.
+/// k.seen_at_ns`) exactly: the thread did not switch, so a delta may omit it. The same test
+/// as `extend(k, g) == t`, without building the extended row.
 pub(crate) fn unchanged(k: &ThreadTotals, t: &ThreadTotals) -> bool {
     let Some(g) = t.seen_at_ns.checked_sub(k.seen_at_ns) else {
         return false;
     };
-    extend(k, g).is_some_and(|e| same_thread(&e, t))
+    let ThreadTotals {
+        id,
+        comm,
+        kernel_thread,
+        state_ns,
+        samples,
+        current,
+        reasons,
+        wait_reason,
+        seen_at_ns: _,
+        exited,
+    } = t;
+    if *id != k.id
+        || *kernel_thread != k.kernel_thread
+        || *exited != k.exited
+        || *current != k.current
+        || *wait_reason != k.wait_reason
+        || *samples != k.samples
+        || *comm != k.comm
+        || reasons.len() != k.reasons.len()
+    {
+        return false;
+    }
+    let cur = current.map(State::index);
+    for (i, (&v, &kv)) in state_ns.iter().zip(&k.state_ns).enumerate() {
+        let want = if cur == Some(i) {
+            kv.wrapping_add(g)
+        } else {
+            kv
+        };
+        if v != want {
+            return false;
+        }
+    }
+    let grown = match (current, wait_reason) {
+        (_, None) => None,
+        (None, Some(_)) => return false,
+        (Some(s), Some(r)) => match k.reasons.iter().position(|e| e.0 == *s && e.1 == *r) {
+            Some(p) => Some(p),
+            None => return false,
+        },
+    };
+    reasons
+        .iter()
+        .zip(&k.reasons)
+        .enumerate()
+        .all(|(i, (a, b))| {
+            a.0 == b.0
+                && a.1 == b.1
+                && a.2
+                    == if grown == Some(i) {
+                        b.2.wrapping_add(g)
+                    } else {
+                        b.2
+                    }
+        })
 }
 
 /// Writes a row (not its identity, unless the value's id differs from its map key `key`)

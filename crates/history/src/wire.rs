@@ -254,17 +254,20 @@ impl Cols {
         &mut self.0[i]
     }
 
-    pub(crate) fn finish(&self, out: &mut Vec<u8>) {
-        if std::env::var_os("TH_COLS").is_some() {
-            let v: Vec<String> = self
-                .0
-                .iter()
-                .enumerate()
-                .filter(|c| !c.1.is_empty())
-                .map(|(i, c)| format!("{i}:{}", c.len()))
-                .collect();
-            eprintln!("cols {}", v.join(" "));
+    /// Empties every column, keeping their buffers (an encoder reuses them).
+    pub(crate) fn clear(&mut self) {
+        for c in &mut self.0 {
+            c.clear();
         }
+    }
+
+    /// Bytes [`Cols::finish`] appends, at most.
+    pub(crate) fn size(&self) -> usize {
+        10 + self.0.iter().map(|c| c.len() + 10).sum::<usize>()
+    }
+
+    pub(crate) fn finish(&self, out: &mut Vec<u8>) {
+        out.reserve(self.size());
         put_u(out, self.0.len() as u64);
         for c in &self.0 {
             put_bytes(out, c);
