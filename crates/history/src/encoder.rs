@@ -47,7 +47,9 @@ struct Key {
 
 /// Turns readings into payloads. Deltas are written against the last key, which is written
 /// every `key_every` samples, when asked (`force_key`), when a delta would carry more than
-/// half the key's rows, and when the tasks are not in strictly ascending identity order.
+/// half the key's rows, when the tasks are not in strictly ascending identity order, and
+/// (unless [`Encoder::adaptive_keys`] turned it off) when a delta would be larger than the
+/// average bytes per sample since the key.
 #[derive(Debug)]
 pub struct Encoder {
     key_every: u32,

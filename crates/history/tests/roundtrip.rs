@@ -457,7 +457,8 @@ fn check(orig: &Reading, got: &Reading, key: Option<&Reading>) -> Result<(), Str
 
 /// Encodes a sequence and decodes it in order, checking every reading.
 fn run(rs: &[Reading], key_every: u32, force: &[bool]) -> Result<Vec<Encoded>, String> {
-    let mut enc = Encoder::new(key_every);
+    // Odd key intervals without adaptive keys, so that long runs of deltas are tested too.
+    let mut enc = Encoder::new(key_every).adaptive_keys(key_every % 2 == 0);
     let mut dec = Decoder::new();
     let mut key: Option<&Reading> = None;
     let mut out = Vec::new();
@@ -638,4 +639,56 @@ fn deltas_need_their_key() {
         d.apply_sample(true, &delta.sample),
         Err(HistoryError::WrongFrame)
     ));
+}
+
+/// A host where nothing ran: the delta carries no rows, and every thread (stamped with the
+/// sample's time) decodes exactly.
+#[test]
+fn idle_threads_are_omitted_and_decode_exactly() {
+    let mut rs = readings(5, 1, 300);
+    if let Some(s0) = rs[0].states.as_mut() {
+        for t in s0.threads.values_mut() {
+            t.seen_at_ns = s0.at_ns;
+        }
+    }
+    let mut next = rs[0].clone();
+    next.snapshot.taken_at_unix_ns += 10;
+    if let Some(s) = next.states.as_mut() {
+        s.at_ns += 1_000;
+        for t in s.threads.values_mut() {
+            *t = grow(t, 1_000);
+        }
+    }
+    rs.push(next);
+    let mut enc = Encoder::new(10).adaptive_keys(false);
+    let k = enc.encode(&rs[0], false);
+    let d = enc.encode(&rs[1], false);
+    assert!(k.key && !d.key);
+    assert!(d.names.is_none(), "no new command lines");
+    assert!(
+        d.sample.len() * 10 < k.sample.len(),
+        "delta {} bytes, key {}",
+        d.sample.len(),
+        k.sample.len()
+    );
+    let mut dec = Decoder::new();
+    if let Some(n) = &k.names {
+        assert!(dec.apply_names(true, n).is_ok());
+    }
+    assert!(dec.apply_sample(true, &k.sample).is_ok());
+    let got = dec.apply_sample(false, &d.sample);
+    let Ok(got) = got else {
+        panic!("{got:?}");
+    };
+    assert_eq!(got.snapshot, rs[1].snapshot);
+    let (Some(a), Some(b)) = (&rs[1].states, &got.states) else {
+        panic!("states lost");
+    };
+    assert_eq!(a.threads.len(), b.threads.len());
+    for (id, t) in &a.threads {
+        assert!(
+            b.threads.get(id).is_some_and(|d| same_thread(t, d)),
+            "{id:?}"
+        );
+    }
 }
