@@ -73,7 +73,12 @@ impl Default for Encoder {
 
 fn sorted_threads(s: &Sample) -> Vec<(&TaskId, &ThreadTotals)> {
     let mut v: Vec<_> = s.threads.iter().collect();
-    v.sort_unstable_by_key(|e| *e.0);
+    // The order of `TaskId` as one integer: one comparison instead of three.
+    let key = |id: &TaskId| {
+        let flip = |x: i32| u128::from((x as u32) ^ 0x8000_0000);
+        flip(id.tgid) << 96 | flip(id.tid) << 64 | u128::from(id.start_time_ns)
+    };
+    v.sort_unstable_by_key(|e| key(e.0));
     v
 }
 
