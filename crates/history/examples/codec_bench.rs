@@ -300,6 +300,12 @@ fn main() {
         readings.push(n);
     }
 
+    // For scale: what copying one reading costs on this machine.
+    let t0 = Instant::now();
+    let copy = readings.first().cloned();
+    let clone_ms = t0.elapsed().as_secs_f64() * 1e3;
+    drop(copy);
+
     let mut enc = Encoder::new(60);
     let mut out = Vec::new();
     let (mut key_ms, mut delta_ms) = (0.0, 0.0);
@@ -378,6 +384,7 @@ fn main() {
         dkey_ms / keys.max(1) as f64,
         ddelta_ms / deltas.max(1) as f64
     );
+    println!("for scale, cloning one reading: {clone_ms:.2} ms");
     println!(
         "per day at one sample every 10 s: {:.2} GB",
         zst as f64 / n * 8640.0 / 1e9
