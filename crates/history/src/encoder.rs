@@ -1,0 +1,399 @@
+//! The encoder: chooses key or delta per reading, and writes the sample and names payloads.
+//! It keeps the last key's rows (to compare against) and the names given since that key.
+
+use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
+use tasksnap_model::{Reading, SystemFigures, Task, TaskId};
+
+use crate::meta::{put_backend, put_mode, put_reasons, put_stats, put_system, Reasons};
+use crate::names::{self, Names};
+use crate::tasks::{put_id, put_task, same_row, TASK_ID_COLS, T_GONE, T_KEY_IDX};
+use crate::threads::{put_thread, put_thread_id, unchanged, H_GONE, H_KEY_IDX};
+use crate::wire::{put_bytes, put_header, put_key_idx, put_u, Cols, FrameType};
+
+/// Samples from one key to the next by default.
+pub const DEFAULT_KEY_EVERY: u32 = 60;
+
+/// Column count of a sample frame (META, the task columns, the thread columns).
+pub(crate) const SAMPLE_COLS: usize = 33;
+/// The sample frame's sequential column.
+pub(crate) const META: usize = 0;
+
+/// The payloads of one reading. Store `names` (when some) as a [`crate::KIND_NAMES`] frame,
+/// then `sample` as a [`crate::KIND_SAMPLE`] frame, both with the reading's time and `key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded {
+    /// A key sample (self-contained with its names payload) rather than a delta.
+    pub key: bool,
+    /// Command lines and cgroups not given since the key (always present for a key).
+    pub names: Option<Vec<u8>>,
+    /// The sample payload.
+    pub sample: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct KeyThreads {
+    rows: Vec<(TaskId, ThreadTotals)>,
+    reasons: Reasons,
+}
+
+/// What the last key held, sorted by identity.
+#[derive(Debug)]
+struct Key {
+    taken_at: u64,
+    tasks: Vec<Task>,
+    threads: Option<KeyThreads>,
+    system: SystemFigures,
+}
+
+/// Turns readings into payloads. Deltas are written against the last key, which is written
+/// every `key_every` samples, when asked (`force_key`), when a delta would carry more than
+/// half the key's rows, when the tasks are not in strictly ascending identity order, and
+/// (unless [`Encoder::adaptive_keys`] turned it off) when a delta would be larger than the
+/// average bytes per sample since the key.
+#[derive(Debug)]
+pub struct Encoder {
+    key_every: u32,
+    since_key: u32,
+    key: Option<Key>,
+    /// Names given by delta names payloads since the key.
+    names: ThreadMap<Names>,
+    /// Column buffers, reused from one sample to the next.
+    cols: Cols,
+    /// Write a key when a delta is larger than the average bytes per sample since the key.
+    adaptive: bool,
+    /// Bytes written since the key (key included).
+    bytes_since_key: usize,
+}
+
+impl Default for Encoder {
+    fn default() -> Encoder {
+        Encoder::new(DEFAULT_KEY_EVERY)
+    }
+}
+
+fn sorted_threads(s: &Sample) -> Vec<(&TaskId, &ThreadTotals)> {
+    let mut v: Vec<_> = s.threads.iter().collect();
+    // The order of `TaskId` as one integer: one comparison instead of three.
+    let key = |id: &TaskId| {
+        let flip = |x: i32| u128::from((x as u32) ^ 0x8000_0000);
+        flip(id.tgid) << 96 | flip(id.tid) << 64 | u128::from(id.start_time_ns)
+    };
+    v.sort_unstable_by_key(|e| key(e.0));
+    v
+}
+
+/// The parts of a sample frame before the rows: snapshot fields, row counts, system figures.
+fn put_head(c: &mut Cols, r: &Reading, key: Option<&Key>, rows: usize, gone: usize) {
+    let b = c.c(META);
+    if let Some(k) = key {
+        put_u(b, k.taken_at);
+    }
+    let s = &r.snapshot;
+    put_u(b, s.taken_at_unix_ns);
+    put_u(b, s.taken_at_boottime_ns);
+    put_u(b, s.boot_time_unix_s);
+    put_backend(b, s.backend);
+    put_stats(b, &s.stats);
+    put_u(b, rows as u64);
+    put_u(b, gone as u64);
+    put_system(b, &r.system, key.map(|k| &k.system));
+}
+
+/// The thread-state sample's own fields; `tag` 0: none, 1: full, 2: delta against the key.
+fn put_states_head(c: &mut Cols, s: &Sample, key: Option<&KeyThreads>, rows: usize, gone: usize) {
+    let b = c.c(META);
+    put_mode(b, s.mode);
+    put_u(b, s.at_ns);
+    put_u(b, s.notes.len() as u64);
+    for n in &s.notes {
+        put_bytes(b, n.as_bytes());
+    }
+    put_reasons(b, &s.reasons, key.map(|k| &k.reasons));
+    put_u(b, rows as u64);
+    put_u(b, gone as u64);
+}
+
+/// The names a decoder holds for `id`: given since the key, else the key's.
+fn known<'a>(
+    given: &'a ThreadMap<Names>,
+    id: &TaskId,
+    in_key: Option<&'a Task>,
+) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+    match given.get(id) {
+        Some(n) => (n.0.as_deref(), n.1.as_deref()),
+        None => in_key.map_or((None, None), |t| {
+            (t.cmdline.as_deref(), t.cgroup.as_deref())
+        }),
+    }
+}
+
+fn put_gone(b: &mut Vec<u8>, gone: &[usize]) {
+    let mut next = 0;
+    for &i in gone {
+        put_u(b, (i - next) as u64);
+        next = i + 1;
+    }
+}
+
+impl Encoder {
+    /// An encoder writing a key every `key_every` samples (0 and 1: every sample).
+    pub fn new(key_every: u32) -> Encoder {
+        Encoder {
+            key_every,
+            since_key: 0,
+            cols: Cols::new(SAMPLE_COLS),
+            adaptive: true,
+            bytes_since_key: 0,
+            key: None,
+            names: ThreadMap::default(),
+        }
+    }
+
+    /// Whether to write a key early when a delta is larger than the average bytes per sample
+    /// since the last key (on by default): deltas grow as more tasks differ from the key, and
+    /// a key then costs less than carrying them.
+    pub fn adaptive_keys(mut self, on: bool) -> Encoder {
+        self.adaptive = on;
+        self
+    }
+
+    /// Encodes one reading; `force_key` asks for a key (e.g. the store starts a segment).
+    pub fn encode(&mut self, r: &Reading, force_key: bool) -> Encoded {
+        let sorted = r.snapshot.tasks.windows(2).all(|w| w[0].id < w[1].id);
+        let due = self.since_key.saturating_add(1) >= self.key_every;
+        if !force_key && !due && sorted {
+            let mut c = std::mem::replace(&mut self.cols, Cols::new(0));
+            c.clear();
+            let d = self.delta(r, &mut c);
+            self.cols = c;
+            if let Some((e, given)) = d {
+                let n = e.sample.len() + e.names.as_ref().map_or(0, Vec::len);
+                let average = self.bytes_since_key / (self.since_key as usize + 1);
+                if !self.adaptive || n <= average {
+                    self.since_key += 1;
+                    self.bytes_since_key += n;
+                    for j in given {
+                        if let Some(t) = r.snapshot.tasks.get(j) {
+                            self.names
+                                .insert(t.id, (t.cmdline.clone(), t.cgroup.clone()));
+                        }
+                    }
+                    return e;
+                }
+            }
+        }
+        self.key_frame(r, sorted)
+    }
+
+    fn key_frame(&mut self, r: &Reading, sorted: bool) -> Encoded {
+        let tasks = &r.snapshot.tasks;
+        let mut out = Vec::new();
+        put_header(&mut out, FrameType::KeySample);
+        let mut c = std::mem::replace(&mut self.cols, Cols::new(0));
+        c.clear();
+        put_head(&mut c, r, None, tasks.len(), 0);
+        let mut prev: Option<&Task> = None;
+        for t in tasks {
+            put_id(
+                &mut c,
+                TASK_ID_COLS,
+                t.id,
+                prev.map_or(TaskId::default(), |p| p.id),
+            );
+            put_task(&mut c, t, prev);
+            prev = Some(t);
+        }
+        let mut key_threads = None;
+        match &r.states {
+            None => c.c(META).push(0),
+            Some(s) => {
+                c.c(META).push(1);
+                let rows = sorted_threads(s);
+                put_states_head(&mut c, s, None, rows.len(), 0);
+                let mut prev: Option<(&TaskId, &ThreadTotals)> = None;
+                for &(id, t) in &rows {
+                    put_thread_id(&mut c, *id, prev.map_or(TaskId::default(), |p| *p.0));
+                    put_thread(&mut c, *id, t, prev.map(|p| p.1), s.at_ns);
+                    prev = Some((id, t));
+                }
+                if sorted {
+                    key_threads = Some(KeyThreads {
+                        rows: rows.into_iter().map(|(id, t)| (*id, t.clone())).collect(),
+                        reasons: s.reasons.clone(),
+                    });
+                }
+            }
+        }
+        c.finish(&mut out);
+        self.cols = c;
+        let taken_at = r.snapshot.taken_at_unix_ns;
+        let entries: Vec<_> = tasks
+            .iter()
+            .filter(|t| t.cmdline.is_some() || t.cgroup.is_some())
+            .map(|t| (t.id, t.cmdline.as_deref(), t.cgroup.as_deref()))
+            .collect();
+        let names = names::encode(true, taken_at, entries.into_iter());
+        self.names.clear();
+        self.since_key = 0;
+        self.bytes_since_key = out.len() + names.len();
+        self.key = sorted.then(|| Key {
+            taken_at,
+            tasks: tasks.clone(),
+            threads: key_threads,
+            system: r.system.clone(),
+        });
+        Encoded {
+            key: true,
+            names: Some(names),
+            sample: out,
+        }
+    }
+
+    /// A delta against the key, or `None` when there is no usable key or it would carry more
+    /// than half the key's rows.
+    fn delta(&self, r: &Reading, c: &mut Cols) -> Option<(Encoded, Vec<usize>)> {
+        let k = self.key.as_ref()?;
+        let cur = &r.snapshot.tasks;
+        let key_rows = k.tasks.len() + k.threads.as_ref().map_or(0, |t| t.rows.len());
+        let budget = key_rows / 2;
+        // Tasks: rows to write (current index, key index), key indices gone, names to give.
+        let mut rows: Vec<(usize, Option<usize>)> = Vec::new();
+        let mut gone = Vec::new();
+        let mut new_names = Vec::new();
+        let (mut i, mut j) = (0, 0);
+        loop {
+            let in_key = match (k.tasks.get(i), cur.get(j)) {
+                (None, None) => break,
+                (Some(kt), Some(ct)) if kt.id == ct.id => {
+                    if !same_row(kt, ct) {
+                        rows.push((j, Some(i)));
+                    }
+                    i += 1;
+                    Some(kt)
+                }
+                (Some(kt), Some(ct)) if kt.id > ct.id => {
+                    rows.push((j, None));
+                    None
+                }
+                (None, Some(_)) => {
+                    rows.push((j, None));
+                    None
+                }
+                (Some(_), _) => {
+                    gone.push(i);
+                    i += 1;
+                    continue;
+                }
+            };
+            let Some(ct) = cur.get(j) else { break };
+            if known(&self.names, &ct.id, in_key) != (ct.cmdline.as_deref(), ct.cgroup.as_deref()) {
+                new_names.push(j);
+            }
+            j += 1;
+            if rows.len() + gone.len() > budget {
+                return None;
+            }
+        }
+        // Threads.
+        let mut trows: Vec<(&TaskId, &ThreadTotals, Option<usize>)> = Vec::new();
+        let mut tgone = Vec::new();
+        let tsorted = r.states.as_ref().map(sorted_threads);
+        let kth = k.threads.as_ref().filter(|_| tsorted.is_some());
+        if let (Some(kt), Some(cur)) = (kth, &tsorted) {
+            let (mut i, mut j) = (0, 0);
+            loop {
+                match (kt.rows.get(i), cur.get(j)) {
+                    (None, None) => break,
+                    (Some(a), Some(b)) if a.0 == *b.0 => {
+                        if !unchanged(&a.1, b.1) {
+                            trows.push((b.0, b.1, Some(i)));
+                        }
+                        i += 1;
+                        j += 1;
+                    }
+                    (Some(a), Some(b)) if a.0 > *b.0 => {
+                        trows.push((b.0, b.1, None));
+                        j += 1;
+                    }
+                    (None, Some(b)) => {
+                        trows.push((b.0, b.1, None));
+                        j += 1;
+                    }
+                    (Some(_), _) => {
+                        tgone.push(i);
+                        i += 1;
+                    }
+                }
+                if rows.len() + gone.len() + trows.len() + tgone.len() > budget {
+                    return None;
+                }
+            }
+        } else if let Some(cur) = &tsorted {
+            trows = cur.iter().map(|&(id, t)| (id, t, None)).collect();
+        }
+
+        let mut out = Vec::new();
+        put_header(&mut out, FrameType::DeltaSample);
+        put_head(c, r, Some(k), rows.len(), gone.len());
+        let mut prev: Option<&Task> = None;
+        let mut next = 0;
+        for &(j, ki) in &rows {
+            let t = &cur[j];
+            put_key_idx(c.c(T_KEY_IDX), ki, &mut next);
+            if ki.is_none() {
+                put_id(
+                    c,
+                    TASK_ID_COLS,
+                    t.id,
+                    prev.map_or(TaskId::default(), |p| p.id),
+                );
+            }
+            put_task(c, t, ki.map(|i| &k.tasks[i]).or(prev));
+            prev = Some(t);
+        }
+        put_gone(c.c(T_GONE), &gone);
+        match &r.states {
+            None => c.c(META).push(0),
+            Some(s) => {
+                c.c(META).push(if kth.is_some() { 2 } else { 1 });
+                put_states_head(c, s, kth, trows.len(), tgone.len());
+                let mut prev: Option<(&TaskId, &ThreadTotals)> = None;
+                let mut next = 0;
+                for &(id, t, ki) in &trows {
+                    if kth.is_some() {
+                        put_key_idx(c.c(H_KEY_IDX), ki, &mut next);
+                    }
+                    if ki.is_none() || kth.is_none() {
+                        put_thread_id(c, *id, prev.map_or(TaskId::default(), |p| *p.0));
+                    }
+                    let rf = match (ki, kth) {
+                        (Some(i), Some(kt)) => Some(&kt.rows[i].1),
+                        _ => prev.map(|p| p.1),
+                    };
+                    put_thread(c, *id, t, rf, s.at_ns);
+                    prev = Some((id, t));
+                }
+                put_gone(c.c(H_GONE), &tgone);
+            }
+        }
+        c.finish(&mut out);
+        let names = (!new_names.is_empty()).then(|| {
+            let entries: Vec<_> = new_names
+                .iter()
+                .map(|&j| {
+                    let t = &cur[j];
+                    (t.id, t.cmdline.as_deref(), t.cgroup.as_deref())
+                })
+                .collect();
+            names::encode(false, k.taken_at, entries.into_iter())
+        });
+        Some((
+            Encoded {
+                key: false,
+                names,
+                sample: out,
+            },
+            new_names,
+        ))
+    }
+}

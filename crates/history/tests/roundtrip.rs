@@ -1,0 +1,694 @@
+//! Round trips of generated reading sequences through the encoder and decoder (key and delta
+//! frames, seeking past deltas, names frames), and hostile payloads (truncated, flipped,
+//! arbitrary): errors, never panics.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use tasksnap_history::{
+    extend_thread, same_thread, Decoder, Encoded, Encoder, HistoryError, FORMAT_MAJOR,
+};
+use tasksnap_model::states::{Mode, Sample, State, ThreadTotals};
+use tasksnap_model::{
+    Backend, Base, Comm, CpuTicks, Cred, Io, LoadAverages, Mem, Memory, Pressure, PressureLine,
+    Reading, Sched, Snapshot, SnapshotStats, Stat, StatCounters, SystemFigures, Task, TaskId,
+    TaskState,
+};
+
+/// xorshift64*: the generator's own randomness, seeded by proptest.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, pct: u64) -> bool {
+        self.below(100) < pct
+    }
+    /// A number, sometimes an extreme one.
+    fn num(&mut self) -> u64 {
+        match self.below(8) {
+            0 => 0,
+            1 => u64::MAX,
+            2 => self.next(),
+            _ => self.below(1 << 30),
+        }
+    }
+    fn i32(&mut self) -> i32 {
+        match self.below(6) {
+            0 => i32::MIN,
+            1 => i32::MAX,
+            2 => -1,
+            _ => self.below(1 << 20) as i32,
+        }
+    }
+    fn u32(&mut self) -> u32 {
+        self.num() as u32
+    }
+    fn bytes(&mut self, max: u64) -> Vec<u8> {
+        (0..self.below(max + 1))
+            .map(|_| self.next() as u8)
+            .collect()
+    }
+    fn text(&mut self, max: u64) -> String {
+        let pool = ['a', 'Z', ' ', '\n', '\0', 'é', '→', '😀', '\\', '"'];
+        (0..self.below(max + 1))
+            .map(|_| pool[self.below(pool.len() as u64) as usize])
+            .collect()
+    }
+    fn opt<T>(&mut self, f: impl FnOnce(&mut Rng) -> T) -> Option<T> {
+        if self.chance(80) {
+            Some(f(self))
+        } else {
+            None
+        }
+    }
+}
+
+fn task_state(r: &mut Rng) -> TaskState {
+    TaskState::from_letter([b'R', b'S', b'D', b'Z', b'I', b'W', 0, 255][r.below(8) as usize])
+}
+
+fn new_task(r: &mut Rng, id: TaskId) -> Task {
+    let mut t = Task::new(id);
+    t.base = r.opt(|r| Base {
+        state: if r.chance(10) {
+            TaskState::Other(r.next() as u8)
+        } else {
+            task_state(r)
+        },
+        ppid: r.i32(),
+        pgid: r.i32(),
+        sid: r.i32(),
+        tty_nr: r.u32(),
+        tpgid: r.i32(),
+        flags: r.u32(),
+        comm: Comm::from_vec(r.bytes(20)),
+        kthread: r.chance(20),
+        nice: r.i32(),
+        priority: r.i32(),
+        policy: r.u32(),
+        rt_priority: r.u32(),
+        num_threads: r.u32(),
+        processor: r.i32(),
+    });
+    t.cred = r.opt(|r| Cred {
+        ruid: r.u32(),
+        euid: r.u32(),
+        suid: r.u32(),
+        fsuid: r.u32(),
+        rgid: r.u32(),
+        egid: r.u32(),
+        sgid: r.u32(),
+        fsgid: r.u32(),
+        groups: r.opt(|r| (0..r.below(4)).map(|_| r.u32()).collect()),
+        effective_only: r.chance(50),
+    });
+    t.stat = r.opt(|r| Stat {
+        utime_ns: r.num(),
+        stime_ns: r.num(),
+        cutime_ns: r.num(),
+        cstime_ns: r.num(),
+        minflt: r.num(),
+        majflt: r.num(),
+        cminflt: r.num(),
+        cmajflt: r.num(),
+        start_time_ns: if r.chance(80) {
+            id.start_time_ns
+        } else {
+            r.num()
+        },
+        vsize_bytes: r.num(),
+        rss_bytes: r.num(),
+    });
+    t.mem = r.opt(|r| {
+        Box::new(Mem {
+            vsize_bytes: r.num(),
+            rss_bytes: r.num(),
+            shared_bytes: r.num(),
+            text_bytes: r.num(),
+            data_bytes: r.num(),
+            swap_bytes: r.opt(Rng::num),
+            locked_bytes: r.opt(Rng::num),
+        })
+    });
+    t.cmdline = r.opt(|r| r.bytes(40));
+    t.locked_bytes = r.opt(Rng::num);
+    t.cmdline_timed_out = r.chance(10);
+    t.exe = r.opt(|r| r.bytes(20));
+    t.io = r.opt(|r| {
+        Box::new(Io {
+            rchar_bytes: r.num(),
+            wchar_bytes: r.num(),
+            syscr: r.num(),
+            syscw: r.num(),
+            read_bytes: r.num(),
+            write_bytes: r.num(),
+            cancelled_write_bytes: r.num(),
+        })
+    });
+    t.sched = r.opt(|r| {
+        Box::new(Sched {
+            on_cpu_ns: r.num(),
+            run_delay_ns: r.num(),
+            timeslices: r.num(),
+            voluntary_switches: r.opt(Rng::num),
+            involuntary_switches: r.opt(Rng::num),
+        })
+    });
+    t.wchan = r.opt(|r| r.text(10));
+    t.cgroup = r.opt(|r| r.bytes(30));
+    t
+}
+
+/// Changes one thing of a task (or nothing).
+fn touch(r: &mut Rng, t: &mut Task) {
+    match r.below(8) {
+        0 => {
+            // exec: new command line, maybe new comm, same identity.
+            t.cmdline = r.opt(|r| r.bytes(40));
+            if let Some(b) = &mut t.base {
+                b.comm = Comm::from_vec(r.bytes(16));
+            }
+        }
+        1 => t.cgroup = r.opt(|r| r.bytes(30)),
+        2 => {
+            if let Some(s) = &mut t.stat {
+                s.utime_ns = s.utime_ns.wrapping_add(r.below(1 << 20));
+            }
+        }
+        3 => {
+            if let Some(b) = &mut t.base {
+                b.state = task_state(r);
+                b.processor = r.i32();
+            }
+        }
+        4 => *t = new_task(r, t.id),
+        5 => t.wchan = r.opt(|r| r.text(8)),
+        _ => {}
+    }
+}
+
+fn new_thread(r: &mut Rng, id: TaskId, at: u64) -> ThreadTotals {
+    let current = r.opt(|r| State::ALL[r.below(6) as usize]);
+    let mut reasons: Vec<(State, u32, u64)> = (0..r.below(3))
+        .map(|_| (State::ALL[r.below(6) as usize], r.below(5) as u32, r.num()))
+        .collect();
+    let mut wait_reason = None;
+    if let Some(s) = current {
+        if r.chance(50) {
+            let id = r.below(5) as u32;
+            reasons.push((s, id, r.below(1000)));
+            wait_reason = Some(id);
+        }
+    }
+    ThreadTotals {
+        id: if r.chance(5) {
+            TaskId {
+                tgid: r.i32(),
+                tid: r.i32(),
+                start_time_ns: r.num(),
+            }
+        } else {
+            id
+        },
+        comm: r.text(8),
+        kernel_thread: r.chance(10),
+        state_ns: std::array::from_fn(|_| r.num()),
+        samples: std::array::from_fn(|_| r.below(100)),
+        current,
+        reasons,
+        wait_reason: if r.chance(5) { Some(9) } else { wait_reason },
+        seen_at_ns: at.wrapping_sub(r.below(1000)),
+        exited: r.chance(5),
+    }
+}
+
+/// A thread that did not switch, read `g` ns later.
+fn grow(t: &ThreadTotals, g: u64) -> ThreadTotals {
+    extend_thread(t, g).unwrap_or_else(|| t.clone())
+}
+
+fn frames(r: &mut Rng) -> Arc<[String]> {
+    (0..r.below(3))
+        .map(|_| r.text(6))
+        .collect::<Vec<_>>()
+        .into()
+}
+
+fn system(r: &mut Rng, prev: Option<&SystemFigures>) -> SystemFigures {
+    let ticks = |r: &mut Rng| CpuTicks {
+        user: r.num(),
+        nice: r.num(),
+        system: r.num(),
+        idle: r.num(),
+        iowait: r.num(),
+        irq: r.num(),
+        softirq: r.num(),
+        steal: r.num(),
+    };
+    let line = |r: &mut Rng| PressureLine {
+        avg_pct: [r.below(100) as f64 / 4.0, 0.1, f64::MAX],
+        total_us: r.num(),
+    };
+    let names: Vec<String> = match prev {
+        Some(p) if r.chance(80) => p.vmstat.iter().map(|v| v.0.clone()).collect(),
+        _ => (0..r.below(5)).map(|_| r.text(6)).collect(),
+    };
+    SystemFigures {
+        cpu: r.opt(ticks),
+        per_cpu: (0..r.below(4)).map(|_| ticks(r)).collect(),
+        counters: r.opt(|r| StatCounters {
+            context_switches: r.num(),
+            forks: r.num(),
+            procs_running: r.num(),
+            procs_blocked: r.num(),
+            interrupts: r.num(),
+            softirqs: r.num(),
+        }),
+        memory: r.opt(|r| Memory {
+            total_kib: r.num(),
+            free_kib: r.num(),
+            available_kib: r.num(),
+            buff_cache_kib: r.num(),
+            swap_total_kib: r.num(),
+            swap_free_kib: r.num(),
+        }),
+        load: r.opt(|r| LoadAverages {
+            avg: [r.below(1000) as f64 / 100.0, -0.0, 1e300],
+            tasks: r.opt(Rng::num),
+        }),
+        vmstat: names.into_iter().map(|n| (n, r.num())).collect(),
+        pressure: (0..r.below(3))
+            .map(|_| Pressure {
+                resource: r.text(6),
+                some: r.opt(line),
+                full: r.opt(line),
+            })
+            .collect(),
+    }
+}
+
+/// A sequence of readings of an evolving host.
+fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
+    let mut r = Rng(seed | 1);
+    let mut at: u64 = r.below(1 << 40);
+    let mut ids: Vec<Task> = (0..tasks)
+        .map(|i| {
+            let tgid = (i as i32 / 3) * 10 + 1;
+            let id = TaskId {
+                tgid,
+                tid: tgid + (i as i32 % 3),
+                start_time_ns: r.below(1 << 30),
+            };
+            new_task(&mut r, id)
+        })
+        .collect();
+    let mut threads: HashMap<TaskId, ThreadTotals> = HashMap::new();
+    let mut reasons: HashMap<u32, Arc<[String]>> = (0..4).map(|i| (i, frames(&mut r))).collect();
+    let mut sys: Option<SystemFigures> = None;
+    let mut out = Vec::new();
+    for _ in 0..steps {
+        let elapsed = r.below(2_000_000_000);
+        at = at.wrapping_add(elapsed);
+        // Tasks come and go; pids are reused with new start times.
+        ids.retain(|_| !r.chance(5));
+        for t in &mut ids {
+            if r.chance(15) {
+                touch(&mut r, t);
+            }
+        }
+        for _ in 0..r.below(3) {
+            let tgid = r.below(200) as i32;
+            let id = TaskId {
+                tgid,
+                tid: tgid + r.below(2) as i32,
+                start_time_ns: r.below(1 << 30),
+            };
+            ids.push(new_task(&mut r, id));
+        }
+        ids.sort_by_key(|t| t.id);
+        ids.dedup_by_key(|t| t.id);
+        let states = if r.chance(85) {
+            let alive: Vec<TaskId> = ids.iter().map(|t| t.id).collect();
+            threads.retain(|id, _| alive.contains(id) && !r.chance(3));
+            for id in alive {
+                let g = if r.chance(80) {
+                    elapsed
+                } else {
+                    elapsed.wrapping_add(r.below(100))
+                };
+                let t = match threads.get(&id) {
+                    Some(t) if r.chance(70) => grow(t, g),
+                    Some(_) | None if r.chance(20) => continue,
+                    _ => new_thread(&mut r, id, at),
+                };
+                threads.insert(id, t);
+            }
+            if r.chance(30) {
+                reasons.remove(&(r.below(6) as u32));
+                reasons.insert(r.below(6) as u32, frames(&mut r));
+            }
+            let mode = if r.chance(50) {
+                Mode::Bpf
+            } else {
+                Mode::Procfs {
+                    sample_hz: r.u32(),
+                    delayacct: r.chance(50),
+                }
+            };
+            Some(Sample {
+                mode,
+                at_ns: at,
+                threads: threads.iter().map(|(k, v)| (*k, v.clone())).collect(),
+                reasons: reasons.clone(),
+                notes: (0..r.below(2)).map(|_| r.text(12)).collect(),
+            })
+        } else {
+            None
+        };
+        let s = system(&mut r, sys.as_ref());
+        sys = Some(s.clone());
+        out.push(Reading {
+            snapshot: Snapshot {
+                taken_at_unix_ns: at.wrapping_mul(3),
+                taken_at_boottime_ns: at,
+                boot_time_unix_s: 1_700_000_000,
+                backend: [Backend::Auto, Backend::Bpf, Backend::Procfs][r.below(3) as usize],
+                tasks: ids.clone(),
+                stats: SnapshotStats {
+                    vanished: r.num(),
+                    partial: r.below(3),
+                    denied: 0,
+                    unparsable: r.num(),
+                    cmdline_timeouts: 1,
+                    reconciled_by_listing: r.chance(50),
+                },
+            },
+            states,
+            system: s,
+        });
+    }
+    out
+}
+
+/// Compares a decoded reading with the original: everything exact, except a thread the
+/// delta omitted, which is the key's row grown by the sample's elapsed time.
+fn check(orig: &Reading, got: &Reading, key: Option<&Reading>) -> Result<(), String> {
+    if orig.snapshot != got.snapshot {
+        let n = orig
+            .snapshot
+            .tasks
+            .iter()
+            .zip(&got.snapshot.tasks)
+            .position(|(a, b)| a != b);
+        return Err(format!(
+            "snapshots differ ({} vs {} tasks, first difference at {n:?})",
+            orig.snapshot.tasks.len(),
+            got.snapshot.tasks.len()
+        ));
+    }
+    if orig.system != got.system {
+        return Err(format!(
+            "system differs: {:?} vs {:?}",
+            orig.system, got.system
+        ));
+    }
+    match (&orig.states, &got.states) {
+        (None, None) => Ok(()),
+        (Some(a), Some(b)) => {
+            if a.mode != b.mode || a.at_ns != b.at_ns || a.notes != b.notes {
+                return Err("sample fields differ".into());
+            }
+            if a.reasons != b.reasons {
+                return Err("reasons differ".into());
+            }
+            if a.threads.len() != b.threads.len() {
+                return Err("thread counts differ".into());
+            }
+            let ks = key.and_then(|k| k.states.as_ref());
+            for (id, t) in &a.threads {
+                let d = b.threads.get(id).ok_or("thread missing")?;
+                if same_thread(t, d) {
+                    continue;
+                }
+                let k = ks
+                    .and_then(|k| k.threads.get(id).map(|kt| (k, kt)))
+                    .ok_or(format!("thread {id:?} differs and is not in the key"))?;
+                let g = t.seen_at_ns.wrapping_sub(k.1.seen_at_ns);
+                let rule = extend_thread(k.1, g).is_some_and(|e| same_thread(&e, t));
+                let want = extend_thread(k.1, a.at_ns.wrapping_sub(k.0.at_ns));
+                if !rule || !want.is_some_and(|w| same_thread(&w, d)) {
+                    return Err(format!("thread {id:?} differs: {t:?} vs {d:?}"));
+                }
+            }
+            Ok(())
+        }
+        _ => Err("states presence differs".into()),
+    }
+}
+
+/// Encodes a sequence and decodes it in order, checking every reading.
+fn run(rs: &[Reading], key_every: u32, force: &[bool]) -> Result<Vec<Encoded>, String> {
+    // Odd key intervals without adaptive keys, so that long runs of deltas are tested too.
+    let mut enc = Encoder::new(key_every).adaptive_keys(key_every % 2 == 0);
+    let mut dec = Decoder::new();
+    let mut key: Option<&Reading> = None;
+    let mut out = Vec::new();
+    for (i, r) in rs.iter().enumerate() {
+        let e = enc.encode(r, force.get(i).copied().unwrap_or(false));
+        if let Some(n) = &e.names {
+            dec.apply_names(e.key, n).map_err(|x| x.to_string())?;
+        } else if e.key {
+            return Err("a key without names".into());
+        }
+        let got = dec
+            .apply_sample(e.key, &e.sample)
+            .map_err(|x| x.to_string())?;
+        if e.key {
+            key = Some(r);
+        }
+        check(r, &got, key).map_err(|m| format!("reading {i} (key {}): {m}", e.key))?;
+        out.push(e);
+    }
+    Ok(out)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn sequences_round_trip(seed in any::<u64>(), steps in 1usize..12, tasks in 0usize..40,
+                            key_every in 0u32..8, force in proptest::collection::vec(any::<bool>(), 12)) {
+        let rs = readings(seed, steps, tasks);
+        let force: Vec<bool> = force.iter().map(|&f| f && seed % 3 == 0).collect();
+        if let Err(m) = run(&rs, key_every, &force) {
+            prop_assert!(false, "{}", m);
+        }
+    }
+
+    /// Seeking: a fresh decoder given the key, the names frames in between and one delta.
+    #[test]
+    fn any_delta_decodes_against_its_key_alone(seed in any::<u64>(), steps in 2usize..10,
+                                               tasks in 1usize..30) {
+        let rs = readings(seed, steps, tasks);
+        let enc = match run(&rs, 100, &[]) {
+            Ok(e) => e,
+            Err(m) => return Err(TestCaseError::fail(m)),
+        };
+        for target in 0..enc.len() {
+            let Some(k) = (0..=target).rev().find(|&i| enc[i].key) else {
+                return Err(TestCaseError::fail("no key"));
+            };
+            let mut dec = Decoder::new();
+            for (i, e) in enc.iter().enumerate().take(target + 1).skip(k) {
+                if let Some(n) = &e.names {
+                    prop_assert!(dec.apply_names(e.key, n).is_ok());
+                }
+                if i == k || i == target {
+                    let got = dec.apply_sample(e.key, &e.sample);
+                    prop_assert!(got.is_ok());
+                    if let Ok(got) = got {
+                        if i == target {
+                            if let Err(m) = check(&rs[target], &got, Some(&rs[k])) {
+                                return Err(TestCaseError::fail(m));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Hostile payloads: every truncation, byte flips and arbitrary bytes are errors or
+    /// readings, never panics.
+    #[test]
+    fn hostile_payloads_do_not_panic(seed in any::<u64>(), flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+                                     junk in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let rs = readings(seed, 3, 6);
+        let mut enc = Encoder::new(10);
+        let es: Vec<Encoded> = rs.iter().map(|r| enc.encode(r, false)).collect();
+        let fresh = |es: &[Encoded]| {
+            let mut d = Decoder::new();
+            if let Some(n) = &es[0].names {
+                let _ = d.apply_names(true, n);
+            }
+            let _ = d.apply_sample(true, &es[0].sample);
+            d
+        };
+        for e in &es {
+            for p in [Some(&e.sample), e.names.as_ref()].into_iter().flatten() {
+                for cut in 0..p.len() {
+                    let mut d = fresh(&es);
+                    let _ = d.apply_sample(e.key, &p[..cut]);
+                    let _ = d.apply_sample(!e.key, &p[..cut]);
+                    let _ = d.apply_names(e.key, &p[..cut]);
+                }
+                let mut q = p.clone();
+                for &(i, x) in &flips {
+                    if !q.is_empty() {
+                        let n = q.len();
+                        q[i % n] ^= x | 1;
+                    }
+                }
+                let mut d = fresh(&es);
+                let _ = d.apply_names(e.key, &q);
+                let _ = d.apply_sample(e.key, &q);
+                let _ = d.apply_sample(false, &q);
+            }
+        }
+        let mut d = fresh(&es);
+        let mut j = b"TH\x01\x00\x00\x00".to_vec();
+        j.push(junk.first().copied().unwrap_or(0) % 4);
+        j.extend_from_slice(&junk);
+        let _ = d.apply_sample(true, &j);
+        let _ = d.apply_sample(false, &j);
+        let _ = d.apply_names(true, &j);
+        let _ = d.apply_names(false, &j);
+        let _ = d.apply_sample(false, &junk);
+    }
+}
+
+#[test]
+fn a_newer_major_is_refused_and_a_newer_minor_is_read() {
+    let rs = readings(7, 2, 10);
+    let mut enc = Encoder::new(10);
+    let e = enc.encode(&rs[0], false);
+    let mut p = e.sample.clone();
+    p[2..4].copy_from_slice(&(FORMAT_MAJOR + 1).to_le_bytes());
+    assert_eq!(
+        Decoder::new().apply_sample(true, &p).err(),
+        Some(HistoryError::NewerFormat {
+            found: FORMAT_MAJOR + 1,
+            supported: FORMAT_MAJOR
+        })
+    );
+    // A newer minor with trailing data: read as before.
+    let mut p = e.sample.clone();
+    p[4..6].copy_from_slice(&9u16.to_le_bytes());
+    p.extend_from_slice(b"future data");
+    let mut d = Decoder::new();
+    if let Some(n) = &e.names {
+        assert!(d.apply_names(true, n).is_ok());
+    }
+    let got = d.apply_sample(true, &p);
+    assert!(got.is_ok_and(|g| check(&rs[0], &g, None).is_ok()));
+    assert_eq!(
+        Decoder::new().apply_sample(true, b"nope").err(),
+        Some(HistoryError::BadMagic)
+    );
+}
+
+#[test]
+fn deltas_need_their_key() {
+    let rs = readings(11, 3, 20);
+    let mut enc = Encoder::new(10);
+    let es: Vec<Encoded> = rs.iter().map(|r| enc.encode(r, false)).collect();
+    assert!(es[0].key);
+    let Some(delta) = es.iter().find(|e| !e.key) else {
+        return;
+    };
+    assert!(matches!(
+        Decoder::new().apply_sample(false, &delta.sample),
+        Err(HistoryError::NoKey)
+    ));
+    // Against another key: refused.
+    let mut other = rs[0].clone();
+    other.snapshot.taken_at_unix_ns += 1;
+    let mut d = Decoder::new();
+    let k = Encoder::new(10).encode(&other, false);
+    assert!(d.apply_sample(true, &k.sample).is_ok());
+    assert!(matches!(
+        d.apply_sample(false, &delta.sample),
+        Err(HistoryError::WrongKey { .. })
+    ));
+    // A key flag that disagrees with the payload.
+    assert!(matches!(
+        d.apply_sample(true, &delta.sample),
+        Err(HistoryError::WrongFrame)
+    ));
+}
+
+/// A host where nothing ran: the delta carries no rows, and every thread (stamped with the
+/// sample's time) decodes exactly.
+#[test]
+fn idle_threads_are_omitted_and_decode_exactly() {
+    let mut rs = readings(5, 1, 300);
+    if let Some(s0) = rs[0].states.as_mut() {
+        for t in s0.threads.values_mut() {
+            t.seen_at_ns = s0.at_ns;
+        }
+    }
+    let mut next = rs[0].clone();
+    next.snapshot.taken_at_unix_ns += 10;
+    if let Some(s) = next.states.as_mut() {
+        s.at_ns += 1_000;
+        for t in s.threads.values_mut() {
+            *t = grow(t, 1_000);
+        }
+    }
+    rs.push(next);
+    let mut enc = Encoder::new(10).adaptive_keys(false);
+    let k = enc.encode(&rs[0], false);
+    let d = enc.encode(&rs[1], false);
+    assert!(k.key && !d.key);
+    assert!(d.names.is_none(), "no new command lines");
+    assert!(
+        d.sample.len() * 10 < k.sample.len(),
+        "delta {} bytes, key {}",
+        d.sample.len(),
+        k.sample.len()
+    );
+    let mut dec = Decoder::new();
+    if let Some(n) = &k.names {
+        assert!(dec.apply_names(true, n).is_ok());
+    }
+    assert!(dec.apply_sample(true, &k.sample).is_ok());
+    let got = dec.apply_sample(false, &d.sample);
+    let Ok(got) = got else {
+        panic!("{got:?}");
+    };
+    assert_eq!(got.snapshot, rs[1].snapshot);
+    let (Some(a), Some(b)) = (&rs[1].states, &got.states) else {
+        panic!("states lost");
+    };
+    assert_eq!(a.threads.len(), b.threads.len());
+    for (id, t) in &a.threads {
+        assert!(
+            b.threads.get(id).is_some_and(|d| same_thread(t, d)),
+            "{id:?}"
+        );
+    }
+}
