@@ -232,10 +232,17 @@ fn run(args: &Args) -> ExitCode {
             bytes as f64 / 1e6,
             per(bytes) / 1e3,
             per(tally.cpu_ns) / 1e6,
-            if wall > 0.0 { tally.cpu_ns as f64 / 1e9 / wall * 100.0 } else { 0.0 },
+            if wall > 0.0 {
+                tally.cpu_ns as f64 / 1e9 / wall * 100.0
+            } else {
+                0.0
+            },
             open_cpu_ns as f64 / 1e6,
             if tally.missed > 0 {
-                format!("; {} ticks missed (a sample took longer than the interval)", tally.missed)
+                format!(
+                    "; {} ticks missed (a sample took longer than the interval)",
+                    tally.missed
+                )
             } else {
                 String::new()
             }

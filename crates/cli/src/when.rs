@@ -103,7 +103,15 @@ mod tests {
         assert_eq!(parse_time_at("-10m", NOW), Ok(NOW - 600_000_000_000));
         assert_eq!(parse_time_at("-1h30m", NOW), Ok(NOW - 5_400_000_000_000));
         assert_eq!(parse_time_at("now", NOW), Ok(NOW));
-        for bad in ["", "yesterday", "-", "-10x", "1e99", "2025-13-01T00:00:00Z", "\u{ff}"] {
+        for bad in [
+            "",
+            "yesterday",
+            "-",
+            "-10x",
+            "1e99",
+            "2025-13-01T00:00:00Z",
+            "\u{ff}",
+        ] {
             assert!(parse_time_at(bad, NOW).is_err(), "{bad}");
         }
         assert_eq!(rfc3339(NOW + 123_000_000), "2025-11-23T03:00:00.123Z");

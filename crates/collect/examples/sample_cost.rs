@@ -33,7 +33,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             (cpu_ns() - c0) as f64 / 1e6,
             r.snapshot.tasks.len(),
             threads,
-            r.snapshot.tasks.iter().filter(|t| t.cmdline.is_some()).count()
+            r.snapshot
+                .tasks
+                .iter()
+                .filter(|t| t.cmdline.is_some())
+                .count()
         );
         std::thread::sleep(Duration::from_secs_f64(every));
     }

@@ -150,7 +150,9 @@ impl Sampler {
         let taken_at_unix_ns = crate::sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = crate::sys::clock_ns(libc::CLOCK_BOOTTIME);
         let mut fresh: Vec<Task> = Vec::new();
-        let summary = self.live.changes_into(&self.query, &mut |t| fresh.push(t))?;
+        let summary = self
+            .live
+            .changes_into(&self.query, &mut |t| fresh.push(t))?;
         fresh.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
         let tasks = &mut self.reading.snapshot.tasks;
         let old = std::mem::take(tasks);
@@ -203,7 +205,10 @@ impl Sampler {
             };
             let (mut filled, stats) = self.live.fill(&wanted, groups)?;
             self.reading.snapshot.stats.cmdline_timeouts = stats.cmdline_timeouts;
-            for t in tasks.iter_mut().filter(|t| t.id.is_leader() && t.cmdline.is_none()) {
+            for t in tasks
+                .iter_mut()
+                .filter(|t| t.id.is_leader() && t.cmdline.is_none())
+            {
                 match filled.remove(&(t.id.tgid, t.id.tid)) {
                     Some(f) if f.cmdline.is_some() => {
                         t.cmdline = f.cmdline;

@@ -53,10 +53,8 @@ pub enum ReplayError {
 
 /// `2026-11-23T03:00:00.123Z`.
 pub fn rfc3339(ns: u64) -> String {
-    humantime::format_rfc3339_millis(
-        std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns),
-    )
-    .to_string()
+    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns))
+        .to_string()
 }
 
 /// A recording, open for reading (no lock: a recorder may be appending to it).
@@ -149,7 +147,10 @@ impl History {
                     }
                 }
                 KIND_SAMPLE if e.key && key_reading.is_none() => {
-                    let p = self.store.read(e).map_err(|_| HistoryError::Corrupt("key frame"))?;
+                    let p = self
+                        .store
+                        .read(e)
+                        .map_err(|_| HistoryError::Corrupt("key frame"))?;
                     key_reading = Some(dec.apply_sample(true, &p)?);
                 }
                 _ => {}

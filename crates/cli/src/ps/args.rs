@@ -5,9 +5,9 @@
 //!
 //! The result is a [`Settings`]; nothing here reads /proc except the caller's own tty.
 
-use std::path::PathBuf;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 
 use super::format;
 use super::layout::OUTBUF_SIZE;
@@ -688,7 +688,9 @@ impl P {
             },
             "at" => match grab(self) {
                 Some(t) => self.replay_at = Some(t),
-                None => return err("--at must be followed by a time (RFC 3339, epoch seconds, -10m)"),
+                None => {
+                    return err("--at must be followed by a time (RFC 3339, epoch seconds, -10m)")
+                }
             },
             _ => return err("unknown gnu long option"),
         }

@@ -201,18 +201,17 @@ fn replay_collector(
     };
     let reading = history.reading_at(t)?;
     let env = ReplayEnv {
-        mem_total_kib: reading
-            .system
-            .memory
-            .map(|m| m.total_kib)
-            .unwrap_or(0),
+        mem_total_kib: reading.system.memory.map(|m| m.total_kib).unwrap_or(0),
     };
     let why = format!(
         "replay of {} at {}",
         dir.display(),
         crate::when::rfc3339(reading.snapshot.taken_at_unix_ns)
     );
-    Ok((tasksnap_collect::replay::ReplayCollector::new(reading, why), env))
+    Ok((
+        tasksnap_collect::replay::ReplayCollector::new(reading, why),
+        env,
+    ))
 }
 
 /// Rows from which a text listing is formatted on two threads.
@@ -303,8 +302,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         uptime_ticks: match &replayed {
             // procps's boot_tics at the sample: its boot-clock time in ticks.
             Some(_) => boottime_ns / (1_000_000_000 / hertz),
-            None => uptime_ticks(proc_root, hertz)
-                .unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
+            None => uptime_ticks(proc_root, hertz).unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
         },
         locale: loc,
         unix_f_option: s.unix_f,

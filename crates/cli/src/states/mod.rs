@@ -119,7 +119,10 @@ fn write_flame(f: &Flame, title: &str, file: std::fs::File) -> std::io::Result<(
 
 /// The two recorded samples that bound `--from` .. `--to` in the recording at `dir` (the
 /// ones in force then), with the threads `-p`/`-C` select.
-fn replay_window(args: &Args, dir: &std::path::Path) -> Result<Vec<tasksnap_model::states::Sample>> {
+fn replay_window(
+    args: &Args,
+    dir: &std::path::Path,
+) -> Result<Vec<tasksnap_model::states::Sample>> {
     let history = tasksnap_history::History::open(dir)?;
     let Some((first, last)) = history.span() else {
         anyhow::bail!("{}: the recording holds no sample yet", dir.display());
@@ -197,7 +200,11 @@ fn run(args: &Args) -> Result<()> {
         ),
         None => None,
     };
-    let replay = args.replay.as_ref().map(|dir| replay_window(args, dir)).transpose()?;
+    let replay = args
+        .replay
+        .as_ref()
+        .map(|dir| replay_window(args, dir))
+        .transpose()?;
     let mut src: Box<dyn StateSource> = match replay {
         Some(samples) => Box::new(tasksnap_collect::replay::ReplayStates::new(samples)),
         None => open_source(args)?,
