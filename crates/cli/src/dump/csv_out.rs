@@ -26,11 +26,20 @@ impl<'a> CsvSink<'a> {
     pub fn new(cols: &[Column], out: &'a mut dyn Write) -> anyhow::Result<CsvSink<'a>> {
         let mut out = csv::Writer::from_writer(out);
         out.write_record(cols.iter().map(|c| c.name.as_str()))
-            .map_err(io::Error::from)?;
+            .map_err(io_error)?;
         Ok(CsvSink {
             out,
             field: String::new(),
         })
+    }
+}
+
+/// The `io::Error` inside a CSV error, as it was (a closed pipe stays one); a CSV error of
+/// another kind (which writing field by field does not make) as an `io::Error` of its own.
+fn io_error(e: csv::Error) -> io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => io::Error::other(format!("CSV: {other:?}")),
     }
 }
 
@@ -62,11 +71,9 @@ impl Sink for CsvSink<'_> {
             render(v, &mut self.field);
             self.out
                 .write_field(self.field.as_bytes())
-                .map_err(io::Error::from)?;
+                .map_err(io_error)?;
         }
-        self.out
-            .write_record(None::<&[u8]>)
-            .map_err(io::Error::from)?;
+        self.out.write_record(None::<&[u8]>).map_err(io_error)?;
         Ok(())
     }
 

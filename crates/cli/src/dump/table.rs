@@ -254,12 +254,20 @@ fn task_columns(threads: bool) -> Vec<Column> {
     v.extend([
         col("ppid", Int, "parent process id", Field::Ppid),
         col("uid", Int, "effective user id", Field::Uid),
-        col(
-            "user",
-            Text,
-            "effective user name (the uid in digits when the system has no name for it)",
-            Field::User,
-        ),
+        {
+            let user = col(
+                "user",
+                Text,
+                "effective user name (the uid in digits when the system has no name for it)",
+                Field::User,
+            );
+            // A process's series are told apart by its user too; a thread's tid is enough.
+            if threads {
+                user
+            } else {
+                user.label()
+            }
+        },
         col("comm", Text, "command name", Field::Comm).label(),
         col(
             "args",
