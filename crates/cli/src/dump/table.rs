@@ -8,7 +8,8 @@
 //! the dump that had a state sample and this one; so summing a thread's rows over a stretch
 //! of readings gives what `states` reports from the first of them to the last. The first
 //! reading of a dump (and a reading without a state sample) has no interval: its
-//! state-time columns are null. A thread a later interval saw but that the reading's snapshot
+//! state-time columns are null; a thread of the snapshot that has no time in an interval
+//! (`between` drops such rows) has zeros and `exited` false. A thread a later interval saw but that the reading's snapshot
 //! does not hold (it exited during the interval) still gets a row, with the state-time
 //! columns, `pid`, `tid`, `comm`, `exited` and `time`, the rest null; so no state time is
 //! lost from the sums.
