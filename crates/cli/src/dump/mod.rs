@@ -1,0 +1,183 @@
+//! `tasksnap dump`'s writer side: recorded [`Reading`]s out as a table of processes, threads
+//! or system figures, in CSV, JSON Lines, Parquet or OpenMetrics text. It owns the choice of
+//! columns (`--fields`) and the loop from readings to rows to a format; the columns and rows
+//! are [`table`]'s, each format is its own module. Reading the recording (`--dir`, `--from`,
+//! `--to`) is the caller's: it hands [`write`] an iterator of readings in time order.
+//!
+//! Errors: an error item from the iterator stops the dump; what was written before it is
+//! flushed (and a Parquet file closed, so it is readable) and the error is returned saying
+//! so. OpenMetrics then leaves out its closing `# EOF`, so an importer refuses the cut
+//! exposition instead of taking it for a whole one. Errors of `out` (a closed pipe) are
+//! returned as the `std::io::Error` they are, for the caller to recognise.
+
+mod clock;
+mod csv_out;
+mod json_out;
+mod openmetrics;
+mod parquet_out;
+mod table;
+#[cfg(test)]
+mod tests;
+
+use std::io::Write;
+
+use anyhow::bail;
+use tasksnap_model::Reading;
+
+pub use table::{columns, Column, Value};
+
+/// The output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// CSV with a header row (RFC 4180 quoting).
+    Csv,
+    /// JSON Lines: one object per row.
+    Json,
+    /// Apache Parquet (zstd), for DuckDB, polars, pandas.
+    Parquet,
+    /// OpenMetrics text with timestamps, for backfilling a Prometheus TSDB.
+    #[value(name = "openmetrics")]
+    OpenMetrics,
+}
+
+/// Which table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum What {
+    /// One row per process per reading.
+    #[default]
+    Processes,
+    /// One row per thread per reading, with the time spent in each state since the last.
+    Threads,
+    /// One row per reading: CPU, memory, load, vmstat and pressure figures.
+    System,
+}
+
+impl What {
+    /// The name `--what` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            What::Processes => "processes",
+            What::Threads => "threads",
+            What::System => "system",
+        }
+    }
+}
+
+/// What to write.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The format.
+    pub format: Format,
+    /// The table.
+    pub what: What,
+    /// The columns, in order; `None` for all of the table's. (OpenMetrics: the metrics to
+    /// write; `time` and the identifying labels are always there.)
+    pub fields: Option<Vec<String>>,
+}
+
+/// A format's writer: fed rows of the chosen columns, then finished.
+trait Sink {
+    /// Writes one row (the chosen columns' values, in order).
+    fn row(&mut self, row: &[Value]) -> anyhow::Result<()>;
+    /// Writes what is buffered and the format's ending; `complete` is false when the input
+    /// failed and the dump stops early.
+    fn finish(&mut self, complete: bool) -> anyhow::Result<()>;
+}
+
+/// The columns `opts` asks for: all of the table's, or `opts.fields` in their order. An
+/// unknown or repeated name is an error listing the valid ones.
+pub fn select(opts: &Options) -> anyhow::Result<Vec<Column>> {
+    let all = columns(opts.what);
+    let om = opts.format == Format::OpenMetrics;
+    let Some(fields) = &opts.fields else {
+        return Ok(if om {
+            all.into_iter()
+                .filter(|c| c.name == "time" || c.label || c.metric.is_some())
+                .collect()
+        } else {
+            all
+        });
+    };
+    let valid = |pick: &dyn Fn(&Column) -> bool| {
+        all.iter()
+            .filter(|c| pick(c))
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if fields.is_empty() {
+        bail!(
+            "no fields chosen; the fields of {} are: {}",
+            opts.what.name(),
+            valid(&|_| true)
+        );
+    }
+    let mut chosen: Vec<Column> = Vec::with_capacity(fields.len());
+    for name in fields {
+        let Some(c) = all.iter().find(|c| c.name == *name) else {
+            bail!(
+                "unknown field `{name}` for --what {}; the fields are: {}",
+                opts.what.name(),
+                valid(&|_| true)
+            );
+        };
+        if chosen.iter().any(|x| x.name == *name) {
+            bail!("field `{name}` is listed twice");
+        }
+        if om && c.metric.is_none() && !c.label && c.name != "time" {
+            bail!(
+                "field `{name}` has no OpenMetrics series; the metric fields of {} are: {}",
+                opts.what.name(),
+                valid(&|c| c.metric.is_some())
+            );
+        }
+        chosen.push(c.clone());
+    }
+    if om {
+        // Timestamps and the labels that tell series apart are not optional there.
+        let required: Vec<Column> = all
+            .iter()
+            .filter(|c| (c.name == "time" || c.label) && !chosen.iter().any(|x| x.name == c.name))
+            .cloned()
+            .collect();
+        chosen.splice(0..0, required);
+    }
+    Ok(chosen)
+}
+
+/// Writes every reading of `readings` (in time order) to `out`. Returns rows written.
+pub fn write(
+    readings: &mut dyn Iterator<Item = anyhow::Result<Reading>>,
+    opts: &Options,
+    out: &mut dyn Write,
+) -> anyhow::Result<u64> {
+    let cols = select(opts)?;
+    let mut sink: Box<dyn Sink + '_> = match opts.format {
+        Format::Csv => Box::new(csv_out::CsvSink::new(&cols, out)?),
+        Format::Json => Box::new(json_out::JsonSink::new(&cols, out)),
+        Format::Parquet => Box::new(parquet_out::ParquetSink::new(&cols, out)?),
+        Format::OpenMetrics => Box::new(openmetrics::OpenMetricsSink::new(&cols, out)),
+    };
+    let mut producer = table::Producer::new(opts.what, &cols);
+    let mut rows = 0u64;
+    for item in readings {
+        match item {
+            Ok(reading) => producer.reading(reading, &mut |row| {
+                sink.row(row)?;
+                rows += 1;
+                Ok(())
+            })?,
+            Err(e) => {
+                let flushed = match sink.finish(false) {
+                    Ok(()) => format!("the {rows} rows before it were written and flushed"),
+                    Err(f) => format!("writing the {rows} rows before it failed too: {f:#}"),
+                };
+                return Err(e.context(format!(
+                    "reading the recording failed; the dump stops there ({flushed})"
+                )));
+            }
+        }
+    }
+    sink.finish(true)?;
+    Ok(rows)
+}

@@ -1,0 +1,936 @@
+//! The dump's tables: which columns `processes`, `threads` and `system` have (name, type,
+//! meaning, and the OpenMetrics family each numeric one becomes), and the rows a recorded
+//! [`Reading`] makes of them. Format-free: the writers (csv, json, parquet, openmetrics) only
+//! lay out the [`Value`]s produced here.
+//!
+//! The state-time columns of `threads` come from `tasksnap_states::interval::between` with
+//! [`Rollup::Thread`], the code the `states` command uses, between the previous reading of
+//! the dump that had a state sample and this one; so summing a thread's rows over a stretch
+//! of readings gives what `states` reports from the first of them to the last. The first
+//! reading of a dump (and a reading without a state sample) has no interval: its
+//! state-time columns are null; a thread of the snapshot that has no time in an interval
+//! (`between` drops such rows) has zeros and `exited` false. A thread a later interval saw but that the reading's snapshot
+//! does not hold (it exited during the interval) still gets a row, with the state-time
+//! columns, `pid`, `tid`, `comm`, `exited` and `time`, the rest null; so no state time is
+//! lost from the sums.
+
+use std::collections::HashMap;
+
+use tasksnap_model::states::{Sample, State};
+use tasksnap_model::{Reading, Snapshot, Task};
+use tasksnap_procfs::users::Names;
+use tasksnap_states::interval::{between, Rollup, Row};
+
+use super::What;
+
+/// A column's type, as every format stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A UTC instant (Parquet `TIMESTAMP(MICROS, UTC)`, text RFC 3339).
+    Time,
+    /// A signed 64-bit integer.
+    Int,
+    /// A 64-bit float.
+    Float,
+    /// UTF-8 text (invalid bytes of the source replaced by U+FFFD).
+    Text,
+    /// A boolean.
+    Bool,
+}
+
+/// One cell. Any column may be null: a group the recorder could not read, a figure the
+/// kernel did not report.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Unknown.
+    Null,
+    /// ns since the Unix epoch, UTC.
+    Time(i64),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// Text.
+    Text(String),
+    /// A flag.
+    Bool(bool),
+}
+
+/// OpenMetrics metric types the dump writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricType {
+    /// Only grows (the sample name gets `_total`).
+    Counter,
+    /// Goes up and down.
+    Gauge,
+}
+
+/// How a numeric column becomes OpenMetrics samples.
+#[derive(Debug, Clone)]
+pub struct Metric {
+    /// Family name (without `_total`).
+    pub family: String,
+    /// Counter or gauge.
+    pub kind: MetricType,
+    /// A label that tells this column apart from the others of its family (e.g. `state`).
+    pub label: Option<(&'static str, &'static str)>,
+    /// The family's HELP text when several columns share it (else the column's help).
+    pub family_help: Option<&'static str>,
+    /// Multiplier from the column's unit to the family's (1e-9 for ns to seconds).
+    pub scale: f64,
+    /// The column holds per-interval amounts: the samples are their running sum since the
+    /// start of the dump (a counter).
+    pub accumulate: bool,
+}
+
+/// What a column holds, computed per row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Field {
+    Time,
+    Pid,
+    Tid,
+    Ppid,
+    Uid,
+    User,
+    Comm,
+    Args,
+    State,
+    CpuSeconds,
+    RssBytes,
+    VsizeBytes,
+    Threads,
+    StartTime,
+    Nice,
+    Priority,
+    Minflt,
+    Majflt,
+    ReadBytes,
+    WriteBytes,
+    Cgroup,
+    OnCpuNs,
+    RunDelayNs,
+    Exited,
+    AliveS,
+    StateS(State),
+    TopReason,
+    TopReasonState,
+    TopReasonS,
+    CpuTicks(usize),
+    Ncpus,
+    Counter(usize),
+    Memory(usize),
+    Load(usize),
+    Tasks,
+    Vmstat(&'static str),
+    /// (resource, `some` = false / `full` = true, avg10 = false / total = true)
+    Pressure(usize, bool, bool),
+}
+
+/// One column of a table.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// Its name in every format.
+    pub name: String,
+    /// Its type.
+    pub kind: Kind,
+    /// What it holds.
+    pub help: String,
+    /// Its OpenMetrics family, for numeric columns that make sense as series.
+    pub metric: Option<Metric>,
+    /// Whether OpenMetrics uses it as a label identifying the series.
+    pub label: bool,
+    field: Field,
+}
+
+fn col(name: &str, kind: Kind, help: &str, field: Field) -> Column {
+    Column {
+        name: name.to_string(),
+        kind,
+        help: help.to_string(),
+        metric: None,
+        label: false,
+        field,
+    }
+}
+
+impl Column {
+    fn metric(mut self, family: &str, kind: MetricType, scale: f64) -> Column {
+        self.metric = Some(Metric {
+            family: family.to_string(),
+            kind,
+            label: None,
+            family_help: None,
+            scale,
+            accumulate: false,
+        });
+        self
+    }
+
+    fn labelled(mut self, label: (&'static str, &'static str), help: &'static str) -> Column {
+        if let Some(m) = &mut self.metric {
+            m.label = Some(label);
+            m.family_help = Some(help);
+        }
+        self
+    }
+
+    fn accumulated(mut self) -> Column {
+        if let Some(m) = &mut self.metric {
+            m.accumulate = true;
+        }
+        self
+    }
+
+    fn label(mut self) -> Column {
+        self.label = true;
+        self
+    }
+}
+
+/// The state columns' names, in [`State::ALL`] order.
+const STATE_COLUMNS: [&str; 6] = [
+    "running_s",
+    "runnable_s",
+    "sleeping_s",
+    "disk_s",
+    "stopped_s",
+    "other_s",
+];
+
+/// The /proc/vmstat counters the system table keeps, and whether each is a gauge (`nr_*`:
+/// pages now) rather than an event counter.
+const VMSTAT: [(&str, bool); 14] = [
+    ("pgfault", false),
+    ("pgmajfault", false),
+    ("pgpgin", false),
+    ("pgpgout", false),
+    ("pswpin", false),
+    ("pswpout", false),
+    ("pgscan_kswapd", false),
+    ("pgscan_direct", false),
+    ("pgsteal_kswapd", false),
+    ("pgsteal_direct", false),
+    ("oom_kill", false),
+    ("thp_fault_alloc", false),
+    ("nr_dirty", true),
+    ("nr_writeback", true),
+];
+
+const PRESSURE: [&str; 3] = ["cpu", "memory", "io"];
+
+const CPU_MODES: [&str; 8] = [
+    "user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal",
+];
+
+/// Every column of `what`, in their default order.
+pub fn columns(what: What) -> Vec<Column> {
+    match what {
+        What::Processes => task_columns(false),
+        What::Threads => task_columns(true),
+        What::System => system_columns(),
+    }
+}
+
+fn task_columns(threads: bool) -> Vec<Column> {
+    use Kind::*;
+    use MetricType::*;
+    let p = if threads {
+        "tasksnap_thread_"
+    } else {
+        "tasksnap_process_"
+    };
+    let fam = |s: &str| format!("{p}{s}");
+    let mut v = vec![
+        col(
+            "time",
+            Time,
+            "when the reading was taken (UTC)",
+            Field::Time,
+        ),
+        col("pid", Int, "process id (thread group id)", Field::Pid).label(),
+    ];
+    if threads {
+        v.push(col("tid", Int, "thread id", Field::Tid).label());
+    }
+    v.extend([
+        col("ppid", Int, "parent process id", Field::Ppid),
+        col("uid", Int, "effective user id", Field::Uid),
+        {
+            let user = col(
+                "user",
+                Text,
+                "effective user name (the uid in digits when the system has no name for it)",
+                Field::User,
+            );
+            // A process's series are told apart by its user too; a thread's tid is enough.
+            if threads {
+                user
+            } else {
+                user.label()
+            }
+        },
+        col("comm", Text, "command name", Field::Comm).label(),
+        col(
+            "args",
+            Text,
+            "command line, arguments joined by spaces; empty for kernel threads",
+            Field::Args,
+        ),
+        col(
+            "state",
+            Text,
+            "scheduler state letter (R, S, D, ...)",
+            Field::State,
+        ),
+        col(
+            "cpu_seconds",
+            Float,
+            "user + system CPU time since the task started, seconds",
+            Field::CpuSeconds,
+        )
+        .metric(&fam("cpu_seconds"), Counter, 1.0),
+        col(
+            "rss_bytes",
+            Int,
+            "resident set size, bytes",
+            Field::RssBytes,
+        )
+        .metric(&fam("resident_memory_bytes"), Gauge, 1.0),
+        col(
+            "vsize_bytes",
+            Int,
+            "virtual memory size, bytes",
+            Field::VsizeBytes,
+        )
+        .metric(&fam("virtual_memory_bytes"), Gauge, 1.0),
+        col("threads", Int, "threads in the process", Field::Threads).metric(
+            &fam("threads"),
+            Gauge,
+            1.0,
+        ),
+        col(
+            "start_time",
+            Time,
+            "when the task started (UTC)",
+            Field::StartTime,
+        )
+        .metric(&fam("start_time_seconds"), Gauge, 1e-9),
+        col("nice", Int, "nice value", Field::Nice).metric(&fam("nice"), Gauge, 1.0),
+        col(
+            "priority",
+            Int,
+            "kernel priority as /proc shows it",
+            Field::Priority,
+        ),
+        col("minflt", Int, "minor page faults", Field::Minflt).metric(
+            &fam("minor_faults"),
+            Counter,
+            1.0,
+        ),
+        col("majflt", Int, "major page faults", Field::Majflt).metric(
+            &fam("major_faults"),
+            Counter,
+            1.0,
+        ),
+        col(
+            "read_bytes",
+            Int,
+            "bytes fetched from storage (/proc/PID/io)",
+            Field::ReadBytes,
+        )
+        .metric(&fam("storage_read_bytes"), Counter, 1.0),
+        col(
+            "write_bytes",
+            Int,
+            "bytes sent to storage (/proc/PID/io)",
+            Field::WriteBytes,
+        )
+        .metric(&fam("storage_written_bytes"), Counter, 1.0),
+        col(
+            "cgroup",
+            Text,
+            "cgroup v2 path (else the /proc/PID/cgroup lines joined by ';')",
+            Field::Cgroup,
+        ),
+        col(
+            "on_cpu_ns",
+            Int,
+            "time on a CPU, ns (schedstat)",
+            Field::OnCpuNs,
+        )
+        .metric(&fam("on_cpu_seconds"), Counter, 1e-9),
+        col(
+            "run_delay_ns",
+            Int,
+            "time waiting on a run queue, ns (schedstat)",
+            Field::RunDelayNs,
+        )
+        .metric(&fam("run_delay_seconds"), Counter, 1e-9),
+    ]);
+    if threads {
+        v.push(col(
+            "exited",
+            Bool,
+            "the thread exited during the interval ending at this reading",
+            Field::Exited,
+        ));
+        v.push(col(
+            "alive_s",
+            Float,
+            "seconds the thread was alive in the interval since the previous reading",
+            Field::AliveS,
+        ));
+        for (s, name) in State::ALL.into_iter().zip(STATE_COLUMNS) {
+            v.push(
+                col(
+                    name,
+                    Float,
+                    &format!(
+                        "seconds {} in the interval since the previous reading",
+                        s.name()
+                    ),
+                    Field::StateS(s),
+                )
+                .metric(&fam("state_seconds"), Counter, 1.0)
+                .labelled(
+                    ("state", s.name()),
+                    "seconds in each state since the start of the dump (states' intervals summed)",
+                )
+                .accumulated(),
+            );
+        }
+        v.push(col(
+            "top_reason",
+            Text,
+            "kernel frames of the wait with the most off-CPU time in the interval",
+            Field::TopReason,
+        ));
+        v.push(col(
+            "top_reason_state",
+            Text,
+            "the state of that wait",
+            Field::TopReasonState,
+        ));
+        v.push(col(
+            "top_reason_s",
+            Float,
+            "seconds of that wait in the interval",
+            Field::TopReasonS,
+        ));
+    }
+    v
+}
+
+fn system_columns() -> Vec<Column> {
+    use Kind::*;
+    use MetricType::*;
+    let mut v = vec![col(
+        "time",
+        Time,
+        "when the reading was taken (UTC)",
+        Field::Time,
+    )];
+    for (i, m) in CPU_MODES.into_iter().enumerate() {
+        v.push(
+            col(
+                &format!("cpu_{m}_ticks"),
+                Int,
+                &format!("/proc/stat cpu {m} time since boot, clock ticks (USER_HZ)"),
+                Field::CpuTicks(i),
+            )
+            .metric("tasksnap_system_cpu_ticks", Counter, 1.0)
+            .labelled(("mode", m), "/proc/stat cpu time since boot, clock ticks"),
+        );
+    }
+    v.push(
+        col("ncpus", Int, "cpuN lines in /proc/stat", Field::Ncpus).metric(
+            "tasksnap_system_cpus",
+            Gauge,
+            1.0,
+        ),
+    );
+    let counters = [
+        ("context_switches", "context switches since boot", Counter),
+        ("forks", "forks since boot", Counter),
+        ("procs_running", "tasks runnable", Gauge),
+        ("procs_blocked", "tasks blocked on I/O", Gauge),
+        ("interrupts", "interrupts since boot", Counter),
+        ("softirqs", "soft interrupts since boot", Counter),
+    ];
+    for (i, (name, help, t)) in counters.into_iter().enumerate() {
+        v.push(col(name, Int, help, Field::Counter(i)).metric(
+            &format!("tasksnap_system_{name}"),
+            t,
+            1.0,
+        ));
+    }
+    let memory = [
+        ("mem_total_bytes", "MemTotal"),
+        ("mem_free_bytes", "MemFree"),
+        ("mem_available_bytes", "MemAvailable"),
+        ("buff_cache_bytes", "Buffers + Cached + SReclaimable"),
+        ("swap_total_bytes", "SwapTotal"),
+        ("swap_free_bytes", "SwapFree"),
+    ];
+    for (i, (name, help)) in memory.into_iter().enumerate() {
+        v.push(
+            col(name, Int, &format!("{help}, bytes"), Field::Memory(i)).metric(
+                &format!("tasksnap_system_{name}"),
+                Gauge,
+                1.0,
+            ),
+        );
+    }
+    for (i, name) in ["load1", "load5", "load15"].into_iter().enumerate() {
+        v.push(col(name, Float, "load average", Field::Load(i)).metric(
+            &format!("tasksnap_system_{name}"),
+            Gauge,
+            1.0,
+        ));
+    }
+    v.push(
+        col(
+            "tasks",
+            Int,
+            "threads on the system (/proc/loadavg)",
+            Field::Tasks,
+        )
+        .metric("tasksnap_system_tasks", Gauge, 1.0),
+    );
+    for (name, gauge) in VMSTAT {
+        let t = if gauge { Gauge } else { Counter };
+        v.push(
+            col(
+                &format!("vmstat_{name}"),
+                Int,
+                &format!("/proc/vmstat {name}"),
+                Field::Vmstat(name),
+            )
+            .metric(&format!("tasksnap_system_vmstat_{name}"), t, 1.0),
+        );
+    }
+    for (r, res) in PRESSURE.into_iter().enumerate() {
+        for (full, kind) in [(false, "some"), (true, "full")] {
+            v.push(
+                col(
+                    &format!("pressure_{res}_{kind}_avg10"),
+                    Float,
+                    &format!("/proc/pressure/{res} {kind} avg10, percent"),
+                    Field::Pressure(r, full, false),
+                )
+                .metric(&format!("tasksnap_system_pressure_{res}_avg10"), Gauge, 1.0)
+                .labelled(("kind", kind), "pressure stall over the last 10 s, percent"),
+            );
+            v.push(
+                col(
+                    &format!("pressure_{res}_{kind}_total_us"),
+                    Int,
+                    &format!("/proc/pressure/{res} {kind} total, microseconds"),
+                    Field::Pressure(r, full, true),
+                )
+                .metric(
+                    &format!("tasksnap_system_pressure_{res}_stalled_seconds"),
+                    Counter,
+                    1e-6,
+                )
+                .labelled(("kind", kind), "pressure stall time since boot, seconds"),
+            );
+        }
+    }
+    v
+}
+
+fn int(n: u64) -> Value {
+    Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn text(bytes: &[u8]) -> Value {
+    Value::Text(String::from_utf8_lossy(bytes).into_owned())
+}
+
+fn secs(ns: u64) -> Value {
+    Value::Float(ns as f64 / 1e9)
+}
+
+/// A command line, NUL-separated, as one space-separated line.
+fn args_text(cmdline: &[u8]) -> String {
+    let trimmed = cmdline.strip_suffix(&[0]).unwrap_or(cmdline);
+    let joined: Vec<u8> = trimmed
+        .iter()
+        .map(|&b| if b == 0 { b' ' } else { b })
+        .collect();
+    String::from_utf8_lossy(&joined).into_owned()
+}
+
+fn cgroup_text(raw: &[u8]) -> String {
+    match tasksnap_procfs::parse::cgroup_v2_path(raw) {
+        Some(p) => String::from_utf8_lossy(p).into_owned(),
+        None => String::from_utf8_lossy(raw)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(";"),
+    }
+}
+
+/// What the state columns of one row are computed from.
+#[derive(Clone, Copy)]
+enum Interval<'a> {
+    /// No interval ends at this reading (the first of the dump, or no state sample).
+    None,
+    /// The interval exists; this thread has no time in it.
+    Empty,
+    /// The thread's row of the interval.
+    Row(&'a Row),
+}
+
+/// Turns readings into rows of the chosen columns.
+#[derive(Debug)]
+pub struct Producer {
+    what: What,
+    fields: Vec<Field>,
+    names: Names,
+    prev: Option<Sample>,
+}
+
+impl Producer {
+    /// A producer of `cols` (a selection of [`columns`]`(what)`, in output order).
+    pub fn new(what: What, cols: &[Column]) -> Producer {
+        Producer {
+            what,
+            fields: cols.iter().map(|c| c.field).collect(),
+            names: Names::default(),
+            prev: None,
+        }
+    }
+
+    /// Calls `emit` with each row `reading` makes, in (pid, tid) order.
+    pub fn reading(
+        &mut self,
+        mut reading: Reading,
+        emit: &mut dyn FnMut(&[Value]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut row = Vec::with_capacity(self.fields.len());
+        let snap = &reading.snapshot;
+        match self.what {
+            What::System => {
+                row.extend(self.fields.iter().map(|&f| system_value(f, &reading)));
+                emit(&row)?;
+            }
+            What::Processes => {
+                for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
+                    row.clear();
+                    for &f in &self.fields {
+                        let v = task_value(f, snap, Some(t), Interval::None, &mut self.names);
+                        row.push(v);
+                    }
+                    emit(&row)?;
+                }
+            }
+            What::Threads => {
+                let rows = match (&self.prev, &reading.states) {
+                    (Some(prev), Some(cur)) => Some(thread_rows(prev, cur)),
+                    _ => None,
+                };
+                let mut used = vec![false; rows.as_ref().map_or(0, |r| r.0.len())];
+                for t in &snap.tasks {
+                    let iv = match &rows {
+                        None => Interval::None,
+                        Some((rows, by_id)) => match by_id.get(&(t.id.tgid, t.id.tid)) {
+                            Some(&i) => {
+                                used[i] = true;
+                                Interval::Row(&rows[i])
+                            }
+                            None => Interval::Empty,
+                        },
+                    };
+                    row.clear();
+                    for &f in &self.fields {
+                        row.push(task_value(f, snap, Some(t), iv, &mut self.names));
+                    }
+                    emit(&row)?;
+                }
+                if let Some((rows, _)) = &rows {
+                    // Threads that had time in the interval but are gone from the snapshot.
+                    for (r, _) in rows.iter().zip(&used).filter(|(_, &u)| !u) {
+                        row.clear();
+                        for &f in &self.fields {
+                            row.push(task_value(f, snap, None, Interval::Row(r), &mut self.names));
+                        }
+                        emit(&row)?;
+                    }
+                }
+            }
+        }
+        if let Some(s) = reading.states.take() {
+            self.prev = Some(s);
+        }
+        Ok(())
+    }
+}
+
+/// The interval's thread rows in (pid, tid) order, with an index by (pid, tid). Two threads
+/// of one interval with the same ids (a tid reused within it) are summed into one row.
+fn thread_rows(prev: &Sample, cur: &Sample) -> (Vec<Row>, HashMap<(i32, i32), usize>) {
+    let mut iv = between(prev, cur, Rollup::Thread);
+    iv.rows.sort_by_key(|r| (r.pid, r.tid));
+    let mut rows: Vec<Row> = Vec::with_capacity(iv.rows.len());
+    let mut by_id = HashMap::with_capacity(iv.rows.len());
+    for r in iv.rows {
+        let key = (r.pid, r.tid.unwrap_or(r.pid));
+        match by_id.get(&key) {
+            Some(&i) => {
+                let same: &mut Row = &mut rows[i];
+                for (a, b) in same.ns.iter_mut().zip(r.ns) {
+                    *a = a.saturating_add(b);
+                }
+                same.alive_ns = same.alive_ns.saturating_add(r.alive_ns);
+                same.exited &= r.exited;
+                let bigger = r.top_reason.as_ref().map_or(0, |x| x.ns)
+                    > same.top_reason.as_ref().map_or(0, |x| x.ns);
+                if bigger {
+                    same.top_reason = r.top_reason;
+                }
+            }
+            None => {
+                by_id.insert(key, rows.len());
+                rows.push(r);
+            }
+        }
+    }
+    (rows, by_id)
+}
+
+fn task_value(
+    f: Field,
+    snap: &Snapshot,
+    task: Option<&Task>,
+    iv: Interval<'_>,
+    names: &mut Names,
+) -> Value {
+    let base = task.and_then(|t| t.base.as_ref());
+    let stat = task.and_then(|t| t.stat.as_ref());
+    let mem = task.and_then(|t| t.mem.as_deref());
+    let io = task.and_then(|t| t.io.as_deref());
+    let sched = task.and_then(|t| t.sched.as_deref());
+    let row = match iv {
+        Interval::Row(r) => Some(r),
+        _ => None,
+    };
+    let state_value = |ns: Option<u64>| match iv {
+        Interval::None => Value::Null,
+        _ => secs(ns.unwrap_or(0)),
+    };
+    match f {
+        Field::Time => Value::Time(i64::try_from(snap.taken_at_unix_ns).unwrap_or(i64::MAX)),
+        Field::Pid => match (task, row) {
+            (Some(t), _) => Value::Int(t.id.tgid.into()),
+            (None, Some(r)) => Value::Int(r.pid.into()),
+            _ => Value::Null,
+        },
+        Field::Tid => match (task, row) {
+            (Some(t), _) => Value::Int(t.id.tid.into()),
+            (None, Some(r)) => Value::Int(r.tid.unwrap_or(r.pid).into()),
+            _ => Value::Null,
+        },
+        Field::Comm => match (base, row) {
+            (Some(b), _) => text(&b.comm),
+            (None, Some(r)) => Value::Text(r.comm.clone()),
+            _ => Value::Null,
+        },
+        Field::Ppid => base.map_or(Value::Null, |b| Value::Int(b.ppid.into())),
+        Field::Uid => task
+            .and_then(|t| t.cred.as_ref())
+            .map_or(Value::Null, |c| Value::Int(c.euid.into())),
+        Field::User => match task.and_then(|t| t.cred.as_ref()) {
+            Some(c) => match names.user(c.euid) {
+                Some(n) => text(n),
+                None => Value::Text(c.euid.to_string()),
+            },
+            None => Value::Null,
+        },
+        Field::Args => match (task.and_then(|t| t.cmdline.as_deref()), base) {
+            (Some(c), _) => Value::Text(args_text(c)),
+            (None, Some(b)) if b.kthread => Value::Text(String::new()),
+            _ => Value::Null,
+        },
+        Field::State => base.map_or(Value::Null, |b| {
+            Value::Text(char::from(b.state.letter()).to_string())
+        }),
+        Field::CpuSeconds => {
+            stat.map_or(Value::Null, |s| secs(s.utime_ns.saturating_add(s.stime_ns)))
+        }
+        Field::RssBytes => match (mem, stat) {
+            (Some(m), _) => int(m.rss_bytes),
+            (None, Some(s)) => int(s.rss_bytes),
+            _ => Value::Null,
+        },
+        Field::VsizeBytes => match (mem, stat) {
+            (Some(m), _) => int(m.vsize_bytes),
+            (None, Some(s)) => int(s.vsize_bytes),
+            _ => Value::Null,
+        },
+        Field::Threads => base.map_or(Value::Null, |b| Value::Int(b.num_threads.into())),
+        Field::StartTime => match task {
+            Some(t) if snap.boot_time_unix_s > 0 => {
+                let ns = u128::from(snap.boot_time_unix_s) * 1_000_000_000
+                    + u128::from(t.id.start_time_ns);
+                Value::Time(i64::try_from(ns).unwrap_or(i64::MAX))
+            }
+            _ => Value::Null,
+        },
+        Field::Nice => base.map_or(Value::Null, |b| Value::Int(b.nice.into())),
+        Field::Priority => base.map_or(Value::Null, |b| Value::Int(b.priority.into())),
+        Field::Minflt => stat.map_or(Value::Null, |s| int(s.minflt)),
+        Field::Majflt => stat.map_or(Value::Null, |s| int(s.majflt)),
+        Field::ReadBytes => io.map_or(Value::Null, |i| int(i.read_bytes)),
+        Field::WriteBytes => io.map_or(Value::Null, |i| int(i.write_bytes)),
+        Field::Cgroup => task
+            .and_then(|t| t.cgroup.as_deref())
+            .map_or(Value::Null, |c| Value::Text(cgroup_text(c))),
+        Field::OnCpuNs => sched.map_or(Value::Null, |s| int(s.on_cpu_ns)),
+        Field::RunDelayNs => sched.map_or(Value::Null, |s| int(s.run_delay_ns)),
+        Field::Exited => match iv {
+            Interval::None => Value::Null,
+            Interval::Empty => Value::Bool(false),
+            Interval::Row(r) => Value::Bool(r.exited),
+        },
+        Field::AliveS => state_value(row.map(|r| r.alive_ns)),
+        Field::StateS(s) => state_value(row.map(|r| r.ns[s.index()])),
+        Field::TopReason => row
+            .and_then(|r| r.top_reason.as_ref())
+            .map_or(Value::Null, |x| Value::Text(x.text(8))),
+        Field::TopReasonState => row
+            .and_then(|r| r.top_reason.as_ref())
+            .map_or(Value::Null, |x| Value::Text(x.state.name().to_string())),
+        Field::TopReasonS => row
+            .and_then(|r| r.top_reason.as_ref())
+            .map_or(Value::Null, |x| secs(x.ns)),
+        _ => Value::Null,
+    }
+}
+
+fn system_value(f: Field, r: &Reading) -> Value {
+    let s = &r.system;
+    match f {
+        Field::Time => Value::Time(i64::try_from(r.snapshot.taken_at_unix_ns).unwrap_or(i64::MAX)),
+        Field::CpuTicks(i) => s.cpu.map_or(Value::Null, |c| {
+            int([
+                c.user, c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal,
+            ][i])
+        }),
+        Field::Ncpus => {
+            if s.per_cpu.is_empty() {
+                Value::Null
+            } else {
+                int(s.per_cpu.len() as u64)
+            }
+        }
+        Field::Counter(i) => s.counters.map_or(Value::Null, |c| {
+            int([
+                c.context_switches,
+                c.forks,
+                c.procs_running,
+                c.procs_blocked,
+                c.interrupts,
+                c.softirqs,
+            ][i])
+        }),
+        Field::Memory(i) => s.memory.map_or(Value::Null, |m| {
+            int([
+                m.total_kib,
+                m.free_kib,
+                m.available_kib,
+                m.buff_cache_kib,
+                m.swap_total_kib,
+                m.swap_free_kib,
+            ][i]
+                .saturating_mul(1024))
+        }),
+        Field::Load(i) => s.load.map_or(Value::Null, |l| Value::Float(l.avg[i])),
+        Field::Tasks => s.load.and_then(|l| l.tasks).map_or(Value::Null, int),
+        Field::Vmstat(name) => s
+            .vmstat
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(Value::Null, |&(_, v)| int(v)),
+        Field::Pressure(res, full, total) => s
+            .pressure
+            .iter()
+            .find(|p| p.resource == PRESSURE[res])
+            .and_then(|p| if full { p.full } else { p.some })
+            .map_or(Value::Null, |l| {
+                if total {
+                    int(l.total_us)
+                } else {
+                    Value::Float(l.avg_pct[0])
+                }
+            }),
+        _ => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_required_ones_are_there() {
+        for what in [What::Processes, What::Threads, What::System] {
+            let cols = columns(what);
+            let mut names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
+            names.sort_unstable();
+            let before = names.len();
+            names.dedup();
+            assert_eq!(before, names.len(), "{what:?}");
+        }
+        let procs: Vec<String> = columns(What::Processes)
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        for n in [
+            "time",
+            "pid",
+            "ppid",
+            "uid",
+            "user",
+            "comm",
+            "args",
+            "state",
+            "cpu_seconds",
+            "rss_bytes",
+            "vsize_bytes",
+            "threads",
+        ] {
+            assert!(procs.iter().any(|p| p == n), "{n}");
+        }
+        let threads: Vec<String> = columns(What::Threads).into_iter().map(|c| c.name).collect();
+        for n in [
+            "tid",
+            "running_s",
+            "runnable_s",
+            "sleeping_s",
+            "disk_s",
+            "stopped_s",
+            "other_s",
+            "top_reason",
+        ] {
+            assert!(threads.iter().any(|p| p == n), "{n}");
+        }
+    }
+
+    #[test]
+    fn command_lines_and_cgroups_as_text() {
+        assert_eq!(args_text(b"sleep\x0010\x00"), "sleep 10");
+        assert_eq!(args_text(b"a\xffb"), "a\u{fffd}b");
+        assert_eq!(args_text(b""), "");
+        assert_eq!(
+            cgroup_text(b"0::/user.slice/x.scope\n"),
+            "/user.slice/x.scope"
+        );
+        assert_eq!(
+            cgroup_text(b"4:memory:/a\n3:cpu:/b\n"),
+            "4:memory:/a;3:cpu:/b"
+        );
+    }
+}
