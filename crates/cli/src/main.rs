@@ -23,6 +23,7 @@ macro_rules! warn {
 
 mod bench;
 mod doctor;
+mod dump;
 mod input;
 mod output;
 mod pin;
@@ -94,6 +95,7 @@ fn main() -> ExitCode {
         "unpin" => no_arguments(&args[2..], pin::unpin),
         "states" => states::main(&args[2..]),
         "record" => record::main(&args[2..]),
+        "dump" => dump::main(&args[2..]),
         "-V" | "--version" => output::print(&format!("tasksnap {}\n", env!("CARGO_PKG_VERSION"))),
         "-h" | "--help" | "help" => output::print(USAGE),
         "" => {

@@ -10,6 +10,7 @@
 //! exposition instead of taking it for a whole one. Errors of `out` (a closed pipe) are
 //! returned as the `std::io::Error` they are, for the caller to recognise.
 
+mod cli;
 mod clock;
 mod csv_out;
 mod json_out;
@@ -24,6 +25,7 @@ use std::io::Write;
 use anyhow::bail;
 use tasksnap_model::Reading;
 
+pub use cli::main;
 pub use table::{columns, Column, Value};
 
 /// The output format.

@@ -1,0 +1,145 @@
+//! `tasksnap dump`'s command line: which recording and window (`--dir`, `--from`, `--to`),
+//! which table, format and fields, and where to (`--output`, stdout by default). The rows are
+//! [`super::write`]'s; the readings come from tasksnap-history. Exit codes: 0 written; 1 the
+//! recording could not be read or the output written (a `| head` that stops reading is not
+//! an error); 2 bad usage.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+
+use super::{Format, Options, What};
+
+/// Writes a recording (`tasksnap record --dir DIR`) out as a table: one row per process
+/// (or thread) per sample, or one row per sample of system figures.
+#[derive(Debug, Parser)]
+#[command(name = "tasksnap dump")]
+pub struct Args {
+    /// The recording's directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// The first sample to write: at or after this time (RFC 3339 UTC, epoch seconds, or
+    /// -10m). Default: the recording's first.
+    #[arg(long, value_name = "TIME", value_parser = crate::when::parse_time)]
+    pub from: Option<u64>,
+
+    /// The last sample to write: at or before this time. Default: the recording's last.
+    #[arg(long, value_name = "TIME", value_parser = crate::when::parse_time)]
+    pub to: Option<u64>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: Format,
+
+    /// Which table.
+    #[arg(long, value_enum, default_value = "processes")]
+    pub what: What,
+
+    /// Only these columns, in this order (comma-separated); `--fields help` lists them.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub fields: Option<Vec<String>>,
+
+    /// Write to FILE instead of stdout (Parquet needs a file or a pipe).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `tasksnap dump ARGS`.
+pub fn main(argv: &[OsString]) -> ExitCode {
+    let it = std::iter::once(OsString::from("tasksnap dump")).chain(argv.iter().cloned());
+    let args = match Args::try_parse_from(it) {
+        Ok(a) => a,
+        Err(e) => {
+            let text = e.render().to_string();
+            if e.use_stderr() {
+                warn!("{}", text.trim_end());
+                return ExitCode::from(2);
+            }
+            return crate::output::print(&text);
+        }
+    };
+    if args.fields.as_deref() == Some(&["help".to_string()][..]) {
+        let mut text = format!("fields of --what {}:\n", args.what.name());
+        for c in super::columns(args.what) {
+            text.push_str(&format!("  {:<24} {}\n", c.name, c.help));
+        }
+        return crate::output::print(&text);
+    }
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if crate::output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            warn!("tasksnap dump: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
+    let opts = Options {
+        format: args.format,
+        what: args.what,
+        fields: args.fields.clone(),
+    };
+    // Bad fields are refused before anything is read or created.
+    super::select(&opts)?;
+    let history = tasksnap_history::History::open(&args.dir)?;
+    let Some((first, last)) = history.span() else {
+        anyhow::bail!("{}: the recording holds no sample yet", args.dir.display());
+    };
+    let from = args.from.unwrap_or(first);
+    let to = args.to.unwrap_or(last);
+    if from > to {
+        anyhow::bail!(
+            "--from ({}) is after --to ({})",
+            crate::when::rfc3339(from),
+            crate::when::rfc3339(to)
+        );
+    }
+    if to < first || from > last {
+        anyhow::bail!(
+            "{} .. {} is outside the recording in {}, which runs from {} to {}",
+            crate::when::rfc3339(from),
+            crate::when::rfc3339(to),
+            args.dir.display(),
+            crate::when::rfc3339(first),
+            crate::when::rfc3339(last)
+        );
+    }
+    let mut readings = history.readings(from, to)?;
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::io::stdout().lock(),
+        )),
+    };
+    {
+        let mut items = readings.by_ref().map(Ok::<_, anyhow::Error>);
+        super::write(&mut items, &opts, &mut out)?;
+    }
+    out.flush()?;
+    drop(out);
+    if let Some(path) = &args.output {
+        // On disk, or an error now: a full disk is not a short file behind a success.
+        std::fs::File::open(path)
+            .and_then(|f| f.sync_all())
+            .with_context(|| format!("cannot sync {}", path.display()))?;
+    }
+    if readings.lost() > 0 {
+        warn!(
+            "tasksnap dump: {} damaged samples in {} were skipped",
+            readings.lost(),
+            args.dir.display()
+        );
+    }
+    Ok(())
+}
