@@ -122,7 +122,7 @@ fn write_flame(f: &Flame, title: &str, file: std::fs::File) -> std::io::Result<(
 fn replay_window(
     args: &Args,
     dir: &std::path::Path,
-) -> Result<Vec<tasksnap_model::states::Sample>> {
+) -> Result<(Vec<tasksnap_model::states::Sample>, (u64, u64))> {
     let history = tasksnap_history::History::open(dir)?;
     let Some((first, last)) = history.span() else {
         anyhow::bail!("{}: the recording holds no sample yet", dir.display());
@@ -138,8 +138,10 @@ fn replay_window(
     }
     let filter = args.filter();
     let mut out = Vec::new();
+    let mut wall = Vec::new();
     for t in [from, to] {
         let r = history.reading_at(t)?;
+        wall.push(r.snapshot.taken_at_unix_ns);
         let Some(mut s) = r.states else {
             anyhow::bail!(
                 "{}: the sample at {} holds no thread states (recorded without them)",
@@ -159,7 +161,7 @@ fn replay_window(
             crate::when::rfc3339(to)
         );
     }
-    Ok(out)
+    Ok((out, (wall[0], wall[1])))
 }
 
 fn open_source(args: &Args) -> Result<Box<dyn StateSource>> {
@@ -205,8 +207,9 @@ fn run(args: &Args) -> Result<()> {
         .as_ref()
         .map(|dir| replay_window(args, dir))
         .transpose()?;
+    let window = replay.as_ref().map(|r| r.1);
     let mut src: Box<dyn StateSource> = match replay {
-        Some(samples) => Box::new(tasksnap_collect::replay::ReplayStates::new(samples)),
+        Some((samples, _)) => Box::new(tasksnap_collect::replay::ReplayStates::new(samples)),
         None => open_source(args)?,
     };
     let mut prev = src.sample().context("first sample")?;
@@ -215,6 +218,7 @@ fn run(args: &Args) -> Result<()> {
     }
     let mut flame = args.flamegraph.as_ref().map(|_| Flame::default());
     let mut printer = print::Printer::new(args);
+    printer.window_unix_ns = window;
     let mut done = 0u64;
     let mut modes = None;
     loop {

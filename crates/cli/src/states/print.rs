@@ -18,6 +18,8 @@ pub struct Printer {
     /// Terminal width when stdout is a terminal: lines are cut to it.
     width: Option<usize>,
     first: bool,
+    /// A replay's window (wall-clock ns of its two samples): shown instead of the time now.
+    pub window_unix_ns: Option<(u64, u64)>,
 }
 
 fn terminal_width() -> Option<usize> {
@@ -143,6 +145,7 @@ impl Printer {
             rollup: args.rollup(),
             width: terminal_width(),
             first: true,
+            window_unix_ns: None,
         }
     }
 
@@ -163,7 +166,7 @@ impl Printer {
             .map(|r| JsonRow::of(r, self.rollup))
             .collect();
         let mut out = JsonInterval {
-            time_unix_ns: unix_ns(),
+            time_unix_ns: self.window_unix_ns.map_or_else(unix_ns, |w| w.1),
             interval_ns: iv.length_ns,
             mode: iv.mode.name(),
             sampled: State::ALL
@@ -224,7 +227,14 @@ impl Printer {
         let _ = writeln!(
             out,
             "{}  interval {:.2} s  {} {what}{}  ({how})",
-            local_time(),
+            match self.window_unix_ns {
+                Some((a, b)) => format!(
+                    "replay {} .. {}",
+                    crate::when::rfc3339(a),
+                    crate::when::rfc3339(b)
+                ),
+                None => local_time(),
+            },
             iv.length_ns as f64 / 1e9,
             iv.rows.len(),
             if iv.exited > 0 {

@@ -1,0 +1,269 @@
+//! `tasksnap record`, `ps --replay`, `states --replay` and `dump` end to end, against
+//! processes the tests spawn: a process killed mid-recording is listed before its death and
+//! not after; the replayed listing is what procps printed while recording (the columns that
+//! do not move); a Parquet dump read by DuckDB has a row per sample and the state time
+//! `states --replay` prints; and the bad inputs (a missing, foreign, newer, locked or
+//! damaged store, a time outside the recording) end with a message and the documented exit
+//! code.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tasksnap_loadgen::{root_or_skip, settled_sleep, wait_until, ProcessGroup};
+
+const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+
+fn tasksnap(args: &[&str]) -> Output {
+    Command::new(TASKSNAP)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tasksnap")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn epoch_now() -> String {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock");
+    format!("{}.{:03}", d.as_secs(), d.subsec_millis())
+}
+
+/// Samples in the store so far (the system table has one row per sample).
+fn samples(dir: &Path) -> usize {
+    let out = tasksnap(&[
+        "dump",
+        "--dir",
+        dir.to_str().expect("utf-8 path"),
+        "--what",
+        "system",
+        "--fields",
+        "time",
+    ]);
+    if !out.status.success() {
+        return 0;
+    }
+    text(&out.stdout).lines().count().saturating_sub(1)
+}
+
+fn sleeper() -> (ProcessGroup, i32) {
+    let g = ProcessGroup::spawn(1, &["sleep", "1000"]).expect("spawn sleep");
+    let pid = g.pids()[0];
+    wait_until("the sleeper to settle", || settled_sleep(pid));
+    (g, pid)
+}
+
+fn store_dir() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("rec");
+    (t, dir)
+}
+
+#[test]
+fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
+    if !root_or_skip("recording with BPF") {
+        return;
+    }
+    let (_keep_group, keeper) = sleeper();
+    let (victim_group, victim) = sleeper();
+    let pids = format!("{keeper},{victim}");
+    // The columns that do not move while they sleep, as procps prints them now.
+    let cols = "pid,ppid,user,tty,stat,nice,comm,args,cgroup";
+    let procps = Command::new("ps")
+        .args(["-o", cols, "-p", &pids])
+        .output()
+        .expect("procps ps");
+    assert!(procps.status.success());
+
+    let (_t, dir) = store_dir();
+    let d = dir.to_str().expect("utf-8 path");
+    let mut rec = Command::new(TASKSNAP)
+        .args(["record", "--dir", d, "--interval", "0.3", "--count", "10", "-q"])
+        .spawn()
+        .expect("start the recorder");
+    wait_until("3 samples", || samples(&dir) >= 3);
+    let before = epoch_now();
+    drop(victim_group); // SIGKILL and reaped
+    let killed = Instant::now();
+    let status = rec.wait().expect("recorder");
+    assert!(status.success(), "record exited {status:?}");
+    assert!(killed.elapsed() > Duration::from_millis(300) || samples(&dir) == 10);
+
+    let at_before = tasksnap(&["ps", "--replay", d, "--at", &before, "-o", cols, "-p", &pids]);
+    assert!(at_before.status.success(), "{}", text(&at_before.stderr));
+    assert_eq!(
+        text(&at_before.stdout),
+        text(&procps.stdout),
+        "ps --replay at {before} differs from what procps printed while recording"
+    );
+
+    // At the end of the recording the victim is gone: procps exits 1 when nothing matched.
+    let at_end = tasksnap(&["ps", "--replay", d, "-o", "pid=", "-p", &victim.to_string()]);
+    assert_eq!(at_end.status.code(), Some(1), "{}", text(&at_end.stdout));
+    assert_eq!(text(&at_end.stdout), "");
+    let keeper_end = tasksnap(&["ps", "--replay", d, "-o", "pid=", "-p", &keeper.to_string()]);
+    assert_eq!(text(&keeper_end.stdout).trim(), keeper.to_string());
+}
+
+#[test]
+fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_time() {
+    if !root_or_skip("recording thread states with BPF") {
+        return;
+    }
+    let python = match std::env::var("TASKSNAP_DUCKDB_PYTHON") {
+        Ok(p) => p,
+        Err(_) if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") => {
+            panic!("TASKSNAP_DUCKDB_PYTHON is not set (./x test sets it up)")
+        }
+        Err(_) => {
+            eprintln!("SKIP: TASKSNAP_DUCKDB_PYTHON not set (./x test installs DuckDB)");
+            return;
+        }
+    };
+    // A process that burns CPU and sleeps in turns: every state column moves.
+    let busy = ProcessGroup::spawn(
+        1,
+        &["sh", "-c", "while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.05; done"],
+    )
+    .expect("spawn busy");
+    let pid = busy.pids()[0];
+    let (_t, dir) = store_dir();
+    let d = dir.to_str().expect("utf-8 path");
+    let n = 6;
+    let rec = tasksnap(&["record", "--dir", d, "--interval", "0.4", "--count", &n.to_string(), "-q"]);
+    assert!(rec.status.success(), "{}", text(&rec.stderr));
+    drop(busy);
+
+    let parquet = dir.with_extension("parquet");
+    let p = parquet.to_str().expect("utf-8 path");
+    let dump = tasksnap(&["dump", "--dir", d, "--what", "threads", "--format", "parquet", "-o", p]);
+    assert!(dump.status.success(), "{}", text(&dump.stderr));
+
+    // What states --replay prints for the same window (the whole recording).
+    let states = tasksnap(&["states", "--replay", d, "--json", "-p", &pid.to_string(), "-r", "0"]);
+    assert!(states.status.success(), "{}", text(&states.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&states.stdout).expect("states json");
+    let row = v["threads"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["tid"] == pid))
+        .unwrap_or_else(|| panic!("pid {pid} not in {v}"));
+    let alive_s = row["alive_ns"].as_f64().expect("alive_ns") / 1e9;
+    let secs = |s: &str| row[format!("{s}_pct")].as_f64().expect("pct") / 100.0 * alive_s;
+    assert!(secs("running") > 0.05, "the busy process ran: {row}");
+    let expect = format!(
+        "running={:.6},runnable={:.6},sleeping={:.6},disk={:.6}",
+        secs("running"),
+        secs("runnable"),
+        secs("sleeping"),
+        secs("disk")
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/py/check_dump_duckdb.py");
+    let check = Command::new(python)
+        .arg(script)
+        .args([p, "--pid", &pid.to_string(), "--tid", &pid.to_string()])
+        .args(["--expect-rows", &n.to_string(), "--expect-state-seconds", &expect])
+        // states prints percentages to 2 decimals: 0.005% of the window.
+        .args(["--tolerance", &format!("{:.6}", alive_s * 0.0001 + 1e-4)])
+        .output()
+        .expect("run the DuckDB check");
+    assert!(
+        check.status.success(),
+        "DuckDB check failed:\n{}{}",
+        text(&check.stdout),
+        text(&check.stderr)
+    );
+}
+
+#[test]
+fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
+    let (t, dir) = store_dir();
+    let d = dir.to_str().expect("utf-8 path");
+
+    // Missing.
+    for args in [
+        vec!["ps", "--replay", d],
+        vec!["dump", "--dir", d],
+        vec!["states", "--replay", d],
+    ] {
+        let out = tasksnap(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(text(&out.stderr).contains(d), "{args:?}: {}", text(&out.stderr));
+    }
+    // Foreign: a directory of someone else's files is neither read nor written.
+    let foreign = t.path().join("foreign");
+    std::fs::create_dir(&foreign).expect("mkdir");
+    std::fs::write(foreign.join("notes.txt"), "mine").expect("write");
+    let f = foreign.to_str().expect("utf-8 path");
+    let out = tasksnap(&["record", "--dir", f, "--count", "1", "--backend", "procfs"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("not a tasksnap store"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(foreign.join("notes.txt")).ok().as_deref(), Some("mine"));
+    assert_eq!(std::fs::read_dir(&foreign).map(|d| d.count()).ok(), Some(1));
+    let out = tasksnap(&["dump", "--dir", f]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // A store: one recorder at a time.
+    let mut first = Command::new(TASKSNAP)
+        .args(["record", "--dir", d, "--interval", "0.2", "--backend", "procfs", "-q"])
+        .spawn()
+        .expect("start the recorder");
+    wait_until("6 samples", || samples(&dir) >= 6);
+    let second = tasksnap(&["record", "--dir", d, "--count", "1", "--backend", "procfs"]);
+    assert_eq!(second.status.code(), Some(3), "{}", text(&second.stderr));
+    assert!(text(&second.stderr).contains(&first.id().to_string()), "{}", text(&second.stderr));
+    // SIGTERM stops it cleanly.
+    // SAFETY: kill on the child this test started.
+    unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
+    assert!(first.wait().expect("recorder").success());
+    let n = samples(&dir);
+    assert!(n >= 2);
+
+    // Times outside the recording.
+    for at in ["1000000000", "-3650d"] {
+        let out = tasksnap(&["ps", "--replay", d, "--at", at]);
+        assert_eq!(out.status.code(), Some(1), "--at {at}");
+        assert!(text(&out.stderr).contains("outside the recording"), "{}", text(&out.stderr));
+    }
+    let out = tasksnap(&["ps", "--replay", d, "--at", "yesterday"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("not a time"), "{}", text(&out.stderr));
+    let out = tasksnap(&["ps", "--at", "-1m"]);
+    assert_ne!(out.status.code(), Some(0));
+
+    // Damage: bytes flipped in a frame after the key (which the store's own crash tests
+    // place exactly): the listing still comes, from the samples that are whole, and the dump
+    // says what it skipped.
+    let seg = std::fs::read_dir(&dir)
+        .expect("store")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "tsf"))
+        .expect("a segment");
+    let mut bytes = std::fs::read(&seg).expect("segment");
+    let at = bytes.len() * 3 / 4;
+    for b in &mut bytes[at..at + 16] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&seg, &bytes).expect("write back");
+    let out = tasksnap(&["ps", "--replay", d, "-o", "pid="]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!out.stdout.is_empty());
+    let dump = tasksnap(&["dump", "--dir", d, "--what", "system", "--fields", "time"]);
+    assert!(dump.status.success(), "{}", text(&dump.stderr));
+    let after = text(&dump.stdout).lines().count() - 1;
+    assert!(after >= 1 && after <= n, "{after} of {n} samples read after the damage");
+    if after < n {
+        assert!(text(&dump.stderr).contains("damaged"), "{}", text(&dump.stderr));
+    }
+
+    // A newer format: refused, not misread.
+    std::fs::write(dir.join("tasksnap-store"), "tasksnap-store format 99\n").expect("marker");
+    let out = tasksnap(&["ps", "--replay", d]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("99"), "{}", text(&out.stderr));
+    let out = tasksnap(&["record", "--dir", d, "--count", "1", "--backend", "procfs"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+}
