@@ -69,6 +69,11 @@ pub struct Args {
     #[arg(long)]
     pub why_sleep: bool,
 
+    /// After each sample, print to stderr where its time went (sampler phases, encoding,
+    /// writing) and its size.
+    #[arg(long)]
+    pub timings: bool,
+
     /// Say nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -150,6 +155,13 @@ fn run(args: &Args) -> ExitCode {
         }
     };
     let open_cpu_ns = own_cpu_ns().saturating_sub(cpu0);
+    if sampler.report().backend == Backend::Bpf {
+        // Loaded: a recorder that runs for weeks keeps only what reading /proc needs (as
+        // top and ps do), not the power to load programs.
+        if let Err(e) = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT) {
+            warn!("tasksnap record: could not drop capabilities: {e}");
+        }
+    }
     if !args.quiet {
         let (states, why) = sampler.states_report();
         warn!(
@@ -177,7 +189,9 @@ fn run(args: &Args) -> ExitCode {
         };
         let t = reading.snapshot.taken_at_unix_ns;
         let force_key = writer.starts_segment(t);
+        let e0 = Instant::now();
         let enc = encoder.encode(reading, force_key);
+        let e1 = Instant::now();
         let mut result = Ok(());
         if let Some(names) = &enc.names {
             result = writer.append(KIND_NAMES, enc.key, t, names);
@@ -188,7 +202,25 @@ fn run(args: &Args) -> ExitCode {
         if result.is_ok() && enc.key {
             result = writer.sync();
         }
-        tally.cpu_ns += own_cpu_ns().saturating_sub(c0);
+        let cpu_ns = own_cpu_ns().saturating_sub(c0);
+        tally.cpu_ns += cpu_ns;
+        if args.timings {
+            let mut line = String::new();
+            for (name, d) in sampler.phases() {
+                line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
+            }
+            warn!(
+                "tasksnap record: {}{line}encode {:.1} ms, write {:.1} ms; {} payload {} B \
+                 (names {} B); CPU {:.1} ms",
+                if enc.key { "key: " } else { "" },
+                (e1 - e0).as_secs_f64() * 1e3,
+                e1.elapsed().as_secs_f64() * 1e3,
+                if enc.key { "key" } else { "delta" },
+                enc.sample.len(),
+                enc.names.as_ref().map_or(0, Vec::len),
+                cpu_ns as f64 / 1e6
+            );
+        }
         if let Err(e) = result {
             warn!(
                 "tasksnap record: {e}; stopped after {} samples (all of them are kept in {})",

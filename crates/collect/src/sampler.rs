@@ -74,6 +74,7 @@ pub struct Sampler {
     /// Identities whose names were asked for and could not be read (gone, or denied).
     unnamed: ThreadMap<()>,
     opts: Options,
+    phases: Vec<(&'static str, std::time::Duration)>,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -130,6 +131,7 @@ impl Sampler {
             },
             unnamed: ThreadMap::default(),
             opts,
+            phases: Vec::new(),
         })
     }
 
@@ -144,9 +146,15 @@ impl Sampler {
         (self.states_backend, &self.states_why)
     }
 
+    /// Where the last [`Sampler::read`]'s time went, phase by phase.
+    pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
+        &self.phases
+    }
+
     /// One reading of the host. It is kept (and updated in place by the next call, which
     /// costs the tasks that changed, not the host): clone what must outlive that.
     pub fn read(&mut self) -> Result<&Reading, Error> {
+        let t0 = std::time::Instant::now();
         let taken_at_unix_ns = crate::sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = crate::sys::clock_ns(libc::CLOCK_BOOTTIME);
         let mut fresh: Vec<Task> = Vec::new();
@@ -163,7 +171,9 @@ impl Sampler {
             let gone: ThreadMap<()> = summary.gone.iter().map(|id| (*id, ())).collect();
             carry_names(old, fresh, |t| gone.contains_key(&t.id))
         };
+        let t1 = std::time::Instant::now();
         self.fill_names()?;
+        let t2 = std::time::Instant::now();
         let tasks = &mut self.reading.snapshot.tasks;
         let unnamed = &mut self.unnamed;
         if unnamed.len() > tasks.len() {
@@ -174,6 +184,7 @@ impl Sampler {
             Some(s) => Some(s.sample()?),
             None => None,
         };
+        let t3 = std::time::Instant::now();
         let snapshot = &mut self.reading.snapshot;
         snapshot.taken_at_unix_ns = taken_at_unix_ns;
         snapshot.taken_at_boottime_ns = taken_at_boottime_ns;
@@ -184,6 +195,13 @@ impl Sampler {
                 .unwrap_or(0);
         }
         self.reading.system = system::figures(&self.opts.proc_root);
+        let t4 = std::time::Instant::now();
+        self.phases = vec![
+            ("tasks", t1 - t0),
+            ("names", t2 - t1),
+            ("states", t3 - t2),
+            ("system", t4 - t3),
+        ];
         Ok(&self.reading)
     }
 
@@ -226,8 +244,8 @@ impl Sampler {
         let mut leader: Option<(i32, Option<Vec<u8>>, Option<Vec<u8>>)> = None;
         for t in tasks.iter_mut() {
             if t.id.is_leader() {
-                leader = Some((t.id.tgid, t.cmdline.clone(), t.cgroup.clone()))
-                    .filter(|_| t.base.as_ref().is_some_and(|b| b.num_threads > 1));
+                let threaded = t.base.as_ref().is_some_and(|b| b.num_threads > 1);
+                leader = threaded.then(|| (t.id.tgid, t.cmdline.clone(), t.cgroup.clone()));
             } else if t.cmdline.is_none() {
                 if let Some((_, cmdline, cgroup)) = leader.as_ref().filter(|l| l.0 == t.id.tgid) {
                     t.cmdline = cmdline.clone();

@@ -146,6 +146,10 @@ impl std::hash::Hasher for ThreadHasher {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
     fn write_i32(&mut self, n: i32) {
         self.write_u64(n as u32 as u64);
     }

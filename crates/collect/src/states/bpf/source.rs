@@ -18,6 +18,8 @@ use tasksnap_model::TaskId;
 /// Off-CPU time per (state, stack id), by thread: (global tid, start time), as the why hash
 /// keys it (the thread's TaskId holds the caller's namespace ids).
 type WhyByThread = HashMap<(i32, u64), Vec<(State, u32, u64)>, BuildHasherDefault<ThreadHasher>>;
+/// A set of threads (or ids) hashed with [`ThreadHasher`].
+type FastSet<T> = HashSet<T, BuildHasherDefault<ThreadHasher>>;
 use tasksnap_model::states::{State, NSTATES};
 use crate::states::symbolize::{self, Kallsyms};
 use crate::Error;
@@ -403,7 +405,7 @@ impl BpfSource {
     }
 
     /// Deletes stacks no thread refers to any more, when the map is filling up.
-    fn collect_stacks(&mut self, referenced: &HashSet<u32>) {
+    fn collect_stacks(&mut self, referenced: &FastSet<u32>) {
         use libbpf_rs::MapCore;
 
         if self.frames.len() < STACK_GC_AT {
@@ -424,6 +426,8 @@ impl BpfSource {
     }
 
     fn sample_impl(&mut self) -> Result<Sample, Error> {
+        // Sets of every thread of the host, hashed with the model's thread hasher: SipHash
+        // over 50,000 (tid, start time) pairs was milliseconds of every sample.
         let why = self.why()?;
         let nrecs = self.pass()?;
         // The pass's bytes are taken out of self while they are decoded (the loop below needs
@@ -448,8 +452,8 @@ impl BpfSource {
         }
         // Which threads are alive matters only for cleaning the why hash: not built otherwise
         // (two sets of every thread of the host would cost more than the rest of a sample).
-        let live_threads: HashSet<(i32, u64)> = if why.is_empty() {
-            HashSet::new()
+        let live_threads: FastSet<(i32, u64)> = if why.is_empty() {
+            FastSet::default()
         } else {
             records(&buf)
                 .map(|r| (r.global_tid as i32, r.start_boottime_ns))
@@ -462,7 +466,7 @@ impl BpfSource {
         if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
             sample.notes.extend(self.pid1_note(seen_pid1));
         }
-        let mut referenced: HashSet<u32> = HashSet::new();
+        let mut referenced: FastSet<u32> = FastSet::default();
         for (r, exited) in records(&buf)
             .map(|r| (r, false))
             .chain(exits.iter().map(|&r| (r, true)))
@@ -553,7 +557,7 @@ impl BpfSource {
         }
         // Off-CPU entries of threads that are gone (their last totals are in this sample)
         // are deleted so the hash does not fill up.
-        let exited: HashSet<(i32, u64)> = exits
+        let exited: FastSet<(i32, u64)> = exits
             .iter()
             .map(|r| (r.global_tid as i32, r.start_boottime_ns))
             .collect();

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Benchmark: the cost of recording history at N processes, side by side in one run on the
+# same load and interval, one after the other: `tasksnap record` and Debian's `atop -w`
+# (both writing SAMPLES samples to a file). Reports, per sample, the CPU time (user+system of
+# the recorder process, start-up included, from /usr/bin/time) and the bytes written, and the
+# ratios; with DAY=1 also the projection to a day at that interval.
+#
+#   bench/record.sh [N]                     default 5000 processes, INTERVAL=1, SAMPLES=60
+#   INTERVAL=10 SAMPLES=30 bench/record.sh 50000
+#   TOOLS="tasksnap" bench/record.sh 50000  only tasksnap (e.g. for the 1%-of-a-CPU check)
+#
+# Needs root (the BPF backend, and room for 50,000 processes). atop comes from Debian
+# (apt-get install atop); its daemon is not needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TS=${TS:-$PWD/target/release/tasksnap}
+LG=$PWD/target/release/tasksnap-loadgen
+N=${1:-5000}
+INTERVAL=${INTERVAL:-1}
+SAMPLES=${SAMPLES:-60}
+TOOLS=${TOOLS:-"tasksnap atop"}
+[ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
+[ -x /usr/bin/time ] || { echo "bench/record.sh needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+case " $TOOLS " in *" atop "*) command -v atop >/dev/null || { echo "needs atop (apt-get install atop)" >&2; exit 1; } ;; esac
+
+. bench/lib.sh
+raise_limits
+
+work=$(mktemp -d /var/tmp/tasksnap-record-bench.XXXXXX)
+cleanup() {
+  stop_load
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+coproc LOAD { exec "$LG" --procs "$N" --until-stdin-eof; }
+load_pid=$LOAD_PID
+read -r _ <&"${LOAD[0]}"
+echo "load ready: $(ls /proc | grep -c '^[0-9]') processes; interval ${INTERVAL}s, $SAMPLES samples per tool"
+
+# prints "cpu_ms_per_sample bytes_per_sample wall_s"
+measure() {
+  local name=$1 bytes_of=$2; shift 2
+  /usr/bin/time -f "%e %U %S" -o "$work/$name.time" "$@" >/dev/null 2>"$work/$name.err" || {
+    echo "$name failed:" >&2; cat "$work/$name.err" >&2; exit 1; }
+  read -r wall user sys <"$work/$name.time"
+  local bytes
+  bytes=$(du -sb "$bytes_of" | cut -f1)
+  awk -v u="$user" -v s="$sys" -v b="$bytes" -v n="$SAMPLES" -v w="$wall" \
+    'BEGIN { printf "%.1f %.0f %.1f\n", (u + s) * 1000 / n, b / n, w }'
+}
+
+declare -A cpu bytes
+printf '%-10s %14s %16s %8s\n' tool "CPU ms/sample" "bytes/sample" "wall s"
+for tool in $TOOLS; do
+  case $tool in
+    tasksnap)
+      read -r c b w < <(measure tasksnap "$work/ts" "$TS" record --dir "$work/ts" \
+        --interval "$INTERVAL" --count "$SAMPLES")
+      grep 'own CPU' "$work/tasksnap.err" | sed 's/^/  /' >&2 || true ;;
+    atop)
+      read -r c b w < <(measure atop "$work/atop.raw" atop -w "$work/atop.raw" "$INTERVAL" "$SAMPLES") ;;
+  esac
+  cpu[$tool]=$c; bytes[$tool]=$b
+  printf '%-10s %14s %16s %8s\n' "$tool" "$c" "$b" "$w"
+done
+if [ -n "${cpu[atop]:-}" ] && [ -n "${cpu[tasksnap]:-}" ]; then
+  awk -v tc="${cpu[tasksnap]}" -v ac="${cpu[atop]}" -v tb="${bytes[tasksnap]}" -v ab="${bytes[atop]}" \
+    'BEGIN { printf "tasksnap/atop: CPU %.3f (1/%.1f), bytes %.3f (1/%.1f)\n", tc/ac, ac/tc, tb/ab, ab/tb }'
+fi
+if [ -n "${cpu[tasksnap]:-}" ]; then
+  awk -v c="${cpu[tasksnap]}" -v b="${bytes[tasksnap]}" -v i="$INTERVAL" \
+    'BEGIN { if (i > 0) printf "tasksnap at this interval: %.2f%% of a CPU, %.2f GB per day\n", c / (i * 10), b * 86400 / i / 1e9 }'
+fi
