@@ -120,7 +120,16 @@ pub fn read_marker(dir: &Path) -> Result<Marker, StoreError> {
 pub fn write_marker(dir: &Path) -> Result<(), StoreError> {
     let tmp = dir.join(format!("{MARKER_NAME}.tmp"));
     let path = dir.join(MARKER_NAME);
-    let mut f = File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
+    let mut f = {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| StoreError::io(&tmp, e))?
+    };
     f.write_all(format!("{MARKER_PREFIX}{FORMAT_VERSION}\n").as_bytes())
         .and_then(|()| f.sync_all())
         .map_err(|e| StoreError::io(&tmp, e))?;

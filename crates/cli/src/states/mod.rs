@@ -127,6 +127,13 @@ fn replay_window(
     let Some((first, last)) = history.span() else {
         anyhow::bail!("{}: the recording holds no sample yet", dir.display());
     };
+    if first == last {
+        anyhow::bail!(
+            "{}: the recording holds one sample ({}); an interval needs two",
+            dir.display(),
+            crate::when::rfc3339(first)
+        );
+    }
     let from = args.from.unwrap_or(first);
     let to = args.to.unwrap_or(last);
     if from >= to {
