@@ -1,0 +1,339 @@
+//! `tasksnap top --replay DIR`: the live view over a recording (`tasksnap record`). A replay
+//! stands on one sample at a time and steps through them (`t`, `T`, `b`; one per frame in
+//! batch mode); each frame is made by the code that makes a live one, from the sample shown
+//! and the one before it: %CPU and RUNQ% from the two snapshots' counters over the two
+//! readings' CLOCK_BOOTTIME stamps, the header's CPU split from their recorded CPU ticks,
+//! DISK% and wait reasons from their recorded thread-state totals, memory, load and uptime
+//! from the sample itself. Nothing of the host is read for what the recording holds, and no
+//! BPF program is loaded.
+
+use std::path::{Path, PathBuf};
+
+use tasksnap_collect::replay::{selects, ReplayCollector};
+use tasksnap_history::History;
+use tasksnap_model::{Reading, Selector, Snapshot};
+
+use super::system::{cpu_split, System};
+
+/// A recording open for `top`, standing on one of its samples.
+#[derive(Debug)]
+pub struct Replay {
+    dir: PathBuf,
+    history: History,
+    /// Every sample's time, ns since the epoch, in order.
+    times: Vec<u64>,
+    /// The sample shown: `times[index]`.
+    index: usize,
+    /// Answers for the sample shown (rows' command lines and memory come through its fill).
+    cur: ReplayCollector,
+    /// The sample before it, when there is one (rates need it).
+    prev: Option<Reading>,
+}
+
+/// `2026-11-23T03:00:00.123Z`.
+fn rfc3339(ns: u64) -> String {
+    crate::when::rfc3339(ns)
+}
+
+impl Replay {
+    /// Opens the recording in `dir` on the sample in force at `at`; without it, on the
+    /// first sample that has one before it (the first with rates). Every way this can fail
+    /// (no store, an empty or damaged one, `at` outside it) is one line for the user.
+    pub fn open(dir: &Path, at: Option<u64>) -> Result<Replay, String> {
+        let history = History::open(dir).map_err(|e| e.to_string())?;
+        let times = match history.span() {
+            Some((first, last)) => history
+                .sample_times(first, last)
+                .map_err(|e| e.to_string())?,
+            None => Vec::new(),
+        };
+        if times.is_empty() {
+            let d = history.store().damage();
+            let damaged = d.skipped_bytes + d.tail_bytes + d.corrupt_frames;
+            return Err(if damaged > 0 {
+                format!(
+                    "{}: no readable sample: the recording is damaged ({} bytes skipped)",
+                    dir.display(),
+                    d.skipped_bytes + d.tail_bytes
+                )
+            } else {
+                format!("{}: the recording holds no sample yet", dir.display())
+            });
+        }
+        let index = match at {
+            Some(t) => index_at(&times, t).map_err(|e| format!("{}: {e}", dir.display()))?,
+            None => 1.min(times.len() - 1),
+        };
+        let cur = read(&history, dir, times[index])?;
+        let mut r = Replay {
+            dir: dir.to_path_buf(),
+            history,
+            times,
+            index,
+            cur,
+            prev: None,
+        };
+        r.prev = r.read_prev();
+        Ok(r)
+    }
+
+    /// The reading of the sample before the one shown, if it reads.
+    fn read_prev(&self) -> Option<Reading> {
+        let i = self.index.checked_sub(1)?;
+        read(&self.history, &self.dir, self.times[i])
+            .ok()
+            .map(ReplayCollector::into_reading)
+    }
+
+    /// Moves to the next sample (`forward`) or the previous one. At either end it stays and
+    /// says so; at the end it first looks for samples a recorder appended since.
+    pub fn step(&mut self, forward: bool) -> Result<(), String> {
+        if forward {
+            if self.index + 1 >= self.times.len() {
+                self.look_for_more();
+            }
+            if self.index + 1 >= self.times.len() {
+                return Err(format!(
+                    "at the last sample ({}/{}): no later one",
+                    self.index + 1,
+                    self.times.len()
+                ));
+            }
+            let next = read(&self.history, &self.dir, self.times[self.index + 1])?;
+            let old = std::mem::replace(&mut self.cur, next);
+            self.prev = Some(old.into_reading());
+            self.index += 1;
+        } else {
+            if self.index == 0 {
+                return Err(format!(
+                    "at the first sample (1/{}): no earlier one",
+                    self.times.len()
+                ));
+            }
+            let t = self.times[self.index - 1];
+            self.cur = match self.prev.take() {
+                Some(p) => over(&self.dir, p),
+                None => read(&self.history, &self.dir, t)?,
+            };
+            self.index -= 1;
+            self.prev = self.read_prev();
+        }
+        Ok(())
+    }
+
+    /// Moves to the sample in force at `t` (the last one at or before it).
+    pub fn jump(&mut self, t: u64) -> Result<(), String> {
+        self.look_for_more();
+        let i = index_at(&self.times, t)?;
+        if i == self.index {
+            return Ok(());
+        }
+        if i == self.index + 1 || i + 1 == self.index {
+            return self.step(i > self.index);
+        }
+        self.cur = read(&self.history, &self.dir, self.times[i])?;
+        self.index = i;
+        self.prev = self.read_prev();
+        Ok(())
+    }
+
+    /// Adds the samples a recorder appended since the recording was opened.
+    fn look_for_more(&mut self) {
+        let Some(&last) = self.times.last() else {
+            return;
+        };
+        if let Ok(more) = self.history.sample_times(last.saturating_add(1), u64::MAX) {
+            self.times.extend(more.into_iter().filter(|&t| t > last));
+        }
+    }
+
+    /// The sample shown.
+    pub fn reading(&self) -> &Reading {
+        self.cur.reading()
+    }
+
+    /// The sample before it, when rates can be taken against it: same boot, earlier.
+    pub fn prev(&self) -> Option<&Reading> {
+        let cur = &self.reading().snapshot;
+        self.prev.as_ref().filter(|p| {
+            p.snapshot.boot_time_unix_s == cur.boot_time_unix_s
+                && p.snapshot.taken_at_boottime_ns < cur.taken_at_boottime_ns
+        })
+    }
+
+    /// The collector over the sample shown (for the rows' fill).
+    pub fn collector(&self) -> &ReplayCollector {
+        &self.cur
+    }
+
+    /// The tasks of `reading` that `selectors` name, in the shape a live refresh gets them:
+    /// every thread of the processes shown; in the threads view (`threads`) each row one
+    /// thread, so the leader's row, which the recorder kept with its process's CPU times,
+    /// keeps what its process's other threads did not use.
+    pub fn snapshot(reading: &Reading, selectors: &[Selector], threads: bool) -> Snapshot {
+        let s = &reading.snapshot;
+        let mut tasks: Vec<tasksnap_model::Task> = s
+            .tasks
+            .iter()
+            .filter(|t| selectors.iter().any(|sel| selects(sel, t)))
+            .cloned()
+            .collect();
+        if threads {
+            leader_as_thread(&mut tasks);
+        }
+        Snapshot {
+            taken_at_unix_ns: s.taken_at_unix_ns,
+            taken_at_boottime_ns: s.taken_at_boottime_ns,
+            boot_time_unix_s: s.boot_time_unix_s,
+            backend: s.backend,
+            tasks,
+            stats: s.stats,
+        }
+    }
+
+    /// The header's machine figures, as recorded (the CPU split against the sample before,
+    /// or since boot for the first).
+    pub fn system(&self) -> System {
+        let cur = self.reading();
+        let before = self.prev().and_then(|p| p.system.cpu).unwrap_or_default();
+        System {
+            uptime_s: cur.snapshot.taken_at_boottime_ns as f64 / 1e9,
+            // Logins are not recorded.
+            users: 0,
+            loadavg: cur.system.load.map(|l| l.avg).unwrap_or_default(),
+            cpu_pct: cur
+                .system
+                .cpu
+                .map(|now| cpu_split(&before, &now))
+                .unwrap_or_default(),
+            mem: cur.system.memory.unwrap_or_default(),
+        }
+    }
+
+    /// The sample's time of day in UTC, as the header's clock shows it.
+    pub fn clock(&self) -> String {
+        let s = self.reading().snapshot.taken_at_unix_ns / 1_000_000_000 % 86_400;
+        format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    }
+
+    /// The header line that says this is a replay, and of what.
+    pub fn marker(&self) -> String {
+        let cur = &self.reading().snapshot;
+        let interval = match self.prev() {
+            Some(p) => format!(
+                "{:.1} s since the sample before",
+                cur.taken_at_boottime_ns
+                    .saturating_sub(p.snapshot.taken_at_boottime_ns) as f64
+                    / 1e9
+            ),
+            None => "no sample before it: no rates".into(),
+        };
+        format!(
+            "replay {} sample {}/{} at {} ({interval})",
+            self.dir.display(),
+            self.index + 1,
+            self.times.len(),
+            rfc3339(cur.taken_at_unix_ns)
+        )
+    }
+
+    /// The widest pid the sample holds, in digits (at least 5, as the live view).
+    pub fn pid_width(&self) -> usize {
+        let max = self
+            .reading()
+            .snapshot
+            .tasks
+            .iter()
+            .map(|t| t.id.tid.max(t.id.tgid))
+            .max()
+            .unwrap_or(0);
+        max.max(1).to_string().len().max(5)
+    }
+
+    /// `MemTotal` when the sample was taken (for %MEM).
+    pub fn mem_total_kib(&self) -> u64 {
+        self.reading()
+            .system
+            .memory
+            .map(|m| m.total_kib)
+            .unwrap_or(0)
+    }
+}
+
+/// The index of the sample in force at `t` among `times` (sorted): the last at or before
+/// it. A time before the first or after the last is an error that says the recording's span.
+pub fn index_at(times: &[u64], t: u64) -> Result<usize, String> {
+    match (times.first(), times.last()) {
+        (Some(&first), Some(&last)) if (first..=last).contains(&t) => {
+            Ok(times.partition_point(|&x| x <= t) - 1)
+        }
+        (Some(&first), Some(&last)) => Err(format!(
+            "{} is outside the recording, which runs from {} to {}",
+            rfc3339(t),
+            rfc3339(first),
+            rfc3339(last)
+        )),
+        _ => Err("the recording holds no sample".into()),
+    }
+}
+
+/// The sample in force at `t`, as a collector (its report names the recording and time).
+fn read(history: &History, dir: &Path, t: u64) -> Result<ReplayCollector, String> {
+    let reading = history.reading_at(t).map_err(|e| e.to_string())?;
+    Ok(over(dir, reading))
+}
+
+/// A collector over `reading` of the recording in `dir`.
+fn over(dir: &Path, reading: Reading) -> ReplayCollector {
+    let why = format!(
+        "replay of {} at {}",
+        dir.display(),
+        rfc3339(reading.snapshot.taken_at_unix_ns)
+    );
+    ReplayCollector::new(reading, why)
+}
+
+/// In `tasks` (every thread of some processes, in (tgid, tid) order, each leader carrying
+/// its process's CPU times), gives each leader its own share: the process's times less its
+/// other threads' (what is left also holds the threads that have exited, as procps's
+/// `ps -L` cannot tell either).
+fn leader_as_thread(tasks: &mut [tasksnap_model::Task]) {
+    let mut i = 0;
+    while i < tasks.len() {
+        let tgid = tasks[i].id.tgid;
+        let end = i + tasks[i..].iter().take_while(|t| t.id.tgid == tgid).count();
+        let (mut user, mut system) = (0u64, 0u64);
+        let mut leader = None;
+        for (j, t) in tasks[i..end].iter().enumerate() {
+            if t.id.is_leader() {
+                leader = Some(i + j);
+            } else if let Some(s) = &t.stat {
+                user += s.utime_ns;
+                system += s.stime_ns;
+            }
+        }
+        if let Some(s) = leader.and_then(|l| tasks[l].stat.as_mut()) {
+            s.utime_ns = s.utime_ns.saturating_sub(user);
+            s.stime_ns = s.stime_ns.saturating_sub(system);
+        }
+        i = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sample_in_force_at_a_time() {
+        let times = [10, 20, 30];
+        assert_eq!(index_at(&times, 10), Ok(0));
+        assert_eq!(index_at(&times, 19), Ok(0));
+        assert_eq!(index_at(&times, 20), Ok(1));
+        assert_eq!(index_at(&times, 30), Ok(2));
+        let before = index_at(&times, 9).expect_err("before the first");
+        assert!(before.contains("outside the recording"), "{before}");
+        assert!(index_at(&times, 31).is_err());
+        assert!(index_at(&[], 5).is_err());
+    }
+}
