@@ -994,4 +994,23 @@ mod tests {
         assert_eq!(o.pids, vec![1, std::process::id() as i32]);
         assert_eq!(o.user, Some(0));
     }
+
+    #[test]
+    fn top_replay_arguments() {
+        let o = parse(&["-b", "--replay", "/r", "--at", "1763866800"]).expect("parses");
+        assert_eq!(o.replay.as_deref(), Some(Path::new("/r")));
+        assert_eq!(o.at, Some(1_763_866_800_000_000_000));
+        let o = parse(&["--replay=/r", "--at=2025-11-23T03:00:00Z"]).expect("parses");
+        assert_eq!(o.replay.as_deref(), Some(Path::new("/r")));
+        assert_eq!(o.at, Some(1_763_866_800_000_000_000));
+        for bad in [
+            &["--at", "-10m"][..],
+            &["--replay"],
+            &["--replay="],
+            &["--replay", "/r", "--at", "yesterday"],
+            &["--replay", "/r", "--at"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 }

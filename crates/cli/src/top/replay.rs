@@ -336,4 +336,162 @@ mod tests {
         assert!(index_at(&times, 31).is_err());
         assert!(index_at(&[], 5).is_err());
     }
+
+    const T0: u64 = 1_763_866_800_000_000_000;
+    const SEC: u64 = 1_000_000_000;
+
+    /// Sample `i` of a synthetic recording: one process (pid 100, `burn`) that uses 0.75
+    /// CPU seconds per second (0.5 user, 0.25 system), samples one second apart from T0.
+    fn reading(i: u64) -> Reading {
+        let mut t = task(100, 100, i * 500);
+        t.base = Some(tasksnap_model::Base {
+            state: tasksnap_model::TaskState::Running,
+            ppid: 1,
+            comm: tasksnap_model::Comm::from_slice(b"burn"),
+            num_threads: 1,
+            ..Default::default()
+        });
+        Reading {
+            snapshot: Snapshot {
+                taken_at_unix_ns: T0 + i * SEC,
+                taken_at_boottime_ns: 1000 * SEC + i * SEC,
+                boot_time_unix_s: T0 / SEC - 1000,
+                backend: tasksnap_model::Backend::Procfs,
+                tasks: vec![t],
+                stats: Default::default(),
+            },
+            states: None,
+            system: tasksnap_model::SystemFigures {
+                memory: Some(tasksnap_model::Memory {
+                    total_kib: 1 << 20,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// A store in `dir` holding samples 0..n of [`reading`].
+    fn record(dir: &Path, n: u64) {
+        let mut w = tasksnap_store::Writer::create(dir, Default::default()).expect("store");
+        let mut enc = tasksnap_history::Encoder::new(2);
+        for i in 0..n {
+            let r = reading(i);
+            let t = r.snapshot.taken_at_unix_ns;
+            let e = enc.encode(&r, w.starts_segment(t));
+            if let Some(names) = &e.names {
+                w.append(tasksnap_history::KIND_NAMES, e.key, t, names)
+                    .expect("names");
+            }
+            w.append(tasksnap_history::KIND_SAMPLE, e.key, t, &e.sample)
+                .expect("sample");
+        }
+        w.finish().expect("finish");
+    }
+
+    /// A replay stands on a sample and steps through the recording: rates from the sample
+    /// before, refusals at both ends, jumps to the sample in force, errors that say why.
+    #[test]
+    fn a_replay_steps_through_its_recording() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = dir.path().join("rec");
+        record(&store, 4);
+        let opts = crate::top::Options {
+            batch: true,
+            ..Default::default()
+        };
+        let rp = Replay::open(&store, None).expect("opens");
+        assert_eq!(rp.index, 1, "starts on the first sample with rates");
+        let mut top = crate::top::Top::replay(opts, rp);
+        let frame = top.refresh("unused").expect("frame");
+        let row = frame.lines.iter().find(|l| l.id.tgid == 100).expect("row");
+        assert!((row.cpu_pct - 75.0).abs() < 0.01, "{}", row.cpu_pct);
+        assert!(
+            frame.header[0].starts_with("top - 03:00:01 up 16 min"),
+            "{:?}",
+            frame.header
+        );
+        let marker = frame.header.last().expect("marker");
+        assert!(
+            marker.contains("sample 2/4 at 2025-11-23T03:00:01.000Z"),
+            "{marker}"
+        );
+
+        top.step(true).expect("to 3");
+        top.step(true).expect("to 4");
+        let end = top.step(true).expect_err("past the end");
+        assert!(end.contains("last sample (4/4)"), "{end}");
+        top.jump(T0).expect("to the first");
+        let frame = top.refresh("unused").expect("frame");
+        assert!(frame
+            .header
+            .last()
+            .is_some_and(|m| m.contains("sample 1/4")));
+        assert_eq!(
+            frame.lines[0].cpu_pct, 0.0,
+            "no sample before the first: no rates"
+        );
+        let start = top.step(false).expect_err("before the start");
+        assert!(start.contains("first sample"), "{start}");
+        top.jump(T0 + 2 * SEC + SEC / 2).expect("in force at 2.5 s");
+        let frame = top.refresh("unused").expect("frame");
+        assert!(frame
+            .header
+            .last()
+            .is_some_and(|m| m.contains("sample 3/4")));
+        assert!((frame.lines[0].cpu_pct - 75.0).abs() < 0.01);
+        assert!(top.jump(T0 + 10 * SEC).is_err());
+        top.step(false).expect("back to 2");
+        let frame = top.refresh("unused").expect("frame");
+        assert!(frame
+            .header
+            .last()
+            .is_some_and(|m| m.contains("sample 2/4")));
+
+        // Where it cannot start: one line each.
+        let at = Replay::open(&store, Some(T0 - 1)).expect_err("before the start");
+        assert!(at.contains("outside the recording"), "{at}");
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).expect("mkdir");
+        assert!(Replay::open(&empty, None).is_err());
+        assert!(Replay::open(&dir.path().join("none"), None).is_err());
+    }
+
+    fn task(tgid: i32, tid: i32, cpu_ms: u64) -> tasksnap_model::Task {
+        let mut t = tasksnap_model::Task::new(tasksnap_model::TaskId {
+            tgid,
+            tid,
+            start_time_ns: 1,
+        });
+        t.stat = Some(tasksnap_model::Stat {
+            utime_ns: cpu_ms * 1_000_000,
+            stime_ns: cpu_ms * 500_000,
+            ..Default::default()
+        });
+        t
+    }
+
+    /// In the threads view a leader's row is its own thread: the process's times the
+    /// recorder kept on it, less its other threads'; a process of one thread is unchanged.
+    #[test]
+    fn leader_rows_are_threads_in_the_threads_view() {
+        let mut tasks = vec![
+            task(10, 10, 900),
+            task(10, 11, 300),
+            task(10, 12, 500),
+            task(20, 20, 70),
+            // A thread whose process row was not kept: nothing to take from.
+            task(30, 31, 5),
+        ];
+        leader_as_thread(&mut tasks);
+        let cpu = |i: usize| tasks[i].stat.as_ref().map(|s| (s.utime_ns, s.stime_ns));
+        assert_eq!(cpu(0), Some((100_000_000, 50_000_000)));
+        assert_eq!(cpu(1), Some((300_000_000, 150_000_000)));
+        assert_eq!(cpu(3), Some((70_000_000, 35_000_000)));
+        assert_eq!(cpu(4), Some((5_000_000, 2_500_000)));
+        // Never below zero (threads read a moment after their process).
+        let mut odd = vec![task(40, 40, 1), task(40, 41, 9)];
+        leader_as_thread(&mut odd);
+        assert_eq!(odd[0].stat.as_ref().map(|s| s.utime_ns), Some(0));
+    }
 }

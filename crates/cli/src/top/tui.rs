@@ -41,9 +41,11 @@ tasksnap top: keys
   RUNQ% = share of the interval waiting for a CPU; DISK% = in uninterruptible sleep (D).
   Any key closes this help.";
 
-const REPLAY_HELP: &str = "
+/// What a replay's help says besides (before its last line).
+const REPLAY_HELP: &str = "\
   Replay: t next sample   T previous sample   b jump to a time (TIME+ sort: < >)
-  k and r are off: the pids of a recording may be other processes now.";
+  k and r are off: the pids of a recording may be other processes now.
+";
 
 #[derive(Debug, Clone)]
 enum Prompt {
@@ -347,8 +349,8 @@ fn on_key(app: &mut App, k: KeyEvent) {
                 );
                 return;
             }
-            KeyCode::Char('d') | KeyCode::Char('s') => {
-                app.message = Some("a replay does not refresh: t and T step, b jumps".into());
+            KeyCode::Char('d') | KeyCode::Char('s') | KeyCode::Char('z') | KeyCode::Char(' ') => {
+                app.message = Some("a replay stays on its sample: t and T step, b jumps".into());
                 return;
             }
             _ => {}
@@ -620,7 +622,8 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
         f.render_widget(Clear, r);
         f.render_widget(
             Paragraph::new(if app.replay {
-                format!("{HELP}{REPLAY_HELP}")
+                let last = "  Any key closes this help.";
+                HELP.replace(last, &format!("{REPLAY_HELP}{last}"))
             } else {
                 HELP.to_string()
             })
