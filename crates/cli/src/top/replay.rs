@@ -137,13 +137,24 @@ impl Replay {
         Ok(())
     }
 
-    /// Adds the samples a recorder appended since the recording was opened.
+    /// Adds the samples a recorder appended since the recording was opened (the store is
+    /// opened afresh: an open one knows the frames it found when it was opened).
     fn look_for_more(&mut self) {
         let Some(&last) = self.times.last() else {
             return;
         };
-        if let Ok(more) = self.history.sample_times(last.saturating_add(1), u64::MAX) {
+        let Ok(fresh) = History::open(&self.dir) else {
+            return;
+        };
+        let Some((_, end)) = fresh.span().filter(|&(_, end)| end > last) else {
+            return;
+        };
+        let Ok(more) = fresh.sample_times(last.saturating_add(1), end) else {
+            return;
+        };
+        if more.iter().any(|&t| t > last) {
             self.times.extend(more.into_iter().filter(|&t| t > last));
+            self.history = fresh;
         }
     }
 
