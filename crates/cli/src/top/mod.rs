@@ -134,7 +134,8 @@ fn parse_args(argv: &[OsString]) -> Result<Options, String> {
                     Some(v) => v.to_string(),
                     None => value("--replay")?,
                 };
-                if v.is_empty() {
+                // `--replay -n 3` lost its directory (name one that starts with `-` as ./-x).
+                if v.is_empty() || v.starts_with('-') {
                     return Err("--replay needs a recording's directory".into());
                 }
                 o.replay = Some(PathBuf::from(v));
@@ -1009,6 +1010,7 @@ mod tests {
             &["--replay="],
             &["--replay", "/r", "--at", "yesterday"],
             &["--replay", "/r", "--at"],
+            &["--replay", "-n", "1"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?} accepted");
         }

@@ -163,23 +163,14 @@ fn run(
                         next_refresh = Instant::now();
                     }
                 }
-                Request::Step(_) | Request::Jump(_) => {
-                    let moved = match r {
-                        Request::Step(forward) => top.step(forward),
-                        Request::Jump(t) => top.jump(t),
-                        _ => Ok(()),
-                    };
-                    match moved {
-                        // Shown even while frozen: a step is asked for.
-                        Ok(()) => {
-                            frozen = false;
-                            next_refresh = Instant::now();
-                        }
-                        Err(why) => {
-                            if !send(Update::Message(why)) {
-                                return;
-                            }
-                        }
+                Request::Step(forward) => {
+                    if !moved(top.step(forward), &mut frozen, &mut next_refresh, send) {
+                        return;
+                    }
+                }
+                Request::Jump(t) => {
+                    if !moved(top.jump(t), &mut frozen, &mut next_refresh, send) {
+                        return;
                     }
                 }
             }
@@ -191,6 +182,24 @@ fn run(
                 }
             }
         }
+    }
+}
+
+/// After a replay's step or jump: on success the new sample is shown at once (frozen or
+/// not: it was asked for); otherwise the terminal is told why. False when nobody listens.
+fn moved(
+    result: Result<(), String>,
+    frozen: &mut bool,
+    next_refresh: &mut Instant,
+    send: &dyn Fn(Update) -> bool,
+) -> bool {
+    match result {
+        Ok(()) => {
+            *frozen = false;
+            *next_refresh = Instant::now();
+            true
+        }
+        Err(why) => send(Update::Message(why)),
     }
 }
 
