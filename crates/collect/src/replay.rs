@@ -27,6 +27,12 @@ impl ReplayCollector {
     pub fn reading(&self) -> &Reading {
         &self.reading
     }
+
+    /// The reading replayed, given back (`top --replay` keeps it as the next sample's
+    /// previous one instead of decoding it again).
+    pub fn into_reading(self) -> Reading {
+        self.reading
+    }
 }
 
 /// Whether `t` is among the tasks `sel` names. A process's main thread stands for its

@@ -1,5 +1,7 @@
 //! `tasksnap top -b`: frames as procps `top -b` prints them (header, a blank line, the
-//! column header, every task), for scripts and logs. `-n` frames, `-d` seconds apart.
+//! column header, every task), for scripts and logs. `-n` frames, `-d` seconds apart; in a
+//! replay (`--replay DIR`) one sample per frame, one after the other, without waiting, until
+//! `-n` frames or the recording's end.
 
 use std::io::Write;
 
@@ -8,10 +10,13 @@ use super::Top;
 /// Prints frames until `-n` is reached (forever without it).
 pub fn run(mut top: Top) -> anyhow::Result<()> {
     let mut out = crate::output::buffered(64 * 1024);
-    // A first sample that is not printed, so that the first frame's rates cover a real
-    // interval (a quarter second, or -d if shorter) instead of showing zeros.
-    top.refresh(&super::clock())?;
-    std::thread::sleep(top.opts.delay.min(std::time::Duration::from_millis(250)));
+    let replay = top.is_replay();
+    if !replay {
+        // A first sample that is not printed, so that the first frame's rates cover a real
+        // interval (a quarter second, or -d if shorter) instead of showing zeros.
+        top.refresh(&super::clock())?;
+        std::thread::sleep(top.opts.delay.min(std::time::Duration::from_millis(250)));
+    }
     let mut n = 0u64;
     loop {
         let mut frame = top.refresh(&super::clock())?;
@@ -36,12 +41,15 @@ pub fn run(mut top: Top) -> anyhow::Result<()> {
             anyhow::bail!("{why}");
         }
         n += 1;
-        if top.opts.iterations.is_some_and(|max| n >= max) {
+        // A replay ends with its recording (a step past the last sample is refused).
+        if top.opts.iterations.is_some_and(|max| n >= max) || (replay && top.step(true).is_err()) {
             out.flush()?;
             return Ok(());
         }
         writeln!(out)?;
         out.flush()?;
-        std::thread::sleep(top.opts.delay);
+        if !replay {
+            std::thread::sleep(top.opts.delay);
+        }
     }
 }

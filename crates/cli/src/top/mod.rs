@@ -12,6 +12,7 @@
 
 mod batch;
 mod render;
+mod replay;
 mod system;
 mod tui;
 mod view;
@@ -20,7 +21,7 @@ mod worker;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -53,6 +54,10 @@ pub struct Options {
     pub show_wait: bool,
     /// Show a CGROUP column (as `ps -o cgroup`) before the command.
     pub show_cgroup: bool,
+    /// `--replay DIR`: show this recording instead of the host.
+    pub replay: Option<PathBuf>,
+    /// `--at TIME` (ns since the epoch): the sample a replay starts on.
+    pub at: Option<u64>,
 }
 
 impl Default for Options {
@@ -74,6 +79,8 @@ impl Default for Options {
             width: None,
             show_wait: false,
             show_cgroup: false,
+            replay: None,
+            at: None,
         }
     }
 }
@@ -81,11 +88,16 @@ impl Default for Options {
 const USAGE: &str = "\
 usage: tasksnap top [-b] [-n COUNT] [-d SECONDS] [-p PID[,PID...]] [-u USER] [-H] [-c]
                     [-o FIELD] [-w COLUMNS] [--backend auto|bpf|procfs]
+       tasksnap top [-b] --replay DIR [--at TIME] [-n COUNT] [other options as above]
   -b   batch mode: print frames in procps top -b's layout
   -n   stop after COUNT frames        -d   seconds between frames (default 3)
   -p   only these processes           -u   only this user (name or uid)
   -H   one row per thread             -c   full command lines
   -o   sort by PID, USER, %CPU, %MEM, TIME+, RUNQ% or COMMAND (prefix + or - for order)
+  --replay DIR   show a recording (tasksnap record) instead of the host, one sample at a
+                 time: t next, T previous, b jump to a time (-b: one sample per frame)
+  --at TIME      the sample to start on (RFC 3339 UTC, epoch seconds, -10m; default: the
+                 second, the first with rates)
 Keys in the live view: h or ? for help.
 ";
 
@@ -117,6 +129,24 @@ fn parse_args(argv: &[OsString]) -> Result<Options, String> {
             "-H" => o.threads = true,
             "-c" => o.full_command = true,
             "-h" | "--help" => return Err(String::new()),
+            _ if a == "--replay" || a.starts_with("--replay=") => {
+                let v = match a.strip_prefix("--replay=") {
+                    Some(v) => v.to_string(),
+                    None => value("--replay")?,
+                };
+                // `--replay -n 3` lost its directory (name one that starts with `-` as ./-x).
+                if v.is_empty() || v.starts_with('-') {
+                    return Err("--replay needs a recording's directory".into());
+                }
+                o.replay = Some(PathBuf::from(v));
+            }
+            _ if a == "--at" || a.starts_with("--at=") => {
+                let v = match a.strip_prefix("--at=") {
+                    Some(v) => v.to_string(),
+                    None => value("--at")?,
+                };
+                o.at = Some(crate::when::parse_time(&v)?);
+            }
             _ if a.starts_with("--backend") => {
                 let v = match a.strip_prefix("--backend=") {
                     Some(v) => v.to_string(),
@@ -179,6 +209,9 @@ fn parse_args(argv: &[OsString]) -> Result<Options, String> {
         }
         i += 1;
     }
+    if o.at.is_some() && o.replay.is_none() {
+        return Err("--at needs --replay DIR".into());
+    }
     if o.batch && o.width.is_none() {
         // As procps top -b: lines as wide as $COLUMNS says (ignored when not a number in
         // 1..=512); without it tasksnap does not cut lines (procps cuts at 80).
@@ -215,10 +248,16 @@ pub struct Page {
     pub rows_error: Option<String>,
 }
 
+/// Where the tasks come from: the host, or a recording.
+enum Source {
+    Live(Box<dyn LiveCollector>),
+    Replay(Box<replay::Replay>),
+}
+
 /// The state kept between refreshes.
 pub struct Top {
     pub opts: Options,
-    collector: Box<dyn LiveCollector>,
+    source: Source,
     /// The backend as the header shows it (`bpf (pinned)`).
     backend_short: String,
     /// Whether the BPF backend answers (DISK% and wait reasons need it).
@@ -269,11 +308,72 @@ impl Top {
             .unwrap_or(5)
             .max(5);
         let report = collector.report();
-        Ok(Top {
+        Ok(Top::with(
             opts,
-            collector,
-            backend_short: report.short(),
-            bpf: report.backend == Backend::Bpf,
+            Source::Live(collector),
+            report.short(),
+            report.backend == Backend::Bpf,
+            mem_total_kib,
+            pid_width,
+        ))
+    }
+
+    /// A view over the recording `replay` (`--replay DIR`): no /proc, no BPF.
+    pub fn replay(opts: Options, replay: replay::Replay) -> Top {
+        let mem_total_kib = replay.mem_total_kib();
+        let pid_width = replay.pid_width();
+        let backend = format!(
+            "{} recorded",
+            tasksnap_collect::Collector::report(replay.collector()).short()
+        );
+        let mut top = Top::with(
+            opts,
+            Source::Replay(Box::new(replay)),
+            backend,
+            false,
+            mem_total_kib,
+            pid_width,
+        );
+        // Nothing to load, nothing to drop.
+        top.caps_dropped = true;
+        top
+    }
+
+    /// Moves a replay one sample on (`forward`) or back; says why not (at an end, not a
+    /// replay, a damaged sample).
+    pub fn step(&mut self, forward: bool) -> Result<(), String> {
+        match &mut self.source {
+            Source::Replay(r) => r.step(forward),
+            Source::Live(_) => Err("not a replay".into()),
+        }
+    }
+
+    /// Moves a replay to the sample in force at `t` (ns since the epoch).
+    pub fn jump(&mut self, t: u64) -> Result<(), String> {
+        match &mut self.source {
+            Source::Replay(r) => r.jump(t),
+            Source::Live(_) => Err("not a replay".into()),
+        }
+    }
+
+    /// Whether this is a replay.
+    pub fn is_replay(&self) -> bool {
+        matches!(self.source, Source::Replay(_))
+    }
+
+    fn with(
+        opts: Options,
+        source: Source,
+        backend_short: String,
+        bpf: bool,
+        mem_total_kib: u64,
+        pid_width: usize,
+    ) -> Top {
+        Top {
+            opts,
+            source,
+            backend_short,
+            bpf,
             tracker: view::Tracker::default(),
             system: system::SystemReader::default(),
             names: Names::default(),
@@ -293,7 +393,7 @@ impl Top {
             own_cpu_ns: system::own_cpu_ns(),
             own_at: Instant::now(),
             pid_width,
-        })
+        }
     }
 
     fn user_name(&mut self, uid: u32) -> String {
@@ -338,60 +438,81 @@ impl Top {
                 .map(|&p| Selector::ThreadsOf(p))
                 .collect()
         };
-        let mut lines = if selectors == [Selector::AllThreads] {
-            // Every task: only what changed since the last refresh comes back (with the
-            // BPF walk; other backends give everything every time).
-            let mut q = Query::new(Selector::AllThreads, groups);
-            // The leader's row carries the whole process's times in the process view.
-            q.leader_as_process = !self.opts.threads;
-            // A whole pass is fed straight into the tracker, task by task, after it drops
-            // its rows: at 50,000 tasks neither a vector of every task nor the old rows
-            // are in memory next to the pass.
-            let full = self.collector.next_changes_full(&q);
-            let now_ns = system::boottime_ns();
-            let mut feed = self
-                .tracker
-                .begin(now_ns, full, self.opts.threads, self.mem_total_kib);
-            let tracker = &mut self.tracker;
-            let summary = self
-                .collector
-                .changes_into(&q, &mut |t| tracker.push(&mut feed, &t))?;
-            self.changed = (!summary.full).then_some(summary.tasks);
-            let mut lines = std::mem::take(&mut self.spare_lines);
-            self.tracker
-                .finish(feed, summary.full, &summary.gone, &mut lines);
-            lines
-        } else {
-            let mut snap: Option<tasksnap_model::Snapshot> = None;
-            for sel in selectors {
-                let mut q = Query::new(sel, groups);
-                q.leader_as_process = !self.opts.threads;
-                let s = self.collector.snapshot(&q)?;
-                match &mut snap {
-                    None => snap = Some(s),
-                    Some(all) => all.tasks.extend(s.tasks),
-                }
+        let mut lines = if let Source::Replay(r) = &self.source {
+            // The sample shown against the one before it, through a tracker of their own:
+            // a step may go either way, or jump.
+            self.tracker = view::Tracker::default();
+            self.mem_total_kib = r.mem_total_kib();
+            if let Some(prev) = r.prev() {
+                let snap = replay::Replay::snapshot(prev, &selectors, self.opts.threads);
+                self.tracker
+                    .update(&snap, self.opts.threads, self.mem_total_kib);
             }
-            let snap = snap.ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
-            let lines = self
-                .tracker
-                .update(&snap, self.opts.threads, self.mem_total_kib);
-            self.collector.recycle(snap.tasks);
-            lines
+            let snap = replay::Replay::snapshot(r.reading(), &selectors, self.opts.threads);
+            self.changed = None;
+            self.tracker
+                .update(&snap, self.opts.threads, self.mem_total_kib)
+        } else if let Source::Live(collector) = &mut self.source {
+            if selectors == [Selector::AllThreads] {
+                // Every task: only what changed since the last refresh comes back (with the
+                // BPF walk; other backends give everything every time).
+                let mut q = Query::new(Selector::AllThreads, groups);
+                // The leader's row carries the whole process's times in the process view.
+                q.leader_as_process = !self.opts.threads;
+                // A whole pass is fed straight into the tracker, task by task, after it drops
+                // its rows: at 50,000 tasks neither a vector of every task nor the old rows
+                // are in memory next to the pass.
+                let full = collector.next_changes_full(&q);
+                let now_ns = system::boottime_ns();
+                let mut feed =
+                    self.tracker
+                        .begin(now_ns, full, self.opts.threads, self.mem_total_kib);
+                let tracker = &mut self.tracker;
+                let summary = collector.changes_into(&q, &mut |t| tracker.push(&mut feed, &t))?;
+                self.changed = (!summary.full).then_some(summary.tasks);
+                let mut lines = std::mem::take(&mut self.spare_lines);
+                self.tracker
+                    .finish(feed, summary.full, &summary.gone, &mut lines);
+                lines
+            } else {
+                let mut snap: Option<tasksnap_model::Snapshot> = None;
+                for sel in selectors {
+                    let mut q = Query::new(sel, groups);
+                    q.leader_as_process = !self.opts.threads;
+                    let s = collector.snapshot(&q)?;
+                    match &mut snap {
+                        None => snap = Some(s),
+                        Some(all) => all.tasks.extend(s.tasks),
+                    }
+                }
+                let snap = snap.ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+                let lines = self
+                    .tracker
+                    .update(&snap, self.opts.threads, self.mem_total_kib);
+                collector.recycle(snap.tasks);
+                lines
+            }
+        } else {
+            unreachable!("a source is live or a replay")
         };
         self.filter(&mut lines);
         self.add_waits();
         if !self.caps_dropped && (self.refreshes >= 2 || self.opts.batch) {
             // What makes later refreshes cheap (the BPF walk and its memory) is loaded now,
             // after the first screen, while the privileges to load it are still there.
-            self.collector.prepare(&groups);
+            if let Source::Live(collector) = &mut self.source {
+                collector.prepare(&groups);
+            }
             // Both BPF parts are loaded (or will not be): what loading needed goes (see ps).
             let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
             self.caps_dropped = true;
         }
         let counts = view::count_states(&lines);
         self.order(&mut lines);
-        let sys = self.system.read(Path::new("/proc"));
+        let sys = match &self.source {
+            Source::Replay(r) => r.system(),
+            Source::Live(_) => self.system.read(Path::new("/proc")),
+        };
         let now_cpu = system::own_cpu_ns();
         let wall = self.own_at.elapsed().as_nanos().max(1) as f64;
         let own = render::OwnCost {
@@ -411,7 +532,20 @@ impl Top {
         };
         self.own_cpu_ns = now_cpu;
         self.own_at = Instant::now();
-        let header = render::header(&sys, &counts, self.opts.threads, &own, clock);
+        let mut header = match &self.source {
+            Source::Replay(r) => render::header(&sys, &counts, self.opts.threads, &own, &r.clock()),
+            Source::Live(_) => render::header(&sys, &counts, self.opts.threads, &own, clock),
+        };
+        if let Source::Replay(r) = &self.source {
+            // tasksnap's CPU share means nothing when frames come as fast as they are made.
+            if let Some(own_line) = header.last_mut() {
+                *own_line = format!(
+                    "tasksnap: {:.1} ms per frame, {}",
+                    own.refresh_ms, own.backend
+                );
+            }
+            header.push(r.marker());
+        }
         Ok(Frame { header, lines })
     }
 
@@ -420,6 +554,29 @@ impl Top {
     /// task to seed it) does not delay the first screen.
     fn add_waits(&mut self) {
         self.refreshes += 1;
+        if let Source::Replay(r) = &self.source {
+            // The recorded thread-state totals of the two samples, when it kept them.
+            let states = r
+                .prev()
+                .and_then(|p| p.states.as_ref())
+                .zip(r.reading().states.as_ref());
+            match states {
+                Some((prev, cur)) => {
+                    self.waits_unavailable = None;
+                    self.waits_by_id =
+                        waits::between_samples(prev, cur, self.opts.threads, |_| true);
+                }
+                None => {
+                    self.waits_by_id.clear();
+                    self.waits_unavailable = Some(if r.prev().is_none() {
+                        "no DISK%: no sample before this one".into()
+                    } else {
+                        "no DISK%: the recording has no thread states".into()
+                    });
+                }
+            }
+            return;
+        }
         if self.waits_unavailable.is_some() {
             return;
         }
@@ -609,7 +766,11 @@ impl Top {
             cgroup: want_cgroup,
             ..Groups::default()
         };
-        let read = match self.collector.fill(&ids, groups) {
+        let filled = match &self.source {
+            Source::Live(c) => c.fill(&ids, groups),
+            Source::Replay(r) => tasksnap_collect::Collector::fill(r.collector(), &ids, groups),
+        };
+        let read = match filled {
             Ok((read, _stats)) => {
                 self.rows_error = None;
                 read
@@ -742,6 +903,23 @@ pub fn main(argv: &[OsString]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some(dir) = opts.replay.clone() {
+        // Everything that can be wrong with the recording or the time is said here, before
+        // the terminal is touched.
+        let rp = match replay::Replay::open(&dir, opts.at) {
+            Ok(r) => r,
+            Err(e) => {
+                warn!("tasksnap top: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let r = if opts.batch {
+            batch::run(Top::replay(opts, rp))
+        } else {
+            tui::run(opts, Some(rp))
+        };
+        return crate::output::exit_code(r.map(|()| ExitCode::SUCCESS));
+    }
     let r = if opts.batch {
         match Top::new(opts) {
             Ok(top) => batch::run(top),
@@ -753,7 +931,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     } else {
         // The collector is made on the live view's collection thread (keys are answered
         // while it loads); a failure to start comes back from there.
-        tui::run(opts)
+        tui::run(opts, None)
     };
     crate::output::exit_code(r.map(|()| ExitCode::SUCCESS))
 }
@@ -816,5 +994,25 @@ mod tests {
         assert_eq!(o.delay, Duration::from_millis(500));
         assert_eq!(o.pids, vec![1, std::process::id() as i32]);
         assert_eq!(o.user, Some(0));
+    }
+
+    #[test]
+    fn top_replay_arguments() {
+        let o = parse(&["-b", "--replay", "/r", "--at", "1763866800"]).expect("parses");
+        assert_eq!(o.replay.as_deref(), Some(Path::new("/r")));
+        assert_eq!(o.at, Some(1_763_866_800_000_000_000));
+        let o = parse(&["--replay=/r", "--at=2025-11-23T03:00:00Z"]).expect("parses");
+        assert_eq!(o.replay.as_deref(), Some(Path::new("/r")));
+        assert_eq!(o.at, Some(1_763_866_800_000_000_000));
+        for bad in [
+            &["--at", "-10m"][..],
+            &["--replay"],
+            &["--replay="],
+            &["--replay", "/r", "--at", "yesterday"],
+            &["--replay", "/r", "--at"],
+            &["--replay", "-n", "1"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
+        }
     }
 }

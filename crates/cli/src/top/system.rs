@@ -31,20 +31,7 @@ impl SystemReader {
         let loadavg = system::load_averages(proc_root).unwrap_or_default().avg;
         let mut cpu_pct = [0.0; 8];
         if let Some(now) = system::cpu_ticks(proc_root) {
-            let before = self.prev.unwrap_or_default();
-            let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
-            let total = d(now.total(), before.total()).max(1.0);
-            cpu_pct = [
-                d(now.user, before.user),
-                d(now.system, before.system),
-                d(now.nice, before.nice),
-                d(now.idle, before.idle),
-                d(now.iowait, before.iowait),
-                d(now.irq, before.irq),
-                d(now.softirq, before.softirq),
-                d(now.steal, before.steal),
-            ]
-            .map(|v| v * 100.0 / total);
+            cpu_pct = cpu_split(&self.prev.unwrap_or_default(), &now);
             self.prev = Some(now);
         }
         System {
@@ -55,6 +42,24 @@ impl SystemReader {
             mem: system::memory(proc_root).unwrap_or_default(),
         }
     }
+}
+
+/// The CPU split between two readings of /proc/stat's `cpu` line, percent: us, sy, ni, id,
+/// wa, hi, si, st (against zeros: since boot).
+pub fn cpu_split(before: &CpuTicks, now: &CpuTicks) -> [f64; 8] {
+    let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
+    let total = d(now.total(), before.total()).max(1.0);
+    [
+        d(now.user, before.user),
+        d(now.system, before.system),
+        d(now.nice, before.nice),
+        d(now.idle, before.idle),
+        d(now.iowait, before.iowait),
+        d(now.irq, before.irq),
+        d(now.softirq, before.softirq),
+        d(now.steal, before.steal),
+    ]
+    .map(|v| v * 100.0 / total)
 }
 
 /// USER_PROCESS records in utmp, as procps counts "users".

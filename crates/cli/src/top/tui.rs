@@ -17,6 +17,7 @@ use ratatui::text::{Line as TextLine, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Terminal;
 
+use super::replay::Replay;
 use super::view::{Filter, SortKey};
 use super::worker::{self, Request, Update};
 use super::{Options, Page};
@@ -40,6 +41,12 @@ tasksnap top: keys
   RUNQ% = share of the interval waiting for a CPU; DISK% = in uninterruptible sleep (D).
   Any key closes this help.";
 
+/// What a replay's help says besides (before its last line).
+const REPLAY_HELP: &str = "\
+  Replay: t next sample   T previous sample   b jump to a time (TIME+ sort: < >)
+  k and r are off: the pids of a recording may be other processes now.
+";
+
 #[derive(Debug, Clone)]
 enum Prompt {
     Name,
@@ -47,11 +54,23 @@ enum Prompt {
     Other,
     Delay,
     KillPid,
-    KillSignal { pid: Pid },
-    KillConfirm { pid: Pid, signal: Signal },
+    KillSignal {
+        pid: Pid,
+    },
+    KillConfirm {
+        pid: Pid,
+        signal: Signal,
+    },
     RenicePid,
-    ReniceValue { pid: Pid },
-    ReniceConfirm { pid: Pid, nice: Nice },
+    ReniceValue {
+        pid: Pid,
+    },
+    ReniceConfirm {
+        pid: Pid,
+        nice: Nice,
+    },
+    /// A replay: the time to jump to.
+    Jump,
 }
 
 impl Prompt {
@@ -73,6 +92,7 @@ impl Prompt {
             Prompt::ReniceConfirm { pid, nice } => {
                 format!("Renice pid {pid} to {}? [y/N] ", nice.get())
             }
+            Prompt::Jump => "Jump to (RFC 3339 UTC, epoch seconds, -10m): ".into(),
         }
     }
 }
@@ -89,6 +109,8 @@ struct App {
     prompt: Option<(Prompt, String)>,
     message: Option<String>,
     quit: bool,
+    /// A replay (`--replay DIR`): t, T and b step through it; k and r are off.
+    replay: bool,
     /// Rows of the table on the last draw (for paging).
     page: usize,
     /// The window (first row, rows) last asked of the collection thread.
@@ -117,8 +139,8 @@ impl Drop for Restore {
     }
 }
 
-/// Runs the live view until `q` (or `-n` refreshes).
-pub fn run(opts: Options) -> anyhow::Result<()> {
+/// Runs the live view until `q` (or `-n` refreshes); over the recording `replay` if given.
+pub fn run(opts: Options, replay: Option<Replay>) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
         anyhow::bail!("not a terminal: use -b for batch output (tasksnap top -b -n 1)");
@@ -139,7 +161,8 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     let (tx, rx) = mpsc::channel::<Input>();
     let from_collector = tx.clone();
-    let requests = worker::spawn(opts.clone(), move |u| {
+    let is_replay = replay.is_some();
+    let requests = worker::spawn(opts.clone(), replay, move |u| {
         from_collector.send(Input::Collector(u)).is_ok()
     })?;
     // This thread draws and answers keys: it never needs what loading BPF needs
@@ -167,6 +190,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         prompt: None,
         message: None,
         quit: false,
+        replay: is_replay,
         page: 10,
         asked: (0, rows_guess.saturating_sub(9).max(1)),
         requests,
@@ -199,6 +223,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
             },
             Ok(Input::Collector(Update::Page(p))) => app.shown = Some(*p),
             Ok(Input::Collector(Update::Failed(why))) => anyhow::bail!("{why}"),
+            Ok(Input::Collector(Update::Message(m))) => app.message = Some(m),
             Ok(Input::Collector(Update::Done)) | Err(_) => break,
         }
     }
@@ -310,6 +335,27 @@ fn on_key(app: &mut App, k: KeyEvent) {
         return;
     }
     app.message = None;
+    if app.replay {
+        match k.code {
+            KeyCode::Char('t') => return app.send(Request::Step(true)),
+            KeyCode::Char('T') => return app.send(Request::Step(false)),
+            KeyCode::Char('b') => {
+                app.prompt = Some((Prompt::Jump, String::new()));
+                return;
+            }
+            KeyCode::Char('k') | KeyCode::Char('r') => {
+                app.message = Some(
+                    "not in a replay: the pids of a recording may be other processes now".into(),
+                );
+                return;
+            }
+            KeyCode::Char('d') | KeyCode::Char('s') | KeyCode::Char('z') | KeyCode::Char(' ') => {
+                app.message = Some("a replay stays on its sample: t and T step, b jumps".into());
+                return;
+            }
+            _ => {}
+        }
+    }
     let o = &mut app.opts;
     match k.code {
         KeyCode::Char('q') => app.quit = true,
@@ -476,6 +522,10 @@ fn answer(app: &mut App, prompt: Prompt, input: String) {
             Ok(nice) => app.prompt = Some((Prompt::ReniceConfirm { pid, nice }, String::new())),
             Err(e) => app.message = Some(e),
         },
+        Prompt::Jump => match crate::when::parse_time(&input) {
+            Ok(t) => app.send(Request::Jump(t)),
+            Err(e) => app.message = Some(e),
+        },
         Prompt::ReniceConfirm { pid, nice } => {
             app.message = Some(if !input.eq_ignore_ascii_case("y") {
                 "not reniced".into()
@@ -547,7 +597,12 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
         (None, Some(m), _) => m.clone(),
         (None, None, Some(why)) => format!("no command lines or SHR: {why}"),
         (None, None, None) => format!(
-            "sort {}{}  {}{}{}  h: help  q: quit",
+            "{}sort {}{}  {}{}{}  h: help  q: quit",
+            if app.replay {
+                "replay: t next  T previous  b jump   "
+            } else {
+                ""
+            },
             o.sort.name(),
             if o.ascending { " asc" } else { "" },
             if o.threads { "threads " } else { "" },
@@ -562,11 +617,17 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
     f.render_widget(Paragraph::new(text), area);
     if app.help {
         let w = area.width.min(92);
-        let h = area.height.min(15);
+        let h = area.height.min(if app.replay { 17 } else { 15 });
         let r = ratatui::layout::Rect::new(area.x, area.y, w, h);
         f.render_widget(Clear, r);
         f.render_widget(
-            Paragraph::new(HELP).block(Block::default().borders(Borders::ALL).title("help")),
+            Paragraph::new(if app.replay {
+                let last = "  Any key closes this help.";
+                HELP.replace(last, &format!("{REPLAY_HELP}{last}"))
+            } else {
+                HELP.to_string()
+            })
+            .block(Block::default().borders(Borders::ALL).title("help")),
             r,
         );
     }

@@ -51,48 +51,64 @@ impl Waits {
             return HashMap::new();
         };
         let watched: HashSet<i32> = pids.iter().copied().collect();
-        let mut out = HashMap::new();
-        if let Some((prev, prev_watched)) = &self.prev {
-            let rollup = if threads {
-                Rollup::Thread
-            } else {
-                Rollup::Process
-            };
-            let interval = between(prev, &cur, rollup);
-            let length = interval.length_ns.max(1) as f64;
-            for row in &interval.rows {
-                let comparable = if prev_watched.is_empty() {
-                    watched.is_empty() || watched.contains(&row.pid)
+        let out = match &self.prev {
+            Some((prev, prev_watched)) => between_samples(prev, &cur, threads, |pid| {
+                if prev_watched.is_empty() {
+                    watched.is_empty() || watched.contains(&pid)
                 } else {
-                    prev_watched.contains(&row.pid)
-                };
-                if !comparable {
-                    continue;
+                    prev_watched.contains(&pid)
                 }
-                let letter = |s: State| match s {
-                    State::Disk => 'D',
-                    State::Sleeping => 'S',
-                    State::Runnable => 'R',
-                    State::Stopped => 'T',
-                    _ => '-',
-                };
-                out.insert(
-                    if threads {
-                        row.tid.unwrap_or(row.pid)
-                    } else {
-                        row.pid
-                    },
-                    Wait {
-                        disk_pct: row.ns[State::Disk.index()] as f64 * 100.0 / length,
-                        reason: row
-                            .top_reason
-                            .as_ref()
-                            .map(|r| format!("{} {}", letter(r.state), r.text(4))),
-                    },
-                );
-            }
-        }
+            }),
+            None => HashMap::new(),
+        };
         self.prev = Some((cur, watched));
         out
     }
+}
+
+/// The waits over the interval between two thread-state samples, per process (keyed by pid)
+/// or per thread (keyed by tid) when `threads`, for the processes `comparable` accepts (by
+/// pid): what the live accounting gives each refresh, and what a replay takes from the
+/// recorded samples.
+pub fn between_samples(
+    prev: &Sample,
+    cur: &Sample,
+    threads: bool,
+    comparable: impl Fn(i32) -> bool,
+) -> HashMap<i32, Wait> {
+    let rollup = if threads {
+        Rollup::Thread
+    } else {
+        Rollup::Process
+    };
+    let interval = between(prev, cur, rollup);
+    let length = interval.length_ns.max(1) as f64;
+    let letter = |s: State| match s {
+        State::Disk => 'D',
+        State::Sleeping => 'S',
+        State::Runnable => 'R',
+        State::Stopped => 'T',
+        _ => '-',
+    };
+    let mut out = HashMap::new();
+    for row in &interval.rows {
+        if !comparable(row.pid) {
+            continue;
+        }
+        out.insert(
+            if threads {
+                row.tid.unwrap_or(row.pid)
+            } else {
+                row.pid
+            },
+            Wait {
+                disk_pct: row.ns[State::Disk.index()] as f64 * 100.0 / length,
+                reason: row
+                    .top_reason
+                    .as_ref()
+                    .map(|r| format!("{} {}", letter(r.state), r.text(4))),
+            },
+        );
+    }
+    out
 }

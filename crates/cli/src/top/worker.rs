@@ -11,6 +11,7 @@
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use super::replay::Replay;
 use super::{Frame, Options, Page, Top};
 
 /// What the terminal thread asks of the collection thread.
@@ -23,6 +24,10 @@ pub enum Request {
     View { scroll: usize, room: usize },
     /// Stop (true) or resume (false) refreshing; pages for scrolling still come.
     Freeze(bool),
+    /// A replay: show the next sample (true) or the previous one.
+    Step(bool),
+    /// A replay: show the sample in force at this time (ns since the epoch).
+    Jump(u64),
 }
 
 /// What the collection thread sends back.
@@ -34,30 +39,48 @@ pub enum Update {
     Failed(String),
     /// `-n` refreshes were shown.
     Done,
+    /// A word for the prompt line (a replay's step refused, and why).
+    Message(String),
 }
 
 /// Starts the collection thread for `opts`. The collector is created on it, so the terminal
 /// answers keys (`q` included) while the programs load. `send` delivers an update to the
-/// terminal thread and says whether it is still listening.
+/// terminal thread and says whether it is still listening. With `replay` (a recording
+/// already open) the thread shows its samples instead, one until told to step.
 pub fn spawn(
     opts: Options,
+    replay: Option<Replay>,
     send: impl Fn(Update) -> bool + Send + 'static,
 ) -> std::io::Result<Sender<Request>> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("collect".into())
-        .spawn(move || run(opts, &rx, &send))?;
+        .spawn(move || run(opts, replay, &rx, &send))?;
     Ok(tx)
 }
 
-fn run(opts: Options, requests: &Receiver<Request>, send: &dyn Fn(Update) -> bool) {
-    let mut top = match Top::new(opts) {
+/// How long a replay waits for a request before it looks again (it never refreshes by
+/// itself).
+const IDLE: Duration = Duration::from_secs(3600);
+
+fn run(
+    opts: Options,
+    replay: Option<Replay>,
+    requests: &Receiver<Request>,
+    send: &dyn Fn(Update) -> bool,
+) {
+    let top = match replay {
+        Some(r) => Ok(Top::replay(opts, r)),
+        None => Top::new(opts),
+    };
+    let mut top = match top {
         Ok(t) => t,
         Err(e) => {
             send(Update::Failed(format!("{e:#}")));
             return;
         }
     };
+    let replay = top.is_replay();
     let mut frame: Option<Frame> = None;
     let (mut scroll, mut room) = (0usize, 20usize);
     let mut frozen = false;
@@ -80,7 +103,9 @@ fn run(opts: Options, requests: &Receiver<Request>, send: &dyn Fn(Update) -> boo
             }
             refreshes += 1;
             // The first frame has no rates yet: the next one comes soon, the rest at -d.
-            let wait = if refreshes == 1 {
+            let wait = if replay {
+                IDLE
+            } else if refreshes == 1 {
                 Duration::from_millis(500).min(top.opts.delay)
             } else {
                 top.opts.delay
@@ -94,7 +119,7 @@ fn run(opts: Options, requests: &Receiver<Request>, send: &dyn Fn(Update) -> boo
                     return;
                 }
             }
-            if top.opts.iterations.is_some_and(|n| refreshes > n) {
+            if !replay && top.opts.iterations.is_some_and(|n| refreshes > n) {
                 send(Update::Done);
                 return;
             }
@@ -115,7 +140,7 @@ fn run(opts: Options, requests: &Receiver<Request>, send: &dyn Fn(Update) -> boo
             match r {
                 Request::Options { opts, recollect } => {
                     let resort = opts.sort != top.opts.sort || opts.ascending != top.opts.ascending;
-                    if opts.delay != top.opts.delay {
+                    if opts.delay != top.opts.delay && !replay {
                         next_refresh = Instant::now() + opts.delay;
                     }
                     top.opts = *opts;
@@ -134,8 +159,18 @@ fn run(opts: Options, requests: &Receiver<Request>, send: &dyn Fn(Update) -> boo
                 }
                 Request::Freeze(on) => {
                     frozen = on;
-                    if !on {
+                    if !on && !replay {
                         next_refresh = Instant::now();
+                    }
+                }
+                Request::Step(forward) => {
+                    if !moved(top.step(forward), &mut frozen, &mut next_refresh, send) {
+                        return;
+                    }
+                }
+                Request::Jump(t) => {
+                    if !moved(top.jump(t), &mut frozen, &mut next_refresh, send) {
+                        return;
                     }
                 }
             }
@@ -147,6 +182,24 @@ fn run(opts: Options, requests: &Receiver<Request>, send: &dyn Fn(Update) -> boo
                 }
             }
         }
+    }
+}
+
+/// After a replay's step or jump: on success the new sample is shown at once (frozen or
+/// not: it was asked for); otherwise the terminal is told why. False when nobody listens.
+fn moved(
+    result: Result<(), String>,
+    frozen: &mut bool,
+    next_refresh: &mut Instant,
+    send: &dyn Fn(Update) -> bool,
+) -> bool {
+    match result {
+        Ok(()) => {
+            *frozen = false;
+            *next_refresh = Instant::now();
+            true
+        }
+        Err(why) => send(Update::Message(why)),
     }
 }
 
@@ -174,7 +227,7 @@ mod tests {
             ..Options::default()
         };
         let (tx, rx) = std::sync::mpsc::channel();
-        let requests = spawn(opts.clone(), move |u| tx.send(u).is_ok()).expect("spawn");
+        let requests = spawn(opts.clone(), None, move |u| tx.send(u).is_ok()).expect("spawn");
         requests
             .send(Request::View { scroll: 0, room: 5 })
             .expect("send");
@@ -247,7 +300,7 @@ mod tests {
             ..Options::default()
         };
         let (tx, rx) = std::sync::mpsc::channel();
-        let requests = spawn(opts, move |u| tx.send(u).is_ok()).expect("spawn");
+        let requests = spawn(opts, None, move |u| tx.send(u).is_ok()).expect("spawn");
         requests
             .send(Request::View { scroll: 0, room: 5 })
             .expect("send");

@@ -1,0 +1,239 @@
+//! `tasksnap top --replay`: a CPU burner and a sleeper are recorded (4 samples, one a
+//! second), killed, and the recording is read back with `top -b --replay`: both appear in
+//! every frame, the burner near 100% CPU and the sleeper at 0 (rates from the recorded
+//! samples, not from a host where they are gone), each frame says it is a replay and shows
+//! its sample's time; a time outside the recording is an error.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+
+/// A child that is killed when the test ends, however it ends.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(program: &str, args: &[&str]) -> Guard {
+    Guard(
+        Command::new(program)
+            .args(args)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn"),
+    )
+}
+
+fn top(args: &[&str]) -> Output {
+    Command::new(TASKSNAP)
+        .arg("top")
+        .args(args)
+        .env_remove("COLUMNS")
+        .output()
+        .expect("run tasksnap top")
+}
+
+fn now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+}
+
+/// One batch frame: its header lines and its rows, split into fields.
+struct Frame {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+fn frames(stdout: &[u8]) -> Vec<Frame> {
+    let text = String::from_utf8_lossy(stdout);
+    let mut out: Vec<Frame> = Vec::new();
+    let mut in_rows = false;
+    for line in text.lines() {
+        if line.starts_with("top - ") {
+            out.push(Frame {
+                header: vec![line.to_string()],
+                rows: Vec::new(),
+            });
+            in_rows = false;
+            continue;
+        }
+        let Some(f) = out.last_mut() else { continue };
+        if line.trim_start().starts_with("PID ") {
+            in_rows = true;
+        } else if in_rows {
+            if !line.trim().is_empty() {
+                f.rows
+                    .push(line.split_whitespace().map(str::to_string).collect());
+            }
+        } else if !line.is_empty() {
+            f.header.push(line.to_string());
+        }
+    }
+    out
+}
+
+/// %CPU of `pid` in `f` (the 9th column: PID USER PR NI VIRT RES SHR S %CPU).
+fn cpu_of(f: &Frame, pid: u32) -> Option<f64> {
+    let pid = pid.to_string();
+    f.rows
+        .iter()
+        .find(|r| r.first() == Some(&pid))
+        .and_then(|r| r.get(8)?.parse().ok())
+}
+
+#[test]
+fn top_replays_a_recording() {
+    if !tasksnap_loadgen::root_or_skip("top --replay of a recording") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("rec");
+    let store_s = store.to_str().expect("utf-8 path");
+
+    let burner = spawn("sh", &["-c", "while :; do :; done"]);
+    let sleeper = spawn("sleep", &["100"]);
+    let (burn_pid, sleep_pid) = (burner.0.id(), sleeper.0.id());
+    // The sleeper past its exec, so that its start costs no CPU inside the recording.
+    let settled = std::time::Instant::now();
+    while !tasksnap_loadgen::settled_sleep(sleep_pid as i32)
+        && settled.elapsed() < Duration::from_secs(5)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = now_s();
+    let rec = Command::new(TASKSNAP)
+        .args([
+            "record",
+            "--dir",
+            store_s,
+            "--interval",
+            "1",
+            "--count",
+            "4",
+        ])
+        .output()
+        .expect("run tasksnap record");
+    let ended = now_s();
+    assert!(
+        rec.status.success(),
+        "record failed: {}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    drop(burner);
+    drop(sleeper);
+
+    // Three frames: samples 2, 3 and 4 (the first has no sample before it).
+    let out = top(&["-b", "--replay", store_s, "-n", "3"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fs = frames(&out.stdout);
+    assert_eq!(fs.len(), 3, "{}", String::from_utf8_lossy(&out.stdout));
+    for (i, f) in fs.iter().enumerate() {
+        let header = f.header.join("\n");
+        let marker = f
+            .header
+            .iter()
+            .find(|h| h.starts_with("replay "))
+            .unwrap_or_else(|| panic!("no replay marker in\n{header}"));
+        assert!(
+            marker.contains(&format!("{store_s} sample {}/4 at ", i + 2)),
+            "{marker}"
+        );
+        // The sample's time, RFC 3339 in UTC, within the recording's run...
+        let at = marker
+            .split(" at ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .expect("a time in the marker");
+        assert!(at.ends_with('Z'), "{at}");
+        let t = humantime::parse_rfc3339(at)
+            .expect("RFC 3339")
+            .duration_since(UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_secs();
+        assert!(
+            (started..=ended + 1).contains(&t),
+            "{at} not in {started}..={ended}"
+        );
+        // ... and the clock on the first line is that time of day, in UTC.
+        let hms = format!(
+            "{:02}:{:02}:{:02}",
+            t % 86_400 / 3600,
+            t % 3600 / 60,
+            t % 60
+        );
+        assert!(
+            f.header[0].starts_with(&format!("top - {hms} up ")),
+            "{} vs {at}",
+            f.header[0]
+        );
+        let burn = cpu_of(f, burn_pid).unwrap_or_else(|| panic!("burner missing\n{header}"));
+        let sleep = cpu_of(f, sleep_pid).unwrap_or_else(|| panic!("sleeper missing\n{header}"));
+        assert!(burn > 50.0, "burner at {burn}% in frame {i}");
+        assert!(sleep < 1.0, "sleeper at {sleep}% in frame {i}");
+    }
+
+    // Asked for more frames than the recording holds: it stops at the end, successfully.
+    let out = top(&[
+        "-b",
+        "--replay",
+        store_s,
+        "-n",
+        "10",
+        "-p",
+        &burn_pid.to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(frames(&out.stdout).len(), 3);
+
+    // --at between the first two samples: the first is in force; four frames, the first
+    // without rates.
+    let first = {
+        let fs = frames(&top(&["-b", "--replay", store_s, "-n", "1"]).stdout);
+        let marker = fs[0]
+            .header
+            .iter()
+            .find(|h| h.starts_with("replay "))
+            .cloned();
+        let at = marker.expect("marker");
+        let at = at.split(" at ").nth(1).expect("time").split(' ').next();
+        humantime::parse_rfc3339(at.expect("time"))
+            .expect("RFC 3339")
+            .duration_since(UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_secs_f64()
+            - 0.5
+    };
+    let out = top(&["-b", "--replay", store_s, "--at", &format!("{first:.3}")]);
+    assert_eq!(out.status.code(), Some(0));
+    let fs = frames(&out.stdout);
+    assert_eq!(fs.len(), 4);
+    assert!(fs[0].header.iter().any(|h| h.contains("sample 1/4")));
+
+    // A time outside the recording, a directory that is no recording: one line, exit 1.
+    for args in [
+        &["-b", "--replay", store_s, "--at", "2001-01-01T00:00:00Z"][..],
+        &["-b", "--replay", store_s, "--at", "now"],
+        &["-b", "--replay", "/nonexistent-tasksnap-store"],
+        &["-b", "--at", "-10m"],
+    ] {
+        let out = top(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} printed a frame");
+        assert!(err.starts_with("tasksnap top: "), "{args:?}: {err}");
+    }
+    let out = top(&["-b", "--replay", store_s, "--at", "2001-01-01T00:00:00Z"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("outside the recording"));
+}
