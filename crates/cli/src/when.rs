@@ -31,7 +31,7 @@ pub fn parse_time_at(text: &str, now_ns: u64) -> Result<u64, String> {
     }
     if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         let secs: f64 = t.parse().map_err(|_| bad())?;
-        if !secs.is_finite() || secs < 0.0 || secs > 1.8e10 {
+        if !secs.is_finite() || !(0.0..=1.8e10).contains(&secs) {
             return Err(bad());
         }
         return Ok((secs * 1e9) as u64);
@@ -51,7 +51,7 @@ pub fn parse_time(text: &str) -> Result<u64, String> {
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 && secs < 1e12 {
+        if secs.is_finite() && (0.0..1e12).contains(&secs) {
             return Ok(Duration::from_secs_f64(secs));
         }
     }
@@ -78,7 +78,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         _ => return Err(bad()),
     };
     let v = n * mult;
-    if !v.is_finite() || v < 1.0 || v > 1.8e19 {
+    if !v.is_finite() || !(1.0..=1.8e19).contains(&v) {
         return Err(bad());
     }
     Ok(v as u64)

@@ -82,7 +82,16 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
     let mut rec = Command::new(TASKSNAP)
-        .args(["record", "--dir", d, "--interval", "0.3", "--count", "10", "-q"])
+        .args([
+            "record",
+            "--dir",
+            d,
+            "--interval",
+            "0.3",
+            "--count",
+            "10",
+            "-q",
+        ])
         .spawn()
         .expect("start the recorder");
     wait_until("3 samples", || samples(&dir) >= 3);
@@ -93,7 +102,9 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
     assert!(status.success(), "record exited {status:?}");
     assert!(killed.elapsed() > Duration::from_millis(300) || samples(&dir) == 10);
 
-    let at_before = tasksnap(&["ps", "--replay", d, "--at", &before, "-o", cols, "-p", &pids]);
+    let at_before = tasksnap(&[
+        "ps", "--replay", d, "--at", &before, "-o", cols, "-p", &pids,
+    ]);
     assert!(at_before.status.success(), "{}", text(&at_before.stderr));
     assert_eq!(
         text(&at_before.stdout),
@@ -127,24 +138,48 @@ fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_tim
     // A process that burns CPU and sleeps in turns: every state column moves.
     let busy = ProcessGroup::spawn(
         1,
-        &["sh", "-c", "while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.05; done"],
+        &[
+            "sh",
+            "-c",
+            "while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.05; done",
+        ],
     )
     .expect("spawn busy");
     let pid = busy.pids()[0];
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
     let n = 6;
-    let rec = tasksnap(&["record", "--dir", d, "--interval", "0.4", "--count", &n.to_string(), "-q"]);
+    let rec = tasksnap(&[
+        "record",
+        "--dir",
+        d,
+        "--interval",
+        "0.4",
+        "--count",
+        &n.to_string(),
+        "-q",
+    ]);
     assert!(rec.status.success(), "{}", text(&rec.stderr));
     drop(busy);
 
     let parquet = dir.with_extension("parquet");
     let p = parquet.to_str().expect("utf-8 path");
-    let dump = tasksnap(&["dump", "--dir", d, "--what", "threads", "--format", "parquet", "-o", p]);
+    let dump = tasksnap(&[
+        "dump", "--dir", d, "--what", "threads", "--format", "parquet", "-o", p,
+    ]);
     assert!(dump.status.success(), "{}", text(&dump.stderr));
 
     // What states --replay prints for the same window (the whole recording).
-    let states = tasksnap(&["states", "--replay", d, "--json", "-p", &pid.to_string(), "-r", "0"]);
+    let states = tasksnap(&[
+        "states",
+        "--replay",
+        d,
+        "--json",
+        "-p",
+        &pid.to_string(),
+        "-r",
+        "0",
+    ]);
     assert!(states.status.success(), "{}", text(&states.stderr));
     let v: serde_json::Value = serde_json::from_slice(&states.stdout).expect("states json");
     let row = v["threads"]
@@ -165,7 +200,12 @@ fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_tim
     let check = Command::new(python)
         .arg(script)
         .args([p, "--pid", &pid.to_string(), "--tid", &pid.to_string()])
-        .args(["--expect-rows", &n.to_string(), "--expect-state-seconds", &expect])
+        .args([
+            "--expect-rows",
+            &n.to_string(),
+            "--expect-state-seconds",
+            &expect,
+        ])
         // states prints percentages to 2 decimals: 0.005% of the window.
         .args(["--tolerance", &format!("{:.6}", alive_s * 0.0001 + 1e-4)])
         .output()
@@ -191,7 +231,11 @@ fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
     ] {
         let out = tasksnap(&args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
-        assert!(text(&out.stderr).contains(d), "{args:?}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(d),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
     }
     // Foreign: a directory of someone else's files is neither read nor written.
     let foreign = t.path().join("foreign");
@@ -200,21 +244,43 @@ fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
     let f = foreign.to_str().expect("utf-8 path");
     let out = tasksnap(&["record", "--dir", f, "--count", "1", "--backend", "procfs"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("not a tasksnap store"), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read_to_string(foreign.join("notes.txt")).ok().as_deref(), Some("mine"));
+    assert!(
+        text(&out.stderr).contains("not a tasksnap store"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(foreign.join("notes.txt"))
+            .ok()
+            .as_deref(),
+        Some("mine")
+    );
     assert_eq!(std::fs::read_dir(&foreign).map(|d| d.count()).ok(), Some(1));
     let out = tasksnap(&["dump", "--dir", f]);
     assert_eq!(out.status.code(), Some(1));
 
     // A store: one recorder at a time.
     let mut first = Command::new(TASKSNAP)
-        .args(["record", "--dir", d, "--interval", "0.2", "--backend", "procfs", "-q"])
+        .args([
+            "record",
+            "--dir",
+            d,
+            "--interval",
+            "0.2",
+            "--backend",
+            "procfs",
+            "-q",
+        ])
         .spawn()
         .expect("start the recorder");
     wait_until("6 samples", || samples(&dir) >= 6);
     let second = tasksnap(&["record", "--dir", d, "--count", "1", "--backend", "procfs"]);
     assert_eq!(second.status.code(), Some(3), "{}", text(&second.stderr));
-    assert!(text(&second.stderr).contains(&first.id().to_string()), "{}", text(&second.stderr));
+    assert!(
+        text(&second.stderr).contains(&first.id().to_string()),
+        "{}",
+        text(&second.stderr)
+    );
     // SIGTERM stops it cleanly.
     // SAFETY: kill on the child this test started.
     unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
@@ -226,11 +292,19 @@ fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
     for at in ["1000000000", "-3650d"] {
         let out = tasksnap(&["ps", "--replay", d, "--at", at]);
         assert_eq!(out.status.code(), Some(1), "--at {at}");
-        assert!(text(&out.stderr).contains("outside the recording"), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("outside the recording"),
+            "{}",
+            text(&out.stderr)
+        );
     }
     let out = tasksnap(&["ps", "--replay", d, "--at", "yesterday"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("not a time"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("not a time"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = tasksnap(&["ps", "--at", "-1m"]);
     assert_ne!(out.status.code(), Some(0));
 
@@ -254,9 +328,16 @@ fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
     let dump = tasksnap(&["dump", "--dir", d, "--what", "system", "--fields", "time"]);
     assert!(dump.status.success(), "{}", text(&dump.stderr));
     let after = text(&dump.stdout).lines().count() - 1;
-    assert!(after >= 1 && after <= n, "{after} of {n} samples read after the damage");
+    assert!(
+        after >= 1 && after <= n,
+        "{after} of {n} samples read after the damage"
+    );
     if after < n {
-        assert!(text(&dump.stderr).contains("damaged"), "{}", text(&dump.stderr));
+        assert!(
+            text(&dump.stderr).contains("damaged"),
+            "{}",
+            text(&dump.stderr)
+        );
     }
 
     // A newer format: refused, not misread.

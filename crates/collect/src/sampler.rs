@@ -241,7 +241,9 @@ impl Sampler {
         }
         // Threads without names take their process's (tasks are in (tgid, tid) order, the
         // process's main thread first).
-        let mut leader: Option<(i32, Option<Vec<u8>>, Option<Vec<u8>>)> = None;
+        // (tgid, command line, cgroup) of the last multi-threaded process met.
+        type Leader = (i32, Option<Vec<u8>>, Option<Vec<u8>>);
+        let mut leader: Option<Leader> = None;
         for t in tasks.iter_mut() {
             if t.id.is_leader() {
                 let threaded = t.base.as_ref().is_some_and(|b| b.num_threads > 1);
