@@ -8,9 +8,13 @@
 #   bench/record.sh [N]                     default 5000 processes, INTERVAL=1, SAMPLES=60
 #   INTERVAL=10 SAMPLES=30 bench/record.sh 50000
 #   TOOLS="tasksnap" bench/record.sh 50000  only tasksnap (e.g. for the 1%-of-a-CPU check)
+#   INTERVAL=0 SAMPLES=8640 COLLECTL_SAMPLES=864 TOOLS="tasksnap collectl" bench/record.sh 1000
+#                                           collectl's day test (a day of samples at interval 0,
+#                                           timed); collectl -sZ takes 1/10 of the samples, as
+#                                           collectl's author did, and is scaled to a day
 #
 # Needs root (the BPF backend, and room for 50,000 processes). atop comes from Debian
-# (apt-get install atop); its daemon is not needed.
+# (apt-get install atop collectl); their daemons are not needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=${TS:-$PWD/target/release/tasksnap}
@@ -21,7 +25,9 @@ SAMPLES=${SAMPLES:-60}
 TOOLS=${TOOLS:-"tasksnap atop"}
 [ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
 [ -x /usr/bin/time ] || { echo "bench/record.sh needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
-case " $TOOLS " in *" atop "*) command -v atop >/dev/null || { echo "needs atop (apt-get install atop)" >&2; exit 1; } ;; esac
+for t in atop collectl; do
+  case " $TOOLS " in *" $t "*) command -v $t >/dev/null || { echo "needs $t (apt-get install $t)" >&2; exit 1; } ;; esac
+done
 
 . bench/lib.sh
 raise_limits
@@ -38,35 +44,46 @@ load_pid=$LOAD_PID
 read -r _ <&"${LOAD[0]}"
 echo "load ready: $(ls /proc | grep -c '^[0-9]') processes; interval ${INTERVAL}s, $SAMPLES samples per tool"
 
-# prints "cpu_ms_per_sample bytes_per_sample wall_s"
+# prints "cpu_ms_per_sample bytes_per_sample wall_s_per_day_of_samples"
 measure() {
-  local name=$1 bytes_of=$2; shift 2
+  local name=$1 bytes_of=$2 n=$3; shift 3
   /usr/bin/time -f "%e %U %S" -o "$work/$name.time" "$@" >/dev/null 2>"$work/$name.err" || {
     echo "$name failed:" >&2; cat "$work/$name.err" >&2; exit 1; }
   read -r wall user sys <"$work/$name.time"
   local bytes
   bytes=$(du -sb "$bytes_of" | cut -f1)
-  awk -v u="$user" -v s="$sys" -v b="$bytes" -v n="$SAMPLES" -v w="$wall" \
-    'BEGIN { printf "%.1f %.0f %.1f\n", (u + s) * 1000 / n, b / n, w }'
+  awk -v u="$user" -v s="$sys" -v b="$bytes" -v n="$n" -v w="$wall" \
+    'BEGIN { printf "%.1f %.0f %.1f\n", (u + s) * 1000 / n, b / n, w * 8640 / n }'
 }
 
 declare -A cpu bytes
-printf '%-10s %14s %16s %8s\n' tool "CPU ms/sample" "bytes/sample" "wall s"
+printf '%-10s %8s %14s %16s %18s\n' tool samples "CPU ms/sample" "bytes/sample" "wall s per 8640"
 for tool in $TOOLS; do
   case $tool in
     tasksnap)
-      read -r c b w < <(measure tasksnap "$work/ts" "$TS" record --dir "$work/ts" \
-        --interval "$INTERVAL" --count "$SAMPLES")
+      n=$SAMPLES
+      read -r c b w < <(measure tasksnap "$work/ts" "$n" "$TS" record --dir "$work/ts" \
+        --interval "$INTERVAL" --count "$n")
       grep 'own CPU' "$work/tasksnap.err" | sed 's/^/  /' >&2 || true ;;
     atop)
-      read -r c b w < <(measure atop "$work/atop.raw" atop -w "$work/atop.raw" "$INTERVAL" "$SAMPLES") ;;
+      n=$SAMPLES
+      read -r c b w < <(measure atop "$work/atop.raw" "$n" atop -w "$work/atop.raw" "$INTERVAL" "$n") ;;
+    collectl)
+      n=${COLLECTL_SAMPLES:-$SAMPLES}
+      mkdir -p "$work/collectl"
+      read -r c b w < <(measure collectl "$work/collectl" "$n" collectl -sZ -i"$INTERVAL" -c "$n" \
+        -f "$work/collectl") ;;
   esac
   cpu[$tool]=$c; bytes[$tool]=$b
-  printf '%-10s %14s %16s %8s\n' "$tool" "$c" "$b" "$w"
+  printf '%-10s %8s %14s %16s %18s\n' "$tool" "$n" "$c" "$b" "$w"
 done
 if [ -n "${cpu[atop]:-}" ] && [ -n "${cpu[tasksnap]:-}" ]; then
   awk -v tc="${cpu[tasksnap]}" -v ac="${cpu[atop]}" -v tb="${bytes[tasksnap]}" -v ab="${bytes[atop]}" \
     'BEGIN { printf "tasksnap/atop: CPU %.3f (1/%.1f), bytes %.3f (1/%.1f)\n", tc/ac, ac/tc, tb/ab, ab/tb }'
+fi
+if [ -n "${cpu[collectl]:-}" ] && [ -n "${cpu[tasksnap]:-}" ]; then
+  awk -v tc="${cpu[tasksnap]}" -v cc="${cpu[collectl]}" -v tb="${bytes[tasksnap]}" -v cb="${bytes[collectl]}" \
+    'BEGIN { printf "tasksnap/collectl: CPU %.3f (1/%.1f), bytes %.3f (1/%.1f)\n", tc/cc, cc/tc, tb/cb, cb/tb }'
 fi
 if [ -n "${cpu[tasksnap]:-}" ]; then
   awk -v c="${cpu[tasksnap]}" -v b="${bytes[tasksnap]}" -v i="$INTERVAL" \
