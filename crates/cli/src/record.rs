@@ -97,17 +97,9 @@ fn parse_segment(s: &str) -> Result<Duration, String> {
 
 /// `tasksnap record ARGS`.
 pub fn main(argv: &[OsString]) -> ExitCode {
-    let it = std::iter::once(OsString::from("tasksnap record")).chain(argv.iter().cloned());
-    let args = match Args::try_parse_from(it) {
+    let args: Args = match crate::output::parse_args("tasksnap record", argv) {
         Ok(a) => a,
-        Err(e) => {
-            let text = e.render().to_string();
-            if e.use_stderr() {
-                warn!("{}", text.trim_end());
-                return ExitCode::from(2);
-            }
-            return crate::output::print(&text);
-        }
+        Err(code) => return code,
     };
     run(&args)
 }

@@ -51,17 +51,9 @@ pub struct Args {
 
 /// `tasksnap dump ARGS`.
 pub fn main(argv: &[OsString]) -> ExitCode {
-    let it = std::iter::once(OsString::from("tasksnap dump")).chain(argv.iter().cloned());
-    let args = match Args::try_parse_from(it) {
+    let args: Args = match crate::output::parse_args("tasksnap dump", argv) {
         Ok(a) => a,
-        Err(e) => {
-            let text = e.render().to_string();
-            if e.use_stderr() {
-                warn!("{}", text.trim_end());
-                return ExitCode::from(2);
-            }
-            return crate::output::print(&text);
-        }
+        Err(code) => return code,
     };
     if args.fields.as_deref() == Some(&["help".to_string()][..]) {
         let mut text = format!("fields of --what {}:\n", args.what.name());

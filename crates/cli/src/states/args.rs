@@ -175,19 +175,7 @@ impl Args {
     }
 }
 
-/// Parses `tasksnap states ARGS`; on `--help` or an error, clap's output is printed and the
-/// exit code returned (0 for help, 2 for usage errors). Help goes to stdout through
-/// [`crate::output::print`], so that a failed write is a "write error" and status 1 (clap's
-/// own `print` ignores write errors: `--help >/dev/full` exited 0 having printed nothing).
+/// Parses `tasksnap states ARGS` ([`crate::output::parse_args`]).
 pub fn parse(argv: &[OsString]) -> Result<Args, ExitCode> {
-    let it = std::iter::once(OsString::from("tasksnap states")).chain(argv.iter().cloned());
-    Args::try_parse_from(it).map_err(|e| {
-        let text = e.render().to_string();
-        if e.use_stderr() {
-            warn!("{}", text.trim_end());
-            ExitCode::from(e.exit_code().clamp(0, 255) as u8)
-        } else {
-            crate::output::print(&text)
-        }
-    })
+    crate::output::parse_args("tasksnap states", argv)
 }

@@ -1,0 +1,48 @@
+//! Builds a store that spans a day, for the seek benchmark (`bench/record.sh`, SEEK=1): N real
+//! readings of this host taken one after the other with the recorder's sampler, encoder and
+//! writer, each stamped INTERVAL seconds after the one before, so that the store has a day's
+//! samples in hourly segments as `tasksnap record --interval INTERVAL` would have written
+//! over a day. Prints the first and last sample times (epoch seconds).
+//!
+//! `cargo run --release -p tasksnap --example day_store -- DIR [SAMPLES] [INTERVAL]`
+//! (defaults: 8640 samples, 10 s: a day).
+
+use tasksnap_collect::sampler::{Options, Sampler};
+use tasksnap_history::{Encoder, KIND_NAMES, KIND_SAMPLE};
+use tasksnap_store::{Writer, WriterOptions};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let dir = args
+        .next()
+        .ok_or("usage: day_store DIR [SAMPLES] [INTERVAL]")?;
+    let n: u64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(8640);
+    let interval_ns: u64 = args
+        .next()
+        .map(|a| a.parse::<u64>())
+        .transpose()?
+        .unwrap_or(10)
+        * 1_000_000_000;
+    let mut writer = Writer::create(std::path::Path::new(&dir), WriterOptions::default())?;
+    let mut sampler = Sampler::open(Options::default())?;
+    let mut encoder = Encoder::new(tasksnap_history::DEFAULT_KEY_EVERY);
+    let start_unix = sampler.read()?.snapshot.taken_at_unix_ns - n * interval_ns;
+    for i in 0..n {
+        let mut r = sampler.read()?.clone();
+        let shift = r.snapshot.taken_at_unix_ns - (start_unix + i * interval_ns);
+        r.snapshot.taken_at_unix_ns -= shift;
+        let t = r.snapshot.taken_at_unix_ns;
+        let enc = encoder.encode(&r, writer.starts_segment(t));
+        if let Some(names) = &enc.names {
+            writer.append(KIND_NAMES, enc.key, t, names)?;
+        }
+        writer.append(KIND_SAMPLE, enc.key, t, &enc.sample)?;
+    }
+    writer.finish()?;
+    println!(
+        "{} {}",
+        start_unix / 1_000_000_000,
+        (start_unix + (n - 1) * interval_ns) / 1_000_000_000
+    );
+    Ok(())
+}
