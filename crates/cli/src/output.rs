@@ -213,6 +213,24 @@ pub fn line(args: fmt::Arguments<'_>) {
     }
 }
 
+/// Parses a subcommand's arguments (`name`: `tasksnap states`) with clap; on `--help` or an
+/// error, clap's output is printed and the exit code returned (0 for help, 2 for usage
+/// errors). Help goes to stdout through [`print`], so that a failed write is a "write error"
+/// and status 1 (clap's own `print` ignores write errors: `--help >/dev/full` exited 0 having
+/// printed nothing).
+pub fn parse_args<A: clap::Parser>(name: &str, argv: &[std::ffi::OsString]) -> Result<A, ExitCode> {
+    let it = std::iter::once(std::ffi::OsString::from(name)).chain(argv.iter().cloned());
+    A::try_parse_from(it).map_err(|e| {
+        let text = e.render().to_string();
+        if e.use_stderr() {
+            warn_line(format_args!("{}", text.trim_end()));
+            ExitCode::from(e.exit_code().clamp(0, 255) as u8)
+        } else {
+            print(&text)
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,22 +249,4 @@ mod tests {
         let plain = anyhow::Error::from(io::Error::from_raw_os_error(libc::ENOENT));
         assert!(write_error(&plain).is_none());
     }
-}
-
-/// Parses a subcommand's arguments (`name`: `tasksnap states`) with clap; on `--help` or an
-/// error, clap's output is printed and the exit code returned (0 for help, 2 for usage
-/// errors). Help goes to stdout through [`print`], so that a failed write is a "write error"
-/// and status 1 (clap's own `print` ignores write errors: `--help >/dev/full` exited 0 having
-/// printed nothing).
-pub fn parse_args<A: clap::Parser>(name: &str, argv: &[std::ffi::OsString]) -> Result<A, ExitCode> {
-    let it = std::iter::once(std::ffi::OsString::from(name)).chain(argv.iter().cloned());
-    A::try_parse_from(it).map_err(|e| {
-        let text = e.render().to_string();
-        if e.use_stderr() {
-            warn_line(format_args!("{}", text.trim_end()));
-            ExitCode::from(e.exit_code().clamp(0, 255) as u8)
-        } else {
-            print(&text)
-        }
-    })
 }
