@@ -287,3 +287,70 @@ fn carry_names(old: Vec<Task>, fresh: Vec<Task>, gone: impl Fn(&Task) -> bool) -
     out.extend(old.filter(|o| !gone(o)));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Base, TaskId};
+
+    fn task(tgid: i32, tid: i32, start: u64, comm: &str, cmdline: Option<&str>) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid,
+            tid,
+            start_time_ns: start,
+        });
+        t.base = Some(Base {
+            comm: comm.as_bytes().into(),
+            ..Base::default()
+        });
+        t.cmdline = cmdline.map(|c| c.as_bytes().to_vec());
+        t
+    }
+
+    fn listed(tasks: &[Task]) -> Vec<(i32, i32, Option<String>)> {
+        tasks
+            .iter()
+            .map(|t| {
+                let c = t
+                    .cmdline
+                    .as_ref()
+                    .map(|c| String::from_utf8_lossy(c).into_owned());
+                (t.id.tgid, t.id.tid, c)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_follow_their_identity_and_leave_with_it() {
+        let old = vec![
+            task(1, 1, 10, "init", Some("init")),
+            task(5, 5, 50, "sh", Some("sh -c x")),
+            task(7, 7, 70, "a", Some("a")),
+            task(9, 9, 90, "b", Some("b")),
+        ];
+        let fresh = vec![
+            // Same identity, same comm: keeps its command line.
+            task(5, 5, 50, "sh", None),
+            // Same identity, new comm (an exec): read again.
+            task(7, 7, 70, "python3", None),
+            // A reused pid (new start time): a new task.
+            task(9, 9, 95, "b", None),
+            // New.
+            task(12, 12, 120, "c", None),
+        ];
+        let gone = |t: &Task| t.id.tgid == 1;
+        let out = carry_names(old.clone(), fresh.clone(), gone);
+        assert_eq!(
+            listed(&out),
+            vec![
+                (5, 5, Some("sh -c x".into())),
+                (7, 7, None),
+                (9, 9, None),
+                (12, 12, None),
+            ]
+        );
+        // A whole pass: every old task not in it is gone.
+        let out = carry_names(old, fresh[..1].to_vec(), |_| true);
+        assert_eq!(listed(&out), vec![(5, 5, Some("sh -c x".into()))]);
+    }
+}
