@@ -38,4 +38,12 @@ for frac in 1 37 50 83 99; do
   at=$((first + span * frac / 100 + 7))
   args+=("$TS ps --replay $work/store --at $at -e -o pid,user,stat,comm")
 done
-hyperfine -N -w 3 -r "$RUNS" --style basic "${args[@]}" 2>&1 | grep -E 'Benchmark|Time'
+hyperfine -N -w 3 -r "$RUNS" --style none --export-json "$work/seek.json" "${args[@]}" >/dev/null
+python3 - "$work/seek.json" "$first" <<'PY'
+import json, sys
+first = int(sys.argv[2])
+for r in json.load(open(sys.argv[1]))["results"]:
+    at = int(r["command"].split("--at ")[1].split()[0])
+    print(f"--at +{(at - first) / 3600:5.2f} h: median {r['median'] * 1e3:6.1f} ms "
+          f"(min {r['min'] * 1e3:.1f}, max {r['max'] * 1e3:.1f}; {len(r['times'])} runs)")
+PY
