@@ -84,10 +84,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(v as u64)
 }
 
-/// `2026-11-23T03:00:00.123Z` for a time in ns since the epoch.
-pub fn rfc3339(ns: u64) -> String {
-    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_nanos(ns)).to_string()
-}
+pub use tasksnap_history::rfc3339;
 
 #[cfg(test)]
 mod tests {

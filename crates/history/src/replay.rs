@@ -51,7 +51,8 @@ pub enum ReplayError {
     },
 }
 
-/// `2026-11-23T03:00:00.123Z`.
+/// `2026-11-23T03:00:00.123Z` for a time in ns since the Unix epoch (UTC, milliseconds): the
+/// one formatter of recorded times (a u64 of ns ends in 2554, inside humantime's range).
 pub fn rfc3339(ns: u64) -> String {
     humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns))
         .to_string()

@@ -30,10 +30,7 @@ pub struct Replay {
     prev: Option<Reading>,
 }
 
-/// `2026-11-23T03:00:00.123Z`.
-fn rfc3339(ns: u64) -> String {
-    crate::when::rfc3339(ns)
-}
+use tasksnap_history::rfc3339;
 
 impl Replay {
     /// Opens the recording in `dir` on the sample in force at `at`; without it, on the
