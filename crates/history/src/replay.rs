@@ -82,6 +82,14 @@ impl History {
         self.store.span()
     }
 
+    /// [`History::span`], or [`ReplayError::Empty`] for a recording with no sample: what every
+    /// reader says when there is nothing to show.
+    pub fn bounds(&self) -> Result<(u64, u64), ReplayError> {
+        self.span().ok_or_else(|| ReplayError::Empty {
+            dir: self.store.dir().to_path_buf(),
+        })
+    }
+
     fn outside(&self, t: u64) -> ReplayError {
         match self.span() {
             None => ReplayError::Empty {
@@ -137,14 +145,13 @@ impl History {
     fn decode_at(&self, entries: &[Entry]) -> Result<Option<Reading>, HistoryError> {
         let mut dec = Decoder::new();
         let mut key_reading = None;
-        let mut names_ok = true;
         for e in entries {
             match e.kind {
                 KIND_NAMES => {
+                    // A damaged names frame leaves its tasks' names out; the samples still
+                    // decode.
                     if let Ok(p) = self.store.read(e) {
-                        names_ok &= dec.apply_names(e.key, &p).is_ok();
-                    } else if e.key {
-                        names_ok = false;
+                        let _ = dec.apply_names(e.key, &p);
                     }
                 }
                 KIND_SAMPLE if e.key && key_reading.is_none() => {
@@ -160,7 +167,6 @@ impl History {
         let Some(key_reading) = key_reading else {
             return Ok(None);
         };
-        let _ = names_ok;
         // The last delta that decodes, walking back from the end; else the key itself.
         for e in entries.iter().rev() {
             if e.kind != KIND_SAMPLE || e.key {

@@ -81,9 +81,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     // Bad fields are refused before anything is read or created.
     super::select(&opts)?;
     let history = tasksnap_history::History::open(&args.dir)?;
-    let Some((first, last)) = history.span() else {
-        anyhow::bail!("{}: the recording holds no sample yet", args.dir.display());
-    };
+    let (first, last) = history.bounds()?;
     let from = args.from.unwrap_or(first);
     let to = args.to.unwrap_or(last);
     if from > to {

@@ -124,9 +124,7 @@ fn replay_window(
     dir: &std::path::Path,
 ) -> Result<(Vec<tasksnap_model::states::Sample>, (u64, u64))> {
     let history = tasksnap_history::History::open(dir)?;
-    let Some((first, last)) = history.span() else {
-        anyhow::bail!("{}: the recording holds no sample yet", dir.display());
-    };
+    let (first, last) = history.bounds()?;
     if first == last {
         anyhow::bail!(
             "{}: the recording holds one sample ({}); an interval needs two",

@@ -38,12 +38,10 @@ impl Replay {
     /// (no store, an empty or damaged one, `at` outside it) is one line for the user.
     pub fn open(dir: &Path, at: Option<u64>) -> Result<Replay, String> {
         let history = History::open(dir).map_err(|e| e.to_string())?;
-        let times = match history.span() {
-            Some((first, last)) => history
-                .sample_times(first, last)
-                .map_err(|e| e.to_string())?,
-            None => Vec::new(),
-        };
+        let (first, last) = history.bounds().map_err(|e| e.to_string())?;
+        let times = history
+            .sample_times(first, last)
+            .map_err(|e| e.to_string())?;
         if times.is_empty() {
             let d = history.store().damage();
             let damaged = d.skipped_bytes + d.tail_bytes + d.corrupt_frames;
@@ -54,7 +52,10 @@ impl Replay {
                     d.skipped_bytes + d.tail_bytes
                 )
             } else {
-                format!("{}: the recording holds no sample yet", dir.display())
+                tasksnap_history::ReplayError::Empty {
+                    dir: dir.to_path_buf(),
+                }
+                .to_string()
             });
         }
         let index = match at {
