@@ -29,6 +29,7 @@ mod output;
 mod pin;
 mod ps;
 mod record;
+mod serve;
 mod signals;
 mod states;
 mod top;
@@ -55,6 +56,9 @@ Commands:
            every interval (--dir DIR --interval 10); read it back with ps/top/states
            --replay DIR and dump
   dump     a recording as csv, json, parquet or openmetrics (--dir DIR --format F)
+  serve    a Prometheus exporter: per-group CPU, time by thread state, D-state reasons,
+           memory, I/O (--listen 127.0.0.1:8275 --interval 15 --group-by comm|user|cgroup|exe,
+           --config process-exporter.yml; see tasksnap serve --help)
   pin      keep the BPF programs loaded between runs (root; saves 35-50 ms per run)
   unpin    remove what `pin` left
   doctor   what this host offers (BPF, BTF, privileges, hidepid, delay accounting) and what
@@ -83,7 +87,7 @@ fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     let cmd = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
     let known = [
-        "ps", "doctor", "bench", "top", "pin", "unpin", "states", "record", "dump",
+        "ps", "doctor", "bench", "top", "pin", "unpin", "states", "record", "serve", "dump",
     ];
     output::set_command(known.contains(&cmd).then_some(cmd));
     match cmd {
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         "unpin" => no_arguments(&args[2..], pin::unpin),
         "states" => states::main(&args[2..]),
         "record" => record::main(&args[2..]),
+        "serve" => serve::main(&args[2..]),
         "dump" => dump::main(&args[2..]),
         "-V" | "--version" => output::print(&format!("tasksnap {}\n", env!("CARGO_PKG_VERSION"))),
         "-h" | "--help" | "help" => output::print(USAGE),

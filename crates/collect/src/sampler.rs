@@ -36,6 +36,8 @@ pub struct Options {
     pub states: bool,
     /// The procfs root for the machine-wide figures.
     pub proc_root: PathBuf,
+    /// Read each process's executable path too (once per identity, with its command line).
+    pub exe: bool,
 }
 
 impl Default for Options {
@@ -45,6 +47,7 @@ impl Default for Options {
             track_sleep: false,
             states: true,
             proc_root: PathBuf::from("/proc"),
+            exe: false,
         }
     }
 }
@@ -219,6 +222,7 @@ impl Sampler {
             let groups = Groups {
                 cmdline: true,
                 cgroup: true,
+                exe: self.opts.exe,
                 ..Groups::default()
             };
             let (mut filled, stats) = self.live.fill(&wanted, groups)?;
@@ -231,6 +235,7 @@ impl Sampler {
                     Some(f) if f.cmdline.is_some() => {
                         t.cmdline = f.cmdline;
                         t.cgroup = f.cgroup;
+                        t.exe = f.exe;
                     }
                     // Gone before its names could be read, or denied: shown as `-`.
                     _ => {
@@ -260,7 +265,7 @@ impl Sampler {
 }
 
 /// `old` with `fresh`'s tasks replacing or joining them, less the old tasks `gone` says left,
-/// both in (tgid, tid) order. A fresh task keeps the old one's command line and cgroup
+/// both in (tgid, tid) order. A fresh task keeps the old one's command line, cgroup and exe
 /// when it is the same identity with the same comm (an exec changes the comm and keeps the
 /// identity: its names are read again).
 fn carry_names(old: Vec<Task>, fresh: Vec<Task>, gone: impl Fn(&Task) -> bool) -> Vec<Task> {
@@ -280,6 +285,7 @@ fn carry_names(old: Vec<Task>, fresh: Vec<Task>, gone: impl Fn(&Task) -> bool) -
             if same_names(&o, &f) && f.cmdline.is_none() {
                 f.cmdline = o.cmdline.take();
                 f.cgroup = o.cgroup.take();
+                f.exe = o.exe.take();
             }
         }
         out.push(f);

@@ -1,0 +1,451 @@
+//! `tasksnap serve`: the Prometheus exporter. A collection thread takes a reading of the
+//! host every interval through the sampler (tasksnap-collect, the recorder's loop: BPF kept
+//! loaded, tasks read incrementally), aggregates it per group and encodes both exposition
+//! formats once (tasksnap-export); the HTTP side ([`http`]) answers every scrape with the
+//! bytes of the last collection. A scrape therefore costs the same at 100 or 100,000 tasks,
+//! many scrapers cost nothing more, and a slow collection delays no scrape.
+//!
+//! Exit codes: 0 stopped by SIGINT, SIGTERM or SIGHUP; 1 it could not listen or collect;
+//! 2 bad usage or a bad configuration file.
+
+mod http;
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use tasksnap_collect::sampler::{Options as SamplerOptions, Sampler};
+use tasksnap_export::encode::{Cost, Exposition};
+use tasksnap_export::{Aggregator, Config, Grouping, Options};
+use tasksnap_model::Backend;
+
+use crate::when;
+
+/// The port `tasksnap serve` listens on unless told otherwise: outside the 9100-9999 range
+/// the Prometheus project's list of exporter default ports allocates, so no exporter's
+/// default collides with it ("TASK" on a phone keypad).
+pub const DEFAULT_PORT: u16 = 8275;
+
+/// Exposes per-group process and thread metrics (CPU, time by scheduler state, D-state wait
+/// reasons, memory, I/O, faults, context switches) to Prometheus, in OpenMetrics or the
+/// Prometheus text format.
+///
+/// Collects on its own timer and answers every scrape of /metrics from the last collection.
+/// Listens on 127.0.0.1:8275 unless told otherwise. See docs/serve.md.
+#[derive(Debug, Parser)]
+#[command(name = "tasksnap serve")]
+pub struct Args {
+    /// Where to listen, ADDR:PORT (0.0.0.0:PORT or [::]:PORT for every interface).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8275", value_parser = parse_listen)]
+    pub listen: SocketAddr,
+
+    /// Seconds between collections.
+    #[arg(short = 'i', long, value_name = "SECONDS", default_value = "15", value_parser = parse_interval)]
+    pub interval: Duration,
+
+    /// How processes are grouped: comm, user, cgroup or exe.
+    #[arg(
+        long,
+        value_name = "comm|user|cgroup|exe",
+        default_value = "comm",
+        conflicts_with = "config"
+    )]
+    pub group_by: String,
+
+    /// A prometheus-process-exporter configuration (process_names: ...) to group by.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// With --config: a process no rule matches is not adopted by its ancestor's group.
+    #[arg(long, requires = "config")]
+    pub no_children: bool,
+
+    /// Also expose the K processes that used the most CPU in the last interval, with pid and
+    /// comm labels.
+    #[arg(long, value_name = "K", default_value = "0", value_parser = clap::value_parser!(u64).range(0..=1000))]
+    pub top_n: u64,
+
+    /// At most N series: the least busy groups are folded into group="other" beyond it (0: no
+    /// limit).
+    #[arg(long, value_name = "N", default_value = "20000")]
+    pub max_series: usize,
+
+    /// D-state wait reasons named per group; the rest are reason="other".
+    #[arg(long, value_name = "K", default_value = "5", value_parser = clap::value_parser!(u64).range(0..=100))]
+    pub reasons: u64,
+
+    /// Where tasks and thread states come from: bpf (root), procfs, or auto.
+    #[arg(long, value_name = "auto|bpf|procfs", default_value = "auto")]
+    pub backend: Backend,
+
+    /// Say nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    if s.starts_with(':') {
+        return Err(format!(
+            "{s:?} names no address: say 127.0.0.1{s} for this host only, or 0.0.0.0{s} for \
+             every interface"
+        ));
+    }
+    s.parse::<SocketAddr>()
+        .map_err(|_| format!("{s:?} is not ADDR:PORT (e.g. 127.0.0.1:{DEFAULT_PORT})"))
+}
+
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = when::parse_duration(s)?;
+    if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
+        return Err("between 0.1 and 3600 seconds".into());
+    }
+    Ok(d)
+}
+
+/// `tasksnap serve ARGS`.
+pub fn main(argv: &[OsString]) -> ExitCode {
+    let args: Args = match crate::output::parse_args("tasksnap serve", argv) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let grouping = match &args.config {
+        Some(path) => match Config::read(path) {
+            Ok(config) => Grouping::Config {
+                config,
+                children: !args.no_children,
+            },
+            Err(e) => {
+                warn!("tasksnap serve: {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => match Grouping::by_name(&args.group_by) {
+            Some(g) => g,
+            None => {
+                warn!(
+                    "tasksnap serve: --group-by {:?}: expected comm, user, cgroup or exe",
+                    args.group_by
+                );
+                return ExitCode::from(2);
+            }
+        },
+    };
+    run(&args, grouping)
+}
+
+/// What the collection thread hands the HTTP side.
+#[derive(Debug)]
+pub struct Shared {
+    /// The last collection's exposition.
+    pub exposition: RwLock<Arc<Exposition>>,
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn current(&self) -> Arc<Exposition> {
+        match self.exposition.read() {
+            Ok(e) => e.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn publish(&self, e: Exposition) {
+        let e = Arc::new(e);
+        match self.exposition.write() {
+            Ok(mut slot) => *slot = e,
+            Err(poisoned) => *poisoned.into_inner() = e,
+        }
+    }
+
+    fn stop(&self) {
+        if let Ok(mut s) = self.stop.lock() {
+            *s = true;
+        }
+        self.wake.notify_all();
+    }
+
+    /// Sleeps until `deadline` or a stop; true on a stop.
+    fn sleep_until(&self, deadline: Instant) -> bool {
+        let Ok(mut stopped) = self.stop.lock() else {
+            return true;
+        };
+        loop {
+            if *stopped {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            stopped = match self.wake.wait_timeout(stopped, left) {
+                Ok((s, _)) => s,
+                Err(_) => return true,
+            };
+        }
+    }
+}
+
+/// Capabilities kept once the BPF programs are loaded: reading /proc whatever its modes
+/// (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) and the files behind ptrace access checks
+/// (CAP_SYS_PTRACE: io, exe). Not `top`'s kill and renice.
+const KEPT: u64 = 1 << 1 | 1 << 2 | 1 << 19;
+
+/// Raises the open-files limit to its hard maximum: every connection is a descriptor, and
+/// so are the BPF programs' links and maps.
+fn raise_nofile() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max.min(1 << 20);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+fn own_cpu_ns() -> u64 {
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// What the collection thread says once it has taken its first collection.
+struct Started {
+    tasks_why: String,
+    states: String,
+    states_why: String,
+    first_ms: f64,
+}
+
+/// The collection side: one sampler and one aggregator, kept for the exporter's life.
+struct Collection {
+    sampler: Sampler,
+    aggregator: Aggregator,
+    cost: Cost,
+}
+
+impl Collection {
+    /// Opens the sources (loading BPF where allowed), then keeps only [`KEPT`].
+    fn open(backend: Backend, opts: Options) -> Result<Collection, String> {
+        let sampler = Sampler::open(SamplerOptions {
+            backend,
+            exe: opts.grouping.needs_exe(),
+            ..SamplerOptions::default()
+        })
+        .map_err(|e| e.to_string())?;
+        if sampler.report().backend == Backend::Bpf {
+            if let Err(e) = tasksnap_collect::caps::keep_only(KEPT) {
+                warn!("tasksnap serve: could not drop capabilities: {e}");
+            }
+        }
+        let states = sampler.states_report().0.map_or("none", |b| b.name());
+        Ok(Collection {
+            cost: Cost {
+                states_backend: states.to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                ..Cost::default()
+            },
+            sampler,
+            aggregator: Aggregator::new(opts),
+        })
+    }
+
+    fn collect(&mut self) -> Result<Exposition, tasksnap_collect::Error> {
+        let t0 = Instant::now();
+        let c0 = own_cpu_ns();
+        let reading = self.sampler.read()?;
+        self.aggregator.update(reading);
+        let taken = reading.snapshot.taken_at_unix_ns;
+        self.cost.collections += 1;
+        self.cost.last_collection_unix_s = taken as f64 / 1e9;
+        self.cost.tasks_backend = self.sampler.report().backend.name().to_string();
+        // The cost shown is the last finished collection's: this one's encoding is part of
+        // it, and its own figure cannot be in the bytes it is encoding.
+        let exposition = tasksnap_export::expose(&self.aggregator.view(), &self.cost);
+        self.cost.collect_seconds = t0.elapsed().as_secs_f64();
+        self.cost.collect_cpu_seconds += own_cpu_ns().saturating_sub(c0) as f64 / 1e9;
+        Ok(exposition)
+    }
+}
+
+fn run(args: &Args, grouping: Grouping) -> ExitCode {
+    raise_nofile();
+    let signals = crate::signals::stop_signals();
+    crate::signals::block(&signals);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            warn!("tasksnap serve: cannot start: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // Listen first: a port in use is said at once, before BPF is loaded.
+    let listener = match runtime.block_on(async { http::listen(args.listen) }) {
+        Ok(l) => l,
+        Err(e) => {
+            warn!("tasksnap serve: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let shared = Arc::new(Shared {
+        exposition: RwLock::new(Arc::new(Exposition {
+            openmetrics: Arc::from(Vec::new()),
+            prometheus: Arc::from(Vec::new()),
+            series: 0,
+        })),
+        stop: Mutex::new(false),
+        wake: Condvar::new(),
+    });
+    // The sources live on the collection thread (a state source stays on the thread that
+    // opened it). It opens them, drops the capabilities it no longer needs, and takes the
+    // first collection before anything is answered: until then there is nothing true to say
+    // (connections wait in the listen queue meanwhile).
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<Result<Started, String>>();
+    let collector = {
+        let shared = shared.clone();
+        let interval = args.interval;
+        let opts = Options {
+            grouping,
+            top_n: args.top_n as usize,
+            max_series: args.max_series,
+            reasons_per_group: args.reasons as usize,
+        };
+        let backend = args.backend;
+        std::thread::Builder::new()
+            .name("collect".into())
+            .spawn(move || {
+                let mut c = match Collection::open(backend, opts) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = started_tx.send(Err(e));
+                        return;
+                    }
+                };
+                match c.collect() {
+                    Ok(e) => shared.publish(e),
+                    Err(e) => {
+                        let _ = started_tx.send(Err(e.to_string()));
+                        return;
+                    }
+                }
+                let _ = started_tx.send(Ok(Started {
+                    tasks_why: c.sampler.report().why.clone(),
+                    states: c.cost.states_backend.clone(),
+                    states_why: c.sampler.states_report().1.to_string(),
+                    first_ms: c.cost.collect_seconds * 1e3,
+                }));
+                collect_loop(&mut c, &shared, interval);
+            })
+    };
+    let collector = match collector {
+        Ok(c) => c,
+        Err(e) => {
+            warn!("tasksnap serve: cannot start the collection thread: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let started = match started_rx.recv() {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            warn!("tasksnap serve: {e}");
+            let _ = collector.join();
+            return ExitCode::from(1);
+        }
+        Err(_) => {
+            warn!("tasksnap serve: the collection thread ended before its first collection");
+            return ExitCode::from(1);
+        }
+    };
+    // This thread serves HTTP: it needs no privilege at all beyond what it has bound.
+    let _ = tasksnap_collect::caps::keep_only(0);
+    if !args.quiet {
+        warn!(
+            "tasksnap serve: listening on http://{}/metrics, collecting every {} (tasks: {}; \
+             thread states: {}, {}); first collection {:.0} ms; stop with Ctrl-C",
+            listener.local_addr().map_or(args.listen, |a| a),
+            humantime::format_duration(args.interval),
+            started.tasks_why,
+            started.states,
+            started.states_why,
+            started.first_ms,
+        );
+    }
+    let stop = Arc::new(tokio::sync::Notify::new());
+    {
+        let stop = stop.clone();
+        let shared = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || loop {
+                if crate::signals::wait(&signals, Duration::from_secs(3600)) {
+                    shared.stop();
+                    stop.notify_one();
+                    return;
+                }
+            });
+        if let Err(e) = spawned {
+            warn!("tasksnap serve: cannot start the signal thread: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    let served = runtime.block_on(http::serve(listener, shared.clone(), stop));
+    shared.stop();
+    let code = match collector.join() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(1),
+    };
+    if !args.quiet {
+        let e = shared.current();
+        warn!(
+            "tasksnap serve: stopped; {} scrapes answered; last exposition {} series, {:.1} KB",
+            served.scrapes,
+            e.series,
+            e.openmetrics.len() as f64 / 1e3
+        );
+    }
+    code
+}
+
+fn collect_loop(c: &mut Collection, shared: &Shared, interval: Duration) {
+    let mut next = Instant::now() + interval;
+    let mut failing = false;
+    loop {
+        if shared.sleep_until(next) {
+            return;
+        }
+        // A failed collection leaves the last exposition up (its timestamp says how old it
+        // is) and is tried again at the next tick; the message is said once per run of
+        // failures.
+        match c.collect() {
+            Ok(e) => {
+                shared.publish(e);
+                if failing {
+                    warn!("tasksnap serve: collecting again");
+                }
+                failing = false;
+            }
+            Err(e) => {
+                if !failing {
+                    warn!("tasksnap serve: a collection failed ({e}); serving the last one");
+                }
+                failing = true;
+            }
+        }
+        // The next tick on the schedule; ticks already past are skipped (a collection that
+        // took longer than the interval).
+        next += interval;
+        let now = Instant::now();
+        while next < now {
+            next += interval;
+        }
+    }
+}

@@ -1,0 +1,779 @@
+//! Readings into per-group counters: what `tasksnap serve` exposes, updated once per
+//! collection and read by every scrape.
+//!
+//! Counters only grow. A group's CPU, I/O, faults and context switches are the sums of its
+//! processes' (threads', for switches) increases since the previous collection: a process
+//! that exits takes nothing away, and one born since the previous collection brings all it
+//! did (everything it did was after that collection). A process that was there before but
+//! not seen (a reused pid, a read that failed) brings only what it does from now on, and so
+//! does everything at the first collection: the counters count from when the exporter
+//! started, as a rate over them needs. What a process did between the last collection and
+//! its exit is lost (its figures are gone with it); thread-state time is not, since the
+//! state sources keep an exited thread's final totals (see `tasksnap_collect::StateSource`).
+//!
+//! State seconds come from [`tasksnap_states::interval::between`], the same per-thread
+//! split `tasksnap states` shows: exact with the BPF source, sampled (running exact) with
+//! /proc. The sum over a group's states is the time its threads were alive.
+//!
+//! Series are bounded: with `max_series`, the groups that did the least in the last interval
+//! (CPU, then threads) are folded into one `other` group when the total would pass it, and
+//! the number folded is reported; a group's wait reasons are its first
+//! `reasons_per_group` plus `other`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tasksnap_model::states::{Mode, Sample, State, ThreadMap, NSTATES};
+use tasksnap_model::{Reading, Task, TaskId};
+use tasksnap_states::interval::{between, Rollup};
+
+use crate::group::{Grouper, Grouping};
+
+/// The name of the group the folded ones are shown as.
+pub const OTHER_GROUP: &str = "other";
+
+/// How an [`Aggregator`] groups and bounds.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How processes are grouped.
+    pub grouping: Grouping,
+    /// Per-process series for the K processes that used the most CPU in the last interval
+    /// (0: none).
+    pub top_n: usize,
+    /// At most this many series in all (0: no limit).
+    pub max_series: usize,
+    /// Wait reasons named per group (the rest are `other`).
+    pub reasons_per_group: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            grouping: Grouping::Comm,
+            top_n: 0,
+            max_series: 0,
+            reasons_per_group: 5,
+        }
+    }
+}
+
+/// Cumulative (or, as [`Group::delta`], one interval's) counters of a group.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    /// User CPU time, ns.
+    pub cpu_user_ns: u64,
+    /// System CPU time, ns.
+    pub cpu_system_ns: u64,
+    /// Thread time per state ([`State::index`]), ns.
+    pub state_ns: [u64; NSTATES],
+    /// Uninterruptible (D) time by wait reason, ns.
+    pub disk_reasons: Vec<(Arc<str>, u64)>,
+    /// D time of the reasons not named.
+    pub disk_other_ns: u64,
+    /// Bytes read from storage.
+    pub read_bytes: u64,
+    /// Bytes written to storage.
+    pub write_bytes: u64,
+    /// Minor page faults.
+    pub minor_faults: u64,
+    /// Major page faults.
+    pub major_faults: u64,
+    /// Voluntary context switches.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches.
+    pub involuntary_switches: u64,
+}
+
+impl Counters {
+    fn add_reason(&mut self, label: &Arc<str>, ns: u64, named: usize) {
+        if let Some(r) = self.disk_reasons.iter_mut().find(|r| r.0 == *label) {
+            r.1 = r.1.saturating_add(ns);
+        } else if self.disk_reasons.len() < named {
+            self.disk_reasons.push((label.clone(), ns));
+        } else {
+            self.disk_other_ns = self.disk_other_ns.saturating_add(ns);
+        }
+    }
+
+    fn add(&mut self, d: &Counters, named: usize) {
+        self.cpu_user_ns = self.cpu_user_ns.saturating_add(d.cpu_user_ns);
+        self.cpu_system_ns = self.cpu_system_ns.saturating_add(d.cpu_system_ns);
+        for i in 0..NSTATES {
+            self.state_ns[i] = self.state_ns[i].saturating_add(d.state_ns[i]);
+        }
+        for (label, ns) in &d.disk_reasons {
+            self.add_reason(label, *ns, named);
+        }
+        self.disk_other_ns = self.disk_other_ns.saturating_add(d.disk_other_ns);
+        self.read_bytes = self.read_bytes.saturating_add(d.read_bytes);
+        self.write_bytes = self.write_bytes.saturating_add(d.write_bytes);
+        self.minor_faults = self.minor_faults.saturating_add(d.minor_faults);
+        self.major_faults = self.major_faults.saturating_add(d.major_faults);
+        self.voluntary_switches = self.voluntary_switches.saturating_add(d.voluntary_switches);
+        self.involuntary_switches = self
+            .involuntary_switches
+            .saturating_add(d.involuntary_switches);
+    }
+}
+
+/// A group's figures at the last collection.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gauges {
+    /// Processes.
+    pub processes: u64,
+    /// Threads.
+    pub threads: u64,
+    /// Threads per current state.
+    pub in_state: [u64; NSTATES],
+    /// Resident memory of its processes, bytes.
+    pub resident_bytes: u64,
+    /// Virtual memory of its processes, bytes.
+    pub virtual_bytes: u64,
+    /// Start time of its oldest process, Unix seconds.
+    pub oldest_start_unix_s: Option<f64>,
+    /// Whether I/O counters were read (not for another user's process without privileges).
+    pub has_io: bool,
+    /// Whether context switches were read.
+    pub has_switches: bool,
+}
+
+/// One group.
+#[derive(Debug, Clone, Default)]
+pub struct Group {
+    /// Since the exporter started.
+    pub total: Counters,
+    /// In the last interval.
+    pub delta: Counters,
+    /// Now.
+    pub now: Gauges,
+    /// Collections in a row it had no process in.
+    empty_for: u32,
+}
+
+impl Group {
+    /// The series this group shows.
+    pub fn series(&self) -> usize {
+        2 + NSTATES
+            + self.total.disk_reasons.len()
+            + 1
+            + 2
+            + NSTATES
+            + 2
+            + 2
+            + if self.now.has_io { 2 } else { 0 }
+            + if self.now.has_switches { 2 } else { 0 }
+            + usize::from(self.now.oldest_start_unix_s.is_some())
+    }
+}
+
+/// A process shown on its own (`top_n`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopProcess {
+    /// Process id.
+    pub pid: i32,
+    /// Comm (printable).
+    pub comm: String,
+    /// User CPU since it started, ns.
+    pub cpu_user_ns: u64,
+    /// System CPU since it started, ns.
+    pub cpu_system_ns: u64,
+    /// CPU in the last interval, ns.
+    pub cpu_delta_ns: u64,
+    /// Resident memory, bytes.
+    pub resident_bytes: u64,
+    /// Threads.
+    pub threads: u64,
+}
+
+/// Host-wide figures.
+#[derive(Debug, Clone, Default)]
+pub struct System {
+    /// Processes now.
+    pub processes: u64,
+    /// Threads now.
+    pub threads: u64,
+    /// Forks since boot (/proc/stat `processes`).
+    pub forks: Option<u64>,
+    /// Every thread's time per state since the exporter started, ns.
+    pub state_ns: [u64; NSTATES],
+    /// Threads per current state.
+    pub in_state: [u64; NSTATES],
+    /// How state time is measured (`None`: no state source).
+    pub state_mode: Option<Mode>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ProcPrev {
+    user_ns: u64,
+    system_ns: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    minor: u64,
+    major: u64,
+}
+
+/// Keeps the counters between collections.
+#[derive(Debug)]
+pub struct Aggregator {
+    opts: Options,
+    grouper: Grouper,
+    groups: HashMap<Arc<str>, Group>,
+    other: Group,
+    /// Groups folded into `other` at the last collection.
+    folded: usize,
+    /// Groups shown, in order.
+    shown: Vec<Arc<str>>,
+    procs_prev: ThreadMap<ProcPrev>,
+    switches_prev: ThreadMap<(u64, u64)>,
+    states_prev: Option<Sample>,
+    group_prev: HashMap<i32, Arc<str>>,
+    prev_boottime_ns: Option<u64>,
+    top: Vec<TopProcess>,
+    system: System,
+    collections: u64,
+}
+
+/// A cheap, stable name for a wait reason: its two innermost kernel frames.
+fn reason_label(frames: &[String], cache: &mut HashMap<Vec<String>, Arc<str>>) -> Arc<str> {
+    let key: Vec<String> = frames.iter().take(2).cloned().collect();
+    if let Some(l) = cache.get(&key) {
+        return l.clone();
+    }
+    let label: Arc<str> = if key.is_empty() {
+        Arc::from("unknown")
+    } else {
+        Arc::from(crate::group::printable(&key.join(" <- ")).as_str())
+    };
+    cache.insert(key, label.clone());
+    label
+}
+
+fn current_state(t: &Task, states: Option<&Sample>) -> State {
+    if let Some(s) = states
+        .and_then(|s| s.threads.get(&t.id))
+        .and_then(|x| x.current)
+    {
+        return s;
+    }
+    t.base
+        .as_ref()
+        .map_or(State::Other, |b| State::from_letter(b.state.letter()))
+}
+
+impl Aggregator {
+    /// An aggregator with no collection yet.
+    pub fn new(opts: Options) -> Aggregator {
+        Aggregator {
+            grouper: Grouper::new(opts.grouping.clone()),
+            opts,
+            groups: HashMap::new(),
+            other: Group::default(),
+            folded: 0,
+            shown: Vec::new(),
+            procs_prev: ThreadMap::default(),
+            switches_prev: ThreadMap::default(),
+            states_prev: None,
+            group_prev: HashMap::new(),
+            prev_boottime_ns: None,
+            top: Vec::new(),
+            system: System::default(),
+            collections: 0,
+        }
+    }
+
+    /// Collections taken in.
+    pub fn collections(&self) -> u64 {
+        self.collections
+    }
+
+    /// Takes in one reading.
+    pub fn update(&mut self, r: &Reading) {
+        let named = self.opts.reasons_per_group;
+        let tasks = &r.snapshot.tasks;
+        let group_of = self.grouper.assign(tasks, r.snapshot.boot_time_unix_s);
+        for g in self.groups.values_mut() {
+            g.delta = Counters::default();
+            g.now = Gauges::default();
+        }
+        // Whether a task not seen at the last collection started after it: then all it did
+        // is new. At the first collection nothing is (the counters start there).
+        let prev_at = self.prev_boottime_ns;
+        let is_new = |id: &TaskId| prev_at.is_some_and(|at| id.start_time_ns >= at);
+        let states = r.states.as_ref();
+        let mut procs_now: ThreadMap<ProcPrev> = ThreadMap::default();
+        procs_now.reserve(self.procs_prev.len());
+        let mut switches_now: ThreadMap<(u64, u64)> = ThreadMap::default();
+        let mut cpu_deltas: Vec<(u64, usize)> = Vec::new();
+        let mut system = System {
+            forks: r.system.counters.as_ref().map(|c| c.forks),
+            state_ns: self.system.state_ns,
+            state_mode: states.map(|s| s.mode),
+            ..System::default()
+        };
+        for (i, t) in tasks.iter().enumerate() {
+            let state = current_state(t, states);
+            system.threads += 1;
+            system.in_state[state.index()] += 1;
+            if t.id.is_leader() {
+                system.processes += 1;
+            }
+            let Some(name) = group_of.get(&t.id.tgid) else {
+                continue;
+            };
+            let g = self.groups.entry(name.clone()).or_default();
+            g.now.threads += 1;
+            g.now.in_state[state.index()] += 1;
+            if let Some(sw) = t.sched.as_ref() {
+                if let (Some(v), Some(iv)) = (sw.voluntary_switches, sw.involuntary_switches) {
+                    g.now.has_switches = true;
+                    let before = match self.switches_prev.get(&t.id) {
+                        Some(&p) => p,
+                        None if is_new(&t.id) => (0, 0),
+                        None => (v, iv),
+                    };
+                    g.delta.voluntary_switches += v.saturating_sub(before.0);
+                    g.delta.involuntary_switches += iv.saturating_sub(before.1);
+                    switches_now.insert(t.id, (v, iv));
+                }
+            }
+            if !t.id.is_leader() {
+                continue;
+            }
+            g.now.processes += 1;
+            let Some(st) = t.stat.as_ref() else { continue };
+            g.now.resident_bytes += st.rss_bytes;
+            g.now.virtual_bytes += st.vsize_bytes;
+            let start = r.snapshot.boot_time_unix_s as f64 + st.start_time_ns as f64 / 1e9;
+            g.now.oldest_start_unix_s =
+                Some(g.now.oldest_start_unix_s.map_or(start, |o| o.min(start)));
+            let io = t.io.as_deref();
+            g.now.has_io |= io.is_some();
+            let now = ProcPrev {
+                user_ns: st.utime_ns,
+                system_ns: st.stime_ns,
+                read_bytes: io.map_or(0, |io| io.read_bytes),
+                write_bytes: io.map_or(0, |io| io.write_bytes),
+                minor: st.minflt,
+                major: st.majflt,
+            };
+            let before = match self.procs_prev.get(&t.id) {
+                Some(p) => *p,
+                None if is_new(&t.id) => ProcPrev {
+                    user_ns: 0,
+                    system_ns: 0,
+                    read_bytes: 0,
+                    write_bytes: 0,
+                    minor: 0,
+                    major: 0,
+                },
+                None => now,
+            };
+            let du = now.user_ns.saturating_sub(before.user_ns);
+            let ds = now.system_ns.saturating_sub(before.system_ns);
+            g.delta.cpu_user_ns += du;
+            g.delta.cpu_system_ns += ds;
+            g.delta.read_bytes += now.read_bytes.saturating_sub(before.read_bytes);
+            g.delta.write_bytes += now.write_bytes.saturating_sub(before.write_bytes);
+            g.delta.minor_faults += now.minor.saturating_sub(before.minor);
+            g.delta.major_faults += now.major.saturating_sub(before.major);
+            procs_now.insert(t.id, now);
+            if self.opts.top_n > 0 {
+                cpu_deltas.push((du + ds, i));
+            }
+        }
+        // Thread states over the interval, charged to the group the thread's process is in
+        // now, or was in (a process that exited since).
+        if let (Some(prev), Some(cur)) = (self.states_prev.as_ref(), states) {
+            let iv = between(prev, cur, Rollup::Thread);
+            let mut labels: HashMap<Vec<String>, Arc<str>> = HashMap::new();
+            for row in &iv.rows {
+                for s in 0..NSTATES {
+                    system.state_ns[s] = system.state_ns[s].saturating_add(row.ns[s]);
+                }
+                let name = group_of
+                    .get(&row.pid)
+                    .or_else(|| self.group_prev.get(&row.pid));
+                let Some(name) = name else { continue };
+                let g = self.groups.entry(name.clone()).or_default();
+                for s in 0..NSTATES {
+                    g.delta.state_ns[s] = g.delta.state_ns[s].saturating_add(row.ns[s]);
+                }
+                for reason in row.reasons.iter().filter(|r| r.state == State::Disk) {
+                    let label = reason_label(&reason.frames, &mut labels);
+                    g.delta.add_reason(&label, reason.ns, usize::MAX);
+                }
+            }
+        }
+        for g in self.groups.values_mut() {
+            let d = std::mem::take(&mut g.delta);
+            g.total.add(&d, named);
+            g.delta = d;
+        }
+        self.fold();
+        // Groups without a process for two collections in a row go (their exited threads'
+        // last state time is in by then).
+        self.groups.retain(|_, g| {
+            g.empty_for = if g.now.processes == 0 {
+                g.empty_for + 1
+            } else {
+                0
+            };
+            g.empty_for < 2
+        });
+        self.top = self.pick_top(tasks, cpu_deltas);
+        self.system = system;
+        self.procs_prev = procs_now;
+        self.switches_prev = switches_now;
+        self.states_prev = r.states.clone();
+        self.group_prev = group_of;
+        self.prev_boottime_ns = Some(r.snapshot.taken_at_boottime_ns);
+        self.collections += 1;
+    }
+
+    fn pick_top(&self, tasks: &[Task], mut deltas: Vec<(u64, usize)>) -> Vec<TopProcess> {
+        let k = self.opts.top_n.min(deltas.len());
+        if k == 0 {
+            return Vec::new();
+        }
+        let key = |d: &(u64, usize)| (std::cmp::Reverse(d.0), tasks[d.1].id.tgid);
+        deltas.select_nth_unstable_by_key(k - 1, key);
+        deltas.truncate(k);
+        deltas.sort_unstable_by_key(key);
+        deltas
+            .into_iter()
+            .map(|(d, i)| {
+                let t = &tasks[i];
+                let st = t.stat.as_ref();
+                TopProcess {
+                    pid: t.id.tgid,
+                    comm: crate::group::printable(&t.comm_lossy()),
+                    cpu_user_ns: st.map_or(0, |s| s.utime_ns),
+                    cpu_system_ns: st.map_or(0, |s| s.stime_ns),
+                    cpu_delta_ns: d,
+                    resident_bytes: st.map_or(0, |s| s.rss_bytes),
+                    threads: t.base.as_ref().map_or(1, |b| u64::from(b.num_threads)),
+                }
+            })
+            .collect()
+    }
+
+    /// Chooses the groups shown; the rest go into `other`, whose counters grow by what they
+    /// did in the interval.
+    fn fold(&mut self) {
+        let mut names: Vec<(&Arc<str>, &Group)> = self.groups.iter().collect();
+        names.sort_unstable_by(|a, b| {
+            let busy = |g: &Group| g.delta.cpu_user_ns + g.delta.cpu_system_ns;
+            busy(b.1)
+                .cmp(&busy(a.1))
+                .then(b.1.now.threads.cmp(&a.1.now.threads))
+                .then(a.0.cmp(b.0))
+        });
+        let fixed = fixed_series(self.opts.top_n);
+        let limit = self.opts.max_series;
+        let all: usize = names.iter().map(|(_, g)| g.series()).sum();
+        if limit == 0 || fixed + all <= limit {
+            self.folded = 0;
+            self.shown = names.iter().map(|(n, _)| (*n).clone()).collect();
+            self.shown.sort_unstable();
+            return;
+        }
+        // Room for `other` at its largest.
+        let other_series = Group {
+            total: Counters {
+                disk_reasons: vec![(Arc::from(""), 0); self.opts.reasons_per_group],
+                ..Counters::default()
+            },
+            now: Gauges {
+                has_io: true,
+                has_switches: true,
+                oldest_start_unix_s: Some(0.0),
+                ..Gauges::default()
+            },
+            ..Group::default()
+        }
+        .series();
+        let mut budget = limit.saturating_sub(fixed + other_series);
+        let mut shown = Vec::new();
+        let mut other_delta = Counters::default();
+        let mut other_now = Gauges::default();
+        let mut folded = 0;
+        for (name, g) in names {
+            let s = g.series();
+            if s <= budget && &**name != OTHER_GROUP {
+                budget -= s;
+                shown.push(name.clone());
+                continue;
+            }
+            folded += 1;
+            other_delta.add(&g.delta, self.opts.reasons_per_group);
+            let n = &mut other_now;
+            n.processes += g.now.processes;
+            n.threads += g.now.threads;
+            for s in 0..NSTATES {
+                n.in_state[s] += g.now.in_state[s];
+            }
+            n.resident_bytes += g.now.resident_bytes;
+            n.virtual_bytes += g.now.virtual_bytes;
+            n.oldest_start_unix_s = match (n.oldest_start_unix_s, g.now.oldest_start_unix_s) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            n.has_io |= g.now.has_io;
+            n.has_switches |= g.now.has_switches;
+        }
+        self.other
+            .total
+            .add(&other_delta, self.opts.reasons_per_group);
+        self.other.delta = other_delta;
+        self.other.now = other_now;
+        shown.sort_unstable();
+        self.shown = shown;
+        self.folded = folded;
+    }
+
+    /// What the last collection shows.
+    pub fn view(&self) -> View<'_> {
+        let mut groups: Vec<(&str, &Group)> = self
+            .shown
+            .iter()
+            .filter_map(|n| self.groups.get(n).map(|g| (&**n, g)))
+            .collect();
+        if self.folded > 0 {
+            groups.push((OTHER_GROUP, &self.other));
+        }
+        View {
+            groups,
+            folded: self.folded,
+            top: &self.top,
+            system: &self.system,
+        }
+    }
+}
+
+/// Series that do not depend on the groups: the host-wide ones, the exporter's own, and the
+/// per-process ones.
+pub fn fixed_series(top_n: usize) -> usize {
+    // processes, threads, forks, 6 state seconds, 6 threads in state; collect seconds,
+    // collect CPU, collections, last collection time, groups folded, source info, build info.
+    3 + 2 * NSTATES + 7 + top_n * 5
+}
+
+/// The figures of the last collection, for encoding.
+#[derive(Debug)]
+pub struct View<'a> {
+    /// Groups shown, by name (`other` last when some were folded).
+    pub groups: Vec<(&'a str, &'a Group)>,
+    /// Groups folded into `other`.
+    pub folded: usize,
+    /// The busiest processes.
+    pub top: &'a [TopProcess],
+    /// Host-wide figures.
+    pub system: &'a System,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::states::ThreadTotals;
+    use tasksnap_model::{Backend, Base, Snapshot, SnapshotStats, Stat};
+
+    fn task(pid: i32, tid: i32, start_ns: u64, comm: &str, cpu_ns: u64) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid: pid,
+            tid,
+            start_time_ns: start_ns,
+        });
+        t.base = Some(Base {
+            comm: comm.as_bytes().into(),
+            num_threads: 1,
+            ..Base::default()
+        });
+        t.stat = Some(Stat {
+            utime_ns: cpu_ns,
+            stime_ns: cpu_ns / 2,
+            start_time_ns: start_ns,
+            rss_bytes: 4096,
+            ..Stat::default()
+        });
+        t
+    }
+
+    fn reading(at_ns: u64, tasks: Vec<Task>, states: Option<Sample>) -> Reading {
+        Reading {
+            snapshot: Snapshot {
+                taken_at_unix_ns: at_ns,
+                taken_at_boottime_ns: at_ns,
+                boot_time_unix_s: 1_000,
+                backend: Backend::Procfs,
+                tasks,
+                stats: SnapshotStats::default(),
+            },
+            states,
+            system: Default::default(),
+        }
+    }
+
+    fn sample(at_ns: u64, threads: &[(i32, i32, u64, [u64; NSTATES], bool)]) -> Sample {
+        let mut s = Sample::new(Mode::Bpf, at_ns);
+        for &(pid, tid, start, ns, exited) in threads {
+            let id = TaskId {
+                tgid: pid,
+                tid,
+                start_time_ns: start,
+            };
+            s.threads.insert(
+                id,
+                ThreadTotals {
+                    id,
+                    state_ns: ns,
+                    exited,
+                    seen_at_ns: at_ns,
+                    ..ThreadTotals::default()
+                },
+            );
+        }
+        s
+    }
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn cpu_counts_from_the_start_and_never_goes_back() {
+        let mut a = Aggregator::new(Options::default());
+        // At the first collection, a has run 10 s: not counted (the counters start here).
+        a.update(&reading(100 * S, vec![task(10, 10, S, "a", 10 * S)], None));
+        let g = a.groups.get("a").expect("group a");
+        assert_eq!(g.total.cpu_user_ns, 0);
+        // b is born after it and ran 2 s user; a ran 1 s more user; c was there before but
+        // unseen (not counted backwards).
+        a.update(&reading(
+            110 * S,
+            vec![
+                task(10, 10, S, "a", 11 * S),
+                task(20, 20, 105 * S, "a", 2 * S),
+                task(30, 30, 50 * S, "c", 7 * S),
+            ],
+            None,
+        ));
+        let g = a.groups.get("a").expect("group a");
+        assert_eq!(g.total.cpu_user_ns, 3 * S);
+        assert_eq!(g.total.cpu_system_ns, S / 2 + S);
+        assert_eq!(g.now.processes, 2);
+        assert_eq!(a.groups["c"].total.cpu_user_ns, 0);
+        // b exits: a's counter keeps what b did.
+        a.update(&reading(120 * S, vec![task(10, 10, S, "a", 12 * S)], None));
+        assert_eq!(a.groups["a"].total.cpu_user_ns, 4 * S);
+        assert_eq!(a.groups["a"].now.processes, 1);
+        // c's group is empty: kept one collection, then gone.
+        assert!(a.groups.contains_key("c"));
+        a.update(&reading(130 * S, vec![task(10, 10, S, "a", 12 * S)], None));
+        assert!(!a.groups.contains_key("c"));
+    }
+
+    #[test]
+    fn state_time_follows_threads_into_their_group_even_after_exit() {
+        let mut a = Aggregator::new(Options::default());
+        let z = [0u64; NSTATES];
+        let tasks = || vec![task(10, 10, S, "a", 0), task(10, 11, S, "a", 0)];
+        a.update(&reading(
+            100 * S,
+            tasks(),
+            Some(sample(
+                100 * S,
+                &[(10, 10, S, z, false), (10, 11, S, z, false)],
+            )),
+        ));
+        // Thread 11 ran 1 s and was in D 1 s; thread 10 slept 2 s. Then the process exits:
+        // its threads' final totals still count for its group.
+        let mut run_d = z;
+        run_d[State::Running.index()] = S;
+        run_d[State::Disk.index()] = S;
+        let mut sleep = z;
+        sleep[State::Sleeping.index()] = 2 * S;
+        a.update(&reading(
+            102 * S,
+            vec![],
+            Some(sample(
+                102 * S,
+                &[(10, 10, S, sleep, true), (10, 11, S, run_d, true)],
+            )),
+        ));
+        let g = a.groups.get("a").expect("group a");
+        assert_eq!(g.total.state_ns[State::Running.index()], S);
+        assert_eq!(g.total.state_ns[State::Disk.index()], S);
+        assert_eq!(g.total.state_ns[State::Sleeping.index()], 2 * S);
+        assert_eq!(g.total.state_ns.iter().sum::<u64>(), 4 * S);
+        assert_eq!(a.system.state_ns.iter().sum::<u64>(), 4 * S);
+    }
+
+    #[test]
+    fn max_series_folds_the_least_busy_groups_into_other() {
+        let opts = Options {
+            max_series: fixed_series(0) + 2 * 40,
+            ..Options::default()
+        };
+        let mut a = Aggregator::new(opts);
+        let tasks = |k: u64| -> Vec<Task> {
+            (1..=20)
+                .map(|i| task(i, i, S, &format!("g{i}"), k * i as u64 * S))
+                .collect()
+        };
+        a.update(&reading(100 * S, tasks(1), None));
+        a.update(&reading(110 * S, tasks(2), None));
+        let v = a.view();
+        let names: Vec<&str> = v.groups.iter().map(|(n, _)| *n).collect();
+        // The busiest (g20, then g19...) are shown while they fit, and the rest are one
+        // `other` holding their processes and CPU.
+        assert!(names.contains(&"g20"), "{names:?}");
+        assert!(!names.contains(&"g1"), "{names:?}");
+        assert_eq!(names.last(), Some(&OTHER_GROUP));
+        let shown: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
+        assert!(
+            fixed_series(0) + shown <= fixed_series(0) + 2 * 40,
+            "{shown}"
+        );
+        let other = v.groups.last().expect("other").1;
+        assert_eq!(other.now.processes as usize, v.folded);
+        let folded_cpu: u64 = (1..=v.folded as u64).map(|i| i * S).sum();
+        assert_eq!(other.total.cpu_user_ns, folded_cpu);
+        // The count of series does not grow with the processes.
+        let more: Vec<Task> = (1..=2000)
+            .map(|i| task(i, i, S, &format!("g{}", i % 20 + 1), 3 * S))
+            .collect();
+        a.update(&reading(120 * S, more, None));
+        let v = a.view();
+        let shown: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
+        assert!(
+            fixed_series(0) + shown <= fixed_series(0) + 2 * 40,
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn top_n_are_the_busiest_in_the_interval() {
+        let mut a = Aggregator::new(Options {
+            top_n: 2,
+            ..Options::default()
+        });
+        a.update(&reading(
+            100 * S,
+            vec![
+                task(1, 1, S, "x", 100 * S),
+                task(2, 2, S, "y", 0),
+                task(3, 3, S, "z", 0),
+            ],
+            None,
+        ));
+        a.update(&reading(
+            110 * S,
+            vec![
+                task(1, 1, S, "x", 100 * S),
+                task(2, 2, S, "y", 4 * S),
+                task(3, 3, S, "z", 2 * S),
+            ],
+            None,
+        ));
+        let pids: Vec<i32> = a.view().top.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, vec![2, 3]);
+    }
+}

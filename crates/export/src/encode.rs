@@ -1,0 +1,564 @@
+//! A collection's figures as an exposition: OpenMetrics text through the official
+//! `prometheus-client` crate, and the Prometheus text format (0.0.4) for scrapers that do
+//! not ask for OpenMetrics (curl, `promtool check metrics`, older servers).
+//!
+//! prometheus-client writes OpenMetrics only, so the 0.0.4 text is derived from its output,
+//! line by line, for exactly what it writes here: a counter's `# HELP`/`# TYPE` name gets
+//! the `_total` its samples carry, an info metric becomes a gauge named `..._info`, and the
+//! `# UNIT` and `# EOF` lines (not part of 0.0.4) go. Sample lines are the same in both.
+//!
+//! Metric names and their meaning are documented in docs/serve.md; a label never holds a
+//! command line or environment (see [`crate::group`]).
+
+use std::fmt;
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+use tasksnap_model::states::{Mode, State};
+
+use crate::aggregate::{Group, System, TopProcess, View};
+
+/// The `Content-Type` of OpenMetrics text.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The `Content-Type` of the Prometheus text format.
+pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The exporter's own figures, shown with every exposition.
+#[derive(Debug, Clone, Default)]
+pub struct Cost {
+    /// Wall time of the last collection (reading, aggregating, encoding), seconds.
+    pub collect_seconds: f64,
+    /// CPU time the collections took since the exporter started, seconds.
+    pub collect_cpu_seconds: f64,
+    /// Collections since the exporter started.
+    pub collections: u64,
+    /// When the last collection was taken, Unix seconds.
+    pub last_collection_unix_s: f64,
+    /// What reads tasks (`bpf`, `procfs`).
+    pub tasks_backend: String,
+    /// What reads thread states (`bpf`, `procfs`, `none`).
+    pub states_backend: String,
+    /// The build's version.
+    pub version: String,
+}
+
+/// Both expositions of one collection.
+#[derive(Debug, Clone)]
+pub struct Exposition {
+    /// OpenMetrics text, `# EOF` included.
+    pub openmetrics: Arc<[u8]>,
+    /// Prometheus text format 0.0.4.
+    pub prometheus: Arc<[u8]>,
+    /// Series (sample lines) in it.
+    pub series: usize,
+}
+
+/// Encodes a view of the last collection.
+pub fn expose(view: &View<'_>, cost: &Cost) -> Exposition {
+    let families = Families {
+        groups: view
+            .groups
+            .iter()
+            .map(|(n, g)| ((*n).to_string(), (*g).clone()))
+            .collect(),
+        folded: view.folded,
+        top: view.top.to_vec(),
+        system: view.system.clone(),
+        cost: cost.clone(),
+    };
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(families));
+    let mut om = String::with_capacity(64 * 1024);
+    // Writing to a String cannot fail, and the collector's own encoding returns no error
+    // of its own.
+    let _ = prometheus_client::encoding::text::encode(&mut om, &registry);
+    let prom = prometheus_text(&om);
+    let series = om
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .count();
+    Exposition {
+        openmetrics: Arc::from(om.into_bytes()),
+        prometheus: Arc::from(prom.into_bytes()),
+        series,
+    }
+}
+
+/// The Prometheus text format (0.0.4) of prometheus-client's OpenMetrics output.
+pub fn prometheus_text(om: &str) -> String {
+    let mut out = String::with_capacity(om.len());
+    // `# HELP` comes before `# TYPE`, whose type decides the name: hold it until then.
+    let mut help: Option<(&str, &str)> = None;
+    for line in om.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            help = Some((name, text));
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "unknown"));
+            let (name, kind) = match kind {
+                "counter" => (format!("{name}_total"), "counter"),
+                "info" => (format!("{name}_info"), "gauge"),
+                "gauge" => (name.to_string(), "gauge"),
+                "histogram" => (name.to_string(), "histogram"),
+                _ => (name.to_string(), "untyped"),
+            };
+            if let Some((_, text)) = help.take() {
+                out.push_str(&format!("# HELP {name} {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name} {kind}\n"));
+        } else if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Which of the two formats an `Accept` header asks for: OpenMetrics when it names
+/// `application/openmetrics-text` with a quality above 0.
+pub fn wants_openmetrics(accept: &str) -> bool {
+    accept.split(',').any(|range| {
+        let mut parts = range.split(';').map(str::trim);
+        let kind = parts.next().unwrap_or("");
+        if !kind.eq_ignore_ascii_case("application/openmetrics-text") {
+            return false;
+        }
+        !parts.any(|p| {
+            p.strip_prefix("q=")
+                .and_then(|q| q.trim().parse::<f64>().ok())
+                .is_some_and(|q| q <= 0.0)
+        })
+    })
+}
+
+#[derive(Debug)]
+struct Families {
+    groups: Vec<(String, Group)>,
+    folded: usize,
+    top: Vec<TopProcess>,
+    system: System,
+    cost: Cost,
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+/// One family's rows, label set and value.
+type Rows = Vec<(Labels, f64)>;
+
+fn family<L: EncodeLabelSet>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    kind: MetricType,
+    rows: &[(L, f64)],
+) -> fmt::Result {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut m = enc.encode_descriptor(name, help, unit, kind)?;
+    for (labels, v) in rows {
+        let mut f = m.encode_family(labels)?;
+        match kind {
+            MetricType::Counter => f.encode_counter::<NoLabelSet, f64, f64>(v, None)?,
+            _ => f.encode_gauge(v)?,
+        }
+    }
+    Ok(())
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn l1(k: &'static str, v: &str) -> Labels {
+    vec![(k, v.to_string())]
+}
+
+fn l2(k1: &'static str, v1: &str, k2: &'static str, v2: &str) -> Labels {
+    vec![(k1, v1.to_string()), (k2, v2.to_string())]
+}
+
+impl Collector for Families {
+    fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
+        let sec = Unit::Seconds;
+        let bytes = Unit::Bytes;
+        let groups = &self.groups;
+        let per = |f: &dyn Fn(&str, &Group, &mut Rows)| {
+            let mut rows = Vec::with_capacity(groups.len() * 2);
+            for (n, g) in groups {
+                f(n, g, &mut rows);
+            }
+            rows
+        };
+        use MetricType::{Counter, Gauge};
+        family(
+            &mut enc,
+            "tasksnap_group_cpu",
+            "CPU time of the group's processes since the exporter started",
+            Some(&sec),
+            Counter,
+            &per(&|n, g, r| {
+                r.push((l2("group", n, "mode", "user"), secs(g.total.cpu_user_ns)));
+                r.push((
+                    l2("group", n, "mode", "system"),
+                    secs(g.total.cpu_system_ns),
+                ));
+            }),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_state",
+            "Thread time by scheduler state (sum over states: thread-seconds alive); exact \
+             when tasksnap_source_info's state_seconds is exact",
+            Some(&sec),
+            Counter,
+            &per(&|n, g, r| {
+                for s in State::ALL {
+                    let v = secs(g.total.state_ns[s.index()]);
+                    r.push((l2("group", n, "state", s.name()), v));
+                }
+            }),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_disk_wait",
+            "Uninterruptible (D) thread time by wait reason (two innermost kernel frames); \
+             the group's first reasons by name, the rest as other",
+            Some(&sec),
+            Counter,
+            &per(&|n, g, r| {
+                for (reason, ns) in &g.total.disk_reasons {
+                    r.push((l2("group", n, "reason", reason), secs(*ns)));
+                }
+                r.push((
+                    l2("group", n, "reason", "other"),
+                    secs(g.total.disk_other_ns),
+                ));
+            }),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_processes",
+            "Processes in the group",
+            None,
+            Gauge,
+            &per(&|n, g, r| r.push((l1("group", n), g.now.processes as f64))),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_threads",
+            "Threads in the group",
+            None,
+            Gauge,
+            &per(&|n, g, r| r.push((l1("group", n), g.now.threads as f64))),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_threads_in_state",
+            "The group's threads by the state they were in at the collection",
+            None,
+            Gauge,
+            &per(&|n, g, r| {
+                for s in State::ALL {
+                    let v = g.now.in_state[s.index()] as f64;
+                    r.push((l2("group", n, "state", s.name()), v));
+                }
+            }),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_memory",
+            "Memory of the group's processes (resident: /proc/PID/stat's rss, summed, so \
+             shared pages count once per process)",
+            Some(&bytes),
+            Gauge,
+            &per(&|n, g, r| {
+                let res = g.now.resident_bytes as f64;
+                r.push((l2("group", n, "kind", "resident"), res));
+                let virt = g.now.virtual_bytes as f64;
+                r.push((l2("group", n, "kind", "virtual"), virt));
+            }),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_io",
+            "Bytes the group's processes read from and wrote to storage since the exporter \
+             started",
+            Some(&bytes),
+            Counter,
+            &per(&|n, g, r| {
+                if g.now.has_io {
+                    let rd = g.total.read_bytes as f64;
+                    r.push((l2("group", n, "direction", "read"), rd));
+                    let wr = g.total.write_bytes as f64;
+                    r.push((l2("group", n, "direction", "write"), wr));
+                }
+            }),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_page_faults",
+            "Page faults of the group's processes since the exporter started",
+            None,
+            Counter,
+            &per(&|n, g, r| {
+                let mi = g.total.minor_faults as f64;
+                r.push((l2("group", n, "kind", "minor"), mi));
+                let ma = g.total.major_faults as f64;
+                r.push((l2("group", n, "kind", "major"), ma));
+            }),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_context_switches",
+            "Context switches of the group's threads since the exporter started",
+            None,
+            Counter,
+            &per(&|n, g, r| {
+                if g.now.has_switches {
+                    let v = g.total.voluntary_switches as f64;
+                    r.push((l2("group", n, "kind", "voluntary"), v));
+                    let iv = g.total.involuntary_switches as f64;
+                    r.push((l2("group", n, "kind", "involuntary"), iv));
+                }
+            }),
+        )?;
+        family(
+            &mut enc,
+            "tasksnap_group_oldest_start_time",
+            "Start time of the group's oldest process, Unix time",
+            Some(&sec),
+            Gauge,
+            &per(&|n, g, r| {
+                if let Some(t) = g.now.oldest_start_unix_s {
+                    r.push((l1("group", n), t));
+                }
+            }),
+        )?;
+        self.encode_top(&mut enc)?;
+        self.encode_system(&mut enc)?;
+        self.encode_cost(&mut enc)
+    }
+}
+
+impl Families {
+    fn encode_top(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
+        let pl = |p: &TopProcess| -> Labels {
+            vec![("pid", p.pid.to_string()), ("comm", p.comm.clone())]
+        };
+        let mut cpu = Vec::new();
+        let mut res = Vec::new();
+        let mut thr = Vec::new();
+        let mut busy = Vec::new();
+        for p in &self.top {
+            let mut u = pl(p);
+            u.push(("mode", "user".into()));
+            cpu.push((u, secs(p.cpu_user_ns)));
+            let mut s = pl(p);
+            s.push(("mode", "system".into()));
+            cpu.push((s, secs(p.cpu_system_ns)));
+            res.push((pl(p), p.resident_bytes as f64));
+            thr.push((pl(p), p.threads as f64));
+            busy.push((pl(p), secs(p.cpu_delta_ns)));
+        }
+        let sec = Unit::Seconds;
+        family(
+            enc,
+            "tasksnap_process_cpu",
+            "CPU time of one of the --top-n busiest processes since it started",
+            Some(&sec),
+            MetricType::Counter,
+            &cpu,
+        )?;
+        family(
+            enc,
+            "tasksnap_process_interval_cpu",
+            "CPU time of one of the --top-n busiest processes in the last collection interval",
+            Some(&sec),
+            MetricType::Gauge,
+            &busy,
+        )?;
+        family(
+            enc,
+            "tasksnap_process_resident_memory",
+            "Resident memory of one of the --top-n busiest processes",
+            Some(&Unit::Bytes),
+            MetricType::Gauge,
+            &res,
+        )?;
+        family(
+            enc,
+            "tasksnap_process_threads",
+            "Threads of one of the --top-n busiest processes",
+            None,
+            MetricType::Gauge,
+            &thr,
+        )
+    }
+
+    fn encode_system(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
+        let s = &self.system;
+        let none: Labels = Vec::new();
+        family(
+            enc,
+            "tasksnap_processes",
+            "Processes on the host",
+            None,
+            MetricType::Gauge,
+            &[(none.clone(), s.processes as f64)],
+        )?;
+        family(
+            enc,
+            "tasksnap_threads",
+            "Threads on the host",
+            None,
+            MetricType::Gauge,
+            &[(none.clone(), s.threads as f64)],
+        )?;
+        if let Some(f) = s.forks {
+            family(
+                enc,
+                "tasksnap_forks",
+                "Processes and threads created since boot (/proc/stat processes)",
+                None,
+                MetricType::Counter,
+                &[(none.clone(), f as f64)],
+            )?;
+        }
+        let states: Vec<(Labels, f64)> = State::ALL
+            .iter()
+            .map(|st| (l1("state", st.name()), secs(s.state_ns[st.index()])))
+            .collect();
+        if s.state_mode.is_some() {
+            family(
+                enc,
+                "tasksnap_state",
+                "Every thread's time by scheduler state since the exporter started",
+                Some(&Unit::Seconds),
+                MetricType::Counter,
+                &states,
+            )?;
+        }
+        let now: Vec<(Labels, f64)> = State::ALL
+            .iter()
+            .map(|st| (l1("state", st.name()), s.in_state[st.index()] as f64))
+            .collect();
+        family(
+            enc,
+            "tasksnap_threads_in_state",
+            "Threads by the state they were in at the collection",
+            None,
+            MetricType::Gauge,
+            &now,
+        )
+    }
+
+    fn encode_cost(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
+        let c = &self.cost;
+        let none: Labels = Vec::new();
+        let sec = Unit::Seconds;
+        family(
+            enc,
+            "tasksnap_collect",
+            "Wall time of the last collection (read, aggregate, encode)",
+            Some(&sec),
+            MetricType::Gauge,
+            &[(none.clone(), c.collect_seconds)],
+        )?;
+        family(
+            enc,
+            "tasksnap_collect_cpu",
+            "CPU time the exporter's collections took",
+            Some(&sec),
+            MetricType::Counter,
+            &[(none.clone(), c.collect_cpu_seconds)],
+        )?;
+        family(
+            enc,
+            "tasksnap_collections",
+            "Collections since the exporter started",
+            None,
+            MetricType::Counter,
+            &[(none.clone(), c.collections as f64)],
+        )?;
+        family(
+            enc,
+            "tasksnap_last_collection_timestamp",
+            "When the figures were collected, Unix time",
+            Some(&sec),
+            MetricType::Gauge,
+            &[(none.clone(), c.last_collection_unix_s)],
+        )?;
+        family(
+            enc,
+            "tasksnap_groups_folded",
+            "Groups folded into group=\"other\" by --max-series at the last collection",
+            None,
+            MetricType::Gauge,
+            &[(none, self.folded as f64)],
+        )?;
+        let exact = match self.system.state_mode {
+            Some(Mode::Bpf) => "exact",
+            Some(Mode::Procfs { .. }) => "sampled",
+            None => "none",
+        };
+        let info: Labels = vec![
+            ("tasks", c.tasks_backend.clone()),
+            ("states", c.states_backend.clone()),
+            ("state_seconds", exact.to_string()),
+        ];
+        let mut m = enc.encode_descriptor(
+            "tasksnap_source",
+            "What reads tasks and thread states, and whether state seconds are exact",
+            None,
+            MetricType::Info,
+        )?;
+        m.encode_info(&info)?;
+        let build: Labels = vec![("version", c.version.clone())];
+        let mut m = enc.encode_descriptor(
+            "tasksnap_build",
+            "The exporter's version",
+            None,
+            MetricType::Info,
+        )?;
+        m.encode_info(&build)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_headers_choose_the_format() {
+        // Prometheus 2.x's header.
+        assert!(wants_openmetrics(
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+             version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+        ));
+        assert!(!wants_openmetrics("*/*"));
+        assert!(!wants_openmetrics(""));
+        assert!(!wants_openmetrics("text/plain"));
+        assert!(!wants_openmetrics("application/openmetrics-text;q=0"));
+    }
+
+    #[test]
+    fn prometheus_text_names_counters_and_infos_as_0_0_4_wants() {
+        let om = "# HELP a_seconds Help.\n# TYPE a_seconds counter\n# UNIT a_seconds seconds\n\
+                  a_seconds_total{x=\"1\"} 2.0\n# HELP b Info.\n# TYPE b info\nb_info{v=\"1\"} 1\n\
+                  # HELP c G.\n# TYPE c gauge\nc 3\n# EOF\n";
+        assert_eq!(
+            prometheus_text(om),
+            "# HELP a_seconds_total Help.\n# TYPE a_seconds_total counter\n\
+             a_seconds_total{x=\"1\"} 2.0\n# HELP b_info Info.\n# TYPE b_info gauge\n\
+             b_info{v=\"1\"} 1\n# HELP c G.\n# TYPE c gauge\nc 3\n"
+        );
+    }
+}

@@ -1,0 +1,337 @@
+//! Which group each process of a reading belongs to: by command name (the default), user,
+//! cgroup, executable, or a process-exporter configuration ([`crate::config`]). A process's
+//! threads belong to its group.
+//!
+//! Group names are label values, so they are bounded by construction where the grouping
+//! allows it: a kernel thread's comm is cut at its first `/` (`kworker/3:1H-kblockd` is
+//! `kworker`: the rest names a CPU or the work item of the moment, and would make the series
+//! count follow the CPU count and the workqueues' churn), and no grouping takes anything from
+//! a command line unless a configuration's capture asks for it. Control characters (a comm
+//! may hold any byte but NUL) are shown as `?`.
+//!
+//! A process's group is worked out once per task identity and comm (an exec changes the
+//! comm), not every collection: a configuration's regular expressions cost more than the
+//! collection at 50,000 processes otherwise.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tasksnap_model::states::ThreadMap;
+use tasksnap_model::{Comm, Task};
+use tasksnap_procfs::users::Names;
+
+use crate::config::{Config, Facts};
+
+/// How processes are grouped.
+#[derive(Debug, Clone)]
+pub enum Grouping {
+    /// By command name (comm).
+    Comm,
+    /// By effective user.
+    User,
+    /// By cgroup (the v2 path; the first hierarchy's on a v1-only host).
+    Cgroup,
+    /// By executable path (`[kernel]` for kernel threads; `[unknown]` where it could not be
+    /// read, e.g. another user's process without privileges).
+    Exe,
+    /// By a prometheus-process-exporter configuration; `children`: a process no rule
+    /// matches joins the group of its nearest ancestor that has one (process-exporter's
+    /// `-children`, on by default there too).
+    Config {
+        /// The rules.
+        config: Config,
+        /// Adopt unmatched descendants.
+        children: bool,
+    },
+}
+
+impl Grouping {
+    /// The name `--group-by` takes.
+    pub fn by_name(name: &str) -> Option<Grouping> {
+        Some(match name {
+            "comm" => Grouping::Comm,
+            "user" => Grouping::User,
+            "cgroup" => Grouping::Cgroup,
+            "exe" => Grouping::Exe,
+            _ => return None,
+        })
+    }
+
+    /// Whether names need the executable path read.
+    pub fn needs_exe(&self) -> bool {
+        matches!(self, Grouping::Exe | Grouping::Config { .. })
+    }
+}
+
+/// Assigns processes to groups, remembering each identity's answer.
+#[derive(Debug)]
+pub struct Grouper {
+    grouping: Grouping,
+    users: Names,
+    /// Identity -> (comm it was named with, its own group (before adoption)).
+    known: ThreadMap<(Comm, Option<Arc<str>>)>,
+    interned: HashMap<String, Arc<str>>,
+}
+
+impl Grouper {
+    /// A grouper for `grouping`.
+    pub fn new(grouping: Grouping) -> Grouper {
+        Grouper {
+            grouping,
+            users: Names::default(),
+            known: ThreadMap::default(),
+            interned: HashMap::new(),
+        }
+    }
+
+    /// The group of every process of `tasks` (their main threads; other threads are
+    /// skipped), by tgid. Processes in no group are absent. `boot_time_unix_s` turns start
+    /// times into Unix time for `{{.StartTime}}`.
+    pub fn assign(&mut self, tasks: &[Task], boot_time_unix_s: u64) -> HashMap<i32, Arc<str>> {
+        let mut own: HashMap<i32, Option<Arc<str>>> = HashMap::with_capacity(tasks.len() / 2);
+        let mut seen: ThreadMap<()> = ThreadMap::default();
+        for t in tasks.iter().filter(|t| t.id.is_leader()) {
+            let comm: &[u8] = t.base.as_ref().map_or(&[], |b| &b.comm);
+            seen.insert(t.id, ());
+            let group = match self.known.get(&t.id) {
+                Some((c, g)) if c.as_slice() == comm => g.clone(),
+                _ => {
+                    let g = self.name_of(t, boot_time_unix_s);
+                    // Names read later (a command line or exe not there yet) may change
+                    // the answer: remember only an answer made with them.
+                    if t.cmdline.is_some() || !needs_names(&self.grouping) {
+                        self.known.insert(t.id, (Comm::from_slice(comm), g.clone()));
+                    }
+                    g
+                }
+            };
+            own.insert(t.id.tgid, group);
+        }
+        if self.known.len() > seen.len() {
+            self.known.retain(|id, _| seen.contains_key(id));
+        }
+        let children = matches!(self.grouping, Grouping::Config { children: true, .. });
+        let mut out: HashMap<i32, Arc<str>> = HashMap::with_capacity(own.len());
+        if !children {
+            out.extend(own.into_iter().filter_map(|(p, g)| Some((p, g?))));
+            return out;
+        }
+        let ppid: HashMap<i32, i32> = tasks
+            .iter()
+            .filter(|t| t.id.is_leader())
+            .map(|t| (t.id.tgid, t.base.as_ref().map_or(0, |b| b.ppid)))
+            .collect();
+        for (&pid, g) in &own {
+            let mut at = pid;
+            let mut found = g.clone();
+            // Bounded: a parent chain is a tree's path, but the pids come from two reads
+            // apart and could loop.
+            for _ in 0..256 {
+                if found.is_some() {
+                    break;
+                }
+                match ppid.get(&at) {
+                    Some(&p) if p > 0 && p != at => {
+                        at = p;
+                        found = own.get(&p).cloned().flatten();
+                    }
+                    _ => break,
+                }
+            }
+            if let Some(g) = found {
+                out.insert(pid, g);
+            }
+        }
+        out
+    }
+
+    fn intern(&mut self, name: String) -> Arc<str> {
+        let name = printable(&name);
+        if let Some(a) = self.interned.get(&name) {
+            return a.clone();
+        }
+        if self.interned.len() > 65_536 {
+            self.interned.clear();
+        }
+        let a: Arc<str> = Arc::from(name.as_str());
+        self.interned.insert(name, a.clone());
+        a
+    }
+
+    fn name_of(&mut self, t: &Task, boot_time_unix_s: u64) -> Option<Arc<str>> {
+        let base = t.base.as_ref();
+        let comm: &[u8] = base.map_or(&[], |b| &b.comm);
+        let kthread = base.is_some_and(|b| b.kthread);
+        let name = match &self.grouping {
+            Grouping::Comm => {
+                let c = if kthread {
+                    comm.split(|&b| b == b'/').next().unwrap_or(comm)
+                } else {
+                    comm
+                };
+                String::from_utf8_lossy(c).into_owned()
+            }
+            Grouping::User => {
+                let uid = t.cred.as_ref().map(|c| c.euid)?;
+                match self.users.user(uid) {
+                    Some(n) => String::from_utf8_lossy(n).into_owned(),
+                    None => uid.to_string(),
+                }
+            }
+            Grouping::Cgroup => {
+                let raw = t.cgroup.as_deref()?;
+                let path = tasksnap_procfs::parse::cgroup_v2_path(raw).or_else(|| {
+                    tasksnap_procfs::parse::parse_cgroup(raw)
+                        .next()
+                        .map(|l| l.path)
+                })?;
+                String::from_utf8_lossy(path).into_owned()
+            }
+            Grouping::Exe => match t.exe.as_deref() {
+                _ if kthread => "[kernel]".to_string(),
+                Some(e) if !e.is_empty() => String::from_utf8_lossy(e).into_owned(),
+                _ => "[unknown]".to_string(),
+            },
+            Grouping::Config { config, .. } => {
+                let uid = t.cred.as_ref().map(|c| c.euid);
+                let username = match uid {
+                    Some(u) => match self.users.user(u) {
+                        Some(n) => String::from_utf8_lossy(n).into_owned(),
+                        None => u.to_string(),
+                    },
+                    None => String::new(),
+                };
+                let start_ns = t
+                    .stat
+                    .as_ref()
+                    .map_or(t.id.start_time_ns, |s| s.start_time_ns);
+                let facts = Facts {
+                    pid: t.id.tgid,
+                    comm,
+                    cmdline: t.cmdline.as_deref(),
+                    exe: t.exe.as_deref(),
+                    username: &username,
+                    start_unix_s: boot_time_unix_s + start_ns / 1_000_000_000,
+                    cgroup: t.cgroup.as_deref(),
+                };
+                config.name(&facts)?
+            }
+        };
+        Some(self.intern(name))
+    }
+}
+
+fn needs_names(g: &Grouping) -> bool {
+    matches!(
+        g,
+        Grouping::Cgroup | Grouping::Exe | Grouping::Config { .. }
+    )
+}
+
+/// `s` with control characters shown as `?`.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Base, Cred, TaskId};
+
+    fn proc(pid: i32, ppid: i32, comm: &str, kthread: bool) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid: pid,
+            tid: pid,
+            start_time_ns: pid as u64,
+        });
+        t.base = Some(Base {
+            comm: comm.as_bytes().into(),
+            ppid,
+            kthread,
+            ..Base::default()
+        });
+        t.cred = Some(Cred {
+            ruid: 0,
+            euid: 0,
+            suid: 0,
+            fsuid: 0,
+            rgid: 0,
+            egid: 0,
+            sgid: 0,
+            fsgid: 0,
+            groups: None,
+            effective_only: true,
+        });
+        t.cmdline = Some(format!("{comm}\0").into_bytes());
+        t
+    }
+
+    #[test]
+    fn comm_grouping_folds_kernel_thread_suffixes_and_odd_bytes() {
+        let mut g = Grouper::new(Grouping::Comm);
+        let tasks = vec![
+            proc(2, 0, "kthreadd", true),
+            proc(10, 2, "kworker/3:1H-kblockd", true),
+            proc(11, 2, "kworker/u8:0", true),
+            proc(100, 1, "a\nb\"c", false),
+            proc(101, 1, "my/prog", false),
+        ];
+        let m = g.assign(&tasks, 0);
+        assert_eq!(&*m[&10], "kworker");
+        assert_eq!(&*m[&11], "kworker");
+        assert_eq!(&*m[&100], "a?b\"c");
+        // A user process keeps its whole comm.
+        assert_eq!(&*m[&101], "my/prog");
+    }
+
+    #[test]
+    fn configured_groups_adopt_children_unless_told_not_to() {
+        let config =
+            Config::parse("process_names:\n  - comm: [nginx]\n    name: web\n").expect("valid");
+        let tasks = vec![
+            proc(1, 0, "init", false),
+            proc(50, 1, "nginx", false),
+            proc(51, 50, "worker", false),
+            proc(52, 51, "helper", false),
+            proc(60, 1, "other", false),
+        ];
+        let mut g = Grouper::new(Grouping::Config {
+            config: config.clone(),
+            children: true,
+        });
+        let m = g.assign(&tasks, 0);
+        assert_eq!(m.get(&50).map(|s| &**s), Some("web"));
+        assert_eq!(m.get(&51).map(|s| &**s), Some("web"));
+        assert_eq!(m.get(&52).map(|s| &**s), Some("web"));
+        assert!(!m.contains_key(&60));
+        assert!(!m.contains_key(&1));
+        let mut g = Grouper::new(Grouping::Config {
+            config,
+            children: false,
+        });
+        let m = g.assign(&tasks, 0);
+        assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn a_parent_loop_ends() {
+        let config = Config::parse("process_names:\n  - comm: [x]\n").expect("valid");
+        let tasks = vec![proc(5, 6, "a", false), proc(6, 5, "b", false)];
+        let mut g = Grouper::new(Grouping::Config {
+            config,
+            children: true,
+        });
+        assert!(g.assign(&tasks, 0).is_empty());
+    }
+
+    #[test]
+    fn an_exec_renames() {
+        let mut g = Grouper::new(Grouping::Comm);
+        let mut t = proc(100, 1, "sh", false);
+        assert_eq!(&*g.assign(std::slice::from_ref(&t), 0)[&100], "sh");
+        t.base.as_mut().expect("base").comm = "python3".as_bytes().into();
+        assert_eq!(&*g.assign(std::slice::from_ref(&t), 0)[&100], "python3");
+    }
+}

@@ -1,0 +1,40 @@
+//! tasksnap-export: what `tasksnap serve` exposes to Prometheus. It owns:
+//! - [`group`]: which group a process belongs to (`--group-by comm|user|cgroup|exe`, or a
+//!   prometheus-process-exporter configuration read by [`config`]);
+//! - [`aggregate`]: readings (tasks and thread-state totals, from
+//!   `tasksnap_collect::sampler`) into per-group counters that only grow, with the series
+//!   count bounded;
+//! - [`encode`]: those counters as OpenMetrics text (the `prometheus-client` crate) and the
+//!   Prometheus text format, once per collection, so that a scrape only copies bytes.
+//!
+//! No I/O but reading a configuration file and looking up user names; the HTTP side and
+//! the collection timer are the CLI's.
+
+pub mod aggregate;
+pub mod config;
+pub mod encode;
+pub mod group;
+
+pub use aggregate::{Aggregator, Options};
+pub use config::Config;
+pub use encode::{expose, Cost, Exposition};
+pub use group::Grouping;
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Not YAML, or not the expected shape.
+    #[error("not a process-exporter configuration: {0}")]
+    Syntax(String),
+    /// Well-formed but unusable.
+    #[error("{0}")]
+    Invalid(String),
+}
