@@ -157,6 +157,14 @@ impl Sampler {
     /// One reading of the host. It is kept (and updated in place by the next call, which
     /// costs the tasks that changed, not the host): clone what must outlive that.
     pub fn read(&mut self) -> Result<&Reading, Error> {
+        Ok(self.read_mut()?)
+    }
+
+    /// [`Sampler::read`], for a caller that takes parts out of the reading (an exporter keeps
+    /// the thread-state totals as the start of its next interval instead of copying them):
+    /// the next call fills every part again; the tasks must be left in place, since the
+    /// next call updates them.
+    pub fn read_mut(&mut self) -> Result<&mut Reading, Error> {
         let t0 = std::time::Instant::now();
         let taken_at_unix_ns = crate::sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = crate::sys::clock_ns(libc::CLOCK_BOOTTIME);
@@ -205,7 +213,7 @@ impl Sampler {
             ("states", t3 - t2),
             ("system", t4 - t3),
         ];
-        Ok(&self.reading)
+        Ok(&mut self.reading)
     }
 
     /// Reads the command lines and cgroups of the processes that have none yet (new task

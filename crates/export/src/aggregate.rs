@@ -27,7 +27,7 @@ use tasksnap_model::states::{Mode, Sample, State, ThreadMap, NSTATES};
 use tasksnap_model::{Reading, Task, TaskId};
 use tasksnap_states::interval::{between, Rollup};
 
-use crate::group::{Grouper, Grouping};
+use crate::group::{Grouper, Grouping, PidMap};
 
 /// The name of the group the folded ones are shown as.
 pub const OTHER_GROUP: &str = "other";
@@ -140,6 +140,8 @@ pub struct Gauges {
 /// One group.
 #[derive(Debug, Clone, Default)]
 pub struct Group {
+    /// Its name (the `group` label).
+    pub name: Arc<str>,
     /// Since the exporter started.
     pub total: Counters,
     /// In the last interval.
@@ -202,7 +204,18 @@ pub struct System {
     pub state_mode: Option<Mode>,
 }
 
-#[derive(Debug, Clone, Copy)]
+/// What a task's counters were at the collection it was last seen in.
+#[derive(Debug, Clone, Copy, Default)]
+struct Prev {
+    /// The process's (main thread only).
+    proc: Option<ProcPrev>,
+    /// The thread's (voluntary, involuntary).
+    switches: Option<(u64, u64)>,
+    /// The collection that saw it last.
+    seen: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
 struct ProcPrev {
     user_ns: u64,
     system_ns: u64,
@@ -217,16 +230,16 @@ struct ProcPrev {
 pub struct Aggregator {
     opts: Options,
     grouper: Grouper,
-    groups: HashMap<Arc<str>, Group>,
+    groups: Vec<Group>,
+    index: HashMap<Arc<str>, usize>,
     other: Group,
     /// Groups folded into `other` at the last collection.
     folded: usize,
     /// Groups shown, in order.
     shown: Vec<Arc<str>>,
-    procs_prev: ThreadMap<ProcPrev>,
-    switches_prev: ThreadMap<(u64, u64)>,
+    prev: ThreadMap<Prev>,
     states_prev: Option<Sample>,
-    group_prev: HashMap<i32, Arc<str>>,
+    group_prev: PidMap<Arc<str>>,
     prev_boottime_ns: Option<u64>,
     top: Vec<TopProcess>,
     system: System,
@@ -266,14 +279,17 @@ impl Aggregator {
         Aggregator {
             grouper: Grouper::new(opts.grouping.clone()),
             opts,
-            groups: HashMap::new(),
-            other: Group::default(),
+            groups: Vec::new(),
+            index: HashMap::new(),
+            other: Group {
+                name: Arc::from(OTHER_GROUP),
+                ..Group::default()
+            },
             folded: 0,
             shown: Vec::new(),
-            procs_prev: ThreadMap::default(),
-            switches_prev: ThreadMap::default(),
+            prev: ThreadMap::default(),
             states_prev: None,
-            group_prev: HashMap::new(),
+            group_prev: PidMap::default(),
             prev_boottime_ns: None,
             top: Vec::new(),
             system: System::default(),
@@ -286,12 +302,26 @@ impl Aggregator {
         self.collections
     }
 
-    /// Takes in one reading.
-    pub fn update(&mut self, r: &Reading) {
+    /// The index of the group `name`, made if new.
+    fn group(&mut self, name: &Arc<str>) -> usize {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        self.groups.push(Group {
+            name: name.clone(),
+            ..Group::default()
+        });
+        self.index.insert(name.clone(), self.groups.len() - 1);
+        self.groups.len() - 1
+    }
+
+    /// Takes in one reading. Its thread-state totals are taken out of it (kept as the start
+    /// of the next interval: copying every thread's totals would cost more than the rest).
+    pub fn update(&mut self, r: &mut Reading) {
         let named = self.opts.reasons_per_group;
         let tasks = &r.snapshot.tasks;
         let group_of = self.grouper.assign(tasks, r.snapshot.boot_time_unix_s);
-        for g in self.groups.values_mut() {
+        for g in &mut self.groups {
             g.delta = Counters::default();
             g.now = Gauges::default();
         }
@@ -299,102 +329,123 @@ impl Aggregator {
         // is new. At the first collection nothing is (the counters start there).
         let prev_at = self.prev_boottime_ns;
         let is_new = |id: &TaskId| prev_at.is_some_and(|at| id.start_time_ns >= at);
-        let states = r.states.as_ref();
-        let mut procs_now: ThreadMap<ProcPrev> = ThreadMap::default();
-        procs_now.reserve(self.procs_prev.len());
-        let mut switches_now: ThreadMap<(u64, u64)> = ThreadMap::default();
+        let round = self.collections + 1;
+        let states = r.states.take();
         let mut cpu_deltas: Vec<(u64, usize)> = Vec::new();
         let mut system = System {
             forks: r.system.counters.as_ref().map(|c| c.forks),
             state_ns: self.system.state_ns,
-            state_mode: states.map(|s| s.mode),
+            state_mode: states.as_ref().map(|s| s.mode),
             ..System::default()
         };
+        // Tasks come in (tgid, tid) order: the group is looked up once per process.
+        let mut cur: Option<(i32, Option<usize>)> = None;
         for (i, t) in tasks.iter().enumerate() {
-            let state = current_state(t, states);
+            let state = current_state(t, states.as_ref());
             system.threads += 1;
             system.in_state[state.index()] += 1;
             if t.id.is_leader() {
                 system.processes += 1;
             }
-            let Some(name) = group_of.get(&t.id.tgid) else {
-                continue;
+            let gi = match cur {
+                Some((tgid, gi)) if tgid == t.id.tgid => gi,
+                _ => {
+                    let gi = match group_of.get(&t.id.tgid) {
+                        Some(name) => Some(self.group(name)),
+                        None => None,
+                    };
+                    cur = Some((t.id.tgid, gi));
+                    gi
+                }
             };
-            let g = self.groups.entry(name.clone()).or_default();
+            let Some(gi) = gi else { continue };
+            let g = &mut self.groups[gi];
             g.now.threads += 1;
             g.now.in_state[state.index()] += 1;
+            let known = self.prev.get(&t.id).copied();
+            let mut now = Prev {
+                seen: round,
+                ..Prev::default()
+            };
             if let Some(sw) = t.sched.as_ref() {
                 if let (Some(v), Some(iv)) = (sw.voluntary_switches, sw.involuntary_switches) {
                     g.now.has_switches = true;
-                    let before = match self.switches_prev.get(&t.id) {
-                        Some(&p) => p,
+                    let before = match known.and_then(|k| k.switches) {
+                        Some(p) => p,
                         None if is_new(&t.id) => (0, 0),
                         None => (v, iv),
                     };
                     g.delta.voluntary_switches += v.saturating_sub(before.0);
                     g.delta.involuntary_switches += iv.saturating_sub(before.1);
-                    switches_now.insert(t.id, (v, iv));
+                    now.switches = Some((v, iv));
                 }
             }
-            if !t.id.is_leader() {
-                continue;
+            if t.id.is_leader() {
+                g.now.processes += 1;
+                if let Some(st) = t.stat.as_ref() {
+                    g.now.resident_bytes += st.rss_bytes;
+                    g.now.virtual_bytes += st.vsize_bytes;
+                    let start = r.snapshot.boot_time_unix_s as f64 + st.start_time_ns as f64 / 1e9;
+                    g.now.oldest_start_unix_s =
+                        Some(g.now.oldest_start_unix_s.map_or(start, |o| o.min(start)));
+                    let io = t.io.as_deref();
+                    g.now.has_io |= io.is_some();
+                    let p = ProcPrev {
+                        user_ns: st.utime_ns,
+                        system_ns: st.stime_ns,
+                        read_bytes: io.map_or(0, |io| io.read_bytes),
+                        write_bytes: io.map_or(0, |io| io.write_bytes),
+                        minor: st.minflt,
+                        major: st.majflt,
+                    };
+                    let before = match known.and_then(|k| k.proc) {
+                        Some(b) => b,
+                        None if is_new(&t.id) => ProcPrev::default(),
+                        None => p,
+                    };
+                    let du = p.user_ns.saturating_sub(before.user_ns);
+                    let ds = p.system_ns.saturating_sub(before.system_ns);
+                    g.delta.cpu_user_ns += du;
+                    g.delta.cpu_system_ns += ds;
+                    g.delta.read_bytes += p.read_bytes.saturating_sub(before.read_bytes);
+                    g.delta.write_bytes += p.write_bytes.saturating_sub(before.write_bytes);
+                    g.delta.minor_faults += p.minor.saturating_sub(before.minor);
+                    g.delta.major_faults += p.major.saturating_sub(before.major);
+                    now.proc = Some(p);
+                    if self.opts.top_n > 0 {
+                        cpu_deltas.push((du + ds, i));
+                    }
+                }
             }
-            g.now.processes += 1;
-            let Some(st) = t.stat.as_ref() else { continue };
-            g.now.resident_bytes += st.rss_bytes;
-            g.now.virtual_bytes += st.vsize_bytes;
-            let start = r.snapshot.boot_time_unix_s as f64 + st.start_time_ns as f64 / 1e9;
-            g.now.oldest_start_unix_s =
-                Some(g.now.oldest_start_unix_s.map_or(start, |o| o.min(start)));
-            let io = t.io.as_deref();
-            g.now.has_io |= io.is_some();
-            let now = ProcPrev {
-                user_ns: st.utime_ns,
-                system_ns: st.stime_ns,
-                read_bytes: io.map_or(0, |io| io.read_bytes),
-                write_bytes: io.map_or(0, |io| io.write_bytes),
-                minor: st.minflt,
-                major: st.majflt,
-            };
-            let before = match self.procs_prev.get(&t.id) {
-                Some(p) => *p,
-                None if is_new(&t.id) => ProcPrev {
-                    user_ns: 0,
-                    system_ns: 0,
-                    read_bytes: 0,
-                    write_bytes: 0,
-                    minor: 0,
-                    major: 0,
-                },
-                None => now,
-            };
-            let du = now.user_ns.saturating_sub(before.user_ns);
-            let ds = now.system_ns.saturating_sub(before.system_ns);
-            g.delta.cpu_user_ns += du;
-            g.delta.cpu_system_ns += ds;
-            g.delta.read_bytes += now.read_bytes.saturating_sub(before.read_bytes);
-            g.delta.write_bytes += now.write_bytes.saturating_sub(before.write_bytes);
-            g.delta.minor_faults += now.minor.saturating_sub(before.minor);
-            g.delta.major_faults += now.major.saturating_sub(before.major);
-            procs_now.insert(t.id, now);
-            if self.opts.top_n > 0 {
-                cpu_deltas.push((du + ds, i));
+            if now.proc.is_some() || now.switches.is_some() {
+                self.prev.insert(t.id, now);
             }
         }
+        self.prev.retain(|_, p| p.seen == round);
         // Thread states over the interval, charged to the group the thread's process is in
         // now, or was in (a process that exited since).
-        if let (Some(prev), Some(cur)) = (self.states_prev.as_ref(), states) {
+        if let (Some(prev), Some(cur)) = (self.states_prev.as_ref(), states.as_ref()) {
             let iv = between(prev, cur, Rollup::Thread);
             let mut labels: HashMap<Vec<String>, Arc<str>> = HashMap::new();
+            let mut last: Option<(i32, Option<usize>)> = None;
             for row in &iv.rows {
                 for s in 0..NSTATES {
                     system.state_ns[s] = system.state_ns[s].saturating_add(row.ns[s]);
                 }
-                let name = group_of
-                    .get(&row.pid)
-                    .or_else(|| self.group_prev.get(&row.pid));
-                let Some(name) = name else { continue };
-                let g = self.groups.entry(name.clone()).or_default();
+                let gi = match last {
+                    Some((pid, gi)) if pid == row.pid => gi,
+                    _ => {
+                        let name = group_of
+                            .get(&row.pid)
+                            .or_else(|| self.group_prev.get(&row.pid))
+                            .cloned();
+                        let gi = name.map(|n| self.group(&n));
+                        last = Some((row.pid, gi));
+                        gi
+                    }
+                };
+                let Some(gi) = gi else { continue };
+                let g = &mut self.groups[gi];
                 for s in 0..NSTATES {
                     g.delta.state_ns[s] = g.delta.state_ns[s].saturating_add(row.ns[s]);
                 }
@@ -404,7 +455,7 @@ impl Aggregator {
                 }
             }
         }
-        for g in self.groups.values_mut() {
+        for g in &mut self.groups {
             let d = std::mem::take(&mut g.delta);
             g.total.add(&d, named);
             g.delta = d;
@@ -412,7 +463,7 @@ impl Aggregator {
         self.fold();
         // Groups without a process for two collections in a row go (their exited threads'
         // last state time is in by then).
-        self.groups.retain(|_, g| {
+        self.groups.retain_mut(|g| {
             g.empty_for = if g.now.processes == 0 {
                 g.empty_for + 1
             } else {
@@ -420,11 +471,15 @@ impl Aggregator {
             };
             g.empty_for < 2
         });
+        self.index = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.name.clone(), i))
+            .collect();
         self.top = self.pick_top(tasks, cpu_deltas);
         self.system = system;
-        self.procs_prev = procs_now;
-        self.switches_prev = switches_now;
-        self.states_prev = r.states.clone();
+        self.states_prev = states;
         self.group_prev = group_of;
         self.prev_boottime_ns = Some(r.snapshot.taken_at_boottime_ns);
         self.collections += 1;
@@ -460,7 +515,8 @@ impl Aggregator {
     /// Chooses the groups shown; the rest go into `other`, whose counters grow by what they
     /// did in the interval.
     fn fold(&mut self) {
-        let mut names: Vec<(&Arc<str>, &Group)> = self.groups.iter().collect();
+        let mut names: Vec<(&Arc<str>, &Group)> =
+            self.groups.iter().map(|g| (&g.name, g)).collect();
         names.sort_unstable_by(|a, b| {
             let busy = |g: &Group| g.delta.cpu_user_ns + g.delta.cpu_system_ns;
             busy(b.1)
@@ -536,7 +592,7 @@ impl Aggregator {
         let mut groups: Vec<(&str, &Group)> = self
             .shown
             .iter()
-            .filter_map(|n| self.groups.get(n).map(|g| (&**n, g)))
+            .filter_map(|n| self.index.get(n).map(|&i| (&**n, &self.groups[i])))
             .collect();
         if self.folded > 0 {
             groups.push((OTHER_GROUP, &self.other));
@@ -637,16 +693,24 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
+    fn group<'a>(a: &'a Aggregator, name: &str) -> Option<&'a Group> {
+        a.groups.iter().find(|g| &*g.name == name)
+    }
+
     #[test]
     fn cpu_counts_from_the_start_and_never_goes_back() {
         let mut a = Aggregator::new(Options::default());
         // At the first collection, a has run 10 s: not counted (the counters start here).
-        a.update(&reading(100 * S, vec![task(10, 10, S, "a", 10 * S)], None));
-        let g = a.groups.get("a").expect("group a");
+        a.update(&mut reading(
+            100 * S,
+            vec![task(10, 10, S, "a", 10 * S)],
+            None,
+        ));
+        let g = group(&a, "a").expect("group a");
         assert_eq!(g.total.cpu_user_ns, 0);
         // b is born after it and ran 2 s user; a ran 1 s more user; c was there before but
         // unseen (not counted backwards).
-        a.update(&reading(
+        a.update(&mut reading(
             110 * S,
             vec![
                 task(10, 10, S, "a", 11 * S),
@@ -655,19 +719,27 @@ mod tests {
             ],
             None,
         ));
-        let g = a.groups.get("a").expect("group a");
+        let g = group(&a, "a").expect("group a");
         assert_eq!(g.total.cpu_user_ns, 3 * S);
         assert_eq!(g.total.cpu_system_ns, S / 2 + S);
         assert_eq!(g.now.processes, 2);
-        assert_eq!(a.groups["c"].total.cpu_user_ns, 0);
+        assert_eq!(group(&a, "c").expect("c").total.cpu_user_ns, 0);
         // b exits: a's counter keeps what b did.
-        a.update(&reading(120 * S, vec![task(10, 10, S, "a", 12 * S)], None));
-        assert_eq!(a.groups["a"].total.cpu_user_ns, 4 * S);
-        assert_eq!(a.groups["a"].now.processes, 1);
+        a.update(&mut reading(
+            120 * S,
+            vec![task(10, 10, S, "a", 12 * S)],
+            None,
+        ));
+        assert_eq!(group(&a, "a").expect("a").total.cpu_user_ns, 4 * S);
+        assert_eq!(group(&a, "a").expect("a").now.processes, 1);
         // c's group is empty: kept one collection, then gone.
-        assert!(a.groups.contains_key("c"));
-        a.update(&reading(130 * S, vec![task(10, 10, S, "a", 12 * S)], None));
-        assert!(!a.groups.contains_key("c"));
+        assert!(group(&a, "c").is_some());
+        a.update(&mut reading(
+            130 * S,
+            vec![task(10, 10, S, "a", 12 * S)],
+            None,
+        ));
+        assert!(group(&a, "c").is_none());
     }
 
     #[test]
@@ -675,7 +747,7 @@ mod tests {
         let mut a = Aggregator::new(Options::default());
         let z = [0u64; NSTATES];
         let tasks = || vec![task(10, 10, S, "a", 0), task(10, 11, S, "a", 0)];
-        a.update(&reading(
+        a.update(&mut reading(
             100 * S,
             tasks(),
             Some(sample(
@@ -690,7 +762,7 @@ mod tests {
         run_d[State::Disk.index()] = S;
         let mut sleep = z;
         sleep[State::Sleeping.index()] = 2 * S;
-        a.update(&reading(
+        a.update(&mut reading(
             102 * S,
             vec![],
             Some(sample(
@@ -698,7 +770,7 @@ mod tests {
                 &[(10, 10, S, sleep, true), (10, 11, S, run_d, true)],
             )),
         ));
-        let g = a.groups.get("a").expect("group a");
+        let g = group(&a, "a").expect("group a");
         assert_eq!(g.total.state_ns[State::Running.index()], S);
         assert_eq!(g.total.state_ns[State::Disk.index()], S);
         assert_eq!(g.total.state_ns[State::Sleeping.index()], 2 * S);
@@ -718,8 +790,8 @@ mod tests {
                 .map(|i| task(i, i, S, &format!("g{i}"), k * i as u64 * S))
                 .collect()
         };
-        a.update(&reading(100 * S, tasks(1), None));
-        a.update(&reading(110 * S, tasks(2), None));
+        a.update(&mut reading(100 * S, tasks(1), None));
+        a.update(&mut reading(110 * S, tasks(2), None));
         let v = a.view();
         let names: Vec<&str> = v.groups.iter().map(|(n, _)| *n).collect();
         // The busiest (g20, then g19...) are shown while they fit, and the rest are one
@@ -740,7 +812,7 @@ mod tests {
         let more: Vec<Task> = (1..=2000)
             .map(|i| task(i, i, S, &format!("g{}", i % 20 + 1), 3 * S))
             .collect();
-        a.update(&reading(120 * S, more, None));
+        a.update(&mut reading(120 * S, more, None));
         let v = a.view();
         let shown: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
         assert!(
@@ -755,7 +827,7 @@ mod tests {
             top_n: 2,
             ..Options::default()
         });
-        a.update(&reading(
+        a.update(&mut reading(
             100 * S,
             vec![
                 task(1, 1, S, "x", 100 * S),
@@ -764,7 +836,7 @@ mod tests {
             ],
             None,
         ));
-        a.update(&reading(
+        a.update(&mut reading(
             110 * S,
             vec![
                 task(1, 1, S, "x", 100 * S),

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tasksnap_model::states::ThreadMap;
+use tasksnap_model::states::{ThreadHasher, ThreadMap};
 use tasksnap_model::{Comm, Task};
 use tasksnap_procfs::users::Names;
 
@@ -63,13 +63,19 @@ impl Grouping {
     }
 }
 
+/// A map keyed by pid, hashed with [`ThreadHasher`] (kernel-assigned keys).
+pub type PidMap<V> = HashMap<i32, V, std::hash::BuildHasherDefault<ThreadHasher>>;
+
 /// Assigns processes to groups, remembering each identity's answer.
 #[derive(Debug)]
 pub struct Grouper {
     grouping: Grouping,
     users: Names,
-    /// Identity -> (comm it was named with, its own group (before adoption)).
-    known: ThreadMap<(Comm, Option<Arc<str>>)>,
+    /// Identity -> (comm it was named with, its own group (before adoption), the
+    /// assignment it was last seen in).
+    known: ThreadMap<(Comm, Option<Arc<str>>, u64)>,
+    /// Assignments made.
+    round: u64,
     interned: HashMap<String, Arc<str>>,
 }
 
@@ -80,6 +86,7 @@ impl Grouper {
             grouping,
             users: Names::default(),
             known: ThreadMap::default(),
+            round: 0,
             interned: HashMap::new(),
         }
     }
@@ -87,36 +94,42 @@ impl Grouper {
     /// The group of every process of `tasks` (their main threads; other threads are
     /// skipped), by tgid. Processes in no group are absent. `boot_time_unix_s` turns start
     /// times into Unix time for `{{.StartTime}}`.
-    pub fn assign(&mut self, tasks: &[Task], boot_time_unix_s: u64) -> HashMap<i32, Arc<str>> {
-        let mut own: HashMap<i32, Option<Arc<str>>> = HashMap::with_capacity(tasks.len() / 2);
-        let mut seen: ThreadMap<()> = ThreadMap::default();
+    pub fn assign(&mut self, tasks: &[Task], boot_time_unix_s: u64) -> PidMap<Arc<str>> {
+        self.round += 1;
+        let round = self.round;
+        let mut own: PidMap<Option<Arc<str>>> = PidMap::default();
+        own.reserve(tasks.len() / 2);
         for t in tasks.iter().filter(|t| t.id.is_leader()) {
             let comm: &[u8] = t.base.as_ref().map_or(&[], |b| &b.comm);
-            seen.insert(t.id, ());
-            let group = match self.known.get(&t.id) {
-                Some((c, g)) if c.as_slice() == comm => g.clone(),
+            let group = match self.known.get_mut(&t.id) {
+                Some((c, g, seen)) if c.as_slice() == comm => {
+                    *seen = round;
+                    g.clone()
+                }
                 _ => {
                     let g = self.name_of(t, boot_time_unix_s);
                     // Names read later (a command line or exe not there yet) may change
                     // the answer: remember only an answer made with them.
                     if t.cmdline.is_some() || !needs_names(&self.grouping) {
-                        self.known.insert(t.id, (Comm::from_slice(comm), g.clone()));
+                        self.known
+                            .insert(t.id, (Comm::from_slice(comm), g.clone(), round));
                     }
                     g
                 }
             };
             own.insert(t.id.tgid, group);
         }
-        if self.known.len() > seen.len() {
-            self.known.retain(|id, _| seen.contains_key(id));
+        if self.known.len() > own.len() {
+            self.known.retain(|_, (_, _, seen)| *seen == round);
         }
         let children = matches!(self.grouping, Grouping::Config { children: true, .. });
-        let mut out: HashMap<i32, Arc<str>> = HashMap::with_capacity(own.len());
+        let mut out: PidMap<Arc<str>> = PidMap::default();
+        out.reserve(own.len());
         if !children {
             out.extend(own.into_iter().filter_map(|(p, g)| Some((p, g?))));
             return out;
         }
-        let ppid: HashMap<i32, i32> = tasks
+        let ppid: PidMap<i32> = tasks
             .iter()
             .filter(|t| t.id.is_leader())
             .map(|t| (t.id.tgid, t.base.as_ref().map_or(0, |b| b.ppid)))

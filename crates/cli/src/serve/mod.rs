@@ -82,6 +82,11 @@ pub struct Args {
     #[arg(long, value_name = "auto|bpf|procfs", default_value = "auto")]
     pub backend: Backend,
 
+    /// After each collection, print to stderr where its time went (sampler phases,
+    /// aggregation, encoding) and its CPU time.
+    #[arg(long)]
+    pub timings: bool,
+
     /// Say nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -228,11 +233,12 @@ struct Collection {
     sampler: Sampler,
     aggregator: Aggregator,
     cost: Cost,
+    timings: bool,
 }
 
 impl Collection {
     /// Opens the sources (loading BPF where allowed), then keeps only [`KEPT`].
-    fn open(backend: Backend, opts: Options) -> Result<Collection, String> {
+    fn open(backend: Backend, opts: Options, timings: bool) -> Result<Collection, String> {
         let sampler = Sampler::open(SamplerOptions {
             backend,
             exe: opts.grouping.needs_exe(),
@@ -253,14 +259,17 @@ impl Collection {
             },
             sampler,
             aggregator: Aggregator::new(opts),
+            timings,
         })
     }
 
     fn collect(&mut self) -> Result<Exposition, tasksnap_collect::Error> {
         let t0 = Instant::now();
         let c0 = own_cpu_ns();
-        let reading = self.sampler.read()?;
+        let reading = self.sampler.read_mut()?;
+        let t1 = Instant::now();
         self.aggregator.update(reading);
+        let t2 = Instant::now();
         let taken = reading.snapshot.taken_at_unix_ns;
         self.cost.collections += 1;
         self.cost.last_collection_unix_s = taken as f64 / 1e9;
@@ -269,7 +278,23 @@ impl Collection {
         // it, and its own figure cannot be in the bytes it is encoding.
         let exposition = tasksnap_export::expose(&self.aggregator.view(), &self.cost);
         self.cost.collect_seconds = t0.elapsed().as_secs_f64();
-        self.cost.collect_cpu_seconds += own_cpu_ns().saturating_sub(c0) as f64 / 1e9;
+        let cpu_ns = own_cpu_ns().saturating_sub(c0);
+        self.cost.collect_cpu_seconds += cpu_ns as f64 / 1e9;
+        if self.timings {
+            let mut line = String::new();
+            for (name, d) in self.sampler.phases() {
+                line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
+            }
+            warn!(
+                "tasksnap serve: {line}aggregate {:.1} ms, encode {:.1} ms; {} series, {} B; \
+                 CPU {:.1} ms",
+                (t2 - t1).as_secs_f64() * 1e3,
+                t2.elapsed().as_secs_f64() * 1e3,
+                exposition.series,
+                exposition.openmetrics.len(),
+                cpu_ns as f64 / 1e6
+            );
+        }
         Ok(exposition)
     }
 }
@@ -320,10 +345,11 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
             reasons_per_group: args.reasons as usize,
         };
         let backend = args.backend;
+        let timings = args.timings;
         std::thread::Builder::new()
             .name("collect".into())
             .spawn(move || {
-                let mut c = match Collection::open(backend, opts) {
+                let mut c = match Collection::open(backend, opts, timings) {
                     Ok(c) => c,
                     Err(e) => {
                         let _ = started_tx.send(Err(e));
