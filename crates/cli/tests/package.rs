@@ -442,17 +442,23 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
         .position(|a| a == "--dir")
         .expect("record --dir");
     assert_eq!(args[dir + 1], "/var/lib/tasksnap/history");
-    let history = tmp.path().join("history");
-    args[dir + 1] = history.display().to_string();
-    // One sample at once (with /proc, a sample is read over one interval).
-    let interval = args
-        .iter()
-        .position(|a| a == "--interval")
-        .expect("record --interval");
-    args[interval + 1] = "0".into();
-    args.extend(["--count", "1", "--backend", "procfs", "--quiet"].map(String::from));
-    ok(Command::new(root.join("usr/bin/tasksnap")).args(&args));
-    assert!(history.is_dir(), "record wrote nothing");
+    // Aimed at a file, not a store: record takes every option (a usage error exits 2),
+    // then stops at the store (3), before reading the host, whatever its size.
+    let not_a_store = tmp.path().join("not-a-store");
+    std::fs::write(&not_a_store, "").expect("file");
+    args[dir + 1] = not_a_store.display().to_string();
+    let o = run(Command::new(root.join("usr/bin/tasksnap")).args(&args));
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "tasksnap {args:?}: {}",
+        text(&o.stderr)
+    );
+    assert!(
+        text(&o.stderr).contains("not a tasksnap store"),
+        "{}",
+        text(&o.stderr)
+    );
     let serve = std::fs::read_to_string(root.join("lib/systemd/system/tasksnap-serve.service"))
         .expect("serve unit");
     let exec = one(&settings(&serve), "ExecStart", "serve");
@@ -559,4 +565,116 @@ fn build_deb_refuses_a_binary_of_another_version() {
         text(&o.stderr)
     );
     assert!(!tmp.path().join("out").exists(), "wrote something anyway");
+}
+
+/// Runs a maintainer script with `args` and stub deb-systemd-helper, deb-systemd-invoke and
+/// systemctl first on PATH; returns what the stubs were asked to do, one call per line.
+fn script_calls(script: &str, args: &[&str], dpkg_root: Option<&str>) -> Vec<String> {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    let log = tmp.path().join("calls");
+    for stub in ["deb-systemd-helper", "deb-systemd-invoke", "systemctl"] {
+        let path = bin.join(stub);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho \"{stub} $*\" >>'{}'\n", log.display()),
+        )
+        .expect("stub");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new("sh");
+    cmd.arg(top().join("packaging/deb").join(script))
+        .args(args)
+        .env("PATH", path);
+    match dpkg_root {
+        Some(r) => cmd.env("DPKG_ROOT", r),
+        None => cmd.env_remove("DPKG_ROOT"),
+    };
+    ok(&mut cmd);
+    std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_maintainer_scripts_enable_nothing_and_leave_other_roots_alone() {
+    let systemd = Path::new("/run/systemd/system").is_dir();
+    let units = UNITS.join(" ");
+    // Into another root: nothing at all.
+    for (script, args) in [
+        ("postinst", &["configure", ""][..]),
+        ("postinst", &["configure", "0.0.9"][..]),
+        ("prerm", &["remove"][..]),
+        ("postrm", &["remove"][..]),
+        ("postrm", &["purge"][..]),
+    ] {
+        let calls = script_calls(script, args, Some("/tmp/elsewhere"));
+        assert!(
+            calls.is_empty(),
+            "{script} {args:?} with DPKG_ROOT: {calls:?}"
+        );
+    }
+    // A first install: the units' state recorded for purge, never enabled or started.
+    let calls = script_calls("postinst", &["configure", ""], None);
+    let mut want: Vec<String> = UNITS
+        .iter()
+        .flat_map(|u| {
+            [
+                format!("deb-systemd-helper unmask {u}"),
+                format!("deb-systemd-helper update-state {u}"),
+            ]
+        })
+        .collect();
+    if systemd {
+        want.push("systemctl --system daemon-reload".into());
+    }
+    assert_eq!(calls, want, "postinst configure");
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c.contains(" enable") || c.contains(" start")),
+        "{calls:?}"
+    );
+    // An upgrade restarts only what runs (with systemd).
+    let calls = script_calls("postinst", &["configure", "0.0.9"], None);
+    assert_eq!(
+        calls
+            .iter()
+            .any(|c| c == &format!("deb-systemd-invoke try-restart {units}")),
+        systemd,
+        "{calls:?}"
+    );
+    // Removal stops the units (with systemd), serve and record before pin; purge forgets.
+    let calls = script_calls("prerm", &["remove"], None);
+    let want: Vec<String> = if systemd {
+        vec![
+            "deb-systemd-invoke stop tasksnap-serve.service tasksnap-record.service".into(),
+            "deb-systemd-invoke stop tasksnap-pin.service".into(),
+        ]
+    } else {
+        vec![]
+    };
+    assert_eq!(calls, want, "prerm remove");
+    assert!(script_calls("prerm", &["upgrade", "0.2.0"], None).is_empty());
+    let calls = script_calls("postrm", &["purge"], None);
+    for u in UNITS {
+        for what in ["purge", "unmask"] {
+            let c = format!("deb-systemd-helper {what} {u}");
+            assert!(calls.contains(&c), "postrm purge lacks {c}: {calls:?}");
+        }
+    }
+    let calls = script_calls("postrm", &["remove"], None);
+    for u in UNITS {
+        let c = format!("deb-systemd-helper mask {u}");
+        assert!(calls.contains(&c), "postrm remove lacks {c}: {calls:?}");
+    }
 }
