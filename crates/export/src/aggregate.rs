@@ -350,10 +350,7 @@ impl Aggregator {
             let gi = match cur {
                 Some((tgid, gi)) if tgid == t.id.tgid => gi,
                 _ => {
-                    let gi = match group_of.get(&t.id.tgid) {
-                        Some(name) => Some(self.group(name)),
-                        None => None,
-                    };
+                    let gi = group_of.get(&t.id.tgid).map(|name| self.group(name));
                     cur = Some((t.id.tgid, gi));
                     gi
                 }
