@@ -140,6 +140,17 @@ fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: 
                 ps.stime_ns
             );
             assert!(bs.minflt.abs_diff(ps.minflt) <= 64, "minflt of {key:?}");
+            // Swap: what status's VmSwap says (the same counter; /proc/PID/stat has none).
+            let status =
+                std::fs::read(format!("/proc/{}/task/{}/status", key.0, key.1)).expect("status");
+            let status = String::from_utf8_lossy(&status);
+            let vm_swap = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmSwap:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .map(|kb| kb * 1024);
+            assert_eq!(bs.swap_bytes, Some(vm_swap.unwrap_or(0)), "swap of {key:?}");
+            assert_eq!(ps.swap_bytes, None, "/proc/PID/stat has no swap figure");
             // I/O counters: from the kernel's task_io_accounting under BPF. The load sleeps,
             // so they do not move between the two snapshots (its leader, which may be woken,
             // gets some slack).

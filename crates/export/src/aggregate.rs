@@ -129,6 +129,8 @@ pub struct Gauges {
     pub resident_bytes: u64,
     /// Virtual memory of its processes, bytes.
     pub virtual_bytes: u64,
+    /// Swapped-out memory of its processes, bytes, where the backend reads it (BPF).
+    pub swap_bytes: Option<u64>,
     /// Start time of its oldest process, Unix seconds.
     pub oldest_start_unix_s: Option<f64>,
     /// Whether I/O counters were read (not for another user's process without privileges).
@@ -161,6 +163,7 @@ impl Group {
             + 2
             + NSTATES
             + 2
+            + usize::from(self.now.swap_bytes.is_some())
             + 2
             + if self.now.has_io { 2 } else { 0 }
             + if self.now.has_switches { 2 } else { 0 }
@@ -382,6 +385,9 @@ impl Aggregator {
                 if let Some(st) = t.stat.as_ref() {
                     g.now.resident_bytes += st.rss_bytes;
                     g.now.virtual_bytes += st.vsize_bytes;
+                    if let Some(sw) = st.swap_bytes {
+                        g.now.swap_bytes = Some(g.now.swap_bytes.unwrap_or(0) + sw);
+                    }
                     let start = r.snapshot.boot_time_unix_s as f64 + st.start_time_ns as f64 / 1e9;
                     g.now.oldest_start_unix_s =
                         Some(g.now.oldest_start_unix_s.map_or(start, |o| o.min(start)));
@@ -537,6 +543,7 @@ impl Aggregator {
                 ..Counters::default()
             },
             now: Gauges {
+                swap_bytes: Some(0),
                 has_io: true,
                 has_switches: true,
                 oldest_start_unix_s: Some(0.0),
@@ -567,6 +574,9 @@ impl Aggregator {
             }
             n.resident_bytes += g.now.resident_bytes;
             n.virtual_bytes += g.now.virtual_bytes;
+            if let Some(sw) = g.now.swap_bytes {
+                n.swap_bytes = Some(n.swap_bytes.unwrap_or(0) + sw);
+            }
             n.oldest_start_unix_s = match (n.oldest_start_unix_s, g.now.oldest_start_unix_s) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),

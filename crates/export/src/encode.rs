@@ -276,7 +276,7 @@ impl Collector for Families {
             &mut enc,
             "tasksnap_group_memory",
             "Memory of the group's processes (resident: /proc/PID/stat's rss, summed, so \
-             shared pages count once per process)",
+             shared pages count once per process; swap: with the BPF backend)",
             Some(&bytes),
             Gauge,
             &per(&|n, g, r| {
@@ -284,6 +284,9 @@ impl Collector for Families {
                 r.push((l2("group", n, "kind", "resident"), res));
                 let virt = g.now.virtual_bytes as f64;
                 r.push((l2("group", n, "kind", "virtual"), virt));
+                if let Some(sw) = g.now.swap_bytes {
+                    r.push((l2("group", n, "kind", "swap"), sw as f64));
+                }
             }),
         )?;
         family(

@@ -328,6 +328,8 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
             start_time_ns,
             vsize_bytes,
             rss_bytes,
+            // Not recorded in format 1 (replayed as unknown): added to the model after it.
+            swap_bytes: _,
         } = s;
         let b = c.c(T_TIMES);
         put_d(b, *utime_ns, rs.utime_ns);
@@ -552,6 +554,7 @@ pub(crate) fn get_task(
             start_time_ns: b.d(id.start_time_ns)?,
             vsize_bytes: b.d(rs.vsize_bytes)?,
             rss_bytes: b.d(rs.rss_bytes)?,
+            swap_bytes: None,
         });
     }
     if has(P_MEM) {

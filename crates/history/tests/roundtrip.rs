@@ -127,6 +127,8 @@ fn new_task(r: &mut Rng, id: TaskId) -> Task {
         },
         vsize_bytes: r.num(),
         rss_bytes: r.num(),
+        // Not recorded (format 1).
+        swap_bytes: None,
     });
     t.mem = r.opt(|r| {
         Box::new(Mem {

@@ -187,6 +187,11 @@ pub struct Stat {
     /// Resident set in bytes (stat's `rss`: since Linux 6.2 an approximate read of per-CPU
     /// counters; `Mem::rss_bytes` is exact).
     pub rss_bytes: u64,
+    /// Swapped-out bytes of the address space (status's `VmSwap`, the same per-CPU counter
+    /// read the same way as `rss_bytes`): the BPF backend reads it with the rest; `None`
+    /// from /proc/PID/stat, which does not have it (`Mem::swap_bytes` reads status).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap_bytes: Option<u64>,
 }
 
 /// Memory (/proc/PID/statm, and `VmSwap` when status is read anyway).

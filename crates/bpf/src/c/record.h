@@ -69,6 +69,7 @@ struct ts_stat {
 	__u64 sig_min_flt, sig_maj_flt;
 	__u64 total_vm_pages;
 	__u64 rss_pages;	/* approximate, as /proc/PID/stat's rss */
+	__u64 swap_pages;	/* swap entries (MM_SWAPENTS), as status's VmSwap */
 };
 
 struct ts_sched {

@@ -242,8 +242,9 @@ static __always_inline void fill_stat(struct ts_stat *s, struct task_struct *t,
 	s->sig_maj_flt = sig->maj_flt;
 	s->total_vm_pages = 0;
 	s->rss_pages = 0;
+	s->swap_pages = 0;
 	if (mm) {
-		__s64 file, anon, shmem;
+		__s64 file, anon, shmem, swap;
 
 		s->total_vm_pages = mm->total_vm;
 		/* get_mm_rss() as /proc/PID/stat reads it: the per-CPU counters' central
@@ -254,6 +255,8 @@ static __always_inline void fill_stat(struct ts_stat *s, struct task_struct *t,
 		shmem = mm->rss_stat[MM_SHMEMPAGES].count;
 		s->rss_pages = (file > 0 ? file : 0) + (anon > 0 ? anon : 0) +
 			       (shmem > 0 ? shmem : 0);
+		swap = mm->rss_stat[MM_SWAPENTS].count;
+		s->swap_pages = swap > 0 ? swap : 0;
 	}
 }
 

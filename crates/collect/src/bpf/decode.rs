@@ -385,6 +385,7 @@ fn thread_stat(s: &ts_stat, start_ns: u64, page: u64) -> Stat {
         start_time_ns: start_ns,
         vsize_bytes: s.total_vm_pages * page,
         rss_bytes: s.rss_pages * page,
+        swap_bytes: Some(s.swap_pages * page),
     }
 }
 
@@ -423,6 +424,7 @@ fn process_stat(
         start_time_ns: start_ns,
         vsize_bytes: leader.total_vm_pages * page,
         rss_bytes: leader.rss_pages * page,
+        swap_bytes: Some(leader.swap_pages * page),
     }
 }
 

@@ -300,6 +300,8 @@ impl TaskReader {
                     start_time_ns: task.id.start_time_ns,
                     vsize_bytes: line.vsize_bytes,
                     rss_bytes: line.rss_pages.saturating_mul(u.page_size),
+                    // /proc/PID/stat has no swap figure (status does: `Mem::swap_bytes`).
+                    swap_bytes: None,
                 });
             }
         }
