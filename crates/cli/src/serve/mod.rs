@@ -299,7 +299,20 @@ impl Collection {
     }
 }
 
+/// Keeps a collection's large buffers (the thread-state pass, the maps of every thread) on
+/// the heap between collections instead of returning them to the kernel and faulting them in
+/// again: a tenth of a collection's CPU at 50,000 processes was page faults. The exporter
+/// runs for weeks at a steady size, so the memory kept is what the next collection needs.
+fn keep_heap() {
+    // SAFETY: mallopt only changes allocator parameters; called before the threads start.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
+    }
+}
+
 fn run(args: &Args, grouping: Grouping) -> ExitCode {
+    keep_heap();
     raise_nofile();
     let signals = crate::signals::stop_signals();
     crate::signals::block(&signals);
