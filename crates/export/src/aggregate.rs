@@ -23,11 +23,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tasksnap_model::states::{Mode, Sample, State, ThreadMap, NSTATES};
+use tasksnap_model::states::{Mode, Sample, State, NSTATES};
 use tasksnap_model::{Reading, Task, TaskId};
 use tasksnap_states::interval::{between, Rollup};
 
-use crate::group::{Grouper, Grouping, PidMap};
+use crate::group::{Assignment, Grouper, Grouping};
 
 /// The name of the group the folded ones are shown as.
 pub const OTHER_GROUP: &str = "other";
@@ -214,8 +214,6 @@ struct Prev {
     proc: Option<ProcPrev>,
     /// The thread's (voluntary, involuntary).
     switches: Option<(u64, u64)>,
-    /// The collection that saw it last.
-    seen: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -240,9 +238,10 @@ pub struct Aggregator {
     folded: usize,
     /// Groups shown, in order.
     shown: Vec<Arc<str>>,
-    prev: ThreadMap<Prev>,
+    /// Every task's counters at the last collection, in (tgid, tid) order.
+    prev: Vec<(TaskId, Prev)>,
     states_prev: Option<Sample>,
-    group_prev: PidMap<Arc<str>>,
+    group_prev: Assignment,
     prev_boottime_ns: Option<u64>,
     top: Vec<TopProcess>,
     system: System,
@@ -264,16 +263,19 @@ fn reason_label(frames: &[String], cache: &mut HashMap<Vec<String>, Arc<str>>) -
     label
 }
 
+/// The state a task was in: its state letter, except that R (running or waiting for a CPU,
+/// which /proc cannot tell apart) asks the state source, which can.
 fn current_state(t: &Task, states: Option<&Sample>) -> State {
-    if let Some(s) = states
-        .and_then(|s| s.threads.get(&t.id))
-        .and_then(|x| x.current)
-    {
-        return s;
+    let letter = t.base.as_ref().map_or(b'?', |b| b.state.letter());
+    if letter == b'R' {
+        if let Some(s) = states
+            .and_then(|s| s.threads.get(&t.id))
+            .and_then(|x| x.current)
+        {
+            return s;
+        }
     }
-    t.base
-        .as_ref()
-        .map_or(State::Other, |b| State::from_letter(b.state.letter()))
+    State::from_letter(letter)
 }
 
 impl Aggregator {
@@ -290,9 +292,9 @@ impl Aggregator {
             },
             folded: 0,
             shown: Vec::new(),
-            prev: ThreadMap::default(),
+            prev: Vec::new(),
             states_prev: None,
-            group_prev: PidMap::default(),
+            group_prev: Assignment::default(),
             prev_boottime_ns: None,
             top: Vec::new(),
             system: System::default(),
@@ -318,7 +320,8 @@ impl Aggregator {
         self.groups.len() - 1
     }
 
-    /// Takes in one reading. Its thread-state totals are taken out of it (kept as the start
+    /// Takes in one reading, its tasks in (tgid, tid) order (as the sampler gives them).
+    /// Its thread-state totals are taken out of it (kept as the start
     /// of the next interval: copying every thread's totals would cost more than the rest).
     pub fn update(&mut self, r: &mut Reading) {
         let named = self.opts.reasons_per_group;
@@ -332,7 +335,6 @@ impl Aggregator {
         // is new. At the first collection nothing is (the counters start there).
         let prev_at = self.prev_boottime_ns;
         let is_new = |id: &TaskId| prev_at.is_some_and(|at| id.start_time_ns >= at);
-        let round = self.collections + 1;
         let states = r.states.take();
         let mut cpu_deltas: Vec<(u64, usize)> = Vec::new();
         let mut system = System {
@@ -341,8 +343,13 @@ impl Aggregator {
             state_mode: states.as_ref().map(|s| s.mode),
             ..System::default()
         };
-        // Tasks come in (tgid, tid) order: the group is looked up once per process.
+        // Tasks come in (tgid, tid) order, as do the groups and the previous counters: one
+        // walk of the three, no hashing.
         let mut cur: Option<(i32, Option<usize>)> = None;
+        let mut groups_at = group_of.entries().iter().peekable();
+        let old_prev = std::mem::take(&mut self.prev);
+        let mut old_prev = old_prev.into_iter().peekable();
+        let mut prev_now: Vec<(TaskId, Prev)> = Vec::with_capacity(old_prev.len());
         for (i, t) in tasks.iter().enumerate() {
             let state = current_state(t, states.as_ref());
             system.threads += 1;
@@ -353,7 +360,11 @@ impl Aggregator {
             let gi = match cur {
                 Some((tgid, gi)) if tgid == t.id.tgid => gi,
                 _ => {
-                    let gi = group_of.get(&t.id.tgid).map(|name| self.group(name));
+                    while groups_at.next_if(|e| e.0 < t.id.tgid).is_some() {}
+                    let gi = groups_at
+                        .next_if(|e| e.0 == t.id.tgid)
+                        .map(|e| e.1.clone())
+                        .map(|name| self.group(&name));
                     cur = Some((t.id.tgid, gi));
                     gi
                 }
@@ -362,11 +373,13 @@ impl Aggregator {
             let g = &mut self.groups[gi];
             g.now.threads += 1;
             g.now.in_state[state.index()] += 1;
-            let known = self.prev.get(&t.id).copied();
-            let mut now = Prev {
-                seen: round,
-                ..Prev::default()
-            };
+            let key = (t.id.tgid, t.id.tid);
+            while old_prev
+                .next_if(|(id, _)| (id.tgid, id.tid) < key)
+                .is_some()
+            {}
+            let known = old_prev.next_if(|(id, _)| *id == t.id).map(|(_, p)| p);
+            let mut now = Prev::default();
             if let Some(sw) = t.sched.as_ref() {
                 if let (Some(v), Some(iv)) = (sw.voluntary_switches, sw.involuntary_switches) {
                     g.now.has_switches = true;
@@ -421,14 +434,17 @@ impl Aggregator {
                 }
             }
             if now.proc.is_some() || now.switches.is_some() {
-                self.prev.insert(t.id, now);
+                prev_now.push((t.id, now));
             }
         }
-        self.prev.retain(|_, p| p.seen == round);
+        self.prev = prev_now;
         // Thread states over the interval, charged to the group the thread's process is in
         // now, or was in (a process that exited since).
         if let (Some(prev), Some(cur)) = (self.states_prev.as_ref(), states.as_ref()) {
-            let iv = between(prev, cur, Rollup::Thread);
+            let mut iv = between(prev, cur, Rollup::Thread);
+            // In pid order, to walk the groups alongside.
+            iv.rows.sort_unstable_by_key(|r| r.pid);
+            let mut groups_at = group_of.entries().iter().peekable();
             let mut labels: HashMap<Vec<String>, Arc<str>> = HashMap::new();
             let mut last: Option<(i32, Option<usize>)> = None;
             for row in &iv.rows {
@@ -438,9 +454,11 @@ impl Aggregator {
                 let gi = match last {
                     Some((pid, gi)) if pid == row.pid => gi,
                     _ => {
-                        let name = group_of
-                            .get(&row.pid)
-                            .or_else(|| self.group_prev.get(&row.pid))
+                        while groups_at.next_if(|e| e.0 < row.pid).is_some() {}
+                        let name = groups_at
+                            .next_if(|e| e.0 == row.pid)
+                            .map(|e| &e.1)
+                            .or_else(|| self.group_prev.get(row.pid))
                             .cloned();
                         let gi = name.map(|n| self.group(&n));
                         last = Some((row.pid, gi));

@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tasksnap_model::states::{ThreadHasher, ThreadMap};
-use tasksnap_model::{Comm, Task};
+use tasksnap_model::states::ThreadHasher;
+use tasksnap_model::{Comm, Task, TaskId};
 use tasksnap_procfs::users::Names;
 
 use crate::config::{Config, Facts};
@@ -66,16 +66,41 @@ impl Grouping {
 /// A map keyed by pid, hashed with [`ThreadHasher`] (kernel-assigned keys).
 pub type PidMap<V> = HashMap<i32, V, std::hash::BuildHasherDefault<ThreadHasher>>;
 
+/// The group of each process, in pid order.
+#[derive(Debug, Clone, Default)]
+pub struct Assignment(Vec<(i32, Arc<str>)>);
+
+impl Assignment {
+    /// The group of process `pid`.
+    pub fn get(&self, pid: i32) -> Option<&Arc<str>> {
+        let i = self.0.binary_search_by_key(&pid, |e| e.0).ok()?;
+        Some(&self.0[i].1)
+    }
+
+    /// (pid, group), in pid order.
+    pub fn entries(&self) -> &[(i32, Arc<str>)] {
+        &self.0
+    }
+
+    /// Processes in a group.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no process is in a group.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Assigns processes to groups, remembering each identity's answer.
 #[derive(Debug)]
 pub struct Grouper {
     grouping: Grouping,
     users: Names,
-    /// Identity -> (comm it was named with, its own group (before adoption), the
-    /// assignment it was last seen in).
-    known: ThreadMap<(Comm, Option<Arc<str>>, u64)>,
-    /// Assignments made.
-    round: u64,
+    /// (identity, comm it was named with, its own group before adoption), in (tgid, tid)
+    /// order: the processes of the last assignment.
+    known: Vec<(TaskId, Comm, Option<Arc<str>>)>,
     interned: HashMap<String, Arc<str>>,
 }
 
@@ -85,8 +110,7 @@ impl Grouper {
         Grouper {
             grouping,
             users: Names::default(),
-            known: ThreadMap::default(),
-            round: 0,
+            known: Vec::new(),
             interned: HashMap::new(),
         }
     }
@@ -94,49 +118,53 @@ impl Grouper {
     /// The group of every process of `tasks` (their main threads; other threads are
     /// skipped), by tgid. Processes in no group are absent. `boot_time_unix_s` turns start
     /// times into Unix time for `{{.StartTime}}`.
-    pub fn assign(&mut self, tasks: &[Task], boot_time_unix_s: u64) -> PidMap<Arc<str>> {
-        self.round += 1;
-        let round = self.round;
-        let mut own: PidMap<Option<Arc<str>>> = PidMap::default();
-        own.reserve(tasks.len() / 2);
+    pub fn assign(&mut self, tasks: &[Task], boot_time_unix_s: u64) -> Assignment {
+        // Tasks come in (tgid, tid) order, and so do the remembered answers: one walk of
+        // both, no hashing (this runs over every process at every collection).
+        let old = std::mem::take(&mut self.known);
+        let mut old = old.into_iter().peekable();
+        let mut known = Vec::with_capacity(old.len());
+        let mut own: Vec<(i32, Option<Arc<str>>)> = Vec::with_capacity(tasks.len());
         for t in tasks.iter().filter(|t| t.id.is_leader()) {
             let comm: &[u8] = t.base.as_ref().map_or(&[], |b| &b.comm);
-            let group = match self.known.get_mut(&t.id) {
-                Some((c, g, seen)) if c.as_slice() == comm => {
-                    *seen = round;
-                    g.clone()
+            let key = (t.id.tgid, t.id.tid);
+            while old.next_if(|o| (o.0.tgid, o.0.tid) < key).is_some() {}
+            let reuse = old
+                .next_if(|o| o.0 == t.id)
+                .filter(|o| o.1.as_slice() == comm);
+            let group = match reuse {
+                Some(o) => {
+                    let g = o.2.clone();
+                    known.push(o);
+                    g
                 }
-                _ => {
+                None => {
                     let g = self.name_of(t, boot_time_unix_s);
                     // Names read later (a command line or exe not there yet) may change
                     // the answer: remember only an answer made with them.
                     if t.cmdline.is_some() || !needs_names(&self.grouping) {
-                        self.known
-                            .insert(t.id, (Comm::from_slice(comm), g.clone(), round));
+                        known.push((t.id, Comm::from_slice(comm), g.clone()));
                     }
                     g
                 }
             };
-            own.insert(t.id.tgid, group);
+            own.push((t.id.tgid, group));
         }
-        if self.known.len() > own.len() {
-            self.known.retain(|_, (_, _, seen)| *seen == round);
-        }
+        self.known = known;
         let children = matches!(self.grouping, Grouping::Config { children: true, .. });
-        let mut out: PidMap<Arc<str>> = PidMap::default();
-        out.reserve(own.len());
         if !children {
-            out.extend(own.into_iter().filter_map(|(p, g)| Some((p, g?))));
-            return out;
+            return Assignment(own.into_iter().filter_map(|(p, g)| Some((p, g?))).collect());
         }
+        let by_pid: PidMap<Option<Arc<str>>> = own.iter().cloned().collect();
         let ppid: PidMap<i32> = tasks
             .iter()
             .filter(|t| t.id.is_leader())
             .map(|t| (t.id.tgid, t.base.as_ref().map_or(0, |b| b.ppid)))
             .collect();
-        for (&pid, g) in &own {
+        let mut out = Vec::with_capacity(own.len());
+        for (pid, g) in own {
             let mut at = pid;
-            let mut found = g.clone();
+            let mut found = g;
             // Bounded: a parent chain is a tree's path, but the pids come from two reads
             // apart and could loop.
             for _ in 0..256 {
@@ -146,16 +174,16 @@ impl Grouper {
                 match ppid.get(&at) {
                     Some(&p) if p > 0 && p != at => {
                         at = p;
-                        found = own.get(&p).cloned().flatten();
+                        found = by_pid.get(&p).cloned().flatten();
                     }
                     _ => break,
                 }
             }
             if let Some(g) = found {
-                out.insert(pid, g);
+                out.push((pid, g));
             }
         }
-        out
+        Assignment(out)
     }
 
     fn intern(&mut self, name: String) -> Arc<str> {
@@ -251,7 +279,7 @@ pub fn printable(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tasksnap_model::{Base, Cred, TaskId};
+    use tasksnap_model::{Base, Cred};
 
     fn proc(pid: i32, ppid: i32, comm: &str, kthread: bool) -> Task {
         let mut t = Task::new(TaskId {
@@ -292,11 +320,11 @@ mod tests {
             proc(101, 1, "my/prog", false),
         ];
         let m = g.assign(&tasks, 0);
-        assert_eq!(&*m[&10], "kworker");
-        assert_eq!(&*m[&11], "kworker");
-        assert_eq!(&*m[&100], "a?b\"c");
+        assert_eq!(&**m.get(10).expect("grouped"), "kworker");
+        assert_eq!(&**m.get(11).expect("grouped"), "kworker");
+        assert_eq!(&**m.get(100).expect("grouped"), "a?b\"c");
         // A user process keeps its whole comm.
-        assert_eq!(&*m[&101], "my/prog");
+        assert_eq!(&**m.get(101).expect("grouped"), "my/prog");
     }
 
     #[test]
@@ -315,11 +343,11 @@ mod tests {
             children: true,
         });
         let m = g.assign(&tasks, 0);
-        assert_eq!(m.get(&50).map(|s| &**s), Some("web"));
-        assert_eq!(m.get(&51).map(|s| &**s), Some("web"));
-        assert_eq!(m.get(&52).map(|s| &**s), Some("web"));
-        assert!(!m.contains_key(&60));
-        assert!(!m.contains_key(&1));
+        assert_eq!(m.get(50).map(|s| &**s), Some("web"));
+        assert_eq!(m.get(51).map(|s| &**s), Some("web"));
+        assert_eq!(m.get(52).map(|s| &**s), Some("web"));
+        assert!(m.get(60).is_none());
+        assert!(m.get(1).is_none());
         let mut g = Grouper::new(Grouping::Config {
             config,
             children: false,
@@ -343,8 +371,18 @@ mod tests {
     fn an_exec_renames() {
         let mut g = Grouper::new(Grouping::Comm);
         let mut t = proc(100, 1, "sh", false);
-        assert_eq!(&*g.assign(std::slice::from_ref(&t), 0)[&100], "sh");
+        assert_eq!(
+            &**g.assign(std::slice::from_ref(&t), 0)
+                .get(100)
+                .expect("grouped"),
+            "sh"
+        );
         t.base.as_mut().expect("base").comm = "python3".as_bytes().into();
-        assert_eq!(&*g.assign(std::slice::from_ref(&t), 0)[&100], "python3");
+        assert_eq!(
+            &**g.assign(std::slice::from_ref(&t), 0)
+                .get(100)
+                .expect("grouped"),
+            "python3"
+        );
     }
 }
