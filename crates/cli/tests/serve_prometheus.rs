@@ -142,7 +142,31 @@ fn prometheus_scrapes_it_and_the_figures_hold() {
         return;
     };
     let load = Load::spawn(&["--busy", "1", "--dstate", "--threads", "15"]).expect("load");
-    let server = Server::start(&["--interval", "1", "--backend", "bpf"]);
+    // One group per process of this load, named with its pid: other tests' loads on the host
+    // (the same comms) stay out of them. A process-exporter configuration does it, as a user
+    // switching from process-exporter would.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("process-exporter.yml");
+    std::fs::write(
+        &config,
+        "process_names:\n  - comm: [lg-busy, lg-dstate, lg-threads]\n    name: '{{.Comm}}-{{.PID}}'\n",
+    )
+    .expect("write the configuration");
+    let server = Server::start(&[
+        "--interval",
+        "1",
+        "--backend",
+        "bpf",
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--no-children",
+    ]);
+    let busy = format!("lg-busy-{}", load.info.busy[0]);
+    let dstate = format!("lg-dstate-{}", load.info.dstate[0]);
+    let threads = format!(
+        "lg-threads-{}",
+        load.info.threads_pid.expect("threads process")
+    );
     assert!(
         server.started.contains("thread states: bpf"),
         "{}",
@@ -160,7 +184,7 @@ fn prometheus_scrapes_it_and_the_figures_hold() {
 
     let hog = prom
         .query(&per_second(
-            "tasksnap_group_cpu_seconds_total{group=\"lg-busy\"}",
+            &format!("tasksnap_group_cpu_seconds_total{{group=\"{busy}\"}}"),
             10,
         ))
         .expect("the hog's CPU");
@@ -168,7 +192,7 @@ fn prometheus_scrapes_it_and_the_figures_hold() {
 
     let disk = prom
         .query(&per_second(
-            "tasksnap_group_state_seconds_total{group=\"lg-dstate\",state=\"disk\"}",
+            &format!("tasksnap_group_state_seconds_total{{group=\"{dstate}\",state=\"disk\"}}"),
             10,
         ))
         .expect("the D task's disk time");
@@ -179,7 +203,7 @@ fn prometheus_scrapes_it_and_the_figures_hold() {
 
     // The time by state of a group's threads adds up to its threads: 1 (lg-busy), 1
     // (lg-dstate), 16 (lg-threads: a main thread and 15 more).
-    for (group, threads) in [("lg-busy", 1.0), ("lg-dstate", 1.0), ("lg-threads", 16.0)] {
+    for (group, threads) in [(&busy, 1.0), (&dstate, 1.0), (&threads, 16.0)] {
         let n = prom
             .query(&format!("tasksnap_group_threads{{group=\"{group}\"}}"))
             .expect("threads");
