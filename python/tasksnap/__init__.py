@@ -340,6 +340,7 @@ class Process:
         p._pid = pid
         p._start_ns = start_ns
         p._name = name
+        p.info = {}
         return p
 
     # -- identity
@@ -514,8 +515,7 @@ def _yield(rows: List[Tuple[int, int, Dict[str, Any]]], with_info: bool) -> Iter
         p._pid = pid
         p._start_ns = start_ns
         p._name = info.get("name")
-        if with_info:
-            p.info = info
+        p.info = info if with_info else {}
         yield p
 
 
