@@ -84,3 +84,14 @@ def test_last_report_says_backend_and_cost(family, backend):
     assert r.backend == backend
     assert r.seconds > 0
     assert r.why
+
+
+def test_snapshot_without_pyarrow_is_a_dict_of_lists(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` now fails
+    cols = tasksnap.snapshot(["pid", "name"])
+    assert isinstance(cols, dict)
+    assert os.getpid() in cols["pid"]
+    with pytest.raises(ImportError):
+        tasksnap.snapshot(["pid"], arrow=True)
