@@ -192,6 +192,8 @@ pub(crate) struct Ctx<'py> {
     boot_time_s: f64,
     clk_tck: f64,
     users: HashMap<u32, Bound<'py, PyAny>>,
+    /// psutil's status strings, made once per call (by state letter, ASCII).
+    statuses: Vec<Option<Bound<'py, PyAny>>>,
     /// Command lines read only to complete 15-byte names, by (tgid, tid).
     name_lines: HashMap<(i32, i32), Vec<u8>>,
 }
@@ -217,8 +219,22 @@ impl<'py> Ctx<'py> {
             boot_time_s: snap.boot_time_unix_s as f64,
             clk_tck: host::clk_tck() as f64,
             users,
+            statuses: vec![None; 128],
             name_lines: HashMap::new(),
         })
+    }
+
+    /// psutil's status string for `s`, one string object per letter and call.
+    fn status(&mut self, s: TaskState) -> Bound<'py, PyAny> {
+        let letter = s.letter() as usize;
+        if let Some(Some(v)) = self.statuses.get(letter) {
+            return v.clone();
+        }
+        let v = PyString::intern(self.py, status_name(s)).into_any();
+        if let Some(slot) = self.statuses.get_mut(letter) {
+            *slot = Some(v.clone());
+        }
+        v
     }
 
     fn secs(&self, ns: u64) -> f64 {
@@ -226,7 +242,7 @@ impl<'py> Ctx<'py> {
     }
 
     /// The value of `attr` for `t`, as psutil returns it.
-    fn value(&self, attr: Attr, t: &Task) -> PyResult<Result<Bound<'py, PyAny>, Missing>> {
+    fn value(&mut self, attr: Attr, t: &Task) -> PyResult<Result<Bound<'py, PyAny>, Missing>> {
         let py = self.py;
         let ty = self.types;
         let missing = if is_zombie(t) {
@@ -252,7 +268,7 @@ impl<'py> Ctx<'py> {
                 None => return Ok(Err(missing)),
             },
             Attr::Status => match base {
-                Some(b) => PyString::intern(py, status_name(b.state)).into_any(),
+                Some(b) => self.status(b.state),
                 None => return Ok(Err(missing)),
             },
             Attr::NumThreads => match base {
@@ -339,11 +355,11 @@ impl<'py> Ctx<'py> {
                 // A zombie has no memory, hence no arguments: psutil raises ZombieProcess.
                 Some(c) if c.is_empty() && is_zombie(t) => return Ok(Err(Missing::Zombie)),
                 Some(c) => {
-                    let l = PyList::empty(py);
-                    for a in split_cmdline(c) {
-                        l.append(os_str(py, a)?)?;
-                    }
-                    l.into_any()
+                    let args = split_cmdline(c)
+                        .into_iter()
+                        .map(|a| os_str(py, a))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    PyList::new(py, args)?.into_any()
                 }
                 None => return Ok(Err(missing)),
             },
