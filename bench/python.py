@@ -21,10 +21,18 @@ ATTRS = ["pid", "ppid", "name", "username", "status", "cpu_times", "memory_info"
          "num_threads", "create_time"]
 
 
-def timed(f):
+CPU = {}
+
+
+def timed(f, key=None):
+    """Wall-clock ms of f() (and, under `key`, the process's CPU ms: every thread's)."""
+    c = time.process_time()
     t = time.perf_counter()
     r = f()
-    return (time.perf_counter() - t) * 1e3, r
+    wall = (time.perf_counter() - t) * 1e3
+    if key:
+        CPU.setdefault(key, []).append((time.process_time() - c) * 1e3)
+    return wall, r
 
 
 def bench_iter(runs):
@@ -39,11 +47,11 @@ def bench_iter(runs):
         order = ("tasksnap", "psutil") if i % 2 == 0 else ("psutil", "tasksnap")
         for lib in order:
             if lib == "tasksnap":
-                ms, r = timed(lambda: list(tasksnap.process_iter(ATTRS)))
+                ms, r = timed(lambda: list(tasksnap.process_iter(ATTRS)), "tasksnap")
                 ours.append(ms)
                 n = len(r)
             else:
-                ms, _ = timed(lambda: list(psutil.process_iter(ATTRS)))
+                ms, _ = timed(lambda: list(psutil.process_iter(ATTRS)), "psutil")
                 theirs.append(ms)
             print(f"run {i} {lib:8} {ms:9.1f} ms", file=sys.stderr, flush=True)
     rep = tasksnap.last_report()
@@ -62,6 +70,9 @@ def bench_iter(runs):
         "first_call_backend": first_report.backend,
         "psutil_first_call_ms": round(psutil_first_ms, 1),
         "tasksnap_library_ms": round(rep.seconds * 1e3, 1),
+        "tasksnap_library_phases_ms": {n: round(s * 1e3, 1) for n, s in rep.phases if s >= 1e-4},
+        "tasksnap_cpu_median_ms": round(statistics.median(CPU["tasksnap"]), 1),
+        "psutil_cpu_median_ms": round(statistics.median(CPU["psutil"]), 1),
     }
     return out
 
@@ -91,6 +102,7 @@ def bench_snapshot(runs):
         "first_call_ms": round(first_ms, 1),
         "dict_median_ms": round(statistics.median(res["dict"]), 1),
         "tasksnap_library_ms": round(rep.seconds * 1e3, 1),
+        "tasksnap_library_phases_ms": {n: round(s * 1e3, 1) for n, s in rep.phases if s >= 1e-4},
     }
     if have_arrow:
         out["arrow_median_ms"] = round(statistics.median(res["arrow"]), 1)
