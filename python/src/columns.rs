@@ -11,7 +11,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use tasksnap_model::{Selector, Task};
+use tasksnap_model::{Groups, Selector, Task};
 
 use crate::attrs::{groups_for, os_str, parse_attrs, split_cmdline, Attr};
 use crate::host;
@@ -100,8 +100,38 @@ pub(crate) fn snapshot<'py>(
     } else {
         Selector::AllProcesses
     };
+    // Threads share their process's memory: with `threads`, statm is read once per process
+    // (the library's fill of the leaders) and given to every thread, instead of once per
+    // thread.
+    let per_process_mem = threads && groups.mem;
+    let bulk_groups = Groups {
+        mem: groups.mem && !per_process_mem,
+        ..groups
+    };
     let mut snap = py
-        .detach(|| host::bulk(backend, selector, groups, real_ids, false))
+        .detach(|| -> Result<_, tasksnap_collect::Error> {
+            let mut snap = host::bulk(backend, selector, bulk_groups, real_ids, false)?;
+            if per_process_mem {
+                let leaders: Vec<(i32, i32)> = snap
+                    .tasks
+                    .iter()
+                    .filter(|t| t.id.is_leader())
+                    .map(|t| (t.id.tgid, t.id.tid))
+                    .collect();
+                let mem = Groups {
+                    mem: true,
+                    ..Groups::default()
+                };
+                let by_tgid: HashMap<i32, Box<tasksnap_model::Mem>> = host::fill(&leaders, mem)?
+                    .into_iter()
+                    .filter_map(|t| Some((t.id.tgid, t.mem?)))
+                    .collect();
+                for t in &mut snap.tasks {
+                    t.mem = by_tgid.get(&t.id.tgid).cloned();
+                }
+            }
+            Ok(snap)
+        })
         .map_err(crate::collect_error)?;
     if !threads {
         snap.tasks.retain(|t| t.id.is_leader());

@@ -48,11 +48,18 @@ def test_snapshot_columns_match_process_iter(family, backend, arrow):
 
 
 def test_snapshot_threads_has_a_row_per_thread(family, backend):
-    cols = tasksnap.snapshot(["pid", "name", "num_threads"], threads=True, arrow=False)
-    assert list(cols) == ["pid", "tid", "name", "num_threads"]
+    cols = tasksnap.snapshot(["pid", "name", "num_threads", "memory_info"], threads=True,
+                             arrow=False)
+    assert list(cols) == ["pid", "tid", "name", "num_threads", "rss", "vms", "shared", "text",
+                          "data"]
     threaded = family[1]
-    tids = [t for p, t in zip(cols["pid"], cols["tid"]) if p == threaded]
+    rows = [i for i, p in enumerate(cols["pid"]) if p == threaded]
+    tids = [cols["tid"][i] for i in rows]
     assert len(tids) == 5 and threaded in tids
+    # Threads share the process's memory: each row has the process's statm figures.
+    vms = tasksnap.Process(threaded).memory_info().vms
+    assert [cols["vms"][i] for i in rows] == [vms] * 5
+    assert all(cols["num_threads"][i] == 5 for i in rows)
     assert sorted(tids) == sorted(t.id for t in tasksnap.Process(threaded).threads())
 
 
