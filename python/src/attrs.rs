@@ -259,10 +259,11 @@ impl<'py> Ctx<'py> {
             },
             Attr::Name => match base {
                 Some(b) => {
-                    let line = t
-                        .cmdline
-                        .as_deref()
-                        .or_else(|| self.name_lines.get(&(t.id.tgid, t.id.tid)).map(Vec::as_slice));
+                    let line = t.cmdline.as_deref().or_else(|| {
+                        self.name_lines
+                            .get(&(t.id.tgid, t.id.tid))
+                            .map(Vec::as_slice)
+                    });
                     os_str(py, long_name(&b.comm, line))?
                 }
                 None => return Ok(Err(missing)),
@@ -403,7 +404,11 @@ impl<'py> Ctx<'py> {
         let ids: Vec<(i32, i32)> = snap
             .tasks
             .iter()
-            .filter(|t| t.base.as_ref().is_some_and(|b| b.comm.len() >= 15 && !b.kthread))
+            .filter(|t| {
+                t.base
+                    .as_ref()
+                    .is_some_and(|b| b.comm.len() >= 15 && !b.kthread)
+            })
             .map(|t| (t.id.tgid, t.id.tid))
             .collect();
         if ids.is_empty() {
@@ -555,8 +560,15 @@ pub(crate) fn process<'py>(
             Err(why) => {
                 // A file that vanished under the read: the process exited mid-call.
                 let gone = snap.stats.vanished > 0
-                    || the_one(py, pid, Groups::default(), false, Some(t.id.start_time_ns), None)
-                        .is_err();
+                    || the_one(
+                        py,
+                        pid,
+                        Groups::default(),
+                        false,
+                        Some(t.id.start_time_ns),
+                        None,
+                    )
+                    .is_err();
                 let comm = t.comm_lossy();
                 let types = crate::types()?;
                 let e = if gone {
@@ -625,7 +637,14 @@ pub(crate) fn children(
     backend: &str,
 ) -> PyResult<Vec<(i32, u64)>> {
     let backend = backend_arg(backend)?;
-    the_one(py, pid, Groups::default(), false, expect_start_ns, name.as_deref())?;
+    the_one(
+        py,
+        pid,
+        Groups::default(),
+        false,
+        expect_start_ns,
+        name.as_deref(),
+    )?;
     let groups = Groups {
         base: true,
         stat: true,
@@ -667,12 +686,21 @@ mod tests {
 
     #[test]
     fn cmdlines_split_as_psutil_splits_them() {
-        assert_eq!(split_cmdline(b"sleep\x0010\x00"), vec![&b"sleep"[..], b"10"]);
+        assert_eq!(
+            split_cmdline(b"sleep\x0010\x00"),
+            vec![&b"sleep"[..], b"10"]
+        );
         assert_eq!(split_cmdline(b""), Vec::<&[u8]>::new());
         // setproctitle: spaces, no NUL.
-        assert_eq!(split_cmdline(b"sshd: bob [priv]"), vec![&b"sshd:"[..], b"bob", b"[priv]"]);
+        assert_eq!(
+            split_cmdline(b"sshd: bob [priv]"),
+            vec![&b"sshd:"[..], b"bob", b"[priv]"]
+        );
         // One NUL-terminated argument with spaces.
-        assert_eq!(split_cmdline(b"nginx: worker\x00"), vec![&b"nginx:"[..], b"worker"]);
+        assert_eq!(
+            split_cmdline(b"nginx: worker\x00"),
+            vec![&b"nginx:"[..], b"worker"]
+        );
         // An empty argument survives.
         assert_eq!(split_cmdline(b"a\x00\x00b\x00"), vec![&b"a"[..], b"", b"b"]);
     }

@@ -161,7 +161,10 @@ pub(crate) fn snapshot<'py>(
                     out.set_item("tid", list(py, tasks, |t| Some(t.id.tid))?)?;
                 }
             }
-            Attr::Ppid => out.set_item(cols[0], list(py, tasks, |t| t.base.as_ref().map(|b| b.ppid))?)?,
+            Attr::Ppid => out.set_item(
+                cols[0],
+                list(py, tasks, |t| t.base.as_ref().map(|b| b.ppid))?,
+            )?,
             Attr::Name => out.set_item(
                 cols[0],
                 PyList::new(
@@ -192,7 +195,10 @@ pub(crate) fn snapshot<'py>(
                 cols[0],
                 list(py, tasks, |t| t.base.as_ref().map(|b| b.num_threads))?,
             )?,
-            Attr::Nice => out.set_item(cols[0], list(py, tasks, |t| t.base.as_ref().map(|b| b.nice))?)?,
+            Attr::Nice => out.set_item(
+                cols[0],
+                list(py, tasks, |t| t.base.as_ref().map(|b| b.nice))?,
+            )?,
             Attr::CpuNum => out.set_item(
                 cols[0],
                 list(py, tasks, |t| t.base.as_ref().map(|b| b.processor))?,
@@ -205,7 +211,10 @@ pub(crate) fn snapshot<'py>(
                     |s| s.cstime_ns,
                 ];
                 for (c, f) in cols.iter().zip(fields) {
-                    out.set_item(*c, list(py, tasks, |t| t.stat.as_ref().map(|s| secs(f(s))))?)?;
+                    out.set_item(
+                        *c,
+                        list(py, tasks, |t| t.stat.as_ref().map(|s| secs(f(s))))?,
+                    )?;
                 }
             }
             Attr::CreateTime => out.set_item(
@@ -252,11 +261,15 @@ pub(crate) fn snapshot<'py>(
             Attr::NumCtxSwitches => {
                 out.set_item(
                     cols[0],
-                    list(py, tasks, |t| t.sched.as_ref().and_then(|s| s.voluntary_switches))?,
+                    list(py, tasks, |t| {
+                        t.sched.as_ref().and_then(|s| s.voluntary_switches)
+                    })?,
                 )?;
                 out.set_item(
                     cols[1],
-                    list(py, tasks, |t| t.sched.as_ref().and_then(|s| s.involuntary_switches))?,
+                    list(py, tasks, |t| {
+                        t.sched.as_ref().and_then(|s| s.involuntary_switches)
+                    })?,
                 )?;
             }
             Attr::Cmdline => {

@@ -71,10 +71,7 @@ fn setup(py: Python<'_>, classes: &Bound<'_, PyDict>) -> PyResult<()> {
             .map(Bound::unbind)
             .ok_or_else(|| PyValueError::new_err(format!("setup: missing {name}")))
     };
-    let tuple_new = py
-        .get_type::<PyTuple>()
-        .getattr("__new__")?
-        .unbind();
+    let tuple_new = py.get_type::<PyTuple>().getattr("__new__")?.unbind();
     let t = Types {
         pcputimes: get("pcputimes")?,
         pmem: get("pmem")?,
@@ -96,9 +93,8 @@ fn setup(py: Python<'_>, classes: &Bound<'_, PyDict>) -> PyResult<()> {
 /// A collection error as a Python exception: the library's typed error, its text kept.
 pub(crate) fn collect_error(e: tasksnap_collect::Error) -> PyErr {
     match e {
-        tasksnap_collect::Error::Unsupported(msg) | tasksnap_collect::Error::BpfUnavailable(msg) => {
-            PyRuntimeError::new_err(msg)
-        }
+        tasksnap_collect::Error::Unsupported(msg)
+        | tasksnap_collect::Error::BpfUnavailable(msg) => PyRuntimeError::new_err(msg),
         other => PyOSError::new_err(other.to_string()),
     }
 }

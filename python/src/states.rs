@@ -44,52 +44,53 @@ pub(crate) fn states(
         )));
     }
     let wait = Duration::from_secs_f64(interval);
-    let (which, rows) = py.detach(move || -> Result<_, tasksnap_collect::Error> {
-        let started = Instant::now();
-        let filter = Filter {
-            pids,
-            comms: Vec::new(),
-        };
-        let choice = open_states(
-            backend,
-            bpf::Options {
-                filter: filter.clone(),
-                ..Default::default()
-            },
-            procfs::Options {
-                filter,
-                ..Default::default()
-            },
-        )?;
-        let mut src = choice.source;
-        let first = src.sample()?;
-        std::thread::sleep(wait);
-        let second = src.sample()?;
-        let iv = between(&first, &second, Rollup::Thread);
-        let rows: Vec<Row> = iv
-            .rows
-            .iter()
-            .map(|r| {
-                let pct = State::ALL.map(|s| r.pct(s));
-                let reason = r
-                    .top_reason
-                    .as_ref()
-                    .map(|x| (x.state.name(), x.frames.to_vec()));
-                (
-                    r.pid,
-                    r.tid.unwrap_or(r.pid),
-                    r.comm.clone(),
-                    pct,
-                    reason,
-                    r.exited,
-                )
-            })
-            .collect();
-        let mut report = PassReport::new(choice.backend, choice.why);
-        report.phases = vec![("interval", wait)];
-        crate::host::set_last(report, started.elapsed());
-        Ok((choice.backend.name(), rows))
-    })
-    .map_err(crate::collect_error)?;
+    let (which, rows) = py
+        .detach(move || -> Result<_, tasksnap_collect::Error> {
+            let started = Instant::now();
+            let filter = Filter {
+                pids,
+                comms: Vec::new(),
+            };
+            let choice = open_states(
+                backend,
+                bpf::Options {
+                    filter: filter.clone(),
+                    ..Default::default()
+                },
+                procfs::Options {
+                    filter,
+                    ..Default::default()
+                },
+            )?;
+            let mut src = choice.source;
+            let first = src.sample()?;
+            std::thread::sleep(wait);
+            let second = src.sample()?;
+            let iv = between(&first, &second, Rollup::Thread);
+            let rows: Vec<Row> = iv
+                .rows
+                .iter()
+                .map(|r| {
+                    let pct = State::ALL.map(|s| r.pct(s));
+                    let reason = r
+                        .top_reason
+                        .as_ref()
+                        .map(|x| (x.state.name(), x.frames.to_vec()));
+                    (
+                        r.pid,
+                        r.tid.unwrap_or(r.pid),
+                        r.comm.clone(),
+                        pct,
+                        reason,
+                        r.exited,
+                    )
+                })
+                .collect();
+            let mut report = PassReport::new(choice.backend, choice.why);
+            report.phases = vec![("interval", wait)];
+            crate::host::set_last(report, started.elapsed());
+            Ok((choice.backend.name(), rows))
+        })
+        .map_err(crate::collect_error)?;
     Ok((which, rows))
 }
