@@ -38,6 +38,38 @@ impl Lap {
     }
 }
 
+/// The reads from /proc that complete `tasks` with `fill` (the groups the kernel cannot
+/// give): the command lines only of the tasks that still lack one (the pass copied the
+/// others, without the target's mmap lock), and the other groups for every task. One plan
+/// per group set, so that asking for memory as well never reads every command line again.
+fn fill_plan(tasks: &[tasksnap_model::Task], fill: Groups) -> Vec<(Groups, Vec<(i32, i32)>)> {
+    let mut plan = Vec::new();
+    let id = |t: &tasksnap_model::Task| (t.id.tgid, t.id.tid);
+    if fill.cmdline {
+        let ids: Vec<(i32, i32)> = tasks
+            .iter()
+            .filter(|t| t.cmdline.is_none() && !decode::no_mm(t))
+            .map(id)
+            .collect();
+        // Kernel threads and zombies get their empty command line in the merge, read or not.
+        plan.push((
+            Groups {
+                cmdline: true,
+                ..Groups::default()
+            },
+            ids,
+        ));
+    }
+    let rest = Groups {
+        cmdline: false,
+        ..fill
+    };
+    if rest != Groups::default() {
+        plan.push((rest, tasks.iter().map(id).collect()));
+    }
+    plan
+}
+
 impl BpfCollector {
     /// Reads from /proc, for `tasks`, the groups the kernel cannot give; drops the base
     /// group when only the collector needed it.
@@ -48,22 +80,11 @@ impl BpfCollector {
         fill_groups: Groups,
         stats: &mut SnapshotStats,
     ) -> Result<(), Error> {
-        let fill = decode::procfs_groups(&fill_groups);
-        if fill != Groups::default() {
-            let only_cmdline = fill
-                == Groups {
-                    cmdline: true,
-                    ..Groups::default()
-                };
-            let ids: Vec<(i32, i32)> = tasks
-                .iter()
-                .filter(|t| !only_cmdline || (t.cmdline.is_none() && !decode::no_mm(t)))
-                .map(|t| (t.id.tgid, t.id.tid))
-                .collect();
-            let (filled, fill_stats) = self.procfs.try_fill(&ids, fill)?;
+        for (groups, ids) in fill_plan(tasks, decode::procfs_groups(&fill_groups)) {
+            let (filled, fill_stats) = self.procfs.try_fill(&ids, groups)?;
             stats.denied += fill_stats.denied;
             stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
-            decode::merge(tasks, filled, &fill);
+            decode::merge(tasks, filled, &groups);
         }
         if !query.groups.base {
             for t in tasks.iter_mut() {
@@ -270,5 +291,58 @@ impl BpfCollector {
             tasks,
             stats,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Base, Task, TaskId, TaskState};
+
+    fn task(pid: i32, cmdline: Option<&[u8]>, state: TaskState) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid: pid,
+            tid: pid,
+            start_time_ns: 1,
+        });
+        t.base = Some(Base {
+            state,
+            ..Base::default()
+        });
+        t.cmdline = cmdline.map(<[u8]>::to_vec);
+        t
+    }
+
+    #[test]
+    fn memory_with_command_lines_reads_only_the_missing_lines() {
+        let tasks = [
+            task(1, None, TaskState::Sleeping),
+            task(2, Some(b"copied\0"), TaskState::Sleeping),
+            task(3, None, TaskState::Zombie),
+        ];
+        let plan = fill_plan(
+            &tasks,
+            Groups {
+                cmdline: true,
+                mem: true,
+                ..Groups::default()
+            },
+        );
+        let cmdline = Groups {
+            cmdline: true,
+            ..Groups::default()
+        };
+        let mem = Groups {
+            mem: true,
+            ..Groups::default()
+        };
+        // The copied line is not read again through the target's mmap lock, nor a zombie's.
+        assert_eq!(
+            plan,
+            vec![(cmdline, vec![(1, 1)]), (mem, vec![(1, 1), (2, 2), (3, 3)])]
+        );
+        assert_eq!(fill_plan(&tasks, cmdline), vec![(cmdline, vec![(1, 1)])]);
+        assert_eq!(fill_plan(&tasks, mem), vec![(mem, vec![(1, 1), (2, 2), (3, 3)])]);
+        assert!(fill_plan(&tasks, Groups::default()).is_empty());
     }
 }

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Benchmark: the Python binding against psutil (docs/python.md). With N sleeping processes
+# from tasksnap-loadgen, one Python process alternates
+# `list(process_iter(attrs=[pid, ppid, name, username, status, cpu_times, memory_info,
+# cmdline, num_threads, create_time]))` of psutil and of tasksnap (bench/python.py iter), as
+# root (BPF backend) and, when run as root, again as an unprivileged user (nobody, procfs
+# backend); then `tasksnap.snapshot()` of the same columns over 100,000 threads.
+#
+#   bench/python.sh [N...]          default: 20000 50000
+#   RUNS=5 THREADS=100000 bench/python.sh 20000
+#
+# Builds a release wheel into target/py-bench (a virtualenv with psutil and pyarrow). Needs
+# root for the load sizes (it raises kernel.pid_max and the task limits).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LG=./target/release/tasksnap-loadgen
+RUNS=${RUNS:-5}
+THREADS=${THREADS:-100000}
+VENV=target/py-bench
+[ -x "$LG" ] || cargo build --release -p tasksnap-loadgen --quiet
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check psutil pyarrow maturin
+fi
+# The wheel pip would install (release), built against the workspace's target directory.
+(cd python && CARGO_TARGET_DIR="$PWD/../target" "../$VENV/bin/maturin" build --release --quiet \
+  -o ../target/wheels >&2)
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps \
+  target/wheels/tasksnap-*-abi3-*.whl
+PY="$PWD/$VENV/bin/python"
+
+. bench/lib.sh
+raise_limits
+trap stop_load EXIT INT TERM
+
+as_nobody() {
+  setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"
+}
+
+for n in ${@:-20000 50000}; do
+  echo "== $n processes =="
+  coproc LOAD { exec "$LG" --procs "$n" --until-stdin-eof; }
+  load_pid=$LOAD_PID
+  read -r _ <&"${LOAD[0]}"
+  echo "load ready: pgid $load_pid, $(ls /proc | grep -c '^[0-9]') processes on the machine"
+  "$PY" bench/python.py iter --runs "$RUNS"
+  if [ "$(id -u)" = 0 ]; then
+    (cd /tmp && as_nobody "$PY" "$OLDPWD/bench/python.py" iter --runs "$RUNS")
+  fi
+  stop_load
+done
+
+if [ "$THREADS" -gt 0 ]; then
+  echo "== $THREADS threads =="
+  # Two mappings per thread (stack and guard): one process of 100,000 threads needs more
+  # than the default 65,530.
+  if [ "$(id -u)" = 0 ] && [ "$(cat /proc/sys/vm/max_map_count)" -lt $((THREADS * 2 + 10000)) ]; then
+    sysctl -qw vm.max_map_count=$((THREADS * 2 + 10000))
+  fi
+  # Two loads of THREADS/2 threads each (one process of 90,000 threads does not come up on
+  # the project's VM; RLIMIT_NPROC, 96,364 there, caps the total).
+  coproc LOAD { exec "$LG" --threads "$((THREADS / 2))" --until-stdin-eof; }
+  load_pid=$LOAD_PID
+  read -r _ <&"${LOAD[0]}"
+  coproc LOAD2 { exec "$LG" --threads "$((THREADS - THREADS / 2))" --until-stdin-eof; }
+  load2_pid=$LOAD2_PID
+  read -r _ <&"${LOAD2[0]}"
+  trap 'stop_load; load_pid=$load2_pid; stop_load' EXIT INT TERM
+  echo "load ready: pgids $load_pid $load2_pid, $(awk -F'[ /]' '{print $5}' /proc/loadavg) tasks on the machine"
+  "$PY" bench/python.py snapshot --runs "$RUNS"
+  stop_load
+  load_pid=$load2_pid
+  stop_load
+fi

@@ -1,0 +1,728 @@
+//! psutil's process attributes: which task groups each needs, and each one's value as psutil
+//! gives it (same units, same named tuples, same rules for zombies and unreadable files).
+//!
+//! One table, [`ATTRS`], names them; [`Attr::groups`] says what the library must read and
+//! [`Ctx::value`] makes the Python value. `processes` answers `process_iter` in one pass;
+//! `process`, `threads` and `children` answer a `Process`'s methods.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::IntoPyObjectExt;
+use tasksnap_model::{Backend, Groups, Query, Selector, Snapshot, Task, TaskState};
+
+use crate::host;
+
+/// A psutil attribute tasksnap answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attr {
+    Pid,
+    Ppid,
+    Name,
+    Username,
+    Status,
+    CpuTimes,
+    MemoryInfo,
+    Cmdline,
+    NumThreads,
+    CreateTime,
+    IoCounters,
+    Uids,
+    Gids,
+    Nice,
+    NumCtxSwitches,
+    CpuNum,
+}
+
+/// Every attribute, by psutil's name.
+pub(crate) const ATTRS: [(&str, Attr); 16] = [
+    ("pid", Attr::Pid),
+    ("ppid", Attr::Ppid),
+    ("name", Attr::Name),
+    ("username", Attr::Username),
+    ("status", Attr::Status),
+    ("cpu_times", Attr::CpuTimes),
+    ("memory_info", Attr::MemoryInfo),
+    ("cmdline", Attr::Cmdline),
+    ("num_threads", Attr::NumThreads),
+    ("create_time", Attr::CreateTime),
+    ("io_counters", Attr::IoCounters),
+    ("uids", Attr::Uids),
+    ("gids", Attr::Gids),
+    ("nice", Attr::Nice),
+    ("num_ctx_switches", Attr::NumCtxSwitches),
+    ("cpu_num", Attr::CpuNum),
+];
+
+impl Attr {
+    pub(crate) fn parse(name: &str) -> Option<Attr> {
+        ATTRS.iter().find(|(n, _)| *n == name).map(|(_, a)| *a)
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        ATTRS
+            .iter()
+            .find(|(_, a)| *a == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// What the library must read for this attribute (base and stat are always read: they
+    /// hold the identity and the state every rule below looks at).
+    fn add_groups(self, g: &mut Groups) {
+        match self {
+            Attr::Username | Attr::Uids | Attr::Gids => g.cred_effective = true,
+            Attr::MemoryInfo => g.mem = true,
+            Attr::Cmdline => g.cmdline = true,
+            Attr::IoCounters => g.io = true,
+            Attr::NumCtxSwitches => g.sched_switches = true,
+            _ => {}
+        }
+    }
+
+    /// Whether the attribute needs real (not only effective) ids.
+    fn real_ids(self) -> bool {
+        matches!(self, Attr::Username | Attr::Uids | Attr::Gids)
+    }
+}
+
+/// The groups and id needs of a list of attributes.
+pub(crate) fn groups_for(attrs: &[Attr]) -> (Groups, bool) {
+    let mut g = Groups {
+        base: true,
+        stat: true,
+        ..Groups::default()
+    };
+    for a in attrs {
+        a.add_groups(&mut g);
+    }
+    (g, attrs.iter().any(|a| a.real_ids()))
+}
+
+/// Parses attribute names already checked by the Python side.
+pub(crate) fn parse_attrs(names: &[String]) -> PyResult<Vec<Attr>> {
+    names
+        .iter()
+        .map(|n| {
+            Attr::parse(n).ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!("invalid attr name '{n}'"))
+            })
+        })
+        .collect()
+}
+
+/// Why an attribute has no value for a task: psutil raises `ZombieProcess` (or, in
+/// `as_dict`/`process_iter`, puts `ad_value`) for the first, `AccessDenied` for the second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Missing {
+    Zombie,
+    Denied,
+}
+
+/// psutil's status string for a state letter (`psutil._pslinux.PROC_STATUSES`).
+pub(crate) fn status_name(s: TaskState) -> &'static str {
+    match s.letter() {
+        b'R' => "running",
+        b'S' => "sleeping",
+        b'D' => "disk-sleep",
+        b'T' => "stopped",
+        b't' => "tracing-stop",
+        b'Z' => "zombie",
+        b'X' | b'x' => "dead",
+        b'K' => "wake-kill",
+        b'W' => "waking",
+        b'I' => "idle",
+        b'P' => "parked",
+        _ => "?",
+    }
+}
+
+/// A command line split as psutil splits /proc/PID/cmdline: on NULs when it ends with one,
+/// else on spaces (a process that rewrote its arguments, setproctitle), one trailing
+/// separator dropped, and a NUL-terminated line with one argument holding spaces split on
+/// the spaces.
+pub(crate) fn split_cmdline(data: &[u8]) -> Vec<&[u8]> {
+    if data.is_empty() {
+        return Vec::new();
+    }
+    let sep = if data.ends_with(b"\0") { b'\0' } else { b' ' };
+    let data = data.strip_suffix(&[sep]).unwrap_or(data);
+    let parts: Vec<&[u8]> = data.split(|&b| b == sep).collect();
+    if sep == b'\0' && parts.len() == 1 && data.contains(&b' ') {
+        return data.split(|&b| b == b' ').collect();
+    }
+    parts
+}
+
+/// psutil's `name()`: the comm, unless it is 15 bytes or more (the kernel cut it) and the
+/// base name of the first argument starts with it, which is then the name.
+fn long_name<'a>(comm: &'a [u8], cmdline: Option<&'a [u8]>) -> &'a [u8] {
+    if comm.len() < 15 {
+        return comm;
+    }
+    let Some(first) = cmdline.and_then(|c| split_cmdline(c).first().copied()) else {
+        return comm;
+    };
+    let base = first.rsplit(|&b| b == b'/').next().unwrap_or(first);
+    if base.starts_with(comm) {
+        base
+    } else {
+        comm
+    }
+}
+
+/// Text from the kernel's bytes as Python's file system encoding makes it (UTF-8 with
+/// surrogate escapes, what psutil's `open_text` gives).
+pub(crate) fn os_str<'py>(py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    OsStr::from_bytes(b).into_bound_py_any(py)
+}
+
+fn is_zombie(t: &Task) -> bool {
+    t.base
+        .as_ref()
+        .is_some_and(|b| b.state == TaskState::Zombie)
+}
+
+/// What every value of one call needs.
+pub(crate) struct Ctx<'py> {
+    py: Python<'py>,
+    types: &'static crate::Types,
+    boot_time_s: f64,
+    clk_tck: f64,
+    users: HashMap<u32, Bound<'py, PyAny>>,
+    /// psutil's status strings, made once per call (by state letter, ASCII).
+    statuses: Vec<Option<Bound<'py, PyAny>>>,
+    /// Command lines read only to complete 15-byte names, by (tgid, tid).
+    name_lines: HashMap<(i32, i32), Vec<u8>>,
+}
+
+impl<'py> Ctx<'py> {
+    fn new(py: Python<'py>, snap: &Snapshot, attrs: &[Attr]) -> PyResult<Ctx<'py>> {
+        let mut users = HashMap::new();
+        if attrs.contains(&Attr::Username) {
+            let mut uids: Vec<u32> = snap
+                .tasks
+                .iter()
+                .filter_map(|t| t.cred.as_ref().map(|c| c.ruid))
+                .collect();
+            uids.sort_unstable();
+            uids.dedup();
+            for (uid, name) in py.detach(|| host::user_names(uids)) {
+                users.insert(uid, PyString::new(py, &name).into_any());
+            }
+        }
+        Ok(Ctx {
+            py,
+            types: crate::types()?,
+            boot_time_s: snap.boot_time_unix_s as f64,
+            clk_tck: host::clk_tck() as f64,
+            users,
+            statuses: vec![None; 128],
+            name_lines: HashMap::new(),
+        })
+    }
+
+    /// psutil's status string for `s`, one string object per letter and call.
+    fn status(&mut self, s: TaskState) -> Bound<'py, PyAny> {
+        let letter = s.letter() as usize;
+        if let Some(Some(v)) = self.statuses.get(letter) {
+            return v.clone();
+        }
+        let v = PyString::intern(self.py, status_name(s)).into_any();
+        if let Some(slot) = self.statuses.get_mut(letter) {
+            *slot = Some(v.clone());
+        }
+        v
+    }
+
+    fn secs(&self, ns: u64) -> f64 {
+        ns as f64 / 1e9
+    }
+
+    /// The value of `attr` for `t`, as psutil returns it.
+    fn value(&mut self, attr: Attr, t: &Task) -> PyResult<Result<Bound<'py, PyAny>, Missing>> {
+        let py = self.py;
+        let ty = self.types;
+        let missing = if is_zombie(t) {
+            Missing::Zombie
+        } else {
+            Missing::Denied
+        };
+        let base = t.base.as_ref();
+        let v = match attr {
+            Attr::Pid => t.id.tgid.into_bound_py_any(py)?,
+            Attr::Ppid => match base {
+                Some(b) => b.ppid.into_bound_py_any(py)?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::Name => match base {
+                Some(b) => {
+                    let line = t.cmdline.as_deref().or_else(|| {
+                        self.name_lines
+                            .get(&(t.id.tgid, t.id.tid))
+                            .map(Vec::as_slice)
+                    });
+                    os_str(py, long_name(&b.comm, line))?
+                }
+                None => return Ok(Err(missing)),
+            },
+            Attr::Status => match base {
+                Some(b) => self.status(b.state),
+                None => return Ok(Err(missing)),
+            },
+            Attr::NumThreads => match base {
+                Some(b) => b.num_threads.into_bound_py_any(py)?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::Nice => match base {
+                Some(b) => b.nice.into_bound_py_any(py)?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::CpuNum => match base {
+                Some(b) => b.processor.into_bound_py_any(py)?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::Username => match &t.cred {
+                Some(c) => match self.users.get(&c.ruid) {
+                    Some(n) => n.clone(),
+                    None => c.ruid.to_string().into_bound_py_any(py)?,
+                },
+                None => return Ok(Err(missing)),
+            },
+            Attr::Uids => match &t.cred {
+                Some(c) => ty.make(
+                    py,
+                    &ty.puids,
+                    [
+                        c.ruid.into_bound_py_any(py)?,
+                        c.euid.into_bound_py_any(py)?,
+                        c.suid.into_bound_py_any(py)?,
+                    ],
+                )?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::Gids => match &t.cred {
+                Some(c) => ty.make(
+                    py,
+                    &ty.pgids,
+                    [
+                        c.rgid.into_bound_py_any(py)?,
+                        c.egid.into_bound_py_any(py)?,
+                        c.sgid.into_bound_py_any(py)?,
+                    ],
+                )?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::CpuTimes => match &t.stat {
+                Some(s) => ty.make(
+                    py,
+                    &ty.pcputimes,
+                    [
+                        self.secs(s.utime_ns).into_bound_py_any(py)?,
+                        self.secs(s.stime_ns).into_bound_py_any(py)?,
+                        self.secs(s.cutime_ns).into_bound_py_any(py)?,
+                        self.secs(s.cstime_ns).into_bound_py_any(py)?,
+                        // Block I/O delay ticks are not in tasksnap's model (docs/python.md).
+                        0.0f64.into_bound_py_any(py)?,
+                    ],
+                )?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::CreateTime => {
+                // psutil's arithmetic: ticks / CLK_TCK + btime, so both agree to the bit.
+                let ticks = host::start_ticks(t.id.start_time_ns) as f64;
+                (ticks / self.clk_tck + self.boot_time_s).into_bound_py_any(py)?
+            }
+            Attr::MemoryInfo => match &t.mem {
+                Some(m) => ty.make(
+                    py,
+                    &ty.pmem,
+                    [
+                        m.rss_bytes.into_bound_py_any(py)?,
+                        m.vsize_bytes.into_bound_py_any(py)?,
+                        m.shared_bytes.into_bound_py_any(py)?,
+                        m.text_bytes.into_bound_py_any(py)?,
+                        // lib and dirty: always 0 since Linux 2.6 (statm), as psutil says.
+                        0u64.into_bound_py_any(py)?,
+                        m.data_bytes.into_bound_py_any(py)?,
+                        0u64.into_bound_py_any(py)?,
+                    ],
+                )?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::Cmdline => match &t.cmdline {
+                // A zombie has no memory, hence no arguments: psutil raises ZombieProcess.
+                Some(c) if c.is_empty() && is_zombie(t) => return Ok(Err(Missing::Zombie)),
+                Some(c) => {
+                    let args = split_cmdline(c)
+                        .into_iter()
+                        .map(|a| os_str(py, a))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    PyList::new(py, args)?.into_any()
+                }
+                None => return Ok(Err(missing)),
+            },
+            Attr::IoCounters => match &t.io {
+                Some(io) => ty.make(
+                    py,
+                    &ty.pio,
+                    [
+                        io.syscr.into_bound_py_any(py)?,
+                        io.syscw.into_bound_py_any(py)?,
+                        io.read_bytes.into_bound_py_any(py)?,
+                        io.write_bytes.into_bound_py_any(py)?,
+                        io.rchar_bytes.into_bound_py_any(py)?,
+                        io.wchar_bytes.into_bound_py_any(py)?,
+                    ],
+                )?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::NumCtxSwitches => match t
+                .sched
+                .as_ref()
+                .and_then(|s| Some((s.voluntary_switches?, s.involuntary_switches?)))
+            {
+                Some((v, i)) => ty.make(
+                    py,
+                    &ty.pctxsw,
+                    [v.into_bound_py_any(py)?, i.into_bound_py_any(py)?],
+                )?,
+                None => return Ok(Err(missing)),
+            },
+        };
+        Ok(Ok(v))
+    }
+
+    /// Reads the command lines of tasks whose 15-byte names they may complete, when the
+    /// command line itself was not asked for.
+    fn complete_names(&mut self, snap: &Snapshot, attrs: &[Attr], whole: bool) -> PyResult<()> {
+        if !attrs.contains(&Attr::Name) || attrs.contains(&Attr::Cmdline) {
+            return Ok(());
+        }
+        let ids: Vec<(i32, i32)> = snap
+            .tasks
+            .iter()
+            .filter(|t| {
+                t.base
+                    .as_ref()
+                    .is_some_and(|b| b.comm.len() >= 15 && !b.kthread)
+            })
+            .map(|t| (t.id.tgid, t.id.tid))
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let groups = Groups {
+            cmdline: true,
+            ..Groups::default()
+        };
+        let filled = if whole {
+            self.py
+                .detach(|| host::fill(&ids, groups))
+                .map_err(crate::collect_error)?
+        } else {
+            let q = Query::new(Selector::Pid(ids[0].0), groups);
+            self.py
+                .detach(|| host::one(&q, false))
+                .map_err(crate::collect_error)?
+                .tasks
+        };
+        for t in filled {
+            if let Some(c) = t.cmdline {
+                self.name_lines.insert((t.id.tgid, t.id.tid), c);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The names of every attribute tasksnap answers, in psutil's spelling.
+#[pyfunction]
+pub(crate) fn attr_names() -> Vec<&'static str> {
+    ATTRS.iter().map(|(n, _)| *n).collect()
+}
+
+fn backend_arg(b: &str) -> PyResult<Backend> {
+    b.parse::<Backend>()
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+/// `process_iter(attrs, ad_value)` in one pass: a list of `(pid, start_time_ns, info)`,
+/// sorted by pid, `info` holding `attrs` (an unreadable one: `ad_value`).
+#[pyfunction]
+#[pyo3(signature = (attrs, ad_value, backend="auto"))]
+pub(crate) fn processes<'py>(
+    py: Python<'py>,
+    attrs: Vec<String>,
+    ad_value: Bound<'py, PyAny>,
+    backend: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    let attrs = parse_attrs(&attrs)?;
+    let backend = backend_arg(backend)?;
+    let (groups, real_ids) = groups_for(&attrs);
+    let snap = py
+        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, real_ids, false))
+        .map_err(crate::collect_error)?;
+    let mut ctx = Ctx::new(py, &snap, &attrs)?;
+    ctx.complete_names(&snap, &attrs, true)?;
+    let keys: Vec<Bound<'py, PyString>> = attrs
+        .iter()
+        .map(|a| PyString::intern(py, a.name()))
+        .collect();
+    let out = PyList::empty(py);
+    for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
+        let info = PyDict::new(py);
+        for (a, k) in attrs.iter().zip(&keys) {
+            match ctx.value(*a, t)? {
+                Ok(v) => info.set_item(k, v)?,
+                Err(_) => info.set_item(k, &ad_value)?,
+            }
+        }
+        out.append((t.id.tgid, t.id.start_time_ns, info))?;
+    }
+    Ok(out)
+}
+
+/// `NoSuchProcess(pid, name, msg)`.
+fn no_such(py: Python<'_>, pid: i32, name: Option<&str>, msg: Option<&str>) -> PyResult<PyErr> {
+    let e = crate::types()?
+        .no_such_process
+        .bind(py)
+        .call1((pid, name, msg))?;
+    Ok(PyErr::from_value(e))
+}
+
+/// The one task of `pid` from a procfs query, checked against the start time the caller
+/// knows (a different one: the pid was reused).
+fn the_one(
+    py: Python<'_>,
+    pid: i32,
+    groups: Groups,
+    real_ids: bool,
+    expect_start_ns: Option<u64>,
+    name: Option<&str>,
+) -> PyResult<Snapshot> {
+    // Base and stat always: the state (zombie rules) and the start time (identity).
+    let groups = Groups {
+        base: true,
+        stat: true,
+        ..groups
+    };
+    let q = Query::new(Selector::Pid(pid), groups);
+    let snap = py
+        .detach(|| host::one(&q, real_ids))
+        .map_err(crate::collect_error)?;
+    let Some(t) = snap.tasks.first() else {
+        return Err(no_such(py, pid, name, None)?);
+    };
+    if let Some(want) = expect_start_ns {
+        if host::start_ticks(want) != host::start_ticks(t.id.start_time_ns) {
+            return Err(no_such(
+                py,
+                pid,
+                name,
+                Some("process no longer exists and its PID has been reused"),
+            )?);
+        }
+    }
+    Ok(snap)
+}
+
+/// A `Process`'s attributes: `(start_time_ns, info)` for `pid`. An unreadable attribute is
+/// `ad_value` when `use_ad`, else raises `ZombieProcess` or `AccessDenied` as psutil does; a
+/// process gone (or a pid reused since `expect_start_ns`) raises `NoSuchProcess`.
+#[pyfunction]
+#[pyo3(signature = (pid, attrs, ad_value, use_ad, expect_start_ns=None, name=None))]
+pub(crate) fn process<'py>(
+    py: Python<'py>,
+    pid: i32,
+    attrs: Vec<String>,
+    ad_value: Bound<'py, PyAny>,
+    use_ad: bool,
+    expect_start_ns: Option<u64>,
+    name: Option<String>,
+) -> PyResult<(u64, Bound<'py, PyDict>)> {
+    let attrs = parse_attrs(&attrs)?;
+    let (groups, real_ids) = groups_for(&attrs);
+    let snap = the_one(py, pid, groups, real_ids, expect_start_ns, name.as_deref())?;
+    let mut ctx = Ctx::new(py, &snap, &attrs)?;
+    ctx.complete_names(&snap, &attrs, false)?;
+    let Some(t) = snap.tasks.first() else {
+        return Err(no_such(py, pid, name.as_deref(), None)?);
+    };
+    let info = PyDict::new(py);
+    for a in &attrs {
+        match ctx.value(*a, t)? {
+            Ok(v) => info.set_item(a.name(), v)?,
+            Err(_) if use_ad => info.set_item(a.name(), &ad_value)?,
+            Err(why) => {
+                // A file that vanished under the read: the process exited mid-call.
+                let gone = snap.stats.vanished > 0
+                    || the_one(
+                        py,
+                        pid,
+                        Groups::default(),
+                        false,
+                        Some(t.id.start_time_ns),
+                        None,
+                    )
+                    .is_err();
+                let comm = t.comm_lossy();
+                let types = crate::types()?;
+                let e = if gone {
+                    types.no_such_process.bind(py).call1((pid, comm))?
+                } else if why == Missing::Zombie {
+                    let ppid = t.base.as_ref().map(|b| b.ppid);
+                    types.zombie_process.bind(py).call1((pid, comm, ppid))?
+                } else {
+                    types.access_denied.bind(py).call1((pid, comm))?
+                };
+                return Err(PyErr::from_value(e));
+            }
+        }
+    }
+    Ok((t.id.start_time_ns, info))
+}
+
+/// `Process.threads()`: `pthread(id, user_time, system_time)` for each thread of `pid`.
+#[pyfunction]
+#[pyo3(signature = (pid, expect_start_ns=None, name=None))]
+pub(crate) fn threads<'py>(
+    py: Python<'py>,
+    pid: i32,
+    expect_start_ns: Option<u64>,
+    name: Option<String>,
+) -> PyResult<Bound<'py, PyList>> {
+    let groups = Groups {
+        stat: true,
+        ..Groups::default()
+    };
+    the_one(py, pid, groups, false, expect_start_ns, name.as_deref())?;
+    let q = Query::new(Selector::ThreadsOf(pid), groups);
+    let snap = py
+        .detach(|| host::one(&q, false))
+        .map_err(crate::collect_error)?;
+    if snap.tasks.is_empty() {
+        return Err(no_such(py, pid, name.as_deref(), None)?);
+    }
+    let types = crate::types()?;
+    let out = PyList::empty(py);
+    for t in &snap.tasks {
+        let Some(s) = &t.stat else { continue };
+        out.append(types.make(
+            py,
+            &types.pthread,
+            [
+                t.id.tid.into_bound_py_any(py)?,
+                (s.utime_ns as f64 / 1e9).into_bound_py_any(py)?,
+                (s.stime_ns as f64 / 1e9).into_bound_py_any(py)?,
+            ],
+        )?)?;
+    }
+    Ok(out)
+}
+
+/// `Process.children(recursive)`: `(pid, start_time_ns)` of each child (each descendant),
+/// from one whole-system pass.
+#[pyfunction]
+#[pyo3(signature = (pid, recursive, expect_start_ns=None, name=None, backend="auto"))]
+pub(crate) fn children(
+    py: Python<'_>,
+    pid: i32,
+    recursive: bool,
+    expect_start_ns: Option<u64>,
+    name: Option<String>,
+    backend: &str,
+) -> PyResult<Vec<(i32, u64)>> {
+    let backend = backend_arg(backend)?;
+    the_one(
+        py,
+        pid,
+        Groups::default(),
+        false,
+        expect_start_ns,
+        name.as_deref(),
+    )?;
+    let groups = Groups {
+        base: true,
+        stat: true,
+        ..Groups::default()
+    };
+    let snap = py
+        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, false, false))
+        .map_err(crate::collect_error)?;
+    let mut by_parent: HashMap<i32, Vec<(i32, u64)>> = HashMap::new();
+    for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
+        if let Some(b) = &t.base {
+            by_parent
+                .entry(b.ppid)
+                .or_default()
+                .push((t.id.tgid, t.id.start_time_ns));
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for &(c, start) in by_parent.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            out.push((c, start));
+            if recursive && c != p {
+                todo.push(c);
+            }
+        }
+        if !recursive {
+            break;
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmdlines_split_as_psutil_splits_them() {
+        assert_eq!(
+            split_cmdline(b"sleep\x0010\x00"),
+            vec![&b"sleep"[..], b"10"]
+        );
+        assert_eq!(split_cmdline(b""), Vec::<&[u8]>::new());
+        // setproctitle: spaces, no NUL.
+        assert_eq!(
+            split_cmdline(b"sshd: bob [priv]"),
+            vec![&b"sshd:"[..], b"bob", b"[priv]"]
+        );
+        // One NUL-terminated argument with spaces.
+        assert_eq!(
+            split_cmdline(b"nginx: worker\x00"),
+            vec![&b"nginx:"[..], b"worker"]
+        );
+        // An empty argument survives.
+        assert_eq!(split_cmdline(b"a\x00\x00b\x00"), vec![&b"a"[..], b"", b"b"]);
+    }
+
+    #[test]
+    fn long_names_come_from_the_first_argument() {
+        let comm = b"gnome-keyring-d";
+        assert_eq!(
+            long_name(comm, Some(b"/usr/bin/gnome-keyring-daemon\x00--start\x00")),
+            b"gnome-keyring-daemon"
+        );
+        assert_eq!(long_name(comm, Some(b"/usr/bin/other\x00")), comm);
+        assert_eq!(long_name(b"short", Some(b"/bin/shorter\x00")), b"short");
+        assert_eq!(long_name(comm, None), comm);
+    }
+
+    #[test]
+    fn every_attr_round_trips_by_name() {
+        for (n, a) in ATTRS {
+            assert_eq!(Attr::parse(n), Some(a));
+            assert_eq!(a.name(), n);
+        }
+        assert_eq!(Attr::parse("cwd"), None);
+    }
+}

@@ -1,0 +1,294 @@
+//! `tasksnap.snapshot`: one whole-system pass as columns (one Python list per column, no
+//! object per process), which the Python side hands to pyarrow when it is installed.
+//!
+//! psutil's named tuples become one column per field, named after the field
+//! (`cpu_times` -> `cpu_user`, `cpu_system`, ...; `memory_info` -> `rss`, `vms`, ...), with
+//! the same units as psutil's values; an unreadable value is None (null).
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use tasksnap_model::{Groups, Selector, Task};
+
+use crate::attrs::{groups_for, os_str, parse_attrs, split_cmdline, Attr};
+use crate::host;
+
+/// The columns an attribute becomes.
+fn columns_of(a: Attr) -> &'static [&'static str] {
+    match a {
+        Attr::Pid => &["pid"],
+        Attr::Ppid => &["ppid"],
+        Attr::Name => &["name"],
+        Attr::Username => &["username"],
+        Attr::Status => &["status"],
+        Attr::CpuTimes => &[
+            "cpu_user",
+            "cpu_system",
+            "cpu_children_user",
+            "cpu_children_system",
+        ],
+        Attr::MemoryInfo => &["rss", "vms", "shared", "text", "data"],
+        Attr::Cmdline => &["cmdline"],
+        Attr::NumThreads => &["num_threads"],
+        Attr::CreateTime => &["create_time"],
+        Attr::IoCounters => &[
+            "read_count",
+            "write_count",
+            "read_bytes",
+            "write_bytes",
+            "read_chars",
+            "write_chars",
+        ],
+        Attr::Uids => &["uid_real", "uid_effective", "uid_saved"],
+        Attr::Gids => &["gid_real", "gid_effective", "gid_saved"],
+        Attr::Nice => &["nice"],
+        Attr::NumCtxSwitches => &["ctx_switches_voluntary", "ctx_switches_involuntary"],
+        Attr::CpuNum => &["cpu_num"],
+    }
+}
+
+/// The column names `snapshot(attrs, threads)` returns, in order.
+#[pyfunction]
+#[pyo3(signature = (attrs, threads=false))]
+pub(crate) fn column_names(attrs: Vec<String>, threads: bool) -> PyResult<Vec<&'static str>> {
+    let attrs = parse_attrs(&attrs)?;
+    let mut out = Vec::new();
+    for a in attrs {
+        out.extend_from_slice(columns_of(a));
+        if a == Attr::Pid && threads {
+            out.push("tid");
+        }
+    }
+    Ok(out)
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// One column of `tasks`: a value per task, None where unreadable.
+fn list<'py, T: IntoPyObject<'py>>(
+    py: Python<'py>,
+    tasks: &[Task],
+    f: impl Fn(&Task) -> Option<T>,
+) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, tasks.iter().map(f))
+}
+
+/// One whole-system pass of `attrs` as a dict of lists (processes, or every thread with a
+/// `tid` column when `threads`).
+#[pyfunction]
+#[pyo3(signature = (attrs, threads=false, backend="auto"))]
+pub(crate) fn snapshot<'py>(
+    py: Python<'py>,
+    attrs: Vec<String>,
+    threads: bool,
+    backend: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let attrs = parse_attrs(&attrs)?;
+    let backend = backend
+        .parse()
+        .map_err(|e: tasksnap_model::UnknownBackend| {
+            pyo3::exceptions::PyValueError::new_err(e.to_string())
+        })?;
+    let (groups, real_ids) = groups_for(&attrs);
+    let selector = if threads {
+        Selector::AllThreads
+    } else {
+        Selector::AllProcesses
+    };
+    // Threads share their process's memory: with `threads`, statm is read once per process
+    // (the library's fill of the leaders) and given to every thread, instead of once per
+    // thread.
+    let per_process_mem = threads && groups.mem;
+    let bulk_groups = Groups {
+        mem: groups.mem && !per_process_mem,
+        ..groups
+    };
+    let mut snap = py
+        .detach(|| -> Result<_, tasksnap_collect::Error> {
+            let mut snap = host::bulk(backend, selector, bulk_groups, real_ids, false)?;
+            if per_process_mem {
+                let leaders: Vec<(i32, i32)> = snap
+                    .tasks
+                    .iter()
+                    .filter(|t| t.id.is_leader())
+                    .map(|t| (t.id.tgid, t.id.tid))
+                    .collect();
+                let mem = Groups {
+                    mem: true,
+                    ..Groups::default()
+                };
+                let by_tgid: HashMap<i32, Box<tasksnap_model::Mem>> = host::fill(&leaders, mem)?
+                    .into_iter()
+                    .filter_map(|t| Some((t.id.tgid, t.mem?)))
+                    .collect();
+                for t in &mut snap.tasks {
+                    t.mem = by_tgid.get(&t.id.tgid).cloned();
+                }
+            }
+            Ok(snap)
+        })
+        .map_err(crate::collect_error)?;
+    if !threads {
+        snap.tasks.retain(|t| t.id.is_leader());
+    }
+    let tasks = &snap.tasks;
+    let boot = snap.boot_time_unix_s as f64;
+    let tck = host::clk_tck() as f64;
+    let mut users: HashMap<u32, Bound<'py, PyString>> = HashMap::new();
+    if attrs.contains(&Attr::Username) {
+        let mut uids: Vec<u32> = tasks
+            .iter()
+            .filter_map(|t| t.cred.as_ref().map(|c| c.ruid))
+            .collect();
+        uids.sort_unstable();
+        uids.dedup();
+        for (uid, name) in py.detach(|| host::user_names(uids)) {
+            users.insert(uid, PyString::new(py, &name));
+        }
+    }
+    let out = PyDict::new(py);
+    for a in attrs {
+        let cols = columns_of(a);
+        match a {
+            Attr::Pid => {
+                out.set_item("pid", list(py, tasks, |t| Some(t.id.tgid))?)?;
+                if threads {
+                    out.set_item("tid", list(py, tasks, |t| Some(t.id.tid))?)?;
+                }
+            }
+            Attr::Ppid => out.set_item(
+                cols[0],
+                list(py, tasks, |t| t.base.as_ref().map(|b| b.ppid))?,
+            )?,
+            Attr::Name => out.set_item(
+                cols[0],
+                PyList::new(
+                    py,
+                    tasks
+                        .iter()
+                        .map(|t| t.base.as_ref().map(|b| OsStr::from_bytes(&b.comm))),
+                )?,
+            )?,
+            Attr::Username => out.set_item(
+                cols[0],
+                list(py, tasks, |t| {
+                    t.cred.as_ref().and_then(|c| users.get(&c.ruid).cloned())
+                })?,
+            )?,
+            Attr::Status => {
+                let s: Vec<Option<Bound<'py, PyString>>> = tasks
+                    .iter()
+                    .map(|t| {
+                        t.base
+                            .as_ref()
+                            .map(|b| PyString::intern(py, crate::attrs::status_name(b.state)))
+                    })
+                    .collect();
+                out.set_item(cols[0], PyList::new(py, s)?)?
+            }
+            Attr::NumThreads => out.set_item(
+                cols[0],
+                list(py, tasks, |t| t.base.as_ref().map(|b| b.num_threads))?,
+            )?,
+            Attr::Nice => out.set_item(
+                cols[0],
+                list(py, tasks, |t| t.base.as_ref().map(|b| b.nice))?,
+            )?,
+            Attr::CpuNum => out.set_item(
+                cols[0],
+                list(py, tasks, |t| t.base.as_ref().map(|b| b.processor))?,
+            )?,
+            Attr::CpuTimes => {
+                let fields: [fn(&tasksnap_model::Stat) -> u64; 4] = [
+                    |s| s.utime_ns,
+                    |s| s.stime_ns,
+                    |s| s.cutime_ns,
+                    |s| s.cstime_ns,
+                ];
+                for (c, f) in cols.iter().zip(fields) {
+                    out.set_item(
+                        *c,
+                        list(py, tasks, |t| t.stat.as_ref().map(|s| secs(f(s))))?,
+                    )?;
+                }
+            }
+            Attr::CreateTime => out.set_item(
+                cols[0],
+                list(py, tasks, |t| {
+                    Some(host::start_ticks(t.id.start_time_ns) as f64 / tck + boot)
+                })?,
+            )?,
+            Attr::MemoryInfo => {
+                let fields: [fn(&tasksnap_model::Mem) -> u64; 5] = [
+                    |m| m.rss_bytes,
+                    |m| m.vsize_bytes,
+                    |m| m.shared_bytes,
+                    |m| m.text_bytes,
+                    |m| m.data_bytes,
+                ];
+                for (c, f) in cols.iter().zip(fields) {
+                    out.set_item(*c, list(py, tasks, |t| t.mem.as_deref().map(f))?)?;
+                }
+            }
+            Attr::IoCounters => {
+                let fields: [fn(&tasksnap_model::Io) -> u64; 6] = [
+                    |i| i.syscr,
+                    |i| i.syscw,
+                    |i| i.read_bytes,
+                    |i| i.write_bytes,
+                    |i| i.rchar_bytes,
+                    |i| i.wchar_bytes,
+                ];
+                for (c, f) in cols.iter().zip(fields) {
+                    out.set_item(*c, list(py, tasks, |t| t.io.as_deref().map(f))?)?;
+                }
+            }
+            Attr::Uids | Attr::Gids => {
+                let fields: [fn(&tasksnap_model::Cred) -> u32; 3] = if a == Attr::Uids {
+                    [|c| c.ruid, |c| c.euid, |c| c.suid]
+                } else {
+                    [|c| c.rgid, |c| c.egid, |c| c.sgid]
+                };
+                for (c, f) in cols.iter().zip(fields) {
+                    out.set_item(*c, list(py, tasks, |t| t.cred.as_ref().map(f))?)?;
+                }
+            }
+            Attr::NumCtxSwitches => {
+                out.set_item(
+                    cols[0],
+                    list(py, tasks, |t| {
+                        t.sched.as_ref().and_then(|s| s.voluntary_switches)
+                    })?,
+                )?;
+                out.set_item(
+                    cols[1],
+                    list(py, tasks, |t| {
+                        t.sched.as_ref().and_then(|s| s.involuntary_switches)
+                    })?,
+                )?;
+            }
+            Attr::Cmdline => {
+                let mut rows = Vec::with_capacity(tasks.len());
+                for t in tasks {
+                    rows.push(match &t.cmdline {
+                        Some(c) => {
+                            let l = PyList::empty(py);
+                            for arg in split_cmdline(c) {
+                                l.append(os_str(py, arg)?)?;
+                            }
+                            Some(l)
+                        }
+                        None => None,
+                    });
+                }
+                out.set_item(cols[0], PyList::new(py, rows)?)?;
+            }
+        }
+    }
+    Ok(out)
+}

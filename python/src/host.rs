@@ -1,0 +1,183 @@
+//! The collectors the binding keeps between calls, and what the last call cost.
+//!
+//! A whole-system pass goes through one cached collector made by `choice::open` for exactly
+//! the groups asked (BPF as root on a host large enough, else procfs: the library's rule,
+//! with its reason); asking other groups opens another. A query of one process goes to a
+//! procfs collector: one directory read, and what the kernel lets the caller see (the BPF
+//! iterator bypasses procfs permission checks, so it only ever answers whole passes, as
+//! root, through the library's own rules). User names come from the reading layer's cached
+//! NSS lookup. Every call here runs with the GIL released.
+
+use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tasksnap_collect::procfs::ProcfsCollector;
+use tasksnap_collect::{choice, Collector, Error};
+use tasksnap_model::{Backend, Groups, PassReport, Query, Selector, Snapshot, Task};
+use tasksnap_procfs::users::Names;
+
+/// What stays open between calls.
+#[derive(Default)]
+struct Host {
+    /// The whole-system collector and what it was opened for.
+    bulk: Option<(Backend, Groups, Box<dyn Collector>)>,
+    /// The collector for one process.
+    one: Option<ProcfsCollector>,
+    /// User names by uid.
+    names: Names,
+    /// The last whole-system pass: its report and how long the call took.
+    last: Option<(PassReport, Duration)>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").finish_non_exhaustive()
+    }
+}
+
+static HOST: LazyLock<Mutex<Host>> = LazyLock::new(|| Mutex::new(Host::default()));
+
+fn host() -> MutexGuard<'static, Host> {
+    // A panic while holding the lock leaves nothing half-written that matters here.
+    HOST.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Clock ticks per second (`CLK_TCK`): psutil's unit for start and CPU times.
+pub(crate) fn clk_tck() -> u64 {
+    tasksnap_procfs::sys::sysconf(libc::_SC_CLK_TCK, 100).max(1)
+}
+
+/// Start time in clock ticks since boot: what /proc/PID/stat says and what psutil's
+/// `create_time` is made of. The BPF iterator gives nanoseconds; the kernel's own
+/// conversion (`nsec_to_clock_t`) truncates, and so does this, so both backends agree.
+pub(crate) fn start_ticks(start_time_ns: u64) -> u64 {
+    start_time_ns / (1_000_000_000 / clk_tck())
+}
+
+/// The groups a procfs pass needs for `want`: real user ids are only in `status`.
+fn procfs_groups(mut want: Groups, real_ids: bool) -> Groups {
+    if real_ids {
+        want.cred_full = true;
+    }
+    want
+}
+
+/// A whole-system snapshot of `selector` with `want`, through the cached collector for
+/// `backend`. `real_ids`: the caller needs real (not only effective) user and group ids.
+pub(crate) fn bulk(
+    backend: Backend,
+    selector: Selector,
+    want: Groups,
+    real_ids: bool,
+    leader_as_process: bool,
+) -> Result<Snapshot, Error> {
+    let started = Instant::now();
+    let mut h = host();
+    let reuse = matches!(&h.bulk, Some((b, g, _)) if *b == backend && *g == want);
+    if !reuse {
+        h.bulk = None;
+        let c = choice::open(backend, &want)?;
+        h.bulk = Some((backend, want, c));
+    }
+    let Some((_, _, c)) = h.bulk.as_mut() else {
+        return Err(Error::Unsupported("no collector".into()));
+    };
+    let procfs = c.report().backend == Backend::Procfs;
+    let groups = if procfs {
+        procfs_groups(want, real_ids)
+    } else {
+        // The iterator's credentials block holds every id.
+        want
+    };
+    let query = Query {
+        leader_as_process,
+        ..Query::new(selector, groups)
+    };
+    let snap = c.snapshot(&query)?;
+    let report = c.report();
+    h.last = Some((report, started.elapsed()));
+    Ok(snap)
+}
+
+/// Reads `groups` of the tasks `ids` through the collector of the last whole pass (names of
+/// 15 bytes completed from command lines).
+pub(crate) fn fill(ids: &[(i32, i32)], groups: Groups) -> Result<Vec<Task>, Error> {
+    let h = host();
+    let Some((_, _, c)) = h.bulk.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let (filled, _) = c.fill(ids, groups)?;
+    Ok(filled.into_values().collect())
+}
+
+/// One process (or the threads of one, or every process for `children`) through the procfs
+/// collector.
+pub(crate) fn one(query: &Query, real_ids: bool) -> Result<Snapshot, Error> {
+    let mut h = host();
+    if h.one.is_none() {
+        let mut p = ProcfsCollector::new()?;
+        p.why = "procfs: a query of one process".into();
+        h.one = Some(p);
+    }
+    let Some(p) = h.one.as_mut() else {
+        return Err(Error::Unsupported("no collector".into()));
+    };
+    let q = Query {
+        groups: procfs_groups(query.groups, real_ids),
+        ..query.clone()
+    };
+    p.snapshot(&q)
+}
+
+/// User names for `uids` (the system's name, or the uid as text when it has none, as
+/// psutil's `username()`).
+pub(crate) fn user_names(uids: impl IntoIterator<Item = u32>) -> Vec<(u32, String)> {
+    let mut h = host();
+    uids.into_iter()
+        .map(|uid| {
+            let name = match h.names.user(uid) {
+                Some(n) => String::from_utf8_lossy(n).into_owned(),
+                None => uid.to_string(),
+            };
+            (uid, name)
+        })
+        .collect()
+}
+
+/// Records the report of a thread-state source (for [`last_report`]).
+pub(crate) fn set_last(report: PassReport, took: Duration) {
+    host().last = Some((report, took));
+}
+
+/// What answered the last whole-system call (`process_iter`, `snapshot`, `children`,
+/// `states`) and what it cost: a dict with `backend` ("bpf" or "procfs"), `why`, `pinned`,
+/// `seconds` (the whole call in the library, collector opening included) and `phases`
+/// (name, seconds) as the collector measured them. None before the first call.
+#[pyfunction]
+pub(crate) fn last_report(py: Python<'_>) -> PyResult<Option<Bound<'_, PyDict>>> {
+    let Some((r, took)) = host().last.clone() else {
+        return Ok(None);
+    };
+    let d = PyDict::new(py);
+    d.set_item("backend", r.backend.name())?;
+    d.set_item("why", &r.why)?;
+    d.set_item("pinned", r.pinned)?;
+    d.set_item("seconds", took.as_secs_f64())?;
+    let phases: Vec<(&str, f64)> = r
+        .phases
+        .iter()
+        .map(|(n, d)| (*n, d.as_secs_f64()))
+        .collect();
+    d.set_item("phases", phases)?;
+    Ok(Some(d))
+}
+
+/// Boot time, seconds since the epoch (`btime`), as psutil's `boot_time()`.
+#[pyfunction]
+pub(crate) fn boot_time(py: Python<'_>) -> PyResult<f64> {
+    let q = Query::new(Selector::Pid(std::process::id() as i32), Groups::default());
+    let snap = py.detach(|| one(&q, false)).map_err(crate::collect_error)?;
+    Ok(snap.boot_time_unix_s as f64)
+}

@@ -1,0 +1,38 @@
+"""Type stubs of the native half (python/src). The public API is tasksnap/__init__.py;
+these functions are its plumbing and may change."""
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+def setup(classes: Dict[str, type]) -> None: ...
+def attr_names() -> List[str]: ...
+def processes(
+    attrs: Sequence[str], ad_value: Any, backend: str = "auto"
+) -> List[Tuple[int, int, Dict[str, Any]]]:
+    """(pid, start_time_ns, info) of every process, sorted by pid."""
+
+def process(
+    pid: int,
+    attrs: Sequence[str],
+    ad_value: Any,
+    use_ad: bool,
+    expect_start_ns: Optional[int] = None,
+    name: Optional[str] = None,
+) -> Tuple[int, Dict[str, Any]]:
+    """(start_time_ns, info) of one process; raises NoSuchProcess, ZombieProcess,
+    AccessDenied."""
+
+def threads(pid: int, expect_start_ns: Optional[int] = None, name: Optional[str] = None) -> List[Any]: ...
+def children(
+    pid: int,
+    recursive: bool,
+    expect_start_ns: Optional[int] = None,
+    name: Optional[str] = None,
+    backend: str = "auto",
+) -> List[Tuple[int, int]]: ...
+def snapshot(attrs: Sequence[str], threads: bool = False, backend: str = "auto") -> Dict[str, List[Any]]: ...
+def column_names(attrs: Sequence[str], threads: bool = False) -> List[str]: ...
+def states(
+    pids: Sequence[int], interval: float, backend: str = "auto"
+) -> Tuple[str, List[Tuple[int, int, str, Tuple[float, float, float, float, float, float], Optional[Tuple[str, List[str]]], bool]]]: ...
+def last_report() -> Optional[Dict[str, Any]]: ...
+def boot_time() -> float: ...

@@ -1,0 +1,104 @@
+"""What psutil lacks: snapshot() columns, states(), last_report()."""
+
+import os
+
+import pytest
+
+import tasksnap
+
+ATTRS = ["pid", "ppid", "name", "username", "status", "cpu_times", "memory_info", "cmdline",
+         "num_threads", "create_time"]
+
+
+def _rows(cols, pids):
+    names = list(cols)
+    at = {pid: i for i, pid in enumerate(cols["pid"])}
+    return {p: {n: cols[n][at[p]] for n in names} for p in pids if p in at}
+
+
+@pytest.mark.parametrize("arrow", [False, True])
+def test_snapshot_columns_match_process_iter(family, backend, arrow):
+    if arrow:
+        pa = pytest.importorskip("pyarrow")
+        table = tasksnap.snapshot(ATTRS, arrow=True)
+        assert isinstance(table, pa.Table)
+        assert table.column_names == tasksnap.column_names(ATTRS)
+        cols = table.to_pydict()
+    else:
+        cols = tasksnap.snapshot(ATTRS, arrow=False)
+        assert isinstance(cols, dict)
+        assert list(cols) == tasksnap.column_names(ATTRS)
+    assert tasksnap.last_report().backend == backend
+    assert len({len(v) for v in cols.values()}) == 1
+    rows = _rows(cols, family)
+    info = {p.pid: p.info for p in tasksnap.process_iter(ATTRS) if p.pid in family}
+    assert sorted(rows) == sorted(family)
+    for pid in family:
+        r, i = rows[pid], info[pid]
+        assert r["ppid"] == i["ppid"] == os.getpid()
+        assert r["username"] == i["username"]
+        assert r["status"] == i["status"]
+        assert r["cmdline"] == i["cmdline"]
+        assert r["num_threads"] == i["num_threads"]
+        assert r["create_time"] == i["create_time"]
+        assert r["vms"] == i["memory_info"].vms
+        assert r["cpu_user"] == pytest.approx(i["cpu_times"].user, abs=0.011)
+        # name: the comm (15 bytes at most), not completed from the command line.
+        assert i["name"].startswith(r["name"])
+
+
+def test_snapshot_threads_has_a_row_per_thread(family, backend):
+    cols = tasksnap.snapshot(["pid", "name", "num_threads", "memory_info"], threads=True,
+                             arrow=False)
+    assert list(cols) == ["pid", "tid", "name", "num_threads", "rss", "vms", "shared", "text",
+                          "data"]
+    threaded = family[1]
+    rows = [i for i, p in enumerate(cols["pid"]) if p == threaded]
+    tids = [cols["tid"][i] for i in rows]
+    assert len(tids) == 5 and threaded in tids
+    # Threads share the process's memory: each row has the process's statm figures.
+    vms = tasksnap.Process(threaded).memory_info().vms
+    assert [cols["vms"][i] for i in rows] == [vms] * 5
+    assert all(cols["num_threads"][i] == 5 for i in rows)
+    assert sorted(tids) == sorted(t.id for t in tasksnap.Process(threaded).threads())
+
+
+def test_states_split_per_thread(spawned):
+    burn = spawned.python(
+        "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush()\nwhile True: pass")
+    sleep = spawned.python(
+        "import sys, time; sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)")
+    rows = tasksnap.states([burn.pid, sleep.pid], interval=0.5)
+    r = tasksnap.last_report()
+    assert r.backend in ("bpf", "procfs")
+    if os.geteuid() == 0 and os.environ.get("TASKSNAP_REQUIRE_PRIVILEGED") == "1":
+        assert r.backend == "bpf"
+    by_pid = {x.pid: x for x in rows}
+    assert set(by_pid) == {burn.pid, sleep.pid}
+    b, s = by_pid[burn.pid], by_pid[sleep.pid]
+    for x in (b, s):
+        total = x.running + x.runnable + x.sleeping + x.disk + x.stopped + x.other
+        assert total == pytest.approx(100, abs=1)
+    # On a CPU or waiting for one the whole time, against asleep the whole time.
+    assert b.running + b.runnable > 80
+    assert s.sleeping > 80
+    assert s.wait_state in ("sleeping", None)
+
+
+def test_last_report_says_backend_and_cost(family, backend):
+    list(tasksnap.process_iter(["pid"]))
+    r = tasksnap.last_report()
+    assert r.backend == backend
+    assert r.seconds > 0
+    assert r.why
+
+
+def test_snapshot_without_pyarrow_is_a_dict_of_lists(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` now fails
+    cols = tasksnap.snapshot(["pid", "name"])
+    assert isinstance(cols, dict)
+    assert os.getpid() in cols["pid"]
+    with pytest.raises(ImportError):
+        tasksnap.snapshot(["pid"], arrow=True)

@@ -1,0 +1,121 @@
+"""tasksnap against psutil (from PyPI) on processes the tests spawn: same pids, names, ppids,
+statuses, thread counts, command lines, users, RSS (within two pages), create times (within
+10 ms), CPU times (within a tick), same exceptions."""
+
+import os
+
+import psutil
+import pytest
+
+import tasksnap
+
+ATTRS = [
+    "pid",
+    "ppid",
+    "name",
+    "username",
+    "status",
+    "cpu_times",
+    "memory_info",
+    "cmdline",
+    "num_threads",
+    "create_time",
+]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def assert_same(ours, theirs, pid):
+    """One process's info from both libraries, field by field, with the issue's tolerances."""
+    assert set(ours) == set(theirs), pid
+    for k in ("pid", "ppid", "name", "username", "status", "num_threads", "cmdline"):
+        if k in theirs:
+            assert ours[k] == theirs[k], (pid, k, ours[k], theirs[k])
+    if "memory_info" in theirs:
+        assert type(ours["memory_info"]).__name__ == "pmem"
+        assert ours["memory_info"]._fields == theirs["memory_info"]._fields
+        assert abs(ours["memory_info"].rss - theirs["memory_info"].rss) <= 2 * PAGE, pid
+        assert ours["memory_info"].vms == theirs["memory_info"].vms, pid
+    if "create_time" in theirs:
+        assert abs(ours["create_time"] - theirs["create_time"]) <= 0.010, pid
+    if "cpu_times" in theirs:
+        assert ours["cpu_times"]._fields == theirs["cpu_times"]._fields
+        for f in ("user", "system", "children_user", "children_system"):
+            a, b = getattr(ours["cpu_times"], f), getattr(theirs["cpu_times"], f)
+            assert abs(a - b) <= TICK + 1e-9, (pid, f, a, b)
+
+
+def test_process_iter_matches_psutil(family, backend):
+    theirs = {p.pid: p.info for p in psutil.process_iter(ATTRS) if p.pid in family}
+    ours = {p.pid: p.info for p in tasksnap.process_iter(ATTRS) if p.pid in family}
+    assert tasksnap.last_report().backend == backend
+    assert sorted(ours) == sorted(theirs) == sorted(family)
+    for pid in family:
+        assert_same(ours[pid], theirs[pid], pid)
+    # The spawned shapes are really there (a comparison of empty values proves nothing).
+    assert ours[family[1]]["num_threads"] == 5
+    assert ours[family[2]]["cpu_times"].user + ours[family[2]]["cpu_times"].system >= 0.2
+    assert ours[family[3]]["cmdline"][-3:] == ["an argument with spaces", "ünïcödé", ""]
+    assert ours[family[4]]["name"] == "a-program-with-a-long-name"
+    assert all(ours[p]["ppid"] == os.getpid() for p in family)
+
+
+def test_process_iter_yields_sorted_processes_with_info(family):
+    procs = list(tasksnap.process_iter(["pid", "name"]))
+    pids = [p.pid for p in procs]
+    assert pids == sorted(pids)
+    assert set(family) <= set(pids)
+    assert all(p.info["pid"] == p.pid for p in procs)
+    # Without attrs: an empty info (psutil leaves it unset).
+    p = next(tasksnap.process_iter())
+    assert p.info == {}
+
+
+def test_process_methods_match_psutil(family):
+    for pid in family:
+        a, b = tasksnap.Process(pid), psutil.Process(pid)
+        assert a.pid == b.pid
+        assert a.name() == b.name()
+        assert a.ppid() == b.ppid() == os.getpid()
+        assert a.status() == b.status() == tasksnap.STATUS_SLEEPING
+        assert a.username() == b.username()
+        assert a.uids() == b.uids()
+        assert a.gids() == b.gids()
+        assert a.cmdline() == b.cmdline()
+        assert a.num_threads() == b.num_threads()
+        assert abs(a.create_time() - b.create_time()) <= 0.010
+        assert a.io_counters()._fields == b.io_counters()._fields
+        assert a.nice() == b.nice()
+        assert a.num_ctx_switches()._fields == b.num_ctx_switches()._fields
+        assert sorted(t.id for t in a.threads()) == sorted(t.id for t in b.threads())
+        assert type(a.threads()[0]).__name__ == "pthread"
+        assert_same(
+            a.as_dict(["pid", "name", "memory_info", "cpu_times", "create_time"]),
+            b.as_dict(["pid", "name", "memory_info", "cpu_times", "create_time"]),
+            pid,
+        )
+        assert a.is_running()
+        assert a.parent().pid == os.getpid()
+
+
+def test_children_match_psutil(family, backend):
+    me_a, me_b = tasksnap.Process(), psutil.Process()
+    ours = {p.pid for p in me_a.children()}
+    theirs = {p.pid for p in me_b.children()}
+    assert set(family) <= ours
+    assert ours == theirs
+    assert {p.pid for p in me_a.children(recursive=True)} == {
+        p.pid for p in me_b.children(recursive=True)
+    }
+
+
+def test_as_dict_defaults_to_every_attr(family):
+    d = tasksnap.Process(family[0]).as_dict()
+    assert set(d) == set(tasksnap.ATTRS)
+
+
+def test_process_equality_and_hash(family):
+    a, b = tasksnap.Process(family[0]), tasksnap.Process(family[0])
+    assert a == b and hash(a) == hash(b)
+    assert a != tasksnap.Process(family[1])
+    assert "pid=%d" % family[0] in repr(a)
