@@ -325,9 +325,10 @@ mod tests {
 
     #[test]
     fn a_task_stays_small() {
-        // 50,000 tasks per snapshot: every byte here is 50 kB of peak memory.
+        // 50,000 tasks per snapshot: every byte here is 50 kB of peak memory. (416 since
+        // `Stat::swap_bytes`: 16 bytes a task, 0.8 MB at 50,000.)
         assert!(
-            std::mem::size_of::<Task>() <= 400,
+            std::mem::size_of::<Task>() <= 416,
             "{}",
             std::mem::size_of::<Task>()
         );
