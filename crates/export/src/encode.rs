@@ -173,6 +173,19 @@ fn family<L: EncodeLabelSet>(
     Ok(())
 }
 
+/// A family of one unlabelled value.
+fn single(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    kind: MetricType,
+    value: f64,
+) -> fmt::Result {
+    let none: Labels = Vec::new();
+    family(enc, name, help, unit, kind, &[(none, value)])
+}
+
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
@@ -408,31 +421,30 @@ impl Families {
 
     fn encode_system(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
         let s = &self.system;
-        let none: Labels = Vec::new();
-        family(
+        single(
             enc,
             "tasksnap_processes",
             "Processes on the host",
             None,
             MetricType::Gauge,
-            &[(none.clone(), s.processes as f64)],
+            s.processes as f64,
         )?;
-        family(
+        single(
             enc,
             "tasksnap_threads",
             "Threads on the host",
             None,
             MetricType::Gauge,
-            &[(none.clone(), s.threads as f64)],
+            s.threads as f64,
         )?;
         if let Some(f) = s.forks {
-            family(
+            single(
                 enc,
                 "tasksnap_forks",
                 "Processes and threads created since boot (/proc/stat processes)",
                 None,
                 MetricType::Counter,
-                &[(none.clone(), f as f64)],
+                f as f64,
             )?;
         }
         let states: Vec<(Labels, f64)> = State::ALL
@@ -465,47 +477,46 @@ impl Families {
 
     fn encode_cost(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
         let c = &self.cost;
-        let none: Labels = Vec::new();
         let sec = Unit::Seconds;
-        family(
+        single(
             enc,
             "tasksnap_collect",
             "Wall time of the last collection (read, aggregate, encode)",
             Some(&sec),
             MetricType::Gauge,
-            &[(none.clone(), c.collect_seconds)],
+            c.collect_seconds,
         )?;
-        family(
+        single(
             enc,
             "tasksnap_collect_cpu",
             "CPU time the exporter's collections took",
             Some(&sec),
             MetricType::Counter,
-            &[(none.clone(), c.collect_cpu_seconds)],
+            c.collect_cpu_seconds,
         )?;
-        family(
+        single(
             enc,
             "tasksnap_collections",
             "Collections since the exporter started",
             None,
             MetricType::Counter,
-            &[(none.clone(), c.collections as f64)],
+            c.collections as f64,
         )?;
-        family(
+        single(
             enc,
             "tasksnap_last_collection_timestamp",
             "When the figures were collected, Unix time",
             Some(&sec),
             MetricType::Gauge,
-            &[(none.clone(), c.last_collection_unix_s)],
+            c.last_collection_unix_s,
         )?;
-        family(
+        single(
             enc,
             "tasksnap_groups_folded",
             "Groups folded into group=\"other\" by --max-series at the last collection",
             None,
             MetricType::Gauge,
-            &[(none, self.folded as f64)],
+            self.folded as f64,
         )?;
         let exact = match self.system.state_mode {
             Some(Mode::Bpf) => "exact",
