@@ -55,7 +55,7 @@ fn bad_addresses_and_configurations_are_usage_errors() {
         (vec!["--interval", "0"], "between 0.1 and 3600"),
         (
             vec!["--group-by", "pid"],
-            "expected comm, user, cgroup or exe",
+            "[possible values: comm, user, cgroup, exe]",
         ),
         (
             vec!["--config", bad_yaml.to_str().expect("utf-8")],
@@ -343,7 +343,7 @@ fn max_series_folds_groups_into_other_and_says_how_many() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let e = loop {
         let e = s.scrape();
-        if value(&e, "tasksnap_collections_total{}").unwrap_or(0.0) >= 2.0 {
+        if value(&e, "tasksnap_collections_total").unwrap_or(0.0) >= 2.0 {
             break e;
         }
         assert!(Instant::now() < deadline);
@@ -351,7 +351,7 @@ fn max_series_folds_groups_into_other_and_says_how_many() {
     };
     let n = e.lines().filter(|l| !l.starts_with('#')).count();
     assert!(n <= 300, "{n} series");
-    let folded = value(&e, "tasksnap_groups_folded{}").expect("folded gauge");
+    let folded = value(&e, "tasksnap_groups_folded").expect("folded gauge");
     assert!(folded >= 1.0, "{folded}");
     assert!(e.contains("group=\"other\""));
     drop(load);

@@ -154,20 +154,26 @@ pub struct Group {
     empty_for: u32,
 }
 
+/// The series every group shows: CPU (user, system), state seconds, the `other` wait
+/// reason, processes and threads, threads per state, resident and virtual memory, minor and
+/// major faults.
+const GROUP_SERIES_ALWAYS: usize = 2 + NSTATES + 1 + 2 + NSTATES + 2 + 2;
+
 impl Group {
     /// The series this group shows.
     pub fn series(&self) -> usize {
-        2 + NSTATES
+        GROUP_SERIES_ALWAYS
             + self.total.disk_reasons.len()
-            + 1
-            + 2
-            + NSTATES
-            + 2
             + usize::from(self.now.swap_bytes.is_some())
-            + 2
             + if self.now.has_io { 2 } else { 0 }
             + if self.now.has_switches { 2 } else { 0 }
             + usize::from(self.now.oldest_start_unix_s.is_some())
+    }
+
+    /// The most series a group can show with `reasons` wait reasons named: swap, I/O, context
+    /// switches and the oldest start time all present.
+    pub fn most_series(reasons: usize) -> usize {
+        GROUP_SERIES_ALWAYS + reasons + 1 + 2 + 2 + 1
     }
 }
 
@@ -555,21 +561,7 @@ impl Aggregator {
             return;
         }
         // Room for `other` at its largest.
-        let other_series = Group {
-            total: Counters {
-                disk_reasons: vec![(Arc::from(""), 0); self.opts.reasons_per_group],
-                ..Counters::default()
-            },
-            now: Gauges {
-                swap_bytes: Some(0),
-                has_io: true,
-                has_switches: true,
-                oldest_start_unix_s: Some(0.0),
-                ..Gauges::default()
-            },
-            ..Group::default()
-        }
-        .series();
+        let other_series = Group::most_series(self.opts.reasons_per_group);
         let mut budget = limit.saturating_sub(fixed + other_series);
         let mut shown = Vec::new();
         let mut other_delta = Counters::default();

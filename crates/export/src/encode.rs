@@ -182,8 +182,13 @@ fn single(
     kind: MetricType,
     value: f64,
 ) -> fmt::Result {
-    let none: Labels = Vec::new();
-    family(enc, name, help, unit, kind, &[(none, value)])
+    // Encoded on the descriptor's own encoder: a family with an empty label set would be
+    // written `name{} value`.
+    let mut m = enc.encode_descriptor(name, help, unit, kind)?;
+    match kind {
+        MetricType::Counter => m.encode_counter::<NoLabelSet, f64, f64>(&value, None),
+        _ => m.encode_gauge(&value),
+    }
 }
 
 fn secs(ns: u64) -> f64 {
@@ -574,5 +579,61 @@ mod tests {
              a_seconds_total{x=\"1\"} 2.0\n# HELP b_info Info.\n# TYPE b_info gauge\n\
              b_info{v=\"1\"} 1\n# HELP c G.\n# TYPE c gauge\nc 3\n"
         );
+    }
+
+    /// Every series the encoder writes is one the aggregator counted (so `--max-series`
+    /// bounds what is written), and an unlabelled metric is written without `{}`.
+    #[test]
+    fn exposition_has_the_series_the_aggregator_counts() {
+        use crate::aggregate::{fixed_series, Aggregator, Options};
+        use tasksnap_model::{Backend, Base, Reading, Snapshot, SnapshotStats, Stat, Task, TaskId};
+        const S: u64 = 1_000_000_000;
+        let reading = |at: u64, cpu: u64| {
+            let tasks = (1..=3)
+                .map(|pid| {
+                    let mut t = Task::new(TaskId {
+                        tgid: pid,
+                        tid: pid,
+                        start_time_ns: S,
+                    });
+                    t.base = Some(Base {
+                        comm: format!("c{pid}").into_bytes().into(),
+                        num_threads: 1,
+                        ..Base::default()
+                    });
+                    t.stat = Some(Stat {
+                        utime_ns: cpu,
+                        start_time_ns: S,
+                        ..Stat::default()
+                    });
+                    t
+                })
+                .collect();
+            Reading {
+                snapshot: Snapshot {
+                    taken_at_unix_ns: at,
+                    taken_at_boottime_ns: at,
+                    boot_time_unix_s: 1_000,
+                    backend: Backend::Procfs,
+                    tasks,
+                    stats: SnapshotStats::default(),
+                },
+                states: None,
+                system: Default::default(),
+            }
+        };
+        let mut a = Aggregator::new(Options::default());
+        a.update(&mut reading(10 * S, S));
+        a.update(&mut reading(20 * S, 2 * S));
+        let v = a.view();
+        assert_eq!(v.groups.len(), 3);
+        let counted: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
+        let e = expose(&v, &Cost::default());
+        let om = std::str::from_utf8(&e.openmetrics).expect("utf-8");
+        // No forks (no /proc/stat counters) and no state source (no host state seconds).
+        let absent = 1 + tasksnap_model::states::NSTATES;
+        assert_eq!(e.series, fixed_series(0) - absent + counted, "{om}");
+        assert!(!om.contains("{}"), "{om}");
+        assert!(om.lines().any(|l| l.starts_with("tasksnap_processes 3")), "{om}");
     }
 }

@@ -46,17 +46,6 @@ pub enum Grouping {
 }
 
 impl Grouping {
-    /// The name `--group-by` takes.
-    pub fn by_name(name: &str) -> Option<Grouping> {
-        Some(match name {
-            "comm" => Grouping::Comm,
-            "user" => Grouping::User,
-            "cgroup" => Grouping::Cgroup,
-            "exe" => Grouping::Exe,
-            _ => return None,
-        })
-    }
-
     /// Whether names need the executable path read.
     pub fn needs_exe(&self) -> bool {
         matches!(self, Grouping::Exe | Grouping::Config { .. })

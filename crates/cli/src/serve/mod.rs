@@ -47,14 +47,9 @@ pub struct Args {
     #[arg(short = 'i', long, value_name = "SECONDS", default_value = "15", value_parser = parse_interval)]
     pub interval: Duration,
 
-    /// How processes are grouped: comm, user, cgroup or exe.
-    #[arg(
-        long,
-        value_name = "comm|user|cgroup|exe",
-        default_value = "comm",
-        conflicts_with = "config"
-    )]
-    pub group_by: String,
+    /// How processes are grouped.
+    #[arg(long, value_enum, default_value_t = GroupBy::Comm, conflicts_with = "config")]
+    pub group_by: GroupBy,
 
     /// A prometheus-process-exporter configuration (process_names: ...) to group by.
     #[arg(long, value_name = "FILE")]
@@ -90,6 +85,30 @@ pub struct Args {
     /// Say nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// The groupings `--group-by` names (a configuration file is the other way to group).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupBy {
+    /// The command name (comm).
+    Comm,
+    /// The effective user.
+    User,
+    /// The cgroup v2 path.
+    Cgroup,
+    /// The executable's path.
+    Exe,
+}
+
+impl From<GroupBy> for Grouping {
+    fn from(g: GroupBy) -> Grouping {
+        match g {
+            GroupBy::Comm => Grouping::Comm,
+            GroupBy::User => Grouping::User,
+            GroupBy::Cgroup => Grouping::Cgroup,
+            GroupBy::Exe => Grouping::Exe,
+        }
+    }
 }
 
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
@@ -128,16 +147,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        None => match Grouping::by_name(&args.group_by) {
-            Some(g) => g,
-            None => {
-                warn!(
-                    "tasksnap serve: --group-by {:?}: expected comm, user, cgroup or exe",
-                    args.group_by
-                );
-                return ExitCode::from(2);
-            }
-        },
+        None => args.group_by.into(),
     };
     run(&args, grouping)
 }
@@ -216,8 +226,21 @@ fn raise_nofile() {
     }
 }
 
-fn own_cpu_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+/// The CPU clock of the calling thread, for [`collection_cpu_ns`] to leave out.
+fn thread_cpu_clock() -> Option<libc::clockid_t> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: pthread_self is always valid for the calling thread; `clock` is writable.
+    let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+    (rc == 0).then_some(clock)
+}
+
+/// CPU the exporter spent outside its HTTP thread: the collection thread and whatever
+/// reader threads the sources run (the procfs backend's pool, the /proc state sampler).
+/// Counted as the process's CPU less the HTTP thread's, so a scrape answered during a
+/// collection is not charged to it and no source has to report its threads.
+fn collection_cpu_ns(http: Option<libc::clockid_t>) -> u64 {
+    let process = tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+    process.saturating_sub(http.map_or(0, tasksnap_procfs::sys::clock_ns))
 }
 
 /// What the collection thread says once it has taken its first collection.
@@ -234,11 +257,18 @@ struct Collection {
     aggregator: Aggregator,
     cost: Cost,
     timings: bool,
+    /// The HTTP thread's CPU clock (see [`collection_cpu_ns`]).
+    http_clock: Option<libc::clockid_t>,
 }
 
 impl Collection {
     /// Opens the sources (loading BPF where allowed), then keeps only [`KEPT`].
-    fn open(backend: Backend, opts: Options, timings: bool) -> Result<Collection, String> {
+    fn open(
+        backend: Backend,
+        opts: Options,
+        timings: bool,
+        http_clock: Option<libc::clockid_t>,
+    ) -> Result<Collection, String> {
         let sampler = Sampler::open(SamplerOptions {
             backend,
             exe: opts.grouping.needs_exe(),
@@ -260,12 +290,13 @@ impl Collection {
             sampler,
             aggregator: Aggregator::new(opts),
             timings,
+            http_clock,
         })
     }
 
     fn collect(&mut self) -> Result<Exposition, tasksnap_collect::Error> {
         let t0 = Instant::now();
-        let c0 = own_cpu_ns();
+        let c0 = collection_cpu_ns(self.http_clock);
         let reading = self.sampler.read_mut()?;
         let t1 = Instant::now();
         self.aggregator.update(reading);
@@ -278,7 +309,7 @@ impl Collection {
         // it, and its own figure cannot be in the bytes it is encoding.
         let exposition = tasksnap_export::expose(&self.aggregator.view(), &self.cost);
         self.cost.collect_seconds = t0.elapsed().as_secs_f64();
-        let cpu_ns = own_cpu_ns().saturating_sub(c0);
+        let cpu_ns = collection_cpu_ns(self.http_clock).saturating_sub(c0);
         self.cost.collect_cpu_seconds += cpu_ns as f64 / 1e9;
         if self.timings {
             let mut line = String::new();
@@ -359,10 +390,12 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
         };
         let backend = args.backend;
         let timings = args.timings;
+        // This thread answers HTTP once the collection thread has started.
+        let http_clock = thread_cpu_clock();
         std::thread::Builder::new()
             .name("collect".into())
             .spawn(move || {
-                let mut c = match Collection::open(backend, opts, timings) {
+                let mut c = match Collection::open(backend, opts, timings, http_clock) {
                     Ok(c) => c,
                     Err(e) => {
                         let _ = started_tx.send(Err(e));
