@@ -217,7 +217,7 @@ fn regression_sampler_thread_was_charged_99_percent_runnable() {
     let sampler = b
         .threads
         .values()
-        .find(|t| t.comm == "tasksnap-sample")
+        .find(|t| &*t.comm == "tasksnap-sample")
         .expect("the sampler thread is in the sample");
     let before = a.threads.get(&sampler.id).expect("and in the first one");
     let exact =

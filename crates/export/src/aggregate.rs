@@ -11,7 +11,7 @@
 //! its exit is lost (its figures are gone with it); thread-state time is not, since the
 //! state sources keep an exited thread's final totals (see `tasksnap_collect::StateSource`).
 //!
-//! State seconds come from [`tasksnap_states::interval::between`], the same per-thread
+//! State seconds come from [`tasksnap_states::interval::thread_deltas`], the same per-thread
 //! split `tasksnap states` shows: exact with the BPF source, sampled (running exact) with
 //! /proc. The sum over a group's states is the time its threads were alive.
 //!
@@ -25,9 +25,9 @@ use std::sync::Arc;
 
 use tasksnap_model::states::{Mode, Sample, State, NSTATES};
 use tasksnap_model::{Reading, Task, TaskId};
-use tasksnap_states::interval::{between, Rollup};
+use tasksnap_states::interval::thread_deltas;
 
-use crate::group::{Assignment, Grouper, Grouping};
+use crate::group::{Assignment, Grouper, Grouping, PidMap};
 
 /// The name of the group the folded ones are shown as.
 pub const OTHER_GROUP: &str = "other";
@@ -254,19 +254,20 @@ pub struct Aggregator {
     collections: u64,
 }
 
-/// A cheap, stable name for a wait reason: its two innermost kernel frames.
-fn reason_label(frames: &[String], cache: &mut HashMap<Vec<String>, Arc<str>>) -> Arc<str> {
-    let key: Vec<String> = frames.iter().take(2).cloned().collect();
-    if let Some(l) = cache.get(&key) {
-        return l.clone();
-    }
-    let label: Arc<str> = if key.is_empty() {
+/// A cheap, stable name for a wait reason: its two innermost kernel frames (`unknown` when
+/// the source named none).
+fn reason_label(frames: Option<&[String]>) -> Arc<str> {
+    let key: Vec<&str> = frames
+        .unwrap_or(&[])
+        .iter()
+        .take(2)
+        .map(String::as_str)
+        .collect();
+    if key.is_empty() {
         Arc::from("unknown")
     } else {
         Arc::from(crate::group::printable(&key.join(" <- ")).as_str())
-    };
-    cache.insert(key, label.clone());
-    label
+    }
 }
 
 /// The state a task was in: its state letter, except that R (running or waiting for a CPU,
@@ -337,6 +338,19 @@ impl Aggregator {
             g.delta = Counters::default();
             g.now = Gauges::default();
         }
+        // The group index of each assigned process, in the assignment's (pid) order. A name
+        // is hashed once per run of processes sharing it (the grouper hands out one `Arc`
+        // per name), not once per process and again per thread.
+        let mut entry_group: Vec<usize> = Vec::with_capacity(group_of.len());
+        let mut last: Option<(&Arc<str>, usize)> = None;
+        for (_, name) in group_of.entries() {
+            let gi = match last {
+                Some((n, gi)) if Arc::ptr_eq(n, name) => gi,
+                _ => self.group(name),
+            };
+            last = Some((name, gi));
+            entry_group.push(gi);
+        }
         // Whether a task not seen at the last collection started after it: then all it did
         // is new. At the first collection nothing is (the counters start there).
         let prev_at = self.prev_boottime_ns;
@@ -352,7 +366,7 @@ impl Aggregator {
         // Tasks come in (tgid, tid) order, as do the groups and the previous counters: one
         // walk of the three, no hashing.
         let mut cur: Option<(i32, Option<usize>)> = None;
-        let mut groups_at = group_of.entries().iter().peekable();
+        let mut groups_at = group_of.entries().iter().zip(&entry_group).peekable();
         let old_prev = std::mem::take(&mut self.prev);
         let mut old_prev = old_prev.into_iter().peekable();
         let mut prev_now: Vec<(TaskId, Prev)> = Vec::with_capacity(old_prev.len());
@@ -366,11 +380,8 @@ impl Aggregator {
             let gi = match cur {
                 Some((tgid, gi)) if tgid == t.id.tgid => gi,
                 _ => {
-                    while groups_at.next_if(|e| e.0 < t.id.tgid).is_some() {}
-                    let gi = groups_at
-                        .next_if(|e| e.0 == t.id.tgid)
-                        .map(|e| e.1.clone())
-                        .map(|name| self.group(&name));
+                    while groups_at.next_if(|e| e.0 .0 < t.id.tgid).is_some() {}
+                    let gi = groups_at.next_if(|e| e.0 .0 == t.id.tgid).map(|e| *e.1);
                     cur = Some((t.id.tgid, gi));
                     gi
                 }
@@ -446,39 +457,41 @@ impl Aggregator {
         self.prev = prev_now;
         // Thread states over the interval, charged to the group the thread's process is in
         // now, or was in (a process that exited since).
-        if let (Some(prev), Some(cur)) = (self.states_prev.as_ref(), states.as_ref()) {
-            let mut iv = between(prev, cur, Rollup::Thread);
-            // In pid order, to walk the groups alongside.
-            iv.rows.sort_unstable_by_key(|r| r.pid);
-            let mut groups_at = group_of.entries().iter().peekable();
-            let mut labels: HashMap<Vec<String>, Arc<str>> = HashMap::new();
-            let mut last: Option<(i32, Option<usize>)> = None;
-            for row in &iv.rows {
+        // (The last sample is taken out of self while self makes groups; this one replaces it.)
+        let states_prev = self.states_prev.take();
+        if let (Some(prev), Some(cur)) = (states_prev.as_ref(), states.as_ref()) {
+            // Per thread, no row built: the thread's process's group is the one it has in this
+            // collection's assignment, or had in the last one (a process that exited since).
+            let mut labels: HashMap<u32, Arc<str>> = HashMap::new();
+            // Threads come in hash order: a binary search of the assignment per thread was
+            // most of the aggregation (a cache miss per step at 50,000 processes).
+            let group_at: PidMap<usize> = group_of
+                .entries()
+                .iter()
+                .zip(&entry_group)
+                .map(|(e, &gi)| (e.0, gi))
+                .collect();
+            for d in thread_deltas(prev, cur) {
                 for s in 0..NSTATES {
-                    system.state_ns[s] = system.state_ns[s].saturating_add(row.ns[s]);
+                    system.state_ns[s] = system.state_ns[s].saturating_add(d.ns[s]);
                 }
-                let gi = match last {
-                    Some((pid, gi)) if pid == row.pid => gi,
-                    _ => {
-                        while groups_at.next_if(|e| e.0 < row.pid).is_some() {}
-                        let name = groups_at
-                            .next_if(|e| e.0 == row.pid)
-                            .map(|e| &e.1)
-                            .or_else(|| self.group_prev.get(row.pid))
-                            .cloned();
-                        let gi = name.map(|n| self.group(&n));
-                        last = Some((row.pid, gi));
-                        gi
-                    }
+                let pid = d.cur.id.tgid;
+                let gi = match group_at.get(&pid) {
+                    Some(&gi) => Some(gi),
+                    None => self.group_prev.get(pid).cloned().map(|n| self.group(&n)),
                 };
-                let Some(gi) = gi else { continue };
+                let Some(gi) = gi else {
+                    continue;
+                };
                 let g = &mut self.groups[gi];
                 for s in 0..NSTATES {
-                    g.delta.state_ns[s] = g.delta.state_ns[s].saturating_add(row.ns[s]);
+                    g.delta.state_ns[s] = g.delta.state_ns[s].saturating_add(d.ns[s]);
                 }
-                for reason in row.reasons.iter().filter(|r| r.state == State::Disk) {
-                    let label = reason_label(&reason.frames, &mut labels);
-                    g.delta.add_reason(&label, reason.ns, usize::MAX);
+                for (_, id, ns) in d.reasons().filter(|r| r.0 == State::Disk) {
+                    let label = labels
+                        .entry(id)
+                        .or_insert_with(|| reason_label(cur.reasons.get(&id).map(|f| &f[..])));
+                    g.delta.add_reason(label, ns, usize::MAX);
                 }
             }
         }

@@ -634,6 +634,9 @@ mod tests {
         let absent = 1 + tasksnap_model::states::NSTATES;
         assert_eq!(e.series, fixed_series(0) - absent + counted, "{om}");
         assert!(!om.contains("{}"), "{om}");
-        assert!(om.lines().any(|l| l.starts_with("tasksnap_processes 3")), "{om}");
+        assert!(
+            om.lines().any(|l| l.starts_with("tasksnap_processes 3")),
+            "{om}"
+        );
     }
 }

@@ -124,7 +124,7 @@ fn thread(r: &mut Rng, t: &Task, at: u64) -> ThreadTotals {
     state_ns[State::Sleeping.index()] = r.below(1 << 44);
     ThreadTotals {
         id: t.id,
-        comm: t.comm_lossy(),
+        comm: t.comm_lossy().into(),
         kernel_thread: false,
         state_ns,
         samples: [0; NSTATES],

@@ -281,7 +281,7 @@ pub(crate) fn get_thread(
     };
     Ok(ThreadTotals {
         id,
-        comm,
+        comm: comm.into(),
         kernel_thread: f & F_KERNEL != 0,
         state_ns,
         samples,

@@ -221,7 +221,7 @@ fn new_thread(r: &mut Rng, id: TaskId, at: u64) -> ThreadTotals {
         } else {
             id
         },
-        comm: r.text(8),
+        comm: r.text(8).into(),
         kernel_thread: r.chance(10),
         state_ns: std::array::from_fn(|_| r.num()),
         samples: std::array::from_fn(|_| r.below(100)),

@@ -164,7 +164,7 @@ pub struct ThreadTotals {
     /// The thread (tid, its process, its start time: a reused tid is another thread).
     pub id: TaskId,
     /// Command name; may hold any byte the kernel allows except NUL (shown escaped).
-    pub comm: String,
+    pub comm: Arc<str>,
     /// Whether it is a kernel thread.
     pub kernel_thread: bool,
     /// ns per state (`State::index`). BPF: all states. /proc: running and the ended run-queue

@@ -268,61 +268,111 @@ fn sub(a: &[u64; NSTATES], b: Option<&[u64; NSTATES]>) -> [u64; NSTATES] {
     d
 }
 
-fn thread_row(
-    cur: &ThreadTotals,
-    prev: Option<&ThreadTotals>,
-    mode: Mode,
-    reasons: &HashMap<u32, Arc<[String]>>,
-    interval_start_ns: u64,
-) -> Row {
-    let exact = sub(&cur.state_ns, prev.map(|p| &p.state_ns));
-    let ns = match mode {
-        Mode::Bpf => exact,
-        Mode::Procfs { delayacct, .. } => {
-            let from = prev.map_or(cur.id.start_time_ns.max(interval_start_ns), |p| {
-                p.seen_at_ns
-            });
-            let alive = cur.seen_at_ns.saturating_sub(from);
-            let samples = sub(&cur.samples, prev.map(|p| &p.samples));
-            // schedstat's runtime is exact and read a little apart from the clock: the alive
-            // time is at least what it says the thread ran. Its run-queue delta is not bounded
-            // so: a wait is counted when it ends, whole, however much of it fell in earlier
-            // intervals. Stretching the alive time to hold it (as this did) made RUN% a share
-            // of more than the interval (a thread that waited 2 s and then ran half of a 1 s
-            // interval showed RUN 20%); the part that does not fit is left out instead.
-            let run = exact[State::Running.index()];
-            let alive = alive.max(run);
-            let mut exact = exact;
-            let runq = &mut exact[State::Runnable.index()];
-            *runq = (*runq).min(alive - run);
-            procfs_split(alive, &exact, &samples, cur.current, delayacct)
+/// One thread's share of an interval: what [`between`] makes a [`Row`] of, for callers that
+/// need the figures without a row per thread (the exporter sums them per group).
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadDelta<'a> {
+    /// The thread's totals at the end of the interval.
+    pub cur: &'a ThreadTotals,
+    /// Its totals at the start (`None`: born, or first seen, in the interval).
+    pub prev: Option<&'a ThreadTotals>,
+    /// ns per state in the interval.
+    pub ns: [u64; NSTATES],
+}
+
+impl<'a> ThreadDelta<'a> {
+    /// The delta of `cur` against `prev` in a sample of `mode` whose interval began at
+    /// `interval_start_ns`.
+    pub fn new(
+        cur: &'a ThreadTotals,
+        prev: Option<&'a ThreadTotals>,
+        mode: Mode,
+        interval_start_ns: u64,
+    ) -> ThreadDelta<'a> {
+        let exact = sub(&cur.state_ns, prev.map(|p| &p.state_ns));
+        let ns = match mode {
+            Mode::Bpf => exact,
+            Mode::Procfs { delayacct, .. } => {
+                let from = prev.map_or(cur.id.start_time_ns.max(interval_start_ns), |p| {
+                    p.seen_at_ns
+                });
+                let alive = cur.seen_at_ns.saturating_sub(from);
+                let samples = sub(&cur.samples, prev.map(|p| &p.samples));
+                // schedstat's runtime is exact and read a little apart from the clock: the alive
+                // time is at least what it says the thread ran. Its run-queue delta is not bounded
+                // so: a wait is counted when it ends, whole, however much of it fell in earlier
+                // intervals. Stretching the alive time to hold it (as this did) made RUN% a share
+                // of more than the interval (a thread that waited 2 s and then ran half of a 1 s
+                // interval showed RUN 20%); the part that does not fit is left out instead.
+                let run = exact[State::Running.index()];
+                let alive = alive.max(run);
+                let mut exact = exact;
+                let runq = &mut exact[State::Runnable.index()];
+                *runq = (*runq).min(alive - run);
+                procfs_split(alive, &exact, &samples, cur.current, delayacct)
+            }
+        };
+        ThreadDelta { cur, prev, ns }
+    }
+
+    /// The time it was alive in the interval, ns.
+    pub fn alive_ns(&self) -> u64 {
+        self.ns.iter().sum()
+    }
+
+    /// Off-CPU ns per (state, reason id) in the interval (ids index [`Sample::reasons`]),
+    /// each at most its state's time.
+    pub fn reasons(&self) -> impl Iterator<Item = (State, u32, u64)> + '_ {
+        self.cur
+            .reasons
+            .iter()
+            .filter_map(move |&(state, id, total)| {
+                let before = self
+                    .prev
+                    .and_then(|p| {
+                        p.reasons
+                            .iter()
+                            .find(|&&(s, i, _)| s == state && i == id)
+                            .map(|&(_, _, n)| n)
+                    })
+                    .unwrap_or(0);
+                // A reason's time is part of its state's (a lag between the two reads at most:
+                // see bpf/mod.rs), never more.
+                let d = total.saturating_sub(before).min(self.ns[state.index()]);
+                (d > 0).then_some((state, id, d))
+            })
+    }
+}
+
+/// The threads of `cur` that were alive in the interval from `prev` (threads that exited
+/// during it included), unordered: the per-thread figures [`between`] rolls up.
+pub fn thread_deltas<'a>(
+    prev: &'a Sample,
+    cur: &'a Sample,
+) -> impl Iterator<Item = ThreadDelta<'a>> + 'a {
+    cur.threads.iter().filter_map(move |(key, t)| {
+        let p = prev.threads.get(key);
+        if t.exited && p.is_none() && t.state_ns.iter().sum::<u64>() == 0 {
+            return None;
         }
-    };
+        let d = ThreadDelta::new(t, p, cur.mode, prev.at_ns);
+        (d.alive_ns() > 0).then_some(d)
+    })
+}
+
+fn thread_row(d: &ThreadDelta<'_>, reasons: &HashMap<u32, Arc<[String]>>) -> Row {
+    let cur = d.cur;
     let mut row = Row {
         pid: cur.id.tgid,
         tid: Some(cur.id.tid),
-        comm: cur.comm.clone(),
-        ns,
-        alive_ns: ns.iter().sum(),
+        comm: cur.comm.to_string(),
+        ns: d.ns,
+        alive_ns: d.alive_ns(),
         threads: 1,
         exited: cur.exited,
         ..Row::default()
     };
-    for &(state, id, total) in &cur.reasons {
-        let before = prev
-            .and_then(|p| {
-                p.reasons
-                    .iter()
-                    .find(|&&(s, i, _)| s == state && i == id)
-                    .map(|&(_, _, n)| n)
-            })
-            .unwrap_or(0);
-        // A reason's time is part of its state's (a lag between the two reads at most: see
-        // bpf/mod.rs), never more.
-        let d = total.saturating_sub(before).min(row.ns[state.index()]);
-        if d == 0 {
-            continue;
-        }
+    for (state, id, d) in d.reasons() {
         let frames = reasons
             .get(&id)
             .cloned()
@@ -349,17 +399,9 @@ fn thread_row(
 pub fn between(prev: &Sample, cur: &Sample, rollup: Rollup) -> Interval {
     let mut rows: Vec<Row> = Vec::with_capacity(cur.threads.len());
     let mut exited = 0;
-    for (key, t) in &cur.threads {
-        let p = prev.threads.get(key);
-        if t.exited && p.is_none() && t.state_ns.iter().sum::<u64>() == 0 {
-            continue;
-        }
-        let row = thread_row(t, p, cur.mode, &cur.reasons, prev.at_ns);
-        if row.alive_ns == 0 {
-            continue;
-        }
-        exited += usize::from(t.exited);
-        rows.push(row);
+    for d in thread_deltas(prev, cur) {
+        exited += usize::from(d.cur.exited);
+        rows.push(thread_row(&d, &cur.reasons));
     }
     let rows = match rollup {
         Rollup::Thread => rows,
@@ -419,7 +461,7 @@ mod tests {
                 tid,
                 start_time_ns: 1,
             },
-            comm: format!("t{tid}"),
+            comm: format!("t{tid}").into(),
             state_ns: ns,
             seen_at_ns: at,
             ..ThreadTotals::default()

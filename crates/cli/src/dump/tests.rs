@@ -94,7 +94,7 @@ fn task(tgid: i32, tid: i32, comm: &[u8], uid: u32, cmdline: &[u8], k: u64) -> T
 fn totals(tgid: i32, tid: i32, comm: &str, state_ns: [u64; NSTATES], at: u64) -> ThreadTotals {
     ThreadTotals {
         id: id(tgid, tid),
-        comm: comm.to_string(),
+        comm: comm.into(),
         state_ns,
         seen_at_ns: at,
         ..ThreadTotals::default()

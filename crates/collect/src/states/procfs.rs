@@ -584,7 +584,7 @@ impl StateSource for ProcfsSource {
                     tid,
                     start_time_ns: st.start_ticks.saturating_mul(self.tick_ns),
                 },
-                comm: st.comm,
+                comm: st.comm.into(),
                 kernel_thread: st.flags & PF_KTHREAD != 0,
                 state_ns,
                 samples: t.samples,

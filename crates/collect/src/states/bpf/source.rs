@@ -65,6 +65,8 @@ pub struct BpfSource {
     frames: HashMap<u32, Arc<[String]>>,
     /// /proc/TID/stack frames already interned, by frames.
     proc_stacks: HashMap<Vec<String>, u32>,
+    /// Thread names already made (see [`comm_text`]).
+    names: HashMap<[i8; 16], Arc<str>>,
     buf: Vec<u8>,
     /// How long loading and attaching took, ns.
     pub load_ns: u64,
@@ -100,25 +102,43 @@ fn clock_tick_ns() -> u64 {
 }
 
 /// A kernel `comm` as text: invalid UTF-8 replaced, and everything else kept (callers
-/// escape control characters when they print).
-fn comm_text(comm: &[i8; 16]) -> String {
-    let mut bytes = [0u8; 16];
-    let mut n = 0;
-    for &c in comm.iter().take_while(|&&c| c != 0) {
-        bytes[n] = c as u8;
-        n += 1;
+/// escape control characters when they print). Interned in `names`: a host's threads share
+/// a few thousand names, and a text made per thread per pass was a tenth of a sample's CPU
+/// at 50,000 threads (made, then freed with the sample).
+fn comm_text(comm: &[i8; 16], names: &mut HashMap<[i8; 16], Arc<str>>) -> Arc<str> {
+    if let Some(t) = names.get(comm) {
+        return t.clone();
     }
-    String::from_utf8_lossy(&bytes[..n]).into_owned()
+    let bytes: Vec<u8> = comm.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let text: Arc<str> = Arc::from(String::from_utf8_lossy(&bytes).as_ref());
+    // Names that are no longer used go when the table grows past any host's working set
+    // (threads rename themselves: a table kept forever would only grow).
+    if names.len() >= 1 << 16 {
+        names.clear();
+    }
+    names.insert(*comm, text.clone());
+    text
 }
 
-/// The records of a pass, decoded one at a time (no copy of the whole pass).
-fn records(buf: &[u8]) -> impl Iterator<Item = skel::types::st_rec> + '_ {
-    buf.chunks_exact(std::mem::size_of::<skel::types::st_rec>())
-        .map(|c| {
-            // SAFETY: the iterator writes whole st_rec records (states.h) back to back; a
-            // chunk is exactly one, and every bit pattern of its integer fields is valid.
-            unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<skel::types::st_rec>()) }
-        })
+/// The records of a pass: in place when the buffer is aligned for them (a heap buffer is),
+/// copied otherwise. Copying each 136-byte record out, once per use, was a twentieth of a
+/// sample at 50,000 threads.
+fn records(buf: &[u8]) -> std::borrow::Cow<'_, [skel::types::st_rec]> {
+    // SAFETY: st_rec is a plain C struct of integers (states.h), for which every bit pattern
+    // is valid; align_to hands out only the aligned middle part of the buffer.
+    let (head, recs, _) = unsafe { buf.align_to::<skel::types::st_rec>() };
+    if head.is_empty() {
+        return std::borrow::Cow::Borrowed(recs);
+    }
+    std::borrow::Cow::Owned(
+        buf.chunks_exact(std::mem::size_of::<skel::types::st_rec>())
+            .map(|c| {
+                // SAFETY: a chunk is exactly one st_rec (see above); read_unaligned needs no
+                // alignment.
+                unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<skel::types::st_rec>()) }
+            })
+            .collect(),
+    )
 }
 
 impl BpfSource {
@@ -191,6 +211,7 @@ impl BpfSource {
             syms,
             frames: HashMap::new(),
             proc_stacks: HashMap::new(),
+            names: HashMap::new(),
             buf: Vec::with_capacity(1 << 20),
             load_ns: 0,
         };
@@ -433,6 +454,7 @@ impl BpfSource {
         // The pass's bytes are taken out of self while they are decoded (the loop below needs
         // &mut self for symbols) and put back for the next pass.
         let buf = std::mem::take(&mut self.buf);
+        let recs = records(&buf);
         let at_ns = monotonic_ns();
         self.ringbuf
             .consume()
@@ -455,21 +477,22 @@ impl BpfSource {
         let live_threads: FastSet<(i32, u64)> = if why.is_empty() {
             FastSet::default()
         } else {
-            records(&buf)
+            recs.iter()
                 .map(|r| (r.global_tid as i32, r.start_boottime_ns))
                 .collect()
         };
         let mut sample = Sample::new(Mode::Bpf, at_ns);
         sample.threads.reserve(nrecs + exits.len());
         // The reader's namespace's pid 1 (records are numbered as there).
-        let seen_pid1 = records(&buf).any(|r| r.tid == 1);
+        let seen_pid1 = recs.iter().any(|r| r.tid == 1);
         if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
             sample.notes.extend(self.pid1_note(seen_pid1));
         }
         let mut referenced: FastSet<u32> = FastSet::default();
-        for (r, exited) in records(&buf)
+        for (r, exited) in recs
+            .iter()
             .map(|r| (r, false))
-            .chain(exits.iter().map(|&r| (r, true)))
+            .chain(exits.iter().map(|r| (r, true)))
         {
             if !self.opts.filter.pids.is_empty()
                 && self.opts.filter.comms.is_empty()
@@ -477,7 +500,7 @@ impl BpfSource {
             {
                 continue; // the common case, decided without building the name
             }
-            let comm = comm_text(&r.comm);
+            let comm = comm_text(&r.comm, &mut self.names);
             if !self.opts.filter.matches(r.tgid as i32, &comm) {
                 continue;
             }
