@@ -228,6 +228,23 @@ run_size() {
   ts_pid=$last_pid
   wait_http "http://127.0.0.1:$ts_port/metrics" "$ts_pid" tasksnap
 
+  # Taken before the other exporters start (process-exporter takes more than an interval
+  # to start at 50,000 processes: read later, the figures were a later collection's).
+  # The window starts once tasksnap's second collection is out: the cost it exposes is the
+  # last finished collection's, so until then the counters hold the first collection (which
+  # meets every task for the first time); that one is recorded apart.
+  local first="" 
+  for i in $(seq 600); do
+    first=$(curl -sf "http://127.0.0.1:$ts_port/metrics" | awk '
+      /^tasksnap_collections_total[{ ]/ { n = $2 } /^tasksnap_collect_seconds[{ ]/ { s = $2 }
+      /^tasksnap_collect_cpu_seconds_total[{ ]/ { c = $2 }
+      END { if (n == 2) printf "{\"collect_s\": %s, \"cpu_s\": %s}", s, c }')
+    [ -n "$first" ] && break
+    sleep 0.1
+  done
+  [ -n "$first" ] || { echo "tasksnap serve made no second collection in 60 s" >&2; exit 1; }
+  echo "   tasksnap's first collection: $first" >&2
+
   local pe_port ne_port
   pe_port=$(free_port)
   cat >"$work/process-exporter.yml" <<'EOF'
@@ -248,20 +265,6 @@ EOF
   wait_http "http://127.0.0.1:$pe_port/" "$pe_pid" process-exporter
   wait_http "http://127.0.0.1:$ne_port/" "$ne_pid" node-exporter
 
-  # The window starts once tasksnap's second collection is out: the cost it exposes is the
-  # last finished collection's, so until then the counters hold the first collection (which
-  # meets every task for the first time); that one is recorded apart.
-  local first="" 
-  for i in $(seq 600); do
-    first=$(curl -sf "http://127.0.0.1:$ts_port/metrics" | awk '
-      /^tasksnap_collections_total[{ ]/ { n = $2 } /^tasksnap_collect_seconds[{ ]/ { s = $2 }
-      /^tasksnap_collect_cpu_seconds_total[{ ]/ { c = $2 }
-      END { if (n >= 2) printf "{\"collect_s\": %s, \"cpu_s\": %s}", s, c }')
-    [ -n "$first" ] && break
-    sleep 0.1
-  done
-  [ -n "$first" ] || { echo "tasksnap serve made no second collection in 60 s" >&2; exit 1; }
-  echo "   tasksnap's first collection: $first" >&2
 
   prom_port=$(free_port)
   cat >"$work/prometheus.yml" <<EOF

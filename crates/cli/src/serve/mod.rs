@@ -243,6 +243,22 @@ fn collection_cpu_ns(http: Option<libc::clockid_t>) -> u64 {
     process.saturating_sub(http.map_or(0, tasksnap_procfs::sys::clock_ns))
 }
 
+/// Makes the calling thread (the collection thread) 10 nice levels lower than the exporter,
+/// so that a scrape arriving during a collection on a busy host is answered first: the
+/// collection is background work with seconds to spare, a scrape has a timeout.
+fn lower_priority() {
+    // SAFETY: gettid has no preconditions; getpriority and setpriority on PRIO_PROCESS with
+    // a thread id read and change that one thread's nice value (Linux keeps it per thread).
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        *libc::__errno_location() = 0;
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+        if now != -1 || *libc::__errno_location() == 0 {
+            libc::setpriority(libc::PRIO_PROCESS, tid, (now + 10).min(19));
+        }
+    }
+}
+
 /// What the collection thread says once it has taken its first collection.
 struct Started {
     tasks_why: String,
@@ -395,6 +411,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
         std::thread::Builder::new()
             .name("collect".into())
             .spawn(move || {
+                lower_priority();
                 let mut c = match Collection::open(backend, opts, timings, http_clock) {
                     Ok(c) => c,
                     Err(e) => {
