@@ -10,7 +10,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString, PyType};
 use pyo3::IntoPyObjectExt;
 use tasksnap_model::{Backend, Groups, Query, Selector, Snapshot, Task, TaskState};
 
@@ -483,6 +483,144 @@ pub(crate) fn processes<'py>(
         out.append((t.id.tgid, t.id.start_time_ns, info))?;
     }
     Ok(out)
+}
+
+/// Python's cyclic garbage collector paused while this lives (when it was running).
+///
+/// `process_objects` makes about ten objects per process, most of them containers the
+/// collector tracks (the info dict, the Process, the command line's list): at 50,000
+/// processes, collections triggered meanwhile cost 200 ms of the 340 ms it took to make
+/// them, traversing again and again everything already made (and whatever else the caller
+/// holds: psutil's cache of Process objects, in the benchmark). None of these objects can
+/// form a cycle while they are made, so the collector has nothing to find in them then.
+/// The objects stay tracked: the next collection after the call looks at them once.
+struct GcPaused<'py> {
+    gc: Option<Bound<'py, PyModule>>,
+}
+
+impl<'py> GcPaused<'py> {
+    fn new(py: Python<'py>) -> PyResult<GcPaused<'py>> {
+        let gc = PyModule::import(py, "gc")?;
+        if !gc.call_method0("isenabled")?.is_truthy()? {
+            return Ok(GcPaused { gc: None });
+        }
+        gc.call_method0("disable")?;
+        Ok(GcPaused { gc: Some(gc) })
+    }
+}
+
+impl Drop for GcPaused<'_> {
+    fn drop(&mut self) {
+        if let Some(gc) = &self.gc {
+            // Nothing to do about a failure to re-enable it but not hide the call's result.
+            let _ = gc.call_method0("enable");
+        }
+    }
+}
+
+/// `process_iter(attrs, ad_value)` as `Process` objects of class `cls` (tasksnap's), made
+/// here in one go: each with `_pid`, `_start_ns`, `_name` and `info` (`attrs`, an unreadable
+/// one `ad_value`; empty unless `with_info`), what `object.__new__(cls)` and four attribute
+/// stores per process made in Python before. Sorted by pid.
+#[pyfunction]
+#[pyo3(signature = (cls, attrs, ad_value, with_info, backend="auto"))]
+pub(crate) fn process_objects<'py>(
+    py: Python<'py>,
+    cls: Bound<'py, PyType>,
+    attrs: Vec<String>,
+    ad_value: Bound<'py, PyAny>,
+    with_info: bool,
+    backend: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    let attrs = parse_attrs(&attrs)?;
+    let backend = backend_arg(backend)?;
+    let (groups, real_ids) = groups_for(&attrs);
+    let snap = py
+        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, real_ids, false))
+        .map_err(crate::collect_error)?;
+    let mut ctx = Ctx::new(py, &snap, &attrs)?;
+    ctx.complete_names(&snap, &attrs, true)?;
+    let keys: Vec<Bound<'py, PyString>> = attrs
+        .iter()
+        .map(|a| PyString::intern(py, a.name()))
+        .collect();
+    let name_key = PyString::intern(py, "name");
+    let [pid_attr, start_attr, name_attr, info_attr] =
+        ["_pid", "_start_ns", "_name", "info"].map(|n| PyString::intern(py, n));
+    let new = ObjectNew::of(&cls)?;
+    let none = py.None().into_bound(py);
+    let _paused = GcPaused::new(py)?;
+    let mut out = Vec::with_capacity(snap.tasks.len());
+    for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
+        let info = PyDict::new(py);
+        for (a, k) in attrs.iter().zip(&keys) {
+            match ctx.value(*a, t)? {
+                Ok(v) => info.set_item(k, v)?,
+                Err(_) => info.set_item(k, &ad_value)?,
+            }
+        }
+        let p = new.call(py, &cls)?;
+        p.setattr(&pid_attr, t.id.tgid)?;
+        p.setattr(&start_attr, t.id.start_time_ns)?;
+        p.setattr(
+            &name_attr,
+            info.get_item(&name_key)?.unwrap_or_else(|| none.clone()),
+        )?;
+        if with_info {
+            p.setattr(&info_attr, info)?;
+        } else {
+            p.setattr(&info_attr, PyDict::new(py))?;
+        }
+        out.push(p);
+    }
+    PyList::new(py, out)
+}
+
+/// `object.__new__(cls)` for a plain class (`Process`): its `tp_alloc` called directly,
+/// which is all `object.__new__` does for a class that is not abstract, given no arguments;
+/// or, for any other class, the call itself.
+struct ObjectNew(Option<pyo3::ffi::allocfunc>);
+
+impl ObjectNew {
+    fn of(cls: &Bound<'_, PyType>) -> PyResult<ObjectNew> {
+        let py = cls.py();
+        let object = py.get_type::<PyAny>();
+        const HEAPTYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE
+        const ABSTRACT: u64 = 1 << 20; // Py_TPFLAGS_IS_ABSTRACT
+        let flags: u64 = cls.getattr("__flags__")?.extract()?;
+        let plain = flags & HEAPTYPE != 0
+            && flags & ABSTRACT == 0
+            && cls.getattr("__new__")?.is(object.getattr("__new__")?)
+            && cls.is_subclass(&object)?;
+        if !plain {
+            return Ok(ObjectNew(None));
+        }
+        // SAFETY: `cls` is a live heap type (checked above), for which PyType_GetSlot is
+        // defined in every Python of the stable ABI; it returns the tp_alloc function (or
+        // NULL), which has the allocfunc signature, and Option<fn> is how a nullable
+        // function pointer is represented.
+        let alloc = unsafe {
+            let p = pyo3::ffi::PyType_GetSlot(cls.as_ptr().cast(), pyo3::ffi::Py_tp_alloc);
+            std::mem::transmute::<*mut std::ffi::c_void, Option<pyo3::ffi::allocfunc>>(p)
+        };
+        Ok(ObjectNew(alloc))
+    }
+
+    fn call<'py>(&self, py: Python<'py>, cls: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyAny>> {
+        let Some(alloc) = self.0 else {
+            return py.get_type::<PyAny>().call_method1("__new__", (cls,));
+        };
+        // SAFETY: `alloc` is `cls`'s own tp_alloc (ObjectNew::of, same class): called with
+        // the type and 0 items it returns a new reference to a zeroed instance (its slots
+        // empty, as object.__new__ leaves them) or NULL with an exception set.
+        unsafe {
+            let obj = alloc(cls.as_ptr().cast(), 0);
+            if obj.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            Ok(Bound::from_owned_ptr(py, obj))
+        }
+    }
 }
 
 /// `NoSuchProcess(pid, name, msg)`.

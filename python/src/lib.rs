@@ -38,6 +38,12 @@ pub(crate) struct Types {
     pub access_denied: Py<PyAny>,
     /// `tuple.__new__`: a named tuple made through it skips the class's Python `__new__`.
     pub tuple_new: Py<PyAny>,
+    /// The named tuple classes' allocator (`tp_alloc`, CPython's `PyType_GenericAlloc`),
+    /// when every one of them is a plain tuple underneath (`__slots__ = ()`, as `NamedTuple`
+    /// makes them): a named tuple is then allocated and filled directly, as
+    /// `tuple.__new__(cls, items)` does inside, without the call, its argument tuples and
+    /// the copy of the items.
+    tuple_alloc: Option<pyo3::ffi::allocfunc>,
 }
 
 static TYPES: OnceLock<Types> = OnceLock::new();
@@ -50,16 +56,99 @@ pub(crate) fn types() -> PyResult<&'static Types> {
 }
 
 impl Types {
-    /// A named tuple of class `cls` holding `items`.
+    /// A named tuple of class `cls` (one of the classes handed over) holding `items`, which
+    /// are numbers: the tuple cannot be part of a reference cycle, so it is taken off the
+    /// cyclic garbage collector's lists at once, as CPython's collector does itself with
+    /// such tuples the first time it meets them (`_PyTuple_MaybeUntrack`).
     pub fn make<'py, const N: usize>(
         &self,
         py: Python<'py>,
         cls: &Py<PyAny>,
         items: [Bound<'py, PyAny>; N],
     ) -> PyResult<Bound<'py, PyAny>> {
-        let t = PyTuple::new(py, items)?;
-        self.tuple_new.bind(py).call1((cls.bind(py), t))
+        let Some(alloc) = self.tuple_alloc else {
+            let t = PyTuple::new(py, items)?;
+            return self.tuple_new.bind(py).call1((cls.bind(py), t));
+        };
+        // SAFETY: `cls` is one of the named tuple classes `setup` checked: a heap type that
+        // subclasses tuple with tuple's own instance layout (same basic and item sizes, no
+        // __dict__ or other slot), whose tp_alloc is `alloc`. tp_alloc(cls, N) returns a new
+        // reference to a zeroed tuple of N slots (or NULL with an exception set), exactly
+        // what tuple's own tp_new for a subclass fills (tuple_subtype_new). PyTuple_SetItem
+        // takes over each item's reference (also when it fails) and only accepts a tuple
+        // whose reference count is 1, which a fresh one is; a tuple left with NULL slots by
+        // a failure is freed by tuple's deallocator, which skips them.
+        unsafe {
+            let tp = cls.as_ptr().cast::<pyo3::ffi::PyTypeObject>();
+            let obj = alloc(tp, N as pyo3::ffi::Py_ssize_t);
+            if obj.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            let obj = Bound::from_owned_ptr(py, obj);
+            for (i, item) in items.into_iter().enumerate() {
+                let rc = pyo3::ffi::PyTuple_SetItem(
+                    obj.as_ptr(),
+                    i as pyo3::ffi::Py_ssize_t,
+                    item.into_ptr(),
+                );
+                if rc != 0 {
+                    return Err(PyErr::fetch(py));
+                }
+            }
+            pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast());
+            Ok(obj)
+        }
     }
+}
+
+/// The allocator of the named tuple classes `classes`, when all of them are tuples
+/// underneath (see `Types::tuple_alloc`); `None` sends every one through `tuple.__new__`.
+fn tuple_alloc(py: Python<'_>, classes: &[&Py<PyAny>]) -> PyResult<Option<pyo3::ffi::allocfunc>> {
+    let tuple = py.get_type::<PyTuple>();
+    let size = |o: &Bound<'_, PyAny>, name: &str| -> PyResult<isize> { o.getattr(name)?.extract() };
+    let mut found: Option<pyo3::ffi::allocfunc> = None;
+    for cls in classes {
+        let c = cls.bind(py);
+        let Ok(t) = c.cast::<pyo3::types::PyType>() else {
+            return Ok(None);
+        };
+        // No instance __dict__ or __weakref__ either: every class of the MRO up to tuple
+        // says `__slots__ = ()` (Python 3.11's managed dicts would not show in the sizes).
+        let mut slotless = true;
+        for k in t.mro().iter() {
+            if k.is(&tuple) || k.is(py.get_type::<pyo3::types::PyAny>()) {
+                continue;
+            }
+            let slots = k.getattr("__dict__")?.get_item("__slots__").ok();
+            slotless &= slots.is_some_and(|s| s.len().ok() == Some(0));
+        }
+        let same_layout = slotless
+            && t.is_subclass(&tuple)?
+            && size(c, "__basicsize__")? == size(tuple.as_any(), "__basicsize__")?
+            && size(c, "__itemsize__")? == size(tuple.as_any(), "__itemsize__")?;
+        // The classes are made by Python code (heap types): PyType_GetSlot answers for them
+        // in every Python the stable ABI covers.
+        let heap = t.getattr("__flags__")?.extract::<u64>()? & (1 << 9) != 0; // Py_TPFLAGS_HEAPTYPE
+        if !same_layout || !heap {
+            return Ok(None);
+        }
+        // SAFETY: `t` is a live heap type object; PyType_GetSlot only reads its slot table
+        // and returns the tp_alloc function pointer (or NULL), which has the allocfunc
+        // signature; transmuting a possibly-NULL function pointer to Option<fn> is the
+        // documented representation of a nullable function pointer.
+        let alloc = unsafe {
+            let p = pyo3::ffi::PyType_GetSlot(t.as_ptr().cast(), pyo3::ffi::Py_tp_alloc);
+            std::mem::transmute::<*mut std::ffi::c_void, Option<pyo3::ffi::allocfunc>>(p)
+        };
+        let Some(alloc) = alloc else {
+            return Ok(None);
+        };
+        if found.is_some_and(|f| !std::ptr::fn_addr_eq(f, alloc)) {
+            return Ok(None);
+        }
+        found = Some(alloc);
+    }
+    Ok(found)
 }
 
 /// Hands over the named tuple classes and exceptions (a dict keyed by their psutil names).
@@ -72,7 +161,7 @@ fn setup(py: Python<'_>, classes: &Bound<'_, PyDict>) -> PyResult<()> {
             .ok_or_else(|| PyValueError::new_err(format!("setup: missing {name}")))
     };
     let tuple_new = py.get_type::<PyTuple>().getattr("__new__")?.unbind();
-    let t = Types {
+    let mut t = Types {
         pcputimes: get("pcputimes")?,
         pmem: get("pmem")?,
         pio: get("pio")?,
@@ -84,7 +173,20 @@ fn setup(py: Python<'_>, classes: &Bound<'_, PyDict>) -> PyResult<()> {
         zombie_process: get("ZombieProcess")?,
         access_denied: get("AccessDenied")?,
         tuple_new,
+        tuple_alloc: None,
     };
+    t.tuple_alloc = tuple_alloc(
+        py,
+        &[
+            &t.pcputimes,
+            &t.pmem,
+            &t.pio,
+            &t.pthread,
+            &t.puids,
+            &t.pgids,
+            &t.pctxsw,
+        ],
+    )?;
     // A second call (a reload of the Python module) keeps the first classes.
     let _ = TYPES.set(t);
     Ok(())
@@ -103,6 +205,7 @@ pub(crate) fn collect_error(e: tasksnap_collect::Error) -> PyErr {
 fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(setup, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::processes, m)?)?;
+    m.add_function(wrap_pyfunction!(attrs::process_objects, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::process, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::threads, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::children, m)?)?;

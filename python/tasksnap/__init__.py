@@ -503,20 +503,12 @@ def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) ->
     with what the pass read.
     """
     names = ATTRS if attrs is None else _check_attrs(attrs)
-    rows = _tasksnap.processes(list(names) if attrs is not None else ["name"], ad_value, _BACKEND)
-    return _yield(rows, attrs is not None)
-
-
-def _yield(rows: List[Tuple[int, int, Dict[str, Any]]], with_info: bool) -> Iterator[Process]:
-    new = object.__new__
-    cls = Process
-    for pid, start_ns, info in rows:
-        p = new(cls)
-        p._pid = pid
-        p._start_ns = start_ns
-        p._name = info.get("name")
-        p.info = info if with_info else {}
-        yield p
+    return iter(
+        _tasksnap.process_objects(
+            Process, list(names) if attrs is not None else ["name"], ad_value, attrs is not None,
+            _BACKEND,
+        )
+    )
 
 
 def pids() -> List[int]:

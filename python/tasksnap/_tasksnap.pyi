@@ -10,6 +10,12 @@ def processes(
 ) -> List[Tuple[int, int, Dict[str, Any]]]:
     """(pid, start_time_ns, info) of every process, sorted by pid."""
 
+def process_objects(
+    cls: type, attrs: Sequence[str], ad_value: Any, with_info: bool, backend: str = "auto"
+) -> List[Any]:
+    """Every process as an instance of ``cls`` (``Process``) with ``_pid``, ``_start_ns``,
+    ``_name`` and ``info`` set, sorted by pid."""
+
 def process(
     pid: int,
     attrs: Sequence[str],

@@ -207,6 +207,132 @@ fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: 
     }
 }
 
+/// /proc/PID/statm's fields as pages: size resident shared text lib data dt.
+fn statm(tgid: i32, tid: i32) -> Option<[u64; 7]> {
+    let s = std::fs::read_to_string(format!("/proc/{tgid}/task/{tid}/statm")).ok()?;
+    let v: Vec<u64> = s
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    v.try_into().ok()
+}
+
+/// The memory group (statm) from the pass, against /proc/PID/statm read right after it, on
+/// a spawned load whose processes sleep (their counters do not move): every field equal.
+/// On Linux 6.16+ statm adds each RSS counter's per-CPU deltas to its central value, which
+/// /proc/PID/stat's rss (the central value only) shows is not the same thing: the test
+/// also checks that, for some of the load, the central value differs from statm, so that
+/// a pass which did not add the deltas would fail here rather than agree by chance.
+#[test]
+fn statm_from_the_pass_is_what_proc_shows() {
+    if !root_or_skip("statm from the BPF pass against /proc") {
+        return;
+    }
+    let sums = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .and_then(|r| {
+            let mut it = r.trim().split(['.', '-']);
+            Some((
+                it.next()?.parse::<u32>().ok()?,
+                it.next()?.parse::<u32>().ok()?,
+            ))
+        })
+        .is_some_and(|v| v >= (6, 16));
+    let load = Load::spawn(&[
+        "--procs",
+        "20",
+        "--exec-children",
+        "--threads",
+        "4",
+        "--zombies",
+        "2",
+        "--stopped",
+        "2",
+        "--mlocked",
+        "2",
+        "--list-pids",
+    ])
+    .expect("spawn the load generator (cargo build --workspace first)");
+    let pids = load.info.known_pids();
+    let groups = Groups {
+        base: true,
+        stat: true,
+        mem: true,
+        ..Groups::default()
+    };
+    for walk in [false, true] {
+        let mut bpf = BpfCollector::load_fresh(true, walk).expect("BPF loads as root");
+        if walk {
+            bpf.prepare_arena(&groups);
+        }
+        for (selector, what) in [
+            (Selector::AllProcesses, "processes"),
+            (Selector::AllThreads, "threads"),
+        ] {
+            let what = format!("{what} ({})", if walk { "walk" } else { "iterator" });
+            let mut q = Query::new(selector, groups);
+            q.leader_as_process = true;
+            let snap = bpf.snapshot(&q).expect("bpf snapshot");
+            assert_eq!(bpf.report().kind == PassKind::Walk, walk, "{what}");
+            // Back to back: statm of the load's tasks right after the pass.
+            let mut rows = Vec::new();
+            for t in snap.tasks.iter().filter(|t| pids.contains(&t.id.tgid)) {
+                if let Some(s) = statm(t.id.tgid, t.id.tid) {
+                    rows.push((t, s));
+                }
+            }
+            assert!(
+                rows.len() >= pids.len(),
+                "{what}: only {} tasks",
+                rows.len()
+            );
+            let page = 4096; // statm's unit on x86-64 and this test's machines
+            let mut central_differs = 0;
+            for (t, s) in &rows {
+                let key = (t.id.tgid, t.id.tid);
+                let m = t
+                    .mem
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{what}: no mem for {key:?}"));
+                let got = [
+                    m.vsize_bytes / page,
+                    m.rss_bytes / page,
+                    m.shared_bytes / page,
+                    m.text_bytes / page,
+                    m.data_bytes / page,
+                ];
+                let want = [s[0], s[1], s[2], s[3], s[5]];
+                assert_eq!(
+                    got, want,
+                    "{what}: statm of {key:?} (size resident shared text data)"
+                );
+                let central = t.stat.as_ref().expect("stat").rss_bytes / page;
+                central_differs += usize::from(central != s[1]);
+            }
+            // Every process that faulted pages in keeps a delta below the batch on each CPU
+            // it ran on; with 20+ processes some are non-zero.
+            if sums && crate_cores() > 1 {
+                assert!(
+                    central_differs > 0,
+                    "{what}: the counters' central values equal statm for all {} tasks: the \
+                     test cannot tell a sum from a central value",
+                    rows.len()
+                );
+            }
+            eprintln!(
+                "{what}: {} tasks equal to statm; {central_differs} of them have a central \
+                 value that is not ({})",
+                rows.len(),
+                bpf.last_pass()
+            );
+        }
+    }
+}
+
+fn crate_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 #[test]
 fn one_process_queries_use_the_pid_filter_and_agree() {
     if !root_or_skip("BPF one-process queries") {

@@ -354,3 +354,29 @@ pub fn read_small_file(path: &std::path::Path) -> io::Result<Vec<u8>> {
     std::fs::File::open(path)?.read_to_end(&mut v)?;
     Ok(v)
 }
+
+/// The running kernel's major and minor version ("6.18.44-fc-v782" gives (6, 18)), from
+/// /proc/sys/kernel/osrelease; `None` when it cannot be read or parsed.
+pub fn kernel_release() -> Option<(u32, u32)> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    parse_release(&s)
+}
+
+/// The "major.minor" at the start of a kernel release string.
+fn parse_release(s: &str) -> Option<(u32, u32)> {
+    let mut it = s.trim().split(['.', '-', '+']);
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+#[cfg(test)]
+mod release_tests {
+    #[test]
+    fn kernel_releases_parse_to_major_and_minor() {
+        assert_eq!(super::parse_release("6.18.44-fc-v782\n"), Some((6, 18)));
+        assert_eq!(super::parse_release("6.16-rc6"), Some((6, 16)));
+        assert_eq!(super::parse_release("5.15.0-91-generic"), Some((5, 15)));
+        assert_eq!(super::parse_release("garbage"), None);
+    }
+}

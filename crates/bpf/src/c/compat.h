@@ -76,4 +76,38 @@ struct kthread___v66 {
 	(bpf_ksym_exists(bpf_rdonly_cast) ? bpf_core_cast((p), type) : (type *)(p))
 #define TASK_PTR(t, field) (UNTRUSTED((t), struct task_struct)->field)
 
+/*
+ * The mm's RSS counters (MM_FILEPAGES, MM_ANONPAGES, MM_SWAPENTS, MM_SHMEMPAGES).
+ *
+ * Linux 6.2 (commit f1a7941243c1, "mm: convert mm's rss stats into percpu_counter") made
+ * mm->rss_stat[] an array of struct percpu_counter: a central `count` plus an s32 delta per
+ * CPU (`counters`, a __percpu pointer), folded into `count` only when a delta reaches the
+ * batch (32 or more pages here). Before, it was struct mm_rss_stat, one atomic_long_t per
+ * counter. /proc/PID/stat's rss has always read the central value; /proc/PID/statm and
+ * status read it too until Linux 6.16 (commit 82241a83, "mm: fix the inaccurate memory
+ * statistics issue for users": get_mm_counter_sum(), i.e. percpu_counter_sum_positive()),
+ * which adds every CPU's delta.
+ */
+struct mm_rss_stat___pre62 {
+	atomic_long_t count[4];
+} __attribute__((preserve_access_index));
+
+struct mm_struct___pre62 {
+	struct mm_rss_stat___pre62 rss_stat;
+} __attribute__((preserve_access_index));
+
+/* Whether the counters are per-CPU (Linux 6.2+): only then is there a delta to add. */
+static __always_inline bool mm_rss_percpu(struct mm_struct *mm)
+{
+	return bpf_core_field_exists(mm->rss_stat[0].counters);
+}
+
+/* Counter `i`'s central value (what get_mm_counter() reads, before its clamp at 0). */
+static __always_inline __s64 mm_counter_central(struct mm_struct *mm, __u32 i)
+{
+	if (mm_rss_percpu(mm))
+		return mm->rss_stat[i & 3].count;
+	return BPF_CORE_READ((struct mm_struct___pre62 *)mm, rss_stat.count[i & 3].counter);
+}
+
 #endif /* TASKSNAP_COMPAT_H */

@@ -5,7 +5,8 @@
  * generates its types from this file's BTF (see the layout anchors in task_iter.bpf.c).
  *
  * A record is a ts_hdr followed by one block per group bit set in ts_hdr.groups, in the
- * order of the bits (BASE, CRED, STAT, SCHED, IO, KNAME). Every block is 8-byte aligned and fixed-size.
+ * order of the bits (BASE, CRED, STAT, SCHED, IO, KNAME, MEM). Every block is 8-byte aligned and
+ * fixed-size.
  */
 #ifndef TASKSNAP_RECORD_H
 #define TASKSNAP_RECORD_H
@@ -17,6 +18,7 @@
 #define TS_GROUP_IO    (1u << 4)
 /* Set by the program itself, on kernel threads' records when BASE is asked for. */
 #define TS_GROUP_KNAME (1u << 5)
+#define TS_GROUP_MEM   (1u << 6)
 
 struct ts_hdr {
 	__u32 tid;		/* pid in the reader's pid namespace */
@@ -81,6 +83,31 @@ struct ts_sched {
 };
 
 /*
+ * What /proc/PID/statm is made of (fs/proc/task_mmu.c task_statm()), for user space to derive
+ * it as the kernel does: size total_vm; resident file + anon + shmem; shared file + shmem;
+ * text from start_code/end_code (page-aligned); data data_vm + stack_vm. The counters are
+ * exact: each per-CPU counter's central value plus every CPU's delta, as percpu_counter_sum()
+ * adds them for statm on Linux 6.16+ (compat.h); user space clamps each at 0 as
+ * percpu_counter_sum_positive() does. All zero for a task without an mm (kernel thread,
+ * zombie), as statm prints.
+ */
+#define TS_MEM_EXACT (1u << 0)	/* the counters are exact sums; else read statm from /proc */
+
+struct ts_mem {
+	__u64 total_vm;
+	__u64 data_vm;
+	__u64 stack_vm;
+	__u64 start_code;
+	__u64 end_code;
+	__s64 file;		/* MM_FILEPAGES */
+	__s64 anon;		/* MM_ANONPAGES */
+	__s64 shmem;		/* MM_SHMEMPAGES */
+	__s64 swap;		/* MM_SWAPENTS */
+	__u32 flags;		/* TS_MEM_* */
+	__u32 cpus;		/* CPUs whose deltas were added */
+};
+
+/*
  * What one reader asks of a pass: user space stores it in the reader_cfg map under the
  * thread id that will read() the iterator, because the program runs in that thread's read()
  * calls. Keyed per reader, several readers (one process's shard threads, or several tasksnap
@@ -134,7 +161,7 @@ struct ts_cmd_hdr {
 /* The largest record: every block. */
 #define TS_RECORD_MAX (sizeof(struct ts_hdr) + sizeof(struct ts_base) + sizeof(struct ts_cred) + \
 		       sizeof(struct ts_stat) + sizeof(struct ts_sched) + sizeof(struct ts_io) + \
-		       sizeof(struct ts_kname))
+		       sizeof(struct ts_kname) + sizeof(struct ts_mem))
 
 /*
  * What a walk writes (ts_walk_args.mode). A live view (top) asks for every record once and

@@ -41,6 +41,7 @@ struct ts_stat ts_stat_layout = {};
 struct ts_sched ts_sched_layout = {};
 struct ts_io ts_io_layout = {};
 struct ts_kname ts_kname_layout = {};
+struct ts_mem ts_mem_layout = {};
 struct ts_cmd_hdr ts_cmd_hdr_layout = {};
 struct ts_reader_cfg ts_reader_cfg_layout = {};
 
@@ -250,12 +251,12 @@ static __always_inline void fill_stat(struct ts_stat *s, struct task_struct *t,
 		/* get_mm_rss() as /proc/PID/stat reads it: the per-CPU counters' central
 		 * values (approximate since Linux 6.2, commit f1a7941243c1), each clamped
 		 * at 0 like percpu_counter_read_positive(). */
-		file = mm->rss_stat[MM_FILEPAGES].count;
-		anon = mm->rss_stat[MM_ANONPAGES].count;
-		shmem = mm->rss_stat[MM_SHMEMPAGES].count;
+		file = mm_counter_central(mm, MM_FILEPAGES);
+		anon = mm_counter_central(mm, MM_ANONPAGES);
+		shmem = mm_counter_central(mm, MM_SHMEMPAGES);
 		s->rss_pages = (file > 0 ? file : 0) + (anon > 0 ? anon : 0) +
 			       (shmem > 0 ? shmem : 0);
-		swap = mm->rss_stat[MM_SWAPENTS].count;
+		swap = mm_counter_central(mm, MM_SWAPENTS);
 		s->swap_pages = swap > 0 ? swap : 0;
 	}
 }
@@ -286,6 +287,201 @@ static __always_inline void fill_io(struct ts_io *io, struct task_struct *t,
 	io->sig_read_bytes = sig->ioac.read_bytes;
 	io->sig_write_bytes = sig->ioac.write_bytes;
 	io->sig_cancelled_write_bytes = sig->ioac.cancelled_write_bytes;
+}
+
+/*
+ * Exact RSS counters, as /proc/PID/statm adds them up on Linux 6.16+ (compat.h): each
+ * counter's central value plus its delta on every CPU. The deltas sit at
+ * per_cpu_ptr(counters, cpu) = counters + __per_cpu_offset[cpu]. That array is a data
+ * symbol, which kernels without CONFIG_KALLSYMS_ALL (this VM's) do not list, so a __ksym
+ * reference to it does not load; and the kernel's BTF does not tag `counters` __percpu, so
+ * bpf_per_cpu_ptr() refuses it. The offsets are learned from a per-CPU map of our own
+ * instead: the kernel keeps a PERCPU_ARRAY element as one __percpu pointer
+ * (struct bpf_array, pptrs[0]), and bpf_map_lookup_percpu_elem() (Linux 5.19) returns
+ * per_cpu_ptr(pptrs[0], cpu), the element's address on that CPU; the difference is
+ * __per_cpu_offset[cpu].
+ *
+ * The learned offsets live in that same map, one copy per CPU, each written and read only
+ * by programs running on its CPU (programs run with migration disabled), so no reader sees
+ * a copy another CPU is half-way through. A run that preempts a learning one on the same CPU
+ * finds the copy not learned yet and learns it itself: both write the same values, and the
+ * copy is marked learned only after its last offset.
+ *
+ * The sum is read without the counter's lock (percpu_counter_sum() takes it): while a
+ * process's memory changes, a delta being folded into the central value can be counted
+ * twice or not at all, up to the batch for that instant, as /proc read a moment apart
+ * would differ anyway. A process whose memory does not change reads exactly what statm
+ * prints.
+ */
+#define TS_PCPU_MAX 2000	/* a per-CPU map value is at most 32 KiB */
+
+struct pcpu_offsets {
+	__u64 off[TS_PCPU_MAX];
+	__u32 n;		/* CPUs learned (nr_cpu_ids) */
+	__u32 state;		/* 0 not yet, 1 learned, 2 cannot (more CPUs than TS_PCPU_MAX) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pcpu_offsets);
+} pcpu_offsets SEC(".maps");
+
+/*
+ * A pointer's value as a number. The verifier allows no arithmetic on a map pointer, nor
+ * subtracting an unknown number from a map value pointer; a privileged program (the task
+ * iterator needs root) may hand a pointer to a helper, so the pointer is copied from the
+ * stack slot that holds it. (A global variable would do it too, but would be shared by
+ * the CPUs learning at once.)
+ */
+static __always_inline __u64 ptr_value(const void *p)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), &p);
+	return v;
+}
+
+/* Learns every possible CPU's per-CPU offset into `o` (this CPU's copy). */
+static __noinline void pcpu_learn(struct pcpu_offsets *o)
+{
+	__u32 zero = 0, cpu, n = 0;
+	__u64 pptr = 0;
+	void *p;
+
+	/* Cannot (state 2) until shown otherwise. */
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_map_lookup_percpu_elem)) {
+		o->state = 2;
+		return;
+	}
+	/* &pcpu_offsets is the map's struct bpf_array; its pptrs[0] the element's __percpu
+	 * pointer. */
+	if (bpf_probe_read_kernel(&pptr, sizeof(pptr),
+				  (void *)(ptr_value(&pcpu_offsets) +
+					   bpf_core_field_offset(struct bpf_array, pptrs))) ||
+	    !pptr) {
+		o->state = 2;
+		return;
+	}
+	bpf_for(cpu, 0, TS_PCPU_MAX + 1) {
+		p = bpf_map_lookup_percpu_elem(&pcpu_offsets, &zero, cpu);
+		if (!p)
+			break;
+		if (cpu >= TS_PCPU_MAX) {
+			o->state = 2;
+			return;
+		}
+		o->off[cpu] = ptr_value(p) - pptr;
+		n = cpu + 1;
+	}
+	if (!n) {
+		o->state = 2;
+		return;
+	}
+	o->n = n;
+	o->state = 1;
+}
+
+/*
+ * The 16 bytes at kernel address va as two 8-byte loads through a cast pointer
+ * (bpf_rdonly_cast(), which the JIT makes fault-safe: a bad address reads 0), instead of a
+ * bpf_probe_read_kernel() call; timespec64 is a kernel struct of two 64-bit members.
+ */
+static __always_inline void load_16(__u64 va, __u64 *lo, __u64 *hi)
+{
+	struct timespec64 *ts = bpf_core_cast((void *)va, struct timespec64);
+
+	*lo = (__u64)ts->tv_sec;
+	*hi = (__u64)ts->tv_nsec;
+}
+
+/*
+ * The statm block (record.h) of the mm at mm_addr (0: none), every field written;
+ * TS_MEM_EXACT when every CPU's deltas were added to the counters' central values.
+ * Global, so that the verifier checks it (and its loops) once, not in each program that
+ * writes the block; it takes the mm as a number (ptr_value()) because a global function
+ * can take a task or mm pointer only with __arg_trusted (Linux 6.8), which the iterator
+ * must load without. Its loads go through a cast pointer (bpf_rdonly_cast(), Linux 6.2),
+ * fault-safe.
+ *
+ * percpu_counter_init_many() (Linux 6.5) gives an mm's four counters one allocation, four
+ * consecutive s32 on each CPU: then each CPU takes two loads. Otherwise each counter is
+ * read on its own.
+ */
+__noinline int mem_block(__u64 mm_addr, struct ts_mem *m)
+{
+	__u32 zero = 0, cpu, n;
+	struct pcpu_offsets *o;
+	struct mm_struct *mm;
+	__u64 c_file, c_anon, c_swap, c_shmem, lo, hi, off;
+	__s64 file = 0, anon = 0, swap = 0, shmem = 0;
+
+	if (!m)
+		return 0;
+	__builtin_memset(m, 0, sizeof(*m));
+	if (!mm_addr) {
+		m->flags = TS_MEM_EXACT;
+		return 0;
+	}
+	if (!bpf_ksym_exists(bpf_rdonly_cast))
+		return 0;
+	mm = bpf_core_cast((void *)mm_addr, struct mm_struct);
+	m->total_vm = mm->total_vm;
+	m->data_vm = mm->data_vm;
+	m->stack_vm = mm->stack_vm;
+	m->start_code = mm->start_code;
+	m->end_code = mm->end_code;
+	if (!mm_rss_percpu(mm))
+		return 0;
+	m->file = mm->rss_stat[MM_FILEPAGES].count;
+	m->anon = mm->rss_stat[MM_ANONPAGES].count;
+	m->swap = mm->rss_stat[MM_SWAPENTS].count;
+	m->shmem = mm->rss_stat[MM_SHMEMPAGES].count;
+
+	o = bpf_map_lookup_elem(&pcpu_offsets, &zero);
+	if (!o)
+		return 0;
+	if (o->state == 0)
+		pcpu_learn(o);
+	if (o->state != 1)
+		return 0;
+	c_file = (__u64)mm->rss_stat[MM_FILEPAGES].counters;
+	c_anon = (__u64)mm->rss_stat[MM_ANONPAGES].counters;
+	c_swap = (__u64)mm->rss_stat[MM_SWAPENTS].counters;
+	c_shmem = (__u64)mm->rss_stat[MM_SHMEMPAGES].counters;
+	n = o->n;
+	if (c_anon == c_file + 4 && c_swap == c_file + 8 && c_shmem == c_file + 12) {
+		bpf_for(cpu, 0, n) {
+			if (cpu >= TS_PCPU_MAX)
+				break;
+			off = o->off[cpu];
+			/* MM_FILEPAGES, MM_ANONPAGES, MM_SWAPENTS, MM_SHMEMPAGES, in that
+			 * order (little-endian halves). */
+			load_16(c_file + off, &lo, &hi);
+			file += (__s32)lo;
+			anon += (__s32)(lo >> 32);
+			swap += (__s32)hi;
+			shmem += (__s32)(hi >> 32);
+		}
+	} else {
+		bpf_for(cpu, 0, n) {
+			if (cpu >= TS_PCPU_MAX)
+				break;
+			off = o->off[cpu];
+			file += bpf_core_cast((void *)(c_file + off), struct pollfd)->fd;
+			anon += bpf_core_cast((void *)(c_anon + off), struct pollfd)->fd;
+			swap += bpf_core_cast((void *)(c_swap + off), struct pollfd)->fd;
+			shmem += bpf_core_cast((void *)(c_shmem + off), struct pollfd)->fd;
+		}
+	}
+	m->file += file;
+	m->anon += anon;
+	m->swap += swap;
+	m->shmem += shmem;
+	m->cpus = n;
+	m->flags = TS_MEM_EXACT;
+	return 0;
 }
 
 /* The header of t's record for a reader at pid namespace `level`; false when t has no
@@ -376,6 +572,12 @@ int dump_task(struct bpf_iter__task *ctx)
 		kernel_name(t, kn.name);
 		bpf_seq_write(seq, &kn, sizeof(kn));
 	}
+	if (groups & TS_GROUP_MEM) {
+		struct ts_mem m = {};
+
+		mem_block(ptr_value(mm), &m);
+		bpf_seq_write(seq, &m, sizeof(m));
+	}
 	return 0;
 }
 
@@ -452,6 +654,12 @@ __noinline int walk_sched(struct task_struct *t __arg_trusted, struct ts_sched *
 __noinline int walk_io(struct task_struct *t __arg_trusted, struct ts_io *io __arg_nonnull)
 {
 	fill_io(io, t, t->signal);
+	return 0;
+}
+
+__noinline int walk_mem(struct task_struct *t __arg_trusted, struct ts_mem *m __arg_nonnull)
+{
+	mem_block(ptr_value(TASK_PTR(t, mm)), m);
 	return 0;
 }
 
@@ -1129,6 +1337,10 @@ __noinline int walk_record(struct task_struct *t __arg_trusted,
 	if (groups & TS_GROUP_KNAME) {
 		walk_kname(t, (void *)(r->bytes + pos));
 		pos += sizeof(struct ts_kname);
+	}
+	if (groups & TS_GROUP_MEM) {
+		walk_mem(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_mem);
 	}
 	return pos;
 }

@@ -6,10 +6,11 @@
 use std::collections::HashMap;
 
 use tasksnap_model::{
-    Base, Cred, Groups, Io, Query, Sched, Selector, Stat, Task, TaskId, TaskState, PF_KTHREAD,
+    Base, Cred, Groups, Io, Mem, Query, Sched, Selector, Stat, Task, TaskId, TaskState,
+    PF_KTHREAD,
 };
 
-use super::skel::types::{ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_sched, ts_stat};
+use super::skel::types::{ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_mem, ts_sched, ts_stat};
 use crate::procfs::Units;
 
 const TS_GROUP_BASE: u32 = 1;
@@ -18,6 +19,9 @@ const TS_GROUP_STAT: u32 = 4;
 const TS_GROUP_SCHED: u32 = 8;
 const TS_GROUP_IO: u32 = 16;
 pub(super) const TS_GROUP_KNAME: u32 = 32;
+const TS_GROUP_MEM: u32 = 64;
+/// `ts_mem.flags`: the RSS counters are exact sums (record.h).
+const TS_MEM_EXACT: u32 = 1;
 
 /// One task's record: its header, and where its blocks are in the pass's buffer (read on
 /// demand, so that decoding a pass copies 48 bytes per task, not every block).
@@ -64,16 +68,21 @@ impl Record<'_> {
     pub fn kname(&self) -> Option<ts_kname> {
         self.block(TS_GROUP_KNAME)
     }
+    /// What /proc/PID/statm is made of (record.h, struct ts_mem).
+    pub fn mem(&self) -> Option<ts_mem> {
+        self.block(TS_GROUP_MEM)
+    }
 }
 
 /// The group bits in record order, with their block sizes.
-const BLOCK_SIZES: [(u32, usize); 6] = [
+const BLOCK_SIZES: [(u32, usize); 7] = [
     (TS_GROUP_BASE, std::mem::size_of::<ts_base>()),
     (TS_GROUP_CRED, std::mem::size_of::<ts_cred>()),
     (TS_GROUP_STAT, std::mem::size_of::<ts_stat>()),
     (TS_GROUP_SCHED, std::mem::size_of::<ts_sched>()),
     (TS_GROUP_IO, std::mem::size_of::<ts_io>()),
     (TS_GROUP_KNAME, std::mem::size_of::<ts_kname>()),
+    (TS_GROUP_MEM, std::mem::size_of::<ts_mem>()),
 ];
 
 /// Record bytes per task for `bits` (to size read buffers).
@@ -166,7 +175,56 @@ pub fn group_bits(g: &Groups) -> u32 {
     if g.io {
         bits |= TS_GROUP_IO;
     }
+    if mem_from_pass(g) {
+        bits |= TS_GROUP_MEM;
+    }
     bits
+}
+
+/// Whether the pass gives the memory group (`statm`) for `g`. Only where the kernel's
+/// statm adds the per-CPU deltas of the RSS counters, which the pass adds too (Linux 6.16,
+/// commit 82241a83, "mm: fix the inaccurate memory statistics issue for users"; record.h
+/// and compat.h say how). Kernels 6.2 to 6.15 print the counters' central values instead,
+/// unless their stable series took that fix (it was marked for stable), and the pass cannot
+/// tell which: those, and kernels before 6.2, read statm from /proc as before. So does
+/// `mem_status` (status is read anyway), and any task whose record says the deltas could
+/// not be added (`TS_MEM_EXACT` clear: more than 2,000 CPUs, or a kernel without
+/// `bpf_map_lookup_percpu_elem`, Linux 5.19).
+pub fn mem_from_pass(g: &Groups) -> bool {
+    g.mem && !g.mem_status && statm_sums_percpu()
+}
+
+/// Whether this kernel's /proc/PID/statm sums the per-CPU RSS counters (Linux 6.16+).
+/// `TASKSNAP_STATM_FROM_PROC=1` says no (a test compares both ways).
+fn statm_sums_percpu() -> bool {
+    static SUMS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUMS.get_or_init(|| {
+        std::env::var_os("TASKSNAP_STATM_FROM_PROC").is_none()
+            && crate::sys::kernel_release().is_some_and(|v| v >= (6, 16))
+    })
+}
+
+/// The memory group as /proc/PID/statm prints it (fs/proc/task_mmu.c `task_statm()`), from
+/// a record's block; `None` when its counters are not exact (read statm from /proc).
+fn to_mem(m: &ts_mem, page: u64) -> Option<Box<Mem>> {
+    if m.flags & TS_MEM_EXACT == 0 {
+        return None;
+    }
+    // get_mm_counter_sum(): percpu_counter_sum_positive(), each counter clamped at 0.
+    let pos = |v: i64| v.max(0) as u64;
+    let shared = pos(m.file) + pos(m.shmem);
+    // PAGE_ALIGN(end_code) - (start_code & PAGE_MASK), in pages.
+    let mask = !(page - 1);
+    let text = (m.end_code.wrapping_add(page - 1) & mask).wrapping_sub(m.start_code & mask) / page;
+    Some(Box::new(Mem {
+        vsize_bytes: m.total_vm * page,
+        rss_bytes: (shared + pos(m.anon)) * page,
+        shared_bytes: shared * page,
+        text_bytes: text * page,
+        data_bytes: (m.data_vm + m.stack_vm) * page,
+        swap_bytes: None,
+        locked_bytes: None,
+    }))
 }
 
 /// Reads one plain-old-data block at `*at`, advancing it.
@@ -210,7 +268,8 @@ pub fn chunk_records<'a>(chunk: &'a [u8], out: &mut Vec<Record<'a>>) -> Result<(
         | TS_GROUP_STAT
         | TS_GROUP_SCHED
         | TS_GROUP_IO
-        | TS_GROUP_KNAME;
+        | TS_GROUP_KNAME
+        | TS_GROUP_MEM;
     let hdr_size = std::mem::size_of::<ts_hdr>();
     let mut at = 0;
     while at + hdr_size <= chunk.len() {
@@ -770,6 +829,9 @@ fn fill_task(
         None
     };
     t.io = io;
+    if mem_from_pass(groups) {
+        t.mem = r.mem().and_then(|m| to_mem(&m, page));
+    }
 }
 
 /// Keeps the tasks the selector names.
@@ -801,8 +863,9 @@ pub fn procfs_groups(g: &Groups) -> Groups {
         // The iterator does not read cgroup paths (they would need the kernfs names walked
         // up to the hierarchy's root for every task).
         cgroup: g.cgroup,
-        // Exact RSS: statm (the iterator sees the per-CPU counters' approximation only).
-        // I/O counters come from the iterator (TS_GROUP_IO).
+        // statm: from the pass where it can give it exactly (`mem_from_pass`); the tasks
+        // it did not give it for are read (snapshot.rs `fill_plan`). I/O counters come from
+        // the iterator (TS_GROUP_IO).
         mem: g.mem,
         mem_rss_only: g.mem_rss_only,
         mem_status: g.mem_status,
@@ -880,6 +943,43 @@ mod tests {
         assert_eq!(state_letter(0x8, 0), b't');
         assert_eq!(state_letter(0, 0x20), b'Z', "EXIT_ZOMBIE");
         assert_eq!(state_letter(0x40, 0), b'P');
+    }
+
+    #[test]
+    fn statm_is_derived_from_the_block_as_task_statm_does() {
+        let m = ts_mem {
+            total_vm: 1000,
+            data_vm: 300,
+            stack_vm: 33,
+            // PAGE_ALIGN(end_code) - (start_code & PAGE_MASK): 0x401000..0x404000, 3 pages.
+            start_code: 0x401234,
+            end_code: 0x403001,
+            file: 200,
+            anon: 500,
+            shmem: -3, // a sum below 0 is 0 (percpu_counter_sum_positive())
+            swap: 7,
+            flags: TS_MEM_EXACT,
+            cpus: 2,
+        };
+        let got = to_mem(&m, 4096).expect("exact");
+        assert_eq!(got.vsize_bytes, 1000 * 4096);
+        assert_eq!(got.rss_bytes, 700 * 4096);
+        assert_eq!(got.shared_bytes, 200 * 4096);
+        assert_eq!(got.text_bytes, 3 * 4096);
+        assert_eq!(got.data_bytes, 333 * 4096);
+        assert_eq!((got.swap_bytes, got.locked_bytes), (None, None));
+        // Deltas not added: nothing, so that statm is read from /proc.
+        assert!(to_mem(&ts_mem { flags: 0, ..m }, 4096).is_none());
+        // No mm (kernel thread, zombie): zeros, as statm prints.
+        let none = to_mem(
+            &ts_mem {
+                flags: TS_MEM_EXACT,
+                ..ts_mem::default()
+            },
+            4096,
+        )
+        .expect("exact");
+        assert_eq!((none.vsize_bytes, none.rss_bytes, none.text_bytes), (0, 0, 0));
     }
 
     #[test]

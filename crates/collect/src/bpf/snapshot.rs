@@ -40,9 +40,15 @@ impl Lap {
 
 /// The reads from /proc that complete `tasks` with `fill` (the groups the kernel cannot
 /// give): the command lines only of the tasks that still lack one (the pass copied the
-/// others, without the target's mmap lock), and the other groups for every task. One plan
-/// per group set, so that asking for memory as well never reads every command line again.
-fn fill_plan(tasks: &[tasksnap_model::Task], fill: Groups) -> Vec<(Groups, Vec<(i32, i32)>)> {
+/// others, without the target's mmap lock), statm only for the tasks the pass did not give
+/// it for (`decode::mem_from_pass`: all of them on kernels whose statm the pass cannot
+/// match), and the other groups for every task. One plan per group set, so that asking for
+/// memory as well never reads every command line again.
+fn fill_plan(
+    tasks: &[tasksnap_model::Task],
+    fill: Groups,
+    mem_from_pass: bool,
+) -> Vec<(Groups, Vec<(i32, i32)>)> {
     let mut plan = Vec::new();
     let id = |t: &tasksnap_model::Task| (t.id.tgid, t.id.tid);
     if fill.cmdline {
@@ -60,10 +66,27 @@ fn fill_plan(tasks: &[tasksnap_model::Task], fill: Groups) -> Vec<(Groups, Vec<(
             ids,
         ));
     }
-    let rest = Groups {
+    let mut rest = Groups {
         cmdline: false,
         ..fill
     };
+    if rest.mem && mem_from_pass {
+        let mem = Groups {
+            mem: true,
+            mem_rss_only: rest.mem_rss_only,
+            ..Groups::default()
+        };
+        rest.mem = false;
+        rest.mem_rss_only = false;
+        let missing: Vec<(i32, i32)> = tasks.iter().filter(|t| t.mem.is_none()).map(id).collect();
+        if rest != Groups::default() && missing.len() == tasks.len() {
+            // Not one task has it from the pass: one read of each task for everything.
+            rest.mem = true;
+            rest.mem_rss_only = mem.mem_rss_only;
+        } else if !missing.is_empty() {
+            plan.push((mem, missing));
+        }
+    }
     if rest != Groups::default() {
         plan.push((rest, tasks.iter().map(id).collect()));
     }
@@ -80,7 +103,8 @@ impl BpfCollector {
         fill_groups: Groups,
         stats: &mut SnapshotStats,
     ) -> Result<(), Error> {
-        for (groups, ids) in fill_plan(tasks, decode::procfs_groups(&fill_groups)) {
+        let from_pass = decode::mem_from_pass(&fill_groups);
+        for (groups, ids) in fill_plan(tasks, decode::procfs_groups(&fill_groups), from_pass) {
             let (filled, fill_stats) = self.procfs.try_fill(&ids, groups)?;
             stats.denied += fill_stats.denied;
             stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
@@ -327,6 +351,7 @@ mod tests {
                 mem: true,
                 ..Groups::default()
             },
+            false,
         );
         let cmdline = Groups {
             cmdline: true,
@@ -341,8 +366,53 @@ mod tests {
             plan,
             vec![(cmdline, vec![(1, 1)]), (mem, vec![(1, 1), (2, 2), (3, 3)])]
         );
-        assert_eq!(fill_plan(&tasks, cmdline), vec![(cmdline, vec![(1, 1)])]);
-        assert_eq!(fill_plan(&tasks, mem), vec![(mem, vec![(1, 1), (2, 2), (3, 3)])]);
-        assert!(fill_plan(&tasks, Groups::default()).is_empty());
+        assert_eq!(fill_plan(&tasks, cmdline, false), vec![(cmdline, vec![(1, 1)])]);
+        assert_eq!(
+            fill_plan(&tasks, mem, false),
+            vec![(mem, vec![(1, 1), (2, 2), (3, 3)])]
+        );
+        assert!(fill_plan(&tasks, Groups::default(), false).is_empty());
+    }
+
+    #[test]
+    fn statm_is_read_only_for_the_tasks_the_pass_did_not_give_it_for() {
+        let mut tasks = [
+            task(1, None, TaskState::Sleeping),
+            task(2, None, TaskState::Sleeping),
+            task(3, None, TaskState::Zombie),
+        ];
+        let mem = Groups {
+            mem: true,
+            ..Groups::default()
+        };
+        let exe = Groups {
+            exe: true,
+            ..Groups::default()
+        };
+        let mem_exe = Groups { exe: true, ..mem };
+        // The pass gave none: every task is read, once, for everything.
+        assert_eq!(fill_plan(&tasks, mem, true), vec![(mem, vec![(1, 1), (2, 2), (3, 3)])]);
+        assert_eq!(
+            fill_plan(&tasks, mem_exe, true),
+            vec![(mem_exe, vec![(1, 1), (2, 2), (3, 3)])]
+        );
+        tasks[0].mem = Some(Box::new(tasksnap_model::Mem {
+            vsize_bytes: 4096,
+            rss_bytes: 4096,
+            shared_bytes: 0,
+            text_bytes: 0,
+            data_bytes: 0,
+            swap_bytes: None,
+            locked_bytes: None,
+        }));
+        tasks[2].mem = tasks[0].mem.clone();
+        // The pass gave two: statm of the third only; exe of all.
+        assert_eq!(fill_plan(&tasks, mem, true), vec![(mem, vec![(2, 2)])]);
+        assert_eq!(
+            fill_plan(&tasks, mem_exe, true),
+            vec![(mem, vec![(2, 2)]), (exe, vec![(1, 1), (2, 2), (3, 3)])]
+        );
+        tasks[1].mem = tasks[0].mem.clone();
+        assert!(fill_plan(&tasks, mem, true).is_empty());
     }
 }
