@@ -449,6 +449,26 @@ fn backend_arg(b: &str) -> PyResult<Backend> {
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
+/// The whole-system pass `process_iter(attrs)` needs: the parsed attributes, the snapshot
+/// of every process with the groups they read, and their names as interned dict keys.
+fn pass_for<'py>(
+    py: Python<'py>,
+    attrs: &[String],
+    backend: &str,
+) -> PyResult<(Vec<Attr>, Snapshot, Vec<Bound<'py, PyString>>)> {
+    let attrs = parse_attrs(attrs)?;
+    let backend = backend_arg(backend)?;
+    let (groups, real_ids) = groups_for(&attrs);
+    let snap = py
+        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, real_ids, false))
+        .map_err(crate::collect_error)?;
+    let keys = attrs
+        .iter()
+        .map(|a| PyString::intern(py, a.name()))
+        .collect();
+    Ok((attrs, snap, keys))
+}
+
 /// `process_iter(attrs, ad_value)` in one pass: a list of `(pid, start_time_ns, info)`,
 /// sorted by pid, `info` holding `attrs` (an unreadable one: `ad_value`).
 #[pyfunction]
@@ -459,18 +479,9 @@ pub(crate) fn processes<'py>(
     ad_value: Bound<'py, PyAny>,
     backend: &str,
 ) -> PyResult<Bound<'py, PyList>> {
-    let attrs = parse_attrs(&attrs)?;
-    let backend = backend_arg(backend)?;
-    let (groups, real_ids) = groups_for(&attrs);
-    let snap = py
-        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, real_ids, false))
-        .map_err(crate::collect_error)?;
+    let (attrs, snap, keys) = pass_for(py, &attrs, backend)?;
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(&snap, &attrs, true)?;
-    let keys: Vec<Bound<'py, PyString>> = attrs
-        .iter()
-        .map(|a| PyString::intern(py, a.name()))
-        .collect();
     let out = PyList::empty(py);
     for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
         let info = PyDict::new(py);
@@ -532,18 +543,9 @@ pub(crate) fn process_objects<'py>(
     with_info: bool,
     backend: &str,
 ) -> PyResult<Bound<'py, PyList>> {
-    let attrs = parse_attrs(&attrs)?;
-    let backend = backend_arg(backend)?;
-    let (groups, real_ids) = groups_for(&attrs);
-    let snap = py
-        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, real_ids, false))
-        .map_err(crate::collect_error)?;
+    let (attrs, snap, keys) = pass_for(py, &attrs, backend)?;
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(&snap, &attrs, true)?;
-    let keys: Vec<Bound<'py, PyString>> = attrs
-        .iter()
-        .map(|a| PyString::intern(py, a.name()))
-        .collect();
     let name_key = PyString::intern(py, "name");
     let [pid_attr, start_attr, name_attr, info_attr] =
         ["_pid", "_start_ns", "_name", "info"].map(|n| PyString::intern(py, n));
