@@ -1387,7 +1387,11 @@ pub fn info_text(argv: &[OsString]) -> Option<String> {
     }
     if has("L") {
         let mut s = String::new();
-        for spec in format::SPECS {
+        // procps leaves out the specifiers that only ever print `-` (its pr_nop ones).
+        for spec in format::SPECS
+            .iter()
+            .filter(|s| s.field != format::Field::Addr)
+        {
             s.push_str(&format!("{:<12.12} {:<8.8}\n", spec.name, spec.head));
         }
         return Some(s);

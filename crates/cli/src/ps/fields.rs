@@ -574,7 +574,13 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 Field::Args => command_text(t, env.locale),
                 Field::Comm if env.unix_f_option => command_text(t, env.locale),
                 Field::Comm => comm_text(t, env.locale),
-                _ => t.exe.clone().unwrap_or_else(|| b"-".to_vec()),
+                // No link to read (a kernel thread, a zombie: the model's empty path) or
+                // none readable: procps's readlink_exe gives `-` for every failure.
+                _ => t
+                    .exe
+                    .clone()
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| b"-".to_vec()),
             };
             text::output_escape(&mut bytes, &src, &mut room, env.locale);
             Cell {
