@@ -3,8 +3,8 @@
 //! specifier `tasksnap ps -o pid,SPEC` must print the same header and the same rows as procps
 //! for the processes of a load this test spawns (sleepers, threads, zombies, stopped and
 //! D-state tasks, hostile names, a session leader, niced and real-time tasks, a terminal, a
-//! uid without a passwd entry); then all of them together in one `-o`, with and without
-//! `-L`. Run as the caller with the procfs backend, as root with the BPF backend (a skip
+//! uid without a passwd entry); then all of them side by side, with and without `-L`, in
+//! as few `-o` lists as procps 4.0.2 can take (see [`GROUP`]). Run as the caller with the procfs backend, as root with the BPF backend (a skip
 //! is a failure under TASKSNAP_REQUIRE_PRIVILEGED=1), and as nobody with the procfs
 //! backend (procps as nobody alike: what /proc hides from nobody must be hidden the same
 //! way; the BPF backend refuses non-root callers).
