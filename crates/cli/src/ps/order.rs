@@ -91,7 +91,42 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
                 .parse::<f64>()
                 .unwrap_or(0.0))
         }
-        Field::S | Field::Stat => n(b.map_or(0, |b| b.state.letter()) as f64),
+        Field::S | Field::Stat | Field::SgiP => n(b.map_or(0, |b| b.state.letter()) as f64),
+        // procps sorts the masks as the strings /proc gives (16 hex digits; none when the
+        // file was unreadable).
+        Field::SigPending
+        | Field::SigThread
+        | Field::SigBlocked
+        | Field::SigIgnored
+        | Field::SigCaught => Key::Text(
+            fields::signal_value(field, t)
+                .map(|v| format!("{v:016x}").into_bytes())
+                .unwrap_or_default(),
+        ),
+        // All of these sort by the address space's size (their PIDS_VSIZE_BYTES).
+        Field::Drs | Field::Trs | Field::MSize | Field::Size => {
+            n(st.map_or(0, |s| s.vsize_bytes) as f64)
+        }
+        Field::Eip | Field::Esp | Field::StackP | Field::Lim => {
+            let l = t.layout.as_deref().copied().unwrap_or_default();
+            n(match field {
+                Field::Eip => l.kstkeip,
+                Field::Esp => l.kstkesp,
+                Field::StackP => l.start_stack,
+                _ => l.rsslim_bytes,
+            } as f64)
+        }
+        Field::Cuc => n(fields::utilization_value(t, true, env)),
+        Field::Cuu => n(fields::utilization_value(t, false, env)),
+        Field::Numa => n(
+            String::from_utf8_lossy(&fields::value(field, t, 64, &[], env, c).bytes)
+                .parse::<f64>()
+                .unwrap_or(-1.0),
+        ),
+        Field::Fname => Key::Text(fields::comm_text(t, env.locale)),
+        Field::Tty4 => sort_key(Field::Tty, t, env, c),
+        // context, label and zone sort by the process id (their PIDS_ID_TGID).
+        Field::Label => n(t.id.tgid as f64),
         _ => Key::Text(fields::value(field, t, 4096, &[], env, c).bytes.to_vec()),
     }
 }
@@ -318,7 +353,9 @@ pub fn cell(
         };
     }
     let art = match (row.forest, col.spec.field) {
-        (Some(style), Field::Args | Field::Comm) => forest_art(&row.prefix, style, max),
+        (Some(style), Field::Args | Field::Comm | Field::Fname) => {
+            forest_art(&row.prefix, style, max)
+        }
         _ => Vec::new(),
     };
     fields::value(col.spec.field, &tasks[row.task], max, &art, env, c)
