@@ -753,3 +753,161 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Base, Layout, Signals, Stat, TaskId};
+
+    fn env(wide_signals: bool) -> Env {
+        Env {
+            hertz: 100,
+            page_size: 4096,
+            mem_total_kb: 1 << 20,
+            boot_time_s: 0,
+            now_s: 0,
+            uptime_ticks: 100_000,
+            locale: Locale { utf8: false },
+            unix_f_option: false,
+            bsd_c_option: false,
+            include_dead_children: false,
+            user_is_number: false,
+            wide_signals,
+        }
+    }
+
+    fn task(tgid: i32, tid: i32) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid,
+            tid,
+            start_time_ns: 0,
+        });
+        t.base = Some(Base::default());
+        t
+    }
+
+    fn show(field: Field, t: &Task, env: &Env) -> String {
+        let mut c = Caches::new(std::path::Path::new("/proc"));
+        let cell = value(field, t, 80, &[], env, &mut c);
+        String::from_utf8(cell.bytes.to_vec()).expect("ascii")
+    }
+
+    #[test]
+    fn signal_masks_as_help_pr_sig_prints_them() {
+        let mut t = task(7, 7);
+        t.signals = Some(Box::new(Signals {
+            pending: 0x4000,
+            shared_pending: 1 << 39,
+            blocked: 0x80_0000_4200,
+            ignored: 0x1007,
+            caught: 0x1_0000_0c40,
+        }));
+        let (wide, narrow) = (env(true), env(false));
+        // The leader's row is the process's: the group's pending signals; tsig its own.
+        assert_eq!(show(Field::SigPending, &t, &wide), "0000008000000000");
+        assert_eq!(show(Field::SigThread, &t, &wide), "0000000000004000");
+        assert_eq!(show(Field::SigPending, &t, &narrow), "<00000000");
+        assert_eq!(show(Field::SigBlocked, &t, &narrow), "<00004200");
+        assert_eq!(show(Field::SigIgnored, &t, &narrow), "00001007");
+        assert_eq!(show(Field::SigCaught, &t, &narrow), "<00000c40");
+        // Another thread's row: its own pending signals.
+        let mut other = task(7, 8);
+        other.signals = t.signals.clone();
+        assert_eq!(show(Field::SigPending, &other, &wide), "0000000000004000");
+        // Unreadable status: procps's empty string prints 8 zeros, wide or not.
+        let none = task(9, 9);
+        assert_eq!(show(Field::SigCaught, &none, &wide), "00000000");
+        assert_eq!(show(Field::SigCaught, &none, &narrow), "00000000");
+    }
+
+    #[test]
+    fn layout_columns_follow_the_masked_addresses() {
+        let e = env(true);
+        let mut t = task(5, 5);
+        t.stat = Some(Stat {
+            vsize_bytes: 5_124_096,
+            ..Stat::default()
+        });
+        // The bash line of tasksnap-procfs's tests, read with ptrace access.
+        t.layout = Some(Box::new(Layout {
+            rsslim_bytes: u64::MAX,
+            start_code: 94_822_117_650_432,
+            end_code: 94_822_118_439_837,
+            start_stack: 140_729_506_214_960,
+            kstkesp: 0,
+            kstkeip: 0,
+        }));
+        assert_eq!(show(Field::Trs, &t, &e), "770");
+        assert_eq!(show(Field::Drs, &t, &e), "4233");
+        assert_eq!(show(Field::MSize, &t, &e), "5124096");
+        assert_eq!(show(Field::StackP, &t, &e), "00007ffe243a3430");
+        assert_eq!(show(Field::Eip, &t, &e), "0000000000000000");
+        assert_eq!(show(Field::Lim, &t, &e), "xx");
+        // Without ptrace access the kernel shows 1 and 1: no text, all data.
+        t.layout = Some(Box::new(Layout {
+            rsslim_bytes: 8 << 20,
+            start_code: 1,
+            end_code: 1,
+            ..Layout::default()
+        }));
+        assert_eq!(show(Field::Trs, &t, &e), "0");
+        assert_eq!(show(Field::Drs, &t, &e), "5004");
+        assert_eq!(show(Field::Lim, &t, &e), " 8192");
+        // No address space (kernel thread): 0, whatever the addresses say.
+        t.stat = Some(Stat::default());
+        assert_eq!(show(Field::Drs, &t, &e), "0");
+    }
+
+    #[test]
+    fn utilization_keeps_procps_float_product() {
+        let e = env(true);
+        let mut t = task(3, 3);
+        t.stat = Some(Stat {
+            utime_ns: 30 * 10_000_000,
+            stime_ns: 7 * 10_000_000,
+            cutime_ns: 100 * 10_000_000,
+            ..Stat::default()
+        });
+        // 37 ticks over 100,000: 0.037; with the children's 100 more, 0.137.
+        assert_eq!(show(Field::Cuu, &t, &e), "0.037");
+        assert_eq!(show(Field::Cuc, &t, &e), "0.137");
+        // A task busier than 99 % prints 99.999.
+        let mut busy = task(4, 4);
+        busy.id.start_time_ns = 99_990 * 10_000_000;
+        busy.stat = Some(Stat {
+            utime_ns: 20 * 10_000_000,
+            ..Stat::default()
+        });
+        assert_eq!(show(Field::Cuu, &busy, &e), "99.999");
+        // A huge tick count loses digits in a float, as in procps: 16777217 becomes
+        // 16777216 before the * 100.
+        let mut long = task(5, 5);
+        long.stat = Some(Stat {
+            utime_ns: 16_777_217 * 10_000_000,
+            ..Stat::default()
+        });
+        let e = Env {
+            uptime_ticks: 3_000_000_000,
+            ..env(true)
+        };
+        assert_eq!(show(Field::Cuu, &long, &e), "0.559");
+        assert_eq!(utilization_value(&long, false, &e), 1_677_721_600.0 / 3e9);
+    }
+
+    #[test]
+    fn sgi_p_shows_the_cpu_of_running_tasks_only() {
+        let e = env(true);
+        let mut t = task(1, 1);
+        t.base = Some(Base {
+            state: TaskState::Running,
+            processor: 3,
+            ..Base::default()
+        });
+        assert_eq!(show(Field::SgiP, &t, &e), "3");
+        t.base = Some(Base {
+            processor: 3,
+            ..Base::default()
+        });
+        assert_eq!(show(Field::SgiP, &t, &e), "*");
+    }
+}

@@ -1171,6 +1171,60 @@ mod tests {
         }
     }
 
+    /// The signal block comes after every other (record.h's bit order) and fills
+    /// `Task::signals` only when the masks were asked for.
+    #[test]
+    fn signal_masks_decode_after_the_other_blocks() {
+        let mut buf = bytes_of(&ts_hdr {
+            tid: 7,
+            tgid: 7,
+            groups: TS_GROUP_BASE | TS_GROUP_MEM | TS_GROUP_SIG,
+            ..Default::default()
+        });
+        buf.extend(bytes_of(&ts_base {
+            nr_threads: 1,
+            ..Default::default()
+        }));
+        buf.extend(bytes_of(&ts_mem {
+            total_vm: 99,
+            ..Default::default()
+        }));
+        let masks = ts_sig {
+            pending: 0x4000,
+            shared_pending: 1 << 39,
+            blocked: 0x80_0000_4200,
+            ignored: 0x1007,
+            caught: 0x1_0000_0c40,
+        };
+        buf.extend(bytes_of(&masks));
+        let recs = records(&buf).expect("parses");
+        assert_eq!(recs[0].mem().map(|m| m.total_vm), Some(99));
+        let units = Units {
+            clk_tck: 100,
+            page_size: 4096,
+        };
+        let make = |signals| {
+            let groups = Groups {
+                base: true,
+                signals,
+                ..Groups::default()
+            };
+            let q = Query::new(Selector::AllProcesses, groups);
+            assemble(&recs, Vec::new(), &q, &groups, units, Vec::new(), false)
+        };
+        assert_eq!(
+            make(true)[0].signals.as_deref().copied(),
+            Some(Signals {
+                pending: 0x4000,
+                shared_pending: 1 << 39,
+                blocked: 0x80_0000_4200,
+                ignored: 0x1007,
+                caught: 0x1_0000_0c40,
+            })
+        );
+        assert_eq!(make(false)[0].signals, None);
+    }
+
     /// A `ts_cmd_hdr` (tgid, len, flags, pad) as the copy writes it.
     fn cmd_hdr(tgid: u32, len: u32, flags: u32) -> Vec<u8> {
         [tgid, len, flags, 0]
