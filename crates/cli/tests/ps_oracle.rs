@@ -583,6 +583,9 @@ fn together(runner: &Runner, load: &Load, extras: &Extras) -> Vec<String> {
             None,
         ),
         (vec!["-e", "--sort=tsiz", "-o", "pid,tsiz,comm"], None),
+        // By the exact CPU share (PIDS_UTILIZATION; the load's sleepers tie, and keep
+        // their order: order.rs's unit test has shares that print alike but differ).
+        (vec!["-e", "--sort=-util", "-o", "pid,util,cuu,comm"], None),
     ];
     let mut failures = Vec::new();
     for (args, cols) in &cases {
@@ -651,4 +654,37 @@ fn odd_specifiers_match_procps_as_nobody() {
     let mut failures = each_alone(&runner, &load);
     failures.extend(together(&runner, &load, &extras));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Signal masks and addresses are hexadecimal: strings in JSON, every digit kept, even when
+/// none of the digits is a letter (`"0000008000000000"`, not the number 8000000000).
+#[test]
+fn machine_output_keeps_hexadecimal_columns_as_text() {
+    let load = spawn_load();
+    let pid = load
+        .info
+        .signals
+        .expect("the --signals process")
+        .to_string();
+    let out = run(
+        TASKSNAP,
+        &["ps"],
+        &[
+            "-p",
+            &pid,
+            "-o",
+            "pid,sig,tsig,sigmask,eip,lim",
+            "--output",
+            "json",
+        ],
+        "C",
+    );
+    assert_eq!(out.code, Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let row = &v[0];
+    assert_eq!(row["sig"], "0000008000000000", "{row}");
+    assert_eq!(row["tsig"], "0000000000004000", "{row}");
+    assert_eq!(row["sigmask"], "0000008000004200", "{row}");
+    assert_eq!(row["eip"], "0000000000000000", "{row}");
+    assert_eq!(row["pid"], serde_json::json!(load.info.signals));
 }

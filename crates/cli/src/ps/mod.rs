@@ -103,7 +103,11 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
                 g.layout = true;
             }
             Field::Eip | Field::Esp | Field::StackP | Field::Lim => g.layout = true,
-            Field::Size => g.mem = true,
+            // (stat for sorting: size sorts by the address space's size.)
+            Field::Size => {
+                g.mem = true;
+                g.stat = true;
+            }
             Field::MSize | Field::Cuc | Field::Cuu => g.stat = true,
             Field::Stat => g.locked = true,
             Field::Rss | Field::Pmem => g.mem = true,
