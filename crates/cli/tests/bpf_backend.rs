@@ -35,6 +35,17 @@ const FORMATS: &[&[&str]] = &[
     ],
     &["-e", "--forest", "-o", "pid,user,comm"],
     &["-e", "-o", "pid,comm,cgroup"],
+    &[
+        "-eL",
+        "-o",
+        "pid,lwp,sig,tsig,sigmask,ignored,caught,stackp,eip,lim,drs,trs,size,comm",
+    ],
+    &[
+        "-e",
+        "m",
+        "-o",
+        "pid,tid,sig,tsig,blocked,sigcatch,supgrp,fname,tty4,numa,comm",
+    ],
 ];
 
 #[test]

@@ -401,3 +401,290 @@ fn a_closed_pipe_is_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Signal masks, the old memory-layout columns, and the other odd specifiers of `ps L`:
+/// procps's headers, widths and values, checked one at a time and all together.
+const ODD_SPECS: &[&str] = &[
+    "blocked",
+    "caught",
+    "ignored",
+    "pending",
+    "sig",
+    "sig_block",
+    "sig_catch",
+    "sig_ignore",
+    "sig_pend",
+    "sigcatch",
+    "sigignore",
+    "sigmask",
+    "tsig",
+    "drs",
+    "dsiz",
+    "m_drs",
+    "m_size",
+    "m_trs",
+    "size",
+    "trs",
+    "trss",
+    "tsiz",
+    "sgi_rss",
+    "eip",
+    "esp",
+    "stackp",
+    "start_stack",
+    "lim",
+    "supgrp",
+    "fname",
+    "tty4",
+    "sgi_p",
+    "cuc",
+    "cuu",
+    "util",
+    "zone",
+    "numa",
+];
+
+/// Who runs both ps: this test's user, or nobody (who may not see other users' code and
+/// stack addresses: /proc masks them, and tasksnap must print what procps prints then).
+struct Runner {
+    nobody: Option<NobodyBin>,
+}
+
+impl Runner {
+    fn uid(&self) -> Option<u32> {
+        self.nobody.as_ref().map(|_| NOBODY)
+    }
+
+    fn backends(&self) -> Vec<&'static str> {
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        // The BPF backend serves root only (bpf_backend.rs checks the refusal).
+        if root && self.nobody.is_none() {
+            vec!["--backend=procfs", "--backend=bpf"]
+        } else {
+            vec!["--backend=procfs"]
+        }
+    }
+
+    fn ours(&self, backend: &str, args: &[&str], cols: Option<&str>) -> Out {
+        let program = self.nobody.as_ref().map_or(TASKSNAP, |b| b.path.as_str());
+        let mut a = args.to_vec();
+        a.push(backend);
+        run_as(self.uid(), program, &["ps"], &a, "C.UTF-8", cols)
+    }
+
+    fn theirs(&self, args: &[&str], cols: Option<&str>) -> Out {
+        for _ in 0..3 {
+            let out = run_as(self.uid(), "ps", &[], args, "C.UTF-8", cols);
+            if out.code.is_some() {
+                return out;
+            }
+        }
+        panic!("procps ps {args:?} was killed by a signal three times");
+    }
+}
+
+/// Whole outputs of a listing of the load's own processes (`-p`), each line compared; a
+/// single column whose values move between runs is compared by its header and its row
+/// count only.
+fn same_output(what: &str, ours: &Out, theirs: &Out, moving: bool) -> Result<usize, String> {
+    let lines = |o: &Out| -> Vec<Vec<u8>> {
+        o.stdout
+            .split(|&c| c == b'\n')
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    let (a, b) = (lines(ours), lines(theirs));
+    let same = if moving {
+        a.len() == b.len() && a.first() == b.first()
+    } else {
+        a == b
+    };
+    if ours.code != theirs.code || !same {
+        let mut msg = format!("{what}: exit {:?} vs procps {:?}\n", ours.code, theirs.code);
+        for (x, y) in a.iter().zip(&b).filter(|(x, y)| x != y).take(4) {
+            msg += &format!(
+                "  ours:   {:?}\n  procps: {:?}\n",
+                String::from_utf8_lossy(x),
+                String::from_utf8_lossy(y)
+            );
+        }
+        if a.len() != b.len() {
+            msg += &format!("  {} lines vs {}\n", a.len(), b.len());
+        }
+        return Err(msg);
+    }
+    Ok(a.len().saturating_sub(2))
+}
+
+/// Each specifier alone, for the load's processes, as processes (`-p`), threads (`-L`: a
+/// leader's row is read as the process, the others as threads, which `sig` tells apart) and
+/// procps's `m` (process rows print `-` for thread-only columns, thread rows for
+/// process-only ones).
+fn each_alone(runner: &Runner, load: &Load) -> Vec<String> {
+    let list = load
+        .info
+        .known_pids()
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut failures = Vec::new();
+    let mut rows = 0;
+    for spec in ODD_SPECS {
+        for how in [&["-p"][..], &["-L", "-p"], &["m", "-p"]] {
+            let mut args = how.to_vec();
+            args.extend([list.as_str(), "-o", spec]);
+            let theirs = runner.theirs(&args, None);
+            let header = theirs
+                .stdout
+                .split(|&c| c == b'\n')
+                .next()
+                .unwrap_or_default();
+            let moving = MOVING.contains(&String::from_utf8_lossy(header).trim());
+            for backend in runner.backends() {
+                let ours = runner.ours(backend, &args, None);
+                match same_output(&format!("{args:?} {backend}"), &ours, &theirs, moving) {
+                    Ok(n) => rows += n,
+                    Err(e) => failures.push(e),
+                }
+            }
+        }
+    }
+    assert!(rows > ODD_SPECS.len() * 20, "too few rows compared: {rows}");
+    failures
+}
+
+/// All of them together (and some with widths of their own, and on narrow lines where signal
+/// masks take 9 cells) over the load's rows of whole-system listings.
+fn together(runner: &Runner, load: &Load, extras: &Extras) -> Vec<String> {
+    let mut pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
+    pids.extend(extras.pids());
+    let all = format!("pid,{}", ODD_SPECS.join(","));
+    let sigs = "pid,sig,tsig,sigmask,ignored,caught,comm";
+    let cases: Vec<(Vec<&str>, Option<&str>)> = vec![
+        (vec!["-e", "-o", &all], None),
+        (vec!["-eL", "-o", &all], None),
+        (vec!["-e", "m", "-o", &all], None),
+        (vec!["-eL", "-o", sigs], Some("30")),
+        (vec!["-eL", "-o", sigs], Some("80")),
+        (vec!["-e", "m", "-o", sigs], Some("40")),
+        (
+            vec![
+                "-e",
+                "-o",
+                "pid,caught:20,sigmask:5,lim:8,fname:12,stackp:4,comm",
+            ],
+            None,
+        ),
+        (vec!["-e", "--forest", "-o", "pid,fname,tty4,comm"], None),
+        (
+            vec!["-e", "--sort=-sigmask", "-o", "pid,sigmask,comm"],
+            None,
+        ),
+        (vec!["-e", "--sort=tsiz", "-o", "pid,tsiz,comm"], None),
+        // By the exact CPU share (PIDS_UTILIZATION; the load's sleepers tie, and keep
+        // their order: order.rs's unit test has shares that print alike but differ).
+        (vec!["-e", "--sort=-util", "-o", "pid,util,cuu,comm"], None),
+    ];
+    let mut failures = Vec::new();
+    for (args, cols) in &cases {
+        let theirs = runner.theirs(args, *cols);
+        for backend in runner.backends() {
+            let ours = runner.ours(backend, args, *cols);
+            let (h1, r1) = load_rows(&ours.stdout, &pids);
+            let (h2, r2) = load_rows(&theirs.stdout, &pids);
+            if ours.code != theirs.code || h1 != h2 || r1 != r2 || r1.len() < 20 {
+                let mut msg = format!(
+                    "{args:?} {backend} COLUMNS={cols:?}: {} vs {} rows\n",
+                    r1.len(),
+                    r2.len()
+                );
+                if h1 != h2 {
+                    msg += &format!(
+                        "  header ours:   {:?}\n  header procps: {:?}\n",
+                        String::from_utf8_lossy(&h1),
+                        String::from_utf8_lossy(&h2)
+                    );
+                }
+                for (x, y) in r1.iter().zip(&r2).filter(|(x, y)| x != y).take(4) {
+                    msg += &format!(
+                        "  ours:   {:?}\n  procps: {:?}\n",
+                        String::from_utf8_lossy(x),
+                        String::from_utf8_lossy(y)
+                    );
+                }
+                failures.push(msg);
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+fn odd_specifiers_match_procps() {
+    let load = spawn_load();
+    let extras = Extras::spawn();
+    let runner = Runner { nobody: None };
+    let mut failures = each_alone(&runner, &load);
+    failures.extend(together(&runner, &load, &extras));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn odd_specifiers_match_procps_as_nobody() {
+    if !root_or_skip("ps as nobody (setpriv)") {
+        return;
+    }
+    let load = spawn_load();
+    let extras = Extras::spawn();
+    let runner = Runner {
+        nobody: Some(NobodyBin::new()),
+    };
+    // The load is root's: nobody sees its code and stack addresses masked (1, 1, 0).
+    let pid = load.info.procs[0];
+    let masked = runner.theirs(&["-p", &pid.to_string(), "-o", "trs=,stackp="], None);
+    assert_eq!(
+        String::from_utf8_lossy(&masked.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["0", "0000000000000000"],
+        "procps as nobody should see masked addresses"
+    );
+    let mut failures = each_alone(&runner, &load);
+    failures.extend(together(&runner, &load, &extras));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Signal masks and addresses are hexadecimal: strings in JSON, every digit kept, even when
+/// none of the digits is a letter (`"0000008000000000"`, not the number 8000000000).
+#[test]
+fn machine_output_keeps_hexadecimal_columns_as_text() {
+    let load = spawn_load();
+    let pid = load
+        .info
+        .signals
+        .expect("the --signals process")
+        .to_string();
+    let out = run(
+        TASKSNAP,
+        &["ps"],
+        &[
+            "-p",
+            &pid,
+            "-o",
+            "pid,sig,tsig,sigmask,eip,lim",
+            "--output",
+            "json",
+        ],
+        "C",
+    );
+    assert_eq!(out.code, Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let row = &v[0];
+    assert_eq!(row["sig"], "0000008000000000", "{row}");
+    assert_eq!(row["tsig"], "0000000000004000", "{row}");
+    assert_eq!(row["sigmask"], "0000008000004200", "{row}");
+    assert_eq!(row["eip"], "0000000000000000", "{row}");
+    assert_eq!(row["pid"], serde_json::json!(load.info.signals));
+}

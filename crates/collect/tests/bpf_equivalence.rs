@@ -626,3 +626,85 @@ fn copied_command_lines_are_what_proc_shows() {
         }
     }
 }
+
+/// Signal masks from the pass (record.h's ts_sig, both the iterator and the walk) against
+/// /proc/PID/status, and the layout group (filled from /proc/PID/stat) as the procfs
+/// collector reads it, on a load with signals blocked, ignored, caught and pending for the
+/// process and for each thread (`--signals`), zombies and stopped tasks.
+#[test]
+fn signal_masks_from_the_pass_are_what_status_shows() {
+    if !root_or_skip("signal masks from the BPF pass against /proc") {
+        return;
+    }
+    let load = Load::spawn(&[
+        "--procs",
+        "3",
+        "--threads",
+        "3",
+        "--signals",
+        "--zombies",
+        "2",
+        "--stopped",
+        "1",
+        "--list-pids",
+    ])
+    .expect("spawn the load generator (cargo build --workspace first)");
+    let pids = load.info.known_pids();
+    let signals_pid = load.info.signals.expect("the --signals process");
+    let groups = Groups {
+        base: true,
+        signals: true,
+        layout: true,
+        ..Groups::default()
+    };
+    let mut procfs = ProcfsCollector::new().expect("procfs");
+    for walk in [false, true] {
+        let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
+        if walk {
+            bpf.prepare_arena(&groups);
+        }
+        for selector in [Selector::AllProcesses, Selector::AllThreads] {
+            let what = format!("{selector:?} ({})", if walk { "walk" } else { "iterator" });
+            let mut q = Query::new(selector, groups);
+            q.leader_as_process = true;
+            let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+            assert_eq!(bpf.report().kind == PassKind::Walk, walk, "{what}");
+            let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
+            let mut checked = 0;
+            for (key, pt) in p.iter().filter(|(k, _)| pids.contains(&k.0)) {
+                let bt = &b[key];
+                assert!(
+                    pt.signals.is_some(),
+                    "{what}: no masks from /proc for {key:?}"
+                );
+                assert_eq!(bt.signals, pt.signals, "{what}: masks of {key:?}");
+                assert!(
+                    pt.layout.is_some(),
+                    "{what}: no layout from /proc for {key:?}"
+                );
+                assert_eq!(bt.layout, pt.layout, "{what}: layout of {key:?}");
+                checked += 1;
+            }
+            assert!(checked >= pids.len(), "{what}: checked only {checked}");
+            // The masks are not all zero: the test would prove little otherwise.
+            let s = b[&(signals_pid, signals_pid)]
+                .signals
+                .as_deref()
+                .copied()
+                .expect("masks");
+            assert_eq!(s.shared_pending, 1 << 39, "{what}: {s:?}");
+            assert_eq!(s.pending, 1 << (libc::SIGTERM - 1), "{what}: {s:?}");
+            assert_ne!(s.ignored & (1 << (libc::SIGHUP - 1)), 0, "{what}: {s:?}");
+            assert_ne!(s.caught & (1 << (libc::SIGUSR2 - 1)), 0, "{what}: {s:?}");
+            if let Some(tid) = load.info.signal_thread.filter(|_| q.wants_threads()) {
+                let t = b[&(signals_pid, tid)]
+                    .signals
+                    .as_deref()
+                    .copied()
+                    .expect("masks");
+                assert_eq!(t.pending, 1 << (libc::SIGUSR1 - 1), "{what}: {t:?}");
+                assert_eq!(t.blocked, s.blocked, "{what}: {t:?}");
+            }
+        }
+    }
+}

@@ -76,6 +76,9 @@ pub(crate) fn same_row(a: &Task, b: &Task) -> bool {
         sched,
         wchan,
         cgroup: _,
+        // Not recorded by format 1: a replayed listing shows what ps shows for unreadable.
+        signals: _,
+        layout: _,
     } = a;
     *id == b.id
         && *base == b.base
@@ -185,6 +188,9 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
         sched,
         wchan,
         cgroup: _,
+        // Not recorded by format 1: a replayed listing shows what ps shows for unreadable.
+        signals: _,
+        layout: _,
     } = t;
     let mut p = 0u64;
     let flag = |p: &mut u64, bit: u64, on: bool| {

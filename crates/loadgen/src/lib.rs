@@ -126,6 +126,12 @@ pub struct LoadInfo {
     /// `churn_threads_pid`.
     #[serde(skip_serializing_if = "is_zero")]
     pub churn_max_threads: usize,
+    /// `--signals`: the process with blocked, ignored, caught and pending signals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signals: Option<i32>,
+    /// `--signals`: its extra thread (a signal pending for it alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal_thread: Option<i32>,
     /// `--busy`: processes spinning on a CPU forever (comm `lg-busy`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub busy: Vec<i32>,
@@ -154,6 +160,7 @@ impl LoadInfo {
         v.extend(self.churn_procs_pid);
         v.extend(self.churn_threads_pid);
         v.extend(&self.busy);
+        v.extend(self.signals);
         v
     }
 }

@@ -83,6 +83,11 @@ struct Cli {
     #[arg(long, value_name = "M", default_value_t = 0)]
     mlocked: usize,
 
+    /// One process (comm "lg-signals", with a thread "lg-sig-thr") with signals blocked,
+    /// ignored, caught, and pending for the process and for each thread.
+    #[arg(long)]
+    signals: bool,
+
     /// One task in uninterruptible sleep (state D): a vfork() parent whose
     /// child never execs or exits. Works without privileges.
     #[arg(long)]
@@ -316,6 +321,11 @@ fn spawn_all(cli: &Cli, group: &Group, sp: &mut Spawner) -> Result<LoadInfo> {
     }
     if let Some(secs) = cli.pipe_pingpong {
         info.pingpong = sp.pingpong(secs)?.to_vec();
+    }
+    if cli.signals {
+        let (pid, tid) = sp.signals()?;
+        info.signals = Some(pid);
+        info.signal_thread = Some(tid);
     }
     if cli.threads > 0 {
         let (pid, tids) = sp.threads(cli.threads)?;

@@ -26,6 +26,10 @@ use crate::child;
 use crate::churn;
 use crate::sys::{self, ChildCtx, Pid};
 
+/// The real-time signal `--signals` leaves pending for its process: the kernel's 40 (glibc's
+/// SIGRTMIN is 34; 32 and 33 are its own), bit 39 of the masks.
+const SIG_RT_PENDING: libc::c_int = 40;
+
 /// Owns the loadgen's direct children until they are reaped.
 #[derive(Debug)]
 pub struct Spawner {
@@ -341,6 +345,58 @@ impl Spawner {
         }
         tids.sort_unstable();
         Ok((pid, tids))
+    }
+
+    /// The `--signals` process (comm `lg-signals`) and its one extra thread (comm
+    /// `lg-sig-thr`), with every kind of signal mask /proc shows set: SIGUSR1, SIGTERM and
+    /// signal 40 blocked in both threads; SIGHUP ignored, SIGUSR2 caught; pending, while
+    /// blocked, signal 40 for the process (`ShdPnd`, a bit above the 32nd), SIGTERM for the
+    /// main thread and SIGUSR1 for the other (each its own `SigPnd`). Returns the pid and
+    /// the thread's tid once every signal is pending.
+    pub fn signals(&mut self) -> Result<(Pid, Pid)> {
+        extern "C" fn on_usr2(_: libc::c_int) {}
+        let (r, w) = sys::pipe()?;
+        let wfd = w.as_raw_fd();
+        let pid = self.fork(c"lg-signals", None, move || {
+            // We are a fork of a single-threaded process: std is usable. The thread
+            // inherits the mask.
+            let blocked = sys::sigset(&[libc::SIGUSR1, libc::SIGTERM, SIG_RT_PENDING]);
+            let handler: extern "C" fn(libc::c_int) = on_usr2;
+            if sys::set_sigmask(&blocked).is_err()
+                || sys::set_handler(libc::SIGHUP, libc::SIG_IGN).is_err()
+                || sys::set_handler(libc::SIGUSR2, handler as libc::sighandler_t).is_err()
+            {
+                sys::exit_now(1);
+            }
+            let (tx, rx) = std::sync::mpsc::channel::<Pid>();
+            let spawned = std::thread::Builder::new()
+                .name("lg-sig-thr".into())
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    let _ = tx.send(sys::gettid());
+                    loop {
+                        std::thread::park();
+                    }
+                });
+            let Ok(tid) = spawned.map_err(drop).and_then(|_| rx.recv().map_err(drop)) else {
+                sys::exit_now(1)
+            };
+            let me = sys::getpid();
+            let sent = sys::tgkill(me, tid, libc::SIGUSR1)
+                .and_then(|()| sys::tgkill(me, me, libc::SIGTERM))
+                .and_then(|()| sys::kill(me, SIG_RT_PENDING));
+            if sent.is_err() || sys::write_all_fd(wfd, &tid.to_ne_bytes()).is_err() {
+                sys::exit_now(1);
+            }
+            sys::close_fd(wfd);
+            sys::pause_forever()
+        })?;
+        drop(w);
+        let tid = read_pids(r, 1).context("collecting the signal thread's id")?;
+        match tid.first() {
+            Some(&t) => Ok((pid, t)),
+            None => bail!("the signals process did not come up"),
+        }
     }
 
     /// The `--churn` process driver (comm `lg-churn`): starts `per_sec`

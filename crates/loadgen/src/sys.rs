@@ -207,6 +207,23 @@ pub fn kill(pid: Pid, sig: libc::c_int) -> io::Result<()> {
     cvt(unsafe { libc::kill(pid, sig) }).map(drop)
 }
 
+/// `tgkill(tgid, tid, sig)`: a signal for one thread.
+pub fn tgkill(tgid: Pid, tid: Pid, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain syscall with integer arguments.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) };
+    cvt(r as libc::c_int).map(drop)
+}
+
+/// Sets the disposition of `sig` to `handler` (`SIG_IGN`, `SIG_DFL` or a function address).
+pub fn set_handler(sig: libc::c_int, handler: libc::sighandler_t) -> io::Result<()> {
+    // SAFETY: sigaction is a plain C struct for which all-zero bytes are valid (empty mask,
+    // no flags); the kernel copies it during the call.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler;
+    // SAFETY: `act` is initialised; the old action is not requested.
+    cvt(unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) }).map(drop)
+}
+
 /// `waitpid(pid, flags)`; `Ok(None)` when WNOHANG finds nothing to report.
 pub fn waitpid(pid: Pid, flags: libc::c_int) -> io::Result<Option<(Pid, libc::c_int)>> {
     let mut status: libc::c_int = 0;

@@ -55,6 +55,10 @@ pub struct Groups {
     pub wchan: bool,
     /// Control-group membership (`/proc/PID/cgroup`).
     pub cgroup: bool,
+    /// Signal masks (`/proc/PID/status`).
+    pub signals: bool,
+    /// Code and stack addresses, RSS limit (`/proc/PID/stat`).
+    pub layout: bool,
 }
 
 impl Groups {
@@ -76,17 +80,19 @@ impl Groups {
             sched_switches: true,
             wchan: true,
             cgroup: true,
+            signals: true,
+            layout: true,
         }
     }
 
     /// True when /proc/PID/stat must be read.
     pub fn needs_stat_file(&self) -> bool {
-        self.base || self.stat
+        self.base || self.stat || self.layout
     }
 
     /// True when /proc/PID/status must be read.
     pub fn needs_status_file(&self) -> bool {
-        self.cred_full || self.mem_status || self.sched_switches || self.locked
+        self.cred_full || self.mem_status || self.sched_switches || self.locked || self.signals
     }
 }
 

@@ -247,6 +247,42 @@ pub struct Sched {
     pub involuntary_switches: Option<u64>,
 }
 
+/// Signal masks as /proc/PID/status shows them (`task_sig()`, fs/proc/array.c): bit `n - 1`
+/// stands for signal `n`. All zero for a task whose signal handlers are gone (fully exited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Signals {
+    /// `SigPnd`: signals pending for this thread alone.
+    pub pending: u64,
+    /// `ShdPnd`: signals pending for the whole thread group.
+    pub shared_pending: u64,
+    /// `SigBlk`: this thread's blocked mask.
+    pub blocked: u64,
+    /// `SigIgn`: signals whose handler is `SIG_IGN` (shared by the thread group).
+    pub ignored: u64,
+    /// `SigCgt`: signals with a handler other than `SIG_IGN` and `SIG_DFL`.
+    pub caught: u64,
+}
+
+/// Address-space layout and the RSS limit (/proc/PID/stat fields 25-30, `do_task_stat()`,
+/// fs/proc/array.c), as the reader may see them: without ptrace access to the task the kernel
+/// shows 1 for both code addresses and 0 for the stack start, and it shows 0 for `kstkesp`
+/// and `kstkeip` unless the task is exiting or dumping core. All 0 without an mm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Layout {
+    /// Soft RSS limit (`RLIMIT_RSS`), bytes; `u64::MAX` for unlimited.
+    pub rsslim_bytes: u64,
+    /// Start of the text segment.
+    pub start_code: u64,
+    /// End of the text segment.
+    pub end_code: u64,
+    /// Bottom (start) of the main thread's stack.
+    pub start_stack: u64,
+    /// Saved stack pointer.
+    pub kstkesp: u64,
+    /// Saved instruction pointer.
+    pub kstkeip: u64,
+}
+
 /// One task and whichever attribute groups were asked for and readable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Task {
@@ -280,6 +316,10 @@ pub struct Task {
     /// `hierarchy-ID:controllers:path` line per hierarchy, cgroups(7)), raw; parsed by
     /// `tasksnap_procfs::parse::parse_cgroup`. `None` when not asked for or unreadable.
     pub cgroup: Option<Vec<u8>>,
+    /// Signal masks, when asked for (`Groups::signals`; boxed: rarely asked for).
+    pub signals: Option<Box<Signals>>,
+    /// Code and stack addresses and the RSS limit, when asked for (`Groups::layout`).
+    pub layout: Option<Box<Layout>>,
 }
 
 impl Task {
@@ -299,6 +339,8 @@ impl Task {
             sched: None,
             wchan: None,
             cgroup: None,
+            signals: None,
+            layout: None,
         }
     }
 
@@ -326,9 +368,10 @@ mod tests {
     #[test]
     fn a_task_stays_small() {
         // 50,000 tasks per snapshot: every byte here is 50 kB of peak memory. (416 since
-        // `Stat::swap_bytes`: 16 bytes a task, 0.8 MB at 50,000.)
+        // `Stat::swap_bytes`: 16 bytes a task, 0.8 MB at 50,000. 432 since `signals` and
+        // `layout`: two boxed groups, 16 bytes.)
         assert!(
-            std::mem::size_of::<Task>() <= 416,
+            std::mem::size_of::<Task>() <= 432,
             "{}",
             std::mem::size_of::<Task>()
         );

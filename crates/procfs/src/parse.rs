@@ -62,6 +62,10 @@ pub struct StatLine {
     pub vsize_bytes: u64,
     /// Resident set, pages.
     pub rss_pages: u64,
+    /// Fields 25-30: `rsslim` (bytes), `startcode`, `endcode`, `startstack`, `kstkesp`,
+    /// `kstkeip`, as the kernel shows them to this reader (masked without ptrace access:
+    /// see [`tasksnap_model::Layout`]). Zero when the line ends before them.
+    pub layout: tasksnap_model::Layout,
     /// Last CPU.
     pub processor: i32,
     /// RT priority.
@@ -198,9 +202,26 @@ pub fn parse_stat(buf: &[u8]) -> Result<StatLine, ParseError> {
     st.start_ticks = parse_u64(next("stat: no starttime")?)?;
     st.vsize_bytes = parse_u64(next("stat: no vsize")?)?;
     st.rss_pages = parse_i64(next("stat: no rss")?)?.max(0) as u64;
-    // rsslim .. exit_signal (14 fields, some of them full-range u64 such as rsslim), then
-    // processor, rt_priority, policy. Missing trailing fields are left 0.
-    let mut tail = f.skip(14);
+    // rsslim .. kstkeip (6 fields, full-range u64: rsslim is u64::MAX when unlimited), the
+    // four obsolete signal fields, wchan, nswap, cnswap, exit_signal; then processor,
+    // rt_priority, policy. Missing trailing fields are left 0.
+    let mut layout = [0u64; 6];
+    for slot in layout.iter_mut() {
+        match f.next() {
+            Some(v) => *slot = parse_u64(v)?,
+            None => break,
+        }
+    }
+    let [rsslim_bytes, start_code, end_code, start_stack, kstkesp, kstkeip] = layout;
+    st.layout = tasksnap_model::Layout {
+        rsslim_bytes,
+        start_code,
+        end_code,
+        start_stack,
+        kstkesp,
+        kstkeip,
+    };
+    let mut tail = f.skip(8);
     if let Some(s) = tail.next() {
         st.processor = parse_i32(s)?;
     }
@@ -301,6 +322,26 @@ pub struct StatusFields {
     pub voluntary_switches: Option<u64>,
     /// `nonvoluntary_ctxt_switches`.
     pub involuntary_switches: Option<u64>,
+    /// `SigPnd`, `ShdPnd`, `SigBlk`, `SigIgn`, `SigCgt` (hexadecimal masks), in that order;
+    /// each `None` when its line is missing.
+    pub signals: [Option<u64>; 5],
+}
+
+/// A signal mask line's value: hexadecimal, as `render_sigset_t()` writes it (16 digits for
+/// 64 signals). Of a longer mask (architectures with 128 signals) the first 16 digits are
+/// kept, as procps keeps them.
+fn parse_sigset(v: &[u8]) -> Result<u64, ParseError> {
+    let v = trim(v);
+    let v = &v[..v.len().min(16)];
+    if v.is_empty() || !v.iter().all(u8::is_ascii_hexdigit) {
+        return Err(ParseError("status: bad signal mask"));
+    }
+    v.iter().try_fold(0u64, |acc, &c| {
+        let d = (c as char)
+            .to_digit(16)
+            .ok_or(ParseError("status: bad signal mask"))?;
+        Ok((acc << 4) | u64::from(d))
+    })
 }
 
 fn parse_id_quad(v: &[u8]) -> Result<[u32; 4], ParseError> {
@@ -354,6 +395,11 @@ pub fn parse_status(buf: &[u8]) -> Result<StatusFields, ParseError> {
             b"nonvoluntary_ctxt_switches" => {
                 out.involuntary_switches = Some(parse_u64(trim(value))?)
             }
+            b"SigPnd" => out.signals[0] = Some(parse_sigset(value)?),
+            b"ShdPnd" => out.signals[1] = Some(parse_sigset(value)?),
+            b"SigBlk" => out.signals[2] = Some(parse_sigset(value)?),
+            b"SigIgn" => out.signals[3] = Some(parse_sigset(value)?),
+            b"SigCgt" => out.signals[4] = Some(parse_sigset(value)?),
             _ => {}
         }
     }
@@ -623,6 +669,72 @@ mod tests {
         assert_eq!(st.rss_pages, 1280);
         assert_eq!(st.processor, 1);
         assert_eq!((st.rt_priority, st.policy), (0, 0));
+    }
+
+    #[test]
+    fn parses_the_layout_fields_as_the_reader_sees_them() {
+        let st = parse_stat(BASH).expect("bash line parses");
+        let l = st.layout;
+        assert_eq!(l.rsslim_bytes, u64::MAX, "RLIM_INFINITY");
+        assert_eq!((l.start_code, l.end_code), (94318090862592, 94318091771469));
+        assert_eq!(l.start_stack, 140729152453424);
+        assert_eq!((l.kstkesp, l.kstkeip), (0, 0));
+        // The same bash read by nobody (6.18): no ptrace access, so 1/1/0 (do_task_stat()).
+        let nobody = b"1000264 (bash) S 1000263 1000264 1000264 0 -1 4194560 19179 158728 0 16 9 17 162 44 20 0 1 0 977980 5251072 989 18446744073709551615 1 1 0 0 0 0 65536 4 1132560123 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        let st = parse_stat(nobody).expect("parses");
+        assert_eq!(
+            (
+                st.layout.start_code,
+                st.layout.end_code,
+                st.layout.start_stack
+            ),
+            (1, 1, 0)
+        );
+        assert_eq!(st.processor, 0);
+        // A kernel thread has no mm: all 0 but the limit.
+        let k = parse_stat(KTHREAD).expect("kthreadd parses").layout;
+        assert_eq!(
+            k,
+            tasksnap_model::Layout {
+                rsslim_bytes: u64::MAX,
+                ..Default::default()
+            }
+        );
+        // A line cut inside the layout fields keeps what is there.
+        let cut = b"9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 4096 1 8388608 4096\n";
+        let st = parse_stat(cut).expect("parses");
+        assert_eq!(
+            (st.layout.rsslim_bytes, st.layout.start_code),
+            (8388608, 4096)
+        );
+        assert_eq!(st.layout.end_code, 0);
+        assert!(
+            parse_stat(b"9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 4096 1 zz\n").is_err()
+        );
+    }
+
+    #[test]
+    fn parses_signal_masks() {
+        // A real 6.18 bash's status lines.
+        let status = b"Name:\tbash\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nThreads:\t1\nSigQ:\t0/96364\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\nSigBlk:\t0000000000010000\nSigIgn:\t0000000000000004\nSigCgt:\t0000000043817efb\nCapInh:\t0000000000000000\n";
+        let s = parse_status(status).expect("parses");
+        assert_eq!(
+            s.signals,
+            [Some(0), Some(0), Some(0x10000), Some(4), Some(0x4381_7efb)]
+        );
+        let high = b"Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nSigPnd:\tffffffff00000100\n";
+        assert_eq!(
+            parse_status(high).expect("parses").signals[0],
+            Some(0xffff_ffff_0000_0100)
+        );
+        // 128 signals (MIPS): the first 16 digits, as procps keeps them.
+        let wide =
+            b"Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nSigBlk:\t0000000000000001ffffffffffffffff\n";
+        assert_eq!(parse_status(wide).expect("parses").signals[2], Some(1));
+        let bad = b"Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nSigBlk:\tnot-hex\n";
+        assert!(parse_status(bad).is_err());
+        let none = b"Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n";
+        assert_eq!(parse_status(none).expect("parses").signals, [None; 5]);
     }
 
     #[test]

@@ -41,7 +41,8 @@ fn proc_stat(btime: &str, processes: &str) -> String {
 #[derive(Debug, Clone)]
 struct Fields {
     st: StatLine,
-    /// Fields 25-38 (rsslim .. exit_signal) and 42-52, not parsed; full u64 range.
+    /// Fields 25-38 (rsslim .. exit_signal; the first six are `st.layout`) and 42-52, the
+    /// others not parsed; full u64 range.
     skipped: [u64; 14],
     after: [u64; 11],
 }
@@ -91,6 +92,14 @@ prop_compose! {
             processor: tail.0,
             rt_priority: tail.1,
             policy: tail.2,
+            layout: tasksnap_model::Layout {
+                rsslim_bytes: skipped[0],
+                start_code: skipped[1],
+                end_code: skipped[2],
+                start_stack: skipped[3],
+                kstkesp: skipped[4],
+                kstkeip: skipped[5],
+            },
         };
         Fields { st, skipped, after }
     }
@@ -269,6 +278,7 @@ proptest! {
         groups in prop::collection::vec(any::<u32>(), 0..40),
         vm in prop::collection::vec(prop::option::of(any::<u64>()), 4),
         switches in (prop::option::of(any::<u64>()), prop::option::of(any::<u64>())),
+        signals in any::<[Option<u64>; 5]>(),
     ) {
         let mut s = format!("Name:\t{name}\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t",
             uids[0], uids[1], uids[2], uids[3], gids[0], gids[1], gids[2], gids[3]);
@@ -284,7 +294,12 @@ proptest! {
                 s.push_str(&format!("{k}:\t{v:>8} kB\n"));
             }
         }
-        s.push_str("Threads:\t1\n");
+        s.push_str("Threads:\t1\nSigQ:\t0/96364\n");
+        for (k, v) in ["SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"].iter().zip(signals) {
+            if let Some(v) = v {
+                s.push_str(&format!("{k}:\t{v:016x}\n"));
+            }
+        }
         if let Some(v) = switches.0 {
             s.push_str(&format!("voluntary_ctxt_switches:\t{v}\n"));
         }
@@ -301,6 +316,7 @@ proptest! {
             vm_swap_kb: vm[3],
             voluntary_switches: switches.0,
             involuntary_switches: switches.1,
+            signals,
         };
         prop_assert_eq!(parse_status(s.as_bytes()), Ok(want));
     }

@@ -5,8 +5,8 @@
  * generates its types from this file's BTF (see the layout anchors in task_iter.bpf.c).
  *
  * A record is a ts_hdr followed by one block per group bit set in ts_hdr.groups, in the
- * order of the bits (BASE, CRED, STAT, SCHED, IO, KNAME, MEM). Every block is 8-byte aligned and
- * fixed-size.
+ * order of the bits (BASE, CRED, STAT, SCHED, IO, KNAME, MEM, SIG). Every block is 8-byte
+ * aligned and fixed-size.
  */
 #ifndef TASKSNAP_RECORD_H
 #define TASKSNAP_RECORD_H
@@ -19,6 +19,7 @@
 /* Set by the program itself, on kernel threads' records when BASE is asked for. */
 #define TS_GROUP_KNAME (1u << 5)
 #define TS_GROUP_MEM   (1u << 6)
+#define TS_GROUP_SIG   (1u << 8)
 
 struct ts_hdr {
 	__u32 tid;		/* pid in the reader's pid namespace */
@@ -108,6 +109,20 @@ struct ts_mem {
 };
 
 /*
+ * The signal masks of /proc/PID/status (fs/proc/array.c task_sig()): bit n-1 is signal n
+ * (64 signals: one word of sigset_t). ignored and caught come from the handlers as
+ * collect_sigign_sigcatch() sorts them (SIG_IGN; anything but SIG_DFL). All zero for a task
+ * without signal handlers (released), as lock_task_sighand() failing leaves them.
+ */
+struct ts_sig {
+	__u64 pending;		/* task->pending: SigPnd */
+	__u64 shared_pending;	/* task->signal->shared_pending: ShdPnd */
+	__u64 blocked;		/* task->blocked: SigBlk */
+	__u64 ignored;		/* SigIgn */
+	__u64 caught;		/* SigCgt */
+};
+
+/*
  * What one reader asks of a pass: user space stores it in the reader_cfg map under the
  * thread id that will read() the iterator, because the program runs in that thread's read()
  * calls. Keyed per reader, several readers (one process's shard threads, or several tasksnap
@@ -161,7 +176,7 @@ struct ts_cmd_hdr {
 /* The largest record: every block. */
 #define TS_RECORD_MAX (sizeof(struct ts_hdr) + sizeof(struct ts_base) + sizeof(struct ts_cred) + \
 		       sizeof(struct ts_stat) + sizeof(struct ts_sched) + sizeof(struct ts_io) + \
-		       sizeof(struct ts_kname) + sizeof(struct ts_mem))
+		       sizeof(struct ts_kname) + sizeof(struct ts_mem) + sizeof(struct ts_sig))
 
 /*
  * What a walk writes (ts_walk_args.mode). A live view (top) asks for every record once and

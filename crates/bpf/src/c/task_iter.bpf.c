@@ -42,6 +42,7 @@ struct ts_sched ts_sched_layout = {};
 struct ts_io ts_io_layout = {};
 struct ts_kname ts_kname_layout = {};
 struct ts_mem ts_mem_layout = {};
+struct ts_sig ts_sig_layout = {};
 struct ts_cmd_hdr ts_cmd_hdr_layout = {};
 struct ts_reader_cfg ts_reader_cfg_layout = {};
 
@@ -484,6 +485,62 @@ __noinline int mem_block(__u64 mm_addr, struct ts_mem *m)
 	return 0;
 }
 
+/* SIG_IGN and SIG_DFL, include/uapi/asm-generic/signal-defs.h (macros: not in BTF). */
+#define TS_SIG_DFL 0
+#define TS_SIG_IGN 1
+
+/*
+ * The ignored and caught masks of the handlers at sighand_addr (0: none, and then every mask
+ * is zero, as task_sig() leaves them when lock_task_sighand() fails), as
+ * collect_sigign_sigcatch() (fs/proc/array.c) sorts them: SIG_IGN is ignored, anything but
+ * SIG_DFL caught. The pending and blocked masks must already be in `s`. Global and taking a
+ * number, like mem_block(); each handler is loaded through a cast pointer (fault-safe), or
+ * read with bpf_probe_read_kernel() on kernels without bpf_rdonly_cast() (before 6.2).
+ * The kernel reads the handlers under the siglock; a handler changed meanwhile shows either
+ * way, as it could have in /proc a moment earlier or later.
+ */
+__noinline int sig_block(__u64 sighand_addr, struct ts_sig *s)
+{
+	__u64 at, handler, ignored = 0, caught = 0;
+	__u32 i, n, size;
+
+	if (!s)
+		return 0;
+	if (!sighand_addr) {
+		__builtin_memset(s, 0, sizeof(*s));
+		return 0;
+	}
+	size = bpf_core_type_size(struct k_sigaction);
+	n = bpf_core_field_size(struct sighand_struct, action) / (size ? size : 1);
+	at = sighand_addr + bpf_core_field_offset(struct sighand_struct, action) +
+	     bpf_core_field_offset(struct k_sigaction, sa.sa_handler);
+	bpf_for(i, 0, 64) {
+		if (i >= n)
+			break;
+		if (bpf_ksym_exists(bpf_rdonly_cast))
+			handler = (__u64)bpf_core_cast((void *)at, struct sigaction)->sa_handler;
+		else if (bpf_probe_read_kernel(&handler, sizeof(handler), (void *)at))
+			handler = TS_SIG_DFL;
+		if (handler == TS_SIG_IGN)
+			ignored |= 1ull << i;
+		else if (handler != TS_SIG_DFL)
+			caught |= 1ull << i;
+		at += size;
+	}
+	s->ignored = ignored;
+	s->caught = caught;
+	return 0;
+}
+
+static __always_inline void fill_sig(struct ts_sig *s, struct task_struct *t,
+				     struct signal_struct *sig)
+{
+	s->pending = t->pending.signal.sig[0];
+	s->shared_pending = sig->shared_pending.signal.sig[0];
+	s->blocked = t->blocked.sig[0];
+	sig_block(ptr_value(TASK_PTR(t, sighand)), s);
+}
+
 /* The header of t's record for a reader at pid namespace `level`; false when t has no
  * number in that namespace. */
 static __always_inline bool fill_hdr(struct ts_hdr *hdr, struct task_struct *t, __u32 groups,
@@ -578,6 +635,12 @@ int dump_task(struct bpf_iter__task *ctx)
 		mem_block(ptr_value(mm), &m);
 		bpf_seq_write(seq, &m, sizeof(m));
 	}
+	if (groups & TS_GROUP_SIG) {
+		struct ts_sig sg = {};
+
+		fill_sig(&sg, t, sig);
+		bpf_seq_write(seq, &sg, sizeof(sg));
+	}
 	return 0;
 }
 
@@ -660,6 +723,12 @@ __noinline int walk_io(struct task_struct *t __arg_trusted, struct ts_io *io __a
 __noinline int walk_mem(struct task_struct *t __arg_trusted, struct ts_mem *m __arg_nonnull)
 {
 	mem_block(ptr_value(TASK_PTR(t, mm)), m);
+	return 0;
+}
+
+__noinline int walk_sig(struct task_struct *t __arg_trusted, struct ts_sig *sg __arg_nonnull)
+{
+	fill_sig(sg, t, t->signal);
 	return 0;
 }
 
@@ -1302,7 +1371,7 @@ struct ts_rec_space {
 /*
  * One task's record at r: its length, or 0 when the task is not in the reader's pid
  * namespace. Global, so verified once on its own; inside it the write position is a
- * constant on each of the 64 combinations of blocks, which is cheap here and would not be
+ * constant on each combination of blocks, which is cheap here and would not be
  * inside the loop.
  */
 __noinline int walk_record(struct task_struct *t __arg_trusted,
@@ -1341,6 +1410,10 @@ __noinline int walk_record(struct task_struct *t __arg_trusted,
 	if (groups & TS_GROUP_MEM) {
 		walk_mem(t, (void *)(r->bytes + pos));
 		pos += sizeof(struct ts_mem);
+	}
+	if (groups & TS_GROUP_SIG) {
+		walk_sig(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_sig);
 	}
 	return pos;
 }

@@ -33,6 +33,8 @@ pub struct Env {
     pub include_dead_children: bool,
     /// BSD `n`: print user and group ids as numbers.
     pub user_is_number: bool,
+    /// Signal masks print all 16 hex digits (procps `wide_signals`, [`super::layout::wide_signals`]).
+    pub wide_signals: bool,
 }
 
 /// Per-run caches fields use.
@@ -47,6 +49,8 @@ pub struct Caches {
     /// STIME text by start second: tens of thousands of tasks share a few start seconds, and
     /// localtime+strftime per row would be a tenth of the user time.
     pub stime: std::collections::HashMap<i64, String>,
+    /// Each CPU's NUMA node, read from sysfs the first time a row needs it.
+    pub numa: Option<Vec<i32>>,
 }
 
 impl Caches {
@@ -57,6 +61,7 @@ impl Caches {
             ttys: Ttys::new(proc_root, std::path::Path::new("/dev")),
             proc_root: proc_root.to_path_buf(),
             stime: Default::default(),
+            numa: None,
         }
     }
 }
@@ -217,6 +222,90 @@ impl Env {
     }
 }
 
+/// A signal mask as procps's `help_pr_sig` prints the 16 hex digits of /proc/PID/status: all
+/// of them when wide; else the last 8, after a `<` when a higher digit is set. `None`
+/// (status unreadable: procps has an empty string) prints 8 zeros either way.
+fn signal_mask(mask: Option<u64>, wide: bool) -> Cell {
+    let Some(m) = mask else {
+        return plain("00000000");
+    };
+    if wide {
+        return plain(format!("{m:016x}"));
+    }
+    if m >> 32 != 0 {
+        return plain(format!("<{:08x}", m & 0xffff_ffff));
+    }
+    plain(format!("{m:08x}"))
+}
+
+/// The mask `field` shows for `t`, as procps reads it: `sig`/`pending` is the group's
+/// (`ShdPnd`) on a row read as a process (a leader, in ps's thread listings too) and the
+/// thread's own (`SigPnd`) on another thread's row (library/readproc.c `status2proc`).
+pub fn signal_value(field: Field, t: &Task) -> Option<u64> {
+    let s = t.signals.as_deref()?;
+    Some(match field {
+        Field::SigPending if t.id.is_leader() => s.shared_pending,
+        Field::SigPending | Field::SigThread => s.pending,
+        Field::SigBlocked => s.blocked,
+        Field::SigIgnored => s.ignored,
+        _ => s.caught,
+    })
+}
+
+/// `%#.3f` of procps's UTILIZATION (`cuu`) or UTILIZATION_C (`cuc`): CPU ticks times 100 over
+/// the ticks since the task started, capped at 99.999. The product is a C `float`
+/// (`(utime + stime) * 100.0f`, library/pids.c), kept so here.
+fn utilization(t: &Task, children: bool, env: &Env) -> Cell {
+    let mut cu = utilization_value(t, children, env);
+    if cu > 99.0 {
+        cu = 99.999;
+    }
+    plain(format!("{cu:.3}"))
+}
+
+/// procps's UTILIZATION (or UTILIZATION_C with `children`), uncapped: what it sorts by.
+pub fn utilization_value(t: &Task, children: bool, env: &Env) -> f64 {
+    let hz = env.hertz;
+    let mut used = 0u64;
+    if let Some(s) = &t.stat {
+        used = ticks(s.utime_ns, hz) + ticks(s.stime_ns, hz);
+        if children {
+            used += ticks(s.cutime_ns, hz) + ticks(s.cstime_ns, hz);
+        }
+    }
+    // boot_tics - start_time in unsigned arithmetic: a start after "now" wraps.
+    let since = env.uptime_ticks.wrapping_sub(ticks(t.id.start_time_ns, hz)) as f64;
+    if since > 0.0 {
+        f64::from(used as f32 * 100.0f32) / since
+    } else {
+        0.0
+    }
+}
+
+/// The data and text sizes procps derives from the address space and the code addresses
+/// (ps/output.c `pr_drs`/`pr_trs`, "might not be correct for ELF executables"), kB: 0
+/// without an address space. Without ptrace access the kernel shows both code addresses as
+/// 1, so text is 0 and data the whole space.
+pub fn drs_trs_kb(t: &Task) -> (u64, u64) {
+    let vsize = t.stat.as_ref().map_or(0, |s| s.vsize_bytes);
+    if vsize == 0 {
+        return (0, 0);
+    }
+    let (start, end) = t
+        .layout
+        .as_ref()
+        .map_or((0, 0), |l| (l.start_code, l.end_code));
+    (
+        vsize.wrapping_sub(end).wrapping_add(start) >> 10,
+        end.wrapping_sub(start) >> 10,
+    )
+}
+
+/// An address as procps prints it: 16 hex digits.
+fn address(v: u64) -> Cell {
+    plain(format!("{v:016x}"))
+}
+
 fn do_name(name: Option<&[u8]>, id: u32, max: usize, env: &Env) -> Cell {
     if !env.user_is_number {
         // procps's pwcache keeps names of at most 32 bytes; longer ones become the number.
@@ -326,6 +415,86 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 ),
                 _ => plain("-"),
             }
+        }
+        Field::Supgrp => {
+            // procps's supgrps_from_supgids: each group's name (its number when it has none
+            // or a name of 33 bytes or more), comma-joined; "-" for none.
+            let text = match cred.and_then(|c| c.groups.as_ref()) {
+                Some(g) if !g.is_empty() => {
+                    let mut out = Vec::new();
+                    for (i, &gid) in g.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        match c.names.group(gid).filter(|n| n.len() <= 32) {
+                            Some(name) => out.extend_from_slice(name),
+                            None => out.extend_from_slice(gid.to_string().as_bytes()),
+                        }
+                    }
+                    out
+                }
+                _ => b"-".to_vec(),
+            };
+            let mut room = max;
+            let mut bytes = CellBytes::new();
+            text::output_escape(&mut bytes, &text, &mut room, env.locale);
+            Cell {
+                bytes,
+                cells: max - room,
+            }
+        }
+        Field::SigPending
+        | Field::SigThread
+        | Field::SigBlocked
+        | Field::SigIgnored
+        | Field::SigCaught => signal_mask(signal_value(field, t), env.wide_signals),
+        Field::Drs => num(drs_trs_kb(t).0),
+        Field::Trs => num(drs_trs_kb(t).1),
+        Field::MSize => num(stat.map_or(0, |s| s.vsize_bytes)),
+        // VmData + VmStk of status, which statm's data field is (in pages).
+        Field::Size => num(t.mem.as_ref().map_or(0, |m| m.data_bytes) / 1024),
+        Field::Eip => address(t.layout.as_ref().map_or(0, |l| l.kstkeip)),
+        Field::Esp => address(t.layout.as_ref().map_or(0, |l| l.kstkesp)),
+        Field::StackP => address(t.layout.as_ref().map_or(0, |l| l.start_stack)),
+        Field::Lim => match t.layout.as_ref().map_or(0, |l| l.rsslim_bytes) {
+            u64::MAX => plain("xx"),
+            v => {
+                let mut bytes = CellBytes::new();
+                push_dec(&mut bytes, v >> 10, 5, b' ');
+                ascii(bytes)
+            }
+        },
+        Field::Fname => {
+            // procps's pr_fname: the tree art, then the comm in at most 8 cells. It reports
+            // the cells it was given less the room left of those 8, more than it printed
+            // when the column is wider than 8 (`-o fname:20`): the next column then starts
+            // that much further left, as procps prints it.
+            let mut bytes = CellBytes::new();
+            let fh = forest.len().min(max);
+            bytes.extend_from_slice(&forest[..fh]);
+            let mut room = (max - fh).min(8);
+            text::output_escape(&mut bytes, &comm_text(t, env.locale), &mut room, env.locale);
+            Cell {
+                bytes,
+                cells: max - room,
+            }
+        }
+        Field::Tty4 => plain(c.ttys.number(base.map_or(0, |b| b.tty_nr), t.id.tid)),
+        Field::SgiP => match base {
+            Some(b) if b.state == TaskState::Running => num(b.processor as u32),
+            _ => plain("*"),
+        },
+        Field::Cuc => utilization(t, true, env),
+        Field::Cuu => utilization(t, false, env),
+        Field::Numa => {
+            let nodes = c.numa.get_or_insert_with(|| {
+                tasksnap_collect::system::cpu_nodes(std::path::Path::new("/sys"))
+            });
+            let cpu = base.map_or(0, |b| b.processor);
+            num(usize::try_from(cpu)
+                .ok()
+                .and_then(|i| nodes.get(i).copied())
+                .unwrap_or(-1))
         }
         Field::S => plain([base.map_or(b'?', |b| b.state.letter())]),
         Field::Stat => {
@@ -588,5 +757,163 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 cells: max - room,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Base, Layout, Signals, Stat, TaskId};
+
+    fn env(wide_signals: bool) -> Env {
+        Env {
+            hertz: 100,
+            page_size: 4096,
+            mem_total_kb: 1 << 20,
+            boot_time_s: 0,
+            now_s: 0,
+            uptime_ticks: 100_000,
+            locale: Locale { utf8: false },
+            unix_f_option: false,
+            bsd_c_option: false,
+            include_dead_children: false,
+            user_is_number: false,
+            wide_signals,
+        }
+    }
+
+    fn task(tgid: i32, tid: i32) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid,
+            tid,
+            start_time_ns: 0,
+        });
+        t.base = Some(Base::default());
+        t
+    }
+
+    fn show(field: Field, t: &Task, env: &Env) -> String {
+        let mut c = Caches::new(std::path::Path::new("/proc"));
+        let cell = value(field, t, 80, &[], env, &mut c);
+        String::from_utf8(cell.bytes.to_vec()).expect("ascii")
+    }
+
+    #[test]
+    fn signal_masks_as_help_pr_sig_prints_them() {
+        let mut t = task(7, 7);
+        t.signals = Some(Box::new(Signals {
+            pending: 0x4000,
+            shared_pending: 1 << 39,
+            blocked: 0x80_0000_4200,
+            ignored: 0x1007,
+            caught: 0x1_0000_0c40,
+        }));
+        let (wide, narrow) = (env(true), env(false));
+        // The leader's row is the process's: the group's pending signals; tsig its own.
+        assert_eq!(show(Field::SigPending, &t, &wide), "0000008000000000");
+        assert_eq!(show(Field::SigThread, &t, &wide), "0000000000004000");
+        assert_eq!(show(Field::SigPending, &t, &narrow), "<00000000");
+        assert_eq!(show(Field::SigBlocked, &t, &narrow), "<00004200");
+        assert_eq!(show(Field::SigIgnored, &t, &narrow), "00001007");
+        assert_eq!(show(Field::SigCaught, &t, &narrow), "<00000c40");
+        // Another thread's row: its own pending signals.
+        let mut other = task(7, 8);
+        other.signals = t.signals.clone();
+        assert_eq!(show(Field::SigPending, &other, &wide), "0000000000004000");
+        // Unreadable status: procps's empty string prints 8 zeros, wide or not.
+        let none = task(9, 9);
+        assert_eq!(show(Field::SigCaught, &none, &wide), "00000000");
+        assert_eq!(show(Field::SigCaught, &none, &narrow), "00000000");
+    }
+
+    #[test]
+    fn layout_columns_follow_the_masked_addresses() {
+        let e = env(true);
+        let mut t = task(5, 5);
+        t.stat = Some(Stat {
+            vsize_bytes: 5_124_096,
+            ..Stat::default()
+        });
+        // The bash line of tasksnap-procfs's tests, read with ptrace access.
+        t.layout = Some(Box::new(Layout {
+            rsslim_bytes: u64::MAX,
+            start_code: 94_822_117_650_432,
+            end_code: 94_822_118_439_837,
+            start_stack: 140_729_506_214_960,
+            kstkesp: 0,
+            kstkeip: 0,
+        }));
+        assert_eq!(show(Field::Trs, &t, &e), "770");
+        assert_eq!(show(Field::Drs, &t, &e), "4233");
+        assert_eq!(show(Field::MSize, &t, &e), "5124096");
+        assert_eq!(show(Field::StackP, &t, &e), "00007ffe243a3430");
+        assert_eq!(show(Field::Eip, &t, &e), "0000000000000000");
+        assert_eq!(show(Field::Lim, &t, &e), "xx");
+        // Without ptrace access the kernel shows 1 and 1: no text, all data.
+        t.layout = Some(Box::new(Layout {
+            rsslim_bytes: 8 << 20,
+            start_code: 1,
+            end_code: 1,
+            ..Layout::default()
+        }));
+        assert_eq!(show(Field::Trs, &t, &e), "0");
+        assert_eq!(show(Field::Drs, &t, &e), "5004");
+        assert_eq!(show(Field::Lim, &t, &e), " 8192");
+        // No address space (kernel thread): 0, whatever the addresses say.
+        t.stat = Some(Stat::default());
+        assert_eq!(show(Field::Drs, &t, &e), "0");
+    }
+
+    #[test]
+    fn utilization_keeps_procps_float_product() {
+        let e = env(true);
+        let mut t = task(3, 3);
+        t.stat = Some(Stat {
+            utime_ns: 30 * 10_000_000,
+            stime_ns: 7 * 10_000_000,
+            cutime_ns: 100 * 10_000_000,
+            ..Stat::default()
+        });
+        // 37 ticks over 100,000: 0.037; with the children's 100 more, 0.137.
+        assert_eq!(show(Field::Cuu, &t, &e), "0.037");
+        assert_eq!(show(Field::Cuc, &t, &e), "0.137");
+        // A task busier than 99 % prints 99.999.
+        let mut busy = task(4, 4);
+        busy.id.start_time_ns = 99_990 * 10_000_000;
+        busy.stat = Some(Stat {
+            utime_ns: 20 * 10_000_000,
+            ..Stat::default()
+        });
+        assert_eq!(show(Field::Cuu, &busy, &e), "99.999");
+        // A huge tick count loses digits in a float, as in procps: 16777217 becomes
+        // 16777216 before the * 100.
+        let mut long = task(5, 5);
+        long.stat = Some(Stat {
+            utime_ns: 16_777_217 * 10_000_000,
+            ..Stat::default()
+        });
+        let e = Env {
+            uptime_ticks: 3_000_000_000,
+            ..env(true)
+        };
+        assert_eq!(show(Field::Cuu, &long, &e), "0.559");
+        assert_eq!(utilization_value(&long, false, &e), 1_677_721_600.0 / 3e9);
+    }
+
+    #[test]
+    fn sgi_p_shows_the_cpu_of_running_tasks_only() {
+        let e = env(true);
+        let mut t = task(1, 1);
+        t.base = Some(Base {
+            state: TaskState::Running,
+            processor: 3,
+            ..Base::default()
+        });
+        assert_eq!(show(Field::SgiP, &t, &e), "3");
+        t.base = Some(Base {
+            processor: 3,
+            ..Base::default()
+        });
+        assert_eq!(show(Field::SgiP, &t, &e), "*");
     }
 }

@@ -37,6 +37,20 @@ pub struct Cell {
 /// procps `check_header_width`: the line width in use, a multiple of the screen width wide
 /// enough for every column's nominal width.
 pub fn active_cols(cols: &[Column], screen_cols: usize) -> usize {
+    let total = nominal_width(cols);
+    let screen = screen_cols.max(1);
+    let mut i = 1;
+    loop {
+        let active = screen * i;
+        if active >= total || active >= OUTBUF_SIZE / 2 {
+            return active;
+        }
+        i += 1;
+    }
+}
+
+/// The columns' nominal widths and the gaps between them (procps `check_header_width`).
+fn nominal_width(cols: &[Column]) -> usize {
     let mut total = 0usize;
     let mut was_normal = 0usize;
     for (i, c) in cols.iter().enumerate() {
@@ -48,15 +62,14 @@ pub fn active_cols(cols: &[Column], screen_cols: usize) -> usize {
         total += was_normal;
         was_normal = 1;
     }
-    let screen = screen_cols.max(1);
-    let mut i = 1;
-    loop {
-        let active = screen * i;
-        if active >= total || active >= OUTBUF_SIZE / 2 {
-            return active;
-        }
-        i += 1;
-    }
+    total
+}
+
+/// Whether signal columns print all 16 hex digits (procps `wide_signals`): when the line in
+/// use has room for each of them to be 7 cells wider than its nominal width.
+pub fn wide_signals(cols: &[Column], active_cols: usize) -> bool {
+    let sigs = cols.iter().filter(|c| c.spec.just == Just::Signal).count();
+    nominal_width(cols) + sigs * 7 <= active_cols
 }
 
 /// Renders one line (a header when `value` returns the header) into `out`.
@@ -71,6 +84,7 @@ pub fn render_line(
     mut value: impl FnMut(usize, usize) -> Cell,
 ) {
     let active = active_cols as isize;
+    let wide = cols.iter().any(|c| c.spec.just == Just::Signal) && wide_signals(cols, active_cols);
     let (mut correct, mut actual, mut dospace) = (0isize, 0isize, 0isize);
     for (i, col) in cols.iter().enumerate() {
         let last = i + 1 == cols.len();
@@ -88,6 +102,8 @@ pub fn render_line(
         let max_rightward = max_rightward.clamp(0, OUTBUF_SIZE as isize - 1) as usize;
         let mut cell = value(i, max_rightward);
         let amount = cell.cells as isize;
+        // Cells a wide signal column takes beyond its width ("legitimately stolen").
+        let mut legit = 0;
         let leftpad = match col.spec.just {
             Just::Left => 0,
             Just::Right => (width - amount).max(0),
@@ -98,6 +114,11 @@ pub fn render_line(
                     0
                 }
             }
+            Just::Signal if wide => {
+                legit = 7;
+                (16 - amount).max(0)
+            }
+            Just::Signal => (9 - amount).max(0),
             Just::Wchan | Just::Unlimited => {
                 if active - actual - tmpspace < 1 {
                     // "oops, we (mostly) lose this column": procps keeps one byte.
@@ -118,7 +139,7 @@ pub fn render_line(
             break;
         }
         actual += space as isize + amount;
-        correct += width + 1;
+        correct += width + legit + 1;
         dospace = 1;
     }
 }
@@ -172,6 +193,27 @@ mod tests {
             line(&c, &["1", "?", "/sbin/init"]),
             "    1 ?        /sbin/init\n"
         );
+    }
+
+    #[test]
+    fn signal_columns_take_16_cells_when_the_line_has_room() {
+        // procps 4.0.2, `ps -o caught:20,pid -p 1` on an 80-column line: the value is
+        // right-aligned in 16 cells whatever the width, and the width plus 7 is kept.
+        let c = cols(&[("caught", 20), ("pid", 7)]);
+        assert!(wide_signals(&c, 80));
+        assert_eq!(
+            line(&c, &["CAUGHT", "PID"]),
+            "          CAUGHT                PID\n"
+        );
+        assert_eq!(
+            line(&c, &["00000000000004e8", "1"]),
+            "00000000000004e8                  1\n"
+        );
+        // Four of them on 40 columns: 39 cells nominal, no room for 28 more.
+        let four = cols(&[("sig", 9), ("sigmask", 9), ("caught", 9), ("ignored", 9)]);
+        assert_eq!(active_cols(&four, 40), 40);
+        assert!(!wide_signals(&four, 40));
+        assert!(wide_signals(&four, 80));
     }
 
     #[test]

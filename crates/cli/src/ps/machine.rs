@@ -8,7 +8,8 @@
 //! with U+FFFD in place of each bad sequence, and its exact bytes are added in hex under the
 //! column's name plus `_hex` (`"comm":"a\ufffd","comm_hex":"61ff"`): every JSON parser
 //! reads the row, and nothing is lost. CSV carries the bytes as they are. Every other
-//! column is the text ps would print, without padding; JSON gives integers as numbers.
+//! column is the text ps would print, without padding; JSON gives integers as numbers (not the
+//! hexadecimal signal masks and addresses, which stay strings, all 16 digits).
 
 use std::io::Write;
 
@@ -75,6 +76,22 @@ fn values(tasks: &[Task], row: &Row, cols: &[Column], env: &Env, c: &mut Caches)
             }
         })
         .collect()
+}
+
+/// Columns printed in hexadecimal (signal masks, addresses): strings in JSON, even when
+/// every digit happens to be decimal.
+fn hexadecimal(field: Field) -> bool {
+    matches!(
+        field,
+        Field::SigPending
+            | Field::SigThread
+            | Field::SigBlocked
+            | Field::SigIgnored
+            | Field::SigCaught
+            | Field::Eip
+            | Field::Esp
+            | Field::StackP
+    )
 }
 
 fn key(col: &Column) -> &str {
@@ -154,8 +171,10 @@ pub fn json(
                     json_string(&mut line, key(col));
                     line.push(b':');
                     match s.parse::<i64>() {
-                        Ok(n) => line.extend_from_slice(n.to_string().as_bytes()),
-                        Err(_) => json_string(&mut line, &s),
+                        Ok(n) if !hexadecimal(col.spec.field) => {
+                            line.extend_from_slice(n.to_string().as_bytes())
+                        }
+                        _ => json_string(&mut line, &s),
                     }
                 }
             }

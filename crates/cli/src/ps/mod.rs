@@ -91,7 +91,24 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             | Field::Rgroup
             | Field::Sgroup
             | Field::Fgroup
-            | Field::Supgid => g.cred_full = true,
+            | Field::Supgid
+            | Field::Supgrp => g.cred_full = true,
+            Field::SigPending
+            | Field::SigThread
+            | Field::SigBlocked
+            | Field::SigIgnored
+            | Field::SigCaught => g.signals = true,
+            Field::Drs | Field::Trs => {
+                g.stat = true;
+                g.layout = true;
+            }
+            Field::Eip | Field::Esp | Field::StackP | Field::Lim => g.layout = true,
+            // (stat for sorting: size sorts by the address space's size.)
+            Field::Size => {
+                g.mem = true;
+                g.stat = true;
+            }
+            Field::MSize | Field::Cuc | Field::Cuu => g.stat = true,
             Field::Stat => g.locked = true,
             Field::Rss | Field::Pmem => g.mem = true,
             Field::Time
@@ -290,6 +307,10 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         v if v > 0 => v as u64,
         _ => 100,
     };
+    // Signal masks print 16 digits when the line has room (procps check_header_width); the
+    // machine formats, which have no line, always get all of them.
+    let wide_signals = s.output != Output::Text
+        || layout::wide_signals(&cols, layout::active_cols(&cols, s.screen_cols));
     let env = fields::Env {
         hertz,
         page_size: 4096,
@@ -309,6 +330,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         bsd_c_option: s.bsd_c,
         include_dead_children: s.include_dead_children,
         user_is_number: s.user_is_number,
+        wide_signals,
     };
     let mut caches = fields::Caches::new(proc_root);
 

@@ -114,6 +114,16 @@ impl Ttys {
 
     /// The name ps prints for `tty_nr` of task `pid` ("pts/3", "tty1", "?").
     pub fn name(&mut self, tty_nr: u32, pid: i32) -> String {
+        self.abbreviated(tty_nr, pid, false)
+    }
+
+    /// The name `tty4` prints ("3" for pts/3, "1" for tty1, "S0" for ttyS0, "?"): procps's
+    /// TTY_NUMBER, `dev_to_tty` with ABBREV_TTY and ABBREV_PTS as well.
+    pub fn number(&mut self, tty_nr: u32, pid: i32) -> String {
+        self.abbreviated(tty_nr, pid, true)
+    }
+
+    fn abbreviated(&mut self, tty_nr: u32, pid: i32, numbers: bool) -> String {
         if tty_nr == 0 {
             return "?".to_string();
         }
@@ -141,10 +151,17 @@ impl Ttys {
         match found {
             None => "?".to_string(),
             Some(p) => {
-                let short = match p.strip_prefix("/dev/") {
+                let mut short = match p.strip_prefix("/dev/") {
                     Some(s) if !s.is_empty() => s,
                     _ => &p,
                 };
+                if numbers {
+                    for prefix in ["tty", "pts/"] {
+                        if let Some(rest) = short.strip_prefix(prefix).filter(|r| !r.is_empty()) {
+                            short = rest;
+                        }
+                    }
+                }
                 short
                     .bytes()
                     .take(64)

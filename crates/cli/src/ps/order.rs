@@ -84,14 +84,47 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
         Field::Flags => n(b.map_or(0, |b| b.flags) as f64),
         Field::Rtprio => n(b.map_or(0, |b| b.rt_priority) as f64),
         Field::Sched | Field::Class | Field::Cls => n(b.map_or(0, |b| b.policy) as f64),
-        Field::Pcpu | Field::C | Field::Cp => {
-            // procps sorts %CPU by its per-mille value computed for display.
-            let cell = fields::value(Field::Pcpu, t, 64, &[], env, c);
-            n(String::from_utf8_lossy(&cell.bytes)
-                .parse::<f64>()
-                .unwrap_or(0.0))
+        // procps 4.0.2 sorts %CPU, C, CP and util by PIDS_UTILIZATION (their format
+        // entries' sort item), not by the value printed: tasks that all print 0.0 still
+        // sort by their exact share.
+        Field::Pcpu | Field::C | Field::Cp | Field::Cuu => {
+            n(fields::utilization_value(t, false, env))
         }
-        Field::S | Field::Stat => n(b.map_or(0, |b| b.state.letter()) as f64),
+        Field::Cuc => n(fields::utilization_value(t, true, env)),
+        Field::S | Field::Stat | Field::SgiP => n(b.map_or(0, |b| b.state.letter()) as f64),
+        // procps sorts the masks as the strings /proc gives (16 hex digits; none when the
+        // file was unreadable).
+        Field::SigPending
+        | Field::SigThread
+        | Field::SigBlocked
+        | Field::SigIgnored
+        | Field::SigCaught => Key::Text(
+            fields::signal_value(field, t)
+                .map(|v| format!("{v:016x}").into_bytes())
+                .unwrap_or_default(),
+        ),
+        // All of these sort by the address space's size (their PIDS_VSIZE_BYTES).
+        Field::Drs | Field::Trs | Field::MSize | Field::Size => {
+            n(st.map_or(0, |s| s.vsize_bytes) as f64)
+        }
+        Field::Eip | Field::Esp | Field::StackP | Field::Lim => {
+            let l = t.layout.as_deref().copied().unwrap_or_default();
+            n(match field {
+                Field::Eip => l.kstkeip,
+                Field::Esp => l.kstkesp,
+                Field::StackP => l.start_stack,
+                _ => l.rsslim_bytes,
+            } as f64)
+        }
+        Field::Numa => n(
+            String::from_utf8_lossy(&fields::value(field, t, 64, &[], env, c).bytes)
+                .parse::<f64>()
+                .unwrap_or(-1.0),
+        ),
+        Field::Fname => Key::Text(fields::comm_text(t, env.locale)),
+        Field::Tty4 => sort_key(Field::Tty, t, env, c),
+        // context, label and zone sort by the process id (their PIDS_ID_TGID).
+        Field::Label => n(t.id.tgid as f64),
         _ => Key::Text(fields::value(field, t, 4096, &[], env, c).bytes.to_vec()),
     }
 }
@@ -318,7 +351,9 @@ pub fn cell(
         };
     }
     let art = match (row.forest, col.spec.field) {
-        (Some(style), Field::Args | Field::Comm) => forest_art(&row.prefix, style, max),
+        (Some(style), Field::Args | Field::Comm | Field::Fname) => {
+            forest_art(&row.prefix, style, max)
+        }
         _ => Vec::new(),
     };
     fields::value(col.spec.field, &tasks[row.task], max, &art, env, c)
@@ -331,4 +366,58 @@ pub fn not_applicable(row: &Row, col: &Column) -> bool {
         (row.kind, col.spec.show),
         (RowKind::Process, Show::ThreadOnly) | (RowKind::Thread, Show::ProcessOnly)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Base, Stat, TaskId};
+
+    /// Two tasks that both print `0.0` for %CPU sort by their exact share, as procps sorts
+    /// them (PIDS_UTILIZATION); zone sorts by pid.
+    #[test]
+    fn cpu_columns_sort_by_the_exact_share() {
+        let env = Env {
+            hertz: 100,
+            page_size: 4096,
+            mem_total_kb: 1 << 20,
+            boot_time_s: 0,
+            now_s: 0,
+            uptime_ticks: 10_000_000,
+            locale: super::super::text::Locale { utf8: false },
+            unix_f_option: false,
+            bsd_c_option: false,
+            include_dead_children: false,
+            user_is_number: false,
+            wide_signals: true,
+        };
+        let task = |pid: i32, ticks: u64| {
+            let mut t = Task::new(TaskId {
+                tgid: pid,
+                tid: pid,
+                start_time_ns: 0,
+            });
+            t.base = Some(Base::default());
+            t.stat = Some(Stat {
+                utime_ns: ticks * 10_000_000,
+                ..Stat::default()
+            });
+            t
+        };
+        // 10 and 20 ticks over 100,000 s: 0.0 % both.
+        let tasks = [task(5, 10), task(6, 20), task(7, 0)];
+        let mut c = Caches::new(std::path::Path::new("/proc"));
+        for t in &tasks {
+            let cell = fields::value(Field::Pcpu, t, 8, &[], &env, &mut c);
+            assert_eq!(&cell.bytes[..], b"0.0");
+        }
+        for field in [Field::Pcpu, Field::C, Field::Cp, Field::Cuu, Field::Cuc] {
+            let mut order = vec![0, 1, 2];
+            sort_by(&tasks, &mut order, field, true, &env, &mut c);
+            assert_eq!(order, [1, 0, 2], "{field:?}");
+        }
+        let mut order = vec![2, 0, 1];
+        sort_by(&tasks, &mut order, Field::Label, false, &env, &mut c);
+        assert_eq!(order, [0, 1, 2]);
+    }
 }

@@ -11,7 +11,7 @@ use tasksnap_loadgen::Load;
 pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
 /// Columns whose values move between two runs, by header.
-pub const MOVING: &[&str] = &["%CPU", "C", "TIME", "ELAPSED", "CP"];
+pub const MOVING: &[&str] = &["%CPU", "C", "TIME", "ELAPSED", "CP", "%CUC", "%CUU", "P"];
 
 #[allow(unused_imports)] // Not every test binary that includes this module needs it.
 pub use tasksnap_loadgen::root_or_skip;
@@ -48,7 +48,61 @@ pub fn run_cols(
     locale: &str,
     cols: Option<&str>,
 ) -> Out {
-    let mut cmd = Command::new(program);
+    run_as(None, program, prefix, args, locale, cols)
+}
+
+/// The uid and gid of user nobody.
+pub const NOBODY: u32 = 65534;
+
+/// A copy of the tasksnap binary user nobody can execute wherever the checkout lives,
+/// removed on drop.
+pub struct NobodyBin {
+    pub path: String,
+}
+
+impl NobodyBin {
+    pub fn new() -> NobodyBin {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let bin = std::env::temp_dir().join(format!("tasksnap-nobody-{}-{n}", std::process::id()));
+        std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        NobodyBin {
+            path: bin.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+impl Drop for NobodyBin {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// [`run_cols`], as user `uid` (with that gid and no supplementary groups, through
+/// setpriv) when given. The program must be executable by that user (see [`NobodyBin`]).
+pub fn run_as(
+    uid: Option<u32>,
+    program: &str,
+    prefix: &[&str],
+    args: &[&str],
+    locale: &str,
+    cols: Option<&str>,
+) -> Out {
+    let mut cmd = match uid {
+        Some(id) => {
+            let mut c = Command::new("setpriv");
+            c.args([
+                format!("--reuid={id}"),
+                format!("--regid={id}"),
+                "--clear-groups".to_string(),
+            ])
+            .arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
     match cols {
         Some(c) => cmd.env("COLUMNS", c),
         None => cmd.env_remove("COLUMNS"),
@@ -279,6 +333,7 @@ pub fn spawn_load() -> Load {
         "--dstate",
         "--mlocked",
         "2",
+        "--signals",
         "--list-pids",
     ])
     .expect("spawn the load generator (cargo build --workspace first)")

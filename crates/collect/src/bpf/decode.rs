@@ -6,11 +6,13 @@
 use std::collections::HashMap;
 
 use tasksnap_model::{
-    Base, Cred, Groups, Io, Mem, Query, Sched, Selector, Stat, Task, TaskId, TaskState,
+    Base, Cred, Groups, Io, Mem, Query, Sched, Selector, Signals, Stat, Task, TaskId, TaskState,
     PF_KTHREAD,
 };
 
-use super::skel::types::{ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_mem, ts_sched, ts_stat};
+use super::skel::types::{
+    ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_mem, ts_sched, ts_sig, ts_stat,
+};
 use crate::procfs::Units;
 
 const TS_GROUP_BASE: u32 = 1;
@@ -20,6 +22,7 @@ const TS_GROUP_SCHED: u32 = 8;
 const TS_GROUP_IO: u32 = 16;
 pub(super) const TS_GROUP_KNAME: u32 = 32;
 const TS_GROUP_MEM: u32 = 64;
+const TS_GROUP_SIG: u32 = 256;
 /// `ts_mem.flags`: the RSS counters are exact sums (record.h).
 const TS_MEM_EXACT: u32 = 1;
 
@@ -72,10 +75,14 @@ impl Record<'_> {
     pub fn mem(&self) -> Option<ts_mem> {
         self.block(TS_GROUP_MEM)
     }
+    /// The signal masks of /proc/PID/status (record.h, struct ts_sig).
+    pub fn sig(&self) -> Option<ts_sig> {
+        self.block(TS_GROUP_SIG)
+    }
 }
 
 /// The group bits in record order, with their block sizes.
-const BLOCK_SIZES: [(u32, usize); 7] = [
+const BLOCK_SIZES: [(u32, usize); 8] = [
     (TS_GROUP_BASE, std::mem::size_of::<ts_base>()),
     (TS_GROUP_CRED, std::mem::size_of::<ts_cred>()),
     (TS_GROUP_STAT, std::mem::size_of::<ts_stat>()),
@@ -83,6 +90,7 @@ const BLOCK_SIZES: [(u32, usize); 7] = [
     (TS_GROUP_IO, std::mem::size_of::<ts_io>()),
     (TS_GROUP_KNAME, std::mem::size_of::<ts_kname>()),
     (TS_GROUP_MEM, std::mem::size_of::<ts_mem>()),
+    (TS_GROUP_SIG, std::mem::size_of::<ts_sig>()),
 ];
 
 /// Record bytes per task for `bits` (to size read buffers).
@@ -178,6 +186,9 @@ pub fn group_bits(g: &Groups) -> u32 {
     if mem_from_pass(g) {
         bits |= TS_GROUP_MEM;
     }
+    if g.signals {
+        bits |= TS_GROUP_SIG;
+    }
     bits
 }
 
@@ -269,7 +280,8 @@ pub fn chunk_records<'a>(chunk: &'a [u8], out: &mut Vec<Record<'a>>) -> Result<(
         | TS_GROUP_SCHED
         | TS_GROUP_IO
         | TS_GROUP_KNAME
-        | TS_GROUP_MEM;
+        | TS_GROUP_MEM
+        | TS_GROUP_SIG;
     let hdr_size = std::mem::size_of::<ts_hdr>();
     let mut at = 0;
     while at + hdr_size <= chunk.len() {
@@ -832,6 +844,18 @@ fn fill_task(
     if mem_from_pass(groups) {
         t.mem = r.mem().and_then(|m| to_mem(&m, page));
     }
+    if groups.signals {
+        // Every row's own masks: a process row's ShdPnd is its group's, as /proc/PID/status.
+        t.signals = r.sig().map(|s| {
+            Box::new(Signals {
+                pending: s.pending,
+                shared_pending: s.shared_pending,
+                blocked: s.blocked,
+                ignored: s.ignored,
+                caught: s.caught,
+            })
+        });
+    }
 }
 
 /// Keeps the tasks the selector names.
@@ -871,6 +895,9 @@ pub fn procfs_groups(g: &Groups) -> Groups {
         mem_status: g.mem_status,
         // Supplementary groups are only in status.
         cred_full: g.cred_full,
+        // Code and stack addresses as /proc/PID/stat shows them to this reader (masked
+        // without ptrace access: do_task_stat()), and the RSS limit with them.
+        layout: g.layout,
         ..Groups::default()
     }
 }
@@ -920,6 +947,9 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
     }
     if fill.mem || fill.mem_status {
         t.mem = f.mem;
+    }
+    if fill.layout {
+        t.layout = f.layout;
     }
     if fill.cred_full {
         if let (Some(c), Some(fc)) = (&mut t.cred, f.cred) {
@@ -1139,6 +1169,60 @@ mod tests {
                 "a process's time is its threads' sum"
             );
         }
+    }
+
+    /// The signal block comes after every other (record.h's bit order) and fills
+    /// `Task::signals` only when the masks were asked for.
+    #[test]
+    fn signal_masks_decode_after_the_other_blocks() {
+        let mut buf = bytes_of(&ts_hdr {
+            tid: 7,
+            tgid: 7,
+            groups: TS_GROUP_BASE | TS_GROUP_MEM | TS_GROUP_SIG,
+            ..Default::default()
+        });
+        buf.extend(bytes_of(&ts_base {
+            nr_threads: 1,
+            ..Default::default()
+        }));
+        buf.extend(bytes_of(&ts_mem {
+            total_vm: 99,
+            ..Default::default()
+        }));
+        let masks = ts_sig {
+            pending: 0x4000,
+            shared_pending: 1 << 39,
+            blocked: 0x80_0000_4200,
+            ignored: 0x1007,
+            caught: 0x1_0000_0c40,
+        };
+        buf.extend(bytes_of(&masks));
+        let recs = records(&buf).expect("parses");
+        assert_eq!(recs[0].mem().map(|m| m.total_vm), Some(99));
+        let units = Units {
+            clk_tck: 100,
+            page_size: 4096,
+        };
+        let make = |signals| {
+            let groups = Groups {
+                base: true,
+                signals,
+                ..Groups::default()
+            };
+            let q = Query::new(Selector::AllProcesses, groups);
+            assemble(&recs, Vec::new(), &q, &groups, units, Vec::new(), false)
+        };
+        assert_eq!(
+            make(true)[0].signals.as_deref().copied(),
+            Some(Signals {
+                pending: 0x4000,
+                shared_pending: 1 << 39,
+                blocked: 0x80_0000_4200,
+                ignored: 0x1007,
+                caught: 0x1_0000_0c40,
+            })
+        );
+        assert_eq!(make(false)[0].signals, None);
     }
 
     /// A `ts_cmd_hdr` (tgid, len, flags, pad) as the copy writes it.

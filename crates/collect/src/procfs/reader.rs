@@ -6,7 +6,8 @@ use std::io;
 use std::os::fd::RawFd;
 
 use tasksnap_model::{
-    Base, Cred, Groups, Mem, Sched, SnapshotStats, Stat, Task, TaskId, TaskState, PF_KTHREAD,
+    Base, Cred, Groups, Mem, Sched, Signals, SnapshotStats, Stat, Task, TaskId, TaskState,
+    PF_KTHREAD,
 };
 
 use crate::sys::{self, FdBatch};
@@ -304,6 +305,9 @@ impl TaskReader {
                     swap_bytes: None,
                 });
             }
+            if g.layout {
+                task.layout = Some(Box::new(line.layout));
+            }
         }
 
         if st.is_none() && !g.needs_status_file() && !g.cred_effective {
@@ -361,6 +365,18 @@ impl TaskReader {
                             mem.rss_bytes = s.vm_rss_kb.unwrap_or(0) * 1024;
                             mem.vsize_bytes = s.vm_size_kb.unwrap_or(0) * 1024;
                             rss_from_status = true;
+                        }
+                        if g.signals {
+                            let [pnd, shd, blk, ign, cgt] = s.signals;
+                            task.signals = Some(Box::new(Signals {
+                                pending: pnd.unwrap_or(0),
+                                // A status without ShdPnd (Linux 2.4): procps then shows
+                                // SigPnd for the process too.
+                                shared_pending: shd.or(pnd).unwrap_or(0),
+                                blocked: blk.unwrap_or(0),
+                                ignored: ign.unwrap_or(0),
+                                caught: cgt.unwrap_or(0),
+                            }));
                         }
                         if g.sched_switches {
                             let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
