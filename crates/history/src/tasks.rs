@@ -76,6 +76,9 @@ pub(crate) fn same_row(a: &Task, b: &Task) -> bool {
         sched,
         wchan,
         cgroup: _,
+        // Not recorded (ps-only groups: a recording never asks for them).
+        fds: _,
+        environ: _,
     } = a;
     *id == b.id
         && *base == b.base
@@ -185,6 +188,9 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
         sched,
         wchan,
         cgroup: _,
+        // Not recorded: the recorder never asks for them, and an environment is private.
+        fds: _,
+        environ: _,
     } = t;
     let mut p = 0u64;
     let flag = |p: &mut u64, bit: u64, on: bool| {

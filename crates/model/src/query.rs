@@ -55,6 +55,11 @@ pub struct Groups {
     pub wchan: bool,
     /// Control-group membership (`/proc/PID/cgroup`).
     pub cgroup: bool,
+    /// Count of open file descriptors (the size the kernel reports for `/proc/PID/fd`).
+    pub fds: bool,
+    /// Environment (`/proc/PID/environ`; takes the target's mmap lock, needs ptrace read
+    /// access).
+    pub environ: bool,
 }
 
 impl Groups {
@@ -76,6 +81,8 @@ impl Groups {
             sched_switches: true,
             wchan: true,
             cgroup: true,
+            fds: true,
+            environ: true,
         }
     }
 

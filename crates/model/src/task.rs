@@ -280,6 +280,13 @@ pub struct Task {
     /// `hierarchy-ID:controllers:path` line per hierarchy, cgroups(7)), raw; parsed by
     /// `tasksnap_procfs::parse::parse_cgroup`. `None` when not asked for or unreadable.
     pub cgroup: Option<Vec<u8>>,
+    /// Open file descriptors: the size stat(2) gives `/proc/PID/fd` (Linux 6.2+; 0 before,
+    /// and for a task without a file table). `None` when not asked for or unreadable.
+    pub fds: Option<u32>,
+    /// Environment, raw (NUL-separated as in /proc/PID/environ; boxed: rarely asked for).
+    /// `None` when not asked for or unreadable (another user's, for a caller without ptrace
+    /// read access).
+    pub environ: Option<Box<[u8]>>,
 }
 
 impl Task {
@@ -299,6 +306,8 @@ impl Task {
             sched: None,
             wchan: None,
             cgroup: None,
+            fds: None,
+            environ: None,
         }
     }
 

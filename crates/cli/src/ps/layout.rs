@@ -41,6 +41,12 @@ pub fn active_cols(cols: &[Column], screen_cols: usize) -> usize {
     let mut was_normal = 0usize;
     for (i, c) in cols.iter().enumerate() {
         let last = i + 1 == cols.len();
+        if c.spec.just == Just::Text {
+            // AIX text: no gap counted before or after it.
+            total += c.width;
+            was_normal = 0;
+            continue;
+        }
         total += match c.spec.just {
             Just::Unlimited if last => 3,
             _ => c.width,
@@ -63,12 +69,16 @@ pub fn active_cols(cols: &[Column], screen_cols: usize) -> usize {
 ///
 /// `value(index, max_cells)` formats column `index` using at most `max_cells` cells where the
 /// column honours a limit (commands, names, wchan).
+///
+/// With `delimiter` (`--delimiter`, procps newer than 4.0.2), no column is padded: columns
+/// are separated by that one byte where they would have been by at least a space.
 pub fn render_line(
     out: &mut Vec<u8>,
     cols: &[Column],
     active_cols: usize,
     user_is_number: bool,
-    mut value: impl FnMut(usize, usize) -> Cell,
+    delimiter: Option<u8>,
+    value: &mut dyn FnMut(usize, usize) -> Cell,
 ) {
     let active = active_cols as isize;
     let (mut correct, mut actual, mut dospace) = (0isize, 0isize, 0isize);
@@ -89,7 +99,7 @@ pub fn render_line(
         let mut cell = value(i, max_rightward);
         let amount = cell.cells as isize;
         let leftpad = match col.spec.just {
-            Just::Left => 0,
+            Just::Left | Just::Text => 0,
             Just::Right => (width - amount).max(0),
             Just::User => {
                 if user_is_number {
@@ -107,19 +117,21 @@ pub fn render_line(
             }
         };
         let mut space = correct - actual + leftpad;
-        if space < 1 {
+        if space < 1 || delimiter.is_some() {
             space = dospace;
         }
         let space = space.min(SPACE_AMOUNT as isize).max(0) as usize;
-        out.extend(std::iter::repeat_n(b' ', space));
+        out.extend(std::iter::repeat_n(delimiter.unwrap_or(b' '), space));
         out.extend_from_slice(&cell.bytes);
         if last {
             out.push(b'\n');
             break;
         }
         actual += space as isize + amount;
-        correct += width + 1;
-        dospace = 1;
+        correct += width;
+        // No gap where either side is AIX text.
+        dospace = isize::from(col.spec.just != Just::Text && cols[i + 1].spec.just != Just::Text);
+        correct += dospace;
     }
 }
 
@@ -144,7 +156,7 @@ mod tests {
 
     fn line(cols: &[Column], vals: &[&str]) -> String {
         let mut out = Vec::new();
-        render_line(&mut out, cols, 200, false, |i, max| {
+        render_line(&mut out, cols, 200, false, None, &mut |i, max| {
             let v = vals[i].as_bytes();
             let n = v
                 .len()

@@ -311,6 +311,12 @@ pub fn cell(
     env: &Env,
     c: &mut Caches,
 ) -> Cell {
+    if col.spec.field == Field::Text {
+        return Cell {
+            bytes: super::layout::CellBytes::from_slice(col.header.as_bytes()),
+            cells: col.header.len(),
+        };
+    }
     if not_applicable(row, col) {
         return Cell {
             bytes: super::layout::CellBytes::from_slice(b"-"),
