@@ -1141,8 +1141,7 @@ impl P {
             v.push("time");
             v.push(if ff & FF_UF != 0 { "cmd" } else { "ucmd" });
         }
-        Ok(v
-            .into_iter()
+        Ok(v.into_iter()
             .map(|n| match n {
                 ":" => aix::text(":"),
                 _ => specs(n).remove(0),
@@ -1448,7 +1447,11 @@ fn sort_names(sf: &[(String, Sf)]) -> Vec<String> {
     sf.iter()
         .filter(|(_, k)| matches!(k, Sf::GnuSort | Sf::BsdM | Sf::BsdBigO))
         .flat_map(|(a, k)| match k {
-            Sf::BsdBigO => a.bytes().filter_map(short_sort_spec).map(String::from).collect(),
+            Sf::BsdBigO => a
+                .bytes()
+                .filter_map(short_sort_spec)
+                .map(String::from)
+                .collect(),
             _ => a
                 .split([' ', ',', '\t', '\n'])
                 .map(|n| n.trim_start_matches(['+', '-']).to_string())
@@ -1464,7 +1467,9 @@ fn sort_names(sf: &[(String, Sf)]) -> Vec<String> {
 /// and the placeholders `resident`, `utime`, `cutime` (never read). `cmaj_flt`,
 /// `cmin_flt` and `share` sort by nothing at all.
 fn inert_sort(name: &str, cols: &[ColumnReq], sort_names: &[String]) -> bool {
-    const VSIZE_READERS: &[&str] = &["drs", "dsiz", "m_drs", "m_size", "m_trs", "size", "trs", "tsiz"];
+    const VSIZE_READERS: &[&str] = &[
+        "drs", "dsiz", "m_drs", "m_size", "m_trs", "size", "trs", "tsiz",
+    ];
     match name {
         "vsize" => !cols
             .iter()
@@ -1710,7 +1715,10 @@ pub fn info_text(argv: &[OsString]) -> Option<String> {
     if has("L") {
         let mut s = String::new();
         // procps leaves its placeholders out.
-        for spec in format::SPECS.iter().filter(|s| s.field != format::Field::Nop) {
+        for spec in format::SPECS
+            .iter()
+            .filter(|s| s.field != format::Field::Nop)
+        {
             s.push_str(&format!("{:<12.12} {:<8.8}\n", spec.name, spec.head));
         }
         return Some(s);

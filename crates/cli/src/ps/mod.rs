@@ -372,19 +372,18 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
                 rows.len()
             };
             let (first, second) = rows.split_at(split);
-            let render = |rows: &[order::Row],
-                          caches: &mut fields::Caches,
-                          sink: &mut dyn Write| {
-                let mut line = Vec::with_capacity(256);
-                for row in rows {
-                    line.clear();
-                    render_line(&mut line, &mut |i, max| {
-                        order::cell(&tasks, row, &cols[i], max, &env, caches)
-                    });
-                    sink.write_all(&line)?;
-                }
-                io::Result::Ok(())
-            };
+            let render =
+                |rows: &[order::Row], caches: &mut fields::Caches, sink: &mut dyn Write| {
+                    let mut line = Vec::with_capacity(256);
+                    for row in rows {
+                        line.clear();
+                        render_line(&mut line, &mut |i, max| {
+                            order::cell(&tasks, row, &cols[i], max, &env, caches)
+                        });
+                        sink.write_all(&line)?;
+                    }
+                    io::Result::Ok(())
+                };
             std::thread::scope(|scope| -> anyhow::Result<()> {
                 let later = (!second.is_empty()).then(|| {
                     scope.spawn(|| {

@@ -163,7 +163,10 @@ mod tests {
         assert_eq!(shape("% p").unwrap_err(), "missing AIX field descriptor");
         assert_eq!(shape("%p %Z").unwrap_err(), "unknown AIX field descriptor");
         assert_eq!(shape("%cpuc").unwrap_err(), "improper AIX field descriptor");
-        assert_eq!(shape("pid %p").unwrap_err(), "improper AIX field descriptor");
+        assert_eq!(
+            shape("pid %p").unwrap_err(),
+            "improper AIX field descriptor"
+        );
         assert_eq!(shape("%p,%U").unwrap_err(), "improper AIX field descriptor");
     }
 

@@ -147,7 +147,9 @@ impl Personality {
                 fb(&mut p);
             }
             "irix" | "sgi" => {
-                let xpg_set = xpg.and_then(|s| s.bytes().next()).is_some_and(|c| (b'1'..=b'9').contains(&c));
+                let xpg_set = xpg
+                    .and_then(|s| s.bytes().next())
+                    .is_some_and(|c| (b'1'..=b'9').contains(&c));
                 if !xpg_set {
                     p.flags = PER_IRIX_L;
                 }
