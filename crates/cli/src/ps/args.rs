@@ -1836,4 +1836,184 @@ mod tests {
     fn bsd_second_chance_accepts_dash_aux() {
         assert_eq!(names(&["-aux"]), names(&["aux"]));
     }
+
+    fn parse_with(per: &str, args: &[&str]) -> Result<Settings, ArgError> {
+        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse_as(&argv, Personality::from_vars(Some(per), None, false, None))
+    }
+
+    fn names_as(per: &str, args: &[&str]) -> Vec<String> {
+        parse_with(per, args)
+            .expect("parses")
+            .columns
+            .into_iter()
+            .map(|c| {
+                if c.name.is_empty() {
+                    format!("'{}'", c.header.unwrap_or_default())
+                } else {
+                    c.name
+                }
+            })
+            .collect()
+    }
+
+    fn sort_of(args: &[&str]) -> Vec<(String, bool)> {
+        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse(&argv)
+            .expect("parses")
+            .sort
+            .into_iter()
+            .map(|k| (k.name, k.reverse))
+            .collect()
+    }
+
+    #[test]
+    fn aix_lists_are_tried_only_after_a_failed_format_list() {
+        assert_eq!(names(&["-o", "%cpu,c"]), ["%cpu", "c"]);
+        assert_eq!(names_as("", &["-o", "%p %a"]), ["pid", "' '", "args", "''"]);
+        // "c" parses as a specifier, then "%p" fails: the AIX reading is appended.
+        assert_eq!(names_as("", &["-o", "c %p"]), ["c", "'c '", "pid", "''"]);
+        let argv: Vec<OsString> = ["-o", "%p", "-o", "foo"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let e = parse(&argv).expect_err("foo is unknown");
+        // procps's static errbuf: the first unknown specifier's message sticks.
+        assert!(e
+            .message
+            .starts_with("error: unknown user-defined format specifier \"%p\"\n"));
+    }
+
+    #[test]
+    fn personalities_pick_their_formats() {
+        assert_eq!(
+            names_as("gnu", &["-j"]),
+            ["pid", "tname", "state", "bsdtime", "pgid", "sid", "comm"]
+        );
+        assert_eq!(names_as("gnu", &["-jl"])[..3], ["flags", "state", "uid"]);
+        assert_eq!(names_as("linux", &["-f"])[0], "user");
+        // sgi_p is not a tasksnap column yet: the generated list itself is checked.
+        let sysv = |per: &str, args: &[&str]| -> Vec<String> {
+            let args = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+            let mut p = P::new(
+                args,
+                false,
+                0,
+                Personality::from_vars(Some(per), None, false, None),
+            );
+            p.parse_all().expect("parses");
+            p.sysv_list()
+                .expect("a list")
+                .into_iter()
+                .map(|c| {
+                    if c.name.is_empty() {
+                        format!("'{}'", c.header.unwrap_or_default())
+                    } else {
+                        c.name
+                    }
+                })
+                .collect()
+        };
+        assert_eq!(
+            sysv("linux", &["-l"])[..10],
+            ["f", "s", "uid", "pid", "ppid", "c", "opri", "ni", "sgi_p", "sz"]
+        );
+        let irix = sysv("irix", &["-l"]);
+        assert_eq!(
+            irix[6..12],
+            ["priority", "ni", "sgi_p", "sz", "':'", "sgi_rss"]
+        );
+        assert_eq!(names_as("bsd", &["u"])[6], "tt", "FB_u");
+        assert_eq!(names_as("tru64", &["-f"])[0], "uname", "F5FMT");
+        // bsd forces BSD parsing: -ef is e (environment) and f (forest).
+        let s = parse_with("bsd", &["-ef"]).expect("parses");
+        assert!(s.bsd_e && s.forest == Some(Forest::Bsd));
+        assert_eq!(s.columns.len(), 5, "the BSD default");
+        // h repeats the header under bsd, removes it otherwise.
+        assert!(parse_with("bsd", &["h"]).expect("parses").multi_header);
+        assert!(!parse_with("unknown", &["h"]).expect("parses").headers);
+        // bsd's m sorts by %MEM; old's is a format; the default's shows threads.
+        let m = parse_with("bsd", &["m"]).expect("parses");
+        assert_eq!((m.sort[0].name.as_str(), m.threads), ("pmem", Threads::Off));
+        assert_eq!(
+            parse_with("unknown", &["m"]).expect("parses").threads,
+            Threads::AfterProcess
+        );
+        assert!(
+            parse_with("old", &["m"]).is_err(),
+            "OL_m needs m_trs (not implemented yet)"
+        );
+        // -x: SVR4's -y, HP-UX's long command, else an error (then BSD x).
+        assert_eq!(names_as("sysv", &["-lx"])[..3], ["s", "uid", "pid"]);
+        let hp = parse_with("hpux", &["-x"]).expect("parses");
+        assert!(hp.unix_f && hp.screen_cols == OUTBUF_SIZE);
+        assert_eq!(
+            names_as("unknown", &["-x"]),
+            ["pid", "tname", "stat", "bsdtime", "args"]
+        );
+    }
+
+    #[test]
+    fn sunos4_has_no_implied_g() {
+        assert_eq!(
+            parse_with("sunos4", &["a"]).expect("parses").select_bits,
+            Some(0x0303)
+        );
+        assert_eq!(
+            parse_with("unknown", &["a"]).expect("parses").select_bits,
+            Some(0x0f0f)
+        );
+    }
+
+    #[test]
+    fn o_is_a_sort_when_it_reads_as_sort_codes() {
+        assert_eq!(sort_of(&["O", "p"]), [("pid".to_string(), false)]);
+        assert_eq!(sort_of(&["O", "-p"]), [("pid".to_string(), true)]);
+        // The direction holds for one code; the next without its own is direction 0,
+        // which sorts nothing.
+        assert_eq!(
+            sort_of(&["O", "-Pp"]),
+            [("ppid".to_string(), true), (String::new(), false)]
+        );
+        assert_eq!(
+            sort_of(&["O", "P-p"]),
+            [("ppid".to_string(), false), ("pid".to_string(), true)]
+        );
+        // J (cstime) is not in procps's table: the list ends there.
+        assert_eq!(sort_of(&["O", "pJP"]), [("pid".to_string(), false)]);
+        // vsize sorts by a value only size/trs/drs... columns read: inert here.
+        assert_eq!(sort_of(&["O", "v"]), [(String::new(), false)]);
+        assert_eq!(sort_of(&["--sort", "vsize"]), [(String::new(), false)]);
+        assert_eq!(sort_of(&["O", "s"]), [("vsize".to_string(), false)]);
+        // Not sort codes: a format after PID.
+        assert_eq!(
+            names(&["O", "ppid"]),
+            ["pid", "ppid", "state", "tname", "cputime", "comm"]
+        );
+        let e = |args: &[&str]| {
+            let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+            parse(&argv).expect_err("must fail").message
+        };
+        assert!(e(&["O", "foo"]).starts_with("error: bad sorting code\n"));
+        assert!(e(&["O", "PP"]).starts_with("error: bad sorting code\n"));
+        assert!(e(&["f", "O", "P"]).starts_with("error: PPID sort and forest output conflict\n"));
+        assert!(e(&["k", "pid", "O", "P"]).starts_with("error: multiple sort options\n"));
+    }
+
+    #[test]
+    fn bsd_e_and_delimiter() {
+        let argv: Vec<OsString> = ["axe", "--delimiter=:"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let s = parse(&argv).expect("parses");
+        assert!(s.bsd_e);
+        assert_eq!(s.delimiter, Some(b':'));
+        assert!(!parse(&[OsString::from("ax")]).expect("parses").bsd_e);
+        let argv: Vec<OsString> = ["--delimiter", "ab"].iter().map(OsString::from).collect();
+        assert!(parse(&argv)
+            .expect_err("two bytes")
+            .message
+            .starts_with("error: delimiter must be a single character\n"));
+    }
 }

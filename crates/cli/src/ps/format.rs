@@ -260,7 +260,6 @@ pub static SPECS: &[Spec] = &[
     s("sched", "SCH", F::Sched, 3, ThreadOnly, Right),
     p("sess", "SESS", F::Sess, ProcessOnly),
     p("session", "SESS", F::Sess, ProcessOnly),
-    s("sgi_rss", "RSS", F::Rss, 4, ProcessOnly, Left),
     s("sgid", "SGID", F::Sgid, 5, Every, Right),
     s("sgroup", "SGROUP", F::Sgroup, 8, Every, User),
     p("sid", "SID", F::Sess, ProcessOnly),

@@ -196,4 +196,27 @@ mod tests {
             "0123456789   1    22 x\n"
         );
     }
+
+    #[test]
+    fn aix_text_has_no_gap_and_a_delimiter_replaces_padding() {
+        let text = |t: &str| Column {
+            spec: &crate::ps::format::TEXT,
+            header: t.to_string(),
+            width: t.len(),
+        };
+        let mut c = cols(&[("pid", 5)]);
+        c.push(text(": "));
+        c.extend(cols(&[("tty", 8)]));
+        c.push(text(""));
+        // "%p: %y": no space either side of the text; the trailing empty text pads TT.
+        assert_eq!(line(&c, &["1", ": ", "?", ""]), "    1: ?       \n");
+        let c = cols(&[("pid", 5), ("tty", 8), ("args", 27)]);
+        let mut out = Vec::new();
+        let vals = ["1", "?", "init"];
+        render_line(&mut out, &c, 200, false, Some(b':'), &mut |i, _| Cell {
+            bytes: CellBytes::from_slice(vals[i].as_bytes()),
+            cells: vals[i].len(),
+        });
+        assert_eq!(String::from_utf8(out).expect("ascii"), "1:?:init\n");
+    }
 }
