@@ -1627,6 +1627,7 @@ procps-ng 4.0 compatible options, for example:
   -w, -ww         wider output           L                list format specifiers
 tasksnap extensions:
   --output json|csv   machine-readable rows
+  --delimiter C       separate columns with C instead of padding (newer procps)
   --verbose           say which backend ran, why, and what it could not read
   --backend B         auto (default), bpf or procfs
   --replay DIR        list what a recording (tasksnap record) held, as ps would have then
@@ -1939,9 +1940,17 @@ mod tests {
             parse_with("unknown", &["m"]).expect("parses").threads,
             Threads::AfterProcess
         );
-        assert!(
-            parse_with("old", &["m"]).is_err(),
-            "OL_m needs m_trs (not implemented yet)"
+        let mut p = P::new(
+            vec![b"m".to_vec()],
+            false,
+            0,
+            Personality::from_vars(Some("old"), None, false, None),
+        );
+        p.parse_all().expect("parses");
+        assert_eq!(
+            (p.format_flags, p.thread),
+            (FF_LM, 0),
+            "old's m is the OL_m format"
         );
         // -x: SVR4's -y, HP-UX's long command, else an error (then BSD x).
         assert_eq!(names_as("sysv", &["-lx"])[..3], ["s", "uid", "pid"]);

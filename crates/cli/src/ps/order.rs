@@ -82,6 +82,7 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
         Field::MajFlt => n(st.map_or(0, |s| s.majflt) as f64),
         Field::MinFlt => n(st.map_or(0, |s| s.minflt) as f64),
         Field::Flags => n(b.map_or(0, |b| b.flags) as f64),
+        Field::Fds => n(t.fds.unwrap_or(0) as f64),
         Field::Rtprio => n(b.map_or(0, |b| b.rt_priority) as f64),
         Field::Sched | Field::Class | Field::Cls => n(b.map_or(0, |b| b.policy) as f64),
         Field::Pcpu | Field::C | Field::Cp => {
