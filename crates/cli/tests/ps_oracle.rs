@@ -524,7 +524,10 @@ fn compare_env(
     Ok(r1.len())
 }
 
-fn check_cases(cases: &[(&[(&str, &str)], &[&str])], nobody: Option<&str>) {
+/// One case: environment variables to set, and ps's arguments.
+type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+
+fn check_cases(cases: &[Case], nobody: Option<&str>) {
     let load = spawn_load();
     let extras = Extras::spawn();
     let mut pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
@@ -565,7 +568,7 @@ fn aix_descriptors_match_procps() {
 
 #[test]
 fn personalities_match_procps() {
-    let cases: &[(&[(&str, &str)], &[&str])] = &[
+    let cases: &[Case] = &[
         (&[("PS_PERSONALITY", "bsd")], &["ax"]),
         (&[("PS_PERSONALITY", "bsd")], &["axu"]),
         (&[("PS_PERSONALITY", "bsd")], &["axj"]),
@@ -689,7 +692,7 @@ fn o_sort_codes_match_procps() {
 
 #[test]
 fn option_errors_match_procps() {
-    let cases: &[(&[(&str, &str)], &[&str])] = &[
+    let cases: &[Case] = &[
         (NO_ENV, &["-o", "%p %%a"]),
         (NO_ENV, &["-o", "%p %Z"]),
         (NO_ENV, &["-o", "%cpuc"]),

@@ -501,7 +501,9 @@ impl TaskReader {
             // 128 KiB of it.
             const MAX_ENVIRON_BYTES: usize = 128 * 1024 - 1;
             match self.read_small(tgid, tid, "environ") {
-                Ok(n) => task.environ = Some(self.buf[..n.min(MAX_ENVIRON_BYTES)].into()),
+                Ok(n) => {
+                    task.environ = Some(Box::new(self.buf[..n.min(MAX_ENVIRON_BYTES)].to_vec()))
+                }
                 Err(FileError::Gone) => return self.gone(task, seen),
                 Err(FileError::Denied) => self.stats.denied += 1,
                 Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "environ", e),

@@ -147,32 +147,53 @@ mod tests {
     #[test]
     fn descriptors_and_text_items_as_procps_counts_them() {
         assert_eq!(
-            shape("%p %U %a").unwrap(),
+            shape("%p %U %a").expect("parses"),
             ["pid", "' '", "user", "' '", "args", "''"]
         );
-        assert_eq!(shape("%p%U").unwrap(), ["pid", "user", "''", "''"]);
-        assert_eq!(shape("a%a").unwrap(), ["'a'", "args", "''"]);
-        assert_eq!(shape("x %p").unwrap(), ["'x '", "pid", "''"]);
-        assert_eq!(shape("%p   %c").unwrap(), ["pid", "'   '", "comm", "''"]);
+        assert_eq!(shape("%p%U").expect("parses"), ["pid", "user", "''", "''"]);
+        assert_eq!(shape("a%a").expect("parses"), ["'a'", "args", "''"]);
+        assert_eq!(shape("x %p").expect("parses"), ["'x '", "pid", "''"]);
+        assert_eq!(
+            shape("%p   %c").expect("parses"),
+            ["pid", "'   '", "comm", "''"]
+        );
     }
 
     #[test]
     fn errors_as_procps_words_them() {
-        assert_eq!(shape("%p %%a").unwrap_err(), "missing AIX field descriptor");
-        assert_eq!(shape("%").unwrap_err(), "missing AIX field descriptor");
-        assert_eq!(shape("% p").unwrap_err(), "missing AIX field descriptor");
-        assert_eq!(shape("%p %Z").unwrap_err(), "unknown AIX field descriptor");
-        assert_eq!(shape("%cpuc").unwrap_err(), "improper AIX field descriptor");
         assert_eq!(
-            shape("pid %p").unwrap_err(),
+            shape("%p %%a").expect_err("an error"),
+            "missing AIX field descriptor"
+        );
+        assert_eq!(
+            shape("%").expect_err("an error"),
+            "missing AIX field descriptor"
+        );
+        assert_eq!(
+            shape("% p").expect_err("an error"),
+            "missing AIX field descriptor"
+        );
+        assert_eq!(
+            shape("%p %Z").expect_err("an error"),
+            "unknown AIX field descriptor"
+        );
+        assert_eq!(
+            shape("%cpuc").expect_err("an error"),
             "improper AIX field descriptor"
         );
-        assert_eq!(shape("%p,%U").unwrap_err(), "improper AIX field descriptor");
+        assert_eq!(
+            shape("pid %p").expect_err("an error"),
+            "improper AIX field descriptor"
+        );
+        assert_eq!(
+            shape("%p,%U").expect_err("an error"),
+            "improper AIX field descriptor"
+        );
     }
 
     #[test]
     fn headers_are_the_aix_ones() {
-        let cols = parse("%y").unwrap();
+        let cols = parse("%y").expect("parses");
         assert_eq!(cols[0].name, "tty");
         assert_eq!(cols[0].header.as_deref(), Some("TTY"));
     }
