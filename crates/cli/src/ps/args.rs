@@ -1715,11 +1715,11 @@ pub fn info_text(argv: &[OsString]) -> Option<String> {
     }
     if has("L") {
         let mut s = String::new();
-        // procps leaves its placeholders out.
-        for spec in format::SPECS
-            .iter()
-            .filter(|s| s.field != format::Field::Nop)
-        {
+        // procps leaves out the specifiers that only ever print `-` (its pr_nop ones);
+        // 4.0.2 has no fds.
+        for spec in format::SPECS.iter().filter(|s| {
+            !matches!(s.field, format::Field::Addr | format::Field::Nop) && s.name != "fds"
+        }) {
             s.push_str(&format!("{:<12.12} {:<8.8}\n", spec.name, spec.head));
         }
         return Some(s);

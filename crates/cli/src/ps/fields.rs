@@ -608,7 +608,13 @@ fn command_cell(
         Field::Args => command_text(t, env.locale),
         Field::Comm if env.unix_f_option => command_text(t, env.locale),
         Field::Comm => comm_text(t, env.locale),
-        _ => t.exe.clone().unwrap_or_else(|| b"-".to_vec()),
+        // No link to read (a kernel thread, a zombie: the model's empty path) or none
+        // readable: procps's readlink_exe gives `-` for every failure.
+        _ => t
+            .exe
+            .clone()
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| b"-".to_vec()),
     };
     text::output_escape(bytes, &src, room, env.locale);
 }
