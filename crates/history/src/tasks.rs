@@ -79,6 +79,9 @@ pub(crate) fn same_row(a: &Task, b: &Task) -> bool {
         // Not recorded by format 1: a replayed listing shows what ps shows for unreadable.
         signals: _,
         layout: _,
+        // Not recorded (ps-only groups: a recording never asks for them).
+        fds: _,
+        environ: _,
     } = a;
     *id == b.id
         && *base == b.base
@@ -191,6 +194,9 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
         // Not recorded by format 1: a replayed listing shows what ps shows for unreadable.
         signals: _,
         layout: _,
+        // Not recorded: the recorder never asks for them, and an environment is private.
+        fds: _,
+        environ: _,
     } = t;
     let mut p = 0u64;
     let flag = |p: &mut u64, bit: u64, on: bool| {

@@ -59,6 +59,11 @@ pub struct Groups {
     pub signals: bool,
     /// Code and stack addresses, RSS limit (`/proc/PID/stat`).
     pub layout: bool,
+    /// Count of open file descriptors (the size the kernel reports for `/proc/PID/fd`).
+    pub fds: bool,
+    /// Environment (`/proc/PID/environ`; takes the target's mmap lock, needs ptrace read
+    /// access).
+    pub environ: bool,
 }
 
 impl Groups {
@@ -82,6 +87,8 @@ impl Groups {
             cgroup: true,
             signals: true,
             layout: true,
+            fds: true,
+            environ: true,
         }
     }
 

@@ -55,6 +55,18 @@ pub fn readlinkat(dirfd: RawFd, path: &CStr, buf: &mut [u8]) -> io::Result<usize
 
 /// Owner (uid, gid) of `path` relative to `dirfd`, without following a final symlink.
 pub fn owner_at(dirfd: RawFd, path: &CStr) -> io::Result<(u32, u32)> {
+    stat_at(dirfd, path).map(|st| (st.st_uid, st.st_gid))
+}
+
+/// The size stat(2) reports for `path` relative to `dirfd` (not following a last symlink).
+/// For a `/proc/PID/fd` directory that is the number of open descriptors since Linux 6.2
+/// ("proc: report open files as size in stat() for /proc/pid/fd", fs/proc/fd.c
+/// `proc_fd_getattr`); 0 before.
+pub fn size_at(dirfd: RawFd, path: &CStr) -> io::Result<u64> {
+    stat_at(dirfd, path).map(|st| st.st_size.max(0) as u64)
+}
+
+fn stat_at(dirfd: RawFd, path: &CStr) -> io::Result<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: `path` is NUL-terminated and `st` points to writable memory sized for `stat`.
     let rc = unsafe {
@@ -69,8 +81,7 @@ pub fn owner_at(dirfd: RawFd, path: &CStr) -> io::Result<(u32, u32)> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: fstatat returned 0, so it filled the whole structure.
-    let st = unsafe { st.assume_init() };
-    Ok((st.st_uid, st.st_gid))
+    Ok(unsafe { st.assume_init() })
 }
 
 /// Closes a descriptor, ignoring errors (a close error on a read-only procfs file carries no

@@ -13,6 +13,11 @@ use super::format;
 use super::layout::OUTBUF_SIZE;
 use super::settings::*;
 
+mod aix;
+pub mod personality;
+
+use personality::*;
+
 /// A usage error: the text procps prints and its exit code.
 #[derive(Debug)]
 pub struct ArgError {
@@ -48,6 +53,8 @@ const FF_BU: u32 = 32;
 const FF_BV: u32 = 64;
 const FF_LX: u32 = 128;
 const FF_FC: u32 = 256;
+const FF_UJ: u32 = 512;
+const FF_LM: u32 = 1024;
 const FM_C: u32 = 1;
 const FM_J: u32 = 2;
 const FM_Y: u32 = 4;
@@ -63,6 +70,8 @@ enum Sf {
     BsdBigO,
     GnuFormat,
     GnuSort,
+    /// BSD `m` under the bsd personality: a sort by %MEM that does not count as `--sort`.
+    BsdM,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +116,16 @@ struct P {
     my_tty: u32,
     replay: Option<PathBuf>,
     replay_at: Option<String>,
+    /// PS_PERSONALITY / CMD_ENV.
+    per: Personality,
+    /// BSD `e`: the environment after the command.
+    bsd_e: bool,
+    /// `--delimiter C` (procps newer than 4.0.2).
+    delimiter: Option<u8>,
+    /// procps's static `errbuf` in format_parse: the first "unknown user-defined format
+    /// specifier" message of the run is the one every later unknown specifier reports,
+    /// even in the second (BSD) pass.
+    errbuf: std::rc::Rc<std::cell::RefCell<Option<String>>>,
 }
 
 type R<T> = Result<T, String>;
@@ -152,12 +171,16 @@ fn lookup_gid(name: &str) -> Option<u32> {
 }
 
 impl P {
-    fn new(args: Vec<Vec<u8>>, force_bsd: bool, my_tty: u32) -> P {
+    fn new(args: Vec<Vec<u8>>, force_bsd: bool, my_tty: u32, per: Personality) -> P {
         P {
             args,
             at: 0,
             force_bsd,
-            prefer_bsd: force_bsd,
+            prefer_bsd: force_bsd || per.prefer_bsd,
+            per,
+            bsd_e: false,
+            delimiter: None,
+            errbuf: Default::default(),
             all: false,
             simple: 0,
             negate: false,
@@ -367,6 +390,8 @@ impl P {
                     }
                     return Ok(());
                 }
+                // A personality with a -j format of its own makes -j a format.
+                b'j' if self.per.sysv_j.is_some() => self.format_flags |= FF_UJ,
                 b'j' => self.modifiers |= FM_J,
                 b'l' => self.format_flags |= FF_UL,
                 b'm' => self.thread |= TF_U_M,
@@ -411,6 +436,12 @@ impl P {
                     return Ok(());
                 }
                 b'w' => self.w_count += 1,
+                // SVR4 MP's -x is Solaris's -y; HP-UX's is a long command line.
+                b'x' if self.per.has(PER_SVR4_X) => self.modifiers |= FM_Y,
+                b'x' if self.per.has(PER_HPUX_X) => {
+                    self.w_count += 2;
+                    self.unix_f = true;
+                }
                 b'x' => return err("must set personality to get -x option"),
                 b'y' => self.modifiers |= FM_Y,
                 b'-' => return err("embedded '-' among SysV options makes no sense"),
@@ -436,7 +467,10 @@ impl P {
                 }
                 b'H' => self.thread |= TF_B_H,
                 b'L' => return self.exclusive("L", "list"),
-                b'M' | b'm' => self.thread |= TF_B_M,
+                b'M' => self.thread |= TF_B_M,
+                b'm' if self.per.has(PER_OLD_M) => self.format_flags |= FF_LM,
+                b'm' if self.per.has(PER_BSD_M) => self.sf.push(("pmem".into(), Sf::BsdM)),
+                b'm' => self.thread |= TF_B_M,
                 b'O' => {
                     let Some(arg) = self.opt_arg(rest) else {
                         return err("format or sort specification must follow O");
@@ -463,14 +497,18 @@ impl P {
                 b'Z' => self.modifiers |= FM_M,
                 b'a' => self.simple |= SS_B_A,
                 b'c' => self.bsd_c = true,
-                b'e' => {}
+                b'e' => self.bsd_e = true,
                 b'f' => self.forest = Some(Forest::Bsd),
                 b'g' => self.simple |= SS_B_G,
                 b'h' => {
                     if self.heading.is_some() {
                         return err("only one heading option may be specified");
                     }
-                    self.heading = Some(Heading::None);
+                    self.heading = Some(if self.per.has(PER_BSD_H) {
+                        Heading::Multi
+                    } else {
+                        Heading::None
+                    });
                 }
                 b'j' => self.format_flags |= FF_BJ,
                 b'k' => {
@@ -670,6 +708,16 @@ impl P {
             "version" => return self.exclusive("--version", "version"),
             "help" => return Err("\u{0}help".into()),
             "context" => self.format_flags |= FF_FC,
+            // procps newer than 4.0.2: a one-byte column separator instead of padding.
+            "delimiter" => {
+                let Some(arg) = grab(self) else {
+                    return err("delimiter character must follow --delimiter");
+                };
+                if arg.len() != 1 {
+                    return err("delimiter must be a single character");
+                }
+                self.delimiter = Some(arg.as_bytes()[0]);
+            }
             // tasksnap extensions.
             "output" => match grab(self).as_deref() {
                 Some("json") => self.output = Output::Json,
@@ -729,7 +777,7 @@ impl P {
             let c1 = a.get(1).copied().unwrap_or(0);
             let c2 = a.get(2).copied().unwrap_or(0);
             if c0.is_ascii_alphabetic() {
-                if self.force_bsd {
+                if self.force_bsd && !self.per.has(PER_FORCE_BSD) {
                     // procps: on the second pass only dash words are re-read as BSD.
                     return err("way bad");
                 }
@@ -790,7 +838,8 @@ impl P {
         if self.simple == 0 && !self.prefer_bsd {
             return Ok(Some(0xaa00));
         }
-        let v = if self.simple & (SS_U_A | SS_U_D) == 0 {
+        // For every BSD but SunOS 4, 'g' is implied.
+        let v = if !self.per.has(PER_NO_DEFAULT_G) && self.simple & (SS_U_A | SS_U_D) == 0 {
             self.simple | SS_B_G
         } else {
             self.simple
@@ -816,8 +865,29 @@ impl P {
     }
 }
 
-/// One `-o` list (procps format_parse): specs with optional `=header` and `:width`.
-fn format_parse(arg: &str) -> R<Vec<ColumnReq>> {
+/// procps's `errbuf` (see [`P::errbuf`]).
+type ErrBuf = std::cell::RefCell<Option<String>>;
+
+/// One `-o` list (procps format_parse): specs with optional `=header` and `:width`. A list
+/// that fails and holds a `%` is read again as AIX descriptors; what that gives is added to
+/// the columns parsed before the failing item (procps leaves those on its list).
+fn format_parse(arg: &str, errbuf: &ErrBuf) -> R<Vec<ColumnReq>> {
+    match format_items(arg, errbuf) {
+        Ok(cols) => Ok(cols),
+        Err((mut partial, e)) => {
+            if !arg.contains('%') {
+                return Err(e);
+            }
+            partial.extend(aix::parse(arg)?);
+            Ok(partial)
+        }
+    }
+}
+
+/// [`format_parse`] without the AIX retry: on failure, the columns before the failing item
+/// and the error.
+fn format_items(arg: &str, errbuf: &ErrBuf) -> Result<Vec<ColumnReq>, (Vec<ColumnReq>, String)> {
+    let err = |out: &mut Vec<ColumnReq>, e: &str| Err((std::mem::take(out), e.to_string()));
     let seps = [' ', ',', '\t', '\n'];
     // Count items; one trailing separator is allowed.
     let mut items = 0;
@@ -826,7 +896,7 @@ fn format_parse(arg: &str) -> R<Vec<ColumnReq>> {
     for (i, &c) in bytes.iter().enumerate() {
         if seps.contains(&(c as char)) {
             if need {
-                return err("improper format list");
+                return err(&mut Vec::new(), "improper format list");
             }
             need = true;
             let _ = i;
@@ -838,7 +908,7 @@ fn format_parse(arg: &str) -> R<Vec<ColumnReq>> {
         }
     }
     if items == 0 {
-        return err("empty format list");
+        return err(&mut Vec::new(), "empty format list");
     }
     let mut walk: &str = if need { &arg[..arg.len() - 1] } else { arg };
     let mut out = Vec::new();
@@ -860,12 +930,13 @@ fn format_parse(arg: &str) -> R<Vec<ColumnReq>> {
         let (spec, width) = match spec.find(':') {
             Some(p) => {
                 let w = &spec[p + 1..];
+                let bad = "column widths must be unsigned decimal numbers";
                 if w.is_empty() || w.starts_with('0') || !w.bytes().all(|c| c.is_ascii_digit()) {
-                    return err("column widths must be unsigned decimal numbers");
+                    return err(&mut out, bad);
                 }
-                let n: usize = w
-                    .parse()
-                    .map_err(|_| "column widths must be unsigned decimal numbers".to_string())?;
+                let Ok(n) = w.parse::<usize>() else {
+                    return err(&mut out, bad);
+                };
                 (&spec[..p], Some(n))
             }
             None => (spec, None),
@@ -878,7 +949,10 @@ fn format_parse(arg: &str) -> R<Vec<ColumnReq>> {
             });
         } else if let Some(list) = format::macro_list(spec) {
             if width.is_some() {
-                return err("can not set width for a macro (multi-column) format specifier");
+                return err(
+                    &mut out,
+                    "can not set width for a macro (multi-column) format specifier",
+                );
             }
             for name in list.split(',') {
                 out.push(ColumnReq {
@@ -888,7 +962,11 @@ fn format_parse(arg: &str) -> R<Vec<ColumnReq>> {
                 });
             }
         } else {
-            return Err(format!("unknown user-defined format specifier \"{spec}\""));
+            let msg = errbuf
+                .borrow_mut()
+                .get_or_insert_with(|| format!("unknown user-defined format specifier \"{spec}\""))
+                .clone();
+            return err(&mut out, &msg);
         }
     }
     Ok(out)
@@ -910,7 +988,7 @@ fn sort_parse(arg: &str) -> R<Vec<SortKey>> {
             b'+' => (&item[1..], false),
             _ => (item, false),
         };
-        if format::find(name).is_none() {
+        if format::find(name).is_none() && !ALWAYS_INERT.contains(&name) {
             return err("unknown sort specifier");
         }
         out.push(SortKey {
@@ -979,7 +1057,11 @@ impl P {
             v.push("s");
         }
         if ff & FF_UF != 0 {
-            v.push("uid_hack");
+            v.push(if self.per.has(PER_SANE_USER) {
+                "user"
+            } else {
+                "uid_hack"
+            });
         } else if ff & FF_UL != 0 {
             v.push("uid");
         }
@@ -1010,14 +1092,29 @@ impl P {
             v.push("class");
             v.push("pri");
         } else if ff & FF_UL != 0 {
-            v.push("opri");
+            v.push(if self.per.has(PER_IRIX_L) {
+                "priority"
+            } else {
+                "opri"
+            });
             v.push("ni");
         }
         if ff & FF_UL != 0 {
-            v.push(if fm & FM_Y != 0 { "rss" } else { "addr_1" });
+            v.push(if fm & FM_Y != 0 {
+                "rss"
+            } else if self.per.has(PER_ZAP_ADDR | PER_IRIX_L) {
+                "sgi_p"
+            } else {
+                "addr_1"
+            });
         }
         if fm & FM_F != 0 || ff & FF_UL != 0 {
             v.push("sz");
+        }
+        // IRIX shows SZ:RSS.
+        if ff & FF_UL != 0 && fm & FM_Y == 0 && self.per.has(PER_IRIX_L) {
+            v.push(":");
+            v.push("sgi_rss");
         }
         if ff & FF_UL != 0 {
             v.push("wchan");
@@ -1044,45 +1141,95 @@ impl P {
             v.push("time");
             v.push(if ff & FF_UF != 0 { "cmd" } else { "ucmd" });
         }
-        Ok(v.into_iter().flat_map(specs).collect())
+        Ok(v.into_iter()
+            .map(|n| match n {
+                ":" => aix::text(":"),
+                _ => specs(n).remove(0),
+            })
+            .collect())
     }
 
     /// procps process_sf_options: the final column and sort lists.
     fn sf_options(&mut self) -> R<(Vec<ColumnReq>, Vec<SortKey>)> {
+        let (cols, sort) = self.sf_lists()?;
+        // Keys procps keeps but that sort nothing (see `inert_sort`).
+        let sort = sort
+            .into_iter()
+            .map(|k| {
+                if inert_sort(&k.name, &cols, &sort_names(&self.sf)) {
+                    SortKey {
+                        name: String::new(),
+                        reverse: k.reverse,
+                    }
+                } else {
+                    k
+                }
+            })
+            .collect();
+        // Every specifier a format or macro named must be one tasksnap prints.
+        if let Some(c) = cols
+            .iter()
+            .find(|c| !c.name.is_empty() && format::find(&c.name).is_none())
+        {
+            // Not a usage error: no second (BSD) reading of the options.
+            return Err(format!(
+                "\u{0}error: tasksnap does not implement the \"{}\" column yet\n",
+                c.name
+            ));
+        }
+        Ok((cols, sort))
+    }
+
+    fn sf_lists(&mut self) -> R<(Vec<ColumnReq>, Vec<SortKey>)> {
         let mut cols: Vec<ColumnReq> = Vec::new();
         let mut sort: Vec<SortKey> = Vec::new();
         let mut parsed_format = false;
         let mut parsed_sort = false;
         let have_gnu_sort = self.sf.iter().any(|(_, k)| *k == Sf::GnuSort);
+        let errbuf = self.errbuf.clone();
         for (arg, kind) in self.sf.clone() {
             match kind {
                 Sf::UnixO | Sf::BsdO | Sf::GnuFormat => {
-                    cols.extend(format_parse(&arg)?);
+                    cols.extend(format_parse(&arg, &errbuf)?);
                     parsed_format = true;
                 }
-                Sf::UnixBigO | Sf::BsdBigO => {
-                    if kind == Sf::BsdBigO && !have_gnu_sort && !parsed_sort {
-                        // BSD O may be a short sort code; tasksnap does not implement those,
-                        // so it is taken as a format list, which is what people use it for.
-                    }
+                Sf::UnixBigO => {
                     if parsed_format {
-                        return err(if kind == Sf::UnixBigO {
-                            "option -O can not follow other format options"
-                        } else {
-                            "option O is neither first format nor sort order"
-                        });
+                        return err("option -O can not follow other format options");
                     }
-                    let mut list = specs("pid");
-                    list.extend(format_parse(&arg)?);
-                    list.extend(specs(if kind == Sf::UnixBigO {
-                        "state,tname,time,command"
-                    } else {
-                        "state,tname,cputime,comm"
-                    }));
-                    cols.extend(list);
+                    cols.extend(specs("pid"));
+                    cols.extend(format_parse(&arg, &errbuf)?);
+                    cols.extend(specs("state,tname,time,command"));
                     parsed_format = true;
                 }
-                Sf::GnuSort => {
+                Sf::BsdBigO => {
+                    // BSD O is a short sort code list when it reads as one, else a format.
+                    let as_sort = if have_gnu_sort || parsed_sort {
+                        Err("multiple sort options".to_string())
+                    } else {
+                        verify_short_sort(&arg, self.forest.is_some())
+                    };
+                    let why = match as_sort {
+                        Ok(()) => {
+                            sort.extend(short_sort_parse(&arg));
+                            parsed_sort = true;
+                            continue;
+                        }
+                        Err(e) => e,
+                    };
+                    if parsed_format {
+                        return err("option O is neither first format nor sort order");
+                    }
+                    // The format's own error is not what procps reports.
+                    let Ok(list) = format_parse(&arg, &errbuf) else {
+                        return Err(why);
+                    };
+                    cols.extend(specs("pid"));
+                    cols.extend(list);
+                    cols.extend(specs("state,tname,cputime,comm"));
+                    parsed_format = true;
+                }
+                Sf::GnuSort | Sf::BsdM => {
                     if parsed_sort {
                         return err("multiple sort options");
                     }
@@ -1094,7 +1241,7 @@ impl P {
         if self.format_flags == 0 && self.modifiers == 0 && cols.is_empty() {
             if let Ok(env) = std::env::var("PS_FORMAT") {
                 if !env.is_empty() {
-                    match format_parse(&env) {
+                    match format_parse(&env, &errbuf) {
                         Ok(c) => return Ok((c, sort)),
                         Err(e) => warn!("warning: $PS_FORMAT ignored. ({e})"),
                     }
@@ -1110,23 +1257,29 @@ impl P {
             }
             return Ok((cols, sort));
         }
+        let per = self.per;
         let spec = match self.format_flags {
-            0 | FF_UF | FF_UL => return Ok((self.sysv_list()?, sort)),
-            x if x == FF_UF | FF_UL => return Ok((self.sysv_list()?, sort)),
-            FF_BJ => "OL_j",
-            FF_BL => "OL_l",
-            FF_BS => "uid,pid,pending,sig_block,sig_ignore,caught,stat,tname,bsdtime,args",
-            FF_BU => "OL_u",
-            FF_BV => "OL_v",
-            FF_LX => "pid,start_stack,esp,eip,timeout,alarm,stat,tname,bsdtime,args",
-            FF_FC => "pid,context,command",
+            0 => None,
+            x if x == FF_UF | FF_UL => per.sysv_fl,
+            FF_UF => per.sysv_f,
+            FF_UL => per.sysv_l,
+            FF_UJ => per.sysv_j,
+            x if x == FF_UJ | FF_UL => Some("RD_lj"),
+            x if x == FF_UJ | FF_UF => Some("RD_fj"),
+            FF_BJ => Some(per.bsd_j),
+            FF_BL => Some(per.bsd_l),
+            FF_BS => Some(per.bsd_s),
+            FF_BU => Some(per.bsd_u),
+            FF_BV => Some(per.bsd_v),
+            FF_LX => Some("OL_X"),
+            FF_LM => Some("OL_m"),
+            FF_FC => Some("FLASK_context"),
             _ => return err("conflicting format options"),
         };
-        let list = format::macro_list(spec).unwrap_or(spec);
-        let mut cols: Vec<ColumnReq> = specs(list);
-        if cols.iter().any(|c| format::find(&c.name).is_none()) {
-            return err("tasksnap does not implement this BSD format yet");
-        }
+        let Some(spec) = spec else {
+            return Ok((self.sysv_list()?, sort));
+        };
+        let mut cols: Vec<ColumnReq> = specs(format::macro_list(spec).unwrap_or(spec));
         let fm = self.modifiers;
         if fm & FM_J != 0 {
             if !add_after(&mut cols, "PPID", "pgid") && !add_after(&mut cols, "PID", "pgid") {
@@ -1166,7 +1319,164 @@ impl P {
         if fm & FM_M != 0 {
             cols.insert(0, specs("label").remove(0));
         }
+        // A personality's own -l or -f list, translated further.
+        if per.has(PER_ZAP_ADDR)
+            && self.format_flags & FF_UL != 0
+            && add_after(&mut cols, "ADDR", "sgi_p")
+        {
+            delete(&mut cols, "ADDR");
+        }
+        if per.has(PER_SANE_USER)
+            && self.format_flags & FF_UF != 0
+            && add_after(&mut cols, "UID", "user")
+        {
+            delete(&mut cols, "UID");
+        }
         Ok((cols, sort))
+    }
+}
+
+/// procps's `shortsort_array`: BSD `O` sort codes and the specifiers they sort by. `s`
+/// (size) sorts by the virtual size in bytes, as procps's `size` does.
+fn short_sort_spec(code: u8) -> Option<&'static str> {
+    Some(match code {
+        b'C' => "pcpu",
+        b'G' => "tpgid",
+        b'M' => "maj_flt",
+        b'N' => "cmaj_flt",
+        b'P' => "ppid",
+        b'R' => "resident",
+        b'S' => "share",
+        b'T' => "start_time",
+        b'U' => "uid",
+        b'c' => "cmd",
+        b'f' => "flags",
+        b'g' => "pgrp",
+        b'j' => "cutime",
+        b'k' => "utime",
+        b'm' => "min_flt",
+        b'n' => "cmin_flt",
+        b'o' => "session",
+        b'p' => "pid",
+        b'r' => "rss",
+        b's' => "size",
+        b't' => "tty",
+        b'u' => "user",
+        b'v' => "vsize",
+        b'y' => "priority",
+        // 'J' is cstime, which procps's table lacks; 'K' has no entry.
+        _ => return None,
+    })
+}
+
+/// procps verify_short_sort: whether a BSD `O` argument reads as sort codes.
+fn verify_short_sort(arg: &str, forest: bool) -> R<()> {
+    const ALL: &[u8] = b"CGJKMNPRSTUcfgjkmnoprstuvy+-";
+    let b = arg.as_bytes();
+    if !b.iter().all(|c| ALL.contains(c)) {
+        return err("bad sorting code");
+    }
+    let mut seen = [false; 256];
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'+' | b'-' => {
+                if matches!(b.get(i + 1), None | Some(b'+' | b'-')) {
+                    return err("bad sorting code");
+                }
+            }
+            _ => {
+                if c == b'P' && forest {
+                    return err("PPID sort and forest output conflict");
+                }
+                if seen[c as usize] {
+                    return err("bad sorting code");
+                }
+                seen[c as usize] = true;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// procps short_sort_parse. Its quirks are kept: a code with no table entry (`J`, `K`) ends
+/// the list there; the direction (ascending unless `-`) holds for the next code only, and
+/// a code after that without its own `+` or `-` is kept with direction 0, which the
+/// library refuses to sort by (an empty key here: it sorts nothing but makes the listing a
+/// sorted one, as in procps).
+fn short_sort_parse(arg: &str) -> Vec<SortKey> {
+    let mut out = Vec::new();
+    let mut dir = Some(false);
+    for c in arg.bytes() {
+        match c {
+            b'+' => dir = Some(false),
+            b'-' => dir = Some(true),
+            _ => {
+                let Some(spec) = short_sort_spec(c) else {
+                    break;
+                };
+                // procps's `size` sorts by stat's vsize.
+                let key = if spec == "size" { "vsize" } else { spec };
+                out.push(SortKey {
+                    name: if dir.is_some() {
+                        key.to_string()
+                    } else {
+                        String::new()
+                    },
+                    reverse: dir.unwrap_or(false),
+                });
+                dir = None;
+            }
+        }
+    }
+    out
+}
+
+/// Specifiers procps sorts by without effect whatever else is asked (see [`inert_sort`]).
+const ALWAYS_INERT: &[&str] = &[
+    "cmaj_flt",
+    "cmin_flt",
+    "cutime",
+    "m_resident",
+    "resident",
+    "share",
+    "utime",
+];
+
+/// The sort specifiers named by the run's sort options, for [`inert_sort`].
+fn sort_names(sf: &[(String, Sf)]) -> Vec<String> {
+    sf.iter()
+        .filter(|(_, k)| matches!(k, Sf::GnuSort | Sf::BsdM | Sf::BsdBigO))
+        .flat_map(|(a, k)| match k {
+            Sf::BsdBigO => a
+                .bytes()
+                .filter_map(short_sort_spec)
+                .map(String::from)
+                .collect(),
+            _ => a
+                .split([' ', ',', '\t', '\n'])
+                .map(|n| n.trim_start_matches(['+', '-']).to_string())
+                .collect::<Vec<_>>(),
+        })
+        .collect()
+}
+
+/// Whether procps 4.0.2 keeps a sort key that sorts nothing. Its library sorts only by a
+/// value some column or sort key has asked it to read, and a few specifiers sort by a
+/// value their own column does not read: `vsize` (it prints VmSize but sorts by stat's
+/// vsize, read only for `size`, `m_size`, `trs`, `drs`, `tsiz`, `dsiz` and their aliases),
+/// and the placeholders `resident`, `utime`, `cutime` (never read). `cmaj_flt`,
+/// `cmin_flt` and `share` sort by nothing at all.
+fn inert_sort(name: &str, cols: &[ColumnReq], sort_names: &[String]) -> bool {
+    const VSIZE_READERS: &[&str] = &[
+        "drs", "dsiz", "m_drs", "m_size", "m_trs", "size", "trs", "tsiz",
+    ];
+    match name {
+        "vsize" => !cols
+            .iter()
+            .map(|c| c.name.as_str())
+            .chain(sort_names.iter().map(String::as_str))
+            .any(|n| VSIZE_READERS.contains(&n)),
+        _ => ALWAYS_INERT.contains(&name),
     }
 }
 
@@ -1289,6 +1599,8 @@ fn finish(mut p: P) -> R<Settings> {
         screen_cols: screen,
         unix_f: p.unix_f,
         bsd_c: p.bsd_c,
+        bsd_e: p.bsd_e,
+        delimiter: p.delimiter,
         screen_rows: screen_rows(),
         multi_header: p.heading == Some(Heading::Multi),
         include_dead_children: p.dead_children,
@@ -1315,29 +1627,45 @@ procps-ng 4.0 compatible options, for example:
   -w, -ww         wider output           L                list format specifiers
 tasksnap extensions:
   --output json|csv   machine-readable rows
+  --delimiter C       separate columns with C instead of padding (newer procps)
   --verbose           say which backend ran, why, and what it could not read
   --backend B         auto (default), bpf or procfs
   --replay DIR        list what a recording (tasksnap record) held, as ps would have then
   --at TIME           with --replay: when (RFC 3339 UTC, epoch seconds, -10m; default: its end)
 ";
 
-/// Parses `ps` arguments (after `ps`).
+/// Parses `ps` arguments (after `ps`), with the personality the environment asks for.
 pub fn parse(argv: &[OsString]) -> Result<Settings, ArgError> {
+    parse_as(argv, Personality::from_env())
+}
+
+/// Parses `ps` arguments as personality `per` would.
+pub fn parse_as(argv: &[OsString], per: Personality) -> Result<Settings, ArgError> {
     let args: Vec<Vec<u8>> = argv.iter().map(|a| a.as_bytes().to_vec()).collect();
     let tty = my_tty();
-    let first = {
-        let mut p = P::new(args.clone(), false, tty);
-        p.parse_all().and_then(|()| finish(p))
+    let errbuf = std::rc::Rc::new(std::cell::RefCell::new(None));
+    // A personality that forces BSD parsing has no UNIX first pass.
+    let first_err = if per.has(PER_FORCE_BSD) {
+        None
+    } else {
+        let mut p = P::new(args.clone(), false, tty, per);
+        p.errbuf = errbuf.clone();
+        match p.parse_all().and_then(|()| finish(p)) {
+            Ok(s) => return Ok(s),
+            Err(e) => Some(e),
+        }
     };
-    let first_err = match first {
-        Ok(s) => return Ok(s),
-        Err(e) => e,
-    };
-    if let Some(special) = first_err.strip_prefix('\u{0}') {
+    if let Some(special) = first_err.as_deref().and_then(|e| e.strip_prefix('\u{0}')) {
         return Err(special_exit(special));
     }
-    // procps's second chance: everything as BSD options.
-    let mut p = P::new(args, true, tty);
+    // procps's second chance: everything as BSD options, where `m` is the old Linux memory
+    // format unless the personality says what it is.
+    let mut per2 = per;
+    if !per2.has(PER_OLD_M | PER_BSD_M) {
+        per2.flags |= PER_OLD_M;
+    }
+    let mut p = P::new(args, true, tty, per2);
+    p.errbuf = errbuf;
     match p.parse_all().and_then(|()| finish(p)) {
         Ok(s) => Ok(s),
         Err(e) => {
@@ -1345,7 +1673,7 @@ pub fn parse(argv: &[OsString]) -> Result<Settings, ArgError> {
                 return Err(special_exit(special));
             }
             Err(ArgError {
-                message: format!("error: {first_err}\n{USAGE_TAIL}"),
+                message: format!("error: {}\n{USAGE_TAIL}", first_err.unwrap_or(e)),
                 code: 1,
             })
         }
@@ -1387,11 +1715,11 @@ pub fn info_text(argv: &[OsString]) -> Option<String> {
     }
     if has("L") {
         let mut s = String::new();
-        // procps leaves out the specifiers that only ever print `-` (its pr_nop ones).
-        for spec in format::SPECS
-            .iter()
-            .filter(|s| s.field != format::Field::Addr)
-        {
+        // procps leaves out the specifiers that only ever print `-` (its pr_nop ones);
+        // 4.0.2 has no fds.
+        for spec in format::SPECS.iter().filter(|s| {
+            !matches!(s.field, format::Field::Addr | format::Field::Nop) && s.name != "fds"
+        }) {
             s.push_str(&format!("{:<12.12} {:<8.8}\n", spec.name, spec.head));
         }
         return Some(s);
@@ -1508,5 +1836,193 @@ mod tests {
     #[test]
     fn bsd_second_chance_accepts_dash_aux() {
         assert_eq!(names(&["-aux"]), names(&["aux"]));
+    }
+
+    fn parse_with(per: &str, args: &[&str]) -> Result<Settings, ArgError> {
+        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse_as(&argv, Personality::from_vars(Some(per), None, false, None))
+    }
+
+    fn names_as(per: &str, args: &[&str]) -> Vec<String> {
+        parse_with(per, args)
+            .expect("parses")
+            .columns
+            .into_iter()
+            .map(|c| {
+                if c.name.is_empty() {
+                    format!("'{}'", c.header.unwrap_or_default())
+                } else {
+                    c.name
+                }
+            })
+            .collect()
+    }
+
+    fn sort_of(args: &[&str]) -> Vec<(String, bool)> {
+        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse(&argv)
+            .expect("parses")
+            .sort
+            .into_iter()
+            .map(|k| (k.name, k.reverse))
+            .collect()
+    }
+
+    #[test]
+    fn aix_lists_are_tried_only_after_a_failed_format_list() {
+        assert_eq!(names(&["-o", "%cpu,c"]), ["%cpu", "c"]);
+        assert_eq!(names_as("", &["-o", "%p %a"]), ["pid", "' '", "args", "''"]);
+        // "c" parses as a specifier, then "%p" fails: the AIX reading is appended.
+        assert_eq!(names_as("", &["-o", "c %p"]), ["c", "'c '", "pid", "''"]);
+        let argv: Vec<OsString> = ["-o", "%p", "-o", "foo"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let e = parse(&argv).expect_err("foo is unknown");
+        // procps's static errbuf: the first unknown specifier's message sticks.
+        assert!(e
+            .message
+            .starts_with("error: unknown user-defined format specifier \"%p\"\n"));
+    }
+
+    #[test]
+    fn personalities_pick_their_formats() {
+        assert_eq!(
+            names_as("gnu", &["-j"]),
+            ["pid", "tname", "state", "bsdtime", "pgid", "sid", "comm"]
+        );
+        assert_eq!(names_as("gnu", &["-jl"])[..3], ["flags", "state", "uid"]);
+        assert_eq!(names_as("linux", &["-f"])[0], "user");
+        // sgi_p is not a tasksnap column yet: the generated list itself is checked.
+        let sysv = |per: &str, args: &[&str]| -> Vec<String> {
+            let args = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+            let mut p = P::new(
+                args,
+                false,
+                0,
+                Personality::from_vars(Some(per), None, false, None),
+            );
+            p.parse_all().expect("parses");
+            p.sysv_list()
+                .expect("a list")
+                .into_iter()
+                .map(|c| {
+                    if c.name.is_empty() {
+                        format!("'{}'", c.header.unwrap_or_default())
+                    } else {
+                        c.name
+                    }
+                })
+                .collect()
+        };
+        assert_eq!(
+            sysv("linux", &["-l"])[..10],
+            ["f", "s", "uid", "pid", "ppid", "c", "opri", "ni", "sgi_p", "sz"]
+        );
+        let irix = sysv("irix", &["-l"]);
+        assert_eq!(
+            irix[6..12],
+            ["priority", "ni", "sgi_p", "sz", "':'", "sgi_rss"]
+        );
+        assert_eq!(names_as("bsd", &["u"])[6], "tt", "FB_u");
+        assert_eq!(names_as("tru64", &["-f"])[0], "uname", "F5FMT");
+        // bsd forces BSD parsing: -ef is e (environment) and f (forest).
+        let s = parse_with("bsd", &["-ef"]).expect("parses");
+        assert!(s.bsd_e && s.forest == Some(Forest::Bsd));
+        assert_eq!(s.columns.len(), 5, "the BSD default");
+        // h repeats the header under bsd, removes it otherwise.
+        assert!(parse_with("bsd", &["h"]).expect("parses").multi_header);
+        assert!(!parse_with("unknown", &["h"]).expect("parses").headers);
+        // bsd's m sorts by %MEM; old's is a format; the default's shows threads.
+        let m = parse_with("bsd", &["m"]).expect("parses");
+        assert_eq!((m.sort[0].name.as_str(), m.threads), ("pmem", Threads::Off));
+        assert_eq!(
+            parse_with("unknown", &["m"]).expect("parses").threads,
+            Threads::AfterProcess
+        );
+        let mut p = P::new(
+            vec![b"m".to_vec()],
+            false,
+            0,
+            Personality::from_vars(Some("old"), None, false, None),
+        );
+        p.parse_all().expect("parses");
+        assert_eq!(
+            (p.format_flags, p.thread),
+            (FF_LM, 0),
+            "old's m is the OL_m format"
+        );
+        // -x: SVR4's -y, HP-UX's long command, else an error (then BSD x).
+        assert_eq!(names_as("sysv", &["-lx"])[..3], ["s", "uid", "pid"]);
+        let hp = parse_with("hpux", &["-x"]).expect("parses");
+        assert!(hp.unix_f && hp.screen_cols == OUTBUF_SIZE);
+        assert_eq!(
+            names_as("unknown", &["-x"]),
+            ["pid", "tname", "stat", "bsdtime", "args"]
+        );
+    }
+
+    #[test]
+    fn sunos4_has_no_implied_g() {
+        assert_eq!(
+            parse_with("sunos4", &["a"]).expect("parses").select_bits,
+            Some(0x0303)
+        );
+        assert_eq!(
+            parse_with("unknown", &["a"]).expect("parses").select_bits,
+            Some(0x0f0f)
+        );
+    }
+
+    #[test]
+    fn o_is_a_sort_when_it_reads_as_sort_codes() {
+        assert_eq!(sort_of(&["O", "p"]), [("pid".to_string(), false)]);
+        assert_eq!(sort_of(&["O", "-p"]), [("pid".to_string(), true)]);
+        // The direction holds for one code; the next without its own is direction 0,
+        // which sorts nothing.
+        assert_eq!(
+            sort_of(&["O", "-Pp"]),
+            [("ppid".to_string(), true), (String::new(), false)]
+        );
+        assert_eq!(
+            sort_of(&["O", "P-p"]),
+            [("ppid".to_string(), false), ("pid".to_string(), true)]
+        );
+        // J (cstime) is not in procps's table: the list ends there.
+        assert_eq!(sort_of(&["O", "pJP"]), [("pid".to_string(), false)]);
+        // vsize sorts by a value only size/trs/drs... columns read: inert here.
+        assert_eq!(sort_of(&["O", "v"]), [(String::new(), false)]);
+        assert_eq!(sort_of(&["--sort", "vsize"]), [(String::new(), false)]);
+        assert_eq!(sort_of(&["O", "s"]), [("vsize".to_string(), false)]);
+        // Not sort codes: a format after PID.
+        assert_eq!(
+            names(&["O", "ppid"]),
+            ["pid", "ppid", "state", "tname", "cputime", "comm"]
+        );
+        let e = |args: &[&str]| {
+            let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+            parse(&argv).expect_err("must fail").message
+        };
+        assert!(e(&["O", "foo"]).starts_with("error: bad sorting code\n"));
+        assert!(e(&["O", "PP"]).starts_with("error: bad sorting code\n"));
+        assert!(e(&["f", "O", "P"]).starts_with("error: PPID sort and forest output conflict\n"));
+        assert!(e(&["k", "pid", "O", "P"]).starts_with("error: multiple sort options\n"));
+    }
+
+    #[test]
+    fn bsd_e_and_delimiter() {
+        let argv: Vec<OsString> = ["axe", "--delimiter=:"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let s = parse(&argv).expect("parses");
+        assert!(s.bsd_e);
+        assert_eq!(s.delimiter, Some(b':'));
+        assert!(!parse(&[OsString::from("ax")]).expect("parses").bsd_e);
+        let argv: Vec<OsString> = ["--delimiter", "ab"].iter().map(OsString::from).collect();
+        assert!(parse(&argv)
+            .expect_err("two bytes")
+            .message
+            .starts_with("error: delimiter must be a single character\n"));
     }
 }

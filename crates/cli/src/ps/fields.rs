@@ -29,6 +29,8 @@ pub struct Env {
     pub unix_f_option: bool,
     /// BSD `c`: args columns show the bare comm.
     pub bsd_c_option: bool,
+    /// BSD `e`: command columns show the environment after the command.
+    pub bsd_e_option: bool,
     /// BSD `S`: times and faults include reaped children.
     pub include_dead_children: bool,
     /// BSD `n`: print user and group ids as numbers.
@@ -369,7 +371,11 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
     let cred = t.cred.as_ref();
     let stat = t.stat.as_ref();
     match field {
-        Field::Addr => plain("-"),
+        Field::Addr | Field::Nop => plain("-"),
+        // procps (newer than 4.0.2) prints 0 when the directory could not be stat'ed.
+        Field::Fds => num(t.fds.unwrap_or(0)),
+        // Its text is the column's header ([`super::order::cell`]).
+        Field::Text => plain(""),
         Field::Pid => num(t.id.tgid),
         Field::Tid => num(t.id.tid),
         Field::Ppid => num(base.map_or(0, |b| b.ppid)),
@@ -706,58 +712,80 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         Field::Args | Field::Comm | Field::Exe => {
             let mut room = max;
             let mut bytes = CellBytes::new();
-            let fh = forest.len().min(room);
-            bytes.extend_from_slice(&forest[..fh]);
-            room -= fh;
-            let command = matches!(field, Field::Args if !env.bsd_c_option)
-                || matches!(field, Field::Comm if env.unix_f_option);
-            if command {
-                if let Some(raw) = t.cmdline.as_deref() {
-                    if text::push_plain_cmdline(&mut bytes, raw, &mut room) {
-                        return Cell {
-                            bytes,
-                            cells: max - room,
-                        };
-                    }
+            command_cell(field, t, forest, env, &mut bytes, &mut room);
+            // BSD `e`: the environment after the command (pr_args, pr_comm), when there is
+            // room for more than its separator.
+            if env.bsd_e_option && field != Field::Exe && room > 1 {
+                if let Some(flat) = t
+                    .environ
+                    .as_deref()
+                    .and_then(|e| text::flatten_cmdline(e, env.locale))
+                    .filter(|f| !f.is_empty() && f.as_slice() != b"-")
+                {
+                    bytes.push(b' ');
+                    room -= 1;
+                    text::output_escape(&mut bytes, &flat, &mut room, env.locale);
                 }
             }
-            let name = matches!(field, Field::Args if env.bsd_c_option)
-                || matches!(field, Field::Comm if !env.unix_f_option);
-            if name {
-                // A name of printable ASCII (nearly all) goes over as it is: both escapes
-                // leave it alone.
-                let comm = t.base.as_ref().map_or(&[][..], |b| &b.comm[..]);
-                let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
-                let comm = &comm[..comm.len().min(63)];
-                if comm.iter().all(|c| (0x20..0x7f).contains(c)) {
-                    let n = comm.len().min(room);
-                    bytes.extend_from_slice(&comm[..n]);
-                    return Cell {
-                        bytes,
-                        cells: max - (room - n),
-                    };
-                }
-            }
-            let src = match field {
-                Field::Args if env.bsd_c_option => comm_text(t, env.locale),
-                Field::Args => command_text(t, env.locale),
-                Field::Comm if env.unix_f_option => command_text(t, env.locale),
-                Field::Comm => comm_text(t, env.locale),
-                // No link to read (a kernel thread, a zombie: the model's empty path) or
-                // none readable: procps's readlink_exe gives `-` for every failure.
-                _ => t
-                    .exe
-                    .clone()
-                    .filter(|e| !e.is_empty())
-                    .unwrap_or_else(|| b"-".to_vec()),
-            };
-            text::output_escape(&mut bytes, &src, &mut room, env.locale);
             Cell {
                 bytes,
                 cells: max - room,
             }
         }
     }
+}
+
+/// A command column's text (command line, comm or exe, after any forest art) into `bytes`,
+/// taking cells from `room`.
+fn command_cell(
+    field: Field,
+    t: &Task,
+    forest: &[u8],
+    env: &Env,
+    bytes: &mut CellBytes,
+    room: &mut usize,
+) {
+    let fh = forest.len().min(*room);
+    bytes.extend_from_slice(&forest[..fh]);
+    *room -= fh;
+    let command = matches!(field, Field::Args if !env.bsd_c_option)
+        || matches!(field, Field::Comm if env.unix_f_option);
+    if command {
+        if let Some(raw) = t.cmdline.as_deref() {
+            if text::push_plain_cmdline(bytes, raw, room) {
+                return;
+            }
+        }
+    }
+    let name = matches!(field, Field::Args if env.bsd_c_option)
+        || matches!(field, Field::Comm if !env.unix_f_option);
+    if name {
+        // A name of printable ASCII (nearly all) goes over as it is: both escapes leave it
+        // alone.
+        let comm = t.base.as_ref().map_or(&[][..], |b| &b.comm[..]);
+        let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
+        let comm = &comm[..comm.len().min(63)];
+        if comm.iter().all(|c| (0x20..0x7f).contains(c)) {
+            let n = comm.len().min(*room);
+            bytes.extend_from_slice(&comm[..n]);
+            *room -= n;
+            return;
+        }
+    }
+    let src = match field {
+        Field::Args if env.bsd_c_option => comm_text(t, env.locale),
+        Field::Args => command_text(t, env.locale),
+        Field::Comm if env.unix_f_option => command_text(t, env.locale),
+        Field::Comm => comm_text(t, env.locale),
+        // No link to read (a kernel thread, a zombie: the model's empty path) or none
+        // readable: procps's readlink_exe gives `-` for every failure.
+        _ => t
+            .exe
+            .clone()
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| b"-".to_vec()),
+    };
+    text::output_escape(bytes, &src, room, env.locale);
 }
 
 #[cfg(test)]
@@ -776,6 +804,7 @@ mod tests {
             locale: Locale { utf8: false },
             unix_f_option: false,
             bsd_c_option: false,
+            bsd_e_option: false,
             include_dead_children: false,
             user_is_number: false,
             wide_signals,

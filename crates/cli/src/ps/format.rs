@@ -18,6 +18,8 @@ pub enum Just {
     /// Signal masks: right-aligned in 9 cells, or in 16 when the line has room for every
     /// signal column to take 7 more (procps `CF_SIGNAL`, whatever the column's width).
     Signal,
+    /// AIX literal text (`-o "%p: %a"`): printed as it is, with no gap to its neighbours.
+    Text,
 }
 
 /// Which rows of a thread listing print the value (procps `CF_PRINT_*`).
@@ -129,7 +131,16 @@ pub enum Field {
     Cuc,
     Cuu,
     Numa,
+    /// procps's `pr_nop`: a placeholder that always prints `-`.
+    Nop,
+    /// Open file descriptors (procps newer than 4.0.2).
+    Fds,
+    /// AIX literal text: the column's header, on every line.
+    Text,
 }
+
+/// The spec of an AIX literal text column (its text is the column's header).
+pub static TEXT: Spec = s("", "", Field::Text, 0, Show::Every, Just::Text);
 
 /// One row of the specifier table.
 #[derive(Debug, Clone, Copy)]
@@ -191,6 +202,7 @@ pub static SPECS: &[Spec] = &[
     s("%mem", "%MEM", F::Pmem, 4, ProcessOnly, Right),
     s("addr", "ADDR", F::Addr, 4, AsNeeded, Right),
     s("addr_1", "ADDR", F::Addr, 1, AsNeeded, Left),
+    s("alarm", "ALARM", F::Nop, 5, AsNeeded, Right),
     s("args", "COMMAND", F::Args, 27, ProcessOnly, Unlimited),
     s("atime", "TIME", F::Time, 8, Every, Right),
     s("blocked", "BLOCKED", F::SigBlocked, 9, ThreadOnly, Signal),
@@ -206,16 +218,19 @@ pub static SPECS: &[Spec] = &[
     s("command", "COMMAND", F::Args, 27, ProcessOnly, Unlimited),
     s("context", "CONTEXT", F::Label, 31, Every, Left),
     s("cp", "CP", F::Cp, 3, Every, Right),
+    s("cpu", "CPU", F::Nop, 3, AsNeeded, Right),
     s("cpuid", "CPUID", F::Psr, 5, ThreadOnly, Right),
     s("cputime", "TIME", F::Time, 8, Every, Right),
     s("cputimes", "TIME", F::Times, 8, Every, Right),
     s("cuc", "%CUC", F::Cuc, 7, AsNeeded, Right),
+    s("cursig", "CURSIG", F::Nop, 6, AsNeeded, Right),
     s("cuu", "%CUU", F::Cuu, 6, AsNeeded, Right),
     s("drs", "DRS", F::Drs, 5, ProcessOnly, Right),
     s("dsiz", "DSIZ", F::Drs, 4, ProcessOnly, Right),
     s("egid", "EGID", F::Egid, 5, Every, Right),
     s("egroup", "EGROUP", F::Egroup, 8, Every, User),
     s("eip", "EIP", F::Eip, 16, ThreadOnly, Right),
+    s("environ", "ENVIRONMENT", F::Nop, 11, ProcessOnly, Unlimited),
     s("esp", "ESP", F::Esp, 16, ThreadOnly, Right),
     s("etime", "ELAPSED", F::Etime, 11, Every, Right),
     s("etimes", "ELAPSED", F::Etimes, 7, Every, Right),
@@ -223,6 +238,7 @@ pub static SPECS: &[Spec] = &[
     s("euser", "EUSER", F::Euser, 8, Every, User),
     s("exe", "EXE", F::Exe, 27, ProcessOnly, Unlimited),
     s("f", "F", F::Flags, 1, Every, Right),
+    s("fds", "FDS", F::Fds, 3, ProcessOnly, Right),
     s("fgid", "FGID", F::Fgid, 5, Every, Right),
     s("fgroup", "FGROUP", F::Fgroup, 8, Every, User),
     s("flag", "F", F::Flags, 1, Every, Right),
@@ -238,6 +254,7 @@ pub static SPECS: &[Spec] = &[
     s("group", "GROUP", F::Egroup, 8, Every, User),
     s("ignored", "IGNORED", F::SigIgnored, 9, ThreadOnly, Signal),
     s("intpri", "PRI", F::Opri, 3, ThreadOnly, Right),
+    s("jobc", "JOBC", F::Nop, 4, AsNeeded, Right),
     s("label", "LABEL", F::Label, 31, Every, Left),
     s("lastcpu", "C", F::Psr, 3, ThreadOnly, Right),
     s("lim", "LIM", F::Lim, 5, AsNeeded, Right),
@@ -245,7 +262,10 @@ pub static SPECS: &[Spec] = &[
     s("lstart", "STARTED", F::Lstart, 24, Every, Right),
     p("lwp", "LWP", F::Tid, ThreadOnly),
     s("m_drs", "DRS", F::Drs, 5, ProcessOnly, Right),
+    s("m_dt", "DT", F::Nop, 4, ProcessOnly, Right),
+    s("m_share", "SHRD", F::Nop, 5, ProcessOnly, Right),
     s("m_size", "SIZE", F::MSize, 5, ProcessOnly, Right),
+    s("m_swap", "SWAP", F::Nop, 5, ProcessOnly, Right),
     s("m_trs", "TRS", F::Trs, 5, ProcessOnly, Right),
     s("maj_flt", "MAJFL", F::MajFlt, 6, AsNeeded, Right),
     s("majflt", "MAJFLT", F::MajFlt, 6, AsNeeded, Right),
@@ -272,6 +292,7 @@ pub static SPECS: &[Spec] = &[
     s("pri_foo", "FOO", F::PriFoo, 3, ThreadOnly, Right),
     s("priority", "PRI", F::Priority, 3, ThreadOnly, Right),
     s("psr", "PSR", F::Psr, 3, ThreadOnly, Right),
+    s("re", "RE", F::Nop, 3, AsNeeded, Right),
     s("rgid", "RGID", F::Rgid, 5, Every, Right),
     s("rgroup", "RGROUP", F::Rgroup, 8, Every, User),
     s("rss", "RSS", F::Rss, 5, ProcessOnly, Right),
@@ -305,6 +326,7 @@ pub static SPECS: &[Spec] = &[
     s("sigignore", "IGNORED", F::SigIgnored, 9, ThreadOnly, Signal),
     s("sigmask", "BLOCKED", F::SigBlocked, 9, ThreadOnly, Signal),
     s("size", "SIZE", F::Size, 5, ProcessOnly, Right),
+    s("sl", "SL", F::Nop, 3, AsNeeded, Right),
     p("spid", "SPID", F::Tid, ThreadOnly),
     s("stackp", "STACKP", F::StackP, 16, ProcessOnly, Right),
     s("start", "STARTED", F::Start, 8, Every, Right),
@@ -326,6 +348,7 @@ pub static SPECS: &[Spec] = &[
     s("thcount", "THCNT", F::Nlwp, 5, ProcessOnly, Right),
     p("tid", "TID", F::Tid, ThreadOnly),
     s("time", "TIME", F::Time, 8, Every, Right),
+    s("timeout", "TMOUT", F::Nop, 5, AsNeeded, Right),
     s("times", "TIME", F::Times, 8, Every, Right),
     s("tname", "TTY", F::Tty, 8, ProcessOnly, Left),
     p("tpgid", "TPGID", F::Tpgid, ProcessOnly),
@@ -344,6 +367,7 @@ pub static SPECS: &[Spec] = &[
     s("uname", "USER", F::Euser, 8, Every, User),
     s("user", "USER", F::Euser, 8, Every, User),
     s("util", "C", F::C, 2, Every, Right),
+    s("vm_lib", "LIB", F::Nop, 5, ProcessOnly, Right),
     s("vsize", "VSZ", F::Vsz, 6, ProcessOnly, Right),
     s("vsz", "VSZ", F::Vsz, 6, ProcessOnly, Right),
     s("wchan", "WCHAN", F::Wchan, 6, ThreadOnly, Wchan),
@@ -359,20 +383,58 @@ pub fn find(name: &str) -> Option<&'static Spec> {
         .map(|i| &SPECS[i])
 }
 
-/// procps's named format lists (`macro_array`) that tasksnap's option sets use.
+/// procps's named format lists (`macro_array` in ps/output.c), usable in `-o` as well.
 pub fn macro_list(name: &str) -> Option<&'static str> {
     Some(match name {
+        "DFMT" => "pid,tname,state,cputime,cmd",
         "DefBSD" => "pid,tname,stat,bsdtime,args",
         "DefSysV" => "pid,tname,time,cmd",
         "END_BSD" => "state,tname,cputime,comm",
         "END_SYS5" => "state,tname,time,command",
+        "F5FMT" => "uname,pid,ppid,c,start,tname,time,cmd",
+        "FB_" => "pid,tt,stat,time,command",
+        "FB_j" => "user,pid,ppid,pgid,sess,jobc,stat,tt,time,command",
+        "FB_l" => "uid,pid,ppid,cpu,pri,nice,vsz,rss,wchan,stat,tt,time,command",
+        "FB_u" => "user,pid,pcpu,pmem,vsz,rss,tt,stat,start,time,command",
+        "FB_v" => "pid,stat,time,sl,re,pagein,vsz,rss,lim,tsiz,pcpu,pmem,command",
+        "FD_" => "pid,tty,time,comm",
+        "FD_f" => "user,pid,ppid,start_time,tty,time,comm",
+        "FD_fj" => "user,pid,ppid,start_time,tty,time,pgid,sid,comm",
+        "FD_j" => "pid,tty,time,pgid,sid,comm",
+        "FD_l" => "flags,state,uid,pid,ppid,priority,nice,vsz,wchan,tty,time,comm",
+        "FD_lj" => "flags,state,uid,pid,ppid,priority,nice,vsz,wchan,tty,time,pgid,sid,comm",
+        "FL5FMT" => "f,state,uid,pid,ppid,pcpu,pri,nice,rss,wchan,start,time,command",
+        "FLASK_context" => "pid,context,command",
+        "HP_" => "pid,tty,time,comm",
+        "HP_f" => "user,pid,ppid,cpu,stime,tty,time,args",
+        "HP_fl" => "flags,state,user,pid,ppid,cpu,intpri,nice,addr,sz,wchan,stime,tty,time,args",
+        "HP_l" => "flags,state,uid,pid,ppid,cpu,intpri,nice,addr,sz,wchan,tty,time,comm",
+        "J390" => "pid,sid,pgrp,tname,atime,args",
+        "JFMT" => "user,pid,ppid,pgid,sess,jobc,state,tname,cputime,command",
+        "L5FMT" => "f,state,uid,pid,ppid,c,pri,nice,addr,sz,wchan,tt,time,ucmd",
+        "LFMT" => "uid,pid,ppid,cp,pri,nice,vsz,rss,wchan,state,tname,cputime,command",
+        "OL_X" => "pid,start_stack,esp,eip,timeout,alarm,stat,tname,bsdtime,args",
         "OL_j" => "ppid,pid,pgid,sid,tname,tpgid,stat,uid,bsdtime,args",
         "OL_l" => "flags,uid,pid,ppid,priority,nice,vsz,rss,wchan,stat,tname,bsdtime,args",
+        "OL_m" => "pid,tname,majflt,minflt,m_trs,m_drs,m_size,m_swap,rss,m_share,vm_lib,m_dt,args",
+        "OL_s" => "uid,pid,pending,sig_block,sig_ignore,caught,stat,tname,bsdtime,args",
         "OL_u" => "user,pid,pcpu,pmem,vsz,rss,tname,stat,start_time,bsdtime,args",
         "OL_v" => "pid,tname,stat,bsdtime,maj_flt,m_trs,m_drs,rss,pmem,args",
+        "RD_" => "pid,tname,state,bsdtime,comm",
+        "RD_f" => "uid,pid,ppid,start_time,tname,bsdtime,args",
+        "RD_fj" => "uid,pid,ppid,start_time,tname,bsdtime,pgid,sid,args",
+        "RD_j" => "pid,tname,state,bsdtime,pgid,sid,comm",
+        "RD_l" => "flags,state,uid,pid,ppid,priority,nice,wchan,tname,bsdtime,comm",
+        "RD_lj" => "flags,state,uid,pid,ppid,priority,nice,wchan,tname,bsdtime,pgid,sid,comm",
+        "RUSAGE" => "minflt,majflt,nswap,inblock,oublock,msgsnd,msgrcv,nsigs,nvcsw,nivcsw",
+        "SCHED" => "user,pcpu,pri,usrpri,nice,psxpri,psr,policy,pset",
+        "SFMT" => "uid,pid,cursig,sig,sigmask,sigignore,sigcatch,stat,tname,command",
         "Std_f" => "uid_hack,pid,ppid,c,stime,tname,time,cmd",
         "Std_fl" => "f,s,uid_hack,pid,ppid,c,opri,ni,addr,sz,wchan,stime,tname,time,cmd",
         "Std_l" => "f,s,uid,pid,ppid,c,opri,ni,addr,sz,wchan,tname,time,ucmd",
+        "THREAD" => "user,pcpu,pri,scnt,wchan,usertime,systime",
+        "UFMT" => "uname,pid,pcpu,pmem,vsz,rss,tt,state,start,time,command",
+        "VFMT" => "pid,tt,state,time,sl,pagein,vsz,rss,pcpu,pmem,command",
         _ => return None,
     })
 }

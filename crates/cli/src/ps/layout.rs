@@ -55,6 +55,12 @@ fn nominal_width(cols: &[Column]) -> usize {
     let mut was_normal = 0usize;
     for (i, c) in cols.iter().enumerate() {
         let last = i + 1 == cols.len();
+        if c.spec.just == Just::Text {
+            // AIX text: no gap counted before or after it.
+            total += c.width;
+            was_normal = 0;
+            continue;
+        }
         total += match c.spec.just {
             Just::Unlimited if last => 3,
             _ => c.width,
@@ -76,12 +82,16 @@ pub fn wide_signals(cols: &[Column], active_cols: usize) -> bool {
 ///
 /// `value(index, max_cells)` formats column `index` using at most `max_cells` cells where the
 /// column honours a limit (commands, names, wchan).
+///
+/// With `delimiter` (`--delimiter`, procps newer than 4.0.2), no column is padded: columns
+/// are separated by that one byte where they would have been by at least a space.
 pub fn render_line(
     out: &mut Vec<u8>,
     cols: &[Column],
     active_cols: usize,
     user_is_number: bool,
-    mut value: impl FnMut(usize, usize) -> Cell,
+    delimiter: Option<u8>,
+    value: &mut dyn FnMut(usize, usize) -> Cell,
 ) {
     let active = active_cols as isize;
     let wide = cols.iter().any(|c| c.spec.just == Just::Signal) && wide_signals(cols, active_cols);
@@ -105,7 +115,7 @@ pub fn render_line(
         // Cells a wide signal column takes beyond its width ("legitimately stolen").
         let mut legit = 0;
         let leftpad = match col.spec.just {
-            Just::Left => 0,
+            Just::Left | Just::Text => 0,
             Just::Right => (width - amount).max(0),
             Just::User => {
                 if user_is_number {
@@ -128,19 +138,21 @@ pub fn render_line(
             }
         };
         let mut space = correct - actual + leftpad;
-        if space < 1 {
+        if space < 1 || delimiter.is_some() {
             space = dospace;
         }
         let space = space.min(SPACE_AMOUNT as isize).max(0) as usize;
-        out.extend(std::iter::repeat_n(b' ', space));
+        out.extend(std::iter::repeat_n(delimiter.unwrap_or(b' '), space));
         out.extend_from_slice(&cell.bytes);
         if last {
             out.push(b'\n');
             break;
         }
         actual += space as isize + amount;
-        correct += width + legit + 1;
-        dospace = 1;
+        correct += width + legit;
+        // No gap where either side is AIX text.
+        dospace = isize::from(col.spec.just != Just::Text && cols[i + 1].spec.just != Just::Text);
+        correct += dospace;
     }
 }
 
@@ -165,7 +177,7 @@ mod tests {
 
     fn line(cols: &[Column], vals: &[&str]) -> String {
         let mut out = Vec::new();
-        render_line(&mut out, cols, 200, false, |i, max| {
+        render_line(&mut out, cols, 200, false, None, &mut |i, max| {
             let v = vals[i].as_bytes();
             let n = v
                 .len()
@@ -225,5 +237,28 @@ mod tests {
             line(&c, &["0123456789", "1", "22", "x"]),
             "0123456789   1    22 x\n"
         );
+    }
+
+    #[test]
+    fn aix_text_has_no_gap_and_a_delimiter_replaces_padding() {
+        let text = |t: &str| Column {
+            spec: &crate::ps::format::TEXT,
+            header: t.to_string(),
+            width: t.len(),
+        };
+        let mut c = cols(&[("pid", 5)]);
+        c.push(text(": "));
+        c.extend(cols(&[("tty", 8)]));
+        c.push(text(""));
+        // "%p: %y": no space either side of the text; the trailing empty text pads TT.
+        assert_eq!(line(&c, &["1", ": ", "?", ""]), "    1: ?       \n");
+        let c = cols(&[("pid", 5), ("tty", 8), ("args", 27)]);
+        let mut out = Vec::new();
+        let vals = ["1", "?", "init"];
+        render_line(&mut out, &c, 200, false, Some(b':'), &mut |i, _| Cell {
+            bytes: CellBytes::from_slice(vals[i].as_bytes()),
+            cells: vals[i].len(),
+        });
+        assert_eq!(String::from_utf8(out).expect("ascii"), "1:?:init\n");
     }
 }

@@ -38,6 +38,15 @@ pub fn resolve_columns(s: &Settings, pid_len: usize) -> Vec<Column> {
     s.columns
         .iter()
         .filter_map(|c| {
+            if c.name.is_empty() {
+                // AIX literal text: its own width, no gap to its neighbours.
+                let text = c.header.clone().unwrap_or_default();
+                return Some(Column {
+                    spec: &format::TEXT,
+                    width: text.len(),
+                    header: text,
+                });
+            }
             let spec: &'static Spec = format::find(&c.name)?;
             let mut w = if spec.pidmax {
                 pid_len.max(spec.head.len())
@@ -121,8 +130,15 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             | Field::Sz
             | Field::MajFlt
             | Field::MinFlt => g.stat = true,
-            Field::Args => g.cmdline = true,
-            Field::Comm if s.unix_f => g.cmdline = true,
+            Field::Args => {
+                g.cmdline = true;
+                g.environ |= s.bsd_e;
+            }
+            Field::Comm => {
+                g.cmdline |= s.unix_f;
+                g.environ |= s.bsd_e;
+            }
+            Field::Fds => g.fds = true,
             Field::Wchan => g.wchan = true,
             Field::Cgroup => g.cgroup = true,
             Field::Exe => g.exe = true,
@@ -328,6 +344,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         locale: loc,
         unix_f_option: s.unix_f,
         bsd_c_option: s.bsd_c,
+        bsd_e_option: s.bsd_e,
         include_dead_children: s.include_dead_children,
         user_is_number: s.user_is_number,
         wide_signals,
@@ -339,14 +356,24 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     let rows = order::arrange(s, &tasks, &env, &mut caches);
     let arranged = started.elapsed();
 
+    // AIX literal text is layout, not data.
+    let data_cols = || -> Vec<Column> {
+        cols.iter()
+            .filter(|c| c.spec.field != Field::Text)
+            .cloned()
+            .collect()
+    };
     match s.output {
-        Output::Json => machine::json(out, &tasks, &cols, &rows, &env, &mut caches)?,
-        Output::Csv => machine::csv(out, &tasks, &cols, &rows, &env, &mut caches)?,
+        Output::Json => machine::json(out, &tasks, &data_cols(), &rows, &env, &mut caches)?,
+        Output::Csv => machine::csv(out, &tasks, &data_cols(), &rows, &env, &mut caches)?,
         Output::Text => {
             let active = layout::active_cols(&cols, s.screen_cols);
+            let render_line = |out: &mut Vec<u8>, value: &mut dyn FnMut(usize, usize) -> Cell| {
+                layout::render_line(out, &cols, active, s.user_is_number, s.delimiter, value)
+            };
             let any_header = cols.iter().any(|c| !c.header.is_empty());
             let mut header = Vec::new();
-            layout::render_line(&mut header, &cols, active, s.user_is_number, |i, _| Cell {
+            render_line(&mut header, &mut |i, _| Cell {
                 bytes: layout::CellBytes::from_slice(cols[i].header.as_bytes()),
                 cells: cols[i].header.len(),
             });
@@ -367,19 +394,18 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
                 rows.len()
             };
             let (first, second) = rows.split_at(split);
-            let render = |rows: &[order::Row],
-                          caches: &mut fields::Caches,
-                          sink: &mut dyn Write| {
-                let mut line = Vec::with_capacity(256);
-                for row in rows {
-                    line.clear();
-                    layout::render_line(&mut line, &cols, active, s.user_is_number, |i, max| {
-                        order::cell(&tasks, row, &cols[i], max, &env, caches)
-                    });
-                    sink.write_all(&line)?;
-                }
-                io::Result::Ok(())
-            };
+            let render =
+                |rows: &[order::Row], caches: &mut fields::Caches, sink: &mut dyn Write| {
+                    let mut line = Vec::with_capacity(256);
+                    for row in rows {
+                        line.clear();
+                        render_line(&mut line, &mut |i, max| {
+                            order::cell(&tasks, row, &cols[i], max, &env, caches)
+                        });
+                        sink.write_all(&line)?;
+                    }
+                    io::Result::Ok(())
+                };
             std::thread::scope(|scope| -> anyhow::Result<()> {
                 let later = (!second.is_empty()).then(|| {
                     scope.spawn(|| {

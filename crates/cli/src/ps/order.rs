@@ -82,6 +82,7 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
         Field::MajFlt => n(st.map_or(0, |s| s.majflt) as f64),
         Field::MinFlt => n(st.map_or(0, |s| s.minflt) as f64),
         Field::Flags => n(b.map_or(0, |b| b.flags) as f64),
+        Field::Fds => n(t.fds.unwrap_or(0) as f64),
         Field::Rtprio => n(b.map_or(0, |b| b.rt_priority) as f64),
         Field::Sched | Field::Class | Field::Cls => n(b.map_or(0, |b| b.policy) as f64),
         // procps 4.0.2 sorts %CPU, C, CP and util by PIDS_UTILIZATION (their format
@@ -344,6 +345,12 @@ pub fn cell(
     env: &Env,
     c: &mut Caches,
 ) -> Cell {
+    if col.spec.field == Field::Text {
+        return Cell {
+            bytes: super::layout::CellBytes::from_slice(col.header.as_bytes()),
+            cells: col.header.len(),
+        };
+    }
     if not_applicable(row, col) {
         return Cell {
             bytes: super::layout::CellBytes::from_slice(b"-"),
@@ -387,6 +394,7 @@ mod tests {
             locale: super::super::text::Locale { utf8: false },
             unix_f_option: false,
             bsd_c_option: false,
+            bsd_e_option: false,
             include_dead_children: false,
             user_is_number: false,
             wide_signals: true,

@@ -4,7 +4,8 @@
 /// One requested column before widths are resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnReq {
-    /// Specifier name (`pid`, `comm`, ...).
+    /// Specifier name (`pid`, `comm`, ...); empty for an AIX literal text column, whose text
+    /// is `header`.
     pub name: String,
     /// `-o pid=HEADER`: replacement header (may be empty).
     pub header: Option<String>,
@@ -76,7 +77,8 @@ pub use tasksnap_model::Backend;
 /// A sort key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SortKey {
-    /// Specifier name.
+    /// Specifier name; empty for a key procps keeps but that sorts nothing (the listing is
+    /// still a sorted one).
     pub name: String,
     /// Descending (`-key`).
     pub reverse: bool,
@@ -111,6 +113,10 @@ pub struct Settings {
     pub unix_f: bool,
     /// BSD `c`: command columns show the bare command name (Debian's procps 4.0.2 patch).
     pub bsd_c: bool,
+    /// BSD `e`: command columns show the environment after the command.
+    pub bsd_e: bool,
+    /// `--delimiter C`: columns separated by this byte instead of padding.
+    pub delimiter: Option<u8>,
     /// Terminal height, for `--headers`.
     pub screen_rows: usize,
     /// `--headers`: repeat the header every screen height.

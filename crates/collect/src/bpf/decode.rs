@@ -887,6 +887,9 @@ pub fn procfs_groups(g: &Groups) -> Groups {
         // The iterator does not read cgroup paths (they would need the kernfs names walked
         // up to the hierarchy's root for every task).
         cgroup: g.cgroup,
+        // Neither is in the iterator's record.
+        fds: g.fds,
+        environ: g.environ,
         // statm: from the pass where it can give it exactly (`mem_from_pass`); the tasks
         // it did not give it for are read (snapshot.rs `fill_plan`). I/O counters come from
         // the iterator (TS_GROUP_IO).
@@ -944,6 +947,12 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
     }
     if fill.cgroup {
         t.cgroup = f.cgroup;
+    }
+    if fill.fds {
+        t.fds = f.fds;
+    }
+    if fill.environ {
+        t.environ = f.environ;
     }
     if fill.mem || fill.mem_status {
         t.mem = f.mem;

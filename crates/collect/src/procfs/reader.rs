@@ -497,6 +497,35 @@ impl TaskReader {
             }
         }
 
+        if g.fds {
+            // procps (newer than 4.0.2) stats the fd directory and takes its size; a stat
+            // that fails is 0 there. The size needs no ptrace access (proc_fd_getattr).
+            let size = self.retry(|r| {
+                let path = r.set_path(tgid, tid, "fd");
+                sys::size_at(r.root_fd, &path).map_err(classify)
+            });
+            match size {
+                Ok(n) => task.fds = Some(u32::try_from(n).unwrap_or(u32::MAX)),
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "fd", e),
+            }
+        }
+
+        if g.environ {
+            // Needs ptrace read access (another user's is EACCES); procps keeps at most
+            // 128 KiB of it.
+            const MAX_ENVIRON_BYTES: usize = 128 * 1024 - 1;
+            match self.read_small(tgid, tid, "environ") {
+                Ok(n) => {
+                    task.environ = Some(Box::new(self.buf[..n.min(MAX_ENVIRON_BYTES)].to_vec()))
+                }
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "environ", e),
+            }
+        }
+
         if g.exe {
             let mut link = vec![0u8; 4096];
             let read = self.retry(|r| {
