@@ -1161,3 +1161,42 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
         );
     }
 }
+
+/// procps's layout test columns (`_left` ... `_unlimited2`) print a text picked by the row's
+/// place in the listing and the header countdown: over the load's processes only (`-p`, so
+/// the places do not depend on the rest of the machine), with one header, none, and a header
+/// every screen (`--headers` with LINES=4), the whole output must be procps's.
+#[test]
+fn layout_test_columns_follow_procps_header_countdown() {
+    let load = spawn_load();
+    let mut pids = load.info.known_pids();
+    pids.sort_unstable();
+    pids.truncate(12);
+    assert!(pids.len() >= 8, "the load has too few processes: {pids:?}");
+    let list = pids
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let formats = [
+        "pid,_left,_right,_unlimited",
+        "pid,_left2,_right2,comm,_unlimited2",
+    ];
+    let mut failures = Vec::new();
+    for format in formats {
+        for extra in [&[][..], &["--no-headers"], &["--headers"]] {
+            let mut args = vec!["-p", list.as_str(), "-o", format];
+            args.extend_from_slice(extra);
+            let ours = run_env(TASKSNAP, &["ps"], &args, &[("LINES", "4")], false);
+            let theirs = run_env("ps", &[], &args, &[("LINES", "4")], false);
+            if ours.stdout != theirs.stdout || ours.code != theirs.code {
+                failures.push(format!(
+                    "{args:?}:\n  ours:   {:?}\n  procps: {:?}",
+                    String::from_utf8_lossy(&ours.stdout),
+                    String::from_utf8_lossy(&theirs.stdout)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -372,6 +372,8 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
     let stat = t.stat.as_ref();
     match field {
         Field::Addr | Field::Nop => plain("-"),
+        // Outside a text listing there is no header countdown: the first row's text.
+        Field::Test(which) => test_value(which, -1, max),
         // procps (newer than 4.0.2) prints 0 when the directory could not be stat'ed.
         Field::Fds => num(t.fds.unwrap_or(0)),
         // Its text is the column's header ([`super::order::cell`]).
@@ -732,6 +734,33 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 cells: max - room,
             }
         }
+    }
+}
+
+/// procps's layout test columns (`pr_t_left` and friends in ps/output.c): a fixed text picked
+/// by procps's header countdown `lines_to_next_header` (an int, taken modulo as unsigned), so
+/// that a listing shows every text. The unlimited ones are cut at `max` cells.
+pub fn test_value(which: u8, lines_to_next_header: i64, max: usize) -> Cell {
+    const TEXTS: [&[&str]; 6] = [
+        &["tty7", "pts/9999", "iseries/vtty42", "ttySMX0", "3270/tty4"],
+        &["tty7", "pts/9999", "ttySMX0", "3270/tty4"],
+        &["999-23:59:59", "99-23:59:59", "9-23:59:59", "59:59"],
+        &["999-23:59:59", "99-23:59:59", "9-23:59:59"],
+        &["[123456789-12345] <defunct>", "ps", "123456789-123456"],
+        &[
+            "unlimited",
+            "[123456789-12345] <defunct>",
+            "ps",
+            "123456789-123456",
+        ],
+    ];
+    let texts = TEXTS[usize::from(which).min(TEXTS.len() - 1)];
+    let at = (lines_to_next_header as i32 as u32) as usize % texts.len();
+    let text = texts[at].as_bytes();
+    if which >= 4 {
+        plain(&text[..text.len().min(max)])
+    } else {
+        plain(text)
     }
 }
 

@@ -135,6 +135,9 @@ pub enum Field {
     Nop,
     /// Open file descriptors (procps newer than 4.0.2).
     Fds,
+    /// procps's layout test columns (`_left`, `_left2`, `_right`, `_right2`, `_unlimited`,
+    /// `_unlimited2`, in that order): fixed texts chosen by the row's place in the listing.
+    Test(u8),
     /// AIX literal text: the column's header, on every line.
     Text,
 }
@@ -200,6 +203,12 @@ use Show::*;
 pub static SPECS: &[Spec] = &[
     s("%cpu", "%CPU", F::Pcpu, 4, Every, Right),
     s("%mem", "%MEM", F::Pmem, 4, ProcessOnly, Right),
+    s("_left", "LLLLLLLL", F::Test(0), 8, Every, Left),
+    s("_left2", "L2L2L2L2", F::Test(1), 8, Every, Left),
+    s("_right", "RRRRRRRRRRR", F::Test(2), 11, Every, Right),
+    s("_right2", "R2R2R2R2R2R", F::Test(3), 11, Every, Right),
+    s("_unlimited", "U", F::Test(4), 16, Every, Unlimited),
+    s("_unlimited2", "U2", F::Test(5), 16, Every, Unlimited),
     s("addr", "ADDR", F::Addr, 4, AsNeeded, Right),
     s("addr_1", "ADDR", F::Addr, 1, AsNeeded, Left),
     s("alarm", "ALARM", F::Nop, 5, AsNeeded, Right),

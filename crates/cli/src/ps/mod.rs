@@ -394,34 +394,51 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
                 rows.len()
             };
             let (first, second) = rows.split_at(split);
-            let render =
-                |rows: &[order::Row], caches: &mut fields::Caches, sink: &mut dyn Write| {
-                    let mut line = Vec::with_capacity(256);
-                    for row in rows {
-                        line.clear();
-                        render_line(&mut line, &mut |i, max| {
-                            order::cell(&tasks, row, &cols[i], max, &env, caches)
-                        });
-                        sink.write_all(&line)?;
-                    }
-                    io::Result::Ok(())
-                };
+            // procps's `lines_to_next_header` when row `n` prints (only procps's layout test
+            // columns show it): it starts at 1, drops by one before each row and, reaching 0,
+            // prints the header and restarts at the gap (-1 without `--headers`).
+            let countdown = |n: usize| -> i64 {
+                if gap != usize::MAX {
+                    (gap - n % gap) as i64
+                } else if show_header {
+                    -1 - n as i64
+                } else {
+                    -2 - n as i64
+                }
+            };
+            let render = |first_row: usize,
+                          rows: &[order::Row],
+                          caches: &mut fields::Caches,
+                          sink: &mut dyn Write| {
+                let mut line = Vec::with_capacity(256);
+                for (n, row) in rows.iter().enumerate() {
+                    line.clear();
+                    render_line(&mut line, &mut |i, max| match cols[i].spec.field {
+                        Field::Test(which) => {
+                            fields::test_value(which, countdown(first_row + n), max)
+                        }
+                        _ => order::cell(&tasks, row, &cols[i], max, &env, caches),
+                    });
+                    sink.write_all(&line)?;
+                }
+                io::Result::Ok(())
+            };
             std::thread::scope(|scope| -> anyhow::Result<()> {
                 let later = (!second.is_empty()).then(|| {
                     scope.spawn(|| {
                         let mut caches = fields::Caches::new(proc_root);
                         let mut buf = Vec::with_capacity(second.len() * 128);
-                        render(second, &mut caches, &mut buf).map(|()| buf)
+                        render(split, second, &mut caches, &mut buf).map(|()| buf)
                     })
                 });
                 if gap == usize::MAX {
-                    render(first, &mut caches, out)?;
+                    render(0, first, &mut caches, out)?;
                 } else {
                     for (n, row) in first.iter().enumerate() {
                         if show_header && n > 0 && n % gap == 0 {
                             out.write_all(&header)?;
                         }
-                        render(std::slice::from_ref(row), &mut caches, out)?;
+                        render(n, std::slice::from_ref(row), &mut caches, out)?;
                     }
                 }
                 if let Some(h) = later {
