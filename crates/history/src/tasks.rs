@@ -60,7 +60,7 @@ pub(crate) fn get_id(
 pub(crate) const TASK_ID_COLS: [usize; 3] = [T_TGID, T_TID, T_START];
 
 /// True when two rows are the same apart from `cmdline` and `cgroup` (which names frames
-/// carry).
+/// carry) and `extra` (not recorded).
 pub(crate) fn same_row(a: &Task, b: &Task) -> bool {
     let Task {
         id,
@@ -76,6 +76,7 @@ pub(crate) fn same_row(a: &Task, b: &Task) -> bool {
         sched,
         wchan,
         cgroup: _,
+        extra: _,
     } = a;
     *id == b.id
         && *base == b.base
@@ -185,6 +186,8 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
         sched,
         wchan,
         cgroup: _,
+        // Namespaces, OOM scores, autogroup, login uid, PSS/USS: not recorded.
+        extra: _,
     } = t;
     let mut p = 0u64;
     let flag = |p: &mut u64, bit: u64, on: bool| {

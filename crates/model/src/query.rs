@@ -55,6 +55,18 @@ pub struct Groups {
     pub wchan: bool,
     /// Control-group membership (`/proc/PID/cgroup`).
     pub cgroup: bool,
+    /// Namespace inode numbers (`/proc/PID/ns/*`).
+    pub ns: bool,
+    /// OOM killer score (`/proc/PID/oom_score`).
+    pub oom_score: bool,
+    /// OOM score adjustment (`/proc/PID/oom_score_adj`).
+    pub oom_score_adj: bool,
+    /// Autogroup id and nice (`/proc/PID/autogroup`).
+    pub autogroup: bool,
+    /// Audit login uid (`/proc/PID/loginuid`).
+    pub loginuid: bool,
+    /// PSS and USS (`/proc/PID/smaps_rollup`; takes the target's mmap lock).
+    pub smaps: bool,
 }
 
 impl Groups {
@@ -76,6 +88,12 @@ impl Groups {
             sched_switches: true,
             wchan: true,
             cgroup: true,
+            ns: true,
+            oom_score: true,
+            oom_score_adj: true,
+            autogroup: true,
+            loginuid: true,
+            smaps: true,
         }
     }
 
