@@ -35,6 +35,11 @@ const FORMATS: &[&[&str]] = &[
     ],
     &["-e", "--forest", "-o", "pid,user,comm"],
     &["-e", "-o", "pid,comm,cgroup"],
+    &[
+        "-eL",
+        "-o",
+        "pid,lwp,netns,pidns,userns,mntns,oom,oomadj,luid,ag_id,rops,wchars,uss,unit,slice,lxc",
+    ],
 ];
 
 #[test]

@@ -51,7 +51,10 @@ pub fn detect_hierarchy(cgroup_fs: &Path) -> Option<Hierarchy> {
             return None;
         }
         // SAFETY: statfs returned 0, so it filled the structure.
-        Some(unsafe { st.assume_init() }.f_type as i64)
+        let st = unsafe { st.assume_init() };
+        // f_type is __fsword_t: i64 on x86-64, narrower elsewhere.
+        #[allow(clippy::unnecessary_cast)]
+        Some(st.f_type as i64)
     };
     match magic(cgroup_fs)? {
         CGROUP2_SUPER_MAGIC => Some(Hierarchy::Unified),
@@ -237,11 +240,19 @@ fn root_of(mut pid1: Vec<u8>) -> Vec<u8> {
     pid1
 }
 
+/// One step of [`first_component`].
+enum Step<'a> {
+    /// No component left.
+    End,
+    /// A component and the rest of the path after it.
+    Part(&'a [u8], &'a [u8]),
+    /// A component longer than NAME_MAX (an error to systemd).
+    TooLong,
+}
+
 /// The components of a path one at a time, as systemd's `path_find_first_component()`
-/// gives them: slashes and `.` components skipped. Returns the component and the rest after
-/// the slashes that follow it (`None` at the end). A component longer than NAME_MAX is an
-/// error (`Err`).
-fn first_component(p: &[u8]) -> Result<Option<(&[u8], &[u8])>, ()> {
+/// gives them: slashes and `.` components skipped.
+fn first_component(p: &[u8]) -> Step<'_> {
     let mut at = 0;
     loop {
         while p.get(at) == Some(&b'/') {
@@ -256,13 +267,13 @@ fn first_component(p: &[u8]) -> Result<Option<(&[u8], &[u8])>, ()> {
     }
     let rest = &p[at..];
     if rest.is_empty() {
-        return Ok(None);
+        return Step::End;
     }
     let len = rest.iter().position(|&c| c == b'/').unwrap_or(rest.len());
     if len > 255 {
-        return Err(());
+        return Step::TooLong;
     }
-    Ok(Some((&rest[..len], &rest[len..])))
+    Step::Part(&rest[..len], &rest[len..])
 }
 
 /// `cg_shift_path()`: `path` relative to `root` when `root` is a leading run of its
@@ -275,19 +286,13 @@ pub fn shift<'a>(path: &'a [u8], root: &[u8]) -> &'a [u8] {
     }
     let (mut p, mut r) = (path, root);
     let rest = loop {
-        let Ok(pc) = first_component(p) else {
-            return path;
-        };
-        let Ok(rc) = first_component(r) else {
-            return path;
-        };
-        match (pc, rc) {
+        match (first_component(p), first_component(r)) {
             // The root ran out: the rest starts at the path's next component (or its end).
-            (Some((name, _)), None) => {
+            (Step::Part(name, _), Step::End) => {
                 break name.as_ptr() as usize - path.as_ptr() as usize;
             }
-            (None, None) => break path.len(),
-            (Some((a, pa)), Some((b, rb))) if a == b => {
+            (Step::End, Step::End) => break path.len(),
+            (Step::Part(a, pa), Step::Part(b, rb)) if a == b => {
                 p = pa;
                 r = rb;
             }
@@ -516,10 +521,13 @@ mod tests {
         v.map(|b| String::from_utf8(b).expect("utf-8"))
     }
 
+    /// A cgroup path; its unit, user unit, slice and session; its owner uid.
+    type Case = (&'static str, [Option<&'static str>; 4], Option<u32>);
+
     /// Cgroup paths as systemd 252 lays them out, and what sd-login says of each.
     #[test]
     fn derives_what_sd_login_derives() {
-        let cases: &[(&str, [Option<&str>; 5], Option<u32>)] = &[
+        let cases: &[Case] = &[
             // path: unit, user unit, slice, session; owner uid
             (
                 "/user.slice/user-1000.slice/session-3.scope",
@@ -528,7 +536,6 @@ mod tests {
                     None,
                     Some("user-1000.slice"),
                     Some("3"),
-                    None,
                 ],
                 Some(1000),
             ),
@@ -539,32 +546,25 @@ mod tests {
                     Some("foo.service"),
                     Some("user-1000.slice"),
                     None,
-                    None,
                 ],
                 Some(1000),
             ),
             (
                 "/system.slice/ssh.service",
-                [Some("ssh.service"), None, Some("system.slice"), None, None],
+                [Some("ssh.service"), None, Some("system.slice"), None],
                 None,
             ),
             (
                 "/machine.slice/machine-foo.scope/payload",
-                [
-                    Some("machine-foo.scope"),
-                    None,
-                    Some("machine.slice"),
-                    None,
-                    None,
-                ],
+                [Some("machine-foo.scope"), None, Some("machine.slice"), None],
                 None,
             ),
             (
                 "/init.scope",
-                [Some("init.scope"), None, Some("-.slice"), None, None],
+                [Some("init.scope"), None, Some("-.slice"), None],
                 None,
             ),
-            ("/", [None, None, Some("-.slice"), None, None], None),
+            ("/", [None, None, Some("-.slice"), None], None),
             // A scope inside a session: the user unit is what follows the session.
             (
                 "/user.slice/user-0.slice/session-c2.scope/tmux.scope",
@@ -573,7 +573,6 @@ mod tests {
                     Some("tmux.scope"),
                     Some("user-0.slice"),
                     Some("c2"),
-                    None,
                 ],
                 Some(0),
             ),
@@ -585,66 +584,53 @@ mod tests {
                     None,
                     Some("system-getty.slice"),
                     None,
-                    None,
                 ],
                 None,
             ),
             (
                 "/_cpu.slice/_x.service",
-                [Some("x.service"), None, Some("cpu.slice"), None, None],
+                [Some("x.service"), None, Some("cpu.slice"), None],
                 None,
             ),
             // Not units: LXC payloads, a template, bad names; a slice after a unit.
             (
                 "/lxc.payload.web/init.scope",
-                [None, None, Some("-.slice"), None, None],
+                [None, None, Some("-.slice"), None],
                 None,
             ),
-            (
-                "/a/b.service",
-                [None, None, Some("-.slice"), None, None],
-                None,
-            ),
-            (
-                "/getty@.service",
-                [None, None, Some("-.slice"), None, None],
-                None,
-            ),
+            ("/a/b.service", [None, None, Some("-.slice"), None], None),
+            ("/getty@.service", [None, None, Some("-.slice"), None], None),
             (
                 "/x.slice/a@b.slice",
-                [None, None, Some("x.slice"), None, None],
+                [None, None, Some("x.slice"), None],
                 None,
             ),
-            (
-                "/@x.service",
-                [None, None, Some("-.slice"), None, None],
-                None,
-            ),
-            ("/x.sevice", [None, None, Some("-.slice"), None, None], None),
+            ("/@x.service", [None, None, Some("-.slice"), None], None),
+            ("/x.sevice", [None, None, Some("-.slice"), None], None),
             // Owner uids systemd refuses: a leading zero, the 16-bit -1.
             (
                 "/user-01.slice/x.service",
-                [Some("x.service"), None, Some("user-01.slice"), None, None],
+                [Some("x.service"), None, Some("user-01.slice"), None],
                 None,
             ),
             (
                 "/user-65535.slice",
-                [None, None, Some("user-65535.slice"), None, None],
+                [None, None, Some("user-65535.slice"), None],
                 None,
             ),
             // A session id must be letters and digits; user@ needs a uid.
             (
                 "/session-a_b.scope/x.service",
-                [Some("session-a_b.scope"), None, Some("-.slice"), None, None],
+                [Some("session-a_b.scope"), None, Some("-.slice"), None],
                 None,
             ),
             (
                 "/user@me.service/x.service",
-                [Some("user@me.service"), None, Some("-.slice"), None, None],
+                [Some("user@me.service"), None, Some("-.slice"), None],
                 None,
             ),
         ];
-        for (path, [u, uu, sl, se, _], owner) in cases {
+        for (path, [u, uu, sl, se], owner) in cases {
             let p = path.as_bytes();
             assert_eq!(s(unit(p)).as_deref(), *u, "unit of {path}");
             assert_eq!(s(user_unit(p)).as_deref(), *uu, "user unit of {path}");

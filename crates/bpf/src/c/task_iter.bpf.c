@@ -308,8 +308,12 @@ static __always_inline void fill_ns(struct ts_ns *n, struct task_struct *t,
 	struct pid *pid = TASK_PTR(t, thread_pid);
 	const struct cred *cred = TASK_PTR(t, real_cred);
 	struct pid_namespace *pns = NULL;
-	__u32 level;
+	__u32 level, i;
 
+	/* Every field is written: the walk's record space is reused from task to task, and a
+	 * zombie's namespaces that are gone must read 0, not the previous task's. */
+	for (i = 0; i < 8; i++)
+		n->inum[i] = 0;
 	if (nsp) {
 		n->inum[0] = nsp->cgroup_ns ? nsp->cgroup_ns->ns.inum : 0;
 		n->inum[1] = nsp->ipc_ns ? nsp->ipc_ns->ns.inum : 0;
