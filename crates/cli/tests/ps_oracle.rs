@@ -451,11 +451,17 @@ fn placed_cases() -> Vec<Vec<String>> {
 /// arguments) and collects the differences.
 fn check_placed(pids: &HashSet<i32>, ours: &[&str], theirs: &[&str]) -> Vec<String> {
     let mut failures = Vec::new();
-    for case in placed_cases() {
+    let mut cases: Vec<(Vec<String>, &str)> =
+        placed_cases().into_iter().map(|c| (c, "C")).collect();
+    // Names are escaped by locale (a cgroup's control characters, UTF-8, bad bytes).
+    for list in ["pid,cgname", "pid,lxc,cgroup"] {
+        cases.push((["-e", "-o", list].map(String::from).to_vec(), "C.UTF-8"));
+    }
+    for (case, locale) in cases {
         let args: Vec<&str> = case.iter().map(String::as_str).collect();
-        let a = run(ours[0], &ours[1..], &args, "C");
-        let b = run(theirs[0], &theirs[1..], &args, "C");
-        if let Err(e) = same_rows(&args, "C", pids, &a, &b) {
+        let a = run(ours[0], &ours[1..], &args, locale);
+        let b = run(theirs[0], &theirs[1..], &args, locale);
+        if let Err(e) = same_rows(&args, locale, pids, &a, &b) {
             failures.push(format!("{ours:?}: {e}"));
         }
     }
@@ -541,6 +547,35 @@ fn namespace_oom_login_and_cgroup_columns_match_procps() {
     });
     has("oom_score_adj 300", &|r| r[6] == "300");
     has("login uid 4242", &|r| r[7] == "4242");
+    // PSS and USS move with ps itself (masked above): against smaps_rollup read right after,
+    // within a few pages.
+    let list: Vec<String> = placed.pids().iter().map(|p| p.to_string()).collect();
+    let ours = run(
+        TASKSNAP,
+        &["ps"],
+        &["-o", "pid=,pss=,uss=", "-p", &list.join(",")],
+        "C",
+    );
+    let mut sized = 0;
+    for line in String::from_utf8_lossy(&ours.stdout).lines() {
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        let Ok(rollup) = std::fs::read(format!("/proc/{}/smaps_rollup", v[0])) else {
+            continue;
+        };
+        let (pss, uss) = tasksnap_procfs::parse::parse_smaps_rollup(&rollup);
+        assert!(
+            v[1].abs_diff(pss) <= 16 && v[2].abs_diff(uss) <= 16 && uss > 0,
+            "pid {}: PSS {} USS {} against smaps_rollup's {pss} {uss}",
+            v[0],
+            v[1],
+            v[2]
+        );
+        sized += 1;
+    }
+    assert!(sized >= 5, "only {sized} PSS/USS rows checked");
     if placed.in_cgroups {
         has("an LXC name", &|r| r[8] == tag);
         has("a user unit", &|r| r[11] == format!("{tag}-app.service"));

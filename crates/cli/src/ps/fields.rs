@@ -428,22 +428,26 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             let w = &w.as_bytes()[..w.len().min(max).min(63)];
             plain(w)
         }
-        Field::Cgroup => {
-            let mut v = text::cgroup_text(t.cgroup.as_deref());
-            v.truncate(max);
-            plain(&v)
-        }
-        Field::Cgname => {
-            // procps's cgname: the cgroup text after the first ":name=" (when something
-            // follows it), through the end of the text; the whole text otherwise.
-            let mut v = text::cgroup_text(t.cgroup.as_deref());
-            if let Some(at) = v.windows(6).position(|w| w == b":name=") {
-                if at + 6 < v.len() {
-                    v.drain(..at + 6);
-                }
+        Field::Cgroup | Field::Cgname => {
+            // The joined, escaped lines; for cgname what follows the first ":name=" in them
+            // (when anything does), through the end. Then ps's output escape.
+            let v = text::cgroup_text_escaped(t.cgroup.as_deref(), env.locale);
+            let from = match field {
+                Field::Cgname => v
+                    .windows(6)
+                    .position(|w| w == b":name=")
+                    .map(|at| at + 6)
+                    .filter(|&after| after < v.len())
+                    .unwrap_or(0),
+                _ => 0,
+            };
+            let mut room = max;
+            let mut bytes = CellBytes::new();
+            text::output_escape(&mut bytes, &v[from..], &mut room, env.locale);
+            Cell {
+                bytes,
+                cells: max - room,
             }
-            v.truncate(max);
-            plain(&v)
         }
         Field::Lxc => {
             let cg = t.cgroup.as_deref();

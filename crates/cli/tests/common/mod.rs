@@ -10,10 +10,10 @@ use tasksnap_loadgen::Load;
 
 pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
-/// Columns whose values move between two runs, by header. (PSS moves with ps itself: the
-/// two ps programs map different shared libraries, whose pages every process mapping them
-/// shares.)
-pub const MOVING: &[&str] = &["%CPU", "C", "TIME", "ELAPSED", "CP", "PSS"];
+/// Columns whose values move between two runs, by header. (PSS and USS move with ps itself:
+/// a page counts as private while one process maps it, and the two ps programs map
+/// different pages of the libraries they share with the processes listed.)
+pub const MOVING: &[&str] = &["%CPU", "C", "TIME", "ELAPSED", "CP", "PSS", "USS"];
 
 #[allow(unused_imports)] // Not every test binary that includes this module needs it.
 pub use tasksnap_loadgen::root_or_skip;
@@ -270,7 +270,8 @@ impl Drop for Extras {
 /// Processes for the namespace, OOM, login and cgroup columns, as root: `sleep 1000`s in
 /// other namespaces (unshare), one with an OOM adjustment (choom), one with a login uid, one
 /// of nobody's, and some moved into cgroups named as systemd names them (a session scope of
-/// user 4242, a user manager's service, a machine scope, an LXC payload; and one in
+/// user 4242, a user manager's service, a machine scope, an LXC payload, one with control
+/// characters and bytes that are not UTF-8 in its name; and one in
 /// systemd's v1 hierarchy where that is mounted). The session's seat and the machine's name
 /// are written where sd-login reads them (/run/systemd/sessions, /run/systemd/machines)
 /// when those directories are there, under names unique to this test process. Processes
@@ -362,6 +363,10 @@ impl Placed {
             ] {
                 cgroups.push(std::path::Path::new(m).join(path));
             }
+            // A hostile name: a tab, an escape sequence, UTF-8 and a byte that is not.
+            use std::os::unix::ffi::OsStrExt;
+            let odd = [tag.as_bytes(), b"-\t\x1b[31m\xc3\xa9\xff.service"].concat();
+            cgroups.push(std::path::Path::new(m).join(std::ffi::OsStr::from_bytes(&odd)));
         }
         if let Some(m) = &named {
             cgroups.push(std::path::Path::new(m).join(format!("{tag}/{tag}-v1.service")));
