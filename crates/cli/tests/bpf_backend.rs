@@ -46,6 +46,11 @@ const FORMATS: &[&[&str]] = &[
         "-o",
         "pid,tid,sig,tsig,blocked,sigcatch,supgrp,fname,tty4,numa,comm",
     ],
+    &[
+        "-eL",
+        "-o",
+        "pid,lwp,netns,pidns,userns,mntns,oom,oomadj,luid,ag_id,rops,wchars,uss,unit,slice,lxc",
+    ],
 ];
 
 #[test]

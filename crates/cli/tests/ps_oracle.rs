@@ -19,6 +19,18 @@ fn compare(load: &Load, extras: &Extras, args: &[&str], locale: &str) -> Result<
     pids.extend(extras.pids());
     let ours = run(TASKSNAP, &["ps"], args, locale);
     let theirs = run_procps(args, locale, None);
+    same_rows(args, locale, &pids, &ours, &theirs)
+}
+
+/// The rows of `pids` in two outputs of `args` (ours, procps's) are the same bytes, and
+/// there are some.
+fn same_rows(
+    args: &[&str],
+    locale: &str,
+    pids: &HashSet<i32>,
+    ours: &Out,
+    theirs: &Out,
+) -> Result<usize, String> {
     if ours.code != theirs.code {
         return Err(format!(
             "{args:?}: exit {:?} vs procps {:?}; stderr {:?} vs {:?}",
@@ -28,8 +40,8 @@ fn compare(load: &Load, extras: &Extras, args: &[&str], locale: &str) -> Result<
             String::from_utf8_lossy(&theirs.stderr)
         ));
     }
-    let (h1, r1) = load_rows(&ours.stdout, &pids);
-    let (h2, r2) = load_rows(&theirs.stdout, &pids);
+    let (h1, r1) = load_rows(&ours.stdout, pids);
+    let (h2, r2) = load_rows(&theirs.stdout, pids);
     if h1 != h2 {
         return Err(format!(
             "{args:?} [{locale}]: header\n  ours:   {:?}\n  procps: {:?}",
@@ -1199,4 +1211,179 @@ fn layout_test_columns_follow_procps_header_countdown() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The specifiers of the namespace, OOM, autogroup, login, memory-sharing, I/O and cgroup
+/// columns (issue 21).
+const PLACED_SPECS: &[&str] = &[
+    "cgroupns", "ipcns", "mntns", "netns", "pidns", "timens", "userns", "utsns", "oom", "oomadj",
+    "ag_id", "ag_nice", "luid", "pss", "uss", "rbytes", "rchars", "rops", "wbytes", "wcbytes",
+    "wchars", "wops", "cgname", "lxc", "unit", "uunit", "slice", "seat", "lsession", "machine",
+    "ouid",
+];
+
+/// Each of those alone, all together, per thread (`-L`, `m`, `H`) and sorted by some.
+fn placed_cases() -> Vec<Vec<String>> {
+    let all = PLACED_SPECS.join(",");
+    let mut cases: Vec<Vec<String>> = PLACED_SPECS
+        .iter()
+        .map(|s| vec!["-e".into(), "-o".into(), format!("pid,{s}")])
+        .collect();
+    for c in [
+        vec!["-e", "-o", &format!("pid,{all}")],
+        vec!["-eL", "-o", &format!("pid,lwp,{all}")],
+        vec!["-e", "m", "-o", &format!("pid,tid,{all}")],
+        vec!["-e", "H", "-o", &format!("pid,{all}")],
+        vec![
+            "-e",
+            "--sort=netns,-oomadj,luid,unit,lxc,pid",
+            "-o",
+            &format!("pid,{all}"),
+        ],
+    ] {
+        cases.push(c.into_iter().map(String::from).collect());
+    }
+    cases
+}
+
+/// Runs every case through `ours` and procps (each a command line: program and prefix
+/// arguments) and collects the differences.
+fn check_placed(pids: &HashSet<i32>, ours: &[&str], theirs: &[&str]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut cases: Vec<(Vec<String>, &str)> =
+        placed_cases().into_iter().map(|c| (c, "C")).collect();
+    // Names are escaped by locale (a cgroup's control characters, UTF-8, bad bytes).
+    for list in ["pid,cgname", "pid,lxc,cgroup"] {
+        cases.push((["-e", "-o", list].map(String::from).to_vec(), "C.UTF-8"));
+    }
+    for (case, locale) in cases {
+        let args: Vec<&str> = case.iter().map(String::as_str).collect();
+        let a = run(ours[0], &ours[1..], &args, locale);
+        let b = run(theirs[0], &theirs[1..], &args, locale);
+        if let Err(e) = same_rows(&args, locale, pids, &a, &b) {
+            failures.push(format!("{ours:?}: {e}"));
+        }
+    }
+    failures
+}
+
+/// `-o` of every namespace, OOM, autogroup, login uid, PSS/USS, I/O and cgroup column prints
+/// what procps prints, for a load, processes in other namespaces and cgroups (root), and
+/// other users' processes: as root with either backend, and as nobody (who may not see
+/// namespaces, I/O or PSS of processes not its own: `-`/0, as procps shows).
+#[test]
+fn namespace_oom_login_and_cgroup_columns_match_procps() {
+    let load = spawn_load();
+    let extras = Extras::spawn();
+    let placed = Placed::spawn();
+    let mut pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
+    pids.extend(extras.pids());
+    pids.extend(placed.pids());
+    let mut failures = check_placed(&pids, &[TASKSNAP, "ps"], &["ps"]);
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        // The same rows through the BPF iterator (namespaces, oom_score_adj and loginuid
+        // from its pass, the rest from /proc).
+        for case in placed_cases() {
+            let mut args: Vec<&str> = case.iter().map(String::as_str).collect();
+            let b = run_procps(&args, "C", None);
+            args.push("--backend=bpf");
+            let a = run(TASKSNAP, &["ps"], &args, "C");
+            args.pop();
+            if let Err(e) = same_rows(&args, "C", &pids, &a, &b) {
+                failures.push(format!("--backend=bpf: {e}"));
+            }
+        }
+        // As nobody, procfs's permission checks decide what shows.
+        let bin = std::env::temp_dir().join(format!("tasksnap-nobody-{}", std::process::id()));
+        std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let bin_str = bin.to_string_lossy().into_owned();
+        let nobody = [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ];
+        let ours: Vec<&str> = nobody
+            .iter()
+            .copied()
+            .chain([bin_str.as_str(), "ps"])
+            .collect();
+        let theirs: Vec<&str> = nobody.iter().copied().chain(["ps"]).collect();
+        failures.extend(check_placed(&pids, &ours, &theirs));
+        let _ = std::fs::remove_file(&bin);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    if !root {
+        return;
+    }
+    // The comparison must have had something to compare: procps's own view of the placed
+    // processes shows other namespaces, the OOM adjustment, the login uid, the cgroup names
+    // and the sd-login answers.
+    let all = "pid,netns,utsns,pidns,timens,userns,oomadj,luid,lxc,cgname,unit,uunit,slice,lsession,ouid,machine,seat";
+    let procps = run_procps(&["-e", "-o", all], "C", None);
+    let (_, rows) = load_rows(&procps.stdout, &placed.pids().into_iter().collect());
+    let text: Vec<String> = rows
+        .iter()
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .collect();
+    let init_net = std::fs::read_link("/proc/self/ns/net").expect("netns");
+    let init_net = init_net.to_string_lossy();
+    let init_net = init_net.trim_start_matches("net:[").trim_end_matches(']');
+    let tag = Placed::tag();
+    let has = |what: &str, f: &dyn Fn(&[&str]) -> bool| {
+        assert!(
+            text.iter()
+                .any(|r| f(&r.split_whitespace().collect::<Vec<_>>())),
+            "no placed row shows {what}: {text:#?}"
+        );
+    };
+    has("another network namespace", &|r| {
+        r[1] != init_net && r[1] != "-"
+    });
+    has("oom_score_adj 300", &|r| r[6] == "300");
+    has("login uid 4242", &|r| r[7] == "4242");
+    // PSS and USS move with ps itself (masked above): against smaps_rollup read right after,
+    // within a few pages.
+    let list: Vec<String> = placed.pids().iter().map(|p| p.to_string()).collect();
+    let ours = run(
+        TASKSNAP,
+        &["ps"],
+        &["-o", "pid=,pss=,uss=", "-p", &list.join(",")],
+        "C",
+    );
+    let mut sized = 0;
+    for line in String::from_utf8_lossy(&ours.stdout).lines() {
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        let Ok(rollup) = std::fs::read(format!("/proc/{}/smaps_rollup", v[0])) else {
+            continue;
+        };
+        let (pss, uss) = tasksnap_procfs::parse::parse_smaps_rollup(&rollup);
+        assert!(
+            v[1].abs_diff(pss) <= 16 && v[2].abs_diff(uss) <= 16 && uss > 0,
+            "pid {}: PSS {} USS {} against smaps_rollup's {pss} {uss}",
+            v[0],
+            v[1],
+            v[2]
+        );
+        sized += 1;
+    }
+    assert!(sized >= 5, "only {sized} PSS/USS rows checked");
+    if placed.in_cgroups {
+        has("an LXC name", &|r| r[8] == tag);
+        has("a user unit", &|r| r[11] == format!("{tag}-app.service"));
+        has("a session and its owner", &|r| {
+            r[13] == tag && r[14] == "4242"
+        });
+        if placed.seat_and_machine {
+            has("a seat", &|r| r[16] == "seat-test");
+            has("a machine", &|r| r[15] == format!("{tag}-vm"));
+        }
+    }
 }

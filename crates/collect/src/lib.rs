@@ -32,6 +32,7 @@ tasksnap_bpf::select! {
 }
 pub mod caps;
 pub mod choice;
+pub mod login;
 pub mod procfs;
 pub mod replay;
 pub mod sampler;

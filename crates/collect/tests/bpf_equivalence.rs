@@ -708,3 +708,120 @@ fn signal_masks_from_the_pass_are_what_status_shows() {
         }
     }
 }
+
+/// Namespaces, oom_score_adj and loginuid come from the pass (the `ts_ns` block), for every
+/// task: the same as /proc shows, through the iterator and the walk, per process and per
+/// thread, for a load (threads, zombies: only their pid and user namespaces are left) and
+/// for processes in other namespaces, with an OOM adjustment and with a login uid.
+#[test]
+fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
+    if !root_or_skip("namespaces from the BPF pass against /proc") {
+        return;
+    }
+    use std::process::{Command, Stdio};
+    let load = Load::spawn(&[
+        "--procs",
+        "4",
+        "--threads",
+        "3",
+        "--zombies",
+        "2",
+        "--list-pids",
+    ])
+    .expect("spawn the load generator (cargo build --workspace first)");
+    let spawn = |argv: &[&str]| {
+        Child(
+            Command::new(argv[0])
+                .args(&argv[1..])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn"),
+        )
+    };
+    let odd = [
+        spawn(&[
+            "unshare", "--net", "--uts", "--ipc", "--mount", "--cgroup", "sleep", "100",
+        ]),
+        spawn(&["unshare", "--user", "sleep", "100"]),
+        spawn(&["choom", "-n", "300", "--", "sleep", "100"]),
+        spawn(&[
+            "sh",
+            "-c",
+            "echo 4242 > /proc/self/loginuid && exec sleep 100",
+        ]),
+    ];
+    let mut pids = load.info.known_pids();
+    pids.extend(odd.iter().map(|c| c.0.id() as i32));
+    tasksnap_loadgen::wait_until("the odd processes to settle", || {
+        odd.iter()
+            .all(|c| tasksnap_loadgen::settled_sleep(c.0.id() as i32))
+    });
+    let groups = Groups {
+        base: true,
+        ns: true,
+        oom_score_adj: true,
+        loginuid: true,
+        ..Groups::default()
+    };
+    let mut procfs = ProcfsCollector::new().expect("procfs");
+    for walk in [false, true] {
+        let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
+        if walk {
+            bpf.prepare_arena(&groups);
+        }
+        for selector in [Selector::AllProcesses, Selector::AllThreads] {
+            let mut q = Query::new(selector.clone(), groups);
+            q.leader_as_process = true;
+            let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+            assert_eq!(
+                bpf.report().kind == PassKind::Walk,
+                walk,
+                "{}",
+                bpf.last_pass()
+            );
+            let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
+            let (mut checked, mut distinct, mut adjusted, mut logged, mut zombies) =
+                (0, 0, 0, 0, 0);
+            for (key, pt) in p.iter().filter(|(k, _)| pids.contains(&k.0)) {
+                let bt = &b[key];
+                let (bx, px) = (bt.extra.as_deref(), pt.extra.as_deref());
+                let get = |x: Option<&tasksnap_model::Extra>| {
+                    x.map(|x| (x.ns, x.oom_score_adj, x.loginuid))
+                };
+                assert_eq!(
+                    get(bx),
+                    get(px),
+                    "{selector:?} walk={walk}: {key:?} {:?} {:?}",
+                    bt.base,
+                    pt.base
+                );
+                let x = bx.expect("extra from the pass");
+                let ns = x.ns.expect("namespaces");
+                distinct += usize::from(
+                    ns[3]
+                        != p[&(load.pid(), load.pid())]
+                            .extra
+                            .as_ref()
+                            .and_then(|x| x.ns)
+                            .expect("ns")[3],
+                );
+                adjusted += usize::from(x.oom_score_adj == Some(300));
+                logged += usize::from(x.loginuid == Some(4242));
+                zombies += usize::from(ns[3] == 0 && ns[4] != 0 && ns[6] != 0);
+                checked += 1;
+            }
+            assert!(
+                checked >= pids.len(),
+                "{selector:?}: only {checked} compared"
+            );
+            assert!(
+                distinct > 0 && adjusted > 0 && logged > 0 && zombies > 0,
+                "{selector:?} walk={walk}: nothing to tell a wrong block from a right one: \
+                 {distinct} in another netns, {adjusted} adjusted, {logged} logged in, \
+                 {zombies} zombies"
+            );
+        }
+    }
+}

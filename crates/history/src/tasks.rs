@@ -60,7 +60,7 @@ pub(crate) fn get_id(
 pub(crate) const TASK_ID_COLS: [usize; 3] = [T_TGID, T_TID, T_START];
 
 /// True when two rows are the same apart from `cmdline` and `cgroup` (which names frames
-/// carry).
+/// carry) and `extra` (not recorded).
 pub(crate) fn same_row(a: &Task, b: &Task) -> bool {
     let Task {
         id,
@@ -82,6 +82,7 @@ pub(crate) fn same_row(a: &Task, b: &Task) -> bool {
         // Not recorded (ps-only groups: a recording never asks for them).
         fds: _,
         environ: _,
+        extra: _,
     } = a;
     *id == b.id
         && *base == b.base
@@ -197,6 +198,8 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
         // Not recorded: the recorder never asks for them, and an environment is private.
         fds: _,
         environ: _,
+        // Namespaces, OOM scores, autogroup, login uid, PSS/USS: not recorded.
+        extra: _,
     } = t;
     let mut p = 0u64;
     let flag = |p: &mut u64, bit: u64, on: bool| {

@@ -24,6 +24,6 @@ pub use system::{
     CpuTicks, LoadAverages, Memory, Pressure, PressureLine, StatCounters, SystemFigures,
 };
 pub use task::{
-    Base, Comm, Cred, Io, Layout, Mem, Sched, Signals, Stat, Task, TaskId, TaskState, PF_KTHREAD,
-    SCHED_BATCH, SCHED_OTHER,
+    Base, Comm, Cred, Extra, Io, Layout, Mem, Sched, Signals, Stat, Task, TaskId, TaskState,
+    NS_NAMES, PF_KTHREAD, SCHED_BATCH, SCHED_OTHER,
 };

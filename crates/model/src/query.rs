@@ -64,6 +64,18 @@ pub struct Groups {
     /// Environment (`/proc/PID/environ`; takes the target's mmap lock, needs ptrace read
     /// access).
     pub environ: bool,
+    /// Namespace inode numbers (`/proc/PID/ns/*`).
+    pub ns: bool,
+    /// OOM killer score (`/proc/PID/oom_score`).
+    pub oom_score: bool,
+    /// OOM score adjustment (`/proc/PID/oom_score_adj`).
+    pub oom_score_adj: bool,
+    /// Autogroup id and nice (`/proc/PID/autogroup`).
+    pub autogroup: bool,
+    /// Audit login uid (`/proc/PID/loginuid`).
+    pub loginuid: bool,
+    /// PSS and USS (`/proc/PID/smaps_rollup`; takes the target's mmap lock).
+    pub smaps: bool,
 }
 
 impl Groups {
@@ -89,6 +101,12 @@ impl Groups {
             layout: true,
             fds: true,
             environ: true,
+            ns: true,
+            oom_score: true,
+            oom_score_adj: true,
+            autogroup: true,
+            loginuid: true,
+            smaps: true,
         }
     }
 

@@ -17,7 +17,8 @@ pub struct SnapshotStats {
     pub denied: u64,
     /// Files whose content could not be parsed (truncated or corrupt); the task is skipped.
     pub unparsable: u64,
-    /// Command lines not read because the task held its mmap lock past the deadline.
+    /// Reads abandoned because the task held its mmap lock past the deadline: command lines
+    /// (the task is shown as `[comm]`), and `smaps_rollup` (PSS and USS shown as 0).
     pub cmdline_timeouts: u64,
     /// The BPF backend had to list /proc to find tasks its iterator did not return.
     pub reconciled_by_listing: bool,

@@ -283,6 +283,33 @@ pub struct Layout {
     pub kstkeip: u64,
 }
 
+/// The namespace links of /proc/PID/ns in procps's order (library/namespace.c `ns_names`):
+/// the indices of [`Extra::ns`].
+pub const NS_NAMES: [&str; 8] = ["cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"];
+
+/// The rarely asked for facts of a task, each from a file of its own and read only when its
+/// group is asked for (`Groups::ns`, `oom_score`, `oom_score_adj`, `autogroup`, `loginuid`,
+/// `smaps`). Each is `None` when not asked for or not readable: then ps prints procps's value
+/// for an unreadable file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Extra {
+    /// Inode numbers of the task's namespaces (/proc/PID/ns/NAME followed), in [`NS_NAMES`]
+    /// order; 0 for a link that cannot be followed (hidden from the caller by ptrace rules,
+    /// or no such namespace: a zombie keeps only its pid and user namespaces).
+    pub ns: Option<[u64; 8]>,
+    /// /proc/PID/oom_score.
+    pub oom_score: Option<i32>,
+    /// /proc/PID/oom_score_adj.
+    pub oom_score_adj: Option<i32>,
+    /// /proc/PID/autogroup as procps reads it: (id, nice), id -1 when the line does not
+    /// match. A thread's own directory has no such file.
+    pub autogroup: Option<(i32, i32)>,
+    /// /proc/PID/loginuid as a C `int` (the unset id 4294967295 is -1).
+    pub loginuid: Option<i32>,
+    /// /proc/PID/smaps_rollup: `Pss` and `Private_Clean + Private_Dirty` (USS), kB.
+    pub smaps_kb: Option<(u64, u64)>,
+}
+
 /// One task and whichever attribute groups were asked for and readable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Task {
@@ -328,6 +355,8 @@ pub struct Task {
     /// `None` when not asked for or unreadable (another user's, for a caller without ptrace
     /// read access).
     pub environ: Option<Box<Vec<u8>>>,
+    /// Namespaces, OOM scores, autogroup, login uid, PSS/USS (boxed: rarely asked for).
+    pub extra: Option<Box<Extra>>,
 }
 
 impl Task {
@@ -351,7 +380,13 @@ impl Task {
             layout: None,
             fds: None,
             environ: None,
+            extra: None,
         }
+    }
+
+    /// The extra facts, made empty first when there are none yet.
+    pub fn extra_mut(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
     }
 
     /// The comm as text, invalid UTF-8 replaced.
@@ -378,10 +413,11 @@ mod tests {
     #[test]
     fn a_task_stays_small() {
         // 50,000 tasks per snapshot: every byte here is 50 kB of peak memory. (416 since
-        // `Stat::swap_bytes`: 16 bytes a task, 0.8 MB at 50,000. 440 since `signals`,
-        // `layout` and `environ`: three boxed groups, 24 bytes; `fds` fits in padding.)
+        // `Stat::swap_bytes`: 16 bytes a task, 0.8 MB at 50,000. 448 since `signals`,
+        // `layout`, `environ` and `extra` (namespaces, OOM scores, autogroup, login uid,
+        // PSS/USS): four boxed groups, 32 bytes; `fds` fits in padding.)
         assert!(
-            std::mem::size_of::<Task>() <= 440,
+            std::mem::size_of::<Task>() <= 448,
             "{}",
             std::mem::size_of::<Task>()
         );

@@ -1,5 +1,6 @@
 //! Parsers for the text of per-task /proc files (`stat` in full and in brief, `status`,
-//! `statm`, `schedstat`, `io`, `wchan`, `syscall`, `attr/current`, `children`, `stack`), the
+//! `statm`, `schedstat`, `io`, `wchan`, `syscall`, `attr/current`, `children`, `stack`,
+//! `oom_score`, `autogroup`, `loginuid`, `smaps_rollup`, the container name in `cgroup`), the
 //! names of /proc's task directories and `self` links, `/proc/kallsyms` lines, and the two
 //! figures of `/proc/stat` that date tasks (`btime`, `processes`). Machine-wide figures are in
 //! [`crate::system`]. Pure functions over bytes: no I/O, so every quirk can be tested with
@@ -566,6 +567,158 @@ pub fn cgroup_v2_path(buf: &[u8]) -> Option<&[u8]> {
         .map(|l| l.path)
 }
 
+/// C's `strtol(s, &end, 10)` as `sscanf("%d")` and `atoi()` use it, then the cast to `int`:
+/// whitespace, an optional sign, digits (the value clamped to the range of `long`, then its
+/// low 32 bits). Returns the value and the bytes consumed; `None` when there are no digits.
+fn c_int(s: &[u8]) -> (Option<i32>, usize) {
+    let mut at = s
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+        .unwrap_or(s.len());
+    let negative = s.get(at) == Some(&b'-');
+    if matches!(s.get(at), Some(b'-' | b'+')) {
+        at += 1;
+    }
+    let digits = s[at..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 {
+        return (None, 0);
+    }
+    let mut v: i128 = 0;
+    for &c in &s[at..at + digits] {
+        v = (v * 10 + i128::from(c - b'0')).min(i128::from(i64::MAX) + 1);
+    }
+    let v = if negative { -v } else { v };
+    let long = v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+    (Some(long as i32), at + digits)
+}
+
+/// `/proc/PID/oom_score` or `oom_score_adj` read as procps does (`sscanf("%d")`): `None`
+/// when the text has no number (procps then keeps 0).
+pub fn parse_oom(buf: &[u8]) -> Option<i32> {
+    c_int(buf).0
+}
+
+/// `/proc/PID/loginuid` as procps reads it (`atoi()` of a non-empty read): the audit login
+/// uid as a C `int`, so the unset id 4294967295 (`AUDIT_UID_UNSET`) is -1; 0 for text that
+/// is not a number. An empty file gives -1, as an unreadable one does.
+pub fn parse_loginuid(buf: &[u8]) -> i32 {
+    if buf.is_empty() {
+        return -1;
+    }
+    c_int(buf).0.unwrap_or(0)
+}
+
+/// `/proc/PID/autogroup` (`/autogroup-94 nice 0`, kernel/sched/autogroup.c
+/// `proc_sched_autogroup_show_task()`) as procps reads it with
+/// `sscanf("/autogroup-%d nice %d")`: (id, nice), the id -1 and the nice 0 where the text
+/// stops matching (an empty file: a task in the root task group).
+pub fn parse_autogroup(buf: &[u8]) -> (i32, i32) {
+    let Some(rest) = buf.strip_prefix(b"/autogroup-") else {
+        return (-1, 0);
+    };
+    let (Some(id), used) = c_int(rest) else {
+        return (-1, 0);
+    };
+    // A space in a scanf format matches any run of whitespace, none included.
+    let ws = |s: &[u8]| {
+        s.iter()
+            .take_while(|c| c.is_ascii_whitespace() || **c == 0x0b)
+            .count()
+    };
+    let rest = &rest[used..];
+    let rest = &rest[ws(rest)..];
+    let nice = rest
+        .strip_prefix(b"nice")
+        .and_then(|r| c_int(r).0)
+        .unwrap_or(0);
+    (id, nice)
+}
+
+/// `/proc/PID/smaps_rollup` as procps reads it (library/readproc.c `smaps2proc()`): each of
+/// its keys is looked for, in its table's order, after the value of the last one found, and
+/// its value read as `strtoul()` does. Returns `Pss` and USS (`Private_Clean +
+/// Private_Dirty`), kB; 0 for a key not found.
+pub fn parse_smaps_rollup(buf: &[u8]) -> (u64, u64) {
+    // procps's table, in its order (Linux 6.x writes them in this order too, with lines
+    // such as Pss_Dirty and KSM that procps does not look for in between).
+    const KEYS: [&[u8]; 20] = [
+        b"Rss:",
+        b"Pss:",
+        b"Pss_Anon:",
+        b"Pss_File:",
+        b"Pss_Shmem:",
+        b"Shared_Clean:",
+        b"Shared_Dirty:",
+        b"Private_Clean:",
+        b"Private_Dirty:",
+        b"Referenced:",
+        b"Anonymous:",
+        b"LazyFree:",
+        b"AnonHugePages:",
+        b"ShmemPmdMapped:",
+        b"FilePmdMapped:",
+        b"Shared_Hugetlb:",
+        b"Private_Hugetlb:",
+        b"Swap:",
+        b"SwapPss:",
+        b"Locked:",
+    ];
+    // C string functions stop at a NUL.
+    let buf = &buf[..buf.iter().position(|&c| c == 0).unwrap_or(buf.len())];
+    let mut values = [0u64; 20];
+    let mut from = 0;
+    for (k, key) in KEYS.iter().enumerate() {
+        let Some(at) = buf[from..].windows(key.len()).position(|w| w == *key) else {
+            continue;
+        };
+        let head = from + at + key.len();
+        let spaces = buf[head..]
+            .iter()
+            .take_while(|c| c.is_ascii_whitespace() || **c == 0x0b)
+            .count();
+        let digits = buf[head + spaces..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        let mut v: u64 = 0;
+        for &c in &buf[head + spaces..head + spaces + digits] {
+            v = v.saturating_mul(10).saturating_add(u64::from(c - b'0'));
+        }
+        values[k] = v;
+        // strtoul's end: past the digits, or its start when there were none.
+        from = if digits == 0 {
+            head
+        } else {
+            head + spaces + digits
+        };
+    }
+    (values[1], values[7].saturating_add(values[8]))
+}
+
+/// The container name procps's `lxc` column shows (library/readproc.c `lxc_containers()`),
+/// from the text of /proc/PID/cgroup: the first of `lxc.payload.` (LXC 4), `lxc.payload/`
+/// (to LXC 3.2.1) and `lxc/` (to LXC 3.0.3) found anywhere in it, on that line the name
+/// after its last occurrence, up to the next `/`. `None` when no delimiter is there.
+pub fn lxc_name(buf: &[u8]) -> Option<&[u8]> {
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let buf = &buf[..buf.iter().position(|&c| c == 0).unwrap_or(buf.len())];
+    let (at, delim) = [&b"lxc.payload."[..], b"lxc.payload/", b"lxc/"]
+        .into_iter()
+        .find_map(|d| find(buf, d).map(|at| (at, d)))?;
+    let line_end = buf[at..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(buf.len(), |n| at + n);
+    let line = &buf[..line_end];
+    // Nested containers: the name after the last delimiter on the line.
+    let mut name_at = at + delim.len();
+    while let Some(next) = find(&line[name_at..], delim) {
+        name_at += next + delim.len();
+    }
+    let name = &line[name_at..];
+    Some(&name[..name.iter().position(|&c| c == b'/').unwrap_or(name.len())])
+}
+
 /// The system call number at the start of `/proc/PID/syscall` (`-1` when the task is in no
 /// system call; `running` when it is on a CPU: then `None`).
 pub fn parse_syscall_nr(buf: &[u8]) -> Option<i64> {
@@ -933,5 +1086,106 @@ mod tests {
         assert_eq!(cgroup_v2_path(raw), Some(&b"/a:b"[..]));
         assert_eq!(cgroup_v2_path(b"4:memory:/x\n"), None);
         assert_eq!(parse_cgroup(b"").count(), 0);
+    }
+
+    #[test]
+    fn oom_loginuid_and_autogroup_read_as_procps_scans_them() {
+        // Real 6.18 files: a shell's oom_score and oom_score_adj, an unset login uid.
+        assert_eq!(parse_oom(b"666\n"), Some(666));
+        assert_eq!(parse_oom(b"-1000\n"), Some(-1000));
+        assert_eq!(parse_oom(b""), None);
+        assert_eq!(parse_oom(b"x"), None);
+        assert_eq!(parse_loginuid(b"4294967295"), -1);
+        assert_eq!(parse_loginuid(b"1000"), 1000);
+        assert_eq!(parse_loginuid(b"4294967294"), -2, "atoi's cast to int");
+        assert_eq!(
+            parse_loginuid(b"99999999999999999999"),
+            -1,
+            "strtol clamps to LONG_MAX"
+        );
+        assert_eq!(parse_loginuid(b""), -1);
+        assert_eq!(parse_loginuid(b"abc"), 0);
+        assert_eq!(parse_autogroup(b"/autogroup-94 nice 0\n"), (94, 0));
+        assert_eq!(parse_autogroup(b"/autogroup-7 nice -5\n"), (7, -5));
+        assert_eq!(parse_autogroup(b"/autogroup-7\n"), (7, 0));
+        assert_eq!(parse_autogroup(b"/autogroup-7 nic 3"), (7, 0));
+        // A task in the root task group reads an empty file (kernel threads, and here a
+        // process started before autogroups were enabled).
+        assert_eq!(parse_autogroup(b""), (-1, 0));
+        assert_eq!(parse_autogroup(b" /autogroup-7 nice 1"), (-1, 0));
+    }
+
+    #[test]
+    fn smaps_rollup_gives_pss_and_uss() {
+        // A real 6.18 rollup (with Pss_Dirty and KSM, which procps does not look for).
+        let rollup =
+            b"561ea0da2000-7ffd526c8000 ---p 00000000 00:00 0                          [rollup]
+Rss:                1624 kB
+Pss:                 241 kB
+Pss_Dirty:           112 kB
+Pss_Anon:            112 kB
+Pss_File:            129 kB
+Pss_Shmem:             0 kB
+Shared_Clean:       1472 kB
+Shared_Dirty:          0 kB
+Private_Clean:        40 kB
+Private_Dirty:       112 kB
+Referenced:         1624 kB
+Anonymous:           112 kB
+KSM:                   0 kB
+LazyFree:              0 kB
+AnonHugePages:         0 kB
+ShmemPmdMapped:        0 kB
+FilePmdMapped:         0 kB
+Shared_Hugetlb:        0 kB
+Private_Hugetlb:       0 kB
+Swap:                  0 kB
+SwapPss:               0 kB
+Locked:                0 kB
+";
+        assert_eq!(parse_smaps_rollup(rollup), (241, 152));
+        assert_eq!(parse_smaps_rollup(b""), (0, 0));
+        // Keys are looked for after the last one found: a Pss before Rss is not seen.
+        assert_eq!(
+            parse_smaps_rollup(b"Pss: 5 kB\nRss: 9 kB\nPrivate_Dirty: 3\n"),
+            (0, 3)
+        );
+        for cut in 0..rollup.len() {
+            let _ = parse_smaps_rollup(&rollup[..cut]);
+        }
+    }
+
+    #[test]
+    fn lxc_names_follow_procps_delimiters() {
+        // procps's own examples (library/readproc.c), nested privileged and unprivileged.
+        assert_eq!(
+            lxc_name(b"10:cpuset:/lxc/lxc-P/lxc/lxc-P-nested\n"),
+            Some(&b"lxc-P-nested"[..])
+        );
+        assert_eq!(
+            lxc_name(b"10:cpuset:/user.slice/user-1000.slice/session-c2.scope/lxc/lxc-U/lxc/lxc-U-nested\n"),
+            Some(&b"lxc-U-nested"[..])
+        );
+        assert_eq!(
+            lxc_name(b"10:cpuset:/lxc/lxc-P/lxc/lxc-P-nested/MY-NEW-CGROUP\n"),
+            Some(&b"lxc-P-nested"[..])
+        );
+        assert_eq!(
+            lxc_name(b"2:name=systemd:/\n1:cpuset,cpu,cpuacct,devices,freezer,net_cls,blkio,perf_event,net_prio:/lxc/lxc-P\n"),
+            Some(&b"lxc-P"[..])
+        );
+        // LXC 4's payload cgroup, on a unified host.
+        assert_eq!(
+            lxc_name(b"0::/lxc.payload.web/system.slice/nginx.service\n"),
+            Some(&b"web"[..])
+        );
+        // The first kind found wins, even on a later line than another kind.
+        assert_eq!(
+            lxc_name(b"4:memory:/lxc/a\n0::/lxc.payload.b\n"),
+            Some(&b"b"[..])
+        );
+        assert_eq!(lxc_name(b"0::/x/lxc/\n"), Some(&b""[..]));
+        assert_eq!(lxc_name(b"0::/user.slice\n9:name=systemd:/\n"), None);
+        assert_eq!(lxc_name(b""), None);
     }
 }

@@ -84,6 +84,20 @@ fn stat_at(dirfd: RawFd, path: &CStr) -> io::Result<libc::stat> {
     Ok(unsafe { st.assume_init() })
 }
 
+/// Inode number of `path` relative to `dirfd`, following a final symlink: for a
+/// /proc/PID/ns/NAME link, the namespace's number (what `ls -l` shows in `net:[4026531833]`).
+pub fn inode_at(dirfd: RawFd, path: &CStr) -> io::Result<u64> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `path` is NUL-terminated and `st` points to writable memory sized for `stat`.
+    let rc = unsafe { libc::fstatat(dirfd, path.as_ptr(), st.as_mut_ptr(), 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatat returned 0, so it filled the whole structure.
+    let st = unsafe { st.assume_init() };
+    Ok(st.st_ino)
+}
+
 /// Closes a descriptor, ignoring errors (a close error on a read-only procfs file carries no
 /// information we could act on). Async-signal-safe.
 pub fn close(fd: RawFd) {

@@ -5,7 +5,7 @@
  * generates its types from this file's BTF (see the layout anchors in task_iter.bpf.c).
  *
  * A record is a ts_hdr followed by one block per group bit set in ts_hdr.groups, in the
- * order of the bits (BASE, CRED, STAT, SCHED, IO, KNAME, MEM, SIG). Every block is 8-byte
+ * order of the bits (BASE, CRED, STAT, SCHED, IO, KNAME, MEM, SIG, NS). Every block is 8-byte
  * aligned and fixed-size.
  */
 #ifndef TASKSNAP_RECORD_H
@@ -20,6 +20,7 @@
 #define TS_GROUP_KNAME (1u << 5)
 #define TS_GROUP_MEM   (1u << 6)
 #define TS_GROUP_SIG   (1u << 8)
+#define TS_GROUP_NS    (1u << 9)
 
 struct ts_hdr {
 	__u32 tid;		/* pid in the reader's pid namespace */
@@ -123,6 +124,23 @@ struct ts_sig {
 };
 
 /*
+ * What /proc/PID/ns/NAME (its inode number), /proc/PID/oom_score_adj and /proc/PID/loginuid
+ * show, read as fs/proc does. inum[] is in procps's order: cgroup ipc mnt net pid time user
+ * uts; 0 where the link would not resolve (no nsproxy: a zombie keeps only its pid and user
+ * namespaces; no time namespace before Linux 5.6). Who may see them is user space's business:
+ * the links need ptrace read access, which this backend (root only) has as /proc gives it.
+ */
+#define TS_NS_LOGINUID (1u << 0)	/* loginuid is there (CONFIG_AUDIT: else no file) */
+
+struct ts_ns {
+	__u32 inum[8];		/* ns_common.inum of each namespace */
+	__s32 oom_score_adj;	/* signal->oom_score_adj */
+	__u32 loginuid;		/* task->loginuid, AUDIT_UID_UNSET (4294967295) when unset */
+	__u32 flags;		/* TS_NS_* */
+	__u32 pad;
+};
+
+/*
  * What one reader asks of a pass: user space stores it in the reader_cfg map under the
  * thread id that will read() the iterator, because the program runs in that thread's read()
  * calls. Keyed per reader, several readers (one process's shard threads, or several tasksnap
@@ -176,7 +194,8 @@ struct ts_cmd_hdr {
 /* The largest record: every block. */
 #define TS_RECORD_MAX (sizeof(struct ts_hdr) + sizeof(struct ts_base) + sizeof(struct ts_cred) + \
 		       sizeof(struct ts_stat) + sizeof(struct ts_sched) + sizeof(struct ts_io) + \
-		       sizeof(struct ts_kname) + sizeof(struct ts_mem) + sizeof(struct ts_sig))
+		       sizeof(struct ts_kname) + sizeof(struct ts_mem) + sizeof(struct ts_sig) + \
+		       sizeof(struct ts_ns))
 
 /*
  * What a walk writes (ts_walk_args.mode). A live view (top) asks for every record once and

@@ -43,6 +43,7 @@ struct ts_io ts_io_layout = {};
 struct ts_kname ts_kname_layout = {};
 struct ts_mem ts_mem_layout = {};
 struct ts_sig ts_sig_layout = {};
+struct ts_ns ts_ns_layout = {};
 struct ts_cmd_hdr ts_cmd_hdr_layout = {};
 struct ts_reader_cfg ts_reader_cfg_layout = {};
 
@@ -288,6 +289,60 @@ static __always_inline void fill_io(struct ts_io *io, struct task_struct *t,
 	io->sig_read_bytes = sig->ioac.read_bytes;
 	io->sig_write_bytes = sig->ioac.write_bytes;
 	io->sig_cancelled_write_bytes = sig->ioac.cancelled_write_bytes;
+}
+
+/*
+ * The namespaces /proc/PID/ns/NAME resolve to (fs/proc/namespaces.c, each ns_operations'
+ * get()): cgroup, ipc, mnt, net, time and uts from task->nsproxy (none once the task has
+ * exited: exit_task_namespaces() clears it, so a zombie has none of them); pid from
+ * task_active_pid_ns(), the namespace of the task's own pid at its level (there until the
+ * zombie is reaped); user from the task's credentials (__task_cred(), i.e. real_cred). The
+ * time link exists only with CONFIG_TIME_NS (Linux 5.6), hence the field test. Loads go
+ * through untrusted aliases (compat.h): a NULL pointer on the way reads as 0.
+ * oom_score_adj is the signal struct's (proc_oom_score_adj_read()); loginuid the task's
+ * own, under CONFIG_AUDIT (proc_loginuid_read()).
+ */
+static __always_inline void fill_ns(struct ts_ns *n, struct task_struct *t,
+				    struct signal_struct *sig)
+{
+	struct nsproxy *nsp = UNTRUSTED(TASK_PTR(t, nsproxy), struct nsproxy);
+	struct pid *pid = TASK_PTR(t, thread_pid);
+	const struct cred *cred = TASK_PTR(t, real_cred);
+	struct pid_namespace *pns = NULL;
+	__u32 level, i;
+
+	/* Every field is written: the walk's record space is reused from task to task, and a
+	 * zombie's namespaces that are gone must read 0, not the previous task's. */
+	for (i = 0; i < 8; i++)
+		n->inum[i] = 0;
+	if (nsp) {
+		n->inum[0] = nsp->cgroup_ns ? nsp->cgroup_ns->ns.inum : 0;
+		n->inum[1] = nsp->ipc_ns ? nsp->ipc_ns->ns.inum : 0;
+		n->inum[2] = nsp->mnt_ns ? nsp->mnt_ns->ns.inum : 0;
+		n->inum[3] = nsp->net_ns ? nsp->net_ns->ns.inum : 0;
+		if (bpf_core_field_exists(nsp->time_ns))
+			n->inum[5] = nsp->time_ns ? nsp->time_ns->ns.inum : 0;
+		n->inum[7] = nsp->uts_ns ? nsp->uts_ns->ns.inum : 0;
+	}
+	if (pid) {
+		/* A variable index needs a helper read (as in nr_in_ns()). */
+		level = UNTRUSTED(pid, struct pid)->level;
+		if (!bpf_core_read(&pns, sizeof(pns), &pid->numbers[level & 31].ns) && pns)
+			n->inum[4] = BPF_CORE_READ(pns, ns.inum);
+	}
+	if (cred) {
+		struct user_namespace *uns = UNTRUSTED(cred, struct cred)->user_ns;
+
+		n->inum[6] = uns ? uns->ns.inum : 0;
+	}
+	n->oom_score_adj = UNTRUSTED(sig, struct signal_struct)->oom_score_adj;
+	n->loginuid = 0xffffffff;
+	n->flags = 0;
+	if (bpf_core_field_exists(t->loginuid)) {
+		n->loginuid = t->loginuid.val;
+		n->flags |= TS_NS_LOGINUID;
+	}
+	n->pad = 0;
 }
 
 /*
@@ -641,6 +696,12 @@ int dump_task(struct bpf_iter__task *ctx)
 		fill_sig(&sg, t, sig);
 		bpf_seq_write(seq, &sg, sizeof(sg));
 	}
+	if (groups & TS_GROUP_NS) {
+		struct ts_ns n = {};
+
+		fill_ns(&n, t, sig);
+		bpf_seq_write(seq, &n, sizeof(n));
+	}
 	return 0;
 }
 
@@ -729,6 +790,12 @@ __noinline int walk_mem(struct task_struct *t __arg_trusted, struct ts_mem *m __
 __noinline int walk_sig(struct task_struct *t __arg_trusted, struct ts_sig *sg __arg_nonnull)
 {
 	fill_sig(sg, t, t->signal);
+	return 0;
+}
+
+__noinline int walk_ns(struct task_struct *t __arg_trusted, struct ts_ns *n __arg_nonnull)
+{
+	fill_ns(n, t, TASK_PTR(t, signal));
 	return 0;
 }
 
@@ -1414,6 +1481,10 @@ __noinline int walk_record(struct task_struct *t __arg_trusted,
 	if (groups & TS_GROUP_SIG) {
 		walk_sig(t, (void *)(r->bytes + pos));
 		pos += sizeof(struct ts_sig);
+	}
+	if (groups & TS_GROUP_NS) {
+		walk_ns(t, (void *)(r->bytes + pos));
+		pos += sizeof(struct ts_ns);
 	}
 	return pos;
 }

@@ -3,7 +3,7 @@
 
 use tasksnap_model::{Task, TaskState, SCHED_BATCH, SCHED_OTHER};
 
-use super::format::Field;
+use super::format::{Field, IoCount};
 use super::layout::{Cell, CellBytes};
 use super::names::{Names, Ttys};
 use super::text::{self, Locale};
@@ -53,6 +53,8 @@ pub struct Caches {
     pub stime: std::collections::HashMap<i64, String>,
     /// Each CPU's NUMA node, read from sysfs the first time a row needs it.
     pub numa: Option<Vec<i32>>,
+    /// The sd-login answers (`unit`, `slice`, `seat`, ...), made on first use.
+    pub login: Option<tasksnap_collect::login::Login>,
 }
 
 impl Caches {
@@ -64,6 +66,7 @@ impl Caches {
             proc_root: proc_root.to_path_buf(),
             stime: Default::default(),
             numa: None,
+            login: None,
         }
     }
 }
@@ -105,6 +108,15 @@ fn ascii(bytes: CellBytes) -> Cell {
     Cell {
         cells: bytes.len(),
         bytes,
+    }
+}
+
+/// What procps's `snprintf(outbuf, COLWID, "%s", ...)` leaves: at most 239 bytes printed,
+/// while the layout advances by the whole length (snprintf's return value).
+fn colwid(v: &[u8]) -> Cell {
+    Cell {
+        bytes: CellBytes::from_slice(&v[..v.len().min(239)]),
+        cells: v.len(),
     }
 }
 
@@ -343,6 +355,19 @@ pub fn rss_bytes(t: &Task) -> u64 {
     }
 }
 
+/// One /proc/PID/io counter; 0 when the file was not readable (procps's zeroed default).
+pub fn io_count(t: &Task, which: IoCount) -> u64 {
+    t.io.as_deref().map_or(0, |io| match which {
+        IoCount::ReadBytes => io.read_bytes,
+        IoCount::ReadChars => io.rchar_bytes,
+        IoCount::ReadOps => io.syscr,
+        IoCount::WriteBytes => io.write_bytes,
+        IoCount::WriteCancelled => io.cancelled_write_bytes,
+        IoCount::WriteChars => io.wchar_bytes,
+        IoCount::WriteOps => io.syscw,
+    })
+}
+
 /// A row's command text: `[comm]` (and ` <defunct>` for zombies) when the command line is
 /// empty, as procps's `fill_cmdline_cvt`.
 pub fn command_text(t: &Task, loc: Locale) -> Vec<u8> {
@@ -370,6 +395,7 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
     let base = t.base.as_ref();
     let cred = t.cred.as_ref();
     let stat = t.stat.as_ref();
+    let extra = t.extra.as_deref();
     match field {
         Field::Addr | Field::Nop => plain("-"),
         // Outside a text listing there is no header countdown: the first row's text.
@@ -579,11 +605,58 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             let w = &w.as_bytes()[..w.len().min(max).min(63)];
             plain(w)
         }
-        Field::Cgroup => {
-            let mut v = text::cgroup_text(t.cgroup.as_deref());
-            v.truncate(max);
-            plain(&v)
+        Field::Cgroup | Field::Cgname => {
+            // The joined, escaped lines; for cgname what follows the first ":name=" in them
+            // (when anything does), through the end. Then ps's output escape.
+            let v = text::cgroup_text_escaped(t.cgroup.as_deref(), env.locale);
+            let from = match field {
+                Field::Cgname => v
+                    .windows(6)
+                    .position(|w| w == b":name=")
+                    .map(|at| at + 6)
+                    .filter(|&after| after < v.len())
+                    .unwrap_or(0),
+                _ => 0,
+            };
+            let mut room = max;
+            let mut bytes = CellBytes::new();
+            text::output_escape(&mut bytes, &v[from..], &mut room, env.locale);
+            Cell {
+                bytes,
+                cells: max - room,
+            }
         }
+        Field::Lxc => {
+            let cg = t.cgroup.as_deref();
+            colwid(
+                cg.and_then(tasksnap_procfs::parse::lxc_name)
+                    .unwrap_or(b"-"),
+            )
+        }
+        Field::Login(what) => {
+            let login = c
+                .login
+                .get_or_insert_with(|| tasksnap_collect::login::Login::system(&c.proc_root));
+            colwid(&login.text(t.cgroup.as_deref(), what))
+        }
+        Field::Ns(i) => match extra
+            .and_then(|x| x.ns)
+            .map_or(0, |n| n[usize::from(i) & 7])
+        {
+            0 => plain("-"),
+            ino => num(ino),
+        },
+        Field::Oom => num(extra.and_then(|x| x.oom_score).unwrap_or(0)),
+        Field::OomAdj => num(extra.and_then(|x| x.oom_score_adj).unwrap_or(0)),
+        Field::AgId => num(extra.and_then(|x| x.autogroup).map_or(-1, |a| a.0)),
+        Field::AgNice => num(extra.and_then(|x| x.autogroup).map_or(0, |a| a.1)),
+        Field::Luid => match extra.and_then(|x| x.loginuid).unwrap_or(-1) {
+            -1 => plain("-"),
+            id => num(id),
+        },
+        Field::Pss => num(extra.and_then(|x| x.smaps_kb).map_or(0, |s| s.0)),
+        Field::Uss => num(extra.and_then(|x| x.smaps_kb).map_or(0, |s| s.1)),
+        Field::Io(which) => num(io_count(t, which)),
         Field::Vsz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024),
         Field::Sz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024 / (env.page_size / 1024).max(1)),
         Field::Rss => num(rss_bytes(t) / 1024),

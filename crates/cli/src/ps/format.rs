@@ -140,6 +140,39 @@ pub enum Field {
     Test(u8),
     /// AIX literal text: the column's header, on every line.
     Text,
+    /// The namespace `tasksnap_model::NS_NAMES[i]` (`cgroupns` ... `utsns`).
+    Ns(u8),
+    Oom,
+    OomAdj,
+    AgId,
+    AgNice,
+    Luid,
+    Pss,
+    Uss,
+    Io(IoCount),
+    Cgname,
+    Lxc,
+    /// The sd-login columns (`unit`, `uunit`, `slice`, `lsession`, `ouid`, `machine`, `seat`).
+    Login(What),
+}
+
+/// Which /proc/PID/io counter an I/O column shows (procps's mapping, library/pids.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IoCount {
+    /// `rbytes`: `read_bytes`.
+    ReadBytes,
+    /// `rchars`: `rchar`.
+    ReadChars,
+    /// `rops`: `syscr`.
+    ReadOps,
+    /// `wbytes`: `write_bytes`.
+    WriteBytes,
+    /// `wcbytes`: `cancelled_write_bytes`.
+    WriteCancelled,
+    /// `wchars`: `wchar`.
+    WriteChars,
+    /// `wops`: `syscw`.
+    WriteOps,
 }
 
 /// The spec of an AIX literal text column (its text is the column's header).
@@ -195,7 +228,9 @@ const fn p(name: &'static str, head: &'static str, field: Field, show: Show) -> 
     }
 }
 
+use tasksnap_collect::login::What;
 use Field as F;
+use IoCount as I;
 use Just::*;
 use Show::*;
 
@@ -211,6 +246,8 @@ pub static SPECS: &[Spec] = &[
     s("_unlimited2", "U2", F::Test(5), 16, Every, Unlimited),
     s("addr", "ADDR", F::Addr, 4, AsNeeded, Right),
     s("addr_1", "ADDR", F::Addr, 1, AsNeeded, Left),
+    s("ag_id", "AGID", F::AgId, 5, AsNeeded, Right),
+    s("ag_nice", "AGNI", F::AgNice, 4, AsNeeded, Right),
     s("alarm", "ALARM", F::Nop, 5, AsNeeded, Right),
     s("args", "COMMAND", F::Args, 27, ProcessOnly, Unlimited),
     s("atime", "TIME", F::Time, 8, Every, Right),
@@ -219,7 +256,9 @@ pub static SPECS: &[Spec] = &[
     s("bsdtime", "TIME", F::Bsdtime, 6, Every, Right),
     s("c", "C", F::C, 2, Every, Right),
     s("caught", "CAUGHT", F::SigCaught, 9, ThreadOnly, Signal),
+    s("cgname", "CGNAME", F::Cgname, 27, ProcessOnly, Unlimited),
     s("cgroup", "CGROUP", F::Cgroup, 27, ProcessOnly, Unlimited),
+    s("cgroupns", "CGROUPNS", F::Ns(0), 10, Every, Right),
     s("class", "CLS", F::Class, 3, ThreadOnly, Left),
     s("cls", "CLS", F::Cls, 3, ThreadOnly, Right),
     s("cmd", "CMD", F::Args, 27, ProcessOnly, Unlimited),
@@ -263,34 +302,59 @@ pub static SPECS: &[Spec] = &[
     s("group", "GROUP", F::Egroup, 8, Every, User),
     s("ignored", "IGNORED", F::SigIgnored, 9, ThreadOnly, Signal),
     s("intpri", "PRI", F::Opri, 3, ThreadOnly, Right),
+    s("ipcns", "IPCNS", F::Ns(1), 10, Every, Right),
     s("jobc", "JOBC", F::Nop, 4, AsNeeded, Right),
     s("label", "LABEL", F::Label, 31, Every, Left),
     s("lastcpu", "C", F::Psr, 3, ThreadOnly, Right),
     s("lim", "LIM", F::Lim, 5, AsNeeded, Right),
     s("longtname", "TTY", F::Tty, 8, ProcessOnly, Left),
+    s(
+        "lsession",
+        "SESSION",
+        F::Login(What::Session),
+        11,
+        Every,
+        Left,
+    ),
     s("lstart", "STARTED", F::Lstart, 24, Every, Right),
+    s("luid", "LUID", F::Luid, 5, Every, Right),
     p("lwp", "LWP", F::Tid, ThreadOnly),
+    s("lxc", "LXC", F::Lxc, 8, Every, Left),
     s("m_drs", "DRS", F::Drs, 5, ProcessOnly, Right),
     s("m_dt", "DT", F::Nop, 4, ProcessOnly, Right),
     s("m_share", "SHRD", F::Nop, 5, ProcessOnly, Right),
     s("m_size", "SIZE", F::MSize, 5, ProcessOnly, Right),
     s("m_swap", "SWAP", F::Nop, 5, ProcessOnly, Right),
     s("m_trs", "TRS", F::Trs, 5, ProcessOnly, Right),
+    s(
+        "machine",
+        "MACHINE",
+        F::Login(What::Machine),
+        31,
+        Every,
+        Left,
+    ),
     s("maj_flt", "MAJFL", F::MajFlt, 6, AsNeeded, Right),
     s("majflt", "MAJFLT", F::MajFlt, 6, AsNeeded, Right),
     s("min_flt", "MINFL", F::MinFlt, 6, AsNeeded, Right),
     s("minflt", "MINFLT", F::MinFlt, 6, AsNeeded, Right),
+    s("mntns", "MNTNS", F::Ns(2), 10, Every, Right),
+    s("netns", "NETNS", F::Ns(3), 10, Every, Right),
     s("ni", "NI", F::Nice, 3, ThreadOnly, Right),
     s("nice", "NI", F::Nice, 3, ThreadOnly, Right),
     s("nlwp", "NLWP", F::Nlwp, 4, ProcessOnly, Right),
     s("numa", "NUMA", F::Numa, 4, AsNeeded, Right),
+    s("oom", "OOM", F::Oom, 4, ThreadOnly, Right),
+    s("oomadj", "OOMADJ", F::OomAdj, 5, ThreadOnly, Right),
     s("opri", "PRI", F::Opri, 3, ThreadOnly, Right),
+    s("ouid", "OWNER", F::Login(What::OwnerUid), 5, Every, Left),
     s("pagein", "PAGEIN", F::MajFlt, 6, AsNeeded, Right),
     s("pcpu", "%CPU", F::Pcpu, 4, Every, Right),
     s("pending", "PENDING", F::SigPending, 9, Every, Signal),
     p("pgid", "PGID", F::Pgid, ProcessOnly),
     p("pgrp", "PGRP", F::Pgid, ProcessOnly),
     p("pid", "PID", F::Pid, ProcessOnly),
+    s("pidns", "PIDNS", F::Ns(4), 10, Every, Right),
     s("pmem", "%MEM", F::Pmem, 4, ProcessOnly, Right),
     s("policy", "POL", F::Class, 3, ThreadOnly, Left),
     p("ppid", "PPID", F::Ppid, ProcessOnly),
@@ -301,9 +365,27 @@ pub static SPECS: &[Spec] = &[
     s("pri_foo", "FOO", F::PriFoo, 3, ThreadOnly, Right),
     s("priority", "PRI", F::Priority, 3, ThreadOnly, Right),
     s("psr", "PSR", F::Psr, 3, ThreadOnly, Right),
+    s("pss", "PSS", F::Pss, 5, ProcessOnly, Right),
+    s(
+        "rbytes",
+        "RBYTES",
+        F::Io(I::ReadBytes),
+        5,
+        ThreadOnly,
+        Right,
+    ),
+    s(
+        "rchars",
+        "RCHARS",
+        F::Io(I::ReadChars),
+        5,
+        ThreadOnly,
+        Right,
+    ),
     s("re", "RE", F::Nop, 3, AsNeeded, Right),
     s("rgid", "RGID", F::Rgid, 5, Every, Right),
     s("rgroup", "RGROUP", F::Rgroup, 8, Every, User),
+    s("rops", "ROPS", F::Io(I::ReadOps), 5, ThreadOnly, Right),
     s("rss", "RSS", F::Rss, 5, ProcessOnly, Right),
     s("rssize", "RSS", F::Rss, 5, ProcessOnly, Right),
     s("rsz", "RSZ", F::Rss, 5, ProcessOnly, Right),
@@ -312,6 +394,7 @@ pub static SPECS: &[Spec] = &[
     s("ruser", "RUSER", F::Ruser, 8, Every, User),
     s("s", "S", F::S, 1, ThreadOnly, Left),
     s("sched", "SCH", F::Sched, 3, ThreadOnly, Right),
+    s("seat", "SEAT", F::Login(What::Seat), 11, Every, Left),
     p("sess", "SESS", F::Sess, ProcessOnly),
     p("session", "SESS", F::Sess, ProcessOnly),
     s("sgi_p", "P", F::SgiP, 1, ThreadOnly, Right),
@@ -336,6 +419,7 @@ pub static SPECS: &[Spec] = &[
     s("sigmask", "BLOCKED", F::SigBlocked, 9, ThreadOnly, Signal),
     s("size", "SIZE", F::Size, 5, ProcessOnly, Right),
     s("sl", "SL", F::Nop, 3, AsNeeded, Right),
+    s("slice", "SLICE", F::Login(What::Slice), 31, Every, Left),
     p("spid", "SPID", F::Tid, ThreadOnly),
     s("stackp", "STACKP", F::StackP, 16, ProcessOnly, Right),
     s("start", "STARTED", F::Start, 8, Every, Right),
@@ -357,6 +441,7 @@ pub static SPECS: &[Spec] = &[
     s("thcount", "THCNT", F::Nlwp, 5, ProcessOnly, Right),
     p("tid", "TID", F::Tid, ThreadOnly),
     s("time", "TIME", F::Time, 8, Every, Right),
+    s("timens", "TIMENS", F::Ns(5), 10, Every, Right),
     s("timeout", "TMOUT", F::Nop, 5, AsNeeded, Right),
     s("times", "TIME", F::Times, 8, Every, Right),
     s("tname", "TTY", F::Tty, 8, ProcessOnly, Left),
@@ -374,13 +459,43 @@ pub static SPECS: &[Spec] = &[
     s("uid", "UID", F::Euid, 5, Every, Right),
     s("uid_hack", "UID", F::Euser, 8, Every, User),
     s("uname", "USER", F::Euser, 8, Every, User),
+    s("unit", "UNIT", F::Login(What::Unit), 31, Every, Left),
     s("user", "USER", F::Euser, 8, Every, User),
+    s("userns", "USERNS", F::Ns(6), 10, Every, Right),
+    s("uss", "USS", F::Uss, 5, ProcessOnly, Right),
     s("util", "C", F::C, 2, Every, Right),
+    s("utsns", "UTSNS", F::Ns(7), 10, Every, Right),
+    s("uunit", "UUNIT", F::Login(What::UserUnit), 31, Every, Left),
     s("vm_lib", "LIB", F::Nop, 5, ProcessOnly, Right),
     s("vsize", "VSZ", F::Vsz, 6, ProcessOnly, Right),
     s("vsz", "VSZ", F::Vsz, 6, ProcessOnly, Right),
+    s(
+        "wbytes",
+        "WBYTES",
+        F::Io(I::WriteBytes),
+        5,
+        ThreadOnly,
+        Right,
+    ),
+    s(
+        "wcbytes",
+        "WCBYTES",
+        F::Io(I::WriteCancelled),
+        5,
+        ThreadOnly,
+        Right,
+    ),
     s("wchan", "WCHAN", F::Wchan, 6, ThreadOnly, Wchan),
+    s(
+        "wchars",
+        "WCHARS",
+        F::Io(I::WriteChars),
+        5,
+        ThreadOnly,
+        Right,
+    ),
     s("wname", "WCHAN", F::Wchan, 6, ThreadOnly, Wchan),
+    s("wops", "WOPS", F::Io(I::WriteOps), 5, ThreadOnly, Right),
     s("zone", "ZONE", F::Label, 31, Every, Left),
 ];
 

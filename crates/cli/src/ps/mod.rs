@@ -140,7 +140,14 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             }
             Field::Fds => g.fds = true,
             Field::Wchan => g.wchan = true,
-            Field::Cgroup => g.cgroup = true,
+            Field::Cgroup | Field::Cgname | Field::Lxc | Field::Login(_) => g.cgroup = true,
+            Field::Ns(_) => g.ns = true,
+            Field::Oom => g.oom_score = true,
+            Field::OomAdj => g.oom_score_adj = true,
+            Field::AgId | Field::AgNice => g.autogroup = true,
+            Field::Luid => g.loginuid = true,
+            Field::Pss | Field::Uss => g.smaps = true,
+            Field::Io(_) => g.io = true,
             Field::Exe => g.exe = true,
             _ => {}
         }

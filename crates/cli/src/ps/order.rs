@@ -126,6 +126,31 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
         Field::Tty4 => sort_key(Field::Tty, t, env, c),
         // context, label and zone sort by the process id (their PIDS_ID_TGID).
         Field::Label => n(t.id.tgid as f64),
+        // procps compares these as the numbers they are, unreadable ones as its defaults.
+        Field::Ns(i) => n(t
+            .extra
+            .as_ref()
+            .and_then(|x| x.ns)
+            .map_or(0, |v| v[usize::from(i) & 7]) as f64),
+        Field::Oom
+        | Field::OomAdj
+        | Field::AgId
+        | Field::AgNice
+        | Field::Luid
+        | Field::Pss
+        | Field::Uss => {
+            let x = t.extra.as_deref();
+            n(match field {
+                Field::Oom => x.and_then(|x| x.oom_score).unwrap_or(0) as f64,
+                Field::OomAdj => x.and_then(|x| x.oom_score_adj).unwrap_or(0) as f64,
+                Field::AgId => x.and_then(|x| x.autogroup).map_or(-1, |a| a.0) as f64,
+                Field::AgNice => x.and_then(|x| x.autogroup).map_or(0, |a| a.1) as f64,
+                Field::Luid => x.and_then(|x| x.loginuid).unwrap_or(-1) as f64,
+                Field::Pss => x.and_then(|x| x.smaps_kb).map_or(0, |s| s.0) as f64,
+                _ => x.and_then(|x| x.smaps_kb).map_or(0, |s| s.1) as f64,
+            })
+        }
+        Field::Io(which) => n(fields::io_count(t, which) as f64),
         _ => Key::Text(fields::value(field, t, 4096, &[], env, c).bytes.to_vec()),
     }
 }
@@ -357,6 +382,12 @@ pub fn cell(
             cells: 1,
         };
     }
+    if row.kind == RowKind::Thread && unregistered_on_thread_rows(col.spec.field) {
+        return Cell {
+            bytes: super::layout::CellBytes::from_slice(b"0"),
+            cells: 1,
+        };
+    }
     let art = match (row.forest, col.spec.field) {
         (Some(style), Field::Args | Field::Comm | Field::Fname) => {
             forest_art(&row.prefix, style, max)
@@ -364,6 +395,18 @@ pub fn cell(
         _ => Vec::new(),
     };
     fields::value(col.spec.field, &tasks[row.task], max, &art, env, c)
+}
+
+/// Thread-only columns whose value procps never reads with `m`/`-m`. There it collects the
+/// items to read from the process rows' format list, where thread-only columns are
+/// `pr_nop` (ps/display.c `lists_and_needs()`, then `finalize_stacks()`), so an item no other
+/// column or selection needs is not read at all, and the thread rows print the unused result
+/// slot before the stack's own: zeroed memory for every task but the first one fetched,
+/// whose slot overlaps a pointer (that one cannot be matched). procps registers a few
+/// items up front (state, nice, times, ...); of the columns that need others, these are
+/// the OOM and I/O ones.
+fn unregistered_on_thread_rows(field: Field) -> bool {
+    matches!(field, Field::Oom | Field::OomAdj | Field::Io(_))
 }
 
 /// Whether `col` has no value on `row` (a thread-only column on a process row, or the

@@ -143,6 +143,29 @@ pub fn cgroup_text(raw: Option<&[u8]>) -> Vec<u8> {
     v
 }
 
+/// [`cgroup_text`] as ps's `cgroup` and `cgname` columns hold it before printing: each line
+/// through the library escape (control characters and, in the C locale, every non-ASCII
+/// byte become `?`), as `fill_cgroup_cvt()` escapes each line it joins.
+pub fn cgroup_text_escaped(raw: Option<&[u8]>, loc: Locale) -> Vec<u8> {
+    let mut v: Vec<u8> = Vec::new();
+    for l in raw
+        .into_iter()
+        .flat_map(tasksnap_procfs::parse::parse_cgroup)
+        .filter(|l| !l.is_root())
+    {
+        if !v.is_empty() {
+            v.push(b',');
+        }
+        let at = v.len();
+        v.extend_from_slice(l.line);
+        library_escape(&mut v[at..], loc);
+    }
+    if v.is_empty() {
+        v.push(b'-');
+    }
+    v
+}
+
 /// What an `args` column shows for a command line (procps's `fill_cmdline_cvt`): the
 /// flattened, escaped line; `?` for one of NULs only; for none, `[comm]` (`comm` already
 /// escaped), with ` <defunct>` for a zombie. Shared by ps, top and the machine formats.

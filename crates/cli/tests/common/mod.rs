@@ -10,8 +10,12 @@ use tasksnap_loadgen::Load;
 
 pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
-/// Columns whose values move between two runs, by header.
-pub const MOVING: &[&str] = &["%CPU", "C", "TIME", "ELAPSED", "CP", "%CUC", "%CUU", "P"];
+/// Columns whose values move between two runs, by header. (PSS and USS move with ps itself:
+/// a page counts as private while one process maps it, and the two ps programs map
+/// different pages of the libraries they share with the processes listed.)
+pub const MOVING: &[&str] = &[
+    "%CPU", "C", "TIME", "ELAPSED", "CP", "%CUC", "%CUU", "P", "PSS", "USS",
+];
 
 #[allow(unused_imports)] // Not every test binary that includes this module needs it.
 pub use tasksnap_loadgen::root_or_skip;
@@ -315,6 +319,202 @@ impl Drop for Extras {
         }
         for c in &mut self.children {
             let _ = c.wait();
+        }
+    }
+}
+
+/// Processes for the namespace, OOM, login and cgroup columns, as root: `sleep 1000`s in
+/// other namespaces (unshare), one with an OOM adjustment (choom), one with a login uid, one
+/// of nobody's, and some moved into cgroups named as systemd names them (a session scope of
+/// user 4242, a user manager's service, a machine scope, an LXC payload, one with control
+/// characters and bytes that are not UTF-8 in its name; and one in
+/// systemd's v1 hierarchy where that is mounted). The session's seat and the machine's name
+/// are written where sd-login reads them (/run/systemd/sessions, /run/systemd/machines)
+/// when those directories are there, under names unique to this test process. Processes
+/// are killed (SIGKILL) and the cgroups and files removed on drop. As another user: nothing.
+pub struct Placed {
+    /// Whether some were moved into cgroups (a cgroup v2 hierarchy is mounted).
+    pub in_cgroups: bool,
+    /// Whether their seat and machine files were written (/run/systemd has the directories).
+    pub seat_and_machine: bool,
+    procs: Extras,
+    /// Cgroups made, parents first.
+    dirs: Vec<std::path::PathBuf>,
+    files: Vec<std::path::PathBuf>,
+}
+
+/// The mount points of the cgroup v2 hierarchy and of v1's `name=systemd`, when mounted.
+fn cgroup_mounts() -> (Option<String>, Option<String>) {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let (mut v2, mut named) = (None, None);
+    for line in info.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let point = left.split(' ').nth(4).unwrap_or_default().to_string();
+        let mut r = right.split(' ');
+        let fstype = r.next().unwrap_or_default();
+        let opts = r.nth(1).unwrap_or_default();
+        if fstype == "cgroup2" && v2.is_none() {
+            v2 = Some(point);
+        } else if fstype == "cgroup" && opts.split(',').any(|o| o == "name=systemd") {
+            named = Some(point);
+        }
+    }
+    (v2, named)
+}
+
+impl Placed {
+    /// The tag in every name this makes: letters and digits (a valid session id).
+    pub fn tag() -> String {
+        format!("tsn{}", std::process::id())
+    }
+
+    pub fn spawn() -> Placed {
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return Placed {
+                in_cgroups: false,
+                seat_and_machine: false,
+                procs: Extras {
+                    children: Vec::new(),
+                },
+                dirs: Vec::new(),
+                files: Vec::new(),
+            };
+        }
+        let tag = Self::tag();
+        let login = "echo 4242 > /proc/self/loginuid && exec sleep 1000".to_string();
+        let mut cmds: Vec<Vec<String>> = [
+            &["unshare", "--net", "--uts", "--ipc", "sleep", "1000"][..],
+            &["unshare", "--mount", "--cgroup", "sleep", "1000"],
+            &["unshare", "--pid", "--fork", "sleep", "1000"],
+            &["unshare", "--time", "--fork", "sleep", "1000"],
+            &["unshare", "--user", "sleep", "1000"],
+            &["choom", "-n", "300", "--", "sleep", "1000"],
+            &["sh", "-c", &login],
+            &[
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sleep",
+                "1000",
+            ],
+        ]
+        .iter()
+        .map(|c| c.iter().map(|s| s.to_string()).collect())
+        .collect();
+        // The ones moved into cgroups below.
+        let (v2, named) = cgroup_mounts();
+        let mut cgroups: Vec<std::path::PathBuf> = Vec::new();
+        if let Some(m) = &v2 {
+            for path in [
+                format!("{tag}.slice/user-4242.slice/session-{tag}.scope"),
+                format!(
+                    "{tag}.slice/user-4242.slice/user@4242.service/app.slice/{tag}-app.service"
+                ),
+                format!("{tag}.slice/machine-{tag}.scope/payload"),
+                format!("lxc.payload.{tag}/init.scope"),
+            ] {
+                cgroups.push(std::path::Path::new(m).join(path));
+            }
+            // A hostile name: a tab, an escape sequence, UTF-8 and a byte that is not.
+            use std::os::unix::ffi::OsStrExt;
+            let odd = [tag.as_bytes(), b"-\t\x1b[31m\xc3\xa9\xff.service"].concat();
+            cgroups.push(std::path::Path::new(m).join(std::ffi::OsStr::from_bytes(&odd)));
+        }
+        if let Some(m) = &named {
+            cgroups.push(std::path::Path::new(m).join(format!("{tag}/{tag}-v1.service")));
+        }
+        let placed_from = cmds.len();
+        for _ in &cgroups {
+            cmds.push(vec!["sleep".into(), "1000".into()]);
+        }
+        let children = cmds
+            .iter()
+            .map(|c| {
+                Command::new(&c[0])
+                    .args(&c[1..])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("spawn a placed process")
+            })
+            .collect();
+        let mut procs = Extras { children };
+        let mut dirs = Vec::new();
+        for (i, cg) in cgroups.iter().enumerate() {
+            let pid = procs.children[placed_from + i].id();
+            // Each level, parents first, so that drop can remove them deepest first.
+            let is_mount = |a: &std::path::Path| {
+                [&v2, &named]
+                    .iter()
+                    .any(|m| m.as_deref().map(std::path::Path::new) == Some(a))
+            };
+            let root = cg
+                .ancestors()
+                .find(|a| is_mount(a))
+                .map(|a| a.to_path_buf())
+                .expect("under its mount");
+            let rel = cg.strip_prefix(&root).expect("relative");
+            let mut at = root.clone();
+            for part in rel.components() {
+                at.push(part);
+                if !dirs.contains(&at) {
+                    std::fs::create_dir(&at).expect("make a cgroup");
+                    dirs.push(at.clone());
+                }
+            }
+            std::fs::write(cg.join("cgroup.procs"), pid.to_string()).expect("move into the cgroup");
+        }
+        let mut files = Vec::new();
+        let run = std::path::Path::new("/run/systemd");
+        let seat_and_machine =
+            v2.is_some() && run.join("sessions").is_dir() && run.join("machines").is_dir();
+        if seat_and_machine {
+            let f = run.join("sessions").join(&tag);
+            std::fs::write(&f, "UID=4242\nUSER=test\nACTIVE=1\nSEAT=seat-test\n").expect("session");
+            files.push(f);
+        }
+        if seat_and_machine {
+            let f = run
+                .join("machines")
+                .join(format!("unit:machine-{tag}.scope"));
+            std::os::unix::fs::symlink(format!("{tag}-vm"), &f).expect("machine");
+            files.push(f);
+        }
+        procs.settle();
+        Placed {
+            in_cgroups: v2.is_some(),
+            seat_and_machine,
+            procs,
+            dirs,
+            files,
+        }
+    }
+
+    /// Their pids (and their children's: the sleeps under `unshare --fork`).
+    pub fn pids(&self) -> Vec<i32> {
+        self.procs.pids()
+    }
+}
+
+impl Drop for Placed {
+    fn drop(&mut self) {
+        // The processes first (Extras' drop kills and reaps them), then their cgroups.
+        drop(std::mem::replace(
+            &mut self.procs,
+            Extras {
+                children: Vec::new(),
+            },
+        ));
+        for d in self.dirs.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+        for f in &self.files {
+            let _ = std::fs::remove_file(f);
         }
     }
 }

@@ -11,7 +11,7 @@ use tasksnap_model::{
 };
 
 use super::skel::types::{
-    ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_mem, ts_sched, ts_sig, ts_stat,
+    ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_mem, ts_ns, ts_sched, ts_sig, ts_stat,
 };
 use crate::procfs::Units;
 
@@ -23,6 +23,9 @@ const TS_GROUP_IO: u32 = 16;
 pub(super) const TS_GROUP_KNAME: u32 = 32;
 const TS_GROUP_MEM: u32 = 64;
 const TS_GROUP_SIG: u32 = 256;
+const TS_GROUP_NS: u32 = 512;
+/// `ts_ns.flags`: the kernel has login uids (record.h).
+const TS_NS_LOGINUID: u32 = 1;
 /// `ts_mem.flags`: the RSS counters are exact sums (record.h).
 const TS_MEM_EXACT: u32 = 1;
 
@@ -79,10 +82,14 @@ impl Record<'_> {
     pub fn sig(&self) -> Option<ts_sig> {
         self.block(TS_GROUP_SIG)
     }
+    /// Namespaces, oom_score_adj and loginuid (record.h, struct ts_ns).
+    pub fn ns(&self) -> Option<ts_ns> {
+        self.block(TS_GROUP_NS)
+    }
 }
 
 /// The group bits in record order, with their block sizes.
-const BLOCK_SIZES: [(u32, usize); 8] = [
+const BLOCK_SIZES: [(u32, usize); 9] = [
     (TS_GROUP_BASE, std::mem::size_of::<ts_base>()),
     (TS_GROUP_CRED, std::mem::size_of::<ts_cred>()),
     (TS_GROUP_STAT, std::mem::size_of::<ts_stat>()),
@@ -91,6 +98,7 @@ const BLOCK_SIZES: [(u32, usize); 8] = [
     (TS_GROUP_KNAME, std::mem::size_of::<ts_kname>()),
     (TS_GROUP_MEM, std::mem::size_of::<ts_mem>()),
     (TS_GROUP_SIG, std::mem::size_of::<ts_sig>()),
+    (TS_GROUP_NS, std::mem::size_of::<ts_ns>()),
 ];
 
 /// Record bytes per task for `bits` (to size read buffers).
@@ -189,6 +197,9 @@ pub fn group_bits(g: &Groups) -> u32 {
     if g.signals {
         bits |= TS_GROUP_SIG;
     }
+    if g.ns || g.oom_score_adj || g.loginuid {
+        bits |= TS_GROUP_NS;
+    }
     bits
 }
 
@@ -281,7 +292,8 @@ pub fn chunk_records<'a>(chunk: &'a [u8], out: &mut Vec<Record<'a>>) -> Result<(
         | TS_GROUP_IO
         | TS_GROUP_KNAME
         | TS_GROUP_MEM
-        | TS_GROUP_SIG;
+        | TS_GROUP_SIG
+        | TS_GROUP_NS;
     let hdr_size = std::mem::size_of::<ts_hdr>();
     let mut at = 0;
     while at + hdr_size <= chunk.len() {
@@ -856,6 +868,25 @@ fn fill_task(
             })
         });
     }
+    if let Some(n) = r.ns() {
+        fill_ns(t, &n, groups);
+    }
+}
+
+/// The groups of a `ts_ns` block `groups` asks for, as /proc shows them: a namespace the task
+/// has not (0) is a link that does not resolve; the login uid as procps reads it (a C `int`);
+/// none without CONFIG_AUDIT (no loginuid file).
+fn fill_ns(t: &mut Task, n: &ts_ns, groups: &Groups) {
+    let x = t.extra_mut();
+    if groups.ns {
+        x.ns = Some(n.inum.map(u64::from));
+    }
+    if groups.oom_score_adj {
+        x.oom_score_adj = Some(n.oom_score_adj);
+    }
+    if groups.loginuid && n.flags & TS_NS_LOGINUID != 0 {
+        x.loginuid = Some(n.loginuid as i32);
+    }
 }
 
 /// Keeps the tasks the selector names.
@@ -901,6 +932,12 @@ pub fn procfs_groups(g: &Groups) -> Groups {
         // Code and stack addresses as /proc/PID/stat shows them to this reader (masked
         // without ptrace access: do_task_stat()), and the RSS limit with them.
         layout: g.layout,
+        // Namespaces, oom_score_adj and loginuid come from the pass (TS_GROUP_NS); the
+        // OOM score (oom_badness() over the task's memory and the machine's), the
+        // autogroup and smaps_rollup (a walk of every mapping) from /proc.
+        oom_score: g.oom_score,
+        autogroup: g.autogroup,
+        smaps: g.smaps,
         ..Groups::default()
     }
 }
@@ -963,6 +1000,19 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
     if fill.cred_full {
         if let (Some(c), Some(fc)) = (&mut t.cred, f.cred) {
             c.groups = fc.groups;
+        }
+    }
+    if fill.oom_score || fill.autogroup || fill.smaps {
+        let from = f.extra.unwrap_or_default();
+        let x = t.extra_mut();
+        if fill.oom_score {
+            x.oom_score = from.oom_score;
+        }
+        if fill.autogroup {
+            x.autogroup = from.autogroup;
+        }
+        if fill.smaps {
+            x.smaps_kb = from.smaps_kb;
         }
     }
 }

@@ -9,7 +9,8 @@
 //! - never lets one task stall the listing: a `cmdline` read that blocks on the target's mmap
 //!   lock for longer than the deadline (20 ms of blocked time: waiting for a CPU does not
 //!   count, see crate::blocked) is abandoned on its thread, the task is shown without its
-//!   command line (`[comm]`, like procps) and counted;
+//!   command line (`[comm]`, like procps) and counted; so is a `smaps_rollup` read (PSS,
+//!   USS), which walks the target's mappings under the same lock (the task then shows 0);
 //! - never lists fewer tasks because it ran out of descriptors: each reader holds at most what
 //!   RLIMIT_NOFILE leaves it, and a collection that still runs out fails with
 //!   [`Error::Exhausted`] instead of leaving tasks out (see pool.rs).

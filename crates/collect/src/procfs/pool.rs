@@ -2,7 +2,7 @@
 //!
 //! The items are split into contiguous ranges, one per reader thread. A reader publishes, in
 //! its [`Slot`], the results it has so far and, while it is inside a read that can block on a
-//! target's mmap lock (`cmdline`), the time that read started and the task read so far. The
+//! target's mmap lock (`cmdline`, `smaps_rollup`), the time that read started and the task read so far. The
 //! calling thread is the watchdog: if a read has been *blocked* past the deadline (blocked
 //! time, not wall time: a reader that waited for a CPU on a busy host is not stuck; see
 //! [`crate::blocked`]), it abandons that reader (keeping its results, and the blocked task
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use tasksnap_model::{Groups, SnapshotStats, Task};
 
-use super::reader::{Outcome, Progress, TaskReader, Units};
+use super::reader::{Blocking, Outcome, Progress, TaskReader, Units};
 use super::Item;
 use crate::blocked::{self, Count, Watch};
 use crate::sys::{self, FdBatch};
@@ -76,6 +76,8 @@ struct SlotState {
     results: Vec<Task>,
     /// The task whose blocking read is in progress, as far as it was read.
     pending: Option<Task>,
+    /// Which read that is.
+    pending_what: Option<Blocking>,
     stats: SnapshotStats,
     /// What made this reader stop short: the whole collection fails.
     failure: Option<Error>,
@@ -102,9 +104,10 @@ struct SlotProgress<'a> {
 }
 
 impl Progress for SlotProgress<'_> {
-    fn before_blocking(&mut self, task: Task) {
+    fn before_blocking(&mut self, task: Task, what: Blocking) {
         let mut st = self.slot.lock();
         st.pending = Some(task);
+        st.pending_what = Some(what);
         self.slot.blocked_since_ns.store(
             sys::clock_ns(libc::CLOCK_MONOTONIC).max(1),
             Ordering::Release,
@@ -311,11 +314,11 @@ pub(crate) fn read_all(
         let id = slots.len();
         slots.push((slot.clone(), end));
         let (r, it, t, s) = (root.clone(), items.clone(), tx.clone(), slot.clone());
-        // The thread is there for the watchdog, which abandons a command-line read stuck
-        // on its target's mmap lock. Without command lines, a few tasks (pid 1, which
+        // The thread is there for the watchdog, which abandons a command-line (or
+        // smaps_rollup) read stuck on its target's mmap lock. Without those, a few tasks (pid 1, which
         // the BPF walk passes over here, and what it could not fill) are read right here:
         // a thread costs ~15 system calls of its own.
-        let spawned = if cfg.groups.cmdline || n >= MIN_ITEMS_PER_WORKER {
+        let spawned = if cfg.groups.cmdline || cfg.groups.smaps || n >= MIN_ITEMS_PER_WORKER {
             std::thread::Builder::new()
                 .name("tasksnap-procfs".into())
                 .spawn(move || run_reader(r, root_fd, it, start..end, cfg, s, id, t, true))
@@ -395,8 +398,12 @@ pub(crate) fn read_all(
                     tasks.extend(std::mem::take(&mut st.results));
                     add_stats(&mut stats, &st.stats);
                     if let Some(mut t) = st.pending.take() {
-                        t.cmdline = None;
-                        t.cmdline_timed_out = true;
+                        // A stuck smaps_rollup read leaves PSS/USS out (the command line,
+                        // read before it, stays); a stuck cmdline read, the command line.
+                        if st.pending_what != Some(Blocking::Smaps) {
+                            t.cmdline = None;
+                            t.cmdline_timed_out = true;
+                        }
                         tasks.push(t);
                     }
                     stats.cmdline_timeouts += 1;

@@ -86,11 +86,33 @@ pub struct TaskReader {
     cmdline_cache: Option<(i32, Vec<u8>)>,
 }
 
+/// A read that can block on the target's mmap lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    /// /proc/PID/cmdline (`get_mm_cmdline()` pins the pages of the argument area).
+    Cmdline,
+    /// /proc/PID/smaps_rollup (`show_smaps_rollup()` walks every mapping under the lock).
+    Smaps,
+}
+
+/// The ns links, in `NS_NAMES` order, as paths under a task's directory.
+const NS_FILES: [&str; 8] = [
+    "ns/cgroup",
+    "ns/ipc",
+    "ns/mnt",
+    "ns/net",
+    "ns/pid",
+    "ns/time",
+    "ns/user",
+    "ns/uts",
+];
+
 /// Where in the reading of a task we are; lets a watchdog know a read may block.
 pub trait Progress {
-    /// Called before a read that can block on the target's mmap lock. Takes the task read so
-    /// far into safe keeping, where a watchdog can take it if the read never returns.
-    fn before_blocking(&mut self, task: Task);
+    /// Called before a read that can block on the target's mmap lock (`what`). Takes the
+    /// task read so far into safe keeping, where a watchdog can take it if the read never
+    /// returns.
+    fn before_blocking(&mut self, task: Task, what: Blocking);
     /// Called after that read: gives the task back, or `None` when the watchdog took it (the
     /// reader was abandoned and must stop).
     fn after_blocking(&mut self) -> Option<Task>;
@@ -184,6 +206,27 @@ impl TaskReader {
         };
         self.fds.done(fd);
         result
+    }
+
+    /// [`Self::read_small`] of a file whose absence or refusal says nothing about the task
+    /// (a thread has no `autogroup`, a kernel without audit no `loginuid`, a kernel thread's
+    /// `smaps_rollup` read fails with ESRCH): `Ok(None)` then, as for any unreadable file,
+    /// which procps shows as its default. `Err` only when descriptors or memory ran out.
+    fn read_optional(
+        &mut self,
+        tgid: i32,
+        tid: Option<i32>,
+        file: &str,
+    ) -> Result<Option<usize>, io::Error> {
+        match self.read_small(tgid, tid, file) {
+            Ok(n) => Ok(Some(n)),
+            Err(FileError::Exhausted(e)) => Err(e),
+            Err(FileError::Denied) => {
+                self.stats.denied += 1;
+                Ok(None)
+            }
+            Err(FileError::Gone) => Ok(None),
+        }
     }
 
     /// Reads `tgid/cmdline` (the process's, shared by its threads), up to the size cap, into
@@ -526,6 +569,50 @@ impl TaskReader {
             }
         }
 
+        if g.ns {
+            // procps stat()s /proc/TID/ns/NAME: the same task as TGID/task/TID/ns/NAME.
+            let mut inums = [0u64; 8];
+            for (slot, file) in inums.iter_mut().zip(NS_FILES) {
+                let r = self.retry(|r| {
+                    let path = r.set_path(tgid, tid, file);
+                    sys::inode_at(r.root_fd, &path).map_err(classify)
+                });
+                match r {
+                    Ok(ino) => *slot = ino,
+                    Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, file, e),
+                    // Hidden (EACCES: the links need ptrace read access), absent (ENOENT: a
+                    // zombie has only its pid and user namespaces; no time namespace before
+                    // Linux 5.6) or gone: 0, which procps prints as "-".
+                    Err(_) => {}
+                }
+            }
+            task.extra_mut().ns = Some(inums);
+        }
+
+        for (asked, file) in [
+            (g.oom_score, "oom_score"),
+            (g.oom_score_adj, "oom_score_adj"),
+            (g.autogroup, "autogroup"),
+            (g.loginuid, "loginuid"),
+        ] {
+            if !asked {
+                continue;
+            }
+            let n = match self.read_optional(tgid, tid, file) {
+                Ok(Some(n)) => n,
+                Ok(None) => continue,
+                Err(e) => return self.failed(tgid, tid, file, e),
+            };
+            let text = &self.buf[..n];
+            let x = task.extra.get_or_insert_with(Box::default);
+            match file {
+                "oom_score" => x.oom_score = parse::parse_oom(text),
+                "oom_score_adj" => x.oom_score_adj = parse::parse_oom(text),
+                "autogroup" => x.autogroup = Some(parse::parse_autogroup(text)),
+                _ => x.loginuid = Some(parse::parse_loginuid(text)),
+            }
+        }
+
         if g.exe {
             let mut link = vec![0u8; 4096];
             let read = self.retry(|r| {
@@ -559,7 +646,7 @@ impl TaskReader {
                 // reading it would cost two system calls for nothing.
                 task.cmdline = Some(Vec::new());
             } else {
-                progress.before_blocking(task);
+                progress.before_blocking(task, Blocking::Cmdline);
                 let r = self.retry(|r| r.read_cmdline(tgid));
                 let Some(back) = progress.after_blocking() else {
                     return Outcome::Abandoned;
@@ -575,6 +662,29 @@ impl TaskReader {
                     Err(FileError::Gone) => return self.gone(task, seen),
                     Err(FileError::Denied) => self.stats.denied += 1,
                     Err(FileError::Exhausted(e)) => return self.failed(tgid, None, "cmdline", e),
+                }
+            }
+        }
+
+        if g.smaps {
+            let no_mm = st.as_ref().is_some_and(|l| {
+                l.flags & PF_KTHREAD != 0 || TaskState::from_letter(l.state) == TaskState::Zombie
+            });
+            // Kernel threads and zombies have no memory to sum: their read fails (ESRCH),
+            // which procps shows as 0, as it does here without a read.
+            if !no_mm {
+                progress.before_blocking(task, Blocking::Smaps);
+                let r = self.read_optional(tgid, tid, "smaps_rollup");
+                let Some(back) = progress.after_blocking() else {
+                    return Outcome::Abandoned;
+                };
+                task = back;
+                match r {
+                    Ok(Some(n)) => {
+                        task.extra_mut().smaps_kb = Some(parse::parse_smaps_rollup(&self.buf[..n]))
+                    }
+                    Ok(None) => {}
+                    Err(e) => return self.failed(tgid, tid, "smaps_rollup", e),
                 }
             }
         }
