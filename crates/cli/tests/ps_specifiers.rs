@@ -23,8 +23,8 @@ use common::*;
 /// The specifiers whose values legitimately move between the two runs (tasksnap's, then
 /// procps's), masked in the rows; the header and the rows' presence are still compared.
 /// Everything else is left unmasked: the load's tasks sleep, so their CPU times, last CPU
-/// (psr, cpuid, lastcpu, sgi_p, numa), memory (rss, pss, uss, oom score) and fault counts
-/// do not move.
+/// (psr, cpuid, lastcpu, sgi_p, numa), resident memory, oom score and fault counts do not
+/// move. (ps_oracle.rs checks PSS and USS against smaps_rollup read right after the run.)
 const MOVING: &[(&str, &str)] = &[
     (
         "%cpu",
@@ -38,6 +38,12 @@ const MOVING: &[(&str, &str)] = &[
     ("cuc", "as cuu, with the reaped children's time"),
     ("etime", "the elapsed time, to the second"),
     ("etimes", "as etime, in seconds"),
+    (
+        "pss",
+        "a shared page counts 1/n in each of the n processes mapping it, and the two ps \
+         programs map different library pages shared with the listed processes",
+    ),
+    ("uss", "as pss: a page is private while one process maps it"),
 ];
 
 /// procps's `CF_UNLIMITED` specifiers: a column that takes the rest of the line when last,

@@ -1119,7 +1119,7 @@ mod tests {
         assert_eq!(out.iter().map(|r| r.hdr.tid).collect::<Vec<_>>(), [7, 9]);
 
         // Unknown group bits: refused, not guessed at.
-        let mut bad = hdr_bytes(3, 1 << 9);
+        let mut bad = hdr_bytes(3, 1 << 7);
         bad.resize(chunk_len, 0);
         assert!(chunk_records(&bad, &mut Vec::new()).is_err());
 
