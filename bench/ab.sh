@@ -7,6 +7,7 @@
 #
 #   bench/ab.sh A_BIN B_BIN [N]      default N 50000; needs root above ~30k processes
 #   RUNS=10 bench/ab.sh ...          hyperfine runs per command
+#   SETTLE=60 bench/ab.sh ...        seconds to wait after the load is up
 #
 # Build A from an older commit, e.g.:
 #   git worktree add /tmp/old <commit> && CARGO_TARGET_DIR=/tmp/old-target \
@@ -32,6 +33,10 @@ coproc LOAD { exec "$LG" --procs "$N" --until-stdin-eof; }
 load_pid=$LOAD_PID
 read -r _ <&"${LOAD[0]}"
 echo "load ready: $(ls /proc | grep -c '^[0-9]') processes on the machine"
+# Creating tens of thousands of processes leaves the machine busy for a while after the last
+# one is up (load average in the hundreds, reclaim): measured then, the first command set
+# varied by ±150 ms. Let it settle first.
+sleep "${SETTLE:-60}"
 
 for args in "-ef" "-e -o pid,ppid,user,stat,comm" "aux"; do
   tag=$(echo "$args" | tr -c 'a-z0-9' '_')

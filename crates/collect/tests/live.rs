@@ -274,6 +274,55 @@ fn a_blocked_smaps_read_is_abandoned_at_the_deadline() {
     eprintln!("{timed_out} smaps_rollup reads abandoned, {read} read");
 }
 
+/// `environ` (BSD `e`) copies the target's memory under its mmap lock, as a command line
+/// read does: a read blocked past the deadline is abandoned the same way, and the task is
+/// listed without its environment, with its command line (read before it) kept.
+#[test]
+fn a_blocked_environ_read_is_abandoned_at_the_deadline() {
+    let storm = tasksnap_loadgen::Load::spawn(&["--mmap-lock-storm"])
+        .expect("spawn the load generator (cargo build --workspace first)");
+    let pid = storm.info.mmap_lock_storm.expect("the storm's pid");
+    tasksnap_loadgen::wait_until("a blocked cmdline read", || {
+        tasksnap_loadgen::cmdline_read_blocks(pid)
+    });
+    let mut c = ProcfsCollector::new()
+        .expect("open /proc")
+        .with_cmdline_deadline(Duration::from_millis(20));
+    let q = Query::new(
+        Selector::Pid(pid),
+        Groups {
+            base: true,
+            environ: true,
+            ..Groups::default()
+        },
+    );
+    let (mut timed_out, mut read) = (0, 0);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..40 {
+        let start = Instant::now();
+        let snap = c.snapshot(&q).expect("snapshot");
+        slowest = slowest.max(start.elapsed());
+        let t = snap.tasks.first().expect("the storm child is listed");
+        if snap.stats.cmdline_timeouts == 1 {
+            timed_out += 1;
+            assert!(t.environ.is_none());
+            assert!(!t.cmdline_timed_out, "no command line was read");
+            assert!(t.base.is_some(), "the rest of the task is still there");
+        } else {
+            read += usize::from(t.environ.as_ref().is_some_and(|e| !e.is_empty()));
+        }
+    }
+    assert!(
+        timed_out > 0,
+        "no read ever blocked: the storm did not hold the lock"
+    );
+    assert!(
+        slowest < Duration::from_millis(400),
+        "a snapshot took {slowest:?}"
+    );
+    eprintln!("{timed_out} environ reads abandoned, {read} read");
+}
+
 /// A few tasks without command lines are read on the caller's thread (no reader thread):
 /// the caller's open descriptors must all survive it. (A reader clears its descriptor
 /// table from 4 up, which on the caller's thread closed the caller's own files: the BPF

@@ -314,11 +314,12 @@ pub(crate) fn read_all(
         let id = slots.len();
         slots.push((slot.clone(), end));
         let (r, it, t, s) = (root.clone(), items.clone(), tx.clone(), slot.clone());
-        // The thread is there for the watchdog, which abandons a command-line (or
-        // smaps_rollup) read stuck on its target's mmap lock. Without those, a few tasks (pid 1, which
-        // the BPF walk passes over here, and what it could not fill) are read right here:
-        // a thread costs ~15 system calls of its own.
-        let spawned = if cfg.groups.cmdline || cfg.groups.smaps || n >= MIN_ITEMS_PER_WORKER {
+        // The thread is there for the watchdog, which abandons a command-line (or environ,
+        // or smaps_rollup) read stuck on its target's mmap lock. Without those, a few tasks
+        // (pid 1, which the BPF walk passes over here, and what it could not fill) are read
+        // right here: a thread costs ~15 system calls of its own.
+        let g = &cfg.groups;
+        let spawned = if g.cmdline || g.environ || g.smaps || n >= MIN_ITEMS_PER_WORKER {
             std::thread::Builder::new()
                 .name("tasksnap-procfs".into())
                 .spawn(move || run_reader(r, root_fd, it, start..end, cfg, s, id, t, true))
@@ -398,9 +399,10 @@ pub(crate) fn read_all(
                     tasks.extend(std::mem::take(&mut st.results));
                     add_stats(&mut stats, &st.stats);
                     if let Some(mut t) = st.pending.take() {
-                        // A stuck smaps_rollup read leaves PSS/USS out (the command line,
-                        // read before it, stays); a stuck cmdline read, the command line.
-                        if st.pending_what != Some(Blocking::Smaps) {
+                        // A stuck cmdline read leaves the command line out; a stuck
+                        // environ or smaps_rollup read (after it) the environment or
+                        // PSS/USS, and the command line stays.
+                        if st.pending_what == Some(Blocking::Cmdline) {
                             t.cmdline = None;
                             t.cmdline_timed_out = true;
                         }

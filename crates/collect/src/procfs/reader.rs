@@ -93,6 +93,8 @@ pub enum Blocking {
     Cmdline,
     /// /proc/PID/smaps_rollup (`show_smaps_rollup()` walks every mapping under the lock).
     Smaps,
+    /// /proc/PID/environ (`environ_read()` copies the target's memory under the lock).
+    Environ,
 }
 
 /// The ns links, in `NS_NAMES` order, as paths under a task's directory.
@@ -555,20 +557,6 @@ impl TaskReader {
             }
         }
 
-        if g.environ {
-            // Needs ptrace read access (another user's is EACCES); procps keeps at most
-            // 128 KiB of it.
-            const MAX_ENVIRON_BYTES: usize = 128 * 1024 - 1;
-            match self.read_small(tgid, tid, "environ") {
-                Ok(n) => {
-                    task.environ = Some(Box::new(self.buf[..n.min(MAX_ENVIRON_BYTES)].to_vec()))
-                }
-                Err(FileError::Gone) => return self.gone(task, seen),
-                Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "environ", e),
-            }
-        }
-
         if g.ns {
             // procps stat()s /proc/TID/ns/NAME: the same task as TGID/task/TID/ns/NAME.
             let mut inums = [0u64; 8];
@@ -663,6 +651,28 @@ impl TaskReader {
                     Err(FileError::Denied) => self.stats.denied += 1,
                     Err(FileError::Exhausted(e)) => return self.failed(tgid, None, "cmdline", e),
                 }
+            }
+        }
+
+        if g.environ {
+            // Needs ptrace read access (another user's is EACCES); procps keeps at most
+            // 128 KiB of it. environ_read() copies from the target's memory under its mmap
+            // lock, like the command line: behind the same watchdog, so one stuck process
+            // costs its row the environment, not the listing.
+            const MAX_ENVIRON_BYTES: usize = 128 * 1024 - 1;
+            progress.before_blocking(task, Blocking::Environ);
+            let r = self.read_small(tgid, tid, "environ");
+            let Some(back) = progress.after_blocking() else {
+                return Outcome::Abandoned;
+            };
+            task = back;
+            match r {
+                Ok(n) => {
+                    task.environ = Some(Box::new(self.buf[..n.min(MAX_ENVIRON_BYTES)].to_vec()))
+                }
+                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Denied) => self.stats.denied += 1,
+                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "environ", e),
             }
         }
 
