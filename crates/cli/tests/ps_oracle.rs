@@ -865,74 +865,74 @@ fn aix_descriptors_match_procps() {
     );
 }
 
+/// One listing per personality (and the option each changes), compared with procps.
+const PERSONALITY_CASES: &[Case<'static>] = &[
+    (&[("PS_PERSONALITY", "bsd")], &["ax"]),
+    (&[("PS_PERSONALITY", "bsd")], &["axu"]),
+    (&[("PS_PERSONALITY", "bsd")], &["axj"]),
+    (&[("PS_PERSONALITY", "bsd")], &["axl"]),
+    (&[("PS_PERSONALITY", "bsd")], &["-ax"]),
+    (&[("PS_PERSONALITY", "bsd")], &["axh"]),
+    (
+        &[("PS_PERSONALITY", "bsd")],
+        &["ax", "m", "-o", "pid,pmem,comm"],
+    ),
+    (&[("PS_PERSONALITY", "old")], &["-axu"]),
+    (&[("I_WANT_A_BROKEN_PS", "")], &["axj"]),
+    (&[("PS_PERSONALITY", "gnu")], &["-ef"]),
+    (&[("PS_PERSONALITY", "gnu")], &["-ej"]),
+    (&[("PS_PERSONALITY", "gnu")], &["-el"]),
+    (&[("PS_PERSONALITY", "gnu")], &["-ejl"]),
+    (&[("PS_PERSONALITY", "gnu")], &["-ejf"]),
+    (&[("PS_PERSONALITY", "gnu")], &["-efl"]),
+    (&[("CMD_ENV", "debian")], &["-e"]),
+    (&[("PS_PERSONALITY", "linux")], &["-ef"]),
+    (&[("PS_PERSONALITY", "aix")], &["axu"]),
+    (&[("PS_PERSONALITY", "aix")], &["axj"]),
+    (&[("PS_PERSONALITY", "tru64")], &["-ef"]),
+    (&[("PS_PERSONALITY", "digital")], &["-efl"]),
+    (&[("PS_PERSONALITY", "compaq")], &["-ej"]),
+    (&[("PS_PERSONALITY", "tru64")], &["-el"]),
+    (&[("PS_PERSONALITY", "tru64")], &["axu"]),
+    (&[("PS_PERSONALITY", "tru64")], &["axl"]),
+    (&[("PS_PERSONALITY", "tru64")], &["-e", "h"]),
+    (&[("PS_PERSONALITY", "sunos4")], &["ax"]),
+    (&[("PS_PERSONALITY", "sunos4")], &["axu"]),
+    (&[("PS_PERSONALITY", "sunos4")], &["-e"]),
+    (
+        &[("PS_PERSONALITY", "hpux")],
+        &["-e", "-x", "-o", "pid,comm"],
+    ),
+    (&[("PS_PERSONALITY", "sysv")], &["-elx"]),
+    (&[("PS_PERSONALITY", "390")], &["-ej"]),
+    (&[("PS_PERSONALITY", "posix")], &["-ef"]),
+    (&[("PS_PERSONALITY", "unix95")], &["aux"]),
+    (&[("PS_PERSONALITY", "no-such-one")], &["-ef"]),
+    (&[("PS_PERSONALITY", ""), ("CMD_ENV", "gnu")], &["-el"]),
+    (&[("PS_PERSONALITY", "irix"), ("_XPG", "1")], &["-el"]),
+];
+
 #[test]
 fn personalities_match_procps() {
-    let cases: &[Case] = &[
-        (&[("PS_PERSONALITY", "bsd")], &["ax"]),
-        (&[("PS_PERSONALITY", "bsd")], &["axu"]),
-        (&[("PS_PERSONALITY", "bsd")], &["axj"]),
-        (&[("PS_PERSONALITY", "bsd")], &["axl"]),
-        (&[("PS_PERSONALITY", "bsd")], &["-ax"]),
-        (&[("PS_PERSONALITY", "bsd")], &["axh"]),
-        (
-            &[("PS_PERSONALITY", "bsd")],
-            &["ax", "m", "-o", "pid,pmem,comm"],
-        ),
-        (&[("PS_PERSONALITY", "old")], &["-axu"]),
-        (&[("I_WANT_A_BROKEN_PS", "")], &["axj"]),
-        (&[("PS_PERSONALITY", "gnu")], &["-ef"]),
-        (&[("PS_PERSONALITY", "gnu")], &["-ej"]),
-        (&[("PS_PERSONALITY", "gnu")], &["-el"]),
-        (&[("PS_PERSONALITY", "gnu")], &["-ejl"]),
-        (&[("PS_PERSONALITY", "gnu")], &["-ejf"]),
-        (&[("PS_PERSONALITY", "gnu")], &["-efl"]),
-        (&[("CMD_ENV", "debian")], &["-e"]),
-        (&[("PS_PERSONALITY", "linux")], &["-ef"]),
-        (&[("PS_PERSONALITY", "aix")], &["axu"]),
-        (&[("PS_PERSONALITY", "aix")], &["axj"]),
-        (&[("PS_PERSONALITY", "tru64")], &["-ef"]),
-        (&[("PS_PERSONALITY", "digital")], &["-efl"]),
-        (&[("PS_PERSONALITY", "compaq")], &["-ej"]),
-        (&[("PS_PERSONALITY", "tru64")], &["-el"]),
-        (&[("PS_PERSONALITY", "tru64")], &["axu"]),
-        (&[("PS_PERSONALITY", "tru64")], &["axl"]),
-        (&[("PS_PERSONALITY", "tru64")], &["-e", "h"]),
-        (&[("PS_PERSONALITY", "sunos4")], &["ax"]),
-        (&[("PS_PERSONALITY", "sunos4")], &["axu"]),
-        (&[("PS_PERSONALITY", "sunos4")], &["-e"]),
-        (
-            &[("PS_PERSONALITY", "hpux")],
-            &["-e", "-x", "-o", "pid,comm"],
-        ),
-        (&[("PS_PERSONALITY", "sysv")], &["-elx"]),
-        (&[("PS_PERSONALITY", "390")], &["-ej"]),
-        (&[("PS_PERSONALITY", "posix")], &["-ef"]),
-        (&[("PS_PERSONALITY", "unix95")], &["aux"]),
-        (&[("PS_PERSONALITY", "no-such-one")], &["-ef"]),
-        (&[("PS_PERSONALITY", ""), ("CMD_ENV", "gnu")], &["-el"]),
-        (&[("PS_PERSONALITY", "irix"), ("_XPG", "1")], &["-el"]),
-    ];
-    check_cases(cases, None);
+    check_cases(PERSONALITY_CASES, None);
 }
 
-/// These need the signal, memory-layout and register columns (`pending`, `m_trs`,
-/// `start_stack`, `sgi_p`, ...) of the parallel `sig` branch: they fail with "tasksnap does
-/// not implement the ... column yet" until it is merged.
+/// BSD `s`, `v`, `X` and the old `m` format lists, plain and under the personalities that
+/// change them.
+const FORMAT_LIST_CASES: &[Case<'static>] = &[
+    (NO_ENV, &["ax", "s"]),
+    (NO_ENV, &["ax", "v"]),
+    (NO_ENV, &["ax", "X"]),
+    (NO_ENV, &["-axm"]),
+    (&[("PS_PERSONALITY", "old")], &["ax", "m"]),
+    (&[("PS_PERSONALITY", "bsd")], &["ax", "v"]),
+    (&[("PS_PERSONALITY", "linux")], &["-el"]),
+    (&[("PS_PERSONALITY", "irix")], &["-el"]),
+];
+
 #[test]
 fn bsd_s_v_x_and_old_m_formats_match_procps() {
-    check_cases(
-        &[
-            (NO_ENV, &["ax", "s"]),
-            (NO_ENV, &["ax", "v"]),
-            (NO_ENV, &["ax", "X"]),
-            (NO_ENV, &["-axm"]),
-            (&[("PS_PERSONALITY", "old")], &["ax", "m"]),
-            (&[("PS_PERSONALITY", "bsd")], &["ax", "v"]),
-            (&[("PS_PERSONALITY", "linux")], &["-el"]),
-            (&[("PS_PERSONALITY", "irix")], &["-el"]),
-        ],
-        None,
-    );
+    check_cases(FORMAT_LIST_CASES, None);
 }
 
 #[test]
@@ -1386,4 +1386,21 @@ fn namespace_oom_login_and_cgroup_columns_match_procps() {
             has("a machine", &|r| r[15] == format!("{tag}-vm"));
         }
     }
+}
+
+/// The personalities and the BSD format lists as user nobody sees them (both ps run as
+/// nobody): the signal, memory-layout and environment columns are the ones /proc hides from
+/// another user.
+#[test]
+fn personalities_and_format_lists_match_procps_as_nobody() {
+    if !root_or_skip("personalities as nobody (runs both ps as nobody)") {
+        return;
+    }
+    let copy = NobodyCopy::new();
+    let cases: Vec<Case> = PERSONALITY_CASES
+        .iter()
+        .chain(FORMAT_LIST_CASES)
+        .copied()
+        .collect();
+    check_cases(&cases, Some(&copy.path()));
 }
