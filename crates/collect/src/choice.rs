@@ -81,7 +81,7 @@ pub fn open_live(backend: Backend) -> Result<Box<dyn LiveCollector>, Error> {
 /// so the caller may drop them.
 pub fn open(backend: Backend, groups: &Groups) -> Result<Box<dyn Collector>, Error> {
     let bpf = |why: &dyn Fn(&BpfCollector) -> String| -> Result<BpfCollector, String> {
-        let mut b = BpfCollector::with_cmdline(groups.cmdline).map_err(|e| e.to_string())?;
+        let mut b = BpfCollector::for_groups(groups).map_err(|e| e.to_string())?;
         b.prepare_arena(groups);
         b.why = why(&b);
         Ok(b)

@@ -21,6 +21,8 @@
 #define TS_GROUP_MEM   (1u << 6)
 #define TS_GROUP_SIG   (1u << 8)
 #define TS_GROUP_NS    (1u << 9)
+/* Written only by dump_task_rare (task_iter.bpf.c), never by dump_task or the walk. */
+#define TS_RARE_GROUPS (TS_GROUP_SIG | TS_GROUP_NS)
 
 struct ts_hdr {
 	__u32 tid;		/* pid in the reader's pid namespace */

@@ -548,13 +548,13 @@ __noinline int mem_block(__u64 mm_addr, struct ts_mem *m)
  * The ignored and caught masks of the handlers at sighand_addr (0: none, and then every mask
  * is zero, as task_sig() leaves them when lock_task_sighand() fails), as
  * collect_sigign_sigcatch() (fs/proc/array.c) sorts them: SIG_IGN is ignored, anything but
- * SIG_DFL caught. The pending and blocked masks must already be in `s`. Global and taking a
- * number, like mem_block(); each handler is loaded through a cast pointer (fault-safe), or
+ * SIG_DFL caught. The pending and blocked masks must already be in `s`. Inline, so that it
+ * is only in dump_task_rare (see there); each handler is loaded through a cast pointer (fault-safe), or
  * read with bpf_probe_read_kernel() on kernels without bpf_rdonly_cast() (before 6.2).
  * The kernel reads the handlers under the siglock; a handler changed meanwhile shows either
  * way, as it could have in /proc a moment earlier or later.
  */
-__noinline int sig_block(__u64 sighand_addr, struct ts_sig *s)
+static __always_inline int sig_block(__u64 sighand_addr, struct ts_sig *s)
 {
 	__u64 at, handler, ignored = 0, caught = 0;
 	__u32 i, n, size;
@@ -620,8 +620,16 @@ static __always_inline bool fill_hdr(struct ts_hdr *hdr, struct task_struct *t, 
 	return true;
 }
 
-SEC("iter/task")
-int dump_task(struct bpf_iter__task *ctx)
+/*
+ * One task's record. `rare` (a constant in each program) adds the signal and namespace
+ * blocks (TS_RARE_GROUPS): they are in a program of their own, dump_task_rare, loaded only
+ * when a query asks for them, because their kernel types cost every load their CO-RE
+ * relocation (libbpf scans the kernel's BTF once per type: about 28 ms of CPU for these
+ * thirteen types, a fifth of `ps -e -o pid,ppid,user,stat,comm` at 50,000 processes), and
+ * libbpf relocates only the programs it loads. Nothing outside these two programs may touch
+ * those types: .text functions are always relocated.
+ */
+static __always_inline int dump_one(struct bpf_iter__task *ctx, const bool rare)
 {
 	struct seq_file *seq = ctx->meta->seq;
 	struct task_struct *t = ctx->task;
@@ -641,7 +649,7 @@ int dump_task(struct bpf_iter__task *ctx)
 	if (cfg->nshards > 1 && (__u32)t->tgid % cfg->nshards != cfg->shard)
 		return 0;
 	level = reader_ns_level();
-	if (!fill_hdr(&hdr, t, cfg->groups, level))
+	if (!fill_hdr(&hdr, t, rare ? cfg->groups : cfg->groups & ~TS_RARE_GROUPS, level))
 		return 0;
 	groups = hdr.groups;
 	bpf_seq_write(seq, &hdr, sizeof(hdr));
@@ -690,19 +698,31 @@ int dump_task(struct bpf_iter__task *ctx)
 		mem_block(ptr_value(mm), &m);
 		bpf_seq_write(seq, &m, sizeof(m));
 	}
-	if (groups & TS_GROUP_SIG) {
+	if (rare && (groups & TS_GROUP_SIG)) {
 		struct ts_sig sg = {};
 
 		fill_sig(&sg, t, sig);
 		bpf_seq_write(seq, &sg, sizeof(sg));
 	}
-	if (groups & TS_GROUP_NS) {
+	if (rare && (groups & TS_GROUP_NS)) {
 		struct ts_ns n = {};
 
 		fill_ns(&n, t, sig);
 		bpf_seq_write(seq, &n, sizeof(n));
 	}
 	return 0;
+}
+
+SEC("iter/task")
+int dump_task(struct bpf_iter__task *ctx)
+{
+	return dump_one(ctx, false);
+}
+
+SEC("iter/task")
+int dump_task_rare(struct bpf_iter__task *ctx)
+{
+	return dump_one(ctx, true);
 }
 
 /*
@@ -784,18 +804,6 @@ __noinline int walk_io(struct task_struct *t __arg_trusted, struct ts_io *io __a
 __noinline int walk_mem(struct task_struct *t __arg_trusted, struct ts_mem *m __arg_nonnull)
 {
 	mem_block(ptr_value(TASK_PTR(t, mm)), m);
-	return 0;
-}
-
-__noinline int walk_sig(struct task_struct *t __arg_trusted, struct ts_sig *sg __arg_nonnull)
-{
-	fill_sig(sg, t, t->signal);
-	return 0;
-}
-
-__noinline int walk_ns(struct task_struct *t __arg_trusted, struct ts_ns *n __arg_nonnull)
-{
-	fill_ns(n, t, TASK_PTR(t, signal));
 	return 0;
 }
 
@@ -1447,7 +1455,8 @@ __noinline int walk_record(struct task_struct *t __arg_trusted,
 	struct ts_hdr *hdr = (void *)r->bytes;
 	__u32 pos = sizeof(struct ts_hdr);
 
-	if (!fill_hdr(hdr, t, groups, level))
+	/* The walk never writes the rare blocks (see dump_task_rare): /proc gives them. */
+	if (!fill_hdr(hdr, t, groups & ~TS_RARE_GROUPS, level))
 		return 0;
 	groups = hdr->groups;
 	if (groups & TS_GROUP_BASE) {
@@ -1477,14 +1486,6 @@ __noinline int walk_record(struct task_struct *t __arg_trusted,
 	if (groups & TS_GROUP_MEM) {
 		walk_mem(t, (void *)(r->bytes + pos));
 		pos += sizeof(struct ts_mem);
-	}
-	if (groups & TS_GROUP_SIG) {
-		walk_sig(t, (void *)(r->bytes + pos));
-		pos += sizeof(struct ts_sig);
-	}
-	if (groups & TS_GROUP_NS) {
-		walk_ns(t, (void *)(r->bytes + pos));
-		pos += sizeof(struct ts_ns);
 	}
 	return pos;
 }

@@ -909,6 +909,33 @@ pub fn no_mm(t: &Task) -> bool {
         .is_some_and(|b| b.kthread || b.state == TaskState::Zombie)
 }
 
+/// Whether `g` asks for what only dump_task_rare writes (signal masks; namespaces,
+/// oom_score_adj and loginuid).
+pub fn wants_rare(g: &Groups) -> bool {
+    g.signals || g.ns || g.oom_score_adj || g.loginuid
+}
+
+/// Of `g`, the groups of the rare blocks (see [`wants_rare`]), for the tasks whose record
+/// had not got them (the walk, a pinned set's iterator, pid 1): read from /proc.
+pub fn rare_groups(g: &Groups) -> Groups {
+    Groups {
+        signals: g.signals,
+        ns: g.ns,
+        oom_score_adj: g.oom_score_adj,
+        loginuid: g.loginuid,
+        ..Groups::default()
+    }
+}
+
+/// True when `t` lacks one of the rare groups `g` asks for.
+pub fn lacks_rare(t: &Task, g: &Groups) -> bool {
+    let x = t.extra.as_deref();
+    (g.signals && t.signals.is_none())
+        || (g.ns && x.is_none_or(|x| x.ns.is_none()))
+        || (g.oom_score_adj && x.is_none_or(|x| x.oom_score_adj.is_none()))
+        || (g.loginuid && x.is_none_or(|x| x.loginuid.is_none()))
+}
+
 /// The groups that must come from /proc.
 pub fn procfs_groups(g: &Groups) -> Groups {
     Groups {
@@ -996,6 +1023,22 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
     }
     if fill.layout {
         t.layout = f.layout;
+    }
+    if fill.signals {
+        t.signals = f.signals;
+    }
+    if fill.ns || fill.oom_score_adj || fill.loginuid {
+        let from = f.extra.clone().unwrap_or_default();
+        let x = t.extra_mut();
+        if fill.ns {
+            x.ns = from.ns;
+        }
+        if fill.oom_score_adj {
+            x.oom_score_adj = from.oom_score_adj;
+        }
+        if fill.loginuid {
+            x.loginuid = from.loginuid;
+        }
     }
     if fill.cred_full {
         if let (Some(c), Some(fc)) = (&mut t.cred, f.cred) {

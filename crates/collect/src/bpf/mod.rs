@@ -105,7 +105,17 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(false)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        Self::load_with(procfs, cmdline, false)
+        Self::load_with(procfs, cmdline, false, false)
+    }
+
+    /// For a query's `groups`: [`Self::with_cmdline`] for its command lines, with the
+    /// iterator that writes the signal and namespace blocks when it asks for those (a
+    /// pinned set has not got it: /proc gives them then).
+    pub fn for_groups(groups: &tasksnap_model::Groups) -> Result<BpfCollector, Unavailable> {
+        privileged()?;
+        enough_descriptors(false)?;
+        let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
+        Self::load_with(procfs, groups.cmdline, false, decode::wants_rare(groups))
     }
 
     /// For a live view (`top`): the pinned programs, else a fresh load that includes the
@@ -115,7 +125,7 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(true)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        let mut c = Self::load_with(procfs, false, true)?;
+        let mut c = Self::load_with(procfs, false, true, false)?;
         c.settings.live_view = true;
         Ok(c)
     }
@@ -126,13 +136,17 @@ impl BpfCollector {
         procfs: ProcfsCollector,
         cmdline: bool,
         walk: bool,
+        rare: bool,
     ) -> Result<BpfCollector, Unavailable> {
         // A pinned set that cannot be used (being replaced or removed right now, or not
         // root-only: never trusted then) is passed over for a fresh load, and `-v` says why.
         let (progs, pin_problem) = match programs::Programs::open_pinned() {
             Ok(Some(p)) => (p, None),
-            Ok(None) => (programs::Programs::load(cmdline, walk)?, None),
-            Err(why) => (programs::Programs::load(cmdline, walk)?, Some(why.to_string())),
+            Ok(None) => (programs::Programs::load(cmdline, walk, rare)?, None),
+            Err(why) => (
+                programs::Programs::load(cmdline, walk, rare)?,
+                Some(why.to_string()),
+            ),
         };
         let mut c = Self::from_programs(procfs, progs, cmdline);
         c.pin_problem = pin_problem;
@@ -171,12 +185,13 @@ impl BpfCollector {
     }
 
     /// Loads the programs afresh, whether or not a pinned set is there, with the walk when
-    /// `walk` (tests and benchmarks compare the two paths).
+    /// `walk` (tests and benchmarks compare the two paths), and the iterator that writes
+    /// the signal and namespace blocks.
     pub fn load_fresh(cmdline: bool, walk: bool) -> Result<BpfCollector, Unavailable> {
         privileged()?;
         enough_descriptors(walk)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        let progs = programs::Programs::load(cmdline, walk)?;
+        let progs = programs::Programs::load(cmdline, walk, true)?;
         Ok(Self::from_programs(procfs, progs, cmdline))
     }
 
@@ -207,7 +222,7 @@ impl BpfCollector {
     /// instead of loading: `tasksnap pin`. Returns the pin directory.
     pub fn pin() -> Result<std::path::PathBuf, Unavailable> {
         privileged()?;
-        programs::Programs::load(true, true)?.pin()
+        programs::Programs::load(true, true, false)?.pin()
     }
 
     /// Removes every pinned set (`tasksnap unpin`); true when there was one.

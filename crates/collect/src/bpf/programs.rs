@@ -56,6 +56,10 @@ pub enum Origin {
 /// The task iterator (and, when available, the command-line iterator) ready for passes.
 pub struct Programs {
     task_prog: OwnedFd,
+    /// The iterator is dump_task_rare, which writes the signal and namespace blocks
+    /// (TS_GROUP_SIG, TS_GROUP_NS); dump_task (and the walk, and a pinned set) leave them
+    /// to /proc.
+    pub rare: bool,
     task_link: OwnedFd,
     cmd_link: Option<OwnedFd>,
     cfg: libbpf_rs::MapHandle,
@@ -91,13 +95,21 @@ fn dup(fd: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd, Unavailable> {
         .map_err(|e| Unavailable::Failed(format!("cannot duplicate a BPF descriptor: {e}")))
 }
 
-fn open_and_load(cmdline: bool, walk: bool) -> Result<skel::TaskIterSkel<'static>, Unavailable> {
+fn open_and_load(
+    cmdline: bool,
+    walk: bool,
+    rare: bool,
+) -> Result<skel::TaskIterSkel<'static>, Unavailable> {
     tasksnap_bpf::loader::open_and_load(
         skel::TaskIterSkelBuilder::default(),
         |open| {
             // One program that fails verification fails the whole object: load only what
             // the run needs.
             open.progs.dump_cmdline.set_autoload(cmdline);
+            // One iterator or the other: libbpf relocates only what it loads, and the rare
+            // one's kernel types cost a load ~28 ms of CPU (task_iter.bpf.c, dump_one).
+            open.progs.dump_task.set_autoload(!rare);
+            open.progs.dump_task_rare.set_autoload(rare);
             open.progs.walk_tasks.set_autoload(walk);
             open.progs.copy_cmdlines.set_autoload(walk && cmdline);
             open.progs.walk_tasks_lines.set_autoload(walk && cmdline);
@@ -115,37 +127,41 @@ impl Programs {
     /// command-line variant: run with TASKSNAP_VERIFIER_STATS=1) and one RCU grace
     /// period to register its arena, more than it saves on a single pass: a one-shot
     /// tasksnap that loads its own programs leaves it out, and `tasksnap pin` puts it in.
-    pub fn load(cmdline: bool, walk: bool) -> Result<Programs, Unavailable> {
+    /// With `rare`, the iterator writes the signal and namespace blocks too.
+    pub fn load(cmdline: bool, walk: bool, rare: bool) -> Result<Programs, Unavailable> {
         let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
         let mut cmdline_unavailable = None;
         let mut walk_unavailable = (!walk).then(|| "not loaded".to_string());
         // The walk needs Linux 6.8 (open-coded task iterator, trusted arguments of global
         // functions), the sleepable command-line iterator Linux 5.18: whichever the kernel
         // refuses, keep the rest.
-        let skel = match open_and_load(cmdline, walk) {
+        let skel = match open_and_load(cmdline, walk, rare) {
             Ok(s) => s,
             Err(why) => {
                 walk_unavailable = Some(why.to_string());
-                match open_and_load(cmdline, false) {
+                match open_and_load(cmdline, false, rare) {
                     Ok(s) => s,
                     Err(why) if cmdline => {
                         cmdline_unavailable = Some(why.to_string());
-                        match open_and_load(false, walk) {
+                        match open_and_load(false, walk, rare) {
                             Ok(s) if walk => {
                                 walk_unavailable = None;
                                 s
                             }
                             Ok(s) => s,
-                            Err(_) => open_and_load(false, false)?,
+                            Err(_) => open_and_load(false, false, rare)?,
                         }
                     }
                     Err(why) => return Err(why),
                 }
             }
         };
-        let link = skel
-            .progs
-            .dump_task
+        let task_iter = if rare {
+            &skel.progs.dump_task_rare
+        } else {
+            &skel.progs.dump_task
+        };
+        let link = task_iter
             .attach()
             .map_err(|e| Unavailable::Failed(format!("cannot attach the task iterator: {e}")))?;
         let mut links = Vec::new();
@@ -165,7 +181,7 @@ impl Programs {
         } else if !cmdline {
             cmdline_unavailable = Some("not loaded".into());
         }
-        let task_prog = dup(skel.progs.dump_task.as_fd())?;
+        let task_prog = dup(task_iter.as_fd())?;
         let cfg = libbpf_rs::MapHandle::try_from(&skel.maps.reader_cfg)
             .map_err(|e| Unavailable::Failed(format!("cannot open the reader_cfg map: {e}")))?;
         let walker = if walk_unavailable.is_none() {
@@ -192,6 +208,7 @@ impl Programs {
         let load_ns = sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start);
         Ok(Programs {
             task_prog,
+            rare,
             task_link,
             cmd_link,
             cfg,
@@ -249,6 +266,7 @@ impl Programs {
         let open_ns = sys::clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(start);
         Ok(Some(Programs {
             task_prog,
+            rare: false,
             task_link,
             cmd_link,
             cfg,
@@ -314,6 +332,7 @@ impl Programs {
     pub fn shared(&self) -> Option<Programs> {
         Some(Programs {
             task_prog: self.task_prog.try_clone().ok()?,
+            rare: self.rare,
             task_link: self.task_link.try_clone().ok()?,
             cmd_link: match &self.cmd_link {
                 Some(c) => Some(c.try_clone().ok()?),

@@ -110,6 +110,21 @@ impl BpfCollector {
             stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
             decode::merge(tasks, filled, &groups);
         }
+        // The signal and namespace blocks: the tasks whose record had not got them (the
+        // walk and a pinned set's iterator never write them) are read from /proc.
+        let rare = decode::rare_groups(&fill_groups);
+        if rare != Groups::default() {
+            let ids: Vec<(i32, i32)> = tasks
+                .iter()
+                .filter(|t| decode::lacks_rare(t, &rare))
+                .map(|t| (t.id.tgid, t.id.tid))
+                .collect();
+            if !ids.is_empty() {
+                let (filled, fill_stats) = self.procfs.try_fill(&ids, rare)?;
+                stats.denied += fill_stats.denied;
+                decode::merge(tasks, filled, &rare);
+            }
+        }
         if !query.groups.base {
             for t in tasks.iter_mut() {
                 t.base = None;
