@@ -744,28 +744,6 @@ fn run_env(
     }
 }
 
-/// A copy of the tasksnap binary that nobody can execute wherever the checkout lives.
-struct NobodyCopy(std::path::PathBuf);
-
-impl NobodyCopy {
-    fn new() -> NobodyCopy {
-        let bin = std::env::temp_dir().join(format!("tasksnap-front-{}", std::process::id()));
-        std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
-        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod");
-        NobodyCopy(bin)
-    }
-    fn path(&self) -> String {
-        self.0.to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for NobodyCopy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// Compares the load's rows (header, rows, exit code, stderr) of tasksnap and procps run
 /// with `env` (as nobody when `nobody` names tasksnap's copy).
 fn compare_env(
@@ -957,13 +935,13 @@ fn bsd_e_hides_other_users_environments_from_nobody() {
     if !root_or_skip("BSD e as nobody (runs both ps as nobody)") {
         return;
     }
-    let copy = NobodyCopy::new();
+    let copy = NobodyBin::new();
     check_cases(
         &[
             (NO_ENV, &["ax", "e"]),
             (NO_ENV, &["-e", "e", "-o", "pid,comm"]),
         ],
-        Some(&copy.path()),
+        Some(&copy.path),
     );
 }
 
@@ -1159,9 +1137,9 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
     // The count needs no ptrace access: nobody sees it too, as procps's stat does.
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
-        let copy = NobodyCopy::new();
+        let copy = NobodyBin::new();
         let out = run_env(
-            &copy.path(),
+            &copy.path,
             &["ps"],
             &["-o", "fds=", "-p", &ids[1].to_string()],
             NO_ENV,
@@ -1396,11 +1374,11 @@ fn personalities_and_format_lists_match_procps_as_nobody() {
     if !root_or_skip("personalities as nobody (runs both ps as nobody)") {
         return;
     }
-    let copy = NobodyCopy::new();
+    let copy = NobodyBin::new();
     let cases: Vec<Case> = PERSONALITY_CASES
         .iter()
         .chain(FORMAT_LIST_CASES)
         .copied()
         .collect();
-    check_cases(&cases, Some(&copy.path()));
+    check_cases(&cases, Some(&copy.path));
 }

@@ -73,39 +73,19 @@ enum Caller {
     Nobody,
 }
 
-/// A copy of the tasksnap binary that nobody can execute wherever the checkout lives;
-/// removed on drop.
-struct NobodyCopy(std::path::PathBuf);
-
-impl NobodyCopy {
-    fn new() -> NobodyCopy {
-        let bin = std::env::temp_dir().join(format!("tasksnap-specs-{}", std::process::id()));
-        std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
-        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod");
-        NobodyCopy(bin)
-    }
-}
-
-impl Drop for NobodyCopy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 struct Runner {
     caller: Caller,
     /// `--backend=...` for tasksnap.
     backend: &'static str,
     tasksnap: String,
-    _copy: Option<NobodyCopy>,
+    _copy: Option<NobodyBin>,
 }
 
 impl Runner {
     fn new(caller: Caller, backend: &'static str) -> Runner {
-        let copy = (caller == Caller::Nobody).then(NobodyCopy::new);
+        let copy = (caller == Caller::Nobody).then(NobodyBin::new);
         let tasksnap = match &copy {
-            Some(c) => c.0.to_string_lossy().into_owned(),
+            Some(c) => c.path.clone(),
             None => TASKSNAP.to_string(),
         };
         Runner {

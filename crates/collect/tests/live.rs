@@ -224,102 +224,76 @@ fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
     );
 }
 
+/// Reads the mmap-lock storm's process 40 times with `groups` and a 20 ms deadline: some reads
+/// must block and be abandoned (then `has` is false for the task, its base is kept and no
+/// command line was flagged), and no snapshot may wait for the lock. Returns how many reads
+/// were abandoned and how many gave the group.
+fn abandoned_at_the_deadline(groups: Groups, has: impl Fn(&Task) -> bool) -> (usize, usize) {
+    let storm = tasksnap_loadgen::Load::spawn(&["--mmap-lock-storm"])
+        .expect("spawn the load generator (cargo build --workspace first)");
+    let pid = storm.info.mmap_lock_storm.expect("the storm's pid");
+    tasksnap_loadgen::wait_until("a blocked cmdline read", || {
+        tasksnap_loadgen::cmdline_read_blocks(pid)
+    });
+    let mut c = ProcfsCollector::new()
+        .expect("open /proc")
+        .with_cmdline_deadline(Duration::from_millis(20));
+    let q = Query::new(Selector::Pid(pid), groups);
+    let (mut timed_out, mut read) = (0, 0);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..40 {
+        let start = Instant::now();
+        let snap = c.snapshot(&q).expect("snapshot");
+        slowest = slowest.max(start.elapsed());
+        let t = snap.tasks.first().expect("the storm child is listed");
+        if snap.stats.cmdline_timeouts == 1 {
+            timed_out += 1;
+            assert!(!has(t), "an abandoned read left its group");
+            assert!(!t.cmdline_timed_out, "no command line was read");
+            assert!(t.base.is_some(), "the rest of the task is still there");
+        } else {
+            read += usize::from(has(t));
+        }
+    }
+    assert!(
+        timed_out > 0,
+        "no read ever blocked: the storm did not hold the lock"
+    );
+    // Blocked reads last as long as a 4 GiB populate (seconds); the listing must not.
+    assert!(
+        slowest < Duration::from_millis(400),
+        "a snapshot took {slowest:?}"
+    );
+    (timed_out, read)
+}
+
 /// `smaps_rollup` (PSS, USS) walks the target's mappings under its mmap lock, as a command
 /// line read takes it: a read blocked past the deadline is abandoned the same way, and the
 /// task is listed without PSS/USS (procps would wait for as long as the lock is held).
 #[test]
 fn a_blocked_smaps_read_is_abandoned_at_the_deadline() {
-    let storm = tasksnap_loadgen::Load::spawn(&["--mmap-lock-storm"])
-        .expect("spawn the load generator (cargo build --workspace first)");
-    let pid = storm.info.mmap_lock_storm.expect("the storm's pid");
-    tasksnap_loadgen::wait_until("a blocked cmdline read", || {
-        tasksnap_loadgen::cmdline_read_blocks(pid)
+    let groups = Groups {
+        base: true,
+        smaps: true,
+        ..Groups::default()
+    };
+    let (timed_out, read) = abandoned_at_the_deadline(groups, |t| {
+        t.extra.as_ref().is_some_and(|x| x.smaps_kb.is_some())
     });
-    let mut c = ProcfsCollector::new()
-        .expect("open /proc")
-        .with_cmdline_deadline(Duration::from_millis(20));
-    let q = Query::new(
-        Selector::Pid(pid),
-        Groups {
-            base: true,
-            smaps: true,
-            ..Groups::default()
-        },
-    );
-    let (mut timed_out, mut read) = (0, 0);
-    let mut slowest = Duration::ZERO;
-    for _ in 0..40 {
-        let start = Instant::now();
-        let snap = c.snapshot(&q).expect("snapshot");
-        slowest = slowest.max(start.elapsed());
-        let t = snap.tasks.first().expect("the storm child is listed");
-        let smaps = t.extra.as_ref().and_then(|x| x.smaps_kb);
-        if snap.stats.cmdline_timeouts == 1 {
-            timed_out += 1;
-            assert_eq!(smaps, None);
-            assert!(!t.cmdline_timed_out, "no command line was read");
-            assert!(t.base.is_some(), "the rest of the task is still there");
-        } else {
-            read += usize::from(smaps.is_some_and(|(pss, _)| pss > 0));
-        }
-    }
-    assert!(
-        timed_out > 0,
-        "no read ever blocked: the storm did not hold the lock"
-    );
-    assert!(
-        slowest < Duration::from_millis(400),
-        "a snapshot took {slowest:?}"
-    );
     eprintln!("{timed_out} smaps_rollup reads abandoned, {read} read");
 }
 
 /// `environ` (BSD `e`) copies the target's memory under its mmap lock, as a command line
 /// read does: a read blocked past the deadline is abandoned the same way, and the task is
-/// listed without its environment, with its command line (read before it) kept.
+/// listed without its environment.
 #[test]
 fn a_blocked_environ_read_is_abandoned_at_the_deadline() {
-    let storm = tasksnap_loadgen::Load::spawn(&["--mmap-lock-storm"])
-        .expect("spawn the load generator (cargo build --workspace first)");
-    let pid = storm.info.mmap_lock_storm.expect("the storm's pid");
-    tasksnap_loadgen::wait_until("a blocked cmdline read", || {
-        tasksnap_loadgen::cmdline_read_blocks(pid)
-    });
-    let mut c = ProcfsCollector::new()
-        .expect("open /proc")
-        .with_cmdline_deadline(Duration::from_millis(20));
-    let q = Query::new(
-        Selector::Pid(pid),
-        Groups {
-            base: true,
-            environ: true,
-            ..Groups::default()
-        },
-    );
-    let (mut timed_out, mut read) = (0, 0);
-    let mut slowest = Duration::ZERO;
-    for _ in 0..40 {
-        let start = Instant::now();
-        let snap = c.snapshot(&q).expect("snapshot");
-        slowest = slowest.max(start.elapsed());
-        let t = snap.tasks.first().expect("the storm child is listed");
-        if snap.stats.cmdline_timeouts == 1 {
-            timed_out += 1;
-            assert!(t.environ.is_none());
-            assert!(!t.cmdline_timed_out, "no command line was read");
-            assert!(t.base.is_some(), "the rest of the task is still there");
-        } else {
-            read += usize::from(t.environ.as_ref().is_some_and(|e| !e.is_empty()));
-        }
-    }
-    assert!(
-        timed_out > 0,
-        "no read ever blocked: the storm did not hold the lock"
-    );
-    assert!(
-        slowest < Duration::from_millis(400),
-        "a snapshot took {slowest:?}"
-    );
+    let groups = Groups {
+        base: true,
+        environ: true,
+        ..Groups::default()
+    };
+    let (timed_out, read) = abandoned_at_the_deadline(groups, |t| t.environ.is_some());
     eprintln!("{timed_out} environ reads abandoned, {read} read");
 }
 

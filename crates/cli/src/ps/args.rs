@@ -1848,13 +1848,7 @@ mod tests {
             .expect("parses")
             .columns
             .into_iter()
-            .map(|c| {
-                if c.name.is_empty() {
-                    format!("'{}'", c.header.unwrap_or_default())
-                } else {
-                    c.name
-                }
-            })
+            .map(|c| c.label())
             .collect()
     }
 
@@ -1893,7 +1887,7 @@ mod tests {
         );
         assert_eq!(names_as("gnu", &["-jl"])[..3], ["flags", "state", "uid"]);
         assert_eq!(names_as("linux", &["-f"])[0], "user");
-        // sgi_p is not a tasksnap column yet: the generated list itself is checked.
+        // The generated list itself, before its columns are looked up.
         let sysv = |per: &str, args: &[&str]| -> Vec<String> {
             let args = args.iter().map(|a| a.as_bytes().to_vec()).collect();
             let mut p = P::new(
@@ -1906,13 +1900,7 @@ mod tests {
             p.sysv_list()
                 .expect("a list")
                 .into_iter()
-                .map(|c| {
-                    if c.name.is_empty() {
-                        format!("'{}'", c.header.unwrap_or_default())
-                    } else {
-                        c.name
-                    }
-                })
+                .map(|c| c.label())
                 .collect()
         };
         assert_eq!(

@@ -13,6 +13,18 @@ pub struct ColumnReq {
     pub width: Option<usize>,
 }
 
+impl ColumnReq {
+    /// How tests name a column: its specifier, or an AIX text column's text in quotes.
+    #[cfg(test)]
+    pub fn label(&self) -> String {
+        if self.name.is_empty() {
+            format!("'{}'", self.header.as_deref().unwrap_or_default())
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
 /// A list criterion (`-p`, `-u`, ...): a task is selected when any criterion matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Criterion {

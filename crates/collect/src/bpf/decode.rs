@@ -959,12 +959,18 @@ pub fn procfs_groups(g: &Groups) -> Groups {
         // Code and stack addresses as /proc/PID/stat shows them to this reader (masked
         // without ptrace access: do_task_stat()), and the RSS limit with them.
         layout: g.layout,
-        // Namespaces, oom_score_adj and loginuid come from the pass (TS_GROUP_NS); the
-        // OOM score (oom_badness() over the task's memory and the machine's), the
+        // Namespaces, oom_score_adj and loginuid come from the pass (TS_GROUP_NS) when
+        // dump_task_rare ran (below); the OOM score (oom_badness() over the task's memory and the machine's), the
         // autogroup and smaps_rollup (a walk of every mapping) from /proc.
         oom_score: g.oom_score,
         autogroup: g.autogroup,
         smaps: g.smaps,
+        // The rare blocks (`wants_rare`): only dump_task_rare writes them; `fill_plan`
+        // (snapshot.rs) reads them only for the tasks whose record lacks them.
+        signals: g.signals,
+        ns: g.ns,
+        oom_score_adj: g.oom_score_adj,
+        loginuid: g.loginuid,
         ..Groups::default()
     }
 }
@@ -1027,25 +1033,14 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
     if fill.signals {
         t.signals = f.signals;
     }
-    if fill.ns || fill.oom_score_adj || fill.loginuid {
-        let from = f.extra.clone().unwrap_or_default();
-        let x = t.extra_mut();
-        if fill.ns {
-            x.ns = from.ns;
-        }
-        if fill.oom_score_adj {
-            x.oom_score_adj = from.oom_score_adj;
-        }
-        if fill.loginuid {
-            x.loginuid = from.loginuid;
-        }
-    }
     if fill.cred_full {
         if let (Some(c), Some(fc)) = (&mut t.cred, f.cred) {
             c.groups = fc.groups;
         }
     }
-    if fill.oom_score || fill.autogroup || fill.smaps {
+    // The groups of `Task::extra`: each one asked for is taken from /proc's reading.
+    if fill.oom_score || fill.autogroup || fill.smaps || fill.ns || fill.oom_score_adj || fill.loginuid
+    {
         let from = f.extra.unwrap_or_default();
         let x = t.extra_mut();
         if fill.oom_score {
@@ -1056,6 +1051,15 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
         }
         if fill.smaps {
             x.smaps_kb = from.smaps_kb;
+        }
+        if fill.ns {
+            x.ns = from.ns;
+        }
+        if fill.oom_score_adj {
+            x.oom_score_adj = from.oom_score_adj;
+        }
+        if fill.loginuid {
+            x.loginuid = from.loginuid;
         }
     }
 }

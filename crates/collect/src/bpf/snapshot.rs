@@ -87,6 +87,30 @@ fn fill_plan(
             plan.push((mem, missing));
         }
     }
+    // The signal and namespace blocks, like statm: only for the tasks whose record had not
+    // got them (the walk and a pinned set's iterator never write them; dump_task_rare does).
+    let rare = decode::rare_groups(&rest);
+    if rare != Groups::default() {
+        let keep = rest;
+        rest = Groups {
+            signals: false,
+            ns: false,
+            oom_score_adj: false,
+            loginuid: false,
+            ..rest
+        };
+        let missing: Vec<(i32, i32)> = tasks
+            .iter()
+            .filter(|t| decode::lacks_rare(t, &rare))
+            .map(id)
+            .collect();
+        if rest != Groups::default() && missing.len() == tasks.len() {
+            // Not one task has them from the pass: one read of each task for everything.
+            rest = keep;
+        } else if !missing.is_empty() {
+            plan.push((rare, missing));
+        }
+    }
     if rest != Groups::default() {
         plan.push((rest, tasks.iter().map(id).collect()));
     }
@@ -109,21 +133,6 @@ impl BpfCollector {
             stats.denied += fill_stats.denied;
             stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
             decode::merge(tasks, filled, &groups);
-        }
-        // The signal and namespace blocks: the tasks whose record had not got them (the
-        // walk and a pinned set's iterator never write them) are read from /proc.
-        let rare = decode::rare_groups(&fill_groups);
-        if rare != Groups::default() {
-            let ids: Vec<(i32, i32)> = tasks
-                .iter()
-                .filter(|t| decode::lacks_rare(t, &rare))
-                .map(|t| (t.id.tgid, t.id.tid))
-                .collect();
-            if !ids.is_empty() {
-                let (filled, fill_stats) = self.procfs.try_fill(&ids, rare)?;
-                stats.denied += fill_stats.denied;
-                decode::merge(tasks, filled, &rare);
-            }
         }
         if !query.groups.base {
             for t in tasks.iter_mut() {
@@ -429,5 +438,36 @@ mod tests {
         );
         tasks[1].mem = tasks[0].mem.clone();
         assert!(fill_plan(&tasks, mem, true).is_empty());
+    }
+
+    #[test]
+    fn signal_masks_are_read_only_for_the_tasks_whose_record_lacked_them() {
+        let mut tasks = [
+            task(1, None, TaskState::Sleeping),
+            task(2, None, TaskState::Sleeping),
+        ];
+        let sig = Groups {
+            signals: true,
+            ..Groups::default()
+        };
+        let exe = Groups {
+            exe: true,
+            ..Groups::default()
+        };
+        let sig_exe = Groups { exe: true, ..sig };
+        // The walk or a pinned iterator gave none: one read of each task for everything.
+        assert_eq!(fill_plan(&tasks, sig, false), vec![(sig, vec![(1, 1), (2, 2)])]);
+        assert_eq!(
+            fill_plan(&tasks, sig_exe, false),
+            vec![(sig_exe, vec![(1, 1), (2, 2)])]
+        );
+        // dump_task_rare gave the first: the masks of the second only; exe of both.
+        tasks[0].signals = Some(Box::default());
+        assert_eq!(
+            fill_plan(&tasks, sig_exe, false),
+            vec![(sig, vec![(2, 2)]), (exe, vec![(1, 1), (2, 2)])]
+        );
+        tasks[1].signals = Some(Box::default());
+        assert!(fill_plan(&tasks, sig, false).is_empty());
     }
 }

@@ -272,6 +272,21 @@ impl TaskReader {
         result.map(|()| copy)
     }
 
+    /// Runs `read` with `task` in the watchdog's keeping (`what` may block on the target's
+    /// mmap lock): the task and the result, or `None` when the watchdog took the task and
+    /// abandoned this reader (which must stop).
+    fn guarded<R>(
+        &mut self,
+        task: Task,
+        what: Blocking,
+        progress: &mut dyn Progress,
+        read: impl FnOnce(&mut Self) -> R,
+    ) -> Option<(Task, R)> {
+        progress.before_blocking(task, what);
+        let r = read(self);
+        progress.after_blocking().map(|t| (t, r))
+    }
+
     /// Reads one task. `tid` is `Some` for a thread read through `tgid/task/tid`.
     pub fn read(&mut self, tgid: i32, tid: Option<i32>, progress: &mut dyn Progress) -> Outcome {
         let g = self.groups;
@@ -619,10 +634,12 @@ impl TaskReader {
             }
         }
 
+        // Kernel threads and zombies have no user memory (no command line, nothing to sum).
+        let no_mm = st.as_ref().is_some_and(|l| {
+            l.flags & PF_KTHREAD != 0 || TaskState::from_letter(l.state) == TaskState::Zombie
+        });
+
         if g.cmdline {
-            let no_mm = st.as_ref().is_some_and(|l| {
-                l.flags & PF_KTHREAD != 0 || TaskState::from_letter(l.state) == TaskState::Zombie
-            });
             let cached = match (&self.cmdline_cache, tid) {
                 (Some((t, c)), Some(_)) if *t == tgid => Some(c.clone()),
                 _ => None,
@@ -634,9 +651,9 @@ impl TaskReader {
                 // reading it would cost two system calls for nothing.
                 task.cmdline = Some(Vec::new());
             } else {
-                progress.before_blocking(task, Blocking::Cmdline);
-                let r = self.retry(|r| r.read_cmdline(tgid));
-                let Some(back) = progress.after_blocking() else {
+                let Some((back, r)) = self.guarded(task, Blocking::Cmdline, progress, |me| {
+                    me.retry(|r| r.read_cmdline(tgid))
+                }) else {
                     return Outcome::Abandoned;
                 };
                 task = back;
@@ -660,9 +677,9 @@ impl TaskReader {
             // lock, like the command line: behind the same watchdog, so one stuck process
             // costs its row the environment, not the listing.
             const MAX_ENVIRON_BYTES: usize = 128 * 1024 - 1;
-            progress.before_blocking(task, Blocking::Environ);
-            let r = self.read_small(tgid, tid, "environ");
-            let Some(back) = progress.after_blocking() else {
+            let Some((back, r)) = self.guarded(task, Blocking::Environ, progress, |me| {
+                me.read_small(tgid, tid, "environ")
+            }) else {
                 return Outcome::Abandoned;
             };
             task = back;
@@ -677,15 +694,12 @@ impl TaskReader {
         }
 
         if g.smaps {
-            let no_mm = st.as_ref().is_some_and(|l| {
-                l.flags & PF_KTHREAD != 0 || TaskState::from_letter(l.state) == TaskState::Zombie
-            });
             // Kernel threads and zombies have no memory to sum: their read fails (ESRCH),
             // which procps shows as 0, as it does here without a read.
             if !no_mm {
-                progress.before_blocking(task, Blocking::Smaps);
-                let r = self.read_optional(tgid, tid, "smaps_rollup");
-                let Some(back) = progress.after_blocking() else {
+                let Some((back, r)) = self.guarded(task, Blocking::Smaps, progress, |me| {
+                    me.read_optional(tgid, tid, "smaps_rollup")
+                }) else {
                     return Outcome::Abandoned;
                 };
                 task = back;

@@ -131,17 +131,7 @@ mod tests {
     use super::*;
 
     fn shape(arg: &str) -> Result<Vec<String>, String> {
-        parse(arg).map(|cols| {
-            cols.into_iter()
-                .map(|c| {
-                    if c.name.is_empty() {
-                        format!("'{}'", c.header.unwrap_or_default())
-                    } else {
-                        c.name
-                    }
-                })
-                .collect()
-        })
+        parse(arg).map(|cols| cols.into_iter().map(|c| c.label()).collect())
     }
 
     #[test]
