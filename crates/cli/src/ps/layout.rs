@@ -84,17 +84,18 @@ pub fn wide_signals(cols: &[Column], active_cols: usize) -> bool {
 /// column honours a limit (commands, names, wchan).
 ///
 /// With `delimiter` (`--delimiter`, procps newer than 4.0.2), no column is padded: columns
-/// are separated by that one byte where they would have been by at least a space.
+/// are separated by that one byte where they would have been by at least a space. `wide` is
+/// [`wide_signals`] of the listing (the same for every line: computed once by the caller).
 pub fn render_line(
     out: &mut Vec<u8>,
     cols: &[Column],
     active_cols: usize,
     user_is_number: bool,
     delimiter: Option<u8>,
+    wide: bool,
     value: &mut dyn FnMut(usize, usize) -> Cell,
 ) {
     let active = active_cols as isize;
-    let wide = cols.iter().any(|c| c.spec.just == Just::Signal) && wide_signals(cols, active_cols);
     let (mut correct, mut actual, mut dospace) = (0isize, 0isize, 0isize);
     for (i, col) in cols.iter().enumerate() {
         let last = i + 1 == cols.len();
@@ -177,20 +178,28 @@ mod tests {
 
     fn line(cols: &[Column], vals: &[&str]) -> String {
         let mut out = Vec::new();
-        render_line(&mut out, cols, 200, false, None, &mut |i, max| {
-            let v = vals[i].as_bytes();
-            let n = v
-                .len()
-                .min(max.max(if cols[i].spec.just == Just::Unlimited {
-                    0
-                } else {
-                    v.len()
-                }));
-            Cell {
-                bytes: CellBytes::from_slice(&v[..n]),
-                cells: n,
-            }
-        });
+        render_line(
+            &mut out,
+            cols,
+            200,
+            false,
+            None,
+            wide_signals(cols, 200),
+            &mut |i, max| {
+                let v = vals[i].as_bytes();
+                let n = v
+                    .len()
+                    .min(max.max(if cols[i].spec.just == Just::Unlimited {
+                        0
+                    } else {
+                        v.len()
+                    }));
+                Cell {
+                    bytes: CellBytes::from_slice(&v[..n]),
+                    cells: n,
+                }
+            },
+        );
         String::from_utf8(out).expect("ascii")
     }
 
@@ -255,9 +264,11 @@ mod tests {
         let c = cols(&[("pid", 5), ("tty", 8), ("args", 27)]);
         let mut out = Vec::new();
         let vals = ["1", "?", "init"];
-        render_line(&mut out, &c, 200, false, Some(b':'), &mut |i, _| Cell {
-            bytes: CellBytes::from_slice(vals[i].as_bytes()),
-            cells: vals[i].len(),
+        render_line(&mut out, &c, 200, false, Some(b':'), false, &mut |i, _| {
+            Cell {
+                bytes: CellBytes::from_slice(vals[i].as_bytes()),
+                cells: vals[i].len(),
+            }
         });
         assert_eq!(String::from_utf8(out).expect("ascii"), "1:?:init\n");
     }

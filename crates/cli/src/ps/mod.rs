@@ -376,7 +376,15 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         Output::Text => {
             let active = layout::active_cols(&cols, s.screen_cols);
             let render_line = |out: &mut Vec<u8>, value: &mut dyn FnMut(usize, usize) -> Cell| {
-                layout::render_line(out, &cols, active, s.user_is_number, s.delimiter, value)
+                layout::render_line(
+                    out,
+                    &cols,
+                    active,
+                    s.user_is_number,
+                    s.delimiter,
+                    wide_signals,
+                    value,
+                )
             };
             let any_header = cols.iter().any(|c| !c.header.is_empty());
             let mut header = Vec::new();
