@@ -398,7 +398,7 @@ fn zoo_holds_its_hostile_tasks_and_leaves_nothing() {
     let cmdline = |pid: i32| std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline");
     let bad = info.byte_named[0];
     assert_eq!(comm(bad), b"lg-x\xff\xfe\n");
-    assert_eq!(cmdline(bad), b"/tmp/x\xff\0600\xfe\0ok\0");
+    assert_eq!(cmdline(bad), b"/tmp/x\xff\x00600\xfe\x00ok\x00");
     // status begins with the name: bytes, not text.
     let owner =
         String::from_utf8_lossy(&std::fs::read(format!("/proc/{bad}/status")).expect("status"))
