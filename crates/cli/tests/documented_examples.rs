@@ -79,7 +79,11 @@ fn documented_commands() -> Vec<(String, String)> {
     files.extend(docs);
     let mut out: Vec<(String, String)> = Vec::new();
     for f in files {
-        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let name = f
+            .file_name()
+            .expect("a file name")
+            .to_string_lossy()
+            .into_owned();
         let body = std::fs::read_to_string(&f).expect("read a doc");
         let mut in_block = false;
         for line in body.lines() {
@@ -159,7 +163,7 @@ fn history_examples(rec: &Recording) -> Vec<(String, Vec<String>)> {
             }
             "record" => {
                 // The documented recorder runs until stopped: a fresh store, one sample.
-                let i = args.iter().position(|a| a == "--dir").unwrap() + 1;
+                let i = args.iter().position(|a| a == "--dir").expect("--dir") + 1;
                 args[i] = rec.scratch.join("rec").to_string_lossy().into_owned();
                 args.extend(["--count", "1"].map(String::from));
             }
