@@ -38,7 +38,13 @@ fn source() -> BpfSource {
 /// or lead a figure that counts the waits going on at the samples by up to the lag.
 fn agrees_with_schedstat(r: &tasksnap_states::Row, o: &Oracle, k: usize) {
     running_agrees_with_schedstat(r, o, k);
-    within_schedstat("runnable", r.ns[State::Runnable.index()], o.deltas[k].1, o);
+    within_schedstat_lag(
+        "runnable",
+        r.ns[State::Runnable.index()],
+        o.deltas[k].1,
+        o,
+        RUNQ_WAIT_LAG_NS,
+    );
 }
 
 /// A hog must have run this much in the interval for it to say something (the interval is
