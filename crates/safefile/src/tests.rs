@@ -1,0 +1,194 @@
+//! Unit tests: each refusal on a scratch tree, and that a victim file behind a planted link
+//! is never touched.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::{symlink, PermissionsExt};
+
+use super::*;
+
+fn scratch() -> (tempfile::TempDir, Dir) {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = Dir::open_private(t.path()).expect("a fresh tempdir is private");
+    (t, dir)
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+#[test]
+fn open_read_refuses_a_fifo_without_blocking() {
+    let (t, dir) = scratch();
+    rustix::fs::mkfifoat(&dir.fd, "seg", Mode::from_raw_mode(0o600)).expect("mkfifo");
+    let e = dir.open_read("seg").expect_err("a FIFO is refused");
+    assert!(
+        matches!(e, SafeError::NotRegular { kind: Kind::Fifo, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("a FIFO"), "{e}");
+    assert!(e.to_string().contains(&t.path().display().to_string()));
+}
+
+#[test]
+fn open_read_refuses_links_and_directories_and_reads_files() {
+    let (t, dir) = scratch();
+    std::fs::write(t.path().join("victim"), "secret").expect("write");
+    symlink(t.path().join("victim"), t.path().join("link")).expect("symlink");
+    std::fs::create_dir(t.path().join("sub")).expect("mkdir");
+    assert!(matches!(
+        dir.open_read("link"),
+        Err(SafeError::Symlink { .. })
+    ));
+    let e = dir.open_read("sub").expect_err("a directory is refused");
+    assert!(matches!(
+        e,
+        SafeError::NotRegular {
+            kind: Kind::Directory,
+            ..
+        }
+    ));
+    // The OS error is said once.
+    let missing = dir.open_read("missing").expect_err("missing");
+    assert!(missing.is_not_found());
+    let text = missing.to_string();
+    assert_eq!(text.matches("os error").count(), 1, "{text}");
+    let mut s = String::new();
+    dir.open_read("victim")
+        .expect("a regular file")
+        .read_to_string(&mut s)
+        .expect("read");
+    assert_eq!(s, "secret");
+}
+
+#[test]
+fn open_own_refuses_a_symlinked_lock_and_leaves_the_victim_whole() {
+    let (t, dir) = scratch();
+    let victim = t.path().join("victim");
+    std::fs::write(&victim, "do not truncate").expect("write");
+    symlink(&victim, t.path().join("LOCK")).expect("symlink");
+    assert!(matches!(
+        dir.open_own("LOCK", 0o600),
+        Err(SafeError::Symlink { .. })
+    ));
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("read"),
+        "do not truncate"
+    );
+    // A hard link to another file is refused too.
+    std::fs::remove_file(t.path().join("LOCK")).expect("rm");
+    std::fs::hard_link(&victim, t.path().join("LOCK")).expect("link");
+    assert!(matches!(
+        dir.open_own("LOCK", 0o600),
+        Err(SafeError::Linked { links: 2, .. })
+    ));
+    std::fs::remove_file(t.path().join("LOCK")).expect("rm");
+    let mut f = dir.open_own("LOCK", 0o600).expect("a new lock");
+    f.write_all(b"1\n").expect("write");
+    assert!(dir.open_own("LOCK", 0o600).is_ok(), "reopened, not refused");
+}
+
+#[test]
+fn create_new_refuses_an_existing_name_or_a_dangling_link() {
+    let (t, dir) = scratch();
+    symlink(t.path().join("nowhere"), t.path().join("dangling")).expect("symlink");
+    assert!(dir.create_new("dangling", 0o600, false).is_err());
+    assert!(!t.path().join("nowhere").exists(), "the link was not followed");
+    dir.create_new("fresh", 0o600, true).expect("new");
+    assert!(dir.create_new("fresh", 0o600, true).is_err());
+}
+
+#[test]
+fn replace_renames_over_a_link_and_never_writes_through_it() {
+    let (t, dir) = scratch();
+    let victim = t.path().join("victim");
+    std::fs::write(&victim, "keep").expect("write");
+    symlink(&victim, t.path().join("out")).expect("symlink");
+    let mut p = dir.replace("out", 0o644).expect("replace");
+    p.file().write_all(b"new").expect("write");
+    p.commit().expect("commit");
+    assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
+    let m = dir.stat("out").expect("stat").expect("there");
+    assert_eq!(m.kind, Kind::Regular);
+    assert_eq!(std::fs::read_to_string(t.path().join("out")).expect("read"), "new");
+    // Dropped uncommitted: the old contents stay and no temporary is left.
+    let mut p = dir.replace("out", 0o644).expect("replace");
+    p.file().write_all(b"half").expect("write");
+    drop(p);
+    assert_eq!(std::fs::read_to_string(t.path().join("out")).expect("read"), "new");
+    let mut names = dir.names().expect("names");
+    names.sort();
+    assert_eq!(names, vec![OsString::from("out"), OsString::from("victim")]);
+}
+
+#[test]
+fn temp_names_are_recognised() {
+    let t = temp_name(OsStr::new("tasksnap-store"), 3);
+    assert!(is_temp_of(&t, OsStr::new("tasksnap-store")));
+    assert!(!is_temp_of(OsStr::new("tasksnap-store"), OsStr::new("tasksnap-store")));
+    assert!(!is_temp_of(&t, OsStr::new("other")));
+}
+
+#[test]
+fn open_private_refuses_a_link_a_file_and_a_group_or_other_writable_directory() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let real = t.path().join("real");
+    std::fs::create_dir(&real).expect("mkdir");
+    symlink(&real, t.path().join("link")).expect("symlink");
+    assert!(matches!(
+        Dir::open_private(&t.path().join("link")),
+        Err(SafeError::Symlink { .. })
+    ));
+    std::fs::write(t.path().join("file"), "").expect("write");
+    assert!(matches!(
+        Dir::open_private(&t.path().join("file")),
+        Err(SafeError::NotDirectory {
+            kind: Kind::Regular,
+            ..
+        })
+    ));
+    chmod(&real, 0o770);
+    let e = Dir::open_private(&real).expect_err("group-writable");
+    assert!(matches!(e, SafeError::Writable { who: "group", .. }), "{e}");
+    assert!(e.to_string().contains("chmod go-w"), "{e}");
+    chmod(&real, 0o755);
+    Dir::open_private(&real).expect("0755 is fine");
+}
+
+#[test]
+fn open_private_refuses_a_directory_below_one_others_may_write() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let open = t.path().join("open");
+    std::fs::create_dir_all(open.join("store")).expect("mkdir");
+    chmod(&open, 0o777);
+    let e = Dir::open_private(&open.join("store")).expect_err("below a 0777 directory");
+    assert!(matches!(e, SafeError::Ancestor { .. }), "{e}");
+    assert!(e.to_string().contains("without the sticky bit"), "{e}");
+    // Sticky, as /tmp: fine.
+    chmod(&open, 0o1777);
+    Dir::open_private(&open.join("store")).expect("below a sticky directory");
+    // create_private makes what is missing, 0700.
+    let made = Dir::create_private(&t.path().join("a/b"), 0o700).expect("create");
+    assert_eq!(made.meta().expect("meta").mode, 0o700);
+}
+
+#[test]
+fn open_private_refuses_a_directory_another_user_owns() {
+    if euid() != 0 {
+        eprintln!("skipped: needs root to give a directory away");
+        return;
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    let d = t.path().join("theirs");
+    std::fs::create_dir(&d).expect("mkdir");
+    std::os::unix::fs::chown(&d, Some(65534), Some(65534)).expect("chown");
+    let e = Dir::open_private(&d).expect_err("owned by nobody");
+    assert!(
+        matches!(e, SafeError::Owner { owner: 65534, expected: 0, .. }),
+        "{e}"
+    );
+    // And one below a directory another user owns.
+    std::fs::create_dir(d.join("mine")).expect("mkdir");
+    let e = Dir::open_private(&d.join("mine")).expect_err("below nobody's");
+    assert!(matches!(e, SafeError::Ancestor { .. }), "{e}");
+    assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+}
