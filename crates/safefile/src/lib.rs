@@ -385,7 +385,10 @@ impl Dir {
         // Up the real chain (`..` of each directory, so links in the path do not matter)
         // to the root, where `..` is the directory itself.
         let mut child = st;
-        let mut cur: OwnedFd = self.fd.try_clone().map_err(|e| SafeError::io(&self.path, e))?;
+        let mut cur: OwnedFd = self
+            .fd
+            .try_clone()
+            .map_err(|e| SafeError::io(&self.path, e))?;
         for level in 1..=4096u32 {
             let parent = rustix::fs::openat(
                 &cur,
@@ -444,7 +447,10 @@ impl Dir {
     /// A second descriptor of the same directory.
     pub fn try_clone(&self) -> Result<Dir, SafeError> {
         Ok(Dir {
-            fd: self.fd.try_clone().map_err(|e| SafeError::io(&self.path, e))?,
+            fd: self
+                .fd
+                .try_clone()
+                .map_err(|e| SafeError::io(&self.path, e))?,
             path: self.path.clone(),
         })
     }
@@ -649,6 +655,111 @@ impl Dir {
         let dir = Dir { fd, path };
         dir.check_private()?;
         Ok(dir)
+    }
+}
+
+/// Splits a path a user named for output into its directory (`.` when none) and file
+/// name; `None` when it names no file (`/`, `..`, a trailing `/`).
+pub fn split_path(path: &Path) -> Option<(PathBuf, OsString)> {
+    if path.as_os_str().as_bytes().ends_with(b"/") {
+        return None;
+    }
+    let name = path.file_name()?.to_os_string();
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Some((parent, name))
+}
+
+/// A file a user named for output, opened by [`Dir::open_output`].
+#[derive(Debug)]
+pub enum Output {
+    /// A new file or a regular file being replaced: written to a temporary, renamed into
+    /// place by [`Output::finish`].
+    Replace(Pending),
+    /// A FIFO or character device of the caller's or root's (a pipe, /dev/null): written in
+    /// place.
+    Stream {
+        /// The open file.
+        file: File,
+        /// Its path, for messages.
+        path: PathBuf,
+    },
+}
+
+impl Output {
+    /// The file to write to.
+    pub fn file(&mut self) -> &mut File {
+        match self {
+            Output::Replace(p) => p.file(),
+            Output::Stream { file, .. } => file,
+        }
+    }
+
+    /// Makes the output final: a replacement is synced and renamed into place; a stream is
+    /// synced where that means something (EINVAL from a pipe or device is not an error).
+    pub fn finish(self) -> Result<(), SafeError> {
+        match self {
+            Output::Replace(p) => p.commit(),
+            Output::Stream { file, path } => match file.sync_all() {
+                Err(e) if e.raw_os_error() == Some(Errno::INVAL.raw_os_error()) => Ok(()),
+                r => r.map_err(|e| SafeError::io(path, e)),
+            },
+        }
+    }
+}
+
+impl Dir {
+    /// Opens `name` in this directory for a user's output (`dump -o`, `--flamegraph`):
+    /// - missing, or a regular file: [`Output::Replace`], a new temporary (bits `mode`) that
+    ///   [`Output::finish`] renames over `name`, so the old contents stay whole until the new
+    ///   ones are, and a hard link to another file is never written through;
+    /// - a FIFO or a character device: [`Output::Stream`], opened for writing in place
+    ///   without creating or truncating;
+    /// - a symbolic link ([`SafeError::Symlink`]), a directory, a socket or a block device
+    ///   ([`SafeError::NotRegular`]), or anything owned by another user than the caller or
+    ///   root ([`SafeError::Owner`]): refused.
+    pub fn open_output(&self, name: impl AsRef<Path>, mode: u32) -> Result<Output, SafeError> {
+        let name = name.as_ref();
+        let path = || self.join(name);
+        let Some(meta) = self.stat(name)? else {
+            return Ok(Output::Replace(self.replace(name, mode)?));
+        };
+        let me = euid();
+        if meta.kind == Kind::Symlink {
+            return Err(SafeError::Symlink { path: path() });
+        }
+        if meta.uid != me && meta.uid != 0 {
+            return Err(SafeError::Owner {
+                path: path(),
+                owner: meta.uid,
+                expected: me,
+            });
+        }
+        match meta.kind {
+            Kind::Regular => Ok(Output::Replace(self.replace(name, mode)?)),
+            Kind::Fifo | Kind::CharDevice => {
+                let fd = rustix::fs::openat(
+                    &self.fd,
+                    name,
+                    OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY,
+                    Mode::empty(),
+                )
+                .map_err(|e| SafeError::io(path(), e))?;
+                let st = rustix::fs::fstat(&fd).map_err(|e| SafeError::io(path(), e))?;
+                match Kind::of(&st) {
+                    Kind::Fifo | Kind::CharDevice if st.st_uid == me || st.st_uid == 0 => {
+                        Ok(Output::Stream {
+                            file: File::from(fd),
+                            path: path(),
+                        })
+                    }
+                    kind => Err(SafeError::NotRegular { path: path(), kind }),
+                }
+            }
+            kind => Err(SafeError::NotRegular { path: path(), kind }),
+        }
     }
 }
 

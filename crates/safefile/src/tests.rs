@@ -22,7 +22,13 @@ fn open_read_refuses_a_fifo_without_blocking() {
     rustix::fs::mkfifoat(&dir.fd, "seg", Mode::from_raw_mode(0o600)).expect("mkfifo");
     let e = dir.open_read("seg").expect_err("a FIFO is refused");
     assert!(
-        matches!(e, SafeError::NotRegular { kind: Kind::Fifo, .. }),
+        matches!(
+            e,
+            SafeError::NotRegular {
+                kind: Kind::Fifo,
+                ..
+            }
+        ),
         "{e}"
     );
     assert!(e.to_string().contains("a FIFO"), "{e}");
@@ -92,7 +98,10 @@ fn create_new_refuses_an_existing_name_or_a_dangling_link() {
     let (t, dir) = scratch();
     symlink(t.path().join("nowhere"), t.path().join("dangling")).expect("symlink");
     assert!(dir.create_new("dangling", 0o600, false).is_err());
-    assert!(!t.path().join("nowhere").exists(), "the link was not followed");
+    assert!(
+        !t.path().join("nowhere").exists(),
+        "the link was not followed"
+    );
     dir.create_new("fresh", 0o600, true).expect("new");
     assert!(dir.create_new("fresh", 0o600, true).is_err());
 }
@@ -109,12 +118,18 @@ fn replace_renames_over_a_link_and_never_writes_through_it() {
     assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
     let m = dir.stat("out").expect("stat").expect("there");
     assert_eq!(m.kind, Kind::Regular);
-    assert_eq!(std::fs::read_to_string(t.path().join("out")).expect("read"), "new");
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("out")).expect("read"),
+        "new"
+    );
     // Dropped uncommitted: the old contents stay and no temporary is left.
     let mut p = dir.replace("out", 0o644).expect("replace");
     p.file().write_all(b"half").expect("write");
     drop(p);
-    assert_eq!(std::fs::read_to_string(t.path().join("out")).expect("read"), "new");
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("out")).expect("read"),
+        "new"
+    );
     let mut names = dir.names().expect("names");
     names.sort();
     assert_eq!(names, vec![OsString::from("out"), OsString::from("victim")]);
@@ -124,7 +139,10 @@ fn replace_renames_over_a_link_and_never_writes_through_it() {
 fn temp_names_are_recognised() {
     let t = temp_name(OsStr::new("tasksnap-store"), 3);
     assert!(is_temp_of(&t, OsStr::new("tasksnap-store")));
-    assert!(!is_temp_of(OsStr::new("tasksnap-store"), OsStr::new("tasksnap-store")));
+    assert!(!is_temp_of(
+        OsStr::new("tasksnap-store"),
+        OsStr::new("tasksnap-store")
+    ));
     assert!(!is_temp_of(&t, OsStr::new("other")));
 }
 
@@ -183,7 +201,14 @@ fn open_private_refuses_a_directory_another_user_owns() {
     std::os::unix::fs::chown(&d, Some(65534), Some(65534)).expect("chown");
     let e = Dir::open_private(&d).expect_err("owned by nobody");
     assert!(
-        matches!(e, SafeError::Owner { owner: 65534, expected: 0, .. }),
+        matches!(
+            e,
+            SafeError::Owner {
+                owner: 65534,
+                expected: 0,
+                ..
+            }
+        ),
         "{e}"
     );
     // And one below a directory another user owns.
@@ -191,4 +216,71 @@ fn open_private_refuses_a_directory_another_user_owns() {
     let e = Dir::open_private(&d.join("mine")).expect_err("below nobody's");
     assert!(matches!(e, SafeError::Ancestor { .. }), "{e}");
     assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+}
+
+#[test]
+fn open_output_replaces_files_streams_devices_and_refuses_links() {
+    let (t, dir) = scratch();
+    let victim = t.path().join("victim");
+    std::fs::write(&victim, "keep").expect("write");
+    symlink(&victim, t.path().join("link")).expect("symlink");
+    assert!(matches!(
+        dir.open_output("link", 0o600),
+        Err(SafeError::Symlink { .. })
+    ));
+    std::fs::create_dir(t.path().join("sub")).expect("mkdir");
+    assert!(matches!(
+        dir.open_output("sub", 0o600),
+        Err(SafeError::NotRegular { .. })
+    ));
+    // A regular file: its old contents stay until the new ones are final.
+    std::fs::write(t.path().join("out"), "old").expect("write");
+    let mut o = dir.open_output("out", 0o600).expect("output");
+    o.file().write_all(b"new").expect("write");
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("out")).expect("read"),
+        "old"
+    );
+    o.finish().expect("finish");
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("out")).expect("read"),
+        "new"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep");
+    // A character device of root's is written in place.
+    let dev = Dir::open(Path::new("/dev")).expect("/dev");
+    let mut o = dev.open_output("null", 0o600).expect("/dev/null");
+    assert!(matches!(o, Output::Stream { .. }));
+    o.file().write_all(b"x").expect("write");
+    o.finish().expect("finish");
+}
+
+#[test]
+fn open_output_refuses_another_users_file() {
+    if euid() != 0 {
+        eprintln!("skipped: needs root to give a file away");
+        return;
+    }
+    let (t, dir) = scratch();
+    std::fs::write(t.path().join("theirs"), "theirs").expect("write");
+    std::os::unix::fs::chown(t.path().join("theirs"), Some(65534), None).expect("chown");
+    assert!(matches!(
+        dir.open_output("theirs", 0o600),
+        Err(SafeError::Owner { owner: 65534, .. })
+    ));
+}
+
+#[test]
+fn split_path_names_a_file_or_nothing() {
+    assert_eq!(
+        split_path(Path::new("out.csv")),
+        Some((PathBuf::from("."), OsString::from("out.csv")))
+    );
+    assert_eq!(
+        split_path(Path::new("/tmp/x/out.csv")),
+        Some((PathBuf::from("/tmp/x"), OsString::from("out.csv")))
+    );
+    for none in ["/", "..", "dir/", "a/.."] {
+        assert_eq!(split_path(Path::new(none)), None, "{none}");
+    }
 }
