@@ -211,6 +211,17 @@ impl SafeError {
     }
 }
 
+impl From<SafeError> for io::Error {
+    /// The message, with the kind of an I/O error kept (`NotFound` stays `NotFound`).
+    fn from(e: SafeError) -> io::Error {
+        let kind = match &e {
+            SafeError::Io { err, .. } => err.kind(),
+            _ => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, e.to_string())
+    }
+}
+
 /// What [`Dir::stat`] says of an entry (never following a link).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
@@ -633,6 +644,41 @@ impl Dir {
     pub fn remove(&self, name: impl AsRef<Path>) -> Result<(), SafeError> {
         let name = name.as_ref();
         rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())
+            .map_err(|e| SafeError::io(self.join(name), e))
+    }
+
+    /// Removes `name` and, when it is a directory, everything below it, never following a
+    /// link (a link is removed itself, never what it points to). At most 16 levels deep.
+    pub fn remove_tree(&self, name: impl AsRef<Path>) -> Result<(), SafeError> {
+        self.remove_tree_at(name.as_ref(), 16)
+    }
+
+    fn remove_tree_at(&self, name: &Path, depth: u32) -> Result<(), SafeError> {
+        let path = self.join(name);
+        let Some(meta) = self.stat(name)? else {
+            return Err(SafeError::io(path, Errno::NOENT));
+        };
+        if meta.kind != Kind::Directory {
+            return self.remove(name);
+        }
+        if depth == 0 {
+            return Err(SafeError::io(path, io::Error::other("too deep to remove")));
+        }
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| open_error(&path, true, e))?;
+        let sub = Dir { fd, path };
+        for entry in sub.names()? {
+            match sub.remove_tree_at(Path::new(&entry), depth - 1) {
+                Err(e) if e.is_not_found() => {}
+                r => r?,
+            }
+        }
+        rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)
             .map_err(|e| SafeError::io(self.join(name), e))
     }
 

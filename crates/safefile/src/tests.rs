@@ -284,3 +284,24 @@ fn split_path_names_a_file_or_nothing() {
         assert_eq!(split_path(Path::new(none)), None, "{none}");
     }
 }
+
+#[test]
+fn remove_tree_removes_links_not_what_they_point_to() {
+    let (t, dir) = scratch();
+    let keep = t.path().join("keep");
+    std::fs::create_dir(&keep).expect("mkdir");
+    std::fs::write(keep.join("file"), "x").expect("write");
+    let tree = t.path().join("tree");
+    std::fs::create_dir_all(tree.join("a/b")).expect("mkdir");
+    std::fs::write(tree.join("a/b/pin"), "").expect("write");
+    symlink(&keep, tree.join("a/link")).expect("symlink");
+    dir.remove_tree("tree").expect("remove");
+    assert!(!tree.exists());
+    assert!(keep.join("file").exists(), "the link's target is untouched");
+    // A link at the top is removed itself.
+    symlink(&keep, t.path().join("top")).expect("symlink");
+    dir.remove_tree("top").expect("remove");
+    assert!(keep.join("file").exists());
+    let e = dir.remove_tree("top").expect_err("gone");
+    assert_eq!(io::Error::from(e).kind(), io::ErrorKind::NotFound);
+}
