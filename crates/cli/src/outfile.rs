@@ -32,11 +32,6 @@ pub fn create(path: &Path, reading: Option<&Dir>) -> anyhow::Result<Output> {
             );
         }
     }
-    dir.open_output(&name, MODE).map_err(|e| {
-        // The message names the path already: said once, after "cannot create".
-        let text = e.to_string();
-        let named = format!("{}: ", e.path().display());
-        let why = text.strip_prefix(&named).unwrap_or(&text);
-        anyhow::anyhow!("cannot create {}: {why}", path.display())
-    })
+    dir.open_output(&name, MODE)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {}", path.display(), e.reason()))
 }

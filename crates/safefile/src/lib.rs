@@ -192,6 +192,16 @@ impl SafeError {
         }
     }
 
+    /// The message without the leading path, for a caller that names the path itself.
+    pub fn reason(&self) -> String {
+        let text = self.to_string();
+        let named = format!("{}: ", self.path().display());
+        match text.strip_prefix(&named) {
+            Some(why) => why.to_string(),
+            None => text,
+        }
+    }
+
     /// True for an I/O error saying the file is not there.
     pub fn is_not_found(&self) -> bool {
         matches!(self, SafeError::Io { err, .. } if err.kind() == io::ErrorKind::NotFound)
@@ -701,6 +711,38 @@ impl Dir {
         let dir = Dir { fd, path };
         dir.check_private()?;
         Ok(dir)
+    }
+}
+
+/// Opens a file a user named to read (a configuration): links in `path` are followed (the
+/// user named it), but only a regular file is opened, with `O_NONBLOCK`, so a FIFO or a
+/// device (`/dev/zero`, a terminal) is refused instead of blocking or never ending.
+pub fn open_regular(path: &Path) -> Result<File, SafeError> {
+    let before =
+        rustix::fs::statat(CWD, path, AtFlags::empty()).map_err(|e| SafeError::io(path, e))?;
+    match Kind::of(&before) {
+        Kind::Regular => {}
+        kind => {
+            return Err(SafeError::NotRegular {
+                path: path.to_path_buf(),
+                kind,
+            })
+        }
+    }
+    let fd = rustix::fs::openat(
+        CWD,
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|e| SafeError::io(path, e))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| SafeError::io(path, e))?;
+    match Kind::of(&st) {
+        Kind::Regular => Ok(File::from(fd)),
+        kind => Err(SafeError::NotRegular {
+            path: path.to_path_buf(),
+            kind,
+        }),
     }
 }
 

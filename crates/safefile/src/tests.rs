@@ -305,3 +305,28 @@ fn remove_tree_removes_links_not_what_they_point_to() {
     let e = dir.remove_tree("top").expect_err("gone");
     assert_eq!(io::Error::from(e).kind(), io::ErrorKind::NotFound);
 }
+
+#[test]
+fn open_regular_follows_links_to_files_and_refuses_devices() {
+    let (t, _dir) = scratch();
+    std::fs::write(t.path().join("conf"), "x: 1").expect("write");
+    symlink(t.path().join("conf"), t.path().join("link")).expect("symlink");
+    let mut s = String::new();
+    open_regular(&t.path().join("link"))
+        .expect("a link to a file is fine here")
+        .read_to_string(&mut s)
+        .expect("read");
+    assert_eq!(s, "x: 1");
+    let e = open_regular(Path::new("/dev/zero")).expect_err("a device");
+    assert!(matches!(
+        e,
+        SafeError::NotRegular {
+            kind: Kind::CharDevice,
+            ..
+        }
+    ));
+    assert_eq!(
+        e.reason(),
+        "is a character device, not a regular file; refusing to use it"
+    );
+}
