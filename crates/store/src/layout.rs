@@ -60,12 +60,21 @@ pub struct Listed {
 /// Every segment in `dir`, sorted by start time; other files are ignored, and so is an
 /// entry named like a segment that is not a regular file (see [`scan_segments`]).
 pub fn list_segments(dir: &Dir) -> Result<Vec<Listed>, StoreError> {
-    Ok(scan_segments(dir)?.0)
+    Ok(scan_segments(dir)?.segments)
+}
+
+/// What [`scan_segments`] found.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The segments, sorted by start time.
+    pub segments: Vec<Listed>,
+    /// Entries named like segments that are not regular files, and what they are.
+    pub skipped: Vec<(PathBuf, Kind)>,
 }
 
 /// [`list_segments`], and the entries named like segments that are not regular files (a
 /// FIFO, a directory, a link: never opened, never deleted), for a warning.
-pub fn scan_segments(dir: &Dir) -> Result<(Vec<Listed>, Vec<(PathBuf, Kind)>), StoreError> {
+pub fn scan_segments(dir: &Dir) -> Result<Listing, StoreError> {
     let mut out = Vec::new();
     let mut odd = Vec::new();
     for name in dir.names()? {
@@ -87,7 +96,10 @@ pub fn scan_segments(dir: &Dir) -> Result<(Vec<Listed>, Vec<(PathBuf, Kind)>), S
     }
     out.sort_by_key(|l| l.start_ns);
     odd.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok((out, odd))
+    Ok(Listing {
+        segments: out,
+        skipped: odd,
+    })
 }
 
 /// What the marker file says.

@@ -149,8 +149,11 @@ impl Store {
     /// Lists the segments again (new ones, deleted ones) and recomputes the span; what was
     /// already read of segments still there is kept.
     pub fn refresh(&mut self) -> Result<(), StoreError> {
-        let (listed, odd) = layout::scan_segments(&self.fd)?;
-        for (path, kind) in odd {
+        let layout::Listing {
+            segments: listed,
+            skipped,
+        } = layout::scan_segments(&self.fd)?;
+        for (path, kind) in skipped {
             let w = format!(
                 "{}: named like a segment but {}; skipped",
                 path.display(),

@@ -127,8 +127,9 @@ impl Writer {
         if layout::read_marker(&fd)? == Marker::Absent {
             layout::write_marker(&fd)?;
         }
-        let (listed, odd) = layout::scan_segments(&fd)?;
-        let warnings = odd
+        let listing = layout::scan_segments(&fd)?;
+        let warnings = listing
+            .skipped
             .into_iter()
             .map(|(path, kind)| {
                 format!(
@@ -138,7 +139,8 @@ impl Writer {
                 )
             })
             .collect();
-        let old = listed
+        let old = listing
+            .segments
             .into_iter()
             .map(|l| Old {
                 start_ns: l.start_ns,
