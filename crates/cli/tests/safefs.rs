@@ -222,6 +222,14 @@ fn dump_refuses_output_inside_its_store() {
             text(&out.stderr)
         );
     }
+    // The flame graph of a replay, likewise.
+    let out = tasksnap(&["states", "--replay", s(&dir), "--flamegraph", s(&seg)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("inside the recording"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(samples(&dir), 6, "no sample lost");
     assert!(!dir.join("out.csv").exists());
 }
