@@ -374,3 +374,40 @@ fn directory_named_like_a_segment_is_skipped_with_one_warning() {
     }
     assert_eq!(samples(&dir), 3);
 }
+
+#[test]
+fn record_never_creates_its_store_through_another_users_link() {
+    if !root_or_skip("giving a link to nobody") {
+        return;
+    }
+    // fs.protected_symlinks may be off (it is on many hosts): tasksnap keeps the rule itself.
+    let t = tempfile::tempdir().expect("tempdir");
+    let elsewhere = t.path().join("elsewhere");
+    fs::create_dir(&elsewhere).expect("mkdir");
+    let shared = t.path().join("shared");
+    fs::create_dir(&shared).expect("mkdir");
+    let link = shared.join("a");
+    symlink(&elsewhere, &link).expect("symlink");
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).expect("lchown");
+    let dir = link.join("history");
+    let out = tasksnap(&[
+        "record",
+        "--dir",
+        s(&dir),
+        "--count",
+        "1",
+        "--backend",
+        "procfs",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("symbolic link owned by uid 65534"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !elsewhere.join("history").exists(),
+        "nothing made through the link"
+    );
+}

@@ -371,17 +371,71 @@ impl Dir {
     }
 
     /// [`Dir::open_private`], creating the directory first when it is missing (and any
-    /// missing directory above it), with permission bits `mode`.
+    /// missing directory above it), with permission bits `mode`. Missing directories are
+    /// made one at a time relative to their parent's descriptor, and only in a parent that
+    /// passes [`Dir::open_private`]'s rule for the directories above a store; a symbolic link
+    /// on the way that another user than root or the caller owns is not followed (the
+    /// kernel's `fs.protected_symlinks` rule, kept even where that is off).
     pub fn create_private(path: &Path, mode: u32) -> Result<Dir, SafeError> {
-        use std::os::unix::fs::DirBuilderExt;
         match rustix::fs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(_) => {}
-            Err(Errno::NOENT) => std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(mode)
-                .create(path)
-                .map_err(|e| SafeError::io(path, e))?,
+            Ok(_) => return Dir::open_private(path),
+            Err(Errno::NOENT) => {}
             Err(e) => return Err(SafeError::io(path, e)),
+        }
+        let me = euid();
+        let refuse = |at: &OwnedFd, why: String| SafeError::Ancestor {
+            path: path.to_path_buf(),
+            ancestor: fd_path(at, || path.to_path_buf()),
+            why,
+            expected: me,
+        };
+        let start = if path.is_absolute() { "/" } else { "." };
+        let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let mut cur = rustix::fs::openat(CWD, start, step, Mode::empty())
+            .map_err(|e| SafeError::io(path, e))?;
+        for c in path.components() {
+            let name = match c {
+                std::path::Component::Normal(name) => name,
+                std::path::Component::ParentDir => OsStr::new(".."),
+                _ => continue,
+            };
+            match rustix::fs::statat(&cur, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if Kind::of(&st) == Kind::Symlink && st.st_uid != 0 && st.st_uid != me => {
+                    return Err(refuse(
+                        &cur,
+                        format!(
+                            "where {} is a symbolic link owned by uid {}",
+                            name.to_string_lossy(),
+                            st.st_uid
+                        ),
+                    ));
+                }
+                Ok(_) => {}
+                Err(Errno::NOENT) => {
+                    let st = rustix::fs::fstat(&cur).map_err(|e| SafeError::io(path, e))?;
+                    if st.st_uid != 0 && st.st_uid != me {
+                        return Err(refuse(&cur, format!("owned by uid {}", st.st_uid)));
+                    }
+                    if st.st_mode & 0o1000 == 0 {
+                        if let Some(who) = writable_by(st.st_mode) {
+                            return Err(refuse(
+                                &cur,
+                                format!(
+                                    "writable by {who} without the sticky bit (mode {:04o})",
+                                    st.st_mode & 0o7777
+                                ),
+                            ));
+                        }
+                    }
+                    match rustix::fs::mkdirat(&cur, name, Mode::from_raw_mode(mode)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => return Err(SafeError::io(path, e)),
+                    }
+                }
+                Err(e) => return Err(SafeError::io(path, e)),
+            }
+            cur = rustix::fs::openat(&cur, name, step, Mode::empty())
+                .map_err(|e| SafeError::io(path, e))?;
         }
         Dir::open_private(path)
     }

@@ -330,3 +330,39 @@ fn open_regular_follows_links_to_files_and_refuses_devices() {
         "is a character device, not a regular file; refusing to use it"
     );
 }
+
+#[test]
+fn create_private_never_creates_through_another_users_link() {
+    if euid() != 0 {
+        eprintln!("skipped: needs root to give a link away");
+        return;
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let shared = t.path().join("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    symlink(&elsewhere, shared.join("a")).expect("symlink");
+    std::os::unix::fs::lchown(shared.join("a"), Some(65534), Some(65534)).expect("lchown");
+    let e = Dir::create_private(&shared.join("a/store"), 0o700).expect_err("refused");
+    assert!(matches!(e, SafeError::Ancestor { .. }), "{e}");
+    assert!(
+        e.to_string().contains("symbolic link owned by uid 65534"),
+        "{e}"
+    );
+    assert!(
+        !elsewhere.join("store").exists(),
+        "nothing made through the link"
+    );
+    // Nor in a directory another user owns.
+    let theirs = t.path().join("theirs");
+    std::fs::create_dir(&theirs).expect("mkdir");
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
+    let e = Dir::create_private(&theirs.join("x/store"), 0o700).expect_err("refused");
+    assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+    assert!(!theirs.join("x").exists(), "nothing made there");
+    // Our own links are followed, and missing levels made.
+    symlink(&elsewhere, t.path().join("mine")).expect("symlink");
+    Dir::create_private(&t.path().join("mine/new/store"), 0o700).expect("made");
+    assert!(elsewhere.join("new/store").is_dir());
+}
