@@ -1,6 +1,6 @@
 //! Files a command writes because the user named them (`dump -o FILE`, `states --flamegraph
 //! FILE`): opened through tasksnap-safefile, so a root tasksnap never writes through a
-//! symbolic link, never truncates another user's file or a hard link to one (a regular file
+//! symbolic link (another user's link in the directories above it is not followed either), never truncates another user's file or a hard link to one (a regular file
 //! is replaced by renaming a complete new one over it; a failed run leaves the old one
 //! whole), writes a FIFO or device in place only when it is the caller's or root's, and never
 //! writes inside the recording it is reading (compared by device and inode, not by path).
@@ -21,7 +21,7 @@ pub fn create(path: &Path, reading: Option<&Dir>) -> anyhow::Result<Output> {
     let Some((parent, name)) = split_path(path) else {
         anyhow::bail!("cannot create {}: it names no file", path.display());
     };
-    let dir = Dir::open(&parent).with_context(cannot)?;
+    let dir = Dir::open_trusted(&parent).with_context(cannot)?;
     if let Some(store) = reading {
         if dir.same_dir(store).with_context(cannot)? {
             anyhow::bail!(

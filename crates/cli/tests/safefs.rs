@@ -254,6 +254,22 @@ fn dump_output_never_follows_a_symlink() {
     let out = tasksnap(&["states", "--replay", s(&dir), "--flamegraph", s(&link)]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert_victim_whole(&v);
+    // Nor through another user's link among the directories above the output.
+    if root_or_skip("giving a link to nobody") {
+        let elsewhere = t.path().join("elsewhere");
+        fs::create_dir(&elsewhere).expect("mkdir");
+        let theirs = t.path().join("theirs");
+        symlink(&elsewhere, &theirs).expect("symlink");
+        std::os::unix::fs::lchown(&theirs, Some(65534), Some(65534)).expect("lchown");
+        let out = tasksnap(&["dump", "--dir", s(&dir), "-o", s(&theirs.join("out.csv"))]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("symbolic link owned by uid 65534"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(!elsewhere.join("out.csv").exists());
+    }
 }
 
 #[test]

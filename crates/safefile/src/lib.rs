@@ -298,6 +298,71 @@ fn open_error(path: &Path, dir: bool, e: Errno) -> SafeError {
     SafeError::io(path, e)
 }
 
+/// Walks `path` one component at a time from `/` (or the working directory), refusing a
+/// symbolic link that another user than root or the caller owns; with `create`, makes each
+/// missing directory (bits `create`) relative to its parent, only in a parent owned by root
+/// or the caller and writable by nobody else unless sticky. Returns an `O_PATH` descriptor
+/// of the directory reached.
+fn resolve(path: &Path, create: Option<u32>) -> Result<OwnedFd, SafeError> {
+    let me = euid();
+    let refuse = |at: &OwnedFd, why: String| SafeError::Ancestor {
+        path: path.to_path_buf(),
+        ancestor: fd_path(at, || path.to_path_buf()),
+        why,
+        expected: me,
+    };
+    let start = if path.is_absolute() { "/" } else { "." };
+    let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut cur =
+        rustix::fs::openat(CWD, start, step, Mode::empty()).map_err(|e| SafeError::io(path, e))?;
+    for c in path.components() {
+        let name = match c {
+            std::path::Component::Normal(name) => name,
+            std::path::Component::ParentDir => OsStr::new(".."),
+            _ => continue,
+        };
+        match rustix::fs::statat(&cur, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if Kind::of(&st) == Kind::Symlink && st.st_uid != 0 && st.st_uid != me => {
+                return Err(refuse(
+                    &cur,
+                    format!(
+                        "where {} is a symbolic link owned by uid {}",
+                        name.to_string_lossy(),
+                        st.st_uid
+                    ),
+                ));
+            }
+            Ok(_) => {}
+            Err(Errno::NOENT) if create.is_some() => {
+                let st = rustix::fs::fstat(&cur).map_err(|e| SafeError::io(path, e))?;
+                if st.st_uid != 0 && st.st_uid != me {
+                    return Err(refuse(&cur, format!("owned by uid {}", st.st_uid)));
+                }
+                if st.st_mode & 0o1000 == 0 {
+                    if let Some(who) = writable_by(st.st_mode) {
+                        return Err(refuse(
+                            &cur,
+                            format!(
+                                "writable by {who} without the sticky bit (mode {:04o})",
+                                st.st_mode & 0o7777
+                            ),
+                        ));
+                    }
+                }
+                let mode = Mode::from_raw_mode(create.unwrap_or(0o700));
+                match rustix::fs::mkdirat(&cur, name, mode) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(SafeError::io(path, e)),
+                }
+            }
+            Err(e) => return Err(SafeError::io(path, e)),
+        }
+        cur = rustix::fs::openat(&cur, name, step, Mode::empty())
+            .map_err(|e| open_error(path, true, e))?;
+    }
+    Ok(cur)
+}
+
 /// The path the kernel has for an open descriptor (for messages), else `fallback`.
 fn fd_path(fd: &impl AsFd, fallback: impl FnOnce() -> PathBuf) -> PathBuf {
     use std::os::fd::AsRawFd;
@@ -382,62 +447,26 @@ impl Dir {
             Err(Errno::NOENT) => {}
             Err(e) => return Err(SafeError::io(path, e)),
         }
-        let me = euid();
-        let refuse = |at: &OwnedFd, why: String| SafeError::Ancestor {
-            path: path.to_path_buf(),
-            ancestor: fd_path(at, || path.to_path_buf()),
-            why,
-            expected: me,
-        };
-        let start = if path.is_absolute() { "/" } else { "." };
-        let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let mut cur = rustix::fs::openat(CWD, start, step, Mode::empty())
-            .map_err(|e| SafeError::io(path, e))?;
-        for c in path.components() {
-            let name = match c {
-                std::path::Component::Normal(name) => name,
-                std::path::Component::ParentDir => OsStr::new(".."),
-                _ => continue,
-            };
-            match rustix::fs::statat(&cur, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) if Kind::of(&st) == Kind::Symlink && st.st_uid != 0 && st.st_uid != me => {
-                    return Err(refuse(
-                        &cur,
-                        format!(
-                            "where {} is a symbolic link owned by uid {}",
-                            name.to_string_lossy(),
-                            st.st_uid
-                        ),
-                    ));
-                }
-                Ok(_) => {}
-                Err(Errno::NOENT) => {
-                    let st = rustix::fs::fstat(&cur).map_err(|e| SafeError::io(path, e))?;
-                    if st.st_uid != 0 && st.st_uid != me {
-                        return Err(refuse(&cur, format!("owned by uid {}", st.st_uid)));
-                    }
-                    if st.st_mode & 0o1000 == 0 {
-                        if let Some(who) = writable_by(st.st_mode) {
-                            return Err(refuse(
-                                &cur,
-                                format!(
-                                    "writable by {who} without the sticky bit (mode {:04o})",
-                                    st.st_mode & 0o7777
-                                ),
-                            ));
-                        }
-                    }
-                    match rustix::fs::mkdirat(&cur, name, Mode::from_raw_mode(mode)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(SafeError::io(path, e)),
-                    }
-                }
-                Err(e) => return Err(SafeError::io(path, e)),
-            }
-            cur = rustix::fs::openat(&cur, name, step, Mode::empty())
-                .map_err(|e| SafeError::io(path, e))?;
-        }
+        resolve(path, Some(mode))?;
         Dir::open_private(path)
+    }
+
+    /// Opens a directory to create a user's output in: links on the way are followed only
+    /// when root or the caller owns them (the `fs.protected_symlinks` rule, kept even where
+    /// that is off), so another user's link cannot send the output elsewhere.
+    pub fn open_trusted(path: &Path) -> Result<Dir, SafeError> {
+        let at = resolve(path, None)?;
+        let fd = rustix::fs::openat(
+            &at,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| SafeError::io(path, e))?;
+        Ok(Dir {
+            fd,
+            path: path.to_path_buf(),
+        })
     }
 
     fn check_private(&self) -> Result<(), SafeError> {

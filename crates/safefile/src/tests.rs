@@ -366,3 +366,29 @@ fn create_private_never_creates_through_another_users_link() {
     Dir::create_private(&t.path().join("mine/new/store"), 0o700).expect("made");
     assert!(elsewhere.join("new/store").is_dir());
 }
+
+#[test]
+fn open_trusted_follows_only_links_of_root_or_the_caller() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    symlink(&elsewhere, t.path().join("mine")).expect("symlink");
+    let d = Dir::open_trusted(&t.path().join("mine")).expect("our own link");
+    assert!(d
+        .same_dir(&Dir::open(&elsewhere).expect("open"))
+        .expect("same"));
+    assert!(matches!(
+        Dir::open_trusted(&t.path().join("missing")),
+        Err(e) if e.is_not_found()
+    ));
+    if euid() != 0 {
+        return;
+    }
+    symlink(&elsewhere, t.path().join("theirs")).expect("symlink");
+    std::os::unix::fs::lchown(t.path().join("theirs"), Some(65534), None).expect("lchown");
+    let e = Dir::open_trusted(&t.path().join("theirs")).expect_err("another user's link");
+    assert!(
+        e.to_string().contains("symbolic link owned by uid 65534"),
+        "{e}"
+    );
+}
