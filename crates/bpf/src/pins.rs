@@ -3,7 +3,9 @@
 //! An iterator bypasses procfs's permission checks, so a pinned set lives in a directory only
 //! root can enter (0700, owned by root), each pin 0600, and a set found with looser
 //! permissions or another owner is refused ([`check_root_only`]), never used. bpffs is
-//! mounted (0700) when nothing is ([`ensure_bpffs`]).
+//! mounted (0700) when nothing is ([`ensure_bpffs`]). Directories are made and removed
+//! through tasksnap-safefile: never through a symbolic link, and a pin directory another
+//! user owns or may write to is refused, not adopted.
 
 use std::ffi::CString;
 use std::io;
@@ -60,7 +62,9 @@ pub fn open_pin(path: &Path) -> io::Result<OwnedFd> {
     owned(unsafe { libbpf_sys::bpf_obj_get(p.as_ptr()) })
 }
 
-/// Pins the object `fd` at `path`, readable and writable by its owner (root) only.
+/// Pins the object `fd` at `path`, readable and writable by its owner (root) only. `path` is
+/// in a directory [`make_private_dir`] checked (root's, 0700), where nobody else can plant
+/// anything between the pin and the chmod.
 pub fn pin_private(fd: &impl AsRawFd, path: &Path) -> Result<(), Unavailable> {
     let fail =
         |what: &str, e: io::Error| Unavailable::Failed(format!("{what} {}: {e}", path.display()));
@@ -75,15 +79,14 @@ pub fn pin_private(fd: &impl AsRawFd, path: &Path) -> Result<(), Unavailable> {
         .map_err(|e| fail("chmod", e))
 }
 
-/// Creates `dir` when it is not there, and makes it root's only (0700).
+/// Creates `dir` when it is not there (0700), and makes it root's only (0700, through its
+/// descriptor). Refused when it is a symbolic link, is owned by another user, may be written
+/// by group or others, or lies below a directory another user could swap it in.
 pub fn make_private_dir(dir: &Path) -> Result<(), Unavailable> {
-    match std::fs::create_dir(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Unavailable::Failed(format!("mkdir {}: {e}", dir.display()))),
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| Unavailable::Failed(format!("chmod {}: {e}", dir.display())))
+    let d = tasksnap_safefile::Dir::create_private(dir, 0o700)
+        .map_err(|e| Unavailable::Failed(format!("{e}; remove it with `tasksnap unpin`")))?;
+    d.chmod(0o700)
+        .map_err(|e| Unavailable::Failed(format!("chmod: {e}")))
 }
 
 /// Whether bpffs is mounted at [`BPFFS`].
@@ -127,15 +130,86 @@ pub fn ensure_bpffs() -> Result<(), Unavailable> {
 }
 
 /// Removes a pin directory and the pins in it (unpinning: the programs unload once no
-/// process holds them).
+/// process holds them). A symbolic link is removed itself, never followed.
 pub fn remove_pins(dir: &Path) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            remove_pins(&entry.path())?;
-        } else {
-            std::fs::remove_file(entry.path())?;
-        }
+    let Some((parent, name)) = tasksnap_safefile::split_path(dir) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a pin directory", dir.display()),
+        ));
+    };
+    tasksnap_safefile::Dir::open(&parent)?.remove_tree(name)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn mode_of(p: &Path) -> u32 {
+        std::fs::symlink_metadata(p).expect("stat").mode() & 0o7777
     }
-    std::fs::remove_dir(dir)
+
+    #[test]
+    fn pin_dir_refuses_a_link_and_a_directory_others_may_write() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let target = t.path().join("elsewhere");
+        std::fs::create_dir(&target).expect("mkdir");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let link = t.path().join("pins");
+        symlink(&target, &link).expect("symlink");
+        assert!(make_private_dir(&link).is_err(), "a link is refused");
+        assert_eq!(mode_of(&target), 0o755, "not chmodded through the link");
+
+        let open = t.path().join("open");
+        std::fs::create_dir(&open).expect("mkdir");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        assert!(
+            make_private_dir(&open).is_err(),
+            "0777 is refused, not adopted"
+        );
+
+        let fresh = t.path().join("fresh");
+        make_private_dir(&fresh).expect("made");
+        assert_eq!(mode_of(&fresh), 0o700);
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        make_private_dir(&fresh).expect("tightened");
+        assert_eq!(mode_of(&fresh), 0o700);
+    }
+
+    #[test]
+    fn pin_dir_refuses_a_directory_another_user_owns() {
+        if tasksnap_safefile::euid() != 0 {
+            eprintln!("skipped: needs root to give a directory away");
+            return;
+        }
+        let t = tempfile::tempdir().expect("tempdir");
+        let theirs = t.path().join("theirs");
+        std::fs::create_dir(&theirs).expect("mkdir");
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
+        let e = make_private_dir(&theirs).expect_err("refused");
+        assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+    }
+
+    #[test]
+    fn unpin_never_follows_a_link_in_the_pin_tree() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let keep = t.path().join("keep");
+        std::fs::create_dir(&keep).expect("mkdir");
+        std::fs::write(keep.join("precious"), "x").expect("write");
+        let pins = t.path().join("pins");
+        std::fs::create_dir_all(pins.join("set")).expect("mkdir");
+        symlink(&keep, pins.join("set/evil")).expect("symlink");
+        symlink(&keep, t.path().join("toplink")).expect("symlink");
+        remove_pins(&pins).expect("removed");
+        assert!(!pins.exists());
+        remove_pins(&t.path().join("toplink")).expect("the link itself removed");
+        assert!(
+            keep.join("precious").exists(),
+            "the link's target is untouched"
+        );
+        let gone = remove_pins(&pins).expect_err("gone");
+        assert_eq!(gone.kind(), io::ErrorKind::NotFound);
+    }
 }

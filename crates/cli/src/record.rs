@@ -4,8 +4,9 @@
 //!
 //! Exit codes: 0 stopped cleanly (SIGINT, SIGTERM, SIGHUP, or `--count` reached); 1 an error
 //! while recording (a full disk: what was written is kept and readable); 2 bad usage; 3 the
-//! store cannot be used (another recorder holds it, it is not a store, or a newer tasksnap
-//! wrote it).
+//! store cannot be used (another recorder holds it, it is not a store, a newer tasksnap
+//! wrote it, or it is unsafe: a link, another user's directory, one group or others may
+//! write to, a planted LOCK).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -32,7 +33,8 @@ use crate::when;
 #[derive(Debug, Parser)]
 #[command(name = "tasksnap record")]
 pub struct Args {
-    /// The store directory (created if missing, mode 0700).
+    /// The store directory (created if missing, mode 0700). It must be the recording user's,
+    /// not writable by group or others, and not a symbolic link.
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
 
@@ -132,6 +134,7 @@ fn run(args: &Args) -> ExitCode {
             });
         }
     };
+    say_warnings(&mut writer);
     let bytes0 = writer.bytes_on_disk();
     let cpu0 = own_cpu_ns();
     let mut sampler = match Sampler::open(Options {
@@ -221,6 +224,7 @@ fn run(args: &Args) -> ExitCode {
             );
             break ExitCode::from(1);
         }
+        say_warnings(&mut writer);
         tally.samples += 1;
         tally.keys += u64::from(enc.key);
         if args.count.is_some_and(|n| tally.samples >= n) {
@@ -273,6 +277,14 @@ fn run(args: &Args) -> ExitCode {
         );
     }
     code
+}
+
+/// What the store met that did not stop recording (a segment retention could not delete, an
+/// entry named like a segment that is not a regular file, left alone), each said once.
+fn say_warnings(writer: &mut Writer) {
+    for w in writer.take_warnings() {
+        warn!("tasksnap record: {w}");
+    }
 }
 
 /// CPU time this process used so far (all threads), ns.

@@ -90,13 +90,30 @@ struct FileRule {
     cmdline: Option<Vec<String>>,
 }
 
+/// The largest configuration file read (1 MiB: real ones are a few KiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 impl Config {
-    /// Reads and checks a configuration file.
+    /// Reads and checks a configuration file: a regular file (a FIFO or a device such as
+    /// /dev/zero is refused, never waited on or read without end) of at most
+    /// [`MAX_CONFIG_BYTES`].
     pub fn read(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+        use std::io::Read;
+        let failed = |why: String| ConfigError::Read {
             path: path.to_path_buf(),
-            source: e,
-        })?;
+            why,
+        };
+        let f = tasksnap_safefile::open_regular(path).map_err(|e| failed(e.reason()))?;
+        let mut bytes = Vec::new();
+        f.take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| failed(e.to_string()))?;
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(failed(format!(
+                "larger than {MAX_CONFIG_BYTES} bytes, not a configuration"
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".into()))?;
         Config::parse(&text)
     }
 
@@ -308,6 +325,29 @@ mod tests {
             start_unix_s: 1_700_000_000,
             cgroup: Some(b"0::/system.slice/nginx.service\n"),
         }
+    }
+
+    #[test]
+    fn serve_config_refuses_a_fifo_or_a_device() {
+        // A FIFO blocked `serve --config` forever; /dev/zero was read without end.
+        let e = Config::read(Path::new("/dev/zero")).expect_err("a device");
+        assert!(e.to_string().contains("character device"), "{e}");
+        let dir = std::env::temp_dir().join(format!("tasksnap-config-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let fifo = dir.join("groups.yml");
+        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).expect("no NUL");
+        // SAFETY: mkfifo reads a NUL-terminated path valid for the call.
+        let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        let r = Config::read(&fifo);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(made, 0, "mkfifo");
+        let e = r.expect_err("a FIFO");
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        assert_eq!(
+            e.to_string().matches(&*fifo.to_string_lossy()).count(),
+            1,
+            "{e}"
+        );
     }
 
     #[test]

@@ -24,12 +24,12 @@ pub use group::Grouping;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {why}")]
     Read {
         /// The file.
         path: std::path::PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (the OS error or the refusal: not a regular file, too large).
+        why: String,
     },
     /// Not YAML, or not the expected shape.
     #[error("not a process-exporter configuration: {0}")]

@@ -98,15 +98,30 @@ pub enum StoreError {
         /// The store directory.
         path: PathBuf,
     },
-    /// Any other I/O error, with the file it happened on.
-    #[error("{}: {source}", path.display())]
+    /// The directory or a file in it is unsafe to use (a link, a FIFO, another user's
+    /// directory, one others may write to...): refused, nothing written.
+    #[error(transparent)]
+    Unsafe(tasksnap_safefile::SafeError),
+    /// Any other I/O error, with the file it happened on. The OS error is part of the message
+    /// and deliberately not a `source`, so a printer of error chains says it once.
+    #[error("{}: {err}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
         /// The error.
-        #[source]
-        source: std::io::Error,
+        err: std::io::Error,
     },
+}
+
+impl From<tasksnap_safefile::SafeError> for StoreError {
+    /// An I/O error stays one (a full disk becomes [`StoreError::Full`]); a refusal is
+    /// [`StoreError::Unsafe`].
+    fn from(e: tasksnap_safefile::SafeError) -> StoreError {
+        match e {
+            tasksnap_safefile::SafeError::Io { path, err } => StoreError::io(path, err),
+            e => StoreError::Unsafe(e),
+        }
+    }
 }
 
 impl StoreError {
@@ -116,7 +131,7 @@ impl StoreError {
         let path = path.into();
         match source.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EDQUOT) => StoreError::Full { path },
-            _ => StoreError::Io { path, source },
+            _ => StoreError::Io { path, err: source },
         }
     }
 }

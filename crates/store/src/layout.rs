@@ -1,12 +1,16 @@
 //! The store directory's layout: the marker file and its format version, segment file names,
 //! listing segments, the writer's lock file, fsync of the directory, and the per-segment index
 //! (an index frame of kind [`INTERNAL_KIND`] followed by a 16-byte footer pointing at it).
+//! Every file is opened relative to the store's directory descriptor through
+//! tasksnap-safefile (no link followed, nothing truncated in place, only regular files read).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::fs::File;
+use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+
+use tasksnap_safefile::{Dir, Kind};
 
 use crate::error::StoreError;
 use crate::frame::{self, HEADER_LEN};
@@ -53,27 +57,49 @@ pub struct Listed {
     pub bytes: u64,
 }
 
-/// Every segment in `dir`, sorted by start time; other files are ignored.
-pub fn list_segments(dir: &Path) -> Result<Vec<Listed>, StoreError> {
+/// Every segment in `dir`, sorted by start time; other files are ignored, and so is an
+/// entry named like a segment that is not a regular file (see [`scan_segments`]).
+pub fn list_segments(dir: &Dir) -> Result<Vec<Listed>, StoreError> {
+    Ok(scan_segments(dir)?.segments)
+}
+
+/// What [`scan_segments`] found.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The segments, sorted by start time.
+    pub segments: Vec<Listed>,
+    /// Entries named like segments that are not regular files, and what they are.
+    pub skipped: Vec<(PathBuf, Kind)>,
+}
+
+/// [`list_segments`], and the entries named like segments that are not regular files (a
+/// FIFO, a directory, a link: never opened, never deleted), for a warning.
+pub fn scan_segments(dir: &Dir) -> Result<Listing, StoreError> {
     let mut out = Vec::new();
-    for e in fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
-        let e = e.map_err(|e| StoreError::io(dir, e))?;
-        let Some(start_ns) = e.file_name().to_str().and_then(parse_segment_name) else {
+    let mut odd = Vec::new();
+    for name in dir.names()? {
+        let Some(start_ns) = name.to_str().and_then(parse_segment_name) else {
             continue;
         };
-        let bytes = match e.metadata() {
-            Ok(m) => m.len(),
-            Err(err) if err.kind() == ErrorKind::NotFound => continue, // deleted meanwhile
-            Err(err) => return Err(StoreError::io(e.path(), err)),
+        let Some(meta) = dir.stat(&name)? else {
+            continue; // deleted meanwhile
         };
+        if meta.kind != Kind::Regular {
+            odd.push((dir.join(&name), meta.kind));
+            continue;
+        }
         out.push(Listed {
             start_ns,
-            path: e.path(),
-            bytes,
+            path: dir.join(&name),
+            bytes: meta.bytes,
         });
     }
     out.sort_by_key(|l| l.start_ns);
-    Ok(out)
+    odd.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(Listing {
+        segments: out,
+        skipped: odd,
+    })
 }
 
 /// What the marker file says.
@@ -87,15 +113,19 @@ pub enum Marker {
 
 /// Reads and checks `dir`'s marker: a newer format is [`StoreError::NewerVersion`], a
 /// garbled marker [`StoreError::NotAStore`].
-pub fn read_marker(dir: &Path) -> Result<Marker, StoreError> {
-    let path = dir.join(MARKER_NAME);
-    let text = match fs::read(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Marker::Absent),
-        Err(e) => return Err(StoreError::io(path, e)),
+pub fn read_marker(dir: &Dir) -> Result<Marker, StoreError> {
+    let mut text = Vec::new();
+    match dir.open_read(MARKER_NAME) {
+        // A marker is one short line: a huge file is garbled, not read whole.
+        Ok(f) => f
+            .take(256)
+            .read_to_end(&mut text)
+            .map_err(|e| StoreError::io(dir.join(MARKER_NAME), e))?,
+        Err(e) if e.is_not_found() => return Ok(Marker::Absent),
+        Err(e) => return Err(e.into()),
     };
     let garbled = || StoreError::NotAStore {
-        path: dir.to_path_buf(),
+        path: dir.path().to_path_buf(),
         why: format!("its {MARKER_NAME} file does not hold a format version"),
     };
     let text = std::str::from_utf8(&text).map_err(|_| garbled())?;
@@ -116,59 +146,44 @@ pub fn read_marker(dir: &Path) -> Result<Marker, StoreError> {
     Ok(Marker::Version(found))
 }
 
-/// Writes the marker durably: a temporary file, fsync, rename, fsync of the directory.
-pub fn write_marker(dir: &Path) -> Result<(), StoreError> {
-    let tmp = dir.join(format!("{MARKER_NAME}.tmp"));
-    let path = dir.join(MARKER_NAME);
-    let mut f = {
-        use std::os::unix::fs::OpenOptionsExt;
-        fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| StoreError::io(&tmp, e))?
-    };
-    f.write_all(format!("{MARKER_PREFIX}{FORMAT_VERSION}\n").as_bytes())
-        .and_then(|()| f.sync_all())
-        .map_err(|e| StoreError::io(&tmp, e))?;
-    fs::rename(&tmp, &path).map_err(|e| StoreError::io(&path, e))?;
-    sync_dir(dir)
+/// Writes the marker durably: a new temporary file (`O_EXCL`), fsync, rename over the
+/// marker, fsync of the directory.
+pub fn write_marker(dir: &Dir) -> Result<(), StoreError> {
+    let mut p = dir.replace(MARKER_NAME, 0o600)?;
+    p.file()
+        .write_all(format!("{MARKER_PREFIX}{FORMAT_VERSION}\n").as_bytes())
+        .map_err(|e| StoreError::io(p.path(), e))?;
+    p.commit()?;
+    Ok(())
 }
 
 /// fsync of a directory, so that files created, renamed or deleted in it stay so after a
 /// power cut.
-pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StoreError::io(dir, e))
+pub fn sync_dir(dir: &Dir) -> Result<(), StoreError> {
+    Ok(dir.sync()?)
 }
 
-/// Takes the writer's lock: an exclusive non-blocking `flock` on `dir/LOCK`, then writes our
-/// pid there. The kernel releases the lock when the process dies, however it dies.
-pub fn lock(dir: &Path) -> Result<File, StoreError> {
+/// Takes the writer's lock: an exclusive non-blocking `flock` on `dir/LOCK` (opened without
+/// following a link or truncating, and refused unless a regular file of ours with one link),
+/// then writes our pid there. The kernel releases the lock when the process dies, however
+/// it dies.
+pub fn lock(dir: &Dir) -> Result<File, StoreError> {
     let path = dir.join(LOCK_NAME);
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| StoreError::io(&path, e))?;
+    let f = dir.open_own(LOCK_NAME, 0o600)?;
     // SAFETY: flock only reads its two integer arguments; the fd is open and owned by `f`,
     // which outlives the call.
     let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            let pid = fs::read_to_string(&path)
+            let mut buf = [0u8; 32];
+            let n = f.read_at(&mut buf, 0).unwrap_or(0);
+            let pid = std::str::from_utf8(buf.get(..n).unwrap_or_default())
                 .ok()
                 .and_then(|t| t.trim().parse().ok());
             return Err(StoreError::Locked {
                 pid,
-                path: dir.to_path_buf(),
+                path: dir.path().to_path_buf(),
             });
         }
         return Err(StoreError::io(&path, e));
@@ -334,21 +349,23 @@ mod tests {
 
     #[test]
     fn marker_versions() {
+        use std::fs;
         let tmp = tempfile::tempdir().expect("tempdir");
-        assert_eq!(read_marker(tmp.path()).expect("read"), Marker::Absent);
-        write_marker(tmp.path()).expect("write");
+        let dir = Dir::open_private(tmp.path()).expect("open");
+        assert_eq!(read_marker(&dir).expect("read"), Marker::Absent);
+        write_marker(&dir).expect("write");
         assert_eq!(
-            read_marker(tmp.path()).expect("read"),
+            read_marker(&dir).expect("read"),
             Marker::Version(FORMAT_VERSION)
         );
         fs::write(tmp.path().join(MARKER_NAME), "tasksnap-store format 0\n").expect("write");
         assert!(matches!(
-            read_marker(tmp.path()),
+            read_marker(&dir),
             Err(StoreError::NotAStore { .. })
         ));
         fs::write(tmp.path().join(MARKER_NAME), "tasksnap-store format 7\n").expect("write");
         assert!(matches!(
-            read_marker(tmp.path()),
+            read_marker(&dir),
             Err(StoreError::NewerVersion {
                 found: 7,
                 supported: FORMAT_VERSION

@@ -1,13 +1,18 @@
 //! The read side ([`Store`]): lists a store's segments, gets each segment's frame entries from
 //! its index when whole or by walking frame headers otherwise (the live or a crashed segment),
 //! answers time-range and seek queries, reads payloads checked, and counts the damage met.
-//! It takes no lock and works while a writer appends.
+//! It takes no lock and works while a writer appends. Files are opened relative to the
+//! store's directory descriptor and only when they are regular files (tasksnap-safefile): a
+//! FIFO, a directory or a link named like a segment is skipped with one warning
+//! ([`Store::warnings`]), never opened.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
+
+use tasksnap_safefile::{Dir, SafeError};
 
 use crate::error::StoreError;
 use crate::frame::{self, HEADER_LEN};
@@ -86,7 +91,10 @@ struct Seg {
 #[derive(Debug)]
 pub struct Store {
     dir: PathBuf,
+    fd: Dir,
     segs: Vec<Seg>,
+    /// Entries named like segments that are not regular files, each said once.
+    warnings: Vec<String>,
     span: Option<(u64, u64)>,
     corrupt_frames: Mutex<u64>,
 }
@@ -100,24 +108,23 @@ impl Store {
     /// [`StoreError::Empty`], a foreign one [`StoreError::NotAStore`], a newer format
     /// [`StoreError::NewerVersion`]. A store with no frames is valid ([`Store::span`] is `None`).
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        match fs::metadata(dir) {
-            Ok(m) if !m.is_dir() => {
+        let fd = match Dir::open(dir) {
+            Ok(fd) => fd,
+            Err(e) if e.is_not_found() => {
+                return Err(StoreError::Missing {
+                    path: dir.to_path_buf(),
+                })
+            }
+            Err(SafeError::NotDirectory { .. }) => {
                 return Err(StoreError::NotAStore {
                     path: dir.to_path_buf(),
                     why: "it is not a directory".into(),
                 })
             }
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Err(StoreError::Missing {
-                    path: dir.to_path_buf(),
-                })
-            }
-            Err(e) => return Err(StoreError::io(dir, e)),
-        }
-        if layout::read_marker(dir)? == Marker::Absent {
-            let mut it = fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))?;
-            if it.next().is_none() {
+            Err(e) => return Err(e.into()),
+        };
+        if layout::read_marker(&fd)? == Marker::Absent {
+            if fd.names()?.is_empty() {
                 return Err(StoreError::Empty {
                     path: dir.to_path_buf(),
                 });
@@ -129,7 +136,9 @@ impl Store {
         }
         let mut store = Store {
             dir: dir.to_path_buf(),
+            fd,
             segs: Vec::new(),
+            warnings: Vec::new(),
             span: None,
             corrupt_frames: Mutex::new(0),
         };
@@ -140,7 +149,20 @@ impl Store {
     /// Lists the segments again (new ones, deleted ones) and recomputes the span; what was
     /// already read of segments still there is kept.
     pub fn refresh(&mut self) -> Result<(), StoreError> {
-        let listed = layout::list_segments(&self.dir)?;
+        let layout::Listing {
+            segments: listed,
+            skipped,
+        } = layout::scan_segments(&self.fd)?;
+        for (path, kind) in skipped {
+            let w = format!(
+                "{}: named like a segment but {}; skipped",
+                path.display(),
+                kind.describe()
+            );
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
         let mut old = std::mem::take(&mut self.segs).into_iter().peekable();
         for l in listed {
             while old.next_if(|s| s.start_ns < l.start_ns).is_some() {}
@@ -226,7 +248,8 @@ impl Store {
     /// The payload of `e`, its CRCs checked and decompressed; a damaged frame is
     /// [`StoreError::Corrupt`], never a torn payload.
     pub fn read(&self, e: &Entry) -> Result<Vec<u8>, StoreError> {
-        let path = self.dir.join(layout::segment_name(e.segment_ns));
+        let name = layout::segment_name(e.segment_ns);
+        let path = self.dir.join(&name);
         let corrupt = |what: &str| {
             *lock(&self.corrupt_frames) += 1;
             StoreError::Corrupt {
@@ -235,12 +258,10 @@ impl Store {
                 what: what.into(),
             }
         };
-        let f = match File::open(&path) {
+        let f = match self.fd.open_read(&name) {
             Ok(f) => f,
-            Err(err) if err.kind() == ErrorKind::NotFound => {
-                return Err(StoreError::Expired { path })
-            }
-            Err(err) => return Err(StoreError::io(path, err)),
+            Err(err) if err.is_not_found() => return Err(StoreError::Expired { path }),
+            Err(err) => return Err(err.into()),
         };
         if e.stored_len_bytes > frame::MAX_LEN_BYTES {
             return Err(corrupt("the entry declares an impossible length"));
@@ -304,7 +325,11 @@ impl Store {
                     start_ns: s.start_ns,
                     first_ns: times.0,
                     last_ns: times.1,
-                    bytes: fs::metadata(&s.path).map_or(st.size_seen, |m| m.len()),
+                    bytes: s
+                        .path
+                        .file_name()
+                        .and_then(|n| self.fd.stat(n).ok().flatten())
+                        .map_or(st.size_seen, |m| m.bytes),
                     indexed: st.indexed,
                 })
             })
@@ -316,6 +341,17 @@ impl Store {
         &self.dir
     }
 
+    /// The store's open directory (to compare with another by device and inode).
+    pub fn directory(&self) -> &Dir {
+        &self.fd
+    }
+
+    /// Entries named like segments that are not regular files (a FIFO, a directory, a
+    /// link), one message each: skipped, never opened.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
     /// Runs `f` on segment `i`'s entries, loading them first (from the index, or by walking;
     /// a walked segment is walked on from where it was when it has grown).
     fn with_entries<R>(&self, i: usize, f: impl FnOnce(&[Entry]) -> R) -> Result<R, StoreError> {
@@ -324,24 +360,26 @@ impl Store {
         };
         let mut st = lock(&seg.state);
         if !st.loaded || !st.indexed {
-            load(seg, &mut st)?;
+            load(&self.fd, seg, &mut st)?;
         }
         Ok(f(&st.entries))
     }
 }
 
-fn load(seg: &Seg, st: &mut SegState) -> Result<(), StoreError> {
+fn load(dir: &Dir, seg: &Seg, st: &mut SegState) -> Result<(), StoreError> {
     let path = &seg.path;
-    let file = match File::open(path) {
+    let name = path.file_name().unwrap_or(path.as_os_str());
+    let file: File = match dir.open_read(name) {
         Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            // Deleted by retention since listed: nothing there any more.
+        // Deleted by retention since listed, or replaced by something that is not a regular
+        // file (never opened): nothing to read there.
+        Err(e) if e.is_not_found() || e.is_refusal() => {
             st.loaded = true;
             st.indexed = true;
             st.entries.clear();
             return Ok(());
         }
-        Err(e) => return Err(StoreError::io(path, e)),
+        Err(e) => return Err(e.into()),
     };
     let size = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
     if st.loaded && size == st.size_seen {

@@ -1,13 +1,17 @@
 //! The write side ([`Writer`]): one writer per store (an exclusive `flock`), appending frames
 //! to the current segment with one write(2) each, rolling segments by time, writing each
 //! segment's index when it closes, syncing at the documented points and enforcing retention
-//! (by age and by size) while recording.
+//! (by age and by size) while recording. Every file is created, opened and removed relative
+//! to the store's directory descriptor (tasksnap-safefile), in a directory that is the
+//! recording user's own and nobody else may write to.
 
 use std::collections::VecDeque;
-use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use tasksnap_safefile::{Dir, SafeError};
 
 use crate::error::StoreError;
 use crate::frame;
@@ -64,6 +68,7 @@ struct Current {
 #[derive(Debug)]
 pub struct Writer {
     dir: PathBuf,
+    fd: Dir,
     opts: WriterOptions,
     lock: File,
     old: VecDeque<Old>,
@@ -74,51 +79,68 @@ pub struct Writer {
     buf: Vec<u8>,
 }
 
-fn dir_is_empty_but_ours(dir: &Path) -> Result<bool, StoreError> {
-    for e in fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
-        let e = e.map_err(|e| StoreError::io(dir, e))?;
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if name != LOCK_NAME && name != format!("{MARKER_NAME}.tmp") {
+fn dir_is_empty_but_ours(dir: &Dir) -> Result<bool, StoreError> {
+    for name in dir.names()? {
+        // The lock, and a marker temporary a crash left (today's, or the fixed name of
+        // earlier versions).
+        let ours = name == LOCK_NAME
+            || name == OsStr::new(&format!("{MARKER_NAME}.tmp"))
+            || tasksnap_safefile::is_temp_of(&name, OsStr::new(MARKER_NAME));
+        if !ours {
             return Ok(false);
         }
     }
     Ok(true)
 }
 
+/// The file name of a path the writer made (its segments are all in its directory).
+fn name_of(path: &Path) -> &OsStr {
+    path.file_name().unwrap_or(path.as_os_str())
+}
+
 impl Writer {
     /// Opens `dir` for recording: creates it if missing (mode 0700), checks or creates the
     /// marker file with the format version, takes the lock. An existing store is continued
-    /// (the first append starts a new segment).
+    /// (the first append starts a new segment). Refused ([`StoreError::Unsafe`]) when `dir`
+    /// is a symbolic link, is not owned by the caller's effective uid, is writable by group
+    /// or others, or lies below a directory another user could use to swap it.
     pub fn create(dir: &Path, opts: WriterOptions) -> Result<Writer, StoreError> {
-        match fs::metadata(dir) {
-            Ok(m) if !m.is_dir() => {
+        let fd = match Dir::create_private(dir, 0o700) {
+            Ok(fd) => fd,
+            Err(SafeError::NotDirectory { kind, .. }) => {
                 return Err(StoreError::NotAStore {
                     path: dir.to_path_buf(),
-                    why: "it is not a directory".into(),
+                    why: format!("it is {}, not a directory", kind.describe()),
                 })
             }
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| StoreError::io(dir, e))?,
-            Err(e) => return Err(StoreError::io(dir, e)),
-        }
-        let marker = layout::read_marker(dir)?;
-        if marker == Marker::Absent && !dir_is_empty_but_ours(dir)? {
+            Err(e) => return Err(e.into()),
+        };
+        let marker = layout::read_marker(&fd)?;
+        if marker == Marker::Absent && !dir_is_empty_but_ours(&fd)? {
             return Err(StoreError::NotAStore {
                 path: dir.to_path_buf(),
                 why: "the directory holds other files and no store marker".into(),
             });
         }
-        let lock = layout::lock(dir)?;
+        let lock = layout::lock(&fd)?;
         // Re-read under the lock: another writer may have created the store meanwhile.
-        if layout::read_marker(dir)? == Marker::Absent {
-            layout::write_marker(dir)?;
+        if layout::read_marker(&fd)? == Marker::Absent {
+            layout::write_marker(&fd)?;
         }
-        let old = layout::list_segments(dir)?
+        let listing = layout::scan_segments(&fd)?;
+        let warnings = listing
+            .skipped
+            .into_iter()
+            .map(|(path, kind)| {
+                format!(
+                    "{}: named like a segment but {}; left alone",
+                    path.display(),
+                    kind.describe()
+                )
+            })
+            .collect();
+        let old = listing
+            .segments
             .into_iter()
             .map(|l| Old {
                 start_ns: l.start_ns,
@@ -128,6 +150,7 @@ impl Writer {
             .collect();
         Ok(Writer {
             dir: dir.to_path_buf(),
+            fd,
             opts: WriterOptions {
                 segment_span_ns: opts.segment_span_ns.max(1),
                 ..opts
@@ -137,7 +160,7 @@ impl Writer {
             cur: None,
             last_ns: None,
             stopped: false,
-            warnings: Vec::new(),
+            warnings,
             buf: Vec::new(),
         })
     }
@@ -250,14 +273,10 @@ impl Writer {
         }
         let after_last = self.old.back().map(|o| o.start_ns.saturating_add(1));
         let start_ns = after_last.map_or(time_ns, |a| a.max(time_ns));
-        let path = self.dir.join(layout::segment_name(start_ns));
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| StoreError::io(&path, e))?;
-        layout::sync_dir(&self.dir)?;
+        let name = layout::segment_name(start_ns);
+        let path = self.dir.join(&name);
+        let file = self.fd.create_new(&name, 0o600, true)?;
+        layout::sync_dir(&self.fd)?;
         self.cur = Some(Current {
             file,
             path,
@@ -293,7 +312,7 @@ impl Writer {
             }
         }
         if deleted {
-            if let Err(e) = layout::sync_dir(&self.dir) {
+            if let Err(e) = layout::sync_dir(&self.fd) {
                 self.warnings.push(e.to_string());
             }
         }
@@ -303,14 +322,12 @@ impl Writer {
         let Some(o) = self.old.pop_front() else {
             return false;
         };
-        match fs::remove_file(&o.path) {
+        match self.fd.remove(name_of(&o.path)) {
             Ok(()) => true,
-            Err(e) if e.kind() == ErrorKind::NotFound => false,
+            Err(e) if e.is_not_found() => false,
             Err(e) => {
-                self.warnings.push(format!(
-                    "{}: could not delete it for retention: {e}",
-                    o.path.display()
-                ));
+                self.warnings
+                    .push(format!("could not delete a segment for retention: {e}"));
                 false
             }
         }

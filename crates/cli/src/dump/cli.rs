@@ -82,7 +82,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     };
     // Bad fields are refused before anything is read or created.
     super::select(&opts)?;
-    let history = tasksnap_history::History::open(&args.dir)?;
+    let history = crate::recording::open("tasksnap dump", &args.dir)?;
     let (first, last) = history.bounds()?;
     let from = args.from.unwrap_or(first);
     let to = args.to.unwrap_or(last);
@@ -104,27 +104,31 @@ fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     let mut readings = history.readings(from, to)?;
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        )),
-        None => Box::new(std::io::BufWriter::with_capacity(
-            1 << 20,
-            std::io::stdout().lock(),
-        )),
+    // Never into the recording being read (it could overwrite a segment it reads), never
+    // through a link; a file is replaced only once the dump is whole (crate::outfile).
+    let mut output = match &args.output {
+        Some(path) => Some(crate::outfile::create(
+            path,
+            Some(history.store().directory()),
+        )?),
+        None => None,
     };
     {
+        let mut out: Box<dyn Write + '_> = match output.as_mut() {
+            Some(o) => Box::new(std::io::BufWriter::with_capacity(1 << 20, o.file())),
+            None => Box::new(std::io::BufWriter::with_capacity(
+                1 << 20,
+                std::io::stdout().lock(),
+            )),
+        };
         let mut items = readings.by_ref().map(Ok::<_, anyhow::Error>);
         super::write(&mut items, &opts, &mut out)?;
+        out.flush()?;
     }
-    out.flush()?;
-    drop(out);
-    if let Some(path) = &args.output {
+    if let (Some(o), Some(path)) = (output, &args.output) {
         // On disk, or an error now: a full disk is not a short file behind a success.
-        std::fs::File::open(path)
-            .and_then(|f| f.sync_all())
-            .with_context(|| format!("cannot sync {}", path.display()))?;
+        o.finish()
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if readings.lost() > 0 {
         warn!(

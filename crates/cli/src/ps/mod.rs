@@ -234,7 +234,7 @@ fn replay_collector(
     dir: &Path,
     at: Option<&str>,
 ) -> anyhow::Result<(tasksnap_collect::replay::ReplayCollector, ReplayEnv)> {
-    let history = tasksnap_history::History::open(dir)?;
+    let history = crate::recording::open("tasksnap ps", dir)?;
     let t = match at {
         Some(text) => crate::when::parse_time(text).map_err(anyhow::Error::msg)?,
         None => u64::MAX,

@@ -105,16 +105,13 @@ fn check_pids(args: &Args, first: &Sample) -> Result<()> {
 /// buffer flushed and the file synced, so that a full disk or a failing device is an error
 /// here rather than a short file behind a success. fsync on a file that cannot be synced
 /// (a pipe, /dev/full: EINVAL) is not an error; everything before it was checked.
-fn write_flame(f: &Flame, title: &str, file: std::fs::File) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(file);
+fn write_flame(f: &Flame, title: &str, mut file: tasksnap_safefile::Output) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(file.file());
     f.write_svg(title, &mut out)?;
-    let file = out
-        .into_inner()
+    out.into_inner()
         .map_err(std::io::IntoInnerError::into_error)?;
-    match file.sync_all() {
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
-        r => r,
-    }
+    file.finish()
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// The two recorded samples that bound `--from` .. `--to` in the recording at `dir` (the
@@ -123,7 +120,7 @@ fn replay_window(
     args: &Args,
     dir: &std::path::Path,
 ) -> Result<(Vec<tasksnap_model::states::Sample>, (u64, u64))> {
-    let history = tasksnap_history::History::open(dir)?;
+    let history = crate::recording::open("tasksnap states", dir)?;
     let (first, last) = history.bounds()?;
     if first == last {
         anyhow::bail!(
@@ -212,12 +209,15 @@ fn run(args: &Args) -> Result<()> {
     let signals = crate::signals::stop_signals();
     crate::signals::block(&signals);
     // The flame graph's file is created first: a path that cannot be written fails now, not
-    // after the intervals.
+    // after the intervals. Never inside the recording replayed (a missing one is said below).
     let flame_file = match args.flamegraph.as_ref() {
-        Some(path) => Some(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        ),
+        Some(path) => {
+            let store = args
+                .replay
+                .as_ref()
+                .and_then(|d| tasksnap_safefile::Dir::open(d).ok());
+            Some(crate::outfile::create(path, store.as_ref())?)
+        }
         None => None,
     };
     let replay = args

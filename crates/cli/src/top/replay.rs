@@ -37,7 +37,7 @@ impl Replay {
     /// first sample that has one before it (the first with rates). Every way this can fail
     /// (no store, an empty or damaged one, `at` outside it) is one line for the user.
     pub fn open(dir: &Path, at: Option<u64>) -> Result<Replay, String> {
-        let history = History::open(dir).map_err(|e| e.to_string())?;
+        let history = crate::recording::open("tasksnap top", dir).map_err(|e| e.to_string())?;
         let (first, last) = history.bounds().map_err(|e| e.to_string())?;
         let times = history
             .sample_times(first, last)

@@ -435,26 +435,15 @@ struct SlotLock {
 }
 
 /// Takes the first free slot: an exclusive flock on its lock file, which the kernel releases
-/// when the holder exits, however it exits.
+/// when the holder exits, however it exits. The directory must be root's and writable by
+/// nobody else; lock files are opened without following a link or truncating
+/// (tasksnap-safefile).
 fn claim_slot() -> io::Result<(u32, SlotLock)> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-    let dir = std::path::Path::new(LOCK_DIR);
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    let dir = tasksnap_safefile::Dir::create_private(std::path::Path::new(LOCK_DIR), 0o700)?;
+    dir.chmod(0o700)?;
     for slot in 0..SLOTS {
-        let path = dir.join(format!("arena-{}-{slot}.lock", super::programs::TAG));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-            .open(&path)?;
+        let name = format!("arena-{}-{slot}.lock", super::programs::TAG);
+        let file = dir.open_own(&name, 0o600)?;
         // SAFETY: flock on a descriptor we own, valid for the call.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
             return Ok((slot, SlotLock { _file: file }));

@@ -229,9 +229,10 @@ impl BpfCollector {
     pub fn unpin() -> Result<bool, Unavailable> {
         privileged()?;
         // The slot locks of the pinned arenas go too (a run holding one keeps its lock).
-        if let Ok(entries) = std::fs::read_dir(arena::LOCK_DIR) {
-            for e in entries.flatten() {
-                let _ = std::fs::remove_file(e.path());
+        // Only in a directory of root's that nobody else may write to, never through a link.
+        if let Ok(dir) = tasksnap_safefile::Dir::open_private(std::path::Path::new(arena::LOCK_DIR)) {
+            for name in dir.names().unwrap_or_default() {
+                let _ = dir.remove(&name);
             }
         }
         match programs::remove_pins(std::path::Path::new(programs::PIN_ROOT)) {

@@ -320,6 +320,8 @@ impl Programs {
                 }
             }
         }
+        // Both in PIN_ROOT, which make_private_dir just checked is root's alone (0700, no
+        // link): nobody else can plant anything there.
         std::fs::rename(&tmp, &dir).map_err(|e| {
             let _ = remove_pins(&tmp);
             fail(&format!("rename into {}", dir.display()), e)

@@ -1,0 +1,429 @@
+//! Issue 29, item 1, end to end on the real binary: what a local user may plant in or around
+//! a store (a link named LOCK, a FIFO or a directory named like a segment, a link where an
+//! output goes) never makes tasksnap write through it, hang on it, or overwrite the
+//! recording it reads. Each test is named after the defect it pins. Victims are scratch
+//! files in the test's own directory; nothing outside it is touched.
+
+use std::fs;
+use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tasksnap_loadgen::root_or_skip;
+
+const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+const VICTIM_TEXT: &str = "precious contents\n";
+
+fn tasksnap(args: &[&str]) -> Output {
+    run_within(args, Duration::from_secs(60)).expect("tasksnap finished")
+}
+
+/// Runs tasksnap with stdout and stderr in files; `None` (after SIGKILL) when it has not
+/// exited within `limit`: it hangs.
+fn run_within(args: &[&str], limit: Duration) -> Option<Output> {
+    let t = tempfile::tempdir().expect("tempdir");
+    let (o, e) = (t.path().join("out"), t.path().join("err"));
+    let mut child = Command::new(TASKSNAP)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&o).expect("out"))
+        .stderr(fs::File::create(&e).expect("err"))
+        .spawn()
+        .expect("run tasksnap");
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Some(Output {
+        status,
+        stdout: fs::read(&o).expect("stdout"),
+        stderr: fs::read(&e).expect("stderr"),
+    })
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn victim(dir: &Path) -> PathBuf {
+    let v = dir.join("victim");
+    fs::write(&v, VICTIM_TEXT).expect("write the victim");
+    v
+}
+
+fn assert_victim_whole(v: &Path) {
+    assert_eq!(fs::read_to_string(v).expect("victim"), VICTIM_TEXT);
+}
+
+/// A recording of `n` samples (the /proc backend, 0.1 s apart).
+fn record(dir: &Path, n: u32) {
+    let out = tasksnap(&[
+        "record",
+        "--dir",
+        s(dir),
+        "--count",
+        &n.to_string(),
+        "--interval",
+        "0.1",
+        "--backend",
+        "procfs",
+        "-q",
+    ]);
+    assert!(out.status.success(), "record: {}", text(&out.stderr));
+}
+
+/// Samples in the store (the system table has one row per sample).
+fn samples(dir: &Path) -> usize {
+    let out = tasksnap(&[
+        "dump",
+        "--dir",
+        s(dir),
+        "--what",
+        "system",
+        "--fields",
+        "time",
+    ]);
+    assert!(out.status.success(), "dump: {}", text(&out.stderr));
+    text(&out.stdout).lines().count().saturating_sub(1)
+}
+
+fn segments(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .expect("ls")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tsf"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn record_refuses_symlinked_lock() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let v = victim(t.path());
+    let dir = t.path().join("store");
+    fs::create_dir(&dir).expect("mkdir");
+    symlink(&v, dir.join("LOCK")).expect("plant the link");
+    let out = tasksnap(&[
+        "record",
+        "--dir",
+        s(&dir),
+        "--count",
+        "1",
+        "--backend",
+        "procfs",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("LOCK: is a symbolic link"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_victim_whole(&v);
+    assert!(segments(&dir).is_empty(), "nothing recorded");
+}
+
+#[test]
+fn record_refuses_a_store_dir_another_user_owns() {
+    if !root_or_skip("giving a directory to nobody") {
+        return;
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("store");
+    fs::create_dir(&dir).expect("mkdir");
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
+    let out = tasksnap(&[
+        "record",
+        "--dir",
+        s(&dir),
+        "--count",
+        "1",
+        "--backend",
+        "procfs",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("owned by uid 65534"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        fs::read_dir(&dir).expect("ls").count(),
+        0,
+        "nothing written"
+    );
+}
+
+#[test]
+fn record_refuses_a_group_or_other_writable_store_dir() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("store");
+    fs::create_dir(&dir).expect("mkdir");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let out = tasksnap(&[
+        "record",
+        "--dir",
+        s(&dir),
+        "--count",
+        "1",
+        "--backend",
+        "procfs",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("chmod go-w"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        fs::read_dir(&dir).expect("ls").count(),
+        0,
+        "nothing written"
+    );
+}
+
+#[test]
+fn dump_refuses_output_inside_its_store() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("store");
+    record(&dir, 6);
+    assert_eq!(samples(&dir), 6);
+    let seg = segments(&dir).pop().expect("a segment");
+    // The segment itself, and the directory by another spelling (a link to it).
+    symlink(&dir, t.path().join("alias")).expect("symlink");
+    let aliased = t.path().join("alias").join("out.csv");
+    for target in [seg.clone(), aliased, dir.join("out.csv")] {
+        let out = tasksnap(&["dump", "--dir", s(&dir), "-o", s(&target)]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{target:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains("inside the recording"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    // The flame graph of a replay, likewise.
+    let out = tasksnap(&["states", "--replay", s(&dir), "--flamegraph", s(&seg)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("inside the recording"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(samples(&dir), 6, "no sample lost");
+    assert!(!dir.join("out.csv").exists());
+}
+
+#[test]
+fn dump_output_never_follows_a_symlink() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let v = victim(t.path());
+    let dir = t.path().join("store");
+    record(&dir, 2);
+    let link = t.path().join("out.csv");
+    symlink(&v, &link).expect("plant the link");
+    let out = tasksnap(&["dump", "--dir", s(&dir), "-o", s(&link)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("symbolic link"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_victim_whole(&v);
+    // The flame graph too.
+    let out = tasksnap(&["states", "--replay", s(&dir), "--flamegraph", s(&link)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_victim_whole(&v);
+    // Nor through another user's link among the directories above the output.
+    if root_or_skip("giving a link to nobody") {
+        let elsewhere = t.path().join("elsewhere");
+        fs::create_dir(&elsewhere).expect("mkdir");
+        let theirs = t.path().join("theirs");
+        symlink(&elsewhere, &theirs).expect("symlink");
+        std::os::unix::fs::lchown(&theirs, Some(65534), Some(65534)).expect("lchown");
+        let out = tasksnap(&["dump", "--dir", s(&dir), "-o", s(&theirs.join("out.csv"))]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("symbolic link owned by uid 65534"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(!elsewhere.join("out.csv").exists());
+    }
+}
+
+#[test]
+fn dump_output_replaces_a_regular_file_only_when_whole() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let v = victim(t.path());
+    let dir = t.path().join("store");
+    record(&dir, 2);
+    // A hard link to the victim where the output goes: replaced, not written through.
+    let out_path = t.path().join("out.csv");
+    fs::hard_link(&v, &out_path).expect("link");
+    let out = tasksnap(&[
+        "dump",
+        "--dir",
+        s(&dir),
+        "--what",
+        "system",
+        "-o",
+        s(&out_path),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_victim_whole(&v);
+    let m = fs::metadata(&out_path).expect("output");
+    assert_eq!(m.nlink(), 1);
+    assert_eq!(m.mode() & 0o777, 0o600);
+    let csv = fs::read_to_string(&out_path).expect("read");
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    // A dump that fails (a field that does not exist fails before anything is read; a
+    // time outside the recording after opening it) leaves the file as it was.
+    let out = tasksnap(&[
+        "dump",
+        "--dir",
+        s(&dir),
+        "--from",
+        "1000000000",
+        "--to",
+        "1000000001",
+        "-o",
+        s(&out_path),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(fs::read_to_string(&out_path).expect("read"), csv);
+    // No temporary left behind.
+    let left: Vec<_> = fs::read_dir(t.path())
+        .expect("ls")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn fifo_named_like_a_segment_does_not_hang_readers() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("store");
+    record(&dir, 3);
+    let fifo = dir.join("seg-00000000000000000001.tsf");
+    let c = std::ffi::CString::new(s(&fifo)).expect("no NUL");
+    // SAFETY: mkfifo reads a NUL-terminated path valid for the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    for args in [
+        vec!["dump", "--dir", s(&dir), "--what", "system"],
+        vec!["ps", "--replay", s(&dir), "-p", "1"],
+        vec!["states", "--replay", s(&dir)],
+    ] {
+        let out = run_within(&args, Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("{args:?} hung on the FIFO"));
+        let err = text(&out.stderr);
+        assert!(out.status.code().is_some(), "{args:?}: {err}");
+        assert_eq!(
+            err.matches("named like a segment but a FIFO").count(),
+            1,
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(samples(&dir), 3);
+    // The recorder leaves it alone and goes on.
+    let out = run_within(
+        &[
+            "record",
+            "--dir",
+            s(&dir),
+            "--count",
+            "1",
+            "--backend",
+            "procfs",
+            "-q",
+        ],
+        Duration::from_secs(30),
+    )
+    .expect("record hung");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(fs::symlink_metadata(&fifo)
+        .expect("still there")
+        .file_type()
+        .is_fifo());
+}
+
+#[test]
+fn directory_named_like_a_segment_is_skipped_with_one_warning() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("store");
+    record(&dir, 3);
+    fs::create_dir(dir.join("seg-00000000000000000001.tsf")).expect("mkdir");
+    for args in [
+        vec!["dump", "--dir", s(&dir), "--what", "system"],
+        vec!["ps", "--replay", s(&dir), "-p", "1"],
+    ] {
+        let out = tasksnap(&args);
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert_eq!(
+            err.matches("named like a segment but a directory").count(),
+            1,
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("os error"), "{args:?}: {err}");
+    }
+    assert_eq!(samples(&dir), 3);
+}
+
+#[test]
+fn record_never_creates_its_store_through_another_users_link() {
+    if !root_or_skip("giving a link to nobody") {
+        return;
+    }
+    // fs.protected_symlinks may be off (it is on many hosts): tasksnap keeps the rule itself.
+    let t = tempfile::tempdir().expect("tempdir");
+    let elsewhere = t.path().join("elsewhere");
+    fs::create_dir(&elsewhere).expect("mkdir");
+    let shared = t.path().join("shared");
+    fs::create_dir(&shared).expect("mkdir");
+    let link = shared.join("a");
+    symlink(&elsewhere, &link).expect("symlink");
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).expect("lchown");
+    let dir = link.join("history");
+    let out = tasksnap(&[
+        "record",
+        "--dir",
+        s(&dir),
+        "--count",
+        "1",
+        "--backend",
+        "procfs",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("symbolic link owned by uid 65534"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !elsewhere.join("history").exists(),
+        "nothing made through the link"
+    );
+}
