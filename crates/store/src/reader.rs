@@ -2,6 +2,13 @@
 //! its index when whole or by walking frame headers otherwise (the live or a crashed segment),
 //! answers time-range and seek queries, reads payloads checked, and counts the damage met.
 //! It takes no lock and works while a writer appends.
+//!
+//! Order and time are kept apart: the recording's order is the segments' order (the number in
+//! their names, which the writer makes ascend) and, within a segment, the frames' order on
+//! disk. Times come only from the frames (their headers or the index), never from a segment's
+//! name, and may step back (a wall clock set back between two frames): every query filters by
+//! the frames' own times and returns frames in recording order, and [`Store::steps_back`] says
+//! where the clock went back.
 
 use std::fs::{self, File};
 use std::io::ErrorKind;
@@ -22,7 +29,8 @@ pub struct Entry {
     pub kind: u8,
     /// A key frame: a replay can start here.
     pub key: bool,
-    /// The segment holding it, by start time (its file name).
+    /// The segment holding it: the number in its file name (its place in recording order,
+    /// not a time to trust).
     pub segment_ns: u64,
     /// Where the frame starts in its segment.
     pub offset_bytes: u64,
@@ -51,7 +59,8 @@ pub struct Damage {
 pub struct SegmentInfo {
     /// The segment file.
     pub path: PathBuf,
-    /// Its start time (from its name).
+    /// The number in its name: its place in recording order (the writer makes it the first
+    /// frame's time when the clock allows, but it is never read as a time).
     pub start_ns: u64,
     /// Its first and last frame's time, `None` when it holds no readable frame.
     pub first_ns: Option<u64>,
@@ -156,71 +165,139 @@ impl Store {
     }
 
     fn compute_span(&self) -> Result<Option<(u64, u64)>, StoreError> {
-        let mut first = None;
+        // From every segment's frames: a name is not a time, and after a clock step back the
+        // earliest frame need not be in the first segment.
+        let mut span: Option<(u64, u64)> = None;
         for i in 0..self.segs.len() {
-            first = self.with_entries(i, |e| e.iter().map(|e| e.time_ns).min())?;
-            if first.is_some() {
-                break;
+            let seg = self.with_entries(i, |es| {
+                let first = es.iter().map(|e| e.time_ns).min()?;
+                Some((first, es.iter().map(|e| e.time_ns).max().unwrap_or(first)))
+            })?;
+            if let Some((a, b)) = seg {
+                span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
             }
         }
-        let mut last = None;
-        for i in (0..self.segs.len()).rev() {
-            last = self.with_entries(i, |e| e.iter().map(|e| e.time_ns).max())?;
-            if last.is_some() {
-                break;
-            }
-        }
-        Ok(first.zip(last))
+        Ok(span)
     }
 
-    /// The first and last frame time, as of opening (or the last [`Store::refresh`]); `None`
-    /// when nothing was recorded.
+    /// The earliest and the latest frame time, as of opening (or the last
+    /// [`Store::refresh`]); `None` when nothing was recorded. After a clock step back the
+    /// first frame recorded need not be the earliest (see [`Store::steps_back`]).
     pub fn span(&self) -> Option<(u64, u64)> {
         self.span
     }
 
-    /// Every frame entry with a time in `[from_ns, to_ns]`, in time order, across segments
-    /// (store-internal frames excluded).
-    pub fn entries(&self, from_ns: u64, to_ns: u64) -> Result<Vec<Entry>, StoreError> {
+    /// Every entry of the recording in recording order (segment by segment, each in its
+    /// order on disk), store-internal frames excluded.
+    fn all(&self) -> Result<Vec<Entry>, StoreError> {
         let mut out = Vec::new();
         for i in 0..self.segs.len() {
-            let starts_after = self.segs[i].start_ns > to_ns;
-            let ends_before = self.segs.get(i + 1).is_some_and(|n| n.start_ns <= from_ns);
-            if starts_after || ends_before {
-                continue;
-            }
-            self.with_entries(i, |es| {
-                out.extend(
-                    es.iter()
-                        .filter(|e| (from_ns..=to_ns).contains(&e.time_ns))
-                        .copied(),
-                )
-            })?;
+            self.with_entries(i, |es| out.extend_from_slice(es))?;
         }
-        out.sort_by_key(|e| e.time_ns);
         Ok(out)
     }
 
-    /// For seeking to `t_ns`: the last key frame entry of `kind` at or before `t_ns`, then
-    /// every entry (of any kind) after it up to `t_ns`, from the one segment whose start is the
-    /// last at or before `t_ns`. `None` when `t_ns` is outside the recording or that segment
-    /// has no such key frame.
+    /// Every frame entry with a time in `[from_ns, to_ns]`, in recording order (which is
+    /// time order unless the clock stepped back), across segments (store-internal frames
+    /// excluded).
+    pub fn entries(&self, from_ns: u64, to_ns: u64) -> Result<Vec<Entry>, StoreError> {
+        let mut all = self.all()?;
+        all.retain(|e| (from_ns..=to_ns).contains(&e.time_ns));
+        Ok(all)
+    }
+
+    /// What reading the window `[from_ns, to_ns]` in order needs: in each segment that has
+    /// frames in the window, every entry from the last key frame of `kind` at or before its
+    /// first frame in the window through its last frame in the window, in recording order.
+    /// The frames before the window are there to decode the first ones in it (the caller
+    /// skips what falls outside); a frame in the window with no key before it in its segment
+    /// comes without one.
+    pub fn window(&self, kind: u8, from_ns: u64, to_ns: u64) -> Result<Vec<Entry>, StoreError> {
+        let mut out = Vec::new();
+        let inside = |e: &Entry| (from_ns..=to_ns).contains(&e.time_ns);
+        for i in 0..self.segs.len() {
+            self.with_entries(i, |es| {
+                let (Some(first), Some(last)) = (es.iter().position(inside), es.iter().rposition(inside)) else {
+                    return;
+                };
+                let start = es
+                    .get(..=first)
+                    .and_then(|h| h.iter().rposition(|e| e.key && e.kind == kind))
+                    .unwrap_or(first);
+                out.extend_from_slice(es.get(start..=last).unwrap_or_default());
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// For seeking to `t_ns`: the frame in force then is the one with the latest time at or
+    /// before `t_ns` (of equal times, the one recorded last); this returns the last key frame
+    /// of `kind` at or before it in its segment, then every entry (of any kind) after that key
+    /// up to it, in recording order. `None` when `t_ns` is outside the recording or that
+    /// segment has no such key frame before it.
+    ///
+    /// When the clock stepped back, times between the step's two ends occur twice: the frame
+    /// closest before `t_ns` answers, whichever part of the recording holds it; ties go to
+    /// the later one (the clock after a correction is the one to trust).
     pub fn seek(&self, kind: u8, t_ns: u64) -> Result<Option<Vec<Entry>>, StoreError> {
-        let n = self.segs.partition_point(|s| s.start_ns <= t_ns);
-        let Some(i) = n.checked_sub(1) else {
+        if self.span.is_none_or(|(first, last)| t_ns < first || t_ns > last) {
+            return Ok(None);
+        }
+        // The segment and position of the frame in force: the greatest (time, position).
+        let mut best: Option<(u64, usize, usize)> = None;
+        for i in 0..self.segs.len() {
+            let found = self.with_entries(i, |es| {
+                es.iter()
+                    .enumerate()
+                    .filter(|(_, e)| e.time_ns <= t_ns)
+                    .max_by_key(|&(j, e)| (e.time_ns, j))
+                    .map(|(j, e)| (e.time_ns, j))
+            })?;
+            if let Some((time, j)) = found {
+                if best.is_none_or(|(bt, _, _)| time >= bt) {
+                    best = Some((time, i, j));
+                }
+            }
+        }
+        let Some((_, i, j)) = best else {
             return Ok(None);
         };
-        let is_last = i + 1 == self.segs.len();
         self.with_entries(i, |es| {
-            let upto = es.partition_point(|e| e.time_ns <= t_ns);
-            if is_last && upto == es.len() && es.last().is_none_or(|e| e.time_ns < t_ns) {
-                // After the last frame: outside the recording.
-                return None;
-            }
-            let head = es.get(..upto)?;
+            let head = es.get(..=j)?;
             let k = head.iter().rposition(|e| e.key && e.kind == kind)?;
             head.get(k..).map(<[Entry]>::to_vec)
         })
+    }
+
+    /// The end of the recording: the last key frame of `kind` in the last segment that has
+    /// one, then every entry after it, in recording order (whatever their times). `None` when
+    /// no segment holds such a key frame.
+    pub fn seek_last(&self, kind: u8) -> Result<Option<Vec<Entry>>, StoreError> {
+        for i in (0..self.segs.len()).rev() {
+            let found = self.with_entries(i, |es| {
+                let k = es.iter().rposition(|e| e.key && e.kind == kind)?;
+                es.get(k..).map(<[Entry]>::to_vec)
+            })?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Where the clock stepped back, in recording order: for each frame whose time is before
+    /// the frame recorded just before it, `(that earlier frame's time, this frame's time)`.
+    /// Empty for a recording in time order (the usual case).
+    pub fn steps_back(&self) -> Result<Vec<(u64, u64)>, StoreError> {
+        let mut out = Vec::new();
+        let mut prev: Option<u64> = None;
+        for e in self.all()? {
+            if let Some(p) = prev.filter(|&p| e.time_ns < p) {
+                out.push((p, e.time_ns));
+            }
+            prev = Some(e.time_ns);
+        }
+        Ok(out)
     }
 
     /// The payload of `e`, its CRCs checked and decompressed; a damaged frame is
@@ -375,7 +452,7 @@ fn load(seg: &Seg, st: &mut SegState) -> Result<(), StoreError> {
                             to_entry(e.time_ns, e.kind, e.key, e.offset_bytes, e.stored_len_bytes)
                         })
                         .collect();
-                    st.entries.sort_by_key(|e| e.time_ns);
+                    st.entries.sort_by_key(|e| e.offset_bytes);
                     st.loaded = true;
                     st.indexed = true;
                     st.size_seen = size;
@@ -410,7 +487,7 @@ fn load(seg: &Seg, st: &mut SegState) -> Result<(), StoreError> {
                 )
             }),
     );
-    st.entries.sort_by_key(|e| e.time_ns);
+    st.entries.sort_by_key(|e| e.offset_bytes);
     st.skipped_bytes += w.skipped_bytes;
     st.tail_bytes = w.tail_bytes;
     st.walked_to = from + w.end_bytes;
