@@ -82,6 +82,9 @@ fn run(args: &Args) -> anyhow::Result<()> {
     super::select(&opts)?;
     let history = tasksnap_history::History::open(&args.dir)?;
     let (first, last) = history.bounds()?;
+    if let Some(w) = history.clock_warning()? {
+        warn!("tasksnap dump: warning: {w}");
+    }
     let from = args.from.unwrap_or(first);
     let to = args.to.unwrap_or(last);
     if from > to {

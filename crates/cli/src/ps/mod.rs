@@ -235,6 +235,9 @@ fn replay_collector(
     at: Option<&str>,
 ) -> anyhow::Result<(tasksnap_collect::replay::ReplayCollector, ReplayEnv)> {
     let history = tasksnap_history::History::open(dir)?;
+    if let Some(w) = history.clock_warning()? {
+        warn!("tasksnap ps: warning: {w}");
+    }
     let t = match at {
         Some(text) => crate::when::parse_time(text).map_err(anyhow::Error::msg)?,
         None => u64::MAX,

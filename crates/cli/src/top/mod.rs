@@ -913,6 +913,9 @@ pub fn main(argv: &[OsString]) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
+        if let Some(w) = rp.clock_warning() {
+            warn!("tasksnap top: warning: {w}");
+        }
         let r = if opts.batch {
             batch::run(Top::replay(opts, rp))
         } else {

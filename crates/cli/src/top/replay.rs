@@ -156,6 +156,12 @@ impl Replay {
         }
     }
 
+    /// What to tell the user when the clock stepped back during the recording (times that
+    /// occur twice): see [`History::clock_warning`].
+    pub fn clock_warning(&self) -> Option<String> {
+        self.history.clock_warning().ok().flatten()
+    }
+
     /// The sample shown.
     pub fn reading(&self) -> &Reading {
         self.cur.reading()
