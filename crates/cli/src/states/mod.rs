@@ -164,7 +164,7 @@ fn replay_window(
         // Without --from/--to: the first and the last sample recorded, which after a clock
         // step back are not the earliest and the latest.
         let r = match given {
-            Some(t) => history.reading_at(t)?,
+            Some(_) => history.reading_at(t)?,
             None if t == first => history
                 .readings(first, last)?
                 .next()
