@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use tasksnap_collect::sampler::{Options, Sampler};
 use tasksnap_history::{Encoder, History, ReplayError, KIND_NAMES, KIND_SAMPLE};
-use tasksnap_states::carry::Carry;
 use tasksnap_model::Backend;
+use tasksnap_states::carry::Carry;
 use tasksnap_store::{StoreError, Writer, WriterOptions};
 
 use crate::when;

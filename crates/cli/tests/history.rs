@@ -204,7 +204,10 @@ fn every_reader_works(dir: &str, pid: i32, samples: usize, ats: &[u64]) -> Strin
         .lines()
         .filter(|l| l.ends_with(&format!(",{pid}")))
         .count();
-    assert_eq!(mine, samples, "dump lists the sleeper once per sample:\n{rows}");
+    assert_eq!(
+        mine, samples,
+        "dump lists the sleeper once per sample:\n{rows}"
+    );
     let stderr = text(&out.stderr);
     ok(
         &tasksnap(&["dump", "--dir", dir, "--what", "threads", "--format", "csv"]),
@@ -261,7 +264,11 @@ fn a_store_whose_clock_stepped_back_reads_with_a_warning() {
     );
     // The dump lists samples in recording order.
     let out = tasksnap(&["dump", "--dir", d, "--what", "system", "--fields", "time"]);
-    let times: Vec<String> = ok(&out, "dump").lines().skip(1).map(str::to_owned).collect();
+    let times: Vec<String> = ok(&out, "dump")
+        .lines()
+        .skip(1)
+        .map(str::to_owned)
+        .collect();
     assert_eq!(times.len(), 6);
     assert!(times[0] > times[3], "recording order: {times:?}");
 }
@@ -274,7 +281,11 @@ fn a_segment_named_before_its_frames_hides_nothing_from_dump() {
     let t = tempfile::tempdir().expect("tempdir");
     let dir = t.path().join("renamed");
     // One segment per run of two samples.
-    write_runs(&dir, &[(&all[..2], 0), (&all[2..4], 0), (&all[4..], 0)], u64::MAX / 4);
+    write_runs(
+        &dir,
+        &[(&all[..2], 0), (&all[2..4], 0), (&all[4..], 0)],
+        u64::MAX / 4,
+    );
     let mut segs: Vec<String> = std::fs::read_dir(&dir)
         .expect("read_dir")
         .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
@@ -291,6 +302,9 @@ fn a_segment_named_before_its_frames_hides_nothing_from_dump() {
     )
     .expect("rename");
     let d = dir.to_str().expect("utf-8 path");
-    let ats = [all[1].snapshot.taken_at_unix_ns, all[5].snapshot.taken_at_unix_ns];
+    let ats = [
+        all[1].snapshot.taken_at_unix_ns,
+        all[5].snapshot.taken_at_unix_ns,
+    ];
     every_reader_works(d, pid, 6, &ats);
 }

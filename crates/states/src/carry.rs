@@ -59,6 +59,8 @@ struct Last {
     sample: Sample,
     /// schedstat's (on-CPU ns, run-delay ns) per task, from the same reading.
     sched: Sched,
+    /// The boot it was taken in (`btime`, seconds since the epoch).
+    boot_time_unix_s: u64,
 }
 
 /// Keeps a new run's thread-state totals continuous with the last recorded sample (see the
@@ -124,6 +126,7 @@ impl Carry {
             last: Some(Last {
                 sched: sched_of(last),
                 sample,
+                boot_time_unix_s: last.snapshot.boot_time_unix_s,
             }),
             ..Carry::default()
         }
@@ -150,7 +153,9 @@ impl Carry {
             return;
         }
         for (id, t) in &mut s.threads {
-            let Some(b) = self.bases.get(id) else { continue };
+            let Some(b) = self.bases.get(id) else {
+                continue;
+            };
             for i in 0..NSTATES {
                 t.state_ns[i] = t.state_ns[i].wrapping_add(b.state_ns[i]);
                 t.samples[i] = t.samples[i].saturating_add(b.samples[i]);
@@ -177,14 +182,16 @@ impl Carry {
     /// At the new run's first sample: every thread the last sample holds gets its base.
     fn first(&mut self, last: &Last, r: &Reading) {
         let Some(s) = r.states.as_ref() else { return };
-        if !same_source(s.mode, last.sample.mode) {
+        if !same_source(s.mode, last.sample.mode)
+            || r.snapshot.boot_time_unix_s != last.boot_time_unix_s
+        {
             return;
         }
-        // From here on the new run's reason ids are renumbered into the old table's.
-        self.renumbering = true;
         let now = sched_of(r);
         for (id, t) in &s.threads {
-            let Some(p) = last.sample.threads.get(id) else { continue };
+            let Some(p) = last.sample.threads.get(id) else {
+                continue;
+            };
             if p.exited || t.seen_at_ns < p.seen_at_ns {
                 continue; // another boot's clock, or a thread that ended
             }
@@ -202,8 +209,8 @@ impl Carry {
                 let between = split(p, t, *before, *after);
                 // Stored = new + offset = last recorded + between, in two's complement: the
                 // offset may be "negative" in a state the new source counted more of.
-                for i in 0..NSTATES {
-                    base.state_ns[i] = p.state_ns[i]
+                for (i, b) in base.state_ns.iter_mut().enumerate() {
+                    *b = p.state_ns[i]
                         .saturating_add(between[i])
                         .wrapping_sub(t.state_ns[i]);
                 }
@@ -214,14 +221,23 @@ impl Carry {
             self.bases.insert(*id, base);
         }
         self.carried = self.bases.len();
+        // From here on the new run's reason ids are renumbered into the old table's, so that
+        // a carried thread's reasons keep their frames.
+        self.renumbering = self.carried > 0;
     }
 
     /// Renumbers `s`'s reason ids into the stored table's (see the module docs).
     fn renumber(&mut self, s: &mut Sample) {
         let table = std::mem::take(&mut s.reasons);
         for (id, f) in table {
-            let stored = match self.ids.get(&id) {
-                Some(&x) => x,
+            // A mapping holds while the id means the same frames (a source may reuse an id).
+            let known = self
+                .ids
+                .get(&id)
+                .copied()
+                .filter(|x| self.frames.get(x) == Some(&f));
+            let stored = match known {
+                Some(x) => x,
                 None => {
                     let x = match self.by_frames.get(&f) {
                         Some(&x) => x,
@@ -229,7 +245,7 @@ impl Carry {
                         None => self.fresh_id(),
                     };
                     self.ids.insert(id, x);
-                    self.frames.entry(x).or_insert_with(|| Arc::clone(&f));
+                    self.frames.insert(x, Arc::clone(&f));
                     x
                 }
             };
@@ -366,7 +382,12 @@ mod tests {
         // grew by 3.6 s on CPU and 0.4 s waiting.
         let mut r = reading(
             104 * S,
-            vec![thread(1, 104 * S, ns(S * 9 / 10, S / 10, 0), State::Running)],
+            vec![thread(
+                1,
+                104 * S,
+                ns(S * 9 / 10, S / 10, 0),
+                State::Running,
+            )],
             &[(1, 53 * S + S * 6 / 10, 2 * S + S * 4 / 10)],
         );
         let mut c = Carry::after(&last);
@@ -390,11 +411,20 @@ mod tests {
         // The next sample of the run goes on from there: its own time only.
         let mut r2 = reading(
             105 * S,
-            vec![thread(1, 105 * S, ns(S * 19 / 10, S / 10, 0), State::Running)],
+            vec![thread(
+                1,
+                105 * S,
+                ns(S * 19 / 10, S / 10, 0),
+                State::Running,
+            )],
             &[],
         );
         c.apply(&mut r2);
-        let iv = crate::between(s, r2.states.as_ref().expect("states"), crate::Rollup::Thread);
+        let iv = crate::between(
+            s,
+            r2.states.as_ref().expect("states"),
+            crate::Rollup::Thread,
+        );
         assert_eq!(iv.rows[0].ns[State::Running.index()], S);
         assert_eq!(iv.rows[0].alive_ns, S);
     }
@@ -466,7 +496,11 @@ mod tests {
             &[],
         );
         // A reboot: the clock is behind the last reading's.
-        let mut r = reading(5 * S, vec![thread(1, 5 * S, ns(S, 0, 0), State::Running)], &[]);
+        let mut r = reading(
+            5 * S,
+            vec![thread(1, 5 * S, ns(S, 0, 0), State::Running)],
+            &[],
+        );
         let mut c = Carry::after(&last);
         c.apply(&mut r);
         assert_eq!(c.carried(), 0);
@@ -483,7 +517,11 @@ mod tests {
         p.state_ns[State::Disk.index()] = 4 * S;
         p.reasons = vec![(State::Disk, 3, 4 * S)];
         let mut last = reading(100 * S, vec![p], &[]);
-        last.states.as_mut().expect("states").reasons.insert(3, frames("io_schedule"));
+        last.states
+            .as_mut()
+            .expect("states")
+            .reasons
+            .insert(3, frames("io_schedule"));
         // The new run calls io_schedule 8 and gives 3 to another stack.
         let mut t = thread(1, 101 * S, ns(0, 0, 0), State::Disk);
         t.state_ns[State::Disk.index()] = S / 2;

@@ -217,7 +217,9 @@ impl Store {
         let inside = |e: &Entry| (from_ns..=to_ns).contains(&e.time_ns);
         for i in 0..self.segs.len() {
             self.with_entries(i, |es| {
-                let (Some(first), Some(last)) = (es.iter().position(inside), es.iter().rposition(inside)) else {
+                let (Some(first), Some(last)) =
+                    (es.iter().position(inside), es.iter().rposition(inside))
+                else {
                     return;
                 };
                 let start = es
@@ -240,7 +242,10 @@ impl Store {
     /// closest before `t_ns` answers, whichever part of the recording holds it; ties go to
     /// the later one (the clock after a correction is the one to trust).
     pub fn seek(&self, kind: u8, t_ns: u64) -> Result<Option<Vec<Entry>>, StoreError> {
-        if self.span.is_none_or(|(first, last)| t_ns < first || t_ns > last) {
+        if self
+            .span
+            .is_none_or(|(first, last)| t_ns < first || t_ns > last)
+        {
             return Ok(None);
         }
         // The segment and position of the frame in force: the greatest (time, position).
