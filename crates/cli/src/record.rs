@@ -300,7 +300,7 @@ fn carry_on(args: &Args) -> Carry {
         Err(e) => {
             warn!(
                 "tasksnap record: warning: the last sample recorded does not read ({e}); \
-                 thread-state totals start again from zero"
+                 the interval spanning this restart will hold only what this run counts"
             );
             Carry::none()
         }
