@@ -82,6 +82,10 @@ struct SegState {
     size_seen: u64,
     skipped_bytes: u64,
     tail_bytes: u64,
+    /// A closed segment's first and last frame times from two frame headers (its first
+    /// frame's and its index frame's), without decoding its index: `Some(None)` when they
+    /// do not give them.
+    bounds: Option<Option<(u64, u64)>>,
 }
 
 #[derive(Debug)]
@@ -169,11 +173,7 @@ impl Store {
         // earliest frame need not be in the first segment.
         let mut span: Option<(u64, u64)> = None;
         for i in 0..self.segs.len() {
-            let seg = self.with_entries(i, |es| {
-                let first = es.iter().map(|e| e.time_ns).min()?;
-                Some((first, es.iter().map(|e| e.time_ns).max().unwrap_or(first)))
-            })?;
-            if let Some((a, b)) = seg {
+            if let Some((a, b)) = self.bounds(i)? {
                 span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
             }
         }
@@ -248,26 +248,40 @@ impl Store {
         {
             return Ok(None);
         }
-        // The segment and position of the frame in force: the greatest (time, position).
-        let mut best: Option<(u64, usize, usize)> = None;
+        // The latest time at or before t_ns in each segment: its last frame's when the whole
+        // segment is before t_ns (no index decoded for that), else from its entries.
+        let latest_upto = |es: &[Entry]| {
+            es.iter()
+                .enumerate()
+                .filter(|(_, e)| e.time_ns <= t_ns)
+                .max_by_key(|&(j, e)| (e.time_ns, j))
+                .map(|(j, e)| (e.time_ns, j))
+        };
+        let mut best: Option<(u64, usize)> = None;
         for i in 0..self.segs.len() {
-            let found = self.with_entries(i, |es| {
-                es.iter()
-                    .enumerate()
-                    .filter(|(_, e)| e.time_ns <= t_ns)
-                    .max_by_key(|&(j, e)| (e.time_ns, j))
-                    .map(|(j, e)| (e.time_ns, j))
-            })?;
-            if let Some((time, j)) = found {
-                if best.is_none_or(|(bt, _, _)| time >= bt) {
-                    best = Some((time, i, j));
+            let Some((first, last)) = self.bounds(i)? else {
+                continue;
+            };
+            let time = if first > t_ns {
+                continue;
+            } else if last <= t_ns {
+                last
+            } else {
+                match self.with_entries(i, latest_upto)? {
+                    Some((time, _)) => time,
+                    None => continue,
                 }
+            };
+            // Of equal times, the later segment.
+            if best.is_none_or(|(bt, _)| time >= bt) {
+                best = Some((time, i));
             }
         }
-        let Some((_, i, j)) = best else {
+        let Some((_, i)) = best else {
             return Ok(None);
         };
         self.with_entries(i, |es| {
+            let (_, j) = latest_upto(es)?;
             let head = es.get(..=j)?;
             let k = head.iter().rposition(|e| e.key && e.kind == kind)?;
             head.get(k..).map(<[Entry]>::to_vec)
@@ -292,15 +306,30 @@ impl Store {
 
     /// Where the clock stepped back, in recording order: for each frame whose time is before
     /// the frame recorded just before it, `(that earlier frame's time, this frame's time)`.
-    /// Empty for a recording in time order (the usual case).
+    /// Empty for a recording in time order (the usual case). A closed segment not read yet
+    /// is judged by its first and last frame's times (the writer keeps a segment's times in
+    /// order), so this decodes no index that a seek does not.
     pub fn steps_back(&self) -> Result<Vec<(u64, u64)>, StoreError> {
         let mut out = Vec::new();
         let mut prev: Option<u64> = None;
-        for e in self.all()? {
-            if let Some(p) = prev.filter(|&p| e.time_ns < p) {
-                out.push((p, e.time_ns));
+        let mut step = |t: u64, out: &mut Vec<(u64, u64)>| {
+            if let Some(p) = prev.filter(|&p| t < p) {
+                out.push((p, t));
             }
-            prev = Some(e.time_ns);
+            prev = Some(t);
+        };
+        for i in 0..self.segs.len() {
+            let loaded = self.segs.get(i).is_some_and(|s| lock(&s.state).loaded);
+            if loaded {
+                let times: Vec<u64> =
+                    self.with_entries(i, |es| es.iter().map(|e| e.time_ns).collect())?;
+                for t in times {
+                    step(t, &mut out);
+                }
+            } else if let Some((first, last)) = self.bounds(i)? {
+                step(first, &mut out);
+                step(last, &mut out);
+            }
         }
         Ok(out)
     }
@@ -398,6 +427,34 @@ impl Store {
         &self.dir
     }
 
+    /// Segment `i`'s earliest and latest frame times; `None` when it holds no frame. A
+    /// segment closed with an index answers from two frame headers (its first frame's, and
+    /// its index frame's, which carries its last frame's time: the writer keeps a segment's
+    /// times in order, a step back starts a new one), so a seek in a long recording decodes
+    /// one index, not all of them; any other segment is loaded.
+    fn bounds(&self, i: usize) -> Result<Option<(u64, u64)>, StoreError> {
+        let Some(seg) = self.segs.get(i) else {
+            return Ok(None);
+        };
+        {
+            let mut st = lock(&seg.state);
+            if st.loaded && st.indexed {
+                return Ok(min_max(&st.entries));
+            }
+            if !st.loaded {
+                if let Some(b) = st.bounds {
+                    return Ok(b);
+                }
+                let b = header_bounds(&seg.path);
+                st.bounds = Some(b);
+                if b.is_some() {
+                    return Ok(b);
+                }
+            }
+        }
+        self.with_entries(i, min_max)
+    }
+
     /// Runs `f` on segment `i`'s entries, loading them first (from the index, or by walking;
     /// a walked segment is walked on from where it was when it has grown).
     fn with_entries<R>(&self, i: usize, f: impl FnOnce(&[Entry]) -> R) -> Result<R, StoreError> {
@@ -410,6 +467,28 @@ impl Store {
         }
         Ok(f(&st.entries))
     }
+}
+
+fn min_max(es: &[Entry]) -> Option<(u64, u64)> {
+    let first = es.iter().map(|e| e.time_ns).min()?;
+    Some((first, es.iter().map(|e| e.time_ns).max().unwrap_or(first)))
+}
+
+/// A closed segment's (first, last) frame time from its first frame's header and its index
+/// frame's (found through the footer); `None` when either is not there or they disagree.
+fn header_bounds(path: &Path) -> Option<(u64, u64)> {
+    let file = File::open(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut footer = [0u8; FOOTER_LEN];
+    file.read_exact_at(&mut footer, size.checked_sub(FOOTER_LEN as u64)?)
+        .ok()?;
+    let at = layout::decode_footer(&footer).filter(|&at| at < size)?;
+    let mut h = [0u8; HEADER_LEN];
+    file.read_exact_at(&mut h, at).ok()?;
+    let index = frame::decode_header(&h).filter(|h| h.kind == INTERNAL_KIND)?;
+    file.read_exact_at(&mut h, 0).ok()?;
+    let first = frame::decode_header(&h).filter(|h| h.kind != INTERNAL_KIND)?;
+    (first.time_ns <= index.time_ns).then_some((first.time_ns, index.time_ns))
 }
 
 fn load(seg: &Seg, st: &mut SegState) -> Result<(), StoreError> {
