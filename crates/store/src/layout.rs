@@ -27,13 +27,14 @@ pub const FOOTER_LEN: usize = 16;
 const INDEX_VERSION: u8 = 1;
 const INDEX_ENTRY_LEN: usize = 22;
 
-/// A segment's file name for a start time: `seg-<start_ns, 20 digits>.tsf`, so that names
-/// sort by start time.
+/// A segment's file name for its number: `seg-<number, 20 digits>.tsf`, so that names sort
+/// by number. The writer makes the numbers ascend in recording order (the first frame's
+/// time when the clock allows); readers order segments by them and never read them as times.
 pub fn segment_name(start_ns: u64) -> String {
     format!("seg-{start_ns:020}.tsf")
 }
 
-/// The start time of a segment file name, `None` for any other name.
+/// The number of a segment file name, `None` for any other name.
 pub fn parse_segment_name(name: &str) -> Option<u64> {
     let digits = name.strip_prefix("seg-")?.strip_suffix(".tsf")?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -45,7 +46,7 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
 /// A segment found in the directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
-    /// The start time from its name.
+    /// The number in its name (its place in recording order, not a time).
     pub start_ns: u64,
     /// Its path.
     pub path: PathBuf,
@@ -53,7 +54,8 @@ pub struct Listed {
     pub bytes: u64,
 }
 
-/// Every segment in `dir`, sorted by start time; other files are ignored.
+/// Every segment in `dir`, in recording order (by the number in its name); other files are
+/// ignored.
 pub fn list_segments(dir: &Path) -> Result<Vec<Listed>, StoreError> {
     let mut out = Vec::new();
     for e in fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
