@@ -2,6 +2,11 @@
 //! through the sampler (tasksnap-collect), encodes it as a key or delta frame
 //! (tasksnap-history) and appends it to the store (tasksnap-store), then says what it cost.
 //!
+//! A recording goes on across restarts: the first sample of a run carries each thread's
+//! state-time totals on from the last sample recorded ([`tasksnap_states::carry`]), and a
+//! wall clock that stepped back since is said and recorded as it is (the store keeps the
+//! order of recording).
+//!
 //! Exit codes: 0 stopped cleanly (SIGINT, SIGTERM, SIGHUP, or `--count` reached); 1 an error
 //! while recording (a full disk: what was written is kept and readable); 2 bad usage; 3 the
 //! store cannot be used (another recorder holds it, it is not a store, a newer tasksnap
@@ -15,8 +20,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use tasksnap_collect::sampler::{Options, Sampler};
-use tasksnap_history::{Encoder, KIND_NAMES, KIND_SAMPLE};
+use tasksnap_history::{Encoder, History, ReplayError, KIND_NAMES, KIND_SAMPLE};
 use tasksnap_model::Backend;
+use tasksnap_states::carry::Carry;
 use tasksnap_store::{StoreError, Writer, WriterOptions};
 
 use crate::when;
@@ -135,6 +141,7 @@ fn run(args: &Args) -> ExitCode {
         }
     };
     say_warnings(&mut writer);
+    let mut carry = carry_on(args);
     let bytes0 = writer.bytes_on_disk();
     let cpu0 = own_cpu_ns();
     let mut sampler = match Sampler::open(Options {
@@ -175,8 +182,11 @@ fn run(args: &Args) -> ExitCode {
     let mut next = start;
     let code = loop {
         let c0 = own_cpu_ns();
-        let reading = match sampler.read() {
-            Ok(r) => r,
+        let reading = match sampler.read_mut() {
+            Ok(r) => {
+                carry.apply(r);
+                &*r
+            }
             Err(e) => {
                 warn!("tasksnap record: {e}");
                 break ExitCode::from(1);
@@ -216,6 +226,7 @@ fn run(args: &Args) -> ExitCode {
                 cpu_ns as f64 / 1e6
             );
         }
+        say_warnings(&mut writer);
         if let Err(e) = result {
             warn!(
                 "tasksnap record: {e}; stopped after {} samples (all of them are kept in {})",
@@ -224,7 +235,6 @@ fn run(args: &Args) -> ExitCode {
             );
             break ExitCode::from(1);
         }
-        say_warnings(&mut writer);
         tally.samples += 1;
         tally.keys += u64::from(enc.key);
         if args.count.is_some_and(|n| tally.samples >= n) {
@@ -280,10 +290,30 @@ fn run(args: &Args) -> ExitCode {
 }
 
 /// What the store met that did not stop recording (a segment retention could not delete, an
-/// entry named like a segment that is not a regular file, left alone), each said once.
+/// entry named like a segment that is not a regular file, left alone, the clock stepping
+/// back), each said once, even with -q.
 fn say_warnings(writer: &mut Writer) {
     for w in writer.take_warnings() {
-        warn!("tasksnap record: {w}");
+        warn!("tasksnap record: warning: {w}");
+    }
+}
+
+/// What the run carries on from: the last sample recorded in the store (the lock is held, so
+/// nothing is appended meanwhile). A new store, or one whose end does not read, carries
+/// nothing (said, for the latter: the interval spanning the restart then counts only the
+/// new run's time).
+fn carry_on(args: &Args) -> Carry {
+    let last = History::open(&args.dir).and_then(|h| h.reading_at(u64::MAX));
+    match last {
+        Ok(r) => Carry::after(&r),
+        Err(ReplayError::Empty { .. }) => Carry::none(),
+        Err(e) => {
+            warn!(
+                "tasksnap record: warning: the last sample recorded does not read ({e}); \
+                 the interval spanning this restart will hold only what this run counts"
+            );
+            Carry::none()
+        }
     }
 }
 

@@ -1,16 +1,21 @@
 //! Opening a recording for a command that reads one (`ps`/`states`/`top --replay`, `dump`):
 //! [`open`] says the store's warnings once (entries named like segments that are not regular
-//! files: a FIFO, a directory, a link, skipped and never opened).
+//! files: a FIFO, a directory, a link, skipped and never opened), and where the clock stepped
+//! back during the recording (a time there occurs twice).
 
 use std::path::Path;
 
 use tasksnap_history::{History, ReplayError};
 
-/// [`History::open`], then each of the store's warnings on stderr, prefixed with `cmd`.
+/// [`History::open`], then each of the store's warnings on stderr, prefixed with `cmd`, and
+/// [`History::clock_warning`].
 pub fn open(cmd: &str, dir: &Path) -> Result<History, ReplayError> {
     let history = History::open(dir)?;
     for w in history.store().warnings() {
         warn!("{cmd}: {w}");
+    }
+    if let Some(w) = history.clock_warning()? {
+        warn!("{cmd}: warning: {w}");
     }
     Ok(history)
 }

@@ -183,18 +183,22 @@ impl Sampler {
             carry_names(old, fresh, |t| gone.contains_key(&t.id))
         };
         let t1 = std::time::Instant::now();
-        self.fill_names()?;
+        // The thread states right after the tasks, before the names (which may take long: a
+        // new recorder reads every command line): a thread's CPU time in its task row and
+        // its state totals then cover the same interval, so a hog's running time matches
+        // its CPU time, sample by sample and across a restart.
+        self.reading.states = match self.states.as_mut() {
+            Some(s) => Some(s.sample()?),
+            None => None,
+        };
         let t2 = std::time::Instant::now();
+        self.fill_names()?;
         let tasks = &mut self.reading.snapshot.tasks;
         let unnamed = &mut self.unnamed;
         if unnamed.len() > tasks.len() {
             let alive: ThreadMap<()> = tasks.iter().map(|t| (t.id, ())).collect();
             unnamed.retain(|id, _| alive.contains_key(id));
         }
-        self.reading.states = match self.states.as_mut() {
-            Some(s) => Some(s.sample()?),
-            None => None,
-        };
         let t3 = std::time::Instant::now();
         let snapshot = &mut self.reading.snapshot;
         snapshot.taken_at_unix_ns = taken_at_unix_ns;
@@ -209,8 +213,8 @@ impl Sampler {
         let t4 = std::time::Instant::now();
         self.phases = vec![
             ("tasks", t1 - t0),
-            ("names", t2 - t1),
-            ("states", t3 - t2),
+            ("states", t2 - t1),
+            ("names", t3 - t2),
             ("system", t4 - t3),
         ];
         Ok(&mut self.reading)

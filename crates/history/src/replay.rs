@@ -7,6 +7,11 @@
 //! Damage is never fatal: a frame that fails its checksum or does not decode is skipped and
 //! counted ([`Readings::lost`]); a reading at a moment whose sample is damaged is the last
 //! whole one before it, and one whose key frame is damaged comes from the key period before.
+//!
+//! Order is the recording's, not the clock's: a window's samples come in the order they were
+//! recorded, and after a clock step back (NTP, a restored VM) a time that occurs twice is
+//! read as the sample closest before it, whichever part of the recording holds it
+//! ([`tasksnap_store::Store::seek`]); [`History::clock_warning`] says so in words.
 
 use std::path::{Path, PathBuf};
 
@@ -77,7 +82,8 @@ impl History {
         &self.store
     }
 
-    /// The first and last frame times, ns since the epoch; `None` for an empty recording.
+    /// The earliest and latest frame times, ns since the epoch; `None` for an empty
+    /// recording.
     pub fn span(&self) -> Option<(u64, u64)> {
         self.store.span()
     }
@@ -104,13 +110,51 @@ impl History {
         }
     }
 
-    /// The sample in force at `t` (the last one at or before it); `u64::MAX` is the last
-    /// sample of the recording. A time before the first sample or after the last is
+    /// Where the wall clock stepped back in the recording, in recording order: `(the time
+    /// before, the time after)`; empty when the recording is in time order.
+    pub fn clock_steps(&self) -> Result<Vec<(u64, u64)>, ReplayError> {
+        Ok(self.store.steps_back()?)
+    }
+
+    /// What a reader tells the user when the clock stepped back in this recording: where, and
+    /// what a time that occurs twice means. `None` when the recording is in time order.
+    pub fn clock_warning(&self) -> Result<Option<String>, ReplayError> {
+        let steps = self.clock_steps()?;
+        let Some(&(from, to)) = steps.first() else {
+            return Ok(None);
+        };
+        let more = match steps.len() {
+            1 => String::new(),
+            n => format!(" (and {} more times)", n - 1),
+        };
+        Ok(Some(format!(
+            "{}: the clock stepped back during this recording: after a sample at {} the next \
+             is at {}{more}, so times from {} to {} occur twice; a time there is read as the \
+             sample closest before it, whichever part of the recording holds it, and windows \
+             list samples in the order they were recorded",
+            self.store.dir().display(),
+            rfc3339(from),
+            rfc3339(to),
+            rfc3339(to),
+            rfc3339(from),
+        )))
+    }
+
+    /// The sample in force at `t` (the one with the latest time at or before it);
+    /// `u64::MAX` is the last sample recorded (the end of the recording, whatever the clock
+    /// said). A time before the earliest sample or after the latest is
     /// [`ReplayError::Outside`].
     pub fn reading_at(&self, t: u64) -> Result<Reading, ReplayError> {
         let Some((first, last)) = self.span() else {
             return Err(self.outside(t));
         };
+        if t == u64::MAX {
+            if let Some(entries) = self.store.seek_last(KIND_NAMES)? {
+                if let Ok(Some(r)) = self.decode_at(&entries) {
+                    return Ok(r);
+                }
+            }
+        }
         let t = if t == u64::MAX { last } else { t };
         if t < first || t > last {
             return Err(self.outside(t));
@@ -180,7 +224,8 @@ impl History {
         Ok(Some(key_reading))
     }
 
-    /// The times of the samples in [from, to], in order (what `top --replay` steps through).
+    /// The times of the samples in [from, to], in time order without repeats (what
+    /// `top --replay` steps through; [`History::reading_at`] reads each).
     pub fn sample_times(&self, from: u64, to: u64) -> Result<Vec<u64>, ReplayError> {
         let mut times: Vec<u64> = self
             .store
@@ -189,22 +234,21 @@ impl History {
             .filter(|e| e.kind == KIND_SAMPLE)
             .map(|e| e.time_ns)
             .collect();
+        times.sort_unstable();
         times.dedup();
         Ok(times)
     }
 
-    /// Every sample in [from, to], in order, decoded one after the other.
+    /// Every sample with a time in [from, to], in recording order (time order unless the
+    /// clock stepped back), decoded one after the other.
     pub fn readings(&self, from: u64, to: u64) -> Result<Readings<'_>, ReplayError> {
-        // Start at the key period `from` is in, so the first samples have their key.
-        let start = match self.store.seek(KIND_NAMES, from)? {
-            Some(e) => e.first().map(|e| e.time_ns).unwrap_or(from),
-            None => from,
-        };
-        let entries = self.store.entries(start.min(from), to)?;
+        // Each part of the window starts at its key, so its first samples decode.
+        let entries = self.store.window(KIND_NAMES, from, to)?;
         Ok(Readings {
             history: self,
             entries: entries.into_iter(),
             from,
+            to,
             decoder: Decoder::new(),
             lost: 0,
         })
@@ -217,6 +261,7 @@ pub struct Readings<'a> {
     history: &'a History,
     entries: std::vec::IntoIter<Entry>,
     from: u64,
+    to: u64,
     decoder: Decoder,
     lost: u64,
 }
@@ -246,10 +291,11 @@ impl Iterator for Readings<'_> {
                     let r = payload
                         .map_err(|_| HistoryError::Corrupt("frame"))
                         .and_then(|p| self.decoder.apply_sample(e.key, &p));
+                    let inside = (self.from..=self.to).contains(&e.time_ns);
                     match r {
-                        Ok(r) if e.time_ns >= self.from => return Some(r),
+                        Ok(r) if inside => return Some(r),
                         Ok(_) => {}
-                        Err(_) if e.time_ns >= self.from => self.lost += 1,
+                        Err(_) if inside => self.lost += 1,
                         Err(_) => {}
                     }
                 }

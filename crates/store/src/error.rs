@@ -75,14 +75,6 @@ pub enum StoreError {
         /// The segment that is gone.
         path: PathBuf,
     },
-    /// An append's time is earlier than the previous append's (the wall clock stepped back).
-    #[error("frame time {time_ns} ns is before the previous frame's {last_ns} ns (did the clock step back?)")]
-    TimeBackwards {
-        /// The previous append's time.
-        last_ns: u64,
-        /// The time refused.
-        time_ns: u64,
-    },
     /// The kind is reserved for the store's own frames ([`crate::INTERNAL_KIND`]).
     #[error("frame kind {kind:#x} is reserved for the store's own frames")]
     ReservedKind {

@@ -31,13 +31,14 @@ pub const FOOTER_LEN: usize = 16;
 const INDEX_VERSION: u8 = 1;
 const INDEX_ENTRY_LEN: usize = 22;
 
-/// A segment's file name for a start time: `seg-<start_ns, 20 digits>.tsf`, so that names
-/// sort by start time.
+/// A segment's file name for its number: `seg-<number, 20 digits>.tsf`, so that names sort
+/// by number. The writer makes the numbers ascend in recording order (the first frame's
+/// time when the clock allows); readers order segments by them and never read them as times.
 pub fn segment_name(start_ns: u64) -> String {
     format!("seg-{start_ns:020}.tsf")
 }
 
-/// The start time of a segment file name, `None` for any other name.
+/// The number of a segment file name, `None` for any other name.
 pub fn parse_segment_name(name: &str) -> Option<u64> {
     let digits = name.strip_prefix("seg-")?.strip_suffix(".tsf")?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -49,7 +50,7 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
 /// A segment found in the directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
-    /// The start time from its name.
+    /// The number in its name (its place in recording order, not a time).
     pub start_ns: u64,
     /// Its path.
     pub path: PathBuf,
@@ -57,8 +58,9 @@ pub struct Listed {
     pub bytes: u64,
 }
 
-/// Every segment in `dir`, sorted by start time; other files are ignored, and so is an
-/// entry named like a segment that is not a regular file (see [`scan_segments`]).
+/// Every segment in `dir`, in recording order (by the number in its name); other files are
+/// ignored, and so is an entry named like a segment that is not a regular file (see
+/// [`scan_segments`]).
 pub fn list_segments(dir: &Dir) -> Result<Vec<Listed>, StoreError> {
     Ok(scan_segments(dir)?.segments)
 }
@@ -66,7 +68,7 @@ pub fn list_segments(dir: &Dir) -> Result<Vec<Listed>, StoreError> {
 /// What [`scan_segments`] found.
 #[derive(Debug, Default)]
 pub struct Listing {
-    /// The segments, sorted by start time.
+    /// The segments, in recording order (by the number in their names).
     pub segments: Vec<Listed>,
     /// Entries named like segments that are not regular files, and what they are.
     pub skipped: Vec<(PathBuf, Kind)>,

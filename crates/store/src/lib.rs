@@ -5,7 +5,8 @@
 //! - [`frame`]: one frame's bytes (a CRC-checked header, a CRC-checked zstd payload) and
 //!   reading frames back from hostile bytes.
 //! - [`layout`]: the directory: marker file with the format version, segment names
-//!   (`seg-<start_ns, 20 digits>.tsf`), the lock file, the per-segment index and footer.
+//!   (`seg-<number, 20 digits>.tsf`: recording order, never read as times), the lock file,
+//!   the per-segment index and footer.
 //! - [`Writer`]: the one writer (an exclusive `flock`), appending, rolling segments, syncing,
 //!   enforcing retention.
 //! - [`Store`]: the reader, no lock needed: entries by time, seek to a key frame, checked

@@ -5,6 +5,13 @@
 //! store's directory descriptor and only when they are regular files (tasksnap-safefile): a
 //! FIFO, a directory or a link named like a segment is skipped with one warning
 //! ([`Store::warnings`]), never opened.
+//!
+//! Order and time are kept apart: the recording's order is the segments' order (the number in
+//! their names, which the writer makes ascend) and, within a segment, the frames' order on
+//! disk. Times come only from the frames (their headers or the index), never from a segment's
+//! name, and may step back (a wall clock set back between two frames): every query filters by
+//! the frames' own times and returns frames in recording order, and [`Store::steps_back`] says
+//! where the clock went back.
 
 use std::fs::File;
 use std::io::ErrorKind;
@@ -27,7 +34,8 @@ pub struct Entry {
     pub kind: u8,
     /// A key frame: a replay can start here.
     pub key: bool,
-    /// The segment holding it, by start time (its file name).
+    /// The segment holding it: the number in its file name (its place in recording order,
+    /// not a time to trust).
     pub segment_ns: u64,
     /// Where the frame starts in its segment.
     pub offset_bytes: u64,
@@ -56,7 +64,8 @@ pub struct Damage {
 pub struct SegmentInfo {
     /// The segment file.
     pub path: PathBuf,
-    /// Its start time (from its name).
+    /// The number in its name: its place in recording order (the writer makes it the first
+    /// frame's time when the clock allows, but it is never read as a time).
     pub start_ns: u64,
     /// Its first and last frame's time, `None` when it holds no readable frame.
     pub first_ns: Option<u64>,
@@ -78,6 +87,10 @@ struct SegState {
     size_seen: u64,
     skipped_bytes: u64,
     tail_bytes: u64,
+    /// A closed segment's first and last frame times from two frame headers (its first
+    /// frame's and its index frame's), without decoding its index: `Some(None)` when they
+    /// do not give them.
+    bounds: Option<Option<(u64, u64)>>,
 }
 
 #[derive(Debug)]
@@ -178,71 +191,169 @@ impl Store {
     }
 
     fn compute_span(&self) -> Result<Option<(u64, u64)>, StoreError> {
-        let mut first = None;
+        // From every segment's frames: a name is not a time, and after a clock step back the
+        // earliest frame need not be in the first segment.
+        let mut span: Option<(u64, u64)> = None;
         for i in 0..self.segs.len() {
-            first = self.with_entries(i, |e| e.iter().map(|e| e.time_ns).min())?;
-            if first.is_some() {
-                break;
+            if let Some((a, b)) = self.bounds(i)? {
+                span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
             }
         }
-        let mut last = None;
-        for i in (0..self.segs.len()).rev() {
-            last = self.with_entries(i, |e| e.iter().map(|e| e.time_ns).max())?;
-            if last.is_some() {
-                break;
-            }
-        }
-        Ok(first.zip(last))
+        Ok(span)
     }
 
-    /// The first and last frame time, as of opening (or the last [`Store::refresh`]); `None`
-    /// when nothing was recorded.
+    /// The earliest and the latest frame time, as of opening (or the last
+    /// [`Store::refresh`]); `None` when nothing was recorded. After a clock step back the
+    /// first frame recorded need not be the earliest (see [`Store::steps_back`]).
     pub fn span(&self) -> Option<(u64, u64)> {
         self.span
     }
 
-    /// Every frame entry with a time in `[from_ns, to_ns]`, in time order, across segments
-    /// (store-internal frames excluded).
-    pub fn entries(&self, from_ns: u64, to_ns: u64) -> Result<Vec<Entry>, StoreError> {
+    /// Every entry of the recording in recording order (segment by segment, each in its
+    /// order on disk), store-internal frames excluded.
+    fn all(&self) -> Result<Vec<Entry>, StoreError> {
         let mut out = Vec::new();
         for i in 0..self.segs.len() {
-            let starts_after = self.segs[i].start_ns > to_ns;
-            let ends_before = self.segs.get(i + 1).is_some_and(|n| n.start_ns <= from_ns);
-            if starts_after || ends_before {
-                continue;
-            }
-            self.with_entries(i, |es| {
-                out.extend(
-                    es.iter()
-                        .filter(|e| (from_ns..=to_ns).contains(&e.time_ns))
-                        .copied(),
-                )
-            })?;
+            self.with_entries(i, |es| out.extend_from_slice(es))?;
         }
-        out.sort_by_key(|e| e.time_ns);
         Ok(out)
     }
 
-    /// For seeking to `t_ns`: the last key frame entry of `kind` at or before `t_ns`, then
-    /// every entry (of any kind) after it up to `t_ns`, from the one segment whose start is the
-    /// last at or before `t_ns`. `None` when `t_ns` is outside the recording or that segment
-    /// has no such key frame.
+    /// Every frame entry with a time in `[from_ns, to_ns]`, in recording order (which is
+    /// time order unless the clock stepped back), across segments (store-internal frames
+    /// excluded).
+    pub fn entries(&self, from_ns: u64, to_ns: u64) -> Result<Vec<Entry>, StoreError> {
+        let mut all = self.all()?;
+        all.retain(|e| (from_ns..=to_ns).contains(&e.time_ns));
+        Ok(all)
+    }
+
+    /// What reading the window `[from_ns, to_ns]` in order needs: in each segment that has
+    /// frames in the window, every entry from the last key frame of `kind` at or before its
+    /// first frame in the window through its last frame in the window, in recording order.
+    /// The frames before the window are there to decode the first ones in it (the caller
+    /// skips what falls outside); a frame in the window with no key before it in its segment
+    /// comes without one.
+    pub fn window(&self, kind: u8, from_ns: u64, to_ns: u64) -> Result<Vec<Entry>, StoreError> {
+        let mut out = Vec::new();
+        let inside = |e: &Entry| (from_ns..=to_ns).contains(&e.time_ns);
+        for i in 0..self.segs.len() {
+            self.with_entries(i, |es| {
+                let (Some(first), Some(last)) =
+                    (es.iter().position(inside), es.iter().rposition(inside))
+                else {
+                    return;
+                };
+                let start = es
+                    .get(..=first)
+                    .and_then(|h| h.iter().rposition(|e| e.key && e.kind == kind))
+                    .unwrap_or(first);
+                out.extend_from_slice(es.get(start..=last).unwrap_or_default());
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// For seeking to `t_ns`: the frame in force then is the one with the latest time at or
+    /// before `t_ns` (of equal times, the one recorded last); this returns the last key frame
+    /// of `kind` at or before it in its segment, then every entry (of any kind) after that key
+    /// up to it, in recording order. `None` when `t_ns` is outside the recording or that
+    /// segment has no such key frame before it.
+    ///
+    /// When the clock stepped back, times between the step's two ends occur twice: the frame
+    /// closest before `t_ns` answers, whichever part of the recording holds it; ties go to
+    /// the later one (the clock after a correction is the one to trust).
     pub fn seek(&self, kind: u8, t_ns: u64) -> Result<Option<Vec<Entry>>, StoreError> {
-        let n = self.segs.partition_point(|s| s.start_ns <= t_ns);
-        let Some(i) = n.checked_sub(1) else {
+        if self
+            .span
+            .is_none_or(|(first, last)| t_ns < first || t_ns > last)
+        {
+            return Ok(None);
+        }
+        // The latest time at or before t_ns in each segment: its last frame's when the whole
+        // segment is before t_ns (no index decoded for that), else from its entries.
+        let latest_upto = |es: &[Entry]| {
+            es.iter()
+                .enumerate()
+                .filter(|(_, e)| e.time_ns <= t_ns)
+                .max_by_key(|&(j, e)| (e.time_ns, j))
+                .map(|(j, e)| (e.time_ns, j))
+        };
+        let mut best: Option<(u64, usize)> = None;
+        for i in 0..self.segs.len() {
+            let Some((first, last)) = self.bounds(i)? else {
+                continue;
+            };
+            let time = if first > t_ns {
+                continue;
+            } else if last <= t_ns {
+                last
+            } else {
+                match self.with_entries(i, latest_upto)? {
+                    Some((time, _)) => time,
+                    None => continue,
+                }
+            };
+            // Of equal times, the later segment.
+            if best.is_none_or(|(bt, _)| time >= bt) {
+                best = Some((time, i));
+            }
+        }
+        let Some((_, i)) = best else {
             return Ok(None);
         };
-        let is_last = i + 1 == self.segs.len();
         self.with_entries(i, |es| {
-            let upto = es.partition_point(|e| e.time_ns <= t_ns);
-            if is_last && upto == es.len() && es.last().is_none_or(|e| e.time_ns < t_ns) {
-                // After the last frame: outside the recording.
-                return None;
-            }
-            let head = es.get(..upto)?;
+            let (_, j) = latest_upto(es)?;
+            let head = es.get(..=j)?;
             let k = head.iter().rposition(|e| e.key && e.kind == kind)?;
             head.get(k..).map(<[Entry]>::to_vec)
         })
+    }
+
+    /// The end of the recording: the last key frame of `kind` in the last segment that has
+    /// one, then every entry after it, in recording order (whatever their times). `None` when
+    /// no segment holds such a key frame.
+    pub fn seek_last(&self, kind: u8) -> Result<Option<Vec<Entry>>, StoreError> {
+        for i in (0..self.segs.len()).rev() {
+            let found = self.with_entries(i, |es| {
+                let k = es.iter().rposition(|e| e.key && e.kind == kind)?;
+                es.get(k..).map(<[Entry]>::to_vec)
+            })?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Where the clock stepped back, in recording order: for each frame whose time is before
+    /// the frame recorded just before it, `(that earlier frame's time, this frame's time)`.
+    /// Empty for a recording in time order (the usual case). A closed segment not read yet
+    /// is judged by its first and last frame's times (the writer keeps a segment's times in
+    /// order), so this decodes no index that a seek does not.
+    pub fn steps_back(&self) -> Result<Vec<(u64, u64)>, StoreError> {
+        let mut out = Vec::new();
+        let mut prev: Option<u64> = None;
+        let mut step = |t: u64, out: &mut Vec<(u64, u64)>| {
+            if let Some(p) = prev.filter(|&p| t < p) {
+                out.push((p, t));
+            }
+            prev = Some(t);
+        };
+        for i in 0..self.segs.len() {
+            let loaded = self.segs.get(i).is_some_and(|s| lock(&s.state).loaded);
+            if loaded {
+                let times: Vec<u64> =
+                    self.with_entries(i, |es| es.iter().map(|e| e.time_ns).collect())?;
+                for t in times {
+                    step(t, &mut out);
+                }
+            } else if let Some((first, last)) = self.bounds(i)? {
+                step(first, &mut out);
+                step(last, &mut out);
+            }
+        }
+        Ok(out)
     }
 
     /// The payload of `e`, its CRCs checked and decompressed; a damaged frame is
@@ -352,6 +463,34 @@ impl Store {
         &self.warnings
     }
 
+    /// Segment `i`'s earliest and latest frame times; `None` when it holds no frame. A
+    /// segment closed with an index answers from two frame headers (its first frame's, and
+    /// its index frame's, which carries its last frame's time: the writer keeps a segment's
+    /// times in order, a step back starts a new one), so a seek in a long recording decodes
+    /// one index, not all of them; any other segment is loaded.
+    fn bounds(&self, i: usize) -> Result<Option<(u64, u64)>, StoreError> {
+        let Some(seg) = self.segs.get(i) else {
+            return Ok(None);
+        };
+        {
+            let mut st = lock(&seg.state);
+            if st.loaded && st.indexed {
+                return Ok(min_max(&st.entries));
+            }
+            if !st.loaded {
+                if let Some(b) = st.bounds {
+                    return Ok(b);
+                }
+                let b = header_bounds(&self.fd, &seg.path);
+                st.bounds = Some(b);
+                if b.is_some() {
+                    return Ok(b);
+                }
+            }
+        }
+        self.with_entries(i, min_max)
+    }
+
     /// Runs `f` on segment `i`'s entries, loading them first (from the index, or by walking;
     /// a walked segment is walked on from where it was when it has grown).
     fn with_entries<R>(&self, i: usize, f: impl FnOnce(&[Entry]) -> R) -> Result<R, StoreError> {
@@ -364,6 +503,28 @@ impl Store {
         }
         Ok(f(&st.entries))
     }
+}
+
+fn min_max(es: &[Entry]) -> Option<(u64, u64)> {
+    let first = es.iter().map(|e| e.time_ns).min()?;
+    Some((first, es.iter().map(|e| e.time_ns).max().unwrap_or(first)))
+}
+
+/// A closed segment's (first, last) frame time from its first frame's header and its index
+/// frame's (found through the footer); `None` when either is not there or they disagree.
+fn header_bounds(dir: &Dir, path: &Path) -> Option<(u64, u64)> {
+    let file = dir.open_read(path.file_name()?).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut footer = [0u8; FOOTER_LEN];
+    file.read_exact_at(&mut footer, size.checked_sub(FOOTER_LEN as u64)?)
+        .ok()?;
+    let at = layout::decode_footer(&footer).filter(|&at| at < size)?;
+    let mut h = [0u8; HEADER_LEN];
+    file.read_exact_at(&mut h, at).ok()?;
+    let index = frame::decode_header(&h).filter(|h| h.kind == INTERNAL_KIND)?;
+    file.read_exact_at(&mut h, 0).ok()?;
+    let first = frame::decode_header(&h).filter(|h| h.kind != INTERNAL_KIND)?;
+    (first.time_ns <= index.time_ns).then_some((first.time_ns, index.time_ns))
 }
 
 fn load(dir: &Dir, seg: &Seg, st: &mut SegState) -> Result<(), StoreError> {
@@ -413,7 +574,7 @@ fn load(dir: &Dir, seg: &Seg, st: &mut SegState) -> Result<(), StoreError> {
                             to_entry(e.time_ns, e.kind, e.key, e.offset_bytes, e.stored_len_bytes)
                         })
                         .collect();
-                    st.entries.sort_by_key(|e| e.time_ns);
+                    st.entries.sort_by_key(|e| e.offset_bytes);
                     st.loaded = true;
                     st.indexed = true;
                     st.size_seen = size;
@@ -448,7 +609,7 @@ fn load(dir: &Dir, seg: &Seg, st: &mut SegState) -> Result<(), StoreError> {
                 )
             }),
     );
-    st.entries.sort_by_key(|e| e.time_ns);
+    st.entries.sort_by_key(|e| e.offset_bytes);
     st.skipped_bytes += w.skipped_bytes;
     st.tail_bytes = w.tail_bytes;
     st.walked_to = from + w.end_bytes;

@@ -4,6 +4,12 @@
 //! (by age and by size) while recording. Every file is created, opened and removed relative
 //! to the store's directory descriptor (tasksnap-safefile), in a directory that is the
 //! recording user's own and nobody else may write to.
+//!
+//!
+//! Frames are kept in the order they are appended, whatever their times: a time before the
+//! last one (the wall clock stepped back) starts a new segment, is kept, and is said once in
+//! [`Writer::take_warnings`]. Segment names ascend in that order; they are a sequence, never
+//! read back as times (retention by age goes by the frames' own times).
 
 use std::collections::VecDeque;
 use std::ffi::OsStr;
@@ -45,9 +51,13 @@ impl Default for WriterOptions {
 /// A closed segment the writer may delete for retention.
 #[derive(Debug)]
 struct Old {
+    /// The number in its name (its place in recording order).
     start_ns: u64,
     path: PathBuf,
     bytes: u64,
+    /// Its latest frame time (`None`: no readable frame): retention by age deletes it once
+    /// this is older than `retain_for` before the newest frame appended.
+    last_ns: Option<u64>,
 }
 
 /// The segment being written.
@@ -61,6 +71,8 @@ struct Current {
     /// Bytes of whole frames written.
     len_bytes: u64,
     last_ns: u64,
+    /// The latest frame time in it.
+    max_ns: u64,
     index: Vec<IndexEntry>,
 }
 
@@ -127,25 +139,21 @@ impl Writer {
         if layout::read_marker(&fd)? == Marker::Absent {
             layout::write_marker(&fd)?;
         }
-        let listing = layout::scan_segments(&fd)?;
-        let warnings = listing
-            .skipped
+        // The segments already there, with their frames' times (never their names'): what
+        // retention by age needs, and the last time recorded, so that a clock that stepped
+        // back while no recorder ran is noticed at the first append. The reader skips (and
+        // says) entries named like segments that are not regular files.
+        let existing = crate::Store::open(dir)?;
+        let warnings = existing.warnings().to_vec();
+        let listed = existing.segments();
+        let last_ns = listed.last().and_then(|s| s.last_ns);
+        let old = listed
             .into_iter()
-            .map(|(path, kind)| {
-                format!(
-                    "{}: named like a segment but {}; left alone",
-                    path.display(),
-                    kind.describe()
-                )
-            })
-            .collect();
-        let old = listing
-            .segments
-            .into_iter()
-            .map(|l| Old {
-                start_ns: l.start_ns,
-                path: l.path,
-                bytes: l.bytes,
+            .map(|s| Old {
+                start_ns: s.start_ns,
+                path: s.path,
+                bytes: s.bytes,
+                last_ns: s.last_ns,
             })
             .collect();
         Ok(Writer {
@@ -158,7 +166,7 @@ impl Writer {
             lock,
             old,
             cur: None,
-            last_ns: None,
+            last_ns,
             stopped: false,
             warnings,
             buf: Vec::new(),
@@ -166,12 +174,16 @@ impl Writer {
     }
 
     /// True when the next append at `time_ns` opens a new segment (the first append after
-    /// create, or time crossing the span): the caller must then write a key frame, so that
-    /// every segment is self-contained.
+    /// create, time crossing the span, or time before the last frame's: the clock stepped
+    /// back): the caller must then write a key frame, so that every segment is
+    /// self-contained.
     pub fn starts_segment(&self, time_ns: u64) -> bool {
         match &self.cur {
             None => true,
-            Some(c) => time_ns >= c.base_ns.saturating_add(self.opts.segment_span_ns),
+            Some(c) => {
+                time_ns < c.last_ns
+                    || time_ns >= c.base_ns.saturating_add(self.opts.segment_span_ns)
+            }
         }
     }
 
@@ -180,6 +192,10 @@ impl Writer {
     /// loses at most this frame. On a full disk or any write error the segment is cut back to
     /// its last whole frame, [`StoreError::Full`] or [`StoreError::Io`] is returned and every
     /// later append fails with [`StoreError::Stopped`].
+    ///
+    /// A time before the previous frame's (the previous one recorded, also by an earlier
+    /// writer) is kept, in a new segment, and said in [`Writer::take_warnings`]: the store's
+    /// order is the order of appends.
     pub fn append(
         &mut self,
         kind: u8,
@@ -196,7 +212,11 @@ impl Writer {
             return Err(StoreError::ReservedKind { kind });
         }
         if let Some(last_ns) = self.last_ns.filter(|&l| time_ns < l) {
-            return Err(StoreError::TimeBackwards { last_ns, time_ns });
+            self.warnings.push(format!(
+                "the clock stepped back {:.3} s (a frame at {time_ns} ns after one at {last_ns} \
+                 ns); recording goes on in a new segment, in recording order",
+                (last_ns - time_ns) as f64 / 1e9
+            ));
         }
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
@@ -235,6 +255,7 @@ impl Writer {
             });
             c.len_bytes += bytes.len() as u64;
             c.last_ns = time_ns;
+            c.max_ns = c.max_ns.max(time_ns);
             if key {
                 c.file.sync_data().map_err(|e| StoreError::io(&c.path, e))?;
             }
@@ -269,6 +290,7 @@ impl Writer {
                 start_ns: c.start_ns,
                 path: c.path,
                 bytes,
+                last_ns: Some(c.max_ns),
             });
         }
         let after_last = self.old.back().map(|o| o.start_ns.saturating_add(1));
@@ -284,6 +306,7 @@ impl Writer {
             base_ns: time_ns,
             len_bytes: 0,
             last_ns: time_ns,
+            max_ns: time_ns,
             index: Vec::new(),
         });
         Ok(())
@@ -293,14 +316,11 @@ impl Writer {
         let mut deleted = false;
         if let Some(keep) = self.opts.retain_for_ns {
             let cutoff = now_ns.saturating_sub(keep);
-            // A segment's frames all come before the next segment's start.
-            while !self.old.is_empty() {
-                let next_start = match (self.old.get(1), &self.cur) {
-                    (Some(n), _) => n.start_ns,
-                    (None, Some(c)) => c.start_ns,
-                    (None, None) => break,
-                };
-                if next_start > cutoff {
+            // By the frames' own times, oldest segment first; one whose frames are not all
+            // older than the cutoff (after a clock step back, a later time than now) stays,
+            // and so do the ones after it: only whole prefixes of the recording go.
+            while let Some(o) = self.old.front() {
+                if o.last_ns.is_some_and(|l| l >= cutoff) {
                     break;
                 }
                 deleted |= self.delete_oldest();

@@ -154,8 +154,17 @@ fn replay_window(
     let filter = args.filter();
     let mut out = Vec::new();
     let mut wall = Vec::new();
-    for t in [from, to] {
-        let r = history.reading_at(t)?;
+    for (t, given) in [(from, args.from), (to, args.to)] {
+        // Without --from/--to: the first and the last sample recorded, which after a clock
+        // step back are not the earliest and the latest.
+        let r = match given {
+            Some(_) => history.reading_at(t)?,
+            None if t == first => history
+                .readings(first, last)?
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("{}: no readable sample", dir.display()))?,
+            None => history.reading_at(u64::MAX)?,
+        };
         wall.push(r.snapshot.taken_at_unix_ns);
         let Some(mut s) = r.states else {
             anyhow::bail!(

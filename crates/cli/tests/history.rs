@@ -1,0 +1,352 @@
+//! History that stays true (issue 29), end to end against the real binary: a thread's state
+//! time across a recorder restart (a CPU hog's summed `running_s` is its CPU time's growth,
+//! and `dump` and `states --replay` agree), and a store whose wall clock stepped back, or
+//! whose segment names are not the times of their frames, still read by `dump`,
+//! `ps --replay`, `states --replay` and `top --replay`.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use tasksnap_history::{Encoder, History, KIND_NAMES, KIND_SAMPLE};
+use tasksnap_loadgen::{root_or_skip, settled_sleep, wait_until, ProcessGroup};
+use tasksnap_model::Reading;
+use tasksnap_store::{StoreError, Writer, WriterOptions};
+
+const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+
+fn tasksnap(args: &[&str]) -> Output {
+    Command::new(TASKSNAP)
+        .args(args)
+        .stdin(Stdio::null())
+        .env_remove("COLUMNS")
+        .output()
+        .expect("run tasksnap")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what} exited {:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// The CSV rows of `dump` for pid `pid` (`key` names the pid's column), as their fields.
+fn dump_rows(dir: &str, what: &str, fields: &str, key: usize, pid: i32) -> Vec<Vec<String>> {
+    let out = tasksnap(&[
+        "dump", "--dir", dir, "--what", what, "--format", "csv", "--fields", fields,
+    ]);
+    ok(&out, "dump")
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_owned).collect::<Vec<_>>())
+        .filter(|f| f.get(key).is_some_and(|p| p == &pid.to_string()))
+        .collect()
+}
+
+fn num(s: &str) -> f64 {
+    if s.is_empty() {
+        0.0
+    } else {
+        s.parse().unwrap_or_else(|_| panic!("not a number: {s:?}"))
+    }
+}
+
+/// Issue 29: across a recorder restart a CPU hog's dump row showed running_s = 0 while its
+/// CPU time grew, the rows summed short of its CPU time, and `states --replay` disagreed
+/// with the dump.
+#[test]
+fn state_time_is_continuous_across_a_recorder_restart() {
+    if !root_or_skip("recording thread states with BPF") {
+        return;
+    }
+    let hog = ProcessGroup::spawn(1, &["sh", "-c", "while :; do :; done"]).expect("spawn hog");
+    let pid = hog.pids()[0];
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("rec");
+    let d = dir.to_str().expect("utf-8 path");
+    for _ in 0..2 {
+        let rec = tasksnap(&[
+            "record",
+            "--dir",
+            d,
+            "--interval",
+            "0.5",
+            "--count",
+            "4",
+            "--backend",
+            "bpf",
+            "-q",
+        ]);
+        ok(&rec, "record");
+        std::thread::sleep(std::time::Duration::from_millis(700));
+    }
+    drop(hog);
+
+    let threads = dump_rows(d, "threads", "time,tid,running_s", 1, pid);
+    let procs = dump_rows(d, "processes", "time,pid,cpu_seconds", 1, pid);
+    assert_eq!(threads.len(), 8, "{threads:?}");
+    assert_eq!(procs.len(), 8, "{procs:?}");
+    let running: Vec<f64> = threads.iter().map(|r| num(&r[2])).collect();
+    // The row spanning the restart (the 5th sample) has the hog's time in it.
+    let cpu: Vec<f64> = procs.iter().map(|r| num(&r[2])).collect();
+    let across = cpu[4] - cpu[3];
+    assert!(
+        running[4] > across * 0.9,
+        "the row spanning the restart: running_s {} while cpu_seconds grew {across}",
+        running[4]
+    );
+    let summed: f64 = running.iter().sum();
+    let grown = cpu[7] - cpu[0];
+    assert!(
+        (summed - grown).abs() <= grown * 0.05,
+        "running_s sums to {summed} s while cpu_seconds grew {grown} s: {running:?} {cpu:?}"
+    );
+    // states --replay over the whole recording says the same.
+    let out = tasksnap(&[
+        "states",
+        "--replay",
+        d,
+        "--json",
+        "-p",
+        &pid.to_string(),
+        "-r",
+        "0",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&out, "states --replay")).expect("json");
+    let row = v["threads"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["tid"] == pid))
+        .unwrap_or_else(|| panic!("pid {pid} not in {v}"));
+    let replayed = row["running_pct"].as_f64().expect("pct") / 100.0
+        * row["alive_ns"].as_f64().expect("alive_ns")
+        / 1e9;
+    assert!(
+        (replayed - summed).abs() <= summed * 0.01 + 0.01,
+        "states --replay says {replayed} s running, the dump's rows {summed} s"
+    );
+}
+
+/// A short real recording (procfs, no root needed) with a sleeper the test spawned: its
+/// readings, and the sleeper.
+fn readings() -> (Vec<Reading>, ProcessGroup, i32) {
+    let g = ProcessGroup::spawn(1, &["sleep", "1000"]).expect("spawn sleep");
+    let pid = g.pids()[0];
+    wait_until("the sleeper to settle", || settled_sleep(pid));
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("rec");
+    let d = dir.to_str().expect("utf-8 path");
+    let rec = tasksnap(&[
+        "record",
+        "--dir",
+        d,
+        "--interval",
+        "0.3",
+        "--count",
+        "6",
+        "--backend",
+        "procfs",
+        "-q",
+    ]);
+    ok(&rec, "record");
+    let h = History::open(&dir).expect("open");
+    let all: Vec<Reading> = h.readings(0, u64::MAX).expect("readings").collect();
+    assert_eq!(all.len(), 6);
+    (all, g, pid)
+}
+
+/// Writes `parts` as recorder runs one after the other (a new writer and encoder each, as a
+/// restarted recorder has), each reading's time moved by its part's shift, with segments of
+/// `segment_ns`.
+fn write_runs(dir: &Path, parts: &[(&[Reading], i64)], segment_ns: u64) {
+    let opts = WriterOptions {
+        segment_span_ns: segment_ns,
+        ..WriterOptions::default()
+    };
+    for (readings, shift_ns) in parts {
+        // Retried while locked: another test's fork holds a copy of the lock's descriptor
+        // until its exec.
+        let mut w = (0..100)
+            .find_map(|_| match Writer::create(dir, opts) {
+                Err(StoreError::Locked { .. }) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    None
+                }
+                r => Some(r.expect("writer")),
+            })
+            .expect("the lock is released");
+        let mut enc = Encoder::new(60);
+        for r in *readings {
+            let mut r = r.clone();
+            let t = r.snapshot.taken_at_unix_ns.wrapping_add_signed(*shift_ns);
+            r.snapshot.taken_at_unix_ns = t;
+            let e = enc.encode(&r, w.starts_segment(t));
+            if let Some(names) = &e.names {
+                w.append(KIND_NAMES, e.key, t, names).expect("append names");
+            }
+            w.append(KIND_SAMPLE, e.key, t, &e.sample).expect("append");
+        }
+        w.finish().expect("finish");
+    }
+}
+
+fn rfc3339(ns: u64) -> String {
+    tasksnap_history::rfc3339(ns)
+}
+
+/// Every reader on `dir` works: dump (all samples, the sleeper in each), ps --replay (the
+/// end, and at each of `ats`), states --replay, top --replay in batch. Returns dump's stderr.
+fn every_reader_works(dir: &str, pid: i32, samples: usize, ats: &[u64]) -> String {
+    let out = tasksnap(&[
+        "dump", "--dir", dir, "--format", "csv", "--fields", "time,pid",
+    ]);
+    let rows = ok(&out, "dump");
+    let mine = rows
+        .lines()
+        .filter(|l| l.ends_with(&format!(",{pid}")))
+        .count();
+    assert_eq!(
+        mine, samples,
+        "dump lists the sleeper once per sample:\n{rows}"
+    );
+    let stderr = text(&out.stderr);
+    ok(
+        &tasksnap(&["dump", "--dir", dir, "--what", "threads", "--format", "csv"]),
+        "dump --what threads",
+    );
+    let p = pid.to_string();
+    let listed = ok(
+        &tasksnap(&["ps", "--replay", dir, "-p", &p, "-o", "pid="]),
+        "ps --replay",
+    );
+    assert_eq!(listed.trim(), p);
+    for &at in ats {
+        let at = format!("{}.{:09}", at / 1_000_000_000, at % 1_000_000_000);
+        let listed = ok(
+            &tasksnap(&["ps", "--replay", dir, "--at", &at, "-p", &p, "-o", "pid="]),
+            "ps --replay --at",
+        );
+        assert_eq!(listed.trim(), p, "ps --replay --at {at}");
+    }
+    ok(
+        &tasksnap(&["states", "--replay", dir, "-p", &p, "-r", "0"]),
+        "states --replay",
+    );
+    let top = ok(
+        &tasksnap(&["top", "--replay", dir, "-b", "-n", "2"]),
+        "top --replay -b",
+    );
+    assert!(
+        top.split_whitespace().any(|w| w == p),
+        "top --replay shows the sleeper:\n{top}"
+    );
+    stderr
+}
+
+/// Issue 29: a clock that stepped back across a restart (NTP, a restored VM) made the whole
+/// store unreadable: ps/states/top --replay and dump failed ("runs from 02:14:17Z to
+/// 01:14:19Z", "--from is after --to").
+#[test]
+fn a_store_whose_clock_stepped_back_reads_with_a_warning() {
+    let (all, _g, pid) = readings();
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("stepped");
+    // The first run's clock an hour ahead, then corrected while no recorder ran.
+    let hour: i64 = 3_600_000_000_000;
+    write_runs(&dir, &[(&all[..3], hour), (&all[3..], 0)], u64::MAX / 4);
+    let d = dir.to_str().expect("utf-8 path");
+    let ahead = all[1].snapshot.taken_at_unix_ns + hour as u64;
+    let after = all[4].snapshot.taken_at_unix_ns;
+    let stderr = every_reader_works(d, pid, 6, &[ahead, after]);
+    let step_to = rfc3339(all[3].snapshot.taken_at_unix_ns);
+    assert!(
+        stderr.contains("clock stepped back") && stderr.contains(&step_to),
+        "dump names the step (to {step_to}): {stderr}"
+    );
+    // The dump lists samples in recording order.
+    let out = tasksnap(&["dump", "--dir", d, "--what", "system", "--fields", "time"]);
+    let times: Vec<String> = ok(&out, "dump")
+        .lines()
+        .skip(1)
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(times.len(), 6);
+    assert!(times[0] > times[3], "recording order: {times:?}");
+}
+
+/// Issue 29: a segment whose name is earlier than its frames hid older segments from
+/// `dump` (names were read as times).
+#[test]
+fn a_segment_named_before_its_frames_hides_nothing_from_dump() {
+    let (all, _g, pid) = readings();
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("renamed");
+    // One segment per run of two samples.
+    write_runs(
+        &dir,
+        &[(&all[..2], 0), (&all[2..4], 0), (&all[4..], 0)],
+        u64::MAX / 4,
+    );
+    let mut segs: Vec<String> = std::fs::read_dir(&dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+        .filter(|n| n.starts_with("seg-"))
+        .collect();
+    segs.sort();
+    assert_eq!(segs.len(), 3, "{segs:?}");
+    // The newest segment named a moment after the first one starts, before its frames.
+    let newest = segs.pop().expect("a segment");
+    let first_ns: u64 = segs[0][4..24].parse().expect("a number");
+    std::fs::rename(
+        dir.join(&newest),
+        dir.join(format!("seg-{:020}.tsf", first_ns + 1)),
+    )
+    .expect("rename");
+    let d = dir.to_str().expect("utf-8 path");
+    // Inside the renamed segment (a moment after its first sample: an epoch time in text
+    // may round past the last one).
+    let ats = [
+        all[1].snapshot.taken_at_unix_ns,
+        all[4].snapshot.taken_at_unix_ns + 1_000_000,
+    ];
+    every_reader_works(d, pid, 6, &ats);
+}
+
+/// Issue 29: `record` on a store whose last sample is later than the clock now (the clock
+/// ran ahead, then was corrected while no recorder ran) said nothing and left a store no
+/// reader could read; it now says the clock stepped back, records in order, and every
+/// reader works.
+#[test]
+fn record_says_the_clock_stepped_back_and_goes_on() {
+    let (all, _g, pid) = readings();
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("ahead");
+    let hour: i64 = 3_600_000_000_000;
+    write_runs(&dir, &[(&all, hour)], u64::MAX / 4);
+    let d = dir.to_str().expect("utf-8 path");
+    let rec = tasksnap(&[
+        "record",
+        "--dir",
+        d,
+        "--interval",
+        "0.2",
+        "--count",
+        "2",
+        "--backend",
+        "procfs",
+    ]);
+    ok(&rec, "record");
+    let said = text(&rec.stderr);
+    assert!(
+        said.contains("warning: the clock stepped back"),
+        "record says so: {said}"
+    );
+    let stderr = every_reader_works(d, pid, 8, &[all[2].snapshot.taken_at_unix_ns + hour as u64]);
+    assert!(stderr.contains("clock stepped back"), "{stderr}");
+}

@@ -1,0 +1,547 @@
+//! Thread-state totals kept continuous across a restart of their source: what a recorder
+//! does to the samples of a new run so that they go on from the last sample recorded before
+//! it, rather than from zero. Pure: the recorder hands it the last recorded [`Reading`] and
+//! each new one.
+//!
+//! A state source counts from when it started (the BPF accounting from its load; the /proc
+//! source's state-letter samples from its first read), so without this the interval that
+//! spans a restart ends with totals smaller than it began with, and a thread's time in it
+//! is lost (a CPU hog showed 0 s running across a restart while its CPU time grew 4 s).
+//!
+//! For each thread of the new run's first sample that the last recorded sample also holds
+//! (the same [`TaskId`](tasksnap_model::TaskId), read by the same kind of source on the same
+//! clock), the new run's totals get a constant offset for the thread's whole life, so that
+//! its first stored totals are the last recorded ones plus the time between the two reads:
+//!
+//! - that time's running and run-queue parts are exact, from the scheduler's own counters
+//!   (schedstat's on-CPU and run-delay ns, in both readings' task rows, read just before the
+//!   states);
+//! - the rest is off the CPU, and goes to the off-CPU state the thread was in at either end
+//!   (run-queue when it was on a CPU or waiting for one at both: a wait not ended yet;
+//!   sleeping when nothing better is known): the estimate the /proc source makes of a
+//!   thread's off-CPU time, from two looks at it.
+//!
+//! The new source's own first totals are not used for that interval: the BPF accounting
+//! puts a thread's lifetime run-queue waits into the first totals of a thread it meets at a
+//! switch-out before its seeding pass, so they are not "time since it started counting".
+//! From its second sample on, every interval is the new source's own difference. Without
+//! both readings' schedstat for a thread, nothing is invented: its totals go on from the last
+//! recorded ones and the interval spanning the restart holds only what the new source
+//! counted.
+//!
+//! The /proc source's state ns (schedstat, delay accounting) already count from the thread's
+//! start, across restarts; only its state-letter samples are carried.
+//!
+//! Wait-reason ids are per run (the BPF stack ids, the /proc source's wchan table), so the
+//! new run's ids are renumbered into the last sample's: frames recorded before keep their id,
+//! other frames keep theirs unless the old table uses it, else get one from the top of the
+//! id space. Threads born in the gap and threads the new source does not report are not
+//! carried (there is nothing recorded to carry on from).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tasksnap_model::states::{Mode, Sample, State, ThreadMap, ThreadTotals, NSTATES};
+use tasksnap_model::Reading;
+
+/// What is added to a carried thread's totals in every sample of the new run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Base {
+    state_ns: [u64; NSTATES],
+    samples: [u64; NSTATES],
+    /// (state, reason id in the old table, ns), from the last recorded sample.
+    reasons: Vec<(State, u32, u64)>,
+}
+
+/// The last recorded sample before the restart, kept until the new run's first sample.
+#[derive(Debug)]
+struct Last {
+    sample: Sample,
+    /// schedstat's (on-CPU ns, run-delay ns) per task, from the same reading.
+    sched: Sched,
+    /// The boot it was taken in (`btime`, seconds since the epoch).
+    boot_time_unix_s: u64,
+}
+
+/// Keeps a new run's thread-state totals continuous with the last recorded sample (see the
+/// module docs). [`Carry::none`] does nothing.
+#[derive(Debug, Default)]
+pub struct Carry {
+    last: Option<Last>,
+    bases: ThreadMap<Base>,
+    /// New run's reason id to the id it is stored under.
+    ids: HashMap<u32, u32>,
+    /// Frames per stored id: the last sample's table, then every id given out since.
+    frames: HashMap<u32, Arc<[String]>>,
+    /// The stored id of each frames the last sample's table holds.
+    by_frames: HashMap<Arc<[String]>, u32>,
+    next_free: u32,
+    /// The new run's reason ids are renumbered (its source is the last sample's kind).
+    renumbering: bool,
+    /// Threads carried at the first sample.
+    carried: usize,
+}
+
+fn same_source(a: Mode, b: Mode) -> bool {
+    std::mem::discriminant(&a) == std::mem::discriminant(&b)
+}
+
+/// schedstat's (on-CPU ns, run-delay ns) per (tgid, tid). By number, not [`TaskId`](tasksnap_model::TaskId): a task
+/// row's start time comes from /proc's clock ticks, a thread-totals row's from the kernel's
+/// ns; the thread is the same one when its totals' identity is in both readings.
+type Sched = HashMap<(i32, i32), (u64, u64)>;
+
+fn sched_of(r: &Reading) -> Sched {
+    r.snapshot
+        .tasks
+        .iter()
+        .filter_map(|t| {
+            let s = t.sched.as_deref()?;
+            Some(((t.id.tgid, t.id.tid), (s.on_cpu_ns, s.run_delay_ns)))
+        })
+        .collect()
+}
+
+impl Carry {
+    /// Carries nothing: the samples pass unchanged.
+    pub fn none() -> Carry {
+        Carry::default()
+    }
+
+    /// Carries on from `last`, the last reading recorded before this run (one without
+    /// thread states carries nothing).
+    pub fn after(last: &Reading) -> Carry {
+        let Some(sample) = last.states.clone() else {
+            return Carry::none();
+        };
+        let by_frames = sample
+            .reasons
+            .iter()
+            .map(|(&id, f)| (Arc::clone(f), id))
+            .collect();
+        Carry {
+            frames: sample.reasons.clone(),
+            by_frames,
+            next_free: u32::MAX,
+            last: Some(Last {
+                sched: sched_of(last),
+                sample,
+                boot_time_unix_s: last.snapshot.boot_time_unix_s,
+            }),
+            ..Carry::default()
+        }
+    }
+
+    /// Threads whose totals go on from the last recorded sample (known after the first
+    /// [`Carry::apply`]).
+    pub fn carried(&self) -> usize {
+        self.carried
+    }
+
+    /// Makes `r`'s thread-state totals go on from the last recorded sample: call on every
+    /// reading of the run, in order, before it is stored.
+    pub fn apply(&mut self, r: &mut Reading) {
+        if let Some(last) = self.last.take() {
+            self.first(&last, r);
+        }
+        if !self.renumbering {
+            return;
+        }
+        let Some(s) = r.states.as_mut() else { return };
+        self.renumber(s);
+        if self.bases.is_empty() {
+            return;
+        }
+        for (id, t) in &mut s.threads {
+            let Some(b) = self.bases.get(id) else {
+                continue;
+            };
+            for i in 0..NSTATES {
+                t.state_ns[i] = t.state_ns[i].wrapping_add(b.state_ns[i]);
+                t.samples[i] = t.samples[i].saturating_add(b.samples[i]);
+            }
+            for &(st, rid, ns) in &b.reasons {
+                match t.reasons.iter_mut().find(|e| e.0 == st && e.1 == rid) {
+                    Some(e) => e.2 = e.2.saturating_add(ns),
+                    None => t.reasons.push((st, rid, ns)),
+                }
+            }
+        }
+        for b in self.bases.values() {
+            for &(_, rid, _) in &b.reasons {
+                if let Some(f) = self.frames.get(&rid) {
+                    s.reasons.entry(rid).or_insert_with(|| Arc::clone(f));
+                }
+            }
+        }
+        // A thread gone is never reported again: its base can go.
+        let threads = &s.threads;
+        self.bases.retain(|id, _| threads.contains_key(id));
+    }
+
+    /// At the new run's first sample: every thread the last sample holds gets its base.
+    fn first(&mut self, last: &Last, r: &Reading) {
+        let Some(s) = r.states.as_ref() else { return };
+        if !same_source(s.mode, last.sample.mode)
+            || r.snapshot.boot_time_unix_s != last.boot_time_unix_s
+        {
+            return;
+        }
+        let now = sched_of(r);
+        for (id, t) in &s.threads {
+            let Some(p) = last.sample.threads.get(id) else {
+                continue;
+            };
+            if p.exited || t.seen_at_ns < p.seen_at_ns {
+                continue; // another boot's clock, or a thread that ended
+            }
+            let mut base = Base {
+                state_ns: p.state_ns,
+                samples: p.samples,
+                reasons: p.reasons.clone(),
+            };
+            if matches!(s.mode, Mode::Bpf) {
+                let key = (id.tgid, id.tid);
+                let (Some(before), Some(after)) = (last.sched.get(&key), now.get(&key)) else {
+                    self.bases.insert(*id, base);
+                    continue;
+                };
+                let between = split(p, t, *before, *after);
+                // Stored = new + offset = last recorded + between, in two's complement: the
+                // offset may be "negative" in a state the new source counted more of.
+                for (i, b) in base.state_ns.iter_mut().enumerate() {
+                    *b = p.state_ns[i]
+                        .saturating_add(between[i])
+                        .wrapping_sub(t.state_ns[i]);
+                }
+            } else {
+                // schedstat and delay accounting count from the thread's start already.
+                base.state_ns = [0; NSTATES];
+            }
+            self.bases.insert(*id, base);
+        }
+        self.carried = self.bases.len();
+        // From here on the new run's reason ids are renumbered into the old table's, so that
+        // a carried thread's reasons keep their frames.
+        self.renumbering = self.carried > 0;
+    }
+
+    /// Renumbers `s`'s reason ids into the stored table's (see the module docs).
+    fn renumber(&mut self, s: &mut Sample) {
+        let table = std::mem::take(&mut s.reasons);
+        for (id, f) in table {
+            // A mapping holds while the id means the same frames (a source may reuse an id).
+            let known = self
+                .ids
+                .get(&id)
+                .copied()
+                .filter(|x| self.frames.get(x) == Some(&f));
+            let stored = match known {
+                Some(x) => x,
+                None => {
+                    let x = match self.by_frames.get(&f) {
+                        Some(&x) => x,
+                        None if !self.frames.contains_key(&id) => id,
+                        None => self.fresh_id(),
+                    };
+                    self.ids.insert(id, x);
+                    self.frames.insert(x, Arc::clone(&f));
+                    x
+                }
+            };
+            s.reasons.insert(stored, f);
+        }
+        let map = |id: u32, ids: &HashMap<u32, u32>| ids.get(&id).copied().unwrap_or(id);
+        for t in s.threads.values_mut() {
+            for e in &mut t.reasons {
+                e.1 = map(e.1, &self.ids);
+            }
+            if let Some(w) = t.wait_reason.as_mut() {
+                *w = map(*w, &self.ids);
+            }
+        }
+    }
+
+    fn fresh_id(&mut self) -> u32 {
+        loop {
+            self.next_free = self.next_free.saturating_sub(1);
+            if !self.frames.contains_key(&self.next_free) || self.next_free == 0 {
+                return self.next_free;
+            }
+        }
+    }
+}
+
+/// The thread's ns per state from its last recorded read (`p`) to its first read by the new
+/// source (`t`): running and run-queue from schedstat (`before`, `after`: on-CPU and
+/// run-delay ns in the task rows of the two readings), the rest off the CPU in the state
+/// seen at either end.
+fn split(
+    p: &ThreadTotals,
+    t: &ThreadTotals,
+    before: (u64, u64),
+    after: (u64, u64),
+) -> [u64; NSTATES] {
+    let mut ns = [0u64; NSTATES];
+    let elapsed = t.seen_at_ns.saturating_sub(p.seen_at_ns);
+    let run = after.0.saturating_sub(before.0).min(elapsed);
+    let runq = after.1.saturating_sub(before.1).min(elapsed - run);
+    ns[State::Running.index()] = run;
+    ns[State::Runnable.index()] = runq;
+    let off_state = |s: Option<State>| s.filter(|s| !matches!(s, State::Running | State::Runnable));
+    let s = off_state(p.current)
+        .or(off_state(t.current))
+        .unwrap_or(match (p.current, t.current) {
+            // On a CPU or waiting for one at both ends, and not explained by schedstat: a
+            // run-queue wait not ended yet (run_delay counts a wait when it ends).
+            (Some(_), Some(_)) => State::Runnable,
+            _ => State::Sleeping,
+        });
+    ns[s.index()] += elapsed - run - runq;
+    ns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Backend, Sched, Snapshot, SnapshotStats, Task, TaskId};
+
+    const S: u64 = 1_000_000_000;
+
+    fn id(tid: i32) -> TaskId {
+        TaskId {
+            tgid: 100,
+            tid,
+            start_time_ns: 7,
+        }
+    }
+
+    fn thread(tid: i32, seen: u64, ns: [u64; NSTATES], current: State) -> ThreadTotals {
+        ThreadTotals {
+            id: id(tid),
+            comm: "hog".into(),
+            state_ns: ns,
+            current: Some(current),
+            seen_at_ns: seen,
+            ..ThreadTotals::default()
+        }
+    }
+
+    fn reading(at: u64, threads: Vec<ThreadTotals>, sched: &[(i32, u64, u64)]) -> Reading {
+        let mut s = Sample::new(Mode::Bpf, at);
+        for t in threads {
+            s.threads.insert(t.id, t);
+        }
+        let tasks = sched
+            .iter()
+            .map(|&(tid, on, delay)| {
+                let mut t = Task::new(id(tid));
+                t.sched = Some(Box::new(Sched {
+                    on_cpu_ns: on,
+                    run_delay_ns: delay,
+                    timeslices: 0,
+                    voluntary_switches: None,
+                    involuntary_switches: None,
+                }));
+                t
+            })
+            .collect();
+        Reading {
+            snapshot: Snapshot {
+                taken_at_unix_ns: at,
+                taken_at_boottime_ns: at,
+                boot_time_unix_s: 0,
+                backend: Backend::Bpf,
+                tasks,
+                stats: SnapshotStats::default(),
+            },
+            states: Some(s),
+            system: Default::default(),
+        }
+    }
+
+    fn ns(run: u64, runq: u64, sleep: u64) -> [u64; NSTATES] {
+        let mut a = [0; NSTATES];
+        a[State::Running.index()] = run;
+        a[State::Runnable.index()] = runq;
+        a[State::Sleeping.index()] = sleep;
+        a
+    }
+
+    /// Issue 29: a hog's running time across a recorder restart was lost (0 s running in
+    /// the interval spanning it).
+    #[test]
+    fn restart_keeps_a_hogs_running_time() {
+        // Last recorded: 10 s running at t=100 s (schedstat 50 s on CPU).
+        let last = reading(
+            100 * S,
+            vec![thread(1, 100 * S, ns(10 * S, S, 0), State::Running)],
+            &[(1, 50 * S, 2 * S)],
+        );
+        // The new source began 3 s later and has counted 1 s (0.9 s running); schedstat
+        // grew by 3.6 s on CPU and 0.4 s waiting.
+        let mut r = reading(
+            104 * S,
+            vec![thread(
+                1,
+                104 * S,
+                ns(S * 9 / 10, S / 10, 0),
+                State::Running,
+            )],
+            &[(1, 53 * S + S * 6 / 10, 2 * S + S * 4 / 10)],
+        );
+        let mut c = Carry::after(&last);
+        c.apply(&mut r);
+        assert_eq!(c.carried(), 1);
+        let s = r.states.as_ref().expect("states");
+        let t = &s.threads[&id(1)];
+        let before = &last.states.as_ref().expect("states").threads[&id(1)];
+        let iv = crate::between(
+            last.states.as_ref().expect("states"),
+            s,
+            crate::Rollup::Thread,
+        );
+        let row = &iv.rows[0];
+        // The whole 4 s are accounted for: 3.6 s on CPU, 0.4 s waiting for one.
+        assert_eq!(row.alive_ns, 4 * S);
+        assert_eq!(row.ns[State::Running.index()], 3 * S + S * 6 / 10);
+        assert_eq!(row.ns[State::Runnable.index()], S * 4 / 10);
+        assert!(t.state_ns[0] > before.state_ns[0]);
+
+        // The next sample of the run goes on from there: its own time only.
+        let mut r2 = reading(
+            105 * S,
+            vec![thread(
+                1,
+                105 * S,
+                ns(S * 19 / 10, S / 10, 0),
+                State::Running,
+            )],
+            &[],
+        );
+        c.apply(&mut r2);
+        let iv = crate::between(
+            s,
+            r2.states.as_ref().expect("states"),
+            crate::Rollup::Thread,
+        );
+        assert_eq!(iv.rows[0].ns[State::Running.index()], S);
+        assert_eq!(iv.rows[0].alive_ns, S);
+    }
+
+    /// The BPF accounting puts a thread's lifetime run-queue waits in its first totals when
+    /// it meets the thread at a switch-out before seeding it: the restart's interval must
+    /// not count them.
+    #[test]
+    fn lifetime_waits_in_the_new_sources_first_totals_are_not_counted() {
+        let last = reading(
+            100 * S,
+            vec![thread(1, 100 * S, ns(10 * S, S, 0), State::Running)],
+            &[(1, 50 * S, 40 * S)],
+        );
+        let mut r = reading(
+            102 * S,
+            vec![thread(1, 102 * S, ns(S / 2, 40 * S, 0), State::Runnable)],
+            &[(1, 51 * S + S / 2, 40 * S + S / 2)],
+        );
+        let mut c = Carry::after(&last);
+        c.apply(&mut r);
+        let iv = crate::between(
+            last.states.as_ref().expect("states"),
+            r.states.as_ref().expect("states"),
+            crate::Rollup::Thread,
+        );
+        assert_eq!(iv.rows[0].ns, ns(S + S / 2, S / 2, 0));
+        let mut r2 = reading(
+            103 * S,
+            vec![thread(1, 103 * S, ns(S, 40 * S + S / 2, 0), State::Running)],
+            &[],
+        );
+        c.apply(&mut r2);
+        let iv = crate::between(
+            r.states.as_ref().expect("states"),
+            r2.states.as_ref().expect("states"),
+            crate::Rollup::Thread,
+        );
+        assert_eq!(iv.rows[0].ns, ns(S / 2, S / 2, 0));
+    }
+
+    #[test]
+    fn a_sleepers_gap_is_sleeping_and_new_threads_are_left_alone() {
+        let last = reading(
+            100 * S,
+            vec![thread(1, 100 * S, ns(0, 0, 5 * S), State::Sleeping)],
+            &[(1, S, 0)],
+        );
+        let mut r = reading(
+            110 * S,
+            vec![
+                thread(1, 110 * S, ns(0, 0, 2 * S), State::Sleeping),
+                thread(2, 110 * S, ns(S, 0, S), State::Sleeping),
+            ],
+            &[(1, S, 0), (2, S, 0)],
+        );
+        let mut c = Carry::after(&last);
+        c.apply(&mut r);
+        let s = r.states.as_ref().expect("states");
+        assert_eq!(s.threads[&id(1)].state_ns, ns(0, 0, 15 * S));
+        assert_eq!(s.threads[&id(2)].state_ns, ns(S, 0, S));
+    }
+
+    #[test]
+    fn another_source_or_clock_is_not_carried() {
+        let last = reading(
+            100 * S,
+            vec![thread(1, 100 * S, ns(S, 0, 0), State::Running)],
+            &[],
+        );
+        // A reboot: the clock is behind the last reading's.
+        let mut r = reading(
+            5 * S,
+            vec![thread(1, 5 * S, ns(S, 0, 0), State::Running)],
+            &[],
+        );
+        let mut c = Carry::after(&last);
+        c.apply(&mut r);
+        assert_eq!(c.carried(), 0);
+        assert_eq!(
+            r.states.as_ref().expect("states").threads[&id(1)].state_ns,
+            ns(S, 0, 0)
+        );
+    }
+
+    #[test]
+    fn reason_ids_are_renumbered_into_the_recorded_table() {
+        let frames = |s: &str| -> Arc<[String]> { Arc::from(vec![s.to_string()]) };
+        let mut p = thread(1, 100 * S, ns(0, 0, 0), State::Disk);
+        p.state_ns[State::Disk.index()] = 4 * S;
+        p.reasons = vec![(State::Disk, 3, 4 * S)];
+        let mut last = reading(100 * S, vec![p], &[]);
+        last.states
+            .as_mut()
+            .expect("states")
+            .reasons
+            .insert(3, frames("io_schedule"));
+        // The new run calls io_schedule 8 and gives 3 to another stack.
+        let mut t = thread(1, 101 * S, ns(0, 0, 0), State::Disk);
+        t.state_ns[State::Disk.index()] = S / 2;
+        t.reasons = vec![(State::Disk, 8, S / 4), (State::Disk, 3, S / 4)];
+        t.wait_reason = Some(3);
+        let mut r = reading(101 * S, vec![t], &[]);
+        {
+            let s = r.states.as_mut().expect("states");
+            s.reasons.insert(8, frames("io_schedule"));
+            s.reasons.insert(3, frames("futex_wait"));
+        }
+        let mut c = Carry::after(&last);
+        c.apply(&mut r);
+        let s = r.states.as_ref().expect("states");
+        let t = &s.threads[&id(1)];
+        assert_eq!(s.reasons[&3], frames("io_schedule"));
+        let futex = t.wait_reason.expect("a wait reason");
+        assert_ne!(futex, 3);
+        assert_eq!(s.reasons[&futex], frames("futex_wait"));
+        let io = t.reasons.iter().find(|e| e.1 == 3).expect("io_schedule");
+        assert_eq!(io.2, 4 * S + S / 4);
+    }
+}
