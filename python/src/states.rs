@@ -3,6 +3,8 @@
 //! the BPF accounting as root, exact; else /proc, sampled) and tasksnap-states' `between`,
 //! as `tasksnap states` does.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -23,13 +25,21 @@ type Row = (
     bool,
 );
 
-/// Thread states of `pids` (every thread when empty) over `interval` seconds: the backend
-/// that answered ("bpf" or "procfs"), and one row per thread.
+/// How often a waiting call looks for a signal (Ctrl-C) and the sampler for a cancel.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Thread states of `pids` (every thread when None; none for an empty list) over `interval`
+/// seconds: the backend that answered ("bpf" or "procfs"), and one row per thread.
+///
+/// The two samples and the wait between them run on a thread of their own; the caller's
+/// thread waits for it with the GIL released and every [`POLL`] looks for a signal, so
+/// Ctrl-C raises `KeyboardInterrupt` at once (and the sampler stops at its next slice)
+/// instead of when the interval ends.
 #[pyfunction]
 #[pyo3(signature = (pids, interval, backend="auto"))]
 pub(crate) fn states(
     py: Python<'_>,
-    pids: Vec<i32>,
+    pids: Option<Vec<i32>>,
     interval: f64,
     backend: &str,
 ) -> PyResult<(&'static str, Vec<Row>)> {
@@ -44,53 +54,119 @@ pub(crate) fn states(
         )));
     }
     let wait = Duration::from_secs_f64(interval);
-    let (which, rows) = py
-        .detach(move || -> Result<_, tasksnap_collect::Error> {
-            let started = Instant::now();
-            let filter = Filter {
-                pids,
-                comms: Vec::new(),
-            };
-            let choice = open_states(
-                backend,
-                bpf::Options {
-                    filter: filter.clone(),
-                    ..Default::default()
-                },
-                procfs::Options {
-                    filter,
-                    ..Default::default()
-                },
-            )?;
-            let mut src = choice.source;
-            let first = src.sample()?;
-            std::thread::sleep(wait);
-            let second = src.sample()?;
-            let iv = between(&first, &second, Rollup::Thread);
-            let rows: Vec<Row> = iv
-                .rows
-                .iter()
-                .map(|r| {
-                    let pct = State::ALL.map(|s| r.pct(s));
-                    let reason = r
-                        .top_reason
-                        .as_ref()
-                        .map(|x| (x.state.name(), x.frames.to_vec()));
-                    (
-                        r.pid,
-                        r.tid.unwrap_or(r.pid),
-                        r.comm.clone(),
-                        pct,
-                        reason,
-                        r.exited,
-                    )
-                })
-                .collect();
-            let mut report = PassReport::new(choice.backend, choice.why);
-            report.phases = vec![("interval", wait)];
-            crate::host::set_last(report, started.elapsed());
-            Ok((choice.backend.name(), rows))
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::clone(&cancel);
+    std::thread::Builder::new()
+        .name("tasksnap-states".into())
+        .spawn(move || {
+            // The receiver is gone only when the caller was interrupted: nothing to tell.
+            let _ = tx.send(sample_twice(pids, wait, backend, &stop));
         })
-        .map_err(crate::collect_error)?;
-    Ok((which, rows))
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("cannot start a thread: {e}")))?;
+    let mut rx = rx;
+    let result = loop {
+        // The receiver is not Sync: it goes into the GIL-free closure and comes back.
+        let (got, back) = py.detach(move || (rx.recv_timeout(POLL), rx));
+        rx = back;
+        match got {
+            Ok(r) => break r,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    cancel.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "the thread-state sampler stopped without an answer",
+                ))
+            }
+        }
+    };
+    match result {
+        Ok(Some(answer)) => Ok(answer),
+        // Cancelled: only after the caller returned, so never seen.
+        Ok(None) => Err(pyo3::exceptions::PyRuntimeError::new_err("cancelled")),
+        Err(e) => Err(crate::collect_error(e)),
+    }
+}
+
+/// Sleeps `wait` in slices of [`POLL`]; false when `cancel` was set meanwhile.
+fn sleep_unless(wait: Duration, cancel: &AtomicBool) -> bool {
+    let end = Instant::now() + wait;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(POLL));
+    }
+}
+
+/// The sampler thread's work: open the source, sample, wait, sample, `between`. `None` when
+/// cancelled. An empty `pids` selects no thread: the interval passes and no row comes back.
+fn sample_twice(
+    pids: Option<Vec<i32>>,
+    wait: Duration,
+    backend: Backend,
+    cancel: &AtomicBool,
+) -> Result<Option<(&'static str, Vec<Row>)>, tasksnap_collect::Error> {
+    let started = Instant::now();
+    let pids = match pids {
+        Some(p) if p.is_empty() => {
+            return Ok(sleep_unless(wait, cancel).then(|| (backend.name(), Vec::new())));
+        }
+        Some(p) => p,
+        // The library's filter: no pid means every thread.
+        None => Vec::new(),
+    };
+    let filter = Filter {
+        pids,
+        comms: Vec::new(),
+    };
+    let choice = open_states(
+        backend,
+        bpf::Options {
+            filter: filter.clone(),
+            ..Default::default()
+        },
+        procfs::Options {
+            filter,
+            ..Default::default()
+        },
+    )?;
+    let mut src = choice.source;
+    let first = src.sample()?;
+    if !sleep_unless(wait, cancel) {
+        return Ok(None);
+    }
+    let second = src.sample()?;
+    let iv = between(&first, &second, Rollup::Thread);
+    let rows: Vec<Row> = iv
+        .rows
+        .iter()
+        .map(|r| {
+            let pct = State::ALL.map(|s| r.pct(s));
+            let reason = r
+                .top_reason
+                .as_ref()
+                .map(|x| (x.state.name(), x.frames.to_vec()));
+            (
+                r.pid,
+                r.tid.unwrap_or(r.pid),
+                r.comm.clone(),
+                pct,
+                reason,
+                r.exited,
+            )
+        })
+        .collect();
+    let mut report = PassReport::new(choice.backend, choice.why);
+    report.phases = vec![("interval", wait)];
+    crate::host::set_last(report, started.elapsed());
+    Ok(Some((choice.backend.name(), rows)))
 }
