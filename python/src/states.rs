@@ -13,13 +13,25 @@ use tasksnap_collect::states::{bpf, procfs, Filter};
 use tasksnap_model::{Backend, PassReport};
 use tasksnap_states::{between, Rollup, State};
 
-/// One thread's interval: pid, tid, name, the percentage of its alive time in each state
+use crate::attrs::os_str;
+
+/// One thread's interval: pid, tid, name (its exact bytes), the percentage of its alive time in each state
 /// (running, runnable, sleeping, disk, stopped, other), the top off-CPU reason (its state
 /// and kernel frames, innermost first, `None` when it never waited), and whether it exited.
 type Row = (
     i32,
     i32,
-    String,
+    Vec<u8>,
+    [f64; 6],
+    Option<(&'static str, Vec<String>)>,
+    bool,
+);
+
+/// A [`Row`] with its name made a Python `str`.
+type PyRow<'py> = (
+    i32,
+    i32,
+    Bound<'py, PyAny>,
     [f64; 6],
     Option<(&'static str, Vec<String>)>,
     bool,
@@ -37,12 +49,12 @@ const POLL: Duration = Duration::from_millis(50);
 /// instead of when the interval ends.
 #[pyfunction]
 #[pyo3(signature = (pids, interval, backend="auto"))]
-pub(crate) fn states(
-    py: Python<'_>,
+pub(crate) fn states<'py>(
+    py: Python<'py>,
     pids: Option<Vec<i32>>,
     interval: f64,
     backend: &str,
-) -> PyResult<(&'static str, Vec<Row>)> {
+) -> PyResult<(&'static str, Vec<PyRow<'py>>)> {
     let backend: Backend = backend
         .parse()
         .map_err(|e: tasksnap_model::UnknownBackend| {
@@ -85,7 +97,15 @@ pub(crate) fn states(
         }
     };
     match result {
-        Ok(Some(answer)) => Ok(answer),
+        // The name as psutil gives names: surrogate-escaped where it is not UTF-8.
+        Ok(Some((which, rows))) => Ok((
+            which,
+            rows.into_iter()
+                .map(|(pid, tid, name, pct, reason, exited)| {
+                    Ok((pid, tid, os_str(py, &name)?, pct, reason, exited))
+                })
+                .collect::<PyResult<_>>()?,
+        )),
         // Cancelled: only after the caller returned, so never seen.
         Ok(None) => Err(pyo3::exceptions::PyRuntimeError::new_err("cancelled")),
         Err(e) => Err(crate::collect_error(e)),
@@ -158,7 +178,10 @@ fn sample_twice(
             (
                 r.pid,
                 r.tid.unwrap_or(r.pid),
-                r.comm.clone(),
+                match &r.comm_bytes {
+                    Some(b) => b.to_vec(),
+                    None => r.comm.clone().into_bytes(),
+                },
                 pct,
                 reason,
                 r.exited,

@@ -107,3 +107,13 @@ def test_zombie_with_a_name_that_is_not_utf8(spawned, tmp_path):
     with pytest.raises(tasksnap.ZombieProcess) as ours:
         tasksnap.Process(z.pid).cmdline()
     assert ours.value.name == theirs.value.name == "z\udcff"
+
+
+def test_states_names_a_thread_that_is_not_utf8_as_psutil_names_it(hostile, backend):
+    """states() gave such a thread's name with U+FFFD: it is surrogate-escaped, as the
+    Process API's names (os.fsencode gives the bytes back)."""
+    pid, _ = hostile
+    rows = tasksnap.states([pid], interval=0.2)
+    assert tasksnap.last_report().backend == backend
+    assert [r.name for r in rows] == ["x\udcff"]
+    assert os.fsencode(rows[0].name) == b"x\xff"

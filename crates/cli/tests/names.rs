@@ -204,3 +204,36 @@ fn ps_json_gives_invalid_utf8_names_a_bytes_column() {
         "{mine}"
     );
 }
+
+/// `states --json` gave a comm that is not UTF-8 with U+FFFD and no exact bytes.
+#[test]
+fn states_json_gives_invalid_utf8_names_a_bytes_column() {
+    let h = Hostile::spawn();
+    let me = std::process::id();
+    let out = tasksnap(&[
+        "states",
+        "-p",
+        &format!("{},{me}", h.pid()),
+        "-i",
+        "0.2",
+        "-n",
+        "1",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let rows = v["threads"].as_array().expect("thread rows");
+    let r = rows
+        .iter()
+        .find(|r| r["tid"] == serde_json::json!(h.pid()))
+        .unwrap_or_else(|| panic!("{} in {v}", h.pid()));
+    assert_eq!(r["comm"], "x\u{fffd}");
+    assert_eq!(r["comm_bytes"], hex(b"x\xff"));
+    let mine = rows
+        .iter()
+        .find(|r| r["tid"] == serde_json::json!(me))
+        .unwrap_or_else(|| panic!("{me} in {v}"));
+    assert!(
+        mine.get("comm_bytes").is_some_and(|b| b.is_null()),
+        "{mine}"
+    );
+}

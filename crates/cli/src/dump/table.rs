@@ -796,8 +796,16 @@ fn task_value(
             (None, Some(r)) => Value::Text(r.comm.clone()),
             _ => Value::Null,
         },
-        // A thread gone from the snapshot: the state sample keeps its comm as text only.
-        Field::CommBytes => base.map_or(Value::Null, |b| exact(&b.comm)),
+        Field::CommBytes => match (base, row) {
+            (Some(b), _) => exact(&b.comm),
+            // A thread gone from the snapshot: what the state sample kept (nothing when
+            // it came from a recording, which keeps a thread's comm as text).
+            (None, Some(r)) => r
+                .comm_bytes
+                .as_deref()
+                .map_or(Value::Null, |b| Value::Bytes(b.to_vec())),
+            _ => Value::Null,
+        },
         Field::Ppid => base.map_or(Value::Null, |b| Value::Int(b.ppid.into())),
         Field::Uid => task
             .and_then(|t| t.cred.as_ref())
