@@ -98,7 +98,9 @@ def test_unprivileged_caller_gets_procfs_and_access_denied():
         candidates = dict.fromkeys(
             [sys.executable, os.path.realpath(sys.executable),
              getattr(sys, "_base_executable", sys.executable),
-             shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}") or ""])
+             shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}") or "",
+             *(f"{d}/python{sys.version_info[0]}.{sys.version_info[1]}"
+               for d in ("/usr/bin", "/usr/local/bin"))])
         python = next((c for c in candidates if c and _nobody_can_run(prefix, c)), None)
         if python is None:
             msg = f"no Python {sys.version_info[:2]} that user nobody can run: {list(candidates)}"
