@@ -459,9 +459,10 @@ fn pass_for<'py>(
     let attrs = parse_attrs(attrs)?;
     let backend = backend_arg(backend)?;
     let (groups, real_ids) = groups_for(&attrs);
-    let snap = py
-        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, real_ids, false))
-        .map_err(crate::collect_error)?;
+    let snap = crate::interrupt::run(py, move |_| {
+        host::bulk(backend, Selector::AllProcesses, groups, real_ids, false)
+    })?
+    .map_err(crate::collect_error)?;
     let keys = attrs
         .iter()
         .map(|a| PyString::intern(py, a.name()))
@@ -801,9 +802,10 @@ pub(crate) fn children<'py>(
         stat: true,
         ..Groups::default()
     };
-    let snap = py
-        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, false, false))
-        .map_err(crate::collect_error)?;
+    let snap = crate::interrupt::run(py, move |_| {
+        host::bulk(backend, Selector::AllProcesses, groups, false, false)
+    })?
+    .map_err(crate::collect_error)?;
     let mut by_parent: HashMap<i32, Vec<(i32, u64)>> = HashMap::new();
     for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
         if let Some(b) = &t.base {

@@ -142,31 +142,30 @@ pub(crate) fn snapshot<'py>(
         mem: groups.mem && !per_process_mem,
         ..groups
     };
-    let mut snap = py
-        .detach(|| -> Result<_, tasksnap_collect::Error> {
-            let mut snap = host::bulk(backend, selector, bulk_groups, real_ids, false)?;
-            if per_process_mem {
-                let leaders: Vec<(i32, i32)> = snap
-                    .tasks
-                    .iter()
-                    .filter(|t| t.id.is_leader())
-                    .map(|t| (t.id.tgid, t.id.tid))
-                    .collect();
-                let mem = Groups {
-                    mem: true,
-                    ..Groups::default()
-                };
-                let by_tgid: HashMap<i32, Box<tasksnap_model::Mem>> = host::fill(&leaders, mem)?
-                    .into_iter()
-                    .filter_map(|t| Some((t.id.tgid, t.mem?)))
-                    .collect();
-                for t in &mut snap.tasks {
-                    t.mem = by_tgid.get(&t.id.tgid).cloned();
-                }
+    let mut snap = crate::interrupt::run(py, move |_| -> Result<_, tasksnap_collect::Error> {
+        let mut snap = host::bulk(backend, selector, bulk_groups, real_ids, false)?;
+        if per_process_mem {
+            let leaders: Vec<(i32, i32)> = snap
+                .tasks
+                .iter()
+                .filter(|t| t.id.is_leader())
+                .map(|t| (t.id.tgid, t.id.tid))
+                .collect();
+            let mem = Groups {
+                mem: true,
+                ..Groups::default()
+            };
+            let by_tgid: HashMap<i32, Box<tasksnap_model::Mem>> = host::fill(&leaders, mem)?
+                .into_iter()
+                .filter_map(|t| Some((t.id.tgid, t.mem?)))
+                .collect();
+            for t in &mut snap.tasks {
+                t.mem = by_tgid.get(&t.id.tgid).cloned();
             }
-            Ok(snap)
-        })
-        .map_err(crate::collect_error)?;
+        }
+        Ok(snap)
+    })?
+    .map_err(crate::collect_error)?;
     if !threads {
         snap.tasks.retain(|t| t.id.is_leader());
     }

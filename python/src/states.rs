@@ -4,7 +4,6 @@
 //! as `tasksnap states` does.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -14,6 +13,7 @@ use tasksnap_model::{Backend, PassReport};
 use tasksnap_states::{between, Rollup, State};
 
 use crate::attrs::os_str;
+use crate::interrupt::{self, POLL};
 
 /// One thread's interval: pid, tid, name (its exact bytes), the percentage of its alive time in each state
 /// (running, runnable, sleeping, disk, stopped, other), the top off-CPU reason (its state
@@ -37,16 +37,11 @@ type PyRow<'py> = (
     bool,
 );
 
-/// How often a waiting call looks for a signal (Ctrl-C) and the sampler for a cancel.
-const POLL: Duration = Duration::from_millis(50);
-
 /// Thread states of `pids` (every thread when None; none for an empty list) over `interval`
 /// seconds: the backend that answered ("bpf" or "procfs"), and one row per thread.
 ///
-/// The two samples and the wait between them run on a thread of their own; the caller's
-/// thread waits for it with the GIL released and every [`POLL`] looks for a signal, so
-/// Ctrl-C raises `KeyboardInterrupt` at once (and the sampler stops at its next slice)
-/// instead of when the interval ends.
+/// The two samples and the wait between them run through [`interrupt::run`]: Ctrl-C raises
+/// `KeyboardInterrupt` at once, and the sampler stops at its next slice of the interval.
 #[pyfunction]
 #[pyo3(signature = (pids, interval, backend="auto"))]
 pub(crate) fn states<'py>(
@@ -66,36 +61,7 @@ pub(crate) fn states<'py>(
         )));
     }
     let wait = Duration::from_secs_f64(interval);
-    let cancel = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel();
-    let stop = Arc::clone(&cancel);
-    std::thread::Builder::new()
-        .name("tasksnap-states".into())
-        .spawn(move || {
-            // The receiver is gone only when the caller was interrupted: nothing to tell.
-            let _ = tx.send(sample_twice(pids, wait, backend, &stop));
-        })
-        .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("cannot start a thread: {e}")))?;
-    let mut rx = rx;
-    let result = loop {
-        // The receiver is not Sync: it goes into the GIL-free closure and comes back.
-        let (got, back) = py.detach(move || (rx.recv_timeout(POLL), rx));
-        rx = back;
-        match got {
-            Ok(r) => break r,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = py.check_signals() {
-                    cancel.store(true, Ordering::Relaxed);
-                    return Err(e);
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "the thread-state sampler stopped without an answer",
-                ))
-            }
-        }
-    };
+    let result = interrupt::run(py, move |cancel| sample_twice(pids, wait, backend, cancel))?;
     match result {
         // The name as psutil gives names: surrogate-escaped where it is not UTF-8.
         Ok(Some((which, rows))) => Ok((
