@@ -210,7 +210,7 @@ impl<'py> Ctx<'py> {
             uids.sort_unstable();
             uids.dedup();
             for (uid, name) in py.detach(|| host::user_names(uids)) {
-                users.insert(uid, PyString::new(py, &name).into_any());
+                users.insert(uid, os_str(py, &name)?);
             }
         }
         Ok(Ctx {
@@ -459,9 +459,10 @@ fn pass_for<'py>(
     let attrs = parse_attrs(attrs)?;
     let backend = backend_arg(backend)?;
     let (groups, real_ids) = groups_for(&attrs);
-    let snap = py
-        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, real_ids, false))
-        .map_err(crate::collect_error)?;
+    let snap = crate::interrupt::run(py, move |_| {
+        host::bulk(backend, Selector::AllProcesses, groups, real_ids, false)
+    })?
+    .map_err(crate::collect_error)?;
     let keys = attrs
         .iter()
         .map(|a| PyString::intern(py, a.name()))
@@ -625,8 +626,15 @@ impl ObjectNew {
     }
 }
 
-/// `NoSuchProcess(pid, name, msg)`.
-fn no_such(py: Python<'_>, pid: i32, name: Option<&str>, msg: Option<&str>) -> PyResult<PyErr> {
+/// `NoSuchProcess(pid, name, msg)`. `name` is what the caller's `Process` holds, passed
+/// through untouched (a name that is not valid UTF-8 is a surrogate-escaped `str`, which
+/// would not convert to Rust text).
+fn no_such(
+    py: Python<'_>,
+    pid: i32,
+    name: Option<&Bound<'_, PyAny>>,
+    msg: Option<&str>,
+) -> PyResult<PyErr> {
     let e = crate::types()?
         .no_such_process
         .bind(py)
@@ -642,7 +650,7 @@ fn the_one(
     groups: Groups,
     real_ids: bool,
     expect_start_ns: Option<u64>,
-    name: Option<&str>,
+    name: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Snapshot> {
     // Base and stat always: the state (zombie rules) and the start time (identity).
     let groups = Groups {
@@ -682,15 +690,15 @@ pub(crate) fn process<'py>(
     ad_value: Bound<'py, PyAny>,
     use_ad: bool,
     expect_start_ns: Option<u64>,
-    name: Option<String>,
+    name: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(u64, Bound<'py, PyDict>)> {
     let attrs = parse_attrs(&attrs)?;
     let (groups, real_ids) = groups_for(&attrs);
-    let snap = the_one(py, pid, groups, real_ids, expect_start_ns, name.as_deref())?;
+    let snap = the_one(py, pid, groups, real_ids, expect_start_ns, name.as_ref())?;
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(&snap, &attrs, false)?;
     let Some(t) = snap.tasks.first() else {
-        return Err(no_such(py, pid, name.as_deref(), None)?);
+        return Err(no_such(py, pid, name.as_ref(), None)?);
     };
     let info = PyDict::new(py);
     for a in &attrs {
@@ -709,7 +717,11 @@ pub(crate) fn process<'py>(
                         None,
                     )
                     .is_err();
-                let comm = t.comm_lossy();
+                // psutil's exceptions carry the name as psutil's name() gives it.
+                let comm = match &t.base {
+                    Some(b) => Some(os_str(py, &b.comm)?),
+                    None => None,
+                };
                 let types = crate::types()?;
                 let e = if gone {
                     types.no_such_process.bind(py).call1((pid, comm))?
@@ -733,19 +745,19 @@ pub(crate) fn threads<'py>(
     py: Python<'py>,
     pid: i32,
     expect_start_ns: Option<u64>,
-    name: Option<String>,
+    name: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let groups = Groups {
         stat: true,
         ..Groups::default()
     };
-    the_one(py, pid, groups, false, expect_start_ns, name.as_deref())?;
+    the_one(py, pid, groups, false, expect_start_ns, name.as_ref())?;
     let q = Query::new(Selector::ThreadsOf(pid), groups);
     let snap = py
         .detach(|| host::one(&q, false))
         .map_err(crate::collect_error)?;
     if snap.tasks.is_empty() {
-        return Err(no_such(py, pid, name.as_deref(), None)?);
+        return Err(no_such(py, pid, name.as_ref(), None)?);
     }
     let types = crate::types()?;
     let out = PyList::empty(py);
@@ -768,12 +780,12 @@ pub(crate) fn threads<'py>(
 /// from one whole-system pass.
 #[pyfunction]
 #[pyo3(signature = (pid, recursive, expect_start_ns=None, name=None, backend="auto"))]
-pub(crate) fn children(
-    py: Python<'_>,
+pub(crate) fn children<'py>(
+    py: Python<'py>,
     pid: i32,
     recursive: bool,
     expect_start_ns: Option<u64>,
-    name: Option<String>,
+    name: Option<Bound<'py, PyAny>>,
     backend: &str,
 ) -> PyResult<Vec<(i32, u64)>> {
     let backend = backend_arg(backend)?;
@@ -783,16 +795,17 @@ pub(crate) fn children(
         Groups::default(),
         false,
         expect_start_ns,
-        name.as_deref(),
+        name.as_ref(),
     )?;
     let groups = Groups {
         base: true,
         stat: true,
         ..Groups::default()
     };
-    let snap = py
-        .detach(|| host::bulk(backend, Selector::AllProcesses, groups, false, false))
-        .map_err(crate::collect_error)?;
+    let snap = crate::interrupt::run(py, move |_| {
+        host::bulk(backend, Selector::AllProcesses, groups, false, false)
+    })?
+    .map_err(crate::collect_error)?;
     let mut by_parent: HashMap<i32, Vec<(i32, u64)>> = HashMap::new();
     for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
         if let Some(b) = &t.base {

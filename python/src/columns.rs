@@ -4,16 +4,19 @@
 //! psutil's named tuples become one column per field, named after the field
 //! (`cpu_times` -> `cpu_user`, `cpu_system`, ...; `memory_info` -> `rss`, `vms`, ...), with
 //! the same units as psutil's values; an unreadable value is None (null).
+//!
+//! Names are the bytes they are: a text column (`name`, `username`, `cmdline`) is always
+//! valid UTF-8 (invalid bytes replaced by U+FFFD, so pyarrow takes it whatever another user
+//! named a process), and its sibling (`name_bytes`, `username_bytes`, `cmdline_bytes`)
+//! holds the exact bytes where the value was not valid UTF-8, None otherwise.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use tasksnap_model::{Groups, Selector, Task};
 
-use crate::attrs::{groups_for, os_str, parse_attrs, split_cmdline, Attr};
+use crate::attrs::{groups_for, parse_attrs, split_cmdline, Attr};
 use crate::host;
 
 /// The columns an attribute becomes.
@@ -21,8 +24,8 @@ fn columns_of(a: Attr) -> &'static [&'static str] {
     match a {
         Attr::Pid => &["pid"],
         Attr::Ppid => &["ppid"],
-        Attr::Name => &["name"],
-        Attr::Username => &["username"],
+        Attr::Name => &["name", "name_bytes"],
+        Attr::Username => &["username", "username_bytes"],
         Attr::Status => &["status"],
         Attr::CpuTimes => &[
             "cpu_user",
@@ -31,7 +34,7 @@ fn columns_of(a: Attr) -> &'static [&'static str] {
             "cpu_children_system",
         ],
         Attr::MemoryInfo => &["rss", "vms", "shared", "text", "data"],
-        Attr::Cmdline => &["cmdline"],
+        Attr::Cmdline => &["cmdline", "cmdline_bytes"],
         Attr::NumThreads => &["num_threads"],
         Attr::CreateTime => &["create_time"],
         Attr::IoCounters => &[
@@ -67,6 +70,37 @@ pub(crate) fn column_names(attrs: Vec<String>, threads: bool) -> PyResult<Vec<&'
 
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
+}
+
+/// Bytes as a text column's value: valid UTF-8, each invalid sequence replaced by U+FFFD.
+fn text<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
+    PyString::new(py, &String::from_utf8_lossy(b))
+}
+
+/// A text column and its `_bytes` sibling for `values` (None: unreadable): the text always,
+/// the exact bytes only where they are not valid UTF-8.
+fn text_and_bytes<'py, 'a>(
+    py: Python<'py>,
+    values: impl Iterator<Item = Option<&'a [u8]>>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    let texts = PyList::empty(py);
+    let exact = PyList::empty(py);
+    for v in values {
+        match v {
+            Some(b) => {
+                texts.append(text(py, b))?;
+                match std::str::from_utf8(b) {
+                    Ok(_) => exact.append(py.None())?,
+                    Err(_) => exact.append(PyBytes::new(py, b))?,
+                }
+            }
+            None => {
+                texts.append(py.None())?;
+                exact.append(py.None())?;
+            }
+        }
+    }
+    Ok((texts, exact))
 }
 
 /// One column of `tasks`: a value per task, None where unreadable.
@@ -108,38 +142,37 @@ pub(crate) fn snapshot<'py>(
         mem: groups.mem && !per_process_mem,
         ..groups
     };
-    let mut snap = py
-        .detach(|| -> Result<_, tasksnap_collect::Error> {
-            let mut snap = host::bulk(backend, selector, bulk_groups, real_ids, false)?;
-            if per_process_mem {
-                let leaders: Vec<(i32, i32)> = snap
-                    .tasks
-                    .iter()
-                    .filter(|t| t.id.is_leader())
-                    .map(|t| (t.id.tgid, t.id.tid))
-                    .collect();
-                let mem = Groups {
-                    mem: true,
-                    ..Groups::default()
-                };
-                let by_tgid: HashMap<i32, Box<tasksnap_model::Mem>> = host::fill(&leaders, mem)?
-                    .into_iter()
-                    .filter_map(|t| Some((t.id.tgid, t.mem?)))
-                    .collect();
-                for t in &mut snap.tasks {
-                    t.mem = by_tgid.get(&t.id.tgid).cloned();
-                }
+    let mut snap = crate::interrupt::run(py, move |_| -> Result<_, tasksnap_collect::Error> {
+        let mut snap = host::bulk(backend, selector, bulk_groups, real_ids, false)?;
+        if per_process_mem {
+            let leaders: Vec<(i32, i32)> = snap
+                .tasks
+                .iter()
+                .filter(|t| t.id.is_leader())
+                .map(|t| (t.id.tgid, t.id.tid))
+                .collect();
+            let mem = Groups {
+                mem: true,
+                ..Groups::default()
+            };
+            let by_tgid: HashMap<i32, Box<tasksnap_model::Mem>> = host::fill(&leaders, mem)?
+                .into_iter()
+                .filter_map(|t| Some((t.id.tgid, t.mem?)))
+                .collect();
+            for t in &mut snap.tasks {
+                t.mem = by_tgid.get(&t.id.tgid).cloned();
             }
-            Ok(snap)
-        })
-        .map_err(crate::collect_error)?;
+        }
+        Ok(snap)
+    })?
+    .map_err(crate::collect_error)?;
     if !threads {
         snap.tasks.retain(|t| t.id.is_leader());
     }
     let tasks = &snap.tasks;
     let boot = snap.boot_time_unix_s as f64;
     let tck = host::clk_tck() as f64;
-    let mut users: HashMap<u32, Bound<'py, PyString>> = HashMap::new();
+    let mut users: HashMap<u32, Vec<u8>> = HashMap::new();
     if attrs.contains(&Attr::Username) {
         let mut uids: Vec<u32> = tasks
             .iter()
@@ -147,9 +180,7 @@ pub(crate) fn snapshot<'py>(
             .collect();
         uids.sort_unstable();
         uids.dedup();
-        for (uid, name) in py.detach(|| host::user_names(uids)) {
-            users.insert(uid, PyString::new(py, &name));
-        }
+        users.extend(py.detach(|| host::user_names(uids)));
     }
     let out = PyDict::new(py);
     for a in attrs {
@@ -165,21 +196,26 @@ pub(crate) fn snapshot<'py>(
                 cols[0],
                 list(py, tasks, |t| t.base.as_ref().map(|b| b.ppid))?,
             )?,
-            Attr::Name => out.set_item(
-                cols[0],
-                PyList::new(
+            Attr::Name => {
+                let (texts, exact) = text_and_bytes(
                     py,
-                    tasks
-                        .iter()
-                        .map(|t| t.base.as_ref().map(|b| OsStr::from_bytes(&b.comm))),
-                )?,
-            )?,
-            Attr::Username => out.set_item(
-                cols[0],
-                list(py, tasks, |t| {
-                    t.cred.as_ref().and_then(|c| users.get(&c.ruid).cloned())
-                })?,
-            )?,
+                    tasks.iter().map(|t| t.base.as_ref().map(|b| &b.comm[..])),
+                )?;
+                out.set_item(cols[0], texts)?;
+                out.set_item(cols[1], exact)?;
+            }
+            Attr::Username => {
+                let (texts, exact) = text_and_bytes(
+                    py,
+                    tasks.iter().map(|t| {
+                        t.cred
+                            .as_ref()
+                            .and_then(|c| users.get(&c.ruid).map(Vec::as_slice))
+                    }),
+                )?;
+                out.set_item(cols[0], texts)?;
+                out.set_item(cols[1], exact)?;
+            }
             Attr::Status => {
                 let s: Vec<Option<Bound<'py, PyString>>> = tasks
                     .iter()
@@ -274,19 +310,24 @@ pub(crate) fn snapshot<'py>(
             }
             Attr::Cmdline => {
                 let mut rows = Vec::with_capacity(tasks.len());
+                let mut exact = Vec::with_capacity(tasks.len());
                 for t in tasks {
-                    rows.push(match &t.cmdline {
-                        Some(c) => {
-                            let l = PyList::empty(py);
-                            for arg in split_cmdline(c) {
-                                l.append(os_str(py, arg)?)?;
-                            }
-                            Some(l)
-                        }
-                        None => None,
+                    let Some(c) = &t.cmdline else {
+                        rows.push(None);
+                        exact.push(None);
+                        continue;
+                    };
+                    let args = split_cmdline(c);
+                    rows.push(Some(PyList::new(py, args.iter().map(|a| text(py, a)))?));
+                    // The exact arguments, every one, when any of them is not UTF-8.
+                    exact.push(if std::str::from_utf8(c).is_ok() {
+                        None
+                    } else {
+                        Some(PyList::new(py, args.iter().map(|a| PyBytes::new(py, a)))?)
                     });
                 }
                 out.set_item(cols[0], PyList::new(py, rows)?)?;
+                out.set_item(cols[1], PyList::new(py, exact)?)?;
             }
         }
     }

@@ -131,15 +131,15 @@ pub(crate) fn one(query: &Query, real_ids: bool) -> Result<Snapshot, Error> {
     p.snapshot(&q)
 }
 
-/// User names for `uids` (the system's name, or the uid as text when it has none, as
-/// psutil's `username()`).
-pub(crate) fn user_names(uids: impl IntoIterator<Item = u32>) -> Vec<(u32, String)> {
+/// User names for `uids`, as the bytes the system gives (the uid as text when it has no
+/// name, as psutil's `username()`).
+pub(crate) fn user_names(uids: impl IntoIterator<Item = u32>) -> Vec<(u32, Vec<u8>)> {
     let mut h = host();
     uids.into_iter()
         .map(|uid| {
             let name = match h.names.user(uid) {
-                Some(n) => String::from_utf8_lossy(n).into_owned(),
-                None => uid.to_string(),
+                Some(n) => n.to_vec(),
+                None => uid.to_string().into_bytes(),
             };
             (uid, name)
         })

@@ -3,6 +3,7 @@
 //! whole-system passes, chosen by `choice::open`, and a procfs collector for one process),
 //! turns tasks into psutil's values ([`attrs`]) or into columns ([`columns`]), and turns two
 //! thread-state samples into per-thread shares ([`states`], tasksnap-states' `between`).
+//! Long calls run through [`interrupt`], so Ctrl-C interrupts them at once.
 //!
 //! It never reads /proc itself and never decides on a backend: the library does. What the
 //! Python side owns (the `Process` class, argument checking, psutil's exceptions and named
@@ -13,6 +14,7 @@
 mod attrs;
 mod columns;
 mod host;
+mod interrupt;
 mod states;
 
 use std::sync::OnceLock;

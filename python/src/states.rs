@@ -3,6 +3,7 @@
 //! the BPF accounting as root, exact; else /proc, sampled) and tasksnap-states' `between`,
 //! as `tasksnap states` does.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -11,28 +12,44 @@ use tasksnap_collect::states::{bpf, procfs, Filter};
 use tasksnap_model::{Backend, PassReport};
 use tasksnap_states::{between, Rollup, State};
 
-/// One thread's interval: pid, tid, name, the percentage of its alive time in each state
+use crate::attrs::os_str;
+use crate::interrupt::{self, POLL};
+
+/// One thread's interval: pid, tid, name (its exact bytes), the percentage of its alive time in each state
 /// (running, runnable, sleeping, disk, stopped, other), the top off-CPU reason (its state
 /// and kernel frames, innermost first, `None` when it never waited), and whether it exited.
 type Row = (
     i32,
     i32,
-    String,
+    Vec<u8>,
     [f64; 6],
     Option<(&'static str, Vec<String>)>,
     bool,
 );
 
-/// Thread states of `pids` (every thread when empty) over `interval` seconds: the backend
-/// that answered ("bpf" or "procfs"), and one row per thread.
+/// A [`Row`] with its name made a Python `str`.
+type PyRow<'py> = (
+    i32,
+    i32,
+    Bound<'py, PyAny>,
+    [f64; 6],
+    Option<(&'static str, Vec<String>)>,
+    bool,
+);
+
+/// Thread states of `pids` (every thread when None; none for an empty list) over `interval`
+/// seconds: the backend that answered ("bpf" or "procfs"), and one row per thread.
+///
+/// The two samples and the wait between them run through [`interrupt::run`]: Ctrl-C raises
+/// `KeyboardInterrupt` at once, and the sampler stops at its next slice of the interval.
 #[pyfunction]
 #[pyo3(signature = (pids, interval, backend="auto"))]
-pub(crate) fn states(
-    py: Python<'_>,
-    pids: Vec<i32>,
+pub(crate) fn states<'py>(
+    py: Python<'py>,
+    pids: Option<Vec<i32>>,
     interval: f64,
     backend: &str,
-) -> PyResult<(&'static str, Vec<Row>)> {
+) -> PyResult<(&'static str, Vec<PyRow<'py>>)> {
     let backend: Backend = backend
         .parse()
         .map_err(|e: tasksnap_model::UnknownBackend| {
@@ -44,53 +61,101 @@ pub(crate) fn states(
         )));
     }
     let wait = Duration::from_secs_f64(interval);
-    let (which, rows) = py
-        .detach(move || -> Result<_, tasksnap_collect::Error> {
-            let started = Instant::now();
-            let filter = Filter {
-                pids,
-                comms: Vec::new(),
-            };
-            let choice = open_states(
-                backend,
-                bpf::Options {
-                    filter: filter.clone(),
-                    ..Default::default()
-                },
-                procfs::Options {
-                    filter,
-                    ..Default::default()
-                },
-            )?;
-            let mut src = choice.source;
-            let first = src.sample()?;
-            std::thread::sleep(wait);
-            let second = src.sample()?;
-            let iv = between(&first, &second, Rollup::Thread);
-            let rows: Vec<Row> = iv
-                .rows
-                .iter()
-                .map(|r| {
-                    let pct = State::ALL.map(|s| r.pct(s));
-                    let reason = r
-                        .top_reason
-                        .as_ref()
-                        .map(|x| (x.state.name(), x.frames.to_vec()));
-                    (
-                        r.pid,
-                        r.tid.unwrap_or(r.pid),
-                        r.comm.clone(),
-                        pct,
-                        reason,
-                        r.exited,
-                    )
+    let result = interrupt::run(py, move |cancel| sample_twice(pids, wait, backend, cancel))?;
+    match result {
+        // The name as psutil gives names: surrogate-escaped where it is not UTF-8.
+        Ok(Some((which, rows))) => Ok((
+            which,
+            rows.into_iter()
+                .map(|(pid, tid, name, pct, reason, exited)| {
+                    Ok((pid, tid, os_str(py, &name)?, pct, reason, exited))
                 })
-                .collect();
-            let mut report = PassReport::new(choice.backend, choice.why);
-            report.phases = vec![("interval", wait)];
-            crate::host::set_last(report, started.elapsed());
-            Ok((choice.backend.name(), rows))
+                .collect::<PyResult<_>>()?,
+        )),
+        // Cancelled: only after the caller returned, so never seen.
+        Ok(None) => Err(pyo3::exceptions::PyRuntimeError::new_err("cancelled")),
+        Err(e) => Err(crate::collect_error(e)),
+    }
+}
+
+/// Sleeps `wait` in slices of [`POLL`]; false when `cancel` was set meanwhile.
+fn sleep_unless(wait: Duration, cancel: &AtomicBool) -> bool {
+    let end = Instant::now() + wait;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(POLL));
+    }
+}
+
+/// The sampler thread's work: open the source, sample, wait, sample, `between`. `None` when
+/// cancelled. An empty `pids` selects no thread: the interval passes and no row comes back.
+fn sample_twice(
+    pids: Option<Vec<i32>>,
+    wait: Duration,
+    backend: Backend,
+    cancel: &AtomicBool,
+) -> Result<Option<(&'static str, Vec<Row>)>, tasksnap_collect::Error> {
+    let started = Instant::now();
+    let pids = match pids {
+        Some(p) if p.is_empty() => {
+            return Ok(sleep_unless(wait, cancel).then(|| (backend.name(), Vec::new())));
+        }
+        Some(p) => p,
+        // The library's filter: no pid means every thread.
+        None => Vec::new(),
+    };
+    let filter = Filter {
+        pids,
+        comms: Vec::new(),
+    };
+    let choice = open_states(
+        backend,
+        bpf::Options {
+            filter: filter.clone(),
+            ..Default::default()
+        },
+        procfs::Options {
+            filter,
+            ..Default::default()
+        },
+    )?;
+    let mut src = choice.source;
+    let first = src.sample()?;
+    if !sleep_unless(wait, cancel) {
+        return Ok(None);
+    }
+    let second = src.sample()?;
+    let iv = between(&first, &second, Rollup::Thread);
+    let rows: Vec<Row> = iv
+        .rows
+        .iter()
+        .map(|r| {
+            let pct = State::ALL.map(|s| r.pct(s));
+            let reason = r
+                .top_reason
+                .as_ref()
+                .map(|x| (x.state.name(), x.frames.to_vec()));
+            (
+                r.pid,
+                r.tid.unwrap_or(r.pid),
+                match &r.comm_bytes {
+                    Some(b) => b.to_vec(),
+                    None => r.comm.clone().into_bytes(),
+                },
+                pct,
+                reason,
+                r.exited,
+            )
         })
-        .map_err(crate::collect_error)?;
-    Ok((which, rows))
+        .collect();
+    let mut report = PassReport::new(choice.backend, choice.why);
+    report.phases = vec![("interval", wait)];
+    crate::host::set_last(report, started.elapsed());
+    Ok(Some((choice.backend.name(), rows)))
 }

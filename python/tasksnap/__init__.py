@@ -296,6 +296,10 @@ def _check_attrs(attrs: Optional[Iterable[str]]) -> List[str]:
     return [a for a in dict.fromkeys(attrs)] if isinstance(attrs, (list, tuple)) else sorted(names)
 
 
+#: The largest pid the kernel can give (pid_t is a signed 32-bit integer).
+_PID_MAX = 2**31 - 1
+
+
 def _check_pid(pid: Any) -> int:
     if isinstance(pid, bool) or not isinstance(pid, int):
         raise TypeError(f"pid must be an integer (got {pid!r})")
@@ -325,6 +329,12 @@ class Process:
         if pid is None:
             pid = os.getpid()
         pid = _check_pid(pid)
+        # psutil on Linux: a pid beyond pid_t is "out of range", and 0 (the scheduler, which
+        # /proc does not show) is "not found", both NoSuchProcess.
+        if pid > _PID_MAX:
+            raise NoSuchProcess(pid, msg="process PID out of range")
+        if pid == 0:
+            raise NoSuchProcess(pid, msg="process PID not found")
         try:
             start_ns, info = _tasksnap.process(pid, ["name"], None, True)
         except NoSuchProcess:
@@ -517,10 +527,14 @@ def pids() -> List[int]:
 
 
 def pid_exists(pid: int) -> bool:
-    """Whether a process with this pid exists (a thread id is not a process)."""
-    pid = _check_pid(pid)
-    if pid == 0:
-        return True
+    """Whether a process with this pid exists (a thread id is not a process). As psutil on
+    Linux: False for a negative pid and for 0 (not a process /proc shows, so
+    ``Process(0)`` raises ``NoSuchProcess``); False for a pid beyond pid_t too (psutil
+    raises ``OverflowError`` there)."""
+    if isinstance(pid, bool) or not isinstance(pid, int):
+        raise TypeError(f"pid must be an integer (got {pid!r})")
+    if pid <= 0 or pid > _PID_MAX:
+        return False
     try:
         _tasksnap.process(pid, ["pid"], None, True)
         return True
@@ -548,6 +562,11 @@ def snapshot(
     ``cpu_children_system``; ``memory_info`` -> ``rss``, ``vms``, ``shared``, ``text``,
     ``data``; see ``column_names``). With ``threads``, ``pid`` is the process and a ``tid``
     column follows it. An unreadable value is None (null).
+
+    Text columns (``name``, ``username``, ``cmdline``) are valid UTF-8 whatever the bytes
+    (invalid ones replaced by U+FFFD); each has a sibling (``name_bytes``,
+    ``username_bytes``, ``cmdline_bytes``: ``bytes``, Arrow binary) holding the exact bytes
+    where they were not valid UTF-8, None otherwise.
     """
     names = _check_attrs(attrs)
     cols = _tasksnap.snapshot(names, bool(threads), _BACKEND)
@@ -559,7 +578,10 @@ def snapshot(
         if arrow:
             raise
         return cols
-    return pa.table(cols)
+    # Typed, so that a column of nulls (no name of this pass was invalid) is still binary.
+    types = {"name_bytes": pa.binary(), "username_bytes": pa.binary(),
+             "cmdline_bytes": pa.list_(pa.binary())}
+    return pa.table({k: pa.array(v, type=types.get(k)) for k, v in cols.items()})
 
 
 def column_names(attrs: Optional[Iterable[str]] = None, threads: bool = False) -> List[str]:
@@ -589,17 +611,19 @@ class ThreadStates(NamedTuple):
 
 
 def states(pids: Optional[Iterable[int]] = None, interval: float = 1.0) -> List[ThreadStates]:
-    """Per-thread scheduler states over ``interval`` seconds (blocking that long): for each
-    thread of ``pids`` (every thread when None), the share of time running, runnable
+    """Per-thread scheduler states over ``interval`` seconds (blocking that long; Ctrl-C
+    interrupts it at once): for each thread of ``pids`` (every thread when None, none when
+    empty), the share of time running, runnable
     (waiting for a CPU), sleeping, in disk sleep (D), stopped, or other, and the top reason
     it was off the CPU. As root the BPF accounting answers (exact); otherwise /proc, where
     running is exact and the rest sampled at 20 Hz. ``last_report()`` says which.
     """
-    want: List[int] = []
+    want: Optional[List[int]] = None
     if pids is not None:
         if isinstance(pids, int):
             pids = [pids]
-        want = [_check_pid(p) for p in pids]
+        # A pid beyond pid_t names no thread: it selects nothing, as one that exited.
+        want = [p for p in map(_check_pid, pids) if p <= _PID_MAX]
     if isinstance(interval, bool) or not isinstance(interval, (int, float)):
         raise TypeError(f"interval must be a number of seconds (got {interval!r})")
     _, rows = _tasksnap.states(want, float(interval), _BACKEND)

@@ -22,23 +22,23 @@ def process(
     ad_value: Any,
     use_ad: bool,
     expect_start_ns: Optional[int] = None,
-    name: Optional[str] = None,
+    name: Any = None,
 ) -> Tuple[int, Dict[str, Any]]:
     """(start_time_ns, info) of one process; raises NoSuchProcess, ZombieProcess,
     AccessDenied."""
 
-def threads(pid: int, expect_start_ns: Optional[int] = None, name: Optional[str] = None) -> List[Any]: ...
+def threads(pid: int, expect_start_ns: Optional[int] = None, name: Any = None) -> List[Any]: ...
 def children(
     pid: int,
     recursive: bool,
     expect_start_ns: Optional[int] = None,
-    name: Optional[str] = None,
+    name: Any = None,
     backend: str = "auto",
 ) -> List[Tuple[int, int]]: ...
 def snapshot(attrs: Sequence[str], threads: bool = False, backend: str = "auto") -> Dict[str, List[Any]]: ...
 def column_names(attrs: Sequence[str], threads: bool = False) -> List[str]: ...
 def states(
-    pids: Sequence[int], interval: float, backend: str = "auto"
+    pids: Optional[Sequence[int]], interval: float, backend: str = "auto"
 ) -> Tuple[str, List[Tuple[int, int, str, Tuple[float, float, float, float, float, float], Optional[Tuple[str, List[str]]], bool]]]: ...
 def last_report() -> Optional[Dict[str, Any]]: ...
 def boot_time() -> float: ...

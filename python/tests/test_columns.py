@@ -50,8 +50,8 @@ def test_snapshot_columns_match_process_iter(family, backend, arrow):
 def test_snapshot_threads_has_a_row_per_thread(family, backend):
     cols = tasksnap.snapshot(["pid", "name", "num_threads", "memory_info"], threads=True,
                              arrow=False)
-    assert list(cols) == ["pid", "tid", "name", "num_threads", "rss", "vms", "shared", "text",
-                          "data"]
+    assert list(cols) == ["pid", "tid", "name", "name_bytes", "num_threads", "rss", "vms",
+                          "shared", "text", "data"]
     threaded = family[1]
     rows = [i for i, p in enumerate(cols["pid"]) if p == threaded]
     tids = [cols["tid"][i] for i in rows]

@@ -4,7 +4,7 @@
 Usage:
     python3 check_dump_duckdb.py FILE.parquet --pid N --expect-rows K
         [--tid T] [--expect-state-seconds running=X,disk=Y,...] [--tolerance S]
-        [--expect-comm TEXT]
+        [--expect-comm TEXT] [--expect-comm-bytes HEX|null]
 
 Selects the rows of process N (and of thread T with --tid; a threads dump has one row per
 thread per reading, a processes dump one per process per reading) and checks that:
@@ -14,7 +14,9 @@ thread per reading, a processes dump one per process per reading) and checks tha
   - with --expect-state-seconds, each named state's seconds (`running_s`, `disk_s`, ...;
     also `alive`) summed over those rows equal the given ones within --tolerance seconds
     (default 0.001): what `tasksnap states --replay` prints for the same window;
-  - with --expect-comm, every row's `comm` is that text.
+  - with --expect-comm, every row's `comm` is that text;
+  - with --expect-comm-bytes, every row's `comm_bytes` is a BLOB of those bytes (given in
+    hex), or NULL for `null` (the comm was valid UTF-8).
 
 Exits 0 when everything matches, 1 with a message per mismatch otherwise, 2 on bad usage
 or a file DuckDB cannot read. Needs the `duckdb` Python package.
@@ -55,6 +57,7 @@ def main(argv=None):
     ap.add_argument("--expect-state-seconds", type=parse_states, default={})
     ap.add_argument("--tolerance", type=float, default=0.001, help="seconds (default 0.001)")
     ap.add_argument("--expect-comm")
+    ap.add_argument("--expect-comm-bytes", help="hex, or null")
     args = ap.parse_args(argv)
 
     try:
@@ -124,6 +127,16 @@ def main(argv=None):
         comms = [c for (c,) in con.execute(f"SELECT DISTINCT comm FROM dump WHERE {where}", params).fetchall()]
         if comms != [args.expect_comm]:
             failures.append(f"{who}: comm {comms!r}, expected {[args.expect_comm]!r}")
+
+    if args.expect_comm_bytes is not None:
+        want = None if args.expect_comm_bytes == "null" else bytes.fromhex(args.expect_comm_bytes)
+        if schema.get("comm_bytes") != "BLOB":
+            failures.append(f"`comm_bytes` is {schema.get('comm_bytes')}, not BLOB")
+        else:
+            got = [c for (c,) in con.execute(
+                f"SELECT DISTINCT comm_bytes FROM dump WHERE {where}", params).fetchall()]
+            if got != [want]:
+                failures.append(f"{who}: comm_bytes {got!r}, expected {[want]!r}")
 
     if failures:
         for f in failures:

@@ -359,7 +359,12 @@ fn ps_json_output_is_lossy() {
         };
         comm.pop(); // the kernel's newline
         let bytes = |k: &str| -> Vec<u8> {
-            match row.get(format!("{k}_hex")).and_then(|h| h.as_str()) {
+            // Every byte column has its `_bytes` sibling: hex, or null for valid UTF-8.
+            assert!(
+                row.get(format!("{k}_bytes")).is_some(),
+                "{k}_bytes in {row}"
+            );
+            match row[format!("{k}_bytes")].as_str() {
                 Some(hex) => (0..hex.len())
                     .step_by(2)
                     .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))

@@ -125,6 +125,7 @@ fn thread(r: &mut Rng, t: &Task, at: u64) -> ThreadTotals {
     ThreadTotals {
         id: t.id,
         comm: t.comm_lossy().into(),
+        comm_bytes: None,
         kernel_thread: false,
         state_ns,
         samples: [0; NSTATES],

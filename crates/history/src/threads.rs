@@ -37,6 +37,7 @@ pub fn same_thread(a: &ThreadTotals, b: &ThreadTotals) -> bool {
     let ThreadTotals {
         id,
         comm,
+        comm_bytes,
         kernel_thread,
         state_ns,
         samples,
@@ -48,6 +49,7 @@ pub fn same_thread(a: &ThreadTotals, b: &ThreadTotals) -> bool {
     } = a;
     *id == b.id
         && *comm == b.comm
+        && *comm_bytes == b.comm_bytes
         && *kernel_thread == b.kernel_thread
         && *state_ns == b.state_ns
         && *samples == b.samples
@@ -88,6 +90,9 @@ pub(crate) fn unchanged(k: &ThreadTotals, t: &ThreadTotals) -> bool {
     let ThreadTotals {
         id,
         comm,
+        // Not recorded: a recording keeps the comm's text (and the task's exact comm in its
+        // snapshot).
+        comm_bytes: _,
         kernel_thread,
         state_ns,
         samples,
@@ -156,6 +161,8 @@ pub(crate) fn put_thread(
     let ThreadTotals {
         id,
         comm,
+        // Not recorded: older readers take a thread's comm as UTF-8 text only.
+        comm_bytes: _,
         kernel_thread,
         state_ns,
         samples,
@@ -282,6 +289,7 @@ pub(crate) fn get_thread(
     Ok(ThreadTotals {
         id,
         comm: comm.into(),
+        comm_bytes: None,
         kernel_thread: f & F_KERNEL != 0,
         state_ns,
         samples,

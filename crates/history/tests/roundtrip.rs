@@ -222,6 +222,7 @@ fn new_thread(r: &mut Rng, id: TaskId, at: u64) -> ThreadTotals {
             id
         },
         comm: r.text(8).into(),
+        comm_bytes: None,
         kernel_thread: r.chance(10),
         state_ns: std::array::from_fn(|_| r.num()),
         samples: std::array::from_fn(|_| r.below(100)),

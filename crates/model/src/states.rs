@@ -163,8 +163,13 @@ pub type ThreadMap<V> = HashMap<TaskId, V, std::hash::BuildHasherDefault<ThreadH
 pub struct ThreadTotals {
     /// The thread (tid, its process, its start time: a reused tid is another thread).
     pub id: TaskId,
-    /// Command name; may hold any byte the kernel allows except NUL (shown escaped).
+    /// Command name as text: invalid UTF-8 replaced by U+FFFD; may hold any other byte the
+    /// kernel allows except NUL (shown escaped).
     pub comm: Arc<str>,
+    /// The comm's exact bytes when they are not valid UTF-8 (`comm` then has U+FFFD in
+    /// their place); `None` when `comm` is exact, or the source kept text only (a
+    /// recording's samples).
+    pub comm_bytes: Option<Arc<[u8]>>,
     /// Whether it is a kernel thread.
     pub kernel_thread: bool,
     /// ns per state (`State::index`). BPF: all states. /proc: running and the ended run-queue

@@ -57,8 +57,11 @@ pub struct Row {
     pub pid: i32,
     /// Thread id, for thread rows.
     pub tid: Option<i32>,
-    /// Command name.
+    /// Command name as text (invalid UTF-8 replaced by U+FFFD).
     pub comm: String,
+    /// The command name's exact bytes when they are not valid UTF-8 (from the source's
+    /// `ThreadTotals::comm_bytes`).
+    pub comm_bytes: Option<Arc<[u8]>>,
     /// ns per state in the interval.
     pub ns: [u64; NSTATES],
     /// ns alive in the interval: the sum of `ns`.
@@ -366,6 +369,7 @@ fn thread_row(d: &ThreadDelta<'_>, reasons: &HashMap<u32, Arc<[String]>>) -> Row
         pid: cur.id.tgid,
         tid: Some(cur.id.tid),
         comm: cur.comm.to_string(),
+        comm_bytes: cur.comm_bytes.clone(),
         ns: d.ns,
         alive_ns: d.alive_ns(),
         threads: 1,
@@ -394,6 +398,9 @@ fn thread_row(d: &ThreadDelta<'_>, reasons: &HashMap<u32, Arc<[String]>>) -> Row
     row
 }
 
+/// A roll-up's group: the pid (process), or the comm's text and exact bytes (command).
+type GroupKey = (i32, String, Option<Arc<[u8]>>);
+
 /// The interval from `prev` to `cur`, one row per thread of `cur` (threads that exited
 /// during it included), grouped by `rollup`.
 pub fn between(prev: &Sample, cur: &Sample, rollup: Rollup) -> Interval {
@@ -406,18 +413,21 @@ pub fn between(prev: &Sample, cur: &Sample, rollup: Rollup) -> Interval {
     let rows = match rollup {
         Rollup::Thread => rows,
         Rollup::Process | Rollup::Command => {
-            let mut groups: HashMap<(i32, String), Row> = HashMap::new();
+            // A command is its exact bytes: two names that differ only in invalid bytes are
+            // two commands.
+            let mut groups: HashMap<GroupKey, Row> = HashMap::new();
             for r in rows {
                 let key = if rollup == Rollup::Process {
-                    (r.pid, String::new())
+                    (r.pid, String::new(), None)
                 } else {
-                    (0, r.comm.clone())
+                    (0, r.comm.clone(), r.comm_bytes.clone())
                 };
                 match groups.get_mut(&key) {
                     Some(g) => {
                         // A process is named after its main thread.
                         if r.tid == Some(r.pid) {
                             g.comm = r.comm.clone();
+                            g.comm_bytes = r.comm_bytes.clone();
                         }
                         g.add(&r);
                     }
@@ -648,5 +658,39 @@ mod tests {
         iv.sort(SortKey::Offcpu);
         let order: Vec<_> = iv.rows.iter().map(|r| r.tid).collect();
         assert_eq!(order, vec![Some(2), Some(3), Some(1)]);
+    }
+
+    /// Two commands whose names differ only in bytes that are not UTF-8 have the same text
+    /// (`x\u{fffd}`): the command roll-up keeps them apart by their exact bytes.
+    #[test]
+    fn commands_differing_only_in_invalid_bytes_stay_apart() {
+        const S: u64 = 1_000_000_000;
+        let mut prev = Sample::new(Mode::Bpf, 0);
+        let mut cur = Sample::new(Mode::Bpf, S);
+        for (tid, name) in [(1, &b"x\xff"[..]), (2, b"x\xfe"), (3, b"x\xfe")] {
+            let mut t = totals(tid, [0; NSTATES], 0);
+            t.comm = String::from_utf8_lossy(name).into();
+            t.comm_bytes = Some(Arc::from(name));
+            prev.threads.insert(t.id, t.clone());
+            t.state_ns[State::Running.index()] = S;
+            t.seen_at_ns = S;
+            cur.threads.insert(t.id, t);
+        }
+        let iv = between(&prev, &cur, Rollup::Command);
+        let mut got: Vec<(Option<&[u8]>, usize)> = iv
+            .rows
+            .iter()
+            .map(|r| (r.comm_bytes.as_deref(), r.threads))
+            .collect();
+        got.sort();
+        assert_eq!(got, [(Some(&b"x\xfe"[..]), 2), (Some(&b"x\xff"[..]), 1)]);
+        assert!(iv.rows.iter().all(|r| r.comm == "x\u{fffd}"));
+        let threads = between(&prev, &cur, Rollup::Thread);
+        let one = threads
+            .rows
+            .iter()
+            .find(|r| r.tid == Some(1))
+            .expect("tid 1");
+        assert_eq!(one.comm_bytes.as_deref(), Some(&b"x\xff"[..]));
     }
 }

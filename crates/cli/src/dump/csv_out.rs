@@ -1,7 +1,7 @@
 //! CSV: a header row of the column names, then one record per row, quoted as RFC 4180 says
 //! (the `csv` crate's default: only fields holding a comma, quote or line break are quoted).
 //! Times are RFC 3339 UTC with microseconds, nulls are empty fields, floats the shortest
-//! text that reads back to the same number.
+//! text that reads back to the same number, exact bytes (`*_bytes`) lower-case hex.
 
 use std::io::{self, Write};
 
@@ -59,6 +59,10 @@ fn render(v: &Value, buf: &mut String) {
         Value::Float(_) => Ok(()),
         Value::Text(s) => {
             buf.push_str(s);
+            Ok(())
+        }
+        Value::Bytes(b) => {
+            super::table::hex_into(buf, b);
             Ok(())
         }
         Value::Bool(b) => write!(buf, "{b}"),

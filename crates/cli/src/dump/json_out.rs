@@ -1,6 +1,7 @@
 //! JSON Lines: one object per row, keys the column names in the chosen order. Times are
 //! RFC 3339 UTC strings with microseconds, nulls (and non-finite floats) `null`, text is
-//! valid UTF-8 (invalid bytes of the source replaced by U+FFFD) escaped by serde_json.
+//! valid UTF-8 (invalid bytes of the source replaced by U+FFFD) escaped by serde_json, and
+//! exact bytes (`*_bytes`) a string of lower-case hex.
 
 use std::io::{BufWriter, Write};
 
@@ -59,6 +60,11 @@ impl Sink for JsonSink<'_> {
                 Value::Float(_) => out.write_all(b"null")?,
                 Value::Text(s) => {
                     serde_json::to_writer(&mut *out, s).map_err(std::io::Error::from)?
+                }
+                Value::Bytes(b) => {
+                    let mut hex = String::with_capacity(2 * b.len());
+                    super::table::hex_into(&mut hex, b);
+                    write!(out, "\"{hex}\"")?
                 }
                 Value::Bool(b) => write!(out, "{b}")?,
             }

@@ -135,6 +135,21 @@ pub fn select(opts: &Options) -> anyhow::Result<Vec<Column>> {
         }
         chosen.push(c.clone());
     }
+    if !om {
+        // A text column brings its `_bytes` sibling, right after it, unless chosen too:
+        // no choice of columns loses the exact bytes of a name.
+        let mut i = 0;
+        while i < chosen.len() {
+            if let Some(s) = table::sibling(&chosen[i]) {
+                if !chosen.iter().any(|x| x.name == s) {
+                    if let Some(c) = all.iter().find(|c| c.name == s) {
+                        chosen.insert(i + 1, c.clone());
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
     if om {
         // Timestamps and the labels that tell series apart are not optional there.
         let required: Vec<Column> = all

@@ -181,6 +181,8 @@ impl Sink for OpenMetricsSink<'_> {
             let text = match &row[*i] {
                 Value::Null => continue,
                 Value::Text(s) => s.clone(),
+                // No `_bytes` column is a label; this arm only keeps the match whole.
+                Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
                 Value::Int(n) => n.to_string(),
                 Value::Float(x) => x.to_string(),
                 Value::Bool(b) => b.to_string(),
@@ -200,7 +202,7 @@ impl Sink for OpenMetricsSink<'_> {
                 Value::Float(x) => Some(*x),
                 Value::Time(ns) => Some(*ns as f64),
                 Value::Bool(b) => Some(f64::from(u8::from(*b))),
-                Value::Null | Value::Text(_) => None,
+                Value::Null | Value::Text(_) | Value::Bytes(_) => None,
             };
             // Accumulated counters start at 0 where the dump has no interval yet.
             let v = match v {

@@ -1,6 +1,6 @@
 //! Parquet through the arrow and parquet crates: one Arrow column per chosen column (`time`
 //! and `start_time` as `TIMESTAMP(MICROSECOND, UTC)`, integers INT64, floats DOUBLE, text
-//! UTF8, flags BOOLEAN, all nullable), rows gathered into record batches of [`BATCH_ROWS`],
+//! UTF8, exact bytes BINARY, flags BOOLEAN, all nullable), rows gathered into record batches of [`BATCH_ROWS`],
 //! one row group each, zstd-compressed. The parquet writer wants an owned `Write + Send`: it
 //! writes into a `Vec` that is drained into the caller's writer after every row group, so
 //! memory holds one row group at most. An empty dump is a file with the schema and no rows.
@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
+    BinaryBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
+    TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -31,6 +32,7 @@ fn data_type(k: Kind) -> DataType {
         Kind::Int => DataType::Int64,
         Kind::Float => DataType::Float64,
         Kind::Text => DataType::Utf8,
+        Kind::Bytes => DataType::Binary,
         Kind::Bool => DataType::Boolean,
     }
 }
@@ -41,6 +43,7 @@ enum Builder {
     Int(Int64Builder),
     Float(Float64Builder),
     Text(StringBuilder),
+    Bytes(BinaryBuilder),
     Bool(BooleanBuilder),
 }
 
@@ -51,6 +54,7 @@ impl Builder {
             Kind::Int => Builder::Int(Int64Builder::new()),
             Kind::Float => Builder::Float(Float64Builder::new()),
             Kind::Text => Builder::Text(StringBuilder::new()),
+            Kind::Bytes => Builder::Bytes(BinaryBuilder::new()),
             Kind::Bool => Builder::Bool(BooleanBuilder::new()),
         }
     }
@@ -66,6 +70,8 @@ impl Builder {
             (Builder::Float(b), _) => b.append_null(),
             (Builder::Text(b), Value::Text(s)) => b.append_value(s),
             (Builder::Text(b), _) => b.append_null(),
+            (Builder::Bytes(b), Value::Bytes(x)) => b.append_value(x),
+            (Builder::Bytes(b), _) => b.append_null(),
             (Builder::Bool(b), Value::Bool(x)) => b.append_value(*x),
             (Builder::Bool(b), _) => b.append_null(),
         }
@@ -77,6 +83,7 @@ impl Builder {
             Builder::Int(b) => Arc::new(b.finish()),
             Builder::Float(b) => Arc::new(b.finish()),
             Builder::Text(b) => Arc::new(b.finish()),
+            Builder::Bytes(b) => Arc::new(b.finish()),
             Builder::Bool(b) => Arc::new(b.finish()),
         }
     }

@@ -34,6 +34,8 @@ pub enum Kind {
     Float,
     /// UTF-8 text (invalid bytes of the source replaced by U+FFFD).
     Text,
+    /// Exact bytes (Parquet `BYTE_ARRAY` without a string annotation, text lower-case hex).
+    Bytes,
     /// A boolean.
     Bool,
 }
@@ -52,6 +54,8 @@ pub enum Value {
     Float(f64),
     /// Text.
     Text(String),
+    /// Bytes that are not valid UTF-8, as they are.
+    Bytes(Vec<u8>),
     /// A flag.
     Bool(bool),
 }
@@ -92,8 +96,11 @@ enum Field {
     Ppid,
     Uid,
     User,
+    UserBytes,
     Comm,
+    CommBytes,
     Args,
+    ArgsBytes,
     State,
     CpuSeconds,
     RssBytes,
@@ -107,6 +114,7 @@ enum Field {
     ReadBytes,
     WriteBytes,
     Cgroup,
+    CgroupBytes,
     OnCpuNs,
     RunDelayNs,
     Exited,
@@ -140,6 +148,34 @@ pub struct Column {
     /// Whether OpenMetrics uses it as a label identifying the series.
     pub label: bool,
     field: Field,
+}
+
+/// The `_bytes` sibling of the text column `of`.
+///
+/// Names are the bytes they are: a text column whose source is the task's own bytes
+/// (`comm`, `args`, `user`, `cgroup`) is valid UTF-8 (invalid sequences replaced by
+/// U+FFFD), and its sibling `<name>_bytes` ([`Kind::Bytes`]) holds the exact bytes the
+/// text was decoded from when they were not valid UTF-8, null otherwise.
+fn bytes_col(of: &str, field: Field) -> Column {
+    col(
+        &format!("{of}_bytes"),
+        Kind::Bytes,
+        &format!(
+            "the exact bytes of {of} when they are not valid UTF-8 (hex in CSV and JSON, \
+             binary in Parquet); null otherwise"
+        ),
+        field,
+    )
+}
+
+/// The name of the `_bytes` sibling of a text column that has one (see [`bytes_col`]):
+/// choosing the column brings the sibling along, so no choice of columns loses bytes.
+pub fn sibling(c: &Column) -> Option<String> {
+    matches!(
+        c.field,
+        Field::User | Field::Comm | Field::Args | Field::Cgroup
+    )
+    .then(|| format!("{}_bytes", c.name))
 }
 
 fn col(name: &str, kind: Kind, help: &str, field: Field) -> Column {
@@ -269,13 +305,16 @@ fn task_columns(threads: bool) -> Vec<Column> {
                 user.label()
             }
         },
+        bytes_col("user", Field::UserBytes),
         col("comm", Text, "command name", Field::Comm).label(),
+        bytes_col("comm", Field::CommBytes),
         col(
             "args",
             Text,
             "command line, arguments joined by spaces; empty for kernel threads",
             Field::Args,
         ),
+        bytes_col("args", Field::ArgsBytes),
         col(
             "state",
             Text,
@@ -352,6 +391,7 @@ fn task_columns(threads: bool) -> Vec<Column> {
             "cgroup v2 path (else the /proc/PID/cgroup lines joined by ';')",
             Field::Cgroup,
         ),
+        bytes_col("cgroup", Field::CgroupBytes),
         col(
             "on_cpu_ns",
             Int,
@@ -548,28 +588,46 @@ fn text(bytes: &[u8]) -> Value {
     Value::Text(String::from_utf8_lossy(bytes).into_owned())
 }
 
+/// Appends `bytes` as lower-case hex (how CSV and JSON carry a `_bytes` column).
+pub fn hex_into(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+}
+
+/// The `_bytes` sibling's value: the bytes when they are not valid UTF-8, else null.
+fn exact(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => Value::Null,
+        Err(_) => Value::Bytes(bytes.to_vec()),
+    }
+}
+
 fn secs(ns: u64) -> Value {
     Value::Float(ns as f64 / 1e9)
 }
 
-/// A command line, NUL-separated, as one space-separated line.
-fn args_text(cmdline: &[u8]) -> String {
+/// A command line, NUL-separated, as one space-separated line (bytes).
+fn args_line(cmdline: &[u8]) -> Vec<u8> {
     let trimmed = cmdline.strip_suffix(&[0]).unwrap_or(cmdline);
-    let joined: Vec<u8> = trimmed
+    trimmed
         .iter()
         .map(|&b| if b == 0 { b' ' } else { b })
-        .collect();
-    String::from_utf8_lossy(&joined).into_owned()
+        .collect()
 }
 
-fn cgroup_text(raw: &[u8]) -> String {
+/// The cgroup v2 path, else the lines of /proc/PID/cgroup joined by `;` (bytes).
+fn cgroup_line(raw: &[u8]) -> Vec<u8> {
     match tasksnap_procfs::parse::cgroup_v2_path(raw) {
-        Some(p) => String::from_utf8_lossy(p).into_owned(),
-        None => String::from_utf8_lossy(raw)
-            .lines()
+        Some(p) => p.to_vec(),
+        None => raw
+            .split(|&b| b == b'\n')
+            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
             .filter(|l| !l.is_empty())
             .collect::<Vec<_>>()
-            .join(";"),
+            .join(&b';'),
     }
 }
 
@@ -738,6 +796,16 @@ fn task_value(
             (None, Some(r)) => Value::Text(r.comm.clone()),
             _ => Value::Null,
         },
+        Field::CommBytes => match (base, row) {
+            (Some(b), _) => exact(&b.comm),
+            // A thread gone from the snapshot: what the state sample kept (nothing when
+            // it came from a recording, which keeps a thread's comm as text).
+            (None, Some(r)) => r
+                .comm_bytes
+                .as_deref()
+                .map_or(Value::Null, |b| Value::Bytes(b.to_vec())),
+            _ => Value::Null,
+        },
         Field::Ppid => base.map_or(Value::Null, |b| Value::Int(b.ppid.into())),
         Field::Uid => task
             .and_then(|t| t.cred.as_ref())
@@ -749,11 +817,18 @@ fn task_value(
             },
             None => Value::Null,
         },
+        Field::UserBytes => task
+            .and_then(|t| t.cred.as_ref())
+            .and_then(|c| names.user(c.euid))
+            .map_or(Value::Null, exact),
         Field::Args => match (task.and_then(|t| t.cmdline.as_deref()), base) {
-            (Some(c), _) => Value::Text(args_text(c)),
+            (Some(c), _) => text(&args_line(c)),
             (None, Some(b)) if b.kthread => Value::Text(String::new()),
             _ => Value::Null,
         },
+        Field::ArgsBytes => task
+            .and_then(|t| t.cmdline.as_deref())
+            .map_or(Value::Null, |c| exact(&args_line(c))),
         Field::State => base.map_or(Value::Null, |b| {
             Value::Text(char::from(b.state.letter()).to_string())
         }),
@@ -787,7 +862,10 @@ fn task_value(
         Field::WriteBytes => io.map_or(Value::Null, |i| int(i.write_bytes)),
         Field::Cgroup => task
             .and_then(|t| t.cgroup.as_deref())
-            .map_or(Value::Null, |c| Value::Text(cgroup_text(c))),
+            .map_or(Value::Null, |c| text(&cgroup_line(c))),
+        Field::CgroupBytes => task
+            .and_then(|t| t.cgroup.as_deref())
+            .map_or(Value::Null, |c| exact(&cgroup_line(c))),
         Field::OnCpuNs => sched.map_or(Value::Null, |s| int(s.on_cpu_ns)),
         Field::RunDelayNs => sched.map_or(Value::Null, |s| int(s.run_delay_ns)),
         Field::Exited => match iv {
@@ -921,16 +999,31 @@ mod tests {
 
     #[test]
     fn command_lines_and_cgroups_as_text() {
-        assert_eq!(args_text(b"sleep\x0010\x00"), "sleep 10");
-        assert_eq!(args_text(b"a\xffb"), "a\u{fffd}b");
-        assert_eq!(args_text(b""), "");
         assert_eq!(
-            cgroup_text(b"0::/user.slice/x.scope\n"),
-            "/user.slice/x.scope"
+            text(&args_line(b"sleep\x0010\x00")),
+            Value::Text("sleep 10".into())
         );
         assert_eq!(
-            cgroup_text(b"4:memory:/a\n3:cpu:/b\n"),
-            "4:memory:/a;3:cpu:/b"
+            text(&args_line(b"a\xffb")),
+            Value::Text("a\u{fffd}b".into())
+        );
+        assert_eq!(
+            exact(&args_line(b"a\xffb\x00c\x00")),
+            Value::Bytes(b"a\xffb c".to_vec())
+        );
+        assert_eq!(exact(&args_line(b"sleep\x0010\x00")), Value::Null);
+        assert_eq!(args_line(b""), b"");
+        assert_eq!(
+            cgroup_line(b"0::/user.slice/x.scope\n"),
+            b"/user.slice/x.scope"
+        );
+        assert_eq!(
+            cgroup_line(b"4:memory:/a\n3:cpu:/b\n"),
+            b"4:memory:/a;3:cpu:/b"
+        );
+        assert_eq!(
+            exact(&cgroup_line(b"0::/a\xfe\n")),
+            Value::Bytes(b"/a\xfe".to_vec())
         );
     }
 }

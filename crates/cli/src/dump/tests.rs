@@ -242,15 +242,18 @@ fn csv_reads_back_with_the_values() {
     assert_eq!(n, 9, "3 processes x 3 readings");
     assert_eq!(rows.len(), 9);
     assert_eq!(
-        &header[..12],
+        &header[..15],
         [
             "time",
             "pid",
             "ppid",
             "uid",
             "user",
+            "user_bytes",
             "comm",
+            "comm_bytes",
             "args",
+            "args_bytes",
             "state",
             "cpu_seconds",
             "rss_bytes",
@@ -314,7 +317,7 @@ fn an_empty_dump_is_a_header() {
     assert_eq!(n, 0);
     let text = String::from_utf8(out).expect("utf-8");
     assert!(
-        text.starts_with("time,pid,ppid,uid,user,comm,args,"),
+        text.starts_with("time,pid,ppid,uid,user,user_bytes,comm,comm_bytes,args,args_bytes,"),
         "{text}"
     );
     assert_eq!(text.lines().count(), 1);
@@ -355,8 +358,16 @@ fn fields_choose_and_order_the_columns() {
     o.fields = Some(vec!["comm".into(), "pid".into()]);
     let (_, out) = dump(readings(), &o);
     let (header, rows) = csv_rows(&out);
-    assert_eq!(header, ["comm", "pid"]);
+    // A text column brings the column of its exact bytes.
+    assert_eq!(header, ["comm", "comm_bytes", "pid"]);
     assert_eq!(rows[0]["pid"], "1");
+    // Unless it is chosen too, where it was chosen; or chosen alone.
+    o.fields = Some(vec!["pid".into(), "args_bytes".into(), "args".into()]);
+    let (header, _) = csv_rows(&dump(readings(), &o).1);
+    assert_eq!(header, ["pid", "args_bytes", "args"]);
+    o.fields = Some(vec!["comm_bytes".into()]);
+    let (header, _) = csv_rows(&dump(readings(), &o).1);
+    assert_eq!(header, ["comm_bytes"]);
 
     o.fields = Some(vec!["pid".into(), "bogus".into()]);
     let err = write(&mut std::iter::empty(), &o, &mut Vec::new()).expect_err("unknown field");
@@ -673,13 +684,97 @@ fn duckdb_reads_the_parquet_dump() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/py/check_dump_duckdb.py"
     );
-    let status = std::process::Command::new(python)
+    let status = std::process::Command::new(&python)
         .arg(script)
         .arg(&path)
         .args(["--pid", "100", "--tid", "101", "--expect-rows", "3"])
         .args(["--expect-state-seconds", "running=0.4,disk=1.6,sleeping=0"])
         .args(["--expect-comm", "line\nbreak"])
+        .args(["--expect-comm-bytes", "null"])
         .status()
         .expect("python runs");
     assert!(status.success(), "{status}");
+    // A comm that is not UTF-8: replaced in `comm`, exact in the BLOB `comm_bytes`.
+    let status = std::process::Command::new(&python)
+        .arg(script)
+        .arg(&path)
+        .args(["--pid", "100", "--tid", "100", "--expect-rows", "3"])
+        .args(["--expect-comm", "a,b\"q\u{fffd}"])
+        .args(["--expect-comm-bytes", "612c622271ff"])
+        .status()
+        .expect("python runs");
+    assert!(status.success(), "{status}");
+}
+
+/// The readings, with process 100's command line and cgroup not valid UTF-8 either.
+fn hostile_readings() -> Vec<Reading> {
+    let mut rs = readings();
+    for r in &mut rs {
+        for t in r.snapshot.tasks.iter_mut().filter(|t| t.id.tid == 100) {
+            t.cmdline = Some(b"prog\0\xfe\0".to_vec());
+            t.cgroup = Some(b"0::/a\xfd\n".to_vec());
+        }
+    }
+    rs
+}
+
+/// CSV, JSON and Parquet dumps replaced invalid UTF-8 with U+FFFD and kept no exact bytes,
+/// although the store has them: now a `_bytes` sibling holds them (hex in CSV and JSON,
+/// binary in Parquet), null where the text is exact.
+#[test]
+fn dump_keeps_the_exact_bytes_of_names() {
+    let (_, out) = dump(hostile_readings(), &opts(Format::Csv, What::Processes));
+    let (_, rows) = csv_rows(&out);
+    let p100 = rows.iter().find(|r| r["pid"] == "100").expect("100");
+    assert_eq!(p100["comm"], "a,b\"q\u{fffd}");
+    assert_eq!(p100["comm_bytes"], "612c622271ff");
+    assert_eq!(p100["args"], "prog \u{fffd}");
+    assert_eq!(p100["args_bytes"], "70726f6720fe");
+    assert_eq!(p100["cgroup"], "/a\u{fffd}");
+    assert_eq!(p100["cgroup_bytes"], "2f61fd");
+    let init = rows.iter().find(|r| r["pid"] == "1").expect("init");
+    for c in ["comm_bytes", "args_bytes", "cgroup_bytes", "user_bytes"] {
+        assert_eq!(init[c], "", "{c}: valid UTF-8 has no bytes");
+    }
+
+    let (_, out) = dump(hostile_readings(), &opts(Format::Json, What::Threads));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let t100 = lines.iter().find(|l| l["tid"] == 100).expect("100");
+    assert_eq!(t100["comm"], "a,b\"q\u{fffd}");
+    assert_eq!(t100["comm_bytes"], "612c622271ff");
+    assert_eq!(t100["args_bytes"], "70726f6720fe");
+    let t101 = lines.iter().find(|l| l["tid"] == 101).expect("101");
+    assert!(t101["comm_bytes"].is_null() && t101["user_bytes"].is_null());
+
+    let (_, out) = dump(hostile_readings(), &opts(Format::Parquet, What::Processes));
+    let (schema, batches) = parquet_batches(out);
+    for c in ["comm_bytes", "args_bytes", "user_bytes", "cgroup_bytes"] {
+        assert_eq!(
+            schema.field_with_name(c).expect(c).data_type(),
+            &DataType::Binary
+        );
+    }
+    let b = &batches[0];
+    let col = |name: &str| b.column(schema.index_of(name).expect(name)).clone();
+    let pid = col("pid");
+    let pid = pid.as_primitive::<Int64Type>();
+    let comm = col("comm_bytes");
+    let comm = comm.as_binary::<i32>();
+    let args = col("args_bytes");
+    let args = args.as_binary::<i32>();
+    let mut seen = 0;
+    for i in 0..b.num_rows() {
+        if pid.value(i) == 100 {
+            assert_eq!(comm.value(i), ODD_COMM);
+            assert_eq!(args.value(i), b"prog \xfe");
+            seen += 1;
+        } else {
+            assert!(comm.is_null(i) && args.is_null(i));
+        }
+    }
+    assert_eq!(seen, 3);
 }

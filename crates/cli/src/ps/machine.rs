@@ -4,10 +4,12 @@
 //! the task's own bytes (a comm of one space stays `" "`, trailing spaces and control
 //! characters stay), where the text output escapes them for a terminal. A command line's
 //! NUL separators become spaces (as in every ps column) and its final terminator goes; an
-//! empty one is `[comm]`, as ps shows it. JSON strings must be Unicode, so a value that is not valid UTF-8 is written
-//! with U+FFFD in place of each bad sequence, and its exact bytes are added in hex under the
-//! column's name plus `_hex` (`"comm":"a\ufffd","comm_hex":"61ff"`): every JSON parser
-//! reads the row, and nothing is lost. CSV carries the bytes as they are. Every other
+//! empty one is `[comm]`, as ps shows it. JSON strings must be Unicode, so such a column is
+//! written as tasksnap writes every table-shaped output: the text with U+FFFD in place of
+//! each sequence that is not valid UTF-8, and next to it, under the column's name plus
+//! `_bytes`, the exact bytes in hex when they were not valid UTF-8, null otherwise
+//! (`"comm":"a\ufffd","comm_bytes":"61ff"`): every JSON parser reads the row, every row has
+//! the same keys, and nothing is lost. CSV carries the bytes as they are. Every other
 //! column is the text ps would print, without padding; JSON gives integers as numbers (not the
 //! hexadecimal signal masks and addresses, which stay strings, all 16 digits).
 
@@ -120,23 +122,24 @@ fn json_string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
-/// Appends `"key":value` for a column of bytes: the text, and when it is not valid UTF-8
-/// also `"key_hex":"..."` with the exact bytes.
+/// Appends `"key":value` for a column of bytes: the text, then `"key_bytes":` with the
+/// exact bytes in hex when they are not valid UTF-8, else null.
 fn json_bytes(out: &mut Vec<u8>, key: &str, bytes: &[u8]) {
     json_string(out, key);
     out.push(b':');
-    match std::str::from_utf8(bytes) {
-        Ok(text) => json_string(out, text),
-        Err(_) => {
-            json_string(out, &String::from_utf8_lossy(bytes));
-            out.push(b',');
-            json_string(out, &format!("{key}_hex"));
-            out.extend_from_slice(b":\"");
-            for b in bytes {
-                out.extend_from_slice(format!("{b:02x}").as_bytes());
-            }
-            out.push(b'"');
+    let valid = std::str::from_utf8(bytes).is_ok();
+    json_string(out, &String::from_utf8_lossy(bytes));
+    out.push(b',');
+    json_string(out, &format!("{key}_bytes"));
+    out.push(b':');
+    if valid {
+        out.extend_from_slice(b"null");
+    } else {
+        out.push(b'"');
+        for b in bytes {
+            out.extend_from_slice(format!("{b:02x}").as_bytes());
         }
+        out.push(b'"');
     }
 }
 
@@ -261,11 +264,24 @@ mod tests {
         ] {
             let v = js(exact);
             assert_eq!(v["comm"].as_str().map(str::as_bytes), Some(exact), "{v}");
-            assert!(v.get("comm_hex").is_none(), "{v}");
+            assert!(v["comm_bytes"].is_null(), "{v}");
         }
         let v = js(b"ok\xff(");
         assert_eq!(v["comm"], "ok\u{fffd}(");
-        assert_eq!(v["comm_hex"], "6f6bff28");
+        assert_eq!(v["comm_bytes"], "6f6bff28");
+    }
+
+    /// ps JSON named the exact bytes `comm_hex` and left the key out for valid UTF-8: every
+    /// table-shaped output now has one rule, a `_bytes` sibling on every row, hex or null.
+    #[test]
+    fn ps_json_bytes_sibling_follows_the_table_rule() {
+        let v = js(b"plain");
+        assert_eq!(v.as_object().map(|o| o.len()), Some(2), "{v}");
+        assert!(v.get("comm_bytes").is_some_and(|b| b.is_null()), "{v}");
+        let v = js(b"x\xff");
+        assert_eq!(v["comm"], "x\u{fffd}");
+        assert_eq!(v["comm_bytes"], "78ff");
+        assert!(v.get("comm_hex").is_none(), "{v}");
     }
 
     #[test]

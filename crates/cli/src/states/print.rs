@@ -73,7 +73,11 @@ fn round2(x: f64) -> f64 {
 struct JsonRow<'a> {
     pid: Option<i32>,
     tid: Option<i32>,
+    /// Valid UTF-8: invalid bytes replaced by U+FFFD.
     comm: &'a str,
+    /// The comm's exact bytes in hex when they are not valid UTF-8, else null (the rule of
+    /// every table-shaped output: docs/record.md).
+    comm_bytes: Option<String>,
     running_pct: f64,
     runnable_pct: f64,
     sleeping_pct: f64,
@@ -100,6 +104,10 @@ impl<'a> JsonRow<'a> {
             pid: (rollup != Rollup::Command).then_some(r.pid),
             tid: r.tid,
             comm: &r.comm,
+            comm_bytes: r
+                .comm_bytes
+                .as_deref()
+                .map(|b| b.iter().map(|x| format!("{x:02x}")).collect()),
             running_pct: round2(r.pct(State::Running)),
             runnable_pct: round2(r.pct(State::Runnable)),
             sleeping_pct: round2(r.pct(State::Sleeping)),
@@ -372,4 +380,36 @@ fn push_pct(out: &mut String, x: f64, width: usize) {
         out.push(' ');
     }
     out.push_str(std::str::from_utf8(&tmp[i..]).unwrap_or("?"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `states --json` gave a comm that is not UTF-8 with U+FFFD and no exact bytes: the
+    /// table rule's `comm_bytes` sibling (hex, null for a valid comm) is on every row.
+    #[test]
+    fn states_json_gives_invalid_utf8_comm_a_bytes_column() {
+        let bad = Row {
+            pid: 7,
+            tid: Some(7),
+            comm: "x\u{fffd}".into(),
+            comm_bytes: Some(std::sync::Arc::from(&b"x\xff"[..])),
+            threads: 1,
+            ..Row::default()
+        };
+        let v = serde_json::to_value(JsonRow::of(&bad, Rollup::Thread)).expect("JSON");
+        assert_eq!(v["comm"], "x\u{fffd}");
+        assert_eq!(v["comm_bytes"], "78ff");
+        let good = Row {
+            comm: "ok".into(),
+            ..bad
+        };
+        let good = Row {
+            comm_bytes: None,
+            ..good
+        };
+        let v = serde_json::to_value(JsonRow::of(&good, Rollup::Thread)).expect("JSON");
+        assert!(v.get("comm_bytes").is_some_and(|b| b.is_null()), "{v}");
+    }
 }

@@ -75,6 +75,8 @@ impl Default for Options {
 pub struct Stat {
     /// Command name (from between the first `(` and the last `)`), lossy UTF-8.
     pub comm: String,
+    /// Its exact bytes when they are not valid UTF-8.
+    pub comm_bytes: Option<Vec<u8>>,
     /// State letter (field 3).
     pub state: u8,
     /// PF_* flags (field 9).
@@ -88,8 +90,12 @@ pub struct Stat {
 /// [`Stat`] of a stat line; `None` when it does not have the fields.
 pub fn thread_stat(text: &[u8]) -> Option<Stat> {
     let st = parse_stat_brief(text)?;
+    let comm_bytes = std::str::from_utf8(&st.comm)
+        .is_err()
+        .then(|| st.comm.to_vec());
     Some(Stat {
         comm: String::from_utf8_lossy(&st.comm).into_owned(),
+        comm_bytes,
         state: st.state,
         flags: st.flags,
         start_ticks: st.start_ticks,
@@ -585,6 +591,7 @@ impl StateSource for ProcfsSource {
                     start_time_ns: st.start_ticks.saturating_mul(self.tick_ns),
                 },
                 comm: st.comm.into(),
+                comm_bytes: st.comm_bytes.map(Arc::from),
                 kernel_thread: st.flags & PF_KTHREAD != 0,
                 state_ns,
                 samples: t.samples,

@@ -66,7 +66,7 @@ pub struct BpfSource {
     /// /proc/TID/stack frames already interned, by frames.
     proc_stacks: HashMap<Vec<String>, u32>,
     /// Thread names already made (see [`comm_text`]).
-    names: HashMap<[i8; 16], Arc<str>>,
+    names: HashMap<[i8; 16], Comm>,
     buf: Vec<u8>,
     /// How long loading and attaching took, ns.
     pub load_ns: u64,
@@ -101,23 +101,30 @@ fn clock_tick_ns() -> u64 {
     }
 }
 
+/// A comm as text, and its exact bytes when they are not valid UTF-8.
+type Comm = (Arc<str>, Option<Arc<[u8]>>);
+
 /// A kernel `comm` as text: invalid UTF-8 replaced, and everything else kept (callers
-/// escape control characters when they print). Interned in `names`: a host's threads share
-/// a few thousand names, and a text made per thread per pass was a tenth of a sample's CPU
-/// at 50,000 threads (made, then freed with the sample).
-fn comm_text(comm: &[i8; 16], names: &mut HashMap<[i8; 16], Arc<str>>) -> Arc<str> {
+/// escape control characters when they print), with the exact bytes when the text is not
+/// them. Interned in `names`: a host's threads share a few thousand names, and a text made
+/// per thread per pass was a tenth of a sample's CPU at 50,000 threads (made, then freed
+/// with the sample).
+fn comm_text(comm: &[i8; 16], names: &mut HashMap<[i8; 16], Comm>) -> Comm {
     if let Some(t) = names.get(comm) {
         return t.clone();
     }
     let bytes: Vec<u8> = comm.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     let text: Arc<str> = Arc::from(String::from_utf8_lossy(&bytes).as_ref());
+    let exact = std::str::from_utf8(&bytes)
+        .is_err()
+        .then(|| Arc::from(bytes.as_slice()));
     // Names that are no longer used go when the table grows past any host's working set
     // (threads rename themselves: a table kept forever would only grow).
     if names.len() >= 1 << 16 {
         names.clear();
     }
-    names.insert(*comm, text.clone());
-    text
+    names.insert(*comm, (text.clone(), exact.clone()));
+    (text, exact)
 }
 
 /// The records of a pass: in place when the buffer is aligned for them (a heap buffer is),
@@ -500,7 +507,7 @@ impl BpfSource {
             {
                 continue; // the common case, decided without building the name
             }
-            let comm = comm_text(&r.comm, &mut self.names);
+            let (comm, comm_bytes) = comm_text(&r.comm, &mut self.names);
             if !self.opts.filter.matches(r.tgid as i32, &comm) {
                 continue;
             }
@@ -550,6 +557,7 @@ impl BpfSource {
                     start_time_ns: r.start_boottime_ns,
                 },
                 comm,
+                comm_bytes,
                 kernel_thread: r.flags & F_KTHREAD != 0,
                 state_ns,
                 samples: [0; NSTATES],
