@@ -182,7 +182,7 @@ impl Group {
 pub struct TopProcess {
     /// Process id.
     pub pid: i32,
-    /// Comm (printable).
+    /// Comm, as a label value ([`crate::label::value`]).
     pub comm: String,
     /// User CPU since it started, ns.
     pub cpu_user_ns: u64,
@@ -266,7 +266,7 @@ fn reason_label(frames: Option<&[String]>) -> Arc<str> {
     if key.is_empty() {
         Arc::from("unknown")
     } else {
-        Arc::from(crate::group::printable(&key.join(" <- ")).as_str())
+        Arc::from(crate::label::value(key.join(" <- ").as_bytes()))
     }
 }
 
@@ -541,7 +541,8 @@ impl Aggregator {
                 let st = t.stat.as_ref();
                 TopProcess {
                     pid: t.id.tgid,
-                    comm: crate::group::printable(&t.comm_lossy()),
+                    comm: crate::label::value(t.base.as_ref().map_or(&[], |b| &b.comm))
+                        .into_owned(),
                     cpu_user_ns: st.map_or(0, |s| s.utime_ns),
                     cpu_system_ns: st.map_or(0, |s| s.stime_ns),
                     cpu_delta_ns: d,
