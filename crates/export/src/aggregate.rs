@@ -641,8 +641,9 @@ impl Aggregator {
 /// per-process ones.
 pub fn fixed_series(top_n: usize) -> usize {
     // processes, threads, forks, 6 state seconds, 6 threads in state; collect seconds,
-    // collect CPU, collections, last collection time, groups folded, source info, build info.
-    3 + 2 * NSTATES + 7 + top_n * 5
+    // collect CPU, collections, collection errors, connections evicted, last collection
+    // time, groups folded, source info, build info.
+    3 + 2 * NSTATES + 9 + top_n * 5
 }
 
 /// The figures of the last collection, for encoding.
