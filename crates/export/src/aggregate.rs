@@ -880,4 +880,23 @@ mod tests {
         let pids: Vec<i32> = a.view().top.iter().map(|p| p.pid).collect();
         assert_eq!(pids, vec![2, 3]);
     }
+
+    /// Regression (issue 29): a --top-n process's comm label replaced control characters
+    /// with `?`; it is the label value of the comm's bytes now.
+    #[test]
+    fn top_n_comms_are_label_values_never_replaced() {
+        let mut a = Aggregator::new(Options {
+            top_n: 2,
+            ..Options::default()
+        });
+        let named = |cpu| {
+            let mut cr = task(1, 1, S, "", cpu);
+            cr.base.as_mut().expect("base").comm = b"cr\r\xffname"[..].into();
+            vec![cr, task(2, 2, S, "nl\nname", cpu)]
+        };
+        a.update(&mut reading(100 * S, named(0), None));
+        a.update(&mut reading(110 * S, named(S), None));
+        let comms: Vec<&str> = a.view().top.iter().map(|p| p.comm.as_str()).collect();
+        assert_eq!(comms, vec!["cr\\x0d\\xffname", "nl\nname"]);
+    }
 }
