@@ -222,7 +222,11 @@ fn promtool_openmetrics_groups(promtool: &str, om: &str) -> Vec<String> {
         if !line.starts_with("{__name__=\"tasksnap_group_processes\"") {
             continue;
         }
-        let rest = line.split_once("group=\"").expect("a group label").1;
+        // An empty label value is no label to Prometheus (a process with an empty comm).
+        let Some((_, rest)) = line.split_once("group=\"") else {
+            groups.push(String::new());
+            continue;
+        };
         // The value ends at the first quote not escaped.
         let mut end = 0;
         let b = rest.as_bytes();

@@ -21,14 +21,19 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// collection thread; the procfs readers use tables of their own).
 pub const RESERVE: usize = 64;
 
+/// Descriptors a newcomer may need past the cap: the one being accepted while the cap is
+/// full (it waits for the connection it displaces to close) and the two that may be being
+/// answered 503 at once (see [`super::http`]).
+pub const NEWCOMERS: usize = 3;
+
 /// What the /proc thread-state source must leave of the limit for everything else: the
 /// connections, the reserve and the descriptors open at start (BPF programs and maps,
 /// listener, runtime: ~40), with room to spare.
 pub const STATES_FDS_LEFT: usize = 2048;
 
-// The state source's share leaves room for the whole cap, the reserve, a newcomer and 512
+// The state source's share leaves room for the whole cap, the reserve, newcomers and 512
 // more for what is open at start.
-const _: () = assert!(STATES_FDS_LEFT >= MAX_CONNECTIONS + RESERVE + 1 + 512);
+const _: () = assert!(STATES_FDS_LEFT >= MAX_CONNECTIONS + RESERVE + NEWCOMERS + 512);
 
 /// Raises the soft open-files limit to the hard one and returns the soft limit in force.
 pub fn raise_nofile() -> u64 {
@@ -54,8 +59,7 @@ pub struct Budget {
 }
 
 /// The budget under a limit of `limit` with `open` descriptors in use: the reserve (at
-/// most half of what is free), then one descriptor for a newcomer being accepted while the
-/// cap is full (it waits for the connection it displaces to close), then the connections.
+/// most half of what is free), then [`NEWCOMERS`], then the connections.
 /// At least one connection, whatever the limit: a limit so low that even that does not fit
 /// is said at start.
 pub fn budget(limit: u64, open: usize) -> Budget {
@@ -65,7 +69,7 @@ pub fn budget(limit: u64, open: usize) -> Budget {
     let reserve = RESERVE.min(free / 2);
     let connections = free
         .saturating_sub(reserve)
-        .saturating_sub(1)
+        .saturating_sub(NEWCOMERS)
         .clamp(1, MAX_CONNECTIONS);
     Budget {
         limit,
@@ -80,20 +84,20 @@ mod tests {
 
     #[test]
     fn the_cap_follows_the_limit_and_keeps_the_reserve() {
-        // A limit of 256 with 40 open (BPF): 216 free, 64 kept, 1 for a newcomer.
+        // A limit of 256 with 40 open (BPF): 216 free, 64 kept, 3 for newcomers.
         assert_eq!(
             budget(256, 40),
             Budget {
                 limit: 256,
-                connections: 151,
+                connections: 149,
                 reserve: 64
             }
         );
         assert_eq!(budget(524_288, 40).connections, MAX_CONNECTIONS);
-        assert_eq!(budget(1024, 40).connections, 1024 - 40 - 64 - 1);
+        assert_eq!(budget(1024, 40).connections, 1024 - 40 - 64 - 3);
         // Tiny limits: half of what is free stays for collections.
         assert_eq!(budget(64, 40).reserve, 12);
-        assert_eq!(budget(64, 40).connections, 11);
+        assert_eq!(budget(64, 40).connections, 9);
         assert_eq!(budget(16, 40).connections, 1);
     }
 

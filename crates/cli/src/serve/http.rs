@@ -44,8 +44,8 @@ const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 const CLOSE_GRACE: Duration = Duration::from_secs(10);
 /// How long a newcomer waits for the connection it displaces to close.
 const EVICT_WAIT: Duration = Duration::from_secs(1);
-/// Newcomers being answered 503 at once (each holds a descriptor for up to a second);
-/// past that they are closed without an answer.
+/// Newcomers being answered 503 at once (each holds a descriptor for up to a second, counted
+/// in [`super::budget::NEWCOMERS`]); past that they are closed without an answer.
 const MAX_REFUSING: usize = 2;
 
 /// How the serving went.
