@@ -173,7 +173,10 @@ pub async fn serve(
                 _ = evict.notified() => {}
                 _ = tokio::time::sleep(CONNECTION_LIFETIME) => {
                     conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
+                    tokio::select! {
+                        _ = tokio::time::timeout(CLOSE_GRACE, conn) => {}
+                        _ = evict.notified() => {}
+                    }
                 }
             }
             conns.remove(id);
