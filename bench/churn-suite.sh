@@ -7,7 +7,7 @@
 #
 #   bench/churn-suite.sh [RUNS] [-- ARGS for cargo test]
 #
-# Environment: CHURN_ARGS (loadgen flags; default "--churn --busy"), LOG_DIR (where the
+# Environment: CHURN_ARGS (loadgen flags; default "--churn --busy --zoo": the hostile zoo too), LOG_DIR (where the
 # runs' output goes; default a new temporary directory). Everything is built before the
 # churn starts, so it loads the tests' execution, not the compiler. Prints each run's
 # failed tests at the end; exits 1 when any run failed.
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 runs=${1:-2}
 shift || true
 [ "${1:-}" = "--" ] && shift
-churn_args=${CHURN_ARGS:---churn --busy}
+churn_args=${CHURN_ARGS:---churn --busy --zoo}
 log_dir=${LOG_DIR:-$(mktemp -d /tmp/churn-suite.XXXXXX)}
 mkdir -p "$log_dir"
 target=${CARGO_TARGET_DIR:-target}

@@ -172,6 +172,22 @@ fn prometheus_scrapes_it_and_the_figures_hold() {
         "{}",
         server.started
     );
+    // The hog's true CPU clock, sampled while Prometheus scrapes: on a busy host it gets what
+    // the other runnable tasks leave it, not a whole CPU.
+    let hog_pid = load.info.busy[0];
+    let hog_clock = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(Instant, u64)>::new()));
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let (clock, on) = (hog_clock.clone(), sampling.clone());
+        std::thread::spawn(move || {
+            while on.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(ns) = tasksnap_loadgen::cpu_clock_ns(hog_pid) {
+                    clock.lock().expect("clock").push((Instant::now(), ns));
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
     let prom = Prometheus::start(&prometheus, server.addr);
     // Enough samples for a 10 s window.
     prom.wait_for("up{job=\"tasksnap\"} offset 12s");
@@ -188,7 +204,22 @@ fn prometheus_scrapes_it_and_the_figures_hold() {
             10,
         ))
         .expect("the hog's CPU");
-    assert!((0.9..=1.1).contains(&hog), "the hog burned {hog} CPUs");
+    // Its own clock over about the same 10 s (the exporter's window ends at its last
+    // collection, up to a second ago).
+    let truth = {
+        let samples = hog_clock.lock().expect("clock");
+        let (t1, c1) = *samples.last().expect("clock samples");
+        let from = t1 - Duration::from_secs(11);
+        let &(t0, c0) = samples
+            .iter()
+            .find(|(t, _)| *t >= from)
+            .expect("clock samples");
+        (c1 - c0) as f64 / 1e9 / (t1 - t0).as_secs_f64()
+    };
+    assert!(
+        (hog - truth).abs() <= 0.1_f64.max(truth * 0.2),
+        "the hog burned {hog} CPUs by the exporter, {truth:.3} by its own clock"
+    );
 
     let disk = prom
         .query(&per_second(
@@ -241,6 +272,8 @@ fn prometheus_scrapes_it_and_the_figures_hold() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+    sampler.join().expect("the clock sampler");
     drop(prom);
     drop(load);
     let (code, said) = server.terminate();

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tasksnap_loadgen::root_or_skip;
 
+mod common;
+
 const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -311,13 +313,15 @@ fn a_non_root_caller_gets_proc_never_bpf() {
         return;
     }
     let _g = serial();
+    // A copy nobody can execute wherever the checkout lives (a clone under /root is 0700).
+    let bin = common::NobodyBin::new();
     let drop_to = |extra: &[&str]| {
         Command::new("setpriv")
             .args([
                 "--reuid=65534",
                 "--regid=65534",
                 "--clear-groups",
-                TASKSNAP,
+                bin.path.as_str(),
                 "states",
             ])
             .args(extra)

@@ -4,7 +4,8 @@
 //! thus `/proc/<pid>/cmdline`) can be entirely arbitrary:
 //!
 //! - `odd`: set the comm from `TASKSNAP_LOADGEN_COMM` with
-//!   `prctl(PR_SET_NAME)`, print `ready` on stdout, pause forever;
+//!   `prctl(PR_SET_NAME)`, become the user `TASKSNAP_LOADGEN_UID` if set, print `ready` on
+//!   stdout, pause forever;
 //! - `proc` (`--exec-children`): set comm `lg-proc`, write its pid to fd
 //!   [`READY_FD`], pause forever.
 //!
@@ -20,6 +21,9 @@ use crate::sys;
 pub const CHILD_ENV: &str = "TASKSNAP_LOADGEN_CHILD";
 /// Environment variable holding the comm of an `odd` child.
 pub const COMM_ENV: &str = "TASKSNAP_LOADGEN_COMM";
+/// Environment variable holding the uid an `odd` child becomes once named (the zoo's
+/// not-UTF-8 process runs as another user).
+pub const UID_ENV: &str = "TASKSNAP_LOADGEN_UID";
 /// Value of [`CHILD_ENV`] for hostile-name children.
 pub const MODE_ODD: &str = "odd";
 /// The complete environment of a `proc` child.
@@ -49,6 +53,11 @@ pub fn run(mode: &OsStr) -> ! {
                 sys::exit_now(2)
             };
             sys::set_comm(&comm);
+            if let Some(uid) = std::env::var(UID_ENV).ok().and_then(|u| u.parse().ok()) {
+                if sys::become_user(uid).is_err() {
+                    sys::exit_now(3);
+                }
+            }
             if sys::write_all_fd(1, b"ready\n").is_err() {
                 sys::exit_now(1);
             }

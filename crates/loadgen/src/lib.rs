@@ -135,6 +135,13 @@ pub struct LoadInfo {
     /// `--busy`: processes spinning on a CPU forever (comm `lg-busy`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub busy: Vec<i32>,
+    /// `--zoo`: the processes named with bytes (not UTF-8, newline and CR, 64 KiB of
+    /// arguments).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub byte_named: Vec<i32>,
+    /// `--zoo` as root: the process that made a pid namespace (its child is pid 1 there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pidns: Option<i32>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -161,6 +168,8 @@ impl LoadInfo {
         v.extend(self.churn_threads_pid);
         v.extend(&self.busy);
         v.extend(self.signals);
+        v.extend(&self.byte_named);
+        v.extend(self.pidns);
         v
     }
 }

@@ -29,6 +29,7 @@ mod churn;
 mod mmap_lock;
 mod spawn;
 mod sys;
+mod zoo;
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -123,6 +124,13 @@ struct Cli {
     /// reader of its /proc/PID/cmdline blocks (the seed's mmap_sem pile-up).
     #[arg(long)]
     mmap_lock_storm: bool,
+
+    /// The hostile zoo every whole-host listing of the tests must survive: --odd-names, a
+    /// zombie, a D-state task, processes named with bytes that are not UTF-8 (as user nobody
+    /// when root), with a newline and a CR, with 64 KiB of arguments, and (as root) a process
+    /// in a pid namespace of its own.
+    #[arg(long)]
+    zoo: bool,
 
     /// Tear down after SECONDS (fractions allowed).
     #[arg(long, value_name = "SECONDS")]
@@ -332,8 +340,22 @@ fn spawn_all(cli: &Cli, group: &Group, sp: &mut Spawner) -> Result<LoadInfo> {
         info.threads_pid = Some(pid);
         info.thread_tids = tids;
     }
-    if cli.odd_names {
+    if cli.odd_names || cli.zoo {
         info.odd = sp.odd()?;
+    }
+    if cli.zoo {
+        if cli.zombies == 0 {
+            let (parent, zombies) = sp.zombies(1)?;
+            info.zombie_parent = Some(parent);
+            info.zombies = zombies;
+        }
+        if !cli.dstate {
+            let (d, helper) = sp.dstate()?;
+            info.dstate = vec![d];
+            info.dstate_helpers.extend(helper);
+        }
+        info.byte_named = sp.byte_named()?;
+        info.pidns = sp.pidns()?;
     }
     if cli.mmap_lock_storm {
         info.mmap_lock_storm = Some(sp.mmap_lock_storm()?);

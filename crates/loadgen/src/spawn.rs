@@ -47,7 +47,7 @@ impl Spawner {
         }
     }
 
-    fn fork<F: FnOnce()>(
+    pub(crate) fn fork<F: FnOnce()>(
         &mut self,
         comm: &std::ffi::CStr,
         ready: Option<&OwnedFd>,

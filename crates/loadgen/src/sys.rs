@@ -32,6 +32,23 @@ pub fn getpid() -> Pid {
     unsafe { libc::getpid() }
 }
 
+/// `geteuid()`. Async-signal-safe.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Drops every privilege for `uid` (as its own gid, no supplementary groups). Async-signal-safe.
+pub fn become_user(uid: u32) -> io::Result<()> {
+    // SAFETY: plain syscalls with integer arguments and an empty group list.
+    unsafe {
+        cvt(libc::setgroups(0, std::ptr::null()))?;
+        cvt(libc::setresgid(uid, uid, uid))?;
+        cvt(libc::setresuid(uid, uid, uid))?;
+    }
+    Ok(())
+}
+
 /// `getppid()`. Async-signal-safe.
 pub fn getppid() -> Pid {
     // SAFETY: getppid has no preconditions and cannot fail.

@@ -383,3 +383,79 @@ fn fifty_thousand_procs() {
     assert!(!group_exists(pgid));
     eprintln!("50k procs: spawn {spawned:?}, teardown {torn_down:?}");
 }
+
+/// `--zoo`: the byte-named processes carry exactly their bytes (comm and command line), the
+/// one that is not UTF-8 belongs to nobody when we are root, the zombie and the D-state task
+/// are in their states, the pid namespace holds two tasks (as root), and all of it goes with
+/// the load.
+#[test]
+fn zoo_holds_its_hostile_tasks_and_leaves_nothing() {
+    let mut load = Load::spawn_with_binary(BIN, &["--zoo"]).expect("spawn the zoo");
+    let info = load.info.clone();
+    assert_eq!(info.byte_named.len(), 3, "{info:?}");
+    let root = own_euid() == 0;
+    let comm = |pid: i32| std::fs::read(format!("/proc/{pid}/comm")).expect("comm");
+    let cmdline = |pid: i32| std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline");
+    let bad = info.byte_named[0];
+    assert_eq!(comm(bad), b"lg-x\xff\xfe\n");
+    assert_eq!(cmdline(bad), b"/tmp/x\xff\x00600\xfe\x00ok\x00");
+    // status begins with the name: bytes, not text.
+    let owner =
+        String::from_utf8_lossy(&std::fs::read(format!("/proc/{bad}/status")).expect("status"))
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("Uid:")
+                    .map(|v| v.split_whitespace().next().map(String::from))
+            })
+            .flatten();
+    if root {
+        assert_eq!(
+            owner.as_deref(),
+            Some("65534"),
+            "the not-UTF-8 process runs as nobody"
+        );
+    }
+    assert_eq!(comm(info.byte_named[1]), b"nl\nna\rme\n");
+    assert_eq!(cmdline(info.byte_named[1]), b"nl\nname\r\0cr\rlf\n\0");
+    assert!(cmdline(info.byte_named[2]).len() > 64 * 1024);
+    assert_state(info.zombies[0], &['Z'], "zoo zombie");
+    assert_state(info.dstate[0], &['D'], "zoo D-state task");
+    assert!(!info.odd.is_empty());
+    if root {
+        let outer = info.pidns.expect("a pid namespace as root");
+        let kids = std::fs::read(format!("/proc/{outer}/task/{outer}/children")).expect("children");
+        let init: i32 = String::from_utf8_lossy(&kids)
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("the namespace's init");
+        let status = String::from_utf8_lossy(
+            &std::fs::read(format!("/proc/{init}/status")).expect("status"),
+        )
+        .into_owned();
+        let nspid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .expect("NSpid");
+        assert_eq!(
+            nspid.split_whitespace().last(),
+            Some("1"),
+            "pid 1 in its own namespace: {nspid}"
+        );
+    }
+    let pgid = load.pgid();
+    let members = group_members(pgid);
+    load.stop().expect("stop");
+    assert!(leftovers(&members, pgid).is_empty());
+}
+
+fn own_euid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().nth(1).and_then(|u| u.parse().ok()))
+        })
+        .unwrap_or(u32::MAX)
+}

@@ -25,11 +25,13 @@ pub struct Args {
 
     /// The first sample to write: at or after this time (RFC 3339 UTC, epoch seconds, or
     /// -10m). Default: the recording's first.
-    #[arg(long, value_name = "TIME", value_parser = crate::when::parse_time)]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = crate::when::parse_time)]
     pub from: Option<u64>,
 
     /// The last sample to write: at or before this time. Default: the recording's last.
-    #[arg(long, value_name = "TIME", value_parser = crate::when::parse_time)]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = crate::when::parse_time)]
     pub to: Option<u64>,
 
     /// Output format.

@@ -96,11 +96,13 @@ pub struct Args {
     pub replay: Option<PathBuf>,
 
     /// With --replay: the window's start (RFC 3339 UTC, epoch seconds, or -10m).
-    #[arg(long, value_name = "TIME", requires = "replay", value_parser = crate::when::parse_time)]
+    #[arg(long, value_name = "TIME", requires = "replay", allow_hyphen_values = true,
+          value_parser = crate::when::parse_time)]
     pub from: Option<u64>,
 
     /// With --replay: the window's end.
-    #[arg(long, value_name = "TIME", requires = "replay", value_parser = crate::when::parse_time)]
+    #[arg(long, value_name = "TIME", requires = "replay", allow_hyphen_values = true,
+          value_parser = crate::when::parse_time)]
     pub to: Option<u64>,
 }
 

@@ -141,6 +141,19 @@ fn replay_window(
             crate::when::rfc3339(to)
         );
     }
+    if to < first || from > last {
+        anyhow::bail!(
+            "{} .. {} is outside the recording in {}, which runs from {} to {}",
+            crate::when::rfc3339(from),
+            crate::when::rfc3339(to),
+            dir.display(),
+            crate::when::rfc3339(first),
+            crate::when::rfc3339(last)
+        );
+    }
+    // A window that overlaps the recording is the part of it that was recorded, as in
+    // `dump` (`--from -1h` on a recording 20 minutes old is its first 20 minutes).
+    let (from, to) = (from.max(first), to.min(last));
     let filter = args.filter();
     let mut out = Vec::new();
     let mut wall = Vec::new();
