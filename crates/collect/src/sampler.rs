@@ -38,6 +38,9 @@ pub struct Options {
     pub proc_root: PathBuf,
     /// Read each process's executable path too (once per identity, with its command line).
     pub exe: bool,
+    /// Descriptors the /proc thread-state source leaves for everything else (see
+    /// [`crate::states::procfs::Options::fds_left`]): an exporter's connections need them.
+    pub states_fds_left: usize,
 }
 
 impl Default for Options {
@@ -48,6 +51,7 @@ impl Default for Options {
             states: true,
             proc_root: PathBuf::from("/proc"),
             exe: false,
+            states_fds_left: crate::states::procfs::Options::default().fds_left,
         }
     }
 }
@@ -104,6 +108,7 @@ impl Sampler {
             };
             let procfs = crate::states::procfs::Options {
                 track_sleep: opts.track_sleep,
+                fds_left: opts.states_fds_left,
                 ..Default::default()
             };
             let c = choice::open_states(opts.backend, bpf, procfs)?;

@@ -57,6 +57,7 @@ fn fake_tree_exact_and_sampled_figures() {
         sample_hz: 200,
         track_sleep: false,
         proc_root: root.to_path_buf(),
+        ..Options::default()
     })
     .expect("source");
     let a = src.sample().expect("sample");

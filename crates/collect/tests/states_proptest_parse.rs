@@ -194,6 +194,7 @@ fn sample_fake_proc(threads: &[FakeThread], delayacct: &str, track_sleep: bool) 
         sample_hz: 1000,
         track_sleep,
         proc_root: root.to_path_buf(),
+        ..Options::default()
     })
     .expect("source");
     let a = src.sample().expect("first sample");

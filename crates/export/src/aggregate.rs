@@ -182,7 +182,7 @@ impl Group {
 pub struct TopProcess {
     /// Process id.
     pub pid: i32,
-    /// Comm (printable).
+    /// Comm, as a label value ([`crate::label::value`]).
     pub comm: String,
     /// User CPU since it started, ns.
     pub cpu_user_ns: u64,
@@ -266,7 +266,7 @@ fn reason_label(frames: Option<&[String]>) -> Arc<str> {
     if key.is_empty() {
         Arc::from("unknown")
     } else {
-        Arc::from(crate::group::printable(&key.join(" <- ")).as_str())
+        Arc::from(crate::label::value(key.join(" <- ").as_bytes()))
     }
 }
 
@@ -541,7 +541,8 @@ impl Aggregator {
                 let st = t.stat.as_ref();
                 TopProcess {
                     pid: t.id.tgid,
-                    comm: crate::group::printable(&t.comm_lossy()),
+                    comm: crate::label::value(t.base.as_ref().map_or(&[], |b| &b.comm))
+                        .into_owned(),
                     cpu_user_ns: st.map_or(0, |s| s.utime_ns),
                     cpu_system_ns: st.map_or(0, |s| s.stime_ns),
                     cpu_delta_ns: d,
@@ -640,8 +641,9 @@ impl Aggregator {
 /// per-process ones.
 pub fn fixed_series(top_n: usize) -> usize {
     // processes, threads, forks, 6 state seconds, 6 threads in state; collect seconds,
-    // collect CPU, collections, last collection time, groups folded, source info, build info.
-    3 + 2 * NSTATES + 7 + top_n * 5
+    // collect CPU, collections, collection errors, connections evicted, last collection
+    // time, groups folded, source info, build info.
+    3 + 2 * NSTATES + 9 + top_n * 5
 }
 
 /// The figures of the last collection, for encoding.
@@ -877,5 +879,24 @@ mod tests {
         ));
         let pids: Vec<i32> = a.view().top.iter().map(|p| p.pid).collect();
         assert_eq!(pids, vec![2, 3]);
+    }
+
+    /// Regression (issue 29): a --top-n process's comm label replaced control characters
+    /// with `?`; it is the label value of the comm's bytes now.
+    #[test]
+    fn top_n_comms_are_label_values_never_replaced() {
+        let mut a = Aggregator::new(Options {
+            top_n: 2,
+            ..Options::default()
+        });
+        let named = |cpu| {
+            let mut cr = task(1, 1, S, "", cpu);
+            cr.base.as_mut().expect("base").comm = b"cr\r\xffname"[..].into();
+            vec![cr, task(2, 2, S, "nl\nname", cpu)]
+        };
+        a.update(&mut reading(100 * S, named(0), None));
+        a.update(&mut reading(110 * S, named(S), None));
+        let comms: Vec<&str> = a.view().top.iter().map(|p| p.comm.as_str()).collect();
+        assert_eq!(comms, vec!["cr\\x0d\\xffname", "nl\nname"]);
     }
 }

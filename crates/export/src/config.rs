@@ -67,8 +67,8 @@ pub struct Facts<'a> {
     pub cmdline: Option<&'a [u8]>,
     /// Executable path, if read.
     pub exe: Option<&'a [u8]>,
-    /// User name of the effective uid (or the uid in decimal).
-    pub username: &'a str,
+    /// User name of the effective uid (or the uid in decimal), raw.
+    pub username: &'a [u8],
     /// Start time, Unix seconds.
     pub start_unix_s: u64,
     /// /proc/PID/cgroup, raw.
@@ -180,8 +180,9 @@ impl Config {
         Ok(Config { rules })
     }
 
-    /// The group name the first matching rule gives, or `None` when no rule matches.
-    pub fn name(&self, f: &Facts<'_>) -> Option<String> {
+    /// The group name the first matching rule gives, as bytes (the names it is built from
+    /// are bytes: [`crate::label`] makes the label value), or `None` when no rule matches.
+    pub fn name(&self, f: &Facts<'_>) -> Option<Vec<u8>> {
         let argv: Vec<&[u8]> = f
             .cmdline
             .map(|c| {
@@ -228,32 +229,34 @@ impl Config {
                     }
                 }
             }
-            let mut out = String::new();
+            let mut out: Vec<u8> = Vec::new();
             for p in &r.name {
                 match p {
-                    Piece::Text(t) => out.push_str(t),
-                    Piece::Comm => out.push_str(&String::from_utf8_lossy(f.comm)),
+                    Piece::Text(t) => out.extend_from_slice(t.as_bytes()),
+                    Piece::Comm => out.extend_from_slice(f.comm),
                     Piece::ExeBase => match f.exe.filter(|e| !e.is_empty()) {
-                        Some(e) => out.push_str(&String::from_utf8_lossy(base_name(e))),
-                        None => out.push_str(&String::from_utf8_lossy(f.comm)),
+                        Some(e) => out.extend_from_slice(base_name(e)),
+                        None => out.extend_from_slice(f.comm),
                     },
                     Piece::ExeFull => match f.exe.filter(|e| !e.is_empty()) {
-                        Some(e) => out.push_str(&String::from_utf8_lossy(e)),
-                        None => out.push_str(&String::from_utf8_lossy(f.comm)),
+                        Some(e) => out.extend_from_slice(e),
+                        None => out.extend_from_slice(f.comm),
                     },
-                    Piece::Username => out.push_str(f.username),
-                    Piece::Pid => out.push_str(&f.pid.to_string()),
-                    Piece::StartTime => out.push_str(&f.start_unix_s.to_string()),
+                    Piece::Username => out.extend_from_slice(f.username),
+                    Piece::Pid => out.extend_from_slice(f.pid.to_string().as_bytes()),
+                    Piece::StartTime => {
+                        out.extend_from_slice(f.start_unix_s.to_string().as_bytes())
+                    }
                     Piece::Cgroups => {
                         let path = f
                             .cgroup
                             .and_then(tasksnap_procfs::parse::cgroup_v2_path)
                             .unwrap_or(b"");
-                        out.push_str(&String::from_utf8_lossy(path));
+                        out.extend_from_slice(path);
                     }
                     Piece::Match(m) => {
                         if let Some(v) = matches.get(m.as_str()) {
-                            out.push_str(v);
+                            out.extend_from_slice(v.as_bytes());
                         }
                     }
                 }
@@ -321,7 +324,7 @@ mod tests {
             comm: comm.as_bytes(),
             cmdline: Some(cmdline),
             exe: Some(exe.as_bytes()),
-            username: "alice",
+            username: b"alice",
             start_unix_s: 1_700_000_000,
             cgroup: Some(b"0::/system.slice/nginx.service\n"),
         }

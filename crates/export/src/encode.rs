@@ -36,6 +36,10 @@ pub struct Cost {
     pub collect_cpu_seconds: f64,
     /// Collections since the exporter started.
     pub collections: u64,
+    /// Collections that failed since the exporter started (the last exposition stayed up).
+    pub collection_errors: u64,
+    /// Connections closed to make room for a newcomer at the connection cap.
+    pub connections_evicted: u64,
     /// When the last collection was taken, Unix seconds.
     pub last_collection_unix_s: f64,
     /// What reads tasks (`bpf`, `procfs`).
@@ -506,6 +510,22 @@ impl Families {
             None,
             MetricType::Counter,
             c.collections as f64,
+        )?;
+        single(
+            enc,
+            "tasksnap_collection_errors",
+            "Collections that failed (the last exposition stayed up)",
+            None,
+            MetricType::Counter,
+            c.collection_errors as f64,
+        )?;
+        single(
+            enc,
+            "tasksnap_connections_evicted",
+            "Connections closed to make room for a newcomer at the connection cap",
+            None,
+            MetricType::Counter,
+            c.connections_evicted as f64,
         )?;
         single(
             enc,

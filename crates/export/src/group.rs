@@ -6,8 +6,9 @@
 //! allows it: a kernel thread's comm is cut at its first `/` (`kworker/3:1H-kblockd` is
 //! `kworker`: the rest names a CPU or the work item of the moment, and would make the series
 //! count follow the CPU count and the workqueues' churn), and no grouping takes anything from
-//! a command line unless a configuration's capture asks for it. Control characters (a comm
-//! may hold any byte but NUL) are shown as `?`.
+//! a command line unless a configuration's capture asks for it. A name's bytes become a
+//! label value through [`crate::label::value`]: control characters stay what they are, bytes
+//! that are not UTF-8 are escaped, and two different names never become one group.
 //!
 //! A process's group is worked out once per task identity and comm (an exec changes the
 //! comm), not every collection: a configuration's regular expressions cost more than the
@@ -90,7 +91,7 @@ pub struct Grouper {
     /// (identity, comm it was named with, its own group before adoption), in (tgid, tid)
     /// order: the processes of the last assignment.
     known: Vec<(TaskId, Comm, Option<Arc<str>>)>,
-    interned: HashMap<String, Arc<str>>,
+    interned: HashMap<Vec<u8>, Arc<str>>,
 }
 
 impl Grouper {
@@ -175,15 +176,14 @@ impl Grouper {
         Assignment(out)
     }
 
-    fn intern(&mut self, name: String) -> Arc<str> {
-        let name = printable(&name);
+    fn intern(&mut self, name: Vec<u8>) -> Arc<str> {
         if let Some(a) = self.interned.get(&name) {
             return a.clone();
         }
         if self.interned.len() > 65_536 {
             self.interned.clear();
         }
-        let a: Arc<str> = Arc::from(name.as_str());
+        let a: Arc<str> = Arc::from(crate::label::value(&name));
         self.interned.insert(name, a.clone());
         a
     }
@@ -199,13 +199,13 @@ impl Grouper {
                 } else {
                     comm
                 };
-                String::from_utf8_lossy(c).into_owned()
+                c.to_vec()
             }
             Grouping::User => {
                 let uid = t.cred.as_ref().map(|c| c.euid)?;
                 match self.users.user(uid) {
-                    Some(n) => String::from_utf8_lossy(n).into_owned(),
-                    None => uid.to_string(),
+                    Some(n) => n.to_vec(),
+                    None => uid.to_string().into_bytes(),
                 }
             }
             Grouping::Cgroup => {
@@ -215,21 +215,21 @@ impl Grouper {
                         .next()
                         .map(|l| l.path)
                 })?;
-                String::from_utf8_lossy(path).into_owned()
+                path.to_vec()
             }
             Grouping::Exe => match t.exe.as_deref() {
-                _ if kthread => "[kernel]".to_string(),
-                Some(e) if !e.is_empty() => String::from_utf8_lossy(e).into_owned(),
-                _ => "[unknown]".to_string(),
+                _ if kthread => b"[kernel]".to_vec(),
+                Some(e) if !e.is_empty() => e.to_vec(),
+                _ => b"[unknown]".to_vec(),
             },
             Grouping::Config { config, .. } => {
                 let uid = t.cred.as_ref().map(|c| c.euid);
                 let username = match uid {
                     Some(u) => match self.users.user(u) {
-                        Some(n) => String::from_utf8_lossy(n).into_owned(),
-                        None => u.to_string(),
+                        Some(n) => n.to_vec(),
+                        None => u.to_string().into_bytes(),
                     },
-                    None => String::new(),
+                    None => Vec::new(),
                 };
                 let start_ns = t
                     .stat
@@ -256,13 +256,6 @@ fn needs_names(g: &Grouping) -> bool {
         g,
         Grouping::Cgroup | Grouping::Exe | Grouping::Config { .. }
     )
-}
-
-/// `s` with control characters shown as `?`.
-pub fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 #[cfg(test)]
@@ -311,9 +304,58 @@ mod tests {
         let m = g.assign(&tasks, 0);
         assert_eq!(&**m.get(10).expect("grouped"), "kworker");
         assert_eq!(&**m.get(11).expect("grouped"), "kworker");
-        assert_eq!(&**m.get(100).expect("grouped"), "a?b\"c");
+        assert_eq!(&**m.get(100).expect("grouped"), "a\nb\"c");
         // A user process keeps its whole comm.
         assert_eq!(&**m.get(101).expect("grouped"), "my/prog");
+    }
+
+    /// Regression (issue 29): control characters were replaced with `?`, so `nl\nname` and
+    /// `nl?name` were one group; names that are not UTF-8 were replaced lossily, so
+    /// `x\xff` and `x\xfe` were one group too.
+    #[test]
+    fn distinct_comms_are_never_merged_into_one_group() {
+        let names: [&[u8]; 8] = [
+            b"nl\nname",
+            b"nl?name",
+            b"cr\rname",
+            b"x\xffname",
+            b"x\xfename",
+            "x\u{fffd}name".as_bytes(),
+            b"x\\xffname",
+            b"tab\tname",
+        ];
+        let tasks: Vec<Task> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let mut t = proc(100 + i as i32, 1, "", false);
+                t.base.as_mut().expect("base").comm = (*n).into();
+                t
+            })
+            .collect();
+        for grouping in [
+            Grouping::Comm,
+            Grouping::Config {
+                config: Config::parse("process_names:\n  - name: '{{.Comm}}'\n    cmdline: ['']\n")
+                    .expect("valid"),
+                children: false,
+            },
+        ] {
+            let m = Grouper::new(grouping).assign(&tasks, 0);
+            let groups: Vec<&str> = (0..names.len())
+                .map(|i| &**m.get(100 + i as i32).expect("grouped"))
+                .collect();
+            let distinct: std::collections::BTreeSet<&str> = groups.iter().copied().collect();
+            assert_eq!(distinct.len(), names.len(), "{groups:?}");
+            assert_eq!(groups[0], "nl\nname");
+            assert_eq!(groups[1], "nl?name");
+            assert_eq!(groups[2], "cr\\x0dname");
+            assert_eq!(groups[3], "x\\xffname");
+            assert_eq!(groups[7], "tab\tname");
+            for (g, n) in groups.iter().zip(names) {
+                assert_eq!(crate::label::name_of(g), n);
+            }
+        }
     }
 
     #[test]

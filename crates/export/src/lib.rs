@@ -4,6 +4,7 @@
 //! - [`aggregate`]: readings (tasks and thread-state totals, from
 //!   `tasksnap_collect::sampler`) into per-group counters that only grow, with the series
 //!   count bounded;
+//! - [`label`]: a name's bytes as a label value (lossless: distinct names stay distinct);
 //! - [`encode`]: those counters as OpenMetrics text (the `prometheus-client` crate) and the
 //!   Prometheus text format, once per collection, so that a scrape only copies bytes.
 //!
@@ -14,6 +15,7 @@ pub mod aggregate;
 pub mod config;
 pub mod encode;
 pub mod group;
+pub mod label;
 
 pub use aggregate::{Aggregator, Options};
 pub use config::Config;

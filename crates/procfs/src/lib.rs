@@ -1,5 +1,5 @@
 //! The one /proc reading layer: every parser of a /proc file tasksnap reads ([`parse`] for
-//! per-task files, [`system`] for machine-wide ones), the
+//! per-task files, [`system`] for machine-wide ones, [`net`] for the owner of a TCP socket), the
 //! few raw system calls and small-file helpers ([`sys`]), and the one user and group lookup
 //! ([`users`]). Collectors, the states sources, the load generator and the front ends all
 //! read /proc through this crate; nothing else parses a /proc file.
@@ -8,6 +8,7 @@
 //! byte treated as hostile, a typed error or `None` instead of a panic.
 #![deny(missing_docs)]
 
+pub mod net;
 pub mod parse;
 pub mod sys;
 pub mod system;

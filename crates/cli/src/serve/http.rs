@@ -4,14 +4,18 @@
 //! anything else is 404, any other method 405.
 //!
 //! Bounded against bad clients: a request head larger than 16 KiB is refused (431) and one
-//! not sent within 10 s is dropped; a connection is asked to close after 60 s (the scrape in
-//! flight, if any, is finished first) and cut 10 s later whatever it is doing, so a client
-//! that never reads holds one connection for at most 70 s; at most [`MAX_CONNECTIONS`] are
-//! served at once, and one more is answered 503 at once and closed.
+//! not sent within 10 s is dropped (a silent connection, or one idle between requests);
+//! a connection is asked to close after 60 s (the scrape in flight, if any, is finished
+//! first) and cut 10 s later whatever it is doing, so a client that never reads holds one
+//! connection for at most 70 s. At most the budget's connections are served at once
+//! ([`super::budget`]: the open-files limit decides, up to 1,024); at the cap a newcomer is
+//! served and an old connection goes in its place ([`super::conns`] says which), so no
+//! client can hold the exporter by holding connections. A newcomer is answered 503 only if
+//! no connection could be made to go within a second.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,14 +34,19 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{Notify, Semaphore};
 
+use super::budget::Budget;
+use super::conns::Conns;
 use super::Shared;
 
-/// Connections served at once.
-pub const MAX_CONNECTIONS: usize = 1024;
 const MAX_HEAD_BYTES: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 const CLOSE_GRACE: Duration = Duration::from_secs(10);
+/// How long a newcomer waits for the connection it displaces to close.
+const EVICT_WAIT: Duration = Duration::from_secs(1);
+/// Newcomers being answered 503 at once (each holds a descriptor for up to a second, counted
+/// in [`super::budget::NEWCOMERS`]); past that they are closed without an answer.
+const MAX_REFUSING: usize = 2;
 
 /// How the serving went.
 #[derive(Debug, Default)]
@@ -76,18 +85,26 @@ pub fn listen(addr: SocketAddr) -> Result<TcpListener, String> {
         .map_err(|e| format!("cannot listen on {addr}: {e}"))
 }
 
-/// Serves until `stop` is notified.
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>, stop: Arc<Notify>) -> Served {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+/// Serves until `stop` is notified, at most `budget.connections` connections at once.
+pub async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: Arc<Notify>,
+    budget: Budget,
+) -> Served {
+    let slots = Arc::new(Semaphore::new(budget.connections));
+    let conns = Arc::new(Conns::new(std::path::PathBuf::from("/proc")));
+    let refusing = Arc::new(AtomicUsize::new(0));
     let scrapes = Arc::new(AtomicU64::new(0));
+    let local = listener.local_addr().ok();
     let mut accept_errors = 0u64;
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stop.notified() => break,
         };
-        let stream = match accepted {
-            Ok((s, _)) => s,
+        let (stream, peer) = match accepted {
+            Ok(s) => s,
             Err(e) => {
                 // Out of descriptors or memory: say so once in a while, and give the
                 // connections in flight a moment to end.
@@ -100,23 +117,49 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, stop: Arc<Notify>
             }
         };
         let _ = stream.set_nodelay(true);
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            tokio::spawn(async move {
-                let mut stream = stream;
-                let busy = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
-                             Content-Length: 0\r\nConnection: close\r\n\r\n";
-                let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(busy)).await;
-            });
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(p) => Some(p),
+            // At the cap: an old connection goes (see conns.rs) and the newcomer takes its
+            // place once it is closed.
+            Err(_) if conns.evict_one() => {
+                shared.evicted.fetch_add(1, Ordering::Relaxed);
+                tokio::time::timeout(EVICT_WAIT, slots.clone().acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            }
+            Err(_) => None,
+        };
+        let Some(permit) = permit else {
+            if refusing.load(Ordering::Relaxed) < MAX_REFUSING {
+                refusing.fetch_add(1, Ordering::Relaxed);
+                let refusing = refusing.clone();
+                tokio::spawn(async move {
+                    let mut stream = stream;
+                    let busy = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
+                                 Content-Length: 0\r\nConnection: close\r\n\r\n";
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(1), stream.write_all(busy)).await;
+                    refusing.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
             continue;
         };
+        let (id, evict) = conns.add(peer, local.unwrap_or(peer));
         let shared = shared.clone();
         let scrapes = scrapes.clone();
+        let conns_of_task = conns.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let service = service_fn(move |req: Request<Incoming>| {
-                let response = respond(&shared, &req, &scrapes);
-                async move { Ok::<_, Infallible>(response) }
-            });
+            let conns = conns_of_task;
+            let service = {
+                let conns = conns.clone();
+                service_fn(move |req: Request<Incoming>| {
+                    conns.request(id);
+                    let response = respond(&shared, &req, &scrapes);
+                    async move { Ok::<_, Infallible>(response) }
+                })
+            };
             let mut builder = http1::Builder::new();
             builder
                 .timer(TokioTimer::new())
@@ -126,12 +169,21 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, stop: Arc<Notify>
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
+                // Displaced by a newcomer: closed at once (dropping it closes the socket).
+                _ = evict.notified() => {}
                 _ = tokio::time::sleep(CONNECTION_LIFETIME) => {
                     conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
+                    tokio::select! {
+                        _ = tokio::time::timeout(CLOSE_GRACE, conn) => {}
+                        _ = evict.notified() => {}
+                    }
                 }
             }
+            conns.remove(id);
         });
+        // Let the newcomer read the request it has most likely sent already before the
+        // next accept can make it the oldest silent connection.
+        tokio::task::yield_now().await;
     }
     Served {
         scrapes: scrapes.load(Ordering::Relaxed),

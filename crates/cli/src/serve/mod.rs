@@ -8,12 +8,15 @@
 //! Exit codes: 0 stopped by SIGINT, SIGTERM or SIGHUP; 1 it could not listen or collect;
 //! 2 bad usage or a bad configuration file.
 
+mod budget;
+mod conns;
 mod http;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -157,6 +160,8 @@ pub fn main(argv: &[OsString]) -> ExitCode {
 pub struct Shared {
     /// The last collection's exposition.
     pub exposition: RwLock<Arc<Exposition>>,
+    /// Connections closed to make room for a newcomer (see conns.rs).
+    pub evicted: AtomicU64,
     stop: Mutex<bool>,
     wake: Condvar,
 }
@@ -209,22 +214,6 @@ impl Shared {
 /// (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) and the files behind ptrace access checks
 /// (CAP_SYS_PTRACE: io, exe). Not `top`'s kill and renice.
 const KEPT: u64 = 1 << 1 | 1 << 2 | 1 << 19;
-
-/// Raises the open-files limit to its hard maximum: every connection is a descriptor, and
-/// so are the BPF programs' links and maps.
-fn raise_nofile() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit read and write the struct they are given.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max.min(1 << 20);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
-}
 
 /// The CPU clock of the calling thread, for [`collection_cpu_ns`] to leave out.
 fn thread_cpu_clock() -> Option<libc::clockid_t> {
@@ -288,6 +277,7 @@ impl Collection {
         let sampler = Sampler::open(SamplerOptions {
             backend,
             exe: opts.grouping.needs_exe(),
+            states_fds_left: budget::STATES_FDS_LEFT,
             ..SamplerOptions::default()
         })
         .map_err(|e| e.to_string())?;
@@ -310,7 +300,8 @@ impl Collection {
         })
     }
 
-    fn collect(&mut self) -> Result<Exposition, tasksnap_collect::Error> {
+    fn collect(&mut self, shared: &Shared) -> Result<Exposition, tasksnap_collect::Error> {
+        self.cost.connections_evicted = shared.evicted.load(Ordering::Relaxed);
         let t0 = Instant::now();
         let c0 = collection_cpu_ns(self.http_clock);
         let reading = self.sampler.read_mut()?;
@@ -360,7 +351,7 @@ fn keep_heap() {
 
 fn run(args: &Args, grouping: Grouping) -> ExitCode {
     keep_heap();
-    raise_nofile();
+    let nofile = budget::raise_nofile();
     let signals = crate::signals::stop_signals();
     crate::signals::block(&signals);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -387,6 +378,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
             prometheus: Arc::from(Vec::new()),
             series: 0,
         })),
+        evicted: AtomicU64::new(0),
         stop: Mutex::new(false),
         wake: Condvar::new(),
     });
@@ -419,7 +411,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
                         return;
                     }
                 };
-                match c.collect() {
+                match c.collect(&shared) {
                     Ok(e) => shared.publish(e),
                     Err(e) => {
                         let _ = started_tx.send(Err(e.to_string()));
@@ -456,10 +448,23 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
     };
     // This thread serves HTTP: it needs no privilege at all beyond what it has bound.
     let _ = tasksnap_collect::caps::keep_only(0);
+    // What is open now (the sources, the listener, the runtime) stays open: the rest of the
+    // open-files limit is shared between connections and collections.
+    let open = budget::open_descriptors(std::path::Path::new("/proc")).unwrap_or(64);
+    let budget = budget::budget(nofile, open);
+    let limited = if budget.connections < budget::MAX_CONNECTIONS {
+        format!(
+            "; at most {} connections at once (open-files limit {}, {} descriptors in use, {} \
+             kept for collections)",
+            budget.connections, budget.limit, open, budget.reserve
+        )
+    } else {
+        String::new()
+    };
     if !args.quiet {
         warn!(
             "tasksnap serve: listening on http://{}/metrics, collecting every {} (tasks: {}; \
-             thread states: {}, {}); first collection {:.0} ms; stop with Ctrl-C",
+             thread states: {}, {}); first collection {:.0} ms{limited}; stop with Ctrl-C",
             listener.local_addr().map_or(args.listen, |a| a),
             humantime::format_duration(args.interval),
             started.tasks_why,
@@ -467,6 +472,8 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
             started.states_why,
             started.first_ms,
         );
+    } else if budget.connections < 8 {
+        warn!("tasksnap serve: {}", limited.trim_start_matches("; "));
     }
     let stop = Arc::new(tokio::sync::Notify::new());
     {
@@ -486,7 +493,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    let served = runtime.block_on(http::serve(listener, shared.clone(), stop));
+    let served = runtime.block_on(http::serve(listener, shared.clone(), stop, budget));
     shared.stop();
     let code = match collector.join() {
         Ok(()) => ExitCode::SUCCESS,
@@ -514,7 +521,7 @@ fn collect_loop(c: &mut Collection, shared: &Shared, interval: Duration) {
         // A failed collection leaves the last exposition up (its timestamp says how old it
         // is) and is tried again at the next tick; the message is said once per run of
         // failures.
-        match c.collect() {
+        match c.collect(shared) {
             Ok(e) => {
                 shared.publish(e);
                 if failing {
@@ -523,6 +530,7 @@ fn collect_loop(c: &mut Collection, shared: &Shared, interval: Duration) {
                 failing = false;
             }
             Err(e) => {
+                c.cost.collection_errors += 1;
                 if !failing {
                     warn!("tasksnap serve: a collection failed ({e}); serving the last one");
                 }

@@ -23,7 +23,28 @@ impl Server {
     /// Starts `tasksnap serve --listen 127.0.0.1:0 ARGS` and waits for its start line (which
     /// comes after its first collection), taking the port from it.
     pub fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(TASKSNAP)
+        Server::start_limited(args, None)
+    }
+
+    /// [`Server::start`] with its open-files limit (soft and hard) set to `nofile`.
+    pub fn start_limited(args: &[&str], nofile: Option<u64>) -> Server {
+        let mut cmd = Command::new(TASKSNAP);
+        if let Some(n) = nofile {
+            // SAFETY: setrlimit is async-signal-safe and touches only the child.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd
             .arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)

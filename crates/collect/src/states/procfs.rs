@@ -56,6 +56,9 @@ pub struct Options {
     pub track_sleep: bool,
     /// The procfs root (normally /proc).
     pub proc_root: PathBuf,
+    /// Descriptors of the open-files limit the source leaves for everything else: it keeps
+    /// at most the rest open (one per sampled file) and opens files per read past that.
+    pub fds_left: usize,
 }
 
 impl Default for Options {
@@ -65,6 +68,7 @@ impl Default for Options {
             sample_hz: 20,
             track_sleep: false,
             proc_root: PathBuf::from("/proc"),
+            fds_left: 512,
         }
     }
 }
@@ -223,9 +227,9 @@ fn boottime_ns() -> u64 {
 
 /// Lets this process keep a descriptor open per sampled thread: the soft limit of open files
 /// is raised to the hard one (often 1024 -> 524288). Returns how many the sampler may keep:
-/// the limit less 512 for everything else.
-fn raise_nofile() -> usize {
-    tasksnap_procfs::sys::raise_nofile_limit().map_or(0, |l| (l as usize).saturating_sub(512))
+/// the limit less `left` for everything else.
+fn raise_nofile(left: usize) -> usize {
+    tasksnap_procfs::sys::raise_nofile_limit().map_or(0, |l| (l as usize).saturating_sub(left))
 }
 
 /// Whether delay accounting is on (`kernel.task_delayacct`, Linux 5.14; before that it was on
@@ -247,7 +251,7 @@ impl ProcfsSource {
             path: opts.proc_root.display().to_string(),
             source,
         })?;
-        let fd_budget = raise_nofile();
+        let fd_budget = raise_nofile(opts.fds_left);
         // SAFETY: sysconf has no side effects.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         let tick_ns = if hz > 0 {
