@@ -110,6 +110,23 @@ fn segments(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// `record --dir DIR` once: refused with exit 3 and a message that says `said`.
+fn record_is_refused(dir: &Path, said: &str) {
+    let out = tasksnap(&[
+        "record",
+        "--dir",
+        s(dir),
+        "--count",
+        "1",
+        "--backend",
+        "procfs",
+        "-q",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(said), "{err}");
+}
+
 #[test]
 fn record_refuses_symlinked_lock() {
     let t = tempfile::tempdir().expect("tempdir");
@@ -117,22 +134,7 @@ fn record_refuses_symlinked_lock() {
     let dir = t.path().join("store");
     fs::create_dir(&dir).expect("mkdir");
     symlink(&v, dir.join("LOCK")).expect("plant the link");
-    let out = tasksnap(&[
-        "record",
-        "--dir",
-        s(&dir),
-        "--count",
-        "1",
-        "--backend",
-        "procfs",
-        "-q",
-    ]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("LOCK: is a symbolic link"),
-        "{}",
-        text(&out.stderr)
-    );
+    record_is_refused(&dir, "LOCK: is a symbolic link");
     assert_victim_whole(&v);
     assert!(segments(&dir).is_empty(), "nothing recorded");
 }
@@ -146,22 +148,7 @@ fn record_refuses_a_store_dir_another_user_owns() {
     let dir = t.path().join("store");
     fs::create_dir(&dir).expect("mkdir");
     std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
-    let out = tasksnap(&[
-        "record",
-        "--dir",
-        s(&dir),
-        "--count",
-        "1",
-        "--backend",
-        "procfs",
-        "-q",
-    ]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("owned by uid 65534"),
-        "{}",
-        text(&out.stderr)
-    );
+    record_is_refused(&dir, "owned by uid 65534");
     assert_eq!(
         fs::read_dir(&dir).expect("ls").count(),
         0,
@@ -175,22 +162,7 @@ fn record_refuses_a_group_or_other_writable_store_dir() {
     let dir = t.path().join("store");
     fs::create_dir(&dir).expect("mkdir");
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777)).expect("chmod");
-    let out = tasksnap(&[
-        "record",
-        "--dir",
-        s(&dir),
-        "--count",
-        "1",
-        "--backend",
-        "procfs",
-        "-q",
-    ]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("chmod go-w"),
-        "{}",
-        text(&out.stderr)
-    );
+    record_is_refused(&dir, "chmod go-w");
     assert_eq!(
         fs::read_dir(&dir).expect("ls").count(),
         0,
@@ -406,22 +378,7 @@ fn record_never_creates_its_store_through_another_users_link() {
     symlink(&elsewhere, &link).expect("symlink");
     std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).expect("lchown");
     let dir = link.join("history");
-    let out = tasksnap(&[
-        "record",
-        "--dir",
-        s(&dir),
-        "--count",
-        "1",
-        "--backend",
-        "procfs",
-        "-q",
-    ]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("symbolic link owned by uid 65534"),
-        "{}",
-        text(&out.stderr)
-    );
+    record_is_refused(&dir, "symbolic link owned by uid 65534");
     assert!(
         !elsewhere.join("history").exists(),
         "nothing made through the link"

@@ -12,6 +12,7 @@
 //! `PR_SET_PDEATHSIG(SIGKILL)` so that it dies with its parent.
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -460,45 +461,63 @@ impl Spawner {
     /// `prctl(PR_SET_NAME)` and reports readiness on its stdout.
     pub fn odd(&mut self) -> Result<Vec<OddTask>> {
         let mut out = Vec::new();
-        let parent = sys::getpid();
         for (comm, argv) in odd_specs() {
-            let mut cmd = Command::new(child::SELF_EXE_STR);
-            cmd.arg0(&argv[0])
-                .args(&argv[1..])
-                .env_clear()
-                .env(child::CHILD_ENV, child::MODE_ODD)
-                .env(child::COMM_ENV, &comm)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit());
-            let empty = sys::sigset(&[]);
-            // SAFETY: the closure runs between fork and exec and only makes
-            // async-signal-safe syscalls (prctl, getppid, sigprocmask,
-            // _exit); it does not allocate.
-            unsafe {
-                cmd.pre_exec(move || {
-                    sys::set_pdeathsig_kill();
-                    if sys::getppid() != parent {
-                        sys::exit_now(1);
-                    }
-                    sys::set_sigmask(&empty)
-                });
-            }
-            let mut child = cmd
-                .spawn()
-                .with_context(|| format!("spawning odd child {comm:?}"))?;
-            let pid = child.id() as Pid;
-            self.alive.insert(pid);
-            let stdout = child.stdout.take().context("odd child stdout")?;
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line)?;
-            if line != "ready\n" {
-                bail!("odd child {comm:?} (pid {pid}) did not come up");
-            }
-            // Dropping `child` neither kills nor waits; we reap it later.
+            let args: Vec<&OsStr> = argv.iter().map(OsStr::new).collect();
+            let pid = self.exec_named(OsStr::new(&comm), &args, None)?;
             out.push(OddTask { pid, comm, argv });
         }
         Ok(out)
+    }
+
+    /// One process that re-executes the loadgen (`/proc/self/exe`) in its `odd` child mode
+    /// with exactly `argv` (argv[0] included, any bytes but NUL) as its command line, sets
+    /// its comm to `comm` and, given `uid`, becomes that user; returns once it reported ready
+    /// on its stdout.
+    pub(crate) fn exec_named(
+        &mut self,
+        comm: &OsStr,
+        argv: &[&OsStr],
+        uid: Option<u32>,
+    ) -> Result<Pid> {
+        let parent = sys::getpid();
+        let mut cmd = Command::new(child::SELF_EXE_STR);
+        cmd.arg0(argv[0])
+            .args(&argv[1..])
+            .env_clear()
+            .env(child::CHILD_ENV, child::MODE_ODD)
+            .env(child::COMM_ENV, comm)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(uid) = uid {
+            cmd.env(child::UID_ENV, uid.to_string());
+        }
+        let empty = sys::sigset(&[]);
+        // SAFETY: the closure runs between fork and exec and only makes
+        // async-signal-safe syscalls (prctl, getppid, sigprocmask,
+        // _exit); it does not allocate.
+        unsafe {
+            cmd.pre_exec(move || {
+                sys::set_pdeathsig_kill();
+                if sys::getppid() != parent {
+                    sys::exit_now(1);
+                }
+                sys::set_sigmask(&empty)
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("spawning odd child {comm:?}"))?;
+        let pid = child.id() as Pid;
+        self.alive.insert(pid);
+        let stdout = child.stdout.take().context("odd child stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        if line != "ready\n" {
+            bail!("odd child {comm:?} (pid {pid}) did not come up");
+        }
+        // Dropping `child` neither kills nor waits; we reap it later.
+        Ok(pid)
     }
 }
 

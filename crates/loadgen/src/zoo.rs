@@ -10,16 +10,12 @@
 //!   child there, so listings meet pids numbered twice.
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
-use crate::child;
 use crate::spawn::Spawner;
 use crate::sys::{self, Pid};
 
@@ -58,44 +54,11 @@ impl Spawner {
     /// child mode, so its command line is exactly the argv given. Returns their pids.
     pub fn byte_named(&mut self) -> Result<Vec<Pid>> {
         let root = sys::geteuid() == 0;
-        let parent = sys::getpid();
         let mut out = Vec::new();
         for ((comm, argv), as_nobody) in byte_specs() {
-            let mut cmd = Command::new(child::SELF_EXE_STR);
-            cmd.arg0(OsStr::from_bytes(&argv[0]))
-                .args(argv[1..].iter().map(|a| OsStr::from_bytes(a)))
-                .env_clear()
-                .env(child::CHILD_ENV, child::MODE_ODD)
-                .env(child::COMM_ENV, OsStr::from_bytes(&comm))
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit());
-            if as_nobody && root {
-                cmd.env(child::UID_ENV, NOBODY.to_string());
-            }
-            let empty = sys::sigset(&[]);
-            // SAFETY: the closure runs between fork and exec and only makes
-            // async-signal-safe syscalls (prctl, getppid, sigprocmask, _exit).
-            unsafe {
-                cmd.pre_exec(move || {
-                    sys::set_pdeathsig_kill();
-                    if sys::getppid() != parent {
-                        sys::exit_now(1);
-                    }
-                    sys::set_sigmask(&empty)
-                });
-            }
-            let mut c = cmd
-                .spawn()
-                .with_context(|| format!("spawning {:?}", String::from_utf8_lossy(&comm)))?;
-            let pid = c.id() as Pid;
-            self.alive.insert(pid);
-            let mut line = String::new();
-            BufReader::new(c.stdout.take().context("zoo child stdout")?).read_line(&mut line)?;
-            if line != "ready\n" {
-                bail!("zoo child {pid} did not come up");
-            }
-            out.push(pid);
+            let args: Vec<&OsStr> = argv.iter().map(|a| OsStr::from_bytes(a)).collect();
+            let uid = (as_nobody && root).then_some(NOBODY);
+            out.push(self.exec_named(OsStr::from_bytes(&comm), &args, uid)?);
         }
         Ok(out)
     }
