@@ -22,6 +22,17 @@ log_dir=${LOG_DIR:-$(mktemp -d /tmp/churn-suite.XXXXXX)}
 mkdir -p "$log_dir"
 target=${CARGO_TARGET_DIR:-target}
 
+# The real components ./x test installed (DuckDB, prometheus_client, Prometheus, promtool),
+# so that the tests that use them run here too instead of skipping.
+if [ -x target/py-test/bin/python ]; then
+  export TASKSNAP_DUCKDB_PYTHON="$PWD/target/py-test/bin/python"
+  export TASKSNAP_PROMETHEUS_PYTHON="$PWD/target/py-test/bin/python"
+fi
+if [ -x target/tools/debian/usr/bin/prometheus ]; then
+  export TASKSNAP_PROMETHEUS="$PWD/target/tools/debian/usr/bin/prometheus"
+  export TASKSNAP_PROMTOOL="$PWD/target/tools/debian/usr/bin/promtool"
+fi
+
 echo "churn-suite: building (logs in $log_dir)" >&2
 cargo build --workspace --quiet || exit 1
 cargo test --workspace --no-run --quiet 2>"$log_dir/build.log" || {
