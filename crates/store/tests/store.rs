@@ -205,7 +205,22 @@ fn one_writer_at_a_time() {
     // Readers need no lock.
     Store::open(tmp.path()).expect("open while locked");
     w.finish().expect("finish");
-    Writer::create(tmp.path(), opts(10)).expect("after finish");
+    create_again(tmp.path());
+}
+
+/// `Writer::create` once the writer before it finished. Retried while locked (up to 5 s):
+/// another test's fork (the mount tests run `mount`) holds a copy of the lock's descriptor
+/// until its exec, which on a churning host takes a while (seen: the churn suite).
+fn create_again(dir: &Path) -> Writer {
+    for _ in 0..500 {
+        match Writer::create(dir, opts(10)) {
+            Err(StoreError::Locked { .. }) => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            r => return r.expect("create after finish"),
+        }
+    }
+    panic!("{}: the lock was never released", dir.display());
 }
 
 #[test]
@@ -384,17 +399,8 @@ fn clock_step_back_is_kept_in_recording_order() {
     record(&mut w, 200, 215);
     assert!(w.take_warnings().is_empty());
     w.finish().expect("finish");
-    // The recorder restarts with the clock 100 s behind. (Retried while locked: another
-    // test's fork may hold a copy of the lock's descriptor until its exec.)
-    let mut w = (0..100)
-        .find_map(|_| match Writer::create(tmp.path(), opts(10)) {
-            Err(StoreError::Locked { .. }) => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                None
-            }
-            r => Some(r.expect("create")),
-        })
-        .expect("the lock is released");
+    // The recorder restarts with the clock 100 s behind.
+    let mut w = create_again(tmp.path());
     assert!(w.starts_segment(100 * S));
     record(&mut w, 100, 105);
     let warnings = w.take_warnings();
