@@ -182,6 +182,19 @@ fn run(args: &[String]) -> Output {
         .expect("run tasksnap")
 }
 
+/// [`run`], which must succeed.
+fn run_ok(args: &[&str]) -> Output {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{args:?}: exit {:?}: {}",
+        out.status.code(),
+        text(&out.stderr)
+    );
+    out
+}
+
 /// The same arguments with every time option's value moved inside the recording: `--from`
 /// to its first sample, `--to` and `--at` to its last.
 fn inside(args: &[String], rec: &Recording) -> Vec<String> {
@@ -245,14 +258,7 @@ fn dump_from_minus_one_hour_is_not_refused_as_an_unexpected_argument() {
         vec!["dump", "--dir", &d, "--from", "-1h", "--to", "now"],
         vec!["dump", "--dir", &d, "--what", "threads", "--from", "-10m"],
     ] {
-        let args: Vec<String> = args.into_iter().map(String::from).collect();
-        let out = run(&args);
-        assert!(
-            out.status.success(),
-            "{args:?}: exit {:?}: {}",
-            out.status.code(),
-            text(&out.stderr)
-        );
+        let out = run_ok(&args);
         // A header and the recording's rows.
         assert!(
             text(&out.stdout).lines().count() > 1,
@@ -281,14 +287,7 @@ fn states_replay_from_minus_one_hour_to_minus_fifty_minutes_parses() {
         vec!["states", "--replay", &d, "--from", "-1h"],
         vec!["states", "--replay", &d, "--from=-10m", "--to", "now"],
     ] {
-        let args: Vec<String> = args.into_iter().map(String::from).collect();
-        let out = run(&args);
-        assert!(
-            out.status.success(),
-            "{args:?}: exit {:?}: {}",
-            out.status.code(),
-            text(&out.stderr)
-        );
+        let out = run_ok(&args);
         assert!(text(&out.stdout).contains("PID"), "{args:?}: no table");
     }
 }
