@@ -757,14 +757,7 @@ impl Dir {
         if depth == 0 {
             return Err(SafeError::io(path, io::Error::other("too deep to remove")));
         }
-        let fd = rustix::fs::openat(
-            &self.fd,
-            name,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| open_error(&path, true, e))?;
-        let sub = Dir { fd, path };
+        let sub = self.open_child(name, path)?;
         for entry in sub.names()? {
             match sub.remove_tree_at(Path::new(&entry), depth - 1) {
                 Err(e) if e.is_not_found() => {}
@@ -773,6 +766,19 @@ impl Dir {
         }
         rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)
             .map_err(|e| SafeError::io(self.join(name), e))
+    }
+
+    /// The directory `name` in this one, opened without following a link (`path` names it in
+    /// messages); no other check.
+    fn open_child(&self, name: &Path, path: PathBuf) -> Result<Dir, SafeError> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| open_error(&path, true, e))?;
+        Ok(Dir { fd, path })
     }
 
     /// Creates the directory `name` in this one (bits `mode`) if missing, and opens it with
@@ -784,14 +790,7 @@ impl Dir {
             Err(e) => return Err(SafeError::io(self.join(name), e)),
         }
         let path = self.join(name);
-        let fd = rustix::fs::openat(
-            &self.fd,
-            name,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| open_error(&path, true, e))?;
-        let dir = Dir { fd, path };
+        let dir = self.open_child(name, path)?;
         dir.check_private()?;
         Ok(dir)
     }
