@@ -7,6 +7,9 @@
 #
 #   bench/top.sh [N]          default 50000; needs root above ~30k processes and for BPF
 #   WINDOW=60 bench/top.sh    seconds measured per command
+#   TS_A=/path/to/old/tasksnap bench/top.sh
+#                             A/B: each tasksnap command runs with the older build A too,
+#                             right before the current one, in the same run (see bench/ab.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TS=${TS:-$PWD/target/release/tasksnap}
@@ -41,8 +44,13 @@ cpu_ticks() { awk '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); print f[12] 
 
 printf '%-52s %14s %10s %12s\n' command first_screen_ms cpu_pct peak_rss_kb
 # BPF twice: loading its own programs (nothing pinned), then with `tasksnap pin`'s set.
-for cmd in "top -d 1" "$TS top -d 1 --backend bpf" "pin" "$TS top -d 1 --backend bpf" \
-           "$TS top -d 1 --backend procfs"; do
+cmds=("top -d 1")
+for variant in "top -d 1 --backend bpf" pin "top -d 1 --backend bpf" "top -d 1 --backend procfs"; do
+  if [ "$variant" = pin ]; then cmds+=(pin); continue; fi
+  [ -n "${TS_A:-}" ] && cmds+=("$TS_A $variant")
+  cmds+=("$TS $variant")
+done
+for cmd in "${cmds[@]}"; do
   if [ "$cmd" = pin ]; then
     if [ "$(id -u)" = 0 ]; then "$TS" unpin >/dev/null 2>&1 || true; "$TS" pin >/dev/null; fi
     pinned=" (pinned)"
@@ -66,6 +74,7 @@ for cmd in "top -d 1" "$TS top -d 1 --backend bpf" "pin" "$TS top -d 1 --backend
   rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
   pct=$(awk -v a="$t0" -v b="$t1" -v hz="$HZ" -v w="$WINDOW" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
   label="${cmd/$TS/tasksnap}"
+  [ -n "${TS_A:-}" ] && label="${cmd/$TS_A/tasksnap-A}" && label="${label/$TS/tasksnap-B}"
   case "$cmd" in *"backend bpf"*) label="$label${pinned:- (loads its programs)}" ;; esac
   printf '%-52s %14s %10s %12s\n' "$label" "${first:-never}" "$pct" "$rss"
   tmux -L "$SOCK" kill-server 2>/dev/null || true
