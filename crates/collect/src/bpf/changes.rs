@@ -15,7 +15,7 @@
 //!
 //! [`Collector::changes`]: crate::Collector::changes
 
-use std::collections::HashMap;
+use tasksnap_model::hash::IdMap;
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, TaskId};
 
@@ -39,28 +39,7 @@ pub(super) struct Live {
 }
 
 /// A thread's identity as the walk gives it: tgid and start time (boot-time ns), by tid.
-pub(super) type Identities = HashMap<u32, (u32, u64), std::hash::BuildHasherDefault<TidHasher>>;
-
-/// A multiply-shift hash for tids: small integers the kernel hands out.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct TidHasher(u64);
-
-impl std::hash::Hasher for TidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
+pub(super) type Identities = IdMap<u32, (u32, u64)>;
 
 /// What the changed-only walks of one live view need between calls.
 #[derive(Debug)]
