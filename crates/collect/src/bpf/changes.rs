@@ -127,7 +127,7 @@ impl BpfCollector {
         let shards = if self.settings.low_cpu {
             1
         } else {
-            super::passes::pass_shards()
+            super::settings::pass_shards()
         };
         if let Err(why) = self.ensure_arena(bits, shards) {
             self.walk_problem = Some(why);
@@ -210,7 +210,7 @@ impl BpfCollector {
         let shards = if self.settings.low_cpu {
             1
         } else {
-            super::passes::pass_shards()
+            super::settings::pass_shards()
         };
         self.ensure_arena(bits, shards)?;
         let (Some(walker), Some(arena)) = (&self.progs.walker, &self.out.arena) else {
