@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use tasksnap_history::{Encoder, History, KIND_NAMES, KIND_SAMPLE};
+use tasksnap_history::{History, Recorder};
 use tasksnap_loadgen::{root_or_skip, settled_sleep, wait_until, ProcessGroup};
 use tasksnap_model::Reading;
-use tasksnap_store::{StoreError, Writer, WriterOptions};
+use tasksnap_store::{StoreError, WriterOptions};
 
 const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
@@ -161,7 +161,7 @@ fn readings() -> (Vec<Reading>, ProcessGroup, i32) {
     (all, g, pid)
 }
 
-/// Writes `parts` as recorder runs one after the other (a new writer and encoder each, as a
+/// Writes `parts` as recorder runs one after the other (a new `Recorder` each, as a
 /// restarted recorder has), each reading's time moved by its part's shift, with segments of
 /// `segment_ns`.
 fn write_runs(dir: &Path, parts: &[(&[Reading], i64)], segment_ns: u64) {
@@ -172,8 +172,8 @@ fn write_runs(dir: &Path, parts: &[(&[Reading], i64)], segment_ns: u64) {
     for (readings, shift_ns) in parts {
         // Retried while locked: another test's fork holds a copy of the lock's descriptor
         // until its exec.
-        let mut w = (0..100)
-            .find_map(|_| match Writer::create(dir, opts) {
+        let mut rec = (0..100)
+            .find_map(|_| match Recorder::create(dir, opts, 60) {
                 Err(StoreError::Locked { .. }) => {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                     None
@@ -181,18 +181,13 @@ fn write_runs(dir: &Path, parts: &[(&[Reading], i64)], segment_ns: u64) {
                 r => Some(r.expect("writer")),
             })
             .expect("the lock is released");
-        let mut enc = Encoder::new(60);
         for r in *readings {
             let mut r = r.clone();
-            let t = r.snapshot.taken_at_unix_ns.wrapping_add_signed(*shift_ns);
-            r.snapshot.taken_at_unix_ns = t;
-            let e = enc.encode(&r, w.starts_segment(t));
-            if let Some(names) = &e.names {
-                w.append(KIND_NAMES, e.key, t, names).expect("append names");
-            }
-            w.append(KIND_SAMPLE, e.key, t, &e.sample).expect("append");
+            r.snapshot.taken_at_unix_ns =
+                r.snapshot.taken_at_unix_ns.wrapping_add_signed(*shift_ns);
+            rec.append(&r).expect("append");
         }
-        w.finish().expect("finish");
+        rec.finish().expect("finish");
     }
 }
 

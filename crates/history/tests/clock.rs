@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use tasksnap_history::{Encoder, History, KIND_NAMES, KIND_SAMPLE};
+use tasksnap_history::{History, Recorder};
 use tasksnap_model::{Backend, Reading, Snapshot, SnapshotStats, Task, TaskId};
-use tasksnap_store::{Writer, WriterOptions};
+use tasksnap_store::WriterOptions;
 
 const S: u64 = 1_000_000_000;
 
@@ -32,21 +32,14 @@ fn reading(t_s: u64) -> Reading {
     }
 }
 
-/// One recorder run per range of seconds, each with its own writer and encoder.
+/// One recorder run per range of seconds.
 fn record(dir: &Path, runs: &[std::ops::Range<u64>]) {
     for run in runs {
-        let mut w = Writer::create(dir, WriterOptions::default()).expect("writer");
-        let mut enc = Encoder::new(3);
+        let mut rec = Recorder::create(dir, WriterOptions::default(), 3).expect("recorder");
         for s in run.clone() {
-            let r = reading(s);
-            let t = s * S;
-            let e = enc.encode(&r, w.starts_segment(t));
-            if let Some(n) = &e.names {
-                w.append(KIND_NAMES, e.key, t, n).expect("names");
-            }
-            w.append(KIND_SAMPLE, e.key, t, &e.sample).expect("sample");
+            rec.append(&reading(s)).expect("append");
         }
-        w.finish().expect("finish");
+        rec.finish().expect("finish");
     }
 }
 
