@@ -10,7 +10,7 @@
 //!
 //! No I/O but reading a configuration file and looking up user names; the HTTP side and
 //! the collection timer are the CLI's.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod aggregate;
 pub mod config;

@@ -36,7 +36,7 @@
 //!
 //! Decoding treats every byte as hostile: lengths are checked against the bytes left before
 //! anything is allocated, and every failure is a [`HistoryError`], never a panic.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod decoder;
 mod encoder;

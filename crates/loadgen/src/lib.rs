@@ -19,7 +19,7 @@
 //! drop(load); // SIGTERM to the loadgen, then SIGKILL to the group as a backstop
 //! # anyhow::Ok(())
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 use std::io::{self, BufRead, BufReader};
 use std::os::unix::process::CommandExt;

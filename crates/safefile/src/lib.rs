@@ -16,7 +16,7 @@
 //! - Reads ([`Dir::open_read`]) refuse anything but a regular file, checked before opening
 //!   and again with `fstat` after opening with `O_NONBLOCK|O_NOFOLLOW`, so a FIFO or a device
 //!   named like a data file never blocks a reader or wakes a driver.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
