@@ -5,31 +5,16 @@
 use std::path::Path;
 
 use tasksnap_history::{History, Recorder};
-use tasksnap_model::{Backend, Reading, Snapshot, SnapshotStats, Task, TaskId};
-use tasksnap_store::WriterOptions;
+mod common;
 
-const S: u64 = 1_000_000_000;
+use common::{process, reading_at, S};
+use tasksnap_model::Reading;
+use tasksnap_store::WriterOptions;
 
 /// A reading at `t_s` seconds holding one task whose pid is `t_s` (so a reading names its
 /// own time).
 fn reading(t_s: u64) -> Reading {
-    let pid = i32::try_from(t_s).expect("small");
-    Reading {
-        snapshot: Snapshot {
-            taken_at_unix_ns: t_s * S,
-            taken_at_boottime_ns: t_s * S,
-            boot_time_unix_s: 1,
-            backend: Backend::Procfs,
-            tasks: vec![Task::new(TaskId {
-                tgid: pid,
-                tid: pid,
-                start_time_ns: 1,
-            })],
-            stats: SnapshotStats::default(),
-        },
-        states: None,
-        system: Default::default(),
-    }
+    reading_at(t_s, vec![process(i32::try_from(t_s).expect("small"), None)])
 }
 
 /// One recorder run per range of seconds.

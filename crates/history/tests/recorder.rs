@@ -4,39 +4,21 @@
 //! again by the next run, and one recorder per store.
 
 use tasksnap_history::{Encoder, History, Recorder, ReplayError};
-use tasksnap_model::{Backend, Reading, Snapshot, SnapshotStats, Task, TaskId};
-use tasksnap_store::{StoreError, Writer, WriterOptions};
+mod common;
 
-const S: u64 = 1_000_000_000;
+use common::{process, reading_at, S};
+use tasksnap_model::Reading;
+use tasksnap_store::{StoreError, Writer, WriterOptions};
 
 /// A reading at `t_s` seconds of five processes: pids 1 to 4 (always the same command lines)
 /// and a pid `t_s` one (new each time, with a command line of its own).
 fn reading(t_s: u64) -> Reading {
-    let task = |pid: i32, cmd: &str| {
-        let mut t = Task::new(TaskId {
-            tgid: pid,
-            tid: pid,
-            start_time_ns: 1,
-        });
-        t.cmdline = Some(cmd.as_bytes().to_vec());
-        t
-    };
-    let pid = i32::try_from(t_s).expect("small");
-    Reading {
-        snapshot: Snapshot {
-            taken_at_unix_ns: t_s * S,
-            taken_at_boottime_ns: t_s * S,
-            boot_time_unix_s: 1,
-            backend: Backend::Procfs,
-            tasks: (1..=4)
-                .map(|p| task(p, "daemon"))
-                .chain([task(pid, &format!("job {t_s}"))])
-                .collect(),
-            stats: SnapshotStats::default(),
-        },
-        states: None,
-        system: Default::default(),
-    }
+    let job = process(
+        i32::try_from(t_s).expect("small"),
+        Some(&format!("job {t_s}")),
+    );
+    let tasks = (1..=4).map(|p| process(p, Some("daemon"))).chain([job]);
+    reading_at(t_s, tasks.collect())
 }
 
 /// A recorder with a key only every 100 samples and where a segment starts (no early keys:

@@ -58,21 +58,12 @@ mod tests {
             std::hash::Hash::hash(&id, &mut s);
             s.finish()
         };
-        let a = TaskId {
-            tgid: 10,
-            tid: 11,
-            start_time_ns: 5,
+        let id = |tgid, tid, start_time_ns| TaskId {
+            tgid,
+            tid,
+            start_time_ns,
         };
-        let b = TaskId {
-            tgid: 10,
-            tid: 12,
-            start_time_ns: 5,
-        };
-        let c = TaskId {
-            tgid: 10,
-            tid: 11,
-            start_time_ns: 6,
-        };
+        let (a, b, c) = (id(10, 11, 5), id(10, 12, 5), id(10, 11, 6));
         assert_ne!(h(a), h(b));
         assert_ne!(h(a), h(c));
         let mut m: IdMap<TaskId, u32> = IdMap::default();
