@@ -428,6 +428,31 @@ impl Drop for Load {
     }
 }
 
+/// One round of the seed's mmap-lock queue: maps the first `len` bytes of the open file `fd`
+/// read-only with `MAP_POPULATE` (which faults every page in while holding the process's mmap
+/// lock for reading, after taking it for writing to map) and unmaps them (writing again).
+/// Threads doing this in a loop queue on the lock as the seed's query threads did. True when
+/// the mapping was made.
+pub fn map_populated_once(fd: std::os::fd::RawFd, len: usize) -> bool {
+    // SAFETY: maps `len` bytes of a file the caller keeps open, read-only and private; the
+    // mapping is unmapped at once and never dereferenced.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_POPULATE,
+            fd,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, len);
+    }
+    true
+}
+
 /// `/proc/PID/FILE` as text (lossy), or None when it cannot be read.
 pub fn proc_text(pid: i32, file: &str) -> Option<String> {
     std::fs::read(format!("/proc/{pid}/{file}"))
