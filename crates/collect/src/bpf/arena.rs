@@ -305,10 +305,17 @@ impl Arena {
     /// Overwrites chunk `i` with `bytes` (a test's sentinel).
     #[cfg(test)]
     pub fn fill_chunk(&self, i: usize, byte: u8) -> io::Result<()> {
-        let chunk = vec![byte; CHUNK_BYTES];
+        self.put_chunk(i, &vec![byte; CHUNK_BYTES])
+    }
+
+    /// Writes chunk `i` (one map update: this process's mapping stays read-only).
+    fn put_chunk<T: Copy>(&self, i: usize, chunk: &[T]) -> io::Result<()> {
+        if std::mem::size_of_val(chunk) != CHUNK_BYTES {
+            return Err(io::Error::other("a chunk is CHUNK_BYTES bytes"));
+        }
         let key = i as u32;
-        // SAFETY: the key is a u32 and the value CHUNK_BYTES bytes, the map's key and value
-        // sizes; both outlive the call.
+        // SAFETY: the key is a u32 and the value CHUNK_BYTES bytes (checked above), the map's
+        // key and value sizes; both outlive the call.
         let r = unsafe {
             libbpf_sys::bpf_map_update_elem(
                 self.fd.as_raw_fd(),
@@ -334,20 +341,8 @@ impl Arena {
         let mut chunk = vec![CmdRequest::default(); CMD_REQS_PER_CHUNK];
         for (i, part) in reqs.chunks(CMD_REQS_PER_CHUNK).enumerate() {
             chunk[..part.len()].copy_from_slice(part);
-            let key = (region.req_chunk + i) as u32;
-            // SAFETY: the key is a u32 and the value CHUNK_BYTES bytes (CMD_REQS_PER_CHUNK
-            // requests of 16 bytes), the map's key and value sizes; both outlive the call.
-            let r = unsafe {
-                libbpf_sys::bpf_map_update_elem(
-                    self.fd.as_raw_fd(),
-                    (&key as *const u32).cast(),
-                    chunk.as_ptr().cast(),
-                    0,
-                )
-            };
-            if r < 0 {
-                return Err(io::Error::from_raw_os_error(-r));
-            }
+            // CMD_REQS_PER_CHUNK requests of 16 bytes: one chunk.
+            self.put_chunk(region.req_chunk + i, &chunk)?;
         }
         Ok(())
     }

@@ -57,6 +57,27 @@ pub(super) struct Delta {
     hidden: Vec<i32>,
 }
 
+impl Delta {
+    /// The state after a whole pass for `query` (its record groups `bits`) that began at
+    /// `since_ns` and held the threads `known`, `hidden` read from /proc.
+    fn after_whole_pass(
+        bits: u32,
+        query: &Query,
+        since_ns: u64,
+        known: Identities,
+        hidden: Vec<i32>,
+    ) -> Delta {
+        Delta {
+            groups: bits,
+            leader_as_process: query.leader_as_process,
+            since_ns,
+            known,
+            since_full: 0,
+            hidden,
+        }
+    }
+}
+
 /// The identities of a pass's records.
 pub(super) fn identities(records: &[decode::Record<'_>]) -> Identities {
     let mut known = Identities::with_capacity_and_hasher(records.len(), Default::default());
@@ -141,13 +162,8 @@ impl BpfCollector {
         let snap = snap?;
         // Only a walk is tracked (the iterator may have been used instead).
         // The processes /proc added to that snapshot (pid 1 here) are read again every call.
-        self.live.delta = self.live.captured.take().map(|(known, since_ns, hidden)| Delta {
-            groups: bits,
-            leader_as_process: query.leader_as_process,
-            since_ns,
-            known,
-            since_full: 0,
-            hidden,
+        self.live.delta = self.live.captured.take().map(|(known, since_ns, hidden)| {
+            Delta::after_whole_pass(bits, query, since_ns, known, hidden)
         });
         Ok(Changes {
             snapshot: snap,
@@ -186,15 +202,7 @@ impl BpfCollector {
         } else {
             self.changes_impl(query)?
         };
-        let summary = ChangeSummary {
-            full: ch.full,
-            gone: ch.gone,
-            tasks: ch.snapshot.tasks.len(),
-        };
-        for t in ch.snapshot.tasks {
-            sink(t);
-        }
-        Ok(summary)
+        Ok(ch.into_sink(sink))
     }
 
     /// A whole pass by the walk, each task handed to `sink` as it is assembled; keeps the
@@ -239,14 +247,7 @@ impl BpfCollector {
         });
         drop(records);
         self.out.walked = Some(outs);
-        self.live.delta = Some(Delta {
-            groups: bits,
-            leader_as_process: query.leader_as_process,
-            since_ns,
-            known,
-            since_full: 0,
-            hidden,
-        });
+        self.live.delta = Some(Delta::after_whole_pass(bits, query, since_ns, known, hidden));
         Ok(tasks)
     }
 
