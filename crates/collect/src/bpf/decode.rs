@@ -450,20 +450,27 @@ fn process_io(leader: &ts_io, threads: impl Iterator<Item = ts_io>) -> Box<Io> {
 
 /// Per-thread CPU times and faults, as /proc/PID/task/TID/stat derives them.
 fn thread_stat(s: &ts_stat, start_ns: u64, page: u64) -> Stat {
-    let (ut, st) = cputime_adjust(
+    let cpu_ns = cputime_adjust(
         s.utime_ns,
         s.stime_ns,
         s.sum_exec_runtime_ns,
         s.prev_utime_ns,
         s.prev_stime_ns,
     );
+    to_stat(s, cpu_ns, (s.min_flt, s.maj_flt), start_ns, page)
+}
+
+/// The `Stat` of the block `s` with the CPU split `(utime, stime)` and the faults
+/// `(minflt, majflt)` given: a thread's own, or its process's sums. The children's figures
+/// and the sizes are the block's as they are.
+fn to_stat(s: &ts_stat, cpu_ns: (u64, u64), faults: (u64, u64), start_ns: u64, page: u64) -> Stat {
     Stat {
-        utime_ns: ut,
-        stime_ns: st,
+        utime_ns: cpu_ns.0,
+        stime_ns: cpu_ns.1,
         cutime_ns: s.cutime_ns,
         cstime_ns: s.cstime_ns,
-        minflt: s.min_flt,
-        majflt: s.maj_flt,
+        minflt: faults.0,
+        majflt: faults.1,
         cminflt: s.cmin_flt,
         cmajflt: s.cmaj_flt,
         start_time_ns: start_ns,
@@ -495,21 +502,8 @@ fn process_stat(
         minf += t.min_flt;
         majf += t.maj_flt;
     }
-    let (ut, st) = cputime_adjust(u, s, r, leader.sig_prev_utime_ns, leader.sig_prev_stime_ns);
-    Stat {
-        utime_ns: ut,
-        stime_ns: st,
-        cutime_ns: leader.cutime_ns,
-        cstime_ns: leader.cstime_ns,
-        minflt: minf,
-        majflt: majf,
-        cminflt: leader.cmin_flt,
-        cmajflt: leader.cmaj_flt,
-        start_time_ns: start_ns,
-        vsize_bytes: leader.total_vm_pages * page,
-        rss_bytes: leader.rss_pages * page,
-        swap_bytes: Some(leader.swap_pages * page),
-    }
+    let cpu_ns = cputime_adjust(u, s, r, leader.sig_prev_utime_ns, leader.sig_prev_stime_ns);
+    to_stat(leader, cpu_ns, (minf, majf), start_ns, page)
 }
 
 /// Tasks for the query from one pass's records: per thread, or per process with thread-group

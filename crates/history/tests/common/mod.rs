@@ -2,6 +2,8 @@
 //! say which reading a read-back one is.
 #![allow(dead_code)] // Not every test binary that includes this module uses all of it.
 
+pub mod rng;
+
 use tasksnap_model::{Backend, Reading, Snapshot, SnapshotStats, Task, TaskId};
 
 /// One second, in ns.
