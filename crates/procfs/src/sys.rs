@@ -396,17 +396,6 @@ fn parse_release(s: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-#[cfg(test)]
-mod release_tests {
-    #[test]
-    fn kernel_releases_parse_to_major_and_minor() {
-        assert_eq!(super::parse_release("6.18.44-fc-v782\n"), Some((6, 18)));
-        assert_eq!(super::parse_release("6.16-rc6"), Some((6, 16)));
-        assert_eq!(super::parse_release("5.15.0-91-generic"), Some((5, 15)));
-        assert_eq!(super::parse_release("garbage"), None);
-    }
-}
-
 /// The size of the terminal on `fd` in character cells, `(columns, rows)`, as `TIOCGWINSZ`
 /// gives it; `None` when `fd` is not a terminal. Either figure may be 0 (a pty nobody sized):
 /// callers decide what an unsized terminal means.
@@ -445,5 +434,16 @@ pub fn local_clock() -> String {
     match local_time(now_s) {
         Some(tm) => format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec),
         None => "--:--:--".into(),
+    }
+}
+
+#[cfg(test)]
+mod release_tests {
+    #[test]
+    fn kernel_releases_parse_to_major_and_minor() {
+        assert_eq!(super::parse_release("6.18.44-fc-v782\n"), Some((6, 18)));
+        assert_eq!(super::parse_release("6.16-rc6"), Some((6, 16)));
+        assert_eq!(super::parse_release("5.15.0-91-generic"), Some((5, 15)));
+        assert_eq!(super::parse_release("garbage"), None);
     }
 }
