@@ -1,6 +1,6 @@
 //! Builds a store that spans a day, for the seek benchmark (`bench/record.sh`, SEEK=1): N real
-//! readings of this host taken one after the other with the recorder's sampler, encoder and
-//! writer, each stamped INTERVAL seconds after the one before, so that the store has a day's
+//! readings of this host taken one after the other with the recorder's sampler and
+//! `Recorder`, each stamped INTERVAL seconds after the one before, so that the store has a day's
 //! samples in hourly segments as `tasksnap record --interval INTERVAL` would have written
 //! over a day. Prints the first and last sample times (epoch seconds).
 //!
@@ -8,8 +8,8 @@
 //! (defaults: 8640 samples, 10 s: a day).
 
 use tasksnap_collect::sampler::{Options, Sampler};
-use tasksnap_history::{Encoder, KIND_NAMES, KIND_SAMPLE};
-use tasksnap_store::{Writer, WriterOptions};
+use tasksnap_history::Recorder;
+use tasksnap_store::WriterOptions;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -23,22 +23,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(10)
         * 1_000_000_000;
-    let mut writer = Writer::create(std::path::Path::new(&dir), WriterOptions::default())?;
+    let mut recorder = Recorder::create(
+        std::path::Path::new(&dir),
+        WriterOptions::default(),
+        tasksnap_history::DEFAULT_KEY_EVERY,
+    )?;
     let mut sampler = Sampler::open(Options::default())?;
-    let mut encoder = Encoder::new(tasksnap_history::DEFAULT_KEY_EVERY);
     let start_unix = sampler.read()?.snapshot.taken_at_unix_ns - n * interval_ns;
     for i in 0..n {
         let mut r = sampler.read()?.clone();
         let shift = r.snapshot.taken_at_unix_ns - (start_unix + i * interval_ns);
         r.snapshot.taken_at_unix_ns -= shift;
-        let t = r.snapshot.taken_at_unix_ns;
-        let enc = encoder.encode(&r, writer.starts_segment(t));
-        if let Some(names) = &enc.names {
-            writer.append(KIND_NAMES, enc.key, t, names)?;
-        }
-        writer.append(KIND_SAMPLE, enc.key, t, &enc.sample)?;
+        recorder.append(&r)?;
     }
-    writer.finish()?;
+    recorder.finish()?;
     println!(
         "{} {}",
         start_unix / 1_000_000_000,

@@ -1,5 +1,6 @@
 //! Values a user types (on the command line or at a prompt) that tasksnap acts on, checked
-//! once, here: process ids to signal or renice, durations, user names.
+//! once, here: process ids to signal or renice, durations (one grammar for every command:
+//! [`duration`]), user names.
 //!
 //! A [`Pid`] is the only thing [`Pid::signal`] and [`Pid::renice`] take, and it is always a
 //! single real process id (1 or more): kill(2) with 0 or -1 would signal a whole process
@@ -135,19 +136,48 @@ impl Nice {
 /// below what `Duration` and the kernel's timers hold.
 pub const MAX_SECONDS: f64 = 1e9;
 
-/// Parses a number of seconds (`2`, `0.5`, `1e3`) in `min..=MAX_SECONDS`.
-pub fn parse_seconds(s: &str, min: f64) -> Result<Duration, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad delay interval '{s}'"))?;
-    if !v.is_finite() || v > MAX_SECONDS {
-        return Err(format!("bad delay interval '{s}'"));
+/// Which spellings a duration may take where it is typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spelling {
+    /// A number of seconds only (`2`, `0.5`, `1e3`), as procps's `top -d` takes it.
+    Seconds,
+    /// A number of seconds, or humantime's units (`90s`, `10m`, `1h30m`, `1h 30m`, `7d`).
+    Units,
+}
+
+/// The one duration grammar: `text` (surrounding blanks ignored) as a duration in
+/// `0..=MAX_SECONDS`, spelt as `spelling` allows; `None` when it is not one (no number, a
+/// unit humantime does not know, negative, not finite, or longer than [`MAX_SECONDS`]). The
+/// callers word their own message, since each names its own option and range.
+pub fn duration(text: &str, spelling: Spelling) -> Option<Duration> {
+    let t = text.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        return (secs.is_finite() && (0.0..=MAX_SECONDS).contains(&secs))
+            .then(|| Duration::from_secs_f64(secs));
     }
-    if v < min {
+    match spelling {
+        Spelling::Seconds => None,
+        Spelling::Units => humantime::parse_duration(t)
+            .ok()
+            .filter(|d| d.as_secs_f64() <= MAX_SECONDS),
+    }
+}
+
+/// Parses a number of seconds (`2`, `0.5`, `1e3`) in `min..=MAX_SECONDS`, with top's
+/// messages.
+pub fn parse_seconds(s: &str, min: f64) -> Result<Duration, String> {
+    let d = duration(s, Spelling::Seconds).ok_or_else(|| format!("bad delay interval '{s}'"))?;
+    if d.as_secs_f64() < min {
         return Err(format!("bad delay interval '{s}' (at least {min} seconds)"));
     }
-    Ok(Duration::from_secs_f64(v))
+    Ok(d)
+}
+
+/// A duration with units (`90s`, `10m`, `7d`, `1h 30m`) or plain seconds, as the history
+/// commands take it (`--retain-for`, `--interval`, `--segment`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    duration(text, Spelling::Units)
+        .ok_or_else(|| format!("'{text}' is not a duration: give e.g. 90s, 10m, 12h, 7d"))
 }
 
 /// The uid of a user given by number or by name; names are looked up through the C
@@ -211,6 +241,46 @@ mod tests {
         }
         assert_eq!(parse_seconds("0.5", 0.0), Ok(Duration::from_millis(500)));
         assert!(parse_seconds("0.05", 0.1).is_err());
+    }
+
+    /// Every spelling either former grammar (top's seconds, the history commands' units)
+    /// accepted is still accepted, and each is bounded.
+    #[test]
+    fn one_duration_grammar() {
+        let s = Duration::from_secs;
+        for (text, want) in [
+            ("2", s(2)),
+            (" 0.5 ", Duration::from_millis(500)),
+            ("1e3", s(1000)),
+            ("0", s(0)),
+        ] {
+            assert_eq!(duration(text, Spelling::Seconds), Some(want), "{text:?}");
+            assert_eq!(duration(text, Spelling::Units), Some(want), "{text:?}");
+        }
+        for (text, want) in [
+            ("90s", s(90)),
+            ("10m", s(600)),
+            ("1h30m", s(5400)),
+            ("1h 30m", s(5400)),
+            ("7d", s(7 * 86400)),
+            ("250ms", Duration::from_millis(250)),
+        ] {
+            assert_eq!(duration(text, Spelling::Units), Some(want), "{text:?}");
+            assert_eq!(duration(text, Spelling::Seconds), None, "{text:?}");
+        }
+        for bad in ["", "-1", "-5m", "inf", "NaN", "1e10", "soon", "10x", "40y"] {
+            assert_eq!(duration(bad, Spelling::Units), None, "{bad:?}");
+        }
+        assert_eq!(parse_duration("7d"), Ok(s(7 * 86400)));
+        assert_eq!(parse_duration("90"), Ok(s(90)));
+        assert_eq!(
+            parse_duration("soon"),
+            Err("'soon' is not a duration: give e.g. 90s, 10m, 12h, 7d".into())
+        );
+        assert_eq!(
+            parse_seconds("2m", 0.0),
+            Err("bad delay interval '2m'".into())
+        );
     }
 
     #[test]

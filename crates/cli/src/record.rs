@@ -1,6 +1,6 @@
 //! `tasksnap record`: the foreground recorder. Each interval it takes one reading of the host
-//! through the sampler (tasksnap-collect), encodes it as a key or delta frame
-//! (tasksnap-history) and appends it to the store (tasksnap-store), then says what it cost.
+//! through the sampler (tasksnap-collect), hands it to a [`Recorder`] (tasksnap-history: the
+//! store's write protocol, key or delta frames into tasksnap-store), then says what it cost.
 //!
 //! A recording goes on across restarts: the first sample of a run carries each thread's
 //! state-time totals on from the last sample recorded ([`tasksnap_states::carry`]), and a
@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use tasksnap_collect::sampler::{Options, Sampler};
-use tasksnap_history::{Encoder, History, ReplayError, KIND_NAMES, KIND_SAMPLE};
+use tasksnap_history::{Recorder, ReplayError};
 use tasksnap_model::Backend;
 use tasksnap_states::carry::Carry;
-use tasksnap_store::{StoreError, Writer, WriterOptions};
+use tasksnap_store::{StoreError, WriterOptions};
 
 use crate::when;
 
@@ -130,8 +130,8 @@ fn run(args: &Args) -> ExitCode {
         max_size_bytes: args.max_size,
     };
     // The store first: a second recorder stops here, before loading anything.
-    let mut writer = match Writer::create(&args.dir, opts) {
-        Ok(w) => w,
+    let mut recorder = match Recorder::create(&args.dir, opts, args.key_every) {
+        Ok(r) => r,
         Err(e) => {
             warn!("tasksnap record: {e}");
             return ExitCode::from(match e {
@@ -140,9 +140,9 @@ fn run(args: &Args) -> ExitCode {
             });
         }
     };
-    say_warnings(&mut writer);
-    let mut carry = carry_on(args);
-    let bytes0 = writer.bytes_on_disk();
+    say_warnings(&mut recorder);
+    let mut carry = carry_on(&recorder);
+    let bytes0 = recorder.bytes_on_disk();
     let cpu0 = own_cpu_ns();
     let mut sampler = match Sampler::open(Options {
         backend: args.backend,
@@ -152,7 +152,7 @@ fn run(args: &Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             warn!("tasksnap record: {e}");
-            let _ = writer.finish();
+            let _ = recorder.finish();
             return ExitCode::from(1);
         }
     };
@@ -176,7 +176,6 @@ fn run(args: &Args) -> ExitCode {
             why
         );
     }
-    let mut encoder = Encoder::new(args.key_every);
     let mut tally = Tally::default();
     let start = Instant::now();
     let mut next = start;
@@ -192,24 +191,10 @@ fn run(args: &Args) -> ExitCode {
                 break ExitCode::from(1);
             }
         };
-        let t = reading.snapshot.taken_at_unix_ns;
-        let force_key = writer.starts_segment(t);
-        let e0 = Instant::now();
-        let enc = encoder.encode(reading, force_key);
-        let e1 = Instant::now();
-        let mut result = Ok(());
-        if let Some(names) = &enc.names {
-            result = writer.append(KIND_NAMES, enc.key, t, names);
-        }
-        if result.is_ok() {
-            result = writer.append(KIND_SAMPLE, enc.key, t, &enc.sample);
-        }
-        if result.is_ok() && enc.key {
-            result = writer.sync();
-        }
+        let result = recorder.append(reading);
         let cpu_ns = own_cpu_ns().saturating_sub(c0);
         tally.cpu_ns += cpu_ns;
-        if args.timings {
+        if let (true, Ok(a)) = (args.timings, &result) {
             let mut line = String::new();
             for (name, d) in sampler.phases() {
                 line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
@@ -217,26 +202,29 @@ fn run(args: &Args) -> ExitCode {
             warn!(
                 "tasksnap record: {}{line}encode {:.1} ms, write {:.1} ms; {} payload {} B \
                  (names {} B); CPU {:.1} ms",
-                if enc.key { "key: " } else { "" },
-                (e1 - e0).as_secs_f64() * 1e3,
-                e1.elapsed().as_secs_f64() * 1e3,
-                if enc.key { "key" } else { "delta" },
-                enc.sample.len(),
-                enc.names.as_ref().map_or(0, Vec::len),
+                if a.key { "key: " } else { "" },
+                a.encode.as_secs_f64() * 1e3,
+                a.write.as_secs_f64() * 1e3,
+                if a.key { "key" } else { "delta" },
+                a.sample_bytes,
+                a.names_bytes,
                 cpu_ns as f64 / 1e6
             );
         }
-        say_warnings(&mut writer);
-        if let Err(e) = result {
-            warn!(
-                "tasksnap record: {e}; stopped after {} samples (all of them are kept in {})",
-                tally.samples,
-                args.dir.display()
-            );
-            break ExitCode::from(1);
-        }
+        say_warnings(&mut recorder);
+        let appended = match result {
+            Ok(a) => a,
+            Err(e) => {
+                warn!(
+                    "tasksnap record: {e}; stopped after {} samples (all of them are kept in {})",
+                    tally.samples,
+                    args.dir.display()
+                );
+                break ExitCode::from(1);
+            }
+        };
         tally.samples += 1;
-        tally.keys += u64::from(enc.key);
+        tally.keys += u64::from(appended.key);
         if args.count.is_some_and(|n| tally.samples >= n) {
             break ExitCode::SUCCESS;
         }
@@ -253,8 +241,8 @@ fn run(args: &Args) -> ExitCode {
             break ExitCode::SUCCESS;
         }
     };
-    let bytes = writer.bytes_on_disk().saturating_sub(bytes0);
-    if let Err(e) = writer.finish() {
+    let bytes = recorder.bytes_on_disk().saturating_sub(bytes0);
+    if let Err(e) = recorder.finish() {
         warn!("tasksnap record: closing the store: {e}");
         return ExitCode::from(1);
     }
@@ -292,8 +280,8 @@ fn run(args: &Args) -> ExitCode {
 /// What the store met that did not stop recording (a segment retention could not delete, an
 /// entry named like a segment that is not a regular file, left alone, the clock stepping
 /// back), each said once, even with -q.
-fn say_warnings(writer: &mut Writer) {
-    for w in writer.take_warnings() {
+fn say_warnings(recorder: &mut Recorder) {
+    for w in recorder.take_warnings() {
         warn!("tasksnap record: warning: {w}");
     }
 }
@@ -302,9 +290,8 @@ fn say_warnings(writer: &mut Writer) {
 /// nothing is appended meanwhile). A new store, or one whose end does not read, carries
 /// nothing (said, for the latter: the interval spanning the restart then counts only the
 /// new run's time).
-fn carry_on(args: &Args) -> Carry {
-    let last = History::open(&args.dir).and_then(|h| h.reading_at(u64::MAX));
-    match last {
+fn carry_on(recorder: &Recorder) -> Carry {
+    match recorder.last_recorded() {
         Ok(r) => Carry::after(&r),
         Err(ReplayError::Empty { .. }) => Carry::none(),
         Err(e) => {

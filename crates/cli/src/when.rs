@@ -1,9 +1,10 @@
 //! The times and sizes the history commands take: a moment (`--at`, `--from`, `--to`) as RFC
 //! 3339 (`2026-11-23T03:00:00Z`, UTC), epoch seconds (`1763866800`, `1763866800.5`) or
-//! relative to now (`-10m`, `-1h30m`, `now`); a duration (`--retain-for 7d`); a size
-//! (`--max-size 10G`). Every parser returns a message a user can act on.
+//! relative to now (`-10m`, `-1h30m`, `now`); a size (`--max-size 10G`). A duration
+//! (`--retain-for 7d`, and the span of a relative moment) is [`crate::input`]'s one grammar,
+//! re-exported here. Every parser returns a message a user can act on.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Now, ns since the Unix epoch.
 pub fn now_ns() -> u64 {
@@ -26,7 +27,7 @@ pub fn parse_time_at(text: &str, now_ns: u64) -> Result<u64, String> {
         return Ok(now_ns);
     }
     if let Some(rel) = t.strip_prefix('-') {
-        let d = humantime::parse_duration(rel).map_err(|_| bad())?;
+        let d = crate::input::duration(rel, crate::input::Spelling::Units).ok_or_else(bad)?;
         return Ok(now_ns.saturating_sub(d.as_nanos().min(u128::from(u64::MAX)) as u64));
     }
     if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
@@ -47,17 +48,7 @@ pub fn parse_time(text: &str) -> Result<u64, String> {
     parse_time_at(text, now_ns())
 }
 
-/// A duration: `90s`, `10m`, `7d`, `1h 30m` (humantime's units), or plain seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && (0.0..1e12).contains(&secs) {
-            return Ok(Duration::from_secs_f64(secs));
-        }
-    }
-    humantime::parse_duration(t)
-        .map_err(|_| format!("'{text}' is not a duration: give e.g. 90s, 10m, 12h, 7d"))
-}
+pub use crate::input::parse_duration;
 
 /// A size in bytes: `1000000`, or with a binary suffix `512K`, `100M`, `10G`, `1T` (`KiB`,
 /// `MB`... read the same: powers of 1024).
@@ -116,8 +107,11 @@ mod tests {
 
     #[test]
     fn durations_and_sizes() {
-        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86400)));
-        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(
+            parse_duration("7d"),
+            Ok(std::time::Duration::from_secs(7 * 86400))
+        );
+        assert_eq!(parse_duration("90"), Ok(std::time::Duration::from_secs(90)));
         assert!(parse_duration("soon").is_err());
         assert_eq!(parse_size("10G"), Ok(10 << 30));
         assert_eq!(parse_size("512MiB"), Ok(512 << 20));

@@ -1,9 +1,11 @@
 //! `tasksnap doctor` reports the host's facts and the cost of /proc, and its exit code says
 //! whether something is wrong.
 
+mod common;
+
 use std::process::Command;
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+use common::TASKSNAP;
 
 #[test]
 fn doctor_reports_the_facts_tasksnap_depends_on() {
@@ -54,22 +56,7 @@ fn doctor_reports_the_facts_tasksnap_depends_on() {
 
 #[test]
 fn a_closed_pipe_ends_doctor_quietly() {
-    use std::io::Read;
-    let mut child = Command::new(TASKSNAP)
-        .arg("doctor")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut first = [0u8; 8];
-    child
-        .stdout
-        .as_mut()
-        .expect("stdout")
-        .read_exact(&mut first)
-        .expect("read");
-    drop(child.stdout.take());
-    let out = child.wait_with_output().expect("wait");
+    let out = common::close_stdout_after(&["doctor"], 8);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     assert!(

@@ -5,37 +5,15 @@
 //! `ps --replay`, `states --replay` and `top --replay`.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
-use tasksnap_history::{Encoder, History, KIND_NAMES, KIND_SAMPLE};
-use tasksnap_loadgen::{root_or_skip, settled_sleep, wait_until, ProcessGroup};
+use tasksnap_history::{History, Recorder};
+use tasksnap_loadgen::{root_or_skip, ProcessGroup};
 use tasksnap_model::Reading;
-use tasksnap_store::{StoreError, Writer, WriterOptions};
+use tasksnap_store::{StoreError, WriterOptions};
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+mod recording;
 
-fn tasksnap(args: &[&str]) -> Output {
-    Command::new(TASKSNAP)
-        .args(args)
-        .stdin(Stdio::null())
-        .env_remove("COLUMNS")
-        .output()
-        .expect("run tasksnap")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(out: &Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what} exited {:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
+use recording::{ok, record, replayed_thread, sleeper, tasksnap, text};
 
 /// The CSV rows of `dump` for pid `pid` (`key` names the pid's column), as their fields.
 fn dump_rows(dir: &str, what: &str, fields: &str, key: usize, pid: i32) -> Vec<Vec<String>> {
@@ -72,19 +50,7 @@ fn state_time_is_continuous_across_a_recorder_restart() {
     let dir = t.path().join("rec");
     let d = dir.to_str().expect("utf-8 path");
     for _ in 0..2 {
-        let rec = tasksnap(&[
-            "record",
-            "--dir",
-            d,
-            "--interval",
-            "0.5",
-            "--count",
-            "4",
-            "--backend",
-            "bpf",
-            "-q",
-        ]);
-        ok(&rec, "record");
+        record(&dir, "0.5", 4, &["--backend", "bpf", "-q"]);
         std::thread::sleep(std::time::Duration::from_millis(700));
     }
     drop(hog);
@@ -109,21 +75,7 @@ fn state_time_is_continuous_across_a_recorder_restart() {
         "running_s sums to {summed} s while cpu_seconds grew {grown} s: {running:?} {cpu:?}"
     );
     // states --replay over the whole recording says the same.
-    let out = tasksnap(&[
-        "states",
-        "--replay",
-        d,
-        "--json",
-        "-p",
-        &pid.to_string(),
-        "-r",
-        "0",
-    ]);
-    let v: serde_json::Value = serde_json::from_str(&ok(&out, "states --replay")).expect("json");
-    let row = v["threads"]
-        .as_array()
-        .and_then(|rows| rows.iter().find(|r| r["tid"] == pid))
-        .unwrap_or_else(|| panic!("pid {pid} not in {v}"));
+    let row = replayed_thread(d, pid);
     let replayed = row["running_pct"].as_f64().expect("pct") / 100.0
         * row["alive_ns"].as_f64().expect("alive_ns")
         / 1e9;
@@ -136,32 +88,17 @@ fn state_time_is_continuous_across_a_recorder_restart() {
 /// A short real recording (procfs, no root needed) with a sleeper the test spawned: its
 /// readings, and the sleeper.
 fn readings() -> (Vec<Reading>, ProcessGroup, i32) {
-    let g = ProcessGroup::spawn(1, &["sleep", "1000"]).expect("spawn sleep");
-    let pid = g.pids()[0];
-    wait_until("the sleeper to settle", || settled_sleep(pid));
+    let (g, pid) = sleeper();
     let t = tempfile::tempdir().expect("tempdir");
     let dir = t.path().join("rec");
-    let d = dir.to_str().expect("utf-8 path");
-    let rec = tasksnap(&[
-        "record",
-        "--dir",
-        d,
-        "--interval",
-        "0.3",
-        "--count",
-        "6",
-        "--backend",
-        "procfs",
-        "-q",
-    ]);
-    ok(&rec, "record");
+    record(&dir, "0.3", 6, &["--backend", "procfs", "-q"]);
     let h = History::open(&dir).expect("open");
     let all: Vec<Reading> = h.readings(0, u64::MAX).expect("readings").collect();
     assert_eq!(all.len(), 6);
     (all, g, pid)
 }
 
-/// Writes `parts` as recorder runs one after the other (a new writer and encoder each, as a
+/// Writes `parts` as recorder runs one after the other (a new `Recorder` each, as a
 /// restarted recorder has), each reading's time moved by its part's shift, with segments of
 /// `segment_ns`.
 fn write_runs(dir: &Path, parts: &[(&[Reading], i64)], segment_ns: u64) {
@@ -172,8 +109,8 @@ fn write_runs(dir: &Path, parts: &[(&[Reading], i64)], segment_ns: u64) {
     for (readings, shift_ns) in parts {
         // Retried while locked: another test's fork holds a copy of the lock's descriptor
         // until its exec.
-        let mut w = (0..100)
-            .find_map(|_| match Writer::create(dir, opts) {
+        let mut rec = (0..100)
+            .find_map(|_| match Recorder::create(dir, opts, 60) {
                 Err(StoreError::Locked { .. }) => {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                     None
@@ -181,18 +118,13 @@ fn write_runs(dir: &Path, parts: &[(&[Reading], i64)], segment_ns: u64) {
                 r => Some(r.expect("writer")),
             })
             .expect("the lock is released");
-        let mut enc = Encoder::new(60);
         for r in *readings {
             let mut r = r.clone();
-            let t = r.snapshot.taken_at_unix_ns.wrapping_add_signed(*shift_ns);
-            r.snapshot.taken_at_unix_ns = t;
-            let e = enc.encode(&r, w.starts_segment(t));
-            if let Some(names) = &e.names {
-                w.append(KIND_NAMES, e.key, t, names).expect("append names");
-            }
-            w.append(KIND_SAMPLE, e.key, t, &e.sample).expect("append");
+            r.snapshot.taken_at_unix_ns =
+                r.snapshot.taken_at_unix_ns.wrapping_add_signed(*shift_ns);
+            rec.append(&r).expect("append");
         }
-        w.finish().expect("finish");
+        rec.finish().expect("finish");
     }
 }
 
@@ -330,18 +262,7 @@ fn record_says_the_clock_stepped_back_and_goes_on() {
     let hour: i64 = 3_600_000_000_000;
     write_runs(&dir, &[(&all, hour)], u64::MAX / 4);
     let d = dir.to_str().expect("utf-8 path");
-    let rec = tasksnap(&[
-        "record",
-        "--dir",
-        d,
-        "--interval",
-        "0.2",
-        "--count",
-        "2",
-        "--backend",
-        "procfs",
-    ]);
-    ok(&rec, "record");
+    let rec = record(&dir, "0.2", 2, &["--backend", "procfs"]);
     let said = text(&rec.stderr);
     assert!(
         said.contains("warning: the clock stepped back"),

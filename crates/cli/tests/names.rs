@@ -12,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use tasksnap_loadgen::wait_until;
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+mod recording;
 
 /// `sleep 1000` started through `DIR/x\xff`, in its own process group, killed on drop.
 struct Hostile {
@@ -62,17 +62,10 @@ impl Drop for Hostile {
     }
 }
 
+/// Runs tasksnap with `args` and asserts it succeeded.
 fn tasksnap(args: &[&str]) -> Output {
-    let out = Command::new(TASKSNAP)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tasksnap");
-    assert!(
-        out.status.success(),
-        "tasksnap {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = recording::tasksnap(args);
+    recording::ok(&out, &format!("tasksnap {args:?}"));
     out
 }
 
@@ -110,16 +103,7 @@ fn dump_keeps_invalid_utf8_names_exact() {
     let t = tempfile::tempdir().expect("tempdir");
     let dir = t.path().join("rec");
     let d = dir.to_str().expect("utf-8 path");
-    tasksnap(&[
-        "record",
-        "--dir",
-        d,
-        "--interval",
-        "0.2",
-        "--count",
-        "2",
-        "-q",
-    ]);
+    recording::record(&dir, "0.2", 2, &["-q"]);
 
     let csv = tasksnap(&["dump", "--dir", d, "--format", "csv"]);
     let rows = csv_rows(&csv.stdout);

@@ -395,22 +395,7 @@ fn ps_json_output_is_lossy() {
 
 #[test]
 fn a_closed_pipe_is_not_an_error() {
-    use std::io::Read;
-    let mut child = Command::new(TASKSNAP)
-        .args(["ps", "-eLf"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut first = [0u8; 16];
-    child
-        .stdout
-        .as_mut()
-        .expect("stdout")
-        .read_exact(&mut first)
-        .expect("read");
-    drop(child.stdout.take());
-    let out = child.wait_with_output().expect("wait");
+    let out = close_stdout_after(&["ps", "-eLf"], 16);
     assert!(out.status.success(), "status {:?}", out.status);
     assert!(
         out.stderr.is_empty(),

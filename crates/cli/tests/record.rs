@@ -7,23 +7,13 @@
 //! code.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
-use tasksnap_loadgen::{root_or_skip, settled_sleep, wait_until, ProcessGroup};
+use tasksnap_loadgen::{root_or_skip, wait_until, ProcessGroup};
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+mod recording;
 
-fn tasksnap(args: &[&str]) -> Output {
-    Command::new(TASKSNAP)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tasksnap")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use recording::{record, record_args, replayed_thread, sleeper, tasksnap, text, TASKSNAP};
 
 fn epoch_now() -> String {
     let d = std::time::SystemTime::now()
@@ -47,13 +37,6 @@ fn samples(dir: &Path) -> usize {
         return 0;
     }
     text(&out.stdout).lines().count().saturating_sub(1)
-}
-
-fn sleeper() -> (ProcessGroup, i32) {
-    let g = ProcessGroup::spawn(1, &["sleep", "1000"]).expect("spawn sleep");
-    let pid = g.pids()[0];
-    wait_until("the sleeper to settle", || settled_sleep(pid));
-    (g, pid)
 }
 
 fn store_dir() -> (tempfile::TempDir, PathBuf) {
@@ -81,6 +64,7 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
     let cols = "pid,ppid,user,tty,stat,nice,comm,args,cgroup";
     let procps = Command::new("ps")
         .args(["-o", cols, "-p", &pids])
+        .env_remove("COLUMNS")
         .output()
         .expect("procps ps");
     assert!(procps.status.success());
@@ -88,16 +72,7 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
     let mut rec = Command::new(TASKSNAP)
-        .args([
-            "record",
-            "--dir",
-            d,
-            "--interval",
-            "0.3",
-            "--count",
-            "10",
-            "-q",
-        ])
+        .args(record_args(&dir, "0.3", Some(10), &["-q"]))
         .spawn()
         .expect("start the recorder");
     wait_until("3 samples", || samples(&dir) >= 3);
@@ -161,17 +136,7 @@ fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_tim
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
     let n = 6;
-    let rec = tasksnap(&[
-        "record",
-        "--dir",
-        d,
-        "--interval",
-        "0.4",
-        "--count",
-        &n.to_string(),
-        "-q",
-    ]);
-    assert!(rec.status.success(), "{}", text(&rec.stderr));
+    record(&dir, "0.4", n, &["-q"]);
     drop(busy);
 
     let parquet = dir.with_extension("parquet");
@@ -182,22 +147,7 @@ fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_tim
     assert!(dump.status.success(), "{}", text(&dump.stderr));
 
     // What states --replay prints for the same window (the whole recording).
-    let states = tasksnap(&[
-        "states",
-        "--replay",
-        d,
-        "--json",
-        "-p",
-        &pid.to_string(),
-        "-r",
-        "0",
-    ]);
-    assert!(states.status.success(), "{}", text(&states.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&states.stdout).expect("states json");
-    let row = v["threads"]
-        .as_array()
-        .and_then(|rows| rows.iter().find(|r| r["tid"] == pid))
-        .unwrap_or_else(|| panic!("pid {pid} not in {v}"));
+    let row = replayed_thread(d, pid);
     let alive_s = row["alive_ns"].as_f64().expect("alive_ns") / 1e9;
     let secs = |s: &str| row[format!("{s}_pct")].as_f64().expect("pct") / 100.0 * alive_s;
     assert!(secs("running") > 0.05, "the busy process ran: {row}");
@@ -273,16 +223,12 @@ fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
 
     // A store: one recorder at a time.
     let mut first = Command::new(TASKSNAP)
-        .args([
-            "record",
-            "--dir",
-            d,
-            "--interval",
+        .args(record_args(
+            &dir,
             "0.2",
-            "--backend",
-            "procfs",
-            "-q",
-        ])
+            None,
+            &["--backend", "procfs", "-q"],
+        ))
         .spawn()
         .expect("start the recorder");
     wait_until("6 samples", || samples(&dir) >= 6);

@@ -5,15 +5,18 @@
 //! files in the test's own directory; nothing outside it is touched.
 
 use std::fs;
-use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use tasksnap_loadgen::planted::{
+    assert_nothing_written, assert_victim_whole, store_owned_by_nobody, store_with_link,
+    store_with_mode, victim,
+};
 use tasksnap_loadgen::root_or_skip;
 
 const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
-const VICTIM_TEXT: &str = "precious contents\n";
 
 fn tasksnap(args: &[&str]) -> Output {
     run_within(args, Duration::from_secs(60)).expect("tasksnap finished")
@@ -56,16 +59,6 @@ fn text(b: &[u8]) -> String {
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
-}
-
-fn victim(dir: &Path) -> PathBuf {
-    let v = dir.join("victim");
-    fs::write(&v, VICTIM_TEXT).expect("write the victim");
-    v
-}
-
-fn assert_victim_whole(v: &Path) {
-    assert_eq!(fs::read_to_string(v).expect("victim"), VICTIM_TEXT);
 }
 
 /// A recording of `n` samples (the /proc backend, 0.1 s apart).
@@ -130,10 +123,7 @@ fn record_is_refused(dir: &Path, said: &str) {
 #[test]
 fn record_refuses_symlinked_lock() {
     let t = tempfile::tempdir().expect("tempdir");
-    let v = victim(t.path());
-    let dir = t.path().join("store");
-    fs::create_dir(&dir).expect("mkdir");
-    symlink(&v, dir.join("LOCK")).expect("plant the link");
+    let (dir, v) = store_with_link(t.path(), "LOCK");
     record_is_refused(&dir, "LOCK: is a symbolic link");
     assert_victim_whole(&v);
     assert!(segments(&dir).is_empty(), "nothing recorded");
@@ -141,33 +131,20 @@ fn record_refuses_symlinked_lock() {
 
 #[test]
 fn record_refuses_a_store_dir_another_user_owns() {
-    if !root_or_skip("giving a directory to nobody") {
-        return;
-    }
     let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    fs::create_dir(&dir).expect("mkdir");
-    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
+    let Some(dir) = store_owned_by_nobody(t.path()) else {
+        return;
+    };
     record_is_refused(&dir, "owned by uid 65534");
-    assert_eq!(
-        fs::read_dir(&dir).expect("ls").count(),
-        0,
-        "nothing written"
-    );
+    assert_nothing_written(&dir);
 }
 
 #[test]
 fn record_refuses_a_group_or_other_writable_store_dir() {
     let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    fs::create_dir(&dir).expect("mkdir");
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let dir = store_with_mode(t.path(), 0o1777);
     record_is_refused(&dir, "chmod go-w");
-    assert_eq!(
-        fs::read_dir(&dir).expect("ls").count(),
-        0,
-        "nothing written"
-    );
+    assert_nothing_written(&dir);
 }
 
 #[test]

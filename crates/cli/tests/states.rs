@@ -46,21 +46,7 @@ impl Mappers {
                     .name(format!("query{i}"))
                     .spawn(move || {
                         while !stop.load(Ordering::Relaxed) {
-                            // SAFETY: maps a file this test keeps open, read-only and private;
-                            // the mapping is only unmapped, never dereferenced.
-                            unsafe {
-                                let p = libc::mmap(
-                                    std::ptr::null_mut(),
-                                    LEN,
-                                    libc::PROT_READ,
-                                    libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                                    fd,
-                                    0,
-                                );
-                                if p != libc::MAP_FAILED {
-                                    libc::munmap(p, LEN);
-                                }
-                            }
+                            tasksnap_loadgen::map_populated_once(fd, LEN);
                         }
                     })
                     .expect("spawn")

@@ -138,6 +138,22 @@ pub struct Changes {
     pub gone: Vec<TaskId>,
 }
 
+impl Changes {
+    /// Hands every task to `sink` in order and says what was handed over: what
+    /// [`LiveCollector::changes_into`] does with the answer of a `changes`.
+    pub fn into_sink(self, sink: &mut dyn FnMut(Task)) -> ChangeSummary {
+        let summary = ChangeSummary {
+            full: self.full,
+            gone: self.gone,
+            tasks: self.snapshot.tasks.len(),
+        };
+        for t in self.snapshot.tasks {
+            sink(t);
+        }
+        summary
+    }
+}
+
 /// What [`LiveCollector::changes_into`] found, besides the tasks it handed over.
 #[derive(Debug, Clone, Default)]
 pub struct ChangeSummary {
@@ -187,16 +203,7 @@ pub trait LiveCollector: Collector {
         query: &Query,
         sink: &mut dyn FnMut(Task),
     ) -> Result<ChangeSummary, Error> {
-        let ch = self.changes(query)?;
-        let summary = ChangeSummary {
-            full: ch.full,
-            gone: ch.gone,
-            tasks: ch.snapshot.tasks.len(),
-        };
-        for t in ch.snapshot.tasks {
-            sink(t);
-        }
-        Ok(summary)
+        Ok(self.changes(query)?.into_sink(sink))
     }
     /// Whether the next call with `query` will be a whole pass: a caller that rebuilds
     /// everything from one can free what it holds first (the peak memory of a live view is

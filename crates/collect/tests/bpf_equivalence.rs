@@ -23,21 +23,11 @@ fn both_backends_agree_on_a_spawned_load() {
     if !root_or_skip("BPF/procfs snapshot equivalence") {
         return;
     }
-    let load = Load::spawn(&[
-        "--procs",
+    let load = Load::spawn(&tasksnap_loadgen::every_state_args(
         "20",
-        "--threads",
         "4",
-        "--odd-names",
-        "--zombies",
-        "2",
-        "--stopped",
-        "2",
-        "--dstate",
-        "--mlocked",
-        "2",
-        "--list-pids",
-    ])
+        &["--mlocked", "2"],
+    ))
     .expect("spawn the load generator (cargo build --workspace first)");
     let pids = load.info.known_pids();
     let groups = Groups {

@@ -18,6 +18,16 @@ fn stat_line(tid: i32, comm: &str, state: char, start: u64, blkio: u64) -> Strin
     )
 }
 
+/// The /proc source over the fake tree at `root`, sampling at 200 Hz, every thread.
+fn sampled_at_200hz(root: &Path) -> ProcfsSource {
+    ProcfsSource::new(Options {
+        sample_hz: 200,
+        proc_root: root.to_path_buf(),
+        ..Options::default()
+    })
+    .expect("source")
+}
+
 fn thread(root: &Path, pid: i32, tid: i32, comm: &str, state: char, sched: (u64, u64)) {
     let d = root.join(format!("{pid}/task/{tid}"));
     fs::create_dir_all(&d).expect("mkdir");
@@ -52,14 +62,7 @@ fn fake_tree_exact_and_sampled_figures() {
     fs::create_dir_all(root.join("40")).expect("mkdir");
     fs::write(root.join("self"), "not a pid").expect("self");
 
-    let mut src = ProcfsSource::new(Options {
-        filter: Filter::default(),
-        sample_hz: 200,
-        track_sleep: false,
-        proc_root: root.to_path_buf(),
-        ..Options::default()
-    })
-    .expect("source");
+    let mut src = sampled_at_200hz(root);
     let a = src.sample().expect("sample");
     assert_eq!(a.threads.len(), 3);
     assert!(a.notes.iter().any(|n| n.contains("task_delayacct=1")));
@@ -98,12 +101,7 @@ fn fake_tree_delay_accounting_floors_disk() {
     fs::create_dir_all(root.join("sys/kernel")).expect("mkdir");
     fs::write(root.join("sys/kernel/task_delayacct"), "1\n").expect("sysctl");
     thread(root, 10, 10, "io", 'S', (0, 0));
-    let mut src = ProcfsSource::new(Options {
-        sample_hz: 200,
-        proc_root: root.to_path_buf(),
-        ..Options::default()
-    })
-    .expect("source");
+    let mut src = sampled_at_200hz(root);
     let a = src.sample().expect("sample");
     assert!(a.notes.is_empty());
     std::thread::sleep(Duration::from_millis(400));
@@ -260,12 +258,7 @@ fn regression_sampler_reading_its_own_stat_was_charged_runnable_as_exact() {
     thread(root, 7501, 7545, "hog", 'R', (0, 0));
     std::os::unix::fs::symlink("7501/task/7544", root.join("thread-self")).expect("symlink");
 
-    let mut src = ProcfsSource::new(Options {
-        sample_hz: 200,
-        proc_root: root.to_path_buf(),
-        ..Options::default()
-    })
-    .expect("source");
+    let mut src = sampled_at_200hz(root);
     let a = src.sample().expect("sample");
     std::thread::sleep(Duration::from_millis(400));
     // The sampler ran 2 ms and waited 0.1 ms for a CPU over the interval; the hog ran 300 ms

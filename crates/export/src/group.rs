@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tasksnap_model::states::ThreadHasher;
+use tasksnap_model::hash::IdMap;
 use tasksnap_model::{Comm, Task, TaskId};
 use tasksnap_procfs::users::Names;
 
@@ -53,8 +53,8 @@ impl Grouping {
     }
 }
 
-/// A map keyed by pid, hashed with [`ThreadHasher`] (kernel-assigned keys).
-pub type PidMap<V> = HashMap<i32, V, std::hash::BuildHasherDefault<ThreadHasher>>;
+/// A map keyed by pid, hashed with [`IdHasher`](tasksnap_model::hash::IdHasher) (kernel-assigned keys).
+pub type PidMap<V> = IdMap<i32, V>;
 
 /// The group of each process, in pid order.
 #[derive(Debug, Clone, Default)]

@@ -10,6 +10,7 @@
 //!
 //! No I/O but reading a configuration file and looking up user names; the HTTP side and
 //! the collection timer are the CLI's.
+#![deny(missing_docs)]
 
 pub mod aggregate;
 pub mod config;

@@ -16,19 +16,10 @@ use tasksnap_model::{
     SystemFigures, Task, TaskId, TaskState,
 };
 
-struct Rng(u64);
+#[path = "../tests/common/rng.rs"]
+mod rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+use rng::Rng;
 
 const INTERVAL_NS: u64 = 10_000_000_000;
 

@@ -30,16 +30,19 @@
 //!   written as its difference from a reference row: the key's row of the same identity in a
 //!   delta, else the row before it in the frame.
 //!
-//! [`History`] reads a store back: the reading in force at a moment, or every reading of a
-//! window, skipping damaged frames.
+//! [`Recorder`] writes readings to a store in that protocol (names before sample, a key where
+//! a segment starts); [`History`] reads a store back: the reading in force at a moment, or
+//! every reading of a window, skipping damaged frames.
 //!
 //! Decoding treats every byte as hostile: lengths are checked against the bytes left before
 //! anything is allocated, and every failure is a [`HistoryError`], never a panic.
+#![deny(missing_docs)]
 
 mod decoder;
 mod encoder;
 mod meta;
 mod names;
+mod recorder;
 mod replay;
 mod tasks;
 mod threads;
@@ -47,6 +50,7 @@ mod wire;
 
 pub use decoder::Decoder;
 pub use encoder::{Encoded, Encoder, DEFAULT_KEY_EVERY};
+pub use recorder::{Appended, Recorder};
 pub use replay::{rfc3339, History, Readings, ReplayError};
 pub use threads::{extend as extend_thread, same_thread};
 

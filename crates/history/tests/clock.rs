@@ -4,49 +4,27 @@
 
 use std::path::Path;
 
-use tasksnap_history::{Encoder, History, KIND_NAMES, KIND_SAMPLE};
-use tasksnap_model::{Backend, Reading, Snapshot, SnapshotStats, Task, TaskId};
-use tasksnap_store::{Writer, WriterOptions};
+use tasksnap_history::{History, Recorder};
+mod common;
 
-const S: u64 = 1_000_000_000;
+use common::{process, reading_at, S};
+use tasksnap_model::Reading;
+use tasksnap_store::WriterOptions;
 
 /// A reading at `t_s` seconds holding one task whose pid is `t_s` (so a reading names its
 /// own time).
 fn reading(t_s: u64) -> Reading {
-    let pid = i32::try_from(t_s).expect("small");
-    Reading {
-        snapshot: Snapshot {
-            taken_at_unix_ns: t_s * S,
-            taken_at_boottime_ns: t_s * S,
-            boot_time_unix_s: 1,
-            backend: Backend::Procfs,
-            tasks: vec![Task::new(TaskId {
-                tgid: pid,
-                tid: pid,
-                start_time_ns: 1,
-            })],
-            stats: SnapshotStats::default(),
-        },
-        states: None,
-        system: Default::default(),
-    }
+    reading_at(t_s, vec![process(i32::try_from(t_s).expect("small"), None)])
 }
 
-/// One recorder run per range of seconds, each with its own writer and encoder.
+/// One recorder run per range of seconds.
 fn record(dir: &Path, runs: &[std::ops::Range<u64>]) {
     for run in runs {
-        let mut w = Writer::create(dir, WriterOptions::default()).expect("writer");
-        let mut enc = Encoder::new(3);
+        let mut rec = Recorder::create(dir, WriterOptions::default(), 3).expect("recorder");
         for s in run.clone() {
-            let r = reading(s);
-            let t = s * S;
-            let e = enc.encode(&r, w.starts_segment(t));
-            if let Some(n) = &e.names {
-                w.append(KIND_NAMES, e.key, t, n).expect("names");
-            }
-            w.append(KIND_SAMPLE, e.key, t, &e.sample).expect("sample");
+            rec.append(&reading(s)).expect("append");
         }
-        w.finish().expect("finish");
+        rec.finish().expect("finish");
     }
 }
 

@@ -16,61 +16,9 @@ use tasksnap_model::{
     TaskState,
 };
 
-/// xorshift64*: the generator's own randomness, seeded by proptest.
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-    /// A number, sometimes an extreme one.
-    fn num(&mut self) -> u64 {
-        match self.below(8) {
-            0 => 0,
-            1 => u64::MAX,
-            2 => self.next(),
-            _ => self.below(1 << 30),
-        }
-    }
-    fn i32(&mut self) -> i32 {
-        match self.below(6) {
-            0 => i32::MIN,
-            1 => i32::MAX,
-            2 => -1,
-            _ => self.below(1 << 20) as i32,
-        }
-    }
-    fn u32(&mut self) -> u32 {
-        self.num() as u32
-    }
-    fn bytes(&mut self, max: u64) -> Vec<u8> {
-        (0..self.below(max + 1))
-            .map(|_| self.next() as u8)
-            .collect()
-    }
-    fn text(&mut self, max: u64) -> String {
-        let pool = ['a', 'Z', ' ', '\n', '\0', 'é', '→', '😀', '\\', '"'];
-        (0..self.below(max + 1))
-            .map(|_| pool[self.below(pool.len() as u64) as usize])
-            .collect()
-    }
-    fn opt<T>(&mut self, f: impl FnOnce(&mut Rng) -> T) -> Option<T> {
-        if self.chance(80) {
-            Some(f(self))
-        } else {
-            None
-        }
-    }
-}
+use common::rng::Rng;
 
 fn task_state(r: &mut Rng) -> TaskState {
     TaskState::from_letter([b'R', b'S', b'D', b'Z', b'I', b'W', 0, 255][r.below(8) as usize])

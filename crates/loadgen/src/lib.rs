@@ -1,7 +1,8 @@
 //! Library half of `tasksnap-loadgen`: the JSON schema the binary prints
 //! ([`LoadInfo`]), small `/proc` readers used to check task states, and
 //! [`Load`], an RAII handle that runs the binary, parses its one-line JSON
-//! report and tears the whole process group down on drop.
+//! report and tears the whole process group down on drop; and [`planted`], what the
+//! hostile-directory tests plant around a store.
 //!
 //! The binary itself (src/main.rs and its modules) owns the forking; this
 //! library never forks except through [`std::process::Command`].
@@ -19,6 +20,9 @@
 //! drop(load); // SIGTERM to the loadgen, then SIGKILL to the group as a backstop
 //! # anyhow::Ok(())
 //! ```
+#![deny(missing_docs)]
+
+pub mod planted;
 
 use std::io::{self, BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -427,6 +431,31 @@ impl Drop for Load {
     }
 }
 
+/// One round of the seed's mmap-lock queue: maps the first `len` bytes of the open file `fd`
+/// read-only with `MAP_POPULATE` (which faults every page in while holding the process's mmap
+/// lock for reading, after taking it for writing to map) and unmaps them (writing again).
+/// Threads doing this in a loop queue on the lock as the seed's query threads did. True when
+/// the mapping was made.
+pub fn map_populated_once(fd: std::os::fd::RawFd, len: usize) -> bool {
+    // SAFETY: maps `len` bytes of a file the caller keeps open, read-only and private; the
+    // mapping is unmapped at once and never dereferenced.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_POPULATE,
+            fd,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, len);
+    }
+    true
+}
+
 /// `/proc/PID/FILE` as text (lossy), or None when it cannot be read.
 pub fn proc_text(pid: i32, file: &str) -> Option<String> {
     std::fs::read(format!("/proc/{pid}/{file}"))
@@ -464,6 +493,42 @@ pub fn settled_sleep(pid: i32) -> bool {
         && proc_text(pid, "cmdline").is_some_and(|c| c.starts_with("sleep\0"))
         && read_stat(pid).is_ok_and(|st| st.state == 'S')
         && in_nanosleep
+}
+
+/// The arguments of a load with a task in every state a listing must show: `procs` sleeping
+/// processes, `threads` threads in one of them, the odd names, 2 zombies, 2 stopped
+/// processes, a D-state task and `--list-pids`, then `more` (`--mlocked 2`, `--signals`...).
+pub fn every_state_args<'a>(procs: &'a str, threads: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--procs",
+        procs,
+        "--threads",
+        threads,
+        "--odd-names",
+        "--zombies",
+        "2",
+        "--stopped",
+        "2",
+        "--dstate",
+        "--list-pids",
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
+/// Polls `f` every 5 ms until it returns true (then true) or `timeout` has passed (then
+/// false): for a test that checks how long something takes, not only that it happens.
+pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if f() {
+            return true;
+        }
+        if start.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Waits (up to 30 s, polling every 10 ms) until `cond` holds; panics naming `what` when it

@@ -12,22 +12,9 @@ use std::collections::HashSet;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tasksnap_loadgen::{group_exists, group_members, read_stat, Load};
+use tasksnap_loadgen::{eventually, group_exists, group_members, read_stat, Load};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tasksnap-loadgen");
-
-fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    loop {
-        if f() {
-            return true;
-        }
-        if start.elapsed() > timeout {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// `processes` of /proc/stat: tasks (processes and threads) created since boot.
 fn forks_since_boot() -> u64 {

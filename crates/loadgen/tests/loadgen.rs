@@ -10,25 +10,11 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use tasksnap_loadgen::{
-    find_binary, group_exists, group_members, kernel_comm, read_stat, Load, LoadInfo,
+    eventually, every_state_args, find_binary, group_exists, group_members, kernel_comm, read_stat,
+    Load, LoadInfo,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_tasksnap-loadgen");
-
-/// Polls `f` until it returns true or `timeout` elapses; returns the last
-/// result.
-fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    loop {
-        if f() {
-            return true;
-        }
-        if start.elapsed() > timeout {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 fn state(pid: i32) -> char {
     read_stat(pid)
@@ -94,25 +80,9 @@ fn spawn_raw(args: &[&str], stdin: Stdio) -> (Child, LoadInfo) {
 
 #[test]
 fn small_load_states_names_and_clean_drop() {
-    let load = Load::spawn_with_binary(
-        BIN,
-        &[
-            "--procs",
-            "20",
-            "--threads",
-            "5",
-            "--odd-names",
-            "--zombies",
-            "2",
-            "--stopped",
-            "2",
-            "--dstate",
-            "--pipe-pingpong",
-            "0",
-            "--list-pids",
-        ],
-    )
-    .expect("spawn load");
+    let load =
+        Load::spawn_with_binary(BIN, &every_state_args("20", "5", &["--pipe-pingpong", "0"]))
+            .expect("spawn load");
     let info = load.info.clone();
     let pgid = load.pgid();
     assert_eq!(info.pgid, pgid);

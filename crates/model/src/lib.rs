@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 mod backend;
+pub mod hash;
 mod query;
 mod reading;
 mod snapshot;

@@ -5,6 +5,7 @@
 //! classification of `prev_state` bits is in the BPF layer's `compat.h`; the two must agree
 //! (the workload tests check both against the same loads).
 
+use crate::hash::IdMap;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -124,39 +125,8 @@ impl Mode {
     }
 }
 
-/// Hashes task identities (pids and a start time, all spread well) with one multiply per
-/// word instead of SipHash: the thread maps are keyed by them and hold every thread of the
-/// host, and SipHash was a visible part of an interval at 10,000 threads. Nothing
-/// attacker-controlled chooses these keys (the kernel assigns tids and start times).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct ThreadHasher(u64);
-
-impl std::hash::Hasher for ThreadHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_i32(&mut self, n: i32) {
-        self.write_u64(n as u32 as u64);
-    }
-}
-
-/// A map keyed by [`TaskId`] with [`ThreadHasher`].
-pub type ThreadMap<V> = HashMap<TaskId, V, std::hash::BuildHasherDefault<ThreadHasher>>;
+/// A map keyed by [`TaskId`], hashed with [`IdHasher`](crate::hash::IdHasher) (kernel-assigned keys).
+pub type ThreadMap<V> = IdMap<TaskId, V>;
 
 /// One thread's cumulative totals since tracking of it began.
 #[derive(Debug, Clone, Default)]

@@ -1,5 +1,6 @@
 //! The few raw system calls and file helpers the /proc readers make (openat relative to a
-//! directory descriptor, small-file reads, rlimits, clocks, core count, huge-page advice),
+//! directory descriptor, small-file reads, rlimits, clocks, core count, huge-page advice,
+//! the terminal size and the local time),
 //! wrapped once so the crates above are safe code. Each wrapper returns `std::io::Error` with the raw errno kept, so
 //! callers can tell "task exited" (ENOENT, ESRCH) from "not allowed" (EACCES, EPERM).
 
@@ -393,6 +394,47 @@ fn parse_release(s: &str) -> Option<(u32, u32)> {
     let major = it.next()?.parse().ok()?;
     let minor = it.next()?.parse().ok()?;
     Some((major, minor))
+}
+
+/// The size of the terminal on `fd` in character cells, `(columns, rows)`, as `TIOCGWINSZ`
+/// gives it; `None` when `fd` is not a terminal. Either figure may be 0 (a pty nobody sized):
+/// callers decide what an unsized terminal means.
+pub fn terminal_size(fd: RawFd) -> Option<(u16, u16)> {
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize into the valid struct we pass and keeps no pointer.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
+    (rc != -1).then_some((ws.ws_col, ws.ws_row))
+}
+
+/// `unix_s` (seconds since the Unix epoch) broken down in the local time zone, as
+/// `localtime_r(3)` does (reading `TZ` and /etc/localtime); `None` when it cannot be
+/// represented.
+pub fn local_time(unix_s: i64) -> Option<libc::tm> {
+    let tt = unix_s as libc::time_t;
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    // SAFETY: `tt` and `tm` are valid for the call; localtime_r keeps neither pointer.
+    if unsafe { libc::localtime_r(&tt, tm.as_mut_ptr()) }.is_null() {
+        return None;
+    }
+    // SAFETY: localtime_r succeeded, so it filled `tm` (which was zeroed before anyway).
+    Some(unsafe { tm.assume_init() })
+}
+
+/// The wall clock now in the local time zone, `HH:MM:SS`, as top's and states' headers print
+/// it; `--:--:--` when the local time cannot be had.
+pub fn local_clock() -> String {
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    match local_time(now_s) {
+        Some(tm) => format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec),
+        None => "--:--:--".into(),
+    }
 }
 
 #[cfg(test)]

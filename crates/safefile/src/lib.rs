@@ -16,6 +16,7 @@
 //! - Reads ([`Dir::open_read`]) refuse anything but a regular file, checked before opening
 //!   and again with `fstat` after opening with `O_NONBLOCK|O_NOFOLLOW`, so a FIFO or a device
 //!   named like a data file never blocks a reader or wakes a driver.
+#![deny(missing_docs)]
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -277,6 +278,17 @@ const SAFE_READ: OFlags = OFlags::RDONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC)
     .union(OFlags::NOCTTY);
+
+/// An `openat` with `O_NOFOLLOW` of `path`'s name in a checked directory failed with `e`:
+/// ELOOP is the kernel's answer when that name is a symbolic link, anything else is the I/O
+/// error it is.
+fn nofollow_error(path: PathBuf, e: Errno) -> SafeError {
+    if e == Errno::LOOP {
+        SafeError::Symlink { path }
+    } else {
+        SafeError::io(path, e)
+    }
+}
 
 /// Turns an open error on `path` into a [`SafeError`], naming a link or a non-directory.
 fn open_error(path: &Path, dir: bool, e: Errno) -> SafeError {
@@ -623,13 +635,8 @@ impl Dir {
             Kind::Symlink => return Err(SafeError::Symlink { path: path() }),
             kind => return Err(SafeError::NotRegular { path: path(), kind }),
         }
-        let fd = rustix::fs::openat(&self.fd, name, SAFE_READ, Mode::empty()).map_err(|e| {
-            if e == Errno::LOOP {
-                SafeError::Symlink { path: path() }
-            } else {
-                SafeError::io(path(), e)
-            }
-        })?;
+        let fd = rustix::fs::openat(&self.fd, name, SAFE_READ, Mode::empty())
+            .map_err(|e| nofollow_error(path(), e))?;
         let st = rustix::fs::fstat(&fd).map_err(|e| SafeError::io(path(), e))?;
         match Kind::of(&st) {
             Kind::Regular => Ok(File::from(fd)),
@@ -677,13 +684,7 @@ impl Dir {
                 | OFlags::NOCTTY,
             Mode::from_raw_mode(mode),
         )
-        .map_err(|e| {
-            if e == Errno::LOOP {
-                SafeError::Symlink { path: path() }
-            } else {
-                SafeError::io(path(), e)
-            }
-        })?;
+        .map_err(|e| nofollow_error(path(), e))?;
         let st = rustix::fs::fstat(&fd).map_err(|e| SafeError::io(path(), e))?;
         let me = euid();
         match Kind::of(&st) {

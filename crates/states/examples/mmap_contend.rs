@@ -38,21 +38,8 @@ fn main() -> std::io::Result<()> {
                 .name(format!("query{i}"))
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
-                        // SAFETY: maps `len` bytes of a file this process keeps open, read-only
-                        // and private; the mapping is only unmapped, never dereferenced.
-                        unsafe {
-                            let p = libc::mmap(
-                                std::ptr::null_mut(),
-                                len,
-                                libc::PROT_READ,
-                                libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                                fd,
-                                0,
-                            );
-                            if p != libc::MAP_FAILED {
-                                libc::munmap(p, len);
-                                maps.fetch_add(1, Ordering::Relaxed);
-                            }
+                        if tasksnap_loadgen::map_populated_once(fd, len) {
+                            maps.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                 })

@@ -13,6 +13,7 @@
 //! (`tasksnap_collect::StateSource`: the BPF accounting, exact, or the /proc source, sampled
 //! where it must be, chosen by `tasksnap_collect::choice::open_states`). Presentation
 //! (tables, JSON) is the CLI's.
+#![deny(missing_docs)]
 
 pub mod carry;
 pub mod flame;

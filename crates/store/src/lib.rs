@@ -13,6 +13,7 @@
 //!   payloads, the damage met.
 //!
 //! Sync points, crash behaviour, retention and errors are described in docs/store.md.
+#![deny(missing_docs)]
 
 pub mod error;
 pub mod frame;

@@ -8,6 +8,10 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use tasksnap_loadgen::planted::{
+    assert_nothing_written, assert_victim_whole, store_owned_by_nobody, store_with_link,
+    store_with_mode,
+};
 use tasksnap_store::{Store, StoreError, Writer, WriterOptions};
 
 const S: u64 = 1_000_000_000;
@@ -28,12 +32,6 @@ fn small_store(dir: &Path) {
         w.append(1, key, t, &s.to_le_bytes()).expect("append");
     }
     w.finish().expect("finish");
-}
-
-fn victim(dir: &Path) -> std::path::PathBuf {
-    let v = dir.join("victim");
-    fs::write(&v, "precious contents\n").expect("write victim");
-    v
 }
 
 /// Runs `f` on another thread; `None` when it has not returned within 10 s (it hangs).
@@ -59,32 +57,20 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[test]
 fn record_refuses_symlinked_lock() {
     let t = tempfile::tempdir().expect("tempdir");
-    let v = victim(t.path());
-    let dir = t.path().join("store");
-    fs::create_dir(&dir).expect("mkdir");
-    symlink(&v, dir.join("LOCK")).expect("plant the link");
+    let (dir, v) = store_with_link(t.path(), "LOCK");
     let e = Writer::create(&dir, opts()).expect_err("a symlinked LOCK is refused");
     assert!(matches!(e, StoreError::Unsafe(_)), "{e:?}");
     assert!(e.to_string().contains("symbolic link"), "{e}");
-    assert_eq!(
-        fs::read_to_string(&v).expect("victim"),
-        "precious contents\n"
-    );
+    assert_victim_whole(&v);
 }
 
 #[test]
 fn record_never_truncates_through_a_planted_marker_temp() {
     let t = tempfile::tempdir().expect("tempdir");
-    let v = victim(t.path());
-    let dir = t.path().join("store");
-    fs::create_dir(&dir).expect("mkdir");
-    symlink(&v, dir.join("tasksnap-store.tmp")).expect("plant the link");
+    let (dir, v) = store_with_link(t.path(), "tasksnap-store.tmp");
     let w = Writer::create(&dir, opts()).expect("the planted name is not used");
     w.finish().expect("finish");
-    assert_eq!(
-        fs::read_to_string(&v).expect("victim"),
-        "precious contents\n"
-    );
+    assert_victim_whole(&v);
     let marker = fs::symlink_metadata(dir.join("tasksnap-store")).expect("marker");
     assert!(
         marker.file_type().is_file(),
@@ -100,26 +86,16 @@ fn record_refuses_a_store_dir_that_is_a_symlink() {
     symlink(&real, t.path().join("link")).expect("symlink");
     let e = Writer::create(&t.path().join("link"), opts()).expect_err("refused");
     assert!(matches!(e, StoreError::Unsafe(_)), "{e:?}");
-    assert_eq!(
-        fs::read_dir(&real).expect("ls").count(),
-        0,
-        "nothing written"
-    );
+    assert_nothing_written(&real);
 }
 
 #[test]
 fn record_refuses_a_group_or_other_writable_store_dir() {
     let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    fs::create_dir(&dir).expect("mkdir");
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let dir = store_with_mode(t.path(), 0o777);
     let e = Writer::create(&dir, opts()).expect_err("refused");
     assert!(e.to_string().contains("chmod go-w"), "{e}");
-    assert_eq!(
-        fs::read_dir(&dir).expect("ls").count(),
-        0,
-        "nothing written"
-    );
+    assert_nothing_written(&dir);
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod");
     Writer::create(&dir, opts())
         .expect("mended")
@@ -129,21 +105,13 @@ fn record_refuses_a_group_or_other_writable_store_dir() {
 
 #[test]
 fn record_refuses_a_store_dir_another_user_owns() {
-    if tasksnap_safefile::euid() != 0 {
-        eprintln!("skipped: needs root to give a directory away");
-        return;
-    }
     let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    fs::create_dir(&dir).expect("mkdir");
-    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
+    let Some(dir) = store_owned_by_nobody(t.path()) else {
+        return;
+    };
     let e = Writer::create(&dir, opts()).expect_err("refused");
     assert!(e.to_string().contains("owned by uid 65534"), "{e}");
-    assert_eq!(
-        fs::read_dir(&dir).expect("ls").count(),
-        0,
-        "nothing written"
-    );
+    assert_nothing_written(&dir);
 }
 
 #[test]

@@ -1487,20 +1487,11 @@ fn my_tty() -> u32 {
 
 /// The terminal size procps uses: the first of stdout, stderr, stdin that is a terminal.
 fn terminal_size() -> Option<(usize, usize)> {
-    for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO, libc::STDIN_FILENO] {
-        let mut ws = libc::winsize {
-            ws_row: 0,
-            ws_col: 0,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: TIOCGWINSZ writes a winsize into the valid struct we pass.
-        let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
-        if rc != -1 && ws.ws_col > 0 && ws.ws_row > 0 {
-            return Some((ws.ws_col as usize, ws.ws_row as usize));
-        }
-    }
-    None
+    [libc::STDOUT_FILENO, libc::STDERR_FILENO, libc::STDIN_FILENO]
+        .into_iter()
+        .filter_map(tasksnap_procfs::sys::terminal_size)
+        .find(|&(cols, rows)| cols > 0 && rows > 0)
+        .map(|(cols, rows)| (usize::from(cols), usize::from(rows)))
 }
 
 /// A positive size from the environment (`COLUMNS`, `LINES`), as procps accepts it.

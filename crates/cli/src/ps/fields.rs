@@ -165,35 +165,20 @@ fn clock_time(s: u64) -> Cell {
 
 /// `localtime_r` + `strftime` with `fmt`.
 fn strftime(t: i64, fmt: &std::ffi::CStr) -> String {
-    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
-    let tt: libc::time_t = t as libc::time_t;
-    let mut buf = [0u8; 128];
-    // SAFETY: `tt` and `tm` are valid for the calls; strftime writes at most buf.len() bytes
-    // into `buf` and returns how many it wrote (0 on failure).
-    let n = unsafe {
-        if libc::localtime_r(&tt, tm.as_mut_ptr()).is_null() {
-            return String::new();
-        }
-        libc::strftime(
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            fmt.as_ptr(),
-            tm.as_ptr(),
-        )
+    let Some(tm) = tasksnap_procfs::sys::local_time(t) else {
+        return String::new();
     };
+    let mut buf = [0u8; 128];
+    // SAFETY: `fmt` and `tm` are valid for the call; strftime writes at most buf.len() bytes
+    // into `buf` and returns how many it wrote (0 on failure).
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm) };
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// The local time parts procps compares (year and day of year).
+/// The local time parts procps compares (year and day of year); zeros when the time cannot
+/// be broken down (procps compares a zeroed `tm` then).
 fn year_yday(t: i64) -> (i32, i32) {
-    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
-    let tt: libc::time_t = t as libc::time_t;
-    // SAFETY: valid pointers; on failure the zeroed tm is used.
-    let tm = unsafe {
-        libc::localtime_r(&tt, tm.as_mut_ptr());
-        tm.assume_init()
-    };
-    (tm.tm_year, tm.tm_yday)
+    tasksnap_procfs::sys::local_time(t).map_or((0, 0), |tm| (tm.tm_year, tm.tm_yday))
 }
 
 /// `ctime(3)` without its newline: "Sun Nov 22 04:18:11 2026".

@@ -149,13 +149,12 @@ impl SortArg {
 }
 
 fn parse_interval(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| format!("not a number of seconds: {s}"))?;
-    if !(0.05..=86_400.0).contains(&secs) {
+    let d = crate::input::duration(s, crate::input::Spelling::Seconds)
+        .ok_or_else(|| format!("not a number of seconds: {s}"))?;
+    if !(0.05..=86_400.0).contains(&d.as_secs_f64()) {
         return Err("the interval must be between 0.05 and 86400 seconds".into());
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 impl Args {

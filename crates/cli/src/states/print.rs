@@ -22,30 +22,11 @@ pub struct Printer {
     pub window_unix_ns: Option<(u64, u64)>,
 }
 
+/// The width of the terminal on stdout, `None` when stdout is not a sized terminal.
 fn terminal_width() -> Option<usize> {
-    // SAFETY: isatty has no side effects.
-    if unsafe { libc::isatty(libc::STDOUT_FILENO) } != 1 {
-        return None;
-    }
-    let mut ws = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ fills the winsize it is given.
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
-}
-
-fn local_time() -> String {
-    // SAFETY: time(NULL) and localtime_r into a zeroed tm are always valid.
-    unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
-    }
+    tasksnap_procfs::sys::terminal_size(libc::STDOUT_FILENO)
+        .filter(|&(cols, _)| cols > 0)
+        .map(|(cols, _)| usize::from(cols))
 }
 
 fn unix_ns() -> u64 {
@@ -241,7 +222,7 @@ impl Printer {
                     crate::when::rfc3339(a),
                     crate::when::rfc3339(b)
                 ),
-                None => local_time(),
+                None => tasksnap_procfs::sys::local_clock(),
             },
             iv.length_ns as f64 / 1e9,
             iv.rows.len(),

@@ -880,16 +880,7 @@ fn command_text(raw: &[u8], comm: &[u8], zombie: bool, loc: Locale) -> String {
 
 /// The wall clock as top prints it.
 pub fn clock() -> String {
-    // SAFETY: time(NULL) only returns the time.
-    let t = unsafe { libc::time(std::ptr::null_mut()) };
-    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
-    // SAFETY: `t` and `tm` are valid for the call.
-    if unsafe { libc::localtime_r(&t, tm.as_mut_ptr()) }.is_null() {
-        return "--:--:--".into();
-    }
-    // SAFETY: localtime_r succeeded and filled `tm`.
-    let tm = unsafe { tm.assume_init() };
-    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
+    tasksnap_procfs::sys::local_clock()
 }
 
 /// Entry point for `tasksnap top ARGS...`.

@@ -382,20 +382,12 @@ mod tests {
 
     /// A store in `dir` holding samples 0..n of [`reading`].
     fn record(dir: &Path, n: u64) {
-        let mut w = tasksnap_store::Writer::create(dir, Default::default()).expect("store");
-        let mut enc = tasksnap_history::Encoder::new(2);
+        let mut rec =
+            tasksnap_history::Recorder::create(dir, Default::default(), 2).expect("store");
         for i in 0..n {
-            let r = reading(i);
-            let t = r.snapshot.taken_at_unix_ns;
-            let e = enc.encode(&r, w.starts_segment(t));
-            if let Some(names) = &e.names {
-                w.append(tasksnap_history::KIND_NAMES, e.key, t, names)
-                    .expect("names");
-            }
-            w.append(tasksnap_history::KIND_SAMPLE, e.key, t, &e.sample)
-                .expect("sample");
+            rec.append(&reading(i)).expect("append");
         }
-        w.finish().expect("finish");
+        rec.finish().expect("finish");
     }
 
     /// A replay stands on a sample and steps through the recording: rates from the sample

@@ -3,6 +3,7 @@
 //! rollup of thread rows, filters, sorting and the tree order. No formatting here.
 
 use std::collections::HashMap;
+use tasksnap_model::hash::IdMap;
 
 use tasksnap_model::{Snapshot, Task, TaskId};
 
@@ -96,31 +97,6 @@ pub struct StateCounts {
     pub stopped: usize,
     pub zombie: usize,
 }
-
-/// A multiply-rotate hasher for the per-task maps: their keys are small integers the kernel
-/// hands out, not attacker-chosen strings, and SipHash costs more than the rest of a lookup
-/// at 50,000 tasks per refresh.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_i32(&mut self, v: i32) {
-        self.write_u64(v as u32 as u64);
-    }
-}
-
-type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Prev {

@@ -20,6 +20,28 @@ pub const MOVING: &[&str] = &[
 #[allow(unused_imports)] // Not every test binary that includes this module needs it.
 pub use tasksnap_loadgen::root_or_skip;
 
+/// Runs tasksnap with `args`, reads the first `n` bytes it prints and closes the pipe, as
+/// `tasksnap ... | head -c N` does; returns how it ended (its stdout past those bytes is not
+/// read).
+pub fn close_stdout_after(args: &[&str], n: usize) -> std::process::Output {
+    use std::io::Read;
+    let mut child = Command::new(TASKSNAP)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = vec![0u8; n];
+    child
+        .stdout
+        .as_mut()
+        .expect("stdout")
+        .read_exact(&mut first)
+        .expect("read");
+    drop(child.stdout.take());
+    child.wait_with_output().expect("wait")
+}
+
 pub struct Out {
     pub code: Option<i32>,
     pub stdout: Vec<u8>,
@@ -520,21 +542,10 @@ impl Drop for Placed {
 }
 
 pub fn spawn_load() -> Load {
-    Load::spawn(&[
-        "--procs",
+    Load::spawn(&tasksnap_loadgen::every_state_args(
         "4",
-        "--threads",
         "3",
-        "--odd-names",
-        "--zombies",
-        "2",
-        "--stopped",
-        "2",
-        "--dstate",
-        "--mlocked",
-        "2",
-        "--signals",
-        "--list-pids",
-    ])
+        &["--mlocked", "2", "--signals"],
+    ))
     .expect("spawn the load generator (cargo build --workspace first)")
 }

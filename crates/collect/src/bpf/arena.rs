@@ -1,7 +1,8 @@
 //! The walk's output memory: an arena is a mmap-able BPF array of `TS_CHUNK_BYTES` chunks that
 //! this process creates and maps read-only; the walk program (`walk_tasks` in
 //! task_iter.bpf.c) writes records straight into it, so a pass makes no read() and copies
-//! nothing to user space. Also runs the walk: one `BPF_PROG_TEST_RUN` per shard thread.
+//! nothing to user space. Also runs the walk: one `BPF_PROG_TEST_RUN` per shard thread, through
+//! the [`Walker`] programs.rs loaded (or opened from pins).
 //!
 //! A pinned walk program is shared by every tasksnap on the machine, so it finds each
 //! process's arena in its `arenas` hash of maps under a key, registered for the length of one
@@ -15,6 +16,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 use libbpf_rs::MapCore;
 
+use super::programs::{self, Walker};
 use super::skel;
 
 /// Bytes per chunk (record.h `TS_CHUNK_BYTES`).
@@ -303,10 +305,17 @@ impl Arena {
     /// Overwrites chunk `i` with `bytes` (a test's sentinel).
     #[cfg(test)]
     pub fn fill_chunk(&self, i: usize, byte: u8) -> io::Result<()> {
-        let chunk = vec![byte; CHUNK_BYTES];
+        self.put_chunk(i, &vec![byte; CHUNK_BYTES])
+    }
+
+    /// Writes chunk `i` (one map update: this process's mapping stays read-only).
+    fn put_chunk<T: Copy>(&self, i: usize, chunk: &[T]) -> io::Result<()> {
+        if std::mem::size_of_val(chunk) != CHUNK_BYTES {
+            return Err(io::Error::other("a chunk is CHUNK_BYTES bytes"));
+        }
         let key = i as u32;
-        // SAFETY: the key is a u32 and the value CHUNK_BYTES bytes, the map's key and value
-        // sizes; both outlive the call.
+        // SAFETY: the key is a u32 and the value CHUNK_BYTES bytes (checked above), the map's
+        // key and value sizes; both outlive the call.
         let r = unsafe {
             libbpf_sys::bpf_map_update_elem(
                 self.fd.as_raw_fd(),
@@ -332,20 +341,8 @@ impl Arena {
         let mut chunk = vec![CmdRequest::default(); CMD_REQS_PER_CHUNK];
         for (i, part) in reqs.chunks(CMD_REQS_PER_CHUNK).enumerate() {
             chunk[..part.len()].copy_from_slice(part);
-            let key = (region.req_chunk + i) as u32;
-            // SAFETY: the key is a u32 and the value CHUNK_BYTES bytes (CMD_REQS_PER_CHUNK
-            // requests of 16 bytes), the map's key and value sizes; both outlive the call.
-            let r = unsafe {
-                libbpf_sys::bpf_map_update_elem(
-                    self.fd.as_raw_fd(),
-                    (&key as *const u32).cast(),
-                    chunk.as_ptr().cast(),
-                    0,
-                )
-            };
-            if r < 0 {
-                return Err(io::Error::from_raw_os_error(-r));
-            }
+            // CMD_REQS_PER_CHUNK requests of 16 bytes: one chunk.
+            self.put_chunk(region.req_chunk + i, &chunk)?;
         }
         Ok(())
     }
@@ -403,26 +400,6 @@ pub fn chunks_for(tasks: u64, record_bytes: usize, shards: usize) -> usize {
     (per_shard + per_shard / 4 + 2) * shards
 }
 
-/// The walk program and the arenas map, from a load or from pins.
-pub struct Walker {
-    /// True for a pinned set: its arenas map is shared by every tasksnap on the machine.
-    pub(super) shared: bool,
-    pub(super) prog: OwnedFd,
-    /// The command-line copy (`copy_cmdlines`), loaded with the walk.
-    pub(super) cmd_prog: Option<OwnedFd>,
-    /// The walk with command lines (`walk_tasks_lines`), loaded with the copy.
-    pub(super) lines_prog: Option<OwnedFd>,
-    pub(super) arenas: libbpf_rs::MapHandle,
-}
-
-impl std::fmt::Debug for Walker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Walker")
-            .field("shared", &self.shared)
-            .finish_non_exhaustive()
-    }
-}
-
 /// Slots of a pinned set: how many tasksnaps can walk at once (the others use the iterator).
 const SLOTS: u32 = 16;
 /// Where the slot locks are (root only).
@@ -442,7 +419,7 @@ fn claim_slot() -> io::Result<(u32, SlotLock)> {
     let dir = tasksnap_safefile::Dir::create_private(std::path::Path::new(LOCK_DIR), 0o700)?;
     dir.chmod(0o700)?;
     for slot in 0..SLOTS {
-        let name = format!("arena-{}-{slot}.lock", super::programs::TAG);
+        let name = format!("arena-{}-{slot}.lock", programs::TAG);
         let file = dir.open_own(&name, 0o600)?;
         // SAFETY: flock on a descriptor we own, valid for the call.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {

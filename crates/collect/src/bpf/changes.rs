@@ -15,7 +15,7 @@
 //!
 //! [`Collector::changes`]: crate::Collector::changes
 
-use std::collections::HashMap;
+use tasksnap_model::hash::IdMap;
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, TaskId};
 
@@ -39,28 +39,7 @@ pub(super) struct Live {
 }
 
 /// A thread's identity as the walk gives it: tgid and start time (boot-time ns), by tid.
-pub(super) type Identities = HashMap<u32, (u32, u64), std::hash::BuildHasherDefault<TidHasher>>;
-
-/// A multiply-shift hash for tids: small integers the kernel hands out.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct TidHasher(u64);
-
-impl std::hash::Hasher for TidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
+pub(super) type Identities = IdMap<u32, (u32, u64)>;
 
 /// What the changed-only walks of one live view need between calls.
 #[derive(Debug)]
@@ -76,6 +55,27 @@ pub(super) struct Delta {
     since_full: u32,
     /// Processes the walk passes over (pid 1 on this VM), read from /proc every call.
     hidden: Vec<i32>,
+}
+
+impl Delta {
+    /// The state after a whole pass for `query` (its record groups `bits`) that began at
+    /// `since_ns` and held the threads `known`, `hidden` read from /proc.
+    fn after_whole_pass(
+        bits: u32,
+        query: &Query,
+        since_ns: u64,
+        known: Identities,
+        hidden: Vec<i32>,
+    ) -> Delta {
+        Delta {
+            groups: bits,
+            leader_as_process: query.leader_as_process,
+            since_ns,
+            known,
+            since_full: 0,
+            hidden,
+        }
+    }
 }
 
 /// The identities of a pass's records.
@@ -148,7 +148,7 @@ impl BpfCollector {
         let shards = if self.settings.low_cpu {
             1
         } else {
-            super::passes::pass_shards()
+            super::settings::pass_shards()
         };
         if let Err(why) = self.ensure_arena(bits, shards) {
             self.walk_problem = Some(why);
@@ -162,13 +162,8 @@ impl BpfCollector {
         let snap = snap?;
         // Only a walk is tracked (the iterator may have been used instead).
         // The processes /proc added to that snapshot (pid 1 here) are read again every call.
-        self.live.delta = self.live.captured.take().map(|(known, since_ns, hidden)| Delta {
-            groups: bits,
-            leader_as_process: query.leader_as_process,
-            since_ns,
-            known,
-            since_full: 0,
-            hidden,
+        self.live.delta = self.live.captured.take().map(|(known, since_ns, hidden)| {
+            Delta::after_whole_pass(bits, query, since_ns, known, hidden)
         });
         Ok(Changes {
             snapshot: snap,
@@ -207,15 +202,7 @@ impl BpfCollector {
         } else {
             self.changes_impl(query)?
         };
-        let summary = ChangeSummary {
-            full: ch.full,
-            gone: ch.gone,
-            tasks: ch.snapshot.tasks.len(),
-        };
-        for t in ch.snapshot.tasks {
-            sink(t);
-        }
-        Ok(summary)
+        Ok(ch.into_sink(sink))
     }
 
     /// A whole pass by the walk, each task handed to `sink` as it is assembled; keeps the
@@ -231,7 +218,7 @@ impl BpfCollector {
         let shards = if self.settings.low_cpu {
             1
         } else {
-            super::passes::pass_shards()
+            super::settings::pass_shards()
         };
         self.ensure_arena(bits, shards)?;
         let (Some(walker), Some(arena)) = (&self.progs.walker, &self.out.arena) else {
@@ -260,14 +247,7 @@ impl BpfCollector {
         });
         drop(records);
         self.out.walked = Some(outs);
-        self.live.delta = Some(Delta {
-            groups: bits,
-            leader_as_process: query.leader_as_process,
-            since_ns,
-            known,
-            since_full: 0,
-            hidden,
-        });
+        self.live.delta = Some(Delta::after_whole_pass(bits, query, since_ns, known, hidden));
         Ok(tasks)
     }
 

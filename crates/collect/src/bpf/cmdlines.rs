@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tasksnap_model::{Groups, Query, SnapshotStats, Task};
 
-use super::snapshot::Lap;
+use super::lap::Lap;
 use super::{arena, decode, BpfCollector};
 use crate::sys;
 

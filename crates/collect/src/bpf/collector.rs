@@ -128,7 +128,7 @@ impl BpfCollector {
         if self.progs.walker.is_some() {
             self.cmd.region_wanted = groups.cmdline;
             let bits = decode::group_bits(groups);
-            if let Err(why) = self.ensure_arena(bits, super::passes::pass_shards()) {
+            if let Err(why) = self.ensure_arena(bits, super::settings::pass_shards()) {
                 self.walk_problem = Some(why);
             }
         }

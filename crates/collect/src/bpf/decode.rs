@@ -1,7 +1,8 @@
 //! Turning the iterator's records into tasks: parsing the byte stream (layout from
 //! `record.h` via the generated skeleton types), the kernel's derivations that /proc applies
-//! (state letter, nice, thread-group sums, `cputime_adjust`), selection, and merging the groups
-//! read from /proc.
+//! (state letter, nice, thread-group sums, `cputime_adjust`), selection, and which groups a
+//! record carries and which must come from /proc ([`procfs_groups`]); planning those reads
+//! and merging them into the tasks is snapshot.rs's.
 
 use std::collections::HashMap;
 
@@ -449,20 +450,27 @@ fn process_io(leader: &ts_io, threads: impl Iterator<Item = ts_io>) -> Box<Io> {
 
 /// Per-thread CPU times and faults, as /proc/PID/task/TID/stat derives them.
 fn thread_stat(s: &ts_stat, start_ns: u64, page: u64) -> Stat {
-    let (ut, st) = cputime_adjust(
+    let cpu_ns = cputime_adjust(
         s.utime_ns,
         s.stime_ns,
         s.sum_exec_runtime_ns,
         s.prev_utime_ns,
         s.prev_stime_ns,
     );
+    to_stat(s, cpu_ns, (s.min_flt, s.maj_flt), start_ns, page)
+}
+
+/// The `Stat` of the block `s` with the CPU split `(utime, stime)` and the faults
+/// `(minflt, majflt)` given: a thread's own, or its process's sums. The children's figures
+/// and the sizes are the block's as they are.
+fn to_stat(s: &ts_stat, cpu_ns: (u64, u64), faults: (u64, u64), start_ns: u64, page: u64) -> Stat {
     Stat {
-        utime_ns: ut,
-        stime_ns: st,
+        utime_ns: cpu_ns.0,
+        stime_ns: cpu_ns.1,
         cutime_ns: s.cutime_ns,
         cstime_ns: s.cstime_ns,
-        minflt: s.min_flt,
-        majflt: s.maj_flt,
+        minflt: faults.0,
+        majflt: faults.1,
         cminflt: s.cmin_flt,
         cmajflt: s.cmaj_flt,
         start_time_ns: start_ns,
@@ -494,21 +502,8 @@ fn process_stat(
         minf += t.min_flt;
         majf += t.maj_flt;
     }
-    let (ut, st) = cputime_adjust(u, s, r, leader.sig_prev_utime_ns, leader.sig_prev_stime_ns);
-    Stat {
-        utime_ns: ut,
-        stime_ns: st,
-        cutime_ns: leader.cutime_ns,
-        cstime_ns: leader.cstime_ns,
-        minflt: minf,
-        majflt: majf,
-        cminflt: leader.cmin_flt,
-        cmajflt: leader.cmaj_flt,
-        start_time_ns: start_ns,
-        vsize_bytes: leader.total_vm_pages * page,
-        rss_bytes: leader.rss_pages * page,
-        swap_bytes: Some(leader.swap_pages * page),
-    }
+    let cpu_ns = cputime_adjust(u, s, r, leader.sig_prev_utime_ns, leader.sig_prev_stime_ns);
+    to_stat(leader, cpu_ns, (minf, majf), start_ns, page)
 }
 
 /// Tasks for the query from one pass's records: per thread, or per process with thread-group
@@ -915,27 +910,6 @@ pub fn wants_rare(g: &Groups) -> bool {
     g.signals || g.ns || g.oom_score_adj || g.loginuid
 }
 
-/// Of `g`, the groups of the rare blocks (see [`wants_rare`]), for the tasks whose record
-/// had not got them (the walk, a pinned set's iterator, pid 1): read from /proc.
-pub fn rare_groups(g: &Groups) -> Groups {
-    Groups {
-        signals: g.signals,
-        ns: g.ns,
-        oom_score_adj: g.oom_score_adj,
-        loginuid: g.loginuid,
-        ..Groups::default()
-    }
-}
-
-/// True when `t` lacks one of the rare groups `g` asks for.
-pub fn lacks_rare(t: &Task, g: &Groups) -> bool {
-    let x = t.extra.as_deref();
-    (g.signals && t.signals.is_none())
-        || (g.ns && x.is_none_or(|x| x.ns.is_none()))
-        || (g.oom_score_adj && x.is_none_or(|x| x.oom_score_adj.is_none()))
-        || (g.loginuid && x.is_none_or(|x| x.loginuid.is_none()))
-}
-
 /// The groups that must come from /proc.
 pub fn procfs_groups(g: &Groups) -> Groups {
     Groups {
@@ -972,95 +946,6 @@ pub fn procfs_groups(g: &Groups) -> Groups {
         oom_score_adj: g.oom_score_adj,
         loginuid: g.loginuid,
         ..Groups::default()
-    }
-}
-
-/// Copies the groups read from /proc into the tasks.
-pub fn merge(tasks: &mut [Task], mut filled: HashMap<(i32, i32), Task>, fill: &Groups) {
-    if fill.cmdline {
-        for t in tasks.iter_mut().filter(|t| no_mm(t)) {
-            t.cmdline = Some(Vec::new());
-        }
-    }
-    // Snapshots are in (tgid, tid) order: then each filled task is found by a binary search
-    // (a `ps -ef` fills a handful of 50,000, and a hash lookup per task cost a
-    // millisecond); else every task is looked up.
-    if tasks.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)) {
-        for (id, f) in filled {
-            if let Ok(i) = tasks.binary_search_by_key(&id, |t| (t.id.tgid, t.id.tid)) {
-                merge_one(&mut tasks[i], f, fill);
-            }
-        }
-    } else {
-        for t in tasks.iter_mut() {
-            if let Some(f) = filled.remove(&(t.id.tgid, t.id.tid)) {
-                merge_one(t, f, fill);
-            }
-        }
-    }
-}
-
-/// The groups `fill` of `f`, read from /proc, into `t`.
-fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
-    if fill.cmdline && t.cmdline.is_none() {
-        t.cmdline = f.cmdline;
-        t.cmdline_timed_out = f.cmdline_timed_out;
-    }
-    if fill.exe {
-        t.exe = f.exe;
-    }
-    if fill.io {
-        t.io = f.io;
-    }
-    if fill.wchan {
-        t.wchan = f.wchan;
-    }
-    if fill.cgroup {
-        t.cgroup = f.cgroup;
-    }
-    if fill.fds {
-        t.fds = f.fds;
-    }
-    if fill.environ {
-        t.environ = f.environ;
-    }
-    if fill.mem || fill.mem_status {
-        t.mem = f.mem;
-    }
-    if fill.layout {
-        t.layout = f.layout;
-    }
-    if fill.signals {
-        t.signals = f.signals;
-    }
-    if fill.cred_full {
-        if let (Some(c), Some(fc)) = (&mut t.cred, f.cred) {
-            c.groups = fc.groups;
-        }
-    }
-    // The groups of `Task::extra`: each one asked for is taken from /proc's reading.
-    if fill.oom_score || fill.autogroup || fill.smaps || fill.ns || fill.oom_score_adj || fill.loginuid
-    {
-        let from = f.extra.unwrap_or_default();
-        let x = t.extra_mut();
-        if fill.oom_score {
-            x.oom_score = from.oom_score;
-        }
-        if fill.autogroup {
-            x.autogroup = from.autogroup;
-        }
-        if fill.smaps {
-            x.smaps_kb = from.smaps_kb;
-        }
-        if fill.ns {
-            x.ns = from.ns;
-        }
-        if fill.oom_score_adj {
-            x.oom_score_adj = from.oom_score_adj;
-        }
-        if fill.loginuid {
-            x.loginuid = from.loginuid;
-        }
     }
 }
 

@@ -14,12 +14,18 @@
 //! One file per job; this one owns the [`BpfCollector`] value (its parts, how it is made,
 //! its public knobs):
 //! - `programs.rs`: the programs as descriptors, loaded or pinned, and the descriptor budget;
-//! - `settings.rs`: the environment, read once;
+//! - `settings.rs`: the environment, read once, and the reader threads of a pass;
 //! - `passes.rs`: one pass over the tasks (iterator, walk into the arena, shards);
+//!
+//! Files depend one way: settings, decode and lap on none of the others; programs on
+//! settings; arena on programs; passes on arena; cmdlines on passes; changes on passes;
+//! snapshot on cmdlines and changes; collector on cmdlines and programs.
 //! - `arena.rs`: the walk's mapped arena;
 //! - `cmdlines.rs`: how command lines are read (one plan decided before the pass);
 //! - `decode.rs`: records to tasks;
-//! - `snapshot.rs`: a snapshot from a pass (reconciling with /proc, filling from it);
+//! - `snapshot.rs`: a snapshot from a pass (reconciling with /proc, planning and merging the
+//!   groups filled from it);
+//! - `lap.rs`: the phases of a snapshot timed for `-v`;
 //! - `changes.rs`: a live view's changed-only walks;
 //! - `collector.rs`: `impl Collector for BpfCollector`.
 //!
@@ -31,6 +37,7 @@ mod changes;
 mod cmdlines;
 mod collector;
 mod decode;
+mod lap;
 mod passes;
 pub mod programs;
 mod settings;

@@ -8,6 +8,7 @@ use std::io;
 
 use tasksnap_model::Task;
 
+use super::settings::pass_shards;
 use super::{arena, decode, programs, skel, BpfCollector};
 use crate::{sys, Error};
 
@@ -226,13 +227,6 @@ impl BpfCollector {
     }
 }
 
-/// Reader threads for a pass: as many as cores, at most 4. Each walks every task but reads
-/// the fields of its share only, which is where the time goes (cache misses in the task,
-/// signal, cred and mm structs of 50,000 tasks).
-pub fn pass_shards() -> usize {
-    crate::sys::cores().clamp(1, 4)
-}
-
 /// Reads one iterator file to its end into a buffer of `want` bytes' capacity.
 fn read_all(mut f: File, want: usize) -> io::Result<Vec<u8>> {
     use std::io::Read;
@@ -312,7 +306,7 @@ pub(crate) fn read_sharded(
 /// A walk into `arena` as `how` says; `Err` says why the caller must use the iterator
 /// instead (the walk failed, or more tasks than the arena holds).
 pub(super) fn walk_checked(
-    walker: &arena::Walker,
+    walker: &programs::Walker,
     arena: &arena::Arena,
     groups: u32,
     shards: usize,

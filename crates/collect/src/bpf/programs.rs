@@ -1,6 +1,7 @@
 //! The iterator programs as file descriptors, wherever they come from: a fresh load of the
 //! skeleton (35-50 ms at startup: libbpf parsing the kernel's 5.5 MB BTF for CO-RE, then the
-//! verifier), or the set `tasksnap pin` left in bpffs (no load at all). Also opens iterator
+//! verifier), or the set `tasksnap pin` left in bpffs (no load at all), with the walk's
+//! programs and arenas map as one [`Walker`] (arena.rs runs it). Also opens iterator
 //! files, registers what each reader thread asks of a pass (passes.rs reads them), and says
 //! whether the process has the descriptors for all that ([`enough_descriptors`]).
 //!
@@ -19,7 +20,6 @@ use tasksnap_bpf::loader::{iter_file, process_iter_link};
 use tasksnap_bpf::pins::{self, check_root_only, open_pin, pin_private};
 pub use tasksnap_bpf::pins::{pin_dir, remove_pins, PIN_ROOT};
 
-use super::arena::Walker;
 use super::skel;
 use super::Unavailable;
 use crate::sys;
@@ -407,7 +407,7 @@ const DESCRIPTORS_LOADED_WITH_WALK: u64 = 32;
 /// reads meanwhile (/proc/loadavg, the /proc listing, a procfs read of pid 1 on the caller's
 /// thread). The procfs readers that fill in the rest have tables of their own.
 fn descriptors_for_a_pass() -> u64 {
-    let shards = super::passes::pass_shards();
+    let shards = super::settings::pass_shards();
     (shards + sys::cores().clamp(1, 8)) as u64 + 8 + 4
 }
 
@@ -422,4 +422,24 @@ pub(super) fn enough_descriptors(walk: bool) -> Result<(), Unavailable> {
         DESCRIPTORS_LOADED
     };
     tasksnap_bpf::loader::enough_descriptors(loaded + descriptors_for_a_pass(), sys::nofile_limit())
+}
+
+/// The walk program and the arenas map, from a load or from pins.
+pub struct Walker {
+    /// True for a pinned set: its arenas map is shared by every tasksnap on the machine.
+    pub(super) shared: bool,
+    pub(super) prog: OwnedFd,
+    /// The command-line copy (`copy_cmdlines`), loaded with the walk.
+    pub(super) cmd_prog: Option<OwnedFd>,
+    /// The walk with command lines (`walk_tasks_lines`), loaded with the copy.
+    pub(super) lines_prog: Option<OwnedFd>,
+    pub(super) arenas: libbpf_rs::MapHandle,
+}
+
+impl std::fmt::Debug for Walker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Walker")
+            .field("shared", &self.shared)
+            .finish_non_exhaustive()
+    }
 }

@@ -2,7 +2,8 @@
 //! caller's choices ([`BpfCollector::use_walk`](super::BpfCollector::use_walk),
 //! [`use_lockless`](super::BpfCollector::use_lockless),
 //! and whether it serves a live view, which takes its first pass as fast as the machine allows
-//! and every later one as cheaply).
+//! and every later one as cheaply), and how many reader threads a pass may use
+//! ([`pass_shards`], which the descriptor budget and the arena's size count too).
 
 /// What the passes may do.
 #[derive(Debug, Clone, Default)]
@@ -39,4 +40,11 @@ impl Settings {
     pub fn walk_allowed(&self) -> bool {
         !self.walk_off && !self.no_walk_env
     }
+}
+
+/// Reader threads for a pass: as many as cores, at most 4. Each walks every task but reads
+/// the fields of its share only, which is where the time goes (cache misses in the task,
+/// signal, cred and mm structs of 50,000 tasks).
+pub fn pass_shards() -> usize {
+    crate::sys::cores().clamp(1, 4)
 }

@@ -1,11 +1,16 @@
 //! A snapshot from one pass: the records grouped into the tasks the query selects
 //! (decode.rs), the tasks the pass missed read from /proc (pid 1 on this kind of VM), the
 //! command lines attached (cmdlines.rs), and the groups the kernel cannot give filled from
-//! /proc; the phases timed for `-v`.
+//! /proc: which tasks need which reads (`fill_plan`, the rare blocks only where a record
+//! lacks them) and the merge of what was read into the tasks; the phases timed for `-v`
+//! (lap.rs).
 
-use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats};
+use std::collections::HashMap;
+
+use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
 use super::cmdlines::CmdlinePlan;
+use super::lap::Lap;
 use super::passes::Shape;
 use super::{changes, decode, BpfCollector};
 use crate::procfs::ProcfsCollector;
@@ -15,26 +20,113 @@ use crate::{sys, Collector, Error};
 /// /proc listing is consulted to find them.
 const RECONCILE_SLACK: u64 = 64;
 
-/// Times the phases of a snapshot (reported by `-v`).
-pub(super) struct Lap {
-    last: std::time::Instant,
-    phases: Vec<(&'static str, f64)>,
+/// Of `g`, the groups of the rare blocks (see [`decode::wants_rare`]), for the tasks whose record
+/// had not got them (the walk, a pinned set's iterator, pid 1): read from /proc.
+fn rare_groups(g: &Groups) -> Groups {
+    Groups {
+        signals: g.signals,
+        ns: g.ns,
+        oom_score_adj: g.oom_score_adj,
+        loginuid: g.loginuid,
+        ..Groups::default()
+    }
 }
 
-impl Lap {
-    pub(super) fn new() -> Lap {
-        Lap {
-            last: std::time::Instant::now(),
-            phases: Vec::with_capacity(10),
+/// True when `t` lacks one of the rare groups `g` asks for.
+fn lacks_rare(t: &Task, g: &Groups) -> bool {
+    let x = t.extra.as_deref();
+    (g.signals && t.signals.is_none())
+        || (g.ns && x.is_none_or(|x| x.ns.is_none()))
+        || (g.oom_score_adj && x.is_none_or(|x| x.oom_score_adj.is_none()))
+        || (g.loginuid && x.is_none_or(|x| x.loginuid.is_none()))
+}
+
+/// Copies the groups read from /proc into the tasks.
+fn merge(tasks: &mut [Task], mut filled: HashMap<(i32, i32), Task>, fill: &Groups) {
+    if fill.cmdline {
+        for t in tasks.iter_mut().filter(|t| decode::no_mm(t)) {
+            t.cmdline = Some(Vec::new());
         }
     }
+    // Snapshots are in (tgid, tid) order: then each filled task is found by a binary search
+    // (a `ps -ef` fills a handful of 50,000, and a hash lookup per task cost a
+    // millisecond); else every task is looked up.
+    if tasks.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)) {
+        for (id, f) in filled {
+            if let Ok(i) = tasks.binary_search_by_key(&id, |t| (t.id.tgid, t.id.tid)) {
+                merge_one(&mut tasks[i], f, fill);
+            }
+        }
+    } else {
+        for t in tasks.iter_mut() {
+            if let Some(f) = filled.remove(&(t.id.tgid, t.id.tid)) {
+                merge_one(t, f, fill);
+            }
+        }
+    }
+}
 
-    /// Ends the phase `name` now.
-    pub(super) fn mark(&mut self, name: &'static str) {
-        let now = std::time::Instant::now();
-        self.phases
-            .push((name, now.duration_since(self.last).as_secs_f64() * 1e3));
-        self.last = now;
+/// The groups `fill` of `f`, read from /proc, into `t`.
+fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
+    if fill.cmdline && t.cmdline.is_none() {
+        t.cmdline = f.cmdline;
+        t.cmdline_timed_out = f.cmdline_timed_out;
+    }
+    if fill.exe {
+        t.exe = f.exe;
+    }
+    if fill.io {
+        t.io = f.io;
+    }
+    if fill.wchan {
+        t.wchan = f.wchan;
+    }
+    if fill.cgroup {
+        t.cgroup = f.cgroup;
+    }
+    if fill.fds {
+        t.fds = f.fds;
+    }
+    if fill.environ {
+        t.environ = f.environ;
+    }
+    if fill.mem || fill.mem_status {
+        t.mem = f.mem;
+    }
+    if fill.layout {
+        t.layout = f.layout;
+    }
+    if fill.signals {
+        t.signals = f.signals;
+    }
+    if fill.cred_full {
+        if let (Some(c), Some(fc)) = (&mut t.cred, f.cred) {
+            c.groups = fc.groups;
+        }
+    }
+    // The groups of `Task::extra`: each one asked for is taken from /proc's reading.
+    if fill.oom_score || fill.autogroup || fill.smaps || fill.ns || fill.oom_score_adj || fill.loginuid
+    {
+        let from = f.extra.unwrap_or_default();
+        let x = t.extra_mut();
+        if fill.oom_score {
+            x.oom_score = from.oom_score;
+        }
+        if fill.autogroup {
+            x.autogroup = from.autogroup;
+        }
+        if fill.smaps {
+            x.smaps_kb = from.smaps_kb;
+        }
+        if fill.ns {
+            x.ns = from.ns;
+        }
+        if fill.oom_score_adj {
+            x.oom_score_adj = from.oom_score_adj;
+        }
+        if fill.loginuid {
+            x.loginuid = from.loginuid;
+        }
     }
 }
 
@@ -89,7 +181,7 @@ fn fill_plan(
     }
     // The signal and namespace blocks, like statm: only for the tasks whose record had not
     // got them (the walk and a pinned set's iterator never write them; dump_task_rare does).
-    let rare = decode::rare_groups(&rest);
+    let rare = rare_groups(&rest);
     if rare != Groups::default() {
         let keep = rest;
         rest = Groups {
@@ -101,7 +193,7 @@ fn fill_plan(
         };
         let missing: Vec<(i32, i32)> = tasks
             .iter()
-            .filter(|t| decode::lacks_rare(t, &rare))
+            .filter(|t| lacks_rare(t, &rare))
             .map(id)
             .collect();
         if rest != Groups::default() && missing.len() == tasks.len() {
@@ -132,7 +224,7 @@ impl BpfCollector {
             let (filled, fill_stats) = self.procfs.try_fill(&ids, groups)?;
             stats.denied += fill_stats.denied;
             stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
-            decode::merge(tasks, filled, &groups);
+            merge(tasks, filled, &groups);
         }
         if !query.groups.base {
             for t in tasks.iter_mut() {
@@ -329,7 +421,7 @@ impl BpfCollector {
         lap.mark("attach");
         self.fill_from_procfs(&mut tasks, query, fill_groups, &mut stats)?;
         lap.mark("procfs");
-        self.out.phases_ms = lap.phases;
+        self.out.phases_ms = lap.into_phases_ms();
         debug_assert!(tasks.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)));
         Ok(Snapshot {
             taken_at_unix_ns,

@@ -18,7 +18,7 @@ pub mod bpf;
 pub mod procfs;
 pub mod symbolize;
 
-pub use tasksnap_model::states::{Mode, Sample, ThreadHasher, ThreadMap, ThreadTotals};
+pub use tasksnap_model::states::{Mode, Sample, ThreadMap, ThreadTotals};
 
 /// Which threads to report: all when both lists are empty, otherwise the threads of the
 /// listed processes and those whose command name is listed.

@@ -175,21 +175,7 @@ impl Worker {
     pub fn mapper(name: &str, fd: i32, len: usize) -> Worker {
         Worker::spawn(name, move |stop, _| {
             while !stop.load(Ordering::Relaxed) {
-                // SAFETY: maps `len` bytes of a file this test keeps open, read-only and
-                // private; the mapping is only unmapped, never dereferenced.
-                unsafe {
-                    let p = libc::mmap(
-                        std::ptr::null_mut(),
-                        len,
-                        libc::PROT_READ,
-                        libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                        fd,
-                        0,
-                    );
-                    if p != libc::MAP_FAILED {
-                        libc::munmap(p, len);
-                    }
-                }
+                tasksnap_loadgen::map_populated_once(fd, len);
             }
         })
     }

@@ -4,22 +4,20 @@
 //! programs (see `tasksnap_bpf::select!` in lib.rs, which mounts this file as
 //! `crate::states_bpf`; `states::bpf` re-exports it).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::states::bpf::{privileged, proc_is_readers, Options};
-use crate::states::{Mode, Sample, ThreadHasher, ThreadTotals};
+use crate::states::{Mode, Sample, ThreadTotals};
+use tasksnap_model::hash::{IdMap, IdSet};
 use crate::StateSource;
-use std::hash::BuildHasherDefault;
 use tasksnap_model::TaskId;
 
 /// Off-CPU time per (state, stack id), by thread: (global tid, start time), as the why hash
 /// keys it (the thread's TaskId holds the caller's namespace ids).
-type WhyByThread = HashMap<(i32, u64), Vec<(State, u32, u64)>, BuildHasherDefault<ThreadHasher>>;
-/// A set of threads (or ids) hashed with [`ThreadHasher`].
-type FastSet<T> = HashSet<T, BuildHasherDefault<ThreadHasher>>;
+type WhyByThread = IdMap<(i32, u64), Vec<(State, u32, u64)>>;
 use tasksnap_model::states::{State, NSTATES};
 use crate::states::symbolize::{self, Kallsyms};
 use crate::Error;
@@ -433,7 +431,7 @@ impl BpfSource {
     }
 
     /// Deletes stacks no thread refers to any more, when the map is filling up.
-    fn collect_stacks(&mut self, referenced: &FastSet<u32>) {
+    fn collect_stacks(&mut self, referenced: &IdSet<u32>) {
         use libbpf_rs::MapCore;
 
         if self.frames.len() < STACK_GC_AT {
@@ -481,8 +479,8 @@ impl BpfSource {
         }
         // Which threads are alive matters only for cleaning the why hash: not built otherwise
         // (two sets of every thread of the host would cost more than the rest of a sample).
-        let live_threads: FastSet<(i32, u64)> = if why.is_empty() {
-            FastSet::default()
+        let live_threads: IdSet<(i32, u64)> = if why.is_empty() {
+            IdSet::default()
         } else {
             recs.iter()
                 .map(|r| (r.global_tid as i32, r.start_boottime_ns))
@@ -495,7 +493,7 @@ impl BpfSource {
         if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
             sample.notes.extend(self.pid1_note(seen_pid1));
         }
-        let mut referenced: FastSet<u32> = FastSet::default();
+        let mut referenced: IdSet<u32> = IdSet::default();
         for (r, exited) in recs
             .iter()
             .map(|r| (r, false))
@@ -588,7 +586,7 @@ impl BpfSource {
         }
         // Off-CPU entries of threads that are gone (their last totals are in this sample)
         // are deleted so the hash does not fill up.
-        let exited: FastSet<(i32, u64)> = exits
+        let exited: IdSet<(i32, u64)> = exits
             .iter()
             .map(|r| (r.global_tid as i32, r.start_boottime_ns))
             .collect();

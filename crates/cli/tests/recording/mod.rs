@@ -1,0 +1,92 @@
+//! Helpers the recording tests share (record.rs, history.rs, names.rs): running the binary,
+//! a store recorded by it, and a replayed thread's row as `states --replay --json` gives it.
+#![allow(dead_code)] // Not every test binary that includes this module uses all of it.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use tasksnap_loadgen::{settled_sleep, wait_until, ProcessGroup};
+
+/// The binary under test.
+pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+
+/// Runs tasksnap with `args` to its end (stdin closed, no `COLUMNS`), whatever its exit.
+pub fn tasksnap(args: &[&str]) -> Output {
+    Command::new(TASKSNAP)
+        .args(args)
+        .stdin(Stdio::null())
+        .env_remove("COLUMNS")
+        .output()
+        .expect("run tasksnap")
+}
+
+/// Bytes a command printed, as text (lossy: for messages and assertions).
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `out`'s stdout, after asserting that `what` succeeded (its stderr in the failure).
+pub fn ok(out: &Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what} exited {:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// `tasksnap record --dir DIR --interval SECONDS`, `--count N` when given, then `more`
+/// (`--backend procfs`, `-q`...): the arguments, for a recorder run here or in the background.
+pub fn record_args(dir: &Path, interval_s: &str, count: Option<u32>, more: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = ["record", "--dir", dir.to_str().expect("utf-8 path")]
+        .into_iter()
+        .chain(["--interval", interval_s])
+        .map(str::to_owned)
+        .collect();
+    if let Some(n) = count {
+        args.extend(["--count".to_owned(), n.to_string()]);
+    }
+    args.extend(more.iter().map(|&m| m.to_owned()));
+    args
+}
+
+/// Records `count` samples `interval_s` seconds apart into `dir` and asserts the recorder
+/// succeeded; returns its output (what it said is on stderr).
+pub fn record(dir: &Path, interval_s: &str, count: u32, more: &[&str]) -> Output {
+    let args = record_args(dir, interval_s, Some(count), more);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tasksnap(&args);
+    ok(&out, "record");
+    out
+}
+
+/// The row of thread `tid` in `states --replay DIR --json -p TID -r 0` (the whole
+/// recording), and the JSON it came in.
+pub fn replayed_thread(dir: &str, tid: i32) -> serde_json::Value {
+    let out = tasksnap(&[
+        "states",
+        "--replay",
+        dir,
+        "--json",
+        "-p",
+        &tid.to_string(),
+        "-r",
+        "0",
+    ]);
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&out, "states --replay")).expect("states json");
+    v["threads"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["tid"] == tid))
+        .cloned()
+        .unwrap_or_else(|| panic!("thread {tid} not in {v}"))
+}
+
+/// A `sleep 1000` in a process group of its own, settled asleep, and its pid.
+pub fn sleeper() -> (ProcessGroup, i32) {
+    let g = ProcessGroup::spawn(1, &["sleep", "1000"]).expect("spawn sleep");
+    let pid = g.pids()[0];
+    wait_until("the sleeper to settle", || settled_sleep(pid));
+    (g, pid)
+}
