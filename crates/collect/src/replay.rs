@@ -2,7 +2,8 @@
 //! the way the live backends do (the same selectors, tasks in (tgid, tid) order), from the
 //! tasks the recorder kept, so a front end shows the past through the code it shows the
 //! present with. Groups the recorder did not keep (exe, wchan, statm's shared and text
-//! sizes, supplementary groups) are absent, and shown as procps shows unreadable ones.
+//! sizes, supplementary groups, security labels) are absent; the sd-login answers are derived
+//! from the recorded cgroup, and shown as procps shows unreadable ones.
 
 use std::collections::HashMap;
 
@@ -54,17 +55,23 @@ pub fn selects(sel: &Selector, t: &Task) -> bool {
 impl Collector for ReplayCollector {
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
         let s = &self.reading.snapshot;
+        let mut tasks: Vec<Task> = s
+            .tasks
+            .iter()
+            .filter(|t| selects(&query.selector, t))
+            .cloned()
+            .collect();
+        if query.groups.login {
+            // Not recorded: derived from the recorded cgroup, as the live collectors derive
+            // it from the one they read (with this host's systemd files).
+            crate::login::Login::system(std::path::Path::new("/proc")).fill(&mut tasks, true);
+        }
         Ok(Snapshot {
             taken_at_unix_ns: s.taken_at_unix_ns,
             taken_at_boottime_ns: s.taken_at_boottime_ns,
             boot_time_unix_s: s.boot_time_unix_s,
             backend: s.backend,
-            tasks: s
-                .tasks
-                .iter()
-                .filter(|t| selects(&query.selector, t))
-                .cloned()
-                .collect(),
+            tasks,
             stats: s.stats,
         })
     }

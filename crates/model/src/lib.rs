@@ -8,6 +8,8 @@
 #![deny(missing_docs)]
 
 mod backend;
+pub mod cgroup;
+pub mod login;
 mod query;
 mod reading;
 mod snapshot;
@@ -16,6 +18,8 @@ mod system;
 mod task;
 
 pub use backend::{Backend, CmdlineSource, PassKind, PassReport, UnknownBackend};
+pub use cgroup::Cgroup;
+pub use login::Login;
 
 pub use query::{Groups, Query, Selector};
 pub use reading::Reading;

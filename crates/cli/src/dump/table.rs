@@ -619,15 +619,10 @@ fn args_line(cmdline: &[u8]) -> Vec<u8> {
 }
 
 /// The cgroup v2 path, else the lines of /proc/PID/cgroup joined by `;` (bytes).
-fn cgroup_line(raw: &[u8]) -> Vec<u8> {
-    match tasksnap_procfs::parse::cgroup_v2_path(raw) {
+fn cgroup_line(c: &tasksnap_model::Cgroup) -> Vec<u8> {
+    match c.v2_path() {
         Some(p) => p.to_vec(),
-        None => raw
-            .split(|&b| b == b'\n')
-            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join(&b';'),
+        None => c.text_lines().collect::<Vec<_>>().join(&b';'),
     }
 }
 
@@ -951,6 +946,7 @@ fn system_value(f: Field, r: &Reading) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tasksnap_model::Cgroup;
 
     #[test]
     fn names_are_unique_and_required_ones_are_there() {
@@ -1014,15 +1010,15 @@ mod tests {
         assert_eq!(exact(&args_line(b"sleep\x0010\x00")), Value::Null);
         assert_eq!(args_line(b""), b"");
         assert_eq!(
-            cgroup_line(b"0::/user.slice/x.scope\n"),
+            cgroup_line(&Cgroup::parse(b"0::/user.slice/x.scope\n".to_vec())),
             b"/user.slice/x.scope"
         );
         assert_eq!(
-            cgroup_line(b"4:memory:/a\n3:cpu:/b\n"),
+            cgroup_line(&Cgroup::parse(b"4:memory:/a\n3:cpu:/b\n".to_vec())),
             b"4:memory:/a;3:cpu:/b"
         );
         assert_eq!(
-            exact(&cgroup_line(b"0::/a\xfe\n")),
+            exact(&cgroup_line(&Cgroup::parse(b"0::/a\xfe\n".to_vec()))),
             Value::Bytes(b"/a\xfe".to_vec())
         );
     }

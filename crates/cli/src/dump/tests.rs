@@ -87,7 +87,9 @@ fn task(tgid: i32, tid: i32, comm: &[u8], uid: u32, cmdline: &[u8], k: u64) -> T
         voluntary_switches: None,
         involuntary_switches: None,
     }));
-    t.cgroup = Some(b"0::/system.slice/x.service\n".to_vec());
+    t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(
+        b"0::/system.slice/x.service\n".to_vec(),
+    )));
     t
 }
 
@@ -712,7 +714,9 @@ fn hostile_readings() -> Vec<Reading> {
     for r in &mut rs {
         for t in r.snapshot.tasks.iter_mut().filter(|t| t.id.tid == 100) {
             t.cmdline = Some(b"prog\0\xfe\0".to_vec());
-            t.cgroup = Some(b"0::/a\xfd\n".to_vec());
+            t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(
+                b"0::/a\xfd\n".to_vec(),
+            )));
         }
     }
     rs

@@ -46,15 +46,11 @@ pub struct Caches {
     pub names: Names,
     /// Terminal names.
     pub ttys: Ttys,
-    /// The procfs root, for the rare per-task files read only at print time (label).
-    pub proc_root: std::path::PathBuf,
     /// STIME text by start second: tens of thousands of tasks share a few start seconds, and
     /// localtime+strftime per row would be a tenth of the user time.
     pub stime: std::collections::HashMap<i64, String>,
     /// Each CPU's NUMA node, read from sysfs the first time a row needs it.
     pub numa: Option<Vec<i32>>,
-    /// The sd-login answers (`unit`, `slice`, `seat`, ...), made on first use.
-    pub login: Option<tasksnap_collect::login::Login>,
 }
 
 impl Caches {
@@ -63,10 +59,8 @@ impl Caches {
         Caches {
             names: Names::default(),
             ttys: Ttys::new(proc_root, std::path::Path::new("/dev")),
-            proc_root: proc_root.to_path_buf(),
             stime: Default::default(),
             numa: None,
-            login: None,
         }
     }
 }
@@ -626,19 +620,19 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 cells: max - room,
             }
         }
-        Field::Lxc => {
-            let cg = t.cgroup.as_deref();
-            colwid(
-                cg.and_then(tasksnap_procfs::parse::lxc_name)
-                    .unwrap_or(b"-"),
-            )
-        }
-        Field::Login(what) => {
-            let login = c
-                .login
-                .get_or_insert_with(|| tasksnap_collect::login::Login::system(&c.proc_root));
-            colwid(&login.text(t.cgroup.as_deref(), what))
-        }
+        Field::Lxc => colwid(
+            t.cgroup
+                .as_deref()
+                .and_then(tasksnap_model::Cgroup::lxc_name)
+                .unwrap_or(b"-"),
+        ),
+        Field::Login(what) => match extra
+            .and_then(|x| x.login.as_deref())
+            .and_then(|l| l.text(what))
+        {
+            Some(answer) => colwid(&answer),
+            None => colwid(b"-"),
+        },
         Field::Ns(i) => match extra
             .and_then(|x| x.ns)
             .map_or(0, |n| n[usize::from(i) & 7])
@@ -780,8 +774,8 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             let from = if ago > 86400 { 4 } else { 10 };
             plain(&s[from.min(s.len())..(from + 6).min(s.len())])
         }
-        Field::Label => match tasksnap_collect::system::security_label(&c.proc_root, t.id.tgid) {
-            Some(label) if !label.is_empty() => plain(&label),
+        Field::Label => match extra.and_then(|x| x.label.as_deref()) {
+            Some(label) if !label.is_empty() => plain(label),
             _ => plain("-"),
         },
         Field::Args | Field::Comm | Field::Exe => {

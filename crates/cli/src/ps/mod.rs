@@ -140,7 +140,9 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             }
             Field::Fds => g.fds = true,
             Field::Wchan => g.wchan = true,
-            Field::Cgroup | Field::Cgname | Field::Lxc | Field::Login(_) => g.cgroup = true,
+            Field::Cgroup | Field::Cgname | Field::Lxc => g.cgroup = true,
+            Field::Login(_) => g.login = true,
+            Field::Label => g.label = true,
             Field::Ns(_) => g.ns = true,
             Field::Oom => g.oom_score = true,
             Field::OomAdj => g.oom_score_adj = true,

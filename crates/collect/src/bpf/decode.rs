@@ -945,6 +945,10 @@ pub fn procfs_groups(g: &Groups) -> Groups {
         // The iterator does not read cgroup paths (they would need the kernfs names walked
         // up to the hierarchy's root for every task).
         cgroup: g.cgroup,
+        // Derived from the cgroup read from /proc (`Login::fill` after the fill).
+        login: g.login,
+        // The security label: a file of its own, which the iterator does not read.
+        label: g.label,
         // Neither is in the iterator's record.
         fds: g.fds,
         environ: g.environ,
@@ -1015,7 +1019,7 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
     if fill.wchan {
         t.wchan = f.wchan;
     }
-    if fill.cgroup {
+    if fill.needs_cgroup_file() {
         t.cgroup = f.cgroup;
     }
     if fill.fds {
@@ -1039,7 +1043,13 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
         }
     }
     // The groups of `Task::extra`: each one asked for is taken from /proc's reading.
-    if fill.oom_score || fill.autogroup || fill.smaps || fill.ns || fill.oom_score_adj || fill.loginuid
+    if fill.oom_score
+        || fill.autogroup
+        || fill.smaps
+        || fill.ns
+        || fill.oom_score_adj
+        || fill.loginuid
+        || fill.label
     {
         let from = f.extra.unwrap_or_default();
         let x = t.extra_mut();
@@ -1060,6 +1070,9 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
         }
         if fill.loginuid {
             x.loginuid = from.loginuid;
+        }
+        if fill.label {
+            x.label = from.label;
         }
     }
 }

@@ -328,6 +328,11 @@ impl BpfCollector {
 
         lap.mark("attach");
         self.fill_from_procfs(&mut tasks, query, fill_groups, &mut stats)?;
+        if query.groups.login {
+            // From the cgroups just read (those of the tasks /proc alone gave, through its
+            // own snapshot, have theirs already and no cgroup left unless asked for).
+            crate::login::Login::system(self.procfs.root()).fill(&mut tasks, query.groups.cgroup);
+        }
         lap.mark("procfs");
         self.out.phases_ms = lap.phases;
         debug_assert!(tasks.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)));
