@@ -9,6 +9,7 @@
 
 mod backend;
 pub mod cgroup;
+pub mod fields;
 pub mod login;
 mod query;
 mod reading;
