@@ -185,6 +185,15 @@ pub struct Field {
     pub get: for<'a> fn(&'a Task) -> Option<Value<'a>>,
 }
 
+/// Fields are the same when their names are (names are unique in [`FIELDS`]).
+impl PartialEq for Field {
+    fn eq(&self, other: &Field) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Field {}
+
 impl Field {
     /// Its value in `t` (`None`: not asked for or not readable).
     pub fn value<'a>(&self, t: &'a Task) -> Option<Value<'a>> {
