@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use tasksnap_model::{Groups, Selector, Task};
 
-use crate::attrs::{groups_for, parse_attrs, split_cmdline, Attr};
+use crate::attrs::{field_value, groups_for, parse_attrs, split_cmdline, Attr};
 use crate::host;
 
 /// The columns an attribute becomes.
@@ -66,10 +66,6 @@ pub(crate) fn column_names(attrs: Vec<String>, threads: bool) -> PyResult<Vec<&'
         }
     }
     Ok(out)
-}
-
-fn secs(ns: u64) -> f64 {
-    ns as f64 / 1e9
 }
 
 /// Bytes as a text column's value: valid UTF-8, each invalid sequence replaced by U+FFFD.
@@ -192,10 +188,25 @@ pub(crate) fn snapshot<'py>(
                     out.set_item("tid", list(py, tasks, |t| Some(t.id.tid))?)?;
                 }
             }
-            Attr::Ppid => out.set_item(
-                cols[0],
-                list(py, tasks, |t| t.base.as_ref().map(|b| b.ppid))?,
-            )?,
+            // The plain fields: one column each, from the model's table.
+            Attr::Ppid
+            | Attr::NumThreads
+            | Attr::Nice
+            | Attr::CpuNum
+            | Attr::CpuTimes
+            | Attr::MemoryInfo
+            | Attr::IoCounters
+            | Attr::Uids
+            | Attr::Gids
+            | Attr::NumCtxSwitches => {
+                for (c, f) in cols.iter().zip(a.model_fields()) {
+                    let values = tasks
+                        .iter()
+                        .map(|t| field_value(py, f, t))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    out.set_item(*c, PyList::new(py, values)?)?;
+                }
+            }
             Attr::Name => {
                 let (texts, exact) = text_and_bytes(
                     py,
@@ -227,87 +238,12 @@ pub(crate) fn snapshot<'py>(
                     .collect();
                 out.set_item(cols[0], PyList::new(py, s)?)?
             }
-            Attr::NumThreads => out.set_item(
-                cols[0],
-                list(py, tasks, |t| t.base.as_ref().map(|b| b.num_threads))?,
-            )?,
-            Attr::Nice => out.set_item(
-                cols[0],
-                list(py, tasks, |t| t.base.as_ref().map(|b| b.nice))?,
-            )?,
-            Attr::CpuNum => out.set_item(
-                cols[0],
-                list(py, tasks, |t| t.base.as_ref().map(|b| b.processor))?,
-            )?,
-            Attr::CpuTimes => {
-                let fields: [fn(&tasksnap_model::Stat) -> u64; 4] = [
-                    |s| s.utime_ns,
-                    |s| s.stime_ns,
-                    |s| s.cutime_ns,
-                    |s| s.cstime_ns,
-                ];
-                for (c, f) in cols.iter().zip(fields) {
-                    out.set_item(
-                        *c,
-                        list(py, tasks, |t| t.stat.as_ref().map(|s| secs(f(s))))?,
-                    )?;
-                }
-            }
             Attr::CreateTime => out.set_item(
                 cols[0],
                 list(py, tasks, |t| {
                     Some(host::start_ticks(t.id.start_time_ns) as f64 / tck + boot)
                 })?,
             )?,
-            Attr::MemoryInfo => {
-                let fields: [fn(&tasksnap_model::Mem) -> u64; 5] = [
-                    |m| m.rss_bytes,
-                    |m| m.vsize_bytes,
-                    |m| m.shared_bytes,
-                    |m| m.text_bytes,
-                    |m| m.data_bytes,
-                ];
-                for (c, f) in cols.iter().zip(fields) {
-                    out.set_item(*c, list(py, tasks, |t| t.mem.as_deref().map(f))?)?;
-                }
-            }
-            Attr::IoCounters => {
-                let fields: [fn(&tasksnap_model::Io) -> u64; 6] = [
-                    |i| i.syscr,
-                    |i| i.syscw,
-                    |i| i.read_bytes,
-                    |i| i.write_bytes,
-                    |i| i.rchar_bytes,
-                    |i| i.wchar_bytes,
-                ];
-                for (c, f) in cols.iter().zip(fields) {
-                    out.set_item(*c, list(py, tasks, |t| t.io.as_deref().map(f))?)?;
-                }
-            }
-            Attr::Uids | Attr::Gids => {
-                let fields: [fn(&tasksnap_model::Cred) -> u32; 3] = if a == Attr::Uids {
-                    [|c| c.ruid, |c| c.euid, |c| c.suid]
-                } else {
-                    [|c| c.rgid, |c| c.egid, |c| c.sgid]
-                };
-                for (c, f) in cols.iter().zip(fields) {
-                    out.set_item(*c, list(py, tasks, |t| t.cred.as_ref().map(f))?)?;
-                }
-            }
-            Attr::NumCtxSwitches => {
-                out.set_item(
-                    cols[0],
-                    list(py, tasks, |t| {
-                        t.sched.as_ref().and_then(|s| s.voluntary_switches)
-                    })?,
-                )?;
-                out.set_item(
-                    cols[1],
-                    list(py, tasks, |t| {
-                        t.sched.as_ref().and_then(|s| s.involuntary_switches)
-                    })?,
-                )?;
-            }
             Attr::Cmdline => {
                 let mut rows = Vec::with_capacity(tasks.len());
                 let mut exact = Vec::with_capacity(tasks.len());
