@@ -209,663 +209,845 @@ fn login(t: &Task) -> Option<&Login> {
     x(t).and_then(|x| x.login.as_deref())
 }
 
+/// `pid`: process id (thread group id).
+pub const PID: Field = Field {
+    name: "pid",
+    help: "process id (thread group id)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Identity,
+    get: |t| Some(Value::Int(t.id.tgid.into())),
+};
+
+/// `tid`: thread id.
+pub const TID: Field = Field {
+    name: "tid",
+    help: "thread id",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Identity,
+    get: |t| Some(Value::Int(t.id.tid.into())),
+};
+
+/// `start_time_ns`: when the task started, ns since boot.
+pub const START_TIME_NS: Field = Field {
+    name: "start_time_ns",
+    help: "when the task started, ns since boot",
+    kind: Kind::Int,
+    unit: Unit::NsSinceBoot,
+    group: Group::Identity,
+    get: |t| Some(Value::UInt(t.id.start_time_ns)),
+};
+
+/// `ppid`: parent process id.
+pub const PPID: Field = Field {
+    name: "ppid",
+    help: "parent process id",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.ppid.into())),
+};
+
+/// `pgid`: process group id.
+pub const PGID: Field = Field {
+    name: "pgid",
+    help: "process group id",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.pgid.into())),
+};
+
+/// `sid`: session id.
+pub const SID: Field = Field {
+    name: "sid",
+    help: "session id",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.sid.into())),
+};
+
+/// `tty_nr`: controlling terminal as the kernel encodes it (0: none).
+pub const TTY_NR: Field = Field {
+    name: "tty_nr",
+    help: "controlling terminal as the kernel encodes it (0: none)",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.tty_nr.into())),
+};
+
+/// `tpgid`: foreground process group of the terminal (-1: none).
+pub const TPGID: Field = Field {
+    name: "tpgid",
+    help: "foreground process group of the terminal (-1: none)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.tpgid.into())),
+};
+
+/// `flags`: kernel PF_* flags.
+pub const FLAGS: Field = Field {
+    name: "flags",
+    help: "kernel PF_* flags",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.flags.into())),
+};
+
+/// `comm`: command name (at most 15 bytes).
+pub const COMM: Field = Field {
+    name: "comm",
+    help: "command name (at most 15 bytes)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Bytes(&b.comm)),
+};
+
+/// `state`: scheduler state letter (R, S, D, ...).
+pub const STATE: Field = Field {
+    name: "state",
+    help: "scheduler state letter (R, S, D, ...)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Letter(b.state.letter())),
+};
+
+/// `nice`: nice value, -20..19.
+pub const NICE: Field = Field {
+    name: "nice",
+    help: "nice value, -20..19",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.nice.into())),
+};
+
+/// `priority`: kernel priority as /proc shows it.
+pub const PRIORITY: Field = Field {
+    name: "priority",
+    help: "kernel priority as /proc shows it",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.priority.into())),
+};
+
+/// `policy`: scheduling policy (SCHED_* number).
+pub const POLICY: Field = Field {
+    name: "policy",
+    help: "scheduling policy (SCHED_* number)",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.policy.into())),
+};
+
+/// `rt_priority`: real-time priority (0 for non-RT policies).
+pub const RT_PRIORITY: Field = Field {
+    name: "rt_priority",
+    help: "real-time priority (0 for non-RT policies)",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.rt_priority.into())),
+};
+
+/// `num_threads`: threads in the process.
+pub const NUM_THREADS: Field = Field {
+    name: "num_threads",
+    help: "threads in the process",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.num_threads.into())),
+};
+
+/// `processor`: CPU the task last ran on.
+pub const PROCESSOR: Field = Field {
+    name: "processor",
+    help: "CPU the task last ran on",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Base,
+    get: |t| t.base.as_ref().map(|b| Value::Int(b.processor.into())),
+};
+
+/// `euid`: effective user id.
+pub const EUID: Field = Field {
+    name: "euid",
+    help: "effective user id",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::CredEffective,
+    get: |t| t.cred.as_ref().map(|c| Value::Int(c.euid.into())),
+};
+
+/// `egid`: effective group id.
+pub const EGID: Field = Field {
+    name: "egid",
+    help: "effective group id",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::CredEffective,
+    get: |t| t.cred.as_ref().map(|c| Value::Int(c.egid.into())),
+};
+
+/// `ruid`: real user id (the effective one when only that was read).
+pub const RUID: Field = Field {
+    name: "ruid",
+    help: "real user id (the effective one when only that was read)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::CredFull,
+    get: |t| t.cred.as_ref().map(|c| Value::Int(c.ruid.into())),
+};
+
+/// `suid`: saved set-user id (the effective one when only that was read).
+pub const SUID: Field = Field {
+    name: "suid",
+    help: "saved set-user id (the effective one when only that was read)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::CredFull,
+    get: |t| t.cred.as_ref().map(|c| Value::Int(c.suid.into())),
+};
+
+/// `fsuid`: filesystem user id (the effective one when only that was read).
+pub const FSUID: Field = Field {
+    name: "fsuid",
+    help: "filesystem user id (the effective one when only that was read)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::CredFull,
+    get: |t| t.cred.as_ref().map(|c| Value::Int(c.fsuid.into())),
+};
+
+/// `rgid`: real group id (the effective one when only that was read).
+pub const RGID: Field = Field {
+    name: "rgid",
+    help: "real group id (the effective one when only that was read)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::CredFull,
+    get: |t| t.cred.as_ref().map(|c| Value::Int(c.rgid.into())),
+};
+
+/// `sgid`: saved set-group id (the effective one when only that was read).
+pub const SGID: Field = Field {
+    name: "sgid",
+    help: "saved set-group id (the effective one when only that was read)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::CredFull,
+    get: |t| t.cred.as_ref().map(|c| Value::Int(c.sgid.into())),
+};
+
+/// `fsgid`: filesystem group id (the effective one when only that was read).
+pub const FSGID: Field = Field {
+    name: "fsgid",
+    help: "filesystem group id (the effective one when only that was read)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::CredFull,
+    get: |t| t.cred.as_ref().map(|c| Value::Int(c.fsgid.into())),
+};
+
+/// `utime_ns`: user CPU time, ns.
+pub const UTIME_NS: Field = Field {
+    name: "utime_ns",
+    help: "user CPU time, ns",
+    kind: Kind::Int,
+    unit: Unit::Ns,
+    group: Group::Stat,
+    get: |t| t.stat.as_ref().map(|s| Value::UInt(s.utime_ns)),
+};
+
+/// `stime_ns`: system CPU time, ns.
+pub const STIME_NS: Field = Field {
+    name: "stime_ns",
+    help: "system CPU time, ns",
+    kind: Kind::Int,
+    unit: Unit::Ns,
+    group: Group::Stat,
+    get: |t| t.stat.as_ref().map(|s| Value::UInt(s.stime_ns)),
+};
+
+/// `cutime_ns`: user CPU time of reaped children, ns.
+pub const CUTIME_NS: Field = Field {
+    name: "cutime_ns",
+    help: "user CPU time of reaped children, ns",
+    kind: Kind::Int,
+    unit: Unit::Ns,
+    group: Group::Stat,
+    get: |t| t.stat.as_ref().map(|s| Value::UInt(s.cutime_ns)),
+};
+
+/// `cstime_ns`: system CPU time of reaped children, ns.
+pub const CSTIME_NS: Field = Field {
+    name: "cstime_ns",
+    help: "system CPU time of reaped children, ns",
+    kind: Kind::Int,
+    unit: Unit::Ns,
+    group: Group::Stat,
+    get: |t| t.stat.as_ref().map(|s| Value::UInt(s.cstime_ns)),
+};
+
+/// `minflt`: minor page faults.
+pub const MINFLT: Field = Field {
+    name: "minflt",
+    help: "minor page faults",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::Stat,
+    get: |t| t.stat.as_ref().map(|s| Value::UInt(s.minflt)),
+};
+
+/// `majflt`: major page faults.
+pub const MAJFLT: Field = Field {
+    name: "majflt",
+    help: "major page faults",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::Stat,
+    get: |t| t.stat.as_ref().map(|s| Value::UInt(s.majflt)),
+};
+
+/// `cminflt`: minor page faults of reaped children.
+pub const CMINFLT: Field = Field {
+    name: "cminflt",
+    help: "minor page faults of reaped children",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::Stat,
+    get: |t| t.stat.as_ref().map(|s| Value::UInt(s.cminflt)),
+};
+
+/// `cmajflt`: major page faults of reaped children.
+pub const CMAJFLT: Field = Field {
+    name: "cmajflt",
+    help: "major page faults of reaped children",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::Stat,
+    get: |t| t.stat.as_ref().map(|s| Value::UInt(s.cmajflt)),
+};
+
+/// `cpu_ns`: user + system CPU time, ns.
+pub const CPU_NS: Field = Field {
+    name: "cpu_ns",
+    help: "user + system CPU time, ns",
+    kind: Kind::Int,
+    unit: Unit::Ns,
+    group: Group::Stat,
+    get: |t| {
+        t.stat
+            .as_ref()
+            .map(|s| Value::UInt(s.utime_ns.saturating_add(s.stime_ns)))
+    },
+};
+
+/// `rss_bytes`: resident set size, bytes (statm or status; /proc/PID/stat's when only that was read).
+pub const RSS_BYTES: Field = Field {
+    name: "rss_bytes",
+    help: "resident set size, bytes (statm or status; /proc/PID/stat's when only that was read)",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Mem,
+    get: |t| match (t.mem.as_deref(), t.stat.as_ref()) {
+        (Some(m), _) => Some(Value::UInt(m.rss_bytes)),
+        (None, Some(s)) => Some(Value::UInt(s.rss_bytes)),
+        _ => None,
+    },
+};
+
+/// `vsize_bytes`: virtual memory size, bytes (/proc/PID/stat's when only that was read).
+pub const VSIZE_BYTES: Field = Field {
+    name: "vsize_bytes",
+    help: "virtual memory size, bytes (/proc/PID/stat's when only that was read)",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Mem,
+    get: |t| match (t.mem.as_deref(), t.stat.as_ref()) {
+        (Some(m), _) => Some(Value::UInt(m.vsize_bytes)),
+        (None, Some(s)) => Some(Value::UInt(s.vsize_bytes)),
+        _ => None,
+    },
+};
+
+/// `shared_bytes`: resident shared (file-backed and shmem) bytes.
+pub const SHARED_BYTES: Field = Field {
+    name: "shared_bytes",
+    help: "resident shared (file-backed and shmem) bytes",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Mem,
+    get: |t| t.mem.as_deref().map(|m| Value::UInt(m.shared_bytes)),
+};
+
+/// `text_bytes`: text (code) bytes.
+pub const TEXT_BYTES: Field = Field {
+    name: "text_bytes",
+    help: "text (code) bytes",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Mem,
+    get: |t| t.mem.as_deref().map(|m| Value::UInt(m.text_bytes)),
+};
+
+/// `data_bytes`: data and stack bytes.
+pub const DATA_BYTES: Field = Field {
+    name: "data_bytes",
+    help: "data and stack bytes",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Mem,
+    get: |t| t.mem.as_deref().map(|m| Value::UInt(m.data_bytes)),
+};
+
+/// `swap_bytes`: swapped-out bytes.
+pub const SWAP_BYTES: Field = Field {
+    name: "swap_bytes",
+    help: "swapped-out bytes",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::MemStatus,
+    get: |t| t.mem.as_deref().and_then(|m| m.swap_bytes).map(Value::UInt),
+};
+
+/// `locked_bytes`: memory locked with mlock, bytes.
+pub const LOCKED_BYTES: Field = Field {
+    name: "locked_bytes",
+    help: "memory locked with mlock, bytes",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Locked,
+    get: |t| t.locked_bytes.map(Value::UInt),
+};
+
+/// `rchar_bytes`: bytes read through read()-like calls.
+pub const RCHAR_BYTES: Field = Field {
+    name: "rchar_bytes",
+    help: "bytes read through read()-like calls",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Io,
+    get: |t| t.io.as_deref().map(|i| Value::UInt(i.rchar_bytes)),
+};
+
+/// `wchar_bytes`: bytes written through write()-like calls.
+pub const WCHAR_BYTES: Field = Field {
+    name: "wchar_bytes",
+    help: "bytes written through write()-like calls",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Io,
+    get: |t| t.io.as_deref().map(|i| Value::UInt(i.wchar_bytes)),
+};
+
+/// `syscr`: read system calls.
+pub const SYSCR: Field = Field {
+    name: "syscr",
+    help: "read system calls",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::Io,
+    get: |t| t.io.as_deref().map(|i| Value::UInt(i.syscr)),
+};
+
+/// `syscw`: write system calls.
+pub const SYSCW: Field = Field {
+    name: "syscw",
+    help: "write system calls",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::Io,
+    get: |t| t.io.as_deref().map(|i| Value::UInt(i.syscw)),
+};
+
+/// `read_bytes`: bytes fetched from storage (/proc/PID/io).
+pub const READ_BYTES: Field = Field {
+    name: "read_bytes",
+    help: "bytes fetched from storage (/proc/PID/io)",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Io,
+    get: |t| t.io.as_deref().map(|i| Value::UInt(i.read_bytes)),
+};
+
+/// `write_bytes`: bytes sent to storage (/proc/PID/io).
+pub const WRITE_BYTES: Field = Field {
+    name: "write_bytes",
+    help: "bytes sent to storage (/proc/PID/io)",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Io,
+    get: |t| t.io.as_deref().map(|i| Value::UInt(i.write_bytes)),
+};
+
+/// `cancelled_write_bytes`: written bytes later truncated away.
+pub const CANCELLED_WRITE_BYTES: Field = Field {
+    name: "cancelled_write_bytes",
+    help: "written bytes later truncated away",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Io,
+    get: |t| {
+        t.io.as_deref()
+            .map(|i| Value::UInt(i.cancelled_write_bytes))
+    },
+};
+
+/// `on_cpu_ns`: time on a CPU, ns (schedstat).
+pub const ON_CPU_NS: Field = Field {
+    name: "on_cpu_ns",
+    help: "time on a CPU, ns (schedstat)",
+    kind: Kind::Int,
+    unit: Unit::Ns,
+    group: Group::Sched,
+    get: |t| t.sched.as_deref().map(|s| Value::UInt(s.on_cpu_ns)),
+};
+
+/// `run_delay_ns`: time waiting on a run queue, ns (schedstat).
+pub const RUN_DELAY_NS: Field = Field {
+    name: "run_delay_ns",
+    help: "time waiting on a run queue, ns (schedstat)",
+    kind: Kind::Int,
+    unit: Unit::Ns,
+    group: Group::Sched,
+    get: |t| t.sched.as_deref().map(|s| Value::UInt(s.run_delay_ns)),
+};
+
+/// `timeslices`: timeslices run on a CPU.
+pub const TIMESLICES: Field = Field {
+    name: "timeslices",
+    help: "timeslices run on a CPU",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::Sched,
+    get: |t| t.sched.as_deref().map(|s| Value::UInt(s.timeslices)),
+};
+
+/// `voluntary_switches`: voluntary context switches.
+pub const VOLUNTARY_SWITCHES: Field = Field {
+    name: "voluntary_switches",
+    help: "voluntary context switches",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::SchedSwitches,
+    get: |t| {
+        t.sched
+            .as_deref()
+            .and_then(|s| s.voluntary_switches)
+            .map(Value::UInt)
+    },
+};
+
+/// `involuntary_switches`: involuntary context switches.
+pub const INVOLUNTARY_SWITCHES: Field = Field {
+    name: "involuntary_switches",
+    help: "involuntary context switches",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::SchedSwitches,
+    get: |t| {
+        t.sched
+            .as_deref()
+            .and_then(|s| s.involuntary_switches)
+            .map(Value::UInt)
+    },
+};
+
+/// `cmdline`: command line, raw (arguments NUL-terminated).
+pub const CMDLINE: Field = Field {
+    name: "cmdline",
+    help: "command line, raw (arguments NUL-terminated)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Cmdline,
+    get: |t| t.cmdline.as_deref().map(Value::Bytes),
+};
+
+/// `exe`: path of the executable.
+pub const EXE: Field = Field {
+    name: "exe",
+    help: "path of the executable",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Exe,
+    get: |t| t.exe.as_deref().map(Value::Bytes),
+};
+
+/// `wchan`: kernel function the task sleeps in (empty: running).
+pub const WCHAN: Field = Field {
+    name: "wchan",
+    help: "kernel function the task sleeps in (empty: running)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Wchan,
+    get: |t| t.wchan.as_deref().map(|w| Value::Bytes(w.as_bytes())),
+};
+
+/// `cgroup_v2_path`: cgroup v2 path.
+pub const CGROUP_V2_PATH: Field = Field {
+    name: "cgroup_v2_path",
+    help: "cgroup v2 path",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Cgroup,
+    get: |t| {
+        t.cgroup
+            .as_deref()
+            .and_then(Cgroup::v2_path)
+            .map(Value::Bytes)
+    },
+};
+
+/// `fds`: open file descriptors.
+pub const FDS: Field = Field {
+    name: "fds",
+    help: "open file descriptors",
+    kind: Kind::Int,
+    unit: Unit::Count,
+    group: Group::Fds,
+    get: |t| t.fds.map(|n| Value::UInt(n.into())),
+};
+
+/// `oom_score`: OOM killer score.
+pub const OOM_SCORE: Field = Field {
+    name: "oom_score",
+    help: "OOM killer score",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::OomScore,
+    get: |t| x(t).and_then(|x| x.oom_score).map(|v| Value::Int(v.into())),
+};
+
+/// `oom_score_adj`: OOM score adjustment.
+pub const OOM_SCORE_ADJ: Field = Field {
+    name: "oom_score_adj",
+    help: "OOM score adjustment",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::OomScoreAdj,
+    get: |t| {
+        x(t).and_then(|x| x.oom_score_adj)
+            .map(|v| Value::Int(v.into()))
+    },
+};
+
+/// `loginuid`: audit login uid (-1: unset).
+pub const LOGINUID: Field = Field {
+    name: "loginuid",
+    help: "audit login uid (-1: unset)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Loginuid,
+    get: |t| x(t).and_then(|x| x.loginuid).map(|v| Value::Int(v.into())),
+};
+
+/// `pss_bytes`: proportional set size, bytes (smaps_rollup).
+pub const PSS_BYTES: Field = Field {
+    name: "pss_bytes",
+    help: "proportional set size, bytes (smaps_rollup)",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Smaps,
+    get: |t| {
+        x(t).and_then(|x| x.smaps_kb)
+            .map(|(p, _)| Value::UInt(p.saturating_mul(1024)))
+    },
+};
+
+/// `uss_bytes`: unique set size, bytes (smaps_rollup).
+pub const USS_BYTES: Field = Field {
+    name: "uss_bytes",
+    help: "unique set size, bytes (smaps_rollup)",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Smaps,
+    get: |t| {
+        x(t).and_then(|x| x.smaps_kb)
+            .map(|(_, u)| Value::UInt(u.saturating_mul(1024)))
+    },
+};
+
+/// `label`: security label of the process.
+pub const LABEL: Field = Field {
+    name: "label",
+    help: "security label of the process",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Label,
+    get: |t| x(t).and_then(|x| x.label.as_deref()).map(Value::Bytes),
+};
+
+/// `systemd_unit`: systemd unit (sd-login).
+pub const SYSTEMD_UNIT: Field = Field {
+    name: "systemd_unit",
+    help: "systemd unit (sd-login)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Login,
+    get: |t| login(t).and_then(|l| l.unit.as_deref()).map(Value::Bytes),
+};
+
+/// `systemd_user_unit`: systemd user unit (sd-login).
+pub const SYSTEMD_USER_UNIT: Field = Field {
+    name: "systemd_user_unit",
+    help: "systemd user unit (sd-login)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Login,
+    get: |t| {
+        login(t)
+            .and_then(|l| l.user_unit.as_deref())
+            .map(Value::Bytes)
+    },
+};
+
+/// `systemd_slice`: systemd slice (sd-login).
+pub const SYSTEMD_SLICE: Field = Field {
+    name: "systemd_slice",
+    help: "systemd slice (sd-login)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Login,
+    get: |t| login(t).and_then(|l| l.slice.as_deref()).map(Value::Bytes),
+};
+
+/// `login_session`: systemd session (sd-login).
+pub const LOGIN_SESSION: Field = Field {
+    name: "login_session",
+    help: "systemd session (sd-login)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Login,
+    get: |t| {
+        login(t)
+            .and_then(|l| l.session.as_deref())
+            .map(Value::Bytes)
+    },
+};
+
+/// `systemd_machine`: systemd machine (sd-login).
+pub const SYSTEMD_MACHINE: Field = Field {
+    name: "systemd_machine",
+    help: "systemd machine (sd-login)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Login,
+    get: |t| {
+        login(t)
+            .and_then(|l| l.machine.as_deref())
+            .map(Value::Bytes)
+    },
+};
+
+/// `systemd_seat`: systemd seat (sd-login).
+pub const SYSTEMD_SEAT: Field = Field {
+    name: "systemd_seat",
+    help: "systemd seat (sd-login)",
+    kind: Kind::Bytes,
+    unit: Unit::None,
+    group: Group::Login,
+    get: |t| login(t).and_then(|l| l.seat.as_deref()).map(Value::Bytes),
+};
+
+/// `owner_uid`: uid owning the session or user slice (sd-login).
+pub const OWNER_UID: Field = Field {
+    name: "owner_uid",
+    help: "uid owning the session or user slice (sd-login)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Login,
+    get: |t| {
+        login(t)
+            .and_then(|l| l.owner_uid)
+            .map(|u| Value::Int(u.into()))
+    },
+};
+
 /// Every field, in the model's order (identity, base, credentials, times, memory, I/O,
 /// scheduling, names, the rare files).
 pub static FIELDS: &[Field] = &[
-    Field {
-        name: "pid",
-        help: "process id (thread group id)",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::Identity,
-        get: |t| Some(Value::Int(t.id.tgid.into())),
-    },
-    Field {
-        name: "tid",
-        help: "thread id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::Identity,
-        get: |t| Some(Value::Int(t.id.tid.into())),
-    },
-    Field {
-        name: "start_time_ns",
-        help: "when the task started, ns since boot",
-        kind: Kind::Int,
-        unit: Unit::NsSinceBoot,
-        group: Group::Identity,
-        get: |t| Some(Value::UInt(t.id.start_time_ns)),
-    },
-    Field {
-        name: "ppid",
-        help: "parent process id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.ppid.into())),
-    },
-    Field {
-        name: "pgid",
-        help: "process group id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.pgid.into())),
-    },
-    Field {
-        name: "sid",
-        help: "session id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.sid.into())),
-    },
-    Field {
-        name: "tty_nr",
-        help: "controlling terminal as the kernel encodes it (0: none)",
-        kind: Kind::Int,
-        unit: Unit::None,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.tty_nr.into())),
-    },
-    Field {
-        name: "tpgid",
-        help: "foreground process group of the terminal (-1: none)",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.tpgid.into())),
-    },
-    Field {
-        name: "flags",
-        help: "kernel PF_* flags",
-        kind: Kind::Int,
-        unit: Unit::None,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.flags.into())),
-    },
-    Field {
-        name: "comm",
-        help: "command name (at most 15 bytes)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Bytes(&b.comm)),
-    },
-    Field {
-        name: "state",
-        help: "scheduler state letter (R, S, D, ...)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Letter(b.state.letter())),
-    },
-    Field {
-        name: "nice",
-        help: "nice value, -20..19",
-        kind: Kind::Int,
-        unit: Unit::None,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.nice.into())),
-    },
-    Field {
-        name: "priority",
-        help: "kernel priority as /proc shows it",
-        kind: Kind::Int,
-        unit: Unit::None,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.priority.into())),
-    },
-    Field {
-        name: "policy",
-        help: "scheduling policy (SCHED_* number)",
-        kind: Kind::Int,
-        unit: Unit::None,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.policy.into())),
-    },
-    Field {
-        name: "rt_priority",
-        help: "real-time priority (0 for non-RT policies)",
-        kind: Kind::Int,
-        unit: Unit::None,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.rt_priority.into())),
-    },
-    Field {
-        name: "num_threads",
-        help: "threads in the process",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.num_threads.into())),
-    },
-    Field {
-        name: "processor",
-        help: "CPU the task last ran on",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::Base,
-        get: |t| t.base.as_ref().map(|b| Value::Int(b.processor.into())),
-    },
-    Field {
-        name: "euid",
-        help: "effective user id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::CredEffective,
-        get: |t| t.cred.as_ref().map(|c| Value::Int(c.euid.into())),
-    },
-    Field {
-        name: "egid",
-        help: "effective group id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::CredEffective,
-        get: |t| t.cred.as_ref().map(|c| Value::Int(c.egid.into())),
-    },
-    Field {
-        name: "ruid",
-        help: "real user id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::CredFull,
-        get: |t| {
-            t.cred
-                .as_ref()
-                .filter(|c| !c.effective_only)
-                .map(|c| Value::Int(c.ruid.into()))
-        },
-    },
-    Field {
-        name: "suid",
-        help: "saved set-user id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::CredFull,
-        get: |t| {
-            t.cred
-                .as_ref()
-                .filter(|c| !c.effective_only)
-                .map(|c| Value::Int(c.suid.into()))
-        },
-    },
-    Field {
-        name: "fsuid",
-        help: "filesystem user id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::CredFull,
-        get: |t| {
-            t.cred
-                .as_ref()
-                .filter(|c| !c.effective_only)
-                .map(|c| Value::Int(c.fsuid.into()))
-        },
-    },
-    Field {
-        name: "rgid",
-        help: "real group id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::CredFull,
-        get: |t| {
-            t.cred
-                .as_ref()
-                .filter(|c| !c.effective_only)
-                .map(|c| Value::Int(c.rgid.into()))
-        },
-    },
-    Field {
-        name: "sgid",
-        help: "saved set-group id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::CredFull,
-        get: |t| {
-            t.cred
-                .as_ref()
-                .filter(|c| !c.effective_only)
-                .map(|c| Value::Int(c.sgid.into()))
-        },
-    },
-    Field {
-        name: "fsgid",
-        help: "filesystem group id",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::CredFull,
-        get: |t| {
-            t.cred
-                .as_ref()
-                .filter(|c| !c.effective_only)
-                .map(|c| Value::Int(c.fsgid.into()))
-        },
-    },
-    Field {
-        name: "utime_ns",
-        help: "user CPU time, ns",
-        kind: Kind::Int,
-        unit: Unit::Ns,
-        group: Group::Stat,
-        get: |t| t.stat.as_ref().map(|s| Value::UInt(s.utime_ns)),
-    },
-    Field {
-        name: "stime_ns",
-        help: "system CPU time, ns",
-        kind: Kind::Int,
-        unit: Unit::Ns,
-        group: Group::Stat,
-        get: |t| t.stat.as_ref().map(|s| Value::UInt(s.stime_ns)),
-    },
-    Field {
-        name: "cutime_ns",
-        help: "user CPU time of reaped children, ns",
-        kind: Kind::Int,
-        unit: Unit::Ns,
-        group: Group::Stat,
-        get: |t| t.stat.as_ref().map(|s| Value::UInt(s.cutime_ns)),
-    },
-    Field {
-        name: "cstime_ns",
-        help: "system CPU time of reaped children, ns",
-        kind: Kind::Int,
-        unit: Unit::Ns,
-        group: Group::Stat,
-        get: |t| t.stat.as_ref().map(|s| Value::UInt(s.cstime_ns)),
-    },
-    Field {
-        name: "minflt",
-        help: "minor page faults",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::Stat,
-        get: |t| t.stat.as_ref().map(|s| Value::UInt(s.minflt)),
-    },
-    Field {
-        name: "majflt",
-        help: "major page faults",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::Stat,
-        get: |t| t.stat.as_ref().map(|s| Value::UInt(s.majflt)),
-    },
-    Field {
-        name: "cminflt",
-        help: "minor page faults of reaped children",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::Stat,
-        get: |t| t.stat.as_ref().map(|s| Value::UInt(s.cminflt)),
-    },
-    Field {
-        name: "cmajflt",
-        help: "major page faults of reaped children",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::Stat,
-        get: |t| t.stat.as_ref().map(|s| Value::UInt(s.cmajflt)),
-    },
-    Field {
-        name: "cpu_ns",
-        help: "user + system CPU time, ns",
-        kind: Kind::Int,
-        unit: Unit::Ns,
-        group: Group::Stat,
-        get: |t| {
-            t.stat
-                .as_ref()
-                .map(|s| Value::UInt(s.utime_ns.saturating_add(s.stime_ns)))
-        },
-    },
-    Field {
-        name: "rss_bytes",
-        help:
-            "resident set size, bytes (statm or status; /proc/PID/stat's when only that was read)",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Mem,
-        get: |t| match (t.mem.as_deref(), t.stat.as_ref()) {
-            (Some(m), _) => Some(Value::UInt(m.rss_bytes)),
-            (None, Some(s)) => Some(Value::UInt(s.rss_bytes)),
-            _ => None,
-        },
-    },
-    Field {
-        name: "vsize_bytes",
-        help: "virtual memory size, bytes (/proc/PID/stat's when only that was read)",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Mem,
-        get: |t| match (t.mem.as_deref(), t.stat.as_ref()) {
-            (Some(m), _) => Some(Value::UInt(m.vsize_bytes)),
-            (None, Some(s)) => Some(Value::UInt(s.vsize_bytes)),
-            _ => None,
-        },
-    },
-    Field {
-        name: "shared_bytes",
-        help: "resident shared (file-backed and shmem) bytes",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Mem,
-        get: |t| t.mem.as_deref().map(|m| Value::UInt(m.shared_bytes)),
-    },
-    Field {
-        name: "text_bytes",
-        help: "text (code) bytes",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Mem,
-        get: |t| t.mem.as_deref().map(|m| Value::UInt(m.text_bytes)),
-    },
-    Field {
-        name: "data_bytes",
-        help: "data and stack bytes",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Mem,
-        get: |t| t.mem.as_deref().map(|m| Value::UInt(m.data_bytes)),
-    },
-    Field {
-        name: "swap_bytes",
-        help: "swapped-out bytes",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::MemStatus,
-        get: |t| t.mem.as_deref().and_then(|m| m.swap_bytes).map(Value::UInt),
-    },
-    Field {
-        name: "locked_bytes",
-        help: "memory locked with mlock, bytes",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Locked,
-        get: |t| t.locked_bytes.map(Value::UInt),
-    },
-    Field {
-        name: "rchar_bytes",
-        help: "bytes read through read()-like calls",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Io,
-        get: |t| t.io.as_deref().map(|i| Value::UInt(i.rchar_bytes)),
-    },
-    Field {
-        name: "wchar_bytes",
-        help: "bytes written through write()-like calls",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Io,
-        get: |t| t.io.as_deref().map(|i| Value::UInt(i.wchar_bytes)),
-    },
-    Field {
-        name: "syscr",
-        help: "read system calls",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::Io,
-        get: |t| t.io.as_deref().map(|i| Value::UInt(i.syscr)),
-    },
-    Field {
-        name: "syscw",
-        help: "write system calls",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::Io,
-        get: |t| t.io.as_deref().map(|i| Value::UInt(i.syscw)),
-    },
-    Field {
-        name: "read_bytes",
-        help: "bytes fetched from storage (/proc/PID/io)",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Io,
-        get: |t| t.io.as_deref().map(|i| Value::UInt(i.read_bytes)),
-    },
-    Field {
-        name: "write_bytes",
-        help: "bytes sent to storage (/proc/PID/io)",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Io,
-        get: |t| t.io.as_deref().map(|i| Value::UInt(i.write_bytes)),
-    },
-    Field {
-        name: "cancelled_write_bytes",
-        help: "written bytes later truncated away",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Io,
-        get: |t| {
-            t.io.as_deref()
-                .map(|i| Value::UInt(i.cancelled_write_bytes))
-        },
-    },
-    Field {
-        name: "on_cpu_ns",
-        help: "time on a CPU, ns (schedstat)",
-        kind: Kind::Int,
-        unit: Unit::Ns,
-        group: Group::Sched,
-        get: |t| t.sched.as_deref().map(|s| Value::UInt(s.on_cpu_ns)),
-    },
-    Field {
-        name: "run_delay_ns",
-        help: "time waiting on a run queue, ns (schedstat)",
-        kind: Kind::Int,
-        unit: Unit::Ns,
-        group: Group::Sched,
-        get: |t| t.sched.as_deref().map(|s| Value::UInt(s.run_delay_ns)),
-    },
-    Field {
-        name: "timeslices",
-        help: "timeslices run on a CPU",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::Sched,
-        get: |t| t.sched.as_deref().map(|s| Value::UInt(s.timeslices)),
-    },
-    Field {
-        name: "voluntary_switches",
-        help: "voluntary context switches",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::SchedSwitches,
-        get: |t| {
-            t.sched
-                .as_deref()
-                .and_then(|s| s.voluntary_switches)
-                .map(Value::UInt)
-        },
-    },
-    Field {
-        name: "involuntary_switches",
-        help: "involuntary context switches",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::SchedSwitches,
-        get: |t| {
-            t.sched
-                .as_deref()
-                .and_then(|s| s.involuntary_switches)
-                .map(Value::UInt)
-        },
-    },
-    Field {
-        name: "cmdline",
-        help: "command line, raw (arguments NUL-terminated)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Cmdline,
-        get: |t| t.cmdline.as_deref().map(Value::Bytes),
-    },
-    Field {
-        name: "exe",
-        help: "path of the executable",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Exe,
-        get: |t| t.exe.as_deref().map(Value::Bytes),
-    },
-    Field {
-        name: "wchan",
-        help: "kernel function the task sleeps in (empty: running)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Wchan,
-        get: |t| t.wchan.as_deref().map(|w| Value::Bytes(w.as_bytes())),
-    },
-    Field {
-        name: "cgroup_v2_path",
-        help: "cgroup v2 path",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Cgroup,
-        get: |t| {
-            t.cgroup
-                .as_deref()
-                .and_then(Cgroup::v2_path)
-                .map(Value::Bytes)
-        },
-    },
-    Field {
-        name: "fds",
-        help: "open file descriptors",
-        kind: Kind::Int,
-        unit: Unit::Count,
-        group: Group::Fds,
-        get: |t| t.fds.map(|n| Value::UInt(n.into())),
-    },
-    Field {
-        name: "oom_score",
-        help: "OOM killer score",
-        kind: Kind::Int,
-        unit: Unit::None,
-        group: Group::OomScore,
-        get: |t| x(t).and_then(|x| x.oom_score).map(|v| Value::Int(v.into())),
-    },
-    Field {
-        name: "oom_score_adj",
-        help: "OOM score adjustment",
-        kind: Kind::Int,
-        unit: Unit::None,
-        group: Group::OomScoreAdj,
-        get: |t| {
-            x(t).and_then(|x| x.oom_score_adj)
-                .map(|v| Value::Int(v.into()))
-        },
-    },
-    Field {
-        name: "loginuid",
-        help: "audit login uid (-1: unset)",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::Loginuid,
-        get: |t| x(t).and_then(|x| x.loginuid).map(|v| Value::Int(v.into())),
-    },
-    Field {
-        name: "pss_bytes",
-        help: "proportional set size, bytes (smaps_rollup)",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Smaps,
-        get: |t| {
-            x(t).and_then(|x| x.smaps_kb)
-                .map(|(p, _)| Value::UInt(p.saturating_mul(1024)))
-        },
-    },
-    Field {
-        name: "uss_bytes",
-        help: "unique set size, bytes (smaps_rollup)",
-        kind: Kind::Int,
-        unit: Unit::Bytes,
-        group: Group::Smaps,
-        get: |t| {
-            x(t).and_then(|x| x.smaps_kb)
-                .map(|(_, u)| Value::UInt(u.saturating_mul(1024)))
-        },
-    },
-    Field {
-        name: "label",
-        help: "security label of the process",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Label,
-        get: |t| x(t).and_then(|x| x.label.as_deref()).map(Value::Bytes),
-    },
-    Field {
-        name: "systemd_unit",
-        help: "systemd unit (sd-login)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Login,
-        get: |t| login(t).and_then(|l| l.unit.as_deref()).map(Value::Bytes),
-    },
-    Field {
-        name: "systemd_user_unit",
-        help: "systemd user unit (sd-login)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Login,
-        get: |t| {
-            login(t)
-                .and_then(|l| l.user_unit.as_deref())
-                .map(Value::Bytes)
-        },
-    },
-    Field {
-        name: "systemd_slice",
-        help: "systemd slice (sd-login)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Login,
-        get: |t| login(t).and_then(|l| l.slice.as_deref()).map(Value::Bytes),
-    },
-    Field {
-        name: "login_session",
-        help: "systemd session (sd-login)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Login,
-        get: |t| {
-            login(t)
-                .and_then(|l| l.session.as_deref())
-                .map(Value::Bytes)
-        },
-    },
-    Field {
-        name: "systemd_machine",
-        help: "systemd machine (sd-login)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Login,
-        get: |t| {
-            login(t)
-                .and_then(|l| l.machine.as_deref())
-                .map(Value::Bytes)
-        },
-    },
-    Field {
-        name: "systemd_seat",
-        help: "systemd seat (sd-login)",
-        kind: Kind::Bytes,
-        unit: Unit::None,
-        group: Group::Login,
-        get: |t| login(t).and_then(|l| l.seat.as_deref()).map(Value::Bytes),
-    },
-    Field {
-        name: "owner_uid",
-        help: "uid owning the session or user slice (sd-login)",
-        kind: Kind::Int,
-        unit: Unit::Id,
-        group: Group::Login,
-        get: |t| {
-            login(t)
-                .and_then(|l| l.owner_uid)
-                .map(|u| Value::Int(u.into()))
-        },
-    },
+    PID,
+    TID,
+    START_TIME_NS,
+    PPID,
+    PGID,
+    SID,
+    TTY_NR,
+    TPGID,
+    FLAGS,
+    COMM,
+    STATE,
+    NICE,
+    PRIORITY,
+    POLICY,
+    RT_PRIORITY,
+    NUM_THREADS,
+    PROCESSOR,
+    EUID,
+    EGID,
+    RUID,
+    SUID,
+    FSUID,
+    RGID,
+    SGID,
+    FSGID,
+    UTIME_NS,
+    STIME_NS,
+    CUTIME_NS,
+    CSTIME_NS,
+    MINFLT,
+    MAJFLT,
+    CMINFLT,
+    CMAJFLT,
+    CPU_NS,
+    RSS_BYTES,
+    VSIZE_BYTES,
+    SHARED_BYTES,
+    TEXT_BYTES,
+    DATA_BYTES,
+    SWAP_BYTES,
+    LOCKED_BYTES,
+    RCHAR_BYTES,
+    WCHAR_BYTES,
+    SYSCR,
+    SYSCW,
+    READ_BYTES,
+    WRITE_BYTES,
+    CANCELLED_WRITE_BYTES,
+    ON_CPU_NS,
+    RUN_DELAY_NS,
+    TIMESLICES,
+    VOLUNTARY_SWITCHES,
+    INVOLUNTARY_SWITCHES,
+    CMDLINE,
+    EXE,
+    WCHAN,
+    CGROUP_V2_PATH,
+    FDS,
+    OOM_SCORE,
+    OOM_SCORE_ADJ,
+    LOGINUID,
+    PSS_BYTES,
+    USS_BYTES,
+    LABEL,
+    SYSTEMD_UNIT,
+    SYSTEMD_USER_UNIT,
+    SYSTEMD_SLICE,
+    LOGIN_SESSION,
+    SYSTEMD_MACHINE,
+    SYSTEMD_SEAT,
+    OWNER_UID,
 ];
 
 /// The field named `name`.

@@ -1,6 +1,8 @@
 //! Formatting one field of one task as procps-ng 4.0 prints it (the `pr_*` functions of
 //! ps/output.c), from the tasksnap model instead of procps's proc_t.
 
+use tasksnap_model::fields;
+use tasksnap_model::login::What;
 use tasksnap_model::{Task, TaskState, SCHED_BATCH, SCHED_OTHER};
 
 use super::format::{Field, IoCount};
@@ -383,6 +385,63 @@ pub fn comm_text(t: &Task, loc: Locale) -> Vec<u8> {
     c
 }
 
+/// The column's field in the model's table (`tasksnap_model::fields`) when procps prints it
+/// as a plain number, and what the table's unit is divided by for the column's (kB for
+/// sizes). ps keeps the column's header, width, sort key and printer; the value is the
+/// table's.
+pub fn table_field(field: Field) -> Option<(&'static fields::Field, u64)> {
+    Some(match field {
+        Field::Pid => (&fields::PID, 1),
+        Field::Tid => (&fields::TID, 1),
+        Field::Ppid => (&fields::PPID, 1),
+        Field::Pgid => (&fields::PGID, 1),
+        Field::Sess => (&fields::SID, 1),
+        Field::Tpgid => (&fields::TPGID, 1),
+        Field::Nlwp => (&fields::NUM_THREADS, 1),
+        Field::Psr => (&fields::PROCESSOR, 1),
+        Field::Euid => (&fields::EUID, 1),
+        Field::Ruid => (&fields::RUID, 1),
+        Field::Suid => (&fields::SUID, 1),
+        Field::Fuid => (&fields::FSUID, 1),
+        Field::Egid => (&fields::EGID, 1),
+        Field::Rgid => (&fields::RGID, 1),
+        Field::Sgid => (&fields::SGID, 1),
+        Field::Fgid => (&fields::FSGID, 1),
+        Field::Fds => (&fields::FDS, 1),
+        Field::Priority => (&fields::PRIORITY, 1),
+        Field::Sched => (&fields::POLICY, 1),
+        Field::Oom => (&fields::OOM_SCORE, 1),
+        Field::OomAdj => (&fields::OOM_SCORE_ADJ, 1),
+        Field::Pss => (&fields::PSS_BYTES, 1024),
+        Field::Uss => (&fields::USS_BYTES, 1024),
+        _ => return None,
+    })
+}
+
+/// A plain-number column ([`table_field`]): the table's value, 0 when the task does not have
+/// it (procps's value for an unreadable file; for `fds`, what procps newer than 4.0.2 prints
+/// when the directory could not be stat'ed).
+fn table_number(field: Field, t: &Task) -> Cell {
+    match table_field(field).and_then(|(f, per)| Some((f.value(t)?, per))) {
+        Some((fields::Value::Int(v), _)) => num(v),
+        Some((fields::Value::UInt(v), per)) => num(v / per.max(1)),
+        _ => num(0),
+    }
+}
+
+/// The table's field for an sd-login column.
+fn login_field(what: What) -> &'static fields::Field {
+    match what {
+        What::Unit => &fields::SYSTEMD_UNIT,
+        What::UserUnit => &fields::SYSTEMD_USER_UNIT,
+        What::Slice => &fields::SYSTEMD_SLICE,
+        What::Session => &fields::LOGIN_SESSION,
+        What::OwnerUid => &fields::OWNER_UID,
+        What::Machine => &fields::SYSTEMD_MACHINE,
+        What::Seat => &fields::SYSTEMD_SEAT,
+    }
+}
+
 /// Formats `field` of `t` in at most `max` cells where the field honours a limit.
 /// `forest` is the tree-art prefix for command columns.
 pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &mut Caches) -> Cell {
@@ -392,28 +451,34 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
     let extra = t.extra.as_deref();
     match field {
         Field::Addr | Field::Nop => plain("-"),
+        // Plain numbers: the value from the model's table.
+        Field::Pid
+        | Field::Tid
+        | Field::Ppid
+        | Field::Pgid
+        | Field::Sess
+        | Field::Tpgid
+        | Field::Nlwp
+        | Field::Psr
+        | Field::Euid
+        | Field::Ruid
+        | Field::Suid
+        | Field::Fuid
+        | Field::Egid
+        | Field::Rgid
+        | Field::Sgid
+        | Field::Fgid
+        | Field::Fds
+        | Field::Priority
+        | Field::Sched
+        | Field::Oom
+        | Field::OomAdj
+        | Field::Pss
+        | Field::Uss => table_number(field, t),
         // Outside a text listing there is no header countdown: the first row's text.
         Field::Test(which) => test_value(which, -1, max),
-        // procps (newer than 4.0.2) prints 0 when the directory could not be stat'ed.
-        Field::Fds => num(t.fds.unwrap_or(0)),
         // Its text is the column's header ([`super::order::cell`]).
         Field::Text => plain(""),
-        Field::Pid => num(t.id.tgid),
-        Field::Tid => num(t.id.tid),
-        Field::Ppid => num(base.map_or(0, |b| b.ppid)),
-        Field::Pgid => num(base.map_or(0, |b| b.pgid)),
-        Field::Sess => num(base.map_or(0, |b| b.sid)),
-        Field::Tpgid => num(base.map_or(0, |b| b.tpgid)),
-        Field::Nlwp => num(base.map_or(0, |b| b.num_threads)),
-        Field::Psr => num(base.map_or(0, |b| b.processor)),
-        Field::Euid => num(cred.map_or(0, |c| c.euid)),
-        Field::Ruid => num(cred.map_or(0, |c| c.ruid)),
-        Field::Suid => num(cred.map_or(0, |c| c.suid)),
-        Field::Fuid => num(cred.map_or(0, |c| c.fsuid)),
-        Field::Egid => num(cred.map_or(0, |c| c.egid)),
-        Field::Rgid => num(cred.map_or(0, |c| c.rgid)),
-        Field::Sgid => num(cred.map_or(0, |c| c.sgid)),
-        Field::Fgid => num(cred.map_or(0, |c| c.fsgid)),
         Field::Euser | Field::Ruser | Field::Suser | Field::Fuser => {
             let uid = cred.map_or(0, |c| match field {
                 Field::Euser => c.euid,
@@ -563,7 +628,6 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             Some(b) => num(b.nice),
             None => num(0),
         },
-        Field::Priority => num(base.map_or(0, |b| b.priority)),
         Field::Opri => num(60 + base.map_or(0, |b| b.priority)),
         Field::Pri => num(39 - base.map_or(0, |b| b.priority)),
         Field::PriFoo => num(base.map_or(0, |b| b.priority) - 20),
@@ -575,7 +639,6 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             Some(b) => num(b.rt_priority),
             None => plain("-"),
         },
-        Field::Sched => num(base.map_or(0, |b| b.policy)),
         Field::Class | Field::Cls => plain(match base.map_or(0, |b| b.policy) {
             0 => "TS",
             1 => "FF",
@@ -626,12 +689,11 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 .and_then(tasksnap_model::Cgroup::lxc_name)
                 .unwrap_or(b"-"),
         ),
-        Field::Login(what) => match extra
-            .and_then(|x| x.login.as_deref())
-            .and_then(|l| l.text(what))
-        {
-            Some(answer) => colwid(&answer),
-            None => colwid(b"-"),
+        // `-` where libsystemd would fail; the owner as the C int procps prints.
+        Field::Login(what) => match login_field(what).value(t) {
+            Some(fields::Value::Bytes(answer)) => colwid(answer),
+            Some(fields::Value::Int(uid)) => colwid((uid as u32 as i32).to_string().as_bytes()),
+            _ => colwid(b"-"),
         },
         Field::Ns(i) => match extra
             .and_then(|x| x.ns)
@@ -640,16 +702,12 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             0 => plain("-"),
             ino => num(ino),
         },
-        Field::Oom => num(extra.and_then(|x| x.oom_score).unwrap_or(0)),
-        Field::OomAdj => num(extra.and_then(|x| x.oom_score_adj).unwrap_or(0)),
         Field::AgId => num(extra.and_then(|x| x.autogroup).map_or(-1, |a| a.0)),
         Field::AgNice => num(extra.and_then(|x| x.autogroup).map_or(0, |a| a.1)),
         Field::Luid => match extra.and_then(|x| x.loginuid).unwrap_or(-1) {
             -1 => plain("-"),
             id => num(id),
         },
-        Field::Pss => num(extra.and_then(|x| x.smaps_kb).map_or(0, |s| s.0)),
-        Field::Uss => num(extra.and_then(|x| x.smaps_kb).map_or(0, |s| s.1)),
         Field::Io(which) => num(io_count(t, which)),
         Field::Vsz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024),
         Field::Sz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024 / (env.page_size / 1024).max(1)),
@@ -774,8 +832,8 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             let from = if ago > 86400 { 4 } else { 10 };
             plain(&s[from.min(s.len())..(from + 6).min(s.len())])
         }
-        Field::Label => match extra.and_then(|x| x.label.as_deref()) {
-            Some(label) if !label.is_empty() => plain(label),
+        Field::Label => match fields::LABEL.value(t) {
+            Some(fields::Value::Bytes(label)) if !label.is_empty() => plain(label),
             _ => plain("-"),
         },
         Field::Args | Field::Comm | Field::Exe => {
