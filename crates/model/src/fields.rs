@@ -1183,7 +1183,7 @@ mod tests {
                 f.name
             );
         }
-        assert_eq!(groups_for(FIELDS).cmdline, true);
+        assert!(groups_for(FIELDS).cmdline);
         assert_eq!(known("rss_bytes").value(&full), Some(Value::UInt(2)));
         assert_eq!(
             known("state")
