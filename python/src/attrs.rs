@@ -197,7 +197,6 @@ pub(crate) fn field_value<'py>(
         (Value::Int(n), _) => n.into_bound_py_any(py)?,
         (Value::UInt(n), _) => n.into_bound_py_any(py)?,
         (Value::Bytes(b), _) => os_str(py, b)?,
-        (Value::Letter(c), _) => os_str(py, &[c])?,
     }))
 }
 

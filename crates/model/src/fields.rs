@@ -14,7 +14,7 @@ use crate::{Cgroup, Extra, Groups, Login, Task};
 pub enum Kind {
     /// An integer ([`Value::Int`] or [`Value::UInt`]).
     Int,
-    /// Bytes, not necessarily UTF-8 ([`Value::Bytes`] or [`Value::Letter`]).
+    /// Bytes, not necessarily UTF-8 ([`Value::Bytes`]).
     Bytes,
 }
 
@@ -135,11 +135,26 @@ pub enum Value<'a> {
     UInt(u64),
     /// Bytes, as the kernel gave them.
     Bytes(&'a [u8]),
-    /// A one-byte code (the state letter).
-    Letter(u8),
 }
 
-impl Value<'_> {
+/// Every byte value once, so that a one-byte code (the state letter) is a `'static` slice.
+static BYTES: [u8; 256] = {
+    let mut b = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        b[i] = i as u8;
+        i += 1;
+    }
+    b
+};
+
+/// The one-byte text of `c`.
+fn letter(c: u8) -> &'static [u8] {
+    let i = usize::from(c);
+    &BYTES[i..=i]
+}
+
+impl<'a> Value<'a> {
     /// The value as an `i64` (unsigned ones saturated), `None` for bytes.
     pub fn as_i64(self) -> Option<i64> {
         match self {
@@ -158,11 +173,10 @@ impl Value<'_> {
         }
     }
 
-    /// The value as bytes (a letter as its one byte), `None` for integers.
-    pub fn as_bytes(&self) -> Option<&[u8]> {
+    /// The value as bytes, `None` for integers.
+    pub fn as_bytes(self) -> Option<&'a [u8]> {
         match self {
             Value::Bytes(b) => Some(b),
-            Value::Letter(c) => Some(std::slice::from_ref(c)),
             _ => None,
         }
     }
@@ -316,7 +330,11 @@ pub const STATE: Field = Field {
     kind: Kind::Bytes,
     unit: Unit::None,
     group: Group::Base,
-    get: |t| t.base.as_ref().map(|b| Value::Letter(b.state.letter())),
+    get: |t| {
+        t.base
+            .as_ref()
+            .map(|b| Value::Bytes(letter(b.state.letter())))
+    },
 };
 
 /// `nice`: nice value, -20..19.

@@ -631,14 +631,12 @@ fn model(name: &str) -> Field {
     Field::Model(fields::known(name))
 }
 
-/// A value of the model's field table as a cell: integers as they are, bytes as text (the
-/// state letter as its character).
+/// A value of the model's field table as a cell: integers as they are, bytes as text.
 fn model_value(v: fields::Value<'_>) -> Value {
     match v {
         fields::Value::Int(n) => Value::Int(n),
         fields::Value::UInt(n) => int(n),
         fields::Value::Bytes(b) => text(b),
-        fields::Value::Letter(c) => Value::Text(char::from(c).to_string()),
     }
 }
 
