@@ -208,6 +208,12 @@ impl PartialEq for Field {
 
 impl Eq for Field {}
 
+impl std::hash::Hash for Field {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.name.hash(h);
+    }
+}
+
 impl Field {
     /// Its value in `t` (`None`: not asked for or not readable).
     pub fn value<'a>(&self, t: &'a Task) -> Option<Value<'a>> {

@@ -391,6 +391,7 @@ pub fn comm_text(t: &Task, loc: Locale) -> Vec<u8> {
 /// table's.
 pub fn table_field(field: Field) -> Option<(&'static fields::Field, u64)> {
     Some(match field {
+        Field::Model(f) => (f, 1),
         Field::Pid => (&fields::PID, 1),
         Field::Tid => (&fields::TID, 1),
         Field::Ppid => (&fields::PPID, 1),
@@ -451,6 +452,22 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
     let extra = t.extra.as_deref();
     match field {
         Field::Addr | Field::Nop => plain("-"),
+        // A field of the model's table by its own name: the value as it is (bytes through
+        // ps's output escape), `-` when the task does not have it.
+        Field::Model(f) => match f.value(t) {
+            Some(fields::Value::Int(v)) => num(v),
+            Some(fields::Value::UInt(v)) => num(v),
+            Some(fields::Value::Bytes(b)) => {
+                let mut room = max;
+                let mut bytes = CellBytes::new();
+                text::output_escape(&mut bytes, b, &mut room, env.locale);
+                Cell {
+                    bytes,
+                    cells: max - room,
+                }
+            }
+            None => plain("-"),
+        },
         // Plain numbers: the value from the model's table.
         Field::Pid
         | Field::Tid
