@@ -80,6 +80,14 @@ pub enum Group {
     Smaps,
     /// `Groups::label`.
     Label,
+    /// `Groups::autogroup`.
+    Autogroup,
+    /// `Groups::ns`.
+    Ns,
+    /// `Groups::signals`.
+    Signals,
+    /// `Groups::layout`.
+    Layout,
     /// `Groups::login`.
     Login,
 }
@@ -109,6 +117,10 @@ impl Group {
             Group::Loginuid => &mut g.loginuid,
             Group::Smaps => &mut g.smaps,
             Group::Label => &mut g.label,
+            Group::Autogroup => &mut g.autogroup,
+            Group::Ns => &mut g.ns,
+            Group::Signals => &mut g.signals,
+            Group::Layout => &mut g.layout,
             Group::Login => &mut g.login,
         })
     }
@@ -998,6 +1010,222 @@ pub const OWNER_UID: Field = Field {
     },
 };
 
+/// `autogroup_id`: autogroup id (-1: the line did not match).
+pub const AUTOGROUP_ID: Field = Field {
+    name: "autogroup_id",
+    help: "autogroup id (-1: the line did not match)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Autogroup,
+    get: |t| {
+        x(t).and_then(|x| x.autogroup)
+            .map(|a| Value::Int(a.0.into()))
+    },
+};
+
+/// `autogroup_nice`: autogroup nice value.
+pub const AUTOGROUP_NICE: Field = Field {
+    name: "autogroup_nice",
+    help: "autogroup nice value",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Autogroup,
+    get: |t| {
+        x(t).and_then(|x| x.autogroup)
+            .map(|a| Value::Int(a.1.into()))
+    },
+};
+
+/// `ns_cgroup_inode`: inode of the cgroup namespace (0: hidden or none).
+pub const NS_CGROUP_INODE: Field = Field {
+    name: "ns_cgroup_inode",
+    help: "inode of the cgroup namespace (0: hidden or none)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Ns,
+    get: |t| x(t).and_then(|x| x.ns).map(|n| Value::UInt(n[0])),
+};
+
+/// `ns_ipc_inode`: inode of the ipc namespace (0: hidden or none).
+pub const NS_IPC_INODE: Field = Field {
+    name: "ns_ipc_inode",
+    help: "inode of the ipc namespace (0: hidden or none)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Ns,
+    get: |t| x(t).and_then(|x| x.ns).map(|n| Value::UInt(n[1])),
+};
+
+/// `ns_mnt_inode`: inode of the mnt namespace (0: hidden or none).
+pub const NS_MNT_INODE: Field = Field {
+    name: "ns_mnt_inode",
+    help: "inode of the mnt namespace (0: hidden or none)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Ns,
+    get: |t| x(t).and_then(|x| x.ns).map(|n| Value::UInt(n[2])),
+};
+
+/// `ns_net_inode`: inode of the net namespace (0: hidden or none).
+pub const NS_NET_INODE: Field = Field {
+    name: "ns_net_inode",
+    help: "inode of the net namespace (0: hidden or none)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Ns,
+    get: |t| x(t).and_then(|x| x.ns).map(|n| Value::UInt(n[3])),
+};
+
+/// `ns_pid_inode`: inode of the pid namespace (0: hidden or none).
+pub const NS_PID_INODE: Field = Field {
+    name: "ns_pid_inode",
+    help: "inode of the pid namespace (0: hidden or none)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Ns,
+    get: |t| x(t).and_then(|x| x.ns).map(|n| Value::UInt(n[4])),
+};
+
+/// `ns_time_inode`: inode of the time namespace (0: hidden or none).
+pub const NS_TIME_INODE: Field = Field {
+    name: "ns_time_inode",
+    help: "inode of the time namespace (0: hidden or none)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Ns,
+    get: |t| x(t).and_then(|x| x.ns).map(|n| Value::UInt(n[5])),
+};
+
+/// `ns_user_inode`: inode of the user namespace (0: hidden or none).
+pub const NS_USER_INODE: Field = Field {
+    name: "ns_user_inode",
+    help: "inode of the user namespace (0: hidden or none)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Ns,
+    get: |t| x(t).and_then(|x| x.ns).map(|n| Value::UInt(n[6])),
+};
+
+/// `ns_uts_inode`: inode of the uts namespace (0: hidden or none).
+pub const NS_UTS_INODE: Field = Field {
+    name: "ns_uts_inode",
+    help: "inode of the uts namespace (0: hidden or none)",
+    kind: Kind::Int,
+    unit: Unit::Id,
+    group: Group::Ns,
+    get: |t| x(t).and_then(|x| x.ns).map(|n| Value::UInt(n[7])),
+};
+
+/// `sig_pending`: signals pending for the thread (SigPnd), bit n-1 for signal n.
+pub const SIG_PENDING: Field = Field {
+    name: "sig_pending",
+    help: "signals pending for the thread (SigPnd), bit n-1 for signal n",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Signals,
+    get: |t| t.signals.as_deref().map(|s| Value::UInt(s.pending)),
+};
+
+/// `sig_shared_pending`: signals pending for the process (ShdPnd), bit n-1 for signal n.
+pub const SIG_SHARED_PENDING: Field = Field {
+    name: "sig_shared_pending",
+    help: "signals pending for the process (ShdPnd), bit n-1 for signal n",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Signals,
+    get: |t| t.signals.as_deref().map(|s| Value::UInt(s.shared_pending)),
+};
+
+/// `sig_blocked`: blocked signals (SigBlk), bit n-1 for signal n.
+pub const SIG_BLOCKED: Field = Field {
+    name: "sig_blocked",
+    help: "blocked signals (SigBlk), bit n-1 for signal n",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Signals,
+    get: |t| t.signals.as_deref().map(|s| Value::UInt(s.blocked)),
+};
+
+/// `sig_ignored`: ignored signals (SigIgn), bit n-1 for signal n.
+pub const SIG_IGNORED: Field = Field {
+    name: "sig_ignored",
+    help: "ignored signals (SigIgn), bit n-1 for signal n",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Signals,
+    get: |t| t.signals.as_deref().map(|s| Value::UInt(s.ignored)),
+};
+
+/// `sig_caught`: caught signals (SigCgt), bit n-1 for signal n.
+pub const SIG_CAUGHT: Field = Field {
+    name: "sig_caught",
+    help: "caught signals (SigCgt), bit n-1 for signal n",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Signals,
+    get: |t| t.signals.as_deref().map(|s| Value::UInt(s.caught)),
+};
+
+/// `rsslim_bytes`: soft RSS limit, bytes (u64::MAX: unlimited).
+pub const RSSLIM_BYTES: Field = Field {
+    name: "rsslim_bytes",
+    help: "soft RSS limit, bytes (u64::MAX: unlimited)",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Layout,
+    get: |t| t.layout.as_deref().map(|l| Value::UInt(l.rsslim_bytes)),
+};
+
+/// `start_code`: start of the text segment.
+pub const START_CODE: Field = Field {
+    name: "start_code",
+    help: "start of the text segment",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Layout,
+    get: |t| t.layout.as_deref().map(|l| Value::UInt(l.start_code)),
+};
+
+/// `end_code`: end of the text segment.
+pub const END_CODE: Field = Field {
+    name: "end_code",
+    help: "end of the text segment",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Layout,
+    get: |t| t.layout.as_deref().map(|l| Value::UInt(l.end_code)),
+};
+
+/// `start_stack`: start of the main thread's stack.
+pub const START_STACK: Field = Field {
+    name: "start_stack",
+    help: "start of the main thread's stack",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Layout,
+    get: |t| t.layout.as_deref().map(|l| Value::UInt(l.start_stack)),
+};
+
+/// `kstkesp`: saved stack pointer.
+pub const KSTKESP: Field = Field {
+    name: "kstkesp",
+    help: "saved stack pointer",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Layout,
+    get: |t| t.layout.as_deref().map(|l| Value::UInt(l.kstkesp)),
+};
+
+/// `kstkeip`: saved instruction pointer.
+pub const KSTKEIP: Field = Field {
+    name: "kstkeip",
+    help: "saved instruction pointer",
+    kind: Kind::Int,
+    unit: Unit::None,
+    group: Group::Layout,
+    get: |t| t.layout.as_deref().map(|l| Value::UInt(l.kstkeip)),
+};
+
 /// Every field, in the model's order (identity, base, credentials, times, memory, I/O,
 /// scheduling, names, the rare files).
 pub static FIELDS: &[Field] = &[
@@ -1072,6 +1300,27 @@ pub static FIELDS: &[Field] = &[
     SYSTEMD_MACHINE,
     SYSTEMD_SEAT,
     OWNER_UID,
+    AUTOGROUP_ID,
+    AUTOGROUP_NICE,
+    NS_CGROUP_INODE,
+    NS_IPC_INODE,
+    NS_MNT_INODE,
+    NS_NET_INODE,
+    NS_PID_INODE,
+    NS_TIME_INODE,
+    NS_USER_INODE,
+    NS_UTS_INODE,
+    SIG_PENDING,
+    SIG_SHARED_PENDING,
+    SIG_BLOCKED,
+    SIG_IGNORED,
+    SIG_CAUGHT,
+    RSSLIM_BYTES,
+    START_CODE,
+    END_CODE,
+    START_STACK,
+    KSTKESP,
+    KSTKEIP,
 ];
 
 /// The field named `name`.
@@ -1166,12 +1415,16 @@ mod tests {
         t.wchan = Some(String::new());
         t.cgroup = Some(Box::new(Cgroup::parse(b"0::/user.slice\n".to_vec())));
         t.fds = Some(3);
+        t.signals = Some(Box::default());
+        t.layout = Some(Box::default());
         let x = t.extra_mut();
         x.oom_score = Some(1);
         x.oom_score_adj = Some(0);
         x.loginuid = Some(-1);
         x.smaps_kb = Some((1, 2));
         x.label = Some(b"unconfined".to_vec());
+        x.autogroup = Some((12, 0));
+        x.ns = Some([1, 2, 3, 4, 5, 6, 7, 8]);
         x.login = Some(Box::new(Login {
             unit: Some(b"a.service".to_vec()),
             user_unit: Some(b"b.service".to_vec()),
@@ -1209,6 +1462,11 @@ mod tests {
         }
         assert!(groups_for(FIELDS).cmdline);
         assert_eq!(known("rss_bytes").value(&full), Some(Value::UInt(2)));
+        // The namespace fields follow NS_NAMES, the index ps's columns use.
+        for (i, n) in crate::NS_NAMES.iter().enumerate() {
+            let f = known(&format!("ns_{n}_inode"));
+            assert_eq!(f.value(&full), Some(Value::UInt(i as u64 + 1)), "{n}");
+        }
         assert_eq!(
             known("state")
                 .value(&full)

@@ -461,7 +461,8 @@ fn task_columns(threads: bool) -> Vec<Column> {
 /// default column shows already (as it is, or as `start_time`, `args`, `cgroup`,
 /// `cpu_seconds`) are left out, and so are those of the groups a recording does not keep
 /// (tasksnap-history's task columns: no descriptor count, OOM scores, login uid, PSS/USS,
-/// security label or sd-login answers), which would only ever be null.
+/// security label, sd-login answers, autogroup, namespaces, signal masks or layout), which
+/// would only ever be null.
 pub fn more_columns(what: What) -> Vec<Column> {
     if what == What::System {
         return Vec::new();
@@ -487,6 +488,10 @@ pub fn more_columns(what: What) -> Vec<Column> {
                 | fields::Group::Smaps
                 | fields::Group::Label
                 | fields::Group::Login
+                | fields::Group::Autogroup
+                | fields::Group::Ns
+                | fields::Group::Signals
+                | fields::Group::Layout
         );
         if unrecorded
             || elsewhere.contains(&f.name)

@@ -344,11 +344,10 @@ fn do_name(name: Option<&[u8]>, id: u32, max: usize, env: &Env) -> Cell {
 /// exact sum, which is what procps shows (it reads VmRSS from status). So RSS comes from the
 /// mem group (statm) and falls back to stat's value only when statm was not read.
 pub fn rss_bytes(t: &Task) -> u64 {
-    match (&t.mem, &t.stat) {
-        (Some(m), _) => m.rss_bytes,
-        (None, Some(s)) => s.rss_bytes,
-        (None, None) => 0,
-    }
+    fields::RSS_BYTES
+        .value(t)
+        .and_then(fields::Value::as_u64)
+        .unwrap_or(0)
 }
 
 /// One /proc/PID/io counter; 0 when the file was not readable (procps's zeroed default).
@@ -415,6 +414,8 @@ pub fn table_field(field: Field) -> Option<(&'static fields::Field, u64)> {
         Field::OomAdj => (&fields::OOM_SCORE_ADJ, 1),
         Field::Pss => (&fields::PSS_BYTES, 1024),
         Field::Uss => (&fields::USS_BYTES, 1024),
+        Field::AgNice => (&fields::AUTOGROUP_NICE, 1),
+        Field::Rss => (&fields::RSS_BYTES, 1024),
         _ => return None,
     })
 }
@@ -429,6 +430,23 @@ fn table_number(field: Field, t: &Task) -> Cell {
         _ => num(0),
     }
 }
+
+/// A field of the model's table as an unsigned number (`None`: absent, or negative).
+fn table_u64(f: &fields::Field, t: &Task) -> Option<u64> {
+    f.value(t).and_then(fields::Value::as_u64)
+}
+
+/// The table's namespace fields, in `NS_NAMES` order (`Field::Ns`'s index).
+const NS: [&fields::Field; 8] = [
+    &fields::NS_CGROUP_INODE,
+    &fields::NS_IPC_INODE,
+    &fields::NS_MNT_INODE,
+    &fields::NS_NET_INODE,
+    &fields::NS_PID_INODE,
+    &fields::NS_TIME_INODE,
+    &fields::NS_USER_INODE,
+    &fields::NS_UTS_INODE,
+];
 
 /// The table's field for an sd-login column.
 fn login_field(what: What) -> &'static fields::Field {
@@ -449,7 +467,6 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
     let base = t.base.as_ref();
     let cred = t.cred.as_ref();
     let stat = t.stat.as_ref();
-    let extra = t.extra.as_deref();
     match field {
         Field::Addr | Field::Nop => plain("-"),
         // A field of the model's table by its own name: the value as it is (bytes through
@@ -491,7 +508,9 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         | Field::Oom
         | Field::OomAdj
         | Field::Pss
-        | Field::Uss => table_number(field, t),
+        | Field::Uss
+        | Field::AgNice
+        | Field::Rss => table_number(field, t),
         // Outside a text listing there is no header countdown: the first row's text.
         Field::Test(which) => test_value(which, -1, max),
         // Its text is the column's header ([`super::order::cell`]).
@@ -563,10 +582,10 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         Field::MSize => num(stat.map_or(0, |s| s.vsize_bytes)),
         // VmData + VmStk of status, which statm's data field is (in pages).
         Field::Size => num(t.mem.as_ref().map_or(0, |m| m.data_bytes) / 1024),
-        Field::Eip => address(t.layout.as_ref().map_or(0, |l| l.kstkeip)),
-        Field::Esp => address(t.layout.as_ref().map_or(0, |l| l.kstkesp)),
-        Field::StackP => address(t.layout.as_ref().map_or(0, |l| l.start_stack)),
-        Field::Lim => match t.layout.as_ref().map_or(0, |l| l.rsslim_bytes) {
+        Field::Eip => address(table_u64(&fields::KSTKEIP, t).unwrap_or(0)),
+        Field::Esp => address(table_u64(&fields::KSTKESP, t).unwrap_or(0)),
+        Field::StackP => address(table_u64(&fields::START_STACK, t).unwrap_or(0)),
+        Field::Lim => match table_u64(&fields::RSSLIM_BYTES, t).unwrap_or(0) {
             u64::MAX => plain("xx"),
             v => {
                 let mut bytes = CellBytes::new();
@@ -712,23 +731,23 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             Some(fields::Value::Int(uid)) => colwid((uid as u32 as i32).to_string().as_bytes()),
             _ => colwid(b"-"),
         },
-        Field::Ns(i) => match extra
-            .and_then(|x| x.ns)
-            .map_or(0, |n| n[usize::from(i) & 7])
-        {
+        Field::Ns(i) => match table_u64(NS[usize::from(i) & 7], t).unwrap_or(0) {
             0 => plain("-"),
             ino => num(ino),
         },
-        Field::AgId => num(extra.and_then(|x| x.autogroup).map_or(-1, |a| a.0)),
-        Field::AgNice => num(extra.and_then(|x| x.autogroup).map_or(0, |a| a.1)),
-        Field::Luid => match extra.and_then(|x| x.loginuid).unwrap_or(-1) {
-            -1 => plain("-"),
-            id => num(id),
+        // -1 without the file (a thread's own directory has none), as procps shows it.
+        Field::AgId => match fields::AUTOGROUP_ID.value(t) {
+            Some(fields::Value::Int(id)) => num(id),
+            _ => num(-1),
+        },
+
+        Field::Luid => match fields::LOGINUID.value(t) {
+            Some(fields::Value::Int(id)) if id != -1 => num(id),
+            _ => plain("-"),
         },
         Field::Io(which) => num(io_count(t, which)),
         Field::Vsz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024),
         Field::Sz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024 / (env.page_size / 1024).max(1)),
-        Field::Rss => num(rss_bytes(t) / 1024),
         Field::Pmem => {
             let rss_kb = rss_bytes(t) / 1024;
             let pm = (rss_kb * 1000 / env.mem_total_kb.max(1)).min(999);
