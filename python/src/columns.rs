@@ -1,5 +1,8 @@
 //! `tasksnap.snapshot`: one whole-system pass as columns (one Python list per column, no
 //! object per process), which the Python side hands to pyarrow when it is installed.
+//! Besides psutil's attributes it takes every field of the model's table by name
+//! (`tasksnap.FIELDS`, `tasksnap_model::fields`), a column of that name in its unit; the
+//! attributes' plain values come from the same table (`Attr::fields`).
 //!
 //! psutil's named tuples become one column per field, named after the field
 //! (`cpu_times` -> `cpu_user`, `cpu_system`, ...; `memory_info` -> `rss`, `vms`, ...), with

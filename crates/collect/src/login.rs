@@ -21,6 +21,11 @@
 //!   /run/systemd/sessions/SESSION.
 //!
 //! Whatever libsystemd would fail on prints `-`, as procps prints it.
+//!
+//! The answers are the `login` attribute group (`Extra::login`, `tasksnap_model::Login`):
+//! the procfs and BPF collectors and the replay call [`Login::fill`] after their pass, from
+//! the cgroup text they read (read for `login` alone too, then dropped), so no front end
+//! reads systemd's files.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

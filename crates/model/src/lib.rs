@@ -5,6 +5,9 @@
 //! (`tasksnap` ps/top/states) read them. Every quantity carries its unit in its name
 //! (`rss_bytes`, `utime_ns`), and every attribute group is an `Option`: `None` means "not asked
 //! for, or not readable", never zero.
+//!
+//! [`fields`] is the one definition of every task field a front end shows (name, type, unit,
+//! group, getter); [`cgroup`] the one cgroup parser; [`login`] the sd-login answers.
 #![deny(missing_docs)]
 
 mod backend;

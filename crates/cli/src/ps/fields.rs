@@ -1,5 +1,12 @@
 //! Formatting one field of one task as procps-ng 4.0 prints it (the `pr_*` functions of
 //! ps/output.c), from the tasksnap model instead of procps's proc_t.
+//!
+//! Where a column is a field of the model's table (`tasksnap_model::fields`: ids, counts,
+//! sizes, OOM scores, namespaces, addresses, the label, the sd-login answers, and every
+//! table field procps has no specifier for) the value is the table's ([`table_field`]) and
+//! only procps's printer is here: its defaults for a missing value, kB, hexadecimal, `-`.
+//! The rest (times, states, flags, names, terminals, percentages) are procps's own
+//! derivations and stay here.
 
 use tasksnap_model::fields;
 use tasksnap_model::login::What;
