@@ -82,6 +82,61 @@ impl Attr {
         }
     }
 
+    /// The fields of the model's table (`tasksnap_model::fields`) whose values the attribute's
+    /// are, in psutil's order (a named tuple's fields, or `snapshot()`'s columns); empty for
+    /// the attributes made here from several (name, status, username, command line, start).
+    pub(crate) fn fields(self) -> &'static [&'static str] {
+        match self {
+            Attr::Ppid => &["ppid"],
+            Attr::NumThreads => &["num_threads"],
+            Attr::Nice => &["nice"],
+            Attr::CpuNum => &["processor"],
+            Attr::Uids => &["ruid", "euid", "suid"],
+            Attr::Gids => &["rgid", "egid", "sgid"],
+            Attr::CpuTimes => &["utime_ns", "stime_ns", "cutime_ns", "cstime_ns"],
+            Attr::MemoryInfo => &[
+                "rss_bytes",
+                "vsize_bytes",
+                "shared_bytes",
+                "text_bytes",
+                "data_bytes",
+            ],
+            Attr::IoCounters => &[
+                "syscr",
+                "syscw",
+                "read_bytes",
+                "write_bytes",
+                "rchar_bytes",
+                "wchar_bytes",
+            ],
+            Attr::NumCtxSwitches => &["voluntary_switches", "involuntary_switches"],
+            Attr::Pid
+            | Attr::Name
+            | Attr::Username
+            | Attr::Status
+            | Attr::Cmdline
+            | Attr::CreateTime => &[],
+        }
+    }
+
+    /// [`Attr::fields`] looked up once.
+    pub(crate) fn model_fields(self) -> &'static [&'static tasksnap_model::fields::Field] {
+        static ALL: std::sync::OnceLock<Vec<Vec<&'static tasksnap_model::fields::Field>>> =
+            std::sync::OnceLock::new();
+        let all = ALL.get_or_init(|| {
+            let mut v = vec![Vec::new(); ATTRS.len()];
+            for (_, a) in ATTRS {
+                v[a as usize] = a
+                    .fields()
+                    .iter()
+                    .map(|n| tasksnap_model::fields::known(n))
+                    .collect();
+            }
+            v
+        });
+        &all[self as usize]
+    }
+
     /// Whether the attribute needs real (not only effective) ids.
     fn real_ids(self) -> bool {
         matches!(self, Attr::Username | Attr::Uids | Attr::Gids)
@@ -119,6 +174,30 @@ pub(crate) fn parse_attrs(names: &[String]) -> PyResult<Vec<Attr>> {
 pub(crate) enum Missing {
     Zombie,
     Denied,
+}
+
+/// One field of the model's table as psutil has it: integers as integers, durations (ns) in
+/// seconds; `None` when the task does not have it. psutil's `memory_info` is statm's (or
+/// status's), so the memory fields are `None` without `Task::mem` (the table's `rss_bytes`
+/// and `vsize_bytes` would give /proc/PID/stat's then).
+pub(crate) fn field_value<'py>(
+    py: Python<'py>,
+    f: &tasksnap_model::fields::Field,
+    t: &Task,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    use tasksnap_model::fields::{Group, Unit, Value};
+    if f.group == Group::Mem && t.mem.is_none() {
+        return Ok(None);
+    }
+    let Some(v) = f.value(t) else {
+        return Ok(None);
+    };
+    Ok(Some(match (v, f.unit) {
+        (Value::UInt(ns), Unit::Ns) => (ns as f64 / 1e9).into_bound_py_any(py)?,
+        (Value::Int(n), _) => n.into_bound_py_any(py)?,
+        (Value::UInt(n), _) => n.into_bound_py_any(py)?,
+        (Value::Bytes(b), _) => os_str(py, b)?,
+    }))
 }
 
 /// psutil's status string for a state letter (`psutil._pslinux.PROC_STATUSES`).
@@ -237,8 +316,21 @@ impl<'py> Ctx<'py> {
         v
     }
 
-    fn secs(&self, ns: u64) -> f64 {
-        ns as f64 / 1e9
+    /// The values of `attr`'s N fields ([`Attr::fields`]), `None` unless the task has them
+    /// all.
+    fn fields<const N: usize>(
+        &self,
+        attr: Attr,
+        t: &Task,
+    ) -> PyResult<Option<[Bound<'py, PyAny>; N]>> {
+        let mut out = Vec::with_capacity(N);
+        for f in attr.model_fields() {
+            match field_value(self.py, f, t)? {
+                Some(v) => out.push(v),
+                None => return Ok(None),
+            }
+        }
+        Ok(out.try_into().ok())
     }
 
     /// The value of `attr` for `t`, as psutil returns it.
@@ -253,10 +345,12 @@ impl<'py> Ctx<'py> {
         let base = t.base.as_ref();
         let v = match attr {
             Attr::Pid => t.id.tgid.into_bound_py_any(py)?,
-            Attr::Ppid => match base {
-                Some(b) => b.ppid.into_bound_py_any(py)?,
-                None => return Ok(Err(missing)),
-            },
+            Attr::Ppid | Attr::NumThreads | Attr::Nice | Attr::CpuNum => {
+                match field_value(py, attr.model_fields()[0], t)? {
+                    Some(v) => v,
+                    None => return Ok(Err(missing)),
+                }
+            }
             Attr::Name => match base {
                 Some(b) => {
                     let line = t.cmdline.as_deref().or_else(|| {
@@ -272,18 +366,6 @@ impl<'py> Ctx<'py> {
                 Some(b) => self.status(b.state),
                 None => return Ok(Err(missing)),
             },
-            Attr::NumThreads => match base {
-                Some(b) => b.num_threads.into_bound_py_any(py)?,
-                None => return Ok(Err(missing)),
-            },
-            Attr::Nice => match base {
-                Some(b) => b.nice.into_bound_py_any(py)?,
-                None => return Ok(Err(missing)),
-            },
-            Attr::CpuNum => match base {
-                Some(b) => b.processor.into_bound_py_any(py)?,
-                None => return Ok(Err(missing)),
-            },
             Attr::Username => match &t.cred {
                 Some(c) => match self.users.get(&c.ruid) {
                     Some(n) => n.clone(),
@@ -291,39 +373,23 @@ impl<'py> Ctx<'py> {
                 },
                 None => return Ok(Err(missing)),
             },
-            Attr::Uids => match &t.cred {
-                Some(c) => ty.make(
-                    py,
-                    &ty.puids,
-                    [
-                        c.ruid.into_bound_py_any(py)?,
-                        c.euid.into_bound_py_any(py)?,
-                        c.suid.into_bound_py_any(py)?,
-                    ],
-                )?,
+            Attr::Uids => match self.fields::<3>(attr, t)? {
+                Some(v) => ty.make(py, &ty.puids, v)?,
                 None => return Ok(Err(missing)),
             },
-            Attr::Gids => match &t.cred {
-                Some(c) => ty.make(
-                    py,
-                    &ty.pgids,
-                    [
-                        c.rgid.into_bound_py_any(py)?,
-                        c.egid.into_bound_py_any(py)?,
-                        c.sgid.into_bound_py_any(py)?,
-                    ],
-                )?,
+            Attr::Gids => match self.fields::<3>(attr, t)? {
+                Some(v) => ty.make(py, &ty.pgids, v)?,
                 None => return Ok(Err(missing)),
             },
-            Attr::CpuTimes => match &t.stat {
-                Some(s) => ty.make(
+            Attr::CpuTimes => match self.fields::<4>(attr, t)? {
+                Some([user, system, children_user, children_system]) => ty.make(
                     py,
                     &ty.pcputimes,
                     [
-                        self.secs(s.utime_ns).into_bound_py_any(py)?,
-                        self.secs(s.stime_ns).into_bound_py_any(py)?,
-                        self.secs(s.cutime_ns).into_bound_py_any(py)?,
-                        self.secs(s.cstime_ns).into_bound_py_any(py)?,
+                        user,
+                        system,
+                        children_user,
+                        children_system,
                         // Block I/O delay ticks are not in tasksnap's model (docs/python.md).
                         0.0f64.into_bound_py_any(py)?,
                     ],
@@ -335,18 +401,18 @@ impl<'py> Ctx<'py> {
                 let ticks = host::start_ticks(t.id.start_time_ns) as f64;
                 (ticks / self.clk_tck + self.boot_time_s).into_bound_py_any(py)?
             }
-            Attr::MemoryInfo => match &t.mem {
-                Some(m) => ty.make(
+            Attr::MemoryInfo => match self.fields::<5>(attr, t)? {
+                Some([rss, vms, shared, text, data]) => ty.make(
                     py,
                     &ty.pmem,
                     [
-                        m.rss_bytes.into_bound_py_any(py)?,
-                        m.vsize_bytes.into_bound_py_any(py)?,
-                        m.shared_bytes.into_bound_py_any(py)?,
-                        m.text_bytes.into_bound_py_any(py)?,
+                        rss,
+                        vms,
+                        shared,
+                        text,
                         // lib and dirty: always 0 since Linux 2.6 (statm), as psutil says.
                         0u64.into_bound_py_any(py)?,
-                        m.data_bytes.into_bound_py_any(py)?,
+                        data,
                         0u64.into_bound_py_any(py)?,
                     ],
                 )?,
@@ -364,31 +430,12 @@ impl<'py> Ctx<'py> {
                 }
                 None => return Ok(Err(missing)),
             },
-            Attr::IoCounters => match &t.io {
-                Some(io) => ty.make(
-                    py,
-                    &ty.pio,
-                    [
-                        io.syscr.into_bound_py_any(py)?,
-                        io.syscw.into_bound_py_any(py)?,
-                        io.read_bytes.into_bound_py_any(py)?,
-                        io.write_bytes.into_bound_py_any(py)?,
-                        io.rchar_bytes.into_bound_py_any(py)?,
-                        io.wchar_bytes.into_bound_py_any(py)?,
-                    ],
-                )?,
+            Attr::IoCounters => match self.fields::<6>(attr, t)? {
+                Some(v) => ty.make(py, &ty.pio, v)?,
                 None => return Ok(Err(missing)),
             },
-            Attr::NumCtxSwitches => match t
-                .sched
-                .as_ref()
-                .and_then(|s| Some((s.voluntary_switches?, s.involuntary_switches?)))
-            {
-                Some((v, i)) => ty.make(
-                    py,
-                    &ty.pctxsw,
-                    [v.into_bound_py_any(py)?, i.into_bound_py_any(py)?],
-                )?,
+            Attr::NumCtxSwitches => match self.fields::<2>(attr, t)? {
+                Some(v) => ty.make(py, &ty.pctxsw, v)?,
                 None => return Ok(Err(missing)),
             },
         };

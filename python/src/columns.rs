@@ -1,5 +1,8 @@
 //! `tasksnap.snapshot`: one whole-system pass as columns (one Python list per column, no
 //! object per process), which the Python side hands to pyarrow when it is installed.
+//! Besides psutil's attributes it takes every field of the model's table by name
+//! (`tasksnap.FIELDS`, `tasksnap_model::fields`), a column of that name in its unit; the
+//! attributes' plain values come from the same table (`Attr::fields`).
 //!
 //! psutil's named tuples become one column per field, named after the field
 //! (`cpu_times` -> `cpu_user`, `cpu_system`, ...; `memory_info` -> `rss`, `vms`, ...), with
@@ -14,9 +17,10 @@ use std::collections::HashMap;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
-use tasksnap_model::{Groups, Selector, Task};
+use pyo3::IntoPyObjectExt;
+use tasksnap_model::{fields, Groups, Selector, Task};
 
-use crate::attrs::{groups_for, parse_attrs, split_cmdline, Attr};
+use crate::attrs::{field_value, groups_for, parse_attrs, split_cmdline, Attr};
 use crate::host;
 
 /// The columns an attribute becomes.
@@ -53,23 +57,72 @@ fn columns_of(a: Attr) -> &'static [&'static str] {
     }
 }
 
+/// What `snapshot()` is asked for: psutil's attributes, and any other field of the model's
+/// table by its name (`tasksnap_model::fields`): a field added there is a column here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// A psutil attribute.
+    Attr(Attr),
+    /// A field of the model's table, a column of its name (a bytes field also its `_bytes`
+    /// sibling), in its own unit.
+    Field(&'static fields::Field),
+}
+
+/// The table's fields `snapshot()` takes by name: all but those a psutil attribute is named
+/// after (`pid`, `nice`...), which keep psutil's meaning.
+fn snapshot_field(name: &str) -> Option<&'static fields::Field> {
+    fields::field(name).filter(|_| Attr::parse(name).is_none())
+}
+
+fn parse_asked(names: &[String]) -> PyResult<Vec<Asked>> {
+    names
+        .iter()
+        .map(|n| match snapshot_field(n) {
+            Some(f) => Ok(Asked::Field(f)),
+            None => parse_attrs(std::slice::from_ref(n)).map(|a| Asked::Attr(a[0])),
+        })
+        .collect()
+}
+
+/// The names of the table's fields `snapshot()` takes, with each one's kind (`int` or
+/// `bytes`) and help.
+#[pyfunction]
+pub(crate) fn field_names() -> Vec<(&'static str, &'static str, &'static str)> {
+    fields::FIELDS
+        .iter()
+        .filter(|f| snapshot_field(f.name).is_some())
+        .map(|f| {
+            let kind = match f.kind {
+                fields::Kind::Int => "int",
+                fields::Kind::Bytes => "bytes",
+            };
+            (f.name, kind, f.help)
+        })
+        .collect()
+}
+
 /// The column names `snapshot(attrs, threads)` returns, in order.
 #[pyfunction]
 #[pyo3(signature = (attrs, threads=false))]
-pub(crate) fn column_names(attrs: Vec<String>, threads: bool) -> PyResult<Vec<&'static str>> {
-    let attrs = parse_attrs(&attrs)?;
-    let mut out = Vec::new();
-    for a in attrs {
-        out.extend_from_slice(columns_of(a));
-        if a == Attr::Pid && threads {
-            out.push("tid");
+pub(crate) fn column_names(attrs: Vec<String>, threads: bool) -> PyResult<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for a in parse_asked(&attrs)? {
+        match a {
+            Asked::Attr(a) => {
+                out.extend(columns_of(a).iter().map(|c| c.to_string()));
+                if a == Attr::Pid && threads {
+                    out.push("tid".into());
+                }
+            }
+            Asked::Field(f) => {
+                out.push(f.name.into());
+                if f.kind == fields::Kind::Bytes {
+                    out.push(format!("{}_bytes", f.name));
+                }
+            }
         }
     }
     Ok(out)
-}
-
-fn secs(ns: u64) -> f64 {
-    ns as f64 / 1e9
 }
 
 /// Bytes as a text column's value: valid UTF-8, each invalid sequence replaced by U+FFFD.
@@ -122,13 +175,25 @@ pub(crate) fn snapshot<'py>(
     threads: bool,
     backend: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let attrs = parse_attrs(&attrs)?;
+    let asked = parse_asked(&attrs)?;
+    let attrs: Vec<Attr> = asked
+        .iter()
+        .filter_map(|a| match a {
+            Asked::Attr(a) => Some(*a),
+            Asked::Field(_) => None,
+        })
+        .collect();
     let backend = backend
         .parse()
         .map_err(|e: tasksnap_model::UnknownBackend| {
             pyo3::exceptions::PyValueError::new_err(e.to_string())
         })?;
-    let (groups, real_ids) = groups_for(&attrs);
+    let (mut groups, real_ids) = groups_for(&attrs);
+    for a in &asked {
+        if let Asked::Field(f) = a {
+            f.group.ask(&mut groups);
+        }
+    }
     let selector = if threads {
         Selector::AllThreads
     } else {
@@ -183,7 +248,36 @@ pub(crate) fn snapshot<'py>(
         users.extend(py.detach(|| host::user_names(uids)));
     }
     let out = PyDict::new(py);
-    for a in attrs {
+    for a in asked {
+        let a = match a {
+            Asked::Attr(a) => a,
+            Asked::Field(f) => {
+                match f.kind {
+                    fields::Kind::Int => {
+                        let values = tasks
+                            .iter()
+                            .map(|t| match f.value(t) {
+                                Some(fields::Value::Int(v)) => v.into_bound_py_any(py).map(Some),
+                                Some(fields::Value::UInt(v)) => v.into_bound_py_any(py).map(Some),
+                                _ => Ok(None),
+                            })
+                            .collect::<PyResult<Vec<_>>>()?;
+                        out.set_item(f.name, PyList::new(py, values)?)?;
+                    }
+                    fields::Kind::Bytes => {
+                        let (texts, exact) = text_and_bytes(
+                            py,
+                            tasks
+                                .iter()
+                                .map(|t| f.value(t).and_then(fields::Value::as_bytes)),
+                        )?;
+                        out.set_item(f.name, texts)?;
+                        out.set_item(format!("{}_bytes", f.name), exact)?;
+                    }
+                }
+                continue;
+            }
+        };
         let cols = columns_of(a);
         match a {
             Attr::Pid => {
@@ -192,10 +286,25 @@ pub(crate) fn snapshot<'py>(
                     out.set_item("tid", list(py, tasks, |t| Some(t.id.tid))?)?;
                 }
             }
-            Attr::Ppid => out.set_item(
-                cols[0],
-                list(py, tasks, |t| t.base.as_ref().map(|b| b.ppid))?,
-            )?,
+            // The plain fields: one column each, from the model's table.
+            Attr::Ppid
+            | Attr::NumThreads
+            | Attr::Nice
+            | Attr::CpuNum
+            | Attr::CpuTimes
+            | Attr::MemoryInfo
+            | Attr::IoCounters
+            | Attr::Uids
+            | Attr::Gids
+            | Attr::NumCtxSwitches => {
+                for (c, f) in cols.iter().zip(a.model_fields()) {
+                    let values = tasks
+                        .iter()
+                        .map(|t| field_value(py, f, t))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    out.set_item(*c, PyList::new(py, values)?)?;
+                }
+            }
             Attr::Name => {
                 let (texts, exact) = text_and_bytes(
                     py,
@@ -227,87 +336,12 @@ pub(crate) fn snapshot<'py>(
                     .collect();
                 out.set_item(cols[0], PyList::new(py, s)?)?
             }
-            Attr::NumThreads => out.set_item(
-                cols[0],
-                list(py, tasks, |t| t.base.as_ref().map(|b| b.num_threads))?,
-            )?,
-            Attr::Nice => out.set_item(
-                cols[0],
-                list(py, tasks, |t| t.base.as_ref().map(|b| b.nice))?,
-            )?,
-            Attr::CpuNum => out.set_item(
-                cols[0],
-                list(py, tasks, |t| t.base.as_ref().map(|b| b.processor))?,
-            )?,
-            Attr::CpuTimes => {
-                let fields: [fn(&tasksnap_model::Stat) -> u64; 4] = [
-                    |s| s.utime_ns,
-                    |s| s.stime_ns,
-                    |s| s.cutime_ns,
-                    |s| s.cstime_ns,
-                ];
-                for (c, f) in cols.iter().zip(fields) {
-                    out.set_item(
-                        *c,
-                        list(py, tasks, |t| t.stat.as_ref().map(|s| secs(f(s))))?,
-                    )?;
-                }
-            }
             Attr::CreateTime => out.set_item(
                 cols[0],
                 list(py, tasks, |t| {
                     Some(host::start_ticks(t.id.start_time_ns) as f64 / tck + boot)
                 })?,
             )?,
-            Attr::MemoryInfo => {
-                let fields: [fn(&tasksnap_model::Mem) -> u64; 5] = [
-                    |m| m.rss_bytes,
-                    |m| m.vsize_bytes,
-                    |m| m.shared_bytes,
-                    |m| m.text_bytes,
-                    |m| m.data_bytes,
-                ];
-                for (c, f) in cols.iter().zip(fields) {
-                    out.set_item(*c, list(py, tasks, |t| t.mem.as_deref().map(f))?)?;
-                }
-            }
-            Attr::IoCounters => {
-                let fields: [fn(&tasksnap_model::Io) -> u64; 6] = [
-                    |i| i.syscr,
-                    |i| i.syscw,
-                    |i| i.read_bytes,
-                    |i| i.write_bytes,
-                    |i| i.rchar_bytes,
-                    |i| i.wchar_bytes,
-                ];
-                for (c, f) in cols.iter().zip(fields) {
-                    out.set_item(*c, list(py, tasks, |t| t.io.as_deref().map(f))?)?;
-                }
-            }
-            Attr::Uids | Attr::Gids => {
-                let fields: [fn(&tasksnap_model::Cred) -> u32; 3] = if a == Attr::Uids {
-                    [|c| c.ruid, |c| c.euid, |c| c.suid]
-                } else {
-                    [|c| c.rgid, |c| c.egid, |c| c.sgid]
-                };
-                for (c, f) in cols.iter().zip(fields) {
-                    out.set_item(*c, list(py, tasks, |t| t.cred.as_ref().map(f))?)?;
-                }
-            }
-            Attr::NumCtxSwitches => {
-                out.set_item(
-                    cols[0],
-                    list(py, tasks, |t| {
-                        t.sched.as_ref().and_then(|s| s.voluntary_switches)
-                    })?,
-                )?;
-                out.set_item(
-                    cols[1],
-                    list(py, tasks, |t| {
-                        t.sched.as_ref().and_then(|s| s.involuntary_switches)
-                    })?,
-                )?;
-            }
             Attr::Cmdline => {
                 let mut rows = Vec::with_capacity(tasks.len());
                 let mut exact = Vec::with_capacity(tasks.len());

@@ -214,6 +214,7 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(attrs::attr_names, m)?)?;
     m.add_function(wrap_pyfunction!(columns::snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(columns::column_names, m)?)?;
+    m.add_function(wrap_pyfunction!(columns::field_names, m)?)?;
     m.add_function(wrap_pyfunction!(states::states, m)?)?;
     m.add_function(wrap_pyfunction!(host::last_report, m)?)?;
     m.add_function(wrap_pyfunction!(host::boot_time, m)?)?;

@@ -53,6 +53,7 @@ __all__ = [
     "pid_exists",
     "boot_time",
     "snapshot",
+    "FIELDS",
     "states",
     "last_report",
     "PassReport",
@@ -256,6 +257,14 @@ _tasksnap.setup(
 #: Every attribute ``process_iter``, ``as_dict`` and ``snapshot`` accept, psutil's names.
 ATTRS: Tuple[str, ...] = tuple(_tasksnap.attr_names())
 _ATTRS_SET = frozenset(ATTRS)
+
+#: The model's task fields ``snapshot`` and ``column_names`` also take by name, beyond
+#: ``ATTRS``: each a column of its name, in the unit its name says (``utime_ns``,
+#: ``shared_bytes``, ``egid``...); a bytes field (``exe``, ``wchan``, ``cgroup_v2_path``,
+#: ``label``, ``systemd_unit``...) is text with a ``_bytes`` sibling, as ``name`` is.
+#: A field added to tasksnap's table is here without a change to the binding.
+FIELDS: Tuple[str, ...] = tuple(n for n, _, _ in _tasksnap.field_names())
+_BYTES_FIELDS = frozenset(n for n, kind, _ in _tasksnap.field_names() if kind == "bytes")
 
 # Attributes psutil has that tasksnap does not answer (yet): asking for one is a ValueError
 # that says so, rather than psutil's "invalid attr name".
@@ -557,7 +566,8 @@ def snapshot(
     object per process: a ``pyarrow.Table`` when pyarrow is installed (``arrow=None``) or
     asked for (``arrow=True``), else a dict of lists.
 
-    ``attrs`` are psutil's names (``ATTRS``); a named tuple becomes one column per field
+    ``attrs`` are psutil's names (``ATTRS``) or the model's fields (``FIELDS``, each a
+    column of its name, in its unit); a named tuple becomes one column per field
     (``cpu_times`` -> ``cpu_user``, ``cpu_system``, ``cpu_children_user``,
     ``cpu_children_system``; ``memory_info`` -> ``rss``, ``vms``, ``shared``, ``text``,
     ``data``; see ``column_names``). With ``threads``, ``pid`` is the process and a ``tid``
@@ -568,7 +578,7 @@ def snapshot(
     ``username_bytes``, ``cmdline_bytes``: ``bytes``, Arrow binary) holding the exact bytes
     where they were not valid UTF-8, None otherwise.
     """
-    names = _check_attrs(attrs)
+    names = _check_columns(attrs)
     cols = _tasksnap.snapshot(names, bool(threads), _BACKEND)
     if arrow is False:
         return cols
@@ -581,12 +591,25 @@ def snapshot(
     # Typed, so that a column of nulls (no name of this pass was invalid) is still binary.
     types = {"name_bytes": pa.binary(), "username_bytes": pa.binary(),
              "cmdline_bytes": pa.list_(pa.binary())}
+    types.update({f"{n}_bytes": pa.binary() for n in _BYTES_FIELDS})
     return pa.table({k: pa.array(v, type=types.get(k)) for k, v in cols.items()})
 
 
 def column_names(attrs: Optional[Iterable[str]] = None, threads: bool = False) -> List[str]:
     """The columns ``snapshot(attrs, threads)`` returns, in order."""
-    return _tasksnap.column_names(_check_attrs(attrs), bool(threads))
+    return _tasksnap.column_names(_check_columns(attrs), bool(threads))
+
+
+def _check_columns(attrs: Optional[Iterable[str]]) -> List[str]:
+    """``_check_attrs`` for ``snapshot``: the names of ``FIELDS`` are valid too."""
+    if isinstance(attrs, (list, tuple, set, frozenset)):
+        fields = [a for a in attrs if a in FIELDS and a not in _ATTRS_SET]
+        if fields:
+            rest = [a for a in attrs if a not in fields]
+            checked = _check_attrs(rest) if rest else []
+            order = list(dict.fromkeys(attrs)) if isinstance(attrs, (list, tuple)) else sorted(set(attrs))
+            return [a for a in order if a in fields or a in checked]
+    return _check_attrs(attrs)
 
 
 class ThreadStates(NamedTuple):

@@ -102,3 +102,29 @@ def test_snapshot_without_pyarrow_is_a_dict_of_lists(monkeypatch):
     assert os.getpid() in cols["pid"]
     with pytest.raises(ImportError):
         tasksnap.snapshot(["pid"], arrow=True)
+
+
+def test_snapshot_takes_the_model_fields_by_name(family, backend):
+    """A field of tasksnap's table (tasksnap.FIELDS) is a column of its name, in its unit, with
+    psutil's attributes beside it; a bytes field brings its _bytes sibling."""
+    assert "utime_ns" in tasksnap.FIELDS and "exe" in tasksnap.FIELDS
+    assert not set(tasksnap.FIELDS) & set(tasksnap.ATTRS)
+    asked = ["pid", "utime_ns", "egid", "exe", "ppid"]
+    names = tasksnap.column_names(asked)
+    assert names == ["pid", "utime_ns", "egid", "exe", "exe_bytes", "ppid"]
+    cols = tasksnap.snapshot(asked, arrow=False)
+    assert list(cols) == names
+    rows = _rows(cols, family)
+    assert sorted(rows) == sorted(family)
+    for pid in family:
+        r = rows[pid]
+        assert r["ppid"] == os.getpid()
+        assert r["egid"] == os.getegid()
+        assert isinstance(r["utime_ns"], int) and r["utime_ns"] >= 0
+        assert r["exe"] == os.readlink(f"/proc/{pid}/exe")
+        assert r["exe_bytes"] is None
+    # Every field is a column name.
+    assert tasksnap.column_names(list(tasksnap.FIELDS))[0] == tasksnap.FIELDS[0]
+    pa = pytest.importorskip("pyarrow")
+    table = tasksnap.snapshot(["pid", "wchan"], arrow=True)
+    assert table.schema.field("wchan_bytes").type == pa.binary()

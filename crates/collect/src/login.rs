@@ -21,6 +21,11 @@
 //!   /run/systemd/sessions/SESSION.
 //!
 //! Whatever libsystemd would fail on prints `-`, as procps prints it.
+//!
+//! The answers are the `login` attribute group (`Extra::login`, `tasksnap_model::Login`):
+//! the procfs and BPF collectors and the replay call [`Login::fill`] after their pass, from
+//! the cgroup text they read (read for `login` alone too, then dropped), so no front end
+//! reads systemd's files.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -71,24 +76,7 @@ pub fn detect_hierarchy(cgroup_fs: &Path) -> Option<Hierarchy> {
     }
 }
 
-/// One of the sd-login columns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum What {
-    /// `sd_pid_get_unit()`: `unit`.
-    Unit,
-    /// `sd_pid_get_user_unit()`: `uunit`.
-    UserUnit,
-    /// `sd_pid_get_slice()`: `slice`.
-    Slice,
-    /// `sd_pid_get_session()`: `lsession`.
-    Session,
-    /// `sd_pid_get_owner_uid()`: `ouid`.
-    OwnerUid,
-    /// `sd_pid_get_machine_name()`: `machine`.
-    Machine,
-    /// `sd_session_get_seat()` of the session: `seat`.
-    Seat,
-}
+pub use tasksnap_model::login::What;
 
 /// The sd-login answers for one run: the layout, pid 1's path and the runtime files read
 /// once each.
@@ -140,44 +128,74 @@ impl Login {
     /// What procps prints in the column for `what` of a task whose /proc/PID/cgroup text is
     /// `cgroup` (`None`: not read): `-` where libsystemd would fail.
     pub fn text(&mut self, cgroup: Option<&[u8]>, what: What) -> Vec<u8> {
-        self.answer(cgroup, what).unwrap_or_else(|| b"-".to_vec())
+        cgroup
+            .map(|c| self.answers(c))
+            .and_then(|a| a.text(what).map(|t| t.into_owned()))
+            .unwrap_or_else(|| b"-".to_vec())
     }
 
-    fn answer(&mut self, cgroup: Option<&[u8]>, what: What) -> Option<Vec<u8>> {
-        let full = systemd_path(cgroup?, self.hierarchy?)?;
-        let shifted = shift(&full, self.root()?).to_vec();
-        let path = &shifted[..];
-        match what {
-            What::Unit => unit(path),
-            What::UserUnit => user_unit(path),
-            What::Slice => slice(path),
-            What::Session => session(path),
-            What::OwnerUid => owner_uid(path).map(|u| (u as i32).to_string().into_bytes()),
-            What::Machine => {
-                let unit = unit(path)?;
-                let dir = self.run_dir.join("machines");
-                self.machines
-                    .entry(unit)
-                    .or_insert_with_key(|u| {
-                        let link = entry(&dir, &[&b"unit:"[..], u].concat())?;
-                        std::fs::read_link(link)
-                            .ok()
-                            .map(|t| t.into_os_string().into_encoded_bytes())
-                    })
-                    .clone()
-            }
-            What::Seat => {
-                let id = session(path)?;
-                let dir = self.run_dir.join("sessions");
-                self.seats
-                    .entry(id)
-                    .or_insert_with_key(|id| {
-                        let text = std::fs::read(entry(&dir, id)?).ok()?;
-                        env_value(&text, b"SEAT").filter(|v| !v.is_empty())
-                    })
-                    .clone()
+    /// Every answer for a task whose /proc/PID/cgroup text is `cgroup`.
+    pub fn answers(&mut self, cgroup: &[u8]) -> tasksnap_model::Login {
+        let Some(path) = self.path(cgroup) else {
+            return tasksnap_model::Login::default();
+        };
+        let unit = unit(&path);
+        let session = session(&path);
+        tasksnap_model::Login {
+            machine: unit.as_deref().and_then(|u| self.machine(u)),
+            seat: session.as_deref().and_then(|s| self.seat(s)),
+            user_unit: user_unit(&path),
+            slice: slice(&path),
+            owner_uid: owner_uid(&path),
+            unit,
+            session,
+        }
+    }
+
+    /// The `login` group of every task that has its cgroup read (`Extra::login`); then
+    /// the cgroup dropped again unless `keep_cgroup` (it was read for this alone).
+    pub fn fill(&mut self, tasks: &mut [tasksnap_model::Task], keep_cgroup: bool) {
+        for t in tasks {
+            let Some(answers) = t.cgroup.as_deref().map(|c| self.answers(c.raw())) else {
+                continue;
+            };
+            t.extra_mut().login = Some(Box::new(answers));
+            if !keep_cgroup {
+                t.cgroup = None;
             }
         }
+    }
+
+    /// systemd's path of a task (`cg_pid_get_path()` then `cg_shift_path()`).
+    fn path(&mut self, cgroup: &[u8]) -> Option<Vec<u8>> {
+        let full = systemd_path(cgroup, self.hierarchy?)?;
+        Some(shift(&full, self.root()?).to_vec())
+    }
+
+    /// Where /run/systemd/machines/unit:UNIT points (`sd_pid_get_machine_name()`).
+    fn machine(&mut self, unit: &[u8]) -> Option<Vec<u8>> {
+        let dir = self.run_dir.join("machines");
+        self.machines
+            .entry(unit.to_vec())
+            .or_insert_with_key(|u| {
+                let link = entry(&dir, &[&b"unit:"[..], u].concat())?;
+                std::fs::read_link(link)
+                    .ok()
+                    .map(|t| t.into_os_string().into_encoded_bytes())
+            })
+            .clone()
+    }
+
+    /// The `SEAT=` of /run/systemd/sessions/SESSION (`sd_session_get_seat()`).
+    fn seat(&mut self, id: &[u8]) -> Option<Vec<u8>> {
+        let dir = self.run_dir.join("sessions");
+        self.seats
+            .entry(id.to_vec())
+            .or_insert_with_key(|id| {
+                let text = std::fs::read(entry(&dir, id)?).ok()?;
+                env_value(&text, b"SEAT").filter(|v| !v.is_empty())
+            })
+            .clone()
     }
 }
 

@@ -2,7 +2,8 @@
 //! the way the live backends do (the same selectors, tasks in (tgid, tid) order), from the
 //! tasks the recorder kept, so a front end shows the past through the code it shows the
 //! present with. Groups the recorder did not keep (exe, wchan, statm's shared and text
-//! sizes, supplementary groups) are absent, and shown as procps shows unreadable ones.
+//! sizes, supplementary groups, security labels) are absent; the sd-login answers are derived
+//! from the recorded cgroup, and shown as procps shows unreadable ones.
 
 use std::collections::HashMap;
 
@@ -54,17 +55,23 @@ pub fn selects(sel: &Selector, t: &Task) -> bool {
 impl Collector for ReplayCollector {
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
         let s = &self.reading.snapshot;
+        let mut tasks: Vec<Task> = s
+            .tasks
+            .iter()
+            .filter(|t| selects(&query.selector, t))
+            .cloned()
+            .collect();
+        if query.groups.login {
+            // Not recorded: derived from the recorded cgroup, as the live collectors derive
+            // it from the one they read (with this host's systemd files).
+            crate::login::Login::system(std::path::Path::new("/proc")).fill(&mut tasks, true);
+        }
         Ok(Snapshot {
             taken_at_unix_ns: s.taken_at_unix_ns,
             taken_at_boottime_ns: s.taken_at_boottime_ns,
             boot_time_unix_s: s.boot_time_unix_s,
             backend: s.backend,
-            tasks: s
-                .tasks
-                .iter()
-                .filter(|t| selects(&query.selector, t))
-                .cloned()
-                .collect(),
+            tasks,
             stats: s.stats,
         })
     }
@@ -106,5 +113,67 @@ impl StateSource for ReplayStates {
         self.samples
             .pop_front()
             .ok_or_else(|| Error::Unsupported("the recording's window has no more samples".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Backend, Cgroup, SystemFigures, TaskId};
+
+    /// A recording keeps the raw cgroup; the replay gives it parsed (by the history decoder,
+    /// here by hand) and derives the sd-login answers from it when asked, as live.
+    #[test]
+    fn login_is_derived_from_the_recorded_cgroup_when_asked() {
+        let mut t = Task::new(TaskId {
+            tgid: 42,
+            tid: 42,
+            start_time_ns: 1,
+        });
+        t.cgroup = Some(Box::new(Cgroup::parse(
+            b"0::/system.slice/cron.service\n".to_vec(),
+        )));
+        let bare = Task::new(TaskId {
+            tgid: 43,
+            tid: 43,
+            start_time_ns: 1,
+        });
+        let reading = Reading {
+            snapshot: Snapshot {
+                taken_at_unix_ns: 0,
+                taken_at_boottime_ns: 0,
+                boot_time_unix_s: 0,
+                backend: Backend::Procfs,
+                tasks: vec![t, bare],
+                stats: Default::default(),
+            },
+            states: None,
+            system: SystemFigures::default(),
+        };
+        let mut c = ReplayCollector::new(reading, String::new());
+        let ask = |login| {
+            Query::new(
+                Selector::AllProcesses,
+                Groups {
+                    login,
+                    ..Groups::default()
+                },
+            )
+        };
+        let snap = c.snapshot(&ask(true)).expect("replay");
+        assert!(snap.tasks[0]
+            .extra
+            .as_ref()
+            .is_some_and(|x| x.login.is_some()));
+        assert_eq!(
+            snap.tasks[0].cgroup.as_deref().and_then(Cgroup::v2_path),
+            Some(&b"/system.slice/cron.service"[..])
+        );
+        assert!(
+            snap.tasks[1].extra.is_none(),
+            "no cgroup recorded: no answers"
+        );
+        let snap = c.snapshot(&ask(false)).expect("replay");
+        assert!(snap.tasks[0].extra.is_none());
     }
 }

@@ -264,7 +264,7 @@ impl Sampler {
         // Threads without names take their process's (tasks are in (tgid, tid) order, the
         // process's main thread first).
         // (tgid, command line, cgroup) of the last multi-threaded process met.
-        type Leader = (i32, Option<Vec<u8>>, Option<Vec<u8>>);
+        type Leader = (i32, Option<Vec<u8>>, Option<Box<tasksnap_model::Cgroup>>);
         let mut leader: Option<Leader> = None;
         for t in tasks.iter_mut() {
             if t.id.is_leader() {

@@ -130,13 +130,6 @@ pub fn own_tty_nr(root: &Path) -> u32 {
         .map_or(0, |st| st.tty_nr as u32)
 }
 
-/// The security label of process `tgid` (`root`/TGID/attr/current, printable part); `None`
-/// when unreadable.
-pub fn security_label(root: &Path, tgid: i32) -> Option<Vec<u8>> {
-    let b = std::fs::read(root.join(tgid.to_string()).join("attr/current")).ok()?;
-    Some(tasksnap_procfs::parse::parse_attr_current(&b).to_vec())
-}
-
 /// The NUMA node of each CPU, by CPU number, from a sysfs root's
 /// `devices/system/node/nodeN/cpuM` entries; -1 for a CPU in no node. What procps shows for
 /// `ps -o numa` through libnuma's `numa_node_of_cpu()` (which tries the nodes in order and

@@ -815,3 +815,59 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
         }
     }
 }
+
+/// The groups the BPF pass does not read (the security label, the parsed cgroup and the
+/// sd-login answers derived from it) come from its /proc fill: the same as the procfs
+/// collector gives, per process and per thread, through the iterator and the walk; and
+/// `login` alone leaves no cgroup behind (it was read only to derive the answers).
+#[test]
+fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
+    if !root_or_skip("label, cgroup and login through the BPF backend's /proc fill") {
+        return;
+    }
+    let load = Load::spawn(&["--procs", "3", "--threads", "2", "--list-pids"])
+        .expect("spawn the load generator (cargo build --workspace first)");
+    let pids = load.info.known_pids();
+    let mut procfs = ProcfsCollector::new().expect("procfs");
+    for (cgroup, label, login) in [(true, true, true), (false, false, true)] {
+        let groups = Groups {
+            base: true,
+            cgroup,
+            label,
+            login,
+            ..Groups::default()
+        };
+        for walk in [false, true] {
+            let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
+            if walk {
+                bpf.prepare_arena(&groups);
+            }
+            for selector in [Selector::AllProcesses, Selector::AllThreads] {
+                let q = Query::new(selector.clone(), groups);
+                let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+                let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
+                let mut checked = 0;
+                for (key, pt) in p.iter().filter(|(k, _)| pids.contains(&k.0)) {
+                    let bt = &b[key];
+                    let get = |t: &Task| {
+                        let x = t.extra.as_deref();
+                        (
+                            t.cgroup.clone(),
+                            x.and_then(|x| x.label.clone()),
+                            x.and_then(|x| x.login.clone()),
+                        )
+                    };
+                    assert_eq!(get(bt), get(pt), "{selector:?} walk={walk}: {key:?}");
+                    let (cg, _, answers) = get(bt);
+                    assert_eq!(cg.is_some(), cgroup, "{key:?}");
+                    assert!(answers.is_some(), "{key:?}: no sd-login answers");
+                    checked += 1;
+                }
+                assert!(
+                    checked >= pids.len(),
+                    "{selector:?}: only {checked} compared"
+                );
+            }
+        }
+    }
+}

@@ -304,3 +304,71 @@ fn a_missing_root_is_an_error() {
     let err = ProcfsCollector::with_root("/nonexistent/proc").expect_err("must fail");
     assert!(err.to_string().contains("/nonexistent/proc"), "{err}");
 }
+
+/// The cgroup group comes parsed (a hybrid host's lines, from this project's CI machine), the
+/// label is the process's printable part, also on a thread's row, and `login` alone reads the
+/// cgroup to answer, then leaves it out (not asked for).
+#[test]
+fn cgroup_label_and_login_come_parsed_from_the_collector() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    build(dir.path());
+    let cgroup: &[u8] = b"12:pids:/user.slice/user-1000.slice/session-3.scope\n1:name=systemd:/user.slice/user-1000.slice/session-3.scope\n0::/user.slice/user-1000.slice/session-3.scope\n";
+    task(dir.path(), "6000", &[("cgroup", cgroup)]);
+    task(
+        dir.path(),
+        "6000/attr",
+        &[("current", b"unconfined_u:unconfined_r:unconfined_t:s0\0")],
+    );
+    task(dir.path(), "6000/task/6001", &[("cgroup", cgroup)]);
+    let mut c = collector(dir.path());
+    let q = Query::new(
+        Selector::ThreadsOf(6000),
+        groups(|g| {
+            g.cgroup = true;
+            g.label = true;
+        }),
+    );
+    let snap = c.snapshot(&q).expect("snapshot");
+    let t1 = snap
+        .tasks
+        .iter()
+        .find(|t| t.id.tid == 6001)
+        .expect("thread");
+    let cg = t1.cgroup.as_deref().expect("parsed cgroup");
+    assert_eq!(cg.raw(), cgroup);
+    assert_eq!(
+        cg.v2_path(),
+        Some(&b"/user.slice/user-1000.slice/session-3.scope"[..])
+    );
+    let v1: Vec<_> = cg.lines().map(|l| (l.hierarchy, l.controllers)).collect();
+    assert_eq!(
+        v1,
+        [
+            (&b"12"[..], &b"pids"[..]),
+            (b"1", b"name=systemd"),
+            (b"0", b"")
+        ]
+    );
+    for t in &snap.tasks {
+        let label = t.extra.as_ref().and_then(|x| x.label.as_deref());
+        assert_eq!(
+            label,
+            Some(&b"unconfined_u:unconfined_r:unconfined_t:s0"[..]),
+            "{:?}",
+            t.id
+        );
+    }
+
+    let q = Query::new(Selector::Pid(6000), groups(|g| g.login = true));
+    let snap = c.snapshot(&q).expect("snapshot");
+    let t = &snap.tasks[0];
+    assert!(t.cgroup.is_none(), "read for login only, not kept");
+    assert!(t.extra.as_ref().is_some_and(|x| x.login.is_some()));
+    // Without `login` asked for, no answers.
+    let q = Query::new(Selector::Pid(6000), groups(|g| g.cgroup = true));
+    let snap = c.snapshot(&q).expect("snapshot");
+    assert!(snap.tasks[0]
+        .extra
+        .as_ref()
+        .is_none_or(|x| x.login.is_none()));
+}

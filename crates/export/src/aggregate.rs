@@ -537,17 +537,24 @@ impl Aggregator {
         deltas
             .into_iter()
             .map(|(d, i)| {
+                use tasksnap_model::fields::{self, Value};
                 let t = &tasks[i];
-                let st = t.stat.as_ref();
+                // Plain task fields, from the model's table (0, or 1 thread, when absent).
+                let get = |f: &fields::Field| f.value(t).and_then(Value::as_u64);
                 TopProcess {
                     pid: t.id.tgid,
-                    comm: crate::label::value(t.base.as_ref().map_or(&[], |b| &b.comm))
-                        .into_owned(),
-                    cpu_user_ns: st.map_or(0, |s| s.utime_ns),
-                    cpu_system_ns: st.map_or(0, |s| s.stime_ns),
+                    comm: crate::label::value(
+                        fields::COMM
+                            .value(t)
+                            .and_then(Value::as_bytes)
+                            .unwrap_or(&[]),
+                    )
+                    .into_owned(),
+                    cpu_user_ns: get(&fields::UTIME_NS).unwrap_or(0),
+                    cpu_system_ns: get(&fields::STIME_NS).unwrap_or(0),
                     cpu_delta_ns: d,
-                    resident_bytes: st.map_or(0, |s| s.rss_bytes),
-                    threads: t.base.as_ref().map_or(1, |b| u64::from(b.num_threads)),
+                    resident_bytes: get(&fields::RSS_BYTES).unwrap_or(0),
+                    threads: get(&fields::NUM_THREADS).unwrap_or(1),
                 }
             })
             .collect()

@@ -71,8 +71,8 @@ pub struct Facts<'a> {
     pub username: &'a [u8],
     /// Start time, Unix seconds.
     pub start_unix_s: u64,
-    /// /proc/PID/cgroup, raw.
-    pub cgroup: Option<&'a [u8]>,
+    /// The cgroup v2 path (`Cgroup::v2_path`).
+    pub cgroup_v2_path: Option<&'a [u8]>,
 }
 
 #[derive(Deserialize)]
@@ -248,10 +248,7 @@ impl Config {
                         out.extend_from_slice(f.start_unix_s.to_string().as_bytes())
                     }
                     Piece::Cgroups => {
-                        let path = f
-                            .cgroup
-                            .and_then(tasksnap_procfs::parse::cgroup_v2_path)
-                            .unwrap_or(b"");
+                        let path = f.cgroup_v2_path.unwrap_or(b"");
                         out.extend_from_slice(path);
                     }
                     Piece::Match(m) => {
@@ -326,7 +323,7 @@ mod tests {
             exe: Some(exe.as_bytes()),
             username: b"alice",
             start_unix_s: 1_700_000_000,
-            cgroup: Some(b"0::/system.slice/nginx.service\n"),
+            cgroup_v2_path: Some(b"/system.slice/nginx.service"),
         }
     }
 

@@ -208,15 +208,7 @@ impl Grouper {
                     None => uid.to_string().into_bytes(),
                 }
             }
-            Grouping::Cgroup => {
-                let raw = t.cgroup.as_deref()?;
-                let path = tasksnap_procfs::parse::cgroup_v2_path(raw).or_else(|| {
-                    tasksnap_procfs::parse::parse_cgroup(raw)
-                        .next()
-                        .map(|l| l.path)
-                })?;
-                path.to_vec()
-            }
+            Grouping::Cgroup => t.cgroup.as_deref()?.main_path()?.to_vec(),
             Grouping::Exe => match t.exe.as_deref() {
                 _ if kthread => b"[kernel]".to_vec(),
                 Some(e) if !e.is_empty() => e.to_vec(),
@@ -242,7 +234,7 @@ impl Grouper {
                     exe: t.exe.as_deref(),
                     username: &username,
                     start_unix_s: boot_time_unix_s + start_ns / 1_000_000_000,
-                    cgroup: t.cgroup.as_deref(),
+                    cgroup_v2_path: t.cgroup.as_deref().and_then(|c| c.v2_path()),
                 };
                 config.name(&facts)?
             }

@@ -104,7 +104,9 @@ fn task(r: &mut Rng, tgid: i32, tid: i32, start: u64, threads: u32) -> Task {
         )
         .into_bytes(),
     );
-    t.cgroup = Some(format!("0::/system.slice/{name}-{}.service\n", tgid % 31).into_bytes());
+    t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(
+        format!("0::/system.slice/{name}-{}.service\n", tgid % 31).into_bytes(),
+    )));
     t
 }
 

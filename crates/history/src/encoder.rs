@@ -2,7 +2,7 @@
 //! It keeps the last key's rows (to compare against) and the names given since that key.
 
 use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
-use tasksnap_model::{Reading, SystemFigures, Task, TaskId};
+use tasksnap_model::{Cgroup, Reading, SystemFigures, Task, TaskId};
 
 use crate::meta::{put_backend, put_mode, put_reasons, put_stats, put_system, Reasons};
 use crate::names::{self, Names};
@@ -120,9 +120,9 @@ fn known<'a>(
     in_key: Option<&'a Task>,
 ) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
     match given.get(id) {
-        Some(n) => (n.0.as_deref(), n.1.as_deref()),
+        Some(n) => (n.0.as_deref(), n.1.as_deref().map(Cgroup::raw)),
         None => in_key.map_or((None, None), |t| {
-            (t.cmdline.as_deref(), t.cgroup.as_deref())
+            (t.cmdline.as_deref(), t.cgroup.as_deref().map(Cgroup::raw))
         }),
     }
 }
@@ -230,7 +230,13 @@ impl Encoder {
         let entries: Vec<_> = tasks
             .iter()
             .filter(|t| t.cmdline.is_some() || t.cgroup.is_some())
-            .map(|t| (t.id, t.cmdline.as_deref(), t.cgroup.as_deref()))
+            .map(|t| {
+                (
+                    t.id,
+                    t.cmdline.as_deref(),
+                    t.cgroup.as_deref().map(Cgroup::raw),
+                )
+            })
             .collect();
         let names = names::encode(true, taken_at, entries.into_iter());
         self.names.clear();
@@ -286,7 +292,9 @@ impl Encoder {
                 }
             };
             let Some(ct) = cur.get(j) else { break };
-            if known(&self.names, &ct.id, in_key) != (ct.cmdline.as_deref(), ct.cgroup.as_deref()) {
+            if known(&self.names, &ct.id, in_key)
+                != (ct.cmdline.as_deref(), ct.cgroup.as_deref().map(Cgroup::raw))
+            {
                 new_names.push(j);
             }
             j += 1;
@@ -382,7 +390,11 @@ impl Encoder {
                 .iter()
                 .map(|&j| {
                     let t = &cur[j];
-                    (t.id, t.cmdline.as_deref(), t.cgroup.as_deref())
+                    (
+                        t.id,
+                        t.cmdline.as_deref(),
+                        t.cgroup.as_deref().map(Cgroup::raw),
+                    )
                 })
                 .collect();
             names::encode(false, k.taken_at, entries.into_iter())

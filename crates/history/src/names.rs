@@ -12,8 +12,8 @@ const N_IDS: [usize; 3] = [1, 2, 3];
 const N_CMD: usize = 4;
 const N_CG: usize = 5;
 
-/// A task's command line and cgroup.
-pub(crate) type Names = (Option<Vec<u8>>, Option<Vec<u8>>);
+/// A task's command line and cgroup (parsed as it is decoded: the one parser, the model's).
+pub(crate) type Names = (Option<Vec<u8>>, Option<Box<tasksnap_model::Cgroup>>);
 
 /// Borrowed [`Names`].
 type NamesRef<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
@@ -35,10 +35,11 @@ fn put_val(b: &mut Vec<u8>, v: Option<&[u8]>, prev: Option<Option<&[u8]>>) {
     }
 }
 
-fn get_val(
+fn get_val<T: Clone>(
     r: &mut Reader<'_>,
-    prev: Option<&Option<Vec<u8>>>,
-) -> Result<Option<Vec<u8>>, HistoryError> {
+    prev: Option<&Option<T>>,
+    make: impl FnOnce(&[u8]) -> T,
+) -> Result<Option<T>, HistoryError> {
     match r.u()? {
         0 => prev
             .cloned()
@@ -49,7 +50,7 @@ fn get_val(
             if n > r.left() as u64 {
                 return Err(HistoryError::Truncated);
             }
-            Ok(Some(r.take(n as usize)?.to_vec()))
+            Ok(Some(make(r.take(n as usize)?)))
         }
     }
 }
@@ -102,8 +103,10 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Decoded, HistoryError> {
     for _ in 0..n {
         let id = get_id(&mut c, N_IDS, prev_id)?;
         let prev = out.last().map(|e| &e.1);
-        let cmd = get_val(c.c(N_CMD), prev.map(|p| &p.0))?;
-        let cg = get_val(c.c(N_CG), prev.map(|p| &p.1))?;
+        let cmd = get_val(c.c(N_CMD), prev.map(|p| &p.0), <[u8]>::to_vec)?;
+        let cg = get_val(c.c(N_CG), prev.map(|p| &p.1), |b| {
+            Box::new(tasksnap_model::Cgroup::parse(b.to_vec()))
+        })?;
         out.push((id, (cmd, cg)));
         prev_id = id;
     }

@@ -114,7 +114,7 @@ fn new_task(r: &mut Rng, id: TaskId) -> Task {
         })
     });
     t.wchan = r.opt(|r| r.text(10));
-    t.cgroup = r.opt(|r| r.bytes(30));
+    t.cgroup = r.opt(|r| Box::new(tasksnap_model::Cgroup::parse(r.bytes(30))));
     t
 }
 
@@ -128,7 +128,7 @@ fn touch(r: &mut Rng, t: &mut Task) {
                 b.comm = Comm::from_vec(r.bytes(16));
             }
         }
-        1 => t.cgroup = r.opt(|r| r.bytes(30)),
+        1 => t.cgroup = r.opt(|r| Box::new(tasksnap_model::Cgroup::parse(r.bytes(30)))),
         2 => {
             if let Some(s) = &mut t.stat {
                 s.utime_ns = s.utime_ns.wrapping_add(r.below(1 << 20));

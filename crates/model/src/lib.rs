@@ -5,10 +5,16 @@
 //! (`tasksnap` ps/top/states) read them. Every quantity carries its unit in its name
 //! (`rss_bytes`, `utime_ns`), and every attribute group is an `Option`: `None` means "not asked
 //! for, or not readable", never zero.
+//!
+//! [`fields`] is the one definition of every task field a front end shows (name, type, unit,
+//! group, getter); [`cgroup`] the one cgroup parser; [`login`] the sd-login answers.
 #![deny(missing_docs)]
 
 mod backend;
+pub mod cgroup;
+pub mod fields;
 pub mod hash;
+pub mod login;
 mod query;
 mod reading;
 mod snapshot;
@@ -17,6 +23,8 @@ mod system;
 mod task;
 
 pub use backend::{Backend, CmdlineSource, PassKind, PassReport, UnknownBackend};
+pub use cgroup::Cgroup;
+pub use login::Login;
 
 pub use query::{Groups, Query, Selector};
 pub use reading::Reading;

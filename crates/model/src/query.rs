@@ -76,6 +76,12 @@ pub struct Groups {
     pub loginuid: bool,
     /// PSS and USS (`/proc/PID/smaps_rollup`; takes the target's mmap lock).
     pub smaps: bool,
+    /// Security label (`/proc/TGID/attr/current`).
+    pub label: bool,
+    /// What sd-login says (unit, slice, session, seat...: `Extra::login`), derived from
+    /// `/proc/PID/cgroup` (read for it even when `cgroup` is not asked for) and systemd's
+    /// runtime files.
+    pub login: bool,
 }
 
 impl Groups {
@@ -107,12 +113,19 @@ impl Groups {
             autogroup: true,
             loginuid: true,
             smaps: true,
+            label: true,
+            login: true,
         }
     }
 
     /// True when /proc/PID/stat must be read.
     pub fn needs_stat_file(&self) -> bool {
         self.base || self.stat || self.layout
+    }
+
+    /// True when /proc/PID/cgroup must be read (for the `cgroup` group or for `login`).
+    pub fn needs_cgroup_file(&self) -> bool {
+        self.cgroup || self.login
     }
 
     /// True when /proc/PID/status must be read.

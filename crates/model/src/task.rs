@@ -289,7 +289,7 @@ pub const NS_NAMES: [&str; 8] = ["cgroup", "ipc", "mnt", "net", "pid", "time", "
 
 /// The rarely asked for facts of a task, each from a file of its own and read only when its
 /// group is asked for (`Groups::ns`, `oom_score`, `oom_score_adj`, `autogroup`, `loginuid`,
-/// `smaps`). Each is `None` when not asked for or not readable: then ps prints procps's value
+/// `smaps`, `label`, `login`). Each is `None` when not asked for or not readable: then ps prints procps's value
 /// for an unreadable file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Extra {
@@ -308,6 +308,12 @@ pub struct Extra {
     pub loginuid: Option<i32>,
     /// /proc/PID/smaps_rollup: `Pss` and `Private_Clean + Private_Dirty` (USS), kB.
     pub smaps_kb: Option<(u64, u64)>,
+    /// The process's security label (/proc/TGID/attr/current, its printable part: the
+    /// process's, also on a thread's row, as procps reads it), `Groups::label`.
+    pub label: Option<Vec<u8>>,
+    /// What sd-login says of the task (unit, slice, session, seat...), `Groups::login`:
+    /// derived from its cgroup path by the collector.
+    pub login: Option<Box<crate::Login>>,
 }
 
 /// One task and whichever attribute groups were asked for and readable.
@@ -340,9 +346,9 @@ pub struct Task {
     /// not asked for or hidden.
     pub wchan: Option<String>,
     /// Control-group membership as the kernel lists it in /proc/PID/cgroup (one
-    /// `hierarchy-ID:controllers:path` line per hierarchy, cgroups(7)), raw; parsed by
-    /// `tasksnap_procfs::parse::parse_cgroup`. `None` when not asked for or unreadable.
-    pub cgroup: Option<Vec<u8>>,
+    /// `hierarchy-ID:controllers:path` line per hierarchy, cgroups(7)), parsed once by the
+    /// collector (boxed: rarely asked for). `None` when not asked for or unreadable.
+    pub cgroup: Option<Box<crate::Cgroup>>,
     /// Signal masks, when asked for (`Groups::signals`; boxed: rarely asked for).
     pub signals: Option<Box<Signals>>,
     /// Code and stack addresses and the RSS limit, when asked for (`Groups::layout`).

@@ -521,51 +521,7 @@ pub fn parse_wchan(buf: &[u8]) -> &[u8] {
     }
 }
 
-/// One line of `/proc/PID/cgroup`: `hierarchy-ID:controller-list:cgroup-path` (cgroups(7);
-/// `proc_cgroup_show()`, kernel/cgroup/cgroup.c). The cgroup v2 line is `0::PATH`; a v1
-/// hierarchy names its controllers (`4:memory:/x`) or itself (`9:name=systemd:/`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CgroupLine<'a> {
-    /// The whole line, without its newline.
-    pub line: &'a [u8],
-    /// The hierarchy ID (`0` for cgroup v2).
-    pub hierarchy: &'a [u8],
-    /// Comma-separated controllers bound to the hierarchy (empty for v2).
-    pub controllers: &'a [u8],
-    /// The path within the hierarchy, from its root (`/`). May itself hold `:`.
-    pub path: &'a [u8],
-}
-
-impl CgroupLine<'_> {
-    /// Whether this is the hierarchy's root (procps leaves those out of `ps -o cgroup`).
-    pub fn is_root(&self) -> bool {
-        self.path.ends_with(b"/")
-    }
-}
-
-/// The lines of `/proc/PID/cgroup`, in the kernel's order. A line without two `:` (never
-/// written by a kernel) is skipped, not an error: every byte here is untrusted.
-pub fn parse_cgroup(buf: &[u8]) -> impl Iterator<Item = CgroupLine<'_>> {
-    buf.split(|&b| b == b'\n' || b == 0).filter_map(|line| {
-        let mut parts = line.splitn(3, |&b| b == b':');
-        let hierarchy = parts.next()?;
-        let controllers = parts.next()?;
-        let path = parts.next()?;
-        Some(CgroupLine {
-            line,
-            hierarchy,
-            controllers,
-            path,
-        })
-    })
-}
-
-/// The task's cgroup v2 path (the `0::PATH` line), when it has one.
-pub fn cgroup_v2_path(buf: &[u8]) -> Option<&[u8]> {
-    parse_cgroup(buf)
-        .find(|l| l.hierarchy == b"0" && l.controllers.is_empty())
-        .map(|l| l.path)
-}
+pub use tasksnap_model::cgroup::{cgroup_v2_path, parse_lines as parse_cgroup, CgroupLine};
 
 /// C's `strtol(s, &end, 10)` as `sscanf("%d")` and `atoi()` use it, then the cast to `int`:
 /// whitespace, an optional sign, digits (the value clamped to the range of `long`, then its
@@ -693,30 +649,6 @@ pub fn parse_smaps_rollup(buf: &[u8]) -> (u64, u64) {
         };
     }
     (values[1], values[7].saturating_add(values[8]))
-}
-
-/// The container name procps's `lxc` column shows (library/readproc.c `lxc_containers()`),
-/// from the text of /proc/PID/cgroup: the first of `lxc.payload.` (LXC 4), `lxc.payload/`
-/// (to LXC 3.2.1) and `lxc/` (to LXC 3.0.3) found anywhere in it, on that line the name
-/// after its last occurrence, up to the next `/`. `None` when no delimiter is there.
-pub fn lxc_name(buf: &[u8]) -> Option<&[u8]> {
-    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
-    let buf = &buf[..buf.iter().position(|&c| c == 0).unwrap_or(buf.len())];
-    let (at, delim) = [&b"lxc.payload."[..], b"lxc.payload/", b"lxc/"]
-        .into_iter()
-        .find_map(|d| find(buf, d).map(|at| (at, d)))?;
-    let line_end = buf[at..]
-        .iter()
-        .position(|&c| c == b'\n')
-        .map_or(buf.len(), |n| at + n);
-    let line = &buf[..line_end];
-    // Nested containers: the name after the last delimiter on the line.
-    let mut name_at = at + delim.len();
-    while let Some(next) = find(&line[name_at..], delim) {
-        name_at += next + delim.len();
-    }
-    let name = &line[name_at..];
-    Some(&name[..name.iter().position(|&c| c == b'/').unwrap_or(name.len())])
 }
 
 /// The system call number at the start of `/proc/PID/syscall` (`-1` when the task is in no
@@ -1071,23 +1003,6 @@ mod tests {
             vec!["rwsem_down_write_slowpath", "do_exit"]
         );
     }
-    /// Lines as a hybrid (v1 + v2) host writes them, from this project's CI machine.
-    #[test]
-    fn cgroup_lines_split_on_the_first_two_colons() {
-        let raw = b"9:name=systemd:/\n4:memory:/process_api/b588aa57\n0::/a:b\n\ngarbage\n";
-        let lines: Vec<_> = parse_cgroup(raw).collect();
-        assert_eq!(lines.len(), 3, "{lines:?}");
-        assert!(lines[0].is_root());
-        assert_eq!(lines[0].controllers, b"name=systemd");
-        assert_eq!(lines[1].hierarchy, b"4");
-        assert_eq!(lines[1].path, b"/process_api/b588aa57");
-        assert!(!lines[1].is_root());
-        assert_eq!(lines[2].path, b"/a:b");
-        assert_eq!(cgroup_v2_path(raw), Some(&b"/a:b"[..]));
-        assert_eq!(cgroup_v2_path(b"4:memory:/x\n"), None);
-        assert_eq!(parse_cgroup(b"").count(), 0);
-    }
-
     #[test]
     fn oom_loginuid_and_autogroup_read_as_procps_scans_them() {
         // Real 6.18 files: a shell's oom_score and oom_score_adj, an unset login uid.
@@ -1153,39 +1068,5 @@ Locked:                0 kB
         for cut in 0..rollup.len() {
             let _ = parse_smaps_rollup(&rollup[..cut]);
         }
-    }
-
-    #[test]
-    fn lxc_names_follow_procps_delimiters() {
-        // procps's own examples (library/readproc.c), nested privileged and unprivileged.
-        assert_eq!(
-            lxc_name(b"10:cpuset:/lxc/lxc-P/lxc/lxc-P-nested\n"),
-            Some(&b"lxc-P-nested"[..])
-        );
-        assert_eq!(
-            lxc_name(b"10:cpuset:/user.slice/user-1000.slice/session-c2.scope/lxc/lxc-U/lxc/lxc-U-nested\n"),
-            Some(&b"lxc-U-nested"[..])
-        );
-        assert_eq!(
-            lxc_name(b"10:cpuset:/lxc/lxc-P/lxc/lxc-P-nested/MY-NEW-CGROUP\n"),
-            Some(&b"lxc-P-nested"[..])
-        );
-        assert_eq!(
-            lxc_name(b"2:name=systemd:/\n1:cpuset,cpu,cpuacct,devices,freezer,net_cls,blkio,perf_event,net_prio:/lxc/lxc-P\n"),
-            Some(&b"lxc-P"[..])
-        );
-        // LXC 4's payload cgroup, on a unified host.
-        assert_eq!(
-            lxc_name(b"0::/lxc.payload.web/system.slice/nginx.service\n"),
-            Some(&b"web"[..])
-        );
-        // The first kind found wins, even on a later line than another kind.
-        assert_eq!(
-            lxc_name(b"4:memory:/lxc/a\n0::/lxc.payload.b\n"),
-            Some(&b"b"[..])
-        );
-        assert_eq!(lxc_name(b"0::/x/lxc/\n"), Some(&b""[..]));
-        assert_eq!(lxc_name(b"0::/user.slice\n9:name=systemd:/\n"), None);
-        assert_eq!(lxc_name(b""), None);
     }
 }

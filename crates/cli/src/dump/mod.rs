@@ -89,17 +89,21 @@ trait Sink {
 /// The columns `opts` asks for: all of the table's, or `opts.fields` in their order. An
 /// unknown or repeated name is an error listing the valid ones.
 pub fn select(opts: &Options) -> anyhow::Result<Vec<Column>> {
-    let all = columns(opts.what);
+    let defaults = columns(opts.what);
     let om = opts.format == Format::OpenMetrics;
     let Some(fields) = &opts.fields else {
         return Ok(if om {
-            all.into_iter()
+            defaults
+                .into_iter()
                 .filter(|c| c.name == "time" || c.label || c.metric.is_some())
                 .collect()
         } else {
-            all
+            defaults
         });
     };
+    // Named, the model's other task fields can be chosen too.
+    let mut all = defaults;
+    all.extend(table::more_columns(opts.what));
     let valid = |pick: &dyn Fn(&Column) -> bool| {
         all.iter()
             .filter(|c| pick(c))

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use tasksnap_model::states::{Sample, State};
-use tasksnap_model::{Reading, Snapshot, Task};
+use tasksnap_model::{fields, Reading, Snapshot, Task};
 use tasksnap_procfs::users::Names;
 use tasksnap_states::interval::{between, Rollup, Row};
 
@@ -90,33 +90,25 @@ pub struct Metric {
 /// What a column holds, computed per row.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Field {
+    /// A task field of the model's table (`tasksnap_model::fields`), its value as it is.
+    Model(&'static fields::Field),
+    /// A bytes field of the model's table as text (invalid UTF-8 replaced).
+    ModelText(&'static fields::Field),
+    /// The exact bytes of a [`Field::ModelText`] when they are not valid UTF-8.
+    ModelBytes(&'static fields::Field),
     Time,
     Pid,
     Tid,
-    Ppid,
-    Uid,
     User,
     UserBytes,
     Comm,
     CommBytes,
     Args,
     ArgsBytes,
-    State,
     CpuSeconds,
-    RssBytes,
-    VsizeBytes,
-    Threads,
     StartTime,
-    Nice,
-    Priority,
-    Minflt,
-    Majflt,
-    ReadBytes,
-    WriteBytes,
     Cgroup,
     CgroupBytes,
-    OnCpuNs,
-    RunDelayNs,
     Exited,
     AliveS,
     StateS(State),
@@ -173,7 +165,7 @@ fn bytes_col(of: &str, field: Field) -> Column {
 pub fn sibling(c: &Column) -> Option<String> {
     matches!(
         c.field,
-        Field::User | Field::Comm | Field::Args | Field::Cgroup
+        Field::User | Field::Comm | Field::Args | Field::Cgroup | Field::ModelText(_)
     )
     .then(|| format!("{}_bytes", c.name))
 }
@@ -289,8 +281,8 @@ fn task_columns(threads: bool) -> Vec<Column> {
         v.push(col("tid", Int, "thread id", Field::Tid).label());
     }
     v.extend([
-        col("ppid", Int, "parent process id", Field::Ppid),
-        col("uid", Int, "effective user id", Field::Uid),
+        col("ppid", Int, "parent process id", model("ppid")),
+        col("uid", Int, "effective user id", model("euid")),
         {
             let user = col(
                 "user",
@@ -319,7 +311,7 @@ fn task_columns(threads: bool) -> Vec<Column> {
             "state",
             Text,
             "scheduler state letter (R, S, D, ...)",
-            Field::State,
+            model("state"),
         ),
         col(
             "cpu_seconds",
@@ -332,21 +324,23 @@ fn task_columns(threads: bool) -> Vec<Column> {
             "rss_bytes",
             Int,
             "resident set size, bytes",
-            Field::RssBytes,
+            model("rss_bytes"),
         )
         .metric(&fam("resident_memory_bytes"), Gauge, 1.0),
         col(
             "vsize_bytes",
             Int,
             "virtual memory size, bytes",
-            Field::VsizeBytes,
+            model("vsize_bytes"),
         )
         .metric(&fam("virtual_memory_bytes"), Gauge, 1.0),
-        col("threads", Int, "threads in the process", Field::Threads).metric(
-            &fam("threads"),
-            Gauge,
-            1.0,
-        ),
+        col(
+            "threads",
+            Int,
+            "threads in the process",
+            model("num_threads"),
+        )
+        .metric(&fam("threads"), Gauge, 1.0),
         col(
             "start_time",
             Time,
@@ -354,19 +348,19 @@ fn task_columns(threads: bool) -> Vec<Column> {
             Field::StartTime,
         )
         .metric(&fam("start_time_seconds"), Gauge, 1e-9),
-        col("nice", Int, "nice value", Field::Nice).metric(&fam("nice"), Gauge, 1.0),
+        col("nice", Int, "nice value", model("nice")).metric(&fam("nice"), Gauge, 1.0),
         col(
             "priority",
             Int,
             "kernel priority as /proc shows it",
-            Field::Priority,
+            model("priority"),
         ),
-        col("minflt", Int, "minor page faults", Field::Minflt).metric(
+        col("minflt", Int, "minor page faults", model("minflt")).metric(
             &fam("minor_faults"),
             Counter,
             1.0,
         ),
-        col("majflt", Int, "major page faults", Field::Majflt).metric(
+        col("majflt", Int, "major page faults", model("majflt")).metric(
             &fam("major_faults"),
             Counter,
             1.0,
@@ -375,14 +369,14 @@ fn task_columns(threads: bool) -> Vec<Column> {
             "read_bytes",
             Int,
             "bytes fetched from storage (/proc/PID/io)",
-            Field::ReadBytes,
+            model("read_bytes"),
         )
         .metric(&fam("storage_read_bytes"), Counter, 1.0),
         col(
             "write_bytes",
             Int,
             "bytes sent to storage (/proc/PID/io)",
-            Field::WriteBytes,
+            model("write_bytes"),
         )
         .metric(&fam("storage_written_bytes"), Counter, 1.0),
         col(
@@ -396,14 +390,14 @@ fn task_columns(threads: bool) -> Vec<Column> {
             "on_cpu_ns",
             Int,
             "time on a CPU, ns (schedstat)",
-            Field::OnCpuNs,
+            model("on_cpu_ns"),
         )
         .metric(&fam("on_cpu_seconds"), Counter, 1e-9),
         col(
             "run_delay_ns",
             Int,
             "time waiting on a run queue, ns (schedstat)",
-            Field::RunDelayNs,
+            model("run_delay_ns"),
         )
         .metric(&fam("run_delay_seconds"), Counter, 1e-9),
     ]);
@@ -457,6 +451,63 @@ fn task_columns(threads: bool) -> Vec<Column> {
             "seconds of that wait in the interval",
             Field::TopReasonS,
         ));
+    }
+    v
+}
+
+/// The fields of the model's table (`tasksnap_model::fields`) that `processes` and `threads`
+/// do not show by default, by their table names: chosen with `--fields`, listed by
+/// `--fields help`. A field added to the table is here without a change to the dump. Those a
+/// default column shows already (as it is, or as `start_time`, `args`, `cgroup`,
+/// `cpu_seconds`) are left out, and so are those of the groups a recording does not keep
+/// (tasksnap-history's task columns: no descriptor count, OOM scores, login uid, PSS/USS,
+/// security label, sd-login answers, autogroup, namespaces, signal masks or layout), which
+/// would only ever be null.
+pub fn more_columns(what: What) -> Vec<Column> {
+    if what == What::System {
+        return Vec::new();
+    }
+    let shown = columns(what);
+    let elsewhere = [
+        "pid",
+        "tid",
+        "comm",
+        "cmdline",
+        "start_time_ns",
+        "cgroup_v2_path",
+        "cpu_ns",
+    ];
+    let mut v = Vec::new();
+    for f in fields::FIELDS {
+        let unrecorded = matches!(
+            f.group,
+            fields::Group::Fds
+                | fields::Group::OomScore
+                | fields::Group::OomScoreAdj
+                | fields::Group::Loginuid
+                | fields::Group::Smaps
+                | fields::Group::Label
+                | fields::Group::Login
+                | fields::Group::Autogroup
+                | fields::Group::Ns
+                | fields::Group::Signals
+                | fields::Group::Layout
+        );
+        if unrecorded
+            || elsewhere.contains(&f.name)
+            || shown
+                .iter()
+                .any(|c| c.name == f.name || c.field == Field::Model(f))
+        {
+            continue;
+        }
+        match f.kind {
+            fields::Kind::Int => v.push(col(f.name, Kind::Int, f.help, Field::Model(f))),
+            fields::Kind::Bytes => {
+                v.push(col(f.name, Kind::Text, f.help, Field::ModelText(f)));
+                v.push(bytes_col(f.name, Field::ModelBytes(f)));
+            }
+        }
     }
     v
 }
@@ -580,6 +631,20 @@ fn system_columns() -> Vec<Column> {
     v
 }
 
+/// A column of the model's field table.
+fn model(name: &str) -> Field {
+    Field::Model(fields::known(name))
+}
+
+/// A value of the model's field table as a cell: integers as they are, bytes as text.
+fn model_value(v: fields::Value<'_>) -> Value {
+    match v {
+        fields::Value::Int(n) => Value::Int(n),
+        fields::Value::UInt(n) => int(n),
+        fields::Value::Bytes(b) => text(b),
+    }
+}
+
 fn int(n: u64) -> Value {
     Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
 }
@@ -619,15 +684,10 @@ fn args_line(cmdline: &[u8]) -> Vec<u8> {
 }
 
 /// The cgroup v2 path, else the lines of /proc/PID/cgroup joined by `;` (bytes).
-fn cgroup_line(raw: &[u8]) -> Vec<u8> {
-    match tasksnap_procfs::parse::cgroup_v2_path(raw) {
+fn cgroup_line(c: &tasksnap_model::Cgroup) -> Vec<u8> {
+    match c.v2_path() {
         Some(p) => p.to_vec(),
-        None => raw
-            .split(|&b| b == b'\n')
-            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join(&b';'),
+        None => c.text_lines().collect::<Vec<_>>().join(&b';'),
     }
 }
 
@@ -767,10 +827,6 @@ fn task_value(
     names: &mut Names,
 ) -> Value {
     let base = task.and_then(|t| t.base.as_ref());
-    let stat = task.and_then(|t| t.stat.as_ref());
-    let mem = task.and_then(|t| t.mem.as_deref());
-    let io = task.and_then(|t| t.io.as_deref());
-    let sched = task.and_then(|t| t.sched.as_deref());
     let row = match iv {
         Interval::Row(r) => Some(r),
         _ => None,
@@ -780,6 +836,13 @@ fn task_value(
         _ => secs(ns.unwrap_or(0)),
     };
     match f {
+        Field::Model(m) | Field::ModelText(m) => task
+            .and_then(|t| m.value(t))
+            .map_or(Value::Null, model_value),
+        Field::ModelBytes(m) => task
+            .and_then(|t| m.value(t))
+            .and_then(|v| v.as_bytes().map(exact))
+            .unwrap_or(Value::Null),
         Field::Time => Value::Time(i64::try_from(snap.taken_at_unix_ns).unwrap_or(i64::MAX)),
         Field::Pid => match (task, row) {
             (Some(t), _) => Value::Int(t.id.tgid.into()),
@@ -806,10 +869,6 @@ fn task_value(
                 .map_or(Value::Null, |b| Value::Bytes(b.to_vec())),
             _ => Value::Null,
         },
-        Field::Ppid => base.map_or(Value::Null, |b| Value::Int(b.ppid.into())),
-        Field::Uid => task
-            .and_then(|t| t.cred.as_ref())
-            .map_or(Value::Null, |c| Value::Int(c.euid.into())),
         Field::User => match task.and_then(|t| t.cred.as_ref()) {
             Some(c) => match names.user(c.euid) {
                 Some(n) => text(n),
@@ -829,23 +888,10 @@ fn task_value(
         Field::ArgsBytes => task
             .and_then(|t| t.cmdline.as_deref())
             .map_or(Value::Null, |c| exact(&args_line(c))),
-        Field::State => base.map_or(Value::Null, |b| {
-            Value::Text(char::from(b.state.letter()).to_string())
-        }),
-        Field::CpuSeconds => {
-            stat.map_or(Value::Null, |s| secs(s.utime_ns.saturating_add(s.stime_ns)))
-        }
-        Field::RssBytes => match (mem, stat) {
-            (Some(m), _) => int(m.rss_bytes),
-            (None, Some(s)) => int(s.rss_bytes),
-            _ => Value::Null,
-        },
-        Field::VsizeBytes => match (mem, stat) {
-            (Some(m), _) => int(m.vsize_bytes),
-            (None, Some(s)) => int(s.vsize_bytes),
-            _ => Value::Null,
-        },
-        Field::Threads => base.map_or(Value::Null, |b| Value::Int(b.num_threads.into())),
+        Field::CpuSeconds => task
+            .and_then(|t| fields::known("cpu_ns").value(t))
+            .and_then(|v| v.as_u64())
+            .map_or(Value::Null, secs),
         Field::StartTime => match task {
             Some(t) if snap.boot_time_unix_s > 0 => {
                 let ns = u128::from(snap.boot_time_unix_s) * 1_000_000_000
@@ -854,20 +900,12 @@ fn task_value(
             }
             _ => Value::Null,
         },
-        Field::Nice => base.map_or(Value::Null, |b| Value::Int(b.nice.into())),
-        Field::Priority => base.map_or(Value::Null, |b| Value::Int(b.priority.into())),
-        Field::Minflt => stat.map_or(Value::Null, |s| int(s.minflt)),
-        Field::Majflt => stat.map_or(Value::Null, |s| int(s.majflt)),
-        Field::ReadBytes => io.map_or(Value::Null, |i| int(i.read_bytes)),
-        Field::WriteBytes => io.map_or(Value::Null, |i| int(i.write_bytes)),
         Field::Cgroup => task
             .and_then(|t| t.cgroup.as_deref())
             .map_or(Value::Null, |c| text(&cgroup_line(c))),
         Field::CgroupBytes => task
             .and_then(|t| t.cgroup.as_deref())
             .map_or(Value::Null, |c| exact(&cgroup_line(c))),
-        Field::OnCpuNs => sched.map_or(Value::Null, |s| int(s.on_cpu_ns)),
-        Field::RunDelayNs => sched.map_or(Value::Null, |s| int(s.run_delay_ns)),
         Field::Exited => match iv {
             Interval::None => Value::Null,
             Interval::Empty => Value::Bool(false),
@@ -951,6 +989,7 @@ fn system_value(f: Field, r: &Reading) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tasksnap_model::Cgroup;
 
     #[test]
     fn names_are_unique_and_required_ones_are_there() {
@@ -1014,15 +1053,15 @@ mod tests {
         assert_eq!(exact(&args_line(b"sleep\x0010\x00")), Value::Null);
         assert_eq!(args_line(b""), b"");
         assert_eq!(
-            cgroup_line(b"0::/user.slice/x.scope\n"),
+            cgroup_line(&Cgroup::parse(b"0::/user.slice/x.scope\n".to_vec())),
             b"/user.slice/x.scope"
         );
         assert_eq!(
-            cgroup_line(b"4:memory:/a\n3:cpu:/b\n"),
+            cgroup_line(&Cgroup::parse(b"4:memory:/a\n3:cpu:/b\n".to_vec())),
             b"4:memory:/a;3:cpu:/b"
         );
         assert_eq!(
-            exact(&cgroup_line(b"0::/a\xfe\n")),
+            exact(&cgroup_line(&Cgroup::parse(b"0::/a\xfe\n".to_vec()))),
             Value::Bytes(b"/a\xfe".to_vec())
         );
     }

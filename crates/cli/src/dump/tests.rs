@@ -87,7 +87,9 @@ fn task(tgid: i32, tid: i32, comm: &[u8], uid: u32, cmdline: &[u8], k: u64) -> T
         voluntary_switches: None,
         involuntary_switches: None,
     }));
-    t.cgroup = Some(b"0::/system.slice/x.service\n".to_vec());
+    t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(
+        b"0::/system.slice/x.service\n".to_vec(),
+    )));
     t
 }
 
@@ -712,7 +714,9 @@ fn hostile_readings() -> Vec<Reading> {
     for r in &mut rs {
         for t in r.snapshot.tasks.iter_mut().filter(|t| t.id.tid == 100) {
             t.cmdline = Some(b"prog\0\xfe\0".to_vec());
-            t.cgroup = Some(b"0::/a\xfd\n".to_vec());
+            t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(
+                b"0::/a\xfd\n".to_vec(),
+            )));
         }
     }
     rs
@@ -777,4 +781,45 @@ fn dump_keeps_the_exact_bytes_of_names() {
         }
     }
     assert_eq!(seen, 3);
+}
+
+/// The model's field table reaches the dump: a field no default column shows is chosen by
+/// its table name, with its value, and a bytes field brings its `_bytes` sibling; the
+/// default columns are unchanged.
+#[test]
+fn fields_of_the_model_table_are_chosen_by_name() {
+    let defaults: Vec<String> = columns(What::Processes)
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    let more = table::more_columns(What::Processes);
+    for f in tasksnap_model::fields::FIELDS {
+        let named = defaults
+            .iter()
+            .chain(more.iter().map(|c| &c.name))
+            .any(|n| n == f.name);
+        if f.group == tasksnap_model::fields::Group::Mem {
+            assert!(named, "{} not choosable", f.name);
+        }
+    }
+    let o = Options {
+        fields: Some(vec![
+            "pid".into(),
+            "timeslices".into(),
+            "egid".into(),
+            "exe".into(),
+        ]),
+        ..opts(Format::Csv, What::Processes)
+    };
+    let (_, out) = dump(vec![reading(0), reading(1)], &o);
+    let (header, rows) = csv_rows(&out);
+    assert_eq!(header, ["pid", "timeslices", "egid", "exe", "exe_bytes"]);
+    let init = rows
+        .iter()
+        .rev()
+        .find(|r| r["pid"] == "1")
+        .expect("init's row");
+    assert_eq!(init["timeslices"], "1");
+    assert_eq!(init["egid"], "0");
+    assert_eq!(init["exe"], "", "not recorded: null");
 }

@@ -1,6 +1,15 @@
 //! Formatting one field of one task as procps-ng 4.0 prints it (the `pr_*` functions of
 //! ps/output.c), from the tasksnap model instead of procps's proc_t.
+//!
+//! Where a column is a field of the model's table (`tasksnap_model::fields`: ids, counts,
+//! sizes, OOM scores, namespaces, addresses, the label, the sd-login answers, and every
+//! table field procps has no specifier for) the value is the table's ([`table_field`]) and
+//! only procps's printer is here: its defaults for a missing value, kB, hexadecimal, `-`.
+//! The rest (times, states, flags, names, terminals, percentages) are procps's own
+//! derivations and stay here.
 
+use tasksnap_model::fields;
+use tasksnap_model::login::What;
 use tasksnap_model::{Task, TaskState, SCHED_BATCH, SCHED_OTHER};
 
 use super::format::{Field, IoCount};
@@ -46,15 +55,11 @@ pub struct Caches {
     pub names: Names,
     /// Terminal names.
     pub ttys: Ttys,
-    /// The procfs root, for the rare per-task files read only at print time (label).
-    pub proc_root: std::path::PathBuf,
     /// STIME text by start second: tens of thousands of tasks share a few start seconds, and
     /// localtime+strftime per row would be a tenth of the user time.
     pub stime: std::collections::HashMap<i64, String>,
     /// Each CPU's NUMA node, read from sysfs the first time a row needs it.
     pub numa: Option<Vec<i32>>,
-    /// The sd-login answers (`unit`, `slice`, `seat`, ...), made on first use.
-    pub login: Option<tasksnap_collect::login::Login>,
 }
 
 impl Caches {
@@ -63,10 +68,8 @@ impl Caches {
         Caches {
             names: Names::default(),
             ttys: Ttys::new(proc_root, std::path::Path::new("/dev")),
-            proc_root: proc_root.to_path_buf(),
             stime: Default::default(),
             numa: None,
-            login: None,
         }
     }
 }
@@ -333,11 +336,10 @@ fn do_name(name: Option<&[u8]>, id: u32, max: usize, env: &Env) -> Cell {
 /// exact sum, which is what procps shows (it reads VmRSS from status). So RSS comes from the
 /// mem group (statm) and falls back to stat's value only when statm was not read.
 pub fn rss_bytes(t: &Task) -> u64 {
-    match (&t.mem, &t.stat) {
-        (Some(m), _) => m.rss_bytes,
-        (None, Some(s)) => s.rss_bytes,
-        (None, None) => 0,
-    }
+    fields::RSS_BYTES
+        .value(t)
+        .and_then(fields::Value::as_u64)
+        .unwrap_or(0)
 }
 
 /// One /proc/PID/io counter; 0 when the file was not readable (procps's zeroed default).
@@ -374,37 +376,137 @@ pub fn comm_text(t: &Task, loc: Locale) -> Vec<u8> {
     c
 }
 
+/// The column's field in the model's table (`tasksnap_model::fields`) when procps prints it
+/// as a plain number, and what the table's unit is divided by for the column's (kB for
+/// sizes). ps keeps the column's header, width, sort key and printer; the value is the
+/// table's.
+pub fn table_field(field: Field) -> Option<(&'static fields::Field, u64)> {
+    Some(match field {
+        Field::Model(f) => (f, 1),
+        Field::Pid => (&fields::PID, 1),
+        Field::Tid => (&fields::TID, 1),
+        Field::Ppid => (&fields::PPID, 1),
+        Field::Pgid => (&fields::PGID, 1),
+        Field::Sess => (&fields::SID, 1),
+        Field::Tpgid => (&fields::TPGID, 1),
+        Field::Nlwp => (&fields::NUM_THREADS, 1),
+        Field::Psr => (&fields::PROCESSOR, 1),
+        Field::Euid => (&fields::EUID, 1),
+        Field::Ruid => (&fields::RUID, 1),
+        Field::Suid => (&fields::SUID, 1),
+        Field::Fuid => (&fields::FSUID, 1),
+        Field::Egid => (&fields::EGID, 1),
+        Field::Rgid => (&fields::RGID, 1),
+        Field::Sgid => (&fields::SGID, 1),
+        Field::Fgid => (&fields::FSGID, 1),
+        Field::Fds => (&fields::FDS, 1),
+        Field::Priority => (&fields::PRIORITY, 1),
+        Field::Sched => (&fields::POLICY, 1),
+        Field::Oom => (&fields::OOM_SCORE, 1),
+        Field::OomAdj => (&fields::OOM_SCORE_ADJ, 1),
+        Field::Pss => (&fields::PSS_BYTES, 1024),
+        Field::Uss => (&fields::USS_BYTES, 1024),
+        Field::AgNice => (&fields::AUTOGROUP_NICE, 1),
+        Field::Rss => (&fields::RSS_BYTES, 1024),
+        _ => return None,
+    })
+}
+
+/// A plain-number column ([`table_field`]): the table's value, 0 when the task does not have
+/// it (procps's value for an unreadable file; for `fds`, what procps newer than 4.0.2 prints
+/// when the directory could not be stat'ed).
+fn table_number(field: Field, t: &Task) -> Cell {
+    match table_field(field).and_then(|(f, per)| Some((f.value(t)?, per))) {
+        Some((fields::Value::Int(v), _)) => num(v),
+        Some((fields::Value::UInt(v), per)) => num(v / per.max(1)),
+        _ => num(0),
+    }
+}
+
+/// A field of the model's table as an unsigned number (`None`: absent, or negative).
+fn table_u64(f: &fields::Field, t: &Task) -> Option<u64> {
+    f.value(t).and_then(fields::Value::as_u64)
+}
+
+/// The table's namespace fields, in `NS_NAMES` order (`Field::Ns`'s index).
+const NS: [&fields::Field; 8] = [
+    &fields::NS_CGROUP_INODE,
+    &fields::NS_IPC_INODE,
+    &fields::NS_MNT_INODE,
+    &fields::NS_NET_INODE,
+    &fields::NS_PID_INODE,
+    &fields::NS_TIME_INODE,
+    &fields::NS_USER_INODE,
+    &fields::NS_UTS_INODE,
+];
+
+/// The table's field for an sd-login column.
+fn login_field(what: What) -> &'static fields::Field {
+    match what {
+        What::Unit => &fields::SYSTEMD_UNIT,
+        What::UserUnit => &fields::SYSTEMD_USER_UNIT,
+        What::Slice => &fields::SYSTEMD_SLICE,
+        What::Session => &fields::LOGIN_SESSION,
+        What::OwnerUid => &fields::OWNER_UID,
+        What::Machine => &fields::SYSTEMD_MACHINE,
+        What::Seat => &fields::SYSTEMD_SEAT,
+    }
+}
+
 /// Formats `field` of `t` in at most `max` cells where the field honours a limit.
 /// `forest` is the tree-art prefix for command columns.
 pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &mut Caches) -> Cell {
     let base = t.base.as_ref();
     let cred = t.cred.as_ref();
     let stat = t.stat.as_ref();
-    let extra = t.extra.as_deref();
     match field {
         Field::Addr | Field::Nop => plain("-"),
+        // A field of the model's table by its own name: the value as it is (bytes through
+        // ps's output escape), `-` when the task does not have it.
+        Field::Model(f) => match f.value(t) {
+            Some(fields::Value::Int(v)) => num(v),
+            Some(fields::Value::UInt(v)) => num(v),
+            Some(fields::Value::Bytes(b)) => {
+                let mut room = max;
+                let mut bytes = CellBytes::new();
+                text::output_escape(&mut bytes, b, &mut room, env.locale);
+                Cell {
+                    bytes,
+                    cells: max - room,
+                }
+            }
+            None => plain("-"),
+        },
+        // Plain numbers: the value from the model's table.
+        Field::Pid
+        | Field::Tid
+        | Field::Ppid
+        | Field::Pgid
+        | Field::Sess
+        | Field::Tpgid
+        | Field::Nlwp
+        | Field::Psr
+        | Field::Euid
+        | Field::Ruid
+        | Field::Suid
+        | Field::Fuid
+        | Field::Egid
+        | Field::Rgid
+        | Field::Sgid
+        | Field::Fgid
+        | Field::Fds
+        | Field::Priority
+        | Field::Sched
+        | Field::Oom
+        | Field::OomAdj
+        | Field::Pss
+        | Field::Uss
+        | Field::AgNice
+        | Field::Rss => table_number(field, t),
         // Outside a text listing there is no header countdown: the first row's text.
         Field::Test(which) => test_value(which, -1, max),
-        // procps (newer than 4.0.2) prints 0 when the directory could not be stat'ed.
-        Field::Fds => num(t.fds.unwrap_or(0)),
         // Its text is the column's header ([`super::order::cell`]).
         Field::Text => plain(""),
-        Field::Pid => num(t.id.tgid),
-        Field::Tid => num(t.id.tid),
-        Field::Ppid => num(base.map_or(0, |b| b.ppid)),
-        Field::Pgid => num(base.map_or(0, |b| b.pgid)),
-        Field::Sess => num(base.map_or(0, |b| b.sid)),
-        Field::Tpgid => num(base.map_or(0, |b| b.tpgid)),
-        Field::Nlwp => num(base.map_or(0, |b| b.num_threads)),
-        Field::Psr => num(base.map_or(0, |b| b.processor)),
-        Field::Euid => num(cred.map_or(0, |c| c.euid)),
-        Field::Ruid => num(cred.map_or(0, |c| c.ruid)),
-        Field::Suid => num(cred.map_or(0, |c| c.suid)),
-        Field::Fuid => num(cred.map_or(0, |c| c.fsuid)),
-        Field::Egid => num(cred.map_or(0, |c| c.egid)),
-        Field::Rgid => num(cred.map_or(0, |c| c.rgid)),
-        Field::Sgid => num(cred.map_or(0, |c| c.sgid)),
-        Field::Fgid => num(cred.map_or(0, |c| c.fsgid)),
         Field::Euser | Field::Ruser | Field::Suser | Field::Fuser => {
             let uid = cred.map_or(0, |c| match field {
                 Field::Euser => c.euid,
@@ -472,10 +574,10 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         Field::MSize => num(stat.map_or(0, |s| s.vsize_bytes)),
         // VmData + VmStk of status, which statm's data field is (in pages).
         Field::Size => num(t.mem.as_ref().map_or(0, |m| m.data_bytes) / 1024),
-        Field::Eip => address(t.layout.as_ref().map_or(0, |l| l.kstkeip)),
-        Field::Esp => address(t.layout.as_ref().map_or(0, |l| l.kstkesp)),
-        Field::StackP => address(t.layout.as_ref().map_or(0, |l| l.start_stack)),
-        Field::Lim => match t.layout.as_ref().map_or(0, |l| l.rsslim_bytes) {
+        Field::Eip => address(table_u64(&fields::KSTKEIP, t).unwrap_or(0)),
+        Field::Esp => address(table_u64(&fields::KSTKESP, t).unwrap_or(0)),
+        Field::StackP => address(table_u64(&fields::START_STACK, t).unwrap_or(0)),
+        Field::Lim => match table_u64(&fields::RSSLIM_BYTES, t).unwrap_or(0) {
             u64::MAX => plain("xx"),
             v => {
                 let mut bytes = CellBytes::new();
@@ -554,7 +656,6 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             Some(b) => num(b.nice),
             None => num(0),
         },
-        Field::Priority => num(base.map_or(0, |b| b.priority)),
         Field::Opri => num(60 + base.map_or(0, |b| b.priority)),
         Field::Pri => num(39 - base.map_or(0, |b| b.priority)),
         Field::PriFoo => num(base.map_or(0, |b| b.priority) - 20),
@@ -566,7 +667,6 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             Some(b) => num(b.rt_priority),
             None => plain("-"),
         },
-        Field::Sched => num(base.map_or(0, |b| b.policy)),
         Field::Class | Field::Cls => plain(match base.map_or(0, |b| b.policy) {
             0 => "TS",
             1 => "FF",
@@ -611,40 +711,35 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
                 cells: max - room,
             }
         }
-        Field::Lxc => {
-            let cg = t.cgroup.as_deref();
-            colwid(
-                cg.and_then(tasksnap_procfs::parse::lxc_name)
-                    .unwrap_or(b"-"),
-            )
-        }
-        Field::Login(what) => {
-            let login = c
-                .login
-                .get_or_insert_with(|| tasksnap_collect::login::Login::system(&c.proc_root));
-            colwid(&login.text(t.cgroup.as_deref(), what))
-        }
-        Field::Ns(i) => match extra
-            .and_then(|x| x.ns)
-            .map_or(0, |n| n[usize::from(i) & 7])
-        {
+        Field::Lxc => colwid(
+            t.cgroup
+                .as_deref()
+                .and_then(tasksnap_model::Cgroup::lxc_name)
+                .unwrap_or(b"-"),
+        ),
+        // `-` where libsystemd would fail; the owner as the C int procps prints.
+        Field::Login(what) => match login_field(what).value(t) {
+            Some(fields::Value::Bytes(answer)) => colwid(answer),
+            Some(fields::Value::Int(uid)) => colwid((uid as u32 as i32).to_string().as_bytes()),
+            _ => colwid(b"-"),
+        },
+        Field::Ns(i) => match table_u64(NS[usize::from(i) & 7], t).unwrap_or(0) {
             0 => plain("-"),
             ino => num(ino),
         },
-        Field::Oom => num(extra.and_then(|x| x.oom_score).unwrap_or(0)),
-        Field::OomAdj => num(extra.and_then(|x| x.oom_score_adj).unwrap_or(0)),
-        Field::AgId => num(extra.and_then(|x| x.autogroup).map_or(-1, |a| a.0)),
-        Field::AgNice => num(extra.and_then(|x| x.autogroup).map_or(0, |a| a.1)),
-        Field::Luid => match extra.and_then(|x| x.loginuid).unwrap_or(-1) {
-            -1 => plain("-"),
-            id => num(id),
+        // -1 without the file (a thread's own directory has none), as procps shows it.
+        Field::AgId => match fields::AUTOGROUP_ID.value(t) {
+            Some(fields::Value::Int(id)) => num(id),
+            _ => num(-1),
         },
-        Field::Pss => num(extra.and_then(|x| x.smaps_kb).map_or(0, |s| s.0)),
-        Field::Uss => num(extra.and_then(|x| x.smaps_kb).map_or(0, |s| s.1)),
+
+        Field::Luid => match fields::LOGINUID.value(t) {
+            Some(fields::Value::Int(id)) if id != -1 => num(id),
+            _ => plain("-"),
+        },
         Field::Io(which) => num(io_count(t, which)),
         Field::Vsz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024),
         Field::Sz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024 / (env.page_size / 1024).max(1)),
-        Field::Rss => num(rss_bytes(t) / 1024),
         Field::Pmem => {
             let rss_kb = rss_bytes(t) / 1024;
             let pm = (rss_kb * 1000 / env.mem_total_kb.max(1)).min(999);
@@ -765,8 +860,8 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
             let from = if ago > 86400 { 4 } else { 10 };
             plain(&s[from.min(s.len())..(from + 6).min(s.len())])
         }
-        Field::Label => match tasksnap_collect::system::security_label(&c.proc_root, t.id.tgid) {
-            Some(label) if !label.is_empty() => plain(&label),
+        Field::Label => match fields::LABEL.value(t) {
+            Some(fields::Value::Bytes(label)) if !label.is_empty() => plain(label),
             _ => plain("-"),
         },
         Field::Args | Field::Comm | Field::Exe => {

@@ -39,6 +39,9 @@ pub enum Show {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
 pub enum Field {
+    /// A field of the model's table that no procps specifier names (`-o utime_ns`):
+    /// [`find`] makes its specifier.
+    Model(&'static tasksnap_model::fields::Field),
     Pcpu,
     Pmem,
     Addr,
@@ -499,12 +502,40 @@ pub static SPECS: &[Spec] = &[
     s("zone", "ZONE", F::Label, 31, Every, Left),
 ];
 
-/// Looks a specifier up by its exact name.
+/// Looks a specifier up by its exact name: procps's, else a field of the model's table
+/// ([`model_specs`]).
 pub fn find(name: &str) -> Option<&'static Spec> {
     SPECS
         .binary_search_by(|s| s.name.cmp(name))
         .ok()
         .map(|i| &SPECS[i])
+        .or_else(|| model_specs().iter().find(|s| s.name == name))
+}
+
+/// A specifier for every field of the model's table (`tasksnap_model::fields`) that procps
+/// has no specifier of that name for, so a field added there is a ps column too (a
+/// tasksnap extension: procps refuses these names). Its header is its name in capitals,
+/// numbers right-aligned, bytes left-aligned; the value is the table's, 0 or `-` when the
+/// task does not have it. A procps name always keeps procps's meaning.
+pub fn model_specs() -> &'static [Spec] {
+    use tasksnap_model::fields::{Kind, FIELDS};
+    static HEADS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    static MODEL: std::sync::OnceLock<Vec<Spec>> = std::sync::OnceLock::new();
+    MODEL.get_or_init(|| {
+        let heads = HEADS.get_or_init(|| FIELDS.iter().map(|f| f.name.to_uppercase()).collect());
+        FIELDS
+            .iter()
+            .zip(heads)
+            .filter(|(f, _)| SPECS.binary_search_by(|s| s.name.cmp(f.name)).is_err())
+            .map(|(f, head)| {
+                let (width, just) = match f.kind {
+                    Kind::Int => (head.len().max(10), Just::Right),
+                    Kind::Bytes => (head.len().max(20), Just::Left),
+                };
+                s(f.name, head, Field::Model(f), width, Show::Every, just)
+            })
+            .collect()
+    })
 }
 
 /// procps's named format lists (`macro_array` in ps/output.c), usable in `-o` as well.

@@ -87,6 +87,10 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             .map(|spec| spec.field),
     );
     for f in fields {
+        // A column whose value is the model's table's asks for the group the table names.
+        if let Some((model, _)) = fields::table_field(f) {
+            model.group.ask(&mut g);
+        }
         match f {
             Field::Ruid
             | Field::Suid
@@ -140,7 +144,9 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             }
             Field::Fds => g.fds = true,
             Field::Wchan => g.wchan = true,
-            Field::Cgroup | Field::Cgname | Field::Lxc | Field::Login(_) => g.cgroup = true,
+            Field::Cgroup | Field::Cgname | Field::Lxc => g.cgroup = true,
+            Field::Login(_) => g.login = true,
+            Field::Label => g.label = true,
             Field::Ns(_) => g.ns = true,
             Field::Oom => g.oom_score = true,
             Field::OomAdj => g.oom_score_adj = true,
@@ -509,4 +515,46 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     let mut out = crate::output::buffered(1 << 20);
     // `tasksnap ps | head` exits 0; any other write error is "write error", status 1.
     crate::output::exit_code(run(&settings, loc, &mut out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every column whose value comes from the model's field table asks for the group the
+    /// table says the field needs, and a plain `ps -ef` asks for none of the new groups.
+    #[test]
+    fn columns_from_the_field_table_ask_for_their_groups() {
+        let settings = args::parse(&["-ef".into()]).expect("ps -ef");
+        let plain = groups_for(&settings, &[]);
+        assert!(!plain.label && !plain.login && !plain.cgroup, "{plain:?}");
+        let mut n = 0;
+        for spec in format::SPECS {
+            let Some((model, _)) = fields::table_field(spec.field) else {
+                continue;
+            };
+            n += 1;
+            let col = Column {
+                spec,
+                header: String::new(),
+                width: 5,
+            };
+            let g = groups_for(&settings, std::slice::from_ref(&col));
+            assert!(model.group.asked(g), "{}: {}", spec.name, model.name);
+        }
+        assert!(n >= 20, "{n} columns from the table");
+        for (name, flag) in [
+            ("label", (|g: &Groups| g.label) as fn(&Groups) -> bool),
+            ("unit", |g: &Groups| g.login && !g.cgroup),
+            ("cgroup", |g: &Groups| g.cgroup),
+        ] {
+            let spec = format::find(name).expect("known");
+            let col = Column {
+                spec,
+                header: String::new(),
+                width: 5,
+            };
+            assert!(flag(&groups_for(&settings, &[col])), "{name}");
+        }
+    }
 }

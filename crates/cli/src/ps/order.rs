@@ -151,6 +151,17 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
             })
         }
         Field::Io(which) => n(fields::io_count(t, which) as f64),
+        // A field of the model's table: its value (absent: 0, or `-` for bytes, as printed).
+        Field::Model(f) => {
+            use tasksnap_model::fields::{Kind, Value};
+            match (f.value(t), f.kind) {
+                (Some(Value::Int(v)), _) => n(v as f64),
+                (Some(Value::UInt(v)), _) => n(v as f64),
+                (Some(Value::Bytes(b)), _) => Key::Text(b.to_vec()),
+                (None, Kind::Int) => n(0.0),
+                (None, Kind::Bytes) => Key::Text(b"-".to_vec()),
+            }
+        }
         _ => Key::Text(fields::value(field, t, 4096, &[], env, c).bytes.to_vec()),
     }
 }

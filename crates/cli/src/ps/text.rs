@@ -4,6 +4,7 @@
 //! both are implemented, and [`Locale::from_env`] asks the C library which one is in force.
 
 use std::ffi::CStr;
+use tasksnap_model::Cgroup;
 
 extern "C" {
     fn iswprint(wc: libc::wchar_t) -> libc::c_int;
@@ -125,24 +126,24 @@ pub fn flatten_cmdline(raw: &[u8], loc: Locale) -> Option<Vec<u8>> {
 /// What a `cgroup` column shows (procps's `fill_cgroup_cvt`): every line of
 /// /proc/PID/cgroup whose path is not its hierarchy's root, `ID:controllers:path`, joined
 /// with commas; `-` when there is none or the file was not read. Shared by ps and top.
-pub fn cgroup_text(raw: Option<&[u8]>) -> Vec<u8> {
+pub fn cgroup_text(raw: Option<&Cgroup>) -> Vec<u8> {
     join_cgroup_lines(raw, |_| {})
 }
 
 /// [`cgroup_text`] as ps's `cgroup` and `cgname` columns hold it before printing: each line
 /// through the library escape (control characters and, in the C locale, every non-ASCII
 /// byte become `?`), as `fill_cgroup_cvt()` escapes each line it joins.
-pub fn cgroup_text_escaped(raw: Option<&[u8]>, loc: Locale) -> Vec<u8> {
+pub fn cgroup_text_escaped(raw: Option<&Cgroup>, loc: Locale) -> Vec<u8> {
     join_cgroup_lines(raw, |line| library_escape(line, loc))
 }
 
 /// The non-root lines of /proc/PID/cgroup joined with commas, each passed through `each`
 /// once it is in place; `-` for none.
-fn join_cgroup_lines(raw: Option<&[u8]>, mut each: impl FnMut(&mut [u8])) -> Vec<u8> {
+fn join_cgroup_lines(raw: Option<&Cgroup>, mut each: impl FnMut(&mut [u8])) -> Vec<u8> {
     let mut v: Vec<u8> = Vec::new();
     for l in raw
         .into_iter()
-        .flat_map(tasksnap_procfs::parse::parse_cgroup)
+        .flat_map(Cgroup::lines)
         .filter(|l| !l.is_root())
     {
         if !v.is_empty() {

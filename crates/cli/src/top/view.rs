@@ -261,9 +261,10 @@ impl Tracker {
             comm: b.comm.clone(),
             kthread: b.kthread,
             depth: 0,
-            cgroup: t.cgroup.as_deref().map(|raw| {
-                String::from_utf8_lossy(&crate::ps::text::cgroup_text(Some(raw))).into()
-            }),
+            cgroup: t
+                .cgroup
+                .as_deref()
+                .map(|c| String::from_utf8_lossy(&crate::ps::text::cgroup_text(Some(c))).into()),
         };
         let rk = row_key(&t.id);
         if line.cpu_pct > 0.0 || line.runq_pct.is_some_and(|r| r > 0.0) {
@@ -708,7 +709,9 @@ mod tests {
         assert!(f.needs_cgroup());
         assert!(!f.keeps(&l[0], "root"));
         let mut t = task(43, 43, 1, 0, 0);
-        t.cgroup = Some(b"9:name=systemd:/\n4:memory:/app/x\n0::/\n".to_vec());
+        t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(
+            b"9:name=systemd:/\n4:memory:/app/x\n0::/\n".to_vec(),
+        )));
         let l = tr.update(&snap(2, vec![t]), false, 1000);
         assert_eq!(l[0].cgroup.as_deref(), Some("4:memory:/app/x"));
         assert!(f.keeps(&l[0], "root"));

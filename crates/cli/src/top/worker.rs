@@ -310,7 +310,7 @@ mod tests {
         }
         assert!(p.column_header.contains("CGROUP"), "{}", p.column_header);
         let raw = std::fs::read("/proc/self/cgroup").expect("own cgroup");
-        let text = crate::ps::text::cgroup_text(Some(&raw));
+        let text = crate::ps::text::cgroup_text(Some(&tasksnap_model::Cgroup::parse(raw)));
         let want = String::from_utf8_lossy(&text[..text.len().min(render_width())]).into_owned();
         assert!(p.rows[0].contains(&want), "{want:?} not in {:?}", p.rows[0]);
     }

@@ -919,6 +919,10 @@ pub fn procfs_groups(g: &Groups) -> Groups {
         // The iterator does not read cgroup paths (they would need the kernfs names walked
         // up to the hierarchy's root for every task).
         cgroup: g.cgroup,
+        // Derived from the cgroup read from /proc (`Login::fill` after the fill).
+        login: g.login,
+        // The security label: a file of its own, which the iterator does not read.
+        label: g.label,
         // Neither is in the iterator's record.
         fds: g.fds,
         environ: g.environ,

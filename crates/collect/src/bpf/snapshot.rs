@@ -81,7 +81,7 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
     if fill.wchan {
         t.wchan = f.wchan;
     }
-    if fill.cgroup {
+    if fill.needs_cgroup_file() {
         t.cgroup = f.cgroup;
     }
     if fill.fds {
@@ -105,7 +105,13 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
         }
     }
     // The groups of `Task::extra`: each one asked for is taken from /proc's reading.
-    if fill.oom_score || fill.autogroup || fill.smaps || fill.ns || fill.oom_score_adj || fill.loginuid
+    if fill.oom_score
+        || fill.autogroup
+        || fill.smaps
+        || fill.ns
+        || fill.oom_score_adj
+        || fill.loginuid
+        || fill.label
     {
         let from = f.extra.unwrap_or_default();
         let x = t.extra_mut();
@@ -126,6 +132,9 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
         }
         if fill.loginuid {
             x.loginuid = from.loginuid;
+        }
+        if fill.label {
+            x.label = from.label;
         }
     }
 }
@@ -420,6 +429,11 @@ impl BpfCollector {
 
         lap.mark("attach");
         self.fill_from_procfs(&mut tasks, query, fill_groups, &mut stats)?;
+        if query.groups.login {
+            // From the cgroups just read (those of the tasks /proc alone gave, through its
+            // own snapshot, have theirs already and no cgroup left unless asked for).
+            crate::login::Login::system(self.procfs.root()).fill(&mut tasks, query.groups.cgroup);
+        }
         lap.mark("procfs");
         self.out.phases_ms = lap.into_phases_ms();
         debug_assert!(tasks.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)));

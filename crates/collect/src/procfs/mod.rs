@@ -448,6 +448,9 @@ impl Collector for ProcfsCollector {
             }
         }
         tasks.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        if query.groups.login {
+            crate::login::Login::system(&self.root).fill(&mut tasks, query.groups.cgroup);
+        }
         Ok(Snapshot {
             taken_at_unix_ns,
             taken_at_boottime_ns,

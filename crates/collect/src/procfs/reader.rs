@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::RawFd;
 
 use tasksnap_model::{
-    Base, Cred, Groups, Mem, Sched, Signals, SnapshotStats, Stat, Task, TaskId, TaskState,
+    Base, Cgroup, Cred, Groups, Mem, Sched, Signals, SnapshotStats, Stat, Task, TaskId, TaskState,
     PF_KTHREAD,
 };
 
@@ -547,10 +547,11 @@ impl TaskReader {
             }
         }
 
-        if g.cgroup {
-            // Kept raw (every hierarchy's line); tasksnap_procfs::parse::parse_cgroup reads it.
+        if g.needs_cgroup_file() {
+            // Parsed once here; the raw text stays inside for recordings. Read for `login`
+            // alone too: the snapshot derives the sd-login answers from it, then drops it.
             match self.read_small(tgid, tid, "cgroup") {
-                Ok(n) => task.cgroup = Some(self.buf[..n].to_vec()),
+                Ok(n) => task.cgroup = Some(Box::new(Cgroup::parse(self.buf[..n].to_vec()))),
                 Err(FileError::Gone) => return self.gone(task, seen),
                 Err(FileError::Denied) => self.stats.denied += 1,
                 Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "cgroup", e),
@@ -613,6 +614,17 @@ impl TaskReader {
                 "oom_score_adj" => x.oom_score_adj = parse::parse_oom(text),
                 "autogroup" => x.autogroup = Some(parse::parse_autogroup(text)),
                 _ => x.loginuid = Some(parse::parse_loginuid(text)),
+            }
+        }
+
+        if g.label {
+            // The process's label, also on a thread's row: procps reads /proc/TGID/attr/current.
+            let read = match self.read_optional(tgid, None, "attr/current") {
+                Ok(n) => n,
+                Err(e) => return self.failed(tgid, tid, "attr/current", e),
+            };
+            if let Some(n) = read {
+                task.extra_mut().label = Some(parse::parse_attr_current(&self.buf[..n]).to_vec());
             }
         }
 
