@@ -1,0 +1,586 @@
+//! [`Host`]: the one thing a front end (ps, top, states, record, serve, doctor, bench, the
+//! Python binding) uses from tasksnap-collect. Read this module to know what a front end may
+//! do; everything else in the crate is how it is done.
+//!
+//! A `Host` is the machine as tasksnap sees it, or a recording of one:
+//!
+//! - **where it is** ([`HostOptions`]): the /proc root (and /sys, /dev, the utmp file) every
+//!   read goes through, so a test can run any front end on a fake tree
+//!   ([`HostOptions::from_env`] is the one place the binary and the Python binding take a
+//!   fake tree from the environment);
+//! - **its units** ([`Units`]), fetched once: clock ticks per second, page size, boot time;
+//! - **its sources**, opened on demand and chosen by the rules of [`crate::choice`]: tasks as
+//!   one-off snapshots ([`Host::open_snapshots`]), a live view's changes
+//!   ([`Host::open_live`]), thread-state totals ([`Host::open_states`], and top's per-process
+//!   [`Host::open_waits`]), whole readings for a sampler ([`Host::open_readings`]); or, for a
+//!   recording, the recorded [`Reading`] ([`Host::replay`]) and thread-state samples
+//!   ([`Host::replay_states`]);
+//! - **its privileges**: loading BPF programs needs capabilities nothing later needs; a front
+//!   end calls [`Host::ready`] once every source it needs is open and prepared, and the host
+//!   drops them (keeping [`crate::caps::KEPT`]) exactly once. Front ends never call `caps`;
+//! - **its machine-wide figures** ([`Host::system`], [`Host::uptime_s`],
+//!   [`Host::users_logged_in`]...).
+//!
+//! Inside, the task sources sit behind the crate's traits ([`Collector`], [`LiveCollector`],
+//! [`StateSource`]) in one enum, so that a new source (a root service answering over a
+//! socket) is one more variant that no front end sees.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use tasksnap_model::{
+    Backend, CpuTicks, Groups, LoadAverages, Memory, PassReport, Query, Reading, Snapshot,
+    SystemFigures, Task,
+};
+
+use crate::procfs::Units as ProcfsUnits;
+use crate::replay::{ReplayCollector, ReplayStates};
+use crate::sampler::{Options as ReadingOptions, Sampler};
+use crate::states::bpf::BpfSource;
+use crate::{
+    caps, choice, system, ChangeSummary, Collector, Error, Filled, LiveCollector, Sample,
+    StateSource,
+};
+
+/// Where a [`Host`] reads, and what it takes as given. The default is this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostOptions {
+    /// The procfs root (`/proc`). Any other root is read by the procfs sources only: the BPF
+    /// programs read the running kernel, not a tree.
+    pub proc_root: PathBuf,
+    /// The sysfs root (`/sys`): NUMA nodes, cgroup mounts.
+    pub sys_root: PathBuf,
+    /// The device directory (`/dev`): terminal names.
+    pub dev_root: PathBuf,
+    /// The utmp file (`/var/run/utmp`): logged-in users.
+    pub utmp_path: PathBuf,
+    /// The page size, bytes, in place of the running kernel's (a fake tree from a machine
+    /// with 16 or 64 KiB pages).
+    pub page_size_bytes: Option<u64>,
+}
+
+impl Default for HostOptions {
+    fn default() -> HostOptions {
+        HostOptions {
+            proc_root: PathBuf::from("/proc"),
+            sys_root: PathBuf::from("/sys"),
+            dev_root: PathBuf::from("/dev"),
+            utmp_path: PathBuf::from("/var/run/utmp"),
+            page_size_bytes: None,
+        }
+    }
+}
+
+/// The environment variable naming a fake /proc tree ([`HostOptions::from_env`]).
+pub const PROC_ROOT_ENV: &str = "TASKSNAP_PROC_ROOT";
+/// The environment variable naming a page size in bytes ([`HostOptions::from_env`]).
+pub const PAGE_SIZE_ENV: &str = "TASKSNAP_PAGE_SIZE";
+
+impl HostOptions {
+    /// The machine's paths, with a fake tree when the environment names one: `TASKSNAP_PROC_ROOT`
+    /// (the /proc root; `sys`, `dev` and `utmp` beside it are then the /sys and /dev roots and
+    /// the utmp file) and `TASKSNAP_PAGE_SIZE` (bytes). This is how the tests run every front
+    /// end of the binary and of the Python binding on a fake tree.
+    ///
+    /// Why this is safe: the bytes of /proc are hostile input already (any user names its
+    /// processes, and their command lines), so a tree of the caller's own making shows nothing
+    /// a process of the caller could not. With a fake root the BPF sources are never used
+    /// (they would read the kernel, not the tree). What the variables must not do is let a
+    /// user read files through a tasksnap running with more privilege than theirs: a setuid
+    /// or file-capability binary runs in secure-execution mode (`AT_SECURE`, what glibc's
+    /// `secure_getenv` checks), and then both variables are ignored.
+    pub fn from_env() -> HostOptions {
+        let mut o = HostOptions::default();
+        if secure_execution() {
+            return o;
+        }
+        if let Some(root) = std::env::var_os(PROC_ROOT_ENV).filter(|r| !r.is_empty()) {
+            let root = PathBuf::from(root);
+            o.sys_root = root.join("sys");
+            o.dev_root = root.join("dev");
+            o.utmp_path = root.join("utmp");
+            o.proc_root = root;
+        }
+        o.page_size_bytes = std::env::var(PAGE_SIZE_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&b| b >= 1024 && b.is_power_of_two());
+        o
+    }
+
+    /// Whether these are the running kernel's own trees (the BPF sources may answer).
+    pub fn is_this_kernel(&self) -> bool {
+        choice::is_kernel_proc(&self.proc_root)
+    }
+}
+
+/// Whether the process runs in secure-execution mode (setuid, setgid or file capabilities).
+fn secure_execution() -> bool {
+    // SAFETY: getauxval reads the process's auxiliary vector; it has no preconditions.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// The host's units, fetched once when the [`Host`] opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Units {
+    /// Clock ticks per second (`CLK_TCK`, "USER_HZ": what /proc's tick counts count).
+    pub clock_ticks_per_s: u64,
+    /// The page size, bytes (what /proc's page counts count).
+    pub page_size_bytes: u64,
+    /// When the machine booted, seconds since the epoch (`btime` of /proc/stat; 0 when
+    /// unreadable).
+    pub boot_time_unix_s: u64,
+}
+
+impl Units {
+    /// The conversions a procfs source applies.
+    fn procfs(&self) -> ProcfsUnits {
+        ProcfsUnits {
+            clk_tck: self.clock_ticks_per_s,
+            page_size: self.page_size_bytes,
+        }
+    }
+}
+
+/// Where a host's tasks come from (one of the crate's task sources).
+enum Tasks {
+    /// Nothing opened yet.
+    None,
+    /// One-off snapshots (ps, bench, the Python binding).
+    Snapshots(Box<dyn Collector>),
+    /// A live view's changes (top, and the sampler's).
+    Live(Box<dyn LiveCollector>),
+    /// A recorded reading.
+    Replay(ReplayCollector),
+}
+
+/// The thread-state source open, which backend it is and why.
+struct States {
+    source: Box<dyn StateSource>,
+    backend: Backend,
+    why: String,
+}
+
+/// How a thread-state source reads ([`Host::open_states`]).
+#[derive(Debug, Clone, Default)]
+pub struct StatesOptions {
+    /// Which threads.
+    pub filter: crate::states::Filter,
+    /// Keep the kernel stacks (BPF) or wchan (/proc) of S waits too (D waits always).
+    pub track_sleep: bool,
+    /// The /proc source's state-letter samples per second (`None`: its default).
+    pub sample_hz: Option<u32>,
+    /// Descriptors the /proc source leaves for everything else (`None`: its default).
+    pub fds_left: Option<usize>,
+}
+
+/// The machine (or a recording of it) as a front end sees it. See the module header.
+pub struct Host {
+    opts: HostOptions,
+    units: Units,
+    tasks: Tasks,
+    states: Option<States>,
+    waits: Option<BpfSource>,
+    sampler: Option<Sampler>,
+    /// The effective capabilities after [`Host::ready`] dropped them (once).
+    dropped: Option<Result<u64, String>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("opts", &self.opts)
+            .field("units", &self.units)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// The machine `opts` describes, with its units read; no source is open yet.
+    pub fn open(opts: HostOptions) -> Host {
+        let units = Units {
+            clock_ticks_per_s: tasksnap_procfs::sys::sysconf(libc::_SC_CLK_TCK, 100).max(1),
+            page_size_bytes: opts
+                .page_size_bytes
+                .unwrap_or_else(|| tasksnap_procfs::sys::sysconf(libc::_SC_PAGESIZE, 4096).max(1)),
+            boot_time_unix_s: system::read_proc_stat(&opts.proc_root)
+                .and_then(|s| tasksnap_procfs::parse::parse_btime(&s).ok())
+                .unwrap_or(0),
+        };
+        Host {
+            opts,
+            units,
+            tasks: Tasks::None,
+            states: None,
+            waits: None,
+            sampler: None,
+            dropped: None,
+        }
+    }
+
+    /// This machine, or the fake tree the environment names ([`HostOptions::from_env`]).
+    pub fn from_env() -> Host {
+        Host::open(HostOptions::from_env())
+    }
+
+    /// A recording: `reading` answers every snapshot (`why` says which, for `-v`); no /proc,
+    /// no BPF, nothing to drop. The units are this machine's (a recording keeps none).
+    pub fn replay(reading: Reading, why: String) -> Host {
+        let mut h = Host::open(HostOptions::default());
+        h.units.boot_time_unix_s = reading.snapshot.boot_time_unix_s;
+        h.tasks = Tasks::Replay(ReplayCollector::new(reading, why));
+        h.dropped = Some(Ok(0));
+        h
+    }
+
+    /// A recording's thread-state samples, answered one per [`Host::sample`] call.
+    pub fn replay_states(samples: Vec<Sample>) -> Host {
+        let mut h = Host::open(HostOptions::default());
+        h.states = Some(States {
+            source: Box::new(ReplayStates::new(samples)),
+            backend: Backend::Auto,
+            why: "replay".into(),
+        });
+        h.dropped = Some(Ok(0));
+        h
+    }
+
+    /// Where this host reads.
+    pub fn options(&self) -> &HostOptions {
+        &self.opts
+    }
+
+    /// The procfs root every read goes through.
+    pub fn proc_root(&self) -> &Path {
+        &self.opts.proc_root
+    }
+
+    /// The sysfs root.
+    pub fn sys_root(&self) -> &Path {
+        &self.opts.sys_root
+    }
+
+    /// The device directory.
+    pub fn dev_root(&self) -> &Path {
+        &self.opts.dev_root
+    }
+
+    /// Clock ticks per second, page size, boot time.
+    pub fn units(&self) -> Units {
+        self.units
+    }
+
+    // ---- opening sources (while privileged), then `ready` ----
+
+    /// Opens the task source for snapshots of `groups` (`ps`, `bench`): `backend` by the
+    /// rules of [`choice::open`], ready to take them (a BPF one has made its memory).
+    pub fn open_snapshots(&mut self, backend: Backend, groups: &Groups) -> Result<(), Error> {
+        let c = choice::open(backend, groups, &self.opts.proc_root, self.units.procfs())?;
+        self.tasks = Tasks::Snapshots(c);
+        Ok(())
+    }
+
+    /// Opens the task source of a live view (`top`): BPF whenever it loads
+    /// ([`choice::open_live`]). Call [`Host::prepare_live`] before [`Host::ready`].
+    pub fn open_live(&mut self, backend: Backend) -> Result<(), Error> {
+        let c = choice::open_live(backend, &self.opts.proc_root, self.units.procfs())?;
+        self.tasks = Tasks::Live(c);
+        Ok(())
+    }
+
+    /// Loads what makes a live view's later refreshes cheap (the BPF walk and its memory),
+    /// while still privileged. Failing is not an error: refreshes then take a slower path.
+    pub fn prepare_live(&mut self, groups: &Groups) {
+        if let Tasks::Live(c) = &mut self.tasks {
+            c.prepare(groups);
+        }
+    }
+
+    /// Opens a thread-state source ([`choice::open_states`]: BPF when it loads with `Auto`).
+    pub fn open_states(&mut self, backend: Backend, opts: StatesOptions) -> Result<(), Error> {
+        let bpf = crate::states::bpf::Options {
+            filter: opts.filter.clone(),
+            track_sleep: opts.track_sleep,
+            proc_root: self.opts.proc_root.clone(),
+            ..Default::default()
+        };
+        let mut procfs = crate::states::procfs::Options {
+            filter: opts.filter,
+            track_sleep: opts.track_sleep,
+            proc_root: self.opts.proc_root.clone(),
+            ..Default::default()
+        };
+        if let Some(hz) = opts.sample_hz {
+            procfs.sample_hz = hz;
+        }
+        if let Some(n) = opts.fds_left {
+            procfs.fds_left = n;
+        }
+        let c = choice::open_states(backend, bpf, procfs)?;
+        self.states = Some(States {
+            source: c.source,
+            backend: c.backend,
+            why: c.why,
+        });
+        Ok(())
+    }
+
+    /// Loads top's per-process thread-state accounting (DISK% and wait reasons: BPF only,
+    /// threads seeded as they come on screen), or says why it cannot run.
+    pub fn open_waits(&mut self) -> Result<(), Error> {
+        if let Some(why) = (!self.opts.is_this_kernel()).then(|| {
+            format!(
+                "{} is not the running kernel's /proc",
+                self.opts.proc_root.display()
+            )
+        }) {
+            return Err(Error::BpfUnavailable(why));
+        }
+        // Threads are seeded when they first come on screen, not all at load: a pass over
+        // 50,000 tasks would cost a refresh's worth of time and 10 MB of peak memory.
+        let opts = crate::states::bpf::Options {
+            seed_all: false,
+            proc_root: self.opts.proc_root.clone(),
+            ..Default::default()
+        };
+        self.waits = Some(BpfSource::load(opts)?);
+        Ok(())
+    }
+
+    /// Opens the sources of whole readings (`record`, `serve`): a live task source, thread
+    /// states, the machine-wide figures (see [`crate::sampler`]).
+    pub fn open_readings(&mut self, opts: ReadingOptions) -> Result<(), Error> {
+        let opts = ReadingOptions {
+            proc_root: self.opts.proc_root.clone(),
+            ..opts
+        };
+        self.sampler = Some(Sampler::open_with(opts, self.units.procfs())?);
+        Ok(())
+    }
+
+    /// Every source this front end needs is open and prepared: the capabilities only loading
+    /// needed are dropped (all but [`caps::KEPT`]), once; later calls change nothing.
+    /// Capabilities are per thread: call this on the thread that starts the others. Returns
+    /// the effective set after the drop, or why it could not be dropped.
+    pub fn ready(&mut self) -> Result<u64, String> {
+        self.dropped
+            .get_or_insert_with(|| caps::keep_only(caps::KEPT).map_err(|e| e.to_string()))
+            .clone()
+    }
+
+    /// [`Host::ready`] for a thread that needs no privilege at all (an exporter's HTTP
+    /// side, once its collection thread has its own): every capability goes.
+    pub fn drop_all_privileges_of_this_thread() -> io::Result<u64> {
+        caps::keep_only(0)
+    }
+
+    /// [`Host::ready`] for another thread of this process that has loaded nothing (a
+    /// terminal thread): the same set is dropped there.
+    pub fn ready_this_thread() -> io::Result<u64> {
+        caps::keep_only(caps::KEPT)
+    }
+
+    // ---- tasks ----
+
+    fn collector(&self) -> Result<&dyn Collector, Error> {
+        match &self.tasks {
+            Tasks::Snapshots(c) => Ok(c.as_ref()),
+            Tasks::Live(c) => Ok(c.as_ref() as &dyn Collector),
+            Tasks::Replay(r) => Ok(r),
+            Tasks::None => Err(not_open("tasks")),
+        }
+    }
+
+    fn collector_mut(&mut self) -> Result<&mut dyn Collector, Error> {
+        match &mut self.tasks {
+            Tasks::Snapshots(c) => Ok(c.as_mut()),
+            Tasks::Live(c) => Ok(c.as_mut() as &mut dyn Collector),
+            Tasks::Replay(r) => Ok(r),
+            Tasks::None => Err(not_open("tasks")),
+        }
+    }
+
+    fn live_mut(&mut self) -> Result<&mut dyn LiveCollector, Error> {
+        match &mut self.tasks {
+            Tasks::Live(c) => Ok(c.as_mut()),
+            _ => Err(not_open("a live view")),
+        }
+    }
+
+    /// The tasks `query` selects, with the groups it asks for.
+    pub fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        self.collector_mut()?.snapshot(query)
+    }
+
+    /// `groups` of the tasks `ids` (tgid, tid) only, with the same deadline on a target's
+    /// mmap lock as a snapshot's reads.
+    pub fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<Filled, Error> {
+        self.collector()?.fill(ids, groups)
+    }
+
+    /// What answers for tasks, why, and how its last pass went (a default report when no
+    /// task source is open).
+    pub fn report(&self) -> PassReport {
+        match self.collector() {
+            Ok(c) => c.report(),
+            Err(_) => match &self.sampler {
+                Some(s) => s.report(),
+                None => PassReport::default(),
+            },
+        }
+    }
+
+    /// Hands a snapshot's tasks back for the next one to reuse.
+    pub fn recycle(&mut self, tasks: Vec<Task>) {
+        if let Ok(c) = self.collector_mut() {
+            c.recycle(tasks);
+        }
+    }
+
+    /// What changed since the last call (every task the first time), each task handed to
+    /// `sink`: a live view's refresh ([`Host::open_live`]).
+    pub fn changes_into(
+        &mut self,
+        query: &Query,
+        sink: &mut dyn FnMut(Task),
+    ) -> Result<ChangeSummary, Error> {
+        self.live_mut()?.changes_into(query, sink)
+    }
+
+    /// Whether the next [`Host::changes_into`] with `query` will be a whole pass.
+    pub fn next_changes_full(&self, query: &Query) -> bool {
+        match &self.tasks {
+            Tasks::Live(c) => c.next_changes_full(query),
+            _ => true,
+        }
+    }
+
+    /// The recorded reading a replay host answers with.
+    pub fn replayed(&self) -> Option<&Reading> {
+        match &self.tasks {
+            Tasks::Replay(r) => Some(r.reading()),
+            _ => None,
+        }
+    }
+
+    // ---- thread states ----
+
+    /// Cumulative thread-state totals of every thread the source's filter selects, now.
+    pub fn sample(&mut self) -> Result<Sample, Error> {
+        match &mut self.states {
+            Some(s) => s.source.sample(),
+            None => Err(not_open("thread states")),
+        }
+    }
+
+    /// Which source reads thread states (`None` when none is open: [`Backend::Auto`] for a
+    /// replay), and why that one.
+    pub fn states_report(&self) -> (Option<Backend>, &str) {
+        match &self.states {
+            Some(s) => (Some(s.backend), &s.why),
+            None => (None, "not open"),
+        }
+    }
+
+    /// Top's per-process accounting: the totals of the threads of `pids` (every process
+    /// when empty) now ([`Host::open_waits`]).
+    pub fn sample_waits(&mut self, pids: &[i32]) -> Result<Sample, Error> {
+        match &mut self.waits {
+            Some(w) => {
+                w.watch(pids);
+                w.sample()
+            }
+            None => Err(not_open("the per-process accounting")),
+        }
+    }
+
+    // ---- readings ----
+
+    /// One reading of the whole host, updated in place by the next call (see
+    /// [`Sampler::read_mut`]).
+    pub fn read_mut(&mut self) -> Result<&mut Reading, Error> {
+        match &mut self.sampler {
+            Some(s) => s.read_mut(),
+            None => Err(not_open("readings")),
+        }
+    }
+
+    /// The reading sampler's thread-state source and why ([`Sampler::states_report`]).
+    pub fn readings_states_report(&self) -> (Option<Backend>, &str) {
+        match &self.sampler {
+            Some(s) => s.states_report(),
+            None => (None, "not open"),
+        }
+    }
+
+    /// Where the last reading's time went, phase by phase.
+    pub fn reading_phases(&self) -> &[(&'static str, std::time::Duration)] {
+        match &self.sampler {
+            Some(s) => s.phases(),
+            None => &[],
+        }
+    }
+
+    // ---- machine-wide figures ----
+
+    /// Every machine-wide figure a recording keeps (a replay: the recorded ones).
+    pub fn system(&self) -> SystemFigures {
+        match &self.tasks {
+            Tasks::Replay(r) => r.reading().system.clone(),
+            _ => system::figures(&self.opts.proc_root),
+        }
+    }
+
+    /// `/proc/stat`'s aggregate `cpu` line.
+    pub fn cpu_ticks(&self) -> Option<CpuTicks> {
+        system::cpu_ticks(&self.opts.proc_root)
+    }
+
+    /// `/proc/meminfo`.
+    pub fn memory(&self) -> Option<Memory> {
+        system::memory(&self.opts.proc_root)
+    }
+
+    /// `MemTotal`, KiB (a replay: the recorded one).
+    pub fn mem_total_kib(&self) -> Option<u64> {
+        match &self.tasks {
+            Tasks::Replay(r) => r.reading().system.memory.map(|m| m.total_kib),
+            _ => system::mem_total_kib(&self.opts.proc_root),
+        }
+    }
+
+    /// `/proc/loadavg`.
+    pub fn load_averages(&self) -> Option<LoadAverages> {
+        system::load_averages(&self.opts.proc_root)
+    }
+
+    /// Seconds since boot (`/proc/uptime`).
+    pub fn uptime_s(&self) -> Option<f64> {
+        system::uptime_s(&self.opts.proc_root)
+    }
+
+    /// The width of `kernel.pid_max` as printed.
+    pub fn pid_max_width(&self) -> Option<usize> {
+        system::pid_max_width(&self.opts.proc_root)
+    }
+
+    /// Users logged in: USER_PROCESS records of the utmp file, as procps counts them.
+    pub fn users_logged_in(&self) -> usize {
+        crate::machine::logged_in_users(&self.opts.utmp_path)
+    }
+
+    /// The caller's controlling tty (`tty_nr`), 0 when none.
+    pub fn own_tty_nr(&self) -> u32 {
+        system::own_tty_nr(&self.opts.proc_root)
+    }
+
+    /// The number of tasks (threads) on the system.
+    pub fn task_count(&self) -> Option<u64> {
+        crate::task_count(&self.opts.proc_root)
+    }
+}
+
+/// The error for asking a host what no open source answers: a front end's bug.
+fn not_open(what: &str) -> Error {
+    Error::Unsupported(format!("no source of {what} is open on this host"))
+}
