@@ -580,6 +580,87 @@ impl Host {
     }
 }
 
+/// What loading the BPF task iterator here showed ([`Host::probe_bpf`], for `doctor`).
+#[derive(Debug, Clone)]
+pub struct BpfProbe {
+    /// How long loading (or opening the pinned programs) took, ns.
+    pub load_ns: u64,
+    /// Where the pinned programs came from, when they were pinned ones.
+    pub pinned_at: Option<PathBuf>,
+    /// Why a pinned set that is there was not used.
+    pub pin_problem: Option<String>,
+    /// Why command lines come from /proc, when they do.
+    pub cmdline_from_procfs: Option<String>,
+    /// Whether full passes walk the task lists into a mapped arena.
+    pub has_walk: bool,
+    /// Why the walk is not there, when it is not.
+    pub walk_problem: Option<String>,
+}
+
+impl Host {
+    /// Loads the BPF task iterator (with command lines) to see whether it can run here and
+    /// how, then lets it go: what `doctor` reports. Not a source of this host.
+    pub fn probe_bpf(&self) -> Result<BpfProbe, crate::bpf::Unavailable> {
+        if let Some(why) = (!self.opts.is_this_kernel()).then(|| {
+            format!(
+                "{} is not the running kernel's /proc",
+                self.opts.proc_root.display()
+            )
+        }) {
+            return Err(crate::bpf::Unavailable::Failed(why));
+        }
+        let b = crate::bpf::BpfCollector::with_cmdline(true)?;
+        Ok(BpfProbe {
+            load_ns: b.load_ns,
+            pinned_at: b.pinned_at.clone(),
+            pin_problem: b.pin_problem.clone(),
+            cmdline_from_procfs: b.cmdline_from_procfs.clone(),
+            has_walk: b.has_walk(),
+            walk_problem: b.walk_problem.clone(),
+        })
+    }
+
+    /// A sysctl's value, trimmed (`kernel/task_delayacct`).
+    pub fn sysctl(&self, name: &str) -> Option<String> {
+        system::sysctl(&self.opts.proc_root, name)
+    }
+
+    /// The `hidepid=` option of the procfs mounted at /proc.
+    pub fn hidepid(&self) -> Option<String> {
+        system::hidepid(&self.opts.proc_root)
+    }
+
+    /// The caller's effective capabilities, as /proc/self/status shows them.
+    pub fn own_effective_caps(&self) -> Option<u64> {
+        system::own_effective_caps(&self.opts.proc_root)
+    }
+
+    /// The processes of the /proc root, by pid, ascending.
+    pub fn list_pids(&self) -> Result<Vec<i32>, Error> {
+        crate::procfs::ProcfsCollector::with_root(&self.opts.proc_root)?.list_pids()
+    }
+
+    /// `bench`/`doctor` baselines over this host's /proc root (see [`crate::probes`]).
+    pub fn read_proc_stat(&self) -> Option<Vec<u8>> {
+        system::read_proc_stat(&self.opts.proc_root)
+    }
+
+    /// Opens and closes `file` of each of `pids` (a `bench` baseline).
+    pub fn open_close_each(&self, pids: &[i32], file: &str) {
+        system::open_close_each(&self.opts.proc_root, pids, file)
+    }
+
+    /// Opens, reads once into `buf` and closes `file` of each of `pids` (a `bench` baseline).
+    pub fn open_read_close_each(&self, pids: &[i32], file: &str, buf: &mut [u8]) {
+        system::open_read_close_each(&self.opts.proc_root, pids, file, buf)
+    }
+
+    /// The kernel's BTF file under the sysfs root, for `doctor`.
+    pub fn btf_path(&self) -> PathBuf {
+        self.opts.sys_root.join("kernel/btf/vmlinux")
+    }
+}
+
 /// The error for asking a host what no open source answers: a front end's bug.
 fn not_open(what: &str) -> Error {
     Error::Unsupported(format!("no source of {what} is open on this host"))
