@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use tasksnap_collect::sampler::{Options, Sampler};
+use tasksnap_collect::{Host, ReadingOptions};
 use tasksnap_history::{Encoder, History, ReplayError, KIND_NAMES, KIND_SAMPLE};
 use tasksnap_model::Backend;
 use tasksnap_states::carry::Carry;
@@ -144,12 +144,14 @@ fn run(args: &Args) -> ExitCode {
     let mut carry = carry_on(args);
     let bytes0 = writer.bytes_on_disk();
     let cpu0 = own_cpu_ns();
-    let mut sampler = match Sampler::open(Options {
+    let mut sampler = Host::from_env();
+    let opened = sampler.open_readings(ReadingOptions {
         backend: args.backend,
         track_sleep: args.why_sleep,
-        ..Options::default()
-    }) {
-        Ok(s) => s,
+        ..ReadingOptions::default()
+    });
+    match opened {
+        Ok(()) => {}
         Err(e) => {
             warn!("tasksnap record: {e}");
             let _ = writer.finish();
@@ -157,15 +159,14 @@ fn run(args: &Args) -> ExitCode {
         }
     };
     let open_cpu_ns = own_cpu_ns().saturating_sub(cpu0);
-    if sampler.report().backend == Backend::Bpf {
-        // Loaded: a recorder that runs for weeks keeps only what reading /proc needs (as
-        // top and ps do), not the power to load programs.
-        if let Err(e) = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT) {
-            warn!("tasksnap record: could not drop capabilities: {e}");
-        }
+    // Loaded: a recorder that runs for weeks keeps only what reading /proc needs (as top
+    // and ps do), not the power to load programs.
+    let dropped = sampler.ready();
+    if let (Err(e), Backend::Bpf) = (dropped, sampler.report().backend) {
+        warn!("tasksnap record: could not drop capabilities: {e}");
     }
     if !args.quiet {
-        let (states, why) = sampler.states_report();
+        let (states, why) = sampler.readings_states_report();
         warn!(
             "tasksnap record: recording to {} every {} (tasks: {}; thread states: {}, {}); \
              stop with Ctrl-C",
@@ -211,7 +212,7 @@ fn run(args: &Args) -> ExitCode {
         tally.cpu_ns += cpu_ns;
         if args.timings {
             let mut line = String::new();
-            for (name, d) in sampler.phases() {
+            for (name, d) in sampler.reading_phases() {
                 line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
             }
             warn!(

@@ -55,7 +55,7 @@ fn procfs(root: &Path, units: Units, why: String) -> Result<ProcfsCollector, Err
 /// Whether `root` is the running kernel's /proc, the only tree the BPF programs (which read
 /// the kernel itself) can answer for. A test's fake tree is read by the procfs sources only.
 pub fn is_kernel_proc(root: &Path) -> bool {
-    root == Path::new("/proc")
+    root == Path::new(crate::host::KERNEL_PROC)
 }
 
 /// Why BPF cannot answer for the tree at `root` (`None`: it may).

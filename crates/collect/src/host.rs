@@ -35,7 +35,8 @@ use tasksnap_model::{
 
 use crate::procfs::Units as ProcfsUnits;
 use crate::replay::{ReplayCollector, ReplayStates};
-use crate::sampler::{Options as ReadingOptions, Sampler};
+pub use crate::sampler::Options as ReadingOptions;
+use crate::sampler::Sampler;
 use crate::states::bpf::BpfSource;
 use crate::{
     caps, choice, system, ChangeSummary, Collector, Error, Filled, LiveCollector, Sample,
@@ -70,6 +71,10 @@ impl Default for HostOptions {
         }
     }
 }
+
+/// The running kernel's own /proc: what a process reads of itself (its descriptors, its
+/// sockets' owners), whatever tree a [`Host`] reads tasks from.
+pub const KERNEL_PROC: &str = "/proc";
 
 /// The environment variable naming a fake /proc tree ([`HostOptions::from_env`]).
 pub const PROC_ROOT_ENV: &str = "TASKSNAP_PROC_ROOT";
@@ -363,8 +368,18 @@ impl Host {
     /// Capabilities are per thread: call this on the thread that starts the others. Returns
     /// the effective set after the drop, or why it could not be dropped.
     pub fn ready(&mut self) -> Result<u64, String> {
+        self.ready_keeping(caps::KEPT)
+    }
+
+    /// [`Host::ready`] for a front end that only reads (an exporter): kill and renice go
+    /// too ([`caps::KEPT_READING`]).
+    pub fn ready_to_read_only(&mut self) -> Result<u64, String> {
+        self.ready_keeping(caps::KEPT_READING)
+    }
+
+    fn ready_keeping(&mut self, keep: u64) -> Result<u64, String> {
         self.dropped
-            .get_or_insert_with(|| caps::keep_only(caps::KEPT).map_err(|e| e.to_string()))
+            .get_or_insert_with(|| caps::keep_only(keep).map_err(|e| e.to_string()))
             .clone()
     }
 

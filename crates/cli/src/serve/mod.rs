@@ -14,14 +14,15 @@ mod http;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use tasksnap_collect::sampler::{Options as SamplerOptions, Sampler};
+use tasksnap_collect::host::KERNEL_PROC;
+use tasksnap_collect::{Host, ReadingOptions};
 use tasksnap_export::encode::{Cost, Exposition};
 use tasksnap_export::{Aggregator, Config, Grouping, Options};
 use tasksnap_model::Backend;
@@ -210,11 +211,6 @@ impl Shared {
     }
 }
 
-/// Capabilities kept once the BPF programs are loaded: reading /proc whatever its modes
-/// (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) and the files behind ptrace access checks
-/// (CAP_SYS_PTRACE: io, exe). Not `top`'s kill and renice.
-const KEPT: u64 = 1 << 1 | 1 << 2 | 1 << 19;
-
 /// The CPU clock of the calling thread, for [`collection_cpu_ns`] to leave out.
 fn thread_cpu_clock() -> Option<libc::clockid_t> {
     let mut clock: libc::clockid_t = 0;
@@ -258,7 +254,7 @@ struct Started {
 
 /// The collection side: one sampler and one aggregator, kept for the exporter's life.
 struct Collection {
-    sampler: Sampler,
+    sampler: Host,
     aggregator: Aggregator,
     cost: Cost,
     timings: bool,
@@ -267,26 +263,30 @@ struct Collection {
 }
 
 impl Collection {
-    /// Opens the sources (loading BPF where allowed), then keeps only [`KEPT`].
+    /// Opens the sources (loading BPF where allowed), then keeps only what reading /proc
+    /// whatever its modes needs (not `top`'s kill and renice: [`Host::ready_to_read_only`]).
     fn open(
         backend: Backend,
         opts: Options,
         timings: bool,
         http_clock: Option<libc::clockid_t>,
     ) -> Result<Collection, String> {
-        let sampler = Sampler::open(SamplerOptions {
-            backend,
-            exe: opts.grouping.needs_exe(),
-            states_fds_left: budget::STATES_FDS_LEFT,
-            ..SamplerOptions::default()
-        })
-        .map_err(|e| e.to_string())?;
-        if sampler.report().backend == Backend::Bpf {
-            if let Err(e) = tasksnap_collect::caps::keep_only(KEPT) {
-                warn!("tasksnap serve: could not drop capabilities: {e}");
-            }
+        let mut sampler = Host::from_env();
+        sampler
+            .open_readings(ReadingOptions {
+                backend,
+                exe: opts.grouping.needs_exe(),
+                states_fds_left: budget::STATES_FDS_LEFT,
+                ..ReadingOptions::default()
+            })
+            .map_err(|e| e.to_string())?;
+        if let (Err(e), Backend::Bpf) = (sampler.ready_to_read_only(), sampler.report().backend) {
+            warn!("tasksnap serve: could not drop capabilities: {e}");
         }
-        let states = sampler.states_report().0.map_or("none", |b| b.name());
+        let states = sampler
+            .readings_states_report()
+            .0
+            .map_or("none", |b| b.name());
         Ok(Collection {
             cost: Cost {
                 states_backend: states.to_string(),
@@ -320,7 +320,7 @@ impl Collection {
         self.cost.collect_cpu_seconds += cpu_ns as f64 / 1e9;
         if self.timings {
             let mut line = String::new();
-            for (name, d) in self.sampler.phases() {
+            for (name, d) in self.sampler.reading_phases() {
                 line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
             }
             warn!(
@@ -421,7 +421,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
                 let _ = started_tx.send(Ok(Started {
                     tasks_why: c.sampler.report().why.clone(),
                     states: c.cost.states_backend.clone(),
-                    states_why: c.sampler.states_report().1.to_string(),
+                    states_why: c.sampler.readings_states_report().1.to_string(),
                     first_ms: c.cost.collect_seconds * 1e3,
                 }));
                 collect_loop(&mut c, &shared, interval);
@@ -447,10 +447,10 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
         }
     };
     // This thread serves HTTP: it needs no privilege at all beyond what it has bound.
-    let _ = tasksnap_collect::caps::keep_only(0);
+    let _ = Host::drop_all_privileges_of_this_thread();
     // What is open now (the sources, the listener, the runtime) stays open: the rest of the
     // open-files limit is shared between connections and collections.
-    let open = budget::open_descriptors(std::path::Path::new("/proc")).unwrap_or(64);
+    let open = budget::open_descriptors(Path::new(KERNEL_PROC)).unwrap_or(64);
     let budget = budget::budget(nofile, open);
     let limited = if budget.connections < budget::MAX_CONNECTIONS {
         format!(
