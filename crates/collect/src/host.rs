@@ -635,6 +635,17 @@ impl Host {
         })
     }
 
+    /// Pins the BPF task iterators in bpffs (root only), so that later runs open them
+    /// instead of loading: `tasksnap pin`. Returns where.
+    pub fn pin_programs() -> Result<PathBuf, crate::bpf::Unavailable> {
+        crate::bpf::BpfCollector::pin()
+    }
+
+    /// Removes the pinned programs; `false` when nothing was pinned: `tasksnap unpin`.
+    pub fn unpin_programs() -> Result<bool, crate::bpf::Unavailable> {
+        crate::bpf::BpfCollector::unpin()
+    }
+
     /// A sysctl's value, trimmed (`kernel/task_delayacct`).
     pub fn sysctl(&self, name: &str) -> Option<String> {
         system::sysctl(&self.opts.proc_root, name)
