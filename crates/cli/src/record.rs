@@ -144,14 +144,14 @@ fn run(args: &Args) -> ExitCode {
     let mut carry = carry_on(args);
     let bytes0 = writer.bytes_on_disk();
     let cpu0 = own_cpu_ns();
-    let mut sampler = Host::from_env();
-    let opened = sampler.open_readings(ReadingOptions {
+    let mut host = Host::from_env();
+    let opened = host.open_readings(ReadingOptions {
         backend: args.backend,
         track_sleep: args.why_sleep,
         ..ReadingOptions::default()
     });
-    match opened {
-        Ok(()) => {}
+    let mut sampler = match opened {
+        Ok(s) => s,
         Err(e) => {
             warn!("tasksnap record: {e}");
             let _ = writer.finish();
@@ -161,12 +161,12 @@ fn run(args: &Args) -> ExitCode {
     let open_cpu_ns = own_cpu_ns().saturating_sub(cpu0);
     // Loaded: a recorder that runs for weeks keeps only what reading /proc needs (as top
     // and ps do), not the power to load programs.
-    let dropped = sampler.ready();
+    let dropped = host.ready();
     if let (Err(e), Backend::Bpf) = (dropped, sampler.report().backend) {
         warn!("tasksnap record: could not drop capabilities: {e}");
     }
     if !args.quiet {
-        let (states, why) = sampler.readings_states_report();
+        let (states, why) = sampler.states_report();
         warn!(
             "tasksnap record: recording to {} every {} (tasks: {}; thread states: {}, {}); \
              stop with Ctrl-C",
@@ -212,7 +212,7 @@ fn run(args: &Args) -> ExitCode {
         tally.cpu_ns += cpu_ns;
         if args.timings {
             let mut line = String::new();
-            for (name, d) in sampler.reading_phases() {
+            for (name, d) in sampler.phases() {
                 line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
             }
             warn!(

@@ -10,11 +10,13 @@
 //!   fake tree from the environment);
 //! - **its units** ([`Units`]), fetched once: clock ticks per second, page size, boot time;
 //! - **its sources**, opened on demand and chosen by the rules of [`crate::choice`]: tasks as
-//!   one-off snapshots ([`Host::open_snapshots`]), a live view's changes
-//!   ([`Host::open_live`]), thread-state totals ([`Host::open_states`], and top's per-process
-//!   [`Host::open_waits`]), whole readings for a sampler ([`Host::open_readings`]); or, for a
-//!   recording, the recorded [`Reading`] ([`Host::replay`]) and thread-state samples
-//!   ([`Host::replay_states`]);
+//!   one-off snapshots ([`Host::open_snapshots`]) or a live view's changes
+//!   ([`Host::open_live`]), answered by the host itself; thread-state totals
+//!   ([`Host::open_states`], and top's per-process [`Host::open_waits`]) and whole readings
+//!   for a sampler ([`Host::open_readings`]), handed back as [`ThreadStates`] and
+//!   [`Readings`] to keep beside the host (the BPF accounting is tied to its thread, the
+//!   host is not); or, for a recording, the recorded [`Reading`] ([`Host::replay`]) and
+//!   thread-state samples ([`Host::replay_states`]);
 //! - **its privileges**: loading BPF programs needs capabilities nothing later needs; a front
 //!   end calls [`Host::ready`] once every source it needs is open and prepared, and the host
 //!   drops them (keeping [`crate::caps::KEPT`]) exactly once. Front ends never call `caps`;
@@ -172,11 +174,90 @@ enum Tasks {
     Replay(ReplayCollector),
 }
 
-/// The thread-state source open, which backend it is and why.
-struct States {
-    source: Box<dyn StateSource>,
+/// A thread-state source ([`Host::open_states`], [`Host::open_waits`],
+/// [`Host::replay_states`]): cumulative per-thread time in each scheduler state. Kept beside
+/// its [`Host`] (it is tied to the thread that opened it: the BPF accounting's ring buffer
+/// is not `Send`).
+pub struct ThreadStates {
+    source: StatesSource,
     backend: Backend,
     why: String,
+}
+
+/// The source behind [`ThreadStates`].
+enum StatesSource {
+    /// Any source of the crate's trait.
+    Any(Box<dyn StateSource>),
+    /// The BPF accounting with one iterator per process watched (top's DISK%).
+    Watched(BpfSource),
+}
+
+impl std::fmt::Debug for ThreadStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadStates")
+            .field("backend", &self.backend)
+            .field("why", &self.why)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ThreadStates {
+    /// Cumulative totals of every thread the source's filter selects, now.
+    pub fn sample(&mut self) -> Result<Sample, Error> {
+        match &mut self.source {
+            StatesSource::Any(s) => s.sample(),
+            StatesSource::Watched(s) => s.sample(),
+        }
+    }
+
+    /// The totals of the threads of `pids` (every process when empty), now: a watched
+    /// source ([`Host::open_waits`]) reads only those; any other reads what its filter
+    /// selects.
+    pub fn sample_of(&mut self, pids: &[i32]) -> Result<Sample, Error> {
+        if let StatesSource::Watched(s) = &mut self.source {
+            s.watch(pids);
+        }
+        self.sample()
+    }
+
+    /// Which source it is ([`Backend::Bpf`] or [`Backend::Procfs`]; [`Backend::Auto`] for a
+    /// replay), and why that one.
+    pub fn report(&self) -> (Backend, &str) {
+        (self.backend, &self.why)
+    }
+}
+
+/// Whole readings of the host for a long-running sampler ([`Host::open_readings`]: what
+/// `record` stores and `serve` exposes). Kept beside its [`Host`], like [`ThreadStates`].
+pub struct Readings(Sampler);
+
+impl std::fmt::Debug for Readings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Readings {
+    /// One reading of the whole host, updated in place by the next call (see
+    /// [`Sampler::read_mut`]).
+    pub fn read_mut(&mut self) -> Result<&mut Reading, Error> {
+        self.0.read_mut()
+    }
+
+    /// What reads the tasks, and how its last pass went.
+    pub fn report(&self) -> PassReport {
+        self.0.report()
+    }
+
+    /// Which source reads thread states (`None` when not asked for), and why that one.
+    pub fn states_report(&self) -> (Option<Backend>, &str) {
+        self.0.states_report()
+    }
+
+    /// Where the last reading's time went, phase by phase.
+    pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
+        self.0.phases()
+    }
 }
 
 /// How a thread-state source reads ([`Host::open_states`]).
@@ -197,9 +278,6 @@ pub struct Host {
     opts: HostOptions,
     units: Units,
     tasks: Tasks,
-    states: Option<States>,
-    waits: Option<BpfSource>,
-    sampler: Option<Sampler>,
     /// The effective capabilities after [`Host::ready`] dropped them (once).
     dropped: Option<Result<u64, String>>,
 }
@@ -229,9 +307,6 @@ impl Host {
             opts,
             units,
             tasks: Tasks::None,
-            states: None,
-            waits: None,
-            sampler: None,
             dropped: None,
         }
     }
@@ -251,16 +326,13 @@ impl Host {
         h
     }
 
-    /// A recording's thread-state samples, answered one per [`Host::sample`] call.
-    pub fn replay_states(samples: Vec<Sample>) -> Host {
-        let mut h = Host::open(HostOptions::default());
-        h.states = Some(States {
-            source: Box::new(ReplayStates::new(samples)),
+    /// A recording's thread-state samples, answered one per [`ThreadStates::sample`] call.
+    pub fn replay_states(samples: Vec<Sample>) -> ThreadStates {
+        ThreadStates {
+            source: StatesSource::Any(Box::new(ReplayStates::new(samples))),
             backend: Backend::Auto,
             why: "replay".into(),
-        });
-        h.dropped = Some(Ok(0));
-        h
+        }
     }
 
     /// Where this host reads.
@@ -315,7 +387,11 @@ impl Host {
     }
 
     /// Opens a thread-state source ([`choice::open_states`]: BPF when it loads with `Auto`).
-    pub fn open_states(&mut self, backend: Backend, opts: StatesOptions) -> Result<(), Error> {
+    pub fn open_states(
+        &self,
+        backend: Backend,
+        opts: StatesOptions,
+    ) -> Result<ThreadStates, Error> {
         let bpf = crate::states::bpf::Options {
             filter: opts.filter.clone(),
             track_sleep: opts.track_sleep,
@@ -335,17 +411,17 @@ impl Host {
             procfs.fds_left = n;
         }
         let c = choice::open_states(backend, bpf, procfs)?;
-        self.states = Some(States {
-            source: c.source,
+        Ok(ThreadStates {
+            source: StatesSource::Any(c.source),
             backend: c.backend,
             why: c.why,
-        });
-        Ok(())
+        })
     }
 
     /// Loads top's per-process thread-state accounting (DISK% and wait reasons: BPF only,
-    /// threads seeded as they come on screen), or says why it cannot run.
-    pub fn open_waits(&mut self) -> Result<(), Error> {
+    /// threads seeded as they come on screen: [`ThreadStates::sample_of`]), or says why it
+    /// cannot run.
+    pub fn open_waits(&self) -> Result<ThreadStates, Error> {
         if let Some(why) = (!self.opts.is_this_kernel()).then(|| {
             format!(
                 "{} is not the running kernel's /proc",
@@ -361,19 +437,23 @@ impl Host {
             proc_root: self.opts.proc_root.clone(),
             ..Default::default()
         };
-        self.waits = Some(BpfSource::load(opts)?);
-        Ok(())
+        let s = BpfSource::load(opts)?;
+        let why = format!("loaded in {:.1} ms", s.load_ns as f64 / 1e6);
+        Ok(ThreadStates {
+            source: StatesSource::Watched(s),
+            backend: Backend::Bpf,
+            why,
+        })
     }
 
     /// Opens the sources of whole readings (`record`, `serve`): a live task source, thread
     /// states, the machine-wide figures (see [`crate::sampler`]).
-    pub fn open_readings(&mut self, opts: ReadingOptions) -> Result<(), Error> {
+    pub fn open_readings(&self, opts: ReadingOptions) -> Result<Readings, Error> {
         let opts = ReadingOptions {
             proc_root: self.opts.proc_root.clone(),
             ..opts
         };
-        self.sampler = Some(Sampler::open_with(opts, self.units.procfs())?);
-        Ok(())
+        Ok(Readings(Sampler::open_with(opts, self.units.procfs())?))
     }
 
     /// Every source this front end needs is open and prepared: the capabilities only loading
@@ -451,10 +531,7 @@ impl Host {
     pub fn report(&self) -> PassReport {
         match self.collector() {
             Ok(c) => c.report(),
-            Err(_) => match &self.sampler {
-                Some(s) => s.report(),
-                None => PassReport::default(),
-            },
+            Err(_) => PassReport::default(),
         }
     }
 
@@ -488,64 +565,6 @@ impl Host {
         match &self.tasks {
             Tasks::Replay(r) => Some(r.reading()),
             _ => None,
-        }
-    }
-
-    // ---- thread states ----
-
-    /// Cumulative thread-state totals of every thread the source's filter selects, now.
-    pub fn sample(&mut self) -> Result<Sample, Error> {
-        match &mut self.states {
-            Some(s) => s.source.sample(),
-            None => Err(not_open("thread states")),
-        }
-    }
-
-    /// Which source reads thread states (`None` when none is open: [`Backend::Auto`] for a
-    /// replay), and why that one.
-    pub fn states_report(&self) -> (Option<Backend>, &str) {
-        match &self.states {
-            Some(s) => (Some(s.backend), &s.why),
-            None => (None, "not open"),
-        }
-    }
-
-    /// Top's per-process accounting: the totals of the threads of `pids` (every process
-    /// when empty) now ([`Host::open_waits`]).
-    pub fn sample_waits(&mut self, pids: &[i32]) -> Result<Sample, Error> {
-        match &mut self.waits {
-            Some(w) => {
-                w.watch(pids);
-                w.sample()
-            }
-            None => Err(not_open("the per-process accounting")),
-        }
-    }
-
-    // ---- readings ----
-
-    /// One reading of the whole host, updated in place by the next call (see
-    /// [`Sampler::read_mut`]).
-    pub fn read_mut(&mut self) -> Result<&mut Reading, Error> {
-        match &mut self.sampler {
-            Some(s) => s.read_mut(),
-            None => Err(not_open("readings")),
-        }
-    }
-
-    /// The reading sampler's thread-state source and why ([`Sampler::states_report`]).
-    pub fn readings_states_report(&self) -> (Option<Backend>, &str) {
-        match &self.sampler {
-            Some(s) => s.states_report(),
-            None => (None, "not open"),
-        }
-    }
-
-    /// Where the last reading's time went, phase by phase.
-    pub fn reading_phases(&self) -> &[(&'static str, std::time::Duration)] {
-        match &self.sampler {
-            Some(s) => s.phases(),
-            None => &[],
         }
     }
 

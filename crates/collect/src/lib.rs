@@ -52,7 +52,7 @@ use tasksnap_procfs::sys;
 
 use std::collections::HashMap;
 
-pub use host::{Host, HostOptions, ReadingOptions, StatesOptions, Units};
+pub use host::{Host, HostOptions, ReadingOptions, Readings, StatesOptions, ThreadStates, Units};
 pub use tasksnap_model::states::Sample;
 pub use tasksnap_model::{Backend, PassReport, Query, Snapshot};
 use tasksnap_model::{Groups, SnapshotStats, Task, TaskId};

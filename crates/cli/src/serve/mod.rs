@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use tasksnap_collect::host::KERNEL_PROC;
-use tasksnap_collect::{Host, ReadingOptions};
+use tasksnap_collect::{Host, ReadingOptions, Readings};
 use tasksnap_export::encode::{Cost, Exposition};
 use tasksnap_export::{Aggregator, Config, Grouping, Options};
 use tasksnap_model::Backend;
@@ -254,7 +254,7 @@ struct Started {
 
 /// The collection side: one sampler and one aggregator, kept for the exporter's life.
 struct Collection {
-    sampler: Host,
+    sampler: Readings,
     aggregator: Aggregator,
     cost: Cost,
     timings: bool,
@@ -271,8 +271,8 @@ impl Collection {
         timings: bool,
         http_clock: Option<libc::clockid_t>,
     ) -> Result<Collection, String> {
-        let mut sampler = Host::from_env();
-        sampler
+        let mut host = Host::from_env();
+        let sampler = host
             .open_readings(ReadingOptions {
                 backend,
                 exe: opts.grouping.needs_exe(),
@@ -280,13 +280,10 @@ impl Collection {
                 ..ReadingOptions::default()
             })
             .map_err(|e| e.to_string())?;
-        if let (Err(e), Backend::Bpf) = (sampler.ready_to_read_only(), sampler.report().backend) {
+        if let (Err(e), Backend::Bpf) = (host.ready_to_read_only(), sampler.report().backend) {
             warn!("tasksnap serve: could not drop capabilities: {e}");
         }
-        let states = sampler
-            .readings_states_report()
-            .0
-            .map_or("none", |b| b.name());
+        let states = sampler.states_report().0.map_or("none", |b| b.name());
         Ok(Collection {
             cost: Cost {
                 states_backend: states.to_string(),
@@ -320,7 +317,7 @@ impl Collection {
         self.cost.collect_cpu_seconds += cpu_ns as f64 / 1e9;
         if self.timings {
             let mut line = String::new();
-            for (name, d) in self.sampler.reading_phases() {
+            for (name, d) in self.sampler.phases() {
                 line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
             }
             warn!(
@@ -421,7 +418,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
                 let _ = started_tx.send(Ok(Started {
                     tasks_why: c.sampler.report().why.clone(),
                     states: c.cost.states_backend.clone(),
-                    states_why: c.sampler.readings_states_report().1.to_string(),
+                    states_why: c.sampler.states_report().1.to_string(),
                     first_ms: c.cost.collect_seconds * 1e3,
                 }));
                 collect_loop(&mut c, &shared, interval);

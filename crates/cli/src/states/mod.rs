@@ -20,7 +20,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use tasksnap_collect::{Host, StatesOptions};
+use tasksnap_collect::{Host, StatesOptions, ThreadStates};
 use tasksnap_states::flame::Flame;
 use tasksnap_states::{between, Sample};
 
@@ -186,8 +186,8 @@ fn replay_window(
     Ok((out, (wall[0], wall[1])))
 }
 
-/// The host with its thread-state source open, privileges dropped.
-fn open_source(args: &Args) -> Result<Host> {
+/// The host's thread-state source, open, with privileges dropped.
+fn open_source(args: &Args) -> Result<ThreadStates> {
     let mut host = Host::from_env();
     let opts = StatesOptions {
         filter: args.filter(),
@@ -196,12 +196,12 @@ fn open_source(args: &Args) -> Result<Host> {
         fds_left: None,
     };
     let opened = host.open_states(args.mode, opts);
-    match args.mode {
+    let source = match args.mode {
         Backend::Bpf => opened.context("--mode bpf")?,
         _ => opened?,
     };
-    let (backend, why) = host.states_report();
-    if args.mode == Backend::Auto && backend == Some(Backend::Procfs) {
+    let (backend, why) = source.report();
+    if args.mode == Backend::Auto && backend == Backend::Procfs {
         warn!(
             "tasksnap states: using /proc ({why}; running exact, the rest sampled at {} Hz)",
             args.sample_hz
@@ -209,7 +209,7 @@ fn open_source(args: &Args) -> Result<Host> {
     }
     // Loaded: what loading needed goes.
     let _ = host.ready();
-    Ok(host)
+    Ok(source)
 }
 
 fn run(args: &Args) -> Result<()> {

@@ -587,7 +587,7 @@ impl Top {
                     Some("DISK% needs the BPF accounting (root with BPF)".into());
                 return;
             }
-            let Source::Live(host) = &mut self.source else {
+            let Source::Live(host) = &self.source else {
                 return;
             };
             match waits::Waits::load(host) {
@@ -603,12 +603,12 @@ impl Top {
         } else {
             self.visible_pids.clone()
         };
-        let (Some(w), Source::Live(host)) = (self.waits.as_mut(), &mut self.source) else {
+        let Some(w) = self.waits.as_mut() else {
             return;
         };
         // Put on the rows when they are drawn ([`Top::rows`]): a loop over every row here
         // touched 50,000 rows' memory for the few dozen on screen.
-        self.waits_by_id = w.update(host, &pids, self.opts.threads);
+        self.waits_by_id = w.update(&pids, self.opts.threads);
     }
 
     /// Sorts `lines` by the current key, as a forest when the tree view is on.

@@ -2,14 +2,14 @@
 //! thread-state source (BPF, root only, opened by [`Host::open_waits`]; tasksnap-states makes
 //! the intervals): the scheduler tracepoint charges every thread's time in D as it happens,
 //! and each refresh reads the totals of the processes on screen only (one iterator per
-//! process, [`Host::sample_waits`]), so the cost follows the rows shown, not the host. A process's DISK% is the sum over its threads of the time spent in uninterruptible
+//! process, [`ThreadStates::sample_of`]), so the cost follows the rows shown, not the host. A process's DISK% is the sum over its threads of the time spent in uninterruptible
 //! sleep, as a share of the interval (like %CPU and RUNQ%, it can pass 100 for several
 //! threads). Rates need two samples of the same process: a row that just came on screen shows
 //! `-` until the next refresh.
 
 use std::collections::{HashMap, HashSet};
 
-use tasksnap_collect::Host;
+use tasksnap_collect::{Host, ThreadStates};
 use tasksnap_states::{between, Rollup, Sample, State};
 
 /// One process's waits over the last interval.
@@ -21,23 +21,24 @@ pub struct Wait {
     pub reason: Option<String>,
 }
 
-/// The previous sample of the accounting `host` keeps loaded.
+/// The loaded accounting and the previous sample.
 pub struct Waits {
+    src: ThreadStates,
     prev: Option<(Sample, HashSet<i32>)>,
 }
 
 impl Waits {
-    /// Loads the accounting into `host` (root with BPF only), or says why not.
-    pub fn load(host: &mut Host) -> Result<Waits, String> {
-        host.open_waits().map_err(|e| e.to_string())?;
-        Ok(Waits { prev: None })
+    /// Loads the accounting of `host` (root with BPF only), or says why not.
+    pub fn load(host: &Host) -> Result<Waits, String> {
+        let src = host.open_waits().map_err(|e| e.to_string())?;
+        Ok(Waits { src, prev: None })
     }
 
     /// Samples `pids` (every process when empty) and returns the waits of those that were
     /// also sampled last time: per process (keyed by pid), or per thread (keyed by tid) when
     /// `threads`.
-    pub fn update(&mut self, host: &mut Host, pids: &[i32], threads: bool) -> HashMap<i32, Wait> {
-        let Ok(cur) = host.sample_waits(pids) else {
+    pub fn update(&mut self, pids: &[i32], threads: bool) -> HashMap<i32, Wait> {
+        let Ok(cur) = self.src.sample_of(pids) else {
             self.prev = None;
             return HashMap::new();
         };
