@@ -278,8 +278,9 @@ pub struct Host {
     opts: HostOptions,
     units: Units,
     tasks: Tasks,
-    /// The effective capabilities after [`Host::ready`] dropped them (once).
-    dropped: Option<Result<u64, String>>,
+    /// The effective capabilities after [`Host::ready`] dropped them (once), or the errno
+    /// of the failure.
+    dropped: Option<Result<u64, i32>>,
 }
 
 impl std::fmt::Debug for Host {
@@ -460,20 +461,21 @@ impl Host {
     /// needed are dropped (all but [`caps::KEPT`]), once; later calls change nothing.
     /// Capabilities are per thread: call this on the thread that starts the others. Returns
     /// the effective set after the drop, or why it could not be dropped.
-    pub fn ready(&mut self) -> Result<u64, String> {
+    pub fn ready(&mut self) -> io::Result<u64> {
         self.ready_keeping(caps::KEPT)
     }
 
     /// [`Host::ready`] for a front end that only reads (an exporter): kill and renice go
     /// too ([`caps::KEPT_READING`]).
-    pub fn ready_to_read_only(&mut self) -> Result<u64, String> {
+    pub fn ready_to_read_only(&mut self) -> io::Result<u64> {
         self.ready_keeping(caps::KEPT_READING)
     }
 
-    fn ready_keeping(&mut self, keep: u64) -> Result<u64, String> {
-        self.dropped
-            .get_or_insert_with(|| caps::keep_only(keep).map_err(|e| e.to_string()))
-            .clone()
+    fn ready_keeping(&mut self, keep: u64) -> io::Result<u64> {
+        let first = self.dropped.get_or_insert_with(|| {
+            caps::keep_only(keep).map_err(|e| e.raw_os_error().unwrap_or(libc::EPERM))
+        });
+        (*first).map_err(io::Error::from_raw_os_error)
     }
 
     /// [`Host::ready`] for a thread that needs no privilege at all (an exporter's HTTP
