@@ -182,7 +182,9 @@ pub fn open_states(
     bpf: crate::states::bpf::Options,
     procfs: crate::states::procfs::Options,
 ) -> Result<StatesChoice, Error> {
-    if let Some(why) = not_the_kernel(&procfs.proc_root) {
+    // The accounting's own root says which kernel it would read (a test may hand the /proc
+    // source a tree of its own beside it).
+    if let Some(why) = not_the_kernel(&bpf.proc_root) {
         match backend {
             Backend::Bpf => return Err(Error::BpfUnavailable(why)),
             Backend::Auto => {
