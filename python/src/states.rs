@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use tasksnap_collect::states::Filter;
+use tasksnap_collect::StatesFilter as Filter;
 use tasksnap_collect::{Host, StatesOptions};
 use tasksnap_model::{Backend, PassReport};
 use tasksnap_states::{between, Rollup, State};

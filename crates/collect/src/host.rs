@@ -55,6 +55,8 @@ pub struct HostOptions {
     pub sys_root: PathBuf,
     /// The device directory (`/dev`): terminal names.
     pub dev_root: PathBuf,
+    /// The runtime directory (`/run`): systemd's sessions and machines.
+    pub run_root: PathBuf,
     /// The utmp file (`/var/run/utmp`): logged-in users.
     pub utmp_path: PathBuf,
     /// The page size, bytes, in place of the running kernel's (a fake tree from a machine
@@ -68,6 +70,7 @@ impl Default for HostOptions {
             proc_root: PathBuf::from("/proc"),
             sys_root: PathBuf::from("/sys"),
             dev_root: PathBuf::from("/dev"),
+            run_root: PathBuf::from("/run"),
             utmp_path: PathBuf::from("/var/run/utmp"),
             page_size_bytes: None,
         }
@@ -85,8 +88,8 @@ pub const PAGE_SIZE_ENV: &str = "TASKSNAP_PAGE_SIZE";
 
 impl HostOptions {
     /// The machine's paths, with a fake tree when the environment names one: `TASKSNAP_PROC_ROOT`
-    /// (the /proc root; `sys`, `dev` and `utmp` beside it are then the /sys and /dev roots and
-    /// the utmp file) and `TASKSNAP_PAGE_SIZE` (bytes). This is how the tests run every front
+    /// (the /proc root; `sys`, `dev`, `run` and `utmp` inside it are then the /sys, /dev and
+    /// /run roots and the utmp file) and `TASKSNAP_PAGE_SIZE` (bytes). This is how the tests run every front
     /// end of the binary and of the Python binding on a fake tree.
     ///
     /// Why this is safe: the bytes of /proc are hostile input already (any user names its
@@ -117,6 +120,7 @@ impl HostOptions {
             let root = PathBuf::from(root);
             o.sys_root = root.join("sys");
             o.dev_root = root.join("dev");
+            o.run_root = root.join("run");
             o.utmp_path = root.join("utmp");
             o.proc_root = root;
         }
@@ -332,11 +336,36 @@ impl Host {
     /// A recording: `reading` answers every snapshot (`why` says which, for `-v`); no /proc,
     /// no BPF, nothing to drop. The units are this machine's (a recording keeps none).
     pub fn replay(reading: Reading, why: String) -> Host {
-        let mut h = Host::open(HostOptions::default());
-        h.units.boot_time_unix_s = reading.snapshot.boot_time_unix_s;
-        h.tasks = Tasks::Replay(ReplayCollector::new(reading, why));
-        h.dropped = Some(Ok(0));
-        h
+        Host {
+            opts: HostOptions::default(),
+            units: Units {
+                clock_ticks_per_s: clock_ticks_per_s(),
+                page_size_bytes: page_size_bytes(),
+                boot_time_unix_s: reading.snapshot.boot_time_unix_s,
+            },
+            tasks: Tasks::Replay(ReplayCollector::new(reading, why)),
+            dropped: Some(Ok(0)),
+        }
+    }
+
+    /// The recorded reading a replay host answered with, given back.
+    pub fn into_replayed(self) -> Option<Reading> {
+        match self.tasks {
+            Tasks::Replay(r) => Some(r.into_reading()),
+            _ => None,
+        }
+    }
+
+    /// Keeps libbpf's own messages (a program that fails to load, BTF it could not find)
+    /// off the terminal: a front end that draws a screen says why BPF is missing itself.
+    pub fn quiet_bpf_messages() {
+        crate::bpf::quiet_libbpf();
+    }
+
+    /// Whether `task` is one `selector` names (a replay's own filtering of a recorded
+    /// reading, as a snapshot's query filters).
+    pub fn selects(selector: &tasksnap_model::Selector, task: &Task) -> bool {
+        crate::replay::selects(selector, task)
     }
 
     /// A recording's thread-state samples, answered one per [`ThreadStates::sample`] call.
@@ -727,6 +756,36 @@ impl Host {
         system::open_read_close_each(&self.opts.proc_root, pids, file, buf)
     }
 
+    /// The security label of process `tgid` (`attr/current`, printable part).
+    pub fn security_label(&self, tgid: i32) -> Option<Vec<u8>> {
+        system::security_label(&self.opts.proc_root, tgid)
+    }
+
+    /// Where the symbolic link `name` (`fd/2`, `exe`) of process `pid` points.
+    pub fn task_link(&self, pid: i32, name: &str) -> Option<PathBuf> {
+        system::task_link(&self.opts.proc_root, pid, name)
+    }
+
+    /// The tty driver table, in procps's lookup order.
+    pub fn tty_drivers(&self) -> Vec<tasksnap_procfs::system::TtyDriver> {
+        system::tty_drivers(&self.opts.proc_root)
+    }
+
+    /// The NUMA node of each CPU, by CPU number (from the sysfs root).
+    pub fn cpu_nodes(&self) -> Vec<i32> {
+        system::cpu_nodes(&self.opts.sys_root)
+    }
+
+    /// What systemd's sd-login says of tasks here: the cgroup layout under the sysfs root,
+    /// pid 1 of the /proc root, systemd's runtime files under the run root.
+    pub fn login(&self) -> crate::login::Login {
+        crate::login::Login::new(
+            crate::login::detect_hierarchy(&self.opts.sys_root.join("fs/cgroup")),
+            &self.opts.proc_root,
+            &self.opts.run_root.join("systemd"),
+        )
+    }
+
     /// The kernel's BTF file under the sysfs root, for `doctor`.
     pub fn btf_path(&self) -> PathBuf {
         self.opts.sys_root.join("kernel/btf/vmlinux")
@@ -772,6 +831,7 @@ mod tests {
         assert_eq!(o.proc_root, Path::new("/t"));
         assert_eq!(o.sys_root, Path::new("/t/sys"));
         assert_eq!(o.dev_root, Path::new("/t/dev"));
+        assert_eq!(o.run_root, Path::new("/t/run"));
         assert_eq!(o.utmp_path, Path::new("/t/utmp"));
         assert_eq!(o.page_size_bytes, Some(65536));
         assert!(!o.is_this_kernel());

@@ -53,6 +53,8 @@ use tasksnap_procfs::sys;
 use std::collections::HashMap;
 
 pub use host::{Host, HostOptions, ReadingOptions, Readings, StatesOptions, ThreadStates, Units};
+/// Which threads a thread-state source reports ([`StatesOptions::filter`]).
+pub use states::Filter as StatesFilter;
 pub use tasksnap_model::states::Sample;
 pub use tasksnap_model::{Backend, PassReport, Query, Snapshot};
 use tasksnap_model::{Groups, SnapshotStats, Task, TaskId};

@@ -184,7 +184,10 @@ fn main() -> ExitCode {
 
 /// `tasksnap-loadgen fake-proc DIR [PAGE_SIZE]`.
 fn fake_proc(args: &[std::ffi::OsString]) -> ExitCode {
-    let page_size = match args.get(1).map(|p| p.to_str().and_then(|p| p.parse::<u64>().ok())) {
+    let page_size = match args
+        .get(1)
+        .map(|p| p.to_str().and_then(|p| p.parse::<u64>().ok()))
+    {
         None => Some(4096),
         Some(p) => p,
     };

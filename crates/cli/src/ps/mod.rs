@@ -337,7 +337,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     };
     let mut caches = fields::Caches::new(proc_root);
 
-    let me = select::Me::current(proc_root);
+    let me = select::Me::current(&host);
     tasks.retain(|t| select::want(s, &me, t, loc));
     let rows = order::arrange(s, &tasks, &env, &mut caches);
     let arranged = started.elapsed();

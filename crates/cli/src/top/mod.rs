@@ -297,7 +297,7 @@ pub struct Top {
 
 impl Top {
     pub fn new(opts: Options) -> anyhow::Result<Top> {
-        tasksnap_collect::bpf::quiet_libbpf();
+        Host::quiet_bpf_messages();
         // A live view runs for a while: the BPF programs' load time (the reason `ps` uses
         // /proc on small hosts) is paid once, and only BPF gives DISK% and wait reasons and
         // refreshes that read only what changed. So `auto` means BPF whenever it can load.
@@ -320,10 +320,7 @@ impl Top {
     pub fn replay(opts: Options, replay: replay::Replay) -> Top {
         let mem_total_kib = replay.mem_total_kib();
         let pid_width = replay.pid_width();
-        let backend = format!(
-            "{} recorded",
-            tasksnap_collect::Collector::report(replay.collector()).short()
-        );
+        let backend = format!("{} recorded", replay.host().report().short());
         let mut top = Top::with(
             opts,
             Source::Replay(Box::new(replay)),
@@ -769,7 +766,7 @@ impl Top {
         };
         let filled = match &self.source {
             Source::Live(host) => host.fill(&ids, groups),
-            Source::Replay(r) => tasksnap_collect::Collector::fill(r.collector(), &ids, groups),
+            Source::Replay(r) => r.host().fill(&ids, groups),
         };
         let read = match filled {
             Ok((read, _stats)) => {
