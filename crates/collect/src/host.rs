@@ -4,7 +4,7 @@
 //!
 //! A `Host` is the machine as tasksnap sees it, or a recording of one:
 //!
-//! - **where it is** ([`HostOptions`]): the /proc root (and /sys, /dev, the utmp file) every
+//! - **where it is** ([`HostOptions`]): the /proc root (and /sys, /dev, /run, utmp) every
 //!   read goes through, so a test can run any front end on a fake tree
 //!   ([`HostOptions::from_env`] is the one place the binary and the Python binding take a
 //!   fake tree from the environment);
@@ -22,6 +22,23 @@
 //!   drops them (keeping [`crate::caps::KEPT`]) exactly once. Front ends never call `caps`;
 //! - **its machine-wide figures** ([`Host::system`], [`Host::uptime_s`],
 //!   [`Host::users_logged_in`]...).
+//!
+//! A front end's whole use of it, `ps` for instance:
+//!
+//! ```no_run
+//! # use tasksnap_collect::Host;
+//! # use tasksnap_model::{Backend, Groups, Query, Selector};
+//! # fn main() -> Result<(), tasksnap_collect::Error> {
+//! let groups = Groups { base: true, stat: true, ..Groups::default() };
+//! let mut host = Host::from_env(); // this machine, or the test's fake tree
+//! host.open_snapshots(Backend::Auto, &groups)?; // BPF or /proc, by choice's rules
+//! let _ = host.ready(); // loading is over: its capabilities go
+//! let snap = host.snapshot(&Query::new(Selector::AllProcesses, groups))?;
+//! let page_size = host.units().page_size_bytes;
+//! # let _ = (snap, page_size);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Inside, the task sources sit behind the crate's traits ([`Collector`], [`LiveCollector`],
 //! [`StateSource`]) in one enum, so that a new source (a root service answering over a

@@ -940,6 +940,7 @@ mod proptests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn parse(args: &[&str]) -> Result<Options, String> {
         let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
