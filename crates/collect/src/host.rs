@@ -204,7 +204,7 @@ enum Tasks {
     /// A live view's changes (top, and the sampler's).
     Live(Box<dyn LiveCollector>),
     /// A recorded reading.
-    Replay(ReplayCollector),
+    Replay(Box<ReplayCollector>),
 }
 
 /// A thread-state source ([`Host::open_states`], [`Host::open_waits`],
@@ -222,7 +222,7 @@ enum StatesSource {
     /// Any source of the crate's trait.
     Any(Box<dyn StateSource>),
     /// The BPF accounting with one iterator per process watched (top's DISK%).
-    Watched(BpfSource),
+    Watched(Box<BpfSource>),
 }
 
 impl std::fmt::Debug for ThreadStates {
@@ -360,7 +360,7 @@ impl Host {
                 page_size_bytes: page_size_bytes(),
                 boot_time_unix_s: reading.snapshot.boot_time_unix_s,
             },
-            tasks: Tasks::Replay(ReplayCollector::new(reading, why)),
+            tasks: Tasks::Replay(Box::new(ReplayCollector::new(reading, why))),
             dropped: Some(Ok(0)),
         }
     }
@@ -499,7 +499,7 @@ impl Host {
         let s = BpfSource::load(opts)?;
         let why = format!("loaded in {:.1} ms", s.load_ns as f64 / 1e6);
         Ok(ThreadStates {
-            source: StatesSource::Watched(s),
+            source: StatesSource::Watched(Box::new(s)),
             backend: Backend::Bpf,
             why,
         })
@@ -554,7 +554,7 @@ impl Host {
         match &self.tasks {
             Tasks::Snapshots(c) => Ok(c.as_ref()),
             Tasks::Live(c) => Ok(c.as_ref() as &dyn Collector),
-            Tasks::Replay(r) => Ok(r),
+            Tasks::Replay(r) => Ok(r.as_ref()),
             Tasks::None => Err(not_open("tasks")),
         }
     }
@@ -563,7 +563,7 @@ impl Host {
         match &mut self.tasks {
             Tasks::Snapshots(c) => Ok(c.as_mut()),
             Tasks::Live(c) => Ok(c.as_mut() as &mut dyn Collector),
-            Tasks::Replay(r) => Ok(r),
+            Tasks::Replay(r) => Ok(r.as_mut()),
             Tasks::None => Err(not_open("tasks")),
         }
     }

@@ -262,12 +262,10 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     }
     // Loaded (or opened): what loading needed is no longer needed.
     let now = host.ready();
-    if report.backend == Backend::Bpf && !replayed {
-        if s.verbose {
-            match now {
-                Ok(eff) => warn!("tasksnap: capabilities after setup: {eff:#018x}"),
-                Err(e) => warn!("tasksnap: could not drop capabilities: {e}"),
-            }
+    if report.backend == Backend::Bpf && !replayed && s.verbose {
+        match now {
+            Ok(eff) => warn!("tasksnap: capabilities after setup: {eff:#018x}"),
+            Err(e) => warn!("tasksnap: could not drop capabilities: {e}"),
         }
     }
     let chosen = started.elapsed();
