@@ -139,7 +139,7 @@ mod tests {
     fn counts_user_processes_in_utmp() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let path = tmp.path().join("utmp");
-        // Three records: a boot time (2), a user (7), a login process (6), a user (7).
+        // Four records: a boot time (2), a user (7), a login process (6), a user (7).
         let mut b = Vec::new();
         for t in [2i16, 7, 6, 7] {
             let mut r = vec![0u8; 384];
