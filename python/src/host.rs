@@ -1,52 +1,82 @@
-//! The collectors the binding keeps between calls, and what the last call cost.
+//! The hosts the binding keeps between calls, and what the last call cost.
 //!
-//! A whole-system pass goes through one cached collector made by `choice::open` for exactly
-//! the groups asked (BPF as root on a host large enough, else procfs: the library's rule,
-//! with its reason); asking other groups opens another. A query of one process goes to a
-//! procfs collector: one directory read, and what the kernel lets the caller see (the BPF
-//! iterator bypasses procfs permission checks, so it only ever answers whole passes, as
-//! root, through the library's own rules). User names come from the reading layer's cached
-//! NSS lookup. Every call here runs with the GIL released.
+//! Everything goes through tasksnap-collect's [`Host`], on the tree
+//! [`HostOptions::from_env`] names (the machine's /proc, or a test's fake tree through
+//! `TASKSNAP_PROC_ROOT`). A whole-system pass goes through one cached host whose snapshots
+//! are opened for exactly the groups asked (BPF as root on a host large enough, else procfs:
+//! the library's rule, with its reason); asking other groups opens another. A query of one
+//! process goes to a procfs host: one directory read, and what the kernel lets the caller
+//! see (the BPF iterator bypasses procfs permission checks, so it only ever answers whole
+//! passes, as root, through the library's own rules). User names come from the reading
+//! layer's cached NSS lookup. Every call here runs with the GIL released.
+//!
+//! Privileges: the binding lives in the user's interpreter, which may load BPF again later
+//! (other groups, `states()`), so the interpreter's own thread keeps what it has. A
+//! whole-system pass runs on a call thread of its own ([`crate::interrupt`]); that thread
+//! drops what only loading needed ([`Host::ready_this_thread`]) once its host is open,
+//! before it reads a byte of /proc, so the reading (and the reader threads it starts) runs
+//! without the power to load programs.
 
 use std::sync::{LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::{choice, Collector, Error};
+use tasksnap_collect::{Error, Host, HostOptions};
 use tasksnap_model::{Backend, Groups, PassReport, Query, Selector, Snapshot, Task};
 use tasksnap_procfs::users::Names;
 
 /// What stays open between calls.
-#[derive(Default)]
-struct Host {
-    /// The whole-system collector and what it was opened for.
-    bulk: Option<(Backend, Groups, Box<dyn Collector>)>,
-    /// The collector for one process.
-    one: Option<ProcfsCollector>,
+struct Kept {
+    /// Where every host reads (the environment's, once).
+    opts: HostOptions,
+    /// The whole-system host and what its snapshots were opened for.
+    bulk: Option<(Backend, Groups, Host)>,
+    /// The procfs host for one process.
+    one: Option<Host>,
     /// User names by uid.
     names: Names,
     /// The last whole-system pass: its report and how long the call took.
     last: Option<(PassReport, Duration)>,
 }
 
-impl std::fmt::Debug for Host {
+impl std::fmt::Debug for Kept {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Host").finish_non_exhaustive()
+        f.debug_struct("Kept").finish_non_exhaustive()
     }
 }
 
-static HOST: LazyLock<Mutex<Host>> = LazyLock::new(|| Mutex::new(Host::default()));
+static HOST: LazyLock<Mutex<Kept>> = LazyLock::new(|| {
+    Mutex::new(Kept {
+        opts: HostOptions::from_env(),
+        bulk: None,
+        one: None,
+        names: Names::default(),
+        last: None,
+    })
+});
 
-fn host() -> MutexGuard<'static, Host> {
+fn host() -> MutexGuard<'static, Kept> {
     // A panic while holding the lock leaves nothing half-written that matters here.
     HOST.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Clock ticks per second (`CLK_TCK`): psutil's unit for start and CPU times.
 pub(crate) fn clk_tck() -> u64 {
-    tasksnap_procfs::sys::sysconf(libc::_SC_CLK_TCK, 100).max(1)
+    tasksnap_collect::host::clock_ticks_per_s()
+}
+
+/// Where the hosts of this interpreter read (for `states()`).
+pub(crate) fn options() -> HostOptions {
+    host().opts.clone()
+}
+
+/// On a call thread of its own, drops what only loading needed (see the module header);
+/// on the interpreter's thread, nothing.
+pub(crate) fn opened() {
+    if crate::interrupt::on_call_thread() {
+        let _ = Host::ready_this_thread();
+    }
 }
 
 /// Start time in clock ticks since boot: what /proc/PID/stat says and what psutil's
@@ -78,9 +108,11 @@ pub(crate) fn bulk(
     let reuse = matches!(&h.bulk, Some((b, g, _)) if *b == backend && *g == want);
     if !reuse {
         h.bulk = None;
-        let c = choice::open(backend, &want)?;
+        let mut c = Host::open(h.opts.clone());
+        c.open_snapshots(backend, &want)?;
         h.bulk = Some((backend, want, c));
     }
+    opened();
     let Some((_, _, c)) = h.bulk.as_mut() else {
         return Err(Error::Unsupported("no collector".into()));
     };
@@ -117,8 +149,8 @@ pub(crate) fn fill(ids: &[(i32, i32)], groups: Groups) -> Result<Vec<Task>, Erro
 pub(crate) fn one(query: &Query, real_ids: bool) -> Result<Snapshot, Error> {
     let mut h = host();
     if h.one.is_none() {
-        let mut p = ProcfsCollector::new()?;
-        p.why = "procfs: a query of one process".into();
+        let mut p = Host::open(h.opts.clone());
+        p.open_snapshots(Backend::Procfs, &Groups::default())?;
         h.one = Some(p);
     }
     let Some(p) = h.one.as_mut() else {

@@ -14,6 +14,17 @@ use pyo3::prelude::*;
 /// How often the waiting thread looks for a signal (and a cancelled work for its flag).
 pub(crate) const POLL: Duration = Duration::from_millis(50);
 
+thread_local! {
+    /// Set on the threads [`run`] starts: what they change of themselves (their
+    /// capabilities) ends with them, never reaching the interpreter's threads.
+    static CALL_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is one [`run`] started for a call.
+pub(crate) fn on_call_thread() -> bool {
+    CALL_THREAD.with(|c| c.get())
+}
+
 /// Runs `work` on a thread of its own and waits for its answer, raising what a signal
 /// handler raises meanwhile. `work` gets the cancel flag, set when the caller was
 /// interrupted. When no thread can be started, `work` runs here with the GIL released.
@@ -32,6 +43,7 @@ where
     let spawned = std::thread::Builder::new()
         .name("tasksnap-call".into())
         .spawn(move || {
+            CALL_THREAD.with(|c| c.set(true));
             let work = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(work) = work {
                 // The receiver is gone only when the caller was interrupted: nobody to tell.

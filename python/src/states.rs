@@ -1,5 +1,5 @@
 //! `tasksnap.states`: per-thread scheduler states over one interval, what psutil has no
-//! equivalent of. Two samples from the library's thread-state source (`choice::open_states`:
+//! equivalent of. Two samples from the library's thread-state source (opened by the `Host`:
 //! the BPF accounting as root, exact; else /proc, sampled) and tasksnap-states' `between`,
 //! as `tasksnap states` does.
 
@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use tasksnap_collect::choice::open_states;
-use tasksnap_collect::states::{bpf, procfs, Filter};
+use tasksnap_collect::StatesFilter as Filter;
+use tasksnap_collect::{Host, StatesOptions};
 use tasksnap_model::{Backend, PassReport};
 use tasksnap_states::{between, Rollup, State};
 
@@ -114,18 +114,18 @@ fn sample_twice(
         pids,
         comms: Vec::new(),
     };
-    let choice = open_states(
+    let host = Host::open(crate::host::options());
+    let mut src = host.open_states(
         backend,
-        bpf::Options {
-            filter: filter.clone(),
-            ..Default::default()
-        },
-        procfs::Options {
+        StatesOptions {
             filter,
-            ..Default::default()
+            ..StatesOptions::default()
         },
     )?;
-    let mut src = choice.source;
+    // Loaded: this call's thread reads without what loading needed.
+    crate::host::opened();
+    let (which, why) = src.report();
+    let why = why.to_string();
     let first = src.sample()?;
     if !sleep_unless(wait, cancel) {
         return Ok(None);
@@ -154,8 +154,8 @@ fn sample_twice(
             )
         })
         .collect();
-    let mut report = PassReport::new(choice.backend, choice.why);
+    let mut report = PassReport::new(which, why);
     report.phases = vec![("interval", wait)];
     crate::host::set_last(report, started.elapsed());
-    Ok(Some((choice.backend.name(), rows)))
+    Ok(Some((which.name(), rows)))
 }

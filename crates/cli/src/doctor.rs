@@ -3,15 +3,10 @@
 //! delay accounting, task counts, the time a /proc/stat read and a per-task /proc read take,
 //! and which backend `ps` will use. Exit code 0 when nothing is wrong, 1 when something is.
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use tasksnap_collect::bpf::BpfCollector;
-use tasksnap_collect::choice;
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::system;
-use tasksnap_collect::Collector;
+use tasksnap_collect::Host;
 use tasksnap_model::Backend;
 use tasksnap_model::{Groups, Query, Selector};
 
@@ -44,8 +39,8 @@ fn kernel() -> String {
 }
 
 /// Effective capabilities by name, from /proc/self/status.
-fn capabilities() -> Vec<&'static str> {
-    let eff = tasksnap_collect::system::own_effective_caps(Path::new("/proc")).unwrap_or(0);
+fn capabilities(host: &Host) -> Vec<&'static str> {
+    let eff = host.own_effective_caps().unwrap_or(0);
     [
         (19, "CAP_SYS_PTRACE"),
         (21, "CAP_SYS_ADMIN"),
@@ -59,8 +54,8 @@ fn capabilities() -> Vec<&'static str> {
     .collect()
 }
 
-fn hidepid() -> String {
-    match tasksnap_collect::system::hidepid(Path::new("/proc")) {
+fn hidepid(host: &Host) -> String {
+    match host.hidepid() {
         Some(h) => format!("{h}: other users' processes are hidden from non-root callers"),
         None => "off (/proc mounted without hidepid)".into(),
     }
@@ -75,9 +70,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 pub fn main() -> ExitCode {
     let mut problems: Vec<String> = Vec::new();
     line("kernel", kernel());
+    let host = Host::from_env();
 
-    let btf = Path::new("/sys/kernel/btf/vmlinux");
-    match std::fs::metadata(btf) {
+    let btf = host.btf_path();
+    match std::fs::metadata(&btf) {
         Ok(m) => line(
             "btf",
             format!("{} ({:.1} MB)", btf.display(), m.len() as f64 / 1e6),
@@ -92,7 +88,7 @@ pub fn main() -> ExitCode {
     }
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let caps = capabilities();
+    let caps = capabilities(&host);
     line(
         "privileges",
         format!(
@@ -106,7 +102,7 @@ pub fn main() -> ExitCode {
         ),
     );
     let mut bpf_loaded = false;
-    match BpfCollector::with_cmdline(true) {
+    match host.probe_bpf() {
         Ok(b) => {
             bpf_loaded = true;
             line(
@@ -140,7 +136,7 @@ pub fn main() -> ExitCode {
             );
             line(
                 "bpf walk",
-                if b.has_walk() {
+                if b.has_walk {
                     "full passes walk the task lists into a mapped arena (pinned set)".to_string()
                 } else if b.pinned_at.is_some() {
                     format!(
@@ -161,14 +157,15 @@ pub fn main() -> ExitCode {
             }
         }
     }
-    let proc_root = Path::new("/proc");
-    let unpriv = system::sysctl(proc_root, "kernel/unprivileged_bpf_disabled").unwrap_or_default();
+    let unpriv = host
+        .sysctl("kernel/unprivileged_bpf_disabled")
+        .unwrap_or_default();
     line(
         "unpriv bpf",
         format!("kernel.unprivileged_bpf_disabled = {unpriv}"),
     );
-    line("hidepid", hidepid());
-    match system::sysctl(proc_root, "kernel/task_delayacct").ok_or(()) {
+    line("hidepid", hidepid(&host));
+    match host.sysctl("kernel/task_delayacct").ok_or(()) {
         Ok(v) if v == "1" => line(
             "delayacct",
             "on: per-task I/O and CPU wait delays are accounted",
@@ -181,22 +178,20 @@ pub fn main() -> ExitCode {
         Err(_) => line("delayacct", "unknown (no /proc/sys/kernel/task_delayacct)"),
     }
 
-    let threads = choice::task_count(proc_root).unwrap_or(0);
-    let mut procfs = match ProcfsCollector::new() {
-        Ok(p) => p,
-        Err(e) => {
-            line("procfs", format!("unreadable: {e}"));
-            return ExitCode::from(1);
-        }
-    };
-    let processes = procfs.list_pids().map(|p| p.len()).unwrap_or(0);
+    let threads = host.task_count().unwrap_or(0);
+    let mut procfs = Host::open(host.options().clone());
+    if let Err(e) = procfs.open_snapshots(Backend::Procfs, &Groups::default()) {
+        line("procfs", format!("unreadable: {e}"));
+        return ExitCode::from(1);
+    }
+    let processes = host.list_pids().map(|p| p.len()).unwrap_or(0);
     line("tasks", format!("{processes} processes, {threads} threads"));
 
     let stat_us = median(
         (0..21)
             .map(|_| {
                 let t = Instant::now();
-                let _ = system::read_proc_stat(proc_root);
+                let _ = host.read_proc_stat();
                 t.elapsed().as_secs_f64() * 1e6
             })
             .collect(),
@@ -237,8 +232,9 @@ pub fn main() -> ExitCode {
         cmdline: true,
         ..tasksnap_model::Groups::default()
     };
-    match choice::open(Backend::Auto, &ps_groups) {
-        Ok(c) => line("ps backend", c.report().why),
+    let mut ps = Host::open(host.options().clone());
+    match ps.open_snapshots(Backend::Auto, &ps_groups) {
+        Ok(()) => line("ps backend", ps.report().why),
         Err(e) => {
             line("ps backend", format!("none: {e}"));
             problems.push("no backend".into());

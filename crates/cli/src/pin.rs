@@ -7,11 +7,11 @@
 
 use std::process::ExitCode;
 
-use tasksnap_collect::bpf::BpfCollector;
+use tasksnap_collect::Host;
 
 /// `tasksnap pin`.
 pub fn pin() -> ExitCode {
-    match BpfCollector::pin() {
+    match Host::pin_programs() {
         Ok(dir) => {
             say!(
                 "tasksnap: pinned the BPF task iterators at {} (root only); runs as root now \
@@ -29,7 +29,7 @@ pub fn pin() -> ExitCode {
 
 /// `tasksnap unpin`.
 pub fn unpin() -> ExitCode {
-    match BpfCollector::unpin() {
+    match Host::unpin_programs() {
         Ok(true) => {
             say!("tasksnap: removed the pinned BPF programs");
             ExitCode::SUCCESS

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use tasksnap_collect::sampler::{Options, Sampler};
+use tasksnap_collect::{Host, ReadingOptions};
 use tasksnap_history::{Recorder, ReplayError};
 use tasksnap_model::Backend;
 use tasksnap_states::carry::Carry;
@@ -144,11 +144,13 @@ fn run(args: &Args) -> ExitCode {
     let mut carry = carry_on(&recorder);
     let bytes0 = recorder.bytes_on_disk();
     let cpu0 = own_cpu_ns();
-    let mut sampler = match Sampler::open(Options {
+    let mut host = Host::from_env();
+    let opened = host.open_readings(ReadingOptions {
         backend: args.backend,
         track_sleep: args.why_sleep,
-        ..Options::default()
-    }) {
+        ..ReadingOptions::default()
+    });
+    let mut sampler = match opened {
         Ok(s) => s,
         Err(e) => {
             warn!("tasksnap record: {e}");
@@ -157,12 +159,11 @@ fn run(args: &Args) -> ExitCode {
         }
     };
     let open_cpu_ns = own_cpu_ns().saturating_sub(cpu0);
-    if sampler.report().backend == Backend::Bpf {
-        // Loaded: a recorder that runs for weeks keeps only what reading /proc needs (as
-        // top and ps do), not the power to load programs.
-        if let Err(e) = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT) {
-            warn!("tasksnap record: could not drop capabilities: {e}");
-        }
+    // Loaded: a recorder that runs for weeks keeps only what reading /proc needs (as top
+    // and ps do), not the power to load programs.
+    let dropped = host.ready();
+    if let (Err(e), Backend::Bpf) = (dropped, sampler.report().backend) {
+        warn!("tasksnap record: could not drop capabilities: {e}");
     }
     if !args.quiet {
         let (states, why) = sampler.states_report();

@@ -17,6 +17,10 @@ use std::io;
 /// CAP_SYS_PTRACE: /proc files guarded by ptrace access (io, environ, wchan, exe).
 pub const KEPT: u64 = 1 << 1 | 1 << 2 | 1 << 5 | 1 << 19 | 1 << 23;
 
+/// What a reader that never acts on tasks keeps (an exporter): [`KEPT`] less CAP_KILL and
+/// CAP_SYS_NICE.
+pub const KEPT_READING: u64 = 1 << 1 | 1 << 2 | 1 << 19;
+
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
 #[repr(C)]

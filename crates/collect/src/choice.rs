@@ -15,7 +15,7 @@ use std::path::Path;
 use tasksnap_model::{Backend, Groups};
 
 use crate::bpf::BpfCollector;
-use crate::procfs::ProcfsCollector;
+use crate::procfs::{ProcfsCollector, Units};
 use crate::states::bpf::BpfSource;
 use crate::states::procfs::ProcfsSource;
 use crate::{Collector, Error, LiveCollector, StateSource};
@@ -45,11 +45,27 @@ fn readiness(b: &BpfCollector) -> String {
     }
 }
 
-/// The procfs collector, with why it answers.
-fn procfs(why: String) -> Result<ProcfsCollector, Error> {
-    let mut p = ProcfsCollector::new()?;
+/// The procfs collector of `root` with `units`, with why it answers.
+fn procfs(root: &Path, units: Units, why: String) -> Result<ProcfsCollector, Error> {
+    let mut p = ProcfsCollector::with_root(root)?.with_units(units);
     p.why = why;
     Ok(p)
+}
+
+/// Whether `root` is the running kernel's /proc, the only tree the BPF programs (which read
+/// the kernel itself) can answer for. A test's fake tree is read by the procfs sources only.
+pub fn is_kernel_proc(root: &Path) -> bool {
+    root == Path::new(crate::host::KERNEL_PROC)
+}
+
+/// Why BPF cannot answer for the tree at `root` (`None`: it may).
+fn not_the_kernel(root: &Path) -> Option<String> {
+    (!is_kernel_proc(root)).then(|| {
+        format!(
+            "{} is not the running kernel's /proc: only the procfs sources read it",
+            root.display()
+        )
+    })
 }
 
 /// The error for `--backend bpf` when BPF cannot load.
@@ -60,7 +76,18 @@ fn bpf_unavailable(why: impl std::fmt::Display) -> Error {
 /// A collector for a live view (`top`): BPF whenever it can load, whatever the number of
 /// tasks (the load is paid once), with the walk its refreshes use; procfs when `backend`
 /// says so or BPF cannot load (its report says why).
-pub fn open_live(backend: Backend) -> Result<Box<dyn LiveCollector>, Error> {
+pub fn open_live(
+    backend: Backend,
+    root: &Path,
+    units: Units,
+) -> Result<Box<dyn LiveCollector>, Error> {
+    let procfs = |why: String| procfs(root, units, why);
+    if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
+        if backend == Backend::Bpf {
+            return Err(bpf_unavailable(why));
+        }
+        return Ok(Box::new(procfs(format!("procfs: {why}"))?));
+    }
     match backend {
         Backend::Procfs => Ok(Box::new(procfs(
             "procfs: asked for with --backend procfs".into(),
@@ -79,12 +106,24 @@ pub fn open_live(backend: Backend) -> Result<Box<dyn LiveCollector>, Error> {
 /// A collector for snapshots of `groups` (`ps`, `bench`), ready to take them: everything
 /// that needs the caller's privileges (the BPF walk's memory) is done before this returns,
 /// so the caller may drop them.
-pub fn open(backend: Backend, groups: &Groups) -> Result<Box<dyn Collector>, Error> {
-    let bpf = |why: &dyn Fn(&BpfCollector) -> String| -> Result<BpfCollector, String> {
-        let mut b = BpfCollector::for_groups(groups).map_err(|e| e.to_string())?;
+pub fn open(
+    backend: Backend,
+    groups: &Groups,
+    root: &Path,
+    units: Units,
+) -> Result<Box<dyn Collector>, Error> {
+    let procfs = |why: String| procfs(root, units, why);
+    if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
+        if backend == Backend::Bpf {
+            return Err(bpf_unavailable(why));
+        }
+        return Ok(Box::new(procfs(format!("procfs: {why}"))?));
+    }
+    let bpf = |why: &dyn Fn(&BpfCollector) -> String| {
+        let mut b = BpfCollector::for_groups(groups)?;
         b.prepare_arena(groups);
         b.why = why(&b);
-        Ok(b)
+        Ok::<_, crate::bpf::Unavailable>(b)
     };
     match backend {
         Backend::Procfs => Ok(Box::new(procfs(
@@ -97,7 +136,7 @@ pub fn open(backend: Backend, groups: &Groups) -> Result<Box<dyn Collector>, Err
             }
         }
         Backend::Auto => {
-            let tasks = task_count(Path::new("/proc")).unwrap_or(0);
+            let tasks = task_count(root).unwrap_or(0);
             // With a pinned set there is no load to amortize: the iterator wins at any size.
             if !BpfCollector::pinned_available() && tasks < AUTO_MIN_TASKS {
                 return Ok(Box::new(procfs(format!(
@@ -143,6 +182,21 @@ pub fn open_states(
     bpf: crate::states::bpf::Options,
     procfs: crate::states::procfs::Options,
 ) -> Result<StatesChoice, Error> {
+    // The accounting's own root says which kernel it would read (a test may hand the /proc
+    // source a tree of its own beside it).
+    if let Some(why) = not_the_kernel(&bpf.proc_root) {
+        match backend {
+            Backend::Bpf => return Err(Error::BpfUnavailable(why)),
+            Backend::Auto => {
+                return Ok(StatesChoice {
+                    source: Box::new(ProcfsSource::new(procfs)?),
+                    backend: Backend::Procfs,
+                    why,
+                })
+            }
+            Backend::Procfs => {}
+        }
+    }
     let choice = |source: Box<dyn StateSource>, backend: Backend, why: String| StatesChoice {
         source,
         backend,

@@ -11,6 +11,9 @@
 //! read `/proc` (or any tree laid out like it, which is how tests feed them fake kernels);
 //! [`bpf::BpfCollector`] and [`states::bpf::BpfSource`] load BPF programs (root only).
 //! [`choice`] holds the one rule per kind for which one answers ([`Backend::Auto`]).
+//!
+//! Front ends use [`Host`] (in [`host`]) and nothing else: it opens the sources by those
+//! rules, owns the units and the /proc root, and drops privileges once.
 #![deny(missing_docs)]
 
 mod blocked;
@@ -32,18 +35,26 @@ tasksnap_bpf::select! {
 }
 pub mod caps;
 pub mod choice;
+pub mod host;
 pub mod login;
+pub mod machine;
+pub mod numa;
+pub mod probes;
 pub mod procfs;
 pub mod replay;
 pub mod sampler;
 pub mod states;
 pub mod system;
+pub mod task_files;
 /// The raw system calls live in the reading layer; this alias keeps `crate::sys` paths (the
 /// BPF modules use them) pointing there.
 use tasksnap_procfs::sys;
 
 use std::collections::HashMap;
 
+pub use host::{Host, HostOptions, ReadingOptions, Readings, StatesOptions, ThreadStates, Units};
+/// Which threads a thread-state source reports ([`StatesOptions::filter`]).
+pub use states::Filter as StatesFilter;
 pub use tasksnap_model::states::Sample;
 pub use tasksnap_model::{Backend, PassReport, Query, Snapshot};
 use tasksnap_model::{Groups, SnapshotStats, Task, TaskId};

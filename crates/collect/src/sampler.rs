@@ -98,7 +98,13 @@ impl Sampler {
     /// still privileged). A state source that cannot run with `Auto` is replaced by none
     /// only when even the /proc one fails; its reason is in [`Sampler::states_report`].
     pub fn open(opts: Options) -> Result<Sampler, Error> {
-        let mut live = choice::open_live(opts.backend)?;
+        let units = crate::procfs::ProcfsCollector::with_root(&opts.proc_root)?.units();
+        Sampler::open_with(opts, units)
+    }
+
+    /// [`Sampler::open`] with the host's unit conversions (what [`crate::Host`] opens).
+    pub(crate) fn open_with(opts: Options, units: crate::procfs::Units) -> Result<Sampler, Error> {
+        let mut live = choice::open_live(opts.backend, &opts.proc_root, units)?;
         let groups = sample_groups();
         live.prepare(&groups);
         let (states, states_backend, states_why) = if opts.states {
@@ -109,6 +115,7 @@ impl Sampler {
             let procfs = crate::states::procfs::Options {
                 track_sleep: opts.track_sleep,
                 fds_left: opts.states_fds_left,
+                proc_root: opts.proc_root.clone(),
                 ..Default::default()
             };
             let c = choice::open_states(opts.backend, bpf, procfs)?;

@@ -33,6 +33,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub mod fake_proc;
+
 /// File name of the load generator binary.
 pub const BINARY_NAME: &str = "tasksnap-loadgen";
 

@@ -164,6 +164,11 @@ fn main() -> ExitCode {
     }
     // `tasksnap-loadgen churn [flags]`: shorthand for `--churn [flags]`.
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `tasksnap-loadgen fake-proc DIR [PAGE_SIZE]`: writes the fake /proc tree of
+    // `tasksnap_loadgen::fake_proc` into DIR (for tests in other languages) and exits.
+    if args.get(1).is_some_and(|a| a == "fake-proc") {
+        return fake_proc(&args[2..]);
+    }
     if args.get(1).is_some_and(|a| a == "churn") {
         args[1] = "--churn".into();
     }
@@ -172,6 +177,31 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tasksnap-loadgen: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `tasksnap-loadgen fake-proc DIR [PAGE_SIZE]`.
+fn fake_proc(args: &[std::ffi::OsString]) -> ExitCode {
+    let page_size = match args
+        .get(1)
+        .map(|p| p.to_str().and_then(|p| p.parse::<u64>().ok()))
+    {
+        None => Some(4096),
+        Some(p) => p,
+    };
+    let (Some(dir), Some(page_size), None) = (args.first(), page_size, args.get(2)) else {
+        eprintln!("usage: tasksnap-loadgen fake-proc DIR [PAGE_SIZE]");
+        return ExitCode::from(2);
+    };
+    match tasksnap_loadgen::fake_proc::FakeProc::build_with_page_size(
+        std::path::Path::new(dir),
+        page_size,
+    ) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tasksnap-loadgen fake-proc: {e}");
             ExitCode::FAILURE
         }
     }

@@ -1482,7 +1482,7 @@ fn inert_sort(name: &str, cols: &[ColumnReq], sort_names: &[String]) -> bool {
 
 /// The caller's controlling tty (procps's `cached_tty`).
 fn my_tty() -> u32 {
-    tasksnap_collect::system::own_tty_nr(std::path::Path::new("/proc"))
+    tasksnap_collect::Host::from_env().own_tty_nr()
 }
 
 /// The terminal size procps uses: the first of stdout, stderr, stdin that is a terminal.

@@ -22,6 +22,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use tasksnap_collect::Host;
 use tasksnap_model::{Backend, Groups, Query, Selector, Task};
 
 use format::{Field, Spec};
@@ -29,8 +30,8 @@ use layout::{Cell, Column};
 use settings::{Criterion, Output, Settings, Threads};
 
 /// Digits of `kernel.pid_max`: procps sizes pid columns with it (procps_pid_length()).
-fn pid_digits(proc_root: &Path) -> usize {
-    tasksnap_collect::system::pid_max_width(proc_root).unwrap_or(5)
+fn pid_digits(host: &Host) -> usize {
+    host.pid_max_width().unwrap_or(5)
 }
 
 /// Resolves requested columns into specs with widths and headers (procps `do_one_spec`).
@@ -218,46 +219,26 @@ fn selectors_for(s: &Settings) -> Vec<Selector> {
 }
 
 /// procps's `boot_tics`: the first number of /proc/uptime times Hertz, truncated.
-fn uptime_ticks(proc_root: &Path, hertz: u64) -> Option<u64> {
-    let secs = tasksnap_collect::system::uptime_s(proc_root)?;
+fn uptime_ticks(host: &Host, hertz: u64) -> Option<u64> {
+    let secs = host.uptime_s()?;
     Some((secs * hertz as f64) as u64)
-}
-
-fn mem_total_kb(proc_root: &Path) -> u64 {
-    tasksnap_collect::system::mem_total_kib(proc_root).unwrap_or(1)
-}
-
-/// What a replayed listing takes from its recording instead of the host.
-#[derive(Debug)]
-struct ReplayEnv {
-    /// `MemTotal` then (for %MEM).
-    mem_total_kib: u64,
 }
 
 /// The recorded reading `ps --replay DIR [--at TIME]` lists: the last sample at or before
 /// TIME (the last one of the recording without it).
-fn replay_collector(
-    dir: &Path,
-    at: Option<&str>,
-) -> anyhow::Result<(tasksnap_collect::replay::ReplayCollector, ReplayEnv)> {
+fn replay_host(dir: &Path, at: Option<&str>) -> anyhow::Result<Host> {
     let history = crate::recording::open("tasksnap ps", dir)?;
     let t = match at {
         Some(text) => crate::when::parse_time(text).map_err(anyhow::Error::msg)?,
         None => u64::MAX,
     };
     let reading = history.reading_at(t)?;
-    let env = ReplayEnv {
-        mem_total_kib: reading.system.memory.map(|m| m.total_kib).unwrap_or(0),
-    };
     let why = format!(
         "replay of {} at {}",
         dir.display(),
         crate::when::rfc3339(reading.snapshot.taken_at_unix_ns)
     );
-    Ok((
-        tasksnap_collect::replay::ReplayCollector::new(reading, why),
-        env,
-    ))
+    Ok(Host::replay(reading, why))
 }
 
 /// Rows from which a text listing is formatted on two threads.
@@ -266,32 +247,31 @@ const PARALLEL_ROWS: usize = 8192;
 /// Runs ps with parsed settings, writing to `out`. Returns the exit code procps would use.
 pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
-    let proc_root = Path::new("/proc");
-    let cols = resolve_columns(s, pid_digits(proc_root));
-    let groups = groups_for(s, &cols);
     // A replay: the recorded reading's figures stand in for the host's.
-    let mut replayed: Option<ReplayEnv> = None;
-    let mut collector: Box<dyn tasksnap_collect::Collector> = match &s.replay {
-        Some((dir, at)) => {
-            let (c, env) = replay_collector(dir, at.as_deref())?;
-            replayed = Some(env);
-            Box::new(c)
-        }
-        // Ready for these groups: whatever needed the caller's privileges is done.
-        None => tasksnap_collect::choice::open(s.backend, &groups).context("no collector")?,
+    let mut host = match &s.replay {
+        Some((dir, at)) => replay_host(dir, at.as_deref())?,
+        None => Host::from_env(),
     };
-    let report = collector.report();
+    let replayed = s.replay.is_some();
+    let proc_root = host.proc_root().to_path_buf();
+    let proc_root = proc_root.as_path();
+    let cols = resolve_columns(s, pid_digits(&host));
+    let groups = groups_for(s, &cols);
+    if !replayed {
+        // Ready for these groups: whatever needed the caller's privileges is done.
+        host.open_snapshots(s.backend, &groups)
+            .context("no collector")?;
+    }
+    let report = host.report();
     if s.verbose {
         warn!("tasksnap: {}", report.why);
     }
-    if report.backend == Backend::Bpf && s.replay.is_none() {
-        // Loaded (or opened): what loading needed is no longer needed.
-        let now = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
-        if s.verbose {
-            match now {
-                Ok(eff) => warn!("tasksnap: capabilities after setup: {eff:#018x}"),
-                Err(e) => warn!("tasksnap: could not drop capabilities: {e}"),
-            }
+    // Loaded (or opened): what loading needed is no longer needed.
+    let now = host.ready();
+    if report.backend == Backend::Bpf && !replayed && s.verbose {
+        match now {
+            Ok(eff) => warn!("tasksnap: capabilities after setup: {eff:#018x}"),
+            Err(e) => warn!("tasksnap: could not drop capabilities: {e}"),
         }
     }
     let chosen = started.elapsed();
@@ -300,9 +280,9 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     for sel in selectors_for(s) {
         let mut query = Query::new(sel.clone(), groups);
         query.leader_as_process = true;
-        let snap = collector.snapshot(&query)?;
+        let snap = host.snapshot(&query)?;
         if s.verbose {
-            let report = collector.report();
+            let report = host.report();
             if !report.pass.is_empty() {
                 warn!("tasksnap: pass: {}", report.pass);
             }
@@ -331,28 +311,25 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     }
     let snapped = started.elapsed();
     let (btime, boottime_ns, unix_ns) = snap_meta.unwrap_or((0, 0, 0));
-    // SAFETY: sysconf takes a plain integer.
-    let hertz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
-        v if v > 0 => v as u64,
-        _ => 100,
-    };
+    let units = host.units();
+    let hertz = units.clock_ticks_per_s;
     // Signal masks print 16 digits when the line has room (procps check_header_width); the
     // machine formats, which have no line, always get all of them.
     let wide_signals = s.output != Output::Text
         || layout::wide_signals(&cols, layout::active_cols(&cols, s.screen_cols));
     let env = fields::Env {
         hertz,
-        page_size: 4096,
-        mem_total_kb: match &replayed {
-            Some(r) => r.mem_total_kib.max(1),
-            None => mem_total_kb(proc_root),
+        page_size: units.page_size_bytes,
+        mem_total_kb: match replayed {
+            true => host.mem_total_kib().unwrap_or(0).max(1),
+            false => host.mem_total_kib().unwrap_or(1),
         },
         boot_time_s: btime as i64,
         now_s: (unix_ns / 1_000_000_000) as i64,
-        uptime_ticks: match &replayed {
+        uptime_ticks: match replayed {
             // procps's boot_tics at the sample: its boot-clock time in ticks.
-            Some(_) => boottime_ns / (1_000_000_000 / hertz),
-            None => uptime_ticks(proc_root, hertz).unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
+            true => boottime_ns / (1_000_000_000 / hertz),
+            false => uptime_ticks(&host, hertz).unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
         },
         locale: loc,
         unix_f_option: s.unix_f,
@@ -364,7 +341,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     };
     let mut caches = fields::Caches::new(proc_root);
 
-    let me = select::Me::current(proc_root);
+    let me = select::Me::current(&host);
     tasks.retain(|t| select::want(s, &me, t, loc));
     let rows = order::arrange(s, &tasks, &env, &mut caches);
     let arranged = started.elapsed();

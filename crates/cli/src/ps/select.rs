@@ -2,8 +2,6 @@
 //! `-d`, `a`, `x`, the default) use procps's bit table indexed by four facts about the task;
 //! lists (`-p`, `-u`, ...) match any of their entries; `-N` negates the result.
 
-use std::path::Path;
-
 use tasksnap_model::{Task, TaskState};
 
 use super::fields;
@@ -21,10 +19,10 @@ pub struct Me {
 
 impl Me {
     /// Reads the facts for the calling process.
-    pub fn current(proc_root: &Path) -> Me {
+    pub fn current(host: &tasksnap_collect::Host) -> Me {
         // SAFETY: geteuid cannot fail and touches no memory.
         let euid = unsafe { libc::geteuid() };
-        let tty = tasksnap_collect::system::own_tty_nr(proc_root);
+        let tty = host.own_tty_nr();
         Me { euid, tty }
     }
 }

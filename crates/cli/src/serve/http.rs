@@ -93,7 +93,11 @@ pub async fn serve(
     budget: Budget,
 ) -> Served {
     let slots = Arc::new(Semaphore::new(budget.connections));
-    let conns = Arc::new(Conns::new(std::path::PathBuf::from("/proc")));
+    // The sockets are this process's: the running kernel's tables, whatever tree the
+    // collection reads.
+    let conns = Arc::new(Conns::new(std::path::PathBuf::from(
+        tasksnap_collect::host::KERNEL_PROC,
+    )));
     let refusing = Arc::new(AtomicUsize::new(0));
     let scrapes = Arc::new(AtomicU64::new(0));
     let local = listener.local_addr().ok();

@@ -14,14 +14,15 @@ mod http;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use tasksnap_collect::sampler::{Options as SamplerOptions, Sampler};
+use tasksnap_collect::host::KERNEL_PROC;
+use tasksnap_collect::{Host, ReadingOptions, Readings};
 use tasksnap_export::encode::{Cost, Exposition};
 use tasksnap_export::{Aggregator, Config, Grouping, Options};
 use tasksnap_model::Backend;
@@ -210,11 +211,6 @@ impl Shared {
     }
 }
 
-/// Capabilities kept once the BPF programs are loaded: reading /proc whatever its modes
-/// (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) and the files behind ptrace access checks
-/// (CAP_SYS_PTRACE: io, exe). Not `top`'s kill and renice.
-const KEPT: u64 = 1 << 1 | 1 << 2 | 1 << 19;
-
 /// The CPU clock of the calling thread, for [`collection_cpu_ns`] to leave out.
 fn thread_cpu_clock() -> Option<libc::clockid_t> {
     let mut clock: libc::clockid_t = 0;
@@ -258,7 +254,7 @@ struct Started {
 
 /// The collection side: one sampler and one aggregator, kept for the exporter's life.
 struct Collection {
-    sampler: Sampler,
+    sampler: Readings,
     aggregator: Aggregator,
     cost: Cost,
     timings: bool,
@@ -267,24 +263,25 @@ struct Collection {
 }
 
 impl Collection {
-    /// Opens the sources (loading BPF where allowed), then keeps only [`KEPT`].
+    /// Opens the sources (loading BPF where allowed), then keeps only what reading /proc
+    /// whatever its modes needs (not `top`'s kill and renice: [`Host::ready_to_read_only`]).
     fn open(
         backend: Backend,
         opts: Options,
         timings: bool,
         http_clock: Option<libc::clockid_t>,
     ) -> Result<Collection, String> {
-        let sampler = Sampler::open(SamplerOptions {
-            backend,
-            exe: opts.grouping.needs_exe(),
-            states_fds_left: budget::STATES_FDS_LEFT,
-            ..SamplerOptions::default()
-        })
-        .map_err(|e| e.to_string())?;
-        if sampler.report().backend == Backend::Bpf {
-            if let Err(e) = tasksnap_collect::caps::keep_only(KEPT) {
-                warn!("tasksnap serve: could not drop capabilities: {e}");
-            }
+        let mut host = Host::from_env();
+        let sampler = host
+            .open_readings(ReadingOptions {
+                backend,
+                exe: opts.grouping.needs_exe(),
+                states_fds_left: budget::STATES_FDS_LEFT,
+                ..ReadingOptions::default()
+            })
+            .map_err(|e| e.to_string())?;
+        if let (Err(e), Backend::Bpf) = (host.ready_to_read_only(), sampler.report().backend) {
+            warn!("tasksnap serve: could not drop capabilities: {e}");
         }
         let states = sampler.states_report().0.map_or("none", |b| b.name());
         Ok(Collection {
@@ -447,10 +444,10 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
         }
     };
     // This thread serves HTTP: it needs no privilege at all beyond what it has bound.
-    let _ = tasksnap_collect::caps::keep_only(0);
+    let _ = Host::drop_all_privileges_of_this_thread();
     // What is open now (the sources, the listener, the runtime) stays open: the rest of the
     // open-files limit is shared between connections and collections.
-    let open = budget::open_descriptors(std::path::Path::new("/proc")).unwrap_or(64);
+    let open = budget::open_descriptors(Path::new(KERNEL_PROC)).unwrap_or(64);
     let budget = budget::budget(nofile, open);
     let limited = if budget.connections < budget::MAX_CONNECTIONS {
         format!(

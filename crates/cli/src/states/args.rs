@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{ArgGroup, Parser, ValueEnum};
-use tasksnap_collect::states::Filter;
+use tasksnap_collect::StatesFilter as Filter;
 use tasksnap_model::Backend;
 use tasksnap_states::interval::SortKey;
 use tasksnap_states::{Rollup, State};

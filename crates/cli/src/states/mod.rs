@@ -5,7 +5,7 @@
 //! This module is the loop (sources, signals, intervals); [`args`] parses the command line,
 //! [`print`] formats. The samples come from tasksnap-collect's thread-state sources (the BPF
 //! accounting as root, exact; the /proc source otherwise, sampled where it must, and
-//! labelled), chosen by `choice::open_states`; tasksnap-states turns them into intervals.
+//! labelled), opened by the [`Host`]; tasksnap-states turns them into intervals.
 //!
 //! Exit status: 0 when done (or interrupted), 2 on bad arguments, 1 on a runtime error: a
 //! source that cannot run, `-p` pids none of which is a process the first sample found (as
@@ -20,9 +20,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use tasksnap_collect::choice::open_states;
-use tasksnap_collect::states::{bpf, procfs};
-use tasksnap_collect::StateSource;
+use tasksnap_collect::{Host, StatesOptions, ThreadStates};
 use tasksnap_states::flame::Flame;
 use tasksnap_states::{between, Sample};
 
@@ -188,30 +186,30 @@ fn replay_window(
     Ok((out, (wall[0], wall[1])))
 }
 
-fn open_source(args: &Args) -> Result<Box<dyn StateSource>> {
-    let bpf_opts = bpf::Options {
+/// The host's thread-state source, open, with privileges dropped.
+fn open_source(args: &Args) -> Result<ThreadStates> {
+    let mut host = Host::from_env();
+    let opts = StatesOptions {
         filter: args.filter(),
         track_sleep: args.why_sleep,
-        ..Default::default()
+        sample_hz: Some(args.sample_hz),
+        fds_left: None,
     };
-    let procfs_opts = procfs::Options {
-        filter: args.filter(),
-        sample_hz: args.sample_hz,
-        track_sleep: args.why_sleep,
-        ..Default::default()
-    };
-    let opened = open_states(args.mode, bpf_opts, procfs_opts);
-    let choice = match args.mode {
+    let opened = host.open_states(args.mode, opts);
+    let source = match args.mode {
         Backend::Bpf => opened.context("--mode bpf")?,
         _ => opened?,
     };
-    if args.mode == Backend::Auto && choice.backend == Backend::Procfs {
+    let (backend, why) = source.report();
+    if args.mode == Backend::Auto && backend == Backend::Procfs {
         warn!(
-            "tasksnap states: using /proc ({}; running exact, the rest sampled at {} Hz)",
-            choice.why, args.sample_hz
+            "tasksnap states: using /proc ({why}; running exact, the rest sampled at {} Hz)",
+            args.sample_hz
         );
     }
-    Ok(choice.source)
+    // Loaded: what loading needed goes.
+    let _ = host.ready();
+    Ok(source)
 }
 
 fn run(args: &Args) -> Result<()> {
@@ -235,8 +233,8 @@ fn run(args: &Args) -> Result<()> {
         .map(|dir| replay_window(args, dir))
         .transpose()?;
     let window = replay.as_ref().map(|r| r.1);
-    let mut src: Box<dyn StateSource> = match replay {
-        Some((samples, _)) => Box::new(tasksnap_collect::replay::ReplayStates::new(samples)),
+    let mut src = match replay {
+        Some((samples, _)) => Host::replay_states(samples),
         None => open_source(args)?,
     };
     let mut prev = src.sample().context("first sample")?;

@@ -21,11 +21,11 @@ mod worker;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::{choice, LiveCollector};
+use tasksnap_collect::Host;
 use tasksnap_model::{Backend, Groups, Query, Selector};
 
 use crate::ps::names::Names;
@@ -250,7 +250,7 @@ pub struct Page {
 
 /// Where the tasks come from: the host, or a recording.
 enum Source {
-    Live(Box<dyn LiveCollector>),
+    Live(Box<Host>),
     Replay(Box<replay::Replay>),
 }
 
@@ -297,20 +297,18 @@ pub struct Top {
 
 impl Top {
     pub fn new(opts: Options) -> anyhow::Result<Top> {
-        tasksnap_collect::bpf::quiet_libbpf();
+        Host::quiet_bpf_messages();
         // A live view runs for a while: the BPF programs' load time (the reason `ps` uses
         // /proc on small hosts) is paid once, and only BPF gives DISK% and wait reasons and
         // refreshes that read only what changed. So `auto` means BPF whenever it can load.
-        let collector = choice::open_live(opts.backend)?;
-        let proc_root = Path::new("/proc");
-        let mem_total_kib = tasksnap_collect::system::mem_total_kib(proc_root).unwrap_or(0);
-        let pid_width = tasksnap_collect::system::pid_max_width(proc_root)
-            .unwrap_or(5)
-            .max(5);
-        let report = collector.report();
+        let mut host = Host::from_env();
+        host.open_live(opts.backend)?;
+        let mem_total_kib = host.mem_total_kib().unwrap_or(0);
+        let pid_width = host.pid_max_width().unwrap_or(5).max(5);
+        let report = host.report();
         Ok(Top::with(
             opts,
-            Source::Live(collector),
+            Source::Live(Box::new(host)),
             report.short(),
             report.backend == Backend::Bpf,
             mem_total_kib,
@@ -322,10 +320,7 @@ impl Top {
     pub fn replay(opts: Options, replay: replay::Replay) -> Top {
         let mem_total_kib = replay.mem_total_kib();
         let pid_width = replay.pid_width();
-        let backend = format!(
-            "{} recorded",
-            tasksnap_collect::Collector::report(replay.collector()).short()
-        );
+        let backend = format!("{} recorded", replay.host().report().short());
         let mut top = Top::with(
             opts,
             Source::Replay(Box::new(replay)),
@@ -452,7 +447,7 @@ impl Top {
             self.changed = None;
             self.tracker
                 .update(&snap, self.opts.threads, self.mem_total_kib)
-        } else if let Source::Live(collector) = &mut self.source {
+        } else if let Source::Live(host) = &mut self.source {
             if selectors == [Selector::AllThreads] {
                 // Every task: only what changed since the last refresh comes back (with the
                 // BPF walk; other backends give everything every time).
@@ -462,13 +457,13 @@ impl Top {
                 // A whole pass is fed straight into the tracker, task by task, after it drops
                 // its rows: at 50,000 tasks neither a vector of every task nor the old rows
                 // are in memory next to the pass.
-                let full = collector.next_changes_full(&q);
+                let full = host.next_changes_full(&q);
                 let now_ns = system::boottime_ns();
                 let mut feed =
                     self.tracker
                         .begin(now_ns, full, self.opts.threads, self.mem_total_kib);
                 let tracker = &mut self.tracker;
-                let summary = collector.changes_into(&q, &mut |t| tracker.push(&mut feed, &t))?;
+                let summary = host.changes_into(&q, &mut |t| tracker.push(&mut feed, &t))?;
                 self.changed = (!summary.full).then_some(summary.tasks);
                 let mut lines = std::mem::take(&mut self.spare_lines);
                 self.tracker
@@ -479,7 +474,7 @@ impl Top {
                 for sel in selectors {
                     let mut q = Query::new(sel, groups);
                     q.leader_as_process = !self.opts.threads;
-                    let s = collector.snapshot(&q)?;
+                    let s = host.snapshot(&q)?;
                     match &mut snap {
                         None => snap = Some(s),
                         Some(all) => all.tasks.extend(s.tasks),
@@ -489,7 +484,7 @@ impl Top {
                 let lines = self
                     .tracker
                     .update(&snap, self.opts.threads, self.mem_total_kib);
-                collector.recycle(snap.tasks);
+                host.recycle(snap.tasks);
                 lines
             }
         } else {
@@ -500,18 +495,18 @@ impl Top {
         if !self.caps_dropped && (self.refreshes >= 2 || self.opts.batch) {
             // What makes later refreshes cheap (the BPF walk and its memory) is loaded now,
             // after the first screen, while the privileges to load it are still there.
-            if let Source::Live(collector) = &mut self.source {
-                collector.prepare(&groups);
+            if let Source::Live(host) = &mut self.source {
+                host.prepare_live(&groups);
+                // Both BPF parts are loaded (or will not be): what loading needed goes.
+                let _ = host.ready();
             }
-            // Both BPF parts are loaded (or will not be): what loading needed goes (see ps).
-            let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT);
             self.caps_dropped = true;
         }
         let counts = view::count_states(&lines);
         self.order(&mut lines);
         let sys = match &self.source {
             Source::Replay(r) => r.system(),
-            Source::Live(_) => self.system.read(Path::new("/proc")),
+            Source::Live(host) => self.system.read(host),
         };
         let now_cpu = system::own_cpu_ns();
         let wall = self.own_at.elapsed().as_nanos().max(1) as f64;
@@ -589,7 +584,10 @@ impl Top {
                     Some("DISK% needs the BPF accounting (root with BPF)".into());
                 return;
             }
-            match waits::Waits::load() {
+            let Source::Live(host) = &self.source else {
+                return;
+            };
+            match waits::Waits::load(host) {
                 Ok(w) => self.waits = Some(w),
                 Err(why) => {
                     self.waits_unavailable = Some(format!("no DISK%: {why}"));
@@ -767,8 +765,8 @@ impl Top {
             ..Groups::default()
         };
         let filled = match &self.source {
-            Source::Live(c) => c.fill(&ids, groups),
-            Source::Replay(r) => tasksnap_collect::Collector::fill(r.collector(), &ids, groups),
+            Source::Live(host) => host.fill(&ids, groups),
+            Source::Replay(r) => r.host().fill(&ids, groups),
         };
         let read = match filled {
             Ok((read, _stats)) => {
@@ -933,6 +931,7 @@ mod proptests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn parse(args: &[&str]) -> Result<Options, String> {
         let argv: Vec<OsString> = args.iter().map(OsString::from).collect();

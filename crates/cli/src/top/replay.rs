@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tasksnap_collect::replay::{selects, ReplayCollector};
+use tasksnap_collect::Host;
 use tasksnap_history::History;
 use tasksnap_model::{Reading, Selector, Snapshot};
 
@@ -25,7 +25,7 @@ pub struct Replay {
     /// The sample shown: `times[index]`.
     index: usize,
     /// Answers for the sample shown (rows' command lines and memory come through its fill).
-    cur: ReplayCollector,
+    cur: Host,
     /// The sample before it, when there is one (rates need it).
     prev: Option<Reading>,
 }
@@ -80,7 +80,7 @@ impl Replay {
         let i = self.index.checked_sub(1)?;
         read(&self.history, &self.dir, self.times[i])
             .ok()
-            .map(ReplayCollector::into_reading)
+            .and_then(Host::into_replayed)
     }
 
     /// Moves to the next sample (`forward`) or the previous one. At either end it stays and
@@ -99,7 +99,7 @@ impl Replay {
             }
             let next = read(&self.history, &self.dir, self.times[self.index + 1])?;
             let old = std::mem::replace(&mut self.cur, next);
-            self.prev = Some(old.into_reading());
+            self.prev = old.into_replayed();
             self.index += 1;
         } else {
             if self.index == 0 {
@@ -158,7 +158,10 @@ impl Replay {
 
     /// The sample shown.
     pub fn reading(&self) -> &Reading {
-        self.cur.reading()
+        // `cur` is only ever made by `over`, a host over a reading.
+        self.cur
+            .replayed()
+            .expect("a replay's host holds the reading it replays")
     }
 
     /// The sample before it, when rates can be taken against it: same boot, earlier.
@@ -170,8 +173,8 @@ impl Replay {
         })
     }
 
-    /// The collector over the sample shown (for the rows' fill).
-    pub fn collector(&self) -> &ReplayCollector {
+    /// The host over the sample shown (for the rows' fill).
+    pub fn host(&self) -> &Host {
         &self.cur
     }
 
@@ -184,7 +187,7 @@ impl Replay {
         let mut tasks: Vec<tasksnap_model::Task> = s
             .tasks
             .iter()
-            .filter(|t| selectors.iter().any(|sel| selects(sel, t)))
+            .filter(|t| selectors.iter().any(|sel| Host::selects(sel, t)))
             .cloned()
             .collect();
         if threads {
@@ -286,20 +289,20 @@ pub fn index_at(times: &[u64], t: u64) -> Result<usize, String> {
     }
 }
 
-/// The sample in force at `t`, as a collector (its report names the recording and time).
-fn read(history: &History, dir: &Path, t: u64) -> Result<ReplayCollector, String> {
+/// The sample in force at `t`, as a host (its report names the recording and time).
+fn read(history: &History, dir: &Path, t: u64) -> Result<Host, String> {
     let reading = history.reading_at(t).map_err(|e| e.to_string())?;
     Ok(over(dir, reading))
 }
 
-/// A collector over `reading` of the recording in `dir`.
-fn over(dir: &Path, reading: Reading) -> ReplayCollector {
+/// A host over `reading` of the recording in `dir`.
+fn over(dir: &Path, reading: Reading) -> Host {
     let why = format!(
         "replay of {} at {}",
         dir.display(),
         rfc3339(reading.snapshot.taken_at_unix_ns)
     );
-    ReplayCollector::new(reading, why)
+    Host::replay(reading, why)
 }
 
 /// In `tasks` (every thread of some processes, in (tgid, tid) order, each leader carrying

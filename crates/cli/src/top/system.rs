@@ -1,10 +1,9 @@
 //! The machine-wide part of `top`'s header, per refresh: uptime, logged-in users, load
 //! averages, CPU time split (deltas of /proc/stat's `cpu` line), memory and swap (all read by
-//! `tasksnap_collect::system`, parsed by tasksnap-procfs), and tasksnap's own CPU use
+//! the [`Host`], parsed by tasksnap-procfs), and tasksnap's own CPU use
 //! (getrusage).
 
-use std::path::Path;
-
+use tasksnap_collect::Host;
 pub use tasksnap_model::{CpuTicks, Memory};
 
 /// Everything the header shows besides the task counts.
@@ -25,21 +24,20 @@ pub struct SystemReader {
 }
 
 impl SystemReader {
-    pub fn read(&mut self, proc_root: &Path) -> System {
-        use tasksnap_collect::system;
-        let uptime_s = system::uptime_s(proc_root).unwrap_or(0.0);
-        let loadavg = system::load_averages(proc_root).unwrap_or_default().avg;
+    pub fn read(&mut self, host: &Host) -> System {
+        let uptime_s = host.uptime_s().unwrap_or(0.0);
+        let loadavg = host.load_averages().unwrap_or_default().avg;
         let mut cpu_pct = [0.0; 8];
-        if let Some(now) = system::cpu_ticks(proc_root) {
+        if let Some(now) = host.cpu_ticks() {
             cpu_pct = cpu_split(&self.prev.unwrap_or_default(), &now);
             self.prev = Some(now);
         }
         System {
             uptime_s,
-            users: logged_in_users(),
+            users: host.users_logged_in(),
             loadavg,
             cpu_pct,
-            mem: system::memory(proc_root).unwrap_or_default(),
+            mem: host.memory().unwrap_or_default(),
         }
     }
 }
@@ -60,20 +58,6 @@ pub fn cpu_split(before: &CpuTicks, now: &CpuTicks) -> [f64; 8] {
         d(now.steal, before.steal),
     ]
     .map(|v| v * 100.0 / total)
-}
-
-/// USER_PROCESS records in utmp, as procps counts "users".
-fn logged_in_users() -> usize {
-    // struct utmp is 384 bytes on Linux (x86_64 and aarch64 glibc); ut_type is its first i16.
-    const UTMP_SIZE: usize = 384;
-    const USER_PROCESS: i16 = 7;
-    std::fs::read("/var/run/utmp")
-        .map(|b| {
-            b.chunks_exact(UTMP_SIZE)
-                .filter(|r| i16::from_ne_bytes([r[0], r[1]]) == USER_PROCESS)
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 /// This process's CPU time so far (user + system), ns.

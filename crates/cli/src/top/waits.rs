@@ -1,16 +1,15 @@
 //! DISK% and the top wait reason of the processes `top` shows, from tasksnap-collect's exact
-//! thread-state source (BPF, root only; tasksnap-states makes the intervals): the scheduler
-//! tracepoint charges every thread's time in D as it happens, and each refresh reads the totals of the processes on screen only (one
-//! iterator per process, [`BpfSource::watch`]), so the cost follows the rows shown, not the
-//! host. A process's DISK% is the sum over its threads of the time spent in uninterruptible
+//! thread-state source (BPF, root only, opened by [`Host::open_waits`]; tasksnap-states makes
+//! the intervals): the scheduler tracepoint charges every thread's time in D as it happens,
+//! and each refresh reads the totals of the processes on screen only (one iterator per
+//! process, [`ThreadStates::sample_of`]), so the cost follows the rows shown, not the host. A process's DISK% is the sum over its threads of the time spent in uninterruptible
 //! sleep, as a share of the interval (like %CPU and RUNQ%, it can pass 100 for several
 //! threads). Rates need two samples of the same process: a row that just came on screen shows
 //! `-` until the next refresh.
 
 use std::collections::{HashMap, HashSet};
 
-use tasksnap_collect::states::bpf::{BpfSource, Options};
-use tasksnap_collect::StateSource;
+use tasksnap_collect::{Host, ThreadStates};
 use tasksnap_states::{between, Rollup, Sample, State};
 
 /// One process's waits over the last interval.
@@ -24,20 +23,14 @@ pub struct Wait {
 
 /// The loaded accounting and the previous sample.
 pub struct Waits {
-    src: BpfSource,
+    src: ThreadStates,
     prev: Option<(Sample, HashSet<i32>)>,
 }
 
 impl Waits {
-    /// Loads the accounting (root with BPF only), or says why not.
-    pub fn load() -> Result<Waits, String> {
-        // Threads are seeded when they first come on screen, not all at load: a pass over
-        // 50,000 tasks would cost a refresh's worth of time and 10 MB of peak memory.
-        let opts = Options {
-            seed_all: false,
-            ..Options::default()
-        };
-        let src = BpfSource::load(opts).map_err(|e| e.to_string())?;
+    /// Loads the accounting of `host` (root with BPF only), or says why not.
+    pub fn load(host: &Host) -> Result<Waits, String> {
+        let src = host.open_waits().map_err(|e| e.to_string())?;
         Ok(Waits { src, prev: None })
     }
 
@@ -45,8 +38,7 @@ impl Waits {
     /// also sampled last time: per process (keyed by pid), or per thread (keyed by tid) when
     /// `threads`.
     pub fn update(&mut self, pids: &[i32], threads: bool) -> HashMap<i32, Wait> {
-        self.src.watch(pids);
-        let Ok(cur) = self.src.sample() else {
+        let Ok(cur) = self.src.sample_of(pids) else {
             self.prev = None;
             return HashMap::new();
         };

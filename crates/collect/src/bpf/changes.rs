@@ -20,6 +20,7 @@ use tasksnap_model::hash::IdMap;
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, TaskId};
 
 use super::arena::{self, WalkMode};
+use super::passes::WalkError;
 use super::{decode, BpfCollector};
 use crate::{sys, ChangeSummary, Changes, Error};
 
@@ -128,7 +129,7 @@ impl BpfCollector {
             Ok(c) => Ok(c),
             Err(why) => {
                 // Start over with a whole pass (which says why it cannot walk, if it cannot).
-                self.walk_problem = Some(why);
+                self.walk_problem = Some(why.to_string());
                 self.live.delta = None;
                 self.whole_with_clocks(query, bits)
             }
@@ -151,7 +152,7 @@ impl BpfCollector {
             super::settings::pass_shards()
         };
         if let Err(why) = self.ensure_arena(bits, shards) {
-            self.walk_problem = Some(why);
+            self.walk_problem = Some(why.to_string());
             self.live.delta = None;
             return self.whole(query);
         }
@@ -194,7 +195,7 @@ impl BpfCollector {
                 }
                 Err(why) => {
                     // Nothing was handed over: the collecting path says the rest.
-                    self.walk_problem = Some(why);
+                    self.walk_problem = Some(why.to_string());
                     self.live.delta = None;
                     self.changes_impl(query)?
                 }
@@ -213,7 +214,7 @@ impl BpfCollector {
         &mut self,
         query: &Query,
         sink: &mut dyn FnMut(tasksnap_model::Task),
-    ) -> Result<usize, String> {
+    ) -> Result<usize, WalkError> {
         let bits = decode::group_bits(&query.groups);
         let shards = if self.settings.low_cpu {
             1
@@ -222,7 +223,7 @@ impl BpfCollector {
         };
         self.ensure_arena(bits, shards)?;
         let (Some(walker), Some(arena)) = (&self.progs.walker, &self.out.arena) else {
-            return Err("no walk".into());
+            return Err(WalkError::NoWalk);
         };
         self.out.walked = None;
         let outs = super::passes::walk_checked(walker, arena, bits, shards, WalkMode::default())?;
@@ -236,7 +237,7 @@ impl BpfCollector {
         let mut stats = SnapshotStats::default();
         let (extras, hidden) =
             BpfCollector::missing_from(&mut self.procfs, &records, query, groups, None, &mut stats)
-                .map_err(|e| e.to_string())?;
+                .map_err(Box::new)?;
         let mut tasks = 0;
         decode::assemble_each(&records, extras, query, &groups, units, &mut |mut t| {
             if !groups.base {
@@ -252,13 +253,13 @@ impl BpfCollector {
     }
 
     /// A walk that writes only the processes that ran since the last pass.
-    fn changed_only(&mut self, query: &Query, bits: u32) -> Result<Changes, String> {
+    fn changed_only(&mut self, query: &Query, bits: u32) -> Result<Changes, WalkError> {
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
         let (Some(walker), Some(arena), Some(delta)) =
             (&self.progs.walker, &self.out.arena, &mut self.live.delta)
         else {
-            return Err("no walk".into());
+            return Err(WalkError::NoWalk);
         };
         delta.since_full += 1;
         self.out.walked = None;
@@ -290,7 +291,7 @@ impl BpfCollector {
         let spare = std::mem::take(&mut self.out.spare);
         let groups = query.groups;
         let extras = BpfCollector::read_from_procfs(&mut self.procfs, &delta.hidden, query, groups)
-            .map_err(|e| e.to_string())?;
+            .map_err(Box::new)?;
         let mut tasks = decode::assemble(
             &records,
             extras,
@@ -312,9 +313,9 @@ impl BpfCollector {
             };
             let rolled = walker
                 .walk(arena, 0, 1, roll_how)
-                .map_err(|e| format!("the roll failed: {e}"))?;
+                .map_err(WalkError::RollFailed)?;
             let Some(out) = rolled.first().filter(|o| o.overflow == 0) else {
-                return Err("the roll did not fit in the arena".into());
+                return Err(WalkError::RollFull);
             };
             let mut tids = arena::roll_tids(arena, out);
             tids.sort_unstable();
@@ -334,12 +335,12 @@ impl BpfCollector {
         self.out.walked = Some(outs);
         let mut stats = SnapshotStats::default();
         self.fill_from_procfs(&mut tasks, query, groups, &mut stats)
-            .map_err(|e| e.to_string())?;
+            .map_err(Box::new)?;
         Ok(Changes {
             snapshot: Snapshot {
                 taken_at_unix_ns,
                 taken_at_boottime_ns,
-                boot_time_unix_s: self.procfs.try_boot_time().map_err(|e| e.to_string())?,
+                boot_time_unix_s: self.procfs.try_boot_time().map_err(Box::new)?,
                 backend: tasksnap_model::Backend::Bpf,
                 tasks,
                 stats,

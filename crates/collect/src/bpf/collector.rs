@@ -129,7 +129,7 @@ impl BpfCollector {
             self.cmd.region_wanted = groups.cmdline;
             let bits = decode::group_bits(groups);
             if let Err(why) = self.ensure_arena(bits, super::settings::pass_shards()) {
-                self.walk_problem = Some(why);
+                self.walk_problem = Some(why.to_string());
             }
         }
     }

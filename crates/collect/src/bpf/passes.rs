@@ -29,9 +29,44 @@ pub(super) struct Output {
     pub phases_ms: Vec<(&'static str, f64)>,
 }
 
+/// Why the walk (or a changed-only walk after it) could not give a pass: the caller then
+/// takes the iterator instead, and says why in its report.
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    /// The programs have no walk (not in the pinned set, or not loaded yet).
+    #[error("no walk")]
+    NoWalk,
+    /// The arena the walk writes into could not be made.
+    #[error("no arena for the walk: {0}")]
+    NoArena(#[source] std::io::Error),
+    /// The walk itself failed.
+    #[error("the walk failed: {0}")]
+    Failed(#[source] std::io::Error),
+    /// More tasks than the arena holds.
+    #[error("the walk's arena ({chunks} chunks) was full: {overflow} tasks did not fit")]
+    Full {
+        /// The arena's chunks.
+        chunks: usize,
+        /// Tasks that did not fit.
+        overflow: u32,
+    },
+    /// The roll (every tid, to find the threads gone) failed.
+    #[error("the roll failed: {0}")]
+    RollFailed(#[source] std::io::Error),
+    /// The roll did not fit in the arena.
+    #[error("the roll did not fit in the arena")]
+    RollFull,
+    /// The records written could not be parsed.
+    #[error(transparent)]
+    Records(#[from] decode::RecordError),
+    /// A read from /proc the walk's pass needs failed (descriptors or memory ran out).
+    #[error(transparent)]
+    Procfs(#[from] Box<Error>),
+}
+
 impl Output {
     /// The records of the last pass (from the arena when it was a walk).
-    pub fn records(&self) -> Result<Vec<decode::Record<'_>>, String> {
+    pub fn records(&self) -> Result<Vec<decode::Record<'_>>, decode::RecordError> {
         pass_records(&self.buf, self.arena.as_ref(), self.walked.as_deref())
     }
 }
@@ -74,7 +109,7 @@ impl BpfCollector {
         if walk && process.is_none() && self.progs.walker.is_some() {
             match self.walk(groups, shape) {
                 Ok(()) => return Ok(()),
-                Err(why) => self.walk_problem = Some(why),
+                Err(why) => self.walk_problem = Some(why.to_string()),
             }
         }
         if let Some(pid) = process {
@@ -111,13 +146,13 @@ impl BpfCollector {
     /// Makes sure the arena holds a pass of `groups` over the tasks there are now (and a
     /// quarter more), creating a bigger one when it does not (which needs CAP_BPF: after
     /// capabilities are dropped the arena there is stays).
-    pub(super) fn ensure_arena(&mut self, groups: u32, shards: usize) -> Result<(), String> {
+    pub(super) fn ensure_arena(&mut self, groups: u32, shards: usize) -> Result<(), WalkError> {
         let tasks = crate::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
         // Kernel threads' records carry their name too.
         let per_task = decode::record_size(groups) + 16;
         let walk_need = arena::chunks_for(tasks, per_task, shards);
         let Some(walker) = &self.progs.walker else {
-            return Err("no walk".into());
+            return Err(WalkError::NoWalk);
         };
         // The command-line copy's region follows the walk's chunks (processes are at most
         // the tasks).
@@ -131,7 +166,7 @@ impl BpfCollector {
             if let Err(e) = walker.arena(need, walk_need, &mut self.out.arena) {
                 // A smaller arena there is stays: the walk says when it overflows.
                 if self.out.arena.is_none() {
-                    return Err(format!("no arena for the walk: {e}"));
+                    return Err(WalkError::NoArena(e));
                 }
             }
         }
@@ -149,7 +184,7 @@ impl BpfCollector {
 
     /// One pass over every task by the walk into the arena; `Err` says why the caller must
     /// use the iterator instead (no arena, or more tasks than it holds).
-    fn walk(&mut self, groups: u32, shape: Shape) -> Result<(), String> {
+    fn walk(&mut self, groups: u32, shape: Shape) -> Result<(), WalkError> {
         let shards = if self.settings.low_cpu || shape.one_shard {
             1
         } else {
@@ -157,7 +192,7 @@ impl BpfCollector {
         };
         self.ensure_arena(groups, shards)?;
         let (Some(walker), Some(arena)) = (&self.progs.walker, &self.out.arena) else {
-            return Err("no walk".into());
+            return Err(WalkError::NoWalk);
         };
         let how = arena::WalkMode {
             lines: shape.lines,
@@ -311,16 +346,15 @@ pub(super) fn walk_checked(
     groups: u32,
     shards: usize,
     how: arena::WalkMode,
-) -> Result<Vec<arena::ShardOut>, String> {
+) -> Result<Vec<arena::ShardOut>, WalkError> {
     let outs = walker
         .walk(arena, groups, shards, how)
-        .map_err(|e| format!("the walk failed: {e}"))?;
+        .map_err(WalkError::Failed)?;
     if let Some(o) = outs.iter().find(|o| o.overflow > 0) {
-        return Err(format!(
-            "the walk's arena ({} chunks) was full: {} tasks did not fit",
-            arena.chunks(),
-            o.overflow
-        ));
+        return Err(WalkError::Full {
+            chunks: arena.chunks(),
+            overflow: o.overflow,
+        });
     }
     Ok(outs)
 }
@@ -330,7 +364,7 @@ pub(super) fn pass_records<'a>(
     buf: &'a [u8],
     arena: Option<&'a arena::Arena>,
     walked: Option<&[arena::ShardOut]>,
-) -> Result<Vec<decode::Record<'a>>, String> {
+) -> Result<Vec<decode::Record<'a>>, decode::RecordError> {
     let (Some(arena), Some(outs)) = (arena, walked) else {
         return decode::records(buf);
     };

@@ -359,8 +359,10 @@ impl BpfCollector {
         passed?;
         lap.mark("prefault wait");
         let units = self.procfs.units();
-        let records = self.out.records()
-            .map_err(Error::Unsupported)?;
+        let records = self
+            .out
+            .records()
+            .map_err(|e| Error::Unsupported(e.to_string()))?;
         lap.mark("records");
 
         if self.live.track {

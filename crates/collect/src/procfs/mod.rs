@@ -78,8 +78,8 @@ impl ProcfsCollector {
             root,
             root_fd: OwnedFd::from(dir),
             units: Units {
-                clk_tck: sys::sysconf(libc::_SC_CLK_TCK, 100),
-                page_size: sys::sysconf(libc::_SC_PAGESIZE, 4096),
+                clk_tck: crate::host::clock_ticks_per_s(),
+                page_size: crate::host::page_size_bytes(),
             },
             workers,
             cmdline_deadline: Duration::from_millis(20),

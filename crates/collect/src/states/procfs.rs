@@ -252,13 +252,7 @@ impl ProcfsSource {
             source,
         })?;
         let fd_budget = raise_nofile(opts.fds_left);
-        // SAFETY: sysconf has no side effects.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let tick_ns = if hz > 0 {
-            1_000_000_000 / hz as u64
-        } else {
-            10_000_000
-        };
+        let tick_ns = 1_000_000_000 / crate::host::clock_ticks_per_s();
         let delayacct = delayacct_on(&opts.proc_root);
         let real_proc = is_procfs(&opts.proc_root);
         let shared = Arc::new(Mutex::new(Shared {

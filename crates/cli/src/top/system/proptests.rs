@@ -12,6 +12,15 @@ mod strategies;
 use strategies::{cases, meminfo, PLAUSIBLE, STAT_TAIL};
 
 use super::SystemReader;
+use tasksnap_collect::{Host, HostOptions};
+
+/// A host over the tree at `root`.
+fn host(root: &std::path::Path) -> Host {
+    Host::open(HostOptions {
+        proc_root: root.to_path_buf(),
+        ..HostOptions::default()
+    })
+}
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
@@ -37,12 +46,13 @@ proptest! {
         meminfo.extend(&junk);
         std::fs::write(root.join("meminfo"), &meminfo).expect("meminfo");
         let mut r = SystemReader::default();
-        let _ = r.read(root);
+        let h = host(root);
+        let _ = r.read(&h);
         std::fs::write(root.join("stat"), cpu_line(&cpu.1)).expect("stat");
-        let s = r.read(root);
+        let s = r.read(&h);
         prop_assert!(s.cpu_pct.iter().all(|p| p.is_finite()), "{:?}", s.cpu_pct);
         std::fs::write(root.join("stat"), &junk).expect("stat");
-        let _ = r.read(root);
+        let _ = r.read(&h);
     }
 }
 
@@ -52,5 +62,5 @@ proptest! {
 fn defect_huge_cpu_ticks() {
     let tmp = tempfile::tempdir().expect("tempdir");
     std::fs::write(tmp.path().join("stat"), "cpu  18446744073709551615 1\n").expect("stat");
-    let _ = SystemReader::default().read(tmp.path());
+    let _ = SystemReader::default().read(&host(tmp.path()));
 }

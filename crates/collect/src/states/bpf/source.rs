@@ -90,13 +90,7 @@ fn monotonic_ns() -> u64 {
 
 /// ns per clock tick (USER_HZ), the unit of /proc's start times.
 fn clock_tick_ns() -> u64 {
-    // SAFETY: sysconf has no side effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        1_000_000_000 / hz as u64
-    } else {
-        10_000_000
-    }
+    1_000_000_000 / crate::host::clock_ticks_per_s()
 }
 
 /// A comm as text, and its exact bytes when they are not valid UTF-8.

@@ -1,0 +1,253 @@
+//! Every front end on a fake /proc tree (`TASKSNAP_PROC_ROOT`, read once by
+//! `HostOptions::from_env`): ps, top -b, states, record + dump, serve, doctor and bench read
+//! the tree of tasksnap-loadgen's `fake_proc` through the `Host`, with the procfs sources
+//! (BPF reads the kernel, never a tree), and show its three processes and nothing of the
+//! machine running the test.
+
+mod serve_common;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use tasksnap_loadgen::fake_proc::{FakeProc, BASH_RSS_PAGES, BASH_VSIZE_BYTES};
+
+const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+
+fn tree(page_size: u64) -> (tempfile::TempDir, FakeProc) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = FakeProc::build_with_page_size(dir.path(), page_size).expect("fake tree");
+    (dir, fake)
+}
+
+fn command(root: &Path, page_size: Option<u64>) -> Command {
+    let mut c = Command::new(TASKSNAP);
+    c.env("TASKSNAP_PROC_ROOT", root)
+        .env_remove("TASKSNAP_PAGE_SIZE")
+        .stdin(Stdio::null());
+    if let Some(p) = page_size {
+        c.env("TASKSNAP_PAGE_SIZE", p.to_string());
+    }
+    c
+}
+
+fn run(root: &Path, page_size: Option<u64>, args: &[&str]) -> Output {
+    command(root, page_size)
+        .args(args)
+        .output()
+        .expect("run tasksnap")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `ps -o sz,vsz,rss` on a machine with 64 KiB pages prints what procps prints there: SZ
+/// is the address space in pages (VmSize in KiB over the page size in KiB: procps's
+/// `pr_sz`), VSZ the address space in KiB, RSS stat's resident pages times 64 KiB, in KiB.
+#[test]
+fn ps_sizes_follow_the_page_size() {
+    let (_dir, fake) = tree(65536);
+    let out = run(
+        fake.root(),
+        Some(65536),
+        &[
+            "ps",
+            "-e",
+            "-o",
+            "pid,sz,vsz,rss,comm",
+            "--backend",
+            "procfs",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let bash = stdout
+        .lines()
+        .find(|l| l.ends_with(" bash"))
+        .unwrap_or_else(|| panic!("no bash in {stdout}"));
+    let f: Vec<&str> = bash.split_whitespace().collect();
+    let vsz_kib = BASH_VSIZE_BYTES / 1024;
+    assert_eq!(f[0], "4032");
+    assert_eq!(
+        f[1],
+        (vsz_kib / 64).to_string(),
+        "SZ: 8776 KiB in 64 KiB pages"
+    );
+    assert_eq!(f[2], vsz_kib.to_string());
+    assert_eq!(
+        f[3],
+        (BASH_RSS_PAGES * 64).to_string(),
+        "RSS: 1280 pages of 64 KiB"
+    );
+    // Only the tree's processes: nothing of the machine the test runs on.
+    let pids: Vec<&str> = stdout
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(pids, ["1", "4032", "6000"]);
+
+    // The same tree with 4 KiB pages.
+    let (_dir, fake) = tree(4096);
+    let out = run(
+        fake.root(),
+        Some(4096),
+        &["ps", "-p", "4032", "-o", "sz=,vsz=,rss="],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let f: Vec<String> = text(&out.stdout)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        f,
+        [
+            (vsz_kib / 4).to_string(),
+            vsz_kib.to_string(),
+            (BASH_RSS_PAGES * 4).to_string()
+        ]
+    );
+}
+
+/// `auto` takes the procfs collector for a tree, and `-v` says why; `--backend bpf` is an
+/// error there (the programs read the kernel, not the tree).
+#[test]
+fn a_tree_is_read_by_procfs_only() {
+    let (_dir, fake) = tree(4096);
+    let out = run(fake.root(), None, &["ps", "-e", "-o", "pid=", "--verbose"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is not the running kernel's /proc"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(fake.root(), None, &["ps", "-e", "--backend", "bpf"]);
+    assert_ne!(out.status.code(), Some(0));
+}
+
+#[test]
+fn top_batch_shows_the_tree() {
+    let (_dir, fake) = tree(4096);
+    let out = run(fake.root(), None, &["top", "-b", "-n", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    for name in ["systemd", "bash", "worker"] {
+        assert!(s.contains(name), "{name} not in {s}");
+    }
+    // The header's figures are the tree's: its load averages and memory.
+    assert!(s.contains("0.52, 0.33, 0.20"), "{s}");
+    assert!(s.contains("24105.6") || s.contains("24684148"), "{s}");
+}
+
+#[test]
+fn states_reads_the_trees_threads() {
+    let (_dir, fake) = tree(4096);
+    let out = run(
+        fake.root(),
+        None,
+        &[
+            "states",
+            "--mode",
+            "procfs",
+            "-i",
+            "0.2",
+            "-n",
+            "1",
+            "--threads",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    for tid in ["4032", "6001"] {
+        assert!(s.contains(tid), "thread {tid} not in {s}");
+    }
+}
+
+#[test]
+fn record_then_dump_keeps_the_trees_tasks() {
+    let (_dir, fake) = tree(4096);
+    let store = tempfile::tempdir().expect("store");
+    let d = store.path().join("rec");
+    let d = d.to_str().expect("utf-8 path");
+    let out = run(
+        fake.root(),
+        None,
+        &["record", "--dir", d, "--count", "1", "--backend", "procfs"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run(
+        fake.root(),
+        None,
+        &["dump", "--dir", d, "--what", "processes"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    for name in ["systemd", "bash", "worker"] {
+        assert!(s.contains(name), "{name} not in {s}");
+    }
+    // And the recording replays as the tree was.
+    let out = run(
+        fake.root(),
+        None,
+        &["ps", "--replay", d, "-e", "-o", "pid=,comm="],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let pids: Vec<String> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    assert_eq!(pids, ["1", "4032", "6000"]);
+}
+
+#[test]
+fn serve_exposes_the_trees_processes() {
+    let (_dir, fake) = tree(4096);
+    let mut child = command(fake.root(), None)
+        .args(["serve", "--listen", "127.0.0.1:0", "--backend", "procfs"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start serve");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("start line");
+    let addr: Option<SocketAddr> = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split("/metrics").next())
+        .and_then(|a| a.parse().ok());
+    let Some(addr) = addr else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no address in {line:?}");
+    };
+    let reply = serve_common::get(addr, "/metrics", &[]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(reply.status, 200);
+    for name in ["systemd", "bash", "worker"] {
+        assert!(
+            reply.body.contains(&format!("group=\"{name}\"")),
+            "{name} not in {}",
+            reply.body
+        );
+    }
+}
+
+#[test]
+fn doctor_and_bench_count_the_trees_processes() {
+    let (_dir, fake) = tree(4096);
+    let out = run(fake.root(), None, &["doctor"]);
+    let s = text(&out.stdout);
+    assert!(s.contains("3 processes, 4 threads"), "{s}");
+    assert!(s.contains("is not the running kernel's /proc"), "{s}");
+    let out = run(fake.root(), None, &["bench", "--runs", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("tasksnap procfs collector"),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -1,0 +1,190 @@
+//! A [`Host`]'s machine-wide figures (the /proc files of the machine, the utmp file, sysfs),
+//! and what `doctor` and `bench` probe through it. Each figure is `None` (or empty) when its
+//! file cannot be read.
+
+use std::path::PathBuf;
+
+use tasksnap_model::{CpuTicks, LoadAverages, Memory, SystemFigures};
+
+use super::{Host, Tasks};
+use crate::{system, Error};
+
+impl Host {
+    /// Every machine-wide figure a recording keeps (a replay: the recorded ones).
+    pub fn system(&self) -> SystemFigures {
+        match &self.tasks {
+            Tasks::Replay(r) => r.reading().system.clone(),
+            _ => system::figures(&self.opts.proc_root),
+        }
+    }
+
+    /// `/proc/stat`'s aggregate `cpu` line.
+    pub fn cpu_ticks(&self) -> Option<CpuTicks> {
+        system::cpu_ticks(&self.opts.proc_root)
+    }
+
+    /// `/proc/meminfo`.
+    pub fn memory(&self) -> Option<Memory> {
+        system::memory(&self.opts.proc_root)
+    }
+
+    /// `MemTotal`, KiB (a replay: the recorded one).
+    pub fn mem_total_kib(&self) -> Option<u64> {
+        match &self.tasks {
+            Tasks::Replay(r) => r.reading().system.memory.map(|m| m.total_kib),
+            _ => system::mem_total_kib(&self.opts.proc_root),
+        }
+    }
+
+    /// `/proc/loadavg`.
+    pub fn load_averages(&self) -> Option<LoadAverages> {
+        system::load_averages(&self.opts.proc_root)
+    }
+
+    /// Seconds since boot (`/proc/uptime`).
+    pub fn uptime_s(&self) -> Option<f64> {
+        system::uptime_s(&self.opts.proc_root)
+    }
+
+    /// The width of `kernel.pid_max` as printed.
+    pub fn pid_max_width(&self) -> Option<usize> {
+        system::pid_max_width(&self.opts.proc_root)
+    }
+
+    /// Users logged in: USER_PROCESS records of the utmp file, as procps counts them.
+    pub fn users_logged_in(&self) -> usize {
+        crate::machine::logged_in_users(&self.opts.utmp_path)
+    }
+
+    /// The caller's controlling tty (`tty_nr`), 0 when none.
+    pub fn own_tty_nr(&self) -> u32 {
+        system::own_tty_nr(&self.opts.proc_root)
+    }
+
+    /// The number of tasks (threads) on the system.
+    pub fn task_count(&self) -> Option<u64> {
+        crate::task_count(&self.opts.proc_root)
+    }
+}
+
+/// What loading the BPF task iterator here showed ([`Host::probe_bpf`], for `doctor`).
+#[derive(Debug, Clone)]
+pub struct BpfProbe {
+    /// How long loading (or opening the pinned programs) took, ns.
+    pub load_ns: u64,
+    /// Where the pinned programs came from, when they were pinned ones.
+    pub pinned_at: Option<PathBuf>,
+    /// Why a pinned set that is there was not used.
+    pub pin_problem: Option<String>,
+    /// Why command lines come from /proc, when they do.
+    pub cmdline_from_procfs: Option<String>,
+    /// Whether full passes walk the task lists into a mapped arena.
+    pub has_walk: bool,
+    /// Why the walk is not there, when it is not.
+    pub walk_problem: Option<String>,
+}
+
+impl Host {
+    /// Loads the BPF task iterator (with command lines) to see whether it can run here and
+    /// how, then lets it go: what `doctor` reports. Not a source of this host.
+    pub fn probe_bpf(&self) -> Result<BpfProbe, crate::bpf::Unavailable> {
+        if let Some(why) = (!self.opts.is_this_kernel()).then(|| {
+            format!(
+                "{} is not the running kernel's /proc",
+                self.opts.proc_root.display()
+            )
+        }) {
+            return Err(crate::bpf::Unavailable::Failed(why));
+        }
+        let b = crate::bpf::BpfCollector::with_cmdline(true)?;
+        Ok(BpfProbe {
+            load_ns: b.load_ns,
+            pinned_at: b.pinned_at.clone(),
+            pin_problem: b.pin_problem.clone(),
+            cmdline_from_procfs: b.cmdline_from_procfs.clone(),
+            has_walk: b.has_walk(),
+            walk_problem: b.walk_problem.clone(),
+        })
+    }
+
+    /// Pins the BPF task iterators in bpffs (root only), so that later runs open them
+    /// instead of loading: `tasksnap pin`. Returns where.
+    pub fn pin_programs() -> Result<PathBuf, crate::bpf::Unavailable> {
+        crate::bpf::BpfCollector::pin()
+    }
+
+    /// Removes the pinned programs; `false` when nothing was pinned: `tasksnap unpin`.
+    pub fn unpin_programs() -> Result<bool, crate::bpf::Unavailable> {
+        crate::bpf::BpfCollector::unpin()
+    }
+
+    /// A sysctl's value, trimmed (`kernel/task_delayacct`).
+    pub fn sysctl(&self, name: &str) -> Option<String> {
+        system::sysctl(&self.opts.proc_root, name)
+    }
+
+    /// The `hidepid=` option of the procfs mounted at /proc.
+    pub fn hidepid(&self) -> Option<String> {
+        system::hidepid(&self.opts.proc_root)
+    }
+
+    /// The caller's effective capabilities, as /proc/self/status shows them.
+    pub fn own_effective_caps(&self) -> Option<u64> {
+        system::own_effective_caps(&self.opts.proc_root)
+    }
+
+    /// The processes of the /proc root, by pid, ascending.
+    pub fn list_pids(&self) -> Result<Vec<i32>, Error> {
+        crate::procfs::ProcfsCollector::with_root(&self.opts.proc_root)?.list_pids()
+    }
+
+    /// `bench`/`doctor` baselines over this host's /proc root (see [`crate::probes`]).
+    pub fn read_proc_stat(&self) -> Option<Vec<u8>> {
+        system::read_proc_stat(&self.opts.proc_root)
+    }
+
+    /// Opens and closes `file` of each of `pids` (a `bench` baseline).
+    pub fn open_close_each(&self, pids: &[i32], file: &str) {
+        system::open_close_each(&self.opts.proc_root, pids, file)
+    }
+
+    /// Opens, reads once into `buf` and closes `file` of each of `pids` (a `bench` baseline).
+    pub fn open_read_close_each(&self, pids: &[i32], file: &str, buf: &mut [u8]) {
+        system::open_read_close_each(&self.opts.proc_root, pids, file, buf)
+    }
+
+    /// The security label of process `tgid` (`attr/current`, printable part).
+    pub fn security_label(&self, tgid: i32) -> Option<Vec<u8>> {
+        system::security_label(&self.opts.proc_root, tgid)
+    }
+
+    /// Where the symbolic link `name` (`fd/2`, `exe`) of process `pid` points.
+    pub fn task_link(&self, pid: i32, name: &str) -> Option<PathBuf> {
+        system::task_link(&self.opts.proc_root, pid, name)
+    }
+
+    /// The tty driver table, in procps's lookup order.
+    pub fn tty_drivers(&self) -> Vec<tasksnap_procfs::system::TtyDriver> {
+        system::tty_drivers(&self.opts.proc_root)
+    }
+
+    /// The NUMA node of each CPU, by CPU number (from the sysfs root).
+    pub fn cpu_nodes(&self) -> Vec<i32> {
+        system::cpu_nodes(&self.opts.sys_root)
+    }
+
+    /// What systemd's sd-login says of tasks here: the cgroup layout under the sysfs root,
+    /// pid 1 of the /proc root, systemd's runtime files under the run root.
+    pub fn login(&self) -> crate::login::Login {
+        crate::login::Login::new(
+            crate::login::detect_hierarchy(&self.opts.sys_root.join("fs/cgroup")),
+            &self.opts.proc_root,
+            &self.opts.run_root.join("systemd"),
+        )
+    }
+
+    /// The kernel's BTF file under the sysfs root, for `doctor`.
+    pub fn btf_path(&self) -> PathBuf {
+        self.opts.sys_root.join("kernel/btf/vmlinux")
+    }
+}

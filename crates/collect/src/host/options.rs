@@ -1,0 +1,140 @@
+//! Where a [`Host`](super::Host)(super::Host) reads ([`HostOptions`]: the /proc root and the trees beside
+//! it, a fake tree from the environment) and the units it fetches once ([`Units`]).
+
+use std::path::PathBuf;
+
+use crate::choice;
+use crate::procfs::Units as ProcfsUnits;
+
+/// Where a [`Host`](super::Host) reads, and what it takes as given. The default is this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostOptions {
+    /// The procfs root (`/proc`). Any other root is read by the procfs sources only: the BPF
+    /// programs read the running kernel, not a tree.
+    pub proc_root: PathBuf,
+    /// The sysfs root (`/sys`): NUMA nodes, cgroup mounts.
+    pub sys_root: PathBuf,
+    /// The device directory (`/dev`): terminal names.
+    pub dev_root: PathBuf,
+    /// The runtime directory (`/run`): systemd's sessions and machines.
+    pub run_root: PathBuf,
+    /// The utmp file (`/var/run/utmp`): logged-in users.
+    pub utmp_path: PathBuf,
+    /// The page size, bytes, in place of the running kernel's (a fake tree from a machine
+    /// with 16 or 64 KiB pages).
+    pub page_size_bytes: Option<u64>,
+}
+
+impl Default for HostOptions {
+    fn default() -> HostOptions {
+        HostOptions {
+            proc_root: PathBuf::from("/proc"),
+            sys_root: PathBuf::from("/sys"),
+            dev_root: PathBuf::from("/dev"),
+            run_root: PathBuf::from("/run"),
+            utmp_path: PathBuf::from("/var/run/utmp"),
+            page_size_bytes: None,
+        }
+    }
+}
+
+/// The running kernel's own /proc: what a process reads of itself (its descriptors, its
+/// sockets' owners), whatever tree a [`Host`](super::Host) reads tasks from.
+pub const KERNEL_PROC: &str = "/proc";
+
+/// The environment variable naming a fake /proc tree ([`HostOptions::from_env`]).
+pub const PROC_ROOT_ENV: &str = "TASKSNAP_PROC_ROOT";
+/// The environment variable naming a page size in bytes ([`HostOptions::from_env`]).
+pub const PAGE_SIZE_ENV: &str = "TASKSNAP_PAGE_SIZE";
+
+impl HostOptions {
+    /// The machine's paths, with a fake tree when the environment names one: `TASKSNAP_PROC_ROOT`
+    /// (the /proc root; `sys`, `dev`, `run` and `utmp` inside it are then the /sys, /dev and
+    /// /run roots and the utmp file) and `TASKSNAP_PAGE_SIZE` (bytes). This is how the tests run every front
+    /// end of the binary and of the Python binding on a fake tree.
+    ///
+    /// Why this is safe: the bytes of /proc are hostile input already (any user names its
+    /// processes, and their command lines), so a tree of the caller's own making shows nothing
+    /// a process of the caller could not. With a fake root the BPF sources are never used
+    /// (they would read the kernel, not the tree). What the variables must not do is let a
+    /// user read files through a tasksnap running with more privilege than theirs: a setuid
+    /// or file-capability binary runs in secure-execution mode (`AT_SECURE`, what glibc's
+    /// `secure_getenv` checks), and then both variables are ignored.
+    pub fn from_env() -> HostOptions {
+        if secure_execution() {
+            return HostOptions::default();
+        }
+        HostOptions::from_values(
+            std::env::var_os(PROC_ROOT_ENV).as_deref(),
+            std::env::var_os(PAGE_SIZE_ENV).as_deref(),
+        )
+    }
+
+    /// [`HostOptions::from_env`] given the variables' values: an empty root is none; a page
+    /// size that is not a power of two of at least 1 KiB is ignored.
+    pub fn from_values(
+        proc_root: Option<&std::ffi::OsStr>,
+        page_size: Option<&std::ffi::OsStr>,
+    ) -> HostOptions {
+        let mut o = HostOptions::default();
+        if let Some(root) = proc_root.filter(|r| !r.is_empty()) {
+            let root = PathBuf::from(root);
+            o.sys_root = root.join("sys");
+            o.dev_root = root.join("dev");
+            o.run_root = root.join("run");
+            o.utmp_path = root.join("utmp");
+            o.proc_root = root;
+        }
+        o.page_size_bytes = page_size
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&b| b >= 1024 && b.is_power_of_two());
+        o
+    }
+
+    /// Whether these are the running kernel's own trees (the BPF sources may answer).
+    pub fn is_this_kernel(&self) -> bool {
+        choice::is_kernel_proc(&self.proc_root)
+    }
+}
+
+/// Whether the process runs in secure-execution mode (setuid, setgid or file capabilities).
+fn secure_execution() -> bool {
+    // SAFETY: getauxval reads the process's auxiliary vector; it has no preconditions.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// The running kernel's clock ticks per second (`CLK_TCK`, "USER_HZ"; 100 when sysconf
+/// cannot say): the one place tasksnap asks. A [`Host`](super::Host) fetches it once ([`Units`]); a
+/// source made outside a host takes it from here.
+pub fn clock_ticks_per_s() -> u64 {
+    tasksnap_procfs::sys::sysconf(libc::_SC_CLK_TCK, 100).max(1)
+}
+
+/// The running kernel's page size, bytes (4096 when sysconf cannot say): the one place
+/// tasksnap asks (see [`clock_ticks_per_s`]).
+pub fn page_size_bytes() -> u64 {
+    tasksnap_procfs::sys::sysconf(libc::_SC_PAGESIZE, 4096).max(1)
+}
+
+/// The host's units, fetched once when the [`Host`](super::Host) opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Units {
+    /// Clock ticks per second (`CLK_TCK`, "USER_HZ": what /proc's tick counts count).
+    pub clock_ticks_per_s: u64,
+    /// The page size, bytes (what /proc's page counts count).
+    pub page_size_bytes: u64,
+    /// When the machine booted, seconds since the epoch (`btime` of /proc/stat; 0 when
+    /// unreadable).
+    pub boot_time_unix_s: u64,
+}
+
+impl Units {
+    /// The conversions a procfs source applies.
+    pub(super) fn procfs(&self) -> ProcfsUnits {
+        ProcfsUnits {
+            clk_tck: self.clock_ticks_per_s,
+            page_size: self.page_size_bytes,
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! What a [`Host`](super::Host)(super::Host) hands out to keep beside it: thread-state sources
+//! ([`ThreadStates`]) and whole readings ([`Readings`]). Both hold the BPF thread-state
+//! accounting when it runs, whose ring buffer is tied to the thread that opened it (not
+//! `Send`); the host itself is `Send`, so that a binding may keep it across threads.
+
+use tasksnap_model::{Backend, PassReport, Reading};
+
+pub use crate::sampler::Options as ReadingOptions;
+use crate::sampler::Sampler;
+use crate::states::bpf::BpfSource;
+use crate::{Error, Sample, StateSource};
+
+/// A thread-state source ([`Host::open_states`](super::Host::open_states), [`Host::open_waits`](super::Host::open_waits),
+/// [`Host::replay_states`](super::Host::replay_states)): cumulative per-thread time in each scheduler state. Kept beside
+/// its [`Host`](super::Host) (it is tied to the thread that opened it: the BPF accounting's ring buffer
+/// is not `Send`).
+pub struct ThreadStates {
+    pub(super) source: StatesSource,
+    pub(super) backend: Backend,
+    pub(super) why: String,
+}
+
+/// The source behind [`ThreadStates`].
+pub(super) enum StatesSource {
+    /// Any source of the crate's trait.
+    Any(Box<dyn StateSource>),
+    /// The BPF accounting with one iterator per process watched (top's DISK%).
+    Watched(Box<BpfSource>),
+}
+
+impl std::fmt::Debug for ThreadStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadStates")
+            .field("backend", &self.backend)
+            .field("why", &self.why)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ThreadStates {
+    /// Cumulative totals of every thread the source's filter selects, now.
+    pub fn sample(&mut self) -> Result<Sample, Error> {
+        match &mut self.source {
+            StatesSource::Any(s) => s.sample(),
+            StatesSource::Watched(s) => s.sample(),
+        }
+    }
+
+    /// The totals of the threads of `pids` (every process when empty), now: a watched
+    /// source ([`Host::open_waits`](super::Host::open_waits)) reads only those; any other reads what its filter
+    /// selects.
+    pub fn sample_of(&mut self, pids: &[i32]) -> Result<Sample, Error> {
+        if let StatesSource::Watched(s) = &mut self.source {
+            s.watch(pids);
+        }
+        self.sample()
+    }
+
+    /// Which source it is ([`Backend::Bpf`] or [`Backend::Procfs`]; [`Backend::Auto`] for a
+    /// replay), and why that one.
+    pub fn report(&self) -> (Backend, &str) {
+        (self.backend, &self.why)
+    }
+}
+
+/// Whole readings of the host for a long-running sampler ([`Host::open_readings`](super::Host::open_readings): what
+/// `record` stores and `serve` exposes). Kept beside its [`Host`](super::Host), like [`ThreadStates`].
+pub struct Readings(pub(super) Sampler);
+
+impl std::fmt::Debug for Readings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Readings {
+    /// One reading of the whole host, updated in place by the next call (see
+    /// [`Sampler::read_mut`]).
+    pub fn read_mut(&mut self) -> Result<&mut Reading, Error> {
+        self.0.read_mut()
+    }
+
+    /// What reads the tasks, and how its last pass went.
+    pub fn report(&self) -> PassReport {
+        self.0.report()
+    }
+
+    /// Which source reads thread states (`None` when not asked for), and why that one.
+    pub fn states_report(&self) -> (Option<Backend>, &str) {
+        self.0.states_report()
+    }
+
+    /// Where the last reading's time went, phase by phase.
+    pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
+        self.0.phases()
+    }
+}
+
+/// How a thread-state source reads ([`Host::open_states`](super::Host::open_states)).
+#[derive(Debug, Clone, Default)]
+pub struct StatesOptions {
+    /// Which threads.
+    pub filter: crate::states::Filter,
+    /// Keep the kernel stacks (BPF) or wchan (/proc) of S waits too (D waits always).
+    pub track_sleep: bool,
+    /// The /proc source's state-letter samples per second (`None`: its default).
+    pub sample_hz: Option<u32>,
+    /// Descriptors the /proc source leaves for everything else (`None`: its default).
+    pub fds_left: Option<usize>,
+}
