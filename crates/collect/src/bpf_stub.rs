@@ -57,6 +57,11 @@ impl BpfCollector {
     }
 
     /// Says why there is no BPF backend.
+    pub fn for_groups(_groups: &tasksnap_model::Groups) -> Result<BpfCollector, Unavailable> {
+        not_built()
+    }
+
+    /// Says why there is no BPF backend.
     pub fn for_live_view() -> Result<BpfCollector, Unavailable> {
         not_built()
     }
