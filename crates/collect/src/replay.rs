@@ -16,12 +16,20 @@ use crate::{Collector, Error, Filled, Sample, StateSource};
 pub struct ReplayCollector {
     reading: Reading,
     why: String,
+    /// The /proc root whose systemd files (pid 1's cgroup, /run/systemd beside it) the
+    /// sd-login answers are derived with: the host's.
+    proc_root: std::path::PathBuf,
 }
 
 impl ReplayCollector {
-    /// Over `reading`; `why` names the recording and the sample's time, for `--verbose`.
-    pub fn new(reading: Reading, why: String) -> ReplayCollector {
-        ReplayCollector { reading, why }
+    /// Over `reading`; `why` names the recording and the sample's time, for `--verbose`;
+    /// sd-login's answers are derived with the systemd files of the host at `proc_root`.
+    pub fn new(reading: Reading, why: String, proc_root: &std::path::Path) -> ReplayCollector {
+        ReplayCollector {
+            reading,
+            why,
+            proc_root: proc_root.to_path_buf(),
+        }
     }
 
     /// The reading replayed.
@@ -64,7 +72,7 @@ impl Collector for ReplayCollector {
         if query.groups.login {
             // Not recorded: derived from the recorded cgroup, as the live collectors derive
             // it from the one they read (with this host's systemd files).
-            crate::login::Login::system(std::path::Path::new("/proc")).fill(&mut tasks, true);
+            crate::login::Login::system(&self.proc_root).fill(&mut tasks, true);
         }
         Ok(Snapshot {
             taken_at_unix_ns: s.taken_at_unix_ns,
@@ -150,7 +158,7 @@ mod tests {
             states: None,
             system: SystemFigures::default(),
         };
-        let mut c = ReplayCollector::new(reading, String::new());
+        let mut c = ReplayCollector::new(reading, String::new(), std::path::Path::new("/proc"));
         let ask = |login| {
             Query::new(
                 Selector::AllProcesses,

@@ -129,16 +129,20 @@ impl Host {
     }
 
     /// A recording: `reading` answers every snapshot (`why` says which, for `-v`); no /proc,
-    /// no BPF, nothing to drop. The units are this machine's (a recording keeps none).
+    /// no BPF, nothing to drop. The units are this machine's (a recording keeps none), and
+    /// so are the systemd files sd-login's answers are derived with (from the environment's
+    /// tree, as [`Host::from_env`]).
     pub fn replay(reading: Reading, why: String) -> Host {
+        let opts = HostOptions::from_env();
+        let collector = ReplayCollector::new(reading, why, &opts.proc_root);
         Host {
-            opts: HostOptions::default(),
+            opts,
             units: Units {
                 clock_ticks_per_s: clock_ticks_per_s(),
                 page_size_bytes: page_size_bytes(),
-                boot_time_unix_s: reading.snapshot.boot_time_unix_s,
+                boot_time_unix_s: collector.reading().snapshot.boot_time_unix_s,
             },
-            tasks: Tasks::Replay(Box::new(ReplayCollector::new(reading, why))),
+            tasks: Tasks::Replay(Box::new(collector)),
             dropped: Some(Ok(0)),
         }
     }
