@@ -14,7 +14,7 @@ use tasksnap_model::{Task, TaskState, SCHED_BATCH, SCHED_OTHER};
 
 use super::format::{Field, IoCount};
 use super::layout::{Cell, CellBytes};
-use super::names::{Names, Ttys};
+use super::names::{HostFacts, Names, Ttys};
 use super::text::{self, Locale};
 
 /// Facts about the system and the run that fields are computed against.
@@ -58,18 +58,18 @@ pub struct Caches {
     /// STIME text by start second: tens of thousands of tasks share a few start seconds, and
     /// localtime+strftime per row would be a tenth of the user time.
     pub stime: std::collections::HashMap<i64, String>,
-    /// Each CPU's NUMA node, read from sysfs the first time a row needs it.
-    pub numa: Option<Vec<i32>>,
+    /// Each CPU's NUMA node, by CPU number (the host's, [`HostFacts`]).
+    pub numa: std::sync::Arc<Vec<i32>>,
 }
 
 impl Caches {
-    /// Empty caches for a procfs at `proc_root` (terminal names from /dev).
-    pub fn new(proc_root: &std::path::Path) -> Caches {
+    /// Empty caches over what ps read of the host.
+    pub fn new(machine: &HostFacts) -> Caches {
         Caches {
             names: Names::default(),
-            ttys: Ttys::new(proc_root, std::path::Path::new("/dev")),
+            ttys: Ttys::new(machine.clone()),
             stime: Default::default(),
-            numa: None,
+            numa: machine.cpu_nodes.clone(),
         }
     }
 }
@@ -608,9 +608,7 @@ pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &m
         Field::Cuc => utilization(t, true, env),
         Field::Cuu => utilization(t, false, env),
         Field::Numa => {
-            let nodes = c.numa.get_or_insert_with(|| {
-                tasksnap_collect::system::cpu_nodes(std::path::Path::new("/sys"))
-            });
+            let nodes = &c.numa;
             let cpu = base.map_or(0, |b| b.processor);
             num(usize::try_from(cpu)
                 .ok()
@@ -1004,7 +1002,7 @@ mod tests {
     }
 
     fn show(field: Field, t: &Task, env: &Env) -> String {
-        let mut c = Caches::new(std::path::Path::new("/proc"));
+        let mut c = Caches::new(&HostFacts::of(&tasksnap_collect::Host::from_env(), false));
         let cell = value(field, t, 80, &[], env, &mut c);
         String::from_utf8(cell.bytes.to_vec()).expect("ascii")
     }

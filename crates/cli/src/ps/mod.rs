@@ -253,8 +253,6 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         None => Host::from_env(),
     };
     let replayed = s.replay.is_some();
-    let proc_root = host.proc_root().to_path_buf();
-    let proc_root = proc_root.as_path();
     let cols = resolve_columns(s, pid_digits(&host));
     let groups = groups_for(s, &cols);
     if !replayed {
@@ -339,7 +337,14 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         user_is_number: s.user_is_number,
         wide_signals,
     };
-    let mut caches = fields::Caches::new(proc_root);
+    // What printing reads of the machine, from the host (the NUMA map only when a column or
+    // a sort key needs it).
+    let numa = cols.iter().any(|c| c.spec.field == Field::Numa)
+        || s.sort
+            .iter()
+            .any(|k| format::find(&k.name).is_some_and(|f| f.field == Field::Numa));
+    let facts = names::HostFacts::of(&host, numa);
+    let mut caches = fields::Caches::new(&facts);
 
     let me = select::Me::current(&host);
     tasks.retain(|t| select::want(s, &me, t, loc));
@@ -424,7 +429,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
             std::thread::scope(|scope| -> anyhow::Result<()> {
                 let later = (!second.is_empty()).then(|| {
                     scope.spawn(|| {
-                        let mut caches = fields::Caches::new(proc_root);
+                        let mut caches = fields::Caches::new(&facts);
                         let mut buf = Vec::with_capacity(second.len() * 128);
                         render(split, second, &mut caches, &mut buf).map(|()| buf)
                     })

@@ -468,7 +468,9 @@ mod tests {
         };
         // 10 and 20 ticks over 100,000 s: 0.0 % both.
         let tasks = [task(5, 10), task(6, 20), task(7, 0)];
-        let mut c = Caches::new(std::path::Path::new("/proc"));
+        let machine =
+            super::super::names::HostFacts::of(&tasksnap_collect::Host::from_env(), false);
+        let mut c = Caches::new(&machine);
         for t in &tasks {
             let cell = fields::value(Field::Pcpu, t, 8, &[], &env, &mut c);
             assert_eq!(&cell.bytes[..], b"0.0");
