@@ -88,25 +88,16 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             .map(|spec| spec.field),
     );
     for f in fields {
-        // A column whose value is the model's table's asks for the group the table names.
+        // A column whose value (or sort item) is the model's table's asks for the group the
+        // table names; ps's own columns for what they read.
         if let Some((model, _)) = fields::table_field(f) {
             model.group.ask(&mut g);
         }
+        if let Some((model, _)) = fields::sort_field(f) {
+            model.group.ask(&mut g);
+        }
         match f {
-            Field::Ruid
-            | Field::Suid
-            | Field::Fuid
-            | Field::Rgid
-            | Field::Sgid
-            | Field::Fgid
-            | Field::Ruser
-            | Field::Suser
-            | Field::Fuser
-            | Field::Rgroup
-            | Field::Sgroup
-            | Field::Fgroup
-            | Field::Supgid
-            | Field::Supgrp => g.cred_full = true,
+            Field::Supgid | Field::Supgrp => g.cred_full = true,
             Field::SigPending
             | Field::SigThread
             | Field::SigBlocked
@@ -116,23 +107,15 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
                 g.stat = true;
                 g.layout = true;
             }
-            Field::Eip | Field::Esp | Field::StackP | Field::Lim => g.layout = true,
-            // (stat for sorting: size sorts by the address space's size.)
-            Field::Size => {
-                g.mem = true;
-                g.stat = true;
-            }
-            Field::MSize | Field::Cuc | Field::Cuu => g.stat = true,
             Field::Stat => g.locked = true,
-            Field::Rss | Field::Pmem => g.mem = true,
             Field::Time
             | Field::Times
             | Field::Bsdtime
             | Field::Pcpu
             | Field::C
             | Field::Cp
-            | Field::Vsz
-            | Field::Sz
+            | Field::Cuc
+            | Field::Cuu
             | Field::MajFlt
             | Field::MinFlt => g.stat = true,
             Field::Args => {
@@ -143,18 +126,7 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
                 g.cmdline |= s.unix_f;
                 g.environ |= s.bsd_e;
             }
-            Field::Fds => g.fds = true,
-            Field::Wchan => g.wchan = true,
             Field::Cgroup | Field::Cgname | Field::Lxc => g.cgroup = true,
-            Field::Login(_) => g.login = true,
-            Field::Label => g.label = true,
-            Field::Ns(_) => g.ns = true,
-            Field::Oom => g.oom_score = true,
-            Field::OomAdj => g.oom_score_adj = true,
-            Field::AgId | Field::AgNice => g.autogroup = true,
-            Field::Luid => g.loginuid = true,
-            Field::Pss | Field::Uss => g.smaps = true,
-            Field::Io(_) => g.io = true,
             Field::Exe => g.exe = true,
             _ => {}
         }
