@@ -1,12 +1,15 @@
 //! Formatting one field of one task as procps-ng 4.0 prints it (the `pr_*` functions of
 //! ps/output.c), from the tasksnap model instead of procps's proc_t.
 //!
-//! Where a column is a field of the model's table (`tasksnap_model::fields`: ids, counts,
-//! sizes, OOM scores, namespaces, addresses, the label, the sd-login answers, and every
-//! table field procps has no specifier for) the value is the table's ([`table_field`]) and
-//! only procps's printer is here: its defaults for a missing value, kB, hexadecimal, `-`.
-//! The rest (times, states, flags, names, terminals, percentages) are procps's own
-//! derivations and stay here.
+//! Every column names its value's [`Source`] ([`source`]): a field of the model's table
+//! (`tasksnap_model::fields`: ids, counts, sizes, OOM scores, namespaces, addresses, user and
+//! group ids under their names, the terminal, the state, the wait channel, the label, the
+//! sd-login answers, and every table field procps has no specifier for) with one of
+//! procps's printers ([`Print`]: its defaults for a missing value, KiB, pages, hexadecimal,
+//! `-`, names), or ps's own printer where the value is procps's arithmetic (times, STAT
+//! letters, percentages, signal masks with the leader rule, the policy-dependent nice and
+//! rtprio, command text, cgroup text, supplementary groups). [`value`] only dispatches, and
+//! sort keys ([`sort_field`]) read the same table fields.
 
 use tasksnap_model::fields;
 use tasksnap_model::login::What;
@@ -742,6 +745,11 @@ pub fn sort_field(field: Field) -> Option<(&'static fields::Field, i64)> {
     })
 }
 
+/// A field of the model's table as a signed number (`None`: absent).
+fn table_i64(f: &fields::Field, t: &Task) -> Option<i64> {
+    f.value(t).and_then(fields::Value::as_i64)
+}
+
 /// A field of the model's table as an unsigned number (`None`: absent, or negative).
 fn table_u64(f: &fields::Field, t: &Task) -> Option<u64> {
     f.value(t).and_then(fields::Value::as_u64)
@@ -858,8 +866,9 @@ fn fname(x: &mut Ctx<'_>) -> Cell {
 
 /// `sgi_p`: the CPU of a running task, `*` for any other.
 fn sgi_p(x: &mut Ctx<'_>) -> Cell {
-    match x.t.base.as_ref() {
-        Some(b) if b.state == TaskState::Running => num(b.processor as u32),
+    let running = fields::STATE.value(x.t) == Some(fields::Value::Bytes(b"R"));
+    match table_i64(&fields::PROCESSOR, x.t) {
+        Some(cpu) if running => num(cpu as u32),
         _ => plain("*"),
     }
 }
@@ -901,29 +910,30 @@ fn stat_letters(x: &mut Ctx<'_>) -> Cell {
 
 /// `f`: three bits of the kernel's flags, one octal digit.
 fn flags(x: &mut Ctx<'_>) -> Cell {
-    num((x.t.base.as_ref().map_or(0, |b| b.flags) >> 6) & 7)
+    num((table_i64(&fields::FLAGS, x.t).unwrap_or(0) >> 6) & 7)
 }
 
 /// `ni`: `-` under a real-time policy.
 fn nice(x: &mut Ctx<'_>) -> Cell {
-    match x.t.base.as_ref() {
-        Some(b) if b.policy != SCHED_OTHER && b.policy != SCHED_BATCH => plain("-"),
-        Some(b) => num(b.nice),
-        None => num(0),
+    match table_i64(&fields::POLICY, x.t) {
+        Some(p) if p != i64::from(SCHED_OTHER) && p != i64::from(SCHED_BATCH) => plain("-"),
+        _ => num(table_i64(&fields::NICE, x.t).unwrap_or(0)),
     }
 }
 
 /// `rtprio`: `-` under SCHED_OTHER.
 fn rtprio(x: &mut Ctx<'_>) -> Cell {
-    match x.t.base.as_ref() {
-        Some(b) if b.policy != SCHED_OTHER => num(b.rt_priority),
+    match table_i64(&fields::POLICY, x.t) {
+        Some(p) if p != i64::from(SCHED_OTHER) => {
+            num(table_i64(&fields::RT_PRIORITY, x.t).unwrap_or(0))
+        }
         _ => plain("-"),
     }
 }
 
 /// `class`, `cls`: the policy's abbreviation.
 fn class(x: &mut Ctx<'_>) -> Cell {
-    plain(match x.t.base.as_ref().map_or(0, |b| b.policy) {
+    plain(match table_i64(&fields::POLICY, x.t).unwrap_or(0) {
         0 => "TS",
         1 => "FF",
         2 => "RR",
