@@ -306,7 +306,7 @@ pub fn utilization_value(t: &Task, children: bool, env: &Env) -> f64 {
 /// without an address space. Without ptrace access the kernel shows both code addresses as
 /// 1, so text is 0 and data the whole space.
 pub fn drs_trs_kb(t: &Task) -> (u64, u64) {
-    let vsize = table_u64(&fields::VSIZE_BYTES, t).unwrap_or(0);
+    let vsize = table_u64(&fields::STAT_VSIZE_BYTES, t).unwrap_or(0);
     if vsize == 0 {
         return (0, 0);
     }
@@ -587,9 +587,9 @@ pub fn source(field: Field) -> Source {
         Field::Pss => Table(&m::PSS_BYTES, P::Kib),
         Field::Uss => Table(&m::USS_BYTES, P::Kib),
         Field::Pmem => Table(&m::RSS_BYTES, P::ShareOfMemory),
-        Field::Vsz => Table(&m::VSIZE_BYTES, P::Kib),
-        Field::Sz => Table(&m::VSIZE_BYTES, P::Pages),
-        Field::MSize => Table(&m::VSIZE_BYTES, N),
+        Field::Vsz => Table(&m::STAT_VSIZE_BYTES, P::Kib),
+        Field::Sz => Table(&m::STAT_VSIZE_BYTES, P::Pages),
+        Field::MSize => Table(&m::STAT_VSIZE_BYTES, N),
         // VmData + VmStk of status, which statm's data field is (in pages).
         Field::Size => Table(&m::DATA_BYTES, P::Kib),
         Field::Eip => Table(&m::KSTKEIP, P::Address),
@@ -686,7 +686,7 @@ pub fn sort_field(field: Field) -> Option<(&'static fields::Field, i64)> {
         Field::Pmem => (&m::RSS_BYTES, 0),
         // All of these sort by the address space's size (their PIDS_VSIZE_BYTES).
         Field::Vsz | Field::Sz | Field::Drs | Field::Trs | Field::MSize | Field::Size => {
-            (&m::VSIZE_BYTES, 0)
+            (&m::STAT_VSIZE_BYTES, 0)
         }
         Field::Time | Field::Times | Field::Bsdtime => (&m::CPU_NS, 0),
         Field::StartTime
@@ -1334,6 +1334,61 @@ mod tests {
         };
         assert_eq!(show(Field::Cuu, &long, &e), "0.559");
         assert_eq!(utilization_value(&long, false, &e), 1_677_721_600.0 / 3e9);
+    }
+
+    #[test]
+    fn table_columns_print_the_tables_value_as_procps_does() {
+        use tasksnap_model::{Extra, Mem};
+        let e = env(true);
+        let mut t = task(6, 7);
+        t.stat = Some(Stat {
+            vsize_bytes: 8 << 20,
+            ..Stat::default()
+        });
+        // VSZ and SZ are stat's size (procps's VmSize), whatever statm says; SIZE is
+        // statm's data.
+        t.mem = Some(Box::new(Mem {
+            vsize_bytes: 12 << 20,
+            rss_bytes: 0,
+            shared_bytes: 0,
+            text_bytes: 0,
+            data_bytes: 3 << 20,
+            swap_bytes: None,
+            locked_bytes: None,
+        }));
+        assert_eq!(show(Field::Vsz, &t, &e), "8192");
+        assert_eq!(show(Field::Sz, &t, &e), "2048");
+        assert_eq!(show(Field::MSize, &t, &e), "8388608");
+        assert_eq!(show(Field::Size, &t, &e), "3072");
+        // A thread's directory has no autogroup file and no loginuid: -1 and `-`; the
+        // namespace inode 0 (none) is `-` too.
+        assert_eq!(show(Field::AgId, &t, &e), "-1");
+        assert_eq!(show(Field::Luid, &t, &e), "-");
+        t.extra = Some(Box::new(Extra {
+            ns: Some([0, 4_026_531_839, 0, 0, 0, 0, 0, 0]),
+            loginuid: Some(-1),
+            autogroup: Some((52, 0)),
+            ..Extra::default()
+        }));
+        assert_eq!(show(Field::Ns(0), &t, &e), "-");
+        assert_eq!(show(Field::Ns(1), &t, &e), "4026531839");
+        assert_eq!(show(Field::Luid, &t, &e), "-");
+        assert_eq!(show(Field::AgId, &t, &e), "52");
+        // The wait channel loses its leading dots and underscores; empty is running.
+        t.wchan = Some("__x64_sys_pause".into());
+        assert_eq!(show(Field::Wchan, &t, &e), "x64_sys_pause");
+        t.wchan = Some(String::new());
+        assert_eq!(show(Field::Wchan, &t, &e), "-");
+        t.wchan = None;
+        assert_eq!(show(Field::Wchan, &t, &e), "?");
+        // Priority scales over the table's priority.
+        t.base = Some(Base {
+            priority: 20,
+            ..Base::default()
+        });
+        assert_eq!(show(Field::Pri, &t, &e), "19");
+        assert_eq!(show(Field::Opri, &t, &e), "80");
+        assert_eq!(show(Field::PriApi, &t, &e), "-21");
     }
 
     #[test]
