@@ -620,13 +620,9 @@ pub fn source(field: Field) -> Source {
 
         Field::Addr | Field::Nop => Own(|_| plain("-")),
         // Outside a text listing there is no header countdown: the first row's text.
-        Field::Test(which) => Own(match which {
-            0 => |x| test_value(0, -1, x.max),
-            1 => |x| test_value(1, -1, x.max),
-            2 => |x| test_value(2, -1, x.max),
-            3 => |x| test_value(3, -1, x.max),
-            4 => |x| test_value(4, -1, x.max),
-            _ => |x| test_value(5, -1, x.max),
+        Field::Test(_) => Own(|x| match x.field {
+            Field::Test(which) => test_value(which, -1, x.max),
+            _ => plain(""),
         }),
         // Its text is the column's header ([`super::order::cell`]).
         Field::Text => Own(|_| plain("")),
