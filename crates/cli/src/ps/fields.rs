@@ -874,27 +874,29 @@ fn sgi_p(x: &mut Ctx<'_>) -> Cell {
 fn stat_letters(x: &mut Ctx<'_>) -> Cell {
     let t = x.t;
     let mut s = CellBytes::new();
-    if let Some(b) = t.base.as_ref() {
-        s.push(b.state.letter());
-        if b.nice < 0 {
+    if let Some(state) = fields::STATE.value(t).and_then(fields::Value::as_bytes) {
+        let int = |f: &fields::Field| table_i64(f, t).unwrap_or(0);
+        s.extend_from_slice(state);
+        let nice = int(&fields::NICE);
+        if nice < 0 {
             s.push(b'<');
         }
-        if b.nice > 0 {
+        if nice > 0 {
             s.push(b'N');
         }
-        let locked = t
-            .locked_bytes
+        // VmLck: the locked group's, else status's when the memory came from there.
+        let locked = table_u64(&fields::LOCKED_BYTES, t)
             .or_else(|| t.mem.as_ref().and_then(|m| m.locked_bytes));
         if locked.unwrap_or(0) > 0 {
             s.push(b'L');
         }
-        if b.sid == t.id.tgid {
+        if int(&fields::SID) == i64::from(t.id.tgid) {
             s.push(b's');
         }
-        if b.num_threads > 1 {
+        if int(&fields::NUM_THREADS) > 1 {
             s.push(b'l');
         }
-        if b.pgid == b.tpgid {
+        if int(&fields::PGID) == int(&fields::TPGID) {
             s.push(b'+');
         }
     }
