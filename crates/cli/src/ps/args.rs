@@ -271,7 +271,7 @@ impl P {
                 let dev = &dev_root;
                 [
                     dev.join(format!("pts/{s}")),
-                    dev.join(&s),
+                    dev.join(s),
                     dev.join(format!("tty{s}")),
                     dev.join(format!("pty{s}")),
                     dev.join(format!("{s}nsole")),
