@@ -13,7 +13,7 @@
 
 use tasksnap_model::fields;
 use tasksnap_model::login::What;
-use tasksnap_model::{Task, TaskState, SCHED_BATCH, SCHED_OTHER};
+use tasksnap_model::{Task, SCHED_BATCH, SCHED_OTHER};
 
 use super::format::{Field, IoCount};
 use super::layout::{Cell, CellBytes};
@@ -349,20 +349,30 @@ fn do_name(name: Option<&[u8]>, id: u32, max: usize, env: &Env) -> Cell {
 /// A row's command text: `[comm]` (and ` <defunct>` for zombies) when the command line is
 /// empty, as procps's `fill_cmdline_cvt`.
 pub fn command_text(t: &Task, loc: Locale) -> Vec<u8> {
-    let zombie = t
-        .base
-        .as_ref()
-        .is_some_and(|b| b.state == TaskState::Zombie);
-    text::command_or_name(t.cmdline.as_deref(), comm_text(t, loc), zombie, loc)
+    let zombie = fields::STATE.value(t) == Some(fields::Value::Bytes(b"Z"));
+    text::command_or_name(
+        table_bytes(&fields::CMDLINE, t),
+        comm_text(t, loc),
+        zombie,
+        loc,
+    )
+}
+
+/// A bytes field of the model's table (`None`: absent).
+fn table_bytes<'t>(f: &fields::Field, t: &'t Task) -> Option<&'t [u8]> {
+    f.value(t).and_then(fields::Value::as_bytes)
+}
+
+/// The comm up to its first NUL, at most 63 bytes (procps's buffer).
+fn comm_bytes(t: &Task) -> &[u8] {
+    let comm = table_bytes(&fields::COMM, t).unwrap_or_default();
+    let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
+    &comm[..comm.len().min(63)]
 }
 
 /// The comm after the library escape.
 pub fn comm_text(t: &Task, loc: Locale) -> Vec<u8> {
-    let mut c = t.base.as_ref().map(|b| b.comm.to_vec()).unwrap_or_default();
-    if let Some(end) = c.iter().position(|&b| b == 0) {
-        c.truncate(end);
-    }
-    c.truncate(63);
+    let mut c = comm_bytes(t).to_vec();
     text::library_escape(&mut c, loc);
     c
 }
@@ -1156,7 +1166,7 @@ fn command_cell(
     let command = matches!(field, Field::Args if !env.bsd_c_option)
         || matches!(field, Field::Comm if env.unix_f_option);
     if command {
-        if let Some(raw) = t.cmdline.as_deref() {
+        if let Some(raw) = table_bytes(&fields::CMDLINE, t) {
             if text::push_plain_cmdline(bytes, raw, room) {
                 return;
             }
@@ -1167,9 +1177,7 @@ fn command_cell(
     if name {
         // A name of printable ASCII (nearly all) goes over as it is: both escapes leave it
         // alone.
-        let comm = t.base.as_ref().map_or(&[][..], |b| &b.comm[..]);
-        let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
-        let comm = &comm[..comm.len().min(63)];
+        let comm = comm_bytes(t);
         if comm.iter().all(|c| (0x20..0x7f).contains(c)) {
             let n = comm.len().min(*room);
             bytes.extend_from_slice(&comm[..n]);
@@ -1184,11 +1192,10 @@ fn command_cell(
         Field::Comm => comm_text(t, env.locale),
         // No link to read (a kernel thread, a zombie: the model's empty path) or none
         // readable: procps's readlink_exe gives `-` for every failure.
-        _ => t
-            .exe
-            .clone()
+        _ => table_bytes(&fields::EXE, t)
             .filter(|e| !e.is_empty())
-            .unwrap_or_else(|| b"-".to_vec()),
+            .unwrap_or(b"-")
+            .to_vec(),
     };
     text::output_escape(bytes, &src, room, env.locale);
 }
@@ -1196,7 +1203,7 @@ fn command_cell(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tasksnap_model::{Base, Layout, Signals, Stat, TaskId};
+    use tasksnap_model::{Base, Layout, Signals, Stat, TaskId, TaskState};
 
     fn env(wide_signals: bool) -> Env {
         Env {
