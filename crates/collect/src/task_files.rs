@@ -1,7 +1,6 @@
 //! Per-task oddities a front end shows that no snapshot group carries: where a task's
-//! symbolic links point (`fd/2`, `exe`), a process's security label, and the caller's own
-//! tty and capabilities (from `self`). Each reads one file under a procfs root; `None` (or 0)
-//! when it cannot.
+//! symbolic links point (`fd/2`, `exe`) and the caller's own tty and capabilities (from
+//! `self`). Each reads one file under a procfs root; `None` (or 0) when it cannot.
 
 use std::path::Path;
 
@@ -28,11 +27,4 @@ pub fn own_tty_nr(root: &Path) -> u32 {
         .ok()
         .and_then(|b| tasksnap_procfs::parse::parse_stat(&b).ok())
         .map_or(0, |st| st.tty_nr as u32)
-}
-
-/// The security label of process `tgid` (`root`/TGID/attr/current, printable part); `None`
-/// when unreadable.
-pub fn security_label(root: &Path, tgid: i32) -> Option<Vec<u8>> {
-    let b = std::fs::read(root.join(tgid.to_string()).join("attr/current")).ok()?;
-    Some(tasksnap_procfs::parse::parse_attr_current(&b).to_vec())
 }

@@ -617,6 +617,18 @@ pub const VSIZE_BYTES: Field = Field {
     },
 };
 
+/// `stat_vsize_bytes`: virtual memory size, bytes, as /proc/PID/stat gives it (what ps's
+/// VSZ, SZ and the sizes derived from them show: procps's VmSize, which is the same
+/// figure; [`VSIZE_BYTES`] is statm's once that was read).
+pub const STAT_VSIZE_BYTES: Field = Field {
+    name: "stat_vsize_bytes",
+    help: "virtual memory size, bytes, as /proc/PID/stat gives it",
+    kind: Kind::Int,
+    unit: Unit::Bytes,
+    group: Group::Stat,
+    get: |t| t.stat.as_ref().map(|s| Value::UInt(s.vsize_bytes)),
+};
+
 /// `shared_bytes`: resident shared (file-backed and shmem) bytes.
 pub const SHARED_BYTES: Field = Field {
     name: "shared_bytes",
@@ -1265,6 +1277,7 @@ pub static FIELDS: &[Field] = &[
     CPU_NS,
     RSS_BYTES,
     VSIZE_BYTES,
+    STAT_VSIZE_BYTES,
     SHARED_BYTES,
     TEXT_BYTES,
     DATA_BYTES,

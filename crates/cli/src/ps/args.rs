@@ -262,16 +262,19 @@ impl P {
     fn ttys(&self, arg: &str) -> R<Vec<u32>> {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
         let mut out = Vec::new();
+        let dev_root = tasksnap_collect::HostOptions::from_env().dev_root;
         for s in split_list(arg)? {
             let found = if s.starts_with('/') {
                 std::fs::metadata(s).ok()
             } else {
+                // procps's candidates under /dev: the host's (a fake tree's `dev/`).
+                let dev = &dev_root;
                 [
-                    format!("/dev/pts/{s}"),
-                    format!("/dev/{s}"),
-                    format!("/dev/tty{s}"),
-                    format!("/dev/pty{s}"),
-                    format!("/dev/{s}nsole"),
+                    dev.join(format!("pts/{s}")),
+                    dev.join(s),
+                    dev.join(format!("tty{s}")),
+                    dev.join(format!("pty{s}")),
+                    dev.join(format!("{s}nsole")),
                 ]
                 .iter()
                 .find_map(|p| std::fs::metadata(p).ok())

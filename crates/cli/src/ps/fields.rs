@@ -1,20 +1,23 @@
 //! Formatting one field of one task as procps-ng 4.0 prints it (the `pr_*` functions of
 //! ps/output.c), from the tasksnap model instead of procps's proc_t.
 //!
-//! Where a column is a field of the model's table (`tasksnap_model::fields`: ids, counts,
-//! sizes, OOM scores, namespaces, addresses, the label, the sd-login answers, and every
-//! table field procps has no specifier for) the value is the table's ([`table_field`]) and
-//! only procps's printer is here: its defaults for a missing value, kB, hexadecimal, `-`.
-//! The rest (times, states, flags, names, terminals, percentages) are procps's own
-//! derivations and stay here.
+//! Every column names its value's [`Source`] ([`source`]): a field of the model's table
+//! (`tasksnap_model::fields`: ids, counts, sizes, OOM scores, namespaces, addresses, user and
+//! group ids under their names, the terminal, the state, the wait channel, the label, the
+//! sd-login answers, and every table field procps has no specifier for) with one of
+//! procps's printers ([`Print`]: its defaults for a missing value, KiB, pages, hexadecimal,
+//! `-`, names), or ps's own printer where the value is procps's arithmetic (times, STAT
+//! letters, percentages, signal masks with the leader rule, the policy-dependent nice and
+//! rtprio, command text, cgroup text, supplementary groups). [`value`] only dispatches, and
+//! sort keys ([`sort_field`]) read the same table fields.
 
 use tasksnap_model::fields;
 use tasksnap_model::login::What;
-use tasksnap_model::{Task, TaskState, SCHED_BATCH, SCHED_OTHER};
+use tasksnap_model::{Task, SCHED_BATCH, SCHED_OTHER};
 
 use super::format::{Field, IoCount};
 use super::layout::{Cell, CellBytes};
-use super::names::{Names, Ttys};
+use super::names::{HostFacts, Names, Ttys};
 use super::text::{self, Locale};
 
 /// Facts about the system and the run that fields are computed against.
@@ -58,24 +61,29 @@ pub struct Caches {
     /// STIME text by start second: tens of thousands of tasks share a few start seconds, and
     /// localtime+strftime per row would be a tenth of the user time.
     pub stime: std::collections::HashMap<i64, String>,
-    /// Each CPU's NUMA node, read from sysfs the first time a row needs it.
-    pub numa: Option<Vec<i32>>,
+    /// Each CPU's NUMA node, by CPU number (the host's, [`HostFacts`]).
+    pub numa: std::sync::Arc<Vec<i32>>,
 }
 
 impl Caches {
-    /// Empty caches for a procfs at `proc_root` (terminal names from /dev).
-    pub fn new(proc_root: &std::path::Path) -> Caches {
+    /// Empty caches over what ps read of the host.
+    pub fn new(machine: &HostFacts) -> Caches {
         Caches {
             names: Names::default(),
-            ttys: Ttys::new(proc_root, std::path::Path::new("/dev")),
+            ttys: Ttys::new(machine.clone()),
             stime: Default::default(),
-            numa: None,
+            numa: machine.cpu_nodes.clone(),
         }
     }
 }
 
 fn ticks(ns: u64, hz: u64) -> u64 {
     ns / (1_000_000_000 / hz.max(1))
+}
+
+/// A time field of the model's table in clock ticks (0 when absent).
+fn table_ticks(f: &fields::Field, t: &Task, hz: u64) -> u64 {
+    ticks(table_u64(f, t).unwrap_or(0), hz)
 }
 
 fn plain(s: impl AsRef<[u8]>) -> Cell {
@@ -195,14 +203,25 @@ impl Env {
         self.boot_time_s + (start_ticks / self.hertz.max(1)) as i64
     }
 
+    /// The task's own CPU time, ticks: user and system each rounded down, as procps has them.
+    fn own_cpu_ticks(&self, t: &Task) -> u64 {
+        table_ticks(&fields::UTIME_NS, t, self.hertz)
+            + table_ticks(&fields::STIME_NS, t, self.hertz)
+    }
+
+    /// The CPU time, ticks, with BSD `S` its reaped children's too.
     fn cpu_ticks(&self, t: &Task) -> u64 {
-        t.stat.as_ref().map_or(0, |s| {
-            let mut v = ticks(s.utime_ns, self.hertz) + ticks(s.stime_ns, self.hertz);
-            if self.include_dead_children {
-                v += ticks(s.cutime_ns, self.hertz) + ticks(s.cstime_ns, self.hertz);
-            }
-            v
-        })
+        let mut v = self.own_cpu_ticks(t);
+        if self.include_dead_children {
+            v += self.children_cpu_ticks(t);
+        }
+        v
+    }
+
+    /// The CPU time of the task's reaped children, ticks.
+    fn children_cpu_ticks(&self, t: &Task) -> u64 {
+        table_ticks(&fields::CUTIME_NS, t, self.hertz)
+            + table_ticks(&fields::CSTIME_NS, t, self.hertz)
     }
 
     /// Seconds since the task started, as procps's TIME_ELAPSED (fractional).
@@ -244,14 +263,14 @@ fn signal_mask(mask: Option<u64>, wide: bool) -> Cell {
 /// (`ShdPnd`) on a row read as a process (a leader, in ps's thread listings too) and the
 /// thread's own (`SigPnd`) on another thread's row (library/readproc.c `status2proc`).
 pub fn signal_value(field: Field, t: &Task) -> Option<u64> {
-    let s = t.signals.as_deref()?;
-    Some(match field {
-        Field::SigPending if t.id.is_leader() => s.shared_pending,
-        Field::SigPending | Field::SigThread => s.pending,
-        Field::SigBlocked => s.blocked,
-        Field::SigIgnored => s.ignored,
-        _ => s.caught,
-    })
+    let f = match field {
+        Field::SigPending if t.id.is_leader() => &fields::SIG_SHARED_PENDING,
+        Field::SigPending | Field::SigThread => &fields::SIG_PENDING,
+        Field::SigBlocked => &fields::SIG_BLOCKED,
+        Field::SigIgnored => &fields::SIG_IGNORED,
+        _ => &fields::SIG_CAUGHT,
+    };
+    table_u64(f, t)
 }
 
 /// `%#.3f` of procps's UTILIZATION (`cuu`) or UTILIZATION_C (`cuc`): CPU ticks times 100 over
@@ -267,16 +286,14 @@ fn utilization(t: &Task, children: bool, env: &Env) -> Cell {
 
 /// procps's UTILIZATION (or UTILIZATION_C with `children`), uncapped: what it sorts by.
 pub fn utilization_value(t: &Task, children: bool, env: &Env) -> f64 {
-    let hz = env.hertz;
-    let mut used = 0u64;
-    if let Some(s) = &t.stat {
-        used = ticks(s.utime_ns, hz) + ticks(s.stime_ns, hz);
-        if children {
-            used += ticks(s.cutime_ns, hz) + ticks(s.cstime_ns, hz);
-        }
+    let mut used = env.own_cpu_ticks(t);
+    if children {
+        used += env.children_cpu_ticks(t);
     }
     // boot_tics - start_time in unsigned arithmetic: a start after "now" wraps.
-    let since = env.uptime_ticks.wrapping_sub(ticks(t.id.start_time_ns, hz)) as f64;
+    let since = env
+        .uptime_ticks
+        .wrapping_sub(ticks(t.id.start_time_ns, env.hertz)) as f64;
     if since > 0.0 {
         f64::from(used as f32 * 100.0f32) / since
     } else {
@@ -289,14 +306,12 @@ pub fn utilization_value(t: &Task, children: bool, env: &Env) -> f64 {
 /// without an address space. Without ptrace access the kernel shows both code addresses as
 /// 1, so text is 0 and data the whole space.
 pub fn drs_trs_kb(t: &Task) -> (u64, u64) {
-    let vsize = t.stat.as_ref().map_or(0, |s| s.vsize_bytes);
+    let vsize = table_u64(&fields::STAT_VSIZE_BYTES, t).unwrap_or(0);
     if vsize == 0 {
         return (0, 0);
     }
-    let (start, end) = t
-        .layout
-        .as_ref()
-        .map_or((0, 0), |l| (l.start_code, l.end_code));
+    let start = table_u64(&fields::START_CODE, t).unwrap_or(0);
+    let end = table_u64(&fields::END_CODE, t).unwrap_or(0);
     (
         vsize.wrapping_sub(end).wrapping_add(start) >> 10,
         end.wrapping_sub(start) >> 10,
@@ -331,96 +346,414 @@ fn do_name(name: Option<&[u8]>, id: u32, max: usize, env: &Env) -> Cell {
     num(id)
 }
 
-/// Resident set size. Since Linux 6.2 the RSS counters are per-CPU (`percpu_counter`):
-/// /proc/PID/stat reports a cheap approximate read of them while statm and status report the
-/// exact sum, which is what procps shows (it reads VmRSS from status). So RSS comes from the
-/// mem group (statm) and falls back to stat's value only when statm was not read.
-pub fn rss_bytes(t: &Task) -> u64 {
-    fields::RSS_BYTES
-        .value(t)
-        .and_then(fields::Value::as_u64)
-        .unwrap_or(0)
-}
-
-/// One /proc/PID/io counter; 0 when the file was not readable (procps's zeroed default).
-pub fn io_count(t: &Task, which: IoCount) -> u64 {
-    t.io.as_deref().map_or(0, |io| match which {
-        IoCount::ReadBytes => io.read_bytes,
-        IoCount::ReadChars => io.rchar_bytes,
-        IoCount::ReadOps => io.syscr,
-        IoCount::WriteBytes => io.write_bytes,
-        IoCount::WriteCancelled => io.cancelled_write_bytes,
-        IoCount::WriteChars => io.wchar_bytes,
-        IoCount::WriteOps => io.syscw,
-    })
-}
-
 /// A row's command text: `[comm]` (and ` <defunct>` for zombies) when the command line is
 /// empty, as procps's `fill_cmdline_cvt`.
 pub fn command_text(t: &Task, loc: Locale) -> Vec<u8> {
-    let zombie = t
-        .base
-        .as_ref()
-        .is_some_and(|b| b.state == TaskState::Zombie);
-    text::command_or_name(t.cmdline.as_deref(), comm_text(t, loc), zombie, loc)
+    let zombie = fields::STATE.value(t) == Some(fields::Value::Bytes(b"Z"));
+    text::command_or_name(
+        table_bytes(&fields::CMDLINE, t),
+        comm_text(t, loc),
+        zombie,
+        loc,
+    )
+}
+
+/// A bytes field of the model's table (`None`: absent).
+fn table_bytes<'t>(f: &fields::Field, t: &'t Task) -> Option<&'t [u8]> {
+    f.value(t).and_then(fields::Value::as_bytes)
+}
+
+/// The comm up to its first NUL, at most 63 bytes (procps's buffer).
+fn comm_bytes(t: &Task) -> &[u8] {
+    let comm = table_bytes(&fields::COMM, t).unwrap_or_default();
+    let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
+    &comm[..comm.len().min(63)]
 }
 
 /// The comm after the library escape.
 pub fn comm_text(t: &Task, loc: Locale) -> Vec<u8> {
-    let mut c = t.base.as_ref().map(|b| b.comm.to_vec()).unwrap_or_default();
-    if let Some(end) = c.iter().position(|&b| b == 0) {
-        c.truncate(end);
-    }
-    c.truncate(63);
+    let mut c = comm_bytes(t).to_vec();
     text::library_escape(&mut c, loc);
     c
 }
 
-/// The column's field in the model's table (`tasksnap_model::fields`) when procps prints it
-/// as a plain number, and what the table's unit is divided by for the column's (kB for
-/// sizes). ps keeps the column's header, width, sort key and printer; the value is the
-/// table's.
+/// Where a column's value comes from: a field of the model's table printed by one of
+/// procps's printers, or ps's own arithmetic over the task. [`source`] says which, for
+/// every column; [`value`] only dispatches.
+#[derive(Debug, Clone, Copy)]
+pub enum Source {
+    /// A field of the model's table (`tasksnap_model::fields`), printed as [`Print`] says.
+    Table(&'static fields::Field, Print),
+    /// ps's own derivation: states, times, percentages, command text, signal masks with
+    /// procps's leader rule, the values that depend on the scheduling policy.
+    Own(Printer),
+}
+
+/// A ps-computed column's printer.
+pub type Printer = fn(&mut Ctx<'_>) -> Cell;
+
+/// One value being printed: the column's field, the task, the cells the column may take,
+/// the tree art before a command and what printing has at hand.
+pub struct Ctx<'a> {
+    /// The column's field.
+    pub field: Field,
+    /// The row's task.
+    pub t: &'a Task,
+    /// Cells the value may take, where the column honours a limit.
+    pub max: usize,
+    /// The tree-art prefix of command columns.
+    pub forest: &'a [u8],
+    /// Facts about the system and the run.
+    pub env: &'a Env,
+    /// Per-run caches (names, terminals, start times).
+    pub c: &'a mut Caches,
+}
+
+/// procps's printers of a table value (the `pr_*` functions of ps/output.c): the value is
+/// the table's, the look procps's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Print {
+    /// Decimal; `missing` when the task does not have the value (0 for an unreadable file,
+    /// as procps's zeroed defaults; -1 for `ag_id` without the file).
+    Number {
+        /// What an absent value prints (and sorts) as.
+        missing: i64,
+    },
+    /// KiB of a byte count; 0 when absent.
+    Kib,
+    /// Pages of a byte count (procps's `sz`: KiB over the page's KiB); 0 when absent.
+    Pages,
+    /// `%MEM` of a byte count: tenths of a percent of MemTotal, at most 99.9.
+    ShareOfMemory,
+    /// Decimal, `-` when absent or equal to the given value (an inode 0, a loginuid -1).
+    DashOn(i64),
+    /// 16 hex digits; 0 when absent.
+    Address,
+    /// procps's `lim`: `xx` for unlimited, else KiB in 5 cells.
+    Limit,
+    /// `offset + sign * value`: procps's priority scales (`pri`, `opri`, `pri_*`).
+    Scaled {
+        /// 1 or -1.
+        sign: i64,
+        /// Added after the sign.
+        offset: i64,
+    },
+    /// The user name of a uid (its number with BSD `n`, or when it has no short name).
+    User,
+    /// The group name of a gid.
+    Group,
+    /// The terminal name of a `tty_nr`; with `number`, procps's TTY_NUMBER abbreviation.
+    Tty {
+        /// `tty4`: "3" for pts/3.
+        number: bool,
+    },
+    /// The NUMA node of a CPU number (-1 when unknown).
+    NumaNode,
+    /// The text as it is; `missing` when absent or empty.
+    Text(&'static str),
+    /// An sd-login answer as procps's `snprintf(outbuf, COLWID, "%s")` leaves it; the
+    /// owner as the C int procps prints; `-` where libsystemd would fail.
+    Login,
+    /// A wait channel: `?` unreadable, `-` running, else the symbol without its leading
+    /// dots and underscores, cut to the column (and to 63 bytes).
+    Wchan,
+    /// A field by its own name: the value as it is (bytes through ps's output escape), `-`
+    /// when the task does not have it.
+    Model,
+}
+
+impl Print {
+    /// What an absent value prints and sorts as, where it is a number.
+    pub fn missing(self) -> i64 {
+        match self {
+            Print::Number { missing } | Print::DashOn(missing) => missing,
+            _ => 0,
+        }
+    }
+
+    /// Prints `v`, the table's value of the task in `x`.
+    fn print(self, v: Option<fields::Value<'_>>, x: &mut Ctx<'_>) -> Cell {
+        use fields::Value as V;
+        let int = v.and_then(V::as_i64).unwrap_or(self.missing());
+        let uint = v.and_then(V::as_u64).unwrap_or(0);
+        match self {
+            Print::Number { missing } => match v {
+                Some(V::UInt(u)) => num(u),
+                Some(V::Int(i)) => num(i),
+                _ => num(missing),
+            },
+            Print::Kib => num(uint / 1024),
+            Print::Pages => num(uint / 1024 / (x.env.page_size / 1024).max(1)),
+            Print::ShareOfMemory => {
+                let pm = (uint / 1024 * 1000 / x.env.mem_total_kb.max(1)).min(999);
+                tenths(pm, 2)
+            }
+            Print::DashOn(dash) => match v.and_then(V::as_i64) {
+                Some(i) if i != dash => num(i),
+                _ => plain("-"),
+            },
+            Print::Address => address(uint),
+            Print::Limit => match uint {
+                u64::MAX => plain("xx"),
+                v => {
+                    let mut bytes = CellBytes::new();
+                    push_dec(&mut bytes, v >> 10, 5, b' ');
+                    ascii(bytes)
+                }
+            },
+            Print::Scaled { sign, offset } => num(offset + sign * int),
+            Print::User => do_name(x.c.names.user(int as u32), int as u32, x.max, x.env),
+            Print::Group => do_name(x.c.names.group(int as u32), int as u32, x.max, x.env),
+            Print::Tty { number: false } => plain(x.c.ttys.name(int as u32, x.t.id.tid)),
+            Print::Tty { number: true } => plain(x.c.ttys.number(int as u32, x.t.id.tid)),
+            Print::NumaNode => num(usize::try_from(int)
+                .ok()
+                .and_then(|cpu| x.c.numa.get(cpu).copied())
+                .unwrap_or(-1)),
+            Print::Text(missing) => match v {
+                Some(V::Bytes(b)) if !b.is_empty() => plain(b),
+                _ => plain(missing),
+            },
+            Print::Login => match v {
+                Some(V::Bytes(answer)) => colwid(answer),
+                Some(V::Int(uid)) => colwid((uid as u32 as i32).to_string().as_bytes()),
+                _ => colwid(b"-"),
+            },
+            Print::Wchan => {
+                let w: &[u8] = match v.and_then(V::as_bytes) {
+                    None => b"?",
+                    Some([]) => b"-",
+                    Some(w) => {
+                        let w = trim_leading(w, b'.');
+                        trim_leading(w, b'_')
+                    }
+                };
+                plain(&w[..w.len().min(x.max).min(63)])
+            }
+            Print::Model => match v {
+                Some(V::Int(v)) => num(v),
+                Some(V::UInt(v)) => num(v),
+                Some(V::Bytes(b)) => escaped(b, x.max, x.env),
+                None => plain("-"),
+            },
+        }
+    }
+}
+
+/// `w` without the run of `c` it starts with.
+fn trim_leading(w: &[u8], c: u8) -> &[u8] {
+    &w[w.iter().position(|&b| b != c).unwrap_or(w.len())..]
+}
+
+/// `text` through ps's output escape, in at most `max` cells.
+fn escaped(text: &[u8], max: usize, env: &Env) -> Cell {
+    let mut room = max;
+    let mut bytes = CellBytes::new();
+    text::output_escape(&mut bytes, text, &mut room, env.locale);
+    Cell {
+        bytes,
+        cells: max - room,
+    }
+}
+
+/// Where each column's value comes from (see [`Source`]).
+pub fn source(field: Field) -> Source {
+    use fields as m;
+    use Print as P;
+    use Source::{Own, Table};
+    const N: Print = P::Number { missing: 0 };
+    let scaled = |sign, offset| Table(&m::PRIORITY, P::Scaled { sign, offset });
+    match field {
+        Field::Model(f) => Table(f, P::Model),
+        Field::Pid => Table(&m::PID, N),
+        Field::Tid => Table(&m::TID, N),
+        Field::Ppid => Table(&m::PPID, N),
+        Field::Pgid => Table(&m::PGID, N),
+        Field::Sess => Table(&m::SID, N),
+        Field::Tpgid => Table(&m::TPGID, N),
+        Field::Nlwp => Table(&m::NUM_THREADS, N),
+        Field::Psr => Table(&m::PROCESSOR, N),
+        Field::Euid => Table(&m::EUID, N),
+        Field::Ruid => Table(&m::RUID, N),
+        Field::Suid => Table(&m::SUID, N),
+        Field::Fuid => Table(&m::FSUID, N),
+        Field::Egid => Table(&m::EGID, N),
+        Field::Rgid => Table(&m::RGID, N),
+        Field::Sgid => Table(&m::SGID, N),
+        Field::Fgid => Table(&m::FSGID, N),
+        // What procps newer than 4.0.2 prints when the directory could not be stat'ed: 0.
+        Field::Fds => Table(&m::FDS, N),
+        Field::Priority => Table(&m::PRIORITY, N),
+        Field::Sched => Table(&m::POLICY, N),
+        Field::Oom => Table(&m::OOM_SCORE, N),
+        Field::OomAdj => Table(&m::OOM_SCORE_ADJ, N),
+        Field::AgNice => Table(&m::AUTOGROUP_NICE, N),
+        // -1 without the file (a thread's own directory has none), as procps shows it.
+        Field::AgId => Table(&m::AUTOGROUP_ID, P::Number { missing: -1 }),
+        Field::Luid => Table(&m::LOGINUID, P::DashOn(-1)),
+        Field::Ns(i) => Table(NS[usize::from(i) & 7], P::DashOn(0)),
+        Field::Io(which) => Table(io_field(which), N),
+        Field::Rss => Table(&m::RSS_BYTES, P::Kib),
+        Field::Pss => Table(&m::PSS_BYTES, P::Kib),
+        Field::Uss => Table(&m::USS_BYTES, P::Kib),
+        Field::Pmem => Table(&m::RSS_BYTES, P::ShareOfMemory),
+        Field::Vsz => Table(&m::STAT_VSIZE_BYTES, P::Kib),
+        Field::Sz => Table(&m::STAT_VSIZE_BYTES, P::Pages),
+        Field::MSize => Table(&m::STAT_VSIZE_BYTES, N),
+        // VmData + VmStk of status, which statm's data field is (in pages).
+        Field::Size => Table(&m::DATA_BYTES, P::Kib),
+        Field::Eip => Table(&m::KSTKEIP, P::Address),
+        Field::Esp => Table(&m::KSTKESP, P::Address),
+        Field::StackP => Table(&m::START_STACK, P::Address),
+        Field::Lim => Table(&m::RSSLIM_BYTES, P::Limit),
+        Field::Opri => scaled(1, 60),
+        Field::Pri => scaled(-1, 39),
+        Field::PriFoo => scaled(1, -20),
+        Field::PriBar => scaled(1, 1),
+        Field::PriBaz => scaled(1, 100),
+        Field::PriApi => scaled(-1, -1),
+        Field::Euser => Table(&m::EUID, P::User),
+        Field::Ruser => Table(&m::RUID, P::User),
+        Field::Suser => Table(&m::SUID, P::User),
+        Field::Fuser => Table(&m::FSUID, P::User),
+        Field::Egroup => Table(&m::EGID, P::Group),
+        Field::Rgroup => Table(&m::RGID, P::Group),
+        Field::Sgroup => Table(&m::SGID, P::Group),
+        Field::Fgroup => Table(&m::FSGID, P::Group),
+        Field::Tty => Table(&m::TTY_NR, P::Tty { number: false }),
+        Field::Tty4 => Table(&m::TTY_NR, P::Tty { number: true }),
+        Field::Numa => Table(&m::PROCESSOR, P::NumaNode),
+        Field::S => Table(&m::STATE, P::Text("?")),
+        Field::Label => Table(&m::LABEL, P::Text("-")),
+        Field::Wchan => Table(&m::WCHAN, P::Wchan),
+        Field::Login(what) => Table(login_field(what), P::Login),
+
+        Field::Addr | Field::Nop => Own(|_| plain("-")),
+        // Outside a text listing there is no header countdown: the first row's text.
+        Field::Test(_) => Own(|x| match x.field {
+            Field::Test(which) => test_value(which, -1, x.max),
+            _ => plain(""),
+        }),
+        // Its text is the column's header ([`super::order::cell`]).
+        Field::Text => Own(|_| plain("")),
+        Field::Supgid => Own(supgid),
+        Field::Supgrp => Own(supgrp),
+        Field::SigPending
+        | Field::SigThread
+        | Field::SigBlocked
+        | Field::SigIgnored
+        | Field::SigCaught => Own(|x| signal_mask(signal_value(x.field, x.t), x.env.wide_signals)),
+        Field::Drs => Own(|x| num(drs_trs_kb(x.t).0)),
+        Field::Trs => Own(|x| num(drs_trs_kb(x.t).1)),
+        Field::Fname => Own(fname),
+        Field::SgiP => Own(sgi_p),
+        Field::Cuc => Own(|x| utilization(x.t, true, x.env)),
+        Field::Cuu => Own(|x| utilization(x.t, false, x.env)),
+        Field::Stat => Own(stat_letters),
+        Field::Flags => Own(flags),
+        Field::Nice => Own(nice),
+        Field::Rtprio => Own(rtprio),
+        Field::Class | Field::Cls => Own(class),
+        Field::Cgroup | Field::Cgname => Own(cgroup),
+        Field::Lxc => Own(lxc),
+        Field::MajFlt | Field::MinFlt => Own(faults),
+        Field::Pcpu => Own(pcpu),
+        Field::C => Own(|x| share(x.env.permille_cpu(x.t, 100).min(99), 2)),
+        Field::Cp => Own(|x| share(x.env.permille_cpu(x.t, 1000).min(999), 3)),
+        Field::Time => Own(time),
+        Field::Times => Own(|x| num(x.env.own_cpu_ticks(x.t) / x.env.hertz.max(1))),
+        Field::Bsdtime => Own(bsdtime),
+        Field::Etime => Own(etime),
+        Field::Etimes => Own(|x| num(x.env.elapsed_s(x.t) as u64)),
+        Field::StartTime => Own(start_time),
+        Field::Start => Own(start),
+        Field::Lstart => Own(|x| plain(ctime(x.env.start_s(x.t)))),
+        Field::Bsdstart => Own(bsdstart),
+        Field::Args | Field::Comm | Field::Exe => Own(command),
+    }
+}
+
+/// The column's field in the model's table when its value is the table's (see
+/// [`source`]), and what the table's unit is divided by for the column's (kB for sizes).
 pub fn table_field(field: Field) -> Option<(&'static fields::Field, u64)> {
+    match source(field) {
+        Source::Table(f, Print::Kib) => Some((f, 1024)),
+        Source::Table(f, _) => Some((f, 1)),
+        Source::Own(_) => None,
+    }
+}
+
+/// The field of the model's table procps sorts `field` by (its format row's sort item),
+/// and what a task without it sorts as; `None` where ps sorts by what it prints (text) or
+/// by its own arithmetic.
+pub fn sort_field(field: Field) -> Option<(&'static fields::Field, i64)> {
+    use fields as m;
     Some(match field {
-        Field::Model(f) => (f, 1),
-        Field::Pid => (&fields::PID, 1),
-        Field::Tid => (&fields::TID, 1),
-        Field::Ppid => (&fields::PPID, 1),
-        Field::Pgid => (&fields::PGID, 1),
-        Field::Sess => (&fields::SID, 1),
-        Field::Tpgid => (&fields::TPGID, 1),
-        Field::Nlwp => (&fields::NUM_THREADS, 1),
-        Field::Psr => (&fields::PROCESSOR, 1),
-        Field::Euid => (&fields::EUID, 1),
-        Field::Ruid => (&fields::RUID, 1),
-        Field::Suid => (&fields::SUID, 1),
-        Field::Fuid => (&fields::FSUID, 1),
-        Field::Egid => (&fields::EGID, 1),
-        Field::Rgid => (&fields::RGID, 1),
-        Field::Sgid => (&fields::SGID, 1),
-        Field::Fgid => (&fields::FSGID, 1),
-        Field::Fds => (&fields::FDS, 1),
-        Field::Priority => (&fields::PRIORITY, 1),
-        Field::Sched => (&fields::POLICY, 1),
-        Field::Oom => (&fields::OOM_SCORE, 1),
-        Field::OomAdj => (&fields::OOM_SCORE_ADJ, 1),
-        Field::Pss => (&fields::PSS_BYTES, 1024),
-        Field::Uss => (&fields::USS_BYTES, 1024),
-        Field::AgNice => (&fields::AUTOGROUP_NICE, 1),
-        Field::Rss => (&fields::RSS_BYTES, 1024),
+        Field::Pmem => (&m::RSS_BYTES, 0),
+        // All of these sort by the address space's size (their PIDS_VSIZE_BYTES).
+        Field::Vsz | Field::Sz | Field::Drs | Field::Trs | Field::MSize | Field::Size => {
+            (&m::STAT_VSIZE_BYTES, 0)
+        }
+        Field::Time | Field::Times | Field::Bsdtime => (&m::CPU_NS, 0),
+        Field::StartTime
+        | Field::Start
+        | Field::Lstart
+        | Field::Bsdstart
+        | Field::Etime
+        | Field::Etimes => (&m::START_TIME_NS, 0),
+        Field::MajFlt => (&m::MAJFLT, 0),
+        Field::MinFlt => (&m::MINFLT, 0),
+        Field::Flags => (&m::FLAGS, 0),
+        Field::Nice => (&m::NICE, 0),
+        Field::Rtprio => (&m::RT_PRIORITY, 0),
+        Field::Sched | Field::Class | Field::Cls => (&m::POLICY, 0),
+        Field::Pri
+        | Field::Opri
+        | Field::PriFoo
+        | Field::PriBar
+        | Field::PriBaz
+        | Field::PriApi => (&m::PRIORITY, 0),
+        // context, label and zone sort by the process id (their PIDS_ID_TGID).
+        Field::Label => (&m::PID, 0),
+        // procps compares these as the numbers they are, unreadable ones as its defaults.
+        Field::Pid
+        | Field::Tid
+        | Field::Ppid
+        | Field::Pgid
+        | Field::Sess
+        | Field::Tpgid
+        | Field::Nlwp
+        | Field::Psr
+        | Field::Euid
+        | Field::Ruid
+        | Field::Egid
+        | Field::Rgid
+        | Field::Rss
+        | Field::Fds
+        | Field::Priority
+        | Field::Eip
+        | Field::Esp
+        | Field::StackP
+        | Field::Lim
+        | Field::Ns(_)
+        | Field::Oom
+        | Field::OomAdj
+        | Field::AgId
+        | Field::AgNice
+        | Field::Luid
+        | Field::Pss
+        | Field::Uss
+        | Field::Io(_) => match source(field) {
+            Source::Table(f, print) => (f, print.missing()),
+            Source::Own(_) => return None,
+        },
         _ => return None,
     })
 }
 
-/// A plain-number column ([`table_field`]): the table's value, 0 when the task does not have
-/// it (procps's value for an unreadable file; for `fds`, what procps newer than 4.0.2 prints
-/// when the directory could not be stat'ed).
-fn table_number(field: Field, t: &Task) -> Cell {
-    match table_field(field).and_then(|(f, per)| Some((f.value(t)?, per))) {
-        Some((fields::Value::Int(v), _)) => num(v),
-        Some((fields::Value::UInt(v), per)) => num(v / per.max(1)),
-        _ => num(0),
-    }
+/// A field of the model's table as a signed number (`None`: absent).
+fn table_i64(f: &fields::Field, t: &Task) -> Option<i64> {
+    f.value(t).and_then(fields::Value::as_i64)
 }
 
 /// A field of the model's table as an unsigned number (`None`: absent, or negative).
@@ -453,440 +786,340 @@ fn login_field(what: What) -> &'static fields::Field {
     }
 }
 
+/// The table's field for a /proc/PID/io column (procps's mapping, library/pids.c).
+fn io_field(which: IoCount) -> &'static fields::Field {
+    match which {
+        IoCount::ReadBytes => &fields::READ_BYTES,
+        IoCount::ReadChars => &fields::RCHAR_BYTES,
+        IoCount::ReadOps => &fields::SYSCR,
+        IoCount::WriteBytes => &fields::WRITE_BYTES,
+        IoCount::WriteCancelled => &fields::CANCELLED_WRITE_BYTES,
+        IoCount::WriteChars => &fields::WCHAR_BYTES,
+        IoCount::WriteOps => &fields::SYSCW,
+    }
+}
+
 /// Formats `field` of `t` in at most `max` cells where the field honours a limit.
 /// `forest` is the tree-art prefix for command columns.
 pub fn value(field: Field, t: &Task, max: usize, forest: &[u8], env: &Env, c: &mut Caches) -> Cell {
-    let base = t.base.as_ref();
-    let cred = t.cred.as_ref();
-    let stat = t.stat.as_ref();
-    match field {
-        Field::Addr | Field::Nop => plain("-"),
-        // A field of the model's table by its own name: the value as it is (bytes through
-        // ps's output escape), `-` when the task does not have it.
-        Field::Model(f) => match f.value(t) {
-            Some(fields::Value::Int(v)) => num(v),
-            Some(fields::Value::UInt(v)) => num(v),
-            Some(fields::Value::Bytes(b)) => {
-                let mut room = max;
-                let mut bytes = CellBytes::new();
-                text::output_escape(&mut bytes, b, &mut room, env.locale);
-                Cell {
-                    bytes,
-                    cells: max - room,
-                }
-            }
-            None => plain("-"),
-        },
-        // Plain numbers: the value from the model's table.
-        Field::Pid
-        | Field::Tid
-        | Field::Ppid
-        | Field::Pgid
-        | Field::Sess
-        | Field::Tpgid
-        | Field::Nlwp
-        | Field::Psr
-        | Field::Euid
-        | Field::Ruid
-        | Field::Suid
-        | Field::Fuid
-        | Field::Egid
-        | Field::Rgid
-        | Field::Sgid
-        | Field::Fgid
-        | Field::Fds
-        | Field::Priority
-        | Field::Sched
-        | Field::Oom
-        | Field::OomAdj
-        | Field::Pss
-        | Field::Uss
-        | Field::AgNice
-        | Field::Rss => table_number(field, t),
-        // Outside a text listing there is no header countdown: the first row's text.
-        Field::Test(which) => test_value(which, -1, max),
-        // Its text is the column's header ([`super::order::cell`]).
-        Field::Text => plain(""),
-        Field::Euser | Field::Ruser | Field::Suser | Field::Fuser => {
-            let uid = cred.map_or(0, |c| match field {
-                Field::Euser => c.euid,
-                Field::Ruser => c.ruid,
-                Field::Suser => c.suid,
-                _ => c.fsuid,
-            });
-            do_name(c.names.user(uid), uid, max, env)
-        }
-        Field::Egroup | Field::Rgroup | Field::Sgroup | Field::Fgroup => {
-            let gid = cred.map_or(0, |c| match field {
-                Field::Egroup => c.egid,
-                Field::Rgroup => c.rgid,
-                Field::Sgroup => c.sgid,
-                _ => c.fsgid,
-            });
-            do_name(c.names.group(gid), gid, max, env)
-        }
-        Field::Supgid => {
-            let g = cred.and_then(|c| c.groups.as_ref());
-            match g {
-                Some(g) if !g.is_empty() => plain(
-                    g.iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join(","),
-                ),
-                _ => plain("-"),
-            }
-        }
-        Field::Supgrp => {
-            // procps's supgrps_from_supgids: each group's name (its number when it has none
-            // or a name of 33 bytes or more), comma-joined; "-" for none.
-            let text = match cred.and_then(|c| c.groups.as_ref()) {
-                Some(g) if !g.is_empty() => {
-                    let mut out = Vec::new();
-                    for (i, &gid) in g.iter().enumerate() {
-                        if i > 0 {
-                            out.push(b',');
-                        }
-                        match c.names.group(gid).filter(|n| n.len() <= 32) {
-                            Some(name) => out.extend_from_slice(name),
-                            None => out.extend_from_slice(gid.to_string().as_bytes()),
-                        }
-                    }
-                    out
-                }
-                _ => b"-".to_vec(),
-            };
-            let mut room = max;
-            let mut bytes = CellBytes::new();
-            text::output_escape(&mut bytes, &text, &mut room, env.locale);
-            Cell {
-                bytes,
-                cells: max - room,
-            }
-        }
-        Field::SigPending
-        | Field::SigThread
-        | Field::SigBlocked
-        | Field::SigIgnored
-        | Field::SigCaught => signal_mask(signal_value(field, t), env.wide_signals),
-        Field::Drs => num(drs_trs_kb(t).0),
-        Field::Trs => num(drs_trs_kb(t).1),
-        Field::MSize => num(stat.map_or(0, |s| s.vsize_bytes)),
-        // VmData + VmStk of status, which statm's data field is (in pages).
-        Field::Size => num(t.mem.as_ref().map_or(0, |m| m.data_bytes) / 1024),
-        Field::Eip => address(table_u64(&fields::KSTKEIP, t).unwrap_or(0)),
-        Field::Esp => address(table_u64(&fields::KSTKESP, t).unwrap_or(0)),
-        Field::StackP => address(table_u64(&fields::START_STACK, t).unwrap_or(0)),
-        Field::Lim => match table_u64(&fields::RSSLIM_BYTES, t).unwrap_or(0) {
-            u64::MAX => plain("xx"),
-            v => {
-                let mut bytes = CellBytes::new();
-                push_dec(&mut bytes, v >> 10, 5, b' ');
-                ascii(bytes)
-            }
-        },
-        Field::Fname => {
-            // procps's pr_fname: the tree art, then the comm in at most 8 cells. It reports
-            // the cells it was given less the room left of those 8, more than it printed
-            // when the column is wider than 8 (`-o fname:20`): the next column then starts
-            // that much further left, as procps prints it.
-            let mut bytes = CellBytes::new();
-            let fh = forest.len().min(max);
-            bytes.extend_from_slice(&forest[..fh]);
-            let mut room = (max - fh).min(8);
-            text::output_escape(&mut bytes, &comm_text(t, env.locale), &mut room, env.locale);
-            Cell {
-                bytes,
-                cells: max - room,
-            }
-        }
-        Field::Tty4 => plain(c.ttys.number(base.map_or(0, |b| b.tty_nr), t.id.tid)),
-        Field::SgiP => match base {
-            Some(b) if b.state == TaskState::Running => num(b.processor as u32),
-            _ => plain("*"),
-        },
-        Field::Cuc => utilization(t, true, env),
-        Field::Cuu => utilization(t, false, env),
-        Field::Numa => {
-            let nodes = c.numa.get_or_insert_with(|| {
-                tasksnap_collect::system::cpu_nodes(std::path::Path::new("/sys"))
-            });
-            let cpu = base.map_or(0, |b| b.processor);
-            num(usize::try_from(cpu)
-                .ok()
-                .and_then(|i| nodes.get(i).copied())
-                .unwrap_or(-1))
-        }
-        Field::S => plain([base.map_or(b'?', |b| b.state.letter())]),
-        Field::Stat => {
-            let mut s = CellBytes::new();
-            if let Some(b) = base {
-                s.push(b.state.letter());
-                if b.nice < 0 {
-                    s.push(b'<');
-                }
-                if b.nice > 0 {
-                    s.push(b'N');
-                }
-                let locked = t
-                    .locked_bytes
-                    .or_else(|| t.mem.as_ref().and_then(|m| m.locked_bytes));
-                if locked.unwrap_or(0) > 0 {
-                    s.push(b'L');
-                }
-                if b.sid == t.id.tgid {
-                    s.push(b's');
-                }
-                if b.num_threads > 1 {
-                    s.push(b'l');
-                }
-                if b.pgid == b.tpgid {
-                    s.push(b'+');
-                }
-            }
-            Cell {
-                cells: s.len(),
-                bytes: s,
-            }
-        }
-        // Three bits: one octal digit.
-        Field::Flags => num((base.map_or(0, |b| b.flags) >> 6) & 7),
-        Field::Nice => match base {
-            Some(b) if b.policy != SCHED_OTHER && b.policy != SCHED_BATCH => plain("-"),
-            Some(b) => num(b.nice),
-            None => num(0),
-        },
-        Field::Opri => num(60 + base.map_or(0, |b| b.priority)),
-        Field::Pri => num(39 - base.map_or(0, |b| b.priority)),
-        Field::PriFoo => num(base.map_or(0, |b| b.priority) - 20),
-        Field::PriBar => num(base.map_or(0, |b| b.priority) + 1),
-        Field::PriBaz => num(base.map_or(0, |b| b.priority) + 100),
-        Field::PriApi => num(-1 - base.map_or(0, |b| b.priority)),
-        Field::Rtprio => match base {
-            Some(b) if b.policy == SCHED_OTHER => plain("-"),
-            Some(b) => num(b.rt_priority),
-            None => plain("-"),
-        },
-        Field::Class | Field::Cls => plain(match base.map_or(0, |b| b.policy) {
-            0 => "TS",
-            1 => "FF",
-            2 => "RR",
-            3 => "B",
-            4 => "ISO",
-            5 => "IDL",
-            6 => "DLN",
-            7 => "#7",
-            8 => "#8",
-            9 => "#9",
-            _ => "?",
-        }),
-        Field::Tty => plain(c.ttys.name(base.map_or(0, |b| b.tty_nr), t.id.tid)),
-        Field::Wchan => {
-            let w = match t.wchan.as_deref() {
-                None => "?",
-                Some("") => "-",
-                Some(w) => w.trim_start_matches('.').trim_start_matches('_'),
-            };
-            let w = &w.as_bytes()[..w.len().min(max).min(63)];
-            plain(w)
-        }
-        Field::Cgroup | Field::Cgname => {
-            // The joined, escaped lines; for cgname what follows the first ":name=" in them
-            // (when anything does), through the end. Then ps's output escape.
-            let v = text::cgroup_text_escaped(t.cgroup.as_deref(), env.locale);
-            let from = match field {
-                Field::Cgname => v
-                    .windows(6)
-                    .position(|w| w == b":name=")
-                    .map(|at| at + 6)
-                    .filter(|&after| after < v.len())
-                    .unwrap_or(0),
-                _ => 0,
-            };
-            let mut room = max;
-            let mut bytes = CellBytes::new();
-            text::output_escape(&mut bytes, &v[from..], &mut room, env.locale);
-            Cell {
-                bytes,
-                cells: max - room,
-            }
-        }
-        Field::Lxc => colwid(
-            t.cgroup
-                .as_deref()
-                .and_then(tasksnap_model::Cgroup::lxc_name)
-                .unwrap_or(b"-"),
-        ),
-        // `-` where libsystemd would fail; the owner as the C int procps prints.
-        Field::Login(what) => match login_field(what).value(t) {
-            Some(fields::Value::Bytes(answer)) => colwid(answer),
-            Some(fields::Value::Int(uid)) => colwid((uid as u32 as i32).to_string().as_bytes()),
-            _ => colwid(b"-"),
-        },
-        Field::Ns(i) => match table_u64(NS[usize::from(i) & 7], t).unwrap_or(0) {
-            0 => plain("-"),
-            ino => num(ino),
-        },
-        // -1 without the file (a thread's own directory has none), as procps shows it.
-        Field::AgId => match fields::AUTOGROUP_ID.value(t) {
-            Some(fields::Value::Int(id)) => num(id),
-            _ => num(-1),
-        },
+    let mut x = Ctx {
+        field,
+        t,
+        max,
+        forest,
+        env,
+        c,
+    };
+    match source(field) {
+        Source::Table(f, print) => print.print(f.value(t), &mut x),
+        Source::Own(printer) => printer(&mut x),
+    }
+}
 
-        Field::Luid => match fields::LOGINUID.value(t) {
-            Some(fields::Value::Int(id)) if id != -1 => num(id),
-            _ => plain("-"),
-        },
-        Field::Io(which) => num(io_count(t, which)),
-        Field::Vsz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024),
-        Field::Sz => num(stat.map_or(0, |s| s.vsize_bytes) / 1024 / (env.page_size / 1024).max(1)),
-        Field::Pmem => {
-            let rss_kb = rss_bytes(t) / 1024;
-            let pm = (rss_kb * 1000 / env.mem_total_kb.max(1)).min(999);
-            tenths(pm, 2)
-        }
-        Field::MajFlt => num(stat.map_or(0, |s| {
-            if env.include_dead_children {
-                s.majflt + s.cmajflt
-            } else {
-                s.majflt
-            }
-        })),
-        Field::MinFlt => num(stat.map_or(0, |s| {
-            if env.include_dead_children {
-                s.minflt + s.cminflt
-            } else {
-                s.minflt
-            }
-        })),
-        Field::Pcpu => {
-            let p = env.permille_cpu(t, 1000);
-            if p > 999 {
-                num(p / 10)
-            } else {
-                tenths(p, 0)
-            }
-        }
-        Field::C => {
-            let mut bytes = CellBytes::new();
-            push_dec(&mut bytes, env.permille_cpu(t, 100).min(99), 2, b' ');
-            ascii(bytes)
-        }
-        Field::Cp => {
-            let mut bytes = CellBytes::new();
-            push_dec(&mut bytes, env.permille_cpu(t, 1000).min(999), 3, b' ');
-            ascii(bytes)
-        }
-        Field::Time => {
-            let mut s = env.cpu_ticks(t) / env.hertz.max(1);
-            if env.include_dead_children {
-                // TIME_ALL ignores children; procps's pr_time uses TIME_ALL.
-                s = stat.map_or(0, |st| {
-                    (ticks(st.utime_ns, env.hertz) + ticks(st.stime_ns, env.hertz))
-                        / env.hertz.max(1)
-                });
-            }
-            clock_time(s)
-        }
-        Field::Times => num(stat.map_or(0, |st| {
-            (ticks(st.utime_ns, env.hertz) + ticks(st.stime_ns, env.hertz)) / env.hertz.max(1)
-        })),
-        Field::Bsdtime => {
-            let u = env.cpu_ticks(t) / env.hertz.max(1);
-            let mut bytes = CellBytes::new();
-            push_dec(&mut bytes, u / 60, 3, b' ');
-            bytes.push(b':');
-            push_dec(&mut bytes, u % 60, 2, b'0');
-            ascii(bytes)
-        }
-        Field::Etime => {
-            let e = env.elapsed_s(t) as u64;
-            let (dd, hh, mm, ss) = (e / 86400, (e / 3600) % 24, (e / 60) % 60, e % 60);
-            let mut bytes = CellBytes::new();
-            if dd > 0 {
-                push_dec(&mut bytes, dd, 0, b' ');
-                bytes.push(b'-');
-            }
-            if dd > 0 || hh > 0 {
-                push_dec(&mut bytes, hh, 2, b'0');
-                bytes.push(b':');
-            }
-            push_dec(&mut bytes, mm, 2, b'0');
-            bytes.push(b':');
-            push_dec(&mut bytes, ss, 2, b'0');
-            ascii(bytes)
-        }
-        Field::Etimes => num(env.elapsed_s(t) as u64),
-        Field::StartTime => {
-            let start = env.start_s(t);
-            let text = c.stime.entry(start).or_insert_with(|| {
-                let (ny, nd) = year_yday(env.now_s);
-                let (py, pd) = year_yday(start);
-                let fmt = if ny != py {
-                    c"%Y"
-                } else if nd != pd {
-                    c"%b%d"
-                } else {
-                    c"%H:%M"
-                };
-                strftime(start, fmt)
-            });
-            plain(text.as_bytes())
-        }
-        Field::Start => {
-            let start = env.start_s(t);
-            let mut s = ctime(start).into_bytes();
-            if s.len() < 24 {
-                return plain(s);
-            }
-            if s[8] == b' ' {
-                s[8] = b'0';
-            }
-            if s[11] == b' ' {
-                s[11] = b'0';
-            }
-            if start + 86400 > env.now_s {
-                plain(&s[11..19])
-            } else {
-                plain(format!("  {}", String::from_utf8_lossy(&s[4..10])))
-            }
-        }
-        Field::Lstart => plain(ctime(env.start_s(t))),
-        Field::Bsdstart => {
-            let start = env.start_s(t);
-            let s = ctime(start);
-            let s = s.as_bytes();
-            let ago = (env.now_s - start).max(0);
-            let from = if ago > 86400 { 4 } else { 10 };
-            plain(&s[from.min(s.len())..(from + 6).min(s.len())])
-        }
-        Field::Label => match fields::LABEL.value(t) {
-            Some(fields::Value::Bytes(label)) if !label.is_empty() => plain(label),
-            _ => plain("-"),
-        },
-        Field::Args | Field::Comm | Field::Exe => {
-            let mut room = max;
-            let mut bytes = CellBytes::new();
-            command_cell(field, t, forest, env, &mut bytes, &mut room);
-            // BSD `e`: the environment after the command (pr_args, pr_comm), when there is
-            // room for more than its separator.
-            if env.bsd_e_option && field != Field::Exe && room > 1 {
-                if let Some(flat) = t
-                    .environ
-                    .as_deref()
-                    .and_then(|e| text::flatten_cmdline(e, env.locale))
-                    .filter(|f| !f.is_empty() && f.as_slice() != b"-")
-                {
-                    bytes.push(b' ');
-                    room -= 1;
-                    text::output_escape(&mut bytes, &flat, &mut room, env.locale);
+// ps's own printers (the [`Source::Own`] columns), in procps's terms.
+
+/// `supgid`: the supplementary group ids, comma-joined; `-` for none.
+fn supgid(x: &mut Ctx<'_>) -> Cell {
+    match x.t.cred.as_ref().and_then(|c| c.groups.as_ref()) {
+        Some(g) if !g.is_empty() => plain(
+            g.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        _ => plain("-"),
+    }
+}
+
+/// procps's supgrps_from_supgids: each group's name (its number when it has none or a name
+/// of 33 bytes or more), comma-joined; "-" for none.
+fn supgrp(x: &mut Ctx<'_>) -> Cell {
+    let text = match x.t.cred.as_ref().and_then(|c| c.groups.as_ref()) {
+        Some(g) if !g.is_empty() => {
+            let mut out = Vec::new();
+            for (i, &gid) in g.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                match x.c.names.group(gid).filter(|n| n.len() <= 32) {
+                    Some(name) => out.extend_from_slice(name),
+                    None => out.extend_from_slice(gid.to_string().as_bytes()),
                 }
             }
-            Cell {
-                bytes,
-                cells: max - room,
-            }
+            out
         }
+        _ => b"-".to_vec(),
+    };
+    escaped(&text, x.max, x.env)
+}
+
+/// procps's pr_fname: the tree art, then the comm in at most 8 cells. It reports the cells
+/// it was given less the room left of those 8, more than it printed when the column is
+/// wider than 8 (`-o fname:20`): the next column then starts that much further left, as
+/// procps prints it.
+fn fname(x: &mut Ctx<'_>) -> Cell {
+    let mut bytes = CellBytes::new();
+    let fh = x.forest.len().min(x.max);
+    bytes.extend_from_slice(&x.forest[..fh]);
+    let mut room = (x.max - fh).min(8);
+    let comm = comm_text(x.t, x.env.locale);
+    text::output_escape(&mut bytes, &comm, &mut room, x.env.locale);
+    Cell {
+        bytes,
+        cells: x.max - room,
+    }
+}
+
+/// `sgi_p`: the CPU of a running task, `*` for any other.
+fn sgi_p(x: &mut Ctx<'_>) -> Cell {
+    let running = fields::STATE.value(x.t) == Some(fields::Value::Bytes(b"R"));
+    match table_i64(&fields::PROCESSOR, x.t) {
+        Some(cpu) if running => num(cpu as u32),
+        _ => plain("*"),
+    }
+}
+
+/// `stat`: the state letter, then procps's flags: `<` high priority, `N` low, `L` locked
+/// pages, `s` session leader, `l` threaded, `+` in the foreground process group.
+fn stat_letters(x: &mut Ctx<'_>) -> Cell {
+    let t = x.t;
+    let mut s = CellBytes::new();
+    if let Some(state) = fields::STATE.value(t).and_then(fields::Value::as_bytes) {
+        let int = |f: &fields::Field| table_i64(f, t).unwrap_or(0);
+        s.extend_from_slice(state);
+        let nice = int(&fields::NICE);
+        if nice < 0 {
+            s.push(b'<');
+        }
+        if nice > 0 {
+            s.push(b'N');
+        }
+        // VmLck: the locked group's, else status's when the memory came from there.
+        let locked = table_u64(&fields::LOCKED_BYTES, t)
+            .or_else(|| t.mem.as_ref().and_then(|m| m.locked_bytes));
+        if locked.unwrap_or(0) > 0 {
+            s.push(b'L');
+        }
+        if int(&fields::SID) == i64::from(t.id.tgid) {
+            s.push(b's');
+        }
+        if int(&fields::NUM_THREADS) > 1 {
+            s.push(b'l');
+        }
+        if int(&fields::PGID) == int(&fields::TPGID) {
+            s.push(b'+');
+        }
+    }
+    Cell {
+        cells: s.len(),
+        bytes: s,
+    }
+}
+
+/// `f`: three bits of the kernel's flags, one octal digit.
+fn flags(x: &mut Ctx<'_>) -> Cell {
+    num((table_i64(&fields::FLAGS, x.t).unwrap_or(0) >> 6) & 7)
+}
+
+/// `ni`: `-` under a real-time policy.
+fn nice(x: &mut Ctx<'_>) -> Cell {
+    match table_i64(&fields::POLICY, x.t) {
+        Some(p) if p != i64::from(SCHED_OTHER) && p != i64::from(SCHED_BATCH) => plain("-"),
+        _ => num(table_i64(&fields::NICE, x.t).unwrap_or(0)),
+    }
+}
+
+/// `rtprio`: `-` under SCHED_OTHER.
+fn rtprio(x: &mut Ctx<'_>) -> Cell {
+    match table_i64(&fields::POLICY, x.t) {
+        Some(p) if p != i64::from(SCHED_OTHER) => {
+            num(table_i64(&fields::RT_PRIORITY, x.t).unwrap_or(0))
+        }
+        _ => plain("-"),
+    }
+}
+
+/// `class`, `cls`: the policy's abbreviation.
+fn class(x: &mut Ctx<'_>) -> Cell {
+    plain(match table_i64(&fields::POLICY, x.t).unwrap_or(0) {
+        0 => "TS",
+        1 => "FF",
+        2 => "RR",
+        3 => "B",
+        4 => "ISO",
+        5 => "IDL",
+        6 => "DLN",
+        7 => "#7",
+        8 => "#8",
+        9 => "#9",
+        _ => "?",
+    })
+}
+
+/// `cgroup`, `cgname`: the joined, escaped lines; for cgname what follows the first
+/// ":name=" in them (when anything does), through the end. Then ps's output escape.
+fn cgroup(x: &mut Ctx<'_>) -> Cell {
+    let v = text::cgroup_text_escaped(x.t.cgroup.as_deref(), x.env.locale);
+    let from = match x.field {
+        Field::Cgname => v
+            .windows(6)
+            .position(|w| w == b":name=")
+            .map(|at| at + 6)
+            .filter(|&after| after < v.len())
+            .unwrap_or(0),
+        _ => 0,
+    };
+    escaped(&v[from..], x.max, x.env)
+}
+
+/// `lxc`: the container's name in the cgroup paths, `-` for none.
+fn lxc(x: &mut Ctx<'_>) -> Cell {
+    colwid(
+        x.t.cgroup
+            .as_deref()
+            .and_then(tasksnap_model::Cgroup::lxc_name)
+            .unwrap_or(b"-"),
+    )
+}
+
+/// `majflt`, `minflt`: the task's faults, with BSD `S` its reaped children's too.
+fn faults(x: &mut Ctx<'_>) -> Cell {
+    let (own, children) = match x.field {
+        Field::MajFlt => (&fields::MAJFLT, &fields::CMAJFLT),
+        _ => (&fields::MINFLT, &fields::CMINFLT),
+    };
+    let mut v = table_u64(own, x.t).unwrap_or(0);
+    if x.env.include_dead_children {
+        v += table_u64(children, x.t).unwrap_or(0);
+    }
+    num(v)
+}
+
+/// `%cpu`: tenths of a percent of the time since the task started, whole percents from
+/// 100.
+fn pcpu(x: &mut Ctx<'_>) -> Cell {
+    let p = x.env.permille_cpu(x.t, 1000);
+    if p > 999 {
+        num(p / 10)
+    } else {
+        tenths(p, 0)
+    }
+}
+
+/// `c`, `cp`: a share, right-aligned in `width` digits.
+fn share(v: u64, width: usize) -> Cell {
+    let mut bytes = CellBytes::new();
+    push_dec(&mut bytes, v, width, b' ');
+    ascii(bytes)
+}
+
+/// `time`: `[DD-]HH:MM:SS` of the CPU time (procps's TIME_ALL: never the children's).
+fn time(x: &mut Ctx<'_>) -> Cell {
+    clock_time(x.env.own_cpu_ticks(x.t) / x.env.hertz.max(1))
+}
+
+/// `bsdtime`: `MMM:SS` of the CPU time.
+fn bsdtime(x: &mut Ctx<'_>) -> Cell {
+    let u = x.env.cpu_ticks(x.t) / x.env.hertz.max(1);
+    let mut bytes = CellBytes::new();
+    push_dec(&mut bytes, u / 60, 3, b' ');
+    bytes.push(b':');
+    push_dec(&mut bytes, u % 60, 2, b'0');
+    ascii(bytes)
+}
+
+/// `etime`: `[[DD-]HH:]MM:SS` since the task started.
+fn etime(x: &mut Ctx<'_>) -> Cell {
+    let e = x.env.elapsed_s(x.t) as u64;
+    let (dd, hh, mm, ss) = (e / 86400, (e / 3600) % 24, (e / 60) % 60, e % 60);
+    let mut bytes = CellBytes::new();
+    if dd > 0 {
+        push_dec(&mut bytes, dd, 0, b' ');
+        bytes.push(b'-');
+    }
+    if dd > 0 || hh > 0 {
+        push_dec(&mut bytes, hh, 2, b'0');
+        bytes.push(b':');
+    }
+    push_dec(&mut bytes, mm, 2, b'0');
+    bytes.push(b':');
+    push_dec(&mut bytes, ss, 2, b'0');
+    ascii(bytes)
+}
+
+/// `stime`, `start_time`: the year, the day or the time of day the task started, as far
+/// back as it was.
+fn start_time(x: &mut Ctx<'_>) -> Cell {
+    let env = x.env;
+    let start = env.start_s(x.t);
+    let text = x.c.stime.entry(start).or_insert_with(|| {
+        let (ny, nd) = year_yday(env.now_s);
+        let (py, pd) = year_yday(start);
+        let fmt = if ny != py {
+            c"%Y"
+        } else if nd != pd {
+            c"%b%d"
+        } else {
+            c"%H:%M"
+        };
+        strftime(start, fmt)
+    });
+    plain(text.as_bytes())
+}
+
+/// `start`: the time of day within the last 24 hours, else the date.
+fn start(x: &mut Ctx<'_>) -> Cell {
+    let start = x.env.start_s(x.t);
+    let mut s = ctime(start).into_bytes();
+    if s.len() < 24 {
+        return plain(s);
+    }
+    if s[8] == b' ' {
+        s[8] = b'0';
+    }
+    if s[11] == b' ' {
+        s[11] = b'0';
+    }
+    if start + 86400 > x.env.now_s {
+        plain(&s[11..19])
+    } else {
+        plain(format!("  {}", String::from_utf8_lossy(&s[4..10])))
+    }
+}
+
+/// `bsdstart`: ctime's time of day within the last day, else its date.
+fn bsdstart(x: &mut Ctx<'_>) -> Cell {
+    let start = x.env.start_s(x.t);
+    let s = ctime(start);
+    let s = s.as_bytes();
+    let ago = (x.env.now_s - start).max(0);
+    let from = if ago > 86400 { 4 } else { 10 };
+    plain(&s[from.min(s.len())..(from + 6).min(s.len())])
+}
+
+/// `args`, `comm`, `exe`: the command text after the tree art; with BSD `e` the
+/// environment after the command (pr_args, pr_comm), when there is room for more than its
+/// separator.
+fn command(x: &mut Ctx<'_>) -> Cell {
+    let (field, t, env, max) = (x.field, x.t, x.env, x.max);
+    let mut room = max;
+    let mut bytes = CellBytes::new();
+    command_cell(field, t, x.forest, env, &mut bytes, &mut room);
+    if env.bsd_e_option && field != Field::Exe && room > 1 {
+        if let Some(flat) = t
+            .environ
+            .as_deref()
+            .and_then(|e| text::flatten_cmdline(e, env.locale))
+            .filter(|f| !f.is_empty() && f.as_slice() != b"-")
+        {
+            bytes.push(b' ');
+            room -= 1;
+            text::output_escape(&mut bytes, &flat, &mut room, env.locale);
+        }
+    }
+    Cell {
+        bytes,
+        cells: max - room,
     }
 }
 
@@ -933,7 +1166,7 @@ fn command_cell(
     let command = matches!(field, Field::Args if !env.bsd_c_option)
         || matches!(field, Field::Comm if env.unix_f_option);
     if command {
-        if let Some(raw) = t.cmdline.as_deref() {
+        if let Some(raw) = table_bytes(&fields::CMDLINE, t) {
             if text::push_plain_cmdline(bytes, raw, room) {
                 return;
             }
@@ -944,9 +1177,7 @@ fn command_cell(
     if name {
         // A name of printable ASCII (nearly all) goes over as it is: both escapes leave it
         // alone.
-        let comm = t.base.as_ref().map_or(&[][..], |b| &b.comm[..]);
-        let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
-        let comm = &comm[..comm.len().min(63)];
+        let comm = comm_bytes(t);
         if comm.iter().all(|c| (0x20..0x7f).contains(c)) {
             let n = comm.len().min(*room);
             bytes.extend_from_slice(&comm[..n]);
@@ -961,11 +1192,10 @@ fn command_cell(
         Field::Comm => comm_text(t, env.locale),
         // No link to read (a kernel thread, a zombie: the model's empty path) or none
         // readable: procps's readlink_exe gives `-` for every failure.
-        _ => t
-            .exe
-            .clone()
+        _ => table_bytes(&fields::EXE, t)
             .filter(|e| !e.is_empty())
-            .unwrap_or_else(|| b"-".to_vec()),
+            .unwrap_or(b"-")
+            .to_vec(),
     };
     text::output_escape(bytes, &src, room, env.locale);
 }
@@ -973,7 +1203,7 @@ fn command_cell(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tasksnap_model::{Base, Layout, Signals, Stat, TaskId};
+    use tasksnap_model::{Base, Layout, Signals, Stat, TaskId, TaskState};
 
     fn env(wide_signals: bool) -> Env {
         Env {
@@ -1004,7 +1234,7 @@ mod tests {
     }
 
     fn show(field: Field, t: &Task, env: &Env) -> String {
-        let mut c = Caches::new(std::path::Path::new("/proc"));
+        let mut c = Caches::new(&HostFacts::of(&tasksnap_collect::Host::from_env(), false));
         let cell = value(field, t, 80, &[], env, &mut c);
         String::from_utf8(cell.bytes.to_vec()).expect("ascii")
     }
@@ -1109,6 +1339,61 @@ mod tests {
         };
         assert_eq!(show(Field::Cuu, &long, &e), "0.559");
         assert_eq!(utilization_value(&long, false, &e), 1_677_721_600.0 / 3e9);
+    }
+
+    #[test]
+    fn table_columns_print_the_tables_value_as_procps_does() {
+        use tasksnap_model::{Extra, Mem};
+        let e = env(true);
+        let mut t = task(6, 7);
+        t.stat = Some(Stat {
+            vsize_bytes: 8 << 20,
+            ..Stat::default()
+        });
+        // VSZ and SZ are stat's size (procps's VmSize), whatever statm says; SIZE is
+        // statm's data.
+        t.mem = Some(Box::new(Mem {
+            vsize_bytes: 12 << 20,
+            rss_bytes: 0,
+            shared_bytes: 0,
+            text_bytes: 0,
+            data_bytes: 3 << 20,
+            swap_bytes: None,
+            locked_bytes: None,
+        }));
+        assert_eq!(show(Field::Vsz, &t, &e), "8192");
+        assert_eq!(show(Field::Sz, &t, &e), "2048");
+        assert_eq!(show(Field::MSize, &t, &e), "8388608");
+        assert_eq!(show(Field::Size, &t, &e), "3072");
+        // A thread's directory has no autogroup file and no loginuid: -1 and `-`; the
+        // namespace inode 0 (none) is `-` too.
+        assert_eq!(show(Field::AgId, &t, &e), "-1");
+        assert_eq!(show(Field::Luid, &t, &e), "-");
+        t.extra = Some(Box::new(Extra {
+            ns: Some([0, 4_026_531_839, 0, 0, 0, 0, 0, 0]),
+            loginuid: Some(-1),
+            autogroup: Some((52, 0)),
+            ..Extra::default()
+        }));
+        assert_eq!(show(Field::Ns(0), &t, &e), "-");
+        assert_eq!(show(Field::Ns(1), &t, &e), "4026531839");
+        assert_eq!(show(Field::Luid, &t, &e), "-");
+        assert_eq!(show(Field::AgId, &t, &e), "52");
+        // The wait channel loses its leading dots and underscores; empty is running.
+        t.wchan = Some("__x64_sys_pause".into());
+        assert_eq!(show(Field::Wchan, &t, &e), "x64_sys_pause");
+        t.wchan = Some(String::new());
+        assert_eq!(show(Field::Wchan, &t, &e), "-");
+        t.wchan = None;
+        assert_eq!(show(Field::Wchan, &t, &e), "?");
+        // Priority scales over the table's priority.
+        t.base = Some(Base {
+            priority: 20,
+            ..Base::default()
+        });
+        assert_eq!(show(Field::Pri, &t, &e), "19");
+        assert_eq!(show(Field::Opri, &t, &e), "80");
+        assert_eq!(show(Field::PriApi, &t, &e), "-21");
     }
 
     #[test]

@@ -231,7 +231,7 @@ const fn p(name: &'static str, head: &'static str, field: Field, show: Show) -> 
     }
 }
 
-use tasksnap_collect::login::What;
+use tasksnap_model::login::What;
 use Field as F;
 use IoCount as I;
 use Just::*;

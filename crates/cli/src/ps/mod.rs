@@ -88,25 +88,16 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
             .map(|spec| spec.field),
     );
     for f in fields {
-        // A column whose value is the model's table's asks for the group the table names.
+        // A column whose value (or sort item) is the model's table's asks for the group the
+        // table names; ps's own columns for what they read.
         if let Some((model, _)) = fields::table_field(f) {
             model.group.ask(&mut g);
         }
+        if let Some((model, _)) = fields::sort_field(f) {
+            model.group.ask(&mut g);
+        }
         match f {
-            Field::Ruid
-            | Field::Suid
-            | Field::Fuid
-            | Field::Rgid
-            | Field::Sgid
-            | Field::Fgid
-            | Field::Ruser
-            | Field::Suser
-            | Field::Fuser
-            | Field::Rgroup
-            | Field::Sgroup
-            | Field::Fgroup
-            | Field::Supgid
-            | Field::Supgrp => g.cred_full = true,
+            Field::Supgid | Field::Supgrp => g.cred_full = true,
             Field::SigPending
             | Field::SigThread
             | Field::SigBlocked
@@ -116,23 +107,15 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
                 g.stat = true;
                 g.layout = true;
             }
-            Field::Eip | Field::Esp | Field::StackP | Field::Lim => g.layout = true,
-            // (stat for sorting: size sorts by the address space's size.)
-            Field::Size => {
-                g.mem = true;
-                g.stat = true;
-            }
-            Field::MSize | Field::Cuc | Field::Cuu => g.stat = true,
             Field::Stat => g.locked = true,
-            Field::Rss | Field::Pmem => g.mem = true,
             Field::Time
             | Field::Times
             | Field::Bsdtime
             | Field::Pcpu
             | Field::C
             | Field::Cp
-            | Field::Vsz
-            | Field::Sz
+            | Field::Cuc
+            | Field::Cuu
             | Field::MajFlt
             | Field::MinFlt => g.stat = true,
             Field::Args => {
@@ -143,18 +126,7 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
                 g.cmdline |= s.unix_f;
                 g.environ |= s.bsd_e;
             }
-            Field::Fds => g.fds = true,
-            Field::Wchan => g.wchan = true,
             Field::Cgroup | Field::Cgname | Field::Lxc => g.cgroup = true,
-            Field::Login(_) => g.login = true,
-            Field::Label => g.label = true,
-            Field::Ns(_) => g.ns = true,
-            Field::Oom => g.oom_score = true,
-            Field::OomAdj => g.oom_score_adj = true,
-            Field::AgId | Field::AgNice => g.autogroup = true,
-            Field::Luid => g.loginuid = true,
-            Field::Pss | Field::Uss => g.smaps = true,
-            Field::Io(_) => g.io = true,
             Field::Exe => g.exe = true,
             _ => {}
         }
@@ -253,8 +225,6 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         None => Host::from_env(),
     };
     let replayed = s.replay.is_some();
-    let proc_root = host.proc_root().to_path_buf();
-    let proc_root = proc_root.as_path();
     let cols = resolve_columns(s, pid_digits(&host));
     let groups = groups_for(s, &cols);
     if !replayed {
@@ -339,7 +309,14 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         user_is_number: s.user_is_number,
         wide_signals,
     };
-    let mut caches = fields::Caches::new(proc_root);
+    // What printing reads of the machine, from the host (the NUMA map only when a column or
+    // a sort key needs it).
+    let numa = cols.iter().any(|c| c.spec.field == Field::Numa)
+        || s.sort
+            .iter()
+            .any(|k| format::find(&k.name).is_some_and(|f| f.field == Field::Numa));
+    let facts = names::HostFacts::of(&host, numa);
+    let mut caches = fields::Caches::new(&facts);
 
     let me = select::Me::current(&host);
     tasks.retain(|t| select::want(s, &me, t, loc));
@@ -424,7 +401,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
             std::thread::scope(|scope| -> anyhow::Result<()> {
                 let later = (!second.is_empty()).then(|| {
                     scope.spawn(|| {
-                        let mut caches = fields::Caches::new(proc_root);
+                        let mut caches = fields::Caches::new(&facts);
                         let mut buf = Vec::with_capacity(second.len() * 128);
                         render(split, second, &mut caches, &mut buf).map(|()| buf)
                     })

@@ -1,10 +1,15 @@
 //! Turning numbers into the names ps prints: user and group names ([`Names`]: cached, one NSS
 //! lookup per id, from tasksnap-procfs's `users`) and terminal names (procps's `dev_to_tty` rules: /proc/tty/drivers, then the task's
-//! fd/2, then the well-known majors, then fd/255; each candidate checked against /dev).
+//! fd/2, then the well-known majors, then fd/255; each candidate checked against /dev). The
+//! driver table, the task links and the /dev root are the [`tasksnap_collect::Host`]'s
+//! ([`HostFacts`]).
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tasksnap_collect::host::TaskLinks;
 
 /// Cached uid/gid -> name lookups: the one NSS lookup, in tasksnap-procfs.
 pub use tasksnap_procfs::users::Names;
@@ -21,37 +26,53 @@ pub fn dev_minor(dev: u32) -> u32 {
 
 use tasksnap_procfs::system::TtyDriver as Driver;
 
+/// What ps reads of the machine while it prints, taken from the [`tasksnap_collect::Host`]
+/// it opened: the tty driver table, the task links and the /dev root (terminal names), each
+/// CPU's NUMA node. Cheap to clone: each formatting thread's [`Ttys`] holds one.
+#[derive(Debug, Clone)]
+pub struct HostFacts {
+    drivers: Arc<Vec<Driver>>,
+    links: TaskLinks,
+    dev_root: PathBuf,
+    /// Each CPU's NUMA node, by CPU number (empty unless asked for).
+    pub cpu_nodes: Arc<Vec<i32>>,
+}
+
+impl HostFacts {
+    /// The host's figures; the NUMA map only with `numa` (it reads sysfs).
+    pub fn of(host: &tasksnap_collect::Host, numa: bool) -> HostFacts {
+        HostFacts {
+            drivers: Arc::new(host.tty_drivers()),
+            links: host.task_links(),
+            dev_root: host.dev_root().to_path_buf(),
+            cpu_nodes: Arc::new(if numa { host.cpu_nodes() } else { Vec::new() }),
+        }
+    }
+}
+
 /// Terminal names, cached by device number.
 #[derive(Debug)]
 pub struct Ttys {
-    proc_root: PathBuf,
-    dev_root: PathBuf,
-    drivers: Option<Vec<Driver>>,
+    machine: HostFacts,
     cache: HashMap<u32, Option<String>>,
 }
 
 impl Ttys {
-    /// A namer reading `proc_root`/tty/drivers and checking names under `dev_root`.
-    pub fn new(proc_root: &Path, dev_root: &Path) -> Ttys {
+    /// A namer with the host's driver table, task links and /dev root.
+    pub fn new(machine: HostFacts) -> Ttys {
         Ttys {
-            proc_root: proc_root.to_path_buf(),
-            dev_root: dev_root.to_path_buf(),
-            drivers: None,
+            machine,
             cache: HashMap::new(),
         }
     }
 
-    fn load_drivers(&mut self) -> &[Driver] {
-        if self.drivers.is_none() {
-            let out = tasksnap_collect::system::tty_drivers(&self.proc_root);
-            self.drivers = Some(out);
-        }
-        self.drivers.as_deref().unwrap_or_default()
+    fn load_drivers(&self) -> &[Driver] {
+        &self.machine.drivers
     }
 
     fn is_dev(&self, path: &str, major: u32, minor: u32) -> bool {
         let rel = path.strip_prefix("/dev/").unwrap_or(path);
-        match std::fs::metadata(self.dev_root.join(rel)) {
+        match std::fs::metadata(self.machine.dev_root.join(rel)) {
             Ok(m) => {
                 let rdev = m.rdev();
                 let (ma, mi) = (libc::major(rdev), libc::minor(rdev));
@@ -104,7 +125,7 @@ impl Ttys {
     }
 
     fn link_name(&self, major: u32, minor: u32, pid: i32, fd: &str) -> Option<String> {
-        let target = tasksnap_collect::system::task_link(&self.proc_root, pid, fd)?;
+        let target = self.machine.links.link(pid, fd)?;
         let s = target.to_str()?.to_string();
         if s.is_empty() || s.len() >= 63 {
             return None;
@@ -189,7 +210,7 @@ mod tests {
 
     #[test]
     fn no_tty_is_a_question_mark() {
-        let mut t = Ttys::new(Path::new("/proc"), Path::new("/dev"));
+        let mut t = Ttys::new(HostFacts::of(&tasksnap_collect::Host::from_env(), false));
         assert_eq!(t.name(0, 1), "?");
     }
 

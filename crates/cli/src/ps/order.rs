@@ -43,48 +43,19 @@ enum Key {
 }
 
 fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
-    let b = t.base.as_ref();
-    let cr = t.cred.as_ref();
-    let st = t.stat.as_ref();
+    use tasksnap_model::fields::{Kind, Value};
     let n = |v: f64| Key::Num(v);
+    let number = |v: Value<'_>| match v {
+        Value::Int(v) => v as f64,
+        Value::UInt(v) => v as f64,
+        Value::Bytes(_) => 0.0,
+    };
+    // The column's sort item is a field of the model's table: its value, or what procps
+    // has for a task without it.
+    if let Some((f, missing)) = fields::sort_field(field) {
+        return n(f.value(t).map_or(missing as f64, number));
+    }
     match field {
-        Field::Pid => n(t.id.tgid as f64),
-        Field::Tid => n(t.id.tid as f64),
-        Field::Ppid => n(b.map_or(0, |b| b.ppid) as f64),
-        Field::Pgid => n(b.map_or(0, |b| b.pgid) as f64),
-        Field::Sess => n(b.map_or(0, |b| b.sid) as f64),
-        Field::Tpgid => n(b.map_or(0, |b| b.tpgid) as f64),
-        Field::Nlwp => n(b.map_or(0, |b| b.num_threads) as f64),
-        Field::Nice => n(b.map_or(0, |b| b.nice) as f64),
-        Field::Priority
-        | Field::Pri
-        | Field::Opri
-        | Field::PriFoo
-        | Field::PriBar
-        | Field::PriBaz
-        | Field::PriApi => n(b.map_or(0, |b| b.priority) as f64),
-        Field::Psr => n(b.map_or(0, |b| b.processor) as f64),
-        Field::Euid => n(cr.map_or(0, |c| c.euid) as f64),
-        Field::Ruid => n(cr.map_or(0, |c| c.ruid) as f64),
-        Field::Egid => n(cr.map_or(0, |c| c.egid) as f64),
-        Field::Rgid => n(cr.map_or(0, |c| c.rgid) as f64),
-        Field::Rss | Field::Pmem => n(fields::rss_bytes(t) as f64),
-        Field::Vsz | Field::Sz => n(st.map_or(0, |s| s.vsize_bytes) as f64),
-        Field::Time | Field::Times | Field::Bsdtime => {
-            n(st.map_or(0, |s| s.utime_ns + s.stime_ns) as f64)
-        }
-        Field::StartTime
-        | Field::Start
-        | Field::Lstart
-        | Field::Bsdstart
-        | Field::Etime
-        | Field::Etimes => n(t.id.start_time_ns as f64),
-        Field::MajFlt => n(st.map_or(0, |s| s.majflt) as f64),
-        Field::MinFlt => n(st.map_or(0, |s| s.minflt) as f64),
-        Field::Flags => n(b.map_or(0, |b| b.flags) as f64),
-        Field::Fds => n(t.fds.unwrap_or(0) as f64),
-        Field::Rtprio => n(b.map_or(0, |b| b.rt_priority) as f64),
-        Field::Sched | Field::Class | Field::Cls => n(b.map_or(0, |b| b.policy) as f64),
         // procps 4.0.2 sorts %CPU, C, CP and util by PIDS_UTILIZATION (their format
         // entries' sort item), not by the value printed: tasks that all print 0.0 still
         // sort by their exact share.
@@ -92,7 +63,9 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
             n(fields::utilization_value(t, false, env))
         }
         Field::Cuc => n(fields::utilization_value(t, true, env)),
-        Field::S | Field::Stat | Field::SgiP => n(b.map_or(0, |b| b.state.letter()) as f64),
+        Field::S | Field::Stat | Field::SgiP => {
+            n(t.base.as_ref().map_or(0, |b| b.state.letter()) as f64)
+        }
         // procps sorts the masks as the strings /proc gives (16 hex digits; none when the
         // file was unreadable).
         Field::SigPending
@@ -104,19 +77,6 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
                 .map(|v| format!("{v:016x}").into_bytes())
                 .unwrap_or_default(),
         ),
-        // All of these sort by the address space's size (their PIDS_VSIZE_BYTES).
-        Field::Drs | Field::Trs | Field::MSize | Field::Size => {
-            n(st.map_or(0, |s| s.vsize_bytes) as f64)
-        }
-        Field::Eip | Field::Esp | Field::StackP | Field::Lim => {
-            let l = t.layout.as_deref().copied().unwrap_or_default();
-            n(match field {
-                Field::Eip => l.kstkeip,
-                Field::Esp => l.kstkesp,
-                Field::StackP => l.start_stack,
-                _ => l.rsslim_bytes,
-            } as f64)
-        }
         Field::Numa => n(
             String::from_utf8_lossy(&fields::value(field, t, 64, &[], env, c).bytes)
                 .parse::<f64>()
@@ -124,44 +84,14 @@ fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
         ),
         Field::Fname => Key::Text(fields::comm_text(t, env.locale)),
         Field::Tty4 => sort_key(Field::Tty, t, env, c),
-        // context, label and zone sort by the process id (their PIDS_ID_TGID).
-        Field::Label => n(t.id.tgid as f64),
-        // procps compares these as the numbers they are, unreadable ones as its defaults.
-        Field::Ns(i) => n(t
-            .extra
-            .as_ref()
-            .and_then(|x| x.ns)
-            .map_or(0, |v| v[usize::from(i) & 7]) as f64),
-        Field::Oom
-        | Field::OomAdj
-        | Field::AgId
-        | Field::AgNice
-        | Field::Luid
-        | Field::Pss
-        | Field::Uss => {
-            let x = t.extra.as_deref();
-            n(match field {
-                Field::Oom => x.and_then(|x| x.oom_score).unwrap_or(0) as f64,
-                Field::OomAdj => x.and_then(|x| x.oom_score_adj).unwrap_or(0) as f64,
-                Field::AgId => x.and_then(|x| x.autogroup).map_or(-1, |a| a.0) as f64,
-                Field::AgNice => x.and_then(|x| x.autogroup).map_or(0, |a| a.1) as f64,
-                Field::Luid => x.and_then(|x| x.loginuid).unwrap_or(-1) as f64,
-                Field::Pss => x.and_then(|x| x.smaps_kb).map_or(0, |s| s.0) as f64,
-                _ => x.and_then(|x| x.smaps_kb).map_or(0, |s| s.1) as f64,
-            })
-        }
-        Field::Io(which) => n(fields::io_count(t, which) as f64),
-        // A field of the model's table: its value (absent: 0, or `-` for bytes, as printed).
-        Field::Model(f) => {
-            use tasksnap_model::fields::{Kind, Value};
-            match (f.value(t), f.kind) {
-                (Some(Value::Int(v)), _) => n(v as f64),
-                (Some(Value::UInt(v)), _) => n(v as f64),
-                (Some(Value::Bytes(b)), _) => Key::Text(b.to_vec()),
-                (None, Kind::Int) => n(0.0),
-                (None, Kind::Bytes) => Key::Text(b"-".to_vec()),
-            }
-        }
+        // A field of the model's table by its own name: its value (absent: 0, or `-` for
+        // bytes, as printed).
+        Field::Model(f) => match (f.value(t), f.kind) {
+            (Some(Value::Bytes(b)), _) => Key::Text(b.to_vec()),
+            (Some(v), _) => n(number(v)),
+            (None, Kind::Int) => n(0.0),
+            (None, Kind::Bytes) => Key::Text(b"-".to_vec()),
+        },
         _ => Key::Text(fields::value(field, t, 4096, &[], env, c).bytes.to_vec()),
     }
 }
@@ -468,7 +398,9 @@ mod tests {
         };
         // 10 and 20 ticks over 100,000 s: 0.0 % both.
         let tasks = [task(5, 10), task(6, 20), task(7, 0)];
-        let mut c = Caches::new(std::path::Path::new("/proc"));
+        let machine =
+            super::super::names::HostFacts::of(&tasksnap_collect::Host::from_env(), false);
+        let mut c = Caches::new(&machine);
         for t in &tasks {
             let cell = fields::value(Field::Pcpu, t, 8, &[], &env, &mut c);
             assert_eq!(&cell.bytes[..], b"0.0");

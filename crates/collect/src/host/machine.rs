@@ -67,6 +67,19 @@ impl Host {
     }
 }
 
+/// Reads where a task's symbolic links point ([`Host::task_links`]).
+#[derive(Debug, Clone)]
+pub struct TaskLinks {
+    proc_root: PathBuf,
+}
+
+impl TaskLinks {
+    /// Where the symbolic link `name` (`fd/2`, `exe`) of process `pid` points.
+    pub fn link(&self, pid: i32, name: &str) -> Option<PathBuf> {
+        system::task_link(&self.proc_root, pid, name)
+    }
+}
+
 /// What loading the BPF task iterator here showed ([`Host::probe_bpf`], for `doctor`).
 #[derive(Debug, Clone)]
 pub struct BpfProbe {
@@ -153,14 +166,17 @@ impl Host {
         system::open_read_close_each(&self.opts.proc_root, pids, file, buf)
     }
 
-    /// The security label of process `tgid` (`attr/current`, printable part).
-    pub fn security_label(&self, tgid: i32) -> Option<Vec<u8>> {
-        system::security_label(&self.opts.proc_root, tgid)
-    }
-
     /// Where the symbolic link `name` (`fd/2`, `exe`) of process `pid` points.
     pub fn task_link(&self, pid: i32, name: &str) -> Option<PathBuf> {
         system::task_link(&self.opts.proc_root, pid, name)
+    }
+
+    /// A reader of task links under this host's /proc root, detached from the host so that
+    /// a formatting thread can hold its own (ps's terminal names read `fd/2` and `fd/255`).
+    pub fn task_links(&self) -> TaskLinks {
+        TaskLinks {
+            proc_root: self.opts.proc_root.clone(),
+        }
     }
 
     /// The tty driver table, in procps's lookup order.

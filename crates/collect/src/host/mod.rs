@@ -64,7 +64,7 @@ use crate::sampler::Sampler;
 use crate::states::bpf::BpfSource;
 use crate::{caps, choice, system, ChangeSummary, Collector, Error, Filled, LiveCollector, Sample};
 
-pub use machine::BpfProbe;
+pub use machine::{BpfProbe, TaskLinks};
 pub use options::{
     clock_ticks_per_s, page_size_bytes, HostOptions, Units, KERNEL_PROC, PAGE_SIZE_ENV,
     PROC_ROOT_ENV,
