@@ -5,7 +5,7 @@
 //! TASKSNAP_REQUIRE_PRIVILEGED=1.
 
 mod changes_common;
-use changes_common::{changes_query, spawn};
+use changes_common::{assert_gone, changes_query, spawn};
 
 use std::collections::HashSet;
 use std::process::Child;
@@ -177,16 +177,7 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
         assert!(c5.full || !c5.gone.contains(&first_ids[1]));
         return;
     }
-    assert!(
-        c5.gone.contains(&first_ids[0]),
-        "{:?} not among the gone: {:?}",
-        first_ids[0],
-        c5.gone
-    );
-    assert!(
-        !c5.gone.contains(&first_ids[1]),
-        "a live sleeper is not gone"
-    );
+    assert_gone(&c5, first_ids[0], first_ids[1]);
 
     // Within a bounded number of calls, a whole pass again (for what changes in a task that
     // does not run).

@@ -5,7 +5,7 @@
 //! parent though it did not run. No privileges needed.
 
 mod changes_common;
-use changes_common::{changes_query, spawn};
+use changes_common::{assert_gone, changes_query, spawn};
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -123,16 +123,7 @@ fn changes_follow_what_ran_what_went_away_and_who_was_re_parented() {
     victim.wait().expect("reap it");
     let c3 = procfs.changes(&q).expect("changes");
     assert!(!c3.full);
-    assert!(
-        c3.gone.contains(&first_ids[0]),
-        "{:?} not among the gone: {:?}",
-        first_ids[0],
-        c3.gone
-    );
-    assert!(
-        !c3.gone.contains(&first_ids[1]),
-        "a live sleeper is not gone"
-    );
+    assert_gone(&c3, first_ids[0], first_ids[1]);
     assert!(find(&c3, sleepers[0]).is_none());
 
     // The parent exits and is reaped: its child, asleep, is re-parented without running,
