@@ -1,7 +1,8 @@
 //! Opening a recording for a command that reads one (`ps`/`states`/`top --replay`, `dump`):
 //! [`open`] says the store's warnings once (entries named like segments that are not regular
 //! files: a FIFO, a directory, a link, skipped and never opened), and where the clock stepped
-//! back during the recording (a time there occurs twice).
+//! back during the recording (a time there occurs twice); [`overlaps`] refuses a window
+//! that misses the recording.
 
 use std::path::Path;
 
@@ -18,4 +19,24 @@ pub fn open(cmd: &str, dir: &Path) -> Result<History, ReplayError> {
         warn!("{cmd}: warning: {w}");
     }
     Ok(history)
+}
+
+/// Refuses a window `from` .. `to` (Unix ns) that misses the recording at `dir`, which runs
+/// from `first` to `last`: nothing in it was recorded.
+pub fn overlaps(
+    dir: &Path,
+    (from, to): (u64, u64),
+    (first, last): (u64, u64),
+) -> anyhow::Result<()> {
+    if to < first || from > last {
+        anyhow::bail!(
+            "{} .. {} is outside the recording in {}, which runs from {} to {}",
+            crate::when::rfc3339(from),
+            crate::when::rfc3339(to),
+            dir.display(),
+            crate::when::rfc3339(first),
+            crate::when::rfc3339(last)
+        );
+    }
+    Ok(())
 }

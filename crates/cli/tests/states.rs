@@ -77,6 +77,14 @@ fn states(args: &[&str]) -> std::process::Output {
         .expect("run tasksnap states")
 }
 
+/// `tasksnap states --mode procfs -p <this process>`, then `more`.
+fn procfs_of_me(more: &[&str]) -> Command {
+    let mut c = Command::new(TASKSNAP);
+    c.args(["states", "--mode", "procfs", "-p", &me()])
+        .args(more);
+    c
+}
+
 fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -234,18 +242,7 @@ fn seed_case_table_names_the_rwsem_and_the_flame_graph_draws_it() {
 #[test]
 fn a_closed_pipe_ends_it_quietly() {
     let _g = serial();
-    let mut child = Command::new(TASKSNAP)
-        .args([
-            "states",
-            "--mode",
-            "procfs",
-            "-p",
-            &me(),
-            "-i",
-            "0.1",
-            "-r",
-            "0",
-        ])
+    let mut child = procfs_of_me(&["-i", "0.1", "-r", "0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -334,17 +331,7 @@ fn a_non_root_caller_gets_proc_never_bpf() {
 #[test]
 fn an_interrupt_prints_the_interval_so_far_and_exits_0() {
     let _g = serial();
-    let child = Command::new(TASKSNAP)
-        .args([
-            "states",
-            "--mode",
-            "procfs",
-            "-p",
-            &me(),
-            "-i",
-            "30",
-            "--json",
-        ])
+    let child = procfs_of_me(&["-i", "30", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -509,18 +496,7 @@ fn regression_write_errors_on_help_and_the_flame_graph_were_silent() {
 
     // Without --why-sleep nothing is likely to wait in D: the graph is the small empty one.
     for extra in [&[][..], &["--why-sleep"]] {
-        let out = Command::new(TASKSNAP)
-            .args([
-                "states",
-                "--mode",
-                "procfs",
-                "-p",
-                &me(),
-                "-n",
-                "1",
-                "-i",
-                "0.2",
-            ])
+        let out = procfs_of_me(&["-n", "1", "-i", "0.2"])
             .args(extra)
             .args(["--flamegraph", "/dev/full"])
             .stdout(Stdio::null())

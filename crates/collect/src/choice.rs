@@ -166,11 +166,22 @@ pub struct StatesChoice {
 
 impl std::fmt::Debug for StatesChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StatesChoice")
-            .field("backend", &self.backend)
-            .field("why", &self.why)
-            .finish_non_exhaustive()
+        debug_states(f, "StatesChoice", self.backend, &self.why)
     }
+}
+
+/// A thread-state source's `Debug` ([`StatesChoice`], [`ThreadStates`](crate::host::ThreadStates)):
+/// which backend and why; the source itself is not `Debug`.
+pub(crate) fn debug_states(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    backend: Backend,
+    why: &str,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field("backend", &backend)
+        .field("why", &why)
+        .finish_non_exhaustive()
 }
 
 /// A thread-state source for `backend`: the BPF accounting (exact, root only) with `bpf`'s

@@ -74,14 +74,7 @@ impl Collector for ReplayCollector {
             // it from the one they read (with this host's systemd files).
             crate::login::Login::system(&self.proc_root).fill(&mut tasks, true);
         }
-        Ok(Snapshot {
-            taken_at_unix_ns: s.taken_at_unix_ns,
-            taken_at_boottime_ns: s.taken_at_boottime_ns,
-            boot_time_unix_s: s.boot_time_unix_s,
-            backend: s.backend,
-            tasks,
-            stats: s.stats,
-        })
+        Ok(s.with_tasks(tasks))
     }
 
     fn fill(&self, ids: &[(i32, i32)], _groups: Groups) -> Result<Filled, Error> {

@@ -4,8 +4,11 @@
 //! it had; the values of a changed process agree with /proc. Root only; CI runs it with
 //! TASKSNAP_REQUIRE_PRIVILEGED=1.
 
+mod changes_common;
+use changes_common::{assert_gone, changes_query, spawn};
+
 use std::collections::HashSet;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 use tasksnap_loadgen::{cpu_clock_ns, settled_sleep, wait_until};
 
@@ -25,14 +28,6 @@ impl Drop for Kids {
             let _ = c.wait();
         }
     }
-}
-
-fn spawn(script: &str) -> Child {
-    Command::new("/bin/sh")
-        .args(["-c", script])
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("spawn /bin/sh")
 }
 
 fn find(c: &Changes, pid: u32) -> Option<&Task> {
@@ -86,15 +81,7 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
     wait_until("the sleepers to settle", || {
         sleepers.iter().all(|&p| settled_sleep(p as i32))
     });
-    let groups = Groups {
-        base: true,
-        cred_effective: true,
-        stat: true,
-        sched: true,
-        ..Groups::default()
-    };
-    let mut q = Query::new(Selector::AllThreads, groups);
-    q.leader_as_process = true;
+    let q = changes_query();
 
     let first = bpf.changes(&q).expect("first changes");
     assert!(first.full, "the first call has every task");
@@ -143,7 +130,7 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
     // Its values are /proc's (CPU time moves: within 100 ms).
     let mut procfs = ProcfsCollector::new().expect("procfs");
     let p = procfs
-        .snapshot(&Query::new(Selector::Pid(busy as i32), groups))
+        .snapshot(&Query::new(Selector::Pid(busy as i32), q.groups))
         .expect("procfs snapshot");
     let pt = p.tasks.first().expect("busy in /proc");
     assert_eq!(pt.id, b2.id);
@@ -190,16 +177,7 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
         assert!(c5.full || !c5.gone.contains(&first_ids[1]));
         return;
     }
-    assert!(
-        c5.gone.contains(&first_ids[0]),
-        "{:?} not among the gone: {:?}",
-        first_ids[0],
-        c5.gone
-    );
-    assert!(
-        !c5.gone.contains(&first_ids[1]),
-        "a live sleeper is not gone"
-    );
+    assert_gone(&c5, first_ids[0], first_ids[1]);
 
     // Within a bounded number of calls, a whole pass again (for what changes in a task that
     // does not run).
@@ -218,15 +196,7 @@ fn a_whole_pass_handed_over_task_by_task_is_the_snapshot() {
     wait_until("the sleepers to settle", || {
         kids.0.iter().all(|c| settled_sleep(c.id() as i32))
     });
-    let groups = Groups {
-        base: true,
-        cred_effective: true,
-        stat: true,
-        sched: true,
-        ..Groups::default()
-    };
-    let mut q = Query::new(Selector::AllThreads, groups);
-    q.leader_as_process = true;
+    let q = changes_query();
     let mut live = BpfCollector::load_fresh(false, true).expect("load the BPF programs");
     let before = alive(&q);
     let mut streamed = Vec::new();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use tasksnap_collect::procfs::{ProcfsCollector, Units};
 use tasksnap_collect::Collector;
-use tasksnap_model::{Groups, Query, Selector, TaskState};
+use tasksnap_model::{Groups, Query, Selector, Snapshot, TaskState};
 
 const UNITS: Units = Units {
     clk_tck: 100,
@@ -68,6 +68,13 @@ fn collector(root: &Path) -> ProcfsCollector {
         .with_units(UNITS)
 }
 
+/// One snapshot of the fake tree at `root`.
+fn snapshot(root: &Path, selector: Selector, groups: Groups) -> Snapshot {
+    collector(root)
+        .snapshot(&Query::new(selector, groups))
+        .expect("snapshot")
+}
+
 fn groups(f: impl FnOnce(&mut Groups)) -> Groups {
     let mut g = Groups::default();
     f(&mut g);
@@ -127,13 +134,11 @@ fn reads_only_the_files_the_groups_need() {
     build(dir.path());
     // Remove everything but stat from 6000: a base-only query must not notice.
     fs::remove_file(dir.path().join("6000/cmdline")).expect("rm");
-    let mut c = collector(dir.path());
-    let snap = c
-        .snapshot(&Query::new(
-            Selector::AllProcesses,
-            groups(|g| g.base = true),
-        ))
-        .expect("snapshot");
+    let snap = snapshot(
+        dir.path(),
+        Selector::AllProcesses,
+        groups(|g| g.base = true),
+    );
     assert_eq!(snap.tasks.len(), 4);
     assert!(snap
         .tasks
@@ -146,20 +151,18 @@ fn reads_only_the_files_the_groups_need() {
 fn full_credentials_memory_and_sched_come_from_status_statm_schedstat() {
     let dir = tempfile::tempdir().expect("tempdir");
     build(dir.path());
-    let mut c = collector(dir.path());
-    let snap = c
-        .snapshot(&Query::new(
-            Selector::Pid(4032),
-            groups(|g| {
-                g.cred_full = true;
-                g.mem = true;
-                g.mem_status = true;
-                g.sched = true;
-                g.sched_switches = true;
-                g.wchan = true;
-            }),
-        ))
-        .expect("snapshot");
+    let snap = snapshot(
+        dir.path(),
+        Selector::Pid(4032),
+        groups(|g| {
+            g.cred_full = true;
+            g.mem = true;
+            g.mem_status = true;
+            g.sched = true;
+            g.sched_switches = true;
+            g.wchan = true;
+        }),
+    );
     assert_eq!(snap.tasks.len(), 1);
     let t = &snap.tasks[0];
     let cred = t.cred.as_ref().expect("cred");
@@ -181,13 +184,11 @@ fn full_credentials_memory_and_sched_come_from_status_statm_schedstat() {
 fn effective_ids_come_from_the_owner_of_the_task_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
     build(dir.path());
-    let mut c = collector(dir.path());
-    let snap = c
-        .snapshot(&Query::new(
-            Selector::Pid(4032),
-            groups(|g| g.cred_effective = true),
-        ))
-        .expect("snapshot");
+    let snap = snapshot(
+        dir.path(),
+        Selector::Pid(4032),
+        groups(|g| g.cred_effective = true),
+    );
     let cred = snap.tasks[0].cred.as_ref().expect("cred");
     // SAFETY: geteuid/getegid cannot fail and touch no memory.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -254,16 +255,14 @@ fn missing_truncated_and_unreadable_files_are_counted_not_fatal() {
     // A truncated stat (cut inside the numbers) and a corrupt one.
     task(dir.path(), "7001", &[("stat", &STAT_BASH[..40])]);
     task(dir.path(), "7002", &[("stat", b"7002 (x) S 1 2 3 nope\n")]);
-    let mut c = collector(dir.path());
-    let snap = c
-        .snapshot(&Query::new(
-            Selector::AllProcesses,
-            groups(|g| {
-                g.base = true;
-                g.cred_full = true;
-            }),
-        ))
-        .expect("snapshot");
+    let snap = snapshot(
+        dir.path(),
+        Selector::AllProcesses,
+        groups(|g| {
+            g.base = true;
+            g.cred_full = true;
+        }),
+    );
     let pids: Vec<i32> = snap.tasks.iter().map(|t| t.id.tgid).collect();
     assert_eq!(pids, vec![2, 4032, 5000, 6000], "bad tasks are skipped");
     assert_eq!(snap.stats.vanished, 1, "7000 has no files at all");
@@ -282,16 +281,14 @@ fn an_unreadable_file_leaves_its_group_empty() {
     // A directory where io should be: read() fails with EISDIR, which (like EACCES for
     // another user's io) means "this group is not available", not "the task is gone".
     fs::create_dir_all(dir.path().join("4032/io")).expect("mkdir");
-    let mut c = collector(dir.path());
-    let snap = c
-        .snapshot(&Query::new(
-            Selector::Pid(4032),
-            groups(|g| {
-                g.base = true;
-                g.io = true;
-            }),
-        ))
-        .expect("snapshot");
+    let snap = snapshot(
+        dir.path(),
+        Selector::Pid(4032),
+        groups(|g| {
+            g.base = true;
+            g.io = true;
+        }),
+    );
     assert_eq!(snap.tasks.len(), 1, "the task is still listed");
     assert!(snap.tasks[0].io.is_none());
     assert!(snap.tasks[0].base.is_some());

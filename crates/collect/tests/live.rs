@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
 use tasksnap_loadgen::root_or_skip;
-use tasksnap_model::{Groups, Query, Selector, Task};
+use tasksnap_model::{Groups, Query, Selector, Snapshot, Task};
 
 fn one(c: &mut ProcfsCollector, pid: i32, groups: Groups) -> Option<Task> {
     c.snapshot(&Query::new(Selector::Pid(pid), groups))
@@ -179,8 +179,12 @@ fn non_dumpable_child() {
     std::thread::sleep(Duration::from_secs(60));
 }
 
-#[test]
-fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
+/// Reads the mmap-lock storm's process with `groups` and a 20 ms deadline, 40 times and more
+/// (up to 30 s) until one read met the lock held (on a host whose CPUs are all busy the storm
+/// may take its time to hold the lock again): `abandoned` checks each snapshot and its one
+/// task and says whether that read was abandoned. Some reads must be, and no snapshot may
+/// wait for the lock. Returns how many were.
+fn storm_reads(groups: Groups, mut abandoned: impl FnMut(&Snapshot, &Task) -> bool) -> usize {
     // The load generator's process whose mmap lock is held for seconds at a time.
     let storm = tasksnap_loadgen::Load::spawn(&["--mmap-lock-storm"])
         .expect("spawn the load generator (cargo build --workspace first)");
@@ -191,18 +195,9 @@ fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
     let mut c = ProcfsCollector::new()
         .expect("open /proc")
         .with_cmdline_deadline(Duration::from_millis(20));
-    let q = Query::new(
-        Selector::Pid(pid),
-        Groups {
-            base: true,
-            cmdline: true,
-            ..Groups::default()
-        },
-    );
+    let q = Query::new(Selector::Pid(pid), groups);
     let mut timed_out = 0;
     let mut slowest = Duration::ZERO;
-    // 40 reads, and more (up to 30 s) until one met the lock held: on a host whose CPUs are
-    // all busy the storm may take its time to hold the lock again.
     let began = Instant::now();
     for n in 0.. {
         if n >= 40 && (timed_out > 0 || began.elapsed() > Duration::from_secs(30)) {
@@ -212,69 +207,55 @@ fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
         let snap = c.snapshot(&q).expect("snapshot");
         slowest = slowest.max(start.elapsed());
         let t = snap.tasks.first().expect("the storm child is listed");
-        if t.cmdline_timed_out {
+        if abandoned(&snap, t) {
             timed_out += 1;
+        }
+    }
+    assert!(
+        timed_out > 0,
+        "no read ever blocked: the storm did not hold the lock"
+    );
+    // Blocked reads last as long as a 4 GiB populate (seconds); the listing must not.
+    assert!(
+        slowest < Duration::from_millis(400),
+        "a snapshot took {slowest:?}"
+    );
+    timed_out
+}
+
+#[test]
+fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
+    let groups = Groups {
+        base: true,
+        cmdline: true,
+        ..Groups::default()
+    };
+    storm_reads(groups, |snap, t| {
+        if t.cmdline_timed_out {
             assert!(t.cmdline.is_none());
             assert!(t.base.is_some(), "the rest of the task is still there");
             assert_eq!(snap.stats.cmdline_timeouts, 1);
         }
-    }
-    assert!(
-        timed_out > 0,
-        "no read ever blocked: the storm did not hold the lock"
-    );
-    // Blocked reads last as long as a 4 GiB populate (seconds); the listing must not.
-    assert!(
-        slowest < Duration::from_millis(400),
-        "a snapshot took {slowest:?}"
-    );
+        t.cmdline_timed_out
+    });
 }
 
-/// Reads the mmap-lock storm's process 40 times with `groups` and a 20 ms deadline: some reads
-/// must block and be abandoned (then `has` is false for the task, its base is kept and no
-/// command line was flagged), and no snapshot may wait for the lock. Returns how many reads
-/// were abandoned and how many gave the group.
+/// Reads the mmap-lock storm's process with `groups` ([`storm_reads`]): some reads must block
+/// and be abandoned (then `has` is false for the task, its base is kept and no command line
+/// was flagged). Returns how many reads were abandoned and how many gave the group.
 fn abandoned_at_the_deadline(groups: Groups, has: impl Fn(&Task) -> bool) -> (usize, usize) {
-    let storm = tasksnap_loadgen::Load::spawn(&["--mmap-lock-storm"])
-        .expect("spawn the load generator (cargo build --workspace first)");
-    let pid = storm.info.mmap_lock_storm.expect("the storm's pid");
-    tasksnap_loadgen::wait_until("a blocked cmdline read", || {
-        tasksnap_loadgen::cmdline_read_blocks(pid)
-    });
-    let mut c = ProcfsCollector::new()
-        .expect("open /proc")
-        .with_cmdline_deadline(Duration::from_millis(20));
-    let q = Query::new(Selector::Pid(pid), groups);
-    let (mut timed_out, mut read) = (0, 0);
-    let mut slowest = Duration::ZERO;
-    // As in a_blocked_cmdline_read_is_abandoned_at_the_deadline: until one read met the lock.
-    let began = Instant::now();
-    for n in 0.. {
-        if n >= 40 && (timed_out > 0 || began.elapsed() > Duration::from_secs(30)) {
-            break;
-        }
-        let start = Instant::now();
-        let snap = c.snapshot(&q).expect("snapshot");
-        slowest = slowest.max(start.elapsed());
-        let t = snap.tasks.first().expect("the storm child is listed");
+    let mut read = 0;
+    let timed_out = storm_reads(groups, |snap, t| {
         if snap.stats.cmdline_timeouts == 1 {
-            timed_out += 1;
             assert!(!has(t), "an abandoned read left its group");
             assert!(!t.cmdline_timed_out, "no command line was read");
             assert!(t.base.is_some(), "the rest of the task is still there");
+            true
         } else {
             read += usize::from(has(t));
+            false
         }
-    }
-    assert!(
-        timed_out > 0,
-        "no read ever blocked: the storm did not hold the lock"
-    );
-    // Blocked reads last as long as a 4 GiB populate (seconds); the listing must not.
-    assert!(
-        slowest < Duration::from_millis(400),
-        "a snapshot took {slowest:?}"
-    );
+    });
     (timed_out, read)
 }
 

@@ -4,6 +4,9 @@
 //! one comes, and a process re-parented when its parent went away comes with its new
 //! parent though it did not run. No privileges needed.
 
+mod changes_common;
+use changes_common::{assert_gone, changes_query, spawn};
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -29,14 +32,6 @@ impl Drop for Kids {
             unsafe { libc::kill(p, libc::SIGKILL) };
         }
     }
-}
-
-fn spawn(script: &str) -> Child {
-    Command::new("/bin/sh")
-        .args(["-c", script])
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("spawn /bin/sh")
 }
 
 fn find(c: &Changes, pid: i32) -> Option<&Task> {
@@ -85,15 +80,7 @@ fn changes_follow_what_ran_what_went_away_and_who_was_re_parented() {
             && proc_text(parent_pid, "comm").as_deref() == Some("sh\n")
     });
 
-    let groups = Groups {
-        base: true,
-        cred_effective: true,
-        stat: true,
-        sched: true,
-        ..Groups::default()
-    };
-    let mut q = Query::new(Selector::AllThreads, groups);
-    q.leader_as_process = true;
+    let q = changes_query();
     let mut procfs = ProcfsCollector::new().expect("procfs");
     assert!(procfs.next_changes_full(&q));
     let first = procfs.changes(&q).expect("first changes");
@@ -136,16 +123,7 @@ fn changes_follow_what_ran_what_went_away_and_who_was_re_parented() {
     victim.wait().expect("reap it");
     let c3 = procfs.changes(&q).expect("changes");
     assert!(!c3.full);
-    assert!(
-        c3.gone.contains(&first_ids[0]),
-        "{:?} not among the gone: {:?}",
-        first_ids[0],
-        c3.gone
-    );
-    assert!(
-        !c3.gone.contains(&first_ids[1]),
-        "a live sleeper is not gone"
-    );
+    assert_gone(&c3, first_ids[0], first_ids[1]);
     assert!(find(&c3, sleepers[0]).is_none());
 
     // The parent exits and is reaped: its child, asleep, is re-parented without running,

@@ -267,18 +267,7 @@ mod tests {
             kthread,
             ..Base::default()
         });
-        t.cred = Some(Cred {
-            ruid: 0,
-            euid: 0,
-            suid: 0,
-            fsuid: 0,
-            rgid: 0,
-            egid: 0,
-            sgid: 0,
-            fsgid: 0,
-            groups: None,
-            effective_only: true,
-        });
+        t.cred = Some(Cred::from_owner(0, 0));
         t.cmdline = Some(format!("{comm}\0").into_bytes());
         t
     }

@@ -57,18 +57,7 @@ fn task(r: &mut Rng, tgid: i32, tid: i32, start: u64, threads: u32) -> Task {
         processor: r.below(64) as i32,
     });
     let uid = 1000 + (tgid as u32 % 7);
-    t.cred = Some(Cred {
-        ruid: uid,
-        euid: uid,
-        suid: uid,
-        fsuid: uid,
-        rgid: uid,
-        egid: uid,
-        sgid: uid,
-        fsgid: uid,
-        groups: None,
-        effective_only: true,
-    });
+    t.cred = Some(Cred::from_owner(uid, uid));
     let rss = (r.below(200_000) + 1000) * 4096;
     t.stat = Some(Stat {
         utime_ns: r.below(1 << 36) / 10_000_000 * 10_000_000,

@@ -41,3 +41,18 @@ pub struct Snapshot {
     /// What could not be read.
     pub stats: SnapshotStats,
 }
+
+impl Snapshot {
+    /// The same collection (times, backend, stats) holding `tasks` instead: a selection of
+    /// its tasks, as a replay answers a query from a recorded snapshot.
+    pub fn with_tasks(&self, tasks: Vec<Task>) -> Snapshot {
+        Snapshot {
+            taken_at_unix_ns: self.taken_at_unix_ns,
+            taken_at_boottime_ns: self.taken_at_boottime_ns,
+            boot_time_unix_s: self.boot_time_unix_s,
+            backend: self.backend,
+            tasks,
+            stats: self.stats,
+        }
+    }
+}

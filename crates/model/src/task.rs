@@ -161,6 +161,26 @@ pub struct Cred {
     pub effective_only: bool,
 }
 
+impl Cred {
+    /// What the cheap path knows (`effective_only`): the owner of /proc/PID, `uid` and `gid`,
+    /// copied into every id; no supplementary groups.
+    #[inline]
+    pub fn from_owner(uid: u32, gid: u32) -> Cred {
+        Cred {
+            ruid: uid,
+            euid: uid,
+            suid: uid,
+            fsuid: uid,
+            rgid: gid,
+            egid: gid,
+            sgid: gid,
+            fsgid: gid,
+            groups: None,
+            effective_only: true,
+        }
+    }
+}
+
 /// CPU times, faults and start time (/proc/PID/stat).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct Stat {

@@ -100,16 +100,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
             crate::when::rfc3339(to)
         );
     }
-    if to < first || from > last {
-        anyhow::bail!(
-            "{} .. {} is outside the recording in {}, which runs from {} to {}",
-            crate::when::rfc3339(from),
-            crate::when::rfc3339(to),
-            args.dir.display(),
-            crate::when::rfc3339(first),
-            crate::when::rfc3339(last)
-        );
-    }
+    crate::recording::overlaps(&args.dir, (from, to), (first, last))?;
     let mut readings = history.readings(from, to)?;
     // Never into the recording being read (it could overwrite a segment it reads), never
     // through a link; a file is replaced only once the dump is whole (crate::outfile).

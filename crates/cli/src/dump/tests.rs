@@ -51,18 +51,7 @@ fn task(tgid: i32, tid: i32, comm: &[u8], uid: u32, cmdline: &[u8], k: u64) -> T
         num_threads: if tgid == 100 { 2 } else { 1 },
         ..Base::default()
     });
-    t.cred = Some(Cred {
-        ruid: uid,
-        euid: uid,
-        suid: uid,
-        fsuid: uid,
-        rgid: 0,
-        egid: 0,
-        sgid: 0,
-        fsgid: 0,
-        groups: None,
-        effective_only: true,
-    });
+    t.cred = Some(Cred::from_owner(uid, 0));
     t.stat = Some(Stat {
         utime_ns: 1_000_000_000 * k,
         stime_ns: 500_000_000 * k,

@@ -136,16 +136,7 @@ fn replay_window(
             crate::when::rfc3339(to)
         );
     }
-    if to < first || from > last {
-        anyhow::bail!(
-            "{} .. {} is outside the recording in {}, which runs from {} to {}",
-            crate::when::rfc3339(from),
-            crate::when::rfc3339(to),
-            dir.display(),
-            crate::when::rfc3339(first),
-            crate::when::rfc3339(last)
-        );
-    }
+    crate::recording::overlaps(dir, (from, to), (first, last))?;
     // A window that overlaps the recording is the part of it that was recorded, as in
     // `dump` (`--from -1h` on a recording 20 minutes old is its first 20 minutes).
     let (from, to) = (from.max(first), to.min(last));

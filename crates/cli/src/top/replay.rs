@@ -193,14 +193,7 @@ impl Replay {
         if threads {
             leader_as_thread(&mut tasks);
         }
-        Snapshot {
-            taken_at_unix_ns: s.taken_at_unix_ns,
-            taken_at_boottime_ns: s.taken_at_boottime_ns,
-            boot_time_unix_s: s.boot_time_unix_s,
-            backend: s.backend,
-            tasks,
-            stats: s.stats,
-        }
+        s.with_tasks(tasks)
     }
 
     /// The header's machine figures, as recorded (the CPU split against the sample before,

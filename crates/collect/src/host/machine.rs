@@ -9,6 +9,35 @@ use tasksnap_model::{CpuTicks, LoadAverages, Memory, SystemFigures};
 use super::{Host, Tasks};
 use crate::{system, Error};
 
+/// `Host` methods that are [`system`]'s function of the same name on the host's /proc root.
+macro_rules! from_proc_root {
+    ($($(#[$doc:meta])* $name:ident -> $ty:ty;)*) => {
+        impl Host {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> $ty {
+                    system::$name(&self.opts.proc_root)
+                }
+            )*
+        }
+    };
+}
+
+from_proc_root! {
+    /// `/proc/stat`'s aggregate `cpu` line.
+    cpu_ticks -> Option<CpuTicks>;
+    /// `/proc/meminfo`.
+    memory -> Option<Memory>;
+    /// `/proc/loadavg`.
+    load_averages -> Option<LoadAverages>;
+    /// Seconds since boot (`/proc/uptime`).
+    uptime_s -> Option<f64>;
+    /// The width of `kernel.pid_max` as printed.
+    pid_max_width -> Option<usize>;
+    /// The caller's controlling tty (`tty_nr`), 0 when none.
+    own_tty_nr -> u32;
+}
+
 impl Host {
     /// Every machine-wide figure a recording keeps (a replay: the recorded ones).
     pub fn system(&self) -> SystemFigures {
@@ -16,16 +45,6 @@ impl Host {
             Tasks::Replay(r) => r.reading().system.clone(),
             _ => system::figures(&self.opts.proc_root),
         }
-    }
-
-    /// `/proc/stat`'s aggregate `cpu` line.
-    pub fn cpu_ticks(&self) -> Option<CpuTicks> {
-        system::cpu_ticks(&self.opts.proc_root)
-    }
-
-    /// `/proc/meminfo`.
-    pub fn memory(&self) -> Option<Memory> {
-        system::memory(&self.opts.proc_root)
     }
 
     /// `MemTotal`, KiB (a replay: the recorded one).
@@ -36,29 +55,9 @@ impl Host {
         }
     }
 
-    /// `/proc/loadavg`.
-    pub fn load_averages(&self) -> Option<LoadAverages> {
-        system::load_averages(&self.opts.proc_root)
-    }
-
-    /// Seconds since boot (`/proc/uptime`).
-    pub fn uptime_s(&self) -> Option<f64> {
-        system::uptime_s(&self.opts.proc_root)
-    }
-
-    /// The width of `kernel.pid_max` as printed.
-    pub fn pid_max_width(&self) -> Option<usize> {
-        system::pid_max_width(&self.opts.proc_root)
-    }
-
     /// Users logged in: USER_PROCESS records of the utmp file, as procps counts them.
     pub fn users_logged_in(&self) -> usize {
         crate::machine::logged_in_users(&self.opts.utmp_path)
-    }
-
-    /// The caller's controlling tty (`tty_nr`), 0 when none.
-    pub fn own_tty_nr(&self) -> u32 {
-        system::own_tty_nr(&self.opts.proc_root)
     }
 
     /// The number of tasks (threads) on the system.

@@ -30,10 +30,7 @@ pub(super) enum StatesSource {
 
 impl std::fmt::Debug for ThreadStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ThreadStates")
-            .field("backend", &self.backend)
-            .field("why", &self.why)
-            .finish_non_exhaustive()
+        crate::choice::debug_states(f, "ThreadStates", self.backend, &self.why)
     }
 }
 

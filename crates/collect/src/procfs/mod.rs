@@ -213,19 +213,8 @@ impl ProcfsCollector {
                 leader_as_process: false,
             })
             .collect();
-        let (tasks, stats) = pool::read_all(
-            self.root.clone(),
-            self.root_fd.as_raw_fd(),
-            items,
-            pool::Config {
-                groups,
-                units: self.units,
-                workers: self.workers,
-                cmdline_deadline: self.cmdline_deadline,
-                stat_for_cmdline: false,
-                fd_budget: 0,
-            },
-        )?;
+        // The other backend skips kernel threads and zombies itself: no stat before cmdline.
+        let (tasks, stats) = self.read_items(items, groups, false)?;
         Ok((
             tasks
                 .into_iter()
@@ -307,11 +296,13 @@ fn is_own_proc(root: &Path) -> bool {
 }
 
 impl ProcfsCollector {
-    /// Reads `groups` of `items` on the reader threads, with the command-line deadline.
+    /// Reads `groups` of `items` on the reader threads, with the command-line deadline
+    /// (`stat_for_cmdline`: read `stat` first to skip kernel threads and zombies).
     fn read_items(
         &self,
         items: Vec<Item>,
         groups: Groups,
+        stat_for_cmdline: bool,
     ) -> Result<(Vec<Task>, SnapshotStats), Error> {
         pool::read_all(
             self.root.clone(),
@@ -322,7 +313,7 @@ impl ProcfsCollector {
                 units: self.units,
                 workers: self.workers,
                 cmdline_deadline: self.cmdline_deadline,
-                stat_for_cmdline: true,
+                stat_for_cmdline,
                 fd_budget: 0,
             },
         )
@@ -339,13 +330,13 @@ impl ProcfsCollector {
             // Not even /proc could be listed: say why, as a snapshot would.
             self.list_pids()?;
         }
-        let (mut tasks, mut stats) = self.read_items(live.items(&plan.read), query.groups)?;
+        let (mut tasks, mut stats) = self.read_items(live.items(&plan.read), query.groups, true)?;
         let grew = live.grew(&plan.read, &tasks);
         if !grew.is_empty() {
             // Read as one thread, found with more: read again, every thread.
             tasks.retain(|t| grew.binary_search(&t.id.tgid).is_err());
             let items = grew.iter().map(|&tgid| live.item(tgid, true)).collect();
-            let (more, more_stats) = self.read_items(items, query.groups)?;
+            let (more, more_stats) = self.read_items(items, query.groups, true)?;
             tasks.extend(more);
             pool::add_stats(&mut stats, &more_stats);
         }
@@ -430,7 +421,7 @@ impl Collector for ProcfsCollector {
                 items.clear();
             }
         }
-        let (mut tasks, stats) = self.read_items(items, groups)?;
+        let (mut tasks, stats) = self.read_items(items, groups, true)?;
         if filter {
             tasks.retain(|t| {
                 let Some(b) = &t.base else { return false };

@@ -468,18 +468,7 @@ impl TaskReader {
             match owner {
                 Ok((uid, gid)) => {
                     seen = true;
-                    task.cred = Some(Cred {
-                        ruid: uid,
-                        euid: uid,
-                        suid: uid,
-                        fsuid: uid,
-                        rgid: gid,
-                        egid: gid,
-                        sgid: gid,
-                        fsgid: gid,
-                        groups: None,
-                        effective_only: true,
-                    })
+                    task.cred = Some(Cred::from_owner(uid, gid))
                 }
                 Err(FileError::Gone) => return self.gone(task, seen),
                 Err(FileError::Denied) => self.stats.denied += 1,
