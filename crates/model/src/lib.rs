@@ -12,6 +12,7 @@
 
 mod backend;
 pub mod cgroup;
+mod exit;
 pub mod fields;
 pub mod hash;
 pub mod login;
@@ -24,6 +25,7 @@ mod task;
 
 pub use backend::{Backend, CmdlineSource, PassKind, PassReport, UnknownBackend};
 pub use cgroup::Cgroup;
+pub use exit::{CmdlineMissing, Exit, ExitBatch, ExitReason};
 pub use login::Login;
 
 pub use query::{Groups, Query, Selector};
