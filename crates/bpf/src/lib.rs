@@ -3,8 +3,9 @@
 //!
 //! - the C sources (`src/c`): one `vmlinux.h`, one `compat.h` (task state, `PF_*` bits and
 //!   every CO-RE shim, each citing the kernel change it handles), the task iterator and walk
-//!   (`task_iter.bpf.c`, its record layout `record.h`) and the accounting (`states.bpf.c`,
-//!   `states.h`), compiled by one build script;
+//!   (`task_iter.bpf.c`, its record layout `record.h`), the accounting (`states.bpf.c`,
+//!   `states.h`) and the exit records (`exits.bpf.c`, `exits.h`), compiled by one build
+//!   script;
 //! - their generated skeletons ([`skel`], only when they were built);
 //! - [`loader`]: the privilege check, libbpf's log, the descriptor budget, verifier
 //!   statistics, open and load, and iterator files;

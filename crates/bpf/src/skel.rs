@@ -1,6 +1,7 @@
-//! The libbpf-rs skeletons build.rs generated for the two objects: [`task_iter`] (the task
-//! iterator, the walk and the command-line programs; record layout in `c/record.h`) and
-//! [`states`] (the thread-state accounting; layout in `c/states.h`). Their Rust types come
+//! The libbpf-rs skeletons build.rs generated for the three objects: [`task_iter`] (the task
+//! iterator, the walk and the command-line programs; record layout in `c/record.h`),
+//! [`states`] (the thread-state accounting; layout in `c/states.h`) and [`exits`] (the exit
+//! records; layout in `c/exits.h`). Their Rust types come
 //! from the objects' BTF: nothing here restates a C layout. Generated code: the lints
 //! tasksnap keeps are off for it (lib.rs).
 
@@ -12,4 +13,9 @@ pub mod task_iter {
 /// The thread-state accounting (`c/states.bpf.c`).
 pub mod states {
     include!(concat!(env!("OUT_DIR"), "/states.skel.rs"));
+}
+
+/// The exit records (`c/exits.bpf.c`; layout in `c/exits.h`).
+pub mod exits {
+    include!(concat!(env!("OUT_DIR"), "/exits.skel.rs"));
 }

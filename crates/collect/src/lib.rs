@@ -25,16 +25,21 @@ tasksnap_bpf::select! {
         pub mod bpf;
         #[path = "states/bpf/source.rs"]
         mod states_bpf;
+        #[path = "exits/source.rs"]
+        mod exits_bpf;
     }
     missing {
         #[path = "bpf_stub.rs"]
         pub mod bpf;
         #[path = "states/bpf/stub.rs"]
         mod states_bpf;
+        #[path = "exits/stub.rs"]
+        mod exits_bpf;
     }
 }
 pub mod caps;
 pub mod choice;
+pub mod exits;
 pub mod host;
 pub mod login;
 pub mod machine;

@@ -287,6 +287,19 @@ impl Host {
         })
     }
 
+    /// Loads the exit records (one [`tasksnap_model::Exit`] per process that exits from now
+    /// on, with its final figures: [`crate::exits`]), or says why they cannot be had: not
+    /// root, a build or kernel without them, or a /proc that is not this kernel's.
+    pub fn open_exits(&self) -> Result<crate::exits::Exits, Error> {
+        if !self.opts.is_this_kernel() {
+            return Err(Error::BpfUnavailable(format!(
+                "{} is not the running kernel's /proc",
+                self.opts.proc_root.display()
+            )));
+        }
+        crate::exits::Exits::load()
+    }
+
     /// Opens the sources of whole readings (`record`, `serve`): a live task source, thread
     /// states, the machine-wide figures (see [`crate::sampler`]).
     pub fn open_readings(&self, opts: ReadingOptions) -> Result<Readings, Error> {

@@ -1,0 +1,88 @@
+//! Exit records: one [`Exit`](tasksnap_model::Exit) per process that exits, with the whole
+//! group's final figures, from a BPF program at `sched_process_exit` (crates/bpf's
+//! `exits.bpf.c`) through a ring buffer; [`Exits::drain`] hands over what arrived since the
+//! previous drain and how many records the kernel dropped meanwhile (the buffer was full).
+//! Front ends reach it through [`Host::open_exits`](crate::Host::open_exits).
+//!
+//! This module holds what every build has (the reader's pid namespace, the CPU split); the
+//! source itself is `source.rs` when this build has the BPF programs, else `stub.rs`, whose
+//! [`Exits::load`] says why there are none (chosen by the `tasksnap_bpf::select!` in lib.rs).
+//! Root only, as the other BPF sources: the program sees every process of the reader's pid
+//! namespace regardless of /proc permissions.
+
+pub use crate::exits_bpf::Exits;
+
+use crate::Error;
+
+/// Whether the caller may load the exit program: root only ([`tasksnap_bpf::privileged`]).
+pub fn privileged() -> Result<(), Error> {
+    tasksnap_bpf::privileged(
+        "the exit records show every process of the host regardless of /proc permissions, so \
+         tasksnap loads them only for root",
+    )
+    .map_err(|why| Error::BpfUnavailable(why.to_string()))
+}
+
+/// The caller's pid namespace as the exit program filters by it: its level (0: the initial
+/// namespace) and its inode number (of /proc/self/ns/pid, the namespace's `ns.inum`). The
+/// level is the number of NSpid entries in /proc/self/status less one, which needs the
+/// caller's own /proc mounted at /proc.
+pub fn reader_pid_ns() -> Result<(u32, u32), Error> {
+    use std::os::unix::fs::MetadataExt;
+
+    let io = |path: &str| {
+        let path = path.to_string();
+        move |source| Error::Io { path, source }
+    };
+    if !crate::states::bpf::proc_is_readers(std::path::Path::new("/proc")) {
+        return Err(Error::BpfUnavailable(
+            "/proc is not this process's pid namespace's: exit records need it to number \
+             processes as ps does"
+                .into(),
+        ));
+    }
+    let inum = std::fs::metadata("/proc/self/ns/pid")
+        .map_err(io("/proc/self/ns/pid"))?
+        .ino();
+    let status = std::fs::read_to_string("/proc/self/status").map_err(io("/proc/self/status"))?;
+    let level = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .map(|l| l.split_whitespace().count().saturating_sub(1))
+        .ok_or_else(|| Error::Unsupported("/proc/self/status has no NSpid line".into()))?;
+    Ok((level as u32, inum as u32))
+}
+
+/// The group's CPU time split into user and system ns as the kernel splits it for
+/// /proc/PID/stat and rusage (cputime_adjust(), kernel/sched/cputime.c): the precise runtime
+/// `runtime_ns`, shared in the proportion of the tick-sampled `utime_ns` and `stime_ns`.
+/// (The kernel also keeps each half from going backwards between reads; one final read has
+/// nothing to keep.)
+pub fn split_cputime(runtime_ns: u64, utime_ns: u64, stime_ns: u64) -> (u64, u64) {
+    if stime_ns == 0 {
+        return (runtime_ns, 0);
+    }
+    if utime_ns == 0 {
+        return (0, runtime_ns);
+    }
+    let stime = (u128::from(stime_ns) * u128::from(runtime_ns)
+        / (u128::from(stime_ns) + u128::from(utime_ns))) as u64;
+    (runtime_ns - stime, stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_cputime;
+
+    #[test]
+    fn cputime_split_follows_the_tick_samples_and_sums_to_the_runtime() {
+        assert_eq!(split_cputime(50_000_000, 0, 0), (50_000_000, 0));
+        assert_eq!(split_cputime(50_000_000, 4_000_000, 0), (50_000_000, 0));
+        assert_eq!(split_cputime(50_000_000, 0, 8_000_000), (0, 50_000_000));
+        // 3 user ticks for 1 system tick: three quarters user.
+        assert_eq!(
+            split_cputime(52_000_000, 12_000_000, 4_000_000),
+            (39_000_000, 13_000_000)
+        );
+    }
+}

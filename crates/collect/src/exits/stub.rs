@@ -1,0 +1,29 @@
+//! The exit source of a build without the BPF programs (no clang, or TASKSNAP_NO_BPF set at
+//! build time): the same surface as source.rs, and [`Exits::load`] says why it cannot be.
+
+use tasksnap_model::ExitBatch;
+
+use crate::Error;
+
+/// The loaded exit program: never made in this build.
+#[derive(Debug)]
+pub struct Exits {
+    never: std::convert::Infallible,
+}
+
+impl Exits {
+    /// Says why the exit records cannot be loaded: not root, or not built.
+    pub fn load() -> Result<Exits, Error> {
+        crate::exits::privileged()?;
+        let why = match tasksnap_bpf::built("BPF exit records") {
+            Err(why) => why.to_string(),
+            Ok(()) => "this build has BPF programs, but this crate was built without them".into(),
+        };
+        Err(Error::BpfUnavailable(why))
+    }
+
+    /// Nothing to drain: no source is ever made.
+    pub fn drain(&mut self) -> Result<ExitBatch, Error> {
+        match self.never {}
+    }
+}

@@ -1,0 +1,215 @@
+//! The exit records (`Host::open_exits`) against processes this test spawns: one that burns
+//! ~50 ms of CPU and exits 3, one killed by SIGKILL, one with three threads burning CPU
+//! together. Each must appear once (not once per thread), with its exit code or signal, its
+//! comm and command line, and the CPU its parent's wait4 rusage says (within 10%). Root
+//! only; CI runs it with TASKSNAP_REQUIRE_PRIVILEGED=1, where a skip is a failure.
+//!
+//! The children are this test binary run again with TASKSNAP_EXITS_CHILD set: the test
+//! `child_role` then plays the role and exits; without it, it does nothing. Only what the
+//! test spawned is compared (by pid and parent), so other processes exiting on a busy host
+//! change nothing.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tasksnap_collect::host::{Host, HostOptions};
+use tasksnap_model::{Exit, ExitReason};
+
+const ROLE: &str = "TASKSNAP_EXITS_CHILD";
+
+/// The process's own CPU time, ns.
+fn process_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Names the process (its main thread: the harness runs this role on another thread, and
+/// PR_SET_NAME would name that one; /proc/self/comm is the group leader's).
+fn set_comm(name: &str) {
+    std::fs::write("/proc/self/comm", name).expect("write /proc/self/comm");
+}
+
+fn spin_until_process_cpu(ns: u64) {
+    let mut x = 0u64;
+    while process_cpu_ns() < ns {
+        for i in 0..10_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+    }
+}
+
+/// The children's roles (run only in a child, with TASKSNAP_EXITS_CHILD set).
+#[test]
+fn child_role() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    match role.as_str() {
+        "cpu3" => {
+            set_comm("ex-cpu3");
+            spin_until_process_cpu(50_000_000);
+            // SAFETY: _exit ends the process at once (no test-harness teardown).
+            unsafe { libc::_exit(3) };
+        }
+        "sleep" => {
+            set_comm("ex-sleep");
+            std::thread::sleep(Duration::from_secs(60));
+            // SAFETY: as above.
+            unsafe { libc::_exit(0) };
+        }
+        "threads" => {
+            set_comm("ex-threads");
+            for _ in 0..2 {
+                std::thread::spawn(|| spin_until_process_cpu(u64::MAX));
+            }
+            spin_until_process_cpu(200_000_000);
+            // exit_group() while the other threads still spin: the group's last thread to
+            // exit may be any of the three.
+            // SAFETY: as above.
+            unsafe { libc::_exit(5) };
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// Starts this binary in `role`; returns its pid.
+fn spawn(role: &str) -> i32 {
+    let exe = std::env::current_exe().expect("test binary path");
+    let child = Command::new(exe)
+        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .process_group(0)
+        .spawn()
+        .expect("spawn the child");
+    child.id() as i32
+}
+
+/// Waits for `pid`; its wait status and rusage CPU (user + system), ns.
+fn wait4(pid: i32) -> (i32, u64) {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it and status.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child, with valid out-pointers.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    (status, tv(ru.ru_utime) + tv(ru.ru_stime))
+}
+
+/// Drains until `pid`'s record came and a little after (a second record for it would come
+/// by then); returns every record for `pid` with this process as parent.
+fn records_of(exits: &mut tasksnap_collect::exits::Exits, pid: i32) -> Vec<Exit> {
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    let mut found = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut settle: Option<Instant> = None;
+    while Instant::now() < deadline {
+        let batch = exits.drain().expect("drain");
+        found.extend(
+            batch
+                .exits
+                .into_iter()
+                .filter(|e| e.id.tgid == pid && e.ppid == me),
+        );
+        if !found.is_empty() && settle.is_none() {
+            settle = Some(Instant::now() + Duration::from_millis(300));
+        }
+        if settle.is_some_and(|s| Instant::now() > s) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    found
+}
+
+fn open() -> Option<tasksnap_collect::exits::Exits> {
+    if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
+        return None;
+    }
+    Some(
+        Host::open(HostOptions::default())
+            .open_exits()
+            .expect("load the exit program"),
+    )
+}
+
+fn within_10_percent(what: &str, got_ns: u64, truth_ns: u64) {
+    let diff = got_ns.abs_diff(truth_ns) as f64;
+    assert!(
+        diff <= 0.10 * truth_ns as f64,
+        "{what}: exit record says {got_ns} ns of CPU, wait4 rusage {truth_ns} ns"
+    );
+}
+
+fn args_of(e: &Exit) -> Vec<String> {
+    e.args()
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+#[test]
+fn a_process_that_exits_3_appears_once_with_its_code_comm_cmdline_and_cpu() {
+    let Some(mut exits) = open() else { return };
+    let pid = spawn("cpu3");
+    let (status, truth_ns) = wait4(pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
+    let recs = records_of(&mut exits, pid);
+    assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
+    let e = &recs[0];
+    assert_eq!(e.reason(), ExitReason::Code(3));
+    assert_eq!(e.wait_status as i32, status);
+    assert_eq!(e.comm, b"ex-cpu3");
+    let exe = std::env::current_exe().unwrap();
+    let args = args_of(e);
+    assert_eq!(args[0], exe.to_string_lossy(), "{args:?}");
+    assert_eq!(&args[1..], ["--exact", "child_role", "--nocapture", "--test-threads=1"]);
+    assert_eq!(e.cmdline_missing, None);
+    assert!(e.exit_time_ns > e.start_time_ns);
+    assert_eq!(e.utime_ns + e.stime_ns, e.cpu_ns);
+    within_10_percent("exit 3", e.cpu_ns, truth_ns);
+    assert!(e.peak_rss_bytes > 0 && e.minflt > 0, "{e:#?}");
+}
+
+#[test]
+fn a_killed_process_appears_with_its_signal() {
+    let Some(mut exits) = open() else { return };
+    let pid = spawn("sleep");
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill on our own child's process group (it leads it).
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let (status, _) = wait4(pid);
+    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+    let recs = records_of(&mut exits, pid);
+    assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
+    assert_eq!(
+        recs[0].reason(),
+        ExitReason::Signal {
+            signal: 9,
+            core_dumped: false
+        }
+    );
+    assert_eq!(recs[0].reason().shell_status(), 137);
+}
+
+#[test]
+fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
+    let Some(mut exits) = open() else { return };
+    let pid = spawn("threads");
+    let (status, truth_ns) = wait4(pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5);
+    let recs = records_of(&mut exits, pid);
+    assert_eq!(recs.len(), 1, "one record for pid {pid}, not one per thread: {recs:#?}");
+    let e = &recs[0];
+    assert_eq!(e.reason(), ExitReason::Code(5));
+    assert_eq!(e.comm, b"ex-threads");
+    assert!(truth_ns >= 200_000_000, "the group ran {truth_ns} ns");
+    within_10_percent("three threads", e.cpu_ns, truth_ns);
+}
