@@ -78,20 +78,20 @@ fn child_role() {
     }
 }
 
-/// Starts this binary in `role`; returns its pid.
-fn spawn(role: &str) -> i32 {
+/// Starts this binary in `role`, leading its own process group (reaped by [`wait4`]).
+fn spawn(role: &str) -> std::process::Child {
     let exe = std::env::current_exe().expect("test binary path");
-    let child = Command::new(exe)
+    Command::new(exe)
         .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
         .process_group(0)
         .spawn()
-        .expect("spawn the child");
-    child.id() as i32
+        .expect("spawn the child")
 }
 
-/// Waits for `pid`; its wait status and rusage CPU (user + system), ns.
-fn wait4(pid: i32) -> (i32, u64) {
+/// Waits for `child`; its wait status and rusage CPU (user + system), ns.
+fn wait4(child: std::process::Child) -> (i32, u64) {
+    let pid = child.id() as i32;
     let mut status = 0;
     // SAFETY: an all-zero rusage is valid; wait4 fills it and status.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -142,6 +142,7 @@ fn open() -> Option<tasksnap_collect::exits::Exits> {
 
 fn within_10_percent(what: &str, got_ns: u64, truth_ns: u64) {
     let diff = got_ns.abs_diff(truth_ns) as f64;
+    eprintln!("{what}: record {got_ns} ns, rusage {truth_ns} ns");
     assert!(
         diff <= 0.10 * truth_ns as f64,
         "{what}: exit record says {got_ns} ns of CPU, wait4 rusage {truth_ns} ns"
@@ -158,8 +159,9 @@ fn args_of(e: &Exit) -> Vec<String> {
 #[test]
 fn a_process_that_exits_3_appears_once_with_its_code_comm_cmdline_and_cpu() {
     let Some(mut exits) = open() else { return };
-    let pid = spawn("cpu3");
-    let (status, truth_ns) = wait4(pid);
+    let child = spawn("cpu3");
+    let pid = child.id() as i32;
+    let (status, truth_ns) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
     let recs = records_of(&mut exits, pid);
     assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
@@ -167,10 +169,13 @@ fn a_process_that_exits_3_appears_once_with_its_code_comm_cmdline_and_cpu() {
     assert_eq!(e.reason(), ExitReason::Code(3));
     assert_eq!(e.wait_status as i32, status);
     assert_eq!(e.comm, b"ex-cpu3");
-    let exe = std::env::current_exe().unwrap();
+    let exe = std::env::current_exe().expect("test binary path");
     let args = args_of(e);
     assert_eq!(args[0], exe.to_string_lossy(), "{args:?}");
-    assert_eq!(&args[1..], ["--exact", "child_role", "--nocapture", "--test-threads=1"]);
+    assert_eq!(
+        &args[1..],
+        ["--exact", "child_role", "--nocapture", "--test-threads=1"]
+    );
     assert_eq!(e.cmdline_missing, None);
     assert!(e.exit_time_ns > e.start_time_ns);
     assert_eq!(e.utime_ns + e.stime_ns, e.cpu_ns);
@@ -181,11 +186,12 @@ fn a_process_that_exits_3_appears_once_with_its_code_comm_cmdline_and_cpu() {
 #[test]
 fn a_killed_process_appears_with_its_signal() {
     let Some(mut exits) = open() else { return };
-    let pid = spawn("sleep");
+    let child = spawn("sleep");
+    let pid = child.id() as i32;
     std::thread::sleep(Duration::from_millis(200));
     // SAFETY: kill on our own child's process group (it leads it).
     unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let (status, _) = wait4(pid);
+    let (status, _) = wait4(child);
     assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
     let recs = records_of(&mut exits, pid);
     assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
@@ -202,11 +208,16 @@ fn a_killed_process_appears_with_its_signal() {
 #[test]
 fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     let Some(mut exits) = open() else { return };
-    let pid = spawn("threads");
-    let (status, truth_ns) = wait4(pid);
+    let child = spawn("threads");
+    let pid = child.id() as i32;
+    let (status, truth_ns) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5);
     let recs = records_of(&mut exits, pid);
-    assert_eq!(recs.len(), 1, "one record for pid {pid}, not one per thread: {recs:#?}");
+    assert_eq!(
+        recs.len(),
+        1,
+        "one record for pid {pid}, not one per thread: {recs:#?}"
+    );
     let e = &recs[0];
     assert_eq!(e.reason(), ExitReason::Code(5));
     assert_eq!(e.comm, b"ex-threads");
