@@ -34,7 +34,7 @@
  * (set by do_exit() before the tracepoint for the current task).
  *
  * Only processes of the reader's pid namespace are sent, numbered as there: user space sets
- * reader_level and reader_ns_inum (the inode of its /proc/self/ns/pid) before load.
+ * reader_ns_inum (the inode of its /proc/self/ns/pid) before load.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -48,9 +48,16 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* include/linux/sched/signal.h (a macro: not in BTF); value stable since Linux 3.x. */
 #define SIGNAL_GROUP_EXIT	0x00000004
 
-/* The reader's pid namespace: its level and its ns_common inode number. */
-const volatile __u32 reader_level = 0;
+/* The reader's pid namespace, by the inode number of its /proc/self/ns/pid (ns.inum), set by
+ * user space before load. Its level is not taken from user space: /proc/self/status's NSpid
+ * is relative to the mounted procfs's namespace (wrong under `unshare --pid --mount-proc`),
+ * so the levels are searched for it. */
 const volatile __u32 reader_ns_inum = 0;
+
+/* include/linux/proc_ns.h: the initial pid namespace's inode number, fixed. */
+#define PROC_PID_INIT_INO	0xEFFFFFFCU
+/* include/linux/pid_namespace.h: pid namespaces nest at most this deep. */
+#define MAX_PID_NS_LEVEL	32
 
 /* Layout anchor: makes struct ex_rec part of this object's BTF for the skeleton. */
 struct ex_rec ex_rec_layout = {};
@@ -69,22 +76,32 @@ struct {
 	__type(value, __u64);
 } exit_drops SEC(".maps");
 
-/* pid_nr_ns(): pid's number at the reader's level if that level is the reader's namespace
- * (by inode number); 0 otherwise. */
+/* pid_nr_ns(): pid's number in the reader's namespace, 0 when it has none there. */
 static __always_inline __u32 nr_in_reader_ns(struct pid *pid)
 {
 	struct upid u = {};
-	__u32 level = reader_level;
+	__u32 level, i;
 
 	if (!pid)
 		return 0;
-	if (BPF_CORE_READ(pid, level) < level)
-		return 0;
-	if (bpf_core_read(&u, sizeof(u), &pid->numbers[level & 63]))
-		return 0;
-	if (!u.ns || BPF_CORE_READ(u.ns, ns.inum) != reader_ns_inum)
-		return 0;
-	return (__u32)u.nr;
+	level = BPF_CORE_READ(pid, level);
+	for (i = 0; i < MAX_PID_NS_LEVEL; i++) {
+		if (i > level)
+			break;
+		if (bpf_core_read(&u, sizeof(u), &pid->numbers[i]))
+			return 0;
+		if (u.ns && BPF_CORE_READ(u.ns, ns.inum) == reader_ns_inum)
+			return (__u32)u.nr;
+	}
+	return 0;
+}
+
+/* The global (initial namespace's) number when the reader is there, else the search. */
+static __always_inline __u32 tgid_for_reader(struct task_struct *t)
+{
+	if (reader_ns_inum == PROC_PID_INIT_INO)
+		return BPF_CORE_READ(t, tgid);
+	return nr_in_reader_ns(BPF_CORE_READ(t, group_leader, thread_pid));
 }
 
 struct sums {
@@ -141,10 +158,7 @@ int BPF_PROG(on_group_exit, struct task_struct *p, bool group_dead)
 	if (!group_dead)
 		return 0;
 	leader = TASK_PTR(p, group_leader);
-	if (reader_level == 0)
-		tgid = p->tgid;
-	else
-		tgid = nr_in_reader_ns(BPF_CORE_READ(leader, thread_pid));
+	tgid = tgid_for_reader(p);
 	if (!tgid)
 		return 0;
 	r = bpf_ringbuf_reserve(&exit_records, sizeof(*r), 0);
@@ -159,15 +173,7 @@ int BPF_PROG(on_group_exit, struct task_struct *p, bool group_dead)
 	r->pad = 0;
 	r->flags = 0;
 	r->ppid = 0;
-	{
-		struct task_struct *parent = TASK_PTR(p, real_parent);
-		struct task_struct *pl = BPF_CORE_READ(parent, group_leader);
-
-		if (reader_level == 0)
-			r->ppid = BPF_CORE_READ(parent, tgid);
-		else
-			r->ppid = nr_in_reader_ns(BPF_CORE_READ(pl, thread_pid));
-	}
+	r->ppid = tgid_for_reader(TASK_PTR(p, real_parent));
 	r->start_boottime_ns = BPF_CORE_READ(leader, start_boottime);
 	r->exit_boottime_ns = bpf_ktime_get_boot_ns();
 	{

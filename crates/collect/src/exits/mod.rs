@@ -23,34 +23,24 @@ pub fn privileged() -> Result<(), Error> {
     .map_err(|why| Error::BpfUnavailable(why.to_string()))
 }
 
-/// The caller's pid namespace as the exit program filters by it: its level (0: the initial
-/// namespace) and its inode number (of /proc/self/ns/pid, the namespace's `ns.inum`). The
-/// level is the number of NSpid entries in /proc/self/status less one, which needs the
-/// caller's own /proc mounted at /proc.
-pub fn reader_pid_ns() -> Result<(u32, u32), Error> {
+/// The caller's pid namespace as the exit program filters by it: the inode number of
+/// /proc/self/ns/pid (the namespace's `ns.inum`; the magic link names the caller's own
+/// namespace whichever procfs is mounted at /proc). The program searches a pid's levels for
+/// it: the level is not read from /proc/self/status, whose NSpid is relative to the mounted
+/// procfs's namespace (docs/bpf.md, "Pid namespaces").
+pub fn reader_pid_ns_inum() -> Result<u32, Error> {
     use std::os::unix::fs::MetadataExt;
 
-    let io = |path: &str| {
-        let path = path.to_string();
-        move |source| Error::Io { path, source }
-    };
-    if !crate::states::bpf::proc_is_readers(std::path::Path::new("/proc")) {
-        return Err(Error::BpfUnavailable(
-            "/proc is not this process's pid namespace's: exit records need it to number \
-             processes as ps does"
-                .into(),
-        ));
-    }
-    let inum = std::fs::metadata("/proc/self/ns/pid")
-        .map_err(io("/proc/self/ns/pid"))?
+    let ino = std::fs::metadata("/proc/self/ns/pid")
+        .map_err(|source| Error::Io {
+            path: "/proc/self/ns/pid".into(),
+            source,
+        })?
         .ino();
-    let status = std::fs::read_to_string("/proc/self/status").map_err(io("/proc/self/status"))?;
-    let level = status
-        .lines()
-        .find_map(|l| l.strip_prefix("NSpid:"))
-        .map(|l| l.split_whitespace().count().saturating_sub(1))
-        .ok_or_else(|| Error::Unsupported("/proc/self/status has no NSpid line".into()))?;
-    Ok((level as u32, inum as u32))
+    // ns inode numbers come from the proc inode allocator (proc_alloc_inum(): an unsigned
+    // int), so they fit.
+    u32::try_from(ino)
+        .map_err(|_| Error::Unsupported(format!("pid namespace inode {ino} is not 32-bit")))
 }
 
 /// The group's CPU time split into user and system ns as the kernel splits it for

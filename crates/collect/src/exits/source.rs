@@ -10,7 +10,7 @@ use std::rc::Rc;
 use tasksnap_bpf::skel::exits as skel;
 use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
 
-use crate::exits::{privileged, reader_pid_ns, split_cputime};
+use crate::exits::{privileged, reader_pid_ns_inum, split_cputime};
 use crate::Error;
 
 /// `EX_F_*` of exits.h (the skeleton generates types, not macros).
@@ -103,12 +103,11 @@ impl Exits {
     pub fn load() -> Result<Exits, Error> {
         privileged()?;
         let start = monotonic_ns();
-        let (level, inum) = reader_pid_ns()?;
+        let inum = reader_pid_ns_inum()?;
         let skel = tasksnap_bpf::loader::open_and_load(
             skel::ExitsSkelBuilder::default(),
             |open| {
                 if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
-                    ro.reader_level = level;
                     ro.reader_ns_inum = inum;
                 }
             },
