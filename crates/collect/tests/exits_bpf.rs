@@ -2,7 +2,9 @@
 //! ~50 ms of CPU and exits 3, one killed by SIGKILL, one with three threads burning CPU
 //! together. Each must appear once (not once per thread), with its exit code or signal, its
 //! comm and command line, and the CPU its parent's wait4 rusage says (within 10%). Root
-//! only; CI runs it with TASKSNAP_REQUIRE_PRIVILEGED=1, where a skip is a failure.
+//! only; CI runs it with TASKSNAP_REQUIRE_PRIVILEGED=1, where a skip is a failure. And a
+//! ring buffer of one page, not drained while 30 children exit: what it could not take is
+//! counted.
 //!
 //! The children are this test binary run again with TASKSNAP_EXITS_CHILD set: the test
 //! `child_role` then plays the role and exits; without it, it does nothing. Only what the
@@ -60,6 +62,10 @@ fn child_role() {
         "sleep" => {
             set_comm("ex-sleep");
             std::thread::sleep(Duration::from_secs(60));
+            // SAFETY: as above.
+            unsafe { libc::_exit(0) };
+        }
+        "true" => {
             // SAFETY: as above.
             unsafe { libc::_exit(0) };
         }
@@ -223,4 +229,38 @@ fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     assert_eq!(e.comm, b"ex-threads");
     assert!(truth_ns >= 200_000_000, "the group ran {truth_ns} ns");
     within_10_percent("three threads", e.cpu_ns, truth_ns);
+}
+
+#[test]
+fn exits_a_full_buffer_cannot_take_are_counted() {
+    if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
+        return;
+    }
+    // One page: five records. Nothing is drained while 30 children exit, so most of their
+    // records are dropped; every one of them is either drained later or counted (the count
+    // also takes other processes' exits on a busy host: it can only be larger).
+    let mut exits = tasksnap_collect::exits::Exits::load(tasksnap_collect::exits::Options {
+        ring_buffer_bytes: 4096,
+    })
+    .expect("load the exit program");
+    let pids: Vec<i32> = (0..30)
+        .map(|_| {
+            let child = spawn("true");
+            let pid = child.id() as i32;
+            wait4(child);
+            pid
+        })
+        .collect();
+    let batch = exits.drain().expect("drain");
+    let ours = batch
+        .exits
+        .iter()
+        .filter(|e| pids.contains(&e.id.tgid))
+        .count();
+    assert!(ours <= 5, "{ours} records fit in one page");
+    assert!(
+        ours as u64 + batch.dropped >= 30,
+        "{ours} drained + {} dropped < 30 exited",
+        batch.dropped
+    );
 }

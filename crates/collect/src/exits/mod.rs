@@ -14,6 +14,23 @@ pub use crate::exits_bpf::Exits;
 
 use crate::Error;
 
+/// Settings of the exit source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// The ring buffer's size, bytes: a power of two, at least a page (the kernel's rule for
+    /// BPF ring buffers). A record is 712 bytes: the default 4 MiB holds ~5,800 exits between
+    /// two drains.
+    pub ring_buffer_bytes: u32,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            ring_buffer_bytes: 1 << 22,
+        }
+    }
+}
+
 /// Whether the caller may load the exit program: root only ([`tasksnap_bpf::privileged`]).
 pub fn privileged() -> Result<(), Error> {
     tasksnap_bpf::privileged(

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use tasksnap_bpf::skel::exits as skel;
 use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
 
-use crate::exits::{privileged, reader_pid_ns_inum, split_cputime};
+use crate::exits::{privileged, reader_pid_ns_inum, split_cputime, Options};
 use crate::Error;
 
 /// `EX_F_*` of exits.h (the skeleton generates types, not macros).
@@ -100,7 +100,7 @@ fn exit_of(r: &skel::types::ex_rec, page_size_bytes: u64) -> Exit {
 impl Exits {
     /// Loads and attaches the exit program, or says why it cannot be (not root, a kernel
     /// without the tracepoint's `group_dead` argument, Linux 6.16, ...).
-    pub fn load() -> Result<Exits, Error> {
+    pub fn load(opts: Options) -> Result<Exits, Error> {
         privileged()?;
         let start = monotonic_ns();
         let inum = reader_pid_ns_inum()?;
@@ -110,6 +110,8 @@ impl Exits {
                 if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
                     ro.reader_ns_inum = inum;
                 }
+                // A bad size is refused by the load below, with the kernel's reason.
+                let _ = open.maps.exit_records.set_max_entries(opts.ring_buffer_bytes);
             },
             |e| {
                 format!(

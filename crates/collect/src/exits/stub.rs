@@ -13,7 +13,7 @@ pub struct Exits {
 
 impl Exits {
     /// Says why the exit records cannot be loaded: not root, or not built.
-    pub fn load() -> Result<Exits, Error> {
+    pub fn load(_opts: crate::exits::Options) -> Result<Exits, Error> {
         crate::exits::privileged()?;
         let why = match tasksnap_bpf::built("BPF exit records") {
             Err(why) => why.to_string(),

@@ -297,7 +297,7 @@ impl Host {
                 self.opts.proc_root.display()
             )));
         }
-        crate::exits::Exits::load()
+        crate::exits::Exits::load(crate::exits::Options::default())
     }
 
     /// Opens the sources of whole readings (`record`, `serve`): a live task source, thread
