@@ -80,12 +80,15 @@ struct {
 static __always_inline __u32 nr_in_reader_ns(struct pid *pid)
 {
 	struct upid u = {};
-	__u32 level, i;
+	__u32 level;
+	int i;
 
 	if (!pid)
 		return 0;
 	level = BPF_CORE_READ(pid, level);
-	for (i = 0; i < MAX_PID_NS_LEVEL; i++) {
+	/* bpf_for (open-coded iterators, Linux 6.4): the verifier checks the body once
+	 * its state converges, not once per iteration as for a plain bounded loop. */
+	bpf_for(i, 0, MAX_PID_NS_LEVEL) {
 		if (i > level)
 			break;
 		if (bpf_core_read(&u, sizeof(u), &pid->numbers[i]))
@@ -152,7 +155,8 @@ int BPF_PROG(on_group_exit, struct task_struct *p, bool group_dead)
 	struct sums s = {};
 	struct ex_rec *r;
 	__u64 hiwater, rss, len, off;
-	__u32 tgid, zero = 0, i;
+	__u32 tgid, zero = 0;
+	int i;
 	__u64 *drops;
 
 	if (!group_dead)
@@ -209,7 +213,7 @@ int BPF_PROG(on_group_exit, struct task_struct *p, bool group_dead)
 	head = &sig->thread_head;
 	pos = BPF_CORE_READ(head, next);
 	r->threads_summed = 0;
-	for (i = 0; i < EX_THREADS_MAX; i++) {
+	bpf_for(i, 0, EX_THREADS_MAX) {
 		if (!pos || pos == head)
 			break;
 		t = (void *)pos - bpf_core_field_offset(struct task_struct, thread_node);
