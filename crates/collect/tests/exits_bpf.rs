@@ -22,13 +22,7 @@ const ROLE: &str = "TASKSNAP_EXITS_CHILD";
 
 /// The process's own CPU time, ns.
 fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// Names the process (its main thread: the harness runs this role on another thread, and
@@ -241,6 +235,7 @@ fn exits_a_full_buffer_cannot_take_are_counted() {
     // also takes other processes' exits on a busy host: it can only be larger).
     let mut exits = tasksnap_collect::exits::Exits::load(tasksnap_collect::exits::Options {
         ring_buffer_bytes: 4096,
+        ..tasksnap_collect::exits::Options::default()
     })
     .expect("load the exit program");
     let pids: Vec<i32> = (0..30)

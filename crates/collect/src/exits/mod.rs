@@ -21,12 +21,16 @@ pub struct Options {
     /// BPF ring buffers). A record is 712 bytes: the default 4 MiB holds ~5,800 exits between
     /// two drains.
     pub ring_buffer_bytes: u32,
+    /// The page size, bytes: the unit of the kernel's peak RSS (`signal->maxrss`); the
+    /// host's ([`crate::Units::page_size_bytes`]).
+    pub page_size_bytes: u64,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             ring_buffer_bytes: 1 << 22,
+            page_size_bytes: crate::host::page_size_bytes(),
         }
     }
 }

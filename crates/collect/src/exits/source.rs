@@ -126,7 +126,7 @@ impl Exits {
             .on_group_exit
             .attach()
             .map_err(|e| Error::BpfUnavailable(format!("cannot attach sched_process_exit: {e}")))?;
-        let page_size_bytes = tasksnap_procfs::sys::sysconf(libc::_SC_PAGESIZE, 4096).max(1);
+        let page_size_bytes = opts.page_size_bytes.max(1);
         let arrived = Rc::new(RefCell::new(Vec::new()));
         let sink = arrived.clone();
         let mut rb = libbpf_rs::RingBufferBuilder::new();
@@ -196,11 +196,5 @@ impl Exits {
 }
 
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC)
 }

@@ -107,10 +107,8 @@ impl Host {
     /// The machine `opts` describes, with its units read; no source is open yet.
     pub fn open(opts: HostOptions) -> Host {
         let units = Units {
-            clock_ticks_per_s: tasksnap_procfs::sys::sysconf(libc::_SC_CLK_TCK, 100).max(1),
-            page_size_bytes: opts
-                .page_size_bytes
-                .unwrap_or_else(|| tasksnap_procfs::sys::sysconf(libc::_SC_PAGESIZE, 4096).max(1)),
+            clock_ticks_per_s: clock_ticks_per_s(),
+            page_size_bytes: opts.page_size_bytes.unwrap_or_else(page_size_bytes),
             boot_time_unix_s: system::read_proc_stat(&opts.proc_root)
                 .and_then(|s| tasksnap_procfs::parse::parse_btime(&s).ok())
                 .unwrap_or(0),
@@ -297,7 +295,10 @@ impl Host {
                 self.opts.proc_root.display()
             )));
         }
-        crate::exits::Exits::load(crate::exits::Options::default())
+        crate::exits::Exits::load(crate::exits::Options {
+            page_size_bytes: self.units.page_size_bytes,
+            ..crate::exits::Options::default()
+        })
     }
 
     /// Opens the sources of whole readings (`record`, `serve`): a live task source, thread

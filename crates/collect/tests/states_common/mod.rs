@@ -246,9 +246,7 @@ pub fn steal_ns() -> u64 {
         .and_then(|l| l.split_whitespace().nth(8))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    // SAFETY: sysconf has no side effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    ticks * (1_000_000_000 / hz)
+    ticks * (1_000_000_000 / tasksnap_collect::host::clock_ticks_per_s())
 }
 
 /// What [`measure_with_oracle`] returns: the interval, schedstat's (run, delay) deltas per

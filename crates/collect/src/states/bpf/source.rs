@@ -79,13 +79,7 @@ impl std::fmt::Debug for BpfSource {
 }
 
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// ns per clock tick (USER_HZ), the unit of /proc's start times.
