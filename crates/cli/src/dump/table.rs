@@ -889,7 +889,7 @@ fn task_value(
             .and_then(|t| t.cmdline.as_deref())
             .map_or(Value::Null, |c| exact(&args_line(c))),
         Field::CpuSeconds => task
-            .and_then(|t| fields::known("cpu_ns").value(t))
+            .and_then(|t| fields::CPU_NS.value(t))
             .and_then(|v| v.as_u64())
             .map_or(Value::Null, secs),
         Field::StartTime => match task {

@@ -1,7 +1,7 @@
 //! Where a [`Host`](super::Host)(super::Host) reads ([`HostOptions`]: the /proc root and the trees beside
 //! it, a fake tree from the environment) and the units it fetches once ([`Units`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::choice;
 use crate::procfs::Units as ProcfsUnits;
@@ -60,14 +60,21 @@ impl HostOptions {
     /// user read files through a tasksnap running with more privilege than theirs: a setuid
     /// or file-capability binary runs in secure-execution mode (`AT_SECURE`, what glibc's
     /// `secure_getenv` checks), and then both variables are ignored.
+    ///
+    /// Root is the other case: a root `record`, `serve` or Python that inherited the variable
+    /// (`sudo -E`, a unit's `Environment=`) would read, store or serve whatever a user's tree
+    /// links to (a "cmdline" linking to /etc/shadow). As root the tree is taken only when
+    /// root could have made it alone: a directory of root's that nobody else may write,
+    /// below directories only root may change ([`tasksnap_safefile::Dir::open_private`]);
+    /// otherwise the variable is ignored and the host is the running kernel's.
     pub fn from_env() -> HostOptions {
         if secure_execution() {
             return HostOptions::default();
         }
-        HostOptions::from_values(
-            std::env::var_os(PROC_ROOT_ENV).as_deref(),
-            std::env::var_os(PAGE_SIZE_ENV).as_deref(),
-        )
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let as_root = unsafe { libc::geteuid() } == 0;
+        let root = std::env::var_os(PROC_ROOT_ENV).filter(|r| !as_root || root_made_it(r));
+        HostOptions::from_values(root.as_deref(), std::env::var_os(PAGE_SIZE_ENV).as_deref())
     }
 
     /// [`HostOptions::from_env`] given the variables' values: an empty root is none; a page
@@ -99,6 +106,13 @@ impl HostOptions {
 }
 
 /// Whether the process runs in secure-execution mode (setuid, setgid or file capabilities).
+/// Whether root alone could have made the tree at `root` (see [`HostOptions::from_env`]):
+/// root's, written by nobody else, below directories only root may change. An empty value
+/// names no tree and passes.
+pub fn root_made_it(root: &std::ffi::OsStr) -> bool {
+    root.is_empty() || tasksnap_safefile::Dir::open_private(Path::new(root)).is_ok()
+}
+
 fn secure_execution() -> bool {
     // SAFETY: getauxval reads the process's auxiliary vector; it has no preconditions.
     unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
