@@ -80,13 +80,13 @@ pub fn task_count(proc_root: &std::path::Path) -> Option<u64> {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The procfs root could not be opened or listed.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {error}")]
     Root {
         /// The root directory.
         path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why: in the message, not a `source()` as well, so that a caller printing the
+        /// error with its chain (anyhow's `{:#}`) does not say it twice.
+        error: std::io::Error,
     },
     /// A system facility the collector needs is missing.
     #[error("{0}")]
@@ -112,12 +112,12 @@ pub enum Error {
     #[error("BPF: {0}")]
     Bpf(String),
     /// A file a thread-state source must read is not readable (e.g. the /proc root itself).
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: String,
         /// Why.
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 

@@ -98,7 +98,7 @@ impl BpfCollector {
             } else {
                 Error::Root {
                     path: "bpf task iterator".into(),
-                    source,
+                    error: source,
                 }
             }
         };

@@ -55,7 +55,7 @@ pub fn reader_pid_ns_inum() -> Result<u32, Error> {
     let ino = std::fs::metadata("/proc/self/ns/pid")
         .map_err(|source| Error::Io {
             path: "/proc/self/ns/pid".into(),
-            source,
+            error: source,
         })?
         .ino();
     // ns inode numbers come from the proc inode allocator (proc_alloc_inum(): an unsigned

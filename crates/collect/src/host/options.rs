@@ -67,13 +67,34 @@ impl HostOptions {
     /// root could have made it alone: a directory of root's that nobody else may write,
     /// below directories only root may change ([`tasksnap_safefile::Dir::open_private`]);
     /// otherwise the variable is ignored and the host is the running kernel's.
+    ///
+    /// The environment is read once per process (every later call gets the same answer, and
+    /// a refusal is said once).
     pub fn from_env() -> HostOptions {
+        static READ: std::sync::OnceLock<HostOptions> = std::sync::OnceLock::new();
+        READ.get_or_init(HostOptions::read_env).clone()
+    }
+
+    fn read_env() -> HostOptions {
         if secure_execution() {
             return HostOptions::default();
         }
         // SAFETY: geteuid has no preconditions and cannot fail.
         let as_root = unsafe { libc::geteuid() } == 0;
-        let root = std::env::var_os(PROC_ROOT_ENV).filter(|r| !as_root || root_made_it(r));
+        let root = std::env::var_os(PROC_ROOT_ENV).filter(|r| {
+            let taken = !as_root || root_made_it(r);
+            if !taken {
+                // Said here, the one place the variable is read: a run that silently showed
+                // the real host instead of the tree asked for would mislead.
+                eprintln!(
+                    "tasksnap: {PROC_ROOT_ENV}={} ignored: as root, a fake tree must be a \
+                     directory of root's that nobody else may write (the running kernel's \
+                     /proc is read instead)",
+                    Path::new(r).display()
+                );
+            }
+            taken
+        });
         HostOptions::from_values(root.as_deref(), std::env::var_os(PAGE_SIZE_ENV).as_deref())
     }
 
@@ -108,9 +129,13 @@ impl HostOptions {
 /// Whether the process runs in secure-execution mode (setuid, setgid or file capabilities).
 /// Whether root alone could have made the tree at `root` (see [`HostOptions::from_env`]):
 /// root's, written by nobody else, below directories only root may change. An empty value
-/// names no tree and passes.
+/// names no tree and passes; so does a path where nothing is (reading it fails, plainly).
 pub fn root_made_it(root: &std::ffi::OsStr) -> bool {
-    root.is_empty() || tasksnap_safefile::Dir::open_private(Path::new(root)).is_ok()
+    let path = Path::new(root);
+    // A missing tree holds nothing to follow: it is kept, and reading it says it is missing.
+    root.is_empty()
+        || std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        || tasksnap_safefile::Dir::open_private(path).is_ok()
 }
 
 fn secure_execution() -> bool {

@@ -280,7 +280,7 @@ fn root_error(root: &Path, source: std::io::Error) -> Error {
     }
     Error::Root {
         path: root.display().to_string(),
-        source,
+        error: source,
     }
 }
 

@@ -177,7 +177,7 @@ fn run_reader(
             } else {
                 Error::Root {
                     path: root.display().to_string(),
-                    source: e,
+                    error: e,
                 }
             };
             return fail(&slot, &done, id, e);

@@ -249,7 +249,7 @@ impl ProcfsSource {
     pub fn new(opts: Options) -> Result<ProcfsSource, Error> {
         std::fs::read_dir(&opts.proc_root).map_err(|source| Error::Io {
             path: opts.proc_root.display().to_string(),
-            source,
+            error: source,
         })?;
         let fd_budget = raise_nofile(opts.fds_left);
         let tick_ns = 1_000_000_000 / crate::host::clock_ticks_per_s();
@@ -280,7 +280,7 @@ impl ProcfsSource {
                 .spawn(move || sampler(&shared, &stop, period, &root, track_sleep))
                 .map_err(|source| Error::Io {
                     path: "sampler thread".into(),
-                    source,
+                    error: source,
                 })?,
         );
         Ok(src)

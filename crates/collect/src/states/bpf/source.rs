@@ -284,7 +284,7 @@ impl BpfSource {
             iter.read_to_end(&mut self.buf)
                 .map_err(|source| Error::Io {
                     path: "bpf task iterator".into(),
-                    source,
+                    error: source,
                 })?;
         }
         Ok(self.buf.len() / std::mem::size_of::<skel::types::st_rec>())
