@@ -148,6 +148,7 @@ fn run(args: &Args) -> ExitCode {
     let opened = host.open_readings(ReadingOptions {
         backend: args.backend,
         track_sleep: args.why_sleep,
+        exits: true,
         ..ReadingOptions::default()
     });
     let mut sampler = match opened {
@@ -176,6 +177,9 @@ fn run(args: &Args) -> ExitCode {
             states.map(|b| b.name()).unwrap_or("off"),
             why
         );
+        if let Some(why) = sampler.exits_missing() {
+            warn!("tasksnap record: processes that exit between samples are not recorded: {why}");
+        }
     }
     let mut tally = Tally::default();
     let start = Instant::now();

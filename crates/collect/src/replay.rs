@@ -150,6 +150,9 @@ mod tests {
             },
             states: None,
             system: SystemFigures::default(),
+            exits: Vec::new(),
+            exits_dropped: 0,
+            exits_missing: None,
         };
         let mut c = ReplayCollector::new(reading, String::new(), std::path::Path::new("/proc"));
         let ask = |login| {

@@ -15,6 +15,10 @@
 //!   take 50,000 targets' mmap locks. A thread carries its process's: `/proc/PID/cgroup`
 //!   of a thread differs only in cgroup v2's threaded mode, which the sampler does not see.
 //! - Thread-state totals come from a [`StateSource`] seeded over every thread at open.
+//! - Exited processes come from the exit source ([`crate::exits`]) when it was asked for and
+//!   loads: each reading drains what arrived since the previous one, before the tasks are
+//!   read, so a process that dies during the walk is a live row of this reading and an exit
+//!   of the next. Without the source the reading's `exits_missing` says why.
 
 use std::path::PathBuf;
 
@@ -41,6 +45,9 @@ pub struct Options {
     /// Descriptors the /proc thread-state source leaves for everything else (see
     /// [`crate::states::procfs::Options::fds_left`]): an exporter's connections need them.
     pub states_fds_left: usize,
+    /// Load the exit records ([`crate::exits`]): root with BPF only; without them each
+    /// reading says why in `exits_missing`.
+    pub exits: bool,
 }
 
 impl Default for Options {
@@ -52,6 +59,7 @@ impl Default for Options {
             proc_root: PathBuf::from("/proc"),
             exe: false,
             states_fds_left: crate::states::procfs::Options::default().fds_left,
+            exits: false,
         }
     }
 }
@@ -75,6 +83,8 @@ pub struct Sampler {
     states: Option<Box<dyn StateSource>>,
     states_backend: Option<Backend>,
     states_why: String,
+    /// The exit source, or why there is none.
+    exits: Result<crate::exits::Exits, String>,
     query: Query,
     /// The last reading, updated in place: its tasks in (tgid, tid) order.
     reading: Reading,
@@ -99,11 +109,19 @@ impl Sampler {
     /// only when even the /proc one fails; its reason is in [`Sampler::states_report`].
     pub fn open(opts: Options) -> Result<Sampler, Error> {
         let units = crate::procfs::ProcfsCollector::with_root(&opts.proc_root)?.units();
-        Sampler::open_with(opts, units)
+        let exits = opts
+            .exits
+            .then(|| crate::exits::Exits::load(crate::exits::Options::default()));
+        Sampler::open_with(opts, units, exits)
     }
 
-    /// [`Sampler::open`] with the host's unit conversions (what [`crate::Host`] opens).
-    pub(crate) fn open_with(opts: Options, units: crate::procfs::Units) -> Result<Sampler, Error> {
+    /// [`Sampler::open`] with the host's unit conversions and the exit source it loaded
+    /// (`None` when not asked for): what [`crate::Host`] opens.
+    pub(crate) fn open_with(
+        opts: Options,
+        units: crate::procfs::Units,
+        exits: Option<Result<crate::exits::Exits, Error>>,
+    ) -> Result<Sampler, Error> {
         let mut live = choice::open_live(opts.backend, &opts.proc_root, units)?;
         let groups = sample_groups();
         live.prepare(&groups);
@@ -123,11 +141,17 @@ impl Sampler {
         } else {
             (None, None, "not asked for".into())
         };
+        let exits = match exits {
+            None => Err("exit records not asked for".to_string()),
+            Some(Ok(e)) => Ok(e),
+            Some(Err(e)) => Err(e.to_string()),
+        };
         Ok(Sampler {
             live,
             states,
             states_backend,
             states_why,
+            exits,
             query: Query {
                 leader_as_process: true,
                 ..Query::new(Selector::AllThreads, groups)
@@ -143,6 +167,9 @@ impl Sampler {
                 },
                 states: None,
                 system: Default::default(),
+                exits: Vec::new(),
+                exits_dropped: 0,
+                exits_missing: None,
             },
             unnamed: ThreadMap::default(),
             opts,
@@ -159,6 +186,11 @@ impl Sampler {
     /// when not asked for), and why that one.
     pub fn states_report(&self) -> (Option<Backend>, &str) {
         (self.states_backend, &self.states_why)
+    }
+
+    /// Why there are no exit records (`None` when the exit source runs).
+    pub fn exits_missing(&self) -> Option<&str> {
+        self.exits.as_ref().err().map(String::as_str)
     }
 
     /// Where the last [`Sampler::read`]'s time went, phase by phase.
@@ -178,6 +210,24 @@ impl Sampler {
     /// next call updates them.
     pub fn read_mut(&mut self) -> Result<&mut Reading, Error> {
         let t0 = std::time::Instant::now();
+        // Exits first: a process that exits after this drain is either a live row of this
+        // reading (read before it died) or missing from it, and an exit of the next.
+        match &mut self.exits {
+            Ok(source) => {
+                let batch = source.drain()?;
+                self.reading.exits = batch.exits;
+                self.reading.exits_dropped = batch.dropped;
+                self.reading.exits_missing = None;
+            }
+            Err(why) => {
+                self.reading.exits.clear();
+                self.reading.exits_dropped = 0;
+                if self.reading.exits_missing.as_deref() != Some(why.as_str()) {
+                    self.reading.exits_missing = Some(why.clone());
+                }
+            }
+        }
+        let t_exits = std::time::Instant::now();
         let taken_at_unix_ns = crate::sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = crate::sys::clock_ns(libc::CLOCK_BOOTTIME);
         let mut fresh: Vec<Task> = Vec::new();
@@ -224,7 +274,8 @@ impl Sampler {
         self.reading.system = system::figures(&self.opts.proc_root);
         let t4 = std::time::Instant::now();
         self.phases = vec![
-            ("tasks", t1 - t0),
+            ("exits", t_exits - t0),
+            ("tasks", t1 - t_exits),
             ("states", t2 - t1),
             ("names", t3 - t2),
             ("system", t4 - t3),

@@ -259,3 +259,67 @@ fn exits_a_full_buffer_cannot_take_are_counted() {
         batch.dropped
     );
 }
+
+#[test]
+fn a_reading_carries_the_processes_that_exited_since_the_previous_one() {
+    if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
+        return;
+    }
+    let host = Host::open(HostOptions::default());
+    let mut readings = host
+        .open_readings(tasksnap_collect::host::ReadingOptions {
+            states: false,
+            exits: true,
+            ..Default::default()
+        })
+        .expect("open the readings");
+    assert_eq!(readings.exits_missing(), None);
+    readings.read_mut().expect("first reading");
+    let child = spawn("cpu3");
+    let pid = child.id() as i32;
+    let (status, _) = wait4(child);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    let ours = |r: &tasksnap_model::Reading| -> Vec<Exit> {
+        r.exits
+            .iter()
+            .filter(|e| e.id.tgid == pid && e.ppid == me)
+            .cloned()
+            .collect()
+    };
+    // The record may take a moment to reach the ring buffer after wait4 returns.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut found = Vec::new();
+    while found.is_empty() && Instant::now() < deadline {
+        let r = readings.read_mut().expect("reading");
+        assert_eq!(r.exits_missing, None);
+        found = ours(r);
+        if found.is_empty() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    assert_eq!(found.len(), 1, "one exit for pid {pid}: {found:#?}");
+    assert_eq!(found[0].reason(), ExitReason::Code(3));
+    assert_eq!(found[0].comm, b"ex-cpu3");
+    // Once: the next reading has only what exited since.
+    let r = readings.read_mut().expect("reading");
+    assert!(ours(r).is_empty(), "{:#?}", ours(r));
+}
+
+#[test]
+fn a_reading_without_the_exit_source_says_why() {
+    let host = Host::open(HostOptions::default());
+    let mut readings = host
+        .open_readings(tasksnap_collect::host::ReadingOptions {
+            states: false,
+            ..Default::default()
+        })
+        .expect("open the readings");
+    let r = readings.read_mut().expect("reading");
+    assert!(r.exits.is_empty());
+    assert_eq!(
+        r.exits_missing.as_deref(),
+        Some("exit records not asked for")
+    );
+}

@@ -705,6 +705,9 @@ mod tests {
             },
             states,
             system: Default::default(),
+            exits: Vec::new(),
+            exits_dropped: 0,
+            exits_missing: None,
         }
     }
 

@@ -640,6 +640,9 @@ mod tests {
                 },
                 states: None,
                 system: Default::default(),
+                exits: Vec::new(),
+                exits_dropped: 0,
+                exits_missing: None,
             }
         };
         let mut a = Aggregator::new(Options::default());

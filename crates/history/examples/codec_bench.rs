@@ -165,6 +165,9 @@ fn host(r: &mut Rng, ntasks: usize, per_proc: usize, at: u64) -> Reading {
                 .collect(),
             ..SystemFigures::default()
         },
+        exits: Vec::new(),
+        exits_dropped: 0,
+        exits_missing: None,
     }
 }
 

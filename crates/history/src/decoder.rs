@@ -280,6 +280,9 @@ impl Decoder {
             },
             states,
             system,
+            exits: Vec::new(),
+            exits_dropped: 0,
+            exits_missing: None,
         })
     }
 }

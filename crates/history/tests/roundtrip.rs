@@ -345,6 +345,9 @@ fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
             },
             states,
             system: s,
+            exits: Vec::new(),
+            exits_dropped: 0,
+            exits_missing: None,
         });
     }
     out

@@ -1,10 +1,11 @@
 //! A [`Reading`]: everything tasksnap knows about the host at one moment (its tasks, every
-//! thread's state-time totals, the machine-wide figures). The recorder takes one per
+//! thread's state-time totals, the machine-wide figures) and the processes that exited
+//! since the previous reading. The recorder takes one per
 //! interval and stores it; replay hands the same type back, so that a front end shows the
 //! past through the code it shows the present with.
 
 use crate::states::Sample;
-use crate::{Snapshot, SystemFigures};
+use crate::{Exit, Snapshot, SystemFigures};
 
 /// The host at one moment.
 #[derive(Debug, Clone)]
@@ -16,4 +17,13 @@ pub struct Reading {
     pub states: Option<Sample>,
     /// The machine-wide figures.
     pub system: SystemFigures,
+    /// The processes that exited since the previous reading (one per process, with its final
+    /// figures), in the order the kernel sent them; empty when `exits_missing` says why.
+    pub exits: Vec<Exit>,
+    /// Exit records the kernel dropped since the previous reading (its buffer was full):
+    /// processes that exited and are not in `exits`.
+    pub exits_dropped: u64,
+    /// Why there is no exit source (not root, no BPF, a recording from before exits were
+    /// stored); `None` when one ran, so an empty `exits` means none exited.
+    pub exits_missing: Option<String>,
 }

@@ -357,6 +357,9 @@ mod tests {
             },
             states: Some(s),
             system: Default::default(),
+            exits: Vec::new(),
+            exits_dropped: 0,
+            exits_missing: None,
         }
     }
 

@@ -182,6 +182,9 @@ fn reading(k: u64) -> Reading {
                 full: None,
             }],
         },
+        exits: Vec::new(),
+        exits_dropped: 0,
+        exits_missing: None,
     }
 }
 

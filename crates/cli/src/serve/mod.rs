@@ -277,6 +277,7 @@ impl Collection {
                 backend,
                 exe: opts.grouping.needs_exe(),
                 states_fds_left: budget::STATES_FDS_LEFT,
+                exits: true,
                 ..ReadingOptions::default()
             })
             .map_err(|e| e.to_string())?;

@@ -373,6 +373,9 @@ mod tests {
                 }),
                 ..Default::default()
             },
+            exits: Vec::new(),
+            exits_dropped: 0,
+            exits_missing: None,
         }
     }
 

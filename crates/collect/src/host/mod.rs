@@ -308,7 +308,12 @@ impl Host {
             proc_root: self.opts.proc_root.clone(),
             ..opts
         };
-        Ok(Readings(Sampler::open_with(opts, self.units.procfs())?))
+        let exits = opts.exits.then(|| self.open_exits());
+        Ok(Readings(Sampler::open_with(
+            opts,
+            self.units.procfs(),
+            exits,
+        )?))
     }
 
     /// Every source this front end needs is open and prepared: the capabilities only loading

@@ -87,6 +87,11 @@ impl Readings {
         self.0.states_report()
     }
 
+    /// Why there are no exit records (`None` when the exit source runs).
+    pub fn exits_missing(&self) -> Option<&str> {
+        self.0.exits_missing()
+    }
+
     /// Where the last reading's time went, phase by phase.
     pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
         self.0.phases()

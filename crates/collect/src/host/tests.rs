@@ -158,6 +158,9 @@ fn a_recording_answers_as_the_host_did() {
         },
         states: None,
         system: SystemFigures::default(),
+        exits: Vec::new(),
+        exits_dropped: 0,
+        exits_missing: None,
     };
     reading.system.memory = Some(Memory {
         total_kib: 1234,

@@ -34,5 +34,8 @@ pub fn reading_at(t_s: u64, tasks: Vec<Task>) -> Reading {
         },
         states: None,
         system: Default::default(),
+        exits: Vec::new(),
+        exits_dropped: 0,
+        exits_missing: None,
     }
 }
