@@ -5,6 +5,7 @@ use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
 use tasksnap_model::{Reading, Snapshot, SystemFigures, Task, TaskId};
 
 use crate::encoder::META;
+use crate::exits::{get_exits, EXITS};
 use crate::meta::{get_backend, get_mode, get_reasons, get_stats, get_system, Reasons};
 use crate::names::{self, Names};
 use crate::tasks::{get_id, get_task, TASK_ID_COLS, T_GONE, T_KEY_IDX, T_TGID};
@@ -224,6 +225,8 @@ impl Decoder {
             _ => return Err(HistoryError::Corrupt("unknown states tag")),
         };
 
+        let (exits, exits_dropped, exits_missing) = get_exits(c.c(EXITS))?;
+
         // Tasks: a key's rows, or the base merged with the delta's.
         let mut tasks = match base {
             None => {
@@ -280,9 +283,9 @@ impl Decoder {
             },
             states,
             system,
-            exits: Vec::new(),
-            exits_dropped: 0,
-            exits_missing: None,
+            exits,
+            exits_dropped,
+            exits_missing,
         })
     }
 }

@@ -4,6 +4,7 @@
 use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
 use tasksnap_model::{Cgroup, Reading, SystemFigures, Task, TaskId};
 
+use crate::exits::{put_exits, EXITS};
 use crate::meta::{put_backend, put_mode, put_reasons, put_stats, put_system, Reasons};
 use crate::names::{self, Names};
 use crate::tasks::{put_id, put_task, same_row, TASK_ID_COLS, T_GONE, T_KEY_IDX};
@@ -13,8 +14,8 @@ use crate::wire::{put_bytes, put_header, put_key_idx, put_u, Cols, FrameType};
 /// Samples from one key to the next by default.
 pub const DEFAULT_KEY_EVERY: u32 = 60;
 
-/// Column count of a sample frame (META, the task columns, the thread columns).
-pub(crate) const SAMPLE_COLS: usize = 33;
+/// Column count of a sample frame (META, the task columns, the thread columns, the exits).
+pub(crate) const SAMPLE_COLS: usize = 34;
 /// The sample frame's sequential column.
 pub(crate) const META: usize = 0;
 
@@ -224,6 +225,7 @@ impl Encoder {
                 }
             }
         }
+        put_exits(c.c(EXITS), r);
         c.finish(&mut out);
         self.cols = c;
         let taken_at = r.snapshot.taken_at_unix_ns;
@@ -384,6 +386,7 @@ impl Encoder {
                 put_gone(c.c(H_GONE), &tgone);
             }
         }
+        put_exits(c.c(EXITS), r);
         c.finish(&mut out);
         let names = (!new_names.is_empty()).then(|| {
             let entries: Vec<_> = new_names

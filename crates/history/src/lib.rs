@@ -23,6 +23,10 @@
 //!   since the key gave (new tasks, or an exec that changed them), so each is stored once per
 //!   task identity per key interval. A thread whose values equal the entry before it (its
 //!   process's, usually) is written as "same as before".
+//! * Each sample frame (key or delta) holds the processes that exited since the previous
+//!   reading, whole, in a column of its own (format minor 1): they belong to that sample and
+//!   are never carried from a key. A store written before has no such column; its samples
+//!   decode with no exits and `exits_missing` set to [`EXITS_NOT_RECORDED`].
 //! * Every payload starts with a header: magic `TH`, format major and minor (`u16` LE each),
 //!   and the frame type. A newer major is refused with [`HistoryError::NewerFormat`]; data a
 //!   newer minor appends (columns, trailing fields) is ignored.
@@ -40,6 +44,7 @@
 
 mod decoder;
 mod encoder;
+mod exits;
 mod meta;
 mod names;
 mod recorder;
@@ -50,6 +55,7 @@ mod wire;
 
 pub use decoder::Decoder;
 pub use encoder::{Encoded, Encoder, DEFAULT_KEY_EVERY};
+pub use exits::EXITS_NOT_RECORDED;
 pub use recorder::{Appended, Recorder};
 pub use replay::{rfc3339, History, Readings, ReplayError};
 pub use threads::{extend as extend_thread, same_thread};

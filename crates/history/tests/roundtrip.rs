@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use tasksnap_history::{
-    extend_thread, same_thread, Decoder, Encoded, Encoder, HistoryError, FORMAT_MAJOR,
+    extend_thread, same_thread, Decoder, Encoded, Encoder, HistoryError, EXITS_NOT_RECORDED,
+    FORMAT_MAJOR,
 };
 use tasksnap_model::states::{Mode, Sample, State, ThreadTotals};
 use tasksnap_model::{
-    Backend, Base, Comm, CpuTicks, Cred, Io, LoadAverages, Mem, Memory, Pressure, PressureLine,
-    Reading, Sched, Snapshot, SnapshotStats, Stat, StatCounters, SystemFigures, Task, TaskId,
-    TaskState,
+    Backend, Base, CmdlineMissing, Comm, CpuTicks, Cred, Exit, Io, LoadAverages, Mem, Memory,
+    Pressure, PressureLine, Reading, Sched, Snapshot, SnapshotStats, Stat, StatCounters,
+    SystemFigures, Task, TaskId, TaskState,
 };
 
 mod common;
@@ -248,6 +249,59 @@ fn system(r: &mut Rng, prev: Option<&SystemFigures>) -> SystemFigures {
 }
 
 /// A sequence of readings of an evolving host.
+/// A process that exited at about `at` ns (boot time), with figures of every size.
+fn new_exit(r: &mut Rng, at: u64) -> Exit {
+    let tgid = r.i32();
+    let start_time_ns = r.below(at.max(1));
+    Exit {
+        id: TaskId {
+            tgid,
+            tid: if r.chance(95) { tgid } else { r.i32() },
+            start_time_ns: if r.chance(95) { start_time_ns } else { r.num() },
+        },
+        ppid: if r.chance(80) {
+            r.below(500) as i32
+        } else {
+            r.i32()
+        },
+        ruid: r.u32(),
+        euid: r.u32(),
+        rgid: r.u32(),
+        egid: r.u32(),
+        comm: r.bytes(15),
+        cmdline: r.bytes(Exit::CMDLINE_MAX_BYTES as u64),
+        cmdline_missing: [
+            None,
+            Some(CmdlineMissing::NoMemory),
+            Some(CmdlineMissing::Unreadable),
+            Some(CmdlineMissing::Cut),
+        ][r.below(4) as usize],
+        start_time_ns,
+        exit_time_ns: at.wrapping_sub(r.below(1_000_000_000)),
+        wait_status: if r.chance(70) {
+            (r.below(256) as u32) << 8
+        } else {
+            r.u32()
+        },
+        utime_ns: r.num(),
+        stime_ns: r.num(),
+        cpu_ns: r.num(),
+        peak_rss_bytes: r.num(),
+        minflt: r.num(),
+        majflt: r.num(),
+        voluntary_ctxt_switches: r.num(),
+        nonvoluntary_ctxt_switches: r.num(),
+        rchar_bytes: r.num(),
+        wchar_bytes: r.num(),
+        read_bytes: r.num(),
+        write_bytes: r.num(),
+        cancelled_write_bytes: r.num(),
+        threads_summed: r.u32(),
+        threads_cut: r.chance(10),
+        kernel_thread: r.chance(10),
+    }
+}
+
 fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
     let mut r = Rng(seed | 1);
     let mut at: u64 = r.below(1 << 40);
@@ -327,6 +381,15 @@ fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
         };
         let s = system(&mut r, sys.as_ref());
         sys = Some(s.clone());
+        // Exits: none, a few, or no exit source at all.
+        let exits_missing = r.chance(15).then(|| r.text(40));
+        let (exits, exits_dropped) = if exits_missing.is_some() {
+            (Vec::new(), 0)
+        } else {
+            let n = if r.chance(30) { 0 } else { r.below(6) };
+            let exits = (0..n).map(|_| new_exit(&mut r, at)).collect();
+            (exits, if r.chance(20) { r.num() } else { 0 })
+        };
         out.push(Reading {
             snapshot: Snapshot {
                 taken_at_unix_ns: at.wrapping_mul(3),
@@ -345,9 +408,9 @@ fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
             },
             states,
             system: s,
-            exits: Vec::new(),
-            exits_dropped: 0,
-            exits_missing: None,
+            exits,
+            exits_dropped,
+            exits_missing,
         });
     }
     out
@@ -373,6 +436,15 @@ fn check(orig: &Reading, got: &Reading, key: Option<&Reading>) -> Result<(), Str
         return Err(format!(
             "system differs: {:?} vs {:?}",
             orig.system, got.system
+        ));
+    }
+    if (&orig.exits, orig.exits_dropped, &orig.exits_missing)
+        != (&got.exits, got.exits_dropped, &got.exits_missing)
+    {
+        return Err(format!(
+            "exits differ: {:?} vs {:?}",
+            (&orig.exits, orig.exits_dropped, &orig.exits_missing),
+            (&got.exits, got.exits_dropped, &got.exits_missing)
         ));
     }
     match (&orig.states, &got.states) {
@@ -645,4 +717,81 @@ fn idle_threads_are_omitted_and_decode_exactly() {
             "{id:?}"
         );
     }
+}
+
+/// Reads a varint at `*i` (test-side, to take a payload apart).
+fn varint(p: &[u8], i: &mut usize) -> u64 {
+    let mut v = 0;
+    for shift in (0..64).step_by(7) {
+        let x = p[*i];
+        *i += 1;
+        v |= u64::from(x & 0x7f) << shift;
+        if x & 0x80 == 0 {
+            break;
+        }
+    }
+    v
+}
+
+/// A sample payload as format minor 0 wrote it: the same header and columns, less the last
+/// (the exits column, minor 1's only addition).
+fn as_minor_0(p: &[u8]) -> Vec<u8> {
+    // Header: magic (2), major (2), minor (2), frame type (1); then the column count and
+    // each column as (length, bytes).
+    let mut i = 7;
+    let n = varint(p, &mut i) as usize;
+    assert!(n < 0x80 && i == 8, "a one-byte column count");
+    let mut out = p[..7].to_vec();
+    out[4..6].copy_from_slice(&0u16.to_le_bytes());
+    out.push((n - 1) as u8);
+    for _ in 0..n - 1 {
+        let start = i;
+        let len = varint(p, &mut i) as usize;
+        i += len;
+        out.extend_from_slice(&p[start..i]);
+    }
+    out
+}
+
+/// A store from before exits were stored (format minor 0, no exits column): its samples,
+/// keys and deltas alike, decode as they did, with no exits and a reason saying so.
+#[test]
+fn a_sample_from_before_exits_decodes_with_none() {
+    let mut rs = readings(5, 4, 12);
+    for r in &mut rs {
+        r.exits_missing = None;
+        r.exits_dropped = 0;
+        r.exits.clear();
+    }
+    rs[1].exits = vec![new_exit(&mut Rng(3), rs[1].snapshot.taken_at_boottime_ns)];
+    let mut enc = Encoder::new(10).adaptive_keys(false);
+    let mut dec = Decoder::new();
+    let mut old_dec = Decoder::new();
+    let mut key = &rs[0];
+    let mut deltas = 0;
+    for r in &rs {
+        let e = enc.encode(r, false);
+        if e.key {
+            key = r;
+        } else {
+            deltas += 1;
+        }
+        if let Some(n) = &e.names {
+            assert!(dec.apply_names(e.key, n).is_ok());
+            assert!(old_dec.apply_names(e.key, n).is_ok());
+        }
+        let got = dec.apply_sample(e.key, &e.sample).expect("minor 1");
+        assert_eq!(check(r, &got, Some(key)), Ok(()));
+        let old = as_minor_0(&e.sample);
+        assert_eq!(&old[4..6], &[0, 0]);
+        let got = old_dec.apply_sample(e.key, &old).expect("minor 0");
+        assert!(got.exits.is_empty());
+        assert_eq!(got.exits_dropped, 0);
+        assert_eq!(got.exits_missing.as_deref(), Some(EXITS_NOT_RECORDED));
+        let mut want = r.clone();
+        want.exits.clear();
+        want.exits_missing = Some(EXITS_NOT_RECORDED.to_string());
+        assert_eq!(check(&want, &got, Some(key)), Ok(()));
+    }
+    assert!(deltas > 0, "deltas are tested too");
 }
