@@ -306,3 +306,71 @@ fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
     let out = tasksnap(&["record", "--dir", d, "--count", "1", "--backend", "procfs"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
 }
+
+/// The rows `dump --what processes --format json` has for `pid`.
+fn dumped_rows_of(dir: &str, pid: u32) -> Vec<serde_json::Value> {
+    let out = tasksnap(&[
+        "dump",
+        "--dir",
+        dir,
+        "--what",
+        "processes",
+        "--format",
+        "json",
+        "--fields",
+        "time,pid,comm,args,cpu_seconds,exit_time,exit_code,exit_signal",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON row"))
+        .filter(|r| r["pid"] == pid)
+        .collect()
+}
+
+#[test]
+fn a_process_that_lived_between_two_samples_is_dumped_once_with_its_exit() {
+    if !root_or_skip("exit records (BPF)") {
+        return;
+    }
+    let (_t, dir) = store_dir();
+    let d = dir.to_str().expect("utf-8 path");
+    let mut rec = Command::new(TASKSNAP)
+        .args(record_args(&dir, "1", Some(4), &["-q"]))
+        .spawn()
+        .expect("start the recorder");
+    wait_until("the first sample", || samples(&dir) >= 1);
+    let first = samples(&dir);
+    wait_until("the next sample", || samples(&dir) > first);
+    // Right after a sample, a second before the next: each lives 300 ms, between the two.
+    let mut coded = Command::new("sh")
+        .args(["-c", "sleep 0.3; exit 3"])
+        .spawn()
+        .expect("spawn sh");
+    let mut killed = Command::new("sh")
+        .args(["-c", "sleep 0.3; kill -9 $$"])
+        .spawn()
+        .expect("spawn sh");
+    assert_eq!(coded.wait().expect("wait").code(), Some(3));
+    assert!(killed.wait().expect("wait").code().is_none());
+    let status = rec.wait().expect("recorder");
+    assert!(status.success(), "record exited {status:?}");
+
+    let rows = dumped_rows_of(d, coded.id());
+    let exits: Vec<_> = rows.iter().filter(|r| !r["exit_time"].is_null()).collect();
+    assert_eq!(exits.len(), 1, "one exit row for the sh: {rows:#?}");
+    let e = exits[0];
+    assert_eq!(e["exit_code"], 3, "{e}");
+    assert!(e["exit_signal"].is_null(), "{e}");
+    assert_eq!(e["comm"], "sh", "{e}");
+    assert_eq!(e["args"], "sh -c sleep 0.3; exit 3", "{e}");
+    assert!(e["cpu_seconds"].as_f64().is_some(), "{e}");
+    // It lived between two samples: no live row.
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+
+    let rows = dumped_rows_of(d, killed.id());
+    let exits: Vec<_> = rows.iter().filter(|r| !r["exit_time"].is_null()).collect();
+    assert_eq!(exits.len(), 1, "one exit row for the killed sh: {rows:#?}");
+    assert_eq!(exits[0]["exit_signal"], 9, "{}", exits[0]);
+    assert!(exits[0]["exit_code"].is_null(), "{}", exits[0]);
+}

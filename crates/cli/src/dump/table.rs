@@ -13,11 +13,17 @@
 //! does not hold (it exited during the interval) still gets a row, with the state-time
 //! columns, `pid`, `tid`, `comm`, `exited` and `time`, the rest null; so no state time is
 //! lost from the sums.
+//!
+//! A process that exited since the previous reading (the reading's `exits`, from the exit
+//! records) gets one row of `processes` in that reading, after the live ones, with its final
+//! figures in the columns live rows use (so summing `cpu_seconds` by `comm` counts it) and
+//! `exit_time`, `exit_code` or `exit_signal` set; the columns an exit record does not carry
+//! (state, memory now, nice, cgroup, ...) are null there. Live rows have those three null.
 
 use std::collections::HashMap;
 
 use tasksnap_model::states::{Sample, State};
-use tasksnap_model::{fields, Reading, Snapshot, Task};
+use tasksnap_model::{fields, Base, Cred, Exit, ExitReason, Io, Reading, Snapshot, Stat, Task};
 use tasksnap_procfs::users::Names;
 use tasksnap_states::interval::{between, Rollup, Row};
 
@@ -124,6 +130,9 @@ enum Field {
     Vmstat(&'static str),
     /// (resource, `some` = false / `full` = true, avg10 = false / total = true)
     Pressure(usize, bool, bool),
+    ExitTime,
+    ExitCode,
+    ExitSignal,
 }
 
 /// One column of a table.
@@ -401,6 +410,29 @@ fn task_columns(threads: bool) -> Vec<Column> {
         )
         .metric(&fam("run_delay_seconds"), Counter, 1e-9),
     ]);
+    if !threads {
+        v.extend([
+            col(
+                "exit_time",
+                Time,
+                "when the process exited (UTC), in the first reading after its exit; null \
+                 while alive",
+                Field::ExitTime,
+            ),
+            col(
+                "exit_code",
+                Int,
+                "the code it exited with (0-255); null while alive and when a signal ended it",
+                Field::ExitCode,
+            ),
+            col(
+                "exit_signal",
+                Int,
+                "the signal that ended it; null while alive and when it exited with a code",
+                Field::ExitSignal,
+            ),
+        ]);
+    }
     if threads {
         v.push(col(
             "exited",
@@ -744,6 +776,14 @@ impl Producer {
                     }
                     emit(&row)?;
                 }
+                for e in &reading.exits {
+                    let t = exit_task(e);
+                    row.clear();
+                    for &f in &self.fields {
+                        row.push(exit_value(f, snap, e, &t, &mut self.names));
+                    }
+                    emit(&row)?;
+                }
             }
             What::Threads => {
                 let rows = match (&self.prev, &reading.states) {
@@ -923,6 +963,128 @@ fn task_value(
             .and_then(|r| r.top_reason.as_ref())
             .map_or(Value::Null, |x| secs(x.ns)),
         _ => Value::Null,
+    }
+}
+
+/// The model's fields an exit record holds (see [`exit_task`]): an exited process's row has
+/// these, and null in every other model column.
+const EXIT_MODEL_FIELDS: [&str; 18] = [
+    "ppid",
+    "ruid",
+    "euid",
+    "rgid",
+    "egid",
+    "utime_ns",
+    "stime_ns",
+    "cpu_ns",
+    "minflt",
+    "majflt",
+    "rchar_bytes",
+    "wchar_bytes",
+    "read_bytes",
+    "write_bytes",
+    "cancelled_write_bytes",
+    "voluntary_switches",
+    "involuntary_switches",
+    "start_time_ns",
+];
+
+/// An exited process as a task of the model, so that the columns live rows use read its final
+/// figures the same way. Only the fields of [`EXIT_MODEL_FIELDS`] (and comm, args, user,
+/// start time) mean anything: the rest are zeros that [`exit_value`] shows as null.
+fn exit_task(e: &Exit) -> Task {
+    let mut t = Task::new(e.id);
+    t.base = Some(Base {
+        ppid: e.ppid,
+        comm: e.comm.iter().copied().collect(),
+        kthread: e.kernel_thread,
+        ..Base::default()
+    });
+    t.cred = Some(Cred {
+        ruid: e.ruid,
+        euid: e.euid,
+        rgid: e.rgid,
+        egid: e.egid,
+        // Not in the record: shown as null (not in EXIT_MODEL_FIELDS).
+        suid: 0,
+        fsuid: 0,
+        sgid: 0,
+        fsgid: 0,
+        groups: None,
+        effective_only: false,
+    });
+    t.stat = Some(Stat {
+        utime_ns: e.utime_ns,
+        stime_ns: e.stime_ns,
+        minflt: e.minflt,
+        majflt: e.majflt,
+        start_time_ns: e.start_time_ns,
+        ..Stat::default()
+    });
+    t.io = Some(Box::new(Io {
+        rchar_bytes: e.rchar_bytes,
+        wchar_bytes: e.wchar_bytes,
+        read_bytes: e.read_bytes,
+        write_bytes: e.write_bytes,
+        cancelled_write_bytes: e.cancelled_write_bytes,
+        syscr: 0,
+        syscw: 0,
+    }));
+    t.sched = Some(Box::new(tasksnap_model::Sched {
+        voluntary_switches: Some(e.voluntary_ctxt_switches),
+        involuntary_switches: Some(e.nonvoluntary_ctxt_switches),
+        on_cpu_ns: 0,
+        run_delay_ns: 0,
+        timeslices: 0,
+    }));
+    // An empty command line the record could not read is unknown, not empty.
+    t.cmdline = (!e.cmdline.is_empty() || e.cmdline_missing.is_none()).then(|| e.cmdline.clone());
+    t
+}
+
+/// One cell of an exited process's row (`t` is [`exit_task`]`(e)`).
+fn exit_value(f: Field, snap: &Snapshot, e: &Exit, t: &Task, names: &mut Names) -> Value {
+    let known = match f {
+        Field::Model(m) | Field::ModelText(m) | Field::ModelBytes(m) => {
+            EXIT_MODEL_FIELDS.contains(&m.name)
+        }
+        Field::Time
+        | Field::Pid
+        | Field::User
+        | Field::UserBytes
+        | Field::Comm
+        | Field::CommBytes
+        | Field::Args
+        | Field::ArgsBytes
+        | Field::CpuSeconds
+        | Field::StartTime => true,
+        Field::ExitTime => {
+            return if snap.boot_time_unix_s > 0 {
+                let ns =
+                    u128::from(snap.boot_time_unix_s) * 1_000_000_000 + u128::from(e.exit_time_ns);
+                Value::Time(i64::try_from(ns).unwrap_or(i64::MAX))
+            } else {
+                Value::Null
+            };
+        }
+        Field::ExitCode => {
+            return match e.reason() {
+                ExitReason::Code(c) => Value::Int(c.into()),
+                ExitReason::Signal { .. } => Value::Null,
+            };
+        }
+        Field::ExitSignal => {
+            return match e.reason() {
+                ExitReason::Code(_) => Value::Null,
+                ExitReason::Signal { signal, .. } => Value::Int(signal.into()),
+            };
+        }
+        _ => false,
+    };
+    if known {
+        task_value(f, snap, Some(t), Interval::None, names)
+    } else {
+        Value::Null
     }
 }
 
