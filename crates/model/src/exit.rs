@@ -46,7 +46,7 @@ impl ExitReason {
 }
 
 /// One process that exited, with its final figures (the whole thread group's).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exit {
     /// The process: `tid` is the tgid (the group leader's identity, start time included, as a
     /// live process's main thread has in a snapshot); numbers are the reader's pid namespace's.
@@ -69,7 +69,8 @@ pub struct Exit {
     pub cmdline: Vec<u8>,
     /// Why `cmdline` is empty or short, if it is.
     pub cmdline_missing: Option<CmdlineMissing>,
-    /// Start time, ns since boot (`id.start_time_ns`, repeated for readers of exits alone).
+    /// Start time, ns since boot, to the nanosecond (`id.start_time_ns` is this cut to a whole
+    /// clock tick, as every task identity is, so it compares equal to the live process's).
     pub start_time_ns: u64,
     /// When it exited (its last thread reached the exit tracepoint), ns since boot.
     pub exit_time_ns: u64,

@@ -27,3 +27,15 @@ pub struct Reading {
     /// stored); `None` when one ran, so an empty `exits` means none exited.
     pub exits_missing: Option<String>,
 }
+
+impl Reading {
+    /// The identities of this reading's exits. A process among them can also be a live row
+    /// of the same reading: its exit record left the kernel when its last thread exited, but
+    /// it stays in /proc (state Z) until its parent reaps it, and the walk that followed the
+    /// drain saw it. A front end that counts a process's figures once (dump's rows, serve's
+    /// group counters, top's exited view) takes the exit and skips that row; ps shows the
+    /// zombie, as procps would have.
+    pub fn exited_ids(&self) -> std::collections::HashSet<crate::TaskId> {
+        self.exits.iter().map(|e| e.id).collect()
+    }
+}

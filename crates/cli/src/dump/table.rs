@@ -18,7 +18,8 @@
 //! records) gets one row of `processes` in that reading, after the live ones, with its final
 //! figures in the columns live rows use (so summing `cpu_seconds` by `comm` counts it) and
 //! `exit_time`, `exit_code` or `exit_signal` set; the columns an exit record does not carry
-//! (state, memory now, nice, cgroup, ...) are null there. Live rows have those three null.
+//! (state, memory now, nice, cgroup, ...) are null there. Live rows have those three null. A
+//! zombie whose exit is in the same reading is listed once, as its exit row.
 
 use std::collections::HashMap;
 
@@ -768,7 +769,10 @@ impl Producer {
                 emit(&row)?;
             }
             What::Processes => {
-                for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
+                // A zombie whose exit is in this reading is its exit row, not also a live one.
+                let exited = reading.exited_ids();
+                let live = |t: &&Task| t.id.is_leader() && !exited.contains(&t.id);
+                for t in snap.tasks.iter().filter(live) {
                     row.clear();
                     for &f in &self.fields {
                         let v = task_value(f, snap, Some(t), Interval::None, &mut self.names);

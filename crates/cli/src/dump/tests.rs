@@ -815,3 +815,41 @@ fn fields_of_the_model_table_are_chosen_by_name() {
     assert_eq!(init["egid"], "0");
     assert_eq!(init["exe"], "", "not recorded: null");
 }
+
+/// A zombie that exited before the sample (its exit record is in the reading) but was not yet
+/// reaped (the walk saw it, state Z) is one row: its exit's. A process that exited unseen is a
+/// row too; the live ones keep theirs.
+#[test]
+fn a_zombie_with_its_exit_in_the_reading_is_one_row() {
+    let mut r = reading(1);
+    let zombie = r
+        .snapshot
+        .tasks
+        .iter_mut()
+        .find(|t| t.id.tgid == 2)
+        .expect("pid 2");
+    zombie.base.as_mut().expect("base").state = TaskState::Zombie;
+    let zid = zombie.id;
+    let exit = |id: TaskId, status: u32| tasksnap_model::Exit {
+        id,
+        comm: b"short".to_vec(),
+        start_time_ns: id.start_time_ns,
+        exit_time_ns: r.snapshot.taken_at_boottime_ns - 1_000,
+        wait_status: status,
+        utime_ns: 2_000_000_000,
+        ..tasksnap_model::Exit::default()
+    };
+    let unseen = exit(id(900, 900), 9);
+    r.exits = vec![exit(zid, 3 << 8), unseen];
+    let (_, out) = dump(vec![r], &opts(Format::Csv, What::Processes));
+    let (_, rows) = csv_rows(&out);
+    let of = |pid: &str| rows.iter().filter(|r| r["pid"] == pid).collect::<Vec<_>>();
+    assert_eq!(of("2").len(), 1, "the zombie is listed once: {rows:?}");
+    assert_eq!(of("2")[0]["exit_code"], "3");
+    assert_eq!(of("2")[0]["state"], "", "an exit row has no live state");
+    assert_eq!(of("900").len(), 1);
+    assert_eq!(of("900")[0]["exit_signal"], "9");
+    assert_eq!(of("900")[0]["exit_code"], "");
+    assert_eq!(of("100").len(), 1, "a live process keeps its row");
+    assert_eq!(of("100")[0]["exit_time"], "");
+}

@@ -24,6 +24,10 @@ pub struct Options {
     /// The page size, bytes: the unit of the kernel's peak RSS (`signal->maxrss`); the
     /// host's ([`crate::Units::page_size_bytes`]).
     pub page_size_bytes: u64,
+    /// Clock ticks per second: an exit's identity ([`tasksnap_model::Exit::id`]) has its start
+    /// time cut to a whole tick, as /proc's `starttime` (and so every snapshot's `TaskId`)
+    /// has, so a reading's exit and the same process's live (zombie) row compare equal.
+    pub clock_ticks_per_s: u64,
 }
 
 impl Default for Options {
@@ -31,6 +35,7 @@ impl Default for Options {
         Options {
             ring_buffer_bytes: 1 << 22,
             page_size_bytes: crate::host::page_size_bytes(),
+            clock_ticks_per_s: crate::host::clock_ticks_per_s(),
         }
     }
 }

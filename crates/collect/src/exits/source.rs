@@ -42,7 +42,7 @@ impl std::fmt::Debug for Exits {
 }
 
 /// An exit record as the model's [`Exit`].
-fn exit_of(r: &skel::types::ex_rec, page_size_bytes: u64) -> Exit {
+fn exit_of(r: &skel::types::ex_rec, page_size_bytes: u64, tick_ns: u64) -> Exit {
     let comm: Vec<u8> = r
         .comm
         .iter()
@@ -65,7 +65,7 @@ fn exit_of(r: &skel::types::ex_rec, page_size_bytes: u64) -> Exit {
         id: TaskId {
             tgid: r.tgid as i32,
             tid: r.tgid as i32,
-            start_time_ns: r.start_boottime_ns,
+            start_time_ns: r.start_boottime_ns / tick_ns * tick_ns,
         },
         ppid: r.ppid as i32,
         ruid: r.ruid,
@@ -127,6 +127,7 @@ impl Exits {
             .attach()
             .map_err(|e| Error::BpfUnavailable(format!("cannot attach sched_process_exit: {e}")))?;
         let page_size_bytes = opts.page_size_bytes.max(1);
+        let tick_ns = 1_000_000_000 / opts.clock_ticks_per_s.clamp(1, 1_000_000_000);
         let arrived = Rc::new(RefCell::new(Vec::new()));
         let sink = arrived.clone();
         let mut rb = libbpf_rs::RingBufferBuilder::new();
@@ -138,7 +139,7 @@ impl Exits {
                 let r = unsafe {
                     std::ptr::read_unaligned(data.as_ptr().cast::<skel::types::ex_rec>())
                 };
-                sink.borrow_mut().push(exit_of(&r, page_size_bytes));
+                sink.borrow_mut().push(exit_of(&r, page_size_bytes, tick_ns));
             }
             0
         })

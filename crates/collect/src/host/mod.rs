@@ -297,6 +297,7 @@ impl Host {
         }
         crate::exits::Exits::load(crate::exits::Options {
             page_size_bytes: self.units.page_size_bytes,
+            clock_ticks_per_s: self.units.clock_ticks_per_s,
             ..crate::exits::Options::default()
         })
     }
