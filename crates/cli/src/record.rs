@@ -119,6 +119,9 @@ struct Tally {
     keys: u64,
     missed: u64,
     cpu_ns: u64,
+    /// Exited processes stored, and exit records the kernel dropped (its buffer was full).
+    exits: u64,
+    exits_dropped: u64,
 }
 
 fn run(args: &Args) -> ExitCode {
@@ -196,6 +199,15 @@ fn run(args: &Args) -> ExitCode {
                 break ExitCode::from(1);
             }
         };
+        if reading.exits_dropped > 0 && tally.exits_dropped == 0 {
+            warn!(
+                "tasksnap record: the kernel dropped {} exit records before this sample (its \
+                 buffer was full); each sample stores how many it lost",
+                reading.exits_dropped
+            );
+        }
+        tally.exits += reading.exits.len() as u64;
+        tally.exits_dropped += reading.exits_dropped;
         let result = recorder.append(reading);
         let cpu_ns = own_cpu_ns().saturating_sub(c0);
         tally.cpu_ns += cpu_ns;
@@ -278,6 +290,13 @@ fn run(args: &Args) -> ExitCode {
                 String::new()
             }
         );
+        if sampler.exits_missing().is_none() {
+            warn!(
+                "tasksnap record: {} processes that exited stored, {} exit records dropped by \
+                 the kernel",
+                tally.exits, tally.exits_dropped
+            );
+        }
     }
     code
 }

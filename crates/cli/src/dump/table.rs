@@ -134,6 +134,8 @@ enum Field {
     ExitTime,
     ExitCode,
     ExitSignal,
+    /// (`false`: exits stored, `true`: exit records dropped) in the reading.
+    Exits(bool),
 }
 
 /// One column of a table.
@@ -620,6 +622,26 @@ fn system_columns() -> Vec<Column> {
             Field::Tasks,
         )
         .metric("tasksnap_system_tasks", Gauge, 1.0),
+    );
+    v.push(
+        col(
+            "exits",
+            Int,
+            "processes that exited since the previous reading (each has a row in --what \
+             processes); null when the recorder had no exit source",
+            Field::Exits(false),
+        )
+        .metric("tasksnap_system_exits", Gauge, 1.0),
+    );
+    v.push(
+        col(
+            "exits_dropped",
+            Int,
+            "exit records the kernel dropped since the previous reading (its buffer was \
+             full): processes that exited and have no row; null when there was no exit source",
+            Field::Exits(true),
+        )
+        .metric("tasksnap_system_exits_dropped", Gauge, 1.0),
     );
     for (name, gauge) in VMSTAT {
         let t = if gauge { Gauge } else { Counter };
@@ -1131,6 +1153,9 @@ fn system_value(f: Field, r: &Reading) -> Value {
         }),
         Field::Load(i) => s.load.map_or(Value::Null, |l| Value::Float(l.avg[i])),
         Field::Tasks => s.load.and_then(|l| l.tasks).map_or(Value::Null, int),
+        Field::Exits(_) if r.exits_missing.is_some() => Value::Null,
+        Field::Exits(false) => int(r.exits.len() as u64),
+        Field::Exits(true) => int(r.exits_dropped),
         Field::Vmstat(name) => s
             .vmstat
             .iter()

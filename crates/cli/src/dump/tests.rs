@@ -853,3 +853,19 @@ fn a_zombie_with_its_exit_in_the_reading_is_one_row() {
     assert_eq!(of("100").len(), 1, "a live process keeps its row");
     assert_eq!(of("100")[0]["exit_time"], "");
 }
+
+/// The system row says how many processes exited and how many exit records were lost, and
+/// null for both when the recorder had no exit source.
+#[test]
+fn system_rows_count_exits_and_drops() {
+    let mut with = reading(1);
+    with.exits = vec![tasksnap_model::Exit::default(); 2];
+    with.exits_dropped = 5;
+    let mut without = reading(2);
+    without.exits_missing = Some("not root".into());
+    let (_, out) = dump(vec![with, without], &opts(Format::Csv, What::System));
+    let (_, rows) = csv_rows(&out);
+    assert_eq!(rows.len(), 2);
+    assert_eq!((&*rows[0]["exits"], &*rows[0]["exits_dropped"]), ("2", "5"));
+    assert_eq!((&*rows[1]["exits"], &*rows[1]["exits_dropped"]), ("", ""));
+}
