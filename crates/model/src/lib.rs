@@ -13,6 +13,7 @@
 mod backend;
 pub mod cgroup;
 mod exit;
+mod identity;
 pub mod fields;
 pub mod hash;
 pub mod login;
@@ -26,6 +27,7 @@ mod task;
 pub use backend::{Backend, CmdlineSource, PassKind, PassReport, UnknownBackend};
 pub use cgroup::Cgroup;
 pub use exit::{CmdlineMissing, Exit, ExitBatch, ExitReason};
+pub use identity::{HostIdentity, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES};
 pub use login::Login;
 
 pub use query::{Groups, Query, Selector};

@@ -185,6 +185,7 @@ fn reading(k: u64) -> Reading {
         exits: Vec::new(),
         exits_dropped: 0,
         exits_missing: None,
+        host: Default::default(),
     }
 }
 

@@ -161,6 +161,7 @@ fn a_recording_answers_as_the_host_did() {
         exits: Vec::new(),
         exits_dropped: 0,
         exits_missing: None,
+        host: Default::default(),
     };
     reading.system.memory = Some(Memory {
         total_kib: 1234,
