@@ -12,9 +12,9 @@ use tasksnap_history::{
 };
 use tasksnap_model::states::{Mode, Sample, State, ThreadTotals};
 use tasksnap_model::{
-    Backend, Base, CmdlineMissing, Comm, CpuTicks, Cred, Exit, HostIdentity, Io, LoadAverages,
-    Mem, Memory, Pressure, PressureLine, Reading, Sched, Snapshot, SnapshotStats, Stat,
-    StatCounters, SystemFigures, Task, TaskId, TaskState, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES,
+    Backend, Base, CmdlineMissing, Comm, CpuTicks, Cred, Exit, HostIdentity, Io, LoadAverages, Mem,
+    Memory, Pressure, PressureLine, Reading, Sched, Snapshot, SnapshotStats, Stat, StatCounters,
+    SystemFigures, Task, TaskId, TaskState, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES,
 };
 
 mod common;
@@ -869,8 +869,16 @@ fn another_host_identity_starts_a_key() {
     let mut rs = readings(11, 8, 10);
     for (i, r) in rs.iter_mut().enumerate() {
         r.host = HostIdentity {
-            hostname: Some(if i < 4 { b"a".to_vec() } else { b"b/..=\0".to_vec() }),
-            boot_id: Some(if i < 6 { b"one".to_vec() } else { b"two".to_vec() }),
+            hostname: Some(if i < 4 {
+                b"a".to_vec()
+            } else {
+                b"b/..=\0".to_vec()
+            }),
+            boot_id: Some(if i < 6 {
+                b"one".to_vec()
+            } else {
+                b"two".to_vec()
+            }),
         };
     }
     let mut enc = Encoder::new(100).adaptive_keys(false);

@@ -72,10 +72,7 @@ pub fn task(root: &Path, rel: &str, files: &[(&str, &[u8])]) -> io::Result<()> {
 /// Writes the identity files as the kernel prints them (the value and a newline).
 fn write_identity(root: &Path, hostname: &[u8], boot_id: &str) -> io::Result<()> {
     fs::create_dir_all(root.join("sys/kernel/random"))?;
-    fs::write(
-        root.join("sys/kernel/hostname"),
-        [hostname, b"\n"].concat(),
-    )?;
+    fs::write(root.join("sys/kernel/hostname"), [hostname, b"\n"].concat())?;
     fs::write(
         root.join("sys/kernel/random/boot_id"),
         format!("{boot_id}\n"),

@@ -13,9 +13,9 @@
 mod backend;
 pub mod cgroup;
 mod exit;
-mod identity;
 pub mod fields;
 pub mod hash;
+mod identity;
 pub mod login;
 mod query;
 mod reading;

@@ -184,12 +184,7 @@ fn bytes_col(of: &str, field: Field) -> Column {
 pub fn sibling(c: &Column) -> Option<String> {
     matches!(
         c.field,
-        Field::User
-            | Field::Comm
-            | Field::Args
-            | Field::Cgroup
-            | Field::Host
-            | Field::ModelText(_)
+        Field::User | Field::Comm | Field::Args | Field::Cgroup | Field::Host | Field::ModelText(_)
     )
     .then(|| format!("{}_bytes", c.name))
 }
@@ -871,9 +866,11 @@ impl Producer {
                     };
                     row.clear();
                     for &f in &self.fields {
-                        row.push(identity_value(f, host).unwrap_or_else(|| {
-                            task_value(f, snap, Some(t), iv, &mut self.names)
-                        }));
+                        row.push(
+                            identity_value(f, host).unwrap_or_else(|| {
+                                task_value(f, snap, Some(t), iv, &mut self.names)
+                            }),
+                        );
                     }
                     emit(&row)?;
                 }
