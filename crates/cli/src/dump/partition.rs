@@ -11,8 +11,9 @@
 //!   `%`, NUL...), as Hive escapes partition values and DuckDB decodes them, so no name can
 //!   hold a `/`, make `..`, carry a NUL or an `=`, or leave DIR; other characters stay as
 //!   they are, so the longest host name (64 bytes, each at most 3 bytes written) makes a
-//!   name of at most 197 bytes, under `NAME_MAX`. A recording that did not keep a host name goes to Hive's null
-//!   partition, `host=__HIVE_DEFAULT_PARTITION__` (read back as NULL).
+//!   name of at most 197 bytes, under `NAME_MAX`. A recording that did not keep a host
+//!   name goes to Hive's null partition, `host=__HIVE_DEFAULT_PARTITION__` (read back as NULL); a host named so has
+//!   its first `_` encoded, and is read back as its name.
 //! - Files are made through tasksnap-safefile: DIR is created if missing and opened once,
 //!   refused unless it is the caller's and nobody else may write it (as a store is: a dump
 //!   holds every user's command lines), and never the recording being read; each partition
@@ -59,8 +60,11 @@ pub fn host_dir(hostname: Option<&[u8]>) -> String {
     let text = String::from_utf8_lossy(name);
     let mut out = String::with_capacity(5 + text.len() * 3);
     out.push_str("host=");
-    for c in text.chars() {
-        if !c.is_ascii() || c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+    // A host named like the null partition is not null: its first `_` is encoded.
+    let sentinel = text == NULL_PARTITION;
+    for (i, c) in text.chars().enumerate() {
+        let plain = !c.is_ascii() || c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+        if plain && !(sentinel && i == 0) {
             out.push(c);
         } else {
             out.push_str(&format!("%{:02X}", u32::from(c)));
@@ -245,6 +249,10 @@ mod tests {
         assert_eq!(host_dir(Some(b"x\xffy")), "host=x\u{fffd}y");
         assert_eq!(host_dir(Some("é".as_bytes())), "host=é");
         assert_eq!(host_dir(Some(b"a b\x7f")), "host=a%20b%7F");
+        assert_eq!(
+            host_dir(Some(NULL_PARTITION.as_bytes())),
+            "host=%5F_HIVE_DEFAULT_PARTITION__"
+        );
         for name in [
             &b"../.."[..],
             b"/",

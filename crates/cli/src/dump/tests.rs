@@ -1004,3 +1004,48 @@ fn partitions_by_host_and_utc_date() {
     .expect_err("csv");
     assert!(format!("{err:#}").contains("Parquet only"), "{err:#}");
 }
+
+/// More partitions than stay open: the oldest is finished (a whole file) and a partition
+/// that comes back gets the next free `part-N`; every row is in exactly one file.
+#[test]
+fn partitions_beyond_the_open_limit_are_finished_and_continued() {
+    let hosts = super::partition::MAX_OPEN + 2;
+    let mut rs = Vec::new();
+    for h in (0..hosts).chain([0]) {
+        let mut r = readings_on(format!("h{h}").as_bytes(), "b").remove(0);
+        r.snapshot.taken_at_unix_ns += rs.len() as u64;
+        rs.push(r);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let root = tasksnap_safefile::Dir::create_private(&out, 0o700).expect("private dir");
+    let (n, files) = write_partitioned(
+        &mut rs.into_iter().map(Ok),
+        &opts(Format::Parquet, What::System),
+        root,
+    )
+    .expect("partitioned");
+    assert_eq!(n as usize, hosts + 1);
+    assert_eq!(files.len(), hosts + 1, "{files:?}");
+    let h0: Vec<_> = files
+        .iter()
+        .filter(|f| f.starts_with(out.join("host=h0")))
+        .map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(h0.len(), 2, "{h0:?}");
+    for name in ["part-0.parquet", "part-1.parquet"] {
+        assert!(h0.contains(&Some(name.to_string())), "{h0:?}");
+    }
+    let rows: usize = files
+        .iter()
+        .map(|f| {
+            let bytes = std::fs::read(f).expect("read");
+            parquet_batches(bytes)
+                .1
+                .iter()
+                .map(|b| b.num_rows())
+                .sum::<usize>()
+        })
+        .sum();
+    assert_eq!(rows, hosts + 1);
+}
