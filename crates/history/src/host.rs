@@ -1,10 +1,11 @@
 //! Which machine and boot a sample was taken on (format minor 2): column [`HOST`] of a key
 //! sample frame holds the reading's [`HostIdentity`] (host name and boot id, raw bytes); a
 //! delta's is empty and the decoder takes its key's. Since every segment starts with a key,
-//! each segment says once where its samples come from, and the encoder writes a key early
-//! when the identity differs from its key's (a host renamed while recording; a reboot
-//! restarts the recorder, whose first append opens a new segment anyway), so every sample
-//! keeps the identity it was read with.
+//! each segment says where its samples come from; the encoder writes a key early when the
+//! identity differs from its key's, and [`crate::Recorder`] opens a new segment then (a host
+//! renamed while recording; a reboot restarts the recorder, whose first append opens a new
+//! segment anyway), so a segment holds one identity and every sample keeps the one it was
+//! read with.
 //!
 //! A store written before minor 2 has no such column: its samples decode with an unknown
 //! identity (both parts `None`), never the identity of the host reading them.
