@@ -196,7 +196,14 @@ impl Sink for Partitions {
                     let oldest = self.open.remove(0);
                     self.written.push(oldest.finish(true)?);
                 }
-                self.open_part(key)?
+                match self.open_part(key) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        // The partitions written so far stay readable (finished files).
+                        let _ = self.finish(false);
+                        return Err(e);
+                    }
+                }
             }
         };
         self.open.push(part);

@@ -1049,3 +1049,41 @@ fn partitions_beyond_the_open_limit_are_finished_and_continued() {
         .sum();
     assert_eq!(rows, hosts + 1);
 }
+
+/// A partition directory that is not a directory of the caller's (a file, a symbolic link
+/// planted in DIR) is refused, nothing is written through it, and the partitions written
+/// before are whole files.
+#[test]
+fn a_planted_partition_entry_is_refused_and_the_others_finished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let root = tasksnap_safefile::Dir::create_private(&out, 0o700).expect("private dir");
+    std::fs::write(out.join("host=b"), b"not a directory").expect("plant a file");
+    std::os::unix::fs::symlink(&elsewhere, out.join("host=c")).expect("plant a link");
+    for planted in ["b", "c"] {
+        let mut rs = readings_on(b"a", "x");
+        let mut other = readings_on(planted.as_bytes(), "x").remove(0);
+        other.snapshot.taken_at_unix_ns += 10_000_000_000;
+        rs.push(other);
+        let err = write_partitioned(
+            &mut rs.into_iter().map(Ok),
+            &opts(Format::Parquet, What::System),
+            root.try_clone().expect("dup"),
+        )
+        .expect_err("refused");
+        assert!(
+            format!("{err:#}").contains(&format!("host={planted}")),
+            "{err:#}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&elsewhere).expect("ls").count(), 0);
+    // The host=a partitions of both runs are whole Parquet files of 3 rows.
+    for n in 0..2 {
+        let f = out.join(format!("host=a/date=2023-11-14/part-{n}.parquet"));
+        let bytes = std::fs::read(&f).expect("read");
+        let rows: usize = parquet_batches(bytes).1.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 3, "{}", f.display());
+    }
+}
