@@ -40,13 +40,32 @@ fn recorded_host(
     count: u32,
 ) -> (tempfile::TempDir, PathBuf) {
     let tree = tempfile::tempdir().expect("tempdir");
-    let fake = FakeProc::build(tree.path()).expect("fake tree");
-    fake.set_identity(hostname, boot_id).expect("identity");
+    // As a test in another language makes one (`tasksnap-loadgen fake-proc DIR PAGE_SIZE
+    // HOSTNAME BOOT_ID`) when the binary is built, else through the library.
+    match tasksnap_loadgen::find_binary() {
+        Some(bin) => {
+            use std::os::unix::ffi::OsStrExt;
+            let out = Command::new(bin)
+                .arg("fake-proc")
+                .arg(tree.path())
+                .arg("4096")
+                .arg(std::ffi::OsStr::from_bytes(hostname))
+                .arg(boot_id)
+                .output()
+                .expect("run tasksnap-loadgen");
+            ok(&out, "tasksnap-loadgen fake-proc");
+        }
+        None => {
+            let fake = FakeProc::build(tree.path()).expect("fake tree");
+            fake.set_identity(hostname, boot_id).expect("identity");
+        }
+    }
+    let fake = tree.path();
     let store = base.join(format!("rec-{tag}"));
     let s = store.to_str().expect("utf-8 path");
     let n = count.to_string();
     let out = run(
-        fake.root(),
+        fake,
         &[
             "record",
             "--dir",
