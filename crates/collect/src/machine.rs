@@ -6,7 +6,10 @@
 
 use std::path::Path;
 
-use tasksnap_model::{CpuTicks, LoadAverages, Memory, SystemFigures};
+use tasksnap_model::{
+    CpuTicks, HostIdentity, LoadAverages, Memory, SystemFigures, BOOT_ID_MAX_BYTES,
+    HOSTNAME_MAX_BYTES,
+};
 use tasksnap_procfs::{sys, system};
 
 fn read(root: &Path, file: &str) -> Option<Vec<u8>> {
@@ -42,6 +45,20 @@ pub fn figures(root: &Path) -> SystemFigures {
                 ))
             })
             .collect(),
+    }
+}
+
+/// The host name and boot id (`sys/kernel/hostname`, `sys/kernel/random/boot_id` under
+/// `root`): two small reads. The host name is the one of the UTS namespace the procfs mount
+/// shows (the kernel answers for the reader's namespace, as `uname -n` does); each part is
+/// `None` when its file cannot be read.
+pub fn identity(root: &Path) -> HostIdentity {
+    let line = |file: &str, max: usize| {
+        read(root, file).and_then(|t| system::parse_identity_line(&t, max))
+    };
+    HostIdentity {
+        hostname: line("sys/kernel/hostname", HOSTNAME_MAX_BYTES),
+        boot_id: line("sys/kernel/random/boot_id", BOOT_ID_MAX_BYTES),
     }
 }
 

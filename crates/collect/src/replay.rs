@@ -153,6 +153,7 @@ mod tests {
             exits: Vec::new(),
             exits_dropped: 0,
             exits_missing: None,
+            host: Default::default(),
         };
         let mut c = ReplayCollector::new(reading, String::new(), std::path::Path::new("/proc"));
         let ask = |login| {

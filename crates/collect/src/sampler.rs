@@ -19,6 +19,8 @@
 //!   loads: each reading drains what arrived since the previous one, before the tasks are
 //!   read, so a process that dies during the walk is a live row of this reading and an exit
 //!   of the next. Without the source the reading's `exits_missing` says why.
+//! - The host name and boot id (the reading's `host`) are read with the machine-wide
+//!   figures, each time: two small reads.
 
 use std::path::PathBuf;
 
@@ -170,6 +172,7 @@ impl Sampler {
                 exits: Vec::new(),
                 exits_dropped: 0,
                 exits_missing: None,
+                host: Default::default(),
             },
             unnamed: ThreadMap::default(),
             opts,
@@ -272,6 +275,8 @@ impl Sampler {
                 .unwrap_or(0);
         }
         self.reading.system = system::figures(&self.opts.proc_root);
+        // Read each time, not once: a host can be renamed while a recorder runs.
+        self.reading.host = system::identity(&self.opts.proc_root);
         let t4 = std::time::Instant::now();
         self.phases = vec![
             ("exits", t_exits - t0),

@@ -643,6 +643,7 @@ mod tests {
                 exits: Vec::new(),
                 exits_dropped: 0,
                 exits_missing: None,
+                host: Default::default(),
             }
         };
         let mut a = Aggregator::new(Options::default());

@@ -168,6 +168,7 @@ fn host(r: &mut Rng, ntasks: usize, per_proc: usize, at: u64) -> Reading {
         exits: Vec::new(),
         exits_dropped: 0,
         exits_missing: None,
+        host: Default::default(),
     }
 }
 

@@ -2,10 +2,11 @@
 //! rebuilds each [`Reading`] from a key sample or from that key plus one delta.
 
 use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
-use tasksnap_model::{Reading, Snapshot, SystemFigures, Task, TaskId};
+use tasksnap_model::{HostIdentity, Reading, Snapshot, SystemFigures, Task, TaskId};
 
 use crate::encoder::META;
 use crate::exits::{get_exits, EXITS};
+use crate::host::{get_host, HOST};
 use crate::meta::{get_backend, get_mode, get_reasons, get_stats, get_system, Reasons};
 use crate::names::{self, Names};
 use crate::tasks::{get_id, get_task, TASK_ID_COLS, T_GONE, T_KEY_IDX, T_TGID};
@@ -27,6 +28,7 @@ struct Base {
     tasks: Vec<Task>,
     threads: Option<BaseThreads>,
     system: SystemFigures,
+    host: HostIdentity,
 }
 
 /// Rebuilds readings from payloads. Give it, in store order, the names payloads
@@ -226,6 +228,12 @@ impl Decoder {
         };
 
         let (exits, exits_dropped, exits_missing) = get_exits(c.c(EXITS))?;
+        // A key without the column is from a store older than minor 2: unknown.
+        let host = match (get_host(c.c(HOST))?, base) {
+            (Some(h), _) => h,
+            (None, Some(b)) => b.host.clone(),
+            (None, None) => HostIdentity::default(),
+        };
 
         // Tasks: a key's rows, or the base merged with the delta's.
         let mut tasks = match base {
@@ -270,6 +278,7 @@ impl Decoder {
                 tasks: rows,
                 threads: new_base_threads,
                 system: system.clone(),
+                host: host.clone(),
             });
         }
         Ok(Reading {
@@ -286,6 +295,7 @@ impl Decoder {
             exits,
             exits_dropped,
             exits_missing,
+            host,
         })
     }
 }

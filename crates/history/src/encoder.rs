@@ -2,9 +2,10 @@
 //! It keeps the last key's rows (to compare against) and the names given since that key.
 
 use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
-use tasksnap_model::{Cgroup, Reading, SystemFigures, Task, TaskId};
+use tasksnap_model::{Cgroup, HostIdentity, Reading, SystemFigures, Task, TaskId};
 
 use crate::exits::{put_exits, EXITS};
+use crate::host::{put_host, HOST};
 use crate::meta::{put_backend, put_mode, put_reasons, put_stats, put_system, Reasons};
 use crate::names::{self, Names};
 use crate::tasks::{put_id, put_task, same_row, TASK_ID_COLS, T_GONE, T_KEY_IDX};
@@ -14,8 +15,9 @@ use crate::wire::{put_bytes, put_header, put_key_idx, put_u, Cols, FrameType};
 /// Samples from one key to the next by default.
 pub const DEFAULT_KEY_EVERY: u32 = 60;
 
-/// Column count of a sample frame (META, the task columns, the thread columns, the exits).
-pub(crate) const SAMPLE_COLS: usize = 34;
+/// Column count of a sample frame (META, the task columns, the thread columns, the exits,
+/// the host identity).
+pub(crate) const SAMPLE_COLS: usize = 35;
 /// The sample frame's sequential column.
 pub(crate) const META: usize = 0;
 
@@ -44,11 +46,12 @@ struct Key {
     tasks: Vec<Task>,
     threads: Option<KeyThreads>,
     system: SystemFigures,
+    host: HostIdentity,
 }
 
 /// Turns readings into payloads. Deltas are written against the last key, which is written
 /// every `key_every` samples, when asked (`force_key`), when a delta would carry more than
-/// half the key's rows, when the tasks are not in strictly ascending identity order, and
+/// half the key's rows, when the reading's host identity is not the key's, when the tasks are not in strictly ascending identity order, and
 /// (unless [`Encoder::adaptive_keys`] turned it off) when a delta would be larger than the
 /// average bytes per sample since the key.
 #[derive(Debug)]
@@ -162,7 +165,9 @@ impl Encoder {
     pub fn encode(&mut self, r: &Reading, force_key: bool) -> Encoded {
         let sorted = r.snapshot.tasks.windows(2).all(|w| w[0].id < w[1].id);
         let due = self.since_key.saturating_add(1) >= self.key_every;
-        if !force_key && !due && sorted {
+        // The identity is in key frames only: another one (a renamed host) needs a key.
+        let moved = self.key.as_ref().is_some_and(|k| k.host != r.host);
+        if !force_key && !due && !moved && sorted {
             let mut c = std::mem::replace(&mut self.cols, Cols::new(0));
             c.clear();
             let d = self.delta(r, &mut c);
@@ -226,6 +231,7 @@ impl Encoder {
             }
         }
         put_exits(c.c(EXITS), r);
+        put_host(c.c(HOST), &r.host);
         c.finish(&mut out);
         self.cols = c;
         let taken_at = r.snapshot.taken_at_unix_ns;
@@ -249,6 +255,7 @@ impl Encoder {
             tasks: tasks.clone(),
             threads: key_threads,
             system: r.system.clone(),
+            host: r.host.clone(),
         });
         Encoded {
             key: true,

@@ -27,6 +27,10 @@
 //!   reading, whole, in a column of its own (format minor 1): they belong to that sample and
 //!   are never carried from a key. A store written before has no such column; its samples
 //!   decode with no exits and `exits_missing` set to [`EXITS_NOT_RECORDED`].
+//! * Each key sample frame holds the host name and boot id of the reading (format minor
+//!   2, see `host.rs`); a delta has its key's, and a reading whose identity differs from
+//!   the key's is written as a key. A store written before has none: its readings' `host`
+//!   is unknown.
 //! * Every payload starts with a header: magic `TH`, format major and minor (`u16` LE each),
 //!   and the frame type. A newer major is refused with [`HistoryError::NewerFormat`]; data a
 //!   newer minor appends (columns, trailing fields) is ignored.
@@ -45,6 +49,7 @@
 mod decoder;
 mod encoder;
 mod exits;
+mod host;
 mod meta;
 mod names;
 mod recorder;

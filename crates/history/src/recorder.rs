@@ -2,18 +2,19 @@
 //! format requires, so that no caller writes the protocol by hand.
 //!
 //! The protocol, for each reading: a reading that opens a segment (the first after the store
-//! is opened, the segment's span passed, or the wall clock stepped back) is encoded as a key,
+//! is opened, the segment's span passed, the wall clock stepped back, or the reading's host
+//! identity is not the previous one's: one identity per segment) is encoded as a key,
 //! so every segment reads alone; its names payload, when it has one, is appended first
 //! ([`KIND_NAMES`]), then its sample payload ([`KIND_SAMPLE`]), both at the reading's time
 //! (`snapshot.taken_at_unix_ns`) and with the same key flag, so the store syncs the segment
 //! (`fdatasync`) after the key's frames and a power cut loses at most the deltas since. What the store
-//! met on the way (a clock step back, a segment retention could not delete) is kept for the
-//! caller to say ([`Recorder::take_warnings`]).
+//! met on the way (a clock step back, a segment retention could not delete) and a change of
+//! host identity are kept for the caller to say ([`Recorder::take_warnings`]).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use tasksnap_model::Reading;
+use tasksnap_model::{HostIdentity, Reading};
 use tasksnap_store::{StoreError, Writer, WriterOptions};
 
 use crate::{Encoder, History, ReplayError, KIND_NAMES, KIND_SAMPLE};
@@ -23,6 +24,10 @@ use crate::{Encoder, History, ReplayError, KIND_NAMES, KIND_SAMPLE};
 pub struct Recorder {
     writer: Writer,
     encoder: Encoder,
+    /// The host identity of the last reading appended.
+    host: Option<HostIdentity>,
+    /// What the recorder itself has to say (beside the store's warnings).
+    warnings: Vec<String>,
 }
 
 /// What one [`Recorder::append`] wrote, and what it cost.
@@ -54,7 +59,12 @@ impl Recorder {
     /// A recorder over a writer and an encoder made by the caller (one without adaptive
     /// keys, say).
     pub fn new(writer: Writer, encoder: Encoder) -> Recorder {
-        Recorder { writer, encoder }
+        Recorder {
+            writer,
+            encoder,
+            host: None,
+            warnings: Vec::new(),
+        }
     }
 
     /// The last reading recorded in this store (by this recorder or an earlier one), read back
@@ -69,6 +79,22 @@ impl Recorder {
     /// every later append fails.
     pub fn append(&mut self, reading: &Reading) -> Result<Appended, StoreError> {
         let t = reading.snapshot.taken_at_unix_ns;
+        // One host identity per segment: another (a host renamed while recording; a new
+        // boot, should a recorder outlive one) closes the segment, said once.
+        if let Some(before) = self.host.as_ref().filter(|h| **h != reading.host) {
+            self.warnings.push(format!(
+                "the host identity changed (host name {} -> {}, boot id {} -> {}); recording \
+                 goes on in a new segment",
+                shown(before.hostname.as_deref()),
+                shown(reading.host.hostname.as_deref()),
+                shown(before.boot_id.as_deref()),
+                shown(reading.host.boot_id.as_deref()),
+            ));
+            self.writer.end_segment();
+        }
+        if self.host.as_ref() != Some(&reading.host) {
+            self.host = Some(reading.host.clone());
+        }
         let force_key = self.writer.starts_segment(t);
         let e0 = Instant::now();
         let enc = self.encoder.encode(reading, force_key);
@@ -89,9 +115,11 @@ impl Recorder {
 
     /// What the store met that did not stop recording, each said once: a clock step back
     /// (kept, in a new segment), a segment retention could not delete, an entry named like a
-    /// segment that is not a regular file.
+    /// segment that is not a regular file; and a change of host identity (a new segment).
     pub fn take_warnings(&mut self) -> Vec<String> {
-        self.writer.take_warnings()
+        let mut w = self.writer.take_warnings();
+        w.append(&mut self.warnings);
+        w
     }
 
     /// Bytes of every segment of the store now, after retention.
@@ -103,4 +131,13 @@ impl Recorder {
     pub fn finish(self) -> Result<(), StoreError> {
         self.writer.finish()
     }
+}
+
+/// A part of a host identity for a message: its text (lossy, control characters escaped),
+/// or `unknown`.
+fn shown(v: Option<&[u8]>) -> String {
+    v.map_or_else(
+        || "unknown".to_string(),
+        |b| format!("{:?}", String::from_utf8_lossy(b)),
+    )
 }

@@ -139,3 +139,54 @@ fn the_next_run_finds_the_last_reading_and_a_second_recorder_is_refused() {
         .expect("end");
     assert_eq!(pids(&end), vec![1, 2, 3, 4, 15]);
 }
+
+/// One host identity per segment: a reading whose host name or boot id differs from the one
+/// before (a host renamed while recording) is a key opening a new segment, said once, and
+/// every reading reads back with its own identity.
+#[test]
+fn another_host_identity_opens_a_segment_and_is_said() {
+    use tasksnap_model::HostIdentity;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut rec = recorder(tmp.path(), WriterOptions::default());
+    let id = |name: &[u8], boot: &[u8]| HostIdentity {
+        hostname: Some(name.to_vec()),
+        boot_id: Some(boot.to_vec()),
+    };
+    let hosts = [
+        id(b"a", b"1"),
+        id(b"a", b"1"),
+        id(b"b\n", b"1"),
+        id(b"b\n", b"1"),
+        id(b"b\n", b"2"),
+    ];
+    let mut keys = Vec::new();
+    for (t, h) in (10..).zip(&hosts) {
+        let mut r = reading(t);
+        r.host = h.clone();
+        keys.push(rec.append(&r).expect("append").key);
+    }
+    assert_eq!(keys, [true, false, true, false, true]);
+    let warnings = rec.take_warnings();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].contains("host name \"a\" -> \"b\\n\""),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[1].contains("boot id \"1\" -> \"2\""),
+        "{}",
+        warnings[1]
+    );
+    assert!(rec.take_warnings().is_empty());
+    rec.finish().expect("finish");
+
+    let h = History::open(tmp.path()).expect("open");
+    assert_eq!(h.store().segments().len(), 3);
+    let got: Vec<HostIdentity> = h
+        .readings(0, u64::MAX)
+        .expect("readings")
+        .map(|r| r.host)
+        .collect();
+    assert_eq!(got, hosts);
+}

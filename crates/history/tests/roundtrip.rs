@@ -12,9 +12,9 @@ use tasksnap_history::{
 };
 use tasksnap_model::states::{Mode, Sample, State, ThreadTotals};
 use tasksnap_model::{
-    Backend, Base, CmdlineMissing, Comm, CpuTicks, Cred, Exit, Io, LoadAverages, Mem, Memory,
-    Pressure, PressureLine, Reading, Sched, Snapshot, SnapshotStats, Stat, StatCounters,
-    SystemFigures, Task, TaskId, TaskState,
+    Backend, Base, CmdlineMissing, Comm, CpuTicks, Cred, Exit, HostIdentity, Io, LoadAverages, Mem,
+    Memory, Pressure, PressureLine, Reading, Sched, Snapshot, SnapshotStats, Stat, StatCounters,
+    SystemFigures, Task, TaskId, TaskState, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES,
 };
 
 mod common;
@@ -319,8 +319,19 @@ fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
     let mut threads: HashMap<TaskId, ThreadTotals> = HashMap::new();
     let mut reasons: HashMap<u32, Arc<[String]>> = (0..4).map(|i| (i, frames(&mut r))).collect();
     let mut sys: Option<SystemFigures> = None;
+    // The host identity from a generator of its own, so the other values stay as they were;
+    // now and then another (a renamed host, a reboot), its bytes anything.
+    let mut hr = Rng(seed ^ 0x5eed);
+    let ident = |hr: &mut Rng| HostIdentity {
+        hostname: hr.opt(|hr| hr.bytes(HOSTNAME_MAX_BYTES as u64)),
+        boot_id: hr.opt(|hr| hr.bytes(BOOT_ID_MAX_BYTES as u64)),
+    };
+    let mut host = ident(&mut hr);
     let mut out = Vec::new();
     for _ in 0..steps {
+        if hr.chance(10) {
+            host = ident(&mut hr);
+        }
         let elapsed = r.below(2_000_000_000);
         at = at.wrapping_add(elapsed);
         // Tasks come and go; pids are reused with new start times.
@@ -411,6 +422,7 @@ fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
             exits,
             exits_dropped,
             exits_missing,
+            host: host.clone(),
         });
     }
     out
@@ -446,6 +458,9 @@ fn check(orig: &Reading, got: &Reading, key: Option<&Reading>) -> Result<(), Str
             (&orig.exits, orig.exits_dropped, &orig.exits_missing),
             (&got.exits, got.exits_dropped, &got.exits_missing)
         ));
+    }
+    if orig.host != got.host {
+        return Err(format!("hosts differ: {:?} vs {:?}", orig.host, got.host));
     }
     match (&orig.states, &got.states) {
         (None, None) => Ok(()),
@@ -733,18 +748,26 @@ fn varint(p: &[u8], i: &mut usize) -> u64 {
     v
 }
 
-/// A sample payload as format minor 0 wrote it: the same header and columns, less the last
-/// (the exits column, minor 1's only addition).
+/// A sample payload as format minor 0 wrote it: the same header and columns, less minor 1's
+/// and minor 2's additions (the exits column, the host identity column).
 fn as_minor_0(p: &[u8]) -> Vec<u8> {
+    as_minor(p, 0)
+}
+
+/// A sample payload as format `minor` (0 or 1) wrote it: the header saying so, and only the
+/// columns that minor had (33 in minor 0, the exits column added in 1, the host column in 2).
+fn as_minor(p: &[u8], minor: u16) -> Vec<u8> {
     // Header: magic (2), major (2), minor (2), frame type (1); then the column count and
     // each column as (length, bytes).
     let mut i = 7;
     let n = varint(p, &mut i) as usize;
     assert!(n < 0x80 && i == 8, "a one-byte column count");
+    let keep = 33 + usize::from(minor);
+    assert!(keep < n, "minor {minor} had fewer columns than {n}");
     let mut out = p[..7].to_vec();
-    out[4..6].copy_from_slice(&0u16.to_le_bytes());
-    out.push((n - 1) as u8);
-    for _ in 0..n - 1 {
+    out[4..6].copy_from_slice(&minor.to_le_bytes());
+    out.push(keep as u8);
+    for _ in 0..keep {
         let start = i;
         let len = varint(p, &mut i) as usize;
         i += len;
@@ -791,7 +814,89 @@ fn a_sample_from_before_exits_decodes_with_none() {
         let mut want = r.clone();
         want.exits.clear();
         want.exits_missing = Some(EXITS_NOT_RECORDED.to_string());
+        // Nor did minor 0 keep the host identity.
+        want.host = HostIdentity::default();
         assert_eq!(check(&want, &got, Some(key)), Ok(()));
     }
     assert!(deltas > 0, "deltas are tested too");
+}
+
+/// A store from before the host identity was stored (format minor 1, and minor 0 above):
+/// every sample, key or delta, decodes with an unknown host and boot id (not the reader's),
+/// the rest as written.
+#[test]
+fn a_sample_from_before_host_identity_decodes_with_none() {
+    let mut rs = readings(9, 6, 12);
+    for r in &mut rs {
+        r.host = HostIdentity {
+            hostname: Some(b"old-host".to_vec()),
+            boot_id: Some(b"b00t".to_vec()),
+        };
+    }
+    let mut enc = Encoder::new(10).adaptive_keys(false);
+    let mut dec = Decoder::new();
+    let mut old_dec = Decoder::new();
+    let mut key = &rs[0];
+    let mut deltas = 0;
+    for r in &rs {
+        let e = enc.encode(r, false);
+        if e.key {
+            key = r;
+        } else {
+            deltas += 1;
+        }
+        if let Some(n) = &e.names {
+            assert!(dec.apply_names(e.key, n).is_ok());
+            assert!(old_dec.apply_names(e.key, n).is_ok());
+        }
+        let got = dec.apply_sample(e.key, &e.sample).expect("minor 2");
+        assert_eq!(got.host, r.host);
+        let old = as_minor(&e.sample, 1);
+        assert_eq!(&old[4..6], &[1, 0]);
+        let got = old_dec.apply_sample(e.key, &old).expect("minor 1");
+        assert_eq!(got.host, HostIdentity::default());
+        let mut want = r.clone();
+        want.host = HostIdentity::default();
+        assert_eq!(check(&want, &got, Some(key)), Ok(()));
+    }
+    assert!(deltas > 0, "deltas are tested too");
+}
+
+/// The identity is written in key frames only: a reading whose identity differs from its
+/// key's (a renamed host, another boot) is written as a key, and each decodes with its own.
+#[test]
+fn another_host_identity_starts_a_key() {
+    let mut rs = readings(11, 8, 10);
+    for (i, r) in rs.iter_mut().enumerate() {
+        r.host = HostIdentity {
+            hostname: Some(if i < 4 {
+                b"a".to_vec()
+            } else {
+                b"b/..=\0".to_vec()
+            }),
+            boot_id: Some(if i < 6 {
+                b"one".to_vec()
+            } else {
+                b"two".to_vec()
+            }),
+        };
+    }
+    let mut enc = Encoder::new(100).adaptive_keys(false);
+    let mut dec = Decoder::new();
+    let mut keys = Vec::new();
+    for (i, r) in rs.iter().enumerate() {
+        let e = enc.encode(r, false);
+        if e.key {
+            keys.push(i);
+        }
+        if let Some(n) = &e.names {
+            assert!(dec.apply_names(e.key, n).is_ok());
+        }
+        let got = dec.apply_sample(e.key, &e.sample).expect("decodes");
+        assert_eq!(got.host, r.host, "reading {i}");
+    }
+    for i in [0, 4, 6] {
+        assert!(keys.contains(&i), "reading {i} is a key: {keys:?}");
+    }
+    assert!(keys.len() < rs.len(), "the others may be deltas: {keys:?}");
 }

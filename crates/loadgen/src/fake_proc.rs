@@ -2,7 +2,9 @@
 //! test's making (`TASKSNAP_PROC_ROOT`, see tasksnap-collect's `HostOptions::from_env`).
 //!
 //! The tree: the machine files (`stat`, `meminfo`, `loadavg`, `uptime`, `vmstat`,
-//! `sys/kernel/pid_max`, `sys/kernel/task_delayacct`) and three processes, each with its
+//! `sys/kernel/pid_max`, `sys/kernel/task_delayacct`, the identity files
+//! `sys/kernel/hostname` and `sys/kernel/random/boot_id`: [`HOSTNAME`], [`BOOT_ID`], or
+//! another machine's with [`FakeProc::set_identity`]) and three processes, each with its
 //! `task/TID` directories: pid 1 `systemd`; pid 4032 `bash` (8,986,624 bytes of address
 //! space, 1,280 resident pages, on pts/0); pid 6000 `worker` with a second thread 6001 in D.
 //! The lines were taken from a 6.x kernel; the page counts are pages of whatever page size
@@ -19,6 +21,10 @@ pub const PIDS: [i32; 3] = [1, 4032, 6000];
 pub const BASH_VSIZE_BYTES: u64 = 8_986_624;
 /// `bash`'s resident pages (`rss` of its stat).
 pub const BASH_RSS_PAGES: u64 = 1280;
+/// The tree's host name (`sys/kernel/hostname`).
+pub const HOSTNAME: &str = "fakehost";
+/// The tree's boot id (`sys/kernel/random/boot_id`).
+pub const BOOT_ID: &str = "6b1d3c0e-5a4f-4f2e-8d7c-2b9a1e0f3c44";
 /// The tree's boot time, seconds since the epoch.
 pub const BTIME: u64 = 1_763_784_000;
 
@@ -63,6 +69,16 @@ pub fn task(root: &Path, rel: &str, files: &[(&str, &[u8])]) -> io::Result<()> {
     Ok(())
 }
 
+/// Writes the identity files as the kernel prints them (the value and a newline).
+fn write_identity(root: &Path, hostname: &[u8], boot_id: &str) -> io::Result<()> {
+    fs::create_dir_all(root.join("sys/kernel/random"))?;
+    fs::write(root.join("sys/kernel/hostname"), [hostname, b"\n"].concat())?;
+    fs::write(
+        root.join("sys/kernel/random/boot_id"),
+        format!("{boot_id}\n"),
+    )
+}
+
 /// A fake /proc tree on disk.
 #[derive(Debug)]
 pub struct FakeProc {
@@ -101,6 +117,7 @@ impl FakeProc {
         fs::create_dir_all(root.join("sys/kernel"))?;
         fs::write(root.join("sys/kernel/pid_max"), "4194304\n")?;
         fs::write(root.join("sys/kernel/task_delayacct"), "0\n")?;
+        write_identity(root, HOSTNAME.as_bytes(), BOOT_ID)?;
         let kib = |pages: u64| pages * page_size / 1024;
         let one = |rel: &str, stat: &str, status: String, cmdline: &[u8], wchan: &str| {
             task(
@@ -196,6 +213,12 @@ impl FakeProc {
         Ok(FakeProc {
             root: root.to_path_buf(),
         })
+    }
+
+    /// Makes the tree another machine (or another boot): its host name (any bytes, as
+    /// `sethostname(2)` takes them) and boot id.
+    pub fn set_identity(&self, hostname: &[u8], boot_id: &str) -> io::Result<()> {
+        write_identity(&self.root, hostname, boot_id)
     }
 
     /// The tree's root.

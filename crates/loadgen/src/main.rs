@@ -164,8 +164,9 @@ fn main() -> ExitCode {
     }
     // `tasksnap-loadgen churn [flags]`: shorthand for `--churn [flags]`.
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // `tasksnap-loadgen fake-proc DIR [PAGE_SIZE]`: writes the fake /proc tree of
-    // `tasksnap_loadgen::fake_proc` into DIR (for tests in other languages) and exits.
+    // `tasksnap-loadgen fake-proc DIR [PAGE_SIZE [HOSTNAME BOOT_ID]]`: writes the fake /proc
+    // tree of `tasksnap_loadgen::fake_proc` into DIR (for tests in other languages; another
+    // host's name and boot id for a test of several hosts) and exits.
     if args.get(1).is_some_and(|a| a == "fake-proc") {
         return fake_proc(&args[2..]);
     }
@@ -182,8 +183,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// `tasksnap-loadgen fake-proc DIR [PAGE_SIZE]`.
+/// `tasksnap-loadgen fake-proc DIR [PAGE_SIZE [HOSTNAME BOOT_ID]]`.
 fn fake_proc(args: &[std::ffi::OsString]) -> ExitCode {
+    use std::os::unix::ffi::OsStrExt;
     let page_size = match args
         .get(1)
         .map(|p| p.to_str().and_then(|p| p.parse::<u64>().ok()))
@@ -191,15 +193,27 @@ fn fake_proc(args: &[std::ffi::OsString]) -> ExitCode {
         None => Some(4096),
         Some(p) => p,
     };
-    let (Some(dir), Some(page_size), None) = (args.first(), page_size, args.get(2)) else {
-        eprintln!("usage: tasksnap-loadgen fake-proc DIR [PAGE_SIZE]");
+    let identity = match (args.get(2), args.get(3)) {
+        (None, None) => Some(None),
+        (Some(h), Some(b)) => b.to_str().map(|b| Some((h.as_bytes(), b))),
+        _ => None,
+    };
+    let (Some(dir), Some(page_size), Some(identity), None) =
+        (args.first(), page_size, identity, args.get(4))
+    else {
+        eprintln!("usage: tasksnap-loadgen fake-proc DIR [PAGE_SIZE [HOSTNAME BOOT_ID]]");
         return ExitCode::from(2);
     };
-    match tasksnap_loadgen::fake_proc::FakeProc::build_with_page_size(
+    let built = tasksnap_loadgen::fake_proc::FakeProc::build_with_page_size(
         std::path::Path::new(dir),
         page_size,
-    ) {
-        Ok(_) => ExitCode::SUCCESS,
+    )
+    .and_then(|f| match identity {
+        Some((hostname, boot_id)) => f.set_identity(hostname, boot_id),
+        None => Ok(()),
+    });
+    match built {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tasksnap-loadgen fake-proc: {e}");
             ExitCode::FAILURE

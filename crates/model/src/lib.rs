@@ -15,6 +15,7 @@ pub mod cgroup;
 mod exit;
 pub mod fields;
 pub mod hash;
+mod identity;
 pub mod login;
 mod query;
 mod reading;
@@ -26,6 +27,7 @@ mod task;
 pub use backend::{Backend, CmdlineSource, PassKind, PassReport, UnknownBackend};
 pub use cgroup::Cgroup;
 pub use exit::{CmdlineMissing, Exit, ExitBatch, ExitReason};
+pub use identity::{HostIdentity, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES};
 pub use login::Login;
 
 pub use query::{Groups, Query, Selector};

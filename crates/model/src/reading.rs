@@ -1,11 +1,11 @@
 //! A [`Reading`]: everything tasksnap knows about the host at one moment (its tasks, every
 //! thread's state-time totals, the machine-wide figures) and the processes that exited
-//! since the previous reading. The recorder takes one per
+//! since the previous reading, and which machine and boot it was taken on. The recorder takes one per
 //! interval and stores it; replay hands the same type back, so that a front end shows the
 //! past through the code it shows the present with.
 
 use crate::states::Sample;
-use crate::{Exit, Snapshot, SystemFigures};
+use crate::{Exit, HostIdentity, Snapshot, SystemFigures};
 
 /// The host at one moment.
 #[derive(Debug, Clone)]
@@ -26,6 +26,9 @@ pub struct Reading {
     /// Why there is no exit source (not root, no BPF, a recording from before exits were
     /// stored); `None` when one ran, so an empty `exits` means none exited.
     pub exits_missing: Option<String>,
+    /// The machine and boot it was taken on (unknown parts `None`: a recording from before
+    /// tasksnap kept them says nothing).
+    pub host: HostIdentity,
 }
 
 impl Reading {

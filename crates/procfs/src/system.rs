@@ -191,6 +191,16 @@ pub fn parse_sysctl(text: &[u8]) -> String {
     String::from_utf8_lossy(text).trim().to_string()
 }
 
+/// A one-line identity sysctl (`kernel/hostname`, `kernel/random/boot_id`) as the bytes
+/// the kernel holds: the first line without its newline, cut to `max_bytes`; `None` when
+/// empty. The kernel prints the host name as it was set (`sethostname(2)` takes any bytes but
+/// NUL), so nothing is trimmed or decoded.
+pub fn parse_identity_line(text: &[u8], max_bytes: usize) -> Option<Vec<u8>> {
+    let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = &line[..line.len().min(max_bytes)];
+    (!line.is_empty()).then(|| line.to_vec())
+}
+
 /// Whether a boolean sysctl (`kernel.task_delayacct`...) reads exactly `1` (trimmed).
 pub fn parse_sysctl_on(text: &[u8]) -> bool {
     std::str::from_utf8(text).is_ok_and(|s| s.trim() == "1")
@@ -276,6 +286,20 @@ pub fn parse_tty_drivers(text: &[u8]) -> Vec<TtyDriver> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn identity_lines_are_bytes_cut_to_their_bound() {
+        use super::parse_identity_line as p;
+        assert_eq!(p(b"build-07\n", 64), Some(b"build-07".to_vec()));
+        assert_eq!(
+            p(b"0f2c5a1e-2d0e-4c4e-9a53-6f1b0c7c2a11\n", 64),
+            Some(b"0f2c5a1e-2d0e-4c4e-9a53-6f1b0c7c2a11".to_vec())
+        );
+        assert_eq!(p(b"a b\xff/..\nsecond\n", 64), Some(b"a b\xff/..".to_vec()));
+        assert_eq!(p(&[b'x'; 100], 64), Some(vec![b'x'; 64]));
+        assert_eq!(p(b"\n", 64), None);
+        assert_eq!(p(b"", 64), None);
+    }
+
     use super::*;
 
     #[test]

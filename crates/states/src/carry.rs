@@ -360,6 +360,7 @@ mod tests {
             exits: Vec::new(),
             exits_dropped: 0,
             exits_missing: None,
+            host: Default::default(),
         }
     }
 

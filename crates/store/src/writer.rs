@@ -86,6 +86,8 @@ pub struct Writer {
     old: VecDeque<Old>,
     cur: Option<Current>,
     last_ns: Option<u64>,
+    /// [`Writer::end_segment`] was called: the next append opens a new segment.
+    end_asked: bool,
     stopped: bool,
     warnings: Vec<String>,
     buf: Vec<u8>,
@@ -167,6 +169,7 @@ impl Writer {
             old,
             cur: None,
             last_ns,
+            end_asked: false,
             stopped: false,
             warnings,
             buf: Vec::new(),
@@ -174,12 +177,13 @@ impl Writer {
     }
 
     /// True when the next append at `time_ns` opens a new segment (the first append after
-    /// create, time crossing the span, or time before the last frame's: the clock stepped
-    /// back): the caller must then write a key frame, so that every segment is
-    /// self-contained.
+    /// create, time crossing the span, time before the last frame's: the clock stepped
+    /// back, or [`Writer::end_segment`] asked): the caller must then write a key frame, so
+    /// that every segment is self-contained.
     pub fn starts_segment(&self, time_ns: u64) -> bool {
         match &self.cur {
             None => true,
+            Some(_) if self.end_asked => true,
             Some(c) => {
                 time_ns < c.last_ns
                     || time_ns >= c.base_ns.saturating_add(self.opts.segment_span_ns)
@@ -283,7 +287,15 @@ impl Writer {
     }
 
     /// Closes the current segment (index, sync) and opens a new one for a frame at `time_ns`.
+    /// Makes the next append open a new segment (and so be a key frame, see
+    /// [`Writer::starts_segment`]): for a caller whose frames from now on differ in what a
+    /// segment says once (the recorder's host identity).
+    pub fn end_segment(&mut self) {
+        self.end_asked = self.cur.is_some();
+    }
+
     fn roll(&mut self, time_ns: u64) -> Result<(), StoreError> {
+        self.end_asked = false;
         if let Some(c) = self.cur.take() {
             let bytes = close_segment(c.file, &c.path, c.len_bytes, c.last_ns, &c.index)?;
             self.old.push_back(Old {

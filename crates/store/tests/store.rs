@@ -490,3 +490,26 @@ fn segment_named_before_its_frames_hides_nothing() {
         assert_eq!(last.time_ns, t * S, "seek to {t}");
     }
 }
+
+/// `end_segment`: the next append opens a new segment (and asks for a key), once; before
+/// any append it changes nothing (the first append opens one anyway).
+#[test]
+fn end_segment_opens_a_new_segment_at_the_next_append() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("store");
+    let mut w = Writer::create(&dir, opts(3600)).expect("create");
+    w.end_segment();
+    record(&mut w, 100, 103);
+    assert!(!w.starts_segment(103 * S));
+    w.end_segment();
+    assert!(w.starts_segment(103 * S));
+    record(&mut w, 103, 106);
+    assert!(!w.starts_segment(106 * S));
+    w.finish().expect("finish");
+    let store = Store::open(&dir).expect("open");
+    let segs = store.segments();
+    assert_eq!(segs.len(), 2);
+    let entries = store.entries(0, u64::MAX).expect("entries");
+    assert_eq!(entries.len(), 6 + 2);
+    check_all(&store, &entries);
+}

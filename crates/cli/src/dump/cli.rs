@@ -1,5 +1,6 @@
 //! `tasksnap dump`'s command line: which recording and window (`--dir`, `--from`, `--to`),
-//! which table, format and fields, and where to (`--output`, stdout by default). The rows are
+//! which table, format and fields, and where to (`--output`, stdout by default; with
+//! `--partition`, a directory of hive-style Parquet partitions). The rows are
 //! [`super::write`]'s; the readings come from tasksnap-history. Exit codes: 0 written; 1 the
 //! recording could not be read or the output written (a `| head` that stops reading is not
 //! an error); 2 bad usage.
@@ -46,9 +47,16 @@ pub struct Args {
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub fields: Option<Vec<String>>,
 
-    /// Write to FILE instead of stdout (Parquet needs a file or a pipe).
+    /// Write to FILE instead of stdout (Parquet needs a file or a pipe); with --partition,
+    /// the directory to write the partitions in.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Parquet files in hive-style directories under --output DIR, one per host and UTC
+    /// date: DIR/host=<host>/date=<YYYY-MM-DD>/part-<N>.parquet (new files only, never one
+    /// replaced, so dumps of several hosts can share DIR). Parquet only.
+    #[arg(long)]
+    pub partition: bool,
 }
 
 /// `tasksnap dump ARGS`.
@@ -89,6 +97,12 @@ fn run(args: &Args) -> anyhow::Result<()> {
     };
     // Bad fields are refused before anything is read or created.
     super::select(&opts)?;
+    if args.partition && args.format != Format::Parquet {
+        anyhow::bail!(super::PARTITION_FORMATS);
+    }
+    if args.partition && args.output.is_none() {
+        anyhow::bail!("--partition needs --output DIR, the directory to write the partitions in");
+    }
     let history = crate::recording::open("tasksnap dump", &args.dir)?;
     let (first, last) = history.bounds()?;
     let from = args.from.unwrap_or(first);
@@ -102,6 +116,13 @@ fn run(args: &Args) -> anyhow::Result<()> {
     }
     crate::recording::overlaps(&args.dir, (from, to), (first, last))?;
     let mut readings = history.readings(from, to)?;
+    if let (true, Some(dir)) = (args.partition, &args.output) {
+        let root = partition_root(dir, history.store().directory())?;
+        let mut items = readings.by_ref().map(Ok::<_, anyhow::Error>);
+        super::write_partitioned(&mut items, &opts, root)?;
+        warn_lost(args, readings.lost());
+        return Ok(());
+    }
     // Never into the recording being read (it could overwrite a segment it reads), never
     // through a link; a file is replaced only once the dump is whole (crate::outfile).
     let mut output = match &args.output {
@@ -128,12 +149,38 @@ fn run(args: &Args) -> anyhow::Result<()> {
         o.finish()
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    if readings.lost() > 0 {
+    warn_lost(args, readings.lost());
+    Ok(())
+}
+
+fn warn_lost(args: &Args, lost: u64) {
+    if lost > 0 {
         warn!(
             "tasksnap dump: {} damaged samples in {} were skipped",
-            readings.lost(),
+            lost,
             args.dir.display()
         );
     }
-    Ok(())
+}
+
+/// The directory of a partitioned dump: created if missing (mode 0700), refused unless the
+/// caller owns it and nobody else may write it (tasksnap-safefile's rule for a store: a dump
+/// holds every user's command lines), and never the recording being read.
+fn partition_root(
+    dir: &std::path::Path,
+    store: &tasksnap_safefile::Dir,
+) -> anyhow::Result<tasksnap_safefile::Dir> {
+    let root = tasksnap_safefile::Dir::create_private(dir, 0o700)
+        .map_err(|e| anyhow::anyhow!("cannot use {}: {}", dir.display(), e.reason()))?;
+    if root
+        .same_dir(store)
+        .with_context(|| format!("cannot use {}", dir.display()))?
+    {
+        anyhow::bail!(
+            "refusing to write partitions into the recording being read ({}): write them \
+             elsewhere",
+            store.path().display()
+        );
+    }
+    Ok(root)
 }

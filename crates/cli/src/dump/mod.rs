@@ -2,7 +2,8 @@
 //! or system figures, in CSV, JSON Lines, Parquet or OpenMetrics text. It owns the choice of
 //! columns (`--fields`) and the loop from readings to rows to a format; the columns and rows
 //! are [`table`]'s, each format is its own module. Reading the recording (`--dir`, `--from`,
-//! `--to`) is the caller's: it hands [`write`] an iterator of readings in time order.
+//! `--to`) is the caller's: it hands [`write`] an iterator of readings in time order, or
+//! [`write_partitioned`] for Parquet files in hive-style directories ([`partition`]).
 //!
 //! Errors: an error item from the iterator stops the dump; what was written before it is
 //! flushed (and a Parquet file closed, so it is readable) and the error is returned saying
@@ -16,6 +17,7 @@ mod csv_out;
 mod json_out;
 mod openmetrics;
 mod parquet_out;
+mod partition;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -79,6 +81,11 @@ pub struct Options {
 
 /// A format's writer: fed rows of the chosen columns, then finished.
 trait Sink {
+    /// Called before the rows of each reading (a partitioned dump picks the file of the
+    /// reading's host and date).
+    fn begin_reading(&mut self, _reading: &Reading) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// Writes one row (the chosen columns' values, in order).
     fn row(&mut self, row: &[Value]) -> anyhow::Result<()>;
     /// Writes what is buffered and the format's ending; `complete` is false when the input
@@ -179,15 +186,49 @@ pub fn write(
         Format::Parquet => Box::new(parquet_out::ParquetSink::new(&cols, out)?),
         Format::OpenMetrics => Box::new(openmetrics::OpenMetricsSink::new(&cols, out)),
     };
-    let mut producer = table::Producer::new(opts.what, &cols);
+    drive(readings, opts, &cols, sink.as_mut())
+}
+
+/// Writes every reading of `readings` (in time order) as Parquet files in hive-style
+/// partitions under `root` (see [`partition`]: `host=<h>/date=<YYYY-MM-DD>/part-<N>.parquet`).
+/// Returns rows written and the files made. Only [`Format::Parquet`] is partitioned.
+pub fn write_partitioned(
+    readings: &mut dyn Iterator<Item = anyhow::Result<Reading>>,
+    opts: &Options,
+    root: tasksnap_safefile::Dir,
+) -> anyhow::Result<(u64, Vec<std::path::PathBuf>)> {
+    if opts.format != Format::Parquet {
+        bail!(PARTITION_FORMATS);
+    }
+    let cols = select(opts)?;
+    let mut sink = partition::Partitions::new(root, &cols);
+    let rows = drive(readings, opts, &cols, &mut sink)?;
+    Ok((rows, sink.written().to_vec()))
+}
+
+/// Why `--partition` refuses a format.
+pub const PARTITION_FORMATS: &str = "--partition writes Parquet only (one file per host and \
+     day, for DuckDB, Spark or polars to read as one table): add --format parquet";
+
+/// The loop from readings to rows to `sink`.
+fn drive(
+    readings: &mut dyn Iterator<Item = anyhow::Result<Reading>>,
+    opts: &Options,
+    cols: &[Column],
+    sink: &mut dyn Sink,
+) -> anyhow::Result<u64> {
+    let mut producer = table::Producer::new(opts.what, cols);
     let mut rows = 0u64;
     for item in readings {
         match item {
-            Ok(reading) => producer.reading(reading, &mut |row| {
-                sink.row(row)?;
-                rows += 1;
-                Ok(())
-            })?,
+            Ok(reading) => {
+                sink.begin_reading(&reading)?;
+                producer.reading(reading, &mut |row| {
+                    sink.row(row)?;
+                    rows += 1;
+                    Ok(())
+                })?
+            }
             Err(e) => {
                 let flushed = match sink.finish(false) {
                     Ok(()) => format!("the {rows} rows before it were written and flushed"),

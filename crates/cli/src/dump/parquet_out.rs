@@ -91,7 +91,7 @@ impl Builder {
 
 /// Writes a Parquet file.
 pub struct ParquetSink<'a> {
-    out: &'a mut dyn Write,
+    out: Box<dyn Write + 'a>,
     schema: SchemaRef,
     builders: Vec<Builder>,
     rows: usize,
@@ -110,6 +110,11 @@ impl std::fmt::Debug for ParquetSink<'_> {
 impl<'a> ParquetSink<'a> {
     /// A writer of rows of `cols`.
     pub fn new(cols: &[Column], out: &'a mut dyn Write) -> anyhow::Result<ParquetSink<'a>> {
+        ParquetSink::owning(cols, Box::new(out))
+    }
+
+    /// A writer of rows of `cols` into a writer it owns (a partition's file).
+    pub fn owning(cols: &[Column], out: Box<dyn Write + 'a>) -> anyhow::Result<ParquetSink<'a>> {
         let schema: SchemaRef = Arc::new(Schema::new(
             cols.iter()
                 .map(|c| Field::new(c.name.as_str(), data_type(c.kind), true))
@@ -144,7 +149,7 @@ impl<'a> ParquetSink<'a> {
             w.write(&batch).context("cannot encode Parquet rows")?;
             w.flush().context("cannot encode a Parquet row group")?;
         }
-        drain(w, self.out)
+        drain(w, &mut self.out)
     }
 }
 
@@ -173,7 +178,7 @@ impl Sink for ParquetSink<'_> {
         self.flush_batch()?;
         if let Some(mut w) = self.writer.take() {
             w.finish().context("cannot finish the Parquet file")?;
-            drain(&mut w, self.out)?;
+            drain(&mut w, &mut self.out)?;
         }
         self.out.flush()?;
         Ok(())

@@ -20,11 +20,17 @@
 //! `exit_time`, `exit_code` or `exit_signal` set; the columns an exit record does not carry
 //! (state, memory now, nice, cgroup, ...) are null there. Live rows have those three null. A
 //! zombie whose exit is in the same reading is listed once, as its exit row.
+//!
+//! Every table ends with `host`, `host_bytes` and `boot_id`: the machine and boot the
+//! reading was taken on (the recording's `HostIdentity`), the same on every row of a reading,
+//! null for a recording from before tasksnap kept them.
 
 use std::collections::HashMap;
 
 use tasksnap_model::states::{Sample, State};
-use tasksnap_model::{fields, Base, Cred, Exit, ExitReason, Io, Reading, Snapshot, Stat, Task};
+use tasksnap_model::{
+    fields, Base, Cred, Exit, ExitReason, HostIdentity, Io, Reading, Snapshot, Stat, Task,
+};
 use tasksnap_procfs::users::Names;
 use tasksnap_states::interval::{between, Rollup, Row};
 
@@ -136,6 +142,9 @@ enum Field {
     ExitSignal,
     /// (`false`: exits stored, `true`: exit records dropped) in the reading.
     Exits(bool),
+    Host,
+    HostBytes,
+    BootId,
 }
 
 /// One column of a table.
@@ -177,7 +186,7 @@ fn bytes_col(of: &str, field: Field) -> Column {
 pub fn sibling(c: &Column) -> Option<String> {
     matches!(
         c.field,
-        Field::User | Field::Comm | Field::Args | Field::Cgroup | Field::ModelText(_)
+        Field::User | Field::Comm | Field::Args | Field::Cgroup | Field::Host | Field::ModelText(_)
     )
     .then(|| format!("{}_bytes", c.name))
 }
@@ -264,11 +273,51 @@ const CPU_MODES: [&str; 8] = [
 
 /// Every column of `what`, in their default order.
 pub fn columns(what: What) -> Vec<Column> {
-    match what {
+    let mut v = match what {
         What::Processes => task_columns(false),
         What::Threads => task_columns(true),
         What::System => system_columns(),
-    }
+    };
+    v.extend(identity_columns());
+    v
+}
+
+/// The columns every table ends with: which machine and boot the reading was taken on, so
+/// that dumps of several hosts (or of both sides of a reboot) can be read together. Null
+/// for a recording from before tasksnap kept them. In OpenMetrics both are labels: series of
+/// two hosts (or two boots, where pids start over) stay apart, and there is one value per
+/// recording segment at most, so they add no cardinality within a host's boot.
+fn identity_columns() -> [Column; 3] {
+    [
+        col(
+            "host",
+            Kind::Text,
+            "host name of the machine the reading was taken on (the kernel's nodename); null \
+             when the recording did not keep it",
+            Field::Host,
+        )
+        .label(),
+        bytes_col("host", Field::HostBytes),
+        col(
+            "boot_id",
+            Kind::Text,
+            "the kernel's boot id (/proc/sys/kernel/random/boot_id) when the reading was \
+             taken: another value is another boot; null when the recording did not keep it",
+            Field::BootId,
+        )
+        .label(),
+    ]
+}
+
+/// The value of an identity column ([`identity_columns`]), `None` for any other field.
+fn identity_value(f: Field, h: &HostIdentity) -> Option<Value> {
+    let v = match f {
+        Field::Host => h.hostname.as_deref().map_or(Value::Null, text),
+        Field::HostBytes => h.hostname.as_deref().map_or(Value::Null, exact),
+        Field::BootId => h.boot_id.as_deref().map_or(Value::Null, text),
+        _ => return None,
+    };
+    Some(v)
 }
 
 fn task_columns(threads: bool) -> Vec<Column> {
@@ -784,10 +833,14 @@ impl Producer {
         emit: &mut dyn FnMut(&[Value]) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let mut row = Vec::with_capacity(self.fields.len());
+        // Every row of the reading carries its identity (taken out: the reading is ours).
+        let host = &std::mem::take(&mut reading.host);
         let snap = &reading.snapshot;
         match self.what {
             What::System => {
-                row.extend(self.fields.iter().map(|&f| system_value(f, &reading)));
+                row.extend(self.fields.iter().map(|&f| {
+                    identity_value(f, host).unwrap_or_else(|| system_value(f, &reading))
+                }));
                 emit(&row)?;
             }
             What::Processes => {
@@ -797,7 +850,9 @@ impl Producer {
                 for t in snap.tasks.iter().filter(live) {
                     row.clear();
                     for &f in &self.fields {
-                        let v = task_value(f, snap, Some(t), Interval::None, &mut self.names);
+                        let v = identity_value(f, host).unwrap_or_else(|| {
+                            task_value(f, snap, Some(t), Interval::None, &mut self.names)
+                        });
                         row.push(v);
                     }
                     emit(&row)?;
@@ -806,7 +861,10 @@ impl Producer {
                     let t = exit_task(e);
                     row.clear();
                     for &f in &self.fields {
-                        row.push(exit_value(f, snap, e, &t, &mut self.names));
+                        row.push(
+                            identity_value(f, host)
+                                .unwrap_or_else(|| exit_value(f, snap, e, &t, &mut self.names)),
+                        );
                     }
                     emit(&row)?;
                 }
@@ -830,7 +888,11 @@ impl Producer {
                     };
                     row.clear();
                     for &f in &self.fields {
-                        row.push(task_value(f, snap, Some(t), iv, &mut self.names));
+                        row.push(
+                            identity_value(f, host).unwrap_or_else(|| {
+                                task_value(f, snap, Some(t), iv, &mut self.names)
+                            }),
+                        );
                     }
                     emit(&row)?;
                 }
@@ -839,7 +901,9 @@ impl Producer {
                     for (r, _) in rows.iter().zip(&used).filter(|(_, &u)| !u) {
                         row.clear();
                         for &f in &self.fields {
-                            row.push(task_value(f, snap, None, Interval::Row(r), &mut self.names));
+                            row.push(identity_value(f, host).unwrap_or_else(|| {
+                                task_value(f, snap, None, Interval::Row(r), &mut self.names)
+                            }));
                         }
                         emit(&row)?;
                     }

@@ -185,6 +185,7 @@ fn reading(k: u64) -> Reading {
         exits: Vec::new(),
         exits_dropped: 0,
         exits_missing: None,
+        host: Default::default(),
     }
 }
 
@@ -868,4 +869,237 @@ fn system_rows_count_exits_and_drops() {
     assert_eq!(rows.len(), 2);
     assert_eq!((&*rows[0]["exits"], &*rows[0]["exits_dropped"]), ("2", "5"));
     assert_eq!((&*rows[1]["exits"], &*rows[1]["exits_dropped"]), ("", ""));
+}
+
+/// The readings, taken on `host` (its name, its boot id).
+fn readings_on(host: &[u8], boot: &str) -> Vec<Reading> {
+    let mut rs = readings();
+    for r in &mut rs {
+        r.host = tasksnap_model::HostIdentity {
+            hostname: Some(host.to_vec()),
+            boot_id: Some(boot.as_bytes().to_vec()),
+        };
+    }
+    rs
+}
+
+/// Every row of every table says the machine and boot of its reading; a recording that did
+/// not keep them (an older store) has them null, never the reader's.
+#[test]
+fn every_row_says_its_host_and_boot() {
+    for what in [What::Processes, What::Threads, What::System] {
+        let (n, out) = dump(readings_on(b"web-01", "b00t-1"), &opts(Format::Csv, what));
+        let (header, rows) = csv_rows(&out);
+        let tail: Vec<&str> = header
+            .iter()
+            .rev()
+            .take(3)
+            .rev()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(tail, ["host", "host_bytes", "boot_id"], "{what:?}");
+        assert_eq!(rows.len() as u64, n);
+        assert!(n > 0);
+        for r in &rows {
+            assert_eq!(
+                (
+                    r["host"].as_str(),
+                    r["host_bytes"].as_str(),
+                    r["boot_id"].as_str()
+                ),
+                ("web-01", "", "b00t-1"),
+                "{what:?}"
+            );
+        }
+        let (_, out) = dump(readings(), &opts(Format::Json, what));
+        let text = String::from_utf8(out).expect("utf-8");
+        for l in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json");
+            assert!(v["host"].is_null() && v["boot_id"].is_null(), "{l}");
+        }
+    }
+    // A host name that is not UTF-8: replaced in `host`, exact in `host_bytes`.
+    let (_, out) = dump(
+        readings_on(b"h\xff", "b"),
+        &Options {
+            fields: Some(vec!["host".into()]),
+            ..opts(Format::Csv, What::System)
+        },
+    );
+    let (header, rows) = csv_rows(&out);
+    assert_eq!(header, ["host", "host_bytes"]);
+    assert_eq!(rows[0]["host"], "h\u{fffd}");
+    assert_eq!(rows[0]["host_bytes"], "68ff");
+}
+
+/// OpenMetrics: the host and boot id are labels when known, so the same pid of two hosts
+/// (or two boots) is two series; unknown, they are left out (the series are as before).
+#[test]
+fn openmetrics_labels_series_with_host_and_boot() {
+    let mut rs = readings_on(b"a", "boot-a");
+    let mut b = readings_on(b"b", "boot-b");
+    for r in &mut b {
+        r.snapshot.taken_at_unix_ns += 10_000_000_000;
+    }
+    rs.extend(b);
+    let (_, out) = dump(rs, &opts(Format::OpenMetrics, What::Processes));
+    let text = String::from_utf8(out).expect("utf-8");
+    for h in ["a", "b"] {
+        let series = format!(
+            "tasksnap_process_cpu_seconds_total{{pid=\"1\",user=\"root\",comm=\"init\",host=\"{h}\",boot_id=\"boot-{h}\"}} "
+        );
+        assert_eq!(text.matches(&series).count(), 3, "{h}: {text}");
+    }
+    let (_, out) = dump(
+        readings_on(b"a", "boot-a"),
+        &opts(Format::OpenMetrics, What::System),
+    );
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(text.contains(
+        "tasksnap_system_cpu_ticks_total{host=\"a\",boot_id=\"boot-a\",mode=\"user\"} 200 1700000002.000\n"
+    ), "{text}");
+    let (_, out) = dump(readings(), &opts(Format::OpenMetrics, What::System));
+    assert!(!String::from_utf8(out).expect("utf-8").contains("host="));
+}
+
+/// `--partition`: each reading's rows in the file of its host and UTC date, a reading just
+/// after midnight in the next day's; the files are whole Parquet files with every row.
+#[test]
+fn partitions_by_host_and_utc_date() {
+    // 2023-11-14T23:59:59Z and the next two seconds.
+    let midnight_ns: u64 = 1_700_006_400_000_000_000;
+    let mut rs = readings_on(b"a/b", "x");
+    for (i, r) in rs.iter_mut().enumerate() {
+        r.snapshot.taken_at_unix_ns = midnight_ns - 1_000_000_000 + i as u64 * 1_000_000_000;
+    }
+    let mut other = readings();
+    for r in &mut other {
+        r.snapshot.taken_at_unix_ns = midnight_ns + 5_000_000_000;
+    }
+    rs.extend(other);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = tasksnap_safefile::Dir::create_private(&dir.path().join("out"), 0o700)
+        .expect("private dir");
+    let mut it = rs.into_iter().map(Ok);
+    let (n, files) = write_partitioned(&mut it, &opts(Format::Parquet, What::System), root)
+        .expect("partitioned");
+    assert_eq!(n, 6);
+    let mut rel: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(dir.path().join("out"))
+                .expect("under out")
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    rel.sort();
+    assert_eq!(
+        rel,
+        [
+            "host=__HIVE_DEFAULT_PARTITION__/date=2023-11-15/part-0.parquet",
+            "host=a%2Fb/date=2023-11-14/part-0.parquet",
+            "host=a%2Fb/date=2023-11-15/part-0.parquet",
+        ]
+    );
+    let rows = |name: &str| -> usize {
+        let bytes = std::fs::read(dir.path().join("out").join(name)).expect("read");
+        parquet_batches(bytes).1.iter().map(|b| b.num_rows()).sum()
+    };
+    assert_eq!(rows(&rel[0]), 3);
+    assert_eq!(rows(&rel[1]), 1);
+    assert_eq!(rows(&rel[2]), 2);
+    // Other formats are refused.
+    let root = tasksnap_safefile::Dir::create_private(&dir.path().join("csv"), 0o700)
+        .expect("private dir");
+    let err = write_partitioned(
+        &mut readings().into_iter().map(Ok),
+        &opts(Format::Csv, What::System),
+        root,
+    )
+    .expect_err("csv");
+    assert!(format!("{err:#}").contains("Parquet only"), "{err:#}");
+}
+
+/// More partitions than stay open: the oldest is finished (a whole file) and a partition
+/// that comes back gets the next free `part-N`; every row is in exactly one file.
+#[test]
+fn partitions_beyond_the_open_limit_are_finished_and_continued() {
+    let hosts = super::partition::MAX_OPEN + 2;
+    let mut rs = Vec::new();
+    for h in (0..hosts).chain([0]) {
+        let mut r = readings_on(format!("h{h}").as_bytes(), "b").remove(0);
+        r.snapshot.taken_at_unix_ns += rs.len() as u64;
+        rs.push(r);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let root = tasksnap_safefile::Dir::create_private(&out, 0o700).expect("private dir");
+    let (n, files) = write_partitioned(
+        &mut rs.into_iter().map(Ok),
+        &opts(Format::Parquet, What::System),
+        root,
+    )
+    .expect("partitioned");
+    assert_eq!(n as usize, hosts + 1);
+    assert_eq!(files.len(), hosts + 1, "{files:?}");
+    let h0: Vec<_> = files
+        .iter()
+        .filter(|f| f.starts_with(out.join("host=h0")))
+        .map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(h0.len(), 2, "{h0:?}");
+    for name in ["part-0.parquet", "part-1.parquet"] {
+        assert!(h0.contains(&Some(name.to_string())), "{h0:?}");
+    }
+    let rows: usize = files
+        .iter()
+        .map(|f| {
+            let bytes = std::fs::read(f).expect("read");
+            parquet_batches(bytes)
+                .1
+                .iter()
+                .map(|b| b.num_rows())
+                .sum::<usize>()
+        })
+        .sum();
+    assert_eq!(rows, hosts + 1);
+}
+
+/// A partition directory that is not a directory of the caller's (a file, a symbolic link
+/// planted in DIR) is refused, nothing is written through it, and the partitions written
+/// before are whole files.
+#[test]
+fn a_planted_partition_entry_is_refused_and_the_others_finished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let root = tasksnap_safefile::Dir::create_private(&out, 0o700).expect("private dir");
+    std::fs::write(out.join("host=b"), b"not a directory").expect("plant a file");
+    std::os::unix::fs::symlink(&elsewhere, out.join("host=c")).expect("plant a link");
+    for planted in ["b", "c"] {
+        let mut rs = readings_on(b"a", "x");
+        let mut other = readings_on(planted.as_bytes(), "x").remove(0);
+        other.snapshot.taken_at_unix_ns += 10_000_000_000;
+        rs.push(other);
+        let err = write_partitioned(
+            &mut rs.into_iter().map(Ok),
+            &opts(Format::Parquet, What::System),
+            root.try_clone().expect("dup"),
+        )
+        .expect_err("refused");
+        assert!(
+            format!("{err:#}").contains(&format!("host={planted}")),
+            "{err:#}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&elsewhere).expect("ls").count(), 0);
+    // The host=a partitions of both runs are whole Parquet files of 3 rows.
+    for n in 0..2 {
+        let f = out.join(format!("host=a/date=2023-11-14/part-{n}.parquet"));
+        let bytes = std::fs::read(&f).expect("read");
+        let rows: usize = parquet_batches(bytes).1.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 3, "{}", f.display());
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use tasksnap_model::{CpuTicks, LoadAverages, Memory, SystemFigures};
+use tasksnap_model::{CpuTicks, HostIdentity, LoadAverages, Memory, SystemFigures};
 
 use super::{Host, Tasks};
 use crate::{system, Error};
@@ -44,6 +44,15 @@ impl Host {
         match &self.tasks {
             Tasks::Replay(r) => r.reading().system.clone(),
             _ => system::figures(&self.opts.proc_root),
+        }
+    }
+
+    /// Which machine and boot this is: the host name and boot id under the host's /proc
+    /// root (a fake tree's own), or a replay's recorded ones.
+    pub fn identity(&self) -> HostIdentity {
+        match &self.tasks {
+            Tasks::Replay(r) => r.reading().host.clone(),
+            _ => system::identity(&self.opts.proc_root),
         }
     }
 

@@ -141,6 +141,36 @@ fn machine_figures_come_from_the_tree() {
     assert_eq!(host.system().memory.map(|m| m.total_kib), Some(24_684_148));
 }
 
+/// The host name and boot id come from the tree (a renamed host is seen at the next
+/// reading), a reading carries them, and a file the tree lacks leaves its part unknown.
+#[test]
+fn the_identity_comes_from_the_tree() {
+    use tasksnap_loadgen::fake_proc::{BOOT_ID, HOSTNAME};
+    let (dir, host) = tree(4096);
+    let id = host.identity();
+    assert_eq!(id.hostname.as_deref(), Some(HOSTNAME.as_bytes()));
+    assert_eq!(id.boot_id.as_deref(), Some(BOOT_ID.as_bytes()));
+    let mut readings = host
+        .open_readings(ReadingOptions {
+            backend: Backend::Procfs,
+            states: false,
+            ..ReadingOptions::default()
+        })
+        .expect("readings");
+    assert_eq!(readings.read_mut().expect("reading").host, id);
+    let fake = FakeProc::build(dir.path()).expect("tree");
+    fake.set_identity(b"../other\xff", "b2").expect("identity");
+    let r = readings.read_mut().expect("reading");
+    assert_eq!(r.host.hostname.as_deref(), Some(&b"../other\xff"[..]));
+    assert_eq!(r.host.boot_id.as_deref(), Some(&b"b2"[..]));
+    // Longer than the kernel allows: cut; missing: unknown.
+    std::fs::write(dir.path().join("sys/kernel/hostname"), [b'x'; 200]).expect("write");
+    std::fs::remove_file(dir.path().join("sys/kernel/random/boot_id")).expect("rm");
+    let id = host.identity();
+    assert_eq!(id.hostname, Some(vec![b'x'; 64]));
+    assert_eq!(id.boot_id, None);
+}
+
 #[test]
 fn a_recording_answers_as_the_host_did() {
     let mut reading = Reading {
@@ -161,6 +191,10 @@ fn a_recording_answers_as_the_host_did() {
         exits: Vec::new(),
         exits_dropped: 0,
         exits_missing: None,
+        host: tasksnap_model::HostIdentity {
+            hostname: Some(b"recorded".to_vec()),
+            boot_id: None,
+        },
     };
     reading.system.memory = Some(Memory {
         total_kib: 1234,
@@ -169,6 +203,7 @@ fn a_recording_answers_as_the_host_did() {
     let mut host = Host::replay(reading, "replay of r".into());
     assert_eq!(host.units().boot_time_unix_s, BTIME);
     assert_eq!(host.mem_total_kib(), Some(1234));
+    assert_eq!(host.identity().hostname.as_deref(), Some(&b"recorded"[..]));
     assert_eq!(host.report().why, "replay of r");
     let snap = host
         .snapshot(&Query::new(Selector::AllProcesses, Groups::default()))

@@ -37,5 +37,6 @@ pub fn reading_at(t_s: u64, tasks: Vec<Task>) -> Reading {
         exits: Vec::new(),
         exits_dropped: 0,
         exits_missing: None,
+        host: Default::default(),
     }
 }

@@ -1,0 +1,379 @@
+//! Recordings of several machines read together: each of two simulated hosts (fake /proc
+//! trees with their own host name and boot id, `TASKSNAP_PROC_ROOT`) is recorded and dumped
+//! with `--partition` into one directory, which DuckDB then reads as one table with
+//! `hive_partitioning`; every row says its host and boot, and a hostile host name stays one
+//! directory under the dump's.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use tasksnap_loadgen::fake_proc::{FakeProc, BOOT_ID, HOSTNAME};
+
+const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+
+fn run(root: &Path, args: &[&str]) -> Output {
+    Command::new(TASKSNAP)
+        .env("TASKSNAP_PROC_ROOT", root)
+        .env_remove("TASKSNAP_PAGE_SIZE")
+        .stdin(Stdio::null())
+        .args(args)
+        .output()
+        .expect("run tasksnap")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    assert_eq!(out.status.code(), Some(0), "{what}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// A fake host named `hostname` with boot id `boot_id`, recorded `count` times into a store
+/// under `base`: (the tree's directory, the store's path).
+fn recorded_host(
+    base: &Path,
+    tag: &str,
+    hostname: &[u8],
+    boot_id: &str,
+    count: u32,
+) -> (tempfile::TempDir, PathBuf) {
+    let tree = tempfile::tempdir().expect("tempdir");
+    // As a test in another language makes one (`tasksnap-loadgen fake-proc DIR PAGE_SIZE
+    // HOSTNAME BOOT_ID`) when the binary is built, else through the library.
+    match tasksnap_loadgen::find_binary() {
+        Some(bin) => {
+            use std::os::unix::ffi::OsStrExt;
+            let out = Command::new(bin)
+                .arg("fake-proc")
+                .arg(tree.path())
+                .arg("4096")
+                .arg(std::ffi::OsStr::from_bytes(hostname))
+                .arg(boot_id)
+                .output()
+                .expect("run tasksnap-loadgen");
+            ok(&out, "tasksnap-loadgen fake-proc");
+        }
+        None => {
+            let fake = FakeProc::build(tree.path()).expect("fake tree");
+            fake.set_identity(hostname, boot_id).expect("identity");
+        }
+    }
+    let fake = tree.path();
+    let store = base.join(format!("rec-{tag}"));
+    let s = store.to_str().expect("utf-8 path");
+    let n = count.to_string();
+    let out = run(
+        fake,
+        &[
+            "record",
+            "--dir",
+            s,
+            "--count",
+            &n,
+            "--interval",
+            "0.2",
+            "--backend",
+            "procfs",
+        ],
+    );
+    ok(&out, "record");
+    (tree, store)
+}
+
+/// Every file under `dir`, relative to it, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).expect("under dir");
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The UTC date of now, as `date=` shows it (the recordings are made now; a test running
+/// across midnight may see two dates, which both count).
+fn dates_now() -> Vec<String> {
+    let now = std::time::SystemTime::now();
+    [now - std::time::Duration::from_secs(120), now]
+        .iter()
+        .map(|t| humantime::format_rfc3339(*t).to_string()[..10].to_string())
+        .collect()
+}
+
+#[test]
+fn dumps_of_two_hosts_partitioned_into_one_directory_read_as_one_table() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let (_a, rec_a) = recorded_host(base.path(), "a", HOSTNAME.as_bytes(), BOOT_ID, 2);
+    let other_boot = "0a0b0c0d-1111-4222-8333-444455556666";
+    let (_b, rec_b) = recorded_host(base.path(), "b", b"db-02.example", other_boot, 1);
+    let out_dir = base.path().join("fleet");
+    let o = out_dir.to_str().expect("utf-8 path");
+    for rec in [&rec_a, &rec_b] {
+        let r = rec.to_str().expect("utf-8 path");
+        // The tree does not matter to dump: it reads the recording.
+        let out = run(
+            base.path(),
+            &[
+                "dump",
+                "--dir",
+                r,
+                "--format",
+                "parquet",
+                "--output",
+                o,
+                "--partition",
+            ],
+        );
+        ok(&out, "dump --partition");
+    }
+    let files = files_under(&out_dir);
+    let dates = dates_now();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for (f, host) in files.iter().zip(["db-02.example", HOSTNAME]) {
+        let ok_path = dates
+            .iter()
+            .any(|d| *f == format!("host={host}/date={d}/part-0.parquet"));
+        assert!(
+            ok_path,
+            "{f} is not host={host}/date={dates:?}/part-0.parquet"
+        );
+    }
+    // Dumped again into the same directory: a new file beside, none replaced.
+    let r = rec_b.to_str().expect("utf-8 path");
+    let out = run(
+        base.path(),
+        &[
+            "dump",
+            "--dir",
+            r,
+            "--format",
+            "parquet",
+            "--output",
+            o,
+            "--partition",
+        ],
+    );
+    ok(&out, "second dump");
+    let again = files_under(&out_dir);
+    assert_eq!(again.len(), 3, "{again:?}");
+    assert!(
+        again.iter().any(|f| f.ends_with("/part-1.parquet")),
+        "{again:?}"
+    );
+    std::fs::remove_file(
+        out_dir.join(
+            again
+                .iter()
+                .find(|f| f.ends_with("/part-1.parquet"))
+                .expect("part-1"),
+        ),
+    )
+    .expect("remove the copy");
+
+    // Not Parquet: refused, nothing made.
+    let refused = base.path().join("refused");
+    let out = run(
+        base.path(),
+        &[
+            "dump",
+            "--dir",
+            r,
+            "--format",
+            "csv",
+            "--output",
+            refused.to_str().expect("utf-8 path"),
+            "--partition",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Parquet only"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!refused.exists());
+
+    // CSV of one recording: every row has the host and boot id.
+    let out = run(
+        base.path(),
+        &[
+            "dump",
+            "--dir",
+            rec_a.to_str().expect("utf-8 path"),
+            "--fields",
+            "pid,host,boot_id",
+        ],
+    );
+    let csv = ok(&out, "dump csv");
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("pid,host,host_bytes,boot_id"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 6, "3 processes x 2 readings: {csv}");
+    for row in rows {
+        assert!(
+            row.ends_with(&format!(",{HOSTNAME},,{BOOT_ID}")),
+            "{row} lacks the host"
+        );
+    }
+
+    let Ok(python) = std::env::var("TASKSNAP_DUCKDB_PYTHON") else {
+        eprintln!("TASKSNAP_DUCKDB_PYTHON not set: the DuckDB check is skipped");
+        return;
+    };
+    // DuckDB over both hosts' partitions: GROUP BY host gives each host's rows (3
+    // processes per reading: 2 readings of the first, 1 of the second), with its boot id;
+    // the partition columns `host` and `date` come from the directories.
+    let script = r#"
+import sys, duckdb
+glob = sys.argv[1] + "/*/*/*.parquet"
+con = duckdb.connect()
+rows = con.execute(
+    "SELECT host, boot_id, count(*), count(DISTINCT pid), min(date)::VARCHAR "
+    "FROM read_parquet(?, hive_partitioning = true) GROUP BY host, boot_id ORDER BY host",
+    [glob],
+).fetchall()
+for r in rows:
+    print("|".join(str(x) for x in r))
+"#;
+    let out = Command::new(&python)
+        .args(["-c", script, o])
+        .output()
+        .expect("python runs");
+    let got = ok(&out, "duckdb");
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines.len(), 2, "{got}");
+    let a = format!("db-02.example|{other_boot}|3|3|");
+    let b = format!("{HOSTNAME}|{BOOT_ID}|6|3|");
+    assert!(lines[0].starts_with(&a), "{got}");
+    assert!(lines[1].starts_with(&b), "{got}");
+    for l in lines {
+        assert!(dates.iter().any(|d| l.ends_with(d.as_str())), "{l}");
+    }
+}
+
+/// A host name with `/`, `..`, `=`, a space and a byte that is not UTF-8 is one directory,
+/// percent-encoded, under the dump's directory; nothing is written anywhere else, and
+/// DuckDB reads the name back (as the `host` column's text shows it).
+#[test]
+fn a_hostile_host_name_stays_one_directory_of_the_dump() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let (_t, rec) = recorded_host(base.path(), "h", b"../../x=y /\xff", BOOT_ID, 1);
+    let out_dir = base.path().join("deep").join("fleet");
+    let o = out_dir.to_str().expect("utf-8 path");
+    let out = run(
+        base.path(),
+        &[
+            "dump",
+            "--dir",
+            rec.to_str().expect("utf-8 path"),
+            "--format",
+            "parquet",
+            "--output",
+            o,
+            "--partition",
+        ],
+    );
+    ok(&out, "dump --partition");
+    let files = files_under(&out_dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        files[0].starts_with("host=..%2F..%2Fx%3Dy%20%2F\u{fffd}/date="),
+        "{files:?}"
+    );
+    // Nothing beside the recording, its tree's store and the dump's directory.
+    let mut top: Vec<String> = std::fs::read_dir(base.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    top.sort();
+    assert_eq!(top, ["deep", "rec-h"]);
+    let deep: Vec<_> = std::fs::read_dir(base.path().join("deep"))
+        .expect("read_dir")
+        .collect();
+    assert_eq!(deep.len(), 1);
+    use std::os::unix::fs::PermissionsExt;
+    for d in [
+        &out_dir,
+        &out_dir.join(files[0].split('/').next().expect("dir")),
+    ] {
+        let mode = std::fs::metadata(d).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", d.display());
+    }
+
+    if let Ok(python) = std::env::var("TASKSNAP_DUCKDB_PYTHON") {
+        let script = r#"
+import sys, duckdb
+rows = duckdb.connect().execute(
+    "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true)",
+    [sys.argv[1] + "/*/*/*.parquet"],
+).fetchall()
+print(repr([r[0] for r in rows]))
+"#;
+        let out = Command::new(&python)
+            .args(["-c", script, o])
+            .output()
+            .expect("python runs");
+        let got = ok(&out, "duckdb");
+        assert_eq!(got.trim(), "['../../x=y /\u{fffd}']");
+    }
+}
+
+/// A partitioned dump never goes into the recording it reads, nor into a directory another
+/// user may write.
+#[test]
+fn a_partitioned_dump_refuses_unsafe_directories() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let (_t, rec) = recorded_host(base.path(), "r", b"h", BOOT_ID, 1);
+    let r = rec.to_str().expect("utf-8 path");
+    let dump_to = |o: &Path| {
+        run(
+            base.path(),
+            &[
+                "dump",
+                "--dir",
+                r,
+                "--format",
+                "parquet",
+                "--partition",
+                "--output",
+                o.to_str().expect("utf-8 path"),
+            ],
+        )
+    };
+    let out = dump_to(&rec);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("recording being read"),
+        "{}",
+        text(&out.stderr)
+    );
+    let open = base.path().join("open");
+    std::fs::create_dir(&open).expect("mkdir");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let out = dump_to(&open);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(files_under(&open).is_empty());
+    // Without --output: said, nothing written.
+    let out = run(
+        base.path(),
+        &["dump", "--dir", r, "--format", "parquet", "--partition"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--output DIR"),
+        "{}",
+        text(&out.stderr)
+    );
+}
