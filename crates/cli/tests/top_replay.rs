@@ -251,3 +251,106 @@ fn top_replays_a_recording() {
     let out = top(&["-b", "--replay", store_s, "--at", "2001-01-01T00:00:00Z"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("outside the recording"));
 }
+
+/// Samples in the store `dir` so far (`dump --what system` has one row per sample).
+fn samples(dir: &str) -> usize {
+    let out = Command::new(TASKSNAP)
+        .args(["dump", "--dir", dir, "--what", "system", "--fields", "time"])
+        .output()
+        .expect("run tasksnap dump");
+    if !out.status.success() {
+        return 0;
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .count()
+        .saturating_sub(1)
+}
+
+/// A process that lived 300 ms between two samples of a recording (a copy of sh under a
+/// name of its own, ending with `exit 5`): `top -b --replay --exited` lists it once, as
+/// `<name>` with state E and its code in the EXIT column, in the frame of the sample after
+/// its exit, whose "Tasks:" line counts it; without `--exited` it is counted, not listed.
+#[test]
+fn top_replay_marks_a_process_that_exited_between_two_samples() {
+    if !tasksnap_loadgen::root_or_skip("top --replay of recorded exits (BPF)") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("rec");
+    let store_s = store.to_str().expect("utf-8 path");
+    let name = format!("tsxr{}", std::process::id() % 1_000_000);
+    let sh = dir.path().join(&name);
+    std::fs::copy("/bin/sh", &sh).expect("copy /bin/sh");
+    let mut rec = Guard(
+        Command::new(TASKSNAP)
+            .args([
+                "record",
+                "--dir",
+                store_s,
+                "--interval",
+                "1",
+                "--count",
+                "4",
+                "-q",
+            ])
+            .spawn()
+            .expect("start the recorder"),
+    );
+    tasksnap_loadgen::wait_until("the second sample", || samples(store_s) >= 2);
+    let second = samples(store_s);
+    tasksnap_loadgen::wait_until("the next sample", || samples(store_s) > second);
+    // Right after a sample, most of a second before the next.
+    let mut child = Command::new(&sh)
+        .args(["-c", "sleep 0.3; exit 5"])
+        .spawn()
+        .expect("spawn the copy of sh");
+    assert_eq!(child.wait().expect("wait").code(), Some(5));
+    let status = rec.0.wait().expect("the recorder");
+    assert!(status.success(), "record exited {status:?}");
+    let pid = child.id().to_string();
+
+    let out = top(&["-b", "--replay", store_s, "--exited", "-n", "10"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fs = frames(&out.stdout);
+    assert_eq!(fs.len(), 3, "samples 2 to 4:\n{text}");
+    let listed: Vec<(usize, &Vec<String>)> = fs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, f)| f.rows.iter().map(move |r| (i, r)))
+        .filter(|(_, r)| r.first() == Some(&pid))
+        .collect();
+    assert_eq!(listed.len(), 1, "pid {pid} once:\n{text}");
+    let (i, row) = listed[0];
+    // PID USER PR NI VIRT RES SHR S %CPU %MEM RUNQ% DISK% TIME+ EXIT COMMAND
+    assert_eq!(row[7], "E", "{row:?}");
+    assert_eq!(row[13], "5", "{row:?}");
+    assert_eq!(row[14], format!("<{name}>"), "{row:?}");
+    let tasks = fs[i]
+        .header
+        .iter()
+        .find(|h| h.starts_with("Tasks:"))
+        .expect("a Tasks: line");
+    let exited_n: usize = tasks
+        .find(" exited (")
+        .and_then(|at| tasks[..at].rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no exited count in {tasks:?}"));
+    assert!(exited_n >= 1, "{tasks:?}");
+
+    // Without the view: counted in the header, no row.
+    let out = top(&["-b", "--replay", store_s, "-n", "10"]);
+    let fs = frames(&out.stdout);
+    assert!(
+        fs.iter()
+            .all(|f| f.rows.iter().all(|r| r.first() != Some(&pid))),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(fs[i].header.iter().any(|h| h.contains(" exited (")));
+}

@@ -336,6 +336,32 @@ mod tests {
         );
     }
 
+    /// A recording's exits against the sample before; a recording that kept none (from
+    /// before exits were stored, or a recorder without BPF) shows nothing extra.
+    #[test]
+    fn a_replayed_sample_shows_its_recorded_exits_unless_it_kept_none() {
+        let reading = |at_ns: u64, exits: Vec<Exit>, missing: Option<&str>| Reading {
+            snapshot: Snapshot {
+                taken_at_boottime_ns: at_ns,
+                ..snap(Vec::new())
+            },
+            states: None,
+            system: Default::default(),
+            exits,
+            exits_dropped: 0,
+            exits_missing: missing.map(str::to_owned),
+        };
+        let prev = reading(1_000_000_000, Vec::new(), None);
+        let cur = reading(3_000_000_000, vec![exit(20, 1, 500, 0x0500)], None);
+        let i = Interval::of_reading(&cur, Some(&prev), &Tracker::default(), &|_| true)
+            .expect("exits recorded");
+        assert_eq!(i.rows.len(), 1);
+        assert!((i.rows[0].cpu_pct - 25.0).abs() < 1e-9, "500 ms over 2 s");
+        assert_eq!(exit_text(&i.rows[0]), "5");
+        let old = reading(3_000_000_000, Vec::new(), Some("recorded before"));
+        assert!(Interval::of_reading(&old, Some(&prev), &Tracker::default(), &|_| true).is_none());
+    }
+
     #[test]
     fn signals_show_by_name_and_a_core_with_a_star() {
         let row = |status| {
