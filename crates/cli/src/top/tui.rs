@@ -34,7 +34,7 @@ tasksnap top: keys
   c         full command lines                 /    filter by name
   w         each process's top wait reason (the kernel stack it spent most off-CPU time in)
   g         a CGROUP column (as ps -o cgroup)
-  e         the processes that exited during the interval, as <name> (EXIT: code or signal)
+  e         the processes that exited in the interval, as <name>; EXIT: code or signal
   u         filter by user                     o    filter FIELD=text, FIELD>n, FIELD<n
   =         clear the filters                  k    send a signal   r  renice
   z, space  freeze / unfreeze                  d    refresh interval
