@@ -810,3 +810,47 @@ fn exited_view_marks_processes_that_lived_between_two_frames() {
         assert!(exited_n >= 1, "{tasks:?}");
     }
 }
+
+/// The live view (root with BPF): the header counts exits; `e` turns the exited view on (an
+/// EXIT column), and a process that lived between two refreshes comes on screen as `<name>`
+/// with state E and its code; `e` again takes the view off.
+#[test]
+fn live_view_exited_key() {
+    if !root_or_skip("the exited view (the BPF exit records)") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (sh, name) = own_sh(dir.path(), "k");
+    let cmd = format!("{TASKSNAP} top -d 2; sleep 30");
+    let Some(t) = tmux_or_skip(140, 30, &cmd, "the exited view") else {
+        return;
+    };
+    // The exit records are loaded with the second refresh.
+    t.wait_for("the exited count", |s| s.contains(" exited ("));
+    // Only the process spawned below (and nothing else): a name filter, which exited rows
+    // pass through too.
+    t.keys(&["/"]);
+    t.type_text(&name);
+    t.keys(&["Enter", "e"]);
+    t.wait_for("the EXIT column", |s| s.contains(" EXIT COMMAND"));
+    let status = Command::new(&sh)
+        .args(["-c", "sleep 0.2; exit 4"])
+        .status()
+        .expect("run the copy of sh");
+    assert_eq!(status.code(), Some(4));
+    let marked = format!("<{name}>");
+    let s = t.wait_for("the exited row", |s| s.contains(&marked));
+    let row = s
+        .lines()
+        .find(|l| l.contains(&marked))
+        .expect("the row")
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(row[7], "E", "{row:?}");
+    assert_eq!(row[13], "4", "{row:?}");
+    t.keys(&["e"]);
+    t.wait_for("the view off", |s| {
+        !s.contains(" EXIT COMMAND") && !s.contains(&marked)
+    });
+    t.keys(&["q"]);
+}
