@@ -252,19 +252,36 @@ fn top_replays_a_recording() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("outside the recording"));
 }
 
-/// Samples in the store `dir` so far (`dump --what system` has one row per sample).
-fn samples(dir: &str) -> usize {
-    let out = Command::new(TASKSNAP)
-        .args(["dump", "--dir", dir, "--what", "system", "--fields", "time"])
-        .output()
-        .expect("run tasksnap dump");
-    if !out.status.success() {
+/// The bytes of every file under `dir` (0 while it does not exist): it grows as a recorder
+/// appends a sample. Watched with stat calls only, so that waiting for a sample puts no load
+/// on a host whose other tests measure CPU shares.
+fn store_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => store_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Waits until the store in `dir` has grown past `bytes`.
+fn wait_for_growth(dir: &std::path::Path, bytes: u64, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if store_bytes(dir) > bytes {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .count()
-        .saturating_sub(1)
 }
 
 /// A process that lived 300 ms between two samples of a recording (a copy of sh under a
@@ -292,14 +309,23 @@ fn top_replay_marks_a_process_that_exited_between_two_samples() {
                 "1",
                 "--count",
                 "4",
-                "-q",
             ])
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start the recorder"),
     );
-    tasksnap_loadgen::wait_until("the second sample", || samples(store_s) >= 2);
-    let second = samples(store_s);
-    tasksnap_loadgen::wait_until("the next sample", || samples(store_s) > second);
+    // The recorder says "recording to ..." right before it takes its first sample; samples
+    // are a second apart, so once the first is written the next growth of the store is the
+    // second sample.
+    let mut said = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(rec.0.stderr.as_mut().expect("the recorder's stderr")),
+        &mut said,
+    )
+    .expect("read the recorder's stderr");
+    assert!(said.contains("recording to"), "{said}");
+    std::thread::sleep(Duration::from_millis(500));
+    wait_for_growth(&store, store_bytes(&store), "the second sample");
     // Right after a sample, most of a second before the next.
     let mut child = Command::new(&sh)
         .args(["-c", "sleep 0.3; exit 5"])
