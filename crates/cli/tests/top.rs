@@ -854,3 +854,76 @@ fn live_view_exited_key() {
     });
     t.keys(&["q"]);
 }
+
+/// A process that exited but that its parent has not reaped is both an exit record and a
+/// zombie row of the same refresh: `top -b --exited` lists it once, as its exit (`<name>`,
+/// E, its code), never also as a `Z` row of the same frame.
+#[test]
+fn exited_view_shows_an_unreaped_zombie_once() {
+    use std::io::BufRead;
+    if !root_or_skip("top --exited (the BPF exit records)") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (sh, name) = own_sh(dir.path(), "z");
+    let mut top = Guard(
+        Command::new(TASKSNAP)
+            .args(["top", "-b", "--exited", "-n", "3", "-d", "1"])
+            .env_remove("COLUMNS")
+            .env("LC_ALL", "C")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start top"),
+    );
+    let mut out = std::io::BufReader::new(top.0.stdout.take().expect("top's stdout"));
+    let mut text = String::new();
+    loop {
+        let mut line = String::new();
+        let n = out.read_line(&mut line).expect("read top's output");
+        assert!(n > 0, "top ended before its first frame: {text}");
+        text.push_str(&line);
+        if line.trim_start().starts_with("PID ") {
+            break;
+        }
+    }
+    // The parent starts the child, says its pid, and becomes a `sleep` that never reaps it.
+    let mut parent = Guard(
+        Command::new(&sh)
+            .args([
+                "-c",
+                "\"$0\" -c 'sleep 0.2; exit 6' & echo $!; exec sleep 5",
+            ])
+            .arg(&sh)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the parent"),
+    );
+    let mut said = String::new();
+    std::io::BufReader::new(parent.0.stdout.as_mut().expect("the parent's stdout"))
+        .read_line(&mut said)
+        .expect("the child's pid");
+    let child: i32 = said.trim().parse().expect("a pid");
+    std::io::Read::read_to_string(&mut out, &mut text).expect("read top's output");
+    assert!(top.0.wait().expect("wait for top").success(), "{text}");
+    // A zombie by then, not reaped.
+    let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+    assert!(stat.contains(") Z "), "the child is not a zombie: {stat:?}");
+    drop(parent);
+
+    let pid = child.to_string();
+    let mut exits = 0;
+    for frame in text.split("top - ").skip(1) {
+        let rows: Vec<Vec<&str>> = frame
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.first() == Some(&pid.as_str()))
+            .collect();
+        assert!(rows.len() <= 1, "pid {child} twice in a frame:\n{frame}");
+        if let Some(row) = rows.first().filter(|r| r[7] == "E") {
+            exits += 1;
+            assert_eq!(row[13], "6", "{row:?}");
+            assert_eq!(row[14], format!("<{name}>"), "{row:?}");
+        }
+    }
+    assert_eq!(exits, 1, "listed once as exited:\n{text}");
+}
