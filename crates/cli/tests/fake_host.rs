@@ -141,6 +141,31 @@ fn top_batch_shows_the_tree() {
     assert!(s.contains("24105.6") || s.contains("24684148"), "{s}");
 }
 
+/// `top -b --exited` where there are no exit records (a fake tree is not the running
+/// kernel's): said once on stderr, and the frames go on as procps top's, with the EXIT
+/// column (`-` on every live row) and no exited count on the "Tasks:" line.
+#[test]
+fn top_exited_view_without_exit_records_says_so_once() {
+    let (_dir, fake) = tree(4096);
+    let out = run(
+        fake.root(),
+        None,
+        &["top", "-b", "-n", "2", "-d", "0.1", "--exited"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert_eq!(
+        err.matches("--exited: no exited processes").count(),
+        1,
+        "{err}"
+    );
+    let s = text(&out.stdout);
+    assert_eq!(s.matches(" EXIT COMMAND").count(), 2, "{s}");
+    assert!(!s.contains(" exited ("), "{s}");
+    assert!(!s.contains(" E "), "{s}");
+    assert!(s.contains("bash"), "{s}");
+}
+
 #[test]
 fn states_reads_the_trees_threads() {
     let (_dir, fake) = tree(4096);

@@ -720,3 +720,210 @@ fn top_live_view_redraws_while_an_mmap_lock_is_held() {
         );
     }
 }
+
+/// A copy of sh under a name of its own (its comm), in `dir`: what a test spawns is told
+/// from every other `sh` on a busy host.
+fn own_sh(dir: &std::path::Path, tag: &str) -> (std::path::PathBuf, String) {
+    let name = format!("tsx{tag}{}", std::process::id() % 1_000_000);
+    let path = dir.join(&name);
+    std::fs::copy("/bin/sh", &path).expect("copy /bin/sh");
+    (path, name)
+}
+
+/// `top -b --exited` (root with BPF): two processes that live 200 ms between two frames,
+/// one ending with `exit 7` and one killed by SIGKILL, are each listed once, in a frame after
+/// their exit, as `<name>` with state E and the code or the signal in the EXIT column; that
+/// frame's "Tasks:" line counts the exited processes.
+#[test]
+fn exited_view_marks_processes_that_lived_between_two_frames() {
+    use std::io::{BufRead, Read};
+    if !root_or_skip("top --exited (the BPF exit records)") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (sh, name) = own_sh(dir.path(), "e");
+    let mut top = Guard(
+        Command::new(TASKSNAP)
+            .args(["top", "-b", "--exited", "-n", "3", "-d", "1"])
+            .env_remove("COLUMNS")
+            .env("LC_ALL", "C")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start top"),
+    );
+    let mut out = std::io::BufReader::new(top.0.stdout.take().expect("top's stdout"));
+    // Up to the first frame's column header: the exit records are loaded by then (with the
+    // warm-up refresh before it).
+    let mut text = String::new();
+    loop {
+        let mut line = String::new();
+        let n = out.read_line(&mut line).expect("read top's output");
+        assert!(n > 0, "top ended before its first frame: {text}");
+        text.push_str(&line);
+        if line.trim_start().starts_with("PID ") {
+            break;
+        }
+    }
+    let mut coded = Command::new(&sh)
+        .args(["-c", "sleep 0.2; exit 7"])
+        .spawn()
+        .expect("spawn the copy of sh");
+    let mut killed = Command::new(&sh)
+        .args(["-c", "sleep 0.2; kill -9 $$"])
+        .spawn()
+        .expect("spawn the copy of sh");
+    assert_eq!(coded.wait().expect("wait").code(), Some(7));
+    assert!(killed.wait().expect("wait").code().is_none());
+    out.read_to_string(&mut text).expect("read top's output");
+    let status = top.0.wait().expect("wait for top");
+    assert!(status.success(), "top exited {status:?}\n{text}");
+
+    let frames = parse_batch(&text);
+    assert_eq!(frames.len(), 3, "{text}");
+    for f in &frames {
+        assert_eq!(
+            f.columns[12..],
+            ["TIME+", "EXIT", "COMMAND"],
+            "an EXIT column before COMMAND"
+        );
+    }
+    for (child, exit) in [(coded.id(), "7"), (killed.id(), "KILL")] {
+        let pid = child as i32;
+        let exited: Vec<(usize, &Vec<String>)> = frames
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.rows.get(&pid).map(|r| (i, r)))
+            .filter(|(_, r)| r[7] == "E")
+            .collect();
+        assert_eq!(exited.len(), 1, "pid {pid} listed once as exited:\n{text}");
+        let (i, row) = exited[0];
+        assert!(i > 0, "it was spawned after the first frame:\n{text}");
+        assert_eq!(row[13], exit, "{row:?}");
+        assert_eq!(row[14], format!("<{name}>"), "{row:?}");
+        assert_eq!(row[2], "-", "no priority once gone: {row:?}");
+        // `Tasks: ... 0 zombie,   2 exited (0.4% CPU)`: this one at least.
+        let tasks = &frames[i].header[1];
+        let exited_n: usize = tasks
+            .find(" exited (")
+            .and_then(|at| tasks[..at].rsplit(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no exited count in {tasks:?}"));
+        assert!(exited_n >= 1, "{tasks:?}");
+    }
+}
+
+/// The live view (root with BPF): the header counts exits; `e` turns the exited view on (an
+/// EXIT column), and a process that lived between two refreshes comes on screen as `<name>`
+/// with state E and its code; `e` again takes the view off.
+#[test]
+fn live_view_exited_key() {
+    if !root_or_skip("the exited view (the BPF exit records)") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (sh, name) = own_sh(dir.path(), "k");
+    let cmd = format!("{TASKSNAP} top -d 2; sleep 30");
+    let Some(t) = tmux_or_skip(140, 30, &cmd, "the exited view") else {
+        return;
+    };
+    // The exit records are loaded with the second refresh.
+    t.wait_for("the exited count", |s| s.contains(" exited ("));
+    // Only the process spawned below (and nothing else): a name filter, which exited rows
+    // pass through too.
+    t.keys(&["/"]);
+    t.type_text(&name);
+    t.keys(&["Enter", "e"]);
+    t.wait_for("the EXIT column", |s| s.contains(" EXIT COMMAND"));
+    let status = Command::new(&sh)
+        .args(["-c", "sleep 0.2; exit 4"])
+        .status()
+        .expect("run the copy of sh");
+    assert_eq!(status.code(), Some(4));
+    let marked = format!("<{name}>");
+    let s = t.wait_for("the exited row", |s| s.contains(&marked));
+    let row = s
+        .lines()
+        .find(|l| l.contains(&marked))
+        .expect("the row")
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(row[7], "E", "{row:?}");
+    assert_eq!(row[13], "4", "{row:?}");
+    t.keys(&["e"]);
+    t.wait_for("the view off", |s| {
+        !s.contains(" EXIT COMMAND") && !s.contains(&marked)
+    });
+    t.keys(&["q"]);
+}
+
+/// A process that exited but that its parent has not reaped is both an exit record and a
+/// zombie row of the same refresh: `top -b --exited` lists it once, as its exit (`<name>`,
+/// E, its code), never also as a `Z` row of the same frame.
+#[test]
+fn exited_view_shows_an_unreaped_zombie_once() {
+    use std::io::BufRead;
+    if !root_or_skip("top --exited (the BPF exit records)") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (sh, name) = own_sh(dir.path(), "z");
+    let mut top = Guard(
+        Command::new(TASKSNAP)
+            .args(["top", "-b", "--exited", "-n", "3", "-d", "1"])
+            .env_remove("COLUMNS")
+            .env("LC_ALL", "C")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start top"),
+    );
+    let mut out = std::io::BufReader::new(top.0.stdout.take().expect("top's stdout"));
+    let mut text = String::new();
+    loop {
+        let mut line = String::new();
+        let n = out.read_line(&mut line).expect("read top's output");
+        assert!(n > 0, "top ended before its first frame: {text}");
+        text.push_str(&line);
+        if line.trim_start().starts_with("PID ") {
+            break;
+        }
+    }
+    // The parent starts the child, says its pid, and becomes a `sleep` that never reaps it.
+    let mut parent = Guard(
+        Command::new(&sh)
+            .args([
+                "-c",
+                "\"$0\" -c 'sleep 0.2; exit 6' & echo $!; exec sleep 5",
+            ])
+            .arg(&sh)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the parent"),
+    );
+    let mut said = String::new();
+    std::io::BufReader::new(parent.0.stdout.as_mut().expect("the parent's stdout"))
+        .read_line(&mut said)
+        .expect("the child's pid");
+    let child: i32 = said.trim().parse().expect("a pid");
+    std::io::Read::read_to_string(&mut out, &mut text).expect("read top's output");
+    assert!(top.0.wait().expect("wait for top").success(), "{text}");
+    // A zombie by then, not reaped.
+    let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+    assert!(stat.contains(") Z "), "the child is not a zombie: {stat:?}");
+    drop(parent);
+
+    let pid = child.to_string();
+    let mut exits = 0;
+    for frame in text.split("top - ").skip(1) {
+        let rows: Vec<Vec<&str>> = frame
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.first() == Some(&pid.as_str()))
+            .collect();
+        assert!(rows.len() <= 1, "pid {child} twice in a frame:\n{frame}");
+        if let Some(row) = rows.first().filter(|r| r[7] == "E") {
+            exits += 1;
+            assert_eq!(row[13], "6", "{row:?}");
+            assert_eq!(row[14], format!("<{name}>"), "{row:?}");
+        }
+    }
+    assert_eq!(exits, 1, "listed once as exited:\n{text}");
+}

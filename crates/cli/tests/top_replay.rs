@@ -251,3 +251,132 @@ fn top_replays_a_recording() {
     let out = top(&["-b", "--replay", store_s, "--at", "2001-01-01T00:00:00Z"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("outside the recording"));
 }
+
+/// The bytes of every file under `dir` (0 while it does not exist): it grows as a recorder
+/// appends a sample. Watched with stat calls only, so that waiting for a sample puts no load
+/// on a host whose other tests measure CPU shares.
+fn store_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => store_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Waits until the store in `dir` has grown past `bytes`.
+fn wait_for_growth(dir: &std::path::Path, bytes: u64, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if store_bytes(dir) > bytes {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A process that lived 300 ms between two samples of a recording (a copy of sh under a
+/// name of its own, ending with `exit 5`): `top -b --replay --exited` lists it once, as
+/// `<name>` with state E and its code in the EXIT column, in the frame of the sample after
+/// its exit, whose "Tasks:" line counts it; without `--exited` it is counted, not listed.
+#[test]
+fn top_replay_marks_a_process_that_exited_between_two_samples() {
+    if !tasksnap_loadgen::root_or_skip("top --replay of recorded exits (BPF)") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("rec");
+    let store_s = store.to_str().expect("utf-8 path");
+    let name = format!("tsxr{}", std::process::id() % 1_000_000);
+    let sh = dir.path().join(&name);
+    std::fs::copy("/bin/sh", &sh).expect("copy /bin/sh");
+    let mut rec = Guard(
+        Command::new(TASKSNAP)
+            .args([
+                "record",
+                "--dir",
+                store_s,
+                "--interval",
+                "1",
+                "--count",
+                "4",
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the recorder"),
+    );
+    // The recorder says "recording to ..." right before it takes its first sample; samples
+    // are a second apart, so once the first is written the next growth of the store is the
+    // second sample.
+    let mut said = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(rec.0.stderr.as_mut().expect("the recorder's stderr")),
+        &mut said,
+    )
+    .expect("read the recorder's stderr");
+    assert!(said.contains("recording to"), "{said}");
+    std::thread::sleep(Duration::from_millis(500));
+    wait_for_growth(&store, store_bytes(&store), "the second sample");
+    // Right after a sample, most of a second before the next.
+    let mut child = Command::new(&sh)
+        .args(["-c", "sleep 0.3; exit 5"])
+        .spawn()
+        .expect("spawn the copy of sh");
+    assert_eq!(child.wait().expect("wait").code(), Some(5));
+    let status = rec.0.wait().expect("the recorder");
+    assert!(status.success(), "record exited {status:?}");
+    let pid = child.id().to_string();
+
+    let out = top(&["-b", "--replay", store_s, "--exited", "-n", "10"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fs = frames(&out.stdout);
+    assert_eq!(fs.len(), 3, "samples 2 to 4:\n{text}");
+    let listed: Vec<(usize, &Vec<String>)> = fs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, f)| f.rows.iter().map(move |r| (i, r)))
+        .filter(|(_, r)| r.first() == Some(&pid))
+        .collect();
+    assert_eq!(listed.len(), 1, "pid {pid} once:\n{text}");
+    let (i, row) = listed[0];
+    // PID USER PR NI VIRT RES SHR S %CPU %MEM RUNQ% DISK% TIME+ EXIT COMMAND
+    assert_eq!(row[7], "E", "{row:?}");
+    assert_eq!(row[13], "5", "{row:?}");
+    assert_eq!(row[14], format!("<{name}>"), "{row:?}");
+    let tasks = fs[i]
+        .header
+        .iter()
+        .find(|h| h.starts_with("Tasks:"))
+        .expect("a Tasks: line");
+    let exited_n: usize = tasks
+        .find(" exited (")
+        .and_then(|at| tasks[..at].rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no exited count in {tasks:?}"));
+    assert!(exited_n >= 1, "{tasks:?}");
+
+    // Without the view: counted in the header, no row.
+    let out = top(&["-b", "--replay", store_s, "-n", "10"]);
+    let fs = frames(&out.stdout);
+    assert!(
+        fs.iter()
+            .all(|f| f.rows.iter().all(|r| r.first() != Some(&pid))),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(fs[i].header.iter().any(|h| h.contains(" exited (")));
+}

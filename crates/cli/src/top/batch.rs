@@ -2,6 +2,10 @@
 //! column header, every task), for scripts and logs. `-n` frames, `-d` seconds apart; in a
 //! replay (`--replay DIR`) one sample per frame, one after the other, without waiting, until
 //! `-n` frames or the recording's end.
+//!
+//! With `--exited` each frame also lists the processes that exited during its interval
+//! (`<name>`, an EXIT column); when there are none to list (not root, no BPF, a recording
+//! that did not keep them) that is said once on stderr and the frames go on without them.
 
 use std::io::Write;
 
@@ -18,8 +22,15 @@ pub fn run(mut top: Top) -> anyhow::Result<()> {
         std::thread::sleep(top.opts.delay.min(std::time::Duration::from_millis(250)));
     }
     let mut n = 0u64;
+    let mut said_no_exits = false;
     loop {
         let mut frame = top.refresh(&super::clock())?;
+        if top.opts.show_exited && !said_no_exits {
+            if let Some(why) = top.exits_missing() {
+                warn!("tasksnap top: --exited: no exited processes: {why}");
+                said_no_exits = true;
+            }
+        }
         // Every line is cut at the width (-w or $COLUMNS), header included, as procps does.
         let width = top.opts.width.unwrap_or(usize::MAX);
         let line = |out: &mut dyn Write, text: &str| match text.char_indices().nth(width) {

@@ -8,9 +8,12 @@
 //! ([`system`]) and tasksnap's own CPU use and per-refresh cost. `-b` prints frames in
 //! procps `top -b`'s layout ([`batch`]); otherwise a terminal UI runs ([`tui`]), with the
 //! collection on a thread of its own ([`worker`]) that sends it ready pages, so that keys are
-//! answered while a refresh or a slow read is under way.
+//! answered while a refresh or a slow read is under way. The processes that exited during the
+//! interval (root with BPF, or a recording that kept them) are counted in the header and,
+//! with the exited view on (`e`, `--exited`), listed as atop lists them ([`exited`]).
 
 mod batch;
+mod exited;
 mod render;
 mod replay;
 mod system;
@@ -58,6 +61,9 @@ pub struct Options {
     pub replay: Option<PathBuf>,
     /// `--at TIME` (ns since the epoch): the sample a replay starts on.
     pub at: Option<u64>,
+    /// The exited view (`e`, `--exited`): the processes that exited during the interval
+    /// are rows too, `<name>`, with an EXIT column.
+    pub show_exited: bool,
 }
 
 impl Default for Options {
@@ -81,19 +87,23 @@ impl Default for Options {
             show_cgroup: false,
             replay: None,
             at: None,
+            show_exited: false,
         }
     }
 }
 
 const USAGE: &str = "\
 usage: tasksnap top [-b] [-n COUNT] [-d SECONDS] [-p PID[,PID...]] [-u USER] [-H] [-c]
-                    [-o FIELD] [-w COLUMNS] [--backend auto|bpf|procfs]
+                    [-o FIELD] [-w COLUMNS] [--backend auto|bpf|procfs] [--exited]
        tasksnap top [-b] --replay DIR [--at TIME] [-n COUNT] [other options as above]
   -b   batch mode: print frames in procps top -b's layout
   -n   stop after COUNT frames        -d   seconds between frames (default 3)
   -p   only these processes           -u   only this user (name or uid)
   -H   one row per thread             -c   full command lines
   -o   sort by PID, USER, %CPU, %MEM, TIME+, RUNQ% or COMMAND (prefix + or - for order)
+  --exited       list the processes that exited during each interval too, as <name>
+                 with an EXIT column (root with BPF, or a recording that kept them; the
+                 e key in the live view)
   --replay DIR   show a recording (tasksnap record) instead of the host, one sample at a
                  time: t next, T previous, b jump to a time (-b: one sample per frame)
   --at TIME      the sample to start on (RFC 3339 UTC, epoch seconds, -10m; default: the
@@ -128,6 +138,7 @@ fn parse_args(argv: &[OsString]) -> Result<Options, String> {
             "-b" => o.batch = true,
             "-H" => o.threads = true,
             "-c" => o.full_command = true,
+            "--exited" => o.show_exited = true,
             "-h" | "--help" => return Err(String::new()),
             _ if a == "--replay" || a.starts_with("--replay=") => {
                 let v = match a.strip_prefix("--replay=") {
@@ -290,6 +301,17 @@ pub struct Top {
     /// The rows of a frame no longer shown, for the next one to fill.
     spare_lines: Vec<Row>,
     caps_dropped: bool,
+    /// The exit records (root with BPF), loaded with the other BPF parts before the
+    /// privileges go.
+    exits: Option<exited::Source>,
+    /// Why there are no exit records, once known.
+    exits_unavailable: Option<String>,
+    /// The last refresh's exits (`None`: no exit source, or a recording without them).
+    interval: Option<exited::Interval>,
+    /// Its rows that passed the view's filters.
+    exited_rows: Vec<Row>,
+    /// Zombie rows of the last frame that the exited view shows as their exits instead.
+    hidden_zombies: Vec<Row>,
     own_cpu_ns: u64,
     own_at: Instant,
     pid_width: usize,
@@ -385,6 +407,11 @@ impl Top {
             changed: None,
             spare_lines: Vec::new(),
             caps_dropped: false,
+            exits: None,
+            exits_unavailable: None,
+            interval: None,
+            exited_rows: Vec::new(),
+            hidden_zombies: Vec::new(),
             own_cpu_ns: system::own_cpu_ns(),
             own_at: Instant::now(),
             pid_width,
@@ -433,6 +460,8 @@ impl Top {
                 .map(|&p| Selector::ThreadsOf(p))
                 .collect()
         };
+        let pids = self.opts.pids.clone();
+        let wanted = |tgid: i32| pids.is_empty() || pids.contains(&tgid);
         let mut lines = if let Source::Replay(r) = &self.source {
             // The sample shown against the one before it, through a tracker of their own:
             // a step may go either way, or jump.
@@ -443,11 +472,26 @@ impl Top {
                 self.tracker
                     .update(&snap, self.opts.threads, self.mem_total_kib);
             }
+            // The exits recorded with this sample, against the counters of the one before.
+            self.interval =
+                exited::Interval::of_reading(r.reading(), r.prev(), &self.tracker, &wanted);
             let snap = replay::Replay::snapshot(r.reading(), &selectors, self.opts.threads);
             self.changed = None;
             self.tracker
                 .update(&snap, self.opts.threads, self.mem_total_kib)
         } else if let Source::Live(host) = &mut self.source {
+            // Exits first, against the counters of the previous refresh: a process that
+            // exits after this drain is a live row of this refresh (or a zombie) and an exit
+            // of the next, never neither.
+            self.interval = match self.exits.as_mut().map(|s| s.drain(&self.tracker, &wanted)) {
+                None => None,
+                Some(Ok(i)) => Some(i),
+                Some(Err(why)) => {
+                    self.exits = None;
+                    self.exits_unavailable = Some(why);
+                    None
+                }
+            };
             if selectors == [Selector::AllThreads] {
                 // Every task: only what changed since the last refresh comes back (with the
                 // BPF walk; other backends give everything every time).
@@ -497,12 +541,28 @@ impl Top {
             // after the first screen, while the privileges to load it are still there.
             if let Source::Live(host) = &mut self.source {
                 host.prepare_live(&groups);
-                // Both BPF parts are loaded (or will not be): what loading needed goes.
+                // The exit records: drained from the next refresh on.
+                match exited::Source::open(host) {
+                    Ok(s) => self.exits = Some(s),
+                    Err(why) => self.exits_unavailable = Some(why),
+                }
+                // The BPF parts are loaded (or will not be): what loading needed goes.
                 let _ = host.ready();
             }
             self.caps_dropped = true;
         }
         let counts = view::count_states(&lines);
+        let mut exited_rows = self
+            .interval
+            .as_mut()
+            .map(|i| std::mem::take(&mut i.rows))
+            .unwrap_or_default();
+        self.filter(&mut exited_rows);
+        self.exited_rows = exited_rows;
+        self.hidden_zombies.clear();
+        if self.opts.show_exited {
+            self.add_exited(&mut lines);
+        }
         self.order(&mut lines);
         let sys = match &self.source {
             Source::Replay(r) => r.system(),
@@ -518,7 +578,7 @@ impl Top {
                     Some(n) => format!(" ({n} changed)"),
                     None => String::new(),
                 };
-                let shown = lines.len();
+                let shown = counts.total;
                 match &self.waits_unavailable {
                     Some(why) => format!("{}, {shown} tasks{changed}; {why}", self.backend_short),
                     None => format!("{}, {shown} tasks{changed}", self.backend_short),
@@ -531,6 +591,12 @@ impl Top {
             Source::Replay(r) => render::header(&sys, &counts, self.opts.threads, &own, &r.clock()),
             Source::Live(_) => render::header(&sys, &counts, self.opts.threads, &own, clock),
         };
+        if let Some(i) = &self.interval {
+            // After the counts of the "Tasks:" line, as atop's PRC line has `#exit`.
+            if let Some(tasks) = header.get_mut(1) {
+                tasks.push_str(&i.header_note(&self.exited_rows));
+            }
+        }
         if let Source::Replay(r) = &self.source {
             // tasksnap's CPU share means nothing when frames come as fast as they are made.
             if let Some(own_line) = header.last_mut() {
@@ -542,6 +608,54 @@ impl Top {
             header.push(r.marker());
         }
         Ok(Frame { header, lines })
+    }
+
+    /// Puts the interval's exits in `lines` (the exited view), instead of the zombie rows
+    /// of the same processes.
+    fn add_exited(&mut self, lines: &mut Vec<Row>) {
+        if let Some(i) = &self.interval {
+            if !i.ids.is_empty() {
+                let hidden = &mut self.hidden_zombies;
+                lines.retain(|l| {
+                    let zombie = l.exit.is_none() && i.ids.contains(&l.id);
+                    if zombie {
+                        hidden.push(l.clone());
+                    }
+                    !zombie
+                });
+            }
+        }
+        lines.extend(self.exited_rows.iter().cloned());
+    }
+
+    /// Makes `frame` follow the exited view as `opts.show_exited` now says (the `e` key),
+    /// without a refresh: the rows of the interval on screen come or go, and the frame is
+    /// ordered again.
+    pub fn exited_view_changed(&mut self, frame: &mut Frame) {
+        frame.lines.retain(|l| l.exit.is_none());
+        frame.lines.append(&mut self.hidden_zombies);
+        if self.opts.show_exited {
+            self.add_exited(&mut frame.lines);
+        }
+        self.order(&mut frame.lines);
+    }
+
+    /// Why no process that exited can be shown, if none can: no exit source (not root, no
+    /// BPF; or not loaded yet), or a recording that did not keep them.
+    pub fn exits_missing(&self) -> Option<String> {
+        match &self.source {
+            Source::Replay(r) => r
+                .reading()
+                .exits_missing
+                .as_ref()
+                .map(|why| format!("this sample has none: {why}")),
+            Source::Live(_) if self.exits.is_some() => None,
+            Source::Live(_) => Some(
+                self.exits_unavailable
+                    .clone()
+                    .unwrap_or_else(|| "the exit records are not loaded yet".into()),
+            ),
+        }
     }
 
     /// DISK% and wait reasons for the processes on screen (every process in batch mode).
@@ -659,7 +773,11 @@ impl Top {
         let start = range.start.min(end);
         let mut out = Vec::with_capacity(end - start);
         if !self.opts.batch {
-            self.visible_pids = frame.lines[start..end].iter().map(|l| l.id.tgid).collect();
+            self.visible_pids = frame.lines[start..end]
+                .iter()
+                .filter(|l| l.exit.is_none())
+                .map(|l| l.id.tgid)
+                .collect();
             // Thread rows share their process: one iterator per process.
             self.visible_pids.sort_unstable();
             self.visible_pids.dedup();
@@ -672,7 +790,7 @@ impl Top {
             } else {
                 l.id.tgid
             };
-            if let Some(wait) = self.waits_by_id.get(&key) {
+            if let Some(wait) = self.waits_by_id.get(&key).filter(|_| l.exit.is_none()) {
                 if l.disk_pct != Some(wait.disk_pct) || l.reason != wait.reason {
                     let l = Row::make_mut(l);
                     l.disk_pct = Some(wait.disk_pct);
@@ -689,6 +807,13 @@ impl Top {
                     .get(&(l.id.tgid, l.id.tid))
                     .map_or("-", String::as_str);
                 command = format!("{cg:<w$.w$} {command}", w = render::CGROUP_WIDTH);
+            }
+            if self.opts.show_exited {
+                command = format!(
+                    "{:>w$} {command}",
+                    exited::exit_text(&l),
+                    w = exited::EXIT_WIDTH
+                );
             }
             let user = self.user_name(l.euid);
             out.push(render::line(
@@ -729,6 +854,7 @@ impl Top {
     fn wants_cmdline(&self, l: &Line, now: Instant) -> bool {
         let key = (l.id.tgid, l.id.start_time_ns);
         self.opts.full_command
+            && l.exit.is_none()
             && !l.kthread
             && !self.cmdlines.contains_key(&key)
             && self.cmdline_retry.get(&key).is_none_or(|&t| now >= t)
@@ -748,7 +874,7 @@ impl Top {
         let want_cgroup = self.opts.show_cgroup;
         let mut ids: Vec<(i32, i32)> = Vec::new();
         let mut want_cmdline = false;
-        for l in lines.iter() {
+        for l in lines.iter().filter(|l| l.exit.is_none()) {
             let cmd = self.wants_cmdline(l, now);
             if l.shr_kib.is_none() || cmd || want_cgroup {
                 ids.push((l.id.tgid, l.id.tid));
@@ -785,7 +911,7 @@ impl Top {
         }
         self.cmdline_retry.retain(|_, t| *t > now);
         let mut cgroups = HashMap::new();
-        for l in lines.iter_mut() {
+        for l in lines.iter_mut().filter(|l| l.exit.is_none()) {
             let task = read.get(&(l.id.tgid, l.id.tid));
             if let Some(raw) = task.filter(|_| want_cgroup).map(|t| t.cgroup.as_deref()) {
                 let text = text::cgroup_text(raw);
@@ -819,6 +945,15 @@ impl Top {
 
     fn command(&mut self, l: &Line) -> String {
         let comm = escaped(&l.comm, self.locale);
+        if let Some(x) = &l.exit {
+            // Marked as atop marks a process that exited: `<name>`, `<command line>`.
+            let text = if self.opts.full_command && !x.cmdline.iter().all(|&b| b == 0) {
+                command_text(&x.cmdline, &l.comm, false, self.locale)
+            } else {
+                comm
+            };
+            return format!("<{text}>");
+        }
         if !self.opts.full_command {
             return comm;
         }
@@ -838,7 +973,12 @@ impl Top {
     }
 
     pub fn column_header(&self) -> String {
-        render::column_header(self.pid_width, self.opts.show_wait, self.opts.show_cgroup)
+        render::column_header(
+            self.pid_width,
+            self.opts.show_wait,
+            self.opts.show_cgroup,
+            self.opts.show_exited,
+        )
     }
 }
 

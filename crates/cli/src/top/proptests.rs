@@ -19,6 +19,7 @@ fn token() -> impl Strategy<Value = Vec<u8>> {
         "-b",
         "-H",
         "-c",
+        "--exited",
         "-h",
         "-n",
         "-d",

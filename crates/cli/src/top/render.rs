@@ -87,11 +87,17 @@ pub fn header(
 }
 
 /// The column header for a pid column of `pid_width` (`wait`: the COMMAND column carries
-/// the wait reason too).
-pub fn column_header(pid_width: usize, wait: bool, cgroup: bool) -> String {
+/// the wait reason too; `cgroup`: a CGROUP column before it; `exited`: an EXIT column
+/// before those, [`super::exited::exit_text`]).
+pub fn column_header(pid_width: usize, wait: bool, cgroup: bool, exited: bool) -> String {
     format!(
-        "{:>pid_width$} USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM RUNQ% DISK%     TIME+ {}{}",
+        "{:>pid_width$} USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM RUNQ% DISK%     TIME+ {}{}{}",
         "PID",
+        if exited {
+            format!("{:>w$} ", "EXIT", w = super::exited::EXIT_WIDTH)
+        } else {
+            String::new()
+        },
         if cgroup {
             format!("{:<CGROUP_WIDTH$} ", "CGROUP")
         } else {
@@ -153,8 +159,11 @@ fn pct(v: f64) -> String {
 }
 
 /// One task line. `user` is its user name, `command` what the COMMAND column shows (comm or
-/// the command line), `tree` whether to draw the forest prefix.
+/// the command line), `tree` whether to draw the forest prefix. A process that exited
+/// (`l.exit`) has no priority, nice or memory any more: `-` there.
 pub fn line(l: &Line, pid_width: usize, user: &str, command: &str, tree: bool) -> String {
+    let gone = l.exit.is_some();
+    let or_gone = |s: String| if gone { "-".to_string() } else { s };
     let pr = if l.priority < -99 {
         "rt".to_string()
     } else {
@@ -173,14 +182,18 @@ pub fn line(l: &Line, pid_width: usize, user: &str, command: &str, tree: bool) -
         "{:>pid_width$} {:<8} {:>3} {:>3} {:>7} {:>6} {:>6} {} {} {} {} {} {:>9} {prefix}{command}",
         l.id.tid,
         user,
-        pr,
-        l.nice,
-        scale_kib(l.virt_kib, 7),
-        scale_kib(l.res_kib, 6),
+        or_gone(pr),
+        or_gone(l.nice.to_string()),
+        or_gone(scale_kib(l.virt_kib, 7)),
+        or_gone(scale_kib(l.res_kib, 6)),
         l.shr_kib.map_or("-".to_string(), |v| scale_kib(v, 6)),
         l.state as char,
         pct(l.cpu_pct),
-        pct(l.mem_pct),
+        if gone {
+            "    -".to_string()
+        } else {
+            pct(l.mem_pct)
+        },
         l.runq_pct.map_or("    -".to_string(), pct),
         l.disk_pct.map_or("    -".to_string(), pct),
         time_plus(l.time_ns),

@@ -34,6 +34,7 @@ tasksnap top: keys
   c         full command lines                 /    filter by name
   w         each process's top wait reason (the kernel stack it spent most off-CPU time in)
   g         a CGROUP column (as ps -o cgroup)
+  e         the processes that exited in the interval, as <name>; EXIT: code or signal
   u         filter by user                     o    filter FIELD=text, FIELD>n, FIELD<n
   =         clear the filters                  k    send a signal   r  renice
   z, space  freeze / unfreeze                  d    refresh interval
@@ -398,6 +399,11 @@ fn on_key(app: &mut App, k: KeyEvent) {
             o.show_cgroup = !o.show_cgroup;
             app.options_changed(false);
         }
+        KeyCode::Char('e') => {
+            o.show_exited = !o.show_exited;
+            app.scroll = 0;
+            app.options_changed(false);
+        }
         KeyCode::Char('=') => {
             o.name_filter = None;
             o.user = None;
@@ -597,7 +603,7 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
         (None, Some(m), _) => m.clone(),
         (None, None, Some(why)) => format!("no command lines or SHR: {why}"),
         (None, None, None) => format!(
-            "{}sort {}{}  {}{}{}  h: help  q: quit",
+            "{}sort {}{}  {}{}{}{}  h: help  q: quit",
             if app.replay {
                 "replay: t next  T previous  b jump   "
             } else {
@@ -608,6 +614,7 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
             if o.threads { "threads " } else { "" },
             if o.tree { "tree " } else { "" },
             if o.full_command { "full commands " } else { "" },
+            if o.show_exited { "exited " } else { "" },
         ),
     };
     text.push(TextLine::from(Span::styled(
@@ -617,7 +624,7 @@ fn draw(f: &mut ratatui::Frame<'_>, app: &mut App) {
     f.render_widget(Paragraph::new(text), area);
     if app.help {
         let w = area.width.min(92);
-        let h = area.height.min(if app.replay { 17 } else { 15 });
+        let h = area.height.min(if app.replay { 18 } else { 16 });
         let r = ratatui::layout::Rect::new(area.x, area.y, w, h);
         f.render_widget(Clear, r);
         f.render_widget(

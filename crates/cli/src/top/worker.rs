@@ -140,10 +140,21 @@ fn run(
             match r {
                 Request::Options { opts, recollect } => {
                     let resort = opts.sort != top.opts.sort || opts.ascending != top.opts.ascending;
+                    let exited_view = opts.show_exited != top.opts.show_exited;
                     if opts.delay != top.opts.delay && !replay {
                         next_refresh = Instant::now() + opts.delay;
                     }
                     top.opts = *opts;
+                    if exited_view {
+                        // The interval's exits on hand come or go: a refresh now would
+                        // show those of a moment instead.
+                        if let Some(f) = frame.as_mut() {
+                            top.exited_view_changed(f);
+                        }
+                        if let Some(why) = top.exits_missing().filter(|_| top.opts.show_exited) {
+                            send(Update::Message(format!("no exited processes: {why}")));
+                        }
+                    }
                     if recollect {
                         next_refresh = Instant::now();
                     } else if resort {
