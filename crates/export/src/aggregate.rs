@@ -2,14 +2,41 @@
 //! collection and read by every scrape.
 //!
 //! Counters only grow. A group's CPU, I/O, faults and context switches are the sums of its
-//! processes' (threads', for switches) increases since the previous collection: a process
+//! processes' (threads', for switches) increases since the previous collection, plus the
+//! final figures of its processes that exited since (the reading's exit records): a process
 //! that exits takes nothing away, and one born since the previous collection brings all it
 //! did (everything it did was after that collection). A process that was there before but
 //! not seen (a reused pid, a read that failed) brings only what it does from now on, and so
 //! does everything at the first collection: the counters count from when the exporter
-//! started, as a rate over them needs. What a process did between the last collection and
-//! its exit is lost (its figures are gone with it); thread-state time is not, since the
-//! state sources keep an exited thread's final totals (see `tasksnap_collect::StateSource`).
+//! started, as a rate over them needs. Thread-state time of exited threads comes from the
+//! state sources, which keep an exited thread's final totals (see
+//! `tasksnap_collect::StateSource`).
+//!
+//! An exited process (one [`Exit`] of the reading, collections after the first) adds:
+//! - seen alive at the previous collection (or at the one before, and missing from the
+//!   previous one because it died between that reading's exit drain and its walk): its final
+//!   figures less those already counted, each clamped at 0. CPU is clamped as a whole too: the
+//!   exit splits its precise runtime into user and system as the kernel does, and a split
+//!   that moved time from one mode to the other since the last collection adds to each mode
+//!   at most the whole's increase. Context switches are counted per thread while alive, and
+//!   the exit gives the whole group's: a process counted from its birth (new when first seen)
+//!   adds its group total less what its threads added; one already running when first seen
+//!   adds none at exit (its total includes threads that ended before the exporter saw them,
+//!   which cannot be told apart), so such a process's switches since the last collection are
+//!   the one figure still lost;
+//! - never seen alive, started after the exporter's first collection: all of its final
+//!   figures (all it did was after the counters started);
+//! - never seen alive, started before the first collection (alive all along but missing from
+//!   every collection): none of its figures (they include what it did before the counters
+//!   started, and the exit cannot split them), but its exit.
+//!
+//! Each counts once in `exits` by [`ExitReason`] (exit, signal, core) of the group it was in
+//! when last seen, or the one its record gives ([`Grouper::assign_exits`]). A process can be
+//! both an exit and a live (zombie) row of the same reading (its record left the kernel, its
+//! parent had not reaped it): the exit counts, the row adds nothing (its figures are
+//! remembered, so a zombie left unreaped adds nothing later either). Exits of the first
+//! collection are before the counters start and count nothing. Exit records the kernel
+//! dropped are counted ([`System::exits_dropped`]); their processes' figures are missing.
 //!
 //! State seconds come from [`tasksnap_states::interval::thread_deltas`], the same per-thread
 //! split `tasksnap states` shows: exact with the BPF source, sampled (running exact) with
@@ -18,16 +45,34 @@
 //! Series are bounded: with `max_series`, the groups that did the least in the last interval
 //! (CPU, then threads) are folded into one `other` group when the total would pass it, and
 //! the number folded is reported; a group's wait reasons are its first
-//! `reasons_per_group` plus `other`.
+//! `reasons_per_group` plus `other`; a group shows an exit reason only once one of its
+//! processes ended that way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tasksnap_model::states::{Mode, Sample, State, NSTATES};
-use tasksnap_model::{Reading, Task, TaskId};
+use tasksnap_model::{Exit, ExitReason, Reading, Task, TaskId};
 use tasksnap_states::interval::thread_deltas;
 
 use crate::group::{Assignment, Grouper, Grouping, PidMap};
+
+/// The `reason` label of each [`Counters::exits`] slot.
+pub const EXIT_REASONS: [&str; 3] = ["exit", "signal", "core"];
+
+/// The [`Counters::exits`] slot of an exit: it called exit, a signal ended it, a signal
+/// ended it with a core dump.
+pub fn exit_reason_index(r: ExitReason) -> usize {
+    match r {
+        ExitReason::Code(_) => 0,
+        ExitReason::Signal {
+            core_dumped: false, ..
+        } => 1,
+        ExitReason::Signal {
+            core_dumped: true, ..
+        } => 2,
+    }
+}
 
 /// The name of the group the folded ones are shown as.
 pub const OTHER_GROUP: &str = "other";
@@ -82,6 +127,8 @@ pub struct Counters {
     pub voluntary_switches: u64,
     /// Involuntary context switches.
     pub involuntary_switches: u64,
+    /// Processes that exited, by [`EXIT_REASONS`].
+    pub exits: [u64; 3],
 }
 
 impl Counters {
@@ -113,6 +160,9 @@ impl Counters {
         self.involuntary_switches = self
             .involuntary_switches
             .saturating_add(d.involuntary_switches);
+        for (t, d) in self.exits.iter_mut().zip(d.exits) {
+            *t = t.saturating_add(d);
+        }
     }
 }
 
@@ -156,7 +206,7 @@ pub struct Group {
 
 /// The series every group shows: CPU (user, system), state seconds, the `other` wait
 /// reason, processes and threads, threads per state, resident and virtual memory, minor and
-/// major faults.
+/// major faults (exit reasons only once seen: [`Group::series`]).
 const GROUP_SERIES_ALWAYS: usize = 2 + NSTATES + 1 + 2 + NSTATES + 2 + 2;
 
 impl Group {
@@ -168,12 +218,13 @@ impl Group {
             + if self.now.has_io { 2 } else { 0 }
             + if self.now.has_switches { 2 } else { 0 }
             + usize::from(self.now.oldest_start_unix_s.is_some())
+            + self.total.exits.iter().filter(|&&n| n > 0).count()
     }
 
     /// The most series a group can show with `reasons` wait reasons named: swap, I/O, context
-    /// switches and the oldest start time all present.
+    /// switches, the oldest start time and every exit reason all present.
     pub fn most_series(reasons: usize) -> usize {
-        GROUP_SERIES_ALWAYS + reasons + 1 + 2 + 2 + 1
+        GROUP_SERIES_ALWAYS + reasons + 1 + 2 + 2 + 1 + EXIT_REASONS.len()
     }
 }
 
@@ -211,6 +262,10 @@ pub struct System {
     pub in_state: [u64; NSTATES],
     /// How state time is measured (`None`: no state source).
     pub state_mode: Option<Mode>,
+    /// Exit records the kernel dropped (its buffer was full) since the exporter started;
+    /// `None` when there is no exit source (`Reading::exits_missing`), so that exited
+    /// processes' last figures are not counted.
+    pub exits_dropped: Option<u64>,
 }
 
 /// What a task's counters were at the collection it was last seen in.
@@ -220,6 +275,18 @@ struct Prev {
     proc: Option<ProcPrev>,
     /// The thread's (voluntary, involuntary).
     switches: Option<(u64, u64)>,
+    /// The main thread's only: the context switches counted for all of the process's threads
+    /// (voluntary, involuntary), when counted from its birth (see the module's header).
+    counted_switches: Option<(u64, u64)>,
+}
+
+/// A process seen at the previous collection and missing from the last one with no exit
+/// record yet: it died after that reading's exit drain, and its record comes with the next.
+#[derive(Debug, Clone)]
+struct Pending {
+    id: TaskId,
+    prev: Prev,
+    group: Option<Arc<str>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -249,9 +316,57 @@ pub struct Aggregator {
     states_prev: Option<Sample>,
     group_prev: Assignment,
     prev_boottime_ns: Option<u64>,
+    /// When the first collection was taken (boot time, ns): the counters start there.
+    first_boottime_ns: Option<u64>,
+    /// Processes that went missing at the last collection, waiting for their exit records.
+    pending: Vec<Pending>,
     top: Vec<TopProcess>,
     system: System,
     collections: u64,
+}
+
+/// Adds to `g`'s interval what exit `e` brings beyond `counted`, what was counted of it
+/// alive (see the module's header): its final figures less those, each clamped at 0, and one
+/// exit of its reason.
+fn add_exit(g: &mut Group, e: &Exit, counted: &Prev, live_switches: bool) {
+    let d = &mut g.delta;
+    if let Some(b) = counted.proc {
+        // Each mode's increase, neither more than the whole's: the exit's split of its
+        // runtime may differ from the live split (time moved from one mode to the other).
+        let cpu = e
+            .utime_ns
+            .saturating_add(e.stime_ns)
+            .saturating_sub(b.user_ns.saturating_add(b.system_ns));
+        let du = e.utime_ns.saturating_sub(b.user_ns).min(cpu);
+        let ds = e.stime_ns.saturating_sub(b.system_ns).min(cpu - du);
+        d.cpu_user_ns = d.cpu_user_ns.saturating_add(du);
+        d.cpu_system_ns = d.cpu_system_ns.saturating_add(ds);
+        d.read_bytes = d
+            .read_bytes
+            .saturating_add(e.read_bytes.saturating_sub(b.read_bytes));
+        d.write_bytes = d
+            .write_bytes
+            .saturating_add(e.write_bytes.saturating_sub(b.write_bytes));
+        d.minor_faults = d
+            .minor_faults
+            .saturating_add(e.minflt.saturating_sub(b.minor));
+        d.major_faults = d
+            .major_faults
+            .saturating_add(e.majflt.saturating_sub(b.major));
+        // The kernel's I/O accounting, read at exit.
+        g.now.has_io = true;
+    }
+    if let (true, Some((v, iv))) = (live_switches, counted.counted_switches) {
+        d.voluntary_switches = d
+            .voluntary_switches
+            .saturating_add(e.voluntary_ctxt_switches.saturating_sub(v));
+        d.involuntary_switches = d
+            .involuntary_switches
+            .saturating_add(e.nonvoluntary_ctxt_switches.saturating_sub(iv));
+        g.now.has_switches = true;
+    }
+    let slot = &mut d.exits[exit_reason_index(e.reason())];
+    *slot = slot.saturating_add(1);
 }
 
 /// A cheap, stable name for a wait reason: its two innermost kernel frames (`unknown` when
@@ -303,6 +418,8 @@ impl Aggregator {
             states_prev: None,
             group_prev: Assignment::default(),
             prev_boottime_ns: None,
+            first_boottime_ns: None,
+            pending: Vec::new(),
             top: Vec::new(),
             system: System::default(),
             collections: 0,
@@ -357,19 +474,56 @@ impl Aggregator {
         let is_new = |id: &TaskId| prev_at.is_some_and(|at| id.start_time_ns >= at);
         let states = r.states.take();
         let mut cpu_deltas: Vec<(u64, usize)> = Vec::new();
+        let exits_on = r.exits_missing.is_none();
         let mut system = System {
             forks: r.system.counters.as_ref().map(|c| c.forks),
             state_ns: self.system.state_ns,
             state_mode: states.as_ref().map(|s| s.mode),
+            exits_dropped: exits_on.then(|| {
+                let before = self.system.exits_dropped.unwrap_or(0);
+                before.saturating_add(r.exits_dropped)
+            }),
             ..System::default()
         };
+        // The processes whose exit this reading holds: their live (zombie) rows add nothing.
+        let exited = if r.exits.is_empty() {
+            HashSet::new()
+        } else {
+            r.exited_ids()
+        };
+        // Whether the tasks carry context switches (the BPF backend): exits add theirs only
+        // then, or a group's counter would count its exited processes and nothing else.
+        let live_switches = tasks.iter().any(|t| {
+            t.sched
+                .as_ref()
+                .is_some_and(|s| s.voluntary_switches.is_some())
+        });
+        if prev_at.is_some() {
+            self.count_exits(
+                &r.exits,
+                tasks,
+                &group_of,
+                r.snapshot.boot_time_unix_s,
+                live_switches,
+            );
+        }
         // Tasks come in (tgid, tid) order, as do the groups and the previous counters: one
         // walk of the three, no hashing.
-        let mut cur: Option<(i32, Option<usize>)> = None;
+        // (tgid, its group, whether it is one of the reading's exits)
+        let mut cur: Option<(i32, Option<usize>, bool)> = None;
         let mut groups_at = group_of.entries().iter().zip(&entry_group).peekable();
         let old_prev = std::mem::take(&mut self.prev);
         let mut old_prev = old_prev.into_iter().peekable();
         let mut prev_now: Vec<(TaskId, Prev)> = Vec::with_capacity(old_prev.len());
+        // Processes of the last collection missing from this one.
+        let mut vanished: Vec<(TaskId, Prev)> = Vec::new();
+        let mut gone = |id: TaskId, p: Prev| {
+            if id.is_leader() && (p.proc.is_some() || p.counted_switches.is_some()) {
+                vanished.push((id, p));
+            }
+        };
+        // Where the current process's main thread is in `prev_now`.
+        let mut leader_slot: Option<usize> = None;
         for (i, t) in tasks.iter().enumerate() {
             let state = current_state(t, states.as_ref());
             system.threads += 1;
@@ -377,13 +531,15 @@ impl Aggregator {
             if t.id.is_leader() {
                 system.processes += 1;
             }
-            let gi = match cur {
-                Some((tgid, gi)) if tgid == t.id.tgid => gi,
+            let (gi, dead) = match cur {
+                Some((tgid, gi, dead)) if tgid == t.id.tgid => (gi, dead),
                 _ => {
                     while groups_at.next_if(|e| e.0 .0 < t.id.tgid).is_some() {}
                     let gi = groups_at.next_if(|e| e.0 .0 == t.id.tgid).map(|e| *e.1);
-                    cur = Some((t.id.tgid, gi));
-                    gi
+                    let dead = !exited.is_empty() && t.id.is_leader() && exited.contains(&t.id);
+                    cur = Some((t.id.tgid, gi, dead));
+                    leader_slot = None;
+                    (gi, dead)
                 }
             };
             let Some(gi) = gi else { continue };
@@ -391,12 +547,12 @@ impl Aggregator {
             g.now.threads += 1;
             g.now.in_state[state.index()] += 1;
             let key = (t.id.tgid, t.id.tid);
-            while old_prev
-                .next_if(|(id, _)| (id.tgid, id.tid) < key)
-                .is_some()
-            {}
+            while let Some((id, p)) = old_prev.next_if(|(id, _)| (id.tgid, id.tid) < key) {
+                gone(id, p);
+            }
             let known = old_prev.next_if(|(id, _)| *id == t.id).map(|(_, p)| p);
             let mut now = Prev::default();
+            let mut switched = (0, 0);
             if let Some(sw) = t.sched.as_ref() {
                 if let (Some(v), Some(iv)) = (sw.voluntary_switches, sw.involuntary_switches) {
                     g.now.has_switches = true;
@@ -405,8 +561,11 @@ impl Aggregator {
                         None if is_new(&t.id) => (0, 0),
                         None => (v, iv),
                     };
-                    g.delta.voluntary_switches += v.saturating_sub(before.0);
-                    g.delta.involuntary_switches += iv.saturating_sub(before.1);
+                    if !dead {
+                        switched = (v.saturating_sub(before.0), iv.saturating_sub(before.1));
+                        g.delta.voluntary_switches += switched.0;
+                        g.delta.involuntary_switches += switched.1;
+                    }
                     now.switches = Some((v, iv));
                 }
             }
@@ -436,25 +595,67 @@ impl Aggregator {
                         None if is_new(&t.id) => ProcPrev::default(),
                         None => p,
                     };
-                    let du = p.user_ns.saturating_sub(before.user_ns);
-                    let ds = p.system_ns.saturating_sub(before.system_ns);
-                    g.delta.cpu_user_ns += du;
-                    g.delta.cpu_system_ns += ds;
-                    g.delta.read_bytes += p.read_bytes.saturating_sub(before.read_bytes);
-                    g.delta.write_bytes += p.write_bytes.saturating_sub(before.write_bytes);
-                    g.delta.minor_faults += p.minor.saturating_sub(before.minor);
-                    g.delta.major_faults += p.major.saturating_sub(before.major);
-                    now.proc = Some(p);
-                    if self.opts.top_n > 0 {
-                        cpu_deltas.push((du + ds, i));
+                    // A zombie whose exit this reading holds: the exit counted it.
+                    if !dead {
+                        let du = p.user_ns.saturating_sub(before.user_ns);
+                        let ds = p.system_ns.saturating_sub(before.system_ns);
+                        g.delta.cpu_user_ns += du;
+                        g.delta.cpu_system_ns += ds;
+                        g.delta.read_bytes += p.read_bytes.saturating_sub(before.read_bytes);
+                        g.delta.write_bytes += p.write_bytes.saturating_sub(before.write_bytes);
+                        g.delta.minor_faults += p.minor.saturating_sub(before.minor);
+                        g.delta.major_faults += p.major.saturating_sub(before.major);
+                        if self.opts.top_n > 0 {
+                            cpu_deltas.push((du + ds, i));
+                        }
                     }
+                    now.proc = Some(p);
+                }
+                // Switches counted from its birth (see the module's header), this thread's
+                // included; its other threads add theirs below.
+                now.counted_switches = match known {
+                    Some(k) => k.counted_switches,
+                    None if is_new(&t.id) => Some((0, 0)),
+                    None => None,
+                }
+                .map(|c| {
+                    (
+                        c.0.saturating_add(switched.0),
+                        c.1.saturating_add(switched.1),
+                    )
+                });
+            } else if let Some(c) =
+                leader_slot.and_then(|s| prev_now[s].1.counted_switches.as_mut())
+            {
+                c.0 = c.0.saturating_add(switched.0);
+                c.1 = c.1.saturating_add(switched.1);
+            }
+            if now.proc.is_some() || now.switches.is_some() || now.counted_switches.is_some() {
+                prev_now.push((t.id, now));
+                if t.id.is_leader() {
+                    leader_slot = Some(prev_now.len() - 1);
                 }
             }
-            if now.proc.is_some() || now.switches.is_some() {
-                prev_now.push((t.id, now));
-            }
+        }
+        for (id, p) in old_prev {
+            gone(id, p);
         }
         self.prev = prev_now;
+        // Processes missing from this collection wait one more for their exit records (only
+        // with an exit source, and not those whose record came with this reading).
+        self.pending = if exits_on {
+            vanished
+                .into_iter()
+                .filter(|(id, _)| !exited.contains(id))
+                .map(|(id, prev)| Pending {
+                    id,
+                    prev,
+                    group: self.group_prev.get(id.tgid).cloned(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         // Thread states over the interval, charged to the group the thread's process is in
         // now, or was in (a process that exited since).
         // (The last sample is taken out of self while self makes groups; this one replaces it.)
@@ -501,10 +702,10 @@ impl Aggregator {
             g.delta = d;
         }
         self.fold();
-        // Groups without a process for two collections in a row go (their exited threads'
-        // last state time is in by then).
+        // Groups without a process or an exit for two collections in a row go (their exited
+        // threads' last state time is in by then).
         self.groups.retain_mut(|g| {
-            g.empty_for = if g.now.processes == 0 {
+            g.empty_for = if g.now.processes == 0 && g.delta.exits == [0; 3] {
                 g.empty_for + 1
             } else {
                 0
@@ -522,7 +723,72 @@ impl Aggregator {
         self.states_prev = states;
         self.group_prev = group_of;
         self.prev_boottime_ns = Some(r.snapshot.taken_at_boottime_ns);
+        self.first_boottime_ns
+            .get_or_insert(r.snapshot.taken_at_boottime_ns);
         self.collections += 1;
+    }
+
+    /// Adds each exit's final figures, less what was counted of it alive, to its group's
+    /// interval (see the module's header). Called before the walk of the live tasks, while
+    /// `prev` and `group_prev` are still the previous collection's.
+    fn count_exits(
+        &mut self,
+        exits: &[Exit],
+        tasks: &[Task],
+        live: &Assignment,
+        boot_time_unix_s: u64,
+        live_switches: bool,
+    ) {
+        let first_at = self.first_boottime_ns.unwrap_or(0);
+        let key = |id: &TaskId| (id.tgid, id.tid);
+        // What was counted of it alive and its group then, for the processes seen alive.
+        let mut counted: Vec<(&Exit, Prev, Option<Arc<str>>)> = Vec::new();
+        let mut unseen: Vec<&Exit> = Vec::new();
+        for e in exits {
+            let at_prev = self
+                .prev
+                .binary_search_by_key(&key(&e.id), |(id, _)| key(id))
+                .ok()
+                .map(|i| &self.prev[i])
+                .filter(|(id, _)| *id == e.id)
+                .map(|(_, p)| (*p, self.group_prev.get(e.id.tgid).cloned()));
+            let seen = at_prev.or_else(|| {
+                self.pending
+                    .binary_search_by_key(&key(&e.id), |p| key(&p.id))
+                    .ok()
+                    .map(|i| &self.pending[i])
+                    .filter(|p| p.id == e.id)
+                    .map(|p| (p.prev, p.group.clone()))
+            });
+            match seen {
+                Some((p, g)) => counted.push((e, p, g)),
+                None => unseen.push(e),
+            }
+        }
+        let grouped = self
+            .grouper
+            .assign_exits(&unseen, live, &self.group_prev, boot_time_unix_s);
+        for (e, g) in unseen.into_iter().zip(grouped) {
+            // Its zombie row in this reading, if read with its names, groups it as alive.
+            let row = tasks
+                .binary_search_by_key(&key(&e.id), |t| key(&t.id))
+                .ok()
+                .filter(|&i| tasks[i].id == e.id);
+            let g = row.and_then(|_| live.get(e.id.tgid).cloned()).or(g);
+            // All of it when it started after the counters did; none of it otherwise.
+            let from_birth = e.start_time_ns >= first_at;
+            let p = Prev {
+                proc: from_birth.then(ProcPrev::default),
+                switches: None,
+                counted_switches: from_birth.then_some((0, 0)),
+            };
+            counted.push((e, p, g));
+        }
+        for (e, p, g) in counted {
+            let Some(name) = g else { continue };
+            let gi = self.group(&name);
+            add_exit(&mut self.groups[gi], e, &p, live_switches);
+        }
     }
 
     fn pick_top(&self, tasks: &[Task], mut deltas: Vec<(u64, usize)>) -> Vec<TopProcess> {
@@ -647,10 +913,10 @@ impl Aggregator {
 /// Series that do not depend on the groups: the host-wide ones, the exporter's own, and the
 /// per-process ones.
 pub fn fixed_series(top_n: usize) -> usize {
-    // processes, threads, forks, 6 state seconds, 6 threads in state; collect seconds,
-    // collect CPU, collections, collection errors, connections evicted, last collection
-    // time, groups folded, source info, build info.
-    3 + 2 * NSTATES + 9 + top_n * 5
+    // processes, threads, forks, exits dropped, 6 state seconds, 6 threads in state; collect
+    // seconds, collect CPU, collections, collection errors, connections evicted, last
+    // collection time, groups folded, source info, build info.
+    4 + 2 * NSTATES + 9 + top_n * 5
 }
 
 /// The figures of the last collection, for encoding.

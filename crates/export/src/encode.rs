@@ -19,7 +19,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use tasksnap_model::states::{Mode, State};
 
-use crate::aggregate::{Group, System, TopProcess, View};
+use crate::aggregate::{Group, System, TopProcess, View, EXIT_REASONS};
 
 /// The `Content-Type` of OpenMetrics text.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -357,6 +357,22 @@ impl Collector for Families {
         )?;
         family(
             &mut enc,
+            "tasksnap_group_exits",
+            "Processes of the group that exited since the exporter started, by how they \
+             ended: exit (called exit), signal (killed by one), core (killed, core dumped); a \
+             reason shows once one process ended so",
+            None,
+            Counter,
+            &per(&|n, g, r| {
+                for (reason, &count) in EXIT_REASONS.iter().zip(&g.total.exits) {
+                    if count > 0 {
+                        r.push((l2("group", n, "reason", reason), count as f64));
+                    }
+                }
+            }),
+        )?;
+        family(
+            &mut enc,
             "tasksnap_group_oldest_start_time",
             "Start time of the group's oldest process, Unix time",
             Some(&sec),
@@ -456,6 +472,18 @@ impl Families {
                 f as f64,
             )?;
         }
+        if let Some(d) = s.exits_dropped {
+            single(
+                enc,
+                "tasksnap_exits_dropped",
+                "Exit records the kernel could not send (its buffer was full): processes that \
+                 exited and are missing from tasksnap_group_exits_total and their groups' \
+                 counters",
+                None,
+                MetricType::Counter,
+                d as f64,
+            )?;
+        }
         let states: Vec<(Labels, f64)> = State::ALL
             .iter()
             .map(|st| (l1("state", st.name()), secs(s.state_ns[st.index()])))
@@ -552,10 +580,21 @@ impl Families {
             ("tasks", c.tasks_backend.clone()),
             ("states", c.states_backend.clone()),
             ("state_seconds", exact.to_string()),
+            (
+                "exits",
+                if self.system.exits_dropped.is_some() {
+                    "bpf"
+                } else {
+                    "none"
+                }
+                .to_string(),
+            ),
         ];
         let mut m = enc.encode_descriptor(
             "tasksnap_source",
-            "What reads tasks and thread states, and whether state seconds are exact",
+            "What reads tasks, thread states and exited processes, and whether state seconds \
+             are exact (exits=\"none\": processes' figures between the last collection and \
+             their exit are not counted)",
             None,
             MetricType::Info,
         )?;
