@@ -1175,4 +1175,452 @@ mod tests {
         let comms: Vec<&str> = a.view().top.iter().map(|p| p.comm.as_str()).collect();
         assert_eq!(comms, vec!["cr\\x0d\\xffname", "nl\nname"]);
     }
+    // Exits (issue 31).
+
+    use tasksnap_model::{Io, Sched};
+
+    /// A process with I/O and context switches too (what the BPF backend reads).
+    fn full(pid: i32, tid: i32, start_ns: u64, comm: &str, cpu_ns: u64, k: u64) -> Task {
+        let mut t = task(pid, tid, start_ns, comm, cpu_ns);
+        if let Some(st) = t.stat.as_mut() {
+            st.minflt = 10 * k;
+            st.majflt = k;
+        }
+        t.io = Some(Box::new(Io {
+            rchar_bytes: 0,
+            wchar_bytes: 0,
+            syscr: 0,
+            syscw: 0,
+            read_bytes: 1000 * k,
+            write_bytes: 2000 * k,
+            cancelled_write_bytes: 0,
+        }));
+        t.sched = Some(Box::new(Sched {
+            on_cpu_ns: cpu_ns,
+            run_delay_ns: 0,
+            timeslices: 0,
+            voluntary_switches: Some(100 * k),
+            involuntary_switches: Some(10 * k),
+        }));
+        t
+    }
+
+    /// An exit whose final figures are `full`'s at `k`, CPU user `user_ns`, system half.
+    fn exit(pid: i32, start_ns: u64, comm: &str, user_ns: u64, k: u64, status: u32) -> Exit {
+        Exit {
+            id: TaskId {
+                tgid: pid,
+                tid: pid,
+                start_time_ns: start_ns,
+            },
+            ppid: 1,
+            comm: comm.as_bytes().to_vec(),
+            start_time_ns: start_ns,
+            wait_status: status,
+            utime_ns: user_ns,
+            stime_ns: user_ns / 2,
+            cpu_ns: user_ns + user_ns / 2,
+            minflt: 10 * k,
+            majflt: k,
+            read_bytes: 1000 * k,
+            write_bytes: 2000 * k,
+            voluntary_ctxt_switches: 100 * k,
+            nonvoluntary_ctxt_switches: 10 * k,
+            ..Exit::default()
+        }
+    }
+
+    fn with_exits(mut r: Reading, exits: Vec<Exit>) -> Reading {
+        r.exits = exits;
+        r
+    }
+
+    /// Every counter of every group, by group name, to check that none went down.
+    fn totals(a: &Aggregator) -> Vec<(String, Vec<u64>)> {
+        a.groups
+            .iter()
+            .map(|g| {
+                let t = &g.total;
+                let mut v = vec![
+                    t.cpu_user_ns,
+                    t.cpu_system_ns,
+                    t.read_bytes,
+                    t.write_bytes,
+                    t.minor_faults,
+                    t.major_faults,
+                    t.voluntary_switches,
+                    t.involuntary_switches,
+                ];
+                v.extend(t.exits);
+                (g.name.to_string(), v)
+            })
+            .collect()
+    }
+
+    /// Updates `a` and checks that no counter of a group that is still there went down.
+    fn step(a: &mut Aggregator, mut r: Reading) {
+        let before = totals(a);
+        a.update(&mut r);
+        for (name, now) in totals(a) {
+            if let Some((_, was)) = before.iter().find(|(n, _)| *n == name) {
+                for (w, n) in was.iter().zip(&now) {
+                    assert!(n >= w, "{name}: {was:?} -> {now:?}");
+                }
+            }
+        }
+    }
+
+    fn figures(g: &Group) -> (u64, u64, u64, u64, u64, u64, u64, u64) {
+        let t = &g.total;
+        (
+            t.cpu_user_ns,
+            t.cpu_system_ns,
+            t.minor_faults,
+            t.major_faults,
+            t.read_bytes,
+            t.write_bytes,
+            t.voluntary_switches,
+            t.involuntary_switches,
+        )
+    }
+
+    /// What `exit(.., user_ns, k, ..)` holds, as `figures` orders it.
+    fn all_of(user_ns: u64, k: u64) -> (u64, u64, u64, u64, u64, u64, u64, u64) {
+        (
+            user_ns,
+            user_ns / 2,
+            10 * k,
+            k,
+            1000 * k,
+            2000 * k,
+            100 * k,
+            10 * k,
+        )
+    }
+
+    #[test]
+    fn a_process_seen_alive_then_exited_counts_its_final_figures_exactly() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // b is born after the first collection, seen at the second with 2 s of user CPU...
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "b", 2 * S, 3)],
+                None,
+            ),
+        );
+        assert_eq!(figures(group(&a, "b").expect("b")), all_of(2 * S, 3));
+        // ... and exits before the third with 5 s: the counter reaches the final figures,
+        // not the last ones seen.
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init()], None),
+                vec![exit(20, 105 * S, "b", 5 * S, 7, 0)],
+            ),
+        );
+        let b = group(&a, "b").expect("b");
+        assert_eq!(figures(b), all_of(5 * S, 7));
+        assert_eq!(b.total.exits, [1, 0, 0]);
+        assert_eq!(b.now.processes, 0);
+        // An exit-only group is kept while it has exits, and shows its exits series.
+        assert_eq!(b.series(), GROUP_SERIES_ALWAYS + 2 + 2 + 1);
+    }
+
+    #[test]
+    fn a_process_never_seen_alive_counts_all_of_its_figures() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // Born and dead between two collections: its group is made from its record. One
+        // exited, one was killed, one dumped core.
+        step(
+            &mut a,
+            with_exits(
+                reading(110 * S, vec![init()], None),
+                vec![
+                    exit(30, 101 * S, "short", S, 1, 3 << 8),
+                    exit(31, 102 * S, "short", 2 * S, 2, 9),
+                    exit(32, 103 * S, "short", 3 * S, 3, 0x80 | 11),
+                ],
+            ),
+        );
+        let g = group(&a, "short").expect("short");
+        assert_eq!(figures(g), all_of(6 * S, 6));
+        assert_eq!(g.total.exits, [1, 1, 1]);
+        // One that was alive before the exporter's first collection and never seen: its
+        // figures include what it did before the counters started, so only its exit counts.
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init()], None),
+                vec![exit(40, 50 * S, "old", 9 * S, 9, 0)],
+            ),
+        );
+        let g = group(&a, "old").expect("old");
+        assert_eq!(figures(g), (0, 0, 0, 0, 0, 0, 0, 0));
+        assert_eq!(g.total.exits, [1, 0, 0]);
+    }
+
+    #[test]
+    fn the_first_collections_exits_are_before_the_counters_start() {
+        let mut a = Aggregator::new(Options::default());
+        let mut r = with_exits(
+            reading(100 * S, vec![full(1, 1, S, "init", 0, 0)], None),
+            vec![exit(30, 99 * S, "short", S, 1, 0)],
+        );
+        r.exits_dropped = 4;
+        step(&mut a, r);
+        assert!(group(&a, "short").is_none());
+        // Drops are the source's own figure: counted from when the exporter opened it.
+        assert_eq!(a.view().system.exits_dropped, Some(4));
+        let mut r = reading(110 * S, vec![full(1, 1, S, "init", 0, 0)], None);
+        r.exits_dropped = 1;
+        step(&mut a, r);
+        assert_eq!(a.view().system.exits_dropped, Some(5));
+        // No exit source: said as none.
+        let mut r = reading(120 * S, vec![full(1, 1, S, "init", 0, 0)], None);
+        r.exits_missing = Some("not root".into());
+        step(&mut a, r);
+        assert_eq!(a.view().system.exits_dropped, None);
+    }
+
+    #[test]
+    fn a_zombie_that_is_also_an_exit_counts_once() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "z", S, 1)],
+                None,
+            ),
+        );
+        // Its exit record and its unreaped zombie row in one reading: the final figures
+        // count, the row adds nothing on top.
+        let zombie = || full(20, 20, 105 * S, "z", 4 * S, 4);
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init(), zombie()], None),
+                vec![exit(20, 105 * S, "z", 4 * S, 4, 0)],
+            ),
+        );
+        let z = group(&a, "z").expect("z");
+        assert_eq!(figures(z), all_of(4 * S, 4));
+        assert_eq!(z.total.exits, [1, 0, 0]);
+        // Left unreaped: nothing more.
+        step(&mut a, reading(130 * S, vec![init(), zombie()], None));
+        let z = group(&a, "z").expect("z");
+        assert_eq!(figures(z), all_of(4 * S, 4));
+        assert_eq!(z.total.exits, [1, 0, 0]);
+        // Never seen before its zombie row: counted once too.
+        step(
+            &mut a,
+            with_exits(
+                reading(
+                    140 * S,
+                    vec![init(), full(21, 21, 131 * S, "z", 2 * S, 2)],
+                    None,
+                ),
+                vec![exit(21, 131 * S, "z", 2 * S, 2, 0)],
+            ),
+        );
+        let z = group(&a, "z").expect("z");
+        assert_eq!(figures(z), all_of(6 * S, 6));
+        assert_eq!(z.total.exits, [2, 0, 0]);
+    }
+
+    #[test]
+    fn a_process_missing_before_its_exit_record_is_counted_from_where_it_was_seen() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "p", 2 * S, 2)],
+                None,
+            ),
+        );
+        // It died after the third reading's drain, before its walk: missing, no record yet.
+        step(&mut a, reading(120 * S, vec![init()], None));
+        assert_eq!(figures(group(&a, "p").expect("p")), all_of(2 * S, 2));
+        // The record comes with the fourth: counted from the second's figures, once.
+        step(
+            &mut a,
+            with_exits(
+                reading(130 * S, vec![init()], None),
+                vec![exit(20, 105 * S, "p", 3 * S, 3, 0)],
+            ),
+        );
+        let p = group(&a, "p").expect("p");
+        assert_eq!(figures(p), all_of(3 * S, 3));
+        assert_eq!(p.total.exits, [1, 0, 0]);
+    }
+
+    #[test]
+    fn exit_figures_below_what_was_counted_add_nothing_and_cpu_moves_between_modes() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // Seen with 4 s user and 2 s system.
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "m", 4 * S, 5)],
+                None,
+            ),
+        );
+        // The exit's split gives 3.5 s user, 3 s system (6.5 s in all) and fewer faults
+        // than were read alive: system grows by the whole's 0.5 s, user stays, nothing
+        // goes down.
+        let mut e = exit(20, 105 * S, "m", 0, 1, 0);
+        e.utime_ns = 3 * S + S / 2;
+        e.stime_ns = 3 * S;
+        step(
+            &mut a,
+            with_exits(reading(120 * S, vec![init()], None), vec![e]),
+        );
+        let m = group(&a, "m").expect("m");
+        assert_eq!(m.total.cpu_user_ns, 4 * S);
+        assert_eq!(m.total.cpu_system_ns, 2 * S + S / 2);
+        assert_eq!(m.total.minor_faults, 50);
+        assert_eq!(m.total.exits, [1, 0, 0]);
+    }
+
+    #[test]
+    fn switches_of_a_process_counted_from_birth_reach_its_group_total() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // Two threads, 300 + 200 voluntary switches.
+        let mut t2 = full(20, 21, 106 * S, "w", 0, 2);
+        t2.stat = None;
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "w", S, 3), t2],
+                None,
+            ),
+        );
+        assert_eq!(group(&a, "w").expect("w").total.voluntary_switches, 500);
+        // Thread 21 ends (after 250 switches, 50 never seen) and the process exits with 900
+        // in all (threads' and the dead thread's, as the kernel sums them).
+        step(
+            &mut a,
+            reading(
+                120 * S,
+                vec![init(), full(20, 20, 105 * S, "w", S, 4)],
+                None,
+            ),
+        );
+        assert_eq!(group(&a, "w").expect("w").total.voluntary_switches, 600);
+        let mut e = exit(20, 105 * S, "w", S, 4, 0);
+        e.voluntary_ctxt_switches = 900;
+        step(
+            &mut a,
+            with_exits(reading(130 * S, vec![init()], None), vec![e]),
+        );
+        assert_eq!(group(&a, "w").expect("w").total.voluntary_switches, 900);
+        // A process already running at the first collection: its group total includes
+        // threads that ended before the exporter saw them, so its exit adds no switches.
+        let mut a = Aggregator::new(Options::default());
+        step(
+            &mut a,
+            reading(100 * S, vec![init(), full(30, 30, 50 * S, "o", S, 1)], None),
+        );
+        step(
+            &mut a,
+            reading(110 * S, vec![init(), full(30, 30, 50 * S, "o", S, 2)], None),
+        );
+        let mut e = exit(30, 50 * S, "o", 2 * S, 2, 0);
+        e.voluntary_ctxt_switches = 100_000;
+        step(
+            &mut a,
+            with_exits(reading(120 * S, vec![init()], None), vec![e]),
+        );
+        let o = group(&a, "o").expect("o");
+        assert_eq!(o.total.voluntary_switches, 100);
+        // Its CPU is exact: the process's own figure alive and at exit.
+        assert_eq!(o.total.cpu_user_ns, S);
+    }
+
+    #[test]
+    fn exits_never_seen_alive_join_their_parents_cgroup_group() {
+        let mut a = Aggregator::new(Options {
+            grouping: Grouping::Cgroup,
+            ..Options::default()
+        });
+        let shell = || {
+            let mut t = full(10, 10, S, "sh", 0, 0);
+            t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(
+                b"0::/system.slice/cron.service\n".to_vec(),
+            )));
+            t
+        };
+        step(&mut a, reading(100 * S, vec![shell()], None));
+        // sh -> bash (exited too) -> curl; and an orphan reparented to pid 1.
+        let mut bash = exit(11, 101 * S, "bash", S, 1, 0);
+        bash.ppid = 10;
+        let mut curl = exit(12, 102 * S, "curl", S, 1, 0);
+        curl.ppid = 11;
+        let orphan = exit(13, 103 * S, "orphan", S, 1, 0);
+        step(
+            &mut a,
+            with_exits(
+                reading(110 * S, vec![shell()], None),
+                vec![curl, bash, orphan],
+            ),
+        );
+        let g = group(&a, "/system.slice/cron.service").expect("cron's group");
+        assert_eq!(g.total.exits, [2, 0, 0]);
+        assert_eq!(g.total.cpu_user_ns, 2 * S);
+        let all: u64 = a
+            .groups
+            .iter()
+            .map(|g| g.total.exits.iter().sum::<u64>())
+            .sum();
+        assert_eq!(all, 2, "the orphan has no group");
+    }
+
+    #[test]
+    fn exits_fold_into_other_with_their_group() {
+        let opts = Options {
+            max_series: fixed_series(0) + 2 * 40,
+            ..Options::default()
+        };
+        let mut a = Aggregator::new(opts);
+        let tasks = |k: u64| -> Vec<Task> {
+            (1..=20)
+                .map(|i| task(i, i, S, &format!("g{i}"), k * i as u64 * S))
+                .collect()
+        };
+        step(&mut a, reading(100 * S, tasks(1), None));
+        step(
+            &mut a,
+            with_exits(
+                reading(110 * S, tasks(2), None),
+                vec![exit(100, 101 * S, "g1", S / 10, 0, 9)],
+            ),
+        );
+        let v = a.view();
+        let names: Vec<&str> = v.groups.iter().map(|(n, _)| *n).collect();
+        assert!(!names.contains(&"g1"), "{names:?}");
+        let other = v.groups.last().expect("other").1;
+        assert_eq!(other.total.exits, [0, 1, 0]);
+        let shown: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
+        assert!(
+            fixed_series(0) + shown <= fixed_series(0) + 2 * 40,
+            "{shown}"
+        );
+    }
 }

@@ -701,4 +701,67 @@ mod tests {
             "{om}"
         );
     }
+    /// Exits are a counter per group and reason (only the reasons seen), the exits dropped a
+    /// host-wide counter, and the source info says whether there is an exit source.
+    #[test]
+    fn exits_are_exposed_by_reason_and_a_missing_source_is_said() {
+        use crate::aggregate::{Aggregator, Options};
+        use tasksnap_model::{Backend, Exit, Reading, Snapshot, SnapshotStats, TaskId};
+        const S: u64 = 1_000_000_000;
+        let reading = |at: u64, exits: Vec<Exit>, missing: Option<&str>| Reading {
+            snapshot: Snapshot {
+                taken_at_unix_ns: at,
+                taken_at_boottime_ns: at,
+                boot_time_unix_s: 1_000,
+                backend: Backend::Procfs,
+                tasks: Vec::new(),
+                stats: SnapshotStats::default(),
+            },
+            states: None,
+            system: Default::default(),
+            exits,
+            exits_dropped: 2,
+            exits_missing: missing.map(str::to_string),
+        };
+        let exit = |pid: i32, status: u32| Exit {
+            id: TaskId {
+                tgid: pid,
+                tid: pid,
+                start_time_ns: 11 * S,
+            },
+            comm: b"cron\njob".to_vec(),
+            start_time_ns: 11 * S,
+            wait_status: status,
+            utime_ns: S,
+            ..Exit::default()
+        };
+        let mut a = Aggregator::new(Options::default());
+        a.update(&mut reading(10 * S, Vec::new(), None));
+        a.update(&mut reading(
+            20 * S,
+            vec![exit(5, 0), exit(6, 1 << 8), exit(7, 15)],
+            None,
+        ));
+        let e = expose(&a.view(), &Cost::default());
+        let text = std::str::from_utf8(&e.prometheus).expect("utf-8");
+        let om = std::str::from_utf8(&e.openmetrics).expect("utf-8");
+        for want in [
+            "# TYPE tasksnap_group_exits_total counter",
+            "tasksnap_group_exits_total{group=\"cron\\njob\",reason=\"exit\"} 2",
+            "tasksnap_group_exits_total{group=\"cron\\njob\",reason=\"signal\"} 1",
+            "tasksnap_group_cpu_seconds_total{group=\"cron\\njob\",mode=\"user\"} 3",
+            "tasksnap_exits_dropped_total 4",
+            "exits=\"bpf\"",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+        assert!(!text.contains("reason=\"core\""), "{text}");
+        assert!(om.contains("tasksnap_group_exits_total{"), "{om}");
+        // Without an exit source: no dropped counter, and the info says none.
+        a.update(&mut reading(30 * S, Vec::new(), Some("not root")));
+        let e = expose(&a.view(), &Cost::default());
+        let text = std::str::from_utf8(&e.prometheus).expect("utf-8");
+        assert!(!text.contains("tasksnap_exits_dropped"), "{text}");
+        assert!(text.contains("exits=\"none\""), "{text}");
+    }
 }

@@ -501,4 +501,52 @@ mod tests {
             "python3"
         );
     }
+    #[test]
+    fn exits_are_grouped_from_their_records() {
+        let e = |pid: i32, ppid: i32, comm: &str, cmdline: &[u8]| Exit {
+            id: TaskId {
+                tgid: pid,
+                tid: pid,
+                start_time_ns: 1,
+            },
+            ppid,
+            euid: 0,
+            comm: comm.as_bytes().to_vec(),
+            cmdline: cmdline.to_vec(),
+            ..Exit::default()
+        };
+        let a = e(100, 50, "curl", b"curl\0-s\0http://x\0");
+        let b = e(101, 100, "helper", b"helper\0");
+        let exits = [&a, &b];
+        let live = Grouper::new(Grouping::Comm).assign(&[proc(50, 1, "cron", false)], 0);
+        let none = Assignment::default();
+        let names = |g: Grouping| -> Vec<Option<String>> {
+            Grouper::new(g)
+                .assign_exits(&exits, &live, &none, 0)
+                .into_iter()
+                .map(|n| n.map(|n| n.to_string()))
+                .collect()
+        };
+        let some =
+            |v: &[&str]| -> Vec<Option<String>> { v.iter().map(|s| Some(s.to_string())).collect() };
+        assert_eq!(names(Grouping::Comm), some(&["curl", "helper"]));
+        assert_eq!(names(Grouping::User), some(&["root", "root"]));
+        assert_eq!(names(Grouping::Exe), some(&["[unknown]", "[unknown]"]));
+        // No cgroup in a record: the parent's group (live, or an exit of the same batch).
+        assert_eq!(names(Grouping::Cgroup), some(&["cron", "cron"]));
+        // A configuration sees the command line; an unmatched child joins its parent's.
+        let config =
+            Config::parse("process_names:\n  - name: 'fetch'\n    cmdline: ['^curl -s']\n")
+                .expect("valid");
+        let adopted = names(Grouping::Config {
+            config: config.clone(),
+            children: true,
+        });
+        assert_eq!(adopted, some(&["fetch", "fetch"]));
+        let alone = names(Grouping::Config {
+            config,
+            children: false,
+        });
+        assert_eq!(alone, vec![Some("fetch".to_string()), None]);
+    }
 }
