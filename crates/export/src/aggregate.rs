@@ -31,7 +31,9 @@
 //!   started, and the exit cannot split them), but its exit.
 //!
 //! Each counts once in `exits` by [`ExitReason`] (exit, signal, core) of the group it was in
-//! when last seen, or the one its record gives ([`Grouper::assign_exits`]). A process can be
+//! when last seen, or the one its record gives ([`Grouper::assign_exits`]) when it was never
+//! seen alive or its comm changed since (an exec, which may change its group; not by cgroup,
+//! which an exec keeps). A process can be
 //! both an exit and a live (zombie) row of the same reading (its record left the kernel, its
 //! parent had not reaped it): the exit counts, the row adds nothing (its figures are
 //! remembered, so a zombie left unreaped adds nothing later either). Exits of the first
@@ -278,6 +280,16 @@ struct Prev {
     /// The main thread's only: the context switches counted for all of the process's threads
     /// (voluntary, involuntary), when counted from its birth (see the module's header).
     counted_switches: Option<(u64, u64)>,
+    /// The main thread's only: its comm's [`comm_hash`], to tell whether its exit record
+    /// comes after an exec.
+    comm_hash: u64,
+}
+
+/// A comm's bytes hashed (FNV-1a), to compare without keeping them.
+fn comm_hash(comm: &[u8]) -> u64 {
+    comm.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// A process seen at the previous collection and missing from the last one with no exit
@@ -611,6 +623,7 @@ impl Aggregator {
                     }
                     now.proc = Some(p);
                 }
+                now.comm_hash = comm_hash(t.base.as_ref().map_or(&[], |b| &b.comm));
                 // Switches counted from its birth (see the module's header), this thread's
                 // included; its other threads add theirs below.
                 now.counted_switches = match known {
@@ -743,7 +756,8 @@ impl Aggregator {
         let key = |id: &TaskId| (id.tgid, id.tid);
         // What was counted of it alive and its group then, for the processes seen alive.
         let mut counted: Vec<(&Exit, Prev, Option<Arc<str>>)> = Vec::new();
-        let mut unseen: Vec<&Exit> = Vec::new();
+        // Those grouped from their records: never seen alive, or renamed since.
+        let mut regroup: Vec<(&Exit, Prev)> = Vec::new();
         for e in exits {
             let at_prev = self
                 .prev
@@ -760,28 +774,37 @@ impl Aggregator {
                     .filter(|p| p.id == e.id)
                     .map(|p| (p.prev, p.group.clone()))
             });
+            // An exec since it was seen (a new comm) may have moved it to another group,
+            // except by cgroup, which an exec does not change.
+            let renamed = |p: &Prev| {
+                comm_hash(&e.comm) != p.comm_hash && !matches!(self.opts.grouping, Grouping::Cgroup)
+            };
             match seen {
-                Some((p, g)) => counted.push((e, p, g)),
-                None => unseen.push(e),
+                Some((p, g)) if !renamed(&p) => counted.push((e, p, g)),
+                Some((p, _)) => regroup.push((e, p)),
+                None => {
+                    // All of it when it started after the counters did; none of it otherwise.
+                    let from_birth = e.start_time_ns >= first_at;
+                    let p = Prev {
+                        proc: from_birth.then(ProcPrev::default),
+                        counted_switches: from_birth.then_some((0, 0)),
+                        ..Prev::default()
+                    };
+                    regroup.push((e, p));
+                }
             }
         }
+        let records: Vec<&Exit> = regroup.iter().map(|(e, _)| *e).collect();
         let grouped = self
             .grouper
-            .assign_exits(&unseen, live, &self.group_prev, boot_time_unix_s);
-        for (e, g) in unseen.into_iter().zip(grouped) {
+            .assign_exits(&records, live, &self.group_prev, boot_time_unix_s);
+        for ((e, p), g) in regroup.into_iter().zip(grouped) {
             // Its zombie row in this reading, if read with its names, groups it as alive.
             let row = tasks
                 .binary_search_by_key(&key(&e.id), |t| key(&t.id))
                 .ok()
                 .filter(|&i| tasks[i].id == e.id);
             let g = row.and_then(|_| live.get(e.id.tgid).cloned()).or(g);
-            // All of it when it started after the counters did; none of it otherwise.
-            let from_birth = e.start_time_ns >= first_at;
-            let p = Prev {
-                proc: from_birth.then(ProcPrev::default),
-                switches: None,
-                counted_switches: from_birth.then_some((0, 0)),
-            };
             counted.push((e, p, g));
         }
         for (e, p, g) in counted {
@@ -1622,5 +1645,33 @@ mod tests {
             fixed_series(0) + shown <= fixed_series(0) + 2 * 40,
             "{shown}"
         );
+    }
+    #[test]
+    fn an_exec_between_the_last_collection_and_the_exit_regroups_the_rest() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // Seen as the forked shell, then it execs curl and exits: what it did since goes
+        // to curl, from the figures seen as sh.
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "sh", S, 1)],
+                None,
+            ),
+        );
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init()], None),
+                vec![exit(20, 105 * S, "curl", 3 * S, 2, 0)],
+            ),
+        );
+        assert_eq!(figures(group(&a, "sh").expect("sh")), all_of(S, 1));
+        let curl = group(&a, "curl").expect("curl");
+        assert_eq!(curl.total.cpu_user_ns, 2 * S);
+        assert_eq!(curl.total.minor_faults, 10);
+        assert_eq!(curl.total.exits, [1, 0, 0]);
     }
 }
