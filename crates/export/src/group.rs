@@ -211,7 +211,8 @@ impl Grouper {
                 if matches!(self.grouping, Grouping::Exe) && !e.kernel_thread {
                     return Some(self.intern(b"[unknown]".to_vec()));
                 }
-                self.name_of(&exit_task(e), boot_time_unix_s)
+                let cmdline = matches!(self.grouping, Grouping::Config { .. });
+                self.name_of(&exit_task(e, cmdline), boot_time_unix_s)
             })
             .collect();
         let adopt = cgroup || matches!(self.grouping, Grouping::Config { children: true, .. });
@@ -317,8 +318,9 @@ impl Grouper {
     }
 }
 
-/// What an exit record tells of a process, as the task the grouping rules read.
-fn exit_task(e: &Exit) -> Task {
+/// What an exit record tells of a process, as the task the grouping rules read (its command
+/// line only when asked: only a configuration reads it).
+fn exit_task(e: &Exit, cmdline: bool) -> Task {
     let mut t = Task::new(e.id);
     t.base = Some(Base {
         comm: e.comm.as_slice().into(),
@@ -343,7 +345,7 @@ fn exit_task(e: &Exit) -> Task {
         start_time_ns: e.start_time_ns,
         ..Stat::default()
     });
-    t.cmdline = (!e.cmdline.is_empty()).then(|| e.cmdline.clone());
+    t.cmdline = (cmdline && !e.cmdline.is_empty()).then(|| e.cmdline.clone());
     t
 }
 
