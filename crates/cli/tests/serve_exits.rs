@@ -1,12 +1,15 @@
 //! `tasksnap serve` counts every process that lived (issue 31): processes born and dead
 //! between two collections add their CPU to their group's counter and count in
-//! `tasksnap_group_exits_total` by how they ended. Needs root (exit records are BPF).
+//! `tasksnap_group_exits_total` by how they ended, as read from the exposition and as a
+//! real Prometheus's increase over a window. Needs root (exit records are BPF).
 
 mod serve_common;
 
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serve_common::{value, Server};
+use serve_common::{tool, value, Prometheus, Server};
 use tasksnap_loadgen::root_or_skip;
 
 /// Forks a child named `comm` that burns `cpu` of CPU time and exits 0, or kills itself
@@ -131,4 +134,117 @@ fn processes_living_between_two_collections_count_in_their_group() {
         &format!("tasksnap_group_exits_total{{{group},reason=\"exit\"}}"),
     );
     assert!(again.is_none_or(|v| v == 20.0), "{later}");
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A stream of short processes (30 ms of CPU each, one after another) named `comm`, each
+/// with when it was reaped (Unix seconds) and its rusage (ns), until stopped.
+struct Stream {
+    stop: Arc<AtomicBool>,
+    reaped: Arc<Mutex<Vec<(f64, u64)>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Stream {
+    fn start(comm: &str) -> Stream {
+        let stop = Arc::new(AtomicBool::new(false));
+        let reaped = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let (stop, reaped, comm) = (stop.clone(), reaped.clone(), comm.to_string());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let (_, ns) = burn(&comm, Duration::from_millis(30), false);
+                    reaped.lock().expect("reaped").push((unix_now(), ns));
+                }
+            })
+        };
+        Stream {
+            stop,
+            reaped,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops it; what was reaped.
+    fn finish(mut self) -> Vec<(f64, u64)> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().expect("the forking thread");
+        }
+        std::mem::take(&mut *self.reaped.lock().expect("reaped"))
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn prometheus_sees_a_groups_short_lived_processes_in_its_increase() {
+    if !root_or_skip("exit records (BPF)") {
+        return;
+    }
+    let Some(prometheus) = tool("TASKSNAP_PROMETHEUS") else {
+        return;
+    };
+    let comm = format!("tsxp-{}", std::process::id() % 100_000_000);
+    let group = format!("group=\"{comm}\"");
+    let server = Server::start(&["--interval", "1"]);
+    let prom = Prometheus::start(&prometheus, server.addr);
+    // Processes of 30 ms each, forked one after another for the whole test: nearly all are
+    // born and dead between two collections.
+    let stream = Stream::start(&comm);
+    let cpu = format!("tasksnap_group_cpu_seconds_total{{{group}}}");
+    let exits = format!("tasksnap_group_exits_total{{{group}}}");
+    let stamp = "tasksnap_last_collection_timestamp_seconds";
+    // The group's series for 12 s: a 10 s window within them.
+    prom.wait_for(&format!("sum({cpu} offset 12s)"));
+    // A second ago, so that every scrape before it is in.
+    let at = Some(unix_now() - 1.0);
+    let q = |expr: &str| {
+        prom.query_at(expr, at)
+            .unwrap_or_else(|| panic!("no value: {expr}"))
+    };
+    let counted = q(&format!("sum({cpu}) - sum({cpu} offset 10s)"));
+    let exited = q(&format!("sum({exits}) - sum({exits} offset 10s)"));
+    let (t0, t1) = (q(&format!("{stamp} offset 10s")), q(stamp));
+    let reaped = stream.finish();
+    // The truth: the processes reaped between the two collections (an exit is drained by the
+    // first collection after it, and wait4 returns after the exit: at most one process at
+    // each end of the window is on the other side).
+    let inside: Vec<u64> = reaped
+        .iter()
+        .filter(|(t, _)| *t > t0 && *t <= t1)
+        .map(|(_, ns)| *ns)
+        .collect();
+    let truth = inside.iter().sum::<u64>() as f64 / 1e9;
+    assert!(
+        inside.len() >= 20,
+        "only {} processes in the window",
+        inside.len()
+    );
+    assert!(
+        (counted - truth).abs() <= truth * 0.10,
+        "Prometheus's increase of the group's CPU {counted:.3} s, their rusage {truth:.3} s \
+         ({} processes, collections {t0:.3} to {t1:.3})",
+        inside.len()
+    );
+    assert!(
+        (exited - inside.len() as f64).abs() <= 2.0,
+        "{exited} exits counted, {} processes reaped in the window",
+        inside.len()
+    );
+    drop(prom);
+    let (code, said) = server.terminate();
+    assert_eq!(code, Some(0), "{said}");
 }
