@@ -33,12 +33,12 @@
 //! Each counts once in `exits` by [`ExitReason`] (exit, signal, core) of the group it was in
 //! when last seen, or the one its record gives ([`Grouper::assign_exits`]) when it was never
 //! seen alive or its comm changed since (an exec, which may change its group; not by cgroup,
-//! which an exec keeps). A process can be
-//! both an exit and a live (zombie) row of the same reading (its record left the kernel, its
-//! parent had not reaped it): the exit counts, the row adds nothing (its figures are
-//! remembered, so a zombie left unreaped adds nothing later either). Exits of the first
-//! collection are before the counters start and count nothing. Exit records the kernel
-//! dropped are counted ([`System::exits_dropped`]); their processes' figures are missing.
+//! which an exec keeps). A process can be both an exit and a live (zombie) row of the same
+//! reading (its record left the kernel, its parent had not reaped it): the exit counts, the
+//! row adds nothing (its figures are remembered, so a zombie left unreaped adds nothing later
+//! either). Exits of the first collection are before the counters start and count nothing.
+//! Exit records the kernel dropped are counted ([`System::exits_dropped`]); their processes'
+//! figures are missing.
 //!
 //! State seconds come from [`tasksnap_states::interval::thread_deltas`], the same per-thread
 //! split `tasksnap states` shows: exact with the BPF source, sampled (running exact) with
