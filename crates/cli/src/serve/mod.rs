@@ -37,8 +37,9 @@ use crate::when;
 pub const DEFAULT_PORT: u16 = 8275;
 
 /// Exposes per-group process and thread metrics (CPU, time by scheduler state, D-state wait
-/// reasons, memory, I/O, faults, context switches) to Prometheus, in OpenMetrics or the
-/// Prometheus text format.
+/// reasons, memory, I/O, faults, context switches, exits) to Prometheus, in OpenMetrics or
+/// the Prometheus text format; as root with BPF, processes that exit between collections
+/// count too.
 ///
 /// Collects on its own timer and answers every scrape of /metrics from the last collection.
 /// Listens on 127.0.0.1:8275 unless told otherwise. See docs/serve.md.
