@@ -123,6 +123,19 @@ fn processes_living_between_two_collections_count_in_their_group() {
             &format!("tasksnap_group_exits_total{{{group},reason=\"{reason}\"}}"),
         )
     };
+    let running = value(
+        &e,
+        &format!("tasksnap_group_state_seconds_total{{{group},state=\"running\"}}"),
+    )
+    .unwrap_or(0.0);
+    // Their threads' running time too, where it is exact (the BPF state source keeps an
+    // exited thread's totals; the exit's group is its threads').
+    if e.contains("state_seconds=\"exact\"") {
+        assert!(
+            (running - truth).abs() <= truth * 0.10,
+            "the group's running seconds {running:.3}, the children's rusage {truth:.3} s"
+        );
+    }
     assert_eq!(exits("exit"), Some(20.0), "{e}");
     assert_eq!(exits("signal"), Some(3.0), "{e}");
     assert_eq!(exits("core"), None, "{e}");

@@ -42,7 +42,9 @@
 //!
 //! State seconds come from [`tasksnap_states::interval::thread_deltas`], the same per-thread
 //! split `tasksnap states` shows: exact with the BPF source, sampled (running exact) with
-//! /proc. The sum over a group's states is the time its threads were alive.
+//! /proc. The sum over a group's states is the time its threads were alive. A thread of a
+//! process that exited is charged to the group its exit was counted in (a process born and
+//! dead since the last collection is in no assignment).
 //!
 //! Series are bounded: with `max_series`, the groups that did the least in the last interval
 //! (CPU, then threads) are folded into one `other` group when the total would pass it, and
@@ -510,8 +512,10 @@ impl Aggregator {
                 .as_ref()
                 .is_some_and(|s| s.voluntary_switches.is_some())
         });
+        // The group each exited process was counted in, for its threads' state time.
+        let mut exit_groups = PidMap::default();
         if prev_at.is_some() {
-            self.count_exits(
+            exit_groups = self.count_exits(
                 &r.exits,
                 tasks,
                 &group_of,
@@ -690,7 +694,9 @@ impl Aggregator {
                     system.state_ns[s] = system.state_ns[s].saturating_add(d.ns[s]);
                 }
                 let pid = d.cur.id.tgid;
-                let gi = match group_at.get(&pid) {
+                // A process that exited: the group its exit went to (one born and dead since
+                // the last collection is in no assignment).
+                let gi = match group_at.get(&pid).or_else(|| exit_groups.get(&pid)) {
                     Some(&gi) => Some(gi),
                     None => self.group_prev.get(pid).cloned().map(|n| self.group(&n)),
                 };
@@ -742,8 +748,9 @@ impl Aggregator {
     }
 
     /// Adds each exit's final figures, less what was counted of it alive, to its group's
-    /// interval (see the module's header). Called before the walk of the live tasks, while
-    /// `prev` and `group_prev` are still the previous collection's.
+    /// interval (see the module's header), and says which group each went to. Called before
+    /// the walk of the live tasks, while `prev` and `group_prev` are still the previous
+    /// collection's.
     fn count_exits(
         &mut self,
         exits: &[Exit],
@@ -751,7 +758,7 @@ impl Aggregator {
         live: &Assignment,
         boot_time_unix_s: u64,
         live_switches: bool,
-    ) {
+    ) -> PidMap<usize> {
         let first_at = self.first_boottime_ns.unwrap_or(0);
         let key = |id: &TaskId| (id.tgid, id.tid);
         // What was counted of it alive and its group then, for the processes seen alive.
@@ -807,11 +814,14 @@ impl Aggregator {
             let g = row.and_then(|_| live.get(e.id.tgid).cloned()).or(g);
             counted.push((e, p, g));
         }
+        let mut groups = PidMap::default();
         for (e, p, g) in counted {
             let Some(name) = g else { continue };
             let gi = self.group(&name);
             add_exit(&mut self.groups[gi], e, &p, live_switches);
+            groups.insert(e.id.tgid, gi);
         }
+        groups
     }
 
     fn pick_top(&self, tasks: &[Task], mut deltas: Vec<(u64, usize)>) -> Vec<TopProcess> {
@@ -1673,5 +1683,40 @@ mod tests {
         assert_eq!(curl.total.cpu_user_ns, 2 * S);
         assert_eq!(curl.total.minor_faults, 10);
         assert_eq!(curl.total.exits, [1, 0, 0]);
+    }
+    #[test]
+    fn state_time_of_a_process_born_and_dead_between_collections_is_its_groups() {
+        let mut a = Aggregator::new(Options::default());
+        let z = [0u64; NSTATES];
+        let init = || task(1, 1, S, "init", 0);
+        step(
+            &mut a,
+            reading(
+                100 * S,
+                vec![init()],
+                Some(sample(100 * S, &[(1, 1, S, z, false)])),
+            ),
+        );
+        // Pid 30 lived 0.3 s between the two collections: 0.2 s running, 0.1 s runnable.
+        let mut ran = z;
+        ran[State::Running.index()] = S / 5;
+        ran[State::Runnable.index()] = S / 10;
+        step(
+            &mut a,
+            with_exits(
+                reading(
+                    110 * S,
+                    vec![init()],
+                    Some(sample(
+                        110 * S,
+                        &[(1, 1, S, z, false), (30, 30, 101 * S, ran, true)],
+                    )),
+                ),
+                vec![exit(30, 101 * S, "short", S / 5, 0, 0)],
+            ),
+        );
+        let g = group(&a, "short").expect("short");
+        assert_eq!(g.total.state_ns[State::Running.index()], S / 5);
+        assert_eq!(g.total.state_ns[State::Runnable.index()], S / 10);
     }
 }
