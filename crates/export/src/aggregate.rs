@@ -311,6 +311,9 @@ struct ProcPrev {
     write_bytes: u64,
     minor: u64,
     major: u64,
+    /// Whether `read_bytes` and `write_bytes` were read (else they are 0, not a figure an
+    /// exit's I/O can be counted from).
+    io: bool,
 }
 
 /// Keeps the counters between collections.
@@ -355,20 +358,24 @@ fn add_exit(g: &mut Group, e: &Exit, counted: &Prev, live_switches: bool) {
         let ds = e.stime_ns.saturating_sub(b.system_ns).min(cpu - du);
         d.cpu_user_ns = d.cpu_user_ns.saturating_add(du);
         d.cpu_system_ns = d.cpu_system_ns.saturating_add(ds);
-        d.read_bytes = d
-            .read_bytes
-            .saturating_add(e.read_bytes.saturating_sub(b.read_bytes));
-        d.write_bytes = d
-            .write_bytes
-            .saturating_add(e.write_bytes.saturating_sub(b.write_bytes));
+        // I/O only from a figure read alive (or from birth): from one never read, the exit
+        // would bring all the process ever did, before the counters started too.
+        if b.io {
+            d.read_bytes = d
+                .read_bytes
+                .saturating_add(e.read_bytes.saturating_sub(b.read_bytes));
+            d.write_bytes = d
+                .write_bytes
+                .saturating_add(e.write_bytes.saturating_sub(b.write_bytes));
+            // The kernel's I/O accounting, read at exit.
+            g.now.has_io = true;
+        }
         d.minor_faults = d
             .minor_faults
             .saturating_add(e.minflt.saturating_sub(b.minor));
         d.major_faults = d
             .major_faults
             .saturating_add(e.majflt.saturating_sub(b.major));
-        // The kernel's I/O accounting, read at exit.
-        g.now.has_io = true;
     }
     if let (true, Some((v, iv))) = (live_switches, counted.counted_switches) {
         d.voluntary_switches = d
@@ -605,6 +612,7 @@ impl Aggregator {
                         write_bytes: io.map_or(0, |io| io.write_bytes),
                         minor: st.minflt,
                         major: st.majflt,
+                        io: io.is_some(),
                     };
                     let before = match known.and_then(|k| k.proc) {
                         Some(b) => b,
@@ -793,7 +801,10 @@ impl Aggregator {
                     // All of it when it started after the counters did; none of it otherwise.
                     let from_birth = e.start_time_ns >= first_at;
                     let p = Prev {
-                        proc: from_birth.then(ProcPrev::default),
+                        proc: from_birth.then_some(ProcPrev {
+                            io: true,
+                            ..ProcPrev::default()
+                        }),
                         counted_switches: from_birth.then_some((0, 0)),
                         ..Prev::default()
                     };
@@ -1718,5 +1729,24 @@ mod tests {
         let g = group(&a, "short").expect("short");
         assert_eq!(g.total.state_ns[State::Running.index()], S / 5);
         assert_eq!(g.total.state_ns[State::Runnable.index()], S / 10);
+    }
+    #[test]
+    fn io_not_read_alive_is_not_counted_at_exit() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        let mut unread = full(20, 20, 105 * S, "u", S, 1);
+        unread.io = None;
+        step(&mut a, reading(110 * S, vec![init(), unread], None));
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init()], None),
+                vec![exit(20, 105 * S, "u", 2 * S, 5, 0)],
+            ),
+        );
+        let u = group(&a, "u").expect("u");
+        assert_eq!((u.total.read_bytes, u.total.write_bytes), (0, 0));
+        assert_eq!(u.total.cpu_user_ns, 2 * S);
     }
 }
