@@ -15,10 +15,11 @@
 //! An exited process (one [`Exit`] of the reading, collections after the first) adds:
 //! - seen alive at the previous collection (or at the one before, and missing from the
 //!   previous one because it died between that reading's exit drain and its walk): its final
-//!   figures less those already counted, each clamped at 0. CPU is clamped as a whole too: the
-//!   exit splits its precise runtime into user and system as the kernel does, and a split
-//!   that moved time from one mode to the other since the last collection adds to each mode
-//!   at most the whole's increase. Context switches are counted per thread while alive, and
+//!   figures less those already counted, each clamped at 0 (I/O only if it was read alive:
+//!   from nothing, the exit's would be all the process ever did). CPU is clamped as a whole
+//!   too: the exit splits its precise runtime into user and system as the kernel does, and a
+//!   split that moved time from one mode to the other since the last collection adds to each
+//!   mode at most the whole's increase. Context switches are counted per thread while alive, and
 //!   the exit gives the whole group's: a process counted from its birth (new when first seen)
 //!   adds its group total less what its threads added; one already running when first seen
 //!   adds none at exit (its total includes threads that ended before the exporter saw them,
