@@ -249,9 +249,22 @@ fn serve_exposes_the_trees_processes() {
         panic!("no address in {line:?}");
     };
     let reply = serve_common::get(addr, "/metrics", &[]);
+    // No exit records for a tree that is not the running kernel's /proc: said right after
+    // the start line, and in the source info.
+    let mut said = String::new();
+    stderr
+        .read_line(&mut said)
+        .expect("the line after the start line");
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(reply.status, 200);
+    assert!(said.contains("no exit records"), "{said}");
+    assert!(reply.body.contains("exits=\"none\""), "{}", reply.body);
+    assert!(
+        !reply.body.contains("tasksnap_exits_dropped"),
+        "{}",
+        reply.body
+    );
     for name in ["systemd", "bash", "worker"] {
         assert!(
             reply.body.contains(&format!("group=\"{name}\"")),

@@ -2,32 +2,82 @@
 //! collection and read by every scrape.
 //!
 //! Counters only grow. A group's CPU, I/O, faults and context switches are the sums of its
-//! processes' (threads', for switches) increases since the previous collection: a process
+//! processes' (threads', for switches) increases since the previous collection, plus the
+//! final figures of its processes that exited since (the reading's exit records): a process
 //! that exits takes nothing away, and one born since the previous collection brings all it
 //! did (everything it did was after that collection). A process that was there before but
 //! not seen (a reused pid, a read that failed) brings only what it does from now on, and so
 //! does everything at the first collection: the counters count from when the exporter
-//! started, as a rate over them needs. What a process did between the last collection and
-//! its exit is lost (its figures are gone with it); thread-state time is not, since the
-//! state sources keep an exited thread's final totals (see `tasksnap_collect::StateSource`).
+//! started, as a rate over them needs. Thread-state time of exited threads comes from the
+//! state sources, which keep an exited thread's final totals (see
+//! `tasksnap_collect::StateSource`).
+//!
+//! An exited process (one [`Exit`] of the reading, collections after the first) adds:
+//! - seen alive at the previous collection (or at the one before, and missing from the
+//!   previous one because it died between that reading's exit drain and its walk): its final
+//!   figures less those already counted, each clamped at 0 (I/O only if it was read alive:
+//!   from nothing, the exit's would be all the process ever did). CPU is clamped as a whole
+//!   too: the exit splits its precise runtime into user and system as the kernel does, and a
+//!   split that moved time from one mode to the other since the last collection adds to each
+//!   mode at most the whole's increase. Context switches are counted per thread while alive, and
+//!   the exit gives the whole group's: a process counted from its birth (new when first seen)
+//!   adds its group total less what its threads added; one already running when first seen
+//!   adds none at exit (its total includes threads that ended before the exporter saw them,
+//!   which cannot be told apart), so such a process's switches since the last collection are
+//!   the one figure still lost;
+//! - never seen alive, started after the exporter's first collection: all of its final
+//!   figures (all it did was after the counters started);
+//! - never seen alive, started before the first collection (alive all along but missing from
+//!   every collection): none of its figures (they include what it did before the counters
+//!   started, and the exit cannot split them), but its exit.
+//!
+//! Each counts once in `exits` by [`ExitReason`] (exit, signal, core) of the group it was in
+//! when last seen, or the one its record gives ([`Grouper::assign_exits`]) when it was never
+//! seen alive or its comm changed since (an exec, which may change its group; not by cgroup,
+//! which an exec keeps). A process can be both an exit and a live (zombie) row of the same
+//! reading (its record left the kernel, its parent had not reaped it): the exit counts, the
+//! row adds nothing (its figures are remembered, so a zombie left unreaped adds nothing later
+//! either). Exits of the first collection are before the counters start and count nothing.
+//! Exit records the kernel dropped are counted ([`System::exits_dropped`]); their processes'
+//! figures are missing.
 //!
 //! State seconds come from [`tasksnap_states::interval::thread_deltas`], the same per-thread
 //! split `tasksnap states` shows: exact with the BPF source, sampled (running exact) with
-//! /proc. The sum over a group's states is the time its threads were alive.
+//! /proc. The sum over a group's states is the time its threads were alive. A thread of a
+//! process that exited is charged to the group its exit was counted in (a process born and
+//! dead since the last collection is in no assignment).
 //!
 //! Series are bounded: with `max_series`, the groups that did the least in the last interval
 //! (CPU, then threads) are folded into one `other` group when the total would pass it, and
 //! the number folded is reported; a group's wait reasons are its first
-//! `reasons_per_group` plus `other`.
+//! `reasons_per_group` plus `other`; a group shows an exit reason only once one of its
+//! processes ended that way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tasksnap_model::states::{Mode, Sample, State, NSTATES};
-use tasksnap_model::{Reading, Task, TaskId};
+use tasksnap_model::{Exit, ExitReason, Reading, Task, TaskId};
 use tasksnap_states::interval::thread_deltas;
 
 use crate::group::{Assignment, Grouper, Grouping, PidMap};
+
+/// The `reason` label of each [`Counters::exits`] slot.
+pub const EXIT_REASONS: [&str; 3] = ["exit", "signal", "core"];
+
+/// The [`Counters::exits`] slot of an exit: it called exit, a signal ended it, a signal
+/// ended it with a core dump.
+pub fn exit_reason_index(r: ExitReason) -> usize {
+    match r {
+        ExitReason::Code(_) => 0,
+        ExitReason::Signal {
+            core_dumped: false, ..
+        } => 1,
+        ExitReason::Signal {
+            core_dumped: true, ..
+        } => 2,
+    }
+}
 
 /// The name of the group the folded ones are shown as.
 pub const OTHER_GROUP: &str = "other";
@@ -82,6 +132,8 @@ pub struct Counters {
     pub voluntary_switches: u64,
     /// Involuntary context switches.
     pub involuntary_switches: u64,
+    /// Processes that exited, by [`EXIT_REASONS`].
+    pub exits: [u64; 3],
 }
 
 impl Counters {
@@ -113,6 +165,9 @@ impl Counters {
         self.involuntary_switches = self
             .involuntary_switches
             .saturating_add(d.involuntary_switches);
+        for (t, d) in self.exits.iter_mut().zip(d.exits) {
+            *t = t.saturating_add(d);
+        }
     }
 }
 
@@ -156,7 +211,7 @@ pub struct Group {
 
 /// The series every group shows: CPU (user, system), state seconds, the `other` wait
 /// reason, processes and threads, threads per state, resident and virtual memory, minor and
-/// major faults.
+/// major faults (exit reasons only once seen: [`Group::series`]).
 const GROUP_SERIES_ALWAYS: usize = 2 + NSTATES + 1 + 2 + NSTATES + 2 + 2;
 
 impl Group {
@@ -168,12 +223,13 @@ impl Group {
             + if self.now.has_io { 2 } else { 0 }
             + if self.now.has_switches { 2 } else { 0 }
             + usize::from(self.now.oldest_start_unix_s.is_some())
+            + self.total.exits.iter().filter(|&&n| n > 0).count()
     }
 
     /// The most series a group can show with `reasons` wait reasons named: swap, I/O, context
-    /// switches and the oldest start time all present.
+    /// switches, the oldest start time and every exit reason all present.
     pub fn most_series(reasons: usize) -> usize {
-        GROUP_SERIES_ALWAYS + reasons + 1 + 2 + 2 + 1
+        GROUP_SERIES_ALWAYS + reasons + 1 + 2 + 2 + 1 + EXIT_REASONS.len()
     }
 }
 
@@ -211,6 +267,10 @@ pub struct System {
     pub in_state: [u64; NSTATES],
     /// How state time is measured (`None`: no state source).
     pub state_mode: Option<Mode>,
+    /// Exit records the kernel dropped (its buffer was full) since the exporter started;
+    /// `None` when there is no exit source (`Reading::exits_missing`), so that exited
+    /// processes' last figures are not counted.
+    pub exits_dropped: Option<u64>,
 }
 
 /// What a task's counters were at the collection it was last seen in.
@@ -220,6 +280,28 @@ struct Prev {
     proc: Option<ProcPrev>,
     /// The thread's (voluntary, involuntary).
     switches: Option<(u64, u64)>,
+    /// The main thread's only: the context switches counted for all of the process's threads
+    /// (voluntary, involuntary), when counted from its birth (see the module's header).
+    counted_switches: Option<(u64, u64)>,
+    /// The main thread's only: its comm's [`comm_hash`], to tell whether its exit record
+    /// comes after an exec.
+    comm_hash: u64,
+}
+
+/// A comm's bytes hashed (FNV-1a), to compare without keeping them.
+fn comm_hash(comm: &[u8]) -> u64 {
+    comm.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A process seen at the previous collection and missing from the last one with no exit
+/// record yet: it died after that reading's exit drain, and its record comes with the next.
+#[derive(Debug, Clone)]
+struct Pending {
+    id: TaskId,
+    prev: Prev,
+    group: Option<Arc<str>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -230,6 +312,9 @@ struct ProcPrev {
     write_bytes: u64,
     minor: u64,
     major: u64,
+    /// Whether `read_bytes` and `write_bytes` were read (else they are 0, not a figure an
+    /// exit's I/O can be counted from).
+    io: bool,
 }
 
 /// Keeps the counters between collections.
@@ -249,9 +334,61 @@ pub struct Aggregator {
     states_prev: Option<Sample>,
     group_prev: Assignment,
     prev_boottime_ns: Option<u64>,
+    /// When the first collection was taken (boot time, ns): the counters start there.
+    first_boottime_ns: Option<u64>,
+    /// Processes that went missing at the last collection, waiting for their exit records.
+    pending: Vec<Pending>,
     top: Vec<TopProcess>,
     system: System,
     collections: u64,
+}
+
+/// Adds to `g`'s interval what exit `e` brings beyond `counted`, what was counted of it
+/// alive (see the module's header): its final figures less those, each clamped at 0, and one
+/// exit of its reason.
+fn add_exit(g: &mut Group, e: &Exit, counted: &Prev, live_switches: bool) {
+    let d = &mut g.delta;
+    if let Some(b) = counted.proc {
+        // Each mode's increase, neither more than the whole's: the exit's split of its
+        // runtime may differ from the live split (time moved from one mode to the other).
+        let cpu = e
+            .utime_ns
+            .saturating_add(e.stime_ns)
+            .saturating_sub(b.user_ns.saturating_add(b.system_ns));
+        let du = e.utime_ns.saturating_sub(b.user_ns).min(cpu);
+        let ds = e.stime_ns.saturating_sub(b.system_ns).min(cpu - du);
+        d.cpu_user_ns = d.cpu_user_ns.saturating_add(du);
+        d.cpu_system_ns = d.cpu_system_ns.saturating_add(ds);
+        // I/O only from a figure read alive (or from birth): from one never read, the exit
+        // would bring all the process ever did, before the counters started too.
+        if b.io {
+            d.read_bytes = d
+                .read_bytes
+                .saturating_add(e.read_bytes.saturating_sub(b.read_bytes));
+            d.write_bytes = d
+                .write_bytes
+                .saturating_add(e.write_bytes.saturating_sub(b.write_bytes));
+            // The kernel's I/O accounting, read at exit.
+            g.now.has_io = true;
+        }
+        d.minor_faults = d
+            .minor_faults
+            .saturating_add(e.minflt.saturating_sub(b.minor));
+        d.major_faults = d
+            .major_faults
+            .saturating_add(e.majflt.saturating_sub(b.major));
+    }
+    if let (true, Some((v, iv))) = (live_switches, counted.counted_switches) {
+        d.voluntary_switches = d
+            .voluntary_switches
+            .saturating_add(e.voluntary_ctxt_switches.saturating_sub(v));
+        d.involuntary_switches = d
+            .involuntary_switches
+            .saturating_add(e.nonvoluntary_ctxt_switches.saturating_sub(iv));
+        g.now.has_switches = true;
+    }
+    let slot = &mut d.exits[exit_reason_index(e.reason())];
+    *slot = slot.saturating_add(1);
 }
 
 /// A cheap, stable name for a wait reason: its two innermost kernel frames (`unknown` when
@@ -303,6 +440,8 @@ impl Aggregator {
             states_prev: None,
             group_prev: Assignment::default(),
             prev_boottime_ns: None,
+            first_boottime_ns: None,
+            pending: Vec::new(),
             top: Vec::new(),
             system: System::default(),
             collections: 0,
@@ -357,19 +496,58 @@ impl Aggregator {
         let is_new = |id: &TaskId| prev_at.is_some_and(|at| id.start_time_ns >= at);
         let states = r.states.take();
         let mut cpu_deltas: Vec<(u64, usize)> = Vec::new();
+        let exits_on = r.exits_missing.is_none();
         let mut system = System {
             forks: r.system.counters.as_ref().map(|c| c.forks),
             state_ns: self.system.state_ns,
             state_mode: states.as_ref().map(|s| s.mode),
+            exits_dropped: exits_on.then(|| {
+                let before = self.system.exits_dropped.unwrap_or(0);
+                before.saturating_add(r.exits_dropped)
+            }),
             ..System::default()
         };
+        // The processes whose exit this reading holds: their live (zombie) rows add nothing.
+        let exited = if r.exits.is_empty() {
+            HashSet::new()
+        } else {
+            r.exited_ids()
+        };
+        // Whether the tasks carry context switches (the BPF backend): exits add theirs only
+        // then, or a group's counter would count its exited processes and nothing else.
+        let live_switches = tasks.iter().any(|t| {
+            t.sched
+                .as_ref()
+                .is_some_and(|s| s.voluntary_switches.is_some())
+        });
+        // The group each exited process was counted in, for its threads' state time.
+        let mut exit_groups = PidMap::default();
+        if prev_at.is_some() {
+            exit_groups = self.count_exits(
+                &r.exits,
+                tasks,
+                &group_of,
+                r.snapshot.boot_time_unix_s,
+                live_switches,
+            );
+        }
         // Tasks come in (tgid, tid) order, as do the groups and the previous counters: one
         // walk of the three, no hashing.
-        let mut cur: Option<(i32, Option<usize>)> = None;
+        // (tgid, its group, whether it is one of the reading's exits)
+        let mut cur: Option<(i32, Option<usize>, bool)> = None;
         let mut groups_at = group_of.entries().iter().zip(&entry_group).peekable();
         let old_prev = std::mem::take(&mut self.prev);
         let mut old_prev = old_prev.into_iter().peekable();
         let mut prev_now: Vec<(TaskId, Prev)> = Vec::with_capacity(old_prev.len());
+        // Processes of the last collection missing from this one.
+        let mut vanished: Vec<(TaskId, Prev)> = Vec::new();
+        let mut gone = |id: TaskId, p: Prev| {
+            if id.is_leader() && (p.proc.is_some() || p.counted_switches.is_some()) {
+                vanished.push((id, p));
+            }
+        };
+        // Where the current process's main thread is in `prev_now`.
+        let mut leader_slot: Option<usize> = None;
         for (i, t) in tasks.iter().enumerate() {
             let state = current_state(t, states.as_ref());
             system.threads += 1;
@@ -377,13 +555,15 @@ impl Aggregator {
             if t.id.is_leader() {
                 system.processes += 1;
             }
-            let gi = match cur {
-                Some((tgid, gi)) if tgid == t.id.tgid => gi,
+            let (gi, dead) = match cur {
+                Some((tgid, gi, dead)) if tgid == t.id.tgid => (gi, dead),
                 _ => {
                     while groups_at.next_if(|e| e.0 .0 < t.id.tgid).is_some() {}
                     let gi = groups_at.next_if(|e| e.0 .0 == t.id.tgid).map(|e| *e.1);
-                    cur = Some((t.id.tgid, gi));
-                    gi
+                    let dead = !exited.is_empty() && t.id.is_leader() && exited.contains(&t.id);
+                    cur = Some((t.id.tgid, gi, dead));
+                    leader_slot = None;
+                    (gi, dead)
                 }
             };
             let Some(gi) = gi else { continue };
@@ -391,12 +571,12 @@ impl Aggregator {
             g.now.threads += 1;
             g.now.in_state[state.index()] += 1;
             let key = (t.id.tgid, t.id.tid);
-            while old_prev
-                .next_if(|(id, _)| (id.tgid, id.tid) < key)
-                .is_some()
-            {}
+            while let Some((id, p)) = old_prev.next_if(|(id, _)| (id.tgid, id.tid) < key) {
+                gone(id, p);
+            }
             let known = old_prev.next_if(|(id, _)| *id == t.id).map(|(_, p)| p);
             let mut now = Prev::default();
+            let mut switched = (0, 0);
             if let Some(sw) = t.sched.as_ref() {
                 if let (Some(v), Some(iv)) = (sw.voluntary_switches, sw.involuntary_switches) {
                     g.now.has_switches = true;
@@ -405,8 +585,11 @@ impl Aggregator {
                         None if is_new(&t.id) => (0, 0),
                         None => (v, iv),
                     };
-                    g.delta.voluntary_switches += v.saturating_sub(before.0);
-                    g.delta.involuntary_switches += iv.saturating_sub(before.1);
+                    if !dead {
+                        switched = (v.saturating_sub(before.0), iv.saturating_sub(before.1));
+                        g.delta.voluntary_switches += switched.0;
+                        g.delta.involuntary_switches += switched.1;
+                    }
                     now.switches = Some((v, iv));
                 }
             }
@@ -430,31 +613,75 @@ impl Aggregator {
                         write_bytes: io.map_or(0, |io| io.write_bytes),
                         minor: st.minflt,
                         major: st.majflt,
+                        io: io.is_some(),
                     };
                     let before = match known.and_then(|k| k.proc) {
                         Some(b) => b,
                         None if is_new(&t.id) => ProcPrev::default(),
                         None => p,
                     };
-                    let du = p.user_ns.saturating_sub(before.user_ns);
-                    let ds = p.system_ns.saturating_sub(before.system_ns);
-                    g.delta.cpu_user_ns += du;
-                    g.delta.cpu_system_ns += ds;
-                    g.delta.read_bytes += p.read_bytes.saturating_sub(before.read_bytes);
-                    g.delta.write_bytes += p.write_bytes.saturating_sub(before.write_bytes);
-                    g.delta.minor_faults += p.minor.saturating_sub(before.minor);
-                    g.delta.major_faults += p.major.saturating_sub(before.major);
-                    now.proc = Some(p);
-                    if self.opts.top_n > 0 {
-                        cpu_deltas.push((du + ds, i));
+                    // A zombie whose exit this reading holds: the exit counted it.
+                    if !dead {
+                        let du = p.user_ns.saturating_sub(before.user_ns);
+                        let ds = p.system_ns.saturating_sub(before.system_ns);
+                        g.delta.cpu_user_ns += du;
+                        g.delta.cpu_system_ns += ds;
+                        g.delta.read_bytes += p.read_bytes.saturating_sub(before.read_bytes);
+                        g.delta.write_bytes += p.write_bytes.saturating_sub(before.write_bytes);
+                        g.delta.minor_faults += p.minor.saturating_sub(before.minor);
+                        g.delta.major_faults += p.major.saturating_sub(before.major);
+                        if self.opts.top_n > 0 {
+                            cpu_deltas.push((du + ds, i));
+                        }
                     }
+                    now.proc = Some(p);
+                }
+                now.comm_hash = comm_hash(t.base.as_ref().map_or(&[], |b| &b.comm));
+                // Switches counted from its birth (see the module's header), this thread's
+                // included; its other threads add theirs below.
+                now.counted_switches = match known {
+                    Some(k) => k.counted_switches,
+                    None if is_new(&t.id) => Some((0, 0)),
+                    None => None,
+                }
+                .map(|c| {
+                    (
+                        c.0.saturating_add(switched.0),
+                        c.1.saturating_add(switched.1),
+                    )
+                });
+            } else if let Some(c) =
+                leader_slot.and_then(|s| prev_now[s].1.counted_switches.as_mut())
+            {
+                c.0 = c.0.saturating_add(switched.0);
+                c.1 = c.1.saturating_add(switched.1);
+            }
+            if now.proc.is_some() || now.switches.is_some() || now.counted_switches.is_some() {
+                prev_now.push((t.id, now));
+                if t.id.is_leader() {
+                    leader_slot = Some(prev_now.len() - 1);
                 }
             }
-            if now.proc.is_some() || now.switches.is_some() {
-                prev_now.push((t.id, now));
-            }
+        }
+        for (id, p) in old_prev {
+            gone(id, p);
         }
         self.prev = prev_now;
+        // Processes missing from this collection wait one more for their exit records (only
+        // with an exit source, and not those whose record came with this reading).
+        self.pending = if exits_on {
+            vanished
+                .into_iter()
+                .filter(|(id, _)| !exited.contains(id))
+                .map(|(id, prev)| Pending {
+                    id,
+                    prev,
+                    group: self.group_prev.get(id.tgid).cloned(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         // Thread states over the interval, charged to the group the thread's process is in
         // now, or was in (a process that exited since).
         // (The last sample is taken out of self while self makes groups; this one replaces it.)
@@ -476,7 +703,9 @@ impl Aggregator {
                     system.state_ns[s] = system.state_ns[s].saturating_add(d.ns[s]);
                 }
                 let pid = d.cur.id.tgid;
-                let gi = match group_at.get(&pid) {
+                // A process that exited: the group its exit went to (one born and dead since
+                // the last collection is in no assignment).
+                let gi = match group_at.get(&pid).or_else(|| exit_groups.get(&pid)) {
                     Some(&gi) => Some(gi),
                     None => self.group_prev.get(pid).cloned().map(|n| self.group(&n)),
                 };
@@ -501,10 +730,10 @@ impl Aggregator {
             g.delta = d;
         }
         self.fold();
-        // Groups without a process for two collections in a row go (their exited threads'
-        // last state time is in by then).
+        // Groups without a process or an exit for two collections in a row go (their exited
+        // threads' last state time is in by then).
         self.groups.retain_mut(|g| {
-            g.empty_for = if g.now.processes == 0 {
+            g.empty_for = if g.now.processes == 0 && g.delta.exits == [0; 3] {
                 g.empty_for + 1
             } else {
                 0
@@ -522,7 +751,89 @@ impl Aggregator {
         self.states_prev = states;
         self.group_prev = group_of;
         self.prev_boottime_ns = Some(r.snapshot.taken_at_boottime_ns);
+        self.first_boottime_ns
+            .get_or_insert(r.snapshot.taken_at_boottime_ns);
         self.collections += 1;
+    }
+
+    /// Adds each exit's final figures, less what was counted of it alive, to its group's
+    /// interval (see the module's header), and says which group each went to. Called before
+    /// the walk of the live tasks, while `prev` and `group_prev` are still the previous
+    /// collection's.
+    fn count_exits(
+        &mut self,
+        exits: &[Exit],
+        tasks: &[Task],
+        live: &Assignment,
+        boot_time_unix_s: u64,
+        live_switches: bool,
+    ) -> PidMap<usize> {
+        let first_at = self.first_boottime_ns.unwrap_or(0);
+        let key = |id: &TaskId| (id.tgid, id.tid);
+        // What was counted of it alive and its group then, for the processes seen alive.
+        let mut counted: Vec<(&Exit, Prev, Option<Arc<str>>)> = Vec::new();
+        // Those grouped from their records: never seen alive, or renamed since.
+        let mut regroup: Vec<(&Exit, Prev)> = Vec::new();
+        for e in exits {
+            let at_prev = self
+                .prev
+                .binary_search_by_key(&key(&e.id), |(id, _)| key(id))
+                .ok()
+                .map(|i| &self.prev[i])
+                .filter(|(id, _)| *id == e.id)
+                .map(|(_, p)| (*p, self.group_prev.get(e.id.tgid).cloned()));
+            let seen = at_prev.or_else(|| {
+                self.pending
+                    .binary_search_by_key(&key(&e.id), |p| key(&p.id))
+                    .ok()
+                    .map(|i| &self.pending[i])
+                    .filter(|p| p.id == e.id)
+                    .map(|p| (p.prev, p.group.clone()))
+            });
+            // An exec since it was seen (a new comm) may have moved it to another group,
+            // except by cgroup, which an exec does not change.
+            let renamed = |p: &Prev| {
+                comm_hash(&e.comm) != p.comm_hash && !matches!(self.opts.grouping, Grouping::Cgroup)
+            };
+            match seen {
+                Some((p, g)) if !renamed(&p) => counted.push((e, p, g)),
+                Some((p, _)) => regroup.push((e, p)),
+                None => {
+                    // All of it when it started after the counters did; none of it otherwise.
+                    let from_birth = e.start_time_ns >= first_at;
+                    let p = Prev {
+                        proc: from_birth.then_some(ProcPrev {
+                            io: true,
+                            ..ProcPrev::default()
+                        }),
+                        counted_switches: from_birth.then_some((0, 0)),
+                        ..Prev::default()
+                    };
+                    regroup.push((e, p));
+                }
+            }
+        }
+        let records: Vec<&Exit> = regroup.iter().map(|(e, _)| *e).collect();
+        let grouped = self
+            .grouper
+            .assign_exits(&records, live, &self.group_prev, boot_time_unix_s);
+        for ((e, p), g) in regroup.into_iter().zip(grouped) {
+            // Its zombie row in this reading, if read with its names, groups it as alive.
+            let row = tasks
+                .binary_search_by_key(&key(&e.id), |t| key(&t.id))
+                .ok()
+                .filter(|&i| tasks[i].id == e.id);
+            let g = row.and_then(|_| live.get(e.id.tgid).cloned()).or(g);
+            counted.push((e, p, g));
+        }
+        let mut groups = PidMap::default();
+        for (e, p, g) in counted {
+            let Some(name) = g else { continue };
+            let gi = self.group(&name);
+            add_exit(&mut self.groups[gi], e, &p, live_switches);
+            groups.insert(e.id.tgid, gi);
+        }
+        groups
     }
 
     fn pick_top(&self, tasks: &[Task], mut deltas: Vec<(u64, usize)>) -> Vec<TopProcess> {
@@ -647,10 +958,10 @@ impl Aggregator {
 /// Series that do not depend on the groups: the host-wide ones, the exporter's own, and the
 /// per-process ones.
 pub fn fixed_series(top_n: usize) -> usize {
-    // processes, threads, forks, 6 state seconds, 6 threads in state; collect seconds,
-    // collect CPU, collections, collection errors, connections evicted, last collection
-    // time, groups folded, source info, build info.
-    3 + 2 * NSTATES + 9 + top_n * 5
+    // processes, threads, forks, exits dropped, 6 state seconds, 6 threads in state; collect
+    // seconds, collect CPU, collections, collection errors, connections evicted, last
+    // collection time, groups folded, source info, build info.
+    4 + 2 * NSTATES + 9 + top_n * 5
 }
 
 /// The figures of the last collection, for encoding.
@@ -909,5 +1220,535 @@ mod tests {
         a.update(&mut reading(110 * S, named(S), None));
         let comms: Vec<&str> = a.view().top.iter().map(|p| p.comm.as_str()).collect();
         assert_eq!(comms, vec!["cr\\x0d\\xffname", "nl\nname"]);
+    }
+    // Exits (issue 31).
+
+    use tasksnap_model::{Io, Sched};
+
+    /// A process with I/O and context switches too (what the BPF backend reads).
+    fn full(pid: i32, tid: i32, start_ns: u64, comm: &str, cpu_ns: u64, k: u64) -> Task {
+        let mut t = task(pid, tid, start_ns, comm, cpu_ns);
+        if let Some(st) = t.stat.as_mut() {
+            st.minflt = 10 * k;
+            st.majflt = k;
+        }
+        t.io = Some(Box::new(Io {
+            rchar_bytes: 0,
+            wchar_bytes: 0,
+            syscr: 0,
+            syscw: 0,
+            read_bytes: 1000 * k,
+            write_bytes: 2000 * k,
+            cancelled_write_bytes: 0,
+        }));
+        t.sched = Some(Box::new(Sched {
+            on_cpu_ns: cpu_ns,
+            run_delay_ns: 0,
+            timeslices: 0,
+            voluntary_switches: Some(100 * k),
+            involuntary_switches: Some(10 * k),
+        }));
+        t
+    }
+
+    /// An exit whose final figures are `full`'s at `k`, CPU user `user_ns`, system half.
+    fn exit(pid: i32, start_ns: u64, comm: &str, user_ns: u64, k: u64, status: u32) -> Exit {
+        Exit {
+            id: TaskId {
+                tgid: pid,
+                tid: pid,
+                start_time_ns: start_ns,
+            },
+            ppid: 1,
+            comm: comm.as_bytes().to_vec(),
+            start_time_ns: start_ns,
+            wait_status: status,
+            utime_ns: user_ns,
+            stime_ns: user_ns / 2,
+            cpu_ns: user_ns + user_ns / 2,
+            minflt: 10 * k,
+            majflt: k,
+            read_bytes: 1000 * k,
+            write_bytes: 2000 * k,
+            voluntary_ctxt_switches: 100 * k,
+            nonvoluntary_ctxt_switches: 10 * k,
+            ..Exit::default()
+        }
+    }
+
+    fn with_exits(mut r: Reading, exits: Vec<Exit>) -> Reading {
+        r.exits = exits;
+        r
+    }
+
+    /// Every counter of every group, by group name, to check that none went down.
+    fn totals(a: &Aggregator) -> Vec<(String, Vec<u64>)> {
+        a.groups
+            .iter()
+            .map(|g| {
+                let t = &g.total;
+                let mut v = vec![
+                    t.cpu_user_ns,
+                    t.cpu_system_ns,
+                    t.read_bytes,
+                    t.write_bytes,
+                    t.minor_faults,
+                    t.major_faults,
+                    t.voluntary_switches,
+                    t.involuntary_switches,
+                ];
+                v.extend(t.exits);
+                (g.name.to_string(), v)
+            })
+            .collect()
+    }
+
+    /// Updates `a` and checks that no counter of a group that is still there went down.
+    fn step(a: &mut Aggregator, mut r: Reading) {
+        let before = totals(a);
+        a.update(&mut r);
+        for (name, now) in totals(a) {
+            if let Some((_, was)) = before.iter().find(|(n, _)| *n == name) {
+                for (w, n) in was.iter().zip(&now) {
+                    assert!(n >= w, "{name}: {was:?} -> {now:?}");
+                }
+            }
+        }
+    }
+
+    fn figures(g: &Group) -> (u64, u64, u64, u64, u64, u64, u64, u64) {
+        let t = &g.total;
+        (
+            t.cpu_user_ns,
+            t.cpu_system_ns,
+            t.minor_faults,
+            t.major_faults,
+            t.read_bytes,
+            t.write_bytes,
+            t.voluntary_switches,
+            t.involuntary_switches,
+        )
+    }
+
+    /// What `exit(.., user_ns, k, ..)` holds, as `figures` orders it.
+    fn all_of(user_ns: u64, k: u64) -> (u64, u64, u64, u64, u64, u64, u64, u64) {
+        (
+            user_ns,
+            user_ns / 2,
+            10 * k,
+            k,
+            1000 * k,
+            2000 * k,
+            100 * k,
+            10 * k,
+        )
+    }
+
+    #[test]
+    fn a_process_seen_alive_then_exited_counts_its_final_figures_exactly() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // b is born after the first collection, seen at the second with 2 s of user CPU...
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "b", 2 * S, 3)],
+                None,
+            ),
+        );
+        assert_eq!(figures(group(&a, "b").expect("b")), all_of(2 * S, 3));
+        // ... and exits before the third with 5 s: the counter reaches the final figures,
+        // not the last ones seen.
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init()], None),
+                vec![exit(20, 105 * S, "b", 5 * S, 7, 0)],
+            ),
+        );
+        let b = group(&a, "b").expect("b");
+        assert_eq!(figures(b), all_of(5 * S, 7));
+        assert_eq!(b.total.exits, [1, 0, 0]);
+        assert_eq!(b.now.processes, 0);
+        // An exit-only group is kept while it has exits, and shows its exits series.
+        assert_eq!(b.series(), GROUP_SERIES_ALWAYS + 2 + 2 + 1);
+    }
+
+    #[test]
+    fn a_process_never_seen_alive_counts_all_of_its_figures() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // Born and dead between two collections: its group is made from its record. One
+        // exited, one was killed, one dumped core.
+        step(
+            &mut a,
+            with_exits(
+                reading(110 * S, vec![init()], None),
+                vec![
+                    exit(30, 101 * S, "short", S, 1, 3 << 8),
+                    exit(31, 102 * S, "short", 2 * S, 2, 9),
+                    exit(32, 103 * S, "short", 3 * S, 3, 0x80 | 11),
+                ],
+            ),
+        );
+        let g = group(&a, "short").expect("short");
+        assert_eq!(figures(g), all_of(6 * S, 6));
+        assert_eq!(g.total.exits, [1, 1, 1]);
+        // One that was alive before the exporter's first collection and never seen: its
+        // figures include what it did before the counters started, so only its exit counts.
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init()], None),
+                vec![exit(40, 50 * S, "old", 9 * S, 9, 0)],
+            ),
+        );
+        let g = group(&a, "old").expect("old");
+        assert_eq!(figures(g), (0, 0, 0, 0, 0, 0, 0, 0));
+        assert_eq!(g.total.exits, [1, 0, 0]);
+    }
+
+    #[test]
+    fn the_first_collections_exits_are_before_the_counters_start() {
+        let mut a = Aggregator::new(Options::default());
+        let mut r = with_exits(
+            reading(100 * S, vec![full(1, 1, S, "init", 0, 0)], None),
+            vec![exit(30, 99 * S, "short", S, 1, 0)],
+        );
+        r.exits_dropped = 4;
+        step(&mut a, r);
+        assert!(group(&a, "short").is_none());
+        // Drops are the source's own figure: counted from when the exporter opened it.
+        assert_eq!(a.view().system.exits_dropped, Some(4));
+        let mut r = reading(110 * S, vec![full(1, 1, S, "init", 0, 0)], None);
+        r.exits_dropped = 1;
+        step(&mut a, r);
+        assert_eq!(a.view().system.exits_dropped, Some(5));
+        // No exit source: said as none.
+        let mut r = reading(120 * S, vec![full(1, 1, S, "init", 0, 0)], None);
+        r.exits_missing = Some("not root".into());
+        step(&mut a, r);
+        assert_eq!(a.view().system.exits_dropped, None);
+    }
+
+    #[test]
+    fn a_zombie_that_is_also_an_exit_counts_once() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "z", S, 1)],
+                None,
+            ),
+        );
+        // Its exit record and its unreaped zombie row in one reading: the final figures
+        // count, the row adds nothing on top.
+        let zombie = || full(20, 20, 105 * S, "z", 4 * S, 4);
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init(), zombie()], None),
+                vec![exit(20, 105 * S, "z", 4 * S, 4, 0)],
+            ),
+        );
+        let z = group(&a, "z").expect("z");
+        assert_eq!(figures(z), all_of(4 * S, 4));
+        assert_eq!(z.total.exits, [1, 0, 0]);
+        // Left unreaped: nothing more.
+        step(&mut a, reading(130 * S, vec![init(), zombie()], None));
+        let z = group(&a, "z").expect("z");
+        assert_eq!(figures(z), all_of(4 * S, 4));
+        assert_eq!(z.total.exits, [1, 0, 0]);
+        // Never seen before its zombie row: counted once too.
+        step(
+            &mut a,
+            with_exits(
+                reading(
+                    140 * S,
+                    vec![init(), full(21, 21, 131 * S, "z", 2 * S, 2)],
+                    None,
+                ),
+                vec![exit(21, 131 * S, "z", 2 * S, 2, 0)],
+            ),
+        );
+        let z = group(&a, "z").expect("z");
+        assert_eq!(figures(z), all_of(6 * S, 6));
+        assert_eq!(z.total.exits, [2, 0, 0]);
+    }
+
+    #[test]
+    fn a_process_missing_before_its_exit_record_is_counted_from_where_it_was_seen() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "p", 2 * S, 2)],
+                None,
+            ),
+        );
+        // It died after the third reading's drain, before its walk: missing, no record yet.
+        step(&mut a, reading(120 * S, vec![init()], None));
+        assert_eq!(figures(group(&a, "p").expect("p")), all_of(2 * S, 2));
+        // The record comes with the fourth: counted from the second's figures, once.
+        step(
+            &mut a,
+            with_exits(
+                reading(130 * S, vec![init()], None),
+                vec![exit(20, 105 * S, "p", 3 * S, 3, 0)],
+            ),
+        );
+        let p = group(&a, "p").expect("p");
+        assert_eq!(figures(p), all_of(3 * S, 3));
+        assert_eq!(p.total.exits, [1, 0, 0]);
+    }
+
+    #[test]
+    fn exit_figures_below_what_was_counted_add_nothing_and_cpu_moves_between_modes() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // Seen with 4 s user and 2 s system.
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "m", 4 * S, 5)],
+                None,
+            ),
+        );
+        // The exit's split gives 3.5 s user, 3 s system (6.5 s in all) and fewer faults
+        // than were read alive: system grows by the whole's 0.5 s, user stays, nothing
+        // goes down.
+        let mut e = exit(20, 105 * S, "m", 0, 1, 0);
+        e.utime_ns = 3 * S + S / 2;
+        e.stime_ns = 3 * S;
+        step(
+            &mut a,
+            with_exits(reading(120 * S, vec![init()], None), vec![e]),
+        );
+        let m = group(&a, "m").expect("m");
+        assert_eq!(m.total.cpu_user_ns, 4 * S);
+        assert_eq!(m.total.cpu_system_ns, 2 * S + S / 2);
+        assert_eq!(m.total.minor_faults, 50);
+        assert_eq!(m.total.exits, [1, 0, 0]);
+    }
+
+    #[test]
+    fn switches_of_a_process_counted_from_birth_reach_its_group_total() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // Two threads, 300 + 200 voluntary switches.
+        let mut t2 = full(20, 21, 106 * S, "w", 0, 2);
+        t2.stat = None;
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "w", S, 3), t2],
+                None,
+            ),
+        );
+        assert_eq!(group(&a, "w").expect("w").total.voluntary_switches, 500);
+        // Thread 21 ends (after 250 switches, 50 never seen) and the process exits with 900
+        // in all (threads' and the dead thread's, as the kernel sums them).
+        step(
+            &mut a,
+            reading(
+                120 * S,
+                vec![init(), full(20, 20, 105 * S, "w", S, 4)],
+                None,
+            ),
+        );
+        assert_eq!(group(&a, "w").expect("w").total.voluntary_switches, 600);
+        let mut e = exit(20, 105 * S, "w", S, 4, 0);
+        e.voluntary_ctxt_switches = 900;
+        step(
+            &mut a,
+            with_exits(reading(130 * S, vec![init()], None), vec![e]),
+        );
+        assert_eq!(group(&a, "w").expect("w").total.voluntary_switches, 900);
+        // A process already running at the first collection: its group total includes
+        // threads that ended before the exporter saw them, so its exit adds no switches.
+        let mut a = Aggregator::new(Options::default());
+        step(
+            &mut a,
+            reading(100 * S, vec![init(), full(30, 30, 50 * S, "o", S, 1)], None),
+        );
+        step(
+            &mut a,
+            reading(110 * S, vec![init(), full(30, 30, 50 * S, "o", S, 2)], None),
+        );
+        let mut e = exit(30, 50 * S, "o", 2 * S, 2, 0);
+        e.voluntary_ctxt_switches = 100_000;
+        step(
+            &mut a,
+            with_exits(reading(120 * S, vec![init()], None), vec![e]),
+        );
+        let o = group(&a, "o").expect("o");
+        assert_eq!(o.total.voluntary_switches, 100);
+        // Its CPU is exact: the process's own figure alive and at exit.
+        assert_eq!(o.total.cpu_user_ns, S);
+    }
+
+    #[test]
+    fn exits_never_seen_alive_join_their_parents_cgroup_group() {
+        let mut a = Aggregator::new(Options {
+            grouping: Grouping::Cgroup,
+            ..Options::default()
+        });
+        let shell = || {
+            let mut t = full(10, 10, S, "sh", 0, 0);
+            t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(
+                b"0::/system.slice/cron.service\n".to_vec(),
+            )));
+            t
+        };
+        step(&mut a, reading(100 * S, vec![shell()], None));
+        // sh -> bash (exited too) -> curl; and an orphan reparented to pid 1.
+        let mut bash = exit(11, 101 * S, "bash", S, 1, 0);
+        bash.ppid = 10;
+        let mut curl = exit(12, 102 * S, "curl", S, 1, 0);
+        curl.ppid = 11;
+        let orphan = exit(13, 103 * S, "orphan", S, 1, 0);
+        step(
+            &mut a,
+            with_exits(
+                reading(110 * S, vec![shell()], None),
+                vec![curl, bash, orphan],
+            ),
+        );
+        let g = group(&a, "/system.slice/cron.service").expect("cron's group");
+        assert_eq!(g.total.exits, [2, 0, 0]);
+        assert_eq!(g.total.cpu_user_ns, 2 * S);
+        let all: u64 = a
+            .groups
+            .iter()
+            .map(|g| g.total.exits.iter().sum::<u64>())
+            .sum();
+        assert_eq!(all, 2, "the orphan has no group");
+    }
+
+    #[test]
+    fn exits_fold_into_other_with_their_group() {
+        let opts = Options {
+            max_series: fixed_series(0) + 2 * 40,
+            ..Options::default()
+        };
+        let mut a = Aggregator::new(opts);
+        let tasks = |k: u64| -> Vec<Task> {
+            (1..=20)
+                .map(|i| task(i, i, S, &format!("g{i}"), k * i as u64 * S))
+                .collect()
+        };
+        step(&mut a, reading(100 * S, tasks(1), None));
+        step(
+            &mut a,
+            with_exits(
+                reading(110 * S, tasks(2), None),
+                vec![exit(100, 101 * S, "g1", S / 10, 0, 9)],
+            ),
+        );
+        let v = a.view();
+        let names: Vec<&str> = v.groups.iter().map(|(n, _)| *n).collect();
+        assert!(!names.contains(&"g1"), "{names:?}");
+        let other = v.groups.last().expect("other").1;
+        assert_eq!(other.total.exits, [0, 1, 0]);
+        let shown: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
+        assert!(
+            fixed_series(0) + shown <= fixed_series(0) + 2 * 40,
+            "{shown}"
+        );
+    }
+    #[test]
+    fn an_exec_between_the_last_collection_and_the_exit_regroups_the_rest() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        // Seen as the forked shell, then it execs curl and exits: what it did since goes
+        // to curl, from the figures seen as sh.
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), full(20, 20, 105 * S, "sh", S, 1)],
+                None,
+            ),
+        );
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init()], None),
+                vec![exit(20, 105 * S, "curl", 3 * S, 2, 0)],
+            ),
+        );
+        assert_eq!(figures(group(&a, "sh").expect("sh")), all_of(S, 1));
+        let curl = group(&a, "curl").expect("curl");
+        assert_eq!(curl.total.cpu_user_ns, 2 * S);
+        assert_eq!(curl.total.minor_faults, 10);
+        assert_eq!(curl.total.exits, [1, 0, 0]);
+    }
+    #[test]
+    fn state_time_of_a_process_born_and_dead_between_collections_is_its_groups() {
+        let mut a = Aggregator::new(Options::default());
+        let z = [0u64; NSTATES];
+        let init = || task(1, 1, S, "init", 0);
+        step(
+            &mut a,
+            reading(
+                100 * S,
+                vec![init()],
+                Some(sample(100 * S, &[(1, 1, S, z, false)])),
+            ),
+        );
+        // Pid 30 lived 0.3 s between the two collections: 0.2 s running, 0.1 s runnable.
+        let mut ran = z;
+        ran[State::Running.index()] = S / 5;
+        ran[State::Runnable.index()] = S / 10;
+        step(
+            &mut a,
+            with_exits(
+                reading(
+                    110 * S,
+                    vec![init()],
+                    Some(sample(
+                        110 * S,
+                        &[(1, 1, S, z, false), (30, 30, 101 * S, ran, true)],
+                    )),
+                ),
+                vec![exit(30, 101 * S, "short", S / 5, 0, 0)],
+            ),
+        );
+        let g = group(&a, "short").expect("short");
+        assert_eq!(g.total.state_ns[State::Running.index()], S / 5);
+        assert_eq!(g.total.state_ns[State::Runnable.index()], S / 10);
+    }
+    #[test]
+    fn io_not_read_alive_is_not_counted_at_exit() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        let mut unread = full(20, 20, 105 * S, "u", S, 1);
+        unread.io = None;
+        step(&mut a, reading(110 * S, vec![init(), unread], None));
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init()], None),
+                vec![exit(20, 105 * S, "u", 2 * S, 5, 0)],
+            ),
+        );
+        let u = group(&a, "u").expect("u");
+        assert_eq!((u.total.read_bytes, u.total.write_bytes), (0, 0));
+        assert_eq!(u.total.cpu_user_ns, 2 * S);
     }
 }

@@ -19,7 +19,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use tasksnap_model::states::{Mode, State};
 
-use crate::aggregate::{Group, System, TopProcess, View};
+use crate::aggregate::{Group, System, TopProcess, View, EXIT_REASONS};
 
 /// The `Content-Type` of OpenMetrics text.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -357,6 +357,22 @@ impl Collector for Families {
         )?;
         family(
             &mut enc,
+            "tasksnap_group_exits",
+            "Processes of the group that exited since the exporter started, by how they \
+             ended: exit (called exit), signal (killed by one), core (killed, core dumped); a \
+             reason shows once one process ended so",
+            None,
+            Counter,
+            &per(&|n, g, r| {
+                for (reason, &count) in EXIT_REASONS.iter().zip(&g.total.exits) {
+                    if count > 0 {
+                        r.push((l2("group", n, "reason", reason), count as f64));
+                    }
+                }
+            }),
+        )?;
+        family(
+            &mut enc,
             "tasksnap_group_oldest_start_time",
             "Start time of the group's oldest process, Unix time",
             Some(&sec),
@@ -456,6 +472,18 @@ impl Families {
                 f as f64,
             )?;
         }
+        if let Some(d) = s.exits_dropped {
+            single(
+                enc,
+                "tasksnap_exits_dropped",
+                "Exit records the kernel could not send (its buffer was full): processes that \
+                 exited and are missing from tasksnap_group_exits_total and their groups' \
+                 counters",
+                None,
+                MetricType::Counter,
+                d as f64,
+            )?;
+        }
         let states: Vec<(Labels, f64)> = State::ALL
             .iter()
             .map(|st| (l1("state", st.name()), secs(s.state_ns[st.index()])))
@@ -552,10 +580,21 @@ impl Families {
             ("tasks", c.tasks_backend.clone()),
             ("states", c.states_backend.clone()),
             ("state_seconds", exact.to_string()),
+            (
+                "exits",
+                if self.system.exits_dropped.is_some() {
+                    "bpf"
+                } else {
+                    "none"
+                }
+                .to_string(),
+            ),
         ];
         let mut m = enc.encode_descriptor(
             "tasksnap_source",
-            "What reads tasks and thread states, and whether state seconds are exact",
+            "What reads tasks, thread states and exited processes, and whether state seconds \
+             are exact (exits=\"none\": processes' figures between the last collection and \
+             their exit are not counted)",
             None,
             MetricType::Info,
         )?;
@@ -662,5 +701,68 @@ mod tests {
             om.lines().any(|l| l.starts_with("tasksnap_processes 3")),
             "{om}"
         );
+    }
+    /// Exits are a counter per group and reason (only the reasons seen), the exits dropped a
+    /// host-wide counter, and the source info says whether there is an exit source.
+    #[test]
+    fn exits_are_exposed_by_reason_and_a_missing_source_is_said() {
+        use crate::aggregate::{Aggregator, Options};
+        use tasksnap_model::{Backend, Exit, Reading, Snapshot, SnapshotStats, TaskId};
+        const S: u64 = 1_000_000_000;
+        let reading = |at: u64, exits: Vec<Exit>, missing: Option<&str>| Reading {
+            snapshot: Snapshot {
+                taken_at_unix_ns: at,
+                taken_at_boottime_ns: at,
+                boot_time_unix_s: 1_000,
+                backend: Backend::Procfs,
+                tasks: Vec::new(),
+                stats: SnapshotStats::default(),
+            },
+            states: None,
+            system: Default::default(),
+            exits,
+            exits_dropped: 2,
+            exits_missing: missing.map(str::to_string),
+        };
+        let exit = |pid: i32, status: u32| Exit {
+            id: TaskId {
+                tgid: pid,
+                tid: pid,
+                start_time_ns: 11 * S,
+            },
+            comm: b"cron\njob".to_vec(),
+            start_time_ns: 11 * S,
+            wait_status: status,
+            utime_ns: S,
+            ..Exit::default()
+        };
+        let mut a = Aggregator::new(Options::default());
+        a.update(&mut reading(10 * S, Vec::new(), None));
+        a.update(&mut reading(
+            20 * S,
+            vec![exit(5, 0), exit(6, 1 << 8), exit(7, 15)],
+            None,
+        ));
+        let e = expose(&a.view(), &Cost::default());
+        let text = std::str::from_utf8(&e.prometheus).expect("utf-8");
+        let om = std::str::from_utf8(&e.openmetrics).expect("utf-8");
+        for want in [
+            "# TYPE tasksnap_group_exits_total counter",
+            "tasksnap_group_exits_total{group=\"cron\\njob\",reason=\"exit\"} 2",
+            "tasksnap_group_exits_total{group=\"cron\\njob\",reason=\"signal\"} 1",
+            "tasksnap_group_cpu_seconds_total{group=\"cron\\njob\",mode=\"user\"} 3",
+            "tasksnap_exits_dropped_total 4",
+            "exits=\"bpf\"",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+        assert!(!text.contains("reason=\"core\""), "{text}");
+        assert!(om.contains("tasksnap_group_exits_total{"), "{om}");
+        // Without an exit source: no dropped counter, and the info says none.
+        a.update(&mut reading(30 * S, Vec::new(), Some("not root")));
+        let e = expose(&a.view(), &Cost::default());
+        let text = std::str::from_utf8(&e.prometheus).expect("utf-8");
+        assert!(!text.contains("tasksnap_exits_dropped"), "{text}");
+        assert!(text.contains("exits=\"none\""), "{text}");
     }
 }

@@ -13,12 +13,26 @@
 //! A process's group is worked out once per task identity and comm (an exec changes the
 //! comm), not every collection: a configuration's regular expressions cost more than the
 //! collection at 50,000 processes otherwise.
+//!
+//! A process that exited without ever being seen alive is grouped from its exit record
+//! ([`Grouper::assign_exits`]), which holds its comm, command line (as captured at exit, at
+//! most [`Exit::CMDLINE_MAX_BYTES`]), user ids, parent and start time, but neither its
+//! cgroup nor its executable's path. So: by comm and by user it goes where it would have
+//! gone alive; by cgroup it goes to its parent's group (a child starts in its parent's
+//! cgroup), the parent found alive now, alive at the previous collection, or among the same
+//! reading's exits, and to no group when no parent is found or the parent is pid 1 (an
+//! orphan reparented to init, or a service systemd moved into a unit of its own: pid 1's
+//! cgroup is not theirs); by executable it is `[unknown]` (`[kernel]` for a kernel thread),
+//! as a live process whose executable cannot be read; by a configuration its rules see no
+//! executable (`{{.ExeBase}}` and `{{.ExeFull}}` read as the comm, as for a live process
+//! whose executable cannot be read) and no cgroup (`{{.Cgroups}}` is empty), and with
+//! children adopted an unmatched one joins its parent's group, found as for cgroups.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use tasksnap_model::hash::IdMap;
-use tasksnap_model::{Comm, Task, TaskId};
+use tasksnap_model::{Base, Comm, Cred, Exit, Stat, Task, TaskId};
 use tasksnap_procfs::users::Names;
 
 use crate::config::{Config, Facts};
@@ -176,6 +190,67 @@ impl Grouper {
         Assignment(out)
     }
 
+    /// The group of each of `exits` (processes that exited without being seen alive), in
+    /// their order; `None` where none can be told (see the module's header). `live` is this
+    /// collection's assignment and `prev` the previous one's, where parents are looked for
+    /// after the other exits of the same batch.
+    pub fn assign_exits(
+        &mut self,
+        exits: &[&Exit],
+        live: &Assignment,
+        prev: &Assignment,
+        boot_time_unix_s: u64,
+    ) -> Vec<Option<Arc<str>>> {
+        let cgroup = matches!(self.grouping, Grouping::Cgroup);
+        let own: Vec<Option<Arc<str>>> = exits
+            .iter()
+            .map(|e| {
+                if cgroup {
+                    return None;
+                }
+                if matches!(self.grouping, Grouping::Exe) && !e.kernel_thread {
+                    return Some(self.intern(b"[unknown]".to_vec()));
+                }
+                let cmdline = matches!(self.grouping, Grouping::Config { .. });
+                self.name_of(&exit_task(e, cmdline), boot_time_unix_s)
+            })
+            .collect();
+        let adopt = cgroup || matches!(self.grouping, Grouping::Config { children: true, .. });
+        if !adopt {
+            return own;
+        }
+        // The batch's processes by pid, for parents that exited too (a shell and its
+        // command): the kernel sends a child's exit before its parent's, so a map, not order.
+        let batch: PidMap<usize> = exits
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.id.tgid, i))
+            .collect();
+        let mut out = Vec::with_capacity(exits.len());
+        for (i, e) in exits.iter().enumerate() {
+            let mut found = own[i].clone();
+            let mut ppid = e.ppid;
+            // Bounded: pids from records and readings apart could loop.
+            for _ in 0..256 {
+                if found.is_some() || ppid <= 0 || (cgroup && ppid == 1) {
+                    break;
+                }
+                if let Some(&j) = batch.get(&ppid) {
+                    if j == i {
+                        break;
+                    }
+                    found = own[j].clone();
+                    ppid = exits[j].ppid;
+                    continue;
+                }
+                found = live.get(ppid).or_else(|| prev.get(ppid)).cloned();
+                break;
+            }
+            out.push(found);
+        }
+        out
+    }
+
     fn intern(&mut self, name: Vec<u8>) -> Arc<str> {
         if let Some(a) = self.interned.get(&name) {
             return a.clone();
@@ -241,6 +316,37 @@ impl Grouper {
         };
         Some(self.intern(name))
     }
+}
+
+/// What an exit record tells of a process, as the task the grouping rules read (its command
+/// line only when asked: only a configuration reads it).
+fn exit_task(e: &Exit, cmdline: bool) -> Task {
+    let mut t = Task::new(e.id);
+    t.base = Some(Base {
+        comm: e.comm.as_slice().into(),
+        ppid: e.ppid,
+        kthread: e.kernel_thread,
+        num_threads: 1,
+        ..Base::default()
+    });
+    t.cred = Some(Cred {
+        ruid: e.ruid,
+        euid: e.euid,
+        suid: e.euid,
+        fsuid: e.euid,
+        rgid: e.rgid,
+        egid: e.egid,
+        sgid: e.egid,
+        fsgid: e.egid,
+        groups: None,
+        effective_only: false,
+    });
+    t.stat = Some(Stat {
+        start_time_ns: e.start_time_ns,
+        ..Stat::default()
+    });
+    t.cmdline = (cmdline && !e.cmdline.is_empty()).then(|| e.cmdline.clone());
+    t
 }
 
 fn needs_names(g: &Grouping) -> bool {
@@ -396,5 +502,53 @@ mod tests {
                 .expect("grouped"),
             "python3"
         );
+    }
+    #[test]
+    fn exits_are_grouped_from_their_records() {
+        let e = |pid: i32, ppid: i32, comm: &str, cmdline: &[u8]| Exit {
+            id: TaskId {
+                tgid: pid,
+                tid: pid,
+                start_time_ns: 1,
+            },
+            ppid,
+            euid: 0,
+            comm: comm.as_bytes().to_vec(),
+            cmdline: cmdline.to_vec(),
+            ..Exit::default()
+        };
+        let a = e(100, 50, "curl", b"curl\0-s\0http://x\0");
+        let b = e(101, 100, "helper", b"helper\0");
+        let exits = [&a, &b];
+        let live = Grouper::new(Grouping::Comm).assign(&[proc(50, 1, "cron", false)], 0);
+        let none = Assignment::default();
+        let names = |g: Grouping| -> Vec<Option<String>> {
+            Grouper::new(g)
+                .assign_exits(&exits, &live, &none, 0)
+                .into_iter()
+                .map(|n| n.map(|n| n.to_string()))
+                .collect()
+        };
+        let some =
+            |v: &[&str]| -> Vec<Option<String>> { v.iter().map(|s| Some(s.to_string())).collect() };
+        assert_eq!(names(Grouping::Comm), some(&["curl", "helper"]));
+        assert_eq!(names(Grouping::User), some(&["root", "root"]));
+        assert_eq!(names(Grouping::Exe), some(&["[unknown]", "[unknown]"]));
+        // No cgroup in a record: the parent's group (live, or an exit of the same batch).
+        assert_eq!(names(Grouping::Cgroup), some(&["cron", "cron"]));
+        // A configuration sees the command line; an unmatched child joins its parent's.
+        let config =
+            Config::parse("process_names:\n  - name: 'fetch'\n    cmdline: ['^curl -s']\n")
+                .expect("valid");
+        let adopted = names(Grouping::Config {
+            config: config.clone(),
+            children: true,
+        });
+        assert_eq!(adopted, some(&["fetch", "fetch"]));
+        let alone = names(Grouping::Config {
+            config,
+            children: false,
+        });
+        assert_eq!(alone, vec![Some("fetch".to_string()), None]);
     }
 }

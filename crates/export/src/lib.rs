@@ -1,9 +1,10 @@
 //! tasksnap-export: what `tasksnap serve` exposes to Prometheus. It owns:
 //! - [`group`]: which group a process belongs to (`--group-by comm|user|cgroup|exe`, or a
-//!   prometheus-process-exporter configuration read by [`config`]);
-//! - [`aggregate`]: readings (tasks and thread-state totals, from
-//!   `tasksnap_collect::sampler`) into per-group counters that only grow, with the series
-//!   count bounded;
+//!   prometheus-process-exporter configuration read by [`config`]), alive or from its exit
+//!   record;
+//! - [`aggregate`]: readings (tasks, thread-state totals and the processes that exited, from
+//!   `tasksnap_collect::sampler`) into per-group counters that only grow (an exited
+//!   process's final figures included), with the series count bounded;
 //! - [`label`]: a name's bytes as a label value (lossless: distinct names stay distinct);
 //! - [`encode`]: those counters as OpenMetrics text (the `prometheus-client` crate) and the
 //!   Prometheus text format, once per collection, so that a scrape only copies bytes.

@@ -3,7 +3,9 @@
 //! loaded, tasks read incrementally), aggregates it per group and encodes both exposition
 //! formats once (tasksnap-export); the HTTP side ([`http`]) answers every scrape with the
 //! bytes of the last collection. A scrape therefore costs the same at 100 or 100,000 tasks,
-//! many scrapers cost nothing more, and a slow collection delays no scrape.
+//! many scrapers cost nothing more, and a slow collection delays no scrape. The sampler
+//! drains the exit records with each reading, so the group counters include what processes
+//! did up to their exit; without an exit source that is said once at start.
 //!
 //! Exit codes: 0 stopped by SIGINT, SIGTERM or SIGHUP; 1 it could not listen or collect;
 //! 2 bad usage or a bad configuration file.
@@ -35,8 +37,9 @@ use crate::when;
 pub const DEFAULT_PORT: u16 = 8275;
 
 /// Exposes per-group process and thread metrics (CPU, time by scheduler state, D-state wait
-/// reasons, memory, I/O, faults, context switches) to Prometheus, in OpenMetrics or the
-/// Prometheus text format.
+/// reasons, memory, I/O, faults, context switches, exits) to Prometheus, in OpenMetrics or
+/// the Prometheus text format; as root with BPF, processes that exit between collections
+/// count too.
 ///
 /// Collects on its own timer and answers every scrape of /metrics from the last collection.
 /// Listens on 127.0.0.1:8275 unless told otherwise. See docs/serve.md.
@@ -249,6 +252,8 @@ struct Started {
     tasks_why: String,
     states: String,
     states_why: String,
+    /// Why there is no exit source (`None`: one runs).
+    exits_missing: Option<String>,
     first_ms: f64,
 }
 
@@ -420,6 +425,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
                     tasks_why: c.sampler.report().why.clone(),
                     states: c.cost.states_backend.clone(),
                     states_why: c.sampler.states_report().1.to_string(),
+                    exits_missing: c.sampler.exits_missing().map(str::to_string),
                     first_ms: c.cost.collect_seconds * 1e3,
                 }));
                 collect_loop(&mut c, &shared, interval);
@@ -472,6 +478,14 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
         );
     } else if budget.connections < 8 {
         warn!("tasksnap serve: {}", limited.trim_start_matches("; "));
+    }
+    // After the start line (which names the address); tasksnap_source_info says
+    // exits="none" too, --quiet or not.
+    if let (Some(why), false) = (&started.exits_missing, args.quiet) {
+        warn!(
+            "tasksnap serve: what a process does between the last collection and its exit is \
+             not counted: no exit records ({why})"
+        );
     }
     let stop = Arc::new(tokio::sync::Notify::new());
     {

@@ -1,12 +1,13 @@
 //! Helpers of the `tasksnap serve` tests: starting an exporter on a free loopback port and
-//! reading what it said, and a plain HTTP/1.1 client (one request per connection) for
-//! scrapes and for Prometheus's query API.
+//! reading what it said, a plain HTTP/1.1 client (one request per connection) for scrapes
+//! and for Prometheus's query API, and a Prometheus server (Debian's, unpacked by
+//! `./x test`) scraping an exporter.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStderr, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
@@ -190,4 +191,131 @@ pub fn value(exposition: &str, key: &str) -> Option<f64> {
         let (k, v) = l.rsplit_once(' ')?;
         (k == key).then(|| v.parse().ok()).flatten()
     })
+}
+
+/// The path in `var` (set by `./x test`), or None (the test is skipped) when unset, unless
+/// CI forbids skipping.
+pub fn tool(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(p) if std::path::Path::new(&p).exists() => Some(p),
+        _ if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") => {
+            panic!("{var} is not set to an existing file (./x test unpacks Debian's prometheus)")
+        }
+        _ => {
+            eprintln!("SKIP: {var} not set (./x test unpacks Debian's prometheus)");
+            None
+        }
+    }
+}
+
+/// A Prometheus server scraping one target every second, stopped when dropped.
+pub struct Prometheus {
+    child: Child,
+    addr: std::net::SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port free right now.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+impl Prometheus {
+    /// Starts `binary` scraping `target` every second and waits until it is ready.
+    pub fn start(binary: &str, target: std::net::SocketAddr) -> Prometheus {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n\
+                 scrape_configs:\n  - job_name: tasksnap\n    static_configs:\n\
+                 \x20     - targets: ['{target}']\n"
+            ),
+        )
+        .expect("write the config");
+        let port = free_port();
+        let child = Command::new(binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--log.level=warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start prometheus");
+        let p = Prometheus {
+            child,
+            addr: format!("127.0.0.1:{port}").parse().expect("addr"),
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if std::net::TcpStream::connect(p.addr).is_ok()
+                && get(p.addr, "/-/ready", &[]).status == 200
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "prometheus did not get ready");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        p
+    }
+
+    /// The one value of an instant query (`None`: an empty result).
+    pub fn query(&self, q: &str) -> Option<f64> {
+        self.query_at(q, None)
+    }
+
+    /// [`Prometheus::query`] evaluated at `time` (Unix seconds), so that several queries
+    /// read the same scrapes.
+    pub fn query_at(&self, q: &str, time: Option<f64>) -> Option<f64> {
+        let at = time.map_or(String::new(), |t| format!("&time={t:.3}"));
+        let r = get(
+            self.addr,
+            &format!("/api/v1/query?query={}{at}", encode(q)),
+            &[],
+        );
+        assert_eq!(r.status, 200, "{q}: {}", r.body);
+        let v: serde_json::Value = serde_json::from_str(&r.body).expect("json");
+        assert_eq!(v["status"], "success", "{q}: {}", r.body);
+        let result = &v["data"]["result"];
+        let result = result.as_array().expect("a vector");
+        assert!(result.len() <= 1, "{q}: more than one series: {}", r.body);
+        let s = result.first()?["value"][1].as_str()?.to_string();
+        s.parse().ok()
+    }
+
+    /// Waits until `q` has a value.
+    pub fn wait_for(&self, q: &str) -> f64 {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(v) = self.query(q) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "no value for {q}");
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+/// Seconds per second of `selector` (summed) over the last `window` seconds of collections.
+pub fn per_second(selector: &str, window: u32) -> String {
+    format!(
+        "(sum({selector}) - sum({selector} offset {window}s)) / \
+         scalar(tasksnap_last_collection_timestamp_seconds - \
+         tasksnap_last_collection_timestamp_seconds offset {window}s)"
+    )
 }
