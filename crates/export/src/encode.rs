@@ -723,6 +723,7 @@ mod tests {
             exits,
             exits_dropped: 2,
             exits_missing: missing.map(str::to_string),
+            host: Default::default(),
         };
         let exit = |pid: i32, status: u32| Exit {
             id: TaskId {
