@@ -94,7 +94,16 @@ pub struct Options {
     pub max_series: usize,
     /// Wait reasons named per group (the rest are `other`).
     pub reasons_per_group: usize,
+    /// A group without a process or an exit stays (its counters at their last values) this
+    /// long, ns, and for two collections at least: a group of short-lived processes (a cron
+    /// job's) lives between two collections, and a scraper that polls less often than the
+    /// exporter collects must still see its final counters. Default 5 minutes.
+    pub keep_empty_ns: u64,
 }
+
+/// [`Options::keep_empty_ns`]'s default: 5 minutes, two scrapes at Prometheus's slowest
+/// usual interval (2 minutes).
+pub const KEEP_EMPTY_NS: u64 = 300_000_000_000;
 
 impl Default for Options {
     fn default() -> Options {
@@ -103,6 +112,7 @@ impl Default for Options {
             top_n: 0,
             max_series: 0,
             reasons_per_group: 5,
+            keep_empty_ns: KEEP_EMPTY_NS,
         }
     }
 }
@@ -205,8 +215,10 @@ pub struct Group {
     pub delta: Counters,
     /// Now.
     pub now: Gauges,
-    /// Collections in a row it had no process in.
+    /// Collections in a row it had no process and no exit in.
     empty_for: u32,
+    /// Since when (boot time, ns) it has had none.
+    empty_since_ns: u64,
 }
 
 /// The series every group shows: CPU (user, system), state seconds, the `other` wait
@@ -730,15 +742,20 @@ impl Aggregator {
             g.delta = d;
         }
         self.fold();
-        // Groups without a process or an exit for two collections in a row go (their exited
-        // threads' last state time is in by then).
+        // Groups without a process or an exit go after two collections in a row (their
+        // exited threads' last state time is in by then) and `keep_empty_ns`.
+        let now_ns = r.snapshot.taken_at_boottime_ns;
+        let keep_ns = self.opts.keep_empty_ns;
         self.groups.retain_mut(|g| {
-            g.empty_for = if g.now.processes == 0 && g.delta.exits == [0; 3] {
-                g.empty_for + 1
+            if g.now.processes == 0 && g.delta.exits == [0; 3] {
+                if g.empty_for == 0 {
+                    g.empty_since_ns = now_ns;
+                }
+                g.empty_for += 1;
             } else {
-                0
-            };
-            g.empty_for < 2
+                g.empty_for = 0;
+            }
+            g.empty_for < 2 || now_ns.saturating_sub(g.empty_since_ns) < keep_ns
         });
         self.index = self
             .groups
@@ -1086,10 +1103,23 @@ mod tests {
         ));
         assert_eq!(group(&a, "a").expect("a").total.cpu_user_ns, 4 * S);
         assert_eq!(group(&a, "a").expect("a").now.processes, 1);
-        // c's group is empty: kept one collection, then gone.
+        // c's group is empty: kept, its counters as they were, for keep_empty_ns (so a
+        // scraper slower than the collections sees them), then gone.
         assert!(group(&a, "c").is_some());
         a.update(&mut reading(
             130 * S,
+            vec![task(10, 10, S, "a", 12 * S)],
+            None,
+        ));
+        assert!(group(&a, "c").is_some(), "kept for a slow scraper");
+        a.update(&mut reading(
+            120 * S + KEEP_EMPTY_NS - 1,
+            vec![task(10, 10, S, "a", 12 * S)],
+            None,
+        ));
+        assert!(group(&a, "c").is_some(), "kept until keep_empty_ns has passed");
+        a.update(&mut reading(
+            120 * S + KEEP_EMPTY_NS,
             vec![task(10, 10, S, "a", 12 * S)],
             None,
         ));
