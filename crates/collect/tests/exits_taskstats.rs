@@ -211,7 +211,10 @@ fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     within_10_percent("three threads", e.cpu_ns, truth_ns);
     // The harness's own thread, the role's thread and its two spinners at least.
     assert!(e.threads_summed >= 3, "{e:#?}");
-    assert!(!e.threads_cut, "every thread exited while we listened: {e:#?}");
+    assert!(
+        !e.threads_cut,
+        "every thread exited while we listened: {e:#?}"
+    );
 }
 
 #[test]
@@ -268,4 +271,64 @@ fn a_zombies_exit_takes_the_identity_of_its_live_row() {
     );
     tasksnap_collect::exits::adopt_live_identities(std::slice::from_mut(e), &tasks);
     assert_eq!(e.id, zombie);
+}
+
+#[test]
+fn a_reading_carries_taskstats_exits_with_the_identity_of_their_rows() {
+    if !tasksnap_loadgen::root_or_skip("exit records (taskstats)") {
+        return;
+    }
+    let host = tasksnap_collect::Host::open(tasksnap_collect::HostOptions {
+        exits_taskstats_only: true,
+        ..Default::default()
+    });
+    let mut readings = host
+        .open_readings(tasksnap_collect::host::ReadingOptions {
+            states: false,
+            exits: true,
+            ..Default::default()
+        })
+        .expect("open the readings");
+    assert_eq!(readings.exits_missing(), None);
+    assert_eq!(readings.exits_source(), Some(ExitSource::Taskstats));
+    readings.read_mut().expect("first reading");
+    let child = spawn("cpu3");
+    let pid = child.id() as i32;
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    // Not reaped until the exit came: the reading that carries it also has the zombie's
+    // row (the drain comes before the walk), and both must be the same identity.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = None;
+    while seen.is_none() && Instant::now() < deadline {
+        let r = readings.read_mut().expect("reading");
+        let ours: Vec<Exit> = r
+            .exits
+            .iter()
+            .filter(|e| e.id.tgid == pid && e.ppid == me)
+            .cloned()
+            .collect();
+        if !ours.is_empty() {
+            let row = r
+                .snapshot
+                .tasks
+                .iter()
+                .find(|t| t.id.tgid == pid && t.id.tid == pid)
+                .map(|t| t.id);
+            seen = Some((ours, row));
+        } else {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let (status, _) = wait4(pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
+    let (ours, row) = seen.expect("the exit came");
+    assert_eq!(ours.len(), 1, "{ours:#?}");
+    assert_eq!(ours[0].reason(), ExitReason::Code(3));
+    assert_eq!(ours[0].comm, b"ts-cpu3");
+    let row = row.expect("the zombie's row in the same reading");
+    assert_eq!(
+        ours[0].id, row,
+        "the exit and the zombie row are one process"
+    );
 }
