@@ -249,6 +249,8 @@ struct Started {
     tasks_why: String,
     states: String,
     states_why: String,
+    /// The exit source, or why there is none.
+    exits: Result<&'static str, String>,
     first_ms: f64,
 }
 
@@ -420,6 +422,11 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
                     tasks_why: c.sampler.report().why.clone(),
                     states: c.cost.states_backend.clone(),
                     states_why: c.sampler.states_report().1.to_string(),
+                    exits: c
+                        .sampler
+                        .exits_source()
+                        .map(|s| s.description())
+                        .ok_or_else(|| c.sampler.exits_missing().unwrap_or_default().to_string()),
                     first_ms: c.cost.collect_seconds * 1e3,
                 }));
                 collect_loop(&mut c, &shared, interval);
@@ -462,14 +469,19 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
     if !args.quiet {
         warn!(
             "tasksnap serve: listening on http://{}/metrics, collecting every {} (tasks: {}; \
-             thread states: {}, {}); first collection {:.0} ms{limited}; stop with Ctrl-C",
+             thread states: {}, {}; exits: {}); first collection {:.0} ms{limited}; stop with \
+             Ctrl-C",
             listener.local_addr().map_or(args.listen, |a| a),
             humantime::format_duration(args.interval),
             started.tasks_why,
             started.states,
             started.states_why,
+            started.exits.as_deref().unwrap_or("none"),
             started.first_ms,
         );
+        if let Err(why) = &started.exits {
+            warn!("tasksnap serve: processes that exit between collections are not counted: {why}");
+        }
     } else if budget.connections < 8 {
         warn!("tasksnap serve: {}", limited.trim_start_matches("; "));
     }

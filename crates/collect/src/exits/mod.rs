@@ -73,6 +73,14 @@ impl ExitSource {
         }
     }
 
+    /// What a start-up line says of it: its name, and what it lacks.
+    pub fn description(self) -> &'static str {
+        match self {
+            ExitSource::Bpf => "bpf",
+            ExitSource::Taskstats => "taskstats, no command lines",
+        }
+    }
+
     /// Whether an exit's identity ([`tasksnap_model::Exit::id`]) is exact. Taskstats derives
     /// the start from the receipt time and may be a clock tick late: a caller that has the
     /// live processes gives the exit the identity of the one it matches
@@ -86,6 +94,8 @@ impl ExitSource {
 #[derive(Debug)]
 pub struct Exits {
     inner: Inner,
+    /// Why the BPF program did not load, when [`Exits::load`] fell back to taskstats.
+    bpf_refused: Option<String>,
 }
 
 #[derive(Debug)]
@@ -99,18 +109,25 @@ impl Exits {
     pub fn load(opts: Options) -> Result<Exits, Error> {
         let bpf = match Exits::load_bpf(opts) {
             Ok(e) => return Ok(e),
-            Err(e) => e,
+            Err(e) => strip(&e, "BPF accounting unavailable: "),
         };
-        Exits::load_taskstats(opts).map_err(|ts| Error::ExitsUnavailable {
-            bpf: strip(&bpf, "BPF accounting unavailable: "),
-            taskstats: strip(&ts, "taskstats: "),
-        })
+        match Exits::load_taskstats(opts) {
+            Ok(e) => Ok(Exits {
+                bpf_refused: Some(bpf),
+                ..e
+            }),
+            Err(ts) => Err(Error::ExitsUnavailable {
+                bpf,
+                taskstats: strip(&ts, "taskstats: "),
+            }),
+        }
     }
 
     /// The BPF source only.
     pub fn load_bpf(opts: Options) -> Result<Exits, Error> {
         Ok(Exits {
             inner: Inner::Bpf(BpfExits::load(opts)?),
+            bpf_refused: None,
         })
     }
 
@@ -118,6 +135,7 @@ impl Exits {
     pub fn load_taskstats(opts: Options) -> Result<Exits, Error> {
         Ok(Exits {
             inner: Inner::Taskstats(TaskstatsExits::load(opts)?),
+            bpf_refused: None,
         })
     }
 
@@ -127,6 +145,12 @@ impl Exits {
             Inner::Bpf(_) => ExitSource::Bpf,
             Inner::Taskstats(_) => ExitSource::Taskstats,
         }
+    }
+
+    /// Why the BPF program did not load, when [`Exits::load`] fell back to taskstats
+    /// (`None` when BPF runs, or taskstats was asked for alone).
+    pub fn bpf_refused(&self) -> Option<&str> {
+        self.bpf_refused.as_deref()
     }
 
     /// How long loading took, ns.

@@ -542,13 +542,13 @@ fn possible_cpus() -> String {
 }
 
 fn unavailable(what: &str, e: io::Error) -> Error {
-    let hint = match e.raw_os_error() {
-        Some(libc::EPERM) | Some(libc::EACCES) => " (needs CAP_NET_ADMIN)",
-        Some(libc::ENOENT) => " (a kernel without CONFIG_TASKSTATS)",
-        Some(libc::EPROTONOSUPPORT) | Some(libc::EAFNOSUPPORT) => " (no generic netlink)",
+    let why = match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => "needs CAP_NET_ADMIN: ",
+        Some(libc::ENOENT) => "a kernel without CONFIG_TASKSTATS: ",
+        Some(libc::EPROTONOSUPPORT) | Some(libc::EAFNOSUPPORT) => "no generic netlink: ",
         _ => "",
     };
-    Error::Unsupported(format!("taskstats: {what}: {e}{hint}"))
+    Error::Unsupported(format!("taskstats: {why}{what}: {e}"))
 }
 
 impl TaskstatsExits {
