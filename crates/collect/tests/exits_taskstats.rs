@@ -85,7 +85,8 @@ fn spawn(role: &str) -> std::process::Child {
 }
 
 /// Waits for `child`; its wait status and rusage CPU (user + system), ns.
-fn wait4(pid: i32) -> (i32, u64) {
+fn wait4(child: std::process::Child) -> (i32, u64) {
+    let pid = child.id() as i32;
     let mut status = 0;
     // SAFETY: an all-zero rusage is valid; wait4 fills it and status.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -146,7 +147,7 @@ fn a_process_that_exits_3_appears_once_with_its_code_comm_and_cpu() {
     let Some(mut exits) = open() else { return };
     let child = spawn("cpu3");
     let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(pid);
+    let (status, truth_ns) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
     let found = exits_of(&mut exits, pid);
     assert_eq!(found.len(), 1, "one exit for pid {pid}: {found:#?}");
@@ -176,7 +177,7 @@ fn a_killed_process_appears_with_its_signal() {
     std::thread::sleep(Duration::from_millis(200));
     // SAFETY: kill on our own child's process group (it leads it).
     unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let (status, _) = wait4(pid);
+    let (status, _) = wait4(child);
     assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
     let found = exits_of(&mut exits, pid);
     assert_eq!(found.len(), 1, "one exit for pid {pid}: {found:#?}");
@@ -195,7 +196,7 @@ fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     let Some(mut exits) = open() else { return };
     let child = spawn("threads");
     let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(pid);
+    let (status, truth_ns) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5);
     let found = exits_of(&mut exits, pid);
     assert_eq!(
@@ -251,7 +252,7 @@ fn a_zombies_exit_takes_the_identity_of_its_live_row() {
             },
         ))
         .expect("snapshot");
-    let (status, _) = wait4(pid);
+    let (status, _) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
     let mut tasks = snap.tasks;
     tasks.sort_by_key(|t| (t.id.tgid, t.id.tid));
@@ -320,7 +321,7 @@ fn a_reading_carries_taskstats_exits_with_the_identity_of_their_rows() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    let (status, _) = wait4(pid);
+    let (status, _) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
     let (ours, row) = seen.expect("the exit came");
     assert_eq!(ours.len(), 1, "{ours:#?}");

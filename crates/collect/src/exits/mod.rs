@@ -100,7 +100,8 @@ pub struct Exits {
 
 #[derive(Debug)]
 enum Inner {
-    Bpf(BpfExits),
+    /// Boxed: the skeleton and ring buffer are large beside a socket and a thread handle.
+    Bpf(Box<BpfExits>),
     Taskstats(TaskstatsExits),
 }
 
@@ -126,7 +127,7 @@ impl Exits {
     /// The BPF source only.
     pub fn load_bpf(opts: Options) -> Result<Exits, Error> {
         Ok(Exits {
-            inner: Inner::Bpf(BpfExits::load(opts)?),
+            inner: Inner::Bpf(Box::new(BpfExits::load(opts)?)),
             bpf_refused: None,
         })
     }
