@@ -288,7 +288,13 @@ impl Socket {
                 ours = true;
                 if kind == NLMSG_ERROR {
                     return match error_of(payload) {
-                        Some(0) => Ok(replies),
+                        Some(0) => {
+                            // The answer may share the acknowledgement's datagram.
+                            if messages(d).any(|(k, _, s, _)| s == seq && k != NLMSG_ERROR) {
+                                replies.push(d.to_vec());
+                            }
+                            Ok(replies)
+                        }
                         Some(errno) => Err(io::Error::from_raw_os_error(errno)),
                         None => Err(io::Error::new(
                             io::ErrorKind::InvalidData,

@@ -63,10 +63,9 @@ use crate::Error;
 /// TASKSTATS_CMD_GET and TASKSTATS_CMD_NEW.
 const CMD_GET: u8 = 1;
 const CMD_NEW: u8 = 2;
-/// TASKSTATS_CMD_ATTR_PID, _REGISTER_CPUMASK, _DEREGISTER_CPUMASK.
+/// TASKSTATS_CMD_ATTR_PID, _REGISTER_CPUMASK.
 const CMD_ATTR_PID: u16 = 1;
 const CMD_ATTR_REGISTER_CPUMASK: u16 = 3;
-const CMD_ATTR_DEREGISTER_CPUMASK: u16 = 4;
 /// TASKSTATS_TYPE_PID, _TGID, _STATS, _AGGR_PID, _AGGR_TGID.
 const TYPE_PID: u16 = 1;
 const TYPE_TGID: u16 = 2;
@@ -577,6 +576,7 @@ impl TaskstatsExits {
             .iter()
             .flat_map(|d| {
                 netlink::messages(d)
+                    .filter(|(kind, _, _, _)| *kind == family)
                     .map(|(_, _, _, p)| parse(p))
                     .collect::<Vec<_>>()
             })
@@ -622,7 +622,6 @@ impl TaskstatsExits {
         let reader = Reader {
             sock,
             family,
-            cpus: mask,
             stop: stop_rd,
             shared: shared.clone(),
             asm: Assembler::new(tick_ns, 65_536),
@@ -671,7 +670,6 @@ impl Drop for TaskstatsExits {
 struct Reader {
     sock: Socket,
     family: u16,
-    cpus: Vec<u8>,
     stop: OwnedFd,
     shared: Arc<Mutex<Shared>>,
     asm: Assembler,
@@ -718,14 +716,9 @@ impl Reader {
                 Err(e) => break Some(e.to_string()),
             }
         };
-        // Deregistering needs CAP_NET_ADMIN, gone by now as a rule: closing the socket is
-        // what ends the listener (the kernel drops a listener whose port is gone at its
+        // No deregistration: it needs CAP_NET_ADMIN, which this thread dropped. Closing the
+        // socket ends the listener (the kernel drops a listener whose port is gone at its
         // next send, send_cpu_listeners()).
-        let mut a = Vec::new();
-        netlink::put_attr(&mut a, CMD_ATTR_DEREGISTER_CPUMASK, &self.cpus);
-        let _ = self
-            .sock
-            .request(self.family, CMD_GET, GENL_VERSION, &a, &mut |_| {});
         if let Some(why) = why {
             self.shared.lock().unwrap_or_else(|p| p.into_inner()).failed = Some(why);
         }
