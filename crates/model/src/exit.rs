@@ -151,7 +151,9 @@ pub struct ExitBatch {
     /// Processes that exited since the previous drain, in the order the kernel sent them.
     pub exits: Vec<Exit>,
     /// Exit records the kernel could not send since the previous drain (the buffer was
-    /// full): those processes are missing from `exits`.
+    /// full): those processes are missing from `exits`. From the taskstats source: socket
+    /// overruns (each at least one record; the kernel does not say how many) and records
+    /// it could not read.
     pub dropped: u64,
 }
 

@@ -34,7 +34,8 @@ use crate::Error;
 pub struct Options {
     /// The ring buffer's size, bytes: a power of two, at least a page (the kernel's rule for
     /// BPF ring buffers). A record is 712 bytes: the default 4 MiB holds ~5,800 exits between
-    /// two drains.
+    /// two drains. The taskstats source asks this much socket buffer, and keeps as many
+    /// exits between drains as the ring buffer would (more are counted as dropped).
     pub ring_buffer_bytes: u32,
     /// The page size, bytes: the unit of the kernel's peak RSS (`signal->maxrss`); the
     /// host's ([`crate::Units::page_size_bytes`]).
