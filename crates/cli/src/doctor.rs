@@ -1,11 +1,13 @@
 //! `tasksnap doctor`: what this host offers tasksnap and what it costs to observe, as collectl
-//! checks at start-up: kernel, BPF (usable, or exactly why not), BTF, privileges, hidepid,
+//! checks at start-up: kernel, BPF (usable, or exactly why not), BTF, privileges, the exit
+//! records (which source, or why none), hidepid,
 //! delay accounting, task counts, the time a /proc/stat read and a per-task /proc read take,
 //! and which backend `ps` will use. Exit code 0 when nothing is wrong, 1 when something is.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
+use tasksnap_collect::exits::ExitSource;
 use tasksnap_collect::Host;
 use tasksnap_model::Backend;
 use tasksnap_model::{Groups, Query, Selector};
@@ -154,6 +156,36 @@ pub fn main() -> ExitCode {
             line("bpf", format!("unavailable: {why}"));
             if root {
                 problems.push(format!("BPF unavailable as root: {why}"));
+            }
+        }
+    }
+    match host.open_exits() {
+        Ok(e) => {
+            let ms = e.load_ns() as f64 / 1e6;
+            line(
+                "exits",
+                match e.source() {
+                    ExitSource::Bpf => format!(
+                        "bpf: one record per exiting process, command line included (loaded \
+                         in {ms:.2} ms)"
+                    ),
+                    ExitSource::Taskstats => format!(
+                        "taskstats: one record per exiting process, no command line, real ids \
+                         only ({}registered in {ms:.2} ms)",
+                        e.bpf_refused()
+                            .map(|why| format!("BPF: {why}; "))
+                            .unwrap_or_default()
+                    ),
+                },
+            );
+        }
+        Err(e) => {
+            line(
+                "exits",
+                format!("none: processes that exit between samples are missed ({e})"),
+            );
+            if root {
+                problems.push(format!("no exit records as root: {e}"));
             }
         }
     }

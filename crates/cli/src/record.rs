@@ -172,13 +172,14 @@ fn run(args: &Args) -> ExitCode {
     if !args.quiet {
         let (states, why) = sampler.states_report();
         warn!(
-            "tasksnap record: recording to {} every {} (tasks: {}; thread states: {}, {}); \
-             stop with Ctrl-C",
+            "tasksnap record: recording to {} every {} (tasks: {}; thread states: {}, {}; \
+             exits: {}); stop with Ctrl-C",
             args.dir.display(),
             humantime::format_duration(args.interval),
             sampler.report().why,
             states.map(|b| b.name()).unwrap_or("off"),
-            why
+            why,
+            sampler.exits_source().map_or("none", |s| s.description()),
         );
         if let Some(why) = sampler.exits_missing() {
             warn!("tasksnap record: processes that exit between samples are not recorded: {why}");

@@ -19,6 +19,7 @@ fn doctor_reports_the_facts_tasksnap_depends_on() {
         "btf",
         "privileges",
         "bpf",
+        "exits",
         "hidepid",
         "delayacct",
         "tasks",
@@ -46,12 +47,35 @@ fn doctor_reports_the_facts_tasksnap_depends_on() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         assert!(text.contains("bpf          usable"), "{text}");
+        assert!(text.contains("exits        bpf:"), "{text}");
     } else {
         assert!(
             text.contains("bpf          unavailable: not root"),
             "{text}"
         );
+        assert!(text.contains("exits        none:"), "{text}");
     }
+}
+
+#[test]
+fn doctor_says_the_taskstats_exit_source_when_it_is_the_one() {
+    if !common::root_or_skip("the taskstats exit source") {
+        return;
+    }
+    let out = Command::new(TASKSNAP)
+        .arg("doctor")
+        .env("TASKSNAP_EXITS", "taskstats")
+        .output()
+        .expect("run doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let exits = text
+        .lines()
+        .find(|l| l.starts_with("exits "))
+        .unwrap_or_else(|| panic!("no exits line in:\n{text}"));
+    assert!(
+        exits.contains("taskstats:") && exits.contains("no command line"),
+        "{exits}"
+    );
 }
 
 #[test]

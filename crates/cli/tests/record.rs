@@ -374,3 +374,63 @@ fn a_process_that_lived_between_two_samples_is_dumped_once_with_its_exit() {
     assert_eq!(exits[0]["exit_signal"], 9, "{}", exits[0]);
     assert!(exits[0]["exit_code"].is_null(), "{}", exits[0]);
 }
+
+#[test]
+fn without_bpf_exits_come_from_taskstats_without_their_command_lines() {
+    if !root_or_skip("exit records (taskstats)") {
+        return;
+    }
+    let (_t, dir) = store_dir();
+    let d = dir.to_str().expect("utf-8 path");
+    let rec = Command::new(TASKSNAP)
+        .args(record_args(&dir, "1", Some(4), &[]))
+        .env("TASKSNAP_EXITS", "taskstats")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the recorder");
+    wait_until("the first sample", || samples(&dir) >= 1);
+    let first = samples(&dir);
+    wait_until("the next sample", || samples(&dir) > first);
+    // Right after a sample, a second before the next: each lives 300 ms, between the two.
+    let mut coded = Command::new("sh")
+        .args(["-c", "sleep 0.3; exit 3"])
+        .spawn()
+        .expect("spawn sh");
+    let mut killed = Command::new("sh")
+        .args(["-c", "sleep 0.3; kill -9 $$"])
+        .spawn()
+        .expect("spawn sh");
+    assert_eq!(coded.wait().expect("wait").code(), Some(3));
+    assert!(killed.wait().expect("wait").code().is_none());
+    let out = rec.wait_with_output().expect("recorder");
+    let said = text(&out.stderr);
+    assert!(
+        out.status.success(),
+        "record exited {:?}: {said}",
+        out.status
+    );
+    // The start-up line names the source and what it lacks.
+    assert!(
+        said.contains("exits: taskstats, no command lines"),
+        "{said}"
+    );
+
+    let rows = dumped_rows_of(d, coded.id());
+    let exits: Vec<_> = rows.iter().filter(|r| !r["exit_time"].is_null()).collect();
+    assert_eq!(exits.len(), 1, "one exit row for the sh: {rows:#?}");
+    let e = exits[0];
+    assert_eq!(e["exit_code"], 3, "{e}");
+    assert!(e["exit_signal"].is_null(), "{e}");
+    assert_eq!(e["comm"], "sh", "{e}");
+    // taskstats has no command line: null, not an empty string.
+    assert!(e["args"].is_null(), "{e}");
+    assert!(e["cpu_seconds"].as_f64().is_some(), "{e}");
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+
+    let rows = dumped_rows_of(d, killed.id());
+    let exits: Vec<_> = rows.iter().filter(|r| !r["exit_time"].is_null()).collect();
+    assert_eq!(exits.len(), 1, "one exit row for the killed sh: {rows:#?}");
+    assert_eq!(exits[0]["exit_signal"], 9, "{}", exits[0]);
+    assert!(exits[0]["exit_code"].is_null(), "{}", exits[0]);
+}

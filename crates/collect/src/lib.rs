@@ -111,6 +111,14 @@ pub enum Error {
     /// A BPF map or iterator operation of the thread-state accounting failed while sampling.
     #[error("BPF: {0}")]
     Bpf(String),
+    /// Neither exit source can run here ([`exits::Exits::load`]): why not, each.
+    #[error("no exit records: BPF: {bpf}; taskstats: {taskstats}")]
+    ExitsUnavailable {
+        /// Why the BPF program cannot load.
+        bpf: String,
+        /// Why the taskstats listener cannot be registered.
+        taskstats: String,
+    },
     /// A file a thread-state source must read is not readable (e.g. the /proc root itself).
     #[error("{path}: {error}")]
     Io {

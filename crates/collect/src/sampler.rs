@@ -18,7 +18,11 @@
 //! - Exited processes come from the exit source ([`crate::exits`]) when it was asked for and
 //!   loads: each reading drains what arrived since the previous one, before the tasks are
 //!   read, so a process that dies during the walk is a live row of this reading and an exit
-//!   of the next. Without the source the reading's `exits_missing` says why.
+//!   of the next. Without the source the reading's `exits_missing` says why. A source
+//!   whose identities are derived (taskstats: the start from the receipt time, possibly a
+//!   clock tick off /proc's) has each exit given the identity of the live process it is, in
+//!   the previous walk or this one ([`crate::exits::adopt_live_identities`]), so an exit and
+//!   the same process's live or zombie rows compare equal as with BPF.
 //! - The host name and boot id (the reading's `host`) are read with the machine-wide
 //!   figures, each time: two small reads.
 
@@ -47,8 +51,8 @@ pub struct Options {
     /// Descriptors the /proc thread-state source leaves for everything else (see
     /// [`crate::states::procfs::Options::fds_left`]): an exporter's connections need them.
     pub states_fds_left: usize,
-    /// Load the exit records ([`crate::exits`]): root with BPF only; without them each
-    /// reading says why in `exits_missing`.
+    /// Load the exit records ([`crate::exits`]): root, with BPF or else taskstats; without
+    /// them each reading says why in `exits_missing`.
     pub exits: bool,
 }
 
@@ -196,6 +200,11 @@ impl Sampler {
         self.exits.as_ref().err().map(String::as_str)
     }
 
+    /// Which exit source runs (`None` when none does: [`Sampler::exits_missing`] says why).
+    pub fn exits_source(&self) -> Option<crate::exits::ExitSource> {
+        self.exits.as_ref().ok().map(|e| e.source())
+    }
+
     /// Where the last [`Sampler::read`]'s time went, phase by phase.
     pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
         &self.phases
@@ -217,7 +226,14 @@ impl Sampler {
         // reading (read before it died) or missing from it, and an exit of the next.
         match &mut self.exits {
             Ok(source) => {
-                let batch = source.drain()?;
+                let mut batch = source.drain()?;
+                if !source.source().exact_identity() {
+                    // The previous walk's rows: processes seen alive that exited since.
+                    crate::exits::adopt_live_identities(
+                        &mut batch.exits,
+                        &self.reading.snapshot.tasks,
+                    );
+                }
                 self.reading.exits = batch.exits;
                 self.reading.exits_dropped = batch.dropped;
                 self.reading.exits_missing = None;
@@ -247,6 +263,14 @@ impl Sampler {
             let gone: ThreadMap<()> = summary.gone.iter().map(|id| (*id, ())).collect();
             carry_names(old, fresh, |t| gone.contains_key(&t.id))
         };
+        if self
+            .exits
+            .as_ref()
+            .is_ok_and(|e| !e.source().exact_identity())
+        {
+            // This walk's rows: a process born since the previous walk, a zombie now.
+            crate::exits::adopt_live_identities(&mut self.reading.exits, tasks);
+        }
         let t1 = std::time::Instant::now();
         // The thread states right after the tasks, before the names (which may take long: a
         // new recorder reads every command line): a thread's CPU time in its task row and

@@ -1117,7 +1117,10 @@ mod tests {
             vec![task(10, 10, S, "a", 12 * S)],
             None,
         ));
-        assert!(group(&a, "c").is_some(), "kept until keep_empty_ns has passed");
+        assert!(
+            group(&a, "c").is_some(),
+            "kept until keep_empty_ns has passed"
+        );
         a.update(&mut reading(
             120 * S + KEEP_EMPTY_NS,
             vec![task(10, 10, S, "a", 12 * S)],

@@ -59,6 +59,7 @@ fn put_exit(b: &mut Vec<u8>, e: &Exit, prev: Option<&Exit>) {
         Some(CmdlineMissing::NoMemory) => 1,
         Some(CmdlineMissing::Unreadable) => 2,
         Some(CmdlineMissing::Cut) => 3,
+        Some(CmdlineMissing::NotCaptured) => 4,
     });
     put_d(b, e.start_time_ns, start);
     put_d(b, e.id.start_time_ns, e.start_time_ns);
@@ -127,6 +128,7 @@ fn get_exit(r: &mut Reader<'_>, prev: Option<&Exit>) -> Result<Exit, HistoryErro
         1 => Some(CmdlineMissing::NoMemory),
         2 => Some(CmdlineMissing::Unreadable),
         3 => Some(CmdlineMissing::Cut),
+        4 => Some(CmdlineMissing::NotCaptured),
         _ => return Err(HistoryError::Corrupt("unknown cmdline-missing tag")),
     };
     let start_time_ns = r.d(start)?;

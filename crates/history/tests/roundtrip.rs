@@ -275,7 +275,8 @@ fn new_exit(r: &mut Rng, at: u64) -> Exit {
             Some(CmdlineMissing::NoMemory),
             Some(CmdlineMissing::Unreadable),
             Some(CmdlineMissing::Cut),
-        ][r.below(4) as usize],
+            Some(CmdlineMissing::NotCaptured),
+        ][r.below(5) as usize],
         start_time_ns,
         exit_time_ns: at.wrapping_sub(r.below(1_000_000_000)),
         wait_status: if r.chance(70) {

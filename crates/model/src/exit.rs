@@ -1,7 +1,8 @@
 //! What is known of a process once it has exited: one [`Exit`] per process (not per thread),
 //! with the whole group's final figures, as `/proc/PID/stat`, `status` and `io` would have
 //! said just before it went, and as its parent's `wait4` rusage says after. Collectors fill it
-//! (`tasksnap-collect`'s exit source, from a BPF program at `sched_process_exit`); this module
+//! (`tasksnap-collect`'s exit source: a BPF program at `sched_process_exit`, or the kernel's
+//! taskstats exit notifications without BPF); this module
 //! only defines it and decodes the wait status.
 
 use crate::TaskId;
@@ -121,6 +122,8 @@ pub enum CmdlineMissing {
     Unreadable,
     /// Longer than [`Exit::CMDLINE_MAX_BYTES`]: cut there.
     Cut,
+    /// The exit source captures no command lines (taskstats, the source without BPF).
+    NotCaptured,
 }
 
 impl Exit {
@@ -148,7 +151,9 @@ pub struct ExitBatch {
     /// Processes that exited since the previous drain, in the order the kernel sent them.
     pub exits: Vec<Exit>,
     /// Exit records the kernel could not send since the previous drain (the buffer was
-    /// full): those processes are missing from `exits`.
+    /// full): those processes are missing from `exits`. From the taskstats source: socket
+    /// overruns (each at least one record; the kernel does not say how many) and records
+    /// it could not read.
     pub dropped: u64,
 }
 

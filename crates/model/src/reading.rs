@@ -21,10 +21,11 @@ pub struct Reading {
     /// figures), in the order the kernel sent them; empty when `exits_missing` says why.
     pub exits: Vec<Exit>,
     /// Exit records the kernel dropped since the previous reading (its buffer was full):
-    /// processes that exited and are not in `exits`.
+    /// processes that exited and are not in `exits`. From the taskstats source, the number
+    /// of overruns (the kernel does not say how many records each lost: at least one).
     pub exits_dropped: u64,
-    /// Why there is no exit source (not root, no BPF, a recording from before exits were
-    /// stored); `None` when one ran, so an empty `exits` means none exited.
+    /// Why there is no exit source (not root, neither BPF nor taskstats, a recording from
+    /// before exits were stored); `None` when one ran, so an empty `exits` means none exited.
     pub exits_missing: Option<String>,
     /// The machine and boot it was taken on (unknown parts `None`: a recording from before
     /// tasksnap kept them says nothing).

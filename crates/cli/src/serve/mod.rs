@@ -252,8 +252,8 @@ struct Started {
     tasks_why: String,
     states: String,
     states_why: String,
-    /// Why there is no exit source (`None`: one runs).
-    exits_missing: Option<String>,
+    /// The exit source, or why there is none.
+    exits: Result<&'static str, String>,
     first_ms: f64,
 }
 
@@ -398,6 +398,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
             top_n: args.top_n as usize,
             max_series: args.max_series,
             reasons_per_group: args.reasons as usize,
+            ..Options::default()
         };
         let backend = args.backend;
         let timings = args.timings;
@@ -425,7 +426,11 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
                     tasks_why: c.sampler.report().why.clone(),
                     states: c.cost.states_backend.clone(),
                     states_why: c.sampler.states_report().1.to_string(),
-                    exits_missing: c.sampler.exits_missing().map(str::to_string),
+                    exits: c
+                        .sampler
+                        .exits_source()
+                        .map(|s| s.description())
+                        .ok_or_else(|| c.sampler.exits_missing().unwrap_or_default().to_string()),
                     first_ms: c.cost.collect_seconds * 1e3,
                 }));
                 collect_loop(&mut c, &shared, interval);
@@ -468,24 +473,26 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
     if !args.quiet {
         warn!(
             "tasksnap serve: listening on http://{}/metrics, collecting every {} (tasks: {}; \
-             thread states: {}, {}); first collection {:.0} ms{limited}; stop with Ctrl-C",
+             thread states: {}, {}; exits: {}); first collection {:.0} ms{limited}; stop with \
+             Ctrl-C",
             listener.local_addr().map_or(args.listen, |a| a),
             humantime::format_duration(args.interval),
             started.tasks_why,
             started.states,
             started.states_why,
+            started.exits.as_deref().unwrap_or("none"),
             started.first_ms,
         );
+        // After the start line (which names the address); tasksnap_source_info says
+        // exits="none" too, --quiet or not.
+        if let Err(why) = &started.exits {
+            warn!(
+                "tasksnap serve: what a process does between the last collection and its exit \
+                 is not counted: no exit records ({why})"
+            );
+        }
     } else if budget.connections < 8 {
         warn!("tasksnap serve: {}", limited.trim_start_matches("; "));
-    }
-    // After the start line (which names the address); tasksnap_source_info says
-    // exits="none" too, --quiet or not.
-    if let (Some(why), false) = (&started.exits_missing, args.quiet) {
-        warn!(
-            "tasksnap serve: what a process does between the last collection and its exit is \
-             not counted: no exit records ({why})"
-        );
     }
     let stop = Arc::new(tokio::sync::Notify::new());
     {

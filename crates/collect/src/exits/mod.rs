@@ -1,16 +1,31 @@
 //! Exit records: one [`Exit`](tasksnap_model::Exit) per process that exits, with the whole
-//! group's final figures, from a BPF program at `sched_process_exit` (crates/bpf's
-//! `exits.bpf.c`) through a ring buffer; [`Exits::drain`] hands over what arrived since the
-//! previous drain and how many records the kernel dropped meanwhile (the buffer was full).
-//! Front ends reach it through [`Host::open_exits`](crate::Host::open_exits).
+//! group's final figures; [`Exits::drain`] hands over what arrived since the previous drain
+//! and how many records were lost meanwhile. Front ends reach it through
+//! [`Host::open_exits`](crate::Host::open_exits), and ask [`Exits::source`] which source runs.
 //!
-//! This module holds what every build has (the reader's pid namespace, the CPU split); the
-//! source itself is `source.rs` when this build has the BPF programs, else `stub.rs`, whose
-//! [`Exits::load`] says why there are none (chosen by the `tasksnap_bpf::select!` in lib.rs).
-//! Root only, as the other BPF sources: the program sees every process of the reader's pid
-//! namespace regardless of /proc permissions.
+//! Two sources behind one interface, tried in this order by [`Exits::load`]:
+//! - BPF (`source.rs`, mounted as `crate::exits_bpf` when this build has the BPF programs,
+//!   else `stub.rs`, whose load says why there are none; chosen by the
+//!   `tasksnap_bpf::select!` in lib.rs): a program at `sched_process_exit` (crates/bpf's
+//!   `exits.bpf.c`) through a ring buffer. Root, Linux 6.16+ with BTF. Everything, the
+//!   command line included.
+//! - taskstats ([`taskstats`], over the generic netlink socket of [`netlink`]): the kernel's
+//!   exit notifications (CONFIG_TASKSTATS), root (CAP_NET_ADMIN) in the initial pid
+//!   namespace, any build. No command line, real ids only, times as received (its header
+//!   says what it lacks).
+//!
+//! When neither runs, the error says both reasons ([`Error::ExitsUnavailable`]).
+//!
+//! This module also holds what both sources share (the reader's pid namespace, the CPU
+//! split).
 
-pub use crate::exits_bpf::Exits;
+pub mod netlink;
+pub mod taskstats;
+
+pub use crate::exits_bpf::BpfExits;
+pub use taskstats::TaskstatsExits;
+
+use tasksnap_model::ExitBatch;
 
 use crate::Error;
 
@@ -19,7 +34,8 @@ use crate::Error;
 pub struct Options {
     /// The ring buffer's size, bytes: a power of two, at least a page (the kernel's rule for
     /// BPF ring buffers). A record is 712 bytes: the default 4 MiB holds ~5,800 exits between
-    /// two drains.
+    /// two drains. The taskstats source asks this much socket buffer, and keeps as many
+    /// exits between drains as the ring buffer would (more are counted as dropped).
     pub ring_buffer_bytes: u32,
     /// The page size, bytes: the unit of the kernel's peak RSS (`signal->maxrss`); the
     /// host's ([`crate::Units::page_size_bytes`]).
@@ -36,6 +52,149 @@ impl Default for Options {
             ring_buffer_bytes: 1 << 22,
             page_size_bytes: crate::host::page_size_bytes(),
             clock_ticks_per_s: crate::host::clock_ticks_per_s(),
+        }
+    }
+}
+
+/// Which source an [`Exits`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitSource {
+    /// The BPF program at `sched_process_exit`.
+    Bpf,
+    /// The kernel's taskstats exit notifications.
+    Taskstats,
+}
+
+impl ExitSource {
+    /// Its name as front ends print it: "bpf", "taskstats".
+    pub fn name(self) -> &'static str {
+        match self {
+            ExitSource::Bpf => "bpf",
+            ExitSource::Taskstats => "taskstats",
+        }
+    }
+
+    /// What a start-up line says of it: its name, and what it lacks.
+    pub fn description(self) -> &'static str {
+        match self {
+            ExitSource::Bpf => "bpf",
+            ExitSource::Taskstats => "taskstats, no command lines",
+        }
+    }
+
+    /// Whether an exit's identity ([`tasksnap_model::Exit::id`]) is exact. Taskstats derives
+    /// the start from the receipt time and may be a clock tick late: a caller that has the
+    /// live processes gives the exit the identity of the one it matches
+    /// ([`adopt_live_identities`]).
+    pub fn exact_identity(self) -> bool {
+        self == ExitSource::Bpf
+    }
+}
+
+/// The exit source that runs.
+#[derive(Debug)]
+pub struct Exits {
+    inner: Inner,
+    /// Why the BPF program did not load, when [`Exits::load`] fell back to taskstats.
+    bpf_refused: Option<String>,
+}
+
+#[derive(Debug)]
+enum Inner {
+    /// Boxed: the skeleton and ring buffer are large beside a socket and a thread handle.
+    Bpf(Box<BpfExits>),
+    Taskstats(TaskstatsExits),
+}
+
+impl Exits {
+    /// The BPF source if it loads, else taskstats, else an error with both reasons.
+    pub fn load(opts: Options) -> Result<Exits, Error> {
+        let bpf = match Exits::load_bpf(opts) {
+            Ok(e) => return Ok(e),
+            Err(e) => strip(&e, "BPF accounting unavailable: "),
+        };
+        match Exits::load_taskstats(opts) {
+            Ok(e) => Ok(Exits {
+                bpf_refused: Some(bpf),
+                ..e
+            }),
+            Err(ts) => Err(Error::ExitsUnavailable {
+                bpf,
+                taskstats: strip(&ts, "taskstats: "),
+            }),
+        }
+    }
+
+    /// The BPF source only.
+    pub fn load_bpf(opts: Options) -> Result<Exits, Error> {
+        Ok(Exits {
+            inner: Inner::Bpf(Box::new(BpfExits::load(opts)?)),
+            bpf_refused: None,
+        })
+    }
+
+    /// The taskstats source only (what a host without BPF gets; tests call it directly).
+    pub fn load_taskstats(opts: Options) -> Result<Exits, Error> {
+        Ok(Exits {
+            inner: Inner::Taskstats(TaskstatsExits::load(opts)?),
+            bpf_refused: None,
+        })
+    }
+
+    /// Which source runs.
+    pub fn source(&self) -> ExitSource {
+        match self.inner {
+            Inner::Bpf(_) => ExitSource::Bpf,
+            Inner::Taskstats(_) => ExitSource::Taskstats,
+        }
+    }
+
+    /// Why the BPF program did not load, when [`Exits::load`] fell back to taskstats
+    /// (`None` when BPF runs, or taskstats was asked for alone).
+    pub fn bpf_refused(&self) -> Option<&str> {
+        self.bpf_refused.as_deref()
+    }
+
+    /// How long loading took, ns.
+    pub fn load_ns(&self) -> u64 {
+        match &self.inner {
+            Inner::Bpf(b) => b.load_ns,
+            Inner::Taskstats(t) => t.load_ns,
+        }
+    }
+
+    /// The processes that exited since the previous drain (or the load), and how many exit
+    /// records were lost meanwhile (BPF: records the full ring buffer refused; taskstats:
+    /// socket overruns, each at least one record, and unreadable records).
+    pub fn drain(&mut self) -> Result<ExitBatch, Error> {
+        match &mut self.inner {
+            Inner::Bpf(b) => b.drain(),
+            Inner::Taskstats(t) => t.drain(),
+        }
+    }
+}
+
+/// An error's text without its variant's prefix, for a message that names the source itself.
+fn strip(e: &Error, prefix: &str) -> String {
+    let s = e.to_string();
+    s.strip_prefix(prefix).map(str::to_string).unwrap_or(s)
+}
+
+/// Gives each exit whose identity is not exact ([`ExitSource::exact_identity`]) the
+/// identity of the live process it is: the group leader of the same tgid in `tasks` (sorted
+/// by tgid, tid), started no later than the exit's derived start and at most a second
+/// before it (a pid reused since started after the exit, so it never matches).
+pub fn adopt_live_identities(exits: &mut [tasksnap_model::Exit], tasks: &[tasksnap_model::Task]) {
+    for e in exits {
+        let Ok(i) = tasks.binary_search_by_key(&(e.id.tgid, e.id.tgid), |t| (t.id.tgid, t.id.tid))
+        else {
+            continue;
+        };
+        let live = tasks[i].id;
+        if live.start_time_ns <= e.start_time_ns
+            && e.start_time_ns - live.start_time_ns <= 1_000_000_000
+        {
+            e.id = live;
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The exit source itself ([`Exits`]): loads exits.bpf.c through the shared loader
+//! The BPF exit source ([`BpfExits`]): loads exits.bpf.c through the shared loader
 //! (tasksnap-bpf), with the reader's pid namespace set before load, attaches it, and drains
 //! its ring buffer into [`Exit`]s. Compiled only when this build has the BPF programs (see
 //! `tasksnap_bpf::select!` in lib.rs, which mounts this file as `crate::exits_bpf`;
@@ -21,7 +21,7 @@ const F_THREADS_CUT: u32 = 1 << 3;
 const F_KTHREAD: u32 = 1 << 4;
 
 /// The loaded exit program and its ring buffer.
-pub struct Exits {
+pub struct BpfExits {
     // Field order is drop order: the ring buffer and the link go before the skeleton.
     ringbuf: libbpf_rs::RingBuffer<'static>,
     arrived: Rc<RefCell<Vec<Exit>>>,
@@ -33,9 +33,9 @@ pub struct Exits {
     pub load_ns: u64,
 }
 
-impl std::fmt::Debug for Exits {
+impl std::fmt::Debug for BpfExits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Exits")
+        f.debug_struct("BpfExits")
             .field("load_ns", &self.load_ns)
             .finish_non_exhaustive()
     }
@@ -97,10 +97,10 @@ fn exit_of(r: &skel::types::ex_rec, page_size_bytes: u64, tick_ns: u64) -> Exit 
     }
 }
 
-impl Exits {
+impl BpfExits {
     /// Loads and attaches the exit program, or says why it cannot be (not root, a kernel
     /// without the tracepoint's `group_dead` argument, Linux 6.16, ...).
-    pub fn load(opts: Options) -> Result<Exits, Error> {
+    pub fn load(opts: Options) -> Result<BpfExits, Error> {
         privileged()?;
         let start = monotonic_ns();
         let inum = reader_pid_ns_inum()?;
@@ -147,7 +147,7 @@ impl Exits {
         let ringbuf = rb
             .build()
             .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
-        let mut exits = Exits {
+        let mut exits = BpfExits {
             ringbuf,
             arrived,
             _link: link,

@@ -1,5 +1,5 @@
 //! The exit source of a build without the BPF programs (no clang, or TASKSNAP_NO_BPF set at
-//! build time): the same surface as source.rs, and [`Exits::load`] says why it cannot be.
+//! build time): the same surface as source.rs, and [`BpfExits::load`] says why it cannot be.
 
 use tasksnap_model::ExitBatch;
 
@@ -7,13 +7,15 @@ use crate::Error;
 
 /// The loaded exit program: never made in this build.
 #[derive(Debug)]
-pub struct Exits {
+pub struct BpfExits {
     never: std::convert::Infallible,
+    /// How long loading took, ns (never: nothing loads).
+    pub load_ns: u64,
 }
 
-impl Exits {
+impl BpfExits {
     /// Says why the exit records cannot be loaded: not root, or not built.
-    pub fn load(_opts: crate::exits::Options) -> Result<Exits, Error> {
+    pub fn load(_opts: crate::exits::Options) -> Result<BpfExits, Error> {
         crate::exits::privileged()?;
         let why = match tasksnap_bpf::built("BPF exit records") {
             Err(why) => why.to_string(),

@@ -66,7 +66,7 @@ use crate::{caps, choice, system, ChangeSummary, Collector, Error, Filled, LiveC
 
 pub use machine::{BpfProbe, TaskLinks};
 pub use options::{
-    clock_ticks_per_s, page_size_bytes, HostOptions, Units, KERNEL_PROC, PAGE_SIZE_ENV,
+    clock_ticks_per_s, page_size_bytes, HostOptions, Units, EXITS_ENV, KERNEL_PROC, PAGE_SIZE_ENV,
     PROC_ROOT_ENV,
 };
 use sources::StatesSource;
@@ -286,8 +286,10 @@ impl Host {
     }
 
     /// Loads the exit records (one [`tasksnap_model::Exit`] per process that exits from now
-    /// on, with its final figures: [`crate::exits`]), or says why they cannot be had: not
-    /// root, a build or kernel without them, or a /proc that is not this kernel's.
+    /// on, with its final figures: [`crate::exits`]; the BPF program, else the kernel's
+    /// taskstats notifications: [`crate::exits::Exits::source`] says which), or says why they
+    /// cannot be had: not root, a kernel without either, or a /proc that is not this
+    /// kernel's.
     pub fn open_exits(&self) -> Result<crate::exits::Exits, Error> {
         if !self.opts.is_this_kernel() {
             return Err(Error::BpfUnavailable(format!(
@@ -295,11 +297,15 @@ impl Host {
                 self.opts.proc_root.display()
             )));
         }
-        crate::exits::Exits::load(crate::exits::Options {
+        let opts = crate::exits::Options {
             page_size_bytes: self.units.page_size_bytes,
             clock_ticks_per_s: self.units.clock_ticks_per_s,
             ..crate::exits::Options::default()
-        })
+        };
+        if self.opts.exits_taskstats_only {
+            return crate::exits::Exits::load_taskstats(opts);
+        }
+        crate::exits::Exits::load(opts)
     }
 
     /// Opens the sources of whole readings (`record`, `serve`): a live task source, thread

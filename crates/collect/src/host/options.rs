@@ -23,6 +23,9 @@ pub struct HostOptions {
     /// The page size, bytes, in place of the running kernel's (a fake tree from a machine
     /// with 16 or 64 KiB pages).
     pub page_size_bytes: Option<u64>,
+    /// Take exit records from taskstats even where the BPF program would load (tests, and
+    /// comparing the two sources): [`EXITS_ENV`]`=taskstats`.
+    pub exits_taskstats_only: bool,
 }
 
 impl Default for HostOptions {
@@ -34,6 +37,7 @@ impl Default for HostOptions {
             run_root: PathBuf::from("/run"),
             utmp_path: PathBuf::from("/var/run/utmp"),
             page_size_bytes: None,
+            exits_taskstats_only: false,
         }
     }
 }
@@ -46,12 +50,16 @@ pub const KERNEL_PROC: &str = "/proc";
 pub const PROC_ROOT_ENV: &str = "TASKSNAP_PROC_ROOT";
 /// The environment variable naming a page size in bytes ([`HostOptions::from_env`]).
 pub const PAGE_SIZE_ENV: &str = "TASKSNAP_PAGE_SIZE";
+/// The environment variable choosing the exit source: `taskstats` skips the BPF program
+/// ([`HostOptions::exits_taskstats_only`]); anything else changes nothing.
+pub const EXITS_ENV: &str = "TASKSNAP_EXITS";
 
 impl HostOptions {
     /// The machine's paths, with a fake tree when the environment names one: `TASKSNAP_PROC_ROOT`
     /// (the /proc root; `sys`, `dev`, `run` and `utmp` inside it are then the /sys, /dev and
     /// /run roots and the utmp file) and `TASKSNAP_PAGE_SIZE` (bytes). This is how the tests run every front
-    /// end of the binary and of the Python binding on a fake tree.
+    /// end of the binary and of the Python binding on a fake tree. `TASKSNAP_EXITS=taskstats`
+    /// takes exit records from taskstats instead of BPF ([`EXITS_ENV`]).
     ///
     /// Why this is safe: the bytes of /proc are hostile input already (any user names its
     /// processes, and their command lines), so a tree of the caller's own making shows nothing
@@ -95,7 +103,11 @@ impl HostOptions {
             }
             taken
         });
-        HostOptions::from_values(root.as_deref(), std::env::var_os(PAGE_SIZE_ENV).as_deref())
+        let mut o =
+            HostOptions::from_values(root.as_deref(), std::env::var_os(PAGE_SIZE_ENV).as_deref());
+        // Only ever a narrower source than the default: harmless whoever set it.
+        o.exits_taskstats_only = std::env::var_os(EXITS_ENV).is_some_and(|v| v == "taskstats");
+        o
     }
 
     /// [`HostOptions::from_env`] given the variables' values: an empty root is none; a page

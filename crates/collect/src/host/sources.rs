@@ -92,6 +92,12 @@ impl Readings {
         self.0.exits_missing()
     }
 
+    /// Which exit source runs ("bpf" or "taskstats" by [`crate::exits::ExitSource::name`]);
+    /// `None` when none does.
+    pub fn exits_source(&self) -> Option<crate::exits::ExitSource> {
+        self.0.exits_source()
+    }
+
     /// Where the last reading's time went, phase by phase.
     pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
         self.0.phases()

@@ -1,0 +1,335 @@
+//! The taskstats exit source (`Exits::load_taskstats`, what a host without BPF gets) against
+//! processes this test spawns: one that burns ~200 ms of CPU and exits 3, one killed by
+//! SIGKILL, one with three threads burning CPU together until one calls exit_group. Each
+//! must appear once (one exit per process, not per thread), with its exit code or signal,
+//! its comm, and the CPU its parent's rusage says (within 10%); a zombie's exit gets the
+//! identity of its live row. Root only; CI runs it with TASKSNAP_REQUIRE_PRIVILEGED=1, where a
+//! skip is a failure.
+//!
+//! The children are this test binary run again with TASKSNAP_EXITS_TS_CHILD set: the test
+//! `child_role` then plays the role and exits; without it, it does nothing. Only what the
+//! test spawned is compared (by pid and parent), so other processes exiting on a busy host
+//! change nothing.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tasksnap_collect::exits::{ExitSource, Exits, Options};
+use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Groups, Query, Selector};
+
+const ROLE: &str = "TASKSNAP_EXITS_TS_CHILD";
+
+/// The process's own CPU time, ns.
+fn process_cpu_ns() -> u64 {
+    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// Names the process (its main thread: /proc/self/comm is the group leader's).
+fn set_comm(name: &str) {
+    std::fs::write("/proc/self/comm", name).expect("write /proc/self/comm");
+}
+
+fn spin_until_process_cpu(ns: u64) {
+    let mut x = 0u64;
+    while process_cpu_ns() < ns {
+        for i in 0..10_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+    }
+}
+
+/// The children's roles (run only in a child, with the variable set).
+#[test]
+fn child_role() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    match role.as_str() {
+        "cpu3" => {
+            set_comm("ts-cpu3");
+            spin_until_process_cpu(200_000_000);
+            // SAFETY: _exit ends the process at once (no test-harness teardown).
+            unsafe { libc::_exit(3) };
+        }
+        "sleep" => {
+            set_comm("ts-sleep");
+            std::thread::sleep(Duration::from_secs(60));
+            // SAFETY: as above.
+            unsafe { libc::_exit(0) };
+        }
+        "threads" => {
+            set_comm("ts-threads");
+            for _ in 0..2 {
+                std::thread::spawn(|| spin_until_process_cpu(u64::MAX));
+            }
+            spin_until_process_cpu(300_000_000);
+            // exit_group() while the other threads still spin: any of the three may be the
+            // group's last thread.
+            // SAFETY: as above.
+            unsafe { libc::_exit(5) };
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// Starts this binary in `role`, leading its own process group.
+fn spawn(role: &str) -> std::process::Child {
+    let exe = std::env::current_exe().expect("test binary path");
+    Command::new(exe)
+        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .process_group(0)
+        .spawn()
+        .expect("spawn the child")
+}
+
+/// Waits for `child`; its wait status and rusage CPU (user + system), ns.
+fn wait4(child: std::process::Child) -> (i32, u64) {
+    let pid = child.id() as i32;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it and status.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child, with valid out-pointers.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    (status, tv(ru.ru_utime) + tv(ru.ru_stime))
+}
+
+/// Drains until `pid`'s exit came and a little after (a second one for it would come by
+/// then); returns every exit of `pid` with this process as parent.
+fn exits_of(exits: &mut Exits, pid: i32) -> Vec<Exit> {
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    let mut found = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut settle: Option<Instant> = None;
+    while Instant::now() < deadline {
+        let batch = exits.drain().expect("drain");
+        found.extend(
+            batch
+                .exits
+                .into_iter()
+                .filter(|e| e.id.tgid == pid && e.ppid == me),
+        );
+        if !found.is_empty() && settle.is_none() {
+            settle = Some(Instant::now() + Duration::from_millis(300));
+        }
+        if settle.is_some_and(|s| Instant::now() > s) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    found
+}
+
+fn open() -> Option<Exits> {
+    if !tasksnap_loadgen::root_or_skip("exit records (taskstats)") {
+        return None;
+    }
+    let exits = Exits::load_taskstats(Options::default()).expect("register a taskstats listener");
+    assert_eq!(exits.source(), ExitSource::Taskstats);
+    Some(exits)
+}
+
+fn within_10_percent(what: &str, got_ns: u64, truth_ns: u64) {
+    let diff = got_ns.abs_diff(truth_ns) as f64;
+    eprintln!("{what}: exit {got_ns} ns, rusage {truth_ns} ns");
+    assert!(
+        diff <= 0.10 * truth_ns as f64,
+        "{what}: the exit says {got_ns} ns of CPU, wait4 rusage {truth_ns} ns"
+    );
+}
+
+#[test]
+fn a_process_that_exits_3_appears_once_with_its_code_comm_and_cpu() {
+    let Some(mut exits) = open() else { return };
+    let child = spawn("cpu3");
+    let pid = child.id() as i32;
+    let (status, truth_ns) = wait4(child);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
+    let found = exits_of(&mut exits, pid);
+    assert_eq!(found.len(), 1, "one exit for pid {pid}: {found:#?}");
+    let e = &found[0];
+    assert_eq!(e.reason(), ExitReason::Code(3));
+    assert_eq!(e.wait_status as i32, status);
+    assert_eq!(e.comm, b"ts-cpu3");
+    assert!(e.cmdline.is_empty());
+    assert_eq!(e.cmdline_missing, Some(CmdlineMissing::NotCaptured));
+    assert!(e.exit_time_ns > e.start_time_ns);
+    assert_eq!(e.utime_ns + e.stime_ns, e.cpu_ns);
+    assert!(truth_ns >= 200_000_000, "the child ran {truth_ns} ns");
+    within_10_percent("exit 3", e.cpu_ns, truth_ns);
+    // SAFETY: getuid cannot fail.
+    assert_eq!(e.ruid, unsafe { libc::getuid() });
+    assert!(e.peak_rss_bytes > 0 && e.minflt > 0, "{e:#?}");
+    assert!(!e.kernel_thread);
+    // The harness runs the role on a thread of its own: two threads, both seen.
+    assert!(e.threads_summed >= 2 && !e.threads_cut, "{e:#?}");
+}
+
+#[test]
+fn a_killed_process_appears_with_its_signal() {
+    let Some(mut exits) = open() else { return };
+    let child = spawn("sleep");
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill on our own child's process group (it leads it).
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let (status, _) = wait4(child);
+    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+    let found = exits_of(&mut exits, pid);
+    assert_eq!(found.len(), 1, "one exit for pid {pid}: {found:#?}");
+    assert_eq!(
+        found[0].reason(),
+        ExitReason::Signal {
+            signal: 9,
+            core_dumped: false
+        }
+    );
+    assert_eq!(found[0].comm, b"ts-sleep");
+}
+
+#[test]
+fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
+    let Some(mut exits) = open() else { return };
+    let child = spawn("threads");
+    let pid = child.id() as i32;
+    let (status, truth_ns) = wait4(child);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5);
+    let found = exits_of(&mut exits, pid);
+    assert_eq!(
+        found.len(),
+        1,
+        "one exit for pid {pid}, not one per thread: {found:#?}"
+    );
+    let e = &found[0];
+    assert_eq!(e.reason(), ExitReason::Code(5));
+    // The leader's comm, whichever thread was last (the test harness names its threads).
+    assert_eq!(e.comm, b"ts-threads");
+    assert!(truth_ns >= 300_000_000, "the group ran {truth_ns} ns");
+    within_10_percent("three threads", e.cpu_ns, truth_ns);
+    // The harness's own thread, the role's thread and its two spinners at least.
+    assert!(e.threads_summed >= 3, "{e:#?}");
+    assert!(
+        !e.threads_cut,
+        "every thread exited while we listened: {e:#?}"
+    );
+}
+
+#[test]
+fn a_zombies_exit_takes_the_identity_of_its_live_row() {
+    let Some(mut exits) = open() else { return };
+    let child = spawn("cpu3");
+    let pid = child.id() as i32;
+    // Not reaped: the exit comes, and the zombie stays in /proc until wait4 below.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got: Vec<Exit> = Vec::new();
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    while got.is_empty() && Instant::now() < deadline {
+        got.extend(
+            exits
+                .drain()
+                .expect("drain")
+                .exits
+                .into_iter()
+                .filter(|e| e.id.tgid == pid && e.ppid == me),
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(got.len(), 1, "{got:#?}");
+    let mut host = tasksnap_collect::Host::open(Default::default());
+    host.open_snapshots(Backend::Procfs, &Groups::default())
+        .expect("procfs");
+    let snap = host
+        .snapshot(&Query::new(
+            Selector::Pid(pid),
+            Groups {
+                base: true,
+                ..Groups::default()
+            },
+        ))
+        .expect("snapshot");
+    let (status, _) = wait4(child);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
+    let mut tasks = snap.tasks;
+    tasks.sort_by_key(|t| (t.id.tgid, t.id.tid));
+    let zombie = tasks
+        .iter()
+        .find(|t| t.id.tgid == pid && t.id.tid == pid)
+        .expect("the zombie's row")
+        .id;
+    let e = &mut got[0];
+    // Derived from the receipt time: at most a tick (10 ms at 100 Hz) and the delivery
+    // delay off the row's start.
+    assert!(
+        e.start_time_ns.abs_diff(zombie.start_time_ns) < 50_000_000,
+        "derived start {} ns, the row's {} ns",
+        e.start_time_ns,
+        zombie.start_time_ns
+    );
+    tasksnap_collect::exits::adopt_live_identities(std::slice::from_mut(e), &tasks);
+    assert_eq!(e.id, zombie);
+}
+
+#[test]
+fn a_reading_carries_taskstats_exits_with_the_identity_of_their_rows() {
+    if !tasksnap_loadgen::root_or_skip("exit records (taskstats)") {
+        return;
+    }
+    let host = tasksnap_collect::Host::open(tasksnap_collect::HostOptions {
+        exits_taskstats_only: true,
+        ..Default::default()
+    });
+    let mut readings = host
+        .open_readings(tasksnap_collect::host::ReadingOptions {
+            states: false,
+            exits: true,
+            ..Default::default()
+        })
+        .expect("open the readings");
+    assert_eq!(readings.exits_missing(), None);
+    assert_eq!(readings.exits_source(), Some(ExitSource::Taskstats));
+    readings.read_mut().expect("first reading");
+    let child = spawn("cpu3");
+    let pid = child.id() as i32;
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    // Not reaped until the exit came: the reading that carries it also has the zombie's
+    // row (the drain comes before the walk), and both must be the same identity.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = None;
+    while seen.is_none() && Instant::now() < deadline {
+        let r = readings.read_mut().expect("reading");
+        let ours: Vec<Exit> = r
+            .exits
+            .iter()
+            .filter(|e| e.id.tgid == pid && e.ppid == me)
+            .cloned()
+            .collect();
+        if !ours.is_empty() {
+            let row = r
+                .snapshot
+                .tasks
+                .iter()
+                .find(|t| t.id.tgid == pid && t.id.tid == pid)
+                .map(|t| t.id);
+            seen = Some((ours, row));
+        } else {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let (status, _) = wait4(child);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
+    let (ours, row) = seen.expect("the exit came");
+    assert_eq!(ours.len(), 1, "{ours:#?}");
+    assert_eq!(ours[0].reason(), ExitReason::Code(3));
+    assert_eq!(ours[0].comm, b"ts-cpu3");
+    let row = row.expect("the zombie's row in the same reading");
+    assert_eq!(
+        ours[0].id, row,
+        "the exit and the zombie row are one process"
+    );
+}
