@@ -48,7 +48,7 @@ if [ "$MODE" = storm ]; then
   rec=$!; pids+=("$rec")
   sleep 2.5
   f0=$(awk '/^processes/ {print $2}' /proc/stat)
-  "$LG" --churn --churn-procs "$RATE" --churn-threads 0 --seconds "$SECONDS_" >/dev/null
+  "$LG" exit-storm "$RATE" "$SECONDS_" >/dev/null
   f1=$(awk '/^processes/ {print $2}' /proc/stat)
   sleep 2.5
   stop "$rec"

@@ -28,6 +28,7 @@ mod child;
 mod churn;
 mod mmap_lock;
 mod spawn;
+mod storm;
 mod sys;
 mod zoo;
 
@@ -169,6 +170,24 @@ fn main() -> ExitCode {
     // host's name and boot id for a test of several hosts) and exits.
     if args.get(1).is_some_and(|a| a == "fake-proc") {
         return fake_proc(&args[2..]);
+    }
+    // `tasksnap-loadgen exit-storm PER_SEC SECONDS`: processes exiting as fast as asked.
+    if args.get(1).is_some_and(|a| a == "exit-storm") {
+        let num = |i: usize| args.get(i).and_then(|a| a.to_str()?.parse::<f64>().ok());
+        let (Some(per_sec), Some(seconds), None) = (num(2), num(3), args.get(4)) else {
+            eprintln!("usage: tasksnap-loadgen exit-storm PER_SEC SECONDS");
+            return ExitCode::from(2);
+        };
+        return match storm::run(per_sec as u64, seconds) {
+            Ok((n, s)) => {
+                println!("{{\"exits\":{n},\"seconds\":{s:.3}}}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("tasksnap-loadgen: exit-storm: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     if args.get(1).is_some_and(|a| a == "churn") {
         args[1] = "--churn".into();

@@ -34,8 +34,8 @@ use crate::Error;
 pub struct Options {
     /// The ring buffer's size, bytes: a power of two, at least a page (the kernel's rule for
     /// BPF ring buffers). A record is 712 bytes: the default 4 MiB holds ~5,800 exits between
-    /// two drains. The taskstats source asks this much socket buffer, and keeps as many
-    /// exits between drains as the ring buffer would (more are counted as dropped).
+    /// between two wakeups of the source's reader thread. The taskstats source asks this
+    /// much socket buffer.
     pub ring_buffer_bytes: u32,
     /// The page size, bytes: the unit of the kernel's peak RSS (`signal->maxrss`); the
     /// host's ([`crate::Units::page_size_bytes`]).
@@ -44,7 +44,15 @@ pub struct Options {
     /// time cut to a whole tick, as /proc's `starttime` (and so every snapshot's `TaskId`)
     /// has, so a reading's exit and the same process's live (zombie) row compare equal.
     pub clock_ticks_per_s: u64,
+    /// At most this many exits wait for a drain in the source's memory (each source has a
+    /// reader thread that empties the kernel's buffer as records come, so a storm is bounded
+    /// by this, not by the ring buffer): more are counted as dropped. The default, 65,536,
+    /// holds 3 s of a 20,000-a-second storm (about 25 MB at most).
+    pub max_pending_exits: usize,
 }
+
+/// [`Options::max_pending_exits`]'s default.
+pub const MAX_PENDING_EXITS: usize = 65_536;
 
 impl Default for Options {
     fn default() -> Options {
@@ -52,6 +60,7 @@ impl Default for Options {
             ring_buffer_bytes: 1 << 22,
             page_size_bytes: crate::host::page_size_bytes(),
             clock_ticks_per_s: crate::host::clock_ticks_per_s(),
+            max_pending_exits: MAX_PENDING_EXITS,
         }
     }
 }

@@ -616,9 +616,8 @@ impl TaskstatsExits {
             ..Shared::default()
         }));
         let tick_ns = 1_000_000_000 / opts.clock_ticks_per_s.clamp(1, 1_000_000_000);
-        // As many exits wait for a drain as the BPF source's ring buffer holds (712-byte
-        // records); more are counted as dropped.
-        let max_arrived = (opts.ring_buffer_bytes as usize / 712).max(64);
+        // More exits waiting for a drain than this are counted as dropped.
+        let max_arrived = opts.max_pending_exits.max(64);
         let reader = Reader {
             sock,
             family,
