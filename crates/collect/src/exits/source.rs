@@ -34,6 +34,8 @@ pub struct BpfExits {
     stop: OwnedFd,
     reader: Option<std::thread::JoinHandle<()>>,
     _link: libbpf_rs::Link,
+    /// After `_link` (drop order): a record made at exit waits for its thread's last switch.
+    _switch_link: libbpf_rs::Link,
     skel: skel::ExitsSkel<'static>,
     /// The drop counter's total at the previous drain.
     dropped_before: u64,
@@ -139,6 +141,12 @@ impl BpfExits {
             },
         )
         .map_err(|why| Error::BpfUnavailable(why.to_string()))?;
+        // The last-switch program first: a record made at exit waits for it (exits.bpf.c).
+        let switch_link = skel
+            .progs
+            .on_last_switch
+            .attach()
+            .map_err(|e| Error::BpfUnavailable(format!("cannot attach sched_switch: {e}")))?;
         let link = skel
             .progs
             .on_group_exit
@@ -176,6 +184,7 @@ impl BpfExits {
             stop,
             reader: Some(handle),
             _link: link,
+            _switch_link: switch_link,
             skel,
             dropped_before: 0,
             load_ns: 0,
