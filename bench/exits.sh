@@ -61,10 +61,10 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 ex = sum(int(r["exits"] or 0) for r in rows)
 dr = sum(int(r["exits_dropped"] or 0) for r in rows)
 busiest = max(rows, key=lambda r: int(r["exits"] or 0) + int(r["exits_dropped"] or 0))
-print(f"recorded: {len(rows)} samples, {ex} exits stored, {dr} dropped by the kernel "
+print(f"recorded: {len(rows)} samples, {ex} exits stored, {dr} lost "
       f"(busiest sample: {busiest['exits']} stored, {busiest['exits_dropped']} dropped)")
 EOF
-  grep -E 'own CPU|exit records|dropped' "$work/record.err" | sed 's/^/  /'
+  grep -E 'own CPU|exit records|lost' "$work/record.err" | sed 's/^/  /'
   exit 0
 fi
 
@@ -173,4 +173,4 @@ print(f"{'tasksnap serve':<18}{int(e1) - int(e0):>8}{'-':>14}{srv:>9.2f}{pct(srv
 if rows != len(t_cpu):
     print(f"tasksnap: {rows} exit rows for {len(t_cpu)} processes (should be one each)")
 EOF
-grep -E 'own CPU|exit records' "$work/record.err" | sed 's/^/  /'
+grep -E 'own CPU|exited stored' "$work/record.err" | sed 's/^/  /'

@@ -181,11 +181,10 @@ fn run(args: &Args) -> ExitCode {
             why,
             sampler.exits_source().map_or("none", |s| s.description()),
         );
-        if let Some(why) = sampler.exits_missing() {
-            warn!("tasksnap record: processes that exit between samples are not recorded: {why}");
-        }
     }
     let mut tally = Tally::default();
+    // Said once: at the first sample when there is no exit source, or when one stops.
+    let mut exits_missing_said = args.quiet;
     let start = Instant::now();
     let mut next = start;
     let code = loop {
@@ -200,10 +199,14 @@ fn run(args: &Args) -> ExitCode {
                 break ExitCode::from(1);
             }
         };
+        if let (Some(why), false) = (&reading.exits_missing, exits_missing_said) {
+            warn!("tasksnap record: processes that exit between samples are not recorded: {why}");
+            exits_missing_said = true;
+        }
         if reading.exits_dropped > 0 && tally.exits_dropped == 0 {
             warn!(
-                "tasksnap record: the kernel dropped {} exit records before this sample (its \
-                 buffer was full); each sample stores how many it lost",
+                "tasksnap record: {} exit records were lost before this sample (a buffer was \
+                 full: the kernel's, or the pending exits'); each sample stores how many",
                 reading.exits_dropped
             );
         }
@@ -293,8 +296,7 @@ fn run(args: &Args) -> ExitCode {
         );
         if sampler.exits_missing().is_none() {
             warn!(
-                "tasksnap record: {} processes that exited stored, {} exit records dropped by \
-                 the kernel",
+                "tasksnap record: {} processes that exited stored, {} exit records lost",
                 tally.exits, tally.exits_dropped
             );
         }

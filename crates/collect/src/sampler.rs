@@ -224,10 +224,18 @@ impl Sampler {
         let t0 = std::time::Instant::now();
         // Exits first: a process that exits after this drain is either a live row of this
         // reading (read before it died) or missing from it, and an exit of the next.
-        match &mut self.exits {
+        // A source that fails (its reader thread stopped) is dropped, and the readings say
+        // why from then on: the tasks and thread states go on.
+        let drained = match &mut self.exits {
             Ok(source) => {
-                let mut batch = source.drain()?;
-                if !source.source().exact_identity() {
+                let exact = source.source().exact_identity();
+                Some(source.drain().map(|b| (b, exact)))
+            }
+            Err(_) => None,
+        };
+        match drained {
+            Some(Ok((mut batch, exact))) => {
+                if !exact {
                     // The previous walk's rows: processes seen alive that exited since.
                     crate::exits::adopt_live_identities(
                         &mut batch.exits,
@@ -238,12 +246,14 @@ impl Sampler {
                 self.reading.exits_dropped = batch.dropped;
                 self.reading.exits_missing = None;
             }
-            Err(why) => {
-                self.reading.exits.clear();
-                self.reading.exits_dropped = 0;
-                if self.reading.exits_missing.as_deref() != Some(why.as_str()) {
-                    self.reading.exits_missing = Some(why.clone());
-                }
+            Some(Err(e)) => self.exits = Err(format!("the exit source stopped: {e}")),
+            None => {}
+        }
+        if let Err(why) = &self.exits {
+            self.reading.exits.clear();
+            self.reading.exits_dropped = 0;
+            if self.reading.exits_missing.as_deref() != Some(why.as_str()) {
+                self.reading.exits_missing = Some(why.clone());
             }
         }
         let t_exits = std::time::Instant::now();

@@ -572,7 +572,14 @@ impl Aggregator {
                 _ => {
                     while groups_at.next_if(|e| e.0 .0 < t.id.tgid).is_some() {}
                     let gi = groups_at.next_if(|e| e.0 .0 == t.id.tgid).map(|e| *e.1);
-                    let dead = !exited.is_empty() && t.id.is_leader() && exited.contains(&t.id);
+                    // By the leader's identity, wherever its row is: after a pid wrap a
+                    // thread's tid can be below its tgid, and its row first.
+                    let dead = !exited.is_empty()
+                        && tasks
+                            .binary_search_by_key(&(t.id.tgid, t.id.tgid), |x| {
+                                (x.id.tgid, x.id.tid)
+                            })
+                            .is_ok_and(|j| exited.contains(&tasks[j].id));
                     cur = Some((t.id.tgid, gi, dead));
                     leader_slot = None;
                     (gi, dead)

@@ -46,6 +46,9 @@ pub struct Cost {
     pub tasks_backend: String,
     /// What reads thread states (`bpf`, `procfs`, `none`).
     pub states_backend: String,
+    /// What reports exited processes (`bpf`, `taskstats`); `none` is said whenever a
+    /// collection had none (`System::exits_dropped` is `None`), whatever this holds.
+    pub exits_source: String,
     /// The build's version.
     pub version: String,
 }
@@ -582,10 +585,10 @@ impl Families {
             ("state_seconds", exact.to_string()),
             (
                 "exits",
-                if self.system.exits_dropped.is_some() {
-                    "bpf"
-                } else {
-                    "none"
+                match (&self.system.exits_dropped, c.exits_source.as_str()) {
+                    (Some(_), "") => "unknown",
+                    (Some(_), name) => name,
+                    (None, _) => "none",
                 }
                 .to_string(),
             ),
@@ -744,7 +747,11 @@ mod tests {
             vec![exit(5, 0), exit(6, 1 << 8), exit(7, 15)],
             None,
         ));
-        let e = expose(&a.view(), &Cost::default());
+        let taskstats = Cost {
+            exits_source: "taskstats".into(),
+            ..Cost::default()
+        };
+        let e = expose(&a.view(), &taskstats);
         let text = std::str::from_utf8(&e.prometheus).expect("utf-8");
         let om = std::str::from_utf8(&e.openmetrics).expect("utf-8");
         for want in [
@@ -753,7 +760,7 @@ mod tests {
             "tasksnap_group_exits_total{group=\"cron\\njob\",reason=\"signal\"} 1",
             "tasksnap_group_cpu_seconds_total{group=\"cron\\njob\",mode=\"user\"} 3",
             "tasksnap_exits_dropped_total 4",
-            "exits=\"bpf\"",
+            "exits=\"taskstats\"",
         ] {
             assert!(text.contains(want), "{want}: {text}");
         }
@@ -761,7 +768,7 @@ mod tests {
         assert!(om.contains("tasksnap_group_exits_total{"), "{om}");
         // Without an exit source: no dropped counter, and the info says none.
         a.update(&mut reading(30 * S, Vec::new(), Some("not root")));
-        let e = expose(&a.view(), &Cost::default());
+        let e = expose(&a.view(), &taskstats);
         let text = std::str::from_utf8(&e.prometheus).expect("utf-8");
         assert!(!text.contains("tasksnap_exits_dropped"), "{text}");
         assert!(text.contains("exits=\"none\""), "{text}");

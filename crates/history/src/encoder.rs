@@ -51,9 +51,12 @@ struct Key {
 
 /// Turns readings into payloads. Deltas are written against the last key, which is written
 /// every `key_every` samples, when asked (`force_key`), when a delta would carry more than
-/// half the key's rows, when the reading's host identity is not the key's, when the tasks are not in strictly ascending identity order, and
-/// (unless [`Encoder::adaptive_keys`] turned it off) when a delta would be larger than the
-/// average bytes per sample since the key.
+/// half the key's rows, when the reading's host identity is not the key's, when the tasks are
+/// not in strictly ascending identity order, and (unless [`Encoder::adaptive_keys`] turned it
+/// off) when a delta would be larger than the average bytes per sample since the key. The
+/// exited processes are left out of that comparison: a sample stores them whole, key or
+/// delta, so a key would not make them smaller (counted, 20 exits with their command lines
+/// made every sample of a small host a key, four times the bytes).
 #[derive(Debug)]
 pub struct Encoder {
     key_every: u32,
@@ -173,7 +176,8 @@ impl Encoder {
             let d = self.delta(r, &mut c);
             self.cols = c;
             if let Some((e, given)) = d {
-                let n = e.sample.len() + e.names.as_ref().map_or(0, Vec::len);
+                let n = (e.sample.len() + e.names.as_ref().map_or(0, Vec::len))
+                    .saturating_sub(self.cols.c(EXITS).len());
                 let average = self.bytes_since_key / (self.since_key as usize + 1);
                 if !self.adaptive || n <= average {
                     self.since_key += 1;
@@ -249,7 +253,7 @@ impl Encoder {
         let names = names::encode(true, taken_at, entries.into_iter());
         self.names.clear();
         self.since_key = 0;
-        self.bytes_since_key = out.len() + names.len();
+        self.bytes_since_key = (out.len() + names.len()).saturating_sub(self.cols.c(EXITS).len());
         self.key = sorted.then(|| Key {
             taken_at,
             tasks: tasks.clone(),

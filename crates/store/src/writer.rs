@@ -286,7 +286,6 @@ impl Writer {
         r
     }
 
-    /// Closes the current segment (index, sync) and opens a new one for a frame at `time_ns`.
     /// Makes the next append open a new segment (and so be a key frame, see
     /// [`Writer::starts_segment`]): for a caller whose frames from now on differ in what a
     /// segment says once (the recorder's host identity).
@@ -294,6 +293,7 @@ impl Writer {
         self.end_asked = self.cur.is_some();
     }
 
+    /// Closes the current segment (index, sync) and opens a new one for a frame at `time_ns`.
     fn roll(&mut self, time_ns: u64) -> Result<(), StoreError> {
         self.end_asked = false;
         if let Some(c) = self.cur.take() {

@@ -140,6 +140,7 @@ enum Field {
     ExitTime,
     ExitCode,
     ExitSignal,
+    ExitPeakRss,
     /// (`false`: exits stored, `true`: exit records dropped) in the reading.
     Exits(bool),
     Host,
@@ -482,6 +483,13 @@ fn task_columns(threads: bool) -> Vec<Column> {
                 Int,
                 "the signal that ended it; null while alive and when it exited with a code",
                 Field::ExitSignal,
+            ),
+            col(
+                "peak_rss_bytes",
+                Int,
+                "the most resident memory the process ever had (getrusage's ru_maxrss), bytes; \
+                 on its exit row only, null while alive",
+                Field::ExitPeakRss,
             ),
         ]);
     }
@@ -1169,6 +1177,7 @@ fn exit_value(f: Field, snap: &Snapshot, e: &Exit, t: &Task, names: &mut Names) 
                 ExitReason::Signal { signal, .. } => Value::Int(signal.into()),
             };
         }
+        Field::ExitPeakRss => return int(e.peak_rss_bytes),
         _ => false,
     };
     if known {

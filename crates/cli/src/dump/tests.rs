@@ -838,6 +838,7 @@ fn a_zombie_with_its_exit_in_the_reading_is_one_row() {
         exit_time_ns: r.snapshot.taken_at_boottime_ns - 1_000,
         wait_status: status,
         utime_ns: 2_000_000_000,
+        peak_rss_bytes: 8192,
         ..tasksnap_model::Exit::default()
     };
     let unseen = exit(id(900, 900), 9);
@@ -851,6 +852,8 @@ fn a_zombie_with_its_exit_in_the_reading_is_one_row() {
     assert_eq!(of("900").len(), 1);
     assert_eq!(of("900")[0]["exit_signal"], "9");
     assert_eq!(of("900")[0]["exit_code"], "");
+    assert_eq!(of("900")[0]["peak_rss_bytes"], "8192");
+    assert_eq!(of("100")[0]["peak_rss_bytes"], "", "null while alive");
     assert_eq!(of("100").len(), 1, "a live process keeps its row");
     assert_eq!(of("100")[0]["exit_time"], "");
 }

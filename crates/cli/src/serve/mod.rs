@@ -38,7 +38,7 @@ pub const DEFAULT_PORT: u16 = 8275;
 
 /// Exposes per-group process and thread metrics (CPU, time by scheduler state, D-state wait
 /// reasons, memory, I/O, faults, context switches, exits) to Prometheus, in OpenMetrics or
-/// the Prometheus text format; as root with BPF, processes that exit between collections
+/// the Prometheus text format; as root (BPF, else taskstats), processes that exit between collections
 /// count too.
 ///
 /// Collects on its own timer and answers every scrape of /metrics from the last collection.
@@ -293,6 +293,10 @@ impl Collection {
         Ok(Collection {
             cost: Cost {
                 states_backend: states.to_string(),
+                exits_source: sampler
+                    .exits_source()
+                    .map_or("none", |s| s.name())
+                    .to_string(),
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 ..Cost::default()
             },

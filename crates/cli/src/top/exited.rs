@@ -36,7 +36,7 @@ pub struct Source {
 }
 
 impl Source {
-    /// Loads the exit records of `host` (root with BPF), or says why there are none. Call it
+    /// Loads the exit records of `host` (root: BPF, else taskstats), or says why there are none. Call it
     /// before `host.ready()`: loading needs what `ready` drops.
     pub fn open(host: &Host) -> Result<Source, String> {
         let exits = host.open_exits().map_err(|e| e.to_string())?;
@@ -54,7 +54,14 @@ impl Source {
         tracker: &Tracker,
         wanted: &dyn Fn(i32) -> bool,
     ) -> Result<Interval, String> {
-        let batch = self.exits.drain().map_err(|e| e.to_string())?;
+        let mut batch = self.exits.drain().map_err(|e| e.to_string())?;
+        if !self.exits.source().exact_identity() {
+            // A start derived from the receipt time may be a tick off the live row's.
+            let leaders = tracker.leaders();
+            tasksnap_collect::exits::adopt_identities(&mut batch.exits, |tgid| {
+                leaders.get(&tgid).copied()
+            });
+        }
         let now = super::system::boottime_ns();
         let wall_ns = now.saturating_sub(self.drained_at_ns);
         self.drained_at_ns = now;

@@ -9,7 +9,7 @@
 //! procps `top -b`'s layout ([`batch`]); otherwise a terminal UI runs ([`tui`]), with the
 //! collection on a thread of its own ([`worker`]) that sends it ready pages, so that keys are
 //! answered while a refresh or a slow read is under way. The processes that exited during the
-//! interval (root with BPF, or a recording that kept them) are counted in the header and,
+//! interval (root: BPF, else taskstats; or a recording that kept them) are counted in the header and,
 //! with the exited view on (`e`, `--exited`), listed as atop lists them ([`exited`]).
 
 mod batch;
@@ -102,7 +102,7 @@ usage: tasksnap top [-b] [-n COUNT] [-d SECONDS] [-p PID[,PID...]] [-u USER] [-H
   -H   one row per thread             -c   full command lines
   -o   sort by PID, USER, %CPU, %MEM, TIME+, RUNQ% or COMMAND (prefix + or - for order)
   --exited       list the processes that exited during each interval too, as <name>
-                 with an EXIT column (root with BPF, or a recording that kept them; the
+                 with an EXIT column (root, or a recording that kept them; the
                  e key in the live view)
   --replay DIR   show a recording (tasksnap record) instead of the host, one sample at a
                  time: t next, T previous, b jump to a time (-b: one sample per frame)

@@ -165,6 +165,24 @@ impl Tracker {
         self.finish(feed, full, gone, out);
     }
 
+    /// The identities of the processes (main threads) the last update saw, by tgid: for an
+    /// exit source whose identities are derived (taskstats), to give an exit its live
+    /// process's identity before [`Tracker::cpu_ns_before`].
+    pub fn leaders(&self) -> IdMap<i32, TaskId> {
+        self.prev
+            .keys()
+            .filter(|&&(tgid, tid, _)| tgid == tid)
+            .map(|&(tgid, tid, start_time_ns)| {
+                let id = TaskId {
+                    tgid,
+                    tid,
+                    start_time_ns,
+                };
+                (tgid, id)
+            })
+            .collect()
+    }
+
     /// What each process of `ids` (process identities: tgid, the leader's start time) had
     /// used of the CPU at the last update, ns, if that update saw it: the leader's counters
     /// in the process view (the leader carries its process's totals), the sum over its
@@ -192,7 +210,7 @@ impl Tracker {
                 if let Some(&i) = seen.get(&tgid) {
                     if start >= ids[i].start_time_ns {
                         if let Some(v) = out[i].as_mut() {
-                            *v += p.cpu_ns;
+                            *v = v.saturating_add(p.cpu_ns);
                         }
                     }
                 }

@@ -47,7 +47,8 @@ pub struct Options {
     /// At most this many exits wait for a drain in the source's memory (each source has a
     /// reader thread that empties the kernel's buffer as records come, so a storm is bounded
     /// by this, not by the ring buffer): more are counted as dropped. The default, 65,536,
-    /// holds 3 s of a 20,000-a-second storm (about 25 MB at most).
+    /// holds 3 s of a 20,000-a-second storm (up to about 50 MB: an exit with a 512-byte
+    /// command line takes about 760).
     pub max_pending_exits: usize,
 }
 
@@ -194,12 +195,24 @@ fn strip(e: &Error, prefix: &str) -> String {
 /// by tgid, tid), started no later than the exit's derived start and at most a second
 /// before it (a pid reused since started after the exit, so it never matches).
 pub fn adopt_live_identities(exits: &mut [tasksnap_model::Exit], tasks: &[tasksnap_model::Task]) {
+    adopt_identities(exits, |tgid| {
+        tasks
+            .binary_search_by_key(&(tgid, tgid), |t| (t.id.tgid, t.id.tid))
+            .ok()
+            .map(|i| tasks[i].id)
+    });
+}
+
+/// [`adopt_live_identities`] for a caller that keeps its processes otherwise: `leader_of`
+/// gives the identity of the live process with that tgid, if one was seen.
+pub fn adopt_identities(
+    exits: &mut [tasksnap_model::Exit],
+    leader_of: impl Fn(i32) -> Option<tasksnap_model::TaskId>,
+) {
     for e in exits {
-        let Ok(i) = tasks.binary_search_by_key(&(e.id.tgid, e.id.tgid), |t| (t.id.tgid, t.id.tid))
-        else {
+        let Some(live) = leader_of(e.id.tgid) else {
             continue;
         };
-        let live = tasks[i].id;
         if live.start_time_ns <= e.start_time_ns
             && e.start_time_ns - live.start_time_ns <= 1_000_000_000
         {

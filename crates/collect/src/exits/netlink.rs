@@ -52,9 +52,12 @@ pub fn put_attr(buf: &mut Vec<u8>, kind: u16, payload: &[u8]) {
     buf.resize(align4(buf.len()), 0);
 }
 
-/// The messages of one datagram: (type, flags, sequence, payload after the 16-byte header).
-/// Stops at the first header whose length is short or runs past the datagram.
-pub fn messages(mut buf: &[u8]) -> impl Iterator<Item = (u16, u16, u32, &[u8])> {
+/// The messages of one datagram: (type, sender port, sequence, payload after the 16-byte
+/// header). The port tells an answer to this socket's request (the socket's own port, as the
+/// kernel addresses replies and acknowledgements) from an event (port 0: taskstats'
+/// notifications carry a per-CPU sequence number from 0 that can equal a request's). Stops at
+/// the first header whose length is short or runs past the datagram.
+pub fn messages(mut buf: &[u8]) -> impl Iterator<Item = (u16, u32, u32, &[u8])> {
     std::iter::from_fn(move || {
         if buf.len() < NLMSG_HDR {
             return None;
@@ -64,11 +67,11 @@ pub fn messages(mut buf: &[u8]) -> impl Iterator<Item = (u16, u16, u32, &[u8])> 
             return None;
         }
         let kind = u16::from_ne_bytes([buf[4], buf[5]]);
-        let flags = u16::from_ne_bytes([buf[6], buf[7]]);
         let seq = u32::from_ne_bytes(buf[8..12].try_into().ok()?);
+        let port = u32::from_ne_bytes(buf[12..16].try_into().ok()?);
         let payload = &buf[NLMSG_HDR..len];
         buf = &buf[align4(len).min(buf.len())..];
-        Some((kind, flags, seq, payload))
+        Some((kind, port, seq, payload))
     })
 }
 
@@ -281,8 +284,8 @@ impl Socket {
             };
             let d = &buf[..n];
             let mut ours = false;
-            for (kind, _, s, payload) in messages(d) {
-                if s != seq {
+            for (kind, port, s, payload) in messages(d) {
+                if s != seq || port == 0 {
                     continue;
                 }
                 ours = true;
@@ -290,7 +293,9 @@ impl Socket {
                     return match error_of(payload) {
                         Some(0) => {
                             // The answer may share the acknowledgement's datagram.
-                            if messages(d).any(|(k, _, s, _)| s == seq && k != NLMSG_ERROR) {
+                            if messages(d)
+                                .any(|(k, p, s, _)| s == seq && p != 0 && k != NLMSG_ERROR)
+                            {
                                 replies.push(d.to_vec());
                             }
                             Ok(replies)

@@ -267,7 +267,12 @@ impl Reader {
     fn run(self, ready: std::sync::mpsc::Sender<Result<(), String>>) {
         // The thread starts before the host drops its capabilities (a per-thread set): reading
         // a ring buffer it already has needs none, so it keeps none.
-        let _ = crate::caps::keep_only(0);
+        if let Err(e) = crate::caps::keep_only(0) {
+            let _ = ready.send(Err(format!(
+                "the exit reader thread could not drop its capabilities: {e}"
+            )));
+            return;
+        }
         let (page_size_bytes, tick_ns) = (self.page_size_bytes, self.tick_ns);
         let local = Rc::new(RefCell::new(Vec::new()));
         let sink = local.clone();

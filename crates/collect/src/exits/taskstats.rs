@@ -679,7 +679,11 @@ impl Reader {
     fn run(mut self, early: Vec<Vec<u8>>) {
         // The thread was started before the host dropped its capabilities (which is per
         // thread): it needs none to read its socket, so it keeps none.
-        let _ = crate::caps::keep_only(0);
+        if let Err(e) = crate::caps::keep_only(0) {
+            self.shared.lock().unwrap_or_else(|p| p.into_inner()).failed =
+                Some(format!("could not drop its capabilities: {e}"));
+            return;
+        }
         let now = boottime_ns();
         for d in &early {
             self.datagram(d, now);
