@@ -336,13 +336,14 @@ fn a_process_that_lived_between_two_samples_is_dumped_once_with_its_exit() {
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
     let mut rec = Command::new(TASKSNAP)
-        .args(record_args(&dir, "1", Some(4), &["-q"]))
+        .args(record_args(&dir, "2", Some(4), &["-q"]))
         .spawn()
         .expect("start the recorder");
     wait_until("the first sample", || samples(&dir) >= 1);
     let first = samples(&dir);
     wait_until("the next sample", || samples(&dir) > first);
-    // Right after a sample, a second before the next: each lives 300 ms, between the two.
+    // Right after a sample, two seconds before the next (room for a busy host): each lives
+    // 300 ms, between the two.
     let mut coded = Command::new("sh")
         .args(["-c", "sleep 0.3; exit 3"])
         .spawn()
@@ -383,7 +384,7 @@ fn without_bpf_exits_come_from_taskstats_without_their_command_lines() {
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
     let rec = Command::new(TASKSNAP)
-        .args(record_args(&dir, "1", Some(4), &[]))
+        .args(record_args(&dir, "2", Some(4), &[]))
         .env("TASKSNAP_EXITS", "taskstats")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -392,7 +393,8 @@ fn without_bpf_exits_come_from_taskstats_without_their_command_lines() {
     wait_until("the first sample", || samples(&dir) >= 1);
     let first = samples(&dir);
     wait_until("the next sample", || samples(&dir) > first);
-    // Right after a sample, a second before the next: each lives 300 ms, between the two.
+    // Right after a sample, two seconds before the next (room for a busy host): each lives
+    // 300 ms, between the two.
     let mut coded = Command::new("sh")
         .args(["-c", "sleep 0.3; exit 3"])
         .spawn()
