@@ -271,3 +271,57 @@ fn record_says_the_clock_stepped_back_and_goes_on() {
     let stderr = every_reader_works(d, pid, 8, &[all[2].snapshot.taken_at_unix_ns + hour as u64]);
     assert!(stderr.contains("clock stepped back"), "{stderr}");
 }
+
+/// A store written before exit records and host identities were kept (history format minor
+/// 0: `tasksnap-loadgen fake-proc`'s three processes, three samples, recorded by the build of
+/// f4db90c, checked in under tests/fixtures) still reads: the same rows, no exits (null, not
+/// zero: the recorder did not say), no host.
+#[test]
+fn a_store_from_before_exits_and_hosts_still_reads() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-format1-minor0");
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("store");
+    std::fs::create_dir(&dir).expect("store dir");
+    for e in std::fs::read_dir(&fixture).expect("fixture") {
+        let p = e.expect("entry").path();
+        std::fs::copy(&p, dir.join(p.file_name().expect("name"))).expect("copy");
+    }
+    let d = dir.to_str().expect("utf-8 path");
+    let out = tasksnap(&[
+        "dump",
+        "--dir",
+        d,
+        "--what",
+        "processes",
+        "--format",
+        "csv",
+        "--fields",
+        "pid,comm,exit_time,exit_code,host,boot_id",
+    ]);
+    let csv = ok(&out, "dump");
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(
+        rows,
+        ["1,systemd,,,,,,", "4032,bash,,,,,,", "6000,worker,,,,,,"].repeat(3),
+        "{csv}"
+    );
+    let out = tasksnap(&[
+        "dump",
+        "--dir",
+        d,
+        "--what",
+        "system",
+        "--format",
+        "csv",
+        "--fields",
+        "exits,exits_dropped,host",
+    ]);
+    let csv = ok(&out, "dump");
+    assert_eq!(csv.lines().skip(1).collect::<Vec<_>>(), [",,,"; 3], "{csv}");
+    let out = tasksnap(&["ps", "--replay", d, "-e", "-o", "pid=,comm="]);
+    let listed: Vec<String> = ok(&out, "ps --replay")
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(listed, ["1 systemd", "4032 bash", "6000 worker"]);
+}
