@@ -273,8 +273,8 @@ fn record_says_the_clock_stepped_back_and_goes_on() {
 }
 
 /// A store written before exit records and host identities were kept (history format minor
-/// 0: `tasksnap-loadgen fake-proc`'s three processes, three samples, recorded by the build of
-/// f4db90c, checked in under tests/fixtures) still reads: the same rows, no exits (null, not
+/// 0: `tasksnap-loadgen fake-proc`'s three processes, three samples, recorded by a build
+/// of issue 30's, checked in under tests/fixtures) still reads: the same rows, no exits (null, not
 /// zero: the recorder did not say), no host.
 #[test]
 fn a_store_from_before_exits_and_hosts_still_reads() {
