@@ -25,6 +25,8 @@ pub mod taskstats;
 pub use crate::exits_bpf::BpfExits;
 pub use taskstats::TaskstatsExits;
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
 use tasksnap_model::ExitBatch;
 
 use crate::Error;
@@ -281,5 +283,44 @@ mod tests {
             split_cputime(52_000_000, 12_000_000, 4_000_000),
             (39_000_000, 13_000_000)
         );
+    }
+}
+
+/// How a source stops its reader thread: an eventfd the thread polls beside its own
+/// descriptor, written when the source is dropped, and the thread then joined.
+#[derive(Debug)]
+pub(crate) struct Stop {
+    fd: OwnedFd,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Stop {
+    /// A new eventfd: this half, and the reader's copy to poll (readable once stopped).
+    pub(crate) fn new() -> std::io::Result<(Stop, OwnedFd)> {
+        // SAFETY: eventfd takes no pointers; the result is checked.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor eventfd just returned, owned by nothing else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let reader = fd.try_clone()?;
+        Ok((Stop { fd, thread: None }, reader))
+    }
+
+    /// The reader thread to join when stopped.
+    pub(crate) fn started(&mut self, thread: std::thread::JoinHandle<()>) {
+        self.thread = Some(thread);
+    }
+}
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a valid buffer to our eventfd.
+        unsafe { libc::write(self.fd.as_raw_fd(), one.as_ptr().cast(), 8) };
+        if let Some(h) = self.thread.take() {
+            let _ = h.join();
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! `exits` re-exports it). Layouts come from exits.h through the generated skeleton.
 
 use std::cell::RefCell;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
@@ -30,9 +30,8 @@ const F_KTHREAD: u32 = 1 << 4;
 pub struct BpfExits {
     /// What the reader thread hands over.
     shared: Arc<Mutex<Pending>>,
-    /// Written to stop the reader.
-    stop: OwnedFd,
-    reader: Option<std::thread::JoinHandle<()>>,
+    /// Stops and joins the reader when dropped (before the links and the skeleton).
+    _stop: crate::exits::Stop,
     _link: libbpf_rs::Link,
     /// After `_link` (drop order): a record made at exit waits for its thread's last switch.
     _switch_link: libbpf_rs::Link,
@@ -157,14 +156,7 @@ impl BpfExits {
         let map = libbpf_rs::MapHandle::try_from(&skel.maps.exit_records)
             .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
         let bad = |what: &str, e: std::io::Error| Error::BpfUnavailable(format!("{what}: {e}"));
-        // SAFETY: eventfd takes no pointers; the result is checked.
-        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if stop < 0 {
-            return Err(bad("eventfd", std::io::Error::last_os_error()));
-        }
-        // SAFETY: a descriptor eventfd just returned, owned by nothing else.
-        let stop = unsafe { OwnedFd::from_raw_fd(stop) };
-        let stop_rd = stop.try_clone().map_err(|e| bad("eventfd", e))?;
+        let (mut stop, stop_rd) = crate::exits::Stop::new().map_err(|e| bad("eventfd", e))?;
         let shared = Arc::new(Mutex::new(Pending::default()));
         let reader = Reader {
             map,
@@ -179,10 +171,10 @@ impl BpfExits {
             .name("exits-bpf".into())
             .spawn(move || reader.run(ready_tx))
             .map_err(|e| bad("starting the exit reader thread", e))?;
+        stop.started(handle);
         let mut exits = BpfExits {
             shared,
-            stop,
-            reader: Some(handle),
+            _stop: stop,
             _link: link,
             _switch_link: switch_link,
             skel,
@@ -237,17 +229,6 @@ impl BpfExits {
                 u64::from_ne_bytes(n)
             })
             .sum())
-    }
-}
-
-impl Drop for BpfExits {
-    fn drop(&mut self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: writes 8 bytes from a valid buffer to our eventfd.
-        unsafe { libc::write(self.stop.as_raw_fd(), one.as_ptr().cast(), 8) };
-        if let Some(h) = self.reader.take() {
-            let _ = h.join();
-        }
     }
 }
 

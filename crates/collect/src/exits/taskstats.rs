@@ -51,7 +51,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
 use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
@@ -494,9 +494,8 @@ struct Shared {
 #[derive(Debug)]
 pub struct TaskstatsExits {
     shared: Arc<Mutex<Shared>>,
-    /// Written to stop the reader.
-    stop: OwnedFd,
-    reader: Option<std::thread::JoinHandle<()>>,
+    /// Stops and joins the reader when dropped.
+    _stop: crate::exits::Stop,
     /// How long opening and registering took, ns.
     pub load_ns: u64,
 }
@@ -603,14 +602,8 @@ impl TaskstatsExits {
             }
         })
         .map_err(|e| unavailable(&format!("registering a listener for CPUs {cpus}"), e))?;
-        // SAFETY: eventfd takes no pointers; the result is checked.
-        let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if stop < 0 {
-            return Err(unavailable("eventfd", io::Error::last_os_error()));
-        }
-        // SAFETY: a descriptor eventfd just returned, owned by nothing else.
-        let stop = unsafe { OwnedFd::from_raw_fd(stop) };
-        let stop_rd = stop.try_clone().map_err(|e| unavailable("eventfd", e))?;
+        let (mut stop, stop_rd) =
+            crate::exits::Stop::new().map_err(|e| unavailable("eventfd", e))?;
         let shared = Arc::new(Mutex::new(Shared {
             dropped: early_drops,
             ..Shared::default()
@@ -630,10 +623,10 @@ impl TaskstatsExits {
             .name("exits-taskstats".into())
             .spawn(move || reader.run(early))
             .map_err(|e| unavailable("starting the reader thread", e))?;
+        stop.started(handle);
         Ok(TaskstatsExits {
             shared,
-            stop,
-            reader: Some(handle),
+            _stop: stop,
             load_ns: monotonic_ns().saturating_sub(start),
         })
     }
@@ -651,17 +644,6 @@ impl TaskstatsExits {
             exits: std::mem::take(&mut s.arrived),
             dropped: std::mem::take(&mut s.dropped),
         })
-    }
-}
-
-impl Drop for TaskstatsExits {
-    fn drop(&mut self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: writes 8 bytes from a valid buffer to our eventfd.
-        unsafe { libc::write(self.stop.as_raw_fd(), one.as_ptr().cast(), 8) };
-        if let Some(h) = self.reader.take() {
-            let _ = h.join();
-        }
     }
 }
 
