@@ -3,7 +3,7 @@
 //! its ring buffer into [`Exit`]s. A reader thread of its own empties the ring buffer as
 //! records come (the kernel wakes it when the buffer goes from empty to not), so the buffer
 //! only has to hold what arrives between two wakeups, not between two samples: at 20,000
-//! exits a second a 4 MiB buffer, 5,800 records, would drop 70% of a 1 s sample's; the
+//! exits a second a 4 MiB buffer, 5,800 records, dropped 70% of a 1 s sample's; the
 //! exits then wait in memory, at most [`Options::max_pending_exits`]. Compiled only when this build has the BPF programs (see
 //! `tasksnap_bpf::select!` in lib.rs, which mounts this file as `crate::exits_bpf`;
 //! `exits` re-exports it). Layouts come from exits.h through the generated skeleton.
