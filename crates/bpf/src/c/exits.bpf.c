@@ -75,7 +75,7 @@ struct ex_rec ex_rec_layout = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 1 << 19);
 } exit_records SEC(".maps");
 
 /* A record waiting for its thread's last switch, and that thread's runtime when it was

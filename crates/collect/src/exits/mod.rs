@@ -35,11 +35,11 @@ use crate::Error;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// The BPF ring buffer's size, bytes: a power of two, at least a page (the kernel's rule
-    /// for BPF ring buffers). A record is 712 bytes: the default 1 MiB holds ~1,470 exits
-    /// between two wakeups of the source's reader thread (a 16,800-a-second storm lost none,
-    /// docs/record.md). Its pages count twice in the process's RSS (the kernel maps the data
-    /// area twice, for records that wrap): 4 MiB made top's RSS 8 MB larger. The taskstats
-    /// source asks for four times this much socket buffer (kernel memory, not RSS).
+    /// for BPF ring buffers). A record is 712 bytes: the default 512 KiB holds ~730 exits
+    /// between two wakeups of the source's reader thread, 40 ms of a 18,000-a-second storm
+    /// (which lost none, docs/record.md). Its pages count twice in the process's RSS (the
+    /// kernel maps the data area twice, for records that wrap): 4 MiB made top's RSS 8 MB
+    /// larger. (The taskstats source's socket buffer is its own, 4 MiB of kernel memory.)
     pub ring_buffer_bytes: u32,
     /// The page size, bytes: the unit of the kernel's peak RSS (`signal->maxrss`); the
     /// host's ([`crate::Units::page_size_bytes`]).
@@ -62,7 +62,7 @@ pub const MAX_PENDING_EXITS: usize = 65_536;
 impl Default for Options {
     fn default() -> Options {
         Options {
-            ring_buffer_bytes: 1 << 20,
+            ring_buffer_bytes: 1 << 19,
             page_size_bytes: crate::host::page_size_bytes(),
             clock_ticks_per_s: crate::host::clock_ticks_per_s(),
             max_pending_exits: MAX_PENDING_EXITS,

@@ -584,9 +584,10 @@ impl TaskstatsExits {
         if let Err(e) = own {
             return Err(Error::Unsupported(format!("taskstats: {e}")));
         }
-        // A full socket drops messages (ENOBUFS): room for ~4 MiB of records by default (each
-        // queued message costs ~1.5 KiB of buffer); the reader empties it as they come.
-        sock.set_receive_buffer(opts.ring_buffer_bytes as usize * 4);
+        // A full socket drops messages (ENOBUFS): room for 4 MiB of records (each queued
+        // message costs ~1.5 KiB of buffer: kernel memory, not this process's RSS); the
+        // reader empties it as they come.
+        sock.set_receive_buffer(4 << 20);
         let cpus = possible_cpus();
         let mut mask = cpus.clone().into_bytes();
         mask.push(0);
