@@ -49,7 +49,7 @@
 //! `ac_tgid`, `ac_tgetime`). A record shorter than version 12's is refused, and nothing is
 //! read past an attribute.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
@@ -368,6 +368,9 @@ impl Partial {
 #[derive(Debug)]
 pub struct Assembler {
     pending: HashMap<i32, Partial>,
+    /// `pending`'s groups by arrival (`Partial::seq`): the oldest is dropped first when it is
+    /// full, found in O(log n) (a scan of 65,536 per record in a storm of thread exits).
+    order: BTreeMap<u64, i32>,
     max_pending: usize,
     tick_ns: u64,
     seq: u64,
@@ -379,6 +382,7 @@ impl Assembler {
     pub fn new(tick_ns: u64, max_pending: usize) -> Assembler {
         Assembler {
             pending: HashMap::new(),
+            order: BTreeMap::new(),
             max_pending: max_pending.max(1),
             tick_ns: tick_ns.max(1),
             seq: 0,
@@ -396,7 +400,11 @@ impl Assembler {
         let r = &m.thread;
         let start_ns = received_ns.saturating_sub(r.tgetime_us.saturating_mul(1000));
         self.seq += 1;
-        let mut part = match self.pending.remove(&r.tgid) {
+        let waiting = self.pending.remove(&r.tgid);
+        if let Some(p) = &waiting {
+            self.order.remove(&p.seq);
+        }
+        let mut part = match waiting {
             // An entry of another group with the same id (its end was lost) is dropped.
             Some(p) if p.start_ns.abs_diff(start_ns) <= SAME_GROUP_NS => p,
             _ => Partial {
@@ -407,12 +415,12 @@ impl Assembler {
         part.add(r);
         if r.flag & AGROUP == 0 {
             if self.pending.len() >= self.max_pending {
-                if let Some(oldest) = self.pending.iter().min_by_key(|(_, p)| p.seq) {
-                    let k = *oldest.0;
-                    self.pending.remove(&k);
+                if let Some((_, oldest)) = self.order.pop_first() {
+                    self.pending.remove(&oldest);
                 }
             }
             part.seq = self.seq;
+            self.order.insert(self.seq, r.tgid);
             self.pending.insert(r.tgid, part);
             return None;
         }
