@@ -271,23 +271,6 @@ pub fn split_cputime(runtime_ns: u64, utime_ns: u64, stime_ns: u64) -> (u64, u64
     (runtime_ns - stime, stime)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::split_cputime;
-
-    #[test]
-    fn cputime_split_follows_the_tick_samples_and_sums_to_the_runtime() {
-        assert_eq!(split_cputime(50_000_000, 0, 0), (50_000_000, 0));
-        assert_eq!(split_cputime(50_000_000, 4_000_000, 0), (50_000_000, 0));
-        assert_eq!(split_cputime(50_000_000, 0, 8_000_000), (0, 50_000_000));
-        // 3 user ticks for 1 system tick: three quarters user.
-        assert_eq!(
-            split_cputime(52_000_000, 12_000_000, 4_000_000),
-            (39_000_000, 13_000_000)
-        );
-    }
-}
-
 /// How a source stops its reader thread: an eventfd the thread polls beside its own
 /// descriptor, written when the source is dropped, and the thread then joined.
 #[derive(Debug)]
@@ -324,5 +307,153 @@ impl Drop for Stop {
         if let Some(h) = self.thread.take() {
             let _ = h.join();
         }
+    }
+}
+
+/// What a source's reader thread hands to `drain()`: the exits waiting (at most `max`; more
+/// are counted as lost), the records lost, and why the reader stopped, if it did.
+#[derive(Debug)]
+pub(crate) struct Handoff {
+    waiting: std::sync::Mutex<Waiting>,
+    max: usize,
+}
+
+#[derive(Debug, Default)]
+struct Waiting {
+    exits: Vec<tasksnap_model::Exit>,
+    lost: u64,
+    failed: Option<String>,
+}
+
+impl Handoff {
+    /// Room for `max` exits between two drains.
+    pub(crate) fn new(max: usize) -> std::sync::Arc<Handoff> {
+        std::sync::Arc::new(Handoff {
+            waiting: std::sync::Mutex::new(Waiting::default()),
+            max: max.max(1),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands over `exits` (emptied) as far as there is room, and `lost` records.
+    pub(crate) fn put(&self, exits: &mut Vec<tasksnap_model::Exit>, lost: u64) {
+        if exits.is_empty() && lost == 0 {
+            return;
+        }
+        let mut w = self.lock();
+        let room = self.max.saturating_sub(w.exits.len());
+        w.lost += lost;
+        if exits.len() > room {
+            w.lost += (exits.len() - room) as u64;
+            exits.truncate(room);
+        }
+        w.exits.append(exits);
+    }
+
+    /// Says why the reader stopped: the next drain fails with it.
+    pub(crate) fn fail(&self, why: String) {
+        self.lock().failed = Some(why);
+    }
+
+    /// What waited since the previous take, or why the reader stopped.
+    pub(crate) fn take(&self) -> Result<ExitBatch, String> {
+        let mut w = self.lock();
+        if let Some(why) = &w.failed {
+            return Err(why.clone());
+        }
+        Ok(ExitBatch {
+            exits: std::mem::take(&mut w.exits),
+            dropped: std::mem::take(&mut w.lost),
+        })
+    }
+}
+
+/// A reader thread's loop: waits until `fd` is readable or `stop` (the reader's copy from
+/// [`Stop::new`]) is written, and calls `read` each time `fd` is; a `read` error, or a
+/// failed wait, ends it and is handed over ([`Handoff::fail`]).
+pub(crate) fn read_until_stopped(
+    fd: std::os::fd::RawFd,
+    stop: std::os::fd::RawFd,
+    handoff: &Handoff,
+    mut read: impl FnMut() -> Result<(), String>,
+) {
+    let why = loop {
+        let mut fds = [
+            libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: stop,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: fds is a valid array of two pollfd for the call's duration.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break format!("poll: {e}");
+        }
+        if fds[1].revents != 0 {
+            return;
+        }
+        if let Err(why) = read() {
+            break why;
+        }
+    };
+    handoff.fail(why);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{split_cputime, Handoff};
+
+    #[test]
+    fn the_handoff_keeps_what_fits_counts_the_rest_and_says_a_failure() {
+        let h = Handoff::new(3);
+        let exit = |tgid| tasksnap_model::Exit {
+            id: tasksnap_model::TaskId {
+                tgid,
+                tid: tgid,
+                start_time_ns: 0,
+            },
+            ..tasksnap_model::Exit::default()
+        };
+        let mut got = vec![exit(1), exit(2)];
+        h.put(&mut got, 0);
+        assert!(got.is_empty());
+        h.put(&mut vec![exit(3), exit(4), exit(5)], 7);
+        let b = h.take().expect("a batch");
+        let tgids: Vec<i32> = b.exits.iter().map(|e| e.id.tgid).collect();
+        assert_eq!(tgids, [1, 2, 3], "the first three, in order");
+        assert_eq!(
+            b.dropped,
+            7 + 2,
+            "the lost records and the two with no room"
+        );
+        let b = h.take().expect("a batch");
+        assert!(b.exits.is_empty() && b.dropped == 0, "taken once");
+        h.fail("gone".into());
+        assert_eq!(h.take().map(|_| ()), Err("gone".to_string()));
+    }
+
+    #[test]
+    fn cputime_split_follows_the_tick_samples_and_sums_to_the_runtime() {
+        assert_eq!(split_cputime(50_000_000, 0, 0), (50_000_000, 0));
+        assert_eq!(split_cputime(50_000_000, 4_000_000, 0), (50_000_000, 0));
+        assert_eq!(split_cputime(50_000_000, 0, 8_000_000), (0, 50_000_000));
+        // 3 user ticks for 1 system tick: three quarters user.
+        assert_eq!(
+            split_cputime(52_000_000, 12_000_000, 4_000_000),
+            (39_000_000, 13_000_000)
+        );
     }
 }

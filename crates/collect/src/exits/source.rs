@@ -11,12 +11,12 @@
 use std::cell::RefCell;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tasksnap_bpf::skel::exits as skel;
 use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
 
-use crate::exits::{privileged, reader_pid_ns_inum, split_cputime, Options};
+use crate::exits::{privileged, reader_pid_ns_inum, split_cputime, Handoff, Options};
 use crate::Error;
 
 /// `EX_F_*` of exits.h (the skeleton generates types, not macros).
@@ -29,7 +29,7 @@ const F_KTHREAD: u32 = 1 << 4;
 /// The loaded exit program, and the thread that reads its ring buffer.
 pub struct BpfExits {
     /// What the reader thread hands over.
-    shared: Arc<Mutex<Pending>>,
+    handoff: Arc<Handoff>,
     /// Stops and joins the reader when dropped (before the links and the skeleton).
     _stop: crate::exits::Stop,
     _link: libbpf_rs::Link,
@@ -40,16 +40,6 @@ pub struct BpfExits {
     dropped_before: u64,
     /// How long loading and attaching took, ns.
     pub load_ns: u64,
-}
-
-/// Exits the reader thread has read and the drain has not taken.
-#[derive(Debug, Default)]
-struct Pending {
-    arrived: Vec<Exit>,
-    /// Records read while `arrived` was full ([`Options::max_pending_exits`]).
-    dropped: u64,
-    /// Why the reader stopped, if it did.
-    failed: Option<String>,
 }
 
 impl std::fmt::Debug for BpfExits {
@@ -157,14 +147,13 @@ impl BpfExits {
             .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
         let bad = |what: &str, e: std::io::Error| Error::BpfUnavailable(format!("{what}: {e}"));
         let (mut stop, stop_rd) = crate::exits::Stop::new().map_err(|e| bad("eventfd", e))?;
-        let shared = Arc::new(Mutex::new(Pending::default()));
+        let handoff = Handoff::new(opts.max_pending_exits);
         let reader = Reader {
             map,
             stop: stop_rd,
-            shared: shared.clone(),
+            handoff: handoff.clone(),
             page_size_bytes,
             tick_ns,
-            max_pending: opts.max_pending_exits.max(1),
         };
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let handle = std::thread::Builder::new()
@@ -173,7 +162,7 @@ impl BpfExits {
             .map_err(|e| bad("starting the exit reader thread", e))?;
         stop.started(handle);
         let mut exits = BpfExits {
-            shared,
+            handoff,
             _stop: stop,
             _link: link,
             _switch_link: switch_link,
@@ -196,17 +185,14 @@ impl BpfExits {
     /// Records still in the ring buffer (the reader thread not yet woken for them) are the
     /// next drain's.
     pub fn drain(&mut self) -> Result<ExitBatch, Error> {
-        let (exits, held_back) = {
-            let mut p = self.shared.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(why) = &p.failed {
-                return Err(Error::Bpf(format!("the exit reader stopped: {why}")));
-            }
-            (std::mem::take(&mut p.arrived), std::mem::take(&mut p.dropped))
-        };
+        let mut batch = self
+            .handoff
+            .take()
+            .map_err(|why| Error::Bpf(format!("the exit reader stopped: {why}")))?;
         let total = self.dropped_total()?;
-        let dropped = total.saturating_sub(self.dropped_before) + held_back;
+        batch.dropped += total.saturating_sub(self.dropped_before);
         self.dropped_before = total;
-        Ok(ExitBatch { exits, dropped })
+        Ok(batch)
     }
 
     /// The per-CPU drop counters, summed.
@@ -237,10 +223,9 @@ impl BpfExits {
 struct Reader {
     map: libbpf_rs::MapHandle,
     stop: OwnedFd,
-    shared: Arc<Mutex<Pending>>,
+    handoff: Arc<Handoff>,
     page_size_bytes: u64,
     tick_ns: u64,
-    max_pending: usize,
 }
 
 impl Reader {
@@ -284,49 +269,12 @@ impl Reader {
                 return;
             }
         };
-        let why = loop {
-            let mut fds = [
-                libc::pollfd {
-                    fd: rb.epoll_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.stop.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: fds is a valid array of two pollfd for the call's duration.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                break Some(format!("poll: {e}"));
-            }
-            if fds[1].revents != 0 {
-                break None;
-            }
-            if let Err(e) = rb.consume() {
-                break Some(format!("reading the exit ring buffer: {e}"));
-            }
-            let mut got = local.borrow_mut();
-            if got.is_empty() {
-                continue;
-            }
-            let mut p = self.shared.lock().unwrap_or_else(|p| p.into_inner());
-            let room = self.max_pending.saturating_sub(p.arrived.len());
-            if got.len() > room {
-                p.dropped += (got.len() - room) as u64;
-                got.truncate(room);
-            }
-            p.arrived.append(&mut got);
-        };
-        if let Some(why) = why {
-            self.shared.lock().unwrap_or_else(|p| p.into_inner()).failed = Some(why);
-        }
+        crate::exits::read_until_stopped(rb.epoll_fd(), self.stop.as_raw_fd(), &self.handoff, || {
+            rb.consume()
+                .map_err(|e| format!("reading the exit ring buffer: {e}"))?;
+            self.handoff.put(&mut local.borrow_mut(), 0);
+            Ok(())
+        });
     }
 }
 

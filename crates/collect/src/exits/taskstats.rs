@@ -52,12 +52,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
 
 use super::netlink::{self, Socket};
-use super::{split_cputime, Options};
+use super::{split_cputime, Handoff, Options};
 use crate::Error;
 
 /// TASKSTATS_CMD_GET and TASKSTATS_CMD_NEW.
@@ -487,21 +487,14 @@ impl Assembler {
     }
 }
 
-/// What the reader thread hands over.
-#[derive(Debug, Default)]
-struct Shared {
-    arrived: Vec<Exit>,
-    dropped: u64,
-    /// Why the reader stopped, if it did.
-    failed: Option<String>,
-}
-
 /// The taskstats exit source: a listener registered for every CPU, read by a thread of its
 /// own (which stamps each message as it comes, so exit times are not the drain's), drained
 /// by [`TaskstatsExits::drain`].
 #[derive(Debug)]
 pub struct TaskstatsExits {
-    shared: Arc<Mutex<Shared>>,
+    /// What the reader thread hands over (more exits waiting for a drain than
+    /// [`Options::max_pending_exits`] are counted as dropped).
+    handoff: Arc<Handoff>,
     /// Stops and joins the reader when dropped.
     _stop: crate::exits::Stop,
     /// How long opening and registering took, ns.
@@ -613,20 +606,15 @@ impl TaskstatsExits {
         .map_err(|e| unavailable(&format!("registering a listener for CPUs {cpus}"), e))?;
         let (mut stop, stop_rd) =
             crate::exits::Stop::new().map_err(|e| unavailable("eventfd", e))?;
-        let shared = Arc::new(Mutex::new(Shared {
-            dropped: early_drops,
-            ..Shared::default()
-        }));
+        let handoff = Handoff::new(opts.max_pending_exits);
+        handoff.put(&mut Vec::new(), early_drops);
         let tick_ns = 1_000_000_000 / opts.clock_ticks_per_s.clamp(1, 1_000_000_000);
-        // More exits waiting for a drain than this are counted as dropped.
-        let max_arrived = opts.max_pending_exits.max(64);
         let reader = Reader {
             sock,
             family,
             stop: stop_rd,
-            shared: shared.clone(),
+            handoff: handoff.clone(),
             asm: Assembler::new(tick_ns, 65_536),
-            max_arrived,
         };
         let handle = std::thread::Builder::new()
             .name("exits-taskstats".into())
@@ -634,7 +622,7 @@ impl TaskstatsExits {
             .map_err(|e| unavailable("starting the reader thread", e))?;
         stop.started(handle);
         Ok(TaskstatsExits {
-            shared,
+            handoff,
             _stop: stop,
             load_ns: monotonic_ns().saturating_sub(start),
         })
@@ -643,16 +631,9 @@ impl TaskstatsExits {
     /// The processes that exited since the previous drain, and the overruns and unreadable
     /// records meanwhile (see the module's header); an error when the reader stopped.
     pub fn drain(&mut self) -> Result<ExitBatch, Error> {
-        let mut s = self.shared.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(why) = &s.failed {
-            return Err(Error::Unsupported(format!(
-                "taskstats reader stopped: {why}"
-            )));
-        }
-        Ok(ExitBatch {
-            exits: std::mem::take(&mut s.arrived),
-            dropped: std::mem::take(&mut s.dropped),
-        })
+        self.handoff
+            .take()
+            .map_err(|why| Error::Unsupported(format!("taskstats reader stopped: {why}")))
     }
 }
 
@@ -661,9 +642,8 @@ struct Reader {
     sock: Socket,
     family: u16,
     stop: OwnedFd,
-    shared: Arc<Mutex<Shared>>,
+    handoff: Arc<Handoff>,
     asm: Assembler,
-    max_arrived: usize,
 }
 
 impl Reader {
@@ -671,8 +651,8 @@ impl Reader {
         // The thread was started before the host dropped its capabilities (which is per
         // thread): it needs none to read its socket, so it keeps none.
         if let Err(e) = crate::caps::keep_only(0) {
-            self.shared.lock().unwrap_or_else(|p| p.into_inner()).failed =
-                Some(format!("could not drop its capabilities: {e}"));
+            self.handoff
+                .fail(format!("could not drop its capabilities: {e}"));
             return;
         }
         let now = boottime_ns();
@@ -680,42 +660,14 @@ impl Reader {
             self.datagram(d, now);
         }
         let mut buf = vec![0u8; 64 * 1024];
-        let why = loop {
-            let mut fds = [
-                libc::pollfd {
-                    fd: self.sock.raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.stop.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: two valid pollfds.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                break Some(format!("poll: {e}"));
-            }
-            if fds[1].revents != 0 {
-                break None;
-            }
-            match self.read_all(&mut buf) {
-                Ok(()) => {}
-                Err(e) => break Some(e.to_string()),
-            }
-        };
+        let (fd, stop) = (self.sock.raw_fd(), self.stop.as_raw_fd());
+        let handoff = self.handoff.clone();
+        crate::exits::read_until_stopped(fd, stop, &handoff, || {
+            self.read_all(&mut buf).map_err(|e| e.to_string())
+        });
         // No deregistration: it needs CAP_NET_ADMIN, which this thread dropped. Closing the
         // socket ends the listener (the kernel drops a listener whose port is gone at its
         // next send, send_cpu_listeners()).
-        if let Some(why) = why {
-            self.shared.lock().unwrap_or_else(|p| p.into_inner()).failed = Some(why);
-        }
     }
 
     /// Reads every datagram queued.
@@ -729,10 +681,7 @@ impl Reader {
                 }
                 Ok(None) => return Ok(()),
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    self.shared
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .dropped += 1;
+                    self.handoff.put(&mut Vec::new(), 1);
                 }
                 Err(e) => return Err(e),
             }
@@ -752,17 +701,7 @@ impl Reader {
                 Err(_) => bad += 1,
             }
         }
-        if exits.is_empty() && bad == 0 {
-            return;
-        }
-        let mut s = self.shared.lock().unwrap_or_else(|p| p.into_inner());
-        s.dropped += bad;
-        let room = self.max_arrived.saturating_sub(s.arrived.len());
-        if exits.len() > room {
-            s.dropped += (exits.len() - room) as u64;
-            exits.truncate(room);
-        }
-        s.arrived.extend(exits);
+        self.handoff.put(&mut exits, bad);
     }
 }
 
