@@ -901,3 +901,26 @@ fn another_host_identity_starts_a_key() {
     }
     assert!(keys.len() < rs.len(), "the others may be deltas: {keys:?}");
 }
+
+/// Exits cost the same in a key frame as in a delta, so they do not make the adaptive rule
+/// write keys: a host whose tasks do not change, with 40 exits (long command lines) in every
+/// sample, gets one key and deltas after it. (Counted, they made every sample a key.)
+#[test]
+fn exits_do_not_make_every_sample_a_key() {
+    let tasks: Vec<_> = (1..=50)
+        .map(|pid| common::process(pid, Some("/usr/bin/some-daemon --flag")))
+        .collect();
+    let mut rng = Rng(11);
+    let mut enc = Encoder::new(60);
+    let keys: Vec<bool> = (0..10)
+        .map(|i| {
+            let mut r = common::reading_at(100 + i, tasks.clone());
+            r.exits = (0..40)
+                .map(|_| new_exit(&mut rng, r.snapshot.taken_at_boottime_ns))
+                .collect();
+            enc.encode(&r, false).key
+        })
+        .collect();
+    assert_eq!(keys.iter().filter(|&&k| k).count(), 1, "{keys:?}");
+    assert!(keys[0]);
+}
