@@ -1475,6 +1475,38 @@ mod tests {
     }
 
     #[test]
+    fn a_zombie_whose_thread_row_comes_first_counts_once() {
+        // After a pid wrap a thread's tid can be below its process's: tid 5 of process 20
+        // sorts before the leader's row. The exit still replaces the leader's figures.
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        let thread = |k| full(20, 5, 106 * S, "z", 0, k);
+        step(&mut a, reading(100 * S, vec![init()], None));
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                vec![init(), thread(0), full(20, 20, 105 * S, "z", S, 1)],
+                None,
+            ),
+        );
+        step(
+            &mut a,
+            with_exits(
+                reading(
+                    120 * S,
+                    vec![init(), thread(0), full(20, 20, 105 * S, "z", 4 * S, 4)],
+                    None,
+                ),
+                vec![exit(20, 105 * S, "z", 4 * S, 4, 0)],
+            ),
+        );
+        let z = group(&a, "z").expect("z");
+        assert_eq!(figures(z), all_of(4 * S, 4));
+        assert_eq!(z.total.exits, [1, 0, 0]);
+    }
+
+    #[test]
     fn a_zombie_that_is_also_an_exit_counts_once() {
         let mut a = Aggregator::new(Options::default());
         let init = || full(1, 1, S, "init", 0, 0);
