@@ -11,122 +11,28 @@
 //! test spawned is compared (by pid and parent), so other processes exiting on a busy host
 //! change nothing.
 
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tasksnap_collect::host::{Host, HostOptions};
 use tasksnap_model::{Exit, ExitReason};
 
+mod exits_common;
+
+use exits_common::{exits_of, wait4, within_10_percent};
+
 const ROLE: &str = "TASKSNAP_EXITS_CHILD";
 
-/// The process's own CPU time, ns.
-fn process_cpu_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
-
-/// Names the process (its main thread: the harness runs this role on another thread, and
-/// PR_SET_NAME would name that one; /proc/self/comm is the group leader's).
-fn set_comm(name: &str) {
-    std::fs::write("/proc/self/comm", name).expect("write /proc/self/comm");
-}
-
-fn spin_until_process_cpu(ns: u64) {
-    let mut x = 0u64;
-    while process_cpu_ns() < ns {
-        for i in 0..10_000u64 {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
-        }
-    }
-}
-
-/// The children's roles (run only in a child, with TASKSNAP_EXITS_CHILD set).
+/// The children's roles (run only in a child, with the variable set).
 #[test]
 fn child_role() {
-    let Ok(role) = std::env::var(ROLE) else {
-        return;
-    };
-    match role.as_str() {
-        "cpu3" => {
-            set_comm("ex-cpu3");
-            spin_until_process_cpu(50_000_000);
-            // SAFETY: _exit ends the process at once (no test-harness teardown).
-            unsafe { libc::_exit(3) };
-        }
-        "sleep" => {
-            set_comm("ex-sleep");
-            std::thread::sleep(Duration::from_secs(60));
-            // SAFETY: as above.
-            unsafe { libc::_exit(0) };
-        }
-        "true" => {
-            // SAFETY: as above.
-            unsafe { libc::_exit(0) };
-        }
-        "threads" => {
-            set_comm("ex-threads");
-            for _ in 0..2 {
-                std::thread::spawn(|| spin_until_process_cpu(u64::MAX));
-            }
-            spin_until_process_cpu(200_000_000);
-            // exit_group() while the other threads still spin: the group's last thread to
-            // exit may be any of the three.
-            // SAFETY: as above.
-            unsafe { libc::_exit(5) };
-        }
-        other => panic!("unknown role {other}"),
+    if let Ok(role) = std::env::var(ROLE) {
+        exits_common::play(&role, "ex", 50_000_000, 200_000_000);
     }
 }
 
-/// Starts this binary in `role`, leading its own process group (reaped by [`wait4`]).
+/// Starts this binary in `role`.
 fn spawn(role: &str) -> std::process::Child {
-    let exe = std::env::current_exe().expect("test binary path");
-    Command::new(exe)
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
-        .env(ROLE, role)
-        .process_group(0)
-        .spawn()
-        .expect("spawn the child")
-}
-
-/// Waits for `child`; its wait status and rusage CPU (user + system), ns.
-fn wait4(child: std::process::Child) -> (i32, u64) {
-    let pid = child.id() as i32;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it and status.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child, with valid out-pointers.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    (status, tv(ru.ru_utime) + tv(ru.ru_stime))
-}
-
-/// Drains until `pid`'s record came and a little after (a second record for it would come
-/// by then); returns every record for `pid` with this process as parent.
-fn records_of(exits: &mut tasksnap_collect::exits::Exits, pid: i32) -> Vec<Exit> {
-    // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
-    let mut found = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut settle: Option<Instant> = None;
-    while Instant::now() < deadline {
-        let batch = exits.drain().expect("drain");
-        found.extend(
-            batch
-                .exits
-                .into_iter()
-                .filter(|e| e.id.tgid == pid && e.ppid == me),
-        );
-        if !found.is_empty() && settle.is_none() {
-            settle = Some(Instant::now() + Duration::from_millis(300));
-        }
-        if settle.is_some_and(|s| Instant::now() > s) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    found
+    exits_common::spawn(ROLE, role)
 }
 
 fn open() -> Option<tasksnap_collect::exits::Exits> {
@@ -138,15 +44,6 @@ fn open() -> Option<tasksnap_collect::exits::Exits> {
             .open_exits()
             .expect("load the exit program"),
     )
-}
-
-fn within_10_percent(what: &str, got_ns: u64, truth_ns: u64) {
-    let diff = got_ns.abs_diff(truth_ns) as f64;
-    eprintln!("{what}: record {got_ns} ns, rusage {truth_ns} ns");
-    assert!(
-        diff <= 0.10 * truth_ns as f64,
-        "{what}: exit record says {got_ns} ns of CPU, wait4 rusage {truth_ns} ns"
-    );
 }
 
 fn args_of(e: &Exit) -> Vec<String> {
@@ -163,7 +60,7 @@ fn a_process_that_exits_3_appears_once_with_its_code_comm_cmdline_and_cpu() {
     let pid = child.id() as i32;
     let (status, truth_ns) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
-    let recs = records_of(&mut exits, pid);
+    let recs = exits_of(&mut exits, pid);
     assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
     let e = &recs[0];
     assert_eq!(e.reason(), ExitReason::Code(3));
@@ -193,7 +90,7 @@ fn a_killed_process_appears_with_its_signal() {
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     let (status, _) = wait4(child);
     assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
-    let recs = records_of(&mut exits, pid);
+    let recs = exits_of(&mut exits, pid);
     assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
     assert_eq!(
         recs[0].reason(),
@@ -212,7 +109,7 @@ fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     let pid = child.id() as i32;
     let (status, truth_ns) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5);
-    let recs = records_of(&mut exits, pid);
+    let recs = exits_of(&mut exits, pid);
     assert_eq!(
         recs.len(),
         1,

@@ -11,117 +11,28 @@
 //! test spawned is compared (by pid and parent), so other processes exiting on a busy host
 //! change nothing.
 
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tasksnap_collect::exits::{ExitSource, Exits, Options};
 use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Groups, Query, Selector};
 
+mod exits_common;
+
+use exits_common::{exits_of, wait4, within_10_percent};
+
 const ROLE: &str = "TASKSNAP_EXITS_TS_CHILD";
-
-/// The process's own CPU time, ns.
-fn process_cpu_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
-
-/// Names the process (its main thread: /proc/self/comm is the group leader's).
-fn set_comm(name: &str) {
-    std::fs::write("/proc/self/comm", name).expect("write /proc/self/comm");
-}
-
-fn spin_until_process_cpu(ns: u64) {
-    let mut x = 0u64;
-    while process_cpu_ns() < ns {
-        for i in 0..10_000u64 {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
-        }
-    }
-}
 
 /// The children's roles (run only in a child, with the variable set).
 #[test]
 fn child_role() {
-    let Ok(role) = std::env::var(ROLE) else {
-        return;
-    };
-    match role.as_str() {
-        "cpu3" => {
-            set_comm("ts-cpu3");
-            spin_until_process_cpu(200_000_000);
-            // SAFETY: _exit ends the process at once (no test-harness teardown).
-            unsafe { libc::_exit(3) };
-        }
-        "sleep" => {
-            set_comm("ts-sleep");
-            std::thread::sleep(Duration::from_secs(60));
-            // SAFETY: as above.
-            unsafe { libc::_exit(0) };
-        }
-        "threads" => {
-            set_comm("ts-threads");
-            for _ in 0..2 {
-                std::thread::spawn(|| spin_until_process_cpu(u64::MAX));
-            }
-            spin_until_process_cpu(300_000_000);
-            // exit_group() while the other threads still spin: any of the three may be the
-            // group's last thread.
-            // SAFETY: as above.
-            unsafe { libc::_exit(5) };
-        }
-        other => panic!("unknown role {other}"),
+    if let Ok(role) = std::env::var(ROLE) {
+        exits_common::play(&role, "ts", 200_000_000, 300_000_000);
     }
 }
 
-/// Starts this binary in `role`, leading its own process group.
+/// Starts this binary in `role`.
 fn spawn(role: &str) -> std::process::Child {
-    let exe = std::env::current_exe().expect("test binary path");
-    Command::new(exe)
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
-        .env(ROLE, role)
-        .process_group(0)
-        .spawn()
-        .expect("spawn the child")
-}
-
-/// Waits for `child`; its wait status and rusage CPU (user + system), ns.
-fn wait4(child: std::process::Child) -> (i32, u64) {
-    let pid = child.id() as i32;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 fills it and status.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child, with valid out-pointers.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    (status, tv(ru.ru_utime) + tv(ru.ru_stime))
-}
-
-/// Drains until `pid`'s exit came and a little after (a second one for it would come by
-/// then); returns every exit of `pid` with this process as parent.
-fn exits_of(exits: &mut Exits, pid: i32) -> Vec<Exit> {
-    // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
-    let mut found = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut settle: Option<Instant> = None;
-    while Instant::now() < deadline {
-        let batch = exits.drain().expect("drain");
-        found.extend(
-            batch
-                .exits
-                .into_iter()
-                .filter(|e| e.id.tgid == pid && e.ppid == me),
-        );
-        if !found.is_empty() && settle.is_none() {
-            settle = Some(Instant::now() + Duration::from_millis(300));
-        }
-        if settle.is_some_and(|s| Instant::now() > s) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    found
+    exits_common::spawn(ROLE, role)
 }
 
 fn open() -> Option<Exits> {
@@ -131,15 +42,6 @@ fn open() -> Option<Exits> {
     let exits = Exits::load_taskstats(Options::default()).expect("register a taskstats listener");
     assert_eq!(exits.source(), ExitSource::Taskstats);
     Some(exits)
-}
-
-fn within_10_percent(what: &str, got_ns: u64, truth_ns: u64) {
-    let diff = got_ns.abs_diff(truth_ns) as f64;
-    eprintln!("{what}: exit {got_ns} ns, rusage {truth_ns} ns");
-    assert!(
-        diff <= 0.10 * truth_ns as f64,
-        "{what}: the exit says {got_ns} ns of CPU, wait4 rusage {truth_ns} ns"
-    );
 }
 
 #[test]
