@@ -525,6 +525,8 @@ impl Aggregator {
         } else {
             r.exited_ids()
         };
+        // Their tgids: the leader of a process is looked up only for these.
+        let exited_tgids: HashSet<i32> = exited.iter().map(|id| id.tgid).collect();
         // Whether the tasks carry context switches (the BPF backend): exits add theirs only
         // then, or a group's counter would count its exited processes and nothing else.
         let live_switches = tasks.iter().any(|t| {
@@ -574,7 +576,7 @@ impl Aggregator {
                     let gi = groups_at.next_if(|e| e.0 .0 == t.id.tgid).map(|e| *e.1);
                     // By the leader's identity, wherever its row is: after a pid wrap a
                     // thread's tid can be below its tgid, and its row first.
-                    let dead = !exited.is_empty()
+                    let dead = exited_tgids.contains(&t.id.tgid)
                         && tasks
                             .binary_search_by_key(&(t.id.tgid, t.id.tgid), |x| {
                                 (x.id.tgid, x.id.tid)
