@@ -103,7 +103,7 @@ fn reading_while_writing_and_continuing_a_store() {
     assert_eq!(live.iter().filter(|e| e.kind == 1).count(), 20);
     check_all(&store, &live);
     drop(w); // like a crash: no index on the last segment
-    let mut w = Writer::create(dir, opts(10)).expect("continue");
+    let mut w = create_again(dir);
     assert!(w.starts_segment(30 * S));
     record(&mut w, 30, 35);
     w.finish().expect("finish");
