@@ -170,6 +170,31 @@ pub fn owned(fd: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Runs a syscall program (`SEC("syscall")`) once in this thread with `args` as its context,
+/// in and out: the kernel copies the context in before the run and back after it
+/// (bpf_prog_test_run_syscall() refuses ctx_out). A negative return of the program is its
+/// error.
+pub fn run_syscall<T>(prog: &impl AsRawFd, args: &mut T) -> io::Result<()> {
+    let size = std::mem::size_of::<T>();
+    let ctx = (args as *mut T).cast::<libc::c_void>();
+    let mut opts = libbpf_sys::bpf_test_run_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+        ctx_in: ctx.cast_const(),
+        ctx_size_in: size as u32,
+        ..Default::default()
+    };
+    // SAFETY: the program fd is valid for the call; ctx_in points at `args`, `size` writable
+    // bytes that outlive the call.
+    let r = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
+    if r < 0 {
+        return Err(io::Error::from_raw_os_error(-r));
+    }
+    if (opts.retval as i32) < 0 {
+        return Err(io::Error::from_raw_os_error(-(opts.retval as i32)));
+    }
+    Ok(())
+}
+
 /// A fresh iterator file of the iterator link `link` (read it to its end for one pass).
 pub fn iter_file(link: &impl AsRawFd) -> io::Result<File> {
     // SAFETY: bpf_iter_create takes a link descriptor, valid for the call.

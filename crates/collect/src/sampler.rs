@@ -134,6 +134,7 @@ impl Sampler {
         let (states, states_backend, states_why) = if opts.states {
             let bpf = crate::states::bpf::Options {
                 track_sleep: opts.track_sleep,
+                incremental: true,
                 ..Default::default()
             };
             let procfs = crate::states::procfs::Options {

@@ -20,17 +20,45 @@ use tasksnap_collect::states::Filter;
 use tasksnap_collect::StateSource;
 use tasksnap_states::{Rollup, State};
 
-fn source() -> BpfSource {
+fn me() -> i32 {
     // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
-    BpfSource::load(Options {
+    unsafe { libc::getpid() }
+}
+
+/// The two ways the accounting is read, each test run against both: a filtered source
+/// (one iterator over this process's threads, a whole pass each sample), and an incremental
+/// one over the whole host (each sample drains the threads that changed and takes every
+/// other one on in its state), of which the test looks at this process's threads only.
+fn sources() -> [(&'static str, Box<dyn StateSource>); 2] {
+    let filtered = BpfSource::load(Options {
         filter: Filter {
-            pids: vec![me],
+            pids: vec![me()],
             comms: vec![],
         },
         ..Options::default()
     })
-    .expect("load the BPF accounting")
+    .expect("load the BPF accounting");
+    let incremental = BpfSource::load(Options {
+        incremental: true,
+        ..Options::default()
+    })
+    .expect("load the BPF accounting (incremental)");
+    [
+        ("filtered", Box::new(filtered)),
+        ("incremental", Box::new(OwnThreads(incremental))),
+    ]
+}
+
+/// A whole-host source's samples cut to this process's threads.
+struct OwnThreads(BpfSource);
+
+impl StateSource for OwnThreads {
+    fn sample(&mut self) -> Result<tasksnap_collect::states::Sample, tasksnap_collect::Error> {
+        let mut s = self.0.sample()?;
+        let me = me();
+        s.threads.retain(|id, _| id.tgid == me);
+        Ok(s)
+    }
 }
 
 /// The BPF running and runnable ns against schedstat's (see `within_schedstat`; both are
@@ -57,37 +85,39 @@ fn cpu_hog_runs_100_percent() {
         return;
     }
     let _g = serial();
-    let mut src = source();
-    // The hog gets a CPU of its own: the sampling (this thread) runs on another one, and does
-    // not take the hog's CPU while it walks every task of the host in the kernel.
-    pin_to(0);
-    let hog = Worker::hog("hog", Some(last_cpu()));
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    let o = measure_until_ran(&mut src, 1.5, 20.0, &[hog.tid], MIN_RUN_NS);
-    let iv = &o.interval;
-    let r = row(iv, hog.tid);
-    eprintln!("{}", show(r));
-    assert!(
-        !iv.mode.sampled(State::Running) && !iv.mode.sampled(State::Runnable),
-        "both exact in BPF mode"
-    );
-    // The share it got is whatever the rest of the host left it (on an idle machine ~99%,
-    // under a churn with other nice -20 load 24-53% was seen): the exact figure is what the
-    // kernel accounted, within schedstat's lag.
-    agrees_with_schedstat(r, &o, 0);
-    // It never leaves the CPU by itself: running + runnable is its whole life (>= 99.5%).
-    assert!(
-        r.pct(State::Running) + r.pct(State::Runnable) >= 99.5,
-        "{}",
-        show(r)
-    );
-    // Alive the whole interval (each thread's totals are taken when the pass reaches it).
-    assert!(
-        (r.alive_ns as f64 - iv.length_ns as f64).abs() < 0.05 * iv.length_ns as f64,
-        "alive {} of {} ns",
-        r.alive_ns,
-        iv.length_ns
-    );
+    for (how, mut src) in sources() {
+        eprintln!("source: {how}");
+        // The hog gets a CPU of its own: the sampling (this thread) runs on another one, and does
+        // not take the hog's CPU while it walks every task of the host in the kernel.
+        pin_to(0);
+        let hog = Worker::hog("hog", Some(last_cpu()));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let o = measure_until_ran(src.as_mut(), 1.5, 20.0, &[hog.tid], MIN_RUN_NS);
+        let iv = &o.interval;
+        let r = row(iv, hog.tid);
+        eprintln!("{}", show(r));
+        assert!(
+            !iv.mode.sampled(State::Running) && !iv.mode.sampled(State::Runnable),
+            "both exact in BPF mode"
+        );
+        // The share it got is whatever the rest of the host left it (on an idle machine ~99%,
+        // under a churn with other nice -20 load 24-53% was seen): the exact figure is what the
+        // kernel accounted, within schedstat's lag.
+        agrees_with_schedstat(r, &o, 0);
+        // It never leaves the CPU by itself: running + runnable is its whole life (>= 99.5%).
+        assert!(
+            r.pct(State::Running) + r.pct(State::Runnable) >= 99.5,
+            "{}",
+            show(r)
+        );
+        // Alive the whole interval (each thread's totals are taken when the pass reaches it).
+        assert!(
+            (r.alive_ns as f64 - iv.length_ns as f64).abs() < 0.05 * iv.length_ns as f64,
+            "alive {} of {} ns",
+            r.alive_ns,
+            iv.length_ns
+        );
+    }
 }
 
 #[test]
@@ -96,57 +126,59 @@ fn two_hogs_on_one_cpu_share_it() {
         return;
     }
     let _g = serial();
-    let mut src = source();
-    let cpu = last_cpu();
-    pin_to(0);
-    let a = Worker::hog("hog-a", Some(cpu));
-    let b = Worker::hog("hog-b", Some(cpu));
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    let o = measure_until_ran(&mut src, 2.0, 20.0, &[a.tid, b.tid], MIN_RUN_NS);
-    let iv = &o.interval;
-    for (k, w) in [&a, &b].into_iter().enumerate() {
-        let r = row(iv, w.tid);
-        eprintln!("{}", show(r));
-        agrees_with_schedstat(r, &o, k);
+    for (how, mut src) in sources() {
+        eprintln!("source: {how}");
+        let cpu = last_cpu();
+        pin_to(0);
+        let a = Worker::hog("hog-a", Some(cpu));
+        let b = Worker::hog("hog-b", Some(cpu));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let o = measure_until_ran(src.as_mut(), 2.0, 20.0, &[a.tid, b.tid], MIN_RUN_NS);
+        let iv = &o.interval;
+        for (k, w) in [&a, &b].into_iter().enumerate() {
+            let r = row(iv, w.tid);
+            eprintln!("{}", show(r));
+            agrees_with_schedstat(r, &o, k);
+            assert!(
+                r.pct(State::Sleeping) + r.pct(State::Disk) <= 1.0,
+                "{}",
+                show(r)
+            );
+            // Waiting for each other: at best they split the CPU in two, and other load on it
+            // only makes each wait more, so each is runnable for about half its time or more
+            // (a source that missed the waits, or counted them as sleep, fails here).
+            assert!(r.pct(State::Runnable) >= 45.0, "{}", show(r));
+        }
+        let (ra, rb) = (row(iv, a.tid), row(iv, b.tid));
+        let run = |r: &tasksnap_states::Row| r.ns[State::Running.index()] as i64;
+        let runq = |r: &tasksnap_states::Row| r.ns[State::Runnable.index()] as i64;
+        // Each row's totals are taken when the pass reaches that thread: their windows differ by
+        // at most the time the samples took.
+        let tol = o.slop_ns as i64 + SCHEDSTAT_LAG_NS;
+        // One CPU: together they ran no longer than the interval.
         assert!(
-            r.pct(State::Sleeping) + r.pct(State::Disk) <= 1.0,
-            "{}",
-            show(r)
+            run(ra) + run(rb) <= iv.length_ns as i64 + tol,
+            "{} + {} ns ran on one CPU in {} ns",
+            run(ra),
+            run(rb),
+            iv.length_ns
         );
-        // Waiting for each other: at best they split the CPU in two, and other load on it
-        // only makes each wait more, so each is runnable for about half its time or more
-        // (a source that missed the waits, or counted them as sleep, fails here).
-        assert!(r.pct(State::Runnable) >= 45.0, "{}", show(r));
+        // While one ran the other waited (it never sleeps and had no other CPU).
+        assert!(
+            runq(ra) >= run(rb) - tol && runq(rb) >= run(ra) - tol,
+            "runnable while the other ran:\n{}\n{}",
+            show(ra),
+            show(rb)
+        );
+        // The two share fairly (equal weights on one run queue, whatever else runs there),
+        // within 3 points of each other.
+        assert!(
+            (ra.pct(State::Running) - rb.pct(State::Running)).abs() <= 3.0,
+            "{}\n{}",
+            show(ra),
+            show(rb)
+        );
     }
-    let (ra, rb) = (row(iv, a.tid), row(iv, b.tid));
-    let run = |r: &tasksnap_states::Row| r.ns[State::Running.index()] as i64;
-    let runq = |r: &tasksnap_states::Row| r.ns[State::Runnable.index()] as i64;
-    // Each row's totals are taken when the pass reaches that thread: their windows differ by
-    // at most the time the samples took.
-    let tol = o.slop_ns as i64 + SCHEDSTAT_LAG_NS;
-    // One CPU: together they ran no longer than the interval.
-    assert!(
-        run(ra) + run(rb) <= iv.length_ns as i64 + tol,
-        "{} + {} ns ran on one CPU in {} ns",
-        run(ra),
-        run(rb),
-        iv.length_ns
-    );
-    // While one ran the other waited (it never sleeps and had no other CPU).
-    assert!(
-        runq(ra) >= run(rb) - tol && runq(rb) >= run(ra) - tol,
-        "runnable while the other ran:\n{}\n{}",
-        show(ra),
-        show(rb)
-    );
-    // The two share fairly (equal weights on one run queue, whatever else runs there),
-    // within 3 points of each other.
-    assert!(
-        (ra.pct(State::Running) - rb.pct(State::Running)).abs() <= 3.0,
-        "{}\n{}",
-        show(ra),
-        show(rb)
-    );
 }
 
 #[test]
@@ -155,16 +187,18 @@ fn sleeper_sleeps_100_percent() {
         return;
     }
     let _g = serial();
-    let mut src = source();
-    let s = Worker::sleeper("sleeper");
-    wait_for("the sleeper to sleep", || s.letter() == 'S');
-    let iv = measure(&mut src, 1.0, Rollup::Thread);
-    let r = row(&iv, s.tid);
-    eprintln!("{}", show(r));
-    // Tolerance: sleeping >= 99.9% (its whole interval; it never wakes).
-    assert!(r.pct(State::Sleeping) >= 99.9, "{}", show(r));
-    // The ongoing sleep is counted up to the end of the interval.
-    assert!((r.alive_ns as f64 - iv.length_ns as f64).abs() < 0.02 * iv.length_ns as f64);
+    for (how, mut src) in sources() {
+        eprintln!("source: {how}");
+        let s = Worker::sleeper("sleeper");
+        wait_for("the sleeper to sleep", || s.letter() == 'S');
+        let iv = measure(src.as_mut(), 1.0, Rollup::Thread);
+        let r = row(&iv, s.tid);
+        eprintln!("{}", show(r));
+        // Tolerance: sleeping >= 99.9% (its whole interval; it never wakes).
+        assert!(r.pct(State::Sleeping) >= 99.9, "{}", show(r));
+        // The ongoing sleep is counted up to the end of the interval.
+        assert!((r.alive_ns as f64 - iv.length_ns as f64).abs() < 0.02 * iv.length_ns as f64);
+    }
 }
 
 #[test]
@@ -173,32 +207,34 @@ fn dstate_thread_is_in_disk_and_says_where() {
         return;
     }
     let _g = serial();
-    let mut src = source();
-    let d = Worker::dstate("dwaiter");
-    wait_for("the vfork parent to be in D", || d.letter() == 'D');
-    let iv = measure(&mut src, 1.0, Rollup::Thread);
-    let r = row(&iv, d.tid);
-    eprintln!("{}", show(r));
-    // Tolerance: disk > 90%.
-    assert!(r.pct(State::Disk) > 90.0, "{}", show(r));
-    let reason = r.top_reason.as_ref().expect("a reason for the D wait");
-    assert_eq!(reason.state, State::Disk);
-    // The stack starts at the reason, not in the switch (the BPF program, the tracepoint,
-    // __schedule), and names where it waits within three frames: wait_for_vfork_done() is
-    // inlined into kernel_clone() on this kernel
-    // (__wait_for_common <- wait_for_completion_state <- kernel_clone).
-    let text = reason.text(3);
-    let first = reason.frames[0].as_str();
-    assert!(
-        first.starts_with("__wait_for_common")
-            || first.starts_with("wait_for_")
-            || first == "kernel_clone",
-        "reason {text}"
-    );
-    assert!(
-        text.contains("wait_for_vfork_done") || text.contains("kernel_clone"),
-        "reason {text}"
-    );
+    for (how, mut src) in sources() {
+        eprintln!("source: {how}");
+        let d = Worker::dstate("dwaiter");
+        wait_for("the vfork parent to be in D", || d.letter() == 'D');
+        let iv = measure(src.as_mut(), 1.0, Rollup::Thread);
+        let r = row(&iv, d.tid);
+        eprintln!("{}", show(r));
+        // Tolerance: disk > 90%.
+        assert!(r.pct(State::Disk) > 90.0, "{}", show(r));
+        let reason = r.top_reason.as_ref().expect("a reason for the D wait");
+        assert_eq!(reason.state, State::Disk);
+        // The stack starts at the reason, not in the switch (the BPF program, the tracepoint,
+        // __schedule), and names where it waits within three frames: wait_for_vfork_done() is
+        // inlined into kernel_clone() on this kernel
+        // (__wait_for_common <- wait_for_completion_state <- kernel_clone).
+        let text = reason.text(3);
+        let first = reason.frames[0].as_str();
+        assert!(
+            first.starts_with("__wait_for_common")
+                || first.starts_with("wait_for_")
+                || first == "kernel_clone",
+            "reason {text}"
+        );
+        assert!(
+            text.contains("wait_for_vfork_done") || text.contains("kernel_clone"),
+            "reason {text}"
+        );
+    }
 }
 
 #[test]
@@ -209,16 +245,18 @@ fn a_wait_that_began_before_tracking_is_named_from_proc() {
     let _g = serial();
     let d = Worker::dstate("dwaiter-early");
     wait_for("the vfork parent to be in D", || d.letter() == 'D');
-    let mut src = source();
-    let iv = measure(&mut src, 0.5, Rollup::Thread);
-    let r = row(&iv, d.tid);
-    eprintln!("{}", show(r));
-    assert!(r.pct(State::Disk) > 90.0, "{}", show(r));
-    let text = r.top_reason.as_ref().expect("a reason").text(8);
-    assert!(
-        text.contains("kernel_clone") || text.contains("vfork"),
-        "{text}"
-    );
+    for (how, mut src) in sources() {
+        eprintln!("source: {how}");
+        let iv = measure(src.as_mut(), 0.5, Rollup::Thread);
+        let r = row(&iv, d.tid);
+        eprintln!("{}", show(r));
+        assert!(r.pct(State::Disk) > 90.0, "{}", show(r));
+        let text = r.top_reason.as_ref().expect("a reason").text(8);
+        assert!(
+            text.contains("kernel_clone") || text.contains("vfork"),
+            "{text}"
+        );
+    }
 }
 
 #[test]
@@ -228,40 +266,42 @@ fn seed_case_mmap_lock_queueing() {
     }
     let _g = serial();
     let file = seed_file();
-    let mut src = source();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-    let workers: Vec<Worker> = (0..16)
-        .map(|i| Worker::mapper(&format!("query{i}"), fd, SEED_FILE_BYTES))
-        .collect();
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let iv = measure(&mut src, 2.0, Rollup::Thread);
-    let mut disk_total = 0.0;
-    let mut rwsem_rows = 0;
-    for w in &workers {
-        let r = row(&iv, w.tid);
-        eprintln!("{}", show(r));
-        disk_total += r.pct(State::Disk);
-        // The reason starts at the rwsem slow path, with mmap/munmap/populate within 3 frames.
-        if r.reasons.iter().any(|x| {
-            let t = x.text(3);
-            x.state == State::Disk
-                && x.frames[0].starts_with("rwsem_down_")
-                && (t.contains("mmap") || t.contains("munmap") || t.contains("populate"))
-        }) {
-            rwsem_rows += 1;
+    for (how, mut src) in sources() {
+        eprintln!("source: {how}");
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        let workers: Vec<Worker> = (0..16)
+            .map(|i| Worker::mapper(&format!("query{i}"), fd, SEED_FILE_BYTES))
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let iv = measure(src.as_mut(), 2.0, Rollup::Thread);
+        let mut disk_total = 0.0;
+        let mut rwsem_rows = 0;
+        for w in &workers {
+            let r = row(&iv, w.tid);
+            eprintln!("{}", show(r));
+            disk_total += r.pct(State::Disk);
+            // The reason starts at the rwsem slow path, with mmap/munmap/populate within 3 frames.
+            if r.reasons.iter().any(|x| {
+                let t = x.text(3);
+                x.state == State::Disk
+                    && x.frames[0].starts_with("rwsem_down_")
+                    && (t.contains("mmap") || t.contains("munmap") || t.contains("populate"))
+            }) {
+                rwsem_rows += 1;
+            }
         }
+        // Tolerances: the threads spend time in D (> 1% on average), and most of them (>= 12 of
+        // 16) waited on the mmap lock's rwsem slow path under mmap, munmap or populate.
+        assert!(
+            disk_total / 16.0 > 1.0,
+            "disk {:.2}% on average",
+            disk_total / 16.0
+        );
+        assert!(
+            rwsem_rows >= 12,
+            "{rwsem_rows} of 16 threads show the rwsem slow path"
+        );
     }
-    // Tolerances: the threads spend time in D (> 1% on average), and most of them (>= 12 of
-    // 16) waited on the mmap lock's rwsem slow path under mmap, munmap or populate.
-    assert!(
-        disk_total / 16.0 > 1.0,
-        "disk {:.2}% on average",
-        disk_total / 16.0
-    );
-    assert!(
-        rwsem_rows >= 12,
-        "{rwsem_rows} of 16 threads show the rwsem slow path"
-    );
 }
 
 const SEED_FILE_BYTES: usize = 4 << 20;
@@ -281,44 +321,46 @@ fn a_thread_that_exits_during_the_interval_still_appears() {
         return;
     }
     let _g = serial();
-    let mut src = source();
-    let a = src.sample().expect("first sample");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let spawned = std::time::Instant::now();
-    let h = std::thread::Builder::new()
-        .name("shortlived".into())
-        .spawn(move || {
-            // SAFETY: gettid has no arguments and cannot fail.
-            let _ = tx.send(unsafe { libc::gettid() });
-            let start = std::time::Instant::now();
-            let mut x = 0u64;
-            while start.elapsed() < std::time::Duration::from_millis(300) {
-                x = std::hint::black_box(x.wrapping_add(1));
-            }
-        })
-        .expect("spawn");
-    let tid = rx.recv().expect("tid");
-    h.join().expect("join");
-    // The thread lived within this: from before its creation to after it was joined.
-    let bound = spawned.elapsed();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let b = src.sample().expect("second sample");
-    let iv = tasksnap_states::between(&a, &b, Rollup::Thread);
-    let r = row(&iv, tid);
-    eprintln!("{} exited {}, bound {bound:?}", show(r), r.exited);
-    // Reported as exited, alive its 300 ms loop at least and no longer than it can have
-    // lived (on a busy host it may wait for a CPU before, inside and after the loop: alive
-    // all the same), on or waiting for a CPU for >= 95% of it.
-    assert!(r.exited, "{}", show(r));
-    assert!(
-        r.alive_ns >= 295_000_000 && r.alive_ns <= bound.as_nanos() as u64 + 10_000_000,
-        "{} (at most {bound:?})",
-        show(r)
-    );
-    assert!(
-        r.pct(State::Running) + r.pct(State::Runnable) >= 95.0,
-        "{}",
-        show(r)
-    );
-    assert!(iv.exited >= 1);
+    for (how, mut src) in sources() {
+        eprintln!("source: {how}");
+        let a = src.sample().expect("first sample");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::time::Instant::now();
+        let h = std::thread::Builder::new()
+            .name("shortlived".into())
+            .spawn(move || {
+                // SAFETY: gettid has no arguments and cannot fail.
+                let _ = tx.send(unsafe { libc::gettid() });
+                let start = std::time::Instant::now();
+                let mut x = 0u64;
+                while start.elapsed() < std::time::Duration::from_millis(300) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            })
+            .expect("spawn");
+        let tid = rx.recv().expect("tid");
+        h.join().expect("join");
+        // The thread lived within this: from before its creation to after it was joined.
+        let bound = spawned.elapsed();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let b = src.sample().expect("second sample");
+        let iv = tasksnap_states::between(&a, &b, Rollup::Thread);
+        let r = row(&iv, tid);
+        eprintln!("{} exited {}, bound {bound:?}", show(r), r.exited);
+        // Reported as exited, alive its 300 ms loop at least and no longer than it can have
+        // lived (on a busy host it may wait for a CPU before, inside and after the loop: alive
+        // all the same), on or waiting for a CPU for >= 95% of it.
+        assert!(r.exited, "{}", show(r));
+        assert!(
+            r.alive_ns >= 295_000_000 && r.alive_ns <= bound.as_nanos() as u64 + 10_000_000,
+            "{} (at most {bound:?})",
+            show(r)
+        );
+        assert!(
+            r.pct(State::Running) + r.pct(State::Runnable) >= 95.0,
+            "{}",
+            show(r)
+        );
+        assert!(iv.exited >= 1);
+    }
 }

@@ -42,10 +42,15 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * of a host sleep most of the time, and their stacks would fill the maps). */
 const volatile bool track_sleep = false;
 
+/* Keep the `dirty` queue (set by user space before load when it reads with drain_states):
+ * off, the switch program pays nothing for it and the wakeup programs are not attached. */
+const volatile bool incremental = false;
+
 /* What could not be recorded: user space reports these when they are not zero. */
 __u64 lost_exits = 0;	/* the ring buffer was full at a thread's exit */
 __u64 lost_stacks = 0;	/* the stack map or the why map was full */
 __u64 lost_storage = 0;	/* task storage could not be allocated */
+__u64 dirty_lost = 0;	/* the dirty queue was full: the reader takes a whole pass */
 
 /*
  * The reader's pid namespace (its level, and its address as a number), taken from the reader
@@ -70,6 +75,8 @@ __u64 reader_ns = 0;
 struct st_rec st_rec_layout = {};
 struct st_why_key st_why_key_layout = {};
 struct st_acct st_acct_layout = {};
+struct st_dirty st_dirty_layout = {};
+struct st_drain_args st_drain_args_layout = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -92,12 +99,51 @@ struct {
 	__type(value, __u64);
 } why SEC(".maps");
 
+#define ST_RING_BYTES (1 << 20)
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, ST_RING_BYTES);
 } exits SEC(".maps");
 
+/*
+ * The threads whose state changed since the reader's last drain (drain_states below): what
+ * makes a read cost what switched, not every thread of the host. A thread's state changes
+ * only at its switch-out (on_switch), its wakeup (on_wakeup, a new thread's first one
+ * included) and its switch-in; a thread is queued once until a drain takes it
+ * (st_acct.listed), and a drain puts back the threads it finds on a CPU or a run queue, whose
+ * switch-in is not traced. A thread in none of these is in the state of its last record, for
+ * longer: the reader adds the time. Each reader loads its own copy of this object, so two
+ * readers never take each other's entries. One entry per thread at most: sized for
+ * kernel.threads-max on a big host; a full queue is counted and the reader takes a whole pass.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, 1 << 18);
+	__type(value, struct st_dirty);
+} dirty SEC(".maps");
+
 #define compiler_barrier() asm volatile("" ::: "memory")
+
+/* Queues t for the next drain unless it waits there already. The flag is set with an atomic
+ * exchange after the caller's writes to a, and the drain clears it with one before reading a
+ * (x86 locked operations order them): a change either finds the flag clear and queues the
+ * thread, or happened before the drain read it. */
+static __always_inline void mark(struct task_struct *t, struct st_acct *a)
+{
+	struct st_dirty d = {};
+
+	if (!incremental || a->listed)
+		return;
+	if (__sync_val_compare_and_swap(&a->listed, 0, 1))
+		return;
+	d.tid = t->pid;
+	d.start_boottime_ns = t->start_boottime;
+	if (bpf_map_push_elem(&dirty, &d, 0)) {
+		a->listed = 0;
+		__sync_fetch_and_add(&dirty_lost, 1);
+	}
+}
 
 /*
  * The state a thread switched out with prev_state (as sched_switch reports it) goes to.
@@ -173,8 +219,13 @@ static __always_inline __u32 nr_in_ns(struct pid *pid, __u32 level, __u64 ns)
 
 	if (!pid || pid->level < level)
 		return 0;
-	/* A variable index into the flexible array needs a helper read. */
-	if (bpf_core_read(&u, sizeof(u), &pid->numbers[level]))
+	/* A variable index into the flexible array needs a helper read, and its address is
+	 * computed as a number: the verifier refuses arithmetic on an untrusted pointer with an
+	 * index it cannot bound (drain_states keeps the level on its stack). */
+	if (bpf_probe_read_kernel(&u, sizeof(u),
+				  (const void *)((unsigned long)pid +
+						 bpf_core_field_offset(struct pid, numbers) +
+						 (unsigned long)level * sizeof(struct upid))))
 		return 0;
 	return (__u64)u.ns == ns ? (__u32)u.nr : 0;
 }
@@ -323,6 +374,38 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	}
 	compiler_barrier();
 	a->seq++;
+	mark(prev, a);
+	return 0;
+}
+
+/* A woken thread leaves S, D or T for a run queue without leaving a CPU: queued for the next
+ * drain (a thread without storage was never met: not the reader's). */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	struct st_acct *a;
+
+	if (!p->pid)
+		return 0;
+	a = bpf_task_storage_get(&acct, p, 0, 0);
+	if (a)
+		mark(p, a);
+	return 0;
+}
+
+/* A new thread's first wakeup: met here first, counted from its birth by the drain. */
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(on_wakeup_new, struct task_struct *p)
+{
+	struct st_acct *a;
+
+	if (!p->pid)
+		return 0;
+	a = bpf_task_storage_get(&acct, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (a)
+		mark(p, a);
+	else
+		__sync_fetch_and_add(&lost_storage, 1);
 	return 0;
 }
 
@@ -471,5 +554,104 @@ int dump_states(struct bpf_iter__task *ctx)
 	}
 	totals(&r, t, a, now);
 	bpf_seq_write(seq, &r, sizeof(r));
+	return 0;
+}
+
+/*
+ * One drain: the totals of every thread in the `dirty` queue, through the ring buffer (records
+ * flagged ST_F_DRAINED), so that a read costs the threads that changed. A syscall program
+ * (run with BPF_PROG_TEST_RUN in the reader's context: its pid namespace is the reader's)
+ * looks each thread up by its global pid (bpf_task_from_pid, Linux 6.2, commit 3f0e6f2b41d3).
+ * "Now" is taken once, before any entry is taken, on the first run of a drain: a thread
+ * changing after it is queued again and its record waits for the next drain, so the
+ * threads not drained are exactly in their last state up to now. A thread found on a CPU or
+ * a run queue is put back, tagged with this drain's generation (its switch-in is not traced);
+ * meeting that tag again ends the drain. The run stops early, to be run again once the caller
+ * has emptied the buffer, when a quarter of the ring buffer is left: exit records need room.
+ */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
+
+#define ST_DRAIN_MAX 16384
+
+SEC("syscall")
+int drain_states(struct st_drain_args *args)
+{
+	__u32 level, i, gen = args->gen;
+	__u64 ns, now = args->now_ns;
+
+	args->records = 0;
+	args->done = 0;
+	if (!reader(&level, &ns))
+		return -22; /* EINVAL */
+	if (!now) {
+		now = rq_clock_of(bpf_get_current_task_btf());
+		args->now_ns = now;
+	}
+	bpf_for(i, 0, ST_DRAIN_MAX) {
+		struct st_dirty d = {};
+		struct task_struct *t;
+		struct st_acct *a;
+		struct st_rec *r;
+
+		if (bpf_ringbuf_query(&exits, BPF_RB_AVAIL_DATA) > ST_RING_BYTES / 4 * 3)
+			return 0;
+		if (bpf_map_pop_elem(&dirty, &d)) {
+			args->done = 1;
+			return 0;
+		}
+		if (d.gen == gen) {
+			if (bpf_map_push_elem(&dirty, &d, 0))
+				__sync_fetch_and_add(&dirty_lost, 1);
+			args->done = 1;
+			return 0;
+		}
+		t = bpf_task_from_pid(d.tid);
+		if (!t)
+			continue;	/* gone: its exit record has its final totals */
+		a = bpf_task_storage_get(&acct, t, 0, 0);
+		if (t->start_boottime != d.start_boottime_ns || !a) {
+			bpf_task_release(t);
+			continue;
+		}
+		r = bpf_ringbuf_reserve(&exits, sizeof(*r), 0);
+		if (!r) {
+			/* Still listed: back in the queue for the next run. */
+			if (bpf_map_push_elem(&dirty, &d, 0)) {
+				a->listed = 0;
+				__sync_fetch_and_add(&dirty_lost, 1);
+			}
+			bpf_task_release(t);
+			return 0;
+		}
+		__sync_fetch_and_and(&a->listed, 0);
+		__builtin_memset(r, 0, sizeof(*r));
+		if (!ns_ids(r, t, level, ns)) {
+			bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+			bpf_task_release(t);
+			continue;
+		}
+		if (!a->since_ns) {
+			/* A new thread, met at its first wakeup: counted from its birth. */
+			a->seq++;
+			compiler_barrier();
+			init_from_sched_info(a, t, now_for(t));
+			compiler_barrier();
+			a->seq++;
+		}
+		totals(r, t, a, now_for(t));
+		r->flags |= ST_F_DRAINED;
+		if ((r->cur_state == ST_RUNNING || r->cur_state == ST_RUNNABLE) &&
+		    !__sync_val_compare_and_swap(&a->listed, 0, 1)) {
+			d.gen = gen;
+			if (bpf_map_push_elem(&dirty, &d, 0)) {
+				a->listed = 0;
+				__sync_fetch_and_add(&dirty_lost, 1);
+			}
+		}
+		bpf_task_release(t);
+		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+		args->records++;
+	}
 	return 0;
 }

@@ -23,6 +23,8 @@
 #define ST_F_SEEDED  (1u << 1)	/* current state began before tracking did (seeded from
 				 * task->__state by the iterator): no off-CPU stack for it */
 #define ST_F_KTHREAD (1u << 2)	/* PF_KTHREAD */
+#define ST_F_DRAINED (1u << 3)	/* written by drain_states: a thread that changed since the
+				 * reader's last drain */
 
 /* Per-thread accounting, in task storage, written at the thread's switch-outs only (see
  * states.bpf.c) and read by the iterator, which retries while seq is odd. */
@@ -34,6 +36,32 @@ struct st_acct {
 	__u32 state;		/* ST_* it went off the CPU in (ST_RUNNING: seeded on a CPU) */
 	__s32 stackid;		/* kernel stack of that wait, or -1 */
 	__u32 flags;		/* ST_F_SEEDED */
+	__u32 pad;
+	__u64 listed;		/* 1 while the thread waits in the `dirty` queue (set and
+				 * cleared with atomic operations, outside seq; 64 bits: clang
+				 * 14's BPF target has no 32-bit atomics below -mcpu=v3) */
+};
+
+/* One entry of the `dirty` queue: a thread whose state changed (it left a CPU or was woken)
+ * since the reader's last drain. `gen` is 0 for an event; a drain that puts back a thread
+ * still on a CPU or a run queue tags it with its own generation, and stops when it meets
+ * its own tag again (every older entry has been taken by then). */
+struct st_dirty {
+	__u32 tid;			/* task->pid (global) */
+	__u32 gen;
+	__u64 start_boottime_ns;	/* with tid, the thread */
+};
+
+/* The context of one drain_states run (in and out). */
+struct st_drain_args {
+	__u64 now_ns;		/* in: the drain's "now" (0 on its first run: the program takes
+				 * its CPU's rq->clock and writes it back); the threads that
+				 * were not drained are in the same state up to it */
+	__u32 gen;		/* in: this drain's generation (never 0) */
+	__u32 records;		/* out: records written to the ring buffer by this run */
+	__u32 done;		/* out: 1 when the queue holds no older entry (else run again
+				 * after emptying the ring buffer) */
+	__u32 pad;
 };
 
 /* One thread's totals, up to now_ns: written by the iterator (one per thread) and to the ring

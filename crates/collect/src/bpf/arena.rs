@@ -669,27 +669,8 @@ pub struct CopyCounts {
     pub dmap_levels: u32,
 }
 
-/// Runs a syscall program once in this thread with `args` as its context (in and out).
+/// Runs a syscall program once in this thread with `args` as its context (in and out): the
+/// shared loader's [`tasksnap_bpf::loader::run_syscall`].
 pub(super) fn run<T>(prog: &OwnedFd, args: &mut T) -> io::Result<()> {
-    let size = std::mem::size_of::<T>();
-    let ctx = (args as *mut T).cast::<libc::c_void>();
-    let mut opts = libbpf_sys::bpf_test_run_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
-        // A syscall program's context is copied back into ctx_in after the run
-        // (bpf_prog_test_run_syscall() refuses ctx_out).
-        ctx_in: ctx.cast_const(),
-        ctx_size_in: size as u32,
-        ..Default::default()
-    };
-    // SAFETY: the program fd is valid for the call; ctx_in points at `args`, `size` writable
-    // bytes that outlive the call (the kernel copies the context in before the run and back
-    // after it).
-    let r = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
-    if r < 0 {
-        return Err(io::Error::from_raw_os_error(-r));
-    }
-    if (opts.retval as i32) < 0 {
-        return Err(io::Error::from_raw_os_error(-(opts.retval as i32)));
-    }
-    Ok(())
+    tasksnap_bpf::loader::run_syscall(prog, args)
 }

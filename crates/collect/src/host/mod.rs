@@ -235,6 +235,7 @@ impl Host {
             filter: opts.filter.clone(),
             track_sleep: opts.track_sleep,
             proc_root: self.opts.proc_root.clone(),
+            incremental: true,
             ..Default::default()
         };
         let mut procfs = crate::states::procfs::Options {

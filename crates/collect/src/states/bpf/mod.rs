@@ -43,6 +43,11 @@ pub struct Options {
     /// thread is seeded the first time a sample reads it (the iterator creates its
     /// storage), which is what `tasksnap top` wants: it samples the processes on screen only.
     pub seed_all: bool,
+    /// Read each sample incrementally (every thread of the host only, no filter): the
+    /// threads that changed since the last sample, the others taken on in their state (see
+    /// source.rs). What a sampler that reads every interval wants; costs a program run at
+    /// each wakeup besides the one at each switch.
+    pub incremental: bool,
 }
 
 impl Default for Options {
@@ -53,6 +58,7 @@ impl Default for Options {
             kallsyms: PathBuf::from("/proc/kallsyms"),
             proc_root: PathBuf::from("/proc"),
             seed_all: true,
+            incremental: false,
         }
     }
 }

@@ -3,6 +3,15 @@
 //! stack hash, and turns them into a [`Sample`]. Compiled only when this build has the BPF
 //! programs (see `tasksnap_bpf::select!` in lib.rs, which mounts this file as
 //! `crate::states_bpf`; `states::bpf` re-exports it).
+//!
+//! Read incrementally ([`Options::incremental`], what a long-running sampler asks for): the
+//! first sample is the loading pass over every thread; each later one runs `drain_states`,
+//! which gives the threads that left a CPU, were woken, or are on a CPU or a run queue since
+//! the previous drain, and every other thread is the sample before's, in the same state for
+//! longer ([`extend`]). A read then costs the threads that changed, not every thread of
+//! the host. A whole pass comes back every [`FULL_EVERY`] samples, and at once when the
+//! kernel side lost anything (a full dirty queue, a full ring buffer at an exit), so a thread
+//! whose exit record was lost or whose name was changed from outside is right again.
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -30,6 +39,24 @@ const F_KTHREAD: u32 = 1 << 2;
 /// Reason ids for stacks read from /proc/TID/stack (waits that began before tracking did)
 /// start here; below are the stack map's ids.
 const PROC_STACK_IDS: u32 = 0x8000_0000;
+
+/// `ST_F_DRAINED`: a record of `drain_states` (the ring buffer carries both kinds).
+const F_DRAINED: u32 = 1 << 3;
+
+/// An incremental source takes a whole pass every this many samples.
+const FULL_EVERY: u32 = 60;
+
+/// What an incremental source keeps between samples.
+struct Held {
+    /// Every live thread of the last sample.
+    sample: Sample,
+    /// Samples since the last whole pass.
+    drains: u32,
+    /// The kernel side's loss counters at the last sample: a new loss means a whole pass.
+    lost: (u64, u64),
+    /// The last whole pass's note about pid 1.
+    pid1_note: Option<String>,
+}
 
 /// When the stack map holds more stacks than this, the ones no thread refers to any more are
 /// deleted (the map has 16,384 entries; a full map loses new stacks).
@@ -66,6 +93,12 @@ pub struct BpfSource {
     /// Thread names already made (see [`comm_text`]).
     names: HashMap<[i8; 16], Comm>,
     buf: Vec<u8>,
+    /// The last sample, when read incrementally.
+    held: Option<Held>,
+    /// The last drain's generation (`st_drain_args.gen`).
+    gen: u32,
+    /// The threads the last sample's drain read (empty after a whole pass).
+    drained_ids: Vec<TaskId>,
     /// How long loading and attaching took, ns.
     pub load_ns: u64,
 }
@@ -148,6 +181,7 @@ impl BpfSource {
             |open| {
                 if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
                     ro.track_sleep = opts.track_sleep;
+                    ro.incremental = opts.incremental;
                 }
             },
             |e| {
@@ -165,10 +199,14 @@ impl BpfSource {
         // The iterator first: its first pass (below) seeds every thread that the tracepoints
         // have not met yet.
         let iter_link = attach(&skel.progs.dump_states, "the task iterator")?;
-        let links = vec![
+        let mut links = vec![
             attach(&skel.progs.on_switch, "sched_switch")?,
             attach(&skel.progs.on_exit, "sched_process_exit")?,
         ];
+        if opts.incremental {
+            links.push(attach(&skel.progs.on_wakeup, "sched_wakeup")?);
+            links.push(attach(&skel.progs.on_wakeup_new, "sched_wakeup_new")?);
+        }
         // Symbols are read once the programs are loaded: the stacks start in the JIT-compiled
         // on_switch (`bpf_prog_<tag>_on_switch` in kallsyms), which must be named to be
         // trimmed; read before, its address would take the name of the last kernel symbol.
@@ -206,12 +244,21 @@ impl BpfSource {
             proc_stacks: HashMap::new(),
             names: HashMap::new(),
             buf: Vec::with_capacity(1 << 20),
+            held: None,
+            gen: 0,
+            drained_ids: Vec::new(),
             load_ns: 0,
         };
-        // Seed: every thread not yet met by a tracepoint starts from its current state.
+        // Seed: every thread not yet met by a tracepoint starts from its current state. An
+        // incremental source keeps this pass as its first sample.
         if src.opts.seed_all {
-            src.pass()
-                .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
+            if src.incremental() {
+                src.whole_sample()
+                    .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
+            } else {
+                src.pass()
+                    .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
+            }
         }
         if src.opts.filter.comms.is_empty() {
             let pids = src.opts.filter.pids.clone();
@@ -228,6 +275,21 @@ impl BpfSource {
         }
         src.load_ns = monotonic_ns().saturating_sub(start);
         Ok(src)
+    }
+
+    /// The threads the last sample read because they changed, when it was read
+    /// incrementally (`None` after a whole pass): what a sample cost.
+    pub fn last_drained(&self) -> Option<&[TaskId]> {
+        (self.held.as_ref()?.drains > 0).then_some(self.drained_ids.as_slice())
+    }
+
+    /// Whether samples are read incrementally: asked for, every thread of the host (a
+    /// filter's per-process links read few threads anyway).
+    fn incremental(&self) -> bool {
+        self.opts.incremental
+            && self.proc_links.is_empty()
+            && self.opts.filter.pids.is_empty()
+            && self.opts.filter.comms.is_empty()
     }
 
     /// Reports only the threads of `pids` from now on (an empty list: every thread), with
@@ -250,6 +312,7 @@ impl BpfSource {
                 // The seeding pass over every task left a buffer sized for the host.
                 self.buf = Vec::with_capacity(1 << 16);
             }
+            self.held = None;
             // Nothing left to watch: keep the filter, so that the full pass reports nobody
             // rather than everybody.
             self.opts.filter.pids = if kept.is_empty() && !pids.is_empty() {
@@ -288,6 +351,51 @@ impl BpfSource {
                 })?;
         }
         Ok(self.buf.len() / std::mem::size_of::<skel::types::st_rec>())
+    }
+
+    /// One drain (`drain_states`, run until the queue holds no older entry, the ring buffer
+    /// emptied between runs): the records of the threads that changed, and the drain's
+    /// "now" (the scheduler clock the other threads are extended to). Exit records that
+    /// arrived meanwhile stay in `self.exits`.
+    fn drain(&mut self, gen: u32) -> Result<(Vec<skel::types::st_rec>, u64), Error> {
+        use std::os::fd::AsFd;
+
+        let mut args = skel::types::st_drain_args {
+            gen,
+            ..Default::default()
+        };
+        let mut drained = Vec::new();
+        // Each run stops with a quarter of the ring buffer left; 2^16 runs are far more
+        // than any host's threads need.
+        for _ in 0..1 << 16 {
+            tasksnap_bpf::loader::run_syscall(&self.skel.progs.drain_states.as_fd(), &mut args)
+                .map_err(|e| Error::Bpf(format!("draining the threads that changed: {e}")))?;
+            self.ringbuf
+                .consume()
+                .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
+            let mut all = self.exits.borrow_mut();
+            let mut i = 0;
+            while i < all.len() {
+                if all[i].flags & F_DRAINED != 0 {
+                    drained.push(all.swap_remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+            if args.done != 0 {
+                break;
+            }
+        }
+        Ok((drained, args.now_ns))
+    }
+
+    /// The kernel side's loss counters: dirty queue full, exit ring buffer full.
+    fn losses(&self) -> (u64, u64) {
+        self.skel
+            .maps
+            .bss_data
+            .as_deref()
+            .map_or((0, 0), |b| (b.dirty_lost, b.lost_exits))
     }
 
     /// Off-CPU ns per ((tid, start time), state, stack id) so far.
@@ -418,13 +526,20 @@ impl BpfSource {
         }
     }
 
-    /// Deletes stacks no thread refers to any more, when the map is filling up.
-    fn collect_stacks(&mut self, referenced: &IdSet<u32>) {
+    /// Deletes stacks no thread of `sample` (every thread the source holds) refers to any
+    /// more, when the map is filling up.
+    fn collect_stacks(&mut self, sample: &mut Sample) {
         use libbpf_rs::MapCore;
 
         if self.frames.len() < STACK_GC_AT {
             return;
         }
+        let referenced: IdSet<u32> = sample
+            .threads
+            .values()
+            .flat_map(|t| t.reasons.iter().map(|r| r.1))
+            .collect();
+        sample.reasons.retain(|id, _| referenced.contains(id));
         let unused: Vec<u32> = self
             .frames
             .keys()
@@ -440,8 +555,19 @@ impl BpfSource {
     }
 
     fn sample_impl(&mut self) -> Result<Sample, Error> {
-        // Sets of every thread of the host, hashed with the model's thread hasher: SipHash
-        // over 50,000 (tid, start time) pairs was milliseconds of every sample.
+        if self.incremental() {
+            if let Some(held) = self.held.take() {
+                if held.drains + 1 < FULL_EVERY && self.losses() == held.lost {
+                    return self.changed_sample(held);
+                }
+            }
+        }
+        self.whole_sample()
+    }
+
+    /// A sample from one pass over every thread (the reasons, the exits since the last
+    /// sample); kept as the start of the next one when reading incrementally.
+    fn whole_sample(&mut self) -> Result<Sample, Error> {
         let why = self.why()?;
         let nrecs = self.pass()?;
         // The pass's bytes are taken out of self while they are decoded (the loop below needs
@@ -452,21 +578,18 @@ impl BpfSource {
         self.ringbuf
             .consume()
             .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
-        let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
-
-        // Keyed by (global tid, start time), as the why hash is.
-        let mut why_of = WhyByThread::default();
-        for w in &why {
-            if w.stackid >= 0 {
-                why_of.entry(w.thread).or_default().push((
-                    State::from_index(w.state),
-                    w.stackid as u32,
-                    w.ns,
-                ));
-            }
-        }
+        // Records of an earlier drain are older than this pass: only the exits count.
+        let exits: Vec<skel::types::st_rec> = self
+            .exits
+            .borrow_mut()
+            .drain(..)
+            .filter(|r| r.flags & F_DRAINED == 0)
+            .collect();
+        let why_of = why_by_thread(&why);
         // Which threads are alive matters only for cleaning the why hash: not built otherwise
         // (two sets of every thread of the host would cost more than the rest of a sample).
+        // Sets of every thread of the host are hashed with the model's thread hasher: SipHash
+        // over 50,000 (tid, start time) pairs was milliseconds of every sample.
         let live_threads: IdSet<(i32, u64)> = if why.is_empty() {
             IdSet::default()
         } else {
@@ -478,97 +601,176 @@ impl BpfSource {
         sample.threads.reserve(nrecs + exits.len());
         // The reader's namespace's pid 1 (records are numbered as there).
         let seen_pid1 = recs.iter().any(|r| r.tid == 1);
-        if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
-            sample.notes.extend(self.pid1_note(seen_pid1));
+        let pid1_note = if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
+            self.pid1_note(seen_pid1)
+        } else {
+            None
+        };
+        sample.notes.extend(pid1_note.clone());
+        for r in recs.iter() {
+            self.put(r, false, &why_of, &mut sample);
         }
-        let mut referenced: IdSet<u32> = IdSet::default();
-        for (r, exited) in recs
-            .iter()
-            .map(|r| (r, false))
-            .chain(exits.iter().map(|r| (r, true)))
+        for r in &exits {
+            self.put(r, true, &why_of, &mut sample);
+        }
+        self.finish(&mut sample, &why, Some(&live_threads), &exits);
+        self.buf = buf;
+        if self.incremental() {
+            let mut kept = sample.clone();
+            kept.threads.retain(|_, t| !t.exited);
+            self.held = Some(Held {
+                sample: kept,
+                drains: 0,
+                lost: self.losses(),
+                pid1_note,
+            });
+        }
+        Ok(sample)
+    }
+
+    /// A sample from `held` (the last one) and one drain: the threads that changed are read,
+    /// the others are extended to the drain's "now" in the state they were in.
+    fn changed_sample(&mut self, mut held: Held) -> Result<Sample, Error> {
+        let why = self.why()?;
+        self.gen = self.gen.wrapping_add(1).max(1);
+        let (drained, now_ns) = self.drain(self.gen)?;
+        let exits: Vec<skel::types::st_rec> = self.exits.borrow_mut().drain(..).collect();
+        let why_of = why_by_thread(&why);
+        let mut sample = std::mem::replace(&mut held.sample, Sample::new(Mode::Bpf, 0));
+        sample.at_ns = monotonic_ns();
+        sample.notes.clear();
+        sample.notes.extend(held.pid1_note.clone());
+        extend(&mut sample, now_ns);
+        self.drained_ids.clear();
+        for r in &drained {
+            self.drained_ids.push(TaskId {
+                tgid: r.tgid as i32,
+                tid: r.tid as i32,
+                start_time_ns: r.start_boottime_ns,
+            });
+            self.put(r, false, &why_of, &mut sample);
+        }
+        for r in &exits {
+            self.put(r, true, &why_of, &mut sample);
+        }
+        self.finish(&mut sample, &why, None, &exits);
+        let out = sample.clone();
+        sample.threads.retain(|_, t| !t.exited);
+        held.sample = sample;
+        held.drains += 1;
+        held.lost = self.losses();
+        self.held = Some(held);
+        Ok(out)
+    }
+
+    /// One record into `sample`: its thread's totals with their wait reasons (the why hash's
+    /// entries and the wait not yet in it), unless the filter leaves the thread out. A pass's
+    /// or a drain's record replaces what the sample held; an exit record is merged (the
+    /// later totals win) and marks the thread exited.
+    fn put(
+        &mut self,
+        r: &skel::types::st_rec,
+        exited: bool,
+        why_of: &WhyByThread,
+        sample: &mut Sample,
+    ) {
+        if !self.opts.filter.pids.is_empty()
+            && self.opts.filter.comms.is_empty()
+            && !self.opts.filter.pids.contains(&(r.tgid as i32))
         {
-            if !self.opts.filter.pids.is_empty()
-                && self.opts.filter.comms.is_empty()
-                && !self.opts.filter.pids.contains(&(r.tgid as i32))
-            {
-                continue; // the common case, decided without building the name
-            }
-            let (comm, comm_bytes) = comm_text(&r.comm, &mut self.names);
-            if !self.opts.filter.matches(r.tgid as i32, &comm) {
-                continue;
-            }
-            let mut state_ns = [0u64; NSTATES];
-            state_ns.copy_from_slice(&r.ns[..NSTATES]);
-            let current = State::from_index(r.cur_state);
-            let wait_state = State::from_index(r.wait_state);
-            let mut reasons = why_of
-                .get(&(r.global_tid as i32, r.start_boottime_ns))
-                .cloned()
-                .unwrap_or_default();
-            // The blocked time of the last wait not yet in the hash (it is added at the
-            // thread's next switch-out), under its stack; a wait that began before tracking
-            // did has no stack: /proc/TID/stack names it while it lasts.
-            let keeps = wait_state == State::Disk
-                || (self.opts.track_sleep && wait_state == State::Sleeping);
-            let mut wait_reason = None;
-            if keeps && r.pending_why_ns > 0 {
-                let id = if r.stackid >= 0 {
-                    Some(r.stackid as u32)
-                } else if current == wait_state && !exited {
-                    self.proc_stack_reason(r.tid, r.global_tid, r.start_boottime_ns)
-                } else {
-                    None
-                };
-                if let Some(id) = id {
-                    if current == wait_state && !exited {
-                        wait_reason = Some(id);
-                    }
-                    match reasons.iter_mut().find(|x| x.0 == wait_state && x.1 == id) {
-                        Some(x) => x.2 += r.pending_why_ns,
-                        None => reasons.push((wait_state, id, r.pending_why_ns)),
-                    }
-                }
-            }
-            for &(_, id, _) in &reasons {
-                referenced.insert(id);
-                if id < PROC_STACK_IDS {
-                    let f = self.stack_frames(id);
-                    sample.reasons.insert(id, f);
-                }
-            }
-            let t = ThreadTotals {
-                id: TaskId {
-                    tgid: r.tgid as i32,
-                    tid: r.tid as i32,
-                    start_time_ns: r.start_boottime_ns,
-                },
-                comm,
-                comm_bytes,
-                kernel_thread: r.flags & F_KTHREAD != 0,
-                state_ns,
-                samples: [0; NSTATES],
-                current: Some(current),
-                reasons,
-                wait_reason,
-                seen_at_ns: r.now_ns,
-                exited: exited || r.flags & F_EXITED != 0,
+            return; // the common case, decided without building the name
+        }
+        let (comm, comm_bytes) = comm_text(&r.comm, &mut self.names);
+        if !self.opts.filter.matches(r.tgid as i32, &comm) {
+            return;
+        }
+        let mut state_ns = [0u64; NSTATES];
+        state_ns.copy_from_slice(&r.ns[..NSTATES]);
+        let current = State::from_index(r.cur_state);
+        let wait_state = State::from_index(r.wait_state);
+        let mut reasons = why_of
+            .get(&(r.global_tid as i32, r.start_boottime_ns))
+            .cloned()
+            .unwrap_or_default();
+        // The blocked time of the last wait not yet in the hash (it is added at the
+        // thread's next switch-out), under its stack; a wait that began before tracking
+        // did has no stack: /proc/TID/stack names it while it lasts.
+        let keeps =
+            wait_state == State::Disk || (self.opts.track_sleep && wait_state == State::Sleeping);
+        let mut wait_reason = None;
+        // A wait going on is named even with nothing counted yet: a whole pass at load
+        // (an incremental source's first sample) meets waits that began just then, and a
+        // thread that does not change is only taken on from this record.
+        let ongoing = current == wait_state && !exited;
+        if keeps && (r.pending_why_ns > 0 || ongoing) {
+            let id = if r.stackid >= 0 {
+                Some(r.stackid as u32)
+            } else if ongoing {
+                self.proc_stack_reason(r.tid, r.global_tid, r.start_boottime_ns)
+            } else {
+                None
             };
-            let key = t.id;
-            let sum = |x: &ThreadTotals| x.state_ns.iter().sum::<u64>();
-            match sample.threads.get_mut(&key) {
-                // Seen by the pass and in the exit buffer: the later (larger) totals win, and
-                // the thread is reported as exited.
-                Some(old) => {
-                    if sum(&t) > sum(old) {
-                        *old = t;
-                    }
-                    old.exited = true;
+            if let Some(id) = id {
+                if ongoing {
+                    wait_reason = Some(id);
                 }
-                None => {
-                    sample.threads.insert(key, t);
+                match reasons.iter_mut().find(|x| x.0 == wait_state && x.1 == id) {
+                    Some(x) => x.2 += r.pending_why_ns,
+                    None => reasons.push((wait_state, id, r.pending_why_ns)),
                 }
             }
         }
+        for &(_, id, _) in &reasons {
+            if id < PROC_STACK_IDS && !sample.reasons.contains_key(&id) {
+                let f = self.stack_frames(id);
+                sample.reasons.insert(id, f);
+            }
+        }
+        let t = ThreadTotals {
+            id: TaskId {
+                tgid: r.tgid as i32,
+                tid: r.tid as i32,
+                start_time_ns: r.start_boottime_ns,
+            },
+            comm,
+            comm_bytes,
+            kernel_thread: r.flags & F_KTHREAD != 0,
+            state_ns,
+            samples: [0; NSTATES],
+            current: Some(current),
+            reasons,
+            wait_reason,
+            seen_at_ns: r.now_ns,
+            exited: exited || r.flags & F_EXITED != 0,
+        };
+        let key = t.id;
+        let sum = |x: &ThreadTotals| x.state_ns.iter().sum::<u64>();
+        match sample.threads.get_mut(&key) {
+            // Seen by the pass (or held) and in the exit buffer: the later (larger) totals
+            // win, and the thread is reported as exited.
+            Some(old) if exited => {
+                if sum(&t) > sum(old) {
+                    *old = t;
+                }
+                old.exited = true;
+            }
+            Some(old) => *old = t,
+            None => {
+                sample.threads.insert(key, t);
+            }
+        }
+    }
+
+    /// What every sample ends with: the /proc stacks' frames, the why hash's entries of
+    /// threads that are gone deleted (`live`: every thread alive, when a whole pass knows
+    /// it; else only the exited ones go), the stack map kept from filling, and the losses.
+    fn finish(
+        &mut self,
+        sample: &mut Sample,
+        why: &[WhyEntry],
+        live: Option<&IdSet<(i32, u64)>>,
+        exits: &[skel::types::st_rec],
+    ) {
         for (frames, &id) in &self.proc_stacks {
             sample.reasons.insert(id, Arc::from(frames.clone()));
         }
@@ -580,11 +782,10 @@ impl BpfSource {
             .collect();
         let stale: Vec<&WhyEntry> = why
             .iter()
-            .filter(|w| exited.contains(&w.thread) || !live_threads.contains(&w.thread))
+            .filter(|w| exited.contains(&w.thread) || live.is_some_and(|l| !l.contains(&w.thread)))
             .collect();
         self.delete_why(&stale);
-        self.collect_stacks(&referenced);
-        self.buf = buf;
+        self.collect_stacks(sample);
         if let Some(bss) = self.skel.maps.bss_data.as_deref() {
             if bss.lost_exits > 0 {
                 sample.notes.push(format!(
@@ -606,7 +807,43 @@ impl BpfSource {
                 ));
             }
         }
-        Ok(sample)
+    }
+}
+
+/// The why hash's entries by thread (global tid, start time).
+fn why_by_thread(why: &[WhyEntry]) -> WhyByThread {
+    let mut why_of = WhyByThread::default();
+    for w in why {
+        if w.stackid >= 0 {
+            why_of.entry(w.thread).or_default().push((
+                State::from_index(w.state),
+                w.stackid as u32,
+                w.ns,
+            ));
+        }
+    }
+    why_of
+}
+
+/// Every thread of `sample` taken on to `now_ns` (the scheduler clock) in the state it was
+/// in: the time since it was seen goes to that state, and to its wait's reason when the
+/// wait goes on. Exact for a thread that did not change since (drain_states gives every
+/// one that did).
+fn extend(sample: &mut Sample, now_ns: u64) {
+    for t in sample.threads.values_mut() {
+        let dt = now_ns.saturating_sub(t.seen_at_ns);
+        if dt == 0 {
+            continue;
+        }
+        if let Some(cur) = t.current {
+            t.state_ns[cur.index()] += dt;
+            if let Some(id) = t.wait_reason {
+                if let Some(x) = t.reasons.iter_mut().find(|x| x.0 == cur && x.1 == id) {
+                    x.2 += dt;
+                }
+            }
+        }
+        t.seen_at_ns = now_ns;
     }
 }
 

@@ -28,6 +28,11 @@ impl BpfSource {
     pub fn watch(&mut self, _pids: &[i32]) {
         match self.never {}
     }
+
+    /// Nothing drained: no source is ever made.
+    pub fn last_drained(&self) -> Option<&[tasksnap_model::TaskId]> {
+        match self.never {}
+    }
 }
 
 impl StateSource for BpfSource {

@@ -1,0 +1,288 @@
+//! The incremental read of the BPF accounting (`Options::incremental`, what record and serve
+//! use): each sample drains only the threads that changed and takes every other thread on
+//! in its state. Checked against a whole pass over the same threads, loaded beside it, on
+//! threads of this test process in every kind of activity (never woken, waking every 5 ms,
+//! spinning, born and dead between samples), and for what a sample costs: a thread that
+//! never wakes is not read again. Root only; CI runs them with
+//! TASKSNAP_REQUIRE_PRIVILEGED=1, where a skip is a failure.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use tasksnap_collect::states::bpf::{BpfSource, Options};
+use tasksnap_collect::states::{Filter, Sample, ThreadTotals};
+use tasksnap_collect::StateSource;
+use tasksnap_loadgen::root_or_skip;
+
+fn me() -> i32 {
+    // SAFETY: getpid cannot fail.
+    unsafe { libc::getpid() }
+}
+
+fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Threads of this process in known kinds of activity, stopped on drop.
+struct Load {
+    stop: Arc<AtomicBool>,
+    /// Blocked on a channel that never sends: asleep the whole test.
+    sleepers: Vec<i32>,
+    /// Sleeping 5 ms at a time.
+    wakers: Vec<i32>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    _never: Vec<mpsc::Sender<()>>,
+}
+
+impl Load {
+    fn start(sleepers: usize, wakers: usize, hogs: usize) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let mut handles = Vec::new();
+        let mut never = Vec::new();
+        let mut spawn = |kind: u8, tx: mpsc::Sender<(u8, i32)>| {
+            let stop = stop.clone();
+            let (ntx, nrx) = mpsc::channel::<()>();
+            never.push(ntx);
+            handles.push(std::thread::spawn(move || {
+                let _ = tx.send((kind, gettid()));
+                match kind {
+                    0 => {
+                        let _ = nrx.recv();
+                    }
+                    1 => {
+                        while !stop.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                    }
+                    _ => {
+                        let mut x = 0u64;
+                        while !stop.load(Ordering::Relaxed) {
+                            x = std::hint::black_box(x.wrapping_add(1));
+                        }
+                    }
+                }
+            }));
+        };
+        for _ in 0..sleepers {
+            spawn(0, tx.clone());
+        }
+        for _ in 0..wakers {
+            spawn(1, tx.clone());
+        }
+        for _ in 0..hogs {
+            spawn(2, tx.clone());
+        }
+        let mut load = Load {
+            stop,
+            sleepers: Vec::new(),
+            wakers: Vec::new(),
+            handles,
+            _never: never,
+        };
+        for _ in 0..sleepers + wakers + hogs {
+            let (kind, tid) = rx.recv().expect("a thread's id");
+            match kind {
+                0 => load.sleepers.push(tid),
+                1 => load.wakers.push(tid),
+                _ => {}
+            }
+        }
+        load
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self._never.clear();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+fn incremental() -> BpfSource {
+    BpfSource::load(Options {
+        incremental: true,
+        ..Options::default()
+    })
+    .expect("load the BPF accounting (incremental)")
+}
+
+fn whole() -> BpfSource {
+    BpfSource::load(Options {
+        filter: Filter {
+            pids: vec![me()],
+            comms: vec![],
+        },
+        ..Options::default()
+    })
+    .expect("load the BPF accounting (whole passes)")
+}
+
+fn own(s: &Sample) -> Vec<&ThreadTotals> {
+    let me = me();
+    let mut v: Vec<&ThreadTotals> = s.threads.values().filter(|t| t.id.tgid == me).collect();
+    v.sort_by_key(|t| t.id.tid);
+    v
+}
+
+/// One thread's totals over one interval, as two sources read it: each source counts from
+/// its own start (a thread older than the source from when the source met it), so only the
+/// growth between two readings compares. The readings of each end are taken at their
+/// `seen_at_ns`, some time apart; every state's total only grows, and all together by the
+/// time between readings, so the two growths differ, summed over the states, by at most the
+/// time between the readings of each end.
+fn agree(
+    (a0, a1): (&ThreadTotals, &ThreadTotals),
+    (b0, b1): (&ThreadTotals, &ThreadTotals),
+) -> Result<(), String> {
+    let gaps = a0.seen_at_ns.abs_diff(b0.seen_at_ns) + a1.seen_at_ns.abs_diff(b1.seen_at_ns);
+    let grew = |x: &ThreadTotals, y: &ThreadTotals| -> Vec<u64> {
+        x.state_ns
+            .iter()
+            .zip(&y.state_ns)
+            .map(|(p, q)| q.saturating_sub(*p))
+            .collect()
+    };
+    let (ga, gb) = (grew(a0, a1), grew(b0, b1));
+    let diff: u64 = ga.iter().zip(&gb).map(|(x, y)| x.abs_diff(*y)).sum();
+    // 2 ms: a record's "now" is the newer of two run queues' clocks, each updated at the
+    // latest at the tick (4 ms here) of a busy CPU; the difference is far smaller in practice.
+    if diff > gaps + 2_000_000 {
+        return Err(format!(
+            "thread {} ({}): grew by {ga:?} incrementally, by {gb:?} in whole passes (differ by \
+             {diff} ns, the readings of the two ends {gaps} ns apart)",
+            a1.id.tid, a1.comm
+        ));
+    }
+    Ok(())
+}
+
+/// One test at a time: each loads its own sources and makes threads the other would read.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn incremental_samples_agree_with_whole_passes() {
+    if !root_or_skip("BPF incremental thread states") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut inc = incremental();
+    let mut full = whole();
+    let load = Load::start(100, 4, 1);
+    let mut born: Option<(i32, std::thread::JoinHandle<()>)> = None;
+    let mut compared = 0;
+    let mut before: Option<(Sample, Sample)> = None;
+    for round in 0..6 {
+        std::thread::sleep(Duration::from_millis(300));
+        if round == 2 {
+            // Born between samples, asleep since; another one born and gone.
+            let (tx, rx) = mpsc::channel();
+            let h = std::thread::spawn(move || {
+                let _ = tx.send(gettid());
+                std::thread::sleep(Duration::from_secs(3));
+            });
+            born = Some((rx.recv().expect("tid"), h));
+            std::thread::spawn(|| std::thread::sleep(Duration::from_millis(20)))
+                .join()
+                .expect("join");
+        }
+        let sa = inc.sample().expect("incremental sample");
+        let sb = full.sample().expect("whole pass");
+        {
+            let (a, b) = (own(&sa), own(&sb));
+            // Every thread the whole pass has, the incremental sample has (and none it has
+            // not).
+            let ids = |v: &[&ThreadTotals]| v.iter().map(|t| (t.id, t.exited)).collect::<Vec<_>>();
+            let (ia, ib) = (ids(&a), ids(&b));
+            let missing: Vec<_> = ib.iter().filter(|id| !ia.contains(id)).collect();
+            let extra: Vec<_> = ia.iter().filter(|id| !ib.contains(id)).collect();
+            assert!(
+                missing.is_empty() && extra.is_empty(),
+                "round {round}: missing {missing:?}, extra {extra:?}"
+            );
+            if round > 2 {
+                let (tid, _) = born.as_ref().expect("born");
+                assert!(
+                    a.iter().any(|t| t.id.tid == *tid),
+                    "the thread born in round 2"
+                );
+            }
+            let mut errors = Vec::new();
+            if let Some((pa, pb)) = &before {
+                for t in &a {
+                    let (Some(t0), Some(u0), Some(u1)) = (
+                        pa.threads.get(&t.id),
+                        pb.threads.get(&t.id),
+                        sb.threads.get(&t.id),
+                    ) else {
+                        continue;
+                    };
+                    compared += 1;
+                    if let Err(e) = agree((t0, t), (u0, u1)) {
+                        errors.push(e);
+                    }
+                }
+            }
+            assert!(errors.is_empty(), "round {round}:\n{}", errors.join("\n"));
+        }
+        before = Some((sa, sb));
+    }
+    assert!(compared >= 5 * 100, "{compared} threads compared");
+    drop(load);
+    if let Some((_, h)) = born {
+        h.join().expect("join");
+    }
+}
+
+#[test]
+fn a_sample_reads_only_what_changed() {
+    if !root_or_skip("BPF incremental drain") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut inc = incremental();
+    let load = Load::start(200, 4, 0);
+    // The first samples drain what changed while the threads were being made.
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(200));
+        inc.sample().expect("sample");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let s = inc.sample().expect("sample");
+    let drained = inc.last_drained().expect("an incremental sample");
+    let drained_tids: Vec<i32> = drained.iter().map(|id| id.tid).collect();
+    let read_again: Vec<&i32> = load
+        .sleepers
+        .iter()
+        .filter(|t| drained_tids.contains(t))
+        .collect();
+    assert!(
+        read_again.is_empty(),
+        "threads that never woke were read again: {read_again:?}"
+    );
+    for w in &load.wakers {
+        assert!(
+            drained_tids.contains(w),
+            "waker {w} changed and was not read"
+        );
+    }
+    // The ones not read are still in the sample, asleep for the whole 300 ms and more.
+    let me = me();
+    for tid in &load.sleepers {
+        let t = s
+            .threads
+            .values()
+            .find(|t| t.id.tgid == me && t.id.tid == *tid)
+            .unwrap_or_else(|| panic!("sleeper {tid} missing from the sample"));
+        assert_eq!(
+            t.current,
+            Some(tasksnap_model::states::State::Sleeping),
+            "{tid}"
+        );
+    }
+}
