@@ -189,10 +189,10 @@ fn run(args: &Args) -> ExitCode {
     let mut next = start;
     let code = loop {
         let c0 = own_cpu_ns();
-        let reading = match sampler.read_mut() {
-            Ok(r) => {
+        let (reading, changes) = match sampler.read_changed() {
+            Ok((r, changes)) => {
                 carry.apply(r);
-                &*r
+                (&*r, changes)
             }
             Err(e) => {
                 warn!("tasksnap record: {e}");
@@ -212,7 +212,7 @@ fn run(args: &Args) -> ExitCode {
         }
         tally.exits += reading.exits.len() as u64;
         tally.exits_dropped += reading.exits_dropped;
-        let result = recorder.append(reading);
+        let result = recorder.append_changed(reading, Some(changes));
         let cpu_ns = own_cpu_ns().saturating_sub(c0);
         tally.cpu_ns += cpu_ns;
         if let (true, Ok(a)) = (args.timings, &result) {

@@ -245,4 +245,11 @@ pub trait LiveCollector: Collector {
 pub trait StateSource {
     /// Cumulative totals of every thread the source's filter selects, now.
     fn sample(&mut self) -> Result<Sample, Error>;
+
+    /// The threads whose totals the last [`StateSource::sample`] read (changed, new or
+    /// exited); every other thread's are the sample before's, taken on in the same state.
+    /// `None`: every thread's were read (the default, and a whole pass).
+    fn changed(&self) -> Option<&[tasksnap_model::TaskId]> {
+        None
+    }
 }

@@ -30,7 +30,8 @@ use std::path::PathBuf;
 
 use tasksnap_model::states::ThreadMap;
 use tasksnap_model::{
-    Backend, Groups, PassReport, Query, Reading, Selector, Snapshot, SnapshotStats, Task,
+    Backend, Groups, PassReport, Query, Reading, ReadingChanges, Selector, Snapshot, SnapshotStats,
+    Task, TaskId,
 };
 
 use crate::{choice, system, Error, LiveCollector, StateSource};
@@ -98,6 +99,8 @@ pub struct Sampler {
     unnamed: ThreadMap<()>,
     opts: Options,
     phases: Vec<(&'static str, std::time::Duration)>,
+    /// What the last reading changed from the one before.
+    changes: ReadingChanges,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -182,6 +185,7 @@ impl Sampler {
             unnamed: ThreadMap::default(),
             opts,
             phases: Vec::new(),
+            changes: ReadingChanges::default(),
         })
     }
 
@@ -206,6 +210,13 @@ impl Sampler {
         self.exits.as_ref().ok().map(|e| e.source())
     }
 
+    /// What the last reading changed from the one before (the task rows the walk read
+    /// again or that were given names, the threads whose totals were read): what a consumer
+    /// that keeps the previous reading's rows needs to look at.
+    pub fn changes(&self) -> &ReadingChanges {
+        &self.changes
+    }
+
     /// Where the last [`Sampler::read`]'s time went, phase by phase.
     pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
         &self.phases
@@ -215,6 +226,13 @@ impl Sampler {
     /// costs the tasks that changed, not the host): clone what must outlive that.
     pub fn read(&mut self) -> Result<&Reading, Error> {
         Ok(self.read_mut()?)
+    }
+
+    /// [`Sampler::read_mut`] with what the reading changed from the one before
+    /// ([`Sampler::changes`]), for a caller that hands both on (the recorder).
+    pub fn read_changed(&mut self) -> Result<(&mut Reading, &ReadingChanges), Error> {
+        self.read_mut()?;
+        Ok((&mut self.reading, &self.changes))
     }
 
     /// [`Sampler::read`], for a caller that takes parts out of the reading (an exporter keeps
@@ -265,15 +283,19 @@ impl Sampler {
             .live
             .changes_into(&self.query, &mut |t| fresh.push(t))?;
         fresh.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        self.changes.tasks = (!summary.full).then(|| fresh.iter().map(|t| t.id).collect());
         let tasks = &mut self.reading.snapshot.tasks;
-        let old = std::mem::take(tasks);
-        *tasks = if summary.full {
+        if summary.full {
             // A whole pass: every old task not in it is gone; the others lend their names.
-            carry_names(old, fresh, |_| true)
+            let old = std::mem::take(tasks);
+            *tasks = carry_names(old, fresh, |_| true);
         } else {
             let gone: ThreadMap<()> = summary.gone.iter().map(|id| (*id, ())).collect();
-            carry_names(old, fresh, |t| gone.contains_key(&t.id))
-        };
+            if let Err(fresh) = update_in_place(tasks, fresh, &gone) {
+                let old = std::mem::take(tasks);
+                *tasks = carry_names(old, fresh, |t| gone.contains_key(&t.id));
+            }
+        }
         if self
             .exits
             .as_ref()
@@ -291,6 +313,11 @@ impl Sampler {
             Some(s) => Some(s.sample()?),
             None => None,
         };
+        self.changes.threads = self
+            .states
+            .as_ref()
+            .and_then(|s| s.changed())
+            .map(<[TaskId]>::to_vec);
         let t2 = std::time::Instant::now();
         self.fill_names()?;
         let tasks = &mut self.reading.snapshot.tasks;
@@ -351,6 +378,9 @@ impl Sampler {
                         t.cmdline = f.cmdline;
                         t.cgroup = f.cgroup;
                         t.exe = f.exe;
+                        if let Some(c) = self.changes.tasks.as_mut() {
+                            c.push(t.id);
+                        }
                     }
                     // Gone before its names could be read, or denied: shown as `-`.
                     _ => {
@@ -372,11 +402,49 @@ impl Sampler {
                 if let Some((_, cmdline, cgroup)) = leader.as_ref().filter(|l| l.0 == t.id.tgid) {
                     t.cmdline = cmdline.clone();
                     t.cgroup = cgroup.clone();
+                    if let Some(c) = self.changes.tasks.as_mut() {
+                        c.push(t.id);
+                    }
                 }
             }
         }
         Ok(())
     }
+}
+
+/// `tasks` with `fresh`'s rows replacing theirs in place (keeping the names of the same
+/// identity with the same comm, as [`carry_names`] does) and the tasks `gone` says left
+/// removed, when every fresh row replaces one (the common case of a changed-only walk: a
+/// sample then moves no row it did not read); `fresh` back, untouched, when one is new.
+fn update_in_place(
+    tasks: &mut Vec<Task>,
+    fresh: Vec<Task>,
+    gone: &ThreadMap<()>,
+) -> Result<(), Vec<Task>> {
+    let key = |t: &Task| (t.id.tgid, t.id.tid);
+    let mut at = Vec::with_capacity(fresh.len());
+    for f in &fresh {
+        match tasks.binary_search_by_key(&key(f), key) {
+            Ok(i) => at.push(i),
+            Err(_) => return Err(fresh),
+        }
+    }
+    for (mut f, i) in fresh.into_iter().zip(at) {
+        let o = &mut tasks[i];
+        if o.id == f.id
+            && f.cmdline.is_none()
+            && o.base.as_ref().map(|x| &x.comm) == f.base.as_ref().map(|x| &x.comm)
+        {
+            f.cmdline = o.cmdline.take();
+            f.cgroup = o.cgroup.take();
+            f.exe = o.exe.take();
+        }
+        *o = f;
+    }
+    if !gone.is_empty() {
+        tasks.retain(|t| !gone.contains_key(&t.id));
+    }
+    Ok(())
 }
 
 /// `old` with `fresh`'s tasks replacing or joining them, less the old tasks `gone` says left,
@@ -471,7 +539,21 @@ mod tests {
             ]
         );
         // A whole pass: every old task not in it is gone.
-        let out = carry_names(old, fresh[..1].to_vec(), |_| true);
+        let out = carry_names(old.clone(), fresh[..1].to_vec(), |_| true);
         assert_eq!(listed(&out), vec![(5, 5, Some("sh -c x".into()))]);
+        // In place: the same rows as the merge when every fresh row replaces one; a new row
+        // (12) sends the rows back for the merge.
+        let gone: ThreadMap<()> = [(old[0].id, ())].into_iter().collect();
+        let mut tasks = old.clone();
+        assert!(update_in_place(&mut tasks, fresh[..3].to_vec(), &gone).is_ok());
+        assert_eq!(
+            listed(&tasks),
+            listed(&carry_names(old.clone(), fresh[..3].to_vec(), |t| gone
+                .contains_key(&t.id)))
+        );
+        let mut tasks = old.clone();
+        let back = update_in_place(&mut tasks, fresh.clone(), &gone).expect_err("a new row");
+        assert_eq!(listed(&back), listed(&fresh));
+        assert_eq!(listed(&tasks), listed(&old));
     }
 }

@@ -2,7 +2,7 @@
 //! It keeps the last key's rows (to compare against) and the names given since that key.
 
 use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
-use tasksnap_model::{Cgroup, HostIdentity, Reading, SystemFigures, Task, TaskId};
+use tasksnap_model::{Cgroup, HostIdentity, Reading, ReadingChanges, SystemFigures, Task, TaskId};
 
 use crate::exits::{put_exits, EXITS};
 use crate::host::{put_host, HOST};
@@ -70,6 +70,39 @@ pub struct Encoder {
     adaptive: bool,
     /// Bytes written since the key (key included).
     bytes_since_key: usize,
+    /// The rows that may differ from the key's: every row the readings since the key said
+    /// they changed ([`Encoder::encode_changed`]); `None` when one did not say.
+    dirty: Dirty,
+}
+
+/// The task rows and threads that changed since the key, as the readings told; `None`: not
+/// known (compare every row).
+#[derive(Debug, Default)]
+struct Dirty {
+    tasks: Option<ThreadMap<()>>,
+    threads: Option<ThreadMap<()>>,
+}
+
+impl Dirty {
+    /// After a key: nothing changed since.
+    fn clean() -> Dirty {
+        Dirty {
+            tasks: Some(ThreadMap::default()),
+            threads: Some(ThreadMap::default()),
+        }
+    }
+
+    /// Adds what one reading changed from the one before.
+    fn add(&mut self, changes: Option<&ReadingChanges>) {
+        fn union(set: &mut Option<ThreadMap<()>>, ids: Option<&Vec<TaskId>>) {
+            match (set.as_mut(), ids) {
+                (Some(s), Some(ids)) => s.extend(ids.iter().map(|id| (*id, ()))),
+                _ => *set = None,
+            }
+        }
+        union(&mut self.tasks, changes.and_then(|c| c.tasks.as_ref()));
+        union(&mut self.threads, changes.and_then(|c| c.threads.as_ref()));
+    }
 }
 
 impl Default for Encoder {
@@ -153,6 +186,7 @@ impl Encoder {
             bytes_since_key: 0,
             key: None,
             names: ThreadMap::default(),
+            dirty: Dirty::default(),
         }
     }
 
@@ -166,6 +200,20 @@ impl Encoder {
 
     /// Encodes one reading; `force_key` asks for a key (e.g. the store starts a segment).
     pub fn encode(&mut self, r: &Reading, force_key: bool) -> Encoded {
+        self.encode_changed(r, force_key, None)
+    }
+
+    /// [`Encoder::encode`], told what changed since the reading encoded before
+    /// ([`tasksnap_model::ReadingChanges`], from the sampler): a delta then compares only
+    /// the rows that changed since the key with it, not every row of the host. Every
+    /// reading taken must be given, in order (a reading not given would hide its changes).
+    pub fn encode_changed(
+        &mut self,
+        r: &Reading,
+        force_key: bool,
+        changes: Option<&ReadingChanges>,
+    ) -> Encoded {
+        self.dirty.add(changes);
         let sorted = r.snapshot.tasks.windows(2).all(|w| w[0].id < w[1].id);
         let due = self.since_key.saturating_add(1) >= self.key_every;
         // The identity is in key frames only: another one (a renamed host) needs a key.
@@ -252,6 +300,7 @@ impl Encoder {
             .collect();
         let names = names::encode(true, taken_at, entries.into_iter());
         self.names.clear();
+        self.dirty = Dirty::clean();
         self.since_key = 0;
         self.bytes_since_key = (out.len() + names.len()).saturating_sub(self.cols.c(EXITS).len());
         self.key = sorted.then(|| Key {
@@ -279,11 +328,20 @@ impl Encoder {
         let mut rows: Vec<(usize, Option<usize>)> = Vec::new();
         let mut gone = Vec::new();
         let mut new_names = Vec::new();
+        let dirty_tasks = self.dirty.tasks.as_ref();
         let (mut i, mut j) = (0, 0);
         loop {
             let in_key = match (k.tasks.get(i), cur.get(j)) {
                 (None, None) => break,
                 (Some(kt), Some(ct)) if kt.id == ct.id => {
+                    // A row the readings did not say changed is the key's (checked in debug
+                    // builds), names included.
+                    if !dirty_tasks.is_none_or(|d| d.contains_key(&ct.id)) {
+                        debug_assert!(same_row(kt, ct), "{:?} changed unsaid", ct.id);
+                        i += 1;
+                        j += 1;
+                        continue;
+                    }
                     if !same_row(kt, ct) {
                         rows.push((j, Some(i)));
                     }
@@ -318,9 +376,47 @@ impl Encoder {
         // Threads.
         let mut trows: Vec<(&TaskId, &ThreadTotals, Option<usize>)> = Vec::new();
         let mut tgone = Vec::new();
-        let tsorted = r.states.as_ref().map(sorted_threads);
-        let kth = k.threads.as_ref().filter(|_| tsorted.is_some());
-        if let (Some(kt), Some(cur)) = (kth, &tsorted) {
+        let kth = k.threads.as_ref().filter(|_| r.states.is_some());
+        let told = match (kth, &r.states, &self.dirty.threads) {
+            (Some(kt), Some(s), Some(d)) => Some((kt, s, d)),
+            _ => None,
+        };
+        let tsorted = r
+            .states
+            .as_ref()
+            .filter(|_| told.is_none())
+            .map(sorted_threads);
+        if let Some((kt, s, d)) = told {
+            // Told what changed since the key: the key's rows are looked up, and only the
+            // changed ones compared; the new rows are among the changed.
+            for (i, (id, krow)) in kt.rows.iter().enumerate() {
+                match s.threads.get_key_value(id) {
+                    None => tgone.push(i),
+                    Some((id, t)) if d.contains_key(id) => {
+                        if !unchanged(krow, t) {
+                            trows.push((id, t, Some(i)));
+                        }
+                    }
+                    Some((id, t)) => {
+                        debug_assert!(unchanged(krow, t), "{id:?} changed unsaid");
+                    }
+                }
+                if rows.len() + gone.len() + trows.len() + tgone.len() > budget {
+                    return None;
+                }
+            }
+            for id in d.keys() {
+                if kt.rows.binary_search_by(|r| r.0.cmp(id)).is_err() {
+                    if let Some((id, t)) = s.threads.get_key_value(id) {
+                        trows.push((id, t, None));
+                    }
+                }
+            }
+            if rows.len() + gone.len() + trows.len() + tgone.len() > budget {
+                return None;
+            }
+            trows.sort_unstable_by_key(|r| *r.0);
+        } else if let (Some(kt), Some(cur)) = (kth, &tsorted) {
             let (mut i, mut j) = (0, 0);
             loop {
                 match (kt.rows.get(i), cur.get(j)) {

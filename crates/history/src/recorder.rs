@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use tasksnap_model::{HostIdentity, Reading};
+use tasksnap_model::{HostIdentity, Reading, ReadingChanges};
 use tasksnap_store::{StoreError, Writer, WriterOptions};
 
 use crate::{Encoder, History, ReplayError, KIND_NAMES, KIND_SAMPLE};
@@ -78,6 +78,17 @@ impl Recorder {
     /// say. After an error (a full disk, say) what was written before stays readable and
     /// every later append fails.
     pub fn append(&mut self, reading: &Reading) -> Result<Appended, StoreError> {
+        self.append_changed(reading, None)
+    }
+
+    /// [`Recorder::append`], told what changed since the reading appended before (the
+    /// sampler's [`ReadingChanges`]): the encoder then compares only those rows with its key
+    /// ([`crate::Encoder::encode_changed`]). Give every reading taken, in order.
+    pub fn append_changed(
+        &mut self,
+        reading: &Reading,
+        changes: Option<&ReadingChanges>,
+    ) -> Result<Appended, StoreError> {
         let t = reading.snapshot.taken_at_unix_ns;
         // One host identity per segment: another (a host renamed while recording; a new
         // boot, should a recorder outlive one) closes the segment, said once.
@@ -97,7 +108,7 @@ impl Recorder {
         }
         let force_key = self.writer.starts_segment(t);
         let e0 = Instant::now();
-        let enc = self.encoder.encode(reading, force_key);
+        let enc = self.encoder.encode_changed(reading, force_key, changes);
         let e1 = Instant::now();
         if let Some(names) = &enc.names {
             self.writer.append(KIND_NAMES, enc.key, t, names)?;

@@ -31,7 +31,7 @@ pub use identity::{HostIdentity, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES};
 pub use login::Login;
 
 pub use query::{Groups, Query, Selector};
-pub use reading::Reading;
+pub use reading::{Reading, ReadingChanges};
 pub use snapshot::{Snapshot, SnapshotStats};
 pub use system::{
     CpuTicks, LoadAverages, Memory, Pressure, PressureLine, StatCounters, SystemFigures,

@@ -5,7 +5,7 @@
 //! past through the code it shows the present with.
 
 use crate::states::Sample;
-use crate::{Exit, HostIdentity, Snapshot, SystemFigures};
+use crate::{Exit, HostIdentity, Snapshot, SystemFigures, TaskId};
 
 /// The host at one moment.
 #[derive(Debug, Clone)]
@@ -42,4 +42,19 @@ impl Reading {
     pub fn exited_ids(&self) -> std::collections::HashSet<crate::TaskId> {
         self.exits.iter().map(|e| e.id).collect()
     }
+}
+
+/// What changed from one reading of a sampler to its next, for a consumer that keeps what it
+/// made of the previous one (the history encoder compares only these rows with its key): a
+/// task row or a thread's totals not listed are the previous reading's (a thread's totals
+/// taken on in the same state: the time since went to its current state, and to its wait's
+/// reason). Rows that went away are not listed: they are missing from the reading.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadingChanges {
+    /// Task rows read again (or new, or given names) since the previous reading; `None`:
+    /// every row may have changed (a whole pass, the first reading).
+    pub tasks: Option<Vec<TaskId>>,
+    /// Threads whose totals were read since the previous reading (changed, new, exited);
+    /// `None`: every thread's were.
+    pub threads: Option<Vec<TaskId>>,
 }

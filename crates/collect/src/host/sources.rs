@@ -82,6 +82,19 @@ impl Readings {
         self.0.report()
     }
 
+    /// [`Readings::read_mut`] with what the reading changed from the one before
+    /// ([`Sampler::read_changed`]).
+    pub fn read_changed(
+        &mut self,
+    ) -> Result<(&mut Reading, &tasksnap_model::ReadingChanges), Error> {
+        self.0.read_changed()
+    }
+
+    /// What the last reading changed from the one before ([`Sampler::changes`]).
+    pub fn changes(&self) -> &tasksnap_model::ReadingChanges {
+        self.0.changes()
+    }
+
     /// Which source reads thread states (`None` when not asked for), and why that one.
     pub fn states_report(&self) -> (Option<Backend>, &str) {
         self.0.states_report()

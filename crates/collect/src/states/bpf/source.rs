@@ -97,7 +97,8 @@ pub struct BpfSource {
     held: Option<Held>,
     /// The last drain's generation (`st_drain_args.gen`).
     gen: u32,
-    /// The threads the last sample's drain read (empty after a whole pass).
+    /// The threads the last sample's drain and exit records read (empty after a whole
+    /// pass).
     drained_ids: Vec<TaskId>,
     /// How long loading and attaching took, ns.
     pub load_ns: u64,
@@ -277,7 +278,7 @@ impl BpfSource {
         Ok(src)
     }
 
-    /// The threads the last sample read because they changed, when it was read
+    /// The threads the last sample read because they changed or exited, when it was read
     /// incrementally (`None` after a whole pass): what a sample cost.
     pub fn last_drained(&self) -> Option<&[TaskId]> {
         (self.held.as_ref()?.drains > 0).then_some(self.drained_ids.as_slice())
@@ -651,6 +652,11 @@ impl BpfSource {
             self.put(r, false, &why_of, &mut sample);
         }
         for r in &exits {
+            self.drained_ids.push(TaskId {
+                tgid: r.tgid as i32,
+                tid: r.tid as i32,
+                start_time_ns: r.start_boottime_ns,
+            });
             self.put(r, true, &why_of, &mut sample);
         }
         self.finish(&mut sample, &why, None, &exits);
@@ -850,5 +856,9 @@ fn extend(sample: &mut Sample, now_ns: u64) {
 impl StateSource for BpfSource {
     fn sample(&mut self) -> Result<Sample, Error> {
         self.sample_impl()
+    }
+
+    fn changed(&self) -> Option<&[TaskId]> {
+        self.last_drained()
     }
 }
