@@ -252,4 +252,9 @@ pub trait StateSource {
     fn changed(&self) -> Option<&[tasksnap_model::TaskId]> {
         None
     }
+
+    /// Gives back a sample this source returned, once the caller is done with it: a source
+    /// that copies a sample it keeps reuses its memory for the next one (faulting in the
+    /// memory of 100,000 threads' totals anew was a fifth of a sample). Dropped by default.
+    fn recycle(&mut self, _old: Sample) {}
 }

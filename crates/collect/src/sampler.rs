@@ -310,7 +310,13 @@ impl Sampler {
         // its state totals then cover the same interval, so a hog's running time matches
         // its CPU time, sample by sample and across a restart.
         self.reading.states = match self.states.as_mut() {
-            Some(s) => Some(s.sample()?),
+            Some(s) => {
+                // The last sample's memory, unless the caller took it (an exporter keeps it).
+                if let Some(old) = self.reading.states.take() {
+                    s.recycle(old);
+                }
+                Some(s.sample()?)
+            }
             None => None,
         };
         self.changes.threads = self

@@ -370,7 +370,15 @@ impl TaskReader {
             }
         }
 
-        if st.is_none() && !g.needs_status_file() && !g.cred_effective {
+        // The cgroup file and the command line, read below, prove it as well (a task gone
+        // fails their open): a fill of names alone (the recorder's first sample, 50,000
+        // processes) then costs two files per process, not a stat besides.
+        if st.is_none()
+            && !g.needs_status_file()
+            && !g.cred_effective
+            && !g.needs_cgroup_file()
+            && !g.cmdline
+        {
             // Nothing else proves the task exists: look at its directory.
             let looked = self.retry(|r| {
                 let path = r.set_path(tgid, tid, "");

@@ -97,6 +97,9 @@ pub struct BpfSource {
     held: Option<Held>,
     /// The last drain's generation (`st_drain_args.gen`).
     gen: u32,
+    /// A sample given back ([`StateSource::recycle`]): the next copy of the held one goes
+    /// into its memory.
+    spare: Option<Sample>,
     /// The threads the last sample's drain and exit records read (empty after a whole
     /// pass).
     drained_ids: Vec<TaskId>,
@@ -248,6 +251,7 @@ impl BpfSource {
             held: None,
             gen: 0,
             drained_ids: Vec::new(),
+            spare: None,
             load_ns: 0,
         };
         // Seed: every thread not yet met by a tracepoint starts from its current state. An
@@ -660,7 +664,17 @@ impl BpfSource {
             self.put(r, true, &why_of, &mut sample);
         }
         self.finish(&mut sample, &why, None, &exits);
-        let out = sample.clone();
+        let out = match self.spare.take() {
+            Some(mut out) => {
+                out.mode = sample.mode;
+                out.at_ns = sample.at_ns;
+                out.threads.clone_from(&sample.threads);
+                out.reasons.clone_from(&sample.reasons);
+                out.notes.clone_from(&sample.notes);
+                out
+            }
+            None => sample.clone(),
+        };
         sample.threads.retain(|_, t| !t.exited);
         held.sample = sample;
         held.drains += 1;
@@ -860,5 +874,11 @@ impl StateSource for BpfSource {
 
     fn changed(&self) -> Option<&[TaskId]> {
         self.last_drained()
+    }
+
+    fn recycle(&mut self, old: Sample) {
+        if self.held.is_some() {
+            self.spare = Some(old);
+        }
     }
 }
