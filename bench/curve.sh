@@ -82,7 +82,7 @@ mkdir -p "$WORK"
 csv=$WORK/curve.csv
 loadcsv=$WORK/load.csv
 echo "busy,tool,cpu_ms_per_sample_total,cpu_ms_per_sample_steady" >"$csv"
-echo "busy,wakes_per_s_asked,wakes_per_s_got,busy_cpu_ms_per_s,machine_tasks,cpu_pressure_pct,seconds" >"$loadcsv"
+echo "busy,wakes_per_s_asked,wakes_per_s_got,busy_cpu_ms_per_s,machine_tasks,machine_tasks_end,cpu_pressure_pct,seconds" >"$loadcsv"
 hz=$(getconf CLK_TCK)
 
 serve_pid=""
@@ -220,7 +220,7 @@ run_busy() {
   local report
   read -r report <&"${LOAD[0]}"
   printf '%s' "$report" | python3 -c 'import json, sys; [print(p) for p in json.load(sys.stdin).get("wakers", [])]' >"$WORK/wakers"
-  local tasks ns0 sw0 s0 p0 ns1 sw1 s1 p1
+  local tasks tasks_end ns0 sw0 s0 p0 ns1 sw1 s1 p1
   tasks=$(tasks_now)
   echo "   load ready: $tasks tasks on the machine" >&2
   # The wakers' clocks start at once; give the load a moment to settle.
@@ -231,12 +231,17 @@ run_busy() {
   measure_top "$k"
   [ "$TOP_TUI" = 0 ] || measure_top_tui "$k"
   ns1=$(wakers_ns); sw1=$(wakers_switches); s1=$(date +%s.%N); p1=$(cpu_pressure_us)
+  tasks_end=$(tasks_now)
   awk -v k="$k" -v a="$ns0" -v b="$ns1" -v s0="$s0" -v s1="$s1" \
     'BEGIN { printf "%d,busy tasks,%.2f,%.2f\n", k, (b - a) / 1e6 / (s1 - s0), (b - a) / 1e6 / (s1 - s0) }' >>"$csv"
   awk -v k="$k" -v p="$PERIOD_MS" -v a="$sw0" -v b="$sw1" -v s0="$s0" -v s1="$s1" -v ns0="$ns0" -v ns1="$ns1" -v t="$tasks" \
-    -v p0="$p0" -v p1="$p1" \
-    'BEGIN { printf "%d,%.0f,%.0f,%.2f,%d,%.1f,%.0f\n", k, k * 1000 / p, (b - a) / (s1 - s0),
-             (ns1 - ns0) / 1e6 / (s1 - s0), t, (p1 - p0) / 1e4 / (s1 - s0), s1 - s0 }' >>"$loadcsv"
+    -v p0="$p0" -v p1="$p1" -v te="$tasks_end" \
+    'BEGIN { printf "%d,%.0f,%.0f,%.2f,%d,%d,%.1f,%.0f\n", k, k * 1000 / p, (b - a) / (s1 - s0),
+             (ns1 - ns0) / 1e6 / (s1 - s0), t, te, (p1 - p0) / 1e4 / (s1 - s0), s1 - s0 }' >>"$loadcsv"
+  # Another load that came or went meanwhile makes the figures of this K another machine's.
+  if [ $((tasks_end - tasks)) -gt $((tasks / 10 + 1000)) ] || [ $((tasks - tasks_end)) -gt $((tasks / 10 + 1000)) ]; then
+    echo "   WARNING: the machine went from $tasks to $tasks_end tasks during the measurement" >&2
+  fi
   stop_load
   grep "^$k," "$csv" | sed 's/^/   /' >&2
   tail -n 1 "$loadcsv" | sed 's/^/   load: /' >&2
