@@ -24,7 +24,8 @@ def number(text):
         v = float(text)
     except ValueError:
         return None
-    return v if math.isfinite(v) else None
+    # A log axis has no place for 0 (the busy tasks' CPU when there are none).
+    return v if math.isfinite(v) and v > 0 else None
 
 
 def main():
