@@ -84,6 +84,13 @@ pub struct LoadInfo {
     /// Their pids; only filled with `--list-pids`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub procs: Vec<i32>,
+    /// `--wakers`: the pids (sorted, always listed) of the `--procs` processes that wake
+    /// every `wake_period_ms` (comm `lg-waker`); they count in `procs_count` and `procs`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub wakers: Vec<i32>,
+    /// `--wake-period-ms` when there are `wakers`.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub wake_period_ms: u64,
     /// Process holding the `--threads` extra threads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads_pid: Option<i32>,
@@ -154,6 +161,10 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 impl LoadInfo {
     /// Every process pid named in the report (thread tids excluded),
     /// including the leader. `procs` is only complete with `--list-pids`; the
@@ -161,6 +172,9 @@ impl LoadInfo {
     pub fn known_pids(&self) -> Vec<i32> {
         let mut v = vec![self.leader];
         v.extend(&self.procs);
+        if self.procs.is_empty() {
+            v.extend(&self.wakers);
+        }
         v.extend(self.threads_pid);
         v.extend(self.odd.iter().map(|o| o.pid));
         v.extend(&self.zombies);

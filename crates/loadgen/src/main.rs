@@ -1,7 +1,8 @@
 //! `tasksnap-loadgen` entry point: command line, process-group discipline,
 //! the wait loop and teardown. Spawning lives in [`spawn`], raw syscalls in
 //! [`sys`], re-executed child modes in [`child`], the ever-changing
-//! population of `--churn` and the spinners of `--busy` in [`churn`].
+//! population of `--churn` and the spinners of `--busy` in [`churn`], the timed
+//! wake-ups of `--wakers` in [`waker`].
 //!
 //! Lifecycle:
 //! 1. block SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGCHLD/SIGTTIN/SIGTTOU (children
@@ -30,6 +31,7 @@ mod mmap_lock;
 mod spawn;
 mod storm;
 mod sys;
+mod waker;
 mod zoo;
 
 use std::collections::HashSet;
@@ -55,9 +57,26 @@ use crate::sys::{ChildCtx, Pid};
 #[derive(Debug, Parser)]
 #[command(name = "tasksnap-loadgen", version)]
 struct Cli {
-    /// Number of plain sleeping child processes (fork + pause, comm "lg-proc").
+    /// Number of plain sleeping child processes (fork + pause, comm "lg-proc"; --wakers
+    /// of them wake on a timer instead).
     #[arg(long, value_name = "N", default_value_t = 0)]
     procs: usize,
+
+    /// Make K of the --procs children wake every --wake-period-ms (comm "lg-waker"):
+    /// clock_nanosleep to the next deadline, almost nothing, sleep again. The load still
+    /// holds --procs processes; K of them are active.
+    #[arg(
+        long,
+        value_name = "K",
+        default_value_t = 0,
+        conflicts_with = "exec_children"
+    )]
+    wakers: usize,
+
+    /// Milliseconds between two wake-ups of a --wakers process.
+    #[arg(long, value_name = "MS", default_value_t = waker::DEFAULT_PERIOD_MS,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    wake_period_ms: u64,
 
     /// Make each --procs child exec the loadgen binary again (a separate
     /// image) instead of just forking.
@@ -367,11 +386,16 @@ fn spawn_all(cli: &Cli, group: &Group, sp: &mut Spawner) -> Result<LoadInfo> {
         leader: group.me,
         ..LoadInfo::default()
     };
-    if cli.procs > 0 {
-        let pids = sp.procs(cli.procs, cli.exec_children)?;
+    if cli.procs > 0 || cli.wakers > 0 {
+        let wake = (cli.wakers, cli.wake_period_ms * 1_000_000);
+        let (pids, wakers) = sp.procs_with_wakers(cli.procs, cli.exec_children, wake)?;
         info.procs_count = pids.len();
         if cli.list_pids {
             info.procs = pids;
+        }
+        if !wakers.is_empty() {
+            info.wakers = wakers;
+            info.wake_period_ms = cli.wake_period_ms;
         }
     }
     if cli.stopped > 0 {

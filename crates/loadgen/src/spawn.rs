@@ -95,6 +95,61 @@ impl Spawner {
         }
     }
 
+    /// `n` processes of which `wake.0` wake every `wake.1` nanoseconds (comm `lg-waker`,
+    /// see [`crate::waker`]) and the others sleep (comm `lg-proc`, see [`Spawner::procs`]).
+    /// The wakers are forked last and start waking only once every one of them is in
+    /// place, so that their wake-ups do not slow the forking of the others. Returns the
+    /// sorted pids of all `n` and those of the wakers.
+    pub fn procs_with_wakers(
+        &mut self,
+        n: usize,
+        exec: bool,
+        wake: (usize, u64),
+    ) -> Result<(Vec<Pid>, Vec<Pid>)> {
+        let (k, period_ns) = wake;
+        if k > n {
+            bail!("--wakers {k} is more than --procs {n}: the wakers are among the processes");
+        }
+        let mut pids = if n > k {
+            self.procs(n - k, exec)?
+        } else {
+            Vec::new()
+        };
+        if k == 0 {
+            return Ok((pids, Vec::new()));
+        }
+        let (ready_r, ready_w) = sys::pipe()?;
+        let (go_r, go_w) = sys::pipe()?;
+        let how = sys::Sleeper::Wake {
+            period_ns,
+            go_r: go_r.as_raw_fd(),
+            go_w: go_w.as_raw_fd(),
+        };
+        let (forked, failure) =
+            sys::fork_sleepers(&self.ctx, c"lg-waker", ready_w.as_raw_fd(), k, how);
+        drop(ready_w);
+        let mut wakers = read_pids(ready_r, forked)?;
+        wakers.sort_unstable();
+        self.alive.extend(&wakers);
+        if let Some(e) = failure {
+            return Err(e).with_context(|| {
+                format!(
+                    "fork of waker {} of {k} failed \
+                     (check kernel.pid_max, kernel.threads-max, ulimit -u, pids cgroup)",
+                    forked + 1
+                )
+            });
+        }
+        if wakers.len() != k {
+            bail!("only {} of {k} wakers came up", wakers.len());
+        }
+        // End of file on the go pipe: every waker starts its clock.
+        drop((go_r, go_w));
+        pids.extend(&wakers);
+        pids.sort_unstable();
+        Ok((pids, wakers))
+    }
+
     /// `n` sleeping processes (comm `lg-proc`): fork, set comm, pause().
     /// With `exec`, each child re-executes the loadgen binary in its
     /// `proc` child mode instead (costlier, but a real separate image).

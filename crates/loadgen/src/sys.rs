@@ -394,6 +394,14 @@ pub fn fork_child<F: FnOnce()>(
 pub enum Sleeper<'a> {
     /// Report its pid on the ready pipe, then pause() forever.
     Pause,
+    /// Report its pid on the ready pipe, close `go_w`, wait for end of file on `go_r` (the
+    /// parent's signal that every task is in place), then wake every `period_ns` for as long
+    /// as it lives ([`crate::waker::wake_forever`]).
+    Wake {
+        period_ns: u64,
+        go_r: RawFd,
+        go_w: RawFd,
+    },
     /// Move the ready pipe to descriptor `ready_fd` and exec `path` (which
     /// must report its pid there); argv/envp are NULL-terminated.
     Exec {
@@ -446,6 +454,22 @@ fn sleeper_child(ctx: &ChildCtx, comm: &CStr, ready: RawFd, how: Sleeper<'_>) ->
             close_fd(ready);
             pause_forever()
         }
+        Sleeper::Wake {
+            period_ns,
+            go_r,
+            go_w,
+        } => {
+            if write_all_fd(ready, &getpid().to_ne_bytes()).is_err() {
+                exit_now(1);
+            }
+            close_fd(ready);
+            // Only the parent may hold the write end, or end of file never comes.
+            close_fd(go_w);
+            let mut byte = [0u8; 1];
+            while matches!(read_fd(go_r, &mut byte), Ok(n) if n > 0) {}
+            close_fd(go_r);
+            crate::waker::wake_forever(period_ns)
+        }
         Sleeper::Exec {
             path,
             argv,
@@ -456,6 +480,41 @@ fn sleeper_child(ctx: &ChildCtx, comm: &CStr, ready: RawFd, how: Sleeper<'_>) ->
                 let _ = execve(path, argv, envp);
             }
             exit_now(127)
+        }
+    }
+}
+
+/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds. Async-signal-safe.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+}
+
+/// Sleeps until `CLOCK_MONOTONIC` reads `deadline_ns` (`clock_nanosleep` with
+/// `TIMER_ABSTIME`), again after a signal interrupted it. Async-signal-safe.
+pub fn sleep_until_monotonic_ns(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: `ts` is a valid timespec read during the call; the remainder pointer may
+        // be null with TIMER_ABSTIME. clock_nanosleep returns the error number itself.
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if r != libc::EINTR {
+            return;
         }
     }
 }
