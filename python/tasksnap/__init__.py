@@ -264,7 +264,6 @@ _ATTRS_SET = frozenset(ATTRS)
 #: ``label``, ``systemd_unit``...) is text with a ``_bytes`` sibling, as ``name`` is.
 #: A field added to tasksnap's table is here without a change to the binding.
 FIELDS: Tuple[str, ...] = tuple(n for n, _, _ in _tasksnap.field_names())
-_BYTES_FIELDS = frozenset(n for n, kind, _ in _tasksnap.field_names() if kind == "bytes")
 
 # Attributes psutil has that tasksnap does not answer (yet): asking for one is a ValueError
 # that says so, rather than psutil's "invalid attr name".
@@ -579,20 +578,19 @@ def snapshot(
     where they were not valid UTF-8, None otherwise.
     """
     names = _check_columns(attrs)
+    # The columns are Arrow arrays built by the library (`_tasksnap.Columns`): pyarrow
+    # imports them through the Arrow C data interface without a copy; the dict form is
+    # made from the same arrays.
     cols = _tasksnap.snapshot(names, bool(threads), _BACKEND)
     if arrow is False:
-        return cols
+        return cols.to_pydict()
     try:
         import pyarrow as pa
     except ImportError:
         if arrow:
             raise
-        return cols
-    # Typed, so that a column of nulls (no name of this pass was invalid) is still binary.
-    types = {"name_bytes": pa.binary(), "username_bytes": pa.binary(),
-             "cmdline_bytes": pa.list_(pa.binary())}
-    types.update({f"{n}_bytes": pa.binary() for n in _BYTES_FIELDS})
-    return pa.table({k: pa.array(v, type=types.get(k)) for k, v in cols.items()})
+        return cols.to_pydict()
+    return pa.Table.from_batches([pa.record_batch(cols)])
 
 
 def column_names(attrs: Optional[Iterable[str]] = None, threads: bool = False) -> List[str]:
