@@ -190,3 +190,24 @@ def test_arrow_table_shares_the_library_buffers(monkeypatch):
     for name, values_buffer in (("pid", 1), ("create_time", 1), ("name", 2)):
         (chunk,) = table.column(name).chunks
         assert chunk.buffers()[values_buffer].address == cols.values_address(name), name
+
+
+def test_programs_load_once_for_the_groups_asked(backend):
+    """The whole-system host stays open across calls of other attributes: with BPF, the
+    programs loaded for a call with command lines serve calls without them (and with other
+    groups) without loading again; `why` names the load (its duration), so a new load shows.
+    Asking for command lines after a load without them loads the command-line iterator."""
+    if backend != "bpf":
+        pytest.skip("the procfs backend loads nothing")
+    tasksnap.snapshot(["pid"], arrow=False)
+    first = tasksnap.last_report().why
+    assert tasksnap.last_report().backend == "bpf"
+    tasksnap.snapshot(["pid", "io_counters", "uids"], arrow=False)
+    assert tasksnap.last_report().why == first
+    list(tasksnap.process_iter(["pid", "cmdline"]))
+    with_cmdline = tasksnap.last_report().why
+    if not tasksnap.last_report().pinned:
+        assert with_cmdline != first
+    for attrs in (["pid"], ["pid", "memory_info", "cmdline"], ["name", "io_counters"]):
+        list(tasksnap.process_iter(attrs))
+        assert tasksnap.last_report().why == with_cmdline, attrs

@@ -90,6 +90,9 @@ pub struct BpfCollector {
     pub pin_problem: Option<String>,
     /// Why this collector was chosen (set by [`crate::choice`]), for its report.
     pub why: String,
+    /// What a fresh load was asked for: (command lines, the rare blocks' program); `None`
+    /// for a pinned set, which opening again would give again ([`crate::Collector::serves`]).
+    loaded_for: Option<(bool, bool)>,
 }
 
 impl std::fmt::Debug for BpfCollector {
@@ -157,6 +160,9 @@ impl BpfCollector {
         };
         let mut c = Self::from_programs(procfs, progs, cmdline);
         c.pin_problem = pin_problem;
+        if let Some(asked) = &mut c.loaded_for {
+            asked.1 = rare;
+        }
         Ok(c)
     }
 
@@ -165,6 +171,10 @@ impl BpfCollector {
         progs: programs::Programs,
         cmdline: bool,
     ) -> BpfCollector {
+        let loaded_for = match &progs.origin {
+            programs::Origin::Loaded { .. } => Some((cmdline, false)),
+            programs::Origin::Pinned { .. } => None,
+        };
         let (load_ns, pinned_at) = match &progs.origin {
             programs::Origin::Loaded { load_ns } => (*load_ns, None),
             programs::Origin::Pinned { dir, open_ns } => (*open_ns, Some(dir.clone())),
@@ -188,6 +198,7 @@ impl BpfCollector {
             pinned_at,
             pin_problem: None,
             why: String::from("bpf"),
+            loaded_for,
         }
     }
 
