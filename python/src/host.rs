@@ -117,7 +117,11 @@ pub(crate) fn bulk(
     let reuse = matches!(&h.bulk, Some((b, _, c)) if *b == backend && c.snapshots_serve(&want));
     if !reuse {
         let open_for = Groups {
-            cmdline: want.cmdline || h.bulk.as_ref().is_some_and(|(_, g, _)| g.cmdline),
+            cmdline: want.cmdline
+                || h
+                    .bulk
+                    .as_ref()
+                    .is_some_and(|(b, g, _)| *b == backend && g.cmdline),
             ..want
         };
         h.bulk = None;

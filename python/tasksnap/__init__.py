@@ -331,7 +331,9 @@ class Process:
     one /proc read of this process through tasksnap's procfs collector.
     """
 
-    __slots__ = ("_pid", "_start_ns", "_name", "info", "__weakref__")
+    # `_info` is the `info` dict once made; until then `_rows` (the pass of `process_iter`
+    # that made this object, `_tasksnap.Infos`) makes it from row `_row` on first read.
+    __slots__ = ("_pid", "_start_ns", "_name", "_info", "_rows", "_row", "__weakref__")
 
     def __init__(self, pid: Optional[int] = None) -> None:
         if pid is None:
@@ -350,7 +352,9 @@ class Process:
         self._pid = pid
         self._start_ns = start_ns
         self._name = info.get("name")
-        self.info: Dict[str, Any] = {}
+        self._info: Optional[Dict[str, Any]] = {}
+        self._rows = None
+        self._row = 0
 
     @classmethod
     def _from(cls, pid: int, start_ns: int, name: Optional[str] = None) -> "Process":
@@ -358,8 +362,28 @@ class Process:
         p._pid = pid
         p._start_ns = start_ns
         p._name = name
-        p.info = {}
+        p._info = {}
+        p._rows = None
+        p._row = 0
         return p
+
+    @property
+    def info(self) -> Dict[str, Any]:
+        """The attributes ``process_iter(attrs)`` read for this process (``{}`` without
+        ``attrs``), as psutil's ``info``; made from that pass on first read."""
+        info = self._info
+        if info is None:
+            info = self._rows.info(self._row)
+            self._info = info
+            self._rows = None
+            if self._name is None:
+                self._name = info.get("name")
+        return info
+
+    @info.setter
+    def info(self, value: Dict[str, Any]) -> None:
+        self._info = value
+        self._rows = None
 
     # -- identity
 
@@ -516,17 +540,22 @@ def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) ->
     (an empty list: every attribute), each ``Process`` has them in ``.info``, an attribute
     the caller may not read (or a zombie's) being ``ad_value``.
 
-    Unlike psutil, the ``Process`` objects are new on every call (psutil keeps a cache of
-    them between calls); a process that exits while the caller iterates is still yielded,
-    with what the pass read.
+    As psutil, the ``Process`` objects are kept between calls: a process still running (same
+    pid and start time) is the same object, with a new ``info``; a process that exits while
+    the caller iterates is still yielded, with what the pass read. Each ``info`` dict is
+    made from the pass when first read.
     """
     names = ATTRS if attrs is None else _check_attrs(attrs)
     return iter(
         _tasksnap.process_objects(
             Process, list(names) if attrs is not None else ["name"], ad_value, attrs is not None,
-            _BACKEND,
+            _PMAP, _BACKEND,
         )
     )
+
+
+#: process_iter's Process objects by pid, from its last call (psutil's ``_pmap``).
+_PMAP: Dict[int, Process] = {}
 
 
 def pids() -> List[int]:

@@ -10,11 +10,22 @@ def processes(
 ) -> List[Tuple[int, int, Dict[str, Any]]]:
     """(pid, start_time_ns, info) of every process, sorted by pid."""
 
+class Infos:
+    """One process_iter pass, kept for the info dicts made on first read."""
+
+    def info(self, row: int) -> Dict[str, Any]: ...
+
 def process_objects(
-    cls: type, attrs: Sequence[str], ad_value: Any, with_info: bool, backend: str = "auto"
+    cls: type,
+    attrs: Sequence[str],
+    ad_value: Any,
+    with_info: bool,
+    cache: Dict[int, Any],
+    backend: str = "auto",
 ) -> List[Any]:
-    """Every process as an instance of ``cls`` (``Process``) with ``_pid``, ``_start_ns``,
-    ``_name`` and ``info`` set, sorted by pid."""
+    """Every process as an instance of ``cls`` (``Process``), sorted by pid: the one in
+    ``cache`` when it is the same process, else a new one; ``_info`` None with ``_rows``
+    and ``_row`` set when ``with_info``, else ``{}``. ``cache`` then holds these."""
 
 def process(
     pid: int,
