@@ -52,15 +52,16 @@ impl Columns {
             .collect();
         let schema = Arc::new(arrow_schema::Schema::new(fields));
         let arrays = columns.into_iter().map(|(_, a)| a).collect();
-        let batch = RecordBatch::try_new_with_options(schema, arrays, &options)
-            .map_err(arrow_error)?;
+        let batch =
+            RecordBatch::try_new_with_options(schema, arrays, &options).map_err(arrow_error)?;
         Ok(Columns { batch })
     }
 
     /// A requested schema other than the batch's own is not honoured: the protocol lets a
     /// producer ignore it ("best effort"), and pyarrow casts afterwards if it must.
     fn schema_capsule<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        let schema = FFI_ArrowSchema::try_from(self.batch.schema().as_ref()).map_err(arrow_error)?;
+        let schema =
+            FFI_ArrowSchema::try_from(self.batch.schema().as_ref()).map_err(arrow_error)?;
         PyCapsule::new_with_value(py, schema, SCHEMA)
     }
 }
@@ -137,7 +138,13 @@ impl Columns {
     /// The columns as a dict of Python lists (None for a null), from the same arrays.
     fn to_pydict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
-        for (f, a) in self.batch.schema().fields().iter().zip(self.batch.columns()) {
+        for (f, a) in self
+            .batch
+            .schema()
+            .fields()
+            .iter()
+            .zip(self.batch.columns())
+        {
             out.set_item(f.name(), to_list(py, a.as_ref())?)?;
         }
         Ok(out)

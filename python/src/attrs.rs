@@ -679,7 +679,9 @@ pub(crate) fn process_objects<'py>(
             Some(p) => {
                 let start: Option<u64> = p.getattr(&start_attr).ok().and_then(|v| v.extract().ok());
                 start
-                    .is_some_and(|ns| host::start_ticks(ns) == host::start_ticks(t.id.start_time_ns))
+                    .is_some_and(|ns| {
+                        host::start_ticks(ns) == host::start_ticks(t.id.start_time_ns)
+                    })
                     .then_some(p)
             }
             None => None,

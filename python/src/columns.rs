@@ -383,11 +383,9 @@ pub(crate) fn snapshot<'py>(
             }
             Attr::CreateTime => out.push((
                 cols[0].into(),
-                Arc::new(Float64Array::from_iter_values(
-                    tasks
-                        .iter()
-                        .map(|t| host::start_ticks(t.id.start_time_ns) as f64 / tck + boot),
-                )),
+                Arc::new(Float64Array::from_iter_values(tasks.iter().map(|t| {
+                    host::start_ticks(t.id.start_time_ns) as f64 / tck + boot
+                }))),
             )),
             Attr::Cmdline => {
                 let (texts, exact) = cmdlines(tasks);

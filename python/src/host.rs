@@ -118,8 +118,7 @@ pub(crate) fn bulk(
     if !reuse {
         let open_for = Groups {
             cmdline: want.cmdline
-                || h
-                    .bulk
+                || h.bulk
                     .as_ref()
                     .is_some_and(|(b, g, _)| *b == backend && g.cmdline),
             ..want
