@@ -158,11 +158,8 @@ impl BpfCollector {
                 Some(why.to_string()),
             ),
         };
-        let mut c = Self::from_programs(procfs, progs, cmdline);
+        let mut c = Self::from_programs(procfs, progs, cmdline, rare);
         c.pin_problem = pin_problem;
-        if let Some(asked) = &mut c.loaded_for {
-            asked.1 = rare;
-        }
         Ok(c)
     }
 
@@ -170,9 +167,10 @@ impl BpfCollector {
         procfs: ProcfsCollector,
         progs: programs::Programs,
         cmdline: bool,
+        rare: bool,
     ) -> BpfCollector {
         let loaded_for = match &progs.origin {
-            programs::Origin::Loaded { .. } => Some((cmdline, false)),
+            programs::Origin::Loaded { .. } => Some((cmdline, rare)),
             programs::Origin::Pinned { .. } => None,
         };
         let (load_ns, pinned_at) = match &progs.origin {
@@ -210,7 +208,7 @@ impl BpfCollector {
         enough_descriptors(walk)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
         let progs = programs::Programs::load(cmdline, walk, true)?;
-        Ok(Self::from_programs(procfs, progs, cmdline))
+        Ok(Self::from_programs(procfs, progs, cmdline, true))
     }
 
     /// Whether full passes may use the walk when it is there (the default), or must keep to
