@@ -591,8 +591,10 @@ def snapshot(
     attrs: Optional[Iterable[str]] = None, threads: bool = False, *, arrow: Optional[bool] = None
 ) -> Any:
     """Every process (every thread when ``threads``) as columns, in one call, without an
-    object per process: a ``pyarrow.Table`` when pyarrow is installed (``arrow=None``) or
-    asked for (``arrow=True``), else a dict of lists.
+    object per process: a ``pyarrow.Table`` when pyarrow (14 or later) is installed
+    (``arrow=None``) or asked for (``arrow=True``), else a dict of lists. The Table holds
+    the Arrow arrays the library built, imported through the Arrow C data interface
+    without a copy; the dict is made from the same arrays.
 
     ``attrs`` are psutil's names (``ATTRS``) or the model's fields (``FIELDS``, each a
     column of its name, in its unit); a named tuple becomes one column per field
