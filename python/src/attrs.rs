@@ -2,8 +2,10 @@
 //! gives it (same units, same named tuples, same rules for zombies and unreadable files).
 //!
 //! One table, [`ATTRS`], names them; [`Attr::groups`] says what the library must read and
-//! [`Ctx::value`] makes the Python value. `processes` answers `process_iter` in one pass;
-//! `process`, `threads` and `children` answer a `Process`'s methods.
+//! [`Ctx::value`] makes the Python value. `process_objects` answers `process_iter` in one
+//! pass (psutil's cache of `Process` objects kept, each `info` made on first read from the
+//! pass's [`Infos`]), `processes` answers `pids()`; `process`, `threads` and `children`
+//! answer a `Process`'s methods.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
