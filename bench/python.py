@@ -1,6 +1,7 @@
 """tasksnap's Python binding against psutil in one Python process, alternating the two.
 
-  python bench/python.py iter [--runs N]        list(process_iter(ATTRS)), both libraries
+  python bench/python.py iter [--runs N]        list(process_iter(ATTRS)), both libraries, and
+                                                tasksnap's with every info read
   python bench/python.py snapshot [--runs N]    tasksnap.snapshot(ATTRS, threads=True), as a
                                                 pyarrow Table and as a dict of lists
 
@@ -35,13 +36,21 @@ def timed(f, key=None):
     return wall, r
 
 
+def read_infos():
+    """process_iter with every info read: tasksnap makes each info on first read."""
+    procs = list(tasksnap.process_iter(ATTRS))
+    for p in procs:
+        p.info
+    return procs
+
+
 def bench_iter(runs):
     import psutil
 
     first_ms, first = timed(lambda: list(tasksnap.process_iter(ATTRS)))
     first_report = tasksnap.last_report()
     psutil_first_ms, _ = timed(lambda: list(psutil.process_iter(ATTRS)))
-    ours, theirs, n = [], [], 0
+    ours, theirs, read, n = [], [], [], 0
     for i in range(runs):
         # Alternate which goes first so neither always reads a warmer cache.
         order = ("tasksnap", "psutil") if i % 2 == 0 else ("psutil", "tasksnap")
@@ -54,6 +63,9 @@ def bench_iter(runs):
                 ms, _ = timed(lambda: list(psutil.process_iter(ATTRS)), "psutil")
                 theirs.append(ms)
             print(f"run {i} {lib:8} {ms:9.1f} ms", file=sys.stderr, flush=True)
+        ms, _ = timed(read_infos)
+        read.append(ms)
+        print(f"run {i} tasksnap, every info read {ms:9.1f} ms", file=sys.stderr, flush=True)
     rep = tasksnap.last_report()
     out = {
         "what": "list(process_iter(ATTRS))",
@@ -62,10 +74,13 @@ def bench_iter(runs):
         "runs": runs,
         "psutil_version": psutil.__version__,
         "backend": rep.backend,
+        "pinned": rep.pinned,
         "why": rep.why,
         "tasksnap_median_ms": round(statistics.median(ours), 1),
         "psutil_median_ms": round(statistics.median(theirs), 1),
         "ratio": round(statistics.median(theirs) / statistics.median(ours), 1),
+        "tasksnap_every_info_read_median_ms": round(statistics.median(read), 1),
+        "ratio_every_info_read": round(statistics.median(theirs) / statistics.median(read), 1),
         "tasksnap_first_call_ms": round(first_ms, 1),
         "first_call_backend": first_report.backend,
         "psutil_first_call_ms": round(psutil_first_ms, 1),

@@ -2,22 +2,30 @@
 # Benchmark: the Python binding against psutil (docs/python.md). With N sleeping processes
 # from tasksnap-loadgen, one Python process alternates
 # `list(process_iter(attrs=[pid, ppid, name, username, status, cpu_times, memory_info,
-# cmdline, num_threads, create_time]))` of psutil and of tasksnap (bench/python.py iter), as
-# root (BPF backend) and, when run as root, again as an unprivileged user (nobody, procfs
-# backend); then `tasksnap.snapshot()` of the same columns over 100,000 threads.
+# cmdline, num_threads, create_time]))` of psutil and of tasksnap (bench/python.py iter).
+# As root that runs twice, side by side on the same load: with the BPF programs not pinned
+# (what a plain `pip install` gives: each Python process loads them once), then pinned
+# (`tasksnap pin` before, `tasksnap unpin` after, with the release CLI of this tree; a set
+# pinned before the run is left alone and only the pinned row runs); then again as an
+# unprivileged user (nobody, procfs backend). Then `tasksnap.snapshot()` of the same
+# columns over 100,000 threads, as a pyarrow Table and as a dict of lists.
 #
 #   bench/python.sh [N...]          default: 20000 50000
 #   RUNS=5 THREADS=100000 bench/python.sh 20000
+#   NOBODY=0 ...                    skip the unprivileged rows
 #
-# Builds a release wheel into target/py-bench (a virtualenv with psutil and pyarrow). Needs
-# root for the load sizes (it raises kernel.pid_max and the task limits).
+# Builds a release wheel into target/py-bench (a virtualenv with psutil and pyarrow), and
+# the release CLI for `pin`. Needs root for the load sizes (it raises kernel.pid_max and
+# the task limits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LG=./target/release/tasksnap-loadgen
 RUNS=${RUNS:-5}
 THREADS=${THREADS:-100000}
 VENV=target/py-bench
-[ -x "$LG" ] || cargo build --release -p tasksnap-loadgen --quiet
+CLI=./target/release/tasksnap
+NOBODY=${NOBODY:-1}
+cargo build --release -p tasksnap-loadgen -p tasksnap --quiet
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check psutil pyarrow maturin
@@ -31,7 +39,20 @@ PY="$PWD/$VENV/bin/python"
 
 . bench/lib.sh
 raise_limits
-trap stop_load EXIT INT TERM
+# Pinned by this script (and so unpinned by it): a set pinned before the run is left alone.
+pinned_here=0
+unpin_here() {
+  if [ "$pinned_here" = 1 ]; then
+    "$CLI" unpin >&2 || true
+    pinned_here=0
+  fi
+}
+trap 'stop_load; unpin_here' EXIT INT TERM
+pinned_before=0
+if [ "$(id -u)" = 0 ]; then
+  pinned_before=$("$PY" -c 'import tasksnap; list(tasksnap.process_iter(["pid"]))
+print(int(tasksnap.last_report().pinned))')
+fi
 
 as_nobody() {
   setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"
@@ -43,9 +64,22 @@ for n in ${@:-20000 50000}; do
   load_pid=$LOAD_PID
   read -r _ <&"${LOAD[0]}"
   echo "load ready: pgid $load_pid, $(ls /proc | grep -c '^[0-9]') processes on the machine"
-  "$PY" bench/python.py iter --runs "$RUNS"
   if [ "$(id -u)" = 0 ]; then
-    (cd /tmp && as_nobody "$PY" "$OLDPWD/bench/python.py" iter --runs "$RUNS")
+    if [ "$pinned_before" = 0 ]; then
+      echo "-- root, programs not pinned"
+      "$PY" bench/python.py iter --runs "$RUNS"
+      "$CLI" pin >&2
+      pinned_here=1
+    fi
+    echo "-- root, programs pinned (tasksnap pin)"
+    "$PY" bench/python.py iter --runs "$RUNS"
+    unpin_here
+    if [ "$NOBODY" = 1 ]; then
+      echo "-- nobody (procfs)"
+      (cd /tmp && as_nobody "$PY" "$OLDPWD/bench/python.py" iter --runs "$RUNS")
+    fi
+  else
+    "$PY" bench/python.py iter --runs "$RUNS"
   fi
   stop_load
 done
@@ -65,7 +99,7 @@ if [ "$THREADS" -gt 0 ]; then
   coproc LOAD2 { exec "$LG" --threads "$((THREADS - THREADS / 2))" --until-stdin-eof; }
   load2_pid=$LOAD2_PID
   read -r _ <&"${LOAD2[0]}"
-  trap 'stop_load; load_pid=$load2_pid; stop_load' EXIT INT TERM
+  trap 'stop_load; load_pid=$load2_pid; stop_load; unpin_here' EXIT INT TERM
   echo "load ready: pgids $load_pid $load2_pid, $(awk -F'[ /]' '{print $5}' /proc/loadavg) tasks on the machine"
   "$PY" bench/python.py snapshot --runs "$RUNS"
   stop_load

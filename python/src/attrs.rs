@@ -2,8 +2,10 @@
 //! gives it (same units, same named tuples, same rules for zombies and unreadable files).
 //!
 //! One table, [`ATTRS`], names them; [`Attr::groups`] says what the library must read and
-//! [`Ctx::value`] makes the Python value. `processes` answers `process_iter` in one pass;
-//! `process`, `threads` and `children` answer a `Process`'s methods.
+//! [`Ctx::value`] makes the Python value. `process_objects` answers `process_iter` in one
+//! pass (psutil's cache of `Process` objects kept, each `info` made on first read from the
+//! pass's [`Infos`]), `processes` answers `pids()`; `process`, `threads` and `children`
+//! answer a `Process`'s methods.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -264,21 +266,21 @@ fn is_zombie(t: &Task) -> bool {
         .is_some_and(|b| b.state == TaskState::Zombie)
 }
 
-/// What every value of one call needs.
-pub(crate) struct Ctx<'py> {
-    py: Python<'py>,
+/// What every value of one call needs. It holds no borrow of the interpreter, so that
+/// `process_iter`'s [`Infos`] keeps it for the `info` dicts made later, on demand.
+pub(crate) struct Ctx {
     types: &'static crate::Types,
     boot_time_s: f64,
     clk_tck: f64,
-    users: HashMap<u32, Bound<'py, PyAny>>,
+    users: HashMap<u32, Py<PyAny>>,
     /// psutil's status strings, made once per call (by state letter, ASCII).
-    statuses: Vec<Option<Bound<'py, PyAny>>>,
+    statuses: Vec<Py<PyAny>>,
     /// Command lines read only to complete 15-byte names, by (tgid, tid).
     name_lines: HashMap<(i32, i32), Vec<u8>>,
 }
 
-impl<'py> Ctx<'py> {
-    fn new(py: Python<'py>, snap: &Snapshot, attrs: &[Attr]) -> PyResult<Ctx<'py>> {
+impl Ctx {
+    fn new(py: Python<'_>, snap: &Snapshot, attrs: &[Attr]) -> PyResult<Ctx> {
         let mut users = HashMap::new();
         if attrs.contains(&Attr::Username) {
             let mut uids: Vec<u32> = snap
@@ -289,43 +291,44 @@ impl<'py> Ctx<'py> {
             uids.sort_unstable();
             uids.dedup();
             for (uid, name) in py.detach(|| host::user_names(uids)) {
-                users.insert(uid, os_str(py, &name)?);
+                users.insert(uid, os_str(py, &name)?.unbind());
             }
         }
         Ok(Ctx {
-            py,
             types: crate::types()?,
             boot_time_s: snap.boot_time_unix_s as f64,
             clk_tck: host::clk_tck() as f64,
             users,
-            statuses: vec![None; 128],
+            statuses: (0..128u8)
+                .map(|c| {
+                    PyString::intern(py, status_name(TaskState::from_letter(c)))
+                        .into_any()
+                        .unbind()
+                })
+                .collect(),
             name_lines: HashMap::new(),
         })
     }
 
     /// psutil's status string for `s`, one string object per letter and call.
-    fn status(&mut self, s: TaskState) -> Bound<'py, PyAny> {
-        let letter = s.letter() as usize;
-        if let Some(Some(v)) = self.statuses.get(letter) {
-            return v.clone();
+    fn status<'py>(&self, py: Python<'py>, s: TaskState) -> Bound<'py, PyAny> {
+        match self.statuses.get(s.letter() as usize) {
+            Some(v) => v.bind(py).clone(),
+            None => PyString::intern(py, status_name(s)).into_any(),
         }
-        let v = PyString::intern(self.py, status_name(s)).into_any();
-        if let Some(slot) = self.statuses.get_mut(letter) {
-            *slot = Some(v.clone());
-        }
-        v
     }
 
     /// The values of `attr`'s N fields ([`Attr::fields`]), `None` unless the task has them
     /// all.
-    fn fields<const N: usize>(
+    fn fields<'py, const N: usize>(
         &self,
+        py: Python<'py>,
         attr: Attr,
         t: &Task,
     ) -> PyResult<Option<[Bound<'py, PyAny>; N]>> {
         let mut out = Vec::with_capacity(N);
         for f in attr.model_fields() {
-            match field_value(self.py, f, t)? {
+            match field_value(py, f, t)? {
                 Some(v) => out.push(v),
                 None => return Ok(None),
             }
@@ -334,8 +337,12 @@ impl<'py> Ctx<'py> {
     }
 
     /// The value of `attr` for `t`, as psutil returns it.
-    fn value(&mut self, attr: Attr, t: &Task) -> PyResult<Result<Bound<'py, PyAny>, Missing>> {
-        let py = self.py;
+    fn value<'py>(
+        &self,
+        py: Python<'py>,
+        attr: Attr,
+        t: &Task,
+    ) -> PyResult<Result<Bound<'py, PyAny>, Missing>> {
         let ty = self.types;
         let missing = if is_zombie(t) {
             Missing::Zombie
@@ -363,25 +370,25 @@ impl<'py> Ctx<'py> {
                 None => return Ok(Err(missing)),
             },
             Attr::Status => match base {
-                Some(b) => self.status(b.state),
+                Some(b) => self.status(py, b.state),
                 None => return Ok(Err(missing)),
             },
             Attr::Username => match &t.cred {
                 Some(c) => match self.users.get(&c.ruid) {
-                    Some(n) => n.clone(),
+                    Some(n) => n.bind(py).clone(),
                     None => c.ruid.to_string().into_bound_py_any(py)?,
                 },
                 None => return Ok(Err(missing)),
             },
-            Attr::Uids => match self.fields::<3>(attr, t)? {
+            Attr::Uids => match self.fields::<3>(py, attr, t)? {
                 Some(v) => ty.make(py, &ty.puids, v)?,
                 None => return Ok(Err(missing)),
             },
-            Attr::Gids => match self.fields::<3>(attr, t)? {
+            Attr::Gids => match self.fields::<3>(py, attr, t)? {
                 Some(v) => ty.make(py, &ty.pgids, v)?,
                 None => return Ok(Err(missing)),
             },
-            Attr::CpuTimes => match self.fields::<4>(attr, t)? {
+            Attr::CpuTimes => match self.fields::<4>(py, attr, t)? {
                 Some([user, system, children_user, children_system]) => ty.make(
                     py,
                     &ty.pcputimes,
@@ -401,7 +408,7 @@ impl<'py> Ctx<'py> {
                 let ticks = host::start_ticks(t.id.start_time_ns) as f64;
                 (ticks / self.clk_tck + self.boot_time_s).into_bound_py_any(py)?
             }
-            Attr::MemoryInfo => match self.fields::<5>(attr, t)? {
+            Attr::MemoryInfo => match self.fields::<5>(py, attr, t)? {
                 Some([rss, vms, shared, text, data]) => ty.make(
                     py,
                     &ty.pmem,
@@ -430,11 +437,11 @@ impl<'py> Ctx<'py> {
                 }
                 None => return Ok(Err(missing)),
             },
-            Attr::IoCounters => match self.fields::<6>(attr, t)? {
+            Attr::IoCounters => match self.fields::<6>(py, attr, t)? {
                 Some(v) => ty.make(py, &ty.pio, v)?,
                 None => return Ok(Err(missing)),
             },
-            Attr::NumCtxSwitches => match self.fields::<2>(attr, t)? {
+            Attr::NumCtxSwitches => match self.fields::<2>(py, attr, t)? {
                 Some(v) => ty.make(py, &ty.pctxsw, v)?,
                 None => return Ok(Err(missing)),
             },
@@ -444,7 +451,13 @@ impl<'py> Ctx<'py> {
 
     /// Reads the command lines of tasks whose 15-byte names they may complete, when the
     /// command line itself was not asked for.
-    fn complete_names(&mut self, snap: &Snapshot, attrs: &[Attr], whole: bool) -> PyResult<()> {
+    fn complete_names(
+        &mut self,
+        py: Python<'_>,
+        snap: &Snapshot,
+        attrs: &[Attr],
+        whole: bool,
+    ) -> PyResult<()> {
         if !attrs.contains(&Attr::Name) || attrs.contains(&Attr::Cmdline) {
             return Ok(());
         }
@@ -466,13 +479,11 @@ impl<'py> Ctx<'py> {
             ..Groups::default()
         };
         let filled = if whole {
-            self.py
-                .detach(|| host::fill(&ids, groups))
+            py.detach(|| host::fill(&ids, groups))
                 .map_err(crate::collect_error)?
         } else {
             let q = Query::new(Selector::Pid(ids[0].0), groups);
-            self.py
-                .detach(|| host::one(&q, false))
+            py.detach(|| host::one(&q, false))
                 .map_err(crate::collect_error)?
                 .tasks
         };
@@ -529,12 +540,12 @@ pub(crate) fn processes<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let (attrs, snap, keys) = pass_for(py, &attrs, backend)?;
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
-    ctx.complete_names(&snap, &attrs, true)?;
+    ctx.complete_names(py, &snap, &attrs, true)?;
     let out = PyList::empty(py);
     for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
         let info = PyDict::new(py);
         for (a, k) in attrs.iter().zip(&keys) {
-            match ctx.value(*a, t)? {
+            match ctx.value(py, *a, t)? {
                 Ok(v) => info.set_item(k, v)?,
                 Err(_) => info.set_item(k, &ad_value)?,
             }
@@ -577,52 +588,130 @@ impl Drop for GcPaused<'_> {
     }
 }
 
-/// `process_iter(attrs, ad_value)` as `Process` objects of class `cls` (tasksnap's), made
-/// here in one go: each with `_pid`, `_start_ns`, `_name` and `info` (`attrs`, an unreadable
-/// one `ad_value`; empty unless `with_info`), what `object.__new__(cls)` and four attribute
-/// stores per process made in Python before. Sorted by pid.
+/// The values of one `process_iter` pass, kept for the `info` dicts of its `Process`
+/// objects, each made when it is first read (`Process.info` is a property that calls
+/// [`Infos::info`] once): a caller that reads a few attributes of a few processes does not
+/// pay for ten Python objects per process. Kept alive by the `Process` objects whose `info`
+/// is not made yet (and by `process_iter`'s cache of them until the next call).
+#[pyclass(frozen, module = "tasksnap._tasksnap", name = "Infos")]
+pub(crate) struct Infos {
+    /// The processes of the pass (leaders), by row.
+    tasks: Vec<Task>,
+    attrs: Vec<Attr>,
+    /// The attributes' names, interned: the dicts' keys.
+    keys: Vec<Py<PyString>>,
+    /// What an attribute the caller may not read (or a zombie's) is.
+    ad_value: Py<PyAny>,
+    ctx: Ctx,
+}
+
+impl std::fmt::Debug for Infos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Infos")
+            .field("rows", &self.tasks.len())
+            .field("attrs", &self.attrs)
+            .finish_non_exhaustive()
+    }
+}
+
+#[pymethods]
+impl Infos {
+    /// The `info` dict of row `row`: `attrs`, an unreadable one `ad_value`.
+    fn info<'py>(&self, py: Python<'py>, row: usize) -> PyResult<Bound<'py, PyDict>> {
+        let t = self
+            .tasks
+            .get(row)
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(format!("no row {row}")))?;
+        let info = PyDict::new(py);
+        for (a, k) in self.attrs.iter().zip(&self.keys) {
+            match self.ctx.value(py, *a, t)? {
+                Ok(v) => info.set_item(k.bind(py), v)?,
+                Err(_) => info.set_item(k.bind(py), self.ad_value.bind(py))?,
+            }
+        }
+        Ok(info)
+    }
+}
+
+/// `process_iter(attrs, ad_value)` as `Process` objects of class `cls` (tasksnap's), sorted by
+/// pid, made here in one go. As psutil, a process already in `cache` (pid -> `Process` of
+/// the previous call) with the same start time is the same object again; the others are
+/// new, with `_pid`, `_start_ns` and `_name` (None until known). Each gets its `info` made
+/// on first read from this pass (`_info` None, `_rows` the pass's [`Infos`], `_row` its row)
+/// when `with_info`, else `{}`. `cache` then holds this call's processes only.
 #[pyfunction]
-#[pyo3(signature = (cls, attrs, ad_value, with_info, backend="auto"))]
+#[pyo3(signature = (cls, attrs, ad_value, with_info, cache, backend="auto"))]
 pub(crate) fn process_objects<'py>(
     py: Python<'py>,
     cls: Bound<'py, PyType>,
     attrs: Vec<String>,
     ad_value: Bound<'py, PyAny>,
     with_info: bool,
+    cache: Bound<'py, PyDict>,
     backend: &str,
 ) -> PyResult<Bound<'py, PyList>> {
     let (attrs, snap, keys) = pass_for(py, &attrs, backend)?;
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
-    ctx.complete_names(&snap, &attrs, true)?;
-    let name_key = PyString::intern(py, "name");
-    let [pid_attr, start_attr, name_attr, info_attr] =
-        ["_pid", "_start_ns", "_name", "info"].map(|n| PyString::intern(py, n));
+    ctx.complete_names(py, &snap, &attrs, true)?;
+    let mut tasks = snap.tasks;
+    tasks.retain(|t| t.id.is_leader());
+    let infos = Bound::new(
+        py,
+        Infos {
+            tasks,
+            attrs,
+            keys: keys.into_iter().map(Bound::unbind).collect(),
+            ad_value: ad_value.unbind(),
+            ctx,
+        },
+    )?;
+    let [pid_attr, start_attr, name_attr, info_attr, rows_attr, row_attr] =
+        ["_pid", "_start_ns", "_name", "_info", "_rows", "_row"].map(|n| PyString::intern(py, n));
     let new = ObjectNew::of(&cls)?;
     let none = py.None().into_bound(py);
     let _paused = GcPaused::new(py)?;
-    let mut out = Vec::with_capacity(snap.tasks.len());
-    for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
-        let info = PyDict::new(py);
-        for (a, k) in attrs.iter().zip(&keys) {
-            match ctx.value(*a, t)? {
-                Ok(v) => info.set_item(k, v)?,
-                Err(_) => info.set_item(k, &ad_value)?,
+    let seen = PyDict::new(py);
+    let tasks = &infos.get().tasks;
+    let mut out = Vec::with_capacity(tasks.len());
+    for (row, t) in tasks.iter().enumerate() {
+        let pid = t.id.tgid.into_pyobject(py)?;
+        // The same process: same pid and start time (in clock ticks, so that a pass of
+        // the other backend agrees); a reused pid is a new Process, as in psutil.
+        let same = match cache.get_item(&pid)? {
+            Some(p) => {
+                let start: Option<u64> = p.getattr(&start_attr).ok().and_then(|v| v.extract().ok());
+                start
+                    .is_some_and(|ns| {
+                        host::start_ticks(ns) == host::start_ticks(t.id.start_time_ns)
+                    })
+                    .then_some(p)
             }
-        }
-        let p = new.call(py, &cls)?;
-        p.setattr(&pid_attr, t.id.tgid)?;
-        p.setattr(&start_attr, t.id.start_time_ns)?;
-        p.setattr(
-            &name_attr,
-            info.get_item(&name_key)?.unwrap_or_else(|| none.clone()),
-        )?;
+            None => None,
+        };
+        let p = match same {
+            Some(p) => p,
+            None => {
+                let p = new.call(py, &cls)?;
+                p.setattr(&pid_attr, &pid)?;
+                p.setattr(&start_attr, t.id.start_time_ns)?;
+                p.setattr(&name_attr, &none)?;
+                p
+            }
+        };
         if with_info {
-            p.setattr(&info_attr, info)?;
+            p.setattr(&info_attr, &none)?;
+            p.setattr(&rows_attr, &infos)?;
+            p.setattr(&row_attr, row)?;
         } else {
             p.setattr(&info_attr, PyDict::new(py))?;
+            p.setattr(&rows_attr, &none)?;
+            p.setattr(&row_attr, 0)?;
         }
+        seen.set_item(pid, &p)?;
         out.push(p);
     }
+    cache.clear();
+    cache.update(seen.as_mapping())?;
     PyList::new(py, out)
 }
 
@@ -743,13 +832,13 @@ pub(crate) fn process<'py>(
     let (groups, real_ids) = groups_for(&attrs);
     let snap = the_one(py, pid, groups, real_ids, expect_start_ns, name.as_ref())?;
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
-    ctx.complete_names(&snap, &attrs, false)?;
+    ctx.complete_names(py, &snap, &attrs, false)?;
     let Some(t) = snap.tasks.first() else {
         return Err(no_such(py, pid, name.as_ref(), None)?);
     };
     let info = PyDict::new(py);
     for a in &attrs {
-        match ctx.value(*a, t)? {
+        match ctx.value(py, *a, t)? {
             Ok(v) => info.set_item(a.name(), v)?,
             Err(_) if use_ad => info.set_item(a.name(), &ad_value)?,
             Err(why) => {

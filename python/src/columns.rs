@@ -1,5 +1,6 @@
-//! `tasksnap.snapshot`: one whole-system pass as columns (one Python list per column, no
-//! object per process), which the Python side hands to pyarrow when it is installed.
+//! `tasksnap.snapshot`: one whole-system pass as columns (one Arrow array per column, built
+//! here, no object per process: [`crate::arrow`] hands them to pyarrow without a copy, or
+//! as a dict of lists without pyarrow).
 //! Besides psutil's attributes it takes every field of the model's table by name
 //! (`tasksnap.FIELDS`, `tasksnap_model::fields`), a column of that name in its unit; the
 //! attributes' plain values come from the same table (`Attr::fields`).
@@ -14,13 +15,15 @@
 //! holds the exact bytes where the value was not valid UTF-8, None otherwise.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use arrow_array::builder::{BinaryBuilder, ListBuilder, StringBuilder};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
-use pyo3::IntoPyObjectExt;
 use tasksnap_model::{fields, Groups, Selector, Task};
 
-use crate::attrs::{field_value, groups_for, parse_attrs, split_cmdline, Attr};
+use crate::arrow::Columns;
+use crate::attrs::{groups_for, parse_attrs, split_cmdline, Attr};
 use crate::host;
 
 /// The columns an attribute becomes.
@@ -125,44 +128,100 @@ pub(crate) fn column_names(attrs: Vec<String>, threads: bool) -> PyResult<Vec<St
     Ok(out)
 }
 
-/// Bytes as a text column's value: valid UTF-8, each invalid sequence replaced by U+FFFD.
-fn text<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
-    PyString::new(py, &String::from_utf8_lossy(b))
-}
-
-/// A text column and its `_bytes` sibling for `values` (None: unreadable): the text always,
-/// the exact bytes only where they are not valid UTF-8.
-fn text_and_bytes<'py, 'a>(
-    py: Python<'py>,
-    values: impl Iterator<Item = Option<&'a [u8]>>,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-    let texts = PyList::empty(py);
-    let exact = PyList::empty(py);
+/// A text column and its `_bytes` sibling for `values` (None: unreadable): the text always
+/// (valid UTF-8, each invalid sequence replaced by U+FFFD), the exact bytes only where they
+/// are not valid UTF-8.
+fn text_and_bytes<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> (ArrayRef, ArrayRef) {
+    let mut texts = StringBuilder::new();
+    let mut exact = BinaryBuilder::new();
     for v in values {
         match v {
             Some(b) => {
-                texts.append(text(py, b))?;
+                texts.append_value(String::from_utf8_lossy(b));
                 match std::str::from_utf8(b) {
-                    Ok(_) => exact.append(py.None())?,
-                    Err(_) => exact.append(PyBytes::new(py, b))?,
+                    Ok(_) => exact.append_null(),
+                    Err(_) => exact.append_value(b),
                 }
             }
             None => {
-                texts.append(py.None())?;
-                exact.append(py.None())?;
+                texts.append_null();
+                exact.append_null();
             }
         }
     }
-    Ok((texts, exact))
+    (Arc::new(texts.finish()), Arc::new(exact.finish()))
 }
 
-/// One column of `tasks`: a value per task, None where unreadable.
-fn list<'py, T: IntoPyObject<'py>>(
-    py: Python<'py>,
-    tasks: &[Task],
-    f: impl Fn(&Task) -> Option<T>,
-) -> PyResult<Bound<'py, PyList>> {
-    PyList::new(py, tasks.iter().map(f))
+/// An integer column of `tasks` (null where unreadable): int64, or uint64 when a value is
+/// beyond int64 (what pyarrow infers from the same Python ints).
+fn ints<'a>(tasks: &'a [Task], value: impl Fn(&'a Task) -> Option<fields::Value<'a>>) -> ArrayRef {
+    let values: Vec<Option<fields::Value<'a>>> = tasks.iter().map(value).collect();
+    let int = |v: &Option<fields::Value<'a>>| match *v {
+        Some(fields::Value::Int(n)) => Some(n),
+        Some(fields::Value::UInt(n)) => i64::try_from(n).ok(),
+        _ => None,
+    };
+    let beyond = values
+        .iter()
+        .any(|v| matches!(*v, Some(fields::Value::UInt(n)) if i64::try_from(n).is_err()));
+    if beyond {
+        let a: UInt64Array = values
+            .iter()
+            .map(|v| match *v {
+                Some(fields::Value::UInt(n)) => Some(n),
+                Some(fields::Value::Int(n)) => u64::try_from(n).ok(),
+                _ => None,
+            })
+            .collect();
+        return Arc::new(a);
+    }
+    Arc::new(values.iter().map(int).collect::<Int64Array>())
+}
+
+/// A psutil attribute's plain field as a column, with psutil's unit (`field_value`'s rule:
+/// nanoseconds become float seconds; memory only where the memory group was read).
+fn plain(tasks: &[Task], f: &'static fields::Field) -> ArrayRef {
+    let read = |t: &Task| !(f.group == fields::Group::Mem && t.mem.is_none());
+    if f.unit == fields::Unit::Ns {
+        let a: Float64Array = tasks
+            .iter()
+            .map(|t| match f.value(t).filter(|_| read(t)) {
+                Some(fields::Value::UInt(ns)) => Some(ns as f64 / 1e9),
+                Some(fields::Value::Int(ns)) => Some(ns as f64 / 1e9),
+                _ => None,
+            })
+            .collect();
+        return Arc::new(a);
+    }
+    ints(tasks, |t| f.value(t).filter(|_| read(t)))
+}
+
+/// The `cmdline` column (each argument as text, as in [`text_and_bytes`]) and its
+/// `cmdline_bytes` sibling (every argument's exact bytes, where any of them is not UTF-8).
+fn cmdlines(tasks: &[Task]) -> (ArrayRef, ArrayRef) {
+    let mut texts = ListBuilder::new(StringBuilder::new());
+    let mut exact = ListBuilder::new(BinaryBuilder::new());
+    for t in tasks {
+        let Some(c) = &t.cmdline else {
+            texts.append_null();
+            exact.append_null();
+            continue;
+        };
+        let args = split_cmdline(c);
+        for a in &args {
+            texts.values().append_value(String::from_utf8_lossy(a));
+        }
+        texts.append(true);
+        if std::str::from_utf8(c).is_ok() {
+            exact.append_null();
+        } else {
+            for a in &args {
+                exact.values().append_value(a);
+            }
+            exact.append(true);
+        }
+    }
+    (Arc::new(texts.finish()), Arc::new(exact.finish()))
 }
 
 /// One whole-system pass of `attrs` as a dict of lists (processes, or every thread with a
@@ -174,7 +233,7 @@ pub(crate) fn snapshot<'py>(
     attrs: Vec<String>,
     threads: bool,
     backend: &str,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Columns> {
     let asked = parse_asked(&attrs)?;
     let attrs: Vec<Attr> = asked
         .iter()
@@ -247,32 +306,21 @@ pub(crate) fn snapshot<'py>(
         uids.dedup();
         users.extend(py.detach(|| host::user_names(uids)));
     }
-    let out = PyDict::new(py);
+    let mut out: Vec<(String, ArrayRef)> = Vec::new();
     for a in asked {
         let a = match a {
             Asked::Attr(a) => a,
             Asked::Field(f) => {
                 match f.kind {
-                    fields::Kind::Int => {
-                        let values = tasks
-                            .iter()
-                            .map(|t| match f.value(t) {
-                                Some(fields::Value::Int(v)) => v.into_bound_py_any(py).map(Some),
-                                Some(fields::Value::UInt(v)) => v.into_bound_py_any(py).map(Some),
-                                _ => Ok(None),
-                            })
-                            .collect::<PyResult<Vec<_>>>()?;
-                        out.set_item(f.name, PyList::new(py, values)?)?;
-                    }
+                    fields::Kind::Int => out.push((f.name.into(), ints(tasks, |t| f.value(t)))),
                     fields::Kind::Bytes => {
                         let (texts, exact) = text_and_bytes(
-                            py,
                             tasks
                                 .iter()
                                 .map(|t| f.value(t).and_then(fields::Value::as_bytes)),
-                        )?;
-                        out.set_item(f.name, texts)?;
-                        out.set_item(format!("{}_bytes", f.name), exact)?;
+                        );
+                        out.push((f.name.into(), texts));
+                        out.push((format!("{}_bytes", f.name), exact));
                     }
                 }
                 continue;
@@ -281,9 +329,19 @@ pub(crate) fn snapshot<'py>(
         let cols = columns_of(a);
         match a {
             Attr::Pid => {
-                out.set_item("pid", list(py, tasks, |t| Some(t.id.tgid))?)?;
+                out.push((
+                    "pid".into(),
+                    Arc::new(Int64Array::from_iter_values(
+                        tasks.iter().map(|t| i64::from(t.id.tgid)),
+                    )),
+                ));
                 if threads {
-                    out.set_item("tid", list(py, tasks, |t| Some(t.id.tid))?)?;
+                    out.push((
+                        "tid".into(),
+                        Arc::new(Int64Array::from_iter_values(
+                            tasks.iter().map(|t| i64::from(t.id.tid)),
+                        )),
+                    ));
                 }
             }
             // The plain fields: one column each, from the model's table.
@@ -298,72 +356,43 @@ pub(crate) fn snapshot<'py>(
             | Attr::Gids
             | Attr::NumCtxSwitches => {
                 for (c, f) in cols.iter().zip(a.model_fields()) {
-                    let values = tasks
-                        .iter()
-                        .map(|t| field_value(py, f, t))
-                        .collect::<PyResult<Vec<_>>>()?;
-                    out.set_item(*c, PyList::new(py, values)?)?;
+                    out.push((c.to_string(), plain(tasks, f)));
                 }
             }
             Attr::Name => {
-                let (texts, exact) = text_and_bytes(
-                    py,
-                    tasks.iter().map(|t| t.base.as_ref().map(|b| &b.comm[..])),
-                )?;
-                out.set_item(cols[0], texts)?;
-                out.set_item(cols[1], exact)?;
+                let (texts, exact) =
+                    text_and_bytes(tasks.iter().map(|t| t.base.as_ref().map(|b| &b.comm[..])));
+                out.push((cols[0].into(), texts));
+                out.push((cols[1].into(), exact));
             }
             Attr::Username => {
-                let (texts, exact) = text_and_bytes(
-                    py,
-                    tasks.iter().map(|t| {
-                        t.cred
-                            .as_ref()
-                            .and_then(|c| users.get(&c.ruid).map(Vec::as_slice))
-                    }),
-                )?;
-                out.set_item(cols[0], texts)?;
-                out.set_item(cols[1], exact)?;
+                let (texts, exact) = text_and_bytes(tasks.iter().map(|t| {
+                    t.cred
+                        .as_ref()
+                        .and_then(|c| users.get(&c.ruid).map(Vec::as_slice))
+                }));
+                out.push((cols[0].into(), texts));
+                out.push((cols[1].into(), exact));
             }
             Attr::Status => {
-                let s: Vec<Option<Bound<'py, PyString>>> = tasks
+                let s: StringArray = tasks
                     .iter()
-                    .map(|t| {
-                        t.base
-                            .as_ref()
-                            .map(|b| PyString::intern(py, crate::attrs::status_name(b.state)))
-                    })
+                    .map(|t| t.base.as_ref().map(|b| crate::attrs::status_name(b.state)))
                     .collect();
-                out.set_item(cols[0], PyList::new(py, s)?)?
+                out.push((cols[0].into(), Arc::new(s)));
             }
-            Attr::CreateTime => out.set_item(
-                cols[0],
-                list(py, tasks, |t| {
-                    Some(host::start_ticks(t.id.start_time_ns) as f64 / tck + boot)
-                })?,
-            )?,
+            Attr::CreateTime => out.push((
+                cols[0].into(),
+                Arc::new(Float64Array::from_iter_values(tasks.iter().map(|t| {
+                    host::start_ticks(t.id.start_time_ns) as f64 / tck + boot
+                }))),
+            )),
             Attr::Cmdline => {
-                let mut rows = Vec::with_capacity(tasks.len());
-                let mut exact = Vec::with_capacity(tasks.len());
-                for t in tasks {
-                    let Some(c) = &t.cmdline else {
-                        rows.push(None);
-                        exact.push(None);
-                        continue;
-                    };
-                    let args = split_cmdline(c);
-                    rows.push(Some(PyList::new(py, args.iter().map(|a| text(py, a)))?));
-                    // The exact arguments, every one, when any of them is not UTF-8.
-                    exact.push(if std::str::from_utf8(c).is_ok() {
-                        None
-                    } else {
-                        Some(PyList::new(py, args.iter().map(|a| PyBytes::new(py, a)))?)
-                    });
-                }
-                out.set_item(cols[0], PyList::new(py, rows)?)?;
-                out.set_item(cols[1], PyList::new(py, exact)?)?;
+                let (texts, exact) = cmdlines(tasks);
+                out.push((cols[0].into(), texts));
+                out.push((cols[1].into(), exact));
             }
         }
     }
-    Ok(out)
+    Columns::new(out, tasks.len())
 }

@@ -3,8 +3,11 @@
 //! Everything goes through tasksnap-collect's [`Host`], on the tree
 //! [`HostOptions::from_env`] names (the machine's /proc, or a test's fake tree through
 //! `TASKSNAP_PROC_ROOT`). A whole-system pass goes through one cached host whose snapshots
-//! are opened for exactly the groups asked (BPF as root on a host large enough, else procfs:
-//! the library's rule, with its reason); asking other groups opens another. A query of one
+//! are opened for the groups first asked (BPF as root on a host large enough, else procfs:
+//! the library's rule, with its reason), so only the programs those need are loaded; it
+//! answers later calls of other groups too, and is opened again only when they need a
+//! program it did not load (the library's `Host::snapshots_serve`): the load is paid once
+//! per interpreter. A query of one
 //! process goes to a procfs host: one directory read, and what the kernel lets the caller
 //! see (the BPF iterator bypasses procfs permission checks, so it only ever answers whole
 //! passes, as root, through the library's own rules). User names come from the reading
@@ -30,7 +33,8 @@ use tasksnap_procfs::users::Names;
 struct Kept {
     /// Where every host reads (the environment's, once).
     opts: HostOptions,
-    /// The whole-system host and what its snapshots were opened for.
+    /// The whole-system host and what its snapshots were opened for (kept while it serves
+    /// the groups asked: [`Host::snapshots_serve`]).
     bulk: Option<(Backend, Groups, Host)>,
     /// The procfs host for one process.
     one: Option<Host>,
@@ -105,12 +109,24 @@ pub(crate) fn bulk(
 ) -> Result<Snapshot, Error> {
     let started = Instant::now();
     let mut h = host();
-    let reuse = matches!(&h.bulk, Some((b, g, _)) if *b == backend && *g == want);
+    // The host stays open while it serves what is asked (the library says whether opening
+    // again would load something `want` needs: the BPF command-line iterator, the program of
+    // the rare blocks), so the programs are loaded once per interpreter, and only those the
+    // asked attributes need. Opening again keeps the command-line iterator once it was
+    // needed: calls with and without `cmdline` do not load it in turn.
+    let reuse = matches!(&h.bulk, Some((b, _, c)) if *b == backend && c.snapshots_serve(&want));
     if !reuse {
+        let open_for = Groups {
+            cmdline: want.cmdline
+                || h.bulk
+                    .as_ref()
+                    .is_some_and(|(b, g, _)| *b == backend && g.cmdline),
+            ..want
+        };
         h.bulk = None;
         let mut c = Host::open(h.opts.clone());
-        c.open_snapshots(backend, &want)?;
-        h.bulk = Some((backend, want, c));
+        c.open_snapshots(backend, &open_for)?;
+        h.bulk = Some((backend, open_for, c));
     }
     opened();
     let Some((_, _, c)) = h.bulk.as_mut() else {

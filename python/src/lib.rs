@@ -1,7 +1,8 @@
 //! The native half of the `tasksnap` Python package (`tasksnap._tasksnap`): a front end like
 //! the CLI's commands. It asks tasksnap-collect for tasks ([`host`]: one cached collector for
 //! whole-system passes, chosen by `choice::open`, and a procfs collector for one process),
-//! turns tasks into psutil's values ([`attrs`]) or into columns ([`columns`]), and turns two
+//! turns tasks into psutil's values ([`attrs`]) or into columns ([`columns`], as Arrow
+//! arrays handed over through the C data interface: [`arrow`]), and turns two
 //! thread-state samples into per-thread shares ([`states`], tasksnap-states' `between`).
 //! Long calls run through [`interrupt`], so Ctrl-C interrupts them at once.
 //!
@@ -11,6 +12,7 @@
 //! [`setup`].
 #![deny(missing_docs)]
 
+mod arrow;
 mod attrs;
 mod columns;
 mod host;
@@ -206,6 +208,8 @@ pub(crate) fn collect_error(e: tasksnap_collect::Error) -> PyErr {
 #[pymodule]
 fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(setup, m)?)?;
+    m.add_class::<arrow::Columns>()?;
+    m.add_class::<attrs::Infos>()?;
     m.add_function(wrap_pyfunction!(attrs::processes, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::process_objects, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::process, m)?)?;

@@ -264,7 +264,6 @@ _ATTRS_SET = frozenset(ATTRS)
 #: ``label``, ``systemd_unit``...) is text with a ``_bytes`` sibling, as ``name`` is.
 #: A field added to tasksnap's table is here without a change to the binding.
 FIELDS: Tuple[str, ...] = tuple(n for n, _, _ in _tasksnap.field_names())
-_BYTES_FIELDS = frozenset(n for n, kind, _ in _tasksnap.field_names() if kind == "bytes")
 
 # Attributes psutil has that tasksnap does not answer (yet): asking for one is a ValueError
 # that says so, rather than psutil's "invalid attr name".
@@ -332,7 +331,9 @@ class Process:
     one /proc read of this process through tasksnap's procfs collector.
     """
 
-    __slots__ = ("_pid", "_start_ns", "_name", "info", "__weakref__")
+    # `_info` is the `info` dict once made; until then `_rows` (the pass of `process_iter`
+    # that made this object, `_tasksnap.Infos`) makes it from row `_row` on first read.
+    __slots__ = ("_pid", "_start_ns", "_name", "_info", "_rows", "_row", "__weakref__")
 
     def __init__(self, pid: Optional[int] = None) -> None:
         if pid is None:
@@ -351,7 +352,9 @@ class Process:
         self._pid = pid
         self._start_ns = start_ns
         self._name = info.get("name")
-        self.info: Dict[str, Any] = {}
+        self._info: Optional[Dict[str, Any]] = {}
+        self._rows = None
+        self._row = 0
 
     @classmethod
     def _from(cls, pid: int, start_ns: int, name: Optional[str] = None) -> "Process":
@@ -359,8 +362,28 @@ class Process:
         p._pid = pid
         p._start_ns = start_ns
         p._name = name
-        p.info = {}
+        p._info = {}
+        p._rows = None
+        p._row = 0
         return p
+
+    @property
+    def info(self) -> Dict[str, Any]:
+        """The attributes ``process_iter(attrs)`` read for this process (``{}`` without
+        ``attrs``), as psutil's ``info``; made from that pass on first read."""
+        info = self._info
+        if info is None:
+            info = self._rows.info(self._row)
+            self._info = info
+            self._rows = None
+            if self._name is None:
+                self._name = info.get("name")
+        return info
+
+    @info.setter
+    def info(self, value: Dict[str, Any]) -> None:
+        self._info = value
+        self._rows = None
 
     # -- identity
 
@@ -517,17 +540,22 @@ def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) ->
     (an empty list: every attribute), each ``Process`` has them in ``.info``, an attribute
     the caller may not read (or a zombie's) being ``ad_value``.
 
-    Unlike psutil, the ``Process`` objects are new on every call (psutil keeps a cache of
-    them between calls); a process that exits while the caller iterates is still yielded,
-    with what the pass read.
+    As psutil, the ``Process`` objects are kept between calls: a process still running (same
+    pid and start time) is the same object, with a new ``info``; a process that exits while
+    the caller iterates is still yielded, with what the pass read. Each ``info`` dict is
+    made from the pass when first read.
     """
     names = ATTRS if attrs is None else _check_attrs(attrs)
     return iter(
         _tasksnap.process_objects(
             Process, list(names) if attrs is not None else ["name"], ad_value, attrs is not None,
-            _BACKEND,
+            _PMAP, _BACKEND,
         )
     )
+
+
+#: process_iter's Process objects by pid, from its last call (psutil's ``_pmap``).
+_PMAP: Dict[int, Process] = {}
 
 
 def pids() -> List[int]:
@@ -563,8 +591,10 @@ def snapshot(
     attrs: Optional[Iterable[str]] = None, threads: bool = False, *, arrow: Optional[bool] = None
 ) -> Any:
     """Every process (every thread when ``threads``) as columns, in one call, without an
-    object per process: a ``pyarrow.Table`` when pyarrow is installed (``arrow=None``) or
-    asked for (``arrow=True``), else a dict of lists.
+    object per process: a ``pyarrow.Table`` when pyarrow (14 or later) is installed
+    (``arrow=None``) or asked for (``arrow=True``), else a dict of lists. The Table holds
+    the Arrow arrays the library built, imported through the Arrow C data interface
+    without a copy; the dict is made from the same arrays.
 
     ``attrs`` are psutil's names (``ATTRS``) or the model's fields (``FIELDS``, each a
     column of its name, in its unit); a named tuple becomes one column per field
@@ -579,20 +609,19 @@ def snapshot(
     where they were not valid UTF-8, None otherwise.
     """
     names = _check_columns(attrs)
+    # The columns are Arrow arrays built by the library (`_tasksnap.Columns`): pyarrow
+    # imports them through the Arrow C data interface without a copy; the dict form is
+    # made from the same arrays.
     cols = _tasksnap.snapshot(names, bool(threads), _BACKEND)
     if arrow is False:
-        return cols
+        return cols.to_pydict()
     try:
         import pyarrow as pa
     except ImportError:
         if arrow:
             raise
-        return cols
-    # Typed, so that a column of nulls (no name of this pass was invalid) is still binary.
-    types = {"name_bytes": pa.binary(), "username_bytes": pa.binary(),
-             "cmdline_bytes": pa.list_(pa.binary())}
-    types.update({f"{n}_bytes": pa.binary() for n in _BYTES_FIELDS})
-    return pa.table({k: pa.array(v, type=types.get(k)) for k, v in cols.items()})
+        return cols.to_pydict()
+    return pa.Table.from_batches([pa.record_batch(cols)])
 
 
 def column_names(attrs: Optional[Iterable[str]] = None, threads: bool = False) -> List[str]:

@@ -10,11 +10,22 @@ def processes(
 ) -> List[Tuple[int, int, Dict[str, Any]]]:
     """(pid, start_time_ns, info) of every process, sorted by pid."""
 
+class Infos:
+    """One process_iter pass, kept for the info dicts made on first read."""
+
+    def info(self, row: int) -> Dict[str, Any]: ...
+
 def process_objects(
-    cls: type, attrs: Sequence[str], ad_value: Any, with_info: bool, backend: str = "auto"
+    cls: type,
+    attrs: Sequence[str],
+    ad_value: Any,
+    with_info: bool,
+    cache: Dict[int, Any],
+    backend: str = "auto",
 ) -> List[Any]:
-    """Every process as an instance of ``cls`` (``Process``) with ``_pid``, ``_start_ns``,
-    ``_name`` and ``info`` set, sorted by pid."""
+    """Every process as an instance of ``cls`` (``Process``), sorted by pid: the one in
+    ``cache`` when it is the same process, else a new one; ``_info`` None with ``_rows``
+    and ``_row`` set when ``with_info``, else ``{}``. ``cache`` then holds these."""
 
 def process(
     pid: int,
@@ -35,7 +46,20 @@ def children(
     name: Any = None,
     backend: str = "auto",
 ) -> List[Tuple[int, int]]: ...
-def snapshot(attrs: Sequence[str], threads: bool = False, backend: str = "auto") -> Dict[str, List[Any]]: ...
+class Columns:
+    """One snapshot() pass as Arrow arrays built in Rust, exported through the Arrow
+    PyCapsule protocol (``pa.record_batch(cols)``, ``pa.table(cols)``) without a copy."""
+
+    num_rows: int
+    column_names: List[str]
+    def __arrow_c_schema__(self) -> Any: ...
+    def __arrow_c_array__(self, requested_schema: Any = None) -> Tuple[Any, Any]: ...
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any: ...
+    def values_address(self, column: str) -> int:
+        """Address of the column's last buffer (its values or bytes)."""
+    def to_pydict(self) -> Dict[str, List[Any]]: ...
+
+def snapshot(attrs: Sequence[str], threads: bool = False, backend: str = "auto") -> Columns: ...
 def column_names(attrs: Sequence[str], threads: bool = False) -> List[str]: ...
 def states(
     pids: Optional[Sequence[int]], interval: float, backend: str = "auto"

@@ -76,6 +76,9 @@ def test_process_iter_leaves_the_garbage_collector_as_it_was(family):
     assert gc.isenabled()
     procs = list(tasksnap.process_iter(ATTRS))
     assert gc.isenabled()
+    # Read before the next call: as psutil's, process_iter's objects are kept between calls,
+    # and the next call gives them its own info.
+    mem = next(p.info["memory_info"] for p in procs if p.pid in family)
     gc.disable()
     try:
         list(tasksnap.process_iter(["pid"]))
@@ -83,7 +86,6 @@ def test_process_iter_leaves_the_garbage_collector_as_it_was(family):
     finally:
         gc.enable()
     # The named tuples are the classes tasksnap hands out, equal to ones made in Python.
-    mem = next(p.info["memory_info"] for p in procs if p.pid in family)
     assert type(mem) is tasksnap.pmem and mem == tasksnap.pmem(*mem)
     assert mem._asdict()["rss"] == mem.rss > 0
 
@@ -136,3 +138,41 @@ def test_process_equality_and_hash(family):
     assert a == b and hash(a) == hash(b)
     assert a != tasksnap.Process(family[1])
     assert "pid=%d" % family[0] in repr(a)
+
+
+def test_process_iter_keeps_its_objects_as_psutil(family, spawned):
+    """As psutil's process_iter, a process still running is the same Process object on the
+    next call, with the new call's info; a process that is gone is dropped; a new one is a
+    new object."""
+    from conftest import SLEEPER
+
+    ours = {p.pid: p for p in tasksnap.process_iter(["pid", "name"])}
+    theirs = {p.pid: p for p in psutil.process_iter(["pid", "name"])}
+    late = spawned.python(SLEEPER).pid
+    gone = family[0]
+    spawned.procs[0].kill()
+    spawned.procs[0].wait()
+    ours2 = {p.pid: p for p in tasksnap.process_iter(["pid", "ppid"])}
+    theirs2 = {p.pid: p for p in psutil.process_iter(["pid", "ppid"])}
+    for pid in family[1:]:
+        assert (ours2[pid] is ours[pid]) == (theirs2[pid] is theirs[pid]) == True  # noqa: E712
+        assert ours[pid].info == {"pid": pid, "ppid": os.getpid()} == theirs[pid].info
+    assert gone not in ours2 and gone not in theirs2
+    assert late in ours2 and late not in ours
+    assert ours2[late].info["ppid"] == os.getpid()
+    assert ours2[late] == tasksnap.Process(late)
+
+
+def test_process_iter_info_is_what_the_pass_read(spawned):
+    """info is made on first read from the pass that made the object, not read again then:
+    a process that exited after the pass still has the name and command line it had."""
+    from conftest import SLEEPER
+
+    p = spawned.python(SLEEPER, "an-argument")
+    procs = {x.pid: x for x in tasksnap.process_iter(["name", "cmdline", "status"])}
+    p.kill()
+    p.wait()
+    info = procs[p.pid].info
+    assert info["cmdline"][-1] == "an-argument"
+    assert info["status"] == tasksnap.STATUS_SLEEPING
+    assert info["name"] == psutil.Process(os.getpid()).name()

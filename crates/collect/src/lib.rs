@@ -204,6 +204,15 @@ pub trait Collector: Send {
     fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<Filled, Error>;
     /// What this collector is, why it was chosen, and how its last pass went.
     fn report(&self) -> PassReport;
+    /// Whether this collector, as opened, reads `groups` as well as one opened again for
+    /// them would: false only when opening again would load something they need that this
+    /// one did not (the BPF collector's command-line iterator or the program that writes
+    /// the rare blocks). A front end that keeps a collector between calls of different
+    /// groups (the Python binding) opens again only then, so a load is paid once.
+    fn serves(&self, groups: &Groups) -> bool {
+        let _ = groups;
+        true
+    }
     /// Hands a snapshot's tasks back once they are no longer needed, so that the next
     /// snapshot can reuse the vector's memory (a periodic refresh then does not fault in and
     /// unmap tens of megabytes every time). Dropping them is always fine too.

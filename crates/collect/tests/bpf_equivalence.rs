@@ -871,3 +871,49 @@ fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
         }
     }
 }
+
+/// A collector loaded without the command-line iterator (or without the rare blocks'
+/// program) says a query of those is better served by loading again; one loaded with them
+/// serves everything less. The Python binding keeps its collector on this answer, so a
+/// wrong `true` reads command lines from /proc forever and a wrong `false` reloads on
+/// every call.
+#[test]
+fn a_fresh_load_serves_what_it_was_loaded_for() {
+    if !root_or_skip("Collector::serves of a fresh BPF load") {
+        return;
+    }
+    if BpfCollector::pinned_available() {
+        eprintln!("skipped: a pinned set serves every query (tasksnap pin is in force)");
+        return;
+    }
+    let plain = Groups {
+        base: true,
+        stat: true,
+        ..Groups::default()
+    };
+    let cmdline = Groups {
+        cmdline: true,
+        ..plain
+    };
+    let rare = Groups {
+        signals: true,
+        ..plain
+    };
+    let without = BpfCollector::for_groups(&plain).expect("BPF loads as root");
+    assert!(without.serves(&plain));
+    assert!(without.serves(&Groups { io: true, ..plain }));
+    assert!(!without.serves(&cmdline));
+    assert!(!without.serves(&rare));
+    drop(without);
+    let with = BpfCollector::for_groups(&Groups {
+        signals: true,
+        ..cmdline
+    })
+    .expect("BPF loads as root");
+    for g in [plain, cmdline, rare, Groups::default()] {
+        assert!(with.serves(&g), "{g:?}");
+    }
+    // load_fresh loads the rare blocks' program always.
+    let fresh = BpfCollector::load_fresh(false, false).expect("BPF loads as root");
+    assert!(fresh.serves(&rare) && !fresh.serves(&cmdline));
+}

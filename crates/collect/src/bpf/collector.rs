@@ -21,6 +21,15 @@ impl Collector for BpfCollector {
         r
     }
 
+    /// A fresh load without the command-line iterator reads command lines from /proc, one
+    /// without `dump_task_rare` the rare blocks: loading again for `groups` would do better.
+    /// A pinned set is what opening again would give.
+    fn serves(&self, groups: &Groups) -> bool {
+        self.loaded_for.is_none_or(|(cmdline, rare)| {
+            (cmdline || !groups.cmdline) && (rare || !decode::wants_rare(groups))
+        })
+    }
+
     /// What the kernel cannot give (command lines, SHR) comes from /proc: the reads of the
     /// collector this one fills from, with its deadline.
     fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::Filled, Error> {

@@ -90,6 +90,9 @@ pub struct BpfCollector {
     pub pin_problem: Option<String>,
     /// Why this collector was chosen (set by [`crate::choice`]), for its report.
     pub why: String,
+    /// What a fresh load was asked for: (command lines, the rare blocks' program); `None`
+    /// for a pinned set, which opening again would give again ([`crate::Collector::serves`]).
+    loaded_for: Option<(bool, bool)>,
 }
 
 impl std::fmt::Debug for BpfCollector {
@@ -155,7 +158,7 @@ impl BpfCollector {
                 Some(why.to_string()),
             ),
         };
-        let mut c = Self::from_programs(procfs, progs, cmdline);
+        let mut c = Self::from_programs(procfs, progs, cmdline, rare);
         c.pin_problem = pin_problem;
         Ok(c)
     }
@@ -164,7 +167,12 @@ impl BpfCollector {
         procfs: ProcfsCollector,
         progs: programs::Programs,
         cmdline: bool,
+        rare: bool,
     ) -> BpfCollector {
+        let loaded_for = match &progs.origin {
+            programs::Origin::Loaded { .. } => Some((cmdline, rare)),
+            programs::Origin::Pinned { .. } => None,
+        };
         let (load_ns, pinned_at) = match &progs.origin {
             programs::Origin::Loaded { load_ns } => (*load_ns, None),
             programs::Origin::Pinned { dir, open_ns } => (*open_ns, Some(dir.clone())),
@@ -188,6 +196,7 @@ impl BpfCollector {
             pinned_at,
             pin_problem: None,
             why: String::from("bpf"),
+            loaded_for,
         }
     }
 
@@ -199,7 +208,7 @@ impl BpfCollector {
         enough_descriptors(walk)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
         let progs = programs::Programs::load(cmdline, walk, true)?;
-        Ok(Self::from_programs(procfs, progs, cmdline))
+        Ok(Self::from_programs(procfs, progs, cmdline, true))
     }
 
     /// Whether full passes may use the walk when it is there (the default), or must keep to

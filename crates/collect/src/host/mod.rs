@@ -412,6 +412,12 @@ impl Host {
         }
     }
 
+    /// Whether the open snapshot source reads `groups` as well as one opened again for them
+    /// would ([`Collector::serves`]); false when no snapshot source is open.
+    pub fn snapshots_serve(&self, groups: &Groups) -> bool {
+        matches!(&self.tasks, Tasks::Snapshots(c) if c.serves(groups))
+    }
+
     /// Hands a snapshot's tasks back for the next one to reuse.
     pub fn recycle(&mut self, tasks: Vec<Task>) {
         if let Ok(c) = self.collector_mut() {
