@@ -8,6 +8,11 @@
 #   bench/record.sh [N]                     default 5000 processes, INTERVAL=1, SAMPLES=60
 #   INTERVAL=10 SAMPLES=30 bench/record.sh 50000
 #   TOOLS="tasksnap" bench/record.sh 50000  only tasksnap (e.g. for the 1%-of-a-CPU check)
+#   LOAD=threads INTERVAL=2 SAMPLES=10 bench/record.sh 100000
+#                                           N threads (in one process) instead of N
+#                                           processes
+#   TS_A=/path/to/older/tasksnap TOOLS="tasksnap-a tasksnap atop" bench/record.sh 50000
+#                                           an older build too, on the same load (A/B)
 #   INTERVAL=0 SAMPLES=8640 COLLECTL_SAMPLES=864 TOOLS="tasksnap collectl" bench/record.sh 1000
 #                                           collectl's day test (a day of samples at interval 0,
 #                                           timed); collectl -sZ takes 1/10 of the samples, as
@@ -39,10 +44,14 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-coproc LOAD { exec "$LG" --procs "$N" --until-stdin-eof; }
+case ${LOAD:-procs} in
+  procs) coproc LOAD { exec "$LG" --procs "$N" --until-stdin-eof; } ;;
+  threads) coproc LOAD { exec "$LG" --threads "$N" --until-stdin-eof; } ;;
+  *) echo "LOAD is procs or threads" >&2; exit 1 ;;
+esac
 load_pid=$LOAD_PID
 read -r _ <&"${LOAD[0]}"
-echo "load ready: $(ls /proc | grep -c '^[0-9]') processes; interval ${INTERVAL}s, $SAMPLES samples per tool"
+echo "load ready: $(ls /proc | grep -c '^[0-9]') processes, $(awk '{print $4}' /proc/loadavg | cut -d/ -f2) tasks; interval ${INTERVAL}s, $SAMPLES samples per tool"
 
 # prints "cpu_ms_per_sample bytes_per_sample wall_s_per_day_of_samples"
 measure() {
@@ -60,11 +69,13 @@ declare -A cpu bytes
 printf '%-10s %8s %14s %16s %18s\n' tool samples "CPU ms/sample" "bytes/sample" "wall s per 8640"
 for tool in $TOOLS; do
   case $tool in
-    tasksnap)
+    tasksnap|tasksnap-a)
       n=$SAMPLES
-      read -r c b w < <(measure tasksnap "$work/ts" "$n" "$TS" record --dir "$work/ts" \
+      bin=$TS
+      [ "$tool" = tasksnap ] || bin=${TS_A:?TS_A names the other build}
+      read -r c b w < <(measure "$tool" "$work/$tool" "$n" "$bin" record --dir "$work/$tool" \
         --interval "$INTERVAL" --count "$n")
-      grep 'own CPU' "$work/tasksnap.err" | sed 's/^/  /' >&2 || true ;;
+      grep 'own CPU' "$work/$tool.err" | sed 's/^/  /' >&2 || true ;;
     atop)
       n=$SAMPLES
       read -r c b w < <(measure atop "$work/atop.raw" "$n" atop -w "$work/atop.raw" "$INTERVAL" "$n") ;;
@@ -80,6 +91,10 @@ done
 if [ -n "${cpu[atop]:-}" ] && [ -n "${cpu[tasksnap]:-}" ]; then
   awk -v tc="${cpu[tasksnap]}" -v ac="${cpu[atop]}" -v tb="${bytes[tasksnap]}" -v ab="${bytes[atop]}" \
     'BEGIN { printf "tasksnap/atop: CPU %.3f (1/%.1f), bytes %.3f (1/%.1f)\n", tc/ac, ac/tc, tb/ab, ab/tb }'
+fi
+if [ -n "${cpu[tasksnap-a]:-}" ] && [ -n "${cpu[tasksnap]:-}" ]; then
+  awk -v tc="${cpu[tasksnap]}" -v ac="${cpu[tasksnap-a]}" \
+    'BEGIN { printf "tasksnap/tasksnap-a: CPU %.3f\n", tc/ac }'
 fi
 if [ -n "${cpu[collectl]:-}" ] && [ -n "${cpu[tasksnap]:-}" ]; then
   awk -v tc="${cpu[tasksnap]}" -v cc="${cpu[collectl]}" -v tb="${bytes[tasksnap]}" -v cb="${bytes[collectl]}" \
