@@ -301,6 +301,116 @@ struct Prev {
     comm_hash: u64,
 }
 
+/// Where an entry of an [`InPlace`] list is: its place in the list, or among those added.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Old(usize),
+    New(usize),
+}
+
+/// A list of per-task entries in (tgid, tid) order, updated in place by a walk of the next
+/// collection's tasks in the same order: an entry seen again is overwritten where it is,
+/// entries not seen are dropped, new ones are merged in at the end. No second list is built
+/// (the old one held while the new one grew: twice the list at every collection).
+struct InPlace<'a, T: Copy> {
+    list: &'a mut Vec<(TaskId, T)>,
+    /// The next entry not yet met.
+    at: usize,
+    /// New entries, in order.
+    added: Vec<(TaskId, T)>,
+}
+
+/// The identity an entry of an [`InPlace`] list is given to drop it (no task has it).
+const DROPPED: TaskId = TaskId {
+    tgid: i32::MIN,
+    tid: i32::MIN,
+    start_time_ns: 0,
+};
+
+impl<'a, T: Copy> InPlace<'a, T> {
+    fn new(list: &'a mut Vec<(TaskId, T)>) -> InPlace<'a, T> {
+        InPlace {
+            list,
+            at: 0,
+            added: Vec::new(),
+        }
+    }
+
+    /// Drops the entries before `key` (their tasks are gone), passing each to `gone`.
+    fn skip_to(&mut self, key: (i32, i32), mut gone: impl FnMut(TaskId, T)) {
+        while let Some(e) = self.list.get_mut(self.at) {
+            if (e.0.tgid, e.0.tid) >= key {
+                break;
+            }
+            let (id, v) = *e;
+            e.0 = DROPPED;
+            gone(id, v);
+            self.at += 1;
+        }
+    }
+
+    /// The entry of `id` and its place, if it is the next one (dropped unless kept again).
+    fn take(&mut self, id: TaskId) -> Option<(usize, T)> {
+        let e = self.list.get_mut(self.at).filter(|e| e.0 == id)?;
+        let v = e.1;
+        e.0 = DROPPED;
+        self.at += 1;
+        Some((self.at - 1, v))
+    }
+
+    /// Keeps `v` for `id`: where its entry was (`at`, from [`InPlace::take`]), or as new.
+    fn keep(&mut self, at: Option<usize>, id: TaskId, v: T) -> Slot {
+        match at {
+            Some(i) => {
+                self.list[i] = (id, v);
+                Slot::Old(i)
+            }
+            None => {
+                self.added.push((id, v));
+                Slot::New(self.added.len() - 1)
+            }
+        }
+    }
+
+    fn get_mut(&mut self, s: Slot) -> &mut T {
+        match s {
+            Slot::Old(i) => &mut self.list[i].1,
+            Slot::New(i) => &mut self.added[i].1,
+        }
+    }
+
+    /// Drops the entries never met (passing each to `gone`) and merges the new ones in.
+    fn finish(mut self, mut gone: impl FnMut(TaskId, T)) {
+        self.skip_to((i32::MAX, i32::MAX), &mut gone);
+        self.list.retain(|e| e.0 != DROPPED);
+        if self.added.is_empty() {
+            return;
+        }
+        if self.list.is_empty() {
+            *self.list = std::mem::take(&mut self.added);
+            return;
+        }
+        // Both in order, keys distinct (an old entry of a key met again with another
+        // identity was dropped): merged from the back, in the list's own allocation.
+        let key = |e: &(TaskId, T)| (e.0.tgid, e.0.tid);
+        let (n, m) = (self.list.len(), self.added.len());
+        self.list.extend_from_slice(&self.added);
+        let (mut i, mut j) = (n, m);
+        for k in (0..n + m).rev() {
+            if j == 0 {
+                break;
+            }
+            if i > 0 && key(&self.list[i - 1]) > key(&self.added[j - 1]) {
+                self.list[k] = self.list[i - 1];
+                i -= 1;
+            } else {
+                self.list[k] = self.added[j - 1];
+                j -= 1;
+            }
+        }
+    }
+}
+
 /// A thread's state totals at the last collection: the start of its next interval. Only what
 /// [`ThreadDelta::new`] reads of a previous sample (88 bytes a thread; the sample's own row,
 /// with its name, is 192).
@@ -417,10 +527,6 @@ pub struct Aggregator {
     /// Every other thread's context switches (voluntary, involuntary) at the last
     /// collection, in (tgid, tid) order.
     threads: Vec<(TaskId, (u64, u64))>,
-    /// The lists the next collection's `prev` and `threads` are built in: the last but one's,
-    /// emptied (their allocations kept).
-    spare_prev: Vec<(TaskId, Prev)>,
-    spare_threads: Vec<(TaskId, (u64, u64))>,
     /// Every thread's state totals at the last collection, updated in place.
     states_prev: ThreadMap<ThreadPrev>,
     /// The last sample's time (`None`: no sample to start an interval from).
@@ -533,8 +639,6 @@ impl Aggregator {
             shown: Vec::new(),
             prev: Vec::new(),
             threads: Vec::new(),
-            spare_prev: Vec::new(),
-            spare_threads: Vec::new(),
             states_prev: ThreadMap::default(),
             states_prev_at: None,
             group_at: PidMap::default(),
@@ -639,15 +743,11 @@ impl Aggregator {
         // (tgid, its group, whether it is one of the reading's exits)
         let mut cur: Option<(i32, Option<usize>, bool)> = None;
         let mut groups_at = group_of.entries().iter().zip(&entry_group).peekable();
-        // The last collection's lists are read as this one's are built in the spare ones.
-        let mut old_prev_list = std::mem::take(&mut self.prev);
-        let mut old_threads_list = std::mem::take(&mut self.threads);
-        let mut prev_now = std::mem::take(&mut self.spare_prev);
-        let mut threads_now = std::mem::take(&mut self.spare_threads);
-        prev_now.clear();
-        threads_now.clear();
-        let mut old_prev = old_prev_list.drain(..).peekable();
-        let mut old_threads = old_threads_list.drain(..).peekable();
+        // The last collection's lists, updated in place.
+        let mut prev_list = std::mem::take(&mut self.prev);
+        let mut threads_list = std::mem::take(&mut self.threads);
+        let mut old_prev = InPlace::new(&mut prev_list);
+        let mut old_threads = InPlace::new(&mut threads_list);
         // Processes of the last collection missing from this one.
         let mut vanished: Vec<(TaskId, Prev)> = Vec::new();
         let mut gone = |id: TaskId, p: Prev| {
@@ -655,8 +755,8 @@ impl Aggregator {
                 vanished.push((id, p));
             }
         };
-        // Where the current process's main thread is in `prev_now`.
-        let mut leader_slot: Option<usize> = None;
+        // Where the current process's main thread's entry is.
+        let mut leader_slot: Option<Slot> = None;
         for (i, t) in tasks.iter().enumerate() {
             let state = current_state(t, states.as_ref());
             system.threads += 1;
@@ -687,22 +787,24 @@ impl Aggregator {
             g.now.threads += 1;
             g.now.in_state[state.index()] += 1;
             let key = (t.id.tgid, t.id.tid);
-            let known = if t.id.is_leader() {
-                while let Some((id, p)) = old_prev.next_if(|(id, _)| (id.tgid, id.tid) < key) {
-                    gone(id, p);
+            let (known, at) = if t.id.is_leader() {
+                old_prev.skip_to(key, &mut gone);
+                match old_prev.take(t.id) {
+                    Some((at, p)) => (Some(p), Some(at)),
+                    None => (None, None),
                 }
-                old_prev.next_if(|(id, _)| *id == t.id).map(|(_, p)| p)
             } else {
-                while old_threads
-                    .next_if(|(id, _)| (id.tgid, id.tid) < key)
-                    .is_some()
-                {}
-                old_threads
-                    .next_if(|(id, _)| *id == t.id)
-                    .map(|(_, sw)| Prev {
-                        switches: Some(sw),
-                        ..Prev::default()
-                    })
+                old_threads.skip_to(key, |_, _| {});
+                match old_threads.take(t.id) {
+                    Some((at, sw)) => (
+                        Some(Prev {
+                            switches: Some(sw),
+                            ..Prev::default()
+                        }),
+                        Some(at),
+                    ),
+                    None => (None, None),
+                }
             };
             let mut now = Prev::default();
             let mut switched = (0, 0);
@@ -780,29 +882,24 @@ impl Aggregator {
                     )
                 });
             } else if let Some(c) =
-                leader_slot.and_then(|s| prev_now[s].1.counted_switches.as_mut())
+                leader_slot.and_then(|s| old_prev.get_mut(s).counted_switches.as_mut())
             {
                 c.0 = c.0.saturating_add(switched.0);
                 c.1 = c.1.saturating_add(switched.1);
             }
             if !t.id.is_leader() {
                 if let Some(sw) = now.switches {
-                    threads_now.push((t.id, sw));
+                    old_threads.keep(at, t.id, sw);
                 }
             } else if now.proc.is_some() || now.switches.is_some() || now.counted_switches.is_some()
             {
-                prev_now.push((t.id, now));
-                leader_slot = Some(prev_now.len() - 1);
+                leader_slot = Some(old_prev.keep(at, t.id, now));
             }
         }
-        for (id, p) in old_prev {
-            gone(id, p);
-        }
-        drop(old_threads);
-        self.prev = prev_now;
-        self.threads = threads_now;
-        self.spare_prev = old_prev_list;
-        self.spare_threads = old_threads_list;
+        old_prev.finish(&mut gone);
+        old_threads.finish(|_, _| {});
+        self.prev = prev_list;
+        self.threads = threads_list;
         // Processes missing from this collection wait one more for their exit records (only
         // with an exit source, and not those whose record came with this reading).
         self.pending = if exits_on {
@@ -841,16 +938,17 @@ impl Aggregator {
             if start_ns.is_none() {
                 states_prev.clear();
             }
+            use std::collections::hash_map::Entry;
             for (id, t) in &cur.threads {
                 let slot = states_prev.entry(*id);
                 if let Some(start_ns) = start_ns {
                     let p = match &slot {
-                        std::collections::hash_map::Entry::Occupied(o) => Some(o.get().totals(t)),
-                        std::collections::hash_map::Entry::Vacant(_) => None,
+                        Entry::Occupied(o) => Some(o.get()),
+                        Entry::Vacant(_) => None,
                     };
                     self.charge_states(
                         t,
-                        p.as_ref(),
+                        p,
                         cur,
                         start_ns,
                         &group_at,
@@ -860,17 +958,15 @@ impl Aggregator {
                     );
                 }
                 match slot {
-                    std::collections::hash_map::Entry::Occupied(mut o) => {
-                        o.get_mut().set(t, seen_in)
-                    }
-                    std::collections::hash_map::Entry::Vacant(v) => {
-                        v.insert(ThreadPrev::default()).set(t, seen_in);
-                    }
+                    Entry::Occupied(mut o) => o.get_mut().set(t, seen_in),
+                    Entry::Vacant(v) => v.insert(ThreadPrev::default()).set(t, seen_in),
                 }
             }
             // Threads the source no longer reports (they exited, and their final totals
-            // were counted) are forgotten.
-            states_prev.retain(|_, p| p.seen_in == seen_in);
+            // were counted) are forgotten; every entry is one of this sample's otherwise.
+            if states_prev.len() > cur.threads.len() {
+                states_prev.retain(|_, p| p.seen_in == seen_in);
+            }
             self.group_at = group_at;
             self.states_prev_at = Some(cur.at_ns);
         } else {
@@ -923,7 +1019,7 @@ impl Aggregator {
     fn charge_states(
         &mut self,
         t: &ThreadTotals,
-        prev: Option<&ThreadTotals>,
+        prev: Option<&ThreadPrev>,
         cur: &Sample,
         start_ns: u64,
         group_at: &PidMap<usize>,
@@ -936,12 +1032,28 @@ impl Aggregator {
         if t.exited && prev.is_none() && t.state_ns.iter().sum::<u64>() == 0 {
             return;
         }
-        let d = ThreadDelta::new(t, prev, cur.mode, start_ns);
-        if d.alive_ns() == 0 {
+        let ns = match cur.mode {
+            // Exact: the totals' increase (`ThreadDelta::new`'s arithmetic, without
+            // making the previous totals a sample's row).
+            Mode::Bpf => {
+                let mut ns = t.state_ns;
+                if let Some(p) = prev {
+                    for (n, b) in ns.iter_mut().zip(p.state_ns) {
+                        *n = n.saturating_sub(b);
+                    }
+                }
+                ns
+            }
+            Mode::Procfs { .. } => {
+                let p = prev.map(|p| p.totals(t));
+                ThreadDelta::new(t, p.as_ref(), cur.mode, start_ns).ns
+            }
+        };
+        if ns.iter().sum::<u64>() == 0 {
             return;
         }
         for s in 0..NSTATES {
-            system.state_ns[s] = system.state_ns[s].saturating_add(d.ns[s]);
+            system.state_ns[s] = system.state_ns[s].saturating_add(ns[s]);
         }
         let pid = t.id.tgid;
         let gi = match group_at.get(&pid).or_else(|| exit_groups.get(&pid)) {
@@ -953,13 +1065,24 @@ impl Aggregator {
         };
         let g = &mut self.groups[gi];
         for s in 0..NSTATES {
-            g.delta.state_ns[s] = g.delta.state_ns[s].saturating_add(d.ns[s]);
+            g.delta.state_ns[s] = g.delta.state_ns[s].saturating_add(ns[s]);
         }
-        for (_, id, ns) in d.reasons().filter(|r| r.0 == State::Disk) {
+        // D time by reason (`ThreadDelta::reasons`: each at most its state's time).
+        for &(state, id, total) in &t.reasons {
+            if state != State::Disk {
+                continue;
+            }
+            let before = prev
+                .and_then(|p| p.reasons.iter().find(|r| r.0 == state && r.1 == id))
+                .map_or(0, |r| r.2);
+            let d = total.saturating_sub(before).min(ns[state.index()]);
+            if d == 0 {
+                continue;
+            }
             let label = labels
                 .entry(id)
                 .or_insert_with(|| reason_label(cur.reasons.get(&id).map(|f| &f[..])));
-            g.delta.add_reason(label, ns, usize::MAX);
+            g.delta.add_reason(label, d, usize::MAX);
         }
     }
 
@@ -969,25 +1092,22 @@ impl Aggregator {
         let list = |cap: usize, each: usize| cap * each;
         // A hash table's slot is its entry and a control byte.
         let table = |cap: usize, each: usize| cap * (each + 1);
-        let bytes = list(
-            self.prev.capacity() + self.spare_prev.capacity(),
-            size_of::<(TaskId, Prev)>(),
-        ) + list(
-            self.threads.capacity() + self.spare_threads.capacity(),
-            size_of::<(TaskId, (u64, u64))>(),
-        ) + table(
-            self.states_prev.capacity(),
-            size_of::<(TaskId, ThreadPrev)>(),
-        ) + self
-            .states_prev
-            .values()
-            .map(|p| {
-                p.samples
-                    .as_ref()
-                    .map_or(0, |_| size_of::<[u64; NSTATES]>())
-                    + size_of_val(&*p.reasons)
-            })
-            .sum::<usize>()
+        let bytes = list(self.prev.capacity(), size_of::<(TaskId, Prev)>())
+            + list(self.threads.capacity(), size_of::<(TaskId, (u64, u64))>())
+            + table(
+                self.states_prev.capacity(),
+                size_of::<(TaskId, ThreadPrev)>(),
+            )
+            + self
+                .states_prev
+                .values()
+                .map(|p| {
+                    p.samples
+                        .as_ref()
+                        .map_or(0, |_| size_of::<[u64; NSTATES]>())
+                        + size_of_val(&*p.reasons)
+                })
+                .sum::<usize>()
             + table(self.group_at.capacity(), size_of::<(i32, usize)>())
             + list(self.pending.capacity(), size_of::<Pending>())
             + self.grouper.footprint_bytes()
