@@ -1052,8 +1052,8 @@ impl Aggregator {
         if ns.iter().sum::<u64>() == 0 {
             return;
         }
-        for s in 0..NSTATES {
-            system.state_ns[s] = system.state_ns[s].saturating_add(ns[s]);
+        for (total, n) in system.state_ns.iter_mut().zip(ns) {
+            *total = total.saturating_add(n);
         }
         let pid = t.id.tgid;
         let gi = match group_at.get(&pid).or_else(|| exit_groups.get(&pid)) {
@@ -1064,8 +1064,8 @@ impl Aggregator {
             return;
         };
         let g = &mut self.groups[gi];
-        for s in 0..NSTATES {
-            g.delta.state_ns[s] = g.delta.state_ns[s].saturating_add(ns[s]);
+        for (total, n) in g.delta.state_ns.iter_mut().zip(ns) {
+            *total = total.saturating_add(n);
         }
         // D time by reason (`ThreadDelta::reasons`: each at most its state's time).
         for &(state, id, total) in &t.reasons {
@@ -2356,5 +2356,16 @@ mod tests {
             w.total.state_ns[State::Sleeping.index()],
             8 * S + 9 * S + 10 * S
         );
+    }
+
+    /// What docs/serve.md says the exporter holds per task ("What serve holds per task"):
+    /// a process's counters, another thread's switches, a thread's state totals.
+    #[test]
+    fn per_task_entries_stay_as_small_as_documented() {
+        use std::mem::size_of;
+        assert!(size_of::<(TaskId, Prev)>() <= 128);
+        assert!(size_of::<(TaskId, (u64, u64))>() <= 32);
+        assert!(size_of::<(TaskId, ThreadPrev)>() <= 104);
+        assert!(size_of::<(TaskId, tasksnap_model::Comm, Option<Arc<str>>)>() <= 56);
     }
 }
