@@ -354,16 +354,8 @@ impl Collection {
 fn keep_heap() {
     // SAFETY: mallopt only changes allocator parameters; called before the threads start.
     unsafe {
-        let mmap: i32 = std::env::var("EXP_MMAP")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(256 << 20);
-        let trim: i32 = std::env::var("EXP_TRIM")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(512 << 20);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, mmap);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, trim);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 512 << 20);
     }
 }
 
