@@ -20,6 +20,12 @@
 #   DURATION=45 bench/serve.sh procs:2000              a quick smoke run
 #   DURATION=150 ROUNDS=3 REQUESTS=1000 CONCURRENCY=50 (the defaults)
 #   PE_FLAGS="-threads=false" (the default: process-exporter without per-thread-name metrics)
+#   SCRAPE_INTERVAL=1 OTHERS=0 BASELINE=/work/bin/tasksnap-C bench/serve.sh procs:50000
+#       the scrape tail: Prometheus scrapes every second (timeout 1 s) tasksnap alone
+#       (OTHERS=0: no process-exporter or node_exporter, which cannot answer in a second
+#       here) and, with BASELINE, a second tasksnap serve from that binary on the same load,
+#       side by side (job "baseline"); each job's p50/p99/max scrape_duration_seconds. The
+#       exporters still collect every INTERVAL (15) seconds.
 #
 # Needs root (BPF, room for 50,000 processes and 100,000 threads), curl, jq, python3, ab
 # (apache2-utils). Debian's prometheus, prometheus-process-exporter and
@@ -36,6 +42,11 @@ ROUNDS=${ROUNDS:-3}
 REQUESTS=${REQUESTS:-1000}
 CONCURRENCY=${CONCURRENCY:-50}
 INTERVAL=15
+SCRAPE_INTERVAL=${SCRAPE_INTERVAL:-15}
+OTHERS=${OTHERS:-1}
+BASELINE=${BASELINE:-}
+# A scrape may take at most the interval (Prometheus refuses a longer timeout), 14 s at most.
+SCRAPE_TIMEOUT=$(( SCRAPE_INTERVAL < 15 ? SCRAPE_INTERVAL : 14 ))
 PE_FLAGS=${PE_FLAGS:--threads=false}
 QUIET_MAX=${QUIET_MAX:-5000}
 OUT=${OUT:-target/bench}
@@ -233,19 +244,30 @@ run_size() {
   # The window starts once tasksnap's second collection is out: the cost it exposes is the
   # last finished collection's, so until then the counters hold the first collection (which
   # meets every task for the first time); that one is recorded apart.
+  # (On a host too busy for a scrape between the 2nd and 3rd collections it is a later one's:
+  # `collections` says which.)
   local first="" 
   for i in $(seq 600); do
     first=$(curl -sf "http://127.0.0.1:$ts_port/metrics" | awk '
       /^tasksnap_collections_total[{ ]/ { n = $2 } /^tasksnap_collect_seconds[{ ]/ { s = $2 }
       /^tasksnap_collect_cpu_seconds_total[{ ]/ { c = $2 }
-      END { if (n == 2) printf "{\"collect_s\": %s, \"cpu_s\": %s}", s, c }')
+      END { if (n >= 2) printf "{\"collections\": %s, \"collect_s\": %s, \"cpu_s\": %s}", n, s, c }')
     [ -n "$first" ] && break
     sleep 0.1
   done
   [ -n "$first" ] || { echo "tasksnap serve made no second collection in 60 s" >&2; exit 1; }
   echo "   tasksnap's first collection: $first" >&2
 
-  local pe_port ne_port
+  local bl_port="" bl_pid=""
+  if [ -n "$BASELINE" ]; then
+    bl_port=$(free_port)
+    start baseline "$BASELINE" serve --listen "127.0.0.1:$bl_port" --interval "$INTERVAL" -q
+    bl_pid=$last_pid
+    wait_http "http://127.0.0.1:$bl_port/metrics" "$bl_pid" baseline
+  fi
+
+  local pe_port="" ne_port="" pe_pid="" ne_pid=""
+  if [ "$OTHERS" = 1 ]; then
   pe_port=$(free_port)
   cat >"$work/process-exporter.yml" <<'EOF'
 process_names:
@@ -264,28 +286,35 @@ EOF
   # Their landing pages, not /metrics: a scrape of process-exporter takes seconds here.
   wait_http "http://127.0.0.1:$pe_port/" "$pe_pid" process-exporter
   wait_http "http://127.0.0.1:$ne_port/" "$ne_pid" node-exporter
+  fi
 
 
   prom_port=$(free_port)
   cat >"$work/prometheus.yml" <<EOF
 global:
-  scrape_interval: ${INTERVAL}s
-  scrape_timeout: 14s
+  scrape_interval: ${SCRAPE_INTERVAL}s
+  scrape_timeout: ${SCRAPE_TIMEOUT}s
 scrape_configs:
   - job_name: tasksnap
     static_configs: [{targets: ["127.0.0.1:$ts_port"]}]
-  - job_name: process-exporter
-    static_configs: [{targets: ["127.0.0.1:$pe_port"]}]
-  - job_name: node-exporter
-    static_configs: [{targets: ["127.0.0.1:$ne_port"]}]
 EOF
+  local extra job_port
+  for extra in baseline:$bl_port process-exporter:$pe_port node-exporter:$ne_port; do
+    job_port=${extra#*:}
+    [ -n "$job_port" ] || continue
+    printf '  - job_name: %s\n    static_configs: [{targets: ["127.0.0.1:%s"]}]\n' \
+      "${extra%%:*}" "$job_port" >>"$work/prometheus.yml"
+  done
   rm -rf "$work/tsdb"
   start prometheus "$TASKSNAP_PROMETHEUS" --config.file "$work/prometheus.yml" \
     --storage.tsdb.path "$work/tsdb" --web.listen-address "127.0.0.1:$prom_port"
   prom_pid=$last_pid
   wait_http "http://127.0.0.1:$prom_port/-/ready" "$prom_pid" prometheus
 
-  declare -A pid=([tasksnap]=$ts_pid [process-exporter]=$pe_pid [node-exporter]=$ne_pid [prometheus]=$prom_pid)
+  declare -A pid=([tasksnap]=$ts_pid [prometheus]=$prom_pid)
+  [ -z "$bl_pid" ] || pid[baseline]=$bl_pid
+  [ -z "$pe_pid" ] || pid[process-exporter]=$pe_pid
+  [ -z "$ne_pid" ] || pid[node-exporter]=$ne_pid
   declare -A c0 c1
   for job in "${!pid[@]}"; do c0[$job]=$(cpu_of "${pid[$job]}"); done
   local ts_rss0
@@ -311,7 +340,8 @@ EOF
   tasks_end=$(awk '{ split($4, a, "/"); print a[2] }' /proc/loadavg)
 
   local jobs_json="{}" cpu rss hwm
-  for job in tasksnap process-exporter node-exporter prometheus; do
+  for job in tasksnap baseline process-exporter node-exporter prometheus; do
+    [ -n "${pid[$job]:-}" ] || continue
     cpu=$(awk -v a="${c0[$job]}" -v b="${c1[$job]}" -v s="$t0" -v e="$t1" \
       'BEGIN { if (b == "null") print "null"; else printf "%.4f", (b - a) * 100 / (e - s) }')
     rss=$(rss_of "${pid[$job]}"); hwm=$(hwm_of "${pid[$job]}")
@@ -323,6 +353,7 @@ EOF
     else
       o=$(jq -n --arg cpu "$cpu" --arg rss "$rss" --arg hwm "$hwm" \
         --arg med "$(prom "quantile_over_time(0.5, scrape_duration_seconds{$sel}[${w}s])")" \
+        --arg p99 "$(prom "quantile_over_time(0.99, scrape_duration_seconds{$sel}[${w}s])")" \
         --arg max "$(prom "max_over_time(scrape_duration_seconds{$sel}[${w}s])")" \
         --arg up "$(prom "avg_over_time(up{$sel}[${w}s])")" \
         --arg scrapes "$(prom "count_over_time(up{$sel}[${w}s])")" \
@@ -330,7 +361,8 @@ EOF
         --arg smin "$(prom "min_over_time(scrape_samples_scraped{$sel}[${w}s])")" \
         --arg smax "$(prom "max_over_time(scrape_samples_scraped{$sel}[${w}s])")" \
         '{cpu_pct: ($cpu|fromjson), rss_kib: ($rss|fromjson), hwm_kib: ($hwm|fromjson),
-          scrape_median_s: ($med|fromjson), scrape_max_s: ($max|fromjson), up: ($up|fromjson),
+          scrape_median_s: ($med|fromjson), scrape_p99_s: ($p99|fromjson),
+          scrape_max_s: ($max|fromjson), up: ($up|fromjson),
           scrapes: ($scrapes|fromjson), series: ($series|fromjson),
           series_min: ($smin|fromjson), series_max: ($smax|fromjson)}')
     fi
@@ -355,8 +387,12 @@ EOF
     sort >"$OUT/serve-$stamp-series-${kind}${n}.txt" || true
 
   # The load test: Prometheus and the other exporters stopped, the load still up.
-  kill -KILL -- "-$prom_pid" "-$pe_pid" "-$ne_pid" 2>/dev/null || true
-  wait "$prom_pid" "$pe_pid" "$ne_pid" 2>/dev/null || true
+  local other
+  for other in "$prom_pid" "$bl_pid" "$pe_pid" "$ne_pid"; do
+    [ -n "$other" ] || continue
+    kill -KILL -- "-$other" 2>/dev/null || true
+    wait "$other" 2>/dev/null || true
+  done
   started=("$ts_pid")
   # One client alone: what answering a scrape costs tasksnap, without Prometheus's parsing
   # and storing (which scrape_duration_seconds includes). 20 requests one after the other.
@@ -405,9 +441,10 @@ done
 
 jq -s --arg when "$stamp" --arg kernel "$(uname -r)" --arg cpus "$(nproc)" \
   --arg ts "$("$TS" --version 2>/dev/null || true)" \
+  --argjson si "$SCRAPE_INTERVAL" --argjson st "$SCRAPE_TIMEOUT" --arg bl "$BASELINE" \
   --argjson dur "$DURATION" --argjson rounds "$ROUNDS" --argjson req "$REQUESTS" --argjson conc "$CONCURRENCY" \
   '{when: $when, kernel: $kernel, cpus: ($cpus|tonumber), tasksnap: $ts, duration_s: $dur,
-    scrape_interval_s: 15, scrape_timeout_s: 14, ab: {rounds: $rounds, requests: $req, concurrency: $conc},
+    scrape_interval_s: $si, scrape_timeout_s: $st, baseline: $bl, ab: {rounds: $rounds, requests: $req, concurrency: $conc},
     sizes: .}' "$work/results.jsonl" >"$result.json"
 python3 bench/serve-report.py "$result.json" "$result.txt" | tee "$result.md"
 # Series names tasksnap exposed at 20,000 and at 50,000 processes: what differs, by group.

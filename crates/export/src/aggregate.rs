@@ -56,9 +56,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use tasksnap_model::states::{Mode, Sample, State, NSTATES};
+use tasksnap_model::states::{Mode, Sample, State, ThreadMap, ThreadTotals, NSTATES};
 use tasksnap_model::{Exit, ExitReason, Reading, Task, TaskId};
-use tasksnap_states::interval::thread_deltas;
+use tasksnap_states::interval::ThreadDelta;
 
 use crate::group::{Assignment, Grouper, Grouping, PidMap};
 
@@ -285,12 +285,13 @@ pub struct System {
     pub exits_dropped: Option<u64>,
 }
 
-/// What a task's counters were at the collection it was last seen in.
+/// What a process's counters were at the collection it was last seen in (its main thread's
+/// row; its other threads' are [`Aggregator::threads`]).
 #[derive(Debug, Clone, Copy, Default)]
 struct Prev {
-    /// The process's (main thread only).
+    /// The process's.
     proc: Option<ProcPrev>,
-    /// The thread's (voluntary, involuntary).
+    /// The main thread's own (voluntary, involuntary).
     switches: Option<(u64, u64)>,
     /// The main thread's only: the context switches counted for all of the process's threads
     /// (voluntary, involuntary), when counted from its birth (see the module's header).
@@ -298,6 +299,186 @@ struct Prev {
     /// The main thread's only: its comm's [`comm_hash`], to tell whether its exit record
     /// comes after an exec.
     comm_hash: u64,
+}
+
+/// Where an entry of an [`InPlace`] list is: its place in the list, or among those added.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Old(usize),
+    New(usize),
+}
+
+/// A list of per-task entries in (tgid, tid) order, updated in place by a walk of the next
+/// collection's tasks in the same order: an entry seen again is overwritten where it is,
+/// entries not seen are dropped, new ones are merged in at the end. No second list is built
+/// (the old one held while the new one grew: twice the list at every collection).
+struct InPlace<'a, T: Copy> {
+    list: &'a mut Vec<(TaskId, T)>,
+    /// The next entry not yet met.
+    at: usize,
+    /// New entries, in order.
+    added: Vec<(TaskId, T)>,
+}
+
+/// The identity an entry of an [`InPlace`] list is given to drop it (no task has it).
+const DROPPED: TaskId = TaskId {
+    tgid: i32::MIN,
+    tid: i32::MIN,
+    start_time_ns: 0,
+};
+
+impl<'a, T: Copy> InPlace<'a, T> {
+    fn new(list: &'a mut Vec<(TaskId, T)>) -> InPlace<'a, T> {
+        InPlace {
+            list,
+            at: 0,
+            added: Vec::new(),
+        }
+    }
+
+    /// Drops the entries before `key` (their tasks are gone), passing each to `gone`.
+    fn skip_to(&mut self, key: (i32, i32), mut gone: impl FnMut(TaskId, T)) {
+        while let Some(e) = self.list.get_mut(self.at) {
+            if (e.0.tgid, e.0.tid) >= key {
+                break;
+            }
+            let (id, v) = *e;
+            e.0 = DROPPED;
+            gone(id, v);
+            self.at += 1;
+        }
+    }
+
+    /// The entry of `id` and its place, if it is the next one (dropped unless kept again).
+    fn take(&mut self, id: TaskId) -> Option<(usize, T)> {
+        let e = self.list.get_mut(self.at).filter(|e| e.0 == id)?;
+        let v = e.1;
+        e.0 = DROPPED;
+        self.at += 1;
+        Some((self.at - 1, v))
+    }
+
+    /// Keeps `v` for `id`: where its entry was (`at`, from [`InPlace::take`]), or as new.
+    fn keep(&mut self, at: Option<usize>, id: TaskId, v: T) -> Slot {
+        match at {
+            Some(i) => {
+                self.list[i] = (id, v);
+                Slot::Old(i)
+            }
+            None => {
+                self.added.push((id, v));
+                Slot::New(self.added.len() - 1)
+            }
+        }
+    }
+
+    fn get_mut(&mut self, s: Slot) -> &mut T {
+        match s {
+            Slot::Old(i) => &mut self.list[i].1,
+            Slot::New(i) => &mut self.added[i].1,
+        }
+    }
+
+    /// Drops the entries never met (passing each to `gone`) and merges the new ones in.
+    fn finish(mut self, mut gone: impl FnMut(TaskId, T)) {
+        self.skip_to((i32::MAX, i32::MAX), &mut gone);
+        self.list.retain(|e| e.0 != DROPPED);
+        if self.added.is_empty() {
+            return;
+        }
+        if self.list.is_empty() {
+            *self.list = std::mem::take(&mut self.added);
+            return;
+        }
+        // Both in order, keys distinct (an old entry of a key met again with another
+        // identity was dropped): merged from the back, in the list's own allocation.
+        let key = |e: &(TaskId, T)| (e.0.tgid, e.0.tid);
+        let (n, m) = (self.list.len(), self.added.len());
+        self.list.extend_from_slice(&self.added);
+        let (mut i, mut j) = (n, m);
+        for k in (0..n + m).rev() {
+            if j == 0 {
+                break;
+            }
+            if i > 0 && key(&self.list[i - 1]) > key(&self.added[j - 1]) {
+                self.list[k] = self.list[i - 1];
+                i -= 1;
+            } else {
+                self.list[k] = self.added[j - 1];
+                j -= 1;
+            }
+        }
+    }
+}
+
+/// A thread's state totals at the last collection: the start of its next interval. Only what
+/// [`ThreadDelta::new`] reads of a previous sample (88 bytes a thread; the sample's own row,
+/// with its name, is 192).
+#[derive(Debug, Clone, Default)]
+struct ThreadPrev {
+    /// ns per state.
+    state_ns: [u64; NSTATES],
+    /// State-letter samples per state (the /proc source only; `None` when all 0).
+    samples: Option<Box<[u64; NSTATES]>>,
+    /// When the totals were read (the source's clock, ns).
+    seen_at_ns: u64,
+    /// Off-CPU ns per (state, reason id).
+    reasons: Box<[(State, u32, u64)]>,
+    /// The collection that last saw the thread ([`Aggregator::collections`], truncated): a
+    /// thread no longer in the source's sample is forgotten.
+    seen_in: u32,
+}
+
+impl ThreadPrev {
+    /// Keeps `t`'s totals, reusing this entry's allocations.
+    fn set(&mut self, t: &ThreadTotals, seen_in: u32) {
+        self.state_ns = t.state_ns;
+        if t.samples == [0; NSTATES] {
+            self.samples = None;
+        } else if let Some(b) = self.samples.as_mut() {
+            **b = t.samples;
+        } else {
+            self.samples = Some(Box::new(t.samples));
+        }
+        self.seen_at_ns = t.seen_at_ns;
+        if *self.reasons != t.reasons[..] {
+            self.reasons = t.reasons.clone().into_boxed_slice();
+        }
+        self.seen_in = seen_in;
+    }
+
+    /// The totals as the state source gave them (without the name, which no delta reads).
+    fn totals(&self, cur: &ThreadTotals) -> ThreadTotals {
+        ThreadTotals {
+            id: cur.id,
+            comm: cur.comm.clone(),
+            state_ns: self.state_ns,
+            samples: self.samples.as_deref().copied().unwrap_or_default(),
+            reasons: self.reasons.to_vec(),
+            seen_at_ns: self.seen_at_ns,
+            ..ThreadTotals::default()
+        }
+    }
+}
+
+/// What an [`Aggregator`] holds between collections that grows with the host's tasks, not
+/// its groups: entry counts and their bytes (capacity included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Processes whose counters are kept (CPU, I/O, faults, switches), one per process seen.
+    pub processes: usize,
+    /// Threads other than a process's main one whose context switches are kept.
+    pub threads: usize,
+    /// Threads whose state totals are kept (the start of the next interval).
+    pub thread_states: usize,
+    /// Processes whose group is remembered (the grouper's answer per identity and comm, and
+    /// the last collection's assignment).
+    pub grouped: usize,
+    /// Processes missing from the last collection, waiting one more for their exit records.
+    pub pending: usize,
+    /// Bytes of all of the above, allocations' capacity included (not the group names,
+    /// which are per group).
+    pub bytes: usize,
 }
 
 /// A comm's bytes hashed (FNV-1a), to compare without keeping them.
@@ -341,9 +522,17 @@ pub struct Aggregator {
     folded: usize,
     /// Groups shown, in order.
     shown: Vec<Arc<str>>,
-    /// Every task's counters at the last collection, in (tgid, tid) order.
+    /// Every process's counters at the last collection, in (tgid, tid) order.
     prev: Vec<(TaskId, Prev)>,
-    states_prev: Option<Sample>,
+    /// Every other thread's context switches (voluntary, involuntary) at the last
+    /// collection, in (tgid, tid) order.
+    threads: Vec<(TaskId, (u64, u64))>,
+    /// Every thread's state totals at the last collection, updated in place.
+    states_prev: ThreadMap<ThreadPrev>,
+    /// The last sample's time (`None`: no sample to start an interval from).
+    states_prev_at: Option<u64>,
+    /// The group index of each process of this collection, by pid (kept for its allocation).
+    group_at: PidMap<usize>,
     group_prev: Assignment,
     prev_boottime_ns: Option<u64>,
     /// When the first collection was taken (boot time, ns): the counters start there.
@@ -449,7 +638,10 @@ impl Aggregator {
             folded: 0,
             shown: Vec::new(),
             prev: Vec::new(),
-            states_prev: None,
+            threads: Vec::new(),
+            states_prev: ThreadMap::default(),
+            states_prev_at: None,
+            group_at: PidMap::default(),
             group_prev: Assignment::default(),
             prev_boottime_ns: None,
             first_boottime_ns: None,
@@ -479,8 +671,9 @@ impl Aggregator {
     }
 
     /// Takes in one reading, its tasks in (tgid, tid) order (as the sampler gives them).
-    /// Its thread-state totals are taken out of it (kept as the start
-    /// of the next interval: copying every thread's totals would cost more than the rest).
+    /// Its thread-state totals are taken out of it and dropped once read: what the next
+    /// interval starts from is kept per thread, smaller ([`Footprint`]), so no two whole
+    /// samples are ever held at once.
     pub fn update(&mut self, r: &mut Reading) {
         let named = self.opts.reasons_per_group;
         let tasks = &r.snapshot.tasks;
@@ -550,9 +743,11 @@ impl Aggregator {
         // (tgid, its group, whether it is one of the reading's exits)
         let mut cur: Option<(i32, Option<usize>, bool)> = None;
         let mut groups_at = group_of.entries().iter().zip(&entry_group).peekable();
-        let old_prev = std::mem::take(&mut self.prev);
-        let mut old_prev = old_prev.into_iter().peekable();
-        let mut prev_now: Vec<(TaskId, Prev)> = Vec::with_capacity(old_prev.len());
+        // The last collection's lists, updated in place.
+        let mut prev_list = std::mem::take(&mut self.prev);
+        let mut threads_list = std::mem::take(&mut self.threads);
+        let mut old_prev = InPlace::new(&mut prev_list);
+        let mut old_threads = InPlace::new(&mut threads_list);
         // Processes of the last collection missing from this one.
         let mut vanished: Vec<(TaskId, Prev)> = Vec::new();
         let mut gone = |id: TaskId, p: Prev| {
@@ -560,8 +755,8 @@ impl Aggregator {
                 vanished.push((id, p));
             }
         };
-        // Where the current process's main thread is in `prev_now`.
-        let mut leader_slot: Option<usize> = None;
+        // Where the current process's main thread's entry is.
+        let mut leader_slot: Option<Slot> = None;
         for (i, t) in tasks.iter().enumerate() {
             let state = current_state(t, states.as_ref());
             system.threads += 1;
@@ -592,10 +787,25 @@ impl Aggregator {
             g.now.threads += 1;
             g.now.in_state[state.index()] += 1;
             let key = (t.id.tgid, t.id.tid);
-            while let Some((id, p)) = old_prev.next_if(|(id, _)| (id.tgid, id.tid) < key) {
-                gone(id, p);
-            }
-            let known = old_prev.next_if(|(id, _)| *id == t.id).map(|(_, p)| p);
+            let (known, at) = if t.id.is_leader() {
+                old_prev.skip_to(key, &mut gone);
+                match old_prev.take(t.id) {
+                    Some((at, p)) => (Some(p), Some(at)),
+                    None => (None, None),
+                }
+            } else {
+                old_threads.skip_to(key, |_, _| {});
+                match old_threads.take(t.id) {
+                    Some((at, sw)) => (
+                        Some(Prev {
+                            switches: Some(sw),
+                            ..Prev::default()
+                        }),
+                        Some(at),
+                    ),
+                    None => (None, None),
+                }
+            };
             let mut now = Prev::default();
             let mut switched = (0, 0);
             if let Some(sw) = t.sched.as_ref() {
@@ -672,22 +882,24 @@ impl Aggregator {
                     )
                 });
             } else if let Some(c) =
-                leader_slot.and_then(|s| prev_now[s].1.counted_switches.as_mut())
+                leader_slot.and_then(|s| old_prev.get_mut(s).counted_switches.as_mut())
             {
                 c.0 = c.0.saturating_add(switched.0);
                 c.1 = c.1.saturating_add(switched.1);
             }
-            if now.proc.is_some() || now.switches.is_some() || now.counted_switches.is_some() {
-                prev_now.push((t.id, now));
-                if t.id.is_leader() {
-                    leader_slot = Some(prev_now.len() - 1);
+            if !t.id.is_leader() {
+                if let Some(sw) = now.switches {
+                    old_threads.keep(at, t.id, sw);
                 }
+            } else if now.proc.is_some() || now.switches.is_some() || now.counted_switches.is_some()
+            {
+                leader_slot = Some(old_prev.keep(at, t.id, now));
             }
         }
-        for (id, p) in old_prev {
-            gone(id, p);
-        }
-        self.prev = prev_now;
+        old_prev.finish(&mut gone);
+        old_threads.finish(|_, _| {});
+        self.prev = prev_list;
+        self.threads = threads_list;
         // Processes missing from this collection wait one more for their exit records (only
         // with an exit source, and not those whose record came with this reading).
         self.pending = if exits_on {
@@ -704,47 +916,64 @@ impl Aggregator {
             Vec::new()
         };
         // Thread states over the interval, charged to the group the thread's process is in
-        // now, or was in (a process that exited since).
-        // (The last sample is taken out of self while self makes groups; this one replaces it.)
-        let states_prev = self.states_prev.take();
-        if let (Some(prev), Some(cur)) = (states_prev.as_ref(), states.as_ref()) {
-            // Per thread, no row built: the thread's process's group is the one it has in this
-            // collection's assignment, or had in the last one (a process that exited since).
-            let mut labels: HashMap<u32, Arc<str>> = HashMap::new();
+        // now, or was in (a process that exited since). The previous totals are kept per
+        // thread in place: each thread's entry is read, then overwritten with this sample's.
+        let seen_in = self.collections as u32;
+        let mut states_prev = std::mem::take(&mut self.states_prev);
+        if let Some(cur) = states.as_ref() {
             // Threads come in hash order: a binary search of the assignment per thread was
             // most of the aggregation (a cache miss per step at 50,000 processes).
-            let group_at: PidMap<usize> = group_of
-                .entries()
-                .iter()
-                .zip(&entry_group)
-                .map(|(e, &gi)| (e.0, gi))
-                .collect();
-            for d in thread_deltas(prev, cur) {
-                for s in 0..NSTATES {
-                    system.state_ns[s] = system.state_ns[s].saturating_add(d.ns[s]);
+            let mut group_at = std::mem::take(&mut self.group_at);
+            group_at.clear();
+            group_at.extend(
+                group_of
+                    .entries()
+                    .iter()
+                    .zip(&entry_group)
+                    .map(|(e, &gi)| (e.0, gi)),
+            );
+            let mut labels: HashMap<u32, Arc<str>> = HashMap::new();
+            // The interval starts at the last sample when it was of the same source.
+            let start_ns = self.states_prev_at;
+            if start_ns.is_none() {
+                states_prev.clear();
+            }
+            use std::collections::hash_map::Entry;
+            for (id, t) in &cur.threads {
+                let slot = states_prev.entry(*id);
+                if let Some(start_ns) = start_ns {
+                    let p = match &slot {
+                        Entry::Occupied(o) => Some(o.get()),
+                        Entry::Vacant(_) => None,
+                    };
+                    self.charge_states(
+                        t,
+                        p,
+                        cur,
+                        start_ns,
+                        &group_at,
+                        &exit_groups,
+                        &mut labels,
+                        &mut system,
+                    );
                 }
-                let pid = d.cur.id.tgid;
-                // A process that exited: the group its exit went to (one born and dead since
-                // the last collection is in no assignment).
-                let gi = match group_at.get(&pid).or_else(|| exit_groups.get(&pid)) {
-                    Some(&gi) => Some(gi),
-                    None => self.group_prev.get(pid).cloned().map(|n| self.group(&n)),
-                };
-                let Some(gi) = gi else {
-                    continue;
-                };
-                let g = &mut self.groups[gi];
-                for s in 0..NSTATES {
-                    g.delta.state_ns[s] = g.delta.state_ns[s].saturating_add(d.ns[s]);
-                }
-                for (_, id, ns) in d.reasons().filter(|r| r.0 == State::Disk) {
-                    let label = labels
-                        .entry(id)
-                        .or_insert_with(|| reason_label(cur.reasons.get(&id).map(|f| &f[..])));
-                    g.delta.add_reason(label, ns, usize::MAX);
+                match slot {
+                    Entry::Occupied(mut o) => o.get_mut().set(t, seen_in),
+                    Entry::Vacant(v) => v.insert(ThreadPrev::default()).set(t, seen_in),
                 }
             }
+            // Threads the source no longer reports (they exited, and their final totals
+            // were counted) are forgotten; every entry is one of this sample's otherwise.
+            if states_prev.len() > cur.threads.len() {
+                states_prev.retain(|_, p| p.seen_in == seen_in);
+            }
+            self.group_at = group_at;
+            self.states_prev_at = Some(cur.at_ns);
+        } else {
+            states_prev.clear();
+            self.states_prev_at = None;
         }
+        self.states_prev = states_prev;
         for g in &mut self.groups {
             let d = std::mem::take(&mut g.delta);
             g.total.add(&d, named);
@@ -774,12 +1003,123 @@ impl Aggregator {
             .collect();
         self.top = self.pick_top(tasks, cpu_deltas);
         self.system = system;
-        self.states_prev = states;
+        // The sample is not kept: what the next interval needs of it is in `states_prev`.
+        drop(states);
         self.group_prev = group_of;
         self.prev_boottime_ns = Some(r.snapshot.taken_at_boottime_ns);
         self.first_boottime_ns
             .get_or_insert(r.snapshot.taken_at_boottime_ns);
         self.collections += 1;
+    }
+
+    /// Charges one thread's share of the interval (from `prev`, its totals at the last
+    /// sample, to `t`) to the host and to the group of its process, as it is now or was when
+    /// it exited (a process born and dead since the last collection is in no assignment).
+    #[allow(clippy::too_many_arguments)]
+    fn charge_states(
+        &mut self,
+        t: &ThreadTotals,
+        prev: Option<&ThreadPrev>,
+        cur: &Sample,
+        start_ns: u64,
+        group_at: &PidMap<usize>,
+        exit_groups: &PidMap<usize>,
+        labels: &mut HashMap<u32, Arc<str>>,
+        system: &mut System,
+    ) {
+        // As `interval::thread_deltas`: a thread that exited before it was first seen, with
+        // nothing to its name, was not alive in the interval.
+        if t.exited && prev.is_none() && t.state_ns.iter().sum::<u64>() == 0 {
+            return;
+        }
+        let ns = match cur.mode {
+            // Exact: the totals' increase (`ThreadDelta::new`'s arithmetic, without
+            // making the previous totals a sample's row).
+            Mode::Bpf => {
+                let mut ns = t.state_ns;
+                if let Some(p) = prev {
+                    for (n, b) in ns.iter_mut().zip(p.state_ns) {
+                        *n = n.saturating_sub(b);
+                    }
+                }
+                ns
+            }
+            Mode::Procfs { .. } => {
+                let p = prev.map(|p| p.totals(t));
+                ThreadDelta::new(t, p.as_ref(), cur.mode, start_ns).ns
+            }
+        };
+        if ns.iter().sum::<u64>() == 0 {
+            return;
+        }
+        for (total, n) in system.state_ns.iter_mut().zip(ns) {
+            *total = total.saturating_add(n);
+        }
+        let pid = t.id.tgid;
+        let gi = match group_at.get(&pid).or_else(|| exit_groups.get(&pid)) {
+            Some(&gi) => Some(gi),
+            None => self.group_prev.get(pid).cloned().map(|n| self.group(&n)),
+        };
+        let Some(gi) = gi else {
+            return;
+        };
+        let g = &mut self.groups[gi];
+        for (total, n) in g.delta.state_ns.iter_mut().zip(ns) {
+            *total = total.saturating_add(n);
+        }
+        // D time by reason (`ThreadDelta::reasons`: each at most its state's time).
+        for &(state, id, total) in &t.reasons {
+            if state != State::Disk {
+                continue;
+            }
+            let before = prev
+                .and_then(|p| p.reasons.iter().find(|r| r.0 == state && r.1 == id))
+                .map_or(0, |r| r.2);
+            let d = total.saturating_sub(before).min(ns[state.index()]);
+            if d == 0 {
+                continue;
+            }
+            let label = labels
+                .entry(id)
+                .or_insert_with(|| reason_label(cur.reasons.get(&id).map(|f| &f[..])));
+            g.delta.add_reason(label, d, usize::MAX);
+        }
+    }
+
+    /// What this aggregator holds per task (see [`Footprint`]).
+    pub fn footprint(&self) -> Footprint {
+        use std::mem::size_of;
+        let list = |cap: usize, each: usize| cap * each;
+        // A hash table's slot is its entry and a control byte.
+        let table = |cap: usize, each: usize| cap * (each + 1);
+        let bytes = list(self.prev.capacity(), size_of::<(TaskId, Prev)>())
+            + list(self.threads.capacity(), size_of::<(TaskId, (u64, u64))>())
+            + table(
+                self.states_prev.capacity(),
+                size_of::<(TaskId, ThreadPrev)>(),
+            )
+            + self
+                .states_prev
+                .values()
+                .map(|p| {
+                    p.samples
+                        .as_ref()
+                        .map_or(0, |_| size_of::<[u64; NSTATES]>())
+                        + size_of_val(&*p.reasons)
+                })
+                .sum::<usize>()
+            + table(self.group_at.capacity(), size_of::<(i32, usize)>())
+            + list(self.pending.capacity(), size_of::<Pending>())
+            + self.grouper.footprint_bytes()
+            + list(self.group_prev.len(), size_of::<(i32, Arc<str>)>());
+        Footprint {
+            processes: self.prev.len(),
+            threads: self.threads.len(),
+            thread_states: self.states_prev.len(),
+            grouped: self.grouper.remembered().max(self.group_prev.len()),
+            pending: self.pending.len(),
+            bytes,
+        }
     }
 
     /// Adds each exit's final figures, less what was counted of it alive, to its group's
@@ -1824,5 +2164,208 @@ mod tests {
         let u = group(&a, "u").expect("u");
         assert_eq!((u.total.read_bytes, u.total.write_bytes), (0, 0));
         assert_eq!(u.total.cpu_user_ns, 2 * S);
+    }
+
+    /// Processes of `threads` threads each (pids `first..first + n`, their threads' tids
+    /// above 1,000,000), with context switches and state totals, born at `born_ns`.
+    fn crowd(first: i32, n: i32, threads: i32, born_ns: u64, k: u64) -> Vec<Task> {
+        let mut v = Vec::new();
+        for pid in first..first + n {
+            v.push(full(pid, pid, born_ns, "crowd", k * S / 100, k));
+            for j in 1..threads {
+                let mut t = full(pid, 1_000_000 + pid * 16 + j, born_ns, "crowd", 0, k);
+                t.stat = None;
+                v.push(t);
+            }
+        }
+        v.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        v
+    }
+
+    fn states_of(at_ns: u64, tasks: &[Task], exited: &[Task]) -> Sample {
+        let mut ns = [0u64; NSTATES];
+        ns[State::Sleeping.index()] = at_ns / 2;
+        let rows: Vec<(i32, i32, u64, [u64; NSTATES], bool)> = tasks
+            .iter()
+            .map(|t| (t.id.tgid, t.id.tid, t.id.start_time_ns, ns, false))
+            .chain(
+                exited
+                    .iter()
+                    .map(|t| (t.id.tgid, t.id.tid, t.id.start_time_ns, ns, true)),
+            )
+            .collect();
+        sample(at_ns, &rows)
+    }
+
+    /// Regression (issue 32): the exporter holds per group what it exports; per task only
+    /// the figures the next interval starts from, for the tasks alive now. Processes that come
+    /// and go, with exit records and without, leave nothing behind, and nothing piles up.
+    #[test]
+    fn processes_that_come_and_go_leave_no_per_task_state() {
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        let base = |at_ns| {
+            let tasks = vec![init()];
+            let st = states_of(at_ns, &tasks, &[]);
+            reading(at_ns, tasks, Some(st))
+        };
+        step(&mut a, base(100 * S));
+        let idle = a.footprint();
+        assert_eq!(
+            (
+                idle.processes,
+                idle.threads,
+                idle.thread_states,
+                idle.pending
+            ),
+            (1, 0, 1, 0),
+            "{idle:?}"
+        );
+        let mut bytes_after_cycle = Vec::new();
+        for cycle in 0..6u64 {
+            let at = 110 * S + cycle * 30 * S;
+            // 200 processes of 3 threads each come...
+            let born = at - S;
+            let crowd = crowd(1000 + cycle as i32 * 1000, 200, 3, born, cycle + 1);
+            let mut tasks = vec![init()];
+            tasks.extend(crowd.iter().cloned());
+            let st = states_of(at, &tasks, &[]);
+            step(&mut a, reading(at, tasks, Some(st)));
+            let f = a.footprint();
+            assert_eq!(
+                (f.processes, f.threads, f.thread_states),
+                (201, 400, 601),
+                "{f:?}"
+            );
+            // ...and go: half with their exit records, half without (missing, then
+            // waited for one collection).
+            let exits: Vec<Exit> = crowd
+                .iter()
+                .filter(|t| t.id.is_leader() && t.id.tgid % 2 == 0)
+                .map(|t| exit(t.id.tgid, born, "crowd", S, cycle + 2, 0))
+                .collect();
+            let tasks = vec![init()];
+            let st = states_of(at + 10 * S, &tasks, &crowd);
+            step(
+                &mut a,
+                with_exits(reading(at + 10 * S, tasks, Some(st)), exits),
+            );
+            let f = a.footprint();
+            // The exited threads' final totals are held while the source reports them.
+            assert_eq!(
+                (f.processes, f.threads, f.thread_states),
+                (1, 0, 601),
+                "{f:?}"
+            );
+            assert_eq!(f.pending, 100, "those without a record wait: {f:?}");
+            step(&mut a, base(at + 20 * S));
+            let f = a.footprint();
+            assert_eq!(
+                (f.processes, f.threads, f.thread_states, f.pending),
+                (1, 0, 1, 0),
+                "{f:?}"
+            );
+            assert!(f.grouped <= 1, "{f:?}");
+            bytes_after_cycle.push(f.bytes);
+        }
+        // The lists keep their allocations for the next crowd, and no more: six crowds cost
+        // what the first two did (a hash table's capacity moves with its deleted slots).
+        let first = bytes_after_cycle[..2].iter().max().copied().unwrap_or(0);
+        assert!(
+            bytes_after_cycle.iter().all(|&b| b <= first),
+            "{bytes_after_cycle:?}"
+        );
+        // Their group's counters stay (per group, bounded by the groups).
+        let g = group(&a, "crowd").expect("crowd");
+        assert_eq!(g.total.exits, [600, 0, 0]);
+        assert_eq!(g.now.processes, 0);
+    }
+
+    /// Thread-state time is the same whether the previous totals are a whole sample or the
+    /// per-thread entries kept: a thread's interval is from its last totals, a thread new
+    /// in the interval brings all it has, one that exited its final totals, once.
+    #[test]
+    fn state_time_follows_each_thread_from_its_last_totals() {
+        let mut a = Aggregator::new(Options::default());
+        let z = [0u64; NSTATES];
+        let with = |run: u64, sleep: u64| {
+            let mut ns = z;
+            ns[State::Running.index()] = run;
+            ns[State::Sleeping.index()] = sleep;
+            ns
+        };
+        let tasks = |pids: &[i32]| {
+            pids.iter()
+                .map(|&p| task(p, p, S, "w", 0))
+                .collect::<Vec<_>>()
+        };
+        step(
+            &mut a,
+            reading(
+                100 * S,
+                tasks(&[1, 2]),
+                Some(sample(
+                    100 * S,
+                    &[
+                        (1, 1, S, with(5 * S, 5 * S), false),
+                        (2, 2, S, with(S, 0), false),
+                    ],
+                )),
+            ),
+        );
+        // 1 ran 2 s and slept 8 s more; 2 exited after 1 s more running; 3 is new (3 s).
+        step(
+            &mut a,
+            reading(
+                110 * S,
+                tasks(&[1, 3]),
+                Some(sample(
+                    110 * S,
+                    &[
+                        (1, 1, S, with(7 * S, 13 * S), false),
+                        (2, 2, S, with(2 * S, 0), true),
+                        (3, 3, S, with(3 * S, 0), false),
+                    ],
+                )),
+            ),
+        );
+        let w = group(&a, "w").expect("w");
+        assert_eq!(w.total.state_ns[State::Running.index()], 2 * S + S + 3 * S);
+        assert_eq!(w.total.state_ns[State::Sleeping.index()], 8 * S);
+        // The exited thread's final totals are kept while the source reports them (a second
+        // report adds nothing), then forgotten; 1's next interval starts from 110 s's totals.
+        assert_eq!(a.footprint().thread_states, 3);
+        step(
+            &mut a,
+            reading(
+                120 * S,
+                tasks(&[1, 3]),
+                Some(sample(
+                    120 * S,
+                    &[
+                        (1, 1, S, with(8 * S, 22 * S), false),
+                        (3, 3, S, with(3 * S, 10 * S), false),
+                    ],
+                )),
+            ),
+        );
+        assert_eq!(a.footprint().thread_states, 2);
+        let w = group(&a, "w").expect("w");
+        assert_eq!(w.total.state_ns[State::Running.index()], 7 * S);
+        assert_eq!(
+            w.total.state_ns[State::Sleeping.index()],
+            8 * S + 9 * S + 10 * S
+        );
+    }
+
+    /// What docs/serve.md says the exporter holds per task ("What serve holds per task"):
+    /// a process's counters, another thread's switches, a thread's state totals.
+    #[test]
+    fn per_task_entries_stay_as_small_as_documented() {
+        use std::mem::size_of;
+        assert!(size_of::<(TaskId, Prev)>() <= 128);
+        assert!(size_of::<(TaskId, (u64, u64))>() <= 32);
+        assert!(size_of::<(TaskId, ThreadPrev)>() <= 104);
+        assert!(size_of::<(TaskId, tasksnap_model::Comm, Option<Arc<str>>)>() <= 56);
     }
 }

@@ -251,6 +251,17 @@ impl Grouper {
         out
     }
 
+    /// Processes whose answer is remembered (one per identity seen at the last assignment).
+    pub fn remembered(&self) -> usize {
+        self.known.len()
+    }
+
+    /// Bytes the remembered answers take (their list's capacity; a comm longer than 16
+    /// bytes, which a kernel never gives, would add its own).
+    pub fn footprint_bytes(&self) -> usize {
+        self.known.capacity() * std::mem::size_of::<(TaskId, Comm, Option<Arc<str>>)>()
+    }
+
     fn intern(&mut self, name: Vec<u8>) -> Arc<str> {
         if let Some(a) = self.interned.get(&name) {
             return a.clone();

@@ -1,46 +1,32 @@
 //! A task's control groups, parsed once: the text of /proc/PID/cgroup (one
 //! `hierarchy-ID:controllers:path` line per hierarchy, cgroups(7)) kept as the kernel wrote it
-//! (recordings store it so) with the place of each line's fields beside it.
+//! (recordings store it so), shared between copies; its lines are split when asked for.
 //!
 //! The one cgroup parser: the procfs collector parses what it reads, the replay decoder what
 //! a recording stored, so front ends read the v2 path, the v1 controllers' paths or the
 //! container name from here and never split /proc text themselves. Every byte is untrusted:
 //! a line without two `:` (never written by a kernel) is skipped, nothing is assumed UTF-8.
 
+use std::sync::Arc;
+
 use serde::{Serialize, Serializer};
 
 /// A task's /proc/PID/cgroup, raw and parsed.
+///
+/// Kept small and shared: the text only (its lines are found again when asked for, a few
+/// bytes each), behind an `Arc`, so the threads of a process and a reading's copies of a task
+/// share one allocation. (It held each line's offsets too, 32 bytes a line: 580 bytes a
+/// process on a host with ten v1 hierarchies, and a copy per thread.)
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cgroup {
     /// The text as read.
-    raw: Vec<u8>,
-    /// Each well-formed line: where it starts, where its two `:` are, where it ends.
-    spans: Vec<Span>,
-}
-
-/// Offsets into [`Cgroup::raw`] of one line and its two separators.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Span {
-    start: usize,
-    first_colon: usize,
-    second_colon: usize,
-    end: usize,
+    raw: Arc<[u8]>,
 }
 
 impl Cgroup {
     /// Parses the text of /proc/PID/cgroup (or a recording's copy of it).
     pub fn parse(raw: Vec<u8>) -> Cgroup {
-        let base = raw.as_ptr() as usize;
-        let at = |s: &[u8]| s.as_ptr() as usize - base;
-        let spans = parse_lines(&raw)
-            .map(|l| Span {
-                start: at(l.line),
-                first_colon: at(l.hierarchy) + l.hierarchy.len(),
-                second_colon: at(l.controllers) + l.controllers.len(),
-                end: at(l.line) + l.line.len(),
-            })
-            .collect();
-        Cgroup { raw, spans }
+        Cgroup { raw: raw.into() }
     }
 
     /// The text as the kernel wrote it (what a recording keeps).
@@ -50,12 +36,7 @@ impl Cgroup {
 
     /// The well-formed lines, in the kernel's order (v1 hierarchies and the v2 line).
     pub fn lines(&self) -> impl Iterator<Item = CgroupLine<'_>> {
-        self.spans.iter().map(|s| CgroupLine {
-            line: &self.raw[s.start..s.end],
-            hierarchy: &self.raw[s.start..s.first_colon],
-            controllers: &self.raw[s.first_colon + 1..s.second_colon],
-            path: &self.raw[s.second_colon + 1..s.end],
-        })
+        parse_lines(&self.raw)
     }
 
     /// The cgroup v2 path (the `0::PATH` line), when there is one.
@@ -90,7 +71,7 @@ impl Cgroup {
 /// Serialized as the raw text, as `Task::cgroup` was before it was parsed.
 impl Serialize for Cgroup {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.raw.serialize(s)
+        (*self.raw).serialize(s)
     }
 }
 

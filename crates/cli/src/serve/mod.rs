@@ -178,12 +178,15 @@ impl Shared {
         }
     }
 
+    /// Swaps in a new exposition. The lock is held for the swap only: the old one is
+    /// dropped (its buffers freed) after it is released, so a scrape never waits on a free.
     fn publish(&self, e: Exposition) {
-        let e = Arc::new(e);
+        let mut e = Arc::new(e);
         match self.exposition.write() {
-            Ok(mut slot) => *slot = e,
-            Err(poisoned) => *poisoned.into_inner() = e,
+            Ok(mut slot) => std::mem::swap(&mut *slot, &mut e),
+            Err(poisoned) => std::mem::swap(&mut *poisoned.into_inner(), &mut e),
         }
+        drop(e);
     }
 
     fn stop(&self) {
