@@ -671,9 +671,9 @@ impl Aggregator {
     }
 
     /// Takes in one reading, its tasks in (tgid, tid) order (as the sampler gives them).
-    /// Its thread-state totals are taken out of it and dropped once read: what the next
-    /// interval starts from is kept per thread, smaller ([`Footprint`]), so no two whole
-    /// samples are ever held at once.
+    /// Its thread-state totals are read and left in it, for its sampler to reuse their memory
+    /// (`StateSource::recycle`): what the next interval starts from is kept per thread,
+    /// smaller ([`Footprint`]).
     pub fn update(&mut self, r: &mut Reading) {
         let named = self.opts.reasons_per_group;
         let tasks = &r.snapshot.tasks;
@@ -1003,8 +1003,9 @@ impl Aggregator {
             .collect();
         self.top = self.pick_top(tasks, cpu_deltas);
         self.system = system;
-        // The sample is not kept: what the next interval needs of it is in `states_prev`.
-        drop(states);
+        // The sample is not kept: what the next interval needs of it is in `states_prev`. It
+        // goes back into the reading, whose sampler reuses its memory for the next one.
+        r.states = states;
         self.group_prev = group_of;
         self.prev_boottime_ns = Some(r.snapshot.taken_at_boottime_ns);
         self.first_boottime_ns
