@@ -286,3 +286,51 @@ fn a_sample_reads_only_what_changed() {
         );
     }
 }
+
+#[test]
+fn a_thread_that_lived_across_samples_ends_with_its_exit_totals() {
+    if !root_or_skip("BPF incremental exit") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut inc = incremental();
+    let (tx, rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        let _ = tx.send(gettid());
+        // Asleep across the first sample, then 300 ms on the CPU, then gone.
+        let _ = go_rx.recv();
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+    });
+    let tid = rx.recv().expect("tid");
+    std::thread::sleep(Duration::from_millis(100));
+    let a = inc.sample().expect("sample");
+    let before = a
+        .threads
+        .values()
+        .find(|t| t.id.tid == tid)
+        .expect("the thread, asleep")
+        .clone();
+    go_tx.send(()).expect("go");
+    h.join().expect("join");
+    let b = inc.sample().expect("sample");
+    let after = b
+        .threads
+        .values()
+        .find(|t| t.id.tid == tid)
+        .expect("the thread, exited");
+    assert!(after.exited, "{after:?}");
+    let ran = |t: &ThreadTotals| t.state_ns[0] + t.state_ns[1];
+    // Running or waiting for a CPU its 300 ms (its exit record's figures), not the sleep it
+    // was in at the first sample taken on past its death.
+    assert!(
+        ran(after) >= ran(&before) + 290_000_000,
+        "before {:?}, after {:?}",
+        before.state_ns,
+        after.state_ns
+    );
+}

@@ -129,11 +129,17 @@ struct {
  * exchange after the caller's writes to a, and the drain clears it with one before reading a
  * (x86 locked operations order them): a change either finds the flag clear and queues the
  * thread, or happened before the drain read it. */
-static __always_inline void mark(struct task_struct *t, struct st_acct *a)
+static __always_inline void mark(struct task_struct *t, struct st_acct *a, bool fenced)
 {
 	struct st_dirty d = {};
 
-	if (!incremental || a->listed)
+	if (!incremental)
+		return;
+	/* The plain read may pass the caller's earlier stores (x86 lets a load pass a store):
+	 * at a switch-out that is harmless (the drain then sees the thread still on its CPU and
+	 * queues it again), but a wakeup's stores (last_queued, the enqueue) must be visible to
+	 * a drain that clears the flag, so a wakeup always takes the locked exchange. */
+	if (!fenced && a->listed)
 		return;
 	if (__sync_val_compare_and_swap(&a->listed, 0, 1))
 		return;
@@ -374,7 +380,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	}
 	compiler_barrier();
 	a->seq++;
-	mark(prev, a);
+	mark(prev, a, false);
 	return 0;
 }
 
@@ -389,7 +395,7 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 		return 0;
 	a = bpf_task_storage_get(&acct, p, 0, 0);
 	if (a)
-		mark(p, a);
+		mark(p, a, true);
 	return 0;
 }
 
@@ -403,9 +409,29 @@ int BPF_PROG(on_wakeup_new, struct task_struct *p)
 		return 0;
 	a = bpf_task_storage_get(&acct, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (a)
-		mark(p, a);
+		mark(p, a, true);
 	else
 		__sync_fetch_and_add(&lost_storage, 1);
+	return 0;
+}
+
+/*
+ * An exec by a thread other than the leader takes the leader's pid and start time
+ * (de_thread(), exchange_tids()): the entry queued under its old pid then finds no such
+ * thread, and its flag would stay set for good. Queued again under the new identity.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid)
+{
+	struct st_acct *a;
+
+	if (old_pid == p->pid)
+		return 0;
+	a = bpf_task_storage_get(&acct, p, 0, 0);
+	if (!a)
+		return 0;
+	__sync_fetch_and_and(&a->listed, 0);
+	mark(p, a, true);
 	return 0;
 }
 
@@ -614,6 +640,13 @@ int drain_states(struct st_drain_args *args)
 			bpf_task_release(t);
 			continue;
 		}
+		if (t->flags & PF_EXITING) {
+			/* Exiting (a zombie, or on its way): its exit record has, or will have, its
+			 * final totals; read now, it would come back as a live thread. */
+			__sync_fetch_and_and(&a->listed, 0);
+			bpf_task_release(t);
+			continue;
+		}
 		r = bpf_ringbuf_reserve(&exits, sizeof(*r), 0);
 		if (!r) {
 			/* Still listed: back in the queue for the next run. */
@@ -636,14 +669,16 @@ int drain_states(struct st_drain_args *args)
 			continue;
 		}
 		if (!a->since_ns) {
-			/* A new thread, met at its first wakeup: counted from its birth. */
-			a->seq++;
-			compiler_barrier();
-			init_from_sched_info(a, u, now_for(u));
-			compiler_barrier();
-			a->seq++;
+			/* A new thread, met at its first wakeup: counted from its birth, in a copy
+			 * (its own switch-out may be writing its storage on another CPU; it starts
+			 * it the same way). */
+			struct st_acct born = {};
+
+			init_from_sched_info(&born, u, now_for(u));
+			totals(r, u, &born, now_for(u));
+		} else {
+			totals(r, u, a, now_for(u));
 		}
-		totals(r, u, a, now_for(u));
 		r->flags |= ST_F_DRAINED;
 		if ((r->cur_state == ST_RUNNING || r->cur_state == ST_RUNNABLE) &&
 		    !__sync_val_compare_and_swap(&a->listed, 0, 1)) {

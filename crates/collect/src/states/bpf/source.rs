@@ -178,7 +178,22 @@ impl BpfSource {
         Self::load_impl(opts)
     }
 
-    fn load_impl(opts: Options) -> Result<BpfSource, Error> {
+    fn load_impl(mut opts: Options) -> Result<BpfSource, Error> {
+        // Incremental only over every thread: with a filter each sample reads few threads
+        // anyway, and a queue nobody drains would fill.
+        opts.incremental &= opts.filter.pids.is_empty() && opts.filter.comms.is_empty();
+        if opts.incremental {
+            // The drain needs bpf_task_from_pid (Linux 6.2) and open-coded loops (6.4): an
+            // older kernel refuses it, and whole passes go on as before.
+            match Self::load_once(opts.clone()) {
+                Ok(s) => return Ok(s),
+                Err(_) => opts.incremental = false,
+            }
+        }
+        Self::load_once(opts)
+    }
+
+    fn load_once(opts: Options) -> Result<BpfSource, Error> {
         let start = monotonic_ns();
         let skel = tasksnap_bpf::loader::open_and_load(
             skel::StatesSkelBuilder::default(),
@@ -186,6 +201,13 @@ impl BpfSource {
                 if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
                     ro.track_sleep = opts.track_sleep;
                     ro.incremental = opts.incremental;
+                }
+                if !opts.incremental {
+                    // Not loaded: the verifier's time, and kernels before 6.4.
+                    open.progs.drain_states.set_autoload(false);
+                    open.progs.on_wakeup.set_autoload(false);
+                    open.progs.on_wakeup_new.set_autoload(false);
+                    open.progs.on_exec.set_autoload(false);
                 }
             },
             |e| {
@@ -210,6 +232,7 @@ impl BpfSource {
         if opts.incremental {
             links.push(attach(&skel.progs.on_wakeup, "sched_wakeup")?);
             links.push(attach(&skel.progs.on_wakeup_new, "sched_wakeup_new")?);
+            links.push(attach(&skel.progs.on_exec, "sched_process_exec")?);
         }
         // Symbols are read once the programs are loaded: the stacks start in the JIT-compiled
         // on_switch (`bpf_prog_<tag>_on_switch` in kallsyms), which must be named to be
@@ -258,7 +281,8 @@ impl BpfSource {
         // incremental source keeps this pass as its first sample.
         if src.opts.seed_all {
             if src.incremental() {
-                src.whole_sample()
+                let lost = src.losses();
+                src.whole_sample(lost)
                     .map_err(|e| Error::BpfUnavailable(e.to_string()))?;
             } else {
                 src.pass()
@@ -378,15 +402,16 @@ impl BpfSource {
             self.ringbuf
                 .consume()
                 .map_err(|e| Error::Bpf(format!("draining the exit ring buffer: {e}")))?;
+            // In order: a thread drained twice (woken again before its tag came round)
+            // has its later record last, and the later one wins.
             let mut all = self.exits.borrow_mut();
-            let mut i = 0;
-            while i < all.len() {
-                if all[i].flags & F_DRAINED != 0 {
-                    drained.push(all.swap_remove(i));
-                } else {
-                    i += 1;
+            all.retain(|r| {
+                let d = r.flags & F_DRAINED != 0;
+                if d {
+                    drained.push(*r);
                 }
-            }
+                !d
+            });
             if args.done != 0 {
                 break;
             }
@@ -560,19 +585,22 @@ impl BpfSource {
     }
 
     fn sample_impl(&mut self) -> Result<Sample, Error> {
+        // The losses as they are before this sample is read: one counted while it is read
+        // (exits are likeliest to be lost then) makes the next one a whole pass.
+        let lost = self.losses();
         if self.incremental() {
             if let Some(held) = self.held.take() {
-                if held.drains + 1 < FULL_EVERY && self.losses() == held.lost {
-                    return self.changed_sample(held);
+                if held.drains + 1 < FULL_EVERY && lost == held.lost {
+                    return self.changed_sample(held, lost);
                 }
             }
         }
-        self.whole_sample()
+        self.whole_sample(lost)
     }
 
     /// A sample from one pass over every thread (the reasons, the exits since the last
     /// sample); kept as the start of the next one when reading incrementally.
-    fn whole_sample(&mut self) -> Result<Sample, Error> {
+    fn whole_sample(&mut self, lost: (u64, u64)) -> Result<Sample, Error> {
         let why = self.why()?;
         let nrecs = self.pass()?;
         // The pass's bytes are taken out of self while they are decoded (the loop below needs
@@ -626,7 +654,7 @@ impl BpfSource {
             self.held = Some(Held {
                 sample: kept,
                 drains: 0,
-                lost: self.losses(),
+                lost,
                 pid1_note,
             });
         }
@@ -635,7 +663,7 @@ impl BpfSource {
 
     /// A sample from `held` (the last one) and one drain: the threads that changed are read,
     /// the others are extended to the drain's "now" in the state they were in.
-    fn changed_sample(&mut self, mut held: Held) -> Result<Sample, Error> {
+    fn changed_sample(&mut self, mut held: Held, lost: (u64, u64)) -> Result<Sample, Error> {
         let why = self.why()?;
         self.gen = self.gen.wrapping_add(1).max(1);
         let (drained, now_ns) = self.drain(self.gen)?;
@@ -655,12 +683,20 @@ impl BpfSource {
             });
             self.put(r, false, &why_of, &mut sample);
         }
+        let drained_here: tasksnap_model::hash::IdSet<TaskId> =
+            self.drained_ids.iter().copied().collect();
         for r in &exits {
-            self.drained_ids.push(TaskId {
+            let id = TaskId {
                 tgid: r.tgid as i32,
                 tid: r.tid as i32,
                 start_time_ns: r.start_boottime_ns,
-            });
+            };
+            // A row only taken on (not read by this drain) was extended past the exit: the
+            // exit record's totals are the thread's, not the larger sum.
+            if !drained_here.contains(&id) {
+                sample.threads.remove(&id);
+            }
+            self.drained_ids.push(id);
             self.put(r, true, &why_of, &mut sample);
         }
         self.finish(&mut sample, &why, None, &exits);
@@ -678,7 +714,7 @@ impl BpfSource {
         sample.threads.retain(|_, t| !t.exited);
         held.sample = sample;
         held.drains += 1;
-        held.lost = self.losses();
+        held.lost = lost;
         self.held = Some(held);
         Ok(out)
     }
