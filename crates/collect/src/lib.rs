@@ -48,6 +48,7 @@ pub mod probes;
 pub mod procfs;
 pub mod replay;
 pub mod sampler;
+pub mod service;
 pub mod states;
 pub mod system;
 pub mod task_files;

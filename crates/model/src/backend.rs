@@ -5,10 +5,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A data source, or `Auto` for "the faster one that works here".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
     /// The BPF programs when they can load (and pay off), /proc otherwise.
@@ -64,7 +64,7 @@ impl std::str::FromStr for Backend {
 }
 
 /// How the last pass read the tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PassKind {
     /// No pass yet.
@@ -81,7 +81,7 @@ pub enum PassKind {
 }
 
 /// Where the last pass's command lines came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CmdlineSource {
     /// Read from /proc/PID/cmdline.

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A task's /proc/PID/cgroup, raw and parsed.
 ///
@@ -72,6 +72,13 @@ impl Cgroup {
 impl Serialize for Cgroup {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         (*self.raw).serialize(s)
+    }
+}
+
+/// Read back from the raw text it is serialized as (the query service's answers).
+impl<'de> Deserialize<'de> for Cgroup {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Cgroup, D::Error> {
+        Vec::<u8>::deserialize(d).map(Cgroup::parse)
     }
 }
 

@@ -3,7 +3,7 @@
 //! `login.rs`, from the task's cgroup path and systemd's runtime files); front ends read them
 //! here, one typed answer per question.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One of the sd-login questions (a `ps -o unit,uunit,slice,lsession,ouid,machine,seat`
 /// column each).
@@ -26,7 +26,7 @@ pub enum What {
 }
 
 /// The sd-login answers for one task; each `None` where libsystemd would fail.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Login {
     /// The system unit (`sd_pid_get_unit()`).
     pub unit: Option<Vec<u8>>,

@@ -1,9 +1,9 @@
 //! Queries in the task_diag style: which tasks, and which attribute groups of each.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which tasks a query asks for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Selector {
     /// Every process (thread-group leaders only).
     AllProcesses,
@@ -22,7 +22,7 @@ pub enum Selector {
 }
 
 /// Which attribute groups to collect. A collector reads only what these need.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Groups {
     /// State, parents, tty, comm, nice, policy, threads (`/proc/PID/stat`).
     pub base: bool,
@@ -135,7 +135,7 @@ impl Groups {
 }
 
 /// A query: which tasks and which groups.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Query {
     /// Which tasks.
     pub selector: Selector,

@@ -1,12 +1,12 @@
 //! The answer to a query: tasks, when they were taken, and what could not be read.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Backend, Task};
 
 /// Counts of what went wrong, per snapshot. None of these is an error: tasks exit while they
 /// are read, and some files are private to their owner.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotStats {
     /// Tasks listed but gone before all their files were read (ENOENT/ESRCH).
     pub vanished: u64,
@@ -25,7 +25,7 @@ pub struct SnapshotStats {
 }
 
 /// A set of tasks collected together.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     /// Wall-clock time the collection started, ns since the Unix epoch.
     pub taken_at_unix_ns: u64,

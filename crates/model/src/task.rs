@@ -4,7 +4,7 @@
 //! (the kernel's `start_boottime`). The procfs collector derives them from clock ticks, so they
 //! are multiples of `1e9 / CLK_TCK` there.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A task's name: inline up to 16 bytes (every user task's comm fits; only kernel threads'
 /// long names spill to the heap), so that a snapshot of 50,000 tasks does not make 50,000
@@ -22,7 +22,9 @@ pub const SCHED_BATCH: u32 = 3;
 
 /// The identity of a task. A pid alone is not an identity: pids are reused, so two tasks with
 /// the same `tid` but a different `start_time_ns` are different tasks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub struct TaskId {
     /// Thread group id: the process id.
     pub tgid: i32,
@@ -40,7 +42,7 @@ impl TaskId {
 }
 
 /// The scheduler state letter as /proc shows it (`fs/proc/array.c: task_state_array`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum TaskState {
     /// `R`: running or runnable.
     Running,
@@ -100,7 +102,7 @@ impl TaskState {
 }
 
 /// Identity and scheduling basics: everything /proc/PID/stat gives cheaply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Base {
     /// Scheduler state.
     pub state: TaskState,
@@ -136,7 +138,7 @@ pub struct Base {
 }
 
 /// Credentials (/proc/PID/status `Uid`/`Gid`/`Groups`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cred {
     /// Real user id.
     pub ruid: u32,
@@ -182,7 +184,7 @@ impl Cred {
 }
 
 /// CPU times, faults and start time (/proc/PID/stat).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Stat {
     /// User CPU time, ns (for a process: summed over its threads, as /proc shows it).
     pub utime_ns: u64,
@@ -210,12 +212,11 @@ pub struct Stat {
     /// Swapped-out bytes of the address space (status's `VmSwap`, the same per-CPU counter
     /// read the same way as `rss_bytes`): the BPF backend reads it with the rest; `None`
     /// from /proc/PID/stat, which does not have it (`Mem::swap_bytes` reads status).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub swap_bytes: Option<u64>,
 }
 
 /// Memory (/proc/PID/statm, and `VmSwap` when status is read anyway).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mem {
     /// Total virtual size, bytes.
     pub vsize_bytes: u64,
@@ -234,7 +235,7 @@ pub struct Mem {
 }
 
 /// I/O counters (/proc/PID/io; readable only by the owner or root).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Io {
     /// Bytes read through read()-like syscalls.
     pub rchar_bytes: u64,
@@ -253,7 +254,7 @@ pub struct Io {
 }
 
 /// Scheduler accounting (/proc/PID/schedstat and status's context switches).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sched {
     /// Time spent on a CPU, ns (`se.sum_exec_runtime`).
     pub on_cpu_ns: u64,
@@ -269,7 +270,7 @@ pub struct Sched {
 
 /// Signal masks as /proc/PID/status shows them (`task_sig()`, fs/proc/array.c): bit `n - 1`
 /// stands for signal `n`. All zero for a task whose signal handlers are gone (fully exited).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Signals {
     /// `SigPnd`: signals pending for this thread alone.
     pub pending: u64,
@@ -287,7 +288,7 @@ pub struct Signals {
 /// fs/proc/array.c), as the reader may see them: without ptrace access to the task the kernel
 /// shows 1 for both code addresses and 0 for the stack start, and it shows 0 for `kstkesp`
 /// and `kstkeip` unless the task is exiting or dumping core. All 0 without an mm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Layout {
     /// Soft RSS limit (`RLIMIT_RSS`), bytes; `u64::MAX` for unlimited.
     pub rsslim_bytes: u64,
@@ -311,7 +312,7 @@ pub const NS_NAMES: [&str; 8] = ["cgroup", "ipc", "mnt", "net", "pid", "time", "
 /// group is asked for (`Groups::ns`, `oom_score`, `oom_score_adj`, `autogroup`, `loginuid`,
 /// `smaps`, `label`, `login`). Each is `None` when not asked for or not readable: then ps prints procps's value
 /// for an unreadable file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Extra {
     /// Inode numbers of the task's namespaces (/proc/PID/ns/NAME followed), in [`NS_NAMES`]
     /// order; 0 for a link that cannot be followed (hidden from the caller by ptrace rules,
@@ -337,7 +338,7 @@ pub struct Extra {
 }
 
 /// One task and whichever attribute groups were asked for and readable.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {
     /// Identity.
     pub id: TaskId,

@@ -1,0 +1,340 @@
+//! The framing both sides of the query socket speak: a 12-byte header (magic and version,
+//! kind, payload length) and a postcard payload of the model's own types. Every byte from
+//! the other side is hostile: lengths are bounded before anything is allocated, a frame of
+//! another version or kind is an error said in words, never a panic.
+//!
+//! A conversation is one query: the client sends `Request`; the service answers `Accepted` at
+//! once (so a client can tell a live service from a stuck one within its deadline), then
+//! `Answer` after its pass, or `Refused` (with why) or `Busy` instead.
+
+use std::borrow::Cow;
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+use tasksnap_model::{Query, SnapshotStats, Task};
+
+/// The header's first three bytes.
+pub const MAGIC: [u8; 3] = *b"TSQ";
+/// The protocol version, the header's fourth byte: a peer of another version is refused.
+pub const VERSION: u8 = 1;
+/// Header bytes before each payload.
+pub const HEADER_LEN: usize = 12;
+/// The largest request the service reads (a query is a few dozen bytes).
+pub const MAX_REQUEST: usize = 4096;
+/// The largest answer a client reads (a million tasks with long command lines fit).
+pub const MAX_ANSWER: usize = 1 << 30;
+
+/// What a frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// Client to service: a [`Query`].
+    Request = 1,
+    /// Service to client, at once: the request was read and a pass will answer it.
+    Accepted = 2,
+    /// Service to client: the tasks ([`Answer`]).
+    Answer = 3,
+    /// Service to client: not answered, and why (UTF-8 text); the client reads /proc.
+    Refused = 4,
+    /// Service to client: too many clients or requests now; the client reads /proc.
+    Busy = 5,
+}
+
+impl Kind {
+    fn from_byte(b: u8) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::Request,
+            2 => Kind::Accepted,
+            3 => Kind::Answer,
+            4 => Kind::Refused,
+            5 => Kind::Busy,
+            _ => return None,
+        })
+    }
+}
+
+/// What went wrong reading a frame.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// The connection failed or timed out.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The other side closed the connection before a whole frame.
+    #[error("the connection closed mid-frame")]
+    Closed,
+    /// Not this protocol, or another version of it.
+    #[error("not a tasksnap query frame (version {found}, this is {VERSION})")]
+    Foreign {
+        /// The version byte found (0 when the magic did not match).
+        found: u8,
+    },
+    /// A kind this version does not know.
+    #[error("unknown frame kind {0}")]
+    UnknownKind(u8),
+    /// A length beyond what this side reads.
+    #[error("a frame of {len} bytes is over the limit of {max}")]
+    TooLong {
+        /// The length the header says.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A payload that does not decode.
+    #[error("a malformed {0:?} payload")]
+    Malformed(Kind),
+    /// A frame of a kind not expected here.
+    #[error("a {0:?} frame where it makes no sense")]
+    Unexpected(Kind),
+}
+
+/// A query, as a client sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// Which tasks and groups.
+    pub query: Query,
+}
+
+/// The answer to a request, as the service writes it: the caller's view of one pass.
+#[derive(Debug, Serialize)]
+pub struct AnswerOut<'a> {
+    /// Wall-clock time the pass started, ns since the Unix epoch.
+    pub taken_at_unix_ns: u64,
+    /// CLOCK_BOOTTIME when the pass started, ns.
+    pub taken_at_boottime_ns: u64,
+    /// Boot time, seconds since the Unix epoch.
+    pub boot_time_unix_s: u64,
+    /// The rows the caller may see, each holding what procfs would show it.
+    pub tasks: Vec<Cow<'a, Task>>,
+    /// What the pass could not read.
+    pub stats: SnapshotStats,
+    /// How long the pass took in the service, ns.
+    pub pass_ns: u64,
+    /// How the service's pass was taken (its collector's report), for `-v`.
+    pub pass: String,
+    /// Requests this pass answered (coalesced), this one included.
+    pub shared_by: u32,
+}
+
+/// The answer to a request, as a client reads it (the same layout as [`AnswerOut`]).
+#[derive(Debug, Deserialize)]
+pub struct Answer {
+    /// See [`AnswerOut`].
+    pub taken_at_unix_ns: u64,
+    /// See [`AnswerOut`].
+    pub taken_at_boottime_ns: u64,
+    /// See [`AnswerOut`].
+    pub boot_time_unix_s: u64,
+    /// See [`AnswerOut`].
+    pub tasks: Vec<Task>,
+    /// See [`AnswerOut`].
+    pub stats: SnapshotStats,
+    /// See [`AnswerOut`].
+    pub pass_ns: u64,
+    /// See [`AnswerOut`].
+    pub pass: String,
+    /// See [`AnswerOut`].
+    pub shared_by: u32,
+}
+
+/// A frame with an empty payload.
+pub fn empty(kind: Kind) -> Vec<u8> {
+    frame(kind, |_| Ok(())).unwrap_or_default()
+}
+
+/// A frame of `kind` whose payload `fill` appends to the buffer (the header's length is
+/// patched after).
+fn frame(
+    kind: Kind,
+    fill: impl FnOnce(&mut Vec<u8>) -> Result<(), postcard::Error>,
+) -> Result<Vec<u8>, postcard::Error> {
+    let mut buf = Vec::with_capacity(64);
+    buf.extend_from_slice(&MAGIC);
+    buf.push(VERSION);
+    buf.push(kind as u8);
+    buf.extend_from_slice(&[0; 3]);
+    buf.extend_from_slice(&[0; 4]);
+    fill(&mut buf)?;
+    let len = (buf.len() - HEADER_LEN) as u32;
+    buf[8..12].copy_from_slice(&len.to_le_bytes());
+    Ok(buf)
+}
+
+/// A serialized value appended to `buf`.
+fn append<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) -> Result<(), postcard::Error> {
+    let v = std::mem::take(buf);
+    *buf = postcard::to_extend(value, v)?;
+    Ok(())
+}
+
+/// The frame of a request.
+pub fn request(query: &Query) -> Vec<u8> {
+    frame(Kind::Request, |b| {
+        append(
+            b,
+            &Request {
+                query: query.clone(),
+            },
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// The frame of an answer.
+pub fn answer(a: &AnswerOut<'_>) -> Result<Vec<u8>, postcard::Error> {
+    frame(Kind::Answer, |b| {
+        b.reserve(a.tasks.len() * 160);
+        append(b, a)
+    })
+}
+
+/// The frame of a refusal, saying why.
+pub fn refused(why: &str) -> Vec<u8> {
+    let mut why = why.as_bytes().to_vec();
+    why.truncate(1024);
+    frame(Kind::Refused, |b| {
+        b.extend_from_slice(&why);
+        Ok(())
+    })
+    .unwrap_or_default()
+}
+
+/// Reads one frame of at most `max` payload bytes: its kind and payload.
+pub fn read_frame(r: &mut impl Read, max: usize) -> Result<(Kind, Vec<u8>), WireError> {
+    let mut h = [0u8; HEADER_LEN];
+    read_full(r, &mut h)?;
+    if h[..3] != MAGIC {
+        return Err(WireError::Foreign { found: 0 });
+    }
+    if h[3] != VERSION {
+        return Err(WireError::Foreign { found: h[3] });
+    }
+    let kind = Kind::from_byte(h[4]).ok_or(WireError::UnknownKind(h[4]))?;
+    let len = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
+    if len > max {
+        return Err(WireError::TooLong { len, max });
+    }
+    // Grown as bytes arrive, not allocated from the header's word: a peer that says 1 GiB
+    // and sends nothing costs nothing.
+    let mut payload = Vec::with_capacity(len.min(1 << 20));
+    let got = r.take(len as u64).read_to_end(&mut payload)?;
+    if got < len {
+        return Err(WireError::Closed);
+    }
+    Ok((kind, payload))
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<(), WireError> {
+    let mut at = 0;
+    while at < buf.len() {
+        match r.read(&mut buf[at..]) {
+            Ok(0) => return Err(WireError::Closed),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(WireError::Io(e)),
+        }
+    }
+    Ok(())
+}
+
+/// The query of a request payload.
+pub fn decode_request(payload: &[u8]) -> Result<Query, WireError> {
+    postcard::from_bytes::<Request>(payload)
+        .map(|r| r.query)
+        .map_err(|_| WireError::Malformed(Kind::Request))
+}
+
+/// The answer of an answer payload.
+pub fn decode_answer(payload: &[u8]) -> Result<Answer, WireError> {
+    postcard::from_bytes::<Answer>(payload).map_err(|_| WireError::Malformed(Kind::Answer))
+}
+
+/// Writes `bytes` whole.
+pub fn send(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    w.write_all(bytes)?;
+    w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasksnap_model::{Base, Cred, Groups, Selector, TaskId};
+
+    fn task(pid: i32) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid: pid,
+            tid: pid,
+            start_time_ns: 5,
+        });
+        t.base = Some(Base {
+            comm: b"\xff\nodd)".iter().copied().collect(),
+            ..Base::default()
+        });
+        t.cred = Some(Cred::from_owner(65534, 65534));
+        t.cmdline = Some(b"a\0b\xfe\0".to_vec());
+        t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(b"0::/x\n".to_vec())));
+        t
+    }
+
+    #[test]
+    fn a_request_and_an_answer_round_trip() {
+        let q = Query::new(Selector::AllThreads, Groups::all());
+        let f = request(&q);
+        let (k, p) = read_frame(&mut &f[..], MAX_REQUEST).unwrap();
+        assert_eq!(k, Kind::Request);
+        assert_eq!(decode_request(&p).unwrap(), q);
+
+        let tasks = [task(1), task(2)];
+        let out = AnswerOut {
+            taken_at_unix_ns: 1,
+            taken_at_boottime_ns: 2,
+            boot_time_unix_s: 3,
+            tasks: tasks.iter().map(Cow::Borrowed).collect(),
+            stats: SnapshotStats::default(),
+            pass_ns: 4,
+            pass: "walk".into(),
+            shared_by: 1,
+        };
+        let f = answer(&out).unwrap();
+        let (k, p) = read_frame(&mut &f[..], MAX_ANSWER).unwrap();
+        assert_eq!(k, Kind::Answer);
+        let a = decode_answer(&p).unwrap();
+        assert_eq!(a.tasks, tasks);
+        assert_eq!(a.pass, "walk");
+    }
+
+    #[test]
+    fn hostile_frames_are_errors() {
+        // Another protocol, another version, an unknown kind, a lying length, garbage.
+        assert!(matches!(
+            read_frame(&mut &b"GET / HTTP/1.1\r\n"[..], MAX_REQUEST),
+            Err(WireError::Foreign { found: 0 })
+        ));
+        let mut f = request(&Query::new(Selector::Pid(1), Groups::default()));
+        f[3] = 9;
+        assert!(matches!(
+            read_frame(&mut &f[..], MAX_REQUEST),
+            Err(WireError::Foreign { found: 9 })
+        ));
+        f[3] = VERSION;
+        f[4] = 77;
+        assert!(matches!(
+            read_frame(&mut &f[..], MAX_REQUEST),
+            Err(WireError::UnknownKind(77))
+        ));
+        f[4] = Kind::Request as u8;
+        f[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(
+            read_frame(&mut &f[..], MAX_REQUEST),
+            Err(WireError::TooLong { .. })
+        ));
+        f[8..12].copy_from_slice(&100u32.to_le_bytes());
+        assert!(matches!(
+            read_frame(&mut &f[..], MAX_REQUEST),
+            Err(WireError::Closed)
+        ));
+        for junk in [&b""[..], b"\xff\xff\xff\xff\xff", b"\x07", b"\x00\x01\x02"] {
+            assert!(decode_request(junk).is_err());
+            assert!(decode_answer(junk).is_err());
+        }
+    }
+}
