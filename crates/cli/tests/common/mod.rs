@@ -2,6 +2,8 @@
 //! output, and the extra processes the load generator does not make.
 #![allow(dead_code)]
 
+pub mod specs;
+
 use std::collections::HashSet;
 use std::process::Command;
 use tasksnap_loadgen::{proc_text, settled_sleep};

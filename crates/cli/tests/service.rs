@@ -1,0 +1,1221 @@
+//! The query service (`tasksnap serve --no-metrics --query-socket PATH`) as unprivileged
+//! users meet it: what it shows each caller must be exactly what that caller's own /proc
+//! shows it, byte for byte in `ps`, and nothing a hostile client does may stop it, stall
+//! another client, or show anyone more.
+//!
+//! - Every specifier procps's `ps L` lists, side by side in a few `-o` lists (with and
+//!   without `-L`), and `-ef`, `aux`, `-eLf`: as nobody and as a user the test creates
+//!   (`tasksnap-test`, removed again only when this test made it), through the service
+//!   (`--backend service`), through /proc (`TASKSNAP_NO_SERVICE=1`) and by procps `ps`, on
+//!   the rows of what the test spawned: the caller's own process, another user's, root's, a
+//!   non-dumpable one of the caller's, a setuid-started one (real uid the caller's, effective
+//!   uid root, as after exec of a setuid-root program) and one in another pid namespace.
+//! - The same caller in a private mount namespace whose /proc is mounted `hidepid=invisible`,
+//!   `subset=pid` or both: the service reads the caller's mount options itself.
+//! - Hostile clients (as nobody, from a copy of this test binary): garbage, another version,
+//!   a huge length, half a frame then silence, a reader that never reads, 1,000 connections at
+//!   once; meanwhile another user's `ps` is answered, and no answer holds a field /proc would
+//!   not give nobody.
+//!
+//! The tests need root (setpriv, useradd, mounts, BPF); they skip otherwise, and fail under
+//! TASKSNAP_REQUIRE_PRIVILEGED=1. One service answers the first two (started once per run of
+//! this binary); the hostile test has its own, so that its storm cannot turn the others'
+//! requests away.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::specs::{procps_list, ps_l, rows, together};
+use common::{load_rows, root_or_skip, run, tokens, Out, NOBODY, TASKSNAP};
+use tasksnap_collect::service::wire;
+use tasksnap_model::{Groups, Query, Selector};
+
+/// The user the test makes when it is missing (and removes again then).
+const TEST_USER: &str = "tasksnap-test";
+/// A uid with no passwd entry: "another user" for the hostile test's bystander.
+const OTHER_UID: u32 = 4242;
+/// The environment variable that turns this test binary into one of its helper processes.
+const CHILD_ENV: &str = "TASKSNAP_SERVICE_TEST_CHILD";
+
+// ---------------------------------------------------------------------------------------
+// The service.
+
+/// A running `tasksnap serve --no-metrics --query-socket DIR/query.sock`, its directory made
+/// root-owned 0755 (as `/run/tasksnap` is), killed and its directory removed on drop.
+struct Service {
+    child: Child,
+    dir: std::path::PathBuf,
+    socket: String,
+}
+
+impl Service {
+    fn start() -> Service {
+        let dir = tempfile::Builder::new()
+            .prefix("tasksnap-svc-")
+            .tempdir()
+            .expect("a directory for the socket")
+            .keep();
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod 0755");
+        let socket = dir.join("query.sock").to_string_lossy().into_owned();
+        let log = std::fs::File::create(dir.join("serve.log")).expect("a log file");
+        let mut cmd = Command::new(TASKSNAP);
+        // SAFETY: prctl is async-signal-safe and touches only the child: it dies with the
+        // thread that started it (the shared service's is a thread that never ends).
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd
+            .args(["serve", "--no-metrics", "--query-socket", &socket])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start tasksnap serve");
+        let mut s = Service { child, dir, socket };
+        s.wait_ready();
+        s
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("serve.log")).unwrap_or_default()
+    }
+
+    /// Waits (60 s at most) until a request on the socket gets a frame back, whatever it is.
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "tasksnap serve exited ({status}) before answering: {}",
+                    self.log()
+                );
+            }
+            if let Ok(mut s) = UnixStream::connect(&self.socket) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+                let q = Query::new(Selector::Pid(1), Groups::default());
+                if wire::send(&mut s, &wire::request(&q)).is_ok()
+                    && wire::read_frame(&mut s, wire::MAX_ANSWER).is_ok()
+                {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tasksnap serve did not answer on {} in 60 s: {}",
+                self.socket,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The service the comparisons share: started once, on a thread that never ends (its
+/// parent-death signal follows the thread), killed and its directory removed at exit.
+fn shared_service() -> &'static str {
+    static SHARED: OnceLock<(String, i32, std::path::PathBuf)> = OnceLock::new();
+    extern "C" fn at_exit() {
+        if let Some((_, pid, dir)) = SHARED.get() {
+            // SAFETY: kill on the pid of our own child, still unreaped (its owner thread
+            // never waits); then its directory.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    let (socket, _, _) = SHARED.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let s = Service::start();
+            tx.send((s.socket.clone(), s.child.id() as i32, s.dir.clone()))
+                .expect("send");
+            // Kept, never dropped: at_exit ends it.
+            loop {
+                std::thread::park();
+            }
+        });
+        let got = rx.recv().expect("the shared service started");
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::atexit(at_exit) };
+        got
+    });
+    socket
+}
+
+// ---------------------------------------------------------------------------------------
+// Users and the processes compared.
+
+/// A user by name, made with useradd when missing and then removed on drop (only then).
+struct TestUser {
+    uid: u32,
+    gid: u32,
+    created: bool,
+}
+
+impl TestUser {
+    fn ensure(name: &str) -> TestUser {
+        let lookup = || {
+            let o = Command::new("id").arg(name).output().ok()?;
+            let s = String::from_utf8_lossy(&o.stdout).into_owned();
+            let num = |key: &str| s.split(key).nth(1)?.split('(').next()?.parse::<u32>().ok();
+            Some((num("uid=")?, num("gid=")?))
+        };
+        let mut created = false;
+        if lookup().is_none() {
+            let st = Command::new("useradd")
+                .args([
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                ])
+                .arg(name)
+                .status()
+                .expect("run useradd");
+            assert!(st.success(), "useradd {name}: {st}");
+            created = true;
+        }
+        let (uid, gid) = lookup().unwrap_or_else(|| panic!("no user {name} after useradd"));
+        TestUser { uid, gid, created }
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        if self.created {
+            let _ = Command::new("userdel").arg(TEST_USER).status();
+        }
+    }
+}
+
+/// What the test spawned, by kind, and every pid to compare (children of wrappers too).
+#[derive(Default)]
+struct Spawned {
+    children: Vec<Child>,
+    /// Kept open: a helper that sees its stdout closed would die of SIGPIPE on its next
+    /// write (it writes nothing more, but the pipe costs nothing).
+    outs: Vec<ChildStdout>,
+    /// (what, pid) of each process compared.
+    named: Vec<(String, i32)>,
+}
+
+impl Spawned {
+    /// `sleep 1000` as `uid`/`gid` (root: 0), through setpriv.
+    fn sleep_as(&mut self, what: &str, uid: u32, gid: u32) -> i32 {
+        let mut cmd = if uid == 0 {
+            Command::new("sleep")
+        } else {
+            let mut c = Command::new("setpriv");
+            c.args([
+                format!("--reuid={uid}"),
+                format!("--regid={gid}"),
+                "--clear-groups".to_string(),
+                "sleep".to_string(),
+            ]);
+            c
+        };
+        let child = cmd
+            .arg("1000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn a sleep");
+        let pid = child.id() as i32;
+        self.children.push(child);
+        self.named.push((what.to_string(), pid));
+        tasksnap_loadgen::wait_until(what, || tasksnap_loadgen::settled_sleep(pid));
+        pid
+    }
+
+    /// This test binary as a helper (see [`service_test_child`]) doing `mode`; returns once
+    /// it said it is ready and every thread of it sleeps.
+    fn helper(&mut self, what: &str, mode: &str) -> i32 {
+        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+            .args([
+                "--exact",
+                "service_test_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, mode)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn a helper");
+        let pid = child.id() as i32;
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = out.read_line(&mut line).expect("read the helper");
+            assert!(n > 0, "{what}: the helper ended before it was ready");
+            if line.trim() == "ready" {
+                break;
+            }
+        }
+        self.outs.push(out.into_inner());
+        self.children.push(child);
+        self.named.push((what.to_string(), pid));
+        tasksnap_loadgen::wait_until(what, || all_threads_sleep(pid));
+        pid
+    }
+
+    /// `unshare --pid --fork sleep 1000` as root: the unshare and its child, the sleep that is
+    /// pid 1 of a namespace of its own (seen from outside under its outer pid).
+    fn in_pid_namespace(&mut self) -> (i32, i32) {
+        let child = Command::new("unshare")
+            .args(["--pid", "--fork", "--kill-child", "sleep", "1000"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn unshare");
+        let outer = child.id() as i32;
+        self.children.push(child);
+        let inner = std::cell::Cell::new(0);
+        tasksnap_loadgen::wait_until("the sleep in a pid namespace", || {
+            let kid = tasksnap_loadgen::proc_text(outer, &format!("task/{outer}/children"))
+                .and_then(|k| k.split_whitespace().next()?.parse::<i32>().ok());
+            match kid {
+                Some(k) if tasksnap_loadgen::settled_sleep(k) && all_threads_sleep(outer) => {
+                    inner.set(k);
+                    true
+                }
+                _ => false,
+            }
+        });
+        self.named.push(("unshare --pid".into(), outer));
+        self.named
+            .push(("pid 1 of another pid namespace".into(), inner.get()));
+        (outer, inner.get())
+    }
+
+    fn pids(&self) -> HashSet<i32> {
+        self.named.iter().map(|&(_, p)| p).collect()
+    }
+
+    fn name(&self, pid: i32) -> &str {
+        self.named
+            .iter()
+            .find(|&&(_, p)| p == pid)
+            .map_or("?", |(w, _)| w.as_str())
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        for &(_, p) in self.named.iter().rev() {
+            // SAFETY: our children and the child of our unshare, still unreaped.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Whether every thread of `pid` is asleep (`S`).
+fn all_threads_sleep(pid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut any = false;
+    for e in dir.flatten() {
+        let stat = std::fs::read(e.path().join("stat")).unwrap_or_default();
+        let Some(close) = stat.iter().rposition(|&c| c == b')') else {
+            return false;
+        };
+        if stat.get(close + 2) != Some(&b'S') {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// Helper processes the tests spawn, selected by [`CHILD_ENV`]; as a plain test, nothing.
+/// - `nondumpable:UID:GID`: becomes UID/GID (no supplementary groups), not dumpable, sleeps;
+/// - `setuid:UID:GID`: real ids UID/GID, effective and saved root, then executes itself
+///   again as `sleep`: what running a setuid-root program leaves (the exec with real and
+///   effective uids apart makes it not dumpable, `fs.suid_dumpable` permitting);
+/// - `sleep`: sleeps;
+/// - `hostile:SOCKET:ROOT_PID:OWN_PID`: the hostile clients ([`hostile_clients`]).
+#[test]
+fn service_test_child() {
+    let Ok(mode) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let parts: Vec<&str> = mode.split(':').collect();
+    let id = |i: usize| parts[i].parse::<u32>().expect("an id");
+    match parts[0] {
+        "nondumpable" => {
+            let (u, g) = (id(1), id(2));
+            // SAFETY: credential calls and prctl on this process; any failure ends it
+            // before it says it is ready.
+            unsafe {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setresgid(g, g, g) != 0
+                    || libc::setresuid(u, u, u) != 0
+                    || libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0
+                {
+                    std::process::exit(3);
+                }
+            }
+        }
+        "setuid" => {
+            let (u, g) = (id(1), id(2));
+            // SAFETY: as above.
+            unsafe {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setresgid(g, 0, 0) != 0
+                    || libc::setresuid(u, 0, 0) != 0
+                {
+                    std::process::exit(3);
+                }
+            }
+            let err = std::os::unix::process::CommandExt::exec(
+                Command::new(std::env::current_exe().expect("self"))
+                    .args([
+                        "--exact",
+                        "service_test_child",
+                        "--nocapture",
+                        "--test-threads=1",
+                    ])
+                    .env(CHILD_ENV, "sleep"),
+            );
+            panic!("exec: {err}");
+        }
+        "sleep" => {}
+        "hostile" => {
+            hostile_clients(
+                parts[1],
+                parts[2].parse().expect("pid"),
+                parts[3].parse().expect("pid"),
+            );
+            return;
+        }
+        other => panic!("unknown helper {other}"),
+    }
+    println!("ready");
+    let _ = std::io::stdout().flush();
+    std::thread::sleep(Duration::from_secs(1000));
+}
+
+// ---------------------------------------------------------------------------------------
+// Running ps as a user.
+
+/// How a ps is run.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Source {
+    /// tasksnap through the query service, insisting (`--backend=service`).
+    Service,
+    /// tasksnap with `TASKSNAP_NO_SERVICE=1`: /proc.
+    Procfs,
+    /// procps `ps`: the oracle.
+    Procps,
+    /// tasksnap without `--backend` (nor `TASKSNAP_NO_SERVICE`): finds the service itself.
+    Auto,
+}
+
+/// A caller: its ids, and how its ps runs are wrapped (e.g. in a mount namespace).
+struct Caller<'a> {
+    name: String,
+    uid: u32,
+    gid: u32,
+    socket: &'a str,
+    /// A copy of tasksnap this user can execute.
+    tasksnap: &'a str,
+    /// `mount -t proc -o OPTS` in a private mount namespace first, when given.
+    proc_opts: Option<&'a str>,
+}
+
+impl Caller<'_> {
+    fn ps(&self, source: Source, args: &[&str]) -> Out {
+        let mut argv: Vec<String> = Vec::new();
+        if let Some(opts) = self.proc_opts {
+            argv.extend(
+                [
+                    "unshare",
+                    "-m",
+                    "--propagation",
+                    "private",
+                    "--",
+                    "sh",
+                    "-c",
+                    "mount -t proc -o \"$0\" proc /proc && exec \"$@\"",
+                    opts,
+                ]
+                .map(String::from),
+            );
+        }
+        argv.extend([
+            "setpriv".to_string(),
+            format!("--reuid={}", self.uid),
+            format!("--regid={}", self.gid),
+            "--clear-groups".to_string(),
+            "--".to_string(),
+        ]);
+        match source {
+            Source::Procps => argv.push("ps".into()),
+            _ => argv.extend([self.tasksnap.to_string(), "ps".to_string()]),
+        }
+        argv.extend(args.iter().map(|s| s.to_string()));
+        if source == Source::Service {
+            argv.push("--backend=service".into());
+        }
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .env("LC_ALL", "C")
+            .env("TASKSNAP_QUERY_SOCKET", self.socket)
+            .env_remove("COLUMNS")
+            .env_remove("PS_FORMAT")
+            .env_remove("PS_PERSONALITY")
+            .env_remove("TASKSNAP_NO_SERVICE")
+            .current_dir("/");
+        if source == Source::Procfs {
+            cmd.env("TASKSNAP_NO_SERVICE", "1");
+        }
+        let mut tries = 0;
+        loop {
+            let o = cmd.output().expect("run ps");
+            tries += 1;
+            // procps 4.0.2 now and then dies of SIGSEGV when a task changes under it (see
+            // common::run_procps): asked again, up to three times.
+            if source == Source::Procps && o.status.code().is_none() && tries < 3 {
+                continue;
+            }
+            return Out {
+                code: o.status.code(),
+                stdout: o.stdout,
+                stderr: o.stderr,
+            };
+        }
+    }
+}
+
+/// How rows are cut out of an output for comparison.
+#[derive(Clone, Copy)]
+enum Cut {
+    /// PID first; the bytes from its end to this many header tokens' end masked (the moving
+    /// columns put first by `together`).
+    Moving(usize),
+    /// Find PID by header and mask the moving columns by header (`common::load_rows`).
+    Headers,
+}
+
+fn cut(out: &[u8], pids: &HashSet<i32>, how: Cut) -> (Vec<u8>, Vec<Vec<u8>>) {
+    match how {
+        Cut::Moving(moving) => {
+            let header = out.split(|&c| c == b'\n').next().unwrap_or_default();
+            let mask = tokens(header).get(moving).map_or(0, |&(_, _, e)| e);
+            rows(out, pids, if moving == 0 { 0 } else { mask })
+        }
+        Cut::Headers => load_rows(out, pids),
+    }
+}
+
+/// The rows of `pids` in `args` as the caller gets them from the service, from /proc and
+/// from procps (when `with_procps`): the same header and bytes from each, or why not.
+/// Returns the pids the rows were of.
+fn compare(
+    caller: &Caller<'_>,
+    what: &str,
+    args: &[&str],
+    pids: &HashSet<i32>,
+    how: Cut,
+    with_procps: bool,
+) -> Result<HashSet<i32>, String> {
+    let sources: &[Source] = if with_procps {
+        &[Source::Service, Source::Procfs, Source::Procps]
+    } else {
+        &[Source::Service, Source::Procfs]
+    };
+    let outs: Vec<(Source, Out)> = sources.iter().map(|&s| (s, caller.ps(s, args))).collect();
+    let err = |o: &Out| {
+        String::from_utf8_lossy(&o.stderr)
+            .trim()
+            .replace('\n', " | ")
+    };
+    for (s, o) in &outs {
+        if o.code != Some(0) {
+            return Err(format!(
+                "{} {what}: {s:?} exited {:?}: {}",
+                caller.name,
+                o.code,
+                err(o)
+            ));
+        }
+    }
+    let cuts: Vec<(Source, Vec<u8>, Vec<Vec<u8>>)> = outs
+        .iter()
+        .map(|(s, o)| {
+            let (h, r) = cut(&o.stdout, pids, how);
+            (*s, h, r)
+        })
+        .collect();
+    let (_, h0, r0) = &cuts[cuts.len() - 1];
+    for (s, h, r) in &cuts[..cuts.len() - 1] {
+        if h != h0 {
+            return Err(format!(
+                "{} {what}: header {s:?} {:?} vs {:?}",
+                caller.name,
+                String::from_utf8_lossy(h),
+                String::from_utf8_lossy(h0)
+            ));
+        }
+        if r != r0 {
+            let mut msg = format!(
+                "{} {what}: {s:?} {} rows vs {:?} {}",
+                caller.name,
+                r.len(),
+                cuts[cuts.len() - 1].0,
+                r0.len()
+            );
+            for (a, b) in r.iter().zip(r0).filter(|(a, b)| a != b).take(3) {
+                let at = a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count();
+                let column = tokens(h0)
+                    .into_iter()
+                    .find(|&(_, _, end)| end > at)
+                    .map_or_else(|| "past the header".to_string(), |(t, _, _)| t);
+                let from = at.saturating_sub(40);
+                let win = |r: &[u8]| {
+                    String::from_utf8_lossy(&r[from.min(r.len())..(at + 40).min(r.len())])
+                        .into_owned()
+                };
+                msg += &format!(
+                    "\n    at byte {at} (under {column}): {:?}\n                      vs {:?}",
+                    win(a),
+                    win(b)
+                );
+            }
+            let pid_set = |rows: &[Vec<u8>]| -> Vec<i32> {
+                let mut v: Vec<i32> = rows.iter().filter_map(|r| row_pid(h0, r)).collect();
+                v.sort_unstable();
+                v
+            };
+            if r.len() != r0.len() {
+                msg += &format!("\n    pids {:?} vs {:?}", pid_set(r), pid_set(r0));
+            }
+            return Err(msg);
+        }
+    }
+    Ok(r0.iter().filter_map(|r| row_pid(h0, r)).collect())
+}
+
+/// The pid of a row, under the header's PID column.
+fn row_pid(header: &[u8], row: &[u8]) -> Option<i32> {
+    let end = tokens(header)
+        .into_iter()
+        .find(|(t, _, _)| t == "PID")
+        .map(|(_, _, e)| e)?;
+    String::from_utf8_lossy(row.get(..end)?)
+        .split_whitespace()
+        .last()?
+        .parse()
+        .ok()
+}
+
+/// A copy of tasksnap every user can execute (the checkout may be out of their reach).
+fn tasksnap_copy() -> &'static str {
+    static COPY: OnceLock<common::NobodyBin> = OnceLock::new();
+    &COPY.get_or_init(common::NobodyBin::new).path
+}
+
+/// `--verbose` of a ps through the service names it as the backend, with `--backend=service`
+/// and, found by itself, without any `--backend`.
+fn says_service(caller: &Caller<'_>) -> Result<(), String> {
+    for source in [Source::Service, Source::Auto] {
+        let o = caller.ps(source, &["--verbose", "-p", "1"]);
+        let e = String::from_utf8_lossy(&o.stderr).into_owned();
+        if o.code != Some(0) || !e.contains("service") {
+            return Err(format!(
+                "{}: ps --verbose ({source:?}) exited {:?} and said {e:?}",
+                caller.name, o.code
+            ));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// The comparisons.
+
+#[test]
+fn every_specifier_through_the_service_matches_procfs_and_procps_for_two_users() {
+    if !root_or_skip("ps as two users through the query service") {
+        return;
+    }
+    let started = Instant::now();
+    let socket = shared_service();
+    let user = TestUser::ensure(TEST_USER);
+    let mut sp = Spawned::default();
+    for (name, uid, gid) in [("nobody", NOBODY, NOBODY), (TEST_USER, user.uid, user.gid)] {
+        sp.sleep_as(&format!("{name}'s sleep"), uid, gid);
+        sp.helper(
+            &format!("{name}'s non-dumpable process"),
+            &format!("nondumpable:{uid}:{gid}"),
+        );
+        sp.helper(
+            &format!("setuid-started by {name} (euid root)"),
+            &format!("setuid:{uid}:{gid}"),
+        );
+    }
+    sp.sleep_as("root's sleep", 0, 0);
+    sp.in_pid_namespace();
+    let pids = sp.pids();
+
+    // Every specifier procps has that tasksnap has too (ps_specifiers.rs holds tasksnap to
+    // having them all), in as few -o lists as procps takes.
+    let specs = procps_list();
+    let ours = run(TASKSNAP, &["ps"], &["L"], "C");
+    let known: HashSet<String> = ps_l(&ours.stdout).into_iter().map(|(n, _)| n).collect();
+    let names: Vec<&str> = specs
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| known.contains(*n))
+        .collect();
+    let lists = together(&names);
+
+    let mut failures = Vec::new();
+    for (name, uid, gid) in [("nobody", NOBODY, NOBODY), (TEST_USER, user.uid, user.gid)] {
+        let caller = Caller {
+            name: name.to_string(),
+            uid,
+            gid,
+            socket,
+            tasksnap: tasksnap_copy(),
+            proc_opts: None,
+        };
+        if let Err(e) = says_service(&caller) {
+            failures.push(e);
+        }
+        for (k, (o, moving)) in lists.iter().enumerate() {
+            for threads in [false, true] {
+                let mut args = vec!["-e", "-o", o.as_str()];
+                if threads {
+                    args.push("-L");
+                }
+                let what = format!("group {}{}", k + 1, if threads { " -L" } else { "" });
+                match compare(&caller, &what, &args, &pids, Cut::Moving(*moving), true) {
+                    Ok(seen) => {
+                        let missing: Vec<String> = pids
+                            .difference(&seen)
+                            .map(|&p| format!("{p} ({})", sp.name(p)))
+                            .collect();
+                        if !missing.is_empty() {
+                            failures.push(format!(
+                                "{name} {what}: no row for {missing:?}: /proc lists every \
+                                 process without hidepid"
+                            ));
+                        }
+                    }
+                    Err(e) => failures.push(e),
+                }
+            }
+        }
+        for args in [&["-ef"][..], &["aux"], &["-eLf"], &["-el"]] {
+            if let Err(e) = compare(&caller, &args.join(" "), args, &pids, Cut::Headers, true) {
+                failures.push(e);
+            }
+        }
+    }
+    eprintln!(
+        "compared {} -o lists and 4 formats for 2 users in {:?}",
+        lists.len(),
+        started.elapsed()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} differences through the query service (spawned: {:?}):\n{}",
+        failures.len(),
+        sp.named,
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn hidepid_and_subset_pid_are_the_callers_own_proc_mounts() {
+    if !root_or_skip("hidepid in a private mount namespace through the query service") {
+        return;
+    }
+    let socket = shared_service();
+    let mut sp = Spawned::default();
+    let own = sp.sleep_as("nobody's sleep", NOBODY, NOBODY);
+    let nondumpable = sp.helper(
+        "nobody's non-dumpable process",
+        &format!("nondumpable:{NOBODY}:{NOBODY}"),
+    );
+    let other = sp.sleep_as("another user's sleep", OTHER_UID, OTHER_UID);
+    let root = sp.sleep_as("root's sleep", 0, 0);
+    let pids = sp.pids();
+    let mut failures = Vec::new();
+    // Columns procps prints without /proc/stat, /proc/uptime or /proc/meminfo (which
+    // subset=pid hides: procps then stops with "Unable to get system boot time").
+    let pid_only = "pid,user,ruser,euser,stat,wchan,rss,vsz,tty,ni,pri,comm,args";
+    for opts in [
+        "hidepid=invisible",
+        "subset=pid",
+        "hidepid=invisible,subset=pid",
+        "hidepid=noaccess",
+    ] {
+        let caller = Caller {
+            name: format!("nobody with /proc {opts}"),
+            uid: NOBODY,
+            gid: NOBODY,
+            socket,
+            tasksnap: tasksnap_copy(),
+            proc_opts: Some(opts),
+        };
+        let subset = opts.contains("subset=pid");
+        let formats: [(&[&str], bool); 4] = [
+            (&["-eo", pid_only], true),
+            (&["-ef"], !subset),
+            (&["aux"], !subset),
+            (&["-eLo", pid_only], true),
+        ];
+        for (args, with_procps) in formats {
+            match compare(
+                &caller,
+                &args.join(" "),
+                args,
+                &pids,
+                Cut::Headers,
+                with_procps,
+            ) {
+                Ok(seen) => {
+                    let expected: HashSet<i32> = if opts.starts_with("hidepid=invisible") {
+                        // Only what nobody may ptrace: its own dumpable process.
+                        [own].into()
+                    } else if opts == "subset=pid" {
+                        [own, nondumpable, other, root].into()
+                    } else {
+                        // noaccess: listed, but only what may be read is printed; whatever
+                        // it is, the three sources agreed on it above.
+                        seen.clone()
+                    };
+                    if seen != expected {
+                        failures.push(format!(
+                            "{} {args:?}: rows for {seen:?}, expected {expected:?} \
+                             (own {own}, non-dumpable {nondumpable}, other {other}, root {root})",
+                            caller.name
+                        ));
+                    }
+                }
+                Err(e) => failures.push(e),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences under hidepid/subset=pid:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile clients.
+
+#[test]
+fn hostile_clients_neither_stop_the_service_nor_see_more() {
+    if !root_or_skip("hostile clients of the query service") {
+        return;
+    }
+    let mut service = Service::start();
+    let mut sp = Spawned::default();
+    let root = sp.sleep_as("root's sleep", 0, 0);
+    let own = sp.sleep_as("nobody's sleep", NOBODY, NOBODY);
+    let pids = sp.pids();
+    // The hostile clients run as nobody, from a copy of this binary nobody can execute.
+    let exe = std::env::temp_dir().join(format!("tasksnap-svc-hostile-{}", std::process::id()));
+    std::fs::copy(std::env::current_exe().expect("self"), &exe).expect("copy the test binary");
+    std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _exe = Remove(exe.clone());
+    let mut hostile = Command::new("setpriv")
+        .args([
+            format!("--reuid={NOBODY}"),
+            format!("--regid={NOBODY}"),
+            "--clear-groups".to_string(),
+            "--".to_string(),
+        ])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "service_test_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(
+            CHILD_ENV,
+            format!("hostile:{}:{root}:{own}", service.socket),
+        )
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the hostile clients");
+    let socket = service.socket.clone();
+    let mut to_child = hostile.stdin.take().expect("stdin");
+    let from_child = BufReader::new(hostile.stdout.take().expect("stdout"));
+
+    // The bystander: another user (uid 4242, no passwd entry), whose ps must be answered
+    // through the service, quickly and exactly, while the hostile ones hold on.
+    let bystander = Caller {
+        name: format!("uid {OTHER_UID}"),
+        uid: OTHER_UID,
+        gid: OTHER_UID,
+        socket: &socket,
+        tasksnap: tasksnap_copy(),
+        proc_opts: None,
+    };
+    let mut failures = Vec::new();
+    let mut report = Vec::new();
+    for line in from_child.lines() {
+        let line = line.expect("read the hostile clients");
+        if let Some(stage) = line.strip_prefix("holding ") {
+            let t = Instant::now();
+            match compare(
+                &bystander,
+                &format!("while {stage}"),
+                &["-eo", "pid,user,stat,wchan,rss,args"],
+                &pids,
+                Cut::Headers,
+                false,
+            ) {
+                Ok(seen) if seen == pids => {}
+                Ok(seen) => failures.push(format!("while {stage}: rows for {seen:?}")),
+                Err(e) => failures.push(e),
+            }
+            let took = t.elapsed();
+            report.push(format!(
+                "bystander's ps (and /proc's) while {stage}: {took:?}"
+            ));
+            if took > Duration::from_secs(10) {
+                failures.push(format!("while {stage}: the bystander waited {took:?}"));
+            }
+            if !service.alive() {
+                failures.push(format!("the service died while {stage}"));
+                break;
+            }
+            writeln!(to_child, "go").expect("tell the hostile clients to go on");
+        } else if let Some(f) = line.strip_prefix("FAIL ") {
+            failures.push(format!("hostile client: {f}"));
+        } else if let Some(ok) = line.strip_prefix("ok ") {
+            report.push(ok.to_string());
+        }
+    }
+    drop(to_child);
+    let status = hostile.wait().expect("wait");
+    if !status.success() {
+        failures.push(format!("the hostile clients' process ended {status}"));
+    }
+    if !service.alive() {
+        failures.push(format!("the service is gone: {}", service.log()));
+    }
+    // Still answering, and still exactly.
+    let nobody = Caller {
+        name: "nobody".to_string(),
+        uid: NOBODY,
+        gid: NOBODY,
+        socket: &socket,
+        tasksnap: tasksnap_copy(),
+        proc_opts: None,
+    };
+    if let Err(e) = compare(&nobody, "after", &["-ef"], &pids, Cut::Headers, true) {
+        failures.push(e);
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures with hostile clients:\n{}\nservice log: {}",
+        failures.len(),
+        failures.join("\n"),
+        service.log()
+    );
+}
+
+/// One frame back, or how the connection ended: `Ok(None)` is a close (or reset) without a
+/// frame.
+fn reply(s: &mut UnixStream) -> Result<Option<(wire::Kind, Vec<u8>)>, String> {
+    match wire::read_frame(s, wire::MAX_ANSWER) {
+        Ok(f) => Ok(Some(f)),
+        Err(wire::WireError::Closed) => Ok(None),
+        Err(wire::WireError::Io(e))
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A header of `kind` saying `len` payload bytes, of protocol version `version`.
+fn header(version: u8, kind: u8, len: u32) -> Vec<u8> {
+    let mut h = wire::MAGIC.to_vec();
+    h.push(version);
+    h.push(kind);
+    h.extend_from_slice(&[0; 3]);
+    h.extend_from_slice(&len.to_le_bytes());
+    h
+}
+
+/// The hostile clients' side (as nobody, in a helper process); says `ok WHAT` or
+/// `FAIL WHAT` per check, and `holding STAGE` when the parent's bystander should ask, then
+/// waits for a line on stdin. Note what is not here: a client lying about its pid. The
+/// service never takes a pid from a client: SO_PEERCRED is the kernel's record of who
+/// connected (and the pidfd pins that process), so there is nothing to lie with.
+fn hostile_clients(socket: &str, root: i32, own: i32) {
+    // SAFETY: getrlimit/setrlimit on this process: the soft open-files limit up to the hard.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+    let say = |s: String| {
+        println!("{s}");
+        let _ = std::io::stdout().flush();
+    };
+    let wait_go = |stage: &str| {
+        say(format!("holding {stage}"));
+        let mut l = String::new();
+        let _ = std::io::stdin().read_line(&mut l);
+    };
+    let connect = || {
+        let s = UnixStream::connect(socket).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        s.set_write_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        s
+    };
+    let all = Query::new(Selector::AllProcesses, Groups::all());
+
+    // What nobody may see of root's sleep and of its own: no field /proc gates behind
+    // ptrace access of root's, and those same fields of its own (a check that can fail).
+    let check_answer = |what: &str, payload: &[u8]| -> Result<(), String> {
+        let a = wire::decode_answer(payload).map_err(|e| format!("{what}: {e}"))?;
+        let find = |pid: i32| a.tasks.iter().find(|t| t.id.tgid == pid && t.id.tid == pid);
+        let r = find(root).ok_or(format!("{what}: no row for root's sleep {root}"))?;
+        if r.exe.is_some() || r.io.is_some() || r.environ.is_some() || r.fds.is_some() {
+            return Err(format!(
+                "{what}: root's sleep with exe {:?}, io {}, environ {}, fds {:?}",
+                r.exe,
+                r.io.is_some(),
+                r.environ.is_some(),
+                r.fds
+            ));
+        }
+        let o = find(own).ok_or(format!("{what}: no row for nobody's own sleep {own}"))?;
+        if o.exe.is_none() || o.io.is_none() {
+            return Err(format!("{what}: nobody's own sleep without exe or io"));
+        }
+        Ok(())
+    };
+    // A request answered: Accepted, then an Answer that passes check_answer.
+    let ask = |what: &str, s: &mut UnixStream| -> Result<Duration, String> {
+        let t = Instant::now();
+        wire::send(s, &wire::request(&all)).map_err(|e| format!("{what}: send: {e}"))?;
+        loop {
+            match reply(s)? {
+                Some((wire::Kind::Accepted, _)) => continue,
+                Some((wire::Kind::Answer, p)) => {
+                    check_answer(what, &p)?;
+                    return Ok(t.elapsed());
+                }
+                Some((k, p)) => {
+                    return Err(format!("{what}: {k:?} {:?}", String::from_utf8_lossy(&p)))
+                }
+                None => return Err(format!("{what}: closed without an answer")),
+            }
+        }
+    };
+    // A connection that must end without an answer (closed, or Refused).
+    let no_answer = |what: &str, s: &mut UnixStream| match reply(s) {
+        Ok(None) => say(format!("ok {what}: closed")),
+        Ok(Some((wire::Kind::Refused, p))) => say(format!(
+            "ok {what}: refused ({})",
+            String::from_utf8_lossy(&p)
+        )),
+        Ok(Some((k, _))) => say(format!("FAIL {what}: answered with a {k:?} frame")),
+        Err(e) => say(format!("FAIL {what}: {e}")),
+    };
+
+    match ask("a plain request", &mut connect()) {
+        Ok(t) => say(format!("ok a plain request answered in {t:?}")),
+        Err(e) => say(format!("FAIL {e}")),
+    }
+
+    // Garbage: bytes that are not the protocol.
+    let mut s = connect();
+    let junk: Vec<u8> = (0u32..256)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let _ = s.write_all(&junk);
+    no_answer("garbage", &mut s);
+    // The right magic, another version; a kind no client sends; a request that does not
+    // decode.
+    for (what, bytes) in [
+        ("version 99", header(99, 1, 0)),
+        ("an Answer frame from a client", header(wire::VERSION, 3, 0)),
+        ("kind 200", header(wire::VERSION, 200, 0)),
+        (
+            "a malformed request",
+            [header(wire::VERSION, 1, 8), vec![0xff; 8]].concat(),
+        ),
+    ] {
+        let mut s = connect();
+        let _ = s.write_all(&bytes);
+        no_answer(what, &mut s);
+    }
+    // A huge length: 4 GiB announced; then the limit announced and junk sent.
+    let mut s = connect();
+    let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
+    no_answer("a request of 4 GiB announced", &mut s);
+    let mut s = connect();
+    let _ = s.write_all(&header(wire::VERSION, 1, wire::MAX_REQUEST as u32));
+    let _ = s.write_all(&vec![0x5a; wire::MAX_REQUEST]);
+    no_answer("a request of the largest size, of junk", &mut s);
+    let mut s = connect();
+    let t = Instant::now();
+    let mut sent = 0usize;
+    let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
+    while t.elapsed() < Duration::from_secs(5) {
+        match s.write(&[0u8; 65536]) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+        if sent > 64 << 20 {
+            break;
+        }
+    }
+    if sent > 16 << 20 {
+        say(format!(
+            "FAIL the service read {sent} bytes of an over-long request"
+        ));
+    } else {
+        say(format!(
+            "ok an over-long request stopped after {sent} bytes"
+        ));
+    }
+
+    // Held while the others are asked: half a frame, then silence; a request whose answer
+    // is never read.
+    let mut half = connect();
+    let _ = half.write_all(&header(wire::VERSION, 1, 40)[..6]);
+    let mut slow = connect();
+    let _ = wire::send(
+        &mut slow,
+        &wire::request(&Query::new(Selector::AllThreads, Groups::all())),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    match ask(
+        "a request beside a stalled one and a slow reader",
+        &mut connect(),
+    ) {
+        Ok(t) if t < Duration::from_secs(5) => say(format!(
+            "ok a request beside a stalled one and a slow reader answered in {t:?}"
+        )),
+        Ok(t) => say(format!(
+            "FAIL answered only after {t:?} beside a stalled client"
+        )),
+        Err(e) => say(format!("FAIL {e}")),
+    }
+    wait_go("half a frame and a slow reader");
+
+    // 1,000 at once, each a whole request, all sent before any is read.
+    let mut storm: Vec<UnixStream> = Vec::new();
+    let mut refused_connect = 0;
+    for _ in 0..1000 {
+        match UnixStream::connect(socket) {
+            Ok(mut s) => {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+                let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+                let _ = s.write_all(&wire::request(&all));
+                storm.push(s);
+            }
+            Err(_) => refused_connect += 1,
+        }
+    }
+    wait_go("1,000 clients");
+    let (mut answered, mut busy, mut refused, mut closed) = (0, 0, 0, 0);
+    let t = Instant::now();
+    for (i, s) in storm.iter_mut().enumerate() {
+        loop {
+            match reply(s) {
+                Ok(Some((wire::Kind::Accepted, _))) => continue,
+                Ok(Some((wire::Kind::Answer, p))) => {
+                    answered += 1;
+                    // Every 50th in full: decoding a thousand answers is the test's time,
+                    // not the service's.
+                    if i % 50 == 0 {
+                        if let Err(e) = check_answer("one of 1,000", &p) {
+                            say(format!("FAIL {e}"));
+                        }
+                    }
+                }
+                Ok(Some((wire::Kind::Busy, p))) => {
+                    busy += 1;
+                    if !p.is_empty() {
+                        say(format!("FAIL a Busy frame carried {} bytes", p.len()));
+                    }
+                }
+                Ok(Some((wire::Kind::Refused, _))) => refused += 1,
+                Ok(Some((k, _))) => say(format!("FAIL one of 1,000 got a {k:?} frame")),
+                Ok(None) => closed += 1,
+                Err(e) => say(format!("FAIL one of 1,000: {e}")),
+            }
+            break;
+        }
+    }
+    say(format!(
+        "ok 1,000 clients in {:?}: {answered} answered, {busy} busy, {refused} refused, \
+         {closed} closed, {refused_connect} connections refused",
+        t.elapsed()
+    ));
+    if answered == 0 {
+        say("FAIL none of 1,000 clients was answered".to_string());
+    }
+    drop(storm);
+    match ask("a request after the storm", &mut connect()) {
+        Ok(t) => say(format!("ok a request after the storm answered in {t:?}")),
+        Err(e) => say(format!("FAIL {e}")),
+    }
+    // The stalled ones were open all along; now they go.
+    drop(slow);
+    drop(half);
+}
