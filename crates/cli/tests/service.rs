@@ -31,8 +31,8 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::specs::{procps_list, ps_l, rows, together};
-use common::{load_rows, root_or_skip, run, tokens, Out, NOBODY, TASKSNAP};
+use common::specs::{procps_list, ps_l, together};
+use common::{root_or_skip, run, tokens, Out, NOBODY, TASKSNAP};
 use tasksnap_collect::service::wire;
 use tasksnap_model::{Groups, Query, Selector};
 
@@ -522,19 +522,55 @@ enum Cut {
     /// PID first; the bytes from its end to this many header tokens' end masked (the moving
     /// columns put first by `together`).
     Moving(usize),
-    /// Find PID by header and mask the moving columns by header (`common::load_rows`).
+    /// Mask the columns whose values move between runs, by header (`common::MOVING`).
     Headers,
 }
 
+/// The header and the rows of `pids` in `out`, masked as `how` says. A row's pid is found
+/// by its place among the whitespace-separated fields, not by the header's byte span: where
+/// /proc hides pid_max (`subset=pid`) ps sizes PID for 5 digits and longer pids push the
+/// rest of the row to the right.
 fn cut(out: &[u8], pids: &HashSet<i32>, how: Cut) -> (Vec<u8>, Vec<Vec<u8>>) {
-    match how {
-        Cut::Moving(moving) => {
-            let header = out.split(|&c| c == b'\n').next().unwrap_or_default();
-            let mask = tokens(header).get(moving).map_or(0, |&(_, _, e)| e);
-            rows(out, pids, if moving == 0 { 0 } else { mask })
+    let mut lines = out.split(|&c| c == b'\n');
+    let header = lines.next().unwrap_or_default().to_vec();
+    let toks = tokens(&header);
+    let pid_at = toks.iter().position(|(t, _, _)| t == "PID").unwrap_or(0);
+    // Byte spans to mask.
+    let spans: Vec<(usize, usize)> = match how {
+        Cut::Moving(0) => Vec::new(),
+        // From past the blank after PID (the pid stays a field of its own) to the end of the
+        // last moving header.
+        Cut::Moving(n) => vec![(toks[0].2 + 1, toks.get(n).map_or(0, |&(_, _, e)| e))],
+        Cut::Headers => toks
+            .iter()
+            .enumerate()
+            .filter(|(_, (t, _, _))| common::MOVING.contains(&t.as_str()))
+            .map(|(k, &(_, _, end))| (if k == 0 { 0 } else { toks[k - 1].2 + 1 }, end))
+            .collect(),
+    };
+    let mut rows = Vec::new();
+    for line in lines {
+        let Some(pid) = line
+            .split(|c| c.is_ascii_whitespace())
+            .filter(|f| !f.is_empty())
+            .nth(pid_at)
+            .and_then(|f| std::str::from_utf8(f).ok()?.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !pids.contains(&pid) {
+            continue;
         }
-        Cut::Headers => load_rows(out, pids),
+        let mut row = line.to_vec();
+        for &(from, to) in &spans {
+            let to = to.min(row.len());
+            if to > from {
+                row[from..to].fill(b'#');
+            }
+        }
+        rows.push(row);
     }
+    (header, rows)
 }
 
 /// The rows of `pids` in `args` as the caller gets them from the service, from /proc and
@@ -625,15 +661,12 @@ fn compare(
     Ok(r0.iter().filter_map(|r| row_pid(h0, r)).collect())
 }
 
-/// The pid of a row, under the header's PID column.
+/// The pid of a row: its field under the header's PID, counted in fields.
 fn row_pid(header: &[u8], row: &[u8]) -> Option<i32> {
-    let end = tokens(header)
-        .into_iter()
-        .find(|(t, _, _)| t == "PID")
-        .map(|(_, _, e)| e)?;
-    String::from_utf8_lossy(row.get(..end)?)
+    let at = tokens(header).iter().position(|(t, _, _)| t == "PID")?;
+    String::from_utf8_lossy(row)
         .split_whitespace()
-        .last()?
+        .nth(at)?
         .parse()
         .ok()
 }
