@@ -49,6 +49,9 @@ pub const BURST: f64 = 100.0;
 const REQUEST_DEADLINE: Duration = Duration::from_secs(1);
 /// How long a client has to take each part of its answer.
 const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a client has to take its whole answer: a reader that takes a byte now and then
+/// does not hold its connection (and its share of the limits) for longer.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a connection waits for its pass before giving up on it.
 const PASS_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -337,6 +340,24 @@ fn turn_away(stream: UnixStream, frame: &[u8]) {
     let _ = (&stream).write_all(frame);
 }
 
+/// Writes `bytes` whole by `deadline`, each write bounded by the socket's write timeout.
+fn write_by(stream: &mut UnixStream, bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+    let mut at = 0;
+    while at < bytes.len() {
+        if Instant::now() >= deadline {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        let end = (at + (1 << 20)).min(bytes.len());
+        match stream.write(&bytes[at..end]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// One connection: one request, one answer.
 fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
     let refuse = |mut s: &UnixStream, why: &str| {
@@ -392,7 +413,7 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
     match answer::frame(&caller, &query.groups, &pass, &state.proc_root) {
         Ok(frame) => {
             drop(pass);
-            if stream.write_all(&frame).is_ok() {
+            if write_by(&mut stream, &frame, Instant::now() + ANSWER_DEADLINE).is_ok() {
                 state.counts.answered.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -404,11 +425,18 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
 /// waiting request until stopped.
 fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
     let mut host = Host::from_env();
-    if let Err(e) = host.open_snapshots(Backend::Bpf, &Groups::all()) {
+    // A live view's collector: it loads the walk into mapped memory (what repeated whole
+    // passes are cheapest with) once, and its passes after the first run on one thread.
+    if let Err(e) = host.open_live(Backend::Bpf) {
         let _ = ready.send(Err(format!("no query socket: {e}")));
         return;
     }
-    let _ = host.ready_to_read_only();
+    host.prepare_live(&Groups::all());
+    // What reading /proc whatever its modes needs, and CAP_BPF: the walk's memory is made for
+    // the tasks there are now, and a host that grows (a service runs for weeks) needs a bigger
+    // one, which only CAP_BPF may create. Nothing else is kept on this thread.
+    const CAP_BPF: u64 = 1 << 39;
+    let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT_READING | CAP_BPF);
     let _ = ready.send(Ok(host.report().why));
     loop {
         let batch = {
