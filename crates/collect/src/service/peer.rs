@@ -543,10 +543,12 @@ fn cstr(s: &str) -> std::io::Result<CString> {
 mod tests {
     use super::*;
 
-    // Real lines: this machine's /proc/self/status (Linux 6.18) as root and as nobody with
-    // CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH.
+    // Real lines: this machine's /proc/self/status (Linux 6.18) as root, and as nobody with
+    // groups 0 and 27 and the ambient CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (`setpriv
+    // --reuid=65534 --regid=65534 --groups=0,27 --inh-caps=+sys_ptrace,+dac_read_search
+    // --ambient-caps=+sys_ptrace,+dac_read_search cat /proc/self/status`).
     const STATUS_ROOT: &[u8] = b"Name:\tcat\nUmask:\t0022\nState:\tR (running)\nTgid:\t3712001\nNgid:\t0\nPid:\t3712001\nPPid:\t3711990\nTracerPid:\t0\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t \nNStgid:\t3712001\nNSpid:\t3712001\nNSpgid:\t3712001\nNSsid:\t3711990\nKthread:\t0\nVmPeak:\t    5740 kB\nCapInh:\t0000000000000000\nCapPrm:\t000001fffeffffff\nCapEff:\t000001fffeffffff\nCapBnd:\t000001fffeffffff\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\nSeccomp:\t0\n";
-    const STATUS_NOBODY: &[u8] = b"Name:\tcat\nUmask:\t0022\nState:\tR (running)\nTgid:\t3712050\nUid:\t65534\t65534\t65534\t1000\nGid:\t65534\t65534\t65534\t65533\nFDSize:\t64\nGroups:\t0 27 65534 \nCapInh:\t0000000000000000\nCapPrm:\t0000000000080004\nCapEff:\t0000000000080004\n";
+    const STATUS_NOBODY: &[u8] = b"Name:\tcat\nUmask:\t0022\nState:\tR (running)\nTgid:\t3712050\nUid:\t65534\t65534\t65534\t65534\nGid:\t65534\t65534\t65534\t65534\nFDSize:\t64\nGroups:\t0 27 \nCapInh:\t0000000000080004\nCapPrm:\t0000000000080004\nCapEff:\t0000000000080004\nCapBnd:\t000001fffeffffff\nCapAmb:\t0000000000080004\n";
 
     #[test]
     fn status_gives_fs_ids_groups_and_caps() {
@@ -556,10 +558,13 @@ mod tests {
         assert_eq!(r.cap_eff, 0x1fffeffffff);
         assert!(r.cap_eff & (1 << CAP_SYS_PTRACE) != 0);
         let n = parse_status_ids(STATUS_NOBODY).unwrap();
-        assert_eq!(n.uids, [65534, 65534, 65534, 1000]);
-        assert_eq!(n.gids[3], 65533);
-        assert_eq!(n.groups, vec![0, 27, 65534]);
+        assert_eq!(n.uids, [65534; 4]);
+        assert_eq!(n.groups, vec![0, 27]);
         assert_eq!(n.cap_eff, (1 << 19) | (1 << 2));
+        // After setfsuid()/setfsgid() the fourth ids differ: those are the ones ptrace
+        // compares.
+        let fs = parse_status_ids(b"Uid:\t1000\t1000\t1000\t0\nGid:\t1000\t1000\t1000\t5\nGroups:\t\nCapEff:\t0000000000000000\n").unwrap();
+        assert_eq!((fs.uids[3], fs.gids[3]), (0, 5));
     }
 
     #[test]

@@ -400,7 +400,10 @@ pub fn view<'a>(
             };
             if !(own && process) {
                 if hidepid == HidePid::NoAccess {
-                    if let Some(row) = noaccess_row(task, asked, process) {
+                    // stat(2) of /proc/PID works (pid_getattr()); of
+                    // /proc/PID/task/TID only when /proc/PID may be searched.
+                    let dir_ok = task.id.is_leader() || process;
+                    if let Some(row) = noaccess_row(task, asked, dir_ok) {
                         out.push(Cow::Owned(row));
                     }
                 }
@@ -417,4 +420,641 @@ pub fn view<'a>(
         out.push(row);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::peer::ProcMount;
+    use tasksnap_model::{Base, Cred, Extra, Io, TaskId};
+
+    const NOBODY: u32 = 65534;
+
+    fn cred(r: u32, e: u32, s: u32, g: u32) -> Cred {
+        Cred {
+            ruid: r,
+            euid: e,
+            suid: s,
+            fsuid: e,
+            rgid: g,
+            egid: g,
+            sgid: g,
+            fsgid: g,
+            groups: Some(vec![g]),
+            effective_only: false,
+        }
+    }
+
+    /// A task of `uid` with every gated group filled as root's read gives it.
+    fn task(pid: i32, tid: i32, c: Cred, state: TaskState, kthread: bool) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid: pid,
+            tid,
+            start_time_ns: 5_000,
+        });
+        let mm = !kthread && state != TaskState::Zombie;
+        t.base = Some(Base {
+            state,
+            kthread,
+            comm: tasksnap_model::Comm::from_slice(b"x"),
+            ..Base::default()
+        });
+        t.cred = Some(c);
+        t.cmdline = Some(b"x\0".to_vec());
+        t.io = Some(Box::new(Io {
+            rchar_bytes: 1,
+            wchar_bytes: 2,
+            syscr: 3,
+            syscw: 4,
+            read_bytes: 5,
+            write_bytes: 6,
+            cancelled_write_bytes: 7,
+        }));
+        t.exe = Some(if mm { b"/bin/x".to_vec() } else { Vec::new() });
+        t.environ = Some(Box::new(if mm { b"A=1\0".to_vec() } else { Vec::new() }));
+        t.wchan = Some("do_sys_poll".into());
+        t.layout = Some(Box::new(Layout {
+            rsslim_bytes: u64::MAX,
+            start_code: if mm { 0x5000 } else { 0 },
+            end_code: if mm { 0x6000 } else { 0 },
+            start_stack: if mm { 0x7ff0 } else { 0 },
+            kstkesp: 0,
+            kstkeip: 0,
+        }));
+        t.fds = Some(6);
+        t.extra = Some(Box::new(Extra {
+            ns: Some([11, 12, 13, 14, 15, 16, 17, 18]),
+            smaps_kb: mm.then_some((100, 50)),
+            oom_score: Some(3),
+            label: Some(b"unconfined".to_vec()),
+            ..Extra::default()
+        }));
+        t
+    }
+
+    fn user(pid: i32, uid: u32) -> Task {
+        task(
+            pid,
+            pid,
+            cred(uid, uid, uid, uid),
+            TaskState::Sleeping,
+            false,
+        )
+    }
+
+    fn nobody() -> Caller {
+        Caller {
+            pid: 900,
+            fsuid: NOBODY,
+            fsgid: NOBODY,
+            groups: vec![],
+            rules: Rules::NONE,
+            ..Caller::default()
+        }
+    }
+
+    fn everything() -> Groups {
+        Groups::all()
+    }
+
+    fn view_all(c: &Caller, g: &Groups, tasks: &[Task]) -> Vec<Task> {
+        view(c, g, tasks, &mut |_| true)
+            .into_iter()
+            .map(Cow::into_owned)
+            .collect()
+    }
+
+    /// What a row of `t` holds for a caller that may not ptrace-read it.
+    fn denied(t: &Task) -> Task {
+        let mut d = t.clone();
+        let mm = has_mm(t);
+        d.io = None;
+        d.environ = None;
+        d.exe = None;
+        d.wchan = Some(String::new());
+        d.layout = Some(Box::new(Layout {
+            rsslim_bytes: u64::MAX,
+            start_code: u64::from(mm),
+            end_code: u64::from(mm),
+            ..Layout::default()
+        }));
+        let x = d.extra_mut();
+        x.smaps_kb = None;
+        x.ns = Some([0; 8]);
+        d
+    }
+
+    #[test]
+    fn own_dumpable_process_is_shown_whole_and_borrowed() {
+        let tasks = [user(100, NOBODY)];
+        let rows = view(&nobody(), &everything(), &tasks, &mut |_| true);
+        assert!(matches!(rows[0], Cow::Borrowed(_)));
+        assert_eq!(*rows[0], tasks[0]);
+    }
+
+    #[test]
+    fn another_users_and_roots_processes_are_gated() {
+        let tasks = [user(100, 1000), user(101, 0)];
+        let mut asked_dumpable = 0;
+        let rows = view(&nobody(), &everything(), &tasks, &mut |_| {
+            asked_dumpable += 1;
+            true
+        });
+        assert_eq!(asked_dumpable, 0, "dumpable asked although the ids differ");
+        for (row, t) in rows.iter().zip(&tasks) {
+            assert_eq!(**row, denied(t));
+            // World-readable groups stay.
+            assert_eq!(row.cmdline, t.cmdline);
+            assert_eq!(row.fds, Some(6));
+            assert_eq!(row.extra.as_ref().unwrap().oom_score, Some(3));
+            assert_eq!(
+                row.extra.as_ref().unwrap().label,
+                t.extra.as_ref().unwrap().label
+            );
+        }
+    }
+
+    #[test]
+    fn every_one_of_the_six_ids_must_match() {
+        // setuid-started: real uid the caller's, effective and saved root's; and each id
+        // changed alone.
+        let base = cred(NOBODY, NOBODY, NOBODY, NOBODY);
+        let variants: [fn(&mut Cred); 6] = [
+            |c| c.ruid = 1,
+            |c| c.euid = 1,
+            |c| c.suid = 1,
+            |c| c.rgid = 1,
+            |c| c.egid = 1,
+            |c| c.sgid = 1,
+        ];
+        for (i, v) in variants.iter().enumerate() {
+            let mut c = base.clone();
+            v(&mut c);
+            let t = task(100, 100, c, TaskState::Sleeping, false);
+            assert!(
+                !ptrace_readable(&nobody(), &t, &mut |_| true),
+                "id {i} differs, still readable"
+            );
+        }
+        // The task's fs ids are not compared; the caller's are.
+        let mut c = base.clone();
+        c.fsuid = 1;
+        c.fsgid = 1;
+        assert!(ptrace_readable(
+            &nobody(),
+            &task(100, 100, c, TaskState::Sleeping, false),
+            &mut |_| true
+        ));
+        let setuid = task(
+            100,
+            100,
+            cred(NOBODY, 0, 0, NOBODY),
+            TaskState::Sleeping,
+            false,
+        );
+        assert_eq!(
+            view_all(&nobody(), &everything(), &[setuid.clone()])[0],
+            denied(&setuid)
+        );
+    }
+
+    #[test]
+    fn a_non_dumpable_own_process_is_gated_and_asked_once() {
+        let tasks = [user(100, NOBODY)];
+        let mut asked = Vec::new();
+        let rows = view(&nobody(), &everything(), &tasks, &mut |t| {
+            asked.push(t.id.tid);
+            false
+        });
+        assert_eq!(asked, vec![100]);
+        assert_eq!(*rows[0], denied(&tasks[0]));
+    }
+
+    #[test]
+    fn own_zombie_follows_its_cached_dumpability_and_the_0400_owner() {
+        let z = task(
+            100,
+            100,
+            cred(NOBODY, NOBODY, NOBODY, NOBODY),
+            TaskState::Zombie,
+            false,
+        );
+        // Dumpable when it let its mm go: ptrace-readable (exe is the kernel's ENOENT,
+        // kept), but io and environ are 0400 files owned by root without an mm.
+        let rows = view_all(&nobody(), &everything(), std::slice::from_ref(&z));
+        assert_eq!(rows[0].exe, Some(Vec::new()));
+        assert_eq!(rows[0].wchan, z.wchan);
+        assert_eq!(rows[0].io, None);
+        assert_eq!(rows[0].environ, None);
+        assert_eq!(
+            rows[0].extra.as_ref().unwrap().ns,
+            z.extra.as_ref().unwrap().ns
+        );
+        // Root reads them (it owns them).
+        let root = Caller {
+            fsuid: 0,
+            fsgid: 0,
+            ..nobody()
+        };
+        let rz = task(100, 100, cred(0, 0, 0, 0), TaskState::Zombie, false);
+        let rows = view_all(&root, &everything(), std::slice::from_ref(&rz));
+        assert_eq!(rows[0], rz);
+        // Not dumpable: gated, and its code addresses are 0 (no mm).
+        let rows = view(
+            &nobody(),
+            &everything(),
+            std::slice::from_ref(&z),
+            &mut |_| false,
+        );
+        assert_eq!(*rows[0], denied(&z));
+        assert_eq!(rows[0].layout.as_ref().unwrap().start_code, 0);
+    }
+
+    #[test]
+    fn kernel_threads_need_cap_sys_ptrace_even_for_root() {
+        let k = task(2, 2, cred(0, 0, 0, 0), TaskState::Idle, true);
+        let root_without_caps = Caller {
+            fsuid: 0,
+            fsgid: 0,
+            ..nobody()
+        };
+        let rows = view(
+            &root_without_caps,
+            &everything(),
+            std::slice::from_ref(&k),
+            &mut |_| panic!("a kernel thread's dumpability was asked"),
+        );
+        assert_eq!(*rows[0], denied(&k));
+        assert_eq!(rows[0].layout.as_ref().unwrap().end_code, 0);
+        let ptracer = Caller {
+            cap_sys_ptrace: true,
+            cap_dac_read: true,
+            ..nobody()
+        };
+        let rows = view(
+            &ptracer,
+            &everything(),
+            std::slice::from_ref(&k),
+            &mut |_| false,
+        );
+        assert!(matches!(rows[0], Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn cap_sys_ptrace_without_dac_reads_all_but_the_0400_files() {
+        let t = user(100, 1000);
+        let c = Caller {
+            cap_sys_ptrace: true,
+            ..nobody()
+        };
+        let rows = view_all(&c, &everything(), std::slice::from_ref(&t));
+        assert_eq!(rows[0].io, None);
+        assert_eq!(rows[0].environ, None);
+        assert_eq!(rows[0].exe, t.exe);
+        assert_eq!(rows[0].layout, t.layout);
+        // And its own non-dumpable process's 0400 files are root's.
+        let own = user(100, NOBODY);
+        let rows = view(&c, &everything(), std::slice::from_ref(&own), &mut |_| {
+            false
+        });
+        assert_eq!(rows[0].io, None);
+        let rows = view(&c, &everything(), std::slice::from_ref(&own), &mut |_| true);
+        assert_eq!(rows[0].io, own.io);
+    }
+
+    #[test]
+    fn own_thread_group_is_readable_even_when_not_dumpable_but_not_its_0400_files() {
+        let mut c = nobody();
+        c.pid = 100;
+        // Another user's ids (a thread that changed its own): still its own thread group.
+        let t = task(100, 101, cred(1, 1, 1, 1), TaskState::Sleeping, false);
+        let rows = view(&c, &everything(), std::slice::from_ref(&t), &mut |_| false);
+        assert_eq!(rows[0].exe, t.exe);
+        assert_eq!(rows[0].io, None);
+        let own = task(
+            100,
+            100,
+            cred(NOBODY, NOBODY, NOBODY, NOBODY),
+            TaskState::Sleeping,
+            false,
+        );
+        let rows = view(&c, &everything(), std::slice::from_ref(&own), &mut |_| {
+            false
+        });
+        assert_eq!(rows[0].exe, own.exe);
+        assert_eq!(rows[0].environ, None);
+    }
+
+    #[test]
+    fn effective_ids_alone_decide_nothing() {
+        let mut t = user(100, NOBODY);
+        t.cred = Some(Cred::from_owner(NOBODY, NOBODY));
+        assert!(!ptrace_readable(&nobody(), &t, &mut |_| true));
+        t.cred = None;
+        assert!(!ptrace_readable(&nobody(), &t, &mut |_| true));
+    }
+
+    fn mount(hidepid: HidePid, gid: Option<u32>) -> ProcMount {
+        ProcMount {
+            hidepid,
+            gid,
+            subset_pid: false,
+        }
+    }
+
+    #[test]
+    fn invisible_and_ptraceable_keep_only_readable_rows() {
+        let tasks = [user(100, NOBODY), user(101, 1000), user(102, 0)];
+        for h in [HidePid::Invisible, HidePid::Ptraceable] {
+            let c = Caller {
+                proc_mount: mount(h, None),
+                ..nobody()
+            };
+            let rows = view_all(&c, &everything(), &tasks);
+            assert_eq!(rows, vec![tasks[0].clone()], "{h:?}");
+            // Not dumpable: not even its own.
+            assert!(view(&c, &everything(), &tasks, &mut |_| false).is_empty());
+        }
+    }
+
+    #[test]
+    fn gid_exempts_from_invisible_and_noaccess_but_not_ptraceable() {
+        let tasks = [user(100, NOBODY), user(101, 1000)];
+        for (gid, member_by) in [(Some(27), vec![27]), (None, vec![0])] {
+            for h in [HidePid::Invisible, HidePid::NoAccess] {
+                let c = Caller {
+                    proc_mount: mount(h, gid),
+                    groups: member_by.clone(),
+                    ..nobody()
+                };
+                let rows = view_all(&c, &everything(), &tasks);
+                // Every row, gated groups still gated.
+                assert_eq!(
+                    rows,
+                    vec![tasks[0].clone(), denied(&tasks[1])],
+                    "{h:?} {gid:?}"
+                );
+            }
+            let c = Caller {
+                proc_mount: mount(HidePid::Ptraceable, gid),
+                groups: member_by.clone(),
+                ..nobody()
+            };
+            assert_eq!(view_all(&c, &everything(), &tasks).len(), 1);
+        }
+        // The fsgid counts as membership too.
+        let c = Caller {
+            proc_mount: mount(HidePid::Invisible, Some(NOBODY)),
+            ..nobody()
+        };
+        assert_eq!(view_all(&c, &everything(), &tasks).len(), 2);
+        // Another group does not.
+        let c = Caller {
+            proc_mount: mount(HidePid::Invisible, Some(27)),
+            groups: vec![28],
+            ..nobody()
+        };
+        assert_eq!(view_all(&c, &everything(), &tasks).len(), 1);
+    }
+
+    #[test]
+    fn noaccess_mirrors_the_procfs_reader() {
+        let tasks = [user(100, NOBODY), user(101, 1000)];
+        let c = Caller {
+            proc_mount: mount(HidePid::NoAccess, Some(27)),
+            ..nobody()
+        };
+        // stat is needed (base, stat, layout) or cmdline: the reader drops the row.
+        for g in [
+            Groups {
+                base: true,
+                ..Groups::default()
+            },
+            Groups {
+                stat: true,
+                ..Groups::default()
+            },
+            Groups {
+                layout: true,
+                ..Groups::default()
+            },
+            Groups {
+                cmdline: true,
+                ..Groups::default()
+            },
+        ] {
+            let rows = view_all(&c, &g, &tasks);
+            assert_eq!(rows.len(), 1, "{g:?}");
+            assert_eq!(rows[0].id, tasks[0].id);
+        }
+        // Else identity (start time 0: stat unread), the directory owner as effective ids,
+        // zeroed namespaces, nothing more.
+        let g = Groups {
+            cred_effective: true,
+            ns: true,
+            io: true,
+            environ: true,
+            fds: true,
+            mem: true,
+            ..Groups::default()
+        };
+        let rows = view_all(&c, &g, &tasks);
+        assert_eq!(rows.len(), 2);
+        let mut want = Task::new(TaskId {
+            start_time_ns: 0,
+            ..tasks[1].id
+        });
+        want.cred = Some(Cred::from_owner(1000, 1000));
+        want.extra_mut().ns = Some([0; 8]);
+        assert_eq!(rows[1], want);
+        // Only `fds`: the existence check stats the directory, which works.
+        let rows = view_all(
+            &c,
+            &Groups {
+                fds: true,
+                ..Groups::default()
+            },
+            &tasks,
+        );
+        assert_eq!(
+            rows[1],
+            Task::new(TaskId {
+                start_time_ns: 0,
+                ..tasks[1].id
+            })
+        );
+    }
+
+    #[test]
+    fn a_thread_needs_its_process_permitted_too() {
+        // The process is another user's; one of its threads has the caller's ids.
+        let leader = user(200, 1000);
+        let thread = task(
+            200,
+            201,
+            cred(NOBODY, NOBODY, NOBODY, NOBODY),
+            TaskState::Sleeping,
+            false,
+        );
+        let tasks = [leader, thread];
+        let c = Caller {
+            proc_mount: mount(HidePid::Invisible, Some(27)),
+            ..nobody()
+        };
+        assert!(view_all(&c, &everything(), &tasks).is_empty());
+        // Without its process's row in the snapshot: hidden too.
+        assert!(view_all(&c, &everything(), &tasks[1..]).is_empty());
+        // noaccess: a thread of a process that cannot be searched is not even stat()ed.
+        let c = Caller {
+            proc_mount: mount(HidePid::NoAccess, Some(27)),
+            ..nobody()
+        };
+        let g = Groups {
+            fds: true,
+            ..Groups::default()
+        };
+        assert!(view_all(&c, &g, &tasks).len() == 1);
+        // hidepid=off: the thread's own rule alone.
+        let rows = view_all(&nobody(), &everything(), &tasks);
+        assert_eq!(rows[1], tasks[1]);
+    }
+
+    #[test]
+    fn groups_to_read_costs_nothing_in_the_cheap_case() {
+        let ps_ef = Groups {
+            base: true,
+            cred_effective: true,
+            stat: true,
+            cmdline: true,
+            ..Groups::default()
+        };
+        let ps_aux = Groups {
+            mem: true,
+            mem_rss_only: true,
+            ..ps_ef
+        };
+        for g in [ps_ef, ps_aux, Groups::default()] {
+            assert_eq!(groups_to_read(&nobody(), &g), g);
+        }
+        let wchan = Groups {
+            wchan: true,
+            ..Groups::default()
+        };
+        let read = groups_to_read(&nobody(), &wchan);
+        assert!(read.cred_effective && read.base && read.wchan && !read.cred_full);
+        let hidden = Caller {
+            proc_mount: mount(HidePid::Invisible, None),
+            ..nobody()
+        };
+        assert!(groups_to_read(&hidden, &ps_ef).base);
+        assert!(groups_to_read(&hidden, &Groups::default()).cred_effective);
+        let root = Caller {
+            cap_sys_ptrace: true,
+            cap_dac_read: true,
+            proc_mount: mount(HidePid::Invisible, None),
+            ..nobody()
+        };
+        assert_eq!(groups_to_read(&root, &Groups::all()), Groups::all());
+        // A label is gated only under SELinux.
+        let label = Groups {
+            label: true,
+            ..Groups::default()
+        };
+        assert_eq!(groups_to_read(&nobody(), &label), label);
+        let selinux = Caller {
+            rules: Rules::from_lsm_list(b"capability,selinux"),
+            ..nobody()
+        };
+        assert!(groups_to_read(&selinux, &label).cred_effective);
+    }
+
+    #[test]
+    fn groups_read_only_for_the_rules_are_taken_off() {
+        let tasks = [user(100, 1000)];
+        let wchan = Groups {
+            wchan: true,
+            ..Groups::default()
+        };
+        let rows = view_all(&nobody(), &wchan, &tasks);
+        assert_eq!(rows[0].base, None);
+        assert_eq!(rows[0].cred, None);
+        assert_eq!(rows[0].wchan.as_deref(), Some(""));
+        // cred_effective asked: the ids a collector gives for it, no groups.
+        let eff = Groups {
+            cred_effective: true,
+            ..wchan
+        };
+        let rows = view_all(&nobody(), &eff, &tasks);
+        let c = rows[0].cred.as_ref().unwrap();
+        assert_eq!((c.ruid, c.euid, c.groups.as_ref()), (1000, 1000, None));
+        let full = Groups {
+            cred_full: true,
+            ..wchan
+        };
+        assert_eq!(view_all(&nobody(), &full, &tasks)[0].cred, tasks[0].cred);
+    }
+
+    #[test]
+    fn lsm_gates_deny_everyone_without_cap_sys_ptrace() {
+        let c = Caller {
+            rules: Rules::from_lsm_list(b"capability,apparmor"),
+            ..nobody()
+        };
+        let own = user(100, NOBODY);
+        let rows = view(&c, &everything(), std::slice::from_ref(&own), &mut |_| true);
+        assert_eq!(*rows[0], denied(&own));
+        // Its own thread group stays readable (LSMs are not asked).
+        let me = Caller {
+            pid: 100,
+            ..c.clone()
+        };
+        let rows = view(&me, &everything(), std::slice::from_ref(&own), &mut |_| {
+            true
+        });
+        assert!(matches!(rows[0], Cow::Borrowed(_)));
+        // Labels are gated only under SELinux.
+        let sel = Caller {
+            rules: Rules::from_lsm_list(b"selinux"),
+            ..nobody()
+        };
+        let rows = view_all(&sel, &everything(), std::slice::from_ref(&own));
+        assert_eq!(rows[0].extra.as_ref().unwrap().label, None);
+    }
+
+    #[test]
+    fn rows_keep_their_order_and_unchanged_ones_are_borrowed() {
+        let tasks: Vec<Task> = (0..6)
+            .map(|i| user(100 + i, if i % 2 == 0 { NOBODY } else { 0 }))
+            .collect();
+        let rows = view(&nobody(), &everything(), &tasks, &mut |_| true);
+        let ids: Vec<i32> = rows.iter().map(|r| r.id.tid).collect();
+        assert_eq!(ids, (100..106).collect::<Vec<_>>());
+        for (i, r) in rows.iter().enumerate() {
+            assert_eq!(matches!(r, Cow::Borrowed(_)), i % 2 == 0, "row {i}");
+        }
+        // Nothing gated asked: every row borrowed, none judged.
+        let g = Groups {
+            base: true,
+            cred_effective: true,
+            cmdline: true,
+            ..Groups::default()
+        };
+        let mut plain = tasks.clone();
+        for t in &mut plain {
+            *t = Task {
+                io: None,
+                exe: None,
+                environ: None,
+                wchan: None,
+                layout: None,
+                fds: None,
+                extra: None,
+                stat: None,
+                ..t.clone()
+            };
+            t.cred.as_mut().unwrap().groups = None;
+        }
+        let rows = view(&nobody(), &g, &plain, &mut |_| panic!("judged"));
+        assert!(rows.iter().all(|r| matches!(r, Cow::Borrowed(_))));
+    }
 }
