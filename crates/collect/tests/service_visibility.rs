@@ -131,7 +131,7 @@ fn read_as(uid: u32, hidepid: Option<&str>) -> Vec<Task> {
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
     // SAFETY: both ends are ours alone.
     let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let exe = std::env::current_exe().unwrap();
+    let exe = std::env::current_exe().expect("the test binary");
     let mut cmd = match hidepid {
         None => {
             let mut c = Command::new(&exe);
@@ -156,8 +156,13 @@ fn read_as(uid: u32, hidepid: Option<&str>) -> Vec<Task> {
     let mut child = cmd.spawn().expect("re-run the test binary");
     drop(w);
     let mut frame = Vec::new();
-    std::fs::File::from(r).read_to_end(&mut frame).unwrap();
-    assert!(child.wait().unwrap().success(), "the reader failed");
+    std::fs::File::from(r)
+        .read_to_end(&mut frame)
+        .expect("the reader's frame");
+    assert!(
+        child.wait().expect("the reader ends").success(),
+        "the reader failed"
+    );
     let (kind, payload) = wire::read_frame(&mut frame.as_slice(), usize::MAX).expect("a frame");
     assert_eq!(kind, wire::Kind::Answer);
     wire::decode_answer(&payload).expect("an answer").tasks
@@ -189,10 +194,10 @@ fn reader() {
         pass: String::new(),
         shared_by: 1,
     };
-    let bytes = wire::answer(&out).unwrap();
+    let bytes = wire::answer(&out).expect("an answer frame");
     // SAFETY: the descriptor the test passed us, ours to write and close.
     let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-    std::io::Write::write_all(&mut f, &bytes).unwrap();
+    std::io::Write::write_all(&mut f, &bytes).expect("the frame written");
 }
 
 fn targets() -> Vec<Target> {

@@ -581,18 +581,18 @@ mod tests {
 
     #[test]
     fn status_gives_fs_ids_groups_and_caps() {
-        let r = parse_status_ids(STATUS_ROOT).unwrap();
+        let r = parse_status_ids(STATUS_ROOT).expect("the test's own value");
         assert_eq!((r.uids, r.gids), ([0; 4], [0; 4]));
         assert!(r.groups.is_empty());
         assert_eq!(r.cap_eff, 0x1fffeffffff);
         assert!(r.cap_eff & (1 << CAP_SYS_PTRACE) != 0);
-        let n = parse_status_ids(STATUS_NOBODY).unwrap();
+        let n = parse_status_ids(STATUS_NOBODY).expect("the test's own value");
         assert_eq!(n.uids, [65534; 4]);
         assert_eq!(n.groups, vec![0, 27]);
         assert_eq!(n.cap_eff, (1 << 19) | (1 << 2));
         // After setfsuid()/setfsgid() the fourth ids differ: those are the ones ptrace
         // compares.
-        let fs = parse_status_ids(b"Uid:\t1000\t1000\t1000\t0\nGid:\t1000\t1000\t1000\t5\nGroups:\t\nCapEff:\t0000000000000000\n").unwrap();
+        let fs = parse_status_ids(b"Uid:\t1000\t1000\t1000\t0\nGid:\t1000\t1000\t1000\t5\nGroups:\t\nCapEff:\t0000000000000000\n").expect("the test's own value");
         assert_eq!((fs.uids[3], fs.gids[3]), (0, 5));
     }
 
@@ -602,7 +602,7 @@ mod tests {
         let cut = &STATUS_ROOT[..STATUS_ROOT
             .windows(7)
             .position(|w| w == b"CapInh:")
-            .unwrap()];
+            .expect("the test's own value")];
         assert_eq!(parse_status_ids(cut), None);
         assert_eq!(
             parse_status_ids(b"Name:\tx\nUid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapEff:\t0\n"),
@@ -749,9 +749,9 @@ mod tests {
     #[test]
     fn identify_this_process() {
         // The test's own process, through a socketpair: the kernel names it as the peer.
-        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (a, _b) = std::os::unix::net::UnixStream::pair().expect("the test's own value");
         use std::os::fd::AsFd;
-        let peer = peer_of(a.as_fd()).unwrap();
+        let peer = peer_of(a.as_fd()).expect("the test's own value");
         assert_eq!(peer.pid as u32, std::process::id());
         // SAFETY: geteuid/getegid cannot fail.
         let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };

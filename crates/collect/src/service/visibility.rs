@@ -566,10 +566,13 @@ mod tests {
             // World-readable groups stay.
             assert_eq!(row.cmdline, t.cmdline);
             assert_eq!(row.fds, Some(6));
-            assert_eq!(row.extra.as_ref().unwrap().oom_score, Some(3));
             assert_eq!(
-                row.extra.as_ref().unwrap().label,
-                t.extra.as_ref().unwrap().label
+                row.extra.as_ref().expect("the test's own value").oom_score,
+                Some(3)
+            );
+            assert_eq!(
+                row.extra.as_ref().expect("the test's own value").label,
+                t.extra.as_ref().expect("the test's own value").label
             );
         }
     }
@@ -613,7 +616,7 @@ mod tests {
             false,
         );
         assert_eq!(
-            view_all(&nobody(), &everything(), &[setuid.clone()])[0],
+            view_all(&nobody(), &everything(), std::slice::from_ref(&setuid))[0],
             denied(&setuid)
         );
     }
@@ -647,8 +650,8 @@ mod tests {
         assert_eq!(rows[0].io, None);
         assert_eq!(rows[0].environ, None);
         assert_eq!(
-            rows[0].extra.as_ref().unwrap().ns,
-            z.extra.as_ref().unwrap().ns
+            rows[0].extra.as_ref().expect("the test's own value").ns,
+            z.extra.as_ref().expect("the test's own value").ns
         );
         // Root reads them (it owns them).
         let root = Caller {
@@ -667,7 +670,14 @@ mod tests {
             &mut |_| false,
         );
         assert_eq!(*rows[0], denied(&z));
-        assert_eq!(rows[0].layout.as_ref().unwrap().start_code, 0);
+        assert_eq!(
+            rows[0]
+                .layout
+                .as_ref()
+                .expect("the test's own value")
+                .start_code,
+            0
+        );
     }
 
     #[test]
@@ -685,7 +695,14 @@ mod tests {
             &mut |_| panic!("a kernel thread's dumpability was asked"),
         );
         assert_eq!(*rows[0], denied(&k));
-        assert_eq!(rows[0].layout.as_ref().unwrap().end_code, 0);
+        assert_eq!(
+            rows[0]
+                .layout
+                .as_ref()
+                .expect("the test's own value")
+                .end_code,
+            0
+        );
         let ptracer = Caller {
             cap_sys_ptrace: true,
             cap_dac_read: true,
@@ -985,7 +1002,7 @@ mod tests {
             ..wchan
         };
         let rows = view_all(&nobody(), &eff, &tasks);
-        let c = rows[0].cred.as_ref().unwrap();
+        let c = rows[0].cred.as_ref().expect("the test's own value");
         assert_eq!((c.ruid, c.euid, c.groups.as_ref()), (1000, 1000, None));
         let full = Groups {
             cred_full: true,
@@ -1018,7 +1035,10 @@ mod tests {
             ..nobody()
         };
         let rows = view_all(&sel, &everything(), std::slice::from_ref(&own));
-        assert_eq!(rows[0].extra.as_ref().unwrap().label, None);
+        assert_eq!(
+            rows[0].extra.as_ref().expect("the test's own value").label,
+            None
+        );
     }
 
     #[test]
@@ -1052,7 +1072,7 @@ mod tests {
                 stat: None,
                 ..t.clone()
             };
-            t.cred.as_mut().unwrap().groups = None;
+            t.cred.as_mut().expect("the test's own value").groups = None;
         }
         let rows = view(&nobody(), &g, &plain, &mut |_| panic!("judged"));
         assert!(rows.iter().all(|r| matches!(r, Cow::Borrowed(_))));
