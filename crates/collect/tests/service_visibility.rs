@@ -24,6 +24,25 @@ const NOBODY: u32 = 65534;
 const OTHER: u32 = 12345;
 /// The environment variable that makes this binary the caller's reader.
 const READER: &str = "TASKSNAP_TEST_VIS_READER";
+/// Set (to anything) for a reader of [`light`] groups rather than every group.
+const READER_LIGHT: &str = "TASKSNAP_TEST_VIS_LIGHT";
+/// The environment variable that makes this binary a client connecting to a socket.
+const CLIENT: &str = "TASKSNAP_TEST_VIS_CLIENT";
+
+/// Groups that need no /proc/PID/stat: under `hidepid=noaccess` the procfs reader keeps a
+/// row it cannot read, with what it could tell.
+fn light() -> Groups {
+    Groups {
+        cred_effective: true,
+        ns: true,
+        fds: true,
+        io: true,
+        environ: true,
+        exe: true,
+        wchan: true,
+        ..Groups::default()
+    }
+}
 
 /// A process this test forked, killed (with its children) when dropped.
 struct Target {
@@ -124,7 +143,7 @@ fn spawn(
 /// The snapshot the caller itself reads, through a procfs `Host` in a process of the test
 /// binary re-run as `uid` (under `hidepid`, in a private mount namespace with a procfs
 /// mounted so).
-fn read_as(uid: u32, hidepid: Option<&str>) -> Vec<Task> {
+fn read_as(uid: u32, hidepid: Option<&str>, groups: &Groups) -> Vec<Task> {
     let mut fds = [0; 2];
     // SAFETY: `fds` is a writable array of two ints; no O_CLOEXEC on the write end, which
     // the reader inherits.
@@ -152,6 +171,7 @@ fn read_as(uid: u32, hidepid: Option<&str>) -> Vec<Task> {
     };
     cmd.args(["--exact", "reader", "--nocapture", "--test-threads=1"])
         .env(READER, w.as_raw_fd().to_string())
+        .env(READER_LIGHT, if *groups == light() { "1" } else { "" })
         .stdout(std::process::Stdio::null());
     let mut child = cmd.spawn().expect("re-run the test binary");
     drop(w);
@@ -178,11 +198,15 @@ fn reader() {
     else {
         return;
     };
+    let groups = match std::env::var(READER_LIGHT) {
+        Ok(v) if !v.is_empty() => light(),
+        _ => Groups::all(),
+    };
     let mut host = Host::from_env();
-    host.open_snapshots(Backend::Procfs, &Groups::all())
+    host.open_snapshots(Backend::Procfs, &groups)
         .expect("procfs opens");
     let snap = host
-        .snapshot(&Query::new(Selector::AllProcesses, Groups::all()))
+        .snapshot(&Query::new(Selector::AllProcesses, groups))
         .expect("a snapshot");
     let out = wire::AnswerOut {
         taken_at_unix_ns: 0,
@@ -282,12 +306,15 @@ fn nobody(proc_mount: ProcMount) -> Caller {
 }
 
 /// `view` of root's snapshot for `caller`, on the targets' rows.
-fn viewed(caller: &Caller, targets: &[Target], snap: &[Task]) -> HashMap<i32, Task> {
+fn viewed(
+    caller: &Caller,
+    asked: &Groups,
+    targets: &[Target],
+    snap: &[Task],
+) -> HashMap<i32, Task> {
     let dumpable: HashMap<i32, bool> = targets.iter().map(|t| (t.shown, t.dumpable)).collect();
-    let asked = Groups::all();
-    let read = visibility::groups_to_read(caller, &asked);
-    assert_eq!(read, asked);
-    visibility::view(caller, &asked, snap, &mut |t| {
+    // Root's snapshot has every group: whatever the rules read besides `asked` is there.
+    visibility::view(caller, asked, snap, &mut |t| {
         // The test knows what it made of its targets (a zombie's cached dumpability is
         // not in /proc); others as the service can tell.
         dumpable.get(&t.id.tgid).copied().unwrap_or_else(|| {
@@ -313,8 +340,8 @@ fn the_view_of_nobody_is_what_nobody_reads() {
         return;
     }
     eprintln!("root's snapshot by {backend}");
-    let seen = viewed(&caller, &targets, &snap);
-    let read: HashMap<i32, Task> = read_as(NOBODY, None)
+    let seen = viewed(&caller, &Groups::all(), &targets, &snap);
+    let read: HashMap<i32, Task> = read_as(NOBODY, None, &Groups::all())
         .into_iter()
         .filter(|t| targets.iter().any(|g| g.shown == t.id.tgid))
         .map(|t| (t.id.tgid, t))
@@ -370,8 +397,10 @@ fn hidden_pids_are_hidden_as_procfs_hides_them() {
         if caller.rules.lsm_gates {
             return;
         }
-        let mut seen: Vec<i32> = viewed(&caller, &targets, &snap).into_keys().collect();
-        let mut read: Vec<i32> = read_as(NOBODY, Some(opt))
+        let mut seen: Vec<i32> = viewed(&caller, &Groups::all(), &targets, &snap)
+            .into_keys()
+            .collect();
+        let mut read: Vec<i32> = read_as(NOBODY, Some(opt), &Groups::all())
             .into_iter()
             .map(|t| t.id.tgid)
             .filter(|p| targets.iter().any(|g| g.shown == *p))
@@ -382,4 +411,143 @@ fn hidden_pids_are_hidden_as_procfs_hides_them() {
         // Nobody's own dumpable process and its zombie, nothing else.
         assert_eq!(seen.len(), 2, "hidepid={opt}: {seen:?}");
     }
+}
+
+#[test]
+fn noaccess_rows_are_what_the_procfs_reader_makes() {
+    if !root_or_skip("service visibility under hidepid=noaccess") {
+        return;
+    }
+    let targets = targets();
+    let (snap, _) = roots_snapshot();
+    let caller = nobody(ProcMount {
+        hidepid: HidePid::NoAccess,
+        gid: None,
+        subset_pid: false,
+    });
+    if caller.rules.lsm_gates {
+        return;
+    }
+    let ours = |tasks: Vec<Task>| -> HashMap<i32, Task> {
+        tasks
+            .into_iter()
+            .filter(|t| targets.iter().any(|g| g.shown == t.id.tgid))
+            .map(|t| (t.id.tgid, t))
+            .collect()
+    };
+    // Every group (stat among them): the rows nobody may not read are dropped.
+    let mut seen: Vec<i32> = viewed(&caller, &Groups::all(), &targets, &snap)
+        .into_keys()
+        .collect();
+    let mut read: Vec<i32> = ours(read_as(NOBODY, Some("noaccess"), &Groups::all()))
+        .into_keys()
+        .collect();
+    seen.sort_unstable();
+    read.sort_unstable();
+    assert_eq!(seen, read);
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    // Groups without stat: every row, the unreadable ones with what the reader tells.
+    let seen = viewed(&caller, &light(), &targets, &snap);
+    let read = ours(read_as(NOBODY, Some("noaccess"), &light()));
+    assert_eq!(seen.len(), targets.len());
+    let mut wrong = Vec::new();
+    for t in &targets {
+        let (Some(v), Some(r)) = (seen.get(&t.shown), read.get(&t.shown)) else {
+            wrong.push(format!(
+                "{}: in the view {}, read {}",
+                t.what,
+                seen.contains_key(&t.shown),
+                read.contains_key(&t.shown)
+            ));
+            continue;
+        };
+        let ids = |t: &Task| t.cred.as_ref().map(|c| (c.euid, c.egid));
+        if ids(v) != ids(r) {
+            wrong.push(format!(
+                "{} ids: view {:?}, procfs {:?}",
+                t.what,
+                ids(v),
+                ids(r)
+            ));
+        }
+        for ((name, a), (_, b)) in gated(v).into_iter().zip(gated(r)) {
+            if a != b {
+                wrong.push(format!(
+                    "{} ({}) {name}: view {a}, procfs {b}",
+                    t.what, t.shown
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The client: connects to the socket the test named and waits for it to close.
+#[test]
+fn client() {
+    let Ok(path) = std::env::var(CLIENT) else {
+        return;
+    };
+    let mut s = std::os::unix::net::UnixStream::connect(path).expect("connect");
+    let mut b = [0u8; 1];
+    let _ = s.read(&mut b);
+}
+
+#[test]
+fn identify_a_caller_in_a_private_mount_namespace() {
+    use tasksnap_collect::service::peer;
+    use tasksnap_collect::service::visibility::Rules;
+    if !root_or_skip("identify a caller as nobody under hidepid") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let path = dir.path().join("q.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .expect("chmod");
+    let exe = std::env::current_exe().expect("the test binary");
+    let mut child = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t proc -o hidepid=invisible,gid=27 proc /proc && exec setpriv --reuid=65534 --regid=65534 --groups=27,100 \"$0\" \"$@\"")
+        .arg(&exe)
+        .args(["--exact", "client", "--nocapture", "--test-threads=1"])
+        .env(CLIENT, &path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the client starts");
+    let (conn, _) = listener.accept().expect("the client connects");
+    let p = peer::peer_of(std::os::fd::AsFd::as_fd(&conn)).expect("the peer");
+    assert_eq!((p.uid, p.gid), (NOBODY, NOBODY));
+    let caller = peer::identify_with("/proc".as_ref(), Rules::NONE, &p);
+    // Under an LSM that gates ptrace reads such a caller is refused.
+    let refused = peer::identify("/proc".as_ref(), &p);
+    drop(conn);
+    assert!(child.wait().expect("the client ends").success());
+    let caller = caller.expect("identified");
+    assert_eq!(caller.pid, p.pid);
+    assert_eq!((caller.fsuid, caller.fsgid), (NOBODY, NOBODY));
+    assert_eq!(caller.groups, vec![27, 100]);
+    assert!(!caller.cap_sys_ptrace && !caller.cap_dac_read);
+    assert_eq!(
+        caller.proc_mount,
+        ProcMount {
+            hidepid: HidePid::Invisible,
+            gid: Some(27),
+            subset_pid: false
+        }
+    );
+    assert!(
+        matches!(refused, Err(peer::Refusal::HiddenPidsUnderLsm)),
+        "{refused:?}"
+    );
+    // Gone once it has exited and been reaped.
+    assert!(matches!(
+        peer::identify_with("/proc".as_ref(), Rules::NONE, &p),
+        Err(peer::Refusal::Gone)
+    ));
 }

@@ -275,19 +275,87 @@ fn noaccess_row(task: &Task, asked: &Groups, dir_ok: bool) -> Option<Task> {
     Some(row)
 }
 
-/// The groups of `row` that `asked` does not ask for, removed (read only for the rules).
+/// The groups of `row` that `asked` does not ask for, removed (read only for the rules, or
+/// present in a snapshot read for more).
 fn strip_unasked(row: &mut Cow<'_, Task>, asked: &Groups) {
-    if !asked.base && row.base.is_some() {
-        row.to_mut().base = None;
+    // Sets a field to None when it is not asked for and is there.
+    macro_rules! unasked {
+        ($asked:expr, $($field:ident).+) => {
+            if !$asked && row.$($field).+.is_some() {
+                row.to_mut().$($field).+ = None;
+            }
+        };
     }
-    if !asked.cred_full && !asked.cred_effective {
-        if row.cred.is_some() {
-            row.to_mut().cred = None;
-        }
-    } else if !asked.cred_full && row.cred.as_ref().is_some_and(|c| c.groups.is_some()) {
+    unasked!(asked.base, base);
+    unasked!(asked.cred_full || asked.cred_effective, cred);
+    if !asked.cred_full && row.cred.as_ref().is_some_and(|c| c.groups.is_some()) {
         // What a collector opened for `cred_effective` alone gives: the ids, no groups.
         if let Some(c) = row.to_mut().cred.as_mut() {
             c.groups = None;
+        }
+    }
+    unasked!(asked.stat, stat);
+    unasked!(asked.mem || asked.mem_status, mem);
+    unasked!(asked.locked, locked_bytes);
+    unasked!(asked.cmdline, cmdline);
+    if !asked.cmdline && row.cmdline_timed_out {
+        row.to_mut().cmdline_timed_out = false;
+    }
+    unasked!(asked.exe, exe);
+    unasked!(asked.io, io);
+    unasked!(asked.sched || asked.sched_switches, sched);
+    unasked!(asked.wchan, wchan);
+    unasked!(asked.cgroup, cgroup);
+    unasked!(asked.signals, signals);
+    unasked!(asked.layout, layout);
+    unasked!(asked.fds, fds);
+    unasked!(asked.environ, environ);
+    let g = asked;
+    let extra_asked = g.ns
+        || g.oom_score
+        || g.oom_score_adj
+        || g.autogroup
+        || g.loginuid
+        || g.smaps
+        || g.label
+        || g.login;
+    unasked!(extra_asked, extra);
+    if let Some(x) = row.extra.as_deref() {
+        let keep = |on: bool, there: bool| on || !there;
+        let fine = keep(asked.ns, x.ns.is_some())
+            && keep(asked.oom_score, x.oom_score.is_some())
+            && keep(asked.oom_score_adj, x.oom_score_adj.is_some())
+            && keep(asked.autogroup, x.autogroup.is_some())
+            && keep(asked.loginuid, x.loginuid.is_some())
+            && keep(asked.smaps, x.smaps_kb.is_some())
+            && keep(asked.label, x.label.is_some())
+            && keep(asked.login, x.login.is_some());
+        if !fine {
+            let x = row.to_mut().extra_mut();
+            if !g.ns {
+                x.ns = None;
+            }
+            if !g.oom_score {
+                x.oom_score = None;
+            }
+            if !g.oom_score_adj {
+                x.oom_score_adj = None;
+            }
+            if !g.autogroup {
+                x.autogroup = None;
+            }
+            if !g.loginuid {
+                x.loginuid = None;
+            }
+            if !g.smaps {
+                x.smaps_kb = None;
+            }
+            if !g.label {
+                x.label = None;
+            }
+            if !g.login {
+                x.login = None;
+            }
         }
     }
 }
@@ -1076,5 +1144,22 @@ mod tests {
         }
         let rows = view(&nobody(), &g, &plain, &mut |_| panic!("judged"));
         assert!(rows.iter().all(|r| matches!(r, Cow::Borrowed(_))));
+    }
+
+    #[test]
+    fn a_snapshot_read_for_more_is_cut_to_what_was_asked() {
+        let t = user(100, NOBODY);
+        let g = Groups {
+            fds: true,
+            ns: true,
+            ..Groups::default()
+        };
+        let rows = view_all(&nobody(), &g, std::slice::from_ref(&t));
+        let mut want = Task::new(t.id);
+        want.fds = t.fds;
+        want.extra_mut().ns = t.extra.as_ref().and_then(|x| x.ns);
+        assert_eq!(rows[0], want);
+        let rows = view_all(&nobody(), &Groups::default(), std::slice::from_ref(&t));
+        assert_eq!(rows[0], Task::new(t.id));
     }
 }
