@@ -551,3 +551,66 @@ fn identify_a_caller_in_a_private_mount_namespace() {
         Err(peer::Refusal::Gone)
     ));
 }
+
+/// Identifies a client of this binary started by `argv` (a command that ends by running the
+/// binary it is given as its last arguments).
+fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::peer::Refusal> {
+    use tasksnap_collect::service::peer;
+    use tasksnap_collect::service::visibility::Rules;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("q.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+    let exe = std::env::current_exe().expect("the test binary");
+    let mut child = Command::new(argv[0])
+        .args(&argv[1..])
+        .arg(&exe)
+        .args(["--exact", "client", "--nocapture", "--test-threads=1"])
+        .env(CLIENT, &path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the client starts");
+    let (conn, _) = listener.accept().expect("the client connects");
+    let p = peer::peer_of(std::os::fd::AsFd::as_fd(&conn)).expect("the peer");
+    let caller = peer::identify_with("/proc".as_ref(), Rules::NONE, &p);
+    drop(conn);
+    assert!(child.wait().expect("the client ends").success());
+    caller
+}
+
+#[test]
+fn callers_of_other_namespaces_are_refused() {
+    use tasksnap_collect::service::peer::Refusal;
+    if !root_or_skip("identify callers in other namespaces") {
+        return;
+    }
+    let r = identify_client(&["unshare", "--user", "--map-root-user"]);
+    assert!(matches!(r, Err(Refusal::OtherUserNamespace)), "{r:?}");
+    let r = identify_client(&["unshare", "--pid", "--fork", "--mount-proc"]);
+    assert!(matches!(r, Err(Refusal::OtherPidNamespace)), "{r:?}");
+    // Its own pid namespace, but the /proc of another one (mounted by a child in a new pid
+    // namespace, then bound over /proc): its /proc does not show the service's tasks.
+    let r = identify_client(&[
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        "mount -t tmpfs none /mnt && mkdir /mnt/p && unshare --pid --fork mount -t proc proc /mnt/p && mount --bind /mnt/p /proc && exec \"$0\" \"$@\"",
+    ]);
+    assert!(matches!(r, Err(Refusal::OtherPidNamespace)), "{r:?}");
+    // No procfs at /proc.
+    let r = identify_client(&[
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        "mount -t tmpfs none /proc && exec \"$0\" \"$@\"",
+    ]);
+    assert!(matches!(r, Err(Refusal::NoProc)), "{r:?}");
+    // Plain root: identified, with its capabilities.
+    let c = identify_client(&["env"]).expect("root is identified");
+    assert!(c.cap_sys_ptrace && c.cap_dac_read && c.fsuid == 0);
+}

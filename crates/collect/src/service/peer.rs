@@ -409,13 +409,15 @@ pub fn identify_with(proc_root: &Path, rules: Rules, peer: &Peer) -> Result<Call
             Err(e) => Err(Refusal::Unreadable { what, error: e }),
         }
     };
-    let same_user_ns = same_ns("ns/user")?;
-    let same_pid_ns = same_ns("ns/pid")?;
+    // Refused early (whoever holds the pid now, a refusal is safe): a caller of its own
+    // user namespace may have grown its mount table without bound.
+    if !same_ns("ns/user")? {
+        return Err(Refusal::OtherUserNamespace);
+    }
+    if !same_ns("ns/pid")? {
+        return Err(Refusal::OtherPidNamespace);
+    }
     let mountinfo = read("mountinfo", MAX_MOUNTINFO_BYTES)?;
-    // The procfs the caller sees at /proc must be of the service's pid namespace: its
-    // "self" names the service by the service's own pid only then (in another namespace's
-    // procfs the service has another pid, or none: ENOENT).
-    let proc_self = dir.readlink("root/proc/self");
 
     // Everything read was of the process that holds the pid now: it is the caller only if
     // the caller is still alive (a pid is not reused while its process lives).
@@ -439,12 +441,6 @@ pub fn identify_with(proc_root: &Path, rules: Rules, peer: &Peer) -> Result<Call
     if ids.uids[1] != peer.uid || ids.gids[1] != peer.gid {
         return Err(Refusal::CredentialsChanged);
     }
-    if !same_user_ns {
-        return Err(Refusal::OtherUserNamespace);
-    }
-    if !same_pid_ns {
-        return Err(Refusal::OtherPidNamespace);
-    }
     let proc_mount = match parse_proc_mount(&mountinfo) {
         Ok(m) => m,
         Err(MountError::NoProc) => return Err(Refusal::NoProc),
@@ -458,6 +454,13 @@ pub fn identify_with(proc_root: &Path, rules: Rules, peer: &Peer) -> Result<Call
             })
         }
     };
+    // The procfs the caller sees at /proc must be of the service's pid namespace: its
+    // "self" names the service by the service's own pid only then (in another namespace's
+    // procfs the service has another pid, or none: ENOENT). Looked up through the caller's
+    // root only now that its namespaces are the service's and its /proc is procfs: nothing
+    // in that walk is the caller's to serve (a FUSE mount of its own could stall it).
+    // The directory stays the caller's process's even if the pid were reused since.
+    let proc_self = dir.readlink("root/proc/self");
     match proc_self {
         Ok(link) if link == std::process::id().to_string().as_bytes() => {}
         Ok(_) => return Err(Refusal::OtherPidNamespace),
