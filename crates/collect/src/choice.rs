@@ -16,6 +16,7 @@ use tasksnap_model::{Backend, Groups};
 
 use crate::bpf::BpfCollector;
 use crate::procfs::{ProcfsCollector, Units};
+use crate::service::client::ServiceCollector;
 use crate::states::bpf::BpfSource;
 use crate::states::procfs::ProcfsSource;
 use crate::{Collector, Error, LiveCollector, StateSource};
@@ -68,6 +69,68 @@ fn not_the_kernel(root: &Path) -> Option<String> {
     })
 }
 
+/// The query service's collector, when it answers: asked for by name (`--backend service`:
+/// then a request it does not answer is an error), or with `auto` for a caller that cannot
+/// load the BPF programs itself (not root) when a socket of root's is at `socket` (then a
+/// request it does not answer is read from /proc). `None`: not this way.
+fn service(
+    backend: Backend,
+    socket: Option<&Path>,
+    root: &Path,
+    units: Units,
+) -> Option<Result<ServiceCollector, Error>> {
+    match (backend, socket) {
+        (Backend::Service, None) => Some(Err(Error::Unsupported(format!(
+            "the query service is turned off here ({}=1)",
+            crate::host::NO_SERVICE_ENV
+        )))),
+        (Backend::Service, Some(socket)) => {
+            if let Some(why) = not_the_kernel(root) {
+                return Some(Err(Error::Unsupported(why)));
+            }
+            Some(Ok(ServiceCollector::new(
+                socket,
+                root,
+                units,
+                true,
+                format!("service: asked for with --backend service ({})", socket.display()),
+            )))
+        }
+        (Backend::Auto, Some(socket))
+            if tasksnap_safefile::euid() != 0
+                && is_kernel_proc(root)
+                && crate::service::client::present(socket) =>
+        {
+            Some(Ok(ServiceCollector::new(
+                socket,
+                root,
+                units,
+                false,
+                format!(
+                    "service: not root, and root's query service listens at {} (it applies \
+                     this caller's /proc rules)",
+                    socket.display()
+                ),
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// `--backend service` where [`service`] did not answer (it answers every such call).
+fn no_service() -> Error {
+    Error::Unsupported("the query service cannot answer here".into())
+}
+
+/// `--backend service` for thread states, which the service does not serve.
+fn no_service_states() -> Error {
+    Error::Unsupported(
+        "the query service answers task queries, not thread states: use --backend procfs, or \
+         run as root for the BPF accounting"
+            .into(),
+    )
+}
+
 /// The error for `--backend bpf` when BPF cannot load.
 fn bpf_unavailable(why: impl std::fmt::Display) -> Error {
     Error::Unsupported(format!("the BPF backend is unavailable: {why}"))
@@ -78,9 +141,13 @@ fn bpf_unavailable(why: impl std::fmt::Display) -> Error {
 /// says so or BPF cannot load (its report says why).
 pub fn open_live(
     backend: Backend,
+    socket: Option<&Path>,
     root: &Path,
     units: Units,
 ) -> Result<Box<dyn LiveCollector>, Error> {
+    if let Some(s) = service(backend, socket, root, units) {
+        return Ok(Box::new(s?));
+    }
     let procfs = |why: String| procfs(root, units, why);
     if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
         if backend == Backend::Bpf {
@@ -92,6 +159,7 @@ pub fn open_live(
         Backend::Procfs => Ok(Box::new(procfs(
             "procfs: asked for with --backend procfs".into(),
         )?)),
+        Backend::Service => Err(no_service()),
         Backend::Bpf | Backend::Auto => match BpfCollector::for_live_view() {
             Ok(mut b) => {
                 b.why = format!("bpf: {}", readiness(&b));
@@ -109,9 +177,13 @@ pub fn open_live(
 pub fn open(
     backend: Backend,
     groups: &Groups,
+    socket: Option<&Path>,
     root: &Path,
     units: Units,
 ) -> Result<Box<dyn Collector>, Error> {
+    if let Some(s) = service(backend, socket, root, units) {
+        return Ok(Box::new(s?));
+    }
     let procfs = |why: String| procfs(root, units, why);
     if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
         if backend == Backend::Bpf {
@@ -129,6 +201,7 @@ pub fn open(
         Backend::Procfs => Ok(Box::new(procfs(
             "procfs: asked for with --backend procfs".into(),
         )?)),
+        Backend::Service => Err(no_service()),
         Backend::Bpf => {
             match bpf(&|b| format!("bpf: asked for with --backend bpf ({})", readiness(b))) {
                 Ok(b) => Ok(Box::new(b)),
@@ -206,6 +279,7 @@ pub fn open_states(
                 })
             }
             Backend::Procfs => {}
+            Backend::Service => return Err(no_service_states()),
         }
     }
     let choice = |source: Box<dyn StateSource>, backend: Backend, why: String| StatesChoice {
@@ -225,6 +299,7 @@ pub fn open_states(
             Backend::Procfs,
             "asked for".into(),
         )),
+        Backend::Service => Err(no_service_states()),
         Backend::Auto => match BpfSource::load(bpf) {
             Ok(s) => {
                 let why = loaded(&s);

@@ -21,6 +21,7 @@ pub(crate) fn put_backend(b: &mut Vec<u8>, x: Backend) {
         Backend::Auto => 0,
         Backend::Bpf => 1,
         Backend::Procfs => 2,
+        Backend::Service => 3,
     });
 }
 
@@ -29,6 +30,7 @@ pub(crate) fn get_backend(r: &mut Reader<'_>) -> Result<Backend, HistoryError> {
         0 => Ok(Backend::Auto),
         1 => Ok(Backend::Bpf),
         2 => Ok(Backend::Procfs),
+        3 => Ok(Backend::Service),
         _ => Err(HistoryError::Corrupt("unknown backend")),
     }
 }

@@ -18,11 +18,19 @@ pub enum Backend {
     Bpf,
     /// /proc.
     Procfs,
+    /// The query service (`tasksnap serve`'s socket): root's loaded BPF programs answering
+    /// for a caller without privileges, showing it what its own /proc would.
+    Service,
 }
 
 impl Backend {
     /// Every value, in the order `--help` lists them.
-    pub const ALL: [Backend; 3] = [Backend::Auto, Backend::Bpf, Backend::Procfs];
+    pub const ALL: [Backend; 4] = [
+        Backend::Auto,
+        Backend::Bpf,
+        Backend::Procfs,
+        Backend::Service,
+    ];
 
     /// The name the options take and messages show.
     pub fn name(self) -> &'static str {
@@ -30,6 +38,7 @@ impl Backend {
             Backend::Auto => "auto",
             Backend::Bpf => "bpf",
             Backend::Procfs => "procfs",
+            Backend::Service => "service",
         }
     }
 }
@@ -46,7 +55,11 @@ pub struct UnknownBackend(pub String);
 
 impl fmt::Display for UnknownBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown backend '{}' (auto, bpf or procfs)", self.0)
+        write!(
+            f,
+            "unknown backend '{}' (auto, bpf, procfs or service)",
+            self.0
+        )
     }
 }
 
@@ -98,7 +111,8 @@ pub enum CmdlineSource {
 /// `bench`. Every field a caller decides on is typed; the strings are for people.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PassReport {
-    /// What answered: [`Backend::Bpf`] or [`Backend::Procfs`] (never `Auto`).
+    /// What answered: [`Backend::Bpf`], [`Backend::Procfs`] or [`Backend::Service`] (never
+    /// `Auto`).
     pub backend: Backend,
     /// The BPF programs were pinned by `tasksnap pin` (no load time).
     pub pinned: bool,

@@ -782,6 +782,37 @@ impl Dir {
         Ok(Dir { fd, path })
     }
 
+    /// Listens on a unix stream socket `name` in this directory, with permission bits `mode`
+    /// (a service's socket: 0666 lets every local user connect). A socket left by an earlier
+    /// run is removed first; anything else of that name is refused, never replaced. The
+    /// socket is bound through this directory's descriptor (`/proc/self/fd/N/NAME`), so a
+    /// directory renamed or replaced by a link since it was checked is not where it lands.
+    pub fn bind_socket(
+        &self,
+        name: impl AsRef<Path>,
+        mode: u32,
+    ) -> Result<std::os::unix::net::UnixListener, SafeError> {
+        use std::os::fd::AsRawFd;
+        let name = name.as_ref();
+        match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Socket => {
+                rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())
+                    .map_err(|e| SafeError::io(self.join(name), e))?;
+            }
+            Ok(_) => return Err(SafeError::io(self.join(name), Errno::EXIST)),
+            Err(Errno::NOENT) => {}
+            Err(e) => return Err(SafeError::io(self.join(name), e)),
+        }
+        let through = Path::new("/proc/self/fd")
+            .join(self.fd.as_raw_fd().to_string())
+            .join(name);
+        let listener = std::os::unix::net::UnixListener::bind(&through)
+            .map_err(|e| SafeError::io(self.join(name), e))?;
+        rustix::fs::chmodat(&self.fd, name, Mode::from_raw_mode(mode), AtFlags::empty())
+            .map_err(|e| SafeError::io(self.join(name), e))?;
+        Ok(listener)
+    }
+
     /// Creates the directory `name` in this one (bits `mode`) if missing, and opens it with
     /// [`Dir::open_private`]'s checks.
     pub fn create_private_dir(&self, name: impl AsRef<Path>, mode: u32) -> Result<Dir, SafeError> {

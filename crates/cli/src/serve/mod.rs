@@ -13,6 +13,7 @@
 mod budget;
 mod conns;
 mod http;
+mod query;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -92,6 +93,20 @@ pub struct Args {
     /// Say nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Where the query socket listens: users without privileges get their ps, top and
+    /// Python passes from the loaded BPF programs through it, each shown exactly what its own
+    /// /proc would show it (as root; see docs/service.md).
+    #[arg(long, value_name = "PATH", default_value = tasksnap_collect::service::DEFAULT_SOCKET)]
+    pub query_socket: PathBuf,
+
+    /// No query socket: only the exporter.
+    #[arg(long, conflicts_with = "no_metrics")]
+    pub no_query_socket: bool,
+
+    /// Only the query socket: no collections, no HTTP listener.
+    #[arg(long)]
+    pub no_metrics: bool,
 }
 
 /// The groupings `--group-by` names (a configuration file is the other way to group).
@@ -359,11 +374,79 @@ fn keep_heap() {
     }
 }
 
+/// Starts the query socket, saying why when it cannot (the exporter goes on without it).
+fn start_queries(args: &Args) -> Option<query::QueryService> {
+    if args.no_query_socket {
+        return None;
+    }
+    match query::start(&args.query_socket) {
+        Ok(q) => Some(q),
+        Err(e) => {
+            warn!(
+                "tasksnap serve: no query socket at {}: {e}",
+                args.query_socket.display()
+            );
+            None
+        }
+    }
+}
+
+/// The stop line's account of the query socket.
+fn queries_said(q: &Option<query::QueryService>) -> String {
+    match q {
+        Some(q) => {
+            let c = q.counts();
+            format!(
+                "; queries: {} answered in {} passes, {} refused, {} turned away as busy",
+                c.answered.load(Ordering::Relaxed),
+                c.passes.load(Ordering::Relaxed),
+                c.refused.load(Ordering::Relaxed),
+                c.busy.load(Ordering::Relaxed)
+            )
+        }
+        None => String::new(),
+    }
+}
+
+/// `serve --no-metrics`: the query socket alone, until a stop signal.
+fn run_queries_only(args: &Args, signals: &libc::sigset_t) -> ExitCode {
+    let mut q = match query::start(&args.query_socket) {
+        Ok(q) => q,
+        Err(e) => {
+            warn!(
+                "tasksnap serve: no query socket at {}: {e}",
+                args.query_socket.display()
+            );
+            return ExitCode::from(1);
+        }
+    };
+    let _ = Host::drop_all_privileges_of_this_thread();
+    if !args.quiet {
+        warn!(
+            "tasksnap serve: answering queries at {} (tasks: {}); stop with Ctrl-C",
+            q.path().display(),
+            q.why
+        );
+    }
+    while !crate::signals::wait(signals, Duration::from_secs(3600)) {}
+    q.stop();
+    if !args.quiet {
+        warn!(
+            "tasksnap serve: stopped{}",
+            queries_said(&Some(q))
+        );
+    }
+    ExitCode::SUCCESS
+}
+
 fn run(args: &Args, grouping: Grouping) -> ExitCode {
     keep_heap();
     let nofile = budget::raise_nofile();
     let signals = crate::signals::stop_signals();
     crate::signals::block(&signals);
+    if args.no_metrics {
+        return run_queries_only(args, &signals);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -382,6 +465,8 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Before any thread drops its capabilities: its threads keep what they need.
+    let mut queries = start_queries(args);
     let shared = Arc::new(Shared {
         exposition: RwLock::new(Arc::new(Exposition {
             openmetrics: Arc::from(Vec::new()),
@@ -478,10 +563,14 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
         String::new()
     };
     if !args.quiet {
+        let socket = match &queries {
+            Some(q) => format!(" and queries at {}", q.path().display()),
+            None => String::new(),
+        };
         warn!(
-            "tasksnap serve: listening on http://{}/metrics, collecting every {} (tasks: {}; \
-             thread states: {}, {}; exits: {}); first collection {:.0} ms{limited}; stop with \
-             Ctrl-C",
+            "tasksnap serve: listening on http://{}/metrics{socket}, collecting every {} \
+             (tasks: {}; thread states: {}, {}; exits: {}); first collection {:.0} ms{limited}; \
+             stop with Ctrl-C",
             listener.local_addr().map_or(args.listen, |a| a),
             humantime::format_duration(args.interval),
             started.tasks_why,
@@ -521,6 +610,9 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
     }
     let served = runtime.block_on(http::serve(listener, shared.clone(), stop, budget));
     shared.stop();
+    if let Some(q) = &mut queries {
+        q.stop();
+    }
     let code = match collector.join() {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(1),
@@ -528,10 +620,12 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
     if !args.quiet {
         let e = shared.current();
         warn!(
-            "tasksnap serve: stopped; {} scrapes answered; last exposition {} series, {:.1} KB",
+            "tasksnap serve: stopped; {} scrapes answered; last exposition {} series, {:.1} \
+             KB{}",
             served.scrapes,
             e.series,
-            e.openmetrics.len() as f64 / 1e3
+            e.openmetrics.len() as f64 / 1e3,
+            queries_said(&queries)
         );
     }
     code

@@ -247,8 +247,12 @@ impl BpfCollector {
         // The slot locks of the pinned arenas go too (a run holding one keeps its lock).
         // Only in a directory of root's that nobody else may write to, never through a link.
         if let Ok(dir) = tasksnap_safefile::Dir::open_private(std::path::Path::new(arena::LOCK_DIR)) {
+            // Only the locks: the query socket of a running `tasksnap serve` lives there too.
             for name in dir.names().unwrap_or_default() {
-                let _ = dir.remove(&name);
+                let n = name.as_encoded_bytes();
+                if n.starts_with(b"arena-") && n.ends_with(b".lock") {
+                    let _ = dir.remove(&name);
+                }
             }
         }
         match programs::remove_pins(std::path::Path::new(programs::PIN_ROOT)) {

@@ -67,7 +67,7 @@ use crate::{caps, choice, system, ChangeSummary, Collector, Error, Filled, LiveC
 pub use machine::{BpfProbe, TaskLinks};
 pub use options::{
     clock_ticks_per_s, page_size_bytes, HostOptions, Units, EXITS_ENV, KERNEL_PROC, PAGE_SIZE_ENV,
-    PROC_ROOT_ENV,
+    NO_SERVICE_ENV, PROC_ROOT_ENV, QUERY_SOCKET_ENV,
 };
 use sources::StatesSource;
 pub use sources::{ReadingOptions, Readings, StatesOptions, ThreadStates};
@@ -204,7 +204,13 @@ impl Host {
     /// Opens the task source for snapshots of `groups` (`ps`, `bench`): `backend` by the
     /// rules of [`choice::open`], ready to take them (a BPF one has made its memory).
     pub fn open_snapshots(&mut self, backend: Backend, groups: &Groups) -> Result<(), Error> {
-        let c = choice::open(backend, groups, &self.opts.proc_root, self.units.procfs())?;
+        let c = choice::open(
+            backend,
+            groups,
+            self.opts.query_socket.as_deref(),
+            &self.opts.proc_root,
+            self.units.procfs(),
+        )?;
         self.tasks = Tasks::Snapshots(c);
         Ok(())
     }
@@ -212,7 +218,12 @@ impl Host {
     /// Opens the task source of a live view (`top`): BPF whenever it loads
     /// ([`choice::open_live`]). Call [`Host::prepare_live`] before [`Host::ready`].
     pub fn open_live(&mut self, backend: Backend) -> Result<(), Error> {
-        let c = choice::open_live(backend, &self.opts.proc_root, self.units.procfs())?;
+        let c = choice::open_live(
+            backend,
+            self.opts.query_socket.as_deref(),
+            &self.opts.proc_root,
+            self.units.procfs(),
+        )?;
         self.tasks = Tasks::Live(c);
         Ok(())
     }

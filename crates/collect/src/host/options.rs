@@ -26,6 +26,11 @@ pub struct HostOptions {
     /// Take exit records from taskstats even where the BPF program would load (tests, and
     /// comparing the two sources): [`EXITS_ENV`]`=taskstats`.
     pub exits_taskstats_only: bool,
+    /// The query service's socket a caller without privileges asks (`tasksnap serve`'s,
+    /// [`crate::service::DEFAULT_SOCKET`] unless [`QUERY_SOCKET_ENV`] names another); `None`
+    /// when [`NO_SERVICE_ENV`] turns it off, and for a fake tree (the service reads the
+    /// running kernel).
+    pub query_socket: Option<PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -38,6 +43,7 @@ impl Default for HostOptions {
             utmp_path: PathBuf::from("/var/run/utmp"),
             page_size_bytes: None,
             exits_taskstats_only: false,
+            query_socket: Some(PathBuf::from(crate::service::DEFAULT_SOCKET)),
         }
     }
 }
@@ -53,6 +59,12 @@ pub const PAGE_SIZE_ENV: &str = "TASKSNAP_PAGE_SIZE";
 /// The environment variable choosing the exit source: `taskstats` skips the BPF program
 /// ([`HostOptions::exits_taskstats_only`]); anything else changes nothing.
 pub const EXITS_ENV: &str = "TASKSNAP_EXITS";
+
+/// The environment variable naming the query service's socket ([`HostOptions::query_socket`]).
+pub const QUERY_SOCKET_ENV: &str = "TASKSNAP_QUERY_SOCKET";
+/// The environment variable that turns the query service off for a caller (any value but
+/// empty or `0`): it reads /proc itself.
+pub const NO_SERVICE_ENV: &str = "TASKSNAP_NO_SERVICE";
 
 impl HostOptions {
     /// The machine's paths, with a fake tree when the environment names one: `TASKSNAP_PROC_ROOT`
@@ -107,6 +119,16 @@ impl HostOptions {
             HostOptions::from_values(root.as_deref(), std::env::var_os(PAGE_SIZE_ENV).as_deref());
         // Only ever a narrower source than the default: harmless whoever set it.
         o.exits_taskstats_only = std::env::var_os(EXITS_ENV).is_some_and(|v| v == "taskstats");
+        // Another socket only ever shows what a service of root's there says (the client
+        // refuses a listener that is not root's), and root's clients never ask one.
+        if o.query_socket.is_some() {
+            if let Some(p) = std::env::var_os(QUERY_SOCKET_ENV).filter(|p| !p.is_empty()) {
+                o.query_socket = Some(PathBuf::from(p));
+            }
+        }
+        if std::env::var_os(NO_SERVICE_ENV).is_some_and(|v| !v.is_empty() && v != "0") {
+            o.query_socket = None;
+        }
         o
     }
 
@@ -124,6 +146,7 @@ impl HostOptions {
             o.run_root = root.join("run");
             o.utmp_path = root.join("utmp");
             o.proc_root = root;
+            o.query_socket = None;
         }
         o.page_size_bytes = page_size
             .and_then(|v| v.to_str())

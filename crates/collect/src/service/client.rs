@@ -1,1 +1,263 @@
-//! The collector a non-root front end gets when the query service answers.
+//! The collector a non-root front end gets when the query service is there
+//! ([`ServiceCollector`]): each snapshot is one request to the service (a fresh pass of its
+//! loaded BPF programs, filtered for this caller by the kernel's rules), and anything the
+//! service does not answer in time is read from /proc instead, so a dead, stopped or busy
+//! service costs a caller at most [`ACCEPT_DEADLINE`].
+//!
+//! The socket is trusted only when root listens on it (`SO_PEERCRED` of the listener): a
+//! socket another user managed to put there would be refused, and /proc read instead.
+
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+use tasksnap_model::{Backend, Groups, PassReport, Query, Snapshot};
+
+use super::wire::{self, Kind};
+use crate::procfs::{ProcfsCollector, Units};
+use crate::{Collector, Error, Filled, LiveCollector};
+
+/// How long a client waits for the service to say it took a request before reading /proc
+/// itself: what a stopped or wedged service costs a caller.
+pub const ACCEPT_DEADLINE: Duration = Duration::from_millis(100);
+/// How long a client waits for the answer once the service took the request (a pass of
+/// 100,000 tasks takes well under a second; a service that says it took a request and then
+/// sends nothing for this long is treated as gone).
+pub const ANSWER_DEADLINE: Duration = Duration::from_secs(20);
+
+/// Why the service did not answer one request (said by `-v`; the caller reads /proc).
+fn connect(path: &Path) -> Result<UnixStream, String> {
+    let fd: OwnedFd = rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    )
+    .map_err(|e| format!("socket: {e}"))?;
+    let addr = SocketAddrUnix::new(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Non-blocking, so that a listener whose backlog is full (a stopped service, a flood of
+    // clients) is EAGAIN at once instead of a connect() that waits for a slot.
+    match rustix::net::connect(&fd, &addr) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::NOENT) => return Err(format!("no service at {}", path.display())),
+        Err(rustix::io::Errno::CONNREFUSED) => {
+            return Err(format!("nothing listens at {}", path.display()))
+        }
+        Err(rustix::io::Errno::AGAIN) => {
+            return Err(format!("the service at {} is busy", path.display()))
+        }
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    }
+    let peer = rustix::net::sockopt::socket_peercred(&fd)
+        .map_err(|e| format!("{}: the listener's credentials: {e}", path.display()))?;
+    if peer.uid.as_raw() != 0 {
+        return Err(format!(
+            "{} is not root's (the listener runs as uid {}): not used",
+            path.display(),
+            peer.uid.as_raw()
+        ));
+    }
+    let s = UnixStream::from(fd);
+    s.set_nonblocking(false)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(s)
+}
+
+/// Whether a service may be listening at `path`: a socket of root's. Checked before a front
+/// end chooses the service, so that a host without one pays one stat.
+pub fn present(path: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket() && m.uid() == 0)
+}
+
+/// One request answered: the snapshot, and what it cost.
+struct Answered {
+    snapshot: Snapshot,
+    pass: String,
+    pass_ns: u64,
+    shared_by: u32,
+    bytes: usize,
+}
+
+/// Asks the service at `path` for `query`.
+fn ask(path: &Path, query: &Query) -> Result<Answered, String> {
+    let mut s = connect(path)?;
+    let said = |e: wire::WireError| format!("{}: {e}", path.display());
+    s.set_write_timeout(Some(ACCEPT_DEADLINE))
+        .and_then(|()| s.set_read_timeout(Some(ACCEPT_DEADLINE)))
+        .map_err(|e| said(e.into()))?;
+    s.write_all(&wire::request(query))
+        .map_err(|e| said(e.into()))?;
+    let refused = |p: &[u8]| {
+        format!(
+            "the service refused: {}",
+            String::from_utf8_lossy(&p[..p.len().min(512)])
+        )
+    };
+    match wire::read_frame(&mut s, 1024) {
+        Ok((Kind::Accepted, _)) => {}
+        Ok((Kind::Busy, _)) => return Err(format!("the service at {} is busy", path.display())),
+        Ok((Kind::Refused, p)) => return Err(refused(&p)),
+        Ok((k, _)) => return Err(said(wire::WireError::Unexpected(k))),
+        Err(wire::WireError::Io(e))
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            return Err(format!(
+                "the service at {} did not take the request within {} ms",
+                path.display(),
+                ACCEPT_DEADLINE.as_millis()
+            ))
+        }
+        Err(e) => return Err(said(e)),
+    }
+    s.set_read_timeout(Some(ANSWER_DEADLINE))
+        .map_err(|e| said(e.into()))?;
+    let (kind, payload) = wire::read_frame(&mut s, wire::MAX_ANSWER).map_err(said)?;
+    match kind {
+        Kind::Answer => {}
+        Kind::Refused => return Err(refused(&payload)),
+        Kind::Busy => return Err(format!("the service at {} is busy", path.display())),
+        k => return Err(said(wire::WireError::Unexpected(k))),
+    }
+    let a = wire::decode_answer(&payload).map_err(said)?;
+    Ok(Answered {
+        bytes: payload.len(),
+        snapshot: Snapshot {
+            taken_at_unix_ns: a.taken_at_unix_ns,
+            taken_at_boottime_ns: a.taken_at_boottime_ns,
+            boot_time_unix_s: a.boot_time_unix_s,
+            backend: Backend::Service,
+            tasks: a.tasks,
+            stats: a.stats,
+        },
+        pass: a.pass,
+        pass_ns: a.pass_ns,
+        shared_by: a.shared_by,
+    })
+}
+
+/// A [`Collector`] (and a whole-pass [`LiveCollector`]) answered by the query service, with
+/// /proc read instead whenever the service does not answer.
+#[derive(Debug)]
+pub struct ServiceCollector {
+    socket: PathBuf,
+    proc_root: PathBuf,
+    units: Units,
+    /// `--backend service`: a request the service does not answer is an error, not a read
+    /// of /proc.
+    insist: bool,
+    /// The caller's own /proc: `fill` (the rows a screen shows, read with the caller's own
+    /// permissions), and any pass the service did not answer. Opened when first needed.
+    local: Option<ProcfsCollector>,
+    report: PassReport,
+    /// Why this collector was chosen, for `-v`.
+    why: String,
+}
+
+impl ServiceCollector {
+    /// A collector asking the service at `socket`, reading `proc_root` with `units` when it
+    /// does not answer (or failing then, when `insist`).
+    pub fn new(
+        socket: &Path,
+        proc_root: &Path,
+        units: Units,
+        insist: bool,
+        why: String,
+    ) -> ServiceCollector {
+        ServiceCollector {
+            socket: socket.to_path_buf(),
+            proc_root: proc_root.to_path_buf(),
+            units,
+            insist,
+            local: None,
+            report: PassReport::new(Backend::Service, why.clone()),
+            why,
+        }
+    }
+
+    fn local(&mut self) -> Result<&mut ProcfsCollector, Error> {
+        if self.local.is_none() {
+            let p = ProcfsCollector::with_root(&self.proc_root)?.with_units(self.units);
+            self.local = Some(p);
+        }
+        Ok(self.local.as_mut().expect("opened above"))
+    }
+}
+
+impl Collector for ServiceCollector {
+    fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        let started = Instant::now();
+        match ask(&self.socket, query) {
+            Ok(a) => {
+                let total = started.elapsed();
+                let pass = Duration::from_nanos(a.pass_ns);
+                let mut r = PassReport::new(Backend::Service, self.why.clone());
+                r.pass = format!(
+                    "the service's pass: {} ({} tasks, {} bytes{})",
+                    a.pass,
+                    a.snapshot.tasks.len(),
+                    a.bytes,
+                    if a.shared_by > 1 {
+                        format!(", shared by {} requests", a.shared_by)
+                    } else {
+                        String::new()
+                    }
+                );
+                r.phases = vec![
+                    ("service pass", pass),
+                    ("answer", total.saturating_sub(pass)),
+                ];
+                self.report = r;
+                Ok(a.snapshot)
+            }
+            Err(why) if self.insist => Err(Error::Unsupported(format!(
+                "the query service did not answer: {why}"
+            ))),
+            Err(why) => {
+                let mut snap = self.local()?.snapshot(query)?;
+                snap.backend = Backend::Procfs;
+                let mut r = self.local()?.report();
+                r.why = format!("procfs: the query service did not answer: {why}");
+                self.report = r;
+                Ok(snap)
+            }
+        }
+    }
+
+    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<Filled, Error> {
+        // The few rows a screen shows, read from the caller's own /proc with its own
+        // permissions: exactly what procfs gives it, without a round trip.
+        match &self.local {
+            Some(p) => Collector::fill(p, ids, groups),
+            None => Collector::fill(
+                &ProcfsCollector::with_root(&self.proc_root)?.with_units(self.units),
+                ids,
+                groups,
+            ),
+        }
+    }
+
+    fn report(&self) -> PassReport {
+        self.report.clone()
+    }
+}
+
+impl LiveCollector for ServiceCollector {
+    fn changes(&mut self, query: &Query) -> Result<crate::Changes, Error> {
+        Ok(crate::Changes {
+            snapshot: self.snapshot(query)?,
+            full: true,
+            gone: Vec::new(),
+        })
+    }
+
+    fn next_changes_full(&self, _query: &Query) -> bool {
+        true
+    }
+}

@@ -11,6 +11,7 @@
 //! accept loop, coalescing, limits) is `tasksnap serve`'s (crates/cli/src/serve/query.rs):
 //! it asks its `Host` for passes and these modules for the rest.
 
+pub mod answer;
 pub mod client;
 pub mod peer;
 pub mod visibility;
