@@ -318,7 +318,7 @@ fn viewed(
         // The test knows what it made of its targets (a zombie's cached dumpability is
         // not in /proc); others as the service can tell.
         dumpable.get(&t.id.tgid).copied().unwrap_or_else(|| {
-            tasksnap_collect::service::peer::dumpable_from_proc("/proc".as_ref(), t)
+            tasksnap_collect::service::answer::dumpable_by_owner("/proc".as_ref(), t)
         })
     })
     .into_iter()
@@ -525,7 +525,7 @@ fn identify_a_caller_in_a_private_mount_namespace() {
     assert_eq!((p.uid, p.gid), (NOBODY, NOBODY));
     let caller = peer::identify_with("/proc".as_ref(), Rules::NONE, &p);
     // Under an LSM that gates ptrace reads such a caller is refused.
-    let refused = peer::identify("/proc".as_ref(), &p);
+    let refused = peer::identify_with("/proc".as_ref(), Rules::UNKNOWN, &p);
     drop(conn);
     assert!(child.wait().expect("the client ends").success());
     let caller = caller.expect("identified");

@@ -80,8 +80,8 @@ pub struct Caller {
     pub cap_dac_read: bool,
     /// What its /proc hides.
     pub proc_mount: ProcMount,
-    /// What the host's security modules mean for the rules ([`Rules::UNKNOWN`], the most
-    /// conservative, unless the service read them: [`identify_with`]).
+    /// What the host's security modules mean for the rules (read by [`identify`]; the
+    /// default is [`Rules::UNKNOWN`], the most conservative).
     pub rules: Rules,
 }
 
@@ -340,44 +340,19 @@ pub fn host_rules(sys_root: &Path, proc_root: &Path) -> Rules {
     }
 }
 
-/// Whether `task` is dumpable (`SUID_DUMP_USER`), as the service can tell from its /proc,
-/// for [`super::visibility::view`]'s question: fs/proc/base.c `task_dump_owner()` makes the
-/// files of a task that is not dumpable owned by root (of the task's user namespace) and a
-/// dumpable task's by its euid, so a file owned by the euid says dumpable. `false` whenever
-/// that cannot be told: a task whose euid is root, one without an mm (a zombie's cached
-/// dumpability is not in /proc; judging it not dumpable shows less than procfs, never more)
-/// or whose file cannot be read.
-pub fn dumpable_from_proc(proc_root: &Path, task: &tasksnap_model::Task) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let (Some(cred), Some(base)) = (&task.cred, &task.base) else {
-        return false;
-    };
-    let no_mm = base.kthread
-        || matches!(
-            base.state,
-            tasksnap_model::TaskState::Zombie | tasksnap_model::TaskState::Dead
-        );
-    if cred.euid == 0 || no_mm {
-        return false;
-    }
-    let id = task.id;
-    let path = if id.is_leader() {
-        proc_root.join(format!("{}/stat", id.tgid))
-    } else {
-        proc_root.join(format!("{}/task/{}/stat", id.tgid, id.tid))
-    };
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == cred.euid)
-}
-
-/// [`identify_with`] under [`Rules::UNKNOWN`] (the most conservative: callers whose /proc
-/// hides pids are refused, and the gated groups are theirs only with `CAP_SYS_PTRACE`).
+/// Identifies `peer` as the permission rules need it ([`identify_with`]) under this host's
+/// rules: [`host_rules`] of /sys and `proc_root`, read once per process (the active LSMs are
+/// fixed at boot).
 pub fn identify(proc_root: &Path, peer: &Peer) -> Result<Caller, Refusal> {
-    identify_with(proc_root, Rules::UNKNOWN, peer)
+    static RULES: std::sync::OnceLock<Rules> = std::sync::OnceLock::new();
+    let rules = *RULES.get_or_init(|| host_rules(Path::new("/sys"), proc_root));
+    identify_with(proc_root, rules, peer)
 }
 
 /// Identifies `peer` as the permission rules need it, reading its status, namespaces and
 /// mount table under `proc_root` (the service's /proc), under the host's `rules`
-/// ([`host_rules`], read once).
+/// ([`host_rules`]; [`Rules::UNKNOWN`] refuses callers whose /proc hides pids and gives the
+/// gated groups only to callers with `CAP_SYS_PTRACE`).
 pub fn identify_with(proc_root: &Path, rules: Rules, peer: &Peer) -> Result<Caller, Refusal> {
     let unreadable = |what| move |error| Refusal::Unreadable { what, error };
     let root = Dir::open(proc_root).map_err(unreadable("/proc"))?;
