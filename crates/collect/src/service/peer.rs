@@ -766,4 +766,19 @@ mod tests {
             Err(Refusal::CredentialsChanged)
         ));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn mount_tables_and_status_never_panic(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+            opts in "[a-z=0-9,]{0,40}",
+        ) {
+            let _ = parse_proc_mount(&bytes);
+            let _ = parse_status_ids(&bytes);
+            let line = format!("22 20 0:21 / /proc rw - proc proc {opts}\n");
+            let _ = parse_proc_mount(line.as_bytes());
+            let spliced = [HOST, &bytes[..], b"\n", line.as_bytes()].concat();
+            let _ = parse_proc_mount(&spliced);
+        }
+    }
 }

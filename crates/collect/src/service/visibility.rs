@@ -1162,4 +1162,76 @@ mod tests {
         let rows = view_all(&nobody(), &Groups::default(), std::slice::from_ref(&t));
         assert_eq!(rows[0], Task::new(t.id));
     }
+
+    /// What `view` costs at 50,000 processes: `cargo test --release -p tasksnap-collect
+    /// --lib view_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement"]
+    fn view_cost() {
+        let tasks: Vec<Task> = (0..50_000)
+            .map(|i| {
+                user(
+                    1000 + i,
+                    if i % 3 == 0 {
+                        NOBODY
+                    } else {
+                        1000 + i as u32 % 7
+                    },
+                )
+            })
+            .collect();
+        let ps_ef = Groups {
+            base: true,
+            cred_effective: true,
+            stat: true,
+            cmdline: true,
+            ..Groups::default()
+        };
+        let plain: Vec<Task> = tasks
+            .iter()
+            .map(|t| Task {
+                io: None,
+                exe: None,
+                environ: None,
+                wchan: None,
+                layout: None,
+                fds: None,
+                extra: None,
+                ..t.clone()
+            })
+            .map(|mut t| {
+                if let Some(c) = t.cred.as_mut() {
+                    c.groups = None;
+                }
+                t
+            })
+            .collect();
+        let wchan = Groups {
+            wchan: true,
+            ..ps_ef
+        };
+        let hidden = Caller {
+            proc_mount: ProcMount {
+                hidepid: HidePid::Invisible,
+                gid: None,
+                subset_pid: false,
+            },
+            ..nobody()
+        };
+        for (what, caller, g, rows) in [
+            ("ps -ef", nobody(), ps_ef, &plain),
+            ("ps -eo pid,wchan", nobody(), wchan, &tasks),
+            ("ps -ef, hidepid=invisible", hidden, ps_ef, &tasks),
+        ] {
+            let mut times = Vec::new();
+            for _ in 0..11 {
+                let t0 = std::time::Instant::now();
+                let v = view(&caller, &g, rows, &mut |_| true);
+                std::hint::black_box(&v);
+                times.push(t0.elapsed());
+            }
+            times.sort();
+            eprintln!("{what}: median {:?} for {} rows", times[5], rows.len());
+        }
+    }
 }
