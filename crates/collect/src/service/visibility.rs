@@ -413,7 +413,8 @@ fn gate(row: &mut Cow<'_, Task>, caller: &Caller, a: &Access) {
 /// borrowed where nothing changes. `dumpable` tells whether a task is dumpable
 /// (`SUID_DUMP_USER`; for a task without an mm, a zombie, whether it was when it let its mm
 /// go, `task->user_dumpable`: answer `false` when that cannot be told); it is asked only of
-/// tasks whose credentials already match the caller's.
+/// tasks whose credentials already match the caller's, or, for the owner of `io` and
+/// `environ`, of tasks it may ptrace-read (its own thread group, `CAP_SYS_PTRACE`).
 pub fn view<'a>(
     caller: &Caller,
     asked: &Groups,
