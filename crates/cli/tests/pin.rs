@@ -103,7 +103,11 @@ fn pinned_iterator_is_used_root_only_and_removable() {
     // serve's query socket beside them is reachable; the locks 0600); a run finding slot 0
     // taken (by a concurrent tasksnap: here this test, holding its lock) takes the next slot.
     let (dir_mode, dir_owner) = mode(Path::new(LOCK_DIR));
-    assert_eq!((dir_mode & 0o022, dir_owner), (0, 0), "{LOCK_DIR}: {dir_mode:o}");
+    assert_eq!(
+        (dir_mode & 0o022, dir_owner),
+        (0, 0),
+        "{LOCK_DIR}: {dir_mode:o}"
+    );
     // This build's slot 0 (other builds, pinned before, may have left theirs: an upgrade).
     let tag = dir.file_name().expect("tag").to_string_lossy().into_owned();
     let lock0 = Path::new(LOCK_DIR).join(format!("arena-{tag}-0.lock"));

@@ -93,7 +93,10 @@ fn service(
                 root,
                 units,
                 true,
-                format!("service: asked for with --backend service ({})", socket.display()),
+                format!(
+                    "service: asked for with --backend service ({})",
+                    socket.display()
+                ),
             )))
         }
         (Backend::Auto, Some(socket))

@@ -431,10 +431,7 @@ fn run_queries_only(args: &Args, signals: &libc::sigset_t) -> ExitCode {
     while !crate::signals::wait(signals, Duration::from_secs(3600)) {}
     q.stop();
     if !args.quiet {
-        warn!(
-            "tasksnap serve: stopped{}",
-            queries_said(&Some(q))
-        );
+        warn!("tasksnap serve: stopped{}", queries_said(&Some(q)));
     }
     ExitCode::SUCCESS
 }

@@ -127,8 +127,9 @@ impl State {
         let now = Instant::now();
         if a.buckets.len() > 4096 {
             // Full buckets carry no state: forget them rather than grow with every uid seen.
-            a.buckets
-                .retain(|_, (t, at)| *t + now.duration_since(*at).as_secs_f64() * RATE_PER_S < BURST);
+            a.buckets.retain(|_, (t, at)| {
+                *t + now.duration_since(*at).as_secs_f64() * RATE_PER_S < BURST
+            });
         }
         let (tokens, at) = a.buckets.entry(uid).or_insert((BURST, now));
         *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * RATE_PER_S).min(BURST);

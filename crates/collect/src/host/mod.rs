@@ -66,8 +66,8 @@ use crate::{caps, choice, system, ChangeSummary, Collector, Error, Filled, LiveC
 
 pub use machine::{BpfProbe, TaskLinks};
 pub use options::{
-    clock_ticks_per_s, page_size_bytes, HostOptions, Units, EXITS_ENV, KERNEL_PROC, PAGE_SIZE_ENV,
-    NO_SERVICE_ENV, PROC_ROOT_ENV, QUERY_SOCKET_ENV,
+    clock_ticks_per_s, page_size_bytes, HostOptions, Units, EXITS_ENV, KERNEL_PROC, NO_SERVICE_ENV,
+    PAGE_SIZE_ENV, PROC_ROOT_ENV, QUERY_SOCKET_ENV,
 };
 use sources::StatesSource;
 pub use sources::{ReadingOptions, Readings, StatesOptions, ThreadStates};
