@@ -68,10 +68,13 @@ pub struct Counts {
     pub passes: AtomicU64,
 }
 
+/// Where a pass (or why there is none) goes.
+type Reply = mpsc::Sender<Result<Arc<Pass>, String>>;
+
 /// A request waiting for a pass.
 struct Job {
     query: Query,
-    reply: mpsc::Sender<Result<Arc<Pass>, String>>,
+    reply: Reply,
 }
 
 /// Per-uid admission: clients now, and a token bucket of requests.
@@ -456,7 +459,7 @@ fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
             std::mem::take(&mut *jobs)
         };
         // Identical requests (the same selector and groups to read) share a pass.
-        let mut distinct: Vec<(Query, Vec<mpsc::Sender<Result<Arc<Pass>, String>>>)> = Vec::new();
+        let mut distinct: Vec<(Query, Vec<Reply>)> = Vec::new();
         for job in batch {
             match distinct.iter_mut().find(|(q, _)| *q == job.query) {
                 Some((_, replies)) => replies.push(job.reply),

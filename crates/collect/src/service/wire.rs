@@ -279,9 +279,9 @@ mod tests {
     fn a_request_and_an_answer_round_trip() {
         let q = Query::new(Selector::AllThreads, Groups::all());
         let f = request(&q);
-        let (k, p) = read_frame(&mut &f[..], MAX_REQUEST).unwrap();
+        let (k, p) = read_frame(&mut &f[..], MAX_REQUEST).expect("round trip");
         assert_eq!(k, Kind::Request);
-        assert_eq!(decode_request(&p).unwrap(), q);
+        assert_eq!(decode_request(&p).expect("round trip"), q);
 
         let tasks = [task(1), task(2)];
         let out = AnswerOut {
@@ -294,10 +294,10 @@ mod tests {
             pass: "walk".into(),
             shared_by: 1,
         };
-        let f = answer(&out).unwrap();
-        let (k, p) = read_frame(&mut &f[..], MAX_ANSWER).unwrap();
+        let f = answer(&out).expect("round trip");
+        let (k, p) = read_frame(&mut &f[..], MAX_ANSWER).expect("round trip");
         assert_eq!(k, Kind::Answer);
-        let a = decode_answer(&p).unwrap();
+        let a = decode_answer(&p).expect("round trip");
         assert_eq!(a.tasks, tasks);
         assert_eq!(a.pass, "walk");
     }
