@@ -18,7 +18,7 @@ use tasksnap_collect::service::visibility;
 use tasksnap_collect::service::wire;
 use tasksnap_collect::Host;
 use tasksnap_loadgen::root_or_skip;
-use tasksnap_model::{Backend, Groups, Query, Selector, SnapshotStats, Task};
+use tasksnap_model::{Backend, Groups, Query, Selector, Task};
 
 const NOBODY: u32 = 65534;
 const OTHER: u32 = 12345;
@@ -183,9 +183,15 @@ fn read_as(uid: u32, hidepid: Option<&str>, groups: &Groups) -> Vec<Task> {
         child.wait().expect("the reader ends").success(),
         "the reader failed"
     );
-    let (kind, payload) = wire::read_frame(&mut frame.as_slice(), usize::MAX).expect("a frame");
-    assert_eq!(kind, wire::Kind::Answer);
-    wire::decode_answer(&payload).expect("an answer").tasks
+    // Chunks of tasks until the end of what the reader wrote.
+    let mut tasks = Vec::new();
+    let mut at = frame.as_slice();
+    while !at.is_empty() {
+        let (kind, payload) = wire::read_frame(&mut at, usize::MAX).expect("a frame");
+        assert_eq!(kind, wire::Kind::Tasks);
+        wire::decode_tasks(&payload, &mut tasks).expect("a chunk of tasks");
+    }
+    tasks
 }
 
 /// The reader: a procfs snapshot of every group, written as an answer frame to the pipe the
@@ -208,17 +214,11 @@ fn reader() {
     let snap = host
         .snapshot(&Query::new(Selector::AllProcesses, groups))
         .expect("a snapshot");
-    let out = wire::AnswerOut {
-        taken_at_unix_ns: 0,
-        taken_at_boottime_ns: 0,
-        boot_time_unix_s: 0,
-        tasks: snap.tasks.iter().map(Cow::Borrowed).collect(),
-        stats: SnapshotStats::default(),
-        pass_ns: 0,
-        pass: String::new(),
-        shared_by: 1,
-    };
-    let bytes = wire::answer(&out).expect("an answer frame");
+    let rows: Vec<Cow<'_, Task>> = snap.tasks.iter().map(Cow::Borrowed).collect();
+    let mut bytes = Vec::new();
+    for chunk in rows.chunks(wire::CHUNK_TASKS) {
+        bytes.extend(wire::tasks(chunk).expect("a frame of tasks"));
+    }
     // SAFETY: the descriptor the test passed us, ours to write and close.
     let mut f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
     std::io::Write::write_all(&mut f, &bytes).expect("the frame written");

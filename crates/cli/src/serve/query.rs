@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use tasksnap_collect::service::answer::{self, Pass};
 use tasksnap_collect::service::{peer, visibility, wire};
 use tasksnap_collect::Host;
-use tasksnap_model::{Backend, Groups, Query};
+use tasksnap_model::Query;
 use tasksnap_safefile::Dir;
 
 /// Clients served at once; more are answered `Busy` (each may hold an answer being encoded,
@@ -414,28 +414,30 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
         Ok(Err(e)) => return refuse(&stream, &format!("the pass failed: {e}")),
         Err(_) => return refuse(&stream, "no pass in time"),
     };
-    match answer::frame(&caller, &query.groups, &pass, &state.proc_root) {
-        Ok(frame) => {
-            drop(pass);
-            if write_by(&mut stream, &frame, Instant::now() + ANSWER_DEADLINE).is_ok() {
-                state.counts.answered.fetch_add(1, Ordering::Relaxed);
+    let deadline = Instant::now() + ANSWER_DEADLINE;
+    for frame in answer::frames(&caller, &query.groups, &pass, &state.proc_root) {
+        match frame {
+            Ok(frame) => {
+                if write_by(&mut stream, &frame, deadline).is_err() {
+                    return;
+                }
             }
+            Err(e) => return refuse(&stream, &format!("cannot encode the answer: {e}")),
         }
-        Err(e) => refuse(&stream, &format!("cannot encode the answer: {e}")),
     }
+    state.counts.answered.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Owns the collector: loads it, says so on `ready`, then takes one pass per distinct
 /// waiting request until stopped.
 fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
     let mut host = Host::from_env();
-    // A live view's collector: it loads the walk into mapped memory (what repeated whole
-    // passes are cheapest with) once, and its passes after the first run on one thread.
-    if let Err(e) = host.open_live(Backend::Bpf) {
-        let _ = ready.send(Err(format!("no query socket: {e}")));
+    // Every program (the walk into mapped memory, the command-line copy, the rare blocks)
+    // loaded once for the service's life.
+    if let Err(e) = host.open_for_service() {
+        let _ = ready.send(Err(e.to_string()));
         return;
     }
-    host.prepare_live(&Groups::all());
     // What reading /proc whatever its modes needs, and CAP_BPF: the walk's memory is made for
     // the tasks there are now, and a host that grows (a service runs for weeks) needs a bigger
     // one, which only CAP_BPF may create. Nothing else is kept on this thread.
@@ -472,10 +474,11 @@ fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
             state.counts.passes.fetch_add(1, Ordering::Relaxed);
             let result = result
                 .map(|snapshot| {
+                    let report = host.report();
                     Arc::new(Pass {
                         snapshot,
                         pass_ns: t0.elapsed().as_nanos() as u64,
-                        how: host.report().pass,
+                        how: format!("{} ({})", report.pass, report.phases_line()),
                         shared_by: replies.len() as u32,
                     })
                 })
