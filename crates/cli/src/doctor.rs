@@ -1,6 +1,6 @@
 //! `tasksnap doctor`: what this host offers tasksnap and what it costs to observe, as collectl
 //! checks at start-up: kernel, BPF (usable, or exactly why not), BTF, privileges, the exit
-//! records (which source, or why none), hidepid,
+//! records (which source, or why none), hidepid, the query service,
 //! delay accounting, task counts, the time a /proc/stat read and a per-task /proc read take,
 //! and which backend `ps` will use. Exit code 0 when nothing is wrong, 1 when something is.
 
@@ -54,6 +54,39 @@ fn capabilities(host: &Host) -> Vec<&'static str> {
     .filter(|(bit, _)| eff & (1u64 << bit) != 0)
     .map(|(_, name)| name)
     .collect()
+}
+
+/// Whether the query service answers here (`tasksnap serve`'s socket), timed on this
+/// process alone.
+fn query_service(host: &Host, root: bool) -> String {
+    let Some(socket) = host.options().query_socket.clone() else {
+        return "turned off here (TASKSNAP_NO_SERVICE)".into();
+    };
+    let mut h = Host::open(host.options().clone());
+    if let Err(e) = h.open_snapshots(Backend::Service, &Groups::default()) {
+        return format!("unavailable: {e}");
+    }
+    let me = Query::new(
+        Selector::Pid(std::process::id() as i32),
+        Groups {
+            base: true,
+            ..Groups::default()
+        },
+    );
+    let t = Instant::now();
+    match h.snapshot(&me) {
+        Ok(_) => format!(
+            "{} answers ({:.1} ms for one process); {}",
+            socket.display(),
+            t.elapsed().as_secs_f64() * 1e3,
+            if root {
+                "root's own commands load BPF themselves"
+            } else {
+                "ps, top and Python use it"
+            }
+        ),
+        Err(e) => format!("none: {e} (users' ps, top and Python read /proc)"),
+    }
 }
 
 fn hidepid(host: &Host) -> String {
@@ -197,6 +230,7 @@ pub fn main() -> ExitCode {
         format!("kernel.unprivileged_bpf_disabled = {unpriv}"),
     );
     line("hidepid", hidepid(&host));
+    line("service", query_service(&host, root));
     match host.sysctl("kernel/task_delayacct").ok_or(()) {
         Ok(v) if v == "1" => line(
             "delayacct",

@@ -99,9 +99,15 @@ fn pinned_iterator_is_used_root_only_and_removable() {
         "{verbose}"
     );
     assert_eq!(again, reference, "reused arena vs procfs");
-    // The slot locks are root-only; a run finding slot 0 taken (by a concurrent tasksnap:
-    // here this test, holding its lock) takes the next slot.
-    assert_eq!(mode(Path::new(LOCK_DIR)), (0o700, 0), "{LOCK_DIR}");
+    // The slot locks are root-only (root's directory, writable by root alone: 0755 so that
+    // serve's query socket beside them is reachable; the locks 0600); a run finding slot 0
+    // taken (by a concurrent tasksnap: here this test, holding its lock) takes the next slot.
+    let (dir_mode, dir_owner) = mode(Path::new(LOCK_DIR));
+    assert_eq!(
+        (dir_mode & 0o022, dir_owner),
+        (0, 0),
+        "{LOCK_DIR}: {dir_mode:o}"
+    );
     // This build's slot 0 (other builds, pinned before, may have left theirs: an upgrade).
     let tag = dir.file_name().expect("tag").to_string_lossy().into_owned();
     let lock0 = Path::new(LOCK_DIR).join(format!("arena-{tag}-0.lock"));
@@ -175,11 +181,12 @@ fn pinned_iterator_is_used_root_only_and_removable() {
     let out = tasksnap(&["unpin"]);
     assert_eq!(out.code, Some(0), "unpin: {}", text(&out.stderr));
     assert!(!Path::new(ROOT).exists(), "unpin removes {ROOT}");
-    assert_eq!(
-        std::fs::read_dir(LOCK_DIR).map_or(0, |d| d.count()),
-        0,
-        "unpin removes the slot locks"
-    );
+    let locks = std::fs::read_dir(LOCK_DIR).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".lock"))
+            .count()
+    });
+    assert_eq!(locks, 0, "unpin removes the slot locks");
     let (_, verbose) = rows("--backend=bpf", &pids);
     assert!(verbose.contains("loaded in"), "{verbose}");
     assert!(text(&tasksnap(&["unpin"]).stdout).contains("nothing was pinned"));

@@ -174,6 +174,19 @@ pub fn open_live(
     }
 }
 
+/// The query service's collector: BPF only (the service exists to give its passes), every
+/// program loaded and the walk's memory made for every group while the caller still holds
+/// its privileges.
+pub fn open_for_service(root: &Path) -> Result<Box<dyn Collector>, Error> {
+    if let Some(why) = not_the_kernel(root) {
+        return Err(bpf_unavailable(why));
+    }
+    let mut b = BpfCollector::for_service().map_err(bpf_unavailable)?;
+    b.prepare_arena(&Groups::all());
+    b.why = format!("bpf: for the query service ({})", readiness(&b));
+    Ok(Box::new(b))
+}
+
 /// A collector for snapshots of `groups` (`ps`, `bench`), ready to take them: everything
 /// that needs the caller's privileges (the BPF walk's memory) is done before this returns,
 /// so the caller may drop them.

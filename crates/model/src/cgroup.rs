@@ -71,14 +71,14 @@ impl Cgroup {
 /// Serialized as the raw text, as `Task::cgroup` was before it was parsed.
 impl Serialize for Cgroup {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        (*self.raw).serialize(s)
+        s.serialize_bytes(&self.raw)
     }
 }
 
 /// Read back from the raw text it is serialized as (the query service's answers).
 impl<'de> Deserialize<'de> for Cgroup {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Cgroup, D::Error> {
-        Vec::<u8>::deserialize(d).map(Cgroup::parse)
+        serde_bytes::ByteBuf::deserialize(d).map(|b| Cgroup::parse(b.into_vec()))
     }
 }
 

@@ -29,18 +29,24 @@ pub enum What {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Login {
     /// The system unit (`sd_pid_get_unit()`).
+    #[serde(with = "serde_bytes")]
     pub unit: Option<Vec<u8>>,
     /// The user unit (`sd_pid_get_user_unit()`).
+    #[serde(with = "serde_bytes")]
     pub user_unit: Option<Vec<u8>>,
     /// The slice (`sd_pid_get_slice()`).
+    #[serde(with = "serde_bytes")]
     pub slice: Option<Vec<u8>>,
     /// The login session id (`sd_pid_get_session()`).
+    #[serde(with = "serde_bytes")]
     pub session: Option<Vec<u8>>,
     /// The uid owning the session or user slice (`sd_pid_get_owner_uid()`).
     pub owner_uid: Option<u32>,
     /// The machine (container or VM) name (`sd_pid_get_machine_name()`).
+    #[serde(with = "serde_bytes")]
     pub machine: Option<Vec<u8>>,
     /// The seat of the session (`sd_session_get_seat()`).
+    #[serde(with = "serde_bytes")]
     pub seat: Option<Vec<u8>>,
 }
 

@@ -11,6 +11,43 @@ use serde::{Deserialize, Serialize};
 /// allocations for names.
 pub type Comm = smallvec::SmallVec<[u8; 16]>;
 
+/// A [`Comm`] (de)serialized as bytes, not as a sequence of numbers: one call, not one per
+/// byte, in a binary format (the query service's answers carry one per task); the same JSON.
+mod comm_bytes {
+    use serde::de::{Error, SeqAccess, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(c: &super::Comm, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(c)
+    }
+
+    struct CommVisitor;
+
+    impl<'de> Visitor<'de> for CommVisitor {
+        type Value = super::Comm;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a comm's bytes")
+        }
+
+        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<super::Comm, E> {
+            Ok(super::Comm::from_slice(v))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<super::Comm, A::Error> {
+            let mut c = super::Comm::new();
+            while let Some(b) = seq.next_element::<u8>()? {
+                c.push(b);
+            }
+            Ok(c)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<super::Comm, D::Error> {
+        d.deserialize_bytes(CommVisitor)
+    }
+}
+
 /// `PF_KTHREAD` from include/linux/sched.h: the task is a kernel thread. Checked instead of
 /// "empty cmdline", which a user process can also have.
 pub const PF_KTHREAD: u32 = 0x0020_0000;
@@ -120,6 +157,7 @@ pub struct Base {
     /// Kernel `PF_*` flags of the task.
     pub flags: u32,
     /// The task's comm (at most 15 bytes), raw bytes: it may hold any byte but NUL.
+    #[serde(with = "comm_bytes")]
     pub comm: Comm,
     /// True for kernel threads (`PF_KTHREAD`).
     pub kthread: bool,
@@ -331,6 +369,7 @@ pub struct Extra {
     pub smaps_kb: Option<(u64, u64)>,
     /// The process's security label (/proc/TGID/attr/current, its printable part: the
     /// process's, also on a thread's row, as procps reads it), `Groups::label`.
+    #[serde(with = "serde_bytes")]
     pub label: Option<Vec<u8>>,
     /// What sd-login says of the task (unit, slice, session, seat...), `Groups::login`:
     /// derived from its cgroup path by the collector.
@@ -352,12 +391,14 @@ pub struct Task {
     pub mem: Option<Box<Mem>>,
     /// Command line arguments, raw (NUL-separated as in /proc/PID/cmdline). Empty for kernel
     /// threads and zombies. `None` when not asked for or unreadable.
+    #[serde(with = "serde_bytes")]
     pub cmdline: Option<Vec<u8>>,
     /// Memory locked with mlock (`VmLck`), when asked for (`Groups::locked`).
     pub locked_bytes: Option<u64>,
     /// True when the cmdline read was abandoned because the task's mmap lock was held too long.
     pub cmdline_timed_out: bool,
     /// Path of the executable (/proc/PID/exe), when asked for and readable.
+    #[serde(with = "serde_bytes")]
     pub exe: Option<Vec<u8>>,
     /// I/O counters (boxed: rarely asked for, and a snapshot holds tens of thousands of tasks).
     pub io: Option<Box<Io>>,

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use tasksnap_collect::service::answer::{self, Pass};
 use tasksnap_collect::service::{peer, visibility, wire};
 use tasksnap_collect::Host;
-use tasksnap_model::{Backend, Groups, Query};
+use tasksnap_model::Query;
 use tasksnap_safefile::Dir;
 
 /// Clients served at once; more are answered `Busy` (each may hold an answer being encoded,
@@ -49,6 +49,9 @@ pub const BURST: f64 = 100.0;
 const REQUEST_DEADLINE: Duration = Duration::from_secs(1);
 /// How long a client has to take each part of its answer.
 const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a client has to take its whole answer: a reader that takes a byte now and then
+/// does not hold its connection (and its share of the limits) for longer.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a connection waits for its pass before giving up on it.
 const PASS_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -65,10 +68,13 @@ pub struct Counts {
     pub passes: AtomicU64,
 }
 
+/// Where a pass (or why there is none) goes.
+type Reply = mpsc::Sender<Result<Arc<Pass>, String>>;
+
 /// A request waiting for a pass.
 struct Job {
     query: Query,
-    reply: mpsc::Sender<Result<Arc<Pass>, String>>,
+    reply: Reply,
 }
 
 /// Per-uid admission: clients now, and a token bucket of requests.
@@ -338,6 +344,24 @@ fn turn_away(stream: UnixStream, frame: &[u8]) {
     let _ = (&stream).write_all(frame);
 }
 
+/// Writes `bytes` whole by `deadline`, each write bounded by the socket's write timeout.
+fn write_by(stream: &mut UnixStream, bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+    let mut at = 0;
+    while at < bytes.len() {
+        if Instant::now() >= deadline {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        let end = (at + (1 << 20)).min(bytes.len());
+        match stream.write(&bytes[at..end]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// One connection: one request, one answer.
 fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
     let refuse = |mut s: &UnixStream, why: &str| {
@@ -390,26 +414,35 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
         Ok(Err(e)) => return refuse(&stream, &format!("the pass failed: {e}")),
         Err(_) => return refuse(&stream, "no pass in time"),
     };
-    match answer::frame(&caller, &query.groups, &pass, &state.proc_root) {
-        Ok(frame) => {
-            drop(pass);
-            if stream.write_all(&frame).is_ok() {
-                state.counts.answered.fetch_add(1, Ordering::Relaxed);
+    let deadline = Instant::now() + ANSWER_DEADLINE;
+    for frame in answer::frames(&caller, &query.groups, &pass, &state.proc_root) {
+        match frame {
+            Ok(frame) => {
+                if write_by(&mut stream, &frame, deadline).is_err() {
+                    return;
+                }
             }
+            Err(e) => return refuse(&stream, &format!("cannot encode the answer: {e}")),
         }
-        Err(e) => refuse(&stream, &format!("cannot encode the answer: {e}")),
     }
+    state.counts.answered.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Owns the collector: loads it, says so on `ready`, then takes one pass per distinct
 /// waiting request until stopped.
 fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
     let mut host = Host::from_env();
-    if let Err(e) = host.open_snapshots(Backend::Bpf, &Groups::all()) {
-        let _ = ready.send(Err(format!("no query socket: {e}")));
+    // Every program (the walk into mapped memory, the command-line copy, the rare blocks)
+    // loaded once for the service's life.
+    if let Err(e) = host.open_for_service() {
+        let _ = ready.send(Err(e.to_string()));
         return;
     }
-    let _ = host.ready_to_read_only();
+    // What reading /proc whatever its modes needs, and CAP_BPF: the walk's memory is made for
+    // the tasks there are now, and a host that grows (a service runs for weeks) needs a bigger
+    // one, which only CAP_BPF may create. Nothing else is kept on this thread.
+    const CAP_BPF: u64 = 1 << 39;
+    let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT_READING | CAP_BPF);
     let _ = ready.send(Ok(host.report().why));
     loop {
         let batch = {
@@ -428,7 +461,7 @@ fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
             std::mem::take(&mut *jobs)
         };
         // Identical requests (the same selector and groups to read) share a pass.
-        let mut distinct: Vec<(Query, Vec<mpsc::Sender<Result<Arc<Pass>, String>>>)> = Vec::new();
+        let mut distinct: Vec<(Query, Vec<Reply>)> = Vec::new();
         for job in batch {
             match distinct.iter_mut().find(|(q, _)| *q == job.query) {
                 Some((_, replies)) => replies.push(job.reply),
@@ -441,10 +474,11 @@ fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
             state.counts.passes.fetch_add(1, Ordering::Relaxed);
             let result = result
                 .map(|snapshot| {
+                    let report = host.report();
                     Arc::new(Pass {
                         snapshot,
                         pass_ns: t0.elapsed().as_nanos() as u64,
-                        how: host.report().pass,
+                        how: format!("{} ({})", report.pass, report.phases_line()),
                         shared_by: replies.len() as u32,
                     })
                 })

@@ -402,7 +402,8 @@ pub fn chunks_for(tasks: u64, record_bytes: usize, shards: usize) -> usize {
 
 /// Slots of a pinned set: how many tasksnaps can walk at once (the others use the iterator).
 const SLOTS: u32 = 16;
-/// Where the slot locks are (root only).
+/// Where the slot locks are (a directory of root's, writable by root only; the lock files
+/// are root's 0600).
 pub const LOCK_DIR: &str = "/run/tasksnap";
 
 /// The lock of one slot of the pinned arenas map, held for the life of the arena.
@@ -416,8 +417,9 @@ struct SlotLock {
 /// nobody else; lock files are opened without following a link or truncating
 /// (tasksnap-safefile).
 fn claim_slot() -> io::Result<(u32, SlotLock)> {
-    let dir = tasksnap_safefile::Dir::create_private(std::path::Path::new(LOCK_DIR), 0o700)?;
-    dir.chmod(0o700)?;
+    // 0755: the query socket of `tasksnap serve` is there too, for every user to reach; the
+    // locks themselves are root's 0600 files, which no one else may open (and so flock).
+    let dir = tasksnap_safefile::Dir::create_private(std::path::Path::new(LOCK_DIR), 0o755)?;
     for slot in 0..SLOTS {
         let name = format!("arena-{}-{slot}.lock", programs::TAG);
         let file = dir.open_own(&name, 0o600)?;

@@ -128,6 +128,16 @@ impl BpfCollector {
         Self::load_with(procfs, groups.cmdline, false, decode::wants_rare(groups))
     }
 
+    /// For the query service (`tasksnap serve`'s socket): every program a pass of any groups
+    /// may use (the walk, the command-line copy, the rare blocks) in one load, paid once for
+    /// the service's life; its passes keep to the fastest shape (sharded), as `ps`'s do.
+    pub fn for_service() -> Result<BpfCollector, Unavailable> {
+        privileged()?;
+        enough_descriptors(true)?;
+        let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
+        Self::load_with(procfs, true, true, true)
+    }
+
     /// For a live view (`top`): the pinned programs, else a fresh load that includes the
     /// walk (its verification, ~20 ms, is paid once; loading it in the same load as the
     /// rest parses the kernel's BTF once, before the view holds any rows).
@@ -247,8 +257,12 @@ impl BpfCollector {
         // The slot locks of the pinned arenas go too (a run holding one keeps its lock).
         // Only in a directory of root's that nobody else may write to, never through a link.
         if let Ok(dir) = tasksnap_safefile::Dir::open_private(std::path::Path::new(arena::LOCK_DIR)) {
+            // Only the locks: the query socket of a running `tasksnap serve` lives there too.
             for name in dir.names().unwrap_or_default() {
-                let _ = dir.remove(&name);
+                let n = name.as_encoded_bytes();
+                if n.starts_with(b"arena-") && n.ends_with(b".lock") {
+                    let _ = dir.remove(&name);
+                }
             }
         }
         match programs::remove_pins(std::path::Path::new(programs::PIN_ROOT)) {

@@ -215,6 +215,14 @@ impl Host {
         Ok(())
     }
 
+    /// Opens the task source of the query service ([`choice::open_for_service`]): BPF with
+    /// every program, for passes of any groups. Call before [`Host::ready`].
+    pub fn open_for_service(&mut self) -> Result<(), Error> {
+        let c = choice::open_for_service(&self.opts.proc_root)?;
+        self.tasks = Tasks::Snapshots(c);
+        Ok(())
+    }
+
     /// Opens the task source of a live view (`top`): BPF whenever it loads
     /// ([`choice::open_live`]). Call [`Host::prepare_live`] before [`Host::ready`].
     pub fn open_live(&mut self, backend: Backend) -> Result<(), Error> {

@@ -1,6 +1,6 @@
 //! One caller's answer from a shared pass: the service's pass (every task, every field, read
 //! as root) cut down by [`super::visibility`] to what the caller's own /proc would show it,
-//! and framed. The one question the rules ask of the host, whether a task's mm is dumpable,
+//! and framed in chunks. The one question the rules ask of the host, whether a task's mm is dumpable,
 //! is answered here from /proc, the way procfs itself tells it.
 
 use std::borrow::Cow;
@@ -11,7 +11,7 @@ use tasksnap_model::{Groups, Snapshot, Task};
 
 use super::peer::Caller;
 use super::visibility;
-use super::wire::{self, AnswerOut};
+use super::wire::{self, Answer};
 
 /// A pass the service took, shared by the requests it answers.
 #[derive(Debug)]
@@ -45,28 +45,35 @@ pub fn dumpable_by_owner(proc_root: &Path, task: &Task) -> bool {
     tasksnap_procfs::sys::owner_at(libc::AT_FDCWD, &c).is_ok_and(|(uid, _)| uid == euid)
 }
 
-/// The frame answering `asked` for `caller` from `pass`: the rows the caller may see, each
-/// with what procfs would show it. `proc_root` is the service's /proc (for the dumpable
-/// question).
-pub fn frame(
+/// The frames answering `asked` for `caller` from `pass`, in order: the head, then the
+/// rows the caller may see ([`wire::CHUNK_TASKS`] a frame), each with what procfs would show
+/// it; each frame is encoded only when asked for, so a writer holds one at a time.
+/// `proc_root` is the service's /proc (for the dumpable question).
+pub fn frames<'a>(
     caller: &Caller,
     asked: &Groups,
-    pass: &Pass,
+    pass: &'a Pass,
     proc_root: &Path,
-) -> Result<Vec<u8>, postcard::Error> {
-    let rows: Vec<Cow<'_, Task>> =
+) -> impl Iterator<Item = Result<Vec<u8>, postcard::Error>> + 'a {
+    let rows: Vec<Cow<'a, Task>> =
         visibility::view(caller, asked, &pass.snapshot.tasks, &mut |t| {
             dumpable_by_owner(proc_root, t)
         });
     let s = &pass.snapshot;
-    wire::answer(&AnswerOut {
+    let head = wire::answer(&Answer {
         taken_at_unix_ns: s.taken_at_unix_ns,
         taken_at_boottime_ns: s.taken_at_boottime_ns,
         boot_time_unix_s: s.boot_time_unix_s,
-        tasks: rows,
         stats: s.stats,
         pass_ns: pass.pass_ns,
         pass: pass.how.clone(),
         shared_by: pass.shared_by,
-    })
+        tasks: rows.len() as u64,
+        chunks: rows.len().div_ceil(wire::CHUNK_TASKS) as u32,
+    });
+    let chunks = (0..rows.len().div_ceil(wire::CHUNK_TASKS)).map(move |i| {
+        let end = ((i + 1) * wire::CHUNK_TASKS).min(rows.len());
+        wire::tasks(&rows[i * wire::CHUNK_TASKS..end])
+    });
+    std::iter::once(head).chain(chunks)
 }

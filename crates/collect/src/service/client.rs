@@ -80,6 +80,8 @@ struct Answered {
     pass_ns: u64,
     shared_by: u32,
     bytes: usize,
+    /// How long decoding the answer took here.
+    decode: Duration,
 }
 
 /// Asks the service at `path` for `query`.
@@ -126,14 +128,33 @@ fn ask(path: &Path, query: &Query) -> Result<Answered, String> {
         k => return Err(said(wire::WireError::Unexpected(k))),
     }
     let a = wire::decode_answer(&payload).map_err(said)?;
+    let mut bytes = payload.len();
+    let mut decode = Duration::ZERO;
+    let mut tasks = Vec::with_capacity(a.tasks as usize);
+    for _ in 0..a.chunks {
+        let (kind, payload) = wire::read_frame(&mut s, wire::MAX_ANSWER).map_err(said)?;
+        match kind {
+            Kind::Tasks => {}
+            Kind::Refused => return Err(refused(&payload)),
+            k => return Err(said(wire::WireError::Unexpected(k))),
+        }
+        bytes += payload.len();
+        let t = Instant::now();
+        wire::decode_tasks(&payload, &mut tasks).map_err(said)?;
+        decode += t.elapsed();
+    }
+    if tasks.len() as u64 != a.tasks {
+        return Err(said(wire::WireError::Malformed(Kind::Tasks)));
+    }
     Ok(Answered {
-        bytes: payload.len(),
+        bytes,
+        decode,
         snapshot: Snapshot {
             taken_at_unix_ns: a.taken_at_unix_ns,
             taken_at_boottime_ns: a.taken_at_boottime_ns,
             boot_time_unix_s: a.boot_time_unix_s,
             backend: Backend::Service,
-            tasks: a.tasks,
+            tasks,
             stats: a.stats,
         },
         pass: a.pass,
@@ -211,7 +232,8 @@ impl Collector for ServiceCollector {
                 );
                 r.phases = vec![
                     ("service pass", pass),
-                    ("answer", total.saturating_sub(pass)),
+                    ("answer", total.saturating_sub(pass + a.decode)),
+                    ("decode", a.decode),
                 ];
                 self.report = r;
                 Ok(a.snapshot)

@@ -5,7 +5,10 @@
 //!
 //! A conversation is one query: the client sends `Request`; the service answers `Accepted` at
 //! once (so a client can tell a live service from a stuck one within its deadline), then
-//! `Answer` after its pass, or `Refused` (with why) or `Busy` instead.
+//! `Answer` after its pass (what the pass was, and how many tasks follow in how many `Tasks`
+//! frames), or `Refused` (with why) or `Busy` instead. The tasks come in chunks so that the
+//! service encodes one while the client decodes the one before, and holds one chunk's bytes
+//! per client, not a whole answer.
 
 use std::borrow::Cow;
 use std::io::{Read, Write};
@@ -21,8 +24,13 @@ pub const VERSION: u8 = 1;
 pub const HEADER_LEN: usize = 12;
 /// The largest request the service reads (a query is a few dozen bytes).
 pub const MAX_REQUEST: usize = 4096;
-/// The largest answer a client reads (a million tasks with long command lines fit).
+/// The largest frame a client reads (a chunk of [`CHUNK_TASKS`] tasks with the longest
+/// command lines the kernel allows fits).
 pub const MAX_ANSWER: usize = 1 << 30;
+/// Tasks per `Tasks` frame.
+pub const CHUNK_TASKS: usize = 2048;
+/// The most tasks an answer may announce (pid_max is at most 2^22, threads included).
+pub const MAX_TASKS: u64 = 1 << 23;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,12 +40,14 @@ pub enum Kind {
     Request = 1,
     /// Service to client, at once: the request was read and a pass will answer it.
     Accepted = 2,
-    /// Service to client: the tasks ([`Answer`]).
+    /// Service to client: what the pass was, and how many tasks follow ([`Answer`]).
     Answer = 3,
     /// Service to client: not answered, and why (UTF-8 text); the client reads /proc.
     Refused = 4,
     /// Service to client: too many clients or requests now; the client reads /proc.
     Busy = 5,
+    /// Service to client: a chunk of an answer's tasks.
+    Tasks = 6,
 }
 
 impl Kind {
@@ -48,6 +58,7 @@ impl Kind {
             3 => Kind::Answer,
             4 => Kind::Refused,
             5 => Kind::Busy,
+            6 => Kind::Tasks,
             _ => return None,
         })
     }
@@ -94,17 +105,16 @@ pub struct Request {
     pub query: Query,
 }
 
-/// The answer to a request, as the service writes it: the caller's view of one pass.
-#[derive(Debug, Serialize)]
-pub struct AnswerOut<'a> {
+/// The answer to a request: the pass it comes from and what follows. The same layout both
+/// ways.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Answer {
     /// Wall-clock time the pass started, ns since the Unix epoch.
     pub taken_at_unix_ns: u64,
     /// CLOCK_BOOTTIME when the pass started, ns.
     pub taken_at_boottime_ns: u64,
     /// Boot time, seconds since the Unix epoch.
     pub boot_time_unix_s: u64,
-    /// The rows the caller may see, each holding what procfs would show it.
-    pub tasks: Vec<Cow<'a, Task>>,
     /// What the pass could not read.
     pub stats: SnapshotStats,
     /// How long the pass took in the service, ns.
@@ -113,27 +123,10 @@ pub struct AnswerOut<'a> {
     pub pass: String,
     /// Requests this pass answered (coalesced), this one included.
     pub shared_by: u32,
-}
-
-/// The answer to a request, as a client reads it (the same layout as [`AnswerOut`]).
-#[derive(Debug, Deserialize)]
-pub struct Answer {
-    /// See [`AnswerOut`].
-    pub taken_at_unix_ns: u64,
-    /// See [`AnswerOut`].
-    pub taken_at_boottime_ns: u64,
-    /// See [`AnswerOut`].
-    pub boot_time_unix_s: u64,
-    /// See [`AnswerOut`].
-    pub tasks: Vec<Task>,
-    /// See [`AnswerOut`].
-    pub stats: SnapshotStats,
-    /// See [`AnswerOut`].
-    pub pass_ns: u64,
-    /// See [`AnswerOut`].
-    pub pass: String,
-    /// See [`AnswerOut`].
-    pub shared_by: u32,
+    /// The rows the caller may see, which follow in `chunks` `Tasks` frames.
+    pub tasks: u64,
+    /// How many `Tasks` frames follow.
+    pub chunks: u32,
 }
 
 /// A frame with an empty payload.
@@ -179,11 +172,16 @@ pub fn request(query: &Query) -> Vec<u8> {
     .unwrap_or_default()
 }
 
-/// The frame of an answer.
-pub fn answer(a: &AnswerOut<'_>) -> Result<Vec<u8>, postcard::Error> {
-    frame(Kind::Answer, |b| {
-        b.reserve(a.tasks.len() * 160);
-        append(b, a)
+/// The frame of an answer's head.
+pub fn answer(a: &Answer) -> Result<Vec<u8>, postcard::Error> {
+    frame(Kind::Answer, |b| append(b, a))
+}
+
+/// The frame of a chunk of an answer's tasks.
+pub fn tasks(rows: &[Cow<'_, Task>]) -> Result<Vec<u8>, postcard::Error> {
+    frame(Kind::Tasks, |b| {
+        b.reserve(rows.len() * 160);
+        append(b, rows)
     })
 }
 
@@ -236,16 +234,39 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<(), WireError> {
     Ok(())
 }
 
-/// The query of a request payload.
-pub fn decode_request(payload: &[u8]) -> Result<Query, WireError> {
-    postcard::from_bytes::<Request>(payload)
-        .map(|r| r.query)
-        .map_err(|_| WireError::Malformed(Kind::Request))
+/// A value that is the whole of `payload` (bytes after it make the payload malformed).
+fn whole<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Option<T> {
+    match postcard::take_from_bytes::<T>(payload) {
+        Ok((v, [])) => Some(v),
+        _ => None,
+    }
 }
 
-/// The answer of an answer payload.
+/// The query of a request payload.
+pub fn decode_request(payload: &[u8]) -> Result<Query, WireError> {
+    whole::<Request>(payload)
+        .map(|r| r.query)
+        .ok_or(WireError::Malformed(Kind::Request))
+}
+
+/// The head of an answer payload, checked: a count beyond [`MAX_TASKS`], or chunks that
+/// cannot hold the tasks, is malformed.
 pub fn decode_answer(payload: &[u8]) -> Result<Answer, WireError> {
-    postcard::from_bytes::<Answer>(payload).map_err(|_| WireError::Malformed(Kind::Answer))
+    let a = whole::<Answer>(payload).ok_or(WireError::Malformed(Kind::Answer))?;
+    if a.tasks > MAX_TASKS || a.chunks as u64 != a.tasks.div_ceil(CHUNK_TASKS as u64) {
+        return Err(WireError::Malformed(Kind::Answer));
+    }
+    Ok(a)
+}
+
+/// The tasks of a `Tasks` payload, appended to `into`; at most [`CHUNK_TASKS`].
+pub fn decode_tasks(payload: &[u8], into: &mut Vec<Task>) -> Result<(), WireError> {
+    let chunk = whole::<Vec<Task>>(payload).ok_or(WireError::Malformed(Kind::Tasks))?;
+    if chunk.len() > CHUNK_TASKS {
+        return Err(WireError::Malformed(Kind::Tasks));
+    }
+    into.extend(chunk);
+    Ok(())
 }
 
 /// Writes `bytes` whole.
@@ -279,27 +300,48 @@ mod tests {
     fn a_request_and_an_answer_round_trip() {
         let q = Query::new(Selector::AllThreads, Groups::all());
         let f = request(&q);
-        let (k, p) = read_frame(&mut &f[..], MAX_REQUEST).unwrap();
+        let (k, p) = read_frame(&mut &f[..], MAX_REQUEST).expect("round trip");
         assert_eq!(k, Kind::Request);
-        assert_eq!(decode_request(&p).unwrap(), q);
+        assert_eq!(decode_request(&p).expect("round trip"), q);
 
         let tasks = [task(1), task(2)];
-        let out = AnswerOut {
+        let head = Answer {
             taken_at_unix_ns: 1,
             taken_at_boottime_ns: 2,
             boot_time_unix_s: 3,
-            tasks: tasks.iter().map(Cow::Borrowed).collect(),
             stats: SnapshotStats::default(),
             pass_ns: 4,
             pass: "walk".into(),
             shared_by: 1,
+            tasks: 2,
+            chunks: 1,
         };
-        let f = answer(&out).unwrap();
-        let (k, p) = read_frame(&mut &f[..], MAX_ANSWER).unwrap();
+        let f = answer(&head).expect("round trip");
+        let (k, p) = read_frame(&mut &f[..], MAX_ANSWER).expect("round trip");
         assert_eq!(k, Kind::Answer);
-        let a = decode_answer(&p).unwrap();
-        assert_eq!(a.tasks, tasks);
-        assert_eq!(a.pass, "walk");
+        let a = decode_answer(&p).expect("round trip");
+        assert_eq!((a.tasks, a.chunks, a.pass.as_str()), (2, 1, "walk"));
+        let rows: Vec<Cow<'_, Task>> = tasks.iter().map(Cow::Borrowed).collect();
+        let f = super::tasks(&rows).expect("round trip");
+        let (k, p) = read_frame(&mut &f[..], MAX_ANSWER).expect("round trip");
+        assert_eq!(k, Kind::Tasks);
+        let mut got = Vec::new();
+        decode_tasks(&p, &mut got).expect("round trip");
+        assert_eq!(got, tasks);
+        // A head whose chunks cannot hold its tasks, or too many tasks: malformed.
+        for (tasks, chunks) in [(2, 0), (2, 2), (MAX_TASKS + 1, 4097)] {
+            let f = answer(&Answer {
+                tasks,
+                chunks,
+                ..head.clone()
+            })
+            .expect("encode");
+            let (_, p) = read_frame(&mut &f[..], MAX_ANSWER).expect("frame");
+            assert!(
+                decode_answer(&p).is_err(),
+                "{tasks} tasks in {chunks} chunks"
+            );
+        }
     }
 
     #[test]
@@ -333,8 +375,12 @@ mod tests {
             Err(WireError::Closed)
         ));
         for junk in [&b""[..], b"\xff\xff\xff\xff\xff", b"\x07", b"\x00\x01\x02"] {
-            assert!(decode_request(junk).is_err());
-            assert!(decode_answer(junk).is_err());
+            assert!(decode_request(junk).is_err(), "request {junk:?}");
+            assert!(decode_answer(junk).is_err(), "answer {junk:?}");
+            assert!(
+                decode_tasks(junk, &mut Vec::new()).is_err(),
+                "tasks {junk:?}"
+            );
         }
     }
 }
