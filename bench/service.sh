@@ -10,7 +10,7 @@
 #     (bench/python.py), through the service and on /proc.
 #
 #   bench/service.sh [N]            default 50000
-#   RUNS=10 WINDOW=30 bench/service.sh 50000
+#   RUNS=10 PY_RUNS=5 WINDOW=30 bench/service.sh 50000
 #   PYTHON=0 TOP=0 ...              skip the Python or the top rows
 #
 # Runs as root: it raises the task limits, starts the service (`tasksnap serve --no-metrics
@@ -22,6 +22,7 @@ TS_BUILD=$PWD/target/release/tasksnap
 LG=$PWD/target/release/tasksnap-loadgen
 N=${1:-50000}
 RUNS=${RUNS:-10}
+PY_RUNS=${PY_RUNS:-5}
 WINDOW=${WINDOW:-30}
 PYTHON=${PYTHON:-1}
 TOP=${TOP:-1}
@@ -150,7 +151,7 @@ if [ "$PYTHON" = 1 ]; then
     env=()
     [ "$mode" = procfs ] && env=(TASKSNAP_NO_SERVICE=1)
     line=$(cd /tmp && as_nobody "${env[@]}" "$PY" "$OLDPWD/bench/python.py" iter \
-      --runs "$RUNS" --attrs "$attrs" 2>/dev/null | tail -1)
+      --runs "$PY_RUNS" --attrs "$attrs" 2>/dev/null | tail -1)
     echo "$line" >"$OUT/service-python-$mode-$N.json"
     python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%-10s backend %-8s tasksnap %8.1f ms  psutil %8.1f ms  psutil/tasksnap %5.1fx' % (sys.argv[2], d['backend'], d['tasksnap_median_ms'], d['psutil_median_ms'], d['ratio']))" "$line" "$mode"
   done
