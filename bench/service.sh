@@ -27,7 +27,8 @@ WINDOW=${WINDOW:-30}
 PYTHON=${PYTHON:-1}
 TOP=${TOP:-1}
 OUT=${OUT:-target/bench}
-VENV=target/py-bench
+# A virtualenv of its own, made from a Python nobody can run (one under /root is not).
+VENV=target/py-service-bench
 if [ "$(id -u)" != 0 ]; then
   echo "bench/service.sh runs as root (it starts the service and measures as nobody)" >&2
   exit 1
@@ -41,7 +42,17 @@ mkdir -p "$OUT"
 
 if [ "$PYTHON" = 1 ]; then
   if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
+    base=""
+    for c in python3 /usr/bin/python3 /usr/local/bin/python3; do
+      c=$(command -v "$c") || continue
+      if setpriv --reuid=65534 --regid=65534 --clear-groups "$c" -c \
+        'import sys, venv; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
+        base=$c
+        break
+      fi
+    done
+    [ -n "$base" ] || { echo "no Python 3.9+ that nobody can run (PYTHON=0 skips)" >&2; exit 1; }
+    "$base" -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check psutil pyarrow maturin
   fi
   (cd python && CARGO_TARGET_DIR="$PWD/../target" "../$VENV/bin/maturin" build --release --quiet \
