@@ -4,14 +4,16 @@
 //! another client, or show anyone more.
 //!
 //! - Every specifier procps's `ps L` lists, side by side in a few `-o` lists (with and
-//!   without `-L`), and `-ef`, `aux`, `-eLf`: as nobody and as a user the test creates
+//!   without `-L`), and `-ef`, `aux`, `-eLf`, `-el`: as nobody and as a user the test creates
 //!   (`tasksnap-test`, removed again only when this test made it), through the service
 //!   (`--backend service`), through /proc (`TASKSNAP_NO_SERVICE=1`) and by procps `ps`, on
 //!   the rows of what the test spawned: the caller's own process, another user's, root's, a
 //!   non-dumpable one of the caller's, a setuid-started one (real uid the caller's, effective
 //!   uid root, as after exec of a setuid-root program) and one in another pid namespace.
-//! - The same caller in a private mount namespace whose /proc is mounted `hidepid=invisible`,
-//!   `subset=pid` or both: the service reads the caller's mount options itself.
+//! - Nobody in a private mount namespace whose /proc is mounted `hidepid=invisible`,
+//!   `subset=pid`, both, or `hidepid=noaccess`: the service reads the caller's mount options
+//!   itself, and shows what that /proc shows (with `hidepid=invisible`, only nobody's own
+//!   dumpable process of those spawned; procps where it runs without /proc/stat).
 //! - Hostile clients (as nobody, from a copy of this test binary): garbage, another version,
 //!   a huge length, half a frame then silence, a reader that never reads, 1,000 connections at
 //!   once; meanwhile another user's `ps` is answered, and no answer holds a field /proc would
