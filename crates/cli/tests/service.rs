@@ -685,7 +685,7 @@ fn says_service(caller: &Caller<'_>) -> Result<(), String> {
     for source in [Source::Service, Source::Auto] {
         let o = caller.ps(source, &["--verbose", "-p", "1"]);
         let e = String::from_utf8_lossy(&o.stderr).into_owned();
-        if o.code != Some(0) || !e.contains("service") {
+        if o.code != Some(0) || !e.contains("tasksnap: backend service read") {
             return Err(format!(
                 "{}: ps --verbose ({source:?}) exited {:?} and said {e:?}",
                 caller.name, o.code
