@@ -11,7 +11,7 @@
 //!   non-dumpable one of the caller's, a setuid-started one (real uid the caller's, effective
 //!   uid root, as after exec of a setuid-root program) and one in another pid namespace.
 //! - Nobody in a private mount namespace whose /proc is mounted `hidepid=invisible`,
-//!   `subset=pid`, both, or `hidepid=noaccess`: the service reads the caller's mount options
+//!   `subset=pid`, both, `hidepid=ptraceable` or `hidepid=noaccess`: the service reads the caller's mount options
 //!   itself, and shows what that /proc shows (with `hidepid=invisible`, only nobody's own
 //!   dumpable process of those spawned; procps where it runs without /proc/stat).
 //! - Hostile clients (as nobody, from a copy of this test binary): garbage, another version,
@@ -817,6 +817,7 @@ fn hidepid_and_subset_pid_are_the_callers_own_proc_mounts() {
         "hidepid=invisible",
         "subset=pid",
         "hidepid=invisible,subset=pid",
+        "hidepid=ptraceable",
         "hidepid=noaccess",
     ] {
         let caller = Caller {
@@ -844,16 +845,17 @@ fn hidepid_and_subset_pid_are_the_callers_own_proc_mounts() {
                 with_procps,
             ) {
                 Ok(seen) => {
-                    let expected: HashSet<i32> = if opts.starts_with("hidepid=invisible") {
-                        // Only what nobody may ptrace: its own dumpable process.
-                        [own].into()
-                    } else if opts == "subset=pid" {
-                        [own, nondumpable, other, root].into()
-                    } else {
-                        // noaccess: listed, but only what may be read is printed; whatever
-                        // it is, the three sources agreed on it above.
-                        seen.clone()
-                    };
+                    let expected: HashSet<i32> =
+                        if opts.starts_with("hidepid=invisible") || opts == "hidepid=ptraceable" {
+                            // Only what nobody may ptrace: its own dumpable process.
+                            [own].into()
+                        } else if opts == "subset=pid" {
+                            [own, nondumpable, other, root].into()
+                        } else {
+                            // noaccess: listed, but only what may be read is printed; whatever
+                            // it is, the three sources agreed on it above.
+                            seen.clone()
+                        };
                     if seen != expected {
                         failures.push(format!(
                             "{} {args:?}: rows for {seen:?}, expected {expected:?} \
