@@ -674,9 +674,22 @@ fn row_pid(header: &[u8], row: &[u8]) -> Option<i32> {
 }
 
 /// A copy of tasksnap every user can execute (the checkout may be out of their reach).
+/// Made once per run of this binary (a copy is some 190 MB) and removed at exit (a static is
+/// never dropped).
 fn tasksnap_copy() -> &'static str {
     static COPY: OnceLock<common::NobodyBin> = OnceLock::new();
-    &COPY.get_or_init(common::NobodyBin::new).path
+    extern "C" fn at_exit() {
+        if let Some(c) = COPY.get() {
+            let _ = std::fs::remove_file(&c.path);
+        }
+    }
+    &COPY
+        .get_or_init(|| {
+            // SAFETY: registering a plain extern "C" function.
+            unsafe { libc::atexit(at_exit) };
+            common::NobodyBin::new()
+        })
+        .path
 }
 
 /// `--verbose` of a ps through the service names it as the backend, with `--backend=service`
