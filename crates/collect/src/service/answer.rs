@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::ffi::CString;
 use std::path::Path;
 
-use tasksnap_model::{Groups, Snapshot, Task};
+use tasksnap_model::{Groups, Snapshot, Task, TaskId};
 
 use super::peer::Caller;
 use super::visibility;
@@ -24,6 +24,8 @@ pub struct Pass {
     pub how: String,
     /// How many requests it answers.
     pub shared_by: u32,
+    /// Its generation (increasing), which a client names as its `since`.
+    pub generation: u64,
 }
 
 /// Whether the mm of `task` is dumpable (`get_dumpable() == SUID_DUMP_USER`), as procfs
@@ -48,17 +50,25 @@ pub fn dumpable_by_owner(proc_root: &Path, task: &Task) -> bool {
 /// The frames answering `asked` for `caller` from `pass`, in order: the head, then the
 /// rows the caller may see ([`wire::CHUNK_TASKS`] a frame), each with what procfs would show
 /// it; each frame is encoded only when asked for, so a writer holds one at a time.
-/// `proc_root` is the service's /proc (for the dumpable question).
+/// With `since` (the pass of the caller's last answer to the same query, which it holds),
+/// only the rows that differ from that answer go, and the head lists the rows gone: every
+/// value is still this pass's, so the caller's copy after applying them is exactly what a
+/// whole answer would be. `proc_root` is the service's /proc (for the dumpable question).
 pub fn frames<'a>(
     caller: &Caller,
     asked: &Groups,
     pass: &'a Pass,
+    since: Option<&Pass>,
     proc_root: &Path,
 ) -> impl Iterator<Item = Result<Vec<u8>, postcard::Error>> + 'a {
-    let rows: Vec<Cow<'a, Task>> =
-        visibility::view(caller, asked, &pass.snapshot.tasks, &mut |t| {
-            dumpable_by_owner(proc_root, t)
-        });
+    let mut dumpable = |t: &Task| dumpable_by_owner(proc_root, t);
+    let mut rows: Vec<Cow<'a, Task>> =
+        visibility::view(caller, asked, &pass.snapshot.tasks, &mut dumpable);
+    let mut gone = Vec::new();
+    if let Some(before) = since {
+        let old = visibility::view(caller, asked, &before.snapshot.tasks, &mut dumpable);
+        (rows, gone) = differ(rows, &old);
+    }
     let s = &pass.snapshot;
     let head = wire::answer(&Answer {
         taken_at_unix_ns: s.taken_at_unix_ns,
@@ -70,10 +80,67 @@ pub fn frames<'a>(
         shared_by: pass.shared_by,
         tasks: rows.len() as u64,
         chunks: rows.len().div_ceil(wire::CHUNK_TASKS) as u32,
+        generation: pass.generation,
+        full: since.is_none(),
+        gone,
     });
     let chunks = (0..rows.len().div_ceil(wire::CHUNK_TASKS)).map(move |i| {
         let end = ((i + 1) * wire::CHUNK_TASKS).min(rows.len());
         wire::tasks(&rows[i * wire::CHUNK_TASKS..end])
     });
     std::iter::once(head).chain(chunks)
+}
+
+/// The rows of `new` that are not in `old` as they are (new, or changed), and the identities
+/// of `old`'s rows not in `new`. Both are in the passes' order, ascending (tgid, tid).
+fn differ<'a>(new: Vec<Cow<'a, Task>>, old: &[Cow<'_, Task>]) -> (Vec<Cow<'a, Task>>, Vec<TaskId>) {
+    let key = |t: &Task| (t.id.tgid, t.id.tid, t.id.start_time_ns);
+    let mut changed = Vec::new();
+    let mut gone = Vec::new();
+    let mut o = old.iter().peekable();
+    for row in new {
+        while let Some(prev) = o.next_if(|p| key(p) < key(&row)) {
+            gone.push(prev.id);
+        }
+        match o.next_if(|p| key(p) == key(&row)) {
+            Some(prev) if **prev == *row => {}
+            _ => changed.push(row),
+        }
+    }
+    gone.extend(o.map(|p| p.id));
+    (changed, gone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(pid: i32, start: u64, utime: u64) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid: pid,
+            tid: pid,
+            start_time_ns: start,
+        });
+        t.stat = Some(tasksnap_model::Stat {
+            utime_ns: utime,
+            ..Default::default()
+        });
+        t
+    }
+
+    #[test]
+    fn only_what_differs_goes_and_what_went_is_named() {
+        let old = [t(1, 1, 5), t(2, 1, 5), t(3, 1, 5), t(5, 1, 5)];
+        // 2 changed, 3 gone, 4 new, 5 reused (another start time), 1 as it was.
+        let new = [t(1, 1, 5), t(2, 1, 6), t(4, 1, 0), t(5, 2, 0)];
+        let old: Vec<Cow<'_, Task>> = old.iter().map(Cow::Borrowed).collect();
+        let (changed, gone) = differ(new.iter().map(Cow::Borrowed).collect(), &old);
+        let ids: Vec<(i32, u64)> = changed
+            .iter()
+            .map(|r| (r.id.tgid, r.id.start_time_ns))
+            .collect();
+        assert_eq!(ids, [(2, 1), (4, 1), (5, 2)]);
+        let gone: Vec<(i32, u64)> = gone.iter().map(|g| (g.tgid, g.start_time_ns)).collect();
+        assert_eq!(gone, [(3, 1), (5, 1)]);
+    }
 }

@@ -75,6 +75,9 @@ pub fn present(path: &Path) -> bool {
 
 /// One request answered: the snapshot, and what it cost.
 struct Answered {
+    generation: u64,
+    full: bool,
+    gone: Vec<tasksnap_model::TaskId>,
     snapshot: Snapshot,
     pass: String,
     pass_ns: u64,
@@ -84,14 +87,15 @@ struct Answered {
     decode: Duration,
 }
 
-/// Asks the service at `path` for `query`.
-fn ask(path: &Path, query: &Query) -> Result<Answered, String> {
+/// Asks the service at `path` for `query` (only what changed since the answer of generation
+/// `since`, when given and the service still has it).
+fn ask(path: &Path, query: &Query, since: Option<u64>) -> Result<Answered, String> {
     let mut s = connect(path)?;
     let said = |e: wire::WireError| format!("{}: {e}", path.display());
     s.set_write_timeout(Some(ACCEPT_DEADLINE))
         .and_then(|()| s.set_read_timeout(Some(ACCEPT_DEADLINE)))
         .map_err(|e| said(e.into()))?;
-    s.write_all(&wire::request(query))
+    s.write_all(&wire::request(query, since))
         .map_err(|e| said(e.into()))?;
     let refused = |p: &[u8]| {
         format!(
@@ -146,7 +150,13 @@ fn ask(path: &Path, query: &Query) -> Result<Answered, String> {
     if tasks.len() as u64 != a.tasks {
         return Err(said(wire::WireError::Malformed(Kind::Tasks)));
     }
+    if !a.full && since.is_none() {
+        return Err(said(wire::WireError::Malformed(Kind::Answer)));
+    }
     Ok(Answered {
+        generation: a.generation,
+        full: a.full,
+        gone: a.gone,
         bytes,
         decode,
         snapshot: Snapshot {
@@ -179,6 +189,8 @@ pub struct ServiceCollector {
     report: PassReport,
     /// Why this collector was chosen, for `-v`.
     why: String,
+    /// The query and generation of the last whole or changed answer a live view holds.
+    last: Option<(Query, u64)>,
 }
 
 impl ServiceCollector {
@@ -199,6 +211,7 @@ impl ServiceCollector {
             local: None,
             report: PassReport::new(Backend::Service, why.clone()),
             why,
+            last: None,
         }
     }
 
@@ -211,18 +224,21 @@ impl ServiceCollector {
     }
 }
 
-impl Collector for ServiceCollector {
-    fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
+impl ServiceCollector {
+    /// One request: the answer (whole, or what changed since `since`), else /proc's whole
+    /// snapshot (or an error when insisting).
+    fn request(&mut self, query: &Query, since: Option<u64>) -> Result<crate::Changes, Error> {
         let started = Instant::now();
-        match ask(&self.socket, query) {
+        match ask(&self.socket, query, since) {
             Ok(a) => {
                 let total = started.elapsed();
                 let pass = Duration::from_nanos(a.pass_ns);
                 let mut r = PassReport::new(Backend::Service, self.why.clone());
                 r.pass = format!(
-                    "the service's pass: {} ({} tasks, {} bytes{})",
+                    "the service's pass: {} ({} {}tasks, {} bytes{})",
                     a.pass,
                     a.snapshot.tasks.len(),
+                    if a.full { "" } else { "changed " },
                     a.bytes,
                     if a.shared_by > 1 {
                         format!(", shared by {} requests", a.shared_by)
@@ -235,21 +251,48 @@ impl Collector for ServiceCollector {
                     ("answer", total.saturating_sub(pass + a.decode)),
                     ("decode", a.decode),
                 ];
+                if !a.full {
+                    r.changed = Some(a.snapshot.tasks.len());
+                }
                 self.report = r;
-                Ok(a.snapshot)
+                self.last = Some((query.clone(), a.generation));
+                Ok(crate::Changes {
+                    snapshot: a.snapshot,
+                    full: a.full,
+                    gone: a.gone,
+                })
             }
             Err(why) if self.insist => Err(Error::Unsupported(format!(
                 "the query service did not answer: {why}"
             ))),
             Err(why) => {
+                self.last = None;
                 let mut snap = self.local()?.snapshot(query)?;
                 snap.backend = Backend::Procfs;
                 let mut r = self.local()?.report();
                 r.why = format!("procfs: the query service did not answer: {why}");
                 self.report = r;
-                Ok(snap)
+                Ok(crate::Changes {
+                    snapshot: snap,
+                    full: true,
+                    gone: Vec::new(),
+                })
             }
         }
+    }
+
+    /// The generation of the last answer when it was to `query`.
+    fn since(&self, query: &Query) -> Option<u64> {
+        self.last
+            .as_ref()
+            .filter(|(q, _)| q == query)
+            .map(|&(_, g)| g)
+    }
+}
+
+impl Collector for ServiceCollector {
+    fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        Ok(self.request(query, None)?.snapshot)
     }
 
     fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<Filled, Error> {
@@ -270,16 +313,16 @@ impl Collector for ServiceCollector {
     }
 }
 
+/// A live view (`top`) through the service: each refresh is a whole pass in the service, of
+/// which only the rows that differ from the last answer travel (and are decoded and handled
+/// here); a whole answer when the service no longer has the last one, or the query changed.
 impl LiveCollector for ServiceCollector {
     fn changes(&mut self, query: &Query) -> Result<crate::Changes, Error> {
-        Ok(crate::Changes {
-            snapshot: self.snapshot(query)?,
-            full: true,
-            gone: Vec::new(),
-        })
+        let since = self.since(query);
+        self.request(query, since)
     }
 
-    fn next_changes_full(&self, _query: &Query) -> bool {
-        true
+    fn next_changes_full(&self, query: &Query) -> bool {
+        self.since(query).is_none()
     }
 }

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
-use tasksnap_model::{Query, SnapshotStats, Task};
+use tasksnap_model::{Query, SnapshotStats, Task, TaskId};
 
 /// The header's first three bytes.
 pub const MAGIC: [u8; 3] = *b"TSQ";
@@ -103,6 +103,10 @@ pub enum WireError {
 pub struct Request {
     /// Which tasks and groups.
     pub query: Query,
+    /// The generation of this client's last answer to the same query, when it holds that
+    /// answer's rows (a live view): the service may then send only the rows that differ
+    /// from it, and the identities of those gone.
+    pub since: Option<u64>,
 }
 
 /// The answer to a request: the pass it comes from and what follows. The same layout both
@@ -127,6 +131,14 @@ pub struct Answer {
     pub tasks: u64,
     /// How many `Tasks` frames follow.
     pub chunks: u32,
+    /// This pass's generation, for the client's next `since`.
+    pub generation: u64,
+    /// True when the rows are every row the caller may see; false when they are the rows
+    /// that differ from the answer of the request's `since` (new or changed), and `gone`
+    /// lists the rows of that answer the caller sees no more.
+    pub full: bool,
+    /// See `full`.
+    pub gone: Vec<TaskId>,
 }
 
 /// A frame with an empty payload.
@@ -159,13 +171,14 @@ fn append<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) -> Result<(), pos
     Ok(())
 }
 
-/// The frame of a request.
-pub fn request(query: &Query) -> Vec<u8> {
+/// The frame of a request (`since`: see [`Request::since`]).
+pub fn request(query: &Query, since: Option<u64>) -> Vec<u8> {
     frame(Kind::Request, |b| {
         append(
             b,
             &Request {
                 query: query.clone(),
+                since,
             },
         )
     })
@@ -242,18 +255,19 @@ fn whole<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Option<T> {
     }
 }
 
-/// The query of a request payload.
-pub fn decode_request(payload: &[u8]) -> Result<Query, WireError> {
-    whole::<Request>(payload)
-        .map(|r| r.query)
-        .ok_or(WireError::Malformed(Kind::Request))
+/// The request of a request payload.
+pub fn decode_request(payload: &[u8]) -> Result<Request, WireError> {
+    whole::<Request>(payload).ok_or(WireError::Malformed(Kind::Request))
 }
 
 /// The head of an answer payload, checked: a count beyond [`MAX_TASKS`], or chunks that
 /// cannot hold the tasks, is malformed.
 pub fn decode_answer(payload: &[u8]) -> Result<Answer, WireError> {
     let a = whole::<Answer>(payload).ok_or(WireError::Malformed(Kind::Answer))?;
-    if a.tasks > MAX_TASKS || a.chunks as u64 != a.tasks.div_ceil(CHUNK_TASKS as u64) {
+    if a.tasks > MAX_TASKS
+        || a.gone.len() as u64 > MAX_TASKS
+        || a.chunks as u64 != a.tasks.div_ceil(CHUNK_TASKS as u64)
+    {
         return Err(WireError::Malformed(Kind::Answer));
     }
     Ok(a)
@@ -335,10 +349,11 @@ mod tests {
     #[test]
     fn a_request_and_an_answer_round_trip() {
         let q = Query::new(Selector::AllThreads, Groups::all());
-        let f = request(&q);
+        let f = request(&q, Some(7));
         let (k, p) = read_frame(&mut &f[..], MAX_REQUEST).expect("round trip");
         assert_eq!(k, Kind::Request);
-        assert_eq!(decode_request(&p).expect("round trip"), q);
+        let r = decode_request(&p).expect("round trip");
+        assert_eq!((r.query, r.since), (q, Some(7)));
 
         let tasks = [task(1), task(2)];
         let head = Answer {
@@ -351,12 +366,16 @@ mod tests {
             shared_by: 1,
             tasks: 2,
             chunks: 1,
+            generation: 9,
+            full: false,
+            gone: vec![TaskId::default()],
         };
         let f = answer(&head).expect("round trip");
         let (k, p) = read_frame(&mut &f[..], MAX_ANSWER).expect("round trip");
         assert_eq!(k, Kind::Answer);
         let a = decode_answer(&p).expect("round trip");
         assert_eq!((a.tasks, a.chunks, a.pass.as_str()), (2, 1, "walk"));
+        assert_eq!((a.generation, a.full, a.gone.len()), (9, false, 1));
         let rows: Vec<Cow<'_, Task>> = tasks.iter().map(Cow::Borrowed).collect();
         let f = super::tasks(&rows).expect("round trip");
         let (k, p) = read_frame(&mut &f[..], MAX_ANSWER).expect("round trip");
@@ -387,7 +406,7 @@ mod tests {
             read_frame(&mut &b"GET / HTTP/1.1\r\n"[..], MAX_REQUEST),
             Err(WireError::Foreign { found: 0 })
         ));
-        let mut f = request(&Query::new(Selector::Pid(1), Groups::default()));
+        let mut f = request(&Query::new(Selector::Pid(1), Groups::default()), None);
         f[3] = 9;
         assert!(matches!(
             read_frame(&mut &f[..], MAX_REQUEST),
