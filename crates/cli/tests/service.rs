@@ -105,7 +105,7 @@ impl Service {
             if let Ok(mut s) = UnixStream::connect(&self.socket) {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
                 let q = Query::new(Selector::Pid(1), Groups::default());
-                if wire::send(&mut s, &wire::request(&q)).is_ok()
+                if wire::send(&mut s, &wire::request(&q, None)).is_ok()
                     && wire::read_frame(&mut s, wire::MAX_ANSWER).is_ok()
                 {
                     return;
@@ -1127,7 +1127,7 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
     // A request answered: Accepted, then an Answer that passes check_answer.
     let ask = |what: &str, s: &mut UnixStream| -> Result<Duration, String> {
         let t = Instant::now();
-        wire::send(s, &wire::request(&all)).map_err(|e| format!("{what}: send: {e}"))?;
+        wire::send(s, &wire::request(&all, None)).map_err(|e| format!("{what}: send: {e}"))?;
         loop {
             match reply(s)? {
                 Some((wire::Kind::Accepted, _)) => continue,
@@ -1219,7 +1219,7 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
     let mut slow = connect();
     let _ = wire::send(
         &mut slow,
-        &wire::request(&Query::new(Selector::AllThreads, Groups::all())),
+        &wire::request(&Query::new(Selector::AllThreads, Groups::all()), None),
     );
     std::thread::sleep(Duration::from_millis(200));
     match ask(
@@ -1244,7 +1244,7 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
             Ok(mut s) => {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
                 let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-                let _ = s.write_all(&wire::request(&all));
+                let _ = s.write_all(&wire::request(&all, None));
                 storm.push(s);
             }
             Err(_) => refused_connect += 1,
