@@ -563,8 +563,12 @@ fn cut(out: &[u8], pids: &HashSet<i32>, how: Cut) -> (Vec<u8>, Vec<Vec<u8>>) {
         if !pids.contains(&pid) {
             continue;
         }
+        // A pid wider than its header (procps narrows PID where subset=pid hides pid_max)
+        // runs into the next column: the mask starts past it, so the row keeps its pid.
+        let pid_end = field_end(line, pid_at);
         let mut row = line.to_vec();
         for &(from, to) in &spans {
+            let from = from.max(pid_end + 1);
             let to = to.min(row.len());
             if to > from {
                 row[from..to].fill(b'#');
@@ -661,6 +665,30 @@ fn compare(
         }
     }
     Ok(r0.iter().filter_map(|r| row_pid(h0, r)).collect())
+}
+
+/// The byte just past the `n`th whitespace-separated field of `line` (0 when there is none).
+fn field_end(line: &[u8], n: usize) -> usize {
+    let mut seen = 0;
+    let mut in_field = false;
+    for (i, &c) in line.iter().enumerate() {
+        if c.is_ascii_whitespace() {
+            if in_field {
+                if seen == n {
+                    return i;
+                }
+                seen += 1;
+            }
+            in_field = false;
+        } else {
+            in_field = true;
+        }
+    }
+    if in_field && seen == n {
+        line.len()
+    } else {
+        0
+    }
 }
 
 /// The pid of a row: its field under the header's PID, counted in fields.

@@ -191,6 +191,10 @@ pub struct ServiceCollector {
     why: String,
     /// The query and generation of the last whole or changed answer a live view holds.
     last: Option<(Query, u64)>,
+    /// The boot time this caller's own /proc gives (`btime` of its `stat`; 0 where it
+    /// hides it, `subset=pid`), read once: what its start times are reckoned from, as a
+    /// procfs read would, never the service's.
+    boot_time_unix_s: Option<u64>,
 }
 
 impl ServiceCollector {
@@ -212,6 +216,7 @@ impl ServiceCollector {
             report: PassReport::new(Backend::Service, why.clone()),
             why,
             last: None,
+            boot_time_unix_s: None,
         }
     }
 
@@ -230,7 +235,13 @@ impl ServiceCollector {
     fn request(&mut self, query: &Query, since: Option<u64>) -> Result<crate::Changes, Error> {
         let started = Instant::now();
         match ask(&self.socket, query, since) {
-            Ok(a) => {
+            Ok(mut a) => {
+                a.snapshot.boot_time_unix_s = *self.boot_time_unix_s.get_or_insert_with(|| {
+                    crate::sys::read_small_file(&self.proc_root.join("stat"))
+                        .ok()
+                        .and_then(|b| tasksnap_procfs::parse::parse_btime(&b).ok())
+                        .unwrap_or(0)
+                });
                 let total = started.elapsed();
                 let pass = Duration::from_nanos(a.pass_ns);
                 let mut r = PassReport::new(Backend::Service, self.why.clone());
