@@ -45,6 +45,8 @@ pub const MAX_CLIENTS_PER_UID: usize = 8;
 pub const RATE_PER_S: f64 = 50.0;
 /// See [`RATE_PER_S`].
 pub const BURST: f64 = 100.0;
+/// The send buffer asked for each answer's connection.
+const SEND_BUFFER_BYTES: usize = 2 << 20;
 /// How long a client has to send its request once connected.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(1);
 /// How long a client has to take each part of its answer.
@@ -82,8 +84,9 @@ struct Job {
     reply: Reply,
 }
 
-/// Passes kept after they are answered, for clients that hold them to be sent only what
-/// changed (a live view's next refresh): a few, each tens of MB at 50,000 tasks.
+/// Queries whose last pass is kept after it is answered, for clients that hold it to be
+/// sent only what changed (a live view's next refresh): a few, each tens of MB at 50,000
+/// tasks.
 const KEPT_PASSES: usize = 4;
 
 /// Per-uid admission: clients now, and a token bucket of requests.
@@ -353,6 +356,22 @@ fn turn_away(stream: UnixStream, frame: &[u8]) {
     let _ = (&stream).write_all(frame);
 }
 
+/// Asks for a send buffer of `bytes` on `stream` (best effort).
+fn set_send_buffer(stream: &UnixStream, bytes: usize) {
+    let v = bytes.min(i32::MAX as usize) as libc::c_int;
+    // SAFETY: setsockopt on a socket this thread owns, with a pointer to a c_int that lives
+    // for the call and its size.
+    unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(stream),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
 /// Writes `bytes` whole by `deadline`, each write bounded by the socket's write timeout.
 fn write_by(stream: &mut UnixStream, bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
     let mut at = 0;
@@ -425,6 +444,9 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
         Ok(Err(e)) => return refuse(&stream, &format!("the pass failed: {e}")),
         Err(_) => return refuse(&stream, "no pass in time"),
     };
+    // Room for a few chunks in flight, so that encoding the next one overlaps the client's
+    // decoding of the last (the kernel caps it at net.core.wmem_max).
+    set_send_buffer(&stream, SEND_BUFFER_BYTES);
     let deadline = Instant::now() + ANSWER_DEADLINE;
     let frames = answer::frames(
         &caller,
@@ -530,6 +552,13 @@ fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
                 let _ = reply.send(answer);
             }
             if let Ok(p) = result {
+                // One pass kept per query, the latest (a live view's next `since`): the one
+                // before it is let go, so that two vectors of tasks take turns.
+                if let Some(at) = kept.iter().position(|(q, _)| *q == query) {
+                    if let Some((_, old)) = kept.remove(at) {
+                        retired.push(old);
+                    }
+                }
                 kept.push_back((query, p));
                 while kept.len() > KEPT_PASSES {
                     if let Some((_, old)) = kept.pop_front() {
