@@ -374,20 +374,21 @@ fn keep_heap() {
     }
 }
 
-/// Starts the query socket, saying why when it cannot (the exporter goes on without it).
-fn start_queries(args: &Args) -> Option<query::QueryService> {
-    if args.no_query_socket {
-        return None;
+/// Starts the query socket; when it cannot, why (said after the start line: the exporter
+/// goes on without it). Not on a fake /proc tree (a test's), which the BPF pass does not read.
+fn start_queries(args: &Args) -> (Option<query::QueryService>, Option<String>) {
+    if args.no_query_socket || !tasksnap_collect::HostOptions::from_env().is_this_kernel() {
+        return (None, None);
     }
     match query::start(&args.query_socket) {
-        Ok(q) => Some(q),
-        Err(e) => {
-            warn!(
+        Ok(q) => (Some(q), None),
+        Err(e) => (
+            None,
+            Some(format!(
                 "tasksnap serve: no query socket at {}: {e}",
                 args.query_socket.display()
-            );
-            None
-        }
+            )),
+        ),
     }
 }
 
@@ -463,7 +464,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
         }
     };
     // Before any thread drops its capabilities: its threads keep what they need.
-    let mut queries = start_queries(args);
+    let (mut queries, queries_missing) = start_queries(args);
     let shared = Arc::new(Shared {
         exposition: RwLock::new(Arc::new(Exposition {
             openmetrics: Arc::from(Vec::new()),
@@ -576,6 +577,9 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
             started.exits.as_deref().unwrap_or("none"),
             started.first_ms,
         );
+        if let Some(why) = &queries_missing {
+            warn!("{why}");
+        }
         // After the start line (which names the address); tasksnap_source_info says
         // exits="none" too, --quiet or not.
         if let Err(why) = &started.exits {

@@ -193,6 +193,11 @@ pub fn start(path: &Path) -> Result<QueryService, String> {
         dir.chmod((meta.mode & 0o7777) | 0o055)
             .map_err(|e| e.to_string())?;
     }
+    // A service already answering there keeps its socket (a second `serve`, a test's, must
+    // not take it over); a socket nobody listens on is an earlier run's, replaced.
+    if UnixStream::connect(path).is_ok() {
+        return Err("another tasksnap serve answers there".into());
+    }
     let listener = dir.bind_socket(&name, 0o666).map_err(|e| e.to_string())?;
     let state = Arc::new(State {
         stop: AtomicBool::new(false),
