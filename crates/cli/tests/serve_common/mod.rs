@@ -47,7 +47,9 @@ impl Server {
         }
         let mut child = cmd
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
+            // The exporter alone: a query socket at the shared default path would be found by
+            // other tests' non-root ps (the service has tests of its own).
+            .args(["--listen", "127.0.0.1:0", "--no-query-socket"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
