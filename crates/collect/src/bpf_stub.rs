@@ -66,6 +66,11 @@ impl BpfCollector {
         not_built()
     }
 
+    /// Says why there is no BPF backend (so no query service).
+    pub fn for_service() -> Result<BpfCollector, Unavailable> {
+        not_built()
+    }
+
     /// Says why there is no BPF backend.
     pub fn load_fresh(_cmdline: bool, _walk: bool) -> Result<BpfCollector, Unavailable> {
         not_built()
