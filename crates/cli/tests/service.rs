@@ -835,6 +835,77 @@ fn every_specifier_through_the_service_matches_procfs_and_procps_for_two_users()
     );
 }
 
+/// `top` through the service: after the first (whole) answer, each refresh gets only the rows
+/// that changed (the header says how many), and the spawned processes, asleep and unchanged,
+/// stay on every screen (the caller's copy of the last answer, kept whole).
+#[test]
+fn top_through_the_service_gets_a_whole_answer_then_the_changed_rows() {
+    if !root_or_skip("top as nobody through the query service") {
+        return;
+    }
+    let socket = shared_service();
+    let mut sp = Spawned::default();
+    let own = sp.sleep_as("nobody's sleep", NOBODY, NOBODY);
+    let root = sp.sleep_as("root's sleep", 0, 0);
+    let out = Command::new("setpriv")
+        .args([
+            &format!("--reuid={NOBODY}"),
+            &format!("--regid={NOBODY}"),
+            "--clear-groups",
+            "--",
+            tasksnap_copy(),
+            "top",
+            "-b",
+            "-n",
+            "3",
+            "-d",
+            "0.2",
+            "--backend=service",
+        ])
+        .env("TASKSNAP_QUERY_SOCKET", socket)
+        .env("LC_ALL", "C")
+        .env_remove("TASKSNAP_NO_SERVICE")
+        .current_dir("/")
+        .output()
+        .expect("run top");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let screens: Vec<&str> = text.split("top - ").skip(1).collect();
+    assert_eq!(screens.len(), 3, "{text}");
+    for (i, screen) in screens.iter().enumerate() {
+        let head: String = screen.lines().take(8).collect::<Vec<_>>().join("\n");
+        assert!(
+            head.contains("service"),
+            "screen {i} not from the service: {head}"
+        );
+        // Batch top refreshes once before its first screen (a baseline for %CPU): every
+        // screen comes from an answer of the rows that changed, fewer than the rows shown.
+        let counts = head.split(" tasks (").nth(1).and_then(|r| {
+            let changed: usize = r.split(' ').next()?.parse().ok()?;
+            let before = head.split(" tasks (").next()?;
+            let total: usize = before.rsplit(' ').next()?.parse().ok()?;
+            Some((changed, total))
+        });
+        assert!(
+            matches!(counts, Some((changed, total)) if changed < total),
+            "screen {i}: not from only the rows that changed: {head}"
+        );
+        for pid in [own, root] {
+            assert!(
+                screen
+                    .lines()
+                    .any(|l| l.split_whitespace().next() == Some(pid.to_string().as_str())),
+                "screen {i} lacks {pid}"
+            );
+        }
+    }
+}
+
 #[test]
 fn hidepid_and_subset_pid_are_the_callers_own_proc_mounts() {
     if !root_or_skip("hidepid in a private mount namespace through the query service") {
