@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from test_unprivileged import _nobody_can_run, _reachable_copy
+from test_unprivileged import _nobody_python, _reachable_copy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLI = os.environ.get("TASKSNAP_CLI") or os.path.join(HERE, "..", "..", "target", "debug", "tasksnap")
@@ -131,13 +131,7 @@ def test_process_iter_through_the_service_matches_psutil_as_nobody(service):
         os.mkdir(home)
         os.chmod(home, 0o777)
         _reachable_copy(site)
-        candidates = dict.fromkeys(
-            [sys.executable, os.path.realpath(sys.executable),
-             getattr(sys, "_base_executable", sys.executable),
-             shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}") or "",
-             *(f"{d}/python{sys.version_info[0]}.{sys.version_info[1]}"
-               for d in ("/usr/bin", "/usr/local/bin"))])
-        python = next((c for c in candidates if c and _nobody_can_run(as_user(NOBODY), c)), None)
+        python = _nobody_python(as_user(NOBODY))
         if python is None:
             _privileged_or_skip(f"no Python {sys.version_info[:2]} nobody can run")
 

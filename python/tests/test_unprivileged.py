@@ -58,6 +58,19 @@ def _nobody_can_run(argv_prefix, python):
     return r.returncode == 0 and r.stdout.strip() == str(tuple(sys.version_info[:2]))
 
 
+def _nobody_python(argv_prefix):
+    """The interpreter nobody runs: the virtualenv's when nobody can reach it, else the one
+    it was made from (a virtualenv inside a 0700 checkout is out of nobody's reach); None
+    when none is."""
+    candidates = dict.fromkeys(
+        [sys.executable, os.path.realpath(sys.executable),
+         getattr(sys, "_base_executable", sys.executable),
+         shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}") or "",
+         *(f"{d}/python{sys.version_info[0]}.{sys.version_info[1]}"
+           for d in ("/usr/bin", "/usr/local/bin"))])
+    return next((c for c in candidates if c and _nobody_can_run(argv_prefix, c)), None)
+
+
 def _reachable_copy(dest):
     """Copies the two packages the checks import (tasksnap as built here, and psutil) into
     `dest`, readable by everyone: the checkout and its virtualenv may sit in a directory
@@ -93,15 +106,7 @@ def test_unprivileged_caller_gets_procfs_and_access_denied():
         os.mkdir(home)
         os.chmod(home, 0o777)
         _reachable_copy(site)
-        # The interpreter: the virtualenv's when nobody can reach it, else the one it was
-        # made from (a virtualenv inside a 0700 checkout is out of nobody's reach).
-        candidates = dict.fromkeys(
-            [sys.executable, os.path.realpath(sys.executable),
-             getattr(sys, "_base_executable", sys.executable),
-             shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}") or "",
-             *(f"{d}/python{sys.version_info[0]}.{sys.version_info[1]}"
-               for d in ("/usr/bin", "/usr/local/bin"))])
-        python = next((c for c in candidates if c and _nobody_can_run(prefix, c)), None)
+        python = _nobody_python(prefix)
         if python is None:
             msg = f"no Python {sys.version_info[:2]} that user nobody can run: {list(candidates)}"
             if os.environ.get("TASKSNAP_REQUIRE_PRIVILEGED") == "1":
