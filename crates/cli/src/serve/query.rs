@@ -183,6 +183,13 @@ impl std::fmt::Debug for QueryService {
 /// before the calling thread drops its capabilities: the threads it starts keep what reading
 /// callers' /proc entries needs.
 pub fn start(path: &Path) -> Result<QueryService, String> {
+    if tasksnap_safefile::euid() != 0 {
+        return Err(
+            "it needs root: its passes come from BPF programs only root loads (run serve as \
+             root, or with --no-query-socket)"
+                .into(),
+        );
+    }
     let (parent, name) = tasksnap_safefile::split_path(path)
         .ok_or_else(|| format!("{}: not a socket path", path.display()))?;
     let dir = Dir::create_private(&parent, 0o755).map_err(|e| e.to_string())?;
