@@ -39,6 +39,9 @@ use tasksnap_safefile::Dir;
 /// Clients served at once; more are answered `Busy` (each may hold an answer being encoded,
 /// tens of MB at 100,000 tasks).
 pub const MAX_CLIENTS: usize = 32;
+/// Requests waiting for a pass at most; beyond, `Busy` (a queue of distinct expensive
+/// queries would keep every caller past its deadline).
+const MAX_WAITING: usize = 16;
 /// Clients of one uid served at once.
 pub const MAX_CLIENTS_PER_UID: usize = 8;
 /// Requests a uid may make per second, sustained; [`BURST`] at once.
@@ -73,14 +76,41 @@ pub struct Counts {
 /// Where a pass (or why there is none) goes.
 type Reply = mpsc::Sender<Result<(Arc<Pass>, Option<Arc<Pass>>), String>>;
 
+/// Reads from a connection by one deadline for the whole (a client sending a byte a second
+/// does not hold its slot for longer than the deadline).
+struct ByDeadline<'a> {
+    stream: &'a UnixStream,
+    deadline: Instant,
+}
+
+impl std::io::Read for ByDeadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        (&mut &*self.stream).read(buf)
+    }
+}
+
+/// A pass kept for the callers it answered, whose next request may name it.
+struct Kept {
+    query: Query,
+    pass: Arc<Pass>,
+    callers: Vec<peer::Caller>,
+}
+
 /// A request's `since` and where its pass goes.
-type Waiting = (Option<u64>, Reply);
+type Waiting = (Option<u64>, peer::Caller, Reply);
 
 /// A request waiting for a pass: the query to read, and the generation of the answer the
 /// client holds (its pass goes with the reply, when still kept).
 struct Job {
     query: Query,
     since: Option<u64>,
+    /// Who asks: a `since` is honoured only for a caller the kept pass answered, as it was.
+    caller: peer::Caller,
     reply: Reply,
 }
 
@@ -100,6 +130,9 @@ struct Admission {
 /// What the threads share.
 struct State {
     stop: AtomicBool,
+    /// The pass thread is running (false once it has ended, a panic included): connections
+    /// are then refused at once instead of waiting for a pass that will not come.
+    passing: AtomicBool,
     jobs: Mutex<Vec<Job>>,
     wake: Condvar,
     admission: Mutex<Admission>,
@@ -193,11 +226,22 @@ pub fn start(path: &Path) -> Result<QueryService, String> {
     let (parent, name) = tasksnap_safefile::split_path(path)
         .ok_or_else(|| format!("{}: not a socket path", path.display()))?;
     let dir = Dir::create_private(&parent, 0o755).map_err(|e| e.to_string())?;
-    // Callers need to reach the socket: the directory must be searchable by all (a 0700 one
-    // left by an older tasksnap-pin.service is opened up; nothing in it is writable by others).
+    // Callers need to reach the socket: the directory must be searchable by all. tasksnap's
+    // own /run/tasksnap (0700 when an older tasksnap-pin.service made it) is opened up, as
+    // nothing in it is writable by others; any other directory is the operator's, not to be
+    // widened silently.
     let meta = dir.meta().map_err(|e| e.to_string())?;
     if meta.mode & 0o011 != 0o011 {
-        dir.chmod((meta.mode & 0o7777) | 0o055)
+        let ours = Path::new(tasksnap_collect::service::DEFAULT_SOCKET).parent() == Some(&parent);
+        if !ours {
+            return Err(format!(
+                "{} is not searchable by other users (mode {:o}): make it 0755, or choose \
+                 another directory",
+                parent.display(),
+                meta.mode & 0o7777
+            ));
+        }
+        dir.chmod((meta.mode & 0o7777) | 0o011)
             .map_err(|e| e.to_string())?;
     }
     // A service already answering there keeps its socket (a second `serve`, a test's, must
@@ -208,6 +252,7 @@ pub fn start(path: &Path) -> Result<QueryService, String> {
     let listener = dir.bind_socket(&name, 0o666).map_err(|e| e.to_string())?;
     let state = Arc::new(State {
         stop: AtomicBool::new(false),
+        passing: AtomicBool::new(true),
         jobs: Mutex::new(Vec::new()),
         wake: Condvar::new(),
         admission: Mutex::new(Admission::default()),
@@ -270,7 +315,12 @@ impl QueryService {
 
     /// Stops accepting, ends the pass thread and removes the socket.
     pub fn stop(&mut self) {
-        self.state.stop.store(true, Ordering::SeqCst);
+        // Set under the jobs lock, so that the pass thread, between its check and its wait,
+        // cannot miss the wake-up.
+        {
+            let _jobs = self.state.jobs.lock();
+            self.state.stop.store(true, Ordering::SeqCst);
+        }
         self.state.wake.notify_all();
         if let Some(t) = self.accept.take() {
             let _ = t.join();
@@ -352,13 +402,29 @@ fn accept_loop(state: &Arc<State>, listener: &UnixListener) {
             .name("query-conn".into())
             .stack_size(256 << 10)
             .spawn(move || {
+                // Left however the connection ends (a panic included): a slot is never lost.
+                let _admitted = Admitted {
+                    state: &st,
+                    uid: who.uid,
+                };
                 serve_one(&st, stream, &who);
-                st.leave(who.uid);
             });
         if spawned.is_err() {
             state.leave(uid);
             state.counts.busy.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+/// A client's admission, given back when dropped.
+struct Admitted<'a> {
+    state: &'a State,
+    uid: u32,
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.state.leave(self.uid);
     }
 }
 
@@ -413,7 +479,11 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
     {
         return;
     }
-    let request = match wire::read_frame(&mut stream, wire::MAX_REQUEST) {
+    let mut by_deadline = ByDeadline {
+        stream: &stream,
+        deadline: Instant::now() + REQUEST_DEADLINE,
+    };
+    let request = match wire::read_frame(&mut by_deadline, wire::MAX_REQUEST) {
         Ok((wire::Kind::Request, payload)) => match wire::decode_request(&payload) {
             Ok(r) => r,
             Err(e) => return refuse(&stream, &e.to_string()),
@@ -425,6 +495,9 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
         Ok(c) => c,
         Err(r) => return refuse(&stream, &r.to_string()),
     };
+    if !state.passing.load(Ordering::SeqCst) {
+        return refuse(&stream, "the service's pass thread has ended");
+    }
     if !state.take_token(who.uid) {
         state.counts.busy.fetch_add(1, Ordering::Relaxed);
         let _ = stream.write_all(&wire::empty(wire::Kind::Busy));
@@ -443,9 +516,16 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
     };
     let (tx, rx) = mpsc::channel();
     match state.jobs.lock() {
+        Ok(jobs) if jobs.len() >= MAX_WAITING => {
+            drop(jobs);
+            state.counts.busy.fetch_add(1, Ordering::Relaxed);
+            let _ = stream.write_all(&wire::empty(wire::Kind::Busy));
+            return;
+        }
         Ok(mut jobs) => jobs.push(Job {
             query: read,
             since: request.since,
+            caller: caller.clone(),
             reply: tx,
         }),
         Err(_) => return refuse(&stream, "the service is failing"),
@@ -483,6 +563,13 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
 /// Owns the collector: loads it, says so on `ready`, then takes one pass per distinct
 /// waiting request until stopped.
 fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
+    struct Ended<'a>(&'a AtomicBool);
+    impl Drop for Ended<'_> {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::SeqCst);
+        }
+    }
+    let _ended = Ended(&state.passing);
     let mut host = Host::from_env();
     // Every program (the walk into mapped memory, the command-line copy, the rare blocks)
     // loaded once for the service's life.
@@ -498,7 +585,7 @@ fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
     let _ = ready.send(Ok(host.report().why));
     // The last passes, by query, for clients that hold them; and passes let go, until their
     // connections are done with them.
-    let mut kept: std::collections::VecDeque<(Query, Arc<Pass>)> = Default::default();
+    let mut kept: std::collections::VecDeque<Kept> = Default::default();
     let mut retired: Vec<Arc<Pass>> = Vec::new();
     let mut generation = 0u64;
     loop {
@@ -521,8 +608,8 @@ fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
         let mut distinct: Vec<(Query, Vec<Waiting>)> = Vec::new();
         for job in batch {
             match distinct.iter_mut().find(|(q, _)| *q == job.query) {
-                Some((_, replies)) => replies.push((job.since, job.reply)),
-                None => distinct.push((job.query, vec![(job.since, job.reply)])),
+                Some((_, replies)) => replies.push((job.since, job.caller, job.reply)),
+                None => distinct.push((job.query, vec![(job.since, job.caller, job.reply)])),
             }
         }
         for (query, replies) in distinct {
@@ -552,29 +639,42 @@ fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
                     })
                 })
                 .map_err(|e| e.to_string());
-            for (since, reply) in replies {
+            let mut callers = Vec::with_capacity(replies.len());
+            for (since, caller, reply) in replies {
                 let answer = result.clone().map(|p| {
+                    // The answer the caller holds, when this pass's query and this very
+                    // caller (its ids, groups, capabilities and /proc options as they were)
+                    // are the ones it was made for: else a whole answer.
                     let before = since.and_then(|g| {
                         kept.iter()
-                            .find(|(q, k)| *q == query && k.generation == g)
-                            .map(|(_, k)| k.clone())
+                            .find(|k| {
+                                k.query == query
+                                    && k.pass.generation == g
+                                    && k.callers.contains(&caller)
+                            })
+                            .map(|k| k.pass.clone())
                     });
                     (p, before)
                 });
                 let _ = reply.send(answer);
+                callers.push(caller);
             }
-            if let Ok(p) = result {
+            if let Ok(pass) = result {
                 // One pass kept per query, the latest (a live view's next `since`): the one
                 // before it is let go, so that two vectors of tasks take turns.
-                if let Some(at) = kept.iter().position(|(q, _)| *q == query) {
-                    if let Some((_, old)) = kept.remove(at) {
-                        retired.push(old);
+                if let Some(at) = kept.iter().position(|k| k.query == query) {
+                    if let Some(old) = kept.remove(at) {
+                        retired.push(old.pass);
                     }
                 }
-                kept.push_back((query, p));
+                kept.push_back(Kept {
+                    query,
+                    pass,
+                    callers,
+                });
                 while kept.len() > KEPT_PASSES {
-                    if let Some((_, old)) = kept.pop_front() {
-                        retired.push(old);
+                    if let Some(old) = kept.pop_front() {
+                        retired.push(old.pass);
                     }
                 }
             }

@@ -69,26 +69,54 @@ pub fn frames<'a>(
         let old = visibility::view(caller, asked, &before.snapshot.tasks, &mut dumpable);
         (rows, gone) = differ(rows, &old);
     }
+    let bounds = chunk_bounds(&rows);
     let s = &pass.snapshot;
+    // The pass's counts are of every task it read (hidden ones too), and how many requests
+    // shared it says what other users asked at that moment: for root only.
+    let root = caller.fsuid == 0;
     let head = wire::answer(&Answer {
         taken_at_unix_ns: s.taken_at_unix_ns,
         taken_at_boottime_ns: s.taken_at_boottime_ns,
         boot_time_unix_s: s.boot_time_unix_s,
-        stats: s.stats,
+        stats: if root { s.stats } else { Default::default() },
         pass_ns: pass.pass_ns,
         pass: pass.how.clone(),
-        shared_by: pass.shared_by,
+        shared_by: if root { pass.shared_by } else { 1 },
         tasks: rows.len() as u64,
-        chunks: rows.len().div_ceil(wire::CHUNK_TASKS) as u32,
+        chunks: bounds.len() as u32,
         generation: pass.generation,
         full: since.is_none(),
         gone,
     });
-    let chunks = (0..rows.len().div_ceil(wire::CHUNK_TASKS)).map(move |i| {
-        let end = ((i + 1) * wire::CHUNK_TASKS).min(rows.len());
-        wire::tasks(&rows[i * wire::CHUNK_TASKS..end])
-    });
+    let chunks = bounds
+        .into_iter()
+        .map(move |(from, to)| wire::tasks(&rows[from..to]));
     std::iter::once(head).chain(chunks)
+}
+
+/// Where an answer's rows are cut into chunks: at most [`wire::CHUNK_TASKS`] rows and about
+/// [`wire::CHUNK_BYTES`] a chunk (a process with thousands of threads and long command lines
+/// and environments would make a chunk of rows hundreds of MB).
+fn chunk_bounds(rows: &[Cow<'_, Task>]) -> Vec<(usize, usize)> {
+    let weight = |t: &Task| {
+        256 + t.cmdline.as_ref().map_or(0, |c| c.len())
+            + t.environ.as_ref().map_or(0, |e| e.len())
+            + t.exe.as_ref().map_or(0, |e| e.len())
+    };
+    let mut bounds = Vec::new();
+    let (mut from, mut bytes) = (0, 0);
+    for (i, r) in rows.iter().enumerate() {
+        let w = weight(r);
+        if i > from && (i - from == wire::CHUNK_TASKS || bytes + w > wire::CHUNK_BYTES) {
+            bounds.push((from, i));
+            (from, bytes) = (i, 0);
+        }
+        bytes += w;
+    }
+    if from < rows.len() {
+        bounds.push((from, rows.len()));
+    }
+    bounds
 }
 
 /// The rows of `new` that are not in `old` as they are (new, or changed), and the identities
@@ -126,6 +154,23 @@ mod tests {
             ..Default::default()
         });
         t
+    }
+
+    #[test]
+    fn chunks_are_cut_by_rows_and_by_bytes() {
+        let mut rows: Vec<Task> = (1..=5000).map(|p| t(p, 1, 0)).collect();
+        let cut = |rows: &[Task]| chunk_bounds(&rows.iter().map(Cow::Borrowed).collect::<Vec<_>>());
+        assert_eq!(cut(&rows), [(0, 2048), (2048, 4096), (4096, 5000)]);
+        // Three rows of 6 MB command lines: no chunk over ~16 MB, none empty.
+        for r in &mut rows[10..13] {
+            r.cmdline = Some(vec![b'x'; 6 << 20]);
+        }
+        let b = cut(&rows);
+        assert_eq!(b.first().map(|b| b.0), Some(0));
+        assert_eq!(b.last().map(|b| b.1), Some(5000));
+        assert!(b.windows(2).all(|w| w[0].1 == w[1].0 && w[0].0 < w[0].1));
+        assert!(b.len() >= 4, "{b:?}");
+        assert!(cut(&[]).is_empty());
     }
 
     #[test]

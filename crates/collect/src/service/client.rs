@@ -134,7 +134,7 @@ fn ask(path: &Path, query: &Query, since: Option<u64>) -> Result<Answered, Strin
     let a = wire::decode_answer(&payload).map_err(said)?;
     let mut bytes = payload.len();
     let mut decode = Duration::ZERO;
-    let mut tasks = Vec::with_capacity(a.tasks as usize);
+    let mut tasks = Vec::with_capacity((a.tasks as usize).min(1 << 20));
     for _ in 0..a.chunks {
         let (kind, payload) = wire::read_frame(&mut s, wire::MAX_ANSWER).map_err(said)?;
         match kind {
@@ -191,6 +191,11 @@ pub struct ServiceCollector {
     why: String,
     /// The query and generation of the last whole or changed answer a live view holds.
     last: Option<(Query, u64)>,
+    /// Answers of only the changed rows since the last whole one: every
+    /// [`crate::CHANGES_FULL_EVERY`]th refresh asks a whole answer again, for what the
+    /// caller may see of a row that changed nothing else (a process turned non-dumpable, a
+    /// /proc remounted with hidepid).
+    changed_answers: u32,
     /// The boot time this caller's own /proc gives (`btime` of its `stat`; 0 where it
     /// hides it, `subset=pid`), read once: what its start times are reckoned from, as a
     /// procfs read would, never the service's.
@@ -216,6 +221,7 @@ impl ServiceCollector {
             report: PassReport::new(Backend::Service, why.clone()),
             why,
             last: None,
+            changed_answers: 0,
             boot_time_unix_s: None,
         }
     }
@@ -267,6 +273,7 @@ impl ServiceCollector {
                 }
                 self.report = r;
                 self.last = Some((query.clone(), a.generation));
+                self.changed_answers = if a.full { 0 } else { self.changed_answers + 1 };
                 Ok(crate::Changes {
                     snapshot: a.snapshot,
                     full: a.full,
@@ -292,8 +299,11 @@ impl ServiceCollector {
         }
     }
 
-    /// The generation of the last answer when it was to `query`.
+    /// The generation of the last answer when it was to `query` (and no whole answer is due).
     fn since(&self, query: &Query) -> Option<u64> {
+        if self.changed_answers + 1 >= crate::CHANGES_FULL_EVERY {
+            return None;
+        }
         self.last
             .as_ref()
             .filter(|(q, _)| q == query)

@@ -98,6 +98,9 @@ pub enum Refusal {
     /// The caller is in another user namespace: its ids and capabilities are not the service's.
     #[error("the caller is in another user namespace")]
     OtherUserNamespace,
+    /// The caller is in another cgroup namespace: its cgroup paths are not the service's.
+    #[error("the caller is in another cgroup namespace")]
+    OtherCgroupNamespace,
     /// No procfs is mounted at /proc in the caller's mount namespace.
     #[error("no procfs at /proc for the caller")]
     NoProc,
@@ -392,6 +395,11 @@ pub fn identify_with(proc_root: &Path, rules: Rules, peer: &Peer) -> Result<Call
     if !same_ns("ns/pid")? {
         return Err(Refusal::OtherPidNamespace);
     }
+    // cgroup paths come back as the service's namespace writes them: a caller of another
+    // cgroup namespace would see absolute paths its /proc makes relative.
+    if !same_ns("ns/cgroup")? {
+        return Err(Refusal::OtherCgroupNamespace);
+    }
     let mountinfo = read("mountinfo", MAX_MOUNTINFO_BYTES)?;
 
     // Everything read was of the process that holds the pid now: it is the caller only if
@@ -450,7 +458,13 @@ pub fn identify_with(proc_root: &Path, rules: Rules, peer: &Peer) -> Result<Call
     if rules.lsm_gates && proc_mount.hidepid != HidePid::Off {
         return Err(Refusal::HiddenPidsUnderLsm);
     }
-    let cap = |bit: u32| ids.cap_eff & (1u64 << bit) != 0;
+    // Capabilities count only for a caller that was root when it connected and is root now:
+    // SO_PEERCRED fixes the ids at connect(), but capabilities are read now, and a process
+    // that connected, passed the socket on and exec'ed a file-capability helper would
+    // otherwise be judged with capabilities it did not connect with. A capability-holding
+    // non-root caller is then shown less than its /proc would, never more.
+    let root = peer.uid == 0 && ids.uids.iter().all(|&u| u == 0);
+    let cap = |bit: u32| root && ids.cap_eff & (1u64 << bit) != 0;
     Ok(Caller {
         pid: peer.pid,
         fsuid: ids.uids[3],

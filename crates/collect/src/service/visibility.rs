@@ -171,11 +171,14 @@ pub fn ptrace_readable(
     // ptrace_has_cap() passes both the credential and the dumpability test. (The service
     // refuses callers of other user namespaces, so the caller's capability is in the init
     // namespace, an ancestor of every task's.)
-    if caller.cap_sys_ptrace {
-        return true;
-    }
+    // Under a security module that gates ptrace, the kernel asks it after the capability
+    // test too (security_ptrace_access_check(); SELinux checks the capability itself): not
+    // emulated, so only the caller's own thread group is readable.
     if caller.rules.lsm_gates {
         return false;
+    }
+    if caller.cap_sys_ptrace {
+        return true;
     }
     // Only exact ids decide: a row that knows only the effective ones (a procfs read of
     // `cred_effective`, the owner of /proc/PID) is judged not readable.
@@ -1081,13 +1084,25 @@ mod tests {
     }
 
     #[test]
-    fn lsm_gates_deny_everyone_without_cap_sys_ptrace() {
+    fn lsm_gates_deny_everyone_but_the_callers_own_thread_group() {
         let c = Caller {
             rules: Rules::from_lsm_list(b"capability,apparmor"),
             ..nobody()
         };
         let own = user(100, NOBODY);
         let rows = view(&c, &everything(), std::slice::from_ref(&own), &mut |_| true);
+        assert_eq!(*rows[0], denied(&own));
+        // CAP_SYS_PTRACE does not help: the kernel asks the module after the capability.
+        let capable = Caller {
+            cap_sys_ptrace: true,
+            ..c.clone()
+        };
+        let rows = view(
+            &capable,
+            &everything(),
+            std::slice::from_ref(&own),
+            &mut |_| true,
+        );
         assert_eq!(*rows[0], denied(&own));
         // Its own thread group stays readable (LSMs are not asked).
         let me = Caller {

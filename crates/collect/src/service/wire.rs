@@ -27,8 +27,11 @@ pub const MAX_REQUEST: usize = 4096;
 /// The largest frame a client reads (a chunk of [`CHUNK_TASKS`] tasks with the longest
 /// command lines the kernel allows fits).
 pub const MAX_ANSWER: usize = 1 << 30;
-/// Tasks per `Tasks` frame.
+/// Tasks per `Tasks` frame, at most.
 pub const CHUNK_TASKS: usize = 2048;
+/// About the most bytes of tasks per `Tasks` frame (a frame of long command lines holds
+/// fewer tasks).
+pub const CHUNK_BYTES: usize = 16 << 20;
 /// The most tasks an answer may announce (pid_max is at most 2^22, threads included).
 pub const MAX_TASKS: u64 = 1 << 23;
 
@@ -264,9 +267,11 @@ pub fn decode_request(payload: &[u8]) -> Result<Request, WireError> {
 /// cannot hold the tasks, is malformed.
 pub fn decode_answer(payload: &[u8]) -> Result<Answer, WireError> {
     let a = whole::<Answer>(payload).ok_or(WireError::Malformed(Kind::Answer))?;
+    // Every chunk holds at least one task and at most CHUNK_TASKS.
     if a.tasks > MAX_TASKS
         || a.gone.len() as u64 > MAX_TASKS
-        || a.chunks as u64 != a.tasks.div_ceil(CHUNK_TASKS as u64)
+        || (a.chunks as u64) < a.tasks.div_ceil(CHUNK_TASKS as u64)
+        || a.chunks as u64 > a.tasks
     {
         return Err(WireError::Malformed(Kind::Answer));
     }
@@ -384,7 +389,7 @@ mod tests {
         decode_tasks(&p, &mut got).expect("round trip");
         assert_eq!(got, tasks);
         // A head whose chunks cannot hold its tasks, or too many tasks: malformed.
-        for (tasks, chunks) in [(2, 0), (2, 2), (MAX_TASKS + 1, 4097)] {
+        for (tasks, chunks) in [(2, 0), (2, 3), (MAX_TASKS + 1, 4097), (0, 1), (4097, 2)] {
             let f = answer(&Answer {
                 tasks,
                 chunks,
