@@ -15,9 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use tasksnap_export::{Aggregator, Options};
 use tasksnap_model::states::{Mode, Sample, State, ThreadTotals, NSTATES};
-use tasksnap_model::{
-    Backend, Base, Io, Reading, Sched, Snapshot, SnapshotStats, Stat, Task, TaskId,
-};
+use tasksnap_model::{Backend, Base, Reading, Sched, Snapshot, SnapshotStats, Stat, Task, TaskId};
 
 struct Counting;
 static NOW: AtomicUsize = AtomicUsize::new(0);
@@ -94,15 +92,7 @@ fn reading(procs: i32, threads: i32, k: u64) -> Reading {
                     vsize_bytes: 8 << 20,
                     ..Stat::default()
                 });
-                t.io = Some(Box::new(Io {
-                    rchar_bytes: 0,
-                    wchar_bytes: 0,
-                    syscr: 0,
-                    syscw: 0,
-                    read_bytes: 0,
-                    write_bytes: 0,
-                    cancelled_write_bytes: 0,
-                }));
+                t.io = Some(Box::default());
             }
             t.sched = Some(Box::new(Sched {
                 on_cpu_ns: run,

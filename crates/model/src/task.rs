@@ -273,7 +273,7 @@ pub struct Mem {
 }
 
 /// I/O counters (/proc/PID/io; readable only by the owner or root).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Io {
     /// Bytes read through read()-like syscalls.
     pub rchar_bytes: u64,

@@ -475,15 +475,7 @@ pub fn parse_schedstat(buf: &[u8]) -> Result<SchedStat, ParseError> {
 
 /// `/proc/PID/io`.
 pub fn parse_io(buf: &[u8]) -> Result<Io, ParseError> {
-    let mut io = Io {
-        rchar_bytes: 0,
-        wchar_bytes: 0,
-        syscr: 0,
-        syscw: 0,
-        read_bytes: 0,
-        write_bytes: 0,
-        cancelled_write_bytes: 0,
-    };
+    let mut io = Io::default();
     let mut seen = 0;
     for line in buf.split(|&c| c == b'\n') {
         let Some(colon) = line.iter().position(|&c| c == b':') else {
