@@ -8,7 +8,7 @@
 //! socket another user managed to put there would be refused, and /proc read instead.
 
 use std::io::Write;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -51,13 +51,13 @@ fn connect(path: &Path) -> Result<UnixStream, String> {
         }
         Err(e) => return Err(format!("{}: {e}", path.display())),
     }
-    let peer = rustix::net::sockopt::socket_peercred(&fd)
+    let peer = super::peer::peer_of(fd.as_fd())
         .map_err(|e| format!("{}: the listener's credentials: {e}", path.display()))?;
-    if peer.uid.as_raw() != 0 {
+    if peer.uid != 0 {
         return Err(format!(
             "{} is not root's (the listener runs as uid {}): not used",
             path.display(),
-            peer.uid.as_raw()
+            peer.uid
         ));
     }
     let s = UnixStream::from(fd);

@@ -215,7 +215,10 @@ pub fn refused(why: &str) -> Vec<u8> {
 /// Reads one frame of at most `max` payload bytes: its kind and payload.
 pub fn read_frame(r: &mut impl Read, max: usize) -> Result<(Kind, Vec<u8>), WireError> {
     let mut h = [0u8; HEADER_LEN];
-    read_full(r, &mut h)?;
+    r.read_exact(&mut h).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => WireError::Closed,
+        _ => WireError::Io(e),
+    })?;
     if h[..3] != MAGIC {
         return Err(WireError::Foreign { found: 0 });
     }
@@ -235,19 +238,6 @@ pub fn read_frame(r: &mut impl Read, max: usize) -> Result<(Kind, Vec<u8>), Wire
         return Err(WireError::Closed);
     }
     Ok((kind, payload))
-}
-
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<(), WireError> {
-    let mut at = 0;
-    while at < buf.len() {
-        match r.read(&mut buf[at..]) {
-            Ok(0) => return Err(WireError::Closed),
-            Ok(n) => at += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(WireError::Io(e)),
-        }
-    }
-    Ok(())
 }
 
 /// A value that is the whole of `payload` (bytes after it make the payload malformed).
