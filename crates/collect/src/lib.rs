@@ -45,6 +45,7 @@ pub mod login;
 pub mod machine;
 pub mod numa;
 pub mod probes;
+pub mod process_files;
 pub mod procfs;
 pub mod replay;
 pub mod sampler;

@@ -1,6 +1,6 @@
 //! The few raw system calls and file helpers the /proc readers make (openat relative to a
 //! directory descriptor, small-file reads, rlimits, clocks, core count, huge-page advice,
-//! the terminal size and the local time),
+//! the terminal size, the local time, a process's I/O priority),
 //! wrapped once so the crates above are safe code. Each wrapper returns `std::io::Error` with the raw errno kept, so
 //! callers can tell "task exited" (ENOENT, ESRCH) from "not allowed" (EACCES, EPERM).
 
@@ -137,6 +137,44 @@ pub fn close_from(first: RawFd) -> io::Result<()> {
     // table is private (see `unshare_files`), where every descriptor >= `first` is ours.
     let rc = unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, u32::MAX, 0u32) };
     if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `IOPRIO_WHO_PROCESS` (linux/ioprio.h): the priority of one thread, by its id.
+const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+/// The class sits above the 13 bits of data (`IOPRIO_CLASS_SHIFT`).
+const IOPRIO_CLASS_SHIFT: u32 = 13;
+
+/// The I/O scheduling class and data of thread `tid` (`ioprio_get(IOPRIO_WHO_PROCESS)`),
+/// split as `IOPRIO_PRIO_CLASS`/`IOPRIO_PRIO_DATA` do.
+pub fn ioprio_get(tid: i32) -> io::Result<(u32, u32)> {
+    // SAFETY: ioprio_get takes two integers and touches no memory of ours.
+    let r = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, tid as libc::c_long) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let v = r as u32;
+    Ok((v >> IOPRIO_CLASS_SHIFT, v & ((1 << IOPRIO_CLASS_SHIFT) - 1)))
+}
+
+/// Sets the I/O scheduling class and data of thread `tid`
+/// (`ioprio_set(IOPRIO_WHO_PROCESS, IOPRIO_PRIO_VALUE(class, data))`). The kernel checks
+/// both (EINVAL) and the caller's right to (EPERM).
+pub fn ioprio_set(tid: i32, class: u32, data: u32) -> io::Result<()> {
+    let value = (class << IOPRIO_CLASS_SHIFT) | (data & ((1 << IOPRIO_CLASS_SHIFT) - 1));
+    // SAFETY: ioprio_set takes three integers and touches no memory of ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            tid as libc::c_long,
+            value as libc::c_long,
+        )
+    };
+    if r < 0 {
         Err(io::Error::last_os_error())
     } else {
         Ok(())

@@ -75,6 +75,18 @@ impl Host {
     }
 }
 
+impl Host {
+    /// Reads one process's files and system calls that no snapshot group carries (psutil's
+    /// `cwd`, `open_files`, `memory_maps`, `memory_full_info`'s extras, `net_connections`,
+    /// `ionice`, `terminal`) under this host's /proc and /dev roots.
+    pub fn process_files(&self) -> crate::process_files::ProcessFiles {
+        crate::process_files::ProcessFiles::new(
+            self.opts.proc_root.clone(),
+            self.opts.dev_root.clone(),
+        )
+    }
+}
+
 /// Reads where a task's symbolic links point ([`Host::task_links`]).
 #[derive(Debug, Clone)]
 pub struct TaskLinks {

@@ -1,0 +1,726 @@
+//! One process's files and syscalls that no snapshot group carries, read as psutil 7.2.2's
+//! `Process` methods read them: the working directory, the regular files it has open (with
+//! position and flags), its mappings (`smaps`), USS/PSS/swap (`smaps_rollup`, else `smaps`),
+//! its sockets matched against the socket tables (and every process's, for the module-level
+//! `net_connections`), its I/O priority (`ioprio_get`/`ioprio_set`) and its terminal's path
+//! (`tty_nr` against the device numbers of `/dev/tty*` and `/dev/pts/*`, cached).
+//!
+//! A front end gets a [`ProcessFiles`] from [`crate::Host::process_files`]; every path is
+//! under that host's /proc and /dev roots, so tests run on fake trees. The parsers are
+//! tasksnap-procfs's [`proc_files`]. Errors are typed ([`FilesError`]) with psutil's rules
+//! for telling a process that is gone from a zombie from a file the caller may not read.
+//!
+//! `smaps` and `smaps_rollup` take the target's mmap lock: a read of either runs on a
+//! thread of its own, watched by [`crate::blocked`] as the procfs collector watches a
+//! command-line read, and one blocked past the deadline is given up
+//! ([`FilesError::TimedOut`]) instead of hanging the caller.
+//!
+//! Sockets are matched against `ROOT/net/*`, the caller's network namespace, as psutil does
+//! (it reads `/proc/net/*`): a process in another namespace shows no inet sockets.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use tasksnap_procfs::parse;
+use tasksnap_procfs::proc_files::{self, MapFigures};
+
+use crate::blocked::{self, Count, Watch};
+use crate::sys;
+
+/// How long a read of `smaps`/`smaps_rollup` may be blocked (asleep in the kernel, on the
+/// target's mmap lock) before it is given up. One process's read, asked for by a caller who
+/// waits for it: longer than a listing's 20 ms per command line.
+pub const SMAPS_DEADLINE: Duration = Duration::from_secs(1);
+
+/// Why a process's file could not be read, as psutil tells the cases apart.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    /// The process is gone (ESRCH, or its /proc directory vanished).
+    #[error("process {pid} is gone")]
+    Gone {
+        /// The process.
+        pid: i32,
+    },
+    /// The process is a zombie and the file has nothing for one (psutil's `ZombieProcess`).
+    #[error("process {pid} is a zombie")]
+    Zombie {
+        /// The process.
+        pid: i32,
+        /// Its parent, from its `stat`.
+        ppid: Option<i32>,
+    },
+    /// The caller may not read it (EACCES, EPERM).
+    #[error("{what}: permission denied")]
+    Denied {
+        /// What was read or asked.
+        what: String,
+        /// The errno.
+        errno: i32,
+    },
+    /// A read blocked on the target's mmap lock for longer than the deadline.
+    #[error("{what}: blocked on the process's memory map lock for more than {deadline_ms} ms; given up")]
+    TimedOut {
+        /// What was read.
+        what: String,
+        /// The deadline.
+        deadline_ms: u64,
+    },
+    /// Anything else, with its errno kept.
+    #[error("{what}: {error}")]
+    Io {
+        /// What was read or asked.
+        what: String,
+        /// Why.
+        error: io::Error,
+    },
+}
+
+/// A regular file a process has open: psutil's `popenfile`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenFile {
+    /// Its path, as the fd link names it (cleaned as psutil does).
+    pub path: Vec<u8>,
+    /// The descriptor.
+    pub fd: i32,
+    /// The file position.
+    pub position: u64,
+    /// psutil's mode (`r`, `w`, `a`, `r+`, `a+`).
+    pub mode: &'static str,
+    /// The open flags.
+    pub flags: u32,
+}
+
+/// One mapping of `smaps`, its path cleaned as psutil does (`[anon]` for none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapped {
+    /// `start-end`.
+    pub addr: Vec<u8>,
+    /// Permissions.
+    pub perms: Vec<u8>,
+    /// The path.
+    pub path: Vec<u8>,
+    /// Its figures, bytes.
+    pub figures: MapFigures,
+}
+
+/// USS, PSS and swap of a process, bytes (psutil's extras of `memory_full_info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SmapsTotals {
+    /// Private pages (every `Private_*` line).
+    pub uss_bytes: u64,
+    /// Proportional set size.
+    pub pss_bytes: u64,
+    /// Swapped out.
+    pub swap_bytes: u64,
+}
+
+/// A socket table of `ROOT/net`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketTable {
+    /// `net/tcp`.
+    Tcp4,
+    /// `net/tcp6`.
+    Tcp6,
+    /// `net/udp`.
+    Udp4,
+    /// `net/udp6`.
+    Udp6,
+    /// `net/unix`.
+    Unix,
+}
+
+impl SocketTable {
+    /// The tables psutil reads for a `kind` of `net_connections` (`inet`, `tcp4`, `all`...),
+    /// in its order; `None` for a kind psutil refuses.
+    pub fn for_kind(kind: &str) -> Option<&'static [SocketTable]> {
+        use SocketTable::*;
+        Some(match kind {
+            "all" => &[Tcp4, Tcp6, Udp4, Udp6, Unix],
+            "tcp" => &[Tcp4, Tcp6],
+            "tcp4" => &[Tcp4],
+            "tcp6" => &[Tcp6],
+            "udp" => &[Udp4, Udp6],
+            "udp4" => &[Udp4],
+            "udp6" => &[Udp6],
+            "unix" => &[Unix],
+            "inet" => &[Tcp4, Tcp6, Udp4, Udp6],
+            "inet4" => &[Tcp4, Udp4],
+            "inet6" => &[Tcp6, Udp6],
+            _ => return None,
+        })
+    }
+
+    /// Every kind psutil accepts, in its order.
+    pub const KINDS: [&'static str; 11] = [
+        "all", "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "inet", "inet4", "inet6",
+    ];
+
+    fn file(self) -> &'static str {
+        match self {
+            SocketTable::Tcp4 => "net/tcp",
+            SocketTable::Tcp6 => "net/tcp6",
+            SocketTable::Udp4 => "net/udp",
+            SocketTable::Udp6 => "net/udp6",
+            SocketTable::Unix => "net/unix",
+        }
+    }
+
+    /// `(AF_*, SOCK_*)`; a unix socket's type comes from its row.
+    fn family_type(self) -> (i32, i32) {
+        match self {
+            SocketTable::Tcp4 => (libc::AF_INET, libc::SOCK_STREAM),
+            SocketTable::Tcp6 => (libc::AF_INET6, libc::SOCK_STREAM),
+            SocketTable::Udp4 => (libc::AF_INET, libc::SOCK_DGRAM),
+            SocketTable::Udp6 => (libc::AF_INET6, libc::SOCK_DGRAM),
+            SocketTable::Unix => (libc::AF_UNIX, 0),
+        }
+    }
+}
+
+/// One end of a connection.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// No address (psutil's empty tuple; a unix socket's remote end, `""`).
+    None,
+    /// An IP (as psutil prints it) and a port.
+    Inet(String, u16),
+    /// A unix socket's path (empty when unnamed).
+    Unix(Vec<u8>),
+}
+
+/// A socket: psutil's `pconn` (and `sconn`, with `pid`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Connection {
+    /// The descriptor; -1 when no process seen owns it.
+    pub fd: i32,
+    /// `AF_INET`, `AF_INET6`, `AF_UNIX`.
+    pub family: i32,
+    /// `SOCK_STREAM`, `SOCK_DGRAM`, `SOCK_SEQPACKET`...
+    pub kind: i32,
+    /// Local end.
+    pub local: Endpoint,
+    /// Remote end.
+    pub remote: Endpoint,
+    /// psutil's status (`LISTEN`, `ESTABLISHED`..., `NONE` for all but TCP).
+    pub status: &'static str,
+    /// The process that holds it (system-wide listing), when one seen does.
+    pub pid: Option<i32>,
+}
+
+/// Reads one process's files under a host's roots ([`crate::Host::process_files`]).
+#[derive(Debug)]
+pub struct ProcessFiles {
+    proc_root: PathBuf,
+    dev_root: PathBuf,
+    smaps_deadline: Duration,
+    /// Terminal paths by device number, built on first use and again when a device number
+    /// is not in it (a pseudo-terminal opened since).
+    terminals: Mutex<Option<HashMap<u64, Vec<u8>>>>,
+}
+
+fn io_kind(e: &io::Error) -> Option<i32> {
+    e.raw_os_error()
+}
+
+impl ProcessFiles {
+    /// Reads under `proc_root` and `dev_root`.
+    pub fn new(proc_root: PathBuf, dev_root: PathBuf) -> ProcessFiles {
+        ProcessFiles {
+            proc_root,
+            dev_root,
+            smaps_deadline: SMAPS_DEADLINE,
+            terminals: Mutex::new(None),
+        }
+    }
+
+    /// The same with another deadline for `smaps` reads.
+    pub fn with_smaps_deadline(mut self, d: Duration) -> ProcessFiles {
+        self.smaps_deadline = d;
+        self
+    }
+
+    fn pid_dir(&self, pid: i32) -> PathBuf {
+        self.proc_root.join(pid.to_string())
+    }
+
+    /// `Some(ppid)` when `pid`'s `stat` says it is a zombie.
+    fn zombie_parent(&self, pid: i32) -> Option<i32> {
+        let stat = sys::read_small_file(&self.pid_dir(pid).join("stat")).ok()?;
+        (parse::stat_state_letter(&stat)? == b'Z')
+            .then(|| parse::parse_stat(&stat).ok().map(|s| s.ppid))
+            .map(|p| p.unwrap_or(0))
+    }
+
+    fn zombie(&self, pid: i32) -> Option<FilesError> {
+        self.zombie_parent(pid).map(|ppid| FilesError::Zombie {
+            pid,
+            ppid: Some(ppid),
+        })
+    }
+
+    /// psutil's translation of an error (`wrap_exceptions`): EACCES/EPERM deny; ESRCH is a
+    /// zombie or gone; ENOENT a zombie, or gone when `PID/stat` is, else an error.
+    fn classify(&self, pid: i32, what: &Path, e: io::Error) -> FilesError {
+        let what = what.display().to_string();
+        match io_kind(&e) {
+            Some(libc::EACCES) | Some(libc::EPERM) => FilesError::Denied {
+                what,
+                errno: e.raw_os_error().unwrap_or(0),
+            },
+            Some(libc::ESRCH) => self.zombie(pid).unwrap_or(FilesError::Gone { pid }),
+            Some(libc::ENOENT) => {
+                if let Some(z) = self.zombie(pid) {
+                    z
+                } else if !self.pid_dir(pid).join("stat").exists() {
+                    FilesError::Gone { pid }
+                } else {
+                    FilesError::Io { what, error: e }
+                }
+            }
+            _ => FilesError::Io { what, error: e },
+        }
+    }
+
+    /// Gone when `ROOT/PID` is (psutil's `_raise_if_not_alive`).
+    fn still_there(&self, pid: i32) -> Result<(), FilesError> {
+        match std::fs::metadata(self.pid_dir(pid)) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.classify(pid, &self.pid_dir(pid), e)),
+        }
+    }
+
+    /// The working directory (psutil's `cwd()`): "" when the link cannot be read but the
+    /// process is there and not a zombie (a kernel thread, say).
+    pub fn cwd(&self, pid: i32) -> Result<Vec<u8>, FilesError> {
+        let link = self.pid_dir(pid).join("cwd");
+        match std::fs::read_link(&link) {
+            Ok(p) => Ok(clean(p.as_os_str().as_bytes()).to_vec()),
+            Err(e) if matches!(io_kind(&e), Some(libc::ENOENT) | Some(libc::ESRCH)) => {
+                if std::fs::symlink_metadata(self.pid_dir(pid)).is_ok() {
+                    if let Some(z) = self.zombie(pid) {
+                        return Err(z);
+                    }
+                    return Ok(Vec::new());
+                }
+                Err(self.classify(pid, &link, e))
+            }
+            Err(e) => Err(self.classify(pid, &link, e)),
+        }
+    }
+
+    /// The descriptors of `pid` and where each link points, skipping those gone meanwhile
+    /// (`true` in the second place when one was) and those that are not links.
+    fn fd_links(&self, pid: i32) -> Result<(Vec<(i32, Vec<u8>)>, bool), FilesError> {
+        let dir = self.pid_dir(pid).join("fd");
+        let entries = std::fs::read_dir(&dir).map_err(|e| self.classify(pid, &dir, e))?;
+        let mut out = Vec::new();
+        let mut vanished = false;
+        for entry in entries {
+            let entry = entry.map_err(|e| self.classify(pid, &dir, e))?;
+            let Some(fd) = std::str::from_utf8(entry.file_name().as_bytes())
+                .ok()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            match std::fs::read_link(entry.path()) {
+                Ok(p) => out.push((fd, p.into_os_string().into_vec())),
+                Err(e) => match io_kind(&e) {
+                    Some(libc::ENOENT) | Some(libc::ESRCH) => vanished = true,
+                    Some(libc::EINVAL) | Some(libc::ENAMETOOLONG) => {}
+                    _ => return Err(self.classify(pid, &entry.path(), e)),
+                },
+            }
+        }
+        Ok((out, vanished))
+    }
+
+    /// The regular files `pid` has open (psutil's `open_files()`): links to an absolute path
+    /// that is a regular file, with position and flags from `fdinfo`.
+    pub fn open_files(&self, pid: i32) -> Result<Vec<OpenFile>, FilesError> {
+        let (links, mut vanished) = self.fd_links(pid)?;
+        let mut out = Vec::new();
+        for (fd, raw) in links {
+            let path = clean(&raw);
+            // Like psutil, the path is looked at from the caller's view (`isfile_strict`).
+            let regular = path.starts_with(b"/")
+                && std::fs::metadata(std::ffi::OsStr::from_bytes(path))
+                    .is_ok_and(|m| m.file_type().is_file());
+            if !regular {
+                continue;
+            }
+            let info = self.pid_dir(pid).join("fdinfo").join(fd.to_string());
+            let text = match sys::read_small_file(&info) {
+                Ok(t) => t,
+                Err(e) if matches!(io_kind(&e), Some(libc::ENOENT) | Some(libc::ESRCH)) => {
+                    vanished = true;
+                    continue;
+                }
+                Err(e) => return Err(self.classify(pid, &info, e)),
+            };
+            let Some((position, flags)) = proc_files::parse_fdinfo(&text) else {
+                continue;
+            };
+            let Some(mode) = proc_files::open_mode(flags) else {
+                continue;
+            };
+            out.push(OpenFile {
+                path: path.to_vec(),
+                fd,
+                position,
+                mode,
+                flags,
+            });
+        }
+        if vanished {
+            self.still_there(pid)?;
+        }
+        Ok(out)
+    }
+
+    /// Reads `PID/name` (`smaps`, `smaps_rollup`) on a watched thread (see the module header).
+    fn read_watched(&self, pid: i32, name: &str) -> Result<Vec<u8>, FilesError> {
+        let path = self.pid_dir(pid).join(name);
+        match read_with_deadline(&path, self.smaps_deadline) {
+            Ok(Ok(b)) => Ok(b),
+            Ok(Err(e)) => Err(self.classify(pid, &path, e)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every mapping of `pid` (psutil's `memory_maps(grouped=False)`); a zombie's empty
+    /// `smaps` is [`FilesError::Zombie`].
+    pub fn memory_maps(&self, pid: i32) -> Result<Vec<Mapped>, FilesError> {
+        let data = self.read_watched(pid, "smaps")?;
+        if data.trim_ascii().is_empty() {
+            if let Some(z) = self.zombie(pid) {
+                return Err(z);
+            }
+            return Ok(Vec::new());
+        }
+        Ok(proc_files::parse_smaps(&data)
+            .into_iter()
+            .map(|m| Mapped {
+                path: if m.path.is_empty() {
+                    b"[anon]".to_vec()
+                } else {
+                    clean(&m.path).to_vec()
+                },
+                addr: m.addr,
+                perms: m.perms,
+                figures: m.figures,
+            })
+            .collect())
+    }
+
+    /// The mappings grouped by path, figures summed, in order of first appearance
+    /// (psutil's `memory_maps(grouped=True)`).
+    pub fn memory_maps_grouped(&self, pid: i32) -> Result<Vec<(Vec<u8>, MapFigures)>, FilesError> {
+        let mut out: Vec<(Vec<u8>, MapFigures)> = Vec::new();
+        let mut at: HashMap<Vec<u8>, usize> = HashMap::new();
+        for m in self.memory_maps(pid)? {
+            match at.get(&m.path) {
+                Some(&i) => out[i].1.add(&m.figures),
+                None => {
+                    at.insert(m.path.clone(), out.len());
+                    out.push((m.path, m.figures));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// USS, PSS and swap (psutil's extras of `memory_full_info()`): from `smaps_rollup`, or
+    /// from `smaps` when that says ESRCH/ENOENT (which it does for some live processes).
+    pub fn smaps_totals(&self, pid: i32) -> Result<SmapsTotals, FilesError> {
+        let data = match self.read_watched(pid, "smaps_rollup") {
+            Ok(d) => d,
+            Err(FilesError::Gone { .. } | FilesError::Zombie { .. }) => {
+                self.read_watched(pid, "smaps")?
+            }
+            Err(FilesError::Io { error, .. })
+                if matches!(io_kind(&error), Some(libc::ENOENT) | Some(libc::ESRCH)) =>
+            {
+                self.read_watched(pid, "smaps")?
+            }
+            Err(e) => return Err(e),
+        };
+        let (uss_bytes, pss_bytes, swap_bytes) = proc_files::parse_smaps_totals(&data);
+        Ok(SmapsTotals {
+            uss_bytes,
+            pss_bytes,
+            swap_bytes,
+        })
+    }
+
+    /// Socket inodes of `pid`: inode -> (pid, fd) in descriptor order.
+    fn socket_inodes(
+        &self,
+        pid: i32,
+        into: &mut HashMap<u64, Vec<(i32, i32)>>,
+    ) -> Result<(), FilesError> {
+        let (links, _) = self.fd_links(pid)?;
+        for (fd, link) in links {
+            if let Some(inode) = proc_files::socket_inode(&link) {
+                into.entry(inode).or_default().push((pid, fd));
+            }
+        }
+        Ok(())
+    }
+
+    /// The sockets of `pid` in `tables` (psutil's `Process.net_connections(kind)`).
+    pub fn connections(
+        &self,
+        pid: i32,
+        tables: &[SocketTable],
+    ) -> Result<Vec<Connection>, FilesError> {
+        let mut inodes = HashMap::new();
+        self.socket_inodes(pid, &mut inodes)?;
+        if inodes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self.match_tables(tables, &inodes, Some(pid))?;
+        self.still_there(pid)?;
+        Ok(out)
+    }
+
+    /// Every socket of the host's tables (psutil's `net_connections(kind)`): each with the
+    /// process and descriptor that hold it, when a process the caller may look into does.
+    pub fn all_connections(&self, tables: &[SocketTable]) -> Result<Vec<Connection>, FilesError> {
+        let mut inodes = HashMap::new();
+        let dir = std::fs::read_dir(&self.proc_root).map_err(|error| FilesError::Io {
+            what: self.proc_root.display().to_string(),
+            error,
+        })?;
+        for entry in dir.flatten() {
+            let Some(pid) = std::str::from_utf8(entry.file_name().as_bytes())
+                .ok()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // Gone or not ours to look into: its sockets are listed without a holder.
+            let _ = self.socket_inodes(pid, &mut inodes);
+        }
+        self.match_tables(tables, &inodes, None)
+    }
+
+    fn match_tables(
+        &self,
+        tables: &[SocketTable],
+        inodes: &HashMap<u64, Vec<(i32, i32)>>,
+        only: Option<i32>,
+    ) -> Result<Vec<Connection>, FilesError> {
+        let mut out: Vec<Connection> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut push = |c: Connection| {
+            if seen.insert(c.clone()) {
+                out.push(c);
+            }
+        };
+        for &table in tables {
+            let path = self.proc_root.join(table.file());
+            let data = match sys::read_small_file(&path) {
+                Ok(d) => d,
+                // No IPv6 here: psutil skips its tables.
+                Err(e)
+                    if io_kind(&e) == Some(libc::ENOENT)
+                        && matches!(table, SocketTable::Tcp6 | SocketTable::Udp6) =>
+                {
+                    continue
+                }
+                Err(error) => {
+                    return Err(FilesError::Io {
+                        what: path.display().to_string(),
+                        error,
+                    })
+                }
+            };
+            let (family, kind) = table.family_type();
+            if table == SocketTable::Unix {
+                for row in proc_files::parse_unix_table(&data) {
+                    let holders = inodes.get(&row.inode).map(Vec::as_slice).unwrap_or(&[]);
+                    // A unix socket may be held by many descriptors: one row for each.
+                    let none = [(-1, -1)];
+                    let holders: Vec<(Option<i32>, i32)> = if holders.is_empty() {
+                        none.iter().map(|_| (None, -1)).collect()
+                    } else {
+                        holders.iter().map(|&(p, f)| (Some(p), f)).collect()
+                    };
+                    for (pid, fd) in holders {
+                        if only.is_some() && pid != only {
+                            continue;
+                        }
+                        push(Connection {
+                            fd,
+                            family,
+                            kind: row.kind as i32,
+                            local: Endpoint::Unix(row.path.clone()),
+                            remote: Endpoint::Unix(Vec::new()),
+                            status: "NONE",
+                            pid: if only.is_some() { None } else { pid },
+                        });
+                    }
+                }
+            } else {
+                for row in proc_files::parse_inet_table(&data) {
+                    // psutil takes the first holder of an inet socket only.
+                    let (pid, fd) = match inodes.get(&row.inode).and_then(|h| h.first()) {
+                        Some(&(p, f)) => (Some(p), f),
+                        None => (None, -1),
+                    };
+                    if only.is_some() && pid != only {
+                        continue;
+                    }
+                    let status = if kind == libc::SOCK_STREAM {
+                        // psutil has no name for another state (it would raise).
+                        let Some(s) = proc_files::tcp_status(row.state) else {
+                            continue;
+                        };
+                        s
+                    } else {
+                        "NONE"
+                    };
+                    let end = |a: Option<(std::net::IpAddr, u16)>| match a {
+                        Some((ip, port)) => Endpoint::Inet(proc_files::ip_text(ip), port),
+                        None => Endpoint::None,
+                    };
+                    push(Connection {
+                        fd,
+                        family,
+                        kind,
+                        local: end(row.local),
+                        remote: end(row.remote),
+                        status,
+                        pid: if only.is_some() { None } else { pid },
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// psutil's translation of a syscall's error on `pid`.
+    fn syscall_error(&self, pid: i32, what: &str, e: io::Error) -> FilesError {
+        match io_kind(&e) {
+            Some(libc::EACCES) | Some(libc::EPERM) => FilesError::Denied {
+                what: what.to_string(),
+                errno: e.raw_os_error().unwrap_or(0),
+            },
+            Some(libc::ESRCH) => self.zombie(pid).unwrap_or(FilesError::Gone { pid }),
+            _ => FilesError::Io {
+                what: what.to_string(),
+                error: e,
+            },
+        }
+    }
+
+    /// The I/O scheduling class and level of `pid` (psutil's `ionice()`). A system call on
+    /// the running kernel, whatever the roots.
+    pub fn ionice(&self, pid: i32) -> Result<(u32, u32), FilesError> {
+        sys::ioprio_get(pid).map_err(|e| self.syscall_error(pid, "ioprio_get", e))
+    }
+
+    /// Sets them (psutil's `ionice(ioclass, value)`); the kernel checks the values
+    /// (EINVAL: an [`FilesError::Io`]) and the caller's right (EPERM: denied).
+    pub fn set_ionice(&self, pid: i32, class: u32, value: u32) -> Result<(), FilesError> {
+        sys::ioprio_set(pid, class, value).map_err(|e| self.syscall_error(pid, "ioprio_set", e))
+    }
+
+    /// The path of the terminal whose device number is `tty_nr` (a task's `stat`), as
+    /// psutil maps it: `DEV/tty*` then `DEV/pts/*` by `st_rdev`, the later of two with the
+    /// same number winning; `None` for 0 or a number no such device has.
+    pub fn terminal(&self, tty_nr: u64) -> Option<Vec<u8>> {
+        if tty_nr == 0 {
+            return None;
+        }
+        let mut cache = self.terminals.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = cache.as_ref().and_then(|m| m.get(&tty_nr)) {
+            return Some(p.clone());
+        }
+        let map = self.terminal_map();
+        let found = map.get(&tty_nr).cloned();
+        *cache = Some(map);
+        found
+    }
+
+    fn terminal_map(&self) -> HashMap<u64, Vec<u8>> {
+        use std::os::unix::fs::MetadataExt;
+        let mut map = HashMap::new();
+        let mut add = |dir: &Path, keep: &dyn Fn(&[u8]) -> bool| {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name();
+                if !keep(name.as_bytes()) {
+                    continue;
+                }
+                let path = e.path();
+                if let Ok(m) = std::fs::metadata(&path) {
+                    map.insert(m.rdev(), path.into_os_string().into_vec());
+                }
+            }
+        };
+        add(&self.dev_root, &|n| n.starts_with(b"tty"));
+        add(&self.dev_root.join("pts"), &|n| !n.starts_with(b"."));
+        map
+    }
+}
+
+/// psutil's cleaning of a link's path, with `exists` asked of the caller's file system.
+fn clean(raw: &[u8]) -> &[u8] {
+    proc_files::clean_link(raw, |p| {
+        std::fs::metadata(std::ffi::OsStr::from_bytes(p)).is_ok()
+    })
+}
+
+use std::os::unix::ffi::OsStringExt;
+
+/// Reads `path` on a thread of its own; gives up when that thread has been blocked for
+/// longer than `deadline` ([`crate::blocked`]: time blocked, not time waiting for a CPU).
+/// The abandoned thread finishes its read whenever the kernel lets it and exits.
+fn read_with_deadline(path: &Path, deadline: Duration) -> Result<io::Result<Vec<u8>>, FilesError> {
+    let (tx, rx) = mpsc::channel();
+    let tid = Arc::new(AtomicI32::new(0));
+    let (p, t) = (path.to_path_buf(), tid.clone());
+    let since = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let spawned = std::thread::Builder::new()
+        .name("tasksnap-smaps".into())
+        .spawn(move || {
+            t.store(sys::gettid(), Ordering::Release);
+            let _ = tx.send(std::fs::read(&p));
+        });
+    if let Err(error) = spawned {
+        return Err(FilesError::Io {
+            what: format!("a thread to read {}", path.display()),
+            error,
+        });
+    }
+    let deadline_ns = deadline.as_nanos() as u64;
+    let tick = (deadline / 4).max(Duration::from_millis(1));
+    let mut watch = Watch::default();
+    loop {
+        match rx.recv_timeout(tick) {
+            Ok(r) => return Ok(r),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Ok(Err(io::Error::other("the reading thread ended")));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+                let t = tid.load(Ordering::Acquire);
+                if watch.expired(since, now, deadline_ns, Count::Total, || blocked::look(t)) {
+                    return Err(FilesError::TimedOut {
+                        what: path.display().to_string(),
+                        deadline_ms: deadline.as_millis() as u64,
+                    });
+                }
+            }
+        }
+    }
+}
