@@ -15,6 +15,7 @@
 mod arrow;
 mod attrs;
 mod columns;
+mod files;
 mod host;
 mod interrupt;
 mod states;
@@ -222,5 +223,6 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(states::states, m)?)?;
     m.add_function(wrap_pyfunction!(host::last_report, m)?)?;
     m.add_function(wrap_pyfunction!(host::boot_time, m)?)?;
+    files::add(m)?;
     Ok(())
 }

@@ -1,0 +1,334 @@
+//! psutil's `Process` methods that read a per-process file or make a system call no
+//! snapshot group carries: `cwd`, `open_files`, `memory_maps`, `memory_full_info`'s extras,
+//! `net_connections` (and the module-level one), `ionice` and `terminal`. Each asks the
+//! library ([`tasksnap_collect::process_files`], through the host's roots) and hands back
+//! plain tuples; `tasksnap/_files.py` makes psutil's named tuples of them.
+//!
+//! Every call first checks that `pid` is still the process the caller's `Process` stands for
+//! (its start time, as `attrs` does), then turns the library's typed errors into psutil's
+//! exceptions: `NoSuchProcess`, `ZombieProcess`, `AccessDenied`; a read given up on a
+//! blocked mmap lock is a `TimeoutError` saying so.
+
+use std::sync::LazyLock;
+
+use pyo3::exceptions::{PyOSError, PyTimeoutError, PyValueError};
+use pyo3::prelude::*;
+use tasksnap_collect::process_files::{Endpoint, FilesError, ProcessFiles, SocketTable};
+use tasksnap_collect::Host;
+use tasksnap_model::{Groups, Query, Selector, Task};
+
+use crate::attrs::os_str;
+use crate::host;
+
+/// The reader, on the roots the binding's hosts read.
+static FILES: LazyLock<ProcessFiles> =
+    LazyLock::new(|| Host::open(host::options()).process_files());
+
+/// psutil's exception for `e` on `pid`, named `name` (what the caller's `Process` holds).
+fn to_py(py: Python<'_>, pid: i32, name: Option<&Bound<'_, PyAny>>, e: FilesError) -> PyErr {
+    let made = (|| -> PyResult<PyErr> {
+        let t = crate::types()?;
+        Ok(match e {
+            FilesError::Gone { .. } => {
+                PyErr::from_value(t.no_such_process.bind(py).call1((pid, name))?)
+            }
+            FilesError::Zombie { ppid, .. } => {
+                PyErr::from_value(t.zombie_process.bind(py).call1((pid, name, ppid))?)
+            }
+            FilesError::Denied { .. } => {
+                PyErr::from_value(t.access_denied.bind(py).call1((pid, name))?)
+            }
+            e @ FilesError::TimedOut { .. } => PyTimeoutError::new_err(e.to_string()),
+            FilesError::Io { what, error } => match error.raw_os_error() {
+                Some(errno) => PyOSError::new_err((errno, format!("{what}: {error}"))),
+                None => PyOSError::new_err(format!("{what}: {error}")),
+            },
+        })
+    })();
+    made.unwrap_or_else(|e| e)
+}
+
+/// The task of `pid` (base and stat), checked against the start time the caller knows;
+/// `NoSuchProcess` when it is gone or its pid was reused.
+fn check(
+    py: Python<'_>,
+    pid: i32,
+    expect_start_ns: Option<u64>,
+    name: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Task> {
+    let groups = Groups {
+        base: true,
+        stat: true,
+        ..Groups::default()
+    };
+    let q = Query::new(Selector::Pid(pid), groups);
+    let snap = py
+        .detach(|| host::one(&q, false))
+        .map_err(crate::collect_error)?;
+    let gone = |msg: Option<&str>| -> PyResult<PyErr> {
+        let e = crate::types()?
+            .no_such_process
+            .bind(py)
+            .call1((pid, name, msg))?;
+        Ok(PyErr::from_value(e))
+    };
+    let Some(t) = snap.tasks.into_iter().next() else {
+        return Err(gone(None)?);
+    };
+    if let Some(want) = expect_start_ns {
+        if host::start_ticks(want) != host::start_ticks(t.id.start_time_ns) {
+            return Err(gone(Some(
+                "process no longer exists and its PID has been reused",
+            ))?);
+        }
+    }
+    Ok(t)
+}
+
+/// Runs `read` on `pid` without the interpreter's lock, after the identity check.
+fn read<T: Send>(
+    py: Python<'_>,
+    pid: i32,
+    expect_start_ns: Option<u64>,
+    name: Option<&Bound<'_, PyAny>>,
+    read: impl FnOnce(&ProcessFiles) -> Result<T, FilesError> + Send,
+) -> PyResult<T> {
+    check(py, pid, expect_start_ns, name)?;
+    py.detach(|| read(&FILES))
+        .map_err(|e| to_py(py, pid, name, e))
+}
+
+/// `Process.cwd()`.
+#[pyfunction]
+#[pyo3(signature = (pid, expect_start_ns=None, name=None))]
+pub(crate) fn cwd<'py>(
+    py: Python<'py>,
+    pid: i32,
+    expect_start_ns: Option<u64>,
+    name: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let p = read(py, pid, expect_start_ns, name.as_ref(), |f| f.cwd(pid))?;
+    os_str(py, &p)
+}
+
+/// `Process.open_files()`: `(path, fd, position, mode, flags)` each.
+#[pyfunction]
+#[pyo3(signature = (pid, expect_start_ns=None, name=None))]
+pub(crate) fn open_files<'py>(
+    py: Python<'py>,
+    pid: i32,
+    expect_start_ns: Option<u64>,
+    name: Option<Bound<'py, PyAny>>,
+) -> PyResult<Vec<(Bound<'py, PyAny>, i32, u64, &'static str, u32)>> {
+    let files = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+        f.open_files(pid)
+    })?;
+    files
+        .into_iter()
+        .map(|o| Ok((os_str(py, &o.path)?, o.fd, o.position, o.mode, o.flags)))
+        .collect()
+}
+
+/// `Process.memory_maps(grouped)`: `(path, rss, size, pss, shared_clean, shared_dirty,
+/// private_clean, private_dirty, referenced, anonymous, swap)` each, grouped by path; or,
+/// not grouped, `(addr, perms, path, ...)` per mapping.
+#[pyfunction]
+#[pyo3(signature = (pid, grouped=true, expect_start_ns=None, name=None))]
+pub(crate) fn memory_maps<'py>(
+    py: Python<'py>,
+    pid: i32,
+    grouped: bool,
+    expect_start_ns: Option<u64>,
+    name: Option<Bound<'py, PyAny>>,
+) -> PyResult<Vec<Bound<'py, pyo3::types::PyTuple>>> {
+    let row = |head: Vec<Bound<'py, PyAny>>, figures: [u64; 10]| -> PyResult<_> {
+        let mut items = head;
+        for v in figures {
+            items.push(v.into_pyobject(py)?.into_any());
+        }
+        pyo3::types::PyTuple::new(py, items)
+    };
+    if grouped {
+        let maps = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+            f.memory_maps_grouped(pid)
+        })?;
+        maps.into_iter()
+            .map(|(path, fig)| row(vec![os_str(py, &path)?], fig.to_array()))
+            .collect()
+    } else {
+        let maps = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+            f.memory_maps(pid)
+        })?;
+        maps.into_iter()
+            .map(|m| {
+                row(
+                    vec![
+                        os_str(py, &m.addr)?,
+                        os_str(py, &m.perms)?,
+                        os_str(py, &m.path)?,
+                    ],
+                    m.figures.to_array(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// `memory_full_info()`'s extras: `(uss, pss, swap)`, bytes.
+#[pyfunction]
+#[pyo3(signature = (pid, expect_start_ns=None, name=None))]
+pub(crate) fn memory_extras(
+    py: Python<'_>,
+    pid: i32,
+    expect_start_ns: Option<u64>,
+    name: Option<Bound<'_, PyAny>>,
+) -> PyResult<(u64, u64, u64)> {
+    let t = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+        f.smaps_totals(pid)
+    })?;
+    Ok((t.uss_bytes, t.pss_bytes, t.swap_bytes))
+}
+
+fn tables(kind: &str) -> PyResult<&'static [SocketTable]> {
+    SocketTable::for_kind(kind).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "invalid kind argument {kind:?}; valid ones are: {:?}",
+            SocketTable::KINDS
+        ))
+    })
+}
+
+fn endpoint<'py>(py: Python<'py>, e: &Endpoint) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match e {
+        Endpoint::None => pyo3::types::PyTuple::empty(py).into_any(),
+        Endpoint::Inet(ip, port) => (ip.as_str(), *port).into_pyobject(py)?.into_any(),
+        Endpoint::Unix(p) => os_str(py, p)?,
+    })
+}
+
+/// A connection's fields: `(fd, family, type, laddr, raddr, status)`, plus `pid` when
+/// `with_pid`. An inet address is a plain `(ip, port)` (`_files.py` makes it an `addr`).
+type Conn<'py> = Bound<'py, pyo3::types::PyTuple>;
+
+fn conns<'py>(
+    py: Python<'py>,
+    list: Vec<tasksnap_collect::process_files::Connection>,
+    with_pid: bool,
+) -> PyResult<Vec<Conn<'py>>> {
+    list.into_iter()
+        .map(|c| {
+            let mut items: Vec<Bound<'py, PyAny>> = vec![
+                c.fd.into_pyobject(py)?.into_any(),
+                c.family.into_pyobject(py)?.into_any(),
+                c.kind.into_pyobject(py)?.into_any(),
+                endpoint(py, &c.local)?,
+                endpoint(py, &c.remote)?,
+                c.status.into_pyobject(py)?.into_any(),
+            ];
+            if with_pid {
+                items.push(c.pid.into_pyobject(py)?.into_any());
+            }
+            pyo3::types::PyTuple::new(py, items)
+        })
+        .collect()
+}
+
+/// `Process.net_connections(kind)`.
+#[pyfunction]
+#[pyo3(signature = (pid, kind="inet", expect_start_ns=None, name=None))]
+pub(crate) fn net_connections<'py>(
+    py: Python<'py>,
+    pid: i32,
+    kind: &str,
+    expect_start_ns: Option<u64>,
+    name: Option<Bound<'py, PyAny>>,
+) -> PyResult<Vec<Conn<'py>>> {
+    let t = tables(kind)?;
+    let list = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+        f.connections(pid, t)
+    })?;
+    conns(py, list, false)
+}
+
+/// The module-level `net_connections(kind)`: `(..., pid)` each.
+#[pyfunction]
+#[pyo3(signature = (kind="inet"))]
+pub(crate) fn all_net_connections<'py>(py: Python<'py>, kind: &str) -> PyResult<Vec<Conn<'py>>> {
+    let t = tables(kind)?;
+    let list = py
+        .detach(|| FILES.all_connections(t))
+        .map_err(|e| to_py(py, 0, None, e))?;
+    conns(py, list, true)
+}
+
+/// `Process.ionice()`: `(ioclass, value)`.
+#[pyfunction]
+#[pyo3(signature = (pid, expect_start_ns=None, name=None))]
+pub(crate) fn ionice_get(
+    py: Python<'_>,
+    pid: i32,
+    expect_start_ns: Option<u64>,
+    name: Option<Bound<'_, PyAny>>,
+) -> PyResult<(u32, u32)> {
+    read(py, pid, expect_start_ns, name.as_ref(), |f| f.ionice(pid))
+}
+
+/// `Process.ionice(ioclass, value)` (the arguments checked by `_files.py` as psutil does;
+/// the kernel checks the rest).
+#[pyfunction]
+#[pyo3(signature = (pid, ioclass, value, expect_start_ns=None, name=None))]
+pub(crate) fn ionice_set(
+    py: Python<'_>,
+    pid: i32,
+    ioclass: u32,
+    value: u32,
+    expect_start_ns: Option<u64>,
+    name: Option<Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    read(py, pid, expect_start_ns, name.as_ref(), |f| {
+        f.set_ionice(pid, ioclass, value)
+    })
+}
+
+/// `Process.terminal()`: the path of its controlling terminal, or `None`.
+#[pyfunction]
+#[pyo3(signature = (pid, expect_start_ns=None, name=None))]
+pub(crate) fn terminal<'py>(
+    py: Python<'py>,
+    pid: i32,
+    expect_start_ns: Option<u64>,
+    name: Option<Bound<'py, PyAny>>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let t = check(py, pid, expect_start_ns, name.as_ref())?;
+    let Some(b) = t.base.as_ref() else {
+        return Err(to_py(
+            py,
+            pid,
+            name.as_ref(),
+            FilesError::Denied {
+                what: "stat".into(),
+                errno: libc::EACCES,
+            },
+        ));
+    };
+    // A zombie keeps its tty_nr in stat: psutil answers for it too.
+    let tty = u64::from(b.tty_nr);
+    match py.detach(|| FILES.terminal(tty)) {
+        Some(p) => Ok(Some(os_str(py, &p)?)),
+        None => Ok(None),
+    }
+}
+
+/// Adds this module's functions to `_tasksnap` (one line in lib.rs).
+pub(crate) fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cwd, m)?)?;
+    m.add_function(wrap_pyfunction!(open_files, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_maps, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_extras, m)?)?;
+    m.add_function(wrap_pyfunction!(net_connections, m)?)?;
+    m.add_function(wrap_pyfunction!(all_net_connections, m)?)?;
+    m.add_function(wrap_pyfunction!(ionice_get, m)?)?;
+    m.add_function(wrap_pyfunction!(ionice_set, m)?)?;
+    m.add_function(wrap_pyfunction!(terminal, m)?)?;
+    Ok(())
+}
