@@ -1,0 +1,324 @@
+"""psutil's per-process file methods (cwd, open_files, memory_maps, memory_full_info,
+net_connections, ionice, terminal) against psutil 7.2.2, for processes this test spawns:
+one with files open at known offsets, sockets of every kind, a mapped file and a working
+directory whose name is not UTF-8; one on a terminal; a zombie; one gone; another user's;
+and, as nobody, root's (AccessDenied where psutil raises it)."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import psutil
+import pytest
+
+import tasksnap
+from tasksnap import _files
+from tasksnap._files import _FilesMixin
+
+KINDS = ("all", "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "inet", "inet4", "inet6")
+
+
+class P(tasksnap.Process, _FilesMixin):
+    """Until Process inherits the mixin."""
+
+    __slots__ = ()
+
+
+CHILD = textwrap.dedent(
+    """
+    import mmap, os, socket, sys, time
+    work = os.fsencode(sys.argv[1])
+    os.chdir(work)
+    r = open(b"plain", "wb+"); r.write(b"x" * 100); r.flush(); r.seek(37)
+    a = open(b"log", "a"); a.write("12345"); a.flush()
+    rp = open(b"plain", "r+b"); rp.seek(5)
+    m = mmap.mmap(r.fileno(), 100)
+    lst = socket.socket(); lst.bind(("127.0.0.1", 0)); lst.listen()
+    cli = socket.create_connection(lst.getsockname()); srv, _ = lst.accept()
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind(("127.0.0.1", 0))
+    try:
+        six = socket.socket(socket.AF_INET6); six.bind(("::1", 0)); six.listen()
+    except OSError:
+        six = None
+    ux = socket.socket(socket.AF_UNIX); ux.bind(b"sock"); ux.listen()
+    ab = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); ab.bind(b"\\0tasksnap-files-" + str(os.getpid()).encode())
+    pair = socket.socketpair()
+    sys.stdout.write("ready\\n"); sys.stdout.flush()
+    time.sleep(600)
+    """
+)
+
+
+def _spawn(code, *args, prefix=(), **kw):
+    p = subprocess.Popen([*prefix, sys.executable, "-c", code, *args], stdout=subprocess.PIPE, **kw)
+    assert p.stdout.readline().strip() == b"ready"
+    return p
+
+
+def _kill(p):
+    p.kill()
+    p.wait()
+
+
+@pytest.fixture(scope="module")
+def busy():
+    """The child with everything open, in a directory named b'dir \\xff' (not UTF-8)."""
+    top = tempfile.mkdtemp(prefix="tasksnap-files-")
+    work = os.path.join(os.fsencode(top), b"dir \xff")
+    os.mkdir(work)
+    p = _spawn(CHILD, os.fsdecode(work))
+    yield p.pid
+    _kill(p)
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def _pair(pid):
+    return P(pid), psutil.Process(pid)
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as e:  # noqa: BLE001 - the kind of exception is what is compared
+        return ("raised", type(e).__name__)
+
+
+def test_cwd_and_open_files_match_psutil(busy):
+    ours, theirs = _pair(busy)
+    assert ours.cwd() == theirs.cwd()
+    assert ours.cwd().endswith("dir \udcff"), "surrogate-escaped as psutil's"
+    got, want = sorted(ours.open_files()), sorted(theirs.open_files())
+    assert got == want
+    by_name = {(os.path.basename(f.path), f.mode): f for f in got}
+    assert by_name[("plain", "r+")].position in (37, 5)
+    assert {f.position for f in got if f.path.endswith("plain")} == {37, 5}
+    assert by_name[("log", "a")].position == 5
+    assert all(isinstance(f, _files.popenfile) for f in got)
+
+
+def test_net_connections_match_psutil_for_every_kind(busy):
+    ours, theirs = _pair(busy)
+    for kind in KINDS:
+        assert sorted(ours.net_connections(kind)) == sorted(theirs.net_connections(kind)), kind
+    conns = ours.net_connections("all")
+    statuses = {c.status for c in conns}
+    assert {_files.CONN_LISTEN, _files.CONN_ESTABLISHED, _files.CONN_NONE} <= statuses
+    tcp = [c for c in conns if c.type == socket.SOCK_STREAM and c.family == socket.AF_INET]
+    assert any(isinstance(c.laddr, _files.addr) and c.laddr.ip == "127.0.0.1" for c in tcp)
+    unix_paths = {c.laddr for c in conns if c.family == socket.AF_UNIX}
+    assert any(p.endswith("sock") for p in unix_paths) and any(p.startswith("@") for p in unix_paths)
+    with pytest.raises(ValueError):
+        ours.net_connections("bogus")
+    with pytest.warns(DeprecationWarning):
+        assert sorted(ours.connections()) == sorted(theirs.net_connections())
+
+
+def test_module_net_connections_show_the_child_as_psutil(busy):
+    ours = sorted(c for c in _files.net_connections("all") if c.pid == busy)
+    theirs = sorted(c for c in psutil.net_connections("all") if c.pid == busy)
+    assert ours == theirs and len(ours) >= 8
+    assert all(isinstance(c, _files.sconn) for c in ours)
+
+
+def _close(a, b, what):
+    # A sleeping process's figures hold still, but pages it shares move between its shared
+    # and private counts (and its PSS) as other processes map and unmap them: 10% or 256 KiB.
+    assert abs(a - b) <= max(b // 10, 256 << 10), (what, a, b)
+
+
+def test_memory_maps_match_psutil(busy):
+    ours, theirs = _pair(busy)
+    for grouped in (True, False):
+        got, want = ours.memory_maps(grouped), theirs.memory_maps(grouped)
+        head = 1 if grouped else 3
+        assert [g[:head] for g in got] == [w[:head] for w in want], grouped
+        for g, w in zip(got, want):
+            assert type(g).__name__ == type(w).__name__ and g._fields == w._fields
+            assert g.size == w.size
+            for f in g._fields[head:]:
+                _close(getattr(g, f), getattr(w, f), (g[:head], f))
+    paths = [m.path for m in ours.memory_maps()]
+    assert any(p.endswith("plain") for p in paths) and "[anon]" in paths
+
+
+def test_memory_full_info_matches_psutil(busy):
+    got, want = P(busy).memory_full_info(), psutil.Process(busy).memory_full_info()
+    assert got._fields == want._fields
+    for f in got._fields:
+        _close(getattr(got, f), getattr(want, f), f)
+
+
+def test_ionice_get_set_and_argument_checks_as_psutil(busy):
+    ours, theirs = _pair(busy)
+    assert ours.ionice() == theirs.ionice()
+    assert isinstance(ours.ionice().ioclass, _files.IOPriority)
+    ours.ionice(_files.IOPRIO_CLASS_BE, 5)
+    assert theirs.ionice() == (psutil.IOPRIO_CLASS_BE, 5) == ours.ionice()
+    ours.ionice(_files.IOPRIO_CLASS_IDLE)
+    assert theirs.ionice().ioclass == psutil.IOPRIO_CLASS_IDLE
+    for args in [(None, 3), (_files.IOPRIO_CLASS_IDLE, 2), (_files.IOPRIO_CLASS_BE, 8), (7, 0)]:
+        a = _outcome(lambda: ours.ionice(*args))
+        b = _outcome(lambda: theirs.ionice(*args))
+        assert a == b, (args, a, b)
+    assert _outcome(lambda: ours.ionice(None, 3)) == ("raised", "ValueError")
+
+
+def test_terminal_as_psutil():
+    master, slave = os.openpty()
+    name = os.ttyname(slave)
+    code = ("import os, sys, time\nos.setsid()\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
+            "sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n")
+    p = _spawn(code, name)
+    try:
+        ours, theirs = _pair(p.pid)
+        assert ours.terminal() == theirs.terminal() == name
+        me = P(os.getpid())
+        assert me.terminal() == psutil.Process(os.getpid()).terminal()
+    finally:
+        _kill(p)
+        os.close(master)
+        os.close(slave)
+
+
+def _methods(p):
+    return {
+        "cwd": p.cwd,
+        "open_files": p.open_files,
+        "memory_maps": p.memory_maps,
+        "memory_maps_flat": lambda: p.memory_maps(False),
+        "memory_full_info": p.memory_full_info,
+        "net_connections": lambda: p.net_connections("all"),
+        "ionice": p.ionice,
+        "terminal": p.terminal,
+    }
+
+
+def test_a_zombie_raises_where_psutil_does():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 10
+        while psutil.Process(p.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        ours = _methods(P(p.pid))
+        theirs = _methods(psutil.Process(p.pid))
+        for m in ours:
+            a, b = _outcome(ours[m]), _outcome(theirs[m])
+            assert a == b, (m, a, b)
+        assert _outcome(ours["cwd"]) == ("raised", "ZombieProcess")
+    finally:
+        p.wait()
+
+
+def test_a_process_gone_or_reused_is_no_such_process():
+    p = subprocess.Popen([sys.executable, "-c", "import sys, time; print('ready', flush=True); time.sleep(600)"],
+                         stdout=subprocess.PIPE)
+    p.stdout.readline()
+    ours, theirs = _methods(P(p.pid)), _methods(psutil.Process(p.pid))
+    _kill(p)
+    for m in ours:
+        assert _outcome(ours[m]) == _outcome(theirs[m]) == ("raised", "NoSuchProcess"), m
+    # A Process object for another start time: the pid was reused.
+    me = P(os.getpid())
+    me._start_ns = 1
+    with pytest.raises(tasksnap.NoSuchProcess, match="reused"):
+        me.cwd()
+
+
+def _nobody_prefix():
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv")
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+
+
+def test_root_reads_another_users_process_as_psutil():
+    prefix = _nobody_prefix()
+    p = _spawn(
+        "import os, socket, sys, time\nos.chdir('/')\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        "sys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n",
+        prefix=prefix, cwd="/",
+    )
+    try:
+        assert psutil.Process(p.pid).uids().real == 65534
+        ours, theirs = _methods(P(p.pid)), _methods(psutil.Process(p.pid))
+        for m in ("cwd", "open_files", "net_connections", "ionice", "terminal"):
+            a, b = _outcome(ours[m]), _outcome(theirs[m])
+            if isinstance(a[1], list):
+                a, b = sorted(a[1]), sorted(b[1])
+            assert a == b, m
+        assert [m.path for m in P(p.pid).memory_maps()] == [m.path for m in psutil.Process(p.pid).memory_maps()]
+    finally:
+        _kill(p)
+
+
+NOBODY_CHECKS = textwrap.dedent(
+    """
+    import os, sys, psutil, tasksnap
+    from tasksnap._files import _FilesMixin
+    assert os.geteuid() != 0
+    class P(tasksnap.Process, _FilesMixin):
+        __slots__ = ()
+    def outcome(fn):
+        try:
+            r = fn()
+            return ("ok", sorted(r) if isinstance(r, list) else r)
+        except Exception as e:
+            return ("raised", type(e).__name__)
+    pid = int(sys.argv[1])
+    ours, theirs = P(pid), psutil.Process(pid)
+    calls = {
+        "cwd": lambda p: p.cwd(), "open_files": lambda p: p.open_files(),
+        "memory_maps": lambda p: p.memory_maps(), "memory_full_info": lambda p: p.memory_full_info(),
+        "net_connections": lambda p: p.net_connections("all"), "ionice": lambda p: p.ionice(),
+        "ionice_set": lambda p: p.ionice(psutil.IOPRIO_CLASS_BE, 7), "terminal": lambda p: p.terminal(),
+    }
+    bad = []
+    for name, call in calls.items():
+        a, b = outcome(lambda: call(ours)), outcome(lambda: call(theirs))
+        if a != b:
+            bad.append((name, a, b))
+    assert not bad, bad
+    assert outcome(lambda: ours.cwd()) == ("raised", "AccessDenied")
+    # The module-level listing: root's sockets without a holder, as psutil's.
+    mine = sorted(c for c in tasksnap._files.net_connections("tcp4") if c.laddr and c.laddr.port == PORT)
+    want = sorted(c for c in psutil.net_connections("tcp4") if c.laddr and c.laddr.port == PORT)
+    assert mine == want and mine and mine[0].pid is None, (mine, want)
+    print("ok")
+    """
+)
+
+
+def test_as_nobody_root_processes_are_access_denied_as_psutil():
+    prefix = _nobody_prefix()
+    from test_unprivileged import _nobody_python, _reachable_copy
+
+    python = _nobody_python(prefix)
+    if python is None:
+        pytest.skip("no Python nobody can run")
+    root_child = _spawn(
+        "import socket, sys, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        "sys.stdout.write('ready\\n'); sys.stdout.flush(); print(s.getsockname()[1], flush=True); time.sleep(600)\n"
+    )
+    port = int(root_child.stdout.readline())
+    work = tempfile.mkdtemp(prefix="tasksnap-files-nobody-")
+    try:
+        os.chmod(work, 0o755)
+        site = os.path.join(work, "site")
+        _reachable_copy(site)
+        env = dict(os.environ, HOME=work, PYTHONPATH=site)
+        env.pop("VIRTUAL_ENV", None)
+        checks = f"PORT = {port}\n" + NOBODY_CHECKS
+        r = subprocess.run([*prefix, python, "-s", "-c", checks, str(root_child.pid)],
+                           capture_output=True, text=True, env=env, cwd="/", timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.strip() == "ok"
+    finally:
+        _kill(root_child)
+        shutil.rmtree(work, ignore_errors=True)
