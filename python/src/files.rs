@@ -111,6 +111,9 @@ pub(crate) fn cwd<'py>(
     os_str(py, &p)
 }
 
+/// `(path, fd, position, mode, flags)`: psutil's `popenfile` fields.
+type OpenFileRow<'py> = (Bound<'py, PyAny>, i32, u64, &'static str, u32);
+
 /// `Process.open_files()`: `(path, fd, position, mode, flags)` each.
 #[pyfunction]
 #[pyo3(signature = (pid, expect_start_ns=None, name=None))]
@@ -119,7 +122,7 @@ pub(crate) fn open_files<'py>(
     pid: i32,
     expect_start_ns: Option<u64>,
     name: Option<Bound<'py, PyAny>>,
-) -> PyResult<Vec<(Bound<'py, PyAny>, i32, u64, &'static str, u32)>> {
+) -> PyResult<Vec<OpenFileRow<'py>>> {
     let files = read(py, pid, expect_start_ns, name.as_ref(), |f| {
         f.open_files(pid)
     })?;

@@ -358,7 +358,11 @@ pub fn parse_unix_table(buf: &[u8]) -> Vec<UnixRow> {
             Some(UnixRow {
                 kind: u32::try_from(parse_u64(w[4], 16)?).ok()?,
                 inode: parse_u64(w[6], 10)?,
-                path: if w.len() == 8 { w[7].to_vec() } else { Vec::new() },
+                path: if w.len() == 8 {
+                    w[7].to_vec()
+                } else {
+                    Vec::new()
+                },
             })
         })
         .collect()
@@ -395,7 +399,8 @@ mod tests {
     /// Two blocks copied from this machine's /proc/self/smaps, the second's path changed
     /// to one with spaces and a " (deleted)" suffix, then an anonymous block, a truncated
     /// figure line and a truncated header.
-    const SMAPS: &[u8] = b"55f6ca2f0000-55f6ca2f3000 r--p 00000000 fe:00 247741                     /usr/bin/sed\n\
+    const SMAPS: &[u8] =
+        b"55f6ca2f0000-55f6ca2f3000 r--p 00000000 fe:00 247741                     /usr/bin/sed\n\
 Size:                 12 kB\n\
 KernelPageSize:        4 kB\n\
 MMUPageSize:           4 kB\n\
@@ -458,7 +463,10 @@ Swap:                  4 kB\n\
         assert_eq!(maps[3].addr, b"7fff0000000-7fff00");
         assert_eq!(maps[3].path, b"");
         assert!(parse_smaps(b"").is_empty());
-        assert!(parse_smaps(b"Rss: 4 kB\n").is_empty(), "figures before a header");
+        assert!(
+            parse_smaps(b"Rss: 4 kB\n").is_empty(),
+            "figures before a header"
+        );
         for cut in 0..SMAPS.len() {
             let _ = parse_smaps(&SMAPS[..cut]);
         }
@@ -467,7 +475,8 @@ Swap:                  4 kB\n\
     #[test]
     fn totals_sum_private_pss_and_swap_as_psutil() {
         // This machine's /proc/self/smaps_rollup.
-        let rollup = b"55a403c96000-7ffe87afa000 ---p 00000000 00:00 0                          [rollup]\n\
+        let rollup =
+            b"55a403c96000-7ffe87afa000 ---p 00000000 00:00 0                          [rollup]\n\
 Rss:                1612 kB\nPss:                 257 kB\nPss_Dirty:           112 kB\n\
 Pss_Anon:            112 kB\nPss_File:            145 kB\nPss_Shmem:             0 kB\n\
 Shared_Clean:       1460 kB\nShared_Dirty:          0 kB\nPrivate_Clean:        40 kB\n\
@@ -481,10 +490,7 @@ Locked:                0 kB\n";
             ((40 + 112 + 3) * 1024, 257 * 1024, 7 * 1024)
         );
         // smaps: summed over blocks.
-        assert_eq!(
-            parse_smaps_totals(SMAPS),
-            (12 * 1024, 16 * 1024, 4 * 1024)
-        );
+        assert_eq!(parse_smaps_totals(SMAPS), (12 * 1024, 16 * 1024, 4 * 1024));
         assert_eq!(parse_smaps_totals(b""), (0, 0, 0));
         assert_eq!(parse_smaps_totals(b"Pss: x kB\nSwap:"), (0, 0, 0));
     }
@@ -531,7 +537,7 @@ Locked:                0 kB\n";
    0: 00000000000000000000000001000000:B6B3 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 71891267 1 00000000c2a439ab 100 0 0 10 0\n";
         let rows = parse_inet_table(tcp6);
         assert_eq!(rows.len(), 1);
-        let (ip, port) = rows[0].local.unwrap();
+        let (ip, port) = rows[0].local.expect("test");
         if cfg!(target_endian = "little") {
             assert_eq!(ip_text(ip), "::1");
         }
@@ -546,7 +552,7 @@ Locked:                0 kB\n";
         let rows = parse_inet_table(udp);
         assert_eq!(rows.len(), 1, "a truncated row is skipped");
         if cfg!(target_endian = "little") {
-            assert_eq!(ip_text(rows[0].local.unwrap().0), "127.0.0.1");
+            assert_eq!(ip_text(rows[0].local.expect("test").0), "127.0.0.1");
         }
         assert_eq!(rows[0].state, 7);
         for cut in 0..udp.len() {
@@ -557,7 +563,7 @@ Locked:                0 kB\n";
 
     #[test]
     fn ip_text_matches_inet_ntop() {
-        let t = |s: &str| ip_text(s.parse().unwrap());
+        let t = |s: &str| ip_text(s.parse().expect("test"));
         assert_eq!(t("::ffff:127.0.0.1"), "::ffff:127.0.0.1");
         assert_eq!(t("::1.2.3.4"), "::1.2.3.4");
         assert_eq!(t("::1"), "::1");

@@ -152,7 +152,13 @@ const IOPRIO_CLASS_SHIFT: u32 = 13;
 /// split as `IOPRIO_PRIO_CLASS`/`IOPRIO_PRIO_DATA` do.
 pub fn ioprio_get(tid: i32) -> io::Result<(u32, u32)> {
     // SAFETY: ioprio_get takes two integers and touches no memory of ours.
-    let r = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, tid as libc::c_long) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_get,
+            IOPRIO_WHO_PROCESS,
+            tid as libc::c_long,
+        )
+    };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
