@@ -13,9 +13,8 @@ use std::sync::LazyLock;
 
 use pyo3::exceptions::{PyOSError, PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
-use tasksnap_collect::process_files::{Endpoint, FilesError, ProcessFiles, SocketTable};
+use tasksnap_collect::process_files::{Endpoint, FilesError, Identity, ProcessFiles, SocketTable};
 use tasksnap_collect::Host;
-use tasksnap_model::{Groups, Query, Selector, Task};
 
 use crate::attrs::os_str;
 use crate::host;
@@ -48,41 +47,30 @@ fn to_py(py: Python<'_>, pid: i32, name: Option<&Bound<'_, PyAny>>, e: FilesErro
     made.unwrap_or_else(|e| e)
 }
 
-/// The task of `pid` (base and stat), checked against the start time the caller knows;
-/// `NoSuchProcess` when it is gone or its pid was reused.
+/// What `pid`'s `stat` says ([`Identity`]), checked against the start time the caller
+/// knows; `NoSuchProcess` when it is gone or its pid was reused. One read of `stat`
+/// through the library: a snapshot of one process would cost ten times more than the
+/// method it guards.
 fn check(
     py: Python<'_>,
     pid: i32,
     expect_start_ns: Option<u64>,
     name: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Task> {
-    let groups = Groups {
-        base: true,
-        stat: true,
-        ..Groups::default()
-    };
-    let q = Query::new(Selector::Pid(pid), groups);
-    let snap = py
-        .detach(|| host::one(&q, false))
-        .map_err(crate::collect_error)?;
-    let gone = |msg: Option<&str>| -> PyResult<PyErr> {
-        let e = crate::types()?
-            .no_such_process
-            .bind(py)
-            .call1((pid, name, msg))?;
-        Ok(PyErr::from_value(e))
-    };
-    let Some(t) = snap.tasks.into_iter().next() else {
-        return Err(gone(None)?);
-    };
+) -> PyResult<Identity> {
+    let id = py
+        .detach(|| FILES.identity(pid))
+        .map_err(|e| to_py(py, pid, name, e))?;
     if let Some(want) = expect_start_ns {
-        if host::start_ticks(want) != host::start_ticks(t.id.start_time_ns) {
-            return Err(gone(Some(
+        if host::start_ticks(want) != id.start_ticks {
+            let e = crate::types()?.no_such_process.bind(py).call1((
+                pid,
+                name,
                 "process no longer exists and its PID has been reused",
-            ))?);
+            ))?;
+            return Err(PyErr::from_value(e));
         }
     }
-    Ok(t)
+    Ok(id)
 }
 
 /// Runs `read` on `pid` without the interpreter's lock, after the identity check.
@@ -302,20 +290,8 @@ pub(crate) fn terminal<'py>(
     expect_start_ns: Option<u64>,
     name: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let t = check(py, pid, expect_start_ns, name.as_ref())?;
-    let Some(b) = t.base.as_ref() else {
-        return Err(to_py(
-            py,
-            pid,
-            name.as_ref(),
-            FilesError::Denied {
-                what: "stat".into(),
-                errno: libc::EACCES,
-            },
-        ));
-    };
     // A zombie keeps its tty_nr in stat: psutil answers for it too.
-    let tty = u64::from(b.tty_nr);
+    let tty = check(py, pid, expect_start_ns, name.as_ref())?.tty_nr;
     match py.detach(|| FILES.terminal(tty)) {
         Some(p) => Ok(Some(os_str(py, &p)?)),
         None => Ok(None),

@@ -82,6 +82,20 @@ pub enum FilesError {
     },
 }
 
+/// What a process's `stat` says that a caller checks before reading its files: whether it
+/// is still the process it stands for (its start time), a zombie, its parent and terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    /// Start time, clock ticks since boot.
+    pub start_ticks: u64,
+    /// State `Z`.
+    pub zombie: bool,
+    /// The parent.
+    pub ppid: i32,
+    /// The controlling terminal's device number (kernel encoding), 0 for none.
+    pub tty_nr: u64,
+}
+
 /// A regular file a process has open: psutil's `popenfile`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenFile {
@@ -251,6 +265,26 @@ impl ProcessFiles {
 
     fn pid_dir(&self, pid: i32) -> PathBuf {
         self.proc_root.join(pid.to_string())
+    }
+
+    /// `pid`'s [`Identity`], from one read of its `stat`.
+    pub fn identity(&self, pid: i32) -> Result<Identity, FilesError> {
+        let path = self.pid_dir(pid).join("stat");
+        let data = sys::read_small_file(&path).map_err(|e| match io_kind(&e) {
+            Some(libc::ENOENT) | Some(libc::ESRCH) => FilesError::Gone { pid },
+            _ => self.classify(pid, &path, e),
+        })?;
+        let st = parse::parse_stat(&data).map_err(|e| FilesError::Io {
+            what: path.display().to_string(),
+            error: io::Error::new(io::ErrorKind::InvalidData, e.0),
+        })?;
+        Ok(Identity {
+            start_ticks: st.start_ticks,
+            zombie: st.state == b'Z',
+            ppid: st.ppid,
+            // The kernel writes it as a signed int; a device number is its 32 bits.
+            tty_nr: u64::from(st.tty_nr as u32),
+        })
     }
 
     /// `Some(ppid)` when `pid`'s `stat` says it is a zombie.
