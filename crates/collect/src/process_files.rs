@@ -543,8 +543,16 @@ impl ProcessFiles {
             else {
                 continue;
             };
-            // Gone or not ours to look into: its sockets are listed without a holder.
-            let _ = self.socket_inodes(pid, &mut inodes);
+            match self.socket_inodes(pid, &mut inodes) {
+                // Running out of descriptors or memory would shorten the listing silently:
+                // an error instead.
+                Err(FilesError::Io { error, what }) if sys::is_exhaustion(&error) => {
+                    return Err(FilesError::Io { what, error });
+                }
+                // Gone or not ours to look into: its sockets are listed without a holder
+                // (psutil's).
+                _ => {}
+            }
         }
         self.match_tables(tables, &inodes, None)
     }
