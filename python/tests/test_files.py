@@ -322,3 +322,25 @@ def test_as_nobody_root_processes_are_access_denied_as_psutil():
     finally:
         _kill(root_child)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_process_exiting_mid_call_is_no_such_process_never_another_error():
+    """A process (reparented, so something else reaps it) read in a loop while it exits:
+    each call gives a value, NoSuchProcess or ZombieProcess, never an OSError of a file that
+    vanished under the read (psutil's rule)."""
+    allowed = {"NoSuchProcess", "ZombieProcess"}
+    for _ in range(3):
+        out = subprocess.run(["sh", "-c", "sleep 0.3 & echo $!"], capture_output=True, text=True)
+        pid = int(out.stdout)
+        p = P(pid)
+        seen = set()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for m, call in _methods(p).items():
+                kind, value = _outcome(call)
+                if kind == "raised":
+                    assert value in allowed, (m, value)
+                    seen.add(value)
+            if "NoSuchProcess" in seen or ("ZombieProcess" in seen and _outcome(p.cwd)[1] == "ZombieProcess"):
+                break
+        assert seen, "the process never ended"
