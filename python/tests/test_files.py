@@ -344,3 +344,62 @@ def test_a_process_exiting_mid_call_is_no_such_process_never_another_error():
             if "NoSuchProcess" in seen or ("ZombieProcess" in seen and _outcome(p.cwd)[1] == "ZombieProcess"):
                 break
         assert seen, "the process never ended"
+
+
+FAKE_CHECKS = textwrap.dedent(
+    """
+    import socket, sys, tasksnap
+    from tasksnap._files import _FilesMixin, net_connections
+    class P(tasksnap.Process, _FilesMixin):
+        __slots__ = ()
+    p = object.__new__(P)
+    p._pid, p._start_ns, p._name = 4242, None, "fake"
+    assert p.cwd() == sys.argv[1] + "/work \\udcff", p.cwd()
+    files = p.open_files()
+    assert [(f.fd, f.position, f.mode) for f in files] == [(3, 7, "r+")], files
+    conns = p.net_connections("tcp4")
+    assert [(c.fd, c.status, c.laddr.port) for c in conns] == [(5, "LISTEN", 0x7E8)], conns
+    assert p.net_connections("unix") == []
+    maps = p.memory_maps()
+    assert [(m.path, m.rss) for m in maps] == [("/usr/bin/fake", 8192), ("[anon]", 4096)], maps
+    assert [c.pid for c in net_connections("tcp4")] == [4242]
+    try:
+        P.cwd(type("X", (), {"_pid": 4243, "_start_ns": None, "_name": None})())
+        raise SystemExit("pid 4243 is not in the tree")
+    except tasksnap.NoSuchProcess:
+        pass
+    print("ok")
+    """
+)
+
+
+def test_the_methods_read_a_fake_tree(tmp_path):
+    """Everything under TASKSNAP_PROC_ROOT: the binding opens no /proc path itself."""
+    root = tmp_path / "proc"
+    d = root / "4242"
+    (d / "fd").mkdir(parents=True)
+    (d / "fdinfo").mkdir()
+    (root / "net").mkdir()
+    (d / "stat").write_text(
+        "4242 (fake) S 1 4242 4242 0 -1 4194304 98 0 0 0 0 0 0 0 20 0 1 0 5338170 3133440 362 "
+        "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+    work = os.path.join(os.fsencode(str(tmp_path)), b"work \xff")
+    os.mkdir(work)
+    os.symlink(work, os.fsencode(str(d / "cwd")))
+    data = tmp_path / "data"
+    data.write_bytes(b"0123456789")
+    os.symlink(data, d / "fd" / "3")
+    (d / "fdinfo" / "3").write_text("pos:\t7\nflags:\t0100002\nmnt_id:\t31\n")
+    os.symlink("socket:[7001]", d / "fd" / "5")
+    lo = "%08X" % int.from_bytes(bytes([127, 0, 0, 1]), sys.byteorder)
+    (root / "net" / "tcp").write_text(
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+        f"   0: {lo}:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 7001 1 0 100 0 0 10 0\n")
+    (root / "net" / "unix").write_text("Num       RefCount Protocol Flags    Type St Inode Path\n")
+    (d / "smaps").write_text(
+        "1000-3000 r-xp 00000000 fe:00 1 /usr/bin/fake\nSize: 8 kB\nRss: 8 kB\n"
+        "3000-4000 rw-p 00000000 00:00 0 \nSize: 4 kB\nRss: 4 kB\n")
+    env = dict(os.environ, TASKSNAP_PROC_ROOT=str(root))
+    r = subprocess.run([sys.executable, "-c", FAKE_CHECKS, str(tmp_path)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
