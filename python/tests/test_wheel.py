@@ -51,7 +51,7 @@ CHECKS = textwrap.dedent(
 
 def _run(argv, **kw):
     r = subprocess.run(argv, capture_output=True, text=True, **kw)
-    assert r.returncode == 0, f"{argv} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
+    assert r.returncode == 0, f"{argv[0]} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
     return r
 
 
@@ -120,7 +120,9 @@ def test_wheel_installs_and_imports_without_rust(wheel, tmp_path):
     name = "wheel-check"  # under the kernel's 15 bytes: comm is the whole name
     (bindir / name).symlink_to(bindir / "python")
     run = [str(bindir / name), "-I", "-c", CHECKS, str(REPO), name]
-    out = json.loads(_run(run, env=env, cwd=tmp_path, timeout=600).stdout)
+    out = json.loads(_run(run, env={**env, "TASKSNAP_BACKEND": "procfs"}, cwd=tmp_path,
+                          timeout=600).stdout)
+    assert out["backend"] == "procfs", out
     site = str(venv.resolve())
     # libelf came from the wheel's own copy.
     assert any(p.startswith(site) and "/tasksnap.libs/libelf-" in p for p in out["mapped"]), out
