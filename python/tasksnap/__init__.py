@@ -363,6 +363,9 @@ def _num_cpus() -> int:
     return os.cpu_count() or 1
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
 def _timer() -> float:
     """psutil's CPU timer for ``cpu_percent``: monotonic seconds times the CPU count."""
     return time.monotonic() * _num_cpus()
@@ -388,7 +391,7 @@ class Process(_FilesMixin):
     # (`wait_procs` sets `returncode`).
     __slots__ = (
         "_pid", "_start_ns", "_name", "_info", "_rows", "_row", "_cpu_last", "_exitcode",
-        "_exe", "__dict__", "__weakref__",
+        "_exe", "_create_time", "__dict__", "__weakref__",
     )
 
     def __init__(self, pid: Optional[int] = None) -> None:
@@ -656,8 +659,15 @@ class Process(_FilesMixin):
         return self._get("num_threads")
 
     def create_time(self) -> float:
-        """Start time, seconds since the epoch (boot time + start ticks, as psutil)."""
-        return self._get("create_time")
+        """Start time, seconds since the epoch (boot time + start ticks, as psutil), known
+        from the moment this object was made (so also once the process has gone, as
+        psutil's)."""
+        ct = getattr(self, "_create_time", None)
+        if ct is None:
+            ticks = self._start_ns // (1_000_000_000 // _CLK_TCK)
+            ct = ticks / _CLK_TCK + boot_time()
+            self._create_time = ct
+        return ct
 
     def io_counters(self) -> pio:
         """I/O counters; another user's process raises ``AccessDenied`` unless root."""
