@@ -732,12 +732,11 @@ fn backend_arg(b: &str) -> PyResult<Backend> {
 }
 
 /// The whole-system pass `process_iter(attrs)` needs: the parsed attributes, the snapshot
-/// of every process with the groups they read, and their names as interned dict keys.
-fn pass_for<'py>(
-    py: Python<'py>,
-    attrs: &[String],
-    backend: &str,
-) -> PyResult<(Vec<Attr>, Snapshot, Vec<Bound<'py, PyString>>, Backend)> {
+/// of every process with the groups they read, their names as interned dict keys, and the
+/// backend asked for.
+type Pass<'py> = (Vec<Attr>, Snapshot, Vec<Bound<'py, PyString>>, Backend);
+
+fn pass_for<'py>(py: Python<'py>, attrs: &[String], backend: &str) -> PyResult<Pass<'py>> {
     let attrs = parse_attrs(attrs)?;
     let backend = backend_arg(backend)?;
     let (groups, real_ids) = groups_for(&attrs);

@@ -83,27 +83,29 @@ mod tests {
 
     #[test]
     fn own_affinity_is_a_subset_of_the_cpus() {
-        let cpus = cpu_affinity(0).unwrap();
+        let cpus = cpu_affinity(0).expect("own affinity");
         assert!(!cpus.is_empty());
         assert!(cpus.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(
-            cpu_affinity(i32::MAX).unwrap_err().raw_os_error(),
+            cpu_affinity(i32::MAX)
+                .expect_err("no such pid")
+                .raw_os_error(),
             Some(libc::ESRCH)
         );
     }
 
     #[test]
     fn fd_count_lists_the_directory() {
-        let dir = std::env::temp_dir().join(format!("tasksnap-fdcount-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("42/fd")).unwrap();
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        std::fs::create_dir_all(dir.join("42/fd")).expect("mkdir");
         for n in ["0", "1", "7"] {
-            std::fs::write(dir.join("42/fd").join(n), b"").unwrap();
+            std::fs::write(dir.join("42/fd").join(n), b"").expect("fd");
         }
-        assert_eq!(fd_count(&dir, 42).unwrap(), 3);
+        assert_eq!(fd_count(dir, 42).expect("count"), 3);
         assert_eq!(
-            fd_count(&dir, 43).unwrap_err().kind(),
+            fd_count(dir, 43).expect_err("no pid 43").kind(),
             std::io::ErrorKind::NotFound
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
