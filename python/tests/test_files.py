@@ -271,8 +271,6 @@ NOBODY_CHECKS = textwrap.dedent(
             return ("ok", sorted(r) if isinstance(r, list) else r)
         except Exception as e:
             return ("raised", type(e).__name__)
-    pid = int(sys.argv[1])
-    ours, theirs = P(pid), psutil.Process(pid)
     calls = {
         "cwd": lambda p: p.cwd(), "open_files": lambda p: p.open_files(),
         "memory_maps": lambda p: p.memory_maps(), "memory_full_info": lambda p: p.memory_full_info(),
@@ -280,11 +278,21 @@ NOBODY_CHECKS = textwrap.dedent(
         "ionice_set": lambda p: p.ionice(psutil.IOPRIO_CLASS_BE, 7), "terminal": lambda p: p.terminal(),
     }
     bad = []
-    for name, call in calls.items():
-        a, b = outcome(lambda: call(ours)), outcome(lambda: call(theirs))
-        if a != b:
-            bad.append((name, a, b))
+    seen = {}
+    for pid in map(int, sys.argv[1:]):
+        ours, theirs = P(pid), psutil.Process(pid)
+        for name, call in calls.items():
+            a, b = outcome(lambda: call(ours)), outcome(lambda: call(theirs))
+            seen[(pid, name)] = a
+            if a != b:
+                bad.append((pid, name, a, b))
     assert not bad, bad
+    root_pid, own_pid = map(int, sys.argv[1:3])
+    ours = P(root_pid)
+    # Nobody's own process holds a file in a directory nobody cannot search: psutil's
+    # isfile_strict raises there, and so does tasksnap.
+    assert seen[(own_pid, "open_files")] == ("raised", "AccessDenied"), seen
+    assert seen[(own_pid, "cwd")][0] == "ok", seen
     assert outcome(lambda: ours.cwd()) == ("raised", "AccessDenied")
     # The module-level listing: root's sockets without a holder, as psutil's.
     mine = sorted(c for c in tasksnap._files.net_connections("tcp4") if c.laddr and c.laddr.port == PORT)
@@ -307,6 +315,15 @@ def test_as_nobody_root_processes_are_access_denied_as_psutil():
         "sys.stdout.write('ready\\n'); sys.stdout.flush(); print(s.getsockname()[1], flush=True); time.sleep(600)\n"
     )
     port = int(root_child.stdout.readline())
+    # Nobody's own process, holding a file of a directory only root may search.
+    hidden = tempfile.mkdtemp(prefix="tasksnap-files-hidden-")
+    os.chmod(hidden, 0o700)
+    fd = os.open(os.path.join(hidden, "secret"), os.O_RDWR | os.O_CREAT, 0o644)
+    own_child = _spawn(
+        "import sys, time\nsys.stdout.write('ready\\n'); sys.stdout.flush(); time.sleep(600)\n",
+        prefix=prefix, pass_fds=(fd,), cwd="/",
+    )
+    os.close(fd)
     work = tempfile.mkdtemp(prefix="tasksnap-files-nobody-")
     try:
         os.chmod(work, 0o755)
@@ -315,13 +332,15 @@ def test_as_nobody_root_processes_are_access_denied_as_psutil():
         env = dict(os.environ, HOME=work, PYTHONPATH=site)
         env.pop("VIRTUAL_ENV", None)
         checks = f"PORT = {port}\n" + NOBODY_CHECKS
-        r = subprocess.run([*prefix, python, "-s", "-c", checks, str(root_child.pid)],
+        r = subprocess.run([*prefix, python, "-s", "-c", checks, str(root_child.pid), str(own_child.pid)],
                            capture_output=True, text=True, env=env, cwd="/", timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
         assert r.stdout.strip() == "ok"
     finally:
         _kill(root_child)
+        _kill(own_child)
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(hidden, ignore_errors=True)
 
 
 def test_a_process_exiting_mid_call_is_no_such_process_never_another_error():

@@ -338,7 +338,7 @@ impl ProcessFiles {
     pub fn cwd(&self, pid: i32) -> Result<Vec<u8>, FilesError> {
         let link = self.pid_dir(pid).join("cwd");
         match std::fs::read_link(&link) {
-            Ok(p) => Ok(clean(p.as_os_str().as_bytes()).to_vec()),
+            Ok(p) => Ok(clean(p.as_os_str().as_bytes())?.to_vec()),
             Err(e) if matches!(io_kind(&e), Some(libc::ENOENT) | Some(libc::ESRCH)) => {
                 if std::fs::symlink_metadata(self.pid_dir(pid)).is_ok() {
                     if let Some(z) = self.zombie(pid) {
@@ -385,11 +385,11 @@ impl ProcessFiles {
         let (links, mut vanished) = self.fd_links(pid)?;
         let mut out = Vec::new();
         for (fd, raw) in links {
-            let path = clean(&raw);
-            // Like psutil, the path is looked at from the caller's view (`isfile_strict`).
+            let path = clean(&raw)?;
+            // Like psutil, the path is looked at from the caller's view (`isfile_strict`):
+            // a path the caller may not look up is denied, not skipped.
             let regular = path.starts_with(b"/")
-                && std::fs::metadata(std::ffi::OsStr::from_bytes(path))
-                    .is_ok_and(|m| m.file_type().is_file());
+                && stat_strict(path)?.is_some_and(|m| m.file_type().is_file());
             if !regular {
                 continue;
             }
@@ -442,19 +442,21 @@ impl ProcessFiles {
             }
             return Ok(Vec::new());
         }
-        Ok(proc_files::parse_smaps(&data)
+        proc_files::parse_smaps(&data)
             .into_iter()
-            .map(|m| Mapped {
-                path: if m.path.is_empty() {
-                    b"[anon]".to_vec()
-                } else {
-                    clean(&m.path).to_vec()
-                },
-                addr: m.addr,
-                perms: m.perms,
-                figures: m.figures,
+            .map(|m| {
+                Ok(Mapped {
+                    path: if m.path.is_empty() {
+                        b"[anon]".to_vec()
+                    } else {
+                        clean(&m.path)?.to_vec()
+                    },
+                    addr: m.addr,
+                    perms: m.perms,
+                    figures: m.figures,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// The mappings grouped by path, figures summed, in order of first appearance
@@ -720,11 +722,36 @@ impl ProcessFiles {
     }
 }
 
-/// psutil's cleaning of a link's path, with `exists` asked of the caller's file system.
-fn clean(raw: &[u8]) -> &[u8] {
-    proc_files::clean_link(raw, |p| {
-        std::fs::metadata(std::ffi::OsStr::from_bytes(p)).is_ok()
-    })
+/// `stat(path)` as psutil's `isfile_strict`/`path_exists_strict` take it: `None` when it
+/// cannot be looked up, but denied (EACCES, EPERM) is an error, not "not there".
+fn stat_strict(path: &[u8]) -> Result<Option<std::fs::Metadata>, FilesError> {
+    match std::fs::metadata(std::ffi::OsStr::from_bytes(path)) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if matches!(io_kind(&e), Some(libc::EACCES) | Some(libc::EPERM)) => {
+            Err(FilesError::Denied {
+                what: String::from_utf8_lossy(path).into_owned(),
+                errno: e.raw_os_error().unwrap_or(0),
+            })
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// psutil's cleaning of a link's path: whether a file named with the " (deleted)" suffix
+/// exists is asked of the caller's file system, strictly ([`stat_strict`]).
+fn clean(raw: &[u8]) -> Result<&[u8], FilesError> {
+    let mut denied = None;
+    let path = proc_files::clean_link(raw, |p| match stat_strict(p) {
+        Ok(m) => m.is_some(),
+        Err(e) => {
+            denied = Some(e);
+            true
+        }
+    });
+    match denied {
+        Some(e) => Err(e),
+        None => Ok(path),
+    }
 }
 
 /// Reads `path` on a thread of its own; gives up when that thread has been blocked for
