@@ -47,43 +47,46 @@ fn to_py(py: Python<'_>, pid: i32, name: Option<&Bound<'_, PyAny>>, e: FilesErro
     made.unwrap_or_else(|e| e)
 }
 
-/// What `pid`'s `stat` says ([`Identity`]), checked against the start time the caller
-/// knows; `NoSuchProcess` when it is gone or its pid was reused. One read of `stat`
-/// through the library: a snapshot of one process would cost ten times more than the
-/// method it guards.
-fn check(
-    py: Python<'_>,
-    pid: i32,
-    expect_start_ns: Option<u64>,
-    name: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Identity> {
-    let id = py
-        .detach(|| FILES.identity(pid))
-        .map_err(|e| to_py(py, pid, name, e))?;
-    if let Some(want) = expect_start_ns {
-        if host::start_ticks(want) != id.start_ticks {
-            let e = crate::types()?.no_such_process.bind(py).call1((
-                pid,
-                name,
-                "process no longer exists and its PID has been reused",
-            ))?;
-            return Err(PyErr::from_value(e));
-        }
-    }
-    Ok(id)
+/// Why a call did not read: the library's error, or the pid now names another process.
+enum Failed {
+    Files(FilesError),
+    Reused,
 }
 
-/// Runs `read` on `pid` without the interpreter's lock, after the identity check.
+/// Checks that `pid` is the process the caller's `Process` stands for (its start time
+/// from one read of `stat`, [`Identity`]: a snapshot of one process would cost ten times
+/// the method it guards), then runs `read` on it; both without the interpreter's lock.
+/// `NoSuchProcess` when the process is gone or its pid was reused.
 fn read<T: Send>(
     py: Python<'_>,
     pid: i32,
     expect_start_ns: Option<u64>,
     name: Option<&Bound<'_, PyAny>>,
-    read: impl FnOnce(&ProcessFiles) -> Result<T, FilesError> + Send,
+    read: impl FnOnce(&ProcessFiles, &Identity) -> Result<T, FilesError> + Send,
 ) -> PyResult<T> {
-    check(py, pid, expect_start_ns, name)?;
-    py.detach(|| read(&FILES))
-        .map_err(|e| to_py(py, pid, name, e))
+    let r = py.detach(|| {
+        let id = FILES.identity(pid).map_err(Failed::Files)?;
+        if expect_start_ns.is_some_and(|want| host::start_ticks(want) != id.start_ticks) {
+            return Err(Failed::Reused);
+        }
+        read(&FILES, &id).map_err(Failed::Files)
+    });
+    r.map_err(|f| match f {
+        Failed::Files(e) => to_py(py, pid, name, e),
+        Failed::Reused => {
+            let made = crate::types().and_then(|t| {
+                t.no_such_process.bind(py).call1((
+                    pid,
+                    name,
+                    "process no longer exists and its PID has been reused",
+                ))
+            });
+            match made {
+                Ok(e) => PyErr::from_value(e),
+                Err(e) => e,
+            }
+        }
+    })
 }
 
 /// `Process.cwd()`.
@@ -95,7 +98,7 @@ pub(crate) fn cwd<'py>(
     expect_start_ns: Option<u64>,
     name: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let p = read(py, pid, expect_start_ns, name.as_ref(), |f| f.cwd(pid))?;
+    let p = read(py, pid, expect_start_ns, name.as_ref(), |f, _| f.cwd(pid))?;
     os_str(py, &p)
 }
 
@@ -111,7 +114,7 @@ pub(crate) fn open_files<'py>(
     expect_start_ns: Option<u64>,
     name: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Vec<OpenFileRow<'py>>> {
-    let files = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+    let files = read(py, pid, expect_start_ns, name.as_ref(), |f, _| {
         f.open_files(pid)
     })?;
     files
@@ -140,14 +143,14 @@ pub(crate) fn memory_maps<'py>(
         pyo3::types::PyTuple::new(py, items)
     };
     if grouped {
-        let maps = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+        let maps = read(py, pid, expect_start_ns, name.as_ref(), |f, _| {
             f.memory_maps_grouped(pid)
         })?;
         maps.into_iter()
             .map(|(path, fig)| row(vec![os_str(py, &path)?], fig.to_array()))
             .collect()
     } else {
-        let maps = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+        let maps = read(py, pid, expect_start_ns, name.as_ref(), |f, _| {
             f.memory_maps(pid)
         })?;
         maps.into_iter()
@@ -174,7 +177,7 @@ pub(crate) fn memory_extras(
     expect_start_ns: Option<u64>,
     name: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(u64, u64, u64)> {
-    let t = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+    let t = read(py, pid, expect_start_ns, name.as_ref(), |f, _| {
         f.smaps_totals(pid)
     })?;
     Ok((t.uss_bytes, t.pss_bytes, t.swap_bytes))
@@ -182,9 +185,13 @@ pub(crate) fn memory_extras(
 
 fn tables(kind: &str) -> PyResult<&'static [SocketTable]> {
     SocketTable::for_kind(kind).ok_or_else(|| {
+        let kinds: Vec<String> = SocketTable::KINDS
+            .iter()
+            .map(|k| format!("'{k}'"))
+            .collect();
         PyValueError::new_err(format!(
-            "invalid kind argument {kind:?}; valid ones are: {:?}",
-            SocketTable::KINDS
+            "invalid kind argument '{kind}'; valid ones are: ({})",
+            kinds.join(", ")
         ))
     })
 }
@@ -235,7 +242,7 @@ pub(crate) fn net_connections<'py>(
     name: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Vec<Conn<'py>>> {
     let t = tables(kind)?;
-    let list = read(py, pid, expect_start_ns, name.as_ref(), |f| {
+    let list = read(py, pid, expect_start_ns, name.as_ref(), |f, _| {
         f.connections(pid, t)
     })?;
     conns(py, list, false)
@@ -261,7 +268,9 @@ pub(crate) fn ionice_get(
     expect_start_ns: Option<u64>,
     name: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(u32, u32)> {
-    read(py, pid, expect_start_ns, name.as_ref(), |f| f.ionice(pid))
+    read(py, pid, expect_start_ns, name.as_ref(), |f, _| {
+        f.ionice(pid)
+    })
 }
 
 /// `Process.ionice(ioclass, value)` (the arguments checked by `_files.py` as psutil does;
@@ -276,7 +285,7 @@ pub(crate) fn ionice_set(
     expect_start_ns: Option<u64>,
     name: Option<Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    read(py, pid, expect_start_ns, name.as_ref(), |f| {
+    read(py, pid, expect_start_ns, name.as_ref(), |f, _| {
         f.set_ionice(pid, ioclass, value)
     })
 }
@@ -291,8 +300,10 @@ pub(crate) fn terminal<'py>(
     name: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     // A zombie keeps its tty_nr in stat: psutil answers for it too.
-    let tty = check(py, pid, expect_start_ns, name.as_ref())?.tty_nr;
-    match py.detach(|| FILES.terminal(tty)) {
+    let path = read(py, pid, expect_start_ns, name.as_ref(), |f, id| {
+        Ok(f.terminal(id.tty_nr))
+    })?;
+    match path {
         Some(p) => Ok(Some(os_str(py, &p)?)),
         None => Ok(None),
     }

@@ -171,7 +171,8 @@ class pionice(NamedTuple):
     value: int
 
 
-_KINDS = ("all", "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "inet", "inet4", "inet6")
+# In psutil's order (its error message lists them so).
+_KINDS = ("all", "tcp", "tcp4", "udp", "udp4", "inet", "inet4", "inet6", "tcp6", "udp6", "unix")
 
 
 def _check_kind(kind: Any) -> None:

@@ -113,8 +113,16 @@ def test_net_connections_match_psutil_for_every_kind(busy):
     assert any(isinstance(c.laddr, _files.addr) and c.laddr.ip == "127.0.0.1" for c in tcp)
     unix_paths = {c.laddr for c in conns if c.family == socket.AF_UNIX}
     assert any(p.endswith("sock") for p in unix_paths) and any(p.startswith("@") for p in unix_paths)
-    with pytest.raises(ValueError):
-        ours.net_connections("bogus")
+    for a, b in [(ours.net_connections, theirs.net_connections),
+                 (_files.net_connections, psutil.net_connections)]:
+        with pytest.raises(ValueError) as mine:
+            a("bogus")
+        with pytest.raises(ValueError) as want:
+            b("bogus")
+        assert str(mine.value) == str(want.value)
+    with pytest.raises(ValueError) as native:
+        tasksnap._tasksnap.net_connections(busy, "bogus")
+    assert str(native.value) == str(want.value)
     with pytest.warns(DeprecationWarning):
         assert sorted(ours.connections()) == sorted(theirs.net_connections())
 

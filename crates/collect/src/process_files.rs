@@ -174,9 +174,9 @@ impl SocketTable {
         })
     }
 
-    /// Every kind psutil accepts, in its order.
+    /// Every kind psutil accepts, in its order (its error message lists them so).
     pub const KINDS: [&'static str; 11] = [
-        "all", "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6", "unix", "inet", "inet4", "inet6",
+        "all", "tcp", "tcp4", "udp", "udp4", "inet", "inet4", "inet6", "tcp6", "udp6", "unix",
     ];
 
     fn file(self) -> &'static str {
@@ -287,18 +287,12 @@ impl ProcessFiles {
         })
     }
 
-    /// `Some(ppid)` when `pid`'s `stat` says it is a zombie.
-    fn zombie_parent(&self, pid: i32) -> Option<i32> {
-        let stat = sys::read_small_file(&self.pid_dir(pid).join("stat")).ok()?;
-        (parse::stat_state_letter(&stat)? == b'Z')
-            .then(|| parse::parse_stat(&stat).ok().map(|s| s.ppid))
-            .map(|p| p.unwrap_or(0))
-    }
-
+    /// [`FilesError::Zombie`] when `pid`'s `stat` says it is one.
     fn zombie(&self, pid: i32) -> Option<FilesError> {
-        self.zombie_parent(pid).map(|ppid| FilesError::Zombie {
+        let stat = sys::read_small_file(&self.pid_dir(pid).join("stat")).ok()?;
+        (parse::stat_state_letter(&stat)? == b'Z').then(|| FilesError::Zombie {
             pid,
-            ppid: Some(ppid),
+            ppid: parse::parse_stat(&stat).ok().map(|s| s.ppid),
         })
     }
 
