@@ -11,9 +11,9 @@
 //! for telling a process that is gone from a zombie from a file the caller may not read.
 //!
 //! `smaps` and `smaps_rollup` take the target's mmap lock: a read of either runs on a
-//! thread of its own, watched by [`crate::blocked`] as the procfs collector watches a
-//! command-line read, and one blocked past the deadline is given up
-//! ([`FilesError::TimedOut`]) instead of hanging the caller.
+//! reader thread kept for them (`Reader`), watched by [`crate::blocked`] as the procfs
+//! collector watches a command-line read, and one blocked past the deadline is given up
+//! ([`FilesError::TimedOut`]) instead of hanging the caller (the reader with it).
 //!
 //! Sockets are matched against `ROOT/net/*`, the caller's network namespace, as psutil does
 //! (it reads `/proc/net/*`): a process in another namespace shows no inet sockets.
@@ -240,6 +240,8 @@ pub struct ProcessFiles {
     /// Terminal paths by device number, built on first use and again when a device number
     /// is not in it (a pseudo-terminal opened since).
     terminals: Mutex<Option<HashMap<u64, Vec<u8>>>>,
+    /// The thread `smaps` reads run on, while none is in use ([`Reader`]).
+    reader: Mutex<Option<Reader>>,
 }
 
 fn io_kind(e: &io::Error) -> Option<i32> {
@@ -254,6 +256,7 @@ impl ProcessFiles {
             dev_root,
             smaps_deadline: SMAPS_DEADLINE,
             terminals: Mutex::new(None),
+            reader: Mutex::new(None),
         }
     }
 
@@ -419,7 +422,7 @@ impl ProcessFiles {
     /// Reads `PID/name` (`smaps`, `smaps_rollup`) on a watched thread (see the module header).
     fn read_watched(&self, pid: i32, name: &str) -> Result<Vec<u8>, FilesError> {
         let path = self.pid_dir(pid).join(name);
-        match read_with_deadline(&path, self.smaps_deadline) {
+        match self.read_with_deadline(&path) {
             Ok(Ok(b)) => Ok(b),
             Ok(Err(e)) => Err(self.classify(pid, &path, e)),
             Err(e) => Err(e),
@@ -748,44 +751,109 @@ fn clean(raw: &[u8]) -> Result<&[u8], FilesError> {
     }
 }
 
-/// Reads `path` on a thread of its own; gives up when that thread has been blocked for
-/// longer than `deadline` ([`crate::blocked`]: time blocked, not time waiting for a CPU).
-/// The abandoned thread finishes its read whenever the kernel lets it and exits.
-fn read_with_deadline(path: &Path, deadline: Duration) -> Result<io::Result<Vec<u8>>, FilesError> {
-    let (tx, rx) = mpsc::channel();
-    let tid = Arc::new(AtomicI32::new(0));
-    let (p, t) = (path.to_path_buf(), tid.clone());
-    let since = sys::clock_ns(libc::CLOCK_MONOTONIC);
-    let spawned = std::thread::Builder::new()
-        .name("tasksnap-smaps".into())
-        .spawn(move || {
-            t.store(sys::gettid(), Ordering::Release);
-            let _ = tx.send(std::fs::read(&p));
-        });
-    if let Err(error) = spawned {
-        return Err(FilesError::Io {
-            what: format!("a thread to read {}", path.display()),
-            error,
-        });
+/// A read for the [`Reader`] thread and where its answer goes.
+struct Job {
+    path: PathBuf,
+    reply: mpsc::Sender<io::Result<Vec<u8>>>,
+}
+
+/// A thread kept to read files that can block on a target's mmap lock, so that a blocked
+/// read can be given up: starting a thread per read cost more than the read (100 µs
+/// against 50 µs for an `smaps_rollup` on a busy 2-core VM). One caller uses it at a time
+/// (it is taken out of [`ProcessFiles::reader`] while in use); a caller that finds none
+/// starts one. A reader given up on is dropped: its thread finishes the blocked read
+/// whenever the kernel lets it, finds no more jobs and exits.
+#[derive(Debug)]
+struct Reader {
+    jobs: mpsc::Sender<Job>,
+    /// The thread's id, for [`blocked::look`] (0 until it has started).
+    tid: Arc<AtomicI32>,
+}
+
+impl Reader {
+    fn start() -> io::Result<Reader> {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let tid = Arc::new(AtomicI32::new(0));
+        let t = tid.clone();
+        std::thread::Builder::new()
+            .name("tasksnap-smaps".into())
+            .spawn(move || {
+                t.store(sys::gettid(), Ordering::Release);
+                while let Ok(job) = inbox.recv() {
+                    let _ = job.reply.send(std::fs::read(&job.path));
+                }
+            })?;
+        Ok(Reader { jobs, tid })
     }
-    let deadline_ns = deadline.as_nanos() as u64;
-    let tick = (deadline / 4).max(Duration::from_millis(1));
-    let mut watch = Watch::default();
-    loop {
-        match rx.recv_timeout(tick) {
-            Ok(r) => return Ok(r),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
+}
+
+impl ProcessFiles {
+    /// Reads `path` on the reader thread; gives up when that thread has been blocked for
+    /// longer than the deadline ([`crate::blocked`]: time blocked, not time waiting for a
+    /// CPU).
+    fn read_with_deadline(&self, path: &Path) -> Result<io::Result<Vec<u8>>, FilesError> {
+        let kept = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let reader = match kept {
+            Some(r) => r,
+            None => Reader::start().map_err(|error| FilesError::Io {
+                what: format!("a thread to read {}", path.display()),
+                error,
+            })?,
+        };
+        let (reply, answer) = mpsc::channel();
+        let since = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        if reader
+            .jobs
+            .send(Job {
+                path: path.to_path_buf(),
+                reply,
+            })
+            .is_err()
+        {
+            return Ok(Err(io::Error::other("the reading thread ended")));
+        }
+        let deadline_ns = self.smaps_deadline.as_nanos() as u64;
+        let tick = (self.smaps_deadline / 4).max(Duration::from_millis(1));
+        let mut watch = Watch::default();
+        let done = |r, reader| {
+            // Kept for the next read, unless another caller kept one meanwhile.
+            let mut slot = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                *slot = Some(reader);
+            }
+            Ok(r)
+        };
+        loop {
+            // Most reads end in tens of microseconds: the caller yields its CPU until the
+            // answer is there rather than sleeping (a wake-up on another CPU of a VM costs
+            // as much as the read), for as long as a read is not looked at anyway.
+            let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+            let wait = if now.saturating_sub(since) < blocked::LOOK_AFTER_NS {
+                match answer.try_recv() {
+                    Ok(r) => return done(r, reader),
+                    Err(mpsc::TryRecvError::Empty) => {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => Err(()),
+                }
+            } else {
+                match answer.recv_timeout(tick) {
+                    Ok(r) => return done(r, reader),
+                    Err(mpsc::RecvTimeoutError::Timeout) => Ok(()),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => Err(()),
+                }
+            };
+            if wait.is_err() {
                 return Ok(Err(io::Error::other("the reading thread ended")));
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
-                let t = tid.load(Ordering::Acquire);
-                if watch.expired(since, now, deadline_ns, Count::Total, || blocked::look(t)) {
-                    return Err(FilesError::TimedOut {
-                        what: path.display().to_string(),
-                        deadline_ms: deadline.as_millis() as u64,
-                    });
-                }
+            let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+            let t = reader.tid.load(Ordering::Acquire);
+            if watch.expired(since, now, deadline_ns, Count::Total, || blocked::look(t)) {
+                return Err(FilesError::TimedOut {
+                    what: path.display().to_string(),
+                    deadline_ms: self.smaps_deadline.as_millis() as u64,
+                });
             }
         }
     }
