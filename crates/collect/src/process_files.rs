@@ -1113,12 +1113,46 @@ mod tests {
             msg.contains("blocked on the process's memory map lock"),
             "{msg}"
         );
-        // Let the abandoned reader go: a writer that opens and closes gives it end of file.
-        // SAFETY: as above; the descriptor is closed at once.
-        unsafe {
-            let fd = libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_NONBLOCK);
-            if fd >= 0 {
-                libc::close(fd);
+        // The reader given up on is not kept; the next read gets a new one, which is kept.
+        let f = t.files();
+        assert!(matches!(
+            f.memory_maps(50),
+            Err(FilesError::TimedOut { .. })
+        ));
+        assert!(f.reader.lock().expect("test").is_none());
+        let d = t.process(51, 'S');
+        std::fs::write(
+            d.join("smaps"),
+            "1000-2000 r--p 00000000 00:00 0 \nRss: 4 kB\n",
+        )
+        .expect("test");
+        assert_eq!(f.memory_maps(51).expect("test").len(), 1);
+        let tid = f
+            .reader
+            .lock()
+            .expect("test")
+            .as_ref()
+            .map(|r| r.tid.clone());
+        assert_eq!(f.memory_maps(51).expect("test").len(), 1);
+        let again = f
+            .reader
+            .lock()
+            .expect("test")
+            .as_ref()
+            .map(|r| r.tid.clone());
+        assert!(
+            tid.zip(again).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b)),
+            "the reader thread is kept between reads"
+        );
+        // Let the abandoned readers go: a writer that opens and closes gives each end of
+        // file.
+        for _ in 0..2 {
+            // SAFETY: `c` is a valid NUL-terminated path; the descriptor is closed at once.
+            unsafe {
+                let fd = libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_NONBLOCK);
+                if fd >= 0 {
+                    libc::close(fd);
+                }
             }
         }
     }
