@@ -280,8 +280,8 @@ pub(crate) fn ionice_get(
 pub(crate) fn ionice_set(
     py: Python<'_>,
     pid: i32,
-    ioclass: u32,
-    value: u32,
+    ioclass: i32,
+    value: i32,
     expect_start_ns: Option<u64>,
     name: Option<Bound<'_, PyAny>>,
 ) -> PyResult<()> {

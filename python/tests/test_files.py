@@ -170,7 +170,8 @@ def test_ionice_get_set_and_argument_checks_as_psutil(busy):
     assert theirs.ionice() == (psutil.IOPRIO_CLASS_BE, 5) == ours.ionice()
     ours.ionice(_files.IOPRIO_CLASS_IDLE)
     assert theirs.ionice().ioclass == psutil.IOPRIO_CLASS_IDLE
-    for args in [(None, 3), (_files.IOPRIO_CLASS_IDLE, 2), (_files.IOPRIO_CLASS_BE, 8), (7, 0)]:
+    for args in [(None, 3), (_files.IOPRIO_CLASS_IDLE, 2), (_files.IOPRIO_CLASS_BE, 8), (7, 0),
+                 (-1, 0), (_files.IOPRIO_CLASS_BE, -1), (2**40, 0)]:
         a = _outcome(lambda: ours.ionice(*args))
         b = _outcome(lambda: theirs.ionice(*args))
         assert a == b, (args, a, b)

@@ -674,7 +674,7 @@ impl ProcessFiles {
 
     /// Sets them (psutil's `ionice(ioclass, value)`); the kernel checks the values
     /// (EINVAL: an [`FilesError::Io`]) and the caller's right (EPERM: denied).
-    pub fn set_ionice(&self, pid: i32, class: u32, value: u32) -> Result<(), FilesError> {
+    pub fn set_ionice(&self, pid: i32, class: i32, value: i32) -> Result<(), FilesError> {
         sys::ioprio_set(pid, class, value).map_err(|e| self.syscall_error(pid, "ioprio_set", e))
     }
 

@@ -169,8 +169,9 @@ pub fn ioprio_get(tid: i32) -> io::Result<(u32, u32)> {
 /// Sets the I/O scheduling class and data of thread `tid`
 /// (`ioprio_set(IOPRIO_WHO_PROCESS, IOPRIO_PRIO_VALUE(class, data))`). The kernel checks
 /// both (EINVAL) and the caller's right to (EPERM).
-pub fn ioprio_set(tid: i32, class: u32, data: u32) -> io::Result<()> {
-    let value = (class << IOPRIO_CLASS_SHIFT) | (data & ((1 << IOPRIO_CLASS_SHIFT) - 1));
+pub fn ioprio_set(tid: i32, class: i32, data: i32) -> io::Result<()> {
+    // As C computes it in an int (the kernel refuses what is out of range, EINVAL).
+    let value = class.wrapping_shl(IOPRIO_CLASS_SHIFT) | data;
     // SAFETY: ioprio_set takes three integers and touches no memory of ours.
     let r = unsafe {
         libc::syscall(
