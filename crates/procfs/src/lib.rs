@@ -1,8 +1,9 @@
 //! The one /proc reading layer: every parser of a /proc file tasksnap reads ([`parse`] for
 //! per-task files, [`system`] for machine-wide ones, [`net`] for the owner of a TCP socket), the
-//! few raw system calls and small-file helpers ([`sys`]), and the one user and group lookup
-//! ([`users`]). Collectors, the states sources, the load generator and the front ends all
-//! read /proc through this crate; nothing else parses a /proc file.
+//! few raw system calls and small-file helpers ([`sys`]), the one user and group lookup
+//! ([`users`]), and the utmp file's records ([`utmp`]). Collectors, the states sources, the
+//! load generator and the front ends all read /proc through this crate; nothing else parses
+//! a /proc file.
 //!
 //! Parsers are pure functions over bytes (`&[u8]`): no I/O, nothing assumed UTF-8, every
 //! byte treated as hostile, a typed error or `None` instead of a panic.
@@ -13,3 +14,4 @@ pub mod parse;
 pub mod sys;
 pub mod system;
 pub mod users;
+pub mod utmp;
