@@ -18,6 +18,7 @@ mod columns;
 mod host;
 mod interrupt;
 mod states;
+mod system;
 
 use std::sync::OnceLock;
 
@@ -222,5 +223,17 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(states::states, m)?)?;
     m.add_function(wrap_pyfunction!(host::last_report, m)?)?;
     m.add_function(wrap_pyfunction!(host::boot_time, m)?)?;
+    for f in [
+        wrap_pyfunction!(system::cpu_count, m)?,
+        wrap_pyfunction!(system::cpu_times, m)?,
+        wrap_pyfunction!(system::cpu_stats, m)?,
+        wrap_pyfunction!(system::meminfo, m)?,
+        wrap_pyfunction!(system::swap_io_pages, m)?,
+        wrap_pyfunction!(system::getloadavg, m)?,
+        wrap_pyfunction!(system::sysinfo_swap_bytes, m)?,
+        wrap_pyfunction!(system::users, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     Ok(())
 }

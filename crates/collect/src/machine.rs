@@ -126,10 +126,10 @@ pub fn meminfo_fields(root: &Path) -> Option<MemInfo> {
     Some(system::parse_meminfo_fields(&read(root, "meminfo")?))
 }
 
-/// The sum of the zones' `low` watermarks in `/proc/zoneinfo`, pages; `None` when the file
-/// cannot be read (before Linux 2.6.13) or has none.
+/// The sum of the zones' `low` watermarks in `/proc/zoneinfo`, pages (0 when it lists
+/// none); `None` when the file cannot be read (before Linux 2.6.13).
 pub fn zoneinfo_low_pages(root: &Path) -> Option<u64> {
-    system::parse_zoneinfo_low_pages(&read(root, "zoneinfo")?)
+    Some(system::parse_zoneinfo_low_pages(&read(root, "zoneinfo")?))
 }
 
 /// Pages swapped in and out since boot (`pswpin`, `pswpout` of `/proc/vmstat`); `None`

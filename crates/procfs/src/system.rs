@@ -286,23 +286,20 @@ pub fn parse_meminfo_fields(text: &[u8]) -> MemInfo {
 /// The sum of every zone's `low` watermark in /proc/zoneinfo, pages (what the kernel's
 /// `si_mem_available()` keeps back, and what psutil's estimate of available memory on
 /// kernels without `MemAvailable` subtracts): every line that starts with `low` once its
-/// indentation is trimmed, second field. `None` when there is no such line; a value that is
-/// not a number counts as 0; the sum saturates.
-pub fn parse_zoneinfo_low_pages(text: &[u8]) -> Option<u64> {
-    let mut sum: Option<u64> = None;
-    for line in String::from_utf8_lossy(text).lines() {
-        let line = line.trim();
-        if !line.starts_with("low") {
-            continue;
-        }
-        let v: u64 = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        sum = Some(sum.unwrap_or(0).saturating_add(v));
-    }
-    sum
+/// indentation is trimmed, second field. 0 when there is no such line; a value that is not
+/// a number counts as 0; the sum saturates.
+pub fn parse_zoneinfo_low_pages(text: &[u8]) -> u64 {
+    String::from_utf8_lossy(text)
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("low"))
+        .map(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .fold(0u64, u64::saturating_add)
 }
 
 /// Physical cores from /proc/cpuinfo, as psutil counts them when sysfs has no topology:

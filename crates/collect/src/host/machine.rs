@@ -80,6 +80,26 @@ impl Host {
         crate::machine::logged_in_users(&self.opts.utmp_path)
     }
 
+    /// The load averages as glibc's `getloadavg(3)` gives them: `sysinfo(2)`'s fixed point
+    /// on the running kernel, /proc/loadavg's two decimals on a fake tree.
+    pub fn load_avg_precise(&self) -> Option<[f64; 3]> {
+        if self.opts.is_this_kernel() {
+            if let Some(si) = tasksnap_procfs::sys::sysinfo() {
+                return Some(si.load_avg);
+            }
+        }
+        self.load_averages().map(|l| l.avg)
+    }
+
+    /// Swap in all and free, bytes, from `sysinfo(2)` (psutil's answer when meminfo has no
+    /// `SwapTotal`); `None` on a fake tree, whose figures the running kernel cannot give.
+    pub fn sysinfo_swap_bytes(&self) -> Option<(u64, u64)> {
+        if !self.opts.is_this_kernel() {
+            return None;
+        }
+        tasksnap_procfs::sys::sysinfo().map(|s| (s.swap_total_bytes, s.swap_free_bytes))
+    }
+
     /// The login sessions of the utmp file (USER_PROCESS records), in file order.
     pub fn user_sessions(&self) -> Vec<tasksnap_procfs::utmp::Record> {
         crate::machine::user_sessions(&self.opts.utmp_path)
