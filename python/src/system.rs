@@ -138,18 +138,20 @@ pub(crate) fn sysinfo_swap_bytes(py: Python<'_>) -> Option<(u64, u64)> {
     py.detach(|| with(Host::sysinfo_swap_bytes))
 }
 
+/// One login session as the Python side takes it: user, terminal, host (the bytes of the
+/// file), login time in seconds since the epoch, pid.
+type Session<'py> = (
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    i32,
+    i32,
+);
+
 /// The login sessions of the utmp file: `(user, terminal, host, seconds, pid)`, the strings
 /// as the bytes the file holds (the Python side decodes them as psutil does).
 #[pyfunction]
-pub(crate) fn users(
-    py: Python<'_>,
-) -> Vec<(
-    Bound<'_, PyBytes>,
-    Bound<'_, PyBytes>,
-    Bound<'_, PyBytes>,
-    i32,
-    i32,
-)> {
+pub(crate) fn users(py: Python<'_>) -> Vec<Session<'_>> {
     py.detach(|| with(Host::user_sessions))
         .into_iter()
         .map(|r| {
