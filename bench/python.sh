@@ -2,7 +2,10 @@
 # Benchmark: the Python binding against psutil (docs/python.md). With N sleeping processes
 # from tasksnap-loadgen, one Python process alternates
 # `list(process_iter(attrs=[pid, ppid, name, username, status, cpu_times, memory_info,
-# cmdline, num_threads, create_time]))` of psutil and of tasksnap (bench/python.py iter).
+# cmdline, num_threads, create_time]))` of psutil and of tasksnap (bench/python.py iter),
+# then psutil's most common idiom, `process_iter(["pid", "name", "cpu_percent",
+# "memory_percent", "username", "cmdline"])` (IDIOM below), each library's cache of Process
+# objects kept between runs as a monitoring loop keeps it.
 # As root that runs twice, side by side on the same load: with the BPF programs not pinned
 # (what a plain `pip install` gives: each Python process loads them once), then pinned
 # (`tasksnap pin` before, `tasksnap unpin` after, with the release CLI of this tree; a set
@@ -25,6 +28,13 @@ THREADS=${THREADS:-100000}
 VENV=target/py-bench
 CLI=./target/release/tasksnap
 NOBODY=${NOBODY:-1}
+IDIOM=pid,name,cpu_percent,memory_percent,username,cmdline
+# Both measurements of one context (root unpinned, root pinned, nobody): the ten attributes,
+# then the idiom.
+iter_both() {
+  "$@" iter --runs "$RUNS"
+  "$@" iter --runs "$RUNS" --attrs "$IDIOM"
+}
 cargo build --release -p tasksnap-loadgen -p tasksnap --quiet
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
@@ -67,19 +77,19 @@ for n in ${@:-20000 50000}; do
   if [ "$(id -u)" = 0 ]; then
     if [ "$pinned_before" = 0 ]; then
       echo "-- root, programs not pinned"
-      "$PY" bench/python.py iter --runs "$RUNS"
+      iter_both "$PY" bench/python.py
       "$CLI" pin >&2
       pinned_here=1
     fi
     echo "-- root, programs pinned (tasksnap pin)"
-    "$PY" bench/python.py iter --runs "$RUNS"
+    iter_both "$PY" bench/python.py
     unpin_here
     if [ "$NOBODY" = 1 ]; then
       echo "-- nobody (procfs)"
-      (cd /tmp && as_nobody "$PY" "$OLDPWD/bench/python.py" iter --runs "$RUNS")
+      (cd /tmp && iter_both as_nobody "$PY" "$OLDPWD/bench/python.py")
     fi
   else
-    "$PY" bench/python.py iter --runs "$RUNS"
+    iter_both "$PY" bench/python.py
   fi
   stop_load
 done

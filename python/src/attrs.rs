@@ -37,10 +37,18 @@ pub(crate) enum Attr {
     Nice,
     NumCtxSwitches,
     CpuNum,
+    // The attributes below are answered by a pass but have no column in `snapshot()`.
+    Exe,
+    Environ,
+    NumFds,
+    CpuPercent,
+    MemoryPercent,
+    CpuAffinity,
+    Threads,
 }
 
 /// Every attribute, by psutil's name.
-pub(crate) const ATTRS: [(&str, Attr); 16] = [
+pub(crate) const ATTRS: [(&str, Attr); 23] = [
     ("pid", Attr::Pid),
     ("ppid", Attr::Ppid),
     ("name", Attr::Name),
@@ -57,6 +65,13 @@ pub(crate) const ATTRS: [(&str, Attr); 16] = [
     ("nice", Attr::Nice),
     ("num_ctx_switches", Attr::NumCtxSwitches),
     ("cpu_num", Attr::CpuNum),
+    ("exe", Attr::Exe),
+    ("environ", Attr::Environ),
+    ("num_fds", Attr::NumFds),
+    ("cpu_percent", Attr::CpuPercent),
+    ("memory_percent", Attr::MemoryPercent),
+    ("cpu_affinity", Attr::CpuAffinity),
+    ("threads", Attr::Threads),
 ];
 
 impl Attr {
@@ -71,12 +86,28 @@ impl Attr {
             .map_or("?", |(n, _)| n)
     }
 
+    /// Whether `snapshot()` has columns for the attribute (`fields` and columns.rs).
+    pub(crate) fn columnar(self) -> bool {
+        (self as usize) <= Attr::CpuNum as usize
+    }
+
     /// What the library must read for this attribute (base and stat are always read: they
     /// hold the identity and the state every rule below looks at).
     fn add_groups(self, g: &mut Groups) {
         match self {
             Attr::Username | Attr::Uids | Attr::Gids => g.cred_effective = true,
-            Attr::MemoryInfo => g.mem = true,
+            Attr::MemoryInfo | Attr::MemoryPercent => g.mem = true,
+            // psutil guesses a denied executable from the first argument (see `exe_value`).
+            Attr::Exe => {
+                g.exe = true;
+                if !caller_is_root() {
+                    g.cmdline = true;
+                }
+            }
+            Attr::Environ => g.environ = true,
+            // As root the pass's count; otherwise the directory is listed per process, as
+            // psutil does (see `Ctx::value`).
+            Attr::NumFds => g.fds = caller_is_root(),
             Attr::Cmdline => g.cmdline = true,
             Attr::IoCounters => g.io = true,
             Attr::NumCtxSwitches => g.sched_switches = true,
@@ -117,7 +148,14 @@ impl Attr {
             | Attr::Username
             | Attr::Status
             | Attr::Cmdline
-            | Attr::CreateTime => &[],
+            | Attr::CreateTime
+            | Attr::Exe
+            | Attr::Environ
+            | Attr::NumFds
+            | Attr::CpuPercent
+            | Attr::MemoryPercent
+            | Attr::CpuAffinity
+            | Attr::Threads => &[],
         }
     }
 
@@ -176,6 +214,8 @@ pub(crate) fn parse_attrs(names: &[String]) -> PyResult<Vec<Attr>> {
 pub(crate) enum Missing {
     Zombie,
     Denied,
+    /// The process exited before this value was read (psutil: `NoSuchProcess`).
+    Gone,
 }
 
 /// One field of the model's table as psutil has it: integers as integers, durations (ns) in
@@ -260,6 +300,59 @@ pub(crate) fn os_str<'py>(py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyAn
     OsStr::from_bytes(b).into_bound_py_any(py)
 }
 
+/// Whether this process runs as root (effective uid 0): procfs then lets it read every
+/// process's files, and psutil raises no `AccessDenied` for them.
+pub(crate) fn caller_is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// psutil's `exe()` from the link's bytes: what follows a NUL is garbage, and a
+/// " (deleted)" suffix is dropped unless a file of that very name (suffix included)
+/// exists.
+fn exe_path(link: &[u8]) -> &[u8] {
+    let link = link.split(|&b| b == 0).next().unwrap_or(link);
+    match link.strip_suffix(b" (deleted)") {
+        Some(stem) if std::fs::metadata(OsStr::from_bytes(link)).is_err() => stem,
+        _ => link,
+    }
+}
+
+/// psutil's guess of a denied executable: the first argument when it is an absolute path to
+/// an executable regular file.
+fn guess_exe(cmdline: &[u8]) -> Option<&[u8]> {
+    let first = *split_cmdline(cmdline).first()?;
+    if !first.starts_with(b"/") {
+        return None;
+    }
+    let path = std::ffi::CString::new(first).ok()?;
+    let regular = std::fs::metadata(OsStr::from_bytes(first)).is_ok_and(|m| m.is_file());
+    // SAFETY: `path` is a valid NUL-terminated string for the duration of the call.
+    let executable = unsafe { libc::access(path.as_ptr(), libc::X_OK) } == 0;
+    (regular && executable).then_some(first)
+}
+
+/// psutil's `environ()` of an environment block: `KEY=value` strings up to the first empty
+/// one (or a NUL at the start), a string without `=` (or starting with it) skipped, a later
+/// duplicate winning, a block that does not end in NUL cut at its last NUL.
+fn environ_pairs(block: &[u8]) -> Vec<(&[u8], &[u8])> {
+    let mut out = Vec::new();
+    let mut rest = block;
+    while let Some(end) = rest.iter().position(|&b| b == 0) {
+        if end == 0 {
+            break;
+        }
+        let entry = &rest[..end];
+        if let Some(eq) = entry.iter().position(|&b| b == b'=') {
+            if eq > 0 {
+                out.push((&entry[..eq], &entry[eq + 1..]));
+            }
+        }
+        rest = &rest[end + 1..];
+    }
+    out
+}
+
 fn is_zombie(t: &Task) -> bool {
     t.base
         .as_ref()
@@ -277,6 +370,17 @@ pub(crate) struct Ctx {
     statuses: Vec<Py<PyAny>>,
     /// Command lines read only to complete 15-byte names, by (tgid, tid).
     name_lines: HashMap<(i32, i32), Vec<u8>>,
+    /// Physical memory, bytes (`memory_percent`'s denominator, psutil's
+    /// `virtual_memory().total`).
+    mem_total_bytes: Option<u64>,
+    /// `cpu_percent` by pid, made by `process_objects` from each object's last call.
+    cpu_percent: HashMap<i32, f64>,
+    /// `threads` by pid: (tid, user s, system s) from one pass of every thread.
+    threads: HashMap<i32, Vec<(i32, f64, f64)>>,
+    /// The procfs root, for what is read per process (`num_fds` without root).
+    proc_root: std::path::PathBuf,
+    /// The caller is root ([`caller_is_root`]).
+    root: bool,
 }
 
 impl Ctx {
@@ -294,11 +398,22 @@ impl Ctx {
                 users.insert(uid, os_str(py, &name)?.unbind());
             }
         }
+        let opts = host::options();
+        let mem_total_bytes = if attrs.contains(&Attr::MemoryPercent) {
+            tasksnap_collect::system::mem_total_kib(&opts.proc_root).map(|k| k * 1024)
+        } else {
+            None
+        };
         Ok(Ctx {
             types: crate::types()?,
             boot_time_s: snap.boot_time_unix_s as f64,
             clk_tck: host::clk_tck() as f64,
             users,
+            mem_total_bytes,
+            cpu_percent: HashMap::new(),
+            threads: HashMap::new(),
+            proc_root: opts.proc_root,
+            root: caller_is_root(),
             statuses: (0..128u8)
                 .map(|c| {
                     PyString::intern(py, status_name(TaskState::from_letter(c)))
@@ -445,8 +560,116 @@ impl Ctx {
                 Some(v) => ty.make(py, &ty.pctxsw, v)?,
                 None => return Ok(Err(missing)),
             },
+            Attr::Exe => match &t.exe {
+                // A zombie's link is gone (psutil: ZombieProcess); a kernel thread has
+                // none (psutil: "").
+                Some(l) if l.is_empty() && is_zombie(t) => return Ok(Err(Missing::Zombie)),
+                Some(l) => os_str(py, exe_path(l))?,
+                None => match t.cmdline.as_deref().and_then(guess_exe) {
+                    Some(g) => os_str(py, g)?,
+                    None => return Ok(Err(missing)),
+                },
+            },
+            Attr::Environ => match &t.environ {
+                Some(block) => {
+                    let d = PyDict::new(py);
+                    for (k, v) in environ_pairs(block) {
+                        d.set_item(os_str(py, k)?, os_str(py, v)?)?;
+                    }
+                    d.into_any()
+                }
+                None => return Ok(Err(missing)),
+            },
+            Attr::NumFds if self.root => match t.fds {
+                Some(n) => n.into_bound_py_any(py)?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::NumFds => match tasksnap_collect::system::fd_count(&self.proc_root, t.id.tgid) {
+                Ok(n) => n.into_bound_py_any(py)?,
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    return Ok(Err(Missing::Denied))
+                }
+                Err(_) => return Ok(Err(Missing::Gone)),
+            },
+            Attr::CpuPercent => match self.cpu_percent.get(&t.id.tgid) {
+                Some(p) => p.into_bound_py_any(py)?,
+                None => return Ok(Err(missing)),
+            },
+            Attr::MemoryPercent => match (t.mem.as_ref(), self.mem_total_bytes) {
+                (Some(m), Some(total)) if total > 0 => {
+                    (m.rss_bytes as f64 / total as f64 * 100.0).into_bound_py_any(py)?
+                }
+                _ => return Ok(Err(missing)),
+            },
+            Attr::CpuAffinity => match tasksnap_collect::system::cpu_affinity(t.id.tgid) {
+                Ok(cpus) => PyList::new(py, cpus)?.into_any(),
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(Err(Missing::Denied)),
+                Err(_) if is_zombie(t) => return Ok(Err(Missing::Zombie)),
+                Err(_) => return Ok(Err(Missing::Gone)),
+            },
+            Attr::Threads => match self.threads.get(&t.id.tgid) {
+                Some(list) => {
+                    let out = PyList::empty(py);
+                    for &(tid, user, system) in list {
+                        out.append(ty.make(
+                            py,
+                            &ty.pthread,
+                            [
+                                tid.into_bound_py_any(py)?,
+                                user.into_bound_py_any(py)?,
+                                system.into_bound_py_any(py)?,
+                            ],
+                        )?)?;
+                    }
+                    out.into_any()
+                }
+                None => return Ok(Err(Missing::Gone)),
+            },
         };
         Ok(Ok(v))
+    }
+
+    /// Reads every thread of every process (of `pid` alone when given) for the
+    /// `threads` attribute: one more pass, of threads, with their CPU times.
+    fn load_threads(
+        &mut self,
+        py: Python<'_>,
+        attrs: &[Attr],
+        backend: Backend,
+        pid: Option<i32>,
+    ) -> PyResult<()> {
+        if !attrs.contains(&Attr::Threads) {
+            return Ok(());
+        }
+        let groups = Groups {
+            stat: true,
+            ..Groups::default()
+        };
+        let snap = match pid {
+            None => crate::interrupt::run(py, move |_| {
+                host::counted_with_last(|| {
+                    host::bulk(backend, Selector::AllThreads, groups, false, false)
+                })
+            })?,
+            Some(pid) => {
+                let q = Query::new(Selector::ThreadsOf(pid), groups);
+                py.detach(|| host::one(&q, false))
+            }
+        }
+        .map_err(crate::collect_error)?;
+        for t in &snap.tasks {
+            if let Some(st) = &t.stat {
+                self.threads.entry(t.id.tgid).or_default().push((
+                    t.id.tid,
+                    st.utime_ns as f64 / 1e9,
+                    st.stime_ns as f64 / 1e9,
+                ));
+            }
+        }
+        for list in self.threads.values_mut() {
+            list.sort_unstable_by(|a, b| psutil_tid_order(a.0, b.0));
+        }
+        Ok(())
     }
 
     /// Reads the command lines of tasks whose 15-byte names they may complete, when the
@@ -496,10 +719,11 @@ impl Ctx {
     }
 }
 
-/// The names of every attribute tasksnap answers, in psutil's spelling.
+/// The names of every attribute a pass answers, in psutil's spelling, and whether
+/// `snapshot()` has columns for it.
 #[pyfunction]
-pub(crate) fn attr_names() -> Vec<&'static str> {
-    ATTRS.iter().map(|(n, _)| *n).collect()
+pub(crate) fn attr_names() -> Vec<(&'static str, bool)> {
+    ATTRS.iter().map(|(n, a)| (*n, a.columnar())).collect()
 }
 
 fn backend_arg(b: &str) -> PyResult<Backend> {
@@ -508,12 +732,11 @@ fn backend_arg(b: &str) -> PyResult<Backend> {
 }
 
 /// The whole-system pass `process_iter(attrs)` needs: the parsed attributes, the snapshot
-/// of every process with the groups they read, and their names as interned dict keys.
-fn pass_for<'py>(
-    py: Python<'py>,
-    attrs: &[String],
-    backend: &str,
-) -> PyResult<(Vec<Attr>, Snapshot, Vec<Bound<'py, PyString>>)> {
+/// of every process with the groups they read, their names as interned dict keys, and the
+/// backend asked for.
+type Pass<'py> = (Vec<Attr>, Snapshot, Vec<Bound<'py, PyString>>, Backend);
+
+fn pass_for<'py>(py: Python<'py>, attrs: &[String], backend: &str) -> PyResult<Pass<'py>> {
     let attrs = parse_attrs(attrs)?;
     let backend = backend_arg(backend)?;
     let (groups, real_ids) = groups_for(&attrs);
@@ -525,7 +748,7 @@ fn pass_for<'py>(
         .iter()
         .map(|a| PyString::intern(py, a.name()))
         .collect();
-    Ok((attrs, snap, keys))
+    Ok((attrs, snap, keys, backend))
 }
 
 /// `process_iter(attrs, ad_value)` in one pass: a list of `(pid, start_time_ns, info)`,
@@ -538,9 +761,10 @@ pub(crate) fn processes<'py>(
     ad_value: Bound<'py, PyAny>,
     backend: &str,
 ) -> PyResult<Bound<'py, PyList>> {
-    let (attrs, snap, keys) = pass_for(py, &attrs, backend)?;
+    let (attrs, snap, keys, backend) = pass_for(py, &attrs, backend)?;
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(py, &snap, &attrs, true)?;
+    ctx.load_threads(py, &attrs, backend, None)?;
     let out = PyList::empty(py);
     for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
         let info = PyDict::new(py);
@@ -639,8 +863,14 @@ impl Infos {
 /// new, with `_pid`, `_start_ns` and `_name` (None until known). Each gets its `info` made
 /// on first read from this pass (`_info` None, `_rows` the pass's [`Infos`], `_row` its row)
 /// when `with_info`, else `{}`. `cache` then holds this call's processes only.
+///
+/// With `num_cpus` (psutil's `cpu_count()`, given when `cpu_percent` is asked), each
+/// object's `cpu_percent` is psutil's "since the last call": its `_cpu_last` (the timer and
+/// CPU seconds of its last call, or None) against this pass, 0.0 on a first call; `_cpu_last`
+/// is then this pass's, for the next call of either `process_iter` or `Process.cpu_percent`.
 #[pyfunction]
-#[pyo3(signature = (cls, attrs, ad_value, with_info, cache, backend="auto"))]
+#[pyo3(signature = (cls, attrs, ad_value, with_info, cache, backend="auto", num_cpus=None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn process_objects<'py>(
     py: Python<'py>,
     cls: Bound<'py, PyType>,
@@ -649,12 +879,36 @@ pub(crate) fn process_objects<'py>(
     with_info: bool,
     cache: Bound<'py, PyDict>,
     backend: &str,
+    num_cpus: Option<u32>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let (attrs, snap, keys) = pass_for(py, &attrs, backend)?;
+    let (attrs, snap, keys, backend) = pass_for(py, &attrs, backend)?;
+    // psutil's timer: monotonic seconds times the CPU count, read as the pass ends.
+    let timer_s = num_cpus.map(|n| {
+        tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC) as f64 / 1e9 * f64::from(n.max(1))
+    });
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(py, &snap, &attrs, true)?;
+    ctx.load_threads(py, &attrs, backend, None)?;
     let mut tasks = snap.tasks;
     tasks.retain(|t| t.id.is_leader());
+    let cpu_last = PyString::intern(py, "_cpu_last");
+    if let (Some(timer_s), true) = (timer_s, attrs.contains(&Attr::CpuPercent)) {
+        let n = f64::from(num_cpus.unwrap_or(1).max(1));
+        for t in &tasks {
+            let Some(st) = &t.stat else { continue };
+            let proc_s = (st.utime_ns + st.stime_ns) as f64 / 1e9;
+            let pid = t.id.tgid.into_pyobject(py)?;
+            let prev = match cache.get_item(&pid)? {
+                Some(p) if same_process(&p, t)? => p.getattr(&cpu_last).ok(),
+                _ => None,
+            };
+            let pct = match prev.and_then(|v| v.extract::<(f64, f64)>().ok()) {
+                Some((st1, pt1)) => psutil_cpu_percent(proc_s - pt1, timer_s - st1, n),
+                None => 0.0,
+            };
+            ctx.cpu_percent.insert(t.id.tgid, pct);
+        }
+    }
     let infos = Bound::new(
         py,
         Infos {
@@ -675,18 +929,10 @@ pub(crate) fn process_objects<'py>(
     let mut out = Vec::with_capacity(tasks.len());
     for (row, t) in tasks.iter().enumerate() {
         let pid = t.id.tgid.into_pyobject(py)?;
-        // The same process: same pid and start time (in clock ticks, so that a pass of
-        // the other backend agrees); a reused pid is a new Process, as in psutil.
+        // The same process: same pid and start time; a reused pid is a new Process.
         let same = match cache.get_item(&pid)? {
-            Some(p) => {
-                let start: Option<u64> = p.getattr(&start_attr).ok().and_then(|v| v.extract().ok());
-                start
-                    .is_some_and(|ns| {
-                        host::start_ticks(ns) == host::start_ticks(t.id.start_time_ns)
-                    })
-                    .then_some(p)
-            }
-            None => None,
+            Some(p) if same_process(&p, t)? => Some(p),
+            _ => None,
         };
         let p = match same {
             Some(p) => p,
@@ -698,6 +944,10 @@ pub(crate) fn process_objects<'py>(
                 p
             }
         };
+        if let (Some(timer_s), Some(st)) = (timer_s, &t.stat) {
+            let proc_s = (st.utime_ns + st.stime_ns) as f64 / 1e9;
+            p.setattr(&cpu_last, (timer_s, proc_s))?;
+        }
         if with_info {
             p.setattr(&info_attr, &none)?;
             p.setattr(&rows_attr, &infos)?;
@@ -713,6 +963,30 @@ pub(crate) fn process_objects<'py>(
     cache.clear();
     cache.update(seen.as_mapping())?;
     PyList::new(py, out)
+}
+
+/// psutil's order of a process's threads: their ids sorted as text (it sorts the names of
+/// /proc/PID/task), so 1 comes before 59 and 2016626 between them.
+fn psutil_tid_order(a: i32, b: i32) -> std::cmp::Ordering {
+    a.to_string().cmp(&b.to_string())
+}
+
+/// Whether the cached `Process` `p` is `t`'s process: same start time (in clock ticks, so
+/// that a pass of the other backend agrees); a reused pid is another process, as in psutil.
+fn same_process(p: &Bound<'_, PyAny>, t: &Task) -> PyResult<bool> {
+    let start: Option<u64> = p.getattr("_start_ns").ok().and_then(|v| v.extract().ok());
+    Ok(start.is_some_and(|ns| host::start_ticks(ns) == host::start_ticks(t.id.start_time_ns)))
+}
+
+/// psutil's `cpu_percent` from the CPU seconds a process used and the timer's seconds
+/// (monotonic seconds times `num_cpus`) between two calls: the share of one CPU, rounded to
+/// one decimal as Python's `round(x, 1)` does (correctly rounded from the exact value).
+pub(crate) fn psutil_cpu_percent(delta_proc_s: f64, delta_timer_s: f64, num_cpus: f64) -> f64 {
+    if delta_timer_s == 0.0 {
+        return 0.0;
+    }
+    let pct = delta_proc_s / delta_timer_s * 100.0 * num_cpus;
+    format!("{pct:.1}").parse().unwrap_or(pct)
 }
 
 /// `object.__new__(cls)` for a plain class (`Process`): its `tp_alloc` called directly,
@@ -833,6 +1107,7 @@ pub(crate) fn process<'py>(
     let snap = the_one(py, pid, groups, real_ids, expect_start_ns, name.as_ref())?;
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(py, &snap, &attrs, false)?;
+    ctx.load_threads(py, &attrs, Backend::Procfs, Some(pid))?;
     let Some(t) = snap.tasks.first() else {
         return Err(no_such(py, pid, name.as_ref(), None)?);
     };
@@ -840,10 +1115,12 @@ pub(crate) fn process<'py>(
     for a in &attrs {
         match ctx.value(py, *a, t)? {
             Ok(v) => info.set_item(a.name(), v)?,
-            Err(_) if use_ad => info.set_item(a.name(), &ad_value)?,
+            // A process gone is NoSuchProcess for as_dict too, as psutil's.
+            Err(why) if use_ad && why != Missing::Gone => info.set_item(a.name(), &ad_value)?,
             Err(why) => {
                 // A file that vanished under the read: the process exited mid-call.
-                let gone = snap.stats.vanished > 0
+                let gone = why == Missing::Gone
+                    || snap.stats.vanished > 0
                     || the_one(
                         py,
                         pid,
@@ -897,7 +1174,9 @@ pub(crate) fn threads<'py>(
     }
     let types = crate::types()?;
     let out = PyList::empty(py);
-    for t in &snap.tasks {
+    let mut tasks: Vec<&Task> = snap.tasks.iter().collect();
+    tasks.sort_by(|a, b| psutil_tid_order(a.id.tid, b.id.tid));
+    for t in tasks {
         let Some(s) = &t.stat else { continue };
         out.append(types.make(
             py,

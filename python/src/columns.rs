@@ -57,6 +57,14 @@ fn columns_of(a: Attr) -> &'static [&'static str] {
         Attr::Nice => &["nice"],
         Attr::NumCtxSwitches => &["ctx_switches_voluntary", "ctx_switches_involuntary"],
         Attr::CpuNum => &["cpu_num"],
+        // Not columns (`Attr::columnar`): refused by `parse_asked`.
+        Attr::Exe
+        | Attr::Environ
+        | Attr::NumFds
+        | Attr::CpuPercent
+        | Attr::MemoryPercent
+        | Attr::CpuAffinity
+        | Attr::Threads => &[],
     }
 }
 
@@ -74,7 +82,7 @@ enum Asked {
 /// The table's fields `snapshot()` takes by name: all but those a psutil attribute is named
 /// after (`pid`, `nice`...), which keep psutil's meaning.
 fn snapshot_field(name: &str) -> Option<&'static fields::Field> {
-    fields::field(name).filter(|_| Attr::parse(name).is_none())
+    fields::field(name).filter(|_| Attr::parse(name).is_none_or(|a| !a.columnar()))
 }
 
 fn parse_asked(names: &[String]) -> PyResult<Vec<Asked>> {
@@ -82,7 +90,12 @@ fn parse_asked(names: &[String]) -> PyResult<Vec<Asked>> {
         .iter()
         .map(|n| match snapshot_field(n) {
             Some(f) => Ok(Asked::Field(f)),
-            None => parse_attrs(std::slice::from_ref(n)).map(|a| Asked::Attr(a[0])),
+            None => match parse_attrs(std::slice::from_ref(n))?[0] {
+                a if a.columnar() => Ok(Asked::Attr(a)),
+                _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "snapshot() has no column for {n:?}: ask process_iter() for it"
+                ))),
+            },
         })
         .collect()
 }
@@ -392,6 +405,13 @@ pub(crate) fn snapshot<'py>(
                 out.push((cols[0].into(), texts));
                 out.push((cols[1].into(), exact));
             }
+            Attr::Exe
+            | Attr::Environ
+            | Attr::NumFds
+            | Attr::CpuPercent
+            | Attr::MemoryPercent
+            | Attr::CpuAffinity
+            | Attr::Threads => {}
         }
     }
     Columns::new(out, tasks.len())

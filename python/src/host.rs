@@ -194,6 +194,21 @@ pub(crate) fn user_names(uids: impl IntoIterator<Item = u32>) -> Vec<(u32, Vec<u
         .collect()
 }
 
+/// Runs `more`, a second whole-system pass of the same call (the threads of `process_iter`'s
+/// processes), and counts it in the call's report: the first pass's backend, both passes'
+/// time, the second as one phase.
+pub(crate) fn counted_with_last<T>(more: impl FnOnce() -> T) -> T {
+    let first = host().last.clone();
+    let started = Instant::now();
+    let out = more();
+    let took = started.elapsed();
+    if let Some((mut report, d)) = first {
+        report.phases.push(("second pass", took));
+        host().last = Some((report, d + took));
+    }
+    out
+}
+
 /// Records the report of a thread-state source (for [`last_report`]).
 pub(crate) fn set_last(report: PassReport, took: Duration) {
     host().last = Some((report, took));
@@ -228,4 +243,11 @@ pub(crate) fn boot_time(py: Python<'_>) -> PyResult<f64> {
     let q = Query::new(Selector::Pid(std::process::id() as i32), Groups::default());
     let snap = py.detach(|| one(&q, false)).map_err(crate::collect_error)?;
     Ok(snap.boot_time_unix_s as f64)
+}
+
+/// Physical memory in bytes (`MemTotal`), psutil's `virtual_memory().total`, the
+/// denominator of `memory_percent`; None when the kernel does not say.
+#[pyfunction]
+pub(crate) fn mem_total_bytes() -> Option<u64> {
+    tasksnap_collect::system::mem_total_kib(&options().proc_root).map(|k| k * 1024)
 }

@@ -223,6 +223,7 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(states::states, m)?)?;
     m.add_function(wrap_pyfunction!(host::last_report, m)?)?;
     m.add_function(wrap_pyfunction!(host::boot_time, m)?)?;
+    m.add_function(wrap_pyfunction!(host::mem_total_bytes, m)?)?;
     for f in [
         wrap_pyfunction!(system::cpu_count, m)?,
         wrap_pyfunction!(system::cpu_times, m)?,

@@ -20,8 +20,15 @@ iterator as root on a large host, else /proc) and what it cost. See docs/python.
 from __future__ import annotations
 
 import collections
+import enum
+import errno
 import os
+import resource as _resource
+import select
+import signal
+import subprocess
 import sys
+import time
 from typing import (
     Any,
     Dict,
@@ -40,6 +47,10 @@ if not sys.platform.startswith("linux"):  # pragma: no cover - exercised on othe
     raise NotImplementedError(f"platform {sys.platform} is not supported")
 
 from . import _tasksnap
+
+
+class _FilesMixin:
+    __slots__ = ()
 
 __all__ = [
     "Error",
@@ -74,9 +85,24 @@ __all__ = [
     "STATUS_DEAD",
     "STATUS_IDLE",
     "STATUS_PARKED",
-]
+    "STATUS_WAKING",
+    "STATUS_WAITING",
+    "STATUS_LOCKED",
+    "ATTRS",
+    "COLUMN_ATTRS",
+    "Popen",
+    "Negsignal",
+    "wait_procs",
+    "column_names",
+    "LINUX",
+    "POSIX",
+    "PROCFS_PATH",
+    "RLIM_INFINITY",
+    "version_info",
+] + sorted(n for n in dir(_resource) if n.startswith("RLIMIT_"))
 
 __version__ = "0.1.0"
+version_info = tuple(int(x) for x in __version__.split("."))
 
 STATUS_RUNNING = "running"
 STATUS_SLEEPING = "sleeping"
@@ -87,6 +113,20 @@ STATUS_ZOMBIE = "zombie"
 STATUS_DEAD = "dead"
 STATUS_IDLE = "idle"
 STATUS_PARKED = "parked"
+STATUS_WAKING = "waking"
+STATUS_WAITING = "waiting"
+STATUS_LOCKED = "locked"
+
+# psutil's platform flags and constants, so that code written against psutil's names runs.
+LINUX = POSIX = True
+WINDOWS = MACOS = OSX = FREEBSD = OPENBSD = NETBSD = BSD = SUNOS = AIX = False
+#: Where /proc is (psutil's name; tasksnap reads ``TASKSNAP_PROC_ROOT`` when set).
+PROCFS_PATH = os.environ.get("TASKSNAP_PROC_ROOT", "/proc")
+RLIM_INFINITY = _resource.RLIM_INFINITY
+for _name in dir(_resource):
+    if _name.startswith("RLIMIT_"):
+        globals()[_name] = getattr(_resource, _name)
+del _name
 
 
 # --- exceptions: psutil's, attribute for attribute -------------------------------------
@@ -254,26 +294,32 @@ _tasksnap.setup(
     }
 )
 
-#: Every attribute ``process_iter``, ``as_dict`` and ``snapshot`` accept, psutil's names.
-ATTRS: Tuple[str, ...] = tuple(_tasksnap.attr_names())
+_NATIVE_ATTRS = tuple(_tasksnap.attr_names())
+
+#: The attributes ``snapshot`` has columns for (psutil's names; see ``column_names``).
+COLUMN_ATTRS: Tuple[str, ...] = tuple(n for n, columnar in _NATIVE_ATTRS if columnar)
+
+#: The attributes one whole-system pass answers for every process at once.
+_PASS_ATTRS = frozenset(n for n, _ in _NATIVE_ATTRS)
+
+#: The attributes read per process, by the ``Process`` method of their name (a file of
+#: the process's own, or a value kept per ``Process`` object), as psutil reads them.
+_METHOD_ATTRS = frozenset(
+    {"cwd", "open_files", "memory_maps", "memory_full_info", "net_connections", "ionice",
+     "terminal"}
+)
+
+#: Every attribute ``process_iter`` and ``as_dict`` accept: psutil's, all of them.
+ATTRS: Tuple[str, ...] = tuple(sorted(_PASS_ATTRS | _METHOD_ATTRS))
 _ATTRS_SET = frozenset(ATTRS)
 
 #: The model's task fields ``snapshot`` and ``column_names`` also take by name, beyond
-#: ``ATTRS``: each a column of its name, in the unit its name says (``utime_ns``,
+#: ``COLUMN_ATTRS``: each a column of its name, in the unit its name says (``utime_ns``,
 #: ``shared_bytes``, ``egid``...); a bytes field (``exe``, ``wchan``, ``cgroup_v2_path``,
 #: ``label``, ``systemd_unit``...) is text with a ``_bytes`` sibling, as ``name`` is.
 #: A field added to tasksnap's table is here without a change to the binding.
 FIELDS: Tuple[str, ...] = tuple(n for n, _, _ in _tasksnap.field_names())
-
-# Attributes psutil has that tasksnap does not answer (yet): asking for one is a ValueError
-# that says so, rather than psutil's "invalid attr name".
-_PSUTIL_ONLY = frozenset(
-    {
-        "cpu_affinity", "cpu_percent", "cwd", "environ", "exe", "ionice", "memory_full_info",
-        "memory_maps", "memory_percent", "net_connections", "num_fds", "open_files",
-        "rlimit", "terminal", "threads", "info",
-    }
-)
+_COLUMNS_SET = frozenset(COLUMN_ATTRS) | frozenset(FIELDS)
 
 
 def _check_attrs(attrs: Optional[Iterable[str]]) -> List[str]:
@@ -285,16 +331,6 @@ def _check_attrs(attrs: Optional[Iterable[str]]) -> List[str]:
     names = set(attrs)
     bad = names - _ATTRS_SET
     if bad:
-        unsupported = bad & _PSUTIL_ONLY
-        if unsupported:
-            raise ValueError(
-                "attr{} {} not provided by tasksnap (psutil has {}); tasksnap provides: {}".format(
-                    "s" if len(unsupported) > 1 else "",
-                    ", ".join(map(repr, sorted(unsupported))),
-                    "them" if len(unsupported) > 1 else "it",
-                    ", ".join(ATTRS),
-                )
-            )
         raise ValueError(
             "invalid attr name{} {}".format("s" if len(bad) > 1 else "", ", ".join(map(repr, sorted(bad))))
         )
@@ -322,18 +358,41 @@ _BACKEND = os.environ.get("TASKSNAP_BACKEND", "auto")
 # --- Process -----------------------------------------------------------------------------
 
 
-class Process:
+def _num_cpus() -> int:
+    """psutil's ``cpu_count()`` (logical CPUs online), the factor of its CPU timer."""
+    return os.cpu_count() or 1
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _timer() -> float:
+    """psutil's CPU timer for ``cpu_percent``: monotonic seconds times the CPU count."""
+    return time.monotonic() * _num_cpus()
+
+
+class Process(_FilesMixin):
     """A process, as ``psutil.Process``: made from a pid (the current process when None)
     and tied to its start time, so that a reused pid raises ``NoSuchProcess`` instead of
-    answering for another process.
+    answering for another process (psutil checks this only before actions; tasksnap before
+    every read too).
 
     Every method reads what it returns when called (no caching, as psutil on Linux), with
-    one /proc read of this process through tasksnap's procfs collector.
+    one /proc read of this process through tasksnap's procfs collector; actions (signals,
+    ``nice``/``ionice``/``rlimit``/``cpu_affinity`` settings) check the process is still
+    the same one first, and signals go through a pidfd so a pid reused after the check
+    cannot receive them.
     """
 
     # `_info` is the `info` dict once made; until then `_rows` (the pass of `process_iter`
     # that made this object, `_tasksnap.Infos`) makes it from row `_row` on first read.
-    __slots__ = ("_pid", "_start_ns", "_name", "_info", "_rows", "_row", "__weakref__")
+    # `_cpu_last`: (timer, CPU seconds) of the last `cpu_percent` call, psutil's
+    # "since the last call". `__dict__`: a caller may add attributes, as to psutil's
+    # (`wait_procs` sets `returncode`).
+    __slots__ = (
+        "_pid", "_start_ns", "_name", "_info", "_rows", "_row", "_cpu_last", "_exitcode",
+        "_exe", "_create_time", "__dict__", "__weakref__",
+    )
 
     def __init__(self, pid: Optional[int] = None) -> None:
         if pid is None:
@@ -348,7 +407,7 @@ class Process:
         try:
             start_ns, info = _tasksnap.process(pid, ["name"], None, True)
         except NoSuchProcess:
-            raise NoSuchProcess(pid, msg=f"process PID not found") from None
+            raise NoSuchProcess(pid, msg="process PID not found") from None
         self._pid = pid
         self._start_ns = start_ns
         self._name = info.get("name")
@@ -414,6 +473,9 @@ class Process:
             info["status"] = "terminated"
         except AccessDenied:
             pass
+        exitcode = getattr(self, "_exitcode", None)
+        if exitcode is not None:
+            info["exitcode"] = exitcode
         return "tasksnap.Process({})".format(", ".join(f"{k}={v!r}" for k, v in info.items()))
 
     __repr__ = __str__
@@ -421,6 +483,15 @@ class Process:
     def _get(self, attr: str) -> Any:
         _, info = _tasksnap.process(self._pid, [attr], None, False, self._start_ns, self._name)
         return info[attr]
+
+    def _check_same(self) -> None:
+        """Raises ``NoSuchProcess`` when the pid now names another process (psutil's
+        ``_raise_if_pid_reused``); a process that merely exited is left to the action."""
+        try:
+            _tasksnap.process(self._pid, ["pid"], None, True, self._start_ns, self._name)
+        except NoSuchProcess as e:
+            if "reused" in (e.msg or ""):
+                raise
 
     def oneshot(self):
         """psutil's context manager for grouped reads; a no-op here (``as_dict`` already
@@ -433,7 +504,14 @@ class Process:
         """The attributes ``attrs`` (all of ``ATTRS`` when None) in one read; an attribute the
         caller may not read, or that a zombie no longer has, is ``ad_value``."""
         names = _check_attrs(attrs)
-        _, info = _tasksnap.process(self._pid, names, ad_value, True, self._start_ns, self._name)
+        native = [n for n in names if n in _PASS_ATTRS and n != "cpu_percent"]
+        _, info = _tasksnap.process(self._pid, native, ad_value, True, self._start_ns, self._name)
+        for n in names:
+            if n not in info:
+                try:
+                    info[n] = getattr(self, n)()
+                except (AccessDenied, ZombieProcess):
+                    info[n] = ad_value
         return info
 
     def is_running(self) -> bool:
@@ -471,6 +549,15 @@ class Process:
             return parent
         return None
 
+    def parents(self) -> List["Process"]:
+        """The parent, its parent, and so on up to the first process, as ``Process``es."""
+        out = []
+        proc = self.parent()
+        while proc is not None:
+            out.append(proc)
+            proc = proc.parent()
+        return out
+
     def status(self) -> str:
         """One of the ``STATUS_*`` strings."""
         return self._get("status")
@@ -492,33 +579,144 @@ class Process:
         ``ZombieProcess``."""
         return self._get("cmdline")
 
+    def exe(self) -> str:
+        """The executable's path ("" for a kernel thread); for another user's process, the
+        first argument when it is an absolute path to an executable file, as psutil
+        guesses, else ``AccessDenied``. Kept after the first answer, as psutil keeps it."""
+        exe = getattr(self, "_exe", None)
+        if exe is None:
+            exe = self._get("exe")
+            self._exe = exe
+        return exe
+
+    def environ(self) -> Dict[str, str]:
+        """The environment the process started with (``AccessDenied`` for another user's),
+        as a dict."""
+        return self._get("environ")
+
+    def num_fds(self) -> int:
+        """How many file descriptors the process has open (``AccessDenied`` for another
+        user's, as psutil)."""
+        return self._get("num_fds")
+
     def cpu_times(self) -> pcputimes:
         """CPU seconds (``iowait`` is always 0.0: see docs/python.md)."""
         return self._get("cpu_times")
 
+    def cpu_percent(self, interval: Optional[float] = None) -> float:
+        """The process's CPU use in percent of one CPU (over 100 for several threads on
+        several CPUs), as psutil: over ``interval`` seconds (blocking) when it is positive,
+        else since the last call on this object (or its last ``process_iter`` with
+        ``cpu_percent``), 0.0 the first time."""
+        if interval is not None and interval < 0:
+            raise ValueError(f"interval is not positive (got {interval!r})")
+
+        def sample() -> Tuple[float, float]:
+            t = self.cpu_times()
+            return _timer(), t.user + t.system
+
+        if interval is not None and interval > 0.0:
+            st1, pt1 = sample()
+            time.sleep(interval)
+            st2, pt2 = sample()
+        else:
+            last = getattr(self, "_cpu_last", None)
+            st2, pt2 = sample()
+            self._cpu_last = (st2, pt2)
+            if last is None:
+                return 0.0
+            st1, pt1 = last
+        self._cpu_last = (st2, pt2)
+        try:
+            overall = ((pt2 - pt1) / (st2 - st1)) * 100
+        except ZeroDivisionError:
+            return 0.0
+        return round(overall * _num_cpus(), 1)
+
     def memory_info(self) -> pmem:
         """Memory in bytes, as /proc/PID/statm gives it."""
         return self._get("memory_info")
+
+    def memory_percent(self, memtype: str = "rss") -> float:
+        """``memtype`` (a field of ``memory_full_info()``) as a percentage of physical
+        memory."""
+        valid = pmem._fields + ("uss", "pss", "swap")  # pfullmem's
+        if memtype not in valid:
+            raise ValueError(f"invalid memtype {memtype!r}; valid types are {tuple(valid)!r}")
+        if memtype == "rss":
+            return self._get("memory_percent")
+        metrics = self.memory_info() if memtype in pmem._fields else self.memory_full_info()
+        total = _tasksnap.mem_total_bytes()
+        if not total > 0:
+            raise ValueError(
+                "can't calculate process memory percent because total physical system "
+                f"memory is not positive ({total!r})"
+            )
+        return (getattr(metrics, memtype) / float(total)) * 100
 
     def num_threads(self) -> int:
         """Number of threads."""
         return self._get("num_threads")
 
     def create_time(self) -> float:
-        """Start time, seconds since the epoch (boot time + start ticks, as psutil)."""
-        return self._get("create_time")
+        """Start time, seconds since the epoch (boot time + start ticks, as psutil), known
+        from the moment this object was made (so also once the process has gone, as
+        psutil's)."""
+        ct = getattr(self, "_create_time", None)
+        if ct is None:
+            ticks = self._start_ns // (1_000_000_000 // _CLK_TCK)
+            ct = ticks / _CLK_TCK + boot_time()
+            self._create_time = ct
+        return ct
 
     def io_counters(self) -> pio:
         """I/O counters; another user's process raises ``AccessDenied`` unless root."""
         return self._get("io_counters")
 
-    def nice(self) -> int:
-        """The nice value (read only here)."""
-        return self._get("nice")
+    def nice(self, value: Optional[int] = None) -> Optional[int]:
+        """The nice value; with ``value``, sets it (after checking the pid was not reused)."""
+        if value is None:
+            return self._get("nice")
+        self._check_same()
+        with self._os_errors():
+            os.setpriority(os.PRIO_PROCESS, self._pid, value)
+        return None
 
     def cpu_num(self) -> int:
         """The CPU the process last ran on."""
         return self._get("cpu_num")
+
+    def cpu_affinity(self, cpus: Optional[Iterable[int]] = None) -> Optional[List[int]]:
+        """The CPUs the process may run on, ascending; with ``cpus``, sets them (an empty
+        list: every CPU), after checking the pid was not reused."""
+        if cpus is None:
+            return self._get("cpu_affinity")
+        self._check_same()
+        cpus = list(set(cpus)) or list(range(_num_cpus()))
+        try:
+            with self._os_errors():
+                os.sched_setaffinity(self._pid, cpus)
+        except (OSError, ValueError) as e:
+            if isinstance(e, ValueError) or getattr(e, "errno", None) == errno.EINVAL:
+                allowed = list(range(_num_cpus()))
+                for cpu in cpus:
+                    if cpu not in allowed:
+                        raise ValueError(f"invalid CPU {cpu!r}; choose between {allowed!r}") from None
+            raise
+        return None
+
+    def rlimit(self, resource: int, limits: Optional[Tuple[int, int]] = None) -> Optional[Tuple[int, int]]:
+        """The (soft, hard) limit of ``resource`` (a ``RLIMIT_*``); with ``limits``, sets
+        them (after checking the pid was not reused)."""
+        if limits is None:
+            with self._os_errors():
+                return _resource.prlimit(self._pid, resource)
+        self._check_same()
+        if len(limits) != 2:
+            raise ValueError(f"second argument must be a (soft, hard) tuple, got {limits!r}")
+        with self._os_errors():
+            _resource.prlimit(self._pid, resource, limits)
+        return None
 
     def num_ctx_switches(self) -> pctxsw:
         """Voluntary and involuntary context switches."""
@@ -533,6 +731,193 @@ class Process:
         kids = _tasksnap.children(self._pid, recursive, self._start_ns, self._name, _BACKEND)
         return [Process._from(pid, start) for pid, start in kids]
 
+    # -- actions
+
+    def _os_errors(self):
+        """psutil's translation of a system call's errors: no such process (or a zombie),
+        permission denied."""
+        return _OsErrors(self)
+
+    def send_signal(self, sig: int) -> None:
+        """Sends ``sig`` to the process, after checking the pid was not reused, through a
+        pidfd (so a pid reused after the check cannot receive it)."""
+        pid = self._pid
+        if pid == 0:
+            raise ValueError(
+                "preventing sending signal to process with PID 0 as it would affect every "
+                "process in the process group of the calling process (os.getpid()) instead "
+                "of PID 0"
+            )
+        self._check_same()
+        with self._os_errors():
+            fd = _pidfd_open(pid)
+            if fd is None:
+                os.kill(pid, sig)
+                return
+            try:
+                # The pidfd names one process for good: if it is still the one this object
+                # was made for, the signal cannot reach another.
+                self._check_same()
+                signal.pidfd_send_signal(fd, sig)
+            finally:
+                os.close(fd)
+
+    def suspend(self) -> None:
+        """``SIGSTOP``, after checking the pid was not reused."""
+        self.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """``SIGCONT``, after checking the pid was not reused."""
+        self.send_signal(signal.SIGCONT)
+
+    def terminate(self) -> None:
+        """``SIGTERM``, after checking the pid was not reused."""
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """``SIGKILL``, after checking the pid was not reused."""
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[int]:
+        """Waits for the process to end, as psutil: its exit code when it is a child of
+        this process (a negative ``Negsignal`` when a signal ended it), else None (also
+        when it has already gone); ``TimeoutExpired`` after ``timeout`` seconds (0: do not
+        wait)."""
+        if self._pid == 0:
+            raise ValueError("can't wait for PID 0")
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+                raise TypeError(f"timeout must be an int or float (got {type(timeout)})")
+            if timeout < 0:
+                raise ValueError(f"timeout must be positive or zero (got {timeout})")
+        done = getattr(self, "_exitcode", _UNSET)
+        if done is not _UNSET:
+            return done
+        try:
+            code = _wait_pid(self._pid, timeout)
+        except TimeoutExpired:
+            raise TimeoutExpired(timeout, pid=self._pid, name=self._name) from None
+        self._exitcode = code
+        return code
+
+
+class _OsErrors:
+    """Turns a system call's ``ProcessLookupError`` into ``NoSuchProcess`` (``ZombieProcess``
+    for a zombie) and ``PermissionError`` into ``AccessDenied``, as psutil does."""
+
+    __slots__ = ("p",)
+
+    def __init__(self, p: Process) -> None:
+        self.p = p
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, err, tb) -> bool:
+        p = self.p
+        if kind is not None and issubclass(kind, PermissionError):
+            raise AccessDenied(p._pid, p._name) from err
+        if kind is not None and issubclass(kind, ProcessLookupError):
+            try:
+                zombie = p.status() == STATUS_ZOMBIE
+            except Error:
+                zombie = False
+            if zombie:
+                raise ZombieProcess(p._pid, p._name, None) from err
+            raise NoSuchProcess(p._pid, p._name) from err
+        return False
+
+
+_UNSET = object()
+
+
+def _pidfd_open(pid: int) -> Optional[int]:
+    """A pidfd for ``pid``, or None where pidfds are missing (old kernel or Python, a
+    seccomp policy, a thread id): the caller then signals by pid."""
+    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
+        return None
+    try:
+        return os.pidfd_open(pid, 0)
+    except ProcessLookupError:
+        raise
+    except OSError as e:
+        if e.errno in (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EINVAL, errno.EMFILE, errno.ENFILE, errno.ENODEV):
+            return None
+        raise
+
+
+#: psutil's code for a child ended by a signal: minus the signal, as an IntEnum.
+Negsignal = enum.IntEnum("Negsignal", {s.name: -s.value for s in signal.Signals})
+
+
+def _exit_code(status: int) -> int:
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    if os.WIFSIGNALED(status):
+        try:
+            return Negsignal(-os.WTERMSIG(status))
+        except ValueError:
+            return -os.WTERMSIG(status)
+    raise ValueError(f"unknown process exit status {status!r}")
+
+
+def _wait_pid(pid: int, timeout: Optional[float]) -> Optional[int]:
+    """psutil's wait: a child is reaped (its exit code), another process waited for until
+    it is gone (None). The end is seen through a pidfd when there is one (no polling),
+    else by polling with a backoff up to 40 ms."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+
+    def left() -> Optional[float]:
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    def reap(block: bool) -> Tuple[bool, Optional[int]]:
+        try:
+            got, status = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return False, None
+        if got == 0:
+            return True, _UNSET  # a child, still running
+        return True, _exit_code(status)
+
+    fd = None
+    try:
+        fd = _pidfd_open(pid)
+    except ProcessLookupError:
+        fd = None
+    try:
+        if fd is not None:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            rest = left()
+            if not poller.poll(None if rest is None else int(rest * 1000)):
+                raise TimeoutExpired(timeout)
+        interval = 0.0001
+        while True:
+            child, code = reap(False)
+            if child and code is not _UNSET:
+                return code
+            if not child and not _pid_alive(pid):
+                return None
+            rest = left()
+            if rest is not None and rest <= 0:
+                raise TimeoutExpired(timeout)
+            time.sleep(interval if rest is None else min(interval, rest))
+            interval = min(interval * 2, 0.04)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` names a process, zombie included (``kill(pid, 0)``, as psutil)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
 
 def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) -> Iterator[Process]:
     """Every process, sorted by pid, as ``psutil.process_iter``: all of them are read in one
@@ -540,22 +925,96 @@ def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) ->
     (an empty list: every attribute), each ``Process`` has them in ``.info``, an attribute
     the caller may not read (or a zombie's) being ``ad_value``.
 
-    As psutil, the ``Process`` objects are kept between calls: a process still running (same
-    pid and start time) is the same object, with a new ``info``; a process that exits while
-    the caller iterates is still yielded, with what the pass read. Each ``info`` dict is
-    made from the pass when first read.
+    As psutil, the ``Process`` objects are kept between calls (``process_iter.cache_clear()``
+    forgets them): a process still running (same pid and start time) is the same object,
+    with a new ``info``, and its ``cpu_percent`` is since the last call. Each ``info`` dict
+    is made from the pass when first read. The attributes a pass does not answer
+    (``_METHOD_ATTRS``: cwd, open files, maps, connections, ionice, terminal) are read per
+    process as the iterator reaches it, as psutil does, and a process gone by then is
+    skipped.
     """
-    names = ATTRS if attrs is None else _check_attrs(attrs)
-    return iter(
-        _tasksnap.process_objects(
-            Process, list(names) if attrs is not None else ["name"], ad_value, attrs is not None,
-            _PMAP, _BACKEND,
-        )
+    if attrs is None:
+        names: List[str] = []
+    else:
+        names = _check_attrs(attrs)
+    native = [n for n in names if n in _PASS_ATTRS]
+    objs = _tasksnap.process_objects(
+        Process, native if attrs is not None else ["name"], ad_value, attrs is not None,
+        _PMAP, _BACKEND, _num_cpus() if "cpu_percent" in native else None,
     )
+    per_process = [n for n in names if n in _METHOD_ATTRS]
+    if not per_process:
+        return iter(objs)
+    return _read_per_process(objs, per_process, ad_value)
+
+
+def _read_per_process(objs: List[Process], names: List[str], ad_value: Any) -> Iterator[Process]:
+    for p in objs:
+        extra = {}
+        try:
+            for n in names:
+                try:
+                    extra[n] = getattr(p, n)()
+                except (AccessDenied, ZombieProcess):
+                    extra[n] = ad_value
+        except NoSuchProcess:
+            _PMAP.pop(p._pid, None)
+            continue
+        p.info.update(extra)
+        yield p
 
 
 #: process_iter's Process objects by pid, from its last call (psutil's ``_pmap``).
 _PMAP: Dict[int, Process] = {}
+
+process_iter.cache_clear = _PMAP.clear  # type: ignore[attr-defined]
+
+
+def wait_procs(
+    procs: Iterable[Process], timeout: Optional[float] = None, callback: Any = None
+) -> Tuple[List[Process], List[Process]]:
+    """Waits for ``procs`` to end, as psutil's: ``(gone, alive)``, each gone one with a
+    ``returncode`` (None unless it was a child), ``callback(proc)`` called as each goes;
+    no ``TimeoutExpired``: after ``timeout`` seconds the rest are ``alive``."""
+    if timeout is not None and not timeout >= 0:
+        raise ValueError(f"timeout must be a positive integer, got {timeout}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback {callback!r} is not a callable")
+    gone: set = set()
+    alive = set(procs)
+
+    def check(proc: Process, wait_s: float) -> None:
+        try:
+            code = proc.wait(timeout=wait_s)
+        except TimeoutExpired:
+            return
+        if code is not None or not proc.is_running():
+            proc.returncode = code
+            gone.add(proc)
+            if callback is not None:
+                callback(proc)
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while alive:
+        if timeout is not None and timeout <= 0:
+            break
+        for proc in alive:
+            # Each round over every process lasts at most a second, so that one slow to
+            # end does not keep the others' ends unseen (and their pids reusable).
+            wait_s = 1.0 / len(alive)
+            if deadline is not None:
+                wait_s = min(deadline - time.monotonic(), wait_s)
+                if wait_s <= 0:
+                    break
+            check(proc, wait_s)
+        alive = alive - gone
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+    if alive:
+        for proc in alive:
+            check(proc, 0)
+        alive = alive - gone
+    return list(gone), list(alive)
 
 
 def pids() -> List[int]:
@@ -630,15 +1089,27 @@ def column_names(attrs: Optional[Iterable[str]] = None, threads: bool = False) -
 
 
 def _check_columns(attrs: Optional[Iterable[str]]) -> List[str]:
-    """``_check_attrs`` for ``snapshot``: the names of ``FIELDS`` are valid too."""
-    if isinstance(attrs, (list, tuple, set, frozenset)):
-        fields = [a for a in attrs if a in FIELDS and a not in _ATTRS_SET]
-        if fields:
-            rest = [a for a in attrs if a not in fields]
-            checked = _check_attrs(rest) if rest else []
-            order = list(dict.fromkeys(attrs)) if isinstance(attrs, (list, tuple)) else sorted(set(attrs))
-            return [a for a in order if a in fields or a in checked]
-    return _check_attrs(attrs)
+    """``_check_attrs`` for ``snapshot``: ``COLUMN_ATTRS`` and the names of ``FIELDS``."""
+    if attrs is None:
+        return list(COLUMN_ATTRS)
+    if not isinstance(attrs, (list, tuple, set, frozenset)):
+        raise TypeError(f"invalid attrs type {type(attrs)}")
+    names = list(dict.fromkeys(attrs)) if isinstance(attrs, (list, tuple)) else sorted(set(attrs))
+    if not names:
+        return list(COLUMN_ATTRS)
+    bad = [a for a in names if a not in _COLUMNS_SET]
+    not_columns = [a for a in bad if a in _ATTRS_SET]
+    if not_columns:
+        raise ValueError(
+            "snapshot() has no column for {}: ask process_iter() for {}".format(
+                ", ".join(map(repr, not_columns)), "them" if len(not_columns) > 1 else "it"
+            )
+        )
+    if bad:
+        raise ValueError(
+            "invalid attr name{} {}".format("s" if len(bad) > 1 else "", ", ".join(map(repr, bad)))
+        )
+    return names
 
 
 class ThreadStates(NamedTuple):
@@ -709,3 +1180,84 @@ def last_report() -> Optional[PassReport]:
     if r is None:
         return None
     return PassReport(r["backend"], r["why"], r["pinned"], r["seconds"], tuple(r["phases"]))
+
+
+# --- psutil's Popen -----------------------------------------------------------------------
+
+
+class Popen(Process):
+    """``subprocess.Popen`` and ``Process`` in one object, as ``psutil.Popen``: the child is
+    started by ``subprocess.Popen(*args, **kwargs)``; its attributes and methods
+    (``stdin``, ``communicate``, ``returncode``...) are the Popen's, the others the
+    Process's, and ``wait`` is subprocess's (it sets ``returncode``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.__subproc = subprocess.Popen(*args, **kwargs)
+        Process.__init__(self, self.__subproc.pid)
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(dir(Popen) + dir(subprocess.Popen)))
+
+    def __enter__(self) -> "Popen":
+        if hasattr(self.__subproc, "__enter__"):
+            self.__subproc.__enter__()
+        return self
+
+    def __exit__(self, *args: Any, **kwargs: Any) -> Any:
+        if hasattr(self.__subproc, "__exit__"):
+            return self.__subproc.__exit__(*args, **kwargs)
+        if self.stdout:
+            self.stdout.close()
+        if self.stderr:
+            self.stderr.close()
+        try:
+            if self.stdin:
+                self.stdin.close()
+        finally:
+            self.wait()
+        return None
+
+    def __getattribute__(self, name: str) -> Any:
+        try:
+            return object.__getattribute__(self, name)
+        except AttributeError:
+            try:
+                return object.__getattribute__(self.__subproc, name)
+            except AttributeError:
+                raise AttributeError(f"{self.__class__!r} has no attribute {name!r}") from None
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[int]:
+        if self.__subproc.returncode is not None:
+            return self.__subproc.returncode
+        ret = Process.wait(self, timeout)
+        self.__subproc.returncode = ret
+        return ret
+
+
+# --- what stays psutil's --------------------------------------------------------------------
+
+#: psutil's names for disks, network interfaces, sensors and Windows, which tasksnap does
+#: not answer (docs/python.md): asking tasksnap for one gives psutil's when psutil is
+#: installed, so a script whose import was swapped keeps working.
+_PSUTIL_ELSEWHERE = frozenset(
+    {
+        "disk_usage", "disk_partitions", "disk_io_counters", "net_io_counters",
+        "net_if_addrs", "net_if_stats", "sensors_temperatures", "sensors_fans",
+        "sensors_battery", "cpu_freq", "heap_info", "heap_trim", "AF_LINK",
+        "NIC_DUPLEX_FULL", "NIC_DUPLEX_HALF", "NIC_DUPLEX_UNKNOWN", "POWER_TIME_UNKNOWN",
+        "POWER_TIME_UNLIMITED", "win_service_iter", "win_service_get",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PSUTIL_ELSEWHERE:
+        try:
+            import psutil
+        except ImportError:
+            raise AttributeError(
+                f"tasksnap does not provide {name!r} (disks, network interfaces and sensors "
+                "are psutil's): install psutil to have it here"
+            ) from None
+        return getattr(psutil, name)
+    raise AttributeError(f"module 'tasksnap' has no attribute {name!r}")

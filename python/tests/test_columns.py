@@ -111,7 +111,7 @@ def test_snapshot_takes_the_model_fields_by_name(family, backend):
     """A field of tasksnap's table (tasksnap.FIELDS) is a column of its name, in its unit, with
     psutil's attributes beside it; a bytes field brings its _bytes sibling."""
     assert "utime_ns" in tasksnap.FIELDS and "exe" in tasksnap.FIELDS
-    assert not set(tasksnap.FIELDS) & set(tasksnap.ATTRS)
+    assert not set(tasksnap.FIELDS) & set(tasksnap.COLUMN_ATTRS)
     asked = ["pid", "utime_ns", "egid", "exe", "ppid"]
     names = tasksnap.column_names(asked)
     assert names == ["pid", "utime_ns", "egid", "exe", "exe_bytes", "ppid"]

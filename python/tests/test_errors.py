@@ -70,8 +70,11 @@ def test_bad_attr_name_raises_value_error():
             lib.Process().as_dict(["bogus"])
         with pytest.raises(TypeError):
             lib.Process().as_dict("name")
-    with pytest.raises(ValueError, match="not provided by tasksnap"):
-        list(tasksnap.process_iter(["cwd"]))
+    # Every name psutil's as_dict() gives is one tasksnap takes; snapshot() says which it
+    # has no column for.
+    assert set(psutil.Process().as_dict()) == set(tasksnap.ATTRS)
+    with pytest.raises(ValueError, match="no column for 'cwd'"):
+        tasksnap.snapshot(["pid", "cwd"])
     with pytest.raises(ValueError):
         tasksnap.snapshot(["pid", "nope"])
 

@@ -32,7 +32,7 @@ CHECKS = textwrap.dedent(
     PIDS = {int(k): v for k, v in json.loads(sys.argv[1]).items()}
     WANT = sys.argv[2]
     TICK = 1.0 / os.sysconf("SC_CLK_TCK")
-    attrs = list(tasksnap.ATTRS)
+    attrs = list(tasksnap.COLUMN_ATTRS)
     ours = {p.pid: p.info for p in tasksnap.process_iter(attrs, ad_value="AD") if p.pid in PIDS}
     rep = tasksnap.last_report()
     assert rep.backend == WANT, (rep.backend, rep.why)

@@ -1,0 +1,101 @@
+"""Running a Python script as user nobody (uid 65534) from a test running as root: the
+packages it imports copied where nobody can read them, the interpreter nobody can run, and
+`setpriv` to drop every privilege. Shared by the tests that compare what an unprivileged
+caller sees."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+SETPRIV_ARGS = ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+
+
+def prefix():
+    """The argv prefix that runs a command as nobody ([] when already unprivileged)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        require("setpriv (util-linux) is needed to drop to nobody")
+    return [setpriv, *SETPRIV_ARGS]
+
+
+def require(msg):
+    """Skips the test, or fails it under TASKSNAP_REQUIRE_PRIVILEGED=1 (CI)."""
+    if os.environ.get("TASKSNAP_REQUIRE_PRIVILEGED") == "1":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+def _can_run(argv_prefix, python):
+    try:
+        r = subprocess.run(
+            [*argv_prefix, python, "-s", "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=60, cwd="/",
+        )
+    except OSError:
+        return False
+    return r.returncode == 0 and r.stdout.strip() == str(tuple(sys.version_info[:2]))
+
+
+def python(argv_prefix):
+    """The interpreter nobody runs: the virtualenv's when nobody can reach it, else the one
+    it was made from (a virtualenv inside a 0700 checkout is out of nobody's reach)."""
+    candidates = dict.fromkeys(
+        [sys.executable, os.path.realpath(sys.executable),
+         getattr(sys, "_base_executable", sys.executable),
+         shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}") or "",
+         *(f"{d}/python{sys.version_info[0]}.{sys.version_info[1]}"
+           for d in ("/usr/bin", "/usr/local/bin"))])
+    found = next((c for c in candidates if c and _can_run(argv_prefix, c)), None)
+    if found is None:
+        require(f"no Python {sys.version_info[:2]} that user nobody can run: {list(candidates)}")
+    return found
+
+
+class Workdir:
+    """A directory nobody can enter holding copies of tasksnap (as built here), psutil and
+    the given files; removed on exit."""
+
+    def __init__(self, files=()):
+        self.files = files
+
+    def __enter__(self):
+        import psutil
+
+        import tasksnap
+
+        self.path = tempfile.mkdtemp(prefix="tasksnap-nobody-")
+        os.chmod(self.path, 0o755)
+        self.site = os.path.join(self.path, "site")
+        self.home = os.path.join(self.path, "home")
+        os.mkdir(self.home)
+        os.chmod(self.home, 0o777)
+        for mod in (tasksnap, psutil):
+            src = os.path.dirname(os.path.abspath(mod.__file__))
+            shutil.copytree(src, os.path.join(self.site, os.path.basename(src)),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        for f in self.files:
+            shutil.copy(f, self.site)
+        for root, _, files in os.walk(self.path):
+            os.chmod(root, 0o755 if root != self.home else 0o777)
+            for f in files:
+                path = os.path.join(root, f)
+                os.chmod(path, os.stat(path).st_mode | 0o444)
+        return self
+
+    def run(self, args, timeout=300):
+        """Runs `python -s ARGS` as nobody in this directory; the CompletedProcess."""
+        argv_prefix = prefix()
+        env = dict(os.environ, HOME=self.home, PYTHONPATH=self.site)
+        env.pop("VIRTUAL_ENV", None)
+        return subprocess.run([*argv_prefix, python(argv_prefix), "-s", *args],
+                              capture_output=True, text=True, env=env, cwd=self.home,
+                              timeout=timeout)
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.path, ignore_errors=True)
