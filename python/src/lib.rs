@@ -229,6 +229,7 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(system::cpu_times, m)?,
         wrap_pyfunction!(system::cpu_stats, m)?,
         wrap_pyfunction!(system::meminfo, m)?,
+        wrap_pyfunction!(system::zoneinfo_low_pages, m)?,
         wrap_pyfunction!(system::swap_io_pages, m)?,
         wrap_pyfunction!(system::getloadavg, m)?,
         wrap_pyfunction!(system::sysinfo_swap_bytes, m)?,

@@ -53,18 +53,19 @@ fn line_values(l: &tasksnap_procfs::system::CpuLine) -> Vec<u64> {
     l.values()[..l.fields.min(10)].to_vec()
 }
 
-/// `(clock ticks per second, the aggregate cpu line's fields, each cpuN line's fields)`,
-/// ticks, from one read of /proc/stat.
+/// `(clock ticks per second, the aggregate cpu line's fields, each cpuN line's fields when
+/// `percpu`, else none)`, ticks, from one read of /proc/stat.
 #[pyfunction]
-pub(crate) fn cpu_times(py: Python<'_>) -> PyResult<(u64, Vec<u64>, Vec<Vec<u64>>)> {
+pub(crate) fn cpu_times(py: Python<'_>, percpu: bool) -> PyResult<(u64, Vec<u64>, Vec<Vec<u64>>)> {
     let (all, per) = py
         .detach(|| with(Host::cpu_lines))
         .ok_or_else(|| unreadable("stat"))?;
-    Ok((
-        with(Host::units).clock_ticks_per_s,
-        line_values(&all),
-        per.iter().map(line_values).collect(),
-    ))
+    let per = if percpu {
+        per.iter().map(line_values).collect()
+    } else {
+        Vec::new()
+    };
+    Ok((with(Host::units).clock_ticks_per_s, line_values(&all), per))
 }
 
 /// `(ctxt, intr, softirq)` of /proc/stat: context switches, interrupts and soft interrupts
@@ -78,12 +79,12 @@ pub(crate) fn cpu_stats(py: Python<'_>) -> PyResult<(u64, u64, u64)> {
 }
 
 /// The /proc/meminfo fields psutil reads, KiB, by their meminfo names (a field the file does
-/// not have is not in the dict), with `zoneinfo_low_pages` (the zones' low watermarks,
-/// when /proc/zoneinfo says) and `page_size` (bytes).
+/// not have is not in the dict), with `page_size` (bytes).
 #[pyfunction]
 pub(crate) fn meminfo(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let (m, low) = py.detach(|| with(|h| (h.meminfo_fields(), h.zoneinfo_low_pages())));
-    let m = m.ok_or_else(|| unreadable("meminfo"))?;
+    let m = py
+        .detach(|| with(Host::meminfo_fields))
+        .ok_or_else(|| unreadable("meminfo"))?;
     let d = PyDict::new(py);
     for (name, v) in [
         ("MemTotal", m.total_kib),
@@ -109,11 +110,16 @@ pub(crate) fn meminfo(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
             d.set_item(name, v)?;
         }
     }
-    if let Some(low) = low {
-        d.set_item("zoneinfo_low_pages", low)?;
-    }
     d.set_item("page_size", with(Host::units).page_size_bytes)?;
     Ok(d)
+}
+
+/// The zones' low watermarks of /proc/zoneinfo, summed, pages; `None` when it cannot be
+/// read. Only the estimate of available memory on kernels without `MemAvailable` needs it
+/// (the file is the largest of these, and the slowest for the kernel to write).
+#[pyfunction]
+pub(crate) fn zoneinfo_low_pages(py: Python<'_>) -> Option<u64> {
+    py.detach(|| with(Host::zoneinfo_low_pages))
 }
 
 /// `(pswpin, pswpout)` of /proc/vmstat, pages; `None` when either is missing.

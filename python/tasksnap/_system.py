@@ -67,7 +67,7 @@ _CPU_FIELDS = (
 def _cpu_field_count() -> int:
     # As psutil: as many fields as the kernel prints on the aggregate line (at least 7).
     try:
-        return max(7, min(len(_tasksnap.cpu_times()[1]), len(_CPU_FIELDS)))
+        return max(7, min(len(_tasksnap.cpu_times(False)[1]), len(_CPU_FIELDS)))
     except Exception:  # noqa: BLE001 - nothing may fail at import; the calls will say
         return len(_CPU_FIELDS)
 
@@ -125,7 +125,7 @@ def _times(values: List[int], ticks: int) -> scputimes:
 def cpu_times(percpu: bool = False) -> Union[scputimes, List[scputimes]]:
     """Seconds the CPUs spent in each mode since boot (/proc/stat): one ``scputimes`` for the
     whole machine, or with ``percpu=True`` one per online CPU, in /proc/stat's order."""
-    ticks, total, per = _tasksnap.cpu_times()
+    ticks, total, per = _tasksnap.cpu_times(bool(percpu))
     if not percpu:
         return _times(total, ticks)
     return [_times(v, ticks) for v in per]
@@ -235,7 +235,7 @@ def cpu_stats() -> scpustats:
 # --- memory ------------------------------------------------------------------------------
 
 
-def _available_estimate(mems: Dict[str, int], low_pages: Optional[int], page: int) -> int:
+def _available_estimate(mems: Dict[str, int], page: int) -> int:
     # The kernel's own estimate (si_mem_available, Linux 3.14), for kernels without
     # MemAvailable or where it reads 0 (psutil #1915): free memory above the low
     # watermarks, plus the page cache and reclaimable slab each less what the watermarks
@@ -248,6 +248,7 @@ def _available_estimate(mems: Dict[str, int], low_pages: Optional[int], page: in
         slab_reclaimable = mems["SReclaimable"]
     except KeyError:
         return fallback
+    low_pages = _tasksnap.zoneinfo_low_pages()
     if low_pages is None:  # no /proc/zoneinfo (before 2.6.13)
         return fallback
     watermark_low = low_pages * page
@@ -275,7 +276,6 @@ def virtual_memory() -> svmem:
     Shmem; a field the kernel does not have is 0, with a ``RuntimeWarning``."""
     raw = _tasksnap.meminfo()
     page = raw.pop("page_size")
-    low_pages = raw.pop("zoneinfo_low_pages", None)
     mems = {k: v * 1024 for k, v in raw.items()}
     missing: List[str] = []
     total = mems["MemTotal"]
@@ -310,7 +310,7 @@ def virtual_memory() -> svmem:
     slab = mems.get("Slab", 0)
     avail = mems.get("MemAvailable")
     if not avail:
-        avail = _available_estimate(mems, low_pages, page)
+        avail = _available_estimate(mems, page)
     if avail < 0:
         avail = 0
         missing.append("available")
