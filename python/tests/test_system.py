@@ -399,3 +399,31 @@ def test_a_fake_tree_gives_psutils_numbers_exactly(tmp_path):
         timeout=120,
     )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# --- as user nobody --------------------------------------------------------------------------
+
+AS_NOBODY = textwrap.dedent(
+    """
+    import os, psutil
+    from tasksnap import _system as ts
+    assert os.geteuid() == 65534
+    assert (ts.cpu_count(), ts.cpu_count(False)) == (psutil.cpu_count(), psutil.cpu_count(False))
+    assert ts.virtual_memory().total == psutil.virtual_memory().total
+    assert ts.swap_memory().total == psutil.swap_memory().total
+    assert ts.users() == psutil.users()
+    assert ts.cpu_times()._fields == psutil.cpu_times()._fields
+    assert len(ts.cpu_percent(interval=0.05, percpu=True)) == psutil.cpu_count()
+    assert ts.cpu_stats().ctx_switches <= psutil.cpu_stats().ctx_switches
+    print("ok")
+    """
+)
+
+
+def test_the_same_figures_as_nobody():
+    """Every file these read is world-readable: an unprivileged caller gets the same."""
+    import nobody
+
+    with nobody.Workdir() as w:
+        r = w.run(["-c", AS_NOBODY])
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
