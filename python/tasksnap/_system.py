@@ -334,9 +334,11 @@ def swap_memory() -> sswap:
         total, free = raw["SwapTotal"] * 1024, raw["SwapFree"] * 1024
     else:
         # psutil's fallback: sysinfo(2), which answers for the running kernel only.
-        total, free = _tasksnap.sysinfo_swap_bytes() or (0, 0)
-        if not total and not free:
+        answer = _tasksnap.sysinfo_swap_bytes()
+        if answer is None:  # a fake tree: the running kernel's swap is not its
+            answer = (0, 0)
             missing.append("total/free")
+        total, free = answer
     used = total - free
     percent = _usage_percent(used, total)
     io = _tasksnap.swap_io_pages()
