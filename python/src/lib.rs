@@ -19,6 +19,7 @@ mod files;
 mod host;
 mod interrupt;
 mod states;
+mod system;
 
 use std::sync::OnceLock;
 
@@ -224,6 +225,19 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host::last_report, m)?)?;
     m.add_function(wrap_pyfunction!(host::boot_time, m)?)?;
     m.add_function(wrap_pyfunction!(host::mem_total_bytes, m)?)?;
+    for f in [
+        wrap_pyfunction!(system::cpu_count, m)?,
+        wrap_pyfunction!(system::cpu_times, m)?,
+        wrap_pyfunction!(system::cpu_stats, m)?,
+        wrap_pyfunction!(system::meminfo, m)?,
+        wrap_pyfunction!(system::zoneinfo_low_pages, m)?,
+        wrap_pyfunction!(system::swap_io_pages, m)?,
+        wrap_pyfunction!(system::getloadavg, m)?,
+        wrap_pyfunction!(system::sysinfo_swap_bytes, m)?,
+        wrap_pyfunction!(system::users, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     files::add(m)?;
     Ok(())
 }

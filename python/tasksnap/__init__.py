@@ -52,6 +52,24 @@ from . import _tasksnap
 class _FilesMixin:
     __slots__ = ()
 
+
+from ._system import (  # noqa: E402 - after the platform check, as the rest
+    cpu_count,
+    cpu_percent,
+    cpu_stats,
+    cpu_times,
+    cpu_times_percent,
+    getloadavg,
+    scpustats,
+    scputimes,
+    sswap,
+    suser,
+    svmem,
+    swap_memory,
+    users,
+    virtual_memory,
+)
+
 __all__ = [
     "Error",
     "NoSuchProcess",
@@ -99,6 +117,20 @@ __all__ = [
     "PROCFS_PATH",
     "RLIM_INFINITY",
     "version_info",
+    "cpu_count",
+    "cpu_percent",
+    "cpu_stats",
+    "cpu_times",
+    "cpu_times_percent",
+    "getloadavg",
+    "scpustats",
+    "scputimes",
+    "sswap",
+    "suser",
+    "svmem",
+    "swap_memory",
+    "users",
+    "virtual_memory",
 ] + sorted(n for n in dir(_resource) if n.startswith("RLIMIT_"))
 
 __version__ = "0.1.0"
@@ -359,8 +391,8 @@ _BACKEND = os.environ.get("TASKSNAP_BACKEND", "auto")
 
 
 def _num_cpus() -> int:
-    """psutil's ``cpu_count()`` (logical CPUs online), the factor of its CPU timer."""
-    return os.cpu_count() or 1
+    """psutil's ``cpu_count()`` (logical CPUs), the factor of its CPU timer."""
+    return cpu_count() or 1
 
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")

@@ -259,6 +259,37 @@ pub fn is_procfs(path: &std::path::Path) -> bool {
     ok && st.f_type == libc::PROC_SUPER_MAGIC
 }
 
+/// What `sysinfo(2)` says of the running kernel that the host figures use: the load averages
+/// in the kernel's fixed point (`loads / 65536`, `SI_LOAD_SHIFT`: more digits than
+/// /proc/loadavg's two decimals, and what glibc's `getloadavg(3)` returns since 2.33) and
+/// swap, bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SysInfo {
+    /// The 1, 5 and 15 minute load averages.
+    pub load_avg: [f64; 3],
+    /// Swap in all, bytes.
+    pub swap_total_bytes: u64,
+    /// Swap free, bytes.
+    pub swap_free_bytes: u64,
+}
+
+/// `sysinfo(2)` of the running kernel (never a fake tree's); `None` when it fails.
+pub fn sysinfo() -> Option<SysInfo> {
+    // SAFETY: an all-zero `struct sysinfo` is a valid value (integers and padding only).
+    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: `si` is a live, writable `struct sysinfo` the kernel fills in.
+    if unsafe { libc::sysinfo(&mut si) } != 0 {
+        return None;
+    }
+    let unit = u64::from(si.mem_unit.max(1));
+    let load = |l: libc::c_ulong| l as f64 / f64::from(1u32 << 16);
+    Some(SysInfo {
+        load_avg: [load(si.loads[0]), load(si.loads[1]), load(si.loads[2])],
+        swap_total_bytes: (si.totalswap as u64).saturating_mul(unit),
+        swap_free_bytes: (si.freeswap as u64).saturating_mul(unit),
+    })
+}
+
 /// The calling thread's CPU time, ns (`CLOCK_THREAD_CPUTIME_ID`); `None` if the clock fails.
 pub fn thread_cpu_ns() -> Option<u64> {
     let mut ts = libc::timespec {

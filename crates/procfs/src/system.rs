@@ -1,6 +1,9 @@
 //! Parsers of the machine-wide /proc files: `/proc/stat`'s `cpu` line, `/proc/meminfo`,
 //! `/proc/loadavg`, `/proc/uptime`, `/proc/sys/kernel/pid_max` and other sysctls, and the
-//! procfs mount's `hidepid` option, and `/proc/tty/drivers`. (`btime` and `processes`
+//! procfs mount's `hidepid` option, `/proc/tty/drivers`, and what psutil's host figures
+//! read beyond those: every field of the CPU lines ([`CpuLine`]), the meminfo fields psutil
+//! uses ([`MemInfo`]), the zones' low watermarks of `/proc/zoneinfo`, `/proc/cpuinfo`'s
+//! cores per package, and a sysfs CPU list (`0-3,8`). (`btime` and `processes`
 //! of `/proc/stat` are in [`crate::parse`] with the per-task files, which they date.) Pure
 //! functions over bytes; lenient as procps is: a field that is not a number counts as 0,
 //! never a panic, and sums saturate.
@@ -116,6 +119,246 @@ fn cpu_fields(line: &str) -> CpuTicks {
         softirq: at(6),
         steal: at(7),
     }
+}
+
+/// Every field of one CPU line of /proc/stat (`cpu` or `cpuN`), in clock ticks, and how many
+/// fields the kernel printed: 7 before Linux 2.6.11, `steal` since, `guest` since 2.6.24,
+/// `guest_nice` since 3.2 (psutil's `scputimes` has as many fields as the aggregate line).
+/// `guest` and `guest_nice` are also counted in `user` and `nice` (kernel/sched/cputime.c,
+/// `account_guest_time`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuLine {
+    /// The first eight fields (user .. steal).
+    pub ticks: CpuTicks,
+    /// Running a guest's virtual CPU (9th field).
+    pub guest: u64,
+    /// Running a niced guest's virtual CPU (10th field).
+    pub guest_nice: u64,
+    /// How many numeric fields followed the name (at most 10 are kept).
+    pub fields: usize,
+}
+
+impl CpuLine {
+    /// The ten fields in /proc/stat's order (user, nice, system, idle, iowait, irq, softirq,
+    /// steal, guest, guest_nice).
+    pub fn values(&self) -> [u64; 10] {
+        let t = &self.ticks;
+        [
+            t.user,
+            t.nice,
+            t.system,
+            t.idle,
+            t.iowait,
+            t.irq,
+            t.softirq,
+            t.steal,
+            self.guest,
+            self.guest_nice,
+        ]
+    }
+}
+
+/// The aggregate `cpu ` line of /proc/stat with all its fields; `None` when there is none.
+/// Fields are counted up to the first one that is not a number (psutil would fail on it;
+/// here the line is cut there and the rest are 0).
+pub fn parse_cpu_line_full(stat: &[u8]) -> Option<CpuLine> {
+    let stat = String::from_utf8_lossy(stat);
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    Some(cpu_line(line))
+}
+
+/// The `cpuN` lines of /proc/stat with all their fields, in file order (online CPUs only).
+pub fn parse_cpu_lines_full(stat: &[u8]) -> Vec<CpuLine> {
+    String::from_utf8_lossy(stat)
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(cpu_line)
+        .collect()
+}
+
+fn cpu_line(line: &str) -> CpuLine {
+    let mut v = [0u64; 10];
+    let mut fields = 0;
+    for (slot, x) in v.iter_mut().zip(line.split_whitespace().skip(1)) {
+        let Ok(x) = x.parse() else { break };
+        *slot = x;
+        fields += 1;
+    }
+    CpuLine {
+        ticks: CpuTicks {
+            user: v[0],
+            nice: v[1],
+            system: v[2],
+            idle: v[3],
+            iowait: v[4],
+            irq: v[5],
+            softirq: v[6],
+            steal: v[7],
+        },
+        guest: v[8],
+        guest_nice: v[9],
+        fields,
+    }
+}
+
+/// The /proc/meminfo fields psutil's `virtual_memory()` and `swap_memory()` read, KiB
+/// (`None`: the line is not there or its value is not a number). Which of them exist
+/// depends on the kernel: `MemAvailable` since 3.14, `Shmem` since 2.6.32 (`MemShared` on
+/// 2.4), `Active(file)`/`Inactive(file)` since 2.6.28, `SReclaimable` since 2.6.19;
+/// `Inact_dirty`/`Inact_clean`/`Inact_laundry` are 2.4's split of `Inactive`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemInfo {
+    /// `MemTotal`.
+    pub total_kib: Option<u64>,
+    /// `MemFree`.
+    pub free_kib: Option<u64>,
+    /// `MemAvailable`.
+    pub available_kib: Option<u64>,
+    /// `Buffers`.
+    pub buffers_kib: Option<u64>,
+    /// `Cached`.
+    pub cached_kib: Option<u64>,
+    /// `SReclaimable`.
+    pub slab_reclaimable_kib: Option<u64>,
+    /// `Slab`.
+    pub slab_kib: Option<u64>,
+    /// `Shmem`.
+    pub shmem_kib: Option<u64>,
+    /// `MemShared` (Linux 2.4).
+    pub mem_shared_kib: Option<u64>,
+    /// `Active`.
+    pub active_kib: Option<u64>,
+    /// `Inactive`.
+    pub inactive_kib: Option<u64>,
+    /// `Inact_dirty` (Linux 2.4).
+    pub inact_dirty_kib: Option<u64>,
+    /// `Inact_clean` (Linux 2.4).
+    pub inact_clean_kib: Option<u64>,
+    /// `Inact_laundry` (Linux 2.4).
+    pub inact_laundry_kib: Option<u64>,
+    /// `Active(file)`.
+    pub active_file_kib: Option<u64>,
+    /// `Inactive(file)`.
+    pub inactive_file_kib: Option<u64>,
+    /// `SwapTotal`.
+    pub swap_total_kib: Option<u64>,
+    /// `SwapFree`.
+    pub swap_free_kib: Option<u64>,
+}
+
+/// Parses the fields of /proc/meminfo that [`MemInfo`] keeps. A line whose value is not a
+/// number leaves its field `None`; a name given twice keeps the last value (as a dict of the
+/// lines would).
+pub fn parse_meminfo_fields(text: &[u8]) -> MemInfo {
+    let text = String::from_utf8_lossy(text);
+    let mut m = MemInfo::default();
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(k), Some(v)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let slot = match k {
+            "MemTotal:" => &mut m.total_kib,
+            "MemFree:" => &mut m.free_kib,
+            "MemAvailable:" => &mut m.available_kib,
+            "Buffers:" => &mut m.buffers_kib,
+            "Cached:" => &mut m.cached_kib,
+            "SReclaimable:" => &mut m.slab_reclaimable_kib,
+            "Slab:" => &mut m.slab_kib,
+            "Shmem:" => &mut m.shmem_kib,
+            "MemShared:" => &mut m.mem_shared_kib,
+            "Active:" => &mut m.active_kib,
+            "Inactive:" => &mut m.inactive_kib,
+            "Inact_dirty:" => &mut m.inact_dirty_kib,
+            "Inact_clean:" => &mut m.inact_clean_kib,
+            "Inact_laundry:" => &mut m.inact_laundry_kib,
+            "Active(file):" => &mut m.active_file_kib,
+            "Inactive(file):" => &mut m.inactive_file_kib,
+            "SwapTotal:" => &mut m.swap_total_kib,
+            "SwapFree:" => &mut m.swap_free_kib,
+            _ => continue,
+        };
+        *slot = v.parse().ok();
+    }
+    m
+}
+
+/// The sum of every zone's `low` watermark in /proc/zoneinfo, pages (what the kernel's
+/// `si_mem_available()` keeps back, and what psutil's estimate of available memory on
+/// kernels without `MemAvailable` subtracts): every line that starts with `low` once its
+/// indentation is trimmed, second field. 0 when there is no such line; a value that is not
+/// a number counts as 0; the sum saturates.
+pub fn parse_zoneinfo_low_pages(text: &[u8]) -> u64 {
+    String::from_utf8_lossy(text)
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("low"))
+        .map(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// Physical cores from /proc/cpuinfo, as psutil counts them when sysfs has no topology:
+/// each block (blocks end at an empty line) that has both `physical id` and `cpu cores`
+/// gives its package's core count, and the counts of distinct packages are summed. `None`
+/// when no block says (e.g. arm64, whose cpuinfo has neither).
+pub fn parse_cpuinfo_cores(text: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(text);
+    let mut packages: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    let (mut package, mut cores) = (None, None);
+    for line in text.lines() {
+        let line = line.trim().to_ascii_lowercase();
+        if line.is_empty() {
+            if let (Some(p), Some(c)) = (package, cores) {
+                packages.insert(p, c);
+            }
+            (package, cores) = (None, None);
+            continue;
+        }
+        let slot = if line.starts_with("physical id") {
+            &mut package
+        } else if line.starts_with("cpu cores") {
+            &mut cores
+        } else {
+            continue;
+        };
+        if let Some((_, v)) = line.split_once("\t:") {
+            if let Ok(v) = v.trim().parse() {
+                *slot = Some(v);
+            }
+        }
+    }
+    let sum = packages.values().fold(0u64, |a, &c| a.saturating_add(c));
+    (sum > 0).then_some(sum)
+}
+
+/// How many CPUs a sysfs CPU list names (`0-3,8-11`, `/sys/devices/system/cpu/online`):
+/// what glibc's `get_nprocs()` (`sysconf(_SC_NPROCESSORS_ONLN)`) counts. `None` when the
+/// text is not such a list; a range is at most 2^22 CPUs (the kernel's `NR_CPUS` limit).
+pub fn parse_cpu_list_count(text: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(text).ok()?.trim();
+    if text.is_empty() {
+        return Some(0);
+    }
+    let mut n = 0u64;
+    for part in text.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<u64>().ok()?, b.parse::<u64>().ok()?),
+            None => {
+                let a = part.parse::<u64>().ok()?;
+                (a, a)
+            }
+        };
+        if b < a || b - a >= 1 << 22 {
+            return None;
+        }
+        n = n.saturating_add(b - a + 1);
+    }
+    Some(n)
 }
 
 /// Parses /proc/meminfo as procps does (buff/cache = Buffers + Cached + SReclaimable,
@@ -378,5 +621,100 @@ mod tests {
             parse_hidepid(b"proc /proc proc rw,relatime 0 0\n", "/proc"),
             None
         );
+    }
+
+    #[test]
+    fn parses_psutils_cpu_lines_meminfo_zoneinfo_cpuinfo_and_cpu_lists() {
+        // Lines from this machine's Linux 6.18 (intr and softirq cut short).
+        let stat = b"cpu  4991571 352086 1964720 3169725 42778 0 8778 8069 0 0\n\
+            cpu0 2456089 173162 968894 1652574 11664 0 2068 3941 0 0\n\
+            cpu1 2535481 178924 995825 1517150 31114 0 6709 4127 7 9\n\
+            intr 168436227 0 0\nctxt 562172362\nbtime 1795746189\n";
+        let all = parse_cpu_line_full(stat).expect("cpu line");
+        assert_eq!(all.fields, 10);
+        assert_eq!(
+            all.values(),
+            [4991571, 352086, 1964720, 3169725, 42778, 0, 8778, 8069, 0, 0]
+        );
+        let per = parse_cpu_lines_full(stat);
+        assert_eq!(per.len(), 2);
+        assert_eq!((per[1].guest, per[1].guest_nice), (7, 9));
+        // A 2.6.9 kernel printed 7 fields; a field that is not a number ends the line.
+        let old = parse_cpu_line_full(b"cpu  10 20 30 40 50 60 70\n").expect("old");
+        assert_eq!((old.fields, old.ticks.softirq, old.guest), (7, 70, 0));
+        let bad = parse_cpu_line_full(b"cpu  1 2 x 4\n").expect("bad");
+        assert_eq!((bad.fields, bad.ticks.nice, bad.ticks.idle), (2, 2, 0));
+        assert_eq!(parse_cpu_line_full(b"intr 1\n"), None);
+
+        let meminfo = b"MemTotal:       24684084 kB\nMemFree:        19313960 kB\n\
+            MemAvailable:   23356116 kB\nBuffers:          107760 kB\n\
+            Cached:          3940500 kB\nSwapCached:            0 kB\n\
+            Active:          1923852 kB\nInactive:        2785672 kB\n\
+            Active(anon):       1580 kB\nInactive(anon):   668604 kB\n\
+            Active(file):    1922272 kB\nInactive(file):  2117068 kB\n\
+            SwapTotal:             0 kB\nSwapFree:              0 kB\n\
+            Shmem:              8872 kB\nSlab:             498032 kB\n\
+            SReclaimable:     404096 kB\nHugePages_Total:       0\n";
+        let m = parse_meminfo_fields(meminfo);
+        assert_eq!(m.total_kib, Some(24_684_084));
+        assert_eq!(m.available_kib, Some(23_356_116));
+        assert_eq!(
+            (m.active_kib, m.inactive_kib),
+            (Some(1_923_852), Some(2_785_672))
+        );
+        assert_eq!(
+            (m.active_file_kib, m.inactive_file_kib),
+            (Some(1_922_272), Some(2_117_068))
+        );
+        assert_eq!((m.shmem_kib, m.slab_kib), (Some(8872), Some(498_032)));
+        assert_eq!(m.slab_reclaimable_kib, Some(404_096));
+        assert_eq!((m.swap_total_kib, m.swap_free_kib), (Some(0), Some(0)));
+        assert_eq!((m.mem_shared_kib, m.inact_dirty_kib), (None, None));
+        // A 2.4 kernel's split of Inactive; a value that is not a number is not there.
+        let m = parse_meminfo_fields(
+            b"MemTotal: 1000 kB\nMemShared: 5 kB\nInact_dirty: 1 kB\nInact_clean: 2 kB\n\
+              Inact_laundry: 3 kB\nMemFree: x kB\n",
+        );
+        assert_eq!(
+            (
+                m.mem_shared_kib,
+                m.inact_dirty_kib,
+                m.inact_clean_kib,
+                m.inact_laundry_kib
+            ),
+            (Some(5), Some(1), Some(2), Some(3))
+        );
+        assert_eq!((m.free_kib, m.inactive_kib), (None, None));
+
+        let zoneinfo = b"Node 0, zone      DMA\n  per-node stats\n      nr_inactive_anon 167151\n\
+            pages free     3840\n        boost    0\n        min      10\n        low      13\n\
+            high     16\nNode 0, zone    DMA32\n  pages free     200000\n        min      2000\n\
+            low      2888\nNode 0, zone   Normal\n        low      20163\n\
+            Node 0, zone  Movable\n        low      32\nNode 0, zone   Device\n        low      0\n";
+        assert_eq!(parse_zoneinfo_low_pages(zoneinfo), 13 + 2888 + 20163 + 32);
+        assert_eq!(parse_zoneinfo_low_pages(b"Node 0, zone DMA\n  min 1\n"), 0);
+        assert_eq!(parse_zoneinfo_low_pages(b"  low x\n  low 5\n"), 5);
+
+        let cpuinfo = b"processor\t: 0\nvendor_id\t: GenuineIntel\nphysical id\t: 0\n\
+            siblings\t: 2\ncore id\t\t: 0\ncpu cores\t: 2\n\nprocessor\t: 1\n\
+            physical id\t: 0\ncpu cores\t: 2\n\nprocessor\t: 2\nphysical id\t: 1\n\
+            cpu cores\t: 4\n\n";
+        assert_eq!(parse_cpuinfo_cores(cpuinfo), Some(6));
+        // arm64: neither line; a block not closed by an empty line does not count.
+        assert_eq!(
+            parse_cpuinfo_cores(b"processor\t: 0\nBogoMIPS\t: 50.00\n\n"),
+            None
+        );
+        assert_eq!(
+            parse_cpuinfo_cores(b"physical id\t: 0\ncpu cores\t: 2\n"),
+            None
+        );
+
+        assert_eq!(parse_cpu_list_count(b"0-1\n"), Some(2));
+        assert_eq!(parse_cpu_list_count(b"0-3,8,10-11\n"), Some(7));
+        assert_eq!(parse_cpu_list_count(b"\n"), Some(0));
+        assert_eq!(parse_cpu_list_count(b"3-1\n"), None);
+        assert_eq!(parse_cpu_list_count(b"0-99999999\n"), None);
+        assert_eq!(parse_cpu_list_count(b"a\n"), None);
     }
 }

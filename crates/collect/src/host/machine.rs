@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use tasksnap_model::{CpuTicks, HostIdentity, LoadAverages, Memory, SystemFigures};
+use tasksnap_model::{CpuTicks, HostIdentity, LoadAverages, Memory, StatCounters, SystemFigures};
+use tasksnap_procfs::system::{CpuLine, MemInfo};
 
 use super::{Host, Tasks};
 use crate::{system, Error};
@@ -36,6 +37,16 @@ from_proc_root! {
     pid_max_width -> Option<usize>;
     /// The caller's controlling tty (`tty_nr`), 0 when none.
     own_tty_nr -> u32;
+    /// `/proc/stat`'s aggregate `cpu` line with every field, and the `cpuN` lines.
+    cpu_lines -> Option<(CpuLine, Vec<CpuLine>)>;
+    /// `/proc/stat`'s counters after the CPU lines.
+    stat_counters -> Option<StatCounters>;
+    /// The `/proc/meminfo` fields psutil reads.
+    meminfo_fields -> Option<MemInfo>;
+    /// The zones' `low` watermarks of `/proc/zoneinfo`, summed, pages.
+    zoneinfo_low_pages -> Option<u64>;
+    /// Pages swapped in and out since boot (`/proc/vmstat`).
+    swap_io_pages -> Option<(u64, u64)>;
 }
 
 impl Host {
@@ -67,6 +78,41 @@ impl Host {
     /// Users logged in: USER_PROCESS records of the utmp file, as procps counts them.
     pub fn users_logged_in(&self) -> usize {
         crate::machine::logged_in_users(&self.opts.utmp_path)
+    }
+
+    /// The load averages as glibc's `getloadavg(3)` gives them: `sysinfo(2)`'s fixed point
+    /// on the running kernel, /proc/loadavg's two decimals on a fake tree.
+    pub fn load_avg_precise(&self) -> Option<[f64; 3]> {
+        if self.opts.is_this_kernel() {
+            if let Some(si) = tasksnap_procfs::sys::sysinfo() {
+                return Some(si.load_avg);
+            }
+        }
+        self.load_averages().map(|l| l.avg)
+    }
+
+    /// Swap in all and free, bytes, from `sysinfo(2)` (psutil's answer when meminfo has no
+    /// `SwapTotal`); `None` on a fake tree, whose figures the running kernel cannot give.
+    pub fn sysinfo_swap_bytes(&self) -> Option<(u64, u64)> {
+        if !self.opts.is_this_kernel() {
+            return None;
+        }
+        tasksnap_procfs::sys::sysinfo().map(|s| (s.swap_total_bytes, s.swap_free_bytes))
+    }
+
+    /// The login sessions of the utmp file (USER_PROCESS records), in file order.
+    pub fn user_sessions(&self) -> Vec<tasksnap_procfs::utmp::Record> {
+        crate::machine::user_sessions(&self.opts.utmp_path)
+    }
+
+    /// The CPUs online (sysfs, else /proc/stat), as `sysconf(_SC_NPROCESSORS_ONLN)`.
+    pub fn online_cpus(&self) -> Option<u64> {
+        system::online_cpus(&self.opts.sys_root, &self.opts.proc_root)
+    }
+
+    /// Physical cores (sysfs topology, else /proc/cpuinfo), as psutil counts them.
+    pub fn physical_cores(&self) -> Option<u64> {
+        system::physical_cores(&self.opts.sys_root, &self.opts.proc_root)
     }
 
     /// The number of tasks (threads) on the system.
