@@ -309,6 +309,17 @@ pub(crate) fn terminal<'py>(
     }
 }
 
+/// The path of the terminal whose device number is `tty_nr` (a task's `stat` field, as a
+/// whole-system pass carries it), or `None`: `terminal()` without reading the process
+/// again, for `process_iter`.
+#[pyfunction]
+pub(crate) fn tty_path(py: Python<'_>, tty_nr: u64) -> PyResult<Option<Bound<'_, PyAny>>> {
+    match py.detach(|| FILES.terminal(tty_nr)) {
+        Some(p) => Ok(Some(os_str(py, &p)?)),
+        None => Ok(None),
+    }
+}
+
 /// Adds this module's functions to `_tasksnap` (one line in lib.rs).
 pub(crate) fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cwd, m)?)?;
@@ -320,5 +331,6 @@ pub(crate) fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ionice_get, m)?)?;
     m.add_function(wrap_pyfunction!(ionice_set, m)?)?;
     m.add_function(wrap_pyfunction!(terminal, m)?)?;
+    m.add_function(wrap_pyfunction!(tty_path, m)?)?;
     Ok(())
 }

@@ -187,6 +187,9 @@ def test_terminal_as_psutil():
     try:
         ours, theirs = _pair(p.pid)
         assert ours.terminal() == theirs.terminal() == name
+        # From a device number a pass carries, without reading the process again.
+        assert tasksnap._tasksnap.tty_path(os.stat(name).st_rdev) == name
+        assert tasksnap._tasksnap.tty_path(0) is None
         me = P(os.getpid())
         assert me.terminal() == psutil.Process(os.getpid()).terminal()
     finally:
