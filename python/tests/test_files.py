@@ -394,6 +394,18 @@ FAKE_CHECKS = textwrap.dedent(
     maps = p.memory_maps()
     assert [(m.path, m.rss) for m in maps] == [("/usr/bin/fake", 8192), ("[anon]", 4096)], maps
     assert [c.pid for c in net_connections("tcp4")] == [4242]
+    # A read that blocks (smaps is a FIFO here; on a real host, a target's mmap lock held
+    # by a writer) is given up after the deadline, with a message saying why.
+    import time
+    q = object.__new__(P)
+    q._pid, q._start_ns, q._name = 4244, None, "stuck"
+    t0 = time.monotonic()
+    try:
+        q.memory_maps()
+        raise SystemExit("a blocked smaps read returned")
+    except TimeoutError as e:
+        assert "blocked on the process's memory map lock" in str(e), str(e)
+    assert time.monotonic() - t0 < 5, time.monotonic() - t0
     try:
         P.cwd(type("X", (), {"_pid": 4243, "_start_ns": None, "_name": None})())
         raise SystemExit("pid 4243 is not in the tree")
@@ -430,6 +442,10 @@ def test_the_methods_read_a_fake_tree(tmp_path):
     (d / "smaps").write_text(
         "1000-3000 r-xp 00000000 fe:00 1 /usr/bin/fake\nSize: 8 kB\nRss: 8 kB\n"
         "3000-4000 rw-p 00000000 00:00 0 \nSize: 4 kB\nRss: 4 kB\n")
+    stuck = root / "4244"
+    stuck.mkdir()
+    (stuck / "stat").write_text((d / "stat").read_text().replace("4242 (fake)", "4244 (stuck)"))
+    os.mkfifo(stuck / "smaps")
     env = dict(os.environ, TASKSNAP_PROC_ROOT=str(root))
     r = subprocess.run([sys.executable, "-c", FAKE_CHECKS, str(tmp_path)], env=env,
                        capture_output=True, text=True, timeout=120)
