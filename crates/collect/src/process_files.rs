@@ -592,9 +592,8 @@ impl ProcessFiles {
                 for row in proc_files::parse_unix_table(&data) {
                     let holders = inodes.get(&row.inode).map(Vec::as_slice).unwrap_or(&[]);
                     // A unix socket may be held by many descriptors: one row for each.
-                    let none = [(-1, -1)];
                     let holders: Vec<(Option<i32>, i32)> = if holders.is_empty() {
-                        none.iter().map(|_| (None, -1)).collect()
+                        vec![(None, -1)]
                     } else {
                         holders.iter().map(|&(p, f)| (Some(p), f)).collect()
                     };
