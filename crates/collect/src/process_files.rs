@@ -5,10 +5,13 @@
 //! `net_connections`), its I/O priority (`ioprio_get`/`ioprio_set`) and its terminal's path
 //! (`tty_nr` against the device numbers of `/dev/tty*` and `/dev/pts/*`, cached).
 //!
-//! A front end gets a [`ProcessFiles`] from [`crate::Host::process_files`]; every path is
-//! under that host's /proc and /dev roots, so tests run on fake trees. The parsers are
-//! tasksnap-procfs's [`proc_files`]. Errors are typed ([`FilesError`]) with psutil's rules
-//! for telling a process that is gone from a zombie from a file the caller may not read.
+//! A front end gets a [`ProcessFiles`] from [`crate::Host::process_files`]; every file read
+//! is under that host's /proc and /dev roots, so tests run on fake trees (the paths a
+//! process's links name are looked up in the caller's view, as psutil looks them up). The
+//! parsers are tasksnap-procfs's [`proc_files`]. Errors are typed ([`FilesError`]) with
+//! psutil's rules for telling a process that is gone from a zombie from a file the caller
+//! may not read; [`ProcessFiles::identity`] is the one read of `stat` a caller checks a
+//! pid's identity (start time) with before a read.
 //!
 //! `smaps` and `smaps_rollup` take the target's mmap lock: a read of either runs on a
 //! reader thread kept for them (`Reader`), watched by [`crate::blocked`] as the procfs
