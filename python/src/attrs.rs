@@ -459,7 +459,10 @@ impl Ctx {
         t: &Task,
     ) -> PyResult<Result<Bound<'py, PyAny>, Missing>> {
         let ty = self.types;
-        let missing = if is_zombie(t) {
+        // A value a zombie lacks is ZombieProcess for root; for anyone else it is what
+        // the kernel refused first (psutil's open() fails with EACCES before it could see
+        // the process is a zombie).
+        let missing = if is_zombie(t) && self.root {
             Missing::Zombie
         } else {
             Missing::Denied
@@ -565,6 +568,9 @@ impl Ctx {
                 // none (psutil: "").
                 Some(l) if l.is_empty() && is_zombie(t) => return Ok(Err(Missing::Zombie)),
                 Some(l) => os_str(py, exe_path(l))?,
+                // Denied: psutil guesses from the command line, which a zombie no longer
+                // has (psutil: ZombieProcess, whoever asks).
+                None if is_zombie(t) => return Ok(Err(Missing::Zombie)),
                 None => match t.cmdline.as_deref().and_then(guess_exe) {
                     Some(g) => os_str(py, g)?,
                     None => return Ok(Err(missing)),
@@ -1221,8 +1227,10 @@ pub(crate) fn children<'py>(
         host::bulk(backend, Selector::AllProcesses, groups, false, false)
     })?
     .map_err(crate::collect_error)?;
+    let mut leaders: Vec<&Task> = snap.tasks.iter().filter(|t| t.id.is_leader()).collect();
+    leaders.sort_unstable_by_key(|t| t.id.tgid);
     let mut by_parent: HashMap<i32, Vec<(i32, u64)>> = HashMap::new();
-    for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
+    for t in &leaders {
         if let Some(b) = &t.base {
             by_parent
                 .entry(b.ppid)
@@ -1230,22 +1238,44 @@ pub(crate) fn children<'py>(
                 .push((t.id.tgid, t.id.start_time_ns));
         }
     }
+    let own_start = snap
+        .tasks
+        .iter()
+        .find(|t| t.id.tgid == pid && t.id.is_leader())
+        .map(|t| host::start_ticks(t.id.start_time_ns));
+    Ok(descendants(&by_parent, pid, own_start, recursive))
+}
+
+/// psutil's `children()` from `{parent: [(child, start ns)]}` (children in pid order): the
+/// children of `pid`, or with `recursive` every descendant, in psutil's order (a depth-first
+/// walk with a stack: each process's children listed together, the last one's descendants
+/// first); a child that started before `pid` (`own_start_ticks`) is a reused pid, left out
+/// with its descendants, and a cycle is walked once.
+fn descendants(
+    by_parent: &HashMap<i32, Vec<(i32, u64)>>,
+    pid: i32,
+    own_start_ticks: Option<u64>,
+    recursive: bool,
+) -> Vec<(i32, u64)> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut todo = vec![pid];
     while let Some(p) = todo.pop() {
+        if !seen.insert(p) {
+            continue;
+        }
         for &(c, start) in by_parent.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
-            out.push((c, start));
-            if recursive && c != p {
-                todo.push(c);
+            if own_start_ticks.is_some_and(|own| host::start_ticks(start) < own) {
+                continue;
             }
+            out.push((c, start));
+            todo.push(c);
         }
         if !recursive {
             break;
         }
     }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -1283,6 +1313,26 @@ mod tests {
         assert_eq!(long_name(comm, Some(b"/usr/bin/other\x00")), comm);
         assert_eq!(long_name(b"short", Some(b"/bin/shorter\x00")), b"short");
         assert_eq!(long_name(comm, None), comm);
+    }
+
+    #[test]
+    fn descendants_in_psutil_order() {
+        // 1 -> {10, 20}, 10 -> {11}, 20 -> {21, 22}, 22 -> {1} (a cycle), 30 started
+        // before 1 (a reused pid: left out with its child 31).
+        let tick = 1_000_000_000 / host::clk_tck();
+        let mut m: HashMap<i32, Vec<(i32, u64)>> = HashMap::new();
+        m.insert(0, vec![(1, 5 * tick)]);
+        m.insert(1, vec![(10, 6 * tick), (20, 6 * tick), (30, tick)]);
+        m.insert(10, vec![(11, 7 * tick)]);
+        m.insert(20, vec![(21, 7 * tick), (22, 7 * tick)]);
+        m.insert(22, vec![(1, 5 * tick)]);
+        m.insert(30, vec![(31, 8 * tick)]);
+        let pids = |v: Vec<(i32, u64)>| v.into_iter().map(|(p, _)| p).collect::<Vec<_>>();
+        assert_eq!(pids(descendants(&m, 1, Some(5), false)), vec![10, 20]);
+        assert_eq!(
+            pids(descendants(&m, 1, Some(5), true)),
+            vec![10, 20, 21, 22, 1, 11]
+        );
     }
 
     #[test]

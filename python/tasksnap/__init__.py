@@ -49,10 +49,9 @@ if not sys.platform.startswith("linux"):  # pragma: no cover - exercised on othe
 from . import _tasksnap
 
 
-class _FilesMixin:
-    __slots__ = ()
-
-
+from ._files import *  # noqa: E402,F401,F403 - psutil's tuples and constants of one process's files
+from ._files import __all__ as _files_all  # noqa: E402
+from ._files import _FilesMixin  # noqa: E402
 from ._system import (  # noqa: E402 - after the platform check, as the rest
     cpu_count,
     cpu_percent,
@@ -131,7 +130,10 @@ __all__ = [
     "swap_memory",
     "users",
     "virtual_memory",
-] + sorted(n for n in dir(_resource) if n.startswith("RLIMIT_"))
+]
+__all__ += [n for n in _files_all if n not in __all__] + sorted(
+    {n for n in dir(_resource) if n.startswith("RLIMIT_")} | {"RLIMIT_LOCKS"}
+)
 
 __version__ = "0.1.0"
 version_info = tuple(int(x) for x in __version__.split("."))
@@ -159,6 +161,8 @@ for _name in dir(_resource):
     if _name.startswith("RLIMIT_"):
         globals()[_name] = getattr(_resource, _name)
 del _name
+#: Not in Python's resource module; Linux's number (include/uapi/asm-generic/resource.h).
+RLIMIT_LOCKS = getattr(_resource, "RLIMIT_LOCKS", 10)
 
 
 # --- exceptions: psutil's, attribute for attribute -------------------------------------
@@ -672,7 +676,7 @@ class Process(_FilesMixin):
     def memory_percent(self, memtype: str = "rss") -> float:
         """``memtype`` (a field of ``memory_full_info()``) as a percentage of physical
         memory."""
-        valid = pmem._fields + ("uss", "pss", "swap")  # pfullmem's
+        valid = pfullmem._fields
         if memtype not in valid:
             raise ValueError(f"invalid memtype {memtype!r}; valid types are {tuple(valid)!r}")
         if memtype == "rss":
