@@ -2,12 +2,13 @@
 
 Three ways in:
 
-* psutil's API where it exists: ``process_iter(attrs, ad_value)`` and ``Process(pid)``
-  with ``as_dict()``, ``name()``, ``ppid()``, ``status()``, ``username()``, ``cmdline()``,
-  ``cpu_times()``, ``memory_info()``, ``num_threads()``, ``create_time()``,
-  ``io_counters()``, ``threads()``, ``children()``..., the same named tuples and the same
-  exceptions (``NoSuchProcess``, ``ZombieProcess``, ``AccessDenied``). Switching from psutil
-  is a change of the import line for these calls.
+* psutil's API for processes, all of it: ``process_iter(attrs, ad_value)``,
+  ``Process(pid)`` with every method and attribute psutil has on Linux (getters, setters,
+  signals, ``wait``), ``wait_procs``, ``Popen``, the host figures (``cpu_percent``,
+  ``virtual_memory``...), the same named tuples, constants and exceptions
+  (``NoSuchProcess``, ``ZombieProcess``, ``AccessDenied``, ``TimeoutExpired``). Switching
+  from psutil is a change of the import line (docs/python.md has the table of every
+  name).
 * ``snapshot(attrs, threads=False)``: the same attributes as columns in one call (a
   ``pyarrow.Table`` when pyarrow is installed, else a dict of lists), no object per process.
 * ``states(pids=None, interval=1.0)``: the share of an interval each thread spent running,
@@ -235,7 +236,7 @@ class AccessDenied(Error):
 
 
 class TimeoutExpired(Error):
-    """Kept for psutil's names; tasksnap has no ``wait()``."""
+    """``Process.wait(timeout)`` timed out (the process is still running)."""
 
     def __init__(self, seconds: float, pid: Optional[int] = None, name: Optional[str] = None):
         Error.__init__(self)
