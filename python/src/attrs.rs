@@ -19,7 +19,7 @@ use tasksnap_model::{Backend, Groups, Query, Selector, Snapshot, Task, TaskState
 use crate::host;
 
 /// A psutil attribute tasksnap answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Attr {
     Pid,
     Ppid,
@@ -216,6 +216,10 @@ pub(crate) enum Missing {
     Denied,
     /// The process exited before this value was read (psutil: `NoSuchProcess`).
     Gone,
+    /// The read waited on the process's mmap lock past the library's deadline (psutil would
+    /// wait as long as the lock is held): `TimeoutError` from a `Process` method,
+    /// `ad_value` in `process_iter`/`as_dict`.
+    TimedOut,
 }
 
 /// One field of the model's table as psutil has it: integers as integers, durations (ns) in
@@ -300,6 +304,13 @@ pub(crate) fn os_str<'py>(py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyAn
     OsStr::from_bytes(b).into_bound_py_any(py)
 }
 
+/// A value [`Ctx::read_per_task`] read.
+#[derive(Debug)]
+enum PerTask {
+    Count(usize),
+    Cpus(Vec<usize>),
+}
+
 /// Whether this process runs as root (effective uid 0): procfs then lets it read every
 /// process's files, and psutil raises no `AccessDenied` for them.
 pub(crate) fn caller_is_root() -> bool {
@@ -379,6 +390,9 @@ pub(crate) struct Ctx {
     threads: HashMap<i32, Vec<(i32, f64, f64)>>,
     /// The procfs root, for what is read per process (`num_fds` without root).
     proc_root: std::path::PathBuf,
+    /// What a pass cannot carry, read once per process when the pass is made
+    /// ([`Ctx::read_per_task`]): the CPU affinity, and the descriptor count without root.
+    per_task: HashMap<(i32, Attr), Result<PerTask, Missing>>,
     /// The caller is root ([`caller_is_root`]).
     root: bool,
 }
@@ -413,6 +427,7 @@ impl Ctx {
             cpu_percent: HashMap::new(),
             threads: HashMap::new(),
             proc_root: opts.proc_root,
+            per_task: HashMap::new(),
             root: caller_is_root(),
             statuses: (0..128u8)
                 .map(|c| {
@@ -543,6 +558,9 @@ impl Ctx {
                 )?,
                 None => return Ok(Err(missing)),
             },
+            Attr::Cmdline if t.cmdline.is_none() && t.cmdline_timed_out => {
+                return Ok(Err(Missing::TimedOut))
+            }
             Attr::Cmdline => match &t.cmdline {
                 // A zombie has no memory, hence no arguments: psutil raises ZombieProcess.
                 Some(c) if c.is_empty() && is_zombie(t) => return Ok(Err(Missing::Zombie)),
@@ -576,6 +594,16 @@ impl Ctx {
                     None => return Ok(Err(missing)),
                 },
             },
+            // As root nothing is denied, and a kernel thread or zombie is left unread on
+            // purpose: a live process without its environment was given up on.
+            Attr::Environ
+                if t.environ.is_none()
+                    && self.root
+                    && !is_zombie(t)
+                    && !t.base.as_ref().is_some_and(|b| b.kthread) =>
+            {
+                return Ok(Err(Missing::TimedOut))
+            }
             Attr::Environ => match &t.environ {
                 Some(block) => {
                     let d = PyDict::new(py);
@@ -590,12 +618,10 @@ impl Ctx {
                 Some(n) => n.into_bound_py_any(py)?,
                 None => return Ok(Err(missing)),
             },
-            Attr::NumFds => match tasksnap_collect::system::fd_count(&self.proc_root, t.id.tgid) {
-                Ok(n) => n.into_bound_py_any(py)?,
-                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                    return Ok(Err(Missing::Denied))
-                }
-                Err(_) => return Ok(Err(Missing::Gone)),
+            Attr::NumFds => match self.per_task.get(&(t.id.tgid, Attr::NumFds)) {
+                Some(Ok(PerTask::Count(n))) => n.into_bound_py_any(py)?,
+                Some(Err(why)) => return Ok(Err(*why)),
+                _ => return Ok(Err(Missing::Gone)),
             },
             Attr::CpuPercent => match self.cpu_percent.get(&t.id.tgid) {
                 Some(p) => p.into_bound_py_any(py)?,
@@ -607,11 +633,10 @@ impl Ctx {
                 }
                 _ => return Ok(Err(missing)),
             },
-            Attr::CpuAffinity => match tasksnap_collect::system::cpu_affinity(t.id.tgid) {
-                Ok(cpus) => PyList::new(py, cpus)?.into_any(),
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(Err(Missing::Denied)),
-                Err(_) if is_zombie(t) => return Ok(Err(Missing::Zombie)),
-                Err(_) => return Ok(Err(Missing::Gone)),
+            Attr::CpuAffinity => match self.per_task.get(&(t.id.tgid, Attr::CpuAffinity)) {
+                Some(Ok(PerTask::Cpus(cpus))) => PyList::new(py, cpus)?.into_any(),
+                Some(Err(why)) => return Ok(Err(*why)),
+                _ => return Ok(Err(Missing::Gone)),
             },
             Attr::Threads => match self.threads.get(&t.id.tgid) {
                 Some(list) => {
@@ -633,6 +658,54 @@ impl Ctx {
             },
         };
         Ok(Ok(v))
+    }
+
+    /// Reads, for each of `tasks`, what the asked attributes need beyond the pass (with a
+    /// system call or a directory listing each), when the pass is made rather than when an
+    /// `info` dict is: the CPU affinity (`sched_getaffinity`) and, without root, the
+    /// descriptor count by listing (psutil's `num_fds`, which needs ptrace access). A
+    /// process found gone is `Missing::Gone` ([`Ctx::gone`]); an error that says nothing of
+    /// the process (out of descriptors or memory) is raised.
+    fn read_per_task(&mut self, tasks: &[Task], attrs: &[Attr]) -> PyResult<()> {
+        let affinity = attrs.contains(&Attr::CpuAffinity);
+        let fds = attrs.contains(&Attr::NumFds) && !self.root;
+        if !affinity && !fds {
+            return Ok(());
+        }
+        let classify = |t: &Task, e: std::io::Error| -> PyResult<Missing> {
+            match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) => Ok(Missing::Denied),
+                Some(libc::ESRCH) | Some(libc::ENOENT) if is_zombie(t) => Ok(Missing::Zombie),
+                Some(libc::ESRCH) | Some(libc::ENOENT) => Ok(Missing::Gone),
+                _ => Err(e.into()),
+            }
+        };
+        for t in tasks {
+            let pid = t.id.tgid;
+            if affinity {
+                let v = match tasksnap_collect::system::cpu_affinity(pid) {
+                    Ok(cpus) => Ok(PerTask::Cpus(cpus)),
+                    Err(e) => Err(classify(t, e)?),
+                };
+                self.per_task.insert((pid, Attr::CpuAffinity), v);
+            }
+            if fds {
+                let v = match tasksnap_collect::system::fd_count(&self.proc_root, pid) {
+                    Ok(n) => Ok(PerTask::Count(n)),
+                    Err(e) => Err(classify(t, e)?),
+                };
+                self.per_task.insert((pid, Attr::NumFds), v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a read of [`Ctx::read_per_task`] found `pid` gone (psutil's `process_iter`
+    /// skips such a process).
+    fn gone(&self, pid: i32) -> bool {
+        [Attr::CpuAffinity, Attr::NumFds]
+            .iter()
+            .any(|a| matches!(self.per_task.get(&(pid, *a)), Some(Err(Missing::Gone))))
     }
 
     /// Reads every thread of every process (of `pid` alone when given) for the
@@ -771,8 +844,14 @@ pub(crate) fn processes<'py>(
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(py, &snap, &attrs, true)?;
     ctx.load_threads(py, &attrs, backend, None)?;
+    let leaders: Vec<Task> = snap
+        .tasks
+        .into_iter()
+        .filter(|t| t.id.is_leader())
+        .collect();
+    ctx.read_per_task(&leaders, &attrs)?;
     let out = PyList::empty(py);
-    for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
+    for t in leaders.iter().filter(|t| !ctx.gone(t.id.tgid)) {
         let info = PyDict::new(py);
         for (a, k) in attrs.iter().zip(&keys) {
             match ctx.value(py, *a, t)? {
@@ -897,12 +976,16 @@ pub(crate) fn process_objects<'py>(
     ctx.load_threads(py, &attrs, backend, None)?;
     let mut tasks = snap.tasks;
     tasks.retain(|t| t.id.is_leader());
+    // A process found gone by a read beyond the pass is left out, as psutil's loop skips
+    // one that raises NoSuchProcess.
+    ctx.read_per_task(&tasks, &attrs)?;
+    tasks.retain(|t| !ctx.gone(t.id.tgid));
     let cpu_last = PyString::intern(py, "_cpu_last");
     if let (Some(timer_s), true) = (timer_s, attrs.contains(&Attr::CpuPercent)) {
         let n = f64::from(num_cpus.unwrap_or(1).max(1));
         for t in &tasks {
             let Some(st) = &t.stat else { continue };
-            let proc_s = (st.utime_ns + st.stime_ns) as f64 / 1e9;
+            let proc_s = cpu_ticks_s(st);
             let pid = t.id.tgid.into_pyobject(py)?;
             let prev = match cache.get_item(&pid)? {
                 Some(p) if same_process(&p, t)? => p.getattr(&cpu_last).ok(),
@@ -951,7 +1034,7 @@ pub(crate) fn process_objects<'py>(
             }
         };
         if let (Some(timer_s), Some(st)) = (timer_s, &t.stat) {
-            let proc_s = (st.utime_ns + st.stime_ns) as f64 / 1e9;
+            let proc_s = cpu_ticks_s(st);
             p.setattr(&cpu_last, (timer_s, proc_s))?;
         }
         if with_info {
@@ -982,6 +1065,14 @@ fn psutil_tid_order(a: i32, b: i32) -> std::cmp::Ordering {
 fn same_process(p: &Bound<'_, PyAny>, t: &Task) -> PyResult<bool> {
     let start: Option<u64> = p.getattr("_start_ns").ok().and_then(|v| v.extract().ok());
     Ok(start.is_some_and(|ns| host::start_ticks(ns) == host::start_ticks(t.id.start_time_ns)))
+}
+
+/// A process's user + system CPU seconds as psutil counts them: each in whole clock ticks
+/// (/proc's unit), so that a pass of either backend (the BPF one has nanoseconds) gives the
+/// same figure, and `cpu_percent` does not jump when `auto` changes backend between calls.
+fn cpu_ticks_s(st: &tasksnap_model::Stat) -> f64 {
+    let ticks = host::ns_to_ticks(st.utime_ns).saturating_add(host::ns_to_ticks(st.stime_ns));
+    ticks as f64 / host::clk_tck() as f64
 }
 
 /// psutil's `cpu_percent` from the CPU seconds a process used and the timer's seconds
@@ -1114,6 +1205,7 @@ pub(crate) fn process<'py>(
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(py, &snap, &attrs, false)?;
     ctx.load_threads(py, &attrs, Backend::Procfs, Some(pid))?;
+    ctx.read_per_task(&snap.tasks[..snap.tasks.len().min(1)], &attrs)?;
     let Some(t) = snap.tasks.first() else {
         return Err(no_such(py, pid, name.as_ref(), None)?);
     };
@@ -1141,6 +1233,17 @@ pub(crate) fn process<'py>(
                     Some(b) => Some(os_str(py, &b.comm)?),
                     None => None,
                 };
+                if why == Missing::TimedOut {
+                    return Err(pyo3::exceptions::PyTimeoutError::new_err(format!(
+                        "/proc/{pid}/{}: blocked on the process's memory map lock past the \
+                         deadline; given up",
+                        if a == &Attr::Environ {
+                            "environ"
+                        } else {
+                            "cmdline"
+                        }
+                    )));
+                }
                 let types = crate::types()?;
                 let e = if gone {
                     types.no_such_process.bind(py).call1((pid, comm))?

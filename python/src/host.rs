@@ -87,7 +87,12 @@ pub(crate) fn opened() {
 /// `create_time` is made of. The BPF iterator gives nanoseconds; the kernel's own
 /// conversion (`nsec_to_clock_t`) truncates, and so does this, so both backends agree.
 pub(crate) fn start_ticks(start_time_ns: u64) -> u64 {
-    start_time_ns / (1_000_000_000 / clk_tck())
+    ns_to_ticks(start_time_ns)
+}
+
+/// Nanoseconds in whole clock ticks, truncated as the kernel's `nsec_to_clock_t` does.
+pub(crate) fn ns_to_ticks(ns: u64) -> u64 {
+    ns / (1_000_000_000 / clk_tck())
 }
 
 /// The groups a procfs pass needs for `want`: real user ids are only in `status`.

@@ -746,6 +746,7 @@ class Process(_FilesMixin):
         """The (soft, hard) limit of ``resource`` (a ``RLIMIT_*``); with ``limits``, sets
         them (after checking the pid was not reused)."""
         if limits is None:
+            self._check_same()
             with self._os_errors():
                 return _resource.prlimit(self._pid, resource)
         self._check_same()
@@ -823,7 +824,7 @@ class Process(_FilesMixin):
         if self._pid == 0:
             raise ValueError("can't wait for PID 0")
         if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            if not isinstance(timeout, (int, float)):
                 raise TypeError(f"timeout must be an int or float (got {type(timeout)})")
             if timeout < 0:
                 raise ValueError(f"timeout must be positive or zero (got {timeout})")

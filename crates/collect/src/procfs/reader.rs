@@ -680,7 +680,11 @@ impl TaskReader {
             }
         }
 
-        if g.environ {
+        if g.environ && no_mm {
+            // Kernel threads and zombies have no memory to copy an environment from: the
+            // open fails with ESRCH (`__mem_open` finds no mm), which is not the task
+            // going away. Left unread (None), as a denied one is; the task stays listed.
+        } else if g.environ {
             // Needs ptrace read access (another user's is EACCES); procps keeps at most
             // 128 KiB of it. environ_read() copies from the target's memory under its mmap
             // lock, like the command line: behind the same watchdog, so one stuck process
@@ -696,7 +700,11 @@ impl TaskReader {
                 Ok(n) => {
                     task.environ = Some(Box::new(self.buf[..n.min(MAX_ENVIRON_BYTES)].to_vec()))
                 }
-                Err(FileError::Gone) => return self.gone(task, seen),
+                // ESRCH is also a task without memory (a zombie, a kernel thread) when its
+                // state was not read first (a BPF pass's fill reads no stat): left unread. A
+                // task that did go is seen by the files read before this one, or by the
+                // pass the fill completes.
+                Err(FileError::Gone) => {}
                 Err(FileError::Denied) => self.stats.denied += 1,
                 Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "environ", e),
             }
