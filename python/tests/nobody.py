@@ -43,18 +43,46 @@ def _can_run(argv_prefix, python):
 
 
 def python(argv_prefix):
-    """The interpreter nobody runs: the virtualenv's when nobody can reach it, else the one
-    it was made from (a virtualenv inside a 0700 checkout is out of nobody's reach)."""
+    """The interpreter nobody runs (`find_python`); the test is skipped (failed in CI) when
+    there is none."""
+    found = find_python(argv_prefix)
+    if found is None:
+        require(f"no Python {sys.version_info[:2]} that user nobody can run")
+    return found
+
+
+def find_python(argv_prefix):
+    """The interpreter `argv_prefix`'s user runs: the virtualenv's when that user can reach
+    it, else the one it was made from (a virtualenv inside a 0700 checkout is out of
+    nobody's reach); None when none is."""
     candidates = dict.fromkeys(
         [sys.executable, os.path.realpath(sys.executable),
          getattr(sys, "_base_executable", sys.executable),
          shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}") or "",
          *(f"{d}/python{sys.version_info[0]}.{sys.version_info[1]}"
            for d in ("/usr/bin", "/usr/local/bin"))])
-    found = next((c for c in candidates if c and _can_run(argv_prefix, c)), None)
-    if found is None:
-        require(f"no Python {sys.version_info[:2]} that user nobody can run: {list(candidates)}")
-    return found
+    return next((c for c in candidates if c and _can_run(argv_prefix, c)), None)
+
+
+def copy_packages(dest, files=()):
+    """Copies the packages the checks import (tasksnap as built here, and psutil) and
+    `files` into `dest`, readable by everyone: the checkout and its virtualenv may sit in a
+    directory nobody cannot enter (a clone under /root, mode 0700)."""
+    import psutil
+
+    import tasksnap
+
+    for mod in (tasksnap, psutil):
+        src = os.path.dirname(os.path.abspath(mod.__file__))
+        shutil.copytree(src, os.path.join(dest, os.path.basename(src)),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    for f in files:
+        shutil.copy(f, dest)
+    for root, _, names in os.walk(dest):
+        os.chmod(root, 0o755)
+        for f in names:
+            path = os.path.join(root, f)
+            os.chmod(path, os.stat(path).st_mode | 0o444)
 
 
 class Workdir:
@@ -65,27 +93,13 @@ class Workdir:
         self.files = files
 
     def __enter__(self):
-        import psutil
-
-        import tasksnap
-
         self.path = tempfile.mkdtemp(prefix="tasksnap-nobody-")
         os.chmod(self.path, 0o755)
         self.site = os.path.join(self.path, "site")
         self.home = os.path.join(self.path, "home")
         os.mkdir(self.home)
         os.chmod(self.home, 0o777)
-        for mod in (tasksnap, psutil):
-            src = os.path.dirname(os.path.abspath(mod.__file__))
-            shutil.copytree(src, os.path.join(self.site, os.path.basename(src)),
-                            ignore=shutil.ignore_patterns("__pycache__"))
-        for f in self.files:
-            shutil.copy(f, self.site)
-        for root, _, files in os.walk(self.path):
-            os.chmod(root, 0o755 if root != self.home else 0o777)
-            for f in files:
-                path = os.path.join(root, f)
-                os.chmod(path, os.stat(path).st_mode | 0o444)
+        copy_packages(self.site, self.files)
         return self
 
     def run(self, args, timeout=300):

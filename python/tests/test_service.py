@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from test_unprivileged import _nobody_python, _reachable_copy
+from nobody import copy_packages as _reachable_copy, find_python as _nobody_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLI = os.environ.get("TASKSNAP_CLI") or os.path.join(HERE, "..", "..", "target", "debug", "tasksnap")
