@@ -119,7 +119,7 @@ pub(crate) fn open_files<'py>(
     })?;
     files
         .into_iter()
-        .map(|o| Ok((os_str(py, &o.path)?, o.fd, o.position, o.mode, o.flags)))
+        .map(|o| Ok((os_str(py, &o.path)?, o.fd, o.position_bytes, o.mode, o.flags)))
         .collect()
 }
 
