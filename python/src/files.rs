@@ -119,7 +119,15 @@ pub(crate) fn open_files<'py>(
     })?;
     files
         .into_iter()
-        .map(|o| Ok((os_str(py, &o.path)?, o.fd, o.position_bytes, o.mode, o.flags)))
+        .map(|o| {
+            Ok((
+                os_str(py, &o.path)?,
+                o.fd,
+                o.position_bytes,
+                o.mode,
+                o.flags,
+            ))
+        })
         .collect()
 }
 
