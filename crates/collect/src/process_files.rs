@@ -21,7 +21,10 @@
 //! - stats of the paths a process's links name (`open_files` keeps the regular files, as
 //!   psutil's `isfile_strict` does; a " (deleted)" suffix is kept when a file of that name
 //!   exists): the target chose those paths, and on a FUSE mount whose server does not
-//!   answer a stat never returns. One job stats every path of a call.
+//!   answer a stat never returns. Each path is first looked up in the kernel's caches only,
+//!   on the caller's thread ([`sys::is_regular_file_cached`]: no wait possible, no thread
+//!   hop); a call with a path the caches cannot answer for stats all its paths again in one
+//!   job on the reader thread, under the deadline.
 //!
 //! Sockets are matched against the caller's network namespace, as psutil does (it reads
 //! `/proc/net/*`): a process in another namespace shows no inet sockets. The inet tables are
@@ -57,8 +60,34 @@ const ON_MMAP_LOCK: &str = "the process's memory map lock";
 /// What a stat of a path a process names blocks on.
 const ON_FILE_SYSTEM: &str = "the file system of a path the process names";
 
-/// `stat(2)` of a path; a test puts a slow one in its place.
-type StatFn = fn(&Path) -> io::Result<std::fs::Metadata>;
+/// A look at a path: whether it is a regular file, or the error of the stat; `None` when the
+/// look cannot tell without waiting for a file system ([`cached_stat`] only).
+type StatFn = fn(&Path) -> Option<io::Result<bool>>;
+
+/// Why a batch of stats stopped.
+enum Stop {
+    /// The answer: an error.
+    Failed(FilesError),
+    /// A path the kernel's caches cannot answer for: the batch goes to the reader.
+    Uncached,
+}
+
+impl From<FilesError> for Stop {
+    fn from(e: FilesError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+/// `stat(2)`, which may wait for a file system as long as it takes.
+fn full_stat(p: &Path) -> Option<io::Result<bool>> {
+    Some(std::fs::metadata(p).map(|m| m.file_type().is_file()))
+}
+
+/// A look in the kernel's caches only ([`sys::is_regular_file_cached`]), which never waits.
+fn cached_stat(p: &Path) -> Option<io::Result<bool>> {
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).ok()?;
+    sys::is_regular_file_cached(&c)
+}
 
 /// Why a process's file could not be read, as psutil tells the cases apart.
 #[derive(Debug, thiserror::Error)]
@@ -264,8 +293,10 @@ pub struct ProcessFiles {
     /// Whether unix sockets are asked of the kernel (sock_diag): the roots are this
     /// kernel's. A fake tree's `net/unix` is read instead.
     unix_by_diag: bool,
-    /// How paths are stat'ed (on the reader thread).
+    /// How paths are stat'ed on the reader thread, when the caches cannot tell.
     stat: StatFn,
+    /// Whether the caches are asked first, on the caller's thread.
+    cached_first: bool,
     /// Terminal paths by device number, built on first use and again when a device number
     /// is not in it (a pseudo-terminal opened since).
     terminals: Mutex<Option<HashMap<u64, Vec<u8>>>>,
@@ -285,7 +316,8 @@ impl ProcessFiles {
             proc_root,
             dev_root,
             smaps_deadline: SMAPS_DEADLINE,
-            stat: |p| std::fs::metadata(p),
+            stat: full_stat,
+            cached_first: true,
             terminals: Mutex::new(None),
             reader: Mutex::new(None),
         }
@@ -297,10 +329,12 @@ impl ProcessFiles {
         self
     }
 
-    /// The same with another `stat` (a slow one, to test the deadline).
+    /// The same with another `stat` (a slow one, to test the deadline), every path sent to
+    /// it (the caches never asked).
     #[cfg(test)]
     fn with_stat(mut self, stat: StatFn) -> ProcessFiles {
         self.stat = stat;
+        self.cached_first = false;
         self
     }
 
@@ -421,27 +455,20 @@ impl ProcessFiles {
     /// that is a regular file, with position and flags from `fdinfo`.
     pub fn open_files(&self, pid: i32) -> Result<Vec<OpenFile>, FilesError> {
         let (links, mut vanished) = self.fd_links(pid)?;
-        let stat = self.stat;
         // Like psutil, each path is looked at from the caller's view (`isfile_strict`): a
-        // path the caller may not look up is denied, not skipped. All on the reader thread,
-        // under the deadline: the target chose these paths.
-        let regular = if links.is_empty() {
-            Vec::new()
-        } else {
-            let what = self.pid_dir(pid).join("fd").display().to_string();
-            self.run_watched(&what, ON_FILE_SYSTEM, move || {
-                let mut out = Vec::new();
-                for (fd, raw) in links {
-                    let path = clean(stat, &raw)?;
-                    if path.starts_with(b"/")
-                        && stat_strict(stat, path)?.is_some_and(|m| m.file_type().is_file())
-                    {
-                        out.push((fd, path.to_vec()));
-                    }
+        // path the caller may not look up is denied, not skipped. The target chose these
+        // paths: see the module header for how a look that would wait is bounded.
+        let what = self.pid_dir(pid).join("fd").display().to_string();
+        let regular = self.stat_batch(&what, move |stat| {
+            let mut out = Vec::new();
+            for (fd, raw) in &links {
+                let path = clean(stat, raw)?;
+                if path.starts_with(b"/") && stat_strict(stat, path)? == Some(true) {
+                    out.push((*fd, path.to_vec()));
                 }
-                Ok::<_, FilesError>(out)
-            })??
-        };
+            }
+            Ok(out)
+        })?;
         let mut out = Vec::new();
         for (fd, path) in regular {
             let info = self.pid_dir(pid).join("fdinfo").join(fd.to_string());
@@ -511,26 +538,41 @@ impl ProcessFiles {
             .collect())
     }
 
-    /// Each of `raws` (links or mappings of `pid`) cleaned as psutil does ([`clean`]); the
-    /// stats that takes (of the paths with a " (deleted)" suffix) in one job on the reader
-    /// thread, under the deadline; none at all when no path has the suffix.
+    /// Each of `raws` (links or mappings of `pid`) cleaned as psutil does ([`clean`]),
+    /// through [`ProcessFiles::stat_batch`] (only the paths with a " (deleted)" suffix are
+    /// stat'ed).
     fn clean_all(&self, pid: i32, raws: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, FilesError> {
-        let stat = self.stat;
-        let suffixed = |r: &Vec<u8>| {
-            let cut = r.split(|&b| b == 0).next().unwrap_or_default();
-            cut.ends_with(proc_files::DELETED)
-        };
-        let needs_stat = raws.iter().any(suffixed);
-        let work = move || {
-            raws.iter()
-                .map(|r| clean(stat, r).map(<[u8]>::to_vec))
-                .collect::<Result<Vec<_>, _>>()
-        };
-        if !needs_stat {
-            return work();
-        }
         let what = self.pid_dir(pid).display().to_string();
-        self.run_watched(&what, ON_FILE_SYSTEM, work)?
+        self.stat_batch(&what, move |stat| {
+            raws.iter().map(|r| Ok(clean(stat, r)?.to_vec())).collect()
+        })
+    }
+
+    /// Runs `batch` (stats of paths `pid` named, for `what`) with a look in the kernel's
+    /// caches on the caller's thread; when a path is not there to see, again with the full
+    /// stat on the reader thread, given up after the deadline ([`ON_FILE_SYSTEM`]).
+    fn stat_batch<T: Send + 'static>(
+        &self,
+        what: &str,
+        batch: impl Fn(StatFn) -> Result<T, Stop> + Send + 'static,
+    ) -> Result<T, FilesError> {
+        if self.cached_first {
+            match batch(cached_stat) {
+                Ok(t) => return Ok(t),
+                Err(Stop::Failed(e)) => return Err(e),
+                Err(Stop::Uncached) => {}
+            }
+        }
+        let stat = self.stat;
+        match self.run_watched(what, ON_FILE_SYSTEM, move || batch(stat))? {
+            Ok(t) => Ok(t),
+            Err(Stop::Failed(e)) => Err(e),
+            // The full stat always answers; a test's may not.
+            Err(Stop::Uncached) => Err(FilesError::Io {
+                what: what.to_string(),
+                error: io::Error::from_raw_os_error(libc::EAGAIN),
+            }),
+        }
     }
 
     /// The mappings grouped by path, figures summed, in order of first appearance
@@ -820,25 +862,26 @@ impl ProcessFiles {
     }
 }
 
-/// `stat(path)` as psutil's `isfile_strict`/`path_exists_strict` take it: `None` when it
-/// cannot be looked up, but denied (EACCES, EPERM) is an error, not "not there".
-fn stat_strict(stat: StatFn, path: &[u8]) -> Result<Option<std::fs::Metadata>, FilesError> {
+/// `stat(path)` as psutil's `isfile_strict`/`path_exists_strict` take it: whether it is a
+/// regular file, `None` when it cannot be looked up, but denied (EACCES, EPERM) is an
+/// error, not "not there".
+fn stat_strict(stat: StatFn, path: &[u8]) -> Result<Option<bool>, Stop> {
     match stat(Path::new(std::ffi::OsStr::from_bytes(path))) {
-        Ok(m) => Ok(Some(m)),
-        Err(e) if matches!(io_kind(&e), Some(libc::EACCES) | Some(libc::EPERM)) => {
-            Err(FilesError::Denied {
+        None => Err(Stop::Uncached),
+        Some(Ok(regular)) => Ok(Some(regular)),
+        Some(Err(e)) if matches!(io_kind(&e), Some(libc::EACCES) | Some(libc::EPERM)) => {
+            Err(Stop::Failed(FilesError::Denied {
                 what: String::from_utf8_lossy(path).into_owned(),
                 errno: e.raw_os_error().unwrap_or(0),
-            })
+            }))
         }
-        Err(_) => Ok(None),
+        Some(Err(_)) => Ok(None),
     }
 }
 
 /// psutil's cleaning of a link's path: whether a file named with the " (deleted)" suffix
-/// exists is asked of the caller's file system, strictly ([`stat_strict`]). Runs on the
-/// reader thread when a path has that suffix ([`ProcessFiles::clean_all`]).
-fn clean(stat: StatFn, raw: &[u8]) -> Result<&[u8], FilesError> {
+/// exists is asked of the caller's file system, strictly ([`stat_strict`]).
+fn clean(stat: StatFn, raw: &[u8]) -> Result<&[u8], Stop> {
     let mut denied = None;
     let path = proc_files::clean_link(raw, |p| match stat_strict(stat, p) {
         Ok(m) => m.is_some(),
@@ -1293,9 +1336,9 @@ mod tests {
 
     /// A stat that does not return (a FUSE server that does not answer), here one that
     /// sleeps: blocked, not waiting for a CPU.
-    fn slow_stat(p: &Path) -> io::Result<std::fs::Metadata> {
+    fn slow_stat(p: &Path) -> Option<io::Result<bool>> {
         std::thread::sleep(Duration::from_millis(600));
-        std::fs::metadata(p)
+        full_stat(p)
     }
 
     /// The stats of the paths a process names are given up near the deadline, for
@@ -1350,11 +1393,20 @@ mod tests {
         let started = std::time::Instant::now();
         assert_eq!(f.cwd(61).expect("test"), b"/nowhere/dir");
         assert!(started.elapsed() < Duration::from_millis(500));
-        // The ordinary stat answers as before.
-        let got = t.files().open_files(60).expect("test");
+        // The ordinary stat answers as before; paths in the kernel's caches (just made) are
+        // looked at on the caller's thread, without the reader.
+        let f = t.files();
+        let got = f.open_files(60).expect("test");
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].path, plain.as_os_str().as_bytes());
-        assert_eq!(t.files().cwd(60).expect("test"), b"/nowhere/dir");
+        assert_eq!(f.cwd(60).expect("test"), b"/nowhere/dir");
+        if cached_stat(&plain).is_some() {
+            assert!(f.reader.lock().expect("test").is_none(), "no hop");
+        }
+        // Uncached (here: the cached look is skipped), the reader's full stat answers.
+        let f = t.files().with_stat(full_stat);
+        assert_eq!(f.open_files(60).expect("test"), got);
+        assert!(f.reader.lock().expect("test").is_some());
     }
 
     /// On a fake tree `net/unix` is read, and a row forged by a socket's name (a newline,
