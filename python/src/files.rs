@@ -7,7 +7,8 @@
 //! Every call first checks that `pid` is still the process the caller's `Process` stands for
 //! (its start time, as `attrs` does), then turns the library's typed errors into psutil's
 //! exceptions: `NoSuchProcess`, `ZombieProcess`, `AccessDenied`; a read given up on a
-//! blocked mmap lock is a `TimeoutError` saying so.
+//! blocked mmap lock, or a stat of a path the process names given up on a file system that
+//! does not answer, is a `TimeoutError` saying so.
 
 use std::sync::LazyLock;
 
@@ -119,7 +120,15 @@ pub(crate) fn open_files<'py>(
     })?;
     files
         .into_iter()
-        .map(|o| Ok((os_str(py, &o.path)?, o.fd, o.position, o.mode, o.flags)))
+        .map(|o| {
+            Ok((
+                os_str(py, &o.path)?,
+                o.fd,
+                o.position_bytes,
+                o.mode,
+                o.flags,
+            ))
+        })
         .collect()
 }
 

@@ -226,7 +226,9 @@ class _FilesMixin:
         return _tasksnap.cwd(self._pid, self._start_ns, self._name)
 
     def open_files(self) -> List[popenfile]:
-        """The regular files the process has open, with position, mode and flags."""
+        """The regular files the process has open, with position, mode and flags. A stat of
+        a path blocked on a file system (a FUSE server that does not answer) past the
+        library's deadline raises ``TimeoutError``."""
         return [popenfile(*f) for f in _tasksnap.open_files(self._pid, self._start_ns, self._name)]
 
     def memory_maps(self, grouped: bool = True) -> Union[List[pmmap_grouped], List[pmmap_ext]]:

@@ -455,3 +455,44 @@ def test_the_methods_read_a_fake_tree(tmp_path):
     r = subprocess.run([sys.executable, "-c", FAKE_CHECKS, str(tmp_path)], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+VICTIM = textwrap.dedent(
+    """
+    import os, socket, sys, time
+    s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen()
+    sys.stdout.write("ready\\n%d %d\\n" % (s.fileno(), os.fstat(s.fileno()).st_ino))
+    sys.stdout.flush()
+    time.sleep(600)
+    """
+)
+
+
+def test_a_socket_name_cannot_forge_another_processs_socket_path(tmp_path):
+    """The review's reproduction: /proc/net/unix prints names raw, so an abstract name
+    holding a newline and a well-formed row gives another process's socket a path of the
+    binder's choosing. psutil reads that table and is fooled; tasksnap asks sock_diag, so
+    it is compared with the truth: the path the victim bound."""
+    real = str(tmp_path / "victim.sock")
+    victim = _spawn(VICTIM, real)
+    try:
+        fd, inode = (int(x) for x in victim.stdout.readline().split())
+        forged = ("\0e\n0000000000000000: 00000002 00000000 00010000 0001 01 %d /forged/path"
+                  % inode).encode()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as forger:
+            forger.bind(forged)
+            ours = tasksnap.Process(victim.pid).net_connections("unix")
+            assert [(c.fd, c.laddr) for c in ours] == [(fd, real)], ours
+            host = [c for c in _files.net_connections("unix") if c.pid == victim.pid]
+            assert [(c.fd, c.laddr) for c in host] == [(fd, real)], host
+            assert not any(c.laddr == "/forged/path" for c in _files.net_connections("unix"))
+            # The forger's own socket is listed as psutil reads its row: up to the newline.
+            mine = [c for c in tasksnap.Process().net_connections("unix")
+                    if c.fd == forger.fileno()]
+            assert [c.laddr for c in mine] == ["@e"], mine
+            # What psutil makes of the same table (not asserted: it is what is fixed here).
+            fooled = any(c.laddr == "/forged/path"
+                         for c in psutil.Process(victim.pid).net_connections("unix"))
+            print("psutil reports the forged path:", fooled)
+    finally:
+        _kill(victim)

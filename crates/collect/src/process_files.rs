@@ -13,13 +13,26 @@
 //! may not read; [`ProcessFiles::identity`] is the one read of `stat` a caller checks a
 //! pid's identity (start time) with before a read.
 //!
-//! `smaps` and `smaps_rollup` take the target's mmap lock: a read of either runs on a
+//! Two kinds of call can block for as long as someone else decides, and both run on a
 //! reader thread kept for them (`Reader`), watched by [`crate::blocked`] as the procfs
-//! collector watches a command-line read, and one blocked past the deadline is given up
-//! ([`FilesError::TimedOut`]) instead of hanging the caller (the reader with it).
+//! collector watches a command-line read; one blocked past the deadline is given up
+//! ([`FilesError::TimedOut`]) instead of hanging the caller (the reader with it):
+//! - reads of `smaps` and `smaps_rollup`, which take the target's mmap lock;
+//! - stats of the paths a process's links name (`open_files` keeps the regular files, as
+//!   psutil's `isfile_strict` does; a " (deleted)" suffix is kept when a file of that name
+//!   exists): the target chose those paths, and on a FUSE mount whose server does not
+//!   answer a stat never returns. Each path is first looked up in the kernel's caches only,
+//!   on the caller's thread ([`sys::is_regular_file_cached`]: no wait possible, no thread
+//!   hop); a call with a path the caches cannot answer for stats all its paths again in one
+//!   job on the reader thread, under the deadline.
 //!
-//! Sockets are matched against `ROOT/net/*`, the caller's network namespace, as psutil does
-//! (it reads `/proc/net/*`): a process in another namespace shows no inet sockets.
+//! Sockets are matched against the caller's network namespace, as psutil does (it reads
+//! `/proc/net/*`): a process in another namespace shows no inet sockets. The inet tables are
+//! read from `ROOT/net/{tcp,tcp6,udp,udp6}` (nothing in them is chosen by a user); unix
+//! sockets are asked of the kernel over sock_diag ([`tasksnap_procfs::unix_diag`]) when the
+//! roots are this kernel's, because `net/unix` prints socket names raw and a name can forge
+//! another socket's row; `ROOT/net/unix` is read only on a fake tree or when sock_diag is
+//! not there, and then its parser refuses every row of an inode listed twice.
 
 use std::collections::HashMap;
 use std::io;
@@ -30,15 +43,51 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use tasksnap_procfs::parse;
-use tasksnap_procfs::proc_files::{self, MapFigures};
+use tasksnap_procfs::proc_files::{self, MapFigures, UnixRow};
+use tasksnap_procfs::unix_diag;
 
 use crate::blocked::{self, Count, Watch};
 use crate::sys;
 
-/// How long a read of `smaps`/`smaps_rollup` may be blocked (asleep in the kernel, on the
-/// target's mmap lock) before it is given up. One process's read, asked for by a caller who
-/// waits for it: longer than a listing's 20 ms per command line.
+/// How long a read of `smaps`/`smaps_rollup` (or the stats of the paths a process names)
+/// may be blocked (asleep in the kernel, on the target's mmap lock or a file system) before
+/// it is given up. One process's read, asked for by a caller who waits for it: longer than
+/// a listing's 20 ms per command line.
 pub const SMAPS_DEADLINE: Duration = Duration::from_secs(1);
+
+/// What a read of `smaps` blocks on ([`FilesError::TimedOut`]).
+const ON_MMAP_LOCK: &str = "the process's memory map lock";
+/// What a stat of a path a process names blocks on.
+const ON_FILE_SYSTEM: &str = "the file system of a path the process names";
+
+/// A look at a path: whether it is a regular file, or the error of the stat; `None` when the
+/// look cannot tell without waiting for a file system ([`cached_stat`] only).
+type StatFn = fn(&Path) -> Option<io::Result<bool>>;
+
+/// Why a batch of stats stopped.
+enum Stop {
+    /// The answer: an error.
+    Failed(FilesError),
+    /// A path the kernel's caches cannot answer for: the batch goes to the reader.
+    Uncached,
+}
+
+impl From<FilesError> for Stop {
+    fn from(e: FilesError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+/// `stat(2)`, which may wait for a file system as long as it takes.
+fn full_stat(p: &Path) -> Option<io::Result<bool>> {
+    Some(std::fs::metadata(p).map(|m| m.file_type().is_file()))
+}
+
+/// A look in the kernel's caches only ([`sys::is_regular_file_cached`]), which never waits.
+fn cached_stat(p: &Path) -> Option<io::Result<bool>> {
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).ok()?;
+    sys::is_regular_file_cached(&c)
+}
 
 /// Why a process's file could not be read, as psutil tells the cases apart.
 #[derive(Debug, thiserror::Error)]
@@ -65,13 +114,14 @@ pub enum FilesError {
         /// The errno.
         errno: i32,
     },
-    /// A read blocked on the target's mmap lock for longer than the deadline.
-    #[error(
-        "{what}: blocked on the process's memory map lock for more than {deadline_ms} ms; given up"
-    )]
+    /// A read blocked on the target's mmap lock, or a stat on a file system, for longer
+    /// than the deadline.
+    #[error("{what}: blocked on {on} for more than {deadline_ms} ms; given up")]
     TimedOut {
         /// What was read.
         what: String,
+        /// What it was blocked on.
+        on: &'static str,
         /// The deadline.
         deadline_ms: u64,
     },
@@ -106,8 +156,8 @@ pub struct OpenFile {
     pub path: Vec<u8>,
     /// The descriptor.
     pub fd: i32,
-    /// The file position.
-    pub position: u64,
+    /// The file position, bytes (psutil's `position`).
+    pub position_bytes: u64,
     /// psutil's mode (`r`, `w`, `a`, `r+`, `a+`).
     pub mode: &'static str,
     /// The open flags.
@@ -240,6 +290,13 @@ pub struct ProcessFiles {
     proc_root: PathBuf,
     dev_root: PathBuf,
     smaps_deadline: Duration,
+    /// Whether unix sockets are asked of the kernel (sock_diag): the roots are this
+    /// kernel's. A fake tree's `net/unix` is read instead.
+    unix_by_diag: bool,
+    /// How paths are stat'ed on the reader thread, when the caches cannot tell.
+    stat: StatFn,
+    /// Whether the caches are asked first, on the caller's thread.
+    cached_first: bool,
     /// Terminal paths by device number, built on first use and again when a device number
     /// is not in it (a pseudo-terminal opened since).
     terminals: Mutex<Option<HashMap<u64, Vec<u8>>>>,
@@ -255,17 +312,29 @@ impl ProcessFiles {
     /// Reads under `proc_root` and `dev_root`.
     pub fn new(proc_root: PathBuf, dev_root: PathBuf) -> ProcessFiles {
         ProcessFiles {
+            unix_by_diag: crate::choice::is_kernel_proc(&proc_root),
             proc_root,
             dev_root,
             smaps_deadline: SMAPS_DEADLINE,
+            stat: full_stat,
+            cached_first: true,
             terminals: Mutex::new(None),
             reader: Mutex::new(None),
         }
     }
 
-    /// The same with another deadline for `smaps` reads.
+    /// The same with another deadline for `smaps` reads and stats.
     pub fn with_smaps_deadline(mut self, d: Duration) -> ProcessFiles {
         self.smaps_deadline = d;
+        self
+    }
+
+    /// The same with another `stat` (a slow one, to test the deadline), every path sent to
+    /// it (the caches never asked).
+    #[cfg(test)]
+    fn with_stat(mut self, stat: StatFn) -> ProcessFiles {
+        self.stat = stat;
+        self.cached_first = false;
         self
     }
 
@@ -338,7 +407,10 @@ impl ProcessFiles {
     pub fn cwd(&self, pid: i32) -> Result<Vec<u8>, FilesError> {
         let link = self.pid_dir(pid).join("cwd");
         match std::fs::read_link(&link) {
-            Ok(p) => Ok(clean(p.as_os_str().as_bytes())?.to_vec()),
+            Ok(p) => {
+                let mut cleaned = self.clean_all(pid, vec![p.into_os_string().into_vec()])?;
+                Ok(cleaned.pop().unwrap_or_default())
+            }
             Err(e) if matches!(io_kind(&e), Some(libc::ENOENT) | Some(libc::ESRCH)) => {
                 if std::fs::symlink_metadata(self.pid_dir(pid)).is_ok() {
                     if let Some(z) = self.zombie(pid) {
@@ -383,16 +455,22 @@ impl ProcessFiles {
     /// that is a regular file, with position and flags from `fdinfo`.
     pub fn open_files(&self, pid: i32) -> Result<Vec<OpenFile>, FilesError> {
         let (links, mut vanished) = self.fd_links(pid)?;
-        let mut out = Vec::new();
-        for (fd, raw) in links {
-            let path = clean(&raw)?;
-            // Like psutil, the path is looked at from the caller's view (`isfile_strict`):
-            // a path the caller may not look up is denied, not skipped.
-            let regular = path.starts_with(b"/")
-                && stat_strict(path)?.is_some_and(|m| m.file_type().is_file());
-            if !regular {
-                continue;
+        // Like psutil, each path is looked at from the caller's view (`isfile_strict`): a
+        // path the caller may not look up is denied, not skipped. The target chose these
+        // paths: see the module header for how a look that would wait is bounded.
+        let what = self.pid_dir(pid).join("fd").display().to_string();
+        let regular = self.stat_batch(&what, move |stat| {
+            let mut out = Vec::new();
+            for (fd, raw) in &links {
+                let path = clean(stat, raw)?;
+                if path.starts_with(b"/") && stat_strict(stat, path)? == Some(true) {
+                    out.push((*fd, path.to_vec()));
+                }
             }
+            Ok(out)
+        })?;
+        let mut out = Vec::new();
+        for (fd, path) in regular {
             let info = self.pid_dir(pid).join("fdinfo").join(fd.to_string());
             let text = match sys::read_small_file(&info) {
                 Ok(t) => t,
@@ -402,16 +480,16 @@ impl ProcessFiles {
                 }
                 Err(e) => return Err(self.classify(pid, &info, e)),
             };
-            let Some((position, flags)) = proc_files::parse_fdinfo(&text) else {
+            let Some((position_bytes, flags)) = proc_files::parse_fdinfo(&text) else {
                 continue;
             };
             let Some(mode) = proc_files::open_mode(flags) else {
                 continue;
             };
             out.push(OpenFile {
-                path: path.to_vec(),
+                path,
                 fd,
-                position,
+                position_bytes,
                 mode,
                 flags,
             });
@@ -442,21 +520,59 @@ impl ProcessFiles {
             }
             return Ok(Vec::new());
         }
-        proc_files::parse_smaps(&data)
+        let maps = proc_files::parse_smaps(&data);
+        let paths = self.clean_all(pid, maps.iter().map(|m| m.path.clone()).collect())?;
+        Ok(maps
             .into_iter()
-            .map(|m| {
-                Ok(Mapped {
-                    path: if m.path.is_empty() {
-                        b"[anon]".to_vec()
-                    } else {
-                        clean(&m.path)?.to_vec()
-                    },
-                    addr: m.addr,
-                    perms: m.perms,
-                    figures: m.figures,
-                })
+            .zip(paths)
+            .map(|(m, path)| Mapped {
+                path: if path.is_empty() {
+                    b"[anon]".to_vec()
+                } else {
+                    path
+                },
+                addr: m.addr,
+                perms: m.perms,
+                figures: m.figures,
             })
-            .collect()
+            .collect())
+    }
+
+    /// Each of `raws` (links or mappings of `pid`) cleaned as psutil does ([`clean`]),
+    /// through [`ProcessFiles::stat_batch`] (only the paths with a " (deleted)" suffix are
+    /// stat'ed).
+    fn clean_all(&self, pid: i32, raws: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, FilesError> {
+        let what = self.pid_dir(pid).display().to_string();
+        self.stat_batch(&what, move |stat| {
+            raws.iter().map(|r| Ok(clean(stat, r)?.to_vec())).collect()
+        })
+    }
+
+    /// Runs `batch` (stats of paths `pid` named, for `what`) with a look in the kernel's
+    /// caches on the caller's thread; when a path is not there to see, again with the full
+    /// stat on the reader thread, given up after the deadline ([`ON_FILE_SYSTEM`]).
+    fn stat_batch<T: Send + 'static>(
+        &self,
+        what: &str,
+        batch: impl Fn(StatFn) -> Result<T, Stop> + Send + 'static,
+    ) -> Result<T, FilesError> {
+        if self.cached_first {
+            match batch(cached_stat) {
+                Ok(t) => return Ok(t),
+                Err(Stop::Failed(e)) => return Err(e),
+                Err(Stop::Uncached) => {}
+            }
+        }
+        let stat = self.stat;
+        match self.run_watched(what, ON_FILE_SYSTEM, move || batch(stat))? {
+            Ok(t) => Ok(t),
+            Err(Stop::Failed(e)) => Err(e),
+            // The full stat always answers; a test's may not.
+            Err(Stop::Uncached) => Err(FilesError::Io {
+                what: what.to_string(),
+                error: io::Error::from_raw_os_error(libc::EAGAIN),
+            }),
+        }
     }
 
     /// The mappings grouped by path, figures summed, in order of first appearance
@@ -573,26 +689,9 @@ impl ProcessFiles {
             }
         };
         for &table in tables {
-            let path = self.proc_root.join(table.file());
-            let data = match sys::read_small_file(&path) {
-                Ok(d) => d,
-                // No IPv6 here: psutil skips its tables.
-                Err(e)
-                    if io_kind(&e) == Some(libc::ENOENT)
-                        && matches!(table, SocketTable::Tcp6 | SocketTable::Udp6) =>
-                {
-                    continue
-                }
-                Err(error) => {
-                    return Err(FilesError::Io {
-                        what: path.display().to_string(),
-                        error,
-                    })
-                }
-            };
             let (family, kind) = table.family_type();
             if table == SocketTable::Unix {
-                for row in proc_files::parse_unix_table(&data) {
+                for row in self.unix_rows()? {
                     let holders = inodes.get(&row.inode).map(Vec::as_slice).unwrap_or(&[]);
                     // A unix socket may be held by many descriptors: one row for each.
                     let holders: Vec<(Option<i32>, i32)> = if holders.is_empty() {
@@ -615,7 +714,26 @@ impl ProcessFiles {
                         });
                     }
                 }
-            } else {
+                continue;
+            }
+            let path = self.proc_root.join(table.file());
+            let data = match sys::read_small_file(&path) {
+                Ok(d) => d,
+                // No IPv6 here: psutil skips its tables.
+                Err(e)
+                    if io_kind(&e) == Some(libc::ENOENT)
+                        && matches!(table, SocketTable::Tcp6 | SocketTable::Udp6) =>
+                {
+                    continue
+                }
+                Err(error) => {
+                    return Err(FilesError::Io {
+                        what: path.display().to_string(),
+                        error,
+                    })
+                }
+            };
+            {
                 for row in proc_files::parse_inet_table(&data) {
                     // psutil takes the first holder of an inet socket only.
                     let (pid, fd) = match inodes.get(&row.inode).and_then(|h| h.first()) {
@@ -651,6 +769,29 @@ impl ProcessFiles {
             }
         }
         Ok(out)
+    }
+
+    /// The unix sockets of the caller's network namespace: asked of the kernel (sock_diag)
+    /// when the roots are this kernel's; else, or when sock_diag is not there (no netlink
+    /// allowed, no unix_diag in the kernel, an answer that does not hold together), the rows
+    /// of `ROOT/net/unix` its parser can trust (see [`proc_files::parse_unix_table`]).
+    fn unix_rows(&self) -> Result<Vec<UnixRow>, FilesError> {
+        if self.unix_by_diag {
+            // A dump the table's changes interrupted is asked again, once.
+            for _ in 0..2 {
+                match unix_diag::unix_sockets() {
+                    Ok(rows) => return Ok(rows),
+                    Err(unix_diag::UnixDiagError::Interrupted) => continue,
+                    Err(_) => break,
+                }
+            }
+        }
+        let path = self.proc_root.join(SocketTable::Unix.file());
+        let data = sys::read_small_file(&path).map_err(|error| FilesError::Io {
+            what: path.display().to_string(),
+            error,
+        })?;
+        Ok(proc_files::parse_unix_table(&data))
     }
 
     /// psutil's translation of a syscall's error on `pid`.
@@ -721,26 +862,28 @@ impl ProcessFiles {
     }
 }
 
-/// `stat(path)` as psutil's `isfile_strict`/`path_exists_strict` take it: `None` when it
-/// cannot be looked up, but denied (EACCES, EPERM) is an error, not "not there".
-fn stat_strict(path: &[u8]) -> Result<Option<std::fs::Metadata>, FilesError> {
-    match std::fs::metadata(std::ffi::OsStr::from_bytes(path)) {
-        Ok(m) => Ok(Some(m)),
-        Err(e) if matches!(io_kind(&e), Some(libc::EACCES) | Some(libc::EPERM)) => {
-            Err(FilesError::Denied {
+/// `stat(path)` as psutil's `isfile_strict`/`path_exists_strict` take it: whether it is a
+/// regular file, `None` when it cannot be looked up, but denied (EACCES, EPERM) is an
+/// error, not "not there".
+fn stat_strict(stat: StatFn, path: &[u8]) -> Result<Option<bool>, Stop> {
+    match stat(Path::new(std::ffi::OsStr::from_bytes(path))) {
+        None => Err(Stop::Uncached),
+        Some(Ok(regular)) => Ok(Some(regular)),
+        Some(Err(e)) if matches!(io_kind(&e), Some(libc::EACCES) | Some(libc::EPERM)) => {
+            Err(Stop::Failed(FilesError::Denied {
                 what: String::from_utf8_lossy(path).into_owned(),
                 errno: e.raw_os_error().unwrap_or(0),
-            })
+            }))
         }
-        Err(_) => Ok(None),
+        Some(Err(_)) => Ok(None),
     }
 }
 
 /// psutil's cleaning of a link's path: whether a file named with the " (deleted)" suffix
 /// exists is asked of the caller's file system, strictly ([`stat_strict`]).
-fn clean(raw: &[u8]) -> Result<&[u8], FilesError> {
+fn clean(stat: StatFn, raw: &[u8]) -> Result<&[u8], Stop> {
     let mut denied = None;
-    let path = proc_files::clean_link(raw, |p| match stat_strict(p) {
+    let path = proc_files::clean_link(raw, |p| match stat_strict(stat, p) {
         Ok(m) => m.is_some(),
         Err(e) => {
             denied = Some(e);
@@ -753,17 +896,15 @@ fn clean(raw: &[u8]) -> Result<&[u8], FilesError> {
     }
 }
 
-/// A read for the [`Reader`] thread and where its answer goes.
-struct Job {
-    path: PathBuf,
-    reply: mpsc::Sender<io::Result<Vec<u8>>>,
-}
+/// Work for the [`Reader`] thread: it runs there and sends its own answer.
+type Job = Box<dyn FnOnce() + Send>;
 
-/// A thread kept to read files that can block on a target's mmap lock, so that a blocked
-/// read can be given up: starting a thread per read cost more than the read (100 µs
+/// A thread kept to run what can block for as long as another process decides (a read of
+/// a file that takes a target's mmap lock, stats of paths a target names), so that a
+/// blocked call can be given up: starting a thread per read cost more than the read (100 µs
 /// against 50 µs for an `smaps_rollup` on a busy 2-core VM). One caller uses it at a time
 /// (it is taken out of [`ProcessFiles::reader`] while in use); a caller that finds none
-/// starts one. A reader given up on is dropped: its thread finishes the blocked read
+/// starts one. A reader given up on is dropped: its thread finishes the blocked call
 /// whenever the kernel lets it, finds no more jobs and exits.
 #[derive(Debug)]
 struct Reader {
@@ -782,7 +923,7 @@ impl Reader {
             .spawn(move || {
                 t.store(sys::gettid(), Ordering::Release);
                 while let Ok(job) = inbox.recv() {
-                    let _ = job.reply.send(std::fs::read(&job.path));
+                    job();
                 }
             })?;
         Ok(Reader { jobs, tid })
@@ -790,29 +931,42 @@ impl Reader {
 }
 
 impl ProcessFiles {
-    /// Reads `path` on the reader thread; gives up when that thread has been blocked for
-    /// longer than the deadline ([`crate::blocked`]: time blocked, not time waiting for a
-    /// CPU).
+    /// Reads `path` on the reader thread, under the deadline ([`ProcessFiles::run_watched`]).
     fn read_with_deadline(&self, path: &Path) -> Result<io::Result<Vec<u8>>, FilesError> {
+        let owned = path.to_path_buf();
+        self.run_watched(&path.display().to_string(), ON_MMAP_LOCK, move || {
+            std::fs::read(owned)
+        })
+    }
+
+    /// Runs `work` on the reader thread; gives up when that thread has been blocked for
+    /// longer than the deadline ([`crate::blocked`]: time blocked, not time waiting for a
+    /// CPU), saying it was `what` blocked `on` that.
+    fn run_watched<T: Send + 'static>(
+        &self,
+        what: &str,
+        on: &'static str,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, FilesError> {
+        let ended = || FilesError::Io {
+            what: what.to_string(),
+            error: io::Error::other("the reading thread ended"),
+        };
         let kept = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
         let reader = match kept {
             Some(r) => r,
             None => Reader::start().map_err(|error| FilesError::Io {
-                what: format!("a thread to read {}", path.display()),
+                what: format!("a thread to read {what}"),
                 error,
             })?,
         };
         let (reply, answer) = mpsc::channel();
         let since = sys::clock_ns(libc::CLOCK_MONOTONIC);
-        if reader
-            .jobs
-            .send(Job {
-                path: path.to_path_buf(),
-                reply,
-            })
-            .is_err()
-        {
-            return Ok(Err(io::Error::other("the reading thread ended")));
+        let job: Job = Box::new(move || {
+            let _ = reply.send(work());
+        });
+        if reader.jobs.send(job).is_err() {
+            return Err(ended());
         }
         let deadline_ns = self.smaps_deadline.as_nanos() as u64;
         let tick = (self.smaps_deadline / 4).max(Duration::from_millis(1));
@@ -830,30 +984,28 @@ impl ProcessFiles {
             // answer is there rather than sleeping (a wake-up on another CPU of a VM costs
             // as much as the read), for as long as a read is not looked at anyway.
             let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
-            let wait = if now.saturating_sub(since) < blocked::LOOK_AFTER_NS {
+            if now.saturating_sub(since) < blocked::LOOK_AFTER_NS {
                 match answer.try_recv() {
                     Ok(r) => return done(r, reader),
                     Err(mpsc::TryRecvError::Empty) => {
                         std::thread::yield_now();
                         continue;
                     }
-                    Err(mpsc::TryRecvError::Disconnected) => Err(()),
+                    Err(mpsc::TryRecvError::Disconnected) => return Err(ended()),
                 }
             } else {
                 match answer.recv_timeout(tick) {
                     Ok(r) => return done(r, reader),
-                    Err(mpsc::RecvTimeoutError::Timeout) => Ok(()),
-                    Err(mpsc::RecvTimeoutError::Disconnected) => Err(()),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Err(ended()),
                 }
-            };
-            if wait.is_err() {
-                return Ok(Err(io::Error::other("the reading thread ended")));
             }
             let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
             let t = reader.tid.load(Ordering::Acquire);
             if watch.expired(since, now, deadline_ns, Count::Total, || blocked::look(t)) {
                 return Err(FilesError::TimedOut {
-                    what: path.display().to_string(),
+                    what: what.to_string(),
+                    on,
                     deadline_ms: self.smaps_deadline.as_millis() as u64,
                 });
             }
@@ -964,7 +1116,7 @@ mod tests {
         got.sort_by_key(|f| f.fd);
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(
-            (got[0].fd, got[0].position, got[0].mode, got[0].flags),
+            (got[0].fd, got[0].position_bytes, got[0].mode, got[0].flags),
             (3, 7, "a+", 0o102002)
         );
         assert_eq!(got[0].path, plain.as_os_str().as_bytes());
@@ -1157,6 +1309,174 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Hostile smaps figures (`Rss: 18014398509481983 kB` in two mappings of one path)
+    /// saturate when grouped; they panicked in a debug build.
+    #[test]
+    fn hostile_figures_saturate_when_grouped() {
+        let t = Tree::new();
+        let d = t.process(45, 'S');
+        let block = |addr: &str| {
+            format!(
+                "{addr} r--p 00000000 fe:00 1 /x\nRss: 18014398509481983 kB\n\
+                 Private_Dirty: 18014398509481983 kB\nSwap: 18446744073709551615 kB\n"
+            )
+        };
+        std::fs::write(d.join("smaps"), block("1000-2000") + &block("2000-3000")).expect("test");
+        let f = t.files();
+        let grouped = f.memory_maps_grouped(45).expect("test");
+        assert_eq!(grouped.len(), 1);
+        assert_eq!(grouped[0].1.rss_bytes, u64::MAX);
+        assert_eq!(grouped[0].1.private_dirty_bytes, u64::MAX);
+        assert_eq!(grouped[0].1.swap_bytes, u64::MAX);
+        let totals = f.smaps_totals(45).expect("test");
+        assert_eq!((totals.uss_bytes, totals.swap_bytes), (u64::MAX, u64::MAX));
+    }
+
+    /// A stat that does not return (a FUSE server that does not answer), here one that
+    /// sleeps: blocked, not waiting for a CPU.
+    fn slow_stat(p: &Path) -> Option<io::Result<bool>> {
+        std::thread::sleep(Duration::from_millis(600));
+        full_stat(p)
+    }
+
+    /// The stats of the paths a process names are given up near the deadline, for
+    /// `open_files` and for the " (deleted)" check of `cwd` and `memory_maps`; a path
+    /// without that suffix costs no stat at all.
+    #[test]
+    fn a_blocked_stat_of_a_path_the_process_names_is_given_up() {
+        let t = Tree::new();
+        let d = t.process(60, 'S');
+        let plain = t.real_file(b"plain", b"x");
+        symlink(&plain, d.join("fd/3")).expect("test");
+        std::fs::write(d.join("fdinfo/3"), "pos:\t0\nflags:\t0100000\n").expect("test");
+        symlink("/nowhere/dir (deleted)", d.join("cwd")).expect("test");
+        std::fs::write(
+            d.join("smaps"),
+            "1000-2000 r--p 00000000 00:00 0 /usr/lib/x\nRss: 4 kB\n\
+             2000-3000 r--p 00000000 00:00 0 /tmp/gone (deleted)\nRss: 4 kB\n",
+        )
+        .expect("test");
+        let f = t.files().with_stat(slow_stat);
+        let started = std::time::Instant::now();
+        let r = f.open_files(60);
+        assert!(
+            matches!(
+                &r,
+                Err(FilesError::TimedOut {
+                    on: ON_FILE_SYSTEM,
+                    deadline_ms: 40,
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            started.elapsed()
+        );
+        let msg = r.expect_err("timed out").to_string();
+        assert!(msg.contains("blocked on the file system"), "{msg}");
+        assert!(matches!(f.cwd(60), Err(FilesError::TimedOut { .. })));
+        assert!(matches!(
+            f.memory_maps(60),
+            Err(FilesError::TimedOut {
+                on: ON_FILE_SYSTEM,
+                ..
+            })
+        ));
+        // No suffix, no stat: the slow one is never called.
+        let d = t.process(61, 'S');
+        symlink("/nowhere/dir", d.join("cwd")).expect("test");
+        let started = std::time::Instant::now();
+        assert_eq!(f.cwd(61).expect("test"), b"/nowhere/dir");
+        assert!(started.elapsed() < Duration::from_millis(500));
+        // The ordinary stat answers as before; paths in the kernel's caches (just made) are
+        // looked at on the caller's thread, without the reader.
+        let f = t.files();
+        let got = f.open_files(60).expect("test");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].path, plain.as_os_str().as_bytes());
+        assert_eq!(f.cwd(60).expect("test"), b"/nowhere/dir");
+        if cached_stat(&plain).is_some() {
+            assert!(f.reader.lock().expect("test").is_none(), "no hop");
+        }
+        // Uncached (here: the cached look is skipped), the reader's full stat answers.
+        let f = t.files().with_stat(full_stat);
+        assert_eq!(f.open_files(60).expect("test"), got);
+        assert!(f.reader.lock().expect("test").is_some());
+    }
+
+    /// On a fake tree `net/unix` is read, and a row forged by a socket's name (a newline,
+    /// then a well-formed row naming socket 5551 with a path of the binder's choosing) is
+    /// refused with the row it copies.
+    #[test]
+    fn a_fake_trees_forged_unix_row_is_refused() {
+        let t = Tree::new();
+        let d = t.process(70, 'S');
+        symlink("socket:[5551]", d.join("fd/3")).expect("test");
+        symlink("socket:[5553]", d.join("fd/4")).expect("test");
+        std::fs::write(
+            t.proc().join("net/unix"),
+            "Num       RefCount Protocol Flags    Type St Inode Path\n\
+             000000002c03658f: 00000003 00000000 00000000 0001 01 5551 /run/victim.sock\n\
+             000000002c036590: 00000002 00000000 00000000 0002 01 6001 @e\n\
+             0000000000000000: 00000002 00000000 00010000 0001 01 5551 /forged/path\n\
+             000000002c036591: 00000003 00000000 00000000 0001 01 5553 /run/other.sock\n",
+        )
+        .expect("test");
+        let unix = t
+            .files()
+            .connections(70, &[SocketTable::Unix])
+            .expect("test");
+        assert_eq!(unix.len(), 1, "{unix:?}");
+        assert_eq!(unix[0].fd, 4);
+        assert_eq!(unix[0].local, Endpoint::Unix(b"/run/other.sock".to_vec()));
+    }
+
+    /// On this kernel unix sockets are asked of sock_diag: a socket whose abstract name
+    /// forges a row of `/proc/net/unix` for another socket (here ours, as the review's
+    /// reproduction does to a victim's) changes nothing of that socket's path. psutil is
+    /// fooled by it, so the truth is what this compares with.
+    #[test]
+    fn a_socket_name_cannot_forge_another_sockets_path() {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::io::AsRawFd;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("victim.sock");
+        let victim = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let fd = victim.as_raw_fd();
+        let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).expect("test");
+        let inode = proc_files::socket_inode(link.as_os_str().as_bytes()).expect("a socket");
+        let forged =
+            format!("e\n0000000000000000: 00000002 00000000 00010000 0001 01 {inode} /forged/path");
+        let addr =
+            std::os::unix::net::SocketAddr::from_abstract_name(forged.as_bytes()).expect("test");
+        let _forger = std::os::unix::net::UnixDatagram::bind_addr(&addr).expect("bind");
+        let f = ProcessFiles::new(PathBuf::from("/proc"), PathBuf::from("/dev"));
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        let unix = f.connections(me, &[SocketTable::Unix]).expect("test");
+        let victims: Vec<&Connection> = unix.iter().filter(|c| c.fd == fd).collect();
+        assert_eq!(
+            victims.iter().map(|c| &c.local).collect::<Vec<_>>(),
+            vec![&Endpoint::Unix(path.as_os_str().as_bytes().to_vec())],
+            "{unix:?}"
+        );
+        assert!(
+            !unix
+                .iter()
+                .any(|c| c.local == Endpoint::Unix(b"/forged/path".to_vec())),
+            "{unix:?}"
+        );
+        let all = f.all_connections(&[SocketTable::Unix]).expect("test");
+        assert!(
+            !all.iter()
+                .any(|c| c.local == Endpoint::Unix(b"/forged/path".to_vec())),
+            "the host's listing neither"
+        );
     }
 
     #[test]

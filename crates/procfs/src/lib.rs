@@ -1,7 +1,7 @@
 //! The one /proc reading layer: every parser of a /proc file tasksnap reads ([`parse`] for
 //! per-task files, [`proc_files`] for the per-process files psutil's `Process` methods read
 //! (fdinfo, smaps, the socket tables), [`system`] for machine-wide ones, [`net`] for the
-//! owner of a TCP socket), the few raw system calls and small-file helpers ([`sys`]), the
+//! owner of a TCP socket, [`unix_diag`] for the host's unix sockets asked of the kernel), the few raw system calls and small-file helpers ([`sys`]), the
 //! one user and group lookup ([`users`]), and the utmp file's records ([`utmp`]).
 //! Collectors, the states sources, the load generator and the front ends all read /proc
 //! through this crate; nothing else parses a /proc file.
@@ -15,5 +15,6 @@ pub mod parse;
 pub mod proc_files;
 pub mod sys;
 pub mod system;
+pub mod unix_diag;
 pub mod users;
 pub mod utmp;

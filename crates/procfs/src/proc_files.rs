@@ -12,7 +12,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The kernel's suffix on a link to a file that was unlinked.
-const DELETED: &[u8] = b" (deleted)";
+pub const DELETED: &[u8] = b" (deleted)";
 
 /// A path read from a link of /proc (`cwd`, `fd/N`) or a mapping's path, as psutil cleans
 /// it: cut at the first NUL (readlink may return garbage after one, psutil issue 717), and
@@ -91,18 +91,33 @@ pub struct MapFigures {
 }
 
 impl MapFigures {
-    /// Adds `other` field by field (psutil's grouping by path).
+    /// Adds `other` field by field (psutil's grouping by path), saturating: the figures are
+    /// the kernel's (or a fake tree's) numbers, and two hostile `Rss: 18014398509481983 kB`
+    /// lines of one path would overflow a plain sum.
     pub fn add(&mut self, o: &MapFigures) {
-        self.rss_bytes += o.rss_bytes;
-        self.size_bytes += o.size_bytes;
-        self.pss_bytes += o.pss_bytes;
-        self.shared_clean_bytes += o.shared_clean_bytes;
-        self.shared_dirty_bytes += o.shared_dirty_bytes;
-        self.private_clean_bytes += o.private_clean_bytes;
-        self.private_dirty_bytes += o.private_dirty_bytes;
-        self.referenced_bytes += o.referenced_bytes;
-        self.anonymous_bytes += o.anonymous_bytes;
-        self.swap_bytes += o.swap_bytes;
+        let mut mine = self.to_array();
+        for (m, x) in mine.iter_mut().zip(o.to_array()) {
+            *m = m.saturating_add(x);
+        }
+        *self = MapFigures::from_array(mine);
+    }
+
+    /// The figures from psutil's order ([`MapFigures::to_array`]).
+    pub fn from_array(a: [u64; 10]) -> MapFigures {
+        let [rss_bytes, size_bytes, pss_bytes, shared_clean_bytes, shared_dirty_bytes, private_clean_bytes, private_dirty_bytes, referenced_bytes, anonymous_bytes, swap_bytes] =
+            a;
+        MapFigures {
+            rss_bytes,
+            size_bytes,
+            pss_bytes,
+            shared_clean_bytes,
+            shared_dirty_bytes,
+            private_clean_bytes,
+            private_dirty_bytes,
+            referenced_bytes,
+            anonymous_bytes,
+            swap_bytes,
+        }
     }
 
     /// The figures in psutil's order.
@@ -259,7 +274,11 @@ pub struct InetRow {
     pub inode: u64,
 }
 
-/// Every row of an inet socket table (the first line is the header). A row is `sl local
+/// Every row of an inet socket table (the first line is the header). Unlike `net/unix`, no
+/// byte of these tables is chosen by a user: every column is a number the kernel formats
+/// (`tcp4_seq_show`, `udp4_format_sock` and their IPv6 twins print addresses, ports, states,
+/// queues, uid and inode with `%08X`/`%04X`/`%lu`-style conversions, no name or path), so a
+/// row cannot be forged by a socket's owner and the table is read as it is. A row is `sl local
 /// remote st tx:rx tr:when retrnsmt uid timeout inode ...`; an address is the IP as the
 /// kernel holds it (network byte order) printed as 32-bit words in the host's byte order,
 /// then `:` and the port in hex. A row without ten words or with an address that does not
@@ -342,10 +361,20 @@ pub struct UnixRow {
 }
 
 /// Every row of `net/unix` (`Num RefCount Protocol Flags Type St Inode [Path]`, the first
-/// line the header). The kernel writes a path's bytes as they are: a newline in one splits
-/// its row, and the rows that makes (fewer than seven words) are skipped.
+/// line the header) that can be trusted. Only a fallback: [`crate::unix_diag`] asks the
+/// kernel instead, and a caller reads this table only when sock_diag is not there.
+///
+/// The kernel writes a path's bytes as they are, so whoever binds a socket writes lines of
+/// this file: a newline in a name splits its row (the rows that makes with fewer than seven
+/// words are skipped), and a name can hold a whole well-formed row naming another socket's
+/// inode with a path of the binder's choosing. Such a row cannot be told from a real one
+/// by its text; what gives it away is that the socket it names has its own row too. So
+/// every row of an inode that appears more than once is refused: a socket is listed with
+/// its one row, or not at all (a forged row for an inode that is no unix socket's cannot be
+/// told from a real one here; sock_diag has no such rows).
 pub fn parse_unix_table(buf: &[u8]) -> Vec<UnixRow> {
-    buf.split(|&b| b == b'\n')
+    let rows: Vec<UnixRow> = buf
+        .split(|&b| b == b'\n')
         .skip(1)
         .filter_map(|line| {
             let w: Vec<&[u8]> = line
@@ -365,6 +394,14 @@ pub fn parse_unix_table(buf: &[u8]) -> Vec<UnixRow> {
                 },
             })
         })
+        .collect();
+    let mut times: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+    for r in &rows {
+        let n = times.entry(r.inode).or_default();
+        *n = n.saturating_add(1);
+    }
+    rows.into_iter()
+        .filter(|r| times.get(&r.inode) == Some(&1))
         .collect()
 }
 
@@ -601,5 +638,39 @@ Locked:                0 kB\n";
         for cut in 0..unix.len() {
             let _ = parse_unix_table(&unix[..cut]);
         }
+    }
+
+    /// The forged row of the review: an abstract name holding a newline and a well-formed
+    /// row that names another socket's inode (5551) with a path of the binder's choosing.
+    #[test]
+    fn a_row_forged_by_a_socket_name_is_refused_with_the_row_it_copies() {
+        let unix = b"Num       RefCount Protocol Flags    Type St Inode Path\n\
+0000000012345678: 00000002 00000000 00010000 0001 01 5551 /run/victim.sock\n\
+0000000012345679: 00000002 00000000 00000000 0002 01 6001 @e\n\
+0000000000000000: 00000002 00000000 00010000 0001 01 5551 /forged/path\n\
+000000001234567a: 00000002 00000000 00010000 0001 01 5553 /run/other.sock\n";
+        let rows = parse_unix_table(unix);
+        assert!(!rows.iter().any(|r| r.path == b"/forged/path"), "{rows:?}");
+        assert!(rows.iter().all(|r| r.inode != 5551), "{rows:?}");
+        let inodes: Vec<u64> = rows.iter().map(|r| r.inode).collect();
+        assert_eq!(inodes, vec![6001, 5553]);
+    }
+
+    /// Sums of hostile figures saturate instead of overflowing (a panic in a debug build).
+    #[test]
+    fn figures_add_up_saturating() {
+        let huge = parse_smaps(
+            b"1000-2000 r--p 00000000 00:00 0 /x\nRss: 18014398509481983 kB\nSwap: 99999999999999999999 kB\n",
+        );
+        assert_eq!(huge[0].figures.rss_bytes, 18014398509481983 * 1024);
+        assert_eq!(huge[0].figures.swap_bytes, 0, "beyond u64: not a number");
+        let mut sum = huge[0].figures;
+        sum.add(&huge[0].figures);
+        assert_eq!(sum.rss_bytes, u64::MAX);
+        assert_eq!(MapFigures::from_array(sum.to_array()), sum);
+        assert_eq!(
+            parse_smaps_totals(b"Private_Dirty: 18446744073709551615 kB\nPrivate_Clean: 1 kB\n").0,
+            u64::MAX
+        );
     }
 }

@@ -513,6 +513,76 @@ pub fn local_clock() -> String {
     }
 }
 
+/// `struct open_how` (linux/openat2.h; libc's is `non_exhaustive`).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// Whether `path` (absolute, or relative to the working directory) is a regular file, asked
+/// only of the kernel's caches, so that the call cannot wait for a file system:
+/// `openat2(O_PATH, RESOLVE_CACHED)` fails with EAGAIN where the walk would have to leave
+/// RCU mode (a name not in the dentry cache, one to revalidate: a FUSE or NFS dentry whose
+/// timeout passed, an automount), and `statx(AT_STATX_DONT_SYNC)` of the descriptor takes
+/// the attributes the kernel holds instead of asking the server (FUSE, NFS, CIFS honour
+/// it). `None`: the caches cannot tell (EAGAIN), or this kernel or sandbox cannot ask so
+/// (before 5.12 openat2 rejects the flag: EINVAL; filtered: ENOSYS, EPERM); the caller
+/// then stats the slow way, where it can afford to wait. `Some(Err)` is what the cached
+/// walk found (ENOENT of a cached negative dentry, EACCES, ENOTDIR, ELOOP...).
+pub fn is_regular_file_cached(path: &CStr) -> Option<io::Result<bool>> {
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_CACHED,
+    };
+    let undecided = |e: &io::Error| {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::EAGAIN | libc::EINVAL | libc::ENOSYS | libc::EPERM | libc::E2BIG)
+        )
+    };
+    // SAFETY: `path` is NUL-terminated; `how` is a valid open_how of the size given.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return if undecided(&e) { None } else { Some(Err(e)) };
+    }
+    let fd = fd as RawFd;
+    let mut stx = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: `fd` is the descriptor just opened, the empty path is NUL-terminated and
+    // `stx` is writable memory sized for a statx.
+    let rc = unsafe {
+        libc::statx(
+            fd,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC,
+            libc::STATX_TYPE,
+            stx.as_mut_ptr(),
+        )
+    };
+    let e = io::Error::last_os_error();
+    close(fd);
+    if rc < 0 {
+        return if undecided(&e) { None } else { Some(Err(e)) };
+    }
+    // SAFETY: statx returned 0, so it filled the structure (zeroed before anyway).
+    let stx = unsafe { stx.assume_init() };
+    if stx.stx_mask & libc::STATX_TYPE == 0 {
+        return None;
+    }
+    Some(Ok(u32::from(stx.stx_mode) & libc::S_IFMT == libc::S_IFREG))
+}
+
 #[cfg(test)]
 mod release_tests {
     #[test]
@@ -521,5 +591,31 @@ mod release_tests {
         assert_eq!(super::parse_release("6.16-rc6"), Some((6, 16)));
         assert_eq!(super::parse_release("5.15.0-91-generic"), Some((5, 15)));
         assert_eq!(super::parse_release("garbage"), None);
+    }
+
+    #[test]
+    fn a_cached_look_tells_files_from_the_rest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").expect("test");
+        let c = |p: &std::path::Path| {
+            std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()))
+                .expect("test")
+        };
+        // Just made: in the caches (unless this kernel cannot look so: then None).
+        let Some(r) = super::is_regular_file_cached(&c(&file)) else {
+            eprintln!("SKIP: no cached lookups here");
+            return;
+        };
+        assert!(r.expect("a file"));
+        assert!(!super::is_regular_file_cached(&c(dir.path()))
+            .expect("cached")
+            .expect("a directory"));
+        let gone = dir.path().join("gone");
+        let _ = std::fs::metadata(&gone); // a negative dentry
+        match super::is_regular_file_cached(&c(&gone)) {
+            None => {}
+            Some(r) => assert_eq!(r.expect_err("not there").raw_os_error(), Some(libc::ENOENT)),
+        }
     }
 }
