@@ -45,10 +45,11 @@ pub(crate) enum Attr {
     MemoryPercent,
     CpuAffinity,
     Threads,
+    Terminal,
 }
 
 /// Every attribute, by psutil's name.
-pub(crate) const ATTRS: [(&str, Attr); 23] = [
+pub(crate) const ATTRS: [(&str, Attr); 24] = [
     ("pid", Attr::Pid),
     ("ppid", Attr::Ppid),
     ("name", Attr::Name),
@@ -72,6 +73,7 @@ pub(crate) const ATTRS: [(&str, Attr); 23] = [
     ("memory_percent", Attr::MemoryPercent),
     ("cpu_affinity", Attr::CpuAffinity),
     ("threads", Attr::Threads),
+    ("terminal", Attr::Terminal),
 ];
 
 impl Attr {
@@ -155,7 +157,8 @@ impl Attr {
             | Attr::CpuPercent
             | Attr::MemoryPercent
             | Attr::CpuAffinity
-            | Attr::Threads => &[],
+            | Attr::Threads
+            | Attr::Terminal => &[],
         }
     }
 
@@ -637,6 +640,14 @@ impl Ctx {
                 Some(Ok(PerTask::Cpus(cpus))) => PyList::new(py, cpus)?.into_any(),
                 Some(Err(why)) => return Ok(Err(*why)),
                 _ => return Ok(Err(Missing::Gone)),
+            },
+            // The tty number the pass read, mapped as psutil maps it (None: no terminal).
+            Attr::Terminal => match base {
+                Some(b) => match crate::files::terminal_path(u64::from(b.tty_nr)) {
+                    Some(p) => os_str(py, &p)?,
+                    None => py.None().into_bound(py),
+                },
+                None => return Ok(Err(missing)),
             },
             Attr::Threads => match self.threads.get(&t.id.tgid) {
                 Some(list) => {

@@ -64,7 +64,8 @@ fn columns_of(a: Attr) -> &'static [&'static str] {
         | Attr::CpuPercent
         | Attr::MemoryPercent
         | Attr::CpuAffinity
-        | Attr::Threads => &[],
+        | Attr::Threads
+        | Attr::Terminal => &[],
     }
 }
 
@@ -411,7 +412,8 @@ pub(crate) fn snapshot<'py>(
             | Attr::CpuPercent
             | Attr::MemoryPercent
             | Attr::CpuAffinity
-            | Attr::Threads => {}
+            | Attr::Threads
+            | Attr::Terminal => {}
         }
     }
     Columns::new(out, tasks.len())

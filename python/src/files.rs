@@ -318,6 +318,12 @@ pub(crate) fn terminal<'py>(
     }
 }
 
+/// The path bytes of the terminal whose device number is `tty_nr` (for `process_iter`'s
+/// `terminal`, `attrs.rs`), from the kept map.
+pub(crate) fn terminal_path(tty_nr: u64) -> Option<Vec<u8>> {
+    FILES.terminal(tty_nr)
+}
+
 /// The path of the terminal whose device number is `tty_nr` (a task's `stat` field, as a
 /// whole-system pass carries it), or `None`: `terminal()` without reading the process
 /// again, for `process_iter`.

@@ -342,8 +342,7 @@ _PASS_ATTRS = frozenset(n for n, _ in _NATIVE_ATTRS)
 #: The attributes read per process, by the ``Process`` method of their name (a file of
 #: the process's own, or a value kept per ``Process`` object), as psutil reads them.
 _METHOD_ATTRS = frozenset(
-    {"cwd", "open_files", "memory_maps", "memory_full_info", "net_connections", "ionice",
-     "terminal"}
+    {"cwd", "open_files", "memory_maps", "memory_full_info", "net_connections", "ionice"}
 )
 
 #: Every attribute ``process_iter`` and ``as_dict`` accept: psutil's, all of them.
@@ -967,7 +966,7 @@ def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) ->
     forgets them): a process still running (same pid and start time) is the same object,
     with a new ``info``, and its ``cpu_percent`` is since the last call. Each ``info`` dict
     is made from the pass when first read. The attributes a pass does not answer
-    (``_METHOD_ATTRS``: cwd, open files, maps, connections, ionice, terminal) are read per
+    (``_METHOD_ATTRS``: cwd, open files, maps, connections, ionice) are read per
     process as the iterator reaches it, as psutil does, and a process gone by then is
     skipped.
     """

@@ -17,6 +17,7 @@ import time
 import psutil
 import pytest
 
+import nobody
 import tasksnap
 from tasksnap import _files
 from tasksnap._files import _FilesMixin
@@ -322,11 +323,7 @@ NOBODY_CHECKS = textwrap.dedent(
 
 def test_as_nobody_root_processes_are_access_denied_as_psutil():
     prefix = _nobody_prefix()
-    from test_unprivileged import _nobody_python, _reachable_copy
-
-    python = _nobody_python(prefix)
-    if python is None:
-        pytest.skip("no Python nobody can run")
+    python = nobody.python(prefix)
     root_child = _spawn(
         "import socket, sys, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
         "sys.stdout.write('ready\\n'); sys.stdout.flush(); print(s.getsockname()[1], flush=True); time.sleep(600)\n"
@@ -345,7 +342,7 @@ def test_as_nobody_root_processes_are_access_denied_as_psutil():
     try:
         os.chmod(work, 0o755)
         site = os.path.join(work, "site")
-        _reachable_copy(site)
+        nobody.copy_packages(site)
         env = dict(os.environ, HOME=work, PYTHONPATH=site)
         env.pop("VIRTUAL_ENV", None)
         checks = f"PORT = {port}\n" + NOBODY_CHECKS
