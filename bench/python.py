@@ -38,7 +38,7 @@ def timed(f, key=None):
 
 
 def read_infos():
-    """process_iter with every info read: tasksnap makes each info on first read."""
+    """process_iter with every info read (what a loop over it does)."""
     procs = list(tasksnap.process_iter(ATTRS))
     for p in procs:
         p.info

@@ -420,13 +420,12 @@ class Process(_FilesMixin):
     cannot receive them.
     """
 
-    # `_info` is the `info` dict once made; until then `_rows` (the pass of `process_iter`
-    # that made this object, `_tasksnap.Infos`) makes it from row `_row` on first read.
+    # `_info`: the `info` dict `process_iter(attrs)` made (`{}` otherwise).
     # `_cpu_last`: (timer, CPU seconds) of the last `cpu_percent` call, psutil's
     # "since the last call". `__dict__`: a caller may add attributes, as to psutil's
     # (`wait_procs` sets `returncode`).
     __slots__ = (
-        "_pid", "_start_ns", "_name", "_info", "_rows", "_row", "_cpu_last", "_exitcode",
+        "_pid", "_start_ns", "_name", "_info", "_cpu_last", "_exitcode",
         "_exe", "_create_time", "__dict__", "__weakref__",
     )
 
@@ -447,9 +446,7 @@ class Process(_FilesMixin):
         self._pid = pid
         self._start_ns = start_ns
         self._name = info.get("name")
-        self._info: Optional[Dict[str, Any]] = {}
-        self._rows = None
-        self._row = 0
+        self._info: Dict[str, Any] = {}
 
     @classmethod
     def _from(cls, pid: int, start_ns: int, name: Optional[str] = None) -> "Process":
@@ -458,27 +455,17 @@ class Process(_FilesMixin):
         p._start_ns = start_ns
         p._name = name
         p._info = {}
-        p._rows = None
-        p._row = 0
         return p
 
     @property
     def info(self) -> Dict[str, Any]:
         """The attributes ``process_iter(attrs)`` read for this process (``{}`` without
-        ``attrs``), as psutil's ``info``; made from that pass on first read."""
-        info = self._info
-        if info is None:
-            info = self._rows.info(self._row)
-            self._info = info
-            self._rows = None
-            if self._name is None:
-                self._name = info.get("name")
-        return info
+        ``attrs``), as psutil's ``info``."""
+        return self._info
 
     @info.setter
     def info(self, value: Dict[str, Any]) -> None:
         self._info = value
-        self._rows = None
 
     # -- identity
 
@@ -964,8 +951,8 @@ def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) ->
 
     As psutil, the ``Process`` objects are kept between calls (``process_iter.cache_clear()``
     forgets them): a process still running (same pid and start time) is the same object,
-    with a new ``info``, and its ``cpu_percent`` is since the last call. Each ``info`` dict
-    is made from the pass when first read. The attributes a pass does not answer
+    with a new ``info``, and its ``cpu_percent`` is since the last call. Every ``info``
+    dict is made from the pass in the call. The attributes a pass does not answer
     (``_METHOD_ATTRS``: cwd, open files, maps, connections, ionice) are read per
     process as the iterator reaches it, as psutil does, and a process gone by then is
     skipped.

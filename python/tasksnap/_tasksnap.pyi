@@ -4,16 +4,12 @@ these functions are its plumbing and may change."""
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 def setup(classes: Dict[str, type]) -> None: ...
-def attr_names() -> List[str]: ...
+def attr_names() -> List[Tuple[str, bool]]:
+    """(name, has snapshot() columns) of every attribute a pass answers."""
 def processes(
     attrs: Sequence[str], ad_value: Any, backend: str = "auto"
 ) -> List[Tuple[int, int, Dict[str, Any]]]:
     """(pid, start_time_ns, info) of every process, sorted by pid."""
-
-class Infos:
-    """One process_iter pass, kept for the info dicts made on first read."""
-
-    def info(self, row: int) -> Dict[str, Any]: ...
 
 def process_objects(
     cls: type,
@@ -22,10 +18,12 @@ def process_objects(
     with_info: bool,
     cache: Dict[int, Any],
     backend: str = "auto",
+    num_cpus: Optional[int] = None,
 ) -> List[Any]:
     """Every process as an instance of ``cls`` (``Process``), sorted by pid: the one in
-    ``cache`` when it is the same process, else a new one; ``_info`` None with ``_rows``
-    and ``_row`` set when ``with_info``, else ``{}``. ``cache`` then holds these."""
+    ``cache`` when it is the same process, else a new one; ``_info`` the attributes when
+    ``with_info``, else ``{}``; ``_cpu_last`` set when ``num_cpus`` is given. ``cache``
+    then holds these."""
 
 def process(
     pid: int,
