@@ -161,7 +161,7 @@ pub fn socket_uid(table: &[u8], local: SocketAddr, remote: SocketAddr) -> Option
 }
 
 /// `0100007F:1F90` -> 127.0.0.1:8080; 32 hex digits for IPv6.
-fn parse_address(field: &[u8]) -> Option<SocketAddr> {
+pub(crate) fn parse_address(field: &[u8]) -> Option<SocketAddr> {
     let text = std::str::from_utf8(field).ok()?;
     let (ip, port) = text.split_once(':')?;
     let port = u16::from_str_radix(port, 16).ok()?;

@@ -9,7 +9,7 @@
 //! same values; where psutil raises on a malformed line (a truncated one, a unix socket path
 //! with a newline splitting its row), these skip it instead. Pure functions over bytes.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 /// The kernel's suffix on a link to a file that was unlinked.
 pub const DELETED: &[u8] = b" (deleted)";
@@ -305,30 +305,14 @@ pub fn parse_inet_table(buf: &[u8]) -> Vec<InetRow> {
         .collect()
 }
 
-/// `0100007F:1F90` -> `Some((127.0.0.1, 8080))`; port 0 -> `Some(None)`; garbage -> `None`.
+/// `0100007F:1F90` -> `Some((127.0.0.1, 8080))`; port 0 -> `Some(None)`; garbage -> `None`
+/// (the address parsed as [`crate::net`] parses the TCP table's).
 #[allow(clippy::option_option)]
 fn inet_address(field: &[u8]) -> Option<Option<(IpAddr, u16)>> {
-    let colon = field.iter().position(|&b| b == b':')?;
-    let (ip, port) = (&field[..colon], &field[colon + 1..]);
-    let port = u16::try_from(parse_u64(port, 16)?).ok()?;
-    let word = |i: usize| -> Option<[u8; 4]> {
-        let w = u32::try_from(parse_u64(ip.get(i * 8..i * 8 + 8)?, 16)?).ok()?;
-        Some(w.to_ne_bytes())
-    };
-    let ip = match ip.len() {
-        8 => IpAddr::V4(Ipv4Addr::from(word(0)?)),
-        32 => {
-            let mut b = [0u8; 16];
-            for i in 0..4 {
-                b[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
-            }
-            IpAddr::V6(Ipv6Addr::from(b))
-        }
-        _ => return None,
-    };
+    let a = crate::net::parse_address(field)?;
     // psutil: "this usually refers to a local socket in listen mode with no end-points
     // connected": an address of port 0 is an empty tuple, whatever its IP.
-    Some((port != 0).then_some((ip, port)))
+    Some((a.port() != 0).then_some((a.ip(), a.port())))
 }
 
 /// An IP as text the way psutil prints it (glibc's `inet_ntop`): as Rust prints it, except an
