@@ -56,6 +56,11 @@ pub struct SockDiag(OwnedFd);
 impl SockDiag {
     /// Opens one; `None` when netlink is not allowed here.
     pub fn open() -> Option<SockDiag> {
+        SockDiag::open_io().ok()
+    }
+
+    /// Opens one, saying why not.
+    pub(crate) fn open_io() -> std::io::Result<SockDiag> {
         // SAFETY: socket() with constant arguments; the descriptor is owned at once.
         let fd = unsafe {
             libc::socket(
@@ -65,10 +70,41 @@ impl SockDiag {
             )
         };
         if fd < 0 {
-            return None;
+            return Err(std::io::Error::last_os_error());
         }
         // SAFETY: `fd` was just returned by socket() and nothing else owns it.
-        Some(SockDiag(unsafe { OwnedFd::from_raw_fd(fd) }))
+        Ok(SockDiag(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// The socket's descriptor (for its options and replies).
+    pub(crate) fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.as_raw_fd()
+    }
+
+    /// Sends `req` to the kernel.
+    ///
+    /// # Safety
+    /// `T` must be a `#[repr(C)]` request whose every byte is initialised (padding spelled
+    /// out as fields): its bytes are what the kernel reads.
+    pub(crate) unsafe fn send<T>(&self, req: &T) -> std::io::Result<()> {
+        // SAFETY: `req` is readable for size_of::<T>() bytes, all initialised (the caller's
+        // promise); a zeroed sockaddr_nl with its family set addresses the kernel.
+        let sent = unsafe {
+            let mut kernel: libc::sockaddr_nl = std::mem::zeroed();
+            kernel.nl_family = libc::AF_NETLINK as u16;
+            libc::sendto(
+                self.0.as_raw_fd(),
+                (req as *const T).cast(),
+                std::mem::size_of::<T>(),
+                0,
+                (&kernel as *const libc::sockaddr_nl).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as u32,
+            )
+        };
+        if sent < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// The owner (uid) of the TCP socket whose local address is `local` and remote address
@@ -107,24 +143,10 @@ impl SockDiag {
                 cookie: [!0, !0],
             },
         };
+        // SAFETY: `Request` is #[repr(C)] with every field initialised and no implicit
+        // padding (its layout is the kernel's inet_diag_req_v2 behind an nlmsghdr).
+        unsafe { self.send(&req) }.ok()?;
         let fd = self.0.as_raw_fd();
-        // SAFETY: `req` is a plain #[repr(C)] value of the size given; a zeroed
-        // sockaddr_nl addresses the kernel.
-        let sent = unsafe {
-            let mut kernel: libc::sockaddr_nl = std::mem::zeroed();
-            kernel.nl_family = libc::AF_NETLINK as u16;
-            libc::sendto(
-                fd,
-                (&req as *const Request).cast(),
-                std::mem::size_of::<Request>(),
-                0,
-                (&kernel as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as u32,
-            )
-        };
-        if sent < 0 {
-            return None;
-        }
         let mut buf = [0u8; 512];
         // SAFETY: recv writes at most `buf.len()` bytes into `buf`.
         let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };

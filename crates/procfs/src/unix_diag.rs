@@ -21,8 +21,6 @@
 //! 8 bytes), then attributes (`nlattr`: length and type, `u16` each, the payload, padded to 4
 //! bytes); `UNIX_DIAG_NAME` holds `sun_path` as bound (a path's terminating NUL included).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-
 use crate::proc_files::UnixRow;
 
 /// `SOCK_DIAG_BY_FAMILY` (linux/sock_diag.h).
@@ -86,20 +84,8 @@ struct Request {
 /// Every unix socket of the caller's network namespace (what its `/proc/net/unix` lists),
 /// in the kernel's order, each as psutil would read its row.
 pub fn unix_sockets() -> Result<Vec<UnixRow>, UnixDiagError> {
-    // SAFETY: socket() with constant arguments; the descriptor is owned at once.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            libc::NETLINK_SOCK_DIAG,
-        )
-    };
-    if fd < 0 {
-        return Err(UnixDiagError::Open(std::io::Error::last_os_error()));
-    }
-    // SAFETY: `fd` was just returned by socket() and nothing else owns it.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let fd = sock.as_raw_fd();
+    let sock = crate::net::SockDiag::open_io().map_err(UnixDiagError::Open)?;
+    let fd = sock.raw_fd();
     // The kernel answers a dump at once; a bound keeps a wedged netlink from hanging a caller.
     let timeout = libc::timeval {
         tv_sec: 5,
@@ -132,23 +118,9 @@ pub fn unix_sockets() -> Result<Vec<UnixRow>, UnixDiagError> {
         show: UDIAG_SHOW_NAME,
         cookie: [!0, !0],
     };
-    // SAFETY: `req` is a plain #[repr(C)] value of the size given; a zeroed sockaddr_nl with
-    // its family set addresses the kernel.
-    let sent = unsafe {
-        let mut kernel: libc::sockaddr_nl = std::mem::zeroed();
-        kernel.nl_family = libc::AF_NETLINK as u16;
-        libc::sendto(
-            fd,
-            (&req as *const Request).cast(),
-            std::mem::size_of::<Request>(),
-            0,
-            (&kernel as *const libc::sockaddr_nl).cast(),
-            std::mem::size_of::<libc::sockaddr_nl>() as u32,
-        )
-    };
-    if sent < 0 {
-        return Err(UnixDiagError::Io(std::io::Error::last_os_error()));
-    }
+    // SAFETY: `Request` is #[repr(C)] with every field initialised, its padding spelled out
+    // (`pad`): an nlmsghdr and the kernel's unix_diag_req.
+    unsafe { sock.send(&req) }.map_err(UnixDiagError::Io)?;
     let mut buf = vec![0u8; RECV_BUF_LEN];
     let mut out = Vec::new();
     loop {
@@ -330,6 +302,7 @@ fn python_words(line: &[u8]) -> Vec<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
 
     #[test]
