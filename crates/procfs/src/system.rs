@@ -11,21 +11,15 @@
 use tasksnap_model::{CpuTicks, LoadAverages, Memory, Pressure, PressureLine, StatCounters};
 
 /// Parses the aggregate `cpu ` line of /proc/stat (not `cpu0`...); `None` when there is none.
-/// A field that is missing or not a number is 0.
+/// The first eight fields of [`parse_cpu_line_full`].
 pub fn parse_cpu_line(stat: &[u8]) -> Option<CpuTicks> {
-    let stat = String::from_utf8_lossy(stat);
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    Some(cpu_fields(line))
+    parse_cpu_line_full(stat).map(|l| l.ticks)
 }
 
 /// The `cpuN` lines of /proc/stat, in file order (the kernel lists online CPUs only, so N
-/// may skip numbers). Fields as [`parse_cpu_line`].
+/// may skip numbers). The first eight fields of [`parse_cpu_lines_full`].
 pub fn parse_cpu_lines(stat: &[u8]) -> Vec<CpuTicks> {
-    String::from_utf8_lossy(stat)
-        .lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .map(cpu_fields)
-        .collect()
+    parse_cpu_lines_full(stat).into_iter().map(|l| l.ticks).collect()
 }
 
 /// The counters of /proc/stat after its CPU lines (`ctxt`, `processes`, `procs_running`,
@@ -100,25 +94,6 @@ pub fn parse_pressure(resource: &str, text: &[u8]) -> Pressure {
         }
     }
     p
-}
-
-fn cpu_fields(line: &str) -> CpuTicks {
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    let at = |i: usize| v.get(i).copied().unwrap_or(0);
-    CpuTicks {
-        user: at(0),
-        nice: at(1),
-        system: at(2),
-        idle: at(3),
-        iowait: at(4),
-        irq: at(5),
-        softirq: at(6),
-        steal: at(7),
-    }
 }
 
 /// Every field of one CPU line of /proc/stat (`cpu` or `cpuN`), in clock ticks, and how many
