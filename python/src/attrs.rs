@@ -14,6 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyType};
 use pyo3::IntoPyObjectExt;
+use tasksnap_collect::process_files::FilesError;
 use tasksnap_model::{Backend, Groups, Query, Selector, Snapshot, Task, TaskState};
 
 use crate::host;
@@ -321,17 +322,6 @@ pub(crate) fn caller_is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// psutil's `exe()` from the link's bytes: what follows a NUL is garbage, and a
-/// " (deleted)" suffix is dropped unless a file of that very name (suffix included)
-/// exists.
-fn exe_path(link: &[u8]) -> &[u8] {
-    let link = link.split(|&b| b == 0).next().unwrap_or(link);
-    match link.strip_suffix(b" (deleted)") {
-        Some(stem) if std::fs::metadata(OsStr::from_bytes(link)).is_err() => stem,
-        _ => link,
-    }
-}
-
 /// psutil's guess of a denied executable: the first argument when it is an absolute path to
 /// an executable regular file.
 fn guess_exe(cmdline: &[u8]) -> Option<&[u8]> {
@@ -587,7 +577,12 @@ impl Ctx {
                 // A zombie's link is gone (psutil: ZombieProcess); a kernel thread has
                 // none (psutil: "").
                 Some(l) if l.is_empty() && is_zombie(t) => return Ok(Err(Missing::Zombie)),
-                Some(l) => os_str(py, exe_path(l))?,
+                Some(l) => match crate::files::clean_exe(t.id.tgid, l) {
+                    Ok(p) => os_str(py, &p)?,
+                    Err(FilesError::TimedOut { .. }) => return Ok(Err(Missing::TimedOut)),
+                    Err(FilesError::Gone { .. }) => return Ok(Err(Missing::Gone)),
+                    Err(_) => return Ok(Err(Missing::Denied)),
+                },
                 // Denied: psutil guesses from the command line, which a zombie no longer
                 // has (psutil: ZombieProcess, whoever asks).
                 None if is_zombie(t) => return Ok(Err(Missing::Zombie)),

@@ -318,6 +318,12 @@ pub(crate) fn terminal<'py>(
     }
 }
 
+/// `pid`'s executable path as a pass read it, cleaned as psutil cleans it (for
+/// `process_iter`'s `exe`, `attrs.rs`).
+pub(crate) fn clean_exe(pid: i32, raw: &[u8]) -> Result<Vec<u8>, FilesError> {
+    FILES.clean_path(pid, raw)
+}
+
 /// The path bytes of the terminal whose device number is `tty_nr` (for `process_iter`'s
 /// `terminal`, `attrs.rs`), from the kept map.
 pub(crate) fn terminal_path(tty_nr: u64) -> Option<Vec<u8>> {

@@ -538,6 +538,17 @@ impl ProcessFiles {
             .collect())
     }
 
+    /// A link target `pid` named that a pass read (its `exe`), cleaned as psutil cleans it
+    /// ([`clean`]): cut at a NUL; a " (deleted)" suffix stat'ed as [`ProcessFiles::cwd`]'s
+    /// is, with the kernel's caches first and else under the deadline.
+    pub fn clean_path(&self, pid: i32, raw: &[u8]) -> Result<Vec<u8>, FilesError> {
+        let cut = raw.split(|&b| b == 0).next().unwrap_or_default();
+        if !cut.ends_with(proc_files::DELETED) {
+            return Ok(cut.to_vec());
+        }
+        Ok(self.clean_all(pid, vec![cut.to_vec()])?.pop().unwrap_or_default())
+    }
+
     /// Each of `raws` (links or mappings of `pid`) cleaned as psutil does ([`clean`]),
     /// through [`ProcessFiles::stat_batch`] (only the paths with a " (deleted)" suffix are
     /// stat'ed).
