@@ -932,9 +932,9 @@ pub(crate) fn process_objects<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let (attrs, snap, keys, backend) = pass_for(py, &attrs, backend)?;
     // psutil's timer: monotonic seconds times the CPU count, read as the pass ends.
-    let timer_s = num_cpus.map(|n| {
-        tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC) as f64 / 1e9 * f64::from(n.max(1))
-    });
+    let cpus = f64::from(num_cpus.unwrap_or(1).max(1));
+    let timer_s =
+        num_cpus.map(|_| tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC) as f64 / 1e9 * cpus);
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(py, &snap, &attrs, true)?;
     ctx.load_threads(py, &attrs, backend, None)?;
@@ -945,23 +945,6 @@ pub(crate) fn process_objects<'py>(
     ctx.read_per_task(&tasks, &attrs)?;
     tasks.retain(|t| !ctx.gone(t.id.tgid));
     let cpu_last = PyString::intern(py, "_cpu_last");
-    if let (Some(timer_s), true) = (timer_s, attrs.contains(&Attr::CpuPercent)) {
-        let n = f64::from(num_cpus.unwrap_or(1).max(1));
-        for t in &tasks {
-            let Some(st) = &t.stat else { continue };
-            let proc_s = cpu_ticks_s(st);
-            let pid = t.id.tgid.into_pyobject(py)?;
-            let prev = match cache.get_item(&pid)? {
-                Some(p) if same_process(&p, t)? => p.getattr(&cpu_last).ok(),
-                _ => None,
-            };
-            let pct = match prev.and_then(|v| v.extract::<(f64, f64)>().ok()) {
-                Some((st1, pt1)) => psutil_cpu_percent(proc_s - pt1, timer_s - st1, n),
-                None => 0.0,
-            };
-            ctx.cpu_percent.insert(t.id.tgid, pct);
-        }
-    }
     let [pid_attr, start_attr, name_attr, info_attr] =
         ["_pid", "_start_ns", "_name", "_info"].map(|n| PyString::intern(py, n));
     let name_key = attrs
@@ -990,8 +973,16 @@ pub(crate) fn process_objects<'py>(
                 p
             }
         };
+        // psutil's cpu_percent since this object's last call (a new object: its first call,
+        // 0.0), then this pass's figures kept for the next one.
         if let (Some(timer_s), Some(st)) = (timer_s, &t.stat) {
             let proc_s = cpu_ticks_s(st);
+            let last = p.getattr(&cpu_last).ok();
+            let pct = match last.and_then(|v| v.extract::<(f64, f64)>().ok()) {
+                Some((st1, pt1)) => psutil_cpu_percent(proc_s - pt1, timer_s - st1, cpus),
+                None => 0.0,
+            };
+            ctx.cpu_percent.insert(t.id.tgid, pct);
             p.setattr(&cpu_last, (timer_s, proc_s))?;
         }
         let info = PyDict::new(py);
