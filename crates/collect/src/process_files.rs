@@ -546,7 +546,10 @@ impl ProcessFiles {
         if !cut.ends_with(proc_files::DELETED) {
             return Ok(cut.to_vec());
         }
-        Ok(self.clean_all(pid, vec![cut.to_vec()])?.pop().unwrap_or_default())
+        Ok(self
+            .clean_all(pid, vec![cut.to_vec()])?
+            .pop()
+            .unwrap_or_default())
     }
 
     /// Each of `raws` (links or mappings of `pid`) cleaned as psutil does ([`clean`]),

@@ -19,7 +19,10 @@ pub fn parse_cpu_line(stat: &[u8]) -> Option<CpuTicks> {
 /// The `cpuN` lines of /proc/stat, in file order (the kernel lists online CPUs only, so N
 /// may skip numbers). The first eight fields of [`parse_cpu_lines_full`].
 pub fn parse_cpu_lines(stat: &[u8]) -> Vec<CpuTicks> {
-    parse_cpu_lines_full(stat).into_iter().map(|l| l.ticks).collect()
+    parse_cpu_lines_full(stat)
+        .into_iter()
+        .map(|l| l.ticks)
+        .collect()
 }
 
 /// The counters of /proc/stat after its CPU lines (`ctxt`, `processes`, `procs_running`,
