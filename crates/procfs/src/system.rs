@@ -412,14 +412,15 @@ pub fn parse_sysctl(text: &[u8]) -> String {
     String::from_utf8_lossy(text).trim().to_string()
 }
 
-/// A one-line identity sysctl (`kernel/hostname`, `kernel/random/boot_id`) as the bytes
-/// the kernel holds: the first line without its newline, cut to `max_bytes`; `None` when
-/// empty. The kernel prints the host name as it was set (`sethostname(2)` takes any bytes but
-/// NUL), so nothing is trimmed or decoded.
+/// An identity sysctl (`kernel/hostname`, `kernel/random/boot_id`) as the bytes the kernel
+/// holds: the text without the one newline the kernel appends (`proc_dostring()` prints the
+/// string, then `\n`), cut to `max_bytes`; `None` when empty. The kernel prints the host name
+/// as it was set (`sethostname(2)` takes any bytes; the file ends at a NUL), so a newline
+/// inside it, or a last one of its own, is part of it: nothing else is trimmed or decoded.
 pub fn parse_identity_line(text: &[u8], max_bytes: usize) -> Option<Vec<u8>> {
-    let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = &line[..line.len().min(max_bytes)];
-    (!line.is_empty()).then(|| line.to_vec())
+    let value = text.strip_suffix(b"\n").unwrap_or(text);
+    let value = &value[..value.len().min(max_bytes)];
+    (!value.is_empty()).then(|| value.to_vec())
 }
 
 /// Whether a boolean sysctl (`kernel.task_delayacct`...) reads exactly `1` (trimmed).
@@ -515,7 +516,13 @@ mod tests {
             p(b"0f2c5a1e-2d0e-4c4e-9a53-6f1b0c7c2a11\n", 64),
             Some(b"0f2c5a1e-2d0e-4c4e-9a53-6f1b0c7c2a11".to_vec())
         );
-        assert_eq!(p(b"a b\xff/..\nsecond\n", 64), Some(b"a b\xff/..".to_vec()));
+        assert_eq!(p(b"a b\xff/..\n", 64), Some(b"a b\xff/..".to_vec()));
+        // A newline is a byte of a host name like any other (issue 42): only the kernel's
+        // own last one goes, so a name ending in one keeps it.
+        assert_eq!(p(b"a\nb\n", 64), Some(b"a\nb".to_vec()));
+        assert_eq!(p(b"a\n\n", 64), Some(b"a\n".to_vec()));
+        assert_eq!(p(b"\n\n", 64), Some(b"\n".to_vec()));
+        assert_eq!(p(b"no newline", 64), Some(b"no newline".to_vec()));
         assert_eq!(p(&[b'x'; 100], 64), Some(vec![b'x'; 64]));
         assert_eq!(p(b"\n", 64), None);
         assert_eq!(p(b"", 64), None);
