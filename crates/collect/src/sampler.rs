@@ -288,7 +288,7 @@ impl Sampler {
         }
         let t_exits = std::time::Instant::now();
         let taken_at_unix_ns = crate::sys::clock_ns(libc::CLOCK_REALTIME);
-        let taken_at_boottime_ns = crate::sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let taken_at_boottime_ns = crate::BootClock::caller().now_ns();
         let mut fresh: Vec<Task> = Vec::new();
         let summary = self
             .live
@@ -357,9 +357,7 @@ impl Sampler {
         snapshot.taken_at_boottime_ns = taken_at_boottime_ns;
         snapshot.backend = self.live.report().backend;
         if snapshot.boot_time_unix_s == 0 {
-            snapshot.boot_time_unix_s = system::read_proc_stat(&self.opts.proc_root)
-                .and_then(|s| tasksnap_procfs::parse::parse_btime(&s).ok())
-                .unwrap_or(0);
+            snapshot.boot_time_unix_s = system::boot_time_unix_s(&self.opts.proc_root).unwrap_or(0);
         }
         self.reading.system = system::figures(&self.opts.proc_root);
         // Read each time, not once: a host can be renamed while a recorder runs.

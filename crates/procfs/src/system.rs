@@ -400,6 +400,23 @@ pub fn parse_uptime(text: &[u8]) -> Option<f64> {
         .ok()
 }
 
+/// The boot-time clock's offset of a time namespace, ns, from `/proc/PID/timens_offsets`
+/// (Linux 5.6: `<clock> <seconds> <nanoseconds>` per line, the clock named `boottime` since
+/// 5.7, its id `7` before), added by the kernel to everything it shows that namespace of that
+/// clock; `None` when the text has no such line or a field is not a number.
+pub fn parse_boottime_offset_ns(text: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(text).ok()?;
+    text.lines().find_map(|line| {
+        let mut f = line.split_whitespace();
+        if !matches!(f.next()?, "boottime" | "7") {
+            return None;
+        }
+        let secs: i64 = f.next()?.parse().ok()?;
+        let nanos: i64 = f.next()?.parse().ok()?;
+        secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+    })
+}
+
 /// The width of `kernel.pid_max` (`/proc/sys/kernel/pid_max`) as printed: procps sizes pid
 /// columns with it (`procps_pid_length()`). `None` when the file is empty.
 pub fn parse_pid_max_width(text: &[u8]) -> Option<usize> {
@@ -508,6 +525,21 @@ pub fn parse_tty_drivers(text: &[u8]) -> Vec<TtyDriver> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn boottime_offsets_read_as_the_kernel_prints_them() {
+        use super::parse_boottime_offset_ns as p;
+        // Linux 6.18, `unshare --time --boottime 864000 --monotonic 432000`.
+        let t = b"monotonic      432000         0\nboottime       864000         0\n";
+        assert_eq!(p(t), Some(864_000_000_000_000));
+        assert_eq!(p(b"monotonic 0 0\nboottime -600 500\n"), Some(-599_999_999_500));
+        // Linux 5.6 names clocks by id (CLOCK_BOOTTIME is 7).
+        assert_eq!(p(b"1 5 0\n7 12 3\n"), Some(12_000_000_003));
+        assert_eq!(p(b"monotonic 1 0\n"), None);
+        assert_eq!(p(b"boottime x 0\n"), None);
+        assert_eq!(p(b"boottime 9223372036854775807 0\n"), None);
+        assert_eq!(p(b"\xff"), None);
+    }
+
     #[test]
     fn identity_lines_are_bytes_cut_to_their_bound() {
         use super::parse_identity_line as p;

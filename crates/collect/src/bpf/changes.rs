@@ -255,7 +255,7 @@ impl BpfCollector {
     /// A walk that writes only the processes that ran since the last pass.
     fn changed_only(&mut self, query: &Query, bits: u32) -> Result<Changes, WalkError> {
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
-        let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let taken_at_boottime_ns = self.procfs.units().boot.now_ns();
         let (Some(walker), Some(arena), Some(delta)) =
             (&self.progs.walker, &self.out.arena, &mut self.live.delta)
         else {
