@@ -448,7 +448,11 @@ fn recorded_host_names_keep_a_newline() {
     assert!(!hosts.is_empty());
     for (host, bytes) in hosts {
         assert_eq!(host, serde_json::json!("tsx\nhost\n"));
-        assert_eq!(bytes, serde_json::Value::Null, "valid UTF-8: no bytes column");
+        assert_eq!(
+            bytes,
+            serde_json::Value::Null,
+            "valid UTF-8: no bytes column"
+        );
     }
 }
 

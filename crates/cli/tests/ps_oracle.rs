@@ -1496,7 +1496,10 @@ fn cuc_and_cuu_print_zero_without_uptime_as_procps() {
     let theirs = row(&ps_under_subset_pid(&["ps"], &args));
     let mut results = Vec::new();
     for backend in ["procfs", "bpf"] {
-        let ours = row(&ps_under_subset_pid(&[TASKSNAP, "ps", "--backend", backend], &args));
+        let ours = row(&ps_under_subset_pid(
+            &[TASKSNAP, "ps", "--backend", backend],
+            &args,
+        ));
         results.push((backend, ours));
     }
     // SAFETY: kill takes no pointers; the group is the child's own.

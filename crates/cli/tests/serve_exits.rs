@@ -171,7 +171,11 @@ fn exits_are_grouped_by_the_name_they_exit_with() {
         .args(["exit-storm", "3000", "4", &workers, &children])
         .output()
         .expect("run the storm");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The workers have exited and been reaped: two collections from now have their records.
     let e = scrape_after(&s, collections(&s.scrape()) + 2.0);
     let exits = |group: &str| {
@@ -184,7 +188,11 @@ fn exits_are_grouped_by_the_name_they_exit_with() {
     // SAFETY: sysconf has no memory effects; the storm has one worker per online CPU.
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64;
     assert!(exits(&children) > 1000.0, "{e}");
-    assert_eq!(exits(&workers), cpus, "children counted as their parent: {e}");
+    assert_eq!(
+        exits(&workers),
+        cpus,
+        "children counted as their parent: {e}"
+    );
 }
 
 fn unix_now() -> f64 {

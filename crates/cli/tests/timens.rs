@@ -23,9 +23,7 @@ impl Sleeper {
             .spawn()
             .expect("spawn sleep");
         let pid = child.id() as i32;
-        tasksnap_loadgen::wait_until("sleep to settle", || {
-            tasksnap_loadgen::settled_sleep(pid)
-        });
+        tasksnap_loadgen::wait_until("sleep to settle", || tasksnap_loadgen::settled_sleep(pid));
         Sleeper(child)
     }
 }
@@ -44,7 +42,15 @@ fn run(offset_s: Option<i64>, args: &[&str]) -> Output {
         Some(s) => {
             let s = s.to_string();
             let mut c = Command::new("unshare");
-            c.args(["--fork", "--time", "--boottime", &s, "--monotonic", &s, "--"]);
+            c.args([
+                "--fork",
+                "--time",
+                "--boottime",
+                &s,
+                "--monotonic",
+                &s,
+                "--",
+            ]);
             c.args(args);
             c
         }
@@ -65,7 +71,12 @@ fn run(offset_s: Option<i64>, args: &[&str]) -> Output {
 }
 
 fn ok(o: &Output, what: &str) -> String {
-    assert_eq!(o.status.code(), Some(0), "{what}: {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{what}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
@@ -85,7 +96,10 @@ fn ps_rows(text: &str) -> Vec<(i32, String, i64)> {
 /// Seconds since this machine booted.
 fn uptime_s() -> f64 {
     let t = std::fs::read_to_string("/proc/uptime").expect("uptime");
-    t.split_whitespace().next().and_then(|s| s.parse().ok()).expect("a number")
+    t.split_whitespace()
+        .next()
+        .and_then(|s| s.parse().ok())
+        .expect("a number")
 }
 
 /// The offsets tried: days ahead, and back as far as the machine's uptime allows (the kernel
@@ -111,7 +125,15 @@ fn start_times_are_right_with_a_boot_time_offset() {
     let sleeper = Sleeper::spawn();
     let pids = format!("1,2,{}", sleeper.0.id());
     let args = |backend: &'static str| {
-        vec![TASKSNAP, "ps", "--backend", backend, "-o", "pid,lstart,etimes", "-p"]
+        vec![
+            TASKSNAP,
+            "ps",
+            "--backend",
+            backend,
+            "-o",
+            "pid,lstart,etimes",
+            "-p",
+        ]
     };
     let mut base = args("procfs");
     base.push(&pids);
@@ -143,9 +165,28 @@ fn recorded_starts(offset_s: Option<i64>, backend: &str, pids: &[i32]) -> Vec<(i
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("rec");
     let s = store.to_str().expect("utf-8 path");
-    let rec = [TASKSNAP, "record", "--dir", s, "--count", "1", "--quiet", "--backend", backend];
+    let rec = [
+        TASKSNAP,
+        "record",
+        "--dir",
+        s,
+        "--count",
+        "1",
+        "--quiet",
+        "--backend",
+        backend,
+    ];
     ok(&run(offset_s, &rec), "record");
-    let dump = [TASKSNAP, "dump", "--dir", s, "--format", "json", "--fields", "pid,start_time"];
+    let dump = [
+        TASKSNAP,
+        "dump",
+        "--dir",
+        s,
+        "--format",
+        "json",
+        "--fields",
+        "pid,start_time",
+    ];
     let text = ok(&run(None, &dump), "dump");
     let mut rows: Vec<(i64, String)> = text
         .lines()
@@ -173,16 +214,19 @@ fn recorded_start_times_are_right_with_a_boot_time_offset() {
     let pids = [1, 2, sleeper.0.id() as i32];
     let mut failures = Vec::new();
     let older = |offset: i64, start: &str| {
-        offset < 0 && humantime::parse_rfc3339(start.trim_matches('"')).is_ok_and(|t| {
-            let boot = std::time::SystemTime::now()
-                - std::time::Duration::from_secs_f64(uptime_s());
-            t < boot + std::time::Duration::from_secs(offset.unsigned_abs() + 5)
-        })
+        offset < 0
+            && humantime::parse_rfc3339(start.trim_matches('"')).is_ok_and(|t| {
+                let boot =
+                    std::time::SystemTime::now() - std::time::Duration::from_secs_f64(uptime_s());
+                t < boot + std::time::Duration::from_secs(offset.unsigned_abs() + 5)
+            })
     };
     let within_a_tick = |a: &str, b: &str| {
         let t = |s: &str| humantime::parse_rfc3339(s.trim_matches('"')).expect("a time");
         let (a, b) = (t(a), t(b));
-        a.duration_since(b).or(b.duration_since(a)).expect("ordered")
+        a.duration_since(b)
+            .or(b.duration_since(a))
+            .expect("ordered")
             <= std::time::Duration::from_millis(10)
     };
     for backend in ["procfs", "bpf"] {

@@ -267,9 +267,8 @@ impl Sampler {
                     let rows = &self.reading.snapshot.tasks;
                     let departed = &self.departed;
                     crate::exits::adopt_identities(&mut batch.exits, |tgid| {
-                        crate::exits::leader_of(rows, tgid).or_else(|| {
-                            departed.iter().find(|id| id.tgid == tgid).copied()
-                        })
+                        crate::exits::leader_of(rows, tgid)
+                            .or_else(|| departed.iter().find(|id| id.tgid == tgid).copied())
                     });
                 }
                 self.reading.exits = batch.exits;
@@ -472,7 +471,11 @@ fn update_in_place(
 
 /// The identities of the leaders among `tasks`.
 fn leaders(tasks: &[Task]) -> Vec<TaskId> {
-    tasks.iter().filter(|t| t.id.is_leader()).map(|t| t.id).collect()
+    tasks
+        .iter()
+        .filter(|t| t.id.is_leader())
+        .map(|t| t.id)
+        .collect()
 }
 
 /// `old` with `fresh`'s tasks replacing or joining them, less the old tasks `gone` says left,
@@ -542,7 +545,15 @@ mod tests {
     /// where a tick boundary fell between the start and the taskstats record's derivation.
     fn copy_process_tick_early(root: &std::path::Path, pid: i32) {
         const FILES: [&str; 10] = [
-            "stat", "status", "statm", "cmdline", "comm", "schedstat", "io", "cgroup", "wchan",
+            "stat",
+            "status",
+            "statm",
+            "cmdline",
+            "comm",
+            "schedstat",
+            "io",
+            "cgroup",
+            "wchan",
             "loginuid",
         ];
         for rel in [format!("{pid}"), format!("{pid}/task/{pid}")] {
@@ -586,9 +597,7 @@ mod tests {
             .spawn()
             .expect("spawn sleep");
         let pid = child.id() as i32;
-        tasksnap_loadgen::wait_until("sleep to settle", || {
-            tasksnap_loadgen::settled_sleep(pid)
-        });
+        tasksnap_loadgen::wait_until("sleep to settle", || tasksnap_loadgen::settled_sleep(pid));
         copy_process_tick_early(root, pid);
         let opts = Options {
             backend: Backend::Procfs,

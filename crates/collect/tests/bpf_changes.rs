@@ -274,7 +274,12 @@ fn a_process_exiting_between_the_walk_and_the_roll_leaves_no_ghost_row() {
         for id in &c.gone {
             held.remove(id);
         }
-        let both = c.snapshot.tasks.iter().filter(|t| c.gone.contains(&t.id)).count();
+        let both = c
+            .snapshot
+            .tasks
+            .iter()
+            .filter(|t| c.gone.contains(&t.id))
+            .count();
         for t in c.snapshot.tasks {
             held.insert(t.id, t);
         }
@@ -300,7 +305,11 @@ fn a_process_exiting_between_the_walk_and_the_roll_leaves_no_ghost_row() {
     // Its last child is reaped by init once the shell is gone: wait for it.
     let children = |held: &std::collections::HashMap<TaskId, Task>| -> Vec<TaskId> {
         held.values()
-            .filter(|t| t.base.as_ref().is_some_and(|b| b.ppid == shell || b.comm.as_slice() == b"true"))
+            .filter(|t| {
+                t.base
+                    .as_ref()
+                    .is_some_and(|b| b.ppid == shell || b.comm.as_slice() == b"true")
+            })
             .filter(|t| std::fs::metadata(format!("/proc/{}", t.id.tid)).is_err())
             .map(|t| t.id)
             .collect()

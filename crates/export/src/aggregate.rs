@@ -2145,12 +2145,20 @@ mod tests {
         // A zombie row read after the rename groups the exit as alive, as before.
         step(
             &mut a,
-            reading(130 * S, vec![init(), parent(), full(21, 21, 125 * S, "parent", 0, 0)], None),
+            reading(
+                130 * S,
+                vec![init(), parent(), full(21, 21, 125 * S, "parent", 0, 0)],
+                None,
+            ),
         );
         step(
             &mut a,
             with_exits(
-                reading(140 * S, vec![init(), parent(), full(21, 21, 125 * S, "child", S, 1)], None),
+                reading(
+                    140 * S,
+                    vec![init(), parent(), full(21, 21, 125 * S, "child", S, 1)],
+                    None,
+                ),
                 vec![exit(21, 125 * S, "child", S, 1, 0)],
             ),
         );

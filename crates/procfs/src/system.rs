@@ -531,7 +531,10 @@ mod tests {
         // Linux 6.18, `unshare --time --boottime 864000 --monotonic 432000`.
         let t = b"monotonic      432000         0\nboottime       864000         0\n";
         assert_eq!(p(t), Some(864_000_000_000_000));
-        assert_eq!(p(b"monotonic 0 0\nboottime -600 500\n"), Some(-599_999_999_500));
+        assert_eq!(
+            p(b"monotonic 0 0\nboottime -600 500\n"),
+            Some(-599_999_999_500)
+        );
         // Linux 5.6 names clocks by id (CLOCK_BOOTTIME is 7).
         assert_eq!(p(b"1 5 0\n7 12 3\n"), Some(12_000_000_003));
         assert_eq!(p(b"monotonic 1 0\n"), None);

@@ -308,7 +308,9 @@ mod tests {
     #[test]
     fn distinct_host_names_are_distinct_directories() {
         let mut names: Vec<Vec<u8>> = vec![b"~x78".to_vec(), b"x".to_vec(), b"\\xff".to_vec()];
-        for a in [0u8, b'\n', b'\\', b'%', b'~', b'x', b'f', 0x7f, 0xc3, 0xa9, 0xfe, 0xff] {
+        for a in [
+            0u8, b'\n', b'\\', b'%', b'~', b'x', b'f', 0x7f, 0xc3, 0xa9, 0xfe, 0xff,
+        ] {
             for b in [b'x', b'\\', 0xa9, 0xff] {
                 names.push(vec![a, b]);
                 names.push(vec![a; 50]);

@@ -1038,8 +1038,7 @@ fn task_value(
             .map_or(Value::Null, secs),
         Field::StartTime => match task {
             Some(t) if snap.boot_time_unix_s > 0 => unix_time(
-                u128::from(snap.boot_time_unix_s) * 1_000_000_000
-                    + u128::from(t.id.start_time_ns),
+                u128::from(snap.boot_time_unix_s) * 1_000_000_000 + u128::from(t.id.start_time_ns),
             ),
             _ => Value::Null,
         },
