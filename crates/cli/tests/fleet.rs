@@ -311,24 +311,31 @@ fn a_hostile_host_name_stays_one_directory_of_the_dump() {
         assert_eq!(mode & 0o077, 0, "{} is {mode:o}", d.display());
     }
 
-    if let Ok(python) = std::env::var("TASKSNAP_DUCKDB_PYTHON") {
-        let script = r#"
+    // The partition's value: the name's label text, its byte that is not UTF-8 as `\xff`
+    // (DuckDB refuses a decoded value that is not UTF-8).
+    if let Some(got) = duckdb_hosts(&out_dir) {
+        assert_eq!(got, r"['../../x=y /\\xff']");
+    }
+}
+
+/// The distinct `host` values DuckDB reads from the partitions under `dir`
+/// (`hive_partitioning`), sorted, as Python prints the list; `None` without DuckDB
+/// (`TASKSNAP_DUCKDB_PYTHON` unset).
+fn duckdb_hosts(dir: &Path) -> Option<String> {
+    let python = std::env::var("TASKSNAP_DUCKDB_PYTHON").ok()?;
+    let script = r#"
 import sys, duckdb
 rows = duckdb.connect().execute(
-    "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true)",
+    "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true) ORDER BY host",
     [sys.argv[1] + "/*/*/*.parquet"],
 ).fetchall()
 print(repr([r[0] for r in rows]))
 "#;
-        let out = Command::new(&python)
-            .args(["-c", script, o])
-            .output()
-            .expect("python runs");
-        let got = ok(&out, "duckdb");
-        // The partition's value: the name's label text, its byte that is not UTF-8 as
-        // `\xff` (DuckDB refuses a decoded value that is not UTF-8).
-        assert_eq!(got.trim(), r"['../../x=y /\\xff']");
-    }
+    let out = Command::new(&python)
+        .args(["-c", script, dir.to_str().expect("utf-8 path")])
+        .output()
+        .expect("python runs");
+    Some(ok(&out, "duckdb").trim().to_string())
 }
 
 /// A partitioned dump never goes into the recording it reads, nor into a directory another
@@ -497,19 +504,7 @@ fn partition_dirs_keep_non_utf8_host_names_apart() {
     hosts.dedup();
     assert_eq!(hosts, ["host=x%5Cxfe%2Fy", "host=x%5Cxff%2Fy"]);
     // DuckDB reads them as two hosts.
-    if let Ok(python) = std::env::var("TASKSNAP_DUCKDB_PYTHON") {
-        let script = r#"
-import sys, duckdb
-rows = duckdb.connect().execute(
-    "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true) ORDER BY host",
-    [sys.argv[1] + "/*/*/*.parquet"],
-).fetchall()
-print(repr([r[0] for r in rows]))
-"#;
-        let out = Command::new(&python)
-            .args(["-c", script, out_dir.to_str().expect("utf-8 path")])
-            .output()
-            .expect("python runs");
-        assert_eq!(ok(&out, "duckdb").trim(), r"['x\\xfe/y', 'x\\xff/y']");
+    if let Some(got) = duckdb_hosts(&out_dir) {
+        assert_eq!(got, r"['x\\xfe/y', 'x\\xff/y']");
     }
 }
