@@ -264,7 +264,7 @@ for r in rows:
 
 /// A host name with `/`, `..`, `=`, a space and a byte that is not UTF-8 is one directory,
 /// percent-encoded, under the dump's directory; nothing is written anywhere else, and
-/// DuckDB reads the name back (as the `host` column's text shows it).
+/// DuckDB reads the name back (as its label text: the byte that is not UTF-8 as `\xff`).
 #[test]
 fn a_hostile_host_name_stays_one_directory_of_the_dump() {
     let base = tempfile::tempdir().expect("tempdir");
@@ -288,7 +288,7 @@ fn a_hostile_host_name_stays_one_directory_of_the_dump() {
     let files = files_under(&out_dir);
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(
-        files[0].starts_with("host=..%2F..%2Fx%3Dy%20%2F\u{fffd}/date="),
+        files[0].starts_with("host=..%2F..%2Fx%3Dy%20%2F%5Cxff/date="),
         "{files:?}"
     );
     // Nothing beside the recording, its tree's store and the dump's directory.
@@ -311,22 +311,31 @@ fn a_hostile_host_name_stays_one_directory_of_the_dump() {
         assert_eq!(mode & 0o077, 0, "{} is {mode:o}", d.display());
     }
 
-    if let Ok(python) = std::env::var("TASKSNAP_DUCKDB_PYTHON") {
-        let script = r#"
+    // The partition's value: the name's label text, its byte that is not UTF-8 as `\xff`
+    // (DuckDB refuses a decoded value that is not UTF-8).
+    if let Some(got) = duckdb_hosts(&out_dir) {
+        assert_eq!(got, r"['../../x=y /\\xff']");
+    }
+}
+
+/// The distinct `host` values DuckDB reads from the partitions under `dir`
+/// (`hive_partitioning`), sorted, as Python prints the list; `None` without DuckDB
+/// (`TASKSNAP_DUCKDB_PYTHON` unset).
+fn duckdb_hosts(dir: &Path) -> Option<String> {
+    let python = std::env::var("TASKSNAP_DUCKDB_PYTHON").ok()?;
+    let script = r#"
 import sys, duckdb
 rows = duckdb.connect().execute(
-    "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true)",
+    "SELECT DISTINCT host FROM read_parquet(?, hive_partitioning = true) ORDER BY host",
     [sys.argv[1] + "/*/*/*.parquet"],
 ).fetchall()
 print(repr([r[0] for r in rows]))
 "#;
-        let out = Command::new(&python)
-            .args(["-c", script, o])
-            .output()
-            .expect("python runs");
-        let got = ok(&out, "duckdb");
-        assert_eq!(got.trim(), "['../../x=y /\u{fffd}']");
-    }
+    let out = Command::new(&python)
+        .args(["-c", script, dir.to_str().expect("utf-8 path")])
+        .output()
+        .expect("python runs");
+    Some(ok(&out, "duckdb").trim().to_string())
 }
 
 /// A partitioned dump never goes into the recording it reads, nor into a directory another
@@ -376,4 +385,126 @@ fn a_partitioned_dump_refuses_unsafe_directories() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// A recording of this machine made by `tasksnap record` in a UTS namespace of its own named
+/// `hostname` (`unshare(CLONE_NEWUTS)` and `sethostname(2)` in the child before exec), as a
+/// container with a hostile host name would be: the host name is read the way it really is,
+/// from the kernel's /proc/sys/kernel/hostname. `None` when not root (said).
+fn recorded_in_uts(base: &Path, tag: &str, hostname: &'static [u8]) -> Option<PathBuf> {
+    use std::os::unix::process::CommandExt;
+    if !tasksnap_loadgen::root_or_skip("a UTS namespace with a hostile host name") {
+        return None;
+    }
+    let store = base.join(format!("uts-{tag}"));
+    let mut cmd = Command::new(TASKSNAP);
+    cmd.args(["record", "--dir"])
+        .arg(&store)
+        .args(["--count", "1", "--backend", "procfs", "--quiet"])
+        .env_remove("TASKSNAP_PROC_ROOT")
+        .stdin(Stdio::null());
+    // SAFETY: the closure runs in the forked child before exec and calls only unshare and
+    // sethostname (async-signal-safe system calls) on memory the closure owns.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::unshare(libc::CLONE_NEWUTS) != 0
+                || libc::sethostname(hostname.as_ptr().cast(), hostname.len()) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run tasksnap record");
+    ok(&out, "record in a UTS namespace");
+    Some(store)
+}
+
+/// The `host` and `host_bytes` of a recording's process rows, from `dump --format json`.
+fn dumped_hosts(rec: &Path) -> Vec<(serde_json::Value, serde_json::Value)> {
+    let out = run(
+        rec.parent().expect("parent"),
+        &[
+            "dump",
+            "--dir",
+            rec.to_str().expect("utf-8 path"),
+            "--format",
+            "json",
+            "--fields",
+            "pid,host",
+        ],
+    );
+    ok(&out, "dump json")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON row");
+            (v["host"].clone(), v["host_bytes"].clone())
+        })
+        .collect()
+}
+
+/// Issue 42: a host name with a newline was recorded cut at the newline (the kernel prints
+/// the name and then one newline; the line was taken as the name).
+#[test]
+fn recorded_host_names_keep_a_newline() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let Some(rec) = recorded_in_uts(base.path(), "nl", b"tsx\nhost\n") else {
+        return;
+    };
+    let hosts = dumped_hosts(&rec);
+    assert!(!hosts.is_empty());
+    for (host, bytes) in hosts {
+        assert_eq!(host, serde_json::json!("tsx\nhost\n"));
+        assert_eq!(
+            bytes,
+            serde_json::Value::Null,
+            "valid UTF-8: no bytes column"
+        );
+    }
+}
+
+/// Issue 42: two host names that differ only in bytes that are not UTF-8 were written as
+/// the same replacement characters, so their readings shared one `host=` directory. Each
+/// distinct name is its own directory, every byte outside `A-Z a-z 0-9 - _ .` encoded.
+#[test]
+fn partition_dirs_keep_non_utf8_host_names_apart() {
+    let base = tempfile::tempdir().expect("tempdir");
+    let Some(a) = recorded_in_uts(base.path(), "fe", b"x\xfe/y") else {
+        return;
+    };
+    let b = recorded_in_uts(base.path(), "ff", b"x\xff/y").expect("root");
+    for (rec, want) in [(&a, "78fe2f79"), (&b, "78ff2f79")] {
+        for (host, bytes) in dumped_hosts(rec) {
+            assert_eq!(host, serde_json::json!("x\u{fffd}/y"));
+            assert_eq!(bytes, serde_json::json!(want));
+        }
+    }
+    let out_dir = base.path().join("fleet");
+    for rec in [&a, &b] {
+        let out = run(
+            base.path(),
+            &[
+                "dump",
+                "--dir",
+                rec.to_str().expect("utf-8 path"),
+                "--format",
+                "parquet",
+                "--output",
+                out_dir.to_str().expect("utf-8 path"),
+                "--partition",
+            ],
+        );
+        ok(&out, "dump --partition");
+    }
+    let mut hosts: Vec<String> = files_under(&out_dir)
+        .iter()
+        .map(|f| f.split('/').next().expect("host dir").to_string())
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    assert_eq!(hosts, ["host=x%5Cxfe%2Fy", "host=x%5Cxff%2Fy"]);
+    // DuckDB reads them as two hosts.
+    if let Some(got) = duckdb_hosts(&out_dir) {
+        assert_eq!(got, r"['x\\xfe/y', 'x\\xff/y']");
+    }
 }

@@ -1436,3 +1436,78 @@ fn personalities_and_format_lists_match_procps_as_nobody() {
         .collect();
     check_cases(&cases, Some(&copy.path));
 }
+
+/// `ARGS` run in a private mount namespace whose /proc is mounted `subset=pid` (no
+/// /proc/uptime, /proc/stat or /proc/sys: only the pid directories and `self`).
+fn ps_under_subset_pid(program: &[&str], args: &[&str]) -> Out {
+    let o = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "--", "sh", "-c"])
+        .arg("mount -t proc -o subset=pid proc /proc && exec \"$@\"")
+        .arg("sh")
+        .args(program)
+        .args(args)
+        .env("LC_ALL", "C")
+        .env_remove("COLUMNS")
+        .env_remove("PS_FORMAT")
+        .env_remove("PS_PERSONALITY")
+        .output()
+        .expect("run unshare");
+    Out {
+        code: o.status.code(),
+        stdout: o.stdout,
+        stderr: o.stderr,
+    }
+}
+
+/// Issue 42: where /proc has no uptime (`subset=pid`), procps 4.0.2 cannot tell how long a
+/// process has lived (its `boot_tics` is never set) and prints `cuc` and `cuu` as 0.000;
+/// tasksnap took its own boot clock instead and printed the real figures.
+#[test]
+fn cuc_and_cuu_print_zero_without_uptime_as_procps() {
+    if !tasksnap_loadgen::root_or_skip("a procfs mount of its own (subset=pid)") {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    // A process that used CPU (a shell loop), then sleeps as `sleep`, in its own group.
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exec sleep 1000",
+        ])
+        .process_group(0)
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as i32;
+    tasksnap_loadgen::wait_until("the burner to sleep", || {
+        std::fs::read(format!("/proc/{pid}/comm")).is_ok_and(|c| c == b"sleep\n")
+    });
+    let p = pid.to_string();
+    let args = ["-o", "pid,cuc,cuu,comm", "-p", &p];
+    let row = |o: &Out| -> String {
+        assert_eq!(o.code, Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(p.as_str()))
+            .unwrap_or_else(|| panic!("no row of {pid}: {text}"))
+            .to_string()
+    };
+    // With a whole /proc the figures are not zero (so the test can fail).
+    let whole = row(&run(TASKSNAP, &["ps", "--backend", "procfs"], &args, "C"));
+    let theirs = row(&ps_under_subset_pid(&["ps"], &args));
+    let mut results = Vec::new();
+    for backend in ["procfs", "bpf"] {
+        let ours = row(&ps_under_subset_pid(
+            &[TASKSNAP, "ps", "--backend", backend],
+            &args,
+        ));
+        results.push((backend, ours));
+    }
+    // SAFETY: kill takes no pointers; the group is the child's own.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(!whole.contains(" 0.000 "), "no CPU used? {whole}");
+    assert!(theirs.contains(" 0.000  0.000 "), "procps: {theirs}");
+    for (backend, ours) in results {
+        assert_eq!(ours, theirs, "--backend {backend}");
+    }
+}

@@ -39,6 +39,7 @@ tasksnap_bpf::select! {
 }
 pub mod caps;
 pub mod choice;
+pub mod clock;
 pub mod exits;
 pub mod host;
 pub mod login;
@@ -59,6 +60,7 @@ use tasksnap_procfs::sys;
 
 use std::collections::HashMap;
 
+pub use clock::BootClock;
 pub use host::{Host, HostOptions, ReadingOptions, Readings, StatesOptions, ThreadStates, Units};
 /// Which threads a thread-state source reports ([`StatesOptions::filter`]).
 pub use states::Filter as StatesFilter;

@@ -81,9 +81,19 @@ pub fn load_averages(root: &Path) -> Option<LoadAverages> {
     Some(system::parse_loadavg(&read(root, "loadavg")?))
 }
 
-/// Seconds since boot, from `/proc/uptime`.
+/// Seconds since boot, from `/proc/uptime`, on the kernel's boot clock (the caller's
+/// time namespace's offset taken off: [`crate::clock`]), as start times are.
 pub fn uptime_s(root: &Path) -> Option<f64> {
-    system::parse_uptime(&read(root, "uptime")?)
+    let s = system::parse_uptime(&read(root, "uptime")?)?;
+    Some(crate::BootClock::caller().from_proc_uptime_s(s))
+}
+
+/// When the machine booted, seconds since the epoch: `btime` of `/proc/stat`, on the
+/// kernel's boot clock (the caller's time namespace's offset taken off: [`crate::clock`]),
+/// so that it and a start time make the moment the task started; `None` when unreadable.
+pub fn boot_time_unix_s(root: &Path) -> Option<u64> {
+    let btime = tasksnap_procfs::parse::parse_btime(&read(root, "stat")?).ok()?;
+    Some(crate::BootClock::caller().from_proc_btime_s(btime))
 }
 
 /// The width of `kernel.pid_max` as printed (`/proc/sys/kernel/pid_max`).

@@ -139,7 +139,8 @@ pub enum FilesError {
 /// is still the process it stands for (its start time), a zombie, its parent and terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Identity {
-    /// Start time, clock ticks since boot.
+    /// Start time, clock ticks since boot on the kernel's boot clock ([`crate::clock`]: what
+    /// /proc shows a caller in a time namespace, less its offset), as the snapshots' are.
     pub start_ticks: u64,
     /// State `Z`.
     pub zombie: bool,
@@ -353,8 +354,10 @@ impl ProcessFiles {
             what: path.display().to_string(),
             error: io::Error::new(io::ErrorKind::InvalidData, e.0),
         })?;
+        let tick_ns = 1_000_000_000 / crate::host::clock_ticks_per_s();
         Ok(Identity {
-            start_ticks: st.start_ticks,
+            start_ticks: crate::BootClock::caller().from_proc_ticks(st.start_ticks, tick_ns)
+                / tick_ns,
             zombie: st.state == b'Z',
             ppid: st.ppid,
             // The kernel writes it as a signed int; a device number is its 32 bits.

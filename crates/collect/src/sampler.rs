@@ -21,8 +21,10 @@
 //!   of the next. Without the source the reading's `exits_missing` says why. A source
 //!   whose identities are derived (taskstats: the start from the receipt time, possibly a
 //!   clock tick off /proc's) has each exit given the identity of the live process it is, in
-//!   the previous walk or this one ([`crate::exits::adopt_live_identities`]), so an exit and
-//!   the same process's live or zombie rows compare equal as with BPF.
+//!   the previous walk or this one ([`crate::exits::adopt_live_identities`]), or among the
+//!   processes the previous walk no longer found (one that died after a drain and before the
+//!   walk after it has its record a reading late), so an exit and the same process's live or
+//!   zombie rows compare equal as with BPF.
 //! - The host name and boot id (the reading's `host`) are read with the machine-wide
 //!   figures, each time: two small reads.
 
@@ -101,6 +103,10 @@ pub struct Sampler {
     phases: Vec<(&'static str, std::time::Duration)>,
     /// What the last reading changed from the one before.
     changes: ReadingChanges,
+    /// The processes (leaders) the last walk no longer found, kept only for an exit source
+    /// whose identities are derived: a process that died after a reading's drain and before
+    /// its walk has its record in the reading after, and its identity from here.
+    departed: Vec<TaskId>,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -186,6 +192,7 @@ impl Sampler {
             opts,
             phases: Vec::new(),
             changes: ReadingChanges::default(),
+            departed: Vec::new(),
         })
     }
 
@@ -255,11 +262,14 @@ impl Sampler {
         match drained {
             Some(Ok((mut batch, exact))) => {
                 if !exact {
-                    // The previous walk's rows: processes seen alive that exited since.
-                    crate::exits::adopt_live_identities(
-                        &mut batch.exits,
-                        &self.reading.snapshot.tasks,
-                    );
+                    // The previous walk's rows: processes seen alive that exited since; then
+                    // those it no longer found (their records come a reading late).
+                    let rows = &self.reading.snapshot.tasks;
+                    let departed = &self.departed;
+                    crate::exits::adopt_identities(&mut batch.exits, |tgid| {
+                        crate::exits::leader_of(rows, tgid)
+                            .or_else(|| departed.iter().find(|id| id.tgid == tgid).copied())
+                    });
                 }
                 self.reading.exits = batch.exits;
                 self.reading.exits_dropped = batch.dropped;
@@ -277,13 +287,21 @@ impl Sampler {
         }
         let t_exits = std::time::Instant::now();
         let taken_at_unix_ns = crate::sys::clock_ns(libc::CLOCK_REALTIME);
-        let taken_at_boottime_ns = crate::sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let taken_at_boottime_ns = crate::BootClock::caller().now_ns();
         let mut fresh: Vec<Task> = Vec::new();
         let summary = self
             .live
             .changes_into(&self.query, &mut |t| fresh.push(t))?;
         fresh.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
         self.changes.tasks = (!summary.full).then(|| fresh.iter().map(|t| t.id).collect());
+        let derived = self
+            .exits
+            .as_ref()
+            .is_ok_and(|e| !e.source().exact_identity());
+        let before: Vec<TaskId> = match derived {
+            true => leaders(&self.reading.snapshot.tasks),
+            false => Vec::new(),
+        };
         let tasks = &mut self.reading.snapshot.tasks;
         if summary.full {
             // A whole pass: every old task not in it is gone; the others lend their names.
@@ -296,13 +314,13 @@ impl Sampler {
                 *tasks = carry_names(old, fresh, |t| gone.contains_key(&t.id));
             }
         }
-        if self
-            .exits
-            .as_ref()
-            .is_ok_and(|e| !e.source().exact_identity())
-        {
+        if derived {
             // This walk's rows: a process born since the previous walk, a zombie now.
             crate::exits::adopt_live_identities(&mut self.reading.exits, tasks);
+            self.departed = before
+                .into_iter()
+                .filter(|id| crate::exits::leader_of(tasks, id.tgid) != Some(*id))
+                .collect();
         }
         let t1 = std::time::Instant::now();
         // The thread states right after the tasks, before the names (which may take long: a
@@ -338,9 +356,7 @@ impl Sampler {
         snapshot.taken_at_boottime_ns = taken_at_boottime_ns;
         snapshot.backend = self.live.report().backend;
         if snapshot.boot_time_unix_s == 0 {
-            snapshot.boot_time_unix_s = system::read_proc_stat(&self.opts.proc_root)
-                .and_then(|s| tasksnap_procfs::parse::parse_btime(&s).ok())
-                .unwrap_or(0);
+            snapshot.boot_time_unix_s = system::boot_time_unix_s(&self.opts.proc_root).unwrap_or(0);
         }
         self.reading.system = system::figures(&self.opts.proc_root);
         // Read each time, not once: a host can be renamed while a recorder runs.
@@ -453,6 +469,15 @@ fn update_in_place(
     Ok(())
 }
 
+/// The identities of the leaders among `tasks`.
+fn leaders(tasks: &[Task]) -> Vec<TaskId> {
+    tasks
+        .iter()
+        .filter(|t| t.id.is_leader())
+        .map(|t| t.id)
+        .collect()
+}
+
 /// `old` with `fresh`'s tasks replacing or joining them, less the old tasks `gone` says left,
 /// both in (tgid, tid) order. A fresh task keeps the old one's command line, cgroup and exe
 /// when it is the same identity with the same comm (an exec changes the comm and keeps the
@@ -513,6 +538,104 @@ mod tests {
                 (t.id.tgid, t.id.tid, c)
             })
             .collect()
+    }
+
+    /// Copies what the procfs collector reads of the real process `pid` into the fake tree
+    /// `root` (the process and its one thread), its start time one clock tick earlier:
+    /// where a tick boundary fell between the start and the taskstats record's derivation.
+    fn copy_process_tick_early(root: &std::path::Path, pid: i32) {
+        const FILES: [&str; 10] = [
+            "stat",
+            "status",
+            "statm",
+            "cmdline",
+            "comm",
+            "schedstat",
+            "io",
+            "cgroup",
+            "wchan",
+            "loginuid",
+        ];
+        for rel in [format!("{pid}"), format!("{pid}/task/{pid}")] {
+            let dir = root.join(&rel);
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            for f in FILES {
+                let Ok(mut b) = std::fs::read(format!("/proc/{rel}/{f}")) else {
+                    continue;
+                };
+                if f == "stat" {
+                    let text = String::from_utf8(b).expect("stat is text");
+                    let (head, tail) = text.rsplit_once(") ").expect("comm ends");
+                    let mut fields: Vec<String> = tail.split(' ').map(String::from).collect();
+                    // Field 22 is the 20th after the comm.
+                    let ticks: u64 = fields[19].parse().expect("starttime");
+                    fields[19] = (ticks - 1).to_string();
+                    b = format!("{head}) {}", fields.join(" ")).into_bytes();
+                }
+                std::fs::write(dir.join(f), b).expect("write");
+            }
+        }
+    }
+
+    /// Issue 42: a taskstats exit record (its start derived from the receipt time, possibly a
+    /// tick off /proc's) of a process that died after one reading's drain and before its walk
+    /// comes with the reading after: its live row was in neither walk the sampler adopted
+    /// identities from, so the exit kept its derived identity, and serve, not finding the
+    /// process it had counted alive, counted all of its figures again.
+    #[test]
+    fn a_taskstats_exit_a_sample_late_keeps_its_live_identity() {
+        if !tasksnap_loadgen::root_or_skip("taskstats exit records") {
+            return;
+        }
+        let tree = tempfile::tempdir().expect("tempdir");
+        let root = tree.path();
+        tasksnap_loadgen::fake_proc::FakeProc::build(root).expect("fake tree");
+        let exits = crate::exits::Exits::load_taskstats(crate::exits::Options::default())
+            .expect("a taskstats listener");
+        let mut child = std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .expect("spawn sleep");
+        let pid = child.id() as i32;
+        tasksnap_loadgen::wait_until("sleep to settle", || tasksnap_loadgen::settled_sleep(pid));
+        copy_process_tick_early(root, pid);
+        let opts = Options {
+            backend: Backend::Procfs,
+            states: false,
+            exits: true,
+            proc_root: root.to_path_buf(),
+            ..Options::default()
+        };
+        let units = crate::procfs::ProcfsCollector::with_root(root)
+            .expect("procfs")
+            .units();
+        let mut sampler = Sampler::open_with(opts, units, Some(Ok(exits))).expect("sampler");
+        let live = sampler
+            .read_mut()
+            .expect("first reading")
+            .snapshot
+            .tasks
+            .iter()
+            .find(|t| t.id.tgid == pid && t.id.is_leader())
+            .map(|t| t.id)
+            .expect("the child's row");
+        // It died after the second reading's drain, before its walk: missing from it...
+        std::fs::remove_dir_all(root.join(pid.to_string())).expect("rm");
+        let r = sampler.read_mut().expect("second reading");
+        assert!(r.snapshot.tasks.iter().all(|t| t.id.tgid != pid));
+        assert!(r.exits.iter().all(|e| e.id.tgid != pid));
+        // SAFETY: kill takes no pointers; pid is this test's child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = child.wait();
+        // ... and its record comes with the third.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let r = sampler.read_mut().expect("third reading");
+        let e = r
+            .exits
+            .iter()
+            .find(|e| e.id.tgid == pid)
+            .expect("the child's exit");
+        assert_eq!(e.id, live, "the exit's identity is not the live row's");
     }
 
     #[test]

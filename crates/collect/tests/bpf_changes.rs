@@ -248,3 +248,78 @@ fn a_whole_pass_handed_over_task_by_task_is_the_snapshot() {
         assert_eq!(s.stat, o.stat);
     }
 }
+
+/// Issue 42: a process the changed-only walk wrote and that exited before the roll that
+/// followed (the walk's count said some task went away) was both handed over and said gone
+/// in one call; a caller that applies the call (the sampler: the rows replaced, the gone
+/// ones removed) kept its row (read right after its fork, with its parent's name) until the
+/// next whole pass, and the exporter grouped its exit by that row's name. Under a fork storm,
+/// no call has a task in both, and once the storm is over no child of it is left held.
+#[test]
+fn a_process_exiting_between_the_walk_and_the_roll_leaves_no_ghost_row() {
+    if !root_or_skip("BPF changed-only walks") {
+        return;
+    }
+    let mut bpf = BpfCollector::load_fresh(false, true).expect("load the BPF programs");
+    assert!(bpf.has_walk(), "no walk: {:?}", bpf.walk_problem);
+    let q = changes_query();
+    // Children that live a moment each: a shell running /bin/true in a loop.
+    let storm = Kids(vec![spawn("while :; do /bin/true; done")]);
+    let shell = storm.0[0].id() as i32;
+    let mut held: std::collections::HashMap<TaskId, Task> = Default::default();
+    let mut apply = |c: Changes| -> usize {
+        if c.full {
+            held.clear();
+        }
+        for id in &c.gone {
+            held.remove(id);
+        }
+        let both = c
+            .snapshot
+            .tasks
+            .iter()
+            .filter(|t| c.gone.contains(&t.id))
+            .count();
+        for t in c.snapshot.tasks {
+            held.insert(t.id, t);
+        }
+        both
+    };
+    // From a whole pass, changed-only walks (fewer than the period's) while the storm runs
+    // (a whole pass, should one come early, starts the rows over: apply() clears them).
+    while !{
+        let c = bpf.changes(&q).expect("changes");
+        let full = c.full;
+        apply(c);
+        full
+    } {}
+    let mut both = 0;
+    for _ in 0..tasksnap_collect::bpf::CHANGES_FULL_EVERY - 4 {
+        std::thread::sleep(Duration::from_millis(20));
+        let c = bpf.changes(&q).expect("changes");
+        both += apply(c);
+    }
+    // SAFETY: kill takes no pointers; the shell is this test's child.
+    unsafe { libc::kill(shell, libc::SIGKILL) };
+    drop(storm);
+    // The storm's children, as their rows say (a child is its shell's when read), that no
+    // longer exist.
+    let children = |held: &std::collections::HashMap<TaskId, Task>| -> Vec<TaskId> {
+        held.values()
+            .filter(|t| t.base.as_ref().is_some_and(|b| b.ppid == shell))
+            .filter(|t| std::fs::metadata(format!("/proc/{}", t.id.tid)).is_err())
+            .map(|t| t.id)
+            .collect()
+    };
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(50));
+        let c = bpf.changes(&q).expect("changes");
+        both += apply(c);
+    }
+    let ghosts = children(&held);
+    assert!(
+        both == 0 && ghosts.is_empty(),
+        "{both} tasks both handed over and gone in one call; rows of exited children still \
+         held: {ghosts:?}"
+    );
+}

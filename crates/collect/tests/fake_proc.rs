@@ -11,6 +11,7 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, TaskState};
 const UNITS: Units = Units {
     clk_tck: 100,
     page_size: 4096,
+    boot: tasksnap_collect::BootClock::with_offset(0),
 };
 
 /// Writes one task directory with the given files.

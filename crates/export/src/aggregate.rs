@@ -33,8 +33,10 @@
 //!
 //! Each counts once in `exits` by [`ExitReason`] (exit, signal, core) of the group it was in
 //! when last seen, or the one its record gives ([`Grouper::assign_exits`]) when it was never
-//! seen alive or its comm changed since (an exec, which may change its group; not by cgroup,
-//! which an exec keeps). A process can be both an exit and a live (zombie) row of the same
+//! seen alive or its comm changed since (an exec or `PR_SET_NAME`, which may change its
+//! group; not by cgroup, which an exec keeps): the name an exit is grouped by is the one it
+//! exited with, and a live row of the same reading with another comm (read before the
+//! rename) does not override it. A process can be both an exit and a live (zombie) row of the same
 //! reading (its record left the kernel, its parent had not reaped it): the exit counts, the
 //! row adds nothing (its figures are remembered, so a zombie left unreaped adds nothing later
 //! either). Exits of the first collection are before the counters start and count nothing.
@@ -1185,11 +1187,14 @@ impl Aggregator {
             .grouper
             .assign_exits(&records, live, &self.group_prev, boot_time_unix_s);
         for ((e, p), g) in regroup.into_iter().zip(grouped) {
-            // Its zombie row in this reading, if read with its names, groups it as alive.
+            // Its zombie row in this reading, if read with its names, groups it as alive; not
+            // a row with another comm than the record's, read before the process renamed
+            // itself (a walk that did not read it again): an exit takes its name at exit.
             let row = tasks
                 .binary_search_by_key(&key(&e.id), |t| key(&t.id))
                 .ok()
-                .filter(|&i| tasks[i].id == e.id);
+                .filter(|&i| tasks[i].id == e.id)
+                .filter(|&i| tasks[i].base.as_ref().is_some_and(|b| *b.comm == *e.comm));
             let g = row.and_then(|_| live.get(e.id.tgid).cloned()).or(g);
             counted.push((e, p, g));
         }
@@ -2112,6 +2117,55 @@ mod tests {
         assert_eq!(curl.total.minor_faults, 10);
         assert_eq!(curl.total.exits, [1, 0, 0]);
     }
+    #[test]
+    fn exits_are_grouped_by_the_name_they_exit_with_not_a_stale_row() {
+        // Issue 42: a child seen right after its fork (its parent's comm), renamed, then
+        // exited, its record in a reading that still holds the row read before the rename
+        // (a walk that did not read it again): its exit goes by the name it exited with.
+        let mut a = Aggregator::new(Options::default());
+        let init = || full(1, 1, S, "init", 0, 0);
+        let parent = || full(10, 10, S, "parent", S, 1);
+        step(&mut a, reading(100 * S, vec![init(), parent()], None));
+        let forked = || full(20, 20, 105 * S, "parent", 0, 0);
+        step(
+            &mut a,
+            reading(110 * S, vec![init(), parent(), forked()], None),
+        );
+        step(
+            &mut a,
+            with_exits(
+                reading(120 * S, vec![init(), parent(), forked()], None),
+                vec![exit(20, 105 * S, "child", 2 * S, 2, 0)],
+            ),
+        );
+        assert_eq!(group(&a, "parent").expect("parent").total.exits, [0, 0, 0]);
+        let child = group(&a, "child").expect("child");
+        assert_eq!(child.total.exits, [1, 0, 0]);
+        assert_eq!(child.total.cpu_user_ns, 2 * S);
+        // A zombie row read after the rename groups the exit as alive, as before.
+        step(
+            &mut a,
+            reading(
+                130 * S,
+                vec![init(), parent(), full(21, 21, 125 * S, "parent", 0, 0)],
+                None,
+            ),
+        );
+        step(
+            &mut a,
+            with_exits(
+                reading(
+                    140 * S,
+                    vec![init(), parent(), full(21, 21, 125 * S, "child", S, 1)],
+                    None,
+                ),
+                vec![exit(21, 125 * S, "child", S, 1, 0)],
+            ),
+        );
+        assert_eq!(group(&a, "parent").expect("parent").total.exits, [0, 0, 0]);
+        assert_eq!(group(&a, "child").expect("child").total.exits, [2, 0, 0]);
+    }
+
     #[test]
     fn state_time_of_a_process_born_and_dead_between_collections_is_its_groups() {
         let mut a = Aggregator::new(Options::default());

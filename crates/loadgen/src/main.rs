@@ -190,14 +190,30 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == "fake-proc") {
         return fake_proc(&args[2..]);
     }
-    // `tasksnap-loadgen exit-storm PER_SEC SECONDS`: processes exiting as fast as asked.
+    // `tasksnap-loadgen exit-storm PER_SEC SECONDS [WORKER_NAME CHILD_NAME]`: processes
+    // exiting as fast as asked.
     if args.get(1).is_some_and(|a| a == "exit-storm") {
         let num = |i: usize| args.get(i).and_then(|a| a.to_str()?.parse::<f64>().ok());
-        let (Some(per_sec), Some(seconds), None) = (num(2), num(3), args.get(4)) else {
-            eprintln!("usage: tasksnap-loadgen exit-storm PER_SEC SECONDS");
+        let name = |i: usize| {
+            use std::os::unix::ffi::OsStrExt;
+            let a = args.get(i)?.as_bytes();
+            std::ffi::CString::new(a)
+                .ok()
+                .filter(|_| (1..=15).contains(&a.len()))
+        };
+        let names = match args.len() {
+            4 => Some(None),
+            6 => name(4).zip(name(5)).map(Some),
+            _ => None,
+        };
+        let (Some(per_sec), Some(seconds), Some(names)) = (num(2), num(3), names) else {
+            eprintln!(
+                "usage: tasksnap-loadgen exit-storm PER_SEC SECONDS [WORKER_NAME CHILD_NAME] \
+                 (names of 1 to 15 bytes)"
+            );
             return ExitCode::from(2);
         };
-        return match storm::run(per_sec as u64, seconds) {
+        return match storm::run(per_sec as u64, seconds, names.as_ref()) {
             Ok((n, s)) => {
                 println!("{{\"exits\":{n},\"seconds\":{s:.3}}}");
                 ExitCode::SUCCESS

@@ -29,10 +29,13 @@ pub struct SnapshotStats {
 pub struct Snapshot {
     /// Wall-clock time the collection started, ns since the Unix epoch.
     pub taken_at_unix_ns: u64,
-    /// Boot-time clock (CLOCK_BOOTTIME) when the collection started, ns: compare with
-    /// `Stat::start_time_ns` for elapsed times.
+    /// The kernel's boot-time clock (CLOCK_BOOTTIME of the initial time namespace, whatever
+    /// the reader's) when the collection started, ns: compare with `Stat::start_time_ns` for
+    /// elapsed times.
     pub taken_at_boottime_ns: u64,
-    /// System boot time, seconds since the Unix epoch (`btime` of /proc/stat).
+    /// System boot time, seconds since the Unix epoch (`btime` of /proc/stat, of the kernel's
+    /// boot clock: a reader in a time namespace has its offset taken off), so that it plus a
+    /// start time is the moment a task started.
     pub boot_time_unix_s: u64,
     /// The backend that produced it ([`Backend::Bpf`] or [`Backend::Procfs`]).
     pub backend: Backend,

@@ -1,8 +1,9 @@
 //! One task (a thread or a whole process) and its attribute groups.
 //!
-//! Times are nanoseconds; start times are nanoseconds since boot on the boot-time clock
-//! (the kernel's `start_boottime`). The procfs collector derives them from clock ticks, so they
-//! are multiples of `1e9 / CLK_TCK` there.
+//! Times are nanoseconds; start times are nanoseconds since boot on the kernel's boot-time
+//! clock (its `start_boottime`), the same for a reader in a time namespace, whose /proc shows
+//! them moved by its offset (`tasksnap_collect::clock` takes it off). Identities cut them to
+//! whole clock ticks (`1e9 / CLK_TCK`), as /proc gives them.
 
 use serde::{Deserialize, Serialize};
 

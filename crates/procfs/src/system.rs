@@ -400,6 +400,23 @@ pub fn parse_uptime(text: &[u8]) -> Option<f64> {
         .ok()
 }
 
+/// The boot-time clock's offset of a time namespace, ns, from `/proc/PID/timens_offsets`
+/// (Linux 5.6: `<clock> <seconds> <nanoseconds>` per line, the clock named `boottime` since
+/// 5.7, its id `7` before), added by the kernel to everything it shows that namespace of that
+/// clock; `None` when the text has no such line or a field is not a number.
+pub fn parse_boottime_offset_ns(text: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(text).ok()?;
+    text.lines().find_map(|line| {
+        let mut f = line.split_whitespace();
+        if !matches!(f.next()?, "boottime" | "7") {
+            return None;
+        }
+        let secs: i64 = f.next()?.parse().ok()?;
+        let nanos: i64 = f.next()?.parse().ok()?;
+        secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+    })
+}
+
 /// The width of `kernel.pid_max` (`/proc/sys/kernel/pid_max`) as printed: procps sizes pid
 /// columns with it (`procps_pid_length()`). `None` when the file is empty.
 pub fn parse_pid_max_width(text: &[u8]) -> Option<usize> {
@@ -412,14 +429,15 @@ pub fn parse_sysctl(text: &[u8]) -> String {
     String::from_utf8_lossy(text).trim().to_string()
 }
 
-/// A one-line identity sysctl (`kernel/hostname`, `kernel/random/boot_id`) as the bytes
-/// the kernel holds: the first line without its newline, cut to `max_bytes`; `None` when
-/// empty. The kernel prints the host name as it was set (`sethostname(2)` takes any bytes but
-/// NUL), so nothing is trimmed or decoded.
+/// An identity sysctl (`kernel/hostname`, `kernel/random/boot_id`) as the bytes the kernel
+/// holds: the text without the one newline the kernel appends (`proc_dostring()` prints the
+/// string, then `\n`), cut to `max_bytes`; `None` when empty. The kernel prints the host name
+/// as it was set (`sethostname(2)` takes any bytes; the file ends at a NUL), so a newline
+/// inside it, or a last one of its own, is part of it: nothing else is trimmed or decoded.
 pub fn parse_identity_line(text: &[u8], max_bytes: usize) -> Option<Vec<u8>> {
-    let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = &line[..line.len().min(max_bytes)];
-    (!line.is_empty()).then(|| line.to_vec())
+    let value = text.strip_suffix(b"\n").unwrap_or(text);
+    let value = &value[..value.len().min(max_bytes)];
+    (!value.is_empty()).then(|| value.to_vec())
 }
 
 /// Whether a boolean sysctl (`kernel.task_delayacct`...) reads exactly `1` (trimmed).
@@ -508,6 +526,24 @@ pub fn parse_tty_drivers(text: &[u8]) -> Vec<TtyDriver> {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn boottime_offsets_read_as_the_kernel_prints_them() {
+        use super::parse_boottime_offset_ns as p;
+        // Linux 6.18, `unshare --time --boottime 864000 --monotonic 432000`.
+        let t = b"monotonic      432000         0\nboottime       864000         0\n";
+        assert_eq!(p(t), Some(864_000_000_000_000));
+        assert_eq!(
+            p(b"monotonic 0 0\nboottime -600 500\n"),
+            Some(-599_999_999_500)
+        );
+        // Linux 5.6 names clocks by id (CLOCK_BOOTTIME is 7).
+        assert_eq!(p(b"1 5 0\n7 12 3\n"), Some(12_000_000_003));
+        assert_eq!(p(b"monotonic 1 0\n"), None);
+        assert_eq!(p(b"boottime x 0\n"), None);
+        assert_eq!(p(b"boottime 9223372036854775807 0\n"), None);
+        assert_eq!(p(b"\xff"), None);
+    }
+
+    #[test]
     fn identity_lines_are_bytes_cut_to_their_bound() {
         use super::parse_identity_line as p;
         assert_eq!(p(b"build-07\n", 64), Some(b"build-07".to_vec()));
@@ -515,7 +551,13 @@ mod tests {
             p(b"0f2c5a1e-2d0e-4c4e-9a53-6f1b0c7c2a11\n", 64),
             Some(b"0f2c5a1e-2d0e-4c4e-9a53-6f1b0c7c2a11".to_vec())
         );
-        assert_eq!(p(b"a b\xff/..\nsecond\n", 64), Some(b"a b\xff/..".to_vec()));
+        assert_eq!(p(b"a b\xff/..\n", 64), Some(b"a b\xff/..".to_vec()));
+        // A newline is a byte of a host name like any other (issue 42): only the kernel's
+        // own last one goes, so a name ending in one keeps it.
+        assert_eq!(p(b"a\nb\n", 64), Some(b"a\nb".to_vec()));
+        assert_eq!(p(b"a\n\n", 64), Some(b"a\n".to_vec()));
+        assert_eq!(p(b"\n\n", 64), Some(b"\n".to_vec()));
+        assert_eq!(p(b"no newline", 64), Some(b"no newline".to_vec()));
         assert_eq!(p(&[b'x'; 100], 64), Some(vec![b'x'; 64]));
         assert_eq!(p(b"\n", 64), None);
         assert_eq!(p(b"", 64), None);

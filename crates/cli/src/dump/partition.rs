@@ -5,15 +5,20 @@
 //!
 //! - A reading's rows all go to one partition: its host name (the recording's identity) and
 //!   the UTC date of its time, the date the `time` column shows.
-//! - The host name is hostile (`sethostname(2)` takes any bytes but NUL; a stored one is any
-//!   bytes): its text (invalid UTF-8 replaced, as the `host` column shows it) has every
-//!   ASCII byte but `A-Z a-z 0-9 - _ .` percent-encoded as `%XX` (controls, space, `/`, `=`,
-//!   `%`, NUL...), as Hive escapes partition values and DuckDB decodes them, so no name can
-//!   hold a `/`, make `..`, carry a NUL or an `=`, or leave DIR; other characters stay as
-//!   they are, so the longest host name (64 bytes, each at most 3 bytes written) makes a
-//!   name of at most 197 bytes, under `NAME_MAX`. A recording that did not keep a host
-//!   name goes to Hive's null partition, `host=__HIVE_DEFAULT_PARTITION__` (read back as NULL); a host named so has
-//!   its first `_` encoded, and is read back as its name.
+//! - The host name is hostile (`sethostname(2)` takes any bytes; a stored one is any bytes)
+//!   and each distinct one is a directory of its own. Its label text (`tasksnap_export::label`:
+//!   lossless, UTF-8, each byte that is not UTF-8 written `\xHH`, as serve's labels show names)
+//!   has every byte but `A-Z a-z 0-9 - _ .` percent-encoded as `%XX` (controls, newline,
+//!   space, `/`, `=`, `%`, `\`, NUL, every byte of a non-ASCII character), as Hive escapes
+//!   partition values and DuckDB decodes them. So no name can hold a `/`, make `..`, carry a
+//!   NUL or an `=`, or leave DIR; and what DuckDB decodes is valid UTF-8, which it requires
+//!   (a raw byte that is not UTF-8 percent-encoded, `%FF`, makes it refuse the whole
+//!   directory: "decoded value is invalid UTF8", DuckDB 1.x). A name whose encoding would pass
+//!   `NAME_MAX` (only one with some 40 bytes that are not UTF-8: each is written as six) is
+//!   written `~x` and the hex of its bytes instead (at most 135 bytes); a raw `~` is never
+//!   part of the other form, so the two never meet. A recording that did not keep a host
+//!   name goes to Hive's null partition, `host=__HIVE_DEFAULT_PARTITION__` (read back as
+//!   NULL); a host named so has its first `_` encoded, and is read back as its name.
 //! - Files are made through tasksnap-safefile: DIR is created if missing and opened once,
 //!   refused unless it is the caller's and nobody else may write it (as a store is: a dump
 //!   holds every user's command lines), and never the recording being read; each partition
@@ -51,24 +56,33 @@ const DIR_MODE: u32 = 0o700;
 /// The most `part-N` names tried in one partition directory.
 const MAX_PARTS: u32 = 100_000;
 
-/// `host=<value>`: the host name's text percent-encoded (see the module header).
+/// The longest file name the kernel takes (`NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// `host=<value>`: the host name's label text percent-encoded, or its bytes in hex when that
+/// is too long (see the module header).
 pub fn host_dir(hostname: Option<&[u8]>) -> String {
     let Some(name) = hostname else {
         return format!("host={NULL_PARTITION}");
     };
     let name = &name[..name.len().min(tasksnap_model::HOSTNAME_MAX_BYTES)];
-    let text = String::from_utf8_lossy(name);
+    let text = tasksnap_export::label::value(name);
     let mut out = String::with_capacity(5 + text.len() * 3);
     out.push_str("host=");
     // A host named like the null partition is not null: its first `_` is encoded.
     let sentinel = text == NULL_PARTITION;
-    for (i, c) in text.chars().enumerate() {
-        let plain = !c.is_ascii() || c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        let plain = b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
         if plain && !(sentinel && i == 0) {
-            out.push(c);
+            out.push(char::from(b));
         } else {
-            out.push_str(&format!("%{:02X}", u32::from(c)));
+            out.push_str(&format!("%{b:02X}"));
         }
+    }
+    if out.len() > NAME_MAX {
+        out.truncate(5);
+        out.push_str("~x");
+        crate::dump::table::hex_into(&mut out, name);
     }
     out
 }
@@ -253,8 +267,19 @@ mod tests {
         assert_eq!(host_dir(Some(b"../../etc")), "host=..%2F..%2Fetc");
         assert_eq!(host_dir(Some(b"a=b\0c")), "host=a%3Db%00c");
         assert_eq!(host_dir(Some(b"%2F")), "host=%252F");
-        assert_eq!(host_dir(Some(b"x\xffy")), "host=x\u{fffd}y");
-        assert_eq!(host_dir(Some("é".as_bytes())), "host=é");
+        // Bytes, not text: names differing in bytes that are not UTF-8 stay apart, and
+        // DuckDB decodes each to valid UTF-8 (the label text).
+        assert_eq!(host_dir(Some(b"x\xffy")), "host=x%5Cxffy");
+        assert_eq!(host_dir(Some(b"x\xfey")), "host=x%5Cxfey");
+        // A name that reads as the escape of another is escaped itself.
+        assert_eq!(host_dir(Some(b"x\\xffy")), "host=x%5C%5Cxffy");
+        assert_eq!(host_dir(Some("é".as_bytes())), "host=%C3%A9");
+        assert_eq!(host_dir(Some(b"a\nb\n")), "host=a%0Ab%0A");
+        // Too long encoded: the bytes in hex.
+        assert_eq!(
+            host_dir(Some(&[0xff; 64])),
+            format!("host=~x{}", "ff".repeat(64))
+        );
         assert_eq!(host_dir(Some(b"a b\x7f")), "host=a%20b%7F");
         assert_eq!(
             host_dir(Some(NULL_PARTITION.as_bytes())),
@@ -275,9 +300,31 @@ mod tests {
             assert!(d.starts_with("host="), "{d}");
             assert!(!d.contains('/') && !d.contains('\0'), "{d}");
             assert_eq!(d.matches('=').count(), 1, "{d}");
-            // The longest host name (64 bytes, each replaced by U+FFFD) fits NAME_MAX.
+            // The longest host name fits NAME_MAX, whatever its bytes.
             assert!(d.len() <= 255, "{}", d.len());
         }
+    }
+
+    #[test]
+    fn distinct_host_names_are_distinct_directories() {
+        let mut names: Vec<Vec<u8>> = vec![b"~x78".to_vec(), b"x".to_vec(), b"\\xff".to_vec()];
+        for a in [
+            0u8, b'\n', b'\\', b'%', b'~', b'x', b'f', 0x7f, 0xc3, 0xa9, 0xfe, 0xff,
+        ] {
+            for b in [b'x', b'\\', 0xa9, 0xff] {
+                names.push(vec![a, b]);
+                names.push(vec![a; 50]);
+            }
+        }
+        names.push(vec![0xff; 45]);
+        names.push(vec![0xff; 46]);
+        names.sort();
+        names.dedup();
+        let mut dirs: Vec<String> = names.iter().map(|n| host_dir(Some(n))).collect();
+        assert!(dirs.iter().all(|d| d.len() <= NAME_MAX && !d.contains('/')));
+        dirs.sort();
+        dirs.dedup();
+        assert_eq!(dirs.len(), names.len());
     }
 
     #[test]

@@ -774,6 +774,12 @@ pub fn hex_into(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// A moment, ns since the epoch, as a time column's value; null past what a timestamp holds
+/// (year 2262: only a damaged or hostile recording has one), never a made-up moment there.
+fn unix_time(ns: u128) -> Value {
+    i64::try_from(ns).map_or(Value::Null, Value::Time)
+}
+
 /// The `_bytes` sibling's value: the bytes when they are not valid UTF-8, else null.
 fn exact(bytes: &[u8]) -> Value {
     match std::str::from_utf8(bytes) {
@@ -981,7 +987,7 @@ fn task_value(
             .and_then(|t| m.value(t))
             .and_then(|v| v.as_bytes().map(exact))
             .unwrap_or(Value::Null),
-        Field::Time => Value::Time(i64::try_from(snap.taken_at_unix_ns).unwrap_or(i64::MAX)),
+        Field::Time => unix_time(snap.taken_at_unix_ns.into()),
         Field::Pid => match (task, row) {
             (Some(t), _) => Value::Int(t.id.tgid.into()),
             (None, Some(r)) => Value::Int(r.pid.into()),
@@ -1031,11 +1037,9 @@ fn task_value(
             .and_then(|v| v.as_u64())
             .map_or(Value::Null, secs),
         Field::StartTime => match task {
-            Some(t) if snap.boot_time_unix_s > 0 => {
-                let ns = u128::from(snap.boot_time_unix_s) * 1_000_000_000
-                    + u128::from(t.id.start_time_ns);
-                Value::Time(i64::try_from(ns).unwrap_or(i64::MAX))
-            }
+            Some(t) if snap.boot_time_unix_s > 0 => unix_time(
+                u128::from(snap.boot_time_unix_s) * 1_000_000_000 + u128::from(t.id.start_time_ns),
+            ),
             _ => Value::Null,
         },
         Field::Cgroup => task
@@ -1158,9 +1162,9 @@ fn exit_value(f: Field, snap: &Snapshot, e: &Exit, t: &Task, names: &mut Names) 
         | Field::StartTime => true,
         Field::ExitTime => {
             return if snap.boot_time_unix_s > 0 {
-                let ns =
-                    u128::from(snap.boot_time_unix_s) * 1_000_000_000 + u128::from(e.exit_time_ns);
-                Value::Time(i64::try_from(ns).unwrap_or(i64::MAX))
+                unix_time(
+                    u128::from(snap.boot_time_unix_s) * 1_000_000_000 + u128::from(e.exit_time_ns),
+                )
             } else {
                 Value::Null
             };
@@ -1190,7 +1194,7 @@ fn exit_value(f: Field, snap: &Snapshot, e: &Exit, t: &Task, names: &mut Names) 
 fn system_value(f: Field, r: &Reading) -> Value {
     let s = &r.system;
     match f {
-        Field::Time => Value::Time(i64::try_from(r.snapshot.taken_at_unix_ns).unwrap_or(i64::MAX)),
+        Field::Time => unix_time(r.snapshot.taken_at_unix_ns.into()),
         Field::CpuTicks(i) => s.cpu.map_or(Value::Null, |c| {
             int([
                 c.user, c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal,

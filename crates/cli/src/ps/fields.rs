@@ -35,6 +35,9 @@ pub struct Env {
     pub now_s: i64,
     /// Uptime in clock ticks when the snapshot was taken.
     pub uptime_ticks: u64,
+    /// Whether the uptime was read (/proc/uptime, or a recording's clock): a /proc mounted
+    /// `subset=pid` has none, and then procps's UTILIZATION is 0 ([`utilization_value`]).
+    pub uptime_read: bool,
     /// Text rules.
     pub locale: Locale,
     /// `-f`: comm columns show the whole command line.
@@ -284,8 +287,15 @@ fn utilization(t: &Task, children: bool, env: &Env) -> Cell {
     plain(format!("{cu:.3}"))
 }
 
-/// procps's UTILIZATION (or UTILIZATION_C with `children`), uncapped: what it sorts by.
+/// procps's UTILIZATION (or UTILIZATION_C with `children`), uncapped: what it sorts by. 0
+/// when the uptime could not be read: procps 4.0.2 then never sets its `boot_tics`
+/// (library/pids.c: `procps_uptime()` fails before it stores the uptime, and the value
+/// multiplied is an uninitialised local), and prints 0.000 (measured under a `subset=pid`
+/// /proc; the tick count since start it divides by comes out huge).
 pub fn utilization_value(t: &Task, children: bool, env: &Env) -> f64 {
+    if !env.uptime_read {
+        return 0.0;
+    }
     let mut used = env.own_cpu_ticks(t);
     if children {
         used += env.children_cpu_ticks(t);
@@ -1213,6 +1223,7 @@ mod tests {
             boot_time_s: 0,
             now_s: 0,
             uptime_ticks: 100_000,
+            uptime_read: true,
             locale: Locale { utf8: false },
             unix_f_option: false,
             bsd_c_option: false,
@@ -1335,6 +1346,7 @@ mod tests {
         });
         let e = Env {
             uptime_ticks: 3_000_000_000,
+            uptime_read: true,
             ..env(true)
         };
         assert_eq!(show(Field::Cuu, &long, &e), "0.559");

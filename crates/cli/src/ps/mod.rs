@@ -287,6 +287,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     // machine formats, which have no line, always get all of them.
     let wide_signals = s.output != Output::Text
         || layout::wide_signals(&cols, layout::active_cols(&cols, s.screen_cols));
+    let live_uptime = (!replayed).then(|| uptime_ticks(&host, hertz)).flatten();
     let env = fields::Env {
         hertz,
         page_size: units.page_size_bytes,
@@ -299,8 +300,9 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         uptime_ticks: match replayed {
             // procps's boot_tics at the sample: its boot-clock time in ticks.
             true => boottime_ns / (1_000_000_000 / hertz),
-            false => uptime_ticks(&host, hertz).unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
+            false => live_uptime.unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
         },
+        uptime_read: replayed || live_uptime.is_some(),
         locale: loc,
         unix_f_option: s.unix_f,
         bsd_c_option: s.bsd_c,

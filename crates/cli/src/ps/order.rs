@@ -375,6 +375,7 @@ mod tests {
             boot_time_s: 0,
             now_s: 0,
             uptime_ticks: 10_000_000,
+            uptime_read: true,
             locale: super::super::text::Locale { utf8: false },
             unix_f_option: false,
             bsd_c_option: false,

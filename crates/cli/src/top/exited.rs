@@ -31,7 +31,7 @@ pub struct Exited {
 /// The live exit source and when it was last drained.
 pub struct Source {
     exits: Exits,
-    /// CLOCK_BOOTTIME of the last drain (or of the load), ns.
+    /// The kernel's boot clock at the last drain (or the load), ns.
     drained_at_ns: u64,
 }
 

@@ -72,9 +72,10 @@ pub fn own_cpu_ns() -> u64 {
     ns(ru.ru_utime) + ns(ru.ru_stime)
 }
 
-/// CLOCK_BOOTTIME now, ns: the clock snapshots are stamped with.
+/// The kernel's boot clock now, ns: the clock snapshots are stamped with (the caller's
+/// time namespace's offset taken off: `tasksnap_collect::clock`).
 pub fn boottime_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME)
+    tasksnap_collect::BootClock::caller().now_ns()
 }
 
 #[cfg(test)]

@@ -255,7 +255,7 @@ impl BpfCollector {
     /// A walk that writes only the processes that ran since the last pass.
     fn changed_only(&mut self, query: &Query, bits: u32) -> Result<Changes, WalkError> {
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
-        let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let taken_at_boottime_ns = self.procfs.units().boot.now_ns();
         let (Some(walker), Some(arena), Some(delta)) =
             (&self.progs.walker, &self.out.arena, &mut self.live.delta)
         else {
@@ -278,7 +278,10 @@ impl BpfCollector {
             start_time_ns: start / tick_ns * tick_ns,
         };
         let mut gone = Vec::new();
+        // The tids this walk wrote: rows of this call, whatever the roll finds after it.
+        let mut written: Vec<u32> = Vec::with_capacity(records.len());
         for r in &records {
+            written.push(r.hdr.tid);
             let now = (r.hdr.tgid, r.hdr.start_boottime_ns);
             if let Some(was) = delta.known.insert(r.hdr.tid, now) {
                 if was != now {
@@ -319,8 +322,15 @@ impl BpfCollector {
             };
             let mut tids = arena::roll_tids(arena, out);
             tids.sort_unstable();
+            written.sort_unstable();
+            // A task this walk wrote and that exited before the roll is a row of this call
+            // (alive when walked, as a task that exits during a walk is): it stays known, and
+            // the next call's count finds it gone. Said gone now, beside its row, a caller
+            // applying the call would keep the row, never to be taken back before the next
+            // whole pass (a child read right after its fork kept its parent's name; issue 42).
             delta.known.retain(|&tid, &mut was| {
-                let live = tids.binary_search(&tid).is_ok();
+                let live =
+                    tids.binary_search(&tid).is_ok() || written.binary_search(&tid).is_ok();
                 if !live {
                     gone.push(id(tid, was));
                 }

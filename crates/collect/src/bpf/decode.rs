@@ -1135,6 +1135,7 @@ mod tests {
         let units = Units {
             clk_tck: 100,
             page_size: 4096,
+            boot: crate::BootClock::with_offset(0),
         };
         let groups = Groups {
             base: true,
@@ -1209,6 +1210,7 @@ mod tests {
         let units = Units {
             clk_tck: 100,
             page_size: 4096,
+            boot: crate::BootClock::with_offset(0),
         };
         let make = |signals| {
             let groups = Groups {

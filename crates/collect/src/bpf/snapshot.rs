@@ -314,7 +314,7 @@ impl BpfCollector {
 
     pub(super) fn snapshot_impl(&mut self, query: &Query) -> Result<Snapshot, Error> {
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
-        let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let taken_at_boottime_ns = self.procfs.units().boot.now_ns();
         let mut groups = query.groups;
         if matches!(
             query.selector,

@@ -199,12 +199,15 @@ fn strip(e: &Error, prefix: &str) -> String {
 /// by tgid, tid), started no later than the exit's derived start and at most a second
 /// before it (a pid reused since started after the exit, so it never matches).
 pub fn adopt_live_identities(exits: &mut [tasksnap_model::Exit], tasks: &[tasksnap_model::Task]) {
-    adopt_identities(exits, |tgid| {
-        tasks
-            .binary_search_by_key(&(tgid, tgid), |t| (t.id.tgid, t.id.tid))
-            .ok()
-            .map(|i| tasks[i].id)
-    });
+    adopt_identities(exits, |tgid| leader_of(tasks, tgid));
+}
+
+/// The identity of the group leader of process `tgid` among `tasks` (sorted by tgid, tid).
+pub fn leader_of(tasks: &[tasksnap_model::Task], tgid: i32) -> Option<tasksnap_model::TaskId> {
+    tasks
+        .binary_search_by_key(&(tgid, tgid), |t| (t.id.tgid, t.id.tid))
+        .ok()
+        .map(|i| tasks[i].id)
 }
 
 /// [`adopt_live_identities`] for a caller that keeps its processes otherwise: `leader_of`

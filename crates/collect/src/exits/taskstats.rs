@@ -710,7 +710,7 @@ fn monotonic_ns() -> u64 {
 }
 
 fn boottime_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME)
+    crate::BootClock::caller().now_ns()
 }
 
 #[cfg(test)]

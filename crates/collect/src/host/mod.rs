@@ -109,9 +109,7 @@ impl Host {
         let units = Units {
             clock_ticks_per_s: clock_ticks_per_s(),
             page_size_bytes: opts.page_size_bytes.unwrap_or_else(page_size_bytes),
-            boot_time_unix_s: system::read_proc_stat(&opts.proc_root)
-                .and_then(|s| tasksnap_procfs::parse::parse_btime(&s).ok())
-                .unwrap_or(0),
+            boot_time_unix_s: system::boot_time_unix_s(&opts.proc_root).unwrap_or(0),
         };
         Host {
             opts,

@@ -198,8 +198,8 @@ pub struct Units {
     pub clock_ticks_per_s: u64,
     /// The page size, bytes (what /proc's page counts count).
     pub page_size_bytes: u64,
-    /// When the machine booted, seconds since the epoch (`btime` of /proc/stat; 0 when
-    /// unreadable).
+    /// When the machine booted, seconds since the epoch (`btime` of /proc/stat, on the
+    /// kernel's boot clock: [`crate::clock`]; 0 when unreadable).
     pub boot_time_unix_s: u64,
 }
 
@@ -209,6 +209,7 @@ impl Units {
         ProcfsUnits {
             clk_tck: self.clock_ticks_per_s,
             page_size: self.page_size_bytes,
+            boot: crate::BootClock::caller(),
         }
     }
 }

@@ -315,11 +315,16 @@ impl Live {
     }
 }
 
-/// The snapshot a refresh hands over.
-pub fn snapshot(tasks: Vec<Task>, stats: SnapshotStats, boot_time_unix_s: u64) -> Snapshot {
+/// The snapshot a refresh hands over (stamped on the kernel's boot clock, `boot`).
+pub fn snapshot(
+    tasks: Vec<Task>,
+    stats: SnapshotStats,
+    boot_time_unix_s: u64,
+    boot: crate::BootClock,
+) -> Snapshot {
     Snapshot {
         taken_at_unix_ns: crate::sys::clock_ns(libc::CLOCK_REALTIME),
-        taken_at_boottime_ns: crate::sys::clock_ns(libc::CLOCK_BOOTTIME),
+        taken_at_boottime_ns: boot.now_ns(),
         boot_time_unix_s,
         backend: tasksnap_model::Backend::Procfs,
         tasks,

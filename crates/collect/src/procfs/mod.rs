@@ -80,6 +80,7 @@ impl ProcfsCollector {
             units: Units {
                 clk_tck: crate::host::clock_ticks_per_s(),
                 page_size: crate::host::page_size_bytes(),
+                boot: crate::BootClock::caller(),
             },
             workers,
             cmdline_deadline: Duration::from_millis(20),
@@ -258,11 +259,12 @@ impl ProcfsCollector {
     }
 
     /// [`ProcfsCollector::boot_time`], or `Err` when the tree's `stat` could not be opened
-    /// for want of descriptors or memory: a snapshot's start times would all be wrong.
+    /// for want of descriptors or memory: a snapshot's start times would all be wrong. On
+    /// the kernel's boot clock ([`crate::clock`]), as the start times are.
     pub fn try_boot_time(&self) -> Result<u64, Error> {
         let path = self.root.join("stat");
         match crate::sys::read_small_file(&path) {
-            Ok(b) => Ok(parse::parse_btime(&b).unwrap_or(0)),
+            Ok(b) => Ok(parse::parse_btime(&b).map_or(0, |s| self.units.boot.from_proc_btime_s(s))),
             Err(e) if sys::is_exhaustion(&e) => Err(Error::exhausted(
                 format!("cannot read {}", path.display()),
                 e,
@@ -347,7 +349,7 @@ impl ProcfsCollector {
         tasks.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
         self.live = Some(live);
         Ok(Changes {
-            snapshot: live::snapshot(tasks, stats, self.try_boot_time()?),
+            snapshot: live::snapshot(tasks, stats, self.try_boot_time()?, self.units.boot),
             full,
             gone,
         })
@@ -404,7 +406,7 @@ impl Collector for ProcfsCollector {
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
         self.last = Some(query.groups);
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
-        let taken_at_boottime_ns = sys::clock_ns(libc::CLOCK_BOOTTIME);
+        let taken_at_boottime_ns = self.units.boot.now_ns();
         let mut groups: Groups = query.groups;
         let filter = match query.selector {
             Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_) => {

@@ -20,11 +20,22 @@ pub struct Units {
     pub clk_tck: u64,
     /// Page size in bytes.
     pub page_size: u64,
+    /// The caller's boot clock: start times /proc shows in it become the kernel's.
+    pub boot: crate::BootClock,
 }
 
 impl Units {
+    fn tick_ns(&self) -> u64 {
+        1_000_000_000 / self.clk_tck.max(1)
+    }
+
     fn ticks_to_ns(&self, ticks: u64) -> u64 {
-        ticks.saturating_mul(1_000_000_000 / self.clk_tck.max(1))
+        ticks.saturating_mul(self.tick_ns())
+    }
+
+    /// A `starttime` as /proc shows it, on the kernel's boot clock, ns.
+    pub fn start_ns(&self, ticks: u64) -> u64 {
+        self.boot.from_proc_ticks(ticks, self.tick_ns())
     }
 }
 
@@ -327,7 +338,7 @@ impl TaskReader {
             }
         }
         if let Some(line) = &st {
-            task.id.start_time_ns = self.units.ticks_to_ns(line.start_ticks);
+            task.id.start_time_ns = self.units.start_ns(line.start_ticks);
             if g.base {
                 task.base = Some(Base {
                     state: parse::state_of(line),

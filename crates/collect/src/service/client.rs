@@ -243,10 +243,7 @@ impl ServiceCollector {
         match ask(&self.socket, query, since) {
             Ok(mut a) => {
                 a.snapshot.boot_time_unix_s = *self.boot_time_unix_s.get_or_insert_with(|| {
-                    crate::sys::read_small_file(&self.proc_root.join("stat"))
-                        .ok()
-                        .and_then(|b| tasksnap_procfs::parse::parse_btime(&b).ok())
-                        .unwrap_or(0)
+                    crate::machine::boot_time_unix_s(&self.proc_root).unwrap_or(0)
                 });
                 let total = started.elapsed();
                 let pass = Duration::from_nanos(a.pass_ns);

@@ -118,7 +118,7 @@ pub struct Request {
 pub struct Answer {
     /// Wall-clock time the pass started, ns since the Unix epoch.
     pub taken_at_unix_ns: u64,
-    /// CLOCK_BOOTTIME when the pass started, ns.
+    /// The kernel's boot clock when the pass started, ns ([`crate::clock`]).
     pub taken_at_boottime_ns: u64,
     /// Boot time, seconds since the Unix epoch.
     pub boot_time_unix_s: u64,

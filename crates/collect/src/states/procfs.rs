@@ -222,7 +222,7 @@ fn own_runtime_ns() -> Option<u64> {
 }
 
 fn boottime_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME)
+    crate::BootClock::caller().now_ns()
 }
 
 /// Lets this process keep a descriptor open per sampled thread: the soft limit of open files
@@ -586,7 +586,8 @@ impl StateSource for ProcfsSource {
                 id: TaskId {
                     tgid: t.tgid,
                     tid,
-                    start_time_ns: st.start_ticks.saturating_mul(self.tick_ns),
+                    start_time_ns: crate::BootClock::caller()
+                        .from_proc_ticks(st.start_ticks, self.tick_ns),
                 },
                 comm: st.comm.into(),
                 comm_bytes: st.comm_bytes.map(Arc::from),

@@ -508,8 +508,10 @@ impl BpfSource {
             let dir = self.opts.proc_root.join(n.to_string());
             let stat = std::fs::read(dir.join("stat")).ok()?;
             let st = crate::states::procfs::thread_stat(&stat)?;
-            // /proc shows the start time in clock ticks, rounded down (nsec_to_clock_t).
-            (st.start_ticks == start_ns / tick_ns).then_some(dir)
+            // /proc shows the start time in clock ticks, rounded down (nsec_to_clock_t), on
+            // the caller's boot clock (its time namespace's: crate::clock).
+            (st.start_ticks == crate::BootClock::caller().to_proc_ticks(start_ns, tick_ns))
+                .then_some(dir)
         })
     }
 
