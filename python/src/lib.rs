@@ -21,7 +21,7 @@ mod interrupt;
 mod states;
 mod system;
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -52,12 +52,19 @@ pub(crate) struct Types {
     tuple_alloc: Option<pyo3::ffi::allocfunc>,
 }
 
-static TYPES: OnceLock<Types> = OnceLock::new();
+/// The classes of the last [`setup`]: a reload of the Python module (`importlib.reload`)
+/// makes new classes and hands them over again, and its `except NoSuchProcess` catches only
+/// the new ones. Each set is leaked: a reference handed out before a reload may still be in
+/// use, and a module is reloaded a handful of times at most.
+static TYPES: AtomicPtr<Types> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The classes handed over by [`setup`]; an error when `_tasksnap` is used on its own.
 pub(crate) fn types() -> PyResult<&'static Types> {
-    TYPES
-        .get()
+    let p = TYPES.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer in TYPES comes from Box::into_raw in `setup` and is never
+    // freed, so it points to a live, initialised Types for the rest of the process; Types
+    // is only read through shared references.
+    unsafe { p.as_ref() }
         .ok_or_else(|| PyRuntimeError::new_err("tasksnap._tasksnap.setup() was not called"))
 }
 
@@ -193,8 +200,8 @@ fn setup(py: Python<'_>, classes: &Bound<'_, PyDict>) -> PyResult<()> {
             &t.pctxsw,
         ],
     )?;
-    // A second call (a reload of the Python module) keeps the first classes.
-    let _ = TYPES.set(t);
+    // A second call (a reload of the Python module) hands over the new classes.
+    TYPES.store(Box::into_raw(Box::new(t)), Ordering::Release);
     Ok(())
 }
 

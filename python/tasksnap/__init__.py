@@ -1274,10 +1274,36 @@ _PSUTIL_ELSEWHERE = frozenset(
 )
 
 
+_PSUTIL: Any = None
+
+
+def _psutil() -> Any:
+    """psutil itself, also where the caller's import is swapped (``sys.modules["psutil"]`` is
+    this module: ``import psutil`` would give tasksnap back). Then psutil is imported aside,
+    with its name free for the time of the import (its modules already loaded are used
+    again), and the swap is put back."""
+    global _PSUTIL
+    if _PSUTIL is not None:
+        return _PSUTIL
+    me = sys.modules[__name__]
+    if sys.modules.get("psutil") is not me:
+        import psutil
+
+        return psutil
+    import importlib
+
+    del sys.modules["psutil"]
+    try:
+        _PSUTIL = importlib.import_module("psutil")
+    finally:
+        sys.modules["psutil"] = me
+    return _PSUTIL
+
+
 def __getattr__(name: str) -> Any:
     if name in _PSUTIL_ELSEWHERE:
         try:
-            import psutil
+            psutil = _psutil()
         except ImportError:
             raise AttributeError(
                 f"tasksnap does not provide {name!r} (disks, network interfaces and sensors "
