@@ -42,6 +42,9 @@ pub(crate) struct Types {
     pub no_such_process: Py<PyAny>,
     pub zombie_process: Py<PyAny>,
     pub access_denied: Py<PyAny>,
+    /// `ReadTimeout`: a read given up at the library's deadline (an `AccessDenied` and a
+    /// `TimeoutError`).
+    pub read_timeout: Py<PyAny>,
     /// `tuple.__new__`: a named tuple made through it skips the class's Python `__new__`.
     pub tuple_new: Py<PyAny>,
     /// The named tuple classes' allocator (`tp_alloc`, CPython's `PyType_GenericAlloc`),
@@ -185,6 +188,7 @@ fn setup(py: Python<'_>, classes: &Bound<'_, PyDict>) -> PyResult<()> {
         no_such_process: get("NoSuchProcess")?,
         zombie_process: get("ZombieProcess")?,
         access_denied: get("AccessDenied")?,
+        read_timeout: get("ReadTimeout")?,
         tuple_new,
         tuple_alloc: None,
     };
@@ -231,6 +235,8 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host::last_report, m)?)?;
     m.add_function(wrap_pyfunction!(host::boot_time, m)?)?;
     m.add_function(wrap_pyfunction!(host::mem_total_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(host::env_proc_root, m)?)?;
+    m.add_function(wrap_pyfunction!(host::set_proc_root, m)?)?;
     for f in [
         wrap_pyfunction!(system::cpu_count, m)?,
         wrap_pyfunction!(system::cpu_times, m)?,
@@ -241,6 +247,7 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(system::getloadavg, m)?,
         wrap_pyfunction!(system::sysinfo_swap_bytes, m)?,
         wrap_pyfunction!(system::users, m)?,
+        wrap_pyfunction!(system::pids, m)?,
     ] {
         m.add_function(f)?;
     }
