@@ -863,40 +863,6 @@ fn pass_for<'py>(py: Python<'py>, attrs: &[String], backend: &str) -> PyResult<P
     Ok((attrs, snap, keys, backend))
 }
 
-/// `process_iter(attrs, ad_value)` in one pass: a list of `(pid, start_time_ns, info)`,
-/// sorted by pid, `info` holding `attrs` (an unreadable one: `ad_value`).
-#[pyfunction]
-#[pyo3(signature = (attrs, ad_value, backend="auto"))]
-pub(crate) fn processes<'py>(
-    py: Python<'py>,
-    attrs: Vec<String>,
-    ad_value: Bound<'py, PyAny>,
-    backend: &str,
-) -> PyResult<Bound<'py, PyList>> {
-    let (attrs, snap, keys, backend) = pass_for(py, &attrs, backend)?;
-    let mut ctx = Ctx::new(py, &snap, &attrs)?;
-    ctx.complete_names(py, &snap, &attrs, true)?;
-    ctx.load_threads(py, &attrs, backend, None)?;
-    let leaders: Vec<Task> = snap
-        .tasks
-        .into_iter()
-        .filter(|t| t.id.is_leader())
-        .collect();
-    ctx.read_per_task(&leaders, &attrs)?;
-    let out = PyList::empty(py);
-    for t in leaders.iter().filter(|t| !ctx.gone(t.id.tgid)) {
-        let info = PyDict::new(py);
-        for (a, k) in attrs.iter().zip(&keys) {
-            match ctx.value(py, *a, t)? {
-                Ok(v) => info.set_item(k, v)?,
-                Err(_) => info.set_item(k, &ad_value)?,
-            }
-        }
-        out.append((t.id.tgid, t.id.start_time_ns, info))?;
-    }
-    Ok(out)
-}
-
 /// Python's cyclic garbage collector paused while this lives (when it was running).
 ///
 /// `process_objects` makes about ten objects per process, most of them containers the

@@ -222,7 +222,6 @@ pub(crate) fn collect_error(e: tasksnap_collect::Error) -> PyErr {
 fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(setup, m)?)?;
     m.add_class::<arrow::Columns>()?;
-    m.add_function(wrap_pyfunction!(attrs::processes, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::process_objects, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::process, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::threads, m)?)?;

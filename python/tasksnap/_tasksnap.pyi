@@ -6,11 +6,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 def setup(classes: Dict[str, type]) -> None: ...
 def attr_names() -> List[Tuple[str, bool]]:
     """(name, has snapshot() columns) of every attribute a pass answers."""
-def processes(
-    attrs: Sequence[str], ad_value: Any, backend: str = "auto"
-) -> List[Tuple[int, int, Dict[str, Any]]]:
-    """(pid, start_time_ns, info) of every process, sorted by pid."""
-
 def process_objects(
     cls: type,
     attrs: Sequence[str],
