@@ -221,7 +221,7 @@ pub(crate) enum Missing {
     /// The process exited before this value was read (psutil: `NoSuchProcess`).
     Gone,
     /// The read waited on the process's mmap lock past the library's deadline (psutil would
-    /// wait as long as the lock is held): `TimeoutError` from a `Process` method,
+    /// wait as long as the lock is held): `ReadTimeout` from a `Process` method,
     /// `ad_value` in `process_iter`/`as_dict`.
     TimedOut,
 }

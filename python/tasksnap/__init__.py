@@ -6,7 +6,8 @@ Three ways in:
   ``Process(pid)`` with every method and attribute psutil has on Linux (getters, setters,
   signals, ``wait``), ``wait_procs``, ``Popen``, the host figures (``cpu_percent``,
   ``virtual_memory``...), the same named tuples, constants and exceptions
-  (``NoSuchProcess``, ``ZombieProcess``, ``AccessDenied``, ``TimeoutExpired``). Switching
+  (``NoSuchProcess``, ``ZombieProcess``, ``AccessDenied``, ``TimeoutExpired``; and
+  ``ReadTimeout``, an ``AccessDenied`` for a read given up where psutil would wait). Switching
   from psutil is a change of the import line (docs/python.md has the table of every
   name).
 * ``snapshot(attrs, threads=False)``: the same attributes as columns in one call (a
@@ -1033,6 +1034,10 @@ def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) ->
     (``_METHOD_ATTRS``: cwd, open files, maps, connections, ionice) are read per
     process as the iterator reaches it, as psutil does, and a process gone by then is
     skipped.
+
+    As psutil's, it asks each process's ``as_dict`` when that is not tasksnap's own (a
+    subclass's, or patched on the class), and the method of an attribute patched on the
+    class; otherwise no method is called.
     """
     cls = Process
     if attrs is None:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from unittest import mock
 
 import psutil
@@ -291,3 +292,40 @@ def test_every_public_name_is_in_all():
     assert public - modules - set(tasksnap.__all__) == set()
     assert set(tasksnap.__all__) >= {"AIX", "BSD", "FREEBSD", "MACOS", "NETBSD", "OPENBSD",
                                      "OSX", "SUNOS", "WINDOWS", "LINUX", "POSIX"}
+
+
+RENAMES_ITSELF = (
+    "import sys, time\n"
+    "sys.stdout.write('ready\\n'); sys.stdout.flush(); sys.stdin.readline()\n"
+    "open('/proc/self/comm', 'w').write('renamed')\n"
+    "sys.stdout.write('renamed\\n'); sys.stdout.flush(); time.sleep(600)\n"
+)
+
+
+def test_exception_names_the_process_as_its_object_knows_it():
+    """psutil's exceptions carry the name its object knows (its last ``name()``); tasksnap's
+    carried the name read when raising, so a process that renamed itself in between (a
+    kernel worker does as it takes other work: psutil's test_all caught it) raised with a
+    name the caller never saw."""
+    child = subprocess.Popen([sys.executable, "-c", RENAMES_ITSELF], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"ready\n"
+        ours, theirs = tasksnap.Process(child.pid), psutil.Process(child.pid)
+        known = ours.name()
+        assert theirs.name() == known != "renamed"
+        child.stdin.write(b"go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == b"renamed\n"
+        child.kill()
+        deadline = time.monotonic() + 10
+        while ours.status() != "zombie" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(tasksnap.ZombieProcess) as e:
+            ours.cmdline()
+        with pytest.raises(psutil.ZombieProcess) as e2:
+            theirs.cmdline()
+        assert e.value.name == e2.value.name == known
+    finally:
+        child.kill()
+        child.wait()
