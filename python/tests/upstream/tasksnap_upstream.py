@@ -168,14 +168,9 @@ def pytest_runtest_protocol(item, nextitem):
         return None
     from _pytest.runner import runtestprotocol
 
-    import multiprocessing
-
     say = item.config.pluginmanager.get_plugin("terminalreporter").write_line
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for attempt in range(1, RACE_TRIES + 1):
-        if attempt > 1:
-            # test_all's setUp sets the start method once per process.
-            multiprocessing.set_start_method(None, force=True)
         # Torn down as before the next test each time: a run again sets up what it needs.
         reports = runtestprotocol(item, nextitem=nextitem, log=False)
         if attempt == RACE_TRIES or not any(r.failed for r in reports):
