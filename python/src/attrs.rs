@@ -14,7 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyType};
 use pyo3::IntoPyObjectExt;
-use tasksnap_collect::process_files::FilesError;
+use tasksnap_collect::process_files::{FilesError, ProcessFiles};
 use tasksnap_model::{Backend, Groups, Query, Selector, Snapshot, Task, TaskState};
 
 use crate::host;
@@ -221,7 +221,7 @@ pub(crate) enum Missing {
     /// The process exited before this value was read (psutil: `NoSuchProcess`).
     Gone,
     /// The read waited on the process's mmap lock past the library's deadline (psutil would
-    /// wait as long as the lock is held): `TimeoutError` from a `Process` method,
+    /// wait as long as the lock is held): `ReadTimeout` from a `Process` method,
     /// `ad_value` in `process_iter`/`as_dict`.
     TimedOut,
 }
@@ -373,6 +373,9 @@ pub(crate) struct Ctx {
     statuses: Vec<Py<PyAny>>,
     /// Command lines read only to complete 15-byte names, by (tgid, tid).
     name_lines: HashMap<(i32, i32), Vec<u8>>,
+    /// The one process whose name was to be completed and which was gone by then: its
+    /// name is `NoSuchProcess`, as psutil's `name()` raises when its `cmdline()` does.
+    name_gone: Option<(i32, i32)>,
     /// Physical memory, bytes (`memory_percent`'s denominator, psutil's
     /// `virtual_memory().total`).
     mem_total_bytes: Option<u64>,
@@ -387,6 +390,11 @@ pub(crate) struct Ctx {
     per_task: HashMap<(i32, Attr), Result<PerTask, Missing>>,
     /// The caller is root ([`caller_is_root`]).
     root: bool,
+    /// A read of this call was given up at the library's deadline (the snapshot's count):
+    /// a live process's environment left unread was given up, not refused.
+    gave_up: bool,
+    /// The reader of process files, for `exe` and `terminal` (taken once per call).
+    files: std::sync::OnceLock<std::sync::Arc<ProcessFiles>>,
 }
 
 impl Ctx {
@@ -421,6 +429,8 @@ impl Ctx {
             proc_root: opts.proc_root,
             per_task: HashMap::new(),
             root: caller_is_root(),
+            gave_up: snap.stats.cmdline_timeouts > 0,
+            files: std::sync::OnceLock::new(),
             statuses: (0..128u8)
                 .map(|c| {
                     PyString::intern(py, status_name(TaskState::from_letter(c)))
@@ -429,7 +439,13 @@ impl Ctx {
                 })
                 .collect(),
             name_lines: HashMap::new(),
+            name_gone: None,
         })
+    }
+
+    /// The reader of process files of this call.
+    fn files(&self) -> &ProcessFiles {
+        self.files.get_or_init(crate::files::reader)
     }
 
     /// psutil's status string for `s`, one string object per letter and call.
@@ -484,6 +500,9 @@ impl Ctx {
                 }
             }
             Attr::Name => match base {
+                Some(_) if self.name_gone == Some((t.id.tgid, t.id.tid)) => {
+                    return Ok(Err(Missing::Gone))
+                }
                 Some(b) => {
                     let line = t.cmdline.as_deref().or_else(|| {
                         self.name_lines
@@ -577,7 +596,7 @@ impl Ctx {
                 // A zombie's link is gone (psutil: ZombieProcess); a kernel thread has
                 // none (psutil: "").
                 Some(l) if l.is_empty() && is_zombie(t) => return Ok(Err(Missing::Zombie)),
-                Some(l) => match crate::files::clean_exe(t.id.tgid, l) {
+                Some(l) => match self.files().clean_path(t.id.tgid, l) {
                     Ok(p) => os_str(py, &p)?,
                     Err(FilesError::TimedOut { .. }) => return Ok(Err(Missing::TimedOut)),
                     Err(FilesError::Gone { .. }) => return Ok(Err(Missing::Gone)),
@@ -591,11 +610,15 @@ impl Ctx {
                     None => return Ok(Err(missing)),
                 },
             },
-            // As root nothing is denied, and a kernel thread or zombie is left unread on
-            // purpose: a live process without its environment was given up on.
+            // A kernel thread or zombie is left unread on purpose. A live process's
+            // environment is unread when the kernel refused it (EACCES: another user's, or
+            // root's too when the ptrace check fails, e.g. a reader in a user namespace
+            // without CAP_SYS_PTRACE over the target's: cap_ptrace_access_check's EPERM,
+            // which mm_access turns into EACCES), or when the read was given up: the
+            // snapshot counts that (for one process, its own count).
             Attr::Environ
                 if t.environ.is_none()
-                    && self.root
+                    && self.gave_up
                     && !is_zombie(t)
                     && !t.base.as_ref().is_some_and(|b| b.kthread) =>
             {
@@ -637,7 +660,7 @@ impl Ctx {
             },
             // The tty number the pass read, mapped as psutil maps it (None: no terminal).
             Attr::Terminal => match base {
-                Some(b) => match crate::files::terminal_path(u64::from(b.tty_nr)) {
+                Some(b) => match self.files().terminal(u64::from(b.tty_nr)) {
                     Some(p) => os_str(py, &p)?,
                     None => py.None().into_bound(py),
                 },
@@ -789,10 +812,15 @@ impl Ctx {
             py.detach(|| host::fill(&ids, groups))
                 .map_err(crate::collect_error)?
         } else {
-            let q = Query::new(Selector::Pid(ids[0].0), groups);
-            py.detach(|| host::one(&q, false))
+            // The process's own (a thread id's too, as psutil's Process(tid) reads it).
+            let tasks = py
+                .detach(|| host::one_task(ids[0].0, groups, false))
                 .map_err(crate::collect_error)?
-                .tasks
+                .tasks;
+            if tasks.is_empty() {
+                self.name_gone = Some(ids[0]);
+            }
+            tasks
         };
         for t in filled {
             if let Some(c) = t.cmdline {
@@ -833,40 +861,6 @@ fn pass_for<'py>(py: Python<'py>, attrs: &[String], backend: &str) -> PyResult<P
         .map(|a| PyString::intern(py, a.name()))
         .collect();
     Ok((attrs, snap, keys, backend))
-}
-
-/// `process_iter(attrs, ad_value)` in one pass: a list of `(pid, start_time_ns, info)`,
-/// sorted by pid, `info` holding `attrs` (an unreadable one: `ad_value`).
-#[pyfunction]
-#[pyo3(signature = (attrs, ad_value, backend="auto"))]
-pub(crate) fn processes<'py>(
-    py: Python<'py>,
-    attrs: Vec<String>,
-    ad_value: Bound<'py, PyAny>,
-    backend: &str,
-) -> PyResult<Bound<'py, PyList>> {
-    let (attrs, snap, keys, backend) = pass_for(py, &attrs, backend)?;
-    let mut ctx = Ctx::new(py, &snap, &attrs)?;
-    ctx.complete_names(py, &snap, &attrs, true)?;
-    ctx.load_threads(py, &attrs, backend, None)?;
-    let leaders: Vec<Task> = snap
-        .tasks
-        .into_iter()
-        .filter(|t| t.id.is_leader())
-        .collect();
-    ctx.read_per_task(&leaders, &attrs)?;
-    let out = PyList::empty(py);
-    for t in leaders.iter().filter(|t| !ctx.gone(t.id.tgid)) {
-        let info = PyDict::new(py);
-        for (a, k) in attrs.iter().zip(&keys) {
-            match ctx.value(py, *a, t)? {
-                Ok(v) => info.set_item(k, v)?,
-                Err(_) => info.set_item(k, &ad_value)?,
-            }
-        }
-        out.append((t.id.tgid, t.id.start_time_ns, info))?;
-    }
-    Ok(out)
 }
 
 /// Python's cyclic garbage collector paused while this lives (when it was running).
@@ -1104,7 +1098,9 @@ fn no_such(
 }
 
 /// The one task of `pid` from a procfs query, checked against the start time the caller
-/// knows (a different one: the pid was reused).
+/// knows (a different one: the pid was reused). With `thread_ids`, a thread id that is not
+/// a process is read as psutil's `Process(tid)` reads it ([`host::one_task`]); without, it
+/// is no process (`pid_exists`).
 fn the_one(
     py: Python<'_>,
     pid: i32,
@@ -1112,6 +1108,7 @@ fn the_one(
     real_ids: bool,
     expect_start_ns: Option<u64>,
     name: Option<&Bound<'_, PyAny>>,
+    thread_ids: bool,
 ) -> PyResult<Snapshot> {
     // Base and stat always: the state (zombie rules) and the start time (identity).
     let groups = Groups {
@@ -1121,7 +1118,10 @@ fn the_one(
     };
     let q = Query::new(Selector::Pid(pid), groups);
     let snap = py
-        .detach(|| host::one(&q, real_ids))
+        .detach(|| match host::one(&q, real_ids) {
+            Ok(s) if s.tasks.is_empty() && thread_ids => host::one_task(pid, groups, real_ids),
+            other => other,
+        })
         .map_err(crate::collect_error)?;
     let Some(t) = snap.tasks.first() else {
         return Err(no_such(py, pid, name, None)?);
@@ -1142,8 +1142,12 @@ fn the_one(
 /// A `Process`'s attributes: `(start_time_ns, info)` for `pid`. An unreadable attribute is
 /// `ad_value` when `use_ad`, else raises `ZombieProcess` or `AccessDenied` as psutil does; a
 /// process gone (or a pid reused since `expect_start_ns`) raises `NoSuchProcess`.
+///
+/// `thread_ids`: a thread id that is not a process is read as the process psutil's
+/// `Process(tid)` is (/proc/TID); false for `pid_exists`, which says no to it, as psutil's.
 #[pyfunction]
-#[pyo3(signature = (pid, attrs, ad_value, use_ad, expect_start_ns=None, name=None))]
+#[pyo3(signature = (pid, attrs, ad_value, use_ad, expect_start_ns=None, name=None, thread_ids=true))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn process<'py>(
     py: Python<'py>,
     pid: i32,
@@ -1152,10 +1156,19 @@ pub(crate) fn process<'py>(
     use_ad: bool,
     expect_start_ns: Option<u64>,
     name: Option<Bound<'py, PyAny>>,
+    thread_ids: bool,
 ) -> PyResult<(u64, Bound<'py, PyDict>)> {
     let attrs = parse_attrs(&attrs)?;
     let (groups, real_ids) = groups_for(&attrs);
-    let snap = the_one(py, pid, groups, real_ids, expect_start_ns, name.as_ref())?;
+    let snap = the_one(
+        py,
+        pid,
+        groups,
+        real_ids,
+        expect_start_ns,
+        name.as_ref(),
+        thread_ids,
+    )?;
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(py, &snap, &attrs, false)?;
     ctx.load_threads(py, &attrs, Backend::Procfs, Some(pid))?;
@@ -1180,26 +1193,36 @@ pub(crate) fn process<'py>(
                         false,
                         Some(t.id.start_time_ns),
                         None,
+                        thread_ids,
                     )
                     .is_err();
-                // psutil's exceptions carry the name as psutil's name() gives it.
-                let comm = match &t.base {
-                    Some(b) => Some(os_str(py, &b.comm)?),
-                    None => None,
+                // psutil's exceptions carry the name its object knows (what its last name()
+                // gave: a kernel worker renames itself as it takes other work), else the
+                // name read now.
+                let comm = match (&name, &t.base) {
+                    (Some(n), _) if !n.is_none() => Some(n.clone()),
+                    (_, Some(b)) => Some(os_str(py, &b.comm)?),
+                    _ => None,
                 };
-                if why == Missing::TimedOut {
-                    return Err(pyo3::exceptions::PyTimeoutError::new_err(format!(
-                        "/proc/{pid}/{}: blocked on the process's memory map lock past the \
-                         deadline; given up",
-                        if a == &Attr::Environ {
-                            "environ"
-                        } else {
-                            "cmdline"
-                        }
-                    )));
-                }
                 let types = crate::types()?;
-                let e = if gone {
+                let e = if why == Missing::TimedOut {
+                    let msg = match a {
+                        Attr::Exe => format!(
+                            "/proc/{pid}/exe: blocked on the file system of the path it names \
+                             past the deadline; given up"
+                        ),
+                        a => format!(
+                            "/proc/{pid}/{}: blocked on the process's memory map lock past the \
+                             deadline; given up",
+                            if *a == Attr::Environ {
+                                "environ"
+                            } else {
+                                "cmdline"
+                            }
+                        ),
+                    };
+                    types.read_timeout.bind(py).call1((pid, comm, msg))?
+                } else if gone {
                     types.no_such_process.bind(py).call1((pid, comm))?
                 } else if why == Missing::Zombie {
                     let ppid = t.base.as_ref().map(|b| b.ppid);
@@ -1227,7 +1250,7 @@ pub(crate) fn threads<'py>(
         stat: true,
         ..Groups::default()
     };
-    the_one(py, pid, groups, false, expect_start_ns, name.as_ref())?;
+    the_one(py, pid, groups, false, expect_start_ns, name.as_ref(), true)?;
     let q = Query::new(Selector::ThreadsOf(pid), groups);
     let snap = py
         .detach(|| host::one(&q, false))
@@ -1274,6 +1297,7 @@ pub(crate) fn children<'py>(
         false,
         expect_start_ns,
         name.as_ref(),
+        true,
     )?;
     let groups = Groups {
         base: true,

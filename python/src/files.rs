@@ -8,21 +8,18 @@
 //! (its start time, as `attrs` does), then turns the library's typed errors into psutil's
 //! exceptions: `NoSuchProcess`, `ZombieProcess`, `AccessDenied`; a read given up on a
 //! blocked mmap lock, or a stat of a path the process names given up on a file system that
-//! does not answer, is a `TimeoutError` saying so.
+//! does not answer, is a `ReadTimeout` saying so (an `AccessDenied` and a `TimeoutError`).
 
-use std::sync::LazyLock;
-
-use pyo3::exceptions::{PyOSError, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use tasksnap_collect::process_files::{Endpoint, FilesError, Identity, ProcessFiles, SocketTable};
 use tasksnap_collect::Host;
 
 use crate::attrs::os_str;
-use crate::host;
+use crate::host::{self, PerRoot};
 
 /// The reader, on the roots the binding's hosts read.
-static FILES: LazyLock<ProcessFiles> =
-    LazyLock::new(|| Host::open(host::options()).process_files());
+static FILES: PerRoot<ProcessFiles> = PerRoot::new(|opts| Host::open(opts).process_files());
 
 /// psutil's exception for `e` on `pid`, named `name` (what the caller's `Process` holds).
 fn to_py(py: Python<'_>, pid: i32, name: Option<&Bound<'_, PyAny>>, e: FilesError) -> PyErr {
@@ -38,7 +35,9 @@ fn to_py(py: Python<'_>, pid: i32, name: Option<&Bound<'_, PyAny>>, e: FilesErro
             FilesError::Denied { .. } => {
                 PyErr::from_value(t.access_denied.bind(py).call1((pid, name))?)
             }
-            e @ FilesError::TimedOut { .. } => PyTimeoutError::new_err(e.to_string()),
+            e @ FilesError::TimedOut { .. } => {
+                PyErr::from_value(t.read_timeout.bind(py).call1((pid, name, e.to_string()))?)
+            }
             FilesError::Io { what, error } => match error.raw_os_error() {
                 Some(errno) => PyOSError::new_err((errno, format!("{what}: {error}"))),
                 None => PyOSError::new_err(format!("{what}: {error}")),
@@ -65,12 +64,13 @@ fn read<T: Send>(
     name: Option<&Bound<'_, PyAny>>,
     read: impl FnOnce(&ProcessFiles, &Identity) -> Result<T, FilesError> + Send,
 ) -> PyResult<T> {
+    let files = FILES.get();
     let r = py.detach(|| {
-        let id = FILES.identity(pid).map_err(Failed::Files)?;
+        let id = files.identity(pid).map_err(Failed::Files)?;
         if expect_start_ns.is_some_and(|want| host::start_ticks(want) != id.start_ticks) {
             return Err(Failed::Reused);
         }
-        read(&FILES, &id).map_err(Failed::Files)
+        read(&files, &id).map_err(Failed::Files)
     });
     r.map_err(|f| match f {
         Failed::Files(e) => to_py(py, pid, name, e),
@@ -263,7 +263,7 @@ pub(crate) fn net_connections<'py>(
 pub(crate) fn all_net_connections<'py>(py: Python<'py>, kind: &str) -> PyResult<Vec<Conn<'py>>> {
     let t = tables(kind)?;
     let list = py
-        .detach(|| FILES.all_connections(t))
+        .detach(|| FILES.get().all_connections(t))
         .map_err(|e| to_py(py, 0, None, e))?;
     conns(py, list, true)
 }
@@ -318,16 +318,10 @@ pub(crate) fn terminal<'py>(
     }
 }
 
-/// `pid`'s executable path as a pass read it, cleaned as psutil cleans it (for
-/// `process_iter`'s `exe`, `attrs.rs`).
-pub(crate) fn clean_exe(pid: i32, raw: &[u8]) -> Result<Vec<u8>, FilesError> {
-    FILES.clean_path(pid, raw)
-}
-
-/// The path bytes of the terminal whose device number is `tty_nr` (for `process_iter`'s
-/// `terminal`, `attrs.rs`), from the kept map.
-pub(crate) fn terminal_path(tty_nr: u64) -> Option<Vec<u8>> {
-    FILES.terminal(tty_nr)
+/// The reader on the tree read now: `attrs.rs` cleans a pass's `exe` paths with it
+/// (`ProcessFiles::clean_path`, as psutil cleans them) and maps its terminals (`terminal`).
+pub(crate) fn reader() -> std::sync::Arc<ProcessFiles> {
+    FILES.get()
 }
 
 /// The path of the terminal whose device number is `tty_nr` (a task's `stat` field, as a
@@ -335,7 +329,7 @@ pub(crate) fn terminal_path(tty_nr: u64) -> Option<Vec<u8>> {
 /// again, for `process_iter`.
 #[pyfunction]
 pub(crate) fn tty_path(py: Python<'_>, tty_nr: u64) -> PyResult<Option<Bound<'_, PyAny>>> {
-    match py.detach(|| FILES.terminal(tty_nr)) {
+    match py.detach(|| FILES.get().terminal(tty_nr)) {
         Some(p) => Ok(Some(os_str(py, &p)?)),
         None => Ok(None),
     }

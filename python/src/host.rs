@@ -2,7 +2,10 @@
 //!
 //! Everything goes through tasksnap-collect's [`Host`], on the tree
 //! [`HostOptions::from_env`] names (the machine's /proc, or a test's fake tree through
-//! `TASKSNAP_PROC_ROOT`). A whole-system pass goes through one cached host whose snapshots
+//! `TASKSNAP_PROC_ROOT`), or on the /proc root the caller assigned to `tasksnap.PROCFS_PATH`
+//! ([`set_proc_root`], psutil's way: only /proc moves, [`HostOptions::with_proc_root`]).
+//! What is kept open was opened on the options then in force, and is opened again when they
+//! change ([`PerRoot`]). A whole-system pass goes through one cached host whose snapshots
 //! are opened for the groups first asked (BPF as root on a host large enough, else procfs:
 //! the library's rule, with its reason), so only the programs those need are loaded; it
 //! answers later calls of other groups too, and is opened again only when they need a
@@ -20,7 +23,9 @@
 //! before it reads a byte of /proc, so the reading (and the reader threads it starts) runs
 //! without the power to load programs.
 
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -29,10 +34,81 @@ use tasksnap_collect::{Error, Host, HostOptions};
 use tasksnap_model::{Backend, Groups, PassReport, Query, Selector, Snapshot, Task};
 use tasksnap_procfs::users::Names;
 
+/// Where every host of this interpreter reads.
+static WHERE: LazyLock<RwLock<HostOptions>> =
+    LazyLock::new(|| RwLock::new(HostOptions::from_env()));
+
+/// How many times [`WHERE`] changed (raised under its write lock, after the change): what is
+/// kept open compares this, so that a call costs no copy of the options.
+static CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// The options in force.
+fn current() -> HostOptions {
+    WHERE.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The /proc root the environment names (`TASKSNAP_PROC_ROOT`, as the library took it), else
+/// /proc: where `tasksnap.PROCFS_PATH` starts.
+#[pyfunction]
+pub(crate) fn env_proc_root() -> PathBuf {
+    HostOptions::from_env().proc_root
+}
+
+/// Points every later read at the /proc tree at `root` (`tasksnap.PROCFS_PATH` assigned):
+/// the environment's options with only the /proc root moved, or the environment's own when
+/// `root` is its root. As psutil's, the caller's own choice: it is not checked as the
+/// environment variable is (whose tree a root process may have inherited from a user).
+#[pyfunction]
+pub(crate) fn set_proc_root(root: PathBuf) {
+    let env = HostOptions::from_env();
+    let opts = if root == env.proc_root {
+        env
+    } else {
+        env.with_proc_root(root)
+    };
+    let mut w = WHERE.write().unwrap_or_else(|e| e.into_inner());
+    if *w != opts {
+        *w = opts;
+        CHANGES.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// A value made from the options in force (a host, a reader of process files), made again
+/// when they have changed since.
+pub(crate) struct PerRoot<T> {
+    kept: Mutex<Option<(u64, Arc<T>)>>,
+    make: fn(HostOptions) -> T,
+}
+
+impl<T> PerRoot<T> {
+    /// Made by `make` when first asked for.
+    pub(crate) const fn new(make: fn(HostOptions) -> T) -> PerRoot<T> {
+        PerRoot {
+            kept: Mutex::new(None),
+            make,
+        }
+    }
+
+    /// The value for the options in force.
+    pub(crate) fn get(&self) -> Arc<T> {
+        let changes = CHANGES.load(Ordering::Acquire);
+        let mut k = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        match &*k {
+            Some((c, v)) if *c == changes => v.clone(),
+            _ => {
+                // Options at least as new as `changes`: a later change is seen next time.
+                let v = Arc::new((self.make)(current()));
+                *k = Some((changes, v.clone()));
+                v
+            }
+        }
+    }
+}
+
 /// What stays open between calls.
 struct Kept {
-    /// Where every host reads (the environment's, once).
-    opts: HostOptions,
+    /// The change of [`WHERE`] the hosts below were opened on.
+    changes: u64,
     /// The whole-system host and what its snapshots were opened for (kept while it serves
     /// the groups asked: [`Host::snapshots_serve`]).
     bulk: Option<(Backend, Groups, Host)>,
@@ -52,7 +128,7 @@ impl std::fmt::Debug for Kept {
 
 static HOST: LazyLock<Mutex<Kept>> = LazyLock::new(|| {
     Mutex::new(Kept {
-        opts: HostOptions::from_env(),
+        changes: 0,
         bulk: None,
         one: None,
         names: Names::default(),
@@ -65,14 +141,27 @@ fn host() -> MutexGuard<'static, Kept> {
     HOST.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// [`host`] with its hosts closed when they were opened on other options than those now in
+/// force.
+fn host_on_current() -> MutexGuard<'static, Kept> {
+    let mut h = host();
+    let changes = CHANGES.load(Ordering::Acquire);
+    if h.changes != changes {
+        h.bulk = None;
+        h.one = None;
+        h.changes = changes;
+    }
+    h
+}
+
 /// Clock ticks per second (`CLK_TCK`): psutil's unit for start and CPU times.
 pub(crate) fn clk_tck() -> u64 {
     tasksnap_collect::host::clock_ticks_per_s()
 }
 
-/// Where the hosts of this interpreter read (for `states()`).
+/// Where the hosts of this interpreter read now.
 pub(crate) fn options() -> HostOptions {
-    host().opts.clone()
+    current()
 }
 
 /// On a call thread of its own, drops what only loading needed (see the module header);
@@ -113,7 +202,7 @@ pub(crate) fn bulk(
     leader_as_process: bool,
 ) -> Result<Snapshot, Error> {
     let started = Instant::now();
-    let mut h = host();
+    let mut h = host_on_current();
     // The host stays open while it serves what is asked (the library says whether opening
     // again would load something `want` needs: the BPF command-line iterator, the program of
     // the rare blocks), so the programs are loaded once per interpreter, and only those the
@@ -129,7 +218,7 @@ pub(crate) fn bulk(
             ..want
         };
         h.bulk = None;
-        let mut c = Host::open(h.opts.clone());
+        let mut c = Host::open(current());
         c.open_snapshots(backend, &open_for)?;
         h.bulk = Some((backend, open_for, c));
     }
@@ -157,7 +246,7 @@ pub(crate) fn bulk(
 /// Reads `groups` of the tasks `ids` through the collector of the last whole pass (names of
 /// 15 bytes completed from command lines).
 pub(crate) fn fill(ids: &[(i32, i32)], groups: Groups) -> Result<Vec<Task>, Error> {
-    let h = host();
+    let h = host_on_current();
     let Some((_, _, c)) = h.bulk.as_ref() else {
         return Ok(Vec::new());
     };
@@ -165,23 +254,50 @@ pub(crate) fn fill(ids: &[(i32, i32)], groups: Groups) -> Result<Vec<Task>, Erro
     Ok(filled.into_values().collect())
 }
 
-/// One process (or the threads of one, or every process for `children`) through the procfs
-/// collector.
-pub(crate) fn one(query: &Query, real_ids: bool) -> Result<Snapshot, Error> {
-    let mut h = host();
+/// The procfs host for one process, opened when first needed.
+fn one_host(h: &mut Kept) -> Result<&mut Host, Error> {
     if h.one.is_none() {
-        let mut p = Host::open(h.opts.clone());
+        let mut p = Host::open(current());
         p.open_snapshots(Backend::Procfs, &Groups::default())?;
         h.one = Some(p);
     }
-    let Some(p) = h.one.as_mut() else {
-        return Err(Error::Unsupported("no collector".into()));
-    };
+    h.one
+        .as_mut()
+        .ok_or_else(|| Error::Unsupported("no collector".into()))
+}
+
+/// One process (or the threads of one, or every process for `children`) through the procfs
+/// collector.
+pub(crate) fn one(query: &Query, real_ids: bool) -> Result<Snapshot, Error> {
+    let mut h = host_on_current();
+    let p = one_host(&mut h)?;
     let q = Query {
         groups: procfs_groups(query.groups, real_ids),
         ..query.clone()
     };
     p.snapshot(&q)
+}
+
+/// Task `id` read as a process, from /proc/ID, whether `id` is a process or one of its
+/// threads: psutil's `Process(tid)` reads /proc/TID, which the kernel serves for every thread
+/// id though it lists processes only (there, a thread shows its own name and state and its
+/// process's figures: CPU times summed over the threads, memory). The library's
+/// `Selector::Pid` answers processes only, as `ps -p` does; its `fill` reads what it is
+/// given. An empty snapshot when there is no such task.
+pub(crate) fn one_task(id: i32, groups: Groups, real_ids: bool) -> Result<Snapshot, Error> {
+    let mut h = host_on_current();
+    let p = one_host(&mut h)?;
+    let taken_at_unix_ns = tasksnap_procfs::sys::clock_ns(libc::CLOCK_REALTIME);
+    let taken_at_boottime_ns = tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME);
+    let (mut filled, stats) = p.fill(&[(id, id)], procfs_groups(groups, real_ids))?;
+    Ok(Snapshot {
+        taken_at_unix_ns,
+        taken_at_boottime_ns,
+        boot_time_unix_s: p.units().boot_time_unix_s,
+        backend: Backend::Procfs,
+        tasks: filled.remove(&(id, id)).into_iter().collect(),
+        stats,
+    })
 }
 
 /// User names for `uids`, as the bytes the system gives (the uid as text when it has no
@@ -242,11 +358,18 @@ pub(crate) fn last_report(py: Python<'_>) -> PyResult<Option<Bound<'_, PyDict>>>
     Ok(Some(d))
 }
 
-/// Boot time, seconds since the epoch (`btime`), as psutil's `boot_time()`.
+/// Boot time, seconds since the epoch (`btime`), as psutil's `boot_time()`; `OSError` when
+/// the tree's `stat` cannot be read (the library's 0).
 #[pyfunction]
 pub(crate) fn boot_time(py: Python<'_>) -> PyResult<f64> {
     let q = Query::new(Selector::Pid(std::process::id() as i32), Groups::default());
     let snap = py.detach(|| one(&q, false)).map_err(crate::collect_error)?;
+    if snap.boot_time_unix_s == 0 {
+        return Err(pyo3::exceptions::PyOSError::new_err(format!(
+            "stat under {} could not be read",
+            options().proc_root.display()
+        )));
+    }
     Ok(snap.boot_time_unix_s as f64)
 }
 

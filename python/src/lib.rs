@@ -21,7 +21,7 @@ mod interrupt;
 mod states;
 mod system;
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -42,6 +42,9 @@ pub(crate) struct Types {
     pub no_such_process: Py<PyAny>,
     pub zombie_process: Py<PyAny>,
     pub access_denied: Py<PyAny>,
+    /// `ReadTimeout`: a read given up at the library's deadline (an `AccessDenied` and a
+    /// `TimeoutError`).
+    pub read_timeout: Py<PyAny>,
     /// `tuple.__new__`: a named tuple made through it skips the class's Python `__new__`.
     pub tuple_new: Py<PyAny>,
     /// The named tuple classes' allocator (`tp_alloc`, CPython's `PyType_GenericAlloc`),
@@ -52,12 +55,19 @@ pub(crate) struct Types {
     tuple_alloc: Option<pyo3::ffi::allocfunc>,
 }
 
-static TYPES: OnceLock<Types> = OnceLock::new();
+/// The classes of the last [`setup`]: a reload of the Python module (`importlib.reload`)
+/// makes new classes and hands them over again, and its `except NoSuchProcess` catches only
+/// the new ones. Each set is leaked: a reference handed out before a reload may still be in
+/// use, and a module is reloaded a handful of times at most.
+static TYPES: AtomicPtr<Types> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The classes handed over by [`setup`]; an error when `_tasksnap` is used on its own.
 pub(crate) fn types() -> PyResult<&'static Types> {
-    TYPES
-        .get()
+    let p = TYPES.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer in TYPES comes from Box::into_raw in `setup` and is never
+    // freed, so it points to a live, initialised Types for the rest of the process; Types
+    // is only read through shared references.
+    unsafe { p.as_ref() }
         .ok_or_else(|| PyRuntimeError::new_err("tasksnap._tasksnap.setup() was not called"))
 }
 
@@ -178,6 +188,7 @@ fn setup(py: Python<'_>, classes: &Bound<'_, PyDict>) -> PyResult<()> {
         no_such_process: get("NoSuchProcess")?,
         zombie_process: get("ZombieProcess")?,
         access_denied: get("AccessDenied")?,
+        read_timeout: get("ReadTimeout")?,
         tuple_new,
         tuple_alloc: None,
     };
@@ -193,8 +204,8 @@ fn setup(py: Python<'_>, classes: &Bound<'_, PyDict>) -> PyResult<()> {
             &t.pctxsw,
         ],
     )?;
-    // A second call (a reload of the Python module) keeps the first classes.
-    let _ = TYPES.set(t);
+    // A second call (a reload of the Python module) hands over the new classes.
+    TYPES.store(Box::into_raw(Box::new(t)), Ordering::Release);
     Ok(())
 }
 
@@ -211,7 +222,6 @@ pub(crate) fn collect_error(e: tasksnap_collect::Error) -> PyErr {
 fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(setup, m)?)?;
     m.add_class::<arrow::Columns>()?;
-    m.add_function(wrap_pyfunction!(attrs::processes, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::process_objects, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::process, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::threads, m)?)?;
@@ -224,6 +234,8 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host::last_report, m)?)?;
     m.add_function(wrap_pyfunction!(host::boot_time, m)?)?;
     m.add_function(wrap_pyfunction!(host::mem_total_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(host::env_proc_root, m)?)?;
+    m.add_function(wrap_pyfunction!(host::set_proc_root, m)?)?;
     for f in [
         wrap_pyfunction!(system::cpu_count, m)?,
         wrap_pyfunction!(system::cpu_times, m)?,
@@ -234,6 +246,7 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(system::getloadavg, m)?,
         wrap_pyfunction!(system::sysinfo_swap_bytes, m)?,
         wrap_pyfunction!(system::users, m)?,
+        wrap_pyfunction!(system::pids, m)?,
     ] {
         m.add_function(f)?;
     }

@@ -1,27 +1,28 @@
 //! The host figures psutil's module-level helpers report (`cpu_count`, `cpu_times`,
-//! `cpu_stats`, `virtual_memory`, `swap_memory`, `getloadavg`, `users`), as the raw values
+//! `cpu_stats`, `virtual_memory`, `swap_memory`, `getloadavg`, `users`, `pids`), as the raw values
 //! the library reads: clock ticks, KiB, pages, utmp bytes. The psutil formulas, the named
 //! tuples and the "since the last call" state of `cpu_percent` are the Python side's
 //! (`tasksnap/_system.py`), so the arithmetic is Python's own float arithmetic, as psutil's.
 //!
 //! Everything is asked of one [`Host`] on the tree [`crate::host::options`] names (a fake tree
-//! through `TASKSNAP_PROC_ROOT`), opened once: this module never reads a file itself. Reads
-//! run with the GIL released.
+//! through `TASKSNAP_PROC_ROOT`, another /proc through `PROCFS_PATH`), opened once per tree:
+//! this module never reads a file itself. Reads run with the GIL released.
 
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use tasksnap_collect::Host;
 
+use crate::host::PerRoot;
+
 /// The host every figure here is read from (no task source is ever opened on it).
-static HOST: LazyLock<Mutex<Host>> =
-    LazyLock::new(|| Mutex::new(Host::open(crate::host::options())));
+static HOST: PerRoot<Mutex<Host>> = PerRoot::new(|opts| Mutex::new(Host::open(opts)));
 
 /// `f` of the host (a panic while it was held leaves nothing half-written: it is only read).
 fn with<T>(f: impl FnOnce(&Host) -> T) -> T {
-    f(&HOST.lock().unwrap_or_else(|e| e.into_inner()))
+    f(&HOST.get().lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// The error of a figure whose file could not be read (psutil raises the `OSError` of the
@@ -170,4 +171,12 @@ pub(crate) fn users(py: Python<'_>) -> Vec<Session<'_>> {
             )
         })
         .collect()
+}
+
+/// The pids /proc lists, ascending: psutil's `pids()` (a listing, not a pass: a process is
+/// listed whether or not its files can be read).
+#[pyfunction]
+pub(crate) fn pids(py: Python<'_>) -> PyResult<Vec<i32>> {
+    py.detach(|| with(Host::list_pids))
+        .map_err(crate::collect_error)
 }

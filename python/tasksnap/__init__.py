@@ -6,7 +6,8 @@ Three ways in:
   ``Process(pid)`` with every method and attribute psutil has on Linux (getters, setters,
   signals, ``wait``), ``wait_procs``, ``Popen``, the host figures (``cpu_percent``,
   ``virtual_memory``...), the same named tuples, constants and exceptions
-  (``NoSuchProcess``, ``ZombieProcess``, ``AccessDenied``, ``TimeoutExpired``). Switching
+  (``NoSuchProcess``, ``ZombieProcess``, ``AccessDenied``, ``TimeoutExpired``; and
+  ``ReadTimeout``, an ``AccessDenied`` for a read given up where psutil would wait). Switching
   from psutil is a change of the import line (docs/python.md has the table of every
   name).
 * ``snapshot(attrs, threads=False)``: the same attributes as columns in one call (a
@@ -76,6 +77,7 @@ __all__ = [
     "ZombieProcess",
     "AccessDenied",
     "TimeoutExpired",
+    "ReadTimeout",
     "Process",
     "process_iter",
     "pids",
@@ -114,6 +116,15 @@ __all__ = [
     "column_names",
     "LINUX",
     "POSIX",
+    "WINDOWS",
+    "MACOS",
+    "OSX",
+    "FREEBSD",
+    "OPENBSD",
+    "NETBSD",
+    "BSD",
+    "SUNOS",
+    "AIX",
     "PROCFS_PATH",
     "RLIM_INFINITY",
     "version_info",
@@ -155,8 +166,10 @@ STATUS_LOCKED = "locked"
 # psutil's platform flags and constants, so that code written against psutil's names runs.
 LINUX = POSIX = True
 WINDOWS = MACOS = OSX = FREEBSD = OPENBSD = NETBSD = BSD = SUNOS = AIX = False
-#: Where /proc is (psutil's name; tasksnap reads ``TASKSNAP_PROC_ROOT`` when set).
-PROCFS_PATH = os.environ.get("TASKSNAP_PROC_ROOT", "/proc")
+#: Where /proc is (psutil's name): ``TASKSNAP_PROC_ROOT`` when the environment names a tree
+#: the library takes, else /proc. Assigning it points every later call at the /proc tree
+#: there, as psutil's does (only /proc moves: /sys, /dev and utmp stay where they were).
+PROCFS_PATH = os.fsdecode(_tasksnap.env_proc_root())
 RLIM_INFINITY = _resource.RLIM_INFINITY
 for _name in dir(_resource):
     if _name.startswith("RLIMIT_"):
@@ -245,6 +258,19 @@ class TimeoutExpired(Error):
         self.name = name
         self.msg = f"timeout after {seconds} seconds"
 
+    def __reduce__(self):
+        return (self.__class__, (self.seconds, self.pid, self.name))
+
+
+class ReadTimeout(AccessDenied, TimeoutError):
+    """A read of the process given up at tasksnap's deadline: it was blocked on the
+    process's memory map lock (``cmdline``, ``environ``, ``memory_maps``,
+    ``memory_full_info``), or on a file system that does not answer (a path the process
+    names), where psutil would wait as long as that lasts. Not in psutil: it is an
+    ``AccessDenied`` (the value is not to be had now; ``as_dict`` and ``process_iter`` give
+    ``ad_value``, and psutil code's ``except psutil.AccessDenied`` or ``except psutil.Error``
+    catches it) and a ``TimeoutError`` (what tasksnap raised before)."""
+
 
 # --- psutil's named tuples (psutil._ntuples), same names and fields ---------------------
 
@@ -328,6 +354,7 @@ _tasksnap.setup(
         "NoSuchProcess": NoSuchProcess,
         "ZombieProcess": ZombieProcess,
         "AccessDenied": AccessDenied,
+        "ReadTimeout": ReadTimeout,
     }
 )
 
@@ -356,6 +383,21 @@ _ATTRS_SET = frozenset(ATTRS)
 #: A field added to tasksnap's table is here without a change to the binding.
 FIELDS: Tuple[str, ...] = tuple(n for n, _, _ in _tasksnap.field_names())
 _COLUMNS_SET = frozenset(COLUMN_ATTRS) | frozenset(FIELDS)
+
+
+class _Module(type(sys)):
+    """tasksnap's module type: ``tasksnap.PROCFS_PATH = path`` (psutil's way, and
+    ``mock.patch.object``'s) tells the native half, which reads there from the next call on."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "PROCFS_PATH":
+            _tasksnap.set_proc_root(value)
+        super().__setattr__(name, value)
+
+
+# A reload starts again from the environment's tree, as a new import does.
+_tasksnap.set_proc_root(PROCFS_PATH)
+sys.modules[__name__].__class__ = _Module
 
 
 def _check_attrs(attrs: Optional[Iterable[str]]) -> List[str]:
@@ -400,6 +442,7 @@ def _num_cpus() -> int:
 
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+_NS_PER_TICK = 1_000_000_000 // _CLK_TCK
 
 
 def _timer() -> float:
@@ -525,16 +568,20 @@ class Process(_FilesMixin):
 
     def as_dict(self, attrs: Optional[Iterable[str]] = None, ad_value: Any = None) -> Dict[str, Any]:
         """The attributes ``attrs`` (all of ``ATTRS`` when None) in one read; an attribute the
-        caller may not read, or that a zombie no longer has, is ``ad_value``."""
+        caller may not read, or that a zombie no longer has, is ``ad_value``. An attribute
+        whose method is not tasksnap's own here (a subclass's, or one patched on the class
+        or on this object) is what that method returns, as psutil's ``as_dict`` calls each."""
         names = _check_attrs(attrs)
-        native = [n for n in names if n in _PASS_ATTRS and n != "cpu_percent"]
+        mine = _own_methods(type(self), names, self.__dict__)
+        native = [n for n in names if n in _PASS_ATTRS and n != "cpu_percent" and n in mine]
         _, info = _tasksnap.process(self._pid, native, ad_value, True, self._start_ns, self._name)
         for n in names:
             if n not in info:
-                try:
-                    info[n] = getattr(self, n)()
-                except (AccessDenied, ZombieProcess):
-                    info[n] = ad_value
+                _call_into(self, n, info, ad_value, bool(attrs))
+        name = info.get("name")
+        if isinstance(name, str):
+            # What name() would have kept: the name this object's exceptions carry.
+            self._name = name
         return info
 
     def is_running(self) -> bool:
@@ -568,7 +615,9 @@ class Process(_FilesMixin):
             parent = Process(ppid)
         except NoSuchProcess:
             return None
-        if parent.create_time() <= self.create_time():
+        # Started before this one (a process whose parent exited was given another): the
+        # start times in clock ticks, as the kernel keeps them, not the seconds made of them.
+        if parent._start_ns // _NS_PER_TICK <= self._start_ns // _NS_PER_TICK:
             return parent
         return None
 
@@ -687,7 +736,7 @@ class Process(_FilesMixin):
         psutil's)."""
         ct = getattr(self, "_create_time", None)
         if ct is None:
-            ticks = self._start_ns // (1_000_000_000 // _CLK_TCK)
+            ticks = self._start_ns // _NS_PER_TICK
             ct = ticks / _CLK_TCK + boot_time()
             self._create_time = ct
         return ct
@@ -825,6 +874,35 @@ class Process(_FilesMixin):
         return code
 
 
+def _own_methods(cls: type, names: List[str], own: Optional[Dict[str, Any]] = None) -> set:
+    """The attributes among ``names`` whose method is tasksnap's own for objects of ``cls``
+    (with ``own``, an object's ``__dict__``: not set on the object either), which the native
+    half may read in one go; the others are asked of their method, as psutil asks every
+    one. A look up per name and call: nothing per process."""
+    return {
+        n for n in names
+        if n == "pid" or (getattr(cls, n, None) is _OWN_METHODS[n] and not (own and n in own))
+    }
+
+
+def _call_into(p: Process, name: str, info: Dict[str, Any], ad_value: Any, explicit: bool) -> None:
+    """``info[name] = p.name()`` as psutil's ``as_dict`` makes it: ``ad_value`` for an
+    attribute denied or a zombie's; ``NotImplementedError`` raised only for an attribute asked
+    for by name; ``NoSuchProcess`` raised."""
+    try:
+        info[name] = getattr(p, name)()
+    except (AccessDenied, ZombieProcess):
+        info[name] = ad_value
+    except NotImplementedError:
+        if explicit:
+            raise
+
+
+#: ``Process``'s own method of each attribute, to tell a subclass's or a patched one.
+_OWN_METHODS: Dict[str, Any] = {n: getattr(Process, n) for n in ATTRS if n != "pid"}
+_OWN_AS_DICT = Process.as_dict
+
+
 class _OsErrors:
     """Turns a system call's ``ProcessLookupError`` into ``NoSuchProcess`` (``ZombieProcess``
     for a zombie) and ``PermissionError`` into ``AccessDenied``, as psutil does."""
@@ -956,42 +1034,63 @@ def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) ->
     (``_METHOD_ATTRS``: cwd, open files, maps, connections, ionice) are read per
     process as the iterator reaches it, as psutil does, and a process gone by then is
     skipped.
+
+    As psutil's, it asks each process's ``as_dict`` when that is not tasksnap's own (a
+    subclass's, or patched on the class), and the method of an attribute patched on the
+    class; otherwise no method is called.
     """
+    cls = Process
     if attrs is None:
         names: List[str] = []
     else:
         names = _check_attrs(attrs)
-    native = [n for n in names if n in _PASS_ATTRS]
+        if cls.as_dict is not _OWN_AS_DICT:
+            # psutil's process_iter asks each process's as_dict: a subclass's or a patched
+            # one is asked here too.
+            objs = _tasksnap.process_objects(cls, ["name"], ad_value, False, _pmap, _BACKEND)
+            return _via_as_dict(objs, attrs, ad_value)
+    mine = _own_methods(cls, names)
+    native = [n for n in names if n in _PASS_ATTRS and n in mine]
     objs = _tasksnap.process_objects(
-        Process, native if attrs is not None else ["name"], ad_value, attrs is not None,
-        _PMAP, _BACKEND, _num_cpus() if "cpu_percent" in native else None,
+        cls, native if attrs is not None else ["name"], ad_value, attrs is not None,
+        _pmap, _BACKEND, _num_cpus() if "cpu_percent" in native else None,
     )
-    per_process = [n for n in names if n in _METHOD_ATTRS]
+    per_process = [n for n in names if n in _METHOD_ATTRS or n not in mine]
     if not per_process:
         return iter(objs)
-    return _read_per_process(objs, per_process, ad_value)
+    return _read_per_process(objs, per_process, ad_value, bool(attrs))
 
 
-def _read_per_process(objs: List[Process], names: List[str], ad_value: Any) -> Iterator[Process]:
+def _read_per_process(
+    objs: List[Process], names: List[str], ad_value: Any, explicit: bool
+) -> Iterator[Process]:
     for p in objs:
-        extra = {}
+        extra: Dict[str, Any] = {}
         try:
             for n in names:
-                try:
-                    extra[n] = getattr(p, n)()
-                except (AccessDenied, ZombieProcess):
-                    extra[n] = ad_value
+                _call_into(p, n, extra, ad_value, explicit)
         except NoSuchProcess:
-            _PMAP.pop(p._pid, None)
+            _pmap.pop(p._pid, None)
             continue
         p.info.update(extra)
         yield p
 
 
-#: process_iter's Process objects by pid, from its last call (psutil's ``_pmap``).
-_PMAP: Dict[int, Process] = {}
+def _via_as_dict(objs: List[Process], attrs: Iterable[str], ad_value: Any) -> Iterator[Process]:
+    for p in objs:
+        try:
+            p.info = p.as_dict(attrs=attrs, ad_value=ad_value)
+        except NoSuchProcess:
+            _pmap.pop(p._pid, None)
+            continue
+        yield p
 
-process_iter.cache_clear = _PMAP.clear  # type: ignore[attr-defined]
+
+#: process_iter's Process objects by pid, from its last call (psutil's ``_pmap``, by its
+#: name: psutil's test helpers empty it by assigning ``psutil._pmap = {}``).
+_pmap: Dict[int, Process] = {}
+
+process_iter.cache_clear = lambda: _pmap.clear()  # type: ignore[attr-defined]  # noqa: E731
 
 
 def wait_procs(
@@ -1042,8 +1141,8 @@ def wait_procs(
 
 
 def pids() -> List[int]:
-    """The pids of every process, sorted."""
-    return [pid for pid, _, _ in _tasksnap.processes(["pid"], None, _BACKEND)]
+    """The pids of every process, sorted: those /proc lists, as psutil's."""
+    return _tasksnap.pids()
 
 
 def pid_exists(pid: int) -> bool:
@@ -1056,7 +1155,7 @@ def pid_exists(pid: int) -> bool:
     if pid <= 0 or pid > _PID_MAX:
         return False
     try:
-        _tasksnap.process(pid, ["pid"], None, True)
+        _tasksnap.process(pid, ["pid"], None, True, thread_ids=False)
         return True
     except NoSuchProcess:
         return False
@@ -1274,10 +1373,36 @@ _PSUTIL_ELSEWHERE = frozenset(
 )
 
 
+_PSUTIL: Any = None
+
+
+def _psutil() -> Any:
+    """psutil itself, also where the caller's import is swapped (``sys.modules["psutil"]`` is
+    this module: ``import psutil`` would give tasksnap back). Then psutil is imported aside,
+    with its name free for the time of the import (its modules already loaded are used
+    again), and the swap is put back."""
+    global _PSUTIL
+    if _PSUTIL is not None:
+        return _PSUTIL
+    me = sys.modules[__name__]
+    if sys.modules.get("psutil") is not me:
+        import psutil
+
+        return psutil
+    import importlib
+
+    del sys.modules["psutil"]
+    try:
+        _PSUTIL = importlib.import_module("psutil")
+    finally:
+        sys.modules["psutil"] = me
+    return _PSUTIL
+
+
 def __getattr__(name: str) -> Any:
     if name in _PSUTIL_ELSEWHERE:
         try:
-            import psutil
+            psutil = _psutil()
         except ImportError:
             raise AttributeError(
                 f"tasksnap does not provide {name!r} (disks, network interfaces and sensors "
@@ -1285,3 +1410,9 @@ def __getattr__(name: str) -> Any:
             ) from None
         return getattr(psutil, name)
     raise AttributeError(f"module 'tasksnap' has no attribute {name!r}")
+
+
+# psutil's namespace holds its API, every public name of it in __all__ (its test__all__):
+# the typing names the annotations use are not tasksnap's (the annotations are strings).
+del Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+del annotations

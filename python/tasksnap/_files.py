@@ -228,13 +228,13 @@ class _FilesMixin:
     def open_files(self) -> List[popenfile]:
         """The regular files the process has open, with position, mode and flags. A stat of
         a path blocked on a file system (a FUSE server that does not answer) past the
-        library's deadline raises ``TimeoutError``."""
+        library's deadline raises ``ReadTimeout``."""
         return [popenfile(*f) for f in _tasksnap.open_files(self._pid, self._start_ns, self._name)]
 
     def memory_maps(self, grouped: bool = True) -> Union[List[pmmap_grouped], List[pmmap_ext]]:
         """The mappings of /proc/PID/smaps, grouped by path (figures summed) or one each
         with address and permissions; bytes. A read blocked on the process's mmap lock past
-        the library's deadline raises ``TimeoutError``."""
+        the library's deadline raises ``ReadTimeout``."""
         rows = _tasksnap.memory_maps(self._pid, bool(grouped), self._start_ns, self._name)
         cls = pmmap_grouped if grouped else pmmap_ext
         return [cls(*r) for r in rows]

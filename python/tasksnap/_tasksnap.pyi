@@ -6,11 +6,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 def setup(classes: Dict[str, type]) -> None: ...
 def attr_names() -> List[Tuple[str, bool]]:
     """(name, has snapshot() columns) of every attribute a pass answers."""
-def processes(
-    attrs: Sequence[str], ad_value: Any, backend: str = "auto"
-) -> List[Tuple[int, int, Dict[str, Any]]]:
-    """(pid, start_time_ns, info) of every process, sorted by pid."""
-
 def process_objects(
     cls: type,
     attrs: Sequence[str],
@@ -32,9 +27,11 @@ def process(
     use_ad: bool,
     expect_start_ns: Optional[int] = None,
     name: Any = None,
+    thread_ids: bool = True,
 ) -> Tuple[int, Dict[str, Any]]:
-    """(start_time_ns, info) of one process; raises NoSuchProcess, ZombieProcess,
-    AccessDenied."""
+    """(start_time_ns, info) of one process (with ``thread_ids``, a thread id is read as
+    psutil's ``Process(tid)``: /proc/TID); raises NoSuchProcess, ZombieProcess,
+    AccessDenied, ReadTimeout."""
 
 def threads(pid: int, expect_start_ns: Optional[int] = None, name: Any = None) -> List[Any]: ...
 def children(
@@ -64,6 +61,10 @@ def states(
 ) -> Tuple[str, List[Tuple[int, int, str, Tuple[float, float, float, float, float, float], Optional[Tuple[str, List[str]]], bool]]]: ...
 def last_report() -> Optional[Dict[str, Any]]: ...
 def boot_time() -> float: ...
+def env_proc_root() -> Any:
+    """The /proc root the environment names (TASKSNAP_PROC_ROOT), else /proc (a path)."""
+def set_proc_root(root: Any) -> None:
+    """Every later read on the /proc tree at ``root`` (PROCFS_PATH assigned)."""
 
 # One process's files and sockets (python/src/files.rs; tasksnap/_files.py makes psutil's
 # named tuples of these plain tuples). Each checks the pid against expect_start_ns first.
@@ -100,3 +101,4 @@ def swap_io_pages() -> Optional[Tuple[int, int]]: ...
 def getloadavg() -> Tuple[float, float, float]: ...
 def sysinfo_swap_bytes() -> Optional[Tuple[int, int]]: ...
 def users() -> List[Tuple[bytes, bytes, bytes, int, int]]: ...
+def pids() -> List[int]: ...

@@ -72,6 +72,23 @@ def spawned():
     s.close()
 
 
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+@pytest.fixture
+def loadgen():
+    """The path of tasksnap-loadgen, which makes fake /proc trees (`fake-proc DIR PAGE_SIZE`,
+    the tree the binary's tests read too); skips without it."""
+    for path in (
+        os.environ.get("TASKSNAP_LOADGEN_BIN"),
+        os.path.join(REPO, "target", "debug", "tasksnap-loadgen"),
+        shutil.which("tasksnap-loadgen"),
+    ):
+        if path and os.access(path, os.X_OK):
+            return path
+    pytest.skip("tasksnap-loadgen is not built (cargo build -p tasksnap-loadgen)")
+
+
 @pytest.fixture
 def family(spawned, tmp_path):
     """A few processes of different shapes, asleep: plain, with threads, with CPU time, with

@@ -5,26 +5,9 @@ tasksnap-loadgen's (`tasksnap-loadgen fake-proc DIR PAGE_SIZE`), the one the bin
 tests use."""
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
-
-import pytest
-
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def _loadgen():
-    for path in (
-        os.environ.get("TASKSNAP_LOADGEN_BIN"),
-        os.path.join(REPO, "target", "debug", "tasksnap-loadgen"),
-        shutil.which("tasksnap-loadgen"),
-    ):
-        if path and os.access(path, os.X_OK):
-            return path
-    pytest.skip("tasksnap-loadgen is not built (cargo build -p tasksnap-loadgen)")
-
 
 CHECKS = textwrap.dedent(
     """
@@ -47,10 +30,10 @@ CHECKS = textwrap.dedent(
 )
 
 
-def test_the_binding_reads_a_fake_tree(tmp_path):
+def test_the_binding_reads_a_fake_tree(tmp_path, loadgen):
     root = tmp_path / "proc"
     root.mkdir()
-    subprocess.run([_loadgen(), "fake-proc", str(root), "65536"], check=True)
+    subprocess.run([loadgen, "fake-proc", str(root), "65536"], check=True)
     env = dict(os.environ, TASKSNAP_PROC_ROOT=str(root), TASKSNAP_PAGE_SIZE="65536")
     r = subprocess.run(
         [sys.executable, "-c", CHECKS], env=env, capture_output=True, text=True, timeout=120

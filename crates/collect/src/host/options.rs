@@ -155,6 +155,20 @@ impl HostOptions {
         o
     }
 
+    /// These options with the /proc root at `proc_root` and nothing else moved: what psutil's
+    /// `PROCFS_PATH` does (a container reading its host's /proc mounted at /host/proc keeps
+    /// its own /sys and /dev), where [`HostOptions::from_values`] moves a whole fake tree. A
+    /// root other than the running kernel's is read by the procfs sources only, and is never
+    /// asked of the query service, which answers for the running kernel.
+    pub fn with_proc_root(&self, proc_root: PathBuf) -> HostOptions {
+        let kernel = choice::is_kernel_proc(&proc_root);
+        HostOptions {
+            proc_root,
+            query_socket: self.query_socket.clone().filter(|_| kernel),
+            ..self.clone()
+        }
+    }
+
     /// Whether these are the running kernel's own trees (the BPF sources may answer).
     pub fn is_this_kernel(&self) -> bool {
         choice::is_kernel_proc(&self.proc_root)

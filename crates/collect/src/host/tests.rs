@@ -46,6 +46,20 @@ fn the_environment_names_a_tree_and_a_page_size() {
 }
 
 #[test]
+fn another_proc_root_moves_only_proc() {
+    let o = HostOptions::default().with_proc_root("/host/proc".into());
+    assert_eq!(o.proc_root, Path::new("/host/proc"));
+    assert_eq!(o.sys_root, Path::new("/sys"));
+    assert_eq!(o.dev_root, Path::new("/dev"));
+    assert_eq!(o.utmp_path, HostOptions::default().utmp_path);
+    assert!(!o.is_this_kernel());
+    assert_eq!(o.query_socket, None);
+    // At the kernel's: the options it had.
+    let back = HostOptions::default().with_proc_root("/proc".into());
+    assert_eq!(back, HostOptions::default());
+}
+
+#[test]
 fn units_are_the_hosts_and_tasks_are_counted_in_them() {
     let (_dir, mut host) = tree(65536);
     let u = host.units();
