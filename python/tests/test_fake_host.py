@@ -12,13 +12,13 @@ import textwrap
 
 import pytest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+import build
 
 
 def _loadgen():
     for path in (
         os.environ.get("TASKSNAP_LOADGEN_BIN"),
-        os.path.join(REPO, "target", "debug", "tasksnap-loadgen"),
+        build.debug_binary("tasksnap-loadgen"),
         shutil.which("tasksnap-loadgen"),
     ):
         if path and os.access(path, os.X_OK):

@@ -449,7 +449,8 @@ const ODD_SPECS: &[&str] = &[
 /// Who runs both ps: this test's user, or nobody (who may not see other users' code and
 /// stack addresses: /proc masks them, and tasksnap must print what procps prints then).
 struct Runner {
-    nobody: Option<NobodyBin>,
+    /// tasksnap where nobody can execute it, when nobody runs both.
+    nobody: Option<String>,
 }
 
 impl Runner {
@@ -469,7 +470,7 @@ impl Runner {
     }
 
     fn ours(&self, backend: &str, args: &[&str], cols: Option<&str>) -> Out {
-        let program = self.nobody.as_ref().map_or(TASKSNAP, |b| b.path.as_str());
+        let program = self.nobody.as_deref().unwrap_or(TASKSNAP);
         let mut a = args.to_vec();
         a.push(backend);
         run_as(self.uid(), program, &["ps"], &a, "C.UTF-8", cols)
@@ -705,7 +706,7 @@ fn odd_specifiers_match_procps_as_nobody() {
     let load = spawn_load();
     let extras = Extras::spawn();
     let runner = Runner {
-        nobody: Some(NobodyBin::new()),
+        nobody: Some(tasksnap_for_others()),
     };
     // The load is root's: nobody sees its code and stack addresses masked (1, 1, 0).
     let pid = load.info.procs[0];
@@ -989,13 +990,13 @@ fn bsd_e_hides_other_users_environments_from_nobody() {
     if !root_or_skip("BSD e as nobody (runs both ps as nobody)") {
         return;
     }
-    let copy = NobodyBin::new();
+    let copy = tasksnap_for_others();
     check_cases(
         &[
             (NO_ENV, &["ax", "e"]),
             (NO_ENV, &["-e", "e", "-o", "pid,comm"]),
         ],
-        Some(&copy.path),
+        Some(&copy),
     );
 }
 
@@ -1191,9 +1192,9 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
     // The count needs no ptrace access: nobody sees it too, as procps's stat does.
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
-        let copy = NobodyBin::new();
+        let copy = tasksnap_for_others();
         let out = run_env(
-            &copy.path,
+            &copy,
             &["ps"],
             &["-o", "fds=", "-p", &ids[1].to_string()],
             NO_ENV,
@@ -1328,11 +1329,7 @@ fn namespace_oom_login_and_cgroup_columns_match_procps() {
             }
         }
         // As nobody, procfs's permission checks decide what shows.
-        let bin = std::env::temp_dir().join(format!("tasksnap-nobody-{}", std::process::id()));
-        std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
-        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod");
-        let bin_str = bin.to_string_lossy().into_owned();
+        let bin_str = tasksnap_for_others();
         let nobody = [
             "setpriv",
             "--reuid=65534",
@@ -1346,7 +1343,6 @@ fn namespace_oom_login_and_cgroup_columns_match_procps() {
             .collect();
         let theirs: Vec<&str> = nobody.iter().copied().chain(["ps"]).collect();
         failures.extend(check_placed(&pids, &ours, &theirs));
-        let _ = std::fs::remove_file(&bin);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     if !root {
@@ -1428,11 +1424,11 @@ fn personalities_and_format_lists_match_procps_as_nobody() {
     if !root_or_skip("personalities as nobody (runs both ps as nobody)") {
         return;
     }
-    let copy = NobodyBin::new();
+    let copy = tasksnap_for_others();
     let cases: Vec<Case> = PERSONALITY_CASES
         .iter()
         .chain(FORMAT_LIST_CASES)
         .copied()
         .collect();
-    check_cases(&cases, Some(&copy.path));
+    check_cases(&cases, Some(&copy));
 }

@@ -35,21 +35,18 @@ struct Runner {
     /// `--backend=...` for tasksnap.
     backend: &'static str,
     tasksnap: String,
-    _copy: Option<NobodyBin>,
 }
 
 impl Runner {
     fn new(caller: Caller, backend: &'static str) -> Runner {
-        let copy = (caller == Caller::Nobody).then(NobodyBin::new);
-        let tasksnap = match &copy {
-            Some(c) => c.path.clone(),
-            None => TASKSNAP.to_string(),
+        let tasksnap = match caller {
+            Caller::Nobody => tasksnap_for_others(),
+            Caller::Me => TASKSNAP.to_string(),
         };
         Runner {
             caller,
             backend,
             tasksnap,
-            _copy: copy,
         }
     }
 

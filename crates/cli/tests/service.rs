@@ -701,23 +701,10 @@ fn row_pid(header: &[u8], row: &[u8]) -> Option<i32> {
         .ok()
 }
 
-/// A copy of tasksnap every user can execute (the checkout may be out of their reach).
-/// Made once per run of this binary (a copy is some 190 MB) and removed at exit (a static is
-/// never dropped).
+/// tasksnap where every user can execute it (the checkout may be out of their reach).
 fn tasksnap_copy() -> &'static str {
-    static COPY: OnceLock<common::NobodyBin> = OnceLock::new();
-    extern "C" fn at_exit() {
-        if let Some(c) = COPY.get() {
-            let _ = std::fs::remove_file(&c.path);
-        }
-    }
-    &COPY
-        .get_or_init(|| {
-            // SAFETY: registering a plain extern "C" function.
-            unsafe { libc::atexit(at_exit) };
-            common::NobodyBin::new()
-        })
-        .path
+    static COPY: OnceLock<String> = OnceLock::new();
+    COPY.get_or_init(common::tasksnap_for_others)
 }
 
 /// `--verbose` of a ps through the service names it as the backend, with `--backend=service`
@@ -1001,18 +988,8 @@ fn hostile_clients_neither_stop_the_service_nor_see_more() {
     let root = sp.sleep_as("root's sleep", 0, 0);
     let own = sp.sleep_as("nobody's sleep", NOBODY, NOBODY);
     let pids = sp.pids();
-    // The hostile clients run as nobody, from a copy of this binary nobody can execute.
-    let exe = std::env::temp_dir().join(format!("tasksnap-svc-hostile-{}", std::process::id()));
-    std::fs::copy(std::env::current_exe().expect("self"), &exe).expect("copy the test binary");
-    std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    struct Remove(std::path::PathBuf);
-    impl Drop for Remove {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
-    let _exe = Remove(exe.clone());
+    // The hostile clients run as nobody, from this binary where nobody can execute it.
+    let exe = tasksnap_loadgen::reachable::this_test_binary();
     let mut hostile = Command::new("setpriv")
         .args([
             format!("--reuid={NOBODY}"),

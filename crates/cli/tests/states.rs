@@ -296,15 +296,15 @@ fn a_non_root_caller_gets_proc_never_bpf() {
         return;
     }
     let _g = serial();
-    // A copy nobody can execute wherever the checkout lives (a clone under /root is 0700).
-    let bin = common::NobodyBin::new();
+    // tasksnap where nobody can execute it, wherever the checkout lives.
+    let bin = common::tasksnap_for_others();
     let drop_to = |extra: &[&str]| {
         Command::new("setpriv")
             .args([
                 "--reuid=65534",
                 "--regid=65534",
                 "--clear-groups",
-                bin.path.as_str(),
+                bin.as_str(),
                 "states",
             ])
             .args(extra)

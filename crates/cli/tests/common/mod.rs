@@ -82,34 +82,17 @@ pub fn run_cols(
 /// The uid and gid of user nobody.
 pub const NOBODY: u32 = 65534;
 
-/// A copy of the tasksnap binary user nobody can execute wherever the checkout lives,
-/// removed on drop.
-pub struct NobodyBin {
-    pub path: String,
-}
-
-impl NobodyBin {
-    pub fn new() -> NobodyBin {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let bin = std::env::temp_dir().join(format!("tasksnap-nobody-{}-{n}", std::process::id()));
-        std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
-        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod");
-        NobodyBin {
-            path: bin.to_string_lossy().into_owned(),
-        }
-    }
-}
-
-impl Drop for NobodyBin {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
+/// The tasksnap binary where any user can execute it, wherever the checkout lives: what a
+/// test runs as another user ([`tasksnap_loadgen::reachable`], staged once per test binary).
+pub fn tasksnap_for_others() -> String {
+    tasksnap_loadgen::reachable::staged(TASKSNAP)
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// [`run_cols`], as user `uid` (with that gid and no supplementary groups, through
-/// setpriv) when given. The program must be executable by that user (see [`NobodyBin`]).
+/// setpriv) when given. The program must be executable by that user (see
+/// [`tasksnap_for_others`]).
 pub fn run_as(
     uid: Option<u32>,
     program: &str,
