@@ -500,20 +500,9 @@ impl Caller<'_> {
         if source == Source::Procfs {
             cmd.env("TASKSNAP_NO_SERVICE", "1");
         }
-        let mut tries = 0;
-        loop {
-            let o = cmd.output().expect("run ps");
-            tries += 1;
-            // procps 4.0.2 now and then dies of SIGSEGV when a task changes under it (see
-            // common::run_procps): asked again, up to three times.
-            if source == Source::Procps && o.status.code().is_none() && tries < 3 {
-                continue;
-            }
-            return Out {
-                code: o.status.code(),
-                stdout: o.stdout,
-                stderr: o.stderr,
-            };
+        match source {
+            Source::Procps => common::oracle(&mut cmd),
+            _ => cmd.output().expect("run ps").into(),
         }
     }
 }
