@@ -134,9 +134,8 @@ fn base_dir() -> Option<PathBuf> {
         .find(|d| searchable_by_others(d) && !noexec(d))
 }
 
-/// Whether `dir` and each directory above it let others search them (the mode bits; an
-/// ACL that grants more is not looked at, one that takes away is: see the tests' own
-/// failure then).
+/// Whether `dir` and each directory above it let others search them (by their mode bits;
+/// ACLs are not consulted).
 fn searchable_by_others(dir: &Path) -> bool {
     dir.ancestors()
         .all(|d| std::fs::metadata(d).is_ok_and(|m| m.is_dir() && m.mode() & 0o001 != 0))

@@ -631,15 +631,23 @@ int dump_states(struct bpf_iter__task *ctx)
 	}
 	now = now_for(t);
 	if (!a->since_ns && now) {
+		__u32 state;
+		__s32 stackid = -1;
+
+		if (t->on_cpu)
+			state = ST_RUNNING;
+		else if (t->sched_info.last_queued)
+			state = ST_RUNNABLE;
+		else
+			state = classify(false, task_state(t));
+		/* Taken before the storage is marked as being written: the walk of the stack
+		 * is the slow part. */
+		if (keeps_stack(state))
+			stackid = seed_stack(t);
 		a->seq++;
 		compiler_barrier();
-		if (t->on_cpu)
-			a->state = ST_RUNNING;
-		else if (t->sched_info.last_queued)
-			a->state = ST_RUNNABLE;
-		else
-			a->state = classify(false, task_state(t));
-		a->stackid = keeps_stack(a->state) ? seed_stack(t) : -1;
+		a->state = state;
+		a->stackid = stackid;
 		a->run_delay_ns = t->sched_info.run_delay;
 		a->flags |= ST_F_SEEDED;
 		a->since_ns = now;
