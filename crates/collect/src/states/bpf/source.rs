@@ -737,9 +737,8 @@ impl BpfSource {
             }
         }
         for &(_, id, _) in &reasons {
-            if !sample.reasons.contains_key(&id) {
-                let f = self.stack_frames(id);
-                sample.reasons.insert(id, f);
+            if let std::collections::hash_map::Entry::Vacant(v) = sample.reasons.entry(id) {
+                v.insert(self.stack_frames(id));
             }
         }
         let t = ThreadTotals {
