@@ -24,13 +24,14 @@ target=${CARGO_TARGET_DIR:-target}
 
 # The real components ./x test installed (DuckDB, prometheus_client, Prometheus, promtool),
 # so that the tests that use them run here too instead of skipping.
-if [ -x target/py-test/bin/python ]; then
-  export TASKSNAP_DUCKDB_PYTHON="$PWD/target/py-test/bin/python"
-  export TASKSNAP_PROMETHEUS_PYTHON="$PWD/target/py-test/bin/python"
+target=$(realpath -m -- "$target")
+if [ -x "$target/py-test/bin/python" ]; then
+  export TASKSNAP_DUCKDB_PYTHON="$target/py-test/bin/python"
+  export TASKSNAP_PROMETHEUS_PYTHON="$target/py-test/bin/python"
 fi
-if [ -x target/tools/debian/usr/bin/prometheus ]; then
-  export TASKSNAP_PROMETHEUS="$PWD/target/tools/debian/usr/bin/prometheus"
-  export TASKSNAP_PROMTOOL="$PWD/target/tools/debian/usr/bin/promtool"
+if [ -x "$target/tools/debian/usr/bin/prometheus" ]; then
+  export TASKSNAP_PROMETHEUS="$target/tools/debian/usr/bin/prometheus"
+  export TASKSNAP_PROMTOOL="$target/tools/debian/usr/bin/promtool"
 fi
 
 echo "churn-suite: building (logs in $log_dir)" >&2

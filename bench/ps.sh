@@ -10,10 +10,12 @@
 # for the --backend bpf rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TS=./target/release/tasksnap
-LG=./target/release/tasksnap-loadgen
+# The build `./x bench` made: in CARGO_TARGET_DIR when set, as cargo puts it.
+target=${CARGO_TARGET_DIR:-./target}
+TS=$target/release/tasksnap
+LG=$target/release/tasksnap-loadgen
 RUNS=${RUNS:-10}
-OUT=${OUT:-target/bench}
+OUT=${OUT:-$target/bench}
 mkdir -p "$OUT"
 [ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
 

@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+import build
+
 import tasksnap
 
 
@@ -81,7 +83,7 @@ def loadgen():
     the tree the binary's tests read too); skips without it."""
     for path in (
         os.environ.get("TASKSNAP_LOADGEN_BIN"),
-        os.path.join(REPO, "target", "debug", "tasksnap-loadgen"),
+        build.debug_binary("tasksnap-loadgen"),
         shutil.which("tasksnap-loadgen"),
     ):
         if path and os.access(path, os.X_OK):

@@ -1,7 +1,10 @@
-"""Running a Python script as user nobody (uid 65534) from a test running as root: the
-packages it imports copied where nobody can read them, the interpreter nobody can run, and
-`setpriv` to drop every privilege. Shared by the tests that compare what an unprivileged
-caller sees."""
+"""Running a Python script as user nobody (uid 65534), or another user, from a test running
+as root: the packages it imports (tasksnap as built here, with its extension, and psutil)
+staged where that user can read them, the interpreter that user can run, and `setpriv` to
+drop every privilege. The one way every Python test that drops to another uid gets what it
+runs: the checkout, its target/ and the virtualenv in it may sit in a directory only root
+can enter (a clone under /root, mode 0700; CI builds in a fresh 0700 directory on purpose).
+The Rust tests' counterpart is tasksnap_loadgen::reachable."""
 
 import os
 import shutil
@@ -11,17 +14,18 @@ import tempfile
 
 import pytest
 
-SETPRIV_ARGS = ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+NOBODY = 65534
 
 
-def prefix():
-    """The argv prefix that runs a command as nobody ([] when already unprivileged)."""
+def prefix(uid=NOBODY):
+    """The argv prefix that runs a command as `uid` (its gid the same number, no groups, no
+    capabilities); [] when already unprivileged."""
     if os.geteuid() != 0:
         return []
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        require("setpriv (util-linux) is needed to drop to nobody")
-    return [setpriv, *SETPRIV_ARGS]
+        require("setpriv (util-linux) is needed to drop to another user")
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
 
 
 def require(msg):
@@ -64,10 +68,9 @@ def find_python(argv_prefix):
     return next((c for c in candidates if c and _can_run(argv_prefix, c)), None)
 
 
-def copy_packages(dest, files=()):
+def _copy_packages(dest, files=()):
     """Copies the packages the checks import (tasksnap as built here, and psutil) and
-    `files` into `dest`, readable by everyone: the checkout and its virtualenv may sit in a
-    directory nobody cannot enter (a clone under /root, mode 0700)."""
+    `files` into `dest`, readable by everyone."""
     import psutil
 
     import tasksnap
@@ -85,31 +88,56 @@ def copy_packages(dest, files=()):
             os.chmod(path, os.stat(path).st_mode | 0o444)
 
 
+def reachable_tmp():
+    """The first of $TMPDIR, /tmp, /var/tmp whose every ancestor others may search."""
+    for base in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp"):
+        if not base or not os.path.isabs(base):
+            continue
+        path, ok = os.path.realpath(base), True
+        while ok:
+            try:
+                ok = os.path.isdir(path) and os.stat(path).st_mode & 0o001 != 0
+            except OSError:
+                ok = False
+            if path == "/":
+                break
+            path = os.path.dirname(path)
+        if ok:
+            return base
+    require("no temporary directory every user can reach ($TMPDIR, /tmp, /var/tmp)")
+
+
 class Workdir:
-    """A directory nobody can enter holding copies of tasksnap (as built here), psutil and
-    the given files; removed on exit."""
+    """A directory every user can enter (root's, 0755, made by mkdtemp) holding copies of
+    tasksnap (as built here), psutil and the given files in `site`, and a `home` the user
+    may write in; removed on exit."""
 
     def __init__(self, files=()):
         self.files = files
 
     def __enter__(self):
-        self.path = tempfile.mkdtemp(prefix="tasksnap-nobody-")
+        self.path = tempfile.mkdtemp(prefix="tasksnap-nobody-", dir=reachable_tmp())
         os.chmod(self.path, 0o755)
         self.site = os.path.join(self.path, "site")
         self.home = os.path.join(self.path, "home")
         os.mkdir(self.home)
         os.chmod(self.home, 0o777)
-        copy_packages(self.site, self.files)
+        _copy_packages(self.site, self.files)
         return self
 
-    def run(self, args, timeout=300):
-        """Runs `python -s ARGS` as nobody in this directory; the CompletedProcess."""
-        argv_prefix = prefix()
-        env = dict(os.environ, HOME=self.home, PYTHONPATH=self.site)
+    def env(self, **extra):
+        """The environment a Python run as another user gets: this site first, this home,
+        no virtualenv."""
+        env = dict(os.environ, HOME=self.home, PYTHONPATH=self.site, **extra)
         env.pop("VIRTUAL_ENV", None)
+        return env
+
+    def run(self, args, timeout=300, uid=NOBODY, **extra_env):
+        """Runs `python -s ARGS` as `uid` in this directory; the CompletedProcess."""
+        argv_prefix = prefix(uid)
         return subprocess.run([*argv_prefix, python(argv_prefix), "-s", *args],
-                              capture_output=True, text=True, env=env, cwd=self.home,
-                              timeout=timeout)
+                              capture_output=True, text=True, env=self.env(**extra_env),
+                              cwd=self.home, timeout=timeout)
 
     def __exit__(self, *exc):
         shutil.rmtree(self.path, ignore_errors=True)

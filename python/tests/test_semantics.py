@@ -24,10 +24,20 @@ STATES_CALL = (
 )
 
 
-def test_states_interrupted_by_ctrl_c_within_half_a_second():
-    """states(interval=10) ignored Ctrl-C until the interval ended."""
+def _sigint_as_a_terminal_leaves_it():
+    """In the child before it runs Python: SIGINT at its default action, as a shell with a
+    terminal starts a program. A suite started in the background of a shell without job
+    control (`./x test &` in a script) inherits SIGINT ignored (POSIX: an asynchronous
+    command ignores SIGINT and SIGQUIT), and a Python that starts with SIGINT ignored
+    installs no KeyboardInterrupt handler: Ctrl-C then reaches no program at all, and the
+    call ran its 10 s to "finished"."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _interrupted_within_half_a_second():
     p = subprocess.Popen([sys.executable, "-c", STATES_CALL], stdout=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL, text=True)
+                         stdin=subprocess.DEVNULL, text=True,
+                         preexec_fn=_sigint_as_a_terminal_leaves_it)
     try:
         assert p.stdout.readline() == "ready\n"
         # Into the interval: the source is open and the first sample taken.
@@ -44,6 +54,21 @@ def test_states_interrupted_by_ctrl_c_within_half_a_second():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_states_interrupted_by_ctrl_c_within_half_a_second():
+    """states(interval=10) ignored Ctrl-C until the interval ended."""
+    _interrupted_within_half_a_second()
+
+
+def test_states_interrupted_by_ctrl_c_in_a_suite_started_in_the_background():
+    """The test above printed "finished" when the suite ran in the background of a script:
+    its child inherited SIGINT ignored. Here the suite's SIGINT is ignored as it is then."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _interrupted_within_half_a_second()
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_states_of_no_pids_is_empty():

@@ -10,18 +10,17 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import textwrap
 import time
 
 import pytest
 
-from nobody import copy_packages as _reachable_copy, find_python as _nobody_python
+import build
+import nobody
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLI = os.environ.get("TASKSNAP_CLI") or os.path.join(HERE, "..", "..", "target", "debug", "tasksnap")
-NOBODY = 65534
+CLI = os.environ.get("TASKSNAP_CLI") or build.debug_binary("tasksnap")
+NOBODY = nobody.NOBODY
 OTHER = 4242
 
 CHECKS = textwrap.dedent(
@@ -76,7 +75,7 @@ def service():
         _privileged_or_skip("the query service test needs root")
     if not os.access(CLI, os.X_OK):
         _privileged_or_skip(f"no tasksnap CLI at {CLI} (cargo build, or TASKSNAP_CLI)")
-    work = tempfile.mkdtemp(prefix="tasksnap-pysvc-")
+    work = tempfile.mkdtemp(prefix="tasksnap-pysvc-", dir=nobody.reachable_tmp())
     os.chmod(work, 0o755)
     path = os.path.join(work, "query.sock")
     log = open(os.path.join(work, "serve.log"), "wb")
@@ -117,29 +116,16 @@ def _settled(pid, timeout=30.0):
 
 
 def test_process_iter_through_the_service_matches_psutil_as_nobody(service):
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        _privileged_or_skip("setpriv (util-linux) is needed to drop to nobody")
-    as_user = lambda uid: [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                           "--inh-caps=-all"]
-    work = tempfile.mkdtemp(prefix="tasksnap-pysvc-nobody-")
+    as_user = nobody.prefix
+    python = nobody.python(as_user(NOBODY))
     procs = []
+
+    def start(argv, what):
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd="/")
+        procs.append(p)
+        return p.pid, what
+
     try:
-        os.chmod(work, 0o755)
-        site = os.path.join(work, "site")
-        home = os.path.join(work, "home")
-        os.mkdir(home)
-        os.chmod(home, 0o777)
-        _reachable_copy(site)
-        python = _nobody_python(as_user(NOBODY))
-        if python is None:
-            _privileged_or_skip(f"no Python {sys.version_info[:2]} nobody can run")
-
-        def start(argv, what):
-            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd="/")
-            procs.append(p)
-            return p.pid, what
-
         spawned = dict([
             start(as_user(NOBODY) + ["sleep", "1000"], "nobody's sleep"),
             start(as_user(NOBODY) + [python, "-c", "import ctypes, time; "
@@ -160,22 +146,20 @@ def test_process_iter_through_the_service_matches_psutil_as_nobody(service):
         _settled(nd)
 
         import json
-        checks = f"import sys; SITE = {site!r}\n" + CHECKS
-        for want, extra in (("service", {}), ("procfs", {"TASKSNAP_NO_SERVICE": "1"})):
-            env = dict(os.environ, HOME=home, PYTHONPATH=site, TASKSNAP_QUERY_SOCKET=service,
-                       **extra)
-            env.pop("VIRTUAL_ENV", None)
-            if not extra:
-                env.pop("TASKSNAP_NO_SERVICE", None)
-            r = subprocess.run(
-                [*as_user(NOBODY), python, "-s", "-c", checks,
-                 json.dumps({str(k): v for k, v in spawned.items()}), want, str(root_pid),
-                 str(own_pid)],
-                capture_output=True, text=True, env=env, cwd=home, timeout=120)
-            assert r.returncode == 0, (want, r.stdout + r.stderr)
-            assert r.stdout.strip() == f"ok {want}", r.stdout
+        with nobody.Workdir() as w:
+            checks = f"import sys; SITE = {w.site!r}\n" + CHECKS
+            for want, extra in (("service", {}), ("procfs", {"TASKSNAP_NO_SERVICE": "1"})):
+                env = w.env(TASKSNAP_QUERY_SOCKET=service, **extra)
+                if not extra:
+                    env.pop("TASKSNAP_NO_SERVICE", None)
+                r = subprocess.run(
+                    [*as_user(NOBODY), python, "-s", "-c", checks,
+                     json.dumps({str(k): v for k, v in spawned.items()}), want, str(root_pid),
+                     str(own_pid)],
+                    capture_output=True, text=True, env=env, cwd=w.home, timeout=120)
+                assert r.returncode == 0, (want, r.stdout + r.stderr)
+                assert r.stdout.strip() == f"ok {want}", r.stdout
     finally:
         for p in procs:
             p.kill()
             p.wait()
-        shutil.rmtree(work, ignore_errors=True)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import build
+
 REPO = Path(__file__).resolve().parents[2]
 
 # What the installed wheel must do, run by the fresh virtualenv's Python under a name of our
@@ -26,16 +28,17 @@ CHECKS = textwrap.dedent(
     """
     import json, os, sys, sysconfig
     import tasksnap
-    repo, name = sys.argv[1], sys.argv[2]
+    name, build_dirs = sys.argv[1], sys.argv[2:]
     site = os.path.realpath(sysconfig.get_paths()["platlib"]) + os.sep
     ext = os.path.realpath(tasksnap._tasksnap.__file__)
     assert ext.startswith(site), (ext, site)
     # Every file mapped into this process: the extension and the libraries it pulled in come
-    # from the virtualenv or the system, none from the build tree.
+    # from the virtualenv or the system, none from the build tree (the checkout and the
+    # target directory, wherever that is).
     with open("/proc/self/maps") as f:
         mapped = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
     mapped = {p for p in mapped if p.startswith("/")}
-    assert not [p for p in mapped if p.startswith(repo + os.sep)], sorted(mapped)
+    assert not [p for p in mapped for d in build_dirs if p.startswith(d + os.sep)], sorted(mapped)
     assert ext in mapped, (ext, sorted(mapped))
     me = os.getpid()
     names = {p.info["pid"]: p.info["name"] for p in tasksnap.process_iter(["pid", "name"])}
@@ -83,7 +86,7 @@ def test_wheel_is_abi3_manylinux_stripped_and_self_contained(wheel):
         wheel.name,
     )
     assert m, wheel.name
-    auditwheel = REPO / "target" / "wheel-tools" / "bin" / "auditwheel"
+    auditwheel = Path(build.target_dir()) / "wheel-tools" / "bin" / "auditwheel"
     shown = _run([str(auditwheel), "show", str(wheel)]).stdout
     assert f'platform tag: "manylinux_2_{m.group(1)}_' in " ".join(shown.split()), shown
     with zipfile.ZipFile(wheel) as z:
@@ -119,7 +122,7 @@ def test_wheel_installs_and_imports_without_rust(wheel, tmp_path):
           "--only-binary", ":all:", str(wheel)], env=env, cwd=tmp_path, timeout=600)
     name = "wheel-check"  # under the kernel's 15 bytes: comm is the whole name
     (bindir / name).symlink_to(bindir / "python")
-    run = [str(bindir / name), "-I", "-c", CHECKS, str(REPO), name]
+    run = [str(bindir / name), "-I", "-c", CHECKS, name, str(REPO), build.target_dir()]
     out = json.loads(_run(run, env={**env, "TASKSNAP_BACKEND": "procfs"}, cwd=tmp_path,
                           timeout=600).stdout)
     assert out["backend"] == "procfs", out

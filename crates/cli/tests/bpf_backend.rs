@@ -162,12 +162,8 @@ fn a_non_root_caller_never_gets_the_iterator() {
     }
     // The iterator bypasses procfs's checks (other users' command lines under ptrace rules,
     // hidepid): tasksnap must not serve a non-root caller from it.
-    // A copy nobody can execute wherever the checkout lives.
-    let bin = std::env::temp_dir().join(format!("tasksnap-nobody-{}", std::process::id()));
-    std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
-    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    let bin_str = bin.to_string_lossy().into_owned();
+    // tasksnap where nobody can execute it, wherever the checkout lives.
+    let bin_str = tasksnap_for_others();
     let as_nobody = |args: &[&str]| {
         std::process::Command::new("setpriv")
             // The question here is the iterator itself; root's query service (another test's,
@@ -197,7 +193,6 @@ fn a_non_root_caller_never_gets_the_iterator() {
         err.contains("tasksnap: procfs"),
         "auto must pick procfs for nobody: {err}"
     );
-    let _ = std::fs::remove_file(&bin);
 }
 
 #[test]

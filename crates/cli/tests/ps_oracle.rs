@@ -449,7 +449,8 @@ const ODD_SPECS: &[&str] = &[
 /// Who runs both ps: this test's user, or nobody (who may not see other users' code and
 /// stack addresses: /proc masks them, and tasksnap must print what procps prints then).
 struct Runner {
-    nobody: Option<NobodyBin>,
+    /// tasksnap where nobody can execute it, when nobody runs both.
+    nobody: Option<String>,
 }
 
 impl Runner {
@@ -469,20 +470,21 @@ impl Runner {
     }
 
     fn ours(&self, backend: &str, args: &[&str], cols: Option<&str>) -> Out {
-        let program = self.nobody.as_ref().map_or(TASKSNAP, |b| b.path.as_str());
+        let program = self.nobody.as_deref().unwrap_or(TASKSNAP);
         let mut a = args.to_vec();
         a.push(backend);
         run_as(self.uid(), program, &["ps"], &a, "C.UTF-8", cols)
     }
 
     fn theirs(&self, args: &[&str], cols: Option<&str>) -> Out {
-        for _ in 0..3 {
-            let out = run_as(self.uid(), "ps", &[], args, "C.UTF-8", cols);
-            if out.code.is_some() {
-                return out;
-            }
-        }
-        panic!("procps ps {args:?} was killed by a signal three times");
+        oracle(&mut command_as(
+            self.uid(),
+            "ps",
+            &[],
+            args,
+            "C.UTF-8",
+            cols,
+        ))
     }
 }
 
@@ -705,7 +707,7 @@ fn odd_specifiers_match_procps_as_nobody() {
     let load = spawn_load();
     let extras = Extras::spawn();
     let runner = Runner {
-        nobody: Some(NobodyBin::new()),
+        nobody: Some(tasksnap_for_others()),
     };
     // The load is root's: nobody sees its code and stack addresses masked (1, 1, 0).
     let pid = load.info.procs[0];
@@ -767,6 +769,25 @@ fn run_env(
     env: &[(&str, &str)],
     nobody: bool,
 ) -> Out {
+    env_command(program, prefix, args, env, nobody)
+        .output()
+        .expect("run")
+        .into()
+}
+
+/// procps `ps` as [`run_env`] runs a program: the oracle ([`oracle`]).
+fn procps_env(args: &[&str], env: &[(&str, &str)], nobody: bool) -> Out {
+    oracle(&mut env_command("ps", &[], args, env, nobody))
+}
+
+/// The command [`run_env`] runs.
+fn env_command(
+    program: &str,
+    prefix: &[&str],
+    args: &[&str],
+    env: &[(&str, &str)],
+    nobody: bool,
+) -> Command {
     let mut cmd = if nobody {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
@@ -790,12 +811,7 @@ fn run_env(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let o = cmd.output().expect("run");
-    Out {
-        code: o.status.code(),
-        stdout: o.stdout,
-        stderr: o.stderr,
-    }
+    cmd
 }
 
 /// Compares the load's rows (header, rows, exit code, stderr) of tasksnap and procps run
@@ -810,7 +826,7 @@ fn compare_env(
         Some(bin) => run_env(bin, &["ps"], args, env, true),
         None => run_env(TASKSNAP, &["ps"], args, env, false),
     };
-    let theirs = run_env("ps", &[], args, env, nobody.is_some());
+    let theirs = procps_env(args, env, nobody.is_some());
     let what = format!(
         "{env:?} {args:?}{}",
         if nobody.is_some() { " as nobody" } else { "" }
@@ -877,6 +893,57 @@ fn check_cases(cases: &[Case], nobody: Option<&str>) {
 }
 
 const NO_ENV: &[(&str, &str)] = &[];
+
+/// procps 4.0.2 crashed under churn ("Signal 11 (SEGV) caught by ps (4.0.2).
+/// ps:src/ps/display.c:71: please report this bug", then killed by that signal) on
+/// `-e -o "%p %G %g %u %U %t %C %a"` while tasks vanished, and the case failed: "exit
+/// Some(0) vs procps None". A crash of the oracle is not behaviour to match: it is run
+/// again, and counted. A stand-in that crashes as procps does (its message, then the signal
+/// again), once, then answers: the answer is compared; one that always crashes fails the
+/// case, saying so.
+#[test]
+fn regression_a_crash_of_the_procps_oracle_was_compared_as_its_answer() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fake = dir.path().join("ps");
+    let crashed_once = dir.path().join("crashed");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n\
+             ulimit -c 0\n\
+             if [ \"$1\" = always ] || [ ! -e {c} ]; then\n\
+             : > {c}\n\
+             echo 'Signal 11 (SEGV) caught by ps (4.0.2).' >&2\n\
+             echo 'ps:src/ps/display.c:71: please report this bug' >&2\n\
+             kill -SEGV $$\n\
+             fi\n\
+             echo '    PID TTY          TIME CMD'\n",
+            c = crashed_once.display()
+        ),
+    )
+    .expect("write the stand-in");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let before = oracle_crashes();
+    let out = oracle(&mut Command::new(&fake));
+    assert_eq!(
+        out.code,
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"    PID TTY          TIME CMD\n");
+    assert!(oracle_crashes() > before);
+    let always = std::panic::catch_unwind(|| oracle(Command::new(&fake).arg("always")));
+    let why = always
+        .err()
+        .expect("an oracle that always crashes fails the case");
+    let why = why
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .unwrap_or_default();
+    assert!(why.contains("procps ps crashed on each of"), "{why}");
+}
 
 #[test]
 fn aix_descriptors_match_procps() {
@@ -989,13 +1056,13 @@ fn bsd_e_hides_other_users_environments_from_nobody() {
     if !root_or_skip("BSD e as nobody (runs both ps as nobody)") {
         return;
     }
-    let copy = NobodyBin::new();
+    let copy = tasksnap_for_others();
     check_cases(
         &[
             (NO_ENV, &["ax", "e"]),
             (NO_ENV, &["-e", "e", "-o", "pid,comm"]),
         ],
-        Some(&copy.path),
+        Some(&copy),
     );
 }
 
@@ -1044,7 +1111,7 @@ fn option_errors_match_procps() {
     ];
     for (env, args) in cases {
         let ours = run_env(TASKSNAP, &["ps"], args, env, false);
-        let theirs = run_env("ps", &[], args, env, false);
+        let theirs = procps_env(args, env, false);
         assert_eq!(ours.code, theirs.code, "{env:?} {args:?}");
         assert_eq!(
             String::from_utf8_lossy(&ours.stderr),
@@ -1191,9 +1258,9 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
     // The count needs no ptrace access: nobody sees it too, as procps's stat does.
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
-        let copy = NobodyBin::new();
+        let copy = tasksnap_for_others();
         let out = run_env(
-            &copy.path,
+            &copy,
             &["ps"],
             &["-o", "fds=", "-p", &ids[1].to_string()],
             NO_ENV,
@@ -1232,7 +1299,7 @@ fn layout_test_columns_follow_procps_header_countdown() {
             let mut args = vec!["-p", list.as_str(), "-o", format];
             args.extend_from_slice(extra);
             let ours = run_env(TASKSNAP, &["ps"], &args, &[("LINES", "4")], false);
-            let theirs = run_env("ps", &[], &args, &[("LINES", "4")], false);
+            let theirs = procps_env(&args, &[("LINES", "4")], false);
             if ours.stdout != theirs.stdout || ours.code != theirs.code {
                 failures.push(format!(
                     "{args:?}:\n  ours:   {:?}\n  procps: {:?}",
@@ -1291,7 +1358,14 @@ fn check_placed(pids: &HashSet<i32>, ours: &[&str], theirs: &[&str]) -> Vec<Stri
     for (case, locale) in cases {
         let args: Vec<&str> = case.iter().map(String::as_str).collect();
         let a = run(ours[0], &ours[1..], &args, locale);
-        let b = run(theirs[0], &theirs[1..], &args, locale);
+        let b = oracle(&mut command_as(
+            None,
+            theirs[0],
+            &theirs[1..],
+            &args,
+            locale,
+            None,
+        ));
         if let Err(e) = same_rows(&args, locale, pids, &a, &b) {
             failures.push(format!("{ours:?}: {e}"));
         }
@@ -1328,11 +1402,7 @@ fn namespace_oom_login_and_cgroup_columns_match_procps() {
             }
         }
         // As nobody, procfs's permission checks decide what shows.
-        let bin = std::env::temp_dir().join(format!("tasksnap-nobody-{}", std::process::id()));
-        std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
-        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod");
-        let bin_str = bin.to_string_lossy().into_owned();
+        let bin_str = tasksnap_for_others();
         let nobody = [
             "setpriv",
             "--reuid=65534",
@@ -1346,7 +1416,6 @@ fn namespace_oom_login_and_cgroup_columns_match_procps() {
             .collect();
         let theirs: Vec<&str> = nobody.iter().copied().chain(["ps"]).collect();
         failures.extend(check_placed(&pids, &ours, &theirs));
-        let _ = std::fs::remove_file(&bin);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     if !root {
@@ -1428,13 +1497,13 @@ fn personalities_and_format_lists_match_procps_as_nobody() {
     if !root_or_skip("personalities as nobody (runs both ps as nobody)") {
         return;
     }
-    let copy = NobodyBin::new();
+    let copy = tasksnap_for_others();
     let cases: Vec<Case> = PERSONALITY_CASES
         .iter()
         .chain(FORMAT_LIST_CASES)
         .copied()
         .collect();
-    check_cases(&cases, Some(&copy.path));
+    check_cases(&cases, Some(&copy));
 }
 
 /// `ARGS` run in a private mount namespace whose /proc is mounted `subset=pid` (no

@@ -35,25 +35,27 @@ struct Runner {
     /// `--backend=...` for tasksnap.
     backend: &'static str,
     tasksnap: String,
-    _copy: Option<NobodyBin>,
 }
 
 impl Runner {
     fn new(caller: Caller, backend: &'static str) -> Runner {
-        let copy = (caller == Caller::Nobody).then(NobodyBin::new);
-        let tasksnap = match &copy {
-            Some(c) => c.path.clone(),
-            None => TASKSNAP.to_string(),
+        let tasksnap = match caller {
+            Caller::Nobody => tasksnap_for_others(),
+            Caller::Me => TASKSNAP.to_string(),
         };
         Runner {
             caller,
             backend,
             tasksnap,
-            _copy: copy,
         }
     }
 
     fn exec(&self, argv: &[&str]) -> Out {
+        self.command(argv).output().expect("run ps").into()
+    }
+
+    /// The command [`Runner::exec`] runs.
+    fn command(&self, argv: &[&str]) -> Command {
         let mut cmd = match self.caller {
             Caller::Me => Command::new(argv[0]),
             Caller::Nobody => {
@@ -62,19 +64,12 @@ impl Runner {
                 c
             }
         };
-        let o = cmd
-            .args(&argv[1..])
+        cmd.args(&argv[1..])
             .env("LC_ALL", "C")
             .env_remove("COLUMNS")
             .env_remove("PS_FORMAT")
-            .env_remove("PS_PERSONALITY")
-            .output()
-            .expect("run ps");
-        Out {
-            code: o.status.code(),
-            stdout: o.stdout,
-            stderr: o.stderr,
-        }
+            .env_remove("PS_PERSONALITY");
+        cmd
     }
 
     fn tasksnap(&self, args: &[&str]) -> Out {
@@ -85,19 +80,11 @@ impl Runner {
         self.exec(&argv)
     }
 
-    /// procps 4.0.2 now and then dies of SIGSEGV when a task changes under it; an oracle
-    /// that crashed says nothing, so it is asked again (as `common::run_procps` does).
+    /// procps `ps`, the oracle ([`oracle`]: asked again when it crashed).
     fn procps(&self, args: &[&str]) -> Out {
         let mut argv = vec!["ps"];
         argv.extend(args);
-        let mut out = self.exec(&argv);
-        for _ in 0..2 {
-            if out.code.is_some() {
-                break;
-            }
-            out = self.exec(&argv);
-        }
-        out
+        oracle(&mut self.command(&argv))
     }
 }
 

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use tasksnap_loadgen::{root_or_skip, wait_until, ProcessGroup};
 
+mod common;
 mod recording;
 
 use recording::{record, record_args, replayed_thread, sleeper, tasksnap, text, TASKSNAP};
@@ -62,12 +63,12 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
     }
     // The columns that do not move while they sleep, as procps prints them now.
     let cols = "pid,ppid,user,tty,stat,nice,comm,args,cgroup";
-    let procps = Command::new("ps")
-        .args(["-o", cols, "-p", &pids])
-        .env_remove("COLUMNS")
-        .output()
-        .expect("procps ps");
-    assert!(procps.status.success());
+    let procps = common::oracle(
+        Command::new("ps")
+            .args(["-o", cols, "-p", &pids])
+            .env_remove("COLUMNS"),
+    );
+    assert_eq!(procps.code, Some(0));
 
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");

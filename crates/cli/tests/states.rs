@@ -296,15 +296,15 @@ fn a_non_root_caller_gets_proc_never_bpf() {
         return;
     }
     let _g = serial();
-    // A copy nobody can execute wherever the checkout lives (a clone under /root is 0700).
-    let bin = common::NobodyBin::new();
+    // tasksnap where nobody can execute it, wherever the checkout lives.
+    let bin = common::tasksnap_for_others();
     let drop_to = |extra: &[&str]| {
         Command::new("setpriv")
             .args([
                 "--reuid=65534",
                 "--regid=65534",
                 "--clear-groups",
-                bin.path.as_str(),
+                bin.as_str(),
                 "states",
             ])
             .args(extra)
@@ -514,4 +514,74 @@ fn regression_write_errors_on_help_and_the_flame_graph_were_silent() {
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// The row of `tid` in each JSON line of `out`, with that line's interval.
+fn rows_of(out: &std::process::Output, tid: i32) -> Vec<(u64, serde_json::Value)> {
+    json_lines(out)
+        .iter()
+        .map(|v| {
+            let row = check_rows(v)
+                .into_iter()
+                .find(|r| r["tid"] == tid)
+                .unwrap_or_else(|| panic!("no row for {tid} in {v}"));
+            (v["interval_ns"].as_u64().expect("interval_ns"), row)
+        })
+        .collect()
+}
+
+/// A thread in D since before `states` started, which stays there (the loadgen's D-state
+/// task: a vfork parent waiting for a child that never execs, in `wait_for_vfork_done`),
+/// showed DISK 100% and no wait reason: its wait had no switch-out to take a stack at, and
+/// /proc/TID/stack, read instead, needs CAP_SYS_ADMIN, dropped once loading is done. With
+/// `-p` (a whole pass each interval) no interval named it; over every thread (read
+/// incrementally) the whole pass every 60 samples lost it. Each interval must name it: in
+/// D, in the kernel's clone path, for the whole interval.
+#[test]
+fn regression_a_thread_in_d_since_before_states_started_had_no_wait_reason() {
+    if !root_or_skip("the D-state task's wait reason (BPF)") {
+        return;
+    }
+    let _g = serial();
+    let load = tasksnap_loadgen::Load::spawn(&["--dstate"]).expect("the loadgen");
+    let d = load.info.dstate[0];
+    tasksnap_loadgen::wait_until("the vfork parent in D", || {
+        tasksnap_loadgen::read_stat(d).is_ok_and(|s| s.state == 'D')
+    });
+    let named = |(interval_ns, row): &(u64, serde_json::Value), what: &str| {
+        assert_eq!(row["top_reason_state"], "disk", "{what}: {row}");
+        let reason = row["top_reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("clone"), "{what}: {row}");
+        assert!(
+            row["disk_pct"].as_f64().expect("disk_pct") > 99.0,
+            "{what}: {row}"
+        );
+        // The scheduler's clock and the interval's may differ by a tick.
+        let ns = row["top_reason_ns"].as_u64().expect("top_reason_ns");
+        assert!(ns as f64 >= 0.9 * *interval_ns as f64, "{what}: {row}");
+    };
+    let out = states(&[
+        "--mode",
+        "bpf",
+        "-p",
+        &d.to_string(),
+        "-n",
+        "2",
+        "-i",
+        "0.2",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    for row in rows_of(&out, d) {
+        named(&row, "-p");
+    }
+    // Every thread, read incrementally: 62 intervals take it past the whole pass of the
+    // 60th sample.
+    let out = states(&["--mode", "bpf", "-n", "62", "-i", "0.05", "--json"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let rows = rows_of(&out, d);
+    assert_eq!(rows.len(), 62);
+    for (i, row) in rows.iter().enumerate() {
+        named(row, &format!("every thread, interval {i}"));
+    }
 }

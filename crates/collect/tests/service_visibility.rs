@@ -150,7 +150,8 @@ fn read_as(uid: u32, hidepid: Option<&str>, groups: &Groups) -> Vec<Task> {
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
     // SAFETY: both ends are ours alone.
     let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let exe = std::env::current_exe().expect("the test binary");
+    // The test binary where `uid` can execute it, wherever the checkout lives.
+    let exe = tasksnap_loadgen::reachable::this_test_binary();
     let mut cmd = match hidepid {
         None => {
             let mut c = Command::new(&exe);
@@ -510,7 +511,7 @@ fn identify_a_caller_in_a_private_mount_namespace() {
     let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .expect("chmod");
-    let exe = std::env::current_exe().expect("the test binary");
+    let exe = tasksnap_loadgen::reachable::this_test_binary();
     let mut child = Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c"])
         .arg("mount -t proc -o hidepid=invisible,gid=27 proc /proc && exec setpriv --reuid=65534 --regid=65534 --groups=27,100 \"$0\" \"$@\"")

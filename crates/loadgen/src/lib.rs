@@ -1,8 +1,9 @@
 //! Library half of `tasksnap-loadgen`: the JSON schema the binary prints
 //! ([`LoadInfo`]), small `/proc` readers used to check task states, and
 //! [`Load`], an RAII handle that runs the binary, parses its one-line JSON
-//! report and tears the whole process group down on drop; and [`planted`], what the
-//! hostile-directory tests plant around a store.
+//! report and tears the whole process group down on drop; [`planted`], what the
+//! hostile-directory tests plant around a store; and [`reachable`], what a test runs as
+//! another user, staged where that user can reach it.
 //!
 //! The binary itself (src/main.rs and its modules) owns the forking; this
 //! library never forks except through [`std::process::Command`].
@@ -23,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod planted;
+pub mod reachable;
 
 use std::io::{self, BufRead, BufReader};
 use std::os::unix::process::CommandExt;

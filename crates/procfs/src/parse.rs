@@ -663,18 +663,6 @@ pub fn parse_kallsyms_text_symbol(line: &str) -> Option<(u64, &str)> {
     (matches!(kind, "t" | "T" | "w" | "W") && addr != 0).then_some((addr, name))
 }
 
-/// The function names of a `/proc/TID/stack` text (`[<0>] rwsem_down_write_slowpath+0x2b3/0x4a0`),
-/// innermost first.
-pub fn parse_proc_stack(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let f = l.split_once("] ").map_or(l, |(_, f)| f).trim();
-            let name = f.split(['+', ' ']).next()?;
-            (!name.is_empty()).then(|| name.to_string())
-        })
-        .collect()
-}
-
 /// A /proc directory entry's name as a task id (`/proc/1234`, `/proc/PID/task/1234`); `None`
 /// for every other entry (`self`, `sys`, `cpuinfo`...) and for names that are not a positive
 /// decimal `i32`.
@@ -987,12 +975,6 @@ mod tests {
         assert_eq!(
             parse_kallsyms_text_symbol("0000000000000000 T hidden"),
             None
-        );
-        assert_eq!(
-            parse_proc_stack(
-                "[<0>] rwsem_down_write_slowpath+0x2b3/0x4a0\n[<0>] do_exit+0x1/0x2\n"
-            ),
-            vec!["rwsem_down_write_slowpath", "do_exit"]
         );
     }
     #[test]

@@ -4,7 +4,7 @@
     python python/tests/upstream/run.py [--against psutil] [PYTEST ARGS...]
 
 The source distribution of the psutil python/tests/requirements.txt pins (7.2.2) is fetched
-from PyPI with pip (once: it is kept in target/psutil-upstream/, checked against its
+from PyPI with pip (once: it is kept in the target directory's psutil-upstream/, checked against its
 SHA-256), its tests/ extracted beside it, and
 its Linux process and system API modules (MODULES) run with pytest under the plugin
 tasksnap_upstream.py, which puts tasksnap in ``sys.modules["psutil"]`` and deselects the
@@ -26,7 +26,10 @@ import tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-CACHE = os.path.join(REPO, "target", "psutil-upstream")
+sys.path.insert(0, os.path.dirname(HERE))
+import build  # noqa: E402  (python/tests/build.py: the one rule for the target directory)
+
+CACHE = os.path.join(build.target_dir(), "psutil-upstream")
 
 
 def pinned_psutil():

@@ -77,6 +77,7 @@ struct st_why_key st_why_key_layout = {};
 struct st_acct st_acct_layout = {};
 struct st_dirty st_dirty_layout = {};
 struct st_drain_args st_drain_args_layout = {};
+struct st_stack st_stack_layout = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -98,6 +99,31 @@ struct {
 	__type(key, struct st_why_key);
 	__type(value, __u64);
 } why SEC(".maps");
+
+/*
+ * The stacks of waits that began before tracking did: a thread the iterator seeds blocked
+ * (in D, or S with track_sleep) had no switch-out to take its stack at, so the iterator
+ * takes it then (bpf_get_task_stack, Linux 5.9, commit fa28dcb82a38: what /proc/TID/stack
+ * shows, which user space could read only while it held CAP_SYS_ADMIN). Keyed, as a stack
+ * map keys its stacks, by a hash of the frames (ST_SEED_STACK_IDS and up, so that one id
+ * space names both kinds): threads blocked in one place share one entry. User space deletes
+ * the entries no thread refers to any more, as it does the stack map's.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct st_stack);
+} seed_stacks SEC(".maps");
+
+/* Room to take a stack in (too big for the BPF stack beside a record). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct st_stack);
+} stack_room SEC(".maps");
 
 #define ST_RING_BYTES (1 << 20)
 
@@ -536,9 +562,51 @@ int BPF_PROG(on_exit, struct task_struct *p)
 }
 
 /*
+ * The stack t is blocked in, into seed_stacks: its id there (ST_SEED_STACK_IDS and up), or -1
+ * when it cannot be taken or kept (a full hash, or another stack of the same hash: counted
+ * in lost_stacks). t is not on a CPU: its saved stack is its wait's.
+ */
+static __always_inline __s32 seed_stack(struct task_struct *t)
+{
+	__u32 zero = 0, id, h = 2166136261u;	/* FNV-1a over the frames */
+	struct st_stack *s, *had;
+	long n;
+	int i;
+
+	s = bpf_map_lookup_elem(&stack_room, &zero);
+	if (!s)
+		return -1;
+	/* The frames past the last one come back zeroed (__bpf_get_stack()). None when t
+	 * woke meanwhile (a running task's saved stack is not walked) or is exiting: its wait
+	 * ended, nothing is lost. */
+	n = bpf_get_task_stack(t, s->ip, sizeof(s->ip), 0);
+	if (n <= 0)
+		return -1;
+	for (i = 0; i < ST_STACK_DEPTH; i++) {
+		h = (h ^ (__u32)s->ip[i]) * 16777619u;
+		h = (h ^ (__u32)(s->ip[i] >> 32)) * 16777619u;
+	}
+	id = ST_SEED_STACK_IDS | (h & (ST_SEED_STACK_IDS - 1));
+	if (!bpf_map_update_elem(&seed_stacks, &id, s, BPF_NOEXIST))
+		return id;
+	/* Kept already: the same stack (shared), or another one of the same hash (lost). */
+	had = bpf_map_lookup_elem(&seed_stacks, &id);
+	if (had) {
+		for (i = 0; i < ST_STACK_DEPTH; i++)
+			if (had->ip[i] != s->ip[i])
+				break;
+		if (i == ST_STACK_DEPTH)
+			return id;
+	}
+	__sync_fetch_and_add(&lost_stacks, 1);
+	return -1;
+}
+
+/*
  * One pass: every thread's totals up to now. A thread without storage yet (it has not left a
  * CPU since the tracepoint was attached: the first pass seeds every such thread) starts
- * here, in the state it is in, from now.
+ * here, in the state it is in, from now, with its stack when it is blocked in a wait whose
+ * stack is kept.
  */
 SEC("iter/task")
 int dump_states(struct bpf_iter__task *ctx)
@@ -563,15 +631,23 @@ int dump_states(struct bpf_iter__task *ctx)
 	}
 	now = now_for(t);
 	if (!a->since_ns && now) {
+		__u32 state;
+		__s32 stackid = -1;
+
+		if (t->on_cpu)
+			state = ST_RUNNING;
+		else if (t->sched_info.last_queued)
+			state = ST_RUNNABLE;
+		else
+			state = classify(false, task_state(t));
+		/* Taken before the storage is marked as being written: the walk of the stack
+		 * is the slow part. */
+		if (keeps_stack(state))
+			stackid = seed_stack(t);
 		a->seq++;
 		compiler_barrier();
-		if (t->on_cpu)
-			a->state = ST_RUNNING;
-		else if (t->sched_info.last_queued)
-			a->state = ST_RUNNABLE;
-		else
-			a->state = classify(false, task_state(t));
-		a->stackid = -1;
+		a->state = state;
+		a->stackid = stackid;
 		a->run_delay_ns = t->sched_info.run_delay;
 		a->flags |= ST_F_SEEDED;
 		a->since_ns = now;

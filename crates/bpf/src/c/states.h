@@ -18,10 +18,17 @@
 #define ST_NSTATES  6
 #define ST_SLOTS    8	/* array length: a power of two, so an index can be masked */
 
+#define ST_STACK_DEPTH 48	/* frames kept per off-CPU stack (deeper ones are cut) */
+
+/* Stack ids at and above this name a stack of the `seed_stacks` hash (a wait that began
+ * before tracking did, its stack taken by the iterator), below it one of the `stacks` map
+ * (taken at a switch-out, by bpf_get_stackid: ids below its max_entries). */
+#define ST_SEED_STACK_IDS 0x40000000
+
 /* st_rec.flags */
 #define ST_F_EXITED  (1u << 0)	/* written at sched_process_exit: the thread's final totals */
 #define ST_F_SEEDED  (1u << 1)	/* current state began before tracking did (seeded from
-				 * task->__state by the iterator): no off-CPU stack for it */
+				 * task->__state by the iterator, which took its stack) */
 #define ST_F_KTHREAD (1u << 2)	/* PF_KTHREAD */
 #define ST_F_DRAINED (1u << 3)	/* written by drain_states: a thread that changed since the
 				 * reader's last drain */
@@ -34,7 +41,8 @@ struct st_acct {
 	__u64 run_delay_ns;	/* task->sched_info.run_delay then */
 	__u32 seq;		/* odd while a switch-out is being written */
 	__u32 state;		/* ST_* it went off the CPU in (ST_RUNNING: seeded on a CPU) */
-	__s32 stackid;		/* kernel stack of that wait, or -1 */
+	__s32 stackid;		/* kernel stack of that wait, or -1 (ST_SEED_STACK_IDS and up:
+				 * a seeded wait's, in seed_stacks) */
 	__u32 flags;		/* ST_F_SEEDED */
 	__u32 pad;
 	__u64 listed;		/* 1 while the thread waits in the `dirty` queue (set and
@@ -94,6 +102,10 @@ struct st_why_key {
 	__u32 pad;
 };
 
-#define ST_STACK_DEPTH 48	/* frames kept per off-CPU stack (deeper ones are cut) */
+/* A kernel stack, innermost frame first, zeros after the last one: a value of the
+ * `seed_stacks` hash. */
+struct st_stack {
+	__u64 ip[ST_STACK_DEPTH];
+};
 
 #endif

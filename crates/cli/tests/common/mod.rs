@@ -50,23 +50,73 @@ pub struct Out {
     pub stderr: Vec<u8>,
 }
 
+impl From<std::process::Output> for Out {
+    fn from(o: std::process::Output) -> Out {
+        Out {
+            code: o.status.code(),
+            stdout: o.stdout,
+            stderr: o.stderr,
+        }
+    }
+}
+
 pub fn run(program: &str, prefix: &[&str], args: &[&str], locale: &str) -> Out {
     run_cols(program, prefix, args, locale, None)
 }
 
-/// Runs procps `ps`. procps 4.0.2 sometimes dies of SIGSEGV when a task changes under it
-/// (seen in CI on `-o ...,group,egroup,rgroup`); an oracle that crashed says nothing, so it
-/// is asked again, up to three times.
-pub fn run_procps(args: &[&str], locale: &str, cols: Option<&str>) -> Out {
-    let mut out = run_cols("ps", &[], args, locale, cols);
-    for _ in 0..2 {
-        if out.code.is_some() {
-            break;
-        }
-        eprintln!("procps ps {args:?} was killed by a signal; asking again");
-        out = run_cols("ps", &[], args, locale, cols);
+/// How many times one run of the oracle may crash before the case fails.
+const ORACLE_TRIES: usize = 5;
+
+/// How many times the oracle crashed in this test binary.
+static ORACLE_CRASHES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Why procps `ps` crashed, when it did. procps 4.0.2 now and then dies of SIGSEGV when a
+/// task vanishes under it (seen under churn on `-e -o "%p %G %g %u %U %t %C %a"`, and in CI
+/// on `-o ...,group,egroup,rgroup`): its handler (ps/display.c, `signal_handler`) prints
+/// "Signal 11 (SEGV) caught by ps (4.0.2)." and "ps:src/ps/display.c:71: please report this
+/// bug", restores the default action and raises the signal again, so ps dies of it; only if
+/// that returned would it `_exit(1)`. Either way it is a crash, never an answer to compare.
+pub fn oracle_crash(status: std::process::ExitStatus, stderr: &[u8]) -> Option<String> {
+    use std::os::unix::process::ExitStatusExt;
+    let said = String::from_utf8_lossy(stderr);
+    let caught = said.lines().find(|l| l.contains(" caught by ps ("));
+    match (status.signal(), caught) {
+        (Some(sig), _) => Some(format!(
+            "killed by signal {sig}: {}",
+            said.trim_end().replace('\n', " / ")
+        )),
+        (None, Some(line)) => Some(format!("exited {status} after \"{line}\"")),
+        (None, None) => None,
     }
-    out
+}
+
+/// Runs the oracle, procps `ps`, as `cmd` says (a wrapper such as setpriv or unshare may
+/// come first): its output, asked again (up to [`ORACLE_TRIES`] runs) when it crashed
+/// ([`oracle_crash`]): a crash of the oracle is not behaviour to match. Each crash is said on
+/// stderr with the count so far in this test binary. The one way every test runs it.
+pub fn oracle(cmd: &mut Command) -> Out {
+    for _ in 0..ORACLE_TRIES {
+        let o = cmd.output().expect("run procps ps");
+        let Some(why) = oracle_crash(o.status, &o.stderr) else {
+            return o.into();
+        };
+        let n = ORACLE_CRASHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        eprintln!(
+            "procps ps crashed ({why}) running {cmd:?}; asking again (crash {n} of the oracle \
+             in this test binary)"
+        );
+    }
+    panic!("procps ps crashed on each of {ORACLE_TRIES} runs of {cmd:?}");
+}
+
+/// How many times the oracle crashed so far in this test binary.
+pub fn oracle_crashes() -> usize {
+    ORACLE_CRASHES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Runs procps `ps` with `args` in `locale` (COLUMNS=`cols`, or unset): [`oracle`].
+pub fn run_procps(args: &[&str], locale: &str, cols: Option<&str>) -> Out {
+    oracle(&mut command_as(None, "ps", &[], args, locale, cols))
 }
 
 pub fn run_cols(
@@ -82,34 +132,17 @@ pub fn run_cols(
 /// The uid and gid of user nobody.
 pub const NOBODY: u32 = 65534;
 
-/// A copy of the tasksnap binary user nobody can execute wherever the checkout lives,
-/// removed on drop.
-pub struct NobodyBin {
-    pub path: String,
-}
-
-impl NobodyBin {
-    pub fn new() -> NobodyBin {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let bin = std::env::temp_dir().join(format!("tasksnap-nobody-{}-{n}", std::process::id()));
-        std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
-        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod");
-        NobodyBin {
-            path: bin.to_string_lossy().into_owned(),
-        }
-    }
-}
-
-impl Drop for NobodyBin {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
+/// The tasksnap binary where any user can execute it, wherever the checkout lives: what a
+/// test runs as another user ([`tasksnap_loadgen::reachable`], staged once per test binary).
+pub fn tasksnap_for_others() -> String {
+    tasksnap_loadgen::reachable::staged(TASKSNAP)
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// [`run_cols`], as user `uid` (with that gid and no supplementary groups, through
-/// setpriv) when given. The program must be executable by that user (see [`NobodyBin`]).
+/// setpriv) when given. The program must be executable by that user (see
+/// [`tasksnap_for_others`]).
 pub fn run_as(
     uid: Option<u32>,
     program: &str,
@@ -118,6 +151,21 @@ pub fn run_as(
     locale: &str,
     cols: Option<&str>,
 ) -> Out {
+    command_as(uid, program, prefix, args, locale, cols)
+        .output()
+        .expect("run")
+        .into()
+}
+
+/// The command [`run_as`] runs.
+pub fn command_as(
+    uid: Option<u32>,
+    program: &str,
+    prefix: &[&str],
+    args: &[&str],
+    locale: &str,
+    cols: Option<&str>,
+) -> Command {
     let mut cmd = match uid {
         Some(id) => {
             let mut c = Command::new("setpriv");
@@ -135,19 +183,12 @@ pub fn run_as(
         Some(c) => cmd.env("COLUMNS", c),
         None => cmd.env_remove("COLUMNS"),
     };
-    let o = cmd
-        .args(prefix)
+    cmd.args(prefix)
         .args(args)
         .env("LC_ALL", locale)
         .env_remove("PS_FORMAT")
-        .env_remove("PS_PERSONALITY")
-        .output()
-        .expect("run");
-    Out {
-        code: o.status.code(),
-        stdout: o.stdout,
-        stderr: o.stderr,
-    }
+        .env_remove("PS_PERSONALITY");
+    cmd
 }
 
 /// Header tokens with their [start, end) byte spans.

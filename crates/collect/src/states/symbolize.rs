@@ -133,9 +133,6 @@ pub fn trim(frames: Vec<String>) -> Vec<String> {
     frames.into_iter().skip(skip).collect()
 }
 
-/// The function names of a `/proc/TID/stack` text: the reading layer's parser.
-pub use tasksnap_procfs::parse::parse_proc_stack;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,21 +204,6 @@ ffffffffc0a01000 t ext4_file_read_iter\t[ext4]
                 "rwsem_down_write_slowpath",
                 "down_write_killable",
                 "vm_mmap_pgoff"
-            ]
-        );
-    }
-
-    #[test]
-    fn parses_proc_stack() {
-        let text = "[<0>] kernel_clone+0x2c4/0x3a0\n[<0>] __do_sys_vfork+0x4e/0x70\n\
-                    [<0>] do_syscall_64+0x7f/0x180\n[<0>] entry_SYSCALL_64_after_hwframe+0x76/0x7e\n";
-        assert_eq!(
-            parse_proc_stack(text),
-            vec![
-                "kernel_clone",
-                "__do_sys_vfork",
-                "do_syscall_64",
-                "entry_SYSCALL_64_after_hwframe"
             ]
         );
     }

@@ -15,7 +15,6 @@
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::states::bpf::{privileged, proc_is_readers, Options};
@@ -36,9 +35,10 @@ use tasksnap_bpf::skel::states as skel;
 const F_EXITED: u32 = 1 << 0;
 const F_KTHREAD: u32 = 1 << 2;
 
-/// Reason ids for stacks read from /proc/TID/stack (waits that began before tracking did)
-/// start here; below are the stack map's ids.
-const PROC_STACK_IDS: u32 = 0x8000_0000;
+/// `ST_SEED_STACK_IDS` of states.h: stack ids from here on name a stack of the
+/// `seed_stacks` hash (a wait that began before tracking did, its stack taken by the
+/// iterator when it seeded the thread); below, one of the stack map.
+const SEED_STACK_IDS: u32 = 0x4000_0000;
 
 /// `ST_F_DRAINED`: a record of `drain_states` (the ring buffer carries both kinds).
 const F_DRAINED: u32 = 1 << 3;
@@ -88,8 +88,6 @@ pub struct BpfSource {
     syms: Kallsyms,
     /// Stack ids already symbolized.
     frames: HashMap<u32, Arc<[String]>>,
-    /// /proc/TID/stack frames already interned, by frames.
-    proc_stacks: HashMap<Vec<String>, u32>,
     /// Thread names already made (see [`comm_text`]).
     names: HashMap<[i8; 16], Comm>,
     buf: Vec<u8>,
@@ -117,11 +115,6 @@ impl std::fmt::Debug for BpfSource {
 
 fn monotonic_ns() -> u64 {
     tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC)
-}
-
-/// ns per clock tick (USER_HZ), the unit of /proc's start times.
-fn clock_tick_ns() -> u64 {
-    1_000_000_000 / crate::host::clock_ticks_per_s()
 }
 
 /// A comm as text, and its exact bytes when they are not valid UTF-8.
@@ -268,7 +261,6 @@ impl BpfSource {
             opts,
             syms,
             frames: HashMap::new(),
-            proc_stacks: HashMap::new(),
             names: HashMap::new(),
             buf: Vec::with_capacity(1 << 20),
             held: None,
@@ -460,8 +452,17 @@ impl BpfSource {
         Ok(out)
     }
 
-    /// The frames of a stack map id, symbolized and trimmed (cached; ids are stable while
-    /// the stack is in the map).
+    /// The map a stack id names a stack of: the stack map, or the seeded waits' hash.
+    fn stack_map(&self, id: u32) -> &libbpf_rs::Map<'static> {
+        if id >= SEED_STACK_IDS {
+            &self.skel.maps.seed_stacks
+        } else {
+            &self.skel.maps.stacks
+        }
+    }
+
+    /// The frames of a stack id, symbolized and trimmed (cached; ids are stable while the
+    /// stack is in its map).
     fn stack_frames(&mut self, id: u32) -> Arc<[String]> {
         use libbpf_rs::MapCore;
 
@@ -469,13 +470,12 @@ impl BpfSource {
             return f.clone();
         }
         let raw = self
-            .skel
-            .maps
-            .stacks
+            .stack_map(id)
             .lookup(&id.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
             .ok()
             .flatten()
             .unwrap_or_default();
+        // A seeded wait's stack is zeros after its last frame.
         let addrs: Vec<u64> = raw
             .chunks_exact(8)
             .map(|c| {
@@ -483,6 +483,7 @@ impl BpfSource {
                 a.copy_from_slice(c);
                 u64::from_ne_bytes(a)
             })
+            .take_while(|&a| a != 0)
             .collect();
         let mut frames = symbolize::trim(self.syms.frames(&addrs));
         if frames.is_empty() {
@@ -491,41 +492,6 @@ impl BpfSource {
         let f: Arc<[String]> = Arc::from(frames);
         self.frames.insert(id, f.clone());
         f
-    }
-
-    /// The /proc directory of a thread known by its number in the reader's namespace, its
-    /// global number and its start time: the one of the two numbers whose `stat` has that
-    /// start time. The mounted /proc need not belong to the reader's pid namespace (`unshare
-    /// --pid --fork` without `--mount-proc` keeps the host's), and a number may name another
-    /// thread there.
-    fn proc_dir(&self, tid: u32, global_tid: u32, start_ns: u64) -> Option<PathBuf> {
-        let tick_ns = clock_tick_ns();
-        let mut candidates = vec![tid];
-        if global_tid != tid {
-            candidates.push(global_tid);
-        }
-        candidates.into_iter().find_map(|n| {
-            let dir = self.opts.proc_root.join(n.to_string());
-            let stat = std::fs::read(dir.join("stat")).ok()?;
-            let st = crate::states::procfs::thread_stat(&stat)?;
-            // /proc shows the start time in clock ticks, rounded down (nsec_to_clock_t), on
-            // the caller's boot clock (its time namespace's: crate::clock).
-            (st.start_ticks == crate::BootClock::caller().to_proc_ticks(start_ns, tick_ns))
-                .then_some(dir)
-        })
-    }
-
-    /// A reason id for the wait a thread is in now, read from /proc/TID/stack: for waits that
-    /// began before tracking did (no stack was taken when they began).
-    fn proc_stack_reason(&mut self, tid: u32, global_tid: u32, start_ns: u64) -> Option<u32> {
-        let path = self.proc_dir(tid, global_tid, start_ns)?.join("stack");
-        let text = std::fs::read_to_string(path).ok()?;
-        let frames = symbolize::trim(symbolize::parse_proc_stack(&text));
-        if frames.is_empty() {
-            return None;
-        }
-        let next = PROC_STACK_IDS + self.proc_stacks.len() as u32;
-        Some(*self.proc_stacks.entry(frames).or_insert(next))
     }
 
     /// A note when the filter selects pid 1 and the iterator did not return it. On this kind
@@ -581,7 +547,7 @@ impl BpfSource {
         for id in unused {
             // A thread blocking on this very stack after the pass would find its frames gone:
             // its reason then reads "[stack lost]" once. Rare, and only on a full map.
-            let _ = self.skel.maps.stacks.delete(&id.to_ne_bytes());
+            let _ = self.stack_map(id).delete(&id.to_ne_bytes());
             self.frames.remove(&id);
         }
     }
@@ -751,8 +717,8 @@ impl BpfSource {
             .cloned()
             .unwrap_or_default();
         // The blocked time of the last wait not yet in the hash (it is added at the
-        // thread's next switch-out), under its stack; a wait that began before tracking
-        // did has no stack: /proc/TID/stack names it while it lasts.
+        // thread's next switch-out), under its stack (a wait that began before tracking did
+        // has the one the iterator took when it seeded the thread).
         let keeps =
             wait_state == State::Disk || (self.opts.track_sleep && wait_state == State::Sleeping);
         let mut wait_reason = None;
@@ -760,28 +726,19 @@ impl BpfSource {
         // (an incremental source's first sample) meets waits that began just then, and a
         // thread that does not change is only taken on from this record.
         let ongoing = current == wait_state && !exited;
-        if keeps && (r.pending_why_ns > 0 || ongoing) {
-            let id = if r.stackid >= 0 {
-                Some(r.stackid as u32)
-            } else if ongoing {
-                self.proc_stack_reason(r.tid, r.global_tid, r.start_boottime_ns)
-            } else {
-                None
-            };
-            if let Some(id) = id {
-                if ongoing {
-                    wait_reason = Some(id);
-                }
-                match reasons.iter_mut().find(|x| x.0 == wait_state && x.1 == id) {
-                    Some(x) => x.2 += r.pending_why_ns,
-                    None => reasons.push((wait_state, id, r.pending_why_ns)),
-                }
+        if keeps && (r.pending_why_ns > 0 || ongoing) && r.stackid >= 0 {
+            let id = r.stackid as u32;
+            if ongoing {
+                wait_reason = Some(id);
+            }
+            match reasons.iter_mut().find(|x| x.0 == wait_state && x.1 == id) {
+                Some(x) => x.2 += r.pending_why_ns,
+                None => reasons.push((wait_state, id, r.pending_why_ns)),
             }
         }
         for &(_, id, _) in &reasons {
-            if id < PROC_STACK_IDS && !sample.reasons.contains_key(&id) {
-                let f = self.stack_frames(id);
-                sample.reasons.insert(id, f);
+            if let std::collections::hash_map::Entry::Vacant(v) = sample.reasons.entry(id) {
+                v.insert(self.stack_frames(id));
             }
         }
         let t = ThreadTotals {
@@ -829,9 +786,6 @@ impl BpfSource {
         live: Option<&IdSet<(i32, u64)>>,
         exits: &[skel::types::st_rec],
     ) {
-        for (frames, &id) in &self.proc_stacks {
-            sample.reasons.insert(id, Arc::from(frames.clone()));
-        }
         // Off-CPU entries of threads that are gone (their last totals are in this sample)
         // are deleted so the hash does not fill up.
         let exited: IdSet<(i32, u64)> = exits
