@@ -90,10 +90,15 @@ pub struct NobodyBin {
 
 impl NobodyBin {
     pub fn new() -> NobodyBin {
+        NobodyBin::copy_of(std::path::Path::new(TASKSNAP))
+    }
+
+    /// A copy of another binary (the load generator, a test binary) every user can execute.
+    pub fn copy_of(program: &std::path::Path) -> NobodyBin {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let bin = std::env::temp_dir().join(format!("tasksnap-nobody-{}-{n}", std::process::id()));
-        std::fs::copy(TASKSNAP, &bin).expect("copy the binary");
+        std::fs::copy(program, &bin).expect("copy the binary");
         std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .expect("chmod");
         NobodyBin {
