@@ -1093,10 +1093,7 @@ fn hostile_clients_neither_stop_the_service_nor_see_more() {
     let own = sp.sleep_as("nobody's sleep", NOBODY, NOBODY);
     let pids = sp.pids();
     // The hostile clients run as nobody, from a copy of this binary nobody can execute.
-    let mut hostile = helper_as(
-        NOBODY,
-        &format!("hostile:{}:{root}:{own}", service.socket),
-    );
+    let mut hostile = helper_as(NOBODY, &format!("hostile:{}:{root}:{own}", service.socket));
     let socket = service.socket.clone();
     let mut to_child = hostile.stdin.take().expect("stdin");
     let from_child = BufReader::new(hostile.stdout.take().expect("stdout"));
@@ -1512,7 +1509,8 @@ fn slot_holders(socket: &str, n: usize) {
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
         });
     }
-    let mut conns: Vec<Option<UnixStream>> = (0..n).map(|_| UnixStream::connect(socket).ok()).collect();
+    let mut conns: Vec<Option<UnixStream>> =
+        (0..n).map(|_| UnixStream::connect(socket).ok()).collect();
     println!("holding {}", conns.iter().flatten().count());
     let _ = std::io::stdout().flush();
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
@@ -1648,10 +1646,7 @@ fn four_users_holding_every_slot_do_not_starve_a_fifth() {
     let mut holders: Vec<Child> = (0..4)
         .map(|k| helper_as(OTHER_UID + 1 + k, &format!("hold:{}:8", service.socket)))
         .collect();
-    let _outs: Vec<_> = holders
-        .iter_mut()
-        .map(|h| wait_for_line(h, "8"))
-        .collect();
+    let _outs: Vec<_> = holders.iter_mut().map(|h| wait_for_line(h, "8")).collect();
     std::thread::sleep(Duration::from_millis(300));
     let fifth = Caller {
         name: format!("uid {OTHER_UID}"),
@@ -1718,8 +1713,11 @@ fn ps_verbose_says_why_it_read_proc_instead_of_the_service() {
         .prefix("tasksnap-fallback-")
         .tempdir()
         .expect("a directory");
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
     let busy = fake_service(dir.path(), "busy.sock", Some(wire::empty(wire::Kind::Busy)));
     let refused = fake_service(
         dir.path(),
@@ -1739,7 +1737,11 @@ fn ps_verbose_says_why_it_read_proc_instead_of_the_service() {
     let planted = planted.to_string_lossy().into_owned();
     let cases: [(&str, &str, &str); 6] = [
         ("busy", &busy, "is busy"),
-        ("refusing", &refused, "the service refused: a test's refusal"),
+        (
+            "refusing",
+            &refused,
+            "the service refused: a test's refusal",
+        ),
         ("silent", &silent, "did not take the request within"),
         ("stopped", &stale, "nothing listens at"),
         ("missing", &missing, "no query service at"),
@@ -1793,7 +1795,12 @@ fn the_service_tells_a_hidepid_caller_no_host_wide_counts() {
     let o = caller.ps(Source::Service, &["--verbose", "-e", "-o", "pid"]);
     let e = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.code, Some(0), "{e}");
-    let rows = o.stdout.split(|&c| c == b'\n').skip(1).filter(|l| !l.is_empty()).count();
+    let rows = o
+        .stdout
+        .split(|&c| c == b'\n')
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .count();
     let line = e
         .lines()
         .find_map(|l| l.strip_prefix("tasksnap: pass: the service's pass: "))
@@ -1828,8 +1835,11 @@ fn a_regular_file_at_the_socket_path_is_named_with_what_to_do() {
         .prefix("tasksnap-planted-")
         .tempdir()
         .expect("a directory");
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
     let at = dir.path().join("query.sock");
     std::fs::write(&at, b"planted").expect("plant a file");
     let o = Command::new(TASKSNAP)
