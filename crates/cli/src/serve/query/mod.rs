@@ -1,24 +1,31 @@
 //! The query socket of `tasksnap serve`: root's loaded BPF programs answering local callers
 //! without privileges (`tasksnap ps`, `top`, the Python binding as a user), each shown what
-//! its own /proc would show it.
+//! its own /proc would show it, within budgets no set of users can exhaust for the others.
 //!
 //! Threads, each with one job:
 //! - the **accept** thread takes connections, asks the kernel who is on the other end
-//!   (`SO_PEERCRED`, `SO_PEERPIDFD`) and turns away what is over the limits (clients at
-//!   once, in all and per uid) with a `Busy` frame, so a flood never grows the service;
+//!   (`SO_PEERCRED`, `SO_PEERPIDFD`) and admits them by the slots' rules ([`slots`]: clients
+//!   at once, in all and per uid, shared fairly between uids) or turns them away with a
+//!   `Busy` frame, so a flood never grows the service;
 //! - a **connection** thread per admitted client reads one bounded request with a deadline,
 //!   identifies the caller (its credentials, namespaces and /proc mount options, read here,
 //!   never told by the client), applies the per-uid rate, says `Accepted`, waits for a pass,
-//!   cuts it down to the caller's view and writes it with a deadline: a slow or hostile client
-//!   holds only its own thread;
-//! - the **pass** thread owns the BPF collector and takes one pass for every request waiting
-//!   when it starts (identical requests share it), so every answer is fresher than its
-//!   request and a thousand callers cost one pass.
+//!   plans the caller's answer and sends it a chunk at a time, each cut and encoded only
+//!   once the one before went out, within the memory budget ([`memory`]) and a deadline: a
+//!   slow or hostile client holds only its own thread and a chunk;
+//! - the **pass** thread ([`passes`]) owns the BPF collector and takes one pass per distinct
+//!   waiting request, each uid in turn (identical requests share it), when the memory budget
+//!   has room for it, so every answer is fresher than its request and a thousand callers cost
+//!   one pass.
 //!
-//! The rules are tasksnap-collect's (`service::peer`, `service::visibility`); this module
-//! only moves requests and answers. See docs/service.md for the threat model.
+//! The rules are tasksnap-collect's (`service::peer`, `service::visibility`,
+//! `service::answer`); this module only moves requests and answers. See docs/service.md for
+//! the threat model.
 
-use std::collections::HashMap;
+mod memory;
+mod passes;
+mod slots;
+
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::AsFd;
@@ -30,26 +37,19 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::service::answer::{self, Pass};
+use tasksnap_collect::service::answer::{Reply, PLAN_BYTES_PER_TASK};
 use tasksnap_collect::service::{peer, visibility, wire};
-use tasksnap_collect::Host;
 use tasksnap_model::Query;
 use tasksnap_safefile::Dir;
 
-/// Clients served at once; more are answered `Busy` (each may hold an answer being encoded,
-/// tens of MB at 100,000 tasks).
-pub const MAX_CLIENTS: usize = 32;
-/// Requests waiting for a pass at most; beyond, `Busy` (a queue of distinct expensive
-/// queries would keep every caller past its deadline).
-const MAX_WAITING: usize = 16;
-/// Clients of one uid served at once.
-pub const MAX_CLIENTS_PER_UID: usize = 8;
-/// Requests a uid may make per second, sustained; [`BURST`] at once.
-pub const RATE_PER_S: f64 = 50.0;
-/// See [`RATE_PER_S`].
-pub const BURST: f64 = 100.0;
-/// The send buffer asked for each answer's connection.
-const SEND_BUFFER_BYTES: usize = 2 << 20;
+pub use memory::MIN_BUDGET_BYTES;
+use memory::{Charge, MemoryBudget};
+use passes::{Job, NoPass};
+use slots::{Slots, Step};
+
+/// The send buffer asked for each answer's connection: a chunk or so in the kernel while the
+/// next is encoded (what a client that reads nothing makes the kernel hold for it).
+const SEND_BUFFER_BYTES: usize = 1 << 20;
 /// How long a client has to send its request once connected.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(1);
 /// How long a client has to take each part of its answer.
@@ -69,12 +69,25 @@ pub struct Counts {
     pub refused: AtomicU64,
     /// Connections turned away as over a limit.
     pub busy: AtomicU64,
+    /// Of those, requests turned away because the memory budget had no room for their pass.
+    pub memory_busy: AtomicU64,
     /// Passes taken.
     pub passes: AtomicU64,
 }
 
-/// Where a pass (or why there is none) goes.
-type Reply = mpsc::Sender<Result<(Arc<Pass>, Option<Arc<Pass>>), String>>;
+/// What the threads share.
+struct State {
+    stop: AtomicBool,
+    /// The pass thread is running (false once it has ended, a panic included): connections
+    /// are then refused at once instead of waiting for a pass that will not come.
+    passing: AtomicBool,
+    jobs: Mutex<Vec<Job>>,
+    wake: Condvar,
+    slots: Arc<Slots>,
+    budget: Arc<MemoryBudget>,
+    counts: Counts,
+    proc_root: PathBuf,
+}
 
 /// Reads from a connection by one deadline for the whole (a client sending a byte a second
 /// does not hold its slot for longer than the deadline).
@@ -91,103 +104,6 @@ impl std::io::Read for ByDeadline<'_> {
         }
         self.stream.set_read_timeout(Some(left))?;
         (&mut &*self.stream).read(buf)
-    }
-}
-
-/// A pass kept for the callers it answered, whose next request may name it.
-struct Kept {
-    query: Query,
-    pass: Arc<Pass>,
-    callers: Vec<peer::Caller>,
-}
-
-/// A request's `since` and where its pass goes.
-type Waiting = (Option<u64>, peer::Caller, Reply);
-
-/// A request waiting for a pass: the query to read, and the generation of the answer the
-/// client holds (its pass goes with the reply, when still kept).
-struct Job {
-    query: Query,
-    since: Option<u64>,
-    /// Who asks: a `since` is honoured only for a caller the kept pass answered, as it was.
-    caller: peer::Caller,
-    reply: Reply,
-}
-
-/// Queries whose last pass is kept after it is answered, for clients that hold it to be
-/// sent only what changed (a live view's next refresh): a few, each tens of MB at 50,000
-/// tasks.
-const KEPT_PASSES: usize = 4;
-
-/// Per-uid admission: clients now, and a token bucket of requests.
-#[derive(Default)]
-struct Admission {
-    total: usize,
-    per_uid: HashMap<u32, usize>,
-    buckets: HashMap<u32, (f64, Instant)>,
-}
-
-/// What the threads share.
-struct State {
-    stop: AtomicBool,
-    /// The pass thread is running (false once it has ended, a panic included): connections
-    /// are then refused at once instead of waiting for a pass that will not come.
-    passing: AtomicBool,
-    jobs: Mutex<Vec<Job>>,
-    wake: Condvar,
-    admission: Mutex<Admission>,
-    counts: Counts,
-    proc_root: PathBuf,
-}
-
-impl State {
-    /// Admits a client of `uid`, or `false` when a limit is reached.
-    fn admit(&self, uid: u32) -> bool {
-        let Ok(mut a) = self.admission.lock() else {
-            return false;
-        };
-        let n = a.per_uid.get(&uid).copied().unwrap_or(0);
-        if a.total >= MAX_CLIENTS || n >= MAX_CLIENTS_PER_UID {
-            return false;
-        }
-        a.total += 1;
-        a.per_uid.insert(uid, n + 1);
-        true
-    }
-
-    fn leave(&self, uid: u32) {
-        if let Ok(mut a) = self.admission.lock() {
-            a.total = a.total.saturating_sub(1);
-            if let Some(n) = a.per_uid.get_mut(&uid) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    a.per_uid.remove(&uid);
-                }
-            }
-        }
-    }
-
-    /// Takes a request token of `uid`'s bucket, or `false` when it is empty.
-    fn take_token(&self, uid: u32) -> bool {
-        let Ok(mut a) = self.admission.lock() else {
-            return false;
-        };
-        let now = Instant::now();
-        if a.buckets.len() > 4096 {
-            // Full buckets carry no state: forget them rather than grow with every uid seen.
-            a.buckets.retain(|_, (t, at)| {
-                *t + now.duration_since(*at).as_secs_f64() * RATE_PER_S < BURST
-            });
-        }
-        let (tokens, at) = a.buckets.entry(uid).or_insert((BURST, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * RATE_PER_S).min(BURST);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            true
-        } else {
-            false
-        }
     }
 }
 
@@ -212,10 +128,10 @@ impl std::fmt::Debug for QueryService {
 }
 
 /// Opens the directory of `path` (made 0755 if missing; root's, writable by nobody else) and
-/// listens there, loads the BPF collector on the pass thread, and starts answering. Call
-/// before the calling thread drops its capabilities: the threads it starts keep what reading
-/// callers' /proc entries needs.
-pub fn start(path: &Path) -> Result<QueryService, String> {
+/// listens there, loads the BPF collector on the pass thread, and starts answering, holding
+/// at most `memory_budget_bytes` for its callers. Call before the calling thread drops its
+/// capabilities: the threads it starts keep what reading callers' /proc entries needs.
+pub fn start(path: &Path, memory_budget_bytes: u64) -> Result<QueryService, String> {
     if tasksnap_safefile::euid() != 0 {
         return Err(
             "it needs root: its passes come from BPF programs only root loads (run serve as \
@@ -249,13 +165,20 @@ pub fn start(path: &Path) -> Result<QueryService, String> {
     if UnixStream::connect(path).is_ok() {
         return Err("another tasksnap serve answers there".into());
     }
-    let listener = dir.bind_socket(&name, 0o666).map_err(|e| e.to_string())?;
+    let listener = dir.bind_socket(&name, 0o666).map_err(|e| match e {
+        // Said without the path, which the caller's message names.
+        tasksnap_safefile::SafeError::NotSocket { .. } => {
+            format!("{}, or give serve another --query-socket", e.reason())
+        }
+        e => e.to_string(),
+    })?;
     let state = Arc::new(State {
         stop: AtomicBool::new(false),
         passing: AtomicBool::new(true),
         jobs: Mutex::new(Vec::new()),
         wake: Condvar::new(),
-        admission: Mutex::new(Admission::default()),
+        slots: Slots::new(),
+        budget: MemoryBudget::new(memory_budget_bytes),
         counts: Counts::default(),
         proc_root: PathBuf::from(tasksnap_collect::host::KERNEL_PROC),
     });
@@ -264,7 +187,7 @@ pub fn start(path: &Path) -> Result<QueryService, String> {
         let state = state.clone();
         std::thread::Builder::new()
             .name("query-pass".into())
-            .spawn(move || pass_loop(&state, &ready_tx))
+            .spawn(move || passes::pass_loop(&state, &ready_tx))
             .map_err(|e| format!("cannot start the pass thread: {e}"))?
     };
     let why = match ready_rx.recv() {
@@ -311,6 +234,22 @@ impl QueryService {
     /// Where it listens.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// What it said of its limits: connections displaced for another user, cut for not
+    /// reading, and the memory budget's peak and limit.
+    pub fn limits_said(&self) -> String {
+        let mib = |b: usize| b as f64 / f64::from(1u32 << 20);
+        let s = &self.state;
+        format!(
+            "{} turned away for memory, {} displaced for another user, {} cut for not reading; \
+             query memory: peak {:.1} MiB of {:.0} MiB",
+            s.counts.memory_busy.load(Ordering::Relaxed),
+            s.slots.displaced.load(Ordering::Relaxed),
+            s.slots.cut.load(Ordering::Relaxed),
+            mib(s.budget.peak_bytes()),
+            mib(s.budget.limit_bytes())
+        )
     }
 
     /// Stops accepting, ends the pass thread and removes the socket.
@@ -391,40 +330,22 @@ fn accept_loop(state: &Arc<State>, listener: &UnixListener) {
                 continue;
             }
         };
-        let uid = who.uid;
-        if !state.admit(uid) {
+        let Some(admitted) = state.slots.admit(who.uid, &stream) else {
             state.counts.busy.fetch_add(1, Ordering::Relaxed);
             turn_away(stream, &wire::empty(wire::Kind::Busy));
             continue;
-        }
+        };
         let st = state.clone();
         let spawned = std::thread::Builder::new()
             .name("query-conn".into())
             .stack_size(256 << 10)
             .spawn(move || {
-                // Left however the connection ends (a panic included): a slot is never lost.
-                let _admitted = Admitted {
-                    state: &st,
-                    uid: who.uid,
-                };
-                serve_one(&st, stream, &who);
+                // Its place is given back however the connection ends (a panic included).
+                serve_one(&st, stream, &who, &admitted);
             });
         if spawned.is_err() {
-            state.leave(uid);
             state.counts.busy.fetch_add(1, Ordering::Relaxed);
         }
-    }
-}
-
-/// A client's admission, given back when dropped.
-struct Admitted<'a> {
-    state: &'a State,
-    uid: u32,
-}
-
-impl Drop for Admitted<'_> {
-    fn drop(&mut self) {
-        self.state.leave(self.uid);
     }
 }
 
@@ -450,15 +371,25 @@ fn set_send_buffer(stream: &UnixStream, bytes: usize) {
     }
 }
 
-/// Writes `bytes` whole by `deadline`, each write bounded by the socket's write timeout.
-fn write_by(stream: &mut UnixStream, bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+/// Writes `bytes` whole by `deadline`, each write bounded by the socket's write timeout, and
+/// says on `stage` while a write is under way (a write blocked long is a client reading
+/// nothing).
+fn write_by(
+    stream: &mut UnixStream,
+    bytes: &[u8],
+    deadline: Instant,
+    stage: &slots::Stage,
+) -> std::io::Result<()> {
     let mut at = 0;
     while at < bytes.len() {
         if Instant::now() >= deadline {
             return Err(std::io::ErrorKind::TimedOut.into());
         }
         let end = (at + (1 << 20)).min(bytes.len());
-        match stream.write(&bytes[at..end]) {
+        stage.writing(true);
+        let wrote = stream.write(&bytes[at..end]);
+        stage.writing(false);
+        match wrote {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
             Ok(n) => at += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -469,10 +400,23 @@ fn write_by(stream: &mut UnixStream, bytes: &[u8], deadline: Instant) -> std::io
 }
 
 /// One connection: one request, one answer.
-fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
+fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer, admitted: &slots::Admitted) {
+    // (A connection displaced or cut is gone: nothing more is said or counted of it.)
     let refuse = |mut s: &UnixStream, why: &str| {
-        state.counts.refused.fetch_add(1, Ordering::Relaxed);
-        let _ = s.write_all(&wire::refused(why));
+        if !admitted.stage.ended() {
+            state.counts.refused.fetch_add(1, Ordering::Relaxed);
+            let _ = s.write_all(&wire::refused(why));
+        }
+    };
+    let busy = |mut s: &UnixStream| {
+        if !admitted.stage.ended() {
+            state.counts.busy.fetch_add(1, Ordering::Relaxed);
+            let _ = s.write_all(&wire::empty(wire::Kind::Busy));
+        }
+    };
+    let no_memory = |s: &UnixStream| {
+        state.counts.memory_busy.fetch_add(1, Ordering::Relaxed);
+        busy(s)
     };
     if stream.set_read_timeout(Some(REQUEST_DEADLINE)).is_err()
         || stream.set_write_timeout(Some(WRITE_DEADLINE)).is_err()
@@ -498,10 +442,8 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
     if !state.passing.load(Ordering::SeqCst) {
         return refuse(&stream, "the service's pass thread has ended");
     }
-    if !state.take_token(who.uid) {
-        state.counts.busy.fetch_add(1, Ordering::Relaxed);
-        let _ = stream.write_all(&wire::empty(wire::Kind::Busy));
-        return;
+    if !state.slots.take_token(who.uid) {
+        return busy(&stream);
     }
     if stream
         .write_all(&wire::empty(wire::Kind::Accepted))
@@ -509,6 +451,7 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
     {
         return;
     }
+    admitted.stage.set(Step::Waiting);
     let query = &request.query;
     let read = Query {
         groups: visibility::groups_to_read(&caller, &query.groups),
@@ -516,13 +459,12 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
     };
     let (tx, rx) = mpsc::channel();
     match state.jobs.lock() {
-        Ok(jobs) if jobs.len() >= MAX_WAITING => {
+        Ok(jobs) if !passes::may_wait(&jobs, who.uid) => {
             drop(jobs);
-            state.counts.busy.fetch_add(1, Ordering::Relaxed);
-            let _ = stream.write_all(&wire::empty(wire::Kind::Busy));
-            return;
+            return busy(&stream);
         }
         Ok(mut jobs) => jobs.push(Job {
+            uid: who.uid,
             query: read,
             since: request.since,
             caller: caller.clone(),
@@ -533,151 +475,72 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer) {
     state.wake.notify_all();
     let (pass, since) = match rx.recv_timeout(PASS_DEADLINE) {
         Ok(Ok(p)) => p,
-        Ok(Err(e)) => return refuse(&stream, &format!("the pass failed: {e}")),
+        Ok(Err(NoPass::Memory)) => return busy(&stream),
+        Ok(Err(NoPass::Failed(e))) => return refuse(&stream, &format!("the pass failed: {e}")),
         Err(_) => return refuse(&stream, "no pass in time"),
     };
-    // Room for a few chunks in flight, so that encoding the next one overlaps the client's
-    // decoding of the last (the kernel caps it at net.core.wmem_max).
+    if admitted.stage.ended() {
+        return;
+    }
+    admitted.stage.set(Step::Answering);
     set_send_buffer(&stream, SEND_BUFFER_BYTES);
     let deadline = Instant::now() + ANSWER_DEADLINE;
-    let frames = answer::frames(
+    // The plan: a few bytes a task of the passes, charged before it is made.
+    let tasks = pass
+        .pass
+        .snapshot
+        .tasks
+        .len()
+        .max(since.as_ref().map_or(0, |p| p.pass.snapshot.tasks.len()));
+    let Some(mut plan_charge) = charge(state, PLAN_BYTES_PER_TASK * tasks.max(1), deadline) else {
+        return no_memory(&stream);
+    };
+    let reply = Reply::plan(
         &caller,
         &query.groups,
-        &pass,
-        since.as_deref(),
+        &pass.pass,
+        since.as_ref().map(|p| &p.pass),
         &state.proc_root,
     );
-    for frame in frames {
-        match frame {
-            Ok(frame) => {
-                if write_by(&mut stream, &frame, deadline).is_err() {
-                    return;
-                }
+    // The pass named by `since` is no longer needed: the plan holds what differs.
+    drop(since);
+    if !plan_charge.resize(reply.held_bytes(), usize::MAX) {
+        return no_memory(&stream);
+    }
+    match reply.head() {
+        Ok(head) => {
+            if write_by(&mut stream, &head, deadline, &admitted.stage).is_err() {
+                return;
             }
+        }
+        Err(e) => return refuse(&stream, &format!("cannot encode the answer: {e}")),
+    }
+    for i in 0..reply.chunks() {
+        // Its rows cut (gated rows are copies) and encoded: charged both before, then only
+        // the frame until it went to the kernel.
+        let Some(mut c) = charge(state, 2 * reply.chunk_bytes(i), deadline) else {
+            return;
+        };
+        let frame = match reply.chunk(i) {
+            Ok(f) => f,
             Err(e) => return refuse(&stream, &format!("cannot encode the answer: {e}")),
+        };
+        if !c.resize(frame.capacity(), usize::MAX) {
+            return;
+        }
+        if write_by(&mut stream, &frame, deadline, &admitted.stage).is_err() {
+            return;
         }
     }
     state.counts.answered.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Owns the collector: loads it, says so on `ready`, then takes one pass per distinct
-/// waiting request until stopped.
-fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
-    struct Ended<'a>(&'a AtomicBool);
-    impl Drop for Ended<'_> {
-        fn drop(&mut self) {
-            self.0.store(false, Ordering::SeqCst);
-        }
+/// `bytes` of the memory budget for an answer, waiting for room until `deadline` (connections
+/// stalled on clients that read nothing are cut when there is none).
+fn charge(state: &State, bytes: usize, deadline: Instant) -> Option<Charge> {
+    if let Some(c) = state.budget.try_charge(bytes, usize::MAX) {
+        return Some(c);
     }
-    let _ended = Ended(&state.passing);
-    let mut host = Host::from_env();
-    // Every program (the walk into mapped memory, the command-line copy, the rare blocks)
-    // loaded once for the service's life.
-    if let Err(e) = host.open_for_service() {
-        let _ = ready.send(Err(e.to_string()));
-        return;
-    }
-    // What reading /proc whatever its modes needs, and CAP_BPF: the walk's memory is made for
-    // the tasks there are now, and a host that grows (a service runs for weeks) needs a bigger
-    // one, which only CAP_BPF may create. Nothing else is kept on this thread.
-    const CAP_BPF: u64 = 1 << 39;
-    let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT_READING | CAP_BPF);
-    let _ = ready.send(Ok(host.report().why));
-    // The last passes, by query, for clients that hold them; and passes let go, until their
-    // connections are done with them.
-    let mut kept: std::collections::VecDeque<Kept> = Default::default();
-    let mut retired: Vec<Arc<Pass>> = Vec::new();
-    let mut generation = 0u64;
-    loop {
-        let batch = {
-            let Ok(mut jobs) = state.jobs.lock() else {
-                return;
-            };
-            while jobs.is_empty() && !state.stop.load(Ordering::SeqCst) {
-                jobs = match state.wake.wait(jobs) {
-                    Ok(j) => j,
-                    Err(_) => return,
-                };
-            }
-            if state.stop.load(Ordering::SeqCst) {
-                return;
-            }
-            std::mem::take(&mut *jobs)
-        };
-        // Identical requests (the same selector and groups to read) share a pass.
-        let mut distinct: Vec<(Query, Vec<Waiting>)> = Vec::new();
-        for job in batch {
-            match distinct.iter_mut().find(|(q, _)| *q == job.query) {
-                Some((_, replies)) => replies.push((job.since, job.caller, job.reply)),
-                None => distinct.push((job.query, vec![(job.since, job.caller, job.reply)])),
-            }
-        }
-        for (query, replies) in distinct {
-            // The tasks of passes every connection is done with go back to the collector,
-            // so this pass reuses their memory instead of faulting in a new vector (a tenth
-            // of a pass at 50,000 tasks).
-            for p in std::mem::take(&mut retired) {
-                match Arc::try_unwrap(p) {
-                    Ok(done) => host.recycle(done.snapshot.tasks),
-                    Err(held) if retired.len() < KEPT_PASSES => retired.push(held),
-                    Err(_) => {}
-                }
-            }
-            let t0 = Instant::now();
-            let result = host.snapshot(&query);
-            state.counts.passes.fetch_add(1, Ordering::Relaxed);
-            generation += 1;
-            let result = result
-                .map(|snapshot| {
-                    let report = host.report();
-                    Arc::new(Pass {
-                        snapshot,
-                        pass_ns: t0.elapsed().as_nanos() as u64,
-                        how: format!("{} ({})", report.pass, report.phases_line()),
-                        shared_by: replies.len() as u32,
-                        generation,
-                    })
-                })
-                .map_err(|e| e.to_string());
-            let mut callers = Vec::with_capacity(replies.len());
-            for (since, caller, reply) in replies {
-                let answer = result.clone().map(|p| {
-                    // The answer the caller holds, when this pass's query and this very
-                    // caller (its ids, groups, capabilities and /proc options as they were)
-                    // are the ones it was made for: else a whole answer.
-                    let before = since.and_then(|g| {
-                        kept.iter()
-                            .find(|k| {
-                                k.query == query
-                                    && k.pass.generation == g
-                                    && k.callers.contains(&caller)
-                            })
-                            .map(|k| k.pass.clone())
-                    });
-                    (p, before)
-                });
-                let _ = reply.send(answer);
-                callers.push(caller);
-            }
-            if let Ok(pass) = result {
-                // One pass kept per query, the latest (a live view's next `since`): the one
-                // before it is let go, so that two vectors of tasks take turns.
-                if let Some(at) = kept.iter().position(|k| k.query == query) {
-                    if let Some(old) = kept.remove(at) {
-                        retired.push(old.pass);
-                    }
-                }
-                kept.push_back(Kept {
-                    query,
-                    pass,
-                    callers,
-                });
-                while kept.len() > KEPT_PASSES {
-                    if let Some(old) = kept.pop_front() {
-                        retired.push(old.pass);
-                    }
-                }
-            }
-        }
-    }
+    state.slots.cut_stalled(passes::STALL_GRACE);
+    state.budget.charge_by(bytes, deadline)
 }
