@@ -63,13 +63,7 @@ impl Service {
 
     /// A service started with `extra` arguments after the socket's.
     fn start_with(extra: &[&str]) -> Service {
-        let dir = tempfile::Builder::new()
-            .prefix("tasksnap-svc-")
-            .tempdir()
-            .expect("a directory for the socket")
-            .keep();
-        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod 0755");
+        let dir = open_dir("tasksnap-svc-").keep();
         let socket = dir.join("query.sock").to_string_lossy().into_owned();
         let log = std::fs::File::create(dir.join("serve.log")).expect("a log file");
         let mut cmd = Command::new(TASKSNAP);
@@ -290,16 +284,7 @@ impl Spawned {
             .spawn()
             .expect("spawn a helper");
         let pid = child.id() as i32;
-        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = out.read_line(&mut line).expect("read the helper");
-            assert!(n > 0, "{what}: the helper ended before it was ready");
-            if line.trim_end().ends_with("ready") {
-                break;
-            }
-        }
+        let out = wait_for_line(&mut child, "ready");
         self.outs.push(out.into_inner());
         self.children.push(child);
         self.named.push((what.to_string(), pid));
@@ -489,7 +474,20 @@ struct Caller<'a> {
     proc_opts: Option<&'a str>,
 }
 
-impl Caller<'_> {
+impl<'a> Caller<'a> {
+    /// `uid` (its group the same number) asking the service at `socket` from the copy of
+    /// tasksnap every user can run, with the host's /proc.
+    fn new(name: String, uid: u32, socket: &'a str) -> Caller<'a> {
+        Caller {
+            name,
+            uid,
+            gid: uid,
+            socket,
+            tasksnap: tasksnap_copy(),
+            proc_opts: None,
+        }
+    }
+
     fn ps(&self, source: Source, args: &[&str]) -> Out {
         let mut argv: Vec<String> = Vec::new();
         if let Some(opts) = self.proc_opts {
@@ -736,41 +734,36 @@ fn row_pid(header: &[u8], row: &[u8]) -> Option<i32> {
         .ok()
 }
 
-/// A copy of tasksnap every user can execute (the checkout may be out of their reach).
-/// Made once per run of this binary (a copy is some 190 MB) and removed at exit (a static is
-/// never dropped).
-fn tasksnap_copy() -> &'static str {
-    static COPY: OnceLock<common::NobodyBin> = OnceLock::new();
+/// Copies every user can execute (the checkout may be out of their reach), made once per run
+/// of this binary and removed at exit (a static is never dropped): 0 tasksnap (some 190 MB),
+/// 1 this test binary (its helper modes run as other users).
+static COPIES: [OnceLock<common::NobodyBin>; 2] = [OnceLock::new(), OnceLock::new()];
+
+/// Copy `which` of [`COPIES`], of `program`.
+fn staged(which: usize, program: impl FnOnce() -> std::path::PathBuf) -> &'static str {
     extern "C" fn at_exit() {
-        if let Some(c) = COPY.get() {
+        for c in COPIES.iter().filter_map(OnceLock::get) {
             let _ = std::fs::remove_file(&c.path);
         }
     }
-    &COPY
-        .get_or_init(|| {
-            // SAFETY: registering a plain extern "C" function.
-            unsafe { libc::atexit(at_exit) };
-            common::NobodyBin::new()
-        })
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registering a plain extern "C" function.
+    REGISTERED.call_once(|| unsafe {
+        libc::atexit(at_exit);
+    });
+    &COPIES[which]
+        .get_or_init(|| common::NobodyBin::copy_of(&program()))
         .path
 }
 
-/// A copy of this test binary every user can execute (its helper modes run as other users),
-/// made once per run and removed at exit.
+/// A copy of tasksnap every user can execute.
+fn tasksnap_copy() -> &'static str {
+    staged(0, || TASKSNAP.into())
+}
+
+/// A copy of this test binary every user can execute.
 fn test_binary_copy() -> &'static str {
-    static COPY: OnceLock<common::NobodyBin> = OnceLock::new();
-    extern "C" fn at_exit() {
-        if let Some(c) = COPY.get() {
-            let _ = std::fs::remove_file(&c.path);
-        }
-    }
-    &COPY
-        .get_or_init(|| {
-            // SAFETY: registering a plain extern "C" function.
-            unsafe { libc::atexit(at_exit) };
-            common::NobodyBin::copy_of(&std::env::current_exe().expect("the test binary"))
-        })
-        .path
+    staged(1, || std::env::current_exe().expect("the test binary"))
 }
 
 /// This test binary as user `uid` (its group the same number, no supplementary groups)
@@ -1100,14 +1093,7 @@ fn hostile_clients_neither_stop_the_service_nor_see_more() {
 
     // The bystander: another user (uid 4242, no passwd entry), whose ps must be answered
     // through the service, quickly and exactly, while the hostile ones hold on.
-    let bystander = Caller {
-        name: format!("uid {OTHER_UID}"),
-        uid: OTHER_UID,
-        gid: OTHER_UID,
-        socket: &socket,
-        tasksnap: tasksnap_copy(),
-        proc_opts: None,
-    };
+    let bystander = Caller::new(format!("uid {OTHER_UID}"), OTHER_UID, &socket);
     let mut failures = Vec::new();
     let mut report = Vec::new();
     for line in from_child.lines() {
@@ -1153,14 +1139,7 @@ fn hostile_clients_neither_stop_the_service_nor_see_more() {
         failures.push(format!("the service is gone: {}", service.log()));
     }
     // Still answering, and still exactly.
-    let nobody = Caller {
-        name: "nobody".to_string(),
-        uid: NOBODY,
-        gid: NOBODY,
-        socket: &socket,
-        tasksnap: tasksnap_copy(),
-        proc_opts: None,
-    };
+    let nobody = Caller::new("nobody".to_string(), NOBODY, &socket);
     if let Err(e) = compare(&nobody, "after", &["-ef"], &pids, Cut::Headers, true) {
         failures.push(e);
     }
@@ -1564,14 +1543,7 @@ fn silent_readers_of_big_answers_keep_serve_within_its_query_memory_budget() {
     .expect("nobody's heavy processes");
     // The service at rest after one ordinary answer.
     let socket = service.socket.clone();
-    let bystander = Caller {
-        name: format!("uid {OTHER_UID}"),
-        uid: OTHER_UID,
-        gid: OTHER_UID,
-        socket: &socket,
-        tasksnap: tasksnap_copy(),
-        proc_opts: None,
-    };
+    let bystander = Caller::new(format!("uid {OTHER_UID}"), OTHER_UID, &socket);
     let o = bystander.ps(Source::Service, &["-ef"]);
     assert_eq!(o.code, Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let at_rest = service.status_kib("VmRSS");
@@ -1648,14 +1620,7 @@ fn four_users_holding_every_slot_do_not_starve_a_fifth() {
         .collect();
     let _outs: Vec<_> = holders.iter_mut().map(|h| wait_for_line(h, "8")).collect();
     std::thread::sleep(Duration::from_millis(300));
-    let fifth = Caller {
-        name: format!("uid {OTHER_UID}"),
-        uid: OTHER_UID,
-        gid: OTHER_UID,
-        socket: &service.socket,
-        tasksnap: tasksnap_copy(),
-        proc_opts: None,
-    };
+    let fifth = Caller::new(format!("uid {OTHER_UID}"), OTHER_UID, &service.socket);
     let mut failures = Vec::new();
     for i in 0..5 {
         let o = fifth.ps(Source::Service, &["-p", "1", "-o", "pid"]);
@@ -1678,6 +1643,20 @@ fn four_users_holding_every_slot_do_not_starve_a_fifth() {
         failures.join("\n"),
         service.log()
     );
+}
+
+/// A directory of root's every user may enter (0755), removed on drop.
+fn open_dir(prefix: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("a directory");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    dir
 }
 
 /// A listener of root's at a path of its own that answers every request the same way.
@@ -1709,15 +1688,7 @@ fn ps_verbose_says_why_it_read_proc_instead_of_the_service() {
     if !root_or_skip("ps --verbose as nobody beside services that do not answer") {
         return;
     }
-    let dir = tempfile::Builder::new()
-        .prefix("tasksnap-fallback-")
-        .tempdir()
-        .expect("a directory");
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
+    let dir = open_dir("tasksnap-fallback-");
     let busy = fake_service(dir.path(), "busy.sock", Some(wire::empty(wire::Kind::Busy)));
     let refused = fake_service(
         dir.path(),
@@ -1749,14 +1720,7 @@ fn ps_verbose_says_why_it_read_proc_instead_of_the_service() {
     ];
     let mut failures = Vec::new();
     for (what, socket, says) in cases {
-        let caller = Caller {
-            name: format!("nobody, the service {what}"),
-            uid: NOBODY,
-            gid: NOBODY,
-            socket,
-            tasksnap: tasksnap_copy(),
-            proc_opts: None,
-        };
+        let caller = Caller::new(format!("nobody, the service {what}"), NOBODY, socket);
         let o = caller.ps(Source::Auto, &["--verbose", "-p", "1", "-o", "pid"]);
         let e = String::from_utf8_lossy(&o.stderr).into_owned();
         if o.code != Some(0) || !e.contains(says) || !e.contains("backend procfs read") {
@@ -1831,15 +1795,7 @@ fn a_regular_file_at_the_socket_path_is_named_with_what_to_do() {
     if !root_or_skip("serve beside a file planted at its socket path") {
         return;
     }
-    let dir = tempfile::Builder::new()
-        .prefix("tasksnap-planted-")
-        .tempdir()
-        .expect("a directory");
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
+    let dir = open_dir("tasksnap-planted-");
     let at = dir.path().join("query.sock");
     std::fs::write(&at, b"planted").expect("plant a file");
     let o = Command::new(TASKSNAP)
