@@ -399,104 +399,174 @@ fn write_by(
     Ok(())
 }
 
+/// One admitted connection, as its thread sees it.
+struct Conn<'a> {
+    state: &'a State,
+    stream: UnixStream,
+    admitted: &'a slots::Admitted,
+}
+
+impl Conn<'_> {
+    // A connection displaced or cut is gone: nothing more is said or counted of it.
+
+    /// Says why it is not answered.
+    fn refuse(&self, why: &str) {
+        if !self.admitted.stage.ended() {
+            self.state.counts.refused.fetch_add(1, Ordering::Relaxed);
+            let _ = (&self.stream).write_all(&wire::refused(why));
+        }
+    }
+
+    /// Says `Busy`.
+    fn busy(&self) {
+        if !self.admitted.stage.ended() {
+            self.state.counts.busy.fetch_add(1, Ordering::Relaxed);
+            let _ = (&self.stream).write_all(&wire::empty(wire::Kind::Busy));
+        }
+    }
+
+    /// Says `Busy`: the memory budget has no room for its answer.
+    fn no_memory(&self) {
+        self.state
+            .counts
+            .memory_busy
+            .fetch_add(1, Ordering::Relaxed);
+        self.busy();
+    }
+
+    /// Writes `bytes` by `deadline` (see [`write_by`]).
+    fn write(&mut self, bytes: &[u8], deadline: Instant) -> bool {
+        write_by(&mut self.stream, bytes, deadline, &self.admitted.stage).is_ok()
+    }
+}
+
 /// One connection: one request, one answer.
-fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer, admitted: &slots::Admitted) {
-    // (A connection displaced or cut is gone: nothing more is said or counted of it.)
-    let refuse = |mut s: &UnixStream, why: &str| {
-        if !admitted.stage.ended() {
-            state.counts.refused.fetch_add(1, Ordering::Relaxed);
-            let _ = s.write_all(&wire::refused(why));
-        }
-    };
-    let busy = |mut s: &UnixStream| {
-        if !admitted.stage.ended() {
-            state.counts.busy.fetch_add(1, Ordering::Relaxed);
-            let _ = s.write_all(&wire::empty(wire::Kind::Busy));
-        }
-    };
-    let no_memory = |s: &UnixStream| {
-        state.counts.memory_busy.fetch_add(1, Ordering::Relaxed);
-        busy(s)
-    };
+fn serve_one(state: &State, stream: UnixStream, who: &peer::Peer, admitted: &slots::Admitted) {
     if stream.set_read_timeout(Some(REQUEST_DEADLINE)).is_err()
         || stream.set_write_timeout(Some(WRITE_DEADLINE)).is_err()
     {
         return;
     }
-    let mut by_deadline = ByDeadline {
-        stream: &stream,
-        deadline: Instant::now() + REQUEST_DEADLINE,
+    let mut conn = Conn {
+        state,
+        stream,
+        admitted,
     };
-    let request = match wire::read_frame(&mut by_deadline, wire::MAX_REQUEST) {
-        Ok((wire::Kind::Request, payload)) => match wire::decode_request(&payload) {
-            Ok(r) => r,
-            Err(e) => return refuse(&stream, &e.to_string()),
-        },
-        Ok((kind, _)) => return refuse(&stream, &wire::WireError::Unexpected(kind).to_string()),
-        Err(e) => return refuse(&stream, &e.to_string()),
-    };
-    let caller = match peer::identify(&state.proc_root, who) {
-        Ok(c) => c,
-        Err(r) => return refuse(&stream, &r.to_string()),
-    };
-    if !state.passing.load(Ordering::SeqCst) {
-        return refuse(&stream, "the service's pass thread has ended");
-    }
-    if !state.slots.take_token(who.uid) {
-        return busy(&stream);
-    }
-    if stream
-        .write_all(&wire::empty(wire::Kind::Accepted))
-        .is_err()
-    {
+    let Some((request, caller)) = take_request(&mut conn, who) else {
         return;
-    }
-    admitted.stage.set(Step::Waiting);
-    let query = &request.query;
-    let read = Query {
-        groups: visibility::groups_to_read(&caller, &query.groups),
-        ..query.clone()
     };
-    let (tx, rx) = mpsc::channel();
-    match state.jobs.lock() {
-        Ok(jobs) if !passes::may_wait(&jobs, who.uid) => {
-            drop(jobs);
-            return busy(&stream);
-        }
-        Ok(mut jobs) => jobs.push(Job {
-            uid: who.uid,
-            query: read,
-            since: request.since,
-            caller: caller.clone(),
-            reply: tx,
-        }),
-        Err(_) => return refuse(&stream, "the service is failing"),
-    }
-    state.wake.notify_all();
-    let (pass, since) = match rx.recv_timeout(PASS_DEADLINE) {
-        Ok(Ok(p)) => p,
-        Ok(Err(NoPass::Memory)) => return busy(&stream),
-        Ok(Err(NoPass::Failed(e))) => return refuse(&stream, &format!("the pass failed: {e}")),
-        Err(_) => return refuse(&stream, "no pass in time"),
+    let Some((pass, since)) = wait_for_pass(&conn, who.uid, &request, &caller) else {
+        return;
     };
     if admitted.stage.ended() {
         return;
     }
     admitted.stage.set(Step::Answering);
-    set_send_buffer(&stream, SEND_BUFFER_BYTES);
+    set_send_buffer(&conn.stream, SEND_BUFFER_BYTES);
+    if send_answer(&mut conn, &caller, &request.query, &pass, since) {
+        state.counts.answered.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Reads the request (one, bounded, by its deadline), identifies the caller, takes a token of
+/// its uid's bucket and says `Accepted`; `None` when it is not to be answered (said why).
+fn take_request(conn: &mut Conn<'_>, who: &peer::Peer) -> Option<(wire::Request, peer::Caller)> {
+    let state = conn.state;
+    let mut by_deadline = ByDeadline {
+        stream: &conn.stream,
+        deadline: Instant::now() + REQUEST_DEADLINE,
+    };
+    let request = match wire::read_frame(&mut by_deadline, wire::MAX_REQUEST) {
+        Ok((wire::Kind::Request, payload)) => wire::decode_request(&payload),
+        Ok((kind, _)) => Err(wire::WireError::Unexpected(kind)),
+        Err(e) => Err(e),
+    };
+    let request = request.map_err(|e| conn.refuse(&e.to_string())).ok()?;
+    let caller = peer::identify(&state.proc_root, who)
+        .map_err(|r| conn.refuse(&r.to_string()))
+        .ok()?;
+    if !state.passing.load(Ordering::SeqCst) {
+        conn.refuse("the service's pass thread has ended");
+        return None;
+    }
+    if !state.slots.take_token(who.uid) {
+        conn.busy();
+        return None;
+    }
+    (&conn.stream)
+        .write_all(&wire::empty(wire::Kind::Accepted))
+        .ok()?;
+    Some((request, caller))
+}
+
+/// Queues the request for a pass (within the uid's share of the queue) and waits for it;
+/// `None` when there is none (said why).
+fn wait_for_pass(
+    conn: &Conn<'_>,
+    uid: u32,
+    request: &wire::Request,
+    caller: &peer::Caller,
+) -> Option<(Arc<passes::Charged>, Option<Arc<passes::Charged>>)> {
+    let state = conn.state;
+    conn.admitted.stage.set(Step::Waiting);
+    let read = Query {
+        groups: visibility::groups_to_read(caller, &request.query.groups),
+        ..request.query.clone()
+    };
+    let (tx, rx) = mpsc::channel();
+    match state.jobs.lock() {
+        Ok(jobs) if !passes::may_wait(&jobs, uid) => {
+            drop(jobs);
+            conn.busy();
+            return None;
+        }
+        Ok(mut jobs) => jobs.push(Job {
+            uid,
+            query: read,
+            since: request.since,
+            caller: caller.clone(),
+            reply: tx,
+        }),
+        Err(_) => {
+            conn.refuse("the service is failing");
+            return None;
+        }
+    }
+    state.wake.notify_all();
+    match rx.recv_timeout(PASS_DEADLINE) {
+        Ok(Ok(p)) => return Some(p),
+        Ok(Err(NoPass::Memory)) => conn.busy(),
+        // What went wrong with a pass of the whole host is root's to read.
+        Ok(Err(NoPass::Failed(e))) if caller.fsuid == 0 => {
+            conn.refuse(&format!("the pass failed: {e}"))
+        }
+        Ok(Err(NoPass::Failed(_))) => conn.refuse("the service's pass failed"),
+        Err(_) => conn.refuse("no pass in time"),
+    }
+    None
+}
+
+/// Plans the caller's answer from `pass` (what differs from `since`, when given) and sends it
+/// by its deadline, each chunk charged to the memory budget from before its rows are cut
+/// until it went to the kernel; `true` when all of it went.
+fn send_answer(
+    conn: &mut Conn<'_>,
+    caller: &peer::Caller,
+    query: &Query,
+    pass: &passes::Charged,
+    since: Option<Arc<passes::Charged>>,
+) -> bool {
+    let state = conn.state;
     let deadline = Instant::now() + ANSWER_DEADLINE;
     // The plan: a few bytes a task of the passes, charged before it is made.
-    let tasks = pass
-        .pass
-        .snapshot
-        .tasks
-        .len()
+    let tasks = (pass.pass.snapshot.tasks.len())
         .max(since.as_ref().map_or(0, |p| p.pass.snapshot.tasks.len()));
     let Some(mut plan_charge) = charge(state, PLAN_BYTES_PER_TASK * tasks.max(1), deadline) else {
-        return no_memory(&stream);
+        conn.no_memory();
+        return false;
     };
     let reply = Reply::plan(
-        &caller,
+        caller,
         &query.groups,
         &pass.pass,
         since.as_ref().map(|p| &p.pass),
@@ -505,34 +575,35 @@ fn serve_one(state: &State, mut stream: UnixStream, who: &peer::Peer, admitted: 
     // The pass named by `since` is no longer needed: the plan holds what differs.
     drop(since);
     if !plan_charge.resize(reply.held_bytes(), usize::MAX) {
-        return no_memory(&stream);
+        conn.no_memory();
+        return false;
     }
     match reply.head() {
-        Ok(head) => {
-            if write_by(&mut stream, &head, deadline, &admitted.stage).is_err() {
-                return;
-            }
+        Ok(head) if conn.write(&head, deadline) => {}
+        Ok(_) => return false,
+        Err(e) => {
+            conn.refuse(&format!("cannot encode the answer: {e}"));
+            return false;
         }
-        Err(e) => return refuse(&stream, &format!("cannot encode the answer: {e}")),
     }
     for i in 0..reply.chunks() {
         // Its rows cut (gated rows are copies) and encoded: charged both before, then only
         // the frame until it went to the kernel.
         let Some(mut c) = charge(state, 2 * reply.chunk_bytes(i), deadline) else {
-            return;
+            return false;
         };
         let frame = match reply.chunk(i) {
             Ok(f) => f,
-            Err(e) => return refuse(&stream, &format!("cannot encode the answer: {e}")),
+            Err(e) => {
+                conn.refuse(&format!("cannot encode the answer: {e}"));
+                return false;
+            }
         };
-        if !c.resize(frame.capacity(), usize::MAX) {
-            return;
-        }
-        if write_by(&mut stream, &frame, deadline, &admitted.stage).is_err() {
-            return;
+        if !c.resize(frame.capacity(), usize::MAX) || !conn.write(&frame, deadline) {
+            return false;
         }
     }
-    state.counts.answered.fetch_add(1, Ordering::Relaxed);
+    true
 }
 
 /// `bytes` of the memory budget for an answer, waiting for room until `deadline` (connections

@@ -62,7 +62,7 @@ pub struct Charged {
 }
 
 /// Why a request got no pass.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum NoPass {
     /// The budget has no room for it now: the caller is told `Busy`.
     Memory,
@@ -349,64 +349,68 @@ fn keep_house(state: &State, passes: &mut Passes, host: &mut Host) {
 
 /// Takes one pass for `jobs` (all asking `query`) and hands it to each, or says why not.
 fn answer(state: &State, passes: &mut Passes, host: &mut Host, (query, jobs): (Query, Vec<Job>)) {
-    passes.recycle(host);
-    let refuse = |jobs: Vec<Job>, why: fn() -> NoPass| {
-        for j in jobs {
-            let _ = j.reply.send(Err(why()));
-        }
-    };
-    let estimate = passes.estimate(&query);
-    let Some(mut charge) = make_room(state, passes, host, estimate) else {
-        state
-            .counts
-            .memory_busy
-            .fetch_add(jobs.len() as u64, Ordering::Relaxed);
-        return refuse(jobs, || NoPass::Memory);
-    };
-    let t0 = Instant::now();
-    let result = host.snapshot(&query);
-    state.counts.passes.fetch_add(1, Ordering::Relaxed);
-    let snapshot = match result {
-        Ok(s) => s,
-        Err(e) => {
-            let why = e.to_string();
-            for j in jobs {
-                let _ = j.reply.send(Err(NoPass::Failed(why.clone())));
+    match take_pass(state, passes, host, &query, jobs.len()) {
+        Ok(pass) => hand_out(passes, query, jobs, pass),
+        Err(why) => {
+            if matches!(why, NoPass::Memory) {
+                let n = jobs.len() as u64;
+                state.counts.memory_busy.fetch_add(n, Ordering::Relaxed);
             }
-            return;
-        }
-    };
-    let pass_ns = t0.elapsed().as_nanos() as u64;
-    // Charged what it holds; more than the estimate only when there is room (made as before).
-    let bytes = held_bytes(&snapshot);
-    passes.learn(&query, &snapshot, bytes);
-    if !charge.resize(bytes, pass_ceiling(state)) {
-        drop(charge);
-        match make_room(state, passes, host, bytes) {
-            Some(c) => charge = c,
-            None => {
-                host.recycle(snapshot.tasks);
-                state
-                    .counts
-                    .memory_busy
-                    .fetch_add(jobs.len() as u64, Ordering::Relaxed);
-                return refuse(jobs, || NoPass::Memory);
+            for j in jobs {
+                let _ = j.reply.send(Err(why.clone()));
             }
         }
     }
+}
+
+/// A pass of `query` for `shared_by` requests, charged to the memory budget: taken when the
+/// budget has room for its estimate, then charged what it holds (more than the estimate only
+/// when there is room for that too).
+fn take_pass(
+    state: &State,
+    passes: &mut Passes,
+    host: &mut Host,
+    query: &Query,
+    shared_by: usize,
+) -> Result<Arc<Charged>, NoPass> {
+    passes.recycle(host);
+    let estimate = passes.estimate(query);
+    let mut charge = make_room(state, passes, host, estimate).ok_or(NoPass::Memory)?;
+    let t0 = Instant::now();
+    let result = host.snapshot(query);
+    state.counts.passes.fetch_add(1, Ordering::Relaxed);
+    let snapshot = result.map_err(|e| NoPass::Failed(e.to_string()))?;
+    let pass_ns = t0.elapsed().as_nanos() as u64;
+    let bytes = held_bytes(&snapshot);
+    passes.learn(query, &snapshot, bytes);
+    if !charge.resize(bytes, pass_ceiling(state)) {
+        drop(charge);
+        charge = match make_room(state, passes, host, bytes) {
+            Some(c) => c,
+            None => {
+                host.recycle(snapshot.tasks);
+                return Err(NoPass::Memory);
+            }
+        };
+    }
     passes.generation += 1;
     let report = host.report();
-    let pass = Arc::new(Charged {
+    Ok(Arc::new(Charged {
         pass: Pass {
             snapshot,
             pass_ns,
             how: report.pass.clone(),
             phases: report.phases_line(),
-            shared_by: jobs.len() as u32,
+            shared_by: shared_by as u32,
             generation: passes.tokens.hash_one(passes.generation),
         },
         _charge: charge,
-    });
+    }))
+}
+
+/// Hands `pass` to each of `jobs`, with the pass its `since` names when that one is kept, and
+/// keeps it for the query's next request.
+fn hand_out(passes: &mut Passes, query: Query, jobs: Vec<Job>, pass: Arc<Charged>) {
     let mut callers = Vec::with_capacity(jobs.len());
     for job in jobs {
         // The answer the caller holds, when this pass's query and this very caller (its ids,
