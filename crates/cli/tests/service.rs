@@ -58,13 +58,12 @@ struct Service {
 
 impl Service {
     fn start() -> Service {
-        let dir = tempfile::Builder::new()
-            .prefix("tasksnap-svc-")
-            .tempdir()
-            .expect("a directory for the socket")
-            .keep();
-        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("chmod 0755");
+        Service::start_with(&[])
+    }
+
+    /// A service started with `extra` arguments after the socket's.
+    fn start_with(extra: &[&str]) -> Service {
+        let dir = open_dir("tasksnap-svc-").keep();
         let socket = dir.join("query.sock").to_string_lossy().into_owned();
         let log = std::fs::File::create(dir.join("serve.log")).expect("a log file");
         let mut cmd = Command::new(TASKSNAP);
@@ -78,6 +77,7 @@ impl Service {
         }
         let child = cmd
             .args(["serve", "--no-metrics", "--query-socket", &socket])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -123,6 +123,24 @@ impl Service {
 
     fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// A figure of the service's /proc/PID/status in KiB (`VmRSS`, `VmHWM`).
+    fn status_kib(&self, key: &str) -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Stops it as its unit would (SIGTERM) and returns what it said.
+    fn terminate(mut self) -> String {
+        // SAFETY: kill on our own child, not yet reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        self.log()
     }
 }
 
@@ -266,16 +284,7 @@ impl Spawned {
             .spawn()
             .expect("spawn a helper");
         let pid = child.id() as i32;
-        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = out.read_line(&mut line).expect("read the helper");
-            assert!(n > 0, "{what}: the helper ended before it was ready");
-            if line.trim_end().ends_with("ready") {
-                break;
-            }
-        }
+        let out = wait_for_line(&mut child, "ready");
         self.outs.push(out.into_inner());
         self.children.push(child);
         self.named.push((what.to_string(), pid));
@@ -361,7 +370,10 @@ fn all_threads_sleep(pid: i32) -> bool {
 ///   again as `sleep`: what running a setuid-root program leaves (the exec with real and
 ///   effective uids apart makes it not dumpable, `fs.suid_dumpable` permitting);
 /// - `sleep`: sleeps;
-/// - `hostile:SOCKET:ROOT_PID:OWN_PID`: the hostile clients ([`hostile_clients`]).
+/// - `hostile:SOCKET:ROOT_PID:OWN_PID`: the hostile clients ([`hostile_clients`]);
+/// - `silent:SOCKET:N`: N requests for command lines and environments that never read their
+///   answers ([`silent_readers`]);
+/// - `hold:SOCKET:N`: N connections that never send, held open ([`slot_holders`]).
 #[test]
 fn service_test_child() {
     let Ok(mode) = std::env::var(CHILD_ENV) else {
@@ -419,6 +431,14 @@ fn service_test_child() {
             );
             return;
         }
+        "silent" => {
+            silent_readers(parts[1], parts[2].parse().expect("a count"));
+            return;
+        }
+        "hold" => {
+            slot_holders(parts[1], parts[2].parse().expect("a count"));
+            return;
+        }
         other => panic!("unknown helper {other}"),
     }
     println!("ready");
@@ -454,7 +474,20 @@ struct Caller<'a> {
     proc_opts: Option<&'a str>,
 }
 
-impl Caller<'_> {
+impl<'a> Caller<'a> {
+    /// `uid` (its group the same number) asking the service at `socket` from the copy of
+    /// tasksnap every user can run, with the host's /proc.
+    fn new(name: String, uid: u32, socket: &'a str) -> Caller<'a> {
+        Caller {
+            name,
+            uid,
+            gid: uid,
+            socket,
+            tasksnap: tasksnap_copy(),
+            proc_opts: None,
+        }
+    }
+
     fn ps(&self, source: Source, args: &[&str]) -> Out {
         let mut argv: Vec<String> = Vec::new();
         if let Some(opts) = self.proc_opts {
@@ -694,6 +727,46 @@ fn row_pid(header: &[u8], row: &[u8]) -> Option<i32> {
 fn tasksnap_copy() -> &'static str {
     static COPY: OnceLock<String> = OnceLock::new();
     COPY.get_or_init(common::tasksnap_for_others)
+}
+
+/// This test binary as user `uid` (its group the same number, no supplementary groups)
+/// doing helper `mode`, its stdin and stdout piped.
+fn helper_as(uid: u32, mode: &str) -> Child {
+    Command::new("setpriv")
+        .args([
+            format!("--reuid={uid}"),
+            format!("--regid={uid}"),
+            "--clear-groups".to_string(),
+            "--".to_string(),
+            tasksnap_loadgen::reachable::this_test_binary()
+                .to_string_lossy()
+                .into_owned(),
+            "--exact".to_string(),
+            "service_test_child".to_string(),
+            "--nocapture".to_string(),
+            "--test-threads=1".to_string(),
+        ])
+        .env(CHILD_ENV, mode)
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start a helper as another user")
+}
+
+/// Reads `child`'s stdout until a line ending in `word` (panics when it ends first).
+fn wait_for_line(child: &mut Child, word: &str) -> BufReader<ChildStdout> {
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = out.read_line(&mut line).expect("read a helper");
+        assert!(n > 0, "the helper ended before saying {word:?}");
+        if line.trim_end().ends_with(word) {
+            return out;
+        }
+    }
 }
 
 /// `--verbose` of a ps through the service names it as the backend, with `--backend=service`
@@ -1041,45 +1114,14 @@ fn hostile_clients_neither_stop_the_service_nor_see_more() {
     let own = sp.sleep_as("nobody's sleep", NOBODY, NOBODY);
     let pids = sp.pids();
     // The hostile clients run as nobody, from this binary where nobody can execute it.
-    let exe = tasksnap_loadgen::reachable::this_test_binary();
-    let mut hostile = Command::new("setpriv")
-        .args([
-            format!("--reuid={NOBODY}"),
-            format!("--regid={NOBODY}"),
-            "--clear-groups".to_string(),
-            "--".to_string(),
-        ])
-        .arg(&exe)
-        .args([
-            "--exact",
-            "service_test_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(
-            CHILD_ENV,
-            format!("hostile:{}:{root}:{own}", service.socket),
-        )
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the hostile clients");
+    let mut hostile = helper_as(NOBODY, &format!("hostile:{}:{root}:{own}", service.socket));
     let socket = service.socket.clone();
     let mut to_child = hostile.stdin.take().expect("stdin");
     let from_child = BufReader::new(hostile.stdout.take().expect("stdout"));
 
     // The bystander: another user (uid 4242, no passwd entry), whose ps must be answered
     // through the service, quickly and exactly, while the hostile ones hold on.
-    let bystander = Caller {
-        name: format!("uid {OTHER_UID}"),
-        uid: OTHER_UID,
-        gid: OTHER_UID,
-        socket: &socket,
-        tasksnap: tasksnap_copy(),
-        proc_opts: None,
-    };
+    let bystander = Caller::new(format!("uid {OTHER_UID}"), OTHER_UID, &socket);
     let mut failures = Vec::new();
     let mut report = Vec::new();
     for line in from_child.lines() {
@@ -1125,14 +1167,7 @@ fn hostile_clients_neither_stop_the_service_nor_see_more() {
         failures.push(format!("the service is gone: {}", service.log()));
     }
     // Still answering, and still exactly.
-    let nobody = Caller {
-        name: "nobody".to_string(),
-        uid: NOBODY,
-        gid: NOBODY,
-        socket: &socket,
-        tasksnap: tasksnap_copy(),
-        proc_opts: None,
-    };
+    let nobody = Caller::new("nobody".to_string(), NOBODY, &socket);
     if let Err(e) = compare(&nobody, "after", &["-ef"], &pids, Cut::Headers, true) {
         failures.push(e);
     }
@@ -1426,4 +1461,382 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
     // The stalled ones were open all along; now they go.
     drop(slow);
     drop(half);
+}
+
+// ---------------------------------------------------------------------------------------
+// Budgets: memory and slots; what an answer's report says; why a client read /proc.
+
+/// The memory budget the memory test gives the service (`--query-memory-budget`), MiB.
+const TEST_BUDGET_MIB: u64 = 128;
+
+/// The helper processes of the memory test: `n` connections, each asking a query of its own
+/// (so that no two share a pass) for every process's command line and environment, that
+/// read nothing of their answers. Says `holding` once every request went out, then waits
+/// for a line on stdin and leaves.
+fn silent_readers(socket: &str, n: usize) {
+    let mut held = Vec::new();
+    for i in 0..n {
+        let Ok(mut s) = UnixStream::connect(socket) else {
+            continue;
+        };
+        let groups = Groups {
+            cmdline: true,
+            environ: true,
+            stat: i & 1 != 0,
+            mem: i & 2 != 0,
+            sched: i & 4 != 0,
+            fds: i & 8 != 0,
+            ..Groups::default()
+        };
+        let selector = if i & 16 != 0 {
+            Selector::AllThreads
+        } else {
+            Selector::AllProcesses
+        };
+        let _ = wire::send(&mut s, &wire::request(&Query::new(selector, groups), None));
+        held.push(s);
+    }
+    println!("holding {}", held.len());
+    let _ = std::io::stdout().flush();
+    let mut l = String::new();
+    let _ = std::io::stdin().read_line(&mut l);
+}
+
+/// The helper processes of the slots test: `n` connections that never send a byte, each
+/// opened again as soon as the service closes it (its request deadline), until stdin
+/// closes. Says `holding` once `n` are open.
+fn slot_holders(socket: &str, n: usize) {
+    use std::os::fd::AsRawFd;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut l = String::new();
+            let _ = std::io::stdin().read_line(&mut l);
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    }
+    let mut conns: Vec<Option<UnixStream>> =
+        (0..n).map(|_| UnixStream::connect(socket).ok()).collect();
+    println!("holding {}", conns.iter().flatten().count());
+    let _ = std::io::stdout().flush();
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let mut fds: Vec<libc::pollfd> = conns
+            .iter()
+            .map(|c| libc::pollfd {
+                fd: c.as_ref().map_or(-1, |s| s.as_raw_fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: poll over a vector of pollfds that lives for the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 20) };
+        for (c, p) in conns.iter_mut().zip(&fds) {
+            // Said anything (a refusal, Busy) or closed: the service let it go; open another.
+            if c.is_none() || p.revents != 0 {
+                *c = UnixStream::connect(socket).ok();
+            }
+        }
+    }
+}
+
+#[test]
+fn silent_readers_of_big_answers_keep_serve_within_its_query_memory_budget() {
+    if !root_or_skip("a memory attack on the query service") {
+        return;
+    }
+    let budget = format!("{TEST_BUDGET_MIB}M");
+    let mut service = Service::start_with(&["--query-memory-budget", &budget]);
+    // Nobody's 200 processes, each with 120 kB of arguments and 120 kB of environment: a
+    // pass of every command line and environment holds some 48 MB of them.
+    let loadgen = tasksnap_loadgen::reachable::staged(
+        tasksnap_loadgen::find_binary().expect("tasksnap-loadgen built"),
+    );
+    let nobody = NOBODY.to_string();
+    let _load = tasksnap_loadgen::Load::spawn_with_binary(
+        "setpriv",
+        &[
+            &format!("--reuid={nobody}"),
+            &format!("--regid={nobody}"),
+            "--clear-groups",
+            "--",
+            &loadgen.to_string_lossy(),
+            "--procs",
+            "200",
+            "--exec-children",
+            "--arg-bytes",
+            "120000",
+        ],
+    )
+    .expect("nobody's heavy processes");
+    // The service at rest after one ordinary answer.
+    let socket = service.socket.clone();
+    let bystander = Caller::new(format!("uid {OTHER_UID}"), OTHER_UID, &socket);
+    let o = bystander.ps(Source::Service, &["-ef"]);
+    assert_eq!(o.code, Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let at_rest = service.status_kib("VmRSS");
+
+    // Nobody asks 8 different queries for all of that and reads nothing, twice over.
+    for round in 0..2 {
+        let mut attack = helper_as(NOBODY, &format!("silent:{}:8", service.socket));
+        let mut said = wait_for_line(&mut attack, "8");
+        // Every request is taken (Accepted at once); passes follow within a second or two.
+        std::thread::sleep(Duration::from_secs(3));
+        let o = bystander.ps(Source::Auto, &["-ef"]);
+        assert_eq!(o.code, Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut stdin = attack.stdin.take().expect("stdin");
+        let _ = writeln!(stdin, "go");
+        drop(stdin);
+        let _ = attack.wait();
+        let _ = std::io::Read::read_to_end(&mut said, &mut Vec::new());
+        assert!(service.alive(), "round {round}: {}", service.log());
+    }
+    let peak = service.status_kib("VmHWM");
+    // Memory goes back once the attackers are gone (the kept passes expire, the heap is
+    // trimmed when the service is idle).
+    let mut after = service.status_kib("VmRSS");
+    let back_by = Instant::now() + Duration::from_secs(40);
+    while after > at_rest + (48 << 10) && Instant::now() < back_by {
+        std::thread::sleep(Duration::from_millis(500));
+        after = service.status_kib("VmRSS");
+    }
+    let log = service.terminate();
+    eprintln!(
+        "serve's RSS at rest {} MiB, peak {} MiB, after {} MiB; {log}",
+        at_rest >> 10,
+        peak >> 10,
+        after >> 10
+    );
+    // The budget, one pass being measured (taken before its size is known) and the
+    // collector's own working memory.
+    let bound = at_rest + ((TEST_BUDGET_MIB + 96) << 10);
+    assert!(
+        peak <= bound,
+        "serve's RSS peaked at {} MiB, over {} MiB (at rest {} MiB, budget {TEST_BUDGET_MIB} \
+         MiB): {log}",
+        peak >> 10,
+        bound >> 10,
+        at_rest >> 10
+    );
+    assert!(
+        after <= at_rest + (48 << 10),
+        "serve's RSS stayed at {} MiB after the attack (at rest {} MiB): {log}",
+        after >> 10,
+        at_rest >> 10
+    );
+    // The accounting itself never went over (serve says its peak when it stops).
+    let said = log
+        .split("query memory: peak ")
+        .nth(1)
+        .and_then(|r| r.split(" MiB").next()?.parse::<f64>().ok());
+    match said {
+        Some(p) => assert!(p <= TEST_BUDGET_MIB as f64, "accounted peak {p} MiB: {log}"),
+        None => panic!("serve did not say its query memory peak: {log}"),
+    }
+}
+
+#[test]
+fn four_users_holding_every_slot_do_not_starve_a_fifth() {
+    if !root_or_skip("slot holders on the query service") {
+        return;
+    }
+    let service = Service::start();
+    // Four users (uids without passwd entries), each holding 8 connections that never send,
+    // opened again as soon as the service lets one go: 32, every slot there is.
+    let mut holders: Vec<Child> = (0..4)
+        .map(|k| helper_as(OTHER_UID + 1 + k, &format!("hold:{}:8", service.socket)))
+        .collect();
+    let _outs: Vec<_> = holders.iter_mut().map(|h| wait_for_line(h, "8")).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let fifth = Caller::new(format!("uid {OTHER_UID}"), OTHER_UID, &service.socket);
+    let mut failures = Vec::new();
+    for i in 0..5 {
+        let o = fifth.ps(Source::Service, &["-p", "1", "-o", "pid"]);
+        if o.code != Some(0) {
+            failures.push(format!(
+                "request {i}: exited {:?}: {}",
+                o.code,
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+        }
+    }
+    for mut h in holders {
+        drop(h.stdin.take());
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    assert!(
+        failures.is_empty(),
+        "a fifth user was turned away while four held every slot:\n{}\n{}",
+        failures.join("\n"),
+        service.log()
+    );
+}
+
+/// A directory of root's every user may enter (0755), removed on drop.
+fn open_dir(prefix: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("a directory");
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    dir
+}
+
+/// A listener of root's at a path of its own that answers every request the same way.
+fn fake_service(dir: &std::path::Path, name: &str, reply: Option<Vec<u8>>) -> String {
+    let path = dir.join(name);
+    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .expect("chmod");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = wire::read_frame(&mut s, wire::MAX_REQUEST);
+            match &reply {
+                Some(frame) => {
+                    let _ = s.write_all(frame);
+                }
+                // Silent: the request taken, nothing said, the connection kept.
+                None => held.push(s),
+            }
+        }
+    });
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn ps_verbose_says_why_it_read_proc_instead_of_the_service() {
+    if !root_or_skip("ps --verbose as nobody beside services that do not answer") {
+        return;
+    }
+    let dir = open_dir("tasksnap-fallback-");
+    let busy = fake_service(dir.path(), "busy.sock", Some(wire::empty(wire::Kind::Busy)));
+    let refused = fake_service(
+        dir.path(),
+        "refused.sock",
+        Some(wire::refused("a test's refusal")),
+    );
+    let silent = fake_service(dir.path(), "silent.sock", None);
+    // A socket file nobody listens on any more (a stopped service's).
+    let stale = dir.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).expect("bind"));
+    std::fs::set_permissions(&stale, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .expect("chmod");
+    let stale = stale.to_string_lossy().into_owned();
+    let missing = dir.path().join("none.sock").to_string_lossy().into_owned();
+    let planted = dir.path().join("file.sock");
+    std::fs::write(&planted, b"not a socket").expect("a file");
+    let planted = planted.to_string_lossy().into_owned();
+    let cases: [(&str, &str, &str); 6] = [
+        ("busy", &busy, "is busy"),
+        (
+            "refusing",
+            &refused,
+            "the service refused: a test's refusal",
+        ),
+        ("silent", &silent, "did not take the request within"),
+        ("stopped", &stale, "nothing listens at"),
+        ("missing", &missing, "no query service at"),
+        ("a regular file", &planted, "no query service at"),
+    ];
+    let mut failures = Vec::new();
+    for (what, socket, says) in cases {
+        let caller = Caller::new(format!("nobody, the service {what}"), NOBODY, socket);
+        let o = caller.ps(Source::Auto, &["--verbose", "-p", "1", "-o", "pid"]);
+        let e = String::from_utf8_lossy(&o.stderr).into_owned();
+        if o.code != Some(0) || !e.contains(says) || !e.contains("backend procfs read") {
+            failures.push(format!(
+                "{}: exited {:?}, said {e:?} (expected {says:?} and the procfs backend)",
+                caller.name, o.code
+            ));
+        }
+        // Insisting on the service: an error that says the same.
+        let o = caller.ps(Source::Service, &["-p", "1", "-o", "pid"]);
+        let e = String::from_utf8_lossy(&o.stderr).into_owned();
+        if o.code == Some(0) || !e.contains(says) {
+            failures.push(format!(
+                "{} with --backend service: exited {:?}, said {e:?} (expected {says:?})",
+                caller.name, o.code
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_service_tells_a_hidepid_caller_no_host_wide_counts() {
+    if !root_or_skip("what the service's report tells nobody under hidepid") {
+        return;
+    }
+    let socket = shared_service();
+    let caller = Caller {
+        name: "nobody with /proc hidepid=invisible".into(),
+        uid: NOBODY,
+        gid: NOBODY,
+        socket,
+        tasksnap: tasksnap_copy(),
+        proc_opts: Some("hidepid=invisible"),
+    };
+    let o = caller.ps(Source::Service, &["--verbose", "-e", "-o", "pid"]);
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.code, Some(0), "{e}");
+    let rows = o
+        .stdout
+        .split(|&c| c == b'\n')
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .count();
+    let line = e
+        .lines()
+        .find_map(|l| l.strip_prefix("tasksnap: pass: the service's pass: "))
+        .unwrap_or_else(|| panic!("no pass line: {e}"));
+    // The client's own figures close the line: "(N tasks, B bytes)", N what it was sent.
+    let (how, mine) = line.rsplit_once(" (").unwrap_or((line, ""));
+    assert!(
+        mine.starts_with(&format!("{rows} tasks")),
+        "the report counts {mine:?}, ps printed {rows} rows: {e}"
+    );
+    // Of the service's own description, only timings: every number is some ms.
+    let words: Vec<&str> = how
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')' || c == ';')
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        if w.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+            assert!(
+                words.get(i + 1) == Some(&"ms"),
+                "the service told a hidepid caller {w:?} (\"{how}\"): {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_regular_file_at_the_socket_path_is_named_with_what_to_do() {
+    if !root_or_skip("serve beside a file planted at its socket path") {
+        return;
+    }
+    let dir = open_dir("tasksnap-planted-");
+    let at = dir.path().join("query.sock");
+    std::fs::write(&at, b"planted").expect("plant a file");
+    let o = Command::new(TASKSNAP)
+        .args(["serve", "--no-metrics", "--query-socket"])
+        .arg(&at)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run serve");
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("is a regular file") && e.contains("not a socket") && e.contains("rm "),
+        "serve said {e:?}"
+    );
+    assert_eq!(std::fs::read(&at).ok().as_deref(), Some(&b"planted"[..]));
 }

@@ -100,9 +100,7 @@ fn service(
             )))
         }
         (Backend::Auto, Some(socket))
-            if tasksnap_safefile::euid() != 0
-                && is_kernel_proc(root)
-                && crate::service::client::present(socket) =>
+            if asks_service(root) && crate::service::client::absent(socket).is_none() =>
         {
             Some(Ok(ServiceCollector::new(
                 socket,
@@ -117,6 +115,27 @@ fn service(
             )))
         }
         _ => None,
+    }
+}
+
+/// Whether `auto` asks root's query service: for a caller that cannot load the BPF programs
+/// itself (not root), reading the running kernel's /proc.
+fn asks_service(root: &Path) -> bool {
+    tasksnap_safefile::euid() != 0 && is_kernel_proc(root)
+}
+
+/// `why` of a /proc collector `auto` chose, with why the query service was not asked when it
+/// would have been (no socket of root's at `socket`).
+fn without_service(why: String, backend: Backend, socket: Option<&Path>, root: &Path) -> String {
+    let absent = match (backend, socket) {
+        (Backend::Auto, Some(socket)) if asks_service(root) => {
+            crate::service::client::absent(socket)
+        }
+        _ => None,
+    };
+    match absent {
+        Some(a) => format!("{why}; {a}"),
+        None => why,
     }
 }
 
@@ -151,7 +170,7 @@ pub fn open_live(
     if let Some(s) = service(backend, socket, root, units) {
         return Ok(Box::new(s?));
     }
-    let procfs = |why: String| procfs(root, units, why);
+    let procfs = |why: String| procfs(root, units, without_service(why, backend, socket, root));
     if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
         if backend == Backend::Bpf {
             return Err(bpf_unavailable(why));
@@ -200,7 +219,7 @@ pub fn open(
     if let Some(s) = service(backend, socket, root, units) {
         return Ok(Box::new(s?));
     }
-    let procfs = |why: String| procfs(root, units, why);
+    let procfs = |why: String| procfs(root, units, without_service(why, backend, socket, root));
     if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
         if backend == Backend::Bpf {
             return Err(bpf_unavailable(why));

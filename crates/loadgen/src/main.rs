@@ -83,6 +83,14 @@ struct Cli {
     #[arg(long)]
     exec_children: bool,
 
+    /// With --exec-children: each child is executed with one more argument of BYTES bytes and
+    /// an environment variable of BYTES bytes besides (at most 131,000 each, under the kernel's
+    /// 128 KiB limit per string): processes whose command lines and environments weigh what a
+    /// build's or a JVM's do (the query service's memory benchmark).
+    #[arg(long, value_name = "BYTES", default_value_t = 0, requires = "exec_children",
+          value_parser = clap::value_parser!(u32).range(0..=131_000))]
+    arg_bytes: u32,
+
     /// Number of extra threads, all in one child process (comm "lg-threads").
     #[arg(long, value_name = "M", default_value_t = 0)]
     threads: usize,
@@ -404,7 +412,8 @@ fn spawn_all(cli: &Cli, group: &Group, sp: &mut Spawner) -> Result<LoadInfo> {
     };
     if cli.procs > 0 || cli.wakers > 0 {
         let wake = (cli.wakers, cli.wake_period_ms * 1_000_000);
-        let (pids, wakers) = sp.procs_with_wakers(cli.procs, cli.exec_children, wake)?;
+        let exec = cli.exec_children.then_some(cli.arg_bytes as usize);
+        let (pids, wakers) = sp.procs_with_wakers(cli.procs, exec, wake)?;
         info.procs_count = pids.len();
         if cli.list_pids {
             info.procs = pids;

@@ -12,7 +12,7 @@
 //! `PR_SET_PDEATHSIG(SIGKILL)` so that it dies with its parent.
 
 use std::collections::HashSet;
-use std::ffi::OsStr;
+use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -103,7 +103,7 @@ impl Spawner {
     pub fn procs_with_wakers(
         &mut self,
         n: usize,
-        exec: bool,
+        exec: Option<usize>,
         wake: (usize, u64),
     ) -> Result<(Vec<Pid>, Vec<Pid>)> {
         let (k, period_ns) = wake;
@@ -152,19 +152,31 @@ impl Spawner {
 
     /// `n` sleeping processes (comm `lg-proc`): fork, set comm, pause().
     /// With `exec`, each child re-executes the loadgen binary in its
-    /// `proc` child mode instead (costlier, but a real separate image).
-    /// Returns the sorted pids.
-    pub fn procs(&mut self, n: usize, exec: bool) -> Result<Vec<Pid>> {
+    /// `proc` child mode instead (costlier, but a real separate image), with
+    /// an argument and an environment variable of that many bytes besides
+    /// when it is not 0. Returns the sorted pids.
+    pub fn procs(&mut self, n: usize, exec: Option<usize>) -> Result<Vec<Pid>> {
         let (ready_r, ready_w) = sys::pipe()?;
         // Prepared before forking: the children must not allocate.
-        let argv = [
+        let pad = exec.filter(|&b| b > 0).map(|bytes| {
+            let arg = CString::new(vec![b'a'; bytes]).expect("no NUL");
+            let mut env = b"TASKSNAP_LOADGEN_PAD=".to_vec();
+            env.resize(env.len() + bytes, b'e');
+            (arg, CString::new(env).expect("no NUL"))
+        });
+        let mut argv = vec![
             c"tasksnap-loadgen".as_ptr(),
             c"__child".as_ptr(),
             c"proc".as_ptr(),
-            std::ptr::null(),
         ];
-        let envp = [child::PROC_ENV.as_ptr(), std::ptr::null()];
-        let how = if exec {
+        let mut envp = vec![child::PROC_ENV.as_ptr()];
+        if let Some((arg, env)) = &pad {
+            argv.push(arg.as_ptr());
+            envp.push(env.as_ptr());
+        }
+        argv.push(std::ptr::null());
+        envp.push(std::ptr::null());
+        let how = if exec.is_some() {
             sys::Sleeper::Exec {
                 path: child::SELF_EXE,
                 argv: &argv,

@@ -64,6 +64,29 @@ impl Kind {
         }
     }
 
+    /// The kind of a file `std::fs` described (a caller that only looks, and names what it
+    /// found).
+    pub fn from_file_type(t: std::fs::FileType) -> Kind {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_file() {
+            Kind::Regular
+        } else if t.is_dir() {
+            Kind::Directory
+        } else if t.is_symlink() {
+            Kind::Symlink
+        } else if t.is_fifo() {
+            Kind::Fifo
+        } else if t.is_socket() {
+            Kind::Socket
+        } else if t.is_char_device() {
+            Kind::CharDevice
+        } else if t.is_block_device() {
+            Kind::BlockDevice
+        } else {
+            Kind::Unknown
+        }
+    }
+
     /// "a FIFO", "a directory"...: for messages.
     pub fn describe(self) -> &'static str {
         match self {
@@ -169,6 +192,23 @@ pub enum SafeError {
         /// Its link count.
         links: u64,
     },
+    /// Something other than a socket where a socket is to be bound: only a socket (an
+    /// earlier run's) is replaced, never anything else.
+    #[error(
+        "{}: is {} (owned by uid {owner}), not a socket; refusing to replace it (remove it: \
+         `rm {}`, if nothing needs it)",
+        path.display(),
+        kind.describe(),
+        path.display()
+    )]
+    NotSocket {
+        /// The entry.
+        path: PathBuf,
+        /// What it is.
+        kind: Kind,
+        /// Its owner.
+        owner: u32,
+    },
 }
 
 impl SafeError {
@@ -189,7 +229,8 @@ impl SafeError {
             | SafeError::Owner { path, .. }
             | SafeError::Writable { path, .. }
             | SafeError::Ancestor { path, .. }
-            | SafeError::Linked { path, .. } => path,
+            | SafeError::Linked { path, .. }
+            | SafeError::NotSocket { path, .. } => path,
         }
     }
 
@@ -799,7 +840,13 @@ impl Dir {
                 rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())
                     .map_err(|e| SafeError::io(self.join(name), e))?;
             }
-            Ok(_) => return Err(SafeError::io(self.join(name), Errno::EXIST)),
+            Ok(st) => {
+                return Err(SafeError::NotSocket {
+                    path: self.join(name),
+                    kind: Kind::of(&st),
+                    owner: st.st_uid,
+                })
+            }
             Err(Errno::NOENT) => {}
             Err(e) => return Err(SafeError::io(self.join(name), e)),
         }

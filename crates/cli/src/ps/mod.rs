@@ -252,7 +252,13 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         query.leader_as_process = true;
         let snap = host.snapshot(&query)?;
         if s.verbose {
-            let report = host.report();
+            let now = host.report();
+            // A collector that chose another way for this pass (the query service not
+            // answering: /proc read instead) says why.
+            if now.why != report.why {
+                warn!("tasksnap: {}", now.why);
+            }
+            let report = now;
             if !report.pass.is_empty() {
                 warn!("tasksnap: pass: {}", report.pass);
             }

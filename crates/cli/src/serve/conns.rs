@@ -66,13 +66,14 @@ struct Inner {
     conns: HashMap<u64, Entry>,
 }
 
-/// What the victim choice looks at of one connection.
+/// What the victim choice looks at of one connection (`P`: who holds it, [`Peer`] here, a
+/// uid on the query socket).
 #[derive(Debug, Clone, Copy)]
-pub struct Candidate {
+pub struct Candidate<P = Peer> {
     /// Its id.
     pub id: u64,
     /// Its peer.
-    pub peer: Peer,
+    pub peer: P,
     /// Requests it has sent.
     pub requests: u64,
     /// Accepted, or its last request.
@@ -80,8 +81,8 @@ pub struct Candidate {
 }
 
 /// The connection to drop for a newcomer (see the module header); `None` when there is none.
-pub fn victim(cands: &[Candidate]) -> Option<u64> {
-    let mut per_peer: HashMap<Peer, usize> = HashMap::new();
+pub fn victim<P: Copy + Eq + std::hash::Hash>(cands: &[Candidate<P>]) -> Option<u64> {
+    let mut per_peer: HashMap<P, usize> = HashMap::new();
     for c in cands {
         *per_peer.entry(c.peer).or_default() += 1;
     }
@@ -250,7 +251,7 @@ mod tests {
         // Only scrapers: the one silent longest.
         let cands = [c(1, same, 5, at(4)), c(2, same, 1, at(3))];
         assert_eq!(victim(&cands), Some(2));
-        assert_eq!(victim(&[]), None);
+        assert_eq!(victim::<Peer>(&[]), None);
     }
 
     #[test]

@@ -107,6 +107,22 @@ pub struct Args {
     /// Only the query socket: no collections, no HTTP listener.
     #[arg(long)]
     pub no_metrics: bool,
+
+    /// The most memory the query socket holds for its callers (passes alive, answers being
+    /// sent), e.g. 256M or 1G: past it, new requests are told to read /proc themselves.
+    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = parse_budget)]
+    pub query_memory_budget: u64,
+}
+
+fn parse_budget(s: &str) -> Result<u64, String> {
+    let b = when::parse_size(s)?;
+    if b < query::MIN_BUDGET_BYTES {
+        return Err(format!(
+            "{s} is less than the {} MiB a pass and a few answers need",
+            query::MIN_BUDGET_BYTES >> 20
+        ));
+    }
+    Ok(b)
 }
 
 /// The groupings `--group-by` names (a configuration file is the other way to group).
@@ -380,7 +396,7 @@ fn start_queries(args: &Args) -> (Option<query::QueryService>, Option<String>) {
     if args.no_query_socket || !tasksnap_collect::HostOptions::from_env().is_this_kernel() {
         return (None, None);
     }
-    match query::start(&args.query_socket) {
+    match query::start(&args.query_socket, args.query_memory_budget) {
         Ok(q) => (Some(q), None),
         Err(e) => (
             None,
@@ -398,11 +414,12 @@ fn queries_said(q: &Option<query::QueryService>) -> String {
         Some(q) => {
             let c = q.counts();
             format!(
-                "; queries: {} answered in {} passes, {} refused, {} turned away as busy",
+                "; queries: {} answered in {} passes, {} refused, {} turned away as busy ({})",
                 c.answered.load(Ordering::Relaxed),
                 c.passes.load(Ordering::Relaxed),
                 c.refused.load(Ordering::Relaxed),
-                c.busy.load(Ordering::Relaxed)
+                c.busy.load(Ordering::Relaxed),
+                q.limits_said()
             )
         }
         None => String::new(),
@@ -411,7 +428,7 @@ fn queries_said(q: &Option<query::QueryService>) -> String {
 
 /// `serve --no-metrics`: the query socket alone, until a stop signal.
 fn run_queries_only(args: &Args, signals: &libc::sigset_t) -> ExitCode {
-    let mut q = match query::start(&args.query_socket) {
+    let mut q = match query::start(&args.query_socket, args.query_memory_budget) {
         Ok(q) => q,
         Err(e) => {
             warn!(

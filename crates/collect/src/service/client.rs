@@ -42,14 +42,17 @@ fn connect(path: &Path) -> Result<UnixStream, String> {
     // clients) is EAGAIN at once instead of a connect() that waits for a slot.
     match rustix::net::connect(&fd, &addr) {
         Ok(()) => {}
-        Err(rustix::io::Errno::NOENT) => return Err(format!("no service at {}", path.display())),
-        Err(rustix::io::Errno::CONNREFUSED) => {
-            return Err(format!("nothing listens at {}", path.display()))
-        }
         Err(rustix::io::Errno::AGAIN) => {
             return Err(format!("the service at {} is busy", path.display()))
         }
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => {
+            return Err(absent(path).unwrap_or_else(|| match e {
+                rustix::io::Errno::CONNREFUSED => {
+                    format!("nothing listens at {}", path.display())
+                }
+                e => format!("{}: {e}", path.display()),
+            }))
+        }
     }
     let peer = super::peer::peer_of(fd.as_fd())
         .map_err(|e| format!("{}: the listener's credentials: {e}", path.display()))?;
@@ -66,11 +69,21 @@ fn connect(path: &Path) -> Result<UnixStream, String> {
     Ok(s)
 }
 
-/// Whether a service may be listening at `path`: a socket of root's. Checked before a front
-/// end chooses the service, so that a host without one pays one stat.
-pub fn present(path: &Path) -> bool {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket() && m.uid() == 0)
+/// Why no service can be listening at `path` (`None`: a socket of root's is there, which may
+/// be one). Asked before a front end chooses the service, so that a host without one pays
+/// one stat, and said by `-v` when /proc is read instead.
+pub fn absent(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let there = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "nothing is there".to_string(),
+        Err(e) => e.to_string(),
+        Ok(m) => match tasksnap_safefile::Kind::from_file_type(m.file_type()) {
+            tasksnap_safefile::Kind::Socket if m.uid() == 0 => return None,
+            tasksnap_safefile::Kind::Socket => format!("the socket there is uid {}'s", m.uid()),
+            kind => format!("{} is there, not a socket", kind.describe()),
+        },
+    };
+    Some(format!("no query service at {} ({there})", path.display()))
 }
 
 /// One request answered: the snapshot, and what it cost.
@@ -95,8 +108,9 @@ fn ask(path: &Path, query: &Query, since: Option<u64>) -> Result<Answered, Strin
     s.set_write_timeout(Some(ACCEPT_DEADLINE))
         .and_then(|()| s.set_read_timeout(Some(ACCEPT_DEADLINE)))
         .map_err(|e| said(e.into()))?;
-    s.write_all(&wire::request(query, since))
-        .map_err(|e| said(e.into()))?;
+    // A service that turned the connection away at once (busy) said so and closed: a write
+    // that fails then is reported as what the service said, read below.
+    let sent = s.write_all(&wire::request(query, since));
     let refused = |p: &[u8]| {
         format!(
             "the service refused: {}",
@@ -104,7 +118,7 @@ fn ask(path: &Path, query: &Query, since: Option<u64>) -> Result<Answered, Strin
         )
     };
     match wire::read_frame(&mut s, 1024) {
-        Ok((Kind::Accepted, _)) => {}
+        Ok((Kind::Accepted, _)) if sent.is_ok() => {}
         Ok((Kind::Busy, _)) => return Err(format!("the service at {} is busy", path.display())),
         Ok((Kind::Refused, p)) => return Err(refused(&p)),
         Ok((k, _)) => return Err(said(wire::WireError::Unexpected(k))),
@@ -120,7 +134,12 @@ fn ask(path: &Path, query: &Query, since: Option<u64>) -> Result<Answered, Strin
                 ACCEPT_DEADLINE.as_millis()
             ))
         }
-        Err(e) => return Err(said(e)),
+        Err(e) => {
+            return Err(match sent {
+                Err(w) => said(w.into()),
+                Ok(()) => said(e),
+            })
+        }
     }
     s.set_read_timeout(Some(ANSWER_DEADLINE))
         .map_err(|e| said(e.into()))?;

@@ -199,11 +199,27 @@ pub fn ptrace_readable(
 
 /// What one row may show the caller: computed once per row, the dumpability asked at most
 /// once.
-struct Access {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
     /// ptrace-readable.
     ptrace: bool,
     /// The 0400 files (`io`, `environ`) pass the DAC check.
     dac_0400: bool,
+}
+
+/// How a row the caller's /proc lists is shown to it, decided once by [`Viewer::shown`] and
+/// made by [`Viewer::row`] when it is to be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// The task's row, its gated groups as the access says (`None`: no gated group asked,
+    /// or a caller whom no gate stops).
+    Row(Option<Access>),
+    /// `hidepid=noaccess`'s row of a task it may not read: identity only (see
+    /// [`noaccess_row`]); `dir_ok`, `stat(2)` of its directory works.
+    NoAccess {
+        /// See the variant.
+        dir_ok: bool,
+    },
 }
 
 fn access(
@@ -238,22 +254,25 @@ fn gid_exempt(caller: &Caller) -> bool {
     caller.fsgid == gid || caller.groups.contains(&gid)
 }
 
-/// The row tasksnap's procfs reader makes of a task whose every file is EPERM
-/// (`hidepid=noaccess`, procfs/reader.rs `TaskReader::read`): `None` when it drops the task.
-/// `dir_ok`: `stat(2)` of the task's directory works (for a thread, only when its process's
-/// directory may be searched).
-fn noaccess_row(task: &Task, asked: &Groups, dir_ok: bool) -> Option<Task> {
+/// Whether tasksnap's procfs reader keeps a row of a task whose every file is EPERM
+/// (`hidepid=noaccess`, procfs/reader.rs `TaskReader::read`) at all. `dir_ok`: `stat(2)` of
+/// the task's directory works (for a thread, only when its process's directory may be
+/// searched).
+fn noaccess_kept(asked: &Groups, dir_ok: bool) -> bool {
     // stat is read first (for the stat groups, or to skip kernel threads and zombies before
     // cmdline): EPERM there drops the task.
     if asked.needs_stat_file() || asked.cmdline {
-        return None;
+        return false;
     }
     let proven_otherwise =
         asked.needs_status_file() || asked.cred_effective || asked.needs_cgroup_file();
-    if !proven_otherwise && !dir_ok {
-        // The existence check stats the directory; EPERM drops the task.
-        return None;
-    }
+    // Else the existence check stats the directory; EPERM drops the task.
+    proven_otherwise || dir_ok
+}
+
+/// The row tasksnap's procfs reader makes of a task whose every file is EPERM, where
+/// [`noaccess_kept`] says it keeps one.
+fn noaccess_row(task: &Task, asked: &Groups, dir_ok: bool) -> Task {
     // Identity only: the start time comes from stat, which was not read.
     let mut row = Task::new(tasksnap_model::TaskId {
         start_time_ns: 0,
@@ -275,7 +294,7 @@ fn noaccess_row(task: &Task, asked: &Groups, dir_ok: bool) -> Option<Task> {
         // Each link fails: the reader keeps 0 for it.
         row.extra_mut().ns = Some([0; 8]);
     }
-    Some(row)
+    row
 }
 
 /// The groups of `row` that `asked` does not ask for, removed (read only for the rules, or
@@ -411,85 +430,153 @@ fn gate(row: &mut Cow<'_, Task>, caller: &Caller, a: &Access) {
     }
 }
 
-/// The rows `caller` may see of `tasks` (read with [`groups_to_read`]), each holding only
-/// `asked` groups and what procfs would show the caller of them, in the order of `tasks`;
-/// borrowed where nothing changes. `dumpable` tells whether a task is dumpable
-/// (`SUID_DUMP_USER`; for a task without an mm, a zombie, whether it was when it let its mm
-/// go, `task->user_dumpable`: answer `false` when that cannot be told); it is asked only of
-/// tasks whose credentials already match the caller's, or, for the owner of `io` and
-/// `environ`, of tasks it may ptrace-read (its own thread group, `CAP_SYS_PTRACE`).
-pub fn view<'a>(
-    caller: &Caller,
-    asked: &Groups,
-    tasks: &'a [Task],
-    dumpable: &mut dyn FnMut(&Task) -> bool,
-) -> Vec<Cow<'a, Task>> {
-    let hidepid = caller.proc_mount.hidepid;
-    let gated = asks_gated(caller, asked) && !(caller.cap_sys_ptrace && caller.cap_dac_read);
-    let hides = !caller.cap_sys_ptrace && hidepid != HidePid::Off;
-    let need_dac = asked.io || asked.environ;
+/// procfs's rules for one caller over one pass's tasks (read with [`groups_to_read`]): which
+/// rows its /proc lists ([`Viewer::shown`], decided once per row, in any order) and what each
+/// holds ([`Viewer::row`], made when it is needed: an answer cuts its rows a chunk at a time,
+/// never all at once).
+#[derive(Debug)]
+pub struct Viewer<'c, 't> {
+    caller: &'c Caller,
+    asked: Groups,
+    tasks: &'t [Task],
+    /// A gated group is asked for, and the caller is not exempt from the gates.
+    gated: bool,
+    /// The caller's /proc hides pids from it.
+    hides: bool,
+    /// `io` or `environ` is asked for (the 0400 files).
+    need_dac: bool,
+    /// A thread's path runs through its process's directory: under hidepid its process must
+    /// be permitted too. The process's row, by its tgid.
+    leaders: HashMap<i32, usize>,
+    /// Each row's ptrace answer, computed at most once (a leader's is asked by its threads).
+    ptrace_of: Vec<Option<bool>>,
+}
 
-    // A thread's path runs through its process's directory: under hidepid its process
-    // must be permitted too. The process's row is found by its tgid.
-    let leaders: HashMap<i32, usize> = if hides && tasks.iter().any(|t| !t.id.is_leader()) {
-        tasks
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.id.is_leader())
-            .map(|(i, t)| (t.id.tgid, i))
-            .collect()
-    } else {
-        HashMap::new()
-    };
-    // Each row's ptrace answer, computed at most once (a leader's is asked by its threads).
-    let mut ptrace_of: Vec<Option<bool>> = if hides || gated {
-        vec![None; tasks.len()]
-    } else {
-        Vec::new()
-    };
-    let mut ptrace_at = |i: usize, dumpable: &mut dyn FnMut(&Task) -> bool| -> bool {
-        *ptrace_of[i].get_or_insert_with(|| ptrace_readable(caller, &tasks[i], dumpable))
-    };
+impl<'c, 't> Viewer<'c, 't> {
+    /// The rules of `caller` asking `asked` over `tasks`.
+    pub fn new(caller: &'c Caller, asked: &Groups, tasks: &'t [Task]) -> Viewer<'c, 't> {
+        let gated = asks_gated(caller, asked) && !(caller.cap_sys_ptrace && caller.cap_dac_read);
+        let hides = !caller.cap_sys_ptrace && caller.proc_mount.hidepid != HidePid::Off;
+        let leaders = if hides && tasks.iter().any(|t| !t.id.is_leader()) {
+            tasks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.id.is_leader())
+                .map(|(i, t)| (t.id.tgid, i))
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        Viewer {
+            caller,
+            asked: *asked,
+            tasks,
+            gated,
+            hides,
+            need_dac: asked.io || asked.environ,
+            leaders,
+            ptrace_of: if hides || gated {
+                vec![None; tasks.len()]
+            } else {
+                Vec::new()
+            },
+        }
+    }
 
-    let mut out = Vec::with_capacity(tasks.len());
-    for (i, task) in tasks.iter().enumerate() {
-        if hides {
+    /// The tasks judged.
+    pub fn tasks(&self) -> &'t [Task] {
+        self.tasks
+    }
+
+    /// Bytes this viewer holds besides the tasks (what a connection's answer costs).
+    pub fn held_bytes(&self) -> usize {
+        self.ptrace_of.capacity() * std::mem::size_of::<Option<bool>>()
+            + self.leaders.capacity() * (std::mem::size_of::<(i32, usize)>() + 1)
+    }
+
+    fn ptrace_at(&mut self, i: usize, dumpable: &mut dyn FnMut(&Task) -> bool) -> bool {
+        let (caller, task) = (self.caller, &self.tasks[i]);
+        *self.ptrace_of[i].get_or_insert_with(|| ptrace_readable(caller, task, dumpable))
+    }
+
+    /// How the caller's /proc shows task `i`; `None` when it does not list it. `dumpable`
+    /// tells whether a task is dumpable (`SUID_DUMP_USER`; for a task without an mm, a
+    /// zombie, whether it was when it let its mm go, `task->user_dumpable`: answer `false`
+    /// when that cannot be told); it is asked only of tasks whose credentials already match
+    /// the caller's, or, for the owner of `io` and `environ`, of tasks it may ptrace-read
+    /// (its own thread group, `CAP_SYS_PTRACE`), and at most once per task.
+    pub fn shown(&mut self, i: usize, dumpable: &mut dyn FnMut(&Task) -> bool) -> Option<Shown> {
+        let task = &self.tasks[i];
+        if self.hides {
             // has_pid_permissions() (fs/proc/base.c).
-            let exempt = hidepid != HidePid::Ptraceable && gid_exempt(caller);
-            let mut permitted = |j: usize, dumpable: &mut dyn FnMut(&Task) -> bool| {
-                exempt || ptrace_at(j, dumpable)
-            };
-            let own = permitted(i, dumpable);
+            let hidepid = self.caller.proc_mount.hidepid;
+            let exempt = hidepid != HidePid::Ptraceable && gid_exempt(self.caller);
+            let own = exempt || self.ptrace_at(i, dumpable);
             let process = if task.id.is_leader() {
                 own
             } else {
-                match leaders.get(&task.id.tgid) {
-                    Some(&j) => permitted(j, dumpable),
+                match self.leaders.get(&task.id.tgid) {
+                    Some(&j) => exempt || self.ptrace_at(j, dumpable),
                     // Its process's row is not in the snapshot: nothing says it may be
                     // searched.
                     None => false,
                 }
             };
             if !(own && process) {
-                if hidepid == HidePid::NoAccess {
-                    // stat(2) of /proc/PID works (pid_getattr()); of
-                    // /proc/PID/task/TID only when /proc/PID may be searched.
-                    let dir_ok = task.id.is_leader() || process;
-                    if let Some(row) = noaccess_row(task, asked, dir_ok) {
-                        out.push(Cow::Owned(row));
-                    }
-                }
-                continue;
+                // stat(2) of /proc/PID works (pid_getattr()); of /proc/PID/task/TID only
+                // when /proc/PID may be searched.
+                let dir_ok = task.id.is_leader() || process;
+                return (hidepid == HidePid::NoAccess && noaccess_kept(&self.asked, dir_ok))
+                    .then_some(Shown::NoAccess { dir_ok });
             }
         }
-        let mut row = Cow::Borrowed(task);
-        if gated {
-            let p = ptrace_at(i, dumpable);
-            let a = access(caller, task, p, need_dac, dumpable);
-            gate(&mut row, caller, &a);
+        if !self.gated {
+            return Some(Shown::Row(None));
         }
-        strip_unasked(&mut row, asked);
-        out.push(row);
+        let p = self.ptrace_at(i, dumpable);
+        Some(Shown::Row(Some(access(
+            self.caller,
+            task,
+            p,
+            self.need_dac,
+            dumpable,
+        ))))
+    }
+
+    /// Task `i`'s row as `shown` says, holding only the asked groups; borrowed where
+    /// nothing changes.
+    pub fn row(&self, i: usize, shown: Shown) -> Cow<'t, Task> {
+        let task = &self.tasks[i];
+        match shown {
+            Shown::NoAccess { dir_ok } => Cow::Owned(noaccess_row(task, &self.asked, dir_ok)),
+            Shown::Row(access) => {
+                let mut row = Cow::Borrowed(task);
+                if let Some(a) = access {
+                    gate(&mut row, self.caller, &a);
+                }
+                strip_unasked(&mut row, &self.asked);
+                row
+            }
+        }
+    }
+}
+
+/// The rows `caller` may see of `tasks` (read with [`groups_to_read`]), each holding only
+/// `asked` groups and what procfs would show the caller of them, in the order of `tasks`;
+/// borrowed where nothing changes. `dumpable`: see [`Viewer::shown`]. (An answer makes its
+/// rows a chunk at a time through a [`Viewer`] instead.)
+pub fn view<'a>(
+    caller: &Caller,
+    asked: &Groups,
+    tasks: &'a [Task],
+    dumpable: &mut dyn FnMut(&Task) -> bool,
+) -> Vec<Cow<'a, Task>> {
+    let mut v = Viewer::new(caller, asked, tasks);
+    let mut out = Vec::with_capacity(tasks.len());
+    for i in 0..tasks.len() {
+        if let Some(shown) = v.shown(i, dumpable) {
+            out.push(v.row(i, shown));
+        }
     }
     out
 }

@@ -31,7 +31,7 @@ pub const MAX_ANSWER: usize = 1 << 30;
 pub const CHUNK_TASKS: usize = 2048;
 /// About the most bytes of tasks per `Tasks` frame (a frame of long command lines holds
 /// fewer tasks).
-pub const CHUNK_BYTES: usize = 16 << 20;
+pub const CHUNK_BYTES: usize = 1 << 20;
 /// The most tasks an answer may announce (pid_max is at most 2^22, threads included).
 pub const MAX_TASKS: u64 = 1 << 23;
 
