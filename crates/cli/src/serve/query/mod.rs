@@ -8,8 +8,8 @@
 //!   at once, in all and per uid, shared fairly between uids) or turns them away with a
 //!   `Busy` frame, so a flood never grows the service;
 //! - a **connection** thread per admitted client reads one bounded request with a deadline,
-//!   identifies the caller (its credentials, namespaces and /proc mount options, read here,
-//!   never told by the client), applies the per-uid rate, says `Accepted`, waits for a pass,
+//!   applies the per-uid rate, says `Accepted`, identifies the caller (its credentials,
+//!   namespaces and /proc mount options, read here, never told by the client), waits for a pass,
 //!   plans the caller's answer and sends it a chunk at a time, each cut and encoded only
 //!   once the one before went out, within the memory budget ([`memory`]) and a deadline: a
 //!   slow or hostile client holds only its own thread and a chunk;
@@ -468,8 +468,8 @@ fn serve_one(state: &State, stream: UnixStream, who: &peer::Peer, admitted: &slo
     }
 }
 
-/// Reads the request (one, bounded, by its deadline), identifies the caller, takes a token of
-/// its uid's bucket and says `Accepted`; `None` when it is not to be answered (said why).
+/// Reads the request (one, bounded, by its deadline), takes a token of its uid's bucket, says
+/// `Accepted` and identifies the caller; `None` when it is not to be answered (said why).
 fn take_request(conn: &mut Conn<'_>, who: &peer::Peer) -> Option<(wire::Request, peer::Caller)> {
     let state = conn.state;
     let mut by_deadline = ByDeadline {
@@ -482,9 +482,6 @@ fn take_request(conn: &mut Conn<'_>, who: &peer::Peer) -> Option<(wire::Request,
         Err(e) => Err(e),
     };
     let request = request.map_err(|e| conn.refuse(&e.to_string())).ok()?;
-    let caller = peer::identify(&state.proc_root, who)
-        .map_err(|r| conn.refuse(&r.to_string()))
-        .ok()?;
     if !state.passing.load(Ordering::SeqCst) {
         conn.refuse("the service's pass thread has ended");
         return None;
@@ -493,8 +490,14 @@ fn take_request(conn: &mut Conn<'_>, who: &peer::Peer) -> Option<(wire::Request,
         conn.busy();
         return None;
     }
+    // Said before the caller is identified (its status, namespaces and mount table read from
+    // /proc): the client gives a service ACCEPT_DEADLINE (100 ms) to say it, and on a busy
+    // host those reads alone can take longer. An unidentifiable caller is refused after it.
     (&conn.stream)
         .write_all(&wire::empty(wire::Kind::Accepted))
+        .ok()?;
+    let caller = peer::identify(&state.proc_root, who)
+        .map_err(|r| conn.refuse(&r.to_string()))
         .ok()?;
     Some((request, caller))
 }
