@@ -47,6 +47,8 @@ use tasksnap_model::Reading;
 /// What is added to a carried thread's totals in every sample of the new run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Base {
+    /// What to add to the new source's totals per state, ns, in two's complement (see
+    /// [`offset`]).
     state_ns: [u64; NSTATES],
     samples: [u64; NSTATES],
     /// (state, reason id in the old table, ns), from the last recorded sample.
@@ -157,7 +159,7 @@ impl Carry {
                 continue;
             };
             for i in 0..NSTATES {
-                t.state_ns[i] = t.state_ns[i].wrapping_add(b.state_ns[i]);
+                t.state_ns[i] = offset(t.state_ns[i], b.state_ns[i]);
                 t.samples[i] = t.samples[i].saturating_add(b.samples[i]);
             }
             for &(st, rid, ns) in &b.reasons {
@@ -299,6 +301,15 @@ fn split(
         });
     ns[s.index()] += elapsed - run - runq;
     ns
+}
+
+/// `total` moved by `base`, a signed offset in two's complement, bounded to what a total can
+/// be: the offset is "negative" in a state the new source had counted more of than the last
+/// recorded sample at the first sample, and a later total of that state below that first one
+/// (a torn read of a record the programs were writing) would otherwise wrap to near
+/// `u64::MAX`, and every interval after it read as centuries in that state.
+fn offset(total: u64, base: u64) -> u64 {
+    (i128::from(total) + i128::from(base as i64)).clamp(0, i128::from(u64::MAX)) as u64
 }
 
 #[cfg(test)]
@@ -547,5 +558,48 @@ mod tests {
         assert_eq!(s.reasons[&futex], frames("futex_wait"));
         let io = t.reasons.iter().find(|e| e.1 == 3).expect("io_schedule");
         assert_eq!(io.2, 4 * S + S / 4);
+    }
+
+    /// A total that dipped below the new source's first one after a restart (a torn read of a
+    /// record being written) wrapped the carried total to near `u64::MAX`: dump then panicked
+    /// adding the interval's states ("attempt to add with overflow", seen in CI), and every
+    /// interval after it would have read as centuries waiting.
+    #[test]
+    fn regression_a_total_below_the_first_after_a_restart_wrapped() {
+        let last = reading(
+            100 * S,
+            vec![thread(1, 100 * S, ns(10 * S, 0, 0), State::Running)],
+            &[(1, 50 * S, 2 * S)],
+        );
+        // The new source counted 2 s waiting where schedstat says 0.4 s: a negative offset.
+        let mut first = reading(
+            104 * S,
+            vec![thread(1, 104 * S, ns(S, 2 * S, 0), State::Running)],
+            &[(1, 53 * S + S * 6 / 10, 2 * S + S * 4 / 10)],
+        );
+        let mut c = Carry::after(&last);
+        c.apply(&mut first);
+        // Next, 1 s waiting: below the first sample's 2 s.
+        let mut dip = reading(
+            105 * S,
+            vec![thread(1, 105 * S, ns(2 * S, S, 0), State::Running)],
+            &[],
+        );
+        c.apply(&mut dip);
+        let runq = |r: &Reading| {
+            r.states.as_ref().expect("states").threads[&id(1)].state_ns[State::Runnable.index()]
+        };
+        assert!(
+            runq(&dip) <= runq(&first),
+            "{} after {}",
+            runq(&dip),
+            runq(&first)
+        );
+        let iv = crate::between(
+            first.states.as_ref().expect("states"),
+            dip.states.as_ref().expect("states"),
+            crate::Rollup::Thread,
+        );
+        assert!(iv.rows[0].alive_ns <= 2 * S, "{:?}", iv.rows[0]);
     }
 }

@@ -188,9 +188,9 @@ impl Interval {
         };
         for r in &self.rows {
             for i in 0..NSTATES {
-                t.ns[i] += r.ns[i];
+                t.ns[i] = t.ns[i].saturating_add(r.ns[i]);
             }
-            t.alive_ns += r.alive_ns;
+            t.alive_ns = t.alive_ns.saturating_add(r.alive_ns);
             t.threads += r.threads;
         }
         t
@@ -217,9 +217,9 @@ fn procfs_split(
     let runq = exact[State::Runnable.index()];
     ns[State::Running.index()] = run;
     ns[State::Runnable.index()] = runq;
-    let off = alive_ns.saturating_sub(run + runq);
+    let off = alive_ns.saturating_sub(run.saturating_add(runq));
     let off_states = [State::Sleeping, State::Disk, State::Stopped, State::Other];
-    let seen: u64 = off_states.iter().map(|s| samples[s.index()]).sum();
+    let seen = saturating_sum(off_states.iter().map(|s| samples[s.index()]));
     if seen == 0 {
         // No sample caught it off the CPU. When it was seen running (R), the time schedstat
         // does not explain yet is a run-queue wait still going on (run_delay counts a wait
@@ -258,6 +258,12 @@ fn procfs_split(
         }
     }
     ns
+}
+
+/// The sum of `ns`, saturating: totals come from BPF, /proc and recordings, none of them
+/// promised sane (a recorded total near `u64::MAX` must give a full row, not a panic).
+fn saturating_sum(ns: impl Iterator<Item = u64>) -> u64 {
+    ns.fold(0, u64::saturating_add)
 }
 
 fn sub(a: &[u64; NSTATES], b: Option<&[u64; NSTATES]>) -> [u64; NSTATES] {
@@ -320,7 +326,7 @@ impl<'a> ThreadDelta<'a> {
 
     /// The time it was alive in the interval, ns.
     pub fn alive_ns(&self) -> u64 {
-        self.ns.iter().sum()
+        saturating_sum(self.ns.iter().copied())
     }
 
     /// Off-CPU ns per (state, reason id) in the interval (ids index [`Sample::reasons`]),
@@ -355,7 +361,7 @@ pub fn thread_deltas<'a>(
 ) -> impl Iterator<Item = ThreadDelta<'a>> + 'a {
     cur.threads.iter().filter_map(move |(key, t)| {
         let p = prev.threads.get(key);
-        if t.exited && p.is_none() && t.state_ns.iter().sum::<u64>() == 0 {
+        if t.exited && p.is_none() && t.state_ns.iter().all(|&n| n == 0) {
             return None;
         }
         let d = ThreadDelta::new(t, p, cur.mode, prev.at_ns);
@@ -386,7 +392,7 @@ fn thread_row(d: &ThreadDelta<'_>, reasons: &HashMap<u32, Arc<[String]>>) -> Row
             .iter_mut()
             .find(|r| r.state == state && r.frames == frames)
         {
-            Some(r) => r.ns += d,
+            Some(r) => r.ns = r.ns.saturating_add(d),
             None => row.reasons.push(Reason {
                 state,
                 frames,
@@ -692,5 +698,29 @@ mod tests {
             .find(|r| r.tid == Some(1))
             .expect("tid 1");
         assert_eq!(one.comm_bytes.as_deref(), Some(&b"x\xff"[..]));
+    }
+
+    /// Totals near `u64::MAX` (a damaged or hostile recording) made `between` panic adding a
+    /// thread's states ("attempt to add with overflow" in `alive_ns`, from `tasksnap dump`).
+    #[test]
+    fn regression_totals_near_u64_max_panicked_between() {
+        let mut prev = Sample::new(Mode::Bpf, 0);
+        let mut cur = Sample::new(Mode::Bpf, 1_000_000_000);
+        let huge = [u64::MAX / 2 + 1; NSTATES];
+        let t = totals(1, huge, 1_000_000_000);
+        cur.threads.insert(t.id, t);
+        let born = totals(2, [u64::MAX; NSTATES], 1_000_000_000);
+        cur.threads.insert(born.id, born);
+        prev.threads
+            .insert(totals(1, [0; NSTATES], 0).id, totals(1, [0; NSTATES], 0));
+        for rollup in [Rollup::Thread, Rollup::Process, Rollup::Command] {
+            let iv = between(&prev, &cur, rollup);
+            assert!(
+                iv.rows.iter().all(|r| r.alive_ns == u64::MAX),
+                "{:?}",
+                iv.rows
+            );
+            assert_eq!(iv.totals().alive_ns, u64::MAX);
+        }
     }
 }
