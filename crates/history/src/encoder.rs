@@ -448,6 +448,13 @@ impl Encoder {
         } else if let Some(cur) = &tsorted {
             trows = cur.iter().map(|&(id, t)| (id, t, None)).collect();
         }
+        // Once more over everything: the loops check as rows are found, but not after the
+        // key's last rows went (gone tasks at the end of the key, with no thread rows to walk
+        // after them), so whether a delta was written depended on whether the readings said
+        // what changed.
+        if rows.len() + gone.len() + trows.len() + tgone.len() > budget {
+            return None;
+        }
 
         let mut out = Vec::new();
         put_header(&mut out, FrameType::DeltaSample);
