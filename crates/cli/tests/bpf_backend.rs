@@ -63,9 +63,11 @@ fn ps_prints_the_same_rows_with_either_backend() {
     let mut pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
     pids.extend(extras.pids());
     let mut failures = Vec::new();
-    let spawned = spawned_list(&pids);
+    let spawned = pid_list(&pids);
     for args in FORMATS {
-        let mut a = only_spawned_in_a_forest(args, &spawned);
+        // Forests over what the test spawned alone: see only_spawned_in_a_forest.
+        let selected = only_spawned_in_a_forest(args, &spawned);
+        let mut a: Vec<&str> = selected.iter().map(String::as_str).collect();
         a.push("--backend=bpf");
         let bpf = run(TASKSNAP, &["ps"], &a, "C.UTF-8");
         a.pop();
@@ -92,32 +94,6 @@ fn ps_prints_the_same_rows_with_either_backend() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// The spawned pids as one `-p` list.
-fn spawned_list(pids: &HashSet<i32>) -> String {
-    let mut list: Vec<String> = pids.iter().map(i32::to_string).collect();
-    list.sort();
-    list.join(",")
-}
-
-/// A forest draws a `|` for an ancestor with a later sibling, and the test's ancestors have
-/// siblings that come and go (the other tests' children): two whole-host forests taken a moment
-/// apart differ above the load. A forest format lists only what the test spawned (`-p`), so
-/// the tree is drawn over those alone (as procps draws it over a selection); other formats list
-/// every process (`-e`, `ax`) and keep the spawned rows.
-fn only_spawned_in_a_forest<'a>(args: &[&'a str], spawned: &'a str) -> Vec<&'a str> {
-    let forest = args.iter().any(|a| *a == "--forest" || *a == "axjf");
-    if !forest {
-        return args.to_vec();
-    }
-    let mut out: Vec<&str> = args
-        .iter()
-        .map(|a| if *a == "axjf" { "jf" } else { a })
-        .filter(|a| *a != "-e")
-        .collect();
-    out.extend(["-p", spawned]);
-    out
 }
 
 #[test]
