@@ -1,0 +1,554 @@
+//! Readings into per-group counters: what `tasksnap serve` exposes, updated once per
+//! collection and read by every scrape.
+//!
+//! Counters only grow. A group's CPU, I/O, faults and context switches are the sums of its
+//! processes' (threads', for switches) increases since the previous collection, plus the
+//! final figures of its processes that exited since (the reading's exit records): a process
+//! that exits takes nothing away, and one born since the previous collection brings all it
+//! did (everything it did was after that collection). A process that was there before but
+//! not seen (a reused pid, a read that failed) brings only what it does from now on, and so
+//! does everything at the first collection: the counters count from when the exporter
+//! started, as a rate over them needs. Thread-state time of exited threads comes from the
+//! state sources, which keep an exited thread's final totals (see
+//! `tasksnap_collect::StateSource`).
+//!
+//! An exited process (one [`Exit`](tasksnap_model::Exit) of the reading, collections after the first) adds:
+//! - seen alive at the previous collection (or at the one before, and missing from the
+//!   previous one because it died between that reading's exit drain and its walk): its final
+//!   figures less those already counted, each clamped at 0 (I/O only if it was read alive:
+//!   from nothing, the exit's would be all the process ever did). CPU is clamped as a whole
+//!   too: the exit splits its precise runtime into user and system as the kernel does, and a
+//!   split that moved time from one mode to the other since the last collection adds to each
+//!   mode at most the whole's increase. Context switches are counted per thread while alive, and
+//!   the exit gives the whole group's: a process counted from its birth (new when first seen)
+//!   adds its group total less what its threads added; one already running when first seen
+//!   adds none at exit (its total includes threads that ended before the exporter saw them,
+//!   which cannot be told apart), so such a process's switches since the last collection are
+//!   the one figure still lost;
+//! - never seen alive, started after the exporter's first collection: all of its final
+//!   figures (all it did was after the counters started);
+//! - never seen alive, started before the first collection (alive all along but missing from
+//!   every collection): none of its figures (they include what it did before the counters
+//!   started, and the exit cannot split them), but its exit.
+//!
+//! Each counts once in `exits` by [`ExitReason`](tasksnap_model::ExitReason) (exit, signal, core) of the group it was in
+//! when last seen, or the one its record gives ([`Grouper::assign_exits`]) when it was never
+//! seen alive or its comm changed since (an exec or `PR_SET_NAME`, which may change its
+//! group; not by cgroup, which an exec keeps): the name an exit is grouped by is the one it
+//! exited with, and a live row of the same reading with another comm (read before the
+//! rename) does not override it. A process can be both an exit and a live (zombie) row of the same
+//! reading (its record left the kernel, its parent had not reaped it): the exit counts, the
+//! row adds nothing (its figures are remembered, so a zombie left unreaped adds nothing later
+//! either). Exits of the first collection are before the counters start and count nothing.
+//! Exit records the kernel dropped are counted ([`System::exits_dropped`]); their processes'
+//! figures are missing.
+//!
+//! State seconds come from [`tasksnap_states::interval::thread_deltas`], the same per-thread
+//! split `tasksnap states` shows: exact with the BPF source, sampled (running exact) with
+//! /proc. The sum over a group's states is the time its threads were alive. A thread of a
+//! process that exited is charged to the group its exit was counted in (a process born and
+//! dead since the last collection is in no assignment).
+//!
+//! Series are bounded: with `max_series`, the groups that did the least in the last interval
+//! (CPU, then threads) are folded into one `other` group when the total would pass it, and
+//! the number folded is reported; a group's wait reasons are its first
+//! `reasons_per_group` plus `other`; a group shows an exit reason only once one of its
+//! processes ended that way.
+
+mod counters;
+mod exits;
+mod previous;
+mod series;
+mod states;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use tasksnap_model::states::{Sample, State, ThreadMap};
+use tasksnap_model::{Reading, Task, TaskId};
+
+use crate::group::{Assignment, Grouper, Grouping, PidMap};
+
+use previous::{comm_hash, InPlace, Pending, Prev, ProcPrev, Slot, ThreadPrev};
+
+pub use counters::{Counters, Gauges, Group, System};
+pub use exits::{exit_reason_index, EXIT_REASONS};
+pub use previous::Footprint;
+pub use series::{fixed_series, TopProcess, View, OTHER_GROUP};
+
+/// How an [`Aggregator`] groups and bounds.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How processes are grouped.
+    pub grouping: Grouping,
+    /// Per-process series for the K processes that used the most CPU in the last interval
+    /// (0: none).
+    pub top_n: usize,
+    /// At most this many series in all (0: no limit).
+    pub max_series: usize,
+    /// Wait reasons named per group (the rest are `other`).
+    pub reasons_per_group: usize,
+    /// A group without a process or an exit stays (its counters at their last values) this
+    /// long, ns, and for two collections at least: a group of short-lived processes (a cron
+    /// job's) lives between two collections, and a scraper that polls less often than the
+    /// exporter collects must still see its final counters. Default 5 minutes.
+    pub keep_empty_ns: u64,
+}
+
+/// [`Options::keep_empty_ns`]'s default: 5 minutes, two scrapes at Prometheus's slowest
+/// usual interval (2 minutes).
+pub const KEEP_EMPTY_NS: u64 = 300_000_000_000;
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            grouping: Grouping::Comm,
+            top_n: 0,
+            max_series: 0,
+            reasons_per_group: 5,
+            keep_empty_ns: KEEP_EMPTY_NS,
+        }
+    }
+}
+
+/// Keeps the counters between collections.
+#[derive(Debug)]
+pub struct Aggregator {
+    opts: Options,
+    grouper: Grouper,
+    groups: Vec<Group>,
+    index: HashMap<Arc<str>, usize>,
+    other: Group,
+    /// Groups folded into `other` at the last collection.
+    folded: usize,
+    /// Groups shown, in order.
+    shown: Vec<Arc<str>>,
+    /// Every process's counters at the last collection, in (tgid, tid) order.
+    prev: Vec<(TaskId, Prev)>,
+    /// Every other thread's context switches (voluntary, involuntary) at the last
+    /// collection, in (tgid, tid) order.
+    threads: Vec<(TaskId, (u64, u64))>,
+    /// Every thread's state totals at the last collection, updated in place.
+    states_prev: ThreadMap<ThreadPrev>,
+    /// The last sample's time (`None`: no sample to start an interval from).
+    states_prev_at: Option<u64>,
+    /// The group index of each process of this collection, by pid (kept for its allocation).
+    group_at: PidMap<usize>,
+    group_prev: Assignment,
+    prev_boottime_ns: Option<u64>,
+    /// When the first collection was taken (boot time, ns): the counters start there.
+    first_boottime_ns: Option<u64>,
+    /// Processes that went missing at the last collection, waiting for their exit records.
+    pending: Vec<Pending>,
+    top: Vec<TopProcess>,
+    system: System,
+    collections: u64,
+}
+
+/// The state a task was in: its state letter, except that R (running or waiting for a CPU,
+/// which /proc cannot tell apart) asks the state source, which can.
+fn current_state(t: &Task, states: Option<&Sample>) -> State {
+    let letter = t.base.as_ref().map_or(b'?', |b| b.state.letter());
+    if letter == b'R' {
+        if let Some(s) = states
+            .and_then(|s| s.threads.get(&t.id))
+            .and_then(|x| x.current)
+        {
+            return s;
+        }
+    }
+    State::from_letter(letter)
+}
+
+impl Aggregator {
+    /// An aggregator with no collection yet.
+    pub fn new(opts: Options) -> Aggregator {
+        Aggregator {
+            grouper: Grouper::new(opts.grouping.clone()),
+            opts,
+            groups: Vec::new(),
+            index: HashMap::new(),
+            other: Group {
+                name: Arc::from(OTHER_GROUP),
+                ..Group::default()
+            },
+            folded: 0,
+            shown: Vec::new(),
+            prev: Vec::new(),
+            threads: Vec::new(),
+            states_prev: ThreadMap::default(),
+            states_prev_at: None,
+            group_at: PidMap::default(),
+            group_prev: Assignment::default(),
+            prev_boottime_ns: None,
+            first_boottime_ns: None,
+            pending: Vec::new(),
+            top: Vec::new(),
+            system: System::default(),
+            collections: 0,
+        }
+    }
+
+    /// Collections taken in.
+    pub fn collections(&self) -> u64 {
+        self.collections
+    }
+
+    /// The index of the group `name`, made if new.
+    fn group(&mut self, name: &Arc<str>) -> usize {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        self.groups.push(Group {
+            name: name.clone(),
+            ..Group::default()
+        });
+        self.index.insert(name.clone(), self.groups.len() - 1);
+        self.groups.len() - 1
+    }
+
+    /// Takes in one reading, its tasks in (tgid, tid) order (as the sampler gives them).
+    /// Its thread-state totals are read and left in it, for its sampler to reuse their memory
+    /// (`StateSource::recycle`): what the next interval starts from is kept per thread,
+    /// smaller ([`Footprint`]).
+    pub fn update(&mut self, r: &mut Reading) {
+        let named = self.opts.reasons_per_group;
+        let tasks = &r.snapshot.tasks;
+        let group_of = self.grouper.assign(tasks, r.snapshot.boot_time_unix_s);
+        for g in &mut self.groups {
+            g.delta = Counters::default();
+            g.now = Gauges::default();
+        }
+        // The group index of each assigned process, in the assignment's (pid) order. A name
+        // is hashed once per run of processes sharing it (the grouper hands out one `Arc`
+        // per name), not once per process and again per thread.
+        let mut entry_group: Vec<usize> = Vec::with_capacity(group_of.len());
+        let mut last: Option<(&Arc<str>, usize)> = None;
+        for (_, name) in group_of.entries() {
+            let gi = match last {
+                Some((n, gi)) if Arc::ptr_eq(n, name) => gi,
+                _ => self.group(name),
+            };
+            last = Some((name, gi));
+            entry_group.push(gi);
+        }
+        // Whether a task not seen at the last collection started after it: then all it did
+        // is new. At the first collection nothing is (the counters start there).
+        let prev_at = self.prev_boottime_ns;
+        let is_new = |id: &TaskId| prev_at.is_some_and(|at| id.start_time_ns >= at);
+        let states = r.states.take();
+        let mut cpu_deltas: Vec<(u64, usize)> = Vec::new();
+        let exits_on = r.exits_missing.is_none();
+        let mut system = System {
+            forks: r.system.counters.as_ref().map(|c| c.forks),
+            state_ns: self.system.state_ns,
+            state_mode: states.as_ref().map(|s| s.mode),
+            exits_dropped: exits_on.then(|| {
+                let before = self.system.exits_dropped.unwrap_or(0);
+                before.saturating_add(r.exits_dropped)
+            }),
+            ..System::default()
+        };
+        // The processes whose exit this reading holds: their live (zombie) rows add nothing.
+        let exited = if r.exits.is_empty() {
+            HashSet::new()
+        } else {
+            r.exited_ids()
+        };
+        // Their tgids: the leader of a process is looked up only for these.
+        let exited_tgids: HashSet<i32> = exited.iter().map(|id| id.tgid).collect();
+        // Whether the tasks carry context switches (the BPF backend): exits add theirs only
+        // then, or a group's counter would count its exited processes and nothing else.
+        let live_switches = tasks.iter().any(|t| {
+            t.sched
+                .as_ref()
+                .is_some_and(|s| s.voluntary_switches.is_some())
+        });
+        // The group each exited process was counted in, for its threads' state time.
+        let mut exit_groups = PidMap::default();
+        if prev_at.is_some() {
+            exit_groups = self.count_exits(
+                &r.exits,
+                tasks,
+                &group_of,
+                r.snapshot.boot_time_unix_s,
+                live_switches,
+            );
+        }
+        // Tasks come in (tgid, tid) order, as do the groups and the previous counters: one
+        // walk of the three, no hashing.
+        // (tgid, its group, whether it is one of the reading's exits)
+        let mut cur: Option<(i32, Option<usize>, bool)> = None;
+        let mut groups_at = group_of.entries().iter().zip(&entry_group).peekable();
+        // The last collection's lists, updated in place.
+        let mut prev_list = std::mem::take(&mut self.prev);
+        let mut threads_list = std::mem::take(&mut self.threads);
+        let mut old_prev = InPlace::new(&mut prev_list);
+        let mut old_threads = InPlace::new(&mut threads_list);
+        // Processes of the last collection missing from this one.
+        let mut vanished: Vec<(TaskId, Prev)> = Vec::new();
+        let mut gone = |id: TaskId, p: Prev| {
+            if id.is_leader() && (p.proc.is_some() || p.counted_switches.is_some()) {
+                vanished.push((id, p));
+            }
+        };
+        // Where the current process's main thread's entry is.
+        let mut leader_slot: Option<Slot> = None;
+        for (i, t) in tasks.iter().enumerate() {
+            let state = current_state(t, states.as_ref());
+            system.threads += 1;
+            system.in_state[state.index()] += 1;
+            if t.id.is_leader() {
+                system.processes += 1;
+            }
+            let (gi, dead) = match cur {
+                Some((tgid, gi, dead)) if tgid == t.id.tgid => (gi, dead),
+                _ => {
+                    while groups_at.next_if(|e| e.0 .0 < t.id.tgid).is_some() {}
+                    let gi = groups_at.next_if(|e| e.0 .0 == t.id.tgid).map(|e| *e.1);
+                    // By the leader's identity, wherever its row is: after a pid wrap a
+                    // thread's tid can be below its tgid, and its row first.
+                    let dead = exited_tgids.contains(&t.id.tgid)
+                        && tasks
+                            .binary_search_by_key(&(t.id.tgid, t.id.tgid), |x| {
+                                (x.id.tgid, x.id.tid)
+                            })
+                            .is_ok_and(|j| exited.contains(&tasks[j].id));
+                    cur = Some((t.id.tgid, gi, dead));
+                    leader_slot = None;
+                    (gi, dead)
+                }
+            };
+            let Some(gi) = gi else { continue };
+            let g = &mut self.groups[gi];
+            g.now.threads += 1;
+            g.now.in_state[state.index()] += 1;
+            let key = (t.id.tgid, t.id.tid);
+            let (known, at) = if t.id.is_leader() {
+                old_prev.skip_to(key, &mut gone);
+                match old_prev.take(t.id) {
+                    Some((at, p)) => (Some(p), Some(at)),
+                    None => (None, None),
+                }
+            } else {
+                old_threads.skip_to(key, |_, _| {});
+                match old_threads.take(t.id) {
+                    Some((at, sw)) => (
+                        Some(Prev {
+                            switches: Some(sw),
+                            ..Prev::default()
+                        }),
+                        Some(at),
+                    ),
+                    None => (None, None),
+                }
+            };
+            let mut now = Prev::default();
+            let mut switched = (0, 0);
+            if let Some(sw) = t.sched.as_ref() {
+                if let (Some(v), Some(iv)) = (sw.voluntary_switches, sw.involuntary_switches) {
+                    g.now.has_switches = true;
+                    let before = match known.and_then(|k| k.switches) {
+                        Some(p) => p,
+                        None if is_new(&t.id) => (0, 0),
+                        None => (v, iv),
+                    };
+                    if !dead {
+                        switched = (v.saturating_sub(before.0), iv.saturating_sub(before.1));
+                        g.delta.voluntary_switches += switched.0;
+                        g.delta.involuntary_switches += switched.1;
+                    }
+                    now.switches = Some((v, iv));
+                }
+            }
+            if t.id.is_leader() {
+                g.now.processes += 1;
+                if let Some(st) = t.stat.as_ref() {
+                    g.now.resident_bytes += st.rss_bytes;
+                    g.now.virtual_bytes += st.vsize_bytes;
+                    if let Some(sw) = st.swap_bytes {
+                        g.now.swap_bytes = Some(g.now.swap_bytes.unwrap_or(0) + sw);
+                    }
+                    let start = r.snapshot.boot_time_unix_s as f64 + st.start_time_ns as f64 / 1e9;
+                    g.now.oldest_start_unix_s =
+                        Some(g.now.oldest_start_unix_s.map_or(start, |o| o.min(start)));
+                    let io = t.io.as_deref();
+                    g.now.has_io |= io.is_some();
+                    let p = ProcPrev {
+                        user_ns: st.utime_ns,
+                        system_ns: st.stime_ns,
+                        read_bytes: io.map_or(0, |io| io.read_bytes),
+                        write_bytes: io.map_or(0, |io| io.write_bytes),
+                        minor: st.minflt,
+                        major: st.majflt,
+                        io: io.is_some(),
+                    };
+                    let before = match known.and_then(|k| k.proc) {
+                        Some(b) => b,
+                        None if is_new(&t.id) => ProcPrev::default(),
+                        None => p,
+                    };
+                    // A zombie whose exit this reading holds: the exit counted it.
+                    if !dead {
+                        let du = p.user_ns.saturating_sub(before.user_ns);
+                        let ds = p.system_ns.saturating_sub(before.system_ns);
+                        g.delta.cpu_user_ns += du;
+                        g.delta.cpu_system_ns += ds;
+                        g.delta.read_bytes += p.read_bytes.saturating_sub(before.read_bytes);
+                        g.delta.write_bytes += p.write_bytes.saturating_sub(before.write_bytes);
+                        g.delta.minor_faults += p.minor.saturating_sub(before.minor);
+                        g.delta.major_faults += p.major.saturating_sub(before.major);
+                        if self.opts.top_n > 0 {
+                            cpu_deltas.push((du + ds, i));
+                        }
+                    }
+                    now.proc = Some(p);
+                }
+                now.comm_hash = comm_hash(t.base.as_ref().map_or(&[], |b| &b.comm));
+                // Switches counted from its birth (see the module's header), this thread's
+                // included; its other threads add theirs below.
+                now.counted_switches = match known {
+                    Some(k) => k.counted_switches,
+                    None if is_new(&t.id) => Some((0, 0)),
+                    None => None,
+                }
+                .map(|c| {
+                    (
+                        c.0.saturating_add(switched.0),
+                        c.1.saturating_add(switched.1),
+                    )
+                });
+            } else if let Some(c) =
+                leader_slot.and_then(|s| old_prev.get_mut(s).counted_switches.as_mut())
+            {
+                c.0 = c.0.saturating_add(switched.0);
+                c.1 = c.1.saturating_add(switched.1);
+            }
+            if !t.id.is_leader() {
+                if let Some(sw) = now.switches {
+                    old_threads.keep(at, t.id, sw);
+                }
+            } else if now.proc.is_some() || now.switches.is_some() || now.counted_switches.is_some()
+            {
+                leader_slot = Some(old_prev.keep(at, t.id, now));
+            }
+        }
+        old_prev.finish(&mut gone);
+        old_threads.finish(|_, _| {});
+        self.prev = prev_list;
+        self.threads = threads_list;
+        // Processes missing from this collection wait one more for their exit records (only
+        // with an exit source, and not those whose record came with this reading).
+        self.pending = if exits_on {
+            vanished
+                .into_iter()
+                .filter(|(id, _)| !exited.contains(id))
+                .map(|(id, prev)| Pending {
+                    id,
+                    prev,
+                    group: self.group_prev.get(id.tgid).cloned(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // Thread states over the interval, charged to the group the thread's process is in
+        // now, or was in (a process that exited since). The previous totals are kept per
+        // thread in place: each thread's entry is read, then overwritten with this sample's.
+        let seen_in = self.collections as u32;
+        let mut states_prev = std::mem::take(&mut self.states_prev);
+        if let Some(cur) = states.as_ref() {
+            // Threads come in hash order: a binary search of the assignment per thread was
+            // most of the aggregation (a cache miss per step at 50,000 processes).
+            let mut group_at = std::mem::take(&mut self.group_at);
+            group_at.clear();
+            group_at.extend(
+                group_of
+                    .entries()
+                    .iter()
+                    .zip(&entry_group)
+                    .map(|(e, &gi)| (e.0, gi)),
+            );
+            let mut labels: HashMap<u32, Arc<str>> = HashMap::new();
+            // The interval starts at the last sample when it was of the same source.
+            let start_ns = self.states_prev_at;
+            if start_ns.is_none() {
+                states_prev.clear();
+            }
+            use std::collections::hash_map::Entry;
+            for (id, t) in &cur.threads {
+                let slot = states_prev.entry(*id);
+                if let Some(start_ns) = start_ns {
+                    let p = match &slot {
+                        Entry::Occupied(o) => Some(o.get()),
+                        Entry::Vacant(_) => None,
+                    };
+                    self.charge_states(
+                        t,
+                        p,
+                        cur,
+                        start_ns,
+                        &group_at,
+                        &exit_groups,
+                        &mut labels,
+                        &mut system,
+                    );
+                }
+                match slot {
+                    Entry::Occupied(mut o) => o.get_mut().set(t, seen_in),
+                    Entry::Vacant(v) => v.insert(ThreadPrev::default()).set(t, seen_in),
+                }
+            }
+            // Threads the source no longer reports (they exited, and their final totals
+            // were counted) are forgotten; every entry is one of this sample's otherwise.
+            if states_prev.len() > cur.threads.len() {
+                states_prev.retain(|_, p| p.seen_in == seen_in);
+            }
+            self.group_at = group_at;
+            self.states_prev_at = Some(cur.at_ns);
+        } else {
+            states_prev.clear();
+            self.states_prev_at = None;
+        }
+        self.states_prev = states_prev;
+        for g in &mut self.groups {
+            let d = std::mem::take(&mut g.delta);
+            g.total.add(&d, named);
+            g.delta = d;
+        }
+        self.fold();
+        // Groups without a process or an exit go after two collections in a row (their
+        // exited threads' last state time is in by then) and `keep_empty_ns`.
+        let now_ns = r.snapshot.taken_at_boottime_ns;
+        let keep_ns = self.opts.keep_empty_ns;
+        self.groups.retain_mut(|g| {
+            if g.now.processes == 0 && g.delta.exits == [0; 3] {
+                if g.empty_for == 0 {
+                    g.empty_since_ns = now_ns;
+                }
+                g.empty_for += 1;
+            } else {
+                g.empty_for = 0;
+            }
+            g.empty_for < 2 || now_ns.saturating_sub(g.empty_since_ns) < keep_ns
+        });
+        self.index = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.name.clone(), i))
+            .collect();
+        self.top = self.pick_top(tasks, cpu_deltas);
+        self.system = system;
+        // The sample is not kept: what the next interval needs of it is in `states_prev`. It
+        // goes back into the reading, whose sampler reuses its memory for the next one.
+        r.states = states;
+        self.group_prev = group_of;
+        self.prev_boottime_ns = Some(r.snapshot.taken_at_boottime_ns);
+        self.first_boottime_ns
+            .get_or_insert(r.snapshot.taken_at_boottime_ns);
+        self.collections += 1;
+    }
+}
