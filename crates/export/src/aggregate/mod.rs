@@ -62,16 +62,18 @@ mod series;
 mod states;
 #[cfg(test)]
 mod tests;
+mod walk;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use tasksnap_model::states::{Sample, State, ThreadMap};
-use tasksnap_model::{Reading, Task, TaskId};
+use tasksnap_model::states::ThreadMap;
+use tasksnap_model::{Reading, TaskId};
 
 use crate::group::{Assignment, Grouper, Grouping, PidMap};
 
-use previous::{comm_hash, InPlace, Pending, Prev, ProcPrev, Slot, ThreadPrev};
+use previous::{Pending, Prev, ThreadPrev};
+use walk::Live;
 
 pub use counters::{Counters, Gauges, Group, System};
 pub use exits::{exit_reason_index, EXIT_REASONS};
@@ -147,21 +149,6 @@ pub struct Aggregator {
     collections: u64,
 }
 
-/// The state a task was in: its state letter, except that R (running or waiting for a CPU,
-/// which /proc cannot tell apart) asks the state source, which can.
-fn current_state(t: &Task, states: Option<&Sample>) -> State {
-    let letter = t.base.as_ref().map_or(b'?', |b| b.state.letter());
-    if letter == b'R' {
-        if let Some(s) = states
-            .and_then(|s| s.threads.get(&t.id))
-            .and_then(|x| x.current)
-        {
-            return s;
-        }
-    }
-    State::from_letter(letter)
-}
-
 impl Aggregator {
     /// An aggregator with no collection yet.
     pub fn new(opts: Options) -> Aggregator {
@@ -214,32 +201,11 @@ impl Aggregator {
     /// (`StateSource::recycle`): what the next interval starts from is kept per thread,
     /// smaller ([`Footprint`]).
     pub fn update(&mut self, r: &mut Reading) {
-        let named = self.opts.reasons_per_group;
         let tasks = &r.snapshot.tasks;
-        let group_of = self.grouper.assign(tasks, r.snapshot.boot_time_unix_s);
-        for g in &mut self.groups {
-            g.delta = Counters::default();
-            g.now = Gauges::default();
-        }
-        // The group index of each assigned process, in the assignment's (pid) order. A name
-        // is hashed once per run of processes sharing it (the grouper hands out one `Arc`
-        // per name), not once per process and again per thread.
-        let mut entry_group: Vec<usize> = Vec::with_capacity(group_of.len());
-        let mut last: Option<(&Arc<str>, usize)> = None;
-        for (_, name) in group_of.entries() {
-            let gi = match last {
-                Some((n, gi)) if Arc::ptr_eq(n, name) => gi,
-                _ => self.group(name),
-            };
-            last = Some((name, gi));
-            entry_group.push(gi);
-        }
-        // Whether a task not seen at the last collection started after it: then all it did
-        // is new. At the first collection nothing is (the counters start there).
-        let prev_at = self.prev_boottime_ns;
-        let is_new = |id: &TaskId| prev_at.is_some_and(|at| id.start_time_ns >= at);
+        let boot_time_unix_s = r.snapshot.boot_time_unix_s;
+        let group_of = self.grouper.assign(tasks, boot_time_unix_s);
+        let entry_group = self.start_interval(&group_of);
         let states = r.states.take();
-        let mut cpu_deltas: Vec<(u64, usize)> = Vec::new();
         let exits_on = r.exits_missing.is_none();
         let mut system = System {
             forks: r.system.counters.as_ref().map(|c| c.forks),
@@ -257,8 +223,6 @@ impl Aggregator {
         } else {
             r.exited_ids()
         };
-        // Their tgids: the leader of a process is looked up only for these.
-        let exited_tgids: HashSet<i32> = exited.iter().map(|id| id.tgid).collect();
         // Whether the tasks carry context switches (the BPF backend): exits add theirs only
         // then, or a group's counter would count its exited processes and nothing else.
         let live_switches = tasks.iter().any(|t| {
@@ -268,181 +232,24 @@ impl Aggregator {
         });
         // The group each exited process was counted in, for its threads' state time.
         let mut exit_groups = PidMap::default();
-        if prev_at.is_some() {
-            exit_groups = self.count_exits(
-                &r.exits,
-                tasks,
-                &group_of,
-                r.snapshot.boot_time_unix_s,
-                live_switches,
-            );
+        if self.prev_boottime_ns.is_some() {
+            exit_groups =
+                self.count_exits(&r.exits, tasks, &group_of, boot_time_unix_s, live_switches);
         }
-        // Tasks come in (tgid, tid) order, as do the groups and the previous counters: one
-        // walk of the three, no hashing.
-        // (tgid, its group, whether it is one of the reading's exits)
-        let mut cur: Option<(i32, Option<usize>, bool)> = None;
-        let mut groups_at = group_of.entries().iter().zip(&entry_group).peekable();
-        // The last collection's lists, updated in place.
-        let mut prev_list = std::mem::take(&mut self.prev);
-        let mut threads_list = std::mem::take(&mut self.threads);
-        let mut old_prev = InPlace::new(&mut prev_list);
-        let mut old_threads = InPlace::new(&mut threads_list);
-        // Processes of the last collection missing from this one.
-        let mut vanished: Vec<(TaskId, Prev)> = Vec::new();
-        let mut gone = |id: TaskId, p: Prev| {
-            if id.is_leader() && (p.proc.is_some() || p.counted_switches.is_some()) {
-                vanished.push((id, p));
-            }
+        let live = Live {
+            tasks,
+            group_of: &group_of,
+            entry_group: &entry_group,
+            states: states.as_ref(),
+            exited: &exited,
+            boot_time_unix_s,
         };
-        // Where the current process's main thread's entry is.
-        let mut leader_slot: Option<Slot> = None;
-        for (i, t) in tasks.iter().enumerate() {
-            let state = current_state(t, states.as_ref());
-            system.threads += 1;
-            system.in_state[state.index()] += 1;
-            if t.id.is_leader() {
-                system.processes += 1;
-            }
-            let (gi, dead) = match cur {
-                Some((tgid, gi, dead)) if tgid == t.id.tgid => (gi, dead),
-                _ => {
-                    while groups_at.next_if(|e| e.0 .0 < t.id.tgid).is_some() {}
-                    let gi = groups_at.next_if(|e| e.0 .0 == t.id.tgid).map(|e| *e.1);
-                    // By the leader's identity, wherever its row is: after a pid wrap a
-                    // thread's tid can be below its tgid, and its row first.
-                    let dead = exited_tgids.contains(&t.id.tgid)
-                        && tasks
-                            .binary_search_by_key(&(t.id.tgid, t.id.tgid), |x| {
-                                (x.id.tgid, x.id.tid)
-                            })
-                            .is_ok_and(|j| exited.contains(&tasks[j].id));
-                    cur = Some((t.id.tgid, gi, dead));
-                    leader_slot = None;
-                    (gi, dead)
-                }
-            };
-            let Some(gi) = gi else { continue };
-            let g = &mut self.groups[gi];
-            g.now.threads += 1;
-            g.now.in_state[state.index()] += 1;
-            let key = (t.id.tgid, t.id.tid);
-            let (known, at) = if t.id.is_leader() {
-                old_prev.skip_to(key, &mut gone);
-                match old_prev.take(t.id) {
-                    Some((at, p)) => (Some(p), Some(at)),
-                    None => (None, None),
-                }
-            } else {
-                old_threads.skip_to(key, |_, _| {});
-                match old_threads.take(t.id) {
-                    Some((at, sw)) => (
-                        Some(Prev {
-                            switches: Some(sw),
-                            ..Prev::default()
-                        }),
-                        Some(at),
-                    ),
-                    None => (None, None),
-                }
-            };
-            let mut now = Prev::default();
-            let mut switched = (0, 0);
-            if let Some(sw) = t.sched.as_ref() {
-                if let (Some(v), Some(iv)) = (sw.voluntary_switches, sw.involuntary_switches) {
-                    g.now.has_switches = true;
-                    let before = match known.and_then(|k| k.switches) {
-                        Some(p) => p,
-                        None if is_new(&t.id) => (0, 0),
-                        None => (v, iv),
-                    };
-                    if !dead {
-                        switched = (v.saturating_sub(before.0), iv.saturating_sub(before.1));
-                        g.delta.voluntary_switches += switched.0;
-                        g.delta.involuntary_switches += switched.1;
-                    }
-                    now.switches = Some((v, iv));
-                }
-            }
-            if t.id.is_leader() {
-                g.now.processes += 1;
-                if let Some(st) = t.stat.as_ref() {
-                    g.now.resident_bytes += st.rss_bytes;
-                    g.now.virtual_bytes += st.vsize_bytes;
-                    if let Some(sw) = st.swap_bytes {
-                        g.now.swap_bytes = Some(g.now.swap_bytes.unwrap_or(0) + sw);
-                    }
-                    let start = r.snapshot.boot_time_unix_s as f64 + st.start_time_ns as f64 / 1e9;
-                    g.now.oldest_start_unix_s =
-                        Some(g.now.oldest_start_unix_s.map_or(start, |o| o.min(start)));
-                    let io = t.io.as_deref();
-                    g.now.has_io |= io.is_some();
-                    let p = ProcPrev {
-                        user_ns: st.utime_ns,
-                        system_ns: st.stime_ns,
-                        read_bytes: io.map_or(0, |io| io.read_bytes),
-                        write_bytes: io.map_or(0, |io| io.write_bytes),
-                        minor: st.minflt,
-                        major: st.majflt,
-                        io: io.is_some(),
-                    };
-                    let before = match known.and_then(|k| k.proc) {
-                        Some(b) => b,
-                        None if is_new(&t.id) => ProcPrev::default(),
-                        None => p,
-                    };
-                    // A zombie whose exit this reading holds: the exit counted it.
-                    if !dead {
-                        let du = p.user_ns.saturating_sub(before.user_ns);
-                        let ds = p.system_ns.saturating_sub(before.system_ns);
-                        g.delta.cpu_user_ns += du;
-                        g.delta.cpu_system_ns += ds;
-                        g.delta.read_bytes += p.read_bytes.saturating_sub(before.read_bytes);
-                        g.delta.write_bytes += p.write_bytes.saturating_sub(before.write_bytes);
-                        g.delta.minor_faults += p.minor.saturating_sub(before.minor);
-                        g.delta.major_faults += p.major.saturating_sub(before.major);
-                        if self.opts.top_n > 0 {
-                            cpu_deltas.push((du + ds, i));
-                        }
-                    }
-                    now.proc = Some(p);
-                }
-                now.comm_hash = comm_hash(t.base.as_ref().map_or(&[], |b| &b.comm));
-                // Switches counted from its birth (see the module's header), this thread's
-                // included; its other threads add theirs below.
-                now.counted_switches = match known {
-                    Some(k) => k.counted_switches,
-                    None if is_new(&t.id) => Some((0, 0)),
-                    None => None,
-                }
-                .map(|c| {
-                    (
-                        c.0.saturating_add(switched.0),
-                        c.1.saturating_add(switched.1),
-                    )
-                });
-            } else if let Some(c) =
-                leader_slot.and_then(|s| old_prev.get_mut(s).counted_switches.as_mut())
-            {
-                c.0 = c.0.saturating_add(switched.0);
-                c.1 = c.1.saturating_add(switched.1);
-            }
-            if !t.id.is_leader() {
-                if let Some(sw) = now.switches {
-                    old_threads.keep(at, t.id, sw);
-                }
-            } else if now.proc.is_some() || now.switches.is_some() || now.counted_switches.is_some()
-            {
-                leader_slot = Some(old_prev.keep(at, t.id, now));
-            }
-        }
-        old_prev.finish(&mut gone);
-        old_threads.finish(|_, _| {});
-        self.prev = prev_list;
-        self.threads = threads_list;
+        let walked = self.walk(&live, &mut system);
         // Processes missing from this collection wait one more for their exit records (only
         // with an exit source, and not those whose record came with this reading).
         self.pending = if exits_on {
-            vanished
+            walked
+                .vanished
                 .into_iter()
                 .filter(|(id, _)| !exited.contains(id))
                 .map(|(id, prev)| Pending {
@@ -454,74 +261,54 @@ impl Aggregator {
         } else {
             Vec::new()
         };
-        // Thread states over the interval, charged to the group the thread's process is in
-        // now, or was in (a process that exited since). The previous totals are kept per
-        // thread in place: each thread's entry is read, then overwritten with this sample's.
-        let seen_in = self.collections as u32;
-        let mut states_prev = std::mem::take(&mut self.states_prev);
-        if let Some(cur) = states.as_ref() {
-            // Threads come in hash order: a binary search of the assignment per thread was
-            // most of the aggregation (a cache miss per step at 50,000 processes).
-            let mut group_at = std::mem::take(&mut self.group_at);
-            group_at.clear();
-            group_at.extend(
-                group_of
-                    .entries()
-                    .iter()
-                    .zip(&entry_group)
-                    .map(|(e, &gi)| (e.0, gi)),
-            );
-            let mut labels: HashMap<u32, Arc<str>> = HashMap::new();
-            // The interval starts at the last sample when it was of the same source.
-            let start_ns = self.states_prev_at;
-            if start_ns.is_none() {
-                states_prev.clear();
-            }
-            use std::collections::hash_map::Entry;
-            for (id, t) in &cur.threads {
-                let slot = states_prev.entry(*id);
-                if let Some(start_ns) = start_ns {
-                    let p = match &slot {
-                        Entry::Occupied(o) => Some(o.get()),
-                        Entry::Vacant(_) => None,
-                    };
-                    self.charge_states(
-                        t,
-                        p,
-                        cur,
-                        start_ns,
-                        &group_at,
-                        &exit_groups,
-                        &mut labels,
-                        &mut system,
-                    );
-                }
-                match slot {
-                    Entry::Occupied(mut o) => o.get_mut().set(t, seen_in),
-                    Entry::Vacant(v) => v.insert(ThreadPrev::default()).set(t, seen_in),
-                }
-            }
-            // Threads the source no longer reports (they exited, and their final totals
-            // were counted) are forgotten; every entry is one of this sample's otherwise.
-            if states_prev.len() > cur.threads.len() {
-                states_prev.retain(|_, p| p.seen_in == seen_in);
-            }
-            self.group_at = group_at;
-            self.states_prev_at = Some(cur.at_ns);
-        } else {
-            states_prev.clear();
-            self.states_prev_at = None;
+        self.charge_sample(&live, &exit_groups, &mut system);
+        self.close_interval(r.snapshot.taken_at_boottime_ns);
+        self.top = self.pick_top(tasks, walked.cpu_deltas);
+        self.system = system;
+        // The sample is not kept: what the next interval needs of it is in `states_prev`. It
+        // goes back into the reading, whose sampler reuses its memory for the next one.
+        r.states = states;
+        self.group_prev = group_of;
+        self.prev_boottime_ns = Some(r.snapshot.taken_at_boottime_ns);
+        self.first_boottime_ns
+            .get_or_insert(r.snapshot.taken_at_boottime_ns);
+        self.collections += 1;
+    }
+
+    /// Starts an interval: every group's interval counters and gauges at zero. Returns the
+    /// group index of each process of `group_of`, in its (pid) order.
+    fn start_interval(&mut self, group_of: &Assignment) -> Vec<usize> {
+        for g in &mut self.groups {
+            g.delta = Counters::default();
+            g.now = Gauges::default();
         }
-        self.states_prev = states_prev;
+        // A name is hashed once per run of processes sharing it (the grouper hands out one
+        // `Arc` per name), not once per process and again per thread.
+        let mut entry_group: Vec<usize> = Vec::with_capacity(group_of.len());
+        let mut last: Option<(&Arc<str>, usize)> = None;
+        for (_, name) in group_of.entries() {
+            let gi = match last {
+                Some((n, gi)) if Arc::ptr_eq(n, name) => gi,
+                _ => self.group(name),
+            };
+            last = Some((name, gi));
+            entry_group.push(gi);
+        }
+        entry_group
+    }
+
+    /// Ends an interval taken at `now_ns` (boot time): its counters added to the totals, the
+    /// groups shown chosen, and the groups without a process or an exit dropped after two
+    /// collections in a row (their exited threads' last state time is in by then) and
+    /// `keep_empty_ns`.
+    fn close_interval(&mut self, now_ns: u64) {
+        let named = self.opts.reasons_per_group;
         for g in &mut self.groups {
             let d = std::mem::take(&mut g.delta);
             g.total.add(&d, named);
             g.delta = d;
         }
         self.fold();
-        // Groups without a process or an exit go after two collections in a row (their
-        // exited threads' last state time is in by then) and `keep_empty_ns`.
-        let now_ns = r.snapshot.taken_at_boottime_ns;
         let keep_ns = self.opts.keep_empty_ns;
         self.groups.retain_mut(|g| {
             if g.now.processes == 0 && g.delta.exits == [0; 3] {
@@ -540,15 +327,5 @@ impl Aggregator {
             .enumerate()
             .map(|(i, g)| (g.name.clone(), i))
             .collect();
-        self.top = self.pick_top(tasks, cpu_deltas);
-        self.system = system;
-        // The sample is not kept: what the next interval needs of it is in `states_prev`. It
-        // goes back into the reading, whose sampler reuses its memory for the next one.
-        r.states = states;
-        self.group_prev = group_of;
-        self.prev_boottime_ns = Some(r.snapshot.taken_at_boottime_ns);
-        self.first_boottime_ns
-            .get_or_insert(r.snapshot.taken_at_boottime_ns);
-        self.collections += 1;
     }
 }

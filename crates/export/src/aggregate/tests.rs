@@ -4,9 +4,9 @@ use super::previous::{Prev, ThreadPrev};
 use super::series::GROUP_SERIES_ALWAYS;
 use super::*;
 use tasksnap_model::states::ThreadTotals;
-use tasksnap_model::states::{Mode, NSTATES};
-use tasksnap_model::Exit;
+use tasksnap_model::states::{Mode, Sample, State, NSTATES};
 use tasksnap_model::{Backend, Base, Snapshot, SnapshotStats, Stat};
+use tasksnap_model::{Exit, Task};
 
 fn task(pid: i32, tid: i32, start_ns: u64, comm: &str, cpu_ns: u64) -> Task {
     let mut t = Task::new(TaskId {
