@@ -70,7 +70,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
         for c in super::columns(args.what) {
             text.push_str(&format!("  {:<24} {}\n", c.name, c.help));
         }
-        let more = super::table::more_columns(args.what);
+        let more = super::columns::more_columns(args.what);
         if !more.is_empty() {
             text.push_str("more fields, only when named:\n");
             for c in more {

@@ -5,8 +5,9 @@
 
 use std::io::{self, Write};
 
+use super::cells::Value;
 use super::clock::rfc3339_micros;
-use super::table::{Column, Value};
+use super::columns::Column;
 use super::Sink;
 
 /// Writes CSV records.
@@ -62,7 +63,7 @@ fn render(v: &Value, buf: &mut String) {
             Ok(())
         }
         Value::Bytes(b) => {
-            super::table::hex_into(buf, b);
+            super::cells::hex_into(buf, b);
             Ok(())
         }
         Value::Bool(b) => write!(buf, "{b}"),

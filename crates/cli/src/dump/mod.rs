@@ -1,7 +1,8 @@
 //! `tasksnap dump`'s writer side: recorded [`Reading`]s out as a table of processes, threads
 //! or system figures, in CSV, JSON Lines, Parquet or OpenMetrics text. It owns the choice of
-//! columns (`--fields`) and the loop from readings to rows to a format; the columns and rows
-//! are [`table`]'s, each format is its own module. Reading the recording (`--dir`, `--from`,
+//! columns (`--fields`) and the loop from readings to rows to a format; the columns are
+//! [`mod@columns`]' (their cells [`cells`]'), the rows [`rows`]' (an exited process's
+//! [`exit_rows`]'), each format is its own module. Reading the recording (`--dir`, `--from`,
 //! `--to`) is the caller's: it hands [`write`] an iterator of readings in time order, or
 //! [`write_partitioned`] for Parquet files in hive-style directories ([`partition`]).
 //!
@@ -11,14 +12,17 @@
 //! exposition instead of taking it for a whole one. Errors of `out` (a closed pipe) are
 //! returned as the `std::io::Error` they are, for the caller to recognise.
 
+mod cells;
 mod cli;
 mod clock;
+mod columns;
 mod csv_out;
+mod exit_rows;
 mod json_out;
 mod openmetrics;
 mod parquet_out;
 mod partition;
-mod table;
+mod rows;
 #[cfg(test)]
 mod tests;
 
@@ -27,8 +31,9 @@ use std::io::Write;
 use anyhow::bail;
 use tasksnap_model::Reading;
 
+pub use cells::Value;
 pub use cli::main;
-pub use table::{columns, Column, Value};
+pub use columns::{columns, Column};
 
 /// The output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -110,7 +115,7 @@ pub fn select(opts: &Options) -> anyhow::Result<Vec<Column>> {
     };
     // Named, the model's other task fields can be chosen too.
     let mut all = defaults;
-    all.extend(table::more_columns(opts.what));
+    all.extend(columns::more_columns(opts.what));
     let valid = |pick: &dyn Fn(&Column) -> bool| {
         all.iter()
             .filter(|c| pick(c))
@@ -151,7 +156,7 @@ pub fn select(opts: &Options) -> anyhow::Result<Vec<Column>> {
         // no choice of columns loses the exact bytes of a name.
         let mut i = 0;
         while i < chosen.len() {
-            if let Some(s) = table::sibling(&chosen[i]) {
+            if let Some(s) = columns::sibling(&chosen[i]) {
                 if !chosen.iter().any(|x| x.name == s) {
                     if let Some(c) = all.iter().find(|c| c.name == s) {
                         chosen.insert(i + 1, c.clone());
@@ -217,7 +222,7 @@ fn drive(
     cols: &[Column],
     sink: &mut dyn Sink,
 ) -> anyhow::Result<u64> {
-    let mut producer = table::Producer::new(opts.what, cols);
+    let mut producer = rows::Producer::new(opts.what, cols);
     let mut rows = 0u64;
     for item in readings {
         match item {

@@ -19,7 +19,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use super::table::{Column, Kind, Value};
+use super::cells::Value;
+use super::columns::{Column, Kind};
 use super::Sink;
 
 /// Rows per record batch and row group.

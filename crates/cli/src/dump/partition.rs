@@ -40,8 +40,8 @@ use anyhow::Context;
 use tasksnap_model::Reading;
 use tasksnap_safefile::Dir;
 
+use super::columns::Column;
 use super::parquet_out::ParquetSink;
-use super::table::Column;
 use super::Sink;
 
 /// Partitions open at once (each holds up to a row group of rows in memory).
@@ -82,7 +82,7 @@ pub fn host_dir(hostname: Option<&[u8]>) -> String {
     if out.len() > NAME_MAX {
         out.truncate(5);
         out.push_str("~x");
-        crate::dump::table::hex_into(&mut out, name);
+        super::cells::hex_into(&mut out, name);
     }
     out
 }

@@ -785,7 +785,7 @@ fn fields_of_the_model_table_are_chosen_by_name() {
         .into_iter()
         .map(|c| c.name)
         .collect();
-    let more = table::more_columns(What::Processes);
+    let more = columns::more_columns(What::Processes);
     for f in tasksnap_model::fields::FIELDS {
         let named = defaults
             .iter()
