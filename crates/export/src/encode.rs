@@ -622,22 +622,14 @@ mod tests {
                     t
                 })
                 .collect();
-            Reading {
-                snapshot: Snapshot {
-                    taken_at_unix_ns: at,
-                    taken_at_boottime_ns: at,
-                    boot_time_unix_s: 1_000,
-                    backend: Backend::Procfs,
-                    tasks,
-                    stats: SnapshotStats::default(),
-                },
-                states: None,
-                system: Default::default(),
-                exits: Vec::new(),
-                exits_dropped: 0,
-                exits_missing: None,
-                host: Default::default(),
-            }
+            Reading::of(Snapshot {
+                taken_at_unix_ns: at,
+                taken_at_boottime_ns: at,
+                boot_time_unix_s: 1_000,
+                backend: Backend::Procfs,
+                tasks,
+                stats: SnapshotStats::default(),
+            })
         };
         let mut a = Aggregator::new(Options::default());
         a.update(&mut reading(10 * S, S));
@@ -664,20 +656,17 @@ mod tests {
         use tasksnap_model::{Backend, Exit, Reading, Snapshot, SnapshotStats, TaskId};
         const S: u64 = 1_000_000_000;
         let reading = |at: u64, exits: Vec<Exit>, missing: Option<&str>| Reading {
-            snapshot: Snapshot {
+            exits,
+            exits_dropped: 2,
+            exits_missing: missing.map(str::to_string),
+            ..Reading::of(Snapshot {
                 taken_at_unix_ns: at,
                 taken_at_boottime_ns: at,
                 boot_time_unix_s: 1_000,
                 backend: Backend::Procfs,
                 tasks: Vec::new(),
                 stats: SnapshotStats::default(),
-            },
-            states: None,
-            system: Default::default(),
-            exits,
-            exits_dropped: 2,
-            exits_missing: missing.map(str::to_string),
-            host: Default::default(),
+            })
         };
         let exit = |pid: i32, status: u32| Exit {
             id: TaskId {

@@ -721,16 +721,7 @@ mod tests {
             assert!(procs.iter().any(|p| p == n), "{n}");
         }
         let threads: Vec<String> = columns(What::Threads).into_iter().map(|c| c.name).collect();
-        for n in [
-            "tid",
-            "running_s",
-            "runnable_s",
-            "sleeping_s",
-            "disk_s",
-            "stopped_s",
-            "other_s",
-            "top_reason",
-        ] {
+        for n in STATE_COLUMNS.into_iter().chain(["tid", "top_reason"]) {
             assert!(threads.iter().any(|p| p == n), "{n}");
         }
     }

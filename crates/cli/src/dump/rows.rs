@@ -79,12 +79,9 @@ impl Producer {
         let host = std::mem::take(&mut reading.host);
         match self.what {
             What::System => {
-                let row: Vec<Value> = self
-                    .sources
-                    .iter()
-                    .map(|&f| identity_value(f, &host).unwrap_or_else(|| system_value(f, &reading)))
-                    .collect();
-                emit(&row)?;
+                let mut row = Vec::with_capacity(self.sources.len());
+                let cell = |_, f| system_value(f, &reading);
+                emit_row(&mut row, &self.sources, &host, cell, emit)?;
             }
             What::Processes => self.process_rows(&reading, &host, emit)?,
             What::Threads => self.thread_rows(&reading, &host, emit)?,
@@ -107,27 +104,16 @@ impl Producer {
         // A zombie whose exit is in this reading is its exit row, not also a live one.
         let exited = reading.exited_ids();
         let live = |t: &&Task| t.id.is_leader() && !exited.contains(&t.id);
+        let names = &mut self.names;
         for t in snap.tasks.iter().filter(live) {
-            row.clear();
-            for &f in &self.sources {
-                let v = identity_value(f, host).unwrap_or_else(|| {
-                    task_value(f, snap, Some(t), Interval::None, &mut self.names)
-                });
-                row.push(v);
-            }
-            emit(&row)?;
+            let cell = |_, f| task_value(f, snap, Some(t), Interval::None, names);
+            emit_row(&mut row, &self.sources, host, cell, emit)?;
         }
         for e in &reading.exits {
             let t = e.task();
-            row.clear();
-            for (i, &f) in self.sources.iter().enumerate() {
-                let v = identity_value(f, host).unwrap_or_else(|| {
-                    let has = self.exit_columns.has(i);
-                    exit_value(f, has, snap, e, &t, &mut self.names)
-                });
-                row.push(v);
-            }
-            emit(&row)?;
+            let has = |i| self.exit_columns.has(i);
+            let cell = |i, f| exit_value(f, has(i), snap, e, &t, names);
+            emit_row(&mut row, &self.sources, host, cell, emit)?;
         }
         Ok(())
     }
@@ -158,29 +144,34 @@ impl Producer {
                     None => Interval::Empty,
                 },
             };
-            row.clear();
-            for &f in &self.sources {
-                row.push(
-                    identity_value(f, host)
-                        .unwrap_or_else(|| task_value(f, snap, Some(t), iv, &mut self.names)),
-                );
-            }
-            emit(&row)?;
+            let cell = |_, f| task_value(f, snap, Some(t), iv, &mut self.names);
+            emit_row(&mut row, &self.sources, host, cell, emit)?;
         }
         if let Some((rows, _)) = &rows {
             // Threads that had time in the interval but are gone from the snapshot.
             for (r, _) in rows.iter().zip(&used).filter(|(_, &u)| !u) {
-                row.clear();
-                for &f in &self.sources {
-                    row.push(identity_value(f, host).unwrap_or_else(|| {
-                        task_value(f, snap, None, Interval::Row(r), &mut self.names)
-                    }));
-                }
-                emit(&row)?;
+                let cell = |_, f| task_value(f, snap, None, Interval::Row(r), &mut self.names);
+                emit_row(&mut row, &self.sources, host, cell, emit)?;
             }
         }
         Ok(())
     }
+}
+
+/// Emits the row of `sources` in `row`: the identity columns from `host`, each other cell
+/// from `cell` (given the column's index and source).
+fn emit_row(
+    row: &mut Vec<Value>,
+    sources: &[Source],
+    host: &HostIdentity,
+    mut cell: impl FnMut(usize, Source) -> Value,
+    emit: &mut dyn FnMut(&[Value]) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    row.clear();
+    for (i, &f) in sources.iter().enumerate() {
+        row.push(identity_value(f, host).unwrap_or_else(|| cell(i, f)));
+    }
+    emit(row)
 }
 
 /// The interval's thread rows in (pid, tid) order, with an index by (pid, tid). Two threads

@@ -27,6 +27,11 @@ pub fn exit_reason_index(r: ExitReason) -> usize {
     }
 }
 
+/// Adds to `counter` the increase of a figure from `before` to `now`, 0 when it went down.
+fn add_increase(counter: &mut u64, now: u64, before: u64) {
+    *counter = counter.saturating_add(now.saturating_sub(before));
+}
+
 /// Adds to `g`'s interval what exit `e` brings beyond `counted`, what was counted of it
 /// alive (see the module's header): its final figures less those, each clamped at 0, and one
 /// exit of its reason.
@@ -46,29 +51,21 @@ pub(super) fn add_exit(g: &mut Group, e: &Exit, counted: &Prev, live_switches: b
         // I/O only from a figure read alive (or from birth): from one never read, the exit
         // would bring all the process ever did, before the counters started too.
         if b.io {
-            d.read_bytes = d
-                .read_bytes
-                .saturating_add(e.read_bytes.saturating_sub(b.read_bytes));
-            d.write_bytes = d
-                .write_bytes
-                .saturating_add(e.write_bytes.saturating_sub(b.write_bytes));
+            add_increase(&mut d.read_bytes, e.read_bytes, b.read_bytes);
+            add_increase(&mut d.write_bytes, e.write_bytes, b.write_bytes);
             // The kernel's I/O accounting, read at exit.
             g.now.has_io = true;
         }
-        d.minor_faults = d
-            .minor_faults
-            .saturating_add(e.minflt.saturating_sub(b.minor));
-        d.major_faults = d
-            .major_faults
-            .saturating_add(e.majflt.saturating_sub(b.major));
+        add_increase(&mut d.minor_faults, e.minflt, b.minor);
+        add_increase(&mut d.major_faults, e.majflt, b.major);
     }
     if let (true, Some((v, iv))) = (live_switches, counted.counted_switches) {
-        d.voluntary_switches = d
-            .voluntary_switches
-            .saturating_add(e.voluntary_ctxt_switches.saturating_sub(v));
-        d.involuntary_switches = d
-            .involuntary_switches
-            .saturating_add(e.nonvoluntary_ctxt_switches.saturating_sub(iv));
+        add_increase(&mut d.voluntary_switches, e.voluntary_ctxt_switches, v);
+        add_increase(
+            &mut d.involuntary_switches,
+            e.nonvoluntary_ctxt_switches,
+            iv,
+        );
         g.now.has_switches = true;
     }
     let slot = &mut d.exits[exit_reason_index(e.reason())];

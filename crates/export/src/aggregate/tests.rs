@@ -31,20 +31,15 @@ fn task(pid: i32, tid: i32, start_ns: u64, comm: &str, cpu_ns: u64) -> Task {
 
 fn reading(at_ns: u64, tasks: Vec<Task>, states: Option<Sample>) -> Reading {
     Reading {
-        snapshot: Snapshot {
+        states,
+        ..Reading::of(Snapshot {
             taken_at_unix_ns: at_ns,
             taken_at_boottime_ns: at_ns,
             boot_time_unix_s: 1_000,
             backend: Backend::Procfs,
             tasks,
             stats: SnapshotStats::default(),
-        },
-        states,
-        system: Default::default(),
-        exits: Vec::new(),
-        exits_dropped: 0,
-        exits_missing: None,
-        host: Default::default(),
+        })
     }
 }
 
