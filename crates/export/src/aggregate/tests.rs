@@ -352,7 +352,18 @@ fn step(a: &mut Aggregator, mut r: Reading) {
     }
 }
 
-fn figures(g: &Group) -> (u64, u64, u64, u64, u64, u64, u64, u64) {
+/// A group's CPU, faults, I/O and switches, in that order.
+type Figures = (u64, u64, u64, u64, u64, u64, u64, u64);
+
+/// Asserts group `name`'s figures and its exits by reason.
+#[track_caller]
+fn assert_totals(a: &Aggregator, name: &str, figures_now: Figures, exits: [u64; 3]) {
+    let g = group(a, name).expect(name);
+    assert_eq!(figures(g), figures_now, "{name}");
+    assert_eq!(g.total.exits, exits, "{name}");
+}
+
+fn figures(g: &Group) -> Figures {
     let t = &g.total;
     (
         t.cpu_user_ns,
@@ -367,7 +378,7 @@ fn figures(g: &Group) -> (u64, u64, u64, u64, u64, u64, u64, u64) {
 }
 
 /// What `exit(.., user_ns, k, ..)` holds, as `figures` orders it.
-fn all_of(user_ns: u64, k: u64) -> (u64, u64, u64, u64, u64, u64, u64, u64) {
+fn all_of(user_ns: u64, k: u64) -> Figures {
     (
         user_ns,
         user_ns / 2,
@@ -404,9 +415,8 @@ fn a_process_seen_alive_then_exited_counts_its_final_figures_exactly() {
             vec![exit(20, 105 * S, "b", 5 * S, 7, 0)],
         ),
     );
+    assert_totals(&a, "b", all_of(5 * S, 7), [1, 0, 0]);
     let b = group(&a, "b").expect("b");
-    assert_eq!(figures(b), all_of(5 * S, 7));
-    assert_eq!(b.total.exits, [1, 0, 0]);
     assert_eq!(b.now.processes, 0);
     // An exit-only group is kept while it has exits, and shows its exits series.
     assert_eq!(b.series(), GROUP_SERIES_ALWAYS + 2 + 2 + 1);
@@ -430,9 +440,7 @@ fn a_process_never_seen_alive_counts_all_of_its_figures() {
             ],
         ),
     );
-    let g = group(&a, "short").expect("short");
-    assert_eq!(figures(g), all_of(6 * S, 6));
-    assert_eq!(g.total.exits, [1, 1, 1]);
+    assert_totals(&a, "short", all_of(6 * S, 6), [1, 1, 1]);
     // One that was alive before the exporter's first collection and never seen: its
     // figures include what it did before the counters started, so only its exit counts.
     step(
@@ -442,9 +450,7 @@ fn a_process_never_seen_alive_counts_all_of_its_figures() {
             vec![exit(40, 50 * S, "old", 9 * S, 9, 0)],
         ),
     );
-    let g = group(&a, "old").expect("old");
-    assert_eq!(figures(g), (0, 0, 0, 0, 0, 0, 0, 0));
-    assert_eq!(g.total.exits, [1, 0, 0]);
+    assert_totals(&a, "old", (0, 0, 0, 0, 0, 0, 0, 0), [1, 0, 0]);
 }
 
 #[test]
@@ -497,9 +503,7 @@ fn a_zombie_whose_thread_row_comes_first_counts_once() {
             vec![exit(20, 105 * S, "z", 4 * S, 4, 0)],
         ),
     );
-    let z = group(&a, "z").expect("z");
-    assert_eq!(figures(z), all_of(4 * S, 4));
-    assert_eq!(z.total.exits, [1, 0, 0]);
+    assert_totals(&a, "z", all_of(4 * S, 4), [1, 0, 0]);
 }
 
 #[test]
@@ -525,14 +529,10 @@ fn a_zombie_that_is_also_an_exit_counts_once() {
             vec![exit(20, 105 * S, "z", 4 * S, 4, 0)],
         ),
     );
-    let z = group(&a, "z").expect("z");
-    assert_eq!(figures(z), all_of(4 * S, 4));
-    assert_eq!(z.total.exits, [1, 0, 0]);
+    assert_totals(&a, "z", all_of(4 * S, 4), [1, 0, 0]);
     // Left unreaped: nothing more.
     step(&mut a, reading(130 * S, vec![init(), zombie()], None));
-    let z = group(&a, "z").expect("z");
-    assert_eq!(figures(z), all_of(4 * S, 4));
-    assert_eq!(z.total.exits, [1, 0, 0]);
+    assert_totals(&a, "z", all_of(4 * S, 4), [1, 0, 0]);
     // Never seen before its zombie row: counted once too.
     step(
         &mut a,
@@ -545,9 +545,7 @@ fn a_zombie_that_is_also_an_exit_counts_once() {
             vec![exit(21, 131 * S, "z", 2 * S, 2, 0)],
         ),
     );
-    let z = group(&a, "z").expect("z");
-    assert_eq!(figures(z), all_of(6 * S, 6));
-    assert_eq!(z.total.exits, [2, 0, 0]);
+    assert_totals(&a, "z", all_of(6 * S, 6), [2, 0, 0]);
 }
 
 #[test]
@@ -574,9 +572,7 @@ fn a_process_missing_before_its_exit_record_is_counted_from_where_it_was_seen() 
             vec![exit(20, 105 * S, "p", 3 * S, 3, 0)],
         ),
     );
-    let p = group(&a, "p").expect("p");
-    assert_eq!(figures(p), all_of(3 * S, 3));
-    assert_eq!(p.total.exits, [1, 0, 0]);
+    assert_totals(&a, "p", all_of(3 * S, 3), [1, 0, 0]);
 }
 
 #[test]
