@@ -101,7 +101,7 @@ pub(super) fn cgroup_line(c: &tasksnap_model::Cgroup) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::dump::cells::*;
     use tasksnap_model::Cgroup;
 
     #[test]

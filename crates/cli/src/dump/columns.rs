@@ -20,7 +20,7 @@ use tasksnap_export::families::{self, Family, Scope, Type};
 use tasksnap_model::fields;
 use tasksnap_model::states::State;
 
-use super::What;
+use super::options::What;
 
 /// A column's type, as every format stores it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -688,7 +688,7 @@ fn vmstat_and_pressure_columns() -> Vec<Column> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::dump::columns::*;
 
     #[test]
     fn names_are_unique_and_required_ones_are_there() {

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use super::cells::Value;
 use super::clock::rfc3339_micros;
 use super::columns::Column;
-use super::Sink;
+use super::sink::Sink;
 
 /// Writes CSV records.
 pub struct CsvSink<'a> {

@@ -5,12 +5,10 @@
 //! of the model's table it shows (`Exit::FIELDS`, [`super::columns::Source::shows`]); the
 //! others (state, memory now, nice, cgroup, ...) are null there.
 
-use tasksnap_model::{fields, Exit, ExitReason, Snapshot, Task};
-use tasksnap_procfs::users::Names;
+use tasksnap_model::{fields, Exit, ExitReason, Snapshot};
 
 use super::cells::{int, since_boot, Value};
 use super::columns::Source;
-use super::rows::{task_value, Interval};
 
 /// Which of a producer's columns an exited process's row has (computed once per dump).
 #[derive(Debug)]
@@ -35,15 +33,15 @@ impl ExitColumns {
     }
 }
 
-/// One cell of an exited process's row (`t` is `e.task()`; `has`: whether the row has the
-/// column, [`ExitColumns`]).
+/// One cell of an exited process's row (`has`: whether the row has the column,
+/// [`ExitColumns`]; `live`: the cell as a live row of `e.task()` makes it, for the columns
+/// the exit shares with live rows).
 pub(super) fn exit_value(
     f: Source,
     has: bool,
     snap: &Snapshot,
     e: &Exit,
-    t: &Task,
-    names: &mut Names,
+    live: impl FnOnce() -> Value,
 ) -> Value {
     match f {
         Source::ExitTime => since_boot(snap.boot_time_unix_s, e.exit_time_ns),
@@ -56,7 +54,7 @@ pub(super) fn exit_value(
             ExitReason::Signal { signal, .. } => Value::Int(signal.into()),
         },
         Source::ExitPeakRss => int(e.peak_rss_bytes),
-        _ if has => task_value(f, snap, Some(t), Interval::None, names),
+        _ if has => live(),
         _ => Value::Null,
     }
 }

@@ -8,7 +8,7 @@ use std::io::{BufWriter, Write};
 use super::cells::Value;
 use super::clock::rfc3339_micros;
 use super::columns::Column;
-use super::Sink;
+use super::sink::Sink;
 
 /// Writes one JSON object per line.
 pub struct JsonSink<'a> {

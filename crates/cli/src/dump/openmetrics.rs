@@ -20,7 +20,7 @@ use tasksnap_export::families::Type;
 
 use super::cells::Value;
 use super::columns::Column;
-use super::Sink;
+use super::sink::Sink;
 
 /// One series: its label text and its points (value, ns since the epoch).
 struct Series {

@@ -21,7 +21,7 @@ use parquet::file::properties::WriterProperties;
 
 use super::cells::Value;
 use super::columns::{Column, Kind};
-use super::Sink;
+use super::sink::Sink;
 
 /// Rows per record batch and row group.
 pub const BATCH_ROWS: usize = 64 * 1024;

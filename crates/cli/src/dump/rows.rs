@@ -32,7 +32,7 @@ use super::cells::{
 };
 use super::columns::{Column, Source, PRESSURE};
 use super::exit_rows::{exit_value, ExitColumns};
-use super::What;
+use super::options::What;
 
 /// What the state columns of one row are computed from.
 #[derive(Clone, Copy)]
@@ -57,7 +57,8 @@ pub struct Producer {
 }
 
 impl Producer {
-    /// A producer of `cols` (a selection of [`super::columns()`]`(what)`, in output order).
+    /// A producer of `cols` (a selection of [`super::columns::columns`]`(what)`, in output
+    /// order).
     pub fn new(what: What, cols: &[Column]) -> Producer {
         let sources: Vec<Source> = cols.iter().map(|c| c.source).collect();
         Producer {
@@ -112,7 +113,10 @@ impl Producer {
         for e in &reading.exits {
             let t = e.task();
             let has = |i| self.exit_columns.has(i);
-            let cell = |i, f| exit_value(f, has(i), snap, e, &t, names);
+            let cell = |i, f| {
+                let live = || task_value(f, snap, Some(&t), Interval::None, names);
+                exit_value(f, has(i), snap, e, live)
+            };
             emit_row(&mut row, &self.sources, host, cell, emit)?;
         }
         Ok(())

@@ -18,7 +18,9 @@ use tasksnap_model::{
 };
 use tasksnap_states::interval::{between, Rollup};
 
-use super::*;
+use super::columns::{self, columns};
+use super::options::{Format, Options, What};
+use super::write::{write, write_partitioned};
 
 const T0: u64 = 1_700_000_000_000_000_000;
 const BOOT_S: u64 = 1_699_990_000;
