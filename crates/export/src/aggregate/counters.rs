@@ -1,6 +1,6 @@
 //! A group's figures: the counters that only grow ([`Counters`], since the exporter started
-//! and over the last interval), the gauges of the last collection ([`Gauges`]), and the
-//! host-wide ones ([`System`]).
+//! and over the last interval), the gauges of the last collection ([`Gauges`]), the
+//! host-wide ones ([`System`]), and those of a process shown on its own ([`TopProcess`]).
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ pub struct Counters {
     pub cpu_user_ns: u64,
     /// System CPU time, ns.
     pub cpu_system_ns: u64,
-    /// Thread time per state ([`State::index`]), ns.
+    /// Thread time per state ([`State::index`](tasksnap_model::states::State::index)), ns.
     pub state_ns: [u64; NSTATES],
     /// Uninterruptible (D) time by wait reason, ns.
     pub disk_reasons: Vec<(Arc<str>, u64)>,
@@ -129,4 +129,23 @@ pub struct System {
     /// `None` when there is no exit source (`Reading::exits_missing`), so that exited
     /// processes' last figures are not counted.
     pub exits_dropped: Option<u64>,
+}
+
+/// A process shown on its own (`top_n`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopProcess {
+    /// Process id.
+    pub pid: i32,
+    /// Comm, as a label value ([`crate::label::value`]).
+    pub comm: String,
+    /// User CPU since it started, ns.
+    pub cpu_user_ns: u64,
+    /// System CPU since it started, ns.
+    pub cpu_system_ns: u64,
+    /// CPU in the last interval, ns.
+    pub cpu_delta_ns: u64,
+    /// Resident memory, bytes.
+    pub resident_bytes: u64,
+    /// Threads.
+    pub threads: u64,
 }

@@ -5,16 +5,18 @@ use std::sync::Arc;
 
 use tasksnap_model::{Exit, ExitReason, Task, TaskId};
 
+use super::aggregator::Aggregator;
 use super::counters::Group;
 use super::previous::{comm_hash, Prev, ProcPrev};
-use super::Aggregator;
 use crate::group::{Assignment, Grouping, PidMap};
 
-/// The `reason` label of each [`Counters::exits`] slot.
+/// The `reason` label of each [`Counters::exits`](super::counters::Counters::exits) slot.
 pub const EXIT_REASONS: [&str; 3] = ["exit", "signal", "core"];
 
 /// The [`Counters::exits`] slot of an exit: it called exit, a signal ended it, a signal
 /// ended it with a core dump.
+///
+/// [`Counters::exits`]: super::counters::Counters::exits
 pub fn exit_reason_index(r: ExitReason) -> usize {
     match r {
         ExitReason::Code(_) => 0,

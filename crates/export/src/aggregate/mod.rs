@@ -12,7 +12,8 @@
 //! state sources, which keep an exited thread's final totals (see
 //! `tasksnap_collect::StateSource`).
 //!
-//! An exited process (one [`Exit`](tasksnap_model::Exit) of the reading, collections after the first) adds:
+//! An exited process (one [`Exit`](tasksnap_model::Exit) of the reading, collections after
+//! the first) adds:
 //! - seen alive at the previous collection (or at the one before, and missing from the
 //!   previous one because it died between that reading's exit drain and its walk): its final
 //!   figures less those already counted, each clamped at 0 (I/O only if it was read alive:
@@ -31,17 +32,16 @@
 //!   every collection): none of its figures (they include what it did before the counters
 //!   started, and the exit cannot split them), but its exit.
 //!
-//! Each counts once in `exits` by [`ExitReason`](tasksnap_model::ExitReason) (exit, signal, core) of the group it was in
-//! when last seen, or the one its record gives ([`Grouper::assign_exits`]) when it was never
-//! seen alive or its comm changed since (an exec or `PR_SET_NAME`, which may change its
-//! group; not by cgroup, which an exec keeps): the name an exit is grouped by is the one it
-//! exited with, and a live row of the same reading with another comm (read before the
-//! rename) does not override it. A process can be both an exit and a live (zombie) row of the same
-//! reading (its record left the kernel, its parent had not reaped it): the exit counts, the
-//! row adds nothing (its figures are remembered, so a zombie left unreaped adds nothing later
-//! either). Exits of the first collection are before the counters start and count nothing.
-//! Exit records the kernel dropped are counted ([`System::exits_dropped`]); their processes'
-//! figures are missing.
+//! Each counts once in `exits` by [`ExitReason`](tasksnap_model::ExitReason) (exit, signal, core)
+//! of the group it was in when last seen, or the one its record gives ([`Grouper::assign_exits`])
+//! when it was never seen alive or its comm changed since (an exec or `PR_SET_NAME`, which may
+//! change its group; not by cgroup, which an exec keeps): the name an exit is grouped by is the one
+//! it exited with, and a live row of the same reading with another comm (read before the rename)
+//! does not override it. A process can be both an exit and a live (zombie) row of the same reading
+//! (its record left the kernel, its parent had not reaped it): the exit counts, the row adds
+//! nothing (its figures are remembered, so a zombie left unreaped adds nothing later either). Exits
+//! of the first collection are before the counters start and count nothing. Exit records the kernel
+//! dropped are counted ([`System::exits_dropped`]); their processes' figures are missing.
 //!
 //! State seconds come from [`tasksnap_states::interval::thread_deltas`], the same per-thread
 //! split `tasksnap states` shows: exact with the BPF source, sampled (running exact) with
@@ -55,6 +55,7 @@
 //! `reasons_per_group` plus `other`; a group shows an exit reason only once one of its
 //! processes ended that way.
 
+mod aggregator;
 mod counters;
 mod exits;
 mod previous;
@@ -68,86 +69,18 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tasksnap_model::states::ThreadMap;
-use tasksnap_model::{Reading, TaskId};
+use tasksnap_model::Reading;
 
-use crate::group::{Assignment, Grouper, Grouping, PidMap};
+use crate::group::{Assignment, Grouper, PidMap};
 
-use previous::{Pending, Prev, ThreadPrev};
+use previous::Pending;
 use walk::Live;
 
-pub use counters::{Counters, Gauges, Group, System};
+pub use aggregator::{Aggregator, Options, KEEP_EMPTY_NS};
+pub use counters::{Counters, Gauges, Group, System, TopProcess};
 pub use exits::{exit_reason_index, EXIT_REASONS};
 pub use previous::Footprint;
-pub use series::{fixed_series, TopProcess, View, OTHER_GROUP};
-
-/// How an [`Aggregator`] groups and bounds.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// How processes are grouped.
-    pub grouping: Grouping,
-    /// Per-process series for the K processes that used the most CPU in the last interval
-    /// (0: none).
-    pub top_n: usize,
-    /// At most this many series in all (0: no limit).
-    pub max_series: usize,
-    /// Wait reasons named per group (the rest are `other`).
-    pub reasons_per_group: usize,
-    /// A group without a process or an exit stays (its counters at their last values) this
-    /// long, ns, and for two collections at least: a group of short-lived processes (a cron
-    /// job's) lives between two collections, and a scraper that polls less often than the
-    /// exporter collects must still see its final counters. Default 5 minutes.
-    pub keep_empty_ns: u64,
-}
-
-/// [`Options::keep_empty_ns`]'s default: 5 minutes, two scrapes at Prometheus's slowest
-/// usual interval (2 minutes).
-pub const KEEP_EMPTY_NS: u64 = 300_000_000_000;
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            grouping: Grouping::Comm,
-            top_n: 0,
-            max_series: 0,
-            reasons_per_group: 5,
-            keep_empty_ns: KEEP_EMPTY_NS,
-        }
-    }
-}
-
-/// Keeps the counters between collections.
-#[derive(Debug)]
-pub struct Aggregator {
-    opts: Options,
-    grouper: Grouper,
-    groups: Vec<Group>,
-    index: HashMap<Arc<str>, usize>,
-    other: Group,
-    /// Groups folded into `other` at the last collection.
-    folded: usize,
-    /// Groups shown, in order.
-    shown: Vec<Arc<str>>,
-    /// Every process's counters at the last collection, in (tgid, tid) order.
-    prev: Vec<(TaskId, Prev)>,
-    /// Every other thread's context switches (voluntary, involuntary) at the last
-    /// collection, in (tgid, tid) order.
-    threads: Vec<(TaskId, (u64, u64))>,
-    /// Every thread's state totals at the last collection, updated in place.
-    states_prev: ThreadMap<ThreadPrev>,
-    /// The last sample's time (`None`: no sample to start an interval from).
-    states_prev_at: Option<u64>,
-    /// The group index of each process of this collection, by pid (kept for its allocation).
-    group_at: PidMap<usize>,
-    group_prev: Assignment,
-    prev_boottime_ns: Option<u64>,
-    /// When the first collection was taken (boot time, ns): the counters start there.
-    first_boottime_ns: Option<u64>,
-    /// Processes that went missing at the last collection, waiting for their exit records.
-    pending: Vec<Pending>,
-    top: Vec<TopProcess>,
-    system: System,
-    collections: u64,
-}
+pub use series::{fixed_series, View, OTHER_GROUP};
 
 impl Aggregator {
     /// An aggregator with no collection yet.

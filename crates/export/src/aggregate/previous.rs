@@ -9,10 +9,8 @@ use std::sync::Arc;
 use tasksnap_model::states::{State, ThreadTotals, NSTATES};
 use tasksnap_model::TaskId;
 
-use super::Aggregator;
-
 /// What a process's counters were at the collection it was last seen in (its main thread's
-/// row; its other threads' are [`Aggregator::threads`]).
+/// row; its other threads' are [`Aggregator::threads`](super::aggregator::Aggregator::threads)).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Prev {
     /// The process's.
@@ -169,6 +167,8 @@ impl<'a, T: Copy> InPlace<'a, T> {
 /// A thread's state totals at the last collection: the start of its next interval. Only what
 /// [`ThreadDelta::new`] reads of a previous sample (88 bytes a thread; the sample's own row,
 /// with its name, is 192).
+///
+/// [`ThreadDelta::new`]: tasksnap_states::interval::ThreadDelta::new
 #[derive(Debug, Clone, Default)]
 pub(super) struct ThreadPrev {
     /// ns per state.
@@ -181,6 +181,8 @@ pub(super) struct ThreadPrev {
     pub(super) reasons: Box<[(State, u32, u64)]>,
     /// The collection that last saw the thread ([`Aggregator::collections`], truncated): a
     /// thread no longer in the source's sample is forgotten.
+    ///
+    /// [`Aggregator::collections`]: super::aggregator::Aggregator::collections
     pub(super) seen_in: u32,
 }
 
@@ -218,6 +220,8 @@ impl ThreadPrev {
 
 /// What an [`Aggregator`] holds between collections that grows with the host's tasks, not
 /// its groups: entry counts and their bytes (capacity included).
+///
+/// [`Aggregator`]: super::aggregator::Aggregator
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Footprint {
     /// Processes whose counters are kept (CPU, I/O, faults, switches), one per process seen.
@@ -234,42 +238,4 @@ pub struct Footprint {
     /// Bytes of all of the above, allocations' capacity included (not the group names,
     /// which are per group).
     pub bytes: usize,
-}
-
-impl Aggregator {
-    /// What this aggregator holds per task (see [`Footprint`]).
-    pub fn footprint(&self) -> Footprint {
-        use std::mem::size_of;
-        let list = |cap: usize, each: usize| cap * each;
-        // A hash table's slot is its entry and a control byte.
-        let table = |cap: usize, each: usize| cap * (each + 1);
-        let bytes = list(self.prev.capacity(), size_of::<(TaskId, Prev)>())
-            + list(self.threads.capacity(), size_of::<(TaskId, (u64, u64))>())
-            + table(
-                self.states_prev.capacity(),
-                size_of::<(TaskId, ThreadPrev)>(),
-            )
-            + self
-                .states_prev
-                .values()
-                .map(|p| {
-                    p.samples
-                        .as_ref()
-                        .map_or(0, |_| size_of::<[u64; NSTATES]>())
-                        + size_of_val(&*p.reasons)
-                })
-                .sum::<usize>()
-            + table(self.group_at.capacity(), size_of::<(i32, usize)>())
-            + list(self.pending.capacity(), size_of::<Pending>())
-            + self.grouper.footprint_bytes()
-            + list(self.group_prev.len(), size_of::<(i32, Arc<str>)>());
-        Footprint {
-            processes: self.prev.len(),
-            threads: self.threads.len(),
-            thread_states: self.states_prev.len(),
-            grouped: self.grouper.remembered().max(self.group_prev.len()),
-            pending: self.pending.len(),
-            bytes,
-        }
-    }
 }

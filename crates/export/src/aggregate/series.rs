@@ -7,9 +7,9 @@ use std::sync::Arc;
 use tasksnap_model::states::NSTATES;
 use tasksnap_model::Task;
 
-use super::counters::{Counters, Gauges, Group, System};
+use super::aggregator::Aggregator;
+use super::counters::{Counters, Gauges, Group, System, TopProcess};
 use super::exits::EXIT_REASONS;
-use super::Aggregator;
 
 /// The name of the group the folded ones are shown as.
 pub const OTHER_GROUP: &str = "other";
@@ -36,25 +36,6 @@ impl Group {
     pub fn most_series(reasons: usize) -> usize {
         GROUP_SERIES_ALWAYS + reasons + 1 + 2 + 2 + 1 + EXIT_REASONS.len()
     }
-}
-
-/// A process shown on its own (`top_n`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TopProcess {
-    /// Process id.
-    pub pid: i32,
-    /// Comm, as a label value ([`crate::label::value`]).
-    pub comm: String,
-    /// User CPU since it started, ns.
-    pub cpu_user_ns: u64,
-    /// System CPU since it started, ns.
-    pub cpu_system_ns: u64,
-    /// CPU in the last interval, ns.
-    pub cpu_delta_ns: u64,
-    /// Resident memory, bytes.
-    pub resident_bytes: u64,
-    /// Threads.
-    pub threads: u64,
 }
 
 impl Aggregator {

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use tasksnap_model::states::{Mode, Sample, State, ThreadTotals};
 use tasksnap_states::interval::ThreadDelta;
 
+use super::aggregator::Aggregator;
 use super::counters::System;
 use super::previous::ThreadPrev;
 use super::walk::Live;
-use super::Aggregator;
 use crate::group::PidMap;
 
 /// A cheap, stable name for a wait reason: its two innermost kernel frames (`unknown` when

@@ -3,10 +3,11 @@
 use super::previous::{Prev, ThreadPrev};
 use super::series::GROUP_SERIES_ALWAYS;
 use super::*;
+use crate::group::Grouping;
 use tasksnap_model::states::ThreadTotals;
 use tasksnap_model::states::{Mode, Sample, State, NSTATES};
 use tasksnap_model::{Backend, Base, Snapshot, SnapshotStats, Stat};
-use tasksnap_model::{Exit, Task};
+use tasksnap_model::{Exit, Task, TaskId};
 
 fn task(pid: i32, tid: i32, start_ns: u64, comm: &str, cpu_ns: u64) -> Task {
     let mut t = Task::new(TaskId {

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use tasksnap_model::states::{Sample, State};
 use tasksnap_model::{Task, TaskId};
 
+use super::aggregator::Aggregator;
 use super::counters::{Group, System};
 use super::previous::{comm_hash, InPlace, Prev, ProcPrev, Slot};
-use super::Aggregator;
 use crate::group::Assignment;
 
 /// What one collection's walk reads.
