@@ -717,9 +717,9 @@ fn hostile_readings() -> Vec<Reading> {
     rs
 }
 
-/// CSV, JSON and Parquet dumps replaced invalid UTF-8 with U+FFFD and kept no exact bytes,
-/// although the store has them: now a `_bytes` sibling holds them (hex in CSV and JSON,
-/// binary in Parquet), null where the text is exact.
+/// A name's text has invalid UTF-8 replaced with U+FFFD, and its exact bytes, which the
+/// store keeps, are in a `_bytes` sibling (hex in CSV and JSON, binary in Parquet), null
+/// where the text is exact.
 #[test]
 fn dump_keeps_the_exact_bytes_of_names() {
     let (_, out) = dump(hostile_readings(), &opts(Format::Csv, What::Processes));
