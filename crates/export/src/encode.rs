@@ -231,6 +231,13 @@ fn l2(k1: &'static str, v1: &str, k2: &'static str, v2: &str) -> Labels {
     vec![(k1, v1.to_string()), (k2, v2.to_string())]
 }
 
+/// Pushes group `n`'s row of each (`key` label value, value) of `values`, in order.
+fn by(r: &mut Rows, n: &str, key: &'static str, values: &[(&str, f64)]) {
+    for &(v, x) in values {
+        r.push((l2("group", n, key, v), x));
+    }
+}
+
 /// A per-group family: its HELP and one group's rows (the group's name, its figures).
 struct GroupFamily {
     family: Family,
@@ -244,11 +251,8 @@ static GROUP_FAMILIES: [GroupFamily; 12] = [
         family: families::GROUP_CPU,
         help: "CPU time of the group's processes since the exporter started",
         rows: |n, g, r| {
-            r.push((l2("group", n, "mode", "user"), secs(g.total.cpu_user_ns)));
-            r.push((
-                l2("group", n, "mode", "system"),
-                secs(g.total.cpu_system_ns),
-            ));
+            let (user, system) = (secs(g.total.cpu_user_ns), secs(g.total.cpu_system_ns));
+            by(r, n, "mode", &[("user", user), ("system", system)]);
         },
     },
     GroupFamily {
@@ -301,10 +305,8 @@ static GROUP_FAMILIES: [GroupFamily; 12] = [
         help: "Memory of the group's processes (resident: /proc/PID/stat's rss, summed, so \
                shared pages count once per process; swap: with the BPF backend)",
         rows: |n, g, r| {
-            let res = g.now.resident_bytes as f64;
-            r.push((l2("group", n, "kind", "resident"), res));
-            let virt = g.now.virtual_bytes as f64;
-            r.push((l2("group", n, "kind", "virtual"), virt));
+            let (res, virt) = (g.now.resident_bytes as f64, g.now.virtual_bytes as f64);
+            by(r, n, "kind", &[("resident", res), ("virtual", virt)]);
             if let Some(sw) = g.now.swap_bytes {
                 r.push((l2("group", n, "kind", "swap"), sw as f64));
             }
@@ -316,10 +318,8 @@ static GROUP_FAMILIES: [GroupFamily; 12] = [
                started",
         rows: |n, g, r| {
             if g.now.has_io {
-                let rd = g.total.read_bytes as f64;
-                r.push((l2("group", n, "direction", "read"), rd));
-                let wr = g.total.write_bytes as f64;
-                r.push((l2("group", n, "direction", "write"), wr));
+                let (rd, wr) = (g.total.read_bytes as f64, g.total.write_bytes as f64);
+                by(r, n, "direction", &[("read", rd), ("write", wr)]);
             }
         },
     },
@@ -327,10 +327,8 @@ static GROUP_FAMILIES: [GroupFamily; 12] = [
         family: families::GROUP_PAGE_FAULTS,
         help: "Page faults of the group's processes since the exporter started",
         rows: |n, g, r| {
-            let mi = g.total.minor_faults as f64;
-            r.push((l2("group", n, "kind", "minor"), mi));
-            let ma = g.total.major_faults as f64;
-            r.push((l2("group", n, "kind", "major"), ma));
+            let (mi, ma) = (g.total.minor_faults as f64, g.total.major_faults as f64);
+            by(r, n, "kind", &[("minor", mi), ("major", ma)]);
         },
     },
     GroupFamily {
@@ -338,10 +336,9 @@ static GROUP_FAMILIES: [GroupFamily; 12] = [
         help: "Context switches of the group's threads since the exporter started",
         rows: |n, g, r| {
             if g.now.has_switches {
-                let v = g.total.voluntary_switches as f64;
-                r.push((l2("group", n, "kind", "voluntary"), v));
-                let iv = g.total.involuntary_switches as f64;
-                r.push((l2("group", n, "kind", "involuntary"), iv));
+                let t = &g.total;
+                let (v, iv) = (t.voluntary_switches as f64, t.involuntary_switches as f64);
+                by(r, n, "kind", &[("voluntary", v), ("involuntary", iv)]);
             }
         },
     },
