@@ -34,6 +34,9 @@ use super::columns::{Column, Source, PRESSURE};
 use super::exit_rows::{exit_value, ExitColumns};
 use super::options::What;
 
+/// Where the rows go: called with each row's cells, in the columns' order.
+pub(super) type Emit<'a> = dyn FnMut(&[Value]) -> anyhow::Result<()> + 'a;
+
 /// What the state columns of one row are computed from.
 #[derive(Clone, Copy)]
 pub(super) enum Interval<'a> {
@@ -71,21 +74,18 @@ impl Producer {
     }
 
     /// Calls `emit` with each row `reading` makes, in (pid, tid) order.
-    pub fn reading(
-        &mut self,
-        mut reading: Reading,
-        emit: &mut dyn FnMut(&[Value]) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+    pub fn reading(&mut self, mut reading: Reading, emit: &mut Emit<'_>) -> anyhow::Result<()> {
         // Every row of the reading carries its identity (taken out: the reading is ours).
         let host = std::mem::take(&mut reading.host);
+        let mut out = Out {
+            host: &host,
+            row: Vec::with_capacity(self.sources.len()),
+            emit,
+        };
         match self.what {
-            What::System => {
-                let mut row = Vec::with_capacity(self.sources.len());
-                let cell = |_, f| system_value(f, &reading);
-                emit_row(&mut row, &self.sources, &host, cell, emit)?;
-            }
-            What::Processes => self.process_rows(&reading, &host, emit)?,
-            What::Threads => self.thread_rows(&reading, &host, emit)?,
+            What::System => out.row(&self.sources, |_, f| system_value(f, &reading))?,
+            What::Processes => self.process_rows(&reading, &mut out)?,
+            What::Threads => self.thread_rows(&reading, &mut out)?,
         }
         if let Some(s) = reading.states.take() {
             self.prev = Some(s);
@@ -94,21 +94,16 @@ impl Producer {
     }
 
     /// The live processes' rows, then the exited ones'.
-    fn process_rows(
-        &mut self,
-        reading: &Reading,
-        host: &HostIdentity,
-        emit: &mut dyn FnMut(&[Value]) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+    fn process_rows(&mut self, reading: &Reading, out: &mut Out<'_, '_>) -> anyhow::Result<()> {
         let snap = &reading.snapshot;
-        let mut row = Vec::with_capacity(self.sources.len());
         // A zombie whose exit is in this reading is its exit row, not also a live one.
         let exited = reading.exited_ids();
         let live = |t: &&Task| t.id.is_leader() && !exited.contains(&t.id);
         let names = &mut self.names;
         for t in snap.tasks.iter().filter(live) {
-            let cell = |_, f| task_value(f, snap, Some(t), Interval::None, names);
-            emit_row(&mut row, &self.sources, host, cell, emit)?;
+            out.row(&self.sources, |_, f| {
+                task_value(f, snap, Some(t), Interval::None, names)
+            })?;
         }
         for e in &reading.exits {
             let t = e.task();
@@ -117,21 +112,15 @@ impl Producer {
                 let live = || task_value(f, snap, Some(&t), Interval::None, names);
                 exit_value(f, has(i), snap, e, live)
             };
-            emit_row(&mut row, &self.sources, host, cell, emit)?;
+            out.row(&self.sources, cell)?;
         }
         Ok(())
     }
 
     /// Every thread's row with its time in the interval since the previous reading, then
     /// the rows of the threads the interval saw that the snapshot does not hold.
-    fn thread_rows(
-        &mut self,
-        reading: &Reading,
-        host: &HostIdentity,
-        emit: &mut dyn FnMut(&[Value]) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+    fn thread_rows(&mut self, reading: &Reading, out: &mut Out<'_, '_>) -> anyhow::Result<()> {
         let snap = &reading.snapshot;
-        let mut row = Vec::with_capacity(self.sources.len());
         let rows = match (&self.prev, &reading.states) {
             (Some(prev), Some(cur)) => Some(interval_rows(prev, cur)),
             _ => None,
@@ -148,34 +137,44 @@ impl Producer {
                     None => Interval::Empty,
                 },
             };
-            let cell = |_, f| task_value(f, snap, Some(t), iv, &mut self.names);
-            emit_row(&mut row, &self.sources, host, cell, emit)?;
+            out.row(&self.sources, |_, f| {
+                task_value(f, snap, Some(t), iv, &mut self.names)
+            })?;
         }
         if let Some((rows, _)) = &rows {
             // Threads that had time in the interval but are gone from the snapshot.
             for (r, _) in rows.iter().zip(&used).filter(|(_, &u)| !u) {
                 let cell = |_, f| task_value(f, snap, None, Interval::Row(r), &mut self.names);
-                emit_row(&mut row, &self.sources, host, cell, emit)?;
+                out.row(&self.sources, cell)?;
             }
         }
         Ok(())
     }
 }
 
-/// Emits the row of `sources` in `row`: the identity columns from `host`, each other cell
-/// from `cell` (given the column's index and source).
-fn emit_row(
-    row: &mut Vec<Value>,
-    sources: &[Source],
-    host: &HostIdentity,
-    mut cell: impl FnMut(usize, Source) -> Value,
-    emit: &mut dyn FnMut(&[Value]) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    row.clear();
-    for (i, &f) in sources.iter().enumerate() {
-        row.push(identity_value(f, host).unwrap_or_else(|| cell(i, f)));
+/// Where a reading's rows go: the reading's host (every row's identity columns), a row
+/// reused from one to the next, and the caller's `emit`.
+struct Out<'a, 'e> {
+    host: &'a HostIdentity,
+    row: Vec<Value>,
+    emit: &'a mut Emit<'e>,
+}
+
+impl Out<'_, '_> {
+    /// Emits the row of `sources`: the identity columns from the host, each other cell from
+    /// `cell` (given the column's index and source).
+    fn row(
+        &mut self,
+        sources: &[Source],
+        mut cell: impl FnMut(usize, Source) -> Value,
+    ) -> anyhow::Result<()> {
+        self.row.clear();
+        for (i, &f) in sources.iter().enumerate() {
+            let v = identity_value(f, self.host).unwrap_or_else(|| cell(i, f));
+            self.row.push(v);
+        }
+        (self.emit)(&self.row)
     }
-    emit(row)
 }
 
 /// The interval's thread rows in (pid, tid) order, with an index by (pid, tid). Two threads
