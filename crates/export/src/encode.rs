@@ -20,6 +20,7 @@ use prometheus_client::registry::{Registry, Unit};
 use tasksnap_model::states::{Mode, State};
 
 use crate::aggregate::{Group, System, TopProcess, View, EXIT_REASONS};
+use crate::families::{self, Family};
 
 /// The `Content-Type` of OpenMetrics text.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -158,44 +159,64 @@ type Labels = Vec<(&'static str, String)>;
 /// One family's rows, label set and value.
 type Rows = Vec<(Labels, f64)>;
 
+/// prometheus-client's type of a family.
+fn metric_type(f: &Family) -> MetricType {
+    match f.kind {
+        families::Type::Counter => MetricType::Counter,
+        families::Type::Gauge => MetricType::Gauge,
+        families::Type::Info => MetricType::Info,
+    }
+}
+
+/// prometheus-client's unit of a family.
+fn metric_unit(f: &Family) -> Option<Unit> {
+    f.unit.map(|u| match u {
+        families::Unit::Seconds => Unit::Seconds,
+        families::Unit::Bytes => Unit::Bytes,
+    })
+}
+
+/// Writes family `f` with `help` and `rows` (nothing when there are none).
 fn family<L: EncodeLabelSet>(
     enc: &mut DescriptorEncoder,
-    name: &str,
+    f: &Family,
     help: &str,
-    unit: Option<&Unit>,
-    kind: MetricType,
     rows: &[(L, f64)],
 ) -> fmt::Result {
     if rows.is_empty() {
         return Ok(());
     }
-    let mut m = enc.encode_descriptor(name, help, unit, kind)?;
+    let kind = metric_type(f);
+    let (name, unit) = (f.base_name(), metric_unit(f));
+    let mut m = enc.encode_descriptor(&name, help, unit.as_ref(), kind)?;
     for (labels, v) in rows {
-        let mut f = m.encode_family(labels)?;
+        let mut e = m.encode_family(labels)?;
         match kind {
-            MetricType::Counter => f.encode_counter::<NoLabelSet, f64, f64>(v, None)?,
-            _ => f.encode_gauge(v)?,
+            MetricType::Counter => e.encode_counter::<NoLabelSet, f64, f64>(v, None)?,
+            _ => e.encode_gauge(v)?,
         }
     }
     Ok(())
 }
 
 /// A family of one unlabelled value.
-fn single(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    unit: Option<&Unit>,
-    kind: MetricType,
-    value: f64,
-) -> fmt::Result {
+fn single(enc: &mut DescriptorEncoder, f: &Family, help: &str, value: f64) -> fmt::Result {
     // Encoded on the descriptor's own encoder: a family with an empty label set would be
     // written `name{} value`.
-    let mut m = enc.encode_descriptor(name, help, unit, kind)?;
+    let kind = metric_type(f);
+    let (name, unit) = (f.base_name(), metric_unit(f));
+    let mut m = enc.encode_descriptor(&name, help, unit.as_ref(), kind)?;
     match kind {
         MetricType::Counter => m.encode_counter::<NoLabelSet, f64, f64>(&value, None),
         _ => m.encode_gauge(&value),
     }
+}
+
+/// An info family's one sample, its labels.
+fn info(enc: &mut DescriptorEncoder, f: &Family, help: &str, labels: &Labels) -> fmt::Result {
+    let (name, unit) = (f.base_name(), metric_unit(f));
+    let mut m = enc.encode_descriptor(&name, help, unit.as_ref(), metric_type(f))?;
+    m.encode_info(labels)
 }
 
 fn secs(ns: u64) -> f64 {
@@ -210,182 +231,150 @@ fn l2(k1: &'static str, v1: &str, k2: &'static str, v2: &str) -> Labels {
     vec![(k1, v1.to_string()), (k2, v2.to_string())]
 }
 
+/// Pushes group `n`'s row of each (`key` label value, value) of `values`, in order.
+fn by(r: &mut Rows, n: &str, key: &'static str, values: &[(&str, f64)]) {
+    for &(v, x) in values {
+        r.push((l2("group", n, key, v), x));
+    }
+}
+
+/// A per-group family: its HELP and one group's rows (the group's name, its figures).
+struct GroupFamily {
+    family: Family,
+    help: &'static str,
+    rows: fn(&str, &Group, &mut Rows),
+}
+
+/// The per-group families, in the order they are written.
+static GROUP_FAMILIES: [GroupFamily; 12] = [
+    GroupFamily {
+        family: families::GROUP_CPU,
+        help: "CPU time of the group's processes since the exporter started",
+        rows: |n, g, r| {
+            let (user, system) = (secs(g.total.cpu_user_ns), secs(g.total.cpu_system_ns));
+            by(r, n, "mode", &[("user", user), ("system", system)]);
+        },
+    },
+    GroupFamily {
+        family: families::GROUP_STATE,
+        help: "Thread time by scheduler state (sum over states: thread-seconds alive); exact \
+               when tasksnap_source_info's state_seconds is exact",
+        rows: |n, g, r| {
+            for s in State::ALL {
+                let v = secs(g.total.state_ns[s.index()]);
+                r.push((l2("group", n, "state", s.name()), v));
+            }
+        },
+    },
+    GroupFamily {
+        family: families::GROUP_DISK_WAIT,
+        help: "Uninterruptible (D) thread time by wait reason (two innermost kernel frames); \
+               the group's first reasons by name, the rest as other",
+        rows: |n, g, r| {
+            for (reason, ns) in &g.total.disk_reasons {
+                r.push((l2("group", n, "reason", reason), secs(*ns)));
+            }
+            r.push((
+                l2("group", n, "reason", "other"),
+                secs(g.total.disk_other_ns),
+            ));
+        },
+    },
+    GroupFamily {
+        family: families::GROUP_PROCESSES,
+        help: "Processes in the group",
+        rows: |n, g, r| r.push((l1("group", n), g.now.processes as f64)),
+    },
+    GroupFamily {
+        family: families::GROUP_THREADS,
+        help: "Threads in the group",
+        rows: |n, g, r| r.push((l1("group", n), g.now.threads as f64)),
+    },
+    GroupFamily {
+        family: families::GROUP_THREADS_IN_STATE,
+        help: "The group's threads by the state they were in at the collection",
+        rows: |n, g, r| {
+            for s in State::ALL {
+                let v = g.now.in_state[s.index()] as f64;
+                r.push((l2("group", n, "state", s.name()), v));
+            }
+        },
+    },
+    GroupFamily {
+        family: families::GROUP_MEMORY,
+        help: "Memory of the group's processes (resident: /proc/PID/stat's rss, summed, so \
+               shared pages count once per process; swap: with the BPF backend)",
+        rows: |n, g, r| {
+            let (res, virt) = (g.now.resident_bytes as f64, g.now.virtual_bytes as f64);
+            by(r, n, "kind", &[("resident", res), ("virtual", virt)]);
+            if let Some(sw) = g.now.swap_bytes {
+                r.push((l2("group", n, "kind", "swap"), sw as f64));
+            }
+        },
+    },
+    GroupFamily {
+        family: families::GROUP_IO,
+        help: "Bytes the group's processes read from and wrote to storage since the exporter \
+               started",
+        rows: |n, g, r| {
+            if g.now.has_io {
+                let (rd, wr) = (g.total.read_bytes as f64, g.total.write_bytes as f64);
+                by(r, n, "direction", &[("read", rd), ("write", wr)]);
+            }
+        },
+    },
+    GroupFamily {
+        family: families::GROUP_PAGE_FAULTS,
+        help: "Page faults of the group's processes since the exporter started",
+        rows: |n, g, r| {
+            let (mi, ma) = (g.total.minor_faults as f64, g.total.major_faults as f64);
+            by(r, n, "kind", &[("minor", mi), ("major", ma)]);
+        },
+    },
+    GroupFamily {
+        family: families::GROUP_CONTEXT_SWITCHES,
+        help: "Context switches of the group's threads since the exporter started",
+        rows: |n, g, r| {
+            if g.now.has_switches {
+                let t = &g.total;
+                let (v, iv) = (t.voluntary_switches as f64, t.involuntary_switches as f64);
+                by(r, n, "kind", &[("voluntary", v), ("involuntary", iv)]);
+            }
+        },
+    },
+    GroupFamily {
+        family: families::GROUP_EXITS,
+        help: "Processes of the group that exited since the exporter started, by how they \
+               ended: exit (called exit), signal (killed by one), core (killed, core dumped); a \
+               reason shows once one process ended so",
+        rows: |n, g, r| {
+            for (reason, &count) in EXIT_REASONS.iter().zip(&g.total.exits) {
+                if count > 0 {
+                    r.push((l2("group", n, "reason", reason), count as f64));
+                }
+            }
+        },
+    },
+    GroupFamily {
+        family: families::GROUP_OLDEST_START_TIME,
+        help: "Start time of the group's oldest process, Unix time",
+        rows: |n, g, r| {
+            if let Some(t) = g.now.oldest_start_unix_s {
+                r.push((l1("group", n), t));
+            }
+        },
+    },
+];
+
 impl Collector for Families {
     fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
-        let sec = Unit::Seconds;
-        let bytes = Unit::Bytes;
-        let groups = &self.groups;
-        let per = |f: &dyn Fn(&str, &Group, &mut Rows)| {
-            let mut rows = Vec::with_capacity(groups.len() * 2);
-            for (n, g) in groups {
-                f(n, g, &mut rows);
+        for f in &GROUP_FAMILIES {
+            let mut rows = Vec::with_capacity(self.groups.len() * 2);
+            for (n, g) in &self.groups {
+                (f.rows)(n, g, &mut rows);
             }
-            rows
-        };
-        use MetricType::{Counter, Gauge};
-        family(
-            &mut enc,
-            "tasksnap_group_cpu",
-            "CPU time of the group's processes since the exporter started",
-            Some(&sec),
-            Counter,
-            &per(&|n, g, r| {
-                r.push((l2("group", n, "mode", "user"), secs(g.total.cpu_user_ns)));
-                r.push((
-                    l2("group", n, "mode", "system"),
-                    secs(g.total.cpu_system_ns),
-                ));
-            }),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_state",
-            "Thread time by scheduler state (sum over states: thread-seconds alive); exact \
-             when tasksnap_source_info's state_seconds is exact",
-            Some(&sec),
-            Counter,
-            &per(&|n, g, r| {
-                for s in State::ALL {
-                    let v = secs(g.total.state_ns[s.index()]);
-                    r.push((l2("group", n, "state", s.name()), v));
-                }
-            }),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_disk_wait",
-            "Uninterruptible (D) thread time by wait reason (two innermost kernel frames); \
-             the group's first reasons by name, the rest as other",
-            Some(&sec),
-            Counter,
-            &per(&|n, g, r| {
-                for (reason, ns) in &g.total.disk_reasons {
-                    r.push((l2("group", n, "reason", reason), secs(*ns)));
-                }
-                r.push((
-                    l2("group", n, "reason", "other"),
-                    secs(g.total.disk_other_ns),
-                ));
-            }),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_processes",
-            "Processes in the group",
-            None,
-            Gauge,
-            &per(&|n, g, r| r.push((l1("group", n), g.now.processes as f64))),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_threads",
-            "Threads in the group",
-            None,
-            Gauge,
-            &per(&|n, g, r| r.push((l1("group", n), g.now.threads as f64))),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_threads_in_state",
-            "The group's threads by the state they were in at the collection",
-            None,
-            Gauge,
-            &per(&|n, g, r| {
-                for s in State::ALL {
-                    let v = g.now.in_state[s.index()] as f64;
-                    r.push((l2("group", n, "state", s.name()), v));
-                }
-            }),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_memory",
-            "Memory of the group's processes (resident: /proc/PID/stat's rss, summed, so \
-             shared pages count once per process; swap: with the BPF backend)",
-            Some(&bytes),
-            Gauge,
-            &per(&|n, g, r| {
-                let res = g.now.resident_bytes as f64;
-                r.push((l2("group", n, "kind", "resident"), res));
-                let virt = g.now.virtual_bytes as f64;
-                r.push((l2("group", n, "kind", "virtual"), virt));
-                if let Some(sw) = g.now.swap_bytes {
-                    r.push((l2("group", n, "kind", "swap"), sw as f64));
-                }
-            }),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_io",
-            "Bytes the group's processes read from and wrote to storage since the exporter \
-             started",
-            Some(&bytes),
-            Counter,
-            &per(&|n, g, r| {
-                if g.now.has_io {
-                    let rd = g.total.read_bytes as f64;
-                    r.push((l2("group", n, "direction", "read"), rd));
-                    let wr = g.total.write_bytes as f64;
-                    r.push((l2("group", n, "direction", "write"), wr));
-                }
-            }),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_page_faults",
-            "Page faults of the group's processes since the exporter started",
-            None,
-            Counter,
-            &per(&|n, g, r| {
-                let mi = g.total.minor_faults as f64;
-                r.push((l2("group", n, "kind", "minor"), mi));
-                let ma = g.total.major_faults as f64;
-                r.push((l2("group", n, "kind", "major"), ma));
-            }),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_context_switches",
-            "Context switches of the group's threads since the exporter started",
-            None,
-            Counter,
-            &per(&|n, g, r| {
-                if g.now.has_switches {
-                    let v = g.total.voluntary_switches as f64;
-                    r.push((l2("group", n, "kind", "voluntary"), v));
-                    let iv = g.total.involuntary_switches as f64;
-                    r.push((l2("group", n, "kind", "involuntary"), iv));
-                }
-            }),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_exits",
-            "Processes of the group that exited since the exporter started, by how they \
-             ended: exit (called exit), signal (killed by one), core (killed, core dumped); a \
-             reason shows once one process ended so",
-            None,
-            Counter,
-            &per(&|n, g, r| {
-                for (reason, &count) in EXIT_REASONS.iter().zip(&g.total.exits) {
-                    if count > 0 {
-                        r.push((l2("group", n, "reason", reason), count as f64));
-                    }
-                }
-            }),
-        )?;
-        family(
-            &mut enc,
-            "tasksnap_group_oldest_start_time",
-            "Start time of the group's oldest process, Unix time",
-            Some(&sec),
-            Gauge,
-            &per(&|n, g, r| {
-                if let Some(t) = g.now.oldest_start_unix_s {
-                    r.push((l1("group", n), t));
-                }
-            }),
-        )?;
+            family(&mut enc, &f.family, f.help, &rows)?;
+        }
         self.encode_top(&mut enc)?;
         self.encode_system(&mut enc)?;
         self.encode_cost(&mut enc)
@@ -412,37 +401,28 @@ impl Families {
             thr.push((pl(p), p.threads as f64));
             busy.push((pl(p), secs(p.cpu_delta_ns)));
         }
-        let sec = Unit::Seconds;
         family(
             enc,
-            "tasksnap_process_cpu",
+            &families::TASK_CPU,
             "CPU time of one of the --top-n busiest processes since it started",
-            Some(&sec),
-            MetricType::Counter,
             &cpu,
         )?;
         family(
             enc,
-            "tasksnap_process_interval_cpu",
+            &families::TASK_INTERVAL_CPU,
             "CPU time of one of the --top-n busiest processes in the last collection interval",
-            Some(&sec),
-            MetricType::Gauge,
             &busy,
         )?;
         family(
             enc,
-            "tasksnap_process_resident_memory",
+            &families::TASK_RESIDENT_MEMORY,
             "Resident memory of one of the --top-n busiest processes",
-            Some(&Unit::Bytes),
-            MetricType::Gauge,
             &res,
         )?;
         family(
             enc,
-            "tasksnap_process_threads",
+            &families::TASK_THREADS,
             "Threads of one of the --top-n busiest processes",
-            None,
-            MetricType::Gauge,
             &thr,
         )
     }
@@ -451,39 +431,31 @@ impl Families {
         let s = &self.system;
         single(
             enc,
-            "tasksnap_processes",
+            &families::PROCESSES,
             "Processes on the host",
-            None,
-            MetricType::Gauge,
             s.processes as f64,
         )?;
         single(
             enc,
-            "tasksnap_threads",
+            &families::THREADS,
             "Threads on the host",
-            None,
-            MetricType::Gauge,
             s.threads as f64,
         )?;
         if let Some(f) = s.forks {
             single(
                 enc,
-                "tasksnap_forks",
+                &families::FORKS,
                 "Processes and threads created since boot (/proc/stat processes)",
-                None,
-                MetricType::Counter,
                 f as f64,
             )?;
         }
         if let Some(d) = s.exits_dropped {
             single(
                 enc,
-                "tasksnap_exits_dropped",
+                &families::EXITS_DROPPED,
                 "Exit records the kernel could not send (its buffer was full): processes that \
                  exited and are missing from tasksnap_group_exits_total and their groups' \
                  counters",
-                None,
-                MetricType::Counter,
                 d as f64,
             )?;
         }
@@ -494,10 +466,8 @@ impl Families {
         if s.state_mode.is_some() {
             family(
                 enc,
-                "tasksnap_state",
+                &families::STATE,
                 "Every thread's time by scheduler state since the exporter started",
-                Some(&Unit::Seconds),
-                MetricType::Counter,
                 &states,
             )?;
         }
@@ -507,109 +477,87 @@ impl Families {
             .collect();
         family(
             enc,
-            "tasksnap_threads_in_state",
+            &families::THREADS_IN_STATE,
             "Threads by the state they were in at the collection",
-            None,
-            MetricType::Gauge,
             &now,
         )
     }
 
     fn encode_cost(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
         let c = &self.cost;
-        let sec = Unit::Seconds;
         single(
             enc,
-            "tasksnap_collect",
+            &families::COLLECT,
             "Wall time of the last collection (read, aggregate, encode)",
-            Some(&sec),
-            MetricType::Gauge,
             c.collect_seconds,
         )?;
         single(
             enc,
-            "tasksnap_collect_cpu",
+            &families::COLLECT_CPU,
             "CPU time the exporter's collections took",
-            Some(&sec),
-            MetricType::Counter,
             c.collect_cpu_seconds,
         )?;
         single(
             enc,
-            "tasksnap_collections",
+            &families::COLLECTIONS,
             "Collections since the exporter started",
-            None,
-            MetricType::Counter,
             c.collections as f64,
         )?;
         single(
             enc,
-            "tasksnap_collection_errors",
+            &families::COLLECTION_ERRORS,
             "Collections that failed (the last exposition stayed up)",
-            None,
-            MetricType::Counter,
             c.collection_errors as f64,
         )?;
         single(
             enc,
-            "tasksnap_connections_evicted",
+            &families::CONNECTIONS_EVICTED,
             "Connections closed to make room for a newcomer at the connection cap",
-            None,
-            MetricType::Counter,
             c.connections_evicted as f64,
         )?;
         single(
             enc,
-            "tasksnap_last_collection_timestamp",
+            &families::LAST_COLLECTION_TIMESTAMP,
             "When the figures were collected, Unix time",
-            Some(&sec),
-            MetricType::Gauge,
             c.last_collection_unix_s,
         )?;
         single(
             enc,
-            "tasksnap_groups_folded",
+            &families::GROUPS_FOLDED,
             "Groups folded into group=\"other\" by --max-series at the last collection",
-            None,
-            MetricType::Gauge,
             self.folded as f64,
         )?;
+        self.encode_info(enc)
+    }
+
+    fn encode_info(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
+        let c = &self.cost;
         let exact = match self.system.state_mode {
             Some(Mode::Bpf) => "exact",
             Some(Mode::Procfs { .. }) => "sampled",
             None => "none",
         };
-        let info: Labels = vec![
+        let exits = match (&self.system.exits_dropped, c.exits_source.as_str()) {
+            (Some(_), "") => "unknown",
+            (Some(_), name) => name,
+            (None, _) => "none",
+        };
+        let source: Labels = vec![
             ("tasks", c.tasks_backend.clone()),
             ("states", c.states_backend.clone()),
             ("state_seconds", exact.to_string()),
-            (
-                "exits",
-                match (&self.system.exits_dropped, c.exits_source.as_str()) {
-                    (Some(_), "") => "unknown",
-                    (Some(_), name) => name,
-                    (None, _) => "none",
-                }
-                .to_string(),
-            ),
+            ("exits", exits.to_string()),
         ];
-        let mut m = enc.encode_descriptor(
-            "tasksnap_source",
+        info(
+            enc,
+            &families::SOURCE,
             "What reads tasks, thread states and exited processes, and whether state seconds \
              are exact (exits=\"none\": processes' figures between the last collection and \
              their exit are not counted)",
-            None,
-            MetricType::Info,
+            &source,
         )?;
-        m.encode_info(&info)?;
         let build: Labels = vec![("version", c.version.clone())];
-        let mut m = enc.encode_descriptor(
-            "tasksnap_build",
-            "The exporter's version",
-            None,
-            MetricType::Info,
-        )?;
-        m.encode_info(&build)
+        info(enc, &families::BUILD, "The exporter's version", &build)
     }
 }
 
@@ -671,22 +619,14 @@ mod tests {
                     t
                 })
                 .collect();
-            Reading {
-                snapshot: Snapshot {
-                    taken_at_unix_ns: at,
-                    taken_at_boottime_ns: at,
-                    boot_time_unix_s: 1_000,
-                    backend: Backend::Procfs,
-                    tasks,
-                    stats: SnapshotStats::default(),
-                },
-                states: None,
-                system: Default::default(),
-                exits: Vec::new(),
-                exits_dropped: 0,
-                exits_missing: None,
-                host: Default::default(),
-            }
+            Reading::of(Snapshot {
+                taken_at_unix_ns: at,
+                taken_at_boottime_ns: at,
+                boot_time_unix_s: 1_000,
+                backend: Backend::Procfs,
+                tasks,
+                stats: SnapshotStats::default(),
+            })
         };
         let mut a = Aggregator::new(Options::default());
         a.update(&mut reading(10 * S, S));
@@ -713,20 +653,17 @@ mod tests {
         use tasksnap_model::{Backend, Exit, Reading, Snapshot, SnapshotStats, TaskId};
         const S: u64 = 1_000_000_000;
         let reading = |at: u64, exits: Vec<Exit>, missing: Option<&str>| Reading {
-            snapshot: Snapshot {
+            exits,
+            exits_dropped: 2,
+            exits_missing: missing.map(str::to_string),
+            ..Reading::of(Snapshot {
                 taken_at_unix_ns: at,
                 taken_at_boottime_ns: at,
                 boot_time_unix_s: 1_000,
                 backend: Backend::Procfs,
                 tasks: Vec::new(),
                 stats: SnapshotStats::default(),
-            },
-            states: None,
-            system: Default::default(),
-            exits,
-            exits_dropped: 2,
-            exits_missing: missing.map(str::to_string),
-            host: Default::default(),
+            })
         };
         let exit = |pid: i32, status: u32| Exit {
             id: TaskId {

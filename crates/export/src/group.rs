@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use tasksnap_model::hash::IdMap;
-use tasksnap_model::{Base, Comm, Cred, Exit, Stat, Task, TaskId};
+use tasksnap_model::{Comm, Exit, Task, TaskId};
 use tasksnap_procfs::users::Names;
 
 use crate::config::{Config, Facts};
@@ -329,33 +329,10 @@ impl Grouper {
     }
 }
 
-/// What an exit record tells of a process, as the task the grouping rules read (its command
-/// line only when asked: only a configuration reads it).
+/// What an exit record tells of a process, as the task the grouping rules read
+/// ([`Exit::task`]; its command line only when asked: only a configuration reads it).
 fn exit_task(e: &Exit, cmdline: bool) -> Task {
-    let mut t = Task::new(e.id);
-    t.base = Some(Base {
-        comm: e.comm.as_slice().into(),
-        ppid: e.ppid,
-        kthread: e.kernel_thread,
-        num_threads: 1,
-        ..Base::default()
-    });
-    t.cred = Some(Cred {
-        ruid: e.ruid,
-        euid: e.euid,
-        suid: e.euid,
-        fsuid: e.euid,
-        rgid: e.rgid,
-        egid: e.egid,
-        sgid: e.egid,
-        fsgid: e.egid,
-        groups: None,
-        effective_only: false,
-    });
-    t.stat = Some(Stat {
-        start_time_ns: e.start_time_ns,
-        ..Stat::default()
-    });
+    let mut t = e.task();
     t.cmdline = (cmdline && !e.cmdline.is_empty()).then(|| e.cmdline.clone());
     t
 }

@@ -6,6 +6,8 @@
 //!   `tasksnap_collect::sampler`) into per-group counters that only grow (an exited
 //!   process's final figures included), with the series count bounded;
 //! - [`label`]: a name's bytes as a label value (lossless: distinct names stay distinct);
+//! - [`families`]: the one definition of each metric family (name, unit, type) serve and
+//!   `tasksnap dump --format openmetrics` write;
 //! - [`encode`]: those counters as OpenMetrics text (the `prometheus-client` crate) and the
 //!   Prometheus text format, once per collection, so that a scrape only copies bytes.
 //!
@@ -16,6 +18,7 @@
 pub mod aggregate;
 pub mod config;
 pub mod encode;
+pub mod families;
 pub mod group;
 pub mod label;
 

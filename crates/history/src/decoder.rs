@@ -2,7 +2,9 @@
 //! rebuilds each [`Reading`] from a key sample or from that key plus one delta.
 
 use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
-use tasksnap_model::{HostIdentity, Reading, Snapshot, SystemFigures, Task, TaskId};
+use tasksnap_model::{
+    Backend, HostIdentity, Reading, Snapshot, SnapshotStats, SystemFigures, Task, TaskId,
+};
 
 use crate::encoder::META;
 use crate::exits::{get_exits, EXITS};
@@ -107,126 +109,10 @@ impl Decoder {
         };
         let mut c = ColsReader::read(&mut rd)?;
         let mut m = c.c(META).clone();
-        if let Some(b) = base {
-            let found = m.u()?;
-            if found != b.taken_at {
-                return Err(HistoryError::WrongKey {
-                    expected: b.taken_at,
-                    found,
-                });
-            }
-        }
-        let taken_at_unix_ns = m.u()?;
-        let taken_at_boottime_ns = m.u()?;
-        let boot_time_unix_s = m.u()?;
-        let backend = get_backend(&mut m)?;
-        let stats = get_stats(&mut m)?;
-        let nrows = m.count(c.left(T_TGID).max(c.left(T_KEY_IDX)), 1)?;
-        let ngone = m.count(c.left(T_GONE), 1)?;
-        let system = get_system(&mut m, base.map(|b| &b.system))?;
-
-        // Task rows.
-        let mut rows: Vec<Task> = Vec::with_capacity(nrows.min(1 << 12));
-        let mut prev_id = TaskId::default();
-        let mut next = 0;
-        for _ in 0..nrows {
-            let in_base = match base {
-                Some(b) => get_key_idx(c.c(T_KEY_IDX), &mut next, b.tasks.len())?
-                    .and_then(|i| b.tasks.get(i)),
-                None => None,
-            };
-            let id = match in_base {
-                Some(bt) => bt.id,
-                None => get_id(&mut c, TASK_ID_COLS, prev_id)?,
-            };
-            let t = get_task(&mut c, id, in_base.or(rows.last()))?;
-            rows.push(t);
-            prev_id = id;
-        }
-
-        // Thread rows.
-        let mut new_base_threads = None;
-        let states = match m.byte()? {
-            0 => None,
-            tag @ (1 | 2) => {
-                let kth = if tag == 2 {
-                    Some(
-                        base.and_then(|b| b.threads.as_ref())
-                            .ok_or(HistoryError::Corrupt("thread delta without key threads"))?,
-                    )
-                } else {
-                    None
-                };
-                let mode = get_mode(&mut m)?;
-                let at_ns = m.u()?;
-                let n = m.count(m.left(), 1)?;
-                let mut notes = Vec::with_capacity(n);
-                for _ in 0..n {
-                    notes.push(m.string()?);
-                }
-                let reasons = get_reasons(&mut m, kth.map(|k| &k.reasons))?;
-                let ntrows = m.count(c.left(H_TGID).max(c.left(H_KEY_IDX)), 1)?;
-                let ntgone = m.count(c.left(H_GONE), 1)?;
-                let mut trows: Vec<(TaskId, ThreadTotals)> =
-                    Vec::with_capacity(ntrows.min(1 << 12));
-                let mut prev_id = TaskId::default();
-                let mut next = 0;
-                for _ in 0..ntrows {
-                    let in_base = match kth {
-                        Some(k) => get_key_idx(c.c(H_KEY_IDX), &mut next, k.rows.len())?
-                            .and_then(|i| k.rows.get(i)),
-                        None => None,
-                    };
-                    let id = match in_base {
-                        Some(kt) => kt.0,
-                        None => get_thread_id(&mut c, prev_id)?,
-                    };
-                    let t = get_thread(&mut c, id, in_base.or(trows.last()).map(|r| &r.1), at_ns)?;
-                    trows.push((id, t));
-                    prev_id = id;
-                }
-                let mut threads = ThreadMap::default();
-                match kth {
-                    Some(k) => {
-                        let gone = get_gone(c.c(H_GONE), ntgone, k.rows.len())?;
-                        threads.reserve(k.rows.len() + trows.len());
-                        threads.extend(trows);
-                        let by = at_ns.wrapping_sub(k.at_ns);
-                        for ((id, kt), &g) in k.rows.iter().zip(&gone) {
-                            if g || threads.contains_key(id) {
-                                continue;
-                            }
-                            let t = extend(kt, by).ok_or(HistoryError::Corrupt(
-                                "omitted thread cannot be extended",
-                            ))?;
-                            threads.insert(*id, t);
-                        }
-                    }
-                    None => {
-                        if ntgone != 0 {
-                            return Err(HistoryError::Corrupt("gone threads without key threads"));
-                        }
-                        threads.extend(trows.iter().map(|(id, t)| (*id, t.clone())));
-                        if key {
-                            new_base_threads = Some(BaseThreads {
-                                at_ns,
-                                rows: trows,
-                                reasons: reasons.clone(),
-                            });
-                        }
-                    }
-                }
-                Some(Sample {
-                    mode,
-                    at_ns,
-                    threads,
-                    reasons,
-                    notes,
-                })
-            }
-            _ => return Err(HistoryError::Corrupt("unknown states tag")),
-        };
-
+        let head = get_head(&mut m, &c, base)?;
+        let mut rows = get_task_rows(&mut c, base, head.nrows)?;
+        let key_threads = base.and_then(|b| b.threads.as_ref());
+        let (states, new_base_threads) = get_states(&mut m, &mut c, key_threads, key)?;
         let (exits, exits_dropped, exits_missing) = get_exits(c.c(EXITS))?;
         // A key without the column is from a store older than minor 2: unknown.
         let host = match (get_host(c.c(HOST))?, base) {
@@ -234,33 +120,11 @@ impl Decoder {
             (None, Some(b)) => b.host.clone(),
             (None, None) => HostIdentity::default(),
         };
-
         // Tasks: a key's rows, or the base merged with the delta's.
         let mut tasks = match base {
-            None => {
-                if ngone != 0 {
-                    return Err(HistoryError::Corrupt("gone tasks in a key"));
-                }
-                rows.clone()
-            }
-            Some(b) => {
-                let gone = get_gone(c.c(T_GONE), ngone, b.tasks.len())?;
-                let mut out = Vec::with_capacity(b.tasks.len() + rows.len());
-                let mut new = rows.into_iter().peekable();
-                for (bt, &g) in b.tasks.iter().zip(&gone) {
-                    while let Some(t) = new.next_if(|t| t.id < bt.id) {
-                        out.push(t);
-                    }
-                    if let Some(t) = new.next_if(|t| t.id == bt.id) {
-                        out.push(t);
-                    } else if !g {
-                        out.push(bt.clone());
-                    }
-                }
-                out.extend(new);
-                rows = Vec::new();
-                out
-            }
+            None if head.ngone != 0 => return Err(HistoryError::Corrupt("gone tasks in a key")),
+            None => rows.clone(),
+            Some(b) => merge_tasks(c.c(T_GONE), b, std::mem::take(&mut rows), head.ngone)?,
         };
         for t in &mut tasks {
             if let Some((cmd, cg)) = self.names.get(&t.id) {
@@ -269,33 +133,222 @@ impl Decoder {
             }
         }
         if key {
-            if self.names_key != Some(taken_at_unix_ns) {
+            if self.names_key != Some(head.taken_at_unix_ns) {
                 self.names.clear();
-                self.names_key = Some(taken_at_unix_ns);
+                self.names_key = Some(head.taken_at_unix_ns);
             }
             self.base = Some(Base {
-                taken_at: taken_at_unix_ns,
+                taken_at: head.taken_at_unix_ns,
                 tasks: rows,
                 threads: new_base_threads,
-                system: system.clone(),
+                system: head.system.clone(),
                 host: host.clone(),
             });
         }
         Ok(Reading {
             snapshot: Snapshot {
-                taken_at_unix_ns,
-                taken_at_boottime_ns,
-                boot_time_unix_s,
-                backend,
+                taken_at_unix_ns: head.taken_at_unix_ns,
+                taken_at_boottime_ns: head.taken_at_boottime_ns,
+                boot_time_unix_s: head.boot_time_unix_s,
+                backend: head.backend,
                 tasks,
-                stats,
+                stats: head.stats,
             },
             states,
-            system,
+            system: head.system,
             exits,
             exits_dropped,
             exits_missing,
             host,
         })
     }
+}
+
+/// What a sample frame's meta column says before its thread states.
+struct Head {
+    taken_at_unix_ns: u64,
+    taken_at_boottime_ns: u64,
+    boot_time_unix_s: u64,
+    backend: Backend,
+    stats: SnapshotStats,
+    /// Task rows in the frame.
+    nrows: usize,
+    /// The key's task rows gone (a delta's).
+    ngone: usize,
+    system: SystemFigures,
+}
+
+/// The head of a sample frame from its meta column `m`; a delta's names the key `base` it
+/// was written against.
+fn get_head(
+    m: &mut Reader<'_>,
+    c: &ColsReader<'_>,
+    base: Option<&Base>,
+) -> Result<Head, HistoryError> {
+    if let Some(b) = base {
+        let found = m.u()?;
+        if found != b.taken_at {
+            return Err(HistoryError::WrongKey {
+                expected: b.taken_at,
+                found,
+            });
+        }
+    }
+    Ok(Head {
+        taken_at_unix_ns: m.u()?,
+        taken_at_boottime_ns: m.u()?,
+        boot_time_unix_s: m.u()?,
+        backend: get_backend(m)?,
+        stats: get_stats(m)?,
+        nrows: m.count(c.left(T_TGID).max(c.left(T_KEY_IDX)), 1)?,
+        ngone: m.count(c.left(T_GONE), 1)?,
+        system: get_system(m, base.map(|b| &b.system))?,
+    })
+}
+
+/// The frame's `nrows` task rows, each against its key row (a delta's) or the row before.
+fn get_task_rows(
+    c: &mut ColsReader<'_>,
+    base: Option<&Base>,
+    nrows: usize,
+) -> Result<Vec<Task>, HistoryError> {
+    let mut rows: Vec<Task> = Vec::with_capacity(nrows.min(1 << 12));
+    let mut prev_id = TaskId::default();
+    let mut next = 0;
+    for _ in 0..nrows {
+        let in_base = match base {
+            Some(b) => {
+                get_key_idx(c.c(T_KEY_IDX), &mut next, b.tasks.len())?.and_then(|i| b.tasks.get(i))
+            }
+            None => None,
+        };
+        let id = match in_base {
+            Some(bt) => bt.id,
+            None => get_id(c, TASK_ID_COLS, prev_id)?,
+        };
+        let t = get_task(c, id, in_base.or(rows.last()))?;
+        rows.push(t);
+        prev_id = id;
+    }
+    Ok(rows)
+}
+
+/// A delta's tasks: the key's rows in order, each replaced by the delta's row of the same
+/// identity or left out when gone, and the delta's new rows merged in.
+fn merge_tasks(
+    gone_col: &mut Reader<'_>,
+    b: &Base,
+    rows: Vec<Task>,
+    ngone: usize,
+) -> Result<Vec<Task>, HistoryError> {
+    let gone = get_gone(gone_col, ngone, b.tasks.len())?;
+    let mut out = Vec::with_capacity(b.tasks.len() + rows.len());
+    let mut new = rows.into_iter().peekable();
+    for (bt, &g) in b.tasks.iter().zip(&gone) {
+        while let Some(t) = new.next_if(|t| t.id < bt.id) {
+            out.push(t);
+        }
+        if let Some(t) = new.next_if(|t| t.id == bt.id) {
+            out.push(t);
+        } else if !g {
+            out.push(bt.clone());
+        }
+    }
+    out.extend(new);
+    Ok(out)
+}
+
+/// The frame's thread states (`None`: the reading had none), and, for a key, its threads as
+/// the base of the deltas after it. `key_threads`: the key's, for a delta.
+fn get_states(
+    m: &mut Reader<'_>,
+    c: &mut ColsReader<'_>,
+    key_threads: Option<&BaseThreads>,
+    key: bool,
+) -> Result<(Option<Sample>, Option<BaseThreads>), HistoryError> {
+    let kth = match m.byte()? {
+        0 => return Ok((None, None)),
+        1 => None,
+        2 => Some(key_threads.ok_or(HistoryError::Corrupt("thread delta without key threads"))?),
+        _ => return Err(HistoryError::Corrupt("unknown states tag")),
+    };
+    let mode = get_mode(m)?;
+    let at_ns = m.u()?;
+    let n = m.count(m.left(), 1)?;
+    let mut notes = Vec::with_capacity(n);
+    for _ in 0..n {
+        notes.push(m.string()?);
+    }
+    let reasons = get_reasons(m, kth.map(|k| &k.reasons))?;
+    let ntrows = m.count(c.left(H_TGID).max(c.left(H_KEY_IDX)), 1)?;
+    let ntgone = m.count(c.left(H_GONE), 1)?;
+    let trows = get_thread_rows(c, kth, ntrows, at_ns)?;
+    let mut threads = ThreadMap::default();
+    let mut new_base = None;
+    match kth {
+        Some(k) => {
+            let gone = get_gone(c.c(H_GONE), ntgone, k.rows.len())?;
+            threads.reserve(k.rows.len() + trows.len());
+            threads.extend(trows);
+            let by = at_ns.wrapping_sub(k.at_ns);
+            for ((id, kt), &g) in k.rows.iter().zip(&gone) {
+                if g || threads.contains_key(id) {
+                    continue;
+                }
+                let t = extend(kt, by)
+                    .ok_or(HistoryError::Corrupt("omitted thread cannot be extended"))?;
+                threads.insert(*id, t);
+            }
+        }
+        None => {
+            if ntgone != 0 {
+                return Err(HistoryError::Corrupt("gone threads without key threads"));
+            }
+            threads.extend(trows.iter().map(|(id, t)| (*id, t.clone())));
+            if key {
+                new_base = Some(BaseThreads {
+                    at_ns,
+                    rows: trows,
+                    reasons: reasons.clone(),
+                });
+            }
+        }
+    }
+    let sample = Sample {
+        mode,
+        at_ns,
+        threads,
+        reasons,
+        notes,
+    };
+    Ok((Some(sample), new_base))
+}
+
+/// The frame's `ntrows` thread rows, each against its key row (`kth`, a delta's) or the
+/// row before.
+fn get_thread_rows(
+    c: &mut ColsReader<'_>,
+    kth: Option<&BaseThreads>,
+    ntrows: usize,
+    at_ns: u64,
+) -> Result<Vec<(TaskId, ThreadTotals)>, HistoryError> {
+    let mut trows: Vec<(TaskId, ThreadTotals)> = Vec::with_capacity(ntrows.min(1 << 12));
+    let mut prev_id = TaskId::default();
+    let mut next = 0;
+    for _ in 0..ntrows {
+        let in_base = match kth {
+            Some(k) => {
+                get_key_idx(c.c(H_KEY_IDX), &mut next, k.rows.len())?.and_then(|i| k.rows.get(i))
+            }
+            None => None,
+        };
+        let id = match in_base {
+            Some(kt) => kt.0,
+            None => get_thread_id(c, prev_id)?,
+        };
+        let t = get_thread(c, id, in_base.or(trows.last()).map(|r| &r.1), at_ns)?;
+        trows.push((id, t));
+        prev_id = id;
+    }
+    Ok(trows)
 }

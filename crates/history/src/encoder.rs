@@ -321,13 +321,26 @@ impl Encoder {
     /// than half the key's rows.
     fn delta(&self, r: &Reading, c: &mut Cols) -> Option<(Encoded, Vec<usize>)> {
         let k = self.key.as_ref()?;
-        let cur = &r.snapshot.tasks;
         let key_rows = k.tasks.len() + k.threads.as_ref().map_or(0, |t| t.rows.len());
         let budget = key_rows / 2;
-        // Tasks: rows to write (current index, key index), key indices gone, names to give.
-        let mut rows: Vec<(usize, Option<usize>)> = Vec::new();
-        let mut gone = Vec::new();
-        let mut new_names = Vec::new();
+        let tasks = self.task_changes(k, &r.snapshot.tasks, budget)?;
+        let kth = k.threads.as_ref().filter(|_| r.states.is_some());
+        let written = tasks.rows.len() + tasks.gone.len();
+        let threads = self.thread_changes(kth, r.states.as_ref(), written, budget)?;
+        // Once more over everything: the loops check as rows are found, but not after the
+        // key's last rows went (gone tasks at the end of the key, with no thread rows to walk
+        // after them), so whether a delta was written depended on whether the readings said
+        // what changed.
+        if written + threads.rows.len() + threads.gone.len() > budget {
+            return None;
+        }
+        Some(write_delta(r, c, k, kth, tasks, threads))
+    }
+
+    /// The task rows of `cur` a delta against `k` writes, the key's rows gone and the names
+    /// to give; `None` past `budget` rows.
+    fn task_changes(&self, k: &Key, cur: &[Task], budget: usize) -> Option<TaskChanges> {
+        let mut ch = TaskChanges::default();
         let dirty_tasks = self.dirty.tasks.as_ref();
         let (mut i, mut j) = (0, 0);
         loop {
@@ -343,21 +356,21 @@ impl Encoder {
                         continue;
                     }
                     if !same_row(kt, ct) {
-                        rows.push((j, Some(i)));
+                        ch.rows.push((j, Some(i)));
                     }
                     i += 1;
                     Some(kt)
                 }
                 (Some(kt), Some(ct)) if kt.id > ct.id => {
-                    rows.push((j, None));
+                    ch.rows.push((j, None));
                     None
                 }
                 (None, Some(_)) => {
-                    rows.push((j, None));
+                    ch.rows.push((j, None));
                     None
                 }
                 (Some(_), _) => {
-                    gone.push(i);
+                    ch.gone.push(i);
                     i += 1;
                     continue;
                 }
@@ -366,163 +379,224 @@ impl Encoder {
             if known(&self.names, &ct.id, in_key)
                 != (ct.cmdline.as_deref(), ct.cgroup.as_deref().map(Cgroup::raw))
             {
-                new_names.push(j);
+                ch.new_names.push(j);
             }
             j += 1;
-            if rows.len() + gone.len() > budget {
+            if ch.rows.len() + ch.gone.len() > budget {
                 return None;
             }
         }
-        // Threads.
-        let mut trows: Vec<(&TaskId, &ThreadTotals, Option<usize>)> = Vec::new();
-        let mut tgone = Vec::new();
-        let kth = k.threads.as_ref().filter(|_| r.states.is_some());
-        let told = match (kth, &r.states, &self.dirty.threads) {
-            (Some(kt), Some(s), Some(d)) => Some((kt, s, d)),
-            _ => None,
-        };
-        let tsorted = r
-            .states
-            .as_ref()
-            .filter(|_| told.is_none())
-            .map(sorted_threads);
-        if let Some((kt, s, d)) = told {
-            // Told what changed since the key: the key's rows are looked up, and only the
-            // changed ones compared; the new rows are among the changed.
-            for (i, (id, krow)) in kt.rows.iter().enumerate() {
-                match s.threads.get_key_value(id) {
-                    None => tgone.push(i),
-                    Some((id, t)) if d.contains_key(id) => {
-                        if !unchanged(krow, t) {
-                            trows.push((id, t, Some(i)));
-                        }
-                    }
-                    Some((id, t)) => {
-                        debug_assert!(unchanged(krow, t), "{id:?} changed unsaid");
-                    }
-                }
-                if rows.len() + gone.len() + trows.len() + tgone.len() > budget {
-                    return None;
-                }
-            }
-            for id in d.keys() {
-                if kt.rows.binary_search_by(|r| r.0.cmp(id)).is_err() {
-                    if let Some((id, t)) = s.threads.get_key_value(id) {
-                        trows.push((id, t, None));
-                    }
-                }
-            }
-            if rows.len() + gone.len() + trows.len() + tgone.len() > budget {
-                return None;
-            }
-            trows.sort_unstable_by_key(|r| *r.0);
-        } else if let (Some(kt), Some(cur)) = (kth, &tsorted) {
-            let (mut i, mut j) = (0, 0);
-            loop {
-                match (kt.rows.get(i), cur.get(j)) {
-                    (None, None) => break,
-                    (Some(a), Some(b)) if a.0 == *b.0 => {
-                        if !unchanged(&a.1, b.1) {
-                            trows.push((b.0, b.1, Some(i)));
-                        }
-                        i += 1;
-                        j += 1;
-                    }
-                    (Some(a), Some(b)) if a.0 > *b.0 => {
-                        trows.push((b.0, b.1, None));
-                        j += 1;
-                    }
-                    (None, Some(b)) => {
-                        trows.push((b.0, b.1, None));
-                        j += 1;
-                    }
-                    (Some(_), _) => {
-                        tgone.push(i);
-                        i += 1;
-                    }
-                }
-                if rows.len() + gone.len() + trows.len() + tgone.len() > budget {
-                    return None;
-                }
-            }
-        } else if let Some(cur) = &tsorted {
-            trows = cur.iter().map(|&(id, t)| (id, t, None)).collect();
+        Some(ch)
+    }
+
+    /// The thread rows a delta writes and the key's threads gone (`kth`: the key's threads,
+    /// when both it and the reading have a sample); `None` when they and the `written` task
+    /// rows pass `budget`.
+    fn thread_changes<'a>(
+        &self,
+        kth: Option<&KeyThreads>,
+        states: Option<&'a Sample>,
+        written: usize,
+        budget: usize,
+    ) -> Option<ThreadChanges<'a>> {
+        match (kth, states, &self.dirty.threads) {
+            (Some(kt), Some(s), Some(d)) => told_thread_changes(kt, s, d, written, budget),
+            (Some(kt), Some(s), None) => compared_thread_changes(kt, s, written, budget),
+            (None, Some(s), _) => Some(ThreadChanges {
+                rows: sorted_threads(s)
+                    .into_iter()
+                    .map(|(id, t)| (id, t, None))
+                    .collect(),
+                gone: Vec::new(),
+            }),
+            (_, None, _) => Some(ThreadChanges::default()),
         }
-        // Once more over everything: the loops check as rows are found, but not after the
-        // key's last rows went (gone tasks at the end of the key, with no thread rows to walk
-        // after them), so whether a delta was written depended on whether the readings said
-        // what changed.
-        if rows.len() + gone.len() + trows.len() + tgone.len() > budget {
+    }
+}
+
+/// The task rows a delta writes: (current index, key index) per row, the key's indices gone,
+/// the current indices whose names are given.
+#[derive(Debug, Default)]
+struct TaskChanges {
+    rows: Vec<(usize, Option<usize>)>,
+    gone: Vec<usize>,
+    new_names: Vec<usize>,
+}
+
+/// The thread rows a delta writes (identity, totals, key index) and the key's indices gone.
+#[derive(Debug, Default)]
+struct ThreadChanges<'a> {
+    rows: Vec<(&'a TaskId, &'a ThreadTotals, Option<usize>)>,
+    gone: Vec<usize>,
+}
+
+/// [`Encoder::thread_changes`] told what changed since the key (`d`): the key's rows are
+/// looked up, and only the changed ones compared; the new rows are among the changed.
+fn told_thread_changes<'a>(
+    kt: &KeyThreads,
+    s: &'a Sample,
+    d: &ThreadMap<()>,
+    written: usize,
+    budget: usize,
+) -> Option<ThreadChanges<'a>> {
+    let mut ch = ThreadChanges::default();
+    for (i, (id, krow)) in kt.rows.iter().enumerate() {
+        match s.threads.get_key_value(id) {
+            None => ch.gone.push(i),
+            Some((id, t)) if d.contains_key(id) => {
+                if !unchanged(krow, t) {
+                    ch.rows.push((id, t, Some(i)));
+                }
+            }
+            Some((id, t)) => {
+                debug_assert!(unchanged(krow, t), "{id:?} changed unsaid");
+            }
+        }
+        if written + ch.rows.len() + ch.gone.len() > budget {
             return None;
         }
-
-        let mut out = Vec::new();
-        put_header(&mut out, FrameType::DeltaSample);
-        put_head(c, r, Some(k), rows.len(), gone.len());
-        let mut prev: Option<&Task> = None;
-        let mut next = 0;
-        for &(j, ki) in &rows {
-            let t = &cur[j];
-            put_key_idx(c.c(T_KEY_IDX), ki, &mut next);
-            if ki.is_none() {
-                put_id(
-                    c,
-                    TASK_ID_COLS,
-                    t.id,
-                    prev.map_or(TaskId::default(), |p| p.id),
-                );
-            }
-            put_task(c, t, ki.map(|i| &k.tasks[i]).or(prev));
-            prev = Some(t);
-        }
-        put_gone(c.c(T_GONE), &gone);
-        match &r.states {
-            None => c.c(META).push(0),
-            Some(s) => {
-                c.c(META).push(if kth.is_some() { 2 } else { 1 });
-                put_states_head(c, s, kth, trows.len(), tgone.len());
-                let mut prev: Option<(&TaskId, &ThreadTotals)> = None;
-                let mut next = 0;
-                for &(id, t, ki) in &trows {
-                    if kth.is_some() {
-                        put_key_idx(c.c(H_KEY_IDX), ki, &mut next);
-                    }
-                    if ki.is_none() || kth.is_none() {
-                        put_thread_id(c, *id, prev.map_or(TaskId::default(), |p| *p.0));
-                    }
-                    let rf = match (ki, kth) {
-                        (Some(i), Some(kt)) => Some(&kt.rows[i].1),
-                        _ => prev.map(|p| p.1),
-                    };
-                    put_thread(c, *id, t, rf, s.at_ns);
-                    prev = Some((id, t));
-                }
-                put_gone(c.c(H_GONE), &tgone);
-            }
-        }
-        put_exits(c.c(EXITS), r);
-        c.finish(&mut out);
-        let names = (!new_names.is_empty()).then(|| {
-            let entries: Vec<_> = new_names
-                .iter()
-                .map(|&j| {
-                    let t = &cur[j];
-                    (
-                        t.id,
-                        t.cmdline.as_deref(),
-                        t.cgroup.as_deref().map(Cgroup::raw),
-                    )
-                })
-                .collect();
-            names::encode(false, k.taken_at, entries.into_iter())
-        });
-        Some((
-            Encoded {
-                key: false,
-                names,
-                sample: out,
-            },
-            new_names,
-        ))
     }
+    for id in d.keys() {
+        if kt.rows.binary_search_by(|r| r.0.cmp(id)).is_err() {
+            if let Some((id, t)) = s.threads.get_key_value(id) {
+                ch.rows.push((id, t, None));
+            }
+        }
+    }
+    if written + ch.rows.len() + ch.gone.len() > budget {
+        return None;
+    }
+    ch.rows.sort_unstable_by_key(|r| *r.0);
+    Some(ch)
+}
+
+/// [`Encoder::thread_changes`] not told what changed: every thread of `s` is compared with
+/// the key's row of the same identity, both in order.
+fn compared_thread_changes<'a>(
+    kt: &KeyThreads,
+    s: &'a Sample,
+    written: usize,
+    budget: usize,
+) -> Option<ThreadChanges<'a>> {
+    let cur = sorted_threads(s);
+    let mut ch = ThreadChanges::default();
+    let (mut i, mut j) = (0, 0);
+    loop {
+        match (kt.rows.get(i), cur.get(j)) {
+            (None, None) => break,
+            (Some(a), Some(b)) if a.0 == *b.0 => {
+                if !unchanged(&a.1, b.1) {
+                    ch.rows.push((b.0, b.1, Some(i)));
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(a), Some(b)) if a.0 > *b.0 => {
+                ch.rows.push((b.0, b.1, None));
+                j += 1;
+            }
+            (None, Some(b)) => {
+                ch.rows.push((b.0, b.1, None));
+                j += 1;
+            }
+            (Some(_), _) => {
+                ch.gone.push(i);
+                i += 1;
+            }
+        }
+        if written + ch.rows.len() + ch.gone.len() > budget {
+            return None;
+        }
+    }
+    Some(ch)
+}
+
+/// Writes a delta of `r` against the key `k` (`kth`: its threads, when the delta's thread
+/// rows refer to them) and its names payload; returns it with the current indices of the
+/// tasks whose names it gives.
+fn write_delta(
+    r: &Reading,
+    c: &mut Cols,
+    k: &Key,
+    kth: Option<&KeyThreads>,
+    tasks: TaskChanges,
+    threads: ThreadChanges<'_>,
+) -> (Encoded, Vec<usize>) {
+    let cur = &r.snapshot.tasks;
+    let mut out = Vec::new();
+    put_header(&mut out, FrameType::DeltaSample);
+    put_head(c, r, Some(k), tasks.rows.len(), tasks.gone.len());
+    let mut prev: Option<&Task> = None;
+    let mut next = 0;
+    for &(j, ki) in &tasks.rows {
+        let t = &cur[j];
+        put_key_idx(c.c(T_KEY_IDX), ki, &mut next);
+        if ki.is_none() {
+            put_id(
+                c,
+                TASK_ID_COLS,
+                t.id,
+                prev.map_or(TaskId::default(), |p| p.id),
+            );
+        }
+        put_task(c, t, ki.map(|i| &k.tasks[i]).or(prev));
+        prev = Some(t);
+    }
+    put_gone(c.c(T_GONE), &tasks.gone);
+    match &r.states {
+        None => c.c(META).push(0),
+        Some(s) => put_thread_rows(c, s, kth, &threads),
+    }
+    put_exits(c.c(EXITS), r);
+    c.finish(&mut out);
+    let names = (!tasks.new_names.is_empty()).then(|| {
+        let entries: Vec<_> = tasks
+            .new_names
+            .iter()
+            .map(|&j| {
+                let t = &cur[j];
+                (
+                    t.id,
+                    t.cmdline.as_deref(),
+                    t.cgroup.as_deref().map(Cgroup::raw),
+                )
+            })
+            .collect();
+        names::encode(false, k.taken_at, entries.into_iter())
+    });
+    let e = Encoded {
+        key: false,
+        names,
+        sample: out,
+    };
+    (e, tasks.new_names)
+}
+
+/// A delta's thread-state sample: its head and rows, against the key's rows (`kth`) or the
+/// row before.
+fn put_thread_rows(
+    c: &mut Cols,
+    s: &Sample,
+    kth: Option<&KeyThreads>,
+    threads: &ThreadChanges<'_>,
+) {
+    c.c(META).push(if kth.is_some() { 2 } else { 1 });
+    put_states_head(c, s, kth, threads.rows.len(), threads.gone.len());
+    let mut prev: Option<(&TaskId, &ThreadTotals)> = None;
+    let mut next = 0;
+    for &(id, t, ki) in &threads.rows {
+        if kth.is_some() {
+            put_key_idx(c.c(H_KEY_IDX), ki, &mut next);
+        }
+        if ki.is_none() || kth.is_none() {
+            put_thread_id(c, *id, prev.map_or(TaskId::default(), |p| *p.0));
+        }
+        let rf = match (ki, kth) {
+            (Some(i), Some(kt)) => Some(&kt.rows[i].1),
+            _ => prev.map(|p| p.1),
+        };
+        put_thread(c, *id, t, rf, s.at_ns);
+        prev = Some((id, t));
+    }
+    put_gone(c.c(H_GONE), &threads.gone);
 }

@@ -63,6 +63,7 @@ pub use encoder::{Encoded, Encoder, DEFAULT_KEY_EVERY};
 pub use exits::EXITS_NOT_RECORDED;
 pub use recorder::{Appended, Recorder};
 pub use replay::{rfc3339, History, Readings, ReplayError};
+pub use tasks::recorded_groups;
 pub use threads::{extend as extend_thread, same_thread};
 
 #[doc(no_inline)]

@@ -4,7 +4,7 @@
 //! in a delta, else the row written just before (threads of one process share most fields),
 //! so that unchanged fields are one byte and zstd sees runs.
 
-use tasksnap_model::{Base, Comm, Cred, Io, Mem, Sched, Stat, Task, TaskId, TaskState};
+use tasksnap_model::{Base, Comm, Cred, Groups, Io, Mem, Sched, Stat, Task, TaskId, TaskState};
 
 use crate::wire::{put_d, put_i, put_u, Cols, ColsReader, Reader};
 use crate::HistoryError;
@@ -176,6 +176,62 @@ pub(crate) fn get_blob<T>(
     }
 }
 
+/// The attribute groups a recording keeps: what [`put_task`] writes of a task (and names
+/// frames its command line and cgroup), so what a reading read back can hold. Every other
+/// group (descriptor count, environment, OOM scores, login uid, PSS/USS, security label,
+/// sd-login's answers, autogroup, namespaces, signal masks, layout) reads back as `None`.
+pub fn recorded_groups() -> Groups {
+    Groups {
+        fds: false,
+        environ: false,
+        oom_score: false,
+        oom_score_adj: false,
+        loginuid: false,
+        smaps: false,
+        label: false,
+        login: false,
+        autogroup: false,
+        ns: false,
+        signals: false,
+        layout: false,
+        // Not a group: a way to read `mem`.
+        mem_rss_only: false,
+        ..Groups::all()
+    }
+}
+
+/// The presence bits of `t`'s row: which groups (and optional figures within them) it has.
+fn presence(t: &Task) -> u64 {
+    let mem = t.mem.as_deref();
+    let sched = t.sched.as_deref();
+    let cred = t.cred.as_ref();
+    [
+        (P_BASE, t.base.is_some()),
+        (P_KTHREAD, t.base.as_ref().is_some_and(|b| b.kthread)),
+        (P_CRED, cred.is_some()),
+        (P_GROUPS, cred.is_some_and(|c| c.groups.is_some())),
+        (P_EFFECTIVE_ONLY, cred.is_some_and(|c| c.effective_only)),
+        (P_STAT, t.stat.is_some()),
+        (P_MEM, mem.is_some()),
+        (P_SWAP, mem.is_some_and(|m| m.swap_bytes.is_some())),
+        (P_MEM_LOCKED, mem.is_some_and(|m| m.locked_bytes.is_some())),
+        (P_LOCKED, t.locked_bytes.is_some()),
+        (P_TIMED_OUT, t.cmdline_timed_out),
+        (P_EXE, t.exe.is_some()),
+        (P_IO, t.io.is_some()),
+        (P_SCHED, sched.is_some()),
+        (P_VOL, sched.is_some_and(|s| s.voluntary_switches.is_some())),
+        (
+            P_INVOL,
+            sched.is_some_and(|s| s.involuntary_switches.is_some()),
+        ),
+        (P_WCHAN, t.wchan.is_some()),
+    ]
+    .into_iter()
+    .filter(|&(_, on)| on)
+    .fold(0, |p, (bit, _)| p | bit)
+}
+
 /// Writes `t`'s row (not its identity) against the reference `r`.
 pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
     let Task {
@@ -186,7 +242,7 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
         mem,
         cmdline: _,
         locked_bytes,
-        cmdline_timed_out,
+        cmdline_timed_out: _,
         exe,
         io,
         sched,
@@ -201,190 +257,18 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
         // Namespaces, OOM scores, autogroup, login uid, PSS/USS: not recorded.
         extra: _,
     } = t;
-    let mut p = 0u64;
-    let flag = |p: &mut u64, bit: u64, on: bool| {
-        if on {
-            *p |= bit
-        }
-    };
-    flag(&mut p, P_BASE, base.is_some());
-    flag(&mut p, P_KTHREAD, base.as_ref().is_some_and(|b| b.kthread));
-    flag(&mut p, P_CRED, cred.is_some());
-    flag(
-        &mut p,
-        P_GROUPS,
-        cred.as_ref().is_some_and(|c| c.groups.is_some()),
-    );
-    flag(
-        &mut p,
-        P_EFFECTIVE_ONLY,
-        cred.as_ref().is_some_and(|c| c.effective_only),
-    );
-    flag(&mut p, P_STAT, stat.is_some());
-    flag(&mut p, P_MEM, mem.is_some());
-    flag(
-        &mut p,
-        P_SWAP,
-        mem.as_ref().is_some_and(|m| m.swap_bytes.is_some()),
-    );
-    flag(
-        &mut p,
-        P_MEM_LOCKED,
-        mem.as_ref().is_some_and(|m| m.locked_bytes.is_some()),
-    );
-    flag(&mut p, P_LOCKED, locked_bytes.is_some());
-    flag(&mut p, P_TIMED_OUT, *cmdline_timed_out);
-    flag(&mut p, P_EXE, exe.is_some());
-    flag(&mut p, P_IO, io.is_some());
-    flag(&mut p, P_SCHED, sched.is_some());
-    flag(
-        &mut p,
-        P_VOL,
-        sched
-            .as_ref()
-            .is_some_and(|s| s.voluntary_switches.is_some()),
-    );
-    flag(
-        &mut p,
-        P_INVOL,
-        sched
-            .as_ref()
-            .is_some_and(|s| s.involuntary_switches.is_some()),
-    );
-    flag(&mut p, P_WCHAN, wchan.is_some());
-    put_u(c.c(T_PRESENT), p);
-
+    put_u(c.c(T_PRESENT), presence(t));
     if let Some(b) = base {
-        let rb = r.and_then(|r| r.base.as_ref());
-        let d = Base::default();
-        let rb0 = rb.unwrap_or(&d);
-        let Base {
-            state,
-            ppid,
-            pgid,
-            sid,
-            tty_nr,
-            tpgid,
-            flags,
-            comm,
-            kthread: _,
-            nice,
-            priority,
-            policy,
-            rt_priority,
-            num_threads,
-            processor,
-        } = b;
-        put_u(c.c(T_STATE), state_code(*state));
-        let ids = c.c(T_IDS);
-        put_i(ids, i64::from(*ppid) - i64::from(rb0.ppid));
-        put_i(ids, i64::from(*pgid) - i64::from(rb0.pgid));
-        put_i(ids, i64::from(*sid) - i64::from(rb0.sid));
-        put_i(ids, i64::from(*tpgid) - i64::from(rb0.tpgid));
-        put_d(ids, u64::from(*tty_nr), u64::from(rb0.tty_nr));
-        let s = c.c(T_SCHED_BASE);
-        put_d(s, u64::from(*flags), u64::from(rb0.flags));
-        put_i(s, i64::from(*nice) - i64::from(rb0.nice));
-        put_i(s, i64::from(*priority) - i64::from(rb0.priority));
-        put_d(s, u64::from(*policy), u64::from(rb0.policy));
-        put_d(s, u64::from(*rt_priority), u64::from(rb0.rt_priority));
-        put_d(s, u64::from(*num_threads), u64::from(rb0.num_threads));
-        put_i(c.c(T_CPU), i64::from(*processor) - i64::from(rb0.processor));
-        put_blob(c.c(T_COMM), comm, rb.map(|b| &b.comm[..]));
+        put_base(c, b, r.and_then(|r| r.base.as_ref()));
     }
     if let Some(cr) = cred {
-        let rc = r.and_then(|r| r.cred.as_ref());
-        let z = |f: fn(&Cred) -> u32| u64::from(rc.map_or(0, f));
-        let Cred {
-            ruid,
-            euid,
-            suid,
-            fsuid,
-            rgid,
-            egid,
-            sgid,
-            fsgid,
-            groups,
-            effective_only: _,
-        } = cr;
-        let b = c.c(T_CRED);
-        put_d(b, u64::from(*euid), z(|c| c.euid));
-        put_d(b, u64::from(*ruid), u64::from(*euid));
-        put_d(b, u64::from(*suid), u64::from(*euid));
-        put_d(b, u64::from(*fsuid), u64::from(*euid));
-        put_d(b, u64::from(*egid), z(|c| c.egid));
-        put_d(b, u64::from(*rgid), u64::from(*egid));
-        put_d(b, u64::from(*sgid), u64::from(*egid));
-        put_d(b, u64::from(*fsgid), u64::from(*egid));
-        if let Some(g) = groups {
-            let rg = rc.and_then(|c| c.groups.as_ref());
-            if rg == Some(g) {
-                put_u(b, 0);
-            } else {
-                put_u(b, g.len() as u64 + 1);
-                for &x in g {
-                    put_u(b, u64::from(x));
-                }
-            }
-        }
+        put_cred(c.c(T_CRED), cr, r.and_then(|r| r.cred.as_ref()));
     }
     if let Some(s) = stat {
-        let d = Stat::default();
-        let rs = r.and_then(|r| r.stat.as_ref()).unwrap_or(&d);
-        let Stat {
-            utime_ns,
-            stime_ns,
-            cutime_ns,
-            cstime_ns,
-            minflt,
-            majflt,
-            cminflt,
-            cmajflt,
-            start_time_ns,
-            vsize_bytes,
-            rss_bytes,
-            // Not recorded in format 1 (replayed as unknown): added to the model after it.
-            swap_bytes: _,
-        } = s;
-        let b = c.c(T_TIMES);
-        put_d(b, *utime_ns, rs.utime_ns);
-        put_d(b, *stime_ns, rs.stime_ns);
-        put_d(b, *cutime_ns, rs.cutime_ns);
-        put_d(b, *cstime_ns, rs.cstime_ns);
-        let b = c.c(T_FAULTS);
-        put_d(b, *minflt, rs.minflt);
-        put_d(b, *majflt, rs.majflt);
-        put_d(b, *cminflt, rs.cminflt);
-        put_d(b, *cmajflt, rs.cmajflt);
-        let b = c.c(T_STAT_MEM);
-        put_d(b, *start_time_ns, id.start_time_ns);
-        put_d(b, *vsize_bytes, rs.vsize_bytes);
-        put_d(b, *rss_bytes, rs.rss_bytes);
+        put_stat(c, s, *id, r.and_then(|r| r.stat.as_ref()));
     }
     if let Some(m) = mem {
-        let rm = r.and_then(|r| r.mem.as_deref());
-        let z = |f: fn(&Mem) -> u64| rm.map_or(0, f);
-        let Mem {
-            vsize_bytes,
-            rss_bytes,
-            shared_bytes,
-            text_bytes,
-            data_bytes,
-            swap_bytes,
-            locked_bytes,
-        } = &**m;
-        let b = c.c(T_MEM);
-        put_d(b, *vsize_bytes, z(|m| m.vsize_bytes));
-        put_d(b, *rss_bytes, z(|m| m.rss_bytes));
-        put_d(b, *shared_bytes, z(|m| m.shared_bytes));
-        put_d(b, *text_bytes, z(|m| m.text_bytes));
-        put_d(b, *data_bytes, z(|m| m.data_bytes));
-        if let Some(x) = swap_bytes {
-            put_d(b, *x, rm.and_then(|m| m.swap_bytes).unwrap_or(0));
-        }
-        if let Some(x) = locked_bytes {
-            put_d(b, *x, rm.and_then(|m| m.locked_bytes).unwrap_or(0));
-        }
+        put_mem(c.c(T_MEM), m, r.and_then(|r| r.mem.as_deref()));
     }
     if let Some(x) = locked_bytes {
         put_d(
@@ -404,45 +288,186 @@ pub(crate) fn put_task(c: &mut Cols, t: &Task, r: Option<&Task>) {
         );
     }
     if let Some(io) = io {
-        let ri = r.and_then(|r| r.io.as_deref());
-        let z = |f: fn(&Io) -> u64| ri.map_or(0, f);
-        let Io {
-            rchar_bytes,
-            wchar_bytes,
-            syscr,
-            syscw,
-            read_bytes,
-            write_bytes,
-            cancelled_write_bytes,
-        } = &**io;
-        let b = c.c(T_IO);
-        put_d(b, *rchar_bytes, z(|x| x.rchar_bytes));
-        put_d(b, *wchar_bytes, z(|x| x.wchar_bytes));
-        put_d(b, *syscr, z(|x| x.syscr));
-        put_d(b, *syscw, z(|x| x.syscw));
-        put_d(b, *read_bytes, z(|x| x.read_bytes));
-        put_d(b, *write_bytes, z(|x| x.write_bytes));
-        put_d(b, *cancelled_write_bytes, z(|x| x.cancelled_write_bytes));
+        put_io(c.c(T_IO), io, r.and_then(|r| r.io.as_deref()));
     }
     if let Some(s) = sched {
-        let rs = r.and_then(|r| r.sched.as_deref());
-        let Sched {
-            on_cpu_ns,
-            run_delay_ns,
-            timeslices,
-            voluntary_switches,
-            involuntary_switches,
-        } = &**s;
-        let b = c.c(T_SCHED);
-        put_d(b, *on_cpu_ns, rs.map_or(0, |x| x.on_cpu_ns));
-        put_d(b, *run_delay_ns, rs.map_or(0, |x| x.run_delay_ns));
-        put_d(b, *timeslices, rs.map_or(0, |x| x.timeslices));
-        if let Some(x) = voluntary_switches {
-            put_d(b, *x, rs.and_then(|s| s.voluntary_switches).unwrap_or(0));
+        put_sched(c.c(T_SCHED), s, r.and_then(|r| r.sched.as_deref()));
+    }
+}
+
+/// The base group's columns (state, ids, scheduling, processor, comm) against `rb`.
+fn put_base(c: &mut Cols, b: &Base, rb: Option<&Base>) {
+    let d = Base::default();
+    let rb0 = rb.unwrap_or(&d);
+    let Base {
+        state,
+        ppid,
+        pgid,
+        sid,
+        tty_nr,
+        tpgid,
+        flags,
+        comm,
+        kthread: _,
+        nice,
+        priority,
+        policy,
+        rt_priority,
+        num_threads,
+        processor,
+    } = b;
+    put_u(c.c(T_STATE), state_code(*state));
+    let ids = c.c(T_IDS);
+    put_i(ids, i64::from(*ppid) - i64::from(rb0.ppid));
+    put_i(ids, i64::from(*pgid) - i64::from(rb0.pgid));
+    put_i(ids, i64::from(*sid) - i64::from(rb0.sid));
+    put_i(ids, i64::from(*tpgid) - i64::from(rb0.tpgid));
+    put_d(ids, u64::from(*tty_nr), u64::from(rb0.tty_nr));
+    let s = c.c(T_SCHED_BASE);
+    put_d(s, u64::from(*flags), u64::from(rb0.flags));
+    put_i(s, i64::from(*nice) - i64::from(rb0.nice));
+    put_i(s, i64::from(*priority) - i64::from(rb0.priority));
+    put_d(s, u64::from(*policy), u64::from(rb0.policy));
+    put_d(s, u64::from(*rt_priority), u64::from(rb0.rt_priority));
+    put_d(s, u64::from(*num_threads), u64::from(rb0.num_threads));
+    put_i(c.c(T_CPU), i64::from(*processor) - i64::from(rb0.processor));
+    put_blob(c.c(T_COMM), comm, rb.map(|b| &b.comm[..]));
+}
+
+/// The credentials' column: the effective ids against `rc`'s, the others against them.
+fn put_cred(b: &mut Vec<u8>, cr: &Cred, rc: Option<&Cred>) {
+    let z = |f: fn(&Cred) -> u32| u64::from(rc.map_or(0, f));
+    let Cred {
+        ruid,
+        euid,
+        suid,
+        fsuid,
+        rgid,
+        egid,
+        sgid,
+        fsgid,
+        groups,
+        effective_only: _,
+    } = cr;
+    put_d(b, u64::from(*euid), z(|c| c.euid));
+    put_d(b, u64::from(*ruid), u64::from(*euid));
+    put_d(b, u64::from(*suid), u64::from(*euid));
+    put_d(b, u64::from(*fsuid), u64::from(*euid));
+    put_d(b, u64::from(*egid), z(|c| c.egid));
+    put_d(b, u64::from(*rgid), u64::from(*egid));
+    put_d(b, u64::from(*sgid), u64::from(*egid));
+    put_d(b, u64::from(*fsgid), u64::from(*egid));
+    if let Some(g) = groups {
+        let rg = rc.and_then(|c| c.groups.as_ref());
+        if rg == Some(g) {
+            put_u(b, 0);
+        } else {
+            put_u(b, g.len() as u64 + 1);
+            for &x in g {
+                put_u(b, u64::from(x));
+            }
         }
-        if let Some(x) = involuntary_switches {
-            put_d(b, *x, rs.and_then(|s| s.involuntary_switches).unwrap_or(0));
-        }
+    }
+}
+
+/// The stat group's columns (times, faults, start time and sizes) against `rs`.
+fn put_stat(c: &mut Cols, s: &Stat, id: TaskId, rs: Option<&Stat>) {
+    let d = Stat::default();
+    let rs = rs.unwrap_or(&d);
+    let Stat {
+        utime_ns,
+        stime_ns,
+        cutime_ns,
+        cstime_ns,
+        minflt,
+        majflt,
+        cminflt,
+        cmajflt,
+        start_time_ns,
+        vsize_bytes,
+        rss_bytes,
+        // Not recorded in format 1 (replayed as unknown): added to the model after it.
+        swap_bytes: _,
+    } = s;
+    let b = c.c(T_TIMES);
+    put_d(b, *utime_ns, rs.utime_ns);
+    put_d(b, *stime_ns, rs.stime_ns);
+    put_d(b, *cutime_ns, rs.cutime_ns);
+    put_d(b, *cstime_ns, rs.cstime_ns);
+    let b = c.c(T_FAULTS);
+    put_d(b, *minflt, rs.minflt);
+    put_d(b, *majflt, rs.majflt);
+    put_d(b, *cminflt, rs.cminflt);
+    put_d(b, *cmajflt, rs.cmajflt);
+    let b = c.c(T_STAT_MEM);
+    put_d(b, *start_time_ns, id.start_time_ns);
+    put_d(b, *vsize_bytes, rs.vsize_bytes);
+    put_d(b, *rss_bytes, rs.rss_bytes);
+}
+
+/// The memory column against `rm`.
+fn put_mem(b: &mut Vec<u8>, m: &Mem, rm: Option<&Mem>) {
+    let z = |f: fn(&Mem) -> u64| rm.map_or(0, f);
+    let Mem {
+        vsize_bytes,
+        rss_bytes,
+        shared_bytes,
+        text_bytes,
+        data_bytes,
+        swap_bytes,
+        locked_bytes,
+    } = m;
+    put_d(b, *vsize_bytes, z(|m| m.vsize_bytes));
+    put_d(b, *rss_bytes, z(|m| m.rss_bytes));
+    put_d(b, *shared_bytes, z(|m| m.shared_bytes));
+    put_d(b, *text_bytes, z(|m| m.text_bytes));
+    put_d(b, *data_bytes, z(|m| m.data_bytes));
+    if let Some(x) = swap_bytes {
+        put_d(b, *x, rm.and_then(|m| m.swap_bytes).unwrap_or(0));
+    }
+    if let Some(x) = locked_bytes {
+        put_d(b, *x, rm.and_then(|m| m.locked_bytes).unwrap_or(0));
+    }
+}
+
+/// The I/O column against `ri`.
+fn put_io(b: &mut Vec<u8>, io: &Io, ri: Option<&Io>) {
+    let z = |f: fn(&Io) -> u64| ri.map_or(0, f);
+    let Io {
+        rchar_bytes,
+        wchar_bytes,
+        syscr,
+        syscw,
+        read_bytes,
+        write_bytes,
+        cancelled_write_bytes,
+    } = io;
+    put_d(b, *rchar_bytes, z(|x| x.rchar_bytes));
+    put_d(b, *wchar_bytes, z(|x| x.wchar_bytes));
+    put_d(b, *syscr, z(|x| x.syscr));
+    put_d(b, *syscw, z(|x| x.syscw));
+    put_d(b, *read_bytes, z(|x| x.read_bytes));
+    put_d(b, *write_bytes, z(|x| x.write_bytes));
+    put_d(b, *cancelled_write_bytes, z(|x| x.cancelled_write_bytes));
+}
+
+/// The scheduler accounting column against `rs`.
+fn put_sched(b: &mut Vec<u8>, s: &Sched, rs: Option<&Sched>) {
+    let Sched {
+        on_cpu_ns,
+        run_delay_ns,
+        timeslices,
+        voluntary_switches,
+        involuntary_switches,
+    } = s;
+    put_d(b, *on_cpu_ns, rs.map_or(0, |x| x.on_cpu_ns));
+    put_d(b, *run_delay_ns, rs.map_or(0, |x| x.run_delay_ns));
+    put_d(b, *timeslices, rs.map_or(0, |x| x.timeslices));
+    if let Some(x) = voluntary_switches {
+        put_d(b, *x, rs.and_then(|s| s.voluntary_switches).unwrap_or(0));
+    }
+    if let Some(x) = involuntary_switches {
+        put_d(b, *x, rs.and_then(|s| s.involuntary_switches).unwrap_or(0));
     }
 }
 
@@ -460,146 +485,21 @@ pub(crate) fn get_task(
     let has = |bit: u64| p & bit != 0;
     let mut t = Task::new(id);
     if has(P_BASE) {
-        let rb = r.and_then(|r| r.base.as_ref());
-        let d = Base::default();
-        let rb0 = rb.unwrap_or(&d);
-        let state = state_from(c.c(T_STATE).u()?)?;
-        let ids = c.c(T_IDS);
-        let ppid = ids.di32(rb0.ppid)?;
-        let pgid = ids.di32(rb0.pgid)?;
-        let sid = ids.di32(rb0.sid)?;
-        let tpgid = ids.di32(rb0.tpgid)?;
-        let tty_nr = ids.d32(rb0.tty_nr)?;
-        let s = c.c(T_SCHED_BASE);
-        let flags = s.d32(rb0.flags)?;
-        let nice = s.di32(rb0.nice)?;
-        let priority = s.di32(rb0.priority)?;
-        let policy = s.d32(rb0.policy)?;
-        let rt_priority = s.d32(rb0.rt_priority)?;
-        let num_threads = s.d32(rb0.num_threads)?;
-        let processor = c.c(T_CPU).di32(rb0.processor)?;
-        let comm = get_blob(c.c(T_COMM), rb.map(|b| &b.comm[..]), Comm::from_slice)?;
-        t.base = Some(Base {
-            state,
-            ppid,
-            pgid,
-            sid,
-            tty_nr,
-            tpgid,
-            flags,
-            comm,
-            kthread: has(P_KTHREAD),
-            nice,
-            priority,
-            policy,
-            rt_priority,
-            num_threads,
-            processor,
-        });
+        t.base = Some(get_base(
+            c,
+            r.and_then(|r| r.base.as_ref()),
+            has(P_KTHREAD),
+        )?);
     }
     if has(P_CRED) {
-        let rc = r.and_then(|r| r.cred.as_ref());
-        let z = |f: fn(&Cred) -> u32| rc.map_or(0, f);
-        let b = c.c(T_CRED);
-        let euid = b.d32(z(|c| c.euid))?;
-        let ruid = b.d32(euid)?;
-        let suid = b.d32(euid)?;
-        let fsuid = b.d32(euid)?;
-        let egid = b.d32(z(|c| c.egid))?;
-        let rgid = b.d32(egid)?;
-        let sgid = b.d32(egid)?;
-        let fsgid = b.d32(egid)?;
-        let groups = if has(P_GROUPS) {
-            match b.u()? {
-                0 => Some(
-                    rc.and_then(|c| c.groups.clone())
-                        .ok_or(HistoryError::Corrupt("groups refer to a missing reference"))?,
-                ),
-                n => {
-                    let n = n - 1;
-                    if n > b.left() as u64 {
-                        return Err(HistoryError::Truncated);
-                    }
-                    let mut g = Vec::with_capacity(n as usize);
-                    for _ in 0..n {
-                        g.push(b.u32()?);
-                    }
-                    Some(g)
-                }
-            }
-        } else {
-            None
-        };
-        t.cred = Some(Cred {
-            ruid,
-            euid,
-            suid,
-            fsuid,
-            rgid,
-            egid,
-            sgid,
-            fsgid,
-            groups,
-            effective_only: has(P_EFFECTIVE_ONLY),
-        });
+        t.cred = Some(get_cred(c.c(T_CRED), r.and_then(|r| r.cred.as_ref()), p)?);
     }
     if has(P_STAT) {
-        let d = Stat::default();
-        let rs = r.and_then(|r| r.stat.as_ref()).unwrap_or(&d);
-        let b = c.c(T_TIMES);
-        let utime_ns = b.d(rs.utime_ns)?;
-        let stime_ns = b.d(rs.stime_ns)?;
-        let cutime_ns = b.d(rs.cutime_ns)?;
-        let cstime_ns = b.d(rs.cstime_ns)?;
-        let b = c.c(T_FAULTS);
-        let minflt = b.d(rs.minflt)?;
-        let majflt = b.d(rs.majflt)?;
-        let cminflt = b.d(rs.cminflt)?;
-        let cmajflt = b.d(rs.cmajflt)?;
-        let b = c.c(T_STAT_MEM);
-        t.stat = Some(Stat {
-            utime_ns,
-            stime_ns,
-            cutime_ns,
-            cstime_ns,
-            minflt,
-            majflt,
-            cminflt,
-            cmajflt,
-            start_time_ns: b.d(id.start_time_ns)?,
-            vsize_bytes: b.d(rs.vsize_bytes)?,
-            rss_bytes: b.d(rs.rss_bytes)?,
-            swap_bytes: None,
-        });
+        t.stat = Some(get_stat(c, id, r.and_then(|r| r.stat.as_ref()))?);
     }
     if has(P_MEM) {
-        let rm = r.and_then(|r| r.mem.as_deref());
-        let z = |f: fn(&Mem) -> u64| rm.map_or(0, f);
-        let b = c.c(T_MEM);
-        let vsize_bytes = b.d(z(|m| m.vsize_bytes))?;
-        let rss_bytes = b.d(z(|m| m.rss_bytes))?;
-        let shared_bytes = b.d(z(|m| m.shared_bytes))?;
-        let text_bytes = b.d(z(|m| m.text_bytes))?;
-        let data_bytes = b.d(z(|m| m.data_bytes))?;
-        let swap_bytes = if has(P_SWAP) {
-            Some(b.d(rm.and_then(|m| m.swap_bytes).unwrap_or(0))?)
-        } else {
-            None
-        };
-        let locked_bytes = if has(P_MEM_LOCKED) {
-            Some(b.d(rm.and_then(|m| m.locked_bytes).unwrap_or(0))?)
-        } else {
-            None
-        };
-        t.mem = Some(Box::new(Mem {
-            vsize_bytes,
-            rss_bytes,
-            shared_bytes,
-            text_bytes,
-            data_bytes,
-            swap_bytes,
-            locked_bytes,
-        }));
+        let m = get_mem(c.c(T_MEM), r.and_then(|r| r.mem.as_deref()), p)?;
+        t.mem = Some(Box::new(m));
     }
     if has(P_LOCKED) {
         t.locked_bytes = Some(
@@ -624,42 +524,239 @@ pub(crate) fn get_task(
         t.wchan = Some(w.map_err(|_| HistoryError::Corrupt("wchan is not UTF-8"))?);
     }
     if has(P_IO) {
-        let ri = r.and_then(|r| r.io.as_deref());
-        let z = |f: fn(&Io) -> u64| ri.map_or(0, f);
-        let b = c.c(T_IO);
-        t.io = Some(Box::new(Io {
-            rchar_bytes: b.d(z(|x| x.rchar_bytes))?,
-            wchar_bytes: b.d(z(|x| x.wchar_bytes))?,
-            syscr: b.d(z(|x| x.syscr))?,
-            syscw: b.d(z(|x| x.syscw))?,
-            read_bytes: b.d(z(|x| x.read_bytes))?,
-            write_bytes: b.d(z(|x| x.write_bytes))?,
-            cancelled_write_bytes: b.d(z(|x| x.cancelled_write_bytes))?,
-        }));
+        let io = get_io(c.c(T_IO), r.and_then(|r| r.io.as_deref()))?;
+        t.io = Some(Box::new(io));
     }
     if has(P_SCHED) {
-        let rs = r.and_then(|r| r.sched.as_deref());
-        let b = c.c(T_SCHED);
-        let on_cpu_ns = b.d(rs.map_or(0, |x| x.on_cpu_ns))?;
-        let run_delay_ns = b.d(rs.map_or(0, |x| x.run_delay_ns))?;
-        let timeslices = b.d(rs.map_or(0, |x| x.timeslices))?;
-        let voluntary_switches = if has(P_VOL) {
-            Some(b.d(rs.and_then(|s| s.voluntary_switches).unwrap_or(0))?)
-        } else {
-            None
-        };
-        let involuntary_switches = if has(P_INVOL) {
-            Some(b.d(rs.and_then(|s| s.involuntary_switches).unwrap_or(0))?)
-        } else {
-            None
-        };
-        t.sched = Some(Box::new(Sched {
-            on_cpu_ns,
-            run_delay_ns,
-            timeslices,
-            voluntary_switches,
-            involuntary_switches,
-        }));
+        let s = get_sched(c.c(T_SCHED), r.and_then(|r| r.sched.as_deref()), p)?;
+        t.sched = Some(Box::new(s));
     }
     Ok(t)
+}
+
+/// Inverse of [`put_base`].
+fn get_base(
+    c: &mut ColsReader<'_>,
+    rb: Option<&Base>,
+    kthread: bool,
+) -> Result<Base, HistoryError> {
+    let d = Base::default();
+    let rb0 = rb.unwrap_or(&d);
+    let state = state_from(c.c(T_STATE).u()?)?;
+    let ids = c.c(T_IDS);
+    let ppid = ids.di32(rb0.ppid)?;
+    let pgid = ids.di32(rb0.pgid)?;
+    let sid = ids.di32(rb0.sid)?;
+    let tpgid = ids.di32(rb0.tpgid)?;
+    let tty_nr = ids.d32(rb0.tty_nr)?;
+    let s = c.c(T_SCHED_BASE);
+    let flags = s.d32(rb0.flags)?;
+    let nice = s.di32(rb0.nice)?;
+    let priority = s.di32(rb0.priority)?;
+    let policy = s.d32(rb0.policy)?;
+    let rt_priority = s.d32(rb0.rt_priority)?;
+    let num_threads = s.d32(rb0.num_threads)?;
+    let processor = c.c(T_CPU).di32(rb0.processor)?;
+    let comm = get_blob(c.c(T_COMM), rb.map(|b| &b.comm[..]), Comm::from_slice)?;
+    Ok(Base {
+        state,
+        ppid,
+        pgid,
+        sid,
+        tty_nr,
+        tpgid,
+        flags,
+        comm,
+        kthread,
+        nice,
+        priority,
+        policy,
+        rt_priority,
+        num_threads,
+        processor,
+    })
+}
+
+/// Inverse of [`put_cred`] (`p`: the row's presence bits).
+fn get_cred(b: &mut Reader<'_>, rc: Option<&Cred>, p: u64) -> Result<Cred, HistoryError> {
+    let z = |f: fn(&Cred) -> u32| rc.map_or(0, f);
+    let euid = b.d32(z(|c| c.euid))?;
+    let ruid = b.d32(euid)?;
+    let suid = b.d32(euid)?;
+    let fsuid = b.d32(euid)?;
+    let egid = b.d32(z(|c| c.egid))?;
+    let rgid = b.d32(egid)?;
+    let sgid = b.d32(egid)?;
+    let fsgid = b.d32(egid)?;
+    let groups = if p & P_GROUPS != 0 {
+        Some(get_groups(b, rc)?)
+    } else {
+        None
+    };
+    Ok(Cred {
+        ruid,
+        euid,
+        suid,
+        fsuid,
+        rgid,
+        egid,
+        sgid,
+        fsgid,
+        groups,
+        effective_only: p & P_EFFECTIVE_ONLY != 0,
+    })
+}
+
+/// The supplementary groups: the reference's (0), or their count + 1 and each.
+fn get_groups(b: &mut Reader<'_>, rc: Option<&Cred>) -> Result<Vec<u32>, HistoryError> {
+    match b.u()? {
+        0 => rc
+            .and_then(|c| c.groups.clone())
+            .ok_or(HistoryError::Corrupt("groups refer to a missing reference")),
+        n => {
+            let n = n - 1;
+            if n > b.left() as u64 {
+                return Err(HistoryError::Truncated);
+            }
+            let mut g = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                g.push(b.u32()?);
+            }
+            Ok(g)
+        }
+    }
+}
+
+/// Inverse of [`put_stat`].
+fn get_stat(c: &mut ColsReader<'_>, id: TaskId, rs: Option<&Stat>) -> Result<Stat, HistoryError> {
+    let d = Stat::default();
+    let rs = rs.unwrap_or(&d);
+    let b = c.c(T_TIMES);
+    let utime_ns = b.d(rs.utime_ns)?;
+    let stime_ns = b.d(rs.stime_ns)?;
+    let cutime_ns = b.d(rs.cutime_ns)?;
+    let cstime_ns = b.d(rs.cstime_ns)?;
+    let b = c.c(T_FAULTS);
+    let minflt = b.d(rs.minflt)?;
+    let majflt = b.d(rs.majflt)?;
+    let cminflt = b.d(rs.cminflt)?;
+    let cmajflt = b.d(rs.cmajflt)?;
+    let b = c.c(T_STAT_MEM);
+    Ok(Stat {
+        utime_ns,
+        stime_ns,
+        cutime_ns,
+        cstime_ns,
+        minflt,
+        majflt,
+        cminflt,
+        cmajflt,
+        start_time_ns: b.d(id.start_time_ns)?,
+        vsize_bytes: b.d(rs.vsize_bytes)?,
+        rss_bytes: b.d(rs.rss_bytes)?,
+        swap_bytes: None,
+    })
+}
+
+/// Inverse of [`put_mem`] (`p`: the row's presence bits).
+fn get_mem(b: &mut Reader<'_>, rm: Option<&Mem>, p: u64) -> Result<Mem, HistoryError> {
+    let z = |f: fn(&Mem) -> u64| rm.map_or(0, f);
+    let vsize_bytes = b.d(z(|m| m.vsize_bytes))?;
+    let rss_bytes = b.d(z(|m| m.rss_bytes))?;
+    let shared_bytes = b.d(z(|m| m.shared_bytes))?;
+    let text_bytes = b.d(z(|m| m.text_bytes))?;
+    let data_bytes = b.d(z(|m| m.data_bytes))?;
+    let swap_bytes = if p & P_SWAP != 0 {
+        Some(b.d(rm.and_then(|m| m.swap_bytes).unwrap_or(0))?)
+    } else {
+        None
+    };
+    let locked_bytes = if p & P_MEM_LOCKED != 0 {
+        Some(b.d(rm.and_then(|m| m.locked_bytes).unwrap_or(0))?)
+    } else {
+        None
+    };
+    Ok(Mem {
+        vsize_bytes,
+        rss_bytes,
+        shared_bytes,
+        text_bytes,
+        data_bytes,
+        swap_bytes,
+        locked_bytes,
+    })
+}
+
+/// Inverse of [`put_io`].
+fn get_io(b: &mut Reader<'_>, ri: Option<&Io>) -> Result<Io, HistoryError> {
+    let z = |f: fn(&Io) -> u64| ri.map_or(0, f);
+    Ok(Io {
+        rchar_bytes: b.d(z(|x| x.rchar_bytes))?,
+        wchar_bytes: b.d(z(|x| x.wchar_bytes))?,
+        syscr: b.d(z(|x| x.syscr))?,
+        syscw: b.d(z(|x| x.syscw))?,
+        read_bytes: b.d(z(|x| x.read_bytes))?,
+        write_bytes: b.d(z(|x| x.write_bytes))?,
+        cancelled_write_bytes: b.d(z(|x| x.cancelled_write_bytes))?,
+    })
+}
+
+/// Inverse of [`put_sched`] (`p`: the row's presence bits).
+fn get_sched(b: &mut Reader<'_>, rs: Option<&Sched>, p: u64) -> Result<Sched, HistoryError> {
+    let on_cpu_ns = b.d(rs.map_or(0, |x| x.on_cpu_ns))?;
+    let run_delay_ns = b.d(rs.map_or(0, |x| x.run_delay_ns))?;
+    let timeslices = b.d(rs.map_or(0, |x| x.timeslices))?;
+    let voluntary_switches = if p & P_VOL != 0 {
+        Some(b.d(rs.and_then(|s| s.voluntary_switches).unwrap_or(0))?)
+    } else {
+        None
+    };
+    let involuntary_switches = if p & P_INVOL != 0 {
+        Some(b.d(rs.and_then(|s| s.involuntary_switches).unwrap_or(0))?)
+    } else {
+        None
+    };
+    Ok(Sched {
+        on_cpu_ns,
+        run_delay_ns,
+        timeslices,
+        voluntary_switches,
+        involuntary_switches,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use tasksnap_model::fields::{self, example_task};
+    use tasksnap_model::{Backend, Reading, Snapshot, SnapshotStats};
+
+    use super::recorded_groups;
+    use crate::{Decoder, Encoder};
+
+    /// A field reads back as it was written exactly when [`recorded_groups`] has its group,
+    /// and as `None` otherwise: the set the front ends are told is the codec's.
+    #[test]
+    fn the_recorded_groups_are_what_a_recording_reads_back() {
+        let t = example_task();
+        let reading = Reading::of(Snapshot {
+            taken_at_unix_ns: 1_000,
+            taken_at_boottime_ns: 500,
+            boot_time_unix_s: 1,
+            backend: Backend::Procfs,
+            tasks: vec![t.clone()],
+            stats: SnapshotStats::default(),
+        });
+        let e = Encoder::new(1).encode(&reading, true);
+        let mut d = Decoder::new();
+        d.apply_names(e.key, e.names.as_deref().expect("a key's names"))
+            .expect("names");
+        let back = d.apply_sample(e.key, &e.sample).expect("sample");
+        let b = &back.snapshot.tasks[0];
+        let recorded = recorded_groups();
+        for f in fields::FIELDS {
+            let kept = f.group.asked(recorded);
+            let want = if kept { f.value(&t) } else { None };
+            assert_eq!(f.value(b), want, "{} (recorded: {kept})", f.name);
+        }
+    }
 }

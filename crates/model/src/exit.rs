@@ -3,9 +3,12 @@
 //! said just before it went, and as its parent's `wait4` rusage says after. Collectors fill it
 //! (`tasksnap-collect`'s exit source: a BPF program at `sched_process_exit`, or the kernel's
 //! taskstats exit notifications without BPF); this module
-//! only defines it and decodes the wait status.
+//! only defines it, decodes the wait status, and gives it as a [`Task`] ([`Exit::task`]) whose
+//! fields of the model's table ([`Exit::FIELDS`]) a front end reads as it reads a live
+//! task's.
 
-use crate::TaskId;
+use crate::fields::{self, Field};
+use crate::{Base, Cred, Io, Sched, Stat, Task, TaskId};
 
 /// How a process ended, decoded from its wait status (what `wait4` hands its parent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +138,88 @@ impl Exit {
         ExitReason::from_wait_status(self.wait_status)
     }
 
+    /// The fields of the model's table ([`crate::fields`]) an exit record holds: those
+    /// [`Exit::task`] fills from it. The task's other fields are zeros that mean nothing.
+    pub const FIELDS: &'static [&'static Field] = &[
+        &fields::PID,
+        &fields::TID,
+        &fields::START_TIME_NS,
+        &fields::PPID,
+        &fields::COMM,
+        &fields::EUID,
+        &fields::EGID,
+        &fields::RUID,
+        &fields::RGID,
+        &fields::UTIME_NS,
+        &fields::STIME_NS,
+        &fields::MINFLT,
+        &fields::MAJFLT,
+        &fields::CPU_NS,
+        &fields::RCHAR_BYTES,
+        &fields::WCHAR_BYTES,
+        &fields::READ_BYTES,
+        &fields::WRITE_BYTES,
+        &fields::CANCELLED_WRITE_BYTES,
+        &fields::VOLUNTARY_SWITCHES,
+        &fields::INVOLUNTARY_SWITCHES,
+        &fields::CMDLINE,
+    ];
+
+    /// The exited process as a task of the model, so that what reads a live task's fields
+    /// reads the final figures the same way: [`Exit::FIELDS`] are the record's (and `kthread`),
+    /// every other figure of the groups it fills is zero. The command line is `None` when the
+    /// record could not read one (an empty one it read is a kernel thread's).
+    pub fn task(&self) -> Task {
+        let mut t = Task::new(self.id);
+        t.base = Some(Base {
+            ppid: self.ppid,
+            comm: self.comm.iter().copied().collect(),
+            kthread: self.kernel_thread,
+            ..Base::default()
+        });
+        t.cred = Some(Cred {
+            ruid: self.ruid,
+            euid: self.euid,
+            rgid: self.rgid,
+            egid: self.egid,
+            // Not in the record.
+            suid: 0,
+            fsuid: 0,
+            sgid: 0,
+            fsgid: 0,
+            groups: None,
+            effective_only: false,
+        });
+        t.stat = Some(Stat {
+            utime_ns: self.utime_ns,
+            stime_ns: self.stime_ns,
+            minflt: self.minflt,
+            majflt: self.majflt,
+            start_time_ns: self.start_time_ns,
+            ..Stat::default()
+        });
+        t.io = Some(Box::new(Io {
+            rchar_bytes: self.rchar_bytes,
+            wchar_bytes: self.wchar_bytes,
+            read_bytes: self.read_bytes,
+            write_bytes: self.write_bytes,
+            cancelled_write_bytes: self.cancelled_write_bytes,
+            syscr: 0,
+            syscw: 0,
+        }));
+        t.sched = Some(Box::new(Sched {
+            voluntary_switches: Some(self.voluntary_ctxt_switches),
+            involuntary_switches: Some(self.nonvoluntary_ctxt_switches),
+            on_cpu_ns: 0,
+            run_delay_ns: 0,
+            timeslices: 0,
+        }));
+        // An empty command line the record could not read is unknown, not empty.
+        t.cmdline = (!self.cmdline.is_empty() || self.cmdline_missing.is_none())
+            .then(|| self.cmdline.clone());
+        t
+    }
+
     /// The command line's arguments (split at NUL; a trailing NUL ends the last).
     pub fn args(&self) -> Vec<&[u8]> {
         let c = self.cmdline.strip_suffix(&[0]).unwrap_or(&self.cmdline);
@@ -180,5 +265,56 @@ mod tests {
             }
         );
         assert_eq!(ExitReason::from_wait_status(9).shell_status(), 137);
+    }
+
+    /// [`Exit::FIELDS`] are exactly the fields whose values [`Exit::task`] takes from the
+    /// record: those that differ between a record of zeros and one of every figure set.
+    #[test]
+    fn the_fields_an_exit_holds_are_those_its_task_takes_from_it() {
+        let full = Exit {
+            id: TaskId {
+                tgid: 3,
+                tid: 3,
+                start_time_ns: 40,
+            },
+            ppid: 1,
+            ruid: 2,
+            euid: 3,
+            rgid: 4,
+            egid: 5,
+            comm: b"job".to_vec(),
+            cmdline: b"job\0-x\0".to_vec(),
+            cmdline_missing: None,
+            start_time_ns: 41,
+            exit_time_ns: 90,
+            wait_status: 0x0100,
+            utime_ns: 6,
+            stime_ns: 7,
+            cpu_ns: 13,
+            peak_rss_bytes: 8,
+            minflt: 9,
+            majflt: 10,
+            voluntary_ctxt_switches: 11,
+            nonvoluntary_ctxt_switches: 12,
+            rchar_bytes: 13,
+            wchar_bytes: 14,
+            read_bytes: 15,
+            write_bytes: 16,
+            cancelled_write_bytes: 17,
+            threads_summed: 1,
+            threads_cut: false,
+            kernel_thread: false,
+        };
+        let (zero, full) = (Exit::default().task(), full.task());
+        for f in fields::FIELDS {
+            let taken = f.value(&zero) != f.value(&full);
+            assert_eq!(taken, Exit::FIELDS.contains(&f), "{}", f.name);
+        }
+        let unread = Exit {
+            cmdline_missing: Some(CmdlineMissing::Unreadable),
+            ..Exit::default()
+        };
+        assert_eq!(unread.task().cmdline, None);
+        assert_eq!(Exit::default().task().cmdline, Some(Vec::new()));
     }
 }

@@ -7,7 +7,7 @@
 //! In the spirit of below's `Queriable` models: a flat, typed table rather than one match per
 //! front end. Names carry their units (`_ns`, `_bytes`), as the model's fields do.
 
-use crate::{Cgroup, Extra, Groups, Login, Task};
+use crate::{Base, Cgroup, Cred, Extra, Groups, Io, Login, Mem, Sched, Stat, Task, TaskId};
 
 /// How a field's value is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1359,10 +1359,84 @@ pub fn groups_for<'a>(fields: impl IntoIterator<Item = &'a Field>) -> Groups {
     g
 }
 
+/// A task with every group the table names filled (every field of [`FIELDS`] has a value), for
+/// tests of what carries fields: a front end's columns, a codec's round trip.
+pub fn example_task() -> Task {
+    let mut t = Task::new(TaskId {
+        tgid: 7,
+        tid: 7,
+        start_time_ns: 10,
+    });
+    t.base = Some(Base::default());
+    t.cred = Some(Cred {
+        ruid: 1,
+        euid: 2,
+        suid: 3,
+        fsuid: 4,
+        rgid: 5,
+        egid: 6,
+        sgid: 7,
+        fsgid: 8,
+        groups: Some(vec![]),
+        effective_only: false,
+    });
+    t.stat = Some(Stat::default());
+    t.mem = Some(Box::new(Mem {
+        vsize_bytes: 1,
+        rss_bytes: 2,
+        shared_bytes: 3,
+        text_bytes: 4,
+        data_bytes: 5,
+        swap_bytes: Some(6),
+        locked_bytes: Some(7),
+    }));
+    t.locked_bytes = Some(7);
+    t.io = Some(Box::new(Io {
+        rchar_bytes: 1,
+        wchar_bytes: 2,
+        syscr: 3,
+        syscw: 4,
+        read_bytes: 5,
+        write_bytes: 6,
+        cancelled_write_bytes: 7,
+    }));
+    t.sched = Some(Box::new(Sched {
+        on_cpu_ns: 1,
+        run_delay_ns: 2,
+        timeslices: 3,
+        voluntary_switches: Some(4),
+        involuntary_switches: Some(5),
+    }));
+    t.cmdline = Some(b"a\0".to_vec());
+    t.exe = Some(b"/bin/a".to_vec());
+    t.wchan = Some(String::new());
+    t.cgroup = Some(Box::new(Cgroup::parse(b"0::/user.slice\n".to_vec())));
+    t.fds = Some(3);
+    t.signals = Some(Box::default());
+    t.layout = Some(Box::default());
+    let x = t.extra_mut();
+    x.oom_score = Some(1);
+    x.oom_score_adj = Some(0);
+    x.loginuid = Some(-1);
+    x.smaps_kb = Some((1, 2));
+    x.label = Some(b"unconfined".to_vec());
+    x.autogroup = Some((12, 0));
+    x.ns = Some([1, 2, 3, 4, 5, 6, 7, 8]);
+    x.login = Some(Box::new(Login {
+        unit: Some(b"a.service".to_vec()),
+        user_unit: Some(b"b.service".to_vec()),
+        slice: Some(b"user.slice".to_vec()),
+        session: Some(b"3".to_vec()),
+        owner_uid: Some(1000),
+        machine: Some(b"m".to_vec()),
+        seat: Some(b"seat0".to_vec()),
+    }));
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Base, Io, Mem, Sched, Stat, TaskId};
 
     #[test]
     fn names_are_unique_and_carry_no_spaces() {
@@ -1376,83 +1450,9 @@ mod tests {
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')));
     }
 
-    /// A task with every group the table names filled.
-    fn full_task() -> Task {
-        let mut t = Task::new(TaskId {
-            tgid: 7,
-            tid: 7,
-            start_time_ns: 10,
-        });
-        t.base = Some(Base::default());
-        t.cred = Some(crate::Cred {
-            ruid: 1,
-            euid: 2,
-            suid: 3,
-            fsuid: 4,
-            rgid: 5,
-            egid: 6,
-            sgid: 7,
-            fsgid: 8,
-            groups: Some(vec![]),
-            effective_only: false,
-        });
-        t.stat = Some(Stat::default());
-        t.mem = Some(Box::new(Mem {
-            vsize_bytes: 1,
-            rss_bytes: 2,
-            shared_bytes: 3,
-            text_bytes: 4,
-            data_bytes: 5,
-            swap_bytes: Some(6),
-            locked_bytes: Some(7),
-        }));
-        t.locked_bytes = Some(7);
-        t.io = Some(Box::new(Io {
-            rchar_bytes: 1,
-            wchar_bytes: 2,
-            syscr: 3,
-            syscw: 4,
-            read_bytes: 5,
-            write_bytes: 6,
-            cancelled_write_bytes: 7,
-        }));
-        t.sched = Some(Box::new(Sched {
-            on_cpu_ns: 1,
-            run_delay_ns: 2,
-            timeslices: 3,
-            voluntary_switches: Some(4),
-            involuntary_switches: Some(5),
-        }));
-        t.cmdline = Some(b"a\0".to_vec());
-        t.exe = Some(b"/bin/a".to_vec());
-        t.wchan = Some(String::new());
-        t.cgroup = Some(Box::new(Cgroup::parse(b"0::/user.slice\n".to_vec())));
-        t.fds = Some(3);
-        t.signals = Some(Box::default());
-        t.layout = Some(Box::default());
-        let x = t.extra_mut();
-        x.oom_score = Some(1);
-        x.oom_score_adj = Some(0);
-        x.loginuid = Some(-1);
-        x.smaps_kb = Some((1, 2));
-        x.label = Some(b"unconfined".to_vec());
-        x.autogroup = Some((12, 0));
-        x.ns = Some([1, 2, 3, 4, 5, 6, 7, 8]);
-        x.login = Some(Box::new(Login {
-            unit: Some(b"a.service".to_vec()),
-            user_unit: Some(b"b.service".to_vec()),
-            slice: Some(b"user.slice".to_vec()),
-            session: Some(b"3".to_vec()),
-            owner_uid: Some(1000),
-            machine: Some(b"m".to_vec()),
-            seat: Some(b"seat0".to_vec()),
-        }));
-        t
-    }
-
     #[test]
     fn every_field_is_there_when_its_group_is_and_only_then() {
-        let full = full_task();
+        let full = example_task();
         for f in FIELDS {
             let v = f
                 .value(&full)

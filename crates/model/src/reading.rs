@@ -33,6 +33,20 @@ pub struct Reading {
 }
 
 impl Reading {
+    /// A reading of `snapshot` alone: no thread states, no system figures, no exits (from an
+    /// exit source that saw none), its host unknown.
+    pub fn of(snapshot: Snapshot) -> Reading {
+        Reading {
+            snapshot,
+            states: None,
+            system: SystemFigures::default(),
+            exits: Vec::new(),
+            exits_dropped: 0,
+            exits_missing: None,
+            host: HostIdentity::default(),
+        }
+    }
+
     /// The identities of this reading's exits. A process among them can also be a live row
     /// of the same reading: its exit record left the kernel when its last thread exited, but
     /// it stays in /proc (state Z) until its parent reaps it, and the walk that followed the

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 
-use super::{Format, Options, What};
+use super::options::{Format, Options, What};
 
 /// Writes a recording (`tasksnap record --dir DIR`) out as a table: one row per process
 /// (or thread) per sample, or one row per sample of system figures.
@@ -67,10 +67,10 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     };
     if args.fields.as_deref() == Some(&["help".to_string()][..]) {
         let mut text = format!("fields of --what {}:\n", args.what.name());
-        for c in super::columns(args.what) {
+        for c in super::columns::columns(args.what) {
             text.push_str(&format!("  {:<24} {}\n", c.name, c.help));
         }
-        let more = super::table::more_columns(args.what);
+        let more = super::columns::more_columns(args.what);
         if !more.is_empty() {
             text.push_str("more fields, only when named:\n");
             for c in more {
@@ -96,9 +96,9 @@ fn run(args: &Args) -> anyhow::Result<()> {
         fields: args.fields.clone(),
     };
     // Bad fields are refused before anything is read or created.
-    super::select(&opts)?;
+    super::select::select(&opts)?;
     if args.partition && args.format != Format::Parquet {
-        anyhow::bail!(super::PARTITION_FORMATS);
+        anyhow::bail!(super::write::PARTITION_FORMATS);
     }
     if args.partition && args.output.is_none() {
         anyhow::bail!("--partition needs --output DIR, the directory to write the partitions in");
@@ -119,7 +119,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     if let (true, Some(dir)) = (args.partition, &args.output) {
         let root = partition_root(dir, history.store().directory())?;
         let mut items = readings.by_ref().map(Ok::<_, anyhow::Error>);
-        super::write_partitioned(&mut items, &opts, root)?;
+        super::write::write_partitioned(&mut items, &opts, root)?;
         warn_lost(args, readings.lost());
         return Ok(());
     }
@@ -141,7 +141,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
             )),
         };
         let mut items = readings.by_ref().map(Ok::<_, anyhow::Error>);
-        super::write(&mut items, &opts, &mut out)?;
+        super::write::write(&mut items, &opts, &mut out)?;
         out.flush()?;
     }
     if let (Some(o), Some(path)) = (output, &args.output) {

@@ -15,7 +15,7 @@ pub fn rfc3339_micros(unix_ns: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::dump::clock::*;
 
     #[test]
     fn known_instants() {

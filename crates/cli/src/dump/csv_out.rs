@@ -5,9 +5,10 @@
 
 use std::io::{self, Write};
 
+use super::cells::Value;
 use super::clock::rfc3339_micros;
-use super::table::{Column, Value};
-use super::Sink;
+use super::columns::Column;
+use super::sink::Sink;
 
 /// Writes CSV records.
 pub struct CsvSink<'a> {
@@ -62,7 +63,7 @@ fn render(v: &Value, buf: &mut String) {
             Ok(())
         }
         Value::Bytes(b) => {
-            super::table::hex_into(buf, b);
+            super::cells::hex_into(buf, b);
             Ok(())
         }
         Value::Bool(b) => write!(buf, "{b}"),

@@ -5,9 +5,10 @@
 
 use std::io::{BufWriter, Write};
 
+use super::cells::Value;
 use super::clock::rfc3339_micros;
-use super::table::{Column, Value};
-use super::Sink;
+use super::columns::Column;
+use super::sink::Sink;
 
 /// Writes one JSON object per line.
 pub struct JsonSink<'a> {
@@ -63,7 +64,7 @@ impl Sink for JsonSink<'_> {
                 }
                 Value::Bytes(b) => {
                     let mut hex = String::with_capacity(2 * b.len());
-                    super::table::hex_into(&mut hex, b);
+                    super::cells::hex_into(&mut hex, b);
                     write!(out, "\"{hex}\"")?
                 }
                 Value::Bool(b) => write!(out, "{b}")?,

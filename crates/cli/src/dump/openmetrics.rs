@@ -1,6 +1,6 @@
 //! OpenMetrics text exposition with timestamps, for backfilling a Prometheus TSDB
 //! (`promtool tsdb create-blocks-from openmetrics`). Each numeric column with a
-//! [`Metric`](super::table::Metric) is a family (`tasksnap_process_cpu_seconds`, ...); the
+//! [`Metric`](super::columns::Metric) is a family (`tasksnap_process_cpu_seconds`, ...); the
 //! series are told apart by the table's label columns (processes: `pid`, `comm`, `user`;
 //! threads: `pid`, `tid`, `comm`) and, where several columns share a family, one more label
 //! (`state="running"`, `mode="user"`). Command lines and environments are never labels.
@@ -16,8 +16,11 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
 
-use super::table::{Column, MetricType, Value};
-use super::Sink;
+use tasksnap_export::families::Type;
+
+use super::cells::Value;
+use super::columns::Column;
+use super::sink::Sink;
 
 /// One series: its label text and its points (value, ns since the epoch).
 struct Series {
@@ -27,7 +30,7 @@ struct Series {
 
 struct Family {
     name: String,
-    kind: MetricType,
+    kind: Type,
     help: String,
     series: Vec<Series>,
     by_labels: HashMap<String, usize>,
@@ -80,12 +83,13 @@ impl<'a> OpenMetricsSink<'a> {
         let mut targets = Vec::new();
         for (i, c) in cols.iter().enumerate() {
             let Some(m) = &c.metric else { continue };
-            let family = match families.iter().position(|f| f.name == m.family) {
+            let name = m.family.name();
+            let family = match families.iter().position(|f| f.name == name) {
                 Some(f) => f,
                 None => {
                     families.push(Family {
-                        name: m.family.clone(),
-                        kind: m.kind,
+                        name,
+                        kind: m.family.kind,
                         help: m.family_help.map_or_else(|| c.help.clone(), str::to_string),
                         series: Vec::new(),
                         by_labels: HashMap::new(),
@@ -121,8 +125,9 @@ impl<'a> OpenMetricsSink<'a> {
         let mut line = String::new();
         for f in &self.families {
             let (kind, suffix) = match f.kind {
-                MetricType::Counter => ("counter", "_total"),
-                MetricType::Gauge => ("gauge", ""),
+                Type::Counter => ("counter", "_total"),
+                Type::Gauge => ("gauge", ""),
+                Type::Info => ("info", "_info"),
             };
             line.clear();
             let _ = write!(line, "# TYPE {} {kind}\n# HELP {} ", f.name, f.name);

@@ -19,8 +19,9 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use super::table::{Column, Kind, Value};
-use super::Sink;
+use super::cells::Value;
+use super::columns::{Column, Kind};
+use super::sink::Sink;
 
 /// Rows per record batch and row group.
 pub const BATCH_ROWS: usize = 64 * 1024;

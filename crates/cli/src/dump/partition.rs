@@ -40,9 +40,9 @@ use anyhow::Context;
 use tasksnap_model::Reading;
 use tasksnap_safefile::Dir;
 
+use super::columns::Column;
 use super::parquet_out::ParquetSink;
-use super::table::Column;
-use super::Sink;
+use super::sink::Sink;
 
 /// Partitions open at once (each holds up to a row group of rows in memory).
 pub const MAX_OPEN: usize = 8;
@@ -82,7 +82,7 @@ pub fn host_dir(hostname: Option<&[u8]>) -> String {
     if out.len() > NAME_MAX {
         out.truncate(5);
         out.push_str("~x");
-        crate::dump::table::hex_into(&mut out, name);
+        super::cells::hex_into(&mut out, name);
     }
     out
 }
@@ -224,7 +224,7 @@ impl Sink for Partitions {
         Ok(())
     }
 
-    fn row(&mut self, row: &[super::Value]) -> anyhow::Result<()> {
+    fn row(&mut self, row: &[super::cells::Value]) -> anyhow::Result<()> {
         match self.open.last_mut() {
             Some(p) => p.sink.row(row),
             None => anyhow::bail!("a row before its reading (a bug)"),
@@ -257,7 +257,7 @@ impl Sink for Partitions {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::dump::partition::*;
 
     #[test]
     fn hostile_host_names_stay_one_directory_name() {

@@ -18,7 +18,9 @@ use tasksnap_model::{
 };
 use tasksnap_states::interval::{between, Rollup};
 
-use super::*;
+use super::columns::{self, columns};
+use super::options::{Format, Options, What};
+use super::write::{write, write_partitioned};
 
 const T0: u64 = 1_700_000_000_000_000_000;
 const BOOT_S: u64 = 1_699_990_000;
@@ -715,9 +717,9 @@ fn hostile_readings() -> Vec<Reading> {
     rs
 }
 
-/// CSV, JSON and Parquet dumps replaced invalid UTF-8 with U+FFFD and kept no exact bytes,
-/// although the store has them: now a `_bytes` sibling holds them (hex in CSV and JSON,
-/// binary in Parquet), null where the text is exact.
+/// A name's text has invalid UTF-8 replaced with U+FFFD, and its exact bytes, which the
+/// store keeps, are in a `_bytes` sibling (hex in CSV and JSON, binary in Parquet), null
+/// where the text is exact.
 #[test]
 fn dump_keeps_the_exact_bytes_of_names() {
     let (_, out) = dump(hostile_readings(), &opts(Format::Csv, What::Processes));
@@ -785,7 +787,7 @@ fn fields_of_the_model_table_are_chosen_by_name() {
         .into_iter()
         .map(|c| c.name)
         .collect();
-    let more = table::more_columns(What::Processes);
+    let more = columns::more_columns(What::Processes);
     for f in tasksnap_model::fields::FIELDS {
         let named = defaults
             .iter()

@@ -1,0 +1,280 @@
+//! One definition of each metric family tasksnap writes: its name, unit and type. `serve`
+//! ([`crate::encode`]) and `tasksnap dump --format openmetrics` (the CLI's dump, from a
+//! recording) take their families from here, so a family has one name and type whichever
+//! writes it: the per-task families ([`TASK_CPU`], ...) are a process's in both
+//! (`tasksnap_process_cpu_seconds`) and a thread's in dump's `--what threads`.
+//!
+//! A family's HELP text is its writer's, as what it writes differs: serve's sums a group's
+//! processes since the exporter started (next to its rows in [`crate::encode`]), dump's is
+//! its column's help (from the model's field table).
+//!
+//! Names are the OpenMetrics names: the scope's prefix, the stem, the unit's suffix
+//! ([`Family::name`]); a counter's samples add `_total`. Metric names and their meaning are
+//! documented in docs/serve.md and docs/record.md.
+
+use std::borrow::Cow;
+
+/// What a family's series are of: its name's prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The host as serve sees it, and the exporter itself (`tasksnap_`).
+    Host,
+    /// A group of processes (`tasksnap_group_`).
+    Group,
+    /// One process (`tasksnap_process_`).
+    Process,
+    /// One thread (`tasksnap_thread_`).
+    Thread,
+    /// The machine-wide figures of a recording (`tasksnap_system_`).
+    System,
+}
+
+impl Scope {
+    /// The prefix of the names of this scope's families.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Scope::Host => "tasksnap_",
+            Scope::Group => "tasksnap_group_",
+            Scope::Process => "tasksnap_process_",
+            Scope::Thread => "tasksnap_thread_",
+            Scope::System => "tasksnap_system_",
+        }
+    }
+}
+
+/// A family's OpenMetrics type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Type {
+    /// Only grows (samples named with `_total`).
+    Counter,
+    /// Goes up and down.
+    Gauge,
+    /// Labels with a constant value of 1 (samples named with `_info`).
+    Info,
+}
+
+/// A family's unit, the last part of its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Seconds (`_seconds`).
+    Seconds,
+    /// Bytes (`_bytes`).
+    Bytes,
+}
+
+impl Unit {
+    /// The unit as a name's suffix and OpenMetrics' `# UNIT`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Seconds => "seconds",
+            Unit::Bytes => "bytes",
+        }
+    }
+}
+
+/// One metric family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Family {
+    /// Whose series.
+    pub scope: Scope,
+    /// The name between the scope's prefix and the unit.
+    pub stem: Cow<'static, str>,
+    /// Its unit, when it has one.
+    pub unit: Option<Unit>,
+    /// Its type.
+    pub kind: Type,
+}
+
+impl Family {
+    const fn new(scope: Scope, stem: &'static str, unit: Option<Unit>, kind: Type) -> Family {
+        Family {
+            scope,
+            stem: Cow::Borrowed(stem),
+            unit,
+            kind,
+        }
+    }
+
+    /// A family of the recording's machine-wide figures named at run time (one per vmstat
+    /// counter, per pressure resource).
+    pub fn system(stem: String, unit: Option<Unit>, kind: Type) -> Family {
+        Family {
+            scope: Scope::System,
+            stem: Cow::Owned(stem),
+            unit,
+            kind,
+        }
+    }
+
+    /// The same family for another scope (a per-task family for threads).
+    pub fn of(&self, scope: Scope) -> Family {
+        Family {
+            scope,
+            ..self.clone()
+        }
+    }
+
+    /// Its name without the unit (what `prometheus-client`, which appends the unit, is
+    /// given).
+    pub fn base_name(&self) -> String {
+        format!("{}{}", self.scope.prefix(), self.stem)
+    }
+
+    /// Its name, unit included: `# TYPE`'s, and the samples' (before `_total`).
+    pub fn name(&self) -> String {
+        match self.unit {
+            Some(u) => format!("{}_{}", self.base_name(), u.name()),
+            None => self.base_name(),
+        }
+    }
+}
+
+use Scope::{Group, Host, Process, System};
+use Type::{Counter, Gauge, Info};
+use Unit::{Bytes, Seconds};
+
+/// A group's CPU time, by mode.
+pub const GROUP_CPU: Family = Family::new(Group, "cpu", Some(Seconds), Counter);
+/// A group's thread time by scheduler state.
+pub const GROUP_STATE: Family = Family::new(Group, "state", Some(Seconds), Counter);
+/// A group's D-state time by wait reason.
+pub const GROUP_DISK_WAIT: Family = Family::new(Group, "disk_wait", Some(Seconds), Counter);
+/// A group's processes.
+pub const GROUP_PROCESSES: Family = Family::new(Group, "processes", None, Gauge);
+/// A group's threads.
+pub const GROUP_THREADS: Family = Family::new(Group, "threads", None, Gauge);
+/// A group's threads by their state now.
+pub const GROUP_THREADS_IN_STATE: Family = Family::new(Group, "threads_in_state", None, Gauge);
+/// A group's memory, by kind.
+pub const GROUP_MEMORY: Family = Family::new(Group, "memory", Some(Bytes), Gauge);
+/// A group's storage I/O, by direction.
+pub const GROUP_IO: Family = Family::new(Group, "io", Some(Bytes), Counter);
+/// A group's page faults, by kind.
+pub const GROUP_PAGE_FAULTS: Family = Family::new(Group, "page_faults", None, Counter);
+/// A group's context switches, by kind.
+pub const GROUP_CONTEXT_SWITCHES: Family = Family::new(Group, "context_switches", None, Counter);
+/// A group's exited processes, by reason.
+pub const GROUP_EXITS: Family = Family::new(Group, "exits", None, Counter);
+/// When a group's oldest process started.
+pub const GROUP_OLDEST_START_TIME: Family =
+    Family::new(Group, "oldest_start_time", Some(Seconds), Gauge);
+
+/// A task's CPU time since it started (serve: by mode; dump: user + system).
+pub const TASK_CPU: Family = Family::new(Process, "cpu", Some(Seconds), Counter);
+/// A process's CPU time in serve's last collection interval.
+pub const TASK_INTERVAL_CPU: Family = Family::new(Process, "interval_cpu", Some(Seconds), Gauge);
+/// A task's resident memory.
+pub const TASK_RESIDENT_MEMORY: Family =
+    Family::new(Process, "resident_memory", Some(Bytes), Gauge);
+/// A task's virtual memory.
+pub const TASK_VIRTUAL_MEMORY: Family = Family::new(Process, "virtual_memory", Some(Bytes), Gauge);
+/// A process's threads.
+pub const TASK_THREADS: Family = Family::new(Process, "threads", None, Gauge);
+/// When a task started, Unix time.
+pub const TASK_START_TIME: Family = Family::new(Process, "start_time", Some(Seconds), Gauge);
+/// A task's nice value.
+pub const TASK_NICE: Family = Family::new(Process, "nice", None, Gauge);
+/// A task's minor page faults.
+pub const TASK_MINOR_FAULTS: Family = Family::new(Process, "minor_faults", None, Counter);
+/// A task's major page faults.
+pub const TASK_MAJOR_FAULTS: Family = Family::new(Process, "major_faults", None, Counter);
+/// Bytes a task read from storage.
+pub const TASK_STORAGE_READ: Family = Family::new(Process, "storage_read", Some(Bytes), Counter);
+/// Bytes a task wrote to storage.
+pub const TASK_STORAGE_WRITTEN: Family =
+    Family::new(Process, "storage_written", Some(Bytes), Counter);
+/// A task's time on a CPU (schedstat).
+pub const TASK_ON_CPU: Family = Family::new(Process, "on_cpu", Some(Seconds), Counter);
+/// A task's time waiting on a run queue (schedstat).
+pub const TASK_RUN_DELAY: Family = Family::new(Process, "run_delay", Some(Seconds), Counter);
+/// A thread's time by scheduler state.
+pub const TASK_STATE: Family = Family::new(Process, "state", Some(Seconds), Counter);
+
+/// Processes on the host.
+pub const PROCESSES: Family = Family::new(Host, "processes", None, Gauge);
+/// Threads on the host.
+pub const THREADS: Family = Family::new(Host, "threads", None, Gauge);
+/// Processes and threads created since boot.
+pub const FORKS: Family = Family::new(Host, "forks", None, Counter);
+/// Exit records the kernel dropped since the exporter started.
+pub const EXITS_DROPPED: Family = Family::new(Host, "exits_dropped", None, Counter);
+/// Every thread's time by scheduler state.
+pub const STATE: Family = Family::new(Host, "state", Some(Seconds), Counter);
+/// Threads by their state now.
+pub const THREADS_IN_STATE: Family = Family::new(Host, "threads_in_state", None, Gauge);
+
+/// The wall time of serve's last collection.
+pub const COLLECT: Family = Family::new(Host, "collect", Some(Seconds), Gauge);
+/// The CPU time serve's collections took.
+pub const COLLECT_CPU: Family = Family::new(Host, "collect_cpu", Some(Seconds), Counter);
+/// serve's collections.
+pub const COLLECTIONS: Family = Family::new(Host, "collections", None, Counter);
+/// serve's failed collections.
+pub const COLLECTION_ERRORS: Family = Family::new(Host, "collection_errors", None, Counter);
+/// Connections serve closed at its connection cap.
+pub const CONNECTIONS_EVICTED: Family = Family::new(Host, "connections_evicted", None, Counter);
+/// When serve's figures were collected.
+pub const LAST_COLLECTION_TIMESTAMP: Family =
+    Family::new(Host, "last_collection_timestamp", Some(Seconds), Gauge);
+/// Groups folded into `other`.
+pub const GROUPS_FOLDED: Family = Family::new(Host, "groups_folded", None, Gauge);
+/// What reads tasks, thread states and exits.
+pub const SOURCE: Family = Family::new(Host, "source", None, Info);
+/// The exporter's version.
+pub const BUILD: Family = Family::new(Host, "build", None, Info);
+
+/// /proc/stat CPU time by mode, clock ticks.
+pub const SYSTEM_CPU_TICKS: Family = Family::new(System, "cpu_ticks", None, Counter);
+/// CPUs of /proc/stat.
+pub const SYSTEM_CPUS: Family = Family::new(System, "cpus", None, Gauge);
+/// Threads on the system (/proc/loadavg).
+pub const SYSTEM_TASKS: Family = Family::new(System, "tasks", None, Gauge);
+/// Processes that exited since the previous reading.
+pub const SYSTEM_EXITS: Family = Family::new(System, "exits", None, Gauge);
+/// Exit records dropped since the previous reading.
+pub const SYSTEM_EXITS_DROPPED: Family = Family::new(System, "exits_dropped", None, Gauge);
+
+/// A machine-wide figure named after its column (`context_switches`, `mem_total_bytes`,
+/// `load1`, `vmstat_pgfault`, ...): the column's name is the family's.
+pub fn system_figure(column: &str, kind: Type) -> Family {
+    Family::system(column.to_string(), None, kind)
+}
+
+/// The 10-second pressure stall average of `resource`, percent.
+pub fn pressure_avg10(resource: &str) -> Family {
+    Family::system(format!("pressure_{resource}_avg10"), None, Gauge)
+}
+
+/// The pressure stall time of `resource` since boot.
+pub fn pressure_stalled(resource: &str) -> Family {
+    Family::system(
+        format!("pressure_{resource}_stalled"),
+        Some(Seconds),
+        Counter,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_prefix_stem_and_unit() {
+        assert_eq!(TASK_CPU.name(), "tasksnap_process_cpu_seconds");
+        assert_eq!(TASK_CPU.base_name(), "tasksnap_process_cpu");
+        assert_eq!(
+            TASK_STATE.of(Scope::Thread).name(),
+            "tasksnap_thread_state_seconds"
+        );
+        assert_eq!(GROUP_MEMORY.name(), "tasksnap_group_memory_bytes");
+        assert_eq!(FORKS.name(), "tasksnap_forks");
+        assert_eq!(
+            pressure_stalled("io").name(),
+            "tasksnap_system_pressure_io_stalled_seconds"
+        );
+        assert_eq!(
+            system_figure("mem_total_bytes", Gauge).name(),
+            "tasksnap_system_mem_total_bytes"
+        );
+    }
+}
