@@ -367,7 +367,6 @@ fn is_zombie(t: &Task) -> bool {
 pub(crate) struct Ctx {
     types: &'static crate::Types,
     boot_time_s: f64,
-    clk_tck: f64,
     users: HashMap<u32, Py<PyAny>>,
     /// psutil's status strings, made once per call (by state letter, ASCII).
     statuses: Vec<Py<PyAny>>,
@@ -421,7 +420,6 @@ impl Ctx {
         Ok(Ctx {
             types: crate::types()?,
             boot_time_s: snap.boot_time_unix_s as f64,
-            clk_tck: host::clk_tck() as f64,
             users,
             mem_total_bytes,
             cpu_percent: HashMap::new(),
@@ -548,9 +546,7 @@ impl Ctx {
                 None => return Ok(Err(missing)),
             },
             Attr::CreateTime => {
-                // psutil's arithmetic: ticks / CLK_TCK + btime, so both agree to the bit.
-                let ticks = host::start_ticks(t.id.start_time_ns) as f64;
-                (ticks / self.clk_tck + self.boot_time_s).into_bound_py_any(py)?
+                host::create_time_s(t.id.start_time_ns, self.boot_time_s).into_bound_py_any(py)?
             }
             Attr::MemoryInfo => match self.fields::<5>(py, attr, t)? {
                 Some([rss, vms, shared, text, data]) => ty.make(
@@ -1032,6 +1028,13 @@ pub(crate) fn psutil_cpu_percent(delta_proc_s: f64, delta_timer_s: f64, num_cpus
     }
     let pct = delta_proc_s / delta_timer_s * 100.0 * num_cpus;
     format!("{pct:.1}").parse().unwrap_or(pct)
+}
+
+/// `Process.cpu_percent()`'s figure from the CPU seconds the process used and the timer's
+/// seconds between two calls ([`psutil_cpu_percent`]).
+#[pyfunction]
+pub(crate) fn cpu_percent(delta_proc_s: f64, delta_timer_s: f64, num_cpus: f64) -> f64 {
+    psutil_cpu_percent(delta_proc_s, delta_timer_s, num_cpus)
 }
 
 /// `object.__new__(cls)` for a plain class (`Process`): its `tp_alloc` called directly,

@@ -309,7 +309,6 @@ pub(crate) fn snapshot<'py>(
     }
     let tasks = &snap.tasks;
     let boot = snap.boot_time_unix_s as f64;
-    let tck = host::clk_tck() as f64;
     let mut users: HashMap<u32, Vec<u8>> = HashMap::new();
     if attrs.contains(&Attr::Username) {
         let mut uids: Vec<u32> = tasks
@@ -397,9 +396,11 @@ pub(crate) fn snapshot<'py>(
             }
             Attr::CreateTime => out.push((
                 cols[0].into(),
-                Arc::new(Float64Array::from_iter_values(tasks.iter().map(|t| {
-                    host::start_ticks(t.id.start_time_ns) as f64 / tck + boot
-                }))),
+                Arc::new(Float64Array::from_iter_values(
+                    tasks
+                        .iter()
+                        .map(|t| host::create_time_s(t.id.start_time_ns, boot)),
+                )),
             )),
             Attr::Cmdline => {
                 let (texts, exact) = cmdlines(tasks);

@@ -236,6 +236,10 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host::mem_total_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(host::env_proc_root, m)?)?;
     m.add_function(wrap_pyfunction!(host::set_proc_root, m)?)?;
+    m.add_function(wrap_pyfunction!(host::py_start_ticks, m)?)?;
+    m.add_function(wrap_pyfunction!(host::create_time, m)?)?;
+    m.add_function(wrap_pyfunction!(host::env_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(attrs::cpu_percent, m)?)?;
     for f in [
         wrap_pyfunction!(system::cpu_count, m)?,
         wrap_pyfunction!(system::cpu_times, m)?,

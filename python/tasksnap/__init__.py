@@ -430,7 +430,9 @@ def _check_pid(pid: Any) -> int:
     return pid
 
 
-_BACKEND = os.environ.get("TASKSNAP_BACKEND", "auto")
+#: The backend every whole-system call asks for: the environment's ``TASKSNAP_BACKEND`` as
+#: the binding read it, else ``auto`` (tests assign it).
+_BACKEND = _tasksnap.env_backend()
 
 
 # --- Process -----------------------------------------------------------------------------
@@ -439,10 +441,6 @@ _BACKEND = os.environ.get("TASKSNAP_BACKEND", "auto")
 def _num_cpus() -> int:
     """psutil's ``cpu_count()`` (logical CPUs), the factor of its CPU timer."""
     return cpu_count() or 1
-
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-_NS_PER_TICK = 1_000_000_000 // _CLK_TCK
 
 
 def _timer() -> float:
@@ -617,7 +615,7 @@ class Process(_FilesMixin):
             return None
         # Started before this one (a process whose parent exited was given another): the
         # start times in clock ticks, as the kernel keeps them, not the seconds made of them.
-        if parent._start_ns // _NS_PER_TICK <= self._start_ns // _NS_PER_TICK:
+        if _tasksnap.start_ticks(parent._start_ns) <= _tasksnap.start_ticks(self._start_ns):
             return parent
         return None
 
@@ -699,11 +697,7 @@ class Process(_FilesMixin):
                 return 0.0
             st1, pt1 = last
         self._cpu_last = (st2, pt2)
-        try:
-            overall = ((pt2 - pt1) / (st2 - st1)) * 100
-        except ZeroDivisionError:
-            return 0.0
-        return round(overall * _num_cpus(), 1)
+        return _tasksnap.cpu_percent(pt2 - pt1, st2 - st1, _num_cpus())
 
     def memory_info(self) -> pmem:
         """Memory in bytes, as /proc/PID/statm gives it."""
@@ -736,8 +730,7 @@ class Process(_FilesMixin):
         psutil's)."""
         ct = getattr(self, "_create_time", None)
         if ct is None:
-            ticks = self._start_ns // _NS_PER_TICK
-            ct = ticks / _CLK_TCK + boot_time()
+            ct = _tasksnap.create_time(self._start_ns)
             self._create_time = ct
         return ct
 
