@@ -15,8 +15,8 @@ use pyo3::prelude::*;
 use tasksnap_collect::process_files::{Endpoint, FilesError, Identity, ProcessFiles, SocketTable};
 use tasksnap_collect::Host;
 
-use crate::attrs::os_str;
 use crate::host::{self, PerRoot};
+use crate::psutil::os_str;
 
 /// The reader, on the roots the binding's hosts read.
 static FILES: PerRoot<ProcessFiles> = PerRoot::new(|opts| Host::open(opts).process_files());
