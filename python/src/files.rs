@@ -318,7 +318,7 @@ pub(crate) fn terminal<'py>(
     }
 }
 
-/// The reader on the tree read now: `attrs.rs` cleans a pass's `exe` paths with it
+/// The reader on the tree read now: `values.rs` cleans a pass's `exe` paths with it
 /// (`ProcessFiles::clean_path`, as psutil cleans them) and maps its terminals (`terminal`).
 pub(crate) fn reader() -> std::sync::Arc<ProcessFiles> {
     FILES.get()
