@@ -33,7 +33,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 /// The Python classes the native half builds values and raises errors with, handed over by
-/// `tasksnap/__init__.py` (psutil's named tuples and exceptions are defined there, in
+/// `tasksnap/_common.py` (psutil's named tuples and exceptions are defined there, in
 /// Python, so that they pickle and compare like psutil's).
 #[derive(Debug)]
 pub(crate) struct Types {
@@ -60,9 +60,9 @@ pub(crate) struct Types {
     tuple_alloc: Option<pyo3::ffi::allocfunc>,
 }
 
-/// The classes of the last [`setup`]: a reload of the Python module (`importlib.reload`)
-/// makes new classes and hands them over again, and its `except NoSuchProcess` catches only
-/// the new ones. Each set is leaked: a reference handed out before a reload may still be in
+/// The classes of the last [`setup`]: a reload of the Python module that defines them
+/// (`importlib.reload`) makes new classes and hands them over again, and its
+/// `except NoSuchProcess` catches only the new ones. Each set is leaked: a reference handed out before a reload may still be in
 /// use, and a module is reloaded a handful of times at most.
 static TYPES: AtomicPtr<Types> = AtomicPtr::new(std::ptr::null_mut());
 
