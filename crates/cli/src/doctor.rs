@@ -96,11 +96,6 @@ fn hidepid(host: &Host) -> String {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
 /// What is wrong, said at the end (each a `problem` line; any makes the exit code 1).
 type Problems = Vec<String>;
 
@@ -287,7 +282,7 @@ fn timings(host: &Host, problems: &mut Problems) -> Result<(), ()> {
     let processes = host.list_pids().map(|p| p.len()).unwrap_or(0);
     line("tasks", format!("{processes} processes, {threads} threads"));
 
-    let stat_us = median(
+    let stat_us = crate::bench::median(
         (0..21)
             .map(|_| {
                 let t = Instant::now();

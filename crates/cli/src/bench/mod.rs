@@ -34,7 +34,8 @@ struct Row {
     kernel_allocs: Option<u64>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of timings (bench's rows; doctor's /proc reads).
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
