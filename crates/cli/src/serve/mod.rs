@@ -14,13 +14,14 @@ mod budget;
 mod conns;
 mod http;
 mod query;
+mod shared;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -31,6 +32,7 @@ use tasksnap_export::{Aggregator, Config, Grouping, Options};
 use tasksnap_model::Backend;
 
 use crate::when;
+use shared::Shared;
 
 /// The port `tasksnap serve` listens on unless told otherwise: outside the 9100-9999 range
 /// the Prometheus project's list of exporter default ports allocates, so no exporter's
@@ -188,78 +190,6 @@ pub fn main(argv: &[OsString]) -> ExitCode {
         None => args.group_by.into(),
     };
     run(&args, grouping)
-}
-
-/// What the collection thread hands the HTTP side.
-#[derive(Debug)]
-pub struct Shared {
-    /// The last collection's exposition.
-    pub exposition: RwLock<Arc<Exposition>>,
-    /// Connections closed to make room for a newcomer (see conns.rs).
-    pub evicted: AtomicU64,
-    stop: Mutex<bool>,
-    wake: Condvar,
-}
-
-impl Shared {
-    /// Nothing collected yet.
-    fn new() -> Shared {
-        Shared {
-            exposition: RwLock::new(Arc::new(Exposition {
-                openmetrics: Arc::from(Vec::new()),
-                prometheus: Arc::from(Vec::new()),
-                series: 0,
-            })),
-            evicted: AtomicU64::new(0),
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
-        }
-    }
-
-    fn current(&self) -> Arc<Exposition> {
-        match self.exposition.read() {
-            Ok(e) => e.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    /// Swaps in a new exposition. The lock is held for the swap only: the old one is
-    /// dropped (its buffers freed) after it is released, so a scrape never waits on a free.
-    fn publish(&self, e: Exposition) {
-        let mut e = Arc::new(e);
-        match self.exposition.write() {
-            Ok(mut slot) => std::mem::swap(&mut *slot, &mut e),
-            Err(poisoned) => std::mem::swap(&mut *poisoned.into_inner(), &mut e),
-        }
-        drop(e);
-    }
-
-    fn stop(&self) {
-        if let Ok(mut s) = self.stop.lock() {
-            *s = true;
-        }
-        self.wake.notify_all();
-    }
-
-    /// Sleeps until `deadline` or a stop; true on a stop.
-    fn sleep_until(&self, deadline: Instant) -> bool {
-        let Ok(mut stopped) = self.stop.lock() else {
-            return true;
-        };
-        loop {
-            if *stopped {
-                return true;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            stopped = match self.wake.wait_timeout(stopped, left) {
-                Ok((s, _)) => s,
-                Err(_) => return true,
-            };
-        }
-    }
 }
 
 /// The CPU clock of the calling thread, for [`collection_cpu_ns`] to leave out.
