@@ -62,8 +62,9 @@ pub(crate) struct Types {
 
 /// The classes of the last [`setup`]: a reload of the Python module that defines them
 /// (`importlib.reload`) makes new classes and hands them over again, and its
-/// `except NoSuchProcess` catches only the new ones. Each set is leaked: a reference handed out before a reload may still be in
-/// use, and a module is reloaded a handful of times at most.
+/// `except NoSuchProcess` catches only the new ones. Each set is leaked: a reference handed
+/// out before a reload may still be in use, and a module is reloaded a handful of times at
+/// most.
 static TYPES: AtomicPtr<Types> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The classes handed over by [`setup`]; an error when `_tasksnap` is used on its own.
