@@ -23,50 +23,13 @@ use pyo3::prelude::*;
 use tasksnap_model::{fields, Groups, Selector, Task};
 
 use crate::arrow::Columns;
-use crate::attrs::{groups_for, parse_attrs, split_cmdline, Attr};
+use crate::attrs::{groups_for, parse_attrs, Attr};
 use crate::host;
+use crate::psutil::{split_cmdline, status_name};
 
-/// The columns an attribute becomes.
+/// The columns an attribute becomes ([`crate::attrs::Spec::columns`]).
 fn columns_of(a: Attr) -> &'static [&'static str] {
-    match a {
-        Attr::Pid => &["pid"],
-        Attr::Ppid => &["ppid"],
-        Attr::Name => &["name", "name_bytes"],
-        Attr::Username => &["username", "username_bytes"],
-        Attr::Status => &["status"],
-        Attr::CpuTimes => &[
-            "cpu_user",
-            "cpu_system",
-            "cpu_children_user",
-            "cpu_children_system",
-        ],
-        Attr::MemoryInfo => &["rss", "vms", "shared", "text", "data"],
-        Attr::Cmdline => &["cmdline", "cmdline_bytes"],
-        Attr::NumThreads => &["num_threads"],
-        Attr::CreateTime => &["create_time"],
-        Attr::IoCounters => &[
-            "read_count",
-            "write_count",
-            "read_bytes",
-            "write_bytes",
-            "read_chars",
-            "write_chars",
-        ],
-        Attr::Uids => &["uid_real", "uid_effective", "uid_saved"],
-        Attr::Gids => &["gid_real", "gid_effective", "gid_saved"],
-        Attr::Nice => &["nice"],
-        Attr::NumCtxSwitches => &["ctx_switches_voluntary", "ctx_switches_involuntary"],
-        Attr::CpuNum => &["cpu_num"],
-        // Not columns (`Attr::columnar`): refused by `parse_asked`.
-        Attr::Exe
-        | Attr::Environ
-        | Attr::NumFds
-        | Attr::CpuPercent
-        | Attr::MemoryPercent
-        | Attr::CpuAffinity
-        | Attr::Threads
-        | Attr::Terminal => &[],
-    }
+    a.spec().columns
 }
 
 /// What `snapshot()` is asked for: psutil's attributes, and any other field of the model's
@@ -256,31 +219,66 @@ pub(crate) fn snapshot<'py>(
             Asked::Field(_) => None,
         })
         .collect();
-    let backend = backend
-        .parse()
-        .map_err(|e: tasksnap_model::UnknownBackend| {
-            pyo3::exceptions::PyValueError::new_err(e.to_string())
-        })?;
+    let backend = crate::backend_arg(backend)?;
     let (mut groups, real_ids) = groups_for(&attrs);
     for a in &asked {
         if let Asked::Field(f) = a {
             f.group.ask(&mut groups);
         }
     }
+    let mut snap = pass(py, backend, threads, groups, real_ids)?;
+    if !threads {
+        snap.tasks.retain(|t| t.id.is_leader());
+    }
+    let tasks = &snap.tasks;
+    let mut users: HashMap<u32, Vec<u8>> = HashMap::new();
+    if attrs.contains(&Attr::Username) {
+        let mut uids: Vec<u32> = tasks
+            .iter()
+            .filter_map(|t| t.cred.as_ref().map(|c| c.ruid))
+            .collect();
+        uids.sort_unstable();
+        uids.dedup();
+        users.extend(py.detach(|| host::user_names(uids)));
+    }
+    let made = Made {
+        tasks,
+        threads,
+        boot_time_s: snap.boot_time_unix_s as f64,
+        users,
+    };
+    let mut out: Vec<(String, ArrayRef)> = Vec::new();
+    for a in asked {
+        match a {
+            Asked::Attr(a) => made.attr(&mut out, a),
+            Asked::Field(f) => field_columns(&mut out, tasks, f),
+        }
+    }
+    Columns::new(out, tasks.len())
+}
+
+/// The whole-system pass of `snapshot()`: processes, or every thread when `threads`.
+/// Threads share their process's memory: with `threads`, statm is read once per process
+/// (the library's fill of the leaders) and given to every thread, instead of once per
+/// thread.
+fn pass(
+    py: Python<'_>,
+    backend: tasksnap_model::Backend,
+    threads: bool,
+    groups: Groups,
+    real_ids: bool,
+) -> PyResult<tasksnap_model::Snapshot> {
     let selector = if threads {
         Selector::AllThreads
     } else {
         Selector::AllProcesses
     };
-    // Threads share their process's memory: with `threads`, statm is read once per process
-    // (the library's fill of the leaders) and given to every thread, instead of once per
-    // thread.
     let per_process_mem = threads && groups.mem;
     let bulk_groups = Groups {
         mem: groups.mem && !per_process_mem,
         ..groups
     };
-    let mut snap = crate::interrupt::run(py, move |_| -> Result<_, tasksnap_collect::Error> {
+    crate::interrupt::run(py, move |_| -> Result<_, tasksnap_collect::Error> {
         let mut snap = host::bulk(backend, selector, bulk_groups, real_ids, false)?;
         if per_process_mem {
             let leaders: Vec<(i32, i32)> = snap
@@ -303,118 +301,88 @@ pub(crate) fn snapshot<'py>(
         }
         Ok(snap)
     })?
-    .map_err(crate::collect_error)?;
-    if !threads {
-        snap.tasks.retain(|t| t.id.is_leader());
+    .map_err(crate::collect_error)
+}
+
+/// A field of the model's table as a column of its name (a bytes field: text, and its
+/// `_bytes` sibling).
+fn field_columns(out: &mut Vec<(String, ArrayRef)>, tasks: &[Task], f: &'static fields::Field) {
+    match f.kind {
+        fields::Kind::Int => out.push((f.name.into(), ints(tasks, |t| f.value(t)))),
+        fields::Kind::Bytes => {
+            let (texts, exact) = text_and_bytes(
+                tasks
+                    .iter()
+                    .map(|t| f.value(t).and_then(fields::Value::as_bytes)),
+            );
+            out.push((f.name.into(), texts));
+            out.push((format!("{}_bytes", f.name), exact));
+        }
     }
-    let tasks = &snap.tasks;
-    let boot = snap.boot_time_unix_s as f64;
-    let tck = host::clk_tck() as f64;
-    let mut users: HashMap<u32, Vec<u8>> = HashMap::new();
-    if attrs.contains(&Attr::Username) {
-        let mut uids: Vec<u32> = tasks
-            .iter()
-            .filter_map(|t| t.cred.as_ref().map(|c| c.ruid))
-            .collect();
-        uids.sort_unstable();
-        uids.dedup();
-        users.extend(py.detach(|| host::user_names(uids)));
-    }
-    let mut out: Vec<(String, ArrayRef)> = Vec::new();
-    for a in asked {
-        let a = match a {
-            Asked::Attr(a) => a,
-            Asked::Field(f) => {
-                match f.kind {
-                    fields::Kind::Int => out.push((f.name.into(), ints(tasks, |t| f.value(t)))),
-                    fields::Kind::Bytes => {
-                        let (texts, exact) = text_and_bytes(
-                            tasks
-                                .iter()
-                                .map(|t| f.value(t).and_then(fields::Value::as_bytes)),
-                        );
-                        out.push((f.name.into(), texts));
-                        out.push((format!("{}_bytes", f.name), exact));
-                    }
-                }
-                continue;
-            }
-        };
+}
+
+/// What a psutil attribute's columns are made of.
+struct Made<'a> {
+    tasks: &'a [Task],
+    threads: bool,
+    boot_time_s: f64,
+    /// User names by uid (for `username`).
+    users: HashMap<u32, Vec<u8>>,
+}
+
+impl Made<'_> {
+    /// The columns of attribute `a` ([`columns_of`]).
+    fn attr(&self, out: &mut Vec<(String, ArrayRef)>, a: Attr) {
+        let tasks = self.tasks;
         let cols = columns_of(a);
+        let mut pair = |(texts, exact): (ArrayRef, ArrayRef)| {
+            out.push((cols[0].into(), texts));
+            out.push((cols[1].into(), exact));
+        };
         match a {
-            Attr::Pid => {
-                out.push((
-                    "pid".into(),
-                    Arc::new(Int64Array::from_iter_values(
-                        tasks.iter().map(|t| i64::from(t.id.tgid)),
-                    )),
-                ));
-                if threads {
-                    out.push((
-                        "tid".into(),
-                        Arc::new(Int64Array::from_iter_values(
-                            tasks.iter().map(|t| i64::from(t.id.tid)),
-                        )),
-                    ));
-                }
-            }
             // The plain fields: one column each, from the model's table.
-            Attr::Ppid
-            | Attr::NumThreads
-            | Attr::Nice
-            | Attr::CpuNum
-            | Attr::CpuTimes
-            | Attr::MemoryInfo
-            | Attr::IoCounters
-            | Attr::Uids
-            | Attr::Gids
-            | Attr::NumCtxSwitches => {
-                for (c, f) in cols.iter().zip(a.model_fields()) {
+            _ if a.spec().plain => {
+                for (c, f) in cols.iter().zip(a.fields()) {
                     out.push((c.to_string(), plain(tasks, f)));
                 }
             }
+            Attr::Pid => {
+                let ids = |id: fn(&Task) -> i32| -> ArrayRef {
+                    Arc::new(Int64Array::from_iter_values(
+                        tasks.iter().map(|t| i64::from(id(t))),
+                    ))
+                };
+                out.push(("pid".into(), ids(|t| t.id.tgid)));
+                if self.threads {
+                    out.push(("tid".into(), ids(|t| t.id.tid)));
+                }
+            }
             Attr::Name => {
-                let (texts, exact) =
-                    text_and_bytes(tasks.iter().map(|t| t.base.as_ref().map(|b| &b.comm[..])));
-                out.push((cols[0].into(), texts));
-                out.push((cols[1].into(), exact));
+                pair(text_and_bytes(
+                    tasks.iter().map(|t| t.base.as_ref().map(|b| &b.comm[..])),
+                ));
             }
-            Attr::Username => {
-                let (texts, exact) = text_and_bytes(tasks.iter().map(|t| {
-                    t.cred
-                        .as_ref()
-                        .and_then(|c| users.get(&c.ruid).map(Vec::as_slice))
-                }));
-                out.push((cols[0].into(), texts));
-                out.push((cols[1].into(), exact));
-            }
+            Attr::Username => pair(text_and_bytes(tasks.iter().map(|t| {
+                t.cred
+                    .as_ref()
+                    .and_then(|c| self.users.get(&c.ruid).map(Vec::as_slice))
+            }))),
             Attr::Status => {
                 let s: StringArray = tasks
                     .iter()
-                    .map(|t| t.base.as_ref().map(|b| crate::attrs::status_name(b.state)))
+                    .map(|t| t.base.as_ref().map(|b| status_name(b.state)))
                     .collect();
                 out.push((cols[0].into(), Arc::new(s)));
             }
             Attr::CreateTime => out.push((
                 cols[0].into(),
                 Arc::new(Float64Array::from_iter_values(tasks.iter().map(|t| {
-                    host::start_ticks(t.id.start_time_ns) as f64 / tck + boot
+                    host::create_time_s(t.id.start_time_ns, self.boot_time_s)
                 }))),
             )),
-            Attr::Cmdline => {
-                let (texts, exact) = cmdlines(tasks);
-                out.push((cols[0].into(), texts));
-                out.push((cols[1].into(), exact));
-            }
-            Attr::Exe
-            | Attr::Environ
-            | Attr::NumFds
-            | Attr::CpuPercent
-            | Attr::MemoryPercent
-            | Attr::CpuAffinity
-            | Attr::Threads
-            | Attr::Terminal => {}
+            Attr::Cmdline => pair(cmdlines(tasks)),
+            // No columns ([`Attr::columnar`]): refused by `parse_asked`.
+            _ => {}
         }
     }
-    Columns::new(out, tasks.len())
 }

@@ -15,8 +15,8 @@ use pyo3::prelude::*;
 use tasksnap_collect::process_files::{Endpoint, FilesError, Identity, ProcessFiles, SocketTable};
 use tasksnap_collect::Host;
 
-use crate::attrs::os_str;
 use crate::host::{self, PerRoot};
+use crate::psutil::os_str;
 
 /// The reader, on the roots the binding's hosts read.
 static FILES: PerRoot<ProcessFiles> = PerRoot::new(|opts| Host::open(opts).process_files());
@@ -318,7 +318,7 @@ pub(crate) fn terminal<'py>(
     }
 }
 
-/// The reader on the tree read now: `attrs.rs` cleans a pass's `exe` paths with it
+/// The reader on the tree read now: `values.rs` cleans a pass's `exe` paths with it
 /// (`ProcessFiles::clean_path`, as psutil cleans them) and maps its terminals (`terminal`).
 pub(crate) fn reader() -> std::sync::Arc<ProcessFiles> {
     FILES.get()

@@ -184,6 +184,35 @@ pub(crate) fn ns_to_ticks(ns: u64) -> u64 {
     ns / (1_000_000_000 / clk_tck())
 }
 
+/// psutil's `create_time` of a task that started at `start_time_ns` on a host that booted at
+/// `boot_time_unix_s`: start ticks / CLK_TCK + btime, psutil's arithmetic, so both agree to
+/// the bit.
+pub(crate) fn create_time_s(start_time_ns: u64, boot_time_unix_s: f64) -> f64 {
+    start_ticks(start_time_ns) as f64 / clk_tck() as f64 + boot_time_unix_s
+}
+
+/// [`start_ticks`] for the Python side (`Process.parent()` compares start times in ticks).
+#[pyfunction]
+#[pyo3(name = "start_ticks")]
+pub(crate) fn py_start_ticks(start_time_ns: u64) -> u64 {
+    start_ticks(start_time_ns)
+}
+
+/// `Process.create_time()` of a process that started at `start_time_ns`
+/// ([`create_time_s`] on [`boot_time`]'s boot time).
+#[pyfunction]
+pub(crate) fn create_time(py: Python<'_>, start_time_ns: u64) -> PyResult<f64> {
+    Ok(create_time_s(start_time_ns, boot_time(py)?))
+}
+
+/// The backend the environment names (`TASKSNAP_BACKEND`: bpf, procfs or auto, checked when
+/// a call is made), else auto: where `tasksnap._BACKEND` starts.
+#[pyfunction]
+pub(crate) fn env_backend() -> String {
+    std::env::var_os("TASKSNAP_BACKEND")
+        .map_or_else(|| "auto".to_string(), |v| v.to_string_lossy().into_owned())
+}
+
 /// The groups a procfs pass needs for `want`: real user ids are only in `status`.
 fn procfs_groups(mut want: Groups, real_ids: bool) -> Groups {
     if real_ids {

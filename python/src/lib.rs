@@ -1,15 +1,16 @@
 //! The native half of the `tasksnap` Python package (`tasksnap._tasksnap`): a front end like
 //! the CLI's commands. It asks tasksnap-collect for tasks ([`host`]: one cached collector for
 //! whole-system passes, chosen by `choice::open`, and a procfs collector for one process),
-//! turns tasks into psutil's values ([`attrs`]) or into columns ([`columns`], as Arrow
-//! arrays handed over through the C data interface: [`arrow`]), and turns two
-//! thread-state samples into per-thread shares ([`states`], tasksnap-states' `between`).
-//! Long calls run through [`interrupt`], so Ctrl-C interrupts them at once.
+//! turns tasks into psutil's values ([`values`], for the attributes of [`attrs`]' table, by
+//! psutil's rules in [`psutil`]) for one process ([`process`]) or every one ([`iter`]), or
+//! into columns ([`columns`], as Arrow arrays handed over through the C data interface:
+//! [`arrow`]), and turns two thread-state samples into per-thread shares ([`states`],
+//! tasksnap-states' `between`). One process's files are [`files`]; the host's figures
+//! [`system`]. Long calls run through [`interrupt`], so Ctrl-C interrupts them at once.
 //!
 //! It never reads /proc itself and never decides on a backend: the library does. What the
 //! Python side owns (the `Process` class, argument checking, psutil's exceptions and named
-//! tuples) lives in `tasksnap/__init__.py`, which hands its classes over once through
-//! [`setup`].
+//! tuples) lives in `tasksnap/`, which hands its classes over once through [`setup`].
 #![deny(missing_docs)]
 
 mod arrow;
@@ -18,8 +19,12 @@ mod columns;
 mod files;
 mod host;
 mod interrupt;
+mod iter;
+mod process;
+mod psutil;
 mod states;
 mod system;
+mod values;
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -28,7 +33,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 /// The Python classes the native half builds values and raises errors with, handed over by
-/// `tasksnap/__init__.py` (psutil's named tuples and exceptions are defined there, in
+/// `tasksnap/_common.py` (psutil's named tuples and exceptions are defined there, in
 /// Python, so that they pickle and compare like psutil's).
 #[derive(Debug)]
 pub(crate) struct Types {
@@ -55,10 +60,11 @@ pub(crate) struct Types {
     tuple_alloc: Option<pyo3::ffi::allocfunc>,
 }
 
-/// The classes of the last [`setup`]: a reload of the Python module (`importlib.reload`)
-/// makes new classes and hands them over again, and its `except NoSuchProcess` catches only
-/// the new ones. Each set is leaked: a reference handed out before a reload may still be in
-/// use, and a module is reloaded a handful of times at most.
+/// The classes of the last [`setup`]: a reload of the Python module that defines them
+/// (`importlib.reload`) makes new classes and hands them over again, and its
+/// `except NoSuchProcess` catches only the new ones. Each set is leaked: a reference handed
+/// out before a reload may still be in use, and a module is reloaded a handful of times at
+/// most.
 static TYPES: AtomicPtr<Types> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The classes handed over by [`setup`]; an error when `_tasksnap` is used on its own.
@@ -218,14 +224,20 @@ pub(crate) fn collect_error(e: tasksnap_collect::Error) -> PyErr {
     }
 }
 
+/// The backend a call names (`auto`, `bpf` or `procfs`), or `ValueError`.
+pub(crate) fn backend_arg(b: &str) -> PyResult<tasksnap_model::Backend> {
+    b.parse::<tasksnap_model::Backend>()
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(setup, m)?)?;
     m.add_class::<arrow::Columns>()?;
-    m.add_function(wrap_pyfunction!(attrs::process_objects, m)?)?;
-    m.add_function(wrap_pyfunction!(attrs::process, m)?)?;
-    m.add_function(wrap_pyfunction!(attrs::threads, m)?)?;
-    m.add_function(wrap_pyfunction!(attrs::children, m)?)?;
+    m.add_function(wrap_pyfunction!(iter::process_objects, m)?)?;
+    m.add_function(wrap_pyfunction!(process::process, m)?)?;
+    m.add_function(wrap_pyfunction!(process::threads, m)?)?;
+    m.add_function(wrap_pyfunction!(process::children, m)?)?;
     m.add_function(wrap_pyfunction!(attrs::attr_names, m)?)?;
     m.add_function(wrap_pyfunction!(columns::snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(columns::column_names, m)?)?;
@@ -236,6 +248,10 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host::mem_total_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(host::env_proc_root, m)?)?;
     m.add_function(wrap_pyfunction!(host::set_proc_root, m)?)?;
+    m.add_function(wrap_pyfunction!(host::py_start_ticks, m)?)?;
+    m.add_function(wrap_pyfunction!(host::create_time, m)?)?;
+    m.add_function(wrap_pyfunction!(host::env_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(psutil::cpu_percent, m)?)?;
     for f in [
         wrap_pyfunction!(system::cpu_count, m)?,
         wrap_pyfunction!(system::cpu_times, m)?,

@@ -12,8 +12,8 @@ use tasksnap_collect::{Host, StatesOptions};
 use tasksnap_model::{Backend, PassReport};
 use tasksnap_states::{between, Rollup, State};
 
-use crate::attrs::os_str;
 use crate::interrupt::{self, POLL};
+use crate::psutil::os_str;
 
 /// One thread's interval: pid, tid, name (its exact bytes), the percentage of its alive time in each state
 /// (running, runnable, sleeping, disk, stopped, other), the top off-CPU reason (its state

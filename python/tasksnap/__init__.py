@@ -22,27 +22,14 @@ iterator as root on a large host, else /proc) and what it cost. See docs/python.
 from __future__ import annotations
 
 import collections
-import enum
 import errno
 import os
 import resource as _resource
-import select
 import signal
 import subprocess
 import sys
 import time
-from typing import (
-    Any,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    NamedTuple,
-    Optional,
-    Sequence,
-    Tuple,
-    Union,
-)
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 if not sys.platform.startswith("linux"):  # pragma: no cover - exercised on other systems
     # psutil's answer on a platform it does not support.
@@ -50,10 +37,70 @@ if not sys.platform.startswith("linux"):  # pragma: no cover - exercised on othe
 
 from . import _tasksnap
 
-
+# The package along psutil's own seams: this module holds ``Process``, ``Popen``,
+# ``process_iter``, ``wait_procs`` and the module's face; ``_common`` psutil's constants,
+# exceptions and named tuples; ``_posix`` waiting and signalling (psutil's ``_psposix``);
+# ``_files`` one process's files; ``_system`` the host figures; ``_passes`` what psutil
+# lacks (``snapshot``, ``states``, ``last_report``). Every public name is ``tasksnap``'s.
+from ._common import (  # noqa: E402 - psutil's constants, exceptions and named tuples
+    AIX,
+    ATTRS,
+    BSD,
+    FREEBSD,
+    LINUX,
+    MACOS,
+    NETBSD,
+    OPENBSD,
+    OSX,
+    POSIX,
+    STATUS_DEAD,
+    STATUS_DISK_SLEEP,
+    STATUS_IDLE,
+    STATUS_LOCKED,
+    STATUS_PARKED,
+    STATUS_RUNNING,
+    STATUS_SLEEPING,
+    STATUS_STOPPED,
+    STATUS_TRACING_STOP,
+    STATUS_WAITING,
+    STATUS_WAKING,
+    STATUS_ZOMBIE,
+    SUNOS,
+    WINDOWS,
+    AccessDenied,
+    Error,
+    NoSuchProcess,
+    ReadTimeout,
+    TimeoutExpired,
+    ZombieProcess,
+    _ATTRS_SET,
+    _METHOD_ATTRS,
+    _PASS_ATTRS,
+    _PID_MAX,
+    _check_attrs,
+    _check_pid,
+    pcputimes,
+    pctxsw,
+    pgids,
+    pio,
+    pmem,
+    pthread,
+    puids,
+)
 from ._files import *  # noqa: E402,F401,F403 - psutil's tuples and constants of one process's files
 from ._files import __all__ as _files_all  # noqa: E402
 from ._files import _FilesMixin  # noqa: E402
+from ._passes import (  # noqa: E402 - what psutil lacks
+    COLUMN_ATTRS,
+    FIELDS,
+    PassReport,
+    ThreadStates,
+    column_names,
+    last_report,
+    snapshot,
+    states,
+)
+from ._posix import _UNSET, Negsignal, _pidfd_open, _wait_pid  # noqa: E402
 from ._system import (  # noqa: E402 - after the platform check, as the rest
     cpu_count,
     cpu_percent,
@@ -150,22 +197,6 @@ __all__ += [n for n in _files_all if n not in __all__] + sorted(
 __version__ = "0.1.0"
 version_info = tuple(int(x) for x in __version__.split("."))
 
-STATUS_RUNNING = "running"
-STATUS_SLEEPING = "sleeping"
-STATUS_DISK_SLEEP = "disk-sleep"
-STATUS_STOPPED = "stopped"
-STATUS_TRACING_STOP = "tracing-stop"
-STATUS_ZOMBIE = "zombie"
-STATUS_DEAD = "dead"
-STATUS_IDLE = "idle"
-STATUS_PARKED = "parked"
-STATUS_WAKING = "waking"
-STATUS_WAITING = "waiting"
-STATUS_LOCKED = "locked"
-
-# psutil's platform flags and constants, so that code written against psutil's names runs.
-LINUX = POSIX = True
-WINDOWS = MACOS = OSX = FREEBSD = OPENBSD = NETBSD = BSD = SUNOS = AIX = False
 #: Where /proc is (psutil's name): ``TASKSNAP_PROC_ROOT`` when the environment names a tree
 #: the library takes, else /proc. Assigning it points every later call at the /proc tree
 #: there, as psutil's does (only /proc moves: /sys, /dev and utmp stay where they were).
@@ -177,212 +208,6 @@ for _name in dir(_resource):
 del _name
 #: Not in Python's resource module; Linux's number (include/uapi/asm-generic/resource.h).
 RLIMIT_LOCKS = getattr(_resource, "RLIMIT_LOCKS", 10)
-
-
-# --- exceptions: psutil's, attribute for attribute -------------------------------------
-
-
-class Error(Exception):
-    """Base class of tasksnap's exceptions (as ``psutil.Error``)."""
-
-    def _infodict(self, attrs: Sequence[str]) -> Dict[str, Any]:
-        info = collections.OrderedDict()
-        for name in attrs:
-            value = getattr(self, name, None)
-            if value or (name == "pid" and value == 0):
-                info[name] = value
-        return info
-
-    def __str__(self) -> str:
-        info = self._infodict(("pid", "ppid", "name"))
-        details = "({})".format(", ".join(f"{k}={v!r}" for k, v in info.items())) if info else None
-        return " ".join(x for x in (getattr(self, "msg", ""), details) if x)
-
-    def __repr__(self) -> str:
-        info = self._infodict(("pid", "ppid", "name", "seconds", "msg"))
-        details = ", ".join(f"{k}={v!r}" for k, v in info.items())
-        return f"tasksnap.{self.__class__.__name__}({details})"
-
-
-class NoSuchProcess(Error):
-    """The process does not exist, or no longer does (its pid may have been reused)."""
-
-    def __init__(self, pid: int, name: Optional[str] = None, msg: Optional[str] = None):
-        Error.__init__(self)
-        self.pid = pid
-        self.name = name
-        self.msg = msg or "process no longer exists"
-
-    def __reduce__(self):
-        return (self.__class__, (self.pid, self.name, self.msg))
-
-
-class ZombieProcess(NoSuchProcess):
-    """The process exited and its parent has not reaped it: what it had is gone."""
-
-    def __init__(
-        self,
-        pid: int,
-        name: Optional[str] = None,
-        ppid: Optional[int] = None,
-        msg: Optional[str] = None,
-    ):
-        NoSuchProcess.__init__(self, pid, name, msg)
-        self.ppid = ppid
-        self.msg = msg or "PID still exists but it's a zombie"
-
-    def __reduce__(self):
-        return (self.__class__, (self.pid, self.name, self.ppid, self.msg))
-
-
-class AccessDenied(Error):
-    """The kernel does not let the caller read this (another user's process)."""
-
-    def __init__(self, pid: Optional[int] = None, name: Optional[str] = None, msg: Optional[str] = None):
-        Error.__init__(self)
-        self.pid = pid
-        self.name = name
-        self.msg = msg or ""
-
-    def __reduce__(self):
-        return (self.__class__, (self.pid, self.name, self.msg))
-
-
-class TimeoutExpired(Error):
-    """``Process.wait(timeout)`` timed out (the process is still running)."""
-
-    def __init__(self, seconds: float, pid: Optional[int] = None, name: Optional[str] = None):
-        Error.__init__(self)
-        self.seconds = seconds
-        self.pid = pid
-        self.name = name
-        self.msg = f"timeout after {seconds} seconds"
-
-    def __reduce__(self):
-        return (self.__class__, (self.seconds, self.pid, self.name))
-
-
-class ReadTimeout(AccessDenied, TimeoutError):
-    """A read of the process given up at tasksnap's deadline: it was blocked on the
-    process's memory map lock (``cmdline``, ``environ``, ``memory_maps``,
-    ``memory_full_info``), or on a file system that does not answer (a path the process
-    names), where psutil would wait as long as that lasts. Not in psutil: it is an
-    ``AccessDenied`` (the value is not to be had now; ``as_dict`` and ``process_iter`` give
-    ``ad_value``, and psutil code's ``except psutil.AccessDenied`` or ``except psutil.Error``
-    catches it) and a ``TimeoutError`` (what tasksnap raised before)."""
-
-
-# --- psutil's named tuples (psutil._ntuples), same names and fields ---------------------
-
-
-class pcputimes(NamedTuple):
-    """CPU seconds of a process (``Process.cpu_times()``)."""
-
-    user: float
-    system: float
-    children_user: float
-    children_system: float
-    iowait: float
-
-
-class pmem(NamedTuple):
-    """Memory of a process in bytes, from /proc/PID/statm (``Process.memory_info()``)."""
-
-    rss: int
-    vms: int
-    shared: int
-    text: int
-    lib: int
-    data: int
-    dirty: int
-
-
-class pio(NamedTuple):
-    """I/O counters of a process (``Process.io_counters()``)."""
-
-    read_count: int
-    write_count: int
-    read_bytes: int
-    write_bytes: int
-    read_chars: int
-    write_chars: int
-
-
-class pthread(NamedTuple):
-    """One thread: its id and CPU seconds (``Process.threads()``)."""
-
-    id: int
-    user_time: float
-    system_time: float
-
-
-class puids(NamedTuple):
-    """User ids (``Process.uids()``)."""
-
-    real: int
-    effective: int
-    saved: int
-
-
-class pgids(NamedTuple):
-    """Group ids (``Process.gids()``)."""
-
-    real: int
-    effective: int
-    saved: int
-
-
-class pctxsw(NamedTuple):
-    """Context switches (``Process.num_ctx_switches()``)."""
-
-    voluntary: int
-    involuntary: int
-
-
-for _cls in (pcputimes, pmem, pio, pthread, puids, pgids, pctxsw):
-    _cls.__module__ = "tasksnap"
-
-_tasksnap.setup(
-    {
-        "pcputimes": pcputimes,
-        "pmem": pmem,
-        "pio": pio,
-        "pthread": pthread,
-        "puids": puids,
-        "pgids": pgids,
-        "pctxsw": pctxsw,
-        "NoSuchProcess": NoSuchProcess,
-        "ZombieProcess": ZombieProcess,
-        "AccessDenied": AccessDenied,
-        "ReadTimeout": ReadTimeout,
-    }
-)
-
-_NATIVE_ATTRS = tuple(_tasksnap.attr_names())
-
-#: The attributes ``snapshot`` has columns for (psutil's names; see ``column_names``).
-COLUMN_ATTRS: Tuple[str, ...] = tuple(n for n, columnar in _NATIVE_ATTRS if columnar)
-
-#: The attributes one whole-system pass answers for every process at once.
-_PASS_ATTRS = frozenset(n for n, _ in _NATIVE_ATTRS)
-
-#: The attributes read per process, by the ``Process`` method of their name (a file of
-#: the process's own, or a value kept per ``Process`` object), as psutil reads them.
-_METHOD_ATTRS = frozenset(
-    {"cwd", "open_files", "memory_maps", "memory_full_info", "net_connections", "ionice"}
-)
-
-#: Every attribute ``process_iter`` and ``as_dict`` accept: psutil's, all of them.
-ATTRS: Tuple[str, ...] = tuple(sorted(_PASS_ATTRS | _METHOD_ATTRS))
-_ATTRS_SET = frozenset(ATTRS)
-
-#: The model's task fields ``snapshot`` and ``column_names`` also take by name, beyond
-#: ``COLUMN_ATTRS``: each a column of its name, in the unit its name says (``utime_ns``,
-#: ``shared_bytes``, ``egid``...); a bytes field (``exe``, ``wchan``, ``cgroup_v2_path``,
-#: ``label``, ``systemd_unit``...) is text with a ``_bytes`` sibling, as ``name`` is.
-#: A field added to tasksnap's table is here without a change to the binding.
-FIELDS: Tuple[str, ...] = tuple(n for n, _, _ in _tasksnap.field_names())
-_COLUMNS_SET = frozenset(COLUMN_ATTRS) | frozenset(FIELDS)
 
 
 class _Module(type(sys)):
@@ -400,37 +225,9 @@ _tasksnap.set_proc_root(PROCFS_PATH)
 sys.modules[__name__].__class__ = _Module
 
 
-def _check_attrs(attrs: Optional[Iterable[str]]) -> List[str]:
-    """psutil's checks: a list, tuple or set of known names; None or empty means all."""
-    if attrs is None:
-        return list(ATTRS)
-    if not isinstance(attrs, (list, tuple, set, frozenset)):
-        raise TypeError(f"invalid attrs type {type(attrs)}")
-    names = set(attrs)
-    bad = names - _ATTRS_SET
-    if bad:
-        raise ValueError(
-            "invalid attr name{} {}".format("s" if len(bad) > 1 else "", ", ".join(map(repr, sorted(bad))))
-        )
-    if not names:
-        return list(ATTRS)
-    # Keep the caller's order when it has one.
-    return [a for a in dict.fromkeys(attrs)] if isinstance(attrs, (list, tuple)) else sorted(names)
-
-
-#: The largest pid the kernel can give (pid_t is a signed 32-bit integer).
-_PID_MAX = 2**31 - 1
-
-
-def _check_pid(pid: Any) -> int:
-    if isinstance(pid, bool) or not isinstance(pid, int):
-        raise TypeError(f"pid must be an integer (got {pid!r})")
-    if pid < 0:
-        raise ValueError(f"pid must be a positive integer (got {pid})")
-    return pid
-
-
-_BACKEND = os.environ.get("TASKSNAP_BACKEND", "auto")
+#: The backend every whole-system call asks for: the environment's ``TASKSNAP_BACKEND`` as
+#: the binding read it, else ``auto`` (tests assign it).
+_BACKEND = _tasksnap.env_backend()
 
 
 # --- Process -----------------------------------------------------------------------------
@@ -439,10 +236,6 @@ _BACKEND = os.environ.get("TASKSNAP_BACKEND", "auto")
 def _num_cpus() -> int:
     """psutil's ``cpu_count()`` (logical CPUs), the factor of its CPU timer."""
     return cpu_count() or 1
-
-
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-_NS_PER_TICK = 1_000_000_000 // _CLK_TCK
 
 
 def _timer() -> float:
@@ -617,7 +410,7 @@ class Process(_FilesMixin):
             return None
         # Started before this one (a process whose parent exited was given another): the
         # start times in clock ticks, as the kernel keeps them, not the seconds made of them.
-        if parent._start_ns // _NS_PER_TICK <= self._start_ns // _NS_PER_TICK:
+        if _tasksnap.start_ticks(parent._start_ns) <= _tasksnap.start_ticks(self._start_ns):
             return parent
         return None
 
@@ -699,11 +492,7 @@ class Process(_FilesMixin):
                 return 0.0
             st1, pt1 = last
         self._cpu_last = (st2, pt2)
-        try:
-            overall = ((pt2 - pt1) / (st2 - st1)) * 100
-        except ZeroDivisionError:
-            return 0.0
-        return round(overall * _num_cpus(), 1)
+        return _tasksnap.cpu_percent(pt2 - pt1, st2 - st1, _num_cpus())
 
     def memory_info(self) -> pmem:
         """Memory in bytes, as /proc/PID/statm gives it."""
@@ -736,8 +525,7 @@ class Process(_FilesMixin):
         psutil's)."""
         ct = getattr(self, "_create_time", None)
         if ct is None:
-            ticks = self._start_ns // _NS_PER_TICK
-            ct = ticks / _CLK_TCK + boot_time()
+            ct = _tasksnap.create_time(self._start_ns)
             self._create_time = ct
         return ct
 
@@ -930,97 +718,6 @@ class _OsErrors:
         return False
 
 
-_UNSET = object()
-
-
-def _pidfd_open(pid: int) -> Optional[int]:
-    """A pidfd for ``pid``, or None where pidfds are missing (old kernel or Python, a
-    seccomp policy, a thread id): the caller then signals by pid."""
-    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
-        return None
-    try:
-        return os.pidfd_open(pid, 0)
-    except ProcessLookupError:
-        raise
-    except OSError as e:
-        if e.errno in (errno.ENOSYS, errno.EPERM, errno.EACCES, errno.EINVAL, errno.EMFILE, errno.ENFILE, errno.ENODEV):
-            return None
-        raise
-
-
-#: psutil's code for a child ended by a signal: minus the signal, as an IntEnum.
-Negsignal = enum.IntEnum("Negsignal", {s.name: -s.value for s in signal.Signals})
-
-
-def _exit_code(status: int) -> int:
-    if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status)
-    if os.WIFSIGNALED(status):
-        try:
-            return Negsignal(-os.WTERMSIG(status))
-        except ValueError:
-            return -os.WTERMSIG(status)
-    raise ValueError(f"unknown process exit status {status!r}")
-
-
-def _wait_pid(pid: int, timeout: Optional[float]) -> Optional[int]:
-    """psutil's wait: a child is reaped (its exit code), another process waited for until
-    it is gone (None). The end is seen through a pidfd when there is one (no polling),
-    else by polling with a backoff up to 40 ms."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-
-    def left() -> Optional[float]:
-        return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-    def reap(block: bool) -> Tuple[bool, Optional[int]]:
-        try:
-            got, status = os.waitpid(pid, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            return False, None
-        if got == 0:
-            return True, _UNSET  # a child, still running
-        return True, _exit_code(status)
-
-    fd = None
-    try:
-        fd = _pidfd_open(pid)
-    except ProcessLookupError:
-        fd = None
-    try:
-        if fd is not None:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            rest = left()
-            if not poller.poll(None if rest is None else int(rest * 1000)):
-                raise TimeoutExpired(timeout)
-        interval = 0.0001
-        while True:
-            child, code = reap(False)
-            if child and code is not _UNSET:
-                return code
-            if not child and not _pid_alive(pid):
-                return None
-            rest = left()
-            if rest is not None and rest <= 0:
-                raise TimeoutExpired(timeout)
-            time.sleep(interval if rest is None else min(interval, rest))
-            interval = min(interval * 2, 0.04)
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether ``pid`` names a process, zombie included (``kill(pid, 0)``, as psutil)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def process_iter(attrs: Optional[Iterable[str]] = None, ad_value: Any = None) -> Iterator[Process]:
     """Every process, sorted by pid, as ``psutil.process_iter``: all of them are read in one
     pass of tasksnap's library when the iterator is created, and when ``attrs`` is given
@@ -1166,145 +863,6 @@ def boot_time() -> float:
     return _tasksnap.boot_time()
 
 
-# --- what psutil lacks ---------------------------------------------------------------------
-
-
-def snapshot(
-    attrs: Optional[Iterable[str]] = None, threads: bool = False, *, arrow: Optional[bool] = None
-) -> Any:
-    """Every process (every thread when ``threads``) as columns, in one call, without an
-    object per process: a ``pyarrow.Table`` when pyarrow (14 or later) is installed
-    (``arrow=None``) or asked for (``arrow=True``), else a dict of lists. The Table holds
-    the Arrow arrays the library built, imported through the Arrow C data interface
-    without a copy; the dict is made from the same arrays.
-
-    ``attrs`` are psutil's names (``ATTRS``) or the model's fields (``FIELDS``, each a
-    column of its name, in its unit); a named tuple becomes one column per field
-    (``cpu_times`` -> ``cpu_user``, ``cpu_system``, ``cpu_children_user``,
-    ``cpu_children_system``; ``memory_info`` -> ``rss``, ``vms``, ``shared``, ``text``,
-    ``data``; see ``column_names``). With ``threads``, ``pid`` is the process and a ``tid``
-    column follows it. An unreadable value is None (null).
-
-    Text columns (``name``, ``username``, ``cmdline``) are valid UTF-8 whatever the bytes
-    (invalid ones replaced by U+FFFD); each has a sibling (``name_bytes``,
-    ``username_bytes``, ``cmdline_bytes``: ``bytes``, Arrow binary) holding the exact bytes
-    where they were not valid UTF-8, None otherwise.
-    """
-    names = _check_columns(attrs)
-    # The columns are Arrow arrays built by the library (`_tasksnap.Columns`): pyarrow
-    # imports them through the Arrow C data interface without a copy; the dict form is
-    # made from the same arrays.
-    cols = _tasksnap.snapshot(names, bool(threads), _BACKEND)
-    if arrow is False:
-        return cols.to_pydict()
-    try:
-        import pyarrow as pa
-    except ImportError:
-        if arrow:
-            raise
-        return cols.to_pydict()
-    return pa.Table.from_batches([pa.record_batch(cols)])
-
-
-def column_names(attrs: Optional[Iterable[str]] = None, threads: bool = False) -> List[str]:
-    """The columns ``snapshot(attrs, threads)`` returns, in order."""
-    return _tasksnap.column_names(_check_columns(attrs), bool(threads))
-
-
-def _check_columns(attrs: Optional[Iterable[str]]) -> List[str]:
-    """``_check_attrs`` for ``snapshot``: ``COLUMN_ATTRS`` and the names of ``FIELDS``."""
-    if attrs is None:
-        return list(COLUMN_ATTRS)
-    if not isinstance(attrs, (list, tuple, set, frozenset)):
-        raise TypeError(f"invalid attrs type {type(attrs)}")
-    names = list(dict.fromkeys(attrs)) if isinstance(attrs, (list, tuple)) else sorted(set(attrs))
-    if not names:
-        return list(COLUMN_ATTRS)
-    bad = [a for a in names if a not in _COLUMNS_SET]
-    not_columns = [a for a in bad if a in _ATTRS_SET]
-    if not_columns:
-        raise ValueError(
-            "snapshot() has no column for {}: ask process_iter() for {}".format(
-                ", ".join(map(repr, not_columns)), "them" if len(not_columns) > 1 else "it"
-            )
-        )
-    if bad:
-        raise ValueError(
-            "invalid attr name{} {}".format("s" if len(bad) > 1 else "", ", ".join(map(repr, bad)))
-        )
-    return names
-
-
-class ThreadStates(NamedTuple):
-    """One thread over one ``states()`` interval: percentages of the time it was alive in
-    the interval (they sum to 100 within rounding) and why it waited most."""
-
-    pid: int
-    tid: int
-    name: str
-    running: float
-    runnable: float
-    sleeping: float
-    disk: float
-    stopped: float
-    other: float
-    #: The state of the top off-CPU reason ("sleeping", "disk", ...), None when none.
-    wait_state: Optional[str]
-    #: Its kernel frames, innermost first (empty when unknown).
-    wait_reason: Tuple[str, ...]
-    #: The thread exited during the interval.
-    exited: bool
-
-
-def states(pids: Optional[Iterable[int]] = None, interval: float = 1.0) -> List[ThreadStates]:
-    """Per-thread scheduler states over ``interval`` seconds (blocking that long; Ctrl-C
-    interrupts it at once): for each thread of ``pids`` (every thread when None, none when
-    empty), the share of time running, runnable
-    (waiting for a CPU), sleeping, in disk sleep (D), stopped, or other, and the top reason
-    it was off the CPU. As root the BPF accounting answers (exact); otherwise /proc, where
-    running is exact and the rest sampled at 20 Hz. ``last_report()`` says which.
-    """
-    want: Optional[List[int]] = None
-    if pids is not None:
-        if isinstance(pids, int):
-            pids = [pids]
-        # A pid beyond pid_t names no thread: it selects nothing, as one that exited.
-        want = [p for p in map(_check_pid, pids) if p <= _PID_MAX]
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)):
-        raise TypeError(f"interval must be a number of seconds (got {interval!r})")
-    _, rows = _tasksnap.states(want, float(interval), _BACKEND)
-    out = []
-    for pid, tid, name, pct, reason, exited in rows:
-        wait_state, frames = reason if reason is not None else (None, ())
-        out.append(ThreadStates(pid, tid, name, *pct, wait_state, tuple(frames), exited))
-    out.sort(key=lambda r: (r.pid, r.tid))
-    return out
-
-
-class PassReport(NamedTuple):
-    """What answered the last whole-system call and what it cost."""
-
-    #: "bpf" (the kernel's task iterator, root only) or "procfs".
-    backend: str
-    #: Why that backend (the library's rule), e.g. "procfs: BPF unavailable: ...".
-    why: str
-    #: The BPF programs were pinned (``tasksnap pin``): no load time.
-    pinned: bool
-    #: Seconds the call spent in the library (opening a collector included).
-    seconds: float
-    #: (phase, seconds) as the collector measured them.
-    phases: Tuple[Tuple[str, float], ...]
-
-
-def last_report() -> Optional[PassReport]:
-    """The backend and cost of the last ``process_iter``, ``snapshot``, ``children`` or
-    ``states`` call; None before the first."""
-    r = _tasksnap.last_report()
-    if r is None:
-        return None
-    return PassReport(r["backend"], r["why"], r["pinned"], r["seconds"], tuple(r["phases"]))
-
-
 # --- psutil's Popen -----------------------------------------------------------------------
 
 
@@ -1414,5 +972,5 @@ def __getattr__(name: str) -> Any:
 
 # psutil's namespace holds its API, every public name of it in __all__ (its test__all__):
 # the typing names the annotations use are not tasksnap's (the annotations are strings).
-del Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+del Any, Dict, Iterable, Iterator, List, Optional, Tuple
 del annotations

@@ -65,6 +65,14 @@ def env_proc_root() -> Any:
     """The /proc root the environment names (TASKSNAP_PROC_ROOT), else /proc (a path)."""
 def set_proc_root(root: Any) -> None:
     """Every later read on the /proc tree at ``root`` (PROCFS_PATH assigned)."""
+def env_backend() -> str:
+    """The backend the environment names (TASKSNAP_BACKEND), else "auto"."""
+def start_ticks(start_time_ns: int) -> int:
+    """A start time in clock ticks since boot, as /proc/PID/stat says it."""
+def create_time(start_time_ns: int) -> float:
+    """psutil's create_time of a process that started then: ticks / CLK_TCK + boot time."""
+def cpu_percent(delta_proc_s: float, delta_timer_s: float, num_cpus: float) -> float:
+    """psutil's cpu_percent from the CPU and timer seconds between two calls."""
 
 # One process's files and sockets (python/src/files.rs; tasksnap/_files.py makes psutil's
 # named tuples of these plain tuples). Each checks the pid against expect_start_ns first.

@@ -72,7 +72,7 @@ def test_process_iter_yields_sorted_processes_with_info(family):
 
 
 def test_process_iter_leaves_the_garbage_collector_as_it_was(family):
-    # The objects are made with the cyclic collector paused (python/src/attrs.rs).
+    # The objects are made with the cyclic collector paused (python/src/iter.rs).
     assert gc.isenabled()
     procs = list(tasksnap.process_iter(ATTRS))
     assert gc.isenabled()

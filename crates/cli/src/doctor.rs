@@ -96,31 +96,15 @@ fn hidepid(host: &Host) -> String {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
+/// What is wrong, said at the end (each a `problem` line; any makes the exit code 1).
+type Problems = Vec<String>;
 
-/// Runs the checks and prints the report.
+/// Runs the checks and prints the report: one line per check, in this order.
 pub fn main() -> ExitCode {
-    let mut problems: Vec<String> = Vec::new();
+    let mut problems: Problems = Vec::new();
     line("kernel", kernel());
     let host = Host::from_env();
-
-    let btf = host.btf_path();
-    match std::fs::metadata(&btf) {
-        Ok(m) => line(
-            "btf",
-            format!("{} ({:.1} MB)", btf.display(), m.len() as f64 / 1e6),
-        ),
-        Err(_) => {
-            line(
-                "btf",
-                "missing: the kernel was built without CONFIG_DEBUG_INFO_BTF",
-            );
-            problems.push("no kernel BTF: the BPF backend cannot load".into());
-        }
-    }
+    btf(&host, &mut problems);
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let caps = capabilities(&host);
@@ -136,62 +120,112 @@ pub fn main() -> ExitCode {
             }
         ),
     );
-    let mut bpf_loaded = false;
-    match host.probe_bpf() {
-        Ok(b) => {
-            bpf_loaded = true;
-            line(
-                "bpf",
-                format!(
-                    "usable: task iterator {} in {:.2} ms; command lines {}",
-                    if b.pinned_at.is_some() {
-                        "pinned, opened"
-                    } else {
-                        "loaded"
-                    },
-                    b.load_ns as f64 / 1e6,
-                    match &b.cmdline_from_procfs {
-                        None => "from the sleepable iterator".to_string(),
-                        Some(why) => format!("from /proc ({why})"),
-                    }
-                ),
-            );
-            line(
-                "bpf pins",
-                match (&b.pinned_at, &b.pin_problem) {
-                    (Some(dir), _) => format!("{} (root only)", dir.display()),
-                    (None, Some(why)) => {
-                        problems.push(format!("pinned BPF programs not used: {why}"));
-                        format!("not used: {why}")
-                    }
-                    (None, None) => "none: `tasksnap pin` keeps the programs loaded and saves \
-                                     the load time on every run"
-                        .to_string(),
-                },
-            );
-            line(
-                "bpf walk",
-                if b.has_walk {
-                    "full passes walk the task lists into a mapped arena (pinned set)".to_string()
-                } else if b.pinned_at.is_some() {
-                    format!(
-                        "not in the pinned set ({}): full passes use the seq_file iterator",
-                        b.walk_problem.as_deref().unwrap_or("unknown reason")
-                    )
-                } else {
-                    "only with pinned programs (`tasksnap pin`); this run would use the \
-                     seq_file iterator"
-                        .to_string()
-                },
-            );
+    let bpf_loaded = bpf(&host, root, &mut problems);
+    exits(&host, root, &mut problems);
+    let unpriv = host
+        .sysctl("kernel/unprivileged_bpf_disabled")
+        .unwrap_or_default();
+    line(
+        "unpriv bpf",
+        format!("kernel.unprivileged_bpf_disabled = {unpriv}"),
+    );
+    line("hidepid", hidepid(&host));
+    line("service", query_service(&host, root));
+    line("delayacct", delayacct(&host));
+    if timings(&host, &mut problems).is_err() {
+        return ExitCode::from(1);
+    }
+    backends(&host, root, bpf_loaded, &mut problems);
+    if problems.is_empty() {
+        line("problems", "none");
+        ExitCode::SUCCESS
+    } else {
+        for p in &problems {
+            line("problem", p);
         }
+        ExitCode::from(1)
+    }
+}
+
+/// The kernel's BTF, which the BPF backend needs.
+fn btf(host: &Host, problems: &mut Problems) {
+    let btf = host.btf_path();
+    match std::fs::metadata(&btf) {
+        Ok(m) => line(
+            "btf",
+            format!("{} ({:.1} MB)", btf.display(), m.len() as f64 / 1e6),
+        ),
+        Err(_) => {
+            line(
+                "btf",
+                "missing: the kernel was built without CONFIG_DEBUG_INFO_BTF",
+            );
+            problems.push("no kernel BTF: the BPF backend cannot load".into());
+        }
+    }
+}
+
+/// Whether BPF loads here, and how (pins, the walk); true when it does.
+fn bpf(host: &Host, root: bool, problems: &mut Problems) -> bool {
+    let b = match host.probe_bpf() {
+        Ok(b) => b,
         Err(why) => {
             line("bpf", format!("unavailable: {why}"));
             if root {
                 problems.push(format!("BPF unavailable as root: {why}"));
             }
+            return false;
         }
-    }
+    };
+    line(
+        "bpf",
+        format!(
+            "usable: task iterator {} in {:.2} ms; command lines {}",
+            if b.pinned_at.is_some() {
+                "pinned, opened"
+            } else {
+                "loaded"
+            },
+            b.load_ns as f64 / 1e6,
+            match &b.cmdline_from_procfs {
+                None => "from the sleepable iterator".to_string(),
+                Some(why) => format!("from /proc ({why})"),
+            }
+        ),
+    );
+    line(
+        "bpf pins",
+        match (&b.pinned_at, &b.pin_problem) {
+            (Some(dir), _) => format!("{} (root only)", dir.display()),
+            (None, Some(why)) => {
+                problems.push(format!("pinned BPF programs not used: {why}"));
+                format!("not used: {why}")
+            }
+            (None, None) => "none: `tasksnap pin` keeps the programs loaded and saves the load \
+                             time on every run"
+                .to_string(),
+        },
+    );
+    line(
+        "bpf walk",
+        if b.has_walk {
+            "full passes walk the task lists into a mapped arena (pinned set)".to_string()
+        } else if b.pinned_at.is_some() {
+            format!(
+                "not in the pinned set ({}): full passes use the seq_file iterator",
+                b.walk_problem.as_deref().unwrap_or("unknown reason")
+            )
+        } else {
+            "only with pinned programs (`tasksnap pin`); this run would use the seq_file \
+             iterator"
+                .to_string()
+        },
+    );
+    true
+}
+
+/// Which source the exit records come from, or why there is none.
+fn exits(host: &Host, root: bool, problems: &mut Problems) {
     match host.open_exits() {
         Ok(e) => {
             let ms = e.load_ns() as f64 / 1e6;
@@ -222,38 +256,33 @@ pub fn main() -> ExitCode {
             }
         }
     }
-    let unpriv = host
-        .sysctl("kernel/unprivileged_bpf_disabled")
-        .unwrap_or_default();
-    line(
-        "unpriv bpf",
-        format!("kernel.unprivileged_bpf_disabled = {unpriv}"),
-    );
-    line("hidepid", hidepid(&host));
-    line("service", query_service(&host, root));
-    match host.sysctl("kernel/task_delayacct").ok_or(()) {
-        Ok(v) if v == "1" => line(
-            "delayacct",
-            "on: per-task I/O and CPU wait delays are accounted",
-        ),
-        Ok(_) => line(
-            "delayacct",
-            "off: `states` without BPF cannot split sleeping from disk waits exactly; enable with \
-             `sysctl -w kernel.task_delayacct=1` (tasks started afterwards are accounted)",
-        ),
-        Err(_) => line("delayacct", "unknown (no /proc/sys/kernel/task_delayacct)"),
-    }
+}
 
+/// Whether the kernel accounts tasks' delays.
+fn delayacct(host: &Host) -> &'static str {
+    match host.sysctl("kernel/task_delayacct").ok_or(()) {
+        Ok(v) if v == "1" => "on: per-task I/O and CPU wait delays are accounted",
+        Ok(_) => {
+            "off: `states` without BPF cannot split sleeping from disk waits exactly; enable \
+             with `sysctl -w kernel.task_delayacct=1` (tasks started afterwards are accounted)"
+        }
+        Err(_) => "unknown (no /proc/sys/kernel/task_delayacct)",
+    }
+}
+
+/// The task counts and what reading /proc costs: /proc/stat, and a ps-like pass of every
+/// process's stat through a procfs host. `Err` when /proc cannot be read at all (said).
+fn timings(host: &Host, problems: &mut Problems) -> Result<(), ()> {
     let threads = host.task_count().unwrap_or(0);
     let mut procfs = Host::open(host.options().clone());
     if let Err(e) = procfs.open_snapshots(Backend::Procfs, &Groups::default()) {
         line("procfs", format!("unreadable: {e}"));
-        return ExitCode::from(1);
+        return Err(());
     }
     let processes = host.list_pids().map(|p| p.len()).unwrap_or(0);
     line("tasks", format!("{processes} processes, {threads} threads"));
 
-    let stat_us = median(
+    let stat_us = crate::bench::median(
         (0..21)
             .map(|_| {
                 let t = Instant::now();
@@ -294,6 +323,11 @@ pub fn main() -> ExitCode {
     if per_task > SLOW_PER_TASK_US {
         problems.push(format!("reading /proc costs {per_task:.0} µs per process"));
     }
+    Ok(())
+}
+
+/// Which backend `ps` and `top` will use.
+fn backends(host: &Host, root: bool, bpf_loaded: bool, problems: &mut Problems) {
     let ps_groups = tasksnap_model::Groups {
         cmdline: true,
         ..tasksnap_model::Groups::default()
@@ -318,13 +352,4 @@ pub fn main() -> ExitCode {
             )
         },
     );
-    if problems.is_empty() {
-        line("problems", "none");
-        ExitCode::SUCCESS
-    } else {
-        for p in &problems {
-            line("problem", p);
-        }
-        ExitCode::from(1)
-    }
 }

@@ -19,8 +19,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use tasksnap_collect::{Host, ReadingOptions};
-use tasksnap_history::{Recorder, ReplayError};
+use tasksnap_collect::{Host, ReadingOptions, Readings};
+use tasksnap_history::{Appended, Recorder, ReplayError};
 use tasksnap_model::Backend;
 use tasksnap_states::carry::Carry;
 use tasksnap_store::{StoreError, WriterOptions};
@@ -144,7 +144,7 @@ fn run(args: &Args) -> ExitCode {
         }
     };
     say_warnings(&mut recorder);
-    let mut carry = carry_on(&recorder);
+    let carry = carry_on(&recorder);
     let bytes0 = recorder.bytes_on_disk();
     let cpu0 = own_cpu_ns();
     let mut host = Host::from_env();
@@ -154,7 +154,7 @@ fn run(args: &Args) -> ExitCode {
         exits: true,
         ..ReadingOptions::default()
     });
-    let mut sampler = match opened {
+    let sampler = match opened {
         Ok(s) => s,
         Err(e) => {
             warn!("tasksnap record: {e}");
@@ -182,27 +182,97 @@ fn run(args: &Args) -> ExitCode {
             sampler.exits_source().map_or("none", |s| s.description()),
         );
     }
-    let mut tally = Tally::default();
-    // Said once: at the first sample when there is no exit source, or when one stops.
-    let mut exits_missing_said = args.quiet;
+    let mut run = Run {
+        args,
+        recorder,
+        sampler,
+        carry,
+        tally: Tally::default(),
+        // Said once: at the first sample when there is no exit source, or when one stops.
+        exits_missing_said: args.quiet,
+    };
     let start = Instant::now();
-    let mut next = start;
-    let code = loop {
+    let code = run.record(&signals, start);
+    let Run {
+        recorder,
+        sampler,
+        tally,
+        ..
+    } = run;
+    let bytes = recorder.bytes_on_disk().saturating_sub(bytes0);
+    if let Err(e) = recorder.finish() {
+        warn!("tasksnap record: closing the store: {e}");
+        return ExitCode::from(1);
+    }
+    if !args.quiet {
+        say_cost(&tally, start.elapsed().as_secs_f64(), bytes, open_cpu_ns);
+        if sampler.exits_missing().is_none() {
+            warn!(
+                "tasksnap record: {} processes that exited stored, {} exit records lost",
+                tally.exits, tally.exits_dropped
+            );
+        }
+    }
+    code
+}
+
+/// A recording run: the store, the sampler, and what it has cost so far.
+struct Run<'a> {
+    args: &'a Args,
+    recorder: Recorder,
+    sampler: Readings,
+    carry: Carry,
+    tally: Tally,
+    /// The missing exit source was said (or is never to be: `--quiet`).
+    exits_missing_said: bool,
+}
+
+impl Run<'_> {
+    /// Samples every interval from `start` until `--count` samples, a stop signal or an
+    /// error; the exit code.
+    fn record(&mut self, signals: &libc::sigset_t, start: Instant) -> ExitCode {
+        let interval = self.args.interval;
+        let mut next = start;
+        loop {
+            if let Err(code) = self.sample() {
+                return code;
+            }
+            if self.args.count.is_some_and(|n| self.tally.samples >= n) {
+                return ExitCode::SUCCESS;
+            }
+            // The next tick on the schedule; ticks already past are skipped and counted (a
+            // sample that took longer than the interval).
+            next += interval;
+            let now = Instant::now();
+            if !interval.is_zero() && next < now {
+                let behind = now.duration_since(next).as_nanos() / interval.as_nanos().max(1);
+                self.tally.missed += behind as u64 + 1;
+                next += interval * (behind as u32 + 1);
+            }
+            if crate::signals::wait(signals, next.saturating_duration_since(Instant::now())) {
+                return ExitCode::SUCCESS;
+            }
+        }
+    }
+
+    /// Takes one reading and appends it to the store; on an error, said, the exit code.
+    fn sample(&mut self) -> Result<(), ExitCode> {
         let c0 = own_cpu_ns();
-        let (reading, changes) = match sampler.read_changed() {
+        let (reading, changes) = match self.sampler.read_changed() {
             Ok((r, changes)) => {
-                carry.apply(r);
+                self.carry.apply(r);
                 (&*r, changes)
             }
             Err(e) => {
                 warn!("tasksnap record: {e}");
-                break ExitCode::from(1);
+                return Err(ExitCode::from(1));
             }
         };
-        if let (Some(why), false) = (&reading.exits_missing, exits_missing_said) {
+        if let (Some(why), false) = (&reading.exits_missing, self.exits_missing_said) {
             warn!("tasksnap record: processes that exit between samples are not recorded: {why}");
-            exits_missing_said = true;
+            self.exits_missing_said = true;
         }
+        let tally = &mut self.tally;
         if reading.exits_dropped > 0 && tally.exits_dropped == 0 {
             warn!(
                 "tasksnap record: {} exit records were lost before this sample (a buffer was \
@@ -212,96 +282,76 @@ fn run(args: &Args) -> ExitCode {
         }
         tally.exits += reading.exits.len() as u64;
         tally.exits_dropped += reading.exits_dropped;
-        let result = recorder.append_changed(reading, Some(changes));
+        let result = self.recorder.append_changed(reading, Some(changes));
         let cpu_ns = own_cpu_ns().saturating_sub(c0);
         tally.cpu_ns += cpu_ns;
-        if let (true, Ok(a)) = (args.timings, &result) {
-            let mut line = String::new();
-            for (name, d) in sampler.phases() {
-                line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
-            }
-            warn!(
-                "tasksnap record: {}{line}encode {:.1} ms, write {:.1} ms; {} payload {} B \
-                 (names {} B); CPU {:.1} ms",
-                if a.key { "key: " } else { "" },
-                a.encode.as_secs_f64() * 1e3,
-                a.write.as_secs_f64() * 1e3,
-                if a.key { "key" } else { "delta" },
-                a.sample_bytes,
-                a.names_bytes,
-                cpu_ns as f64 / 1e6
-            );
+        if let (true, Ok(a)) = (self.args.timings, &result) {
+            say_timings(&self.sampler, a, cpu_ns);
         }
-        say_warnings(&mut recorder);
+        say_warnings(&mut self.recorder);
         let appended = match result {
             Ok(a) => a,
             Err(e) => {
                 warn!(
                     "tasksnap record: {e}; stopped after {} samples (all of them are kept in {})",
                     tally.samples,
-                    args.dir.display()
+                    self.args.dir.display()
                 );
-                break ExitCode::from(1);
+                return Err(ExitCode::from(1));
             }
         };
         tally.samples += 1;
         tally.keys += u64::from(appended.key);
-        if args.count.is_some_and(|n| tally.samples >= n) {
-            break ExitCode::SUCCESS;
-        }
-        // The next tick on the schedule; ticks already past are skipped and counted (a
-        // sample that took longer than the interval).
-        next += args.interval;
-        let now = Instant::now();
-        if !args.interval.is_zero() && next < now {
-            let behind = now.duration_since(next).as_nanos() / args.interval.as_nanos().max(1);
-            tally.missed += behind as u64 + 1;
-            next += args.interval * (behind as u32 + 1);
-        }
-        if crate::signals::wait(&signals, next.saturating_duration_since(Instant::now())) {
-            break ExitCode::SUCCESS;
-        }
-    };
-    let bytes = recorder.bytes_on_disk().saturating_sub(bytes0);
-    if let Err(e) = recorder.finish() {
-        warn!("tasksnap record: closing the store: {e}");
-        return ExitCode::from(1);
+        Ok(())
     }
-    if !args.quiet {
-        let per = |v: u64| v as f64 / tally.samples.max(1) as f64;
-        let wall = start.elapsed().as_secs_f64();
-        warn!(
-            "tasksnap record: {} samples ({} key) in {:.1} s; {:.1} MB written ({:.1} KB per \
-             sample); own CPU {:.1} ms per sample ({:.2}% of a CPU), {:.0} ms to start{}",
-            tally.samples,
-            tally.keys,
-            wall,
-            bytes as f64 / 1e6,
-            per(bytes) / 1e3,
-            per(tally.cpu_ns) / 1e6,
-            if wall > 0.0 {
-                tally.cpu_ns as f64 / 1e9 / wall * 100.0
-            } else {
-                0.0
-            },
-            open_cpu_ns as f64 / 1e6,
-            if tally.missed > 0 {
-                format!(
-                    "; {} ticks missed (a sample took longer than the interval)",
-                    tally.missed
-                )
-            } else {
-                String::new()
-            }
-        );
-        if sampler.exits_missing().is_none() {
-            warn!(
-                "tasksnap record: {} processes that exited stored, {} exit records lost",
-                tally.exits, tally.exits_dropped
-            );
-        }
+}
+
+/// `--timings`: where a sample's time went, and its size.
+fn say_timings(sampler: &Readings, a: &Appended, cpu_ns: u64) {
+    let mut line = String::new();
+    for (name, d) in sampler.phases() {
+        line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
     }
-    code
+    warn!(
+        "tasksnap record: {}{line}encode {:.1} ms, write {:.1} ms; {} payload {} B (names {} \
+         B); CPU {:.1} ms",
+        if a.key { "key: " } else { "" },
+        a.encode.as_secs_f64() * 1e3,
+        a.write.as_secs_f64() * 1e3,
+        if a.key { "key" } else { "delta" },
+        a.sample_bytes,
+        a.names_bytes,
+        cpu_ns as f64 / 1e6
+    );
+}
+
+/// The closing line: samples, bytes written and the CPU they took over `wall_s` seconds.
+fn say_cost(tally: &Tally, wall_s: f64, bytes: u64, open_cpu_ns: u64) {
+    let per = |v: u64| v as f64 / tally.samples.max(1) as f64;
+    warn!(
+        "tasksnap record: {} samples ({} key) in {:.1} s; {:.1} MB written ({:.1} KB per \
+         sample); own CPU {:.1} ms per sample ({:.2}% of a CPU), {:.0} ms to start{}",
+        tally.samples,
+        tally.keys,
+        wall_s,
+        bytes as f64 / 1e6,
+        per(bytes) / 1e3,
+        per(tally.cpu_ns) / 1e6,
+        if wall_s > 0.0 {
+            tally.cpu_ns as f64 / 1e9 / wall_s * 100.0
+        } else {
+            0.0
+        },
+        open_cpu_ns as f64 / 1e6,
+        if tally.missed > 0 {
+            format!(
+                "; {} ticks missed (a sample took longer than the interval)",
+                tally.missed
+            )
+        } else {
+            String::new()
+        }
+    );
 }
 
 /// What the store met that did not stop recording (a segment retention could not delete, an

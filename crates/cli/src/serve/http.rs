@@ -36,7 +36,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use super::budget::Budget;
 use super::conns::Conns;
-use super::Shared;
+use super::shared::Shared;
 
 const MAX_HEAD_BYTES: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);

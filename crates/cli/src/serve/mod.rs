@@ -14,13 +14,14 @@ mod budget;
 mod conns;
 mod http;
 mod query;
+mod shared;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -31,6 +32,7 @@ use tasksnap_export::{Aggregator, Config, Grouping, Options};
 use tasksnap_model::Backend;
 
 use crate::when;
+use shared::Shared;
 
 /// The port `tasksnap serve` listens on unless told otherwise: outside the 9100-9999 range
 /// the Prometheus project's list of exporter default ports allocates, so no exporter's
@@ -190,64 +192,6 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     run(&args, grouping)
 }
 
-/// What the collection thread hands the HTTP side.
-#[derive(Debug)]
-pub struct Shared {
-    /// The last collection's exposition.
-    pub exposition: RwLock<Arc<Exposition>>,
-    /// Connections closed to make room for a newcomer (see conns.rs).
-    pub evicted: AtomicU64,
-    stop: Mutex<bool>,
-    wake: Condvar,
-}
-
-impl Shared {
-    fn current(&self) -> Arc<Exposition> {
-        match self.exposition.read() {
-            Ok(e) => e.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    /// Swaps in a new exposition. The lock is held for the swap only: the old one is
-    /// dropped (its buffers freed) after it is released, so a scrape never waits on a free.
-    fn publish(&self, e: Exposition) {
-        let mut e = Arc::new(e);
-        match self.exposition.write() {
-            Ok(mut slot) => std::mem::swap(&mut *slot, &mut e),
-            Err(poisoned) => std::mem::swap(&mut *poisoned.into_inner(), &mut e),
-        }
-        drop(e);
-    }
-
-    fn stop(&self) {
-        if let Ok(mut s) = self.stop.lock() {
-            *s = true;
-        }
-        self.wake.notify_all();
-    }
-
-    /// Sleeps until `deadline` or a stop; true on a stop.
-    fn sleep_until(&self, deadline: Instant) -> bool {
-        let Ok(mut stopped) = self.stop.lock() else {
-            return true;
-        };
-        loop {
-            if *stopped {
-                return true;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            stopped = match self.wake.wait_timeout(stopped, left) {
-                Ok((s, _)) => s,
-                Err(_) => return true,
-            };
-        }
-    }
-}
-
 /// The CPU clock of the calling thread, for [`collection_cpu_ns`] to leave out.
 fn thread_cpu_clock() -> Option<libc::clockid_t> {
     let mut clock: libc::clockid_t = 0;
@@ -339,6 +283,21 @@ impl Collection {
             timings,
             http_clock,
         })
+    }
+
+    /// What the start line says of the sources, after the first collection.
+    fn started(&self) -> Started {
+        Started {
+            tasks_why: self.sampler.report().why.clone(),
+            states: self.cost.states_backend.clone(),
+            states_why: self.sampler.states_report().1.to_string(),
+            exits: self
+                .sampler
+                .exits_source()
+                .map(|s| s.description())
+                .ok_or_else(|| self.sampler.exits_missing().unwrap_or_default().to_string()),
+            first_ms: self.cost.collect_seconds * 1e3,
+        }
     }
 
     fn collect(&mut self, shared: &Shared) -> Result<Exposition, tasksnap_collect::Error> {
@@ -482,85 +441,10 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
     };
     // Before any thread drops its capabilities: its threads keep what they need.
     let (mut queries, queries_missing) = start_queries(args);
-    let shared = Arc::new(Shared {
-        exposition: RwLock::new(Arc::new(Exposition {
-            openmetrics: Arc::from(Vec::new()),
-            prometheus: Arc::from(Vec::new()),
-            series: 0,
-        })),
-        evicted: AtomicU64::new(0),
-        stop: Mutex::new(false),
-        wake: Condvar::new(),
-    });
-    // The sources live on the collection thread (a state source stays on the thread that
-    // opened it). It opens them, drops the capabilities it no longer needs, and takes the
-    // first collection before anything is answered: until then there is nothing true to say
-    // (connections wait in the listen queue meanwhile).
-    let (started_tx, started_rx) = std::sync::mpsc::channel::<Result<Started, String>>();
-    let collector = {
-        let shared = shared.clone();
-        let interval = args.interval;
-        let opts = Options {
-            grouping,
-            top_n: args.top_n as usize,
-            max_series: args.max_series,
-            reasons_per_group: args.reasons as usize,
-            ..Options::default()
-        };
-        let backend = args.backend;
-        let timings = args.timings;
-        // This thread answers HTTP once the collection thread has started.
-        let http_clock = thread_cpu_clock();
-        std::thread::Builder::new()
-            .name("collect".into())
-            .spawn(move || {
-                lower_priority();
-                let mut c = match Collection::open(backend, opts, timings, http_clock) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        let _ = started_tx.send(Err(e));
-                        return;
-                    }
-                };
-                match c.collect(&shared) {
-                    Ok(e) => shared.publish(e),
-                    Err(e) => {
-                        let _ = started_tx.send(Err(e.to_string()));
-                        return;
-                    }
-                }
-                let _ = started_tx.send(Ok(Started {
-                    tasks_why: c.sampler.report().why.clone(),
-                    states: c.cost.states_backend.clone(),
-                    states_why: c.sampler.states_report().1.to_string(),
-                    exits: c
-                        .sampler
-                        .exits_source()
-                        .map(|s| s.description())
-                        .ok_or_else(|| c.sampler.exits_missing().unwrap_or_default().to_string()),
-                    first_ms: c.cost.collect_seconds * 1e3,
-                }));
-                collect_loop(&mut c, &shared, interval);
-            })
-    };
-    let collector = match collector {
+    let shared = Arc::new(Shared::new());
+    let (collector, started) = match start_collecting(args, grouping, &shared) {
         Ok(c) => c,
-        Err(e) => {
-            warn!("tasksnap serve: cannot start the collection thread: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let started = match started_rx.recv() {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            warn!("tasksnap serve: {e}");
-            let _ = collector.join();
-            return ExitCode::from(1);
-        }
-        Err(_) => {
-            warn!("tasksnap serve: the collection thread ended before its first collection");
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     // This thread serves HTTP: it needs no privilege at all beyond what it has bound.
     let _ = Host::drop_all_privileges_of_this_thread();
@@ -578,53 +462,15 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
         String::new()
     };
     if !args.quiet {
-        let socket = match &queries {
-            Some(q) => format!(" and queries at {}", q.path().display()),
-            None => String::new(),
-        };
-        warn!(
-            "tasksnap serve: listening on http://{}/metrics{socket}, collecting every {} \
-             (tasks: {}; thread states: {}, {}; exits: {}); first collection {:.0} ms{limited}; \
-             stop with Ctrl-C",
-            listener.local_addr().map_or(args.listen, |a| a),
-            humantime::format_duration(args.interval),
-            started.tasks_why,
-            started.states,
-            started.states_why,
-            started.exits.as_deref().unwrap_or("none"),
-            started.first_ms,
-        );
-        if let Some(why) = &queries_missing {
-            warn!("{why}");
-        }
-        // After the start line (which names the address); tasksnap_source_info says
-        // exits="none" too, --quiet or not.
-        if let Err(why) = &started.exits {
-            warn!(
-                "tasksnap serve: what a process does between the last collection and its exit \
-                 is not counted: no exit records ({why})"
-            );
-        }
+        let at = listener.local_addr().map_or(args.listen, |a| a);
+        say_started(args, at, &started, &queries, &queries_missing, &limited);
     } else if budget.connections < 8 {
         warn!("tasksnap serve: {}", limited.trim_start_matches("; "));
     }
     let stop = Arc::new(tokio::sync::Notify::new());
-    {
-        let stop = stop.clone();
-        let shared = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("signals".into())
-            .spawn(move || loop {
-                if crate::signals::wait(&signals, Duration::from_secs(3600)) {
-                    shared.stop();
-                    stop.notify_one();
-                    return;
-                }
-            });
-        if let Err(e) = spawned {
-            warn!("tasksnap serve: cannot start the signal thread: {e}");
-            return ExitCode::from(1);
-        }
+    if let Err(e) = watch_signals(signals, shared.clone(), stop.clone()) {
+        warn!("tasksnap serve: cannot start the signal thread: {e}");
+        return ExitCode::from(1);
     }
     let served = runtime.block_on(http::serve(listener, shared.clone(), stop, budget));
     shared.stop();
@@ -647,6 +493,128 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
         );
     }
     code
+}
+
+/// Starts the collection thread and waits for its first collection. The sources live on
+/// that thread (a state source stays on the thread that opened it): it opens them, drops
+/// the capabilities it no longer needs, and takes the first collection before anything is
+/// answered: until then there is nothing true to say (connections wait in the listen queue
+/// meanwhile). On failure, said, the exit code.
+fn start_collecting(
+    args: &Args,
+    grouping: Grouping,
+    shared: &Arc<Shared>,
+) -> Result<(std::thread::JoinHandle<()>, Started), ExitCode> {
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<Result<Started, String>>();
+    let shared = shared.clone();
+    let interval = args.interval;
+    let opts = Options {
+        grouping,
+        top_n: args.top_n as usize,
+        max_series: args.max_series,
+        reasons_per_group: args.reasons as usize,
+        ..Options::default()
+    };
+    let backend = args.backend;
+    let timings = args.timings;
+    // This thread answers HTTP once the collection thread has started.
+    let http_clock = thread_cpu_clock();
+    let collector = std::thread::Builder::new()
+        .name("collect".into())
+        .spawn(move || {
+            lower_priority();
+            let mut c = match Collection::open(backend, opts, timings, http_clock) {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = started_tx.send(Err(e));
+                    return;
+                }
+            };
+            match c.collect(&shared) {
+                Ok(e) => shared.publish(e),
+                Err(e) => {
+                    let _ = started_tx.send(Err(e.to_string()));
+                    return;
+                }
+            }
+            let _ = started_tx.send(Ok(c.started()));
+            collect_loop(&mut c, &shared, interval);
+        });
+    let collector = match collector {
+        Ok(c) => c,
+        Err(e) => {
+            warn!("tasksnap serve: cannot start the collection thread: {e}");
+            return Err(ExitCode::from(1));
+        }
+    };
+    match started_rx.recv() {
+        Ok(Ok(s)) => Ok((collector, s)),
+        Ok(Err(e)) => {
+            warn!("tasksnap serve: {e}");
+            let _ = collector.join();
+            Err(ExitCode::from(1))
+        }
+        Err(_) => {
+            warn!("tasksnap serve: the collection thread ended before its first collection");
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
+/// The start line: where it listens, what it collects with, and what is missing.
+fn say_started(
+    args: &Args,
+    at: SocketAddr,
+    started: &Started,
+    queries: &Option<query::QueryService>,
+    queries_missing: &Option<String>,
+    limited: &str,
+) {
+    let socket = match queries {
+        Some(q) => format!(" and queries at {}", q.path().display()),
+        None => String::new(),
+    };
+    warn!(
+        "tasksnap serve: listening on http://{}/metrics{socket}, collecting every {} \
+         (tasks: {}; thread states: {}, {}; exits: {}); first collection {:.0} ms{limited}; \
+         stop with Ctrl-C",
+        at,
+        humantime::format_duration(args.interval),
+        started.tasks_why,
+        started.states,
+        started.states_why,
+        started.exits.as_deref().unwrap_or("none"),
+        started.first_ms,
+    );
+    if let Some(why) = queries_missing {
+        warn!("{why}");
+    }
+    // After the start line (which names the address); tasksnap_source_info says
+    // exits="none" too, --quiet or not.
+    if let Err(why) = &started.exits {
+        warn!(
+            "tasksnap serve: what a process does between the last collection and its exit \
+             is not counted: no exit records ({why})"
+        );
+    }
+}
+
+/// A thread that waits for a stop signal, then stops the collections and the HTTP side.
+fn watch_signals(
+    signals: libc::sigset_t,
+    shared: Arc<Shared>,
+    stop: Arc<tokio::sync::Notify>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || loop {
+            if crate::signals::wait(&signals, Duration::from_secs(3600)) {
+                shared.stop();
+                stop.notify_one();
+                return;
+            }
+        })
+        .map(|_| ())
 }
 
 fn collect_loop(c: &mut Collection, shared: &Shared, interval: Duration) {
