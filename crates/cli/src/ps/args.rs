@@ -9,8 +9,8 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use super::cell::OUTBUF_SIZE;
 use super::format;
-use super::layout::OUTBUF_SIZE;
 use super::settings::*;
 
 mod aix;
@@ -1711,9 +1711,10 @@ pub fn info_text(argv: &[OsString]) -> Option<String> {
         let mut s = String::new();
         // procps leaves out the specifiers that only ever print `-` (its pr_nop ones);
         // 4.0.2 has no fds.
-        for spec in format::SPECS.iter().filter(|s| {
-            !matches!(s.field, format::Field::Addr | format::Field::Nop) && s.name != "fds"
-        }) {
+        for spec in format::SPECS
+            .iter()
+            .filter(|s| !matches!(s.value, super::fields::Source::Nop) && s.name != "fds")
+        {
             s.push_str(&format!("{:<12.12} {:<8.8}\n", spec.name, spec.head));
         }
         return Some(s);

@@ -1,17 +1,22 @@
 //! `tasksnap ps`: a procps-ng 4.0 compatible `ps` over tasksnap snapshots.
 //!
 //! The pieces, in the order a run uses them: [`args`] turns argv into [`settings::Settings`];
-//! this module picks the attribute groups the columns need and takes one snapshot; [`select`]
-//! keeps the tasks procps would; [`order`] sorts and builds the forest; [`layout`] and
-//! [`fields`] print every row byte for byte as procps would; [`machine`] prints JSON/CSV.
+//! [`format`] is the table of columns, one row per specifier (header, width, alignment,
+//! where the value comes from, what it sorts by); this module takes the attribute groups the
+//! rows of the listing read and one snapshot; [`select`] keeps the tasks procps would;
+//! [`order`] sorts and builds the forest; [`layout`] lays the cells out and [`fields`] and
+//! [`printers`] print every value byte for byte as procps would; [`machine`] prints
+//! JSON/CSV.
 
 pub mod args;
+pub mod cell;
 pub mod fields;
 pub mod format;
 pub mod layout;
 pub mod machine;
 pub mod names;
 pub mod order;
+pub mod printers;
 pub mod select;
 pub mod settings;
 pub mod text;
@@ -25,8 +30,9 @@ use anyhow::Context;
 use tasksnap_collect::Host;
 use tasksnap_model::{Backend, Groups, Query, Selector, Task};
 
-use format::{Field, Spec};
-use layout::{Cell, Column};
+use cell::Cell;
+use format::{Just, Spec};
+use layout::Column;
 use settings::{Criterion, Output, Settings, Threads};
 
 /// Digits of `kernel.pid_max`: procps sizes pid columns with it (procps_pid_length()).
@@ -73,63 +79,17 @@ pub fn resolve_columns(s: &Settings, pid_len: usize) -> Vec<Column> {
         .collect()
 }
 
-/// The attribute groups a run needs.
+/// The attribute groups a run needs: what its columns and sort keys read ([`Spec::ask`]),
+/// and the real ids when a list selects by them.
 fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
     let mut g = Groups {
         base: true,
         cred_effective: true,
         ..Groups::default()
     };
-    let mut fields: Vec<Field> = cols.iter().map(|c| c.spec.field).collect();
-    fields.extend(
-        s.sort
-            .iter()
-            .filter_map(|k| format::find(&k.name))
-            .map(|spec| spec.field),
-    );
-    for f in fields {
-        // A column whose value (or sort item) is the model's table's asks for the group the
-        // table names; ps's own columns for what they read.
-        if let Some((model, _)) = fields::table_field(f) {
-            model.group.ask(&mut g);
-        }
-        if let Some((model, _)) = fields::sort_field(f) {
-            model.group.ask(&mut g);
-        }
-        match f {
-            Field::Supgid | Field::Supgrp => g.cred_full = true,
-            Field::SigPending
-            | Field::SigThread
-            | Field::SigBlocked
-            | Field::SigIgnored
-            | Field::SigCaught => g.signals = true,
-            Field::Drs | Field::Trs => {
-                g.stat = true;
-                g.layout = true;
-            }
-            Field::Stat => g.locked = true,
-            Field::Time
-            | Field::Times
-            | Field::Bsdtime
-            | Field::Pcpu
-            | Field::C
-            | Field::Cp
-            | Field::Cuc
-            | Field::Cuu
-            | Field::MajFlt
-            | Field::MinFlt => g.stat = true,
-            Field::Args => {
-                g.cmdline = true;
-                g.environ |= s.bsd_e;
-            }
-            Field::Comm => {
-                g.cmdline |= s.unix_f;
-                g.environ |= s.bsd_e;
-            }
-            Field::Cgroup | Field::Cgname | Field::Lxc => g.cgroup = true,
-            Field::Exe => g.exe = true,
-            _ => {}
-        }
+    let sort_keys = s.sort.iter().filter_map(|k| format::find(&k.name));
+    for spec in cols.iter().map(|c| c.spec).chain(sort_keys) {
+        spec.ask(s, &mut g);
     }
     if s.criteria
         .iter()
@@ -319,10 +279,10 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     };
     // What printing reads of the machine, from the host (the NUMA map only when a column or
     // a sort key needs it).
-    let numa = cols.iter().any(|c| c.spec.field == Field::Numa)
+    let numa = cols.iter().any(|c| c.spec.needs_numa())
         || s.sort
             .iter()
-            .any(|k| format::find(&k.name).is_some_and(|f| f.field == Field::Numa));
+            .any(|k| format::find(&k.name).is_some_and(Spec::needs_numa));
     let facts = names::HostFacts::of(&host, numa);
     let mut caches = fields::Caches::new(&facts);
 
@@ -334,7 +294,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     // AIX literal text is layout, not data.
     let data_cols = || -> Vec<Column> {
         cols.iter()
-            .filter(|c| c.spec.field != Field::Text)
+            .filter(|c| c.spec.just != Just::Text)
             .cloned()
             .collect()
     };
@@ -357,7 +317,7 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
             let any_header = cols.iter().any(|c| !c.header.is_empty());
             let mut header = Vec::new();
             render_line(&mut header, &mut |i, _| Cell {
-                bytes: layout::CellBytes::from_slice(cols[i].header.as_bytes()),
+                bytes: cell::CellBytes::from_slice(cols[i].header.as_bytes()),
                 cells: cols[i].header.len(),
             });
             let show_header = s.headers && any_header && !cols.is_empty();
@@ -396,11 +356,9 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
                 let mut line = Vec::with_capacity(256);
                 for (n, row) in rows.iter().enumerate() {
                     line.clear();
-                    render_line(&mut line, &mut |i, max| match cols[i].spec.field {
-                        Field::Test(which) => {
-                            fields::test_value(which, countdown(first_row + n), max)
-                        }
-                        _ => order::cell(&tasks, row, &cols[i], max, &env, caches),
+                    let countdown = countdown(first_row + n);
+                    render_line(&mut line, &mut |i, max| {
+                        order::cell(&tasks, row, &cols[i], max, countdown, &env, caches)
                     });
                     sink.write_all(&line)?;
                 }
@@ -492,7 +450,7 @@ mod tests {
         assert!(!plain.label && !plain.login && !plain.cgroup, "{plain:?}");
         let mut n = 0;
         for spec in format::SPECS {
-            let Some((model, _)) = fields::table_field(spec.field) else {
+            let fields::Source::Table(model, _) = spec.value else {
                 continue;
             };
             n += 1;

@@ -223,7 +223,7 @@ impl ByteSink for Vec<u8> {
     }
 }
 
-impl ByteSink for super::layout::CellBytes {
+impl ByteSink for super::cell::CellBytes {
     fn len(&self) -> usize {
         smallvec::SmallVec::len(self)
     }
