@@ -439,7 +439,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::*;
 
     /// Every column whose value comes from the model's field table asks for the group the
     /// table says the field needs, and a plain `ps -ef` asks for none of the new groups.
