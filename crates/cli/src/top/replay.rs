@@ -327,7 +327,7 @@ fn leader_as_thread(tasks: &mut [tasksnap_model::Task]) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::top::replay::*;
 
     #[test]
     fn the_sample_in_force_at_a_time() {

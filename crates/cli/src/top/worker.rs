@@ -216,7 +216,7 @@ fn moved(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::top::worker::*;
     use std::sync::mpsc::Receiver;
 
     fn next_page(rx: &Receiver<Update>) -> Page {
