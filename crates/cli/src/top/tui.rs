@@ -17,10 +17,11 @@ use ratatui::text::{Line as TextLine, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Terminal;
 
+use super::options::Options;
 use super::replay::Replay;
+use super::session::Page;
 use super::view::{Filter, SortKey};
 use super::worker::{self, Request, Update};
-use super::{Options, Page};
 use crate::input::{Nice, Pid, Signal};
 
 /// Smallest terminal the view draws in; below it a message says so.

@@ -11,8 +11,9 @@
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use super::options::Options;
 use super::replay::Replay;
-use super::{Frame, Options, Page, Top};
+use super::session::{self, Frame, Page, Top};
 
 /// What the terminal thread asks of the collection thread.
 #[derive(Debug)]
@@ -94,7 +95,7 @@ fn run(
             if let Some(old) = frame.take() {
                 top.recycle_frame(old);
             }
-            match top.refresh(&super::clock()) {
+            match top.refresh(&session::clock()) {
                 Ok(f) => frame = Some(f),
                 Err(e) => {
                     send(Update::Failed(format!("{e:#}")));
@@ -267,7 +268,7 @@ mod tests {
 
         // A new sort key re-sorts the frame on hand: by pid, ascending.
         let mut by_pid = opts.clone();
-        by_pid.sort = super::super::view::SortKey::Pid;
+        by_pid.sort = crate::top::view::SortKey::Pid;
         by_pid.ascending = true;
         requests
             .send(Request::Options {
@@ -327,6 +328,6 @@ mod tests {
     }
 
     fn render_width() -> usize {
-        super::super::render::CGROUP_WIDTH
+        crate::top::render::CGROUP_WIDTH
     }
 }
