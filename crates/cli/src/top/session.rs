@@ -227,21 +227,7 @@ impl Top {
     /// Takes a snapshot and computes the frame.
     pub fn refresh(&mut self, clock: &str) -> anyhow::Result<Frame> {
         let started = Instant::now();
-        let groups = Groups {
-            base: true,
-            cred_effective: true,
-            stat: true,
-            sched: true,
-            // A CGROUP filter needs every task's cgroups, each refresh: the BPF backend then
-            // takes whole passes and reads /proc/PID/cgroup for every task (the price of
-            // the filter, paid only while it is on).
-            cgroup: self
-                .opts
-                .other_filter
-                .as_ref()
-                .is_some_and(view::Filter::needs_cgroup),
-            ..Groups::default()
-        };
+        let groups = self.groups();
         let selectors: Vec<Selector> = if self.opts.pids.is_empty() {
             vec![Selector::AllThreads]
         } else {
@@ -253,77 +239,18 @@ impl Top {
         };
         let pids = self.opts.pids.clone();
         let wanted = |tgid: i32| pids.is_empty() || pids.contains(&tgid);
-        let mut lines = if let Source::Replay(r) = &self.source {
-            // The sample shown against the one before it, through a tracker of their own:
-            // a step may go either way, or jump.
-            self.tracker = view::Tracker::default();
-            self.mem_total_kib = r.mem_total_kib();
-            if let Some(prev) = r.prev() {
-                let snap = replay::Replay::snapshot(prev, &selectors, self.opts.threads);
-                self.tracker
-                    .update(&snap, self.opts.threads, self.mem_total_kib);
-            }
-            // The exits recorded with this sample, against the counters of the one before.
-            self.interval =
-                exited::Interval::of_reading(r.reading(), r.prev(), &self.tracker, &wanted);
-            let snap = replay::Replay::snapshot(r.reading(), &selectors, self.opts.threads);
-            self.changed = None;
-            self.tracker
-                .update(&snap, self.opts.threads, self.mem_total_kib)
-        } else if let Source::Live(host) = &mut self.source {
+        let mut lines = if self.is_replay() {
+            self.replayed_rows(&selectors, &wanted)
+        } else {
             // Exits first, against the counters of the previous refresh: a process that
             // exits after this drain is a live row of this refresh (or a zombie) and an exit
             // of the next, never neither.
-            self.interval = match self.exits.as_mut().map(|s| s.drain(&self.tracker, &wanted)) {
-                None => None,
-                Some(Ok(i)) => Some(i),
-                Some(Err(why)) => {
-                    self.exits = None;
-                    self.exits_unavailable = Some(why);
-                    None
-                }
-            };
+            self.drain_exits(&wanted);
             if selectors == [Selector::AllThreads] {
-                // Every task: only what changed since the last refresh comes back (with the
-                // BPF walk; other backends give everything every time).
-                let mut q = Query::new(Selector::AllThreads, groups);
-                // The leader's row carries the whole process's times in the process view.
-                q.leader_as_process = !self.opts.threads;
-                // A whole pass is fed straight into the tracker, task by task, after it drops
-                // its rows: at 50,000 tasks neither a vector of every task nor the old rows
-                // are in memory next to the pass.
-                let full = host.next_changes_full(&q);
-                let now_ns = system::boottime_ns();
-                let mut feed =
-                    self.tracker
-                        .begin(now_ns, full, self.opts.threads, self.mem_total_kib);
-                let tracker = &mut self.tracker;
-                let summary = host.changes_into(&q, &mut |t| tracker.push(&mut feed, &t))?;
-                self.changed = (!summary.full).then_some(summary.tasks);
-                let mut lines = std::mem::take(&mut self.spare_lines);
-                self.tracker
-                    .finish(feed, summary.full, &summary.gone, &mut lines);
-                lines
+                self.changed_rows(groups)?
             } else {
-                let mut snap: Option<tasksnap_model::Snapshot> = None;
-                for sel in selectors {
-                    let mut q = Query::new(sel, groups);
-                    q.leader_as_process = !self.opts.threads;
-                    let s = host.snapshot(&q)?;
-                    match &mut snap {
-                        None => snap = Some(s),
-                        Some(all) => all.tasks.extend(s.tasks),
-                    }
-                }
-                let snap = snap.ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
-                let lines = self
-                    .tracker
-                    .update(&snap, self.opts.threads, self.mem_total_kib);
-                host.recycle(snap.tasks);
-                lines
+                self.selected_rows(selectors, groups)?
             }
-        } else {
-            unreachable!("a source is live or a replay")
         };
         self.filter(&mut lines);
         self.add_waits();
@@ -350,6 +277,121 @@ impl Top {
             self.add_exited(&mut lines);
         }
         self.order(&mut lines);
+        let header = self.header(started, &counts, clock);
+        Ok(Frame { header, lines })
+    }
+
+    /// The groups a refresh reads of every task.
+    fn groups(&self) -> Groups {
+        Groups {
+            base: true,
+            cred_effective: true,
+            stat: true,
+            sched: true,
+            // A CGROUP filter needs every task's cgroups, each refresh: the BPF backend then
+            // takes whole passes and reads /proc/PID/cgroup for every task (the price of
+            // the filter, paid only while it is on).
+            cgroup: self
+                .opts
+                .other_filter
+                .as_ref()
+                .is_some_and(view::Filter::needs_cgroup),
+            ..Groups::default()
+        }
+    }
+
+    /// A replay's rows: the sample shown against the one before it, through a tracker of
+    /// their own (a step may go either way, or jump), with the exits recorded with it.
+    fn replayed_rows(&mut self, selectors: &[Selector], wanted: &dyn Fn(i32) -> bool) -> Vec<Row> {
+        let Source::Replay(r) = &self.source else {
+            unreachable!("replayed_rows is called for a replay")
+        };
+        self.tracker = view::Tracker::default();
+        self.mem_total_kib = r.mem_total_kib();
+        if let Some(prev) = r.prev() {
+            let snap = replay::Replay::snapshot(prev, selectors, self.opts.threads);
+            self.tracker
+                .update(&snap, self.opts.threads, self.mem_total_kib);
+        }
+        // The exits recorded with this sample, against the counters of the one before.
+        self.interval = exited::Interval::of_reading(r.reading(), r.prev(), &self.tracker, wanted);
+        let snap = replay::Replay::snapshot(r.reading(), selectors, self.opts.threads);
+        self.changed = None;
+        self.tracker
+            .update(&snap, self.opts.threads, self.mem_total_kib)
+    }
+
+    /// The exits since the last refresh, into `self.interval`; an exit source that fails is
+    /// dropped, with why.
+    fn drain_exits(&mut self, wanted: &dyn Fn(i32) -> bool) {
+        self.interval = match self.exits.as_mut().map(|s| s.drain(&self.tracker, wanted)) {
+            None => None,
+            Some(Ok(i)) => Some(i),
+            Some(Err(why)) => {
+                self.exits = None;
+                self.exits_unavailable = Some(why);
+                None
+            }
+        };
+    }
+
+    /// Every task of the host: only what changed since the last refresh comes back (with
+    /// the BPF walk; other backends give everything every time).
+    fn changed_rows(&mut self, groups: Groups) -> anyhow::Result<Vec<Row>> {
+        let Source::Live(host) = &mut self.source else {
+            unreachable!("changed_rows is called for the host")
+        };
+        let mut q = Query::new(Selector::AllThreads, groups);
+        // The leader's row carries the whole process's times in the process view.
+        q.leader_as_process = !self.opts.threads;
+        // A whole pass is fed straight into the tracker, task by task, after it drops
+        // its rows: at 50,000 tasks neither a vector of every task nor the old rows
+        // are in memory next to the pass.
+        let full = host.next_changes_full(&q);
+        let now_ns = system::boottime_ns();
+        let mut feed = self
+            .tracker
+            .begin(now_ns, full, self.opts.threads, self.mem_total_kib);
+        let tracker = &mut self.tracker;
+        let summary = host.changes_into(&q, &mut |t| tracker.push(&mut feed, &t))?;
+        self.changed = (!summary.full).then_some(summary.tasks);
+        let mut lines = std::mem::take(&mut self.spare_lines);
+        self.tracker
+            .finish(feed, summary.full, &summary.gone, &mut lines);
+        Ok(lines)
+    }
+
+    /// The host's tasks of `selectors` (`-p`), one whole snapshot each.
+    fn selected_rows(
+        &mut self,
+        selectors: Vec<Selector>,
+        groups: Groups,
+    ) -> anyhow::Result<Vec<Row>> {
+        let Source::Live(host) = &mut self.source else {
+            unreachable!("selected_rows is called for the host")
+        };
+        let mut snap: Option<tasksnap_model::Snapshot> = None;
+        for sel in selectors {
+            let mut q = Query::new(sel, groups);
+            q.leader_as_process = !self.opts.threads;
+            let s = host.snapshot(&q)?;
+            match &mut snap {
+                None => snap = Some(s),
+                Some(all) => all.tasks.extend(s.tasks),
+            }
+        }
+        let snap = snap.ok_or_else(|| anyhow::anyhow!("no snapshot"))?;
+        let lines = self
+            .tracker
+            .update(&snap, self.opts.threads, self.mem_total_kib);
+        host.recycle(snap.tasks);
+        Ok(lines)
+    }
+
+    /// The frame's header: the machine's figures, the counts, tasksnap's own cost since the
+    /// last refresh (which started at `started`), the interval's exits; a replay's clock is
+    /// its sample's, and it ends with the sample's marker.
+    fn header(&mut self, started: Instant, counts: &view::StateCounts, clock: &str) -> Vec<String> {
         let sys = match &self.source {
             Source::Replay(r) => r.system(),
             Source::Live(host) => self.system.read(host),
@@ -374,8 +416,8 @@ impl Top {
         self.own_cpu_ns = now_cpu;
         self.own_at = Instant::now();
         let mut header = match &self.source {
-            Source::Replay(r) => render::header(&sys, &counts, self.opts.threads, &own, &r.clock()),
-            Source::Live(_) => render::header(&sys, &counts, self.opts.threads, &own, clock),
+            Source::Replay(r) => render::header(&sys, counts, self.opts.threads, &own, &r.clock()),
+            Source::Live(_) => render::header(&sys, counts, self.opts.threads, &own, clock),
         };
         if let Some(i) = &self.interval {
             // After the counts of the "Tasks:" line, as atop's PRC line has `#exit`.
@@ -393,7 +435,7 @@ impl Top {
             }
             header.push(r.marker());
         }
-        Ok(Frame { header, lines })
+        header
     }
 
     /// Puts the interval's exits in `lines` (the exited view), instead of the zombie rows
