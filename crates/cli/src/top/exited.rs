@@ -1,4 +1,4 @@
-//! The processes that exited during a refresh's interval, as `top` shows them (issue 31):
+//! The processes that exited during a refresh's interval, as `top` shows them:
 //! the live exit source ([`Source`]: the host's BPF exit records, root only, drained once per
 //! refresh before the walk), the interval's exits of a replayed reading, and what both become
 //! ([`Interval`]): one row per exited process, marked as atop marks them (`<name>`, state
