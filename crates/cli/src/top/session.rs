@@ -877,6 +877,13 @@ mod tests {
         assert_eq!(command_text(b"x\xc3(", b"x", false, utf8), "x?(");
     }
 
+    /// A replay's frame, whose marker (the header's last line) names `sample`.
+    fn refresh_on(top: &mut Top, sample: &str) -> Frame {
+        let frame = top.refresh("unused").expect("frame");
+        assert!(frame.header.last().is_some_and(|m| m.contains(sample)));
+        frame
+    }
+
     /// A replay stands on a sample and steps through the recording: rates from the sample
     /// before, refusals at both ends, jumps to the sample in force, errors that say why.
     #[test]
@@ -910,11 +917,7 @@ mod tests {
         let end = top.step(true).expect_err("past the end");
         assert!(end.contains("last sample (4/4)"), "{end}");
         top.jump(T0).expect("to the first");
-        let frame = top.refresh("unused").expect("frame");
-        assert!(frame
-            .header
-            .last()
-            .is_some_and(|m| m.contains("sample 1/4")));
+        let frame = refresh_on(&mut top, "sample 1/4");
         assert_eq!(
             frame.lines[0].cpu_pct, 0.0,
             "no sample before the first: no rates"
@@ -922,19 +925,11 @@ mod tests {
         let start = top.step(false).expect_err("before the start");
         assert!(start.contains("first sample"), "{start}");
         top.jump(T0 + 2 * SEC + SEC / 2).expect("in force at 2.5 s");
-        let frame = top.refresh("unused").expect("frame");
-        assert!(frame
-            .header
-            .last()
-            .is_some_and(|m| m.contains("sample 3/4")));
+        let frame = refresh_on(&mut top, "sample 3/4");
         assert!((frame.lines[0].cpu_pct - 75.0).abs() < 0.01);
         assert!(top.jump(T0 + 10 * SEC).is_err());
         top.step(false).expect("back to 2");
-        let frame = top.refresh("unused").expect("frame");
-        assert!(frame
-            .header
-            .last()
-            .is_some_and(|m| m.contains("sample 2/4")));
+        refresh_on(&mut top, "sample 2/4");
 
         // Where it cannot start: one line each.
         let at = Replay::open(&store, Some(T0 - 1)).expect_err("before the start");

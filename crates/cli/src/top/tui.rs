@@ -523,14 +523,12 @@ fn answer(app: &mut App, prompt: Prompt, input: String) {
             }
         }
         Prompt::KillConfirm { pid, signal } => {
-            app.message = Some(if !input.eq_ignore_ascii_case("y") {
-                "nothing sent".into()
-            } else {
+            app.message = Some(confirmed(&input, "nothing sent", || {
                 match pid.signal(signal) {
                     Ok(()) => format!("sent signal {} to {pid}", signal.get()),
                     Err(e) => format!("kill {pid}: {e}"),
                 }
-            });
+            }));
         }
         Prompt::RenicePid => match pid_or_top(&input, app) {
             Ok(pid) => app.prompt = Some((Prompt::ReniceValue { pid }, String::new())),
@@ -545,15 +543,22 @@ fn answer(app: &mut App, prompt: Prompt, input: String) {
             Err(e) => app.message = Some(e),
         },
         Prompt::ReniceConfirm { pid, nice } => {
-            app.message = Some(if !input.eq_ignore_ascii_case("y") {
-                "not reniced".into()
-            } else {
+            app.message = Some(confirmed(&input, "not reniced", || {
                 match pid.renice(nice) {
                     Ok(()) => format!("reniced {pid} to {}", nice.get()),
                     Err(e) => format!("renice {pid}: {e}"),
                 }
-            });
+            }));
         }
+    }
+}
+
+/// A confirmation's outcome: what `act` says when the answer is `y` (any case), else `refused`.
+fn confirmed(input: &str, refused: &str, act: impl FnOnce() -> String) -> String {
+    if input.eq_ignore_ascii_case("y") {
+        act()
+    } else {
+        refused.to_string()
     }
 }
 
