@@ -1,6 +1,17 @@
-//! The format specifiers `ps -o` knows: name, header, default width, alignment and when the
-//! column prints. The table mirrors procps-ng 4.0's `format_array` (ps/output.c) for the
-//! specifiers tasksnap supports, so headers and widths match byte for byte.
+//! The format specifiers `ps -o` knows, one row each: procps-ng 4.0's `format_array`
+//! (ps/output.c) for the specifiers tasksnap supports, so that headers and widths match byte
+//! for byte. A row is the specifier, its header, default width, alignment, which rows of a
+//! thread listing print it, where its value comes from (a field of the model's table and
+//! procps's printer, or a formatter of ps's own, [`super::printers`]) and what it sorts by.
+//! The groups a listing asks for are derived from its rows ([`Spec::ask`]); every field of
+//! the model's table procps has no specifier for is a row too ([`model_specs`]).
+
+use tasksnap_model::fields as m;
+use tasksnap_model::Groups;
+
+use super::fields::{Data, Print, Sort, Source};
+use super::printers as pr;
+use super::settings::Settings;
 
 /// How a column is aligned and may overflow (procps `CF_*` justification codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,152 +46,6 @@ pub enum Show {
     AsNeeded,
 }
 
-/// What a column shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum Field {
-    /// A field of the model's table that no procps specifier names (`-o utime_ns`):
-    /// [`find`] makes its specifier.
-    Model(&'static tasksnap_model::fields::Field),
-    Pcpu,
-    Pmem,
-    Addr,
-    Args,
-    Bsdstart,
-    Bsdtime,
-    C,
-    Cgroup,
-    Class,
-    Cls,
-    Comm,
-    Cp,
-    Egid,
-    Egroup,
-    Etime,
-    Etimes,
-    Euid,
-    Euser,
-    Exe,
-    Flags,
-    Fgid,
-    Fgroup,
-    Fuid,
-    Fuser,
-    Label,
-    Lstart,
-    Tid,
-    MajFlt,
-    MinFlt,
-    Nice,
-    Nlwp,
-    Opri,
-    Pgid,
-    Pid,
-    Ppid,
-    Pri,
-    PriApi,
-    PriBar,
-    PriBaz,
-    PriFoo,
-    Priority,
-    Psr,
-    Rgid,
-    Rgroup,
-    Rss,
-    Rtprio,
-    Ruid,
-    Ruser,
-    S,
-    Sched,
-    Sess,
-    Sgid,
-    Sgroup,
-    Start,
-    StartTime,
-    Stat,
-    Suid,
-    Suser,
-    Supgid,
-    Sz,
-    Time,
-    Times,
-    Tpgid,
-    Tty,
-    Vsz,
-    Wchan,
-    /// `SigPnd`/`ShdPnd` (`sig`, `pending`): the group's on a process's row.
-    SigPending,
-    /// `SigPnd` (`tsig`): the thread's own.
-    SigThread,
-    SigBlocked,
-    SigIgnored,
-    SigCaught,
-    /// Data (`drs`, `dsiz`): kB of the address space outside the text segment.
-    Drs,
-    /// Text (`trs`, `tsiz`): kB of the text segment.
-    Trs,
-    /// `m_size`: the address space in bytes.
-    MSize,
-    /// `size`: data + stack (`VmData` + `VmStk`), kB.
-    Size,
-    Eip,
-    Esp,
-    StackP,
-    Lim,
-    Supgrp,
-    Fname,
-    Tty4,
-    SgiP,
-    Cuc,
-    Cuu,
-    Numa,
-    /// procps's `pr_nop`: a placeholder that always prints `-`.
-    Nop,
-    /// Open file descriptors (procps newer than 4.0.2).
-    Fds,
-    /// procps's layout test columns (`_left`, `_left2`, `_right`, `_right2`, `_unlimited`,
-    /// `_unlimited2`, in that order): fixed texts chosen by the row's place in the listing.
-    Test(u8),
-    /// AIX literal text: the column's header, on every line.
-    Text,
-    /// The namespace `tasksnap_model::NS_NAMES[i]` (`cgroupns` ... `utsns`).
-    Ns(u8),
-    Oom,
-    OomAdj,
-    AgId,
-    AgNice,
-    Luid,
-    Pss,
-    Uss,
-    Io(IoCount),
-    Cgname,
-    Lxc,
-    /// The sd-login columns (`unit`, `uunit`, `slice`, `lsession`, `ouid`, `machine`, `seat`).
-    Login(What),
-}
-
-/// Which /proc/PID/io counter an I/O column shows (procps's mapping, library/pids.c).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IoCount {
-    /// `rbytes`: `read_bytes`.
-    ReadBytes,
-    /// `rchars`: `rchar`.
-    ReadChars,
-    /// `rops`: `syscr`.
-    ReadOps,
-    /// `wbytes`: `write_bytes`.
-    WriteBytes,
-    /// `wcbytes`: `cancelled_write_bytes`.
-    WriteCancelled,
-    /// `wchars`: `wchar`.
-    WriteChars,
-    /// `wops`: `syscw`.
-    WriteOps,
-}
-
-/// The spec of an AIX literal text column (its text is the column's header).
-pub static TEXT: Spec = s("", "", Field::Text, 0, Show::Every, Just::Text);
-
 /// One row of the specifier table.
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
@@ -188,8 +53,6 @@ pub struct Spec {
     pub name: &'static str,
     /// Default header.
     pub head: &'static str,
-    /// What it shows.
-    pub field: Field,
     /// Default width.
     pub width: usize,
     /// Alignment.
@@ -198,308 +61,297 @@ pub struct Spec {
     pub show: Show,
     /// The width follows the digits of `kernel.pid_max`.
     pub pidmax: bool,
+    /// Where its value comes from.
+    pub value: Source,
+    /// What rows sort by under its name.
+    pub sort: Sort,
+}
+
+impl Spec {
+    /// Asks for the groups this column needs, to print it or sort by it, under settings `s`.
+    pub fn ask(&self, s: &Settings, g: &mut Groups) {
+        self.value.ask(s, g);
+        self.sort.ask(g);
+    }
+
+    /// What `--output json|csv` carries of it.
+    pub fn data(&self) -> Data {
+        self.value.data()
+    }
+
+    /// Whether printing or sorting by it needs each CPU's NUMA node.
+    pub fn needs_numa(&self) -> bool {
+        matches!(self.value, Source::Table(_, Print::NumaNode))
+    }
 }
 
 const fn s(
     name: &'static str,
     head: &'static str,
-    field: Field,
     width: usize,
-    show: Show,
     just: Just,
+    show: Show,
+    value: Source,
+    sort: Sort,
 ) -> Spec {
     Spec {
         name,
         head,
-        field,
         width,
         just,
         show,
         pidmax: false,
+        value,
+        sort,
     }
 }
 
-const fn p(name: &'static str, head: &'static str, field: Field, show: Show) -> Spec {
+/// A pid column: right-aligned, as wide as `kernel.pid_max`'s digits (at least 5).
+const fn p(name: &'static str, head: &'static str, show: Show, value: Source, sort: Sort) -> Spec {
     Spec {
-        name,
-        head,
-        field,
-        width: 5,
-        just: Just::Right,
-        show,
         pidmax: true,
+        ..s(name, head, 5, Just::Right, show, value, sort)
     }
 }
 
-use tasksnap_model::login::What;
-use Field as F;
-use IoCount as I;
+/// A field of the model's table printed by `print`.
+const fn t(field: &'static m::Field, print: Print) -> Source {
+    Source::Table(field, print)
+}
+
+/// procps's priority scales.
+const fn scaled(sign: i64, offset: i64) -> Print {
+    Print::Scaled { sign, offset }
+}
+
+const N: Print = Print::Number { missing: 0 };
+const TTY: Print = Print::Tty { number: false };
+const MASK: Print = Print::SignalMask;
+
 use Just::*;
 use Show::*;
+use Sort::{By, Derived, Hex, Text, Value};
+use Source::{Nop, Own};
+
+/// The spec of an AIX literal text column (its text is the column's header).
+pub static TEXT: Spec = s("", "", 0, Just::Text, Every, Own(pr::TEXT), Text);
 
 /// The specifiers, sorted by name (binary-searched).
+#[rustfmt::skip]
 pub static SPECS: &[Spec] = &[
-    s("%cpu", "%CPU", F::Pcpu, 4, Every, Right),
-    s("%mem", "%MEM", F::Pmem, 4, ProcessOnly, Right),
-    s("_left", "LLLLLLLL", F::Test(0), 8, Every, Left),
-    s("_left2", "L2L2L2L2", F::Test(1), 8, Every, Left),
-    s("_right", "RRRRRRRRRRR", F::Test(2), 11, Every, Right),
-    s("_right2", "R2R2R2R2R2R", F::Test(3), 11, Every, Right),
-    s("_unlimited", "U", F::Test(4), 16, Every, Unlimited),
-    s("_unlimited2", "U2", F::Test(5), 16, Every, Unlimited),
-    s("addr", "ADDR", F::Addr, 4, AsNeeded, Right),
-    s("addr_1", "ADDR", F::Addr, 1, AsNeeded, Left),
-    s("ag_id", "AGID", F::AgId, 5, AsNeeded, Right),
-    s("ag_nice", "AGNI", F::AgNice, 4, AsNeeded, Right),
-    s("alarm", "ALARM", F::Nop, 5, AsNeeded, Right),
-    s("args", "COMMAND", F::Args, 27, ProcessOnly, Unlimited),
-    s("atime", "TIME", F::Time, 8, Every, Right),
-    s("blocked", "BLOCKED", F::SigBlocked, 9, ThreadOnly, Signal),
-    s("bsdstart", "START", F::Bsdstart, 6, Every, Right),
-    s("bsdtime", "TIME", F::Bsdtime, 6, Every, Right),
-    s("c", "C", F::C, 2, Every, Right),
-    s("caught", "CAUGHT", F::SigCaught, 9, ThreadOnly, Signal),
-    s("cgname", "CGNAME", F::Cgname, 27, ProcessOnly, Unlimited),
-    s("cgroup", "CGROUP", F::Cgroup, 27, ProcessOnly, Unlimited),
-    s("cgroupns", "CGROUPNS", F::Ns(0), 10, Every, Right),
-    s("class", "CLS", F::Class, 3, ThreadOnly, Left),
-    s("cls", "CLS", F::Cls, 3, ThreadOnly, Right),
-    s("cmd", "CMD", F::Args, 27, ProcessOnly, Unlimited),
-    s("comm", "COMMAND", F::Comm, 15, ProcessOnly, Unlimited),
-    s("command", "COMMAND", F::Args, 27, ProcessOnly, Unlimited),
-    s("context", "CONTEXT", F::Label, 31, Every, Left),
-    s("cp", "CP", F::Cp, 3, Every, Right),
-    s("cpu", "CPU", F::Nop, 3, AsNeeded, Right),
-    s("cpuid", "CPUID", F::Psr, 5, ThreadOnly, Right),
-    s("cputime", "TIME", F::Time, 8, Every, Right),
-    s("cputimes", "TIME", F::Times, 8, Every, Right),
-    s("cuc", "%CUC", F::Cuc, 7, AsNeeded, Right),
-    s("cursig", "CURSIG", F::Nop, 6, AsNeeded, Right),
-    s("cuu", "%CUU", F::Cuu, 6, AsNeeded, Right),
-    s("drs", "DRS", F::Drs, 5, ProcessOnly, Right),
-    s("dsiz", "DSIZ", F::Drs, 4, ProcessOnly, Right),
-    s("egid", "EGID", F::Egid, 5, Every, Right),
-    s("egroup", "EGROUP", F::Egroup, 8, Every, User),
-    s("eip", "EIP", F::Eip, 16, ThreadOnly, Right),
-    s("environ", "ENVIRONMENT", F::Nop, 11, ProcessOnly, Unlimited),
-    s("esp", "ESP", F::Esp, 16, ThreadOnly, Right),
-    s("etime", "ELAPSED", F::Etime, 11, Every, Right),
-    s("etimes", "ELAPSED", F::Etimes, 7, Every, Right),
-    s("euid", "EUID", F::Euid, 5, Every, Right),
-    s("euser", "EUSER", F::Euser, 8, Every, User),
-    s("exe", "EXE", F::Exe, 27, ProcessOnly, Unlimited),
-    s("f", "F", F::Flags, 1, Every, Right),
-    s("fds", "FDS", F::Fds, 3, ProcessOnly, Right),
-    s("fgid", "FGID", F::Fgid, 5, Every, Right),
-    s("fgroup", "FGROUP", F::Fgroup, 8, Every, User),
-    s("flag", "F", F::Flags, 1, Every, Right),
-    s("flags", "F", F::Flags, 1, Every, Right),
-    s("fname", "COMMAND", F::Fname, 8, ProcessOnly, Left),
-    s("fsgid", "FSGID", F::Fgid, 5, Every, Right),
-    s("fsgroup", "FSGROUP", F::Fgroup, 8, Every, User),
-    s("fsuid", "FSUID", F::Fuid, 5, Every, Right),
-    s("fsuser", "FSUSER", F::Fuser, 8, Every, User),
-    s("fuid", "FUID", F::Fuid, 5, Every, Right),
-    s("fuser", "FUSER", F::Fuser, 8, Every, User),
-    s("gid", "GID", F::Egid, 5, Every, Right),
-    s("group", "GROUP", F::Egroup, 8, Every, User),
-    s("ignored", "IGNORED", F::SigIgnored, 9, ThreadOnly, Signal),
-    s("intpri", "PRI", F::Opri, 3, ThreadOnly, Right),
-    s("ipcns", "IPCNS", F::Ns(1), 10, Every, Right),
-    s("jobc", "JOBC", F::Nop, 4, AsNeeded, Right),
-    s("label", "LABEL", F::Label, 31, Every, Left),
-    s("lastcpu", "C", F::Psr, 3, ThreadOnly, Right),
-    s("lim", "LIM", F::Lim, 5, AsNeeded, Right),
-    s("longtname", "TTY", F::Tty, 8, ProcessOnly, Left),
-    s(
-        "lsession",
-        "SESSION",
-        F::Login(What::Session),
-        11,
-        Every,
-        Left,
-    ),
-    s("lstart", "STARTED", F::Lstart, 24, Every, Right),
-    s("luid", "LUID", F::Luid, 5, Every, Right),
-    p("lwp", "LWP", F::Tid, ThreadOnly),
-    s("lxc", "LXC", F::Lxc, 8, Every, Left),
-    s("m_drs", "DRS", F::Drs, 5, ProcessOnly, Right),
-    s("m_dt", "DT", F::Nop, 4, ProcessOnly, Right),
-    s("m_share", "SHRD", F::Nop, 5, ProcessOnly, Right),
-    s("m_size", "SIZE", F::MSize, 5, ProcessOnly, Right),
-    s("m_swap", "SWAP", F::Nop, 5, ProcessOnly, Right),
-    s("m_trs", "TRS", F::Trs, 5, ProcessOnly, Right),
-    s(
-        "machine",
-        "MACHINE",
-        F::Login(What::Machine),
-        31,
-        Every,
-        Left,
-    ),
-    s("maj_flt", "MAJFL", F::MajFlt, 6, AsNeeded, Right),
-    s("majflt", "MAJFLT", F::MajFlt, 6, AsNeeded, Right),
-    s("min_flt", "MINFL", F::MinFlt, 6, AsNeeded, Right),
-    s("minflt", "MINFLT", F::MinFlt, 6, AsNeeded, Right),
-    s("mntns", "MNTNS", F::Ns(2), 10, Every, Right),
-    s("netns", "NETNS", F::Ns(3), 10, Every, Right),
-    s("ni", "NI", F::Nice, 3, ThreadOnly, Right),
-    s("nice", "NI", F::Nice, 3, ThreadOnly, Right),
-    s("nlwp", "NLWP", F::Nlwp, 4, ProcessOnly, Right),
-    s("numa", "NUMA", F::Numa, 4, AsNeeded, Right),
-    s("oom", "OOM", F::Oom, 4, ThreadOnly, Right),
-    s("oomadj", "OOMADJ", F::OomAdj, 5, ThreadOnly, Right),
-    s("opri", "PRI", F::Opri, 3, ThreadOnly, Right),
-    s("ouid", "OWNER", F::Login(What::OwnerUid), 5, Every, Left),
-    s("pagein", "PAGEIN", F::MajFlt, 6, AsNeeded, Right),
-    s("pcpu", "%CPU", F::Pcpu, 4, Every, Right),
-    s("pending", "PENDING", F::SigPending, 9, Every, Signal),
-    p("pgid", "PGID", F::Pgid, ProcessOnly),
-    p("pgrp", "PGRP", F::Pgid, ProcessOnly),
-    p("pid", "PID", F::Pid, ProcessOnly),
-    s("pidns", "PIDNS", F::Ns(4), 10, Every, Right),
-    s("pmem", "%MEM", F::Pmem, 4, ProcessOnly, Right),
-    s("policy", "POL", F::Class, 3, ThreadOnly, Left),
-    p("ppid", "PPID", F::Ppid, ProcessOnly),
-    s("pri", "PRI", F::Pri, 3, ThreadOnly, Right),
-    s("pri_api", "API", F::PriApi, 3, ThreadOnly, Right),
-    s("pri_bar", "BAR", F::PriBar, 3, ThreadOnly, Right),
-    s("pri_baz", "BAZ", F::PriBaz, 3, ThreadOnly, Right),
-    s("pri_foo", "FOO", F::PriFoo, 3, ThreadOnly, Right),
-    s("priority", "PRI", F::Priority, 3, ThreadOnly, Right),
-    s("psr", "PSR", F::Psr, 3, ThreadOnly, Right),
-    s("pss", "PSS", F::Pss, 5, ProcessOnly, Right),
-    s(
-        "rbytes",
-        "RBYTES",
-        F::Io(I::ReadBytes),
-        5,
-        ThreadOnly,
-        Right,
-    ),
-    s(
-        "rchars",
-        "RCHARS",
-        F::Io(I::ReadChars),
-        5,
-        ThreadOnly,
-        Right,
-    ),
-    s("re", "RE", F::Nop, 3, AsNeeded, Right),
-    s("rgid", "RGID", F::Rgid, 5, Every, Right),
-    s("rgroup", "RGROUP", F::Rgroup, 8, Every, User),
-    s("rops", "ROPS", F::Io(I::ReadOps), 5, ThreadOnly, Right),
-    s("rss", "RSS", F::Rss, 5, ProcessOnly, Right),
-    s("rssize", "RSS", F::Rss, 5, ProcessOnly, Right),
-    s("rsz", "RSZ", F::Rss, 5, ProcessOnly, Right),
-    s("rtprio", "RTPRIO", F::Rtprio, 6, ThreadOnly, Right),
-    s("ruid", "RUID", F::Ruid, 5, Every, Right),
-    s("ruser", "RUSER", F::Ruser, 8, Every, User),
-    s("s", "S", F::S, 1, ThreadOnly, Left),
-    s("sched", "SCH", F::Sched, 3, ThreadOnly, Right),
-    s("seat", "SEAT", F::Login(What::Seat), 11, Every, Left),
-    p("sess", "SESS", F::Sess, ProcessOnly),
-    p("session", "SESS", F::Sess, ProcessOnly),
-    s("sgi_p", "P", F::SgiP, 1, ThreadOnly, Right),
-    s("sgi_rss", "RSS", F::Rss, 4, ProcessOnly, Left),
-    s("sgid", "SGID", F::Sgid, 5, Every, Right),
-    s("sgroup", "SGROUP", F::Sgroup, 8, Every, User),
-    p("sid", "SID", F::Sess, ProcessOnly),
-    s("sig", "PENDING", F::SigPending, 9, Every, Signal),
-    s("sig_block", "BLOCKED", F::SigBlocked, 9, ThreadOnly, Signal),
-    s("sig_catch", "CATCHED", F::SigCaught, 9, ThreadOnly, Signal),
-    s(
-        "sig_ignore",
-        "IGNORED",
-        F::SigIgnored,
-        9,
-        ThreadOnly,
-        Signal,
-    ),
-    s("sig_pend", "SIGNAL", F::SigPending, 9, Every, Signal),
-    s("sigcatch", "CAUGHT", F::SigCaught, 9, ThreadOnly, Signal),
-    s("sigignore", "IGNORED", F::SigIgnored, 9, ThreadOnly, Signal),
-    s("sigmask", "BLOCKED", F::SigBlocked, 9, ThreadOnly, Signal),
-    s("size", "SIZE", F::Size, 5, ProcessOnly, Right),
-    s("sl", "SL", F::Nop, 3, AsNeeded, Right),
-    s("slice", "SLICE", F::Login(What::Slice), 31, Every, Left),
-    p("spid", "SPID", F::Tid, ThreadOnly),
-    s("stackp", "STACKP", F::StackP, 16, ProcessOnly, Right),
-    s("start", "STARTED", F::Start, 8, Every, Right),
-    s("start_stack", "STACKP", F::StackP, 16, ProcessOnly, Right),
-    s("start_time", "START", F::StartTime, 5, Every, Right),
-    s("stat", "STAT", F::Stat, 4, ThreadOnly, Left),
-    s("state", "S", F::S, 1, ThreadOnly, Left),
-    s("stime", "STIME", F::StartTime, 5, Every, Right),
-    s("suid", "SUID", F::Suid, 5, Every, Right),
-    s("supgid", "SUPGID", F::Supgid, 20, ProcessOnly, Unlimited),
-    s("supgrp", "SUPGRP", F::Supgrp, 40, ProcessOnly, Unlimited),
-    s("suser", "SUSER", F::Suser, 8, Every, User),
-    s("svgid", "SVGID", F::Sgid, 5, Every, Right),
-    s("svgroup", "SVGROUP", F::Sgroup, 8, Every, User),
-    s("svuid", "SVUID", F::Suid, 5, Every, Right),
-    s("svuser", "SVUSER", F::Suser, 8, Every, User),
-    s("sz", "SZ", F::Sz, 5, ProcessOnly, Right),
-    p("tgid", "TGID", F::Pid, ProcessOnly),
-    s("thcount", "THCNT", F::Nlwp, 5, ProcessOnly, Right),
-    p("tid", "TID", F::Tid, ThreadOnly),
-    s("time", "TIME", F::Time, 8, Every, Right),
-    s("timens", "TIMENS", F::Ns(5), 10, Every, Right),
-    s("timeout", "TMOUT", F::Nop, 5, AsNeeded, Right),
-    s("times", "TIME", F::Times, 8, Every, Right),
-    s("tname", "TTY", F::Tty, 8, ProcessOnly, Left),
-    p("tpgid", "TPGID", F::Tpgid, ProcessOnly),
-    s("trs", "TRS", F::Trs, 4, ProcessOnly, Right),
-    s("trss", "TRSS", F::Trs, 4, ProcessOnly, Right),
-    s("tsig", "PENDING", F::SigThread, 9, Every, Signal),
-    s("tsiz", "TSIZ", F::Trs, 4, ProcessOnly, Right),
-    s("tt", "TT", F::Tty, 8, ProcessOnly, Left),
-    s("tty", "TT", F::Tty, 8, ProcessOnly, Left),
-    s("tty4", "TTY", F::Tty4, 4, ProcessOnly, Left),
-    s("tty8", "TTY", F::Tty, 8, ProcessOnly, Left),
-    s("ucmd", "CMD", F::Comm, 15, ProcessOnly, Unlimited),
-    s("ucomm", "COMMAND", F::Comm, 15, ProcessOnly, Unlimited),
-    s("uid", "UID", F::Euid, 5, Every, Right),
-    s("uid_hack", "UID", F::Euser, 8, Every, User),
-    s("uname", "USER", F::Euser, 8, Every, User),
-    s("unit", "UNIT", F::Login(What::Unit), 31, Every, Left),
-    s("user", "USER", F::Euser, 8, Every, User),
-    s("userns", "USERNS", F::Ns(6), 10, Every, Right),
-    s("uss", "USS", F::Uss, 5, ProcessOnly, Right),
-    s("util", "C", F::C, 2, Every, Right),
-    s("utsns", "UTSNS", F::Ns(7), 10, Every, Right),
-    s("uunit", "UUNIT", F::Login(What::UserUnit), 31, Every, Left),
-    s("vm_lib", "LIB", F::Nop, 5, ProcessOnly, Right),
-    s("vsize", "VSZ", F::Vsz, 6, ProcessOnly, Right),
-    s("vsz", "VSZ", F::Vsz, 6, ProcessOnly, Right),
-    s(
-        "wbytes",
-        "WBYTES",
-        F::Io(I::WriteBytes),
-        5,
-        ThreadOnly,
-        Right,
-    ),
-    s(
-        "wcbytes",
-        "WCBYTES",
-        F::Io(I::WriteCancelled),
-        5,
-        ThreadOnly,
-        Right,
-    ),
-    s("wchan", "WCHAN", F::Wchan, 6, ThreadOnly, Wchan),
-    s(
-        "wchars",
-        "WCHARS",
-        F::Io(I::WriteChars),
-        5,
-        ThreadOnly,
-        Right,
-    ),
-    s("wname", "WCHAN", F::Wchan, 6, ThreadOnly, Wchan),
-    s("wops", "WOPS", F::Io(I::WriteOps), 5, ThreadOnly, Right),
-    s("zone", "ZONE", F::Label, 31, Every, Left),
+    s("%cpu", "%CPU", 4, Right, Every,              Own(pr::PCPU), Derived(pr::utilization_key)),
+    s("%mem", "%MEM", 4, Right, ProcessOnly,        t(&m::RSS_BYTES, Print::ShareOfMemory), Value),
+    s("_left", "LLLLLLLL", 8, Left, Every,          Own(pr::TESTS[0]), Text),
+    s("_left2", "L2L2L2L2", 8, Left, Every,         Own(pr::TESTS[1]), Text),
+    s("_right", "RRRRRRRRRRR", 11, Right, Every,    Own(pr::TESTS[2]), Text),
+    s("_right2", "R2R2R2R2R2R", 11, Right, Every,   Own(pr::TESTS[3]), Text),
+    s("_unlimited", "U", 16, Unlimited, Every,      Own(pr::TESTS[4]), Text),
+    s("_unlimited2", "U2", 16, Unlimited, Every,    Own(pr::TESTS[5]), Text),
+    s("addr", "ADDR", 4, Right, AsNeeded,           Nop, Text),
+    s("addr_1", "ADDR", 1, Left, AsNeeded,          Nop, Text),
+    s("ag_id", "AGID", 5, Right, AsNeeded,          t(&m::AUTOGROUP_ID, Print::Number { missing: -1 }),
+                                                    Value),
+    s("ag_nice", "AGNI", 4, Right, AsNeeded,        t(&m::AUTOGROUP_NICE, N), Value),
+    s("alarm", "ALARM", 5, Right, AsNeeded,         Nop, Text),
+    s("args", "COMMAND", 27, Unlimited, ProcessOnly, Own(pr::ARGS), Text),
+    s("atime", "TIME", 8, Right, Every,             Own(pr::TIME), By(&m::CPU_NS)),
+    s("blocked", "BLOCKED", 9, Signal, ThreadOnly,  t(&m::SIG_BLOCKED, MASK), Hex),
+    s("bsdstart", "START", 6, Right, Every,         Own(pr::BSDSTART), By(&m::START_TIME_NS)),
+    s("bsdtime", "TIME", 6, Right, Every,           Own(pr::BSDTIME), By(&m::CPU_NS)),
+    s("c", "C", 2, Right, Every,                    Own(pr::C), Derived(pr::utilization_key)),
+    s("caught", "CAUGHT", 9, Signal, ThreadOnly,    t(&m::SIG_CAUGHT, MASK), Hex),
+    s("cgname", "CGNAME", 27, Unlimited, ProcessOnly, Own(pr::CGNAME), Text),
+    s("cgroup", "CGROUP", 27, Unlimited, ProcessOnly, Own(pr::CGROUP), Text),
+    s("cgroupns", "CGROUPNS", 10, Right, Every,     t(&m::NS_CGROUP_INODE, Print::DashOn(0)),
+                                                    Value),
+    s("class", "CLS", 3, Left, ThreadOnly,          Own(pr::CLASS), By(&m::POLICY)),
+    s("cls", "CLS", 3, Right, ThreadOnly,           Own(pr::CLASS), By(&m::POLICY)),
+    s("cmd", "CMD", 27, Unlimited, ProcessOnly,     Own(pr::ARGS), Text),
+    s("comm", "COMMAND", 15, Unlimited, ProcessOnly, Own(pr::COMM), Text),
+    s("command", "COMMAND", 27, Unlimited, ProcessOnly, Own(pr::ARGS), Text),
+    s("context", "CONTEXT", 31, Left, Every,        t(&m::LABEL, Print::Text("-")), By(&m::PID)),
+    s("cp", "CP", 3, Right, Every,                  Own(pr::CP), Derived(pr::utilization_key)),
+    s("cpu", "CPU", 3, Right, AsNeeded,             Nop, Text),
+    s("cpuid", "CPUID", 5, Right, ThreadOnly,       t(&m::PROCESSOR, N), Value),
+    s("cputime", "TIME", 8, Right, Every,           Own(pr::TIME), By(&m::CPU_NS)),
+    s("cputimes", "TIME", 8, Right, Every,          Own(pr::TIMES), By(&m::CPU_NS)),
+    s("cuc", "%CUC", 7, Right, AsNeeded,            Own(pr::CUC),
+                                                    Derived(pr::utilization_children_key)),
+    s("cursig", "CURSIG", 6, Right, AsNeeded,       Nop, Text),
+    s("cuu", "%CUU", 6, Right, AsNeeded,            Own(pr::CUU), Derived(pr::utilization_key)),
+    s("drs", "DRS", 5, Right, ProcessOnly,          Own(pr::DRS), By(&m::STAT_VSIZE_BYTES)),
+    s("dsiz", "DSIZ", 4, Right, ProcessOnly,        Own(pr::DRS), By(&m::STAT_VSIZE_BYTES)),
+    s("egid", "EGID", 5, Right, Every,              t(&m::EGID, N), Value),
+    s("egroup", "EGROUP", 8, User, Every,           t(&m::EGID, Print::Group), Text),
+    s("eip", "EIP", 16, Right, ThreadOnly,          t(&m::KSTKEIP, Print::Address), Value),
+    s("environ", "ENVIRONMENT", 11, Unlimited, ProcessOnly, Nop, Text),
+    s("esp", "ESP", 16, Right, ThreadOnly,          t(&m::KSTKESP, Print::Address), Value),
+    s("etime", "ELAPSED", 11, Right, Every,         Own(pr::ETIME), By(&m::START_TIME_NS)),
+    s("etimes", "ELAPSED", 7, Right, Every,         Own(pr::ETIMES), By(&m::START_TIME_NS)),
+    s("euid", "EUID", 5, Right, Every,              t(&m::EUID, N), Value),
+    s("euser", "EUSER", 8, User, Every,             t(&m::EUID, Print::User), Text),
+    s("exe", "EXE", 27, Unlimited, ProcessOnly,     Own(pr::EXE), Text),
+    s("f", "F", 1, Right, Every,                    Own(pr::FLAGS), By(&m::FLAGS)),
+    s("fds", "FDS", 3, Right, ProcessOnly,          t(&m::FDS, N), Value),
+    s("fgid", "FGID", 5, Right, Every,              t(&m::FSGID, N), Text),
+    s("fgroup", "FGROUP", 8, User, Every,           t(&m::FSGID, Print::Group), Text),
+    s("flag", "F", 1, Right, Every,                 Own(pr::FLAGS), By(&m::FLAGS)),
+    s("flags", "F", 1, Right, Every,                Own(pr::FLAGS), By(&m::FLAGS)),
+    s("fname", "COMMAND", 8, Left, ProcessOnly,     Own(pr::FNAME), Derived(pr::comm_key)),
+    s("fsgid", "FSGID", 5, Right, Every,            t(&m::FSGID, N), Text),
+    s("fsgroup", "FSGROUP", 8, User, Every,         t(&m::FSGID, Print::Group), Text),
+    s("fsuid", "FSUID", 5, Right, Every,            t(&m::FSUID, N), Text),
+    s("fsuser", "FSUSER", 8, User, Every,           t(&m::FSUID, Print::User), Text),
+    s("fuid", "FUID", 5, Right, Every,              t(&m::FSUID, N), Text),
+    s("fuser", "FUSER", 8, User, Every,             t(&m::FSUID, Print::User), Text),
+    s("gid", "GID", 5, Right, Every,                t(&m::EGID, N), Value),
+    s("group", "GROUP", 8, User, Every,             t(&m::EGID, Print::Group), Text),
+    s("ignored", "IGNORED", 9, Signal, ThreadOnly,  t(&m::SIG_IGNORED, MASK), Hex),
+    s("intpri", "PRI", 3, Right, ThreadOnly,        t(&m::PRIORITY, scaled(1, 60)), Value),
+    s("ipcns", "IPCNS", 10, Right, Every,           t(&m::NS_IPC_INODE, Print::DashOn(0)), Value),
+    s("jobc", "JOBC", 4, Right, AsNeeded,           Nop, Text),
+    s("label", "LABEL", 31, Left, Every,            t(&m::LABEL, Print::Text("-")), By(&m::PID)),
+    s("lastcpu", "C", 3, Right, ThreadOnly,         t(&m::PROCESSOR, N), Value),
+    s("lim", "LIM", 5, Right, AsNeeded,             t(&m::RSSLIM_BYTES, Print::Limit), Value),
+    s("longtname", "TTY", 8, Left, ProcessOnly,     t(&m::TTY_NR, TTY), Text),
+    s("lsession", "SESSION", 11, Left, Every,       t(&m::LOGIN_SESSION, Print::Login), Text),
+    s("lstart", "STARTED", 24, Right, Every,        Own(pr::LSTART), By(&m::START_TIME_NS)),
+    s("luid", "LUID", 5, Right, Every,              t(&m::LOGINUID, Print::DashOn(-1)), Value),
+    p("lwp", "LWP", ThreadOnly,                     t(&m::TID, N), Value),
+    s("lxc", "LXC", 8, Left, Every,                 Own(pr::LXC), Text),
+    s("m_drs", "DRS", 5, Right, ProcessOnly,        Own(pr::DRS), By(&m::STAT_VSIZE_BYTES)),
+    s("m_dt", "DT", 4, Right, ProcessOnly,          Nop, Text),
+    s("m_share", "SHRD", 5, Right, ProcessOnly,     Nop, Text),
+    s("m_size", "SIZE", 5, Right, ProcessOnly,      t(&m::STAT_VSIZE_BYTES, N), Value),
+    s("m_swap", "SWAP", 5, Right, ProcessOnly,      Nop, Text),
+    s("m_trs", "TRS", 5, Right, ProcessOnly,        Own(pr::TRS), By(&m::STAT_VSIZE_BYTES)),
+    s("machine", "MACHINE", 31, Left, Every,        t(&m::SYSTEMD_MACHINE, Print::Login), Text),
+    s("maj_flt", "MAJFL", 6, Right, AsNeeded,       Own(pr::MAJFLT), By(&m::MAJFLT)),
+    s("majflt", "MAJFLT", 6, Right, AsNeeded,       Own(pr::MAJFLT), By(&m::MAJFLT)),
+    s("min_flt", "MINFL", 6, Right, AsNeeded,       Own(pr::MINFLT), By(&m::MINFLT)),
+    s("minflt", "MINFLT", 6, Right, AsNeeded,       Own(pr::MINFLT), By(&m::MINFLT)),
+    s("mntns", "MNTNS", 10, Right, Every,           t(&m::NS_MNT_INODE, Print::DashOn(0)), Value),
+    s("netns", "NETNS", 10, Right, Every,           t(&m::NS_NET_INODE, Print::DashOn(0)), Value),
+    s("ni", "NI", 3, Right, ThreadOnly,             Own(pr::NICE), By(&m::NICE)),
+    s("nice", "NI", 3, Right, ThreadOnly,           Own(pr::NICE), By(&m::NICE)),
+    s("nlwp", "NLWP", 4, Right, ProcessOnly,        t(&m::NUM_THREADS, N), Value),
+    s("numa", "NUMA", 4, Right, AsNeeded,           t(&m::PROCESSOR, Print::NumaNode),
+                                                    Derived(pr::numa_key)),
+    s("oom", "OOM", 4, Right, ThreadOnly,           t(&m::OOM_SCORE, N), Value),
+    s("oomadj", "OOMADJ", 5, Right, ThreadOnly,     t(&m::OOM_SCORE_ADJ, N), Value),
+    s("opri", "PRI", 3, Right, ThreadOnly,          t(&m::PRIORITY, scaled(1, 60)), Value),
+    s("ouid", "OWNER", 5, Left, Every,              t(&m::OWNER_UID, Print::Login), Text),
+    s("pagein", "PAGEIN", 6, Right, AsNeeded,       Own(pr::MAJFLT), By(&m::MAJFLT)),
+    s("pcpu", "%CPU", 4, Right, Every,              Own(pr::PCPU), Derived(pr::utilization_key)),
+    s("pending", "PENDING", 9, Signal, Every,       Own(pr::PENDING), Derived(pr::pending_key)),
+    p("pgid", "PGID", ProcessOnly,                  t(&m::PGID, N), Value),
+    p("pgrp", "PGRP", ProcessOnly,                  t(&m::PGID, N), Value),
+    p("pid", "PID", ProcessOnly,                    t(&m::PID, N), Value),
+    s("pidns", "PIDNS", 10, Right, Every,           t(&m::NS_PID_INODE, Print::DashOn(0)), Value),
+    s("pmem", "%MEM", 4, Right, ProcessOnly,        t(&m::RSS_BYTES, Print::ShareOfMemory), Value),
+    s("policy", "POL", 3, Left, ThreadOnly,         Own(pr::CLASS), By(&m::POLICY)),
+    p("ppid", "PPID", ProcessOnly,                  t(&m::PPID, N), Value),
+    s("pri", "PRI", 3, Right, ThreadOnly,           t(&m::PRIORITY, scaled(-1, 39)), Value),
+    s("pri_api", "API", 3, Right, ThreadOnly,       t(&m::PRIORITY, scaled(-1, -1)), Value),
+    s("pri_bar", "BAR", 3, Right, ThreadOnly,       t(&m::PRIORITY, scaled(1, 1)), Value),
+    s("pri_baz", "BAZ", 3, Right, ThreadOnly,       t(&m::PRIORITY, scaled(1, 100)), Value),
+    s("pri_foo", "FOO", 3, Right, ThreadOnly,       t(&m::PRIORITY, scaled(1, -20)), Value),
+    s("priority", "PRI", 3, Right, ThreadOnly,      t(&m::PRIORITY, N), Value),
+    s("psr", "PSR", 3, Right, ThreadOnly,           t(&m::PROCESSOR, N), Value),
+    s("pss", "PSS", 5, Right, ProcessOnly,          t(&m::PSS_BYTES, Print::Kib), Value),
+    s("rbytes", "RBYTES", 5, Right, ThreadOnly,     t(&m::READ_BYTES, N), Value),
+    s("rchars", "RCHARS", 5, Right, ThreadOnly,     t(&m::RCHAR_BYTES, N), Value),
+    s("re", "RE", 3, Right, AsNeeded,               Nop, Text),
+    s("rgid", "RGID", 5, Right, Every,              t(&m::RGID, N), Value),
+    s("rgroup", "RGROUP", 8, User, Every,           t(&m::RGID, Print::Group), Text),
+    s("rops", "ROPS", 5, Right, ThreadOnly,         t(&m::SYSCR, N), Value),
+    s("rss", "RSS", 5, Right, ProcessOnly,          t(&m::RSS_BYTES, Print::Kib), Value),
+    s("rssize", "RSS", 5, Right, ProcessOnly,       t(&m::RSS_BYTES, Print::Kib), Value),
+    s("rsz", "RSZ", 5, Right, ProcessOnly,          t(&m::RSS_BYTES, Print::Kib), Value),
+    s("rtprio", "RTPRIO", 6, Right, ThreadOnly,     Own(pr::RTPRIO), By(&m::RT_PRIORITY)),
+    s("ruid", "RUID", 5, Right, Every,              t(&m::RUID, N), Value),
+    s("ruser", "RUSER", 8, User, Every,             t(&m::RUID, Print::User), Text),
+    s("s", "S", 1, Left, ThreadOnly,                t(&m::STATE, Print::Text("?")),
+                                                    Derived(pr::state_key)),
+    s("sched", "SCH", 3, Right, ThreadOnly,         t(&m::POLICY, N), Value),
+    s("seat", "SEAT", 11, Left, Every,              t(&m::SYSTEMD_SEAT, Print::Login), Text),
+    p("sess", "SESS", ProcessOnly,                  t(&m::SID, N), Value),
+    p("session", "SESS", ProcessOnly,               t(&m::SID, N), Value),
+    s("sgi_p", "P", 1, Right, ThreadOnly,           Own(pr::SGI_P), Derived(pr::state_key)),
+    s("sgi_rss", "RSS", 4, Left, ProcessOnly,       t(&m::RSS_BYTES, Print::Kib), Value),
+    s("sgid", "SGID", 5, Right, Every,              t(&m::SGID, N), Text),
+    s("sgroup", "SGROUP", 8, User, Every,           t(&m::SGID, Print::Group), Text),
+    p("sid", "SID", ProcessOnly,                    t(&m::SID, N), Value),
+    s("sig", "PENDING", 9, Signal, Every,           Own(pr::PENDING), Derived(pr::pending_key)),
+    s("sig_block", "BLOCKED", 9, Signal, ThreadOnly, t(&m::SIG_BLOCKED, MASK), Hex),
+    s("sig_catch", "CATCHED", 9, Signal, ThreadOnly, t(&m::SIG_CAUGHT, MASK), Hex),
+    s("sig_ignore", "IGNORED", 9, Signal, ThreadOnly, t(&m::SIG_IGNORED, MASK), Hex),
+    s("sig_pend", "SIGNAL", 9, Signal, Every,       Own(pr::PENDING), Derived(pr::pending_key)),
+    s("sigcatch", "CAUGHT", 9, Signal, ThreadOnly,  t(&m::SIG_CAUGHT, MASK), Hex),
+    s("sigignore", "IGNORED", 9, Signal, ThreadOnly, t(&m::SIG_IGNORED, MASK), Hex),
+    s("sigmask", "BLOCKED", 9, Signal, ThreadOnly,  t(&m::SIG_BLOCKED, MASK), Hex),
+    s("size", "SIZE", 5, Right, ProcessOnly,        t(&m::DATA_BYTES, Print::Kib),
+                                                    By(&m::STAT_VSIZE_BYTES)),
+    s("sl", "SL", 3, Right, AsNeeded,               Nop, Text),
+    s("slice", "SLICE", 31, Left, Every,            t(&m::SYSTEMD_SLICE, Print::Login), Text),
+    p("spid", "SPID", ThreadOnly,                   t(&m::TID, N), Value),
+    s("stackp", "STACKP", 16, Right, ProcessOnly,   t(&m::START_STACK, Print::Address), Value),
+    s("start", "STARTED", 8, Right, Every,          Own(pr::START), By(&m::START_TIME_NS)),
+    s("start_stack", "STACKP", 16, Right, ProcessOnly, t(&m::START_STACK, Print::Address), Value),
+    s("start_time", "START", 5, Right, Every,       Own(pr::START_TIME), By(&m::START_TIME_NS)),
+    s("stat", "STAT", 4, Left, ThreadOnly,          Own(pr::STAT), Derived(pr::state_key)),
+    s("state", "S", 1, Left, ThreadOnly,            t(&m::STATE, Print::Text("?")),
+                                                    Derived(pr::state_key)),
+    s("stime", "STIME", 5, Right, Every,            Own(pr::START_TIME), By(&m::START_TIME_NS)),
+    s("suid", "SUID", 5, Right, Every,              t(&m::SUID, N), Text),
+    s("supgid", "SUPGID", 20, Unlimited, ProcessOnly, Own(pr::SUPGID), Text),
+    s("supgrp", "SUPGRP", 40, Unlimited, ProcessOnly, Own(pr::SUPGRP), Text),
+    s("suser", "SUSER", 8, User, Every,             t(&m::SUID, Print::User), Text),
+    s("svgid", "SVGID", 5, Right, Every,            t(&m::SGID, N), Text),
+    s("svgroup", "SVGROUP", 8, User, Every,         t(&m::SGID, Print::Group), Text),
+    s("svuid", "SVUID", 5, Right, Every,            t(&m::SUID, N), Text),
+    s("svuser", "SVUSER", 8, User, Every,           t(&m::SUID, Print::User), Text),
+    s("sz", "SZ", 5, Right, ProcessOnly,            t(&m::STAT_VSIZE_BYTES, Print::Pages), Value),
+    p("tgid", "TGID", ProcessOnly,                  t(&m::PID, N), Value),
+    s("thcount", "THCNT", 5, Right, ProcessOnly,    t(&m::NUM_THREADS, N), Value),
+    p("tid", "TID", ThreadOnly,                     t(&m::TID, N), Value),
+    s("time", "TIME", 8, Right, Every,              Own(pr::TIME), By(&m::CPU_NS)),
+    s("timens", "TIMENS", 10, Right, Every,         t(&m::NS_TIME_INODE, Print::DashOn(0)), Value),
+    s("timeout", "TMOUT", 5, Right, AsNeeded,       Nop, Text),
+    s("times", "TIME", 8, Right, Every,             Own(pr::TIMES), By(&m::CPU_NS)),
+    s("tname", "TTY", 8, Left, ProcessOnly,         t(&m::TTY_NR, TTY), Text),
+    p("tpgid", "TPGID", ProcessOnly,                t(&m::TPGID, N), Value),
+    s("trs", "TRS", 4, Right, ProcessOnly,          Own(pr::TRS), By(&m::STAT_VSIZE_BYTES)),
+    s("trss", "TRSS", 4, Right, ProcessOnly,        Own(pr::TRS), By(&m::STAT_VSIZE_BYTES)),
+    s("tsig", "PENDING", 9, Signal, Every,          t(&m::SIG_PENDING, MASK), Hex),
+    s("tsiz", "TSIZ", 4, Right, ProcessOnly,        Own(pr::TRS), By(&m::STAT_VSIZE_BYTES)),
+    s("tt", "TT", 8, Left, ProcessOnly,             t(&m::TTY_NR, TTY), Text),
+    s("tty", "TT", 8, Left, ProcessOnly,            t(&m::TTY_NR, TTY), Text),
+    s("tty4", "TTY", 4, Left, ProcessOnly,          t(&m::TTY_NR, Print::Tty { number: true }),
+                                                    Derived(pr::tty_name_key)),
+    s("tty8", "TTY", 8, Left, ProcessOnly,          t(&m::TTY_NR, TTY), Text),
+    s("ucmd", "CMD", 15, Unlimited, ProcessOnly,    Own(pr::COMM), Text),
+    s("ucomm", "COMMAND", 15, Unlimited, ProcessOnly, Own(pr::COMM), Text),
+    s("uid", "UID", 5, Right, Every,                t(&m::EUID, N), Value),
+    s("uid_hack", "UID", 8, User, Every,            t(&m::EUID, Print::User), Text),
+    s("uname", "USER", 8, User, Every,              t(&m::EUID, Print::User), Text),
+    s("unit", "UNIT", 31, Left, Every,              t(&m::SYSTEMD_UNIT, Print::Login), Text),
+    s("user", "USER", 8, User, Every,               t(&m::EUID, Print::User), Text),
+    s("userns", "USERNS", 10, Right, Every,         t(&m::NS_USER_INODE, Print::DashOn(0)), Value),
+    s("uss", "USS", 5, Right, ProcessOnly,          t(&m::USS_BYTES, Print::Kib), Value),
+    s("util", "C", 2, Right, Every,                 Own(pr::C), Derived(pr::utilization_key)),
+    s("utsns", "UTSNS", 10, Right, Every,           t(&m::NS_UTS_INODE, Print::DashOn(0)), Value),
+    s("uunit", "UUNIT", 31, Left, Every,            t(&m::SYSTEMD_USER_UNIT, Print::Login), Text),
+    s("vm_lib", "LIB", 5, Right, ProcessOnly,       Nop, Text),
+    s("vsize", "VSZ", 6, Right, ProcessOnly,        t(&m::STAT_VSIZE_BYTES, Print::Kib), Value),
+    s("vsz", "VSZ", 6, Right, ProcessOnly,          t(&m::STAT_VSIZE_BYTES, Print::Kib), Value),
+    s("wbytes", "WBYTES", 5, Right, ThreadOnly,     t(&m::WRITE_BYTES, N), Value),
+    s("wcbytes", "WCBYTES", 5, Right, ThreadOnly,   t(&m::CANCELLED_WRITE_BYTES, N), Value),
+    s("wchan", "WCHAN", 6, Wchan, ThreadOnly,       t(&m::WCHAN, Print::Wchan), Text),
+    s("wchars", "WCHARS", 5, Right, ThreadOnly,     t(&m::WCHAR_BYTES, N), Value),
+    s("wname", "WCHAN", 6, Wchan, ThreadOnly,       t(&m::WCHAN, Print::Wchan), Text),
+    s("wops", "WOPS", 5, Right, ThreadOnly,         t(&m::SYSCW, N), Value),
+    s("zone", "ZONE", 31, Left, Every,              t(&m::LABEL, Print::Text("-")), By(&m::PID)),
 ];
 
 /// Looks a specifier up by its exact name: procps's, else a field of the model's table
@@ -529,10 +381,10 @@ pub fn model_specs() -> &'static [Spec] {
             .filter(|(f, _)| SPECS.binary_search_by(|s| s.name.cmp(f.name)).is_err())
             .map(|(f, head)| {
                 let (width, just) = match f.kind {
-                    Kind::Int => (head.len().max(10), Just::Right),
-                    Kind::Bytes => (head.len().max(20), Just::Left),
+                    Kind::Int => (head.len().max(10), Right),
+                    Kind::Bytes => (head.len().max(20), Left),
                 };
-                s(f.name, head, Field::Model(f), width, Show::Every, just)
+                s(f.name, head, width, just, Every, t(f, Print::Model), Value)
             })
             .collect()
     })
@@ -596,7 +448,30 @@ pub fn macro_list(name: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::fields::{Caches, Ctx, Env};
+    use crate::ps::format::*;
+    use crate::ps::names::HostFacts;
+    use crate::ps::text::Locale;
+    use tasksnap_model::{Base, Layout, Signals, Stat, Task, TaskId, TaskState};
+
+    fn env(wide_signals: bool) -> Env {
+        Env {
+            hertz: 100,
+            page_size: 4096,
+            mem_total_kb: 1 << 20,
+            boot_time_s: 0,
+            now_s: 0,
+            uptime_ticks: 100_000,
+            uptime_read: true,
+            locale: Locale { utf8: false },
+            unix_f_option: false,
+            bsd_c_option: false,
+            bsd_e_option: false,
+            include_dead_children: false,
+            user_is_number: false,
+            wide_signals,
+        }
+    }
 
     #[test]
     fn table_is_sorted_for_binary_search() {
@@ -610,5 +485,214 @@ mod tests {
         assert_eq!(find("pid").map(|s| s.head), Some("PID"));
         assert_eq!(find("%cpu").map(|s| s.width), Some(4));
         assert!(find("nonsense").is_none());
+    }
+
+    /// A row that sorts by the table value it shows shows one.
+    #[test]
+    fn value_and_hex_sorts_have_a_table_source() {
+        for spec in SPECS.iter().chain(model_specs()) {
+            if matches!(spec.sort, Sort::Value | Sort::Hex) {
+                assert!(
+                    matches!(spec.value, Source::Table(..)),
+                    "{} sorts by a value it does not show",
+                    spec.name
+                );
+            }
+        }
+    }
+
+    fn task(tgid: i32, tid: i32) -> Task {
+        let mut t = Task::new(TaskId {
+            tgid,
+            tid,
+            start_time_ns: 0,
+        });
+        t.base = Some(Base::default());
+        t
+    }
+
+    fn show(name: &str, t: &Task, env: &Env) -> String {
+        let mut c = Caches::new(&HostFacts::of(&tasksnap_collect::Host::from_env(), false));
+        let spec = find(name).expect("a known specifier");
+        let cell = spec.value.print(&mut Ctx::of(t, 80, env, &mut c));
+        String::from_utf8(cell.bytes.to_vec()).expect("ascii")
+    }
+
+    #[test]
+    fn signal_masks_as_help_pr_sig_prints_them() {
+        let mut t = task(7, 7);
+        t.signals = Some(Box::new(Signals {
+            pending: 0x4000,
+            shared_pending: 1 << 39,
+            blocked: 0x80_0000_4200,
+            ignored: 0x1007,
+            caught: 0x1_0000_0c40,
+        }));
+        let (wide, narrow) = (env(true), env(false));
+        // The leader's row is the process's: the group's pending signals; tsig its own.
+        assert_eq!(show("sig", &t, &wide), "0000008000000000");
+        assert_eq!(show("tsig", &t, &wide), "0000000000004000");
+        assert_eq!(show("sig", &t, &narrow), "<00000000");
+        assert_eq!(show("blocked", &t, &narrow), "<00004200");
+        assert_eq!(show("ignored", &t, &narrow), "00001007");
+        assert_eq!(show("caught", &t, &narrow), "<00000c40");
+        // Another thread's row: its own pending signals.
+        let mut other = task(7, 8);
+        other.signals = t.signals.clone();
+        assert_eq!(show("sig", &other, &wide), "0000000000004000");
+        // Unreadable status: procps's empty string prints 8 zeros, wide or not.
+        let none = task(9, 9);
+        assert_eq!(show("caught", &none, &wide), "00000000");
+        assert_eq!(show("caught", &none, &narrow), "00000000");
+    }
+
+    #[test]
+    fn layout_columns_follow_the_masked_addresses() {
+        let e = env(true);
+        let mut t = task(5, 5);
+        t.stat = Some(Stat {
+            vsize_bytes: 5_124_096,
+            ..Stat::default()
+        });
+        // The bash line of tasksnap-procfs's tests, read with ptrace access.
+        t.layout = Some(Box::new(Layout {
+            rsslim_bytes: u64::MAX,
+            start_code: 94_822_117_650_432,
+            end_code: 94_822_118_439_837,
+            start_stack: 140_729_506_214_960,
+            kstkesp: 0,
+            kstkeip: 0,
+        }));
+        assert_eq!(show("trs", &t, &e), "770");
+        assert_eq!(show("drs", &t, &e), "4233");
+        assert_eq!(show("m_size", &t, &e), "5124096");
+        assert_eq!(show("stackp", &t, &e), "00007ffe243a3430");
+        assert_eq!(show("eip", &t, &e), "0000000000000000");
+        assert_eq!(show("lim", &t, &e), "xx");
+        // Without ptrace access the kernel shows 1 and 1: no text, all data.
+        t.layout = Some(Box::new(Layout {
+            rsslim_bytes: 8 << 20,
+            start_code: 1,
+            end_code: 1,
+            ..Layout::default()
+        }));
+        assert_eq!(show("trs", &t, &e), "0");
+        assert_eq!(show("drs", &t, &e), "5004");
+        assert_eq!(show("lim", &t, &e), " 8192");
+        // No address space (kernel thread): 0, whatever the addresses say.
+        t.stat = Some(Stat::default());
+        assert_eq!(show("drs", &t, &e), "0");
+    }
+
+    #[test]
+    fn utilization_keeps_procps_float_product() {
+        let e = env(true);
+        let mut t = task(3, 3);
+        t.stat = Some(Stat {
+            utime_ns: 30 * 10_000_000,
+            stime_ns: 7 * 10_000_000,
+            cutime_ns: 100 * 10_000_000,
+            ..Stat::default()
+        });
+        // 37 ticks over 100,000: 0.037; with the children's 100 more, 0.137.
+        assert_eq!(show("cuu", &t, &e), "0.037");
+        assert_eq!(show("cuc", &t, &e), "0.137");
+        // A task busier than 99 % prints 99.999.
+        let mut busy = task(4, 4);
+        busy.id.start_time_ns = 99_990 * 10_000_000;
+        busy.stat = Some(Stat {
+            utime_ns: 20 * 10_000_000,
+            ..Stat::default()
+        });
+        assert_eq!(show("cuu", &busy, &e), "99.999");
+        // A huge tick count loses digits in a float, as in procps: 16777217 becomes
+        // 16777216 before the * 100.
+        let mut long = task(5, 5);
+        long.stat = Some(Stat {
+            utime_ns: 16_777_217 * 10_000_000,
+            ..Stat::default()
+        });
+        let e = Env {
+            uptime_ticks: 3_000_000_000,
+            uptime_read: true,
+            ..env(true)
+        };
+        assert_eq!(show("cuu", &long, &e), "0.559");
+        assert_eq!(
+            crate::ps::fields::utilization_value(&long, false, &e),
+            1_677_721_600.0 / 3e9
+        );
+    }
+
+    #[test]
+    fn table_columns_print_the_tables_value_as_procps_does() {
+        use tasksnap_model::{Extra, Mem};
+        let e = env(true);
+        let mut t = task(6, 7);
+        t.stat = Some(Stat {
+            vsize_bytes: 8 << 20,
+            ..Stat::default()
+        });
+        // VSZ and SZ are stat's size (procps's VmSize), whatever statm says; SIZE is
+        // statm's data.
+        t.mem = Some(Box::new(Mem {
+            vsize_bytes: 12 << 20,
+            rss_bytes: 0,
+            shared_bytes: 0,
+            text_bytes: 0,
+            data_bytes: 3 << 20,
+            swap_bytes: None,
+            locked_bytes: None,
+        }));
+        assert_eq!(show("vsz", &t, &e), "8192");
+        assert_eq!(show("sz", &t, &e), "2048");
+        assert_eq!(show("m_size", &t, &e), "8388608");
+        assert_eq!(show("size", &t, &e), "3072");
+        // A thread's directory has no autogroup file and no loginuid: -1 and `-`; the
+        // namespace inode 0 (none) is `-` too.
+        assert_eq!(show("ag_id", &t, &e), "-1");
+        assert_eq!(show("luid", &t, &e), "-");
+        t.extra = Some(Box::new(Extra {
+            ns: Some([0, 4_026_531_839, 0, 0, 0, 0, 0, 0]),
+            loginuid: Some(-1),
+            autogroup: Some((52, 0)),
+            ..Extra::default()
+        }));
+        assert_eq!(show("cgroupns", &t, &e), "-");
+        assert_eq!(show("ipcns", &t, &e), "4026531839");
+        assert_eq!(show("luid", &t, &e), "-");
+        assert_eq!(show("ag_id", &t, &e), "52");
+        // The wait channel loses its leading dots and underscores; empty is running.
+        t.wchan = Some("__x64_sys_pause".into());
+        assert_eq!(show("wchan", &t, &e), "x64_sys_pause");
+        t.wchan = Some(String::new());
+        assert_eq!(show("wchan", &t, &e), "-");
+        t.wchan = None;
+        assert_eq!(show("wchan", &t, &e), "?");
+        // Priority scales over the table's priority.
+        t.base = Some(Base {
+            priority: 20,
+            ..Base::default()
+        });
+        assert_eq!(show("pri", &t, &e), "19");
+        assert_eq!(show("opri", &t, &e), "80");
+        assert_eq!(show("pri_api", &t, &e), "-21");
+    }
+
+    #[test]
+    fn sgi_p_shows_the_cpu_of_running_tasks_only() {
+        let e = env(true);
+        let mut t = task(1, 1);
+        t.base = Some(Base {
+            state: TaskState::Running,
+            processor: 3,
+            ..Base::default()
+        });
+        assert_eq!(show("sgi_p", &t, &e), "3");
+        t.base = Some(Base {
+            processor: 3,
+            ..Base::default()
+        });
+        assert_eq!(show("sgi_p", &t, &e), "*");
     }
 }

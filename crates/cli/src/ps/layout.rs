@@ -3,10 +3,9 @@
 //! right, and later columns win the space back where they can. Command-line columns take what
 //! is left of the line; a user name too long for its column is cut with a '+'.
 
+use super::cell::{Cell, OUTBUF_SIZE};
 use super::format::{Just, Spec};
 
-/// procps's OUTBUF_SIZE: the widest line ps will ever build.
-pub const OUTBUF_SIZE: usize = 2 * 64 * 1024;
 /// At most this much padding is written before one value (procps SPACE_AMOUNT).
 const SPACE_AMOUNT: usize = 144;
 
@@ -19,19 +18,6 @@ pub struct Column {
     pub header: String,
     /// The width.
     pub width: usize,
-}
-
-/// A cell's bytes.
-pub type CellBytes = smallvec::SmallVec<[u8; 32]>;
-
-/// A formatted value: its bytes and how many screen cells they take.
-#[derive(Debug, Default)]
-pub struct Cell {
-    /// Bytes to print (inline up to 32 bytes: a run prints 250,000 cells at 50,000
-    /// processes, and one allocation each was a tenth of the run).
-    pub bytes: CellBytes,
-    /// Screen cells (differs from `bytes.len()` for multi-byte characters).
-    pub cells: usize,
 }
 
 /// procps `check_header_width`: the line width in use, a multiple of the screen width wide
@@ -159,8 +145,9 @@ pub fn render_line(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::cell::CellBytes;
     use crate::ps::format::find;
+    use crate::ps::layout::*;
 
     fn cols(names: &[(&str, usize)]) -> Vec<Column> {
         names

@@ -15,10 +15,9 @@
 
 use std::io::Write;
 
-use super::fields::{Caches, Env};
-use super::format::Field;
+use super::fields::{Caches, Data, Env};
 use super::layout::Column;
-use tasksnap_model::{Task, TaskState};
+use tasksnap_model::Task;
 
 use super::order::{self, Row};
 
@@ -30,70 +29,25 @@ enum Value {
     Text(String),
 }
 
-/// The task's own bytes behind a name, command-line or path column, or None for a column
-/// that is not one of those (the same choice [`super::fields::value`] makes for display).
-fn raw_bytes(field: Field, t: &Task, env: &Env) -> Option<Vec<u8>> {
-    let comm = || {
-        let c = t.base.as_ref().map_or(&[][..], |b| &b.comm[..]);
-        c[..c.iter().position(|&b| b == 0).unwrap_or(c.len())].to_vec()
-    };
-    let command = || match t.cmdline.as_deref() {
-        Some(raw) if !raw.is_empty() => {
-            // The last argument's terminator goes; an empty argument before it stays.
-            let end = raw.len() - usize::from(raw.last() == Some(&0));
-            raw[..end]
-                .iter()
-                .map(|&b| if b == 0 { b' ' } else { b })
-                .collect()
-        }
-        _ => super::text::bracketed(
-            comm(),
-            t.base
-                .as_ref()
-                .is_some_and(|b| b.state == TaskState::Zombie),
-        ),
-    };
-    match field {
-        Field::Args if env.bsd_c_option => Some(comm()),
-        Field::Args => Some(command()),
-        Field::Comm if env.unix_f_option => Some(command()),
-        Field::Comm => Some(comm()),
-        Field::Exe => Some(t.exe.clone().unwrap_or_else(|| b"-".to_vec())),
-        _ => None,
-    }
-}
-
 fn values(tasks: &[Task], row: &Row, cols: &[Column], env: &Env, c: &mut Caches) -> Vec<Value> {
     cols.iter()
-        .map(|col| {
-            let raw = (!order::not_applicable(row, col))
-                .then(|| raw_bytes(col.spec.field, &tasks[row.task], env))
-                .flatten();
-            match raw {
-                Some(b) => Value::Bytes(b),
-                None => {
-                    let cell = order::cell(tasks, row, col, super::layout::OUTBUF_SIZE - 1, env, c);
-                    Value::Text(String::from_utf8_lossy(&cell.bytes).trim().to_string())
-                }
+        .map(|col| match col.spec.data() {
+            Data::Bytes(own) if !order::not_applicable(row, col) => {
+                Value::Bytes(own(&tasks[row.task], env))
+            }
+            _ => {
+                let max = super::cell::OUTBUF_SIZE - 1;
+                let cell = order::cell(tasks, row, col, max, -1, env, c);
+                Value::Text(String::from_utf8_lossy(&cell.bytes).trim().to_string())
             }
         })
         .collect()
 }
 
-/// Columns printed in hexadecimal (signal masks, addresses): strings in JSON, even when
-/// every digit happens to be decimal.
-fn hexadecimal(field: Field) -> bool {
-    matches!(
-        field,
-        Field::SigPending
-            | Field::SigThread
-            | Field::SigBlocked
-            | Field::SigIgnored
-            | Field::SigCaught
-            | Field::Eip
-            | Field::Esp
-            | Field::StackP
-    )
+/// Whether a column prints hexadecimal digits (signal masks, addresses): strings in JSON,
+/// even when every digit happens to be decimal.
+fn hexadecimal(col: &Column) -> bool {
+    matches!(col.spec.data(), Data::Hex)
 }
 
 fn key(col: &Column) -> &str {
@@ -174,7 +128,7 @@ pub fn json(
                     json_string(&mut line, key(col));
                     line.push(b':');
                     match s.parse::<i64>() {
-                        Ok(n) if !hexadecimal(col.spec.field) => {
+                        Ok(n) if !hexadecimal(col) => {
                             line.extend_from_slice(n.to_string().as_bytes())
                         }
                         _ => json_string(&mut line, &s),
@@ -241,7 +195,7 @@ pub fn csv(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::machine::*;
 
     fn js(b: &[u8]) -> serde_json::Value {
         let mut v = b"{".to_vec();

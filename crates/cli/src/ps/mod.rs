@@ -1,17 +1,22 @@
 //! `tasksnap ps`: a procps-ng 4.0 compatible `ps` over tasksnap snapshots.
 //!
 //! The pieces, in the order a run uses them: [`args`] turns argv into [`settings::Settings`];
-//! this module picks the attribute groups the columns need and takes one snapshot; [`select`]
-//! keeps the tasks procps would; [`order`] sorts and builds the forest; [`layout`] and
-//! [`fields`] print every row byte for byte as procps would; [`machine`] prints JSON/CSV.
+//! [`format`] is the table of columns, one row per specifier (header, width, alignment,
+//! where the value comes from, what it sorts by); this module takes the attribute groups the
+//! rows of the listing read and one snapshot; [`select`] keeps the tasks procps would;
+//! [`order`] sorts and builds the forest; [`layout`] lays the cells out and [`fields`] and
+//! [`printers`] print every value byte for byte as procps would; [`machine`] prints
+//! JSON/CSV.
 
 pub mod args;
+pub mod cell;
 pub mod fields;
 pub mod format;
 pub mod layout;
 pub mod machine;
 pub mod names;
 pub mod order;
+pub mod printers;
 pub mod select;
 pub mod settings;
 pub mod text;
@@ -23,10 +28,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use tasksnap_collect::Host;
-use tasksnap_model::{Backend, Groups, Query, Selector, Task};
+use tasksnap_model::{Backend, Groups, PassReport, Query, Selector, Task};
 
-use format::{Field, Spec};
-use layout::{Cell, Column};
+use cell::Cell;
+use format::{Just, Spec};
+use layout::Column;
 use settings::{Criterion, Output, Settings, Threads};
 
 /// Digits of `kernel.pid_max`: procps sizes pid columns with it (procps_pid_length()).
@@ -73,63 +79,17 @@ pub fn resolve_columns(s: &Settings, pid_len: usize) -> Vec<Column> {
         .collect()
 }
 
-/// The attribute groups a run needs.
+/// The attribute groups a run needs: what its columns and sort keys read ([`Spec::ask`]),
+/// and the real ids when a list selects by them.
 fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
     let mut g = Groups {
         base: true,
         cred_effective: true,
         ..Groups::default()
     };
-    let mut fields: Vec<Field> = cols.iter().map(|c| c.spec.field).collect();
-    fields.extend(
-        s.sort
-            .iter()
-            .filter_map(|k| format::find(&k.name))
-            .map(|spec| spec.field),
-    );
-    for f in fields {
-        // A column whose value (or sort item) is the model's table's asks for the group the
-        // table names; ps's own columns for what they read.
-        if let Some((model, _)) = fields::table_field(f) {
-            model.group.ask(&mut g);
-        }
-        if let Some((model, _)) = fields::sort_field(f) {
-            model.group.ask(&mut g);
-        }
-        match f {
-            Field::Supgid | Field::Supgrp => g.cred_full = true,
-            Field::SigPending
-            | Field::SigThread
-            | Field::SigBlocked
-            | Field::SigIgnored
-            | Field::SigCaught => g.signals = true,
-            Field::Drs | Field::Trs => {
-                g.stat = true;
-                g.layout = true;
-            }
-            Field::Stat => g.locked = true,
-            Field::Time
-            | Field::Times
-            | Field::Bsdtime
-            | Field::Pcpu
-            | Field::C
-            | Field::Cp
-            | Field::Cuc
-            | Field::Cuu
-            | Field::MajFlt
-            | Field::MinFlt => g.stat = true,
-            Field::Args => {
-                g.cmdline = true;
-                g.environ |= s.bsd_e;
-            }
-            Field::Comm => {
-                g.cmdline |= s.unix_f;
-                g.environ |= s.bsd_e;
-            }
-            Field::Cgroup | Field::Cgname | Field::Lxc => g.cgroup = true,
-            Field::Exe => g.exe = true,
-            _ => {}
-        }
+    let sort_keys = s.sort.iter().filter_map(|k| format::find(&k.name));
+    for spec in cols.iter().map(|c| c.spec).chain(sort_keys) {
+        spec.ask(s, &mut g);
     }
     if s.criteria
         .iter()
@@ -224,105 +184,23 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         Some((dir, at)) => replay_host(dir, at.as_deref())?,
         None => Host::from_env(),
     };
-    let replayed = s.replay.is_some();
     let cols = resolve_columns(s, pid_digits(&host));
     let groups = groups_for(s, &cols);
-    if !replayed {
-        // Ready for these groups: whatever needed the caller's privileges is done.
-        host.open_snapshots(s.backend, &groups)
-            .context("no collector")?;
-    }
-    let report = host.report();
-    if s.verbose {
-        warn!("tasksnap: {}", report.why);
-    }
-    // Loaded (or opened): what loading needed is no longer needed.
-    let now = host.ready();
-    if report.backend == Backend::Bpf && !replayed && s.verbose {
-        match now {
-            Ok(eff) => warn!("tasksnap: capabilities after setup: {eff:#018x}"),
-            Err(e) => warn!("tasksnap: could not drop capabilities: {e}"),
-        }
-    }
+    let report = open_collector(&mut host, s, &groups)?;
     let chosen = started.elapsed();
-    let mut tasks: Vec<Task> = Vec::new();
-    let mut snap_meta = None;
-    for sel in selectors_for(s) {
-        let mut query = Query::new(sel.clone(), groups);
-        query.leader_as_process = true;
-        let snap = host.snapshot(&query)?;
-        if s.verbose {
-            let now = host.report();
-            // A collector that chose another way for this pass (the query service not
-            // answering: /proc read instead) says why.
-            if now.why != report.why {
-                warn!("tasksnap: {}", now.why);
-            }
-            let report = now;
-            if !report.pass.is_empty() {
-                warn!("tasksnap: pass: {}", report.pass);
-            }
-            if !report.phases.is_empty() {
-                warn!("tasksnap: snapshot phases: {}", report.phases_line());
-            }
-            warn!(
-                "tasksnap: backend {} read {} tasks ({} vanished, {} denied, {} cmdline timeouts)",
-                snap.backend,
-                snap.tasks.len(),
-                snap.stats.vanished,
-                snap.stats.denied,
-                snap.stats.cmdline_timeouts
-            );
-        }
-        snap_meta = Some((
-            snap.boot_time_unix_s,
-            snap.taken_at_boottime_ns,
-            snap.taken_at_unix_ns,
-        ));
-        if tasks.is_empty() {
-            tasks = snap.tasks;
-        } else {
-            tasks.extend(snap.tasks);
-        }
-    }
+    let (mut tasks, taken) = snapshot_all(&mut host, s, groups, &report)?;
     let snapped = started.elapsed();
-    let (btime, boottime_ns, unix_ns) = snap_meta.unwrap_or((0, 0, 0));
-    let units = host.units();
-    let hertz = units.clock_ticks_per_s;
     // Signal masks print 16 digits when the line has room (procps check_header_width); the
     // machine formats, which have no line, always get all of them.
     let wide_signals = s.output != Output::Text
         || layout::wide_signals(&cols, layout::active_cols(&cols, s.screen_cols));
-    let live_uptime = (!replayed).then(|| uptime_ticks(&host, hertz)).flatten();
-    let env = fields::Env {
-        hertz,
-        page_size: units.page_size_bytes,
-        mem_total_kb: match replayed {
-            true => host.mem_total_kib().unwrap_or(0).max(1),
-            false => host.mem_total_kib().unwrap_or(1),
-        },
-        boot_time_s: btime as i64,
-        now_s: (unix_ns / 1_000_000_000) as i64,
-        uptime_ticks: match replayed {
-            // procps's boot_tics at the sample: its boot-clock time in ticks.
-            true => boottime_ns / (1_000_000_000 / hertz),
-            false => live_uptime.unwrap_or(boottime_ns / (1_000_000_000 / hertz)),
-        },
-        uptime_read: replayed || live_uptime.is_some(),
-        locale: loc,
-        unix_f_option: s.unix_f,
-        bsd_c_option: s.bsd_c,
-        bsd_e_option: s.bsd_e,
-        include_dead_children: s.include_dead_children,
-        user_is_number: s.user_is_number,
-        wide_signals,
-    };
+    let env = print_env(&host, s, loc, taken, wide_signals);
     // What printing reads of the machine, from the host (the NUMA map only when a column or
     // a sort key needs it).
-    let numa = cols.iter().any(|c| c.spec.field == Field::Numa)
+    let numa = cols.iter().any(|c| c.spec.needs_numa())
         || s.sort
             .iter()
-            .any(|k| format::find(&k.name).is_some_and(|f| f.field == Field::Numa));
+            .any(|k| format::find(&k.name).is_some_and(Spec::needs_numa));
     let facts = names::HostFacts::of(&host, numa);
     let mut caches = fields::Caches::new(&facts);
 
@@ -331,107 +209,26 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
     let rows = order::arrange(s, &tasks, &env, &mut caches);
     let arranged = started.elapsed();
 
-    // AIX literal text is layout, not data.
-    let data_cols = || -> Vec<Column> {
-        cols.iter()
-            .filter(|c| c.spec.field != Field::Text)
-            .cloned()
-            .collect()
+    let listing = Listing {
+        s,
+        cols: &cols,
+        tasks: &tasks,
+        rows: &rows,
+        env: &env,
+        facts: &facts,
+        active_cols: layout::active_cols(&cols, s.screen_cols),
     };
     match s.output {
-        Output::Json => machine::json(out, &tasks, &data_cols(), &rows, &env, &mut caches)?,
-        Output::Csv => machine::csv(out, &tasks, &data_cols(), &rows, &env, &mut caches)?,
+        Output::Json => {
+            let cols = listing.data_cols();
+            machine::json(out, &tasks, &cols, &rows, &env, &mut caches)?
+        }
+        Output::Csv => {
+            let cols = listing.data_cols();
+            machine::csv(out, &tasks, &cols, &rows, &env, &mut caches)?
+        }
         Output::Text => {
-            let active = layout::active_cols(&cols, s.screen_cols);
-            let render_line = |out: &mut Vec<u8>, value: &mut dyn FnMut(usize, usize) -> Cell| {
-                layout::render_line(
-                    out,
-                    &cols,
-                    active,
-                    s.user_is_number,
-                    s.delimiter,
-                    wide_signals,
-                    value,
-                )
-            };
-            let any_header = cols.iter().any(|c| !c.header.is_empty());
-            let mut header = Vec::new();
-            render_line(&mut header, &mut |i, _| Cell {
-                bytes: layout::CellBytes::from_slice(cols[i].header.as_bytes()),
-                cells: cols[i].header.len(),
-            });
-            let show_header = s.headers && any_header && !cols.is_empty();
-            let gap = if s.multi_header {
-                s.screen_rows.saturating_sub(1).max(1)
-            } else {
-                usize::MAX
-            };
-            if show_header {
-                out.write_all(&header)?;
-            }
-            // A long listing is formatted in two halves at once: the second on its own
-            // thread (with its own caches), into memory, written after the first.
-            let split = if rows.len() >= PARALLEL_ROWS && gap == usize::MAX {
-                rows.len() / 2
-            } else {
-                rows.len()
-            };
-            let (first, second) = rows.split_at(split);
-            // procps's `lines_to_next_header` when row `n` prints (only procps's layout test
-            // columns show it): it starts at 1, drops by one before each row and, reaching 0,
-            // prints the header and restarts at the gap (-1 without `--headers`).
-            let countdown = |n: usize| -> i64 {
-                if gap != usize::MAX {
-                    (gap - n % gap) as i64
-                } else if show_header {
-                    -1 - n as i64
-                } else {
-                    -2 - n as i64
-                }
-            };
-            let render = |first_row: usize,
-                          rows: &[order::Row],
-                          caches: &mut fields::Caches,
-                          sink: &mut dyn Write| {
-                let mut line = Vec::with_capacity(256);
-                for (n, row) in rows.iter().enumerate() {
-                    line.clear();
-                    render_line(&mut line, &mut |i, max| match cols[i].spec.field {
-                        Field::Test(which) => {
-                            fields::test_value(which, countdown(first_row + n), max)
-                        }
-                        _ => order::cell(&tasks, row, &cols[i], max, &env, caches),
-                    });
-                    sink.write_all(&line)?;
-                }
-                io::Result::Ok(())
-            };
-            std::thread::scope(|scope| -> anyhow::Result<()> {
-                let later = (!second.is_empty()).then(|| {
-                    scope.spawn(|| {
-                        let mut caches = fields::Caches::new(&facts);
-                        let mut buf = Vec::with_capacity(second.len() * 128);
-                        render(split, second, &mut caches, &mut buf).map(|()| buf)
-                    })
-                });
-                if gap == usize::MAX {
-                    render(0, first, &mut caches, out)?;
-                } else {
-                    for (n, row) in first.iter().enumerate() {
-                        if show_header && n > 0 && n % gap == 0 {
-                            out.write_all(&header)?;
-                        }
-                        render(n, std::slice::from_ref(row), &mut caches, out)?;
-                    }
-                }
-                if let Some(h) = later {
-                    let buf = h
-                        .join()
-                        .map_err(|_| anyhow::anyhow!("a formatting thread panicked"))??;
-                    out.write_all(&buf)?;
-                }
-                Ok(())
-            })?;
+            listing.write_text(&mut caches, out)?;
             if rows.is_empty() {
                 out.flush()?;
                 // procps exits 1 when nothing matched.
@@ -455,6 +252,249 @@ pub fn run(s: &Settings, loc: text::Locale, out: &mut dyn Write) -> anyhow::Resu
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the host's collector for `groups` (a replay's host has its reading already) and
+/// gives up what opening needed; `--verbose` says which way it chose. Returns its report.
+fn open_collector(host: &mut Host, s: &Settings, groups: &Groups) -> anyhow::Result<PassReport> {
+    let replayed = s.replay.is_some();
+    if !replayed {
+        // Ready for these groups: whatever needed the caller's privileges is done.
+        host.open_snapshots(s.backend, groups)
+            .context("no collector")?;
+    }
+    let report = host.report();
+    if s.verbose {
+        warn!("tasksnap: {}", report.why);
+    }
+    // Loaded (or opened): what loading needed is no longer needed.
+    let now = host.ready();
+    if report.backend == Backend::Bpf && !replayed && s.verbose {
+        match now {
+            Ok(eff) => warn!("tasksnap: capabilities after setup: {eff:#018x}"),
+            Err(e) => warn!("tasksnap: could not drop capabilities: {e}"),
+        }
+    }
+    Ok(report)
+}
+
+/// When the (last) snapshot was taken: the boot time (s since the epoch), the boot clock
+/// (ns) and the wall clock (ns since the epoch); all 0 when nothing was read.
+#[derive(Debug, Clone, Copy, Default)]
+struct Taken {
+    boot_time_unix_s: u64,
+    boottime_ns: u64,
+    unix_ns: u64,
+}
+
+/// The tasks of one snapshot per selector the options need, in that order; `--verbose`
+/// says how each pass went (and why, when it chose otherwise than `report` said).
+fn snapshot_all(
+    host: &mut Host,
+    s: &Settings,
+    groups: Groups,
+    report: &PassReport,
+) -> anyhow::Result<(Vec<Task>, Taken)> {
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut taken = Taken::default();
+    for sel in selectors_for(s) {
+        let mut query = Query::new(sel.clone(), groups);
+        query.leader_as_process = true;
+        let snap = host.snapshot(&query)?;
+        if s.verbose {
+            let now = host.report();
+            // A collector that chose another way for this pass (the query service not
+            // answering: /proc read instead) says why.
+            if now.why != report.why {
+                warn!("tasksnap: {}", now.why);
+            }
+            if !now.pass.is_empty() {
+                warn!("tasksnap: pass: {}", now.pass);
+            }
+            if !now.phases.is_empty() {
+                warn!("tasksnap: snapshot phases: {}", now.phases_line());
+            }
+            warn!(
+                "tasksnap: backend {} read {} tasks ({} vanished, {} denied, {} cmdline timeouts)",
+                snap.backend,
+                snap.tasks.len(),
+                snap.stats.vanished,
+                snap.stats.denied,
+                snap.stats.cmdline_timeouts
+            );
+        }
+        taken = Taken {
+            boot_time_unix_s: snap.boot_time_unix_s,
+            boottime_ns: snap.taken_at_boottime_ns,
+            unix_ns: snap.taken_at_unix_ns,
+        };
+        if tasks.is_empty() {
+            tasks = snap.tasks;
+        } else {
+            tasks.extend(snap.tasks);
+        }
+    }
+    Ok((tasks, taken))
+}
+
+/// What the printers read besides a task: units, clocks, the memory total and the options
+/// that change how values print. A replay's clocks are its reading's; a live run's uptime is
+/// the host's, read now, as procps reads it.
+fn print_env(
+    host: &Host,
+    s: &Settings,
+    loc: text::Locale,
+    taken: Taken,
+    wide_signals: bool,
+) -> fields::Env {
+    let replayed = s.replay.is_some();
+    let units = host.units();
+    let hertz = units.clock_ticks_per_s;
+    let live_uptime = (!replayed).then(|| uptime_ticks(host, hertz)).flatten();
+    // procps's boot_tics at the sample: its boot-clock time in ticks.
+    let sample_uptime = taken.boottime_ns / (1_000_000_000 / hertz);
+    fields::Env {
+        hertz,
+        page_size: units.page_size_bytes,
+        mem_total_kb: match replayed {
+            true => host.mem_total_kib().unwrap_or(0).max(1),
+            false => host.mem_total_kib().unwrap_or(1),
+        },
+        boot_time_s: taken.boot_time_unix_s as i64,
+        now_s: (taken.unix_ns / 1_000_000_000) as i64,
+        uptime_ticks: match replayed {
+            true => sample_uptime,
+            false => live_uptime.unwrap_or(sample_uptime),
+        },
+        uptime_read: replayed || live_uptime.is_some(),
+        locale: loc,
+        unix_f_option: s.unix_f,
+        bsd_c_option: s.bsd_c,
+        bsd_e_option: s.bsd_e,
+        include_dead_children: s.include_dead_children,
+        user_is_number: s.user_is_number,
+        wide_signals,
+    }
+}
+
+/// One listing ready to print: the options, its columns, the tasks and the rows they print
+/// as (selected, sorted, the forest drawn), and what the printers read of the machine.
+struct Listing<'a> {
+    s: &'a Settings,
+    cols: &'a [Column],
+    tasks: &'a [Task],
+    rows: &'a [order::Row],
+    env: &'a fields::Env,
+    facts: &'a names::HostFacts,
+    /// The line's width in cells (procps's `active_cols`).
+    active_cols: usize,
+}
+
+impl Listing<'_> {
+    /// The columns with data: AIX literal text is layout, not data.
+    fn data_cols(&self) -> Vec<Column> {
+        self.cols
+            .iter()
+            .filter(|c| c.spec.just != Just::Text)
+            .cloned()
+            .collect()
+    }
+
+    /// Lays one line out: the header's, or a row's with `value` giving each column's cell.
+    fn render_line(&self, out: &mut Vec<u8>, value: &mut dyn FnMut(usize, usize) -> Cell) {
+        layout::render_line(
+            out,
+            self.cols,
+            self.active_cols,
+            self.s.user_is_number,
+            self.s.delimiter,
+            self.env.wide_signals,
+            value,
+        )
+    }
+
+    /// The text listing: the header (again every screenful under BSD `h`), then the rows. A
+    /// long listing is formatted in two halves at once: the second on its own thread (with
+    /// its own caches), into memory, written after the first.
+    fn write_text(&self, caches: &mut fields::Caches, out: &mut dyn Write) -> anyhow::Result<()> {
+        let (s, cols, rows) = (self.s, self.cols, self.rows);
+        let any_header = cols.iter().any(|c| !c.header.is_empty());
+        let mut header = Vec::new();
+        self.render_line(&mut header, &mut |i, _| Cell {
+            bytes: cell::CellBytes::from_slice(cols[i].header.as_bytes()),
+            cells: cols[i].header.len(),
+        });
+        let show_header = s.headers && any_header && !cols.is_empty();
+        let gap = if s.multi_header {
+            s.screen_rows.saturating_sub(1).max(1)
+        } else {
+            usize::MAX
+        };
+        if show_header {
+            out.write_all(&header)?;
+        }
+        let split = if rows.len() >= PARALLEL_ROWS && gap == usize::MAX {
+            rows.len() / 2
+        } else {
+            rows.len()
+        };
+        let (first, second) = rows.split_at(split);
+        let countdown = |n: usize| header_countdown(n, gap, show_header);
+        let render = |first_row: usize,
+                      rows: &[order::Row],
+                      caches: &mut fields::Caches,
+                      sink: &mut dyn Write| {
+            let mut line = Vec::with_capacity(256);
+            for (n, row) in rows.iter().enumerate() {
+                line.clear();
+                let countdown = countdown(first_row + n);
+                self.render_line(&mut line, &mut |i, max| {
+                    order::cell(self.tasks, row, &cols[i], max, countdown, self.env, caches)
+                });
+                sink.write_all(&line)?;
+            }
+            io::Result::Ok(())
+        };
+        std::thread::scope(|scope| -> anyhow::Result<()> {
+            let later = (!second.is_empty()).then(|| {
+                scope.spawn(|| {
+                    let mut caches = fields::Caches::new(self.facts);
+                    let mut buf = Vec::with_capacity(second.len() * 128);
+                    render(split, second, &mut caches, &mut buf).map(|()| buf)
+                })
+            });
+            if gap == usize::MAX {
+                render(0, first, caches, out)?;
+            } else {
+                for (n, row) in first.iter().enumerate() {
+                    if show_header && n > 0 && n % gap == 0 {
+                        out.write_all(&header)?;
+                    }
+                    render(n, std::slice::from_ref(row), caches, out)?;
+                }
+            }
+            if let Some(h) = later {
+                let buf = h
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("a formatting thread panicked"))??;
+                out.write_all(&buf)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// procps's `lines_to_next_header` when row `n` prints (only procps's layout test columns
+/// show it): it starts at 1, drops by one before each row and, reaching 0, prints the header
+/// and restarts at the gap (-1 without `--headers`).
+fn header_countdown(n: usize, gap: usize, show_header: bool) -> i64 {
+    if gap != usize::MAX {
+        (gap - n % gap) as i64
+    } else if show_header {
+        -1 - n as i64
+    } else {
+        -2 - n as i64
+    }
 }
 
 /// Entry point for `tasksnap ps ARGS...`.
@@ -481,7 +521,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::*;
 
     /// Every column whose value comes from the model's field table asks for the group the
     /// table says the field needs, and a plain `ps -ef` asks for none of the new groups.
@@ -492,7 +532,7 @@ mod tests {
         assert!(!plain.label && !plain.login && !plain.cgroup, "{plain:?}");
         let mut n = 0;
         for spec in format::SPECS {
-            let Some((model, _)) = fields::table_field(spec.field) else {
+            let fields::Source::Table(model, _) = spec.value else {
                 continue;
             };
             n += 1;

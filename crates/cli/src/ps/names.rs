@@ -195,7 +195,7 @@ impl Ttys {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::names::*;
 
     #[test]
     fn splits_device_numbers_like_glibc() {

@@ -6,9 +6,10 @@ use std::cmp::Ordering;
 
 use tasksnap_model::Task;
 
-use super::fields::{self, Caches, Env};
-use super::format::{self, Field, Show};
-use super::layout::{Cell, Column};
+use super::cell::{plain, Cell};
+use super::fields::{Caches, Ctx, Env, Key, Source};
+use super::format::{self, Just, Show, Spec};
+use super::layout::Column;
 use super::settings::{Forest, Settings, Threads};
 
 /// What kind of line a row prints as (procps's proc/task format lists).
@@ -35,67 +36,6 @@ pub struct Row {
     pub forest: Option<Forest>,
 }
 
-/// A value to sort on.
-#[derive(Debug, PartialEq, PartialOrd)]
-enum Key {
-    Num(f64),
-    Text(Vec<u8>),
-}
-
-fn sort_key(field: Field, t: &Task, env: &Env, c: &mut Caches) -> Key {
-    use tasksnap_model::fields::{Kind, Value};
-    let n = |v: f64| Key::Num(v);
-    let number = |v: Value<'_>| match v {
-        Value::Int(v) => v as f64,
-        Value::UInt(v) => v as f64,
-        Value::Bytes(_) => 0.0,
-    };
-    // The column's sort item is a field of the model's table: its value, or what procps
-    // has for a task without it.
-    if let Some((f, missing)) = fields::sort_field(field) {
-        return n(f.value(t).map_or(missing as f64, number));
-    }
-    match field {
-        // procps 4.0.2 sorts %CPU, C, CP and util by PIDS_UTILIZATION (their format
-        // entries' sort item), not by the value printed: tasks that all print 0.0 still
-        // sort by their exact share.
-        Field::Pcpu | Field::C | Field::Cp | Field::Cuu => {
-            n(fields::utilization_value(t, false, env))
-        }
-        Field::Cuc => n(fields::utilization_value(t, true, env)),
-        Field::S | Field::Stat | Field::SgiP => {
-            n(t.base.as_ref().map_or(0, |b| b.state.letter()) as f64)
-        }
-        // procps sorts the masks as the strings /proc gives (16 hex digits; none when the
-        // file was unreadable).
-        Field::SigPending
-        | Field::SigThread
-        | Field::SigBlocked
-        | Field::SigIgnored
-        | Field::SigCaught => Key::Text(
-            fields::signal_value(field, t)
-                .map(|v| format!("{v:016x}").into_bytes())
-                .unwrap_or_default(),
-        ),
-        Field::Numa => n(
-            String::from_utf8_lossy(&fields::value(field, t, 64, &[], env, c).bytes)
-                .parse::<f64>()
-                .unwrap_or(-1.0),
-        ),
-        Field::Fname => Key::Text(fields::comm_text(t, env.locale)),
-        Field::Tty4 => sort_key(Field::Tty, t, env, c),
-        // A field of the model's table by its own name: its value (absent: 0, or `-` for
-        // bytes, as printed).
-        Field::Model(f) => match (f.value(t), f.kind) {
-            (Some(Value::Bytes(b)), _) => Key::Text(b.to_vec()),
-            (Some(v), _) => n(number(v)),
-            (None, Kind::Int) => n(0.0),
-            (None, Kind::Bytes) => Key::Text(b"-".to_vec()),
-        },
-        _ => Key::Text(fields::value(field, t, 4096, &[], env, c).bytes.to_vec()),
-    }
-}
-
 /// procps compares strings with strcoll(3), so the locale decides their order.
 fn strcoll(a: &[u8], b: &[u8]) -> Ordering {
     let (Ok(a), Ok(b)) = (std::ffi::CString::new(a), std::ffi::CString::new(b)) else {
@@ -113,18 +53,19 @@ fn cmp_keys(a: &Key, b: &Key) -> Ordering {
     }
 }
 
-/// Stable sort of the index list `order` by one key of the tasks it points at.
+/// Stable sort of the index list `order` by one key of the tasks it points at: what column
+/// `spec` sorts by.
 fn sort_by(
     tasks: &[Task],
     order: &mut [usize],
-    field: Field,
+    spec: &Spec,
     reverse: bool,
     env: &Env,
     c: &mut Caches,
 ) {
     let mut keyed: Vec<(Key, usize)> = order
         .iter()
-        .map(|&i| (sort_key(field, &tasks[i], env, c), i))
+        .map(|&i| (spec.sort.key(spec.value, &tasks[i], env, c), i))
         .collect();
     keyed.sort_by(|a, b| {
         let o = cmp_keys(&a.0, &b.0);
@@ -226,21 +167,21 @@ pub fn arrange(s: &Settings, tasks: &[Task], env: &Env, c: &mut Caches) -> Vec<R
     }
     // procps keeps a list of keys, the forest's start_time and ppid in front, and sorts by
     // each in turn: the last key sorted by is the primary one.
-    let mut keys: Vec<(Field, bool)> = Vec::new();
+    let mut keys: Vec<(&Spec, bool)> = Vec::new();
     if s.forest.is_some() {
-        keys.push((Field::StartTime, false));
+        keys.extend(format::find("start_time").map(|spec| (spec, false)));
         if s.sort.is_empty() {
-            keys.push((Field::Ppid, false));
+            keys.extend(format::find("ppid").map(|spec| (spec, false)));
         }
     }
     // procps sorts by the last key first, so that the first key given ends up primary.
     for k in s.sort.iter().rev() {
         if let Some(spec) = format::find(&k.name) {
-            keys.push((spec.field, k.reverse));
+            keys.push((spec, k.reverse));
         }
     }
-    for (field, reverse) in keys {
-        sort_by(tasks, &mut order, field, reverse, env, c);
+    for (spec, reverse) in keys {
+        sort_by(tasks, &mut order, spec, reverse, env, c);
     }
     let Some(style) = s.forest else {
         return order.into_iter().map(|i| row(i, kind)).collect();
@@ -272,70 +213,35 @@ pub fn arrange(s: &Settings, tasks: &[Task], env: &Env, c: &mut Caches) -> Vec<R
         .collect()
 }
 
-/// procps `forest_helper`: the tree art for a prefix, within `rightward` cells.
-fn forest_art(prefix: &[u8], style: Forest, mut rightward: usize) -> Vec<u8> {
-    let rightward_max = rightward.min(super::layout::OUTBUF_SIZE - 1);
-    rightward = rightward_max;
-    let mut out = Vec::new();
-    for &p in prefix {
-        match style {
-            Forest::Bsd => {
-                if rightward < 4 {
-                    break;
-                }
-                out.extend_from_slice(match p {
-                    b'L' | b'+' => b" \\_ ",
-                    b'|' => b" |  ",
-                    _ => b"    ",
-                });
-                rightward -= 4;
-            }
-            Forest::Unix => {
-                if rightward < 2 {
-                    break;
-                }
-                out.extend_from_slice(b"  ");
-                rightward -= 2;
-            }
-        }
-    }
-    out
-}
-
-/// Formats one cell of a row.
+/// Formats one cell of a row; `lines_to_next_header` is procps's header countdown when the
+/// row prints (-1 outside a text listing).
 pub fn cell(
     tasks: &[Task],
     row: &Row,
     col: &Column,
     max: usize,
+    lines_to_next_header: i64,
     env: &Env,
     c: &mut Caches,
 ) -> Cell {
-    if col.spec.field == Field::Text {
-        return Cell {
-            bytes: super::layout::CellBytes::from_slice(col.header.as_bytes()),
-            cells: col.header.len(),
-        };
+    if col.spec.just == Just::Text {
+        return plain(col.header.as_bytes());
     }
     if not_applicable(row, col) {
-        return Cell {
-            bytes: super::layout::CellBytes::from_slice(b"-"),
-            cells: 1,
-        };
+        return plain("-");
     }
-    if row.kind == RowKind::Thread && unregistered_on_thread_rows(col.spec.field) {
-        return Cell {
-            bytes: super::layout::CellBytes::from_slice(b"0"),
-            cells: 1,
-        };
+    if row.kind == RowKind::Thread && unread_on_thread_rows(col.spec) {
+        return plain("0");
     }
-    let art = match (row.forest, col.spec.field) {
-        (Some(style), Field::Args | Field::Comm | Field::Fname) => {
-            forest_art(&row.prefix, style, max)
-        }
-        _ => Vec::new(),
+    let mut x = Ctx {
+        t: &tasks[row.task],
+        max,
+        tree: row.forest.map(|style| (&row.prefix[..], style)),
+        lines_to_next_header,
+        env,
+        c,
     };
-    fields::value(col.spec.field, &tasks[row.task], max, &art, env, c)
+    col.spec.value.print(&mut x)
 }
 
 /// Thread-only columns whose value procps never reads with `m`/`-m`. There it collects the
@@ -344,10 +250,15 @@ pub fn cell(
 /// column or selection needs is not read at all, and the thread rows print the unused result
 /// slot before the stack's own: zeroed memory for every task but the first one fetched,
 /// whose slot overlaps a pointer (that one cannot be matched). procps registers a few
-/// items up front (state, nice, times, ...); of the columns that need others, these are
-/// the OOM and I/O ones.
-fn unregistered_on_thread_rows(field: Field) -> bool {
-    matches!(field, Field::Oom | Field::OomAdj | Field::Io(_))
+/// items up front (state, nice, times, ...); of the thread-only columns that need others,
+/// these are the ones of the OOM files and /proc/PID/io.
+fn unread_on_thread_rows(spec: &Spec) -> bool {
+    use tasksnap_model::fields::Group;
+    spec.show == Show::ThreadOnly
+        && matches!(
+            spec.value,
+            Source::Table(f, _) if matches!(f.group, Group::OomScore | Group::OomScoreAdj | Group::Io)
+        )
 }
 
 /// Whether `col` has no value on `row` (a thread-only column on a process row, or the
@@ -361,7 +272,8 @@ pub fn not_applicable(row: &Row, col: &Column) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::fields::Caches;
+    use crate::ps::order::*;
     use tasksnap_model::{Base, Stat, TaskId};
 
     /// Two tasks that both print `0.0` for %CPU sort by their exact share, as procps sorts
@@ -376,7 +288,7 @@ mod tests {
             now_s: 0,
             uptime_ticks: 10_000_000,
             uptime_read: true,
-            locale: super::super::text::Locale { utf8: false },
+            locale: crate::ps::text::Locale { utf8: false },
             unix_f_option: false,
             bsd_c_option: false,
             bsd_e_option: false,
@@ -399,20 +311,20 @@ mod tests {
         };
         // 10 and 20 ticks over 100,000 s: 0.0 % both.
         let tasks = [task(5, 10), task(6, 20), task(7, 0)];
-        let machine =
-            super::super::names::HostFacts::of(&tasksnap_collect::Host::from_env(), false);
+        let machine = crate::ps::names::HostFacts::of(&tasksnap_collect::Host::from_env(), false);
         let mut c = Caches::new(&machine);
+        let spec = |name| format::find(name).expect("a known specifier");
         for t in &tasks {
-            let cell = fields::value(Field::Pcpu, t, 8, &[], &env, &mut c);
+            let cell = spec("%cpu").value.print(&mut Ctx::of(t, 8, &env, &mut c));
             assert_eq!(&cell.bytes[..], b"0.0");
         }
-        for field in [Field::Pcpu, Field::C, Field::Cp, Field::Cuu, Field::Cuc] {
+        for name in ["%cpu", "c", "cp", "cuu", "cuc"] {
             let mut order = vec![0, 1, 2];
-            sort_by(&tasks, &mut order, field, true, &env, &mut c);
-            assert_eq!(order, [1, 0, 2], "{field:?}");
+            sort_by(&tasks, &mut order, spec(name), true, &env, &mut c);
+            assert_eq!(order, [1, 0, 2], "{name}");
         }
         let mut order = vec![2, 0, 1];
-        sort_by(&tasks, &mut order, Field::Label, false, &env, &mut c);
+        sort_by(&tasks, &mut order, spec("zone"), false, &env, &mut c);
         assert_eq!(order, [0, 1, 2]);
     }
 }

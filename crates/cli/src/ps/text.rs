@@ -223,7 +223,7 @@ impl ByteSink for Vec<u8> {
     }
 }
 
-impl ByteSink for super::layout::CellBytes {
+impl ByteSink for super::cell::CellBytes {
     fn len(&self) -> usize {
         smallvec::SmallVec::len(self)
     }
@@ -353,7 +353,7 @@ pub fn push_plain_cmdline<B: ByteSink>(dst: &mut B, raw: &[u8], max_cells: &mut 
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::text::*;
 
     /// The one-pass path gives what flatten_cmdline and output_escape give.
     #[test]

@@ -9,7 +9,7 @@
 
 use std::io::Write;
 
-use super::Top;
+use super::session::{self, Top};
 
 /// Prints frames until `-n` is reached (forever without it).
 pub fn run(mut top: Top) -> anyhow::Result<()> {
@@ -18,13 +18,13 @@ pub fn run(mut top: Top) -> anyhow::Result<()> {
     if !replay {
         // A first sample that is not printed, so that the first frame's rates cover a real
         // interval (a quarter second, or -d if shorter) instead of showing zeros.
-        top.refresh(&super::clock())?;
+        top.refresh(&session::clock())?;
         std::thread::sleep(top.opts.delay.min(std::time::Duration::from_millis(250)));
     }
     let mut n = 0u64;
     let mut said_no_exits = false;
     loop {
-        let mut frame = top.refresh(&super::clock())?;
+        let mut frame = top.refresh(&session::clock())?;
         if top.opts.show_exited && !said_no_exits {
             if let Some(why) = top.exits_missing() {
                 warn!("tasksnap top: --exited: no exited processes: {why}");

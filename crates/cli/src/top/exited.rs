@@ -1,4 +1,4 @@
-//! The processes that exited during a refresh's interval, as `top` shows them (issue 31):
+//! The processes that exited during a refresh's interval, as `top` shows them:
 //! the live exit source ([`Source`]: the host's BPF exit records, root only, drained once per
 //! refresh before the walk), the interval's exits of a replayed reading, and what both become
 //! ([`Interval`]): one row per exited process, marked as atop marks them (`<name>`, state
@@ -17,16 +17,7 @@ use tasksnap_collect::exits::Exits;
 use tasksnap_collect::Host;
 use tasksnap_model::{Exit, ExitReason, Reading, TaskId};
 
-use super::view::{Line, Row, Tracker};
-
-/// What an exited row carries besides a live row's columns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exited {
-    /// How it ended.
-    pub reason: ExitReason,
-    /// Its command line at exit (`/proc/PID/cmdline`'s bytes), for `-c`.
-    pub cmdline: Box<[u8]>,
-}
+use super::view::{Exited, Line, Row, Tracker};
 
 /// The live exit source and when it was last drained.
 pub struct Source {
@@ -236,7 +227,7 @@ pub fn exit_text(l: &Line) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::top::exited::*;
     use tasksnap_model::{Base, Snapshot, Stat, Task, TaskState};
 
     fn exit(pid: i32, start: u64, cpu_ms: u64, status: u32) -> Exit {

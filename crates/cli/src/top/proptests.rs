@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
-use super::parse_args;
+use super::options::parse_args;
 use super::view::{Filter, SortKey};
 use crate::input::{parse_seconds, Nice, Pid, Signal, MAX_SECONDS};
 

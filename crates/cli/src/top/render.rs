@@ -202,7 +202,7 @@ pub fn line(l: &Line, pid_width: usize, user: &str, command: &str, tree: bool) -
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::top::render::*;
 
     #[test]
     fn numbers_scale_like_top() {

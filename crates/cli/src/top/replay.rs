@@ -23,7 +23,7 @@ pub struct Replay {
     /// Every sample's time, ns since the epoch, in order.
     times: Vec<u64>,
     /// The sample shown: `times[index]`.
-    index: usize,
+    pub(super) index: usize,
     /// Answers for the sample shown (rows' command lines and memory come through its fill).
     cur: Host,
     /// The sample before it, when there is one (rates need it).
@@ -326,8 +326,8 @@ fn leader_as_thread(tasks: &mut [tasksnap_model::Task]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(super) mod tests {
+    use crate::top::replay::*;
 
     #[test]
     fn the_sample_in_force_at_a_time() {
@@ -342,8 +342,8 @@ mod tests {
         assert!(index_at(&[], 5).is_err());
     }
 
-    const T0: u64 = 1_763_866_800_000_000_000;
-    const SEC: u64 = 1_000_000_000;
+    pub(crate) const T0: u64 = 1_763_866_800_000_000_000;
+    pub(crate) const SEC: u64 = 1_000_000_000;
 
     /// Sample `i` of a synthetic recording: one process (pid 100, `burn`) that uses 0.75
     /// CPU seconds per second (0.5 user, 0.25 system), samples one second apart from T0.
@@ -381,81 +381,13 @@ mod tests {
     }
 
     /// A store in `dir` holding samples 0..n of [`reading`].
-    fn record(dir: &Path, n: u64) {
+    pub(crate) fn record(dir: &Path, n: u64) {
         let mut rec =
             tasksnap_history::Recorder::create(dir, Default::default(), 2).expect("store");
         for i in 0..n {
             rec.append(&reading(i)).expect("append");
         }
         rec.finish().expect("finish");
-    }
-
-    /// A replay stands on a sample and steps through the recording: rates from the sample
-    /// before, refusals at both ends, jumps to the sample in force, errors that say why.
-    #[test]
-    fn a_replay_steps_through_its_recording() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store = dir.path().join("rec");
-        record(&store, 4);
-        let opts = crate::top::Options {
-            batch: true,
-            ..Default::default()
-        };
-        let rp = Replay::open(&store, None).expect("opens");
-        assert_eq!(rp.index, 1, "starts on the first sample with rates");
-        let mut top = crate::top::Top::replay(opts, rp);
-        let frame = top.refresh("unused").expect("frame");
-        let row = frame.lines.iter().find(|l| l.id.tgid == 100).expect("row");
-        assert!((row.cpu_pct - 75.0).abs() < 0.01, "{}", row.cpu_pct);
-        assert!(
-            frame.header[0].starts_with("top - 03:00:01 up 16 min"),
-            "{:?}",
-            frame.header
-        );
-        let marker = frame.header.last().expect("marker");
-        assert!(
-            marker.contains("sample 2/4 at 2025-11-23T03:00:01.000Z"),
-            "{marker}"
-        );
-
-        top.step(true).expect("to 3");
-        top.step(true).expect("to 4");
-        let end = top.step(true).expect_err("past the end");
-        assert!(end.contains("last sample (4/4)"), "{end}");
-        top.jump(T0).expect("to the first");
-        let frame = top.refresh("unused").expect("frame");
-        assert!(frame
-            .header
-            .last()
-            .is_some_and(|m| m.contains("sample 1/4")));
-        assert_eq!(
-            frame.lines[0].cpu_pct, 0.0,
-            "no sample before the first: no rates"
-        );
-        let start = top.step(false).expect_err("before the start");
-        assert!(start.contains("first sample"), "{start}");
-        top.jump(T0 + 2 * SEC + SEC / 2).expect("in force at 2.5 s");
-        let frame = top.refresh("unused").expect("frame");
-        assert!(frame
-            .header
-            .last()
-            .is_some_and(|m| m.contains("sample 3/4")));
-        assert!((frame.lines[0].cpu_pct - 75.0).abs() < 0.01);
-        assert!(top.jump(T0 + 10 * SEC).is_err());
-        top.step(false).expect("back to 2");
-        let frame = top.refresh("unused").expect("frame");
-        assert!(frame
-            .header
-            .last()
-            .is_some_and(|m| m.contains("sample 2/4")));
-
-        // Where it cannot start: one line each.
-        let at = Replay::open(&store, Some(T0 - 1)).expect_err("before the start");
-        assert!(at.contains("outside the recording"), "{at}");
-        let empty = dir.path().join("empty");
-        std::fs::create_dir(&empty).expect("mkdir");
-        assert!(Replay::open(&empty, None).is_err());
-        assert!(Replay::open(&dir.path().join("none"), None).is_err());
     }
 
     fn task(tgid: i32, tid: i32, cpu_ms: u64) -> tasksnap_model::Task {

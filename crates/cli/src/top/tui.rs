@@ -17,10 +17,11 @@ use ratatui::text::{Line as TextLine, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Terminal;
 
+use super::options::Options;
 use super::replay::Replay;
+use super::session::Page;
 use super::view::{Filter, SortKey};
 use super::worker::{self, Request, Update};
-use super::{Options, Page};
 use crate::input::{Nice, Pid, Signal};
 
 /// Smallest terminal the view draws in; below it a message says so.
@@ -312,51 +313,62 @@ fn on_key(app: &mut App, k: KeyEvent) {
         app.help = false;
         return;
     }
-    if let Some((prompt, mut input)) = app.prompt.take() {
-        match k.code {
-            KeyCode::Esc => app.message = None,
-            KeyCode::Enter => answer(app, prompt, input.trim().to_string()),
-            KeyCode::Backspace => {
-                input.pop();
-                app.prompt = Some((prompt, input));
-            }
-            KeyCode::Char(c) => {
-                input.push(c);
-                if matches!(
-                    prompt,
-                    Prompt::KillConfirm { .. } | Prompt::ReniceConfirm { .. }
-                ) {
-                    answer(app, prompt, input);
-                } else {
-                    app.prompt = Some((prompt, input));
-                }
-            }
-            _ => app.prompt = Some((prompt, input)),
-        }
-        return;
+    if let Some((prompt, input)) = app.prompt.take() {
+        return on_prompt_key(app, prompt, input, k);
     }
     app.message = None;
-    if app.replay {
-        match k.code {
-            KeyCode::Char('t') => return app.send(Request::Step(true)),
-            KeyCode::Char('T') => return app.send(Request::Step(false)),
-            KeyCode::Char('b') => {
-                app.prompt = Some((Prompt::Jump, String::new()));
-                return;
-            }
-            KeyCode::Char('k') | KeyCode::Char('r') => {
-                app.message = Some(
-                    "not in a replay: the pids of a recording may be other processes now".into(),
-                );
-                return;
-            }
-            KeyCode::Char('d') | KeyCode::Char('s') | KeyCode::Char('z') | KeyCode::Char(' ') => {
-                app.message = Some("a replay stays on its sample: t and T step, b jumps".into());
-                return;
-            }
-            _ => {}
-        }
+    if app.replay && on_replay_key(app, k) {
+        return;
     }
+    on_view_key(app, k);
+}
+
+/// A key while a prompt is open: editing its answer, Enter to answer, Esc to drop it (a
+/// confirmation answers at its first key).
+fn on_prompt_key(app: &mut App, prompt: Prompt, mut input: String, k: KeyEvent) {
+    match k.code {
+        KeyCode::Esc => app.message = None,
+        KeyCode::Enter => answer(app, prompt, input.trim().to_string()),
+        KeyCode::Backspace => {
+            input.pop();
+            app.prompt = Some((prompt, input));
+        }
+        KeyCode::Char(c) => {
+            input.push(c);
+            if matches!(
+                prompt,
+                Prompt::KillConfirm { .. } | Prompt::ReniceConfirm { .. }
+            ) {
+                answer(app, prompt, input);
+            } else {
+                app.prompt = Some((prompt, input));
+            }
+        }
+        _ => app.prompt = Some((prompt, input)),
+    }
+}
+
+/// The keys a replay answers otherwise than the live view (stepping, and refusals of what
+/// only the host can do); false for the others.
+fn on_replay_key(app: &mut App, k: KeyEvent) -> bool {
+    match k.code {
+        KeyCode::Char('t') => app.send(Request::Step(true)),
+        KeyCode::Char('T') => app.send(Request::Step(false)),
+        KeyCode::Char('b') => app.prompt = Some((Prompt::Jump, String::new())),
+        KeyCode::Char('k') | KeyCode::Char('r') => {
+            app.message =
+                Some("not in a replay: the pids of a recording may be other processes now".into());
+        }
+        KeyCode::Char('d') | KeyCode::Char('s') | KeyCode::Char('z') | KeyCode::Char(' ') => {
+            app.message = Some("a replay stays on its sample: t and T step, b jumps".into());
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// A key of the view: sorting, toggles, prompts, freezing and scrolling.
+fn on_view_key(app: &mut App, k: KeyEvent) {
     let o = &mut app.opts;
     match k.code {
         KeyCode::Char('q') => app.quit = true,
@@ -511,14 +523,12 @@ fn answer(app: &mut App, prompt: Prompt, input: String) {
             }
         }
         Prompt::KillConfirm { pid, signal } => {
-            app.message = Some(if !input.eq_ignore_ascii_case("y") {
-                "nothing sent".into()
-            } else {
+            app.message = Some(confirmed(&input, "nothing sent", || {
                 match pid.signal(signal) {
                     Ok(()) => format!("sent signal {} to {pid}", signal.get()),
                     Err(e) => format!("kill {pid}: {e}"),
                 }
-            });
+            }));
         }
         Prompt::RenicePid => match pid_or_top(&input, app) {
             Ok(pid) => app.prompt = Some((Prompt::ReniceValue { pid }, String::new())),
@@ -533,15 +543,22 @@ fn answer(app: &mut App, prompt: Prompt, input: String) {
             Err(e) => app.message = Some(e),
         },
         Prompt::ReniceConfirm { pid, nice } => {
-            app.message = Some(if !input.eq_ignore_ascii_case("y") {
-                "not reniced".into()
-            } else {
+            app.message = Some(confirmed(&input, "not reniced", || {
                 match pid.renice(nice) {
                     Ok(()) => format!("reniced {pid} to {}", nice.get()),
                     Err(e) => format!("renice {pid}: {e}"),
                 }
-            });
+            }));
         }
+    }
+}
+
+/// A confirmation's outcome: what `act` says when the answer is `y` (any case), else `refused`.
+fn confirmed(input: &str, refused: &str, act: impl FnOnce() -> String) -> String {
+    if input.eq_ignore_ascii_case("y") {
+        act()
+    } else {
+        refused.to_string()
     }
 }
 

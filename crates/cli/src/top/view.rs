@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use tasksnap_model::hash::IdMap;
 
-use tasksnap_model::{Snapshot, Task, TaskId};
+use tasksnap_model::{ExitReason, Snapshot, Task, TaskId};
 
 /// One row of the table.
 #[derive(Debug, Clone)]
@@ -39,7 +39,16 @@ pub struct Line {
     pub cgroup: Option<Box<str>>,
     /// A process that exited during the interval (the exited view, [`super::exited`]):
     /// how it ended. `None` for a live row.
-    pub exit: Option<Box<super::exited::Exited>>,
+    pub exit: Option<Box<Exited>>,
+}
+
+/// What an exited row carries besides a live row's columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exited {
+    /// How it ended.
+    pub reason: ExitReason,
+    /// Its command line at exit (`/proc/PID/cmdline`'s bytes), for `-c`.
+    pub cmdline: Box<[u8]>,
 }
 
 /// A row as frames hold it: shared with the tracker, which keeps every row between
@@ -525,19 +534,54 @@ pub fn forest(lines: Vec<Row>) -> Vec<Row> {
 }
 
 /// A filter typed at the `o` prompt: `FIELD=text` (substring), `FIELD>n` or `FIELD<n`
-/// (numbers), over PID, USER, COMMAND, S, %CPU, %MEM and RUNQ%. A leading `!` negates.
+/// (numbers), over the fields of [`FilterField::NAMES`]. A leading `!` negates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Filter {
-    field: String,
+    field: FilterField,
     op: u8,
     value: String,
     negate: bool,
 }
 
+/// What a [`Filter`] looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FilterField {
+    Pid,
+    User,
+    Command,
+    State,
+    Cpu,
+    Mem,
+    Runq,
+    Cgroup,
+}
+
+impl FilterField {
+    /// Each field's name at the prompt (typed in any case).
+    const NAMES: [(&'static str, FilterField); 8] = [
+        ("PID", FilterField::Pid),
+        ("USER", FilterField::User),
+        ("COMMAND", FilterField::Command),
+        ("S", FilterField::State),
+        ("%CPU", FilterField::Cpu),
+        ("%MEM", FilterField::Mem),
+        ("RUNQ%", FilterField::Runq),
+        ("CGROUP", FilterField::Cgroup),
+    ];
+
+    fn parse(name: &str) -> Option<FilterField> {
+        let name = name.trim().to_ascii_uppercase();
+        FilterField::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, f)| f)
+    }
+}
+
 impl Filter {
     /// Whether this filter needs every task's cgroups read ([`Line::cgroup`]).
     pub fn needs_cgroup(&self) -> bool {
-        self.field == "CGROUP"
+        self.field == FilterField::Cgroup
     }
 
     /// Parses `FIELD=text` and friends; `None` when malformed.
@@ -547,16 +591,8 @@ impl Filter {
             None => (false, s),
         };
         let at = s.find(['=', '>', '<'])?;
-        let field = s[..at].trim().to_ascii_uppercase();
-        if ![
-            "PID", "USER", "COMMAND", "S", "%CPU", "%MEM", "RUNQ%", "CGROUP",
-        ]
-        .contains(&field.as_str())
-        {
-            return None;
-        }
         Some(Filter {
-            field,
+            field: FilterField::parse(&s[..at])?,
             op: s.as_bytes()[at],
             value: s[at + 1..].trim().to_string(),
             negate,
@@ -576,15 +612,15 @@ impl Filter {
             }
         };
         let text = |v: &str| -> bool { self.op == b'=' && v.contains(self.value.as_str()) };
-        let r = match self.field.as_str() {
-            "PID" => num(f64::from(l.id.tid)),
-            "USER" => text(user),
-            "COMMAND" => text(&String::from_utf8_lossy(&l.comm)),
-            "S" => text(&(l.state as char).to_string()),
-            "%CPU" => num(l.cpu_pct),
-            "%MEM" => num(l.mem_pct),
-            "CGROUP" => text(l.cgroup.as_deref().unwrap_or("-")),
-            _ => num(l.runq_pct.unwrap_or(0.0)),
+        let r = match self.field {
+            FilterField::Pid => num(f64::from(l.id.tid)),
+            FilterField::User => text(user),
+            FilterField::Command => text(&String::from_utf8_lossy(&l.comm)),
+            FilterField::State => text(&(l.state as char).to_string()),
+            FilterField::Cpu => num(l.cpu_pct),
+            FilterField::Mem => num(l.mem_pct),
+            FilterField::Cgroup => text(l.cgroup.as_deref().unwrap_or("-")),
+            FilterField::Runq => num(l.runq_pct.unwrap_or(0.0)),
         };
         r != self.negate
     }
@@ -592,7 +628,7 @@ impl Filter {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::top::view::*;
     use tasksnap_model::{Base, Stat, Task, TaskState};
 
     fn task(tgid: i32, tid: i32, ppid: i32, cpu_ms: u64, at_start: u64) -> Task {

@@ -11,8 +11,9 @@
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use super::options::Options;
 use super::replay::Replay;
-use super::{Frame, Options, Page, Top};
+use super::session::{self, Frame, Page, Top};
 
 /// What the terminal thread asks of the collection thread.
 #[derive(Debug)]
@@ -73,61 +74,40 @@ fn run(
         Some(r) => Ok(Top::replay(opts, r)),
         None => Top::new(opts),
     };
-    let mut top = match top {
+    let top = match top {
         Ok(t) => t,
         Err(e) => {
             send(Update::Failed(format!("{e:#}")));
             return;
         }
     };
-    let replay = top.is_replay();
-    let mut frame: Option<Frame> = None;
-    let (mut scroll, mut room) = (0usize, 20usize);
-    let mut frozen = false;
-    let mut next_refresh = Instant::now();
-    let mut refreshes = 0u64;
+    let mut c = Collection {
+        replay: top.is_replay(),
+        top,
+        frame: None,
+        scroll: 0,
+        room: 20,
+        frozen: false,
+        next_refresh: Instant::now(),
+        refreshes: 0,
+    };
     loop {
-        let mut changed = false;
-        if !frozen && Instant::now() >= next_refresh {
-            // The old frame goes before the new one is built, and its memory is reused for
-            // it: at 50,000 tasks that keeps ~10 MB of rows out of the peak.
-            if let Some(old) = frame.take() {
-                top.recycle_frame(old);
+        if !c.frozen && Instant::now() >= c.next_refresh {
+            if !c.refresh(send) {
+                return;
             }
-            match top.refresh(&super::clock()) {
-                Ok(f) => frame = Some(f),
-                Err(e) => {
-                    send(Update::Failed(format!("{e:#}")));
-                    return;
-                }
+            if !c.send_page(send) {
+                return;
             }
-            refreshes += 1;
-            // The first frame has no rates yet: the next one comes soon, the rest at -d.
-            let wait = if replay {
-                IDLE
-            } else if refreshes == 1 {
-                Duration::from_millis(500).min(top.opts.delay)
-            } else {
-                top.opts.delay
-            };
-            next_refresh = Instant::now() + wait;
-            changed = true;
-        }
-        if changed {
-            if let Some(f) = frame.as_mut() {
-                if !send(Update::Page(Box::new(top.page(f, scroll, room)))) {
-                    return;
-                }
-            }
-            if !replay && top.opts.iterations.is_some_and(|n| refreshes > n) {
+            if !c.replay && c.top.opts.iterations.is_some_and(|n| c.refreshes > n) {
                 send(Update::Done);
                 return;
             }
         }
-        let timeout = if frozen {
+        let timeout = if c.frozen {
             Duration::from_secs(3600)
         } else {
-            next_refresh.saturating_duration_since(Instant::now())
+            c.next_refresh.saturating_duration_since(Instant::now())
         };
         let first = match requests.recv_timeout(timeout) {
             Ok(r) => r,
@@ -137,86 +117,153 @@ fn run(
         // A burst (the mouse wheel, a held key) is answered with one page.
         let mut rerender = false;
         for r in std::iter::once(first).chain(requests.try_iter()) {
-            match r {
-                Request::Options { opts, recollect } => {
-                    let resort = opts.sort != top.opts.sort || opts.ascending != top.opts.ascending;
-                    let exited_view = opts.show_exited != top.opts.show_exited;
-                    if opts.delay != top.opts.delay && !replay {
-                        next_refresh = Instant::now() + opts.delay;
-                    }
-                    top.opts = *opts;
-                    if exited_view {
-                        // The interval's exits on hand come or go: a refresh now would
-                        // show those of a moment instead.
-                        if let Some(f) = frame.as_mut() {
-                            top.exited_view_changed(f);
-                        }
-                        if let Some(why) = top.exits_missing().filter(|_| top.opts.show_exited) {
-                            send(Update::Message(format!("no exited processes: {why}")));
-                        }
-                    }
-                    if recollect {
-                        next_refresh = Instant::now();
-                    } else if resort {
-                        if let Some(f) = frame.as_mut() {
-                            top.order(&mut f.lines);
-                        }
-                    }
-                    rerender |= !recollect;
-                }
-                Request::View { scroll: s, room: r } => {
-                    rerender |= (s, r) != (scroll, room);
-                    (scroll, room) = (s, r);
-                }
-                Request::Freeze(on) => {
-                    frozen = on;
-                    if !on && !replay {
-                        next_refresh = Instant::now();
-                    }
-                }
-                Request::Step(forward) => {
-                    if !moved(top.step(forward), &mut frozen, &mut next_refresh, send) {
-                        return;
-                    }
-                }
-                Request::Jump(t) => {
-                    if !moved(top.jump(t), &mut frozen, &mut next_refresh, send) {
-                        return;
-                    }
-                }
+            match c.answer(r, send) {
+                Some(again) => rerender |= again,
+                None => return,
             }
         }
-        if rerender && (frozen || Instant::now() < next_refresh) {
-            if let Some(f) = frame.as_mut() {
-                if !send(Update::Page(Box::new(top.page(f, scroll, room)))) {
-                    return;
-                }
-            }
+        if rerender && (c.frozen || Instant::now() < c.next_refresh) && !c.send_page(send) {
+            return;
         }
     }
 }
 
-/// After a replay's step or jump: on success the new sample is shown at once (frozen or
-/// not: it was asked for); otherwise the terminal is told why. False when nobody listens.
-fn moved(
-    result: Result<(), String>,
-    frozen: &mut bool,
-    next_refresh: &mut Instant,
-    send: &dyn Fn(Update) -> bool,
-) -> bool {
-    match result {
-        Ok(()) => {
-            *frozen = false;
-            *next_refresh = Instant::now();
-            true
+/// What the collection thread keeps: the refresh state, the frame on hand, the window the
+/// terminal shows and when the next refresh is due.
+struct Collection {
+    top: Top,
+    /// A replay: it refreshes only when told to step.
+    replay: bool,
+    frame: Option<Frame>,
+    scroll: usize,
+    room: usize,
+    frozen: bool,
+    next_refresh: Instant,
+    refreshes: u64,
+}
+
+impl Collection {
+    /// Makes the next frame and sets when the one after is due. False when it failed (the
+    /// terminal is told).
+    fn refresh(&mut self, send: &dyn Fn(Update) -> bool) -> bool {
+        // The old frame goes before the new one is built, and its memory is reused for
+        // it: at 50,000 tasks that keeps ~10 MB of rows out of the peak.
+        if let Some(old) = self.frame.take() {
+            self.top.recycle_frame(old);
         }
-        Err(why) => send(Update::Message(why)),
+        match self.top.refresh(&session::clock()) {
+            Ok(f) => self.frame = Some(f),
+            Err(e) => {
+                send(Update::Failed(format!("{e:#}")));
+                return false;
+            }
+        }
+        self.refreshes += 1;
+        // The first frame has no rates yet: the next one comes soon, the rest at -d.
+        let wait = if self.replay {
+            IDLE
+        } else if self.refreshes == 1 {
+            Duration::from_millis(500).min(self.top.opts.delay)
+        } else {
+            self.top.opts.delay
+        };
+        self.next_refresh = Instant::now() + wait;
+        true
+    }
+
+    /// Sends the page of the frame on hand (if there is one). False when nobody listens.
+    fn send_page(&mut self, send: &dyn Fn(Update) -> bool) -> bool {
+        match self.frame.as_mut() {
+            Some(f) => send(Update::Page(Box::new(self.top.page(
+                f,
+                self.scroll,
+                self.room,
+            )))),
+            None => true,
+        }
+    }
+
+    /// Answers one request: whether the page on hand must be drawn again, or `None` when
+    /// nobody listens any more.
+    fn answer(&mut self, r: Request, send: &dyn Fn(Update) -> bool) -> Option<bool> {
+        match r {
+            Request::Options { opts, recollect } => {
+                self.set_options(*opts, recollect, send);
+                return Some(!recollect);
+            }
+            Request::View { scroll, room } => {
+                let again = (scroll, room) != (self.scroll, self.room);
+                (self.scroll, self.room) = (scroll, room);
+                return Some(again);
+            }
+            Request::Freeze(on) => {
+                self.frozen = on;
+                if !on && !self.replay {
+                    self.next_refresh = Instant::now();
+                }
+            }
+            Request::Step(forward) => {
+                let moved = self.top.step(forward);
+                if !self.moved(moved, send) {
+                    return None;
+                }
+            }
+            Request::Jump(t) => {
+                let moved = self.top.jump(t);
+                if !self.moved(moved, send) {
+                    return None;
+                }
+            }
+        }
+        Some(false)
+    }
+
+    /// Options changed by keys: `recollect` refreshes now; otherwise the frame on hand is
+    /// re-sorted when the order changed, and the exited view's rows come or go.
+    fn set_options(&mut self, opts: Options, recollect: bool, send: &dyn Fn(Update) -> bool) {
+        let top = &mut self.top;
+        let resort = opts.sort != top.opts.sort || opts.ascending != top.opts.ascending;
+        let exited_view = opts.show_exited != top.opts.show_exited;
+        if opts.delay != top.opts.delay && !self.replay {
+            self.next_refresh = Instant::now() + opts.delay;
+        }
+        top.opts = opts;
+        if exited_view {
+            // The interval's exits on hand come or go: a refresh now would
+            // show those of a moment instead.
+            if let Some(f) = self.frame.as_mut() {
+                top.exited_view_changed(f);
+            }
+            if let Some(why) = top.exits_missing().filter(|_| top.opts.show_exited) {
+                send(Update::Message(format!("no exited processes: {why}")));
+            }
+        }
+        if recollect {
+            self.next_refresh = Instant::now();
+        } else if resort {
+            if let Some(f) = self.frame.as_mut() {
+                top.order(&mut f.lines);
+            }
+        }
+    }
+
+    /// After a replay's step or jump: on success the new sample is shown at once (frozen or
+    /// not: it was asked for); otherwise the terminal is told why. False when nobody listens.
+    fn moved(&mut self, result: Result<(), String>, send: &dyn Fn(Update) -> bool) -> bool {
+        match result {
+            Ok(()) => {
+                self.frozen = false;
+                self.next_refresh = Instant::now();
+                true
+            }
+            Err(why) => send(Update::Message(why)),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::top::worker::*;
     use std::sync::mpsc::Receiver;
 
     fn next_page(rx: &Receiver<Update>) -> Page {
@@ -267,7 +314,7 @@ mod tests {
 
         // A new sort key re-sorts the frame on hand: by pid, ascending.
         let mut by_pid = opts.clone();
-        by_pid.sort = super::super::view::SortKey::Pid;
+        by_pid.sort = crate::top::view::SortKey::Pid;
         by_pid.ascending = true;
         requests
             .send(Request::Options {
@@ -327,6 +374,6 @@ mod tests {
     }
 
     fn render_width() -> usize {
-        super::super::render::CGROUP_WIDTH
+        crate::top::render::CGROUP_WIDTH
     }
 }

@@ -128,7 +128,7 @@ pub fn parse(arg: &str) -> Result<Vec<ColumnReq>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::args::aix::*;
 
     fn shape(arg: &str) -> Result<Vec<String>, String> {
         parse(arg).map(|cols| cols.into_iter().map(|c| c.label()).collect())

@@ -171,7 +171,7 @@ impl Personality {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ps::args::personality::*;
 
     #[test]
     fn names_are_read_as_procps_reads_them() {

@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStringExt;
 
 use proptest::prelude::*;
 
-use super::{info_text, parse};
+use crate::ps::args::{info_text, parse};
 
 const UNIX: &str = "ACFGHLMNOPSTUVWXZacdefghjklmnopqrstuvwxy";
 const GNU: &[&str] = &[
