@@ -7,7 +7,7 @@
 //! afterwards is immediately true.
 //!
 //! All children are created by fork() from the single-threaded loadgen (see
-//! [`sys::fork_child`], and [`sys::fork_sleepers`] for the fast path of
+//! [`sys::fork_child`], and [`sleepers::fork_sleepers`] for the fast path of
 //! `--procs`) and inherit its process group; each sets
 //! `PR_SET_PDEATHSIG(SIGKILL)` so that it dies with its parent.
 
@@ -25,6 +25,7 @@ use tasksnap_loadgen::OddTask;
 
 use crate::child;
 use crate::churn;
+use crate::sleepers;
 use crate::sys::{self, ChildCtx, Pid};
 
 /// The real-time signal `--signals` leaves pending for its process: the kernel's 40 (glibc's
@@ -120,13 +121,13 @@ impl Spawner {
         }
         let (ready_r, ready_w) = sys::pipe()?;
         let (go_r, go_w) = sys::pipe()?;
-        let how = sys::Sleeper::Wake {
+        let how = sleepers::Sleeper::Wake {
             period_ns,
             go_r: go_r.as_raw_fd(),
             go_w: go_w.as_raw_fd(),
         };
         let (forked, failure) =
-            sys::fork_sleepers(&self.ctx, c"lg-waker", ready_w.as_raw_fd(), k, how);
+            sleepers::fork_sleepers(&self.ctx, c"lg-waker", ready_w.as_raw_fd(), k, how);
         drop(ready_w);
         let mut wakers = read_pids(ready_r, forked)?;
         wakers.sort_unstable();
@@ -177,17 +178,17 @@ impl Spawner {
         argv.push(std::ptr::null());
         envp.push(std::ptr::null());
         let how = if exec.is_some() {
-            sys::Sleeper::Exec {
+            sleepers::Sleeper::Exec {
                 path: child::SELF_EXE,
                 argv: &argv,
                 envp: &envp,
                 ready_fd: child::READY_FD,
             }
         } else {
-            sys::Sleeper::Pause
+            sleepers::Sleeper::Pause
         };
         let (forked, failure) =
-            sys::fork_sleepers(&self.ctx, c"lg-proc", ready_w.as_raw_fd(), n, how);
+            sleepers::fork_sleepers(&self.ctx, c"lg-proc", ready_w.as_raw_fd(), n, how);
         // Only the children hold the write end now: EOF once all reported.
         drop(ready_w);
         let mut pids = read_pids(ready_r, forked)?;
