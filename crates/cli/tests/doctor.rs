@@ -80,7 +80,7 @@ fn doctor_says_the_taskstats_exit_source_when_it_is_the_one() {
 
 #[test]
 fn a_closed_pipe_ends_doctor_quietly() {
-    let out = common::close_stdout_after(&["doctor"], 8);
+    let out = common::ps::close_stdout_after(&["doctor"], 8);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     assert!(

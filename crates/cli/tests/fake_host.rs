@@ -4,7 +4,7 @@
 //! (BPF reads the kernel, never a tree), and show its three processes and nothing of the
 //! machine running the test.
 
-mod serve_common;
+mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -248,7 +248,7 @@ fn serve_exposes_the_trees_processes() {
         let _ = child.wait();
         panic!("no address in {line:?}");
     };
-    let reply = serve_common::get(addr, "/metrics", &[]);
+    let reply = common::serve::get(addr, "/metrics", &[]);
     // No exit records for a tree that is not the running kernel's /proc: said right after
     // the start line, and in the source info.
     let mut said = String::new();

@@ -11,9 +11,9 @@ use tasksnap_loadgen::{root_or_skip, ProcessGroup};
 use tasksnap_model::Reading;
 use tasksnap_store::{StoreError, WriterOptions};
 
-mod recording;
+mod common;
 
-use recording::{ok, record, replayed_thread, sleeper, tasksnap, text};
+use common::recording::{ok, record, replayed_thread, sleeper, tasksnap, text};
 
 /// The CSV rows of `dump` for pid `pid` (`key` names the pid's column), as their fields.
 fn dump_rows(dir: &str, what: &str, fields: &str, key: usize, pid: i32) -> Vec<Vec<String>> {

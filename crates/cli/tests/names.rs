@@ -12,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use tasksnap_loadgen::wait_until;
 
-mod recording;
+mod common;
 
 /// `sleep 1000` started through `DIR/x\xff`, in its own process group, killed on drop.
 struct Hostile {
@@ -64,8 +64,8 @@ impl Drop for Hostile {
 
 /// Runs tasksnap with `args` and asserts it succeeded.
 fn tasksnap(args: &[&str]) -> Output {
-    let out = recording::tasksnap(args);
-    recording::ok(&out, &format!("tasksnap {args:?}"));
+    let out = common::recording::tasksnap(args);
+    common::recording::ok(&out, &format!("tasksnap {args:?}"));
     out
 }
 
@@ -103,7 +103,7 @@ fn dump_keeps_invalid_utf8_names_exact() {
     let t = tempfile::tempdir().expect("tempdir");
     let dir = t.path().join("rec");
     let d = dir.to_str().expect("utf-8 path");
-    recording::record(&dir, "0.2", 2, &["-q"]);
+    common::recording::record(&dir, "0.2", 2, &["-q"]);
 
     let csv = tasksnap(&["dump", "--dir", d, "--format", "csv"]);
     let rows = csv_rows(&csv.stdout);

@@ -11,7 +11,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use common::*;
+use common::{root_or_skip, text, TASKSNAP};
 use tasksnap_loadgen::Load;
 
 /// Limits to try: procps works from 5 up (stdin, stdout, stderr, /proc and one file).
@@ -37,8 +37,8 @@ fn ps_under(nofile: u32, args: &[&str]) -> Run {
         .expect("run prlimit (util-linux)");
     Run {
         code: o.status.code(),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        stdout: text(&o.stdout),
+        stderr: text(&o.stderr),
     }
 }
 
@@ -52,7 +52,7 @@ fn column(out: &str, col: usize) -> BTreeSet<i32> {
 
 /// Sleeping processes (more than a reader's old batch of descriptors, two files each with
 /// command lines) and a process with threads, all of the load generator's process group.
-fn spawn_load() -> Load {
+fn spawn_many_sleepers() -> Load {
     Load::spawn(&["--procs", "300", "--threads", "8", "--list-pids"])
         .expect("spawn the load generator (cargo build --workspace first)")
 }
@@ -105,7 +105,7 @@ fn check(what: &str, run: &Run, want: &BTreeSet<i32>, col: usize, must_work: boo
 
 #[test]
 fn procfs_ps_lists_every_process_under_a_low_open_files_limit() {
-    let load = spawn_load();
+    let load = spawn_many_sleepers();
     let (pids, tids) = (load_pids(&load), load_tids(&load));
     for &n in LIMITS {
         for backend in ["--backend=procfs", "--backend=auto"] {
@@ -133,7 +133,7 @@ fn bpf_ps_lists_every_process_or_fails_clearly_under_a_low_open_files_limit() {
     if !root_or_skip("ps --backend=bpf under a low open-files limit") {
         return;
     }
-    let load = spawn_load();
+    let load = spawn_many_sleepers();
     let (pids, tids) = (load_pids(&load), load_tids(&load));
     let mut worked_at = None;
     for &n in LIMITS.iter().chain(&[1024]) {

@@ -6,6 +6,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
+use common::ps::*;
 use common::*;
 
 /// Runs tasksnap with `args`, stdout on /dev/full.

@@ -11,6 +11,7 @@ mod common;
 use std::collections::HashSet;
 use std::process::Command;
 
+use common::ps::*;
 use common::*;
 use tasksnap_loadgen::Load;
 
@@ -51,13 +52,7 @@ fn same_rows(
     }
     if r1 != r2 {
         let mut msg = format!("{args:?} [{locale}]: rows differ\n");
-        for (a, b) in r1.iter().zip(r2.iter()).filter(|(a, b)| a != b).take(5) {
-            msg += &format!(
-                "  ours:   {:?}\n  procps: {:?}\n",
-                String::from_utf8_lossy(a),
-                String::from_utf8_lossy(b)
-            );
-        }
+        msg += &differing_rows(("ours", &r1), ("procps", &r2), 5);
         if r1.len() != r2.len() {
             msg += &format!("  {} rows vs {} rows\n", r1.len(), r2.len());
         }
@@ -515,13 +510,7 @@ fn same_output(
     };
     if ours.code != theirs.code || !same {
         let mut msg = format!("{what}: exit {:?} vs procps {:?}\n", ours.code, theirs.code);
-        for (x, y) in a.iter().zip(&b).filter(|(x, y)| x != y).take(4) {
-            msg += &format!(
-                "  ours:   {:?}\n  procps: {:?}\n",
-                String::from_utf8_lossy(x),
-                String::from_utf8_lossy(y)
-            );
-        }
+        msg += &differing_rows(("ours", &a), ("procps", &b), 4);
         if a.len() != b.len() {
             msg += &format!("  {} lines vs {}\n", a.len(), b.len());
         }
@@ -675,13 +664,7 @@ fn together(runner: &Runner, load: &Load, extras: &Extras) -> Vec<String> {
                         String::from_utf8_lossy(&h2)
                     );
                 }
-                for (x, y) in r1.iter().zip(&r2).filter(|(x, y)| x != y).take(4) {
-                    msg += &format!(
-                        "  ours:   {:?}\n  procps: {:?}\n",
-                        String::from_utf8_lossy(x),
-                        String::from_utf8_lossy(y)
-                    );
-                }
+                msg += &differing_rows(("ours", &r1), ("procps", &r2), 4);
                 failures.push(msg);
             }
         }
@@ -853,13 +836,7 @@ fn compare_env(
             String::from_utf8_lossy(&h1),
             String::from_utf8_lossy(&h2)
         );
-        for (a, b) in r1.iter().zip(r2.iter()).filter(|(a, b)| a != b).take(3) {
-            msg += &format!(
-                "  ours:   {:?}\n  procps: {:?}\n",
-                String::from_utf8_lossy(a),
-                String::from_utf8_lossy(b)
-            );
-        }
+        msg += &differing_rows(("ours", &r1), ("procps", &r2), 3);
         msg += &format!("  {} rows vs {} rows\n", r1.len(), r2.len());
         return Err(msg);
     }

@@ -18,6 +18,7 @@ mod common;
 use std::collections::HashSet;
 use std::process::Command;
 
+use common::ps::*;
 use common::specs::{is_moving, procps_list, ps_l, rows, together};
 use common::*;
 

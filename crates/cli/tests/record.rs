@@ -12,9 +12,8 @@ use std::process::Command;
 use tasksnap_loadgen::{root_or_skip, wait_until, ProcessGroup};
 
 mod common;
-mod recording;
 
-use recording::{record, record_args, replayed_thread, sleeper, tasksnap, text, TASKSNAP};
+use common::recording::{record, record_args, replayed_thread, sleeper, tasksnap, text, TASKSNAP};
 
 fn epoch_now() -> String {
     let d = std::time::SystemTime::now()
@@ -63,7 +62,7 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
     }
     // The columns that do not move while they sleep, as procps prints them now.
     let cols = "pid,ppid,user,tty,stat,nice,comm,args,cgroup";
-    let procps = common::oracle(
+    let procps = common::ps::oracle(
         Command::new("ps")
             .args(["-o", cols, "-p", &pids])
             .env_remove("COLUMNS"),

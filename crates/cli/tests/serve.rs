@@ -4,14 +4,14 @@
 //! gains processes; and a clean stop. Each ends with a message or a quick error response and
 //! an exporter that still answers.
 
-mod serve_common;
+mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serve_common::{get, read_reply, series, value, Server, TASKSNAP};
+use common::serve::{get, read_reply, series, value, Server, TASKSNAP};
 use tasksnap_loadgen::Load;
 
 fn serve_fails(args: &[&str]) -> (Option<i32>, String) {
@@ -215,7 +215,7 @@ fn a_huge_request_is_refused_and_the_exporter_goes_on() {
     let _ = c.write_all(req.as_bytes());
     let mut raw = Vec::new();
     let _ = std::io::Read::read_to_end(&mut c, &mut raw);
-    let r = serve_common::parse_reply(&raw);
+    let r = common::serve::parse_reply(&raw);
     assert!(r.status == 431 || raw.is_empty(), "{}", r.headers);
     // A huge path too.
     let long = format!("/metrics?{}", "x".repeat(64 * 1024));
@@ -225,7 +225,7 @@ fn a_huge_request_is_refused_and_the_exporter_goes_on() {
     let _ = c.write_all(format!("GET {long} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
     let mut raw = Vec::new();
     let _ = std::io::Read::read_to_end(&mut c, &mut raw);
-    let r = serve_common::parse_reply(&raw);
+    let r = common::serve::parse_reply(&raw);
     assert!(r.status >= 400 || raw.is_empty(), "{}", r.headers);
     assert!(s.scrape().contains("tasksnap_processes"));
 }

@@ -3,13 +3,13 @@
 //! `tasksnap_group_exits_total` by how they ended, as read from the exposition and as a
 //! real Prometheus's increase over a window. Needs root (exit records are BPF).
 
-mod serve_common;
+mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serve_common::{tool, value, Prometheus, Server};
+use common::serve::{tool, value, Prometheus, Server};
 use tasksnap_loadgen::root_or_skip;
 
 /// Forks a child named `comm` that burns `cpu` of CPU time and exits 0, or kills itself

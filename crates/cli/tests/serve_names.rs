@@ -10,7 +10,7 @@
 //! `tsnl?name` were one group, and invalid UTF-8 became U+FFFD, so `tsx\xffname` and
 //! `tsx\xfename` were one group too.
 
-mod serve_common;
+mod common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serve_common::{get, Server};
+use common::serve::{get, Server};
 
 /// The comms this test gives its processes, and the label value each must have.
 const NAMES: &[(&[u8], &str)] = &[

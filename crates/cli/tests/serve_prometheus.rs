@@ -8,12 +8,12 @@
 //! `tasksnap_last_collection_timestamp_seconds`, so that they are exact over the collections'
 //! own interval rather than extrapolated by `rate()` from scrape times.
 
-mod serve_common;
+mod common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serve_common::{per_second, tool, Prometheus, Server};
+use common::serve::{per_second, tool, Prometheus, Server};
 use tasksnap_loadgen::{root_or_skip, Load};
 
 #[test]

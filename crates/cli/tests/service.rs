@@ -33,8 +33,9 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::ps::{run, tokens, Out, NOBODY};
 use common::specs::{procps_list, ps_l, together};
-use common::{root_or_skip, run, tokens, Out, NOBODY, TASKSNAP};
+use common::{root_or_skip, TASKSNAP};
 use tasksnap_collect::service::wire;
 use tasksnap_model::{Groups, Query, Selector, Task};
 
@@ -534,7 +535,7 @@ impl<'a> Caller<'a> {
             cmd.env("TASKSNAP_NO_SERVICE", "1");
         }
         match source {
-            Source::Procps => common::oracle(&mut cmd),
+            Source::Procps => common::ps::oracle(&mut cmd),
             _ => cmd.output().expect("run ps").into(),
         }
     }
@@ -546,7 +547,7 @@ enum Cut {
     /// PID first; the bytes from its end to this many header tokens' end masked (the moving
     /// columns put first by `together`).
     Moving(usize),
-    /// Mask the columns whose values move between runs, by header (`common::MOVING`).
+    /// Mask the columns whose values move between runs, by header (`common::ps::MOVING`).
     Headers,
 }
 
@@ -568,7 +569,7 @@ fn cut(out: &[u8], pids: &HashSet<i32>, how: Cut) -> (Vec<u8>, Vec<Vec<u8>>) {
         Cut::Headers => toks
             .iter()
             .enumerate()
-            .filter(|(_, (t, _, _))| common::MOVING.contains(&t.as_str()))
+            .filter(|(_, (t, _, _))| common::ps::MOVING.contains(&t.as_str()))
             .map(|(k, &(_, _, end))| (if k == 0 { 0 } else { toks[k - 1].2 + 1 }, end))
             .collect(),
     };
@@ -726,7 +727,7 @@ fn row_pid(header: &[u8], row: &[u8]) -> Option<i32> {
 /// tasksnap where every user can execute it (the checkout may be out of their reach).
 fn tasksnap_copy() -> &'static str {
     static COPY: OnceLock<String> = OnceLock::new();
-    COPY.get_or_init(common::tasksnap_for_others)
+    COPY.get_or_init(common::ps::tasksnap_for_others)
 }
 
 /// This test binary as user `uid` (its group the same number, no supplementary groups)

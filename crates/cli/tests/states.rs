@@ -297,7 +297,7 @@ fn a_non_root_caller_gets_proc_never_bpf() {
     }
     let _g = serial();
     // tasksnap where nobody can execute it, wherever the checkout lives.
-    let bin = common::tasksnap_for_others();
+    let bin = common::ps::tasksnap_for_others();
     let drop_to = |extra: &[&str]| {
         Command::new("setpriv")
             .args([

@@ -2,7 +2,6 @@
 //! reading what it said, a plain HTTP/1.1 client (one request per connection) for scrapes
 //! and for Prometheus's query API, and a Prometheus server (Debian's, unpacked by
 //! `./x test`) scraping an exporter.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,6 +1,5 @@
 //! Helpers the recording tests share (record.rs, history.rs, names.rs): running the binary,
 //! a store recorded by it, and a replayed thread's row as `states --replay --json` gives it.
-#![allow(dead_code)] // Not every test binary that includes this module uses all of it.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
