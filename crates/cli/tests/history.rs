@@ -13,7 +13,8 @@ use tasksnap_store::{StoreError, WriterOptions};
 
 mod common;
 
-use common::recording::{ok, record, replayed_thread, sleeper, tasksnap, text};
+use common::recording::{record, replayed_thread, sleeper};
+use common::{ok, tasksnap, text};
 
 /// The CSV rows of `dump` for pid `pid` (`key` names the pid's column), as their fields.
 fn dump_rows(dir: &str, what: &str, fields: &str, key: usize, pid: i32) -> Vec<Vec<String>> {

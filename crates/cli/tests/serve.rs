@@ -11,20 +11,13 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::serve::{get, read_reply, series, value, Server, TASKSNAP};
+use common::serve::{get, read_reply, series, value, Config, Server};
+use common::{tasksnap, text, TASKSNAP};
 use tasksnap_loadgen::Load;
 
 fn serve_fails(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(TASKSNAP)
-        .arg("serve")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tasksnap serve");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = tasksnap(&[&["serve"][..], args].concat());
+    (out.status.code(), text(&out.stderr))
 }
 
 #[test]
@@ -170,14 +163,10 @@ fn no_command_line_reaches_a_label() {
         std::fs::read(format!("/proc/{pid}/cmdline"))
             .is_ok_and(|c| c.starts_with(secret.as_bytes()))
     });
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("pe.yml");
-    std::fs::write(
-        &config,
+    let config = Config::new(
         "process_names:\n  - cmdline: ['hunter2']\n  - name: '{{.Comm}}'\n    cmdline: ['.+']\n",
-    )
-    .expect("write");
-    let config = config.to_str().expect("utf-8");
+    );
+    let config = config.path();
     for args in [
         vec!["--top-n", "1000"],
         vec!["--group-by", "exe"],

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::serve::{get, Server};
+use common::serve::{get, Config, Server};
 
 /// The comms this test gives its processes, and the label value each must have.
 const NAMES: &[(&[u8], &str)] = &[
@@ -388,21 +388,17 @@ fn a_long_hostile_configured_name_is_one_valid_label() {
         long.push(b'z');
     }
     let named = spawn_named(&[(b"tslong", Some(&long))]);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("pe.yml");
-    std::fs::write(
-        &config,
+    let config = Config::new(
         "process_names:\n  - comm: [tslong]\n    cmdline: ['(?s)^tsnapL(?P<rest>.*) 1000$']\n    \
          name: 'long-{{.Matches.rest}}'\n",
-    )
-    .expect("write");
+    );
     let s = Server::start(&[
         "--interval",
         "60",
         "--backend",
         "procfs",
         "--config",
-        config.to_str().expect("utf-8"),
+        config.path(),
         "--no-children",
     ]);
     let (text, om) = scrape_both(&s);

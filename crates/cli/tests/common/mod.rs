@@ -34,9 +34,11 @@ pub fn tasksnap(args: &[&str]) -> Output {
         .expect("run tasksnap")
 }
 
-/// [`tasksnap`], which must succeed: its stdout.
-pub fn tasksnap_ok(args: &[&str]) -> String {
-    ok(&tasksnap(args), &format!("tasksnap {args:?}"))
+/// [`tasksnap`], which must succeed.
+pub fn tasksnap_ok(args: &[&str]) -> Output {
+    let out = tasksnap(args);
+    ok(&out, &format!("tasksnap {args:?}"));
+    out
 }
 
 /// [`tasksnap`] with a deadline, its stdout and stderr in files (a pipe left open by
@@ -72,6 +74,11 @@ pub fn tasksnap_within(args: &[&str], limit: Duration) -> Option<Output> {
     })
 }
 
+/// [`tasksnap_within`] a minute: a hang fails the test rather than stalling it.
+pub fn tasksnap_in_a_minute(args: &[&str]) -> Output {
+    tasksnap_within(args, Duration::from_secs(60)).expect("tasksnap finished")
+}
+
 /// tasksnap reading the fake /proc tree at `root` (`TASKSNAP_PROC_ROOT`, with the page size
 /// the tree says), stdin closed: the command, for arguments and more environment.
 pub fn on_tree(root: &Path) -> Command {
@@ -80,6 +87,14 @@ pub fn on_tree(root: &Path) -> Command {
         .env_remove("TASKSNAP_PAGE_SIZE")
         .stdin(Stdio::null());
     c
+}
+
+/// /dev/full, open for writing: every write to it fails (ENOSPC).
+pub fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("open /dev/full")
 }
 
 /// Bytes a command printed, as text (lossy: for messages and assertions).
@@ -112,7 +127,7 @@ pub fn failed_saying(out: &Output, code: i32, said: &str, what: &str) -> String 
 pub fn sample_count(dir: &Path) -> Result<usize, String> {
     let dir = dir.to_str().expect("utf-8 path");
     let args = ["dump", "--dir", dir, "--what", "system", "--fields", "time"];
-    let out = tasksnap_within(&args, Duration::from_secs(60)).expect("dump finished");
+    let out = tasksnap_in_a_minute(&args);
     if !out.status.success() {
         return Err(format!(
             "dump exited {:?}: {}",

@@ -1,39 +1,11 @@
-//! Helpers the recording tests share (record.rs, history.rs, names.rs): running the binary,
-//! a store recorded by it, and a replayed thread's row as `states --replay --json` gives it.
+//! Recordings: a store recorded by the binary ([`record`], [`record_args`]), a replayed
+//! thread's row as `states --replay --json` gives it, and a settled sleeper to record.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
+use super::{ok, tasksnap};
 use tasksnap_loadgen::{settled_sleep, wait_until, ProcessGroup};
-
-/// The binary under test.
-pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
-
-/// Runs tasksnap with `args` to its end (stdin closed, no `COLUMNS`), whatever its exit.
-pub fn tasksnap(args: &[&str]) -> Output {
-    Command::new(TASKSNAP)
-        .args(args)
-        .stdin(Stdio::null())
-        .env_remove("COLUMNS")
-        .output()
-        .expect("run tasksnap")
-}
-
-/// Bytes a command printed, as text (lossy: for messages and assertions).
-pub fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// `out`'s stdout, after asserting that `what` succeeded (its stderr in the failure).
-pub fn ok(out: &Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what} exited {:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
 
 /// `tasksnap record --dir DIR --interval SECONDS`, `--count N` when given, then `more`
 /// (`--backend procfs`, `-q`...): the arguments, for a recorder run here or in the background.
