@@ -4,6 +4,7 @@
 mod common;
 
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
 use common::TASKSNAP;
 
@@ -59,9 +60,7 @@ fn doctor_reports_the_facts_tasksnap_depends_on() {
 
 #[test]
 fn doctor_says_the_taskstats_exit_source_when_it_is_the_one() {
-    if !common::root_or_skip("the taskstats exit source") {
-        return;
-    }
+    skip_unless_root!("the taskstats exit source");
     let out = Command::new(TASKSNAP)
         .arg("doctor")
         .env("TASKSNAP_EXITS", "taskstats")

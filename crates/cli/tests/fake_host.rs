@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Output;
 
 use common::serve::{get, Server};
-use common::{ok, on_tree, text};
+use common::{ok, on_tree, text, words};
 use tasksnap_loadgen::fake_proc::{FakeProc, BASH_RSS_PAGES, BASH_VSIZE_BYTES};
 
 fn tree(page_size: u64) -> (tempfile::TempDir, FakeProc) {
@@ -39,14 +39,7 @@ fn run_ok(root: &Path, page_size: Option<u64>, args: &[&str]) -> String {
 #[test]
 fn ps_sizes_follow_the_page_size() {
     let (_dir, fake) = tree(65536);
-    let args = [
-        "ps",
-        "-e",
-        "-o",
-        "pid,sz,vsz,rss,comm",
-        "--backend",
-        "procfs",
-    ];
+    let args = words("ps -e -o pid,sz,vsz,rss,comm --backend procfs");
     let stdout = run_ok(fake.root(), Some(65536), &args);
     let bash = stdout
         .lines()
@@ -147,16 +140,7 @@ fn top_exited_view_without_exit_records_says_so_once() {
 #[test]
 fn states_reads_the_trees_threads() {
     let (_dir, fake) = tree(4096);
-    let args = [
-        "states",
-        "--mode",
-        "procfs",
-        "-i",
-        "0.2",
-        "-n",
-        "1",
-        "--threads",
-    ];
+    let args = words("states --mode procfs -i 0.2 -n 1 --threads");
     let s = run_ok(fake.root(), None, &args);
     for tid in ["4032", "6001"] {
         assert!(s.contains(tid), "thread {tid} not in {s}");

@@ -5,15 +5,17 @@
 //! `ps --replay`, `states --replay` and `top --replay`.
 
 use std::path::Path;
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_history::{History, Recorder};
-use tasksnap_loadgen::{root_or_skip, ProcessGroup};
+use tasksnap_loadgen::ProcessGroup;
 use tasksnap_model::Reading;
 use tasksnap_store::{StoreError, WriterOptions};
 
 mod common;
 
-use common::recording::{record, replayed_thread, sleeper};
+use common::recording::{record, replayed_thread};
+use common::sleeper;
 use common::{ok, tasksnap, text};
 
 /// The CSV rows of `dump` for pid `pid` (`key` names the pid's column), as their fields.
@@ -42,9 +44,7 @@ fn num(s: &str) -> f64 {
 /// with the dump.
 #[test]
 fn state_time_is_continuous_across_a_recorder_restart() {
-    if !root_or_skip("recording thread states with BPF") {
-        return;
-    }
+    skip_unless_root!("recording thread states with BPF");
     let hog = ProcessGroup::spawn(1, &["sh", "-c", "while :; do :; done"]).expect("spawn hog");
     let pid = hog.pids()[0];
     let t = tempfile::tempdir().expect("tempdir");

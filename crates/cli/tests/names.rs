@@ -142,21 +142,13 @@ fn dump_keeps_invalid_utf8_names_exact() {
     assert!(test["comm_bytes"].is_null(), "{test}");
 }
 
-/// ps JSON gave the bytes as `comm_hex`, only for invalid names: now `comm_bytes`, hex or
-/// null, on every row.
+/// ps JSON has `comm_bytes` and `args_bytes` on every row, hex or null (the defect: the bytes
+/// as `comm_hex`, and only for invalid names).
 #[test]
 fn ps_json_gives_invalid_utf8_names_a_bytes_column() {
-    let h = Hostile::spawn();
-    let me = std::process::id();
-    let out = tasksnap_ok(&[
-        "ps",
-        "-p",
-        &h.and_mine(),
-        "-o",
-        "pid,comm,args",
-        "--output",
-        "json",
-    ]);
+    let (h, me) = (Hostile::spawn(), std::process::id());
+    let both = h.and_mine();
+    let out = tasksnap_ok(&["ps", "-p", &both, "-o", "pid,comm,args", "--output", "json"]);
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON");
     let row = |pid: u32| {
         rows.iter()
@@ -181,18 +173,9 @@ fn ps_json_gives_invalid_utf8_names_a_bytes_column() {
 /// `states --json` gave a comm that is not UTF-8 with U+FFFD and no exact bytes.
 #[test]
 fn states_json_gives_invalid_utf8_names_a_bytes_column() {
-    let h = Hostile::spawn();
-    let me = std::process::id();
-    let out = tasksnap_ok(&[
-        "states",
-        "-p",
-        &h.and_mine(),
-        "-i",
-        "0.2",
-        "-n",
-        "1",
-        "--json",
-    ]);
+    let (h, me) = (Hostile::spawn(), std::process::id());
+    let both = h.and_mine();
+    let out = tasksnap_ok(&["states", "-p", &both, "-i", "0.2", "-n", "1", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     let rows = v["threads"].as_array().expect("thread rows");
     let r = rows

@@ -10,8 +10,9 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
-use common::{root_or_skip, text, TASKSNAP};
+use common::{text, TASKSNAP};
 use tasksnap_loadgen::Load;
 
 /// Limits to try: procps works from 5 up (stdin, stdout, stderr, /proc and one file).
@@ -130,9 +131,7 @@ fn procfs_ps_lists_every_process_under_a_low_open_files_limit() {
 /// printed four libbpf errors and one row at `--nofile=5`).
 #[test]
 fn bpf_ps_lists_every_process_or_fails_clearly_under_a_low_open_files_limit() {
-    if !root_or_skip("ps --backend=bpf under a low open-files limit") {
-        return;
-    }
+    skip_unless_root!("ps --backend=bpf under a low open-files limit");
     let load = spawn_many_sleepers();
     let (pids, tids) = (load_pids(&load), load_tids(&load));
     let mut worked_at = None;

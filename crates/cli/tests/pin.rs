@@ -7,6 +7,7 @@ mod common;
 use std::collections::HashSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use tasksnap_loadgen::skip_unless_root;
 
 use common::ps::*;
 use common::*;
@@ -39,9 +40,7 @@ fn mode(p: &Path) -> (u32, u32) {
 
 #[test]
 fn pinned_iterator_is_used_root_only_and_removable() {
-    if !root_or_skip("tasksnap pin") {
-        return;
-    }
+    skip_unless_root!("tasksnap pin");
     let was_pinned = Path::new(ROOT).exists();
     let load = spawn_load();
     let pids: HashSet<i32> = load.info.known_pids().into_iter().collect();

@@ -8,12 +8,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
-use tasksnap_loadgen::{root_or_skip, wait_until, ProcessGroup};
+use tasksnap_loadgen::{wait_until, ProcessGroup};
 
 mod common;
 
-use common::recording::{record, record_args, replayed_thread, sleeper};
+use common::recording::{record, record_args, replayed_thread};
+use common::sleeper;
 use common::{failed_saying, ok, samples_so_far, tasksnap, text, two_short_lived, TASKSNAP};
 
 fn epoch_now() -> String {
@@ -31,9 +33,7 @@ fn store_dir() -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
-    if !root_or_skip("recording with BPF") {
-        return;
-    }
+    skip_unless_root!("recording with BPF");
     let (_keep_group, keeper) = sleeper();
     let (victim_group, victim) = sleeper();
     // And processes with hostile names and command lines (spaces, newlines, invalid UTF-8,
@@ -93,9 +93,7 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
 
 #[test]
 fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_time() {
-    if !root_or_skip("recording thread states with BPF") {
-        return;
-    }
+    skip_unless_root!("recording thread states with BPF");
     let python = match std::env::var("TASKSNAP_DUCKDB_PYTHON") {
         Ok(p) => p,
         Err(_) if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") => {
@@ -348,9 +346,7 @@ fn killed_exit_row(dir: &str, pid: u32) {
 
 #[test]
 fn a_process_that_lived_between_two_samples_is_dumped_once_with_its_exit() {
-    if !root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
     let mut rec = Command::new(TASKSNAP)
@@ -368,9 +364,7 @@ fn a_process_that_lived_between_two_samples_is_dumped_once_with_its_exit() {
 
 #[test]
 fn without_bpf_exits_come_from_taskstats_without_their_command_lines() {
-    if !root_or_skip("exit records (taskstats)") {
-        return;
-    }
+    skip_unless_root!("exit records (taskstats)");
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
     let rec = Command::new(TASKSNAP)

@@ -8,6 +8,7 @@ use std::fs;
 use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_loadgen::planted::{
     assert_nothing_written, assert_victim_whole, store_owned_by_nobody, store_with_link,
@@ -24,11 +25,15 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
-/// A recording of `n` samples (the /proc backend, 0.1 s apart).
-fn record(dir: &Path, n: u32) {
-    let args = record_args(dir, "0.1", Some(n), &["--backend", "procfs", "-q"]);
+/// A scratch directory with a recording of `n` samples (the /proc backend, 0.1 s apart) in
+/// its `store`: the directory, and the store's path.
+fn recorded(n: u32) -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("store");
+    let args = record_args(&dir, "0.1", Some(n), &["--backend", "procfs", "-q"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     ok(&tasksnap_in_a_minute(&args), "record");
+    (t, dir)
 }
 
 fn segments(dir: &Path) -> Vec<PathBuf> {
@@ -85,9 +90,7 @@ fn record_refuses_a_group_or_other_writable_store_dir() {
 
 #[test]
 fn dump_refuses_output_inside_its_store() {
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    record(&dir, 6);
+    let (t, dir) = recorded(6);
     assert_eq!(samples(&dir), 6);
     let seg = segments(&dir).pop().expect("a segment");
     // The segment itself, and the directory by another spelling (a link to it).
@@ -106,10 +109,8 @@ fn dump_refuses_output_inside_its_store() {
 
 #[test]
 fn dump_output_never_follows_a_symlink() {
-    let t = tempfile::tempdir().expect("tempdir");
+    let (t, dir) = recorded(2);
     let v = victim(t.path());
-    let dir = t.path().join("store");
-    record(&dir, 2);
     let link = t.path().join("out.csv");
     symlink(&v, &link).expect("plant the link");
     let out = tasksnap_in_a_minute(&["dump", "--dir", s(&dir), "-o", s(&link)]);
@@ -135,10 +136,8 @@ fn dump_output_never_follows_a_symlink() {
 
 #[test]
 fn dump_output_replaces_a_regular_file_only_when_whole() {
-    let t = tempfile::tempdir().expect("tempdir");
+    let (t, dir) = recorded(2);
     let v = victim(t.path());
-    let dir = t.path().join("store");
-    record(&dir, 2);
     // A hard link to the victim where the output goes: replaced, not written through.
     let out_path = t.path().join("out.csv");
     fs::hard_link(&v, &out_path).expect("link");
@@ -184,9 +183,7 @@ fn dump_output_replaces_a_regular_file_only_when_whole() {
 
 #[test]
 fn fifo_named_like_a_segment_does_not_hang_readers() {
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    record(&dir, 3);
+    let (_t, dir) = recorded(3);
     let fifo = dir.join("seg-00000000000000000001.tsf");
     let c = std::ffi::CString::new(s(&fifo)).expect("no NUL");
     // SAFETY: mkfifo reads a NUL-terminated path valid for the call.
@@ -231,9 +228,7 @@ fn fifo_named_like_a_segment_does_not_hang_readers() {
 
 #[test]
 fn directory_named_like_a_segment_is_skipped_with_one_warning() {
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    record(&dir, 3);
+    let (_t, dir) = recorded(3);
     fs::create_dir(dir.join("seg-00000000000000000001.tsf")).expect("mkdir");
     for args in [
         vec!["dump", "--dir", s(&dir), "--what", "system"],
@@ -254,9 +249,7 @@ fn directory_named_like_a_segment_is_skipped_with_one_warning() {
 
 #[test]
 fn record_never_creates_its_store_through_another_users_link() {
-    if !root_or_skip("giving a link to nobody") {
-        return;
-    }
+    skip_unless_root!("giving a link to nobody");
     // fs.protected_symlinks may be off (it is on many hosts): tasksnap keeps the rule itself.
     let t = tempfile::tempdir().expect("tempdir");
     let elsewhere = t.path().join("elsewhere");

@@ -8,9 +8,9 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tasksnap_loadgen::skip_unless_root;
 
 use common::serve::{tool, value, Prometheus, Server};
-use tasksnap_loadgen::root_or_skip;
 
 /// Forks a child named `comm` that burns `cpu` of CPU time and exits 0, or kills itself
 /// with SIGKILL when `kill`; returns its wait status and its rusage (user + system, ns).
@@ -69,9 +69,7 @@ fn scrape_after(s: &Server, min: f64) -> String {
 
 #[test]
 fn processes_living_between_two_collections_count_in_their_group() {
-    if !root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     // A comm no other process has: the group is the test's own.
     let comm = format!("tsx31-{}", std::process::id() % 100_000_000);
     let group = format!("group=\"{comm}\"");
@@ -157,9 +155,7 @@ fn processes_living_between_two_collections_count_in_their_group() {
 /// group counts their own exits only.
 #[test]
 fn exits_are_grouped_by_the_name_they_exit_with() {
-    if !root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     let loadgen = tasksnap_loadgen::find_binary()
         .expect("tasksnap-loadgen not built: cargo build -p tasksnap-loadgen");
     let id = std::process::id() % 100_000;
@@ -250,9 +246,7 @@ impl Drop for Stream {
 
 #[test]
 fn prometheus_sees_a_groups_short_lived_processes_in_its_increase() {
-    if !root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     let Some(prometheus) = tool("TASKSNAP_PROMETHEUS") else {
         return;
     };

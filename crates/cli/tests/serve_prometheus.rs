@@ -16,16 +16,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
 use common::serve::{per_second, tool, Config, Prometheus, Server};
 use common::text;
-use tasksnap_loadgen::{root_or_skip, Load};
+use tasksnap_loadgen::Load;
 
 #[test]
 fn prometheus_scrapes_it_and_the_figures_hold() {
-    if !root_or_skip("BPF state accounting, exact") {
-        return;
-    }
+    skip_unless_root!("BPF state accounting, exact");
     let (Some(prometheus), Some(promtool)) =
         (tool("TASKSNAP_PROMETHEUS"), tool("TASKSNAP_PROMTOOL"))
     else {

@@ -32,10 +32,11 @@ use std::os::unix::net::UnixStream;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
 use common::ps::{run, tokens, Out, NOBODY};
 use common::specs::{procps_list, ps_l, together};
-use common::{root_or_skip, TASKSNAP};
+use common::TASKSNAP;
 use tasksnap_collect::service::wire;
 use tasksnap_model::{Groups, Query, Selector, Task};
 
@@ -791,9 +792,7 @@ fn says_service(caller: &Caller<'_>) -> Result<(), String> {
 
 #[test]
 fn every_specifier_through_the_service_matches_procfs_and_procps_for_two_users() {
-    if !root_or_skip("ps as two users through the query service") {
-        return;
-    }
+    skip_unless_root!("ps as two users through the query service");
     let started = Instant::now();
     let socket = shared_service();
     let user = TestUser::ensure(TEST_USER);
@@ -891,9 +890,7 @@ fn every_specifier_through_the_service_matches_procfs_and_procps_for_two_users()
 /// its own: see the next test.
 #[test]
 fn top_through_the_service_gets_a_whole_answer_then_the_changed_rows() {
-    if !root_or_skip("top as nobody through the query service") {
-        return;
-    }
+    skip_unless_root!("top as nobody through the query service");
     let service = Service::start();
     top_screens_are_changed_rows(&service.socket);
 }
@@ -909,9 +906,7 @@ fn top_through_the_service_gets_a_whole_answer_then_the_changed_rows() {
 /// touched by them.
 #[test]
 fn regression_top_on_the_shared_service_got_whole_answers_while_other_tests_asked_it() {
-    if !root_or_skip("top as nobody through the query service, beside other callers") {
-        return;
-    }
+    skip_unless_root!("top as nobody through the query service, beside other callers");
     let shared = shared_service();
     let service = Service::start();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -1021,9 +1016,7 @@ fn top_screens_are_changed_rows(socket: &str) {
 
 #[test]
 fn hidepid_and_subset_pid_are_the_callers_own_proc_mounts() {
-    if !root_or_skip("hidepid in a private mount namespace through the query service") {
-        return;
-    }
+    skip_unless_root!("hidepid in a private mount namespace through the query service");
     let socket = shared_service();
     let mut sp = Spawned::default();
     let own = sp.sleep_as("nobody's sleep", NOBODY, NOBODY);
@@ -1106,9 +1099,7 @@ fn hidepid_and_subset_pid_are_the_callers_own_proc_mounts() {
 
 #[test]
 fn hostile_clients_neither_stop_the_service_nor_see_more() {
-    if !root_or_skip("hostile clients of the query service") {
-        return;
-    }
+    skip_unless_root!("hostile clients of the query service");
     let mut service = Service::start();
     let mut sp = Spawned::default();
     let root = sp.sleep_as("root's sleep", 0, 0);
@@ -1543,9 +1534,7 @@ fn slot_holders(socket: &str, n: usize) {
 
 #[test]
 fn silent_readers_of_big_answers_keep_serve_within_its_query_memory_budget() {
-    if !root_or_skip("a memory attack on the query service") {
-        return;
-    }
+    skip_unless_root!("a memory attack on the query service");
     let budget = format!("{TEST_BUDGET_MIB}M");
     let mut service = Service::start_with(&["--query-memory-budget", &budget]);
     // Nobody's 200 processes, each with 120 kB of arguments and 120 kB of environment: a
@@ -1638,9 +1627,7 @@ fn silent_readers_of_big_answers_keep_serve_within_its_query_memory_budget() {
 
 #[test]
 fn four_users_holding_every_slot_do_not_starve_a_fifth() {
-    if !root_or_skip("slot holders on the query service") {
-        return;
-    }
+    skip_unless_root!("slot holders on the query service");
     let service = Service::start();
     // Four users (uids without passwd entries), each holding 8 connections that never send,
     // opened again as soon as the service lets one go: 32, every slot there is.
@@ -1714,9 +1701,7 @@ fn fake_service(dir: &std::path::Path, name: &str, reply: Option<Vec<u8>>) -> St
 
 #[test]
 fn ps_verbose_says_why_it_read_proc_instead_of_the_service() {
-    if !root_or_skip("ps --verbose as nobody beside services that do not answer") {
-        return;
-    }
+    skip_unless_root!("ps --verbose as nobody beside services that do not answer");
     let dir = open_dir("tasksnap-fallback-");
     let busy = fake_service(dir.path(), "busy.sock", Some(wire::empty(wire::Kind::Busy)));
     let refused = fake_service(
@@ -1773,9 +1758,7 @@ fn ps_verbose_says_why_it_read_proc_instead_of_the_service() {
 
 #[test]
 fn the_service_tells_a_hidepid_caller_no_host_wide_counts() {
-    if !root_or_skip("what the service's report tells nobody under hidepid") {
-        return;
-    }
+    skip_unless_root!("what the service's report tells nobody under hidepid");
     let socket = shared_service();
     let caller = Caller {
         name: "nobody with /proc hidepid=invisible".into(),
@@ -1821,9 +1804,7 @@ fn the_service_tells_a_hidepid_caller_no_host_wide_counts() {
 
 #[test]
 fn a_regular_file_at_the_socket_path_is_named_with_what_to_do() {
-    if !root_or_skip("serve beside a file planted at its socket path") {
-        return;
-    }
+    skip_unless_root!("serve beside a file planted at its socket path");
     let dir = open_dir("tasksnap-planted-");
     let at = dir.path().join("query.sock");
     std::fs::write(&at, b"planted").expect("plant a file");

@@ -8,10 +8,11 @@
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use tasksnap_loadgen::skip_unless_root;
 
 mod common;
 
-use common::{dev_full, ok, root_or_skip, text, TASKSNAP};
+use common::{dev_full, ok, text, words, TASKSNAP};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -164,9 +165,7 @@ fn json_lines_in_procfs_mode_are_labelled_sampled() {
 
 #[test]
 fn json_lines_in_bpf_mode_cover_this_process() {
-    if !root_or_skip("states --mode bpf") {
-        return;
-    }
+    skip_unless_root!("states --mode bpf");
     let _g = serial();
     let out = states_ok(&[
         "--mode",
@@ -190,9 +189,7 @@ fn json_lines_in_bpf_mode_cover_this_process() {
 
 #[test]
 fn seed_case_table_names_the_rwsem_and_the_flame_graph_draws_it() {
-    if !root_or_skip("states seed case") {
-        return;
-    }
+    skip_unless_root!("states seed case");
     let _g = serial();
     let mappers = Mappers::start(16);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -256,13 +253,13 @@ fn a_closed_pipe_ends_it_quietly() {
 #[test]
 fn bad_arguments_exit_2() {
     for args in [
-        &["--sort", "nonsense"][..],
-        &["-i", "0"],
-        &["--threads", "--processes"],
-        &["--sample-hz", "0"],
-        &["-n", "0"],
+        "--sort nonsense",
+        "-i 0",
+        "--threads --processes",
+        "--sample-hz 0",
+        "-n 0",
     ] {
-        let out = states(args);
+        let out = states(&words(args));
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
     // An unwritable flame graph path fails at once, before any interval.
@@ -284,9 +281,7 @@ fn bad_arguments_exit_2() {
 
 #[test]
 fn a_non_root_caller_gets_proc_never_bpf() {
-    if !root_or_skip("states as another user (setpriv)") {
-        return;
-    }
+    skip_unless_root!("states as another user (setpriv)");
     let _g = serial();
     // tasksnap where nobody can execute it, wherever the checkout lives.
     let bin = common::ps::tasksnap_for_others();
@@ -422,29 +417,30 @@ fn regression_a_pid_that_does_not_exist_said_0_threads_and_exit_0() {
 #[test]
 fn regression_numeric_options_out_of_range_were_accepted() {
     for args in [
-        &["-i", "1e20"][..],
-        &["-i", "NaN"],
-        &["-i", "inf"],
-        &["-i", "-1"],
-        &["--interval=-1"],
-        &["-i", "0.01"],
-        &["-i", "86401"],
-        &["-n", "0"],
-        &["-n", "-1"],
-        &["-n", "99999999999999999999999"],
-        &["--sample-hz", "0"],
-        &["--sample-hz", "1001"],
-        &["--sample-hz", "-5"],
-        &["-r", "-1"],
-        &["-r", "99999999999999999999999"],
+        "-i 1e20",
+        "-i NaN",
+        "-i inf",
+        "-i -1",
+        "--interval=-1",
+        "-i 0.01",
+        "-i 86401",
+        "-n 0",
+        "-n -1",
+        "-n 99999999999999999999999",
+        "--sample-hz 0",
+        "--sample-hz 1001",
+        "--sample-hz -5",
+        "-r -1",
+        "-r 99999999999999999999999",
         // With -n and -i: `-p 0` must not run (without -n it would run forever).
-        &["-p", "0", "-n", "1", "-i", "0.1"],
-        &["-p=-5", "-n", "1", "-i", "0.1"],
-        &["-p", "2147483648", "-n", "1", "-i", "0.1"],
-        &["-p", "1,0", "-n", "1", "-i", "0.1"],
-        &["-p", "x", "-n", "1", "-i", "0.1"],
+        "-p 0 -n 1 -i 0.1",
+        "-p=-5 -n 1 -i 0.1",
+        "-p 2147483648 -n 1 -i 0.1",
+        "-p 1,0 -n 1 -i 0.1",
+        "-p x -n 1 -i 0.1",
     ] {
-        let out = states(args);
+        let args = words(args);
+        let out = states(&args);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
@@ -511,9 +507,7 @@ fn rows_of(out: &std::process::Output, tid: i32) -> Vec<(u64, serde_json::Value)
 /// D, in the kernel's clone path, for the whole interval.
 #[test]
 fn regression_a_thread_in_d_since_before_states_started_had_no_wait_reason() {
-    if !root_or_skip("the D-state task's wait reason (BPF)") {
-        return;
-    }
+    skip_unless_root!("the D-state task's wait reason (BPF)");
     let _g = serial();
     let load = tasksnap_loadgen::Load::spawn(&["--dstate"]).expect("the loadgen");
     let d = load.info.dstate[0];

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tasksnap_loadgen::root_or_skip;
+use tasksnap_loadgen::skip_unless_root;
 
 const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
@@ -152,9 +152,7 @@ fn only_namespace_tasks(path: &Path, what: &str) -> Vec<serde_json::Value> {
 /// /proc fallback as well.
 #[test]
 fn regression_states_crosses_the_pid_namespace_boundary() {
-    if !root_or_skip("states in a pid namespace") {
-        return;
-    }
+    skip_unless_root!("states in a pid namespace");
     if which("unshare").is_none() {
         panic!("unshare(1) (util-linux) is needed for this test");
     }

@@ -7,6 +7,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
 use common::ps::*;
 use common::top::{exited_count, frames, own_sh, ExitedTop, Frame};
@@ -83,9 +84,7 @@ fn batch_frames_parse_back_and_agree_with_proc() {
 
 #[test]
 fn batch_mode_bpf_lists_the_same_processes() {
-    if !root_or_skip("top -b with the BPF backend") {
-        return;
-    }
+    skip_unless_root!("top -b with the BPF backend");
     let load = spawn_load();
     let frames = batch(&["-n", "1", "--backend=bpf"]);
     for pid in load.info.known_pids() {
@@ -97,9 +96,7 @@ fn batch_mode_bpf_lists_the_same_processes() {
 
 #[test]
 fn later_frames_read_only_what_changed_and_keep_every_process() {
-    if !root_or_skip("top -b with changed-only BPF walks") {
-        return;
-    }
+    skip_unless_root!("top -b with changed-only BPF walks");
     changed_only_frames_keep_every_process("bpf");
 }
 
@@ -134,9 +131,7 @@ fn changed_only_frames_keep_every_process(backend: &str) {
 
 #[test]
 fn disk_wait_of_a_d_state_process_is_measured() {
-    if !root_or_skip("DISK% from the BPF states accounting") {
-        return;
-    }
+    skip_unless_root!("DISK% from the BPF states accounting");
     let load = spawn_load();
     let d = *load
         .info
@@ -253,11 +248,14 @@ fn nice_of(pid: i32) -> Option<i32> {
     after.split_whitespace().nth(16)?.parse().ok()
 }
 
+/// The pid a row starts with.
+fn leading_pid(row: &str) -> Option<i32> {
+    row.split_whitespace().next()?.parse().ok()
+}
+
 /// The data rows on a screen: lines that start with a pid.
 fn screen_pids(s: &str) -> Vec<i32> {
-    s.lines()
-        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-        .collect()
+    s.lines().filter_map(leading_pid).collect()
 }
 
 #[test]
@@ -399,31 +397,24 @@ fn top_kill_prompt_signals_pid_minus_one() {
     };
     t.wait_for("the first screen", |s| s.contains("PID USER"));
     for bad in ["-1", "0", "-2", "+1"] {
-        t.keys(&["k"]);
-        t.wait_for("the kill prompt", |s| s.contains("PID to signal"));
-        t.type_text(bad);
-        t.keys(&["Enter"]);
-        let s = t.wait_for("the refusal", |s| {
-            s.contains(&format!("'{bad}'")) && !s.contains("PID to signal")
-        });
-        assert!(
-            !s.contains("Signal to send"),
-            "{bad} accepted as a pid:\n{s}"
-        );
-        t.keys(&["r"]);
-        t.wait_for("the renice prompt", |s| s.contains("PID to renice"));
-        t.type_text(bad);
-        t.keys(&["Enter"]);
-        let s = t.wait_for("the refusal", |s| {
-            s.contains(&format!("'{bad}'")) && !s.contains("PID to renice")
-        });
-        assert!(
-            !s.contains("Nice value for"),
-            "{bad} accepted for renice:\n{s}"
-        );
+        a_bad_pid_is_refused(&t, "k", "PID to signal", bad, "Signal to send");
+        a_bad_pid_is_refused(&t, "r", "PID to renice", bad, "Nice value for");
     }
     // Still alive: nothing was signalled.
     assert!(tasksnap_loadgen::read_stat(canary_pid).is_ok_and(|st| st.state != 'Z'));
+}
+
+/// Answers the pid prompt of `key` (saying `prompt`) with `bad`: refused, naming it, and the
+/// next question (`next`) never asked.
+fn a_bad_pid_is_refused(t: &Tmux, key: &str, prompt: &str, bad: &str, next: &str) {
+    t.keys(&[key]);
+    t.wait_for(prompt, |s| s.contains(prompt));
+    t.type_text(bad);
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the refusal", |s| {
+        s.contains(&format!("'{bad}'")) && !s.contains(prompt)
+    });
+    assert!(!s.contains(next), "{bad} accepted at {prompt:?}:\n{s}");
 }
 
 /// Started with SIGHUP ignored (nohup, or pid 1 of a pid namespace), top went on at 100% of
@@ -463,16 +454,10 @@ fn top_spins_when_its_terminal_goes_away() {
 /// (`-d 1e20`).
 #[test]
 fn top_bad_arguments_print_a_frame_or_panic() {
-    for bad in [
-        &["-n", "0"][..],
-        &["-u", "no-such-user-tasksnap"],
-        &["-p", ""],
-        &["-p", "-1"],
-        &["-d", "-1"],
-        &["-d", "1e20"],
-        &["-w", "0"],
-    ] {
-        let out = run(TASKSNAP, &["top", "-b", "-n", "1"], bad, "C");
+    // Each as typed, its arguments one space apart (`-p ` gives `-p ""`).
+    let cases = "-n 0|-u no-such-user-tasksnap|-p |-p -1|-d -1|-d 1e20|-w 0";
+    for bad in cases.split('|').map(words) {
+        let out = run(TASKSNAP, &["top", "-b", "-n", "1"], &bad, "C");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.code, Some(1), "{bad:?}: {err}");
         assert!(out.stdout.is_empty(), "{bad:?} printed a frame");
@@ -487,13 +472,8 @@ fn top_bad_arguments_print_a_frame_or_panic() {
 fn top_command_lines_blank_or_lossy() {
     let load = spawn_load();
     let pids: Vec<i32> = load.info.known_pids();
-    let out = run_cols(
-        TASKSNAP,
-        &["top", "-b", "-n", "1", "-c", "--backend", "procfs"],
-        &[],
-        "C.UTF-8",
-        Some("512"),
-    );
+    let top_c = words("top -b -n 1 -c --backend procfs");
+    let out = tasksnap_in_columns("512", &top_c, "C.UTF-8");
     assert_eq!(
         out.code,
         Some(0),
@@ -517,16 +497,9 @@ fn top_command_lines_blank_or_lossy() {
     );
     let mut compared = 0;
     for l in &lines[header + 1..] {
-        let Some(pid) = l
-            .split_whitespace()
-            .next()
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
+        let Some(pid) = leading_pid(l).filter(|p| pids.contains(p)) else {
             continue;
         };
-        if !pids.contains(&pid) {
-            continue;
-        }
         let top_cmd: String = l.chars().skip(at).collect();
         let ps = run_procps(
             &["-ww", "-o", "args=", "-p", &pid.to_string()],
@@ -550,7 +523,7 @@ fn top_command_lines_blank_or_lossy() {
     }
     assert!(compared >= 5, "only {compared} rows of the load compared");
     // COLUMNS is honoured in batch mode, as procps top -b does.
-    let narrow = run_cols(TASKSNAP, &["top", "-b", "-n", "1"], &[], "C", Some("60"));
+    let narrow = tasksnap_in_columns("60", &["top", "-b", "-n", "1"], "C");
     let narrow = String::from_utf8_lossy(&narrow.stdout).into_owned();
     assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
 }
@@ -658,9 +631,7 @@ fn top_live_view_redraws_while_an_mmap_lock_is_held() {
 /// frame's "Tasks:" line counts the exited processes.
 #[test]
 fn exited_view_marks_processes_that_lived_between_two_frames() {
-    if !root_or_skip("top --exited (the BPF exit records)") {
-        return;
-    }
+    skip_unless_root!("top --exited (the BPF exit records)");
     let dir = tempfile::tempdir().expect("tempdir");
     let (sh, name) = own_sh(dir.path(), "e");
     let top = ExitedTop::start();
@@ -701,9 +672,7 @@ fn exited_view_marks_processes_that_lived_between_two_frames() {
 /// with state E and its code; `e` again takes the view off.
 #[test]
 fn live_view_exited_key() {
-    if !root_or_skip("the exited view (the BPF exit records)") {
-        return;
-    }
+    skip_unless_root!("the exited view (the BPF exit records)");
     let dir = tempfile::tempdir().expect("tempdir");
     let (sh, name) = own_sh(dir.path(), "k");
     let cmd = format!("{TASKSNAP} top -d 2; sleep 30");
@@ -746,9 +715,7 @@ fn live_view_exited_key() {
 #[test]
 fn exited_view_shows_an_unreaped_zombie_once() {
     use std::io::BufRead;
-    if !root_or_skip("top --exited (the BPF exit records)") {
-        return;
-    }
+    skip_unless_root!("top --exited (the BPF exit records)");
     let dir = tempfile::tempdir().expect("tempdir");
     let (sh, name) = own_sh(dir.path(), "z");
     let top = ExitedTop::start();

@@ -8,6 +8,7 @@ mod common;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tasksnap_loadgen::skip_unless_root;
 
 use common::top::{exited_count, frames, own_sh, Frame};
 use common::{ok, text, Guard, TASKSNAP};
@@ -152,9 +153,7 @@ fn a_replayed_frame_is_its_sample(i: usize, f: &Frame, store: &str, rec: &Record
 
 #[test]
 fn top_replays_a_recording() {
-    if !tasksnap_loadgen::root_or_skip("top --replay of a recording") {
-        return;
-    }
+    skip_unless_root!("top --replay of a recording");
     let dir = tempfile::tempdir().expect("temp dir");
     let store = dir.path().join("rec");
     let store_s = store.to_str().expect("utf-8 path");
@@ -242,9 +241,7 @@ fn wait_for_growth(dir: &std::path::Path, bytes: u64, what: &str) {
 /// its exit, whose "Tasks:" line counts it; without `--exited` it is counted, not listed.
 #[test]
 fn top_replay_marks_a_process_that_exited_between_two_samples() {
-    if !tasksnap_loadgen::root_or_skip("top --replay of recorded exits (BPF)") {
-        return;
-    }
+    skip_unless_root!("top --replay of recorded exits (BPF)");
     let dir = tempfile::tempdir().expect("temp dir");
     let store = dir.path().join("rec");
     let store_s = store.to_str().expect("utf-8 path");

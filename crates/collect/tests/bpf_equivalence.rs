@@ -3,11 +3,11 @@
 //! and no task is missing either way. Root only; CI runs it with TASKSNAP_REQUIRE_PRIVILEGED=1.
 
 use std::collections::HashMap;
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
-use tasksnap_loadgen::root_or_skip;
 use tasksnap_loadgen::Load;
 use tasksnap_model::{CmdlineSource, Groups, PassKind, PassReport, Query, Selector, Task};
 
@@ -20,9 +20,7 @@ fn by_id(tasks: Vec<Task>) -> HashMap<(i32, i32), Task> {
 
 #[test]
 fn both_backends_agree_on_a_spawned_load() {
-    if !root_or_skip("BPF/procfs snapshot equivalence") {
-        return;
-    }
+    skip_unless_root!("BPF/procfs snapshot equivalence");
     let load = Load::spawn(&tasksnap_loadgen::every_state_args(
         "20",
         "4",
@@ -215,9 +213,7 @@ fn statm(tgid: i32, tid: i32) -> Option<[u64; 7]> {
 /// a pass which did not add the deltas would fail here rather than agree by chance.
 #[test]
 fn statm_from_the_pass_is_what_proc_shows() {
-    if !root_or_skip("statm from the BPF pass against /proc") {
-        return;
-    }
+    skip_unless_root!("statm from the BPF pass against /proc");
     let sums = tasksnap_procfs::sys::kernel_release().is_some_and(|v| v >= (6, 16));
     let load = Load::spawn(&[
         "--procs",
@@ -316,9 +312,7 @@ fn crate_cores() -> usize {
 
 #[test]
 fn one_process_queries_use_the_pid_filter_and_agree() {
-    if !root_or_skip("BPF one-process queries") {
-        return;
-    }
+    skip_unless_root!("BPF one-process queries");
     let load =
         Load::spawn(&["--threads", "5", "--zombies", "1"]).expect("spawn the load generator");
     let threaded = load.info.threads_pid.expect("a threaded process");
@@ -375,9 +369,7 @@ fn one_process_queries_use_the_pid_filter_and_agree() {
 /// with the work it runs, so for workers only the part before it must match /proc.
 #[test]
 fn kernel_thread_names_match_proc() {
-    if !root_or_skip("kernel thread names from the iterator") {
-        return;
-    }
+    skip_unless_root!("kernel thread names from the iterator");
     for walk in [false, true] {
         let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
         kernel_names_match(&mut bpf, walk);
@@ -463,9 +455,7 @@ impl Drop for Child {
 fn copied_command_lines_are_what_proc_shows() {
     use std::os::unix::ffi::OsStrExt;
     use std::process::{Command, Stdio};
-    if !root_or_skip("command-line copy against /proc") {
-        return;
-    }
+    skip_unless_root!("command-line copy against /proc");
     let spawn = |cmd: &mut Command| {
         Child(
             cmd.stdin(Stdio::null())
@@ -629,9 +619,7 @@ fn copied_command_lines_are_what_proc_shows() {
 /// process and for each thread (`--signals`), zombies and stopped tasks.
 #[test]
 fn signal_masks_from_the_pass_are_what_status_shows() {
-    if !root_or_skip("signal masks from the BPF pass against /proc") {
-        return;
-    }
+    skip_unless_root!("signal masks from the BPF pass against /proc");
     let load = Load::spawn(&[
         "--procs",
         "3",
@@ -711,9 +699,7 @@ fn signal_masks_from_the_pass_are_what_status_shows() {
 /// for processes in other namespaces, with an OOM adjustment and with a login uid.
 #[test]
 fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
-    if !root_or_skip("namespaces from the BPF pass against /proc") {
-        return;
-    }
+    skip_unless_root!("namespaces from the BPF pass against /proc");
     use std::process::{Command, Stdio};
     let load = Load::spawn(&[
         "--procs",
@@ -828,9 +814,7 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
 /// `login` alone leaves no cgroup behind (it was read only to derive the answers).
 #[test]
 fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
-    if !root_or_skip("label, cgroup and login through the BPF backend's /proc fill") {
-        return;
-    }
+    skip_unless_root!("label, cgroup and login through the BPF backend's /proc fill");
     let load = Load::spawn(&["--procs", "3", "--threads", "2", "--list-pids"])
         .expect("spawn the load generator (cargo build --workspace first)");
     let pids = load.info.known_pids();
@@ -885,9 +869,7 @@ fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
 /// every call.
 #[test]
 fn a_fresh_load_serves_what_it_was_loaded_for() {
-    if !root_or_skip("Collector::serves of a fresh BPF load") {
-        return;
-    }
+    skip_unless_root!("Collector::serves of a fresh BPF load");
     if BpfCollector::pinned_available() {
         eprintln!("skipped: a pinned set serves every query (tasksnap pin is in force)");
         return;

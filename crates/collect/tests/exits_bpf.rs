@@ -12,6 +12,7 @@
 //! change nothing.
 
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::host::{Host, HostOptions};
 use tasksnap_model::{Exit, ExitReason};
@@ -124,9 +125,7 @@ fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
 
 #[test]
 fn exits_a_full_buffer_cannot_take_are_counted() {
-    if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     // One page of ring buffer (five records) and room for five exits waiting for a drain:
     // nothing is drained while 30 children exit, so most of their records are dropped (by
     // the kernel, its buffer full before the reader thread woke, or by the reader, its five
@@ -170,9 +169,7 @@ fn exits_a_full_buffer_cannot_take_are_counted() {
 
 #[test]
 fn a_reading_carries_the_processes_that_exited_since_the_previous_one() {
-    if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     let host = Host::open(HostOptions::default());
     let mut readings = host
         .open_readings(tasksnap_collect::host::ReadingOptions {

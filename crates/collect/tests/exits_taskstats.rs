@@ -12,6 +12,7 @@
 //! change nothing.
 
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::exits::{ExitSource, Exits, Options};
 use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Groups, Query, Selector};
@@ -178,9 +179,7 @@ fn a_zombies_exit_takes_the_identity_of_its_live_row() {
 
 #[test]
 fn a_reading_carries_taskstats_exits_with_the_identity_of_their_rows() {
-    if !tasksnap_loadgen::root_or_skip("exit records (taskstats)") {
-        return;
-    }
+    skip_unless_root!("exit records (taskstats)");
     let host = tasksnap_collect::Host::open(tasksnap_collect::HostOptions {
         exits_taskstats_only: true,
         ..Default::default()

@@ -4,10 +4,10 @@
 
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
-use tasksnap_loadgen::root_or_skip;
 use tasksnap_model::{Groups, Query, Selector, Snapshot, Task};
 
 fn one(c: &mut ProcfsCollector, pid: i32, groups: Groups) -> Option<Task> {
@@ -37,9 +37,7 @@ impl Drop for Reaped {
 
 #[test]
 fn a_reused_pid_is_a_different_task() {
-    if !root_or_skip("pid reuse (writes /proc/sys/kernel/ns_last_pid)") {
-        return;
-    }
+    skip_unless_root!("pid reuse (writes /proc/sys/kernel/ns_last_pid)");
     let mut c = ProcfsCollector::new().expect("open /proc");
     for _attempt in 0..20 {
         let first = Reaped(Command::new("sleep").arg("100").spawn().expect("spawn"));
@@ -68,9 +66,7 @@ fn a_reused_pid_is_a_different_task() {
 
 #[test]
 fn effective_ids_of_a_non_dumpable_process_are_exact() {
-    if !root_or_skip("non-dumpable owner (runs a process as nobody)") {
-        return;
-    }
+    skip_unless_root!("non-dumpable owner (runs a process as nobody)");
     let exe = std::env::current_exe().expect("test binary");
     let child = Reaped(
         Command::new(exe)

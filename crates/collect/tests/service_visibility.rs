@@ -12,12 +12,12 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::service::peer::{Caller, HidePid, ProcMount};
 use tasksnap_collect::service::visibility;
 use tasksnap_collect::service::wire;
 use tasksnap_collect::Host;
-use tasksnap_loadgen::root_or_skip;
 use tasksnap_model::{Backend, Groups, Query, Selector, Task};
 
 const NOBODY: u32 = 65534;
@@ -330,9 +330,7 @@ fn viewed(
 
 #[test]
 fn the_view_of_nobody_is_what_nobody_reads() {
-    if !root_or_skip("service visibility against procfs as nobody") {
-        return;
-    }
+    skip_unless_root!("service visibility against procfs as nobody");
     let targets = targets();
     let (snap, backend) = roots_snapshot();
     let caller = nobody(ProcMount::default());
@@ -381,9 +379,7 @@ fn the_view_of_nobody_is_what_nobody_reads() {
 
 #[test]
 fn hidden_pids_are_hidden_as_procfs_hides_them() {
-    if !root_or_skip("service visibility under hidepid") {
-        return;
-    }
+    skip_unless_root!("service visibility under hidepid");
     let targets = targets();
     let (snap, _) = roots_snapshot();
     for (opt, hidepid) in [
@@ -416,9 +412,7 @@ fn hidden_pids_are_hidden_as_procfs_hides_them() {
 
 #[test]
 fn noaccess_rows_are_what_the_procfs_reader_makes() {
-    if !root_or_skip("service visibility under hidepid=noaccess") {
-        return;
-    }
+    skip_unless_root!("service visibility under hidepid=noaccess");
     let targets = targets();
     let (snap, _) = roots_snapshot();
     let caller = nobody(ProcMount {
@@ -498,9 +492,7 @@ fn client() {
 fn identify_a_caller_in_a_private_mount_namespace() {
     use tasksnap_collect::service::peer;
     use tasksnap_collect::service::visibility::Rules;
-    if !root_or_skip("identify a caller as nobody under hidepid") {
-        return;
-    }
+    skip_unless_root!("identify a caller as nobody under hidepid");
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::set_permissions(
         dir.path(),
@@ -581,9 +573,7 @@ fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::p
 #[test]
 fn callers_of_other_namespaces_are_refused() {
     use tasksnap_collect::service::peer::Refusal;
-    if !root_or_skip("identify callers in other namespaces") {
-        return;
-    }
+    skip_unless_root!("identify callers in other namespaces");
     let r = identify_client(&["unshare", "--user", "--map-root-user"]);
     assert!(matches!(r, Err(Refusal::OtherUserNamespace)), "{r:?}");
     let r = identify_client(&["unshare", "--pid", "--fork", "--mount-proc"]);

@@ -499,6 +499,24 @@ pub fn root_or_skip(what: &str) -> bool {
     false
 }
 
+/// The first line of a test that needs root: returns from the test, skipped, unless
+/// [`root_or_skip`] says it may run.
+///
+/// ```no_run
+/// # fn a_test() {
+/// tasksnap_loadgen::skip_unless_root!("the BPF backend");
+/// // ... what needs root
+/// # }
+/// ```
+#[macro_export]
+macro_rules! skip_unless_root {
+    ($what:expr) => {
+        if !$crate::root_or_skip($what) {
+            return;
+        }
+    };
+}
+
 /// Whether `pid` is a `sleep` that has finished starting: its image is sleep's (comm and
 /// command line; an exec is not atomic for /proc, and the dynamic loader maps libraries
 /// after it) and it is blocked in its nanosleep, from where nothing moves until it is killed.

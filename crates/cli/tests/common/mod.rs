@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 #[allow(unused_imports)] // Not every test binary that includes this module needs them.
 pub use tasksnap_loadgen::{root_or_skip, Guard};
+use tasksnap_loadgen::{settled_sleep, wait_until, ProcessGroup};
 
 /// The binary under test.
 pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
@@ -97,6 +98,11 @@ pub fn dev_full() -> std::fs::File {
         .expect("open /dev/full")
 }
 
+/// A command line's arguments, as typed: one space apart (so `"-p "` gives `-p` and `""`).
+pub fn words(line: &str) -> Vec<&str> {
+    line.split(' ').collect()
+}
+
 /// Bytes a command printed, as text (lossy: for messages and assertions).
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -163,4 +169,12 @@ pub fn two_short_lived(sh: impl AsRef<OsStr>, seconds: &str, code: i32) -> (u32,
     assert_eq!(coded.wait().expect("wait").code(), Some(code));
     assert!(killed.wait().expect("wait").code().is_none());
     (coded.id(), killed.id())
+}
+
+/// A `sleep 1000` in a process group of its own, settled asleep, and its pid.
+pub fn sleeper() -> (ProcessGroup, i32) {
+    let g = ProcessGroup::spawn(1, &["sleep", "1000"]).expect("spawn sleep");
+    let pid = g.pids()[0];
+    wait_until("the sleeper to settle", || settled_sleep(pid));
+    (g, pid)
 }

@@ -55,8 +55,21 @@ impl From<std::process::Output> for Out {
     }
 }
 
+/// Runs `program` with `prefix` and `args` in `locale`, no `COLUMNS` ([`command_as`]).
 pub fn run(program: &str, prefix: &[&str], args: &[&str], locale: &str) -> Out {
-    run_cols(program, prefix, args, locale, None)
+    output(&mut command_as(None, program, prefix, args, locale, None))
+}
+
+/// Runs tasksnap with `args` in `locale` on a screen `cols` wide (`COLUMNS`).
+pub fn tasksnap_in_columns(cols: &str, args: &[&str], locale: &str) -> Out {
+    output(&mut command_as(
+        None,
+        TASKSNAP,
+        &[],
+        args,
+        locale,
+        Some(cols),
+    ))
 }
 
 /// How many times one run of the oracle may crash before the case fails.
@@ -114,16 +127,6 @@ pub fn run_procps(args: &[&str], locale: &str, cols: Option<&str>) -> Out {
     oracle(&mut command_as(None, "ps", &[], args, locale, cols))
 }
 
-pub fn run_cols(
-    program: &str,
-    prefix: &[&str],
-    args: &[&str],
-    locale: &str,
-    cols: Option<&str>,
-) -> Out {
-    run_as(None, program, prefix, args, locale, cols)
-}
-
 /// The uid and gid of user nobody.
 pub const NOBODY: u32 = 65534;
 
@@ -135,24 +138,10 @@ pub fn tasksnap_for_others() -> String {
         .into_owned()
 }
 
-/// [`run_cols`], as user `uid` (with that gid and no supplementary groups, through
+/// `program` with `prefix` and `args` in `locale` (`COLUMNS=cols`, or unset; no `PS_FORMAT`
+/// or `PS_PERSONALITY`), as user `uid` (with that gid and no supplementary groups, through
 /// setpriv) when given. The program must be executable by that user (see
 /// [`tasksnap_for_others`]).
-pub fn run_as(
-    uid: Option<u32>,
-    program: &str,
-    prefix: &[&str],
-    args: &[&str],
-    locale: &str,
-    cols: Option<&str>,
-) -> Out {
-    command_as(uid, program, prefix, args, locale, cols)
-        .output()
-        .expect("run")
-        .into()
-}
-
-/// The command [`run_as`] runs.
 pub fn command_as(
     uid: Option<u32>,
     program: &str,
@@ -184,6 +173,11 @@ pub fn command_as(
         .env_remove("PS_FORMAT")
         .env_remove("PS_PERSONALITY");
     cmd
+}
+
+/// Runs `cmd` to its end.
+pub fn output(cmd: &mut Command) -> Out {
+    cmd.output().expect("run").into()
 }
 
 /// Header tokens with their [start, end) byte spans.

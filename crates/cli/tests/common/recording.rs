@@ -1,11 +1,10 @@
-//! Recordings: a store recorded by the binary ([`record`], [`record_args`]), a replayed
-//! thread's row as `states --replay --json` gives it, and a settled sleeper to record.
+//! Recordings: a store recorded by the binary ([`record`], [`record_args`]), and a replayed
+//! thread's row as `states --replay --json` gives it.
 
 use std::path::Path;
 use std::process::Output;
 
 use super::{ok, tasksnap};
-use tasksnap_loadgen::{settled_sleep, wait_until, ProcessGroup};
 
 /// `tasksnap record --dir DIR --interval SECONDS`, `--count N` when given, then `more`
 /// (`--backend procfs`, `-q`...): the arguments, for a recorder run here or in the background.
@@ -52,12 +51,4 @@ pub fn replayed_thread(dir: &str, tid: i32) -> serde_json::Value {
         .and_then(|rows| rows.iter().find(|r| r["tid"] == tid))
         .cloned()
         .unwrap_or_else(|| panic!("thread {tid} not in {v}"))
-}
-
-/// A `sleep 1000` in a process group of its own, settled asleep, and its pid.
-pub fn sleeper() -> (ProcessGroup, i32) {
-    let g = ProcessGroup::spawn(1, &["sleep", "1000"]).expect("spawn sleep");
-    let pid = g.pids()[0];
-    wait_until("the sleeper to settle", || settled_sleep(pid));
-    (g, pid)
 }
