@@ -18,6 +18,22 @@ fn by_id(tasks: Vec<Task>) -> HashMap<(i32, i32), Task> {
         .collect()
 }
 
+/// A freshly loaded BPF collector for each pass kind, the iterator's, then the walk's (its
+/// arena prepared for `groups`), each with whether it walks; `cmdlines` as
+/// [`BpfCollector::load_fresh`] takes it.
+fn iterator_then_walk(
+    cmdlines: bool,
+    groups: Groups,
+) -> impl Iterator<Item = (bool, BpfCollector)> {
+    [false, true].into_iter().map(move |walk| {
+        let mut bpf = BpfCollector::load_fresh(cmdlines, walk).expect("BPF loads as root");
+        if walk {
+            bpf.prepare_arena(&groups);
+        }
+        (walk, bpf)
+    })
+}
+
 #[test]
 fn both_backends_agree_on_a_spawned_load() {
     skip_unless_root!("BPF/procfs snapshot equivalence");
@@ -237,11 +253,7 @@ fn statm_from_the_pass_is_what_proc_shows() {
         mem: true,
         ..Groups::default()
     };
-    for walk in [false, true] {
-        let mut bpf = BpfCollector::load_fresh(true, walk).expect("BPF loads as root");
-        if walk {
-            bpf.prepare_arena(&groups);
-        }
+    for (walk, mut bpf) in iterator_then_walk(true, groups) {
         for (selector, what) in [
             (Selector::AllProcesses, "processes"),
             (Selector::AllThreads, "threads"),
@@ -642,11 +654,7 @@ fn signal_masks_from_the_pass_are_what_status_shows() {
         ..Groups::default()
     };
     let mut procfs = ProcfsCollector::new().expect("procfs");
-    for walk in [false, true] {
-        let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
-        if walk {
-            bpf.prepare_arena(&groups);
-        }
+    for (walk, mut bpf) in iterator_then_walk(false, groups) {
         for selector in [Selector::AllProcesses, Selector::AllThreads] {
             let what = format!("{selector:?} ({})", if walk { "walk" } else { "iterator" });
             let mut q = Query::new(selector, groups);
@@ -748,11 +756,7 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
         ..Groups::default()
     };
     let mut procfs = ProcfsCollector::new().expect("procfs");
-    for walk in [false, true] {
-        let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
-        if walk {
-            bpf.prepare_arena(&groups);
-        }
+    for (walk, mut bpf) in iterator_then_walk(false, groups) {
         for selector in [Selector::AllProcesses, Selector::AllThreads] {
             let mut q = Query::new(selector.clone(), groups);
             q.leader_as_process = true;
@@ -827,11 +831,7 @@ fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
             login,
             ..Groups::default()
         };
-        for walk in [false, true] {
-            let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
-            if walk {
-                bpf.prepare_arena(&groups);
-            }
+        for (walk, mut bpf) in iterator_then_walk(false, groups) {
             for selector in [Selector::AllProcesses, Selector::AllThreads] {
                 let q = Query::new(selector.clone(), groups);
                 let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);

@@ -19,7 +19,7 @@ use tasksnap_model::{Exit, ExitReason};
 
 mod exits_common;
 
-use exits_common::{exits_of, wait4, within_10_percent};
+use exits_common::{exited, killed, wait4, within_10_percent, Ended};
 
 const ROLE: &str = "TASKSNAP_EXITS_CHILD";
 
@@ -57,18 +57,12 @@ fn args_of(e: &Exit) -> Vec<String> {
 #[test]
 fn a_process_that_exits_3_appears_once_with_its_code_comm_cmdline_and_cpu() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("cpu3");
-    let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(child);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
-    let recs = exits_of(&mut exits, pid);
-    assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
-    let e = &recs[0];
+    let (e, Ended { status, truth_ns }) = exited(&mut exits, ROLE, "cpu3", 3);
     assert_eq!(e.reason(), ExitReason::Code(3));
     assert_eq!(e.wait_status as i32, status);
     assert_eq!(e.comm, b"ex-cpu3");
     let exe = std::env::current_exe().expect("test binary path");
-    let args = args_of(e);
+    let args = args_of(&e);
     assert_eq!(args[0], exe.to_string_lossy(), "{args:?}");
     assert_eq!(
         &args[1..],
@@ -84,39 +78,21 @@ fn a_process_that_exits_3_appears_once_with_its_code_comm_cmdline_and_cpu() {
 #[test]
 fn a_killed_process_appears_with_its_signal() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("sleep");
-    let pid = child.id() as i32;
-    std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: kill on our own child's process group (it leads it).
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let (status, _) = wait4(child);
-    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
-    let recs = exits_of(&mut exits, pid);
-    assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
+    let e = killed(&mut exits, ROLE, "sleep");
     assert_eq!(
-        recs[0].reason(),
+        e.reason(),
         ExitReason::Signal {
             signal: 9,
             core_dumped: false
         }
     );
-    assert_eq!(recs[0].reason().shell_status(), 137);
+    assert_eq!(e.reason().shell_status(), 137);
 }
 
 #[test]
 fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("threads");
-    let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(child);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5);
-    let recs = exits_of(&mut exits, pid);
-    assert_eq!(
-        recs.len(),
-        1,
-        "one record for pid {pid}, not one per thread: {recs:#?}"
-    );
-    let e = &recs[0];
+    let (e, Ended { truth_ns, .. }) = exited(&mut exits, ROLE, "threads", 5);
     assert_eq!(e.reason(), ExitReason::Code(5));
     assert_eq!(e.comm, b"ex-threads");
     assert!(truth_ns >= 200_000_000, "the group ran {truth_ns} ns");

@@ -19,7 +19,7 @@ use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Groups, Query, S
 
 mod exits_common;
 
-use exits_common::{exits_of, wait4, within_10_percent};
+use exits_common::{exited, killed, wait4, within_10_percent, Ended};
 
 const ROLE: &str = "TASKSNAP_EXITS_TS_CHILD";
 
@@ -48,13 +48,7 @@ fn open() -> Option<Exits> {
 #[test]
 fn a_process_that_exits_3_appears_once_with_its_code_comm_and_cpu() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("cpu3");
-    let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(child);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
-    let found = exits_of(&mut exits, pid);
-    assert_eq!(found.len(), 1, "one exit for pid {pid}: {found:#?}");
-    let e = &found[0];
+    let (e, Ended { status, truth_ns }) = exited(&mut exits, ROLE, "cpu3", 3);
     assert_eq!(e.reason(), ExitReason::Code(3));
     assert_eq!(e.wait_status as i32, status);
     assert_eq!(e.comm, b"ts-cpu3");
@@ -75,39 +69,21 @@ fn a_process_that_exits_3_appears_once_with_its_code_comm_and_cpu() {
 #[test]
 fn a_killed_process_appears_with_its_signal() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("sleep");
-    let pid = child.id() as i32;
-    std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: kill on our own child's process group (it leads it).
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let (status, _) = wait4(child);
-    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
-    let found = exits_of(&mut exits, pid);
-    assert_eq!(found.len(), 1, "one exit for pid {pid}: {found:#?}");
+    let e = killed(&mut exits, ROLE, "sleep");
     assert_eq!(
-        found[0].reason(),
+        e.reason(),
         ExitReason::Signal {
             signal: 9,
             core_dumped: false
         }
     );
-    assert_eq!(found[0].comm, b"ts-sleep");
+    assert_eq!(e.comm, b"ts-sleep");
 }
 
 #[test]
 fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("threads");
-    let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(child);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5);
-    let found = exits_of(&mut exits, pid);
-    assert_eq!(
-        found.len(),
-        1,
-        "one exit for pid {pid}, not one per thread: {found:#?}"
-    );
-    let e = &found[0];
+    let (e, Ended { truth_ns, .. }) = exited(&mut exits, ROLE, "threads", 5);
     assert_eq!(e.reason(), ExitReason::Code(5));
     // The leader's comm, whichever thread was last (the test harness names its threads).
     assert_eq!(e.comm, b"ts-threads");

@@ -570,6 +570,23 @@ fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::p
     caller
 }
 
+/// [`identify_client`] for a client started in a mount namespace of its own, after the shell
+/// command `mounts` ran there.
+fn identify_client_after_mounts(
+    mounts: &str,
+) -> Result<Caller, tasksnap_collect::service::peer::Refusal> {
+    let script = format!("{mounts} && exec \"$0\" \"$@\"");
+    identify_client(&[
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &script,
+    ])
+}
+
 #[test]
 fn callers_of_other_namespaces_are_refused() {
     use tasksnap_collect::service::peer::Refusal;
@@ -580,26 +597,12 @@ fn callers_of_other_namespaces_are_refused() {
     assert!(matches!(r, Err(Refusal::OtherPidNamespace)), "{r:?}");
     // Its own pid namespace, but the /proc of another one (mounted by a child in a new pid
     // namespace, then bound over /proc): its /proc does not show the service's tasks.
-    let r = identify_client(&[
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        "mount -t tmpfs none /mnt && mkdir /mnt/p && unshare --pid --fork mount -t proc proc /mnt/p && mount --bind /mnt/p /proc && exec \"$0\" \"$@\"",
-    ]);
+    let r = identify_client_after_mounts(
+        "mount -t tmpfs none /mnt && mkdir /mnt/p && unshare --pid --fork mount -t proc proc /mnt/p && mount --bind /mnt/p /proc",
+    );
     assert!(matches!(r, Err(Refusal::OtherPidNamespace)), "{r:?}");
     // No procfs at /proc.
-    let r = identify_client(&[
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        "mount -t tmpfs none /proc && exec \"$0\" \"$@\"",
-    ]);
+    let r = identify_client_after_mounts("mount -t tmpfs none /proc");
     assert!(matches!(r, Err(Refusal::NoProc)), "{r:?}");
     // Plain root: identified, with its capabilities.
     let c = identify_client(&["env"]).expect("root is identified");

@@ -1,7 +1,8 @@
 //! What the exit-record tests share (exits_bpf.rs, exits_taskstats.rs): the children they
 //! spawn (the test binary run again with a role in an environment variable, played by each
 //! binary's `child_role` test through [`play`]), reaping one with its rusage, draining a
-//! source for one pid, and the 10% comparison with the rusage.
+//! source for one pid, one child's one exit record ([`exited`], [`killed`]), and the 10%
+//! comparison with the rusage.
 #![allow(dead_code)] // Not every test binary that includes this module uses all of it.
 
 use std::os::unix::process::CommandExt;
@@ -116,6 +117,50 @@ pub fn exits_of(exits: &mut Exits, pid: i32) -> Vec<Exit> {
         std::thread::sleep(Duration::from_millis(20));
     }
     found
+}
+
+/// How a child ended: its wait status and the CPU its rusage says (user + system), ns.
+pub struct Ended {
+    pub status: i32,
+    pub truth_ns: u64,
+}
+
+/// Runs this binary in `role` (variable `role_var`) to its exit with `code`; its exit record,
+/// which must be the only one for it (not one per thread), and how it ended.
+pub fn exited(exits: &mut Exits, role_var: &str, role: &str, code: i32) -> (Exit, Ended) {
+    let child = spawn(role_var, role);
+    let pid = child.id() as i32;
+    let (status, truth_ns) = wait4(child);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == code,
+        "{role}: wait status {status:#x}, not exit {code}"
+    );
+    let e = the_one_exit(exits, pid);
+    (e, Ended { status, truth_ns })
+}
+
+/// Runs this binary in `role` (variable `role_var`), kills its group with SIGKILL after
+/// 200 ms, and returns its exit record, which must be the only one for it.
+pub fn killed(exits: &mut Exits, role_var: &str, role: &str) -> Exit {
+    let child = spawn(role_var, role);
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill on our own child's process group (it leads it).
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let (status, _) = wait4(child);
+    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+    the_one_exit(exits, pid)
+}
+
+/// `pid`'s exit record from `exits` ([`exits_of`]): one, not one per thread.
+fn the_one_exit(exits: &mut Exits, pid: i32) -> Exit {
+    let mut found = exits_of(exits, pid);
+    assert_eq!(
+        found.len(),
+        1,
+        "one exit record for pid {pid}, not one per thread: {found:#?}"
+    );
+    found.remove(0)
 }
 
 /// Asserts that `got_ns` of CPU is within 10% of the rusage's `truth_ns`.
