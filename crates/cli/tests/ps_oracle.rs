@@ -740,27 +740,18 @@ fn machine_output_keeps_hexadecimal_columns_as_text() {
 // ---- Option handling beyond the common forms: AIX descriptors, personalities, BSD e/s/v/X,
 // ---- O sort codes, and procps's newer --delimiter and fds.
 
-/// Runs `program` with `env` set (PS_PERSONALITY and friends cleared first), in the C
-/// locale, optionally as nobody through setpriv.
-fn run_env(
-    program: &str,
-    prefix: &[&str],
-    args: &[&str],
-    env: &[(&str, &str)],
-    nobody: bool,
-) -> Out {
-    env_command(program, prefix, args, env, nobody)
-        .output()
-        .expect("run")
-        .into()
+/// Runs `program ps ARGS` (tasksnap, or a copy of it) with `env` set (PS_PERSONALITY and
+/// friends cleared first), in the C locale, optionally as nobody through setpriv.
+fn ps_env(program: &str, args: &[&str], env: &[(&str, &str)], nobody: bool) -> Out {
+    output(&mut env_command(program, &["ps"], args, env, nobody))
 }
 
-/// procps `ps` as [`run_env`] runs a program: the oracle ([`oracle`]).
+/// procps `ps` as [`ps_env`] runs a program: the oracle ([`oracle`]).
 fn procps_env(args: &[&str], env: &[(&str, &str)], nobody: bool) -> Out {
     oracle(&mut env_command("ps", &[], args, env, nobody))
 }
 
-/// The command [`run_env`] runs.
+/// The command [`ps_env`] runs.
 fn env_command(
     program: &str,
     prefix: &[&str],
@@ -803,8 +794,8 @@ fn compare_env(
     nobody: Option<&str>,
 ) -> Result<usize, String> {
     let ours = match nobody {
-        Some(bin) => run_env(bin, &["ps"], args, env, true),
-        None => run_env(TASKSNAP, &["ps"], args, env, false),
+        Some(bin) => ps_env(bin, args, env, true),
+        None => ps_env(TASKSNAP, args, env, false),
     };
     let theirs = procps_env(args, env, nobody.is_some());
     let what = format!(
@@ -1071,7 +1062,7 @@ fn option_errors_match_procps() {
         (&[("PS_FORMAT", "%p %Z")], &["-p", "1", "-Q"]),
     ];
     for (env, args) in cases {
-        let ours = run_env(TASKSNAP, &["ps"], args, env, false);
+        let ours = ps_env(TASKSNAP, args, env, false);
         let theirs = procps_env(args, env, false);
         assert_eq!(ours.code, theirs.code, "{env:?} {args:?}");
         assert_eq!(
@@ -1141,9 +1132,8 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
     };
     let counts = [entries(ids[0]), entries(ids[1])];
     assert_eq!(counts[1], counts[0] + 5);
-    let out = run_env(
+    let out = ps_env(
         TASKSNAP,
-        &["ps"],
         &["-o", "pid,fds,comm", "-p", &list],
         NO_ENV,
         false,
@@ -1174,9 +1164,8 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
         "{text}"
     );
     // HEAD's own test: `ps -o pid,ucmd --delimiter : PID` prints PID:CMD and pid:sleep.
-    let out = run_env(
+    let out = ps_env(
         TASKSNAP,
-        &["ps"],
         &["-o", "pid,ucmd", "--delimiter", ":", &ids[0].to_string()],
         NO_ENV,
         false,
@@ -1185,9 +1174,8 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
         String::from_utf8_lossy(&out.stdout),
         format!("PID:CMD\n{}:sleep\n", ids[0])
     );
-    let out = run_env(
+    let out = ps_env(
         TASKSNAP,
-        &["ps"],
         &["-o", "pid,fds,ucmd", "--delimiter=,", "-p", &list],
         NO_ENV,
         false,
@@ -1209,7 +1197,7 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
             "error: delimiter character must follow --delimiter\n",
         ),
     ] {
-        let out = run_env(TASKSNAP, &["ps"], args, NO_ENV, false);
+        let out = ps_env(TASKSNAP, args, NO_ENV, false);
         assert_eq!(out.code, Some(1));
         assert!(
             String::from_utf8_lossy(&out.stderr).starts_with(msg),
@@ -1220,9 +1208,8 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         let copy = tasksnap_for_others();
-        let out = run_env(
+        let out = ps_env(
             &copy,
-            &["ps"],
             &["-o", "fds=", "-p", &ids[1].to_string()],
             NO_ENV,
             true,
@@ -1259,7 +1246,7 @@ fn layout_test_columns_follow_procps_header_countdown() {
         for extra in [&[][..], &["--no-headers"], &["--headers"]] {
             let mut args = vec!["-p", list.as_str(), "-o", format];
             args.extend_from_slice(extra);
-            let ours = run_env(TASKSNAP, &["ps"], &args, &[("LINES", "4")], false);
+            let ours = ps_env(TASKSNAP, &args, &[("LINES", "4")], false);
             let theirs = procps_env(&args, &[("LINES", "4")], false);
             if ours.stdout != theirs.stdout || ours.code != theirs.code {
                 failures.push(format!(
@@ -1274,7 +1261,7 @@ fn layout_test_columns_follow_procps_header_countdown() {
 }
 
 /// The specifiers of the namespace, OOM, autogroup, login, memory-sharing, I/O and cgroup
-/// columns (issue 21).
+/// columns.
 const PLACED_SPECS: &[&str] = &[
     "cgroupns", "ipcns", "mntns", "netns", "pidns", "timens", "userns", "utsns", "oom", "oomadj",
     "ag_id", "ag_nice", "luid", "pss", "uss", "rbytes", "rchars", "rops", "wbytes", "wcbytes",
@@ -1484,7 +1471,7 @@ fn ps_under_subset_pid(program: &[&str], args: &[&str]) -> Out {
     }
 }
 
-/// Issue 42: where /proc has no uptime (`subset=pid`), procps 4.0.2 cannot tell how long a
+/// Regression: where /proc has no uptime (`subset=pid`), procps 4.0.2 cannot tell how long a
 /// process has lived (its `boot_tics` is never set) and prints `cuc` and `cuu` as 0.000;
 /// tasksnap took its own boot clock instead and printed the real figures.
 #[test]

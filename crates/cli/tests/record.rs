@@ -6,7 +6,7 @@
 //! damaged store, a time outside the recording) end with a message and the documented exit
 //! code.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use tasksnap_loadgen::skip_unless_root;
 
@@ -14,7 +14,7 @@ use tasksnap_loadgen::{wait_until, ProcessGroup};
 
 mod common;
 
-use common::recording::{record, record_args, replayed_thread};
+use common::recording::{record, record_args, replayed_thread, start_recorder, store_dir};
 use common::sleeper;
 use common::{failed_saying, ok, samples_so_far, tasksnap, text, two_short_lived, TASKSNAP};
 
@@ -23,12 +23,6 @@ fn epoch_now() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock");
     format!("{}.{:03}", d.as_secs(), d.subsec_millis())
-}
-
-fn store_dir() -> (tempfile::TempDir, PathBuf) {
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("rec");
-    (t, dir)
 }
 
 #[test]
@@ -55,10 +49,7 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
 
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
-    let mut rec = Command::new(TASKSNAP)
-        .args(record_args(&dir, "0.3", Some(10), &["-q"]))
-        .spawn()
-        .expect("start the recorder");
+    let mut rec = start_recorder(&dir, "0.3", 10);
     wait_until("3 samples", || samples_so_far(&dir) >= 3);
     let before = epoch_now();
     drop(victim_group); // SIGKILL and reaped
@@ -349,10 +340,7 @@ fn a_process_that_lived_between_two_samples_is_dumped_once_with_its_exit() {
     skip_unless_root!("exit records (BPF)");
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
-    let mut rec = Command::new(TASKSNAP)
-        .args(record_args(&dir, "2", Some(4), &["-q"]))
-        .spawn()
-        .expect("start the recorder");
+    let mut rec = start_recorder(&dir, "2", 4);
     let (coded, killed) = two_processes_between_two_samples(&dir);
     let status = rec.wait().expect("recorder");
     assert!(status.success(), "record exited {status:?}");

@@ -36,6 +36,19 @@ fn recorded(n: u32) -> (tempfile::TempDir, PathBuf) {
     (t, dir)
 }
 
+/// [`recorded`] with two samples, a [`victim`] beside the store, and `link` (a symbolic or a
+/// hard link) made from the victim to `out.csv`, where a command's output is to go: the
+/// scratch directory, the store, the victim and the link.
+fn victim_behind_the_output(
+    link: impl FnOnce(&Path, &Path) -> std::io::Result<()>,
+) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let (t, dir) = recorded(2);
+    let v = victim(t.path());
+    let out = t.path().join("out.csv");
+    link(&v, &out).expect("plant the link");
+    (t, dir, v, out)
+}
+
 fn segments(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)
         .expect("ls")
@@ -109,10 +122,7 @@ fn dump_refuses_output_inside_its_store() {
 
 #[test]
 fn dump_output_never_follows_a_symlink() {
-    let (t, dir) = recorded(2);
-    let v = victim(t.path());
-    let link = t.path().join("out.csv");
-    symlink(&v, &link).expect("plant the link");
+    let (t, dir, v, link) = victim_behind_the_output(|v, link| symlink(v, link));
     let out = tasksnap_in_a_minute(&["dump", "--dir", s(&dir), "-o", s(&link)]);
     failed_saying(&out, 1, "symbolic link", "dump -o LINK");
     assert_victim_whole(&v);
@@ -136,11 +146,8 @@ fn dump_output_never_follows_a_symlink() {
 
 #[test]
 fn dump_output_replaces_a_regular_file_only_when_whole() {
-    let (t, dir) = recorded(2);
-    let v = victim(t.path());
     // A hard link to the victim where the output goes: replaced, not written through.
-    let out_path = t.path().join("out.csv");
-    fs::hard_link(&v, &out_path).expect("link");
+    let (t, dir, v, out_path) = victim_behind_the_output(|v, out| fs::hard_link(v, out));
     let out = tasksnap_in_a_minute(&[
         "dump",
         "--dir",

@@ -243,6 +243,18 @@ struct Spawned {
 }
 
 impl Spawned {
+    /// Starts `cmd` with no input or output, kept to be killed with the rest; its pid.
+    fn start_quiet(&mut self, cmd: &mut Command) -> i32 {
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+        let pid = child.id() as i32;
+        self.children.push(child);
+        pid
+    }
+
     /// `sleep 1000` as `uid`/`gid` (root: 0), through setpriv.
     fn sleep_as(&mut self, what: &str, uid: u32, gid: u32) -> i32 {
         let mut cmd = if uid == 0 {
@@ -257,14 +269,7 @@ impl Spawned {
             ]);
             c
         };
-        let child = cmd
-            .arg("1000")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn a sleep");
-        let pid = child.id() as i32;
-        self.children.push(child);
+        let pid = self.start_quiet(cmd.arg("1000"));
         self.named.push((what.to_string(), pid));
         tasksnap_loadgen::wait_until(what, || tasksnap_loadgen::settled_sleep(pid));
         pid
@@ -297,14 +302,13 @@ impl Spawned {
     /// `unshare --pid --fork sleep 1000` as root: the unshare and its child, the sleep that is
     /// pid 1 of a namespace of its own (seen from outside under its outer pid).
     fn in_pid_namespace(&mut self) -> (i32, i32) {
-        let child = Command::new("unshare")
-            .args(["--pid", "--fork", "--kill-child", "sleep", "1000"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn unshare");
-        let outer = child.id() as i32;
-        self.children.push(child);
+        let outer = self.start_quiet(Command::new("unshare").args([
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "sleep",
+            "1000",
+        ]));
         let inner = std::cell::Cell::new(0);
         tasksnap_loadgen::wait_until("the sleep in a pid namespace", || {
             let kid = tasksnap_loadgen::proc_text(outer, &format!("task/{outer}/children"))

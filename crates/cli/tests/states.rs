@@ -123,21 +123,26 @@ fn check_rows(v: &serde_json::Value) -> Vec<serde_json::Value> {
     rows
 }
 
-#[test]
-fn json_lines_in_procfs_mode_are_labelled_sampled() {
-    let _g = serial();
+/// `states --json` of this process in `mode`, `samples` lines 0.3 s apart, parsed.
+fn json_lines_of_me(mode: &str, samples: &str) -> Vec<serde_json::Value> {
     let out = states_ok(&[
         "--mode",
-        "procfs",
+        mode,
         "-p",
         &me(),
         "-i",
         "0.3",
         "-n",
-        "2",
+        samples,
         "--json",
     ]);
-    let lines = json_lines(&out);
+    json_lines(&out)
+}
+
+#[test]
+fn json_lines_in_procfs_mode_are_labelled_sampled() {
+    let _g = serial();
+    let lines = json_lines_of_me("procfs", "2");
     assert_eq!(lines.len(), 2);
     for v in &lines {
         assert_eq!(v["mode"], "procfs");
@@ -167,18 +172,7 @@ fn json_lines_in_procfs_mode_are_labelled_sampled() {
 fn json_lines_in_bpf_mode_cover_this_process() {
     skip_unless_root!("states --mode bpf");
     let _g = serial();
-    let out = states_ok(&[
-        "--mode",
-        "bpf",
-        "-p",
-        &me(),
-        "-i",
-        "0.3",
-        "-n",
-        "1",
-        "--json",
-    ]);
-    let lines = json_lines(&out);
+    let lines = json_lines_of_me("bpf", "1");
     assert_eq!(lines[0]["mode"], "bpf");
     assert_eq!(lines[0]["sampled"].as_array().map(Vec::len), Some(0));
     let rows = check_rows(&lines[0]);

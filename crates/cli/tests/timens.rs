@@ -10,6 +10,7 @@ mod common;
 
 use std::process::{Command, Output, Stdio};
 
+use common::recording::store_dir;
 use common::{sleeper, TASKSNAP};
 use tasksnap_loadgen::skip_unless_root;
 
@@ -90,7 +91,7 @@ fn offsets() -> Vec<i64> {
     v
 }
 
-/// Issue 42: with a boot time offset, kthreadd's start was days off with the BPF backend
+/// Regression: with a boot time offset, kthreadd's start was days off with the BPF backend
 /// (the kernel's own start beside the caller's shifted boot time) and, with a negative
 /// offset, pid 1's and kthreadd's start from /proc was a wrapped tick count (year 2611 in
 /// ps, 2262-04-11 in dump). ps's start and elapsed times are the same inside as outside.
@@ -137,8 +138,7 @@ fn start_times_are_right_with_a_boot_time_offset() {
 /// The `pid,start_time` rows of a recording made with `backend` (one sample), inside a time
 /// namespace offset by `offset_s` or here.
 fn recorded_starts(offset_s: Option<i64>, backend: &str, pids: &[i32]) -> Vec<(i64, String)> {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = dir.path().join("rec");
+    let (_t, store) = store_dir();
     let s = store.to_str().expect("utf-8 path");
     let rec = [
         TASKSNAP,
@@ -175,7 +175,7 @@ fn recorded_starts(offset_s: Option<i64>, backend: &str, pids: &[i32]) -> Vec<(i
     rows
 }
 
-/// Issue 42: the start times a recording keeps are the same moments whether the recorder ran
+/// Regression: the start times a recording keeps are the same moments whether the recorder ran
 /// in a time namespace or not (a negative offset saturated pid 1's to 2262-04-11). /proc
 /// gives them in whole ticks; a task older than a negative offset's zero has a wrapped count,
 /// counted from 2^64 (no whole number of ticks), which can put it one tick early

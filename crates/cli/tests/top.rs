@@ -632,8 +632,7 @@ fn top_live_view_redraws_while_an_mmap_lock_is_held() {
 #[test]
 fn exited_view_marks_processes_that_lived_between_two_frames() {
     skip_unless_root!("top --exited (the BPF exit records)");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (sh, name) = own_sh(dir.path(), "e");
+    let (_dir, sh, name) = own_sh("e");
     let top = ExitedTop::start();
     let (coded, killed) = two_short_lived(&sh, "0.2", 7);
     let text = top.finish();
@@ -673,8 +672,7 @@ fn exited_view_marks_processes_that_lived_between_two_frames() {
 #[test]
 fn live_view_exited_key() {
     skip_unless_root!("the exited view (the BPF exit records)");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (sh, name) = own_sh(dir.path(), "k");
+    let (_dir, sh, name) = own_sh("k");
     let cmd = format!("{TASKSNAP} top -d 2; sleep 30");
     let Some(t) = tmux_or_skip(140, 30, &cmd, "the exited view") else {
         return;
@@ -716,8 +714,7 @@ fn live_view_exited_key() {
 fn exited_view_shows_an_unreaped_zombie_once() {
     use std::io::BufRead;
     skip_unless_root!("top --exited (the BPF exit records)");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (sh, name) = own_sh(dir.path(), "z");
+    let (_dir, sh, name) = own_sh("z");
     let top = ExitedTop::start();
     // The parent starts the child, says its pid, and becomes a `sleep` that never reaps it.
     let mut parent = Guard::spawn(

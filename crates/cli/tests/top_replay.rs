@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tasksnap_loadgen::skip_unless_root;
 
+use common::recording::store_dir;
 use common::top::{exited_count, frames, own_sh, Frame};
 use common::{ok, text, Guard, TASKSNAP};
 
@@ -154,8 +155,7 @@ fn a_replayed_frame_is_its_sample(i: usize, f: &Frame, store: &str, rec: &Record
 #[test]
 fn top_replays_a_recording() {
     skip_unless_root!("top --replay of a recording");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = dir.path().join("rec");
+    let (_t, store) = store_dir();
     let store_s = store.to_str().expect("utf-8 path");
     let rec = record_a_burner_and_a_sleeper(store_s);
 
@@ -242,10 +242,9 @@ fn wait_for_growth(dir: &std::path::Path, bytes: u64, what: &str) {
 #[test]
 fn top_replay_marks_a_process_that_exited_between_two_samples() {
     skip_unless_root!("top --replay of recorded exits (BPF)");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = dir.path().join("rec");
+    let (_t, store) = store_dir();
     let store_s = store.to_str().expect("utf-8 path");
-    let (sh, name) = own_sh(dir.path(), "r");
+    let (_dir, sh, name) = own_sh("r");
     let mut rec = Guard::spawn(
         Command::new(TASKSNAP)
             .args([

@@ -1,10 +1,18 @@
-//! Recordings: a store recorded by the binary ([`record`], [`record_args`]), and a replayed
-//! thread's row as `states --replay --json` gives it.
+//! Recordings: where a test's store goes ([`store_dir`]), a store recorded by the binary
+//! ([`record`], [`record_args`], [`start_recorder`]), and a replayed thread's row as
+//! `states --replay --json` gives it.
 
-use std::path::Path;
-use std::process::Output;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
 
-use super::{ok, tasksnap};
+use super::{ok, tasksnap, TASKSNAP};
+
+/// A store's directory, `rec` in a temporary directory (removed on drop), not made yet.
+pub fn store_dir() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("rec");
+    (t, dir)
+}
 
 /// `tasksnap record --dir DIR --interval SECONDS`, `--count N` when given, then `more`
 /// (`--backend procfs`, `-q`...): the arguments, for a recorder run here or in the background.
@@ -29,6 +37,15 @@ pub fn record(dir: &Path, interval_s: &str, count: u32, more: &[&str]) -> Output
     let out = tasksnap(&args);
     ok(&out, "record");
     out
+}
+
+/// A quiet recorder (`-q`) started in the background: `count` samples `interval_s` seconds
+/// apart into `dir`.
+pub fn start_recorder(dir: &Path, interval_s: &str, count: u32) -> Child {
+    Command::new(TASKSNAP)
+        .args(record_args(dir, interval_s, Some(count), &["-q"]))
+        .spawn()
+        .expect("start the recorder")
 }
 
 /// The row of thread `tid` in `states --replay DIR --json -p TID -r 0` (the whole

@@ -3,7 +3,7 @@
 //! and a copy of sh under a name of its own, whose processes a test tells from any other.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ChildStdout, Command, Stdio};
 
 use super::{Guard, TASKSNAP};
@@ -78,13 +78,15 @@ pub fn exited_count(tasks: &str) -> usize {
         .unwrap_or_else(|| panic!("no exited count in {tasks:?}"))
 }
 
-/// A copy of sh under a name of its own (its comm), in `dir`: what a test spawns is told
-/// from every other `sh` on a busy host. The copy's path and its name.
-pub fn own_sh(dir: &Path, tag: &str) -> (PathBuf, String) {
+/// A copy of sh under a name of its own (its comm), in a temporary directory: what a test
+/// spawns is told from every other `sh` on a busy host. The directory (removed on drop), the
+/// copy's path and its name.
+pub fn own_sh(tag: &str) -> (tempfile::TempDir, PathBuf, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
     let name = format!("tsx{tag}{}", std::process::id() % 1_000_000);
-    let path = dir.join(&name);
+    let path = dir.path().join(&name);
     std::fs::copy("/bin/sh", &path).expect("copy /bin/sh");
-    (path, name)
+    (dir, path, name)
 }
 
 /// A running `top -b --exited -n 3 -d 1` (C locale, no `COLUMNS`), read up to its first
