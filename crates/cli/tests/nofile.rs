@@ -1,4 +1,4 @@
-//! `tasksnap ps` under a low open-files limit (issue #16): every process and thread this test
+//! `tasksnap ps` under a low open-files limit: every process and thread this test
 //! spawned is listed at every `prlimit --nofile=N` from 5 up, as procps lists them; a
 //! backend that cannot work at a limit says so and exits 1, never a short listing with exit
 //! 0. Before the fix, each procfs reader held up to 256 descriptors before closing them, and

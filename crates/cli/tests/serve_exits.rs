@@ -1,4 +1,4 @@
-//! `tasksnap serve` counts every process that lived (issue 31): processes born and dead
+//! `tasksnap serve` counts every process that lived: processes born and dead
 //! between two collections add their CPU to their group's counter and count in
 //! `tasksnap_group_exits_total` by how they ended, as read from the exposition and as a
 //! real Prometheus's increase over a window. Needs root (exit records are BPF).
@@ -147,7 +147,7 @@ fn processes_living_between_two_collections_count_in_their_group() {
     assert!(again.is_none_or(|v| v == 20.0), "{later}");
 }
 
-/// Issue 42: children that rename themselves right after their fork were now and then (28 of
+/// Regression: children that rename themselves right after their fork were now and then (28 of
 /// 89,024 in a storm) counted in their parent's group: a child read alive before its rename
 /// and exited before the next collection could keep that row (the walk handed it over and
 /// said it gone in one call, when it died between the walk and the roll after it), and the
@@ -167,11 +167,7 @@ fn exits_are_grouped_by_the_name_they_exit_with() {
         .args(["exit-storm", "3000", "4", &workers, &children])
         .output()
         .expect("run the storm");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::ok(&out, "the exit storm");
     // The workers have exited and been reaped: two collections from now have their records.
     let e = scrape_after(&s, collections(&s.scrape()) + 2.0);
     let exits = |group: &str| {

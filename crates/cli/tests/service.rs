@@ -1234,6 +1234,35 @@ fn header(version: u8, kind: u8, len: u32) -> Vec<u8> {
 /// service never takes a pid from a client: SO_PEERCRED is the kernel's record of who
 /// connected (and the pidfd pins that process), so there is nothing to lie with.
 fn hostile_clients(socket: &str, root: i32, own: i32) {
+    open_files_up_to_the_hard_limit();
+    let h = Hostile {
+        socket,
+        root,
+        own,
+        all: Query::new(Selector::AllProcesses, Groups::all()),
+    };
+    match h.ask("a plain request", &mut h.connect()) {
+        Ok(t) => say(format!("ok a plain request answered in {t:?}")),
+        Err(e) => say(format!("FAIL {e}")),
+    }
+    h.malformed_requests();
+    h.over_long_requests();
+    // Held while the others are asked: half a frame, then silence; a request whose answer
+    // is never read.
+    let (half, slow) = h.stalled_beside_a_request();
+    wait_go("half a frame and a slow reader");
+    h.storm_of_1000();
+    match h.ask("a request after the storm", &mut h.connect()) {
+        Ok(t) => say(format!("ok a request after the storm answered in {t:?}")),
+        Err(e) => say(format!("FAIL {e}")),
+    }
+    // The stalled ones were open all along; now they go.
+    drop(slow);
+    drop(half);
+}
+
+/// Raises this process's soft open-files limit to the hard one.
+fn open_files_up_to_the_hard_limit() {
     // SAFETY: getrlimit/setrlimit on this process: the soft open-files limit up to the hard.
     unsafe {
         let mut lim = libc::rlimit {
@@ -1244,29 +1273,59 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
         lim.rlim_cur = lim.rlim_max;
         libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
     }
-    let say = |s: String| {
-        println!("{s}");
-        let _ = std::io::stdout().flush();
-    };
-    let wait_go = |stage: &str| {
-        say(format!("holding {stage}"));
-        let mut l = String::new();
-        let _ = std::io::stdin().read_line(&mut l);
-    };
-    let connect = || {
-        let s = UnixStream::connect(socket).expect("connect");
+}
+
+/// A line to the parent (stdout, flushed).
+fn say(s: String) {
+    println!("{s}");
+    let _ = std::io::stdout().flush();
+}
+
+/// Says `holding STAGE` and waits for the parent's line on stdin.
+fn wait_go(stage: &str) {
+    say(format!("holding {stage}"));
+    let mut l = String::new();
+    let _ = std::io::stdin().read_line(&mut l);
+}
+
+/// A connection that must end without an answer (closed, or Refused): says which.
+fn no_answer(what: &str, s: &mut UnixStream) {
+    match reply(s) {
+        Ok(None) => say(format!("ok {what}: closed")),
+        Ok(Some((wire::Kind::Refused, p))) => say(format!(
+            "ok {what}: refused ({})",
+            String::from_utf8_lossy(&p)
+        )),
+        Ok(Some((k, _))) => say(format!("FAIL {what}: answered with a {k:?} frame")),
+        Err(e) => say(format!("FAIL {what}: {e}")),
+    }
+}
+
+/// The hostile clients of the service at `socket`: `root` is root's sleep, `own` nobody's
+/// own; `all` the query a plain request asks.
+struct Hostile<'a> {
+    socket: &'a str,
+    root: i32,
+    own: i32,
+    all: Query,
+}
+
+impl Hostile<'_> {
+    /// A connection with 30 s timeouts either way.
+    fn connect(&self) -> UnixStream {
+        let s = UnixStream::connect(self.socket).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(30)))
             .expect("timeout");
         s.set_write_timeout(Some(Duration::from_secs(30)))
             .expect("timeout");
         s
-    };
-    let all = Query::new(Selector::AllProcesses, Groups::all());
+    }
 
-    // What nobody may see of root's sleep and of its own: no field /proc gates behind
-    // ptrace access of root's, and those same fields of its own (a check that can fail).
-    let check_answer = |what: &str, tasks: &[Task]| -> Result<(), String> {
+    /// What nobody may see of root's sleep and of its own: no field /proc gates behind
+    /// ptrace access of root's, and those same fields of its own (a check that can fail).
+    fn check_answer(&self, what: &str, tasks: &[Task]) -> Result<(), String> {
         let find = |pid: i32| tasks.iter().find(|t| t.id.tgid == pid && t.id.tid == pid);
+        let root = self.root;
         let r = find(root).ok_or(format!("{what}: no row for root's sleep {root}"))?;
         // (Not `fds`: stat(2) of /proc/PID/fd gives anyone the count, Linux 6.2+.)
         if r.exe.is_some() || r.io.is_some() || r.environ.is_some() {
@@ -1277,22 +1336,25 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
                 r.environ.is_some(),
             ));
         }
+        let own = self.own;
         let o = find(own).ok_or(format!("{what}: no row for nobody's own sleep {own}"))?;
         if o.exe.is_none() || o.io.is_none() {
             return Err(format!("{what}: nobody's own sleep without exe or io"));
         }
         Ok(())
-    };
-    // A request answered: Accepted, then an Answer that passes check_answer.
-    let ask = |what: &str, s: &mut UnixStream| -> Result<Duration, String> {
+    }
+
+    /// A request answered: Accepted, then an Answer that passes [`Hostile::check_answer`];
+    /// how long it took.
+    fn ask(&self, what: &str, s: &mut UnixStream) -> Result<Duration, String> {
         let t = Instant::now();
-        wire::send(s, &wire::request(&all, None)).map_err(|e| format!("{what}: send: {e}"))?;
+        wire::send(s, &wire::request(&self.all, None)).map_err(|e| format!("{what}: send: {e}"))?;
         loop {
             match reply(s)? {
                 Some((wire::Kind::Accepted, _)) => continue,
                 Some((wire::Kind::Answer, p)) => {
                     let tasks = answer_tasks(s, &p).map_err(|e| format!("{what}: {e}"))?;
-                    check_answer(what, &tasks)?;
+                    self.check_answer(what, &tasks)?;
                     return Ok(t.elapsed());
                 }
                 Some((k, p)) => {
@@ -1301,162 +1363,159 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
                 None => return Err(format!("{what}: closed without an answer")),
             }
         }
-    };
-    // A connection that must end without an answer (closed, or Refused).
-    let no_answer = |what: &str, s: &mut UnixStream| match reply(s) {
-        Ok(None) => say(format!("ok {what}: closed")),
-        Ok(Some((wire::Kind::Refused, p))) => say(format!(
-            "ok {what}: refused ({})",
-            String::from_utf8_lossy(&p)
-        )),
-        Ok(Some((k, _))) => say(format!("FAIL {what}: answered with a {k:?} frame")),
-        Err(e) => say(format!("FAIL {what}: {e}")),
-    };
-
-    match ask("a plain request", &mut connect()) {
-        Ok(t) => say(format!("ok a plain request answered in {t:?}")),
-        Err(e) => say(format!("FAIL {e}")),
     }
 
-    // Garbage: bytes that are not the protocol.
-    let mut s = connect();
-    let junk: Vec<u8> = (0u32..256)
-        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
-        .collect();
-    let _ = s.write_all(&junk);
-    no_answer("garbage", &mut s);
-    // The right magic, another version; a kind no client sends; a request that does not
-    // decode.
-    for (what, bytes) in [
-        ("version 99", header(99, 1, 0)),
-        ("an Answer frame from a client", header(wire::VERSION, 3, 0)),
-        ("kind 200", header(wire::VERSION, 200, 0)),
-        (
-            "a malformed request",
-            [header(wire::VERSION, 1, 8), vec![0xff; 8]].concat(),
-        ),
-    ] {
-        let mut s = connect();
-        let _ = s.write_all(&bytes);
-        no_answer(what, &mut s);
-    }
-    // A huge length: 4 GiB announced; then the limit announced and junk sent.
-    let mut s = connect();
-    let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
-    no_answer("a request of 4 GiB announced", &mut s);
-    let mut s = connect();
-    let _ = s.write_all(&header(wire::VERSION, 1, wire::MAX_REQUEST as u32));
-    let _ = s.write_all(&vec![0x5a; wire::MAX_REQUEST]);
-    no_answer("a request of the largest size, of junk", &mut s);
-    let mut s = connect();
-    let t = Instant::now();
-    let mut sent = 0usize;
-    let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
-    while t.elapsed() < Duration::from_secs(5) {
-        match s.write(&[0u8; 65536]) {
-            Ok(n) => sent += n,
-            Err(_) => break,
-        }
-        if sent > 64 << 20 {
-            break;
+    /// Garbage (bytes that are not the protocol); the right magic, another version; a kind
+    /// no client sends; a request that does not decode: none answered.
+    fn malformed_requests(&self) {
+        let mut s = self.connect();
+        let junk: Vec<u8> = (0u32..256)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        let _ = s.write_all(&junk);
+        no_answer("garbage", &mut s);
+        for (what, bytes) in [
+            ("version 99", header(99, 1, 0)),
+            ("an Answer frame from a client", header(wire::VERSION, 3, 0)),
+            ("kind 200", header(wire::VERSION, 200, 0)),
+            (
+                "a malformed request",
+                [header(wire::VERSION, 1, 8), vec![0xff; 8]].concat(),
+            ),
+        ] {
+            let mut s = self.connect();
+            let _ = s.write_all(&bytes);
+            no_answer(what, &mut s);
         }
     }
-    if sent > 16 << 20 {
-        say(format!(
-            "FAIL the service read {sent} bytes of an over-long request"
-        ));
-    } else {
-        say(format!(
-            "ok an over-long request stopped after {sent} bytes"
-        ));
-    }
 
-    // Held while the others are asked: half a frame, then silence; a request whose answer
-    // is never read.
-    let mut half = connect();
-    let _ = half.write_all(&header(wire::VERSION, 1, 40)[..6]);
-    let mut slow = connect();
-    let _ = wire::send(
-        &mut slow,
-        &wire::request(&Query::new(Selector::AllThreads, Groups::all()), None),
-    );
-    std::thread::sleep(Duration::from_millis(200));
-    match ask(
-        "a request beside a stalled one and a slow reader",
-        &mut connect(),
-    ) {
-        Ok(t) if t < Duration::from_secs(5) => say(format!(
-            "ok a request beside a stalled one and a slow reader answered in {t:?}"
-        )),
-        Ok(t) => say(format!(
-            "FAIL answered only after {t:?} beside a stalled client"
-        )),
-        Err(e) => say(format!("FAIL {e}")),
-    }
-    wait_go("half a frame and a slow reader");
-
-    // 1,000 at once, each a whole request, all sent before any is read.
-    let mut storm: Vec<UnixStream> = Vec::new();
-    let mut refused_connect = 0;
-    for _ in 0..1000 {
-        match UnixStream::connect(socket) {
-            Ok(mut s) => {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
-                let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-                let _ = s.write_all(&wire::request(&all, None));
-                storm.push(s);
+    /// A huge length: 4 GiB announced; the limit announced and junk sent; 4 GiB announced and
+    /// sent for 5 s: none answered, and the last not read on.
+    fn over_long_requests(&self) {
+        let mut s = self.connect();
+        let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
+        no_answer("a request of 4 GiB announced", &mut s);
+        let mut s = self.connect();
+        let _ = s.write_all(&header(wire::VERSION, 1, wire::MAX_REQUEST as u32));
+        let _ = s.write_all(&vec![0x5a; wire::MAX_REQUEST]);
+        no_answer("a request of the largest size, of junk", &mut s);
+        let mut s = self.connect();
+        let t = Instant::now();
+        let mut sent = 0usize;
+        let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
+        while t.elapsed() < Duration::from_secs(5) {
+            match s.write(&[0u8; 65536]) {
+                Ok(n) => sent += n,
+                Err(_) => break,
             }
-            Err(_) => refused_connect += 1,
+            if sent > 64 << 20 {
+                break;
+            }
+        }
+        if sent > 16 << 20 {
+            say(format!(
+                "FAIL the service read {sent} bytes of an over-long request"
+            ));
+        } else {
+            say(format!(
+                "ok an over-long request stopped after {sent} bytes"
+            ));
         }
     }
-    wait_go("1,000 clients");
-    let (mut answered, mut busy, mut refused, mut closed) = (0, 0, 0, 0);
-    let t = Instant::now();
-    for s in storm.iter_mut() {
-        loop {
-            match reply(s) {
-                Ok(Some((wire::Kind::Accepted, _))) => continue,
-                Ok(Some((wire::Kind::Answer, p))) => {
-                    answered += 1;
-                    match answer_tasks(s, &p) {
-                        Ok(tasks) => {
-                            if let Err(e) = check_answer("one of 1,000", &tasks) {
-                                say(format!("FAIL {e}"));
-                            }
-                        }
-                        Err(e) => say(format!("FAIL one of 1,000: {e}")),
-                    }
+
+    /// Half a frame, then silence, and a request whose answer is never read, both returned
+    /// to be held open; a request beside them must be answered within 5 s.
+    fn stalled_beside_a_request(&self) -> (UnixStream, UnixStream) {
+        let mut half = self.connect();
+        let _ = half.write_all(&header(wire::VERSION, 1, 40)[..6]);
+        let mut slow = self.connect();
+        let _ = wire::send(
+            &mut slow,
+            &wire::request(&Query::new(Selector::AllThreads, Groups::all()), None),
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        match self.ask(
+            "a request beside a stalled one and a slow reader",
+            &mut self.connect(),
+        ) {
+            Ok(t) if t < Duration::from_secs(5) => say(format!(
+                "ok a request beside a stalled one and a slow reader answered in {t:?}"
+            )),
+            Ok(t) => say(format!(
+                "FAIL answered only after {t:?} beside a stalled client"
+            )),
+            Err(e) => say(format!("FAIL {e}")),
+        }
+        (half, slow)
+    }
+
+    /// 1,000 at once, each a whole request, all sent before any is read (the parent's
+    /// bystander asks meanwhile): each answered (and checked), busy, refused or closed, and
+    /// some answered.
+    fn storm_of_1000(&self) {
+        let mut storm: Vec<UnixStream> = Vec::new();
+        let mut refused_connect = 0;
+        for _ in 0..1000 {
+            match UnixStream::connect(self.socket) {
+                Ok(mut s) => {
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+                    let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+                    let _ = s.write_all(&wire::request(&self.all, None));
+                    storm.push(s);
                 }
+                Err(_) => refused_connect += 1,
+            }
+        }
+        wait_go("1,000 clients");
+        let (mut answered, mut busy, mut refused, mut closed) = (0, 0, 0, 0);
+        let t = Instant::now();
+        for s in storm.iter_mut() {
+            match self.storm_reply(s) {
+                Ok(Some((wire::Kind::Answer, _))) => answered += 1,
+                Ok(Some((wire::Kind::Busy, _))) => busy += 1,
+                Ok(Some((wire::Kind::Refused, _))) => refused += 1,
+                Ok(Some(_)) | Err(_) => {}
+                Ok(None) => closed += 1,
+            }
+        }
+        say(format!(
+            "ok 1,000 clients in {:?}: {answered} answered, {busy} busy, {refused} refused, \
+             {closed} closed, {refused_connect} connections refused",
+            t.elapsed()
+        ));
+        if answered == 0 {
+            say("FAIL none of 1,000 clients was answered".to_string());
+        }
+    }
+
+    /// One storm client's reply past its Accepted frames, after saying what fails in it (an
+    /// answer that fails [`Hostile::check_answer`], a Busy frame with a payload, another
+    /// kind).
+    fn storm_reply(&self, s: &mut UnixStream) -> Result<Option<(wire::Kind, Vec<u8>)>, String> {
+        loop {
+            let r = reply(s);
+            match &r {
+                Ok(Some((wire::Kind::Accepted, _))) => continue,
+                Ok(Some((wire::Kind::Answer, p))) => match answer_tasks(s, p) {
+                    Ok(tasks) => {
+                        if let Err(e) = self.check_answer("one of 1,000", &tasks) {
+                            say(format!("FAIL {e}"));
+                        }
+                    }
+                    Err(e) => say(format!("FAIL one of 1,000: {e}")),
+                },
                 Ok(Some((wire::Kind::Busy, p))) => {
-                    busy += 1;
                     if !p.is_empty() {
                         say(format!("FAIL a Busy frame carried {} bytes", p.len()));
                     }
                 }
-                Ok(Some((wire::Kind::Refused, _))) => refused += 1,
+                Ok(Some((wire::Kind::Refused, _))) | Ok(None) => {}
                 Ok(Some((k, _))) => say(format!("FAIL one of 1,000 got a {k:?} frame")),
-                Ok(None) => closed += 1,
                 Err(e) => say(format!("FAIL one of 1,000: {e}")),
             }
-            break;
+            return r;
         }
     }
-    say(format!(
-        "ok 1,000 clients in {:?}: {answered} answered, {busy} busy, {refused} refused, \
-         {closed} closed, {refused_connect} connections refused",
-        t.elapsed()
-    ));
-    if answered == 0 {
-        say("FAIL none of 1,000 clients was answered".to_string());
-    }
-    drop(storm);
-    match ask("a request after the storm", &mut connect()) {
-        Ok(t) => say(format!("ok a request after the storm answered in {t:?}")),
-        Err(e) => say(format!("FAIL {e}")),
-    }
-    // The stalled ones were open all along; now they go.
-    drop(slow);
-    drop(half);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ fn only_namespace_tasks(path: &Path, what: &str) -> Vec<serde_json::Value> {
     rows
 }
 
-/// Regression (#16): inside `unshare --pid --fork --mount-proc`, `states` with the BPF
+/// Regression: inside `unshare --pid --fork --mount-proc`, `states` with the BPF
 /// accounting showed the namespace's threads under their host pids and the exits of host
 /// threads, found "0 threads" for `-p 2` (a live task of the namespace), and noted the
 /// namespace's pid 1 as hidden. ps and top were right there; states must be too, and the

@@ -245,7 +245,7 @@ fn a_whole_pass_handed_over_task_by_task_is_the_snapshot() {
     }
 }
 
-/// Issue 42: a process the changed-only walk wrote and that exited before the roll that
+/// Regression: a process the changed-only walk wrote and that exited before the roll that
 /// followed (the walk's count said some task went away) was both handed over and said gone
 /// in one call; a caller that applies the call (the sampler: the rows replaced, the gone
 /// ones removed) kept its row (read right after its fork, with its parent's name) until the

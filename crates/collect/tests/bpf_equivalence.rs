@@ -8,7 +8,7 @@ use tasksnap_loadgen::skip_unless_root;
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
-use tasksnap_loadgen::Load;
+use tasksnap_loadgen::{Guard, Load};
 use tasksnap_model::{CmdlineSource, Groups, PassKind, PassReport, Query, Selector, Task};
 
 fn by_id(tasks: Vec<Task>) -> HashMap<(i32, i32), Task> {
@@ -453,23 +453,13 @@ fn kernel_names_match(bpf: &mut BpfCollector, walk: bool) {
     assert!(described > 0, "no workqueue worker with a description");
 }
 
-/// A child that is killed and reaped when the test ends, however it ends.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn copied_command_lines_are_what_proc_shows() {
     use std::os::unix::ffi::OsStrExt;
     use std::process::{Command, Stdio};
     skip_unless_root!("command-line copy against /proc");
     let spawn = |cmd: &mut Command| {
-        Child(
+        Guard(
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -508,7 +498,7 @@ fn copied_command_lines_are_what_proc_shows() {
     ];
     // A zombie: exited, not reaped until the test ends.
     let zombie = spawn(&mut Command::new("true"));
-    let pid_of = |c: &Child| c.0.id() as i32;
+    let pid_of = |c: &Guard| c.0.id() as i32;
     let mut pids: Vec<i32> = children.iter().map(pid_of).collect();
     pids.push(pid_of(&zombie));
     // Let perl rewrite its name, the shells stop themselves (before its exec a child's
@@ -720,7 +710,7 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
     ])
     .expect("spawn the load generator (cargo build --workspace first)");
     let spawn = |argv: &[&str]| {
-        Child(
+        Guard(
             Command::new(argv[0])
                 .args(&argv[1..])
                 .stdin(Stdio::null())

@@ -19,22 +19,9 @@ use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Groups, Query, S
 
 mod exits_common;
 
-use exits_common::{exited, killed, wait4, within_10_percent, Ended};
+use exits_common::{exit_3_shown, exit_readings, exits_in, sigkill_shown, threads_shown, wait4};
 
-const ROLE: &str = "TASKSNAP_EXITS_TS_CHILD";
-
-/// The children's roles (run only in a child, with the variable set).
-#[test]
-fn child_role() {
-    if let Ok(role) = std::env::var(ROLE) {
-        exits_common::play(&role, "ts", 200_000_000, 300_000_000);
-    }
-}
-
-/// Starts this binary in `role`.
-fn spawn(role: &str) -> std::process::Child {
-    exits_common::spawn(ROLE, role)
-}
+exits_common::child_roles!("TASKSNAP_EXITS_TS_CHILD", "ts", 200_000_000, 300_000_000);
 
 fn open() -> Option<Exits> {
     if !tasksnap_loadgen::root_or_skip("exit records (taskstats)") {
@@ -48,19 +35,13 @@ fn open() -> Option<Exits> {
 #[test]
 fn a_process_that_exits_3_appears_once_with_its_code_comm_and_cpu() {
     let Some(mut exits) = open() else { return };
-    let (e, Ended { status, truth_ns }) = exited(&mut exits, ROLE, "cpu3", 3);
-    assert_eq!(e.reason(), ExitReason::Code(3));
-    assert_eq!(e.wait_status as i32, status);
-    assert_eq!(e.comm, b"ts-cpu3");
+    let (e, ended) = exit_3_shown(&mut exits, ROLE, "ts");
     assert!(e.cmdline.is_empty());
     assert_eq!(e.cmdline_missing, Some(CmdlineMissing::NotCaptured));
-    assert!(e.exit_time_ns > e.start_time_ns);
-    assert_eq!(e.utime_ns + e.stime_ns, e.cpu_ns);
+    let truth_ns = ended.truth_ns;
     assert!(truth_ns >= 200_000_000, "the child ran {truth_ns} ns");
-    within_10_percent("exit 3", e.cpu_ns, truth_ns);
     // SAFETY: getuid cannot fail.
     assert_eq!(e.ruid, unsafe { libc::getuid() });
-    assert!(e.peak_rss_bytes > 0 && e.minflt > 0, "{e:#?}");
     assert!(!e.kernel_thread);
     // The harness runs the role on a thread of its own: two threads, both seen.
     assert!(e.threads_summed >= 2 && !e.threads_cut, "{e:#?}");
@@ -69,26 +50,14 @@ fn a_process_that_exits_3_appears_once_with_its_code_comm_and_cpu() {
 #[test]
 fn a_killed_process_appears_with_its_signal() {
     let Some(mut exits) = open() else { return };
-    let e = killed(&mut exits, ROLE, "sleep");
-    assert_eq!(
-        e.reason(),
-        ExitReason::Signal {
-            signal: 9,
-            core_dumped: false
-        }
-    );
+    let e = sigkill_shown(&mut exits, ROLE);
     assert_eq!(e.comm, b"ts-sleep");
 }
 
 #[test]
 fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     let Some(mut exits) = open() else { return };
-    let (e, Ended { truth_ns, .. }) = exited(&mut exits, ROLE, "threads", 5);
-    assert_eq!(e.reason(), ExitReason::Code(5));
-    // The leader's comm, whichever thread was last (the test harness names its threads).
-    assert_eq!(e.comm, b"ts-threads");
-    assert!(truth_ns >= 300_000_000, "the group ran {truth_ns} ns");
-    within_10_percent("three threads", e.cpu_ns, truth_ns);
+    let e = threads_shown(&mut exits, ROLE, "ts", 300_000_000);
     // The harness's own thread, the role's thread and its two spinners at least.
     assert!(e.threads_summed >= 3, "{e:#?}");
     assert!(
@@ -160,32 +129,17 @@ fn a_reading_carries_taskstats_exits_with_the_identity_of_their_rows() {
         exits_taskstats_only: true,
         ..Default::default()
     });
-    let mut readings = host
-        .open_readings(tasksnap_collect::host::ReadingOptions {
-            states: false,
-            exits: true,
-            ..Default::default()
-        })
-        .expect("open the readings");
-    assert_eq!(readings.exits_missing(), None);
+    let mut readings = exit_readings(&host);
     assert_eq!(readings.exits_source(), Some(ExitSource::Taskstats));
-    readings.read_mut().expect("first reading");
     let child = spawn("cpu3");
     let pid = child.id() as i32;
-    // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
     // Not reaped until the exit came: the reading that carries it also has the zombie's
     // row (the drain comes before the walk), and both must be the same identity.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut seen = None;
     while seen.is_none() && Instant::now() < deadline {
         let r = readings.read_mut().expect("reading");
-        let ours: Vec<Exit> = r
-            .exits
-            .iter()
-            .filter(|e| e.id.tgid == pid && e.ppid == me)
-            .cloned()
-            .collect();
+        let ours = exits_in(r, pid);
         if !ours.is_empty() {
             let row = r
                 .snapshot

@@ -504,16 +504,13 @@ fn identify_a_caller_in_a_private_mount_namespace() {
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .expect("chmod");
     let exe = tasksnap_loadgen::reachable::this_test_binary();
-    let mut child = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg("mount -t proc -o hidepid=invisible,gid=27 proc /proc && exec setpriv --reuid=65534 --regid=65534 --groups=27,100 \"$0\" \"$@\"")
-        .arg(&exe)
-        .args(["--exact", "client", "--nocapture", "--test-threads=1"])
-        .env(CLIENT, &path)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("the client starts");
-    let (conn, _) = listener.accept().expect("the client connects");
+    let (mut child, conn) = start_client(
+        Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount -t proc -o hidepid=invisible,gid=27 proc /proc && exec setpriv --reuid=65534 --regid=65534 --groups=27,100 \"$0\" \"$@\""),
+        &exe,
+        &listener,
+    );
     let p = peer::peer_of(std::os::fd::AsFd::as_fd(&conn)).expect("the peer");
     assert_eq!((p.uid, p.gid), (NOBODY, NOBODY));
     let caller = peer::identify_with("/proc".as_ref(), Rules::NONE, &p);
@@ -545,6 +542,26 @@ fn identify_a_caller_in_a_private_mount_namespace() {
     ));
 }
 
+/// Starts `cmd` with the test binary `exe` as its last arguments, in its `client` role,
+/// connecting to `listener`'s socket, and accepts the connection: the client and the
+/// connection.
+fn start_client(
+    cmd: &mut Command,
+    exe: &std::path::Path,
+    listener: &std::os::unix::net::UnixListener,
+) -> (std::process::Child, std::os::unix::net::UnixStream) {
+    let path = listener.local_addr().expect("the socket's address");
+    let child = cmd
+        .arg(exe)
+        .args(["--exact", "client", "--nocapture", "--test-threads=1"])
+        .env(CLIENT, path.as_pathname().expect("a path"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the client starts");
+    let (conn, _) = listener.accept().expect("the client connects");
+    (child, conn)
+}
+
 /// Identifies a client of this binary started by `argv` (a command that ends by running the
 /// binary it is given as its last arguments).
 fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::peer::Refusal> {
@@ -554,15 +571,7 @@ fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::p
     let path = dir.path().join("q.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
     let exe = std::env::current_exe().expect("the test binary");
-    let mut child = Command::new(argv[0])
-        .args(&argv[1..])
-        .arg(&exe)
-        .args(["--exact", "client", "--nocapture", "--test-threads=1"])
-        .env(CLIENT, &path)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("the client starts");
-    let (conn, _) = listener.accept().expect("the client connects");
+    let (mut child, conn) = start_client(Command::new(argv[0]).args(&argv[1..]), &exe, &listener);
     let p = peer::peer_of(std::os::fd::AsFd::as_fd(&conn)).expect("the peer");
     let caller = peer::identify_with("/proc".as_ref(), Rules::NONE, &p);
     drop(conn);

@@ -12,7 +12,7 @@
 //! `PR_SET_PDEATHSIG(SIGKILL)` so that it dies with its parent.
 
 use std::collections::HashSet;
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -126,24 +126,7 @@ impl Spawner {
             go_r: go_r.as_raw_fd(),
             go_w: go_w.as_raw_fd(),
         };
-        let (forked, failure) =
-            sleepers::fork_sleepers(&self.ctx, c"lg-waker", ready_w.as_raw_fd(), k, how);
-        drop(ready_w);
-        let mut wakers = read_pids(ready_r, forked)?;
-        wakers.sort_unstable();
-        self.alive.extend(&wakers);
-        if let Some(e) = failure {
-            return Err(e).with_context(|| {
-                format!(
-                    "fork of waker {} of {k} failed \
-                     (check kernel.pid_max, kernel.threads-max, ulimit -u, pids cgroup)",
-                    forked + 1
-                )
-            });
-        }
-        if wakers.len() != k {
-            bail!("only {} of {k} wakers came up", wakers.len());
-        }
+        let wakers = self.sleepers(c"lg-waker", (ready_r, ready_w), k, how, ("waker", "wakers"))?;
         // End of file on the go pipe: every waker starts its clock.
         drop((go_r, go_w));
         pids.extend(&wakers);
@@ -187,8 +170,29 @@ impl Spawner {
         } else {
             sleepers::Sleeper::Pause
         };
+        self.sleepers(
+            c"lg-proc",
+            (ready_r, ready_w),
+            n,
+            how,
+            ("plain process", "plain processes"),
+        )
+    }
+
+    /// Forks `n` sleepers (comm `comm`, each sleeping `how`) that report on the `ready` pipe,
+    /// and returns their sorted pids once every one is up; `what`: what one is called, and
+    /// what many are, for the errors.
+    fn sleepers(
+        &mut self,
+        comm: &CStr,
+        ready: (OwnedFd, OwnedFd),
+        n: usize,
+        how: sleepers::Sleeper<'_>,
+        what: (&str, &str),
+    ) -> Result<Vec<Pid>> {
+        let (ready_r, ready_w) = ready;
         let (forked, failure) =
-            sleepers::fork_sleepers(&self.ctx, c"lg-proc", ready_w.as_raw_fd(), n, how);
+            sleepers::fork_sleepers(&self.ctx, comm, ready_w.as_raw_fd(), n, how);
         // Only the children hold the write end now: EOF once all reported.
         drop(ready_w);
         let mut pids = read_pids(ready_r, forked)?;
@@ -197,14 +201,15 @@ impl Spawner {
         if let Some(e) = failure {
             return Err(e).with_context(|| {
                 format!(
-                    "fork of plain process {} of {n} failed \
+                    "fork of {} {} of {n} failed \
                      (check kernel.pid_max, kernel.threads-max, ulimit -u, pids cgroup)",
+                    what.0,
                     forked + 1
                 )
             });
         }
         if pids.len() != n {
-            bail!("only {} of {n} plain processes came up", pids.len());
+            bail!("only {} of {n} {} came up", pids.len(), what.1);
         }
         Ok(pids)
     }
