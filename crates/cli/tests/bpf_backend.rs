@@ -64,8 +64,11 @@ fn ps_prints_the_same_rows_with_either_backend() {
     let mut pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
     pids.extend(extras.pids());
     let mut failures = Vec::new();
+    let spawned = pid_list(&pids);
     for args in FORMATS {
-        let mut a: Vec<&str> = args.to_vec();
+        // Forests over what the test spawned alone: see only_spawned_in_a_forest.
+        let selected = only_spawned_in_a_forest(args, &spawned);
+        let mut a: Vec<&str> = selected.iter().map(String::as_str).collect();
         a.push("--backend=bpf");
         let bpf = run(TASKSNAP, &["ps"], &a, "C.UTF-8");
         a.pop();

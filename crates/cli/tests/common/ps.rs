@@ -1,6 +1,7 @@
 //! The ps oracle: running tasksnap's ps and procps `ps` alike (locale, `COLUMNS`, as
-//! another user), finding a load's rows in their output with the moving columns blanked, and
-//! the extra processes the load generator does not make ([`Extras`], [`Placed`]).
+//! another user), finding a load's rows in their output with the moving columns blanked (and a
+//! forest's bars, or a forest drawn over the spawned processes alone), and the extra
+//! processes the load generator does not make ([`Extras`], [`Placed`]).
 
 use std::collections::HashSet;
 use std::process::Command;
@@ -196,6 +197,67 @@ pub fn tokens(header: &[u8]) -> Vec<(String, usize, usize)> {
         out.push((String::from_utf8_lossy(&header[s..i]).into_owned(), s, i));
     }
     out
+}
+
+/// The forest options the tests use: `--forest`, and BSD groups with `f`.
+const FOREST: &[&str] = &["--forest", "axjf", "axf", "jf", "f"];
+
+/// Whether `args` draw a forest.
+pub fn is_forest(args: &[&str]) -> bool {
+    args.iter().any(|a| FOREST.contains(a))
+}
+
+/// A forest draws a `|` for each ancestor that has a later sibling. Above what a test spawned
+/// those ancestors are the test binary and its callers, whose other children (the other tests')
+/// come and go: two whole-host forests taken a moment apart differ there. `args` with the
+/// whole-host selection (`-e`, `-A`, BSD `a` and `x`) replaced by `-p spawned`, so that the
+/// tree is drawn over the spawned processes alone, as procps draws it over any selection; other
+/// `args` as they are.
+pub fn only_spawned_in_a_forest<'a>(args: &[&'a str], spawned: &'a str) -> Vec<String> {
+    if !is_forest(args) {
+        return args.iter().map(|a| a.to_string()).collect();
+    }
+    let mut out: Vec<String> = args
+        .iter()
+        .filter(|a| **a != "-e" && **a != "-A")
+        .map(|a| {
+            if FOREST.contains(a) {
+                a.replace(['a', 'x'], "")
+            } else {
+                a.to_string()
+            }
+        })
+        .filter(|a| !a.is_empty())
+        .collect();
+    out.extend(["-p".to_string(), spawned.to_string()]);
+    out
+}
+
+/// `pids` as one `-p` list.
+pub fn pid_list(pids: &HashSet<i32>) -> String {
+    let mut list: Vec<i32> = pids.iter().copied().collect();
+    list.sort();
+    list.iter()
+        .map(i32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The rows of a whole-host forest with every `|` before a row's `\_` blanked (the whole row's
+/// when a narrow screen cut the `\_` off): what may change between two runs (see
+/// [`only_spawned_in_a_forest`], which compares the bars exactly).
+pub fn blank_forest_bars(rows: &mut [Vec<u8>]) {
+    for row in rows {
+        let at = row
+            .windows(2)
+            .position(|w| w == b"\\_")
+            .unwrap_or(row.len());
+        for c in &mut row[..at] {
+            if *c == b'|' {
+                *c = b' ';
+            }
+        }
+    }
 }
 
 /// The load's rows (by PID column), with moving columns blanked.
