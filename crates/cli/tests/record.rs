@@ -37,6 +37,10 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
     let mut pids = format!("{keeper},{victim}");
     for o in &odd.info.odd {
         pids.push_str(&format!(",{}", o.pid));
+        // Asleep before procps looks: one still finishing its start is R there, S when sampled.
+        wait_until("an odd-named process asleep", || {
+            tasksnap_loadgen::read_stat(o.pid).is_ok_and(|st| st.state == 'S')
+        });
     }
     // The columns that do not move while they sleep, as procps prints them now.
     let cols = "pid,ppid,user,tty,stat,nice,comm,args,cgroup";
