@@ -1,21 +1,15 @@
 //! `tasksnap bench` runs its table and its JSON is well formed, with a row per method and
 //! per-task costs that are positive.
 
+mod common;
+
 use std::process::Command;
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+use common::{tasksnap_ok, TASKSNAP};
 
 #[test]
 fn bench_json_has_every_row() {
-    let out = Command::new(TASKSNAP)
-        .args(["bench", "--runs", "1", "--json"])
-        .output()
-        .expect("run bench");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = tasksnap_ok(&["bench", "--runs", "1", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let rows = v["rows"].as_array().expect("rows");
     let names: Vec<&str> = rows.iter().filter_map(|r| r["what"].as_str()).collect();

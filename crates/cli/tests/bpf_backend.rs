@@ -8,6 +8,7 @@ mod common;
 
 use std::collections::HashSet;
 
+use common::ps::*;
 use common::*;
 
 const FORMATS: &[&[&str]] = &[
@@ -83,13 +84,7 @@ fn ps_prints_the_same_rows_with_either_backend() {
         let (h2, r2) = load_rows(&procfs.stdout, &pids);
         if h1 != h2 || r1 != r2 || r1.len() < 20 {
             let mut msg = format!("{args:?}: {} vs {} rows\n", r1.len(), r2.len());
-            for (x, y) in r1.iter().zip(&r2).filter(|(x, y)| x != y).take(4) {
-                msg += &format!(
-                    "  bpf:    {:?}\n  procfs: {:?}\n",
-                    String::from_utf8_lossy(x),
-                    String::from_utf8_lossy(y)
-                );
-            }
+            msg += &differing_rows(("bpf", &r1), ("procfs", &r2), 4);
             failures.push(msg);
         }
     }
@@ -203,16 +198,8 @@ fn pids_are_namespace_local_inside_a_pid_namespace() {
     if !root_or_skip("pid namespace translation (unshare --pid)") {
         return;
     }
-    let script = format!(
-        "sleep 30 & sleep 0.3; {TASKSNAP} ps -e -o pid,ppid,comm --backend=bpf; echo ---; \
-         {TASKSNAP} ps -e -o pid,ppid,comm --backend=procfs; kill -KILL %1"
-    );
-    let out = std::process::Command::new("unshare")
-        .args(["--pid", "--fork", "--mount-proc", "bash", "-c", &script])
-        .output()
-        .expect("unshare");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (bpf, procfs) = text.split_once("---").expect("both outputs");
+    let ns = ps_in_a_pid_namespace("pid,ppid,comm", "");
+    let (bpf, procfs, text) = (&ns.bpf, &ns.procfs, &ns.stdout);
     let sleep_row = |s: &str| {
         s.lines()
             .find(|l| l.ends_with(" sleep"))
@@ -230,13 +217,11 @@ fn pids_are_namespace_local_inside_a_pid_namespace() {
     assert!((1..100).contains(&pid), "{text}");
     // The same tasks either way (the two tasksnap runs aside): nothing from outside the
     // namespace, no task twice under two numbers.
-    let rows = |s: &str| -> std::collections::BTreeSet<String> {
-        s.lines()
-            .filter(|l| !l.trim().is_empty() && !l.ends_with("tasksnap") && !l.contains("PID"))
-            .map(|l| l.trim().to_string())
-            .collect()
-    };
-    assert_eq!(rows(bpf), rows(procfs), "{text}");
+    assert_eq!(
+        row_set(bpf, "tasksnap"),
+        row_set(procfs, "tasksnap"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 mod common;
 
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
 use common::TASKSNAP;
 
@@ -59,9 +60,7 @@ fn doctor_reports_the_facts_tasksnap_depends_on() {
 
 #[test]
 fn doctor_says_the_taskstats_exit_source_when_it_is_the_one() {
-    if !common::root_or_skip("the taskstats exit source") {
-        return;
-    }
+    skip_unless_root!("the taskstats exit source");
     let out = Command::new(TASKSNAP)
         .arg("doctor")
         .env("TASKSNAP_EXITS", "taskstats")
@@ -80,7 +79,7 @@ fn doctor_says_the_taskstats_exit_source_when_it_is_the_one() {
 
 #[test]
 fn a_closed_pipe_ends_doctor_quietly() {
-    let out = common::close_stdout_after(&["doctor"], 8);
+    let out = common::ps::close_stdout_after(&["doctor"], 8);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     assert!(

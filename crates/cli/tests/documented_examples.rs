@@ -8,15 +8,14 @@
 //! twice: as written (it must parse, and end in output or in "outside the recording"), and
 //! with each of its times moved inside the recording (it must succeed and print something).
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::OnceLock;
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::recording::record_args;
+use common::{tasksnap, tasksnap_ok, text};
 
 /// A short recording shared by the tests of this file, and its first and last sample times
 /// (RFC 3339, as `dump` prints them).
@@ -35,20 +34,10 @@ fn recording() -> &'static Recording {
         let dir = tmp.path().join("history");
         let scratch = tmp.path().join("out");
         std::fs::create_dir(&scratch).expect("scratch dir");
-        let out = Command::new(TASKSNAP)
-            .args(["record", "--dir"])
-            .arg(&dir)
-            .args(["--interval", "0.3", "--count", "4", "--key-every", "2"])
-            .stdin(Stdio::null())
-            .output()
-            .expect("run tasksnap record");
-        assert!(out.status.success(), "record failed: {}", text(&out.stderr));
-        let out = Command::new(TASKSNAP)
-            .args(["dump", "--what", "system", "--fields", "time", "--dir"])
-            .arg(&dir)
-            .output()
-            .expect("run tasksnap dump");
-        assert!(out.status.success(), "dump failed: {}", text(&out.stderr));
+        let record = record_args(&dir, "0.3", Some(4), &["--key-every", "2"]);
+        tasksnap_ok(&record.iter().map(String::as_str).collect::<Vec<_>>());
+        let d = dir.to_str().expect("utf-8 path");
+        let out = tasksnap_ok(&["dump", "--what", "system", "--fields", "time", "--dir", d]);
         let times: Vec<String> = text(&out.stdout)
             .lines()
             .skip(1)
@@ -175,24 +164,7 @@ fn history_examples(rec: &Recording) -> Vec<(String, Vec<String>)> {
 }
 
 fn run(args: &[String]) -> Output {
-    Command::new(TASKSNAP)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tasksnap")
-}
-
-/// [`run`], which must succeed.
-fn run_ok(args: &[&str]) -> Output {
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let out = run(&args);
-    assert!(
-        out.status.success(),
-        "{args:?}: exit {:?}: {}",
-        out.status.code(),
-        text(&out.stderr)
-    );
-    out
+    tasksnap(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The same arguments with every time option's value moved inside the recording: `--from`
@@ -258,7 +230,7 @@ fn dump_from_minus_one_hour_is_not_refused_as_an_unexpected_argument() {
         vec!["dump", "--dir", &d, "--from", "-1h", "--to", "now"],
         vec!["dump", "--dir", &d, "--what", "threads", "--from", "-10m"],
     ] {
-        let out = run_ok(&args);
+        let out = tasksnap_ok(&args);
         // A header and the recording's rows.
         assert!(
             text(&out.stdout).lines().count() > 1,
@@ -287,7 +259,7 @@ fn states_replay_from_minus_one_hour_to_minus_fifty_minutes_parses() {
         vec!["states", "--replay", &d, "--from", "-1h"],
         vec!["states", "--replay", &d, "--from=-10m", "--to", "now"],
     ] {
-        let out = run_ok(&args);
+        let out = tasksnap_ok(&args);
         assert!(text(&out.stdout).contains("PID"), "{args:?}: no table");
     }
 }

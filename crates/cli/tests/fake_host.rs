@@ -4,16 +4,15 @@
 //! (BPF reads the kernel, never a tree), and show its three processes and nothing of the
 //! machine running the test.
 
-mod serve_common;
+mod common;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
+use std::io::BufRead;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
+use common::serve::{get, Server};
+use common::{ok, on_tree, text, words};
 use tasksnap_loadgen::fake_proc::{FakeProc, BASH_RSS_PAGES, BASH_VSIZE_BYTES};
-
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
 fn tree(page_size: u64) -> (tempfile::TempDir, FakeProc) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -21,26 +20,17 @@ fn tree(page_size: u64) -> (tempfile::TempDir, FakeProc) {
     (dir, fake)
 }
 
-fn command(root: &Path, page_size: Option<u64>) -> Command {
-    let mut c = Command::new(TASKSNAP);
-    c.env("TASKSNAP_PROC_ROOT", root)
-        .env_remove("TASKSNAP_PAGE_SIZE")
-        .stdin(Stdio::null());
+fn run(root: &Path, page_size: Option<u64>, args: &[&str]) -> Output {
+    let mut c = on_tree(root);
     if let Some(p) = page_size {
         c.env("TASKSNAP_PAGE_SIZE", p.to_string());
     }
-    c
+    c.args(args).output().expect("run tasksnap")
 }
 
-fn run(root: &Path, page_size: Option<u64>, args: &[&str]) -> Output {
-    command(root, page_size)
-        .args(args)
-        .output()
-        .expect("run tasksnap")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+/// [`run`], which must succeed: its stdout.
+fn run_ok(root: &Path, page_size: Option<u64>, args: &[&str]) -> String {
+    ok(&run(root, page_size, args), &format!("{args:?}"))
 }
 
 /// `ps -o sz,vsz,rss` on a machine with 64 KiB pages prints what procps prints there: SZ
@@ -49,20 +39,8 @@ fn text(b: &[u8]) -> String {
 #[test]
 fn ps_sizes_follow_the_page_size() {
     let (_dir, fake) = tree(65536);
-    let out = run(
-        fake.root(),
-        Some(65536),
-        &[
-            "ps",
-            "-e",
-            "-o",
-            "pid,sz,vsz,rss,comm",
-            "--backend",
-            "procfs",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    let args = words("ps -e -o pid,sz,vsz,rss,comm --backend procfs");
+    let stdout = run_ok(fake.root(), Some(65536), &args);
     let bash = stdout
         .lines()
         .find(|l| l.ends_with(" bash"))
@@ -91,16 +69,12 @@ fn ps_sizes_follow_the_page_size() {
 
     // The same tree with 4 KiB pages.
     let (_dir, fake) = tree(4096);
-    let out = run(
+    let sizes = run_ok(
         fake.root(),
         Some(4096),
         &["ps", "-p", "4032", "-o", "sz=,vsz=,rss="],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let f: Vec<String> = text(&out.stdout)
-        .split_whitespace()
-        .map(String::from)
-        .collect();
+    let f: Vec<String> = sizes.split_whitespace().map(String::from).collect();
     assert_eq!(
         f,
         [
@@ -130,9 +104,7 @@ fn a_tree_is_read_by_procfs_only() {
 #[test]
 fn top_batch_shows_the_tree() {
     let (_dir, fake) = tree(4096);
-    let out = run(fake.root(), None, &["top", "-b", "-n", "1"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let s = text(&out.stdout);
+    let s = run_ok(fake.root(), None, &["top", "-b", "-n", "1"]);
     for name in ["systemd", "bash", "worker"] {
         assert!(s.contains(name), "{name} not in {s}");
     }
@@ -152,14 +124,13 @@ fn top_exited_view_without_exit_records_says_so_once() {
         None,
         &["top", "-b", "-n", "2", "-d", "0.1", "--exited"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let s = ok(&out, "top --exited");
     let err = text(&out.stderr);
     assert_eq!(
         err.matches("--exited: no exited processes").count(),
         1,
         "{err}"
     );
-    let s = text(&out.stdout);
     assert_eq!(s.matches(" EXIT COMMAND").count(), 2, "{s}");
     assert!(!s.contains(" exited ("), "{s}");
     assert!(!s.contains(" E "), "{s}");
@@ -169,22 +140,8 @@ fn top_exited_view_without_exit_records_says_so_once() {
 #[test]
 fn states_reads_the_trees_threads() {
     let (_dir, fake) = tree(4096);
-    let out = run(
-        fake.root(),
-        None,
-        &[
-            "states",
-            "--mode",
-            "procfs",
-            "-i",
-            "0.2",
-            "-n",
-            "1",
-            "--threads",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let s = text(&out.stdout);
+    let args = words("states --mode procfs -i 0.2 -n 1 --threads");
+    let s = run_ok(fake.root(), None, &args);
     for tid in ["4032", "6001"] {
         assert!(s.contains(tid), "thread {tid} not in {s}");
     }
@@ -196,30 +153,23 @@ fn record_then_dump_keeps_the_trees_tasks() {
     let store = tempfile::tempdir().expect("store");
     let d = store.path().join("rec");
     let d = d.to_str().expect("utf-8 path");
-    let out = run(
-        fake.root(),
-        None,
-        &["record", "--dir", d, "--count", "1", "--backend", "procfs"],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = run(
+    let record = ["record", "--dir", d, "--count", "1", "--backend", "procfs"];
+    run_ok(fake.root(), None, &record);
+    let s = run_ok(
         fake.root(),
         None,
         &["dump", "--dir", d, "--what", "processes"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let s = text(&out.stdout);
     for name in ["systemd", "bash", "worker"] {
         assert!(s.contains(name), "{name} not in {s}");
     }
     // And the recording replays as the tree was.
-    let out = run(
+    let replayed = run_ok(
         fake.root(),
         None,
         &["ps", "--replay", d, "-e", "-o", "pid=,comm="],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let pids: Vec<String> = text(&out.stdout)
+    let pids: Vec<String> = replayed
         .lines()
         .filter_map(|l| l.split_whitespace().next().map(String::from))
         .collect();
@@ -229,34 +179,22 @@ fn record_then_dump_keeps_the_trees_tasks() {
 #[test]
 fn serve_exposes_the_trees_processes() {
     let (_dir, fake) = tree(4096);
-    let mut child = command(fake.root(), None)
-        .args(["serve", "--listen", "127.0.0.1:0", "--backend", "procfs"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start serve");
-    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    stderr.read_line(&mut line).expect("start line");
-    let addr: Option<SocketAddr> = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split("/metrics").next())
-        .and_then(|a| a.parse().ok());
-    let Some(addr) = addr else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("no address in {line:?}");
-    };
-    let reply = serve_common::get(addr, "/metrics", &[]);
+    let mut server = Server::spawn(on_tree(fake.root()).args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--backend",
+        "procfs",
+    ]));
+    let reply = get(server.addr, "/metrics", &[]);
     // No exit records for a tree that is not the running kernel's /proc: said right after
     // the start line, and in the source info.
     let mut said = String::new();
-    stderr
+    server
+        .stderr
         .read_line(&mut said)
         .expect("the line after the start line");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     assert_eq!(reply.status, 200);
     assert!(said.contains("no exit records"), "{said}");
     assert!(reply.body.contains("exits=\"none\""), "{}", reply.body);
@@ -281,11 +219,6 @@ fn doctor_and_bench_count_the_trees_processes() {
     let s = text(&out.stdout);
     assert!(s.contains("3 processes, 4 threads"), "{s}");
     assert!(s.contains("is not the running kernel's /proc"), "{s}");
-    let out = run(fake.root(), None, &["bench", "--runs", "1", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stdout).contains("tasksnap procfs collector"),
-        "{}",
-        text(&out.stdout)
-    );
+    let bench = run_ok(fake.root(), None, &["bench", "--runs", "1", "--json"]);
+    assert!(bench.contains("tasksnap procfs collector"), "{bench}");
 }

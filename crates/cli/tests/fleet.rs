@@ -4,30 +4,29 @@
 //! `hive_partitioning`; every row says its host and boot, and a hostile host name stays one
 //! directory under the dump's.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::{failed_saying, ok, on_tree, TASKSNAP};
 use tasksnap_loadgen::fake_proc::{FakeProc, BOOT_ID, HOSTNAME};
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
-
+/// tasksnap with `args` on the fake tree at `root`.
 fn run(root: &Path, args: &[&str]) -> Output {
-    Command::new(TASKSNAP)
-        .env("TASKSNAP_PROC_ROOT", root)
-        .env_remove("TASKSNAP_PAGE_SIZE")
-        .stdin(Stdio::null())
-        .args(args)
-        .output()
-        .expect("run tasksnap")
+    on_tree(root).args(args).output().expect("run tasksnap")
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+/// `dump --dir REC --format parquet --output OUT_DIR --partition` (the tree at `root` does
+/// not matter to dump: it reads the recording).
+fn partitioned_dump(root: &Path, rec: &Path, out_dir: &Path) -> Output {
+    let (r, o) = (utf8(rec), utf8(out_dir));
+    let args = ["dump", "--dir", r, "--format", "parquet", "--output", o];
+    run(root, &[&args[..], &["--partition"]].concat())
 }
 
-fn ok(out: &Output, what: &str) -> String {
-    assert_eq!(out.status.code(), Some(0), "{what}: {}", text(&out.stderr));
-    text(&out.stdout)
+fn utf8(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
 }
 
 /// A fake host named `hostname` with boot id `boot_id`, recorded `count` times into a store
@@ -118,26 +117,24 @@ fn dumps_of_two_hosts_partitioned_into_one_directory_read_as_one_table() {
     let other_boot = "0a0b0c0d-1111-4222-8333-444455556666";
     let (_b, rec_b) = recorded_host(base.path(), "b", b"db-02.example", other_boot, 1);
     let out_dir = base.path().join("fleet");
-    let o = out_dir.to_str().expect("utf-8 path");
-    for rec in [&rec_a, &rec_b] {
-        let r = rec.to_str().expect("utf-8 path");
-        // The tree does not matter to dump: it reads the recording.
-        let out = run(
-            base.path(),
-            &[
-                "dump",
-                "--dir",
-                r,
-                "--format",
-                "parquet",
-                "--output",
-                o,
-                "--partition",
-            ],
-        );
-        ok(&out, "dump --partition");
+    each_host_is_a_partition_of_its_own(base.path(), &[&rec_a, &rec_b], &out_dir);
+    a_second_dump_adds_a_file_beside(base.path(), &rec_b, &out_dir);
+    only_parquet_is_partitioned(base.path(), &rec_b);
+    every_row_says_its_host_and_boot(base.path(), &rec_a);
+    let Ok(python) = std::env::var("TASKSNAP_DUCKDB_PYTHON") else {
+        eprintln!("TASKSNAP_DUCKDB_PYTHON not set: the DuckDB check is skipped");
+        return;
+    };
+    duckdb_reads_the_partitions_as_one_table(&python, &out_dir, other_boot);
+}
+
+/// `recs` (db-02.example's last) dumped with `--partition` into `out_dir`: a file each, at
+/// `host=HOST/date=DATE/part-0.parquet`.
+fn each_host_is_a_partition_of_its_own(root: &Path, recs: &[&Path], out_dir: &Path) {
+    for rec in recs {
+        ok(&partitioned_dump(root, rec, out_dir), "dump --partition");
     }
-    let files = files_under(&out_dir);
+    let files = files_under(out_dir);
     let dates = dates_now();
     assert_eq!(files.len(), 2, "{files:?}");
     for (f, host) in files.iter().zip(["db-02.example", HOSTNAME]) {
@@ -149,71 +146,36 @@ fn dumps_of_two_hosts_partitioned_into_one_directory_read_as_one_table() {
             "{f} is not host={host}/date={dates:?}/part-0.parquet"
         );
     }
-    // Dumped again into the same directory: a new file beside, none replaced.
-    let r = rec_b.to_str().expect("utf-8 path");
-    let out = run(
-        base.path(),
-        &[
-            "dump",
-            "--dir",
-            r,
-            "--format",
-            "parquet",
-            "--output",
-            o,
-            "--partition",
-        ],
-    );
-    ok(&out, "second dump");
-    let again = files_under(&out_dir);
+}
+
+/// Dumped again into the same directory: a new file beside, none replaced (the new one is
+/// removed again).
+fn a_second_dump_adds_a_file_beside(root: &Path, rec: &Path, out_dir: &Path) {
+    ok(&partitioned_dump(root, rec, out_dir), "second dump");
+    let again = files_under(out_dir);
     assert_eq!(again.len(), 3, "{again:?}");
-    assert!(
-        again.iter().any(|f| f.ends_with("/part-1.parquet")),
-        "{again:?}"
-    );
-    std::fs::remove_file(
-        out_dir.join(
-            again
-                .iter()
-                .find(|f| f.ends_with("/part-1.parquet"))
-                .expect("part-1"),
-        ),
-    )
-    .expect("remove the copy");
+    let copy = again
+        .iter()
+        .find(|f| f.ends_with("/part-1.parquet"))
+        .unwrap_or_else(|| panic!("no part-1 in {again:?}"));
+    std::fs::remove_file(out_dir.join(copy)).expect("remove the copy");
+}
 
-    // Not Parquet: refused, nothing made.
-    let refused = base.path().join("refused");
-    let out = run(
-        base.path(),
-        &[
-            "dump",
-            "--dir",
-            r,
-            "--format",
-            "csv",
-            "--output",
-            refused.to_str().expect("utf-8 path"),
-            "--partition",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("Parquet only"),
-        "{}",
-        text(&out.stderr)
-    );
+/// Not Parquet: refused, nothing made.
+fn only_parquet_is_partitioned(root: &Path, rec: &Path) {
+    let refused = root.join("refused");
+    let (r, o) = (utf8(rec), utf8(&refused));
+    let args = ["dump", "--dir", r, "--format", "csv", "--output", o];
+    let out = run(root, &[&args[..], &["--partition"]].concat());
+    failed_saying(&out, 1, "Parquet only", "a partitioned CSV dump");
     assert!(!refused.exists());
+}
 
-    // CSV of one recording: every row has the host and boot id.
+/// CSV of one recording: every row has the host and boot id.
+fn every_row_says_its_host_and_boot(root: &Path, rec: &Path) {
     let out = run(
-        base.path(),
-        &[
-            "dump",
-            "--dir",
-            rec_a.to_str().expect("utf-8 path"),
-            "--fields",
-            "pid,host,boot_id",
-        ],
+        root,
+        &["dump", "--dir", utf8(rec), "--fields", "pid,host,boot_id"],
     );
     let csv = ok(&out, "dump csv");
     let mut lines = csv.lines();
@@ -226,14 +188,12 @@ fn dumps_of_two_hosts_partitioned_into_one_directory_read_as_one_table() {
             "{row} lacks the host"
         );
     }
+}
 
-    let Ok(python) = std::env::var("TASKSNAP_DUCKDB_PYTHON") else {
-        eprintln!("TASKSNAP_DUCKDB_PYTHON not set: the DuckDB check is skipped");
-        return;
-    };
-    // DuckDB over both hosts' partitions: GROUP BY host gives each host's rows (3
-    // processes per reading: 2 readings of the first, 1 of the second), with its boot id;
-    // the partition columns `host` and `date` come from the directories.
+/// DuckDB over both hosts' partitions: GROUP BY host gives each host's rows (3 processes per
+/// reading: 2 readings of the first, 1 of the second), with its boot id; the partition
+/// columns `host` and `date` come from the directories.
+fn duckdb_reads_the_partitions_as_one_table(python: &str, out_dir: &Path, other_boot: &str) {
     let script = r#"
 import sys, duckdb
 glob = sys.argv[1] + "/*/*/*.parquet"
@@ -246,8 +206,8 @@ rows = con.execute(
 for r in rows:
     print("|".join(str(x) for x in r))
 "#;
-    let out = Command::new(&python)
-        .args(["-c", script, o])
+    let out = Command::new(python)
+        .args(["-c", script, utf8(out_dir)])
         .output()
         .expect("python runs");
     let got = ok(&out, "duckdb");
@@ -257,6 +217,7 @@ for r in rows:
     let b = format!("{HOSTNAME}|{BOOT_ID}|6|3|");
     assert!(lines[0].starts_with(&a), "{got}");
     assert!(lines[1].starts_with(&b), "{got}");
+    let dates = dates_now();
     for l in lines {
         assert!(dates.iter().any(|d| l.ends_with(d.as_str())), "{l}");
     }
@@ -270,21 +231,10 @@ fn a_hostile_host_name_stays_one_directory_of_the_dump() {
     let base = tempfile::tempdir().expect("tempdir");
     let (_t, rec) = recorded_host(base.path(), "h", b"../../x=y /\xff", BOOT_ID, 1);
     let out_dir = base.path().join("deep").join("fleet");
-    let o = out_dir.to_str().expect("utf-8 path");
-    let out = run(
-        base.path(),
-        &[
-            "dump",
-            "--dir",
-            rec.to_str().expect("utf-8 path"),
-            "--format",
-            "parquet",
-            "--output",
-            o,
-            "--partition",
-        ],
+    ok(
+        &partitioned_dump(base.path(), &rec, &out_dir),
+        "dump --partition",
     );
-    ok(&out, "dump --partition");
     let files = files_under(&out_dir);
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(
@@ -344,46 +294,31 @@ print(repr([r[0] for r in rows]))
 fn a_partitioned_dump_refuses_unsafe_directories() {
     let base = tempfile::tempdir().expect("tempdir");
     let (_t, rec) = recorded_host(base.path(), "r", b"h", BOOT_ID, 1);
-    let r = rec.to_str().expect("utf-8 path");
-    let dump_to = |o: &Path| {
-        run(
-            base.path(),
-            &[
-                "dump",
-                "--dir",
-                r,
-                "--format",
-                "parquet",
-                "--partition",
-                "--output",
-                o.to_str().expect("utf-8 path"),
-            ],
-        )
-    };
-    let out = dump_to(&rec);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("recording being read"),
-        "{}",
-        text(&out.stderr)
+    let r = utf8(&rec);
+    let dump_to = |o: &Path| partitioned_dump(base.path(), &rec, o);
+    failed_saying(
+        &dump_to(&rec),
+        1,
+        "recording being read",
+        "a dump into its store",
     );
     let open = base.path().join("open");
     std::fs::create_dir(&open).expect("mkdir");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let out = dump_to(&open);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{}", common::text(&out.stderr));
     assert!(files_under(&open).is_empty());
     // Without --output: said, nothing written.
     let out = run(
         base.path(),
         &["dump", "--dir", r, "--format", "parquet", "--partition"],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("--output DIR"),
-        "{}",
-        text(&out.stderr)
+    failed_saying(
+        &out,
+        1,
+        "--output DIR",
+        "a partitioned dump without --output",
     );
 }
 
@@ -443,8 +378,8 @@ fn dumped_hosts(rec: &Path) -> Vec<(serde_json::Value, serde_json::Value)> {
         .collect()
 }
 
-/// Issue 42: a host name with a newline was recorded cut at the newline (the kernel prints
-/// the name and then one newline; the line was taken as the name).
+/// A host name with a newline is recorded whole, not cut at the newline (the kernel prints
+/// the name and then one newline; taking the line for the name is the defect).
 #[test]
 fn recorded_host_names_keep_a_newline() {
     let base = tempfile::tempdir().expect("tempdir");
@@ -463,9 +398,9 @@ fn recorded_host_names_keep_a_newline() {
     }
 }
 
-/// Issue 42: two host names that differ only in bytes that are not UTF-8 were written as
-/// the same replacement characters, so their readings shared one `host=` directory. Each
-/// distinct name is its own directory, every byte outside `A-Z a-z 0-9 - _ .` encoded.
+/// Two host names that differ only in bytes that are not UTF-8 have a `host=` directory
+/// each (the defect: both written as the same replacement characters, their readings in one
+/// directory). Every byte outside `A-Z a-z 0-9 - _ .` is encoded.
 #[test]
 fn partition_dirs_keep_non_utf8_host_names_apart() {
     let base = tempfile::tempdir().expect("tempdir");
@@ -481,20 +416,10 @@ fn partition_dirs_keep_non_utf8_host_names_apart() {
     }
     let out_dir = base.path().join("fleet");
     for rec in [&a, &b] {
-        let out = run(
-            base.path(),
-            &[
-                "dump",
-                "--dir",
-                rec.to_str().expect("utf-8 path"),
-                "--format",
-                "parquet",
-                "--output",
-                out_dir.to_str().expect("utf-8 path"),
-                "--partition",
-            ],
+        ok(
+            &partitioned_dump(base.path(), rec, &out_dir),
+            "dump --partition",
         );
-        ok(&out, "dump --partition");
     }
     let mut hosts: Vec<String> = files_under(&out_dir)
         .iter()

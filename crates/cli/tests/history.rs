@@ -1,19 +1,22 @@
-//! History that stays true (issue 29), end to end against the real binary: a thread's state
+//! History that stays true, end to end against the real binary: a thread's state
 //! time across a recorder restart (a CPU hog's summed `running_s` is its CPU time's growth,
 //! and `dump` and `states --replay` agree), and a store whose wall clock stepped back, or
 //! whose segment names are not the times of their frames, still read by `dump`,
 //! `ps --replay`, `states --replay` and `top --replay`.
 
 use std::path::Path;
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_history::{History, Recorder};
-use tasksnap_loadgen::{root_or_skip, ProcessGroup};
+use tasksnap_loadgen::ProcessGroup;
 use tasksnap_model::Reading;
 use tasksnap_store::{StoreError, WriterOptions};
 
-mod recording;
+mod common;
 
-use recording::{ok, record, replayed_thread, sleeper, tasksnap, text};
+use common::recording::{record, replayed_thread, store_dir};
+use common::sleeper;
+use common::{ok, tasksnap, text};
 
 /// The CSV rows of `dump` for pid `pid` (`key` names the pid's column), as their fields.
 fn dump_rows(dir: &str, what: &str, fields: &str, key: usize, pid: i32) -> Vec<Vec<String>> {
@@ -36,14 +39,12 @@ fn num(s: &str) -> f64 {
     }
 }
 
-/// Issue 29: across a recorder restart a CPU hog's dump row showed running_s = 0 while its
+/// Regression: across a recorder restart a CPU hog's dump row showed running_s = 0 while its
 /// CPU time grew, the rows summed short of its CPU time, and `states --replay` disagreed
 /// with the dump.
 #[test]
 fn state_time_is_continuous_across_a_recorder_restart() {
-    if !root_or_skip("recording thread states with BPF") {
-        return;
-    }
+    skip_unless_root!("recording thread states with BPF");
     let hog = ProcessGroup::spawn(1, &["sh", "-c", "while :; do :; done"]).expect("spawn hog");
     let pid = hog.pids()[0];
     let t = tempfile::tempdir().expect("tempdir");
@@ -97,6 +98,9 @@ fn readings() -> (Vec<Reading>, ProcessGroup, i32) {
     assert_eq!(all.len(), 6);
     (all, g, pid)
 }
+
+/// An hour, ns: how far ahead a clock ran before it stepped back.
+const HOUR_NS: i64 = 3_600_000_000_000;
 
 /// Writes `parts` as recorder runs one after the other (a new `Recorder` each, as a
 /// restarted recorder has), each reading's time moved by its part's shift, with segments of
@@ -181,19 +185,17 @@ fn every_reader_works(dir: &str, pid: i32, samples: usize, ats: &[u64]) -> Strin
     stderr
 }
 
-/// Issue 29: a clock that stepped back across a restart (NTP, a restored VM) made the whole
+/// Regression: a clock that stepped back across a restart (NTP, a restored VM) made the whole
 /// store unreadable: ps/states/top --replay and dump failed ("runs from 02:14:17Z to
 /// 01:14:19Z", "--from is after --to").
 #[test]
 fn a_store_whose_clock_stepped_back_reads_with_a_warning() {
     let (all, _g, pid) = readings();
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("stepped");
+    let (_t, dir) = store_dir();
     // The first run's clock an hour ahead, then corrected while no recorder ran.
-    let hour: i64 = 3_600_000_000_000;
-    write_runs(&dir, &[(&all[..3], hour), (&all[3..], 0)], u64::MAX / 4);
+    write_runs(&dir, &[(&all[..3], HOUR_NS), (&all[3..], 0)], u64::MAX / 4);
     let d = dir.to_str().expect("utf-8 path");
-    let ahead = all[1].snapshot.taken_at_unix_ns + hour as u64;
+    let ahead = all[1].snapshot.taken_at_unix_ns + HOUR_NS as u64;
     let after = all[4].snapshot.taken_at_unix_ns;
     let stderr = every_reader_works(d, pid, 6, &[ahead, after]);
     let step_to = rfc3339(all[3].snapshot.taken_at_unix_ns);
@@ -212,13 +214,12 @@ fn a_store_whose_clock_stepped_back_reads_with_a_warning() {
     assert!(times[0] > times[3], "recording order: {times:?}");
 }
 
-/// Issue 29: a segment whose name is earlier than its frames hid older segments from
+/// Regression: a segment whose name is earlier than its frames hid older segments from
 /// `dump` (names were read as times).
 #[test]
 fn a_segment_named_before_its_frames_hides_nothing_from_dump() {
     let (all, _g, pid) = readings();
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("renamed");
+    let (_t, dir) = store_dir();
     // One segment per run of two samples.
     write_runs(
         &dir,
@@ -250,17 +251,15 @@ fn a_segment_named_before_its_frames_hides_nothing_from_dump() {
     every_reader_works(d, pid, 6, &ats);
 }
 
-/// Issue 29: `record` on a store whose last sample is later than the clock now (the clock
+/// Regression: `record` on a store whose last sample is later than the clock now (the clock
 /// ran ahead, then was corrected while no recorder ran) said nothing and left a store no
 /// reader could read; it now says the clock stepped back, records in order, and every
 /// reader works.
 #[test]
 fn record_says_the_clock_stepped_back_and_goes_on() {
     let (all, _g, pid) = readings();
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("ahead");
-    let hour: i64 = 3_600_000_000_000;
-    write_runs(&dir, &[(&all, hour)], u64::MAX / 4);
+    let (_t, dir) = store_dir();
+    write_runs(&dir, &[(&all, HOUR_NS)], u64::MAX / 4);
     let d = dir.to_str().expect("utf-8 path");
     let rec = record(&dir, "0.2", 2, &["--backend", "procfs"]);
     let said = text(&rec.stderr);
@@ -268,13 +267,18 @@ fn record_says_the_clock_stepped_back_and_goes_on() {
         said.contains("warning: the clock stepped back"),
         "record says so: {said}"
     );
-    let stderr = every_reader_works(d, pid, 8, &[all[2].snapshot.taken_at_unix_ns + hour as u64]);
+    let stderr = every_reader_works(
+        d,
+        pid,
+        8,
+        &[all[2].snapshot.taken_at_unix_ns + HOUR_NS as u64],
+    );
     assert!(stderr.contains("clock stepped back"), "{stderr}");
 }
 
 /// A store written before exit records and host identities were kept (history format minor
 /// 0: `tasksnap-loadgen fake-proc`'s three processes, three samples, recorded by a build
-/// of issue 30's, checked in under tests/fixtures) still reads: the same rows, no exits (null, not
+/// of that format, checked in under tests/fixtures) still reads: the same rows, no exits (null, not
 /// zero: the recorder did not say), no host.
 #[test]
 fn a_store_from_before_exits_and_hosts_still_reads() {

@@ -4,15 +4,19 @@
 //! sibling, the exact bytes (hex in CSV and JSON), null for the valid names of the same
 //! output. Only the process the test spawned is compared.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use tasksnap_loadgen::wait_until;
 
-mod recording;
+mod common;
+
+use common::recording::record;
+use common::tasksnap_ok;
 
 /// `sleep 1000` started through `DIR/x\xff`, in its own process group, killed on drop.
 struct Hostile {
@@ -48,6 +52,11 @@ impl Hostile {
         self.child.id() as i32
     }
 
+    /// Its pid and the test's, as a `-p` list.
+    fn and_mine(&self) -> String {
+        format!("{},{}", self.pid(), std::process::id())
+    }
+
     /// The command line as every table joins it: arguments separated by spaces.
     fn args(&self) -> Vec<u8> {
         [self.link.as_os_str().as_bytes(), b" 1000"].concat()
@@ -62,34 +71,14 @@ impl Drop for Hostile {
     }
 }
 
-/// Runs tasksnap with `args` and asserts it succeeded.
-fn tasksnap(args: &[&str]) -> Output {
-    let out = recording::tasksnap(args);
-    recording::ok(&out, &format!("tasksnap {args:?}"));
-    out
-}
-
 fn hex(b: &[u8]) -> String {
     b.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn csv_rows(bytes: &[u8]) -> Vec<std::collections::HashMap<String, String>> {
-    let mut r = csv::Reader::from_reader(bytes);
-    let header: Vec<String> = r
-        .headers()
-        .expect("header")
-        .iter()
-        .map(str::to_string)
-        .collect();
-    r.records()
-        .map(|rec| {
-            let rec = rec.expect("a UTF-8 record");
-            header
-                .iter()
-                .cloned()
-                .zip(rec.iter().map(str::to_string))
-                .collect()
-        })
+fn csv_rows(bytes: &[u8]) -> Vec<HashMap<String, String>> {
+    csv::Reader::from_reader(bytes)
+        .deserialize()
+        .map(|row| row.expect("a UTF-8 record"))
         .collect()
 }
 
@@ -103,9 +92,9 @@ fn dump_keeps_invalid_utf8_names_exact() {
     let t = tempfile::tempdir().expect("tempdir");
     let dir = t.path().join("rec");
     let d = dir.to_str().expect("utf-8 path");
-    recording::record(&dir, "0.2", 2, &["-q"]);
+    record(&dir, "0.2", 2, &["-q"]);
 
-    let csv = tasksnap(&["dump", "--dir", d, "--format", "csv"]);
+    let csv = tasksnap_ok(&["dump", "--dir", d, "--format", "csv"]);
     let rows = csv_rows(&csv.stdout);
     let ours: Vec<_> = rows.iter().filter(|r| r["pid"] == pid).collect();
     assert_eq!(ours.len(), 2, "a row per sample");
@@ -121,7 +110,7 @@ fn dump_keeps_invalid_utf8_names_exact() {
         .expect("the test's own row");
     assert_eq!(test["comm_bytes"], "", "valid UTF-8: no bytes");
 
-    let json = tasksnap(&[
+    let json = tasksnap_ok(&[
         "dump",
         "--dir",
         d,
@@ -153,21 +142,13 @@ fn dump_keeps_invalid_utf8_names_exact() {
     assert!(test["comm_bytes"].is_null(), "{test}");
 }
 
-/// ps JSON gave the bytes as `comm_hex`, only for invalid names: now `comm_bytes`, hex or
-/// null, on every row.
+/// ps JSON has `comm_bytes` and `args_bytes` on every row, hex or null (the defect: the bytes
+/// as `comm_hex`, and only for invalid names).
 #[test]
 fn ps_json_gives_invalid_utf8_names_a_bytes_column() {
-    let h = Hostile::spawn();
-    let me = std::process::id();
-    let out = tasksnap(&[
-        "ps",
-        "-p",
-        &format!("{},{me}", h.pid()),
-        "-o",
-        "pid,comm,args",
-        "--output",
-        "json",
-    ]);
+    let (h, me) = (Hostile::spawn(), std::process::id());
+    let both = h.and_mine();
+    let out = tasksnap_ok(&["ps", "-p", &both, "-o", "pid,comm,args", "--output", "json"]);
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON");
     let row = |pid: u32| {
         rows.iter()
@@ -192,18 +173,9 @@ fn ps_json_gives_invalid_utf8_names_a_bytes_column() {
 /// `states --json` gave a comm that is not UTF-8 with U+FFFD and no exact bytes.
 #[test]
 fn states_json_gives_invalid_utf8_names_a_bytes_column() {
-    let h = Hostile::spawn();
-    let me = std::process::id();
-    let out = tasksnap(&[
-        "states",
-        "-p",
-        &format!("{},{me}", h.pid()),
-        "-i",
-        "0.2",
-        "-n",
-        "1",
-        "--json",
-    ]);
+    let (h, me) = (Hostile::spawn(), std::process::id());
+    let both = h.and_mine();
+    let out = tasksnap_ok(&["states", "-p", &both, "-i", "0.2", "-n", "1", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     let rows = v["threads"].as_array().expect("thread rows");
     let r = rows

@@ -1,4 +1,4 @@
-//! `tasksnap ps` under a low open-files limit (issue #16): every process and thread this test
+//! `tasksnap ps` under a low open-files limit: every process and thread this test
 //! spawned is listed at every `prlimit --nofile=N` from 5 up, as procps lists them; a
 //! backend that cannot work at a limit says so and exits 1, never a short listing with exit
 //! 0. Before the fix, each procfs reader held up to 256 descriptors before closing them, and
@@ -10,8 +10,9 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
-use common::*;
+use common::{text, TASKSNAP};
 use tasksnap_loadgen::Load;
 
 /// Limits to try: procps works from 5 up (stdin, stdout, stderr, /proc and one file).
@@ -37,8 +38,8 @@ fn ps_under(nofile: u32, args: &[&str]) -> Run {
         .expect("run prlimit (util-linux)");
     Run {
         code: o.status.code(),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        stdout: text(&o.stdout),
+        stderr: text(&o.stderr),
     }
 }
 
@@ -52,7 +53,7 @@ fn column(out: &str, col: usize) -> BTreeSet<i32> {
 
 /// Sleeping processes (more than a reader's old batch of descriptors, two files each with
 /// command lines) and a process with threads, all of the load generator's process group.
-fn spawn_load() -> Load {
+fn spawn_many_sleepers() -> Load {
     Load::spawn(&["--procs", "300", "--threads", "8", "--list-pids"])
         .expect("spawn the load generator (cargo build --workspace first)")
 }
@@ -105,7 +106,7 @@ fn check(what: &str, run: &Run, want: &BTreeSet<i32>, col: usize, must_work: boo
 
 #[test]
 fn procfs_ps_lists_every_process_under_a_low_open_files_limit() {
-    let load = spawn_load();
+    let load = spawn_many_sleepers();
     let (pids, tids) = (load_pids(&load), load_tids(&load));
     for &n in LIMITS {
         for backend in ["--backend=procfs", "--backend=auto"] {
@@ -130,10 +131,8 @@ fn procfs_ps_lists_every_process_under_a_low_open_files_limit() {
 /// printed four libbpf errors and one row at `--nofile=5`).
 #[test]
 fn bpf_ps_lists_every_process_or_fails_clearly_under_a_low_open_files_limit() {
-    if !root_or_skip("ps --backend=bpf under a low open-files limit") {
-        return;
-    }
-    let load = spawn_load();
+    skip_unless_root!("ps --backend=bpf under a low open-files limit");
+    let load = spawn_many_sleepers();
     let (pids, tids) = (load_pids(&load), load_tids(&load));
     let mut worked_at = None;
     for &n in LIMITS.iter().chain(&[1024]) {

@@ -6,24 +6,18 @@ mod common;
 
 use std::process::{Command, Stdio};
 
+use common::ps::*;
 use common::*;
 
 /// Runs tasksnap with `args`, stdout on /dev/full.
 fn to_dev_full(args: &[&str]) -> (Option<i32>, String) {
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("/dev/full");
     let out = Command::new(TASKSNAP)
         .args(args)
-        .stdout(full)
+        .stdout(dev_full())
         .stderr(Stdio::piped())
         .output()
         .expect("run tasksnap");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.code(), text(&out.stderr))
 }
 
 /// `tasksnap --help`, `ps --help`, `ps L`, `ps -V` and `top -h` to /dev/full panicked
@@ -108,14 +102,10 @@ fn messages_to_a_full_stderr_panic() {
         (&["states", "-p", "99999999", "-n", "1"], 1),
         (&["doctor", "--x"], 2),
     ] {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .expect("/dev/full");
         let status = Command::new(TASKSNAP)
             .args(args)
             .stdout(Stdio::null())
-            .stderr(full)
+            .stderr(dev_full())
             .status()
             .expect("run tasksnap");
         assert_eq!(status.code(), Some(want), "{args:?}");

@@ -8,11 +8,14 @@
 //! them the test is skipped, saying why, except under TASKSNAP_REQUIRE_PRIVILEGED=1 (CI),
 //! where a skip is a failure. dpkg --root extracts files owned by root: root only, likewise.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+use common::{failed_saying, text, TASKSNAP};
+
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const UNITS: [&str; 3] = [
     "tasksnap-pin.service",
@@ -22,10 +25,6 @@ const UNITS: [&str; 3] = [
 
 fn top() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -275,14 +274,45 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
     let host_status_before = std::fs::read("/var/lib/dpkg/status").ok();
     let host_log_before = std::fs::metadata("/var/log/dpkg.log").map(|m| m.len()).ok();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let out_dir = tmp.path().join("out");
+    let (deb, arch) = build(tmp.path());
+    let depended_on = the_metadata_is_this_builds(&deb, &arch);
+    let expected = the_contents_are_roots_with_these_modes(&deb);
+    let root = tmp.path().join("root");
+    install(&root, &deb, &depended_on, &expected);
 
-    // Build: no compression (xz of a debug binary takes seconds; it is dpkg-deb's business).
+    // The installed binary runs.
+    let v = ok(Command::new(root.join("usr/bin/tasksnap")).arg("--version"));
+    assert_eq!(text(&v.stdout).trim(), format!("tasksnap {VERSION}"));
+
+    the_units_are_the_repositorys_and_verify(&root);
+    the_record_unit_takes_this_builds_options(&root, tmp.path());
+    the_serve_unit_takes_this_builds_options(&root);
+    the_man_page_renders_without_a_warning(&root);
+    removal_takes_every_file_away(&root, &expected);
+
+    // The real system's dpkg database and log were not touched.
+    assert_eq!(
+        std::fs::read("/var/lib/dpkg/status").ok(),
+        host_status_before,
+        "the host's dpkg status changed"
+    );
+    assert_eq!(
+        std::fs::metadata("/var/log/dpkg.log").map(|m| m.len()).ok(),
+        host_log_before,
+        "the host's dpkg log grew"
+    );
+}
+
+/// Builds the package of this test's binary into `tmp/out`, uncompressed (xz of a debug
+/// binary takes seconds; it is dpkg-deb's business), leaving nothing else in `tmp`: its
+/// path and this host's architecture.
+fn build(tmp: &Path) -> (PathBuf, String) {
+    let out_dir = tmp.join("out");
     let built = ok(Command::new(top().join("packaging/deb/build-deb"))
         .arg(TASKSNAP)
         .arg(&out_dir)
         .env("TASKSNAP_DEB_COMPRESSION", "none")
-        .env("TMPDIR", tmp.path()));
+        .env("TMPDIR", tmp));
     let arch = text(&ok(Command::new("dpkg").arg("--print-architecture")).stdout)
         .trim()
         .to_string();
@@ -293,7 +323,7 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
     );
     assert!(deb.is_file(), "{} not written", deb.display());
     // The staging directory is gone.
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
+    let left: Vec<_> = std::fs::read_dir(tmp)
         .expect("tmp")
         .flatten()
         .map(|e| e.file_name())
@@ -303,12 +333,16 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
         vec![std::ffi::OsString::from("out")],
         "build-deb left {left:?}"
     );
+    (deb, arch)
+}
 
-    // Metadata.
-    let info = text(&ok(Command::new("dpkg-deb").arg("--field").arg(&deb)).stdout);
+/// The control fields are this build's, it depends on the libraries it links (libc with a
+/// version) and has its maintainer scripts: the names of the packages it depends on.
+fn the_metadata_is_this_builds(deb: &Path, arch: &str) -> Vec<String> {
+    let info = text(&ok(Command::new("dpkg-deb").arg("--field").arg(deb)).stdout);
     assert_eq!(field(&info, "Package"), Some("tasksnap"));
     assert_eq!(field(&info, "Version"), Some(VERSION));
-    assert_eq!(field(&info, "Architecture"), Some(arch.as_str()));
+    assert_eq!(field(&info, "Architecture"), Some(arch));
     assert_eq!(field(&info, "Section"), Some("admin"));
     assert!(field(&info, "Maintainer").is_some_and(|m| m.contains('@')));
     assert!(field(&info, "Description").is_some_and(|d| !d.is_empty()));
@@ -329,13 +363,16 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
         libc.starts_with("libc6 (>= 2."),
         "libc6 without a version: {depends}"
     );
-    let info_all = text(&ok(Command::new("dpkg-deb").arg("--info").arg(&deb)).stdout);
+    let info_all = text(&ok(Command::new("dpkg-deb").arg("--info").arg(deb)).stdout);
     for script in ["postinst", "prerm", "postrm"] {
         assert!(info_all.contains(script), "no {script} in {info_all}");
     }
+    names
+}
 
-    // Contents: exactly these files, root's, with these modes.
-    let contents = text(&ok(Command::new("dpkg-deb").arg("--contents").arg(&deb)).stdout);
+/// Contents: exactly these files, root's, with these modes. The files.
+fn the_contents_are_roots_with_these_modes(deb: &Path) -> BTreeSet<String> {
+    let contents = text(&ok(Command::new("dpkg-deb").arg("--contents").arg(deb)).stdout);
     let mut files = BTreeSet::new();
     for line in contents.lines() {
         let cols: Vec<&str> = line.split_whitespace().collect();
@@ -365,31 +402,33 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
     .map(String::from)
     .collect();
     assert_eq!(files, expected, "package contents");
+    files
+}
 
-    // Install into a temporary root whose database holds this host's copies of the packages
-    // depended on: dpkg checks the Depends against them (no --force-depends).
-    let root = tmp.path().join("root");
+/// Installs `deb` into the temporary root `root`, whose database holds this host's copies
+/// of the packages depended on: dpkg checks the Depends against them (no --force-depends).
+/// Installed, with every file of `expected`.
+fn install(root: &Path, deb: &Path, depended_on: &[String], expected: &BTreeSet<String>) {
     let admin = root.join("var/lib/dpkg");
     for d in ["info", "updates", "triggers"] {
         std::fs::create_dir_all(admin.join(d)).expect("admin dir");
     }
-    std::fs::write(admin.join("status"), status_of(&names)).expect("status");
-    ok(dpkg(&root, &["--install"]).arg(&deb));
-    let st = text(&ok(&mut dpkg(&root, &["--status", "tasksnap"])).stdout);
+    std::fs::write(admin.join("status"), status_of(depended_on)).expect("status");
+    ok(dpkg(root, &["--install"]).arg(deb));
+    let st = text(&ok(&mut dpkg(root, &["--status", "tasksnap"])).stdout);
     assert_eq!(field(&st, "Status"), Some("install ok installed"), "{st}");
-    let installed = files_under(&root);
-    for f in &expected {
+    let installed = files_under(root);
+    for f in expected {
         assert!(
             installed.contains(&f[1..]),
             "{f} not installed: {installed:?}"
         );
     }
+}
 
-    // The installed binary runs.
-    let v = ok(Command::new(root.join("usr/bin/tasksnap")).arg("--version"));
-    assert_eq!(text(&v.stdout).trim(), format!("tasksnap {VERSION}"));
-
-    // The units are the repository's, verified as installed, and keep their hardening.
+/// The units are the repository's, keep their hardening and pass `systemd-analyze verify`
+/// as installed.
+fn the_units_are_the_repositorys_and_verify(root: &Path) {
     for unit in UNITS {
         let installed_unit =
             std::fs::read_to_string(root.join("lib/systemd/system").join(unit)).expect("unit");
@@ -431,7 +470,12 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
             text(&o.stderr)
         );
     }
-    // The record unit's options are this build's.
+}
+
+/// The record unit's options are this build's: aimed at a file, not a store, the installed
+/// binary takes every option (a usage error exits 2), then stops at the store (3), before
+/// reading the host, whatever its size.
+fn the_record_unit_takes_this_builds_options(root: &Path, tmp: &Path) {
     let record = std::fs::read_to_string(root.join("lib/systemd/system/tasksnap-record.service"))
         .expect("record unit");
     let exec = one(&settings(&record), "ExecStart", "record");
@@ -442,23 +486,15 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
         .position(|a| a == "--dir")
         .expect("record --dir");
     assert_eq!(args[dir + 1], "/var/lib/tasksnap/history");
-    // Aimed at a file, not a store: record takes every option (a usage error exits 2),
-    // then stops at the store (3), before reading the host, whatever its size.
-    let not_a_store = tmp.path().join("not-a-store");
+    let not_a_store = tmp.join("not-a-store");
     std::fs::write(&not_a_store, "").expect("file");
     args[dir + 1] = not_a_store.display().to_string();
     let o = run(Command::new(root.join("usr/bin/tasksnap")).args(&args));
-    assert_eq!(
-        o.status.code(),
-        Some(3),
-        "tasksnap {args:?}: {}",
-        text(&o.stderr)
-    );
-    assert!(
-        text(&o.stderr).contains("not a tasksnap store"),
-        "{}",
-        text(&o.stderr)
-    );
+    failed_saying(&o, 3, "not a tasksnap store", &format!("tasksnap {args:?}"));
+}
+
+/// The serve unit's command line, and its options known to the installed binary.
+fn the_serve_unit_takes_this_builds_options(root: &Path) {
     let serve = std::fs::read_to_string(root.join("lib/systemd/system/tasksnap-serve.service"))
         .expect("serve unit");
     let exec = one(&settings(&serve), "ExecStart", "serve");
@@ -466,18 +502,15 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
         exec,
         "/usr/bin/tasksnap serve --listen 127.0.0.1:8275 --interval 15"
     );
-    // serve is written on another branch: when this build has it, it knows the options.
-    let help = run(Command::new(root.join("usr/bin/tasksnap")).args(["serve", "--help"]));
-    if help.status.success() {
-        let h = text(&help.stdout);
-        for opt in ["--listen", "--interval"] {
-            assert!(h.contains(opt), "serve --help lacks {opt}:\n{h}");
-        }
-    } else {
-        eprintln!("note: this build has no `tasksnap serve`; its unit is checked as text only");
+    let h = text(&ok(Command::new(root.join("usr/bin/tasksnap")).args(["serve", "--help"])).stdout);
+    for opt in ["--listen", "--interval"] {
+        assert!(h.contains(opt), "serve --help lacks {opt}:\n{h}");
     }
+}
 
-    // The man page: the repository's, rendered by groff and man without a warning.
+/// The man page: the repository's, rendered by groff and man without a warning, naming
+/// every command.
+fn the_man_page_renders_without_a_warning(root: &Path) {
     let page = root.join("usr/share/man/man1/tasksnap.1.gz");
     let source = std::fs::read_to_string(top().join("packaging/tasksnap.1")).expect("man src");
     assert_eq!(gunzip(&page), source);
@@ -514,30 +547,20 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
     ] {
         assert!(rendered.contains(want), "man page lacks {want}");
     }
+}
 
-    // Removal takes every file away; purge forgets the package.
-    ok(&mut dpkg(&root, &["--remove", "tasksnap"]));
-    let after = files_under(&root);
-    for f in &expected {
+/// Removal takes every file away; purge forgets the package.
+fn removal_takes_every_file_away(root: &Path, expected: &BTreeSet<String>) {
+    ok(&mut dpkg(root, &["--remove", "tasksnap"]));
+    let after = files_under(root);
+    for f in expected {
         assert!(!after.contains(&f[1..]), "{f} left after removal");
     }
     assert!(!root.join("usr").exists(), "/usr left behind: {after:?}");
     assert!(!root.join("lib").exists(), "/lib left behind: {after:?}");
-    ok(&mut dpkg(&root, &["--purge", "tasksnap"]));
-    let gone = run(&mut dpkg(&root, &["--status", "tasksnap"]));
+    ok(&mut dpkg(root, &["--purge", "tasksnap"]));
+    let gone = run(&mut dpkg(root, &["--status", "tasksnap"]));
     assert!(!gone.status.success(), "still known after purge");
-
-    // The real system's dpkg database and log were not touched.
-    assert_eq!(
-        std::fs::read("/var/lib/dpkg/status").ok(),
-        host_status_before,
-        "the host's dpkg status changed"
-    );
-    assert_eq!(
-        std::fs::metadata("/var/log/dpkg.log").map(|m| m.len()).ok(),
-        host_log_before,
-        "the host's dpkg log grew"
-    );
 }
 
 #[test]

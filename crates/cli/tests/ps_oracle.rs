@@ -10,7 +10,9 @@ mod common;
 
 use std::collections::HashSet;
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
+use common::ps::*;
 use common::*;
 use tasksnap_loadgen::Load;
 
@@ -32,13 +34,7 @@ fn same_rows(
     theirs: &Out,
 ) -> Result<usize, String> {
     if ours.code != theirs.code {
-        return Err(format!(
-            "{args:?}: exit {:?} vs procps {:?}; stderr {:?} vs {:?}",
-            ours.code,
-            theirs.code,
-            String::from_utf8_lossy(&ours.stderr),
-            String::from_utf8_lossy(&theirs.stderr)
-        ));
+        return Err(exits_differ(&format!("{args:?}"), ours, theirs));
     }
     let (h1, mut r1) = load_rows(&ours.stdout, pids);
     let (h2, mut r2) = load_rows(&theirs.stdout, pids);
@@ -55,97 +51,87 @@ fn same_rows(
     }
     if r1 != r2 {
         let mut msg = format!("{args:?} [{locale}]: rows differ\n");
-        for (a, b) in r1.iter().zip(r2.iter()).filter(|(a, b)| a != b).take(5) {
-            msg += &format!(
-                "  ours:   {:?}\n  procps: {:?}\n",
-                String::from_utf8_lossy(a),
-                String::from_utf8_lossy(b)
-            );
-        }
+        msg += &differing_rows(("ours", &r1), ("procps", &r2), 5);
         if r1.len() != r2.len() {
             msg += &format!("  {} rows vs {} rows\n", r1.len(), r2.len());
         }
         return Err(msg);
     }
-    if r1.is_empty() {
-        return Err(format!(
-            "{args:?}: no load rows at all: the test would prove nothing"
-        ));
-    }
-    Ok(r1.len())
+    some_load_rows(&format!("{args:?}"), r1.len())
 }
 
-const FORMATS: &[&[&str]] = &[
-    &["-ef"],
-    &["-eF"],
-    &["-el"],
-    &["-ely"],
-    &["-elf"],
-    &["-ej"],
-    &["-ejH"],
-    &["-efH"],
-    &["-eLf"],
-    &["-eL"],
-    &["-eT"],
-    &["-e", "m"],
-    &["-e", "H"],
-    &["aux"],
-    &["ax"],
-    &["axu"],
-    &["axjf"],
-    &["axf"],
-    &["-e", "--forest"],
-    &[
-        "-e",
-        "-o",
-        "pid,ppid,pgid,pgrp,sid,sess,tid,lwp,spid,nlwp,tpgid",
-    ],
-    &[
-        "-e",
-        "-o",
-        "pid,uid,euid,ruid,suid,fuid,user,euser,ruser,suser,fuser",
-    ],
-    &["-e", "-o", "pid,gid,egid,rgid,group,egroup,rgroup"],
-    &["-e", "-o", "pid,stat,s,state,tty,tt,tname,f,flags,wchan"],
-    &[
-        "-e",
-        "-o",
-        "pid,pri,pri_foo,opri,priority,ni,nice,psr,class,cls,policy,rtprio,sched",
-    ],
-    &[
-        "-e",
-        "-o",
-        "pid,rss,rssize,rsz,vsz,vsize,sz,pmem,%mem,maj_flt,min_flt",
-    ],
-    &[
-        "-e",
-        "-o",
-        "pid,stime,start,lstart,bsdstart,start_time,etime,etimes,time,cputime,bsdtime",
-    ],
-    &["-e", "-o", "pid,comm,ucmd,ucomm"],
-    &["-e", "-o", "pid,args"],
-    &["-e", "-o", "pid,cmd,command"],
-    &["-e", "-o", "pid,comm,args", "-ww"],
-    &["-e", "-o", "pid=PROCESS,comm=NAME,args=COMMAND"],
-    &["-e", "-o", "pid:10,comm:5,args"],
-    &["-e", "-o", "pid,addr,label,c,pcpu,%cpu"],
-    &["-e", "-o", "pid,cgroup,comm"],
-    &["-e", "-o", "pid,comm,cgroup"],
-    &["-e", "-O", "ppid,nlwp"],
-    &["-e", "--sort=-pid", "-o", "pid,comm"],
-    &["-e", "--sort", "comm,pid", "-o", "pid,comm"],
-    &["-e", "k", "-ppid,pid", "-o", "pid,ppid,comm"],
-    &["-e", "--no-headers", "-o", "pid,comm"],
-    &["-e", "-w", "-o", "pid,args"],
-    &["-e", "c"],
-    &["axc"],
-    &["-aux"],
-    &["-ax"],
-    &["-eL", "--sort=pid"],
-    &["-e", "m", "--sort=pid"],
-    &["-e", "-o", "pid=X,comm="],
-    &["-e", "-o", "pid,comm", "-o", "args"],
-    &["-eo", "pid,tname,comm", "--sort", "tty,-pid"],
+/// Why two runs differ in how they ended: their exit codes and what they said.
+fn exits_differ(what: &str, ours: &Out, theirs: &Out) -> String {
+    format!(
+        "{what}: exit {:?} vs procps {:?}; stderr {:?} vs {:?}",
+        ours.code,
+        theirs.code,
+        String::from_utf8_lossy(&ours.stderr),
+        String::from_utf8_lossy(&theirs.stderr)
+    )
+}
+
+/// `Ok(n)` when a comparison had `n > 0` rows of the load: with none it proves nothing.
+fn some_load_rows(what: &str, n: usize) -> Result<usize, String> {
+    if n == 0 {
+        return Err(format!(
+            "{what}: no load rows at all: the test would prove nothing"
+        ));
+    }
+    Ok(n)
+}
+
+const FORMATS: &[&str] = &[
+    "-ef",
+    "-eF",
+    "-el",
+    "-ely",
+    "-elf",
+    "-ej",
+    "-ejH",
+    "-efH",
+    "-eLf",
+    "-eL",
+    "-eT",
+    "-e m",
+    "-e H",
+    "aux",
+    "ax",
+    "axu",
+    "axjf",
+    "axf",
+    "-e --forest",
+    "-e -o pid,ppid,pgid,pgrp,sid,sess,tid,lwp,spid,nlwp,tpgid",
+    "-e -o pid,uid,euid,ruid,suid,fuid,user,euser,ruser,suser,fuser",
+    "-e -o pid,gid,egid,rgid,group,egroup,rgroup",
+    "-e -o pid,stat,s,state,tty,tt,tname,f,flags,wchan",
+    "-e -o pid,pri,pri_foo,opri,priority,ni,nice,psr,class,cls,policy,rtprio,sched",
+    "-e -o pid,rss,rssize,rsz,vsz,vsize,sz,pmem,%mem,maj_flt,min_flt",
+    "-e -o pid,stime,start,lstart,bsdstart,start_time,etime,etimes,time,cputime,bsdtime",
+    "-e -o pid,comm,ucmd,ucomm",
+    "-e -o pid,args",
+    "-e -o pid,cmd,command",
+    "-e -o pid,comm,args -ww",
+    "-e -o pid=PROCESS,comm=NAME,args=COMMAND",
+    "-e -o pid:10,comm:5,args",
+    "-e -o pid,addr,label,c,pcpu,%cpu",
+    "-e -o pid,cgroup,comm",
+    "-e -o pid,comm,cgroup",
+    "-e -O ppid,nlwp",
+    "-e --sort=-pid -o pid,comm",
+    "-e --sort comm,pid -o pid,comm",
+    "-e k -ppid,pid -o pid,ppid,comm",
+    "-e --no-headers -o pid,comm",
+    "-e -w -o pid,args",
+    "-e c",
+    "axc",
+    "-aux",
+    "-ax",
+    "-eL --sort=pid",
+    "-e m --sort=pid",
+    "-e -o pid=X,comm=",
+    "-e -o pid,comm -o args",
+    "-eo pid,tname,comm --sort tty,-pid",
 ];
 
 fn check_all(locale: &str) {
@@ -153,7 +139,8 @@ fn check_all(locale: &str) {
     let extras = Extras::spawn();
     let mut failures = Vec::new();
     let mut rows = 0;
-    for args in FORMATS {
+    for &line in FORMATS {
+        let args = &words(line)[..];
         // --no-headers output has no header to find the PID column in: compare whole output
         // of the load's pids only through an explicit selection instead.
         if args.contains(&"--no-headers") {
@@ -171,8 +158,12 @@ fn check_all(locale: &str) {
     let mut pids: HashSet<i32> = load.info.known_pids().into_iter().collect();
     pids.extend(extras.pids());
     let spawned = pid_list(&pids);
-    for args in FORMATS.iter().filter(|a| is_forest(a)) {
-        let selected = only_spawned_in_a_forest(args, &spawned);
+    for args in FORMATS
+        .iter()
+        .map(|line| words(line))
+        .filter(|a| is_forest(a))
+    {
+        let selected = only_spawned_in_a_forest(&args, &spawned);
         let selected: Vec<&str> = selected.iter().map(String::as_str).collect();
         match compare(&load, &extras, &selected, locale) {
             Ok(n) => rows += n,
@@ -269,7 +260,7 @@ fn narrow_screens_cut_like_procps() {
             &["-eo", "pid,user,args,comm"],
             &["axjf"],
         ] {
-            let ours = run_cols(TASKSNAP, &["ps"], args, "C.UTF-8", Some(cols));
+            let ours = tasksnap_in_columns(cols, &[&["ps"][..], args].concat(), "C.UTF-8");
             let theirs = run_procps(args, "C.UTF-8", Some(cols));
             let (h1, mut r1) = load_rows(&ours.stdout, &pids);
             let (h2, mut r2) = load_rows(&theirs.stdout, &pids);
@@ -493,7 +484,14 @@ impl Runner {
         let program = self.nobody.as_deref().unwrap_or(TASKSNAP);
         let mut a = args.to_vec();
         a.push(backend);
-        run_as(self.uid(), program, &["ps"], &a, "C.UTF-8", cols)
+        output(&mut command_as(
+            self.uid(),
+            program,
+            &["ps"],
+            &a,
+            "C.UTF-8",
+            cols,
+        ))
     }
 
     fn theirs(&self, args: &[&str], cols: Option<&str>) -> Out {
@@ -535,13 +533,7 @@ fn same_output(
     };
     if ours.code != theirs.code || !same {
         let mut msg = format!("{what}: exit {:?} vs procps {:?}\n", ours.code, theirs.code);
-        for (x, y) in a.iter().zip(&b).filter(|(x, y)| x != y).take(4) {
-            msg += &format!(
-                "  ours:   {:?}\n  procps: {:?}\n",
-                String::from_utf8_lossy(x),
-                String::from_utf8_lossy(y)
-            );
-        }
+        msg += &differing_rows(("ours", &a), ("procps", &b), 4);
         if a.len() != b.len() {
             msg += &format!("  {} lines vs {}\n", a.len(), b.len());
         }
@@ -695,13 +687,7 @@ fn together(runner: &Runner, load: &Load, extras: &Extras) -> Vec<String> {
                         String::from_utf8_lossy(&h2)
                     );
                 }
-                for (x, y) in r1.iter().zip(&r2).filter(|(x, y)| x != y).take(4) {
-                    msg += &format!(
-                        "  ours:   {:?}\n  procps: {:?}\n",
-                        String::from_utf8_lossy(x),
-                        String::from_utf8_lossy(y)
-                    );
-                }
+                msg += &differing_rows(("ours", &r1), ("procps", &r2), 4);
                 failures.push(msg);
             }
         }
@@ -721,9 +707,7 @@ fn odd_specifiers_match_procps() {
 
 #[test]
 fn odd_specifiers_match_procps_as_nobody() {
-    if !root_or_skip("ps as nobody (setpriv)") {
-        return;
-    }
+    skip_unless_root!("ps as nobody (setpriv)");
     let load = spawn_load();
     let extras = Extras::spawn();
     let runner = Runner {
@@ -780,27 +764,18 @@ fn machine_output_keeps_hexadecimal_columns_as_text() {
 // ---- Option handling beyond the common forms: AIX descriptors, personalities, BSD e/s/v/X,
 // ---- O sort codes, and procps's newer --delimiter and fds.
 
-/// Runs `program` with `env` set (PS_PERSONALITY and friends cleared first), in the C
-/// locale, optionally as nobody through setpriv.
-fn run_env(
-    program: &str,
-    prefix: &[&str],
-    args: &[&str],
-    env: &[(&str, &str)],
-    nobody: bool,
-) -> Out {
-    env_command(program, prefix, args, env, nobody)
-        .output()
-        .expect("run")
-        .into()
+/// Runs `program ps ARGS` (tasksnap, or a copy of it) with `env` set (PS_PERSONALITY and
+/// friends cleared first), in the C locale, optionally as nobody through setpriv.
+fn ps_env(program: &str, args: &[&str], env: &[(&str, &str)], nobody: bool) -> Out {
+    output(&mut env_command(program, &["ps"], args, env, nobody))
 }
 
-/// procps `ps` as [`run_env`] runs a program: the oracle ([`oracle`]).
+/// procps `ps` as [`ps_env`] runs a program: the oracle ([`oracle`]).
 fn procps_env(args: &[&str], env: &[(&str, &str)], nobody: bool) -> Out {
     oracle(&mut env_command("ps", &[], args, env, nobody))
 }
 
-/// The command [`run_env`] runs.
+/// The command [`ps_env`] runs.
 fn env_command(
     program: &str,
     prefix: &[&str],
@@ -843,8 +818,8 @@ fn compare_env(
     nobody: Option<&str>,
 ) -> Result<usize, String> {
     let ours = match nobody {
-        Some(bin) => run_env(bin, &["ps"], args, env, true),
-        None => run_env(TASKSNAP, &["ps"], args, env, false),
+        Some(bin) => ps_env(bin, args, env, true),
+        None => ps_env(TASKSNAP, args, env, false),
     };
     let theirs = procps_env(args, env, nobody.is_some());
     let what = format!(
@@ -852,13 +827,7 @@ fn compare_env(
         if nobody.is_some() { " as nobody" } else { "" }
     );
     if ours.code != theirs.code || ours.stderr != theirs.stderr {
-        return Err(format!(
-            "{what}: exit {:?} vs procps {:?}; stderr {:?} vs {:?}",
-            ours.code,
-            theirs.code,
-            String::from_utf8_lossy(&ours.stderr),
-            String::from_utf8_lossy(&theirs.stderr)
-        ));
+        return Err(exits_differ(&what, &ours, &theirs));
     }
     if theirs.code != Some(0) {
         return Err(format!(
@@ -873,22 +842,11 @@ fn compare_env(
             String::from_utf8_lossy(&h1),
             String::from_utf8_lossy(&h2)
         );
-        for (a, b) in r1.iter().zip(r2.iter()).filter(|(a, b)| a != b).take(3) {
-            msg += &format!(
-                "  ours:   {:?}\n  procps: {:?}\n",
-                String::from_utf8_lossy(a),
-                String::from_utf8_lossy(b)
-            );
-        }
+        msg += &differing_rows(("ours", &r1), ("procps", &r2), 3);
         msg += &format!("  {} rows vs {} rows\n", r1.len(), r2.len());
         return Err(msg);
     }
-    if r1.is_empty() {
-        return Err(format!(
-            "{what}: no load rows at all: the test would prove nothing"
-        ));
-    }
-    Ok(r1.len())
+    some_load_rows(&what, r1.len())
 }
 
 /// One case: environment variables to set, and ps's arguments.
@@ -984,56 +942,56 @@ fn aix_descriptors_match_procps() {
     );
 }
 
-/// One listing per personality (and the option each changes), compared with procps.
-const PERSONALITY_CASES: &[Case<'static>] = &[
-    (&[("PS_PERSONALITY", "bsd")], &["ax"]),
-    (&[("PS_PERSONALITY", "bsd")], &["axu"]),
-    (&[("PS_PERSONALITY", "bsd")], &["axj"]),
-    (&[("PS_PERSONALITY", "bsd")], &["axl"]),
-    (&[("PS_PERSONALITY", "bsd")], &["-ax"]),
-    (&[("PS_PERSONALITY", "bsd")], &["axh"]),
+/// One listing per personality (and the option each changes), compared with procps: the
+/// listings under each environment that chooses one.
+const PERSONALITY_CASES: &[(Env, &[&[&str]])] = &[
+    (BSD, &[&["ax"], &["axu"], &["axj"]]),
+    (BSD, &[&["axl"], &["-ax"], &["axh"]]),
+    (BSD, &[&["ax", "m", "-o", "pid,pmem,comm"]]),
+    (&[("PS_PERSONALITY", "old")], &[&["-axu"]]),
+    (&[("I_WANT_A_BROKEN_PS", "")], &[&["axj"]]),
+    (GNU, &[&["-ef"], &["-ej"], &["-el"]]),
+    (GNU, &[&["-ejl"], &["-ejf"], &["-efl"]]),
+    (&[("CMD_ENV", "debian")], &[&["-e"]]),
+    (&[("PS_PERSONALITY", "linux")], &[&["-ef"]]),
+    (&[("PS_PERSONALITY", "aix")], &[&["axu"], &["axj"]]),
+    (TRU64, &[&["-ef"]]),
+    (&[("PS_PERSONALITY", "digital")], &[&["-efl"]]),
+    (&[("PS_PERSONALITY", "compaq")], &[&["-ej"]]),
+    (TRU64, &[&["-el"], &["axu"], &["axl"], &["-e", "h"]]),
     (
-        &[("PS_PERSONALITY", "bsd")],
-        &["ax", "m", "-o", "pid,pmem,comm"],
+        &[("PS_PERSONALITY", "sunos4")],
+        &[&["ax"], &["axu"], &["-e"]],
     ),
-    (&[("PS_PERSONALITY", "old")], &["-axu"]),
-    (&[("I_WANT_A_BROKEN_PS", "")], &["axj"]),
-    (&[("PS_PERSONALITY", "gnu")], &["-ef"]),
-    (&[("PS_PERSONALITY", "gnu")], &["-ej"]),
-    (&[("PS_PERSONALITY", "gnu")], &["-el"]),
-    (&[("PS_PERSONALITY", "gnu")], &["-ejl"]),
-    (&[("PS_PERSONALITY", "gnu")], &["-ejf"]),
-    (&[("PS_PERSONALITY", "gnu")], &["-efl"]),
-    (&[("CMD_ENV", "debian")], &["-e"]),
-    (&[("PS_PERSONALITY", "linux")], &["-ef"]),
-    (&[("PS_PERSONALITY", "aix")], &["axu"]),
-    (&[("PS_PERSONALITY", "aix")], &["axj"]),
-    (&[("PS_PERSONALITY", "tru64")], &["-ef"]),
-    (&[("PS_PERSONALITY", "digital")], &["-efl"]),
-    (&[("PS_PERSONALITY", "compaq")], &["-ej"]),
-    (&[("PS_PERSONALITY", "tru64")], &["-el"]),
-    (&[("PS_PERSONALITY", "tru64")], &["axu"]),
-    (&[("PS_PERSONALITY", "tru64")], &["axl"]),
-    (&[("PS_PERSONALITY", "tru64")], &["-e", "h"]),
-    (&[("PS_PERSONALITY", "sunos4")], &["ax"]),
-    (&[("PS_PERSONALITY", "sunos4")], &["axu"]),
-    (&[("PS_PERSONALITY", "sunos4")], &["-e"]),
     (
         &[("PS_PERSONALITY", "hpux")],
-        &["-e", "-x", "-o", "pid,comm"],
+        &[&["-e", "-x", "-o", "pid,comm"]],
     ),
-    (&[("PS_PERSONALITY", "sysv")], &["-elx"]),
-    (&[("PS_PERSONALITY", "390")], &["-ej"]),
-    (&[("PS_PERSONALITY", "posix")], &["-ef"]),
-    (&[("PS_PERSONALITY", "unix95")], &["aux"]),
-    (&[("PS_PERSONALITY", "no-such-one")], &["-ef"]),
-    (&[("PS_PERSONALITY", ""), ("CMD_ENV", "gnu")], &["-el"]),
-    (&[("PS_PERSONALITY", "irix"), ("_XPG", "1")], &["-el"]),
+    (&[("PS_PERSONALITY", "sysv")], &[&["-elx"]]),
+    (&[("PS_PERSONALITY", "390")], &[&["-ej"]]),
+    (&[("PS_PERSONALITY", "posix")], &[&["-ef"]]),
+    (&[("PS_PERSONALITY", "unix95")], &[&["aux"]]),
+    (&[("PS_PERSONALITY", "no-such-one")], &[&["-ef"]]),
+    (&[("PS_PERSONALITY", ""), ("CMD_ENV", "gnu")], &[&["-el"]]),
+    (&[("PS_PERSONALITY", "irix"), ("_XPG", "1")], &[&["-el"]]),
 ];
+
+type Env = &'static [(&'static str, &'static str)];
+const BSD: Env = &[("PS_PERSONALITY", "bsd")];
+const GNU: Env = &[("PS_PERSONALITY", "gnu")];
+const TRU64: Env = &[("PS_PERSONALITY", "tru64")];
+
+/// [`PERSONALITY_CASES`], a case a listing.
+fn personality_cases() -> Vec<Case<'static>> {
+    PERSONALITY_CASES
+        .iter()
+        .flat_map(|&(env, lists)| lists.iter().map(move |&args| (env, args)))
+        .collect()
+}
 
 #[test]
 fn personalities_match_procps() {
-    check_cases(PERSONALITY_CASES, None);
+    check_cases(&personality_cases(), None);
 }
 
 /// BSD `s`, `v`, `X` and the old `m` format lists, plain and under the personalities that
@@ -1073,9 +1031,7 @@ fn bsd_e_shows_the_environment_as_procps() {
 /// then shows the command alone, and so must tasksnap, whichever backend answers.
 #[test]
 fn bsd_e_hides_other_users_environments_from_nobody() {
-    if !root_or_skip("BSD e as nobody (runs both ps as nobody)") {
-        return;
-    }
+    skip_unless_root!("BSD e as nobody (runs both ps as nobody)");
     let copy = tasksnap_for_others();
     check_cases(
         &[
@@ -1130,7 +1086,7 @@ fn option_errors_match_procps() {
         (&[("PS_FORMAT", "%p %Z")], &["-p", "1", "-Q"]),
     ];
     for (env, args) in cases {
-        let ours = run_env(TASKSNAP, &["ps"], args, env, false);
+        let ours = ps_env(TASKSNAP, args, env, false);
         let theirs = procps_env(args, env, false);
         assert_eq!(ours.code, theirs.code, "{env:?} {args:?}");
         assert_eq!(
@@ -1200,9 +1156,8 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
     };
     let counts = [entries(ids[0]), entries(ids[1])];
     assert_eq!(counts[1], counts[0] + 5);
-    let out = run_env(
+    let out = ps_env(
         TASKSNAP,
-        &["ps"],
         &["-o", "pid,fds,comm", "-p", &list],
         NO_ENV,
         false,
@@ -1233,9 +1188,8 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
         "{text}"
     );
     // HEAD's own test: `ps -o pid,ucmd --delimiter : PID` prints PID:CMD and pid:sleep.
-    let out = run_env(
+    let out = ps_env(
         TASKSNAP,
-        &["ps"],
         &["-o", "pid,ucmd", "--delimiter", ":", &ids[0].to_string()],
         NO_ENV,
         false,
@@ -1244,9 +1198,8 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
         String::from_utf8_lossy(&out.stdout),
         format!("PID:CMD\n{}:sleep\n", ids[0])
     );
-    let out = run_env(
+    let out = ps_env(
         TASKSNAP,
-        &["ps"],
         &["-o", "pid,fds,ucmd", "--delimiter=,", "-p", &list],
         NO_ENV,
         false,
@@ -1268,7 +1221,7 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
             "error: delimiter character must follow --delimiter\n",
         ),
     ] {
-        let out = run_env(TASKSNAP, &["ps"], args, NO_ENV, false);
+        let out = ps_env(TASKSNAP, args, NO_ENV, false);
         assert_eq!(out.code, Some(1));
         assert!(
             String::from_utf8_lossy(&out.stderr).starts_with(msg),
@@ -1279,9 +1232,8 @@ fn delimiter_and_fds_as_procps_head_prints_them() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
         let copy = tasksnap_for_others();
-        let out = run_env(
+        let out = ps_env(
             &copy,
-            &["ps"],
             &["-o", "fds=", "-p", &ids[1].to_string()],
             NO_ENV,
             true,
@@ -1318,7 +1270,7 @@ fn layout_test_columns_follow_procps_header_countdown() {
         for extra in [&[][..], &["--no-headers"], &["--headers"]] {
             let mut args = vec!["-p", list.as_str(), "-o", format];
             args.extend_from_slice(extra);
-            let ours = run_env(TASKSNAP, &["ps"], &args, &[("LINES", "4")], false);
+            let ours = ps_env(TASKSNAP, &args, &[("LINES", "4")], false);
             let theirs = procps_env(&args, &[("LINES", "4")], false);
             if ours.stdout != theirs.stdout || ours.code != theirs.code {
                 failures.push(format!(
@@ -1333,7 +1285,7 @@ fn layout_test_columns_follow_procps_header_countdown() {
 }
 
 /// The specifiers of the namespace, OOM, autogroup, login, memory-sharing, I/O and cgroup
-/// columns (issue 21).
+/// columns.
 const PLACED_SPECS: &[&str] = &[
     "cgroupns", "ipcns", "mntns", "netns", "pidns", "timens", "userns", "utsns", "oom", "oomadj",
     "ag_id", "ag_nice", "luid", "pss", "uss", "rbytes", "rchars", "rops", "wbytes", "wcbytes",
@@ -1514,15 +1466,10 @@ fn namespace_oom_login_and_cgroup_columns_match_procps() {
 /// another user.
 #[test]
 fn personalities_and_format_lists_match_procps_as_nobody() {
-    if !root_or_skip("personalities as nobody (runs both ps as nobody)") {
-        return;
-    }
+    skip_unless_root!("personalities as nobody (runs both ps as nobody)");
     let copy = tasksnap_for_others();
-    let cases: Vec<Case> = PERSONALITY_CASES
-        .iter()
-        .chain(FORMAT_LIST_CASES)
-        .copied()
-        .collect();
+    let mut cases = personality_cases();
+    cases.extend_from_slice(FORMAT_LIST_CASES);
     check_cases(&cases, Some(&copy));
 }
 
@@ -1548,14 +1495,12 @@ fn ps_under_subset_pid(program: &[&str], args: &[&str]) -> Out {
     }
 }
 
-/// Issue 42: where /proc has no uptime (`subset=pid`), procps 4.0.2 cannot tell how long a
+/// Regression: where /proc has no uptime (`subset=pid`), procps 4.0.2 cannot tell how long a
 /// process has lived (its `boot_tics` is never set) and prints `cuc` and `cuu` as 0.000;
 /// tasksnap took its own boot clock instead and printed the real figures.
 #[test]
 fn cuc_and_cuu_print_zero_without_uptime_as_procps() {
-    if !tasksnap_loadgen::root_or_skip("a procfs mount of its own (subset=pid)") {
-        return;
-    }
+    skip_unless_root!("a procfs mount of its own (subset=pid)");
     use std::os::unix::process::CommandExt;
     // A process that used CPU (a shell loop), then sleeps as `sleep`, in its own group.
     let mut child = Command::new("sh")

@@ -17,7 +17,9 @@ mod common;
 
 use std::collections::HashSet;
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
+use common::ps::*;
 use common::specs::{is_moving, procps_list, ps_l, rows, together};
 use common::*;
 
@@ -51,28 +53,17 @@ impl Runner {
     }
 
     fn exec(&self, argv: &[&str]) -> Out {
-        self.command(argv).output().expect("run ps").into()
+        output(&mut self.command(argv))
     }
 
-    /// The command [`Runner::exec`] runs.
+    /// The command [`Runner::exec`] runs: as the caller, in the C locale.
     fn command(&self, argv: &[&str]) -> Command {
-        let mut cmd = match self.caller {
-            Caller::Me => Command::new(argv[0]),
-            Caller::Nobody => {
-                let mut c = Command::new("setpriv");
-                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", argv[0]]);
-                c
-            }
-        };
-        cmd.args(&argv[1..])
-            .env("LC_ALL", "C")
-            .env_remove("COLUMNS")
-            .env_remove("PS_FORMAT")
-            .env_remove("PS_PERSONALITY");
-        cmd
+        let uid = (self.caller == Caller::Nobody).then_some(NOBODY);
+        command_as(uid, argv[0], &[], &argv[1..], "C", None)
     }
 
-    fn tasksnap(&self, args: &[&str]) -> Out {
+    /// tasksnap's ps with `args` and the runner's backend.
+    fn ours(&self, args: &[&str]) -> Out {
         let backend = format!("--backend={}", self.backend);
         let mut argv = vec![self.tasksnap.as_str(), "ps"];
         argv.extend(args);
@@ -97,7 +88,7 @@ fn compare(
     pids: &HashSet<i32>,
     mask_to: impl Fn(&[u8]) -> usize,
 ) -> Result<(), String> {
-    let ours = runner.tasksnap(args);
+    let ours = runner.ours(args);
     let theirs = runner.procps(args);
     let err = |o: &Out| {
         String::from_utf8_lossy(&o.stderr)
@@ -272,16 +263,12 @@ fn every_specifier_matches_procps_as_the_caller() {
 
 #[test]
 fn every_specifier_matches_procps_with_the_bpf_backend() {
-    if !root_or_skip("every specifier with --backend=bpf") {
-        return;
-    }
+    skip_unless_root!("every specifier with --backend=bpf");
     check(Caller::Me, "bpf");
 }
 
 #[test]
 fn every_specifier_matches_procps_as_nobody() {
-    if !root_or_skip("every specifier as nobody (runs both ps through setpriv)") {
-        return;
-    }
+    skip_unless_root!("every specifier as nobody (runs both ps through setpriv)");
     check(Caller::Nobody, "procfs");
 }

@@ -6,15 +6,17 @@
 //! damaged store, a time outside the recording) end with a message and the documented exit
 //! code.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
-use tasksnap_loadgen::{root_or_skip, wait_until, ProcessGroup};
+use tasksnap_loadgen::{wait_until, ProcessGroup};
 
 mod common;
-mod recording;
 
-use recording::{record, record_args, replayed_thread, sleeper, tasksnap, text, TASKSNAP};
+use common::recording::{record, record_args, replayed_thread, start_recorder, store_dir};
+use common::sleeper;
+use common::{failed_saying, ok, samples_so_far, tasksnap, text, two_short_lived, TASKSNAP};
 
 fn epoch_now() -> String {
     let d = std::time::SystemTime::now()
@@ -23,34 +25,9 @@ fn epoch_now() -> String {
     format!("{}.{:03}", d.as_secs(), d.subsec_millis())
 }
 
-/// Samples in the store so far (the system table has one row per sample).
-fn samples(dir: &Path) -> usize {
-    let out = tasksnap(&[
-        "dump",
-        "--dir",
-        dir.to_str().expect("utf-8 path"),
-        "--what",
-        "system",
-        "--fields",
-        "time",
-    ]);
-    if !out.status.success() {
-        return 0;
-    }
-    text(&out.stdout).lines().count().saturating_sub(1)
-}
-
-fn store_dir() -> (tempfile::TempDir, PathBuf) {
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("rec");
-    (t, dir)
-}
-
 #[test]
 fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
-    if !root_or_skip("recording with BPF") {
-        return;
-    }
+    skip_unless_root!("recording with BPF");
     let (_keep_group, keeper) = sleeper();
     let (victim_group, victim) = sleeper();
     // And processes with hostile names and command lines (spaces, newlines, invalid UTF-8,
@@ -67,7 +44,7 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
     }
     // The columns that do not move while they sleep, as procps prints them now.
     let cols = "pid,ppid,user,tty,stat,nice,comm,args,cgroup";
-    let procps = common::oracle(
+    let procps = common::ps::oracle(
         Command::new("ps")
             .args(["-o", cols, "-p", &pids])
             .env_remove("COLUMNS"),
@@ -76,21 +53,18 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
 
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
-    let mut rec = Command::new(TASKSNAP)
-        .args(record_args(&dir, "0.3", Some(10), &["-q"]))
-        .spawn()
-        .expect("start the recorder");
-    wait_until("3 samples", || samples(&dir) >= 3);
+    let mut rec = start_recorder(&dir, "0.3", 10);
+    wait_until("3 samples", || samples_so_far(&dir) >= 3);
     let before = epoch_now();
     drop(victim_group); // SIGKILL and reaped
                         // The sample being taken now may still hold the victim; the ones after it cannot.
-    let at_kill = samples(&dir);
+    let at_kill = samples_so_far(&dir);
     let status = rec.wait().expect("recorder");
     assert!(status.success(), "record exited {status:?}");
     assert!(
-        samples(&dir) >= at_kill + 2,
+        samples_so_far(&dir) >= at_kill + 2,
         "the recording must go on past the kill: {} samples, {at_kill} at the kill",
-        samples(&dir)
+        samples_so_far(&dir)
     );
 
     let at_before = tasksnap(&[
@@ -114,9 +88,7 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
 
 #[test]
 fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_time() {
-    if !root_or_skip("recording thread states with BPF") {
-        return;
-    }
+    skip_unless_root!("recording thread states with BPF");
     let python = match std::env::var("TASKSNAP_DUCKDB_PYTHON") {
         Ok(p) => p,
         Err(_) if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") => {
@@ -189,33 +161,33 @@ fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_tim
 fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
     let (t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
+    a_missing_store_is_named(d);
+    a_foreign_directory_is_neither_read_nor_written(t.path());
+    let n = a_store_takes_one_recorder_at_a_time(&dir);
+    times_outside_the_recording_are_refused(d);
+    a_damaged_frame_costs_only_its_samples(&dir, n);
+    a_newer_format_is_refused_not_misread(&dir);
+}
 
-    // Missing.
+/// A missing store: exit 1, naming it.
+fn a_missing_store_is_named(d: &str) {
     for args in [
         vec!["ps", "--replay", d],
         vec!["dump", "--dir", d],
         vec!["states", "--replay", d],
     ] {
-        let out = tasksnap(&args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
-        assert!(
-            text(&out.stderr).contains(d),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        failed_saying(&tasksnap(&args), 1, d, &format!("{args:?}"));
     }
-    // Foreign: a directory of someone else's files is neither read nor written.
-    let foreign = t.path().join("foreign");
+}
+
+/// A directory of someone else's files is neither read nor written.
+fn a_foreign_directory_is_neither_read_nor_written(scratch: &Path) {
+    let foreign = scratch.join("foreign");
     std::fs::create_dir(&foreign).expect("mkdir");
     std::fs::write(foreign.join("notes.txt"), "mine").expect("write");
     let f = foreign.to_str().expect("utf-8 path");
     let out = tasksnap(&["record", "--dir", f, "--count", "1", "--backend", "procfs"]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("not a tasksnap store"),
-        "{}",
-        text(&out.stderr)
-    );
+    failed_saying(&out, 3, "not a tasksnap store", "record");
     assert_eq!(
         std::fs::read_to_string(foreign.join("notes.txt"))
             .ok()
@@ -225,56 +197,50 @@ fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
     assert_eq!(std::fs::read_dir(&foreign).map(|d| d.count()).ok(), Some(1));
     let out = tasksnap(&["dump", "--dir", f]);
     assert_eq!(out.status.code(), Some(1));
+}
 
-    // A store: one recorder at a time.
+/// A second recorder is refused (exit 3, naming the first's pid); SIGTERM stops the first
+/// cleanly. The samples it recorded.
+fn a_store_takes_one_recorder_at_a_time(dir: &Path) -> usize {
+    let d = dir.to_str().expect("utf-8 path");
     let mut first = Command::new(TASKSNAP)
         .args(record_args(
-            &dir,
+            dir,
             "0.2",
             None,
             &["--backend", "procfs", "-q"],
         ))
         .spawn()
         .expect("start the recorder");
-    wait_until("6 samples", || samples(&dir) >= 6);
+    wait_until("6 samples", || samples_so_far(dir) >= 6);
     let second = tasksnap(&["record", "--dir", d, "--count", "1", "--backend", "procfs"]);
-    assert_eq!(second.status.code(), Some(3), "{}", text(&second.stderr));
-    assert!(
-        text(&second.stderr).contains(&first.id().to_string()),
-        "{}",
-        text(&second.stderr)
-    );
-    // SIGTERM stops it cleanly.
+    failed_saying(&second, 3, &first.id().to_string(), "a second recorder");
     // SAFETY: kill on the child this test started.
     unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
     assert!(first.wait().expect("recorder").success());
-    let n = samples(&dir);
+    let n = samples_so_far(dir);
     assert!(n >= 2);
+    n
+}
 
-    // Times outside the recording.
+/// Times outside the recording, and what is not a time: exit 1, saying so.
+fn times_outside_the_recording_are_refused(d: &str) {
     for at in ["1000000000", "-3650d"] {
         let out = tasksnap(&["ps", "--replay", d, "--at", at]);
-        assert_eq!(out.status.code(), Some(1), "--at {at}");
-        assert!(
-            text(&out.stderr).contains("outside the recording"),
-            "{}",
-            text(&out.stderr)
-        );
+        failed_saying(&out, 1, "outside the recording", &format!("--at {at}"));
     }
     let out = tasksnap(&["ps", "--replay", d, "--at", "yesterday"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("not a time"),
-        "{}",
-        text(&out.stderr)
-    );
+    failed_saying(&out, 1, "not a time", "--at yesterday");
     let out = tasksnap(&["ps", "--at", "-1m"]);
     assert_ne!(out.status.code(), Some(0));
+}
 
-    // Damage: bytes flipped in a frame after the key (which the store's own crash tests
-    // place exactly): the listing still comes, from the samples that are whole, and the dump
-    // says what it skipped.
-    let seg = std::fs::read_dir(&dir)
+/// Bytes flipped in a frame after the key (which the store's own crash tests place
+/// exactly): the listing still comes, from the samples that are whole, and the dump says
+/// what it skipped.
+fn a_damaged_frame_costs_only_its_samples(dir: &Path, n: usize) {
+    let d = dir.to_str().expect("utf-8 path");
+    let seg = std::fs::read_dir(dir)
         .expect("store")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "tsf"))
@@ -285,12 +251,13 @@ fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
         *b ^= 0x5a;
     }
     std::fs::write(&seg, &bytes).expect("write back");
-    let out = tasksnap(&["ps", "--replay", d, "-o", "pid="]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(!out.stdout.is_empty());
+    let listing = ok(
+        &tasksnap(&["ps", "--replay", d, "-o", "pid="]),
+        "ps --replay",
+    );
+    assert!(!listing.is_empty());
     let dump = tasksnap(&["dump", "--dir", d, "--what", "system", "--fields", "time"]);
-    assert!(dump.status.success(), "{}", text(&dump.stderr));
-    let after = text(&dump.stdout).lines().count() - 1;
+    let after = ok(&dump, "dump").lines().count() - 1;
     assert!(
         after >= 1 && after <= n,
         "{after} of {n} samples read after the damage"
@@ -302,12 +269,13 @@ fn bad_stores_and_times_end_with_a_message_and_an_exit_code() {
             text(&dump.stderr)
         );
     }
+}
 
-    // A newer format: refused, not misread.
+/// A store of a newer format: refused, not misread.
+fn a_newer_format_is_refused_not_misread(dir: &Path) {
+    let d = dir.to_str().expect("utf-8 path");
     std::fs::write(dir.join("tasksnap-store"), "tasksnap-store format 99\n").expect("marker");
-    let out = tasksnap(&["ps", "--replay", d]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("99"), "{}", text(&out.stderr));
+    failed_saying(&tasksnap(&["ps", "--replay", d]), 1, "99", "ps --replay");
     let out = tasksnap(&["record", "--dir", d, "--count", "1", "--backend", "procfs"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
 }
@@ -333,59 +301,62 @@ fn dumped_rows_of(dir: &str, pid: u32) -> Vec<serde_json::Value> {
         .collect()
 }
 
-#[test]
-fn a_process_that_lived_between_two_samples_is_dumped_once_with_its_exit() {
-    if !root_or_skip("exit records (BPF)") {
-        return;
-    }
-    let (_t, dir) = store_dir();
-    let d = dir.to_str().expect("utf-8 path");
-    let mut rec = Command::new(TASKSNAP)
-        .args(record_args(&dir, "2", Some(4), &["-q"]))
-        .spawn()
-        .expect("start the recorder");
-    wait_until("the first sample", || samples(&dir) >= 1);
-    let first = samples(&dir);
-    wait_until("the next sample", || samples(&dir) > first);
-    // Right after a sample, two seconds before the next (room for a busy host): each lives
-    // 300 ms, between the two.
-    let mut coded = Command::new("sh")
-        .args(["-c", "sleep 0.3; exit 3"])
-        .spawn()
-        .expect("spawn sh");
-    let mut killed = Command::new("sh")
-        .args(["-c", "sleep 0.3; kill -9 $$"])
-        .spawn()
-        .expect("spawn sh");
-    assert_eq!(coded.wait().expect("wait").code(), Some(3));
-    assert!(killed.wait().expect("wait").code().is_none());
-    let status = rec.wait().expect("recorder");
-    assert!(status.success(), "record exited {status:?}");
+/// Waits for the second sample of the recording into `dir` (2 s apart), then starts two
+/// processes of sh that live 300 ms, between it and the next (room for a busy host): one
+/// ends with `exit 3`, one is killed by SIGKILL. Their pids.
+fn two_processes_between_two_samples(dir: &Path) -> (u32, u32) {
+    wait_until("the first sample", || samples_so_far(dir) >= 1);
+    let first = samples_so_far(dir);
+    wait_until("the next sample", || samples_so_far(dir) > first);
+    two_short_lived("sh", "0.3", 3)
+}
 
-    let rows = dumped_rows_of(d, coded.id());
+/// The rows dumped for `pid`, and the one exit row among them.
+fn the_exit_row(dir: &str, pid: u32, what: &str) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let rows = dumped_rows_of(dir, pid);
     let exits: Vec<_> = rows.iter().filter(|r| !r["exit_time"].is_null()).collect();
-    assert_eq!(exits.len(), 1, "one exit row for the sh: {rows:#?}");
-    let e = exits[0];
+    assert_eq!(exits.len(), 1, "one exit row for {what}: {rows:#?}");
+    let exit = exits[0].clone();
+    (rows, exit)
+}
+
+/// The exit row of the sh that ended with `exit 3`: its code, no signal, its comm and CPU
+/// time; and no live row (it lived between two samples). Its `args`, for the caller.
+fn coded_exit_row(dir: &str, pid: u32) -> serde_json::Value {
+    let (rows, e) = the_exit_row(dir, pid, "the sh");
     assert_eq!(e["exit_code"], 3, "{e}");
     assert!(e["exit_signal"].is_null(), "{e}");
     assert_eq!(e["comm"], "sh", "{e}");
-    assert_eq!(e["args"], "sh -c sleep 0.3; exit 3", "{e}");
     assert!(e["cpu_seconds"].as_f64().is_some(), "{e}");
-    // It lived between two samples: no live row.
     assert_eq!(rows.len(), 1, "{rows:#?}");
+    e["args"].clone()
+}
 
-    let rows = dumped_rows_of(d, killed.id());
-    let exits: Vec<_> = rows.iter().filter(|r| !r["exit_time"].is_null()).collect();
-    assert_eq!(exits.len(), 1, "one exit row for the killed sh: {rows:#?}");
-    assert_eq!(exits[0]["exit_signal"], 9, "{}", exits[0]);
-    assert!(exits[0]["exit_code"].is_null(), "{}", exits[0]);
+/// The exit row of the sh killed by SIGKILL: signal 9, no code.
+fn killed_exit_row(dir: &str, pid: u32) {
+    let (_, e) = the_exit_row(dir, pid, "the killed sh");
+    assert_eq!(e["exit_signal"], 9, "{e}");
+    assert!(e["exit_code"].is_null(), "{e}");
+}
+
+#[test]
+fn a_process_that_lived_between_two_samples_is_dumped_once_with_its_exit() {
+    skip_unless_root!("exit records (BPF)");
+    let (_t, dir) = store_dir();
+    let d = dir.to_str().expect("utf-8 path");
+    let mut rec = start_recorder(&dir, "2", 4);
+    let (coded, killed) = two_processes_between_two_samples(&dir);
+    let status = rec.wait().expect("recorder");
+    assert!(status.success(), "record exited {status:?}");
+
+    let args = coded_exit_row(d, coded);
+    assert_eq!(args, "sh -c sleep 0.3; exit 3");
+    killed_exit_row(d, killed);
 }
 
 #[test]
 fn without_bpf_exits_come_from_taskstats_without_their_command_lines() {
-    if !root_or_skip("exit records (taskstats)") {
-        return;
-    }
+    skip_unless_root!("exit records (taskstats)");
     let (_t, dir) = store_dir();
     let d = dir.to_str().expect("utf-8 path");
     let rec = Command::new(TASKSNAP)
@@ -395,21 +366,7 @@ fn without_bpf_exits_come_from_taskstats_without_their_command_lines() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start the recorder");
-    wait_until("the first sample", || samples(&dir) >= 1);
-    let first = samples(&dir);
-    wait_until("the next sample", || samples(&dir) > first);
-    // Right after a sample, two seconds before the next (room for a busy host): each lives
-    // 300 ms, between the two.
-    let mut coded = Command::new("sh")
-        .args(["-c", "sleep 0.3; exit 3"])
-        .spawn()
-        .expect("spawn sh");
-    let mut killed = Command::new("sh")
-        .args(["-c", "sleep 0.3; kill -9 $$"])
-        .spawn()
-        .expect("spawn sh");
-    assert_eq!(coded.wait().expect("wait").code(), Some(3));
-    assert!(killed.wait().expect("wait").code().is_none());
+    let (coded, killed) = two_processes_between_two_samples(&dir);
     let out = rec.wait_with_output().expect("recorder");
     let said = text(&out.stderr);
     assert!(
@@ -423,21 +380,8 @@ fn without_bpf_exits_come_from_taskstats_without_their_command_lines() {
         "{said}"
     );
 
-    let rows = dumped_rows_of(d, coded.id());
-    let exits: Vec<_> = rows.iter().filter(|r| !r["exit_time"].is_null()).collect();
-    assert_eq!(exits.len(), 1, "one exit row for the sh: {rows:#?}");
-    let e = exits[0];
-    assert_eq!(e["exit_code"], 3, "{e}");
-    assert!(e["exit_signal"].is_null(), "{e}");
-    assert_eq!(e["comm"], "sh", "{e}");
     // taskstats has no command line: null, not an empty string.
-    assert!(e["args"].is_null(), "{e}");
-    assert!(e["cpu_seconds"].as_f64().is_some(), "{e}");
-    assert_eq!(rows.len(), 1, "{rows:#?}");
-
-    let rows = dumped_rows_of(d, killed.id());
-    let exits: Vec<_> = rows.iter().filter(|r| !r["exit_time"].is_null()).collect();
-    assert_eq!(exits.len(), 1, "one exit row for the killed sh: {rows:#?}");
-    assert_eq!(exits[0]["exit_signal"], 9, "{}", exits[0]);
-    assert!(exits[0]["exit_code"].is_null(), "{}", exits[0]);
+    let args = coded_exit_row(d, coded);
+    assert!(args.is_null(), "{args}");
+    killed_exit_row(d, killed);
 }

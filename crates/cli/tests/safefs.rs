@@ -1,14 +1,14 @@
-//! Issue 29, item 1, end to end on the real binary: what a local user may plant in or around
-//! a store (a link named LOCK, a FIFO or a directory named like a segment, a link where an
-//! output goes) never makes tasksnap write through it, hang on it, or overwrite the
-//! recording it reads. Each test is named after the defect it pins. Victims are scratch
-//! files in the test's own directory; nothing outside it is touched.
+//! End to end on the real binary: what a local user may plant in or around a store (a link
+//! named LOCK, a FIFO or a directory named like a segment, a link where an output goes)
+//! never makes tasksnap write through it, hang on it, or overwrite the recording it reads.
+//! Each test is named after the defect it pins. Victims are scratch files in the test's own
+//! directory; nothing outside it is touched.
 
 use std::fs;
 use std::os::unix::fs::{symlink, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_loadgen::planted::{
     assert_nothing_written, assert_victim_whole, store_owned_by_nobody, store_with_link,
@@ -16,81 +16,37 @@ use tasksnap_loadgen::planted::{
 };
 use tasksnap_loadgen::root_or_skip;
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+mod common;
 
-fn tasksnap(args: &[&str]) -> Output {
-    run_within(args, Duration::from_secs(60)).expect("tasksnap finished")
-}
-
-/// Runs tasksnap with stdout and stderr in files; `None` (after SIGKILL) when it has not
-/// exited within `limit`: it hangs.
-fn run_within(args: &[&str], limit: Duration) -> Option<Output> {
-    let t = tempfile::tempdir().expect("tempdir");
-    let (o, e) = (t.path().join("out"), t.path().join("err"));
-    let mut child = Command::new(TASKSNAP)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(fs::File::create(&o).expect("out"))
-        .stderr(fs::File::create(&e).expect("err"))
-        .spawn()
-        .expect("run tasksnap");
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Some(Output {
-        status,
-        stdout: fs::read(&o).expect("stdout"),
-        stderr: fs::read(&e).expect("stderr"),
-    })
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::recording::record_args;
+use common::{failed_saying, ok, samples, tasksnap_in_a_minute, tasksnap_within, text};
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
-/// A recording of `n` samples (the /proc backend, 0.1 s apart).
-fn record(dir: &Path, n: u32) {
-    let out = tasksnap(&[
-        "record",
-        "--dir",
-        s(dir),
-        "--count",
-        &n.to_string(),
-        "--interval",
-        "0.1",
-        "--backend",
-        "procfs",
-        "-q",
-    ]);
-    assert!(out.status.success(), "record: {}", text(&out.stderr));
+/// A scratch directory with a recording of `n` samples (the /proc backend, 0.1 s apart) in
+/// its `store`: the directory, and the store's path.
+fn recorded(n: u32) -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("store");
+    let args = record_args(&dir, "0.1", Some(n), &["--backend", "procfs", "-q"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(&tasksnap_in_a_minute(&args), "record");
+    (t, dir)
 }
 
-/// Samples in the store (the system table has one row per sample).
-fn samples(dir: &Path) -> usize {
-    let out = tasksnap(&[
-        "dump",
-        "--dir",
-        s(dir),
-        "--what",
-        "system",
-        "--fields",
-        "time",
-    ]);
-    assert!(out.status.success(), "dump: {}", text(&out.stderr));
-    text(&out.stdout).lines().count().saturating_sub(1)
+/// [`recorded`] with two samples, a [`victim`] beside the store, and `link` (a symbolic or a
+/// hard link) made from the victim to `out.csv`, where a command's output is to go: the
+/// scratch directory, the store, the victim and the link.
+fn victim_behind_the_output(
+    link: impl FnOnce(&Path, &Path) -> std::io::Result<()>,
+) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let (t, dir) = recorded(2);
+    let v = victim(t.path());
+    let out = t.path().join("out.csv");
+    link(&v, &out).expect("plant the link");
+    (t, dir, v, out)
 }
 
 fn segments(dir: &Path) -> Vec<PathBuf> {
@@ -105,7 +61,7 @@ fn segments(dir: &Path) -> Vec<PathBuf> {
 
 /// `record --dir DIR` once: refused with exit 3 and a message that says `said`.
 fn record_is_refused(dir: &Path, said: &str) {
-    let out = tasksnap(&[
+    let out = tasksnap_in_a_minute(&[
         "record",
         "--dir",
         s(dir),
@@ -115,9 +71,7 @@ fn record_is_refused(dir: &Path, said: &str) {
         "procfs",
         "-q",
     ]);
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{err}");
-    assert!(err.contains(said), "{err}");
+    failed_saying(&out, 3, said, "record");
 }
 
 #[test]
@@ -149,58 +103,31 @@ fn record_refuses_a_group_or_other_writable_store_dir() {
 
 #[test]
 fn dump_refuses_output_inside_its_store() {
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    record(&dir, 6);
+    let (t, dir) = recorded(6);
     assert_eq!(samples(&dir), 6);
     let seg = segments(&dir).pop().expect("a segment");
     // The segment itself, and the directory by another spelling (a link to it).
     symlink(&dir, t.path().join("alias")).expect("symlink");
     let aliased = t.path().join("alias").join("out.csv");
     for target in [seg.clone(), aliased, dir.join("out.csv")] {
-        let out = tasksnap(&["dump", "--dir", s(&dir), "-o", s(&target)]);
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{target:?}: {}",
-            text(&out.stderr)
-        );
-        assert!(
-            text(&out.stderr).contains("inside the recording"),
-            "{}",
-            text(&out.stderr)
-        );
+        let out = tasksnap_in_a_minute(&["dump", "--dir", s(&dir), "-o", s(&target)]);
+        failed_saying(&out, 1, "inside the recording", &format!("{target:?}"));
     }
     // The flame graph of a replay, likewise.
-    let out = tasksnap(&["states", "--replay", s(&dir), "--flamegraph", s(&seg)]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("inside the recording"),
-        "{}",
-        text(&out.stderr)
-    );
+    let out = tasksnap_in_a_minute(&["states", "--replay", s(&dir), "--flamegraph", s(&seg)]);
+    failed_saying(&out, 1, "inside the recording", "states --flamegraph");
     assert_eq!(samples(&dir), 6, "no sample lost");
     assert!(!dir.join("out.csv").exists());
 }
 
 #[test]
 fn dump_output_never_follows_a_symlink() {
-    let t = tempfile::tempdir().expect("tempdir");
-    let v = victim(t.path());
-    let dir = t.path().join("store");
-    record(&dir, 2);
-    let link = t.path().join("out.csv");
-    symlink(&v, &link).expect("plant the link");
-    let out = tasksnap(&["dump", "--dir", s(&dir), "-o", s(&link)]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("symbolic link"),
-        "{}",
-        text(&out.stderr)
-    );
+    let (t, dir, v, link) = victim_behind_the_output(|v, link| symlink(v, link));
+    let out = tasksnap_in_a_minute(&["dump", "--dir", s(&dir), "-o", s(&link)]);
+    failed_saying(&out, 1, "symbolic link", "dump -o LINK");
     assert_victim_whole(&v);
     // The flame graph too.
-    let out = tasksnap(&["states", "--replay", s(&dir), "--flamegraph", s(&link)]);
+    let out = tasksnap_in_a_minute(&["states", "--replay", s(&dir), "--flamegraph", s(&link)]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert_victim_whole(&v);
     // Nor through another user's link among the directories above the output.
@@ -210,27 +137,18 @@ fn dump_output_never_follows_a_symlink() {
         let theirs = t.path().join("theirs");
         symlink(&elsewhere, &theirs).expect("symlink");
         std::os::unix::fs::lchown(&theirs, Some(65534), Some(65534)).expect("lchown");
-        let out = tasksnap(&["dump", "--dir", s(&dir), "-o", s(&theirs.join("out.csv"))]);
-        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-        assert!(
-            text(&out.stderr).contains("symbolic link owned by uid 65534"),
-            "{}",
-            text(&out.stderr)
-        );
+        let out =
+            tasksnap_in_a_minute(&["dump", "--dir", s(&dir), "-o", s(&theirs.join("out.csv"))]);
+        failed_saying(&out, 1, "symbolic link owned by uid 65534", "dump -o");
         assert!(!elsewhere.join("out.csv").exists());
     }
 }
 
 #[test]
 fn dump_output_replaces_a_regular_file_only_when_whole() {
-    let t = tempfile::tempdir().expect("tempdir");
-    let v = victim(t.path());
-    let dir = t.path().join("store");
-    record(&dir, 2);
     // A hard link to the victim where the output goes: replaced, not written through.
-    let out_path = t.path().join("out.csv");
-    fs::hard_link(&v, &out_path).expect("link");
-    let out = tasksnap(&[
+    let (t, dir, v, out_path) = victim_behind_the_output(|v, out| fs::hard_link(v, out));
+    let out = tasksnap_in_a_minute(&[
         "dump",
         "--dir",
         s(&dir),
@@ -239,7 +157,7 @@ fn dump_output_replaces_a_regular_file_only_when_whole() {
         "-o",
         s(&out_path),
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    ok(&out, "dump");
     assert_victim_whole(&v);
     let m = fs::metadata(&out_path).expect("output");
     assert_eq!(m.nlink(), 1);
@@ -248,7 +166,7 @@ fn dump_output_replaces_a_regular_file_only_when_whole() {
     assert_eq!(csv.lines().count(), 3, "{csv}");
     // A dump that fails (a field that does not exist fails before anything is read; a
     // time outside the recording after opening it) leaves the file as it was.
-    let out = tasksnap(&[
+    let out = tasksnap_in_a_minute(&[
         "dump",
         "--dir",
         s(&dir),
@@ -272,9 +190,7 @@ fn dump_output_replaces_a_regular_file_only_when_whole() {
 
 #[test]
 fn fifo_named_like_a_segment_does_not_hang_readers() {
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    record(&dir, 3);
+    let (_t, dir) = recorded(3);
     let fifo = dir.join("seg-00000000000000000001.tsf");
     let c = std::ffi::CString::new(s(&fifo)).expect("no NUL");
     // SAFETY: mkfifo reads a NUL-terminated path valid for the call.
@@ -284,7 +200,7 @@ fn fifo_named_like_a_segment_does_not_hang_readers() {
         vec!["ps", "--replay", s(&dir), "-p", "1"],
         vec!["states", "--replay", s(&dir)],
     ] {
-        let out = run_within(&args, Duration::from_secs(20))
+        let out = tasksnap_within(&args, Duration::from_secs(20))
             .unwrap_or_else(|| panic!("{args:?} hung on the FIFO"));
         let err = text(&out.stderr);
         assert!(out.status.code().is_some(), "{args:?}: {err}");
@@ -296,7 +212,7 @@ fn fifo_named_like_a_segment_does_not_hang_readers() {
     }
     assert_eq!(samples(&dir), 3);
     // The recorder leaves it alone and goes on.
-    let out = run_within(
+    let out = tasksnap_within(
         &[
             "record",
             "--dir",
@@ -310,7 +226,7 @@ fn fifo_named_like_a_segment_does_not_hang_readers() {
         Duration::from_secs(30),
     )
     .expect("record hung");
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    ok(&out, "record");
     assert!(fs::symlink_metadata(&fifo)
         .expect("still there")
         .file_type()
@@ -319,15 +235,13 @@ fn fifo_named_like_a_segment_does_not_hang_readers() {
 
 #[test]
 fn directory_named_like_a_segment_is_skipped_with_one_warning() {
-    let t = tempfile::tempdir().expect("tempdir");
-    let dir = t.path().join("store");
-    record(&dir, 3);
+    let (_t, dir) = recorded(3);
     fs::create_dir(dir.join("seg-00000000000000000001.tsf")).expect("mkdir");
     for args in [
         vec!["dump", "--dir", s(&dir), "--what", "system"],
         vec!["ps", "--replay", s(&dir), "-p", "1"],
     ] {
-        let out = tasksnap(&args);
+        let out = tasksnap_in_a_minute(&args);
         let err = text(&out.stderr);
         assert!(out.status.success(), "{args:?}: {err}");
         assert_eq!(
@@ -342,9 +256,7 @@ fn directory_named_like_a_segment_is_skipped_with_one_warning() {
 
 #[test]
 fn record_never_creates_its_store_through_another_users_link() {
-    if !root_or_skip("giving a link to nobody") {
-        return;
-    }
+    skip_unless_root!("giving a link to nobody");
     // fs.protected_symlinks may be off (it is on many hosts): tasksnap keeps the rule itself.
     let t = tempfile::tempdir().expect("tempdir");
     let elsewhere = t.path().join("elsewhere");

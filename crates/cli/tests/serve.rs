@@ -4,27 +4,20 @@
 //! gains processes; and a clean stop. Each ends with a message or a quick error response and
 //! an exporter that still answers.
 
-mod serve_common;
+mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serve_common::{get, read_reply, series, value, Server, TASKSNAP};
+use common::serve::{get, read_reply, series, value, Config, Server};
+use common::{tasksnap, text, TASKSNAP};
 use tasksnap_loadgen::Load;
 
 fn serve_fails(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(TASKSNAP)
-        .arg("serve")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tasksnap serve");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = tasksnap(&[&["serve"][..], args].concat());
+    (out.status.code(), text(&out.stderr))
 }
 
 #[test]
@@ -170,14 +163,10 @@ fn no_command_line_reaches_a_label() {
         std::fs::read(format!("/proc/{pid}/cmdline"))
             .is_ok_and(|c| c.starts_with(secret.as_bytes()))
     });
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("pe.yml");
-    std::fs::write(
-        &config,
+    let config = Config::new(
         "process_names:\n  - cmdline: ['hunter2']\n  - name: '{{.Comm}}'\n    cmdline: ['.+']\n",
-    )
-    .expect("write");
-    let config = config.to_str().expect("utf-8");
+    );
+    let config = config.path();
     for args in [
         vec!["--top-n", "1000"],
         vec!["--group-by", "exe"],
@@ -215,7 +204,7 @@ fn a_huge_request_is_refused_and_the_exporter_goes_on() {
     let _ = c.write_all(req.as_bytes());
     let mut raw = Vec::new();
     let _ = std::io::Read::read_to_end(&mut c, &mut raw);
-    let r = serve_common::parse_reply(&raw);
+    let r = common::serve::parse_reply(&raw);
     assert!(r.status == 431 || raw.is_empty(), "{}", r.headers);
     // A huge path too.
     let long = format!("/metrics?{}", "x".repeat(64 * 1024));
@@ -225,7 +214,7 @@ fn a_huge_request_is_refused_and_the_exporter_goes_on() {
     let _ = c.write_all(format!("GET {long} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
     let mut raw = Vec::new();
     let _ = std::io::Read::read_to_end(&mut c, &mut raw);
-    let r = serve_common::parse_reply(&raw);
+    let r = common::serve::parse_reply(&raw);
     assert!(r.status >= 400 || raw.is_empty(), "{}", r.headers);
     assert!(s.scrape().contains("tasksnap_processes"));
 }

@@ -1,16 +1,16 @@
-//! `tasksnap serve` counts every process that lived (issue 31): processes born and dead
+//! `tasksnap serve` counts every process that lived: processes born and dead
 //! between two collections add their CPU to their group's counter and count in
 //! `tasksnap_group_exits_total` by how they ended, as read from the exposition and as a
 //! real Prometheus's increase over a window. Needs root (exit records are BPF).
 
-mod serve_common;
+mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tasksnap_loadgen::skip_unless_root;
 
-use serve_common::{tool, value, Prometheus, Server};
-use tasksnap_loadgen::root_or_skip;
+use common::serve::{tool, value, Prometheus, Server};
 
 /// Forks a child named `comm` that burns `cpu` of CPU time and exits 0, or kills itself
 /// with SIGKILL when `kill`; returns its wait status and its rusage (user + system, ns).
@@ -69,9 +69,7 @@ fn scrape_after(s: &Server, min: f64) -> String {
 
 #[test]
 fn processes_living_between_two_collections_count_in_their_group() {
-    if !root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     // A comm no other process has: the group is the test's own.
     let comm = format!("tsx31-{}", std::process::id() % 100_000_000);
     let group = format!("group=\"{comm}\"");
@@ -149,7 +147,7 @@ fn processes_living_between_two_collections_count_in_their_group() {
     assert!(again.is_none_or(|v| v == 20.0), "{later}");
 }
 
-/// Issue 42: children that rename themselves right after their fork were now and then (28 of
+/// Regression: children that rename themselves right after their fork were now and then (28 of
 /// 89,024 in a storm) counted in their parent's group: a child read alive before its rename
 /// and exited before the next collection could keep that row (the walk handed it over and
 /// said it gone in one call, when it died between the walk and the roll after it), and the
@@ -157,9 +155,7 @@ fn processes_living_between_two_collections_count_in_their_group() {
 /// group counts their own exits only.
 #[test]
 fn exits_are_grouped_by_the_name_they_exit_with() {
-    if !root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     let loadgen = tasksnap_loadgen::find_binary()
         .expect("tasksnap-loadgen not built: cargo build -p tasksnap-loadgen");
     let id = std::process::id() % 100_000;
@@ -171,11 +167,7 @@ fn exits_are_grouped_by_the_name_they_exit_with() {
         .args(["exit-storm", "3000", "4", &workers, &children])
         .output()
         .expect("run the storm");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::ok(&out, "the exit storm");
     // The workers have exited and been reaped: two collections from now have their records.
     let e = scrape_after(&s, collections(&s.scrape()) + 2.0);
     let exits = |group: &str| {
@@ -250,9 +242,7 @@ impl Drop for Stream {
 
 #[test]
 fn prometheus_sees_a_groups_short_lived_processes_in_its_increase() {
-    if !root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     let Some(prometheus) = tool("TASKSNAP_PROMETHEUS") else {
         return;
     };

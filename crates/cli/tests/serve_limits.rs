@@ -8,7 +8,7 @@
 //! waited in the listen queue until they timed out; and one client holding 1,024 silent
 //! connections had every other scrape answered 503.
 
-mod serve_common;
+mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serve_common::{parse_reply, value, Reply, Server};
+use common::serve::{parse_reply, value, Reply, Server};
 
 fn raise_own_nofile(want: u64) {
     let mut lim = libc::rlimit {

@@ -10,7 +10,7 @@
 //! `tsnl?name` were one group, and invalid UTF-8 became U+FFFD, so `tsx\xffname` and
 //! `tsx\xfename` were one group too.
 
-mod serve_common;
+mod common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serve_common::{get, Server};
+use common::serve::{get, Config, Server};
 
 /// The comms this test gives its processes, and the label value each must have.
 const NAMES: &[(&[u8], &str)] = &[
@@ -79,17 +79,13 @@ fn spawn_named(names: &[(&[u8], Option<&[u8]>)]) -> Named {
         let link = sub.join(OsStr::from_bytes(name));
         std::os::unix::fs::symlink(&sleep, &link).expect("symlink");
         let mut cmd = Command::new(&link);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         if let Some(a) = argv0 {
             std::os::unix::process::CommandExt::arg0(&mut cmd, OsStr::from_bytes(a));
         }
-        let child = cmd
-            .arg("1000")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn a named sleeper");
-        children.push(child);
+        children.push(cmd.arg("1000").spawn().expect("spawn a named sleeper"));
     }
     let named = Named {
         children,
@@ -211,11 +207,7 @@ fn promtool_openmetrics_groups(promtool: &str, om: &str) -> Vec<String> {
         .args([OsStr::new("tsdb"), OsStr::new("dump"), db.as_os_str()])
         .output()
         .expect("promtool tsdb dump");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::ok(&out, "promtool tsdb dump");
     let dump = String::from_utf8(out.stdout).expect("promtool dumps UTF-8");
     let mut groups = Vec::new();
     for line in dump.lines() {
@@ -271,11 +263,7 @@ fn python_groups(python: &str, text: &str, om: &str) -> BTreeMap<String, Vec<Str
         ])
         .output()
         .expect("python");
-    assert!(
-        out.status.success(),
-        "prometheus_client refused it: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::ok(&out, "prometheus_client's parser");
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
@@ -388,21 +376,17 @@ fn a_long_hostile_configured_name_is_one_valid_label() {
         long.push(b'z');
     }
     let named = spawn_named(&[(b"tslong", Some(&long))]);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("pe.yml");
-    std::fs::write(
-        &config,
+    let config = Config::new(
         "process_names:\n  - comm: [tslong]\n    cmdline: ['(?s)^tsnapL(?P<rest>.*) 1000$']\n    \
          name: 'long-{{.Matches.rest}}'\n",
-    )
-    .expect("write");
+    );
     let s = Server::start(&[
         "--interval",
         "60",
         "--backend",
         "procfs",
         "--config",
-        config.to_str().expect("utf-8"),
+        config.path(),
         "--no-children",
     ]);
     let (text, om) = scrape_both(&s);

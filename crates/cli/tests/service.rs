@@ -32,9 +32,11 @@ use std::os::unix::net::UnixStream;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
+use common::ps::{run, tokens, Out, NOBODY};
 use common::specs::{procps_list, ps_l, together};
-use common::{root_or_skip, run, tokens, Out, NOBODY, TASKSNAP};
+use common::TASKSNAP;
 use tasksnap_collect::service::wire;
 use tasksnap_model::{Groups, Query, Selector, Task};
 
@@ -241,6 +243,18 @@ struct Spawned {
 }
 
 impl Spawned {
+    /// Starts `cmd` with no input or output, kept to be killed with the rest; its pid.
+    fn start_quiet(&mut self, cmd: &mut Command) -> i32 {
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+        let pid = child.id() as i32;
+        self.children.push(child);
+        pid
+    }
+
     /// `sleep 1000` as `uid`/`gid` (root: 0), through setpriv.
     fn sleep_as(&mut self, what: &str, uid: u32, gid: u32) -> i32 {
         let mut cmd = if uid == 0 {
@@ -255,14 +269,7 @@ impl Spawned {
             ]);
             c
         };
-        let child = cmd
-            .arg("1000")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn a sleep");
-        let pid = child.id() as i32;
-        self.children.push(child);
+        let pid = self.start_quiet(cmd.arg("1000"));
         self.named.push((what.to_string(), pid));
         tasksnap_loadgen::wait_until(what, || tasksnap_loadgen::settled_sleep(pid));
         pid
@@ -295,14 +302,13 @@ impl Spawned {
     /// `unshare --pid --fork sleep 1000` as root: the unshare and its child, the sleep that is
     /// pid 1 of a namespace of its own (seen from outside under its outer pid).
     fn in_pid_namespace(&mut self) -> (i32, i32) {
-        let child = Command::new("unshare")
-            .args(["--pid", "--fork", "--kill-child", "sleep", "1000"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn unshare");
-        let outer = child.id() as i32;
-        self.children.push(child);
+        let outer = self.start_quiet(Command::new("unshare").args([
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "sleep",
+            "1000",
+        ]));
         let inner = std::cell::Cell::new(0);
         tasksnap_loadgen::wait_until("the sleep in a pid namespace", || {
             let kid = tasksnap_loadgen::proc_text(outer, &format!("task/{outer}/children"))
@@ -534,7 +540,7 @@ impl<'a> Caller<'a> {
             cmd.env("TASKSNAP_NO_SERVICE", "1");
         }
         match source {
-            Source::Procps => common::oracle(&mut cmd),
+            Source::Procps => common::ps::oracle(&mut cmd),
             _ => cmd.output().expect("run ps").into(),
         }
     }
@@ -546,7 +552,7 @@ enum Cut {
     /// PID first; the bytes from its end to this many header tokens' end masked (the moving
     /// columns put first by `together`).
     Moving(usize),
-    /// Mask the columns whose values move between runs, by header (`common::MOVING`).
+    /// Mask the columns whose values move between runs, by header (`common::ps::MOVING`).
     Headers,
 }
 
@@ -568,7 +574,7 @@ fn cut(out: &[u8], pids: &HashSet<i32>, how: Cut) -> (Vec<u8>, Vec<Vec<u8>>) {
         Cut::Headers => toks
             .iter()
             .enumerate()
-            .filter(|(_, (t, _, _))| common::MOVING.contains(&t.as_str()))
+            .filter(|(_, (t, _, _))| common::ps::MOVING.contains(&t.as_str()))
             .map(|(k, &(_, _, end))| (if k == 0 { 0 } else { toks[k - 1].2 + 1 }, end))
             .collect(),
     };
@@ -726,7 +732,7 @@ fn row_pid(header: &[u8], row: &[u8]) -> Option<i32> {
 /// tasksnap where every user can execute it (the checkout may be out of their reach).
 fn tasksnap_copy() -> &'static str {
     static COPY: OnceLock<String> = OnceLock::new();
-    COPY.get_or_init(common::tasksnap_for_others)
+    COPY.get_or_init(common::ps::tasksnap_for_others)
 }
 
 /// This test binary as user `uid` (its group the same number, no supplementary groups)
@@ -790,9 +796,7 @@ fn says_service(caller: &Caller<'_>) -> Result<(), String> {
 
 #[test]
 fn every_specifier_through_the_service_matches_procfs_and_procps_for_two_users() {
-    if !root_or_skip("ps as two users through the query service") {
-        return;
-    }
+    skip_unless_root!("ps as two users through the query service");
     let started = Instant::now();
     let socket = shared_service();
     let user = TestUser::ensure(TEST_USER);
@@ -890,9 +894,7 @@ fn every_specifier_through_the_service_matches_procfs_and_procps_for_two_users()
 /// its own: see the next test.
 #[test]
 fn top_through_the_service_gets_a_whole_answer_then_the_changed_rows() {
-    if !root_or_skip("top as nobody through the query service") {
-        return;
-    }
+    skip_unless_root!("top as nobody through the query service");
     let service = Service::start();
     top_screens_are_changed_rows(&service.socket);
 }
@@ -908,9 +910,7 @@ fn top_through_the_service_gets_a_whole_answer_then_the_changed_rows() {
 /// touched by them.
 #[test]
 fn regression_top_on_the_shared_service_got_whole_answers_while_other_tests_asked_it() {
-    if !root_or_skip("top as nobody through the query service, beside other callers") {
-        return;
-    }
+    skip_unless_root!("top as nobody through the query service, beside other callers");
     let shared = shared_service();
     let service = Service::start();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -1032,9 +1032,7 @@ fn top_screens_are_changed_rows(socket: &str) {
 
 #[test]
 fn hidepid_and_subset_pid_are_the_callers_own_proc_mounts() {
-    if !root_or_skip("hidepid in a private mount namespace through the query service") {
-        return;
-    }
+    skip_unless_root!("hidepid in a private mount namespace through the query service");
     let socket = shared_service();
     let mut sp = Spawned::default();
     let own = sp.sleep_as("nobody's sleep", NOBODY, NOBODY);
@@ -1117,9 +1115,7 @@ fn hidepid_and_subset_pid_are_the_callers_own_proc_mounts() {
 
 #[test]
 fn hostile_clients_neither_stop_the_service_nor_see_more() {
-    if !root_or_skip("hostile clients of the query service") {
-        return;
-    }
+    skip_unless_root!("hostile clients of the query service");
     let mut service = Service::start();
     let mut sp = Spawned::default();
     let root = sp.sleep_as("root's sleep", 0, 0);
@@ -1250,6 +1246,35 @@ fn header(version: u8, kind: u8, len: u32) -> Vec<u8> {
 /// service never takes a pid from a client: SO_PEERCRED is the kernel's record of who
 /// connected (and the pidfd pins that process), so there is nothing to lie with.
 fn hostile_clients(socket: &str, root: i32, own: i32) {
+    open_files_up_to_the_hard_limit();
+    let h = Hostile {
+        socket,
+        root,
+        own,
+        all: Query::new(Selector::AllProcesses, Groups::all()),
+    };
+    match h.ask("a plain request", &mut h.connect()) {
+        Ok(t) => say(format!("ok a plain request answered in {t:?}")),
+        Err(e) => say(format!("FAIL {e}")),
+    }
+    h.malformed_requests();
+    h.over_long_requests();
+    // Held while the others are asked: half a frame, then silence; a request whose answer
+    // is never read.
+    let (half, slow) = h.stalled_beside_a_request();
+    wait_go("half a frame and a slow reader");
+    h.storm_of_1000();
+    match h.ask("a request after the storm", &mut h.connect()) {
+        Ok(t) => say(format!("ok a request after the storm answered in {t:?}")),
+        Err(e) => say(format!("FAIL {e}")),
+    }
+    // The stalled ones were open all along; now they go.
+    drop(slow);
+    drop(half);
+}
+
+/// Raises this process's soft open-files limit to the hard one.
+fn open_files_up_to_the_hard_limit() {
     // SAFETY: getrlimit/setrlimit on this process: the soft open-files limit up to the hard.
     unsafe {
         let mut lim = libc::rlimit {
@@ -1260,29 +1285,59 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
         lim.rlim_cur = lim.rlim_max;
         libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
     }
-    let say = |s: String| {
-        println!("{s}");
-        let _ = std::io::stdout().flush();
-    };
-    let wait_go = |stage: &str| {
-        say(format!("holding {stage}"));
-        let mut l = String::new();
-        let _ = std::io::stdin().read_line(&mut l);
-    };
-    let connect = || {
-        let s = UnixStream::connect(socket).expect("connect");
+}
+
+/// A line to the parent (stdout, flushed).
+fn say(s: String) {
+    println!("{s}");
+    let _ = std::io::stdout().flush();
+}
+
+/// Says `holding STAGE` and waits for the parent's line on stdin.
+fn wait_go(stage: &str) {
+    say(format!("holding {stage}"));
+    let mut l = String::new();
+    let _ = std::io::stdin().read_line(&mut l);
+}
+
+/// A connection that must end without an answer (closed, or Refused): says which.
+fn no_answer(what: &str, s: &mut UnixStream) {
+    match reply(s) {
+        Ok(None) => say(format!("ok {what}: closed")),
+        Ok(Some((wire::Kind::Refused, p))) => say(format!(
+            "ok {what}: refused ({})",
+            String::from_utf8_lossy(&p)
+        )),
+        Ok(Some((k, _))) => say(format!("FAIL {what}: answered with a {k:?} frame")),
+        Err(e) => say(format!("FAIL {what}: {e}")),
+    }
+}
+
+/// The hostile clients of the service at `socket`: `root` is root's sleep, `own` nobody's
+/// own; `all` the query a plain request asks.
+struct Hostile<'a> {
+    socket: &'a str,
+    root: i32,
+    own: i32,
+    all: Query,
+}
+
+impl Hostile<'_> {
+    /// A connection with 30 s timeouts either way.
+    fn connect(&self) -> UnixStream {
+        let s = UnixStream::connect(self.socket).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(30)))
             .expect("timeout");
         s.set_write_timeout(Some(Duration::from_secs(30)))
             .expect("timeout");
         s
-    };
-    let all = Query::new(Selector::AllProcesses, Groups::all());
+    }
 
-    // What nobody may see of root's sleep and of its own: no field /proc gates behind
-    // ptrace access of root's, and those same fields of its own (a check that can fail).
-    let check_answer = |what: &str, tasks: &[Task]| -> Result<(), String> {
+    /// What nobody may see of root's sleep and of its own: no field /proc gates behind
+    /// ptrace access of root's, and those same fields of its own (a check that can fail).
+    fn check_answer(&self, what: &str, tasks: &[Task]) -> Result<(), String> {
         let find = |pid: i32| tasks.iter().find(|t| t.id.tgid == pid && t.id.tid == pid);
+        let root = self.root;
         let r = find(root).ok_or(format!("{what}: no row for root's sleep {root}"))?;
         // (Not `fds`: stat(2) of /proc/PID/fd gives anyone the count, Linux 6.2+.)
         if r.exe.is_some() || r.io.is_some() || r.environ.is_some() {
@@ -1293,22 +1348,25 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
                 r.environ.is_some(),
             ));
         }
+        let own = self.own;
         let o = find(own).ok_or(format!("{what}: no row for nobody's own sleep {own}"))?;
         if o.exe.is_none() || o.io.is_none() {
             return Err(format!("{what}: nobody's own sleep without exe or io"));
         }
         Ok(())
-    };
-    // A request answered: Accepted, then an Answer that passes check_answer.
-    let ask = |what: &str, s: &mut UnixStream| -> Result<Duration, String> {
+    }
+
+    /// A request answered: Accepted, then an Answer that passes [`Hostile::check_answer`];
+    /// how long it took.
+    fn ask(&self, what: &str, s: &mut UnixStream) -> Result<Duration, String> {
         let t = Instant::now();
-        wire::send(s, &wire::request(&all, None)).map_err(|e| format!("{what}: send: {e}"))?;
+        wire::send(s, &wire::request(&self.all, None)).map_err(|e| format!("{what}: send: {e}"))?;
         loop {
             match reply(s)? {
                 Some((wire::Kind::Accepted, _)) => continue,
                 Some((wire::Kind::Answer, p)) => {
                     let tasks = answer_tasks(s, &p).map_err(|e| format!("{what}: {e}"))?;
-                    check_answer(what, &tasks)?;
+                    self.check_answer(what, &tasks)?;
                     return Ok(t.elapsed());
                 }
                 Some((k, p)) => {
@@ -1317,162 +1375,159 @@ fn hostile_clients(socket: &str, root: i32, own: i32) {
                 None => return Err(format!("{what}: closed without an answer")),
             }
         }
-    };
-    // A connection that must end without an answer (closed, or Refused).
-    let no_answer = |what: &str, s: &mut UnixStream| match reply(s) {
-        Ok(None) => say(format!("ok {what}: closed")),
-        Ok(Some((wire::Kind::Refused, p))) => say(format!(
-            "ok {what}: refused ({})",
-            String::from_utf8_lossy(&p)
-        )),
-        Ok(Some((k, _))) => say(format!("FAIL {what}: answered with a {k:?} frame")),
-        Err(e) => say(format!("FAIL {what}: {e}")),
-    };
-
-    match ask("a plain request", &mut connect()) {
-        Ok(t) => say(format!("ok a plain request answered in {t:?}")),
-        Err(e) => say(format!("FAIL {e}")),
     }
 
-    // Garbage: bytes that are not the protocol.
-    let mut s = connect();
-    let junk: Vec<u8> = (0u32..256)
-        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
-        .collect();
-    let _ = s.write_all(&junk);
-    no_answer("garbage", &mut s);
-    // The right magic, another version; a kind no client sends; a request that does not
-    // decode.
-    for (what, bytes) in [
-        ("version 99", header(99, 1, 0)),
-        ("an Answer frame from a client", header(wire::VERSION, 3, 0)),
-        ("kind 200", header(wire::VERSION, 200, 0)),
-        (
-            "a malformed request",
-            [header(wire::VERSION, 1, 8), vec![0xff; 8]].concat(),
-        ),
-    ] {
-        let mut s = connect();
-        let _ = s.write_all(&bytes);
-        no_answer(what, &mut s);
-    }
-    // A huge length: 4 GiB announced; then the limit announced and junk sent.
-    let mut s = connect();
-    let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
-    no_answer("a request of 4 GiB announced", &mut s);
-    let mut s = connect();
-    let _ = s.write_all(&header(wire::VERSION, 1, wire::MAX_REQUEST as u32));
-    let _ = s.write_all(&vec![0x5a; wire::MAX_REQUEST]);
-    no_answer("a request of the largest size, of junk", &mut s);
-    let mut s = connect();
-    let t = Instant::now();
-    let mut sent = 0usize;
-    let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
-    while t.elapsed() < Duration::from_secs(5) {
-        match s.write(&[0u8; 65536]) {
-            Ok(n) => sent += n,
-            Err(_) => break,
-        }
-        if sent > 64 << 20 {
-            break;
+    /// Garbage (bytes that are not the protocol); the right magic, another version; a kind
+    /// no client sends; a request that does not decode: none answered.
+    fn malformed_requests(&self) {
+        let mut s = self.connect();
+        let junk: Vec<u8> = (0u32..256)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        let _ = s.write_all(&junk);
+        no_answer("garbage", &mut s);
+        for (what, bytes) in [
+            ("version 99", header(99, 1, 0)),
+            ("an Answer frame from a client", header(wire::VERSION, 3, 0)),
+            ("kind 200", header(wire::VERSION, 200, 0)),
+            (
+                "a malformed request",
+                [header(wire::VERSION, 1, 8), vec![0xff; 8]].concat(),
+            ),
+        ] {
+            let mut s = self.connect();
+            let _ = s.write_all(&bytes);
+            no_answer(what, &mut s);
         }
     }
-    if sent > 16 << 20 {
-        say(format!(
-            "FAIL the service read {sent} bytes of an over-long request"
-        ));
-    } else {
-        say(format!(
-            "ok an over-long request stopped after {sent} bytes"
-        ));
-    }
 
-    // Held while the others are asked: half a frame, then silence; a request whose answer
-    // is never read.
-    let mut half = connect();
-    let _ = half.write_all(&header(wire::VERSION, 1, 40)[..6]);
-    let mut slow = connect();
-    let _ = wire::send(
-        &mut slow,
-        &wire::request(&Query::new(Selector::AllThreads, Groups::all()), None),
-    );
-    std::thread::sleep(Duration::from_millis(200));
-    match ask(
-        "a request beside a stalled one and a slow reader",
-        &mut connect(),
-    ) {
-        Ok(t) if t < Duration::from_secs(5) => say(format!(
-            "ok a request beside a stalled one and a slow reader answered in {t:?}"
-        )),
-        Ok(t) => say(format!(
-            "FAIL answered only after {t:?} beside a stalled client"
-        )),
-        Err(e) => say(format!("FAIL {e}")),
-    }
-    wait_go("half a frame and a slow reader");
-
-    // 1,000 at once, each a whole request, all sent before any is read.
-    let mut storm: Vec<UnixStream> = Vec::new();
-    let mut refused_connect = 0;
-    for _ in 0..1000 {
-        match UnixStream::connect(socket) {
-            Ok(mut s) => {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
-                let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-                let _ = s.write_all(&wire::request(&all, None));
-                storm.push(s);
+    /// A huge length: 4 GiB announced; the limit announced and junk sent; 4 GiB announced and
+    /// sent for 5 s: none answered, and the last not read on.
+    fn over_long_requests(&self) {
+        let mut s = self.connect();
+        let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
+        no_answer("a request of 4 GiB announced", &mut s);
+        let mut s = self.connect();
+        let _ = s.write_all(&header(wire::VERSION, 1, wire::MAX_REQUEST as u32));
+        let _ = s.write_all(&vec![0x5a; wire::MAX_REQUEST]);
+        no_answer("a request of the largest size, of junk", &mut s);
+        let mut s = self.connect();
+        let t = Instant::now();
+        let mut sent = 0usize;
+        let _ = s.write_all(&header(wire::VERSION, 1, u32::MAX));
+        while t.elapsed() < Duration::from_secs(5) {
+            match s.write(&[0u8; 65536]) {
+                Ok(n) => sent += n,
+                Err(_) => break,
             }
-            Err(_) => refused_connect += 1,
+            if sent > 64 << 20 {
+                break;
+            }
+        }
+        if sent > 16 << 20 {
+            say(format!(
+                "FAIL the service read {sent} bytes of an over-long request"
+            ));
+        } else {
+            say(format!(
+                "ok an over-long request stopped after {sent} bytes"
+            ));
         }
     }
-    wait_go("1,000 clients");
-    let (mut answered, mut busy, mut refused, mut closed) = (0, 0, 0, 0);
-    let t = Instant::now();
-    for s in storm.iter_mut() {
-        loop {
-            match reply(s) {
-                Ok(Some((wire::Kind::Accepted, _))) => continue,
-                Ok(Some((wire::Kind::Answer, p))) => {
-                    answered += 1;
-                    match answer_tasks(s, &p) {
-                        Ok(tasks) => {
-                            if let Err(e) = check_answer("one of 1,000", &tasks) {
-                                say(format!("FAIL {e}"));
-                            }
-                        }
-                        Err(e) => say(format!("FAIL one of 1,000: {e}")),
-                    }
+
+    /// Half a frame, then silence, and a request whose answer is never read, both returned
+    /// to be held open; a request beside them must be answered within 5 s.
+    fn stalled_beside_a_request(&self) -> (UnixStream, UnixStream) {
+        let mut half = self.connect();
+        let _ = half.write_all(&header(wire::VERSION, 1, 40)[..6]);
+        let mut slow = self.connect();
+        let _ = wire::send(
+            &mut slow,
+            &wire::request(&Query::new(Selector::AllThreads, Groups::all()), None),
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        match self.ask(
+            "a request beside a stalled one and a slow reader",
+            &mut self.connect(),
+        ) {
+            Ok(t) if t < Duration::from_secs(5) => say(format!(
+                "ok a request beside a stalled one and a slow reader answered in {t:?}"
+            )),
+            Ok(t) => say(format!(
+                "FAIL answered only after {t:?} beside a stalled client"
+            )),
+            Err(e) => say(format!("FAIL {e}")),
+        }
+        (half, slow)
+    }
+
+    /// 1,000 at once, each a whole request, all sent before any is read (the parent's
+    /// bystander asks meanwhile): each answered (and checked), busy, refused or closed, and
+    /// some answered.
+    fn storm_of_1000(&self) {
+        let mut storm: Vec<UnixStream> = Vec::new();
+        let mut refused_connect = 0;
+        for _ in 0..1000 {
+            match UnixStream::connect(self.socket) {
+                Ok(mut s) => {
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+                    let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+                    let _ = s.write_all(&wire::request(&self.all, None));
+                    storm.push(s);
                 }
+                Err(_) => refused_connect += 1,
+            }
+        }
+        wait_go("1,000 clients");
+        let (mut answered, mut busy, mut refused, mut closed) = (0, 0, 0, 0);
+        let t = Instant::now();
+        for s in storm.iter_mut() {
+            match self.storm_reply(s) {
+                Ok(Some((wire::Kind::Answer, _))) => answered += 1,
+                Ok(Some((wire::Kind::Busy, _))) => busy += 1,
+                Ok(Some((wire::Kind::Refused, _))) => refused += 1,
+                Ok(Some(_)) | Err(_) => {}
+                Ok(None) => closed += 1,
+            }
+        }
+        say(format!(
+            "ok 1,000 clients in {:?}: {answered} answered, {busy} busy, {refused} refused, \
+             {closed} closed, {refused_connect} connections refused",
+            t.elapsed()
+        ));
+        if answered == 0 {
+            say("FAIL none of 1,000 clients was answered".to_string());
+        }
+    }
+
+    /// One storm client's reply past its Accepted frames, after saying what fails in it (an
+    /// answer that fails [`Hostile::check_answer`], a Busy frame with a payload, another
+    /// kind).
+    fn storm_reply(&self, s: &mut UnixStream) -> Result<Option<(wire::Kind, Vec<u8>)>, String> {
+        loop {
+            let r = reply(s);
+            match &r {
+                Ok(Some((wire::Kind::Accepted, _))) => continue,
+                Ok(Some((wire::Kind::Answer, p))) => match answer_tasks(s, p) {
+                    Ok(tasks) => {
+                        if let Err(e) = self.check_answer("one of 1,000", &tasks) {
+                            say(format!("FAIL {e}"));
+                        }
+                    }
+                    Err(e) => say(format!("FAIL one of 1,000: {e}")),
+                },
                 Ok(Some((wire::Kind::Busy, p))) => {
-                    busy += 1;
                     if !p.is_empty() {
                         say(format!("FAIL a Busy frame carried {} bytes", p.len()));
                     }
                 }
-                Ok(Some((wire::Kind::Refused, _))) => refused += 1,
+                Ok(Some((wire::Kind::Refused, _))) | Ok(None) => {}
                 Ok(Some((k, _))) => say(format!("FAIL one of 1,000 got a {k:?} frame")),
-                Ok(None) => closed += 1,
                 Err(e) => say(format!("FAIL one of 1,000: {e}")),
             }
-            break;
+            return r;
         }
     }
-    say(format!(
-        "ok 1,000 clients in {:?}: {answered} answered, {busy} busy, {refused} refused, \
-         {closed} closed, {refused_connect} connections refused",
-        t.elapsed()
-    ));
-    if answered == 0 {
-        say("FAIL none of 1,000 clients was answered".to_string());
-    }
-    drop(storm);
-    match ask("a request after the storm", &mut connect()) {
-        Ok(t) => say(format!("ok a request after the storm answered in {t:?}")),
-        Err(e) => say(format!("FAIL {e}")),
-    }
-    // The stalled ones were open all along; now they go.
-    drop(slow);
-    drop(half);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1554,9 +1609,7 @@ fn slot_holders(socket: &str, n: usize) {
 
 #[test]
 fn silent_readers_of_big_answers_keep_serve_within_its_query_memory_budget() {
-    if !root_or_skip("a memory attack on the query service") {
-        return;
-    }
+    skip_unless_root!("a memory attack on the query service");
     let budget = format!("{TEST_BUDGET_MIB}M");
     let mut service = Service::start_with(&["--query-memory-budget", &budget]);
     // Nobody's 200 processes, each with 120 kB of arguments and 120 kB of environment: a
@@ -1649,9 +1702,7 @@ fn silent_readers_of_big_answers_keep_serve_within_its_query_memory_budget() {
 
 #[test]
 fn four_users_holding_every_slot_do_not_starve_a_fifth() {
-    if !root_or_skip("slot holders on the query service") {
-        return;
-    }
+    skip_unless_root!("slot holders on the query service");
     let service = Service::start();
     // Four users (uids without passwd entries), each holding 8 connections that never send,
     // opened again as soon as the service lets one go: 32, every slot there is.
@@ -1725,9 +1776,7 @@ fn fake_service(dir: &std::path::Path, name: &str, reply: Option<Vec<u8>>) -> St
 
 #[test]
 fn ps_verbose_says_why_it_read_proc_instead_of_the_service() {
-    if !root_or_skip("ps --verbose as nobody beside services that do not answer") {
-        return;
-    }
+    skip_unless_root!("ps --verbose as nobody beside services that do not answer");
     let dir = open_dir("tasksnap-fallback-");
     let busy = fake_service(dir.path(), "busy.sock", Some(wire::empty(wire::Kind::Busy)));
     let refused = fake_service(
@@ -1784,9 +1833,7 @@ fn ps_verbose_says_why_it_read_proc_instead_of_the_service() {
 
 #[test]
 fn the_service_tells_a_hidepid_caller_no_host_wide_counts() {
-    if !root_or_skip("what the service's report tells nobody under hidepid") {
-        return;
-    }
+    skip_unless_root!("what the service's report tells nobody under hidepid");
     let socket = shared_service();
     let caller = Caller {
         name: "nobody with /proc hidepid=invisible".into(),
@@ -1832,9 +1879,7 @@ fn the_service_tells_a_hidepid_caller_no_host_wide_counts() {
 
 #[test]
 fn a_regular_file_at_the_socket_path_is_named_with_what_to_do() {
-    if !root_or_skip("serve beside a file planted at its socket path") {
-        return;
-    }
+    skip_unless_root!("serve beside a file planted at its socket path");
     let dir = open_dir("tasksnap-planted-");
     let at = dir.path().join("query.sock");
     std::fs::write(&at, b"planted").expect("plant a file");

@@ -5,14 +5,14 @@
 //! threads of this test process, observed with `-p <this pid>`. (states_pidns.rs: inside a
 //! pid namespace.)
 
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tasksnap_loadgen::root_or_skip;
+use tasksnap_loadgen::skip_unless_root;
 
 mod common;
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+use common::{dev_full, ok, text, words, TASKSNAP};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -69,12 +69,19 @@ impl Drop for Mappers {
     }
 }
 
-fn states(args: &[&str]) -> std::process::Output {
+fn states(args: &[&str]) -> Output {
     Command::new(TASKSNAP)
         .arg("states")
         .args(args)
         .output()
         .expect("run tasksnap states")
+}
+
+/// [`states`], which must succeed.
+fn states_ok(args: &[&str]) -> Output {
+    let out = states(args);
+    ok(&out, &format!("states {args:?}"));
+    out
 }
 
 /// `tasksnap states --mode procfs -p <this process>`, then `more`.
@@ -116,26 +123,26 @@ fn check_rows(v: &serde_json::Value) -> Vec<serde_json::Value> {
     rows
 }
 
-#[test]
-fn json_lines_in_procfs_mode_are_labelled_sampled() {
-    let _g = serial();
-    let out = states(&[
+/// `states --json` of this process in `mode`, `samples` lines 0.3 s apart, parsed.
+fn json_lines_of_me(mode: &str, samples: &str) -> Vec<serde_json::Value> {
+    let out = states_ok(&[
         "--mode",
-        "procfs",
+        mode,
         "-p",
         &me(),
         "-i",
         "0.3",
         "-n",
-        "2",
+        samples,
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = json_lines(&out);
+    json_lines(&out)
+}
+
+#[test]
+fn json_lines_in_procfs_mode_are_labelled_sampled() {
+    let _g = serial();
+    let lines = json_lines_of_me("procfs", "2");
     assert_eq!(lines.len(), 2);
     for v in &lines {
         assert_eq!(v["mode"], "procfs");
@@ -163,27 +170,9 @@ fn json_lines_in_procfs_mode_are_labelled_sampled() {
 
 #[test]
 fn json_lines_in_bpf_mode_cover_this_process() {
-    if !root_or_skip("states --mode bpf") {
-        return;
-    }
+    skip_unless_root!("states --mode bpf");
     let _g = serial();
-    let out = states(&[
-        "--mode",
-        "bpf",
-        "-p",
-        &me(),
-        "-i",
-        "0.3",
-        "-n",
-        "1",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = json_lines(&out);
+    let lines = json_lines_of_me("bpf", "1");
     assert_eq!(lines[0]["mode"], "bpf");
     assert_eq!(lines[0]["sampled"].as_array().map(Vec::len), Some(0));
     let rows = check_rows(&lines[0]);
@@ -194,9 +183,7 @@ fn json_lines_in_bpf_mode_cover_this_process() {
 
 #[test]
 fn seed_case_table_names_the_rwsem_and_the_flame_graph_draws_it() {
-    if !root_or_skip("states seed case") {
-        return;
-    }
+    skip_unless_root!("states seed case");
     let _g = serial();
     let mappers = Mappers::start(16);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -213,13 +200,9 @@ fn seed_case_table_names_the_rwsem_and_the_flame_graph_draws_it() {
         svg.to_str().expect("utf8 path"),
     ]);
     drop(mappers);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = text(&out.stdout);
     eprintln!("{text}");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out, "states --flamegraph");
     assert!(text.contains("DISK%") && text.contains("TOTAL"), "{text}");
     // The process row's top reason is the mmap lock's rwsem slow path, in D.
     let row = text
@@ -264,13 +247,13 @@ fn a_closed_pipe_ends_it_quietly() {
 #[test]
 fn bad_arguments_exit_2() {
     for args in [
-        &["--sort", "nonsense"][..],
-        &["-i", "0"],
-        &["--threads", "--processes"],
-        &["--sample-hz", "0"],
-        &["-n", "0"],
+        "--sort nonsense",
+        "-i 0",
+        "--threads --processes",
+        "--sample-hz 0",
+        "-n 0",
     ] {
-        let out = states(args);
+        let out = states(&words(args));
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
     // An unwritable flame graph path fails at once, before any interval.
@@ -292,12 +275,10 @@ fn bad_arguments_exit_2() {
 
 #[test]
 fn a_non_root_caller_gets_proc_never_bpf() {
-    if !root_or_skip("states as another user (setpriv)") {
-        return;
-    }
+    skip_unless_root!("states as another user (setpriv)");
     let _g = serial();
     // tasksnap where nobody can execute it, wherever the checkout lives.
-    let bin = common::tasksnap_for_others();
+    let bin = common::ps::tasksnap_for_others();
     let drop_to = |extra: &[&str]| {
         Command::new("setpriv")
             .args([
@@ -319,11 +300,7 @@ fn a_non_root_caller_gets_proc_never_bpf() {
         String::from_utf8_lossy(&out.stderr)
     );
     let out = drop_to(&["-p", &me(), "-n", "1", "-i", "0.2", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out, "states as nobody");
     assert!(String::from_utf8_lossy(&out.stderr).contains("using /proc"));
     assert_eq!(json_lines(&out)[0]["mode"], "procfs");
 }
@@ -386,21 +363,10 @@ fn an_interrupt_prints_the_interval_so_far_and_exits_0() {
     assert!(lines[0]["interval_ns"].as_u64().expect("ns") < 10_000_000_000);
 }
 
-fn to_dev_full() -> std::fs::File {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("open /dev/full")
-}
-
-fn stderr_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Regression (#16): `states -p 99999999` printed "0 threads" intervals and exited 0. A pid
-/// that matches no process (or one that is gone before the first sample) is a message on
-/// stderr and status 1, as `ps -p` exits 1 when nothing matched; with other pids that do
-/// match, a warning.
+/// A pid that matches no process (or one that is gone before the first sample) is a message
+/// on stderr and status 1, as `ps -p` exits 1 when nothing matched; with other pids that do
+/// match, a warning. The defect: `states -p 99999999` printed "0 threads" intervals and
+/// exited 0.
 #[test]
 fn regression_a_pid_that_does_not_exist_said_0_threads_and_exit_0() {
     let _g = serial();
@@ -412,7 +378,7 @@ fn regression_a_pid_that_does_not_exist_said_0_threads_and_exit_0() {
     for mode in ["procfs", "auto"] {
         for pid in ["99999999", gone.as_str()] {
             let out = states(&["--mode", mode, "-p", pid, "-n", "1", "-i", "0.1"]);
-            let err = stderr_of(&out);
+            let err = text(&out.stderr);
             assert_eq!(out.status.code(), Some(1), "{mode} -p {pid}: {err}");
             assert!(
                 err.contains(&format!("no such process: {pid}")),
@@ -433,66 +399,62 @@ fn regression_a_pid_that_does_not_exist_said_0_threads_and_exit_0() {
         "0.1",
         "--json",
     ]);
-    let err = stderr_of(&out);
+    let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("no such process: 99999999"), "{err}");
     check_rows(&json_lines(&out)[0]);
 }
 
-/// Regression (#16): numeric options out of range must be usage errors (status 2, clap's
-/// message), never a panic, and pids must be positive (`-p 0` and `-p=-5` ran and printed
-/// nothing; `kill(0, ...)` would even name the caller's process group).
+/// Numeric options out of range are usage errors (status 2, clap's message), never a panic,
+/// and pids must be positive. The defect: `-p 0` and `-p=-5` ran and printed nothing
+/// (`kill(0, ...)` would even name the caller's process group).
 #[test]
 fn regression_numeric_options_out_of_range_were_accepted() {
     for args in [
-        &["-i", "1e20"][..],
-        &["-i", "NaN"],
-        &["-i", "inf"],
-        &["-i", "-1"],
-        &["--interval=-1"],
-        &["-i", "0.01"],
-        &["-i", "86401"],
-        &["-n", "0"],
-        &["-n", "-1"],
-        &["-n", "99999999999999999999999"],
-        &["--sample-hz", "0"],
-        &["--sample-hz", "1001"],
-        &["--sample-hz", "-5"],
-        &["-r", "-1"],
-        &["-r", "99999999999999999999999"],
-        // With -n and -i: before the fix, `-p 0` ran (and without -n, forever).
-        &["-p", "0", "-n", "1", "-i", "0.1"],
-        &["-p=-5", "-n", "1", "-i", "0.1"],
-        &["-p", "2147483648", "-n", "1", "-i", "0.1"],
-        &["-p", "1,0", "-n", "1", "-i", "0.1"],
-        &["-p", "x", "-n", "1", "-i", "0.1"],
+        "-i 1e20",
+        "-i NaN",
+        "-i inf",
+        "-i -1",
+        "--interval=-1",
+        "-i 0.01",
+        "-i 86401",
+        "-n 0",
+        "-n -1",
+        "-n 99999999999999999999999",
+        "--sample-hz 0",
+        "--sample-hz 1001",
+        "--sample-hz -5",
+        "-r -1",
+        "-r 99999999999999999999999",
+        // With -n and -i: `-p 0` must not run (without -n it would run forever).
+        "-p 0 -n 1 -i 0.1",
+        "-p=-5 -n 1 -i 0.1",
+        "-p 2147483648 -n 1 -i 0.1",
+        "-p 1,0 -n 1 -i 0.1",
+        "-p x -n 1 -i 0.1",
     ] {
-        let out = states(args);
-        let err = stderr_of(&out);
+        let args = words(args);
+        let out = states(&args);
+        let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(err.contains("error"), "{args:?}: {err}");
     }
 }
 
-/// Regression (#16): output that could not be written was a success: `--help >/dev/full`
-/// exited 0 (clap's print ignores write errors), and `--flamegraph /dev/full` exited 0 when
-/// the SVG was small enough to sit in a buffer whose flush error was dropped. Both must say
-/// so and exit 1; a usage error with a full stderr must not panic.
+/// Output that cannot be written is a failure: `--help >/dev/full` and `--flamegraph
+/// /dev/full` say so and exit 1 (the defect: both exited 0, clap's print ignoring write
+/// errors and the SVG small enough to sit in a buffer whose flush error was dropped); a
+/// usage error with a full stderr does not panic.
 #[test]
 fn regression_write_errors_on_help_and_the_flame_graph_were_silent() {
     let _g = serial();
     let out = Command::new(TASKSNAP)
         .args(["states", "--help"])
-        .stdout(to_dev_full())
+        .stdout(dev_full())
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
-    assert!(
-        stderr_of(&out).contains("write error"),
-        "{}",
-        stderr_of(&out)
-    );
+    common::failed_saying(&out, 1, "write error", "states --help >/dev/full");
 
     // Without --why-sleep nothing is likely to wait in D: the graph is the small empty one.
     for extra in [&[][..], &["--why-sleep"]] {
@@ -502,7 +464,7 @@ fn regression_write_errors_on_help_and_the_flame_graph_were_silent() {
             .stdout(Stdio::null())
             .output()
             .expect("run");
-        let err = stderr_of(&out);
+        let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
         assert!(err.contains("cannot write /dev/full"), "{extra:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
@@ -510,7 +472,7 @@ fn regression_write_errors_on_help_and_the_flame_graph_were_silent() {
 
     let out = Command::new(TASKSNAP)
         .args(["states", "--bogus"])
-        .stderr(to_dev_full())
+        .stderr(dev_full())
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
@@ -539,9 +501,7 @@ fn rows_of(out: &std::process::Output, tid: i32) -> Vec<(u64, serde_json::Value)
 /// D, in the kernel's clone path, for the whole interval.
 #[test]
 fn regression_a_thread_in_d_since_before_states_started_had_no_wait_reason() {
-    if !root_or_skip("the D-state task's wait reason (BPF)") {
-        return;
-    }
+    skip_unless_root!("the D-state task's wait reason (BPF)");
     let _g = serial();
     let load = tasksnap_loadgen::Load::spawn(&["--dstate"]).expect("the loadgen");
     let d = load.info.dstate[0];
@@ -560,7 +520,7 @@ fn regression_a_thread_in_d_since_before_states_started_had_no_wait_reason() {
         let ns = row["top_reason_ns"].as_u64().expect("top_reason_ns");
         assert!(ns as f64 >= 0.9 * *interval_ns as f64, "{what}: {row}");
     };
-    let out = states(&[
+    let out = states_ok(&[
         "--mode",
         "bpf",
         "-p",
@@ -571,14 +531,12 @@ fn regression_a_thread_in_d_since_before_states_started_had_no_wait_reason() {
         "0.2",
         "--json",
     ]);
-    assert!(out.status.success(), "{}", stderr_of(&out));
     for row in rows_of(&out, d) {
         named(&row, "-p");
     }
     // Every thread, read incrementally: 62 intervals take it past the whole pass of the
     // 60th sample.
-    let out = states(&["--mode", "bpf", "-n", "62", "-i", "0.05", "--json"]);
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    let out = states_ok(&["--mode", "bpf", "-n", "62", "-i", "0.05", "--json"]);
     let rows = rows_of(&out, d);
     assert_eq!(rows.len(), 62);
     for (i, row) in rows.iter().enumerate() {

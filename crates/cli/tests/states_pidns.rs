@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tasksnap_loadgen::root_or_skip;
+use tasksnap_loadgen::skip_unless_root;
 
 const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
 
@@ -145,16 +145,14 @@ fn only_namespace_tasks(path: &Path, what: &str) -> Vec<serde_json::Value> {
     rows
 }
 
-/// Regression (#16): inside `unshare --pid --fork --mount-proc`, `states` with the BPF
+/// Regression: inside `unshare --pid --fork --mount-proc`, `states` with the BPF
 /// accounting showed the namespace's threads under their host pids and the exits of host
 /// threads, found "0 threads" for `-p 2` (a live task of the namespace), and noted the
 /// namespace's pid 1 as hidden. ps and top were right there; states must be too, and the
 /// /proc fallback as well.
 #[test]
 fn regression_states_crosses_the_pid_namespace_boundary() {
-    if !root_or_skip("states in a pid namespace") {
-        return;
-    }
+    skip_unless_root!("states in a pid namespace");
     if which("unshare").is_none() {
         panic!("unshare(1) (util-linux) is needed for this test");
     }

@@ -6,35 +6,13 @@
 //! offset goes (a negative one makes the kernel print a task that started before the
 //! namespace's zero as a huge, wrapped tick count). Root only (a time namespace).
 
-use std::process::{Child, Command, Output, Stdio};
+mod common;
 
-const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+use std::process::{Command, Output, Stdio};
 
-/// `sleep 1000` in its own process group, killed with it.
-struct Sleeper(Child);
-
-impl Sleeper {
-    fn spawn() -> Sleeper {
-        use std::os::unix::process::CommandExt;
-        let child = Command::new("sleep")
-            .arg("1000")
-            .process_group(0)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("spawn sleep");
-        let pid = child.id() as i32;
-        tasksnap_loadgen::wait_until("sleep to settle", || tasksnap_loadgen::settled_sleep(pid));
-        Sleeper(child)
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        // SAFETY: kill takes no pointers; the group is the sleeper's own.
-        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
-        let _ = self.0.wait();
-    }
-}
+use common::recording::store_dir;
+use common::{sleeper, TASKSNAP};
+use tasksnap_loadgen::skip_unless_root;
 
 /// `args` run in a new time namespace with both clocks offset by `offset_s` (none: here).
 fn run(offset_s: Option<i64>, args: &[&str]) -> Output {
@@ -113,17 +91,15 @@ fn offsets() -> Vec<i64> {
     v
 }
 
-/// Issue 42: with a boot time offset, kthreadd's start was days off with the BPF backend
+/// Regression: with a boot time offset, kthreadd's start was days off with the BPF backend
 /// (the kernel's own start beside the caller's shifted boot time) and, with a negative
 /// offset, pid 1's and kthreadd's start from /proc was a wrapped tick count (year 2611 in
 /// ps, 2262-04-11 in dump). ps's start and elapsed times are the same inside as outside.
 #[test]
 fn start_times_are_right_with_a_boot_time_offset() {
-    if !tasksnap_loadgen::root_or_skip("a time namespace") {
-        return;
-    }
-    let sleeper = Sleeper::spawn();
-    let pids = format!("1,2,{}", sleeper.0.id());
+    skip_unless_root!("a time namespace");
+    let (_sleeper, pid) = sleeper();
+    let pids = format!("1,2,{pid}");
     let args = |backend: &'static str| {
         vec![
             TASKSNAP,
@@ -162,8 +138,7 @@ fn start_times_are_right_with_a_boot_time_offset() {
 /// The `pid,start_time` rows of a recording made with `backend` (one sample), inside a time
 /// namespace offset by `offset_s` or here.
 fn recorded_starts(offset_s: Option<i64>, backend: &str, pids: &[i32]) -> Vec<(i64, String)> {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = dir.path().join("rec");
+    let (_t, store) = store_dir();
     let s = store.to_str().expect("utf-8 path");
     let rec = [
         TASKSNAP,
@@ -200,18 +175,16 @@ fn recorded_starts(offset_s: Option<i64>, backend: &str, pids: &[i32]) -> Vec<(i
     rows
 }
 
-/// Issue 42: the start times a recording keeps are the same moments whether the recorder ran
+/// Regression: the start times a recording keeps are the same moments whether the recorder ran
 /// in a time namespace or not (a negative offset saturated pid 1's to 2262-04-11). /proc
 /// gives them in whole ticks; a task older than a negative offset's zero has a wrapped count,
 /// counted from 2^64 (no whole number of ticks), which can put it one tick early
 /// (`tasksnap_collect::clock`): those may differ by 10 ms, the others not at all.
 #[test]
 fn recorded_start_times_are_right_with_a_boot_time_offset() {
-    if !tasksnap_loadgen::root_or_skip("a time namespace") {
-        return;
-    }
-    let sleeper = Sleeper::spawn();
-    let pids = [1, 2, sleeper.0.id() as i32];
+    skip_unless_root!("a time namespace");
+    let (_sleeper, pid) = sleeper();
+    let pids = [1, 2, pid];
     let mut failures = Vec::new();
     let older = |offset: i64, start: &str| {
         offset < 0

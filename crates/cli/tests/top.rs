@@ -5,94 +5,30 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
+use common::ps::*;
+use common::top::{exited_count, frames, own_sh, ExitedTop, Frame};
 use common::*;
 
-/// A child that is killed when the test ends, however it ends.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn spawn(cmd: &str) -> Guard {
-    Guard(
-        Command::new("sh")
-            .args(["-c", cmd])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn sh"),
-    )
-}
-
-/// One parsed batch frame.
-struct BatchFrame {
-    header: Vec<String>,
-    columns: Vec<String>,
-    /// pid -> the row's fields (COMMAND joined back).
-    rows: HashMap<i32, Vec<String>>,
-}
-
-fn parse_batch(out: &str) -> Vec<BatchFrame> {
-    let mut frames = Vec::new();
-    for chunk in out.split("top - ").skip(1) {
-        let lines: Vec<&str> = chunk.lines().collect();
-        let blank = lines
-            .iter()
-            .position(|l| l.is_empty())
-            .expect("a blank line after the header");
-        let header: Vec<String> = lines[..blank].iter().map(|s| s.to_string()).collect();
-        let columns: Vec<String> = lines[blank + 1]
-            .split_whitespace()
-            .map(str::to_string)
-            .collect();
-        let mut rows = HashMap::new();
-        for l in &lines[blank + 2..] {
-            if l.is_empty() {
-                break;
-            }
-            let mut f: Vec<String> = l
-                .split_whitespace()
-                .take(columns.len() - 1)
-                .map(str::to_string)
-                .collect();
-            let pid: i32 = f[0].parse().expect("a pid first");
-            let rest: Vec<&str> = l.split_whitespace().skip(columns.len() - 1).collect();
-            f.push(rest.join(" "));
-            rows.insert(pid, f);
-        }
-        frames.push(BatchFrame {
-            header,
-            columns,
-            rows,
-        });
-    }
-    frames
+    Guard::spawn(Command::new("sh").args(["-c", cmd]).stdout(Stdio::null())).expect("spawn sh")
 }
 
 /// Runs `tasksnap top -b` with `args` and parses its frames; the run must succeed.
-fn batch(args: &[&str]) -> Vec<BatchFrame> {
+fn batch(args: &[&str]) -> Vec<Frame> {
     let out = run(TASKSNAP, &["top", "-b"], args, "C");
-    assert_eq!(
-        out.code,
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    parse_batch(&String::from_utf8_lossy(&out.stdout))
+    assert_eq!(out.code, Some(0), "{}", text(&out.stderr));
+    frames(&text(&out.stdout))
 }
 
 #[test]
 fn batch_frames_parse_back_and_agree_with_proc() {
     let load = spawn_load();
     let hog = spawn("while :; do :; done");
-    let hog_pid = hog.0.id() as i32;
+    let hog_pid = hog.pid();
     let frames = batch(&["-n", "2", "-d", "1", "--backend=procfs"]);
     assert_eq!(frames.len(), 2, "two frames");
     for f in &frames {
@@ -116,7 +52,7 @@ fn batch_frames_parse_back_and_agree_with_proc() {
             let Ok(st) = tasksnap_loadgen::read_stat(pid) else {
                 continue; // gone meanwhile
             };
-            let Some(row) = f.rows.get(&pid) else {
+            let Some(row) = f.row(pid) else {
                 panic!("pid {pid} missing from the batch frame");
             };
             assert_eq!(row[1], "root", "{row:?}");
@@ -130,7 +66,7 @@ fn batch_frames_parse_back_and_agree_with_proc() {
     // The hog never sleeps: over the second interval it was either on a CPU or waiting for
     // one, so %CPU + RUNQ% is ~100 however busy the machine is (an idle one gives ~100 + 0).
     let second = &frames[1];
-    let row = second.rows.get(&hog_pid).expect("the hog is listed");
+    let row = second.row(hog_pid).expect("the hog is listed");
     let cpu: f64 = row[8].parse().expect("%CPU");
     let runq: f64 = row[10].parse().expect("RUNQ%");
     assert!(
@@ -140,7 +76,7 @@ fn batch_frames_parse_back_and_agree_with_proc() {
     assert!(cpu > 1.0, "the hog ran: {row:?}");
     // And the sleepers of the load neither ran nor waited.
     for pid in &load.info.procs {
-        if let Some(r) = second.rows.get(pid) {
+        if let Some(r) = second.row(*pid) {
             assert_eq!(r[10], "0.0", "a sleeper's RUNQ%: {r:?}");
         }
     }
@@ -148,23 +84,19 @@ fn batch_frames_parse_back_and_agree_with_proc() {
 
 #[test]
 fn batch_mode_bpf_lists_the_same_processes() {
-    if !root_or_skip("top -b with the BPF backend") {
-        return;
-    }
+    skip_unless_root!("top -b with the BPF backend");
     let load = spawn_load();
     let frames = batch(&["-n", "1", "--backend=bpf"]);
     for pid in load.info.known_pids() {
         if tasksnap_loadgen::read_stat(pid).is_ok() {
-            assert!(frames[0].rows.contains_key(&pid), "pid {pid} missing");
+            assert!(frames[0].row(pid).is_some(), "pid {pid} missing");
         }
     }
 }
 
 #[test]
 fn later_frames_read_only_what_changed_and_keep_every_process() {
-    if !root_or_skip("top -b with changed-only BPF walks") {
-        return;
-    }
+    skip_unless_root!("top -b with changed-only BPF walks");
     changed_only_frames_keep_every_process("bpf");
 }
 
@@ -192,16 +124,14 @@ fn changed_only_frames_keep_every_process(backend: &str) {
     assert!(changed < last.rows.len(), "{own:?}");
     for pid in load.info.known_pids() {
         if tasksnap_loadgen::read_stat(pid).is_ok() {
-            assert!(last.rows.contains_key(&pid), "pid {pid} missing: {own:?}");
+            assert!(last.row(pid).is_some(), "pid {pid} missing: {own:?}");
         }
     }
 }
 
 #[test]
 fn disk_wait_of_a_d_state_process_is_measured() {
-    if !root_or_skip("DISK% from the BPF states accounting") {
-        return;
-    }
+    skip_unless_root!("DISK% from the BPF states accounting");
     let load = spawn_load();
     let d = *load
         .info
@@ -209,7 +139,7 @@ fn disk_wait_of_a_d_state_process_is_measured() {
         .first()
         .expect("the load has a D-state task");
     let frames = batch(&["-n", "2", "-d", "1", "--backend=bpf"]);
-    let row = frames[1].rows.get(&d).expect("the D-state task is listed");
+    let row = frames[1].row(d).expect("the D-state task is listed");
     assert_eq!(row[7], "D", "{row:?}");
     // The vfork parent waits in D the whole interval: DISK% near 100 (whatever the CPU
     // contention, it does not run).
@@ -219,7 +149,7 @@ fn disk_wait_of_a_d_state_process_is_measured() {
     assert!(disk > 90.0, "DISK% {disk}: {row:?}");
     // Sleepers have no D time.
     for pid in &load.info.procs {
-        if let Some(r) = frames[1].rows.get(pid) {
+        if let Some(r) = frames[1].row(*pid) {
             assert_eq!(r[11], "0.0", "{r:?}");
         }
     }
@@ -318,11 +248,14 @@ fn nice_of(pid: i32) -> Option<i32> {
     after.split_whitespace().nth(16)?.parse().ok()
 }
 
+/// The pid a row starts with.
+fn leading_pid(row: &str) -> Option<i32> {
+    row.split_whitespace().next()?.parse().ok()
+}
+
 /// The data rows on a screen: lines that start with a pid.
 fn screen_pids(s: &str) -> Vec<i32> {
-    s.lines()
-        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-        .collect()
+    s.lines().filter_map(leading_pid).collect()
 }
 
 #[test]
@@ -330,17 +263,13 @@ fn live_view_in_a_terminal() {
     let status_file = std::env::temp_dir().join(format!("tasksnap-top-{}", std::process::id()));
     let _ = std::fs::remove_file(&status_file);
     let victim = spawn("exec sleep 600");
-    let victim_pid = victim.0.id() as i32;
+    let victim_pid = victim.pid();
     let threads = spawn_load();
     let cmd = format!(
         "{TASKSNAP} top -d 0.5 --backend procfs; echo $? > {}; sleep 30",
         status_file.display()
     );
-    let Some(t) = Tmux::start(120, 40, &cmd) else {
-        if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
-            panic!("tmux is missing and CI forbids skipping the terminal test");
-        }
-        eprintln!("SKIP live_view_in_a_terminal: tmux is not installed");
+    let Some(t) = tmux_or_skip(120, 40, &cmd, "the terminal test") else {
         return;
     };
     // Started: header, column header, rows.
@@ -461,38 +390,31 @@ fn tmux_or_skip(cols: u16, rows: u16, cmd: &str, what: &str) -> Option<Tmux> {
 #[test]
 fn top_kill_prompt_signals_pid_minus_one() {
     let canary = spawn("exec sleep 600");
-    let canary_pid = canary.0.id() as i32;
+    let canary_pid = canary.pid();
     let cmd = format!("{TASKSNAP} top -d 0.5 --backend procfs; sleep 30");
     let Some(t) = tmux_or_skip(120, 40, &cmd, "the kill prompt test") else {
         return;
     };
     t.wait_for("the first screen", |s| s.contains("PID USER"));
     for bad in ["-1", "0", "-2", "+1"] {
-        t.keys(&["k"]);
-        t.wait_for("the kill prompt", |s| s.contains("PID to signal"));
-        t.type_text(bad);
-        t.keys(&["Enter"]);
-        let s = t.wait_for("the refusal", |s| {
-            s.contains(&format!("'{bad}'")) && !s.contains("PID to signal")
-        });
-        assert!(
-            !s.contains("Signal to send"),
-            "{bad} accepted as a pid:\n{s}"
-        );
-        t.keys(&["r"]);
-        t.wait_for("the renice prompt", |s| s.contains("PID to renice"));
-        t.type_text(bad);
-        t.keys(&["Enter"]);
-        let s = t.wait_for("the refusal", |s| {
-            s.contains(&format!("'{bad}'")) && !s.contains("PID to renice")
-        });
-        assert!(
-            !s.contains("Nice value for"),
-            "{bad} accepted for renice:\n{s}"
-        );
+        a_bad_pid_is_refused(&t, "k", "PID to signal", bad, "Signal to send");
+        a_bad_pid_is_refused(&t, "r", "PID to renice", bad, "Nice value for");
     }
     // Still alive: nothing was signalled.
     assert!(tasksnap_loadgen::read_stat(canary_pid).is_ok_and(|st| st.state != 'Z'));
+}
+
+/// Answers the pid prompt of `key` (saying `prompt`) with `bad`: refused, naming it, and the
+/// next question (`next`) never asked.
+fn a_bad_pid_is_refused(t: &Tmux, key: &str, prompt: &str, bad: &str, next: &str) {
+    t.keys(&[key]);
+    t.wait_for(prompt, |s| s.contains(prompt));
+    t.type_text(bad);
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the refusal", |s| {
+        s.contains(&format!("'{bad}'")) && !s.contains(prompt)
+    });
+    assert!(!s.contains(next), "{bad} accepted at {prompt:?}:\n{s}");
 }
 
 /// Started with SIGHUP ignored (nohup, or pid 1 of a pid namespace), top went on at 100% of
@@ -532,16 +454,10 @@ fn top_spins_when_its_terminal_goes_away() {
 /// (`-d 1e20`).
 #[test]
 fn top_bad_arguments_print_a_frame_or_panic() {
-    for bad in [
-        &["-n", "0"][..],
-        &["-u", "no-such-user-tasksnap"],
-        &["-p", ""],
-        &["-p", "-1"],
-        &["-d", "-1"],
-        &["-d", "1e20"],
-        &["-w", "0"],
-    ] {
-        let out = run(TASKSNAP, &["top", "-b", "-n", "1"], bad, "C");
+    // Each as typed, its arguments one space apart (`-p ` gives `-p ""`).
+    let cases = "-n 0|-u no-such-user-tasksnap|-p |-p -1|-d -1|-d 1e20|-w 0";
+    for bad in cases.split('|').map(words) {
+        let out = run(TASKSNAP, &["top", "-b", "-n", "1"], &bad, "C");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.code, Some(1), "{bad:?}: {err}");
         assert!(out.stdout.is_empty(), "{bad:?} printed a frame");
@@ -556,13 +472,8 @@ fn top_bad_arguments_print_a_frame_or_panic() {
 fn top_command_lines_blank_or_lossy() {
     let load = spawn_load();
     let pids: Vec<i32> = load.info.known_pids();
-    let out = run_cols(
-        TASKSNAP,
-        &["top", "-b", "-n", "1", "-c", "--backend", "procfs"],
-        &[],
-        "C.UTF-8",
-        Some("512"),
-    );
+    let top_c = words("top -b -n 1 -c --backend procfs");
+    let out = tasksnap_in_columns("512", &top_c, "C.UTF-8");
     assert_eq!(
         out.code,
         Some(0),
@@ -586,16 +497,9 @@ fn top_command_lines_blank_or_lossy() {
     );
     let mut compared = 0;
     for l in &lines[header + 1..] {
-        let Some(pid) = l
-            .split_whitespace()
-            .next()
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
+        let Some(pid) = leading_pid(l).filter(|p| pids.contains(p)) else {
             continue;
         };
-        if !pids.contains(&pid) {
-            continue;
-        }
         let top_cmd: String = l.chars().skip(at).collect();
         let ps = run_procps(
             &["-ww", "-o", "args=", "-p", &pid.to_string()],
@@ -619,7 +523,7 @@ fn top_command_lines_blank_or_lossy() {
     }
     assert!(compared >= 5, "only {compared} rows of the load compared");
     // COLUMNS is honoured in batch mode, as procps top -b does.
-    let narrow = run_cols(TASKSNAP, &["top", "-b", "-n", "1"], &[], "C", Some("60"));
+    let narrow = tasksnap_in_columns("60", &["top", "-b", "-n", "1"], "C");
     let narrow = String::from_utf8_lossy(&narrow.stdout).into_owned();
     assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
 }
@@ -721,64 +625,19 @@ fn top_live_view_redraws_while_an_mmap_lock_is_held() {
     }
 }
 
-/// A copy of sh under a name of its own (its comm), in `dir`: what a test spawns is told
-/// from every other `sh` on a busy host.
-fn own_sh(dir: &std::path::Path, tag: &str) -> (std::path::PathBuf, String) {
-    let name = format!("tsx{tag}{}", std::process::id() % 1_000_000);
-    let path = dir.join(&name);
-    std::fs::copy("/bin/sh", &path).expect("copy /bin/sh");
-    (path, name)
-}
-
 /// `top -b --exited` (root with BPF): two processes that live 200 ms between two frames,
 /// one ending with `exit 7` and one killed by SIGKILL, are each listed once, in a frame after
 /// their exit, as `<name>` with state E and the code or the signal in the EXIT column; that
 /// frame's "Tasks:" line counts the exited processes.
 #[test]
 fn exited_view_marks_processes_that_lived_between_two_frames() {
-    use std::io::{BufRead, Read};
-    if !root_or_skip("top --exited (the BPF exit records)") {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (sh, name) = own_sh(dir.path(), "e");
-    let mut top = Guard(
-        Command::new(TASKSNAP)
-            .args(["top", "-b", "--exited", "-n", "3", "-d", "1"])
-            .env_remove("COLUMNS")
-            .env("LC_ALL", "C")
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start top"),
-    );
-    let mut out = std::io::BufReader::new(top.0.stdout.take().expect("top's stdout"));
-    // Up to the first frame's column header: the exit records are loaded by then (with the
-    // warm-up refresh before it).
-    let mut text = String::new();
-    loop {
-        let mut line = String::new();
-        let n = out.read_line(&mut line).expect("read top's output");
-        assert!(n > 0, "top ended before its first frame: {text}");
-        text.push_str(&line);
-        if line.trim_start().starts_with("PID ") {
-            break;
-        }
-    }
-    let mut coded = Command::new(&sh)
-        .args(["-c", "sleep 0.2; exit 7"])
-        .spawn()
-        .expect("spawn the copy of sh");
-    let mut killed = Command::new(&sh)
-        .args(["-c", "sleep 0.2; kill -9 $$"])
-        .spawn()
-        .expect("spawn the copy of sh");
-    assert_eq!(coded.wait().expect("wait").code(), Some(7));
-    assert!(killed.wait().expect("wait").code().is_none());
-    out.read_to_string(&mut text).expect("read top's output");
-    let status = top.0.wait().expect("wait for top");
-    assert!(status.success(), "top exited {status:?}\n{text}");
+    skip_unless_root!("top --exited (the BPF exit records)");
+    let (_dir, sh, name) = own_sh("e");
+    let top = ExitedTop::start();
+    let (coded, killed) = two_short_lived(&sh, "0.2", 7);
+    let text = top.finish();
 
-    let frames = parse_batch(&text);
+    let frames = frames(&text);
     assert_eq!(frames.len(), 3, "{text}");
     for f in &frames {
         assert_eq!(
@@ -787,12 +646,12 @@ fn exited_view_marks_processes_that_lived_between_two_frames() {
             "an EXIT column before COMMAND"
         );
     }
-    for (child, exit) in [(coded.id(), "7"), (killed.id(), "KILL")] {
+    for (child, exit) in [(coded, "7"), (killed, "KILL")] {
         let pid = child as i32;
         let exited: Vec<(usize, &Vec<String>)> = frames
             .iter()
             .enumerate()
-            .filter_map(|(i, f)| f.rows.get(&pid).map(|r| (i, r)))
+            .filter_map(|(i, f)| f.row(pid).map(|r| (i, r)))
             .filter(|(_, r)| r[7] == "E")
             .collect();
         assert_eq!(exited.len(), 1, "pid {pid} listed once as exited:\n{text}");
@@ -803,11 +662,7 @@ fn exited_view_marks_processes_that_lived_between_two_frames() {
         assert_eq!(row[2], "-", "no priority once gone: {row:?}");
         // `Tasks: ... 0 zombie,   2 exited (0.4% CPU)`: this one at least.
         let tasks = &frames[i].header[1];
-        let exited_n: usize = tasks
-            .find(" exited (")
-            .and_then(|at| tasks[..at].rsplit(' ').next()?.parse().ok())
-            .unwrap_or_else(|| panic!("no exited count in {tasks:?}"));
-        assert!(exited_n >= 1, "{tasks:?}");
+        assert!(exited_count(tasks) >= 1, "{tasks:?}");
     }
 }
 
@@ -816,11 +671,8 @@ fn exited_view_marks_processes_that_lived_between_two_frames() {
 /// with state E and its code; `e` again takes the view off.
 #[test]
 fn live_view_exited_key() {
-    if !root_or_skip("the exited view (the BPF exit records)") {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (sh, name) = own_sh(dir.path(), "k");
+    skip_unless_root!("the exited view (the BPF exit records)");
+    let (_dir, sh, name) = own_sh("k");
     let cmd = format!("{TASKSNAP} top -d 2; sleep 30");
     let Some(t) = tmux_or_skip(140, 30, &cmd, "the exited view") else {
         return;
@@ -861,50 +713,26 @@ fn live_view_exited_key() {
 #[test]
 fn exited_view_shows_an_unreaped_zombie_once() {
     use std::io::BufRead;
-    if !root_or_skip("top --exited (the BPF exit records)") {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (sh, name) = own_sh(dir.path(), "z");
-    let mut top = Guard(
-        Command::new(TASKSNAP)
-            .args(["top", "-b", "--exited", "-n", "3", "-d", "1"])
-            .env_remove("COLUMNS")
-            .env("LC_ALL", "C")
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start top"),
-    );
-    let mut out = std::io::BufReader::new(top.0.stdout.take().expect("top's stdout"));
-    let mut text = String::new();
-    loop {
-        let mut line = String::new();
-        let n = out.read_line(&mut line).expect("read top's output");
-        assert!(n > 0, "top ended before its first frame: {text}");
-        text.push_str(&line);
-        if line.trim_start().starts_with("PID ") {
-            break;
-        }
-    }
+    skip_unless_root!("top --exited (the BPF exit records)");
+    let (_dir, sh, name) = own_sh("z");
+    let top = ExitedTop::start();
     // The parent starts the child, says its pid, and becomes a `sleep` that never reaps it.
-    let mut parent = Guard(
+    let mut parent = Guard::spawn(
         Command::new(&sh)
             .args([
                 "-c",
                 "\"$0\" -c 'sleep 0.2; exit 6' & echo $!; exec sleep 5",
             ])
             .arg(&sh)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn the parent"),
-    );
+            .stdout(Stdio::piped()),
+    )
+    .expect("spawn the parent");
     let mut said = String::new();
     std::io::BufReader::new(parent.0.stdout.as_mut().expect("the parent's stdout"))
         .read_line(&mut said)
         .expect("the child's pid");
     let child: i32 = said.trim().parse().expect("a pid");
-    std::io::Read::read_to_string(&mut out, &mut text).expect("read top's output");
-    assert!(top.0.wait().expect("wait for top").success(), "{text}");
+    let text = top.finish();
     // A zombie by then, not reaped.
     let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
     assert!(stat.contains(") Z "), "the child is not a zombie: {stat:?}");
@@ -912,13 +740,13 @@ fn exited_view_shows_an_unreaped_zombie_once() {
 
     let pid = child.to_string();
     let mut exits = 0;
-    for frame in text.split("top - ").skip(1) {
-        let rows: Vec<Vec<&str>> = frame
-            .lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .filter(|f| f.first() == Some(&pid.as_str()))
+    for frame in frames(&text) {
+        let rows: Vec<&Vec<String>> = frame
+            .rows
+            .iter()
+            .filter(|r| r.first() == Some(&pid))
             .collect();
-        assert!(rows.len() <= 1, "pid {child} twice in a frame:\n{frame}");
+        assert!(rows.len() <= 1, "pid {child} twice in a frame:\n{text}");
         if let Some(row) = rows.first().filter(|r| r[7] == "E") {
             exits += 1;
             assert_eq!(row[13], "6", "{row:?}");

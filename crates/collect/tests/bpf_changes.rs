@@ -6,6 +6,7 @@
 
 mod changes_common;
 use changes_common::{assert_gone, changes_query, spawn};
+use tasksnap_loadgen::skip_unless_root;
 
 use std::collections::HashSet;
 use std::process::Child;
@@ -15,7 +16,6 @@ use tasksnap_loadgen::{cpu_clock_ns, settled_sleep, wait_until};
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::{Changes, Collector, LiveCollector};
-use tasksnap_loadgen::root_or_skip;
 use tasksnap_model::{Groups, PassKind, Query, Selector, Task, TaskId};
 
 /// Children killed (and reaped) when the test ends, however it ends.
@@ -62,9 +62,7 @@ fn cpu_ns(t: &Task) -> u64 {
 
 #[test]
 fn changed_only_walks_follow_what_ran_and_what_went_away() {
-    if !root_or_skip("BPF changed-only walks") {
-        return;
-    }
+    skip_unless_root!("BPF changed-only walks");
     let mut bpf = BpfCollector::load_fresh(false, true).expect("load the BPF programs");
     assert!(
         bpf.has_walk(),
@@ -188,9 +186,7 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
 
 #[test]
 fn a_whole_pass_handed_over_task_by_task_is_the_snapshot() {
-    if !root_or_skip("BPF whole pass into a sink") {
-        return;
-    }
+    skip_unless_root!("BPF whole pass into a sink");
     let kids = Kids(vec![spawn("exec sleep 1000"), spawn("exec sleep 1000")]);
     // Their values are compared between the two passes: each done with its exec.
     wait_until("the sleepers to settle", || {
@@ -249,7 +245,7 @@ fn a_whole_pass_handed_over_task_by_task_is_the_snapshot() {
     }
 }
 
-/// Issue 42: a process the changed-only walk wrote and that exited before the roll that
+/// Regression: a process the changed-only walk wrote and that exited before the roll that
 /// followed (the walk's count said some task went away) was both handed over and said gone
 /// in one call; a caller that applies the call (the sampler: the rows replaced, the gone
 /// ones removed) kept its row (read right after its fork, with its parent's name) until the
@@ -257,9 +253,7 @@ fn a_whole_pass_handed_over_task_by_task_is_the_snapshot() {
 /// no call has a task in both, and once the storm is over no child of it is left held.
 #[test]
 fn a_process_exiting_between_the_walk_and_the_roll_leaves_no_ghost_row() {
-    if !root_or_skip("BPF changed-only walks") {
-        return;
-    }
+    skip_unless_root!("BPF changed-only walks");
     let mut bpf = BpfCollector::load_fresh(false, true).expect("load the BPF programs");
     assert!(bpf.has_walk(), "no walk: {:?}", bpf.walk_problem);
     let q = changes_query();

@@ -3,12 +3,12 @@
 //! and no task is missing either way. Root only; CI runs it with TASKSNAP_REQUIRE_PRIVILEGED=1.
 
 use std::collections::HashMap;
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::bpf::BpfCollector;
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
-use tasksnap_loadgen::root_or_skip;
-use tasksnap_loadgen::Load;
+use tasksnap_loadgen::{Guard, Load};
 use tasksnap_model::{CmdlineSource, Groups, PassKind, PassReport, Query, Selector, Task};
 
 fn by_id(tasks: Vec<Task>) -> HashMap<(i32, i32), Task> {
@@ -18,11 +18,25 @@ fn by_id(tasks: Vec<Task>) -> HashMap<(i32, i32), Task> {
         .collect()
 }
 
+/// A freshly loaded BPF collector for each pass kind, the iterator's, then the walk's (its
+/// arena prepared for `groups`), each with whether it walks; `cmdlines` as
+/// [`BpfCollector::load_fresh`] takes it.
+fn iterator_then_walk(
+    cmdlines: bool,
+    groups: Groups,
+) -> impl Iterator<Item = (bool, BpfCollector)> {
+    [false, true].into_iter().map(move |walk| {
+        let mut bpf = BpfCollector::load_fresh(cmdlines, walk).expect("BPF loads as root");
+        if walk {
+            bpf.prepare_arena(&groups);
+        }
+        (walk, bpf)
+    })
+}
+
 #[test]
 fn both_backends_agree_on_a_spawned_load() {
-    if !root_or_skip("BPF/procfs snapshot equivalence") {
-        return;
-    }
+    skip_unless_root!("BPF/procfs snapshot equivalence");
     let load = Load::spawn(&tasksnap_loadgen::every_state_args(
         "20",
         "4",
@@ -215,9 +229,7 @@ fn statm(tgid: i32, tid: i32) -> Option<[u64; 7]> {
 /// a pass which did not add the deltas would fail here rather than agree by chance.
 #[test]
 fn statm_from_the_pass_is_what_proc_shows() {
-    if !root_or_skip("statm from the BPF pass against /proc") {
-        return;
-    }
+    skip_unless_root!("statm from the BPF pass against /proc");
     let sums = tasksnap_procfs::sys::kernel_release().is_some_and(|v| v >= (6, 16));
     let load = Load::spawn(&[
         "--procs",
@@ -241,11 +253,7 @@ fn statm_from_the_pass_is_what_proc_shows() {
         mem: true,
         ..Groups::default()
     };
-    for walk in [false, true] {
-        let mut bpf = BpfCollector::load_fresh(true, walk).expect("BPF loads as root");
-        if walk {
-            bpf.prepare_arena(&groups);
-        }
+    for (walk, mut bpf) in iterator_then_walk(true, groups) {
         for (selector, what) in [
             (Selector::AllProcesses, "processes"),
             (Selector::AllThreads, "threads"),
@@ -316,9 +324,7 @@ fn crate_cores() -> usize {
 
 #[test]
 fn one_process_queries_use_the_pid_filter_and_agree() {
-    if !root_or_skip("BPF one-process queries") {
-        return;
-    }
+    skip_unless_root!("BPF one-process queries");
     let load =
         Load::spawn(&["--threads", "5", "--zombies", "1"]).expect("spawn the load generator");
     let threaded = load.info.threads_pid.expect("a threaded process");
@@ -375,9 +381,7 @@ fn one_process_queries_use_the_pid_filter_and_agree() {
 /// with the work it runs, so for workers only the part before it must match /proc.
 #[test]
 fn kernel_thread_names_match_proc() {
-    if !root_or_skip("kernel thread names from the iterator") {
-        return;
-    }
+    skip_unless_root!("kernel thread names from the iterator");
     for walk in [false, true] {
         let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
         kernel_names_match(&mut bpf, walk);
@@ -449,25 +453,13 @@ fn kernel_names_match(bpf: &mut BpfCollector, walk: bool) {
     assert!(described > 0, "no workqueue worker with a description");
 }
 
-/// A child that is killed and reaped when the test ends, however it ends.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn copied_command_lines_are_what_proc_shows() {
     use std::os::unix::ffi::OsStrExt;
     use std::process::{Command, Stdio};
-    if !root_or_skip("command-line copy against /proc") {
-        return;
-    }
+    skip_unless_root!("command-line copy against /proc");
     let spawn = |cmd: &mut Command| {
-        Child(
+        Guard(
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -506,7 +498,7 @@ fn copied_command_lines_are_what_proc_shows() {
     ];
     // A zombie: exited, not reaped until the test ends.
     let zombie = spawn(&mut Command::new("true"));
-    let pid_of = |c: &Child| c.0.id() as i32;
+    let pid_of = |c: &Guard| c.0.id() as i32;
     let mut pids: Vec<i32> = children.iter().map(pid_of).collect();
     pids.push(pid_of(&zombie));
     // Let perl rewrite its name, the shells stop themselves (before its exec a child's
@@ -629,9 +621,7 @@ fn copied_command_lines_are_what_proc_shows() {
 /// process and for each thread (`--signals`), zombies and stopped tasks.
 #[test]
 fn signal_masks_from_the_pass_are_what_status_shows() {
-    if !root_or_skip("signal masks from the BPF pass against /proc") {
-        return;
-    }
+    skip_unless_root!("signal masks from the BPF pass against /proc");
     let load = Load::spawn(&[
         "--procs",
         "3",
@@ -654,11 +644,7 @@ fn signal_masks_from_the_pass_are_what_status_shows() {
         ..Groups::default()
     };
     let mut procfs = ProcfsCollector::new().expect("procfs");
-    for walk in [false, true] {
-        let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
-        if walk {
-            bpf.prepare_arena(&groups);
-        }
+    for (walk, mut bpf) in iterator_then_walk(false, groups) {
         for selector in [Selector::AllProcesses, Selector::AllThreads] {
             let what = format!("{selector:?} ({})", if walk { "walk" } else { "iterator" });
             let mut q = Query::new(selector, groups);
@@ -711,9 +697,7 @@ fn signal_masks_from_the_pass_are_what_status_shows() {
 /// for processes in other namespaces, with an OOM adjustment and with a login uid.
 #[test]
 fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
-    if !root_or_skip("namespaces from the BPF pass against /proc") {
-        return;
-    }
+    skip_unless_root!("namespaces from the BPF pass against /proc");
     use std::process::{Command, Stdio};
     let load = Load::spawn(&[
         "--procs",
@@ -726,7 +710,7 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
     ])
     .expect("spawn the load generator (cargo build --workspace first)");
     let spawn = |argv: &[&str]| {
-        Child(
+        Guard(
             Command::new(argv[0])
                 .args(&argv[1..])
                 .stdin(Stdio::null())
@@ -762,11 +746,7 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
         ..Groups::default()
     };
     let mut procfs = ProcfsCollector::new().expect("procfs");
-    for walk in [false, true] {
-        let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
-        if walk {
-            bpf.prepare_arena(&groups);
-        }
+    for (walk, mut bpf) in iterator_then_walk(false, groups) {
         for selector in [Selector::AllProcesses, Selector::AllThreads] {
             let mut q = Query::new(selector.clone(), groups);
             q.leader_as_process = true;
@@ -828,9 +808,7 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
 /// `login` alone leaves no cgroup behind (it was read only to derive the answers).
 #[test]
 fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
-    if !root_or_skip("label, cgroup and login through the BPF backend's /proc fill") {
-        return;
-    }
+    skip_unless_root!("label, cgroup and login through the BPF backend's /proc fill");
     let load = Load::spawn(&["--procs", "3", "--threads", "2", "--list-pids"])
         .expect("spawn the load generator (cargo build --workspace first)");
     let pids = load.info.known_pids();
@@ -843,11 +821,7 @@ fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
             login,
             ..Groups::default()
         };
-        for walk in [false, true] {
-            let mut bpf = BpfCollector::load_fresh(false, walk).expect("BPF loads as root");
-            if walk {
-                bpf.prepare_arena(&groups);
-            }
+        for (walk, mut bpf) in iterator_then_walk(false, groups) {
             for selector in [Selector::AllProcesses, Selector::AllThreads] {
                 let q = Query::new(selector.clone(), groups);
                 let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
@@ -885,9 +859,7 @@ fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
 /// every call.
 #[test]
 fn a_fresh_load_serves_what_it_was_loaded_for() {
-    if !root_or_skip("Collector::serves of a fresh BPF load") {
-        return;
-    }
+    skip_unless_root!("Collector::serves of a fresh BPF load");
     if BpfCollector::pinned_available() {
         eprintln!("skipped: a pinned set serves every query (tasksnap pin is in force)");
         return;

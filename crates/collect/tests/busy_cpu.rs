@@ -1,4 +1,4 @@
-//! The procfs collector on a saturated CPU (issue #16): a command-line read that only waits
+//! The procfs collector on a saturated CPU: a command-line read that only waits
 //! for a CPU is not a blocked one, and must not be abandoned at the deadline. In a test
 //! binary of its own: its busy loops would slow down the other live tests running beside it
 //! (the mmap-lock test bounds how long a snapshot takes).
@@ -11,7 +11,7 @@ use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
 use tasksnap_model::{Groups, Query, Selector};
 
-/// Issue #16: on a busy host, `ps -e H` printed `[sleep]` for a `sleep 1000` whose command
+/// Regression: on a busy host, `ps -e H` printed `[sleep]` for a `sleep 1000` whose command
 /// line procps printed. The deadline counted wall time since the read began, so a reader
 /// that only waited for a CPU was abandoned. Here the readers and four busy loops share one
 /// CPU and the deadline is 2 ms, so reads wait for the CPU for longer than the deadline all

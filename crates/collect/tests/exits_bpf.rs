@@ -12,28 +12,16 @@
 //! change nothing.
 
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::host::{Host, HostOptions};
 use tasksnap_model::{Exit, ExitReason};
 
 mod exits_common;
 
-use exits_common::{exits_of, wait4, within_10_percent};
+use exits_common::{exit_3_shown, exit_readings, exits_in, sigkill_shown, threads_shown, wait4};
 
-const ROLE: &str = "TASKSNAP_EXITS_CHILD";
-
-/// The children's roles (run only in a child, with the variable set).
-#[test]
-fn child_role() {
-    if let Ok(role) = std::env::var(ROLE) {
-        exits_common::play(&role, "ex", 50_000_000, 200_000_000);
-    }
-}
-
-/// Starts this binary in `role`.
-fn spawn(role: &str) -> std::process::Child {
-    exits_common::spawn(ROLE, role)
-}
+exits_common::child_roles!("TASKSNAP_EXITS_CHILD", "ex", 50_000_000, 200_000_000);
 
 fn open() -> Option<tasksnap_collect::exits::Exits> {
     if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
@@ -56,77 +44,33 @@ fn args_of(e: &Exit) -> Vec<String> {
 #[test]
 fn a_process_that_exits_3_appears_once_with_its_code_comm_cmdline_and_cpu() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("cpu3");
-    let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(child);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
-    let recs = exits_of(&mut exits, pid);
-    assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
-    let e = &recs[0];
-    assert_eq!(e.reason(), ExitReason::Code(3));
-    assert_eq!(e.wait_status as i32, status);
-    assert_eq!(e.comm, b"ex-cpu3");
+    let (e, _) = exit_3_shown(&mut exits, ROLE, "ex");
     let exe = std::env::current_exe().expect("test binary path");
-    let args = args_of(e);
+    let args = args_of(&e);
     assert_eq!(args[0], exe.to_string_lossy(), "{args:?}");
     assert_eq!(
         &args[1..],
         ["--exact", "child_role", "--nocapture", "--test-threads=1"]
     );
     assert_eq!(e.cmdline_missing, None);
-    assert!(e.exit_time_ns > e.start_time_ns);
-    assert_eq!(e.utime_ns + e.stime_ns, e.cpu_ns);
-    within_10_percent("exit 3", e.cpu_ns, truth_ns);
-    assert!(e.peak_rss_bytes > 0 && e.minflt > 0, "{e:#?}");
 }
 
 #[test]
 fn a_killed_process_appears_with_its_signal() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("sleep");
-    let pid = child.id() as i32;
-    std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: kill on our own child's process group (it leads it).
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let (status, _) = wait4(child);
-    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
-    let recs = exits_of(&mut exits, pid);
-    assert_eq!(recs.len(), 1, "one record for pid {pid}: {recs:#?}");
-    assert_eq!(
-        recs[0].reason(),
-        ExitReason::Signal {
-            signal: 9,
-            core_dumped: false
-        }
-    );
-    assert_eq!(recs[0].reason().shell_status(), 137);
+    let e = sigkill_shown(&mut exits, ROLE);
+    assert_eq!(e.reason().shell_status(), 137);
 }
 
 #[test]
 fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("threads");
-    let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(child);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5);
-    let recs = exits_of(&mut exits, pid);
-    assert_eq!(
-        recs.len(),
-        1,
-        "one record for pid {pid}, not one per thread: {recs:#?}"
-    );
-    let e = &recs[0];
-    assert_eq!(e.reason(), ExitReason::Code(5));
-    assert_eq!(e.comm, b"ex-threads");
-    assert!(truth_ns >= 200_000_000, "the group ran {truth_ns} ns");
-    within_10_percent("three threads", e.cpu_ns, truth_ns);
+    threads_shown(&mut exits, ROLE, "ex", 200_000_000);
 }
 
 #[test]
 fn exits_a_full_buffer_cannot_take_are_counted() {
-    if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     // One page of ring buffer (five records) and room for five exits waiting for a drain:
     // nothing is drained while 30 children exit, so most of their records are dropped (by
     // the kernel, its buffer full before the reader thread woke, or by the reader, its five
@@ -170,39 +114,20 @@ fn exits_a_full_buffer_cannot_take_are_counted() {
 
 #[test]
 fn a_reading_carries_the_processes_that_exited_since_the_previous_one() {
-    if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
-        return;
-    }
+    skip_unless_root!("exit records (BPF)");
     let host = Host::open(HostOptions::default());
-    let mut readings = host
-        .open_readings(tasksnap_collect::host::ReadingOptions {
-            states: false,
-            exits: true,
-            ..Default::default()
-        })
-        .expect("open the readings");
-    assert_eq!(readings.exits_missing(), None);
-    readings.read_mut().expect("first reading");
+    let mut readings = exit_readings(&host);
     let child = spawn("cpu3");
     let pid = child.id() as i32;
     let (status, _) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
-    // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
-    let ours = |r: &tasksnap_model::Reading| -> Vec<Exit> {
-        r.exits
-            .iter()
-            .filter(|e| e.id.tgid == pid && e.ppid == me)
-            .cloned()
-            .collect()
-    };
     // The record may take a moment to reach the ring buffer after wait4 returns.
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut found = Vec::new();
     while found.is_empty() && Instant::now() < deadline {
         let r = readings.read_mut().expect("reading");
         assert_eq!(r.exits_missing, None);
-        found = ours(r);
+        found = exits_in(r, pid);
         if found.is_empty() {
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -212,7 +137,8 @@ fn a_reading_carries_the_processes_that_exited_since_the_previous_one() {
     assert_eq!(found[0].comm, b"ex-cpu3");
     // Once: the next reading has only what exited since.
     let r = readings.read_mut().expect("reading");
-    assert!(ours(r).is_empty(), "{:#?}", ours(r));
+    let again = exits_in(r, pid);
+    assert!(again.is_empty(), "{again:#?}");
 }
 
 #[test]

@@ -12,28 +12,16 @@
 //! change nothing.
 
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::exits::{ExitSource, Exits, Options};
 use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Groups, Query, Selector};
 
 mod exits_common;
 
-use exits_common::{exits_of, wait4, within_10_percent};
+use exits_common::{exit_3_shown, exit_readings, exits_in, sigkill_shown, threads_shown, wait4};
 
-const ROLE: &str = "TASKSNAP_EXITS_TS_CHILD";
-
-/// The children's roles (run only in a child, with the variable set).
-#[test]
-fn child_role() {
-    if let Ok(role) = std::env::var(ROLE) {
-        exits_common::play(&role, "ts", 200_000_000, 300_000_000);
-    }
-}
-
-/// Starts this binary in `role`.
-fn spawn(role: &str) -> std::process::Child {
-    exits_common::spawn(ROLE, role)
-}
+exits_common::child_roles!("TASKSNAP_EXITS_TS_CHILD", "ts", 200_000_000, 300_000_000);
 
 fn open() -> Option<Exits> {
     if !tasksnap_loadgen::root_or_skip("exit records (taskstats)") {
@@ -47,25 +35,13 @@ fn open() -> Option<Exits> {
 #[test]
 fn a_process_that_exits_3_appears_once_with_its_code_comm_and_cpu() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("cpu3");
-    let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(child);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
-    let found = exits_of(&mut exits, pid);
-    assert_eq!(found.len(), 1, "one exit for pid {pid}: {found:#?}");
-    let e = &found[0];
-    assert_eq!(e.reason(), ExitReason::Code(3));
-    assert_eq!(e.wait_status as i32, status);
-    assert_eq!(e.comm, b"ts-cpu3");
+    let (e, ended) = exit_3_shown(&mut exits, ROLE, "ts");
     assert!(e.cmdline.is_empty());
     assert_eq!(e.cmdline_missing, Some(CmdlineMissing::NotCaptured));
-    assert!(e.exit_time_ns > e.start_time_ns);
-    assert_eq!(e.utime_ns + e.stime_ns, e.cpu_ns);
+    let truth_ns = ended.truth_ns;
     assert!(truth_ns >= 200_000_000, "the child ran {truth_ns} ns");
-    within_10_percent("exit 3", e.cpu_ns, truth_ns);
     // SAFETY: getuid cannot fail.
     assert_eq!(e.ruid, unsafe { libc::getuid() });
-    assert!(e.peak_rss_bytes > 0 && e.minflt > 0, "{e:#?}");
     assert!(!e.kernel_thread);
     // The harness runs the role on a thread of its own: two threads, both seen.
     assert!(e.threads_summed >= 2 && !e.threads_cut, "{e:#?}");
@@ -74,44 +50,14 @@ fn a_process_that_exits_3_appears_once_with_its_code_comm_and_cpu() {
 #[test]
 fn a_killed_process_appears_with_its_signal() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("sleep");
-    let pid = child.id() as i32;
-    std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: kill on our own child's process group (it leads it).
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let (status, _) = wait4(child);
-    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
-    let found = exits_of(&mut exits, pid);
-    assert_eq!(found.len(), 1, "one exit for pid {pid}: {found:#?}");
-    assert_eq!(
-        found[0].reason(),
-        ExitReason::Signal {
-            signal: 9,
-            core_dumped: false
-        }
-    );
-    assert_eq!(found[0].comm, b"ts-sleep");
+    let e = sigkill_shown(&mut exits, ROLE);
+    assert_eq!(e.comm, b"ts-sleep");
 }
 
 #[test]
 fn a_multithreaded_process_appears_once_with_the_whole_groups_cpu() {
     let Some(mut exits) = open() else { return };
-    let child = spawn("threads");
-    let pid = child.id() as i32;
-    let (status, truth_ns) = wait4(child);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 5);
-    let found = exits_of(&mut exits, pid);
-    assert_eq!(
-        found.len(),
-        1,
-        "one exit for pid {pid}, not one per thread: {found:#?}"
-    );
-    let e = &found[0];
-    assert_eq!(e.reason(), ExitReason::Code(5));
-    // The leader's comm, whichever thread was last (the test harness names its threads).
-    assert_eq!(e.comm, b"ts-threads");
-    assert!(truth_ns >= 300_000_000, "the group ran {truth_ns} ns");
-    within_10_percent("three threads", e.cpu_ns, truth_ns);
+    let e = threads_shown(&mut exits, ROLE, "ts", 300_000_000);
     // The harness's own thread, the role's thread and its two spinners at least.
     assert!(e.threads_summed >= 3, "{e:#?}");
     assert!(
@@ -178,39 +124,22 @@ fn a_zombies_exit_takes_the_identity_of_its_live_row() {
 
 #[test]
 fn a_reading_carries_taskstats_exits_with_the_identity_of_their_rows() {
-    if !tasksnap_loadgen::root_or_skip("exit records (taskstats)") {
-        return;
-    }
+    skip_unless_root!("exit records (taskstats)");
     let host = tasksnap_collect::Host::open(tasksnap_collect::HostOptions {
         exits_taskstats_only: true,
         ..Default::default()
     });
-    let mut readings = host
-        .open_readings(tasksnap_collect::host::ReadingOptions {
-            states: false,
-            exits: true,
-            ..Default::default()
-        })
-        .expect("open the readings");
-    assert_eq!(readings.exits_missing(), None);
+    let mut readings = exit_readings(&host);
     assert_eq!(readings.exits_source(), Some(ExitSource::Taskstats));
-    readings.read_mut().expect("first reading");
     let child = spawn("cpu3");
     let pid = child.id() as i32;
-    // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
     // Not reaped until the exit came: the reading that carries it also has the zombie's
     // row (the drain comes before the walk), and both must be the same identity.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut seen = None;
     while seen.is_none() && Instant::now() < deadline {
         let r = readings.read_mut().expect("reading");
-        let ours: Vec<Exit> = r
-            .exits
-            .iter()
-            .filter(|e| e.id.tgid == pid && e.ppid == me)
-            .cloned()
-            .collect();
+        let ours = exits_in(r, pid);
         if !ours.is_empty() {
             let row = r
                 .snapshot

@@ -1,4 +1,4 @@
-//! The procfs collector under a low open-files limit (issue #16), in a child process of its
+//! The procfs collector under a low open-files limit, in a child process of its
 //! own (the limit is per process): every task this test spawned is in the snapshot at every
 //! limit from 5 up, and at 4, where not one file can be opened next to /proc, the snapshot is
 //! an [`Error::Exhausted`], never a short list. Before the fix each reader held up to 256

@@ -2,12 +2,12 @@
 //! read that blocks on the target's mmap lock, a non-dumpable process's owner, and agreement
 //! with /proc for the test's own process.
 
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::{skip_unless_root, Guard};
 
 use tasksnap_collect::procfs::ProcfsCollector;
 use tasksnap_collect::Collector;
-use tasksnap_loadgen::root_or_skip;
 use tasksnap_model::{Groups, Query, Selector, Snapshot, Task};
 
 fn one(c: &mut ProcfsCollector, pid: i32, groups: Groups) -> Option<Task> {
@@ -26,23 +26,12 @@ fn base() -> Groups {
     }
 }
 
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_reused_pid_is_a_different_task() {
-    if !root_or_skip("pid reuse (writes /proc/sys/kernel/ns_last_pid)") {
-        return;
-    }
+    skip_unless_root!("pid reuse (writes /proc/sys/kernel/ns_last_pid)");
     let mut c = ProcfsCollector::new().expect("open /proc");
     for _attempt in 0..20 {
-        let first = Reaped(Command::new("sleep").arg("100").spawn().expect("spawn"));
+        let first = Guard(Command::new("sleep").arg("100").spawn().expect("spawn"));
         let pid = first.0.id() as i32;
         let before = one(&mut c, pid, base()).expect("first task");
         drop(first);
@@ -50,7 +39,7 @@ fn a_reused_pid_is_a_different_task() {
         std::thread::sleep(Duration::from_millis(30));
         // The next fork gets ns_last_pid + 1.
         std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).expect("ns_last_pid");
-        let second = Reaped(Command::new("sleep").arg("100").spawn().expect("spawn"));
+        let second = Guard(Command::new("sleep").arg("100").spawn().expect("spawn"));
         if second.0.id() as i32 != pid {
             continue; // something else forked in between; try again
         }
@@ -68,11 +57,9 @@ fn a_reused_pid_is_a_different_task() {
 
 #[test]
 fn effective_ids_of_a_non_dumpable_process_are_exact() {
-    if !root_or_skip("non-dumpable owner (runs a process as nobody)") {
-        return;
-    }
+    skip_unless_root!("non-dumpable owner (runs a process as nobody)");
     let exe = std::env::current_exe().expect("test binary");
-    let child = Reaped(
+    let child = Guard(
         Command::new(exe)
             .args([
                 "--exact",

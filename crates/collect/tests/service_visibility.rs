@@ -12,12 +12,12 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::Command;
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::service::peer::{Caller, HidePid, ProcMount};
 use tasksnap_collect::service::visibility;
 use tasksnap_collect::service::wire;
 use tasksnap_collect::Host;
-use tasksnap_loadgen::root_or_skip;
 use tasksnap_model::{Backend, Groups, Query, Selector, Task};
 
 const NOBODY: u32 = 65534;
@@ -330,9 +330,7 @@ fn viewed(
 
 #[test]
 fn the_view_of_nobody_is_what_nobody_reads() {
-    if !root_or_skip("service visibility against procfs as nobody") {
-        return;
-    }
+    skip_unless_root!("service visibility against procfs as nobody");
     let targets = targets();
     let (snap, backend) = roots_snapshot();
     let caller = nobody(ProcMount::default());
@@ -381,9 +379,7 @@ fn the_view_of_nobody_is_what_nobody_reads() {
 
 #[test]
 fn hidden_pids_are_hidden_as_procfs_hides_them() {
-    if !root_or_skip("service visibility under hidepid") {
-        return;
-    }
+    skip_unless_root!("service visibility under hidepid");
     let targets = targets();
     let (snap, _) = roots_snapshot();
     for (opt, hidepid) in [
@@ -416,9 +412,7 @@ fn hidden_pids_are_hidden_as_procfs_hides_them() {
 
 #[test]
 fn noaccess_rows_are_what_the_procfs_reader_makes() {
-    if !root_or_skip("service visibility under hidepid=noaccess") {
-        return;
-    }
+    skip_unless_root!("service visibility under hidepid=noaccess");
     let targets = targets();
     let (snap, _) = roots_snapshot();
     let caller = nobody(ProcMount {
@@ -498,9 +492,7 @@ fn client() {
 fn identify_a_caller_in_a_private_mount_namespace() {
     use tasksnap_collect::service::peer;
     use tasksnap_collect::service::visibility::Rules;
-    if !root_or_skip("identify a caller as nobody under hidepid") {
-        return;
-    }
+    skip_unless_root!("identify a caller as nobody under hidepid");
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::set_permissions(
         dir.path(),
@@ -512,16 +504,13 @@ fn identify_a_caller_in_a_private_mount_namespace() {
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .expect("chmod");
     let exe = tasksnap_loadgen::reachable::this_test_binary();
-    let mut child = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg("mount -t proc -o hidepid=invisible,gid=27 proc /proc && exec setpriv --reuid=65534 --regid=65534 --groups=27,100 \"$0\" \"$@\"")
-        .arg(&exe)
-        .args(["--exact", "client", "--nocapture", "--test-threads=1"])
-        .env(CLIENT, &path)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("the client starts");
-    let (conn, _) = listener.accept().expect("the client connects");
+    let (mut child, conn) = start_client(
+        Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount -t proc -o hidepid=invisible,gid=27 proc /proc && exec setpriv --reuid=65534 --regid=65534 --groups=27,100 \"$0\" \"$@\""),
+        &exe,
+        &listener,
+    );
     let p = peer::peer_of(std::os::fd::AsFd::as_fd(&conn)).expect("the peer");
     assert_eq!((p.uid, p.gid), (NOBODY, NOBODY));
     let caller = peer::identify_with("/proc".as_ref(), Rules::NONE, &p);
@@ -553,6 +542,26 @@ fn identify_a_caller_in_a_private_mount_namespace() {
     ));
 }
 
+/// Starts `cmd` with the test binary `exe` as its last arguments, in its `client` role,
+/// connecting to `listener`'s socket, and accepts the connection: the client and the
+/// connection.
+fn start_client(
+    cmd: &mut Command,
+    exe: &std::path::Path,
+    listener: &std::os::unix::net::UnixListener,
+) -> (std::process::Child, std::os::unix::net::UnixStream) {
+    let path = listener.local_addr().expect("the socket's address");
+    let child = cmd
+        .arg(exe)
+        .args(["--exact", "client", "--nocapture", "--test-threads=1"])
+        .env(CLIENT, path.as_pathname().expect("a path"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the client starts");
+    let (conn, _) = listener.accept().expect("the client connects");
+    (child, conn)
+}
+
 /// Identifies a client of this binary started by `argv` (a command that ends by running the
 /// binary it is given as its last arguments).
 fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::peer::Refusal> {
@@ -562,15 +571,7 @@ fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::p
     let path = dir.path().join("q.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
     let exe = std::env::current_exe().expect("the test binary");
-    let mut child = Command::new(argv[0])
-        .args(&argv[1..])
-        .arg(&exe)
-        .args(["--exact", "client", "--nocapture", "--test-threads=1"])
-        .env(CLIENT, &path)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("the client starts");
-    let (conn, _) = listener.accept().expect("the client connects");
+    let (mut child, conn) = start_client(Command::new(argv[0]).args(&argv[1..]), &exe, &listener);
     let p = peer::peer_of(std::os::fd::AsFd::as_fd(&conn)).expect("the peer");
     let caller = peer::identify_with("/proc".as_ref(), Rules::NONE, &p);
     drop(conn);
@@ -578,38 +579,39 @@ fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::p
     caller
 }
 
+/// [`identify_client`] for a client started in a mount namespace of its own, after the shell
+/// command `mounts` ran there.
+fn identify_client_after_mounts(
+    mounts: &str,
+) -> Result<Caller, tasksnap_collect::service::peer::Refusal> {
+    let script = format!("{mounts} && exec \"$0\" \"$@\"");
+    identify_client(&[
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &script,
+    ])
+}
+
 #[test]
 fn callers_of_other_namespaces_are_refused() {
     use tasksnap_collect::service::peer::Refusal;
-    if !root_or_skip("identify callers in other namespaces") {
-        return;
-    }
+    skip_unless_root!("identify callers in other namespaces");
     let r = identify_client(&["unshare", "--user", "--map-root-user"]);
     assert!(matches!(r, Err(Refusal::OtherUserNamespace)), "{r:?}");
     let r = identify_client(&["unshare", "--pid", "--fork", "--mount-proc"]);
     assert!(matches!(r, Err(Refusal::OtherPidNamespace)), "{r:?}");
     // Its own pid namespace, but the /proc of another one (mounted by a child in a new pid
     // namespace, then bound over /proc): its /proc does not show the service's tasks.
-    let r = identify_client(&[
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        "mount -t tmpfs none /mnt && mkdir /mnt/p && unshare --pid --fork mount -t proc proc /mnt/p && mount --bind /mnt/p /proc && exec \"$0\" \"$@\"",
-    ]);
+    let r = identify_client_after_mounts(
+        "mount -t tmpfs none /mnt && mkdir /mnt/p && unshare --pid --fork mount -t proc proc /mnt/p && mount --bind /mnt/p /proc",
+    );
     assert!(matches!(r, Err(Refusal::OtherPidNamespace)), "{r:?}");
     // No procfs at /proc.
-    let r = identify_client(&[
-        "unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        "mount -t tmpfs none /proc && exec \"$0\" \"$@\"",
-    ]);
+    let r = identify_client_after_mounts("mount -t tmpfs none /proc");
     assert!(matches!(r, Err(Refusal::NoProc)), "{r:?}");
     // Plain root: identified, with its capabilities.
     let c = identify_client(&["env"]).expect("root is identified");

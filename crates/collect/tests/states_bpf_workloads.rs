@@ -18,6 +18,7 @@ use states_common::*;
 use tasksnap_collect::states::bpf::{BpfSource, Options};
 use tasksnap_collect::states::Filter;
 use tasksnap_collect::StateSource;
+use tasksnap_loadgen::skip_unless_root;
 use tasksnap_states::{Rollup, State};
 
 fn me() -> i32 {
@@ -81,9 +82,7 @@ const MIN_RUN_NS: u64 = 300_000_000;
 
 #[test]
 fn cpu_hog_runs_100_percent() {
-    if !root_or_skip("BPF CPU hog") {
-        return;
-    }
+    skip_unless_root!("BPF CPU hog");
     let _g = serial();
     for (how, mut src) in sources() {
         eprintln!("source: {how}");
@@ -122,9 +121,7 @@ fn cpu_hog_runs_100_percent() {
 
 #[test]
 fn two_hogs_on_one_cpu_share_it() {
-    if !root_or_skip("BPF two hogs on one CPU") {
-        return;
-    }
+    skip_unless_root!("BPF two hogs on one CPU");
     let _g = serial();
     for (how, mut src) in sources() {
         eprintln!("source: {how}");
@@ -183,9 +180,7 @@ fn two_hogs_on_one_cpu_share_it() {
 
 #[test]
 fn sleeper_sleeps_100_percent() {
-    if !root_or_skip("BPF sleeper") {
-        return;
-    }
+    skip_unless_root!("BPF sleeper");
     let _g = serial();
     for (how, mut src) in sources() {
         eprintln!("source: {how}");
@@ -203,9 +198,7 @@ fn sleeper_sleeps_100_percent() {
 
 #[test]
 fn dstate_thread_is_in_disk_and_says_where() {
-    if !root_or_skip("BPF D state") {
-        return;
-    }
+    skip_unless_root!("BPF D state");
     let _g = serial();
     for (how, mut src) in sources() {
         eprintln!("source: {how}");
@@ -239,9 +232,7 @@ fn dstate_thread_is_in_disk_and_says_where() {
 
 #[test]
 fn a_wait_that_began_before_tracking_is_named_from_proc() {
-    if !root_or_skip("BPF D state begun before load") {
-        return;
-    }
+    skip_unless_root!("BPF D state begun before load");
     let _g = serial();
     let d = Worker::dstate("dwaiter-early");
     wait_for("the vfork parent to be in D", || d.letter() == 'D');
@@ -261,9 +252,7 @@ fn a_wait_that_began_before_tracking_is_named_from_proc() {
 
 #[test]
 fn seed_case_mmap_lock_queueing() {
-    if !root_or_skip("BPF mmap lock (seed 004)") {
-        return;
-    }
+    skip_unless_root!("BPF mmap lock (seed 004)");
     let _g = serial();
     let file = seed_file();
     for (how, mut src) in sources() {
@@ -317,9 +306,7 @@ fn seed_file() -> std::fs::File {
 
 #[test]
 fn a_thread_that_exits_during_the_interval_still_appears() {
-    if !root_or_skip("BPF exited thread") {
-        return;
-    }
+    skip_unless_root!("BPF exited thread");
     let _g = serial();
     for (how, mut src) in sources() {
         eprintln!("source: {how}");

@@ -46,12 +46,22 @@ fn set_sched(root: &Path, pid: i32, tid: i32, sched: (u64, u64)) {
     fs::write(d.join("schedstat"), format!("{} {} 9\n", sched.0, sched.1)).expect("schedstat");
 }
 
+/// An empty fake tree but for `sys/kernel/task_delayacct`, which says `on` ("0" or "1").
+fn tree_with_delayacct(on: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    fs::create_dir_all(tmp.path().join("sys/kernel")).expect("mkdir");
+    fs::write(
+        tmp.path().join("sys/kernel/task_delayacct"),
+        format!("{on}\n"),
+    )
+    .expect("sysctl");
+    tmp
+}
+
 #[test]
 fn fake_tree_exact_and_sampled_figures() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = tree_with_delayacct("0");
     let root = tmp.path();
-    fs::create_dir_all(root.join("sys/kernel")).expect("mkdir");
-    fs::write(root.join("sys/kernel/task_delayacct"), "0\n").expect("sysctl");
     let odd = "a) (b\nc";
     thread(root, 10, 10, odd, 'D', (0, 0));
     thread(root, 10, 11, "sleepy", 'S', (0, 0));
@@ -96,10 +106,8 @@ fn fake_tree_exact_and_sampled_figures() {
 
 #[test]
 fn fake_tree_delay_accounting_floors_disk() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = tree_with_delayacct("1");
     let root = tmp.path();
-    fs::create_dir_all(root.join("sys/kernel")).expect("mkdir");
-    fs::write(root.join("sys/kernel/task_delayacct"), "1\n").expect("sysctl");
     thread(root, 10, 10, "io", 'S', (0, 0));
     let mut src = sampled_at_200hz(root);
     let a = src.sample().expect("sample");
@@ -233,7 +241,7 @@ fn open_states_takes_the_backend_asked_for_and_auto_says_why() {
     }
 }
 
-/// Regression (#16, "a wrong exact figure"): the /proc sampler read its own `stat`, where a
+/// Regression ("a wrong exact figure"): the /proc sampler read its own `stat`, where a
 /// thread reading it is always running (R), so no sample ever caught it off the CPU and all of
 /// its interval that schedstat did not explain was charged to runnable: RUNQ 99.7% for a
 /// thread asleep between ticks, in a column labelled exact. Here the tree's `thread-self`
@@ -248,10 +256,8 @@ fn regression_sampler_reading_its_own_stat_was_charged_runnable_as_exact() {
         2 0 168290 92487680 3331 18446744073709551615 94454618857472 94454618857813 \
         140721250167680 0 0 0 0 16781312 2 0 0 0 -1 1 0 0 0 0 0 94454618869168 94454618869784 \
         94455415685120 140721250170798 140721250171146 140721250171146 140721250172879 0\n";
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = tree_with_delayacct("0");
     let root = tmp.path();
-    fs::create_dir_all(root.join("sys/kernel")).expect("mkdir");
-    fs::write(root.join("sys/kernel/task_delayacct"), "0\n").expect("sysctl");
     thread(root, 7501, 7501, "python3", 'S', (574_448, 1_860_750));
     thread(root, 7501, 7544, "python3", 'R', (574_448, 1_860_750));
     fs::write(root.join("7501/task/7544/stat"), SELF_R).expect("stat");

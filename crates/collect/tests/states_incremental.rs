@@ -9,11 +9,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
+use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::states::bpf::{BpfSource, Options};
 use tasksnap_collect::states::{Filter, Sample, ThreadTotals};
 use tasksnap_collect::StateSource;
-use tasksnap_loadgen::root_or_skip;
 
 fn me() -> i32 {
     // SAFETY: getpid cannot fail.
@@ -167,9 +167,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn incremental_samples_agree_with_whole_passes() {
-    if !root_or_skip("BPF incremental thread states") {
-        return;
-    }
+    skip_unless_root!("BPF incremental thread states");
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut inc = incremental();
     let mut full = whole();
@@ -241,9 +239,7 @@ fn incremental_samples_agree_with_whole_passes() {
 
 #[test]
 fn a_sample_reads_only_what_changed() {
-    if !root_or_skip("BPF incremental drain") {
-        return;
-    }
+    skip_unless_root!("BPF incremental drain");
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut inc = incremental();
     let load = Load::start(200, 4, 0);
@@ -289,9 +285,7 @@ fn a_sample_reads_only_what_changed() {
 
 #[test]
 fn a_thread_that_lived_across_samples_ends_with_its_exit_totals() {
-    if !root_or_skip("BPF incremental exit") {
-        return;
-    }
+    skip_unless_root!("BPF incremental exit");
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut inc = incremental();
     let (tx, rx) = mpsc::channel();

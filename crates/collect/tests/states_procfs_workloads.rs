@@ -127,15 +127,21 @@ fn procfs_two_hogs_on_one_cpu() {
     );
 }
 
+/// Once `w` shows `letter` (waiting for `what`), a second of a fresh source: `w`'s row, printed.
+fn a_second_of(w: &Worker, what: &str, letter: char) -> tasksnap_states::Row {
+    wait_for(what, || w.letter() == letter);
+    let mut src = source();
+    let iv = measure(&mut src, 1.0, Rollup::Thread);
+    let r = row(&iv, w.tid);
+    eprintln!("{}", show(r));
+    r.clone()
+}
+
 #[test]
 fn procfs_sleeper() {
     let _g = serial();
     let s = Worker::sleeper("sleeper");
-    wait_for("the sleeper to sleep", || s.letter() == 'S');
-    let mut src = source();
-    let iv = measure(&mut src, 1.0, Rollup::Thread);
-    let r = row(&iv, s.tid);
-    eprintln!("{}", show(r));
+    let r = &a_second_of(&s, "the sleeper to sleep", 'S');
     // Tolerance: sleeping >= 95% (sampled).
     assert!(r.pct(State::Sleeping) >= 95.0, "{}", show(r));
 }
@@ -144,11 +150,7 @@ fn procfs_sleeper() {
 fn procfs_dstate_thread() {
     let _g = serial();
     let d = Worker::dstate("dwaiter");
-    wait_for("the vfork parent to be in D", || d.letter() == 'D');
-    let mut src = source();
-    let iv = measure(&mut src, 1.0, Rollup::Thread);
-    let r = row(&iv, d.tid);
-    eprintln!("{}", show(r));
+    let r = &a_second_of(&d, "the vfork parent to be in D", 'D');
     // Tolerance: disk > 90% (sampled), and wchan names where it waits. wchan is the first
     // frame outside the scheduler's own functions; wait_for_vfork_done() is inlined into
     // kernel_clone() on this kernel.
@@ -202,7 +204,7 @@ fn seed_file() -> std::fs::File {
     f
 }
 
-/// Regression (#16, "a wrong exact figure"), on the real /proc: the sampler thread read its own
+/// Regression ("a wrong exact figure"), on the real /proc: the sampler thread read its own
 /// stat (always R for the reader), so it was charged its whole interval but its own short runs
 /// as runnable: RUNQ 99.5-99.9% on this VM, labelled exact. Its runnable must now be exactly
 /// its schedstat run-queue delta (nothing estimated: it counts itself asleep), the rest sleep.

@@ -1,4 +1,4 @@
-//! A recording whose wall clock stepped back (issue 29): written as a recorder restarted
+//! A recording whose wall clock stepped back: written as a recorder restarted
 //! with its clock set back would write it, it reads in recording order, seeks on both sides
 //! of the step, and says where the step is.
 

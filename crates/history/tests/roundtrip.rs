@@ -813,12 +813,6 @@ fn varint(p: &[u8], i: &mut usize) -> u64 {
     v
 }
 
-/// A sample payload as format minor 0 wrote it: the same header and columns, less minor 1's
-/// and minor 2's additions (the exits column, the host identity column).
-fn as_minor_0(p: &[u8]) -> Vec<u8> {
-    as_minor(p, 0)
-}
-
 /// A sample payload as format `minor` (0 or 1) wrote it: the header saying so, and only the
 /// columns that minor had (33 in minor 0, the exits column added in 1, the host column in 2).
 fn as_minor(p: &[u8], minor: u16) -> Vec<u8> {
@@ -841,6 +835,41 @@ fn as_minor(p: &[u8], minor: u16) -> Vec<u8> {
     out
 }
 
+/// Encodes `rs` (a key every 10 samples, never adaptive) and decodes each sample twice: as
+/// written, and rewritten as format `minor` wrote it ([`as_minor`]). `check` gets each reading,
+/// its key, and its two decodings (as written, as `minor`); deltas must be among them.
+fn decode_also_as_minor(
+    rs: &[Reading],
+    minor: u16,
+    mut check: impl FnMut(&Reading, &Reading, &Reading, &Reading),
+) {
+    let mut enc = Encoder::new(10).adaptive_keys(false);
+    let mut dec = Decoder::new();
+    let mut old_dec = Decoder::new();
+    let mut key = &rs[0];
+    let mut deltas = 0;
+    for r in rs {
+        let e = enc.encode(r, false);
+        if e.key {
+            key = r;
+        } else {
+            deltas += 1;
+        }
+        if let Some(n) = &e.names {
+            assert!(dec.apply_names(e.key, n).is_ok());
+            assert!(old_dec.apply_names(e.key, n).is_ok());
+        }
+        let got = dec.apply_sample(e.key, &e.sample).expect("as written");
+        let old = as_minor(&e.sample, minor);
+        assert_eq!(&old[4..6], &minor.to_le_bytes());
+        let got_old = old_dec
+            .apply_sample(e.key, &old)
+            .unwrap_or_else(|e| panic!("as minor {minor}: {e}"));
+        check(r, key, &got, &got_old);
+    }
+    assert!(deltas > 0, "deltas are tested too");
+}
+
 /// A store from before exits were stored (format minor 0, no exits column): its samples,
 /// keys and deltas alike, decode as they did, with no exits and a reason saying so.
 #[test]
@@ -852,38 +881,18 @@ fn a_sample_from_before_exits_decodes_with_none() {
         r.exits.clear();
     }
     rs[1].exits = vec![new_exit(&mut Rng(3), rs[1].snapshot.taken_at_boottime_ns)];
-    let mut enc = Encoder::new(10).adaptive_keys(false);
-    let mut dec = Decoder::new();
-    let mut old_dec = Decoder::new();
-    let mut key = &rs[0];
-    let mut deltas = 0;
-    for r in &rs {
-        let e = enc.encode(r, false);
-        if e.key {
-            key = r;
-        } else {
-            deltas += 1;
-        }
-        if let Some(n) = &e.names {
-            assert!(dec.apply_names(e.key, n).is_ok());
-            assert!(old_dec.apply_names(e.key, n).is_ok());
-        }
-        let got = dec.apply_sample(e.key, &e.sample).expect("minor 1");
-        assert_eq!(check(r, &got, Some(key)), Ok(()));
-        let old = as_minor_0(&e.sample);
-        assert_eq!(&old[4..6], &[0, 0]);
-        let got = old_dec.apply_sample(e.key, &old).expect("minor 0");
-        assert!(got.exits.is_empty());
-        assert_eq!(got.exits_dropped, 0);
-        assert_eq!(got.exits_missing.as_deref(), Some(EXITS_NOT_RECORDED));
+    decode_also_as_minor(&rs, 0, |r, key, got, old| {
+        assert_eq!(check(r, got, Some(key)), Ok(()));
+        assert!(old.exits.is_empty());
+        assert_eq!(old.exits_dropped, 0);
+        assert_eq!(old.exits_missing.as_deref(), Some(EXITS_NOT_RECORDED));
         let mut want = r.clone();
         want.exits.clear();
         want.exits_missing = Some(EXITS_NOT_RECORDED.to_string());
         // Nor did minor 0 keep the host identity.
         want.host = HostIdentity::default();
-        assert_eq!(check(&want, &got, Some(key)), Ok(()));
-    }
-    assert!(deltas > 0, "deltas are tested too");
+        assert_eq!(check(&want, old, Some(key)), Ok(()));
+    });
 }
 
 /// A store from before the host identity was stored (format minor 1, and minor 0 above):
@@ -898,33 +907,13 @@ fn a_sample_from_before_host_identity_decodes_with_none() {
             boot_id: Some(b"b00t".to_vec()),
         };
     }
-    let mut enc = Encoder::new(10).adaptive_keys(false);
-    let mut dec = Decoder::new();
-    let mut old_dec = Decoder::new();
-    let mut key = &rs[0];
-    let mut deltas = 0;
-    for r in &rs {
-        let e = enc.encode(r, false);
-        if e.key {
-            key = r;
-        } else {
-            deltas += 1;
-        }
-        if let Some(n) = &e.names {
-            assert!(dec.apply_names(e.key, n).is_ok());
-            assert!(old_dec.apply_names(e.key, n).is_ok());
-        }
-        let got = dec.apply_sample(e.key, &e.sample).expect("minor 2");
+    decode_also_as_minor(&rs, 1, |r, key, got, old| {
         assert_eq!(got.host, r.host);
-        let old = as_minor(&e.sample, 1);
-        assert_eq!(&old[4..6], &[1, 0]);
-        let got = old_dec.apply_sample(e.key, &old).expect("minor 1");
-        assert_eq!(got.host, HostIdentity::default());
+        assert_eq!(old.host, HostIdentity::default());
         let mut want = r.clone();
         want.host = HostIdentity::default();
-        assert_eq!(check(&want, &got, Some(key)), Ok(()));
-    }
-    assert!(deltas > 0, "deltas are tested too");
+        assert_eq!(check(&want, old, Some(key)), Ok(()));
+    });
 }
 
 /// The identity is written in key frames only: a reading whose identity differs from its

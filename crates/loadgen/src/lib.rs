@@ -25,6 +25,9 @@
 
 pub mod planted;
 pub mod reachable;
+mod spawned;
+
+pub use spawned::{Guard, ProcessGroup};
 
 use std::io::{self, BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -496,6 +499,24 @@ pub fn root_or_skip(what: &str) -> bool {
     false
 }
 
+/// The first line of a test that needs root: returns from the test, skipped, unless
+/// [`root_or_skip`] says it may run.
+///
+/// ```no_run
+/// # fn a_test() {
+/// tasksnap_loadgen::skip_unless_root!("the BPF backend");
+/// // ... what needs root
+/// # }
+/// ```
+#[macro_export]
+macro_rules! skip_unless_root {
+    ($what:expr) => {
+        if !$crate::root_or_skip($what) {
+            return;
+        }
+    };
+}
+
 /// Whether `pid` is a `sleep` that has finished starting: its image is sleep's (comm and
 /// command line; an exec is not atomic for /proc, and the dynamic loader maps libraries
 /// after it) and it is blocked in its nanosleep, from where nothing moves until it is killed.
@@ -580,47 +601,6 @@ pub fn cmdline_read_blocks(pid: i32) -> bool {
     let t = Instant::now();
     let _ = std::fs::read(format!("/proc/{pid}/cmdline"));
     t.elapsed() > Duration::from_millis(100)
-}
-
-/// Commands started in one process group of their own (the first is its leader), killed
-/// with one SIGKILL to the group and reaped on drop: for tests that need a few plain
-/// processes (`sleep 1000`, busy loops) rather than a whole load.
-#[derive(Debug)]
-pub struct ProcessGroup(Vec<Child>);
-
-impl ProcessGroup {
-    /// Starts `n` copies of `args` (program and arguments) in one new process group.
-    pub fn spawn(n: usize, args: &[&str]) -> io::Result<ProcessGroup> {
-        let mut group = ProcessGroup(Vec::new());
-        for _ in 0..n {
-            let pgid = group.0.first().map_or(0, |c| c.id() as i32);
-            group.0.push(
-                Command::new(args[0])
-                    .args(&args[1..])
-                    .process_group(pgid)
-                    .stdin(Stdio::null())
-                    .spawn()?,
-            );
-        }
-        Ok(group)
-    }
-
-    /// Their pids, in the order they were started.
-    pub fn pids(&self) -> Vec<i32> {
-        self.0.iter().map(|c| c.id() as i32).collect()
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        if let Some(leader) = self.0.first() {
-            // SAFETY: kill on the process group this handle created.
-            unsafe { libc::kill(-(leader.id() as i32), libc::SIGKILL) };
-        }
-        for c in &mut self.0 {
-            let _ = c.wait();
-        }
-    }
 }
 
 #[cfg(test)]

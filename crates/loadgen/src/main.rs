@@ -28,6 +28,7 @@
 mod child;
 mod churn;
 mod mmap_lock;
+mod sleepers;
 mod spawn;
 mod storm;
 mod sys;

@@ -7,12 +7,12 @@
 //! afterwards is immediately true.
 //!
 //! All children are created by fork() from the single-threaded loadgen (see
-//! [`sys::fork_child`], and [`sys::fork_sleepers`] for the fast path of
+//! [`sys::fork_child`], and [`sleepers::fork_sleepers`] for the fast path of
 //! `--procs`) and inherit its process group; each sets
 //! `PR_SET_PDEATHSIG(SIGKILL)` so that it dies with its parent.
 
 use std::collections::HashSet;
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -25,6 +25,7 @@ use tasksnap_loadgen::OddTask;
 
 use crate::child;
 use crate::churn;
+use crate::sleepers;
 use crate::sys::{self, ChildCtx, Pid};
 
 /// The real-time signal `--signals` leaves pending for its process: the kernel's 40 (glibc's
@@ -120,29 +121,12 @@ impl Spawner {
         }
         let (ready_r, ready_w) = sys::pipe()?;
         let (go_r, go_w) = sys::pipe()?;
-        let how = sys::Sleeper::Wake {
+        let how = sleepers::Sleeper::Wake {
             period_ns,
             go_r: go_r.as_raw_fd(),
             go_w: go_w.as_raw_fd(),
         };
-        let (forked, failure) =
-            sys::fork_sleepers(&self.ctx, c"lg-waker", ready_w.as_raw_fd(), k, how);
-        drop(ready_w);
-        let mut wakers = read_pids(ready_r, forked)?;
-        wakers.sort_unstable();
-        self.alive.extend(&wakers);
-        if let Some(e) = failure {
-            return Err(e).with_context(|| {
-                format!(
-                    "fork of waker {} of {k} failed \
-                     (check kernel.pid_max, kernel.threads-max, ulimit -u, pids cgroup)",
-                    forked + 1
-                )
-            });
-        }
-        if wakers.len() != k {
-            bail!("only {} of {k} wakers came up", wakers.len());
-        }
+        let wakers = self.sleepers(c"lg-waker", (ready_r, ready_w), k, how, ("waker", "wakers"))?;
         // End of file on the go pipe: every waker starts its clock.
         drop((go_r, go_w));
         pids.extend(&wakers);
@@ -177,17 +161,38 @@ impl Spawner {
         argv.push(std::ptr::null());
         envp.push(std::ptr::null());
         let how = if exec.is_some() {
-            sys::Sleeper::Exec {
+            sleepers::Sleeper::Exec {
                 path: child::SELF_EXE,
                 argv: &argv,
                 envp: &envp,
                 ready_fd: child::READY_FD,
             }
         } else {
-            sys::Sleeper::Pause
+            sleepers::Sleeper::Pause
         };
+        self.sleepers(
+            c"lg-proc",
+            (ready_r, ready_w),
+            n,
+            how,
+            ("plain process", "plain processes"),
+        )
+    }
+
+    /// Forks `n` sleepers (comm `comm`, each sleeping `how`) that report on the `ready` pipe,
+    /// and returns their sorted pids once every one is up; `what`: what one is called, and
+    /// what many are, for the errors.
+    fn sleepers(
+        &mut self,
+        comm: &CStr,
+        ready: (OwnedFd, OwnedFd),
+        n: usize,
+        how: sleepers::Sleeper<'_>,
+        what: (&str, &str),
+    ) -> Result<Vec<Pid>> {
+        let (ready_r, ready_w) = ready;
         let (forked, failure) =
-            sys::fork_sleepers(&self.ctx, c"lg-proc", ready_w.as_raw_fd(), n, how);
+            sleepers::fork_sleepers(&self.ctx, comm, ready_w.as_raw_fd(), n, how);
         // Only the children hold the write end now: EOF once all reported.
         drop(ready_w);
         let mut pids = read_pids(ready_r, forked)?;
@@ -196,14 +201,15 @@ impl Spawner {
         if let Some(e) = failure {
             return Err(e).with_context(|| {
                 format!(
-                    "fork of plain process {} of {n} failed \
+                    "fork of {} {} of {n} failed \
                      (check kernel.pid_max, kernel.threads-max, ulimit -u, pids cgroup)",
+                    what.0,
                     forked + 1
                 )
             });
         }
         if pids.len() != n {
-            bail!("only {} of {n} plain processes came up", pids.len());
+            bail!("only {} of {n} {} came up", pids.len(), what.1);
         }
         Ok(pids)
     }

@@ -11,7 +11,7 @@
 //! spread by however long that takes to reach each of them rather than all aligned.
 //!
 //! The loop only makes system calls and touches its stack: it runs in a forked child of
-//! the single-threaded loadgen (see [`crate::sys::fork_sleepers`]).
+//! the single-threaded loadgen (see [`crate::sleepers::fork_sleepers`]).
 
 use crate::sys;
 

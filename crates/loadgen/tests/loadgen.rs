@@ -59,6 +59,12 @@ fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
     }
 }
 
+/// The load generator started with `args`, one space apart.
+fn spawn_words(args: &str) -> Load {
+    let args: Vec<&str> = args.split(' ').collect();
+    Load::spawn_with_binary(BIN, &args).expect("spawn")
+}
+
 /// Runs the binary directly (not through `Load`) in its own process group
 /// and reads its report.
 fn spawn_raw(args: &[&str], stdin: Stdio) -> (Child, LoadInfo) {
@@ -223,19 +229,7 @@ fn find_binary_and_spawn() {
 
 #[test]
 fn kill_group_leaves_nothing() {
-    let mut load = Load::spawn_with_binary(
-        BIN,
-        &[
-            "--procs",
-            "5",
-            "--stopped",
-            "2",
-            "--dstate",
-            "--threads",
-            "3",
-        ],
-    )
-    .expect("spawn");
+    let mut load = spawn_words("--procs 5 --stopped 2 --dstate --threads 3");
     let pgid = load.pgid();
     let members = group_members(pgid);
     assert!(members.len() >= 10);
@@ -247,23 +241,9 @@ fn kill_group_leaves_nothing() {
 
 #[test]
 fn sigkill_of_loadgen_takes_children_down() {
-    let load = Load::spawn_with_binary(
-        BIN,
-        &[
-            "--procs",
-            "5",
-            "--stopped",
-            "2",
-            "--dstate",
-            "--threads",
-            "2",
-            "--odd-names",
-            "--zombies",
-            "1",
-            "--list-pids",
-        ],
-    )
-    .expect("spawn");
+    let load = spawn_words(
+        "--procs 5 --stopped 2 --dstate --threads 2 --odd-names --zombies 1 --list-pids",
+    );
     let info = load.info.clone();
     // SAFETY: the loadgen is our un-reaped child (owned by `load`).
     unsafe { libc::kill(load.pid(), libc::SIGKILL) };

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::{run_procps, tokens};
+use super::ps::{run_procps, tokens};
 
 /// The specifiers whose values legitimately move between the two runs (tasksnap's, then
 /// procps's), masked in the rows; the header and the rows' presence are still compared.

@@ -1,7 +1,10 @@
 //! What the exit-record tests share (exits_bpf.rs, exits_taskstats.rs): the children they
 //! spawn (the test binary run again with a role in an environment variable, played by each
 //! binary's `child_role` test through [`play`]), reaping one with its rusage, draining a
-//! source for one pid, and the 10% comparison with the rusage.
+//! source for one pid, one child's one exit record ([`exited`], [`killed`]) and what every
+//! source must show of the three children ([`exit_3_shown`], [`sigkill_shown`],
+//! [`threads_shown`]), a reading's exits of one child ([`exit_readings`], [`exits_in`]), and
+//! the 10% comparison with the rusage.
 #![allow(dead_code)] // Not every test binary that includes this module uses all of it.
 
 use std::os::unix::process::CommandExt;
@@ -9,7 +12,31 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tasksnap_collect::exits::Exits;
-use tasksnap_model::Exit;
+use tasksnap_collect::host::{Host, ReadingOptions, Readings};
+use tasksnap_model::{Exit, ExitReason, Reading};
+
+/// A test binary's children: defines `ROLE` (the variable `$var` that gives a child its role),
+/// the `child_role` test that plays it ([`play`] with `$prefix` and the CPU to burn), and
+/// `spawn(role)`.
+macro_rules! child_roles {
+    ($var:literal, $prefix:literal, $cpu_ns:expr, $threads_cpu_ns:expr) => {
+        const ROLE: &str = $var;
+
+        /// The children's roles (run only in a child, with the variable set).
+        #[test]
+        fn child_role() {
+            if let Ok(role) = std::env::var(ROLE) {
+                $crate::exits_common::play(&role, $prefix, $cpu_ns, $threads_cpu_ns);
+            }
+        }
+
+        /// Starts this binary in `role`.
+        fn spawn(role: &str) -> std::process::Child {
+            $crate::exits_common::spawn(ROLE, role)
+        }
+    };
+}
+pub(crate) use child_roles;
 
 /// The process's own CPU time, ns.
 fn process_cpu_ns() -> u64 {
@@ -116,6 +143,117 @@ pub fn exits_of(exits: &mut Exits, pid: i32) -> Vec<Exit> {
         std::thread::sleep(Duration::from_millis(20));
     }
     found
+}
+
+/// How a child ended: its wait status and the CPU its rusage says (user + system), ns.
+pub struct Ended {
+    pub status: i32,
+    pub truth_ns: u64,
+}
+
+/// Runs this binary in `role` (variable `role_var`) to its exit with `code`; its exit record,
+/// which must be the only one for it (not one per thread), and how it ended.
+pub fn exited(exits: &mut Exits, role_var: &str, role: &str, code: i32) -> (Exit, Ended) {
+    let child = spawn(role_var, role);
+    let pid = child.id() as i32;
+    let (status, truth_ns) = wait4(child);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == code,
+        "{role}: wait status {status:#x}, not exit {code}"
+    );
+    let e = the_one_exit(exits, pid);
+    (e, Ended { status, truth_ns })
+}
+
+/// Runs this binary in `role` (variable `role_var`), kills its group with SIGKILL after
+/// 200 ms, and returns its exit record, which must be the only one for it.
+pub fn killed(exits: &mut Exits, role_var: &str, role: &str) -> Exit {
+    let child = spawn(role_var, role);
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill on our own child's process group (it leads it).
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let (status, _) = wait4(child);
+    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+    the_one_exit(exits, pid)
+}
+
+/// The child that burns CPU and exits 3 (role `cpu3`) as every source shows it: its code and
+/// wait status, its comm (`prefix`-cpu3), its times, the CPU its rusage says (within 10%),
+/// its memory. Its record and how it ended, for what the source adds.
+pub fn exit_3_shown(exits: &mut Exits, role_var: &str, prefix: &str) -> (Exit, Ended) {
+    let (e, ended) = exited(exits, role_var, "cpu3", 3);
+    assert_eq!(e.reason(), ExitReason::Code(3));
+    assert_eq!(e.wait_status as i32, ended.status);
+    assert_eq!(e.comm, format!("{prefix}-cpu3").as_bytes());
+    assert!(e.exit_time_ns > e.start_time_ns);
+    assert_eq!(e.utime_ns + e.stime_ns, e.cpu_ns);
+    within_10_percent("exit 3", e.cpu_ns, ended.truth_ns);
+    assert!(e.peak_rss_bytes > 0 && e.minflt > 0, "{e:#?}");
+    (e, ended)
+}
+
+/// The child killed by SIGKILL (role `sleep`) as every source shows it: that signal.
+pub fn sigkill_shown(exits: &mut Exits, role_var: &str) -> Exit {
+    let e = killed(exits, role_var, "sleep");
+    assert_eq!(
+        e.reason(),
+        ExitReason::Signal {
+            signal: 9,
+            core_dumped: false
+        }
+    );
+    e
+}
+
+/// The child whose three threads burn CPU together (role `threads`) as every source shows
+/// it: one record, exit 5, the leader's comm (`prefix`-threads, whichever thread was last:
+/// the test harness names its threads), and the whole group's CPU, which ran at least
+/// `min_ns`, within 10%.
+pub fn threads_shown(exits: &mut Exits, role_var: &str, prefix: &str, min_ns: u64) -> Exit {
+    let (e, Ended { truth_ns, .. }) = exited(exits, role_var, "threads", 5);
+    assert_eq!(e.reason(), ExitReason::Code(5));
+    assert_eq!(e.comm, format!("{prefix}-threads").as_bytes());
+    assert!(truth_ns >= min_ns, "the group ran {truth_ns} ns");
+    within_10_percent("three threads", e.cpu_ns, truth_ns);
+    e
+}
+
+/// `host`'s readings with exits (no thread states), the first one read: no exits are
+/// missing from them.
+pub fn exit_readings(host: &Host) -> Readings {
+    let mut readings = host
+        .open_readings(ReadingOptions {
+            states: false,
+            exits: true,
+            ..Default::default()
+        })
+        .expect("open the readings");
+    assert_eq!(readings.exits_missing(), None);
+    readings.read_mut().expect("first reading");
+    readings
+}
+
+/// The exits in `r` of process `pid`, a child of this one.
+pub fn exits_in(r: &Reading, pid: i32) -> Vec<Exit> {
+    // SAFETY: getpid cannot fail.
+    let me = unsafe { libc::getpid() };
+    r.exits
+        .iter()
+        .filter(|e| e.id.tgid == pid && e.ppid == me)
+        .cloned()
+        .collect()
+}
+
+/// `pid`'s exit record from `exits` ([`exits_of`]): one, not one per thread.
+fn the_one_exit(exits: &mut Exits, pid: i32) -> Exit {
+    let mut found = exits_of(exits, pid);
+    assert_eq!(
+        found.len(),
+        1,
+        "one exit record for pid {pid}, not one per thread: {found:#?}"
+    );
+    found.remove(0)
 }
 
 /// Asserts that `got_ns` of CPU is within 10% of the rusage's `truth_ns`.

@@ -2,14 +2,13 @@
 //! reading what it said, a plain HTTP/1.1 client (one request per connection) for scrapes
 //! and for Prometheus's query API, and a Prometheus server (Debian's, unpacked by
 //! `./x test`) scraping an exporter.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
+use super::TASKSNAP;
 
 /// A running `tasksnap serve`, stopped (SIGKILL) when dropped.
 pub struct Server {
@@ -45,12 +44,19 @@ impl Server {
                 });
             }
         }
+        Server::spawn(
+            cmd.arg("serve")
+                // The exporter alone: a query socket at the shared default path would be
+                // found by other tests' non-root ps (the service has tests of its own).
+                .args(["--listen", "127.0.0.1:0", "--no-query-socket"])
+                .args(args),
+        )
+    }
+
+    /// Starts `cmd`, a `tasksnap serve` listening on a port of its choosing, and waits for
+    /// its start line (which comes after its first collection), taking the port from it.
+    pub fn spawn(cmd: &mut Command) -> Server {
         let mut child = cmd
-            .arg("serve")
-            // The exporter alone: a query socket at the shared default path would be found by
-            // other tests' non-root ps (the service has tests of its own).
-            .args(["--listen", "127.0.0.1:0", "--no-query-socket"])
-            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -66,6 +72,7 @@ impl Server {
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| {
                 let _ = child.kill();
+                let _ = child.wait();
                 panic!("no address in the start line: {line:?}")
             });
         Server {
@@ -207,6 +214,27 @@ pub fn tool(var: &str) -> Option<String> {
             eprintln!("SKIP: {var} not set (./x test unpacks Debian's prometheus)");
             None
         }
+    }
+}
+
+/// A configuration file for `serve --config` (process-exporter's YAML), in a directory of
+/// its own that goes when it drops.
+pub struct Config {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl Config {
+    pub fn new(yaml: &str) -> Config {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("process-exporter.yml");
+        std::fs::write(&path, yaml).expect("write the configuration");
+        Config { _dir: dir, path }
+    }
+
+    /// Its path, for `--config`.
+    pub fn path(&self) -> &str {
+        self.path.to_str().expect("utf-8 path")
     }
 }
 

@@ -1,39 +1,17 @@
-//! Helpers the recording tests share (record.rs, history.rs, names.rs): running the binary,
-//! a store recorded by it, and a replayed thread's row as `states --replay --json` gives it.
-#![allow(dead_code)] // Not every test binary that includes this module uses all of it.
+//! Recordings: where a test's store goes ([`store_dir`]), a store recorded by the binary
+//! ([`record`], [`record_args`], [`start_recorder`]), and a replayed thread's row as
+//! `states --replay --json` gives it.
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
 
-use tasksnap_loadgen::{settled_sleep, wait_until, ProcessGroup};
+use super::{ok, tasksnap, TASKSNAP};
 
-/// The binary under test.
-pub const TASKSNAP: &str = env!("CARGO_BIN_EXE_tasksnap");
-
-/// Runs tasksnap with `args` to its end (stdin closed, no `COLUMNS`), whatever its exit.
-pub fn tasksnap(args: &[&str]) -> Output {
-    Command::new(TASKSNAP)
-        .args(args)
-        .stdin(Stdio::null())
-        .env_remove("COLUMNS")
-        .output()
-        .expect("run tasksnap")
-}
-
-/// Bytes a command printed, as text (lossy: for messages and assertions).
-pub fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// `out`'s stdout, after asserting that `what` succeeded (its stderr in the failure).
-pub fn ok(out: &Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what} exited {:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+/// A store's directory, `rec` in a temporary directory (removed on drop), not made yet.
+pub fn store_dir() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path().join("rec");
+    (t, dir)
 }
 
 /// `tasksnap record --dir DIR --interval SECONDS`, `--count N` when given, then `more`
@@ -61,6 +39,15 @@ pub fn record(dir: &Path, interval_s: &str, count: u32, more: &[&str]) -> Output
     out
 }
 
+/// A quiet recorder (`-q`) started in the background: `count` samples `interval_s` seconds
+/// apart into `dir`.
+pub fn start_recorder(dir: &Path, interval_s: &str, count: u32) -> Child {
+    Command::new(TASKSNAP)
+        .args(record_args(dir, interval_s, Some(count), &["-q"]))
+        .spawn()
+        .expect("start the recorder")
+}
+
 /// The row of thread `tid` in `states --replay DIR --json -p TID -r 0` (the whole
 /// recording), and the JSON it came in.
 pub fn replayed_thread(dir: &str, tid: i32) -> serde_json::Value {
@@ -81,12 +68,4 @@ pub fn replayed_thread(dir: &str, tid: i32) -> serde_json::Value {
         .and_then(|rows| rows.iter().find(|r| r["tid"] == tid))
         .cloned()
         .unwrap_or_else(|| panic!("thread {tid} not in {v}"))
-}
-
-/// A `sleep 1000` in a process group of its own, settled asleep, and its pid.
-pub fn sleeper() -> (ProcessGroup, i32) {
-    let g = ProcessGroup::spawn(1, &["sleep", "1000"]).expect("spawn sleep");
-    let pid = g.pids()[0];
-    wait_until("the sleeper to settle", || settled_sleep(pid));
-    (g, pid)
 }
