@@ -386,3 +386,38 @@ impl Made<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields of the model's table `snapshot()` does not take by name: each is the
+    /// name of a psutil attribute with columns, which keeps psutil's meaning (`pid`,
+    /// `cmdline` a list...) and is read from the field.
+    const TAKEN_BY_PSUTIL: [&str; 5] = ["pid", "ppid", "nice", "num_threads", "cmdline"];
+
+    /// Every field of the model's table reaches Python: a `snapshot()` column of its name
+    /// (`tasksnap.FIELDS`), or one of [`TAKEN_BY_PSUTIL`], read by the attribute of its
+    /// name. A field added to the table that is neither fails here.
+    #[test]
+    fn every_field_of_the_model_reaches_python() {
+        let names: Vec<&str> = field_names().into_iter().map(|(n, _, _)| n).collect();
+        for f in fields::FIELDS {
+            let taken = TAKEN_BY_PSUTIL.contains(&f.name);
+            assert_eq!(
+                names.contains(&f.name),
+                !taken,
+                "{}: a field is in tasksnap.FIELDS unless listed as taken by psutil",
+                f.name
+            );
+            if taken {
+                let a = Attr::parse(f.name).filter(|a| a.columnar());
+                assert!(
+                    a.is_some_and(|a| a.fields().iter().any(|g| g.name == f.name)),
+                    "{}: taken by a psutil attribute with columns that reads it",
+                    f.name
+                );
+            }
+        }
+    }
+}
