@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tasksnap_collect::{Error, Host, HostOptions};
 use tasksnap_model::{Backend, Groups, PassReport, Query, Selector, Snapshot, Task};
-use tasksnap_procfs::users::Names;
+use tasksnap_sys::users::Names;
 
 /// Where every host of this interpreter reads.
 static WHERE: LazyLock<RwLock<HostOptions>> =
@@ -287,8 +287,8 @@ pub(crate) fn one(query: &Query, real_ids: bool) -> Result<Snapshot, Error> {
 pub(crate) fn one_task(id: i32, groups: Groups, real_ids: bool) -> Result<Snapshot, Error> {
     let mut h = host_on_current();
     let p = one_host(&mut h)?;
-    let taken_at_unix_ns = tasksnap_procfs::sys::clock_ns(libc::CLOCK_REALTIME);
-    let taken_at_boottime_ns = tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME);
+    let taken_at_unix_ns = tasksnap_sys::clock_ns(libc::CLOCK_REALTIME);
+    let taken_at_boottime_ns = tasksnap_sys::clock_ns(libc::CLOCK_BOOTTIME);
     let (mut filled, stats) = p.fill(&[(id, id)], procfs_groups(groups, real_ids))?;
     Ok(Snapshot {
         taken_at_unix_ns,

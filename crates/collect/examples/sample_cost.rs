@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tasksnap_collect::sampler::{Options, Sampler};
 
 fn cpu_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+    tasksnap_sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

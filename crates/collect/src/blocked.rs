@@ -34,8 +34,8 @@
 
 use std::ffi::CString;
 
-use crate::sys;
 use tasksnap_procfs::parse;
+use tasksnap_sys as sys;
 
 /// An operation is looked at only once it has lasted this long (ns).
 pub(crate) const LOOK_AFTER_NS: u64 = 1_000_000;

@@ -66,7 +66,7 @@ impl BootClock {
 
     /// The kernel's boot clock now, ns (`clock_gettime(CLOCK_BOOTTIME)` less the offset).
     pub fn now_ns(&self) -> u64 {
-        self.from_caller_ns(tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME))
+        self.from_caller_ns(tasksnap_sys::clock_ns(libc::CLOCK_BOOTTIME))
     }
 
     /// A time of the caller's boot clock, ns, on the kernel's.

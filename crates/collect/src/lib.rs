@@ -54,9 +54,6 @@ pub mod service;
 pub mod states;
 pub mod system;
 pub mod task_files;
-/// The raw system calls live in the reading layer; this alias keeps `crate::sys` paths (the
-/// BPF modules use them) pointing there.
-use tasksnap_procfs::sys;
 
 use std::collections::HashMap;
 
@@ -140,7 +137,7 @@ impl Error {
         let hint = if error.raw_os_error() == Some(libc::EMFILE) {
             format!(
                 " (the open-files limit, RLIMIT_NOFILE, is {}: raise it with `ulimit -n`)",
-                sys::nofile_limit()
+                tasksnap_sys::nofile_limit()
             )
         } else {
             String::new()

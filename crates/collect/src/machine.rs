@@ -13,7 +13,8 @@ use tasksnap_model::{
     HOSTNAME_MAX_BYTES,
 };
 use tasksnap_procfs::system::{CpuLine, MemInfo};
-use tasksnap_procfs::{sys, system, utmp};
+use tasksnap_procfs::{system, utmp};
+use tasksnap_sys as sys;
 
 fn read(root: &Path, file: &str) -> Option<Vec<u8>> {
     sys::read_small_file(&root.join(file)).ok()

@@ -47,7 +47,7 @@ use tasksnap_procfs::proc_files::{self, MapFigures, UnixRow};
 use tasksnap_procfs::unix_diag;
 
 use crate::blocked::{self, Count, Watch};
-use crate::sys;
+use tasksnap_sys as sys;
 
 /// How long a read of `smaps`/`smaps_rollup` (or the stats of the paths a process names)
 /// may be blocked (asleep in the kernel, on the target's mmap lock or a file system) before

@@ -286,7 +286,7 @@ impl Sampler {
             }
         }
         let t_exits = std::time::Instant::now();
-        let taken_at_unix_ns = crate::sys::clock_ns(libc::CLOCK_REALTIME);
+        let taken_at_unix_ns = tasksnap_sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = crate::BootClock::caller().now_ns();
         let mut fresh: Vec<Task> = Vec::new();
         let summary = self

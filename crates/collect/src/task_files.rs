@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use tasksnap_procfs::sys;
+use tasksnap_sys as sys;
 
 fn read(root: &Path, file: &str) -> Option<Vec<u8>> {
     sys::read_small_file(&root.join(file)).ok()

@@ -218,7 +218,7 @@ fn statm_from_the_pass_is_what_proc_shows() {
     if !root_or_skip("statm from the BPF pass against /proc") {
         return;
     }
-    let sums = tasksnap_procfs::sys::kernel_release().is_some_and(|v| v >= (6, 16));
+    let sums = tasksnap_sys::kernel_release().is_some_and(|v| v >= (6, 16));
     let load = Load::spawn(&[
         "--procs",
         "20",

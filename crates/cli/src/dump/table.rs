@@ -31,8 +31,8 @@ use tasksnap_model::states::{Sample, State};
 use tasksnap_model::{
     fields, Base, Cred, Exit, ExitReason, HostIdentity, Io, Reading, Snapshot, Stat, Task,
 };
-use tasksnap_procfs::users::Names;
 use tasksnap_states::interval::{between, Rollup, Row};
+use tasksnap_sys::users::Names;
 
 use super::What;
 

@@ -167,7 +167,7 @@ fn parse_pid(s: &str) -> R<i32> {
 }
 
 fn lookup_gid(name: &str) -> Option<u32> {
-    tasksnap_procfs::users::gid_by_name(name)
+    tasksnap_sys::users::gid_by_name(name)
 }
 
 impl P {
@@ -1492,7 +1492,7 @@ fn my_tty() -> u32 {
 fn terminal_size() -> Option<(usize, usize)> {
     [libc::STDOUT_FILENO, libc::STDERR_FILENO, libc::STDIN_FILENO]
         .into_iter()
-        .filter_map(tasksnap_procfs::sys::terminal_size)
+        .filter_map(tasksnap_sys::terminal_size)
         .find(|&(cols, rows)| cols > 0 && rows > 0)
         .map(|(cols, rows)| (usize::from(cols), usize::from(rows)))
 }

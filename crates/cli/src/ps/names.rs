@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tasksnap_collect::host::TaskLinks;
 
 /// Cached uid/gid -> name lookups: the one NSS lookup, in tasksnap-procfs.
-pub use tasksnap_procfs::users::Names;
+pub use tasksnap_sys::users::Names;
 
 /// glibc's major() of a 32-bit `tty_nr` (the kernel's `new_encode_dev` layout).
 pub fn dev_major(dev: u32) -> u32 {

@@ -37,7 +37,7 @@ const _: () = assert!(STATES_FDS_LEFT >= MAX_CONNECTIONS + RESERVE + NEWCOMERS +
 
 /// Raises the soft open-files limit to the hard one and returns the soft limit in force.
 pub fn raise_nofile() -> u64 {
-    tasksnap_procfs::sys::raise_nofile_limit().unwrap_or(1024)
+    tasksnap_sys::raise_nofile_limit().unwrap_or(1024)
 }
 
 /// Descriptors this process has open (the entries of /proc/self/fd, less the one reading

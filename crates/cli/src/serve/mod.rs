@@ -261,8 +261,8 @@ fn thread_cpu_clock() -> Option<libc::clockid_t> {
 /// Counted as the process's CPU less the HTTP thread's, so a scrape answered during a
 /// collection is not charged to it and no source has to report its threads.
 fn collection_cpu_ns(http: Option<libc::clockid_t>) -> u64 {
-    let process = tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
-    process.saturating_sub(http.map_or(0, tasksnap_procfs::sys::clock_ns))
+    let process = tasksnap_sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+    process.saturating_sub(http.map_or(0, tasksnap_sys::clock_ns))
 }
 
 /// Makes the calling thread (the collection thread) 10 nice levels lower than the exporter,

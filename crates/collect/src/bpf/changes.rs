@@ -22,7 +22,8 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, TaskId};
 use super::arena::{self, WalkMode};
 use super::passes::WalkError;
 use super::{decode, BpfCollector};
-use crate::{sys, ChangeSummary, Changes, Error};
+use tasksnap_sys as sys;
+use crate::{ChangeSummary, Changes, Error};
 
 /// Every this many calls, a whole pass.
 const FULL_EVERY: u32 = crate::CHANGES_FULL_EVERY;

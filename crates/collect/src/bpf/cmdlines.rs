@@ -13,7 +13,7 @@ use tasksnap_model::{Groups, Query, SnapshotStats, Task};
 
 use super::lap::Lap;
 use super::{arena, decode, BpfCollector};
-use crate::sys;
+use tasksnap_sys as sys;
 
 /// How a snapshot reads its command lines, decided before its pass from the query and what
 /// this collector has; replaces flags set and reset around the pass.

@@ -223,7 +223,7 @@ fn statm_sums_percpu() -> bool {
     static SUMS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SUMS.get_or_init(|| {
         std::env::var_os("TASKSNAP_STATM_FROM_PROC").is_none()
-            && crate::sys::kernel_release().is_some_and(|v| v >= (6, 16))
+            && tasksnap_sys::kernel_release().is_some_and(|v| v >= (6, 16))
     })
 }
 
@@ -559,7 +559,7 @@ pub fn assemble(
     let mut out = recycled;
     out.clear();
     out.reserve(total);
-    crate::sys::advise_huge_pages(
+    tasksnap_sys::advise_huge_pages(
         out.as_ptr().cast(),
         out.capacity() * std::mem::size_of::<Task>(),
     );
@@ -588,7 +588,7 @@ pub fn assemble(
         slots.made
     };
     // The halves: at the first part where half the tasks are planned.
-    let split = if parallel && total >= PARALLEL_TASKS && crate::sys::cores() >= 2 {
+    let split = if parallel && total >= PARALLEL_TASKS && tasksnap_sys::cores() >= 2 {
         let mut planned = 0;
         plan.iter()
             .position(|p| {

@@ -10,7 +10,8 @@ use tasksnap_model::Task;
 
 use super::settings::pass_shards;
 use super::{arena, decode, programs, skel, BpfCollector};
-use crate::{sys, Error};
+use tasksnap_sys as sys;
+use crate::{Error};
 
 /// What the last pass left, and memory kept from one snapshot to the next.
 #[derive(Default)]
@@ -370,7 +371,7 @@ pub(super) fn pass_records<'a>(
     };
     let n: u32 = outs.iter().map(|o| o.records).sum();
     let mut out: Vec<decode::Record<'a>> = Vec::with_capacity(n as usize);
-    crate::sys::advise_huge_pages(
+    tasksnap_sys::advise_huge_pages(
         out.as_ptr().cast(),
         out.capacity() * std::mem::size_of::<decode::Record<'a>>(),
     );

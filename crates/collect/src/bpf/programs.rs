@@ -22,7 +22,7 @@ pub use tasksnap_bpf::pins::{pin_dir, remove_pins, PIN_ROOT};
 
 use super::skel;
 use super::Unavailable;
-use crate::sys;
+use tasksnap_sys as sys;
 
 /// This build's BPF sources, hashed ([`tasksnap_bpf::TAG`]).
 pub const TAG: &str = tasksnap_bpf::TAG;

@@ -14,7 +14,8 @@ use super::lap::Lap;
 use super::passes::Shape;
 use super::{changes, decode, BpfCollector};
 use crate::procfs::ProcfsCollector;
-use crate::{sys, Collector, Error};
+use tasksnap_sys as sys;
+use crate::{Collector, Error};
 
 /// How many tasks may be missing from a pass (forks and exits while it runs) before the
 /// /proc listing is consulted to find them.

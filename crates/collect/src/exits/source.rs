@@ -279,5 +279,5 @@ impl Reader {
 }
 
 fn monotonic_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC)
+    tasksnap_sys::clock_ns(libc::CLOCK_MONOTONIC)
 }

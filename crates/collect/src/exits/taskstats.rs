@@ -706,7 +706,7 @@ impl Reader {
 }
 
 fn monotonic_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC)
+    tasksnap_sys::clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 fn boottime_ns() -> u64 {

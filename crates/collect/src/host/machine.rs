@@ -84,7 +84,7 @@ impl Host {
     /// on the running kernel, /proc/loadavg's two decimals on a fake tree.
     pub fn load_avg_precise(&self) -> Option<[f64; 3]> {
         if self.opts.is_this_kernel() {
-            if let Some(si) = tasksnap_procfs::sys::sysinfo() {
+            if let Some(si) = tasksnap_sys::sysinfo() {
                 return Some(si.load_avg);
             }
         }
@@ -97,7 +97,7 @@ impl Host {
         if !self.opts.is_this_kernel() {
             return None;
         }
-        tasksnap_procfs::sys::sysinfo().map(|s| (s.swap_total_bytes, s.swap_free_bytes))
+        tasksnap_sys::sysinfo().map(|s| (s.swap_total_bytes, s.swap_free_bytes))
     }
 
     /// The login sessions of the utmp file (USER_PROCESS records), in file order.

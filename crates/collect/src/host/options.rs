@@ -196,13 +196,13 @@ fn secure_execution() -> bool {
 /// cannot say): the one place tasksnap asks. A [`Host`](super::Host) fetches it once ([`Units`]); a
 /// source made outside a host takes it from here.
 pub fn clock_ticks_per_s() -> u64 {
-    tasksnap_procfs::sys::sysconf(libc::_SC_CLK_TCK, 100).max(1)
+    tasksnap_sys::sysconf(libc::_SC_CLK_TCK, 100).max(1)
 }
 
 /// The running kernel's page size, bytes (4096 when sysconf cannot say): the one place
 /// tasksnap asks (see [`clock_ticks_per_s`]).
 pub fn page_size_bytes() -> u64 {
-    tasksnap_procfs::sys::sysconf(libc::_SC_PAGESIZE, 4096).max(1)
+    tasksnap_sys::sysconf(libc::_SC_PAGESIZE, 4096).max(1)
 }
 
 /// The host's units, fetched once when the [`Host`](super::Host) opens.

@@ -28,8 +28,9 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
 use tasksnap_procfs::parse;
 
-use crate::{sys, Changes, Collector, Error, LiveCollector};
+use crate::{Changes, Collector, Error, LiveCollector};
 pub use reader::Units;
+use tasksnap_sys as sys;
 
 /// One unit of work: a process, or one thread of it.
 #[derive(Debug, Clone, Copy)]
@@ -72,7 +73,7 @@ impl ProcfsCollector {
     pub fn with_root(root: impl AsRef<Path>) -> Result<ProcfsCollector, Error> {
         let root = root.as_ref().to_path_buf();
         let dir = File::open(&root).map_err(|source| root_error(&root, source))?;
-        let workers = crate::sys::cores().min(4);
+        let workers = tasksnap_sys::cores().min(4);
         let live_ok = is_own_proc(&root);
         Ok(ProcfsCollector {
             root,
@@ -263,7 +264,7 @@ impl ProcfsCollector {
     /// the kernel's boot clock ([`crate::clock`]), as the start times are.
     pub fn try_boot_time(&self) -> Result<u64, Error> {
         let path = self.root.join("stat");
-        match crate::sys::read_small_file(&path) {
+        match tasksnap_sys::read_small_file(&path) {
             Ok(b) => Ok(parse::parse_btime(&b).map_or(0, |s| self.units.boot.from_proc_btime_s(s))),
             Err(e) if sys::is_exhaustion(&e) => Err(Error::exhausted(
                 format!("cannot read {}", path.display()),

@@ -31,8 +31,8 @@ use tasksnap_model::{Groups, SnapshotStats, Task};
 use super::reader::{Blocking, Outcome, Progress, TaskReader, Units};
 use super::Item;
 use crate::blocked::{self, Count, Watch};
-use crate::sys::{self, FdBatch};
 use crate::Error;
+use tasksnap_sys::{self as sys, FdBatch};
 
 /// Settings for one pass.
 #[derive(Debug, Clone, Copy)]

@@ -10,8 +10,8 @@ use tasksnap_model::{
     PF_KTHREAD,
 };
 
-use crate::sys::{self, FdBatch};
 use tasksnap_procfs::parse::{self, StatLine};
+use tasksnap_sys::{self as sys, FdBatch};
 
 /// The fixed facts a reader converts units with.
 #[derive(Debug, Clone, Copy)]

@@ -52,7 +52,7 @@ pub fn dumpable_by_owner(proc_root: &Path, task: &Task) -> bool {
     let Ok(c) = CString::new(path.into_os_string().into_encoded_bytes()) else {
         return false;
     };
-    tasksnap_procfs::sys::owner_at(libc::AT_FDCWD, &c).is_ok_and(|(uid, _)| uid == euid)
+    tasksnap_sys::owner_at(libc::AT_FDCWD, &c).is_ok_and(|(uid, _)| uid == euid)
 }
 
 /// Bytes a [`Reply`]'s plan holds at most per task of its passes (the rows to send, at most

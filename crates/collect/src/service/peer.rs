@@ -18,7 +18,8 @@ use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
-use tasksnap_procfs::{parse, sys};
+use tasksnap_procfs::parse;
+use tasksnap_sys as sys;
 
 use super::visibility::Rules;
 

@@ -212,13 +212,13 @@ pub fn own_tid(root: &Path) -> Option<i32> {
 
 /// Whether `root` is a mounted procfs.
 fn is_procfs(root: &Path) -> bool {
-    tasksnap_procfs::sys::is_procfs(root)
+    tasksnap_sys::is_procfs(root)
 }
 
 /// The calling thread's CPU time, ns: `se.sum_exec_runtime` brought up to date (the kernel
 /// runs `update_curr()` for it first, which reading one's own schedstat does not).
 fn own_runtime_ns() -> Option<u64> {
-    tasksnap_procfs::sys::thread_cpu_ns()
+    tasksnap_sys::thread_cpu_ns()
 }
 
 fn boottime_ns() -> u64 {
@@ -229,7 +229,7 @@ fn boottime_ns() -> u64 {
 /// is raised to the hard one (often 1024 -> 524288). Returns how many the sampler may keep:
 /// the limit less `left` for everything else.
 fn raise_nofile(left: usize) -> usize {
-    tasksnap_procfs::sys::raise_nofile_limit().map_or(0, |l| (l as usize).saturating_sub(left))
+    tasksnap_sys::raise_nofile_limit().map_or(0, |l| (l as usize).saturating_sub(left))
 }
 
 /// Whether delay accounting is on (`kernel.task_delayacct`, Linux 5.14; before that it was on

@@ -13,7 +13,7 @@ use tasksnap_model::Exit;
 
 /// The process's own CPU time, ns.
 fn process_cpu_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+    tasksnap_sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// Names the process (its main thread: the harness runs the role on another thread, and

@@ -114,7 +114,7 @@ impl std::fmt::Debug for BpfSource {
 }
 
 fn monotonic_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC)
+    tasksnap_sys::clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// A comm as text, and its exact bytes when they are not valid UTF-8.
