@@ -26,7 +26,7 @@ use crate::{Collector, Error, LiveCollector, StateSource};
 /// machine, at 8,000 BPF was 7-9% ahead (docs/benchmarks.md, "Backend crossover").
 pub const AUTO_MIN_TASKS: u64 = 8_000;
 
-pub use crate::task_count;
+use crate::machine::task_count;
 
 /// How the BPF collector got ready, for `-v`.
 fn readiness(b: &BpfCollector) -> String {

@@ -82,6 +82,17 @@ pub fn load_averages(root: &Path) -> Option<LoadAverages> {
     Some(system::parse_loadavg(&read(root, "loadavg")?))
 }
 
+/// The number of tasks (threads) on the system: the denominator of /proc/loadavg's 4th field.
+pub fn task_count(root: &Path) -> Option<u64> {
+    load_averages(root)?.tasks
+}
+
+/// [`task_count`] of the running kernel (what the BPF programs walk, whatever tree a host
+/// reads).
+pub fn kernel_task_count() -> Option<u64> {
+    task_count(Path::new(tasksnap_sys::roots::PROC))
+}
+
 /// Seconds since boot, from `/proc/uptime`, on the kernel's boot clock (the caller's
 /// time namespace's offset taken off: [`crate::clock`]), as start times are.
 pub fn uptime_s(root: &Path) -> Option<f64> {

@@ -36,7 +36,7 @@ use tasksnap_model::{
     Task, TaskId,
 };
 
-use crate::{choice, system, Error, LiveCollector, StateSource};
+use crate::{choice, machine, Error, LiveCollector, StateSource};
 
 /// How a [`Sampler`] reads.
 #[derive(Debug, Clone)]
@@ -356,11 +356,12 @@ impl Sampler {
         snapshot.taken_at_boottime_ns = taken_at_boottime_ns;
         snapshot.backend = self.live.report().backend;
         if snapshot.boot_time_unix_s == 0 {
-            snapshot.boot_time_unix_s = system::boot_time_unix_s(&self.opts.proc_root).unwrap_or(0);
+            snapshot.boot_time_unix_s =
+                machine::boot_time_unix_s(&self.opts.proc_root).unwrap_or(0);
         }
-        self.reading.system = system::figures(&self.opts.proc_root);
+        self.reading.system = machine::figures(&self.opts.proc_root);
         // Read each time, not once: a host can be renamed while a recorder runs.
-        self.reading.host = system::identity(&self.opts.proc_root);
+        self.reading.host = machine::identity(&self.opts.proc_root);
         let t4 = std::time::Instant::now();
         self.phases = vec![
             ("exits", t_exits - t0),

@@ -39,6 +39,13 @@ pub fn fd_count(root: &Path, pid: i32) -> std::io::Result<usize> {
         .count())
 }
 
+/// Descriptors the calling process has open (the entries of `root`/self/fd, less the one
+/// reading them); `None` when they cannot be listed.
+pub fn own_open_descriptors(root: &Path) -> Option<usize> {
+    let entries = std::fs::read_dir(root.join("self/fd")).ok()?;
+    Some(entries.count().saturating_sub(1))
+}
+
 /// The CPUs task `pid` may run on (`sched_getaffinity(2)`), ascending. The mask grows
 /// until the kernel's fits (`EINVAL` means the buffer is smaller than its `nr_cpu_ids`).
 pub fn cpu_affinity(pid: i32) -> std::io::Result<Vec<usize>> {

@@ -122,7 +122,7 @@ impl BpfCollector {
         }
         // Size the buffers once for the tasks there are (and some that may fork meanwhile).
         let per_task = decode::record_size(groups) as u64;
-        let tasks = crate::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
+        let tasks = crate::machine::kernel_task_count().unwrap_or(1024);
         let want = (tasks + tasks / 8 + 64) * per_task;
         if self.settings.low_cpu {
             let mut buf = std::mem::take(&mut self.out.buf);
@@ -148,7 +148,7 @@ impl BpfCollector {
     /// quarter more), creating a bigger one when it does not (which needs CAP_BPF: after
     /// capabilities are dropped the arena there is stays).
     pub(super) fn ensure_arena(&mut self, groups: u32, shards: usize) -> Result<(), WalkError> {
-        let tasks = crate::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
+        let tasks = crate::machine::kernel_task_count().unwrap_or(1024);
         // Kernel threads' records carry their name too.
         let per_task = decode::record_size(groups) + 16;
         let walk_need = arena::chunks_for(tasks, per_task, shards);
@@ -219,7 +219,7 @@ impl BpfCollector {
     /// main thread after the walk. `None` when the recycled vector is big enough already
     /// (a live view's), or no thread can be had.
     pub(super) fn prefault_tasks(&mut self) -> Option<std::thread::JoinHandle<Vec<Task>>> {
-        let tasks = crate::task_count(std::path::Path::new("/proc"))? as usize;
+        let tasks = crate::machine::kernel_task_count()? as usize;
         let want = tasks + tasks / 8 + 64;
         if self.out.spare.capacity() >= want {
             return None;

@@ -267,7 +267,7 @@ impl BpfCollector {
         // The kernel's task count is global: inside a pid namespace it cannot tell what is
         // missing, so the listing is always taken there.
         let in_namespace = records.first().is_some_and(|r| r.hdr.ns_level > 0);
-        let total = crate::task_count(std::path::Path::new("/proc")).unwrap_or(0);
+        let total = crate::machine::kernel_task_count().unwrap_or(0);
         let have = records.len() as u64 + extra_threads;
         if let Some(p) = one_process {
             // One process asked for: /proc is consulted for it alone if the iterator was

@@ -8,16 +8,16 @@ use tasksnap_model::{CpuTicks, HostIdentity, LoadAverages, Memory, StatCounters,
 use tasksnap_procfs::system::{CpuLine, MemInfo};
 
 use super::{Host, Tasks};
-use crate::{system, Error};
+use crate::{machine, numa, probes, task_files, Error};
 
-/// `Host` methods that are [`system`]'s function of the same name on the host's /proc root.
+/// `Host` methods that are [`machine`]'s function of the same name on the host's /proc root.
 macro_rules! from_proc_root {
     ($($(#[$doc:meta])* $name:ident -> $ty:ty;)*) => {
         impl Host {
             $(
                 $(#[$doc])*
                 pub fn $name(&self) -> $ty {
-                    system::$name(&self.opts.proc_root)
+                    machine::$name(&self.opts.proc_root)
                 }
             )*
         }
@@ -35,8 +35,6 @@ from_proc_root! {
     uptime_s -> Option<f64>;
     /// The width of `kernel.pid_max` as printed.
     pid_max_width -> Option<usize>;
-    /// The caller's controlling tty (`tty_nr`), 0 when none.
-    own_tty_nr -> u32;
     /// `/proc/stat`'s aggregate `cpu` line with every field, and the `cpuN` lines.
     cpu_lines -> Option<(CpuLine, Vec<CpuLine>)>;
     /// `/proc/stat`'s counters after the CPU lines.
@@ -54,7 +52,7 @@ impl Host {
     pub fn system(&self) -> SystemFigures {
         match &self.tasks {
             Tasks::Replay(r) => r.reading().system.clone(),
-            _ => system::figures(&self.opts.proc_root),
+            _ => machine::figures(&self.opts.proc_root),
         }
     }
 
@@ -63,7 +61,7 @@ impl Host {
     pub fn identity(&self) -> HostIdentity {
         match &self.tasks {
             Tasks::Replay(r) => r.reading().host.clone(),
-            _ => system::identity(&self.opts.proc_root),
+            _ => machine::identity(&self.opts.proc_root),
         }
     }
 
@@ -71,7 +69,7 @@ impl Host {
     pub fn mem_total_kib(&self) -> Option<u64> {
         match &self.tasks {
             Tasks::Replay(r) => r.reading().system.memory.map(|m| m.total_kib),
-            _ => system::mem_total_kib(&self.opts.proc_root),
+            _ => machine::mem_total_kib(&self.opts.proc_root),
         }
     }
 
@@ -107,17 +105,17 @@ impl Host {
 
     /// The CPUs online (sysfs, else /proc/stat), as `sysconf(_SC_NPROCESSORS_ONLN)`.
     pub fn online_cpus(&self) -> Option<u64> {
-        system::online_cpus(&self.opts.sys_root, &self.opts.proc_root)
+        machine::online_cpus(&self.opts.sys_root, &self.opts.proc_root)
     }
 
     /// Physical cores (sysfs topology, else /proc/cpuinfo), as psutil counts them.
     pub fn physical_cores(&self) -> Option<u64> {
-        system::physical_cores(&self.opts.sys_root, &self.opts.proc_root)
+        machine::physical_cores(&self.opts.sys_root, &self.opts.proc_root)
     }
 
     /// The number of tasks (threads) on the system.
     pub fn task_count(&self) -> Option<u64> {
-        crate::task_count(&self.opts.proc_root)
+        machine::task_count(&self.opts.proc_root)
     }
 }
 
@@ -142,7 +140,7 @@ pub struct TaskLinks {
 impl TaskLinks {
     /// Where the symbolic link `name` (`fd/2`, `exe`) of process `pid` points.
     pub fn link(&self, pid: i32, name: &str) -> Option<PathBuf> {
-        system::task_link(&self.proc_root, pid, name)
+        task_files::task_link(&self.proc_root, pid, name)
     }
 }
 
@@ -197,19 +195,24 @@ impl Host {
         crate::bpf::BpfCollector::unpin()
     }
 
+    /// The caller's controlling tty (`tty_nr`), 0 when none.
+    pub fn own_tty_nr(&self) -> u32 {
+        task_files::own_tty_nr(&self.opts.proc_root)
+    }
+
     /// A sysctl's value, trimmed (`kernel/task_delayacct`).
     pub fn sysctl(&self, name: &str) -> Option<String> {
-        system::sysctl(&self.opts.proc_root, name)
+        machine::sysctl(&self.opts.proc_root, name)
     }
 
     /// The `hidepid=` option of the procfs mounted at /proc.
     pub fn hidepid(&self) -> Option<String> {
-        system::hidepid(&self.opts.proc_root)
+        machine::hidepid(&self.opts.proc_root)
     }
 
     /// The caller's effective capabilities, as /proc/self/status shows them.
     pub fn own_effective_caps(&self) -> Option<u64> {
-        system::own_effective_caps(&self.opts.proc_root)
+        task_files::own_effective_caps(&self.opts.proc_root)
     }
 
     /// The processes of the /proc root, by pid, ascending.
@@ -219,22 +222,22 @@ impl Host {
 
     /// `bench`/`doctor` baselines over this host's /proc root (see [`crate::probes`]).
     pub fn read_proc_stat(&self) -> Option<Vec<u8>> {
-        system::read_proc_stat(&self.opts.proc_root)
+        probes::read_proc_stat(&self.opts.proc_root)
     }
 
     /// Opens and closes `file` of each of `pids` (a `bench` baseline).
     pub fn open_close_each(&self, pids: &[i32], file: &str) {
-        system::open_close_each(&self.opts.proc_root, pids, file)
+        probes::open_close_each(&self.opts.proc_root, pids, file)
     }
 
     /// Opens, reads once into `buf` and closes `file` of each of `pids` (a `bench` baseline).
     pub fn open_read_close_each(&self, pids: &[i32], file: &str, buf: &mut [u8]) {
-        system::open_read_close_each(&self.opts.proc_root, pids, file, buf)
+        probes::open_read_close_each(&self.opts.proc_root, pids, file, buf)
     }
 
     /// Where the symbolic link `name` (`fd/2`, `exe`) of process `pid` points.
     pub fn task_link(&self, pid: i32, name: &str) -> Option<PathBuf> {
-        system::task_link(&self.opts.proc_root, pid, name)
+        task_files::task_link(&self.opts.proc_root, pid, name)
     }
 
     /// A reader of task links under this host's /proc root, detached from the host so that
@@ -247,12 +250,12 @@ impl Host {
 
     /// The tty driver table, in procps's lookup order.
     pub fn tty_drivers(&self) -> Vec<tasksnap_procfs::system::TtyDriver> {
-        system::tty_drivers(&self.opts.proc_root)
+        machine::tty_drivers(&self.opts.proc_root)
     }
 
     /// The NUMA node of each CPU, by CPU number (from the sysfs root).
     pub fn cpu_nodes(&self) -> Vec<i32> {
-        system::cpu_nodes(&self.opts.sys_root)
+        numa::cpu_nodes(&self.opts.sys_root)
     }
 
     /// What systemd's sd-login says of tasks here: the cgroup layout under the sysfs root,

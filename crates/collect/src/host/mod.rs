@@ -61,8 +61,10 @@ use tasksnap_model::{Backend, Groups, PassReport, Query, Reading, Snapshot, Task
 
 use crate::replay::{ReplayCollector, ReplayStates};
 use crate::sampler::Sampler;
+use crate::service::server::{QueryService, StartError as QueryServiceError};
 use crate::states::bpf::BpfSource;
-use crate::{caps, choice, system, ChangeSummary, Collector, Error, Filled, LiveCollector, Sample};
+use crate::tcp_owners::TcpOwners;
+use crate::{caps, choice, ChangeSummary, Collector, Error, Filled, LiveCollector, Sample};
 
 pub use machine::{BpfProbe, TaskLinks};
 pub use options::{
@@ -109,7 +111,7 @@ impl Host {
         let units = Units {
             clock_ticks_per_s: clock_ticks_per_s(),
             page_size_bytes: opts.page_size_bytes.unwrap_or_else(page_size_bytes),
-            boot_time_unix_s: system::boot_time_unix_s(&opts.proc_root).unwrap_or(0),
+            boot_time_unix_s: crate::machine::boot_time_unix_s(&opts.proc_root).unwrap_or(0),
         };
         Host {
             opts,
@@ -219,6 +221,29 @@ impl Host {
         let c = choice::open_for_service(&self.opts.proc_root)?;
         self.tasks = Tasks::Snapshots(c);
         Ok(())
+    }
+
+    /// Starts the query service at `path` (root only; see [`QueryService`]): its pass thread
+    /// opens a host of its own for [`Host::open_for_service`], and its threads keep only what
+    /// they need. Call before the calling thread drops its capabilities. It holds at most
+    /// `memory_budget_bytes` for its callers.
+    pub fn serve_queries(
+        path: &Path,
+        memory_budget_bytes: u64,
+    ) -> Result<QueryService, QueryServiceError> {
+        crate::service::server::start(path, memory_budget_bytes)
+    }
+
+    /// Looks up the owners of this kernel's TCP sockets (whatever tree the host reads: the
+    /// sockets are this process's).
+    pub fn tcp_owners() -> TcpOwners {
+        TcpOwners::of_this_kernel()
+    }
+
+    /// Descriptors this process has open (the running kernel's `/proc/self/fd`, less the one
+    /// listing it); `None` when they cannot be listed.
+    pub fn open_descriptors() -> Option<usize> {
+        crate::task_files::own_open_descriptors(Path::new(tasksnap_sys::roots::PROC))
     }
 
     /// Opens the task source of a live view (`top`): BPF whenever it loads
