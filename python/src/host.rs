@@ -156,7 +156,7 @@ fn host_on_current() -> MutexGuard<'static, Kept> {
 
 /// Clock ticks per second (`CLK_TCK`): psutil's unit for start and CPU times.
 pub(crate) fn clk_tck() -> u64 {
-    tasksnap_collect::host::clock_ticks_per_s()
+    Host::clock_ticks_per_s()
 }
 
 /// Where the hosts of this interpreter read now.
@@ -371,11 +371,4 @@ pub(crate) fn boot_time(py: Python<'_>) -> PyResult<f64> {
         )));
     }
     Ok(snap.boot_time_unix_s as f64)
-}
-
-/// Physical memory in bytes (`MemTotal`), psutil's `virtual_memory().total`, the
-/// denominator of `memory_percent`; None when the kernel does not say.
-#[pyfunction]
-pub(crate) fn mem_total_bytes() -> Option<u64> {
-    tasksnap_collect::system::mem_total_kib(&options().proc_root).map(|k| k * 1024)
 }

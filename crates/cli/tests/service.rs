@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use common::specs::{procps_list, ps_l, together};
 use common::{root_or_skip, run, tokens, Out, NOBODY, TASKSNAP};
-use tasksnap_collect::service::wire;
+use tasksnap_collect::testing::service::wire;
 use tasksnap_model::{Groups, Query, Selector, Task};
 
 /// The user the test makes when it is missing (and removes again then).

@@ -15,11 +15,14 @@ use std::path::Path;
 use tasksnap_model::{Backend, Groups};
 
 use crate::bpf::BpfCollector;
+use crate::collector::Collector;
+use crate::collector::LiveCollector;
+use crate::collector::StateSource;
+use crate::error::Error;
 use crate::procfs::{ProcfsCollector, Units};
 use crate::service::client::ServiceCollector;
 use crate::states::bpf::BpfSource;
 use crate::states::procfs::ProcfsSource;
-use crate::{Collector, Error, LiveCollector, StateSource};
 
 /// Below this many tasks a one-shot procfs read (on both cores) is done before the BPF
 /// program has loaded and run: at 7,000 processes the two were level on this 2-core
@@ -56,7 +59,7 @@ fn procfs(root: &Path, units: Units, why: String) -> Result<ProcfsCollector, Err
 /// Whether `root` is the running kernel's /proc, the only tree the BPF programs (which read
 /// the kernel itself) can answer for. A test's fake tree is read by the procfs sources only.
 pub fn is_kernel_proc(root: &Path) -> bool {
-    root == Path::new(crate::host::KERNEL_PROC)
+    root == Path::new(tasksnap_sys::roots::PROC)
 }
 
 /// Why BPF cannot answer for the tree at `root` (`None`: it may).
@@ -82,7 +85,7 @@ fn service(
     match (backend, socket) {
         (Backend::Service, None) => Some(Err(Error::Unsupported(format!(
             "the query service is turned off here ({}=1)",
-            crate::host::NO_SERVICE_ENV
+            crate::host::options::NO_SERVICE_ENV
         )))),
         (Backend::Service, Some(socket)) => {
             if let Some(why) = not_the_kernel(root) {

@@ -44,7 +44,7 @@ impl BootClock {
     pub fn caller() -> BootClock {
         static CALLER: OnceLock<BootClock> = OnceLock::new();
         *CALLER.get_or_init(|| {
-            let path = std::path::Path::new(crate::host::KERNEL_PROC).join("self/timens_offsets");
+            let path = std::path::Path::new(tasksnap_sys::roots::PROC).join("self/timens_offsets");
             BootClock {
                 offset_ns: std::fs::read(path)
                     .ok()

@@ -2,7 +2,7 @@
 //! ([`Collector`], [`LiveCollector`], [`StateSource`]) and what they hand back. A [`Host`]
 //! keeps one of each kind behind it; no front end sees them.
 //!
-//! [`Host`]: crate::Host
+//! [`Host`]: crate::host::Host
 
 use std::collections::HashMap;
 

@@ -33,12 +33,13 @@
 #![deny(missing_docs)]
 
 mod blocked;
+mod bpf_bench;
 // The one place the no-BPF build differs: without the BPF programs (no clang, or
 // TASKSNAP_NO_BPF at build time), `bpf` and the thread-state accounting's source
 // (re-exported by `states::bpf`) are stubs whose constructors say why.
 tasksnap_bpf::select! {
     built {
-        pub mod bpf;
+        mod bpf;
         #[path = "states/bpf/source.rs"]
         mod states_bpf;
         #[path = "exits/source.rs"]
@@ -46,42 +47,43 @@ tasksnap_bpf::select! {
     }
     missing {
         #[path = "bpf_stub.rs"]
-        pub mod bpf;
+        mod bpf;
         #[path = "states/bpf/stub.rs"]
         mod states_bpf;
         #[path = "exits/stub.rs"]
         mod exits_bpf;
     }
 }
-pub mod caps;
-pub mod choice;
-pub mod clock;
+mod caps;
+mod choice;
+mod clock;
 mod collector;
 mod error;
-pub mod exits;
-pub mod host;
-pub mod login;
-pub mod machine;
-pub mod numa;
-pub mod probes;
-pub mod process_files;
-pub mod procfs;
-pub mod replay;
-pub mod sampler;
-pub mod service;
-pub mod states;
-pub mod task_files;
+mod exits;
+mod host;
+mod login;
+mod machine;
+mod numa;
+mod probes;
+mod process_files;
+mod procfs;
+mod replay;
+mod sampler;
+mod service;
+mod states;
+mod task_files;
 mod tcp_owners;
+#[cfg(feature = "testing")]
+pub mod testing;
 
+pub use bpf_bench::BpfBench;
 pub use clock::BootClock;
-pub use collector::{
-    ChangeSummary, Changes, Collector, Filled, LiveCollector, StateSource, CHANGES_FULL_EVERY,
-};
+pub use collector::{ChangeSummary, Filled};
 pub use error::Error;
 pub use exits::{ExitSource, Exits};
 pub use host::{
-    BpfProbe, Host, HostOptions, ReadingOptions, Readings, StatesOptions, TaskLinks, ThreadStates,
-    Units,
+    BpfProbe, Host, HostOptions, NamedTty, ReadingOptions, Readings, StatesOptions, TaskLinks,
+    ThreadStates, Units,
 };
 pub use process_files::{
     Connection, Endpoint, FilesError, Identity, Mapped, OpenFile, ProcessFiles, SmapsTotals,

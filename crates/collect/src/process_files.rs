@@ -324,6 +324,17 @@ impl ProcessFiles {
         }
     }
 
+    /// How many descriptors process `pid` has open, by listing `PID/fd` as psutil's
+    /// `num_fds()` does (another user's process is `PermissionDenied`, as for psutil).
+    pub fn fd_count(&self, pid: i32) -> io::Result<usize> {
+        crate::task_files::fd_count(&self.proc_root, pid)
+    }
+
+    /// The CPUs task `pid` may run on (`sched_getaffinity(2)`), ascending.
+    pub fn cpu_affinity(&self, pid: i32) -> io::Result<Vec<usize>> {
+        crate::task_files::cpu_affinity(pid)
+    }
+
     /// The same with another deadline for `smaps` reads and stats.
     pub fn with_smaps_deadline(mut self, d: Duration) -> ProcessFiles {
         self.smaps_deadline = d;

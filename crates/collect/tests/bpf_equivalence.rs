@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use tasksnap_collect::bpf::BpfCollector;
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::Collector;
+use tasksnap_collect::testing::bpf::BpfCollector;
+use tasksnap_collect::testing::procfs::ProcfsCollector;
+use tasksnap_collect::testing::Collector;
 use tasksnap_loadgen::root_or_skip;
 use tasksnap_loadgen::Load;
 use tasksnap_model::{CmdlineSource, Groups, PassKind, PassReport, Query, Selector, Task};

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::host::{Host, HostOptions};
+use tasksnap_collect::testing::host::{Host, HostOptions};
 use tasksnap_model::{Exit, ExitReason};
 
 mod exits_common;
@@ -35,7 +35,7 @@ fn spawn(role: &str) -> std::process::Child {
     exits_common::spawn(ROLE, role)
 }
 
-fn open() -> Option<tasksnap_collect::exits::Exits> {
+fn open() -> Option<tasksnap_collect::testing::exits::Exits> {
     if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
         return None;
     }
@@ -132,12 +132,13 @@ fn exits_a_full_buffer_cannot_take_are_counted() {
     // the kernel, its buffer full before the reader thread woke, or by the reader, its five
     // places taken); every one of them is either drained or counted (the count also takes
     // other processes' exits on a busy host: it can only be larger).
-    let mut exits = tasksnap_collect::exits::Exits::load(tasksnap_collect::exits::Options {
-        ring_buffer_bytes: 4096,
-        max_pending_exits: 5,
-        ..tasksnap_collect::exits::Options::default()
-    })
-    .expect("load the exit program");
+    let mut exits =
+        tasksnap_collect::testing::exits::Exits::load(tasksnap_collect::testing::exits::Options {
+            ring_buffer_bytes: 4096,
+            max_pending_exits: 5,
+            ..tasksnap_collect::testing::exits::Options::default()
+        })
+        .expect("load the exit program");
     let pids: Vec<i32> = (0..30)
         .map(|_| {
             let child = spawn("true");
@@ -175,7 +176,7 @@ fn a_reading_carries_the_processes_that_exited_since_the_previous_one() {
     }
     let host = Host::open(HostOptions::default());
     let mut readings = host
-        .open_readings(tasksnap_collect::host::ReadingOptions {
+        .open_readings(tasksnap_collect::testing::host::ReadingOptions {
             states: false,
             exits: true,
             ..Default::default()
@@ -219,7 +220,7 @@ fn a_reading_carries_the_processes_that_exited_since_the_previous_one() {
 fn a_reading_without_the_exit_source_says_why() {
     let host = Host::open(HostOptions::default());
     let mut readings = host
-        .open_readings(tasksnap_collect::host::ReadingOptions {
+        .open_readings(tasksnap_collect::testing::host::ReadingOptions {
             states: false,
             ..Default::default()
         })

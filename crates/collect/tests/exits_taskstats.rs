@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::exits::{ExitSource, Exits, Options};
+use tasksnap_collect::testing::exits::{ExitSource, Exits, Options};
 use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Groups, Query, Selector};
 
 mod exits_common;
@@ -172,7 +172,7 @@ fn a_zombies_exit_takes_the_identity_of_its_live_row() {
         e.start_time_ns,
         zombie.start_time_ns
     );
-    tasksnap_collect::exits::adopt_live_identities(std::slice::from_mut(e), &tasks);
+    tasksnap_collect::testing::exits::adopt_live_identities(std::slice::from_mut(e), &tasks);
     assert_eq!(e.id, zombie);
 }
 
@@ -186,7 +186,7 @@ fn a_reading_carries_taskstats_exits_with_the_identity_of_their_rows() {
         ..Default::default()
     });
     let mut readings = host
-        .open_readings(tasksnap_collect::host::ReadingOptions {
+        .open_readings(tasksnap_collect::testing::host::ReadingOptions {
             states: false,
             exits: true,
             ..Default::default()

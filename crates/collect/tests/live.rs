@@ -5,8 +5,8 @@
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::Collector;
+use tasksnap_collect::testing::procfs::ProcfsCollector;
+use tasksnap_collect::testing::Collector;
 use tasksnap_loadgen::root_or_skip;
 use tasksnap_model::{Groups, Query, Selector, Snapshot, Task};
 

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use tasksnap_collect::states::bpf::{BpfSource, Options};
-use tasksnap_collect::states::{Filter, Sample, ThreadTotals};
-use tasksnap_collect::StateSource;
+use tasksnap_collect::testing::states::bpf::{BpfSource, Options};
+use tasksnap_collect::testing::states::{Filter, Sample, ThreadTotals};
+use tasksnap_collect::testing::StateSource;
 use tasksnap_loadgen::root_or_skip;
 
 fn me() -> i32 {

@@ -16,11 +16,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde::Serialize;
-// The BPF rows time the BPF collector's own paths (iterator or walk, command lines with or
-// without the mmap lock), which only a benchmark names: they are the one front-end use of
-// a source past the Host.
-use tasksnap_collect::bpf::BpfCollector;
-use tasksnap_collect::{Collector, Host};
+use tasksnap_collect::Host;
 use tasksnap_model::{Backend, Groups, Query, Selector};
 
 #[derive(Debug, Serialize)]
@@ -176,18 +172,18 @@ pub fn main(argv: &[OsString]) -> ExitCode {
         }),
     );
     let bpf = match procfs.options().is_this_kernel() {
-        true => BpfCollector::with_cmdline(true).map_err(|e| e.to_string()),
+        true => Host::bpf_bench().map_err(|e| e.to_string()),
         false => Err("a fake /proc tree is read by the procfs collector only".to_string()),
     };
     match bpf {
         Err(why) => warn!("tasksnap bench: BPF rows left out: {why}"),
         Ok(mut bpf) => {
-            let how = if bpf.pinned_at.is_some() {
+            let how = if bpf.pinned() {
                 "BPF programs: open the pinned set (once per process)"
             } else {
                 "BPF programs: load (once per process; `tasksnap pin` avoids it)"
             };
-            push(how, (bpf.load_ns as f64 / 1e6, None));
+            push(how, (bpf.load_ns() as f64 / 1e6, None));
             // Both full-pass paths when the walk is there (a pinned set), side by side.
             let paths: &[(bool, &str)] = if bpf.has_walk() {
                 &[(false, "iterator"), (true, "walk")]

@@ -260,35 +260,18 @@ impl P {
     }
 
     fn ttys(&self, arg: &str) -> R<Vec<u32>> {
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        use tasksnap_collect::NamedTty;
+        let host = tasksnap_collect::Host::from_env();
         let mut out = Vec::new();
-        let dev_root = tasksnap_collect::HostOptions::from_env().dev_root;
         for s in split_list(arg)? {
-            let found = if s.starts_with('/') {
-                std::fs::metadata(s).ok()
-            } else {
-                // procps's candidates under /dev: the host's (a fake tree's `dev/`).
-                let dev = &dev_root;
-                [
-                    dev.join(format!("pts/{s}")),
-                    dev.join(s),
-                    dev.join(format!("tty{s}")),
-                    dev.join(format!("pty{s}")),
-                    dev.join(format!("{s}nsole")),
-                ]
-                .iter()
-                .find_map(|p| std::fs::metadata(p).ok())
-            };
-            match found {
-                Some(m) => {
-                    if !m.file_type().is_char_device() {
-                        return err("list member was not a TTY");
-                    }
-                    out.push(m.rdev() as u32);
-                }
-                None if s == "-" || s == "?" => out.push(0),
-                None if s.len() == 1 && std::fs::metadata(s).is_ok() => out.push(0),
-                None => return err("TTY could not be found"),
+            match host.tty_named(s) {
+                NamedTty::Device(rdev) => out.push(rdev),
+                NamedTty::NotATerminal => return err("list member was not a TTY"),
+                NamedTty::Missing { .. } if s == "-" || s == "?" => out.push(0),
+                NamedTty::Missing {
+                    in_working_dir: true,
+                } => out.push(0),
+                NamedTty::Missing { .. } => return err("TTY could not be found"),
             }
         }
         Ok(out)

@@ -23,10 +23,12 @@ use super::arena::{self, WalkMode};
 use super::passes::WalkError;
 use super::{decode, BpfCollector};
 use tasksnap_sys as sys;
-use crate::{ChangeSummary, Changes, Error};
+use crate::collector::ChangeSummary;
+use crate::collector::Changes;
+use crate::error::Error;
 
 /// Every this many calls, a whole pass.
-const FULL_EVERY: u32 = crate::CHANGES_FULL_EVERY;
+const FULL_EVERY: u32 = crate::collector::CHANGES_FULL_EVERY;
 
 /// A live view's state, kept by the collector between [`Collector::changes`] calls.
 #[derive(Default)]

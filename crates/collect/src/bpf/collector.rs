@@ -7,7 +7,9 @@ use std::time::Duration;
 use tasksnap_model::{Backend, CmdlineSource, Groups, PassKind, PassReport, Query, Snapshot};
 
 use super::{cmdlines, decode, programs, BpfCollector};
-use crate::{Collector, Error, LiveCollector};
+use crate::collector::Collector;
+use crate::error::Error;
+use crate::collector::LiveCollector;
 
 impl Collector for BpfCollector {
     /// One iterator pass, assembled into the tasks the query selects; then the groups the
@@ -32,7 +34,7 @@ impl Collector for BpfCollector {
 
     /// What the kernel cannot give (command lines, SHR) comes from /proc: the reads of the
     /// collector this one fills from, with its deadline.
-    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::Filled, Error> {
+    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::collector::Filled, Error> {
         self.procfs.try_fill(ids, groups)
     }
 
@@ -88,7 +90,7 @@ impl Collector for BpfCollector {
 }
 
 impl LiveCollector for BpfCollector {
-    fn changes(&mut self, query: &Query) -> Result<crate::Changes, Error> {
+    fn changes(&mut self, query: &Query) -> Result<crate::collector::Changes, Error> {
         let r = self.changes_impl(query);
         self.after_pass();
         r
@@ -98,7 +100,7 @@ impl LiveCollector for BpfCollector {
         &mut self,
         query: &Query,
         sink: &mut dyn FnMut(tasksnap_model::Task),
-    ) -> Result<crate::ChangeSummary, Error> {
+    ) -> Result<crate::collector::ChangeSummary, Error> {
         let r = self.changes_into_impl(query, sink);
         self.after_pass();
         r

@@ -43,7 +43,6 @@ pub mod programs;
 mod settings;
 mod snapshot;
 
-pub use crate::CHANGES_FULL_EVERY;
 pub use tasksnap_bpf::{quiet_libbpf, Unavailable};
 
 use crate::procfs::ProcfsCollector;
@@ -104,6 +103,7 @@ impl std::fmt::Debug for BpfCollector {
 }
 
 impl BpfCollector {
+    #[cfg(any(test, feature = "testing"))]
     /// Loads the iterator, or says why it cannot be.
     pub fn new() -> Result<BpfCollector, Unavailable> {
         Self::with_cmdline(false)
@@ -210,6 +210,7 @@ impl BpfCollector {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Loads the programs afresh, whether or not a pinned set is there, with the walk when
     /// `walk` (tests and benchmarks compare the two paths), and the iterator that writes
     /// the signal and namespace blocks.

@@ -11,7 +11,7 @@ use tasksnap_model::Task;
 use super::settings::pass_shards;
 use super::{arena, decode, programs, skel, BpfCollector};
 use tasksnap_sys as sys;
-use crate::{Error};
+use crate::error::Error;
 
 /// What the last pass left, and memory kept from one snapshot to the next.
 #[derive(Default)]

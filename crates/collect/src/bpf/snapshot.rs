@@ -15,7 +15,8 @@ use super::passes::Shape;
 use super::{changes, decode, BpfCollector};
 use crate::procfs::ProcfsCollector;
 use tasksnap_sys as sys;
-use crate::{Collector, Error};
+use crate::collector::Collector;
+use crate::error::Error;
 
 /// How many tasks may be missing from a pass (forks and exits while it runs) before the
 /// /proc listing is consulted to find them.

@@ -29,7 +29,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use tasksnap_model::ExitBatch;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Settings of the exit source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,6 +186,24 @@ impl Exits {
             Inner::Taskstats(t) => t.drain(),
         }
     }
+
+    /// [`adopt_live_identities`] for a caller that keeps its processes otherwise: `leader_of`
+    /// gives the identity of the live process with that tgid, if one was seen.
+    pub fn adopt_identities(
+        exits: &mut [tasksnap_model::Exit],
+        leader_of: impl Fn(i32) -> Option<tasksnap_model::TaskId>,
+    ) {
+        for e in exits {
+            let Some(live) = leader_of(e.id.tgid) else {
+                continue;
+            };
+            if live.start_time_ns <= e.start_time_ns
+                && e.start_time_ns - live.start_time_ns <= 1_000_000_000
+            {
+                e.id = live;
+            }
+        }
+    }
 }
 
 /// An error's text without its variant's prefix, for a message that names the source itself.
@@ -199,7 +217,7 @@ fn strip(e: &Error, prefix: &str) -> String {
 /// by tgid, tid), started no later than the exit's derived start and at most a second
 /// before it (a pid reused since started after the exit, so it never matches).
 pub fn adopt_live_identities(exits: &mut [tasksnap_model::Exit], tasks: &[tasksnap_model::Task]) {
-    adopt_identities(exits, |tgid| leader_of(tasks, tgid));
+    Exits::adopt_identities(exits, |tgid| leader_of(tasks, tgid));
 }
 
 /// The identity of the group leader of process `tgid` among `tasks` (sorted by tgid, tid).
@@ -208,24 +226,6 @@ pub fn leader_of(tasks: &[tasksnap_model::Task], tgid: i32) -> Option<tasksnap_m
         .binary_search_by_key(&(tgid, tgid), |t| (t.id.tgid, t.id.tid))
         .ok()
         .map(|i| tasks[i].id)
-}
-
-/// [`adopt_live_identities`] for a caller that keeps its processes otherwise: `leader_of`
-/// gives the identity of the live process with that tgid, if one was seen.
-pub fn adopt_identities(
-    exits: &mut [tasksnap_model::Exit],
-    leader_of: impl Fn(i32) -> Option<tasksnap_model::TaskId>,
-) {
-    for e in exits {
-        let Some(live) = leader_of(e.id.tgid) else {
-            continue;
-        };
-        if live.start_time_ns <= e.start_time_ns
-            && e.start_time_ns - live.start_time_ns <= 1_000_000_000
-        {
-            e.id = live;
-        }
-    }
 }
 
 /// Whether the caller may load the exit program: root only ([`tasksnap_bpf::privileged`]).

@@ -17,7 +17,7 @@ use tasksnap_bpf::skel::exits as skel;
 use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
 
 use crate::exits::{privileged, reader_pid_ns_inum, split_cputime, Handoff, Options};
-use crate::Error;
+use crate::error::Error;
 
 /// `EX_F_*` of exits.h (the skeleton generates types, not macros).
 const F_NO_MM: u32 = 1 << 0;

@@ -3,7 +3,7 @@
 
 use tasksnap_model::ExitBatch;
 
-use crate::Error;
+use crate::error::Error;
 
 /// The loaded exit program: never made in this build.
 #[derive(Debug)]

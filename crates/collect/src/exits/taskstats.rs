@@ -58,7 +58,7 @@ use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
 
 use super::netlink::{self, Socket};
 use super::{split_cputime, Handoff, Options};
-use crate::Error;
+use crate::error::Error;
 
 /// TASKSTATS_CMD_GET and TASKSTATS_CMD_NEW.
 const CMD_GET: u8 = 1;
@@ -389,6 +389,7 @@ impl Assembler {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Groups waiting for their last thread.
     pub fn pending(&self) -> usize {
         self.pending.len()

@@ -2,13 +2,15 @@
 //! and what `doctor` and `bench` probe through it. Each figure is `None` (or empty) when its
 //! file cannot be read.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tasksnap_model::{CpuTicks, HostIdentity, LoadAverages, Memory, StatCounters, SystemFigures};
 use tasksnap_procfs::system::{CpuLine, MemInfo};
 
 use super::{Host, Tasks};
-use crate::{machine, numa, probes, task_files, Error};
+use crate::bpf_bench::BpfBench;
+use crate::error::Error;
+use crate::{machine, numa, probes, task_files};
 
 /// `Host` methods that are [`machine`]'s function of the same name on the host's /proc root.
 macro_rules! from_proc_root {
@@ -144,6 +146,22 @@ impl TaskLinks {
     }
 }
 
+/// What a terminal named on a command line is ([`Host::tty_named`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamedTty {
+    /// A character device: its number (`st_rdev`).
+    Device(u32),
+    /// Something that is not a character device.
+    NotATerminal,
+    /// Nothing of that name. `in_working_dir`: a file of that very name exists in the working
+    /// directory (asked only of a one-character name, which procps's `-t` then takes as no
+    /// terminal).
+    Missing {
+        /// See above.
+        in_working_dir: bool,
+    },
+}
+
 /// What loading the BPF task iterator here showed ([`Host::probe_bpf`], for `doctor`).
 #[derive(Debug, Clone)]
 pub struct BpfProbe {
@@ -182,6 +200,12 @@ impl Host {
             has_walk: b.has_walk(),
             walk_problem: b.walk_problem.clone(),
         })
+    }
+
+    /// Loads the BPF collector with command lines for `bench` to time its own paths ([`BpfBench`]).
+    /// The programs read the running kernel: a caller on a fake tree does without.
+    pub fn bpf_bench() -> Result<BpfBench, crate::bpf::Unavailable> {
+        BpfBench::load()
     }
 
     /// Pins the BPF task iterators in bpffs (root only), so that later runs open them
@@ -266,6 +290,51 @@ impl Host {
             &self.opts.proc_root,
             &self.opts.run_root.join("systemd"),
         )
+    }
+
+    /// What the terminal `name` (`ps -t`: a path, or a name under the device root as procps
+    /// looks for it: `pts/NAME`, `NAME`, `ttyNAME`, `ptyNAME`, `NAMEnsole`) is.
+    pub fn tty_named(&self, name: &str) -> NamedTty {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let found = if name.starts_with('/') {
+            std::fs::metadata(name).ok()
+        } else {
+            let dev = &self.opts.dev_root;
+            [
+                dev.join(format!("pts/{name}")),
+                dev.join(name),
+                dev.join(format!("tty{name}")),
+                dev.join(format!("pty{name}")),
+                dev.join(format!("{name}nsole")),
+            ]
+            .iter()
+            .find_map(|p| std::fs::metadata(p).ok())
+        };
+        match found {
+            Some(m) if m.file_type().is_char_device() => NamedTty::Device(m.rdev() as u32),
+            Some(_) => NamedTty::NotATerminal,
+            None => NamedTty::Missing {
+                in_working_dir: name.len() == 1 && std::fs::metadata(name).is_ok(),
+            },
+        }
+    }
+
+    /// The id of the running kernel's tracepoint `name` (`kmem/kmalloc`), from tracefs, for
+    /// perf counters of it (`bench`).
+    pub fn tracepoint_id(name: &str) -> Result<u64, Error> {
+        let path = Path::new(tasksnap_sys::roots::SYS)
+            .join("kernel/tracing/events")
+            .join(name)
+            .join("id");
+        let unreadable = |error: std::io::Error| Error::Io {
+            path: path.display().to_string(),
+            error,
+        };
+        std::fs::read_to_string(&path)
+            .map_err(unreadable)?
+            .trim()
+            .parse()
+            .map_err(|e| unreadable(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
     }
 
     /// The kernel's BTF file under the sysfs root, for `doctor`.

@@ -45,7 +45,7 @@
 //! what `doctor` and `bench` probe).
 //!
 //! Inside, the task sources sit behind the crate's traits ([`Collector`], [`LiveCollector`],
-//! [`StateSource`](crate::StateSource)) in one enum, so that a new source (a root service answering over a
+//! [`StateSource`](crate::collector::StateSource)) in one enum, so that a new source (a root service answering over a
 //! socket) is one more variant that no front end sees.
 
 mod machine;
@@ -59,18 +59,21 @@ use std::path::Path;
 
 use tasksnap_model::{Backend, Groups, PassReport, Query, Reading, Snapshot, Task};
 
+use crate::collector::ChangeSummary;
+use crate::collector::Collector;
+use crate::collector::Filled;
+use crate::collector::LiveCollector;
+use crate::error::Error;
 use crate::replay::{ReplayCollector, ReplayStates};
 use crate::sampler::Sampler;
 use crate::service::server::{QueryService, StartError as QueryServiceError};
 use crate::states::bpf::BpfSource;
 use crate::tcp_owners::TcpOwners;
-use crate::{caps, choice, ChangeSummary, Collector, Error, Filled, LiveCollector, Sample};
+use crate::{caps, choice};
+use tasksnap_model::states::Sample;
 
-pub use machine::{BpfProbe, TaskLinks};
-pub use options::{
-    clock_ticks_per_s, page_size_bytes, HostOptions, Units, EXITS_ENV, KERNEL_PROC, NO_SERVICE_ENV,
-    PAGE_SIZE_ENV, PROC_ROOT_ENV, QUERY_SOCKET_ENV,
-};
+pub use machine::{BpfProbe, NamedTty, TaskLinks};
+pub use options::{clock_ticks_per_s, page_size_bytes, HostOptions, Units};
 use sources::StatesSource;
 pub use sources::{ReadingOptions, Readings, StatesOptions, ThreadStates};
 
@@ -246,6 +249,11 @@ impl Host {
         crate::task_files::own_open_descriptors(Path::new(tasksnap_sys::roots::PROC))
     }
 
+    /// Clock ticks per second (`CLK_TCK`): the unit of /proc's start and CPU times.
+    pub fn clock_ticks_per_s() -> u64 {
+        clock_ticks_per_s()
+    }
+
     /// Opens the task source of a live view (`top`): BPF whenever it loads
     /// ([`choice::open_live`]). Call [`Host::prepare_live`] before [`Host::ready`].
     pub fn open_live(&mut self, backend: Backend) -> Result<(), Error> {
@@ -359,11 +367,7 @@ impl Host {
             ..opts
         };
         let exits = opts.exits.then(|| self.open_exits());
-        Ok(Readings(Sampler::open_with(
-            opts,
-            self.units.procfs(),
-            exits,
-        )?))
+        Ok(Readings(Sampler::open(opts, self.units.procfs(), exits)?))
     }
 
     /// Every source this front end needs is open and prepared: the capabilities only loading

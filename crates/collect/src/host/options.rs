@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use tasksnap_sys::roots;
+
 use crate::choice;
 use crate::procfs::Units as ProcfsUnits;
 
@@ -36,10 +38,10 @@ pub struct HostOptions {
 impl Default for HostOptions {
     fn default() -> HostOptions {
         HostOptions {
-            proc_root: PathBuf::from("/proc"),
-            sys_root: PathBuf::from("/sys"),
-            dev_root: PathBuf::from("/dev"),
-            run_root: PathBuf::from("/run"),
+            proc_root: PathBuf::from(roots::PROC),
+            sys_root: PathBuf::from(roots::SYS),
+            dev_root: PathBuf::from(roots::DEV),
+            run_root: PathBuf::from(roots::RUN),
             utmp_path: PathBuf::from("/var/run/utmp"),
             page_size_bytes: None,
             exits_taskstats_only: false,
@@ -47,10 +49,6 @@ impl Default for HostOptions {
         }
     }
 }
-
-/// The running kernel's own /proc: what a process reads of itself (its descriptors, its
-/// sockets' owners), whatever tree a [`Host`](super::Host) reads tasks from.
-pub const KERNEL_PROC: &str = "/proc";
 
 /// The environment variable naming a fake /proc tree ([`HostOptions::from_env`]).
 pub const PROC_ROOT_ENV: &str = "TASKSNAP_PROC_ROOT";

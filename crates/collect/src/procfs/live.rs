@@ -38,7 +38,7 @@ use tasksnap_procfs::parse;
 use super::Item;
 
 /// Every this many calls, a whole read (as the BPF backend's walk does).
-pub const FULL_EVERY: u32 = crate::CHANGES_FULL_EVERY;
+pub const FULL_EVERY: u32 = crate::collector::CHANGES_FULL_EVERY;
 
 /// What is kept of one process between refreshes.
 #[derive(Debug, Clone)]
@@ -320,7 +320,7 @@ pub fn snapshot(
     tasks: Vec<Task>,
     stats: SnapshotStats,
     boot_time_unix_s: u64,
-    boot: crate::BootClock,
+    boot: crate::clock::BootClock,
 ) -> Snapshot {
     Snapshot {
         taken_at_unix_ns: tasksnap_sys::clock_ns(libc::CLOCK_REALTIME),

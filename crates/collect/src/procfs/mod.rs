@@ -28,7 +28,10 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
 use tasksnap_procfs::parse;
 
-use crate::{Changes, Collector, Error, LiveCollector};
+use crate::collector::Changes;
+use crate::collector::Collector;
+use crate::collector::LiveCollector;
+use crate::error::Error;
 pub use reader::Units;
 use tasksnap_sys as sys;
 
@@ -92,12 +95,14 @@ impl ProcfsCollector {
         })
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Sets the number of reader threads (at least 1).
     pub fn with_workers(mut self, n: usize) -> ProcfsCollector {
         self.workers = n.max(1);
         self
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Sets how long a command line read may block before it is abandoned.
     pub fn with_cmdline_deadline(mut self, d: Duration) -> ProcfsCollector {
         self.cmdline_deadline = d;
@@ -185,6 +190,7 @@ impl ProcfsCollector {
         })
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// [`ProcfsCollector::try_fill`] for a caller that does without what could not be read:
     /// when the reads ran out of descriptors or memory the answer is empty (every task
     /// missing, none "denied"), and the caller is expected to ask again later.
@@ -253,6 +259,7 @@ impl ProcfsCollector {
         Ok(parse::parse_status_tgid(&text))
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// System boot time, seconds since the epoch (`btime` of the tree's `stat`); 0 when it
     /// cannot be read.
     pub fn boot_time(&self) -> u64 {
@@ -384,7 +391,7 @@ impl LiveCollector for ProcfsCollector {
 
 impl Collector for ProcfsCollector {
     /// The same reads as a snapshot's, for the listed tasks only.
-    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::Filled, Error> {
+    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::collector::Filled, Error> {
         self.try_fill(ids, groups)
     }
 

@@ -31,7 +31,7 @@ use tasksnap_model::{Groups, SnapshotStats, Task};
 use super::reader::{Blocking, Outcome, Progress, TaskReader, Units};
 use super::Item;
 use crate::blocked::{self, Count, Watch};
-use crate::Error;
+use crate::error::Error;
 use tasksnap_sys::{self as sys, FdBatch};
 
 /// Settings for one pass.

@@ -21,7 +21,7 @@ pub struct Units {
     /// Page size in bytes.
     pub page_size: u64,
     /// The caller's boot clock: start times /proc shows in it become the kernel's.
-    pub boot: crate::BootClock,
+    pub boot: crate::clock::BootClock,
 }
 
 impl Units {

@@ -6,7 +6,7 @@
 //! (`SO_PEERCRED`/`SO_PEERPIDFD`, the caller's status, namespaces and /proc mount options, read
 //! by the service, never told by the client); [`visibility`] procfs's permission rules applied
 //! to a snapshot for one caller (the pid namespace and `hidepid=`, the fields and files
-//! `ptrace_may_access()` gates); [`client`] the [`crate::Collector`] a non-root front end gets
+//! `ptrace_may_access()` gates); [`client`] the [`crate::collector::Collector`] a non-root front end gets
 //! when the service answers, falling back to /proc when it does not; [`answer`] a caller's
 //! answer cut from a shared pass; [`server`] the listening side (the accept loop, coalescing,
 //! limits), which `tasksnap serve` starts through its `Host`.

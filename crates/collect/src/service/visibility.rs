@@ -561,6 +561,7 @@ impl<'c, 't> Viewer<'c, 't> {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The rows `caller` may see of `tasks` (read with [`groups_to_read`]), each holding only
 /// `asked` groups and what procfs would show the caller of them, in the order of `tasks`;
 /// borrowed where nothing changes. `dumpable`: see [`Viewer::shown`]. (An answer makes its

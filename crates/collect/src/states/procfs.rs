@@ -40,8 +40,9 @@ use std::time::{Duration, Instant};
 
 use tasksnap_procfs::parse::{parse_schedstat, parse_stat_brief, parse_wchan, stat_state_letter};
 
+use crate::collector::StateSource;
+use crate::error::Error;
 use crate::states::{Filter, Mode, Sample, ThreadTotals};
-use crate::{Error, StateSource};
 use tasksnap_model::states::{State, NSTATES};
 use tasksnap_model::TaskId;
 

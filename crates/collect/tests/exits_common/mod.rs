@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::exits::Exits;
+use tasksnap_collect::testing::exits::Exits;
 use tasksnap_model::Exit;
 
 /// The process's own CPU time, ns.

@@ -1,6 +1,6 @@
 //! The exact source: loads states.bpf.c (programs on the sched_switch and sched_process_exit
 //! tracepoints, and a task iterator), and turns one iterator pass, the exit ring buffer and
-//! the off-CPU stack hash into a [`Sample`](crate::Sample).
+//! the off-CPU stack hash into a [`Sample`](tasksnap_model::states::Sample).
 //!
 //! Layouts come from states.h through the generated skeleton; nothing is restated here. The
 //! program is loaded once per [`BpfSource`] and unloaded when it is dropped; nothing is pinned.
@@ -23,8 +23,8 @@
 
 use std::path::PathBuf;
 
+use crate::error::Error;
 use crate::states::Filter;
-use crate::Error;
 
 pub use crate::states_bpf::BpfSource;
 
