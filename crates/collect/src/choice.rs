@@ -23,6 +23,7 @@ use crate::procfs::{ProcfsCollector, Units};
 use crate::service::client::ServiceCollector;
 use crate::states::bpf::BpfSource;
 use crate::states::procfs::ProcfsSource;
+use crate::units::is_kernel_proc;
 
 /// Below this many tasks a one-shot procfs read (on both cores) is done before the BPF
 /// program has loaded and run: at 7,000 processes the two were level on this 2-core
@@ -54,12 +55,6 @@ fn procfs(root: &Path, units: Units, why: String) -> Result<ProcfsCollector, Err
     let mut p = ProcfsCollector::with_root(root)?.with_units(units);
     p.why = why;
     Ok(p)
-}
-
-/// Whether `root` is the running kernel's /proc, the only tree the BPF programs (which read
-/// the kernel itself) can answer for. A test's fake tree is read by the procfs sources only.
-pub fn is_kernel_proc(root: &Path) -> bool {
-    root == Path::new(tasksnap_sys::roots::PROC)
 }
 
 /// Why BPF cannot answer for the tree at `root` (`None`: it may).

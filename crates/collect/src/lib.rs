@@ -75,6 +75,7 @@ mod task_files;
 mod tcp_owners;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod units;
 
 pub use bpf_bench::BpfBench;
 pub use clock::BootClock;

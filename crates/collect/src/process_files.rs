@@ -313,7 +313,7 @@ impl ProcessFiles {
     /// Reads under `proc_root` and `dev_root`.
     pub fn new(proc_root: PathBuf, dev_root: PathBuf) -> ProcessFiles {
         ProcessFiles {
-            unix_by_diag: crate::choice::is_kernel_proc(&proc_root),
+            unix_by_diag: crate::units::is_kernel_proc(&proc_root),
             proc_root,
             dev_root,
             smaps_deadline: SMAPS_DEADLINE,
@@ -365,7 +365,7 @@ impl ProcessFiles {
             what: path.display().to_string(),
             error: io::Error::new(io::ErrorKind::InvalidData, e.0),
         })?;
-        let tick_ns = 1_000_000_000 / crate::host::clock_ticks_per_s();
+        let tick_ns = 1_000_000_000 / crate::units::clock_ticks_per_s();
         Ok(Identity {
             start_ticks: crate::BootClock::caller().from_proc_ticks(st.start_ticks, tick_ns)
                 / tick_ns,

@@ -11,7 +11,7 @@ use tasksnap_model::{
     PF_KTHREAD,
 };
 
-use super::skel::types::{
+use tasksnap_bpf::skel::task_iter::types::{
     ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_mem, ts_ns, ts_sched, ts_sig, ts_stat,
 };
 use crate::procfs::Units;
@@ -120,7 +120,7 @@ pub fn cmdlines(buf: &[u8]) -> HashMap<i32, Vec<u8>> {
     let mut out = HashMap::with_capacity(buf.len() / 64);
     let mut at = 0;
     while at < buf.len() {
-        let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(buf, &mut at) else {
+        let Ok(h) = take::<tasksnap_bpf::skel::task_iter::types::ts_cmd_hdr>(buf, &mut at) else {
             break;
         };
         let len = h.len as usize;
@@ -143,7 +143,7 @@ pub fn cmd_chunk(chunk: &[u8], out: &mut HashMap<i32, Vec<u8>>) -> usize {
     let mut at = 0;
     let mut whole = 0;
     while at < chunk.len() {
-        let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(chunk, &mut at) else {
+        let Ok(h) = take::<tasksnap_bpf::skel::task_iter::types::ts_cmd_hdr>(chunk, &mut at) else {
             break;
         };
         if h.tgid == 0 {
@@ -165,8 +165,8 @@ pub fn cmd_chunk(chunk: &[u8], out: &mut HashMap<i32, Vec<u8>>) -> usize {
 /// The bytes of whole records at the start of a copy's output chunk (see [`cmd_chunk`]).
 pub fn cmd_chunk_len(chunk: &[u8]) -> usize {
     let mut at = 0;
-    let hdr = std::mem::size_of::<super::skel::types::ts_cmd_hdr>();
-    while let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(chunk, &mut at.clone()) {
+    let hdr = std::mem::size_of::<tasksnap_bpf::skel::task_iter::types::ts_cmd_hdr>();
+    while let Ok(h) = take::<tasksnap_bpf::skel::task_iter::types::ts_cmd_hdr>(chunk, &mut at.clone()) {
         let end = at + hdr + (h.len as usize).next_multiple_of(8);
         if h.tgid == 0 || end > chunk.len() {
             break;
@@ -967,7 +967,7 @@ pub fn procfs_groups(g: &Groups) -> Groups {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::bpf::decode::*;
 
     #[test]
     fn state_letters_follow_task_state_index() {

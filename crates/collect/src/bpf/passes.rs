@@ -9,26 +9,11 @@ use std::io;
 use tasksnap_model::Task;
 
 use super::settings::pass_shards;
-use super::{arena, decode, programs, skel, BpfCollector};
+use super::kept::Output;
+use super::{arena, decode, programs, BpfCollector};
+use tasksnap_bpf::skel::task_iter as skel;
 use tasksnap_sys as sys;
 use crate::error::Error;
-
-/// What the last pass left, and memory kept from one snapshot to the next.
-#[derive(Default)]
-pub(super) struct Output {
-    /// The iterator's records (when the pass was not a walk).
-    pub buf: Vec<u8>,
-    /// Where the walk writes (created before capabilities are dropped: see
-    /// [`crate::Collector::prepare`]).
-    pub arena: Option<arena::Arena>,
-    /// The shards of the last pass when it was a walk into the arena (else it is in `buf`).
-    pub walked: Option<Vec<arena::ShardOut>>,
-    /// A snapshot's task vector handed back for the next one (see
-    /// [`crate::Collector::recycle`]).
-    pub spare: Vec<Task>,
-    /// Where the last snapshot's time went, ms by phase, for `last_phases` (`-v`).
-    pub phases_ms: Vec<(&'static str, f64)>,
-}
 
 /// Why the walk (or a changed-only walk after it) could not give a pass: the caller then
 /// takes the iterator instead, and says why in its report.
@@ -385,8 +370,8 @@ pub(super) fn pass_records<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{arena, decode};
-    use super::*;
+    use crate::bpf::passes::*;
+    use crate::bpf::{arena, decode};
     use tasksnap_loadgen::root_or_skip;
     use tasksnap_model::Groups;
 

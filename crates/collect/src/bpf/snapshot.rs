@@ -12,7 +12,7 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 use super::cmdlines::CmdlinePlan;
 use super::lap::Lap;
 use super::passes::Shape;
-use super::{changes, decode, BpfCollector};
+use super::{decode, kept, BpfCollector};
 use crate::procfs::ProcfsCollector;
 use tasksnap_sys as sys;
 use crate::collector::Collector;
@@ -370,7 +370,7 @@ impl BpfCollector {
         if self.live.track {
             if let Some(outs) = &self.out.walked {
                 let began = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
-                self.live.captured = Some((changes::identities(&records), began, Vec::new()));
+                self.live.captured = Some((kept::identities(&records), began, Vec::new()));
             }
         }
         let mut stats = SnapshotStats::default();
@@ -454,7 +454,7 @@ impl BpfCollector {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::bpf::snapshot::*;
     use tasksnap_model::{Base, Task, TaskId, TaskState};
 
     fn task(pid: i32, cmdline: Option<&[u8]>, state: TaskState) -> Task {

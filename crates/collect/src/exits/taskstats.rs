@@ -56,8 +56,8 @@ use std::sync::Arc;
 
 use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
 
+use super::common::{split_cputime, Handoff, Options};
 use super::netlink::{self, Socket};
-use super::{split_cputime, Handoff, Options};
 use crate::error::Error;
 
 /// TASKSTATS_CMD_GET and TASKSTATS_CMD_NEW.
@@ -497,7 +497,7 @@ pub struct TaskstatsExits {
     /// [`Options::max_pending_exits`] are counted as dropped).
     handoff: Arc<Handoff>,
     /// Stops and joins the reader when dropped.
-    _stop: crate::exits::Stop,
+    _stop: crate::exits::common::Stop,
     /// How long opening and registering took, ns.
     pub load_ns: u64,
 }
@@ -606,7 +606,7 @@ impl TaskstatsExits {
         })
         .map_err(|e| unavailable(&format!("registering a listener for CPUs {cpus}"), e))?;
         let (mut stop, stop_rd) =
-            crate::exits::Stop::new().map_err(|e| unavailable("eventfd", e))?;
+            crate::exits::common::Stop::new().map_err(|e| unavailable("eventfd", e))?;
         let handoff = Handoff::new(opts.max_pending_exits);
         handoff.put(&mut Vec::new(), early_drops);
         let tick_ns = 1_000_000_000 / opts.clock_ticks_per_s.clamp(1, 1_000_000_000);
@@ -663,7 +663,7 @@ impl Reader {
         let mut buf = vec![0u8; 64 * 1024];
         let (fd, stop) = (self.sock.raw_fd(), self.stop.as_raw_fd());
         let handoff = self.handoff.clone();
-        crate::exits::read_until_stopped(fd, stop, &handoff, || {
+        crate::exits::common::read_until_stopped(fd, stop, &handoff, || {
             self.read_all(&mut buf).map_err(|e| e.to_string())
         });
         // No deregistration: it needs CAP_NET_ADMIN, which this thread dropped. Closing the
@@ -716,7 +716,7 @@ fn boottime_ns() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::exits::taskstats::*;
 
     /// A version-16 stats struct (560 bytes, as Linux 6.18 sends) with the given fields.
     fn stats(version: u16, r: &Record) -> Vec<u8> {

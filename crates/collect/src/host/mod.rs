@@ -66,14 +66,14 @@ use crate::collector::LiveCollector;
 use crate::error::Error;
 use crate::replay::{ReplayCollector, ReplayStates};
 use crate::sampler::Sampler;
-use crate::service::server::{QueryService, StartError as QueryServiceError};
 use crate::states::bpf::BpfSource;
 use crate::tcp_owners::TcpOwners;
 use crate::{caps, choice};
 use tasksnap_model::states::Sample;
 
+pub use crate::units::{clock_ticks_per_s, page_size_bytes, Units};
 pub use machine::{BpfProbe, NamedTty, TaskLinks};
-pub use options::{clock_ticks_per_s, page_size_bytes, HostOptions, Units};
+pub use options::HostOptions;
 use sources::StatesSource;
 pub use sources::{ReadingOptions, Readings, StatesOptions, ThreadStates};
 
@@ -212,7 +212,7 @@ impl Host {
             groups,
             self.opts.query_socket.as_deref(),
             &self.opts.proc_root,
-            self.units.procfs(),
+            crate::procfs::Units::of(&self.units),
         )?;
         self.tasks = Tasks::Snapshots(c);
         Ok(())
@@ -224,17 +224,6 @@ impl Host {
         let c = choice::open_for_service(&self.opts.proc_root)?;
         self.tasks = Tasks::Snapshots(c);
         Ok(())
-    }
-
-    /// Starts the query service at `path` (root only; see [`QueryService`]): its pass thread
-    /// opens a host of its own for [`Host::open_for_service`], and its threads keep only what
-    /// they need. Call before the calling thread drops its capabilities. It holds at most
-    /// `memory_budget_bytes` for its callers.
-    pub fn serve_queries(
-        path: &Path,
-        memory_budget_bytes: u64,
-    ) -> Result<QueryService, QueryServiceError> {
-        crate::service::server::start(path, memory_budget_bytes)
     }
 
     /// Looks up the owners of this kernel's TCP sockets (whatever tree the host reads: the
@@ -261,7 +250,7 @@ impl Host {
             backend,
             self.opts.query_socket.as_deref(),
             &self.opts.proc_root,
-            self.units.procfs(),
+            crate::procfs::Units::of(&self.units),
         )?;
         self.tasks = Tasks::Live(c);
         Ok(())
@@ -367,7 +356,11 @@ impl Host {
             ..opts
         };
         let exits = opts.exits.then(|| self.open_exits());
-        Ok(Readings(Sampler::open(opts, self.units.procfs(), exits)?))
+        Ok(Readings(Sampler::open(
+            opts,
+            crate::procfs::Units::of(&self.units),
+            exits,
+        )?))
     }
 
     /// Every source this front end needs is open and prepared: the capabilities only loading

@@ -35,7 +35,7 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task, Tas
 
 use tasksnap_procfs::parse;
 
-use super::Item;
+use super::reader::Item;
 
 /// Every this many calls, a whole read (as the BPF backend's walk does).
 pub const FULL_EVERY: u32 = crate::collector::CHANGES_FULL_EVERY;

@@ -32,20 +32,9 @@ use crate::collector::Changes;
 use crate::collector::Collector;
 use crate::collector::LiveCollector;
 use crate::error::Error;
+pub(crate) use reader::Item;
 pub use reader::Units;
 use tasksnap_sys as sys;
-
-/// One unit of work: a process, or one thread of it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Item {
-    pub tgid: i32,
-    /// `Some(tid)` to read `tgid/task/tid`; `None` to read `tgid` itself.
-    pub tid: Option<i32>,
-    /// Expand into every thread of `tgid` (listing `tgid/task` on the worker).
-    pub all_threads: bool,
-    /// Read the thread whose tid is the tgid through `tgid/` (process-wide values).
-    pub leader_as_process: bool,
-}
 
 /// Reads tasks from a procfs tree.
 #[derive(Debug)]
@@ -82,8 +71,8 @@ impl ProcfsCollector {
             root,
             root_fd: OwnedFd::from(dir),
             units: Units {
-                clk_tck: crate::host::clock_ticks_per_s(),
-                page_size: crate::host::page_size_bytes(),
+                clk_tck: crate::units::clock_ticks_per_s(),
+                page_size: crate::units::page_size_bytes(),
                 boot: crate::BootClock::caller(),
             },
             workers,
@@ -297,8 +286,8 @@ fn root_error(root: &Path, source: std::io::Error) -> Error {
 /// Whether `root` is this system's /proc for the caller's pid namespace: `self` there is
 /// the caller (the process CPU clocks [`live`] probes take the caller's pid numbers).
 fn is_own_proc(root: &Path) -> bool {
-    root == Path::new("/proc")
-        && std::fs::read_link("/proc/self")
+    crate::units::is_kernel_proc(root)
+        && std::fs::read_link(root.join("self"))
             .ok()
             .and_then(|p| parse::parse_self_link(&p))
             .and_then(|pid| u32::try_from(pid).ok())

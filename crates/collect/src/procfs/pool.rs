@@ -28,8 +28,7 @@ use std::time::Duration;
 
 use tasksnap_model::{Groups, SnapshotStats, Task};
 
-use super::reader::{Blocking, Outcome, Progress, TaskReader, Units};
-use super::Item;
+use super::reader::{Blocking, Item, Outcome, Progress, TaskReader, Units};
 use crate::blocked::{self, Count, Watch};
 use crate::error::Error;
 use tasksnap_sys::{self as sys, FdBatch};
@@ -436,7 +435,7 @@ pub(crate) fn add_stats(total: &mut SnapshotStats, s: &SnapshotStats) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::procfs::pool::*;
 
     /// Issue #16: a reader held up to 256 descriptors whatever the limit, so under
     /// `--nofile=16` every open past the 12th failed.

@@ -25,6 +25,15 @@ pub struct Units {
 }
 
 impl Units {
+    /// The conversions a procfs source applies, of the host's units.
+    pub fn of(host: &crate::units::Units) -> Units {
+        Units {
+            clk_tck: host.clock_ticks_per_s,
+            page_size: host.page_size_bytes,
+            boot: crate::clock::BootClock::caller(),
+        }
+    }
+
     fn tick_ns(&self) -> u64 {
         1_000_000_000 / self.clk_tck.max(1)
     }
@@ -37,6 +46,18 @@ impl Units {
     pub fn start_ns(&self, ticks: u64) -> u64 {
         self.boot.from_proc_ticks(ticks, self.tick_ns())
     }
+}
+
+/// One unit of work: a process, or one thread of it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Item {
+    pub tgid: i32,
+    /// `Some(tid)` to read `tgid/task/tid`; `None` to read `tgid` itself.
+    pub tid: Option<i32>,
+    /// Expand into every thread of `tgid` (listing `tgid/task` on the worker).
+    pub all_threads: bool,
+    /// Read the thread whose tid is the tgid through `tgid/` (process-wide values).
+    pub leader_as_process: bool,
 }
 
 /// How one task's read ended.

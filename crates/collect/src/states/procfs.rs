@@ -253,7 +253,7 @@ impl ProcfsSource {
             error: source,
         })?;
         let fd_budget = raise_nofile(opts.fds_left);
-        let tick_ns = 1_000_000_000 / crate::host::clock_ticks_per_s();
+        let tick_ns = 1_000_000_000 / crate::units::clock_ticks_per_s();
         let delayacct = delayacct_on(&opts.proc_root);
         let real_proc = is_procfs(&opts.proc_root);
         let shared = Arc::new(Mutex::new(Shared {

@@ -45,7 +45,7 @@ pub fn victim<P: Copy + Eq + std::hash::Hash>(cands: &[Candidate<P>]) -> Option<
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::service::server::displace::*;
     use std::time::Duration;
 
     /// An address and the owner of its socket, as the exporter groups its clients.

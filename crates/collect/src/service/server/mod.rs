@@ -187,6 +187,19 @@ impl std::fmt::Debug for QueryService {
     }
 }
 
+impl crate::host::Host {
+    /// Starts the query service at `path` (root only; see [`QueryService`]): its pass thread
+    /// opens a host of its own for [`Host::open_for_service`](crate::Host::open_for_service),
+    /// and its threads keep only what they need. Call before the calling thread drops its
+    /// capabilities. It holds at most `memory_budget_bytes` for its callers.
+    pub fn serve_queries(
+        path: &Path,
+        memory_budget_bytes: u64,
+    ) -> Result<QueryService, StartError> {
+        start(path, memory_budget_bytes)
+    }
+}
+
 /// Opens the directory of `path` (made 0755 if missing; root's, writable by nobody else) and
 /// listens there, loads the BPF collector on the pass thread, and starts answering, holding
 /// at most `memory_budget_bytes` for its callers. Call before the calling thread drops its

@@ -450,7 +450,7 @@ fn hand_out(passes: &mut Passes, query: Query, jobs: Vec<Job>, pass: Arc<Charged
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::service::server::passes::*;
     use tasksnap_model::Groups;
 
     fn job(uid: u32, pid: i32) -> Job {

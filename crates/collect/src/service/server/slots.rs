@@ -306,7 +306,7 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::service::server::slots::*;
 
     #[test]
     fn a_uid_under_its_share_displaces_the_uid_holding_the_most() {
