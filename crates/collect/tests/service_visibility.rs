@@ -497,7 +497,7 @@ fn client() {
 #[test]
 fn identify_a_caller_in_a_private_mount_namespace() {
     use tasksnap_collect::testing::service::peer;
-    use tasksnap_collect::testing::service::visibility::Rules;
+    use tasksnap_collect::testing::service::peer::Rules;
     if !root_or_skip("identify a caller as nobody under hidepid") {
         return;
     }
@@ -559,7 +559,7 @@ fn identify_client(
     argv: &[&str],
 ) -> Result<Caller, tasksnap_collect::testing::service::peer::Refusal> {
     use tasksnap_collect::testing::service::peer;
-    use tasksnap_collect::testing::service::visibility::Rules;
+    use tasksnap_collect::testing::service::peer::Rules;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("q.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");

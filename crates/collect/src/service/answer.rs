@@ -253,7 +253,7 @@ fn differ(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::visibility::Rules;
+    use crate::service::peer::Rules;
     use tasksnap_model::{Backend, Base, Cred, SnapshotStats};
 
     const NOBODY: u32 = 65534;
