@@ -68,7 +68,7 @@ impl Default for Options {
             backend: Backend::Auto,
             track_sleep: false,
             states: true,
-            proc_root: PathBuf::from("/proc"),
+            proc_root: PathBuf::from(tasksnap_sys::roots::PROC),
             exe: false,
             states_fds_left: crate::states::procfs::Options::default().fds_left,
             exits: false,

@@ -263,7 +263,7 @@ impl BpfCollector {
         let mut missing: Vec<i32> = Vec::new();
         if !has_tgid(1) {
             missing.push(1);
-            extra_threads += std::fs::read_dir("/proc/1/task").map_or(0, |d| d.count() as u64);
+            extra_threads += std::fs::read_dir(std::path::Path::new(tasksnap_sys::roots::PROC).join("1/task")).map_or(0, |d| d.count() as u64);
         }
         // The kernel's task count is global: inside a pid namespace it cannot tell what is
         // missing, so the listing is always taken there.

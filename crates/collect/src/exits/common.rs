@@ -64,9 +64,10 @@ pub fn privileged() -> Result<(), Error> {
 pub fn reader_pid_ns_inum() -> Result<u32, Error> {
     use std::os::unix::fs::MetadataExt;
 
-    let ino = std::fs::metadata("/proc/self/ns/pid")
+    let link = std::path::Path::new(tasksnap_sys::roots::PROC).join("self/ns/pid");
+    let ino = std::fs::metadata(&link)
         .map_err(|source| Error::Io {
-            path: "/proc/self/ns/pid".into(),
+            path: link.display().to_string(),
             error: source,
         })?
         .ino();

@@ -505,11 +505,12 @@ pub struct TaskstatsExits {
 /// Why the caller's namespaces cannot have taskstats exit notifications, if they cannot.
 fn namespaces_refused() -> Option<String> {
     use std::os::unix::fs::MetadataExt;
-    for (link, init, what) in [
-        ("/proc/self/ns/pid", INIT_PID_NS_INO, "pid"),
-        ("/proc/self/ns/user", INIT_USER_NS_INO, "user"),
+    for (ns, init, what) in [
+        ("self/ns/pid", INIT_PID_NS_INO, "pid"),
+        ("self/ns/user", INIT_USER_NS_INO, "user"),
     ] {
-        match std::fs::metadata(link) {
+        let link = std::path::Path::new(tasksnap_sys::roots::PROC).join(ns);
+        match std::fs::metadata(&link) {
             Ok(m) if m.ino() == init => {}
             Ok(_) => {
                 return Some(format!(
@@ -517,7 +518,7 @@ fn namespaces_refused() -> Option<String> {
                      namespaces' pids and ids, and the kernel registers listeners only there"
                 ))
             }
-            Err(e) => return Some(format!("{link}: {e}")),
+            Err(e) => return Some(format!("{}: {e}", link.display())),
         }
     }
     None
@@ -525,15 +526,17 @@ fn namespaces_refused() -> Option<String> {
 
 /// The possible CPUs as a cpulist ("0-63"), from sysfs; the configured count otherwise.
 fn possible_cpus() -> String {
-    let from_sysfs = std::fs::read("/sys/devices/system/cpu/possible")
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
-        .filter(|s| {
-            !s.is_empty()
-                && s.len() < 4096
-                && s.bytes()
-                    .all(|c| c.is_ascii_digit() || c == b',' || c == b'-')
-        });
+    let from_sysfs = std::fs::read(
+        std::path::Path::new(tasksnap_sys::roots::SYS).join("devices/system/cpu/possible"),
+    )
+    .ok()
+    .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+    .filter(|s| {
+        !s.is_empty()
+            && s.len() < 4096
+            && s.bytes()
+                .all(|c| c.is_ascii_digit() || c == b',' || c == b'-')
+    });
     from_sysfs.unwrap_or_else(|| {
         // SAFETY: sysconf has no preconditions.
         let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1);

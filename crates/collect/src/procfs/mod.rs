@@ -58,7 +58,7 @@ pub struct ProcfsCollector {
 impl ProcfsCollector {
     /// A collector for the system's `/proc`.
     pub fn new() -> Result<ProcfsCollector, Error> {
-        ProcfsCollector::with_root("/proc")
+        ProcfsCollector::with_root(tasksnap_sys::roots::PROC)
     }
 
     /// A collector for a tree laid out like `/proc` at `root` (tests use fake trees).

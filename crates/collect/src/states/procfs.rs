@@ -68,7 +68,7 @@ impl Default for Options {
             filter: Filter::default(),
             sample_hz: 20,
             track_sleep: false,
-            proc_root: PathBuf::from("/proc"),
+            proc_root: PathBuf::from(tasksnap_sys::roots::PROC),
             fds_left: 512,
         }
     }

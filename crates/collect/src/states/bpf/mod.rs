@@ -21,7 +21,7 @@
 //! [`BpfSource::load`] says why there are none (chosen once for the whole crate, with the
 //! BPF collector, by the `tasksnap_bpf::select!` in lib.rs).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::states::Filter;
@@ -55,8 +55,8 @@ impl Default for Options {
         Options {
             filter: Filter::default(),
             track_sleep: false,
-            kallsyms: PathBuf::from("/proc/kallsyms"),
-            proc_root: PathBuf::from("/proc"),
+            kallsyms: Path::new(tasksnap_sys::roots::PROC).join("kallsyms"),
+            proc_root: PathBuf::from(tasksnap_sys::roots::PROC),
             seed_all: true,
             incremental: false,
         }
