@@ -237,43 +237,7 @@ impl Sampler {
     /// must be left in place, since the next call updates them.
     pub fn read_mut(&mut self) -> Result<&mut Reading, Error> {
         let t0 = std::time::Instant::now();
-        // Exits first: a process that exits after this drain is either a live row of this
-        // reading (read before it died) or missing from it, and an exit of the next.
-        // A source that fails (its reader thread stopped) is dropped, and the readings say
-        // why from then on: the tasks and thread states go on.
-        let drained = match &mut self.exits {
-            Ok(source) => {
-                let exact = source.source().exact_identity();
-                Some(source.drain().map(|b| (b, exact)))
-            }
-            Err(_) => None,
-        };
-        match drained {
-            Some(Ok((mut batch, exact))) => {
-                if !exact {
-                    // The previous walk's rows: processes seen alive that exited since; then
-                    // those it no longer found (their records come a reading late).
-                    let rows = &self.reading.snapshot.tasks;
-                    let departed = &self.departed;
-                    crate::exits::Exits::adopt_identities(&mut batch.exits, |tgid| {
-                        crate::exits::leader_of(rows, tgid)
-                            .or_else(|| departed.iter().find(|id| id.tgid == tgid).copied())
-                    });
-                }
-                self.reading.exits = batch.exits;
-                self.reading.exits_dropped = batch.dropped;
-                self.reading.exits_missing = None;
-            }
-            Some(Err(e)) => self.exits = Err(format!("the exit source stopped: {e}")),
-            None => {}
-        }
-        if let Err(why) = &self.exits {
-            self.reading.exits.clear();
-            self.reading.exits_dropped = 0;
-            if self.reading.exits_missing.as_deref() != Some(why.as_str()) {
-                self.reading.exits_missing = Some(why.clone());
-            }
-        }
+        self.take_exits();
         let t_exits = std::time::Instant::now();
         let taken_at_unix_ns = tasksnap_sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = crate::BootClock::caller().now_ns();
@@ -360,6 +324,46 @@ impl Sampler {
             ("system", t4 - t3),
         ];
         Ok(&mut self.reading)
+    }
+
+    /// Drains the exit source into the reading. Exits first: a process that exits after
+    /// this drain is either a live row of this reading (read before it died) or missing from
+    /// it, and an exit of the next. A source that fails (its reader thread stopped) is
+    /// dropped, and the readings say why from then on: the tasks and thread states go on.
+    fn take_exits(&mut self) {
+        let drained = match &mut self.exits {
+            Ok(source) => {
+                let exact = source.source().exact_identity();
+                Some(source.drain().map(|b| (b, exact)))
+            }
+            Err(_) => None,
+        };
+        match drained {
+            Some(Ok((mut batch, exact))) => {
+                if !exact {
+                    // The previous walk's rows: processes seen alive that exited since; then
+                    // those it no longer found (their records come a reading late).
+                    let rows = &self.reading.snapshot.tasks;
+                    let departed = &self.departed;
+                    crate::exits::Exits::adopt_identities(&mut batch.exits, |tgid| {
+                        crate::exits::leader_of(rows, tgid)
+                            .or_else(|| departed.iter().find(|id| id.tgid == tgid).copied())
+                    });
+                }
+                self.reading.exits = batch.exits;
+                self.reading.exits_dropped = batch.dropped;
+                self.reading.exits_missing = None;
+            }
+            Some(Err(e)) => self.exits = Err(format!("the exit source stopped: {e}")),
+            None => {}
+        }
+        if let Err(why) = &self.exits {
+            self.reading.exits.clear();
+            self.reading.exits_dropped = 0;
+            if self.reading.exits_missing.as_deref() != Some(why.as_str()) {
+                self.reading.exits_missing = Some(why.clone());
+            }
+        }
     }
 
     /// Reads the command lines and cgroups of the processes that have none yet (new task
