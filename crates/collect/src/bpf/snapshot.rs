@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
-use super::cmdlines::CmdlinePlan;
+use super::cmdlines::{CmdlinePass, CmdlinePlan};
 use super::lap::Lap;
 use super::passes::Shape;
 use super::{decode, kept, BpfCollector};
@@ -314,33 +314,32 @@ impl BpfCollector {
         Ok(extras)
     }
 
-    pub(super) fn snapshot_impl(&mut self, query: &Query) -> Result<Snapshot, Error> {
-        let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
-        let taken_at_boottime_ns = self.procfs.units().boot.now_ns();
-        let mut groups = query.groups;
-        if matches!(
-            query.selector,
-            Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_)
-        ) {
-            groups.base = true;
-        }
-        let one_process = match query.selector {
-            Selector::Pid(p) | Selector::ThreadsOf(p) => Some(p),
-            _ => None,
-        };
-        // How command lines are read is decided here, once (cmdlines.rs). The sleepable
-        // iterator (the slow one: it copies from every process's memory) starts first and
-        // runs on its own threads while the main pass is read and decoded. With the walk, the
-        // walk reads them too (without the mmap lock, where it can), and the copy by pid list
-        // takes the processes it left, once it is done.
-        let plan = self.cmdline_plan(&groups, one_process);
+    /// How command lines are read is decided here, once (cmdlines.rs). The sleepable
+    /// iterator (the slow one: it copies from every process's memory) starts first and runs
+    /// on its own threads while the main pass is read and decoded. With the walk, the walk
+    /// reads them too (without the mmap lock, where it can), and the copy by pid list takes
+    /// the processes it left, once it is done.
+    fn begin_cmdlines(
+        &mut self,
+        groups: &Groups,
+        one_process: Option<i32>,
+    ) -> (CmdlinePlan, Option<CmdlinePass>) {
+        let plan = self.cmdline_plan(groups, one_process);
         let cmdline_pass = if plan == CmdlinePlan::Iterator {
             self.start_cmdline_pass()
         } else {
             None
         };
-        let copy = matches!(plan, CmdlinePlan::Walk { .. });
         self.cmd.reset();
+        (plan, cmdline_pass)
+    }
+
+    pub(super) fn snapshot_impl(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
+        let taken_at_boottime_ns = self.procfs.units().boot.now_ns();
+        let (groups, one_process) = pass_groups(query);
+        let (plan, cmdline_pass) = self.begin_cmdlines(&groups, one_process);
+        let copy = matches!(plan, CmdlinePlan::Walk { .. });
         let mut lap = Lap::new();
         let lines = plan == CmdlinePlan::Walk { lockless: true };
         // Without command lines, a second walk shard gains ~1 ms at 50,000 tasks (each
@@ -450,6 +449,23 @@ impl BpfCollector {
             stats,
         })
     }
+}
+
+/// The groups a pass of `query` reads (a selection by parent, session or process group
+/// needs the base group to choose by), and the one process it asks for, if it asks for one.
+fn pass_groups(query: &Query) -> (Groups, Option<i32>) {
+    let mut groups = query.groups;
+    if matches!(
+        query.selector,
+        Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_)
+    ) {
+        groups.base = true;
+    }
+    let one_process = match query.selector {
+        Selector::Pid(p) | Selector::ThreadsOf(p) => Some(p),
+        _ => None,
+    };
+    (groups, one_process)
 }
 
 #[cfg(test)]
