@@ -1,7 +1,7 @@
 //! psutil's `Process` methods that read a per-process file or make a system call no
 //! snapshot group carries: `cwd`, `open_files`, `memory_maps`, `memory_full_info`'s extras,
 //! `net_connections` (and the module-level one), `ionice` and `terminal`. Each asks the
-//! library ([`tasksnap_collect::process_files`], through the host's roots) and hands back
+//! library ([`tasksnap_collect::ProcessFiles`], through the host's roots) and hands back
 //! plain tuples; `tasksnap/_files.py` makes psutil's named tuples of them.
 //!
 //! Every call first checks that `pid` is still the process the caller's `Process` stands for
@@ -12,8 +12,8 @@
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use tasksnap_collect::process_files::{Endpoint, FilesError, Identity, ProcessFiles, SocketTable};
 use tasksnap_collect::Host;
+use tasksnap_collect::{Endpoint, FilesError, Identity, ProcessFiles, SocketTable};
 
 use crate::host::{self, PerRoot};
 use crate::psutil::os_str;
@@ -219,7 +219,7 @@ type Conn<'py> = Bound<'py, pyo3::types::PyTuple>;
 
 fn conns<'py>(
     py: Python<'py>,
-    list: Vec<tasksnap_collect::process_files::Connection>,
+    list: Vec<tasksnap_collect::Connection>,
     with_pid: bool,
 ) -> PyResult<Vec<Conn<'py>>> {
     list.into_iter()

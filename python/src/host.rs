@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tasksnap_collect::{Error, Host, HostOptions};
 use tasksnap_model::{Backend, Groups, PassReport, Query, Selector, Snapshot, Task};
-use tasksnap_procfs::users::Names;
+use tasksnap_sys::users::Names;
 
 /// Where every host of this interpreter reads.
 static WHERE: LazyLock<RwLock<HostOptions>> =
@@ -156,7 +156,7 @@ fn host_on_current() -> MutexGuard<'static, Kept> {
 
 /// Clock ticks per second (`CLK_TCK`): psutil's unit for start and CPU times.
 pub(crate) fn clk_tck() -> u64 {
-    tasksnap_collect::host::clock_ticks_per_s()
+    Host::clock_ticks_per_s()
 }
 
 /// Where the hosts of this interpreter read now.
@@ -316,8 +316,8 @@ pub(crate) fn one(query: &Query, real_ids: bool) -> Result<Snapshot, Error> {
 pub(crate) fn one_task(id: i32, groups: Groups, real_ids: bool) -> Result<Snapshot, Error> {
     let mut h = host_on_current();
     let p = one_host(&mut h)?;
-    let taken_at_unix_ns = tasksnap_procfs::sys::clock_ns(libc::CLOCK_REALTIME);
-    let taken_at_boottime_ns = tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME);
+    let taken_at_unix_ns = tasksnap_sys::clock_ns(libc::CLOCK_REALTIME);
+    let taken_at_boottime_ns = tasksnap_sys::clock_ns(libc::CLOCK_BOOTTIME);
     let (mut filled, stats) = p.fill(&[(id, id)], procfs_groups(groups, real_ids))?;
     Ok(Snapshot {
         taken_at_unix_ns,
@@ -400,11 +400,4 @@ pub(crate) fn boot_time(py: Python<'_>) -> PyResult<f64> {
         )));
     }
     Ok(snap.boot_time_unix_s as f64)
-}
-
-/// Physical memory in bytes (`MemTotal`), psutil's `virtual_memory().total`, the
-/// denominator of `memory_percent`; None when the kernel does not say.
-#[pyfunction]
-pub(crate) fn mem_total_bytes() -> Option<u64> {
-    tasksnap_collect::system::mem_total_kib(&options().proc_root).map(|k| k * 1024)
 }

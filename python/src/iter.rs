@@ -96,7 +96,7 @@ pub(crate) fn process_objects<'py>(
     // psutil's timer: monotonic seconds times the CPU count, read as the pass ends.
     let cpus = f64::from(num_cpus.unwrap_or(1).max(1));
     let timer_s =
-        num_cpus.map(|_| tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC) as f64 / 1e9 * cpus);
+        num_cpus.map(|_| tasksnap_sys::clock_ns(libc::CLOCK_MONOTONIC) as f64 / 1e9 * cpus);
     let mut ctx = Ctx::new(py, &snap, &attrs)?;
     ctx.complete_names(py, &snap, &attrs, true)?;
     ctx.load_threads(py, &attrs, backend, None)?;

@@ -245,7 +245,7 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(states::states, m)?)?;
     m.add_function(wrap_pyfunction!(host::last_report, m)?)?;
     m.add_function(wrap_pyfunction!(host::boot_time, m)?)?;
-    m.add_function(wrap_pyfunction!(host::mem_total_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(system::mem_total_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(host::env_proc_root, m)?)?;
     m.add_function(wrap_pyfunction!(host::set_proc_root, m)?)?;
     m.add_function(wrap_pyfunction!(host::py_start_ticks, m)?)?;

@@ -25,6 +25,13 @@ fn with<T>(f: impl FnOnce(&Host) -> T) -> T {
     f(&HOST.get().lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// Physical memory in bytes (`MemTotal`), psutil's `virtual_memory().total`, the
+/// denominator of `memory_percent`; None when the kernel does not say.
+#[pyfunction]
+pub(crate) fn mem_total_bytes() -> Option<u64> {
+    with(|h| h.mem_total_kib()).map(|k| k * 1024)
+}
+
 /// The error of a figure whose file could not be read (psutil raises the `OSError` of the
 /// open; here the library says only that it could not read).
 fn unreadable(what: &str) -> PyErr {
@@ -50,7 +57,7 @@ pub(crate) fn cpu_count(py: Python<'_>, logical: bool) -> Option<u64> {
 }
 
 /// One CPU line's fields, as many as the kernel printed (7 to 10), in clock ticks.
-fn line_values(l: &tasksnap_procfs::system::CpuLine) -> Vec<u64> {
+fn line_values(l: &tasksnap_collect::CpuLine) -> Vec<u64> {
     l.values()[..l.fields.min(10)].to_vec()
 }
 

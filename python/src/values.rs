@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use pyo3::IntoPyObjectExt;
-use tasksnap_collect::process_files::{FilesError, ProcessFiles};
+use tasksnap_collect::{FilesError, ProcessFiles};
 use tasksnap_model::{Backend, Groups, Query, Selector, Snapshot, Task, TaskState};
 
 use crate::attrs::{caller_is_root, Attr};
@@ -88,8 +88,6 @@ pub(crate) struct Ctx {
     pub(crate) cpu_percent: HashMap<i32, f64>,
     /// `threads` by pid: (tid, user s, system s) from one pass of every thread.
     threads: HashMap<i32, Vec<(i32, f64, f64)>>,
-    /// The procfs root, for what is read per process (`num_fds` without root).
-    proc_root: std::path::PathBuf,
     /// What a pass cannot carry, read once per process when the pass is made
     /// ([`Ctx::read_per_task`]): the CPU affinity, and the descriptor count without root.
     per_task: HashMap<(i32, Attr), Result<PerTask, Missing>>,
@@ -117,9 +115,8 @@ impl Ctx {
                 users.insert(uid, os_str(py, &name)?.unbind());
             }
         }
-        let opts = host::options();
         let mem_total_bytes = if attrs.contains(&Attr::MemoryPercent) {
-            tasksnap_collect::system::mem_total_kib(&opts.proc_root).map(|k| k * 1024)
+            crate::system::mem_total_bytes()
         } else {
             None
         };
@@ -130,7 +127,6 @@ impl Ctx {
             mem_total_bytes,
             cpu_percent: HashMap::new(),
             threads: HashMap::new(),
-            proc_root: opts.proc_root,
             per_task: HashMap::new(),
             root: caller_is_root(),
             gave_up: snap.stats.cmdline_timeouts > 0,
@@ -416,14 +412,14 @@ impl Ctx {
         for t in tasks {
             let pid = t.id.tgid;
             if affinity {
-                let v = match tasksnap_collect::system::cpu_affinity(pid) {
+                let v = match self.files().cpu_affinity(pid) {
                     Ok(cpus) => Ok(PerTask::Cpus(cpus)),
                     Err(e) => Err(classify(t, e)?),
                 };
                 self.per_task.insert((pid, Attr::CpuAffinity), v);
             }
             if fds {
-                let v = match tasksnap_collect::system::fd_count(&self.proc_root, pid) {
+                let v = match self.files().fd_count(pid) {
                     Ok(n) => Ok(PerTask::Count(n)),
                     Err(e) => Err(classify(t, e)?),
                 };

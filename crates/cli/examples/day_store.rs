@@ -7,7 +7,7 @@
 //! `cargo run --release -p tasksnap --example day_store -- DIR [SAMPLES] [INTERVAL]`
 //! (defaults: 8640 samples, 10 s: a day).
 
-use tasksnap_collect::sampler::{Options, Sampler};
+use tasksnap_collect::{Host, ReadingOptions};
 use tasksnap_history::Recorder;
 use tasksnap_store::WriterOptions;
 
@@ -28,10 +28,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         WriterOptions::default(),
         tasksnap_history::DEFAULT_KEY_EVERY,
     )?;
-    let mut sampler = Sampler::open(Options::default())?;
-    let start_unix = sampler.read()?.snapshot.taken_at_unix_ns - n * interval_ns;
+    let mut sampler = Host::from_env().open_readings(ReadingOptions::default())?;
+    let start_unix = sampler.read_mut()?.snapshot.taken_at_unix_ns - n * interval_ns;
     for i in 0..n {
-        let mut r = sampler.read()?.clone();
+        let mut r = sampler.read_mut()?.clone();
         let shift = r.snapshot.taken_at_unix_ns - (start_unix + i * interval_ns);
         r.snapshot.taken_at_unix_ns -= shift;
         recorder.append(&r)?;

@@ -7,8 +7,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use tasksnap_collect::exits::ExitSource;
-use tasksnap_collect::Host;
+use tasksnap_collect::{ExitSource, Host};
 use tasksnap_model::Backend;
 use tasksnap_model::{Groups, Query, Selector};
 

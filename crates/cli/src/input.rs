@@ -191,7 +191,7 @@ pub fn uid_of(user: &str) -> Option<u32> {
 
 /// The uid of the user named `name`, through the C library (NSS), reentrantly: the one
 /// lookup, in tasksnap-procfs.
-pub use tasksnap_procfs::users::uid_by_name;
+pub use tasksnap_sys::users::uid_by_name;
 
 #[cfg(test)]
 mod tests {

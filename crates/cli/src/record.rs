@@ -383,5 +383,5 @@ fn carry_on(recorder: &Recorder) -> Carry {
 
 /// CPU time this process used so far (all threads), ns.
 fn own_cpu_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+    tasksnap_sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }

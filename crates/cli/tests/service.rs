@@ -37,7 +37,7 @@ use tasksnap_loadgen::skip_unless_root;
 use common::ps::{run, tokens, Out, NOBODY};
 use common::specs::{procps_list, ps_l, together};
 use common::TASKSNAP;
-use tasksnap_collect::service::wire;
+use tasksnap_collect::testing::service::wire;
 use tasksnap_model::{Groups, Query, Selector, Task};
 
 /// The user the test makes when it is missing (and removes again then).

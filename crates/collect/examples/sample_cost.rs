@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::sampler::{Options, Sampler};
+use tasksnap_collect::{Host, ReadingOptions};
 
 fn cpu_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+    tasksnap_sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -15,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
     let every: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1.0);
     let (c0, w0) = (cpu_ns(), Instant::now());
-    let mut s = Sampler::open(Options::default())?;
+    let mut s = Host::from_env().open_readings(ReadingOptions::default())?;
     println!(
         "open: {:.1} ms wall, {:.1} ms cpu; tasks by {:?}, states by {:?}",
         w0.elapsed().as_secs_f64() * 1e3,
@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for _ in 0..n {
         let (c0, w0) = (cpu_ns(), Instant::now());
-        let r = s.read()?;
+        let r = s.read_mut()?;
         let threads = r.states.as_ref().map(|s| s.threads.len()).unwrap_or(0);
         println!(
             "read: {:.1} ms wall, {:.1} ms cpu; {} tasks, {} thread totals, {} with cmdline",

@@ -1,8 +1,8 @@
 //! Times one procfs snapshot: `cargo run --release --example snap -- WORKERS [cmdline]`.
 use std::time::Instant;
 
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::Collector;
+use tasksnap_collect::testing::procfs::ProcfsCollector;
+use tasksnap_collect::testing::Collector;
 use tasksnap_model::{Groups, Query, Selector};
 
 fn main() {

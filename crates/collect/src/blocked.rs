@@ -34,8 +34,8 @@
 
 use std::ffi::CString;
 
-use crate::sys;
 use tasksnap_procfs::parse;
+use tasksnap_sys as sys;
 
 /// An operation is looked at only once it has lasted this long (ns).
 pub(crate) const LOOK_AFTER_NS: u64 = 1_000_000;
@@ -69,9 +69,15 @@ pub(crate) fn look(tid: i32) -> Option<Look> {
     }
     let wall_ns = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let mut buf = [0u8; 1024];
-    let n = read_own(&format!("/proc/self/task/{tid}/stat"), &mut buf)?;
+    let n = read_own(
+        &format!("{}/self/task/{tid}/stat", sys::roots::PROC),
+        &mut buf,
+    )?;
     let state = parse::stat_state_letter(&buf[..n])?;
-    let n = read_own(&format!("/proc/self/task/{tid}/schedstat"), &mut buf)?;
+    let n = read_own(
+        &format!("{}/self/task/{tid}/schedstat", sys::roots::PROC),
+        &mut buf,
+    )?;
     let v = parse::parse_schedstat(&buf[..n]).ok()?;
     Some(Look {
         wall_ns,

@@ -4,11 +4,12 @@
 
 use tasksnap_model::{Groups, PassReport, Query, Snapshot};
 
-use crate::{Collector, Error, LiveCollector};
+use crate::collector::Collector;
+use crate::error::Error;
+use crate::collector::LiveCollector;
 
 pub use tasksnap_bpf::{quiet_libbpf, Unavailable};
 
-pub use crate::CHANGES_FULL_EVERY;
 
 /// Whether the caller may load BPF programs: root only (see the real backend).
 pub fn privileged() -> Result<(), Unavailable> {
@@ -46,6 +47,7 @@ pub struct BpfCollector {
 }
 
 impl BpfCollector {
+    #[cfg(any(test, feature = "testing"))]
     /// Says why there is no BPF backend.
     pub fn new() -> Result<BpfCollector, Unavailable> {
         not_built()
@@ -71,6 +73,7 @@ impl BpfCollector {
         not_built()
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Says why there is no BPF backend.
     pub fn load_fresh(_cmdline: bool, _walk: bool) -> Result<BpfCollector, Unavailable> {
         not_built()
@@ -111,6 +114,7 @@ impl BpfCollector {
         match self.never {}
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Unreachable: no collector is made.
     pub fn last_pass(&self) -> String {
         match self.never {}
@@ -127,7 +131,7 @@ impl Collector for BpfCollector {
         match self.never {}
     }
 
-    fn fill(&self, _ids: &[(i32, i32)], _groups: Groups) -> Result<crate::Filled, Error> {
+    fn fill(&self, _ids: &[(i32, i32)], _groups: Groups) -> Result<crate::collector::Filled, Error> {
         match self.never {}
     }
 
@@ -137,7 +141,7 @@ impl Collector for BpfCollector {
 }
 
 impl LiveCollector for BpfCollector {
-    fn changes(&mut self, _query: &Query) -> Result<crate::Changes, Error> {
+    fn changes(&mut self, _query: &Query) -> Result<crate::collector::Changes, Error> {
         match self.never {}
     }
 

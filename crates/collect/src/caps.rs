@@ -8,18 +8,36 @@
 //! the effective, permitted and inheritable sets, so a bug later in the run cannot use it.
 //!
 //! Capabilities are per thread: call this before starting any thread (threads started
-//! afterwards inherit the reduced sets).
+//! afterwards inherit the reduced sets). Front ends never call this: their `Host` does, once.
 
 use std::io;
 
-/// CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH: open /proc files whatever their mode.
-/// CAP_KILL, CAP_SYS_NICE: `top`'s kill and renice.
-/// CAP_SYS_PTRACE: /proc files guarded by ptrace access (io, environ, wchan, exe).
-pub const KEPT: u64 = 1 << 1 | 1 << 2 | 1 << 5 | 1 << 19 | 1 << 23;
+// Capability numbers (include/uapi/linux/capability.h), as bits of a 64-bit set.
+/// Open files whatever their mode bits say.
+const CAP_DAC_OVERRIDE: u64 = 1 << 1;
+/// Read and search directories whatever their mode bits say.
+const CAP_DAC_READ_SEARCH: u64 = 1 << 2;
+/// Signal any process (`top`'s kill).
+const CAP_KILL: u64 = 1 << 5;
+/// Pass ptrace access checks: /proc files guarded by them (io, environ, wchan, exe).
+const CAP_SYS_PTRACE: u64 = 1 << 19;
+/// Raise any process's priority (`top`'s renice).
+const CAP_SYS_NICE: u64 = 1 << 23;
+/// Create BPF maps (the BPF walk's memory, made again when the host grows).
+const CAP_BPF: u64 = 1 << 39;
 
-/// What a reader that never acts on tasks keeps (an exporter): [`KEPT`] less CAP_KILL and
-/// CAP_SYS_NICE.
-pub const KEPT_READING: u64 = 1 << 1 | 1 << 2 | 1 << 19;
+/// What a front end keeps once its sources are loaded: reading other users' /proc files, and
+/// `top`'s kill and renice.
+pub const KEPT: u64 =
+    CAP_DAC_OVERRIDE | CAP_DAC_READ_SEARCH | CAP_KILL | CAP_SYS_PTRACE | CAP_SYS_NICE;
+
+/// What a reader that never acts on tasks keeps (an exporter, the query service's
+/// connections): [`KEPT`] less CAP_KILL and CAP_SYS_NICE.
+pub const KEPT_READING: u64 = CAP_DAC_OVERRIDE | CAP_DAC_READ_SEARCH | CAP_SYS_PTRACE;
+
+/// What the query service's pass thread keeps: [`KEPT_READING`], and CAP_BPF to grow the
+/// walk's memory for a host that grew (a service runs for weeks).
+pub const KEPT_SERVICE_PASSES: u64 = KEPT_READING | CAP_BPF;
 
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 

@@ -15,18 +15,22 @@ use std::path::Path;
 use tasksnap_model::{Backend, Groups};
 
 use crate::bpf::BpfCollector;
+use crate::collector::Collector;
+use crate::collector::LiveCollector;
+use crate::collector::StateSource;
+use crate::error::Error;
 use crate::procfs::{ProcfsCollector, Units};
 use crate::service::client::ServiceCollector;
 use crate::states::bpf::BpfSource;
 use crate::states::procfs::ProcfsSource;
-use crate::{Collector, Error, LiveCollector, StateSource};
+use crate::units::is_kernel_proc;
 
 /// Below this many tasks a one-shot procfs read (on both cores) is done before the BPF
 /// program has loaded and run: at 7,000 processes the two were level on this 2-core
 /// machine, at 8,000 BPF was 7-9% ahead (docs/benchmarks.md, "Backend crossover").
 pub const AUTO_MIN_TASKS: u64 = 8_000;
 
-pub use crate::task_count;
+use crate::machine::task_count;
 
 /// How the BPF collector got ready, for `-v`.
 fn readiness(b: &BpfCollector) -> String {
@@ -53,12 +57,6 @@ fn procfs(root: &Path, units: Units, why: String) -> Result<ProcfsCollector, Err
     Ok(p)
 }
 
-/// Whether `root` is the running kernel's /proc, the only tree the BPF programs (which read
-/// the kernel itself) can answer for. A test's fake tree is read by the procfs sources only.
-pub fn is_kernel_proc(root: &Path) -> bool {
-    root == Path::new(crate::host::KERNEL_PROC)
-}
-
 /// Why BPF cannot answer for the tree at `root` (`None`: it may).
 fn not_the_kernel(root: &Path) -> Option<String> {
     (!is_kernel_proc(root)).then(|| {
@@ -82,7 +80,7 @@ fn service(
     match (backend, socket) {
         (Backend::Service, None) => Some(Err(Error::Unsupported(format!(
             "the query service is turned off here ({}=1)",
-            crate::host::NO_SERVICE_ENV
+            crate::host::options::NO_SERVICE_ENV
         )))),
         (Backend::Service, Some(socket)) => {
             if let Some(why) = not_the_kernel(root) {

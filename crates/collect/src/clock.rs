@@ -44,7 +44,7 @@ impl BootClock {
     pub fn caller() -> BootClock {
         static CALLER: OnceLock<BootClock> = OnceLock::new();
         *CALLER.get_or_init(|| {
-            let path = std::path::Path::new(crate::host::KERNEL_PROC).join("self/timens_offsets");
+            let path = std::path::Path::new(tasksnap_sys::roots::PROC).join("self/timens_offsets");
             BootClock {
                 offset_ns: std::fs::read(path)
                     .ok()
@@ -66,7 +66,7 @@ impl BootClock {
 
     /// The kernel's boot clock now, ns (`clock_gettime(CLOCK_BOOTTIME)` less the offset).
     pub fn now_ns(&self) -> u64 {
-        self.from_caller_ns(tasksnap_procfs::sys::clock_ns(libc::CLOCK_BOOTTIME))
+        self.from_caller_ns(tasksnap_sys::clock_ns(libc::CLOCK_BOOTTIME))
     }
 
     /// A time of the caller's boot clock, ns, on the kernel's.

@@ -1,28 +1,45 @@
-//! How every consumer reads the host: three traits, side by side, each answered by a BPF
-//! backend and a /proc one.
+//! Everything that reads the host, behind one entry point: [`Host`]. A front end (ps, top,
+//! states, record, serve, doctor, bench, pin, the Python binding) opens a `Host` and asks
+//! it; this crate's face is that type, the options it opens with ([`HostOptions`],
+//! [`ReadingOptions`], [`StatesOptions`]), the handles it gives out ([`ThreadStates`],
+//! [`Readings`], [`Exits`], [`ProcessFiles`], [`TaskLinks`], [`TcpOwners`],
+//! [`QueryService`], [`BpfBench`]) and what they answer with: the model's types, and the
+//! few of this crate's own named below. Every module is private: the compiler keeps the
+//! fence.
 //!
-//! - [`Collector`]: answers a [`Query`] with a [`Snapshot`] of tasks (`ps`, `bench`);
-//! - [`LiveCollector`]: a [`Collector`] that keeps what it saw, for a live view (`top`);
-//! - [`StateSource`]: cumulative per-thread time in each scheduler state, a model
-//!   [`Sample`] keyed by `TaskId` (`states`, top's DISK%).
+//! What the face re-exports, and why each is part of it:
+//! - the model's [`Backend`], [`PassReport`], [`Query`], [`Snapshot`], [`Sample`]: what a
+//!   front end asks with and is answered with;
+//! - [`Units`], [`BootClock`]: the arithmetic a front end does on the host's figures;
+//! - [`Error`], [`BpfUnavailable`], [`FilesError`]: why a call failed, typed;
+//! - [`ChangeSummary`], [`Filled`]: what [`Host::changes_into`] and [`Host::fill`] return
+//!   besides tasks;
+//! - [`ExitSource`]: which source [`Exits`] reads (doctor says which);
+//! - [`BpfProbe`]: what `doctor` learns of loading the programs;
+//! - [`Identity`], [`Connection`], [`Endpoint`], [`SocketTable`] (and [`OpenFile`],
+//!   [`Mapped`], [`SmapsTotals`]): one process's files as [`ProcessFiles`] reads them;
+//! - [`CpuLine`], [`MemInfo`], [`TtyDriver`], [`UtmpRecord`]: machine-wide figures as
+//!   tasksnap-procfs parses them, handed back whole by [`Host`]'s methods, so that no front
+//!   end depends on the /proc parser crate;
+//! - [`NamedTty`], [`QueryCounts`]: what [`Host::tty_named`] and a [`QueryService`] say;
+//! - [`StatesFilter`]: which threads a thread-state source reports.
 //!
-//! A collector or source owns its data source and nothing else: it knows how to read tasks,
-//! not how to show them. [`procfs::ProcfsCollector`] and [`states::procfs::ProcfsSource`]
-//! read `/proc` (or any tree laid out like it, which is how tests feed them fake kernels);
-//! [`bpf::BpfCollector`] and [`states::bpf::BpfSource`] load BPF programs (root only).
-//! [`choice`] holds the one rule per kind for which one answers ([`Backend::Auto`]).
-//!
-//! Front ends use [`Host`] (in [`host`]) and nothing else: it opens the sources by those
-//! rules, owns the units and the /proc root, and drops privileges once.
+//! Behind the face: the sources and their traits (`collector.rs`: `Collector` for
+//! snapshots, `LiveCollector` for a live view's changes, `StateSource` for thread-state
+//! totals), each answered by a BPF backend and a /proc one (`procfs/`, `bpf/`, `states/`),
+//! chosen by `choice.rs`; the sampler of whole readings (`sampler.rs`), the exit records
+//! (`exits/`), the query service's both sides (`service/`), the host's units and which /proc
+//! is the kernel's (`units.rs`), and the privileges dropped once (`caps.rs`).
 #![deny(missing_docs)]
 
 mod blocked;
+mod bpf_bench;
 // The one place the no-BPF build differs: without the BPF programs (no clang, or
 // TASKSNAP_NO_BPF at build time), `bpf` and the thread-state accounting's source
 // (re-exported by `states::bpf`) are stubs whose constructors say why.
 tasksnap_bpf::select! {
     built {
-        pub mod bpf;
+        mod bpf;
         #[path = "states/bpf/source.rs"]
         mod states_bpf;
         #[path = "exits/source.rs"]
@@ -30,244 +47,60 @@ tasksnap_bpf::select! {
     }
     missing {
         #[path = "bpf_stub.rs"]
-        pub mod bpf;
+        mod bpf;
         #[path = "states/bpf/stub.rs"]
         mod states_bpf;
         #[path = "exits/stub.rs"]
         mod exits_bpf;
     }
 }
-pub mod caps;
-pub mod choice;
-pub mod clock;
-pub mod exits;
-pub mod host;
-pub mod login;
-pub mod machine;
-pub mod numa;
-pub mod probes;
-pub mod process_files;
-pub mod procfs;
-pub mod replay;
-pub mod sampler;
-pub mod service;
-pub mod states;
-pub mod system;
-pub mod task_files;
-/// The raw system calls live in the reading layer; this alias keeps `crate::sys` paths (the
-/// BPF modules use them) pointing there.
-use tasksnap_procfs::sys;
+mod caps;
+mod choice;
+mod clock;
+mod collector;
+mod error;
+mod exits;
+mod host;
+mod login;
+mod machine;
+mod numa;
+mod probes;
+mod process_files;
+mod procfs;
+mod replay;
+mod sampler;
+mod service;
+mod states;
+mod task_files;
+mod tcp_owners;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod units;
 
-use std::collections::HashMap;
-
+pub use bpf_bench::BpfBench;
 pub use clock::BootClock;
-pub use host::{Host, HostOptions, ReadingOptions, Readings, StatesOptions, ThreadStates, Units};
+pub use collector::{ChangeSummary, Filled};
+pub use error::Error;
+pub use exits::{ExitSource, Exits};
+pub use host::{
+    BpfProbe, Host, HostOptions, NamedTty, ReadingOptions, Readings, StatesOptions, TaskLinks,
+    ThreadStates, Units,
+};
+pub use process_files::{
+    Connection, Endpoint, FilesError, Identity, Mapped, OpenFile, ProcessFiles, SmapsTotals,
+    SocketTable,
+};
 /// Which threads a thread-state source reports ([`StatesOptions::filter`]).
+pub use service::server::displace::{
+    victim as connection_to_displace, Candidate as ConnectionCandidate,
+};
+pub use service::server::{Counts as QueryCounts, QueryService, StartError as QueryServiceError};
 pub use states::Filter as StatesFilter;
+/// Why the BPF programs cannot load or be pinned here.
+pub use tasksnap_bpf::Unavailable as BpfUnavailable;
 pub use tasksnap_model::states::Sample;
 pub use tasksnap_model::{Backend, PassReport, Query, Snapshot};
-use tasksnap_model::{Groups, SnapshotStats, Task, TaskId};
-
-/// A live view's [`Collector::changes`] is a whole pass at least once in this many calls
-/// (both backends: see `bpf/changes.rs` and `procfs/live.rs`).
-pub const CHANGES_FULL_EVERY: u32 = 20;
-
-/// The number of tasks (threads) on the system: the denominator of /proc/loadavg's 4th field.
-/// (Here, not in `choice`, so that the backends do not depend on the module that chooses
-/// between them.)
-pub fn task_count(proc_root: &std::path::Path) -> Option<u64> {
-    system::load_averages(proc_root)?.tasks
-}
-
-/// What can make a whole collection fail. Per-task trouble (a task exiting mid-read, a file
-/// the caller may not read) is never an error: it is counted in [`tasksnap_model::SnapshotStats`].
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The procfs root could not be opened or listed.
-    #[error("cannot read {path}: {error}")]
-    Root {
-        /// The root directory.
-        path: String,
-        /// Why: in the message, not a `source()` as well, so that a caller printing the
-        /// error with its chain (anyhow's `{:#}`) does not say it twice.
-        error: std::io::Error,
-    },
-    /// A system facility the collector needs is missing.
-    #[error("{0}")]
-    Unsupported(String),
-    /// Something every read needs ran out even after the collector closed every descriptor
-    /// it held: descriptor numbers under the process's open-files limit (EMFILE), the
-    /// system's open files (ENFILE) or kernel memory (ENOMEM). The tasks it could not open
-    /// are not "denied": a listing without them would be silently short, so the whole
-    /// collection fails instead.
-    #[error("{what}: {error}{hint}")]
-    Exhausted {
-        /// What could not be opened or read.
-        what: String,
-        /// The error (EMFILE, ENFILE or ENOMEM).
-        error: std::io::Error,
-        /// What to do about it, when something can be said (the open-files limit in force).
-        hint: String,
-    },
-    /// The BPF thread-state accounting cannot run here; the message says why.
-    #[error("BPF accounting unavailable: {0}")]
-    BpfUnavailable(String),
-    /// A BPF map or iterator operation of the thread-state accounting failed while sampling.
-    #[error("BPF: {0}")]
-    Bpf(String),
-    /// Neither exit source can run here ([`exits::Exits::load`]): why not, each.
-    #[error("no exit records: BPF: {bpf}; taskstats: {taskstats}")]
-    ExitsUnavailable {
-        /// Why the BPF program cannot load.
-        bpf: String,
-        /// Why the taskstats listener cannot be registered.
-        taskstats: String,
-    },
-    /// A file a thread-state source must read is not readable (e.g. the /proc root itself).
-    #[error("{path}: {error}")]
-    Io {
-        /// The file.
-        path: String,
-        /// Why.
-        error: std::io::Error,
-    },
-}
-
-impl Error {
-    /// An [`Error::Exhausted`] for `what`, saying the open-files limit when the error is
-    /// EMFILE.
-    pub fn exhausted(what: impl Into<String>, error: std::io::Error) -> Error {
-        let hint = if error.raw_os_error() == Some(libc::EMFILE) {
-            format!(
-                " (the open-files limit, RLIMIT_NOFILE, is {}: raise it with `ulimit -n`)",
-                sys::nofile_limit()
-            )
-        } else {
-            String::new()
-        };
-        Error::Exhausted {
-            what: what.into(),
-            error,
-            hint,
-        }
-    }
-}
-
-/// What [`LiveCollector::changes`] found since its previous call.
-#[derive(Debug)]
-pub struct Changes {
-    /// Every task the query selects when `full`; else only the tasks that changed or
-    /// appeared since the previous call (the tasks of a process whose records changed, in
-    /// the shape the query asks for).
-    pub snapshot: Snapshot,
-    /// True when `snapshot` has every task: the caller replaces what it kept.
-    pub full: bool,
-    /// Threads gone since the previous call (when not `full`).
-    pub gone: Vec<TaskId>,
-}
-
-impl Changes {
-    /// Hands every task to `sink` in order and says what was handed over: what
-    /// [`LiveCollector::changes_into`] does with the answer of a `changes`.
-    pub fn into_sink(self, sink: &mut dyn FnMut(Task)) -> ChangeSummary {
-        let summary = ChangeSummary {
-            full: self.full,
-            gone: self.gone,
-            tasks: self.snapshot.tasks.len(),
-        };
-        for t in self.snapshot.tasks {
-            sink(t);
-        }
-        summary
-    }
-}
-
-/// What [`LiveCollector::changes_into`] found, besides the tasks it handed over.
-#[derive(Debug, Clone, Default)]
-pub struct ChangeSummary {
-    /// True when every task the query selects was handed over.
-    pub full: bool,
-    /// Threads gone since the previous call (when not `full`).
-    pub gone: Vec<TaskId>,
-    /// Tasks handed over.
-    pub tasks: usize,
-}
-
-/// Tasks read for a list of ids ([`Collector::fill`]), by (tgid, tid), and what could not be
-/// read.
-pub type Filled = (HashMap<(i32, i32), Task>, SnapshotStats);
-
-/// Answers queries with whole snapshots: what `ps`, `bench` and any one-off reader use.
-pub trait Collector: Send {
-    /// Collects the tasks `query` selects, with the groups it asks for.
-    fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error>;
-    /// Reads `groups` for the tasks `ids` (tgid, tid) only, e.g. the command lines and
-    /// memory of the rows a screen shows, with the same deadline on a target's mmap lock as
-    /// a snapshot's reads. Tasks gone are absent; a command line given up at the deadline
-    /// is marked `cmdline_timed_out`.
-    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<Filled, Error>;
-    /// What this collector is, why it was chosen, and how its last pass went.
-    fn report(&self) -> PassReport;
-    /// Whether this collector, as opened, reads `groups` as well as one opened again for
-    /// them would: false only when opening again would load something they need that this
-    /// one did not (the BPF collector's command-line iterator or the program that writes
-    /// the rare blocks). A front end that keeps a collector between calls of different
-    /// groups (the Python binding) opens again only then, so a load is paid once.
-    fn serves(&self, groups: &Groups) -> bool {
-        let _ = groups;
-        true
-    }
-    /// Hands a snapshot's tasks back once they are no longer needed, so that the next
-    /// snapshot can reuse the vector's memory (a periodic refresh then does not fault in and
-    /// unmap tens of megabytes every time). Dropping them is always fine too.
-    fn recycle(&mut self, tasks: Vec<Task>) {
-        drop(tasks);
-    }
-}
-
-/// A live view's collector (`top`): it keeps what it saw between calls, so that a refresh
-/// reads only what changed where the backend can tell (the BPF walk skips, in the kernel,
-/// the processes that did not change), and it favours CPU time over the latency of one
-/// pass after its first.
-pub trait LiveCollector: Collector {
-    /// What changed since the last call (every task, the first time).
-    fn changes(&mut self, query: &Query) -> Result<Changes, Error>;
-    /// [`LiveCollector::changes`], handing each task to `sink` instead of collecting them:
-    /// a whole pass then never holds every task at once (the BPF walk's; the default
-    /// collects and then hands them over).
-    fn changes_into(
-        &mut self,
-        query: &Query,
-        sink: &mut dyn FnMut(Task),
-    ) -> Result<ChangeSummary, Error> {
-        Ok(self.changes(query)?.into_sink(sink))
-    }
-    /// Whether the next call with `query` will be a whole pass: a caller that rebuilds
-    /// everything from one can free what it holds first (the peak memory of a live view is
-    /// a whole pass).
-    fn next_changes_full(&self, query: &Query) -> bool;
-    /// Loads what makes later calls cheap (the BPF walk and the memory it writes into)
-    /// while the caller still holds the privileges it started with; called once, before
-    /// they are dropped. Failing is not an error: the calls then take a slower path.
-    fn prepare(&mut self, _groups: &Groups) {}
-}
-
-/// A source of thread-state totals (`states`, top's DISK% and wait reasons): cumulative
-/// per-thread time in each scheduler state, keyed by `TaskId` like the tasks of a
-/// [`Snapshot`]. Turning two samples into percentages is tasksnap-states' (pure).
-pub trait StateSource {
-    /// Cumulative totals of every thread the source's filter selects, now.
-    fn sample(&mut self) -> Result<Sample, Error>;
-
-    /// The threads whose totals the last [`StateSource::sample`] read (changed, new or
-    /// exited); every other thread's are the sample before's, taken on in the same state.
-    /// `None`: every thread's were read (the default, and a whole pass).
-    fn changed(&self) -> Option<&[tasksnap_model::TaskId]> {
-        None
-    }
-
-    /// Gives back a sample this source returned, once the caller is done with it: a source
-    /// that copies a sample it keeps reuses its memory for the next one (faulting in the
-    /// memory of 100,000 threads' totals anew was a fifth of a sample). Dropped by default.
-    fn recycle(&mut self, _old: Sample) {}
-}
+pub use tasksnap_procfs::system::{CpuLine, MemInfo, TtyDriver};
+/// A record of the utmp file ([`Host::user_sessions`]).
+pub use tasksnap_procfs::utmp::Record as UtmpRecord;
+pub use tcp_owners::TcpOwners;

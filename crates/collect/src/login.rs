@@ -30,6 +30,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use tasksnap_sys::roots;
+
 /// Which line of /proc/PID/cgroup holds systemd's own hierarchy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hierarchy {
@@ -95,9 +97,9 @@ impl Login {
     /// The host's: /sys/fs/cgroup's layout, pid 1 of `proc_root`, /run/systemd.
     pub fn system(proc_root: &Path) -> Login {
         Login::new(
-            detect_hierarchy(Path::new("/sys/fs/cgroup")),
+            detect_hierarchy(&Path::new(roots::SYS).join("fs/cgroup")),
             proc_root,
-            Path::new("/run/systemd"),
+            &Path::new(roots::RUN).join("systemd"),
         )
     }
 

@@ -4,7 +4,7 @@
 //! show of the machine, and what psutil's host helpers of the Python binding report (every
 //! field of the CPU lines, the meminfo fields psutil reads, zoneinfo's watermarks, swap
 //! traffic, online CPUs and physical cores from sysfs, the login sessions of utmp). Each returns `None` (or empty) when its file cannot be read; tests
-//! hand them fake trees. Front ends reach them through [`crate::Host`].
+//! hand them fake trees. Front ends reach them through [`crate::host::Host`].
 
 use std::path::Path;
 
@@ -13,7 +13,8 @@ use tasksnap_model::{
     HOSTNAME_MAX_BYTES,
 };
 use tasksnap_procfs::system::{CpuLine, MemInfo};
-use tasksnap_procfs::{sys, system, utmp};
+use tasksnap_procfs::{system, utmp};
+use tasksnap_sys as sys;
 
 fn read(root: &Path, file: &str) -> Option<Vec<u8>> {
     sys::read_small_file(&root.join(file)).ok()
@@ -79,6 +80,18 @@ pub fn mem_total_kib(root: &Path) -> Option<u64> {
 /// `/proc/loadavg`.
 pub fn load_averages(root: &Path) -> Option<LoadAverages> {
     Some(system::parse_loadavg(&read(root, "loadavg")?))
+}
+
+/// The number of tasks (threads) on the system: the denominator of /proc/loadavg's 4th field.
+pub fn task_count(root: &Path) -> Option<u64> {
+    load_averages(root)?.tasks
+}
+
+/// [`task_count`] of the running kernel (what the BPF programs walk, whatever tree a host
+/// reads). Only the BPF passes ask: a build without them has no caller.
+#[allow(dead_code)] // see above
+pub fn kernel_task_count() -> Option<u64> {
+    task_count(Path::new(tasksnap_sys::roots::PROC))
 }
 
 /// Seconds since boot, from `/proc/uptime`, on the kernel's boot clock (the caller's

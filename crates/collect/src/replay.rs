@@ -9,7 +9,11 @@ use std::collections::HashMap;
 
 use tasksnap_model::{Groups, PassReport, Query, Reading, Selector, Snapshot, Task};
 
-use crate::{Collector, Error, Filled, Sample, StateSource};
+use crate::collector::Collector;
+use crate::collector::Filled;
+use crate::collector::StateSource;
+use crate::error::Error;
+use tasksnap_model::states::Sample;
 
 /// Answers queries from one recorded reading.
 #[derive(Debug)]

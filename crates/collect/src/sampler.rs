@@ -5,7 +5,7 @@
 //!
 //! - Tasks come from a [`LiveCollector`] kept open for the sampler's life: after the first
 //!   call only the tasks that changed are read (the BPF walk skips unchanged processes in the
-//!   kernel), with a whole pass every [`crate::CHANGES_FULL_EVERY`] calls; the sampler keeps
+//!   kernel), with a whole pass every [`crate::collector::CHANGES_FULL_EVERY`] calls; the sampler keeps
 //!   the current set and hands out all of it. A process's main thread carries the whole
 //!   process's figures (its CPU times summed over its threads, the dead ones included, as
 //!   /proc/PID/stat shows them): what `ps` shows for a process, and for the main thread of
@@ -36,7 +36,10 @@ use tasksnap_model::{
     Task, TaskId,
 };
 
-use crate::{choice, system, Error, LiveCollector, StateSource};
+use crate::collector::LiveCollector;
+use crate::collector::StateSource;
+use crate::error::Error;
+use crate::{choice, machine};
 
 /// How a [`Sampler`] reads.
 #[derive(Debug, Clone)]
@@ -65,7 +68,7 @@ impl Default for Options {
             backend: Backend::Auto,
             track_sleep: false,
             states: true,
-            proc_root: PathBuf::from("/proc"),
+            proc_root: PathBuf::from(tasksnap_sys::roots::PROC),
             exe: false,
             states_fds_left: crate::states::procfs::Options::default().fds_left,
             exits: false,
@@ -120,19 +123,10 @@ impl std::fmt::Debug for Sampler {
 
 impl Sampler {
     /// Opens the sources (loading BPF programs where `opts.backend` allows: call while
-    /// still privileged). A state source that cannot run with `Auto` is replaced by none
-    /// only when even the /proc one fails; its reason is in [`Sampler::states_report`].
-    pub fn open(opts: Options) -> Result<Sampler, Error> {
-        let units = crate::procfs::ProcfsCollector::with_root(&opts.proc_root)?.units();
-        let exits = opts
-            .exits
-            .then(|| crate::exits::Exits::load(crate::exits::Options::default()));
-        Sampler::open_with(opts, units, exits)
-    }
-
-    /// [`Sampler::open`] with the host's unit conversions and the exit source it loaded
-    /// (`None` when not asked for): what [`crate::Host`] opens.
-    pub(crate) fn open_with(
+    /// still privileged) with the host's unit conversions and the exit source it loaded
+    /// (`None` when not asked for). A state source that cannot run with `Auto` is replaced by
+    /// none only when even the /proc one fails; its reason is in [`Sampler::states_report`].
+    pub(crate) fn open(
         opts: Options,
         units: crate::procfs::Units,
         exits: Option<Result<crate::exits::Exits, Error>>,
@@ -224,15 +218,9 @@ impl Sampler {
         &self.changes
     }
 
-    /// Where the last [`Sampler::read`]'s time went, phase by phase.
+    /// Where the last [`Sampler::read_mut`]'s time went, phase by phase.
     pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
         &self.phases
-    }
-
-    /// One reading of the host. It is kept (and updated in place by the next call, which
-    /// costs the tasks that changed, not the host): clone what must outlive that.
-    pub fn read(&mut self) -> Result<&Reading, Error> {
-        Ok(self.read_mut()?)
     }
 
     /// [`Sampler::read_mut`] with what the reading changed from the one before
@@ -242,51 +230,16 @@ impl Sampler {
         Ok((&mut self.reading, &self.changes))
     }
 
-    /// [`Sampler::read`], for a caller that takes parts out of the reading (an exporter keeps
-    /// the thread-state totals as the start of its next interval instead of copying them):
-    /// the next call fills every part again; the tasks must be left in place, since the
-    /// next call updates them.
+    /// One reading of the host, kept and updated in place by the next call (which costs the
+    /// tasks that changed, not the host): clone what must outlive that. A caller may take
+    /// parts out of it (an exporter keeps the thread-state totals as the start of its next
+    /// interval instead of copying them): the next call fills every part again; the tasks
+    /// must be left in place, since the next call updates them.
     pub fn read_mut(&mut self) -> Result<&mut Reading, Error> {
         let t0 = std::time::Instant::now();
-        // Exits first: a process that exits after this drain is either a live row of this
-        // reading (read before it died) or missing from it, and an exit of the next.
-        // A source that fails (its reader thread stopped) is dropped, and the readings say
-        // why from then on: the tasks and thread states go on.
-        let drained = match &mut self.exits {
-            Ok(source) => {
-                let exact = source.source().exact_identity();
-                Some(source.drain().map(|b| (b, exact)))
-            }
-            Err(_) => None,
-        };
-        match drained {
-            Some(Ok((mut batch, exact))) => {
-                if !exact {
-                    // The previous walk's rows: processes seen alive that exited since; then
-                    // those it no longer found (their records come a reading late).
-                    let rows = &self.reading.snapshot.tasks;
-                    let departed = &self.departed;
-                    crate::exits::adopt_identities(&mut batch.exits, |tgid| {
-                        crate::exits::leader_of(rows, tgid)
-                            .or_else(|| departed.iter().find(|id| id.tgid == tgid).copied())
-                    });
-                }
-                self.reading.exits = batch.exits;
-                self.reading.exits_dropped = batch.dropped;
-                self.reading.exits_missing = None;
-            }
-            Some(Err(e)) => self.exits = Err(format!("the exit source stopped: {e}")),
-            None => {}
-        }
-        if let Err(why) = &self.exits {
-            self.reading.exits.clear();
-            self.reading.exits_dropped = 0;
-            if self.reading.exits_missing.as_deref() != Some(why.as_str()) {
-                self.reading.exits_missing = Some(why.clone());
-            }
-        }
+        self.take_exits();
         let t_exits = std::time::Instant::now();
-        let taken_at_unix_ns = crate::sys::clock_ns(libc::CLOCK_REALTIME);
+        let taken_at_unix_ns = tasksnap_sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = crate::BootClock::caller().now_ns();
         let mut fresh: Vec<Task> = Vec::new();
         let summary = self
@@ -356,11 +309,12 @@ impl Sampler {
         snapshot.taken_at_boottime_ns = taken_at_boottime_ns;
         snapshot.backend = self.live.report().backend;
         if snapshot.boot_time_unix_s == 0 {
-            snapshot.boot_time_unix_s = system::boot_time_unix_s(&self.opts.proc_root).unwrap_or(0);
+            snapshot.boot_time_unix_s =
+                machine::boot_time_unix_s(&self.opts.proc_root).unwrap_or(0);
         }
-        self.reading.system = system::figures(&self.opts.proc_root);
+        self.reading.system = machine::figures(&self.opts.proc_root);
         // Read each time, not once: a host can be renamed while a recorder runs.
-        self.reading.host = system::identity(&self.opts.proc_root);
+        self.reading.host = machine::identity(&self.opts.proc_root);
         let t4 = std::time::Instant::now();
         self.phases = vec![
             ("exits", t_exits - t0),
@@ -370,6 +324,46 @@ impl Sampler {
             ("system", t4 - t3),
         ];
         Ok(&mut self.reading)
+    }
+
+    /// Drains the exit source into the reading. Exits first: a process that exits after
+    /// this drain is either a live row of this reading (read before it died) or missing from
+    /// it, and an exit of the next. A source that fails (its reader thread stopped) is
+    /// dropped, and the readings say why from then on: the tasks and thread states go on.
+    fn take_exits(&mut self) {
+        let drained = match &mut self.exits {
+            Ok(source) => {
+                let exact = source.source().exact_identity();
+                Some(source.drain().map(|b| (b, exact)))
+            }
+            Err(_) => None,
+        };
+        match drained {
+            Some(Ok((mut batch, exact))) => {
+                if !exact {
+                    // The previous walk's rows: processes seen alive that exited since; then
+                    // those it no longer found (their records come a reading late).
+                    let rows = &self.reading.snapshot.tasks;
+                    let departed = &self.departed;
+                    crate::exits::Exits::adopt_identities(&mut batch.exits, |tgid| {
+                        crate::exits::leader_of(rows, tgid)
+                            .or_else(|| departed.iter().find(|id| id.tgid == tgid).copied())
+                    });
+                }
+                self.reading.exits = batch.exits;
+                self.reading.exits_dropped = batch.dropped;
+                self.reading.exits_missing = None;
+            }
+            Some(Err(e)) => self.exits = Err(format!("the exit source stopped: {e}")),
+            None => {}
+        }
+        if let Err(why) = &self.exits {
+            self.reading.exits.clear();
+            self.reading.exits_dropped = 0;
+            if self.reading.exits_missing.as_deref() != Some(why.as_str()) {
+                self.reading.exits_missing = Some(why.clone());
+            }
+        }
     }
 
     /// Reads the command lines and cgroups of the processes that have none yet (new task
@@ -609,7 +603,7 @@ mod tests {
         let units = crate::procfs::ProcfsCollector::with_root(root)
             .expect("procfs")
             .units();
-        let mut sampler = Sampler::open_with(opts, units, Some(Ok(exits))).expect("sampler");
+        let mut sampler = Sampler::open(opts, units, Some(Ok(exits))).expect("sampler");
         let live = sampler
             .read_mut()
             .expect("first reading")

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use tasksnap_procfs::sys;
+use tasksnap_sys as sys;
 
 fn read(root: &Path, file: &str) -> Option<Vec<u8>> {
     sys::read_small_file(&root.join(file)).ok()
@@ -37,6 +37,13 @@ pub fn fd_count(root: &Path, pid: i32) -> std::io::Result<usize> {
     Ok(std::fs::read_dir(root.join(pid.to_string()).join("fd"))?
         .filter(|e| e.is_ok())
         .count())
+}
+
+/// Descriptors the calling process has open (the entries of `root`/self/fd, less the one
+/// reading them); `None` when they cannot be listed.
+pub fn own_open_descriptors(root: &Path) -> Option<usize> {
+    let entries = std::fs::read_dir(root.join("self/fd")).ok()?;
+    Some(entries.count().saturating_sub(1))
 }
 
 /// The CPUs task `pid` may run on (`sched_getaffinity(2)`), ascending. The mask grows

@@ -13,9 +13,9 @@ use std::process::Child;
 use std::time::Duration;
 use tasksnap_loadgen::{cpu_clock_ns, settled_sleep, wait_until};
 
-use tasksnap_collect::bpf::BpfCollector;
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::{Changes, Collector, LiveCollector};
+use tasksnap_collect::testing::bpf::BpfCollector;
+use tasksnap_collect::testing::procfs::ProcfsCollector;
+use tasksnap_collect::testing::{Changes, Collector, LiveCollector};
 use tasksnap_model::{Groups, PassKind, Query, Selector, Task, TaskId};
 
 /// Children killed (and reaped) when the test ends, however it ends.
@@ -179,7 +179,7 @@ fn changed_only_walks_follow_what_ran_and_what_went_away() {
 
     // Within a bounded number of calls, a whole pass again (for what changes in a task that
     // does not run).
-    let full_again = (0..=tasksnap_collect::bpf::CHANGES_FULL_EVERY)
+    let full_again = (0..=tasksnap_collect::testing::CHANGES_FULL_EVERY)
         .any(|_| bpf.changes(&q).expect("changes").full);
     assert!(full_again, "no whole pass within the period");
 }
@@ -288,7 +288,7 @@ fn a_process_exiting_between_the_walk_and_the_roll_leaves_no_ghost_row() {
         full
     } {}
     let mut both = 0;
-    for _ in 0..tasksnap_collect::bpf::CHANGES_FULL_EVERY - 4 {
+    for _ in 0..tasksnap_collect::testing::CHANGES_FULL_EVERY - 4 {
         std::thread::sleep(Duration::from_millis(20));
         let c = bpf.changes(&q).expect("changes");
         both += apply(c);

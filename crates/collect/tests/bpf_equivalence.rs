@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use tasksnap_loadgen::skip_unless_root;
 
-use tasksnap_collect::bpf::BpfCollector;
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::Collector;
+use tasksnap_collect::testing::bpf::BpfCollector;
+use tasksnap_collect::testing::procfs::ProcfsCollector;
+use tasksnap_collect::testing::Collector;
 use tasksnap_loadgen::{Guard, Load};
 use tasksnap_model::{CmdlineSource, Groups, PassKind, PassReport, Query, Selector, Task};
 
@@ -230,7 +230,7 @@ fn statm(tgid: i32, tid: i32) -> Option<[u64; 7]> {
 #[test]
 fn statm_from_the_pass_is_what_proc_shows() {
     skip_unless_root!("statm from the BPF pass against /proc");
-    let sums = tasksnap_procfs::sys::kernel_release().is_some_and(|v| v >= (6, 16));
+    let sums = tasksnap_sys::kernel_release().is_some_and(|v| v >= (6, 16));
     let load = Load::spawn(&[
         "--procs",
         "20",

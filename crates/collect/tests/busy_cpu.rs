@@ -7,8 +7,8 @@ use std::time::Duration;
 use tasksnap_loadgen::ProcessGroup;
 use tasksnap_loadgen::{settled_sleep, wait_until};
 
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::Collector;
+use tasksnap_collect::testing::procfs::ProcfsCollector;
+use tasksnap_collect::testing::Collector;
 use tasksnap_model::{Groups, Query, Selector};
 
 /// Regression: on a busy host, `ps -e H` printed `[sleep]` for a `sleep 1000` whose command

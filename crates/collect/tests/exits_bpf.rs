@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 use tasksnap_loadgen::skip_unless_root;
 
-use tasksnap_collect::host::{Host, HostOptions};
+use tasksnap_collect::testing::host::{Host, HostOptions};
 use tasksnap_model::{Exit, ExitReason};
 
 mod exits_common;
@@ -23,7 +23,7 @@ use exits_common::{exit_3_shown, exit_readings, exits_in, sigkill_shown, threads
 
 exits_common::child_roles!("TASKSNAP_EXITS_CHILD", "ex", 50_000_000, 200_000_000);
 
-fn open() -> Option<tasksnap_collect::exits::Exits> {
+fn open() -> Option<tasksnap_collect::testing::exits::Exits> {
     if !tasksnap_loadgen::root_or_skip("exit records (BPF)") {
         return None;
     }
@@ -76,12 +76,13 @@ fn exits_a_full_buffer_cannot_take_are_counted() {
     // the kernel, its buffer full before the reader thread woke, or by the reader, its five
     // places taken); every one of them is either drained or counted (the count also takes
     // other processes' exits on a busy host: it can only be larger).
-    let mut exits = tasksnap_collect::exits::Exits::load(tasksnap_collect::exits::Options {
-        ring_buffer_bytes: 4096,
-        max_pending_exits: 5,
-        ..tasksnap_collect::exits::Options::default()
-    })
-    .expect("load the exit program");
+    let mut exits =
+        tasksnap_collect::testing::exits::Exits::load(tasksnap_collect::testing::exits::Options {
+            ring_buffer_bytes: 4096,
+            max_pending_exits: 5,
+            ..tasksnap_collect::testing::exits::Options::default()
+        })
+        .expect("load the exit program");
     let pids: Vec<i32> = (0..30)
         .map(|_| {
             let child = spawn("true");
@@ -145,7 +146,7 @@ fn a_reading_carries_the_processes_that_exited_since_the_previous_one() {
 fn a_reading_without_the_exit_source_says_why() {
     let host = Host::open(HostOptions::default());
     let mut readings = host
-        .open_readings(tasksnap_collect::host::ReadingOptions {
+        .open_readings(tasksnap_collect::testing::host::ReadingOptions {
             states: false,
             ..Default::default()
         })

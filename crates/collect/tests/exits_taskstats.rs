@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 use tasksnap_loadgen::skip_unless_root;
 
-use tasksnap_collect::exits::{ExitSource, Exits, Options};
+use tasksnap_collect::testing::exits::{ExitSource, Exits, Options};
 use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Groups, Query, Selector};
 
 mod exits_common;
@@ -118,7 +118,7 @@ fn a_zombies_exit_takes_the_identity_of_its_live_row() {
         e.start_time_ns,
         zombie.start_time_ns
     );
-    tasksnap_collect::exits::adopt_live_identities(std::slice::from_mut(e), &tasks);
+    tasksnap_collect::testing::exits::adopt_live_identities(std::slice::from_mut(e), &tasks);
     assert_eq!(e.id, zombie);
 }
 

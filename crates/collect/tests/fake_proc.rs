@@ -4,8 +4,8 @@
 use std::fs;
 use std::path::Path;
 
-use tasksnap_collect::procfs::{ProcfsCollector, Units};
-use tasksnap_collect::Collector;
+use tasksnap_collect::testing::procfs::{ProcfsCollector, Units};
+use tasksnap_collect::testing::Collector;
 use tasksnap_model::{Groups, Query, Selector, Snapshot, TaskState};
 
 const UNITS: Units = Units {

@@ -7,8 +7,9 @@
 use std::process::{Command, Stdio};
 use tasksnap_loadgen::ProcessGroup;
 
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::{Collector, Error};
+use tasksnap_collect::testing::procfs::ProcfsCollector;
+use tasksnap_collect::testing::Collector;
+use tasksnap_collect::Error;
 use tasksnap_model::{Groups, Query, Selector};
 
 /// Child side: drops every inherited descriptor past stderr, sets RLIMIT_NOFILE to

@@ -6,8 +6,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use tasksnap_loadgen::{skip_unless_root, Guard};
 
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::Collector;
+use tasksnap_collect::testing::procfs::ProcfsCollector;
+use tasksnap_collect::testing::Collector;
 use tasksnap_model::{Groups, Query, Selector, Snapshot, Task};
 
 fn one(c: &mut ProcfsCollector, pid: i32, groups: Groups) -> Option<Task> {

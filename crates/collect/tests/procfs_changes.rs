@@ -12,8 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tasksnap_loadgen::{cpu_clock_ns, proc_text, settled_sleep, wait_until};
 
-use tasksnap_collect::procfs::ProcfsCollector;
-use tasksnap_collect::{Changes, LiveCollector};
+use tasksnap_collect::testing::procfs::ProcfsCollector;
+use tasksnap_collect::testing::{Changes, LiveCollector};
 use tasksnap_model::{Groups, Query, Selector, Task};
 
 /// Children killed (and reaped) when the test ends, however it ends; and pids of
@@ -137,7 +137,7 @@ fn changes_follow_what_ran_what_went_away_and_who_was_re_parented() {
     assert!(c4.gone.iter().any(|id| id.tgid == parent_pid));
 
     // Within a bounded number of calls, a whole read again.
-    let full_again = (0..=tasksnap_collect::bpf::CHANGES_FULL_EVERY)
+    let full_again = (0..=tasksnap_collect::testing::CHANGES_FULL_EVERY)
         .any(|_| procfs.changes(&q).expect("changes").full);
     assert!(full_again, "no whole read within the period");
 }

@@ -14,9 +14,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::Command;
 use tasksnap_loadgen::skip_unless_root;
 
-use tasksnap_collect::service::peer::{Caller, HidePid, ProcMount};
-use tasksnap_collect::service::visibility;
-use tasksnap_collect::service::wire;
+use tasksnap_collect::testing::service::peer::{Caller, HidePid, ProcMount};
+use tasksnap_collect::testing::service::visibility;
+use tasksnap_collect::testing::service::wire;
 use tasksnap_collect::Host;
 use tasksnap_model::{Backend, Groups, Query, Selector, Task};
 
@@ -298,7 +298,7 @@ fn nobody(proc_mount: ProcMount) -> Caller {
         groups: Vec::new(),
         proc_mount,
         // This test's host: read as the service would.
-        rules: tasksnap_collect::service::peer::host_rules(
+        rules: tasksnap_collect::testing::service::peer::host_rules(
             std::path::Path::new("/sys"),
             std::path::Path::new("/proc"),
         ),
@@ -319,7 +319,7 @@ fn viewed(
         // The test knows what it made of its targets (a zombie's cached dumpability is
         // not in /proc); others as the service can tell.
         dumpable.get(&t.id.tgid).copied().unwrap_or_else(|| {
-            tasksnap_collect::service::answer::dumpable_by_owner("/proc".as_ref(), t)
+            tasksnap_collect::testing::service::answer::dumpable_by_owner("/proc".as_ref(), t)
         })
     })
     .into_iter()
@@ -490,8 +490,8 @@ fn client() {
 
 #[test]
 fn identify_a_caller_in_a_private_mount_namespace() {
-    use tasksnap_collect::service::peer;
-    use tasksnap_collect::service::visibility::Rules;
+    use tasksnap_collect::testing::service::peer;
+    use tasksnap_collect::testing::service::peer::Rules;
     skip_unless_root!("identify a caller as nobody under hidepid");
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::set_permissions(
@@ -564,9 +564,11 @@ fn start_client(
 
 /// Identifies a client of this binary started by `argv` (a command that ends by running the
 /// binary it is given as its last arguments).
-fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::peer::Refusal> {
-    use tasksnap_collect::service::peer;
-    use tasksnap_collect::service::visibility::Rules;
+fn identify_client(
+    argv: &[&str],
+) -> Result<Caller, tasksnap_collect::testing::service::peer::Refusal> {
+    use tasksnap_collect::testing::service::peer;
+    use tasksnap_collect::testing::service::peer::Rules;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("q.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
@@ -583,7 +585,7 @@ fn identify_client(argv: &[&str]) -> Result<Caller, tasksnap_collect::service::p
 /// command `mounts` ran there.
 fn identify_client_after_mounts(
     mounts: &str,
-) -> Result<Caller, tasksnap_collect::service::peer::Refusal> {
+) -> Result<Caller, tasksnap_collect::testing::service::peer::Refusal> {
     let script = format!("{mounts} && exec \"$0\" \"$@\"");
     identify_client(&[
         "unshare",
@@ -598,7 +600,7 @@ fn identify_client_after_mounts(
 
 #[test]
 fn callers_of_other_namespaces_are_refused() {
-    use tasksnap_collect::service::peer::Refusal;
+    use tasksnap_collect::testing::service::peer::Refusal;
     skip_unless_root!("identify callers in other namespaces");
     let r = identify_client(&["unshare", "--user", "--map-root-user"]);
     assert!(matches!(r, Err(Refusal::OtherUserNamespace)), "{r:?}");

@@ -15,9 +15,9 @@
 mod states_common;
 
 use states_common::*;
-use tasksnap_collect::states::bpf::{BpfSource, Options};
-use tasksnap_collect::states::Filter;
-use tasksnap_collect::StateSource;
+use tasksnap_collect::testing::states::bpf::{BpfSource, Options};
+use tasksnap_collect::testing::states::Filter;
+use tasksnap_collect::testing::StateSource;
 use tasksnap_loadgen::skip_unless_root;
 use tasksnap_states::{Rollup, State};
 
@@ -54,7 +54,9 @@ fn sources() -> [(&'static str, Box<dyn StateSource>); 2] {
 struct OwnThreads(BpfSource);
 
 impl StateSource for OwnThreads {
-    fn sample(&mut self) -> Result<tasksnap_collect::states::Sample, tasksnap_collect::Error> {
+    fn sample(
+        &mut self,
+    ) -> Result<tasksnap_collect::testing::states::Sample, tasksnap_collect::Error> {
         let mut s = self.0.sample()?;
         let me = me();
         s.threads.retain(|id, _| id.tgid == me);

@@ -5,9 +5,9 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use tasksnap_collect::states::procfs::{Options, ProcfsSource};
-use tasksnap_collect::states::Filter;
-use tasksnap_collect::StateSource;
+use tasksnap_collect::testing::states::procfs::{Options, ProcfsSource};
+use tasksnap_collect::testing::states::Filter;
+use tasksnap_collect::testing::StateSource;
 use tasksnap_states::{between, Rollup, State};
 
 fn stat_line(tid: i32, comm: &str, state: char, start: u64, blkio: u64) -> String {
@@ -177,8 +177,8 @@ fn a_missing_proc_root_is_an_error_not_a_panic() {
 /// source, saying why in the words of the BPF error the states command prints.
 #[test]
 fn open_states_takes_the_backend_asked_for_and_auto_says_why() {
-    use tasksnap_collect::choice::open_states;
-    use tasksnap_collect::states::bpf;
+    use tasksnap_collect::testing::choice::open_states;
+    use tasksnap_collect::testing::states::bpf;
     use tasksnap_collect::{Backend, Error};
 
     let me = vec![std::process::id() as i32];

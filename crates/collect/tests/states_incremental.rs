@@ -11,9 +11,9 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use tasksnap_loadgen::skip_unless_root;
 
-use tasksnap_collect::states::bpf::{BpfSource, Options};
-use tasksnap_collect::states::{Filter, Sample, ThreadTotals};
-use tasksnap_collect::StateSource;
+use tasksnap_collect::testing::states::bpf::{BpfSource, Options};
+use tasksnap_collect::testing::states::{Filter, Sample, ThreadTotals};
+use tasksnap_collect::testing::StateSource;
 
 fn me() -> i32 {
     // SAFETY: getpid cannot fail.

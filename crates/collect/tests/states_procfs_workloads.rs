@@ -6,9 +6,9 @@
 mod states_common;
 
 use states_common::*;
-use tasksnap_collect::states::procfs::{Options, ProcfsSource};
-use tasksnap_collect::states::Filter;
-use tasksnap_collect::StateSource;
+use tasksnap_collect::testing::states::procfs::{Options, ProcfsSource};
+use tasksnap_collect::testing::states::Filter;
+use tasksnap_collect::testing::StateSource;
 use tasksnap_states::{between, Rollup, State};
 
 fn source() -> ProcfsSource {

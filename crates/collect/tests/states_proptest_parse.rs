@@ -18,10 +18,10 @@ use proptest::prelude::*;
 #[path = "../../procfs/tests/strategies/mod.rs"]
 mod strategies;
 use strategies::{brief_line, cases, hostile_comm};
-use tasksnap_collect::states::procfs::{delayacct_on, Options, ProcfsSource};
-use tasksnap_collect::states::symbolize::{is_switch_frame, trim, Kallsyms};
-use tasksnap_collect::states::Filter;
-use tasksnap_collect::StateSource;
+use tasksnap_collect::testing::states::procfs::{delayacct_on, Options, ProcfsSource};
+use tasksnap_collect::testing::states::symbolize::{is_switch_frame, trim, Kallsyms};
+use tasksnap_collect::testing::states::Filter;
+use tasksnap_collect::testing::StateSource;
 use tasksnap_states::{between, Rollup};
 
 const KALLSYMS: &str = "ffffffff81000138 t syscall_return_via_sysret\nffffffff81000f70 t common_interrupt_return\nffffffff810011a6 t native_irq_return_ldt\nffffffff821f7c80 t __schedule\nffffffff821fcd20 t rwsem_down_write_slowpath\nffffffff82a00000 D jiffies\nffffffffc0a01000 t ext4_file_read_iter\t[ext4]\n0000000000000000 T hidden_from_non_root\n";

@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use tasksnap_model::hash::IdMap;
 use tasksnap_model::{Comm, Exit, Task, TaskId};
-use tasksnap_procfs::users::Names;
+use tasksnap_sys::users::Names;
 
 use crate::config::{Config, Facts};
 

@@ -16,7 +16,7 @@ pub type Pid = libc::pid_t;
 
 /// The wrappers the reading layer already has (async-signal-safe: a system call each, no
 /// allocation): `read(2)` retried on EINTR, `close(2)`, `gettid(2)`.
-pub use tasksnap_procfs::sys::{close as close_fd, gettid, read_fd};
+pub use tasksnap_sys::{close as close_fd, gettid, read_fd};
 
 fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret == -1 {

@@ -18,12 +18,7 @@ struct Counter(File);
 
 impl Counter {
     fn open(tracepoint: &str) -> Result<Counter, String> {
-        let id_path = format!("/sys/kernel/tracing/events/{tracepoint}/id");
-        let id: u64 = std::fs::read_to_string(&id_path)
-            .map_err(|e| format!("{id_path}: {e}"))?
-            .trim()
-            .parse()
-            .map_err(|e| format!("{id_path}: {e}"))?;
+        let id = tasksnap_collect::Host::tracepoint_id(tracepoint).map_err(|e| e.to_string())?;
         let mut attr = sys::bindings::perf_event_attr {
             type_: sys::bindings::PERF_TYPE_TRACEPOINT,
             size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,

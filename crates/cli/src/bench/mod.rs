@@ -16,11 +16,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde::Serialize;
-// The BPF rows time the BPF collector's own paths (iterator or walk, command lines with or
-// without the mmap lock), which only a benchmark names: they are the one front-end use of
-// a source past the Host.
-use tasksnap_collect::bpf::BpfCollector;
-use tasksnap_collect::{Collector, Host};
+use tasksnap_collect::{BpfBench, Host};
 use tasksnap_model::{Backend, Groups, Query, Selector};
 
 #[derive(Debug, Serialize)]
@@ -183,7 +179,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
     };
     proc_rows(&mut bench, &mut procfs, &pids);
     let bpf = match procfs.options().is_this_kernel() {
-        true => BpfCollector::with_cmdline(true).map_err(|e| e.to_string()),
+        true => Host::bpf_bench().map_err(|e| e.to_string()),
         false => Err("a fake /proc tree is read by the procfs collector only".to_string()),
     };
     match bpf {
@@ -230,13 +226,13 @@ fn proc_rows(bench: &mut Bench, procfs: &mut Host, pids: &[i32]) {
 }
 
 /// The BPF rows: loading, the raw passes of each path, and the collector's snapshots.
-fn bpf_rows(bench: &mut Bench, bpf: &mut BpfCollector) {
-    let how = if bpf.pinned_at.is_some() {
+fn bpf_rows(bench: &mut Bench, bpf: &mut BpfBench) {
+    let how = if bpf.pinned() {
         "BPF programs: open the pinned set (once per process)"
     } else {
         "BPF programs: load (once per process; `tasksnap pin` avoids it)"
     };
-    bench.push(how, (bpf.load_ns as f64 / 1e6, None));
+    bench.push(how, (bpf.load_ns() as f64 / 1e6, None));
     // Both full-pass paths when the walk is there (a pinned set), side by side.
     let paths: &[(bool, &str)] = if bpf.has_walk() {
         &[(false, "iterator"), (true, "walk")]

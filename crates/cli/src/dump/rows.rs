@@ -24,8 +24,8 @@ use std::collections::HashMap;
 
 use tasksnap_model::states::Sample;
 use tasksnap_model::{fields, HostIdentity, Reading, Snapshot, Task};
-use tasksnap_procfs::users::Names;
 use tasksnap_states::interval::{between, Rollup, Row};
+use tasksnap_sys::users::Names;
 
 use super::cells::{
     args_line, cgroup_line, exact, int, model_value, secs, since_boot, text, unix_time, Value,

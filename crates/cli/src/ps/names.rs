@@ -9,10 +9,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tasksnap_collect::host::TaskLinks;
+use tasksnap_collect::TaskLinks;
 
 /// Cached uid/gid -> name lookups: the one NSS lookup, in tasksnap-procfs.
-pub use tasksnap_procfs::users::Names;
+pub use tasksnap_sys::users::Names;
 
 /// glibc's major() of a 32-bit `tty_nr` (the kernel's `new_encode_dev` layout).
 pub fn dev_major(dev: u32) -> u32 {
@@ -24,7 +24,7 @@ pub fn dev_minor(dev: u32) -> u32 {
     (dev & 0xff) | ((dev >> 12) & 0xfff00)
 }
 
-use tasksnap_procfs::system::TtyDriver as Driver;
+use tasksnap_collect::TtyDriver as Driver;
 
 /// What ps reads of the machine while it prints, taken from the [`tasksnap_collect::Host`]
 /// it opened: the tty driver table, the task links and the /dev root (terminal names), each

@@ -269,7 +269,7 @@ fn clock_time(s: u64) -> Cell {
 
 /// `localtime_r` + `strftime` with `fmt`.
 fn strftime(t: i64, fmt: &std::ffi::CStr) -> String {
-    let Some(tm) = tasksnap_procfs::sys::local_time(t) else {
+    let Some(tm) = tasksnap_sys::local_time(t) else {
         return String::new();
     };
     let mut buf = [0u8; 128];
@@ -282,7 +282,7 @@ fn strftime(t: i64, fmt: &std::ffi::CStr) -> String {
 /// The local time parts procps compares (year and day of year); zeros when the time cannot
 /// be broken down (procps compares a zeroed `tm` then).
 fn year_yday(t: i64) -> (i32, i32) {
-    tasksnap_procfs::sys::local_time(t).map_or((0, 0), |tm| (tm.tm_year, tm.tm_yday))
+    tasksnap_sys::local_time(t).map_or((0, 0), |tm| (tm.tm_year, tm.tm_yday))
 }
 
 /// `ctime(3)` without its newline: "Sun Nov 22 04:18:11 2026".

@@ -3,24 +3,22 @@
 //!
 //! Refusing the newcomer (503) would hand the exporter to whoever opens connections first
 //! and keeps them: one local client holding the cap's worth of silent connections got every
-//! scrape refused. So at the cap the newcomer is served and an old connection goes:
-//!
-//! 1. from the peer holding the most connections (a peer is the client's address and, on
-//!    loopback, where every client is 127.0.0.1, the uid owning the client's socket, asked
-//!    of the kernel by sock_diag), so that a flood from one client costs that client;
-//! 2. of that peer's, one that never sent a request before one that did (a scraper sends
-//!    its request as soon as it connects);
-//! 3. the one silent longest (since it was accepted or since its last request).
+//! scrape refused. So at the cap the newcomer is served and an old connection goes, chosen as
+//! the query socket chooses ([`connection_to_displace`]): one of the peer holding the most
+//! connections (a peer is the client's address and, on loopback, where every client is
+//! 127.0.0.1, the uid owning the client's socket: [`TcpOwners`]), one that never sent a
+//! request before one that did (a scraper sends its request as soon as it connects), the one
+//! silent longest.
 //!
 //! Silent connections end on their own too (the header-read timeout, see [`super::http`]);
 //! this is what keeps the scrapes going in between.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use tasksnap_collect::{connection_to_displace, ConnectionCandidate as Candidate, TcpOwners};
 use tokio::sync::Notify;
 
 /// Who is at the other end: the address, and the owner of a loopback client's socket.
@@ -56,7 +54,7 @@ impl Entry {
 /// The connections being served.
 #[derive(Debug)]
 pub struct Conns {
-    proc_root: PathBuf,
+    owners: TcpOwners,
     inner: Mutex<Inner>,
 }
 
@@ -66,44 +64,11 @@ struct Inner {
     conns: HashMap<u64, Entry>,
 }
 
-/// What the victim choice looks at of one connection (`P`: who holds it, [`Peer`] here, a
-/// uid on the query socket).
-#[derive(Debug, Clone, Copy)]
-pub struct Candidate<P = Peer> {
-    /// Its id.
-    pub id: u64,
-    /// Its peer.
-    pub peer: P,
-    /// Requests it has sent.
-    pub requests: u64,
-    /// Accepted, or its last request.
-    pub since: Instant,
-}
-
-/// The connection to drop for a newcomer (see the module header); `None` when there is none.
-pub fn victim<P: Copy + Eq + std::hash::Hash>(cands: &[Candidate<P>]) -> Option<u64> {
-    let mut per_peer: HashMap<P, usize> = HashMap::new();
-    for c in cands {
-        *per_peer.entry(c.peer).or_default() += 1;
-    }
-    cands
-        .iter()
-        .max_by_key(|c| {
-            (
-                per_peer.get(&c.peer).copied().unwrap_or(0),
-                c.requests == 0,
-                std::cmp::Reverse(c.since),
-                std::cmp::Reverse(c.id),
-            )
-        })
-        .map(|c| c.id)
-}
-
 impl Conns {
-    /// No connections; `proc_root` is where the TCP tables are read.
-    pub fn new(proc_root: PathBuf) -> Conns {
+    /// No connections; `owners` tells loopback clients' owners.
+    pub fn new(owners: TcpOwners) -> Conns {
         Conns {
-            proc_root,
+            owners,
             inner: Mutex::new(Inner::default()),
         }
     }
@@ -154,7 +119,7 @@ impl Conns {
     pub fn evict_one(&self) -> bool {
         let mut inner = self.lock();
         self.look_up_owners(&mut inner);
-        let cands: Vec<Candidate> = inner
+        let cands: Vec<Candidate<Peer>> = inner
             .conns
             .iter()
             .filter(|(_, e)| !e.leaving)
@@ -165,7 +130,7 @@ impl Conns {
                 since: e.since,
             })
             .collect();
-        let Some(id) = victim(&cands) else {
+        let Some(id) = connection_to_displace(&cands) else {
             return false;
         };
         match inner.conns.get_mut(&id) {
@@ -178,32 +143,22 @@ impl Conns {
         }
     }
 
-    /// Fills in the owner of every loopback client's socket not looked up yet: asked of the
-    /// kernel one socket at a time, or, where netlink is not allowed, from one read of each
-    /// TCP table that has such a client (a walk of every socket of the host).
+    /// Fills in the owner of every loopback client's socket not looked up yet.
     fn look_up_owners(&self, inner: &mut Inner) {
-        if !inner.conns.values().any(|e| e.uid.is_none()) {
+        let pending: Vec<&mut Entry> = inner
+            .conns
+            .values_mut()
+            .filter(|e| e.uid.is_none())
+            .collect();
+        if pending.is_empty() {
             return;
         }
-        if let Some(diag) = tasksnap_procfs::net::SockDiag::open() {
-            for e in inner.conns.values_mut().filter(|e| e.uid.is_none()) {
-                e.uid = Some(diag.socket_owner(e.peer_addr, e.local_addr));
-            }
-            return;
-        }
-        for (v6, table) in [(false, "net/tcp"), (true, "net/tcp6")] {
-            let wanted = |e: &Entry| e.uid.is_none() && e.peer_addr.is_ipv6() == v6;
-            if !inner.conns.values().any(wanted) {
-                continue;
-            }
-            let text = std::fs::read(self.proc_root.join(table)).unwrap_or_default();
-            for e in inner.conns.values_mut().filter(|e| wanted(e)) {
-                e.uid = Some(tasksnap_procfs::net::socket_uid(
-                    &text,
-                    e.peer_addr,
-                    e.local_addr,
-                ));
-            }
+        let sockets: Vec<(SocketAddr, SocketAddr)> = pending
+            .iter()
+            .map(|e| (e.peer_addr, e.local_addr))
+            .collect();
+        for (e, uid) in pending.into_iter().zip(self.owners.owners(&sockets)) {
+            e.uid = Some(uid);
         }
     }
 }
@@ -211,52 +166,10 @@ impl Conns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    fn peer(ip: &str, uid: Option<u32>) -> Peer {
-        Peer {
-            ip: ip.parse().expect("ip"),
-            uid,
-        }
-    }
-
-    #[test]
-    fn the_heaviest_peer_loses_its_longest_silent_connection() {
-        let t0 = Instant::now();
-        let at = |s: u64| t0 + Duration::from_secs(s);
-        let lo = |uid| peer("127.0.0.1", Some(uid));
-        let c = |id, peer, requests, since| Candidate {
-            id,
-            peer,
-            requests,
-            since,
-        };
-        // Prometheus (uid 107): one connection, silent longest of all.
-        // A local client (uid 1000): three, one of which scraped.
-        let cands = [
-            c(1, lo(107), 5, at(0)),
-            c(2, lo(1000), 0, at(3)),
-            c(3, lo(1000), 0, at(2)),
-            c(4, lo(1000), 1, at(1)),
-        ];
-        assert_eq!(victim(&cands), Some(3));
-        // Same peer for everyone (uid unknown): one that never asked, silent longest.
-        let same = peer("127.0.0.1", None);
-        let cands = [
-            c(1, same, 5, at(0)),
-            c(2, same, 0, at(3)),
-            c(3, same, 0, at(2)),
-        ];
-        assert_eq!(victim(&cands), Some(3));
-        // Only scrapers: the one silent longest.
-        let cands = [c(1, same, 5, at(4)), c(2, same, 1, at(3))];
-        assert_eq!(victim(&cands), Some(2));
-        assert_eq!(victim::<Peer>(&[]), None);
-    }
 
     #[test]
     fn an_evicted_connection_is_told_once() {
-        let conns = Conns::new(PathBuf::from("/nonexistent"));
+        let conns = Conns::new(tasksnap_collect::Host::tcp_owners());
         let a: SocketAddr = "10.0.0.1:5000".parse().expect("addr");
         let l: SocketAddr = "10.0.0.2:8275".parse().expect("addr");
         let (first, _) = conns.add(a, l);

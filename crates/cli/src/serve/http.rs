@@ -95,9 +95,7 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(budget.connections));
     // The sockets are this process's: the running kernel's tables, whatever tree the
     // collection reads.
-    let conns = Arc::new(Conns::new(std::path::PathBuf::from(
-        tasksnap_collect::host::KERNEL_PROC,
-    )));
+    let conns = Arc::new(Conns::new(tasksnap_collect::Host::tcp_owners()));
     let refusing = Arc::new(AtomicUsize::new(0));
     let scrapes = Arc::new(AtomicU64::new(0));
     let local = listener.local_addr().ok();

@@ -13,20 +13,18 @@
 mod budget;
 mod conns;
 mod http;
-mod query;
 mod shared;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use tasksnap_collect::host::KERNEL_PROC;
-use tasksnap_collect::{Host, ReadingOptions, Readings};
+use tasksnap_collect::{Host, QueryService, ReadingOptions, Readings};
 use tasksnap_export::encode::{Cost, Exposition};
 use tasksnap_export::{Aggregator, Config, Grouping, Options};
 use tasksnap_model::Backend;
@@ -99,7 +97,7 @@ pub struct Args {
     /// Where the query socket listens: users without privileges get their ps, top and
     /// Python passes from the loaded BPF programs through it, each shown exactly what its own
     /// /proc would show it (as root; see docs/service.md).
-    #[arg(long, value_name = "PATH", default_value = tasksnap_collect::service::DEFAULT_SOCKET)]
+    #[arg(long, value_name = "PATH", default_value = QueryService::DEFAULT_SOCKET)]
     pub query_socket: PathBuf,
 
     /// No query socket: only the exporter.
@@ -118,10 +116,10 @@ pub struct Args {
 
 fn parse_budget(s: &str) -> Result<u64, String> {
     let b = when::parse_size(s)?;
-    if b < query::MIN_BUDGET_BYTES {
+    if b < QueryService::MIN_BUDGET_BYTES {
         return Err(format!(
             "{s} is less than the {} MiB a pass and a few answers need",
-            query::MIN_BUDGET_BYTES >> 20
+            QueryService::MIN_BUDGET_BYTES >> 20
         ));
     }
     Ok(b)
@@ -205,8 +203,8 @@ fn thread_cpu_clock() -> Option<libc::clockid_t> {
 /// Counted as the process's CPU less the HTTP thread's, so a scrape answered during a
 /// collection is not charged to it and no source has to report its threads.
 fn collection_cpu_ns(http: Option<libc::clockid_t>) -> u64 {
-    let process = tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
-    process.saturating_sub(http.map_or(0, tasksnap_procfs::sys::clock_ns))
+    let process = tasksnap_sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID);
+    process.saturating_sub(http.map_or(0, tasksnap_sys::clock_ns))
 }
 
 /// Makes the calling thread (the collection thread) 10 nice levels lower than the exporter,
@@ -351,11 +349,11 @@ fn keep_heap() {
 
 /// Starts the query socket; when it cannot, why (said after the start line: the exporter
 /// goes on without it). Not on a fake /proc tree (a test's), which the BPF pass does not read.
-fn start_queries(args: &Args) -> (Option<query::QueryService>, Option<String>) {
+fn start_queries(args: &Args) -> (Option<QueryService>, Option<String>) {
     if args.no_query_socket || !tasksnap_collect::HostOptions::from_env().is_this_kernel() {
         return (None, None);
     }
-    match query::start(&args.query_socket, args.query_memory_budget) {
+    match Host::serve_queries(&args.query_socket, args.query_memory_budget) {
         Ok(q) => (Some(q), None),
         Err(e) => (
             None,
@@ -368,7 +366,7 @@ fn start_queries(args: &Args) -> (Option<query::QueryService>, Option<String>) {
 }
 
 /// The stop line's account of the query socket.
-fn queries_said(q: &Option<query::QueryService>) -> String {
+fn queries_said(q: &Option<QueryService>) -> String {
     match q {
         Some(q) => {
             let c = q.counts();
@@ -387,7 +385,7 @@ fn queries_said(q: &Option<query::QueryService>) -> String {
 
 /// `serve --no-metrics`: the query socket alone, until a stop signal.
 fn run_queries_only(args: &Args, signals: &libc::sigset_t) -> ExitCode {
-    let mut q = match query::start(&args.query_socket, args.query_memory_budget) {
+    let mut q = match Host::serve_queries(&args.query_socket, args.query_memory_budget) {
         Ok(q) => q,
         Err(e) => {
             warn!(
@@ -450,7 +448,7 @@ fn run(args: &Args, grouping: Grouping) -> ExitCode {
     let _ = Host::drop_all_privileges_of_this_thread();
     // What is open now (the sources, the listener, the runtime) stays open: the rest of the
     // open-files limit is shared between connections and collections.
-    let open = budget::open_descriptors(Path::new(KERNEL_PROC)).unwrap_or(64);
+    let open = Host::open_descriptors().unwrap_or(64);
     let budget = budget::budget(nofile, open);
     let limited = if budget.connections < budget::MAX_CONNECTIONS {
         format!(
@@ -566,7 +564,7 @@ fn say_started(
     args: &Args,
     at: SocketAddr,
     started: &Started,
-    queries: &Option<query::QueryService>,
+    queries: &Option<QueryService>,
     queries_missing: &Option<String>,
     limited: &str,
 ) {

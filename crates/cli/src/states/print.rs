@@ -24,7 +24,7 @@ pub struct Printer {
 
 /// The width of the terminal on stdout, `None` when stdout is not a sized terminal.
 fn terminal_width() -> Option<usize> {
-    tasksnap_procfs::sys::terminal_size(libc::STDOUT_FILENO)
+    tasksnap_sys::terminal_size(libc::STDOUT_FILENO)
         .filter(|&(cols, _)| cols > 0)
         .map(|(cols, _)| usize::from(cols))
 }
@@ -222,7 +222,7 @@ impl Printer {
                     crate::when::rfc3339(a),
                     crate::when::rfc3339(b)
                 ),
-                None => tasksnap_procfs::sys::local_clock(),
+                None => tasksnap_sys::local_clock(),
             },
             iv.length_ns as f64 / 1e9,
             iv.rows.len(),

@@ -13,8 +13,7 @@
 
 use std::collections::HashSet;
 
-use tasksnap_collect::exits::Exits;
-use tasksnap_collect::Host;
+use tasksnap_collect::{Exits, Host};
 use tasksnap_model::{Exit, ExitReason, Reading, TaskId};
 
 use super::view::{Exited, Line, Row, Tracker};
@@ -49,9 +48,7 @@ impl Source {
         if !self.exits.source().exact_identity() {
             // A start derived from the receipt time may be a tick off the live row's.
             let leaders = tracker.leaders();
-            tasksnap_collect::exits::adopt_identities(&mut batch.exits, |tgid| {
-                leaders.get(&tgid).copied()
-            });
+            Exits::adopt_identities(&mut batch.exits, |tgid| leaders.get(&tgid).copied());
         }
         let now = super::system::boottime_ns();
         let wall_ns = now.saturating_sub(self.drained_at_ns);

@@ -846,7 +846,7 @@ fn command_text(raw: &[u8], comm: &[u8], zombie: bool, loc: Locale) -> String {
 
 /// The wall clock as top prints it.
 pub fn clock() -> String {
-    tasksnap_procfs::sys::local_clock()
+    tasksnap_sys::local_clock()
 }
 
 #[cfg(test)]

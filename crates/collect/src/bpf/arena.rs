@@ -17,7 +17,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use libbpf_rs::MapCore;
 
 use super::programs::{self, Walker};
-use super::skel;
+use tasksnap_bpf::skel::task_iter as skel;
 
 /// Bytes per chunk (record.h `TS_CHUNK_BYTES`).
 pub const CHUNK_BYTES: usize = 65536;

@@ -15,85 +15,19 @@
 //!
 //! [`Collector::changes`]: crate::Collector::changes
 
-use tasksnap_model::hash::IdMap;
-
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, TaskId};
 
 use super::arena::{self, WalkMode};
 use super::passes::WalkError;
+use super::kept::{identities, Delta};
 use super::{decode, BpfCollector};
-use crate::{sys, ChangeSummary, Changes, Error};
+use tasksnap_sys as sys;
+use crate::collector::ChangeSummary;
+use crate::collector::Changes;
+use crate::error::Error;
 
 /// Every this many calls, a whole pass.
-const FULL_EVERY: u32 = crate::CHANGES_FULL_EVERY;
-
-/// A live view's state, kept by the collector between [`Collector::changes`] calls.
-#[derive(Default)]
-pub(super) struct Live {
-    /// Whether the next pass keeps its tasks' identities for a live view.
-    pub track: bool,
-    /// The state between calls, once a live view has begun.
-    pub delta: Option<Delta>,
-    /// The identities of a tracked walk's records, when it began, and the processes read
-    /// from /proc because it passed over them; taken by snapshot_impl.
-    pub captured: Option<(Identities, u64, Vec<i32>)>,
-}
-
-/// A thread's identity as the walk gives it: tgid and start time (boot-time ns), by tid.
-pub(super) type Identities = IdMap<u32, (u32, u64)>;
-
-/// What the changed-only walks of one live view need between calls.
-#[derive(Debug)]
-pub(super) struct Delta {
-    /// The query the records were taken for: another one starts over.
-    groups: u32,
-    leader_as_process: bool,
-    /// When the last pass began (CLOCK_MONOTONIC, ns).
-    since_ns: u64,
-    /// Every thread the caller holds.
-    known: Identities,
-    /// Calls since the last whole pass.
-    since_full: u32,
-    /// Processes the walk passes over (pid 1 on this VM), read from /proc every call.
-    hidden: Vec<i32>,
-}
-
-impl Delta {
-    /// The state after a whole pass for `query` (its record groups `bits`) that began at
-    /// `since_ns` and held the threads `known`, `hidden` read from /proc.
-    fn after_whole_pass(
-        bits: u32,
-        query: &Query,
-        since_ns: u64,
-        known: Identities,
-        hidden: Vec<i32>,
-    ) -> Delta {
-        Delta {
-            groups: bits,
-            leader_as_process: query.leader_as_process,
-            since_ns,
-            known,
-            since_full: 0,
-            hidden,
-        }
-    }
-}
-
-/// The identities of a pass's records.
-pub(super) fn identities(records: &[decode::Record<'_>]) -> Identities {
-    let mut known = Identities::with_capacity_and_hasher(records.len(), Default::default());
-    for r in records {
-        known.insert(r.hdr.tid, (r.hdr.tgid, r.hdr.start_boottime_ns));
-    }
-    known
-}
-
-impl Delta {
-    /// Whether the last call was a changed-only walk (else a whole pass).
-    pub(super) fn last_was_changed_only(&self) -> bool {
-        self.since_full > 0
-    }
-}
+const FULL_EVERY: u32 = crate::collector::CHANGES_FULL_EVERY;
 
 impl BpfCollector {
     /// Whether `query` can be answered by changed-only walks at all.

@@ -6,14 +6,14 @@
 //! the caller (snapshot.rs).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use tasksnap_model::{Groups, Query, SnapshotStats, Task};
 
 use super::lap::Lap;
+use super::kept::{Source, State};
 use super::{arena, decode, BpfCollector};
-use crate::sys;
+use tasksnap_sys as sys;
 
 /// How a snapshot reads its command lines, decided before its pass from the query and what
 /// this collector has; replaces flags set and reset around the pass.
@@ -34,17 +34,6 @@ pub(super) enum CmdlinePlan {
     },
 }
 
-/// Where the last snapshot's command lines came from (for `last_pass`, `-v`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Source {
-    /// Read by the walk (and what it left copied by pid list).
-    Walk,
-    /// Copied by pid list.
-    Copied,
-    /// Read by the sleepable iterator.
-    Iterator,
-}
-
 impl Source {
     /// How `-v` says it.
     pub fn text(self) -> &'static str {
@@ -54,24 +43,6 @@ impl Source {
             Source::Iterator => "read by the sleepable iterator",
         }
     }
-}
-
-/// The command-line copy's state, and what the last snapshot's lines came from.
-#[derive(Debug, Default)]
-pub(super) struct State {
-    /// Whether the arena gets room for the command-line copy (asked for in `prepare`).
-    pub region_wanted: bool,
-    /// Set while a command-line copy writes into the arena (one abandoned at its deadline
-    /// may still be running: the next snapshot then uses the iterator).
-    pub busy: Arc<AtomicBool>,
-    /// How the last snapshot's command lines were read, for `last_pass`.
-    pub how: Option<Source>,
-    /// How many processes the last copy by pid list was given.
-    pub copied: std::cell::Cell<usize>,
-    /// Lines the last command-line copy read without the mmap lock, and the paging levels
-    /// of the direct map it found (0: none, every line copied), for `last_pass`.
-    pub lockless: Arc<AtomicU64>,
-    pub dmap_levels: Arc<AtomicU32>,
 }
 
 impl State {

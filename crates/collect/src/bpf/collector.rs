@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use tasksnap_model::{Backend, CmdlineSource, Groups, PassKind, PassReport, Query, Snapshot};
 
-use super::{cmdlines, decode, programs, BpfCollector};
-use crate::{Collector, Error, LiveCollector};
+use super::{decode, kept, programs, BpfCollector};
+use crate::collector::Collector;
+use crate::error::Error;
+use crate::collector::LiveCollector;
 
 impl Collector for BpfCollector {
     /// One iterator pass, assembled into the tasks the query selects; then the groups the
@@ -32,7 +34,7 @@ impl Collector for BpfCollector {
 
     /// What the kernel cannot give (command lines, SHR) comes from /proc: the reads of the
     /// collector this one fills from, with its deadline.
-    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::Filled, Error> {
+    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::collector::Filled, Error> {
         self.procfs.try_fill(ids, groups)
     }
 
@@ -47,12 +49,12 @@ impl Collector for BpfCollector {
             None => PassKind::Iterator,
         };
         let cmdlines = self.cmd.how.map(|how| match how {
-            cmdlines::Source::Walk => CmdlineSource::Walk,
-            cmdlines::Source::Copied => CmdlineSource::Copied,
-            cmdlines::Source::Iterator => CmdlineSource::Iterator,
+            kept::Source::Walk => CmdlineSource::Walk,
+            kept::Source::Copied => CmdlineSource::Copied,
+            kept::Source::Iterator => CmdlineSource::Iterator,
         });
         let walked_lockless: u64 = match (&self.out.walked, self.cmd.how) {
-            (Some(outs), Some(cmdlines::Source::Walk)) => {
+            (Some(outs), Some(kept::Source::Walk)) => {
                 outs.iter().map(|o| u64::from(o.lines_lockless)).sum()
             }
             _ => 0,
@@ -88,7 +90,7 @@ impl Collector for BpfCollector {
 }
 
 impl LiveCollector for BpfCollector {
-    fn changes(&mut self, query: &Query) -> Result<crate::Changes, Error> {
+    fn changes(&mut self, query: &Query) -> Result<crate::collector::Changes, Error> {
         let r = self.changes_impl(query);
         self.after_pass();
         r
@@ -98,7 +100,7 @@ impl LiveCollector for BpfCollector {
         &mut self,
         query: &Query,
         sink: &mut dyn FnMut(tasksnap_model::Task),
-    ) -> Result<crate::ChangeSummary, Error> {
+    ) -> Result<crate::collector::ChangeSummary, Error> {
         let r = self.changes_into_impl(query, sink);
         self.after_pass();
         r
@@ -160,7 +162,7 @@ impl BpfCollector {
             use std::sync::atomic::Ordering;
             let copy_lockless = self.cmd.lockless.load(Ordering::Relaxed);
             let copy_levels = self.cmd.dmap_levels.load(Ordering::Relaxed);
-            if how == cmdlines::Source::Walk {
+            if how == kept::Source::Walk {
                 let outs = self.out.walked.as_deref().unwrap_or_default();
                 let lockless: u32 = outs.iter().map(|o| o.lines_lockless).sum();
                 let levels = outs.iter().map(|o| o.dmap_levels).max().unwrap_or(0);
@@ -169,7 +171,7 @@ impl BpfCollector {
                      tables), {} copied by pid list ({copy_lockless} of them without the lock)",
                     self.cmd.copied.get()
                 );
-            } else if how == cmdlines::Source::Copied {
+            } else if how == kept::Source::Copied {
                 pass = if copy_levels == 0 {
                     format!("{pass} (all through the mmap lock)")
                 } else {

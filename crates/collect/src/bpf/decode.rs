@@ -11,7 +11,7 @@ use tasksnap_model::{
     PF_KTHREAD,
 };
 
-use super::skel::types::{
+use tasksnap_bpf::skel::task_iter::types::{
     ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_mem, ts_ns, ts_sched, ts_sig, ts_stat,
 };
 use crate::procfs::Units;
@@ -120,7 +120,7 @@ pub fn cmdlines(buf: &[u8]) -> HashMap<i32, Vec<u8>> {
     let mut out = HashMap::with_capacity(buf.len() / 64);
     let mut at = 0;
     while at < buf.len() {
-        let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(buf, &mut at) else {
+        let Ok(h) = take::<tasksnap_bpf::skel::task_iter::types::ts_cmd_hdr>(buf, &mut at) else {
             break;
         };
         let len = h.len as usize;
@@ -143,7 +143,7 @@ pub fn cmd_chunk(chunk: &[u8], out: &mut HashMap<i32, Vec<u8>>) -> usize {
     let mut at = 0;
     let mut whole = 0;
     while at < chunk.len() {
-        let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(chunk, &mut at) else {
+        let Ok(h) = take::<tasksnap_bpf::skel::task_iter::types::ts_cmd_hdr>(chunk, &mut at) else {
             break;
         };
         if h.tgid == 0 {
@@ -165,8 +165,8 @@ pub fn cmd_chunk(chunk: &[u8], out: &mut HashMap<i32, Vec<u8>>) -> usize {
 /// The bytes of whole records at the start of a copy's output chunk (see [`cmd_chunk`]).
 pub fn cmd_chunk_len(chunk: &[u8]) -> usize {
     let mut at = 0;
-    let hdr = std::mem::size_of::<super::skel::types::ts_cmd_hdr>();
-    while let Ok(h) = take::<super::skel::types::ts_cmd_hdr>(chunk, &mut at.clone()) {
+    let hdr = std::mem::size_of::<tasksnap_bpf::skel::task_iter::types::ts_cmd_hdr>();
+    while let Ok(h) = take::<tasksnap_bpf::skel::task_iter::types::ts_cmd_hdr>(chunk, &mut at.clone()) {
         let end = at + hdr + (h.len as usize).next_multiple_of(8);
         if h.tgid == 0 || end > chunk.len() {
             break;
@@ -223,7 +223,7 @@ fn statm_sums_percpu() -> bool {
     static SUMS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SUMS.get_or_init(|| {
         std::env::var_os("TASKSNAP_STATM_FROM_PROC").is_none()
-            && crate::sys::kernel_release().is_some_and(|v| v >= (6, 16))
+            && tasksnap_sys::kernel_release().is_some_and(|v| v >= (6, 16))
     })
 }
 
@@ -533,24 +533,7 @@ pub fn assemble(
 ) -> Vec<Task> {
     let sorted = by_process(records);
     extras.sort_by_key(|t| (t.id.tgid, t.id.tid));
-    // The plan: each process (a range of `sorted`) and each extra task, in order, with the
-    // tasks each gives.
-    let mut plan: Vec<(Part, usize)> = Vec::with_capacity(sorted.len() + extras.len());
-    let mut next_extra = 0;
-    for members in sorted.chunk_by(|a, b| a.hdr.tgid == b.hdr.tgid) {
-        let tgid = members[0].hdr.tgid as i32;
-        while extras.get(next_extra).is_some_and(|e| e.id.tgid < tgid) {
-            plan.push((Part::Extra, 1));
-            next_extra += 1;
-        }
-        let start = members.as_ptr() as usize - sorted.as_ptr() as usize;
-        let start = start / std::mem::size_of::<&Record>();
-        plan.push((
-            Part::Process(start, start + members.len()),
-            group_tasks(members, query),
-        ));
-    }
-    plan.extend((next_extra..extras.len()).map(|_| (Part::Extra, 1)));
+    let plan = plan_parts(&sorted, &extras, query);
     let total: usize = plan.iter().map(|p| p.1).sum();
 
     // Sized once: growing a vector of 50,000 tasks by doubling copies it many times over.
@@ -559,7 +542,7 @@ pub fn assemble(
     let mut out = recycled;
     out.clear();
     out.reserve(total);
-    crate::sys::advise_huge_pages(
+    tasksnap_sys::advise_huge_pages(
         out.as_ptr().cast(),
         out.capacity() * std::mem::size_of::<Task>(),
     );
@@ -587,19 +570,7 @@ pub fn assemble(
         }
         slots.made
     };
-    // The halves: at the first part where half the tasks are planned.
-    let split = if parallel && total >= PARALLEL_TASKS && crate::sys::cores() >= 2 {
-        let mut planned = 0;
-        plan.iter()
-            .position(|p| {
-                planned += p.1;
-                planned > total / 2
-            })
-            .unwrap_or(plan.len())
-    } else {
-        plan.len()
-    };
-    let (plan_a, plan_b) = plan.split_at(split);
+    let (plan_a, plan_b) = plan.split_at(halves(&plan, total, parallel));
     let count_a: usize = plan_a.iter().map(|p| p.1).sum();
     let extras_a = plan_a.iter().filter(|p| matches!(p.0, Part::Extra)).count();
     let (xa, xb) = extras.split_at_mut(extras_a);
@@ -646,6 +617,45 @@ pub fn assemble(
         }
     }
     out
+}
+
+/// The plan of [`assemble`]: each process (a range of `sorted`, which [`by_process`] ordered)
+/// and each extra task (`extras`, sorted by tgid, tid), in order, with the tasks each gives.
+fn plan_parts(sorted: &[&Record<'_>], extras: &[Task], query: &Query) -> Vec<(Part, usize)> {
+    let mut plan: Vec<(Part, usize)> = Vec::with_capacity(sorted.len() + extras.len());
+    let mut next_extra = 0;
+    for members in sorted.chunk_by(|a, b| a.hdr.tgid == b.hdr.tgid) {
+        let tgid = members[0].hdr.tgid as i32;
+        while extras.get(next_extra).is_some_and(|e| e.id.tgid < tgid) {
+            plan.push((Part::Extra, 1));
+            next_extra += 1;
+        }
+        let start = members.as_ptr() as usize - sorted.as_ptr() as usize;
+        let start = start / std::mem::size_of::<&Record>();
+        plan.push((
+            Part::Process(start, start + members.len()),
+            group_tasks(members, query),
+        ));
+    }
+    plan.extend((next_extra..extras.len()).map(|_| (Part::Extra, 1)));
+    plan
+}
+
+/// Where [`assemble`] cuts its plan in two halves made on two threads: at the first part
+/// where half the `total` tasks are planned; the whole plan (no second half) when the pass
+/// is small, not `parallel`, or there is one core.
+fn halves(plan: &[(Part, usize)], total: usize, parallel: bool) -> usize {
+    if parallel && total >= PARALLEL_TASKS && tasksnap_sys::cores() >= 2 {
+        let mut planned = 0;
+        plan.iter()
+            .position(|p| {
+                planned += p.1;
+                planned > total / 2
+            })
+            .unwrap_or(plan.len())
+    } else {
+        plan.len()
+    }
 }
 
 /// Where [`assemble_group`] makes the tasks: each one is made in its place (a task is 400
@@ -967,7 +977,7 @@ pub fn procfs_groups(g: &Groups) -> Groups {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::bpf::decode::*;
 
     #[test]
     fn state_letters_follow_task_state_index() {

@@ -37,19 +37,18 @@ mod changes;
 mod cmdlines;
 mod collector;
 mod decode;
+mod kept;
 mod lap;
 mod passes;
 pub mod programs;
 mod settings;
 mod snapshot;
 
-pub use crate::CHANGES_FULL_EVERY;
 pub use tasksnap_bpf::{quiet_libbpf, Unavailable};
 
 use crate::procfs::ProcfsCollector;
 use programs::enough_descriptors;
 use settings::Settings;
-use tasksnap_bpf::skel::task_iter as skel;
 
 /// Whether the caller may load BPF programs: root only ([`tasksnap_bpf::privileged`] says
 /// why): an iterator bypasses procfs's permission checks (hidepid, ptrace access to other
@@ -72,11 +71,11 @@ pub struct BpfCollector {
     /// The environment and the caller's choices ([`BpfCollector::use_walk`], ...).
     settings: Settings,
     /// The last pass's output, the arena and the memory kept for the next snapshot.
-    out: passes::Output,
+    out: kept::Output,
     /// The command-line copy's state and what the last snapshot's lines came from.
-    cmd: cmdlines::State,
+    cmd: kept::State,
     /// A live view's state between [`crate::Collector::changes`] calls.
-    live: changes::Live,
+    live: kept::Live,
     /// Why command lines come from /proc, when they do.
     pub cmdline_from_procfs: Option<String>,
     /// Why the last full pass did not use the walk, when it did not.
@@ -104,6 +103,7 @@ impl std::fmt::Debug for BpfCollector {
 }
 
 impl BpfCollector {
+    #[cfg(any(test, feature = "testing"))]
     /// Loads the iterator, or says why it cannot be.
     pub fn new() -> Result<BpfCollector, Unavailable> {
         Self::with_cmdline(false)
@@ -197,9 +197,9 @@ impl BpfCollector {
             progs,
             procfs,
             settings: Settings::from_env(),
-            out: passes::Output::default(),
-            cmd: cmdlines::State::default(),
-            live: changes::Live::default(),
+            out: kept::Output::default(),
+            cmd: kept::State::default(),
+            live: kept::Live::default(),
             cmdline_from_procfs,
             walk_problem,
             load_ns,
@@ -210,6 +210,7 @@ impl BpfCollector {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Loads the programs afresh, whether or not a pinned set is there, with the walk when
     /// `walk` (tests and benchmarks compare the two paths), and the iterator that writes
     /// the signal and namespace blocks.

@@ -9,25 +9,11 @@ use std::io;
 use tasksnap_model::Task;
 
 use super::settings::pass_shards;
-use super::{arena, decode, programs, skel, BpfCollector};
-use crate::{sys, Error};
-
-/// What the last pass left, and memory kept from one snapshot to the next.
-#[derive(Default)]
-pub(super) struct Output {
-    /// The iterator's records (when the pass was not a walk).
-    pub buf: Vec<u8>,
-    /// Where the walk writes (created before capabilities are dropped: see
-    /// [`crate::Collector::prepare`]).
-    pub arena: Option<arena::Arena>,
-    /// The shards of the last pass when it was a walk into the arena (else it is in `buf`).
-    pub walked: Option<Vec<arena::ShardOut>>,
-    /// A snapshot's task vector handed back for the next one (see
-    /// [`crate::Collector::recycle`]).
-    pub spare: Vec<Task>,
-    /// Where the last snapshot's time went, ms by phase, for `last_phases` (`-v`).
-    pub phases_ms: Vec<(&'static str, f64)>,
-}
+use super::kept::Output;
+use super::{arena, decode, programs, BpfCollector};
+use tasksnap_bpf::skel::task_iter as skel;
+use tasksnap_sys as sys;
+use crate::error::Error;
 
 /// Why the walk (or a changed-only walk after it) could not give a pass: the caller then
 /// takes the iterator instead, and says why in its report.
@@ -121,7 +107,7 @@ impl BpfCollector {
         }
         // Size the buffers once for the tasks there are (and some that may fork meanwhile).
         let per_task = decode::record_size(groups) as u64;
-        let tasks = crate::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
+        let tasks = crate::machine::kernel_task_count().unwrap_or(1024);
         let want = (tasks + tasks / 8 + 64) * per_task;
         if self.settings.low_cpu {
             let mut buf = std::mem::take(&mut self.out.buf);
@@ -147,7 +133,7 @@ impl BpfCollector {
     /// quarter more), creating a bigger one when it does not (which needs CAP_BPF: after
     /// capabilities are dropped the arena there is stays).
     pub(super) fn ensure_arena(&mut self, groups: u32, shards: usize) -> Result<(), WalkError> {
-        let tasks = crate::task_count(std::path::Path::new("/proc")).unwrap_or(1024);
+        let tasks = crate::machine::kernel_task_count().unwrap_or(1024);
         // Kernel threads' records carry their name too.
         let per_task = decode::record_size(groups) + 16;
         let walk_need = arena::chunks_for(tasks, per_task, shards);
@@ -218,7 +204,7 @@ impl BpfCollector {
     /// main thread after the walk. `None` when the recycled vector is big enough already
     /// (a live view's), or no thread can be had.
     pub(super) fn prefault_tasks(&mut self) -> Option<std::thread::JoinHandle<Vec<Task>>> {
-        let tasks = crate::task_count(std::path::Path::new("/proc"))? as usize;
+        let tasks = crate::machine::kernel_task_count()? as usize;
         let want = tasks + tasks / 8 + 64;
         if self.out.spare.capacity() >= want {
             return None;
@@ -370,7 +356,7 @@ pub(super) fn pass_records<'a>(
     };
     let n: u32 = outs.iter().map(|o| o.records).sum();
     let mut out: Vec<decode::Record<'a>> = Vec::with_capacity(n as usize);
-    crate::sys::advise_huge_pages(
+    tasksnap_sys::advise_huge_pages(
         out.as_ptr().cast(),
         out.capacity() * std::mem::size_of::<decode::Record<'a>>(),
     );
@@ -384,8 +370,8 @@ pub(super) fn pass_records<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{arena, decode};
-    use super::*;
+    use crate::bpf::passes::*;
+    use crate::bpf::{arena, decode};
     use tasksnap_loadgen::root_or_skip;
     use tasksnap_model::Groups;
 

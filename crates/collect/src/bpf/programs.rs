@@ -20,9 +20,9 @@ use tasksnap_bpf::loader::{iter_file, process_iter_link};
 use tasksnap_bpf::pins::{self, check_root_only, open_pin, pin_private};
 pub use tasksnap_bpf::pins::{pin_dir, remove_pins, PIN_ROOT};
 
-use super::skel;
-use super::Unavailable;
-use crate::sys;
+use tasksnap_bpf::skel::task_iter as skel;
+use tasksnap_bpf::Unavailable;
+use tasksnap_sys as sys;
 
 /// This build's BPF sources, hashed ([`tasksnap_bpf::TAG`]).
 pub const TAG: &str = tasksnap_bpf::TAG;

@@ -46,5 +46,5 @@ impl Settings {
 /// the fields of its share only, which is where the time goes (cache misses in the task,
 /// signal, cred and mm structs of 50,000 tasks).
 pub fn pass_shards() -> usize {
-    crate::sys::cores().clamp(1, 4)
+    tasksnap_sys::cores().clamp(1, 4)
 }

@@ -9,12 +9,14 @@ use std::collections::HashMap;
 
 use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
-use super::cmdlines::CmdlinePlan;
+use super::cmdlines::{CmdlinePass, CmdlinePlan};
 use super::lap::Lap;
 use super::passes::Shape;
-use super::{changes, decode, BpfCollector};
+use super::{decode, kept, BpfCollector};
 use crate::procfs::ProcfsCollector;
-use crate::{sys, Collector, Error};
+use tasksnap_sys as sys;
+use crate::collector::Collector;
+use crate::error::Error;
 
 /// How many tasks may be missing from a pass (forks and exits while it runs) before the
 /// /proc listing is consulted to find them.
@@ -261,12 +263,12 @@ impl BpfCollector {
         let mut missing: Vec<i32> = Vec::new();
         if !has_tgid(1) {
             missing.push(1);
-            extra_threads += std::fs::read_dir("/proc/1/task").map_or(0, |d| d.count() as u64);
+            extra_threads += std::fs::read_dir(std::path::Path::new(tasksnap_sys::roots::PROC).join("1/task")).map_or(0, |d| d.count() as u64);
         }
         // The kernel's task count is global: inside a pid namespace it cannot tell what is
         // missing, so the listing is always taken there.
         let in_namespace = records.first().is_some_and(|r| r.hdr.ns_level > 0);
-        let total = crate::task_count(std::path::Path::new("/proc")).unwrap_or(0);
+        let total = crate::machine::kernel_task_count().unwrap_or(0);
         let have = records.len() as u64 + extra_threads;
         if let Some(p) = one_process {
             // One process asked for: /proc is consulted for it alone if the iterator was
@@ -312,33 +314,32 @@ impl BpfCollector {
         Ok(extras)
     }
 
-    pub(super) fn snapshot_impl(&mut self, query: &Query) -> Result<Snapshot, Error> {
-        let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
-        let taken_at_boottime_ns = self.procfs.units().boot.now_ns();
-        let mut groups = query.groups;
-        if matches!(
-            query.selector,
-            Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_)
-        ) {
-            groups.base = true;
-        }
-        let one_process = match query.selector {
-            Selector::Pid(p) | Selector::ThreadsOf(p) => Some(p),
-            _ => None,
-        };
-        // How command lines are read is decided here, once (cmdlines.rs). The sleepable
-        // iterator (the slow one: it copies from every process's memory) starts first and
-        // runs on its own threads while the main pass is read and decoded. With the walk, the
-        // walk reads them too (without the mmap lock, where it can), and the copy by pid list
-        // takes the processes it left, once it is done.
-        let plan = self.cmdline_plan(&groups, one_process);
+    /// How command lines are read is decided here, once (cmdlines.rs). The sleepable
+    /// iterator (the slow one: it copies from every process's memory) starts first and runs
+    /// on its own threads while the main pass is read and decoded. With the walk, the walk
+    /// reads them too (without the mmap lock, where it can), and the copy by pid list takes
+    /// the processes it left, once it is done.
+    fn begin_cmdlines(
+        &mut self,
+        groups: &Groups,
+        one_process: Option<i32>,
+    ) -> (CmdlinePlan, Option<CmdlinePass>) {
+        let plan = self.cmdline_plan(groups, one_process);
         let cmdline_pass = if plan == CmdlinePlan::Iterator {
             self.start_cmdline_pass()
         } else {
             None
         };
-        let copy = matches!(plan, CmdlinePlan::Walk { .. });
         self.cmd.reset();
+        (plan, cmdline_pass)
+    }
+
+    pub(super) fn snapshot_impl(&mut self, query: &Query) -> Result<Snapshot, Error> {
+        let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
+        let taken_at_boottime_ns = self.procfs.units().boot.now_ns();
+        let (groups, one_process) = pass_groups(query);
+        let (plan, cmdline_pass) = self.begin_cmdlines(&groups, one_process);
+        let copy = matches!(plan, CmdlinePlan::Walk { .. });
         let mut lap = Lap::new();
         let lines = plan == CmdlinePlan::Walk { lockless: true };
         // Without command lines, a second walk shard gains ~1 ms at 50,000 tasks (each
@@ -368,7 +369,7 @@ impl BpfCollector {
         if self.live.track {
             if let Some(outs) = &self.out.walked {
                 let began = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
-                self.live.captured = Some((changes::identities(&records), began, Vec::new()));
+                self.live.captured = Some((kept::identities(&records), began, Vec::new()));
             }
         }
         let mut stats = SnapshotStats::default();
@@ -450,9 +451,26 @@ impl BpfCollector {
     }
 }
 
+/// The groups a pass of `query` reads (a selection by parent, session or process group
+/// needs the base group to choose by), and the one process it asks for, if it asks for one.
+fn pass_groups(query: &Query) -> (Groups, Option<i32>) {
+    let mut groups = query.groups;
+    if matches!(
+        query.selector,
+        Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_)
+    ) {
+        groups.base = true;
+    }
+    let one_process = match query.selector {
+        Selector::Pid(p) | Selector::ThreadsOf(p) => Some(p),
+        _ => None,
+    };
+    (groups, one_process)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::bpf::snapshot::*;
     use tasksnap_model::{Base, Task, TaskId, TaskState};
 
     fn task(pid: i32, cmdline: Option<&[u8]>, state: TaskState) -> Task {

@@ -348,7 +348,7 @@ impl Socket {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::exits::netlink::*;
 
     fn msg(kind: u16, seq: u32, payload: &[u8]) -> Vec<u8> {
         let len = NLMSG_HDR + payload.len();

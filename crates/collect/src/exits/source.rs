@@ -16,8 +16,8 @@ use std::sync::Arc;
 use tasksnap_bpf::skel::exits as skel;
 use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
 
-use crate::exits::{privileged, reader_pid_ns_inum, split_cputime, Handoff, Options};
-use crate::Error;
+use crate::exits::common::{privileged, reader_pid_ns_inum, split_cputime, Handoff, Options};
+use crate::error::Error;
 
 /// `EX_F_*` of exits.h (the skeleton generates types, not macros).
 const F_NO_MM: u32 = 1 << 0;
@@ -31,7 +31,7 @@ pub struct BpfExits {
     /// What the reader thread hands over.
     handoff: Arc<Handoff>,
     /// Stops and joins the reader when dropped (before the links and the skeleton).
-    _stop: crate::exits::Stop,
+    _stop: crate::exits::common::Stop,
     _link: libbpf_rs::Link,
     /// After `_link` (drop order): a record made at exit waits for its thread's last switch.
     _switch_link: libbpf_rs::Link,
@@ -146,7 +146,7 @@ impl BpfExits {
         let map = libbpf_rs::MapHandle::try_from(&skel.maps.exit_records)
             .map_err(|e| Error::BpfUnavailable(format!("exit ring buffer: {e}")))?;
         let bad = |what: &str, e: std::io::Error| Error::BpfUnavailable(format!("{what}: {e}"));
-        let (mut stop, stop_rd) = crate::exits::Stop::new().map_err(|e| bad("eventfd", e))?;
+        let (mut stop, stop_rd) = crate::exits::common::Stop::new().map_err(|e| bad("eventfd", e))?;
         let handoff = Handoff::new(opts.max_pending_exits);
         let reader = Reader {
             map,
@@ -269,7 +269,7 @@ impl Reader {
                 return;
             }
         };
-        crate::exits::read_until_stopped(rb.epoll_fd(), self.stop.as_raw_fd(), &self.handoff, || {
+        crate::exits::common::read_until_stopped(rb.epoll_fd(), self.stop.as_raw_fd(), &self.handoff, || {
             rb.consume()
                 .map_err(|e| format!("reading the exit ring buffer: {e}"))?;
             self.handoff.put(&mut local.borrow_mut(), 0);
@@ -279,5 +279,5 @@ impl Reader {
 }
 
 fn monotonic_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC)
+    tasksnap_sys::clock_ns(libc::CLOCK_MONOTONIC)
 }

@@ -3,7 +3,7 @@
 
 use tasksnap_model::ExitBatch;
 
-use crate::Error;
+use crate::error::Error;
 
 /// The loaded exit program: never made in this build.
 #[derive(Debug)]
@@ -15,8 +15,8 @@ pub struct BpfExits {
 
 impl BpfExits {
     /// Says why the exit records cannot be loaded: not root, or not built.
-    pub fn load(_opts: crate::exits::Options) -> Result<BpfExits, Error> {
-        crate::exits::privileged()?;
+    pub fn load(_opts: crate::exits::common::Options) -> Result<BpfExits, Error> {
+        crate::exits::common::privileged()?;
         let why = match tasksnap_bpf::built("BPF exit records") {
             Err(why) => why.to_string(),
             Ok(()) => "this build has BPF programs, but this crate was built without them".into(),

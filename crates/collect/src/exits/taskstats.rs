@@ -56,9 +56,9 @@ use std::sync::Arc;
 
 use tasksnap_model::{CmdlineMissing, Exit, ExitBatch, TaskId};
 
+use super::common::{split_cputime, Handoff, Options};
 use super::netlink::{self, Socket};
-use super::{split_cputime, Handoff, Options};
-use crate::Error;
+use crate::error::Error;
 
 /// TASKSTATS_CMD_GET and TASKSTATS_CMD_NEW.
 const CMD_GET: u8 = 1;
@@ -389,6 +389,7 @@ impl Assembler {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Groups waiting for their last thread.
     pub fn pending(&self) -> usize {
         self.pending.len()
@@ -496,7 +497,7 @@ pub struct TaskstatsExits {
     /// [`Options::max_pending_exits`] are counted as dropped).
     handoff: Arc<Handoff>,
     /// Stops and joins the reader when dropped.
-    _stop: crate::exits::Stop,
+    _stop: crate::exits::common::Stop,
     /// How long opening and registering took, ns.
     pub load_ns: u64,
 }
@@ -504,11 +505,12 @@ pub struct TaskstatsExits {
 /// Why the caller's namespaces cannot have taskstats exit notifications, if they cannot.
 fn namespaces_refused() -> Option<String> {
     use std::os::unix::fs::MetadataExt;
-    for (link, init, what) in [
-        ("/proc/self/ns/pid", INIT_PID_NS_INO, "pid"),
-        ("/proc/self/ns/user", INIT_USER_NS_INO, "user"),
+    for (ns, init, what) in [
+        ("self/ns/pid", INIT_PID_NS_INO, "pid"),
+        ("self/ns/user", INIT_USER_NS_INO, "user"),
     ] {
-        match std::fs::metadata(link) {
+        let link = std::path::Path::new(tasksnap_sys::roots::PROC).join(ns);
+        match std::fs::metadata(&link) {
             Ok(m) if m.ino() == init => {}
             Ok(_) => {
                 return Some(format!(
@@ -516,7 +518,7 @@ fn namespaces_refused() -> Option<String> {
                      namespaces' pids and ids, and the kernel registers listeners only there"
                 ))
             }
-            Err(e) => return Some(format!("{link}: {e}")),
+            Err(e) => return Some(format!("{}: {e}", link.display())),
         }
     }
     None
@@ -524,15 +526,17 @@ fn namespaces_refused() -> Option<String> {
 
 /// The possible CPUs as a cpulist ("0-63"), from sysfs; the configured count otherwise.
 fn possible_cpus() -> String {
-    let from_sysfs = std::fs::read("/sys/devices/system/cpu/possible")
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
-        .filter(|s| {
-            !s.is_empty()
-                && s.len() < 4096
-                && s.bytes()
-                    .all(|c| c.is_ascii_digit() || c == b',' || c == b'-')
-        });
+    let from_sysfs = std::fs::read(
+        std::path::Path::new(tasksnap_sys::roots::SYS).join("devices/system/cpu/possible"),
+    )
+    .ok()
+    .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+    .filter(|s| {
+        !s.is_empty()
+            && s.len() < 4096
+            && s.bytes()
+                .all(|c| c.is_ascii_digit() || c == b',' || c == b'-')
+    });
     from_sysfs.unwrap_or_else(|| {
         // SAFETY: sysconf has no preconditions.
         let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1);
@@ -605,7 +609,7 @@ impl TaskstatsExits {
         })
         .map_err(|e| unavailable(&format!("registering a listener for CPUs {cpus}"), e))?;
         let (mut stop, stop_rd) =
-            crate::exits::Stop::new().map_err(|e| unavailable("eventfd", e))?;
+            crate::exits::common::Stop::new().map_err(|e| unavailable("eventfd", e))?;
         let handoff = Handoff::new(opts.max_pending_exits);
         handoff.put(&mut Vec::new(), early_drops);
         let tick_ns = 1_000_000_000 / opts.clock_ticks_per_s.clamp(1, 1_000_000_000);
@@ -662,7 +666,7 @@ impl Reader {
         let mut buf = vec![0u8; 64 * 1024];
         let (fd, stop) = (self.sock.raw_fd(), self.stop.as_raw_fd());
         let handoff = self.handoff.clone();
-        crate::exits::read_until_stopped(fd, stop, &handoff, || {
+        crate::exits::common::read_until_stopped(fd, stop, &handoff, || {
             self.read_all(&mut buf).map_err(|e| e.to_string())
         });
         // No deregistration: it needs CAP_NET_ADMIN, which this thread dropped. Closing the
@@ -706,7 +710,7 @@ impl Reader {
 }
 
 fn monotonic_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC)
+    tasksnap_sys::clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 fn boottime_ns() -> u64 {
@@ -715,7 +719,7 @@ fn boottime_ns() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::exits::taskstats::*;
 
     /// A version-16 stats struct (560 bytes, as Linux 6.18 sends) with the given fields.
     fn stats(version: u16, r: &Record) -> Vec<u8> {

@@ -2,22 +2,24 @@
 //! and what `doctor` and `bench` probe through it. Each figure is `None` (or empty) when its
 //! file cannot be read.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tasksnap_model::{CpuTicks, HostIdentity, LoadAverages, Memory, StatCounters, SystemFigures};
 use tasksnap_procfs::system::{CpuLine, MemInfo};
 
 use super::{Host, Tasks};
-use crate::{system, Error};
+use crate::bpf_bench::BpfBench;
+use crate::error::Error;
+use crate::{machine, numa, probes, task_files};
 
-/// `Host` methods that are [`system`]'s function of the same name on the host's /proc root.
+/// `Host` methods that are [`machine`]'s function of the same name on the host's /proc root.
 macro_rules! from_proc_root {
     ($($(#[$doc:meta])* $name:ident -> $ty:ty;)*) => {
         impl Host {
             $(
                 $(#[$doc])*
                 pub fn $name(&self) -> $ty {
-                    system::$name(&self.opts.proc_root)
+                    machine::$name(&self.opts.proc_root)
                 }
             )*
         }
@@ -35,8 +37,6 @@ from_proc_root! {
     uptime_s -> Option<f64>;
     /// The width of `kernel.pid_max` as printed.
     pid_max_width -> Option<usize>;
-    /// The caller's controlling tty (`tty_nr`), 0 when none.
-    own_tty_nr -> u32;
     /// `/proc/stat`'s aggregate `cpu` line with every field, and the `cpuN` lines.
     cpu_lines -> Option<(CpuLine, Vec<CpuLine>)>;
     /// `/proc/stat`'s counters after the CPU lines.
@@ -54,7 +54,7 @@ impl Host {
     pub fn system(&self) -> SystemFigures {
         match &self.tasks {
             Tasks::Replay(r) => r.reading().system.clone(),
-            _ => system::figures(&self.opts.proc_root),
+            _ => machine::figures(&self.opts.proc_root),
         }
     }
 
@@ -63,7 +63,7 @@ impl Host {
     pub fn identity(&self) -> HostIdentity {
         match &self.tasks {
             Tasks::Replay(r) => r.reading().host.clone(),
-            _ => system::identity(&self.opts.proc_root),
+            _ => machine::identity(&self.opts.proc_root),
         }
     }
 
@@ -71,7 +71,7 @@ impl Host {
     pub fn mem_total_kib(&self) -> Option<u64> {
         match &self.tasks {
             Tasks::Replay(r) => r.reading().system.memory.map(|m| m.total_kib),
-            _ => system::mem_total_kib(&self.opts.proc_root),
+            _ => machine::mem_total_kib(&self.opts.proc_root),
         }
     }
 
@@ -84,7 +84,7 @@ impl Host {
     /// on the running kernel, /proc/loadavg's two decimals on a fake tree.
     pub fn load_avg_precise(&self) -> Option<[f64; 3]> {
         if self.opts.is_this_kernel() {
-            if let Some(si) = tasksnap_procfs::sys::sysinfo() {
+            if let Some(si) = tasksnap_sys::sysinfo() {
                 return Some(si.load_avg);
             }
         }
@@ -97,7 +97,7 @@ impl Host {
         if !self.opts.is_this_kernel() {
             return None;
         }
-        tasksnap_procfs::sys::sysinfo().map(|s| (s.swap_total_bytes, s.swap_free_bytes))
+        tasksnap_sys::sysinfo().map(|s| (s.swap_total_bytes, s.swap_free_bytes))
     }
 
     /// The login sessions of the utmp file (USER_PROCESS records), in file order.
@@ -107,17 +107,17 @@ impl Host {
 
     /// The CPUs online (sysfs, else /proc/stat), as `sysconf(_SC_NPROCESSORS_ONLN)`.
     pub fn online_cpus(&self) -> Option<u64> {
-        system::online_cpus(&self.opts.sys_root, &self.opts.proc_root)
+        machine::online_cpus(&self.opts.sys_root, &self.opts.proc_root)
     }
 
     /// Physical cores (sysfs topology, else /proc/cpuinfo), as psutil counts them.
     pub fn physical_cores(&self) -> Option<u64> {
-        system::physical_cores(&self.opts.sys_root, &self.opts.proc_root)
+        machine::physical_cores(&self.opts.sys_root, &self.opts.proc_root)
     }
 
     /// The number of tasks (threads) on the system.
     pub fn task_count(&self) -> Option<u64> {
-        crate::task_count(&self.opts.proc_root)
+        machine::task_count(&self.opts.proc_root)
     }
 }
 
@@ -142,8 +142,24 @@ pub struct TaskLinks {
 impl TaskLinks {
     /// Where the symbolic link `name` (`fd/2`, `exe`) of process `pid` points.
     pub fn link(&self, pid: i32, name: &str) -> Option<PathBuf> {
-        system::task_link(&self.proc_root, pid, name)
+        task_files::task_link(&self.proc_root, pid, name)
     }
+}
+
+/// What a terminal named on a command line is ([`Host::tty_named`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamedTty {
+    /// A character device: its number (`st_rdev`).
+    Device(u32),
+    /// Something that is not a character device.
+    NotATerminal,
+    /// Nothing of that name. `in_working_dir`: a file of that very name exists in the working
+    /// directory (asked only of a one-character name, which procps's `-t` then takes as no
+    /// terminal).
+    Missing {
+        /// See above.
+        in_working_dir: bool,
+    },
 }
 
 /// What loading the BPF task iterator here showed ([`Host::probe_bpf`], for `doctor`).
@@ -186,6 +202,12 @@ impl Host {
         })
     }
 
+    /// Loads the BPF collector with command lines for `bench` to time its own paths ([`BpfBench`]).
+    /// The programs read the running kernel: a caller on a fake tree does without.
+    pub fn bpf_bench() -> Result<BpfBench, crate::bpf::Unavailable> {
+        BpfBench::load()
+    }
+
     /// Pins the BPF task iterators in bpffs (root only), so that later runs open them
     /// instead of loading: `tasksnap pin`. Returns where.
     pub fn pin_programs() -> Result<PathBuf, crate::bpf::Unavailable> {
@@ -197,19 +219,24 @@ impl Host {
         crate::bpf::BpfCollector::unpin()
     }
 
+    /// The caller's controlling tty (`tty_nr`), 0 when none.
+    pub fn own_tty_nr(&self) -> u32 {
+        task_files::own_tty_nr(&self.opts.proc_root)
+    }
+
     /// A sysctl's value, trimmed (`kernel/task_delayacct`).
     pub fn sysctl(&self, name: &str) -> Option<String> {
-        system::sysctl(&self.opts.proc_root, name)
+        machine::sysctl(&self.opts.proc_root, name)
     }
 
     /// The `hidepid=` option of the procfs mounted at /proc.
     pub fn hidepid(&self) -> Option<String> {
-        system::hidepid(&self.opts.proc_root)
+        machine::hidepid(&self.opts.proc_root)
     }
 
     /// The caller's effective capabilities, as /proc/self/status shows them.
     pub fn own_effective_caps(&self) -> Option<u64> {
-        system::own_effective_caps(&self.opts.proc_root)
+        task_files::own_effective_caps(&self.opts.proc_root)
     }
 
     /// The processes of the /proc root, by pid, ascending.
@@ -219,22 +246,22 @@ impl Host {
 
     /// `bench`/`doctor` baselines over this host's /proc root (see [`crate::probes`]).
     pub fn read_proc_stat(&self) -> Option<Vec<u8>> {
-        system::read_proc_stat(&self.opts.proc_root)
+        probes::read_proc_stat(&self.opts.proc_root)
     }
 
     /// Opens and closes `file` of each of `pids` (a `bench` baseline).
     pub fn open_close_each(&self, pids: &[i32], file: &str) {
-        system::open_close_each(&self.opts.proc_root, pids, file)
+        probes::open_close_each(&self.opts.proc_root, pids, file)
     }
 
     /// Opens, reads once into `buf` and closes `file` of each of `pids` (a `bench` baseline).
     pub fn open_read_close_each(&self, pids: &[i32], file: &str, buf: &mut [u8]) {
-        system::open_read_close_each(&self.opts.proc_root, pids, file, buf)
+        probes::open_read_close_each(&self.opts.proc_root, pids, file, buf)
     }
 
     /// Where the symbolic link `name` (`fd/2`, `exe`) of process `pid` points.
     pub fn task_link(&self, pid: i32, name: &str) -> Option<PathBuf> {
-        system::task_link(&self.opts.proc_root, pid, name)
+        task_files::task_link(&self.opts.proc_root, pid, name)
     }
 
     /// A reader of task links under this host's /proc root, detached from the host so that
@@ -247,12 +274,12 @@ impl Host {
 
     /// The tty driver table, in procps's lookup order.
     pub fn tty_drivers(&self) -> Vec<tasksnap_procfs::system::TtyDriver> {
-        system::tty_drivers(&self.opts.proc_root)
+        machine::tty_drivers(&self.opts.proc_root)
     }
 
     /// The NUMA node of each CPU, by CPU number (from the sysfs root).
     pub fn cpu_nodes(&self) -> Vec<i32> {
-        system::cpu_nodes(&self.opts.sys_root)
+        numa::cpu_nodes(&self.opts.sys_root)
     }
 
     /// What systemd's sd-login says of tasks here: the cgroup layout under the sysfs root,
@@ -263,6 +290,51 @@ impl Host {
             &self.opts.proc_root,
             &self.opts.run_root.join("systemd"),
         )
+    }
+
+    /// What the terminal `name` (`ps -t`: a path, or a name under the device root as procps
+    /// looks for it: `pts/NAME`, `NAME`, `ttyNAME`, `ptyNAME`, `NAMEnsole`) is.
+    pub fn tty_named(&self, name: &str) -> NamedTty {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let found = if name.starts_with('/') {
+            std::fs::metadata(name).ok()
+        } else {
+            let dev = &self.opts.dev_root;
+            [
+                dev.join(format!("pts/{name}")),
+                dev.join(name),
+                dev.join(format!("tty{name}")),
+                dev.join(format!("pty{name}")),
+                dev.join(format!("{name}nsole")),
+            ]
+            .iter()
+            .find_map(|p| std::fs::metadata(p).ok())
+        };
+        match found {
+            Some(m) if m.file_type().is_char_device() => NamedTty::Device(m.rdev() as u32),
+            Some(_) => NamedTty::NotATerminal,
+            None => NamedTty::Missing {
+                in_working_dir: name.len() == 1 && std::fs::metadata(name).is_ok(),
+            },
+        }
+    }
+
+    /// The id of the running kernel's tracepoint `name` (`kmem/kmalloc`), from tracefs, for
+    /// perf counters of it (`bench`).
+    pub fn tracepoint_id(name: &str) -> Result<u64, Error> {
+        let path = Path::new(tasksnap_sys::roots::SYS)
+            .join("kernel/tracing/events")
+            .join(name)
+            .join("id");
+        let unreadable = |error: std::io::Error| Error::Io {
+            path: path.display().to_string(),
+            error,
+        };
+        std::fs::read_to_string(&path)
+            .map_err(unreadable)?
+            .trim()
+            .parse()
+            .map_err(|e| unreadable(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
     }
 
     /// The kernel's BTF file under the sysfs root, for `doctor`.

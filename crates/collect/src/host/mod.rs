@@ -45,7 +45,7 @@
 //! what `doctor` and `bench` probe).
 //!
 //! Inside, the task sources sit behind the crate's traits ([`Collector`], [`LiveCollector`],
-//! [`StateSource`](crate::StateSource)) in one enum, so that a new source (a root service answering over a
+//! [`StateSource`](crate::collector::StateSource)) in one enum, so that a new source (a root service answering over a
 //! socket) is one more variant that no front end sees.
 
 mod machine;
@@ -59,16 +59,21 @@ use std::path::Path;
 
 use tasksnap_model::{Backend, Groups, PassReport, Query, Reading, Snapshot, Task};
 
+use crate::collector::ChangeSummary;
+use crate::collector::Collector;
+use crate::collector::Filled;
+use crate::collector::LiveCollector;
+use crate::error::Error;
 use crate::replay::{ReplayCollector, ReplayStates};
 use crate::sampler::Sampler;
 use crate::states::bpf::BpfSource;
-use crate::{caps, choice, system, ChangeSummary, Collector, Error, Filled, LiveCollector, Sample};
+use crate::tcp_owners::TcpOwners;
+use crate::{caps, choice};
+use tasksnap_model::states::Sample;
 
-pub use machine::{BpfProbe, TaskLinks};
-pub use options::{
-    clock_ticks_per_s, page_size_bytes, HostOptions, Units, EXITS_ENV, KERNEL_PROC, NO_SERVICE_ENV,
-    PAGE_SIZE_ENV, PROC_ROOT_ENV, QUERY_SOCKET_ENV,
-};
+pub use crate::units::{clock_ticks_per_s, page_size_bytes, Units};
+pub use machine::{BpfProbe, NamedTty, TaskLinks};
+pub use options::HostOptions;
 use sources::StatesSource;
 pub use sources::{ReadingOptions, Readings, StatesOptions, ThreadStates};
 
@@ -109,7 +114,7 @@ impl Host {
         let units = Units {
             clock_ticks_per_s: clock_ticks_per_s(),
             page_size_bytes: opts.page_size_bytes.unwrap_or_else(page_size_bytes),
-            boot_time_unix_s: system::boot_time_unix_s(&opts.proc_root).unwrap_or(0),
+            boot_time_unix_s: crate::machine::boot_time_unix_s(&opts.proc_root).unwrap_or(0),
         };
         Host {
             opts,
@@ -207,7 +212,7 @@ impl Host {
             groups,
             self.opts.query_socket.as_deref(),
             &self.opts.proc_root,
-            self.units.procfs(),
+            crate::procfs::Units::of(&self.units),
         )?;
         self.tasks = Tasks::Snapshots(c);
         Ok(())
@@ -221,6 +226,23 @@ impl Host {
         Ok(())
     }
 
+    /// Looks up the owners of this kernel's TCP sockets (whatever tree the host reads: the
+    /// sockets are this process's).
+    pub fn tcp_owners() -> TcpOwners {
+        TcpOwners::of_this_kernel()
+    }
+
+    /// Descriptors this process has open (the running kernel's `/proc/self/fd`, less the one
+    /// listing it); `None` when they cannot be listed.
+    pub fn open_descriptors() -> Option<usize> {
+        crate::task_files::own_open_descriptors(Path::new(tasksnap_sys::roots::PROC))
+    }
+
+    /// Clock ticks per second (`CLK_TCK`): the unit of /proc's start and CPU times.
+    pub fn clock_ticks_per_s() -> u64 {
+        clock_ticks_per_s()
+    }
+
     /// Opens the task source of a live view (`top`): BPF whenever it loads
     /// ([`choice::open_live`]). Call [`Host::prepare_live`] before [`Host::ready`].
     pub fn open_live(&mut self, backend: Backend) -> Result<(), Error> {
@@ -228,7 +250,7 @@ impl Host {
             backend,
             self.opts.query_socket.as_deref(),
             &self.opts.proc_root,
-            self.units.procfs(),
+            crate::procfs::Units::of(&self.units),
         )?;
         self.tasks = Tasks::Live(c);
         Ok(())
@@ -334,9 +356,9 @@ impl Host {
             ..opts
         };
         let exits = opts.exits.then(|| self.open_exits());
-        Ok(Readings(Sampler::open_with(
+        Ok(Readings(Sampler::open(
             opts,
-            self.units.procfs(),
+            crate::procfs::Units::of(&self.units),
             exits,
         )?))
     }

@@ -1,10 +1,11 @@
 //! Where a [`Host`](super::Host)(super::Host) reads ([`HostOptions`]: the /proc root and the trees beside
-//! it, a fake tree from the environment) and the units it fetches once ([`Units`]).
+//! it, a fake tree from the environment).
 
 use std::path::{Path, PathBuf};
 
-use crate::choice;
-use crate::procfs::Units as ProcfsUnits;
+use tasksnap_sys::roots;
+
+use crate::units::is_kernel_proc;
 
 /// Where a [`Host`](super::Host) reads, and what it takes as given. The default is this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,10 +37,10 @@ pub struct HostOptions {
 impl Default for HostOptions {
     fn default() -> HostOptions {
         HostOptions {
-            proc_root: PathBuf::from("/proc"),
-            sys_root: PathBuf::from("/sys"),
-            dev_root: PathBuf::from("/dev"),
-            run_root: PathBuf::from("/run"),
+            proc_root: PathBuf::from(roots::PROC),
+            sys_root: PathBuf::from(roots::SYS),
+            dev_root: PathBuf::from(roots::DEV),
+            run_root: PathBuf::from(roots::RUN),
             utmp_path: PathBuf::from("/var/run/utmp"),
             page_size_bytes: None,
             exits_taskstats_only: false,
@@ -47,10 +48,6 @@ impl Default for HostOptions {
         }
     }
 }
-
-/// The running kernel's own /proc: what a process reads of itself (its descriptors, its
-/// sockets' owners), whatever tree a [`Host`](super::Host) reads tasks from.
-pub const KERNEL_PROC: &str = "/proc";
 
 /// The environment variable naming a fake /proc tree ([`HostOptions::from_env`]).
 pub const PROC_ROOT_ENV: &str = "TASKSNAP_PROC_ROOT";
@@ -161,7 +158,7 @@ impl HostOptions {
     /// root other than the running kernel's is read by the procfs sources only, and is never
     /// asked of the query service, which answers for the running kernel.
     pub fn with_proc_root(&self, proc_root: PathBuf) -> HostOptions {
-        let kernel = choice::is_kernel_proc(&proc_root);
+        let kernel = is_kernel_proc(&proc_root);
         HostOptions {
             proc_root,
             query_socket: self.query_socket.clone().filter(|_| kernel),
@@ -171,11 +168,10 @@ impl HostOptions {
 
     /// Whether these are the running kernel's own trees (the BPF sources may answer).
     pub fn is_this_kernel(&self) -> bool {
-        choice::is_kernel_proc(&self.proc_root)
+        is_kernel_proc(&self.proc_root)
     }
 }
 
-/// Whether the process runs in secure-execution mode (setuid, setgid or file capabilities).
 /// Whether root alone could have made the tree at `root` (see [`HostOptions::from_env`]):
 /// root's, written by nobody else, below directories only root may change. An empty value
 /// names no tree and passes; so does a path where nothing is (reading it fails, plainly).
@@ -187,43 +183,8 @@ pub fn root_made_it(root: &std::ffi::OsStr) -> bool {
         || tasksnap_safefile::Dir::open_private(path).is_ok()
 }
 
+/// Whether the process runs in secure-execution mode (setuid, setgid or file capabilities).
 fn secure_execution() -> bool {
     // SAFETY: getauxval reads the process's auxiliary vector; it has no preconditions.
     unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
-}
-
-/// The running kernel's clock ticks per second (`CLK_TCK`, "USER_HZ"; 100 when sysconf
-/// cannot say): the one place tasksnap asks. A [`Host`](super::Host) fetches it once ([`Units`]); a
-/// source made outside a host takes it from here.
-pub fn clock_ticks_per_s() -> u64 {
-    tasksnap_procfs::sys::sysconf(libc::_SC_CLK_TCK, 100).max(1)
-}
-
-/// The running kernel's page size, bytes (4096 when sysconf cannot say): the one place
-/// tasksnap asks (see [`clock_ticks_per_s`]).
-pub fn page_size_bytes() -> u64 {
-    tasksnap_procfs::sys::sysconf(libc::_SC_PAGESIZE, 4096).max(1)
-}
-
-/// The host's units, fetched once when the [`Host`](super::Host) opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Units {
-    /// Clock ticks per second (`CLK_TCK`, "USER_HZ": what /proc's tick counts count).
-    pub clock_ticks_per_s: u64,
-    /// The page size, bytes (what /proc's page counts count).
-    pub page_size_bytes: u64,
-    /// When the machine booted, seconds since the epoch (`btime` of /proc/stat, on the
-    /// kernel's boot clock: [`crate::clock`]; 0 when unreadable).
-    pub boot_time_unix_s: u64,
-}
-
-impl Units {
-    /// The conversions a procfs source applies.
-    pub(super) fn procfs(&self) -> ProcfsUnits {
-        ProcfsUnits {
-            clk_tck: self.clock_ticks_per_s,
-            page_size: self.page_size_bytes,
-            boot: crate::BootClock::caller(),
-        }
-    }
 }

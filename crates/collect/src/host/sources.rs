@@ -5,10 +5,12 @@
 
 use tasksnap_model::{Backend, PassReport, Reading};
 
+use crate::collector::StateSource;
+use crate::error::Error;
 pub use crate::sampler::Options as ReadingOptions;
 use crate::sampler::Sampler;
 use crate::states::bpf::BpfSource;
-use crate::{Error, Sample, StateSource};
+use tasksnap_model::states::Sample;
 
 /// A thread-state source ([`Host::open_states`](super::Host::open_states), [`Host::open_waits`](super::Host::open_waits),
 /// [`Host::replay_states`](super::Host::replay_states)): cumulative per-thread time in each scheduler state. Kept beside

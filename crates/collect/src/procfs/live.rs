@@ -35,10 +35,10 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task, Tas
 
 use tasksnap_procfs::parse;
 
-use super::Item;
+use super::reader::Item;
 
 /// Every this many calls, a whole read (as the BPF backend's walk does).
-pub const FULL_EVERY: u32 = crate::CHANGES_FULL_EVERY;
+pub const FULL_EVERY: u32 = crate::collector::CHANGES_FULL_EVERY;
 
 /// What is kept of one process between refreshes.
 #[derive(Debug, Clone)]
@@ -93,7 +93,7 @@ pub struct System<'a> {
 
 impl Source for System<'_> {
     fn forks(&mut self) -> Option<u64> {
-        crate::sys::read_small_file(&self.procfs.root.join("stat"))
+        tasksnap_sys::read_small_file(&self.procfs.root.join("stat"))
             .ok()
             .and_then(|b| parse::parse_forks(&b).ok())
     }
@@ -101,7 +101,7 @@ impl Source for System<'_> {
         self.procfs.list_pids().ok()
     }
     fn cpu_ns(&mut self, tgid: i32) -> Option<u64> {
-        crate::sys::process_cpu_ns(tgid)
+        tasksnap_sys::process_cpu_ns(tgid)
     }
 }
 
@@ -320,10 +320,10 @@ pub fn snapshot(
     tasks: Vec<Task>,
     stats: SnapshotStats,
     boot_time_unix_s: u64,
-    boot: crate::BootClock,
+    boot: crate::clock::BootClock,
 ) -> Snapshot {
     Snapshot {
-        taken_at_unix_ns: crate::sys::clock_ns(libc::CLOCK_REALTIME),
+        taken_at_unix_ns: tasksnap_sys::clock_ns(libc::CLOCK_REALTIME),
         taken_at_boottime_ns: boot.now_ns(),
         boot_time_unix_s,
         backend: tasksnap_model::Backend::Procfs,

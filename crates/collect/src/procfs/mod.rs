@@ -28,20 +28,13 @@ use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
 use tasksnap_procfs::parse;
 
-use crate::{sys, Changes, Collector, Error, LiveCollector};
+use crate::collector::Changes;
+use crate::collector::Collector;
+use crate::collector::LiveCollector;
+use crate::error::Error;
+pub(crate) use reader::Item;
 pub use reader::Units;
-
-/// One unit of work: a process, or one thread of it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Item {
-    pub tgid: i32,
-    /// `Some(tid)` to read `tgid/task/tid`; `None` to read `tgid` itself.
-    pub tid: Option<i32>,
-    /// Expand into every thread of `tgid` (listing `tgid/task` on the worker).
-    pub all_threads: bool,
-    /// Read the thread whose tid is the tgid through `tgid/` (process-wide values).
-    pub leader_as_process: bool,
-}
+use tasksnap_sys as sys;
 
 /// Reads tasks from a procfs tree.
 #[derive(Debug)]
@@ -65,21 +58,21 @@ pub struct ProcfsCollector {
 impl ProcfsCollector {
     /// A collector for the system's `/proc`.
     pub fn new() -> Result<ProcfsCollector, Error> {
-        ProcfsCollector::with_root("/proc")
+        ProcfsCollector::with_root(tasksnap_sys::roots::PROC)
     }
 
     /// A collector for a tree laid out like `/proc` at `root` (tests use fake trees).
     pub fn with_root(root: impl AsRef<Path>) -> Result<ProcfsCollector, Error> {
         let root = root.as_ref().to_path_buf();
         let dir = File::open(&root).map_err(|source| root_error(&root, source))?;
-        let workers = crate::sys::cores().min(4);
+        let workers = tasksnap_sys::cores().min(4);
         let live_ok = is_own_proc(&root);
         Ok(ProcfsCollector {
             root,
             root_fd: OwnedFd::from(dir),
             units: Units {
-                clk_tck: crate::host::clock_ticks_per_s(),
-                page_size: crate::host::page_size_bytes(),
+                clk_tck: crate::units::clock_ticks_per_s(),
+                page_size: crate::units::page_size_bytes(),
                 boot: crate::BootClock::caller(),
             },
             workers,
@@ -91,12 +84,14 @@ impl ProcfsCollector {
         })
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Sets the number of reader threads (at least 1).
     pub fn with_workers(mut self, n: usize) -> ProcfsCollector {
         self.workers = n.max(1);
         self
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Sets how long a command line read may block before it is abandoned.
     pub fn with_cmdline_deadline(mut self, d: Duration) -> ProcfsCollector {
         self.cmdline_deadline = d;
@@ -184,6 +179,7 @@ impl ProcfsCollector {
         })
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// [`ProcfsCollector::try_fill`] for a caller that does without what could not be read:
     /// when the reads ran out of descriptors or memory the answer is empty (every task
     /// missing, none "denied"), and the caller is expected to ask again later.
@@ -252,6 +248,7 @@ impl ProcfsCollector {
         Ok(parse::parse_status_tgid(&text))
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// System boot time, seconds since the epoch (`btime` of the tree's `stat`); 0 when it
     /// cannot be read.
     pub fn boot_time(&self) -> u64 {
@@ -263,7 +260,7 @@ impl ProcfsCollector {
     /// the kernel's boot clock ([`crate::clock`]), as the start times are.
     pub fn try_boot_time(&self) -> Result<u64, Error> {
         let path = self.root.join("stat");
-        match crate::sys::read_small_file(&path) {
+        match tasksnap_sys::read_small_file(&path) {
             Ok(b) => Ok(parse::parse_btime(&b).map_or(0, |s| self.units.boot.from_proc_btime_s(s))),
             Err(e) if sys::is_exhaustion(&e) => Err(Error::exhausted(
                 format!("cannot read {}", path.display()),
@@ -289,8 +286,8 @@ fn root_error(root: &Path, source: std::io::Error) -> Error {
 /// Whether `root` is this system's /proc for the caller's pid namespace: `self` there is
 /// the caller (the process CPU clocks [`live`] probes take the caller's pid numbers).
 fn is_own_proc(root: &Path) -> bool {
-    root == Path::new("/proc")
-        && std::fs::read_link("/proc/self")
+    crate::units::is_kernel_proc(root)
+        && std::fs::read_link(root.join("self"))
             .ok()
             .and_then(|p| parse::parse_self_link(&p))
             .and_then(|pid| u32::try_from(pid).ok())
@@ -383,7 +380,7 @@ impl LiveCollector for ProcfsCollector {
 
 impl Collector for ProcfsCollector {
     /// The same reads as a snapshot's, for the listed tasks only.
-    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::Filled, Error> {
+    fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::collector::Filled, Error> {
         self.try_fill(ids, groups)
     }
 

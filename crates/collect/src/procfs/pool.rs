@@ -20,7 +20,7 @@
 //! [`crate::Error::Exhausted`]: never a short listing.
 
 use std::os::fd::RawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,11 +28,10 @@ use std::time::Duration;
 
 use tasksnap_model::{Groups, SnapshotStats, Task};
 
-use super::reader::{Blocking, Outcome, Progress, TaskReader, Units};
-use super::Item;
+use super::reader::{Blocking, Item, Outcome, Progress, TaskReader, Units};
 use crate::blocked::{self, Count, Watch};
-use crate::sys::{self, FdBatch};
-use crate::Error;
+use crate::error::Error;
+use tasksnap_sys::{self as sys, FdBatch};
 
 /// Settings for one pass.
 #[derive(Debug, Clone, Copy)]
@@ -133,6 +132,54 @@ fn fail(slot: &Slot, done: &mpsc::Sender<usize>, id: usize, e: Error) {
     let _ = done.send(id);
 }
 
+/// The root descriptor a reader reads under, its descriptor batch, and whether the root is
+/// a duplicate of its own to close at the end.
+///
+/// A reader on its own thread gets a private descriptor table: its files can then be closed
+/// in batches, and its copy of the root stays valid even if the thread outlives the
+/// collector (an abandoned reader). Only on a thread of its own: on the caller's, the table
+/// it would unshare and then empty from descriptor 4 up is the caller's (which would lose
+/// its BPF programs that way).
+fn reader_root(
+    root: &Path,
+    root_fd: RawFd,
+    own_thread: bool,
+    fd_budget: usize,
+) -> Result<(RawFd, FdBatch, bool), Error> {
+    if own_thread
+        && sys::unshare_files().is_ok()
+        && sys::dup2(root_fd, PRIVATE_ROOT_FD).is_ok()
+        && sys::close_from(PRIVATE_ROOT_FD + 1).is_ok()
+    {
+        Ok((
+            PRIVATE_ROOT_FD,
+            FdBatch::new(Some(PRIVATE_ROOT_FD + 1), fd_budget),
+            false,
+        ))
+    } else if !own_thread {
+        // On the caller's thread the reader cannot outlive the collector: its root will do
+        // (and the caller's table, shared with everything else, is spared a descriptor).
+        Ok((root_fd, FdBatch::new(None, 1), false))
+    } else {
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) only creates a new descriptor for an open one.
+        let dup = unsafe { libc::fcntl(root_fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if dup < 0 {
+            let e = std::io::Error::last_os_error();
+            let what = format!("cannot duplicate the descriptor of {}", root.display());
+            let e = if sys::is_exhaustion(&e) {
+                Error::exhausted(what, e)
+            } else {
+                Error::Root {
+                    path: root.display().to_string(),
+                    error: e,
+                }
+            };
+            return Err(e);
+        }
+        Ok((dup, FdBatch::new(None, 1), true))
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_reader(
     root: PathBuf,
@@ -148,41 +195,9 @@ fn run_reader(
     if own_thread {
         slot.tid.store(sys::gettid(), Ordering::Release);
     }
-    // Private descriptor table: our files can then be closed in batches, and our copy of the
-    // root stays valid even if this thread outlives the collector (an abandoned reader).
-    // Only on a thread of its own: on the caller's, the table it unshares and then empties
-    // from descriptor 4 up is the caller's (it lost its BPF programs that way).
-    let (my_root, batch, own_dup) = if own_thread
-        && sys::unshare_files().is_ok()
-        && sys::dup2(root_fd, PRIVATE_ROOT_FD).is_ok()
-        && sys::close_from(PRIVATE_ROOT_FD + 1).is_ok()
-    {
-        (
-            PRIVATE_ROOT_FD,
-            FdBatch::new(Some(PRIVATE_ROOT_FD + 1), cfg.fd_budget),
-            false,
-        )
-    } else if !own_thread {
-        // On the caller's thread the reader cannot outlive the collector: its root will do
-        // (and the caller's table, shared with everything else, is spared a descriptor).
-        (root_fd, FdBatch::new(None, 1), false)
-    } else {
-        // SAFETY: fcntl(F_DUPFD_CLOEXEC) only creates a new descriptor for an open one.
-        let dup = unsafe { libc::fcntl(root_fd, libc::F_DUPFD_CLOEXEC, 0) };
-        if dup < 0 {
-            let e = std::io::Error::last_os_error();
-            let what = format!("cannot duplicate the descriptor of {}", root.display());
-            let e = if sys::is_exhaustion(&e) {
-                Error::exhausted(what, e)
-            } else {
-                Error::Root {
-                    path: root.display().to_string(),
-                    error: e,
-                }
-            };
-            return fail(&slot, &done, id, e);
-        }
-        (dup, FdBatch::new(None, 1), true)
+    let (my_root, batch, own_dup) = match reader_root(&root, root_fd, own_thread, cfg.fd_budget) {
+        Ok(r) => r,
+        Err(e) => return fail(&slot, &done, id, e),
     };
     let mut reader = TaskReader::new(my_root, cfg.groups, cfg.units, batch);
     reader.stat_for_cmdline = cfg.stat_for_cmdline;
@@ -395,20 +410,7 @@ pub(crate) fn read_all(
             } else {
                 // Still the same read (the reader clears the time under this lock).
                 if expired && slot.blocked_since_ns.load(Ordering::Acquire) == since {
-                    st.abandoned = true;
-                    tasks.extend(std::mem::take(&mut st.results));
-                    add_stats(&mut stats, &st.stats);
-                    if let Some(mut t) = st.pending.take() {
-                        // A stuck cmdline read leaves the command line out; a stuck
-                        // environ or smaps_rollup read (after it) the environment or
-                        // PSS/USS, and the command line stays.
-                        if st.pending_what == Some(Blocking::Cmdline) {
-                            t.cmdline = None;
-                            t.cmdline_timed_out = true;
-                        }
-                        tasks.push(t);
-                    }
-                    stats.cmdline_timeouts += 1;
+                    abandon(&mut st, &mut tasks, &mut stats);
                     harvested[i] = true;
                     let next = st.current + 1;
                     drop(st);
@@ -426,6 +428,24 @@ pub(crate) fn read_all(
     Ok((tasks, stats))
 }
 
+/// Gives up a reader stuck past the deadline: what it read so far is kept, and the task it
+/// was reading too, without what the stuck read was to give.
+fn abandon(st: &mut SlotState, tasks: &mut Vec<Task>, stats: &mut SnapshotStats) {
+    st.abandoned = true;
+    tasks.extend(std::mem::take(&mut st.results));
+    add_stats(stats, &st.stats);
+    if let Some(mut t) = st.pending.take() {
+        // A stuck cmdline read leaves the command line out; a stuck environ or smaps_rollup
+        // read (after it) the environment or PSS/USS, and the command line stays.
+        if st.pending_what == Some(Blocking::Cmdline) {
+            t.cmdline = None;
+            t.cmdline_timed_out = true;
+        }
+        tasks.push(t);
+    }
+    stats.cmdline_timeouts += 1;
+}
+
 pub(crate) fn add_stats(total: &mut SnapshotStats, s: &SnapshotStats) {
     total.vanished += s.vanished;
     total.denied += s.denied;
@@ -436,7 +456,7 @@ pub(crate) fn add_stats(total: &mut SnapshotStats, s: &SnapshotStats) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::procfs::pool::*;
 
     /// Issue #16: a reader held up to 256 descriptors whatever the limit, so under
     /// `--nofile=16` every open past the 12th failed.

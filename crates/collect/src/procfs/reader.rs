@@ -10,8 +10,8 @@ use tasksnap_model::{
     PF_KTHREAD,
 };
 
-use crate::sys::{self, FdBatch};
 use tasksnap_procfs::parse::{self, StatLine};
+use tasksnap_sys::{self as sys, FdBatch};
 
 /// The fixed facts a reader converts units with.
 #[derive(Debug, Clone, Copy)]
@@ -21,10 +21,19 @@ pub struct Units {
     /// Page size in bytes.
     pub page_size: u64,
     /// The caller's boot clock: start times /proc shows in it become the kernel's.
-    pub boot: crate::BootClock,
+    pub boot: crate::clock::BootClock,
 }
 
 impl Units {
+    /// The conversions a procfs source applies, of the host's units.
+    pub fn of(host: &crate::units::Units) -> Units {
+        Units {
+            clk_tck: host.clock_ticks_per_s,
+            page_size: host.page_size_bytes,
+            boot: crate::clock::BootClock::caller(),
+        }
+    }
+
     fn tick_ns(&self) -> u64 {
         1_000_000_000 / self.clk_tck.max(1)
     }
@@ -37,6 +46,18 @@ impl Units {
     pub fn start_ns(&self, ticks: u64) -> u64 {
         self.boot.from_proc_ticks(ticks, self.tick_ns())
     }
+}
+
+/// One unit of work: a process, or one thread of it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Item {
+    pub tgid: i32,
+    /// `Some(tid)` to read `tgid/task/tid`; `None` to read `tgid` itself.
+    pub tid: Option<i32>,
+    /// Expand into every thread of `tgid` (listing `tgid/task` on the worker).
+    pub all_threads: bool,
+    /// Read the thread whose tid is the tgid through `tgid/` (process-wide values).
+    pub leader_as_process: bool,
 }
 
 /// How one task's read ended.
@@ -300,6 +321,19 @@ impl TaskReader {
 
     /// Reads one task. `tid` is `Some` for a thread read through `tgid/task/tid`.
     pub fn read(&mut self, tgid: i32, tid: Option<i32>, progress: &mut dyn Progress) -> Outcome {
+        match self.read_task(tgid, tid, progress) {
+            Ok(task) => Outcome::Read(Box::new(task)),
+            Err(outcome) => outcome,
+        }
+    }
+
+    /// [`TaskReader::read`]: the task, or how its read ended otherwise.
+    fn read_task(
+        &mut self,
+        tgid: i32,
+        tid: Option<i32>,
+        progress: &mut dyn Progress,
+    ) -> Result<Task, Outcome> {
         let g = self.groups;
         let the_tid = tid.unwrap_or(tgid);
         let mut task = Task::new(TaskId {
@@ -307,80 +341,13 @@ impl TaskReader {
             tid: the_tid,
             start_time_ns: 0,
         });
-        let mut st: Option<StatLine> = None;
+        let at = (tgid, tid);
+        let st = self.read_stat_line(tgid, tid)?;
         // Set once any file of the task was read: from then on the task existed when listed.
-        let mut seen = false;
-        // status gives the exact RSS too: then statm is only read for text/data/shared.
-        let mut rss_from_status = false;
-
-        if g.needs_stat_file() || (g.cmdline && self.stat_for_cmdline) {
-            match self.read_small(tgid, tid, "stat") {
-                Ok(n) => match parse::parse_stat(&self.buf[..n]) {
-                    Ok(line) => {
-                        st = Some(line);
-                        seen = true;
-                    }
-                    Err(_) => {
-                        self.stats.unparsable += 1;
-                        return Outcome::Unparsable;
-                    }
-                },
-                Err(FileError::Gone) => {
-                    self.stats.vanished += 1;
-                    return Outcome::Vanished;
-                }
-                // stat is world-readable; failing here means the task is unusable.
-                Err(FileError::Denied) => {
-                    self.stats.denied += 1;
-                    return Outcome::Vanished;
-                }
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "stat", e),
-            }
-        }
+        let mut seen = st.is_some();
         if let Some(line) = &st {
-            task.id.start_time_ns = self.units.start_ns(line.start_ticks);
-            if g.base {
-                task.base = Some(Base {
-                    state: parse::state_of(line),
-                    ppid: line.ppid,
-                    pgid: line.pgrp,
-                    sid: line.session,
-                    tty_nr: line.tty_nr as u32,
-                    tpgid: line.tpgid,
-                    flags: line.flags,
-                    comm: tasksnap_model::Comm::from_slice(&line.comm),
-                    kthread: line.flags & PF_KTHREAD != 0,
-                    nice: line.nice,
-                    priority: line.priority,
-                    policy: line.policy,
-                    rt_priority: line.rt_priority,
-                    num_threads: line.num_threads.max(0) as u32,
-                    processor: line.processor,
-                });
-            }
-            if g.stat {
-                let u = self.units;
-                task.stat = Some(Stat {
-                    utime_ns: u.ticks_to_ns(line.utime_ticks),
-                    stime_ns: u.ticks_to_ns(line.stime_ticks),
-                    cutime_ns: u.ticks_to_ns(line.cutime_ticks.max(0) as u64),
-                    cstime_ns: u.ticks_to_ns(line.cstime_ticks.max(0) as u64),
-                    minflt: line.minflt,
-                    majflt: line.majflt,
-                    cminflt: line.cminflt,
-                    cmajflt: line.cmajflt,
-                    start_time_ns: task.id.start_time_ns,
-                    vsize_bytes: line.vsize_bytes,
-                    rss_bytes: line.rss_pages.saturating_mul(u.page_size),
-                    // /proc/PID/stat has no swap figure (status does: `Mem::swap_bytes`).
-                    swap_bytes: None,
-                });
-            }
-            if g.layout {
-                task.layout = Some(Box::new(line.layout));
-            }
+            self.fill_from_stat(&mut task, line);
         }
-
         // The cgroup file and the command line, read below, prove it as well (a task gone
         // fails their open): a fill of names alone (the recorder's first sample, 50,000
         // processes) then costs two files per process, not a stat besides.
@@ -390,90 +357,213 @@ impl TaskReader {
             && !g.needs_cgroup_file()
             && !g.cmdline
         {
-            // Nothing else proves the task exists: look at its directory.
-            let looked = self.retry(|r| {
-                let path = r.set_path(tgid, tid, "");
-                sys::owner_at(r.root_fd, &path).map_err(classify)
-            });
-            match looked {
-                Ok(_) => {}
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "", e),
-                Err(_) => {
+            self.prove_exists(tgid, tid)?;
+        }
+        // status gives the exact RSS too: then statm is only read for text/data/shared.
+        let mut rss_from_status = false;
+        let task = self.read_status(task, at, &mut seen, &mut rss_from_status)?;
+        let task = self.read_owner(task, at, &mut seen)?;
+        let task = self.read_counters(task, at, seen, rss_from_status)?;
+        let task = self.read_place(task, at, seen)?;
+        let task = self.read_ids(task, at)?;
+        // Kernel threads and zombies have no user memory (no command line, nothing to sum).
+        let no_mm = st.as_ref().is_some_and(|l| {
+            l.flags & PF_KTHREAD != 0 || TaskState::from_letter(l.state) == TaskState::Zombie
+        });
+        let task = self.read_task_cmdline(task, at, seen, no_mm, progress)?;
+        self.read_user_memory(task, at, no_mm, progress)
+    }
+
+    /// The task's `stat` line when the groups need it (or a command line needs the state):
+    /// a task that is gone, unreadable or unparsable here is not listed.
+    fn read_stat_line(&mut self, tgid: i32, tid: Option<i32>) -> Result<Option<StatLine>, Outcome> {
+        let g = self.groups;
+        if g.needs_stat_file() || (g.cmdline && self.stat_for_cmdline) {
+            match self.read_small(tgid, tid, "stat") {
+                Ok(n) => match parse::parse_stat(&self.buf[..n]) {
+                    Ok(line) => return Ok(Some(line)),
+                    Err(_) => {
+                        self.stats.unparsable += 1;
+                        return Err(Outcome::Unparsable);
+                    }
+                },
+                Err(FileError::Gone) => {
                     self.stats.vanished += 1;
-                    return Outcome::Vanished;
+                    return Err(Outcome::Vanished);
                 }
+                // stat is world-readable; failing here means the task is unusable.
+                Err(FileError::Denied) => {
+                    self.stats.denied += 1;
+                    return Err(Outcome::Vanished);
+                }
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "stat", e)),
             }
         }
+        Ok(None)
+    }
 
+    /// What the `stat` line gives: the start time, and the base, stat and layout groups.
+    fn fill_from_stat(&self, task: &mut Task, line: &StatLine) {
+        let g = self.groups;
+        task.id.start_time_ns = self.units.start_ns(line.start_ticks);
+        if g.base {
+            task.base = Some(Base {
+                state: parse::state_of(line),
+                ppid: line.ppid,
+                pgid: line.pgrp,
+                sid: line.session,
+                tty_nr: line.tty_nr as u32,
+                tpgid: line.tpgid,
+                flags: line.flags,
+                comm: tasksnap_model::Comm::from_slice(&line.comm),
+                kthread: line.flags & PF_KTHREAD != 0,
+                nice: line.nice,
+                priority: line.priority,
+                policy: line.policy,
+                rt_priority: line.rt_priority,
+                num_threads: line.num_threads.max(0) as u32,
+                processor: line.processor,
+            });
+        }
+        if g.stat {
+            let u = self.units;
+            task.stat = Some(Stat {
+                utime_ns: u.ticks_to_ns(line.utime_ticks),
+                stime_ns: u.ticks_to_ns(line.stime_ticks),
+                cutime_ns: u.ticks_to_ns(line.cutime_ticks.max(0) as u64),
+                cstime_ns: u.ticks_to_ns(line.cstime_ticks.max(0) as u64),
+                minflt: line.minflt,
+                majflt: line.majflt,
+                cminflt: line.cminflt,
+                cmajflt: line.cmajflt,
+                start_time_ns: task.id.start_time_ns,
+                vsize_bytes: line.vsize_bytes,
+                rss_bytes: line.rss_pages.saturating_mul(u.page_size),
+                // /proc/PID/stat has no swap figure (status does: `Mem::swap_bytes`).
+                swap_bytes: None,
+            });
+        }
+        if g.layout {
+            task.layout = Some(Box::new(line.layout));
+        }
+    }
+
+    /// Looks at the task's directory, when no file read proves the task exists.
+    fn prove_exists(&mut self, tgid: i32, tid: Option<i32>) -> Result<(), Outcome> {
+        // Nothing else proves the task exists: look at its directory.
+        let looked = self.retry(|r| {
+            let path = r.set_path(tgid, tid, "");
+            sys::owner_at(r.root_fd, &path).map_err(classify)
+        });
+        match looked {
+            Ok(_) => {}
+            Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "", e)),
+            Err(_) => {
+                self.stats.vanished += 1;
+                return Err(Outcome::Vanished);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `status` when the groups need it.
+    fn read_status(
+        &mut self,
+        mut task: Task,
+        (tgid, tid): (i32, Option<i32>),
+        seen: &mut bool,
+        rss_from_status: &mut bool,
+    ) -> Result<Task, Outcome> {
+        let g = self.groups;
         if g.needs_status_file() {
             match self.read_small(tgid, tid, "status") {
                 Ok(n) => match parse::parse_status(&self.buf[..n]) {
                     Ok(s) => {
-                        seen = true;
-                        if g.cred_full || g.cred_effective {
-                            if let (Some(u), Some(gr)) = (s.uids, s.gids) {
-                                task.cred = Some(Cred {
-                                    ruid: u[0],
-                                    euid: u[1],
-                                    suid: u[2],
-                                    fsuid: u[3],
-                                    rgid: gr[0],
-                                    egid: gr[1],
-                                    sgid: gr[2],
-                                    fsgid: gr[3],
-                                    groups: s.groups.clone(),
-                                    effective_only: false,
-                                });
-                            }
-                        }
-                        if g.locked {
-                            task.locked_bytes = Some(s.vm_lck_kb.unwrap_or(0) * 1024);
-                        }
-                        if g.mem && g.mem_rss_only {
-                            // status has the exact RSS too: no statm read needed.
-                            let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
-                            mem.rss_bytes = s.vm_rss_kb.unwrap_or(0) * 1024;
-                            mem.vsize_bytes = s.vm_size_kb.unwrap_or(0) * 1024;
-                            rss_from_status = true;
-                        }
-                        if g.mem_status {
-                            let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
-                            mem.swap_bytes = s.vm_swap_kb.map(|k| k * 1024).or(Some(0));
-                            mem.locked_bytes = s.vm_lck_kb.map(|k| k * 1024).or(Some(0));
-                            // Kernel threads and zombies have no Vm lines: zero, as statm says.
-                            mem.rss_bytes = s.vm_rss_kb.unwrap_or(0) * 1024;
-                            mem.vsize_bytes = s.vm_size_kb.unwrap_or(0) * 1024;
-                            rss_from_status = true;
-                        }
-                        if g.signals {
-                            let [pnd, shd, blk, ign, cgt] = s.signals;
-                            task.signals = Some(Box::new(Signals {
-                                pending: pnd.unwrap_or(0),
-                                // A status without ShdPnd (Linux 2.4): procps then shows
-                                // SigPnd for the process too.
-                                shared_pending: shd.or(pnd).unwrap_or(0),
-                                blocked: blk.unwrap_or(0),
-                                ignored: ign.unwrap_or(0),
-                                caught: cgt.unwrap_or(0),
-                            }));
-                        }
-                        if g.sched_switches {
-                            let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
-                            sc.voluntary_switches = s.voluntary_switches;
-                            sc.involuntary_switches = s.involuntary_switches;
-                        }
+                        *seen = true;
+                        *rss_from_status = self.fill_from_status(&mut task, &s);
                     }
                     Err(_) => {
                         self.stats.unparsable += 1;
-                        return Outcome::Unparsable;
+                        return Err(Outcome::Unparsable);
                     }
                 },
-                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Gone) => return Err(self.gone(task, *seen)),
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "status", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "status", e)),
             }
         }
 
+        Ok(task)
+    }
+
+    /// What the `status` file gives: credentials, locked memory, the RSS and swap (then
+    /// `statm` is not read for them: the result), signals and context switches.
+    fn fill_from_status(&self, task: &mut Task, s: &parse::StatusFields) -> bool {
+        let g = self.groups;
+        let mut rss_from_status = false;
+        if g.cred_full || g.cred_effective {
+            if let (Some(u), Some(gr)) = (s.uids, s.gids) {
+                task.cred = Some(Cred {
+                    ruid: u[0],
+                    euid: u[1],
+                    suid: u[2],
+                    fsuid: u[3],
+                    rgid: gr[0],
+                    egid: gr[1],
+                    sgid: gr[2],
+                    fsgid: gr[3],
+                    groups: s.groups.clone(),
+                    effective_only: false,
+                });
+            }
+        }
+        if g.locked {
+            task.locked_bytes = Some(s.vm_lck_kb.unwrap_or(0) * 1024);
+        }
+        if g.mem && g.mem_rss_only {
+            // status has the exact RSS too: no statm read needed.
+            let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
+            mem.rss_bytes = s.vm_rss_kb.unwrap_or(0) * 1024;
+            mem.vsize_bytes = s.vm_size_kb.unwrap_or(0) * 1024;
+            rss_from_status = true;
+        }
+        if g.mem_status {
+            let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
+            mem.swap_bytes = s.vm_swap_kb.map(|k| k * 1024).or(Some(0));
+            mem.locked_bytes = s.vm_lck_kb.map(|k| k * 1024).or(Some(0));
+            // Kernel threads and zombies have no Vm lines: zero, as statm says.
+            mem.rss_bytes = s.vm_rss_kb.unwrap_or(0) * 1024;
+            mem.vsize_bytes = s.vm_size_kb.unwrap_or(0) * 1024;
+            rss_from_status = true;
+        }
+        if g.signals {
+            let [pnd, shd, blk, ign, cgt] = s.signals;
+            task.signals = Some(Box::new(Signals {
+                pending: pnd.unwrap_or(0),
+                // A status without ShdPnd (Linux 2.4): procps then shows
+                // SigPnd for the process too.
+                shared_pending: shd.or(pnd).unwrap_or(0),
+                blocked: blk.unwrap_or(0),
+                ignored: ign.unwrap_or(0),
+                caught: cgt.unwrap_or(0),
+            }));
+        }
+        if g.sched_switches {
+            let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
+            sc.voluntary_switches = s.voluntary_switches;
+            sc.involuntary_switches = s.involuntary_switches;
+        }
+        rss_from_status
+    }
+
+    /// The effective ids from the owner of the task's directory, when `status` gave none.
+    fn read_owner(
+        &mut self,
+        mut task: Task,
+        (tgid, tid): (i32, Option<i32>),
+        seen: &mut bool,
+    ) -> Result<Task, Outcome> {
+        let g = self.groups;
         if g.cred_effective && task.cred.is_none() {
             // The owner of the /proc/PID directory is the task's euid/egid, even for a
             // non-dumpable task: task_dump_owner() (fs/proc/base.c) applies the "make
@@ -486,15 +576,27 @@ impl TaskReader {
             });
             match owner {
                 Ok((uid, gid)) => {
-                    seen = true;
+                    *seen = true;
                     task.cred = Some(Cred::from_owner(uid, gid))
                 }
-                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Gone) => return Err(self.gone(task, *seen)),
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "", e)),
             }
         }
 
+        Ok(task)
+    }
+
+    /// The memory and scheduler counters and the I/O figures (`statm`, `schedstat`, `io`).
+    fn read_counters(
+        &mut self,
+        mut task: Task,
+        (tgid, tid): (i32, Option<i32>),
+        seen: bool,
+        rss_from_status: bool,
+    ) -> Result<Task, Outcome> {
+        let g = self.groups;
         if g.mem && !(rss_from_status && g.mem_rss_only) {
             match self.read_small(tgid, tid, "statm") {
                 Ok(n) => match parse::parse_statm(&self.buf[..n]) {
@@ -509,9 +611,9 @@ impl TaskReader {
                     }
                     Err(_) => self.stats.unparsable += 1,
                 },
-                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Gone) => return Err(self.gone(task, seen)),
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "statm", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "statm", e)),
             }
         }
 
@@ -525,9 +627,9 @@ impl TaskReader {
                         sc.timeslices = v.timeslices;
                     }
                 }
-                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Gone) => return Err(self.gone(task, seen)),
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "schedstat", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "schedstat", e)),
             }
         }
 
@@ -537,21 +639,32 @@ impl TaskReader {
                     Ok(io) => task.io = Some(Box::new(io)),
                     Err(_) => self.stats.unparsable += 1,
                 },
-                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Gone) => return Err(self.gone(task, seen)),
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "io", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "io", e)),
             }
         }
 
+        Ok(task)
+    }
+
+    /// Where the task waits and lives: `wchan`, `cgroup`, the size of its `fd` directory.
+    fn read_place(
+        &mut self,
+        mut task: Task,
+        (tgid, tid): (i32, Option<i32>),
+        seen: bool,
+    ) -> Result<Task, Outcome> {
+        let g = self.groups;
         if g.wchan {
             match self.read_small(tgid, tid, "wchan") {
                 Ok(n) => {
                     let w = parse::parse_wchan(&self.buf[..n]);
                     task.wchan = Some(String::from_utf8_lossy(w).into_owned());
                 }
-                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Gone) => return Err(self.gone(task, seen)),
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "wchan", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "wchan", e)),
             }
         }
 
@@ -560,9 +673,9 @@ impl TaskReader {
             // alone too: the snapshot derives the sd-login answers from it, then drops it.
             match self.read_small(tgid, tid, "cgroup") {
                 Ok(n) => task.cgroup = Some(Box::new(Cgroup::parse(self.buf[..n].to_vec()))),
-                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Gone) => return Err(self.gone(task, seen)),
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "cgroup", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "cgroup", e)),
             }
         }
 
@@ -575,12 +688,23 @@ impl TaskReader {
             });
             match size {
                 Ok(n) => task.fds = Some(u32::try_from(n).unwrap_or(u32::MAX)),
-                Err(FileError::Gone) => return self.gone(task, seen),
+                Err(FileError::Gone) => return Err(self.gone(task, seen)),
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "fd", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "fd", e)),
             }
         }
 
+        Ok(task)
+    }
+
+    /// Namespaces, the OOM scores, autogroup and login uid, the security label, the
+    /// executable's path.
+    fn read_ids(
+        &mut self,
+        mut task: Task,
+        (tgid, tid): (i32, Option<i32>),
+    ) -> Result<Task, Outcome> {
+        let g = self.groups;
         if g.ns {
             // procps stat()s /proc/TID/ns/NAME: the same task as TGID/task/TID/ns/NAME.
             let mut inums = [0u64; 8];
@@ -591,7 +715,7 @@ impl TaskReader {
                 });
                 match r {
                     Ok(ino) => *slot = ino,
-                    Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, file, e),
+                    Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, file, e)),
                     // Hidden (EACCES: the links need ptrace read access), absent (ENOENT: a
                     // zombie has only its pid and user namespaces; no time namespace before
                     // Linux 5.6) or gone: 0, which procps prints as "-".
@@ -613,7 +737,7 @@ impl TaskReader {
             let n = match self.read_optional(tgid, tid, file) {
                 Ok(Some(n)) => n,
                 Ok(None) => continue,
-                Err(e) => return self.failed(tgid, tid, file, e),
+                Err(e) => return Err(self.failed(tgid, tid, file, e)),
             };
             let text = &self.buf[..n];
             let x = task.extra.get_or_insert_with(Box::default);
@@ -629,7 +753,7 @@ impl TaskReader {
             // The process's label, also on a thread's row: procps reads /proc/TGID/attr/current.
             let read = match self.read_optional(tgid, None, "attr/current") {
                 Ok(n) => n,
-                Err(e) => return self.failed(tgid, tid, "attr/current", e),
+                Err(e) => return Err(self.failed(tgid, tid, "attr/current", e)),
             };
             if let Some(n) = read {
                 task.extra_mut().label = Some(parse::parse_attr_current(&self.buf[..n]).to_vec());
@@ -650,16 +774,24 @@ impl TaskReader {
                 // A kernel thread or zombie has no exe: that is an answer, not an exit.
                 Err(FileError::Gone) => task.exe = Some(Vec::new()),
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, None, "exe", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, None, "exe", e)),
             }
         }
 
-        // Kernel threads and zombies have no user memory (no command line, nothing to sum).
-        let no_mm = st.as_ref().is_some_and(|l| {
-            l.flags & PF_KTHREAD != 0 || TaskState::from_letter(l.state) == TaskState::Zombie
-        });
+        Ok(task)
+    }
 
-        if g.cmdline {
+    /// The command line (a thread's is its process's, kept from the previous read), behind
+    /// the watchdog since it takes the target's mmap lock.
+    fn read_task_cmdline(
+        &mut self,
+        mut task: Task,
+        (tgid, tid): (i32, Option<i32>),
+        seen: bool,
+        no_mm: bool,
+        progress: &mut dyn Progress,
+    ) -> Result<Task, Outcome> {
+        if self.groups.cmdline {
             let cached = match (&self.cmdline_cache, tid) {
                 (Some((t, c)), Some(_)) if *t == tgid => Some(c.clone()),
                 _ => None,
@@ -674,7 +806,7 @@ impl TaskReader {
                 let Some((back, r)) = self.guarded(task, Blocking::Cmdline, progress, |me| {
                     me.retry(|r| r.read_cmdline(tgid))
                 }) else {
-                    return Outcome::Abandoned;
+                    return Err(Outcome::Abandoned);
                 };
                 task = back;
                 match r {
@@ -684,13 +816,28 @@ impl TaskReader {
                         }
                         task.cmdline = Some(c)
                     }
-                    Err(FileError::Gone) => return self.gone(task, seen),
+                    Err(FileError::Gone) => return Err(self.gone(task, seen)),
                     Err(FileError::Denied) => self.stats.denied += 1,
-                    Err(FileError::Exhausted(e)) => return self.failed(tgid, None, "cmdline", e),
+                    Err(FileError::Exhausted(e)) => {
+                        return Err(self.failed(tgid, None, "cmdline", e))
+                    }
                 }
             }
         }
 
+        Ok(task)
+    }
+
+    /// The environment and `smaps_rollup`, behind the watchdog since both take the target's
+    /// mmap lock.
+    fn read_user_memory(
+        &mut self,
+        mut task: Task,
+        (tgid, tid): (i32, Option<i32>),
+        no_mm: bool,
+        progress: &mut dyn Progress,
+    ) -> Result<Task, Outcome> {
+        let g = self.groups;
         if g.environ && no_mm {
             // Kernel threads and zombies have no memory to copy an environment from: the
             // open fails with ESRCH (`__mem_open` finds no mm), which is not the task
@@ -704,7 +851,7 @@ impl TaskReader {
             let Some((back, r)) = self.guarded(task, Blocking::Environ, progress, |me| {
                 me.read_small(tgid, tid, "environ")
             }) else {
-                return Outcome::Abandoned;
+                return Err(Outcome::Abandoned);
             };
             task = back;
             match r {
@@ -717,7 +864,7 @@ impl TaskReader {
                 // pass the fill completes.
                 Err(FileError::Gone) => {}
                 Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return self.failed(tgid, tid, "environ", e),
+                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "environ", e)),
             }
         }
 
@@ -728,7 +875,7 @@ impl TaskReader {
                 let Some((back, r)) = self.guarded(task, Blocking::Smaps, progress, |me| {
                     me.read_optional(tgid, tid, "smaps_rollup")
                 }) else {
-                    return Outcome::Abandoned;
+                    return Err(Outcome::Abandoned);
                 };
                 task = back;
                 match r {
@@ -736,12 +883,12 @@ impl TaskReader {
                         task.extra_mut().smaps_kb = Some(parse::parse_smaps_rollup(&self.buf[..n]))
                     }
                     Ok(None) => {}
-                    Err(e) => return self.failed(tgid, tid, "smaps_rollup", e),
+                    Err(e) => return Err(self.failed(tgid, tid, "smaps_rollup", e)),
                 }
             }
         }
 
-        Outcome::Read(Box::new(task))
+        Ok(task)
     }
 
     /// A task whose file disappeared: if an earlier file already proved it existed when the

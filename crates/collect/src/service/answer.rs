@@ -52,7 +52,7 @@ pub fn dumpable_by_owner(proc_root: &Path, task: &Task) -> bool {
     let Ok(c) = CString::new(path.into_os_string().into_encoded_bytes()) else {
         return false;
     };
-    tasksnap_procfs::sys::owner_at(libc::AT_FDCWD, &c).is_ok_and(|(uid, _)| uid == euid)
+    tasksnap_sys::owner_at(libc::AT_FDCWD, &c).is_ok_and(|(uid, _)| uid == euid)
 }
 
 /// Bytes a [`Reply`]'s plan holds at most per task of its passes (the rows to send, at most
@@ -253,7 +253,7 @@ fn differ(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::visibility::Rules;
+    use crate::service::peer::Rules;
     use tasksnap_model::{Backend, Base, Cred, SnapshotStats};
 
     const NOBODY: u32 = 65534;

@@ -17,8 +17,11 @@ use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 use tasksnap_model::{Backend, Groups, PassReport, Query, Snapshot};
 
 use super::wire::{self, Kind};
+use crate::collector::Collector;
+use crate::collector::Filled;
+use crate::collector::LiveCollector;
+use crate::error::Error;
 use crate::procfs::{ProcfsCollector, Units};
-use crate::{Collector, Error, Filled, LiveCollector};
 
 /// How long a client waits for the service to say it took a request before reading /proc
 /// itself: what a stopped or wedged service costs a caller.
@@ -211,7 +214,7 @@ pub struct ServiceCollector {
     /// The query and generation of the last whole or changed answer a live view holds.
     last: Option<(Query, u64)>,
     /// Answers of only the changed rows since the last whole one: every
-    /// [`crate::CHANGES_FULL_EVERY`]th refresh asks a whole answer again, for what the
+    /// [`crate::collector::CHANGES_FULL_EVERY`]th refresh asks a whole answer again, for what the
     /// caller may see of a row that changed nothing else (a process turned non-dumpable, a
     /// /proc remounted with hidepid).
     changed_answers: u32,
@@ -257,7 +260,11 @@ impl ServiceCollector {
 impl ServiceCollector {
     /// One request: the answer (whole, or what changed since `since`), else /proc's whole
     /// snapshot (or an error when insisting).
-    fn request(&mut self, query: &Query, since: Option<u64>) -> Result<crate::Changes, Error> {
+    fn request(
+        &mut self,
+        query: &Query,
+        since: Option<u64>,
+    ) -> Result<crate::collector::Changes, Error> {
         let started = Instant::now();
         match ask(&self.socket, query, since) {
             Ok(mut a) => {
@@ -290,7 +297,7 @@ impl ServiceCollector {
                 self.report = r;
                 self.last = Some((query.clone(), a.generation));
                 self.changed_answers = if a.full { 0 } else { self.changed_answers + 1 };
-                Ok(crate::Changes {
+                Ok(crate::collector::Changes {
                     snapshot: a.snapshot,
                     full: a.full,
                     gone: a.gone,
@@ -306,7 +313,7 @@ impl ServiceCollector {
                 let mut r = self.local()?.report();
                 r.why = format!("procfs: the query service did not answer: {why}");
                 self.report = r;
-                Ok(crate::Changes {
+                Ok(crate::collector::Changes {
                     snapshot: snap,
                     full: true,
                     gone: Vec::new(),
@@ -317,7 +324,7 @@ impl ServiceCollector {
 
     /// The generation of the last answer when it was to `query` (and no whole answer is due).
     fn since(&self, query: &Query) -> Option<u64> {
-        if self.changed_answers + 1 >= crate::CHANGES_FULL_EVERY {
+        if self.changed_answers + 1 >= crate::collector::CHANGES_FULL_EVERY {
             return None;
         }
         self.last
@@ -354,7 +361,7 @@ impl Collector for ServiceCollector {
 /// which only the rows that differ from the last answer travel (and are decoded and handled
 /// here); a whole answer when the service no longer has the last one, or the query changed.
 impl LiveCollector for ServiceCollector {
-    fn changes(&mut self, query: &Query) -> Result<crate::Changes, Error> {
+    fn changes(&mut self, query: &Query) -> Result<crate::collector::Changes, Error> {
         let since = self.since(query);
         self.request(query, since)
     }

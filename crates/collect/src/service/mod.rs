@@ -6,14 +6,15 @@
 //! (`SO_PEERCRED`/`SO_PEERPIDFD`, the caller's status, namespaces and /proc mount options, read
 //! by the service, never told by the client); [`visibility`] procfs's permission rules applied
 //! to a snapshot for one caller (the pid namespace and `hidepid=`, the fields and files
-//! `ptrace_may_access()` gates); [`client`] the [`crate::Collector`] a non-root front end gets
-//! when the service answers, falling back to /proc when it does not. The listening side (the
-//! accept loop, coalescing, limits) is `tasksnap serve`'s (crates/cli/src/serve/query.rs):
-//! it asks its `Host` for passes and these modules for the rest.
+//! `ptrace_may_access()` gates); [`client`] the [`crate::collector::Collector`] a non-root front end gets
+//! when the service answers, falling back to /proc when it does not; [`answer`] a caller's
+//! answer cut from a shared pass; [`server`] the listening side (the accept loop, coalescing,
+//! limits), which `tasksnap serve` starts through its `Host`.
 
 pub mod answer;
 pub mod client;
 pub mod peer;
+pub mod server;
 pub mod visibility;
 pub mod wire;
 

@@ -13,14 +13,61 @@
 //! Without a pidfd (Linux before 6.5) the reads are of whichever process holds the pid when
 //! they are made: a caller that exits and whose pid goes to another process of the same euid
 //! and egid would be judged as that process (another euid is refused).
+//!
+//! Beside the caller, what the host's security modules mean for every caller ([`Rules`],
+//! read once by [`host_rules`]).
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
-use tasksnap_procfs::{parse, sys};
+use tasksnap_procfs::parse;
+use tasksnap_sys as sys;
 
-use super::visibility::Rules;
+/// What the host's security modules mean for the rules (the same for every caller).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// An LSM that may deny ptrace reads by policy is active: the gated groups go to callers
+    /// with `CAP_SYS_PTRACE` only, and a caller whose /proc hides pids is refused.
+    pub lsm_gates: bool,
+    /// SELinux is active: reading another task's label needs a policy permission
+    /// (`PROCESS__GETATTR`), so labels go to callers with `CAP_SYS_PTRACE` only.
+    pub label_gated: bool,
+}
+
+impl Rules {
+    /// Nothing known of the host's LSMs: assume the worst.
+    pub const UNKNOWN: Rules = Rules {
+        lsm_gates: true,
+        label_gated: true,
+    };
+    /// No LSM that gates ptrace reads or labels is active.
+    pub const NONE: Rules = Rules {
+        lsm_gates: false,
+        label_gated: false,
+    };
+
+    /// The rules for the active LSMs listed in `/sys/kernel/security/lsm` (comma-separated
+    /// names, e.g. `lockdown,capability,landlock,yama,apparmor`).
+    pub fn from_lsm_list(list: &[u8]) -> Rules {
+        let names = || {
+            list.split(|&c| c == b',' || c.is_ascii_whitespace())
+                .filter(|n| !n.is_empty())
+        };
+        Rules {
+            lsm_gates: names()
+                .any(|n| matches!(n, b"selinux" | b"apparmor" | b"smack" | b"tomoyo")),
+            label_gated: names().any(|n| n == b"selinux"),
+        }
+    }
+}
+
+impl Default for Rules {
+    /// [`Rules::UNKNOWN`]: a caller made without the host's rules is judged conservatively.
+    fn default() -> Rules {
+        Rules::UNKNOWN
+    }
+}
 
 /// The `hidepid=` option of a procfs mount (fs/proc/root.c, `enum proc_hidepid`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -348,7 +395,7 @@ pub fn host_rules(sys_root: &Path, proc_root: &Path) -> Rules {
 /// fixed at boot).
 pub fn identify(proc_root: &Path, peer: &Peer) -> Result<Caller, Refusal> {
     static RULES: std::sync::OnceLock<Rules> = std::sync::OnceLock::new();
-    let rules = *RULES.get_or_init(|| host_rules(Path::new("/sys"), proc_root));
+    let rules = *RULES.get_or_init(|| host_rules(Path::new(tasksnap_sys::roots::SYS), proc_root));
     identify_with(proc_root, rules, peer)
 }
 

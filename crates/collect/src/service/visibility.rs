@@ -64,51 +64,6 @@ use tasksnap_model::{Groups, Layout, Task, TaskState};
 
 use super::peer::{Caller, HidePid};
 
-/// What the host's security modules mean for the rules (the same for every caller).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rules {
-    /// An LSM that may deny ptrace reads by policy is active: the gated groups go to callers
-    /// with `CAP_SYS_PTRACE` only, and a caller whose /proc hides pids is refused.
-    pub lsm_gates: bool,
-    /// SELinux is active: reading another task's label needs a policy permission
-    /// (`PROCESS__GETATTR`), so labels go to callers with `CAP_SYS_PTRACE` only.
-    pub label_gated: bool,
-}
-
-impl Rules {
-    /// Nothing known of the host's LSMs: assume the worst.
-    pub const UNKNOWN: Rules = Rules {
-        lsm_gates: true,
-        label_gated: true,
-    };
-    /// No LSM that gates ptrace reads or labels is active.
-    pub const NONE: Rules = Rules {
-        lsm_gates: false,
-        label_gated: false,
-    };
-
-    /// The rules for the active LSMs listed in `/sys/kernel/security/lsm` (comma-separated
-    /// names, e.g. `lockdown,capability,landlock,yama,apparmor`).
-    pub fn from_lsm_list(list: &[u8]) -> Rules {
-        let names = || {
-            list.split(|&c| c == b',' || c.is_ascii_whitespace())
-                .filter(|n| !n.is_empty())
-        };
-        Rules {
-            lsm_gates: names()
-                .any(|n| matches!(n, b"selinux" | b"apparmor" | b"smack" | b"tomoyo")),
-            label_gated: names().any(|n| n == b"selinux"),
-        }
-    }
-}
-
-impl Default for Rules {
-    /// [`Rules::UNKNOWN`]: a caller made without the host's rules is judged conservatively.
-    fn default() -> Rules {
-        Rules::UNKNOWN
-    }
-}
-
 /// True when `asked` has a group that procfs gives only to ptrace-readers (or to the file's
 /// owner): the rows then need the ids and the base group to be judged.
 fn asks_gated(caller: &Caller, asked: &Groups) -> bool {
@@ -561,6 +516,7 @@ impl<'c, 't> Viewer<'c, 't> {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The rows `caller` may see of `tasks` (read with [`groups_to_read`]), each holding only
 /// `asked` groups and what procfs would show the caller of them, in the order of `tasks`;
 /// borrowed where nothing changes. `dumpable`: see [`Viewer::shown`]. (An answer makes its
@@ -584,7 +540,7 @@ pub fn view<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::peer::ProcMount;
+    use crate::service::peer::{ProcMount, Rules};
     use tasksnap_model::{Base, Cred, Extra, Io, TaskId};
 
     const NOBODY: u32 = 65534;

@@ -11,7 +11,7 @@
 //! per client, not a whole answer.
 
 use std::borrow::Cow;
-use std::io::{Read, Write};
+use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 use tasksnap_model::{Query, SnapshotStats, Task, TaskId};
@@ -314,8 +314,9 @@ impl<'de> serde::de::Visitor<'de> for AppendTo<'_> {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Writes `bytes` whole.
-pub fn send(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+pub fn send(w: &mut impl std::io::Write, bytes: &[u8]) -> std::io::Result<()> {
     w.write_all(bytes)?;
     w.flush()
 }

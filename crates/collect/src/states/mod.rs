@@ -1,4 +1,4 @@
-//! The sources of thread-state totals: what [`crate::StateSource`] answers with (a model
+//! The sources of thread-state totals: what [`crate::collector::StateSource`] answers with (a model
 //! [`Sample`]: cumulative per-thread time in each scheduler state, keyed by `TaskId`).
 //!
 //! - [`bpf::BpfSource`] (root): exact. A sched_switch program charges each thread's time at
@@ -18,7 +18,7 @@ pub mod bpf;
 pub mod procfs;
 pub mod symbolize;
 
-pub use tasksnap_model::states::{Mode, Sample, ThreadMap, ThreadTotals};
+pub use tasksnap_model::states::{Mode, Sample, ThreadTotals};
 
 /// Which threads to report: all when both lists are empty, otherwise the threads of the
 /// listed processes and those whose command name is listed.

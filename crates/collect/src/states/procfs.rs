@@ -40,8 +40,9 @@ use std::time::{Duration, Instant};
 
 use tasksnap_procfs::parse::{parse_schedstat, parse_stat_brief, parse_wchan, stat_state_letter};
 
+use crate::collector::StateSource;
+use crate::error::Error;
 use crate::states::{Filter, Mode, Sample, ThreadTotals};
-use crate::{Error, StateSource};
 use tasksnap_model::states::{State, NSTATES};
 use tasksnap_model::TaskId;
 
@@ -67,7 +68,7 @@ impl Default for Options {
             filter: Filter::default(),
             sample_hz: 20,
             track_sleep: false,
-            proc_root: PathBuf::from("/proc"),
+            proc_root: PathBuf::from(tasksnap_sys::roots::PROC),
             fds_left: 512,
         }
     }
@@ -212,13 +213,13 @@ pub fn own_tid(root: &Path) -> Option<i32> {
 
 /// Whether `root` is a mounted procfs.
 fn is_procfs(root: &Path) -> bool {
-    tasksnap_procfs::sys::is_procfs(root)
+    tasksnap_sys::is_procfs(root)
 }
 
 /// The calling thread's CPU time, ns: `se.sum_exec_runtime` brought up to date (the kernel
 /// runs `update_curr()` for it first, which reading one's own schedstat does not).
 fn own_runtime_ns() -> Option<u64> {
-    tasksnap_procfs::sys::thread_cpu_ns()
+    tasksnap_sys::thread_cpu_ns()
 }
 
 fn boottime_ns() -> u64 {
@@ -229,7 +230,7 @@ fn boottime_ns() -> u64 {
 /// is raised to the hard one (often 1024 -> 524288). Returns how many the sampler may keep:
 /// the limit less `left` for everything else.
 fn raise_nofile(left: usize) -> usize {
-    tasksnap_procfs::sys::raise_nofile_limit().map_or(0, |l| (l as usize).saturating_sub(left))
+    tasksnap_sys::raise_nofile_limit().map_or(0, |l| (l as usize).saturating_sub(left))
 }
 
 /// Whether delay accounting is on (`kernel.task_delayacct`, Linux 5.14; before that it was on
@@ -252,7 +253,7 @@ impl ProcfsSource {
             error: source,
         })?;
         let fd_budget = raise_nofile(opts.fds_left);
-        let tick_ns = 1_000_000_000 / crate::host::clock_ticks_per_s();
+        let tick_ns = 1_000_000_000 / crate::units::clock_ticks_per_s();
         let delayacct = delayacct_on(&opts.proc_root);
         let real_proc = is_procfs(&opts.proc_root);
         let shared = Arc::new(Mutex::new(Shared {

@@ -34,6 +34,7 @@ impl Kallsyms {
         Ok(k)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Parses kallsyms text: `ffffffff821fcd20 t rwsem_down_write_slowpath`, optionally with
     /// a module (`ffffffffc0a01000 t ext4_foo\t[ext4]`). Lines that do not parse are skipped;
     /// data symbols are left out.
@@ -71,11 +72,13 @@ impl Kallsyms {
         self.names.shrink_to_fit();
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Number of text symbols.
     pub fn len(&self) -> usize {
         self.syms.len()
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Whether there are none (e.g. read without privileges: every address is 0).
     pub fn is_empty(&self) -> bool {
         self.syms.is_empty()

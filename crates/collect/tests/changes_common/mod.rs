@@ -4,7 +4,7 @@
 
 use std::process::{Child, Command, Stdio};
 
-use tasksnap_collect::Changes;
+use tasksnap_collect::testing::Changes;
 use tasksnap_model::{Groups, Query, Selector, TaskId};
 
 /// `/bin/sh -c script`, its stdin closed.

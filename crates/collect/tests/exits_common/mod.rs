@@ -11,8 +11,8 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::exits::Exits;
-use tasksnap_collect::host::{Host, ReadingOptions, Readings};
+use tasksnap_collect::testing::exits::Exits;
+use tasksnap_collect::testing::host::{Host, ReadingOptions, Readings};
 use tasksnap_model::{Exit, ExitReason, Reading};
 
 /// A test binary's children: defines `ROLE` (the variable `$var` that gives a child its role),
@@ -40,7 +40,7 @@ pub(crate) use child_roles;
 
 /// The process's own CPU time, ns.
 fn process_cpu_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+    tasksnap_sys::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// Names the process (its main thread: the harness runs the role on another thread, and

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tasksnap_collect::StateSource;
+use tasksnap_collect::testing::StateSource;
 use tasksnap_states::{between, Interval, Rollup, Row, State};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -246,7 +246,7 @@ pub fn steal_ns() -> u64 {
         .and_then(|l| l.split_whitespace().nth(8))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    ticks * (1_000_000_000 / tasksnap_collect::host::clock_ticks_per_s())
+    ticks * (1_000_000_000 / tasksnap_collect::testing::host::clock_ticks_per_s())
 }
 
 /// What [`measure_with_oracle`] returns: the interval, schedstat's (run, delay) deltas per

@@ -75,7 +75,7 @@ pub fn uids(arg: &str, negate: bool) -> Result<Vec<u32>, String> {
 pub fn gids(arg: &str, negate: bool) -> Result<Vec<u32>, String> {
     split_list(arg)?
         .into_iter()
-        .map(|s| parse_id(s, negate, tasksnap_procfs::users::gid_by_name, "group"))
+        .map(|s| parse_id(s, negate, tasksnap_sys::users::gid_by_name, "group"))
         .collect()
 }
 
@@ -83,35 +83,18 @@ pub fn gids(arg: &str, negate: bool) -> Result<Vec<u32>, String> {
 /// found under the host's /dev (a fake tree's `dev/`) as procps's candidates; `-` and `?`
 /// are no terminal.
 pub fn ttys(arg: &str) -> Result<Vec<u32>, String> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    use tasksnap_collect::NamedTty;
+    let host = tasksnap_collect::Host::from_env();
     let mut out = Vec::new();
-    let dev_root = tasksnap_collect::HostOptions::from_env().dev_root;
     for s in split_list(arg)? {
-        let found = if s.starts_with('/') {
-            std::fs::metadata(s).ok()
-        } else {
-            // procps's candidates under /dev: the host's (a fake tree's `dev/`).
-            let dev = &dev_root;
-            [
-                dev.join(format!("pts/{s}")),
-                dev.join(s),
-                dev.join(format!("tty{s}")),
-                dev.join(format!("pty{s}")),
-                dev.join(format!("{s}nsole")),
-            ]
-            .iter()
-            .find_map(|p| std::fs::metadata(p).ok())
-        };
-        match found {
-            Some(m) => {
-                if !m.file_type().is_char_device() {
-                    return Err("list member was not a TTY".into());
-                }
-                out.push(m.rdev() as u32);
-            }
-            None if s == "-" || s == "?" => out.push(0),
-            None if s.len() == 1 && std::fs::metadata(s).is_ok() => out.push(0),
-            None => return Err("TTY could not be found".into()),
+        match host.tty_named(s) {
+            NamedTty::Device(rdev) => out.push(rdev),
+            NamedTty::NotATerminal => return Err("list member was not a TTY".into()),
+            NamedTty::Missing { .. } if s == "-" || s == "?" => out.push(0),
+            NamedTty::Missing {
+                in_working_dir: true,
+            } => out.push(0),
+            NamedTty::Missing { .. } => return Err("TTY could not be found".into()),
         }
     }
     Ok(out)

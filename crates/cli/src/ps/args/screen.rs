@@ -13,7 +13,7 @@ pub fn my_tty() -> u32 {
 fn terminal_size() -> Option<(usize, usize)> {
     [libc::STDOUT_FILENO, libc::STDERR_FILENO, libc::STDIN_FILENO]
         .into_iter()
-        .filter_map(tasksnap_procfs::sys::terminal_size)
+        .filter_map(tasksnap_sys::terminal_size)
         .find(|&(cols, rows)| cols > 0 && rows > 0)
         .map(|(cols, rows)| (usize::from(cols), usize::from(rows)))
 }

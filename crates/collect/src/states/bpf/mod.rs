@@ -1,6 +1,6 @@
 //! The exact source: loads states.bpf.c (programs on the sched_switch and sched_process_exit
 //! tracepoints, and a task iterator), and turns one iterator pass, the exit ring buffer and
-//! the off-CPU stack hash into a [`Sample`](crate::Sample).
+//! the off-CPU stack hash into a [`Sample`](tasksnap_model::states::Sample).
 //!
 //! Layouts come from states.h through the generated skeleton; nothing is restated here. The
 //! program is loaded once per [`BpfSource`] and unloaded when it is dropped; nothing is pinned.
@@ -21,10 +21,10 @@
 //! [`BpfSource::load`] says why there are none (chosen once for the whole crate, with the
 //! BPF collector, by the `tasksnap_bpf::select!` in lib.rs).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use crate::error::Error;
 use crate::states::Filter;
-use crate::Error;
 
 pub use crate::states_bpf::BpfSource;
 
@@ -55,8 +55,8 @@ impl Default for Options {
         Options {
             filter: Filter::default(),
             track_sleep: false,
-            kallsyms: PathBuf::from("/proc/kallsyms"),
-            proc_root: PathBuf::from("/proc"),
+            kallsyms: Path::new(tasksnap_sys::roots::PROC).join("kallsyms"),
+            proc_root: PathBuf::from(tasksnap_sys::roots::PROC),
             seed_all: true,
             incremental: false,
         }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use crate::states::bpf::{privileged, proc_is_readers, Options};
 use crate::states::{Mode, Sample, ThreadTotals};
 use tasksnap_model::hash::{IdMap, IdSet};
-use crate::StateSource;
+use crate::collector::StateSource;
 use tasksnap_model::TaskId;
 
 /// Off-CPU time per (state, stack id), by thread: (global tid, start time), as the why hash
@@ -28,7 +28,7 @@ use tasksnap_model::TaskId;
 type WhyByThread = IdMap<(i32, u64), Vec<(State, u32, u64)>>;
 use tasksnap_model::states::{State, NSTATES};
 use crate::states::symbolize::{self, Kallsyms};
-use crate::Error;
+use crate::error::Error;
 use tasksnap_bpf::skel::states as skel;
 
 /// `ST_F_*` of states.h (the skeleton generates types, not macros).
@@ -114,7 +114,7 @@ impl std::fmt::Debug for BpfSource {
 }
 
 fn monotonic_ns() -> u64 {
-    tasksnap_procfs::sys::clock_ns(libc::CLOCK_MONOTONIC)
+    tasksnap_sys::clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// A comm as text, and its exact bytes when they are not valid UTF-8.

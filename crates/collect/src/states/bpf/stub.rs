@@ -3,7 +3,8 @@
 
 use crate::states::bpf::Options;
 use crate::states::Sample;
-use crate::{Error, StateSource};
+use crate::error::Error;
+use crate::collector::StateSource;
 
 /// The loaded accounting: never made in this build.
 #[derive(Debug)]
@@ -29,6 +30,7 @@ impl BpfSource {
         match self.never {}
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Nothing drained: no source is ever made.
     pub fn last_drained(&self) -> Option<&[tasksnap_model::TaskId]> {
         match self.never {}

@@ -6,7 +6,7 @@
 //! fair share (the slots over the number of uids holding one, the newcomer's counted) is let
 //! in in place of a connection of the uid holding the most, when that uid holds more than its
 //! share: one that never sent its request before one that did, then the oldest
-//! ([`super::super::conns::victim`], the exporter's choice). So users holding every slot with
+//! ([`super::displace`], as `tasksnap serve`'s HTTP side chooses). So users holding every slot with
 //! silent connections (reconnecting as each request deadline ends them) cannot keep another
 //! user out; more users than slots still can, and are told `Busy`.
 //!
@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::super::conns::{victim, Candidate};
+use super::displace::{victim, Candidate};
 
 /// Clients served at once; more are answered `Busy`.
 pub const MAX_CLIENTS: usize = 32;
@@ -306,7 +306,7 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::service::server::slots::*;
 
     #[test]
     fn a_uid_under_its_share_displaces_the_uid_holding_the_most() {

@@ -183,7 +183,7 @@ pub fn give_back() {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::service::server::memory::*;
     use std::time::Duration;
 
     #[test]

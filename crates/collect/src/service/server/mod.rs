@@ -1,6 +1,8 @@
-//! The query socket of `tasksnap serve`: root's loaded BPF programs answering local callers
-//! without privileges (`tasksnap ps`, `top`, the Python binding as a user), each shown what
-//! its own /proc would show it, within budgets no set of users can exhaust for the others.
+//! The query service's listening side ([`QueryService`], started by
+//! [`Host::serve_queries`](crate::Host::serve_queries) for `tasksnap serve`): root's loaded BPF
+//! programs answering local callers without privileges (`tasksnap ps`, `top`, the Python
+//! binding as a user), each shown what its own /proc would show it, within budgets no set of
+//! users can exhaust for the others.
 //!
 //! Threads, each with one job:
 //! - the **accept** thread takes connections, asks the kernel who is on the other end
@@ -18,10 +20,11 @@
 //!   has room for it, so every answer is fresher than its request and a thousand callers cost
 //!   one pass.
 //!
-//! The rules are tasksnap-collect's (`service::peer`, `service::visibility`,
-//! `service::answer`); this module only moves requests and answers. See docs/service.md for
+//! The rules are the service's other modules' ([`super::peer`], [`super::visibility`],
+//! [`super::answer`]); this module only moves requests and answers. See docs/service.md for
 //! the threat model.
 
+pub mod displace;
 mod memory;
 mod passes;
 mod slots;
@@ -37,12 +40,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::service::answer::{Reply, PLAN_BYTES_PER_TASK};
-use tasksnap_collect::service::{peer, visibility, wire};
 use tasksnap_model::Query;
-use tasksnap_safefile::Dir;
+use tasksnap_safefile::{Dir, SafeError};
 
-pub use memory::MIN_BUDGET_BYTES;
+use super::answer::{Reply, PLAN_BYTES_PER_TASK};
+use super::{peer, visibility, wire};
+use crate::caps;
 use memory::{Charge, MemoryBudget};
 use passes::{Job, NoPass};
 use slots::{Slots, Step};
@@ -59,6 +62,55 @@ const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 const ANSWER_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a connection waits for its pass before giving up on it.
 const PASS_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Why the query service could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Not root: its passes come from the BPF programs.
+    #[error(
+        "it needs root: its passes come from BPF programs only root loads (run serve as \
+         root, or with --no-query-socket)"
+    )]
+    NotRoot,
+    /// The path names no file in a directory.
+    #[error("{}: not a socket path", .0.display())]
+    NotASocketPath(PathBuf),
+    /// Its directory could not be made, checked or opened up, or the socket bound.
+    #[error("{0}")]
+    Dir(SafeError),
+    /// Its directory is the operator's and other users cannot reach a socket in it.
+    #[error(
+        "{} is not searchable by other users (mode {mode:o}): make it 0755, or choose \
+         another directory",
+        dir.display()
+    )]
+    NotSearchable {
+        /// The directory.
+        dir: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A service answers on that socket already.
+    #[error("another tasksnap serve answers there")]
+    InUse,
+    /// Something that is not a socket is where the socket would be (why, without the path).
+    #[error("{0}, or give serve another --query-socket")]
+    NotASocket(String),
+    /// A thread could not be started.
+    #[error("cannot start the {what} thread: {error}")]
+    Thread {
+        /// Which thread.
+        what: &'static str,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The BPF collector could not be loaded.
+    #[error("{0}")]
+    Load(crate::error::Error),
+    /// The pass thread ended before it was ready.
+    #[error("the pass thread ended before it was ready")]
+    PassEnded,
+}
 
 /// What the service counts, for its start and stop lines.
 #[derive(Debug, Default)]
@@ -119,6 +171,14 @@ pub struct QueryService {
     pub why: String,
 }
 
+impl QueryService {
+    /// Where `tasksnap serve` listens for queries and clients look for it, unless told
+    /// otherwise (`--query-socket`, `TASKSNAP_QUERY_SOCKET`).
+    pub const DEFAULT_SOCKET: &'static str = super::DEFAULT_SOCKET;
+    /// The smallest memory budget it takes: a pass of a small host and a few answers in flight.
+    pub const MIN_BUDGET_BYTES: u64 = memory::MIN_BUDGET_BYTES;
+}
+
 impl std::fmt::Debug for QueryService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QueryService")
@@ -127,50 +187,55 @@ impl std::fmt::Debug for QueryService {
     }
 }
 
+impl crate::host::Host {
+    /// Starts the query service at `path` (root only; see [`QueryService`]): its pass thread
+    /// opens a host of its own for [`Host::open_for_service`](crate::Host::open_for_service),
+    /// and its threads keep only what they need. Call before the calling thread drops its
+    /// capabilities. It holds at most `memory_budget_bytes` for its callers.
+    pub fn serve_queries(
+        path: &Path,
+        memory_budget_bytes: u64,
+    ) -> Result<QueryService, StartError> {
+        start(path, memory_budget_bytes)
+    }
+}
+
 /// Opens the directory of `path` (made 0755 if missing; root's, writable by nobody else) and
 /// listens there, loads the BPF collector on the pass thread, and starts answering, holding
 /// at most `memory_budget_bytes` for its callers. Call before the calling thread drops its
 /// capabilities: the threads it starts keep what reading callers' /proc entries needs.
-pub fn start(path: &Path, memory_budget_bytes: u64) -> Result<QueryService, String> {
+pub fn start(path: &Path, memory_budget_bytes: u64) -> Result<QueryService, StartError> {
     if tasksnap_safefile::euid() != 0 {
-        return Err(
-            "it needs root: its passes come from BPF programs only root loads (run serve as \
-             root, or with --no-query-socket)"
-                .into(),
-        );
+        return Err(StartError::NotRoot);
     }
     let (parent, name) = tasksnap_safefile::split_path(path)
-        .ok_or_else(|| format!("{}: not a socket path", path.display()))?;
-    let dir = Dir::create_private(&parent, 0o755).map_err(|e| e.to_string())?;
+        .ok_or_else(|| StartError::NotASocketPath(path.to_path_buf()))?;
+    let dir = Dir::create_private(&parent, 0o755).map_err(StartError::Dir)?;
     // Callers need to reach the socket: the directory must be searchable by all. tasksnap's
     // own /run/tasksnap (0700 when an older tasksnap-pin.service made it) is opened up, as
     // nothing in it is writable by others; any other directory is the operator's, not to be
     // widened silently.
-    let meta = dir.meta().map_err(|e| e.to_string())?;
+    let meta = dir.meta().map_err(StartError::Dir)?;
     if meta.mode & 0o011 != 0o011 {
-        let ours = Path::new(tasksnap_collect::service::DEFAULT_SOCKET).parent() == Some(&parent);
+        let ours = Path::new(super::DEFAULT_SOCKET).parent() == Some(&parent);
         if !ours {
-            return Err(format!(
-                "{} is not searchable by other users (mode {:o}): make it 0755, or choose \
-                 another directory",
-                parent.display(),
-                meta.mode & 0o7777
-            ));
+            return Err(StartError::NotSearchable {
+                dir: parent,
+                mode: meta.mode & 0o7777,
+            });
         }
         dir.chmod((meta.mode & 0o7777) | 0o011)
-            .map_err(|e| e.to_string())?;
+            .map_err(StartError::Dir)?;
     }
     // A service already answering there keeps its socket (a second `serve`, a test's, must
     // not take it over); a socket nobody listens on is an earlier run's, replaced.
     if UnixStream::connect(path).is_ok() {
-        return Err("another tasksnap serve answers there".into());
+        return Err(StartError::InUse);
     }
     let listener = dir.bind_socket(&name, 0o666).map_err(|e| match e {
         // Said without the path, which the caller's message names.
-        tasksnap_safefile::SafeError::NotSocket { .. } => {
-            format!("{}, or give serve another --query-socket", e.reason())
-        }
-        e => e.to_string(),
+        SafeError::NotSocket { .. } => StartError::NotASocket(e.reason()),
+        e => StartError::Dir(e),
     })?;
     let state = Arc::new(State {
         stop: AtomicBool::new(false),
@@ -180,26 +245,29 @@ pub fn start(path: &Path, memory_budget_bytes: u64) -> Result<QueryService, Stri
         slots: Slots::new(),
         budget: MemoryBudget::new(memory_budget_bytes),
         counts: Counts::default(),
-        proc_root: PathBuf::from(tasksnap_collect::host::KERNEL_PROC),
+        proc_root: PathBuf::from(tasksnap_sys::roots::PROC),
     });
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<String, String>>();
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<String, crate::error::Error>>();
     let passes = {
         let state = state.clone();
         std::thread::Builder::new()
             .name("query-pass".into())
             .spawn(move || passes::pass_loop(&state, &ready_tx))
-            .map_err(|e| format!("cannot start the pass thread: {e}"))?
+            .map_err(|error| StartError::Thread {
+                what: "pass",
+                error,
+            })?
     };
     let why = match ready_rx.recv() {
         Ok(Ok(why)) => why,
         Ok(Err(e)) => {
             let _ = passes.join();
             let _ = dir.remove(&name);
-            return Err(e);
+            return Err(StartError::Load(e));
         }
         Err(_) => {
             let _ = dir.remove(&name);
-            return Err("the pass thread ended before it was ready".into());
+            return Err(StartError::PassEnded);
         }
     };
     let accept = {
@@ -209,10 +277,13 @@ pub fn start(path: &Path, memory_budget_bytes: u64) -> Result<QueryService, Stri
             .spawn(move || {
                 // What identifying a caller needs (its namespaces' links, its mount table):
                 // reading /proc entries of other users. Connection threads inherit this set.
-                let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT_READING);
+                let _ = caps::keep_only(caps::KEPT_READING);
                 accept_loop(&state, &listener)
             })
-            .map_err(|e| format!("cannot start the accept thread: {e}"))?
+            .map_err(|error| StartError::Thread {
+                what: "accept",
+                error,
+            })?
     };
     Ok(QueryService {
         state,

@@ -21,13 +21,14 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::service::answer::Pass;
-use tasksnap_collect::service::peer;
-use tasksnap_collect::Host;
 use tasksnap_model::{Query, Selector, Snapshot, Task};
 
 use super::memory::{self, Charge};
 use super::State;
+use crate::caps;
+use crate::host::Host;
+use crate::service::answer::Pass;
+use crate::service::peer;
 
 /// Requests waiting for a pass at most; beyond, `Busy` (a queue of distinct expensive
 /// queries would keep every caller past its deadline). A uid may hold its share of them:
@@ -260,7 +261,7 @@ fn make_room(state: &State, passes: &mut Passes, host: &mut Host, bytes: usize) 
 
 /// Owns the collector: loads it, says so on `ready`, then takes one pass per distinct
 /// waiting request until stopped.
-pub fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
+pub fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, crate::error::Error>>) {
     struct Ended<'a>(&'a std::sync::atomic::AtomicBool);
     impl Drop for Ended<'_> {
         fn drop(&mut self) {
@@ -272,14 +273,13 @@ pub fn pass_loop(state: &State, ready: &mpsc::Sender<Result<String, String>>) {
     // Every program (the walk into mapped memory, the command-line copy, the rare blocks)
     // loaded once for the service's life.
     if let Err(e) = host.open_for_service() {
-        let _ = ready.send(Err(e.to_string()));
+        let _ = ready.send(Err(e));
         return;
     }
     // What reading /proc whatever its modes needs, and CAP_BPF: the walk's memory is made for
     // the tasks there are now, and a host that grows (a service runs for weeks) needs a bigger
     // one, which only CAP_BPF may create. Nothing else is kept on this thread.
-    const CAP_BPF: u64 = 1 << 39;
-    let _ = tasksnap_collect::caps::keep_only(tasksnap_collect::caps::KEPT_READING | CAP_BPF);
+    let _ = caps::keep_only(caps::KEPT_SERVICE_PASSES);
     let _ = ready.send(Ok(host.report().why));
     let mut passes = Passes {
         kept: VecDeque::new(),
@@ -450,7 +450,7 @@ fn hand_out(passes: &mut Passes, query: Query, jobs: Vec<Job>, pass: Arc<Charged
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::service::server::passes::*;
     use tasksnap_model::Groups;
 
     fn job(uid: u32, pid: i32) -> Job {
