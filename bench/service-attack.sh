@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: the query service under the memory attack of issue 42 (docs/service.md, "Limits"),
+# Benchmark: the query service under a memory attack (docs/service.md, "Limits"),
 # two builds side by side in one run on the same load:
 #   - two unprivileged users (made for the run: tasksnap-atk1, tasksnap-atk2; removed after)
 #     each run PROCS processes with ARG_BYTES of arguments and ARG_BYTES of environment

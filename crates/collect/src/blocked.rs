@@ -6,7 +6,7 @@
 //! watchdog and the BPF command-line passes give up on such a read so that one process cannot
 //! stall a listing. Counted in wall time, that deadline also fired on a reader that was merely
 //! waiting for a CPU on a saturated host: the process was then shown as `[sleep]` although its
-//! command line was there to read (issue #16). So the watcher counts only the time the thread
+//! command line was there to read. So the watcher counts only the time the thread
 //! spent blocked.
 //!
 //! It looks at the thread now and then, and only once the operation has lasted
@@ -285,7 +285,7 @@ mod tests {
         }
     }
 
-    /// Issue #16's wrong row: a reader that spent its 20 ms waiting for a CPU and running
+    /// Regression, the wrong row: a reader that spent its 20 ms waiting for a CPU and running
     /// is not stuck, however long ago its read began.
     #[test]
     fn cmdline_deadline_ignores_time_spent_waiting_for_a_cpu() {

@@ -571,7 +571,7 @@ mod tests {
         }
     }
 
-    /// Issue 42: a taskstats exit record (its start derived from the receipt time, possibly a
+    /// Regression: a taskstats exit record (its start derived from the receipt time, possibly a
     /// tick off /proc's) of a process that died after one reading's drain and before its walk
     /// comes with the reading after: its live row was in neither walk the sampler adopted
     /// identities from, so the exit kept its derived identity, and serve, not finding the

@@ -384,7 +384,7 @@ mod tests {
         assert_eq!(&**m.get(101).expect("grouped"), "my/prog");
     }
 
-    /// Regression (issue 29): control characters were replaced with `?`, so `nl\nname` and
+    /// Regression: control characters were replaced with `?`, so `nl\nname` and
     /// `nl?name` were one group; names that are not UTF-8 were replaced lossily, so
     /// `x\xff` and `x\xfe` were one group too.
     #[test]

@@ -1,7 +1,6 @@
 //! Property test of [`kernel_comm`]: what `/proc/<pid>/comm` holds after `PR_SET_NAME` is
 //! the first 15 bytes of the name. (The `/proc/<pid>/stat` parser [`read_stat`] uses is
-//! tasksnap-procfs's; its properties, those this file used to check of the loadgen's own
-//! copy among them, are in crates/procfs/tests/proptest_parse.rs.)
+//! tasksnap-procfs's; its properties are in crates/procfs/tests/proptest_parse.rs.)
 //!
 //! `PROPTEST_CASES` overrides the case count (512 by default here).
 //!

@@ -552,7 +552,7 @@ mod tests {
             Some(b"0f2c5a1e-2d0e-4c4e-9a53-6f1b0c7c2a11".to_vec())
         );
         assert_eq!(p(b"a b\xff/..\n", 64), Some(b"a b\xff/..".to_vec()));
-        // A newline is a byte of a host name like any other (issue 42): only the kernel's
+        // A newline is a byte of a host name like any other: only the kernel's
         // own last one goes, so a name ending in one keeps it.
         assert_eq!(p(b"a\nb\n", 64), Some(b"a\nb".to_vec()));
         assert_eq!(p(b"a\n\n", 64), Some(b"a\n".to_vec()));

@@ -383,7 +383,7 @@ mod tests {
         a
     }
 
-    /// Issue 29: a hog's running time across a recorder restart was lost (0 s running in
+    /// Regression: a hog's running time across a recorder restart was lost (0 s running in
     /// the interval spanning it).
     #[test]
     fn restart_keeps_a_hogs_running_time() {

@@ -203,8 +203,8 @@ impl Interval {
 /// block I/O delay (delay accounting) as a floor for disk. A thread no sample caught off the
 /// CPU has the rest as runnable (a wait not ended yet): an estimate, which is why
 /// [`Mode::sampled`] does not call runnable exact in this mode. (The sampler's own thread
-/// used to be such a thread, always reading R in its own `stat`: it now counts itself
-/// asleep, see tasksnap-collect's `states::procfs`.)
+/// reads R in its own `stat` and counts itself asleep: see tasksnap-collect's
+/// `states::procfs`.)
 fn procfs_split(
     alive_ns: u64,
     exact: &[u64; NSTATES],

@@ -1,4 +1,4 @@
-//! tasksnap-store: the on-disk history container of tasksnap (issue 18, item 2),
+//! tasksnap-store: the on-disk history container of tasksnap,
 //! payload-agnostic: it stores opaque frames (a kind byte, a key flag, a time, a payload) and
 //! knows nothing of tasks.
 //!

@@ -1,4 +1,4 @@
-//! The store against a hostile directory (issue 29): what another user may plant in or
+//! The store against a hostile directory: what another user may plant in or
 //! around a store never makes the writer write through it or a reader hang on it. Each test
 //! is named after the defect it pins; victims are scratch files, never system files.
 

@@ -390,7 +390,7 @@ fn full_disk_stops_and_keeps_what_was_written() {
     assert_eq!(store.damage().skipped_bytes, 0);
 }
 
-/// Issue 29: a wall clock that steps back (NTP, a restored VM) across a restart made the store
+/// Regression: a wall clock that steps back (NTP, a restored VM) across a restart made the store
 /// unreadable (its span ran backwards) and the writer refused the frame.
 #[test]
 fn clock_step_back_is_kept_in_recording_order() {
@@ -448,7 +448,7 @@ fn clock_step_back_is_kept_in_recording_order() {
     assert_eq!(w.last().map(|e| e.time_ns), Some(103 * S));
 }
 
-/// Issue 29: a segment whose name is earlier than its frames hid older segments from a
+/// Regression: a segment whose name is earlier than its frames hid older segments from a
 /// window query (names were taken as times).
 #[test]
 fn segment_named_before_its_frames_hides_nothing() {
@@ -475,7 +475,7 @@ fn segment_named_before_its_frames_hides_nothing() {
     let all = store.entries(0, u64::MAX).expect("entries");
     check_all(&store, &all);
     assert_eq!(all.iter().filter(|e| e.kind == 1).count(), 30);
-    // A window at the end of the recording's times holds them all (it used to hold none).
+    // A window at the end of the recording's times holds them all.
     let w = store.window(1, 112 * S, 129 * S).expect("window");
     let mut got: Vec<u64> = w
         .iter()

@@ -226,7 +226,7 @@ mod tests {
     }
 
     /// ps JSON named the exact bytes `comm_hex` and left the key out for valid UTF-8: every
-    /// table-shaped output now has one rule, a `_bytes` sibling on every row, hex or null.
+    /// table-shaped output has one rule: a `_bytes` sibling on every row, hex or null.
     #[test]
     fn ps_json_bytes_sibling_follows_the_table_rule() {
         let v = js(b"plain");

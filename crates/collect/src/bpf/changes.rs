@@ -261,7 +261,7 @@ impl BpfCollector {
             // (alive when walked, as a task that exits during a walk is): it stays known, and
             // the next call's count finds it gone. Said gone now, beside its row, a caller
             // applying the call would keep the row, never to be taken back before the next
-            // whole pass (a child read right after its fork kept its parent's name; issue 42).
+            // whole pass (a child read right after its fork kept its parent's name).
             delta.known.retain(|&tid, &mut was| {
                 let live =
                     tids.binary_search(&tid).is_ok() || written.binary_search(&tid).is_ok();

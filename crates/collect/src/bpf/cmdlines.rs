@@ -57,7 +57,7 @@ impl State {
 /// The command-line pass is given up, and /proc used instead, when one of its threads has
 /// been blocked this long without running in between: it is queued on one target's mmap
 /// lock (the procfs reader gives up one read at the same deadline). Blocked time, not wall
-/// time: on a busy host the pass may take long and still be making progress (issue #16; see
+/// time: on a busy host the pass may take long and still be making progress (see
 /// crate::blocked).
 const CMDLINE_PASS_STUCK: std::time::Duration = std::time::Duration::from_millis(20);
 

@@ -15,7 +15,7 @@
 //! them. RLIMIT_NOFILE bounds descriptor *numbers* in every table, private ones included, so
 //! each reader may hold `RLIMIT_NOFILE - 4` of them at most ([`fd_budget`]); with a limit of
 //! 16 and a batch of 256, every open past the 12th failed with EMFILE and the task was counted
-//! "denied" and left out (issue #16). A reader that still runs out (EMFILE, ENFILE, ENOMEM)
+//! "denied" and left out. A reader that still runs out (EMFILE, ENFILE, ENOMEM)
 //! closes what it holds and tries again; if even that fails, the whole collection fails with
 //! [`crate::Error::Exhausted`]: never a short listing.
 
@@ -458,7 +458,7 @@ pub(crate) fn add_stats(total: &mut SnapshotStats, s: &SnapshotStats) {
 mod tests {
     use crate::procfs::pool::*;
 
-    /// Issue #16: a reader held up to 256 descriptors whatever the limit, so under
+    /// Regression: a reader held up to 256 descriptors whatever the limit, so under
     /// `--nofile=16` every open past the 12th failed.
     #[test]
     fn readers_hold_no_more_descriptors_than_the_open_files_limit_leaves() {

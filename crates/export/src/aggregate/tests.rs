@@ -240,8 +240,8 @@ fn top_n_are_the_busiest_in_the_interval() {
     assert_eq!(pids, vec![2, 3]);
 }
 
-/// Regression (issue 29): a --top-n process's comm label replaced control characters
-/// with `?`; it is the label value of the comm's bytes now.
+/// Regression: a --top-n process's comm label replaced control characters with `?`; the
+/// label value is the comm's bytes.
 #[test]
 fn top_n_comms_are_label_values_never_replaced() {
     let mut a = Aggregator::new(Options {
@@ -258,7 +258,7 @@ fn top_n_comms_are_label_values_never_replaced() {
     let comms: Vec<&str> = a.view().top.iter().map(|p| p.comm.as_str()).collect();
     assert_eq!(comms, vec!["cr\\x0d\\xffname", "nl\nname"]);
 }
-// Exits (issue 31).
+// Exits.
 
 use tasksnap_model::{Io, Sched};
 
@@ -764,7 +764,7 @@ fn an_exec_between_the_last_collection_and_the_exit_regroups_the_rest() {
 }
 #[test]
 fn exits_are_grouped_by_the_name_they_exit_with_not_a_stale_row() {
-    // Issue 42: a child seen right after its fork (its parent's comm), renamed, then
+    // Regression: a child seen right after its fork (its parent's comm), renamed, then
     // exited, its record in a reading that still holds the row read before the rename
     // (a walk that did not read it again): its exit goes by the name it exited with.
     let mut a = Aggregator::new(Options::default());
@@ -897,7 +897,7 @@ fn states_of(at_ns: u64, tasks: &[Task], exited: &[Task]) -> Sample {
     sample(at_ns, &rows)
 }
 
-/// Regression (issue 32): the exporter holds per group what it exports; per task only
+/// Regression: the exporter holds per group what it exports; per task only
 /// the figures the next interval starts from, for the tasks alive now. Processes that come
 /// and go, with exit records and without, leave nothing behind, and nothing piles up.
 #[test]

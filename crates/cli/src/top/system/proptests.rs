@@ -57,7 +57,7 @@ proptest! {
 }
 
 /// Minimal input: a /proc/stat whose `cpu` line holds `18446744073709551615 1`: summing the
-/// ticks (`CpuTicks::total`, now crates/model/src/system.rs) overflows u64.
+/// ticks (`CpuTicks::total`, crates/model/src/system.rs) overflows u64.
 #[test]
 fn defect_huge_cpu_ticks() {
     let tmp = tempfile::tempdir().expect("tempdir");
