@@ -1,6 +1,6 @@
 //! The native half of the `tasksnap` Python package (`tasksnap._tasksnap`): a front end like
 //! the CLI's commands. It asks tasksnap-collect for tasks ([`host`]: one cached collector for
-//! whole-system passes, chosen by `choice::open`, and a procfs collector for one process),
+//! whole-system passes, chosen by the `Host` as `auto` chooses, and a procfs collector for one process),
 //! turns tasks into psutil's values ([`values`], for the attributes of [`attrs`]' table, by
 //! psutil's rules in [`psutil`]) for one process ([`process`]) or every one ([`iter`]), or
 //! into columns ([`columns`], as Arrow arrays handed over through the C data interface:

@@ -2,7 +2,7 @@
 //!
 //! Loading costs 35-50 ms per run (libbpf's CO-RE relocation against the kernel's BTF, then
 //! the verifier); a pinned set in bpffs is opened in well under a millisecond. The pins are
-//! root-only (see tasksnap_collect::bpf::programs) and tied to this build: another build of
+//! root-only (`Host::pin_programs`; docs/bpf.md) and tied to this build: another build of
 //! tasksnap loads its own programs and ignores them.
 
 use std::process::ExitCode;

@@ -90,11 +90,11 @@ pub use process_files::{
     Connection, Endpoint, FilesError, Identity, Mapped, OpenFile, ProcessFiles, SmapsTotals,
     SocketTable,
 };
-/// Which threads a thread-state source reports ([`StatesOptions::filter`]).
 pub use service::server::displace::{
     victim as connection_to_displace, Candidate as ConnectionCandidate,
 };
 pub use service::server::{Counts as QueryCounts, QueryService, StartError as QueryServiceError};
+/// Which threads a thread-state source reports ([`StatesOptions::filter`]).
 pub use states::Filter as StatesFilter;
 /// Why the BPF programs cannot load or be pinned here.
 pub use tasksnap_bpf::Unavailable as BpfUnavailable;

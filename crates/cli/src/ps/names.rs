@@ -1,5 +1,5 @@
 //! Turning numbers into the names ps prints: user and group names ([`Names`]: cached, one NSS
-//! lookup per id, from tasksnap-procfs's `users`) and terminal names (procps's `dev_to_tty` rules: /proc/tty/drivers, then the task's
+//! lookup per id, from tasksnap-sys's `users`) and terminal names (procps's `dev_to_tty` rules: /proc/tty/drivers, then the task's
 //! fd/2, then the well-known majors, then fd/255; each candidate checked against /dev). The
 //! driver table, the task links and the /dev root are the [`tasksnap_collect::Host`]'s
 //! ([`HostFacts`]).
@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tasksnap_collect::TaskLinks;
 
-/// Cached uid/gid -> name lookups: the one NSS lookup, in tasksnap-procfs.
+/// Cached uid/gid -> name lookups: the one NSS lookup, in tasksnap-sys.
 pub use tasksnap_sys::users::Names;
 
 /// glibc's major() of a 32-bit `tty_nr` (the kernel's `new_encode_dev` layout).

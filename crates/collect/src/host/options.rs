@@ -1,4 +1,4 @@
-//! Where a [`Host`](super::Host)(super::Host) reads ([`HostOptions`]: the /proc root and the trees beside
+//! Where a [`Host`](super::Host) reads ([`HostOptions`]: the /proc root and the trees beside
 //! it, a fake tree from the environment).
 
 use std::path::{Path, PathBuf};

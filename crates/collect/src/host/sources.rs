@@ -1,4 +1,4 @@
-//! What a [`Host`](super::Host)(super::Host) hands out to keep beside it: thread-state sources
+//! What a [`Host`](super::Host) hands out to keep beside it: thread-state sources
 //! ([`ThreadStates`]) and whole readings ([`Readings`]). Both hold the BPF thread-state
 //! accounting when it runs, whose ring buffer is tied to the thread that opened it (not
 //! `Send`); the host itself is `Send`, so that a binding may keep it across threads.
