@@ -68,8 +68,9 @@ fn sample_time(f: &Frame) -> (f64, String) {
 struct Recorded {
     burn_pid: u32,
     sleep_pid: u32,
-    /// The burner's share of a CPU while recording, percent.
-    burn_share: f64,
+    /// The burner's share of a CPU between each two samples, percent, as `dump` reads the
+    /// recording.
+    burn_shares: Vec<f64>,
     /// When the recording started and ended, seconds since the epoch.
     started: u64,
     ended: u64,
@@ -105,13 +106,50 @@ fn record_a_burner_and_a_sleeper(store: &str) -> Recorded {
         / wall0.elapsed().as_nanos() as f64
         * 100.0;
     ok(&rec, "record");
+    let (burn_shares, recorded_mean) = recorded_shares(store, burn_pid);
+    assert_eq!(burn_shares.len(), 3, "{burn_shares:?}");
+    // The recording against the kernel's own clock of the burner, over the whole run.
+    assert!(
+        recorded_mean >= burn_share * 0.6 && recorded_mean <= burn_share * 1.4 + 5.0,
+        "recorded {recorded_mean:.1}% of a CPU; the burner's CPU clock says {burn_share:.1}%"
+    );
     Recorded {
         burn_pid,
         sleep_pid,
-        burn_share,
+        burn_shares,
         started,
         ended,
     }
+}
+
+/// `pid`'s share of a CPU between each two samples of the recording in `store`, and over
+/// all of it, percent: from `dump` (its time and cpu_seconds columns).
+fn recorded_shares(store: &str, pid: u32) -> (Vec<f64>, f64) {
+    let out = Command::new(TASKSNAP)
+        .args(["dump", "--dir", store, "--fields", "time,pid,cpu_seconds"])
+        .output()
+        .expect("run tasksnap dump");
+    let csv = ok(&out, "dump");
+    let pid = pid.to_string();
+    let points: Vec<(f64, f64)> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut cells = l.split(',');
+            let (t, p, cpu) = (cells.next()?, cells.next()?, cells.next()?);
+            (p == pid).then_some(())?;
+            let t = humantime::parse_rfc3339(t).ok()?;
+            let t = t.duration_since(UNIX_EPOCH).ok()?.as_secs_f64();
+            Some((t, cpu.parse().ok()?))
+        })
+        .collect();
+    let share = |a: (f64, f64), b: (f64, f64)| (b.1 - a.1) / (b.0 - a.0) * 100.0;
+    let each = points.windows(2).map(|w| share(w[0], w[1])).collect();
+    let all = match (points.first(), points.last()) {
+        (Some(&a), Some(&b)) if b.0 > a.0 => share(a, b),
+        _ => panic!("the burner is not in the recording's dump:\n{csv}"),
+    };
+    (each, all)
 }
 
 /// Frame `i` of a replay of `rec` is its sample `i + 2`, at a time within the recording
@@ -143,11 +181,12 @@ fn a_replayed_frame_is_its_sample(i: usize, f: &Frame, store: &str, rec: &Record
     );
     let burn = cpu_of(f, rec.burn_pid).unwrap_or_else(|| panic!("burner missing\n{header}"));
     let sleep = cpu_of(f, rec.sleep_pid).unwrap_or_else(|| panic!("sleeper missing\n{header}"));
-    // Each second's share around the recording's mean (it moves with the host's load).
-    let share = rec.burn_share;
+    // The share the recording holds for that second (its samples i+1 and i+2), which moves
+    // with the host's load: top shows it, to the clock tick.
+    let share = rec.burn_shares[i];
     assert!(
-        burn >= share * 0.4 && burn <= share * 1.6 + 5.0,
-        "burner at {burn}% in frame {i}; it had {share:.1}% of a CPU while recorded"
+        (burn - share).abs() <= 1.5 + share * 0.03,
+        "burner at {burn}% in frame {i}; the recording says {share:.1}% for that second"
     );
     assert!(sleep < 1.0, "sleeper at {sleep}% in frame {i}");
 }

@@ -395,7 +395,16 @@ fn a_blocked_stat_of_a_path_the_process_names_is_given_up() {
     assert_eq!(got[0].path, plain.as_os_str().as_bytes());
     assert_eq!(f.cwd(60).expect("test"), b"/nowhere/dir");
     if cached_stat(&plain).is_some() {
-        assert!(f.reader.lock().expect("test").is_none(), "no hop");
+        // A cached look fails now and then with the path in the caches all along (a rename
+        // anywhere on the host restarts the lock-free walk, and RESOLVE_CACHED gives up
+        // then): one of a few fresh readers must go without the hop.
+        let hopped = |f: &ProcessFiles| {
+            f.open_files(60).expect("test");
+            f.reader.lock().expect("test").is_some()
+        };
+        let no_hop =
+            !f.reader.lock().expect("test").is_some() || (0..5).any(|_| !hopped(&t.files()));
+        assert!(no_hop, "no hop");
     }
     // Uncached (here: the cached look is skipped), the reader's full stat answers.
     let f = t.files().with_stat(full_stat);
