@@ -269,6 +269,14 @@ def _warn_zeroed(names: List[str], stacklevel: int = 3) -> None:
         )
 
 
+def _or_missing(value: Optional[int], name: str, missing: List[str]) -> int:
+    """``value``, or 0 with ``name`` noted in ``missing`` when the kernel does not have it."""
+    if value is None:
+        missing.append(name)
+        return 0
+    return value
+
+
 def virtual_memory() -> svmem:
     """Memory in bytes as psutil reports it (and ``free(1)``): ``available`` is MemAvailable
     (the kernel's estimate where it is missing or 0), ``percent`` = (total - available) /
@@ -280,33 +288,20 @@ def virtual_memory() -> svmem:
     missing: List[str] = []
     total = mems["MemTotal"]
     free = mems["MemFree"]
-    buffers = mems.get("Buffers")
-    if buffers is None:
-        buffers = 0
-        missing.append("buffers")
+    buffers = _or_missing(mems.get("Buffers"), "buffers", missing)
     cached = mems.get("Cached")
-    if cached is None:
-        cached = 0
-        missing.append("cached")
-    else:
+    if cached is not None:
         # free(1) counts reclaimable slab as cache (procps-ng 3.3.10 on).
         cached += mems.get("SReclaimable", 0)
-    shared = mems.get("Shmem", mems.get("MemShared"))
-    if shared is None:
-        shared = 0
-        missing.append("shared")
-    active = mems.get("Active")
-    if active is None:
-        active = 0
-        missing.append("active")
+    cached = _or_missing(cached, "cached", missing)
+    shared = _or_missing(mems.get("Shmem", mems.get("MemShared")), "shared", missing)
+    active = _or_missing(mems.get("Active"), "active", missing)
     inactive = mems.get("Inactive")
     if inactive is None:
         parts = [mems.get(k) for k in ("Inact_dirty", "Inact_clean", "Inact_laundry")]
-        if None in parts:
-            inactive = 0
-            missing.append("inactive")
-        else:
+        if None not in parts:
             inactive = sum(parts)
+    inactive = _or_missing(inactive, "inactive", missing)
     slab = mems.get("Slab", 0)
     avail = mems.get("MemAvailable")
     if not avail:

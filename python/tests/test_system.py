@@ -104,25 +104,19 @@ def test_cpu_stats_lie_between_two_psutil_readings():
     assert ts.cpu_stats().syscalls == 0
 
 
+def _memory_margin(field):
+    """Bytes move by pages while the host builds: 8 MiB of margin, 0.1 point of percent."""
+    return 0.1 if field == "percent" else 8 << 20
+
+
 def test_virtual_memory_is_psutils():
     assert ts.virtual_memory().total == psutil.virtual_memory().total
-    # Bytes move by pages while the host builds: 8 MiB of margin, 0.1 point of percent.
-    bad = _sandwich(
-        ts.virtual_memory,
-        psutil.virtual_memory,
-        ts.svmem._fields,
-        lambda f: 0.1 if f == "percent" else 8 << 20,
-    )
+    bad = _sandwich(ts.virtual_memory, psutil.virtual_memory, ts.svmem._fields, _memory_margin)
     assert bad == []
 
 
 def test_swap_memory_is_psutils():
-    bad = _sandwich(
-        ts.swap_memory,
-        psutil.swap_memory,
-        ts.sswap._fields,
-        lambda f: 0.1 if f == "percent" else 8 << 20,
-    )
+    bad = _sandwich(ts.swap_memory, psutil.swap_memory, ts.sswap._fields, _memory_margin)
     assert bad == []
     s = ts.swap_memory()
     assert s.used == s.total - s.free

@@ -13,7 +13,7 @@ use crate::meta::{get_backend, get_mode, get_reasons, get_stats, get_system, Rea
 use crate::names::{self, Names};
 use crate::tasks::{get_id, get_task, TASK_ID_COLS, T_GONE, T_KEY_IDX, T_TGID};
 use crate::threads::{extend, get_thread, get_thread_id, H_GONE, H_KEY_IDX, H_TGID};
-use crate::wire::{get_key_idx, ColsReader, FrameType, Reader};
+use crate::wire::{get_key_row, ColsReader, FrameType, Reader};
 use crate::HistoryError;
 
 #[derive(Debug)]
@@ -216,12 +216,7 @@ fn get_task_rows(
     let mut prev_id = TaskId::default();
     let mut next = 0;
     for _ in 0..nrows {
-        let in_base = match base {
-            Some(b) => {
-                get_key_idx(c.c(T_KEY_IDX), &mut next, b.tasks.len())?.and_then(|i| b.tasks.get(i))
-            }
-            None => None,
-        };
+        let in_base = get_key_row(c.c(T_KEY_IDX), &mut next, base.map(|b| &b.tasks[..]))?;
         let id = match in_base {
             Some(bt) => bt.id,
             None => get_id(c, TASK_ID_COLS, prev_id)?,
@@ -336,12 +331,7 @@ fn get_thread_rows(
     let mut prev_id = TaskId::default();
     let mut next = 0;
     for _ in 0..ntrows {
-        let in_base = match kth {
-            Some(k) => {
-                get_key_idx(c.c(H_KEY_IDX), &mut next, k.rows.len())?.and_then(|i| k.rows.get(i))
-            }
-            None => None,
-        };
+        let in_base = get_key_row(c.c(H_KEY_IDX), &mut next, kth.map(|k| &k.rows[..]))?;
         let id = match in_base {
             Some(kt) => kt.0,
             None => get_thread_id(c, prev_id)?,

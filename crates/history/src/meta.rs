@@ -61,44 +61,20 @@ pub(crate) fn get_stats(r: &mut Reader<'_>) -> Result<SnapshotStats, HistoryErro
     })
 }
 
-fn ticks(t: &CpuTicks) -> [u64; 8] {
-    let CpuTicks {
-        user,
-        nice,
-        system,
-        idle,
-        iowait,
-        irq,
-        softirq,
-        steal,
-    } = *t;
-    [user, nice, system, idle, iowait, irq, softirq, steal]
-}
-
 fn put_ticks(b: &mut Vec<u8>, t: &CpuTicks, r: Option<&CpuTicks>) {
-    let r = r.map(ticks).unwrap_or_default();
-    for (v, r) in ticks(t).into_iter().zip(r) {
+    let r = r.map(CpuTicks::to_array).unwrap_or_default();
+    for (v, r) in t.to_array().into_iter().zip(r) {
         put_d(b, v, r);
     }
 }
 
 fn get_ticks(rd: &mut Reader<'_>, r: Option<&CpuTicks>) -> Result<CpuTicks, HistoryError> {
-    let r = r.map(ticks).unwrap_or_default();
+    let r = r.map(CpuTicks::to_array).unwrap_or_default();
     let mut v = [0u64; 8];
     for (x, r) in v.iter_mut().zip(r) {
         *x = rd.d(r)?;
     }
-    let [user, nice, system, idle, iowait, irq, softirq, steal] = v;
-    Ok(CpuTicks {
-        user,
-        nice,
-        system,
-        idle,
-        iowait,
-        irq,
-        softirq,
-        steal,
-    })
+    Ok(CpuTicks::from_array(v))
 }
 
 fn put_opt<T>(b: &mut Vec<u8>, v: &Option<T>, f: impl FnOnce(&mut Vec<u8>, &T)) {

@@ -101,6 +101,19 @@ pub(crate) fn get_key_idx(
     Ok(Some(i))
 }
 
+/// The key row a delta row replaces, read by [`get_key_idx`] from `r` when there is a key
+/// (`key_rows`); `None` for a row not in the key, and without a key (nothing is read).
+pub(crate) fn get_key_row<'k, T>(
+    r: &mut Reader<'_>,
+    next: &mut usize,
+    key_rows: Option<&'k [T]>,
+) -> Result<Option<&'k T>, HistoryError> {
+    let Some(rows) = key_rows else {
+        return Ok(None);
+    };
+    Ok(get_key_idx(r, next, rows.len())?.and_then(|i| rows.get(i)))
+}
+
 /// A cursor over hostile bytes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Reader<'a> {

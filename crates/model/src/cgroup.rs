@@ -199,33 +199,31 @@ mod tests {
 
     #[test]
     fn lxc_names_follow_procps_delimiters() {
-        // procps's own examples (library/readproc.c), nested privileged and unprivileged.
-        assert_eq!(
-            lxc_name(b"10:cpuset:/lxc/lxc-P/lxc/lxc-P-nested\n"),
-            Some(&b"lxc-P-nested"[..])
-        );
-        assert_eq!(
-            lxc_name(b"10:cpuset:/user.slice/user-1000.slice/session-c2.scope/lxc/lxc-U/lxc/lxc-U-nested\n"),
-            Some(&b"lxc-U-nested"[..])
-        );
-        assert_eq!(
-            lxc_name(b"10:cpuset:/lxc/lxc-P/lxc/lxc-P-nested/MY-NEW-CGROUP\n"),
-            Some(&b"lxc-P-nested"[..])
-        );
-        assert_eq!(
-            lxc_name(b"2:name=systemd:/\n1:cpuset,cpu,cpuacct,devices,freezer,net_cls,blkio,perf_event,net_prio:/lxc/lxc-P\n"),
-            Some(&b"lxc-P"[..])
-        );
-        // LXC 4's payload cgroup, on a unified host.
-        assert_eq!(
-            lxc_name(b"0::/lxc.payload.web/system.slice/nginx.service\n"),
-            Some(&b"web"[..])
-        );
-        // The first kind found wins, even on a later line than another kind.
-        assert_eq!(
-            lxc_name(b"4:memory:/lxc/a\n0::/lxc.payload.b\n"),
-            Some(&b"b"[..])
-        );
+        let cases: [(&[u8], &[u8]); 6] = [
+            // procps's own examples (library/readproc.c), nested privileged and unprivileged.
+            (b"10:cpuset:/lxc/lxc-P/lxc/lxc-P-nested\n", b"lxc-P-nested"),
+            (
+                b"10:cpuset:/user.slice/user-1000.slice/session-c2.scope/lxc/lxc-U/lxc/lxc-U-nested\n",
+                b"lxc-U-nested",
+            ),
+            (b"10:cpuset:/lxc/lxc-P/lxc/lxc-P-nested/MY-NEW-CGROUP\n", b"lxc-P-nested"),
+            (
+                b"2:name=systemd:/\n1:cpuset,cpu,cpuacct,devices,freezer,net_cls,blkio,perf_event,net_prio:/lxc/lxc-P\n",
+                b"lxc-P",
+            ),
+            // LXC 4's payload cgroup, on a unified host.
+            (b"0::/lxc.payload.web/system.slice/nginx.service\n", b"web"),
+            // The first kind found wins, even on a later line than another kind.
+            (b"4:memory:/lxc/a\n0::/lxc.payload.b\n", b"b"),
+        ];
+        for (cgroup, name) in cases {
+            assert_eq!(
+                lxc_name(cgroup),
+                Some(name),
+                "{:?}",
+                String::from_utf8_lossy(cgroup)
+            );
+        }
         assert_eq!(lxc_name(b"0::/x/lxc/\n"), Some(&b""[..]));
         assert_eq!(lxc_name(b"0::/user.slice\n9:name=systemd:/\n"), None);
         assert_eq!(lxc_name(b""), None);

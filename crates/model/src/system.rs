@@ -25,8 +25,9 @@ pub struct CpuTicks {
 }
 
 impl CpuTicks {
-    /// Every tick counted, saturating: the file is input, not a promise of sane numbers.
-    pub fn total(&self) -> u64 {
+    /// The eight counters in /proc/stat's order (user, nice, system, idle, iowait, irq,
+    /// softirq, steal).
+    pub fn to_array(&self) -> [u64; 8] {
         [
             self.user,
             self.nice,
@@ -37,8 +38,28 @@ impl CpuTicks {
             self.softirq,
             self.steal,
         ]
-        .iter()
-        .fold(0u64, |a, &v| a.saturating_add(v))
+    }
+
+    /// The counters from an array in /proc/stat's order (the inverse of [`Self::to_array`]).
+    pub fn from_array(a: [u64; 8]) -> Self {
+        let [user, nice, system, idle, iowait, irq, softirq, steal] = a;
+        Self {
+            user,
+            nice,
+            system,
+            idle,
+            iowait,
+            irq,
+            softirq,
+            steal,
+        }
+    }
+
+    /// Every tick counted, saturating: the file is input, not a promise of sane numbers.
+    pub fn total(&self) -> u64 {
+        self.to_array()
+            .iter()
+            .fold(0u64, |a, &v| a.saturating_add(v))
     }
 }
 

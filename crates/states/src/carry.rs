@@ -375,6 +375,26 @@ mod tests {
         }
     }
 
+    /// The thread roll-up of the interval from `a`'s thread states to `b`'s.
+    fn threads_between(a: &Reading, b: &Reading) -> crate::Interval {
+        crate::between(states(a), states(b), crate::Rollup::Thread)
+    }
+
+    /// The reading's thread-state sample.
+    fn states(r: &Reading) -> &Sample {
+        r.states.as_ref().expect("states")
+    }
+
+    /// A reading at `at` of thread 1 alone, seen then with `ns` and in state `current`.
+    fn one_thread(
+        at: u64,
+        ns: [u64; NSTATES],
+        current: State,
+        sched: &[(i32, u64, u64)],
+    ) -> Reading {
+        reading(at, vec![thread(1, at, ns, current)], sched)
+    }
+
     fn ns(run: u64, runq: u64, sleep: u64) -> [u64; NSTATES] {
         let mut a = [0; NSTATES];
         a[State::Running.index()] = run;
@@ -388,34 +408,27 @@ mod tests {
     #[test]
     fn restart_keeps_a_hogs_running_time() {
         // Last recorded: 10 s running at t=100 s (schedstat 50 s on CPU).
-        let last = reading(
+        let last = one_thread(
             100 * S,
-            vec![thread(1, 100 * S, ns(10 * S, S, 0), State::Running)],
+            ns(10 * S, S, 0),
+            State::Running,
             &[(1, 50 * S, 2 * S)],
         );
         // The new source began 3 s later and has counted 1 s (0.9 s running); schedstat
         // grew by 3.6 s on CPU and 0.4 s waiting.
-        let mut r = reading(
+        let mut r = one_thread(
             104 * S,
-            vec![thread(
-                1,
-                104 * S,
-                ns(S * 9 / 10, S / 10, 0),
-                State::Running,
-            )],
+            ns(S * 9 / 10, S / 10, 0),
+            State::Running,
             &[(1, 53 * S + S * 6 / 10, 2 * S + S * 4 / 10)],
         );
         let mut c = Carry::after(&last);
         c.apply(&mut r);
         assert_eq!(c.carried(), 1);
-        let s = r.states.as_ref().expect("states");
+        let s = states(&r);
         let t = &s.threads[&id(1)];
-        let before = &last.states.as_ref().expect("states").threads[&id(1)];
-        let iv = crate::between(
-            last.states.as_ref().expect("states"),
-            s,
-            crate::Rollup::Thread,
-        );
+        let before = &states(&last).threads[&id(1)];
+        let iv = threads_between(&last, &r);
         let row = &iv.rows[0];
         // The whole 4 s are accounted for: 3.6 s on CPU, 0.4 s waiting for one.
         assert_eq!(row.alive_ns, 4 * S);
@@ -424,22 +437,9 @@ mod tests {
         assert!(t.state_ns[0] > before.state_ns[0]);
 
         // The next sample of the run goes on from there: its own time only.
-        let mut r2 = reading(
-            105 * S,
-            vec![thread(
-                1,
-                105 * S,
-                ns(S * 19 / 10, S / 10, 0),
-                State::Running,
-            )],
-            &[],
-        );
+        let mut r2 = one_thread(105 * S, ns(S * 19 / 10, S / 10, 0), State::Running, &[]);
         c.apply(&mut r2);
-        let iv = crate::between(
-            s,
-            r2.states.as_ref().expect("states"),
-            crate::Rollup::Thread,
-        );
+        let iv = threads_between(&r, &r2);
         assert_eq!(iv.rows[0].ns[State::Running.index()], S);
         assert_eq!(iv.rows[0].alive_ns, S);
     }
@@ -449,45 +449,31 @@ mod tests {
     /// not count them.
     #[test]
     fn lifetime_waits_in_the_new_sources_first_totals_are_not_counted() {
-        let last = reading(
+        let last = one_thread(
             100 * S,
-            vec![thread(1, 100 * S, ns(10 * S, S, 0), State::Running)],
+            ns(10 * S, S, 0),
+            State::Running,
             &[(1, 50 * S, 40 * S)],
         );
-        let mut r = reading(
+        let mut r = one_thread(
             102 * S,
-            vec![thread(1, 102 * S, ns(S / 2, 40 * S, 0), State::Runnable)],
+            ns(S / 2, 40 * S, 0),
+            State::Runnable,
             &[(1, 51 * S + S / 2, 40 * S + S / 2)],
         );
         let mut c = Carry::after(&last);
         c.apply(&mut r);
-        let iv = crate::between(
-            last.states.as_ref().expect("states"),
-            r.states.as_ref().expect("states"),
-            crate::Rollup::Thread,
-        );
+        let iv = threads_between(&last, &r);
         assert_eq!(iv.rows[0].ns, ns(S + S / 2, S / 2, 0));
-        let mut r2 = reading(
-            103 * S,
-            vec![thread(1, 103 * S, ns(S, 40 * S + S / 2, 0), State::Running)],
-            &[],
-        );
+        let mut r2 = one_thread(103 * S, ns(S, 40 * S + S / 2, 0), State::Running, &[]);
         c.apply(&mut r2);
-        let iv = crate::between(
-            r.states.as_ref().expect("states"),
-            r2.states.as_ref().expect("states"),
-            crate::Rollup::Thread,
-        );
+        let iv = threads_between(&r, &r2);
         assert_eq!(iv.rows[0].ns, ns(S / 2, S / 2, 0));
     }
 
     #[test]
     fn a_sleepers_gap_is_sleeping_and_new_threads_are_left_alone() {
-        let last = reading(
-            100 * S,
-            vec![thread(1, 100 * S, ns(0, 0, 5 * S), State::Sleeping)],
-            &[(1, S, 0)],
-        );
+        let last = one_thread(100 * S, ns(0, 0, 5 * S), State::Sleeping, &[(1, S, 0)]);
         let mut r = reading(
             110 * S,
             vec![
@@ -498,31 +484,20 @@ mod tests {
         );
         let mut c = Carry::after(&last);
         c.apply(&mut r);
-        let s = r.states.as_ref().expect("states");
+        let s = states(&r);
         assert_eq!(s.threads[&id(1)].state_ns, ns(0, 0, 15 * S));
         assert_eq!(s.threads[&id(2)].state_ns, ns(S, 0, S));
     }
 
     #[test]
     fn another_source_or_clock_is_not_carried() {
-        let last = reading(
-            100 * S,
-            vec![thread(1, 100 * S, ns(S, 0, 0), State::Running)],
-            &[],
-        );
+        let last = one_thread(100 * S, ns(S, 0, 0), State::Running, &[]);
         // A reboot: the clock is behind the last reading's.
-        let mut r = reading(
-            5 * S,
-            vec![thread(1, 5 * S, ns(S, 0, 0), State::Running)],
-            &[],
-        );
+        let mut r = one_thread(5 * S, ns(S, 0, 0), State::Running, &[]);
         let mut c = Carry::after(&last);
         c.apply(&mut r);
         assert_eq!(c.carried(), 0);
-        assert_eq!(
-            r.states.as_ref().expect("states").threads[&id(1)].state_ns,
-            ns(S, 0, 0)
-        );
+        assert_eq!(states(&r).threads[&id(1)].state_ns, ns(S, 0, 0));
     }
 
     #[test]
@@ -550,7 +525,7 @@ mod tests {
         }
         let mut c = Carry::after(&last);
         c.apply(&mut r);
-        let s = r.states.as_ref().expect("states");
+        let s = states(&r);
         let t = &s.threads[&id(1)];
         assert_eq!(s.reasons[&3], frames("io_schedule"));
         let futex = t.wait_reason.expect("a wait reason");
@@ -566,40 +541,32 @@ mod tests {
     /// interval after it would have read as centuries waiting.
     #[test]
     fn regression_a_total_below_the_first_after_a_restart_wrapped() {
-        let last = reading(
+        let last = one_thread(
             100 * S,
-            vec![thread(1, 100 * S, ns(10 * S, 0, 0), State::Running)],
+            ns(10 * S, 0, 0),
+            State::Running,
             &[(1, 50 * S, 2 * S)],
         );
         // The new source counted 2 s waiting where schedstat says 0.4 s: a negative offset.
-        let mut first = reading(
+        let mut first = one_thread(
             104 * S,
-            vec![thread(1, 104 * S, ns(S, 2 * S, 0), State::Running)],
+            ns(S, 2 * S, 0),
+            State::Running,
             &[(1, 53 * S + S * 6 / 10, 2 * S + S * 4 / 10)],
         );
         let mut c = Carry::after(&last);
         c.apply(&mut first);
         // Next, 1 s waiting: below the first sample's 2 s.
-        let mut dip = reading(
-            105 * S,
-            vec![thread(1, 105 * S, ns(2 * S, S, 0), State::Running)],
-            &[],
-        );
+        let mut dip = one_thread(105 * S, ns(2 * S, S, 0), State::Running, &[]);
         c.apply(&mut dip);
-        let runq = |r: &Reading| {
-            r.states.as_ref().expect("states").threads[&id(1)].state_ns[State::Runnable.index()]
-        };
+        let runq = |r: &Reading| states(r).threads[&id(1)].state_ns[State::Runnable.index()];
         assert!(
             runq(&dip) <= runq(&first),
             "{} after {}",
             runq(&dip),
             runq(&first)
         );
-        let iv = crate::between(
-            first.states.as_ref().expect("states"),
-            dip.states.as_ref().expect("states"),
-            crate::Rollup::Thread,
-        );
+        let iv = threads_between(&first, &dip);
         assert!(iv.rows[0].alive_ns <= 2 * S, "{:?}", iv.rows[0]);
     }
 }

@@ -492,6 +492,18 @@ mod tests {
         s
     }
 
+    /// Thread 1's row from zero totals at 0 to `t` (seen at 1000 ns), sampled by procfs at
+    /// 20 Hz.
+    fn procfs_row(delayacct: bool, t: ThreadTotals) -> Row {
+        let mode = Mode::Procfs {
+            sample_hz: 20,
+            delayacct,
+        };
+        let a = sample(mode, 0, vec![totals(1, [0; NSTATES], 0)]);
+        let b = sample(mode, 1000, vec![t]);
+        between(&a, &b, Rollup::Thread).rows.swap_remove(0)
+    }
+
     #[test]
     fn bpf_deltas_become_percentages_summing_to_100() {
         let a = sample(Mode::Bpf, 0, vec![totals(1, [10, 20, 30, 40, 0, 0], 0)]);
@@ -548,45 +560,27 @@ mod tests {
 
     #[test]
     fn procfs_splits_off_cpu_time_by_sampled_letters() {
-        let mode = Mode::Procfs {
-            sample_hz: 20,
-            delayacct: false,
-        };
-        let a = sample(mode, 0, vec![totals(1, [0; NSTATES], 0)]);
         let mut t = totals(1, [200, 200, 0, 0, 0, 0], 1000);
         t.samples = [4, 0, 3, 1, 0, 0];
-        let b = sample(mode, 1000, vec![t]);
-        let r = &between(&a, &b, Rollup::Thread).rows[0];
+        let r = procfs_row(false, t);
         assert_eq!(r.alive_ns, 1000);
         assert_eq!(r.ns, [200, 200, 450, 150, 0, 0]);
     }
 
     #[test]
     fn procfs_block_io_delay_is_a_floor_for_disk() {
-        let mode = Mode::Procfs {
-            sample_hz: 20,
-            delayacct: true,
-        };
-        let a = sample(mode, 0, vec![totals(1, [0; NSTATES], 0)]);
         let mut t = totals(1, [0, 0, 0, 700, 0, 0], 1000);
         t.samples = [0, 0, 10, 0, 0, 0];
-        let b = sample(mode, 1000, vec![t]);
-        let r = &between(&a, &b, Rollup::Thread).rows[0];
+        let r = procfs_row(true, t);
         assert_eq!(r.ns, [0, 0, 300, 700, 0, 0]);
     }
 
     #[test]
     fn procfs_unexplained_time_of_a_thread_seen_running_is_runnable() {
-        let mode = Mode::Procfs {
-            sample_hz: 20,
-            delayacct: false,
-        };
-        let a = sample(mode, 0, vec![totals(1, [0; NSTATES], 0)]);
         let mut t = totals(1, [700, 100, 0, 0, 0, 0], 1000);
         t.samples = [20, 0, 0, 0, 0, 0];
         t.current = Some(State::Running);
-        let b = sample(mode, 1000, vec![t]);
-        let r = &between(&a, &b, Rollup::Thread).rows[0];
+        let r = procfs_row(false, t);
         assert_eq!(r.ns, [700, 300, 0, 0, 0, 0]);
     }
 
@@ -596,16 +590,10 @@ mod tests {
     /// half of it after waiting 2 s.
     #[test]
     fn regression_a_long_wait_ending_in_the_interval_shrank_the_exact_run_share() {
-        let mode = Mode::Procfs {
-            sample_hz: 20,
-            delayacct: false,
-        };
-        let a = sample(mode, 0, vec![totals(1, [0; NSTATES], 0)]);
         let mut t = totals(1, [500, 2000, 0, 0, 0, 0], 1000);
         t.samples = [20, 0, 0, 0, 0, 0];
         t.current = Some(State::Running);
-        let b = sample(mode, 1000, vec![t]);
-        let r = &between(&a, &b, Rollup::Thread).rows[0];
+        let r = procfs_row(false, t);
         assert_eq!(r.alive_ns, 1000);
         assert_eq!(r.ns, [500, 500, 0, 0, 0, 0]);
         assert!((r.pct(State::Running) - 50.0).abs() < 1e-9);
@@ -613,15 +601,9 @@ mod tests {
 
     #[test]
     fn procfs_without_off_cpu_samples_uses_the_current_state() {
-        let mode = Mode::Procfs {
-            sample_hz: 20,
-            delayacct: false,
-        };
-        let a = sample(mode, 0, vec![totals(1, [0; NSTATES], 0)]);
         let mut t = totals(1, [100, 0, 0, 0, 0, 0], 1000);
         t.current = Some(State::Disk);
-        let b = sample(mode, 1000, vec![t]);
-        let r = &between(&a, &b, Rollup::Thread).rows[0];
+        let r = procfs_row(false, t);
         assert_eq!(r.ns[State::Disk.index()], 900);
     }
 

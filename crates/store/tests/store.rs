@@ -33,6 +33,15 @@ fn record(w: &mut Writer, from_s: u64, to_s: u64) {
     }
 }
 
+/// A store in a new temporary directory, segments of 10 s, written by [`record`] from
+/// `from_s` to `to_s`; its writer still open.
+fn writing(from_s: u64, to_s: u64) -> (tempfile::TempDir, Writer) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut w = Writer::create(tmp.path(), opts(10)).expect("create");
+    record(&mut w, from_s, to_s);
+    (tmp, w)
+}
+
 fn check_all(store: &Store, entries: &[Entry]) {
     for e in entries {
         let got = store.read(e).expect("read");
@@ -118,9 +127,7 @@ fn reading_while_writing_and_continuing_a_store() {
 
 #[test]
 fn seek_finds_the_last_key_frame() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let mut w = Writer::create(tmp.path(), opts(10)).expect("create");
-    record(&mut w, 100, 150);
+    let (tmp, w) = writing(100, 150);
     w.finish().expect("finish");
     let store = Store::open(tmp.path()).expect("open");
     for t in 100..150u64 {
@@ -394,9 +401,7 @@ fn full_disk_stops_and_keeps_what_was_written() {
 /// unreadable (its span ran backwards) and the writer refused the frame.
 #[test]
 fn clock_step_back_is_kept_in_recording_order() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let mut w = Writer::create(tmp.path(), opts(10)).expect("create");
-    record(&mut w, 200, 215);
+    let (tmp, mut w) = writing(200, 215);
     assert!(w.take_warnings().is_empty());
     w.finish().expect("finish");
     // The recorder restarts with the clock 100 s behind.
@@ -452,9 +457,7 @@ fn clock_step_back_is_kept_in_recording_order() {
 /// window query (names were taken as times).
 #[test]
 fn segment_named_before_its_frames_hides_nothing() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let mut w = Writer::create(tmp.path(), opts(10)).expect("create");
-    record(&mut w, 100, 130);
+    let (tmp, w) = writing(100, 130);
     w.finish().expect("finish");
     let mut names: Vec<_> = fs::read_dir(tmp.path())
         .expect("read_dir")

@@ -339,28 +339,13 @@ fn push_comm(out: &mut String, s: &str) {
     }
 }
 
-/// A percentage with one decimal, right-aligned to `width` (digits by hand: see [`Printer::line`]).
+/// A percentage with one decimal, right-aligned to `width`: ps's tenths
+/// ([`crate::ps::cell::tenths`], digits by hand: see [`Printer::line`]).
 fn push_pct(out: &mut String, x: f64, width: usize) {
     let tenths = (x * 10.0).round().clamp(0.0, 1e9) as u64;
-    let mut tmp = [0u8; 24];
-    let mut i = tmp.len();
-    i -= 1;
-    tmp[i] = b'0' + (tenths % 10) as u8;
-    i -= 1;
-    tmp[i] = b'.';
-    let mut n = tenths / 10;
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for _ in (tmp.len() - i)..width {
-        out.push(' ');
-    }
-    out.push_str(std::str::from_utf8(&tmp[i..]).unwrap_or("?"));
+    // ".d" takes two of the width.
+    let cell = crate::ps::cell::tenths(tenths, width.saturating_sub(2));
+    out.extend(cell.bytes.iter().map(|&b| char::from(b)));
 }
 
 #[cfg(test)]

@@ -227,6 +227,13 @@ mod tests {
     use crate::top::exited::*;
     use tasksnap_model::{Base, Snapshot, Stat, Task, TaskState};
 
+    /// A tracker that has seen `tasks` at 1000 ns (`threads`: the threads view).
+    fn tracked(tasks: Vec<Task>, threads: bool) -> Tracker {
+        let mut tr = Tracker::default();
+        tr.update(&snap(tasks), threads, 1000);
+        tr
+    }
+
     fn exit(pid: i32, start: u64, cpu_ms: u64, status: u32) -> Exit {
         Exit {
             id: TaskId {
@@ -277,12 +284,7 @@ mod tests {
     /// gone within the interval shows its whole total; a reused pid is another process.
     #[test]
     fn exited_rows_show_the_cpu_of_the_interval() {
-        let mut tr = Tracker::default();
-        tr.update(
-            &snap(vec![task(10, 10, 5, 300), task(11, 11, 5, 100)]),
-            false,
-            1000,
-        );
+        let tr = tracked(vec![task(10, 10, 5, 300), task(11, 11, 5, 100)], false);
         let exits = [
             exit(10, 5, 800, 0x0700),
             exit(12, 6, 250, 9),
@@ -317,12 +319,7 @@ mod tests {
     /// threads (the leader's row has only its own).
     #[test]
     fn threads_view_sums_the_threads_seen_before() {
-        let mut tr = Tracker::default();
-        tr.update(
-            &snap(vec![task(10, 10, 5, 100), task(10, 13, 7, 200)]),
-            true,
-            1000,
-        );
+        let tr = tracked(vec![task(10, 10, 5, 100), task(10, 13, 7, 200)], true);
         let i = Interval::of(&[exit(10, 5, 500, 0)], 0, 1_000_000_000, &tr, &|_| true);
         assert!(
             (i.rows[0].cpu_pct - 20.0).abs() < 1e-9,

@@ -66,6 +66,15 @@ fn sample(at_ns: u64, threads: &[(i32, i32, u64, [u64; NSTATES], bool)]) -> Samp
     s
 }
 
+/// A reading at `at_ns` of `tasks` with a thread-state sample of `threads` taken then.
+fn sampled(
+    at_ns: u64,
+    tasks: Vec<Task>,
+    threads: &[(i32, i32, u64, [u64; NSTATES], bool)],
+) -> Reading {
+    reading(at_ns, tasks, Some(sample(at_ns, threads)))
+}
+
 const S: u64 = 1_000_000_000;
 
 fn group<'a>(a: &'a Aggregator, name: &str) -> Option<&'a Group> {
@@ -138,13 +147,10 @@ fn state_time_follows_threads_into_their_group_even_after_exit() {
     let mut a = Aggregator::new(Options::default());
     let z = [0u64; NSTATES];
     let tasks = || vec![task(10, 10, S, "a", 0), task(10, 11, S, "a", 0)];
-    a.update(&mut reading(
+    a.update(&mut sampled(
         100 * S,
         tasks(),
-        Some(sample(
-            100 * S,
-            &[(10, 10, S, z, false), (10, 11, S, z, false)],
-        )),
+        &[(10, 10, S, z, false), (10, 11, S, z, false)],
     ));
     // Thread 11 ran 1 s and was in D 1 s; thread 10 slept 2 s. Then the process exits:
     // its threads' final totals still count for its group.
@@ -153,13 +159,10 @@ fn state_time_follows_threads_into_their_group_even_after_exit() {
     run_d[State::Disk.index()] = S;
     let mut sleep = z;
     sleep[State::Sleeping.index()] = 2 * S;
-    a.update(&mut reading(
+    a.update(&mut sampled(
         102 * S,
         vec![],
-        Some(sample(
-            102 * S,
-            &[(10, 10, S, sleep, true), (10, 11, S, run_d, true)],
-        )),
+        &[(10, 10, S, sleep, true), (10, 11, S, run_d, true)],
     ));
     let g = group(&a, "a").expect("group a");
     assert_eq!(g.total.state_ns[State::Running.index()], S);
@@ -169,20 +172,36 @@ fn state_time_follows_threads_into_their_group_even_after_exit() {
     assert_eq!(a.system.state_ns.iter().sum::<u64>(), 4 * S);
 }
 
-#[test]
-fn max_series_folds_the_least_busy_groups_into_other() {
-    let opts = Options {
+/// Room for the fixed series and two series each of 40 groups.
+fn forty_groups_of_series() -> Options {
+    Options {
         max_series: fixed_series(0) + 2 * 40,
         ..Options::default()
-    };
-    let mut a = Aggregator::new(opts);
-    let tasks = |k: u64| -> Vec<Task> {
-        (1..=20)
-            .map(|i| task(i, i, S, &format!("g{i}"), k * i as u64 * S))
-            .collect()
-    };
-    a.update(&mut reading(100 * S, tasks(1), None));
-    a.update(&mut reading(110 * S, tasks(2), None));
+    }
+}
+
+/// Processes 1 to 20, each its own group `g<pid>`, process `i` with `k * i` s of CPU.
+fn twenty_groups(k: u64) -> Vec<Task> {
+    (1..=20)
+        .map(|i| task(i, i, S, &format!("g{i}"), k * i as u64 * S))
+        .collect()
+}
+
+/// The view's series fit in [`forty_groups_of_series`].
+#[track_caller]
+fn assert_series_fit(v: &View<'_>) {
+    let shown: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
+    assert!(
+        fixed_series(0) + shown <= fixed_series(0) + 2 * 40,
+        "{shown}"
+    );
+}
+
+#[test]
+fn max_series_folds_the_least_busy_groups_into_other() {
+    let mut a = Aggregator::new(forty_groups_of_series());
+    a.update(&mut reading(100 * S, twenty_groups(1), None));
+    a.update(&mut reading(110 * S, twenty_groups(2), None));
     let v = a.view();
     let names: Vec<&str> = v.groups.iter().map(|(n, _)| *n).collect();
     // The busiest (g20, then g19...) are shown while they fit, and the rest are one
@@ -190,11 +209,7 @@ fn max_series_folds_the_least_busy_groups_into_other() {
     assert!(names.contains(&"g20"), "{names:?}");
     assert!(!names.contains(&"g1"), "{names:?}");
     assert_eq!(names.last(), Some(&OTHER_GROUP));
-    let shown: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
-    assert!(
-        fixed_series(0) + shown <= fixed_series(0) + 2 * 40,
-        "{shown}"
-    );
+    assert_series_fit(&v);
     let other = v.groups.last().expect("other").1;
     assert_eq!(other.now.processes as usize, v.folded);
     let folded_cpu: u64 = (1..=v.folded as u64).map(|i| i * S).sum();
@@ -205,11 +220,7 @@ fn max_series_folds_the_least_busy_groups_into_other() {
         .collect();
     a.update(&mut reading(120 * S, more, None));
     let v = a.view();
-    let shown: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
-    assert!(
-        fixed_series(0) + shown <= fixed_series(0) + 2 * 40,
-        "{shown}"
-    );
+    assert_series_fit(&v);
 }
 
 #[test]
@@ -323,18 +334,8 @@ fn totals(a: &Aggregator) -> Vec<(String, Vec<u64>)> {
     a.groups
         .iter()
         .map(|g| {
-            let t = &g.total;
-            let mut v = vec![
-                t.cpu_user_ns,
-                t.cpu_system_ns,
-                t.read_bytes,
-                t.write_bytes,
-                t.minor_faults,
-                t.major_faults,
-                t.voluntary_switches,
-                t.involuntary_switches,
-            ];
-            v.extend(t.exits);
+            let mut v = figures(g).to_vec();
+            v.extend(g.total.exits);
             (g.name.to_string(), v)
         })
         .collect()
@@ -353,8 +354,47 @@ fn step(a: &mut Aggregator, mut r: Reading) {
     }
 }
 
+/// [`step`] with a reading at `at_ns` of `tasks` and no thread-state sample.
+fn step_at(a: &mut Aggregator, at_ns: u64, tasks: Vec<Task>) {
+    step(a, reading(at_ns, tasks, None));
+}
+
+/// [`step_at`] with `exits` in the reading.
+fn step_with_exits(a: &mut Aggregator, at_ns: u64, tasks: Vec<Task>, exits: Vec<Exit>) {
+    step(a, with_exits(reading(at_ns, tasks, None), exits));
+}
+
+/// The process every reading holds: pid 1, `init`, no figures.
+fn init() -> Task {
+    full(1, 1, S, "init", 0, 0)
+}
+
+/// An aggregator past its first collection (`init` alone, at 100 s).
+fn started() -> Aggregator {
+    let mut a = Aggregator::new(Options::default());
+    step_at(&mut a, 100 * S, vec![init()]);
+    a
+}
+
+/// The second collection (110 s) of a [`started`] aggregator: `init` and pid 20, born at
+/// 105 s, as [`full`] makes it.
+fn seen(a: &mut Aggregator, comm: &str, cpu_ns: u64, k: u64) {
+    step_at(
+        a,
+        110 * S,
+        vec![init(), full(20, 20, 105 * S, comm, cpu_ns, k)],
+    );
+}
+
+/// A collection at `at_ns` of `init` alone, with the exit of [`seen`]'s pid 20 (status 0)
+/// as [`exit`] makes it.
+fn gone(a: &mut Aggregator, at_ns: u64, comm: &str, user_ns: u64, k: u64) {
+    let exits = vec![exit(20, 105 * S, comm, user_ns, k, 0)];
+    step_with_exits(a, at_ns, vec![init()], exits);
+}
+
 /// A group's CPU, faults, I/O and switches, in that order.
-type Figures = (u64, u64, u64, u64, u64, u64, u64, u64);
+type Figures = [u64; 8];
 
 /// Asserts group `name`'s figures and its exits by reason.
 #[track_caller]
@@ -366,7 +406,7 @@ fn assert_totals(a: &Aggregator, name: &str, figures_now: Figures, exits: [u64; 
 
 fn figures(g: &Group) -> Figures {
     let t = &g.total;
-    (
+    [
         t.cpu_user_ns,
         t.cpu_system_ns,
         t.minor_faults,
@@ -375,12 +415,12 @@ fn figures(g: &Group) -> Figures {
         t.write_bytes,
         t.voluntary_switches,
         t.involuntary_switches,
-    )
+    ]
 }
 
 /// What `exit(.., user_ns, k, ..)` holds, as `figures` orders it.
 fn all_of(user_ns: u64, k: u64) -> Figures {
-    (
+    [
         user_ns,
         user_ns / 2,
         10 * k,
@@ -389,33 +429,18 @@ fn all_of(user_ns: u64, k: u64) -> Figures {
         2000 * k,
         100 * k,
         10 * k,
-    )
+    ]
 }
 
 #[test]
 fn a_process_seen_alive_then_exited_counts_its_final_figures_exactly() {
-    let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
-    step(&mut a, reading(100 * S, vec![init()], None));
+    let mut a = started();
     // b is born after the first collection, seen at the second with 2 s of user CPU...
-    step(
-        &mut a,
-        reading(
-            110 * S,
-            vec![init(), full(20, 20, 105 * S, "b", 2 * S, 3)],
-            None,
-        ),
-    );
+    seen(&mut a, "b", 2 * S, 3);
     assert_eq!(figures(group(&a, "b").expect("b")), all_of(2 * S, 3));
     // ... and exits before the third with 5 s: the counter reaches the final figures,
     // not the last ones seen.
-    step(
-        &mut a,
-        with_exits(
-            reading(120 * S, vec![init()], None),
-            vec![exit(20, 105 * S, "b", 5 * S, 7, 0)],
-        ),
-    );
+    gone(&mut a, 120 * S, "b", 5 * S, 7);
     assert_totals(&a, "b", all_of(5 * S, 7), [1, 0, 0]);
     let b = group(&a, "b").expect("b");
     assert_eq!(b.now.processes, 0);
@@ -425,40 +450,36 @@ fn a_process_seen_alive_then_exited_counts_its_final_figures_exactly() {
 
 #[test]
 fn a_process_never_seen_alive_counts_all_of_its_figures() {
-    let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
-    step(&mut a, reading(100 * S, vec![init()], None));
+    let mut a = started();
     // Born and dead between two collections: its group is made from its record. One
     // exited, one was killed, one dumped core.
-    step(
+    step_with_exits(
         &mut a,
-        with_exits(
-            reading(110 * S, vec![init()], None),
-            vec![
-                exit(30, 101 * S, "short", S, 1, 3 << 8),
-                exit(31, 102 * S, "short", 2 * S, 2, 9),
-                exit(32, 103 * S, "short", 3 * S, 3, 0x80 | 11),
-            ],
-        ),
+        110 * S,
+        vec![init()],
+        vec![
+            exit(30, 101 * S, "short", S, 1, 3 << 8),
+            exit(31, 102 * S, "short", 2 * S, 2, 9),
+            exit(32, 103 * S, "short", 3 * S, 3, 0x80 | 11),
+        ],
     );
     assert_totals(&a, "short", all_of(6 * S, 6), [1, 1, 1]);
     // One that was alive before the exporter's first collection and never seen: its
     // figures include what it did before the counters started, so only its exit counts.
-    step(
+    step_with_exits(
         &mut a,
-        with_exits(
-            reading(120 * S, vec![init()], None),
-            vec![exit(40, 50 * S, "old", 9 * S, 9, 0)],
-        ),
+        120 * S,
+        vec![init()],
+        vec![exit(40, 50 * S, "old", 9 * S, 9, 0)],
     );
-    assert_totals(&a, "old", (0, 0, 0, 0, 0, 0, 0, 0), [1, 0, 0]);
+    assert_totals(&a, "old", [0; 8], [1, 0, 0]);
 }
 
 #[test]
 fn the_first_collections_exits_are_before_the_counters_start() {
     let mut a = Aggregator::new(Options::default());
     let mut r = with_exits(
-        reading(100 * S, vec![full(1, 1, S, "init", 0, 0)], None),
+        reading(100 * S, vec![init()], None),
         vec![exit(30, 99 * S, "short", S, 1, 0)],
     );
     r.exits_dropped = 4;
@@ -466,12 +487,12 @@ fn the_first_collections_exits_are_before_the_counters_start() {
     assert!(group(&a, "short").is_none());
     // Drops are the source's own figure: counted from when the exporter opened it.
     assert_eq!(a.view().system.exits_dropped, Some(4));
-    let mut r = reading(110 * S, vec![full(1, 1, S, "init", 0, 0)], None);
+    let mut r = reading(110 * S, vec![init()], None);
     r.exits_dropped = 1;
     step(&mut a, r);
     assert_eq!(a.view().system.exits_dropped, Some(5));
     // No exit source: said as none.
-    let mut r = reading(120 * S, vec![full(1, 1, S, "init", 0, 0)], None);
+    let mut r = reading(120 * S, vec![init()], None);
     r.exits_missing = Some("not root".into());
     step(&mut a, r);
     assert_eq!(a.view().system.exits_dropped, None);
@@ -482,124 +503,73 @@ fn a_zombie_whose_thread_row_comes_first_counts_once() {
     // After a pid wrap a thread's tid can be below its process's: tid 5 of process 20
     // sorts before the leader's row. The exit still replaces the leader's figures.
     let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
     let thread = |k| full(20, 5, 106 * S, "z", 0, k);
-    step(&mut a, reading(100 * S, vec![init()], None));
-    step(
+    step_at(&mut a, 100 * S, vec![init()]);
+    step_at(
         &mut a,
-        reading(
-            110 * S,
-            vec![init(), thread(0), full(20, 20, 105 * S, "z", S, 1)],
-            None,
-        ),
+        110 * S,
+        vec![init(), thread(0), full(20, 20, 105 * S, "z", S, 1)],
     );
-    step(
+    step_with_exits(
         &mut a,
-        with_exits(
-            reading(
-                120 * S,
-                vec![init(), thread(0), full(20, 20, 105 * S, "z", 4 * S, 4)],
-                None,
-            ),
-            vec![exit(20, 105 * S, "z", 4 * S, 4, 0)],
-        ),
+        120 * S,
+        vec![init(), thread(0), full(20, 20, 105 * S, "z", 4 * S, 4)],
+        vec![exit(20, 105 * S, "z", 4 * S, 4, 0)],
     );
     assert_totals(&a, "z", all_of(4 * S, 4), [1, 0, 0]);
 }
 
 #[test]
 fn a_zombie_that_is_also_an_exit_counts_once() {
-    let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
-    step(&mut a, reading(100 * S, vec![init()], None));
-    step(
-        &mut a,
-        reading(
-            110 * S,
-            vec![init(), full(20, 20, 105 * S, "z", S, 1)],
-            None,
-        ),
-    );
+    let mut a = started();
+    seen(&mut a, "z", S, 1);
     // Its exit record and its unreaped zombie row in one reading: the final figures
     // count, the row adds nothing on top.
     let zombie = || full(20, 20, 105 * S, "z", 4 * S, 4);
-    step(
+    step_with_exits(
         &mut a,
-        with_exits(
-            reading(120 * S, vec![init(), zombie()], None),
-            vec![exit(20, 105 * S, "z", 4 * S, 4, 0)],
-        ),
+        120 * S,
+        vec![init(), zombie()],
+        vec![exit(20, 105 * S, "z", 4 * S, 4, 0)],
     );
     assert_totals(&a, "z", all_of(4 * S, 4), [1, 0, 0]);
     // Left unreaped: nothing more.
-    step(&mut a, reading(130 * S, vec![init(), zombie()], None));
+    step_at(&mut a, 130 * S, vec![init(), zombie()]);
     assert_totals(&a, "z", all_of(4 * S, 4), [1, 0, 0]);
     // Never seen before its zombie row: counted once too.
-    step(
+    step_with_exits(
         &mut a,
-        with_exits(
-            reading(
-                140 * S,
-                vec![init(), full(21, 21, 131 * S, "z", 2 * S, 2)],
-                None,
-            ),
-            vec![exit(21, 131 * S, "z", 2 * S, 2, 0)],
-        ),
+        140 * S,
+        vec![init(), full(21, 21, 131 * S, "z", 2 * S, 2)],
+        vec![exit(21, 131 * S, "z", 2 * S, 2, 0)],
     );
     assert_totals(&a, "z", all_of(6 * S, 6), [2, 0, 0]);
 }
 
 #[test]
 fn a_process_missing_before_its_exit_record_is_counted_from_where_it_was_seen() {
-    let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
-    step(&mut a, reading(100 * S, vec![init()], None));
-    step(
-        &mut a,
-        reading(
-            110 * S,
-            vec![init(), full(20, 20, 105 * S, "p", 2 * S, 2)],
-            None,
-        ),
-    );
+    let mut a = started();
+    seen(&mut a, "p", 2 * S, 2);
     // It died after the third reading's drain, before its walk: missing, no record yet.
-    step(&mut a, reading(120 * S, vec![init()], None));
+    step_at(&mut a, 120 * S, vec![init()]);
     assert_eq!(figures(group(&a, "p").expect("p")), all_of(2 * S, 2));
     // The record comes with the fourth: counted from the second's figures, once.
-    step(
-        &mut a,
-        with_exits(
-            reading(130 * S, vec![init()], None),
-            vec![exit(20, 105 * S, "p", 3 * S, 3, 0)],
-        ),
-    );
+    gone(&mut a, 130 * S, "p", 3 * S, 3);
     assert_totals(&a, "p", all_of(3 * S, 3), [1, 0, 0]);
 }
 
 #[test]
 fn exit_figures_below_what_was_counted_add_nothing_and_cpu_moves_between_modes() {
-    let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
-    step(&mut a, reading(100 * S, vec![init()], None));
+    let mut a = started();
     // Seen with 4 s user and 2 s system.
-    step(
-        &mut a,
-        reading(
-            110 * S,
-            vec![init(), full(20, 20, 105 * S, "m", 4 * S, 5)],
-            None,
-        ),
-    );
+    seen(&mut a, "m", 4 * S, 5);
     // The exit's split gives 3.5 s user, 3 s system (6.5 s in all) and fewer faults
     // than were read alive: system grows by the whole's 0.5 s, user stays, nothing
     // goes down.
     let mut e = exit(20, 105 * S, "m", 0, 1, 0);
     e.utime_ns = 3 * S + S / 2;
     e.stime_ns = 3 * S;
-    step(
-        &mut a,
-        with_exits(reading(120 * S, vec![init()], None), vec![e]),
-    );
+    step_with_exits(&mut a, 120 * S, vec![init()], vec![e]);
     let m = group(&a, "m").expect("m");
     assert_eq!(m.total.cpu_user_ns, 4 * S);
     assert_eq!(m.total.cpu_system_ns, 2 * S + S / 2);
@@ -609,56 +579,44 @@ fn exit_figures_below_what_was_counted_add_nothing_and_cpu_moves_between_modes()
 
 #[test]
 fn switches_of_a_process_counted_from_birth_reach_its_group_total() {
-    let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
-    step(&mut a, reading(100 * S, vec![init()], None));
+    let mut a = started();
     // Two threads, 300 + 200 voluntary switches.
     let mut t2 = full(20, 21, 106 * S, "w", 0, 2);
     t2.stat = None;
-    step(
+    step_at(
         &mut a,
-        reading(
-            110 * S,
-            vec![init(), full(20, 20, 105 * S, "w", S, 3), t2],
-            None,
-        ),
+        110 * S,
+        vec![init(), full(20, 20, 105 * S, "w", S, 3), t2],
     );
     assert_eq!(group(&a, "w").expect("w").total.voluntary_switches, 500);
     // Thread 21 ends (after 250 switches, 50 never seen) and the process exits with 900
     // in all (threads' and the dead thread's, as the kernel sums them).
-    step(
+    step_at(
         &mut a,
-        reading(
-            120 * S,
-            vec![init(), full(20, 20, 105 * S, "w", S, 4)],
-            None,
-        ),
+        120 * S,
+        vec![init(), full(20, 20, 105 * S, "w", S, 4)],
     );
     assert_eq!(group(&a, "w").expect("w").total.voluntary_switches, 600);
     let mut e = exit(20, 105 * S, "w", S, 4, 0);
     e.voluntary_ctxt_switches = 900;
-    step(
-        &mut a,
-        with_exits(reading(130 * S, vec![init()], None), vec![e]),
-    );
+    step_with_exits(&mut a, 130 * S, vec![init()], vec![e]);
     assert_eq!(group(&a, "w").expect("w").total.voluntary_switches, 900);
     // A process already running at the first collection: its group total includes
     // threads that ended before the exporter saw them, so its exit adds no switches.
     let mut a = Aggregator::new(Options::default());
-    step(
+    step_at(
         &mut a,
-        reading(100 * S, vec![init(), full(30, 30, 50 * S, "o", S, 1)], None),
+        100 * S,
+        vec![init(), full(30, 30, 50 * S, "o", S, 1)],
     );
-    step(
+    step_at(
         &mut a,
-        reading(110 * S, vec![init(), full(30, 30, 50 * S, "o", S, 2)], None),
+        110 * S,
+        vec![init(), full(30, 30, 50 * S, "o", S, 2)],
     );
     let mut e = exit(30, 50 * S, "o", 2 * S, 2, 0);
     e.voluntary_ctxt_switches = 100_000;
-    step(
-        &mut a,
-        with_exits(reading(120 * S, vec![init()], None), vec![e]),
-    );
+    step_with_exits(&mut a, 120 * S, vec![init()], vec![e]);
     let o = group(&a, "o").expect("o");
     assert_eq!(o.total.voluntary_switches, 100);
     // Its CPU is exact: the process's own figure alive and at exit.
@@ -678,20 +636,14 @@ fn exits_never_seen_alive_join_their_parents_cgroup_group() {
         )));
         t
     };
-    step(&mut a, reading(100 * S, vec![shell()], None));
+    step_at(&mut a, 100 * S, vec![shell()]);
     // sh -> bash (exited too) -> curl; and an orphan reparented to pid 1.
     let mut bash = exit(11, 101 * S, "bash", S, 1, 0);
     bash.ppid = 10;
     let mut curl = exit(12, 102 * S, "curl", S, 1, 0);
     curl.ppid = 11;
     let orphan = exit(13, 103 * S, "orphan", S, 1, 0);
-    step(
-        &mut a,
-        with_exits(
-            reading(110 * S, vec![shell()], None),
-            vec![curl, bash, orphan],
-        ),
-    );
+    step_with_exits(&mut a, 110 * S, vec![shell()], vec![curl, bash, orphan]);
     let g = group(&a, "/system.slice/cron.service").expect("cron's group");
     assert_eq!(g.total.exits, [2, 0, 0]);
     assert_eq!(g.total.cpu_user_ns, 2 * S);
@@ -705,57 +657,28 @@ fn exits_never_seen_alive_join_their_parents_cgroup_group() {
 
 #[test]
 fn exits_fold_into_other_with_their_group() {
-    let opts = Options {
-        max_series: fixed_series(0) + 2 * 40,
-        ..Options::default()
-    };
-    let mut a = Aggregator::new(opts);
-    let tasks = |k: u64| -> Vec<Task> {
-        (1..=20)
-            .map(|i| task(i, i, S, &format!("g{i}"), k * i as u64 * S))
-            .collect()
-    };
-    step(&mut a, reading(100 * S, tasks(1), None));
-    step(
+    let mut a = Aggregator::new(forty_groups_of_series());
+    step_at(&mut a, 100 * S, twenty_groups(1));
+    step_with_exits(
         &mut a,
-        with_exits(
-            reading(110 * S, tasks(2), None),
-            vec![exit(100, 101 * S, "g1", S / 10, 0, 9)],
-        ),
+        110 * S,
+        twenty_groups(2),
+        vec![exit(100, 101 * S, "g1", S / 10, 0, 9)],
     );
     let v = a.view();
     let names: Vec<&str> = v.groups.iter().map(|(n, _)| *n).collect();
     assert!(!names.contains(&"g1"), "{names:?}");
     let other = v.groups.last().expect("other").1;
     assert_eq!(other.total.exits, [0, 1, 0]);
-    let shown: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
-    assert!(
-        fixed_series(0) + shown <= fixed_series(0) + 2 * 40,
-        "{shown}"
-    );
+    assert_series_fit(&v);
 }
 #[test]
 fn an_exec_between_the_last_collection_and_the_exit_regroups_the_rest() {
-    let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
-    step(&mut a, reading(100 * S, vec![init()], None));
+    let mut a = started();
     // Seen as the forked shell, then it execs curl and exits: what it did since goes
     // to curl, from the figures seen as sh.
-    step(
-        &mut a,
-        reading(
-            110 * S,
-            vec![init(), full(20, 20, 105 * S, "sh", S, 1)],
-            None,
-        ),
-    );
-    step(
-        &mut a,
-        with_exits(
-            reading(120 * S, vec![init()], None),
-            vec![exit(20, 105 * S, "curl", 3 * S, 2, 0)],
-        ),
-    );
+    seen(&mut a, "sh", S, 1);
+    gone(&mut a, 120 * S, "curl", 3 * S, 2);
     assert_eq!(figures(group(&a, "sh").expect("sh")), all_of(S, 1));
     let curl = group(&a, "curl").expect("curl");
     assert_eq!(curl.total.cpu_user_ns, 2 * S);
@@ -768,44 +691,31 @@ fn exits_are_grouped_by_the_name_they_exit_with_not_a_stale_row() {
     // exited, its record in a reading that still holds the row read before the rename
     // (a walk that did not read it again): its exit goes by the name it exited with.
     let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
     let parent = || full(10, 10, S, "parent", S, 1);
-    step(&mut a, reading(100 * S, vec![init(), parent()], None));
+    step_at(&mut a, 100 * S, vec![init(), parent()]);
     let forked = || full(20, 20, 105 * S, "parent", 0, 0);
-    step(
+    step_at(&mut a, 110 * S, vec![init(), parent(), forked()]);
+    step_with_exits(
         &mut a,
-        reading(110 * S, vec![init(), parent(), forked()], None),
-    );
-    step(
-        &mut a,
-        with_exits(
-            reading(120 * S, vec![init(), parent(), forked()], None),
-            vec![exit(20, 105 * S, "child", 2 * S, 2, 0)],
-        ),
+        120 * S,
+        vec![init(), parent(), forked()],
+        vec![exit(20, 105 * S, "child", 2 * S, 2, 0)],
     );
     assert_eq!(group(&a, "parent").expect("parent").total.exits, [0, 0, 0]);
     let child = group(&a, "child").expect("child");
     assert_eq!(child.total.exits, [1, 0, 0]);
     assert_eq!(child.total.cpu_user_ns, 2 * S);
     // A zombie row read after the rename groups the exit as alive, as before.
-    step(
+    step_at(
         &mut a,
-        reading(
-            130 * S,
-            vec![init(), parent(), full(21, 21, 125 * S, "parent", 0, 0)],
-            None,
-        ),
+        130 * S,
+        vec![init(), parent(), full(21, 21, 125 * S, "parent", 0, 0)],
     );
-    step(
+    step_with_exits(
         &mut a,
-        with_exits(
-            reading(
-                140 * S,
-                vec![init(), parent(), full(21, 21, 125 * S, "child", S, 1)],
-                None,
-            ),
-            vec![exit(21, 125 * S, "child", S, 1, 0)],
-        ),
+        140 * S,
+        vec![init(), parent(), full(21, 21, 125 * S, "child", S, 1)],
+        vec![exit(21, 125 * S, "child", S, 1, 0)],
     );
     assert_eq!(group(&a, "parent").expect("parent").total.exits, [0, 0, 0]);
     assert_eq!(group(&a, "child").expect("child").total.exits, [2, 0, 0]);
@@ -818,11 +728,7 @@ fn state_time_of_a_process_born_and_dead_between_collections_is_its_groups() {
     let init = || task(1, 1, S, "init", 0);
     step(
         &mut a,
-        reading(
-            100 * S,
-            vec![init()],
-            Some(sample(100 * S, &[(1, 1, S, z, false)])),
-        ),
+        sampled(100 * S, vec![init()], &[(1, 1, S, z, false)]),
     );
     // Pid 30 lived 0.3 s between the two collections: 0.2 s running, 0.1 s runnable.
     let mut ran = z;
@@ -831,13 +737,10 @@ fn state_time_of_a_process_born_and_dead_between_collections_is_its_groups() {
     step(
         &mut a,
         with_exits(
-            reading(
+            sampled(
                 110 * S,
                 vec![init()],
-                Some(sample(
-                    110 * S,
-                    &[(1, 1, S, z, false), (30, 30, 101 * S, ran, true)],
-                )),
+                &[(1, 1, S, z, false), (30, 30, 101 * S, ran, true)],
             ),
             vec![exit(30, 101 * S, "short", S / 5, 0, 0)],
         ),
@@ -848,19 +751,11 @@ fn state_time_of_a_process_born_and_dead_between_collections_is_its_groups() {
 }
 #[test]
 fn io_not_read_alive_is_not_counted_at_exit() {
-    let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
-    step(&mut a, reading(100 * S, vec![init()], None));
+    let mut a = started();
     let mut unread = full(20, 20, 105 * S, "u", S, 1);
     unread.io = None;
-    step(&mut a, reading(110 * S, vec![init(), unread], None));
-    step(
-        &mut a,
-        with_exits(
-            reading(120 * S, vec![init()], None),
-            vec![exit(20, 105 * S, "u", 2 * S, 5, 0)],
-        ),
-    );
+    step_at(&mut a, 110 * S, vec![init(), unread]);
+    gone(&mut a, 120 * S, "u", 2 * S, 5);
     let u = group(&a, "u").expect("u");
     assert_eq!((u.total.read_bytes, u.total.write_bytes), (0, 0));
     assert_eq!(u.total.cpu_user_ns, 2 * S);
@@ -903,7 +798,6 @@ fn states_of(at_ns: u64, tasks: &[Task], exited: &[Task]) -> Sample {
 #[test]
 fn processes_that_come_and_go_leave_no_per_task_state() {
     let mut a = Aggregator::new(Options::default());
-    let init = || full(1, 1, S, "init", 0, 0);
     let base = |at_ns| {
         let tasks = vec![init()];
         let st = states_of(at_ns, &tasks, &[]);
@@ -994,40 +888,34 @@ fn state_time_follows_each_thread_from_its_last_totals() {
         ns[State::Sleeping.index()] = sleep;
         ns
     };
-    let tasks = |pids: &[i32]| {
-        pids.iter()
-            .map(|&p| task(p, p, S, "w", 0))
-            .collect::<Vec<_>>()
+    // Processes `w` of one thread each (pid = tid, started at 1 s): those not exited are
+    // in the walk.
+    let collect = |a: &mut Aggregator, at_ns: u64, threads: &[(i32, [u64; NSTATES], bool)]| {
+        let tasks = threads
+            .iter()
+            .filter(|&&(_, _, exited)| !exited)
+            .map(|&(p, _, _)| task(p, p, S, "w", 0))
+            .collect();
+        let threads: Vec<_> = threads
+            .iter()
+            .map(|&(p, ns, exited)| (p, p, S, ns, exited))
+            .collect();
+        step(a, sampled(at_ns, tasks, &threads));
     };
-    step(
+    collect(
         &mut a,
-        reading(
-            100 * S,
-            tasks(&[1, 2]),
-            Some(sample(
-                100 * S,
-                &[
-                    (1, 1, S, with(5 * S, 5 * S), false),
-                    (2, 2, S, with(S, 0), false),
-                ],
-            )),
-        ),
+        100 * S,
+        &[(1, with(5 * S, 5 * S), false), (2, with(S, 0), false)],
     );
     // 1 ran 2 s and slept 8 s more; 2 exited after 1 s more running; 3 is new (3 s).
-    step(
+    collect(
         &mut a,
-        reading(
-            110 * S,
-            tasks(&[1, 3]),
-            Some(sample(
-                110 * S,
-                &[
-                    (1, 1, S, with(7 * S, 13 * S), false),
-                    (2, 2, S, with(2 * S, 0), true),
-                    (3, 3, S, with(3 * S, 0), false),
-                ],
-            )),
-        ),
+        110 * S,
+        &[
+            (1, with(7 * S, 13 * S), false),
+            (2, with(2 * S, 0), true),
+            (3, with(3 * S, 0), false),
+        ],
     );
     let w = group(&a, "w").expect("w");
     assert_eq!(w.total.state_ns[State::Running.index()], 2 * S + S + 3 * S);
@@ -1035,19 +923,13 @@ fn state_time_follows_each_thread_from_its_last_totals() {
     // The exited thread's final totals are kept while the source reports them (a second
     // report adds nothing), then forgotten; 1's next interval starts from 110 s's totals.
     assert_eq!(a.footprint().thread_states, 3);
-    step(
+    collect(
         &mut a,
-        reading(
-            120 * S,
-            tasks(&[1, 3]),
-            Some(sample(
-                120 * S,
-                &[
-                    (1, 1, S, with(8 * S, 22 * S), false),
-                    (3, 3, S, with(3 * S, 10 * S), false),
-                ],
-            )),
-        ),
+        120 * S,
+        &[
+            (1, with(8 * S, 22 * S), false),
+            (3, with(3 * S, 10 * S), false),
+        ],
     );
     assert_eq!(a.footprint().thread_states, 2);
     let w = group(&a, "w").expect("w");

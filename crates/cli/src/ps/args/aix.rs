@@ -151,34 +151,17 @@ mod tests {
 
     #[test]
     fn errors_as_procps_words_them() {
-        assert_eq!(
-            shape("%p %%a").expect_err("an error"),
-            "missing AIX field descriptor"
-        );
-        assert_eq!(
-            shape("%").expect_err("an error"),
-            "missing AIX field descriptor"
-        );
-        assert_eq!(
-            shape("% p").expect_err("an error"),
-            "missing AIX field descriptor"
-        );
-        assert_eq!(
-            shape("%p %Z").expect_err("an error"),
-            "unknown AIX field descriptor"
-        );
-        assert_eq!(
-            shape("%cpuc").expect_err("an error"),
-            "improper AIX field descriptor"
-        );
-        assert_eq!(
-            shape("pid %p").expect_err("an error"),
-            "improper AIX field descriptor"
-        );
-        assert_eq!(
-            shape("%p,%U").expect_err("an error"),
-            "improper AIX field descriptor"
-        );
+        for (format, want) in [
+            ("%p %%a", "missing AIX field descriptor"),
+            ("%", "missing AIX field descriptor"),
+            ("% p", "missing AIX field descriptor"),
+            ("%p %Z", "unknown AIX field descriptor"),
+            ("%cpuc", "improper AIX field descriptor"),
+            ("pid %p", "improper AIX field descriptor"),
+            ("%p,%U", "improper AIX field descriptor"),
+        ] {
+            assert_eq!(shape(format).expect_err("an error"), want, "{format}");
+        }
     }
 
     #[test]

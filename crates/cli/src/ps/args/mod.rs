@@ -194,9 +194,12 @@ mod tests {
     use crate::ps::args::parser::{Parser, FF_LM};
     use crate::ps::args::*;
 
+    fn argv(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
     fn names(args: &[&str]) -> Vec<String> {
-        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
-        parse(&argv)
+        parse(&argv(args))
             .expect("parses")
             .columns
             .into_iter()
@@ -255,25 +258,17 @@ mod tests {
 
     #[test]
     fn headers_and_widths_in_o_lists() {
-        let argv: Vec<OsString> = ["-o", "pid=PROCESS,comm:20,args=A"]
-            .iter()
-            .map(OsString::from)
-            .collect();
-        let s = parse(&argv).expect("parses");
+        let s = parse(&argv(&["-o", "pid=PROCESS,comm:20,args=A"])).expect("parses");
         assert_eq!(s.columns[0].header.as_deref(), Some("PROCESS"));
         assert_eq!(s.columns[1].width, Some(20));
         assert_eq!(s.columns[2].header.as_deref(), Some("A"));
         // procps splits "args=A B" at the space too, and then fails on "B".
-        let argv: Vec<OsString> = ["-o", "args=A B"].iter().map(OsString::from).collect();
-        assert!(parse(&argv).is_err());
+        assert!(parse(&argv(&["-o", "args=A B"])).is_err());
     }
 
     #[test]
     fn errors_match_procps() {
-        let e = |args: &[&str]| {
-            let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
-            parse(&argv).expect_err("must fail")
-        };
+        let e = |args: &[&str]| parse(&argv(args)).expect_err("must fail");
         assert!(e(&["-Q"])
             .message
             .starts_with("error: unsupported SysV option\n\nUsage:"));
@@ -299,8 +294,10 @@ mod tests {
     }
 
     fn parse_with(per: &str, args: &[&str]) -> Result<Settings, ArgError> {
-        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
-        parse_as(&argv, Personality::from_vars(Some(per), None, false, None))
+        parse_as(
+            &argv(args),
+            Personality::from_vars(Some(per), None, false, None),
+        )
     }
 
     fn names_as(per: &str, args: &[&str]) -> Vec<String> {
@@ -313,8 +310,7 @@ mod tests {
     }
 
     fn sort_of(args: &[&str]) -> Vec<(String, bool)> {
-        let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
-        parse(&argv)
+        parse(&argv(args))
             .expect("parses")
             .sort
             .into_iter()
@@ -328,11 +324,7 @@ mod tests {
         assert_eq!(names_as("", &["-o", "%p %a"]), ["pid", "' '", "args", "''"]);
         // "c" parses as a specifier, then "%p" fails: the AIX reading is appended.
         assert_eq!(names_as("", &["-o", "c %p"]), ["c", "'c '", "pid", "''"]);
-        let argv: Vec<OsString> = ["-o", "%p", "-o", "foo"]
-            .iter()
-            .map(OsString::from)
-            .collect();
-        let e = parse(&argv).expect_err("foo is unknown");
+        let e = parse(&argv(&["-o", "%p", "-o", "foo"])).expect_err("foo is unknown");
         // procps's static errbuf: the first unknown specifier's message sticks.
         assert!(e
             .message
@@ -447,10 +439,7 @@ mod tests {
             names(&["O", "ppid"]),
             ["pid", "ppid", "state", "tname", "cputime", "comm"]
         );
-        let e = |args: &[&str]| {
-            let argv: Vec<OsString> = args.iter().map(OsString::from).collect();
-            parse(&argv).expect_err("must fail").message
-        };
+        let e = |args: &[&str]| parse(&argv(args)).expect_err("must fail").message;
         assert!(e(&["O", "foo"]).starts_with("error: bad sorting code\n"));
         assert!(e(&["O", "PP"]).starts_with("error: bad sorting code\n"));
         assert!(e(&["f", "O", "P"]).starts_with("error: PPID sort and forest output conflict\n"));
@@ -459,16 +448,11 @@ mod tests {
 
     #[test]
     fn bsd_e_and_delimiter() {
-        let argv: Vec<OsString> = ["axe", "--delimiter=:"]
-            .iter()
-            .map(OsString::from)
-            .collect();
-        let s = parse(&argv).expect("parses");
+        let s = parse(&argv(&["axe", "--delimiter=:"])).expect("parses");
         assert!(s.bsd_e);
         assert_eq!(s.delimiter, Some(b':'));
         assert!(!parse(&[OsString::from("ax")]).expect("parses").bsd_e);
-        let argv: Vec<OsString> = ["--delimiter", "ab"].iter().map(OsString::from).collect();
-        assert!(parse(&argv)
+        assert!(parse(&argv(&["--delimiter", "ab"]))
             .expect_err("two bytes")
             .message
             .starts_with("error: delimiter must be a single character\n"));
