@@ -67,55 +67,6 @@ fn not_the_kernel(root: &Path) -> Option<String> {
     })
 }
 
-/// The query service's collector, when it answers: asked for by name (`--backend service`:
-/// then a request it does not answer is an error), or with `auto` for a caller that cannot
-/// load the BPF programs itself (not root) when a socket of root's is at `socket` (then a
-/// request it does not answer is read from /proc). `None`: not this way.
-fn service(
-    backend: Backend,
-    socket: Option<&Path>,
-    root: &Path,
-    units: Units,
-) -> Option<Result<ServiceCollector, Error>> {
-    match (backend, socket) {
-        (Backend::Service, None) => Some(Err(Error::Unsupported(format!(
-            "the query service is turned off here ({}=1)",
-            crate::host::options::NO_SERVICE_ENV
-        )))),
-        (Backend::Service, Some(socket)) => {
-            if let Some(why) = not_the_kernel(root) {
-                return Some(Err(Error::Unsupported(why)));
-            }
-            Some(Ok(ServiceCollector::new(
-                socket,
-                root,
-                units,
-                true,
-                format!(
-                    "service: asked for with --backend service ({})",
-                    socket.display()
-                ),
-            )))
-        }
-        (Backend::Auto, Some(socket))
-            if asks_service(root) && crate::service::client::absent(socket).is_none() =>
-        {
-            Some(Ok(ServiceCollector::new(
-                socket,
-                root,
-                units,
-                false,
-                format!(
-                    "service: not root, and root's query service listens at {} (it applies \
-                     this caller's /proc rules)",
-                    socket.display()
-                ),
-            )))
-        }
-        _ => None,
-    }
-}
-
 /// Whether `auto` asks root's query service: for a caller that cannot load the BPF programs
 /// itself (not root), reading the running kernel's /proc.
 fn asks_service(root: &Path) -> bool {
@@ -137,11 +88,6 @@ fn without_service(why: String, backend: Backend, socket: Option<&Path>, root: &
     }
 }
 
-/// `--backend service` where [`service`] did not answer (it answers every such call).
-fn no_service() -> Error {
-    Error::Unsupported("the query service cannot answer here".into())
-}
-
 /// `--backend service` for thread states, which the service does not serve.
 fn no_service_states() -> Error {
     Error::Unsupported(
@@ -156,6 +102,85 @@ fn bpf_unavailable(why: impl std::fmt::Display) -> Error {
     Error::Unsupported(format!("the BPF backend is unavailable: {why}"))
 }
 
+/// A collector settled on without BPF: root's query service, or the procfs reader.
+enum Early {
+    Service(Box<ServiceCollector>),
+    Procfs(Box<ProcfsCollector>),
+}
+
+impl Early {
+    fn live(self) -> Box<dyn LiveCollector> {
+        match self {
+            Early::Service(s) => s,
+            Early::Procfs(p) => p,
+        }
+    }
+
+    fn collector(self) -> Box<dyn Collector> {
+        match self {
+            Early::Service(s) => s,
+            Early::Procfs(p) => p,
+        }
+    }
+}
+
+/// What answers without BPF being tried ([`open_live`], [`open`]), `None` where BPF (or
+/// `auto`'s rule) decides:
+/// - root's query service: asked for by name (`--backend service`: then a request it does
+///   not answer is an error), or with `auto` for a caller that cannot load the BPF programs
+///   itself (not root) when a socket of root's is at `socket` (then a request it does not
+///   answer is read from /proc);
+/// - the procfs reader for `--backend procfs`, or for `auto` where BPF cannot read `root`;
+/// - an error for `--backend service` where the service cannot answer, or for
+///   `--backend bpf` where BPF cannot read `root`.
+fn without_bpf(
+    backend: Backend,
+    socket: Option<&Path>,
+    root: &Path,
+    units: Units,
+) -> Option<Result<Early, Error>> {
+    let service = |socket: &Path, by_name: bool, why: String| {
+        let s = ServiceCollector::new(socket, root, units, by_name, why);
+        Some(Ok(Early::Service(Box::new(s))))
+    };
+    let procfs = |why: String| {
+        let p = procfs(root, units, without_service(why, backend, socket, root));
+        Some(p.map(|p| Early::Procfs(Box::new(p))))
+    };
+    match (backend, socket, not_the_kernel(root)) {
+        (Backend::Service, None, _) => Some(Err(Error::Unsupported(format!(
+            "the query service is turned off here ({}=1)",
+            crate::host::options::NO_SERVICE_ENV
+        )))),
+        (Backend::Service, Some(_), Some(why)) => Some(Err(Error::Unsupported(why))),
+        (Backend::Service, Some(socket), None) => service(
+            socket,
+            true,
+            format!(
+                "service: asked for with --backend service ({})",
+                socket.display()
+            ),
+        ),
+        (Backend::Auto, Some(socket), _)
+            if asks_service(root) && crate::service::client::absent(socket).is_none() =>
+        {
+            service(
+                socket,
+                false,
+                format!(
+                    "service: not root, and root's query service listens at {} (it applies \
+                     this caller's /proc rules)",
+                    socket.display()
+                ),
+            )
+        }
+        (Backend::Procfs, ..) => procfs("procfs: asked for with --backend procfs".into()),
+        (Backend::Bpf, _, Some(why)) => Some(Err(bpf_unavailable(why))),
+        (Backend::Auto, _, Some(why)) => procfs(format!("procfs: {why}")),
+        (Backend::Bpf | Backend::Auto, _, None) => None,
+    }
+}
+
 /// A collector for a live view (`top`): BPF whenever it can load, whatever the number of
 /// tasks (the load is paid once), with the walk its refreshes use; procfs when `backend`
 /// says so or BPF cannot load (its report says why).
@@ -165,29 +190,19 @@ pub fn open_live(
     root: &Path,
     units: Units,
 ) -> Result<Box<dyn LiveCollector>, Error> {
-    if let Some(s) = service(backend, socket, root, units) {
-        return Ok(Box::new(s?));
+    if let Some(early) = without_bpf(backend, socket, root, units) {
+        return early.map(Early::live);
     }
-    let procfs = |why: String| procfs(root, units, without_service(why, backend, socket, root));
-    if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
-        if backend == Backend::Bpf {
-            return Err(bpf_unavailable(why));
+    match BpfCollector::for_live_view() {
+        Ok(mut b) => {
+            b.why = format!("bpf: {}", readiness(&b));
+            Ok(Box::new(b))
         }
-        return Ok(Box::new(procfs(format!("procfs: {why}"))?));
-    }
-    match backend {
-        Backend::Procfs => Ok(Box::new(procfs(
-            "procfs: asked for with --backend procfs".into(),
-        )?)),
-        Backend::Service => Err(no_service()),
-        Backend::Bpf | Backend::Auto => match BpfCollector::for_live_view() {
-            Ok(mut b) => {
-                b.why = format!("bpf: {}", readiness(&b));
-                Ok(Box::new(b))
-            }
-            Err(why) if backend == Backend::Auto => Ok(Box::new(procfs(format!("procfs: {why}"))?)),
-            Err(why) => Err(bpf_unavailable(why)),
-        },
+        Err(why) if backend == Backend::Auto => {
+            let why = without_service(format!("procfs: {why}"), backend, socket, root);
+            Ok(Box::new(procfs(root, units, why)?))
+        }
+        Err(why) => Err(bpf_unavailable(why)),
     }
 }
 
@@ -214,15 +229,9 @@ pub fn open(
     root: &Path,
     units: Units,
 ) -> Result<Box<dyn Collector>, Error> {
-    if let Some(s) = service(backend, socket, root, units) {
-        return Ok(Box::new(s?));
-    }
     let procfs = |why: String| procfs(root, units, without_service(why, backend, socket, root));
-    if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
-        if backend == Backend::Bpf {
-            return Err(bpf_unavailable(why));
-        }
-        return Ok(Box::new(procfs(format!("procfs: {why}"))?));
+    if let Some(early) = without_bpf(backend, socket, root, units) {
+        return early.map(Early::collector);
     }
     let bpf = |why: &dyn Fn(&BpfCollector) -> String| {
         let mut b = BpfCollector::for_groups(groups)?;
@@ -231,17 +240,14 @@ pub fn open(
         Ok::<_, crate::bpf::Unavailable>(b)
     };
     match backend {
-        Backend::Procfs => Ok(Box::new(procfs(
-            "procfs: asked for with --backend procfs".into(),
-        )?)),
-        Backend::Service => Err(no_service()),
         Backend::Bpf => {
             match bpf(&|b| format!("bpf: asked for with --backend bpf ({})", readiness(b))) {
                 Ok(b) => Ok(Box::new(b)),
                 Err(why) => Err(bpf_unavailable(why)),
             }
         }
-        Backend::Auto => {
+        // `auto`: [`without_bpf`] answered the others.
+        _ => {
             let tasks = task_count(root).unwrap_or(0);
             // With a pinned set there is no load to amortize: the iterator wins at any size.
             if !BpfCollector::pinned_available() && tasks < AUTO_MIN_TASKS {
