@@ -50,11 +50,25 @@ fn readiness(b: &BpfCollector) -> String {
     }
 }
 
-/// The procfs collector of `root` with `units`, with why it answers.
-fn procfs(root: &Path, units: Units, why: String) -> Result<ProcfsCollector, Error> {
-    let mut p = ProcfsCollector::with_root(root)?.with_units(units);
-    p.why = why;
-    Ok(p)
+/// Where a task source reads and whom it may ask.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// Root's query service's socket; `None`: turned off.
+    pub socket: Option<&'a Path>,
+    /// The /proc tree.
+    pub root: &'a Path,
+    /// Its units.
+    pub units: Units,
+}
+
+impl Place<'_> {
+    /// The procfs collector of this tree, with why it answers (and, where `backend` would
+    /// have asked the query service, why it did not: [`without_service`]).
+    fn procfs(&self, backend: Backend, why: String) -> Result<ProcfsCollector, Error> {
+        let mut p = ProcfsCollector::with_root(self.root)?.with_units(self.units);
+        p.why = without_service(why, backend, self.socket, self.root);
+        Ok(p)
+    }
 }
 
 /// Why BPF cannot answer for the tree at `root` (`None`: it may).
@@ -133,21 +147,14 @@ impl Early {
 /// - the procfs reader for `--backend procfs`, or for `auto` where BPF cannot read `root`;
 /// - an error for `--backend service` where the service cannot answer, or for
 ///   `--backend bpf` where BPF cannot read `root`.
-fn without_bpf(
-    backend: Backend,
-    socket: Option<&Path>,
-    root: &Path,
-    units: Units,
-) -> Option<Result<Early, Error>> {
+fn without_bpf(backend: Backend, at: Place<'_>) -> Option<Result<Early, Error>> {
+    let root = at.root;
     let service = |socket: &Path, by_name: bool, why: String| {
-        let s = ServiceCollector::new(socket, root, units, by_name, why);
+        let s = ServiceCollector::new(socket, root, at.units, by_name, why);
         Some(Ok(Early::Service(Box::new(s))))
     };
-    let procfs = |why: String| {
-        let p = procfs(root, units, without_service(why, backend, socket, root));
-        Some(p.map(|p| Early::Procfs(Box::new(p))))
-    };
-    match (backend, socket, not_the_kernel(root)) {
+    let procfs = |why: String| Some(at.procfs(backend, why).map(|p| Early::Procfs(Box::new(p))));
+    match (backend, at.socket, not_the_kernel(root)) {
         (Backend::Service, None, _) => Some(Err(Error::Unsupported(format!(
             "the query service is turned off here ({}=1)",
             crate::host::options::NO_SERVICE_ENV
@@ -184,13 +191,8 @@ fn without_bpf(
 /// A collector for a live view (`top`): BPF whenever it can load, whatever the number of
 /// tasks (the load is paid once), with the walk its refreshes use; procfs when `backend`
 /// says so or BPF cannot load (its report says why).
-pub fn open_live(
-    backend: Backend,
-    socket: Option<&Path>,
-    root: &Path,
-    units: Units,
-) -> Result<Box<dyn LiveCollector>, Error> {
-    if let Some(early) = without_bpf(backend, socket, root, units) {
+pub fn open_live(backend: Backend, at: Place<'_>) -> Result<Box<dyn LiveCollector>, Error> {
+    if let Some(early) = without_bpf(backend, at) {
         return early.map(Early::live);
     }
     match BpfCollector::for_live_view() {
@@ -199,8 +201,7 @@ pub fn open_live(
             Ok(Box::new(b))
         }
         Err(why) if backend == Backend::Auto => {
-            let why = without_service(format!("procfs: {why}"), backend, socket, root);
-            Ok(Box::new(procfs(root, units, why)?))
+            Ok(Box::new(at.procfs(backend, format!("procfs: {why}"))?))
         }
         Err(why) => Err(bpf_unavailable(why)),
     }
@@ -222,15 +223,8 @@ pub fn open_for_service(root: &Path) -> Result<Box<dyn Collector>, Error> {
 /// A collector for snapshots of `groups` (`ps`, `bench`), ready to take them: everything
 /// that needs the caller's privileges (the BPF walk's memory) is done before this returns,
 /// so the caller may drop them.
-pub fn open(
-    backend: Backend,
-    groups: &Groups,
-    socket: Option<&Path>,
-    root: &Path,
-    units: Units,
-) -> Result<Box<dyn Collector>, Error> {
-    let procfs = |why: String| procfs(root, units, without_service(why, backend, socket, root));
-    if let Some(early) = without_bpf(backend, socket, root, units) {
+pub fn open(backend: Backend, groups: &Groups, at: Place<'_>) -> Result<Box<dyn Collector>, Error> {
+    if let Some(early) = without_bpf(backend, at) {
         return early.map(Early::collector);
     }
     let bpf = |why: &dyn Fn(&BpfCollector) -> String| {
@@ -248,17 +242,22 @@ pub fn open(
         }
         // `auto`: [`without_bpf`] answered the others.
         _ => {
-            let tasks = task_count(root).unwrap_or(0);
+            let tasks = task_count(at.root).unwrap_or(0);
             // With a pinned set there is no load to amortize: the iterator wins at any size.
             if !BpfCollector::pinned_available() && tasks < AUTO_MIN_TASKS {
-                return Ok(Box::new(procfs(format!(
+                return Ok(Box::new(at.procfs(
+                    backend,
+                    format!(
                     "procfs: {tasks} tasks, fewer than {AUTO_MIN_TASKS}: reading /proc is done \
                      before the BPF program would have loaded"
-                ))?));
+                    ),
+                )?));
             }
             match bpf(&|b| format!("bpf: {tasks} tasks ({})", readiness(b))) {
                 Ok(b) => Ok(Box::new(b)),
-                Err(why) => Ok(Box::new(procfs(format!("procfs: BPF unavailable: {why}"))?)),
+                Err(why) => Ok(Box::new(
+                    at.procfs(backend, format!("procfs: BPF unavailable: {why}"))?,
+                )),
             }
         }
     }
