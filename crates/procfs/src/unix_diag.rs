@@ -378,12 +378,8 @@ mod tests {
         d.extend(done());
         out.clear();
         assert!(parse_datagram(&d, &mut out).expect("test"));
-        let got: Vec<(u32, u64, &[u8])> = out
-            .iter()
-            .map(|r| (r.kind, r.inode, r.path.as_slice()))
-            .collect();
         assert_eq!(
-            got,
+            UnixRow::triples(&out),
             vec![
                 (1, 5551, &b"/run/a.sock"[..]),
                 (1, 5552, b""),
