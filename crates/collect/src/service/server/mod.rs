@@ -429,17 +429,7 @@ fn turn_away(stream: UnixStream, frame: &[u8]) {
 /// Asks for a send buffer of `bytes` on `stream` (best effort).
 fn set_send_buffer(stream: &UnixStream, bytes: usize) {
     let v = bytes.min(i32::MAX as usize) as libc::c_int;
-    // SAFETY: setsockopt on a socket this thread owns, with a pointer to a c_int that lives
-    // for the call and its size.
-    unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(stream),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    let _ = tasksnap_sys::set_option(stream.as_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
 }
 
 /// Writes `bytes` whole by `deadline`, each write bounded by the socket's write timeout, and
