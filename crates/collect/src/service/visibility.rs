@@ -609,17 +609,6 @@ mod tests {
         Groups::all()
     }
 
-    /// What `ps -ef` asks for.
-    fn ps_ef() -> Groups {
-        Groups {
-            base: true,
-            cred_effective: true,
-            stat: true,
-            cmdline: true,
-            ..Groups::default()
-        }
-    }
-
     /// `t` with none of the gated groups and no supplementary groups: what a reader of the
     /// cheap groups has.
     fn without_gated(t: &Task) -> Task {
@@ -637,6 +626,17 @@ mod tests {
             c.groups = None;
         }
         t
+    }
+
+    /// What `ps -ef` asks for.
+    fn ps_ef() -> Groups {
+        Groups {
+            base: true,
+            cred_effective: true,
+            stat: true,
+            cmdline: true,
+            ..Groups::default()
+        }
     }
 
     fn view_all(c: &Caller, g: &Groups, tasks: &[Task]) -> Vec<Task> {
