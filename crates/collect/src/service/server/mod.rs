@@ -179,13 +179,7 @@ impl QueryService {
     pub const MIN_BUDGET_BYTES: u64 = memory::MIN_BUDGET_BYTES;
 }
 
-impl std::fmt::Debug for QueryService {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QueryService")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(QueryService, path);
 
 impl crate::host::Host {
     /// Starts the query service at `path` (root only; see [`QueryService`]): its pass thread
