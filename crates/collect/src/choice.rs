@@ -50,11 +50,25 @@ fn readiness(b: &BpfCollector) -> String {
     }
 }
 
-/// The procfs collector of `root` with `units`, with why it answers.
-fn procfs(root: &Path, units: Units, why: String) -> Result<ProcfsCollector, Error> {
-    let mut p = ProcfsCollector::with_root(root)?.with_units(units);
-    p.why = why;
-    Ok(p)
+/// Where a task source reads and whom it may ask.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// Root's query service's socket; `None`: turned off.
+    pub socket: Option<&'a Path>,
+    /// The /proc tree.
+    pub root: &'a Path,
+    /// Its units.
+    pub units: Units,
+}
+
+impl Place<'_> {
+    /// The procfs collector of this tree, with why it answers (and, where `backend` would
+    /// have asked the query service, why it did not: [`without_service`]).
+    fn procfs(&self, backend: Backend, why: String) -> Result<ProcfsCollector, Error> {
+        let mut p = ProcfsCollector::with_root(self.root)?.with_units(self.units);
+        p.why = without_service(why, backend, self.socket, self.root);
+        Ok(p)
+    }
 }
 
 /// Why BPF cannot answer for the tree at `root` (`None`: it may).
@@ -65,55 +79,6 @@ fn not_the_kernel(root: &Path) -> Option<String> {
             root.display()
         )
     })
-}
-
-/// The query service's collector, when it answers: asked for by name (`--backend service`:
-/// then a request it does not answer is an error), or with `auto` for a caller that cannot
-/// load the BPF programs itself (not root) when a socket of root's is at `socket` (then a
-/// request it does not answer is read from /proc). `None`: not this way.
-fn service(
-    backend: Backend,
-    socket: Option<&Path>,
-    root: &Path,
-    units: Units,
-) -> Option<Result<ServiceCollector, Error>> {
-    match (backend, socket) {
-        (Backend::Service, None) => Some(Err(Error::Unsupported(format!(
-            "the query service is turned off here ({}=1)",
-            crate::host::options::NO_SERVICE_ENV
-        )))),
-        (Backend::Service, Some(socket)) => {
-            if let Some(why) = not_the_kernel(root) {
-                return Some(Err(Error::Unsupported(why)));
-            }
-            Some(Ok(ServiceCollector::new(
-                socket,
-                root,
-                units,
-                true,
-                format!(
-                    "service: asked for with --backend service ({})",
-                    socket.display()
-                ),
-            )))
-        }
-        (Backend::Auto, Some(socket))
-            if asks_service(root) && crate::service::client::absent(socket).is_none() =>
-        {
-            Some(Ok(ServiceCollector::new(
-                socket,
-                root,
-                units,
-                false,
-                format!(
-                    "service: not root, and root's query service listens at {} (it applies \
-                     this caller's /proc rules)",
-                    socket.display()
-                ),
-            )))
-        }
-        _ => None,
-    }
 }
 
 /// Whether `auto` asks root's query service: for a caller that cannot load the BPF programs
@@ -137,11 +102,6 @@ fn without_service(why: String, backend: Backend, socket: Option<&Path>, root: &
     }
 }
 
-/// `--backend service` where [`service`] did not answer (it answers every such call).
-fn no_service() -> Error {
-    Error::Unsupported("the query service cannot answer here".into())
-}
-
 /// `--backend service` for thread states, which the service does not serve.
 fn no_service_states() -> Error {
     Error::Unsupported(
@@ -156,38 +116,94 @@ fn bpf_unavailable(why: impl std::fmt::Display) -> Error {
     Error::Unsupported(format!("the BPF backend is unavailable: {why}"))
 }
 
+/// A collector settled on without BPF: root's query service, or the procfs reader.
+enum Early {
+    Service(Box<ServiceCollector>),
+    Procfs(Box<ProcfsCollector>),
+}
+
+impl Early {
+    fn live(self) -> Box<dyn LiveCollector> {
+        match self {
+            Early::Service(s) => s,
+            Early::Procfs(p) => p,
+        }
+    }
+
+    fn collector(self) -> Box<dyn Collector> {
+        match self {
+            Early::Service(s) => s,
+            Early::Procfs(p) => p,
+        }
+    }
+}
+
+/// What answers without BPF being tried ([`open_live`], [`open`]), `None` where BPF (or
+/// `auto`'s rule) decides:
+/// - root's query service: asked for by name (`--backend service`: then a request it does
+///   not answer is an error), or with `auto` for a caller that cannot load the BPF programs
+///   itself (not root) when a socket of root's is at `socket` (then a request it does not
+///   answer is read from /proc);
+/// - the procfs reader for `--backend procfs`, or for `auto` where BPF cannot read `root`;
+/// - an error for `--backend service` where the service cannot answer, or for
+///   `--backend bpf` where BPF cannot read `root`.
+fn without_bpf(backend: Backend, at: Place<'_>) -> Option<Result<Early, Error>> {
+    let root = at.root;
+    let service = |socket: &Path, by_name: bool, why: String| {
+        let s = ServiceCollector::new(socket, root, at.units, by_name, why);
+        Some(Ok(Early::Service(Box::new(s))))
+    };
+    let procfs = |why: String| Some(at.procfs(backend, why).map(|p| Early::Procfs(Box::new(p))));
+    match (backend, at.socket, not_the_kernel(root)) {
+        (Backend::Service, None, _) => Some(Err(Error::Unsupported(format!(
+            "the query service is turned off here ({}=1)",
+            crate::host::options::NO_SERVICE_ENV
+        )))),
+        (Backend::Service, Some(_), Some(why)) => Some(Err(Error::Unsupported(why))),
+        (Backend::Service, Some(socket), None) => service(
+            socket,
+            true,
+            format!(
+                "service: asked for with --backend service ({})",
+                socket.display()
+            ),
+        ),
+        (Backend::Auto, Some(socket), _)
+            if asks_service(root) && crate::service::client::absent(socket).is_none() =>
+        {
+            service(
+                socket,
+                false,
+                format!(
+                    "service: not root, and root's query service listens at {} (it applies \
+                     this caller's /proc rules)",
+                    socket.display()
+                ),
+            )
+        }
+        (Backend::Procfs, ..) => procfs("procfs: asked for with --backend procfs".into()),
+        (Backend::Bpf, _, Some(why)) => Some(Err(bpf_unavailable(why))),
+        (Backend::Auto, _, Some(why)) => procfs(format!("procfs: {why}")),
+        (Backend::Bpf | Backend::Auto, _, None) => None,
+    }
+}
+
 /// A collector for a live view (`top`): BPF whenever it can load, whatever the number of
 /// tasks (the load is paid once), with the walk its refreshes use; procfs when `backend`
 /// says so or BPF cannot load (its report says why).
-pub fn open_live(
-    backend: Backend,
-    socket: Option<&Path>,
-    root: &Path,
-    units: Units,
-) -> Result<Box<dyn LiveCollector>, Error> {
-    if let Some(s) = service(backend, socket, root, units) {
-        return Ok(Box::new(s?));
+pub fn open_live(backend: Backend, at: Place<'_>) -> Result<Box<dyn LiveCollector>, Error> {
+    if let Some(early) = without_bpf(backend, at) {
+        return early.map(Early::live);
     }
-    let procfs = |why: String| procfs(root, units, without_service(why, backend, socket, root));
-    if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
-        if backend == Backend::Bpf {
-            return Err(bpf_unavailable(why));
+    match BpfCollector::for_live_view() {
+        Ok(mut b) => {
+            b.why = format!("bpf: {}", readiness(&b));
+            Ok(Box::new(b))
         }
-        return Ok(Box::new(procfs(format!("procfs: {why}"))?));
-    }
-    match backend {
-        Backend::Procfs => Ok(Box::new(procfs(
-            "procfs: asked for with --backend procfs".into(),
-        )?)),
-        Backend::Service => Err(no_service()),
-        Backend::Bpf | Backend::Auto => match BpfCollector::for_live_view() {
-            Ok(mut b) => {
-                b.why = format!("bpf: {}", readiness(&b));
-                Ok(Box::new(b))
-            }
-            Err(why) if backend == Backend::Auto => Ok(Box::new(procfs(format!("procfs: {why}"))?)),
-            Err(why) => Err(bpf_unavailable(why)),
-        },
+        Err(why) if backend == Backend::Auto => {
+            Ok(Box::new(at.procfs(backend, format!("procfs: {why}"))?))
+        }
+        Err(why) => Err(bpf_unavailable(why)),
     }
 }
 
@@ -207,22 +223,9 @@ pub fn open_for_service(root: &Path) -> Result<Box<dyn Collector>, Error> {
 /// A collector for snapshots of `groups` (`ps`, `bench`), ready to take them: everything
 /// that needs the caller's privileges (the BPF walk's memory) is done before this returns,
 /// so the caller may drop them.
-pub fn open(
-    backend: Backend,
-    groups: &Groups,
-    socket: Option<&Path>,
-    root: &Path,
-    units: Units,
-) -> Result<Box<dyn Collector>, Error> {
-    if let Some(s) = service(backend, socket, root, units) {
-        return Ok(Box::new(s?));
-    }
-    let procfs = |why: String| procfs(root, units, without_service(why, backend, socket, root));
-    if let (Some(why), Backend::Auto | Backend::Bpf) = (not_the_kernel(root), backend) {
-        if backend == Backend::Bpf {
-            return Err(bpf_unavailable(why));
-        }
-        return Ok(Box::new(procfs(format!("procfs: {why}"))?));
+pub fn open(backend: Backend, groups: &Groups, at: Place<'_>) -> Result<Box<dyn Collector>, Error> {
+    if let Some(early) = without_bpf(backend, at) {
+        return early.map(Early::collector);
     }
     let bpf = |why: &dyn Fn(&BpfCollector) -> String| {
         let mut b = BpfCollector::for_groups(groups)?;
@@ -231,28 +234,30 @@ pub fn open(
         Ok::<_, crate::bpf::Unavailable>(b)
     };
     match backend {
-        Backend::Procfs => Ok(Box::new(procfs(
-            "procfs: asked for with --backend procfs".into(),
-        )?)),
-        Backend::Service => Err(no_service()),
         Backend::Bpf => {
             match bpf(&|b| format!("bpf: asked for with --backend bpf ({})", readiness(b))) {
                 Ok(b) => Ok(Box::new(b)),
                 Err(why) => Err(bpf_unavailable(why)),
             }
         }
-        Backend::Auto => {
-            let tasks = task_count(root).unwrap_or(0);
+        // `auto`: [`without_bpf`] answered the others.
+        _ => {
+            let tasks = task_count(at.root).unwrap_or(0);
             // With a pinned set there is no load to amortize: the iterator wins at any size.
             if !BpfCollector::pinned_available() && tasks < AUTO_MIN_TASKS {
-                return Ok(Box::new(procfs(format!(
+                return Ok(Box::new(at.procfs(
+                    backend,
+                    format!(
                     "procfs: {tasks} tasks, fewer than {AUTO_MIN_TASKS}: reading /proc is done \
                      before the BPF program would have loaded"
-                ))?));
+                    ),
+                )?));
             }
             match bpf(&|b| format!("bpf: {tasks} tasks ({})", readiness(b))) {
                 Ok(b) => Ok(Box::new(b)),
-                Err(why) => Ok(Box::new(procfs(format!("procfs: BPF unavailable: {why}"))?)),
+                Err(why) => Ok(Box::new(
+                    at.procfs(backend, format!("procfs: BPF unavailable: {why}"))?,
+                )),
             }
         }
     }

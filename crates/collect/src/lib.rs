@@ -32,6 +32,20 @@
 //! is the kernel's (`units.rs`), and the privileges dropped once (`caps.rs`).
 #![deny(missing_docs)]
 
+/// `Debug` for a type that shows only its `$field` (the others hold kernel objects, maps or
+/// threads, with nothing useful to print).
+macro_rules! debug_showing {
+    ($ty:ident, $field:ident) => {
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field(stringify!($field), &self.$field)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
 mod blocked;
 mod bpf_bench;
 // The one place the no-BPF build differs: without the BPF programs (no clang, or

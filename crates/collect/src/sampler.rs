@@ -131,7 +131,12 @@ impl Sampler {
         units: crate::procfs::Units,
         exits: Option<Result<crate::exits::Exits, Error>>,
     ) -> Result<Sampler, Error> {
-        let mut live = choice::open_live(opts.backend, None, &opts.proc_root, units)?;
+        let at = choice::Place {
+            socket: None,
+            root: &opts.proc_root,
+            units,
+        };
+        let mut live = choice::open_live(opts.backend, at)?;
         let groups = sample_groups();
         live.prepare(&groups);
         let (states, states_backend, states_why) = if opts.states {

@@ -5,27 +5,15 @@
 
 pub use crate::collector::*;
 
-pub mod bpf {
-    pub use crate::bpf::*;
+/// `pub mod NAME { pub use crate::NAME::*; }` for each module named: its insides, public here.
+macro_rules! insides {
+    ($($module:ident),+) => {
+        $(
+            pub mod $module {
+                pub use crate::$module::*;
+            }
+        )+
+    };
 }
-pub mod choice {
-    pub use crate::choice::*;
-}
-pub mod exits {
-    pub use crate::exits::*;
-}
-pub mod host {
-    pub use crate::host::*;
-}
-pub mod procfs {
-    pub use crate::procfs::*;
-}
-pub mod sampler {
-    pub use crate::sampler::*;
-}
-pub mod service {
-    pub use crate::service::*;
-}
-pub mod states {
-    pub use crate::states::*;
-}
+
+insides!(bpf, choice, exits, host, procfs, sampler, service, states);

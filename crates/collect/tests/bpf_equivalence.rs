@@ -11,7 +11,12 @@ use tasksnap_collect::testing::Collector;
 use tasksnap_loadgen::{Guard, Load};
 use tasksnap_model::{CmdlineSource, Groups, PassKind, PassReport, Query, Selector, Task};
 
-fn by_id(tasks: Vec<Task>) -> HashMap<(i32, i32), Task> {
+/// The load generator with `args`, spawned.
+fn spawn_load(args: &[&str]) -> Load {
+    Load::spawn(args).expect("spawn the load generator (cargo build --workspace first)")
+}
+
+fn by_id(tasks: Vec<Task>) -> ById {
     tasks
         .into_iter()
         .map(|t| ((t.id.tgid, t.id.tid), t))
@@ -37,12 +42,11 @@ fn iterator_then_walk(
 #[test]
 fn both_backends_agree_on_a_spawned_load() {
     skip_unless_root!("BPF/procfs snapshot equivalence");
-    let load = Load::spawn(&tasksnap_loadgen::every_state_args(
+    let load = spawn_load(&tasksnap_loadgen::every_state_args(
         "20",
         "4",
         &["--mlocked", "2"],
-    ))
-    .expect("spawn the load generator (cargo build --workspace first)");
+    ));
     let pids = load.info.known_pids();
     let groups = Groups {
         base: true,
@@ -71,15 +75,56 @@ fn both_backends_agree_on_a_spawned_load() {
     }
 }
 
-fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: Groups) {
-    let mut procfs = ProcfsCollector::new().expect("procfs");
-    for (selector, what) in [
+/// The two queries a test makes of both backends under `walk`'s path (every process, leaders
+/// as processes; every thread), each named for the messages.
+fn queries(groups: Groups, walk: bool) -> [(String, Query); 2] {
+    let how = if walk { "walk" } else { "iterator" };
+    [
         (Selector::AllProcesses, "processes"),
         (Selector::AllThreads, "threads"),
-    ] {
-        let what = format!("{what} ({})", if walk { "walk" } else { "iterator" });
+    ]
+    .map(|(selector, what)| {
         let mut q = Query::new(selector, groups);
         q.leader_as_process = true;
+        (format!("{what} ({how})"), q)
+    })
+}
+
+type ById = HashMap<(i32, i32), Task>;
+
+/// For each BPF path (the iterator, then the walk) and each of [`queries`]: the query's name,
+/// the query, and the snapshots by id of BPF (checked to come from that path) and of procfs.
+fn each_pass(groups: Groups, mut check: impl FnMut(&str, &Query, &ById, &ById)) {
+    let mut procfs = ProcfsCollector::new().expect("procfs");
+    for (walk, mut bpf) in iterator_then_walk(false, groups) {
+        for (what, q) in queries(groups, walk) {
+            let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+            assert_eq!(
+                bpf.report().kind == PassKind::Walk,
+                walk,
+                "{what}: {}",
+                bpf.last_pass()
+            );
+            let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
+            check(&what, &q, &b, &p);
+        }
+    }
+}
+
+/// The group `get` reads of a task, from BPF (`bt`) and from procfs (`pt`): both there.
+fn both<'a, T: ?Sized>(
+    bt: &'a Task,
+    pt: &'a Task,
+    get: impl Fn(&'a Task) -> Option<&'a T>,
+    what: &str,
+) -> (&'a T, &'a T) {
+    let from = |t, source| get(t).unwrap_or_else(|| panic!("{what} from {source}"));
+    (from(bt, "BPF"), from(pt, "procfs"))
+}
+
+fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: Groups) {
+    let mut procfs = ProcfsCollector::new().expect("procfs");
+    for (what, q) in queries(groups, walk) {
         let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
         let pass = bpf.last_pass();
         assert_eq!(
@@ -104,10 +149,7 @@ fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: 
                 .get(key)
                 .unwrap_or_else(|| panic!("{what}: {key:?} missing from BPF"));
             assert_eq!(bt.id, pt.id, "identity of {key:?}");
-            let (bb, pb) = (
-                bt.base.as_ref().expect("base"),
-                pt.base.as_ref().expect("base"),
-            );
+            let (bb, pb) = both(bt, pt, |t| t.base.as_ref(), "base");
             assert_eq!(bb, pb, "base of {key:?}");
             assert_eq!(
                 bt.cred
@@ -120,10 +162,7 @@ fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: 
             );
             assert_eq!(bt.cmdline, pt.cmdline, "cmdline of {key:?}");
             assert_eq!(bt.locked_bytes, pt.locked_bytes, "locked memory of {key:?}");
-            let (bs, ps) = (
-                bt.stat.as_ref().expect("stat"),
-                pt.stat.as_ref().expect("stat"),
-            );
+            let (bs, ps) = both(bt, pt, |t| t.stat.as_ref(), "stat");
             assert_eq!(
                 (bs.start_time_ns, bs.vsize_bytes, bs.majflt),
                 (ps.start_time_ns, ps.vsize_bytes, ps.majflt),
@@ -158,10 +197,7 @@ fn agree(bpf: &mut BpfCollector, walk: bool, load: &Load, pids: &[i32], groups: 
             // I/O counters: from the kernel's task_io_accounting under BPF. The load sleeps,
             // so they do not move between the two snapshots (its leader, which may be woken,
             // gets some slack).
-            let (bi, pi) = (
-                bt.io.as_ref().expect("io from BPF"),
-                pt.io.as_ref().expect("io from procfs"),
-            );
+            let (bi, pi) = both(bt, pt, |t| t.io.as_ref(), "io");
             assert_eq!(
                 (bi.read_bytes, bi.write_bytes, bi.cancelled_write_bytes),
                 (pi.read_bytes, pi.write_bytes, pi.cancelled_write_bytes),
@@ -231,7 +267,7 @@ fn statm(tgid: i32, tid: i32) -> Option<[u64; 7]> {
 fn statm_from_the_pass_is_what_proc_shows() {
     skip_unless_root!("statm from the BPF pass against /proc");
     let sums = tasksnap_sys::kernel_release().is_some_and(|v| v >= (6, 16));
-    let load = Load::spawn(&[
+    let load = spawn_load(&[
         "--procs",
         "20",
         "--exec-children",
@@ -244,8 +280,7 @@ fn statm_from_the_pass_is_what_proc_shows() {
         "--mlocked",
         "2",
         "--list-pids",
-    ])
-    .expect("spawn the load generator (cargo build --workspace first)");
+    ]);
     let pids = load.info.known_pids();
     let groups = Groups {
         base: true,
@@ -254,13 +289,7 @@ fn statm_from_the_pass_is_what_proc_shows() {
         ..Groups::default()
     };
     for (walk, mut bpf) in iterator_then_walk(true, groups) {
-        for (selector, what) in [
-            (Selector::AllProcesses, "processes"),
-            (Selector::AllThreads, "threads"),
-        ] {
-            let what = format!("{what} ({})", if walk { "walk" } else { "iterator" });
-            let mut q = Query::new(selector, groups);
-            q.leader_as_process = true;
+        for (what, q) in queries(groups, walk) {
             let snap = bpf.snapshot(&q).expect("bpf snapshot");
             assert_eq!(bpf.report().kind == PassKind::Walk, walk, "{what}");
             // Back to back: statm of the load's tasks right after the pass.
@@ -622,7 +651,7 @@ fn copied_command_lines_are_what_proc_shows() {
 #[test]
 fn signal_masks_from_the_pass_are_what_status_shows() {
     skip_unless_root!("signal masks from the BPF pass against /proc");
-    let load = Load::spawn(&[
+    let load = spawn_load(&[
         "--procs",
         "3",
         "--threads",
@@ -633,8 +662,7 @@ fn signal_masks_from_the_pass_are_what_status_shows() {
         "--stopped",
         "1",
         "--list-pids",
-    ])
-    .expect("spawn the load generator (cargo build --workspace first)");
+    ]);
     let pids = load.info.known_pids();
     let signals_pid = load.info.signals.expect("the --signals process");
     let groups = Groups {
@@ -643,52 +671,43 @@ fn signal_masks_from_the_pass_are_what_status_shows() {
         layout: true,
         ..Groups::default()
     };
-    let mut procfs = ProcfsCollector::new().expect("procfs");
-    for (walk, mut bpf) in iterator_then_walk(false, groups) {
-        for selector in [Selector::AllProcesses, Selector::AllThreads] {
-            let what = format!("{selector:?} ({})", if walk { "walk" } else { "iterator" });
-            let mut q = Query::new(selector, groups);
-            q.leader_as_process = true;
-            let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
-            assert_eq!(bpf.report().kind == PassKind::Walk, walk, "{what}");
-            let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
-            let mut checked = 0;
-            for (key, pt) in p.iter().filter(|(k, _)| pids.contains(&k.0)) {
-                let bt = &b[key];
-                assert!(
-                    pt.signals.is_some(),
-                    "{what}: no masks from /proc for {key:?}"
-                );
-                assert_eq!(bt.signals, pt.signals, "{what}: masks of {key:?}");
-                assert!(
-                    pt.layout.is_some(),
-                    "{what}: no layout from /proc for {key:?}"
-                );
-                assert_eq!(bt.layout, pt.layout, "{what}: layout of {key:?}");
-                checked += 1;
-            }
-            assert!(checked >= pids.len(), "{what}: checked only {checked}");
-            // The masks are not all zero: the test would prove little otherwise.
-            let s = b[&(signals_pid, signals_pid)]
+    each_pass(groups, |what, q, b, p| {
+        let mut checked = 0;
+        for (key, pt) in p.iter().filter(|(k, _)| pids.contains(&k.0)) {
+            let bt = &b[key];
+            assert!(
+                pt.signals.is_some(),
+                "{what}: no masks from /proc for {key:?}"
+            );
+            assert_eq!(bt.signals, pt.signals, "{what}: masks of {key:?}");
+            assert!(
+                pt.layout.is_some(),
+                "{what}: no layout from /proc for {key:?}"
+            );
+            assert_eq!(bt.layout, pt.layout, "{what}: layout of {key:?}");
+            checked += 1;
+        }
+        assert!(checked >= pids.len(), "{what}: checked only {checked}");
+        // The masks are not all zero: the test would prove little otherwise.
+        let s = b[&(signals_pid, signals_pid)]
+            .signals
+            .as_deref()
+            .copied()
+            .expect("masks");
+        assert_eq!(s.shared_pending, 1 << 39, "{what}: {s:?}");
+        assert_eq!(s.pending, 1 << (libc::SIGTERM - 1), "{what}: {s:?}");
+        assert_ne!(s.ignored & (1 << (libc::SIGHUP - 1)), 0, "{what}: {s:?}");
+        assert_ne!(s.caught & (1 << (libc::SIGUSR2 - 1)), 0, "{what}: {s:?}");
+        if let Some(tid) = load.info.signal_thread.filter(|_| q.wants_threads()) {
+            let t = b[&(signals_pid, tid)]
                 .signals
                 .as_deref()
                 .copied()
                 .expect("masks");
-            assert_eq!(s.shared_pending, 1 << 39, "{what}: {s:?}");
-            assert_eq!(s.pending, 1 << (libc::SIGTERM - 1), "{what}: {s:?}");
-            assert_ne!(s.ignored & (1 << (libc::SIGHUP - 1)), 0, "{what}: {s:?}");
-            assert_ne!(s.caught & (1 << (libc::SIGUSR2 - 1)), 0, "{what}: {s:?}");
-            if let Some(tid) = load.info.signal_thread.filter(|_| q.wants_threads()) {
-                let t = b[&(signals_pid, tid)]
-                    .signals
-                    .as_deref()
-                    .copied()
-                    .expect("masks");
-                assert_eq!(t.pending, 1 << (libc::SIGUSR1 - 1), "{what}: {t:?}");
-                assert_eq!(t.blocked, s.blocked, "{what}: {t:?}");
-            }
+            assert_eq!(t.pending, 1 << (libc::SIGUSR1 - 1), "{what}: {t:?}");
+            assert_eq!(t.blocked, s.blocked, "{what}: {t:?}");
         }
-    }
+    });
 }
 
 /// Namespaces, oom_score_adj and loginuid come from the pass (the `ts_ns` block), for every
@@ -699,7 +718,7 @@ fn signal_masks_from_the_pass_are_what_status_shows() {
 fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
     skip_unless_root!("namespaces from the BPF pass against /proc");
     use std::process::{Command, Stdio};
-    let load = Load::spawn(&[
+    let load = spawn_load(&[
         "--procs",
         "4",
         "--threads",
@@ -707,8 +726,7 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
         "--zombies",
         "2",
         "--list-pids",
-    ])
-    .expect("spawn the load generator (cargo build --workspace first)");
+    ]);
     let spawn = |argv: &[&str]| {
         Guard(
             Command::new(argv[0])
@@ -745,61 +763,43 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
         loginuid: true,
         ..Groups::default()
     };
-    let mut procfs = ProcfsCollector::new().expect("procfs");
-    for (walk, mut bpf) in iterator_then_walk(false, groups) {
-        for selector in [Selector::AllProcesses, Selector::AllThreads] {
-            let mut q = Query::new(selector.clone(), groups);
-            q.leader_as_process = true;
-            let b = by_id(bpf.snapshot(&q).expect("bpf snapshot").tasks);
+    each_pass(groups, |what, _, b, p| {
+        let (mut checked, mut distinct, mut adjusted, mut logged, mut zombies) = (0, 0, 0, 0, 0);
+        for (key, pt) in p.iter().filter(|(k, _)| pids.contains(&k.0)) {
+            let bt = &b[key];
+            let (bx, px) = (bt.extra.as_deref(), pt.extra.as_deref());
+            let get =
+                |x: Option<&tasksnap_model::Extra>| x.map(|x| (x.ns, x.oom_score_adj, x.loginuid));
             assert_eq!(
-                bpf.report().kind == PassKind::Walk,
-                walk,
-                "{}",
-                bpf.last_pass()
+                get(bx),
+                get(px),
+                "{what}: {key:?} {:?} {:?}",
+                bt.base,
+                pt.base
             );
-            let p = by_id(procfs.snapshot(&q).expect("procfs snapshot").tasks);
-            let (mut checked, mut distinct, mut adjusted, mut logged, mut zombies) =
-                (0, 0, 0, 0, 0);
-            for (key, pt) in p.iter().filter(|(k, _)| pids.contains(&k.0)) {
-                let bt = &b[key];
-                let (bx, px) = (bt.extra.as_deref(), pt.extra.as_deref());
-                let get = |x: Option<&tasksnap_model::Extra>| {
-                    x.map(|x| (x.ns, x.oom_score_adj, x.loginuid))
-                };
-                assert_eq!(
-                    get(bx),
-                    get(px),
-                    "{selector:?} walk={walk}: {key:?} {:?} {:?}",
-                    bt.base,
-                    pt.base
-                );
-                let x = bx.expect("extra from the pass");
-                let ns = x.ns.expect("namespaces");
-                distinct += usize::from(
-                    ns[3]
-                        != p[&(load.pid(), load.pid())]
-                            .extra
-                            .as_ref()
-                            .and_then(|x| x.ns)
-                            .expect("ns")[3],
-                );
-                adjusted += usize::from(x.oom_score_adj == Some(300));
-                logged += usize::from(x.loginuid == Some(4242));
-                zombies += usize::from(ns[3] == 0 && ns[4] != 0 && ns[6] != 0);
-                checked += 1;
-            }
-            assert!(
-                checked >= pids.len(),
-                "{selector:?}: only {checked} compared"
+            let x = bx.expect("extra from the pass");
+            let ns = x.ns.expect("namespaces");
+            distinct += usize::from(
+                ns[3]
+                    != p[&(load.pid(), load.pid())]
+                        .extra
+                        .as_ref()
+                        .and_then(|x| x.ns)
+                        .expect("ns")[3],
             );
-            assert!(
-                distinct > 0 && adjusted > 0 && logged > 0 && zombies > 0,
-                "{selector:?} walk={walk}: nothing to tell a wrong block from a right one: \
+            adjusted += usize::from(x.oom_score_adj == Some(300));
+            logged += usize::from(x.loginuid == Some(4242));
+            zombies += usize::from(ns[3] == 0 && ns[4] != 0 && ns[6] != 0);
+            checked += 1;
+        }
+        assert!(checked >= pids.len(), "{what}: only {checked} compared");
+        assert!(
+            distinct > 0 && adjusted > 0 && logged > 0 && zombies > 0,
+            "{what}: nothing to tell a wrong block from a right one: \
                  {distinct} in another netns, {adjusted} adjusted, {logged} logged in, \
                  {zombies} zombies"
-            );
-        }
-    }
+        );
+    });
 }
 
 /// The groups the BPF pass does not read (the security label, the parsed cgroup and the
@@ -809,8 +809,7 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
 #[test]
 fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
     skip_unless_root!("label, cgroup and login through the BPF backend's /proc fill");
-    let load = Load::spawn(&["--procs", "3", "--threads", "2", "--list-pids"])
-        .expect("spawn the load generator (cargo build --workspace first)");
+    let load = spawn_load(&["--procs", "3", "--threads", "2", "--list-pids"]);
     let pids = load.info.known_pids();
     let mut procfs = ProcfsCollector::new().expect("procfs");
     for (cgroup, label, login) in [(true, true, true), (false, false, true)] {

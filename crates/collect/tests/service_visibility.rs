@@ -289,6 +289,40 @@ fn gated(t: &Task) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Each target's row in the view (`seen`) against the one procfs read (`read`): a target
+/// missing from either, and each gated group whose values differ, is a line in `wrong`. The
+/// targets in both, with their two rows.
+fn compare_gated<'a>(
+    targets: &'a [Target],
+    seen: &'a HashMap<i32, Task>,
+    read: &'a HashMap<i32, Task>,
+    wrong: &mut Vec<String>,
+) -> Vec<(&'a Target, &'a Task, &'a Task)> {
+    let mut both = Vec::new();
+    for t in targets {
+        let (Some(v), Some(r)) = (seen.get(&t.shown), read.get(&t.shown)) else {
+            wrong.push(format!(
+                "{} ({}): in the view {}, read {}",
+                t.what,
+                t.shown,
+                seen.contains_key(&t.shown),
+                read.contains_key(&t.shown)
+            ));
+            continue;
+        };
+        for ((name, a), (_, b)) in gated(v).into_iter().zip(gated(r)) {
+            if a != b {
+                wrong.push(format!(
+                    "{} ({}) {name}: view {a}, procfs {b}",
+                    t.what, t.shown
+                ));
+            }
+        }
+        both.push((t, v, r));
+    }
+    both
+}
+
 fn nobody(proc_mount: ProcMount) -> Caller {
     Caller {
         // Not any target's thread group.
@@ -346,26 +380,7 @@ fn the_view_of_nobody_is_what_nobody_reads() {
         .map(|t| (t.id.tgid, t))
         .collect();
     let mut wrong = Vec::new();
-    for t in &targets {
-        let (Some(v), Some(r)) = (seen.get(&t.shown), read.get(&t.shown)) else {
-            wrong.push(format!(
-                "{} ({}): in the view {}, read by nobody {}",
-                t.what,
-                t.shown,
-                seen.contains_key(&t.shown),
-                read.contains_key(&t.shown)
-            ));
-            continue;
-        };
-        for ((name, a), (_, b)) in gated(v).into_iter().zip(gated(r)) {
-            if a != b {
-                wrong.push(format!(
-                    "{} ({}) {name}: view {a}, procfs {b}",
-                    t.what, t.shown
-                ));
-            }
-        }
-    }
+    compare_gated(&targets, &seen, &read, &mut wrong);
     assert!(
         wrong.is_empty(),
         "root's snapshot by {backend}:\n{}",
@@ -446,16 +461,7 @@ fn noaccess_rows_are_what_the_procfs_reader_makes() {
     let read = ours(read_as(NOBODY, Some("noaccess"), &light()));
     assert_eq!(seen.len(), targets.len());
     let mut wrong = Vec::new();
-    for t in &targets {
-        let (Some(v), Some(r)) = (seen.get(&t.shown), read.get(&t.shown)) else {
-            wrong.push(format!(
-                "{}: in the view {}, read {}",
-                t.what,
-                seen.contains_key(&t.shown),
-                read.contains_key(&t.shown)
-            ));
-            continue;
-        };
+    for (t, v, r) in compare_gated(&targets, &seen, &read, &mut wrong) {
         let ids = |t: &Task| t.cred.as_ref().map(|c| (c.euid, c.egid));
         if ids(v) != ids(r) {
             wrong.push(format!(
@@ -464,14 +470,6 @@ fn noaccess_rows_are_what_the_procfs_reader_makes() {
                 ids(v),
                 ids(r)
             ));
-        }
-        for ((name, a), (_, b)) in gated(v).into_iter().zip(gated(r)) {
-            if a != b {
-                wrong.push(format!(
-                    "{} ({}) {name}: view {a}, procfs {b}",
-                    t.what, t.shown
-                ));
-            }
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

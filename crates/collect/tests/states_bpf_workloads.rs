@@ -106,11 +106,7 @@ fn cpu_hog_runs_100_percent() {
         // kernel accounted, within schedstat's lag.
         agrees_with_schedstat(r, &o, 0);
         // It never leaves the CPU by itself: running + runnable is its whole life (>= 99.5%).
-        assert!(
-            r.pct(State::Running) + r.pct(State::Runnable) >= 99.5,
-            "{}",
-            show(r)
-        );
+        on_cpu_at_least(r, 99.5);
         // Alive the whole interval (each thread's totals are taken when the pass reaches it).
         assert!(
             (r.alive_ns as f64 - iv.length_ns as f64).abs() < 0.05 * iv.length_ns as f64,
@@ -138,37 +134,16 @@ fn two_hogs_on_one_cpu_share_it() {
             let r = row(iv, w.tid);
             eprintln!("{}", show(r));
             agrees_with_schedstat(r, &o, k);
-            assert!(
-                r.pct(State::Sleeping) + r.pct(State::Disk) <= 1.0,
-                "{}",
-                show(r)
-            );
+            off_cpu_at_most(r, 1.0);
             // Waiting for each other: at best they split the CPU in two, and other load on it
             // only makes each wait more, so each is runnable for about half its time or more
             // (a source that missed the waits, or counted them as sleep, fails here).
             assert!(r.pct(State::Runnable) >= 45.0, "{}", show(r));
         }
         let (ra, rb) = (row(iv, a.tid), row(iv, b.tid));
-        let run = |r: &tasksnap_states::Row| r.ns[State::Running.index()] as i64;
-        let runq = |r: &tasksnap_states::Row| r.ns[State::Runnable.index()] as i64;
-        // Each row's totals are taken when the pass reaches that thread: their windows differ by
-        // at most the time the samples took.
-        let tol = o.slop_ns as i64 + SCHEDSTAT_LAG_NS;
-        // One CPU: together they ran no longer than the interval.
-        assert!(
-            run(ra) + run(rb) <= iv.length_ns as i64 + tol,
-            "{} + {} ns ran on one CPU in {} ns",
-            run(ra),
-            run(rb),
-            iv.length_ns
-        );
-        // While one ran the other waited (it never sleeps and had no other CPU).
-        assert!(
-            runq(ra) >= run(rb) - tol && runq(rb) >= run(ra) - tol,
-            "runnable while the other ran:\n{}\n{}",
-            show(ra),
-            show(rb)
-        );
+        // One CPU: together they ran no longer than the interval; while one ran the other
+        // waited (it never sleeps and had no other CPU). Both figures are exact.
+        shared_one_cpu(&o, ra, rb, 0);
         // The two share fairly (equal weights on one run queue, whatever else runs there),
         // within 3 points of each other.
         assert!(
@@ -243,12 +218,7 @@ fn a_wait_that_began_before_tracking_is_named_from_proc() {
         let iv = measure(src.as_mut(), 0.5, Rollup::Thread);
         let r = row(&iv, d.tid);
         eprintln!("{}", show(r));
-        assert!(r.pct(State::Disk) > 90.0, "{}", show(r));
-        let text = r.top_reason.as_ref().expect("a reason").text(8);
-        assert!(
-            text.contains("kernel_clone") || text.contains("vfork"),
-            "{text}"
-        );
+        in_disk_under_vfork(r, 8, "a reason");
     }
 }
 
@@ -259,28 +229,12 @@ fn seed_case_mmap_lock_queueing() {
     let file = seed_file();
     for (how, mut src) in sources() {
         eprintln!("source: {how}");
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-        let workers: Vec<Worker> = (0..16)
-            .map(|i| Worker::mapper(&format!("query{i}"), fd, SEED_FILE_BYTES))
-            .collect();
+        let workers = mappers(&file);
         std::thread::sleep(std::time::Duration::from_millis(200));
         let iv = measure(src.as_mut(), 2.0, Rollup::Thread);
-        let mut disk_total = 0.0;
-        let mut rwsem_rows = 0;
-        for w in &workers {
-            let r = row(&iv, w.tid);
-            eprintln!("{}", show(r));
-            disk_total += r.pct(State::Disk);
-            // The reason starts at the rwsem slow path, with mmap/munmap/populate within 3 frames.
-            if r.reasons.iter().any(|x| {
-                let t = x.text(3);
-                x.state == State::Disk
-                    && x.frames[0].starts_with("rwsem_down_")
-                    && (t.contains("mmap") || t.contains("munmap") || t.contains("populate"))
-            }) {
-                rwsem_rows += 1;
-            }
-        }
+        // The reason starts at the rwsem slow path, with mmap/munmap/populate within 3 frames.
+        let (disk_total, rwsem_rows) =
+            mmap_waits(&iv, &workers, |x| x.frames[0].starts_with("rwsem_down_"));
         // Tolerances: the threads spend time in D (> 1% on average), and most of them (>= 12 of
         // 16) waited on the mmap lock's rwsem slow path under mmap, munmap or populate.
         assert!(
@@ -293,17 +247,6 @@ fn seed_case_mmap_lock_queueing() {
             "{rwsem_rows} of 16 threads show the rwsem slow path"
         );
     }
-}
-
-const SEED_FILE_BYTES: usize = 4 << 20;
-
-/// A 4 MiB file in the page cache, as the seed's column files were.
-fn seed_file() -> std::fs::File {
-    use std::io::Write;
-    let mut f = tempfile::tempfile().expect("temp file");
-    f.write_all(&vec![7u8; SEED_FILE_BYTES]).expect("write");
-    f.sync_all().expect("sync");
-    f
 }
 
 #[test]
@@ -345,11 +288,7 @@ fn a_thread_that_exits_during_the_interval_still_appears() {
             "{} (at most {bound:?})",
             show(r)
         );
-        assert!(
-            r.pct(State::Running) + r.pct(State::Runnable) >= 95.0,
-            "{}",
-            show(r)
-        );
+        on_cpu_at_least(r, 95.0);
         assert!(iv.exited >= 1);
     }
 }

@@ -15,7 +15,33 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// `SOCK_DIAG_BY_FAMILY` (linux/sock_diag.h).
-const SOCK_DIAG_BY_FAMILY: u16 = 20;
+pub(crate) const SOCK_DIAG_BY_FAMILY: u16 = 20;
+
+/// `struct nlmsghdr` (linux/netlink.h), as it heads a sock_diag request.
+#[repr(C)]
+pub(crate) struct NlMsgHdr {
+    len: u32,
+    kind: u16,
+    flags: u16,
+    seq: u32,
+    pid: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<NlMsgHdr>() == 16);
+
+impl NlMsgHdr {
+    /// The header of a sock_diag request `R` (this header and the request behind it), with
+    /// `flags` (`NLM_F_*`) and sequence number `seq`.
+    pub(crate) fn sock_diag<R>(flags: i32, seq: u32) -> NlMsgHdr {
+        NlMsgHdr {
+            len: std::mem::size_of::<R>() as u32,
+            kind: SOCK_DIAG_BY_FAMILY,
+            flags: flags as u16,
+            seq,
+            pid: 0,
+        }
+    }
+}
 
 /// `struct inet_diag_sockid` (linux/inet_diag.h): ports and addresses in network order.
 #[repr(C)]
@@ -32,11 +58,7 @@ struct InetDiagSockid {
 /// `struct inet_diag_req_v2` after its `struct nlmsghdr`.
 #[repr(C)]
 struct Request {
-    len: u32,
-    kind: u16,
-    flags: u16,
-    seq: u32,
-    pid: u32,
+    hdr: NlMsgHdr,
     family: u8,
     protocol: u8,
     ext: u8,
@@ -123,11 +145,7 @@ impl SockDiag {
             _ => return None,
         };
         let req = Request {
-            len: std::mem::size_of::<Request>() as u32,
-            kind: SOCK_DIAG_BY_FAMILY,
-            flags: libc::NLM_F_REQUEST as u16,
-            seq: 1,
-            pid: 0,
+            hdr: NlMsgHdr::sock_diag::<Request>(libc::NLM_F_REQUEST, 1),
             family: family as u8,
             protocol: libc::IPPROTO_TCP as u8,
             ext: 0,

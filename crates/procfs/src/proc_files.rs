@@ -344,6 +344,16 @@ pub struct UnixRow {
     pub path: Vec<u8>,
 }
 
+#[cfg(test)]
+impl UnixRow {
+    /// `rows` as (type, inode, path), for a test to compare.
+    pub(crate) fn triples(rows: &[UnixRow]) -> Vec<(u32, u64, &[u8])> {
+        rows.iter()
+            .map(|r| (r.kind, r.inode, r.path.as_slice()))
+            .collect()
+    }
+}
+
 /// Every row of `net/unix` (`Num RefCount Protocol Flags Type St Inode [Path]`, the first
 /// line the header) that can be trusted. Only a fallback: [`crate::unix_diag`] asks the
 /// kernel instead, and a caller reads this table only when sock_diag is not there.
@@ -605,12 +615,8 @@ Locked:                0 kB\n";
 000000001234567a: 00000002 00000000 00010000 0005 01 5553 /run/a b\n\
 000000001234567b: 00000002 00000000 00010000 0001 01 5554 /run/new\nline b\n";
         let rows = parse_unix_table(unix);
-        let got: Vec<(u32, u64, &[u8])> = rows
-            .iter()
-            .map(|r| (r.kind, r.inode, r.path.as_slice()))
-            .collect();
         assert_eq!(
-            got,
+            UnixRow::triples(&rows),
             vec![
                 (1, 71889417, &b""[..]),
                 (1, 5551, b"/run/a.sock"),

@@ -25,6 +25,15 @@ pub fn parse_cpu_lines(stat: &[u8]) -> Vec<CpuTicks> {
         .collect()
 }
 
+/// The first two words of each line of `text` that has two (a name and its value), in
+/// file order.
+fn name_values(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.lines().filter_map(|line| {
+        let mut it = line.split_whitespace();
+        Some((it.next()?, it.next()?))
+    })
+}
+
 /// The counters of /proc/stat after its CPU lines (`ctxt`, `processes`, `procs_running`,
 /// `procs_blocked`, and the totals that open `intr` and `softirq`); `None` when none of them
 /// is there. A value that is not a number is 0.
@@ -32,11 +41,7 @@ pub fn parse_stat_counters(stat: &[u8]) -> Option<StatCounters> {
     let stat = String::from_utf8_lossy(stat);
     let mut c = StatCounters::default();
     let mut any = false;
-    for line in stat.lines() {
-        let mut it = line.split_whitespace();
-        let (Some(k), Some(v)) = (it.next(), it.next()) else {
-            continue;
-        };
+    for (k, v) in name_values(&stat) {
         let slot = match k {
             "ctxt" => &mut c.context_switches,
             "processes" => &mut c.forks,
@@ -55,14 +60,8 @@ pub fn parse_stat_counters(stat: &[u8]) -> Option<StatCounters> {
 /// Every `name value` line of /proc/vmstat, in file order; lines that are not a name and a
 /// number are skipped.
 pub fn parse_vmstat(text: &[u8]) -> Vec<(String, u64)> {
-    String::from_utf8_lossy(text)
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let name = it.next()?;
-            let v = it.next()?.parse().ok()?;
-            Some((name.to_string(), v))
-        })
+    name_values(&String::from_utf8_lossy(text))
+        .filter_map(|(name, v)| Some((name.to_string(), v.parse().ok()?)))
         .collect()
 }
 
@@ -230,11 +229,7 @@ pub struct MemInfo {
 pub fn parse_meminfo_fields(text: &[u8]) -> MemInfo {
     let text = String::from_utf8_lossy(text);
     let mut m = MemInfo::default();
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        let (Some(k), Some(v)) = (it.next(), it.next()) else {
-            continue;
-        };
+    for (k, v) in name_values(&text) {
         let slot = match k {
             "MemTotal:" => &mut m.total_kib,
             "MemFree:" => &mut m.free_kib,
@@ -344,11 +339,7 @@ pub fn parse_cpu_list_count(text: &[u8]) -> Option<u64> {
 pub fn parse_meminfo(text: &[u8]) -> Memory {
     let text = String::from_utf8_lossy(text);
     let mut m = Memory::default();
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        let (Some(k), Some(v)) = (it.next(), it.next()) else {
-            continue;
-        };
+    for (k, v) in name_values(&text) {
         let v: u64 = v.parse().unwrap_or(0);
         match k {
             "MemTotal:" => m.total_kib = v,

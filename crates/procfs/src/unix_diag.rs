@@ -21,10 +21,9 @@
 //! 8 bytes), then attributes (`nlattr`: length and type, `u16` each, the payload, padded to 4
 //! bytes); `UNIX_DIAG_NAME` holds `sun_path` as bound (a path's terminating NUL included).
 
+use crate::net::{NlMsgHdr, SOCK_DIAG_BY_FAMILY};
 use crate::proc_files::UnixRow;
 
-/// `SOCK_DIAG_BY_FAMILY` (linux/sock_diag.h).
-const SOCK_DIAG_BY_FAMILY: u16 = 20;
 /// `UDIAG_SHOW_NAME`: include each socket's name.
 const UDIAG_SHOW_NAME: u32 = 0x1;
 /// `UNIX_DIAG_NAME`, the attribute holding the name.
@@ -67,11 +66,7 @@ pub enum UnixDiagError {
 /// `struct nlmsghdr` then `struct unix_diag_req`.
 #[repr(C)]
 struct Request {
-    len: u32,
-    kind: u16,
-    flags: u16,
-    seq: u32,
-    pid: u32,
+    hdr: NlMsgHdr,
     family: u8,
     protocol: u8,
     pad: u16,
@@ -105,11 +100,7 @@ pub fn unix_sockets() -> Result<Vec<UnixRow>, UnixDiagError> {
         return Err(UnixDiagError::Io(std::io::Error::last_os_error()));
     }
     let req = Request {
-        len: std::mem::size_of::<Request>() as u32,
-        kind: SOCK_DIAG_BY_FAMILY,
-        flags: (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16,
-        seq: SEQ,
-        pid: 0,
+        hdr: NlMsgHdr::sock_diag::<Request>(libc::NLM_F_REQUEST | libc::NLM_F_DUMP, SEQ),
         family: libc::AF_UNIX as u8,
         protocol: 0,
         pad: 0,
@@ -387,12 +378,8 @@ mod tests {
         d.extend(done());
         out.clear();
         assert!(parse_datagram(&d, &mut out).expect("test"));
-        let got: Vec<(u32, u64, &[u8])> = out
-            .iter()
-            .map(|r| (r.kind, r.inode, r.path.as_slice()))
-            .collect();
         assert_eq!(
-            got,
+            UnixRow::triples(&out),
             vec![
                 (1, 5551, &b"/run/a.sock"[..]),
                 (1, 5552, b""),

@@ -1,6 +1,6 @@
 //! The system calls and C library calls tasksnap makes outside the /proc parsers, each
 //! wrapped once so that the crates above are safe code: descriptors and files relative to a
-//! directory descriptor, this process and its kernel (limits,
+//! directory descriptor, socket options, this process and its kernel (limits,
 //! thread ids, I/O priority, `sysinfo`, `sysconf`, the kernel release), clocks (any clock,
 //! CPU clocks, the local time), the terminal's size, the one user and group lookup
 //! ([`users`], through NSS), and the roots of the kernel's trees ([`roots`]).
@@ -14,6 +14,7 @@ mod clock;
 mod files;
 mod process;
 pub mod roots;
+mod socket;
 mod terminal;
 pub mod users;
 
@@ -26,4 +27,5 @@ pub use process::{
     advise_huge_pages, cores, gettid, ioprio_get, ioprio_set, is_exhaustion, kernel_release,
     nofile_limit, raise_nofile_limit, sysconf, sysinfo, SysInfo,
 };
+pub use socket::{get_option, set_option, OptionValue};
 pub use terminal::terminal_size;

@@ -10,134 +10,77 @@ use std::ffi::{CStr, CString};
 /// Largest buffer a lookup grows to on ERANGE (an entry with a huge member list).
 const MAX_BUF: usize = 1 << 20;
 
-/// Runs a `get*_r` call with a buffer that doubles on ERANGE. The call sets its `bool` when
-/// it succeeded and found an entry (having read what it needs from the record); the answer
-/// is whether it did.
-fn with_buffer(mut call: impl FnMut(&mut [u8], &mut bool) -> libc::c_int) -> Option<()> {
+/// One `get*_r` lookup of a record `R` (`passwd`, `group`), with a buffer that doubles on
+/// ERANGE. `call` makes the C call with a writable record, a buffer, its length in bytes
+/// and the result slot; `read` takes what is needed from the record it found, whose strings
+/// lie in the buffer. `None`: no such entry, or the call failed.
+fn lookup<R, T>(
+    call: impl Fn(*mut R, *mut libc::c_char, usize, *mut *mut R) -> libc::c_int,
+    read: impl FnOnce(&R) -> T,
+) -> Option<T> {
+    let mut record = std::mem::MaybeUninit::<R>::uninit();
     let mut buf = vec![0u8; 4096];
     loop {
-        let mut hit = false;
-        let rc = call(&mut buf, &mut hit);
+        let mut result: *mut R = std::ptr::null_mut();
+        let rc = call(
+            record.as_mut_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        );
         if rc == libc::ERANGE && buf.len() < MAX_BUF {
             let len = buf.len() * 2;
             buf.resize(len, 0);
             continue;
         }
-        return (rc == 0 && hit).then_some(());
+        if rc != 0 || result.is_null() {
+            return None;
+        }
+        // SAFETY: success: `result` points at `record`, which the call initialised; its
+        // strings are inside `buf`, alive while `read` runs.
+        return Some(read(unsafe { &*result }));
     }
 }
 
 /// The name of user `uid`, or `None` when the system has none.
 pub fn user_name(uid: u32) -> Option<Vec<u8>> {
-    let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
-    let mut name = Vec::new();
-    with_buffer(|buf, hit| {
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: all pointers reference live, writable memory of the sizes passed;
-        // getpwuid_r stores strings only inside `buf`.
-        let rc = unsafe {
-            libc::getpwuid_r(
-                uid,
-                pwd.as_mut_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut result,
-            )
-        };
-        if rc == 0 && !result.is_null() {
-            // SAFETY: success: `result` points at `pwd`, whose pw_name is a
-            // NUL-terminated string inside `buf`, alive for this closure.
-            name = unsafe { CStr::from_ptr((*result).pw_name) }
-                .to_bytes()
-                .to_vec();
-            *hit = true;
-        }
-        rc
-    })?;
-    Some(name)
+    lookup(
+        // SAFETY: `lookup` passes a writable record, a buffer of `len` bytes and the result
+        // slot; getpwuid_r stores strings only inside the buffer.
+        |pwd, buf, len, result| unsafe { libc::getpwuid_r(uid, pwd, buf, len, result) },
+        // SAFETY: pw_name of a found record is a NUL-terminated string inside the buffer.
+        |pwd: &libc::passwd| unsafe { CStr::from_ptr(pwd.pw_name) }.to_bytes().to_vec(),
+    )
 }
 
 /// The name of group `gid`, or `None`.
 pub fn group_name(gid: u32) -> Option<Vec<u8>> {
-    let mut grp = std::mem::MaybeUninit::<libc::group>::uninit();
-    let mut name = Vec::new();
-    with_buffer(|buf, hit| {
-        let mut result: *mut libc::group = std::ptr::null_mut();
+    lookup(
         // SAFETY: as in `user_name`, with getgrgid_r.
-        let rc = unsafe {
-            libc::getgrgid_r(
-                gid,
-                grp.as_mut_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut result,
-            )
-        };
-        if rc == 0 && !result.is_null() {
-            // SAFETY: success: gr_name is a NUL-terminated string inside `buf`.
-            name = unsafe { CStr::from_ptr((*result).gr_name) }
-                .to_bytes()
-                .to_vec();
-            *hit = true;
-        }
-        rc
-    })?;
-    Some(name)
+        |grp, buf, len, result| unsafe { libc::getgrgid_r(gid, grp, buf, len, result) },
+        // SAFETY: gr_name of a found record is a NUL-terminated string inside the buffer.
+        |grp: &libc::group| unsafe { CStr::from_ptr(grp.gr_name) }.to_bytes().to_vec(),
+    )
 }
 
 /// The uid of the user named `name`, or `None`.
 pub fn uid_by_name(name: &str) -> Option<u32> {
     let c = CString::new(name).ok()?;
-    let mut pwd = std::mem::MaybeUninit::<libc::passwd>::uninit();
-    let mut uid = 0;
-    with_buffer(|buf, hit| {
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: getpwnam_r fills `pwd` using `buf` (its length given) and sets `result`
-        // to `pwd` or to null; nothing is read unless it says it found the user.
-        let rc = unsafe {
-            libc::getpwnam_r(
-                c.as_ptr(),
-                pwd.as_mut_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut result,
-            )
-        };
-        if rc == 0 && !result.is_null() {
-            // SAFETY: success: `result` points at `pwd`, now initialised.
-            uid = unsafe { (*result).pw_uid };
-            *hit = true;
-        }
-        rc
-    })?;
-    Some(uid)
+    lookup(
+        // SAFETY: as in `user_name`, with getpwnam_r and `c`, NUL-terminated and alive.
+        |pwd, buf, len, result| unsafe { libc::getpwnam_r(c.as_ptr(), pwd, buf, len, result) },
+        |pwd: &libc::passwd| pwd.pw_uid,
+    )
 }
 
 /// The gid of the group named `name`, or `None`.
 pub fn gid_by_name(name: &str) -> Option<u32> {
     let c = CString::new(name).ok()?;
-    let mut grp = std::mem::MaybeUninit::<libc::group>::uninit();
-    let mut gid = 0;
-    with_buffer(|buf, hit| {
-        let mut result: *mut libc::group = std::ptr::null_mut();
-        // SAFETY: as in `uid_by_name`, with getgrnam_r.
-        let rc = unsafe {
-            libc::getgrnam_r(
-                c.as_ptr(),
-                grp.as_mut_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut result,
-            )
-        };
-        if rc == 0 && !result.is_null() {
-            // SAFETY: success: `result` points at `grp`, now initialised.
-            gid = unsafe { (*result).gr_gid };
-            *hit = true;
-        }
-        rc
-    })?;
-    Some(gid)
+    lookup(
+        // SAFETY: as in `user_name`, with getgrnam_r and `c`, NUL-terminated and alive.
+        |grp, buf, len, result| unsafe { libc::getgrnam_r(c.as_ptr(), grp, buf, len, result) },
+        |grp: &libc::group| grp.gr_gid,
+    )
 }
 
 /// Cached uid/gid -> name lookups (one NSS lookup per id, misses cached too).

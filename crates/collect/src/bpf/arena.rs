@@ -181,13 +181,7 @@ unsafe impl Send for Arena {}
 // SAFETY: see above: no interior mutability on this side of the mapping.
 unsafe impl Sync for Arena {}
 
-impl std::fmt::Debug for Arena {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Arena")
-            .field("chunks", &self.chunks)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(Arena, chunks);
 
 impl Arena {
     /// Creates and maps an arena of `chunks` chunks for `slot` (needs CAP_BPF, so this is

@@ -94,13 +94,7 @@ pub struct BpfCollector {
     loaded_for: Option<(bool, bool)>,
 }
 
-impl std::fmt::Debug for BpfCollector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BpfCollector")
-            .field("load_ns", &self.load_ns)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(BpfCollector, load_ns);
 
 impl BpfCollector {
     #[cfg(any(test, feature = "testing"))]

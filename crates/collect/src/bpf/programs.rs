@@ -436,10 +436,4 @@ pub struct Walker {
     pub(super) arenas: libbpf_rs::MapHandle,
 }
 
-impl std::fmt::Debug for Walker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Walker")
-            .field("shared", &self.shared)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(Walker, shared);

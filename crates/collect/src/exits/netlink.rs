@@ -11,7 +11,7 @@
 //! socket calls. The framing is include/uapi/linux/netlink.h and genetlink.h.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// `GENL_ID_CTRL`: the controller family, always 0x10.
 const GENL_ID_CTRL: u16 = 0x10;
@@ -148,38 +148,14 @@ impl Socket {
     /// granted (it doubles the figure asked for its bookkeeping, and reports that).
     pub fn set_receive_buffer(&self, bytes: usize) -> usize {
         let v = bytes.min(i32::MAX as usize / 2) as libc::c_int;
+        let fd = self.fd.as_fd();
         for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
-            // SAFETY: v is a valid c_int of the length passed.
-            let r = unsafe {
-                libc::setsockopt(
-                    self.raw_fd(),
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&v as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if r == 0 {
+            if tasksnap_sys::set_option(fd, libc::SOL_SOCKET, opt, v).is_ok() {
                 break;
             }
         }
-        let mut got: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: got and len are valid for getsockopt to write.
-        let r = unsafe {
-            libc::getsockopt(
-                self.raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&mut got as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        if r == 0 {
-            got.max(0) as usize
-        } else {
-            0
-        }
+        tasksnap_sys::get_option(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 0)
+            .map_or(0, |(got, _)| got.max(0) as usize)
     }
 
     /// Sends one generic netlink request (`family`, `cmd`, attributes already framed).

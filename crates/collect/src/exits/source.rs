@@ -42,13 +42,7 @@ pub struct BpfExits {
     pub load_ns: u64,
 }
 
-impl std::fmt::Debug for BpfExits {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BpfExits")
-            .field("load_ns", &self.load_ns)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(BpfExits, load_ns);
 
 /// An exit record as the model's [`Exit`].
 fn exit_of(r: &skel::types::ex_rec, page_size_bytes: u64, tick_ns: u64) -> Exit {

@@ -207,15 +207,18 @@ impl Host {
     /// Opens the task source for snapshots of `groups` (`ps`, `bench`): `backend` by the
     /// rules of [`choice::open`], ready to take them (a BPF one has made its memory).
     pub fn open_snapshots(&mut self, backend: Backend, groups: &Groups) -> Result<(), Error> {
-        let c = choice::open(
-            backend,
-            groups,
-            self.opts.query_socket.as_deref(),
-            &self.opts.proc_root,
-            crate::procfs::Units::of(&self.units),
-        )?;
+        let c = choice::open(backend, groups, self.place())?;
         self.tasks = Tasks::Snapshots(c);
         Ok(())
+    }
+
+    /// Where this host's task sources read and whom they may ask (for [`choice`]).
+    fn place(&self) -> choice::Place<'_> {
+        choice::Place {
+            socket: self.opts.query_socket.as_deref(),
+            root: &self.opts.proc_root,
+            units: crate::procfs::Units::of(&self.units),
+        }
     }
 
     /// Opens the task source of the query service ([`choice::open_for_service`]): BPF with
@@ -246,12 +249,7 @@ impl Host {
     /// Opens the task source of a live view (`top`): BPF whenever it loads
     /// ([`choice::open_live`]). Call [`Host::prepare_live`] before [`Host::ready`].
     pub fn open_live(&mut self, backend: Backend) -> Result<(), Error> {
-        let c = choice::open_live(
-            backend,
-            self.opts.query_socket.as_deref(),
-            &self.opts.proc_root,
-            crate::procfs::Units::of(&self.units),
-        )?;
+        let c = choice::open_live(backend, self.place())?;
         self.tasks = Tasks::Live(c);
         Ok(())
     }

@@ -305,18 +305,20 @@ impl TaskReader {
     }
 
     /// Runs `read` with `task` in the watchdog's keeping (`what` may block on the target's
-    /// mmap lock): the task and the result, or `None` when the watchdog took the task and
-    /// abandoned this reader (which must stop).
+    /// mmap lock): the result, with `task` back; [`Outcome::Abandoned`] when the watchdog
+    /// took the task and abandoned this reader (which must stop).
     fn guarded<R>(
         &mut self,
-        task: Task,
+        task: &mut Task,
         what: Blocking,
         progress: &mut dyn Progress,
         read: impl FnOnce(&mut Self) -> R,
-    ) -> Option<(Task, R)> {
-        progress.before_blocking(task, what);
+    ) -> Result<R, Outcome> {
+        let id = task.id;
+        progress.before_blocking(std::mem::replace(task, Task::new(id)), what);
         let r = read(self);
-        progress.after_blocking().map(|t| (t, r))
+        *task = progress.after_blocking().ok_or(Outcome::Abandoned)?;
+        Ok(r)
     }
 
     /// Reads one task. `tid` is `Some` for a thread read through `tgid/task/tid`.
@@ -476,8 +478,9 @@ impl TaskReader {
     ) -> Result<Task, Outcome> {
         let g = self.groups;
         if g.needs_status_file() {
-            match self.read_small(tgid, tid, "status") {
-                Ok(n) => match parse::parse_status(&self.buf[..n]) {
+            let r = self.read_small(tgid, tid, "status");
+            if let Some(n) = self.settle(r, &mut task, *seen, (tgid, tid, "status"))? {
+                match parse::parse_status(&self.buf[..n]) {
                     Ok(s) => {
                         *seen = true;
                         *rss_from_status = self.fill_from_status(&mut task, &s);
@@ -486,10 +489,7 @@ impl TaskReader {
                         self.stats.unparsable += 1;
                         return Err(Outcome::Unparsable);
                     }
-                },
-                Err(FileError::Gone) => return Err(self.gone(task, *seen)),
-                Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "status", e)),
+                }
             }
         }
 
@@ -574,14 +574,9 @@ impl TaskReader {
                 let path = r.set_path(tgid, tid, "");
                 sys::owner_at(r.root_fd, &path).map_err(classify)
             });
-            match owner {
-                Ok((uid, gid)) => {
-                    *seen = true;
-                    task.cred = Some(Cred::from_owner(uid, gid))
-                }
-                Err(FileError::Gone) => return Err(self.gone(task, *seen)),
-                Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "", e)),
+            if let Some((uid, gid)) = self.settle(owner, &mut task, *seen, (tgid, tid, ""))? {
+                *seen = true;
+                task.cred = Some(Cred::from_owner(uid, gid))
             }
         }
 
@@ -598,8 +593,9 @@ impl TaskReader {
     ) -> Result<Task, Outcome> {
         let g = self.groups;
         if g.mem && !(rss_from_status && g.mem_rss_only) {
-            match self.read_small(tgid, tid, "statm") {
-                Ok(n) => match parse::parse_statm(&self.buf[..n]) {
+            let r = self.read_small(tgid, tid, "statm");
+            if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "statm"))? {
+                match parse::parse_statm(&self.buf[..n]) {
                     Ok(v) => {
                         let p = self.units.page_size;
                         let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
@@ -610,38 +606,29 @@ impl TaskReader {
                         mem.data_bytes = v[5] * p;
                     }
                     Err(_) => self.stats.unparsable += 1,
-                },
-                Err(FileError::Gone) => return Err(self.gone(task, seen)),
-                Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "statm", e)),
+                }
             }
         }
 
         if g.sched {
-            match self.read_small(tgid, tid, "schedstat") {
-                Ok(n) => {
-                    if let Ok(v) = parse::parse_schedstat(&self.buf[..n]) {
-                        let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
-                        sc.on_cpu_ns = v.run_ns;
-                        sc.run_delay_ns = v.run_delay_ns;
-                        sc.timeslices = v.timeslices;
-                    }
+            let r = self.read_small(tgid, tid, "schedstat");
+            if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "schedstat"))? {
+                if let Ok(v) = parse::parse_schedstat(&self.buf[..n]) {
+                    let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
+                    sc.on_cpu_ns = v.run_ns;
+                    sc.run_delay_ns = v.run_delay_ns;
+                    sc.timeslices = v.timeslices;
                 }
-                Err(FileError::Gone) => return Err(self.gone(task, seen)),
-                Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "schedstat", e)),
             }
         }
 
         if g.io {
-            match self.read_small(tgid, tid, "io") {
-                Ok(n) => match parse::parse_io(&self.buf[..n]) {
+            let r = self.read_small(tgid, tid, "io");
+            if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "io"))? {
+                match parse::parse_io(&self.buf[..n]) {
                     Ok(io) => task.io = Some(Box::new(io)),
                     Err(_) => self.stats.unparsable += 1,
-                },
-                Err(FileError::Gone) => return Err(self.gone(task, seen)),
-                Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "io", e)),
+                }
             }
         }
 
@@ -657,25 +644,19 @@ impl TaskReader {
     ) -> Result<Task, Outcome> {
         let g = self.groups;
         if g.wchan {
-            match self.read_small(tgid, tid, "wchan") {
-                Ok(n) => {
-                    let w = parse::parse_wchan(&self.buf[..n]);
-                    task.wchan = Some(String::from_utf8_lossy(w).into_owned());
-                }
-                Err(FileError::Gone) => return Err(self.gone(task, seen)),
-                Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "wchan", e)),
+            let r = self.read_small(tgid, tid, "wchan");
+            if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "wchan"))? {
+                let w = parse::parse_wchan(&self.buf[..n]);
+                task.wchan = Some(String::from_utf8_lossy(w).into_owned());
             }
         }
 
         if g.needs_cgroup_file() {
             // Parsed once here; the raw text stays inside for recordings. Read for `login`
             // alone too: the snapshot derives the sd-login answers from it, then drops it.
-            match self.read_small(tgid, tid, "cgroup") {
-                Ok(n) => task.cgroup = Some(Box::new(Cgroup::parse(self.buf[..n].to_vec()))),
-                Err(FileError::Gone) => return Err(self.gone(task, seen)),
-                Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "cgroup", e)),
+            let r = self.read_small(tgid, tid, "cgroup");
+            if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "cgroup"))? {
+                task.cgroup = Some(Box::new(Cgroup::parse(self.buf[..n].to_vec())));
             }
         }
 
@@ -686,11 +667,8 @@ impl TaskReader {
                 let path = r.set_path(tgid, tid, "fd");
                 sys::size_at(r.root_fd, &path).map_err(classify)
             });
-            match size {
-                Ok(n) => task.fds = Some(u32::try_from(n).unwrap_or(u32::MAX)),
-                Err(FileError::Gone) => return Err(self.gone(task, seen)),
-                Err(FileError::Denied) => self.stats.denied += 1,
-                Err(FileError::Exhausted(e)) => return Err(self.failed(tgid, tid, "fd", e)),
+            if let Some(n) = self.settle(size, &mut task, seen, (tgid, tid, "fd"))? {
+                task.fds = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
         }
 
@@ -803,24 +781,14 @@ impl TaskReader {
                 // reading it would cost two system calls for nothing.
                 task.cmdline = Some(Vec::new());
             } else {
-                let Some((back, r)) = self.guarded(task, Blocking::Cmdline, progress, |me| {
+                let r = self.guarded(&mut task, Blocking::Cmdline, progress, |me| {
                     me.retry(|r| r.read_cmdline(tgid))
-                }) else {
-                    return Err(Outcome::Abandoned);
-                };
-                task = back;
-                match r {
-                    Ok(c) => {
-                        if tid.is_some() {
-                            self.cmdline_cache = Some((tgid, c.clone()));
-                        }
-                        task.cmdline = Some(c)
+                })?;
+                if let Some(c) = self.settle(r, &mut task, seen, (tgid, None, "cmdline"))? {
+                    if tid.is_some() {
+                        self.cmdline_cache = Some((tgid, c.clone()));
                     }
-                    Err(FileError::Gone) => return Err(self.gone(task, seen)),
-                    Err(FileError::Denied) => self.stats.denied += 1,
-                    Err(FileError::Exhausted(e)) => {
-                        return Err(self.failed(tgid, None, "cmdline", e))
-                    }
+                    task.cmdline = Some(c)
                 }
             }
         }
@@ -848,12 +816,9 @@ impl TaskReader {
             // lock, like the command line: behind the same watchdog, so one stuck process
             // costs its row the environment, not the listing.
             const MAX_ENVIRON_BYTES: usize = 128 * 1024 - 1;
-            let Some((back, r)) = self.guarded(task, Blocking::Environ, progress, |me| {
+            let r = self.guarded(&mut task, Blocking::Environ, progress, |me| {
                 me.read_small(tgid, tid, "environ")
-            }) else {
-                return Err(Outcome::Abandoned);
-            };
-            task = back;
+            })?;
             match r {
                 Ok(n) => {
                     task.environ = Some(Box::new(self.buf[..n.min(MAX_ENVIRON_BYTES)].to_vec()))
@@ -872,12 +837,9 @@ impl TaskReader {
             // Kernel threads and zombies have no memory to sum: their read fails (ESRCH),
             // which procps shows as 0, as it does here without a read.
             if !no_mm {
-                let Some((back, r)) = self.guarded(task, Blocking::Smaps, progress, |me| {
+                let r = self.guarded(&mut task, Blocking::Smaps, progress, |me| {
                     me.read_optional(tgid, tid, "smaps_rollup")
-                }) else {
-                    return Err(Outcome::Abandoned);
-                };
-                task = back;
+                })?;
                 match r {
                     Ok(Some(n)) => {
                         task.extra_mut().smaps_kb = Some(parse::parse_smaps_rollup(&self.buf[..n]))
@@ -889,6 +851,30 @@ impl TaskReader {
         }
 
         Ok(task)
+    }
+
+    /// What a read of the task's `file` gave: `Some` its value; `None` when denied (counted:
+    /// the group stays unread); the task's outcome when it is gone ([`Self::gone`], which
+    /// keeps what `task` holds when `seen`) or descriptors or memory ran out.
+    fn settle<T>(
+        &mut self,
+        r: Result<T, FileError>,
+        task: &mut Task,
+        seen: bool,
+        (tgid, tid, file): (i32, Option<i32>, &str),
+    ) -> Result<Option<T>, Outcome> {
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(FileError::Gone) => {
+                let task = std::mem::replace(task, Task::new(task.id));
+                Err(self.gone(task, seen))
+            }
+            Err(FileError::Denied) => {
+                self.stats.denied += 1;
+                Ok(None)
+            }
+            Err(FileError::Exhausted(e)) => Err(self.failed(tgid, tid, file, e)),
+        }
     }
 
     /// A task whose file disappeared: if an earlier file already proved it existed when the

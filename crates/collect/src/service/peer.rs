@@ -186,27 +186,13 @@ const MAX_MOUNTINFO_BYTES: usize = 4 << 20;
 
 /// The kernel's word on the peer of a connected unix stream socket.
 pub fn peer_of(fd: BorrowedFd<'_>) -> std::io::Result<Peer> {
-    let mut cred = libc::ucred {
+    let init = libc::ucred {
         pid: 0,
         uid: 0,
         gid: 0,
     };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` is a writable `ucred` and `len` its size; the kernel writes at most
-    // `len` bytes and updates `len`. `fd` is a live descriptor for the call's duration.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if len as usize != std::mem::size_of::<libc::ucred>() || cred.pid <= 0 {
+    let (cred, len) = sys::get_option(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, init)?;
+    if len != std::mem::size_of::<libc::ucred>() || cred.pid <= 0 {
         // No peer process (a socketpair made before a fork, or a peer in a pid namespace
         // where this one has no pid: the kernel then says 0).
         return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
@@ -221,19 +207,8 @@ pub fn peer_of(fd: BorrowedFd<'_>) -> std::io::Result<Peer> {
 
 /// A pidfd of the peer (`SO_PEERPIDFD`), `None` when the kernel refuses (before 6.5).
 fn peer_pidfd(fd: BorrowedFd<'_>, opt: libc::c_int) -> Option<OwnedFd> {
-    let mut pidfd: libc::c_int = -1;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `pidfd` is a writable int and `len` its size; `fd` is live for the call.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            opt,
-            (&mut pidfd as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc < 0 || pidfd < 0 || len as usize != std::mem::size_of::<libc::c_int>() {
+    let (pidfd, len) = sys::get_option(fd, libc::SOL_SOCKET, opt, -1).ok()?;
+    if pidfd < 0 || len != std::mem::size_of::<libc::c_int>() {
         return None;
     }
     // SAFETY: the kernel just installed `pidfd` in this process for us alone: owning it

@@ -287,54 +287,31 @@ fn strip_unasked(row: &mut Cow<'_, Task>, asked: &Groups) {
     unasked!(asked.layout, layout);
     unasked!(asked.fds, fds);
     unasked!(asked.environ, environ);
-    let g = asked;
-    let extra_asked = g.ns
-        || g.oom_score
-        || g.oom_score_adj
-        || g.autogroup
-        || g.loginuid
-        || g.smaps
-        || g.label
-        || g.login;
-    unasked!(extra_asked, extra);
-    if let Some(x) = row.extra.as_deref() {
-        let keep = |on: bool, there: bool| on || !there;
-        let fine = keep(asked.ns, x.ns.is_some())
-            && keep(asked.oom_score, x.oom_score.is_some())
-            && keep(asked.oom_score_adj, x.oom_score_adj.is_some())
-            && keep(asked.autogroup, x.autogroup.is_some())
-            && keep(asked.loginuid, x.loginuid.is_some())
-            && keep(asked.smaps, x.smaps_kb.is_some())
-            && keep(asked.label, x.label.is_some())
-            && keep(asked.login, x.login.is_some());
-        if !fine {
-            let x = row.to_mut().extra_mut();
-            if !g.ns {
-                x.ns = None;
+    // The groups of `extra`, each with the field it fills: the whole block goes when none is
+    // asked for, else each field not asked for (copied only when one is there).
+    macro_rules! unasked_extra {
+        ($($group:ident => $field:ident),+) => {
+            unasked!($(asked.$group)||+, extra);
+            if let Some(x) = row.extra.as_deref() {
+                if $((!asked.$group && x.$field.is_some()))||+ {
+                    let x = row.to_mut().extra_mut();
+                    $(if !asked.$group {
+                        x.$field = None;
+                    })+
+                }
             }
-            if !g.oom_score {
-                x.oom_score = None;
-            }
-            if !g.oom_score_adj {
-                x.oom_score_adj = None;
-            }
-            if !g.autogroup {
-                x.autogroup = None;
-            }
-            if !g.loginuid {
-                x.loginuid = None;
-            }
-            if !g.smaps {
-                x.smaps_kb = None;
-            }
-            if !g.label {
-                x.label = None;
-            }
-            if !g.login {
-                x.login = None;
-            }
-        }
+        };
     }
+    unasked_extra!(
+        ns => ns,
+        oom_score => oom_score,
+        oom_score_adj => oom_score_adj,
+        autogroup => autogroup,
+        loginuid => loginuid,
+        smaps => smaps_kb,
+        label => label,
+        login => login
+    );
 }
 
 /// The gated groups of `row`, as procfs shows them to a caller with `a`'s access.
@@ -607,14 +584,14 @@ mod tests {
         t
     }
 
+    /// A sleeping process of `uid`'s.
     fn user(pid: i32, uid: u32) -> Task {
-        task(
-            pid,
-            pid,
-            cred(uid, uid, uid, uid),
-            TaskState::Sleeping,
-            false,
-        )
+        user_in(pid, uid, TaskState::Sleeping)
+    }
+
+    /// A process of `uid`'s in `state`.
+    fn user_in(pid: i32, uid: u32, state: TaskState) -> Task {
+        task(pid, pid, cred(uid, uid, uid, uid), state, false)
     }
 
     fn nobody() -> Caller {
@@ -630,6 +607,36 @@ mod tests {
 
     fn everything() -> Groups {
         Groups::all()
+    }
+
+    /// `t` with none of the gated groups and no supplementary groups: what a reader of the
+    /// cheap groups has.
+    fn without_gated(t: &Task) -> Task {
+        let mut t = Task {
+            io: None,
+            exe: None,
+            environ: None,
+            wchan: None,
+            layout: None,
+            fds: None,
+            extra: None,
+            ..t.clone()
+        };
+        if let Some(c) = t.cred.as_mut() {
+            c.groups = None;
+        }
+        t
+    }
+
+    /// What `ps -ef` asks for.
+    fn ps_ef() -> Groups {
+        Groups {
+            base: true,
+            cred_effective: true,
+            stat: true,
+            cmdline: true,
+            ..Groups::default()
+        }
     }
 
     fn view_all(c: &Caller, g: &Groups, tasks: &[Task]) -> Vec<Task> {
@@ -750,13 +757,7 @@ mod tests {
 
     #[test]
     fn own_zombie_follows_its_cached_dumpability_and_the_0400_owner() {
-        let z = task(
-            100,
-            100,
-            cred(NOBODY, NOBODY, NOBODY, NOBODY),
-            TaskState::Zombie,
-            false,
-        );
+        let z = user_in(100, NOBODY, TaskState::Zombie);
         // Dumpable when it let its mm go: ptrace-readable (exe is the kernel's ENOENT,
         // kept), but io and environ are 0400 files owned by root without an mm.
         let rows = view_all(&nobody(), &everything(), std::slice::from_ref(&z));
@@ -774,7 +775,7 @@ mod tests {
             fsgid: 0,
             ..nobody()
         };
-        let rz = task(100, 100, cred(0, 0, 0, 0), TaskState::Zombie, false);
+        let rz = user_in(100, 0, TaskState::Zombie);
         let rows = view_all(&root, &everything(), std::slice::from_ref(&rz));
         assert_eq!(rows[0], rz);
         // Not dumpable: gated, and its code addresses are 0 (no mm).
@@ -863,13 +864,7 @@ mod tests {
         let rows = view(&c, &everything(), std::slice::from_ref(&t), &mut |_| false);
         assert_eq!(rows[0].exe, t.exe);
         assert_eq!(rows[0].io, None);
-        let own = task(
-            100,
-            100,
-            cred(NOBODY, NOBODY, NOBODY, NOBODY),
-            TaskState::Sleeping,
-            false,
-        );
+        let own = user(100, NOBODY);
         let rows = view(&c, &everything(), std::slice::from_ref(&own), &mut |_| {
             false
         });
@@ -957,23 +952,16 @@ mod tests {
             ..nobody()
         };
         // stat is needed (base, stat, layout) or cmdline: the reader drops the row.
+        let only = |set: fn(&mut Groups)| {
+            let mut g = Groups::default();
+            set(&mut g);
+            g
+        };
         for g in [
-            Groups {
-                base: true,
-                ..Groups::default()
-            },
-            Groups {
-                stat: true,
-                ..Groups::default()
-            },
-            Groups {
-                layout: true,
-                ..Groups::default()
-            },
-            Groups {
-                cmdline: true,
-                ..Groups::default()
-            },
+            only(|g| g.base = true),
+            only(|g| g.stat = true),
+            only(|g| g.layout = true),
+            only(|g| g.cmdline = true),
         ] {
             let rows = view_all(&c, &g, &tasks);
             assert_eq!(rows.len(), 1, "{g:?}");
@@ -1053,13 +1041,7 @@ mod tests {
 
     #[test]
     fn groups_to_read_costs_nothing_in_the_cheap_case() {
-        let ps_ef = Groups {
-            base: true,
-            cred_effective: true,
-            stat: true,
-            cmdline: true,
-            ..Groups::default()
-        };
+        let ps_ef = ps_ef();
         let ps_aux = Groups {
             mem: true,
             mem_rss_only: true,
@@ -1186,21 +1168,13 @@ mod tests {
             cmdline: true,
             ..Groups::default()
         };
-        let mut plain = tasks.clone();
-        for t in &mut plain {
-            *t = Task {
-                io: None,
-                exe: None,
-                environ: None,
-                wchan: None,
-                layout: None,
-                fds: None,
-                extra: None,
+        let plain: Vec<Task> = tasks
+            .iter()
+            .map(|t| Task {
                 stat: None,
-                ..t.clone()
-            };
-            t.cred.as_mut().expect("the test's own value").groups = None;
-        }
+                ..without_gated(t)
+            })
+            .collect();
         let rows = view(&nobody(), &g, &plain, &mut |_| panic!("judged"));
         assert!(rows.iter().all(|r| matches!(r, Cow::Borrowed(_))));
     }
@@ -1239,32 +1213,8 @@ mod tests {
                 )
             })
             .collect();
-        let ps_ef = Groups {
-            base: true,
-            cred_effective: true,
-            stat: true,
-            cmdline: true,
-            ..Groups::default()
-        };
-        let plain: Vec<Task> = tasks
-            .iter()
-            .map(|t| Task {
-                io: None,
-                exe: None,
-                environ: None,
-                wchan: None,
-                layout: None,
-                fds: None,
-                extra: None,
-                ..t.clone()
-            })
-            .map(|mut t| {
-                if let Some(c) = t.cred.as_mut() {
-                    c.groups = None;
-                }
-                t
-            })
-            .collect();
+        let ps_ef = ps_ef();
+        let plain: Vec<Task> = tasks.iter().map(without_gated).collect();
         let wchan = Groups {
             wchan: true,
             ..ps_ef

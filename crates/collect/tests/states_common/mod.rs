@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tasksnap_collect::testing::StateSource;
+use tasksnap_states::interval::Reason;
 use tasksnap_states::{between, Interval, Rollup, Row, State};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -349,6 +350,103 @@ pub fn within_schedstat_lag(what: &str, ns: u64, oracle: u64, o: &Oracle, lag_ns
         "{what}: {ns} ns, schedstat {oracle} ns, slop {} ns, steal {} ns",
         o.slop_ns,
         o.steal_ns
+    );
+}
+
+/// Two hogs pinned to one CPU (rows `ra` and `rb` of `o`'s interval) wait for each other:
+/// together they ran no longer than the interval, and while one ran the other was runnable.
+/// Each row's figures are read when the sample reaches its thread, so their windows are apart
+/// by at most the time the samples took (`o.slop_ns`), and schedstat lags; an estimated
+/// runnable figure gets `runnable_extra_ns` more.
+pub fn shared_one_cpu(o: &Oracle, ra: &Row, rb: &Row, runnable_extra_ns: i64) {
+    let iv = &o.interval;
+    let run = |r: &Row| r.ns[State::Running.index()] as i64;
+    let runq = |r: &Row| r.ns[State::Runnable.index()] as i64;
+    let tol = o.slop_ns as i64 + SCHEDSTAT_LAG_NS;
+    let runq_tol = tol + runnable_extra_ns;
+    assert!(
+        run(ra) + run(rb) <= iv.length_ns as i64 + tol,
+        "{} + {} ns ran on one CPU in {} ns",
+        run(ra),
+        run(rb),
+        iv.length_ns
+    );
+    assert!(
+        runq(ra) >= run(rb) - runq_tol && runq(rb) >= run(ra) - runq_tol,
+        "runnable while the other ran:\n{}\n{}",
+        show(ra),
+        show(rb)
+    );
+}
+
+pub const SEED_FILE_BYTES: usize = 4 << 20;
+
+/// A 4 MiB file in the page cache, as the seed's column files were.
+pub fn seed_file() -> std::fs::File {
+    use std::io::Write;
+    let mut f = tempfile::tempfile().expect("temp file");
+    f.write_all(&vec![7u8; SEED_FILE_BYTES]).expect("write");
+    f.sync_all().expect("sync");
+    f
+}
+
+/// The seed's case: 16 threads mapping `file` (a [`seed_file`]) in and out, queueing on the
+/// mmap lock.
+pub fn mappers(file: &std::fs::File) -> Vec<Worker> {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+    (0..16)
+        .map(|i| Worker::mapper(&format!("query{i}"), fd, SEED_FILE_BYTES))
+        .collect()
+}
+
+/// The [`mappers`]' rows in `iv`, each printed: the sum of their D percentages, and how many
+/// have a D reason under mmap, munmap or populate (within 3 frames) that `also` accepts.
+pub fn mmap_waits(iv: &Interval, workers: &[Worker], also: impl Fn(&Reason) -> bool) -> (f64, u32) {
+    let mut disk_total = 0.0;
+    let mut named = 0;
+    for w in workers {
+        let r = row(iv, w.tid);
+        eprintln!("{}", show(r));
+        disk_total += r.pct(State::Disk);
+        if r.reasons.iter().any(|x| {
+            let t = x.text(3);
+            x.state == State::Disk
+                && also(x)
+                && (t.contains("mmap") || t.contains("munmap") || t.contains("populate"))
+        }) {
+            named += 1;
+        }
+    }
+    (disk_total, named)
+}
+
+/// A thread waiting on its vfork child: over 90% of `r` in D, and its top reason names the
+/// wait within `frames` frames (wait_for_vfork_done() is inlined into kernel_clone() on this
+/// kernel). `reason`: where the reason comes from, for the message when there is none.
+pub fn in_disk_under_vfork(r: &Row, frames: usize, reason: &str) {
+    assert!(r.pct(State::Disk) > 90.0, "{}", show(r));
+    let text = r.top_reason.as_ref().expect(reason).text(frames);
+    assert!(
+        text.contains("vfork") || text.contains("kernel_clone"),
+        "{text}"
+    );
+}
+
+/// At least `pct` percent of `r` running or runnable (on a CPU or waiting for one).
+pub fn on_cpu_at_least(r: &Row, pct: f64) {
+    assert!(
+        r.pct(State::Running) + r.pct(State::Runnable) >= pct,
+        "{}",
+        show(r)
+    );
+}
+
+/// At most `pct` percent of `r` asleep or in D.
+pub fn off_cpu_at_most(r: &Row, pct: f64) {
+    assert!(
+        r.pct(State::Sleeping) + r.pct(State::Disk) <= pct,
+        "{}",
+        show(r)
     );
 }
 

@@ -179,13 +179,7 @@ impl QueryService {
     pub const MIN_BUDGET_BYTES: u64 = memory::MIN_BUDGET_BYTES;
 }
 
-impl std::fmt::Debug for QueryService {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QueryService")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(QueryService, path);
 
 impl crate::host::Host {
     /// Starts the query service at `path` (root only; see [`QueryService`]): its pass thread
@@ -429,17 +423,7 @@ fn turn_away(stream: UnixStream, frame: &[u8]) {
 /// Asks for a send buffer of `bytes` on `stream` (best effort).
 fn set_send_buffer(stream: &UnixStream, bytes: usize) {
     let v = bytes.min(i32::MAX as usize) as libc::c_int;
-    // SAFETY: setsockopt on a socket this thread owns, with a pointer to a c_int that lives
-    // for the call and its size.
-    unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(stream),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    let _ = tasksnap_sys::set_option(stream.as_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
 }
 
 /// Writes `bytes` whole by `deadline`, each write bounded by the socket's write timeout, and

@@ -105,13 +105,7 @@ pub struct BpfSource {
     pub load_ns: u64,
 }
 
-impl std::fmt::Debug for BpfSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BpfSource")
-            .field("load_ns", &self.load_ns)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(BpfSource, load_ns);
 
 fn monotonic_ns() -> u64 {
     tasksnap_sys::clock_ns(libc::CLOCK_MONOTONIC)
