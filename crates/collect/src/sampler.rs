@@ -128,7 +128,7 @@ impl Sampler {
     /// none only when even the /proc one fails; its reason is in [`Sampler::states_report`].
     pub(crate) fn open(
         opts: Options,
-        units: crate::procfs::Units,
+        units: crate::units::Units,
         exits: Option<Result<crate::exits::Exits, Error>>,
     ) -> Result<Sampler, Error> {
         let at = choice::Place {

@@ -9,8 +9,9 @@ use tasksnap_collect::testing::Collector;
 use tasksnap_model::{Groups, Query, Selector, Snapshot, TaskState};
 
 const UNITS: Units = Units {
-    clk_tck: 100,
-    page_size: 4096,
+    clock_ticks_per_s: 100,
+    page_size_bytes: 4096,
+    boot_time_unix_s: 0,
     boot: tasksnap_collect::BootClock::with_offset(0),
 };
 

@@ -205,7 +205,7 @@ impl BpfCollector {
         let outs = super::passes::walk_checked(walker, arena, bits, 1, how)?;
         let records = super::passes::pass_records(&[], Some(arena), Some(&outs))?;
         let units = self.procfs.units();
-        let tick_ns = 1_000_000_000 / units.clk_tck.max(1);
+        let tick_ns = 1_000_000_000 / units.clock_ticks_per_s.max(1);
         let id = |tid: u32, (tgid, start): (u32, u64)| TaskId {
             tgid: tgid as i32,
             tid: tid as i32,

@@ -14,7 +14,7 @@ use tasksnap_model::{
 use tasksnap_bpf::skel::task_iter::types::{
     ts_base, ts_cred, ts_hdr, ts_io, ts_kname, ts_mem, ts_ns, ts_sched, ts_sig, ts_stat,
 };
-use crate::procfs::Units;
+use crate::units::Units;
 
 const TS_GROUP_BASE: u32 = 1;
 const TS_GROUP_CRED: u32 = 2;
@@ -781,10 +781,10 @@ pub fn assemble_group<'a, R: std::borrow::Borrow<Record<'a>>>(
     place: &mut dyn Place,
 ) {
     let members = || members.iter().map(|r| r.borrow());
-    let tick_ns = 1_000_000_000 / units.clk_tck.max(1);
+    let tick_ns = 1_000_000_000 / units.clock_ticks_per_s.max(1);
     // /proc reports start times in clock ticks: truncate so identities match across backends.
     let start = |r: &Record| r.hdr.start_boottime_ns / tick_ns * tick_ns;
-    let page = units.page_size;
+    let page = units.page_size_bytes;
     let Some(first) = members().next() else {
         return;
     };
@@ -1143,8 +1143,9 @@ mod tests {
         }
         let records = records(&buf).expect("records parse");
         let units = Units {
-            clk_tck: 100,
-            page_size: 4096,
+            clock_ticks_per_s: 100,
+            page_size_bytes: 4096,
+            boot_time_unix_s: 0,
             boot: crate::BootClock::with_offset(0),
         };
         let groups = Groups {
@@ -1218,8 +1219,9 @@ mod tests {
         let recs = records(&buf).expect("parses");
         assert_eq!(recs[0].mem().map(|m| m.total_vm), Some(99));
         let units = Units {
-            clk_tck: 100,
-            page_size: 4096,
+            clock_ticks_per_s: 100,
+            page_size_bytes: 4096,
+            boot_time_unix_s: 0,
             boot: crate::BootClock::with_offset(0),
         };
         let make = |signals| {

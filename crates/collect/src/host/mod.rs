@@ -115,6 +115,7 @@ impl Host {
             clock_ticks_per_s: clock_ticks_per_s(),
             page_size_bytes: opts.page_size_bytes.unwrap_or_else(page_size_bytes),
             boot_time_unix_s: crate::machine::boot_time_unix_s(&opts.proc_root).unwrap_or(0),
+            boot: crate::BootClock::caller(),
         };
         Host {
             opts,
@@ -138,11 +139,7 @@ impl Host {
         let collector = ReplayCollector::new(reading, why, &opts.proc_root);
         Host {
             opts,
-            units: Units {
-                clock_ticks_per_s: clock_ticks_per_s(),
-                page_size_bytes: page_size_bytes(),
-                boot_time_unix_s: collector.reading().snapshot.boot_time_unix_s,
-            },
+            units: Units::of_this_kernel(collector.reading().snapshot.boot_time_unix_s),
             tasks: Tasks::Replay(Box::new(collector)),
             dropped: Some(Ok(0)),
         }
@@ -217,7 +214,7 @@ impl Host {
         choice::Place {
             socket: self.opts.query_socket.as_deref(),
             root: &self.opts.proc_root,
-            units: crate::procfs::Units::of(&self.units),
+            units: self.units,
         }
     }
 
@@ -354,11 +351,7 @@ impl Host {
             ..opts
         };
         let exits = opts.exits.then(|| self.open_exits());
-        Ok(Readings(Sampler::open(
-            opts,
-            crate::procfs::Units::of(&self.units),
-            exits,
-        )?))
+        Ok(Readings(Sampler::open(opts, self.units, exits)?))
     }
 
     /// Every source this front end needs is open and prepared: the capabilities only loading

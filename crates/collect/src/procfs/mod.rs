@@ -32,8 +32,8 @@ use crate::collector::Changes;
 use crate::collector::Collector;
 use crate::collector::LiveCollector;
 use crate::error::Error;
+pub use crate::units::Units;
 pub(crate) use reader::Item;
-pub use reader::Units;
 use tasksnap_sys as sys;
 
 /// Reads tasks from a procfs tree.
@@ -70,11 +70,7 @@ impl ProcfsCollector {
         Ok(ProcfsCollector {
             root,
             root_fd: OwnedFd::from(dir),
-            units: Units {
-                clk_tck: crate::units::clock_ticks_per_s(),
-                page_size: crate::units::page_size_bytes(),
-                boot: crate::BootClock::caller(),
-            },
+            units: Units::of_this_kernel(0),
             workers,
             cmdline_deadline: Duration::from_millis(20),
             live_ok,

@@ -28,9 +28,10 @@ use std::time::Duration;
 
 use tasksnap_model::{Groups, SnapshotStats, Task};
 
-use super::reader::{Blocking, Item, Outcome, Progress, TaskReader, Units};
+use super::reader::{Blocking, Item, Outcome, Progress, TaskReader};
 use crate::blocked::{self, Count, Watch};
 use crate::error::Error;
+use crate::units::Units;
 use tasksnap_sys::{self as sys, FdBatch};
 
 /// Settings for one pass.

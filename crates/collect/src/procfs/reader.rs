@@ -13,40 +13,7 @@ use tasksnap_model::{
 use tasksnap_procfs::parse::{self, StatLine};
 use tasksnap_sys::{self as sys, FdBatch};
 
-/// The fixed facts a reader converts units with.
-#[derive(Debug, Clone, Copy)]
-pub struct Units {
-    /// Clock ticks per second (`CLK_TCK`, "USER_HZ": 100 on every mainstream build).
-    pub clk_tck: u64,
-    /// Page size in bytes.
-    pub page_size: u64,
-    /// The caller's boot clock: start times /proc shows in it become the kernel's.
-    pub boot: crate::clock::BootClock,
-}
-
-impl Units {
-    /// The conversions a procfs source applies, of the host's units.
-    pub fn of(host: &crate::units::Units) -> Units {
-        Units {
-            clk_tck: host.clock_ticks_per_s,
-            page_size: host.page_size_bytes,
-            boot: crate::clock::BootClock::caller(),
-        }
-    }
-
-    fn tick_ns(&self) -> u64 {
-        1_000_000_000 / self.clk_tck.max(1)
-    }
-
-    fn ticks_to_ns(&self, ticks: u64) -> u64 {
-        ticks.saturating_mul(self.tick_ns())
-    }
-
-    /// A `starttime` as /proc shows it, on the kernel's boot clock, ns.
-    pub fn start_ns(&self, ticks: u64) -> u64 {
-        self.boot.from_proc_ticks(ticks, self.tick_ns())
-    }
-}
+use crate::units::Units;
 
 /// One unit of work: a process, or one thread of it.
 #[derive(Debug, Clone, Copy)]
@@ -440,7 +407,7 @@ impl TaskReader {
                 cmajflt: line.cmajflt,
                 start_time_ns: task.id.start_time_ns,
                 vsize_bytes: line.vsize_bytes,
-                rss_bytes: line.rss_pages.saturating_mul(u.page_size),
+                rss_bytes: line.rss_pages.saturating_mul(u.page_size_bytes),
                 // /proc/PID/stat has no swap figure (status does: `Mem::swap_bytes`).
                 swap_bytes: None,
             });
@@ -597,7 +564,7 @@ impl TaskReader {
             if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "statm"))? {
                 match parse::parse_statm(&self.buf[..n]) {
                     Ok(v) => {
-                        let p = self.units.page_size;
+                        let p = self.units.page_size_bytes;
                         let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
                         mem.vsize_bytes = v[0] * p;
                         mem.rss_bytes = v[1] * p;
