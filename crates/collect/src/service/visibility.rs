@@ -518,7 +518,7 @@ pub fn view<'a>(
 mod tests {
     use super::*;
     use crate::service::peer::{ProcMount, Rules};
-    use tasksnap_model::{Base, Cred, Extra, Io, TaskId};
+    use tasksnap_model::{Base, Cred, Extra, TaskId};
 
     const NOBODY: u32 = 65534;
 
@@ -553,15 +553,7 @@ mod tests {
         });
         t.cred = Some(c);
         t.cmdline = Some(b"x\0".to_vec());
-        t.io = Some(Box::new(Io {
-            rchar_bytes: 1,
-            wchar_bytes: 2,
-            syscr: 3,
-            syscw: 4,
-            read_bytes: 5,
-            write_bytes: 6,
-            cancelled_write_bytes: 7,
-        }));
+        t.io = tasksnap_model::fields::example_task().io;
         t.exe = Some(if mm { b"/bin/x".to_vec() } else { Vec::new() });
         t.environ = Some(Box::new(if mm { b"A=1\0".to_vec() } else { Vec::new() }));
         t.wchan = Some("do_sys_poll".into());
