@@ -165,9 +165,9 @@ impl Attr {
         match self {
             // psutil guesses a denied executable from the first argument
             // (`psutil::guess_exe`).
-            Attr::Exe if !caller_is_root() => g.cmdline = true,
+            Attr::Exe if !caller_is_root() => g.insert(Group::Cmdline),
             // The environment is no field of the table.
-            Attr::Environ => g.environ = true,
+            Attr::Environ => g.insert(Group::Environ),
             _ => {}
         }
     }
@@ -179,17 +179,13 @@ impl Attr {
 /// the effective ones with real ids: a procfs pass then reads `status` for them
 /// (`host::bulk`), and the BPF iterator's credentials block holds every id.
 pub(crate) fn groups_for(attrs: &[Attr]) -> (Groups, bool) {
-    let mut g = Groups {
-        base: true,
-        stat: true,
-        ..Groups::default()
-    };
+    let mut g = Groups::of(&[Group::Base, Group::Stat]);
     let mut real_ids = false;
     for a in attrs {
         for f in a.pass_fields() {
             match f.group {
                 Group::CredFull => {
-                    g.cred_effective = true;
+                    g.insert(Group::CredEffective);
                     real_ids = true;
                 }
                 group => group.ask(&mut g),
@@ -255,31 +251,18 @@ mod tests {
     #[test]
     fn groups_are_the_fields_groups_and_the_exceptions() {
         let root = caller_is_root();
-        let base = Groups {
-            base: true,
-            stat: true,
-            ..Groups::default()
-        };
-        let with = |f: fn(&mut Groups)| {
-            let mut g = base;
-            f(&mut g);
-            g
-        };
-        let cred = with(|g| g.cred_effective = true);
+        let base = Groups::of(&[Group::Base, Group::Stat]);
+        let cred = base.with(Group::CredEffective);
         let cases: [(Attr, Groups, bool); 9] = [
             (Attr::Username, cred, true),
             (Attr::Uids, cred, true),
             (Attr::Gids, cred, true),
-            (Attr::MemoryInfo, with(|g| g.mem = true), false),
-            (Attr::MemoryPercent, with(|g| g.mem = true), false),
-            (Attr::Environ, with(|g| g.environ = true), false),
-            (Attr::IoCounters, with(|g| g.io = true), false),
-            (
-                Attr::NumCtxSwitches,
-                with(|g| g.sched_switches = true),
-                false,
-            ),
-            (Attr::Cmdline, with(|g| g.cmdline = true), false),
+            (Attr::MemoryInfo, base.with(Group::Mem), false),
+            (Attr::MemoryPercent, base.with(Group::Mem), false),
+            (Attr::Environ, base.with(Group::Environ), false),
+            (Attr::IoCounters, base.with(Group::Io), false),
+            (Attr::NumCtxSwitches, base.with(Group::SchedSwitches), false),
+            (Attr::Cmdline, base.with(Group::Cmdline), false),
         ];
         let plain_base = [
             Attr::Pid,
@@ -302,13 +285,9 @@ mod tests {
         for (a, want, real) in cases {
             assert_eq!(groups_for(&[a]), (want, real), "{}", a.name());
         }
-        let exe = with(|g| g.exe = true);
-        let exe = Groups {
-            cmdline: !root,
-            ..exe
-        };
+        let exe = base.with(Group::Exe).flag(Group::Cmdline, !root);
         assert_eq!(groups_for(&[Attr::Exe]), (exe, false));
-        let fds = Groups { fds: root, ..base };
+        let fds = base.flag(Group::Fds, root);
         assert_eq!(groups_for(&[Attr::NumFds]), (fds, false));
     }
 }

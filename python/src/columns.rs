@@ -20,7 +20,7 @@ use std::sync::Arc;
 use arrow_array::builder::{BinaryBuilder, ListBuilder, StringBuilder};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
 use pyo3::prelude::*;
-use tasksnap_model::{fields, Groups, Selector, Task};
+use tasksnap_model::{fields, Group, Groups, Selector, Task};
 
 use crate::arrow::Columns;
 use crate::attrs::{groups_for, parse_attrs, Attr};
@@ -273,11 +273,8 @@ fn pass(
     } else {
         Selector::AllProcesses
     };
-    let per_process_mem = threads && groups.mem;
-    let bulk_groups = Groups {
-        mem: groups.mem && !per_process_mem,
-        ..groups
-    };
+    let per_process_mem = threads && groups.has(Group::Mem);
+    let bulk_groups = groups.flag(Group::Mem, groups.has(Group::Mem) && !per_process_mem);
     crate::interrupt::run(py, move |_| -> Result<_, tasksnap_collect::Error> {
         let mut snap = host::bulk(backend, selector, bulk_groups, real_ids, false)?;
         if per_process_mem {
@@ -287,10 +284,7 @@ fn pass(
                 .filter(|t| t.id.is_leader())
                 .map(|t| (t.id.tgid, t.id.tid))
                 .collect();
-            let mem = Groups {
-                mem: true,
-                ..Groups::default()
-            };
+            let mem = Groups::of(&[Group::Mem]);
             let by_tgid: HashMap<i32, Box<tasksnap_model::Mem>> = host::fill(&leaders, mem)?
                 .into_iter()
                 .filter_map(|t| Some((t.id.tgid, t.mem?)))

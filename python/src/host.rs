@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tasksnap_collect::{Error, Host, HostOptions};
-use tasksnap_model::{Backend, Groups, PassReport, Query, Selector, Snapshot, Task};
+use tasksnap_model::{Backend, Group, Groups, PassReport, Query, Selector, Snapshot, Task};
 use tasksnap_sys::users::Names;
 
 /// Where every host of this interpreter reads.
@@ -216,7 +216,7 @@ pub(crate) fn env_backend() -> String {
 /// The groups a procfs pass needs for `want`: real user ids are only in `status`.
 fn procfs_groups(mut want: Groups, real_ids: bool) -> Groups {
     if real_ids {
-        want.cred_full = true;
+        want.insert(Group::CredFull);
     }
     want
 }
@@ -239,13 +239,13 @@ pub(crate) fn bulk(
     // needed: calls with and without `cmdline` do not load it in turn.
     let reuse = matches!(&h.bulk, Some((b, _, c)) if *b == backend && c.snapshots_serve(&want));
     if !reuse {
-        let open_for = Groups {
-            cmdline: want.cmdline
+        let open_for = want.flag(
+            Group::Cmdline,
+            want.has(Group::Cmdline)
                 || h.bulk
                     .as_ref()
-                    .is_some_and(|(b, g, _)| *b == backend && g.cmdline),
-            ..want
-        };
+                    .is_some_and(|(b, g, _)| *b == backend && g.has(Group::Cmdline)),
+        );
         h.bulk = None;
         let mut c = Host::open(current());
         c.open_snapshots(backend, &open_for)?;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3::IntoPyObjectExt;
-use tasksnap_model::{Groups, Query, Selector, Snapshot, Task};
+use tasksnap_model::{Group, Groups, Query, Selector, Snapshot, Task};
 
 use crate::attrs::{groups_for, parse_attrs, Attr};
 use crate::host;
@@ -44,11 +44,7 @@ fn checked_process(
     thread_ids: bool,
 ) -> PyResult<Snapshot> {
     // Base and stat always: the state (zombie rules) and the start time (identity).
-    let groups = Groups {
-        base: true,
-        stat: true,
-        ..groups
-    };
+    let groups = groups.with(Group::Base).with(Group::Stat);
     let q = Query::new(Selector::Pid(pid), groups);
     let snap = py
         .detach(|| match host::one(&q, real_ids) {
@@ -193,10 +189,7 @@ pub(crate) fn threads<'py>(
     expect_start_ns: Option<u64>,
     name: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let groups = Groups {
-        stat: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Stat]);
     checked_process(py, pid, groups, false, expect_start_ns, name.as_ref(), true)?;
     let q = Query::new(Selector::ThreadsOf(pid), groups);
     let snap = py
@@ -246,11 +239,7 @@ pub(crate) fn children<'py>(
         name.as_ref(),
         true,
     )?;
-    let groups = Groups {
-        base: true,
-        stat: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::Stat]);
     let snap = crate::interrupt::run(py, move |_| {
         host::bulk(backend, Selector::AllProcesses, groups, false, false)
     })?

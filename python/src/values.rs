@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use pyo3::IntoPyObjectExt;
 use tasksnap_collect::{FilesError, ProcessFiles};
-use tasksnap_model::{Backend, Groups, Query, Selector, Snapshot, Task, TaskState};
+use tasksnap_model::{Backend, Group, Groups, Query, Selector, Snapshot, Task, TaskState};
 
 use crate::attrs::{caller_is_root, Attr};
 use crate::host;
@@ -449,10 +449,7 @@ impl Ctx {
         if !attrs.contains(&Attr::Threads) {
             return Ok(());
         }
-        let groups = Groups {
-            stat: true,
-            ..Groups::default()
-        };
+        let groups = Groups::of(&[Group::Stat]);
         let snap = match pid {
             None => crate::interrupt::run(py, move |_| {
                 host::counted_with_last(|| {
@@ -505,10 +502,7 @@ impl Ctx {
         if ids.is_empty() {
             return Ok(());
         }
-        let groups = Groups {
-            cmdline: true,
-            ..Groups::default()
-        };
+        let groups = Groups::of(&[Group::Cmdline]);
         let filled = if whole {
             py.detach(|| host::fill(&ids, groups))
                 .map_err(crate::collect_error)?

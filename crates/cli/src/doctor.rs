@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tasksnap_collect::{ExitSource, Host};
 use tasksnap_model::Backend;
-use tasksnap_model::{Groups, Query, Selector};
+use tasksnap_model::{Group, Groups, Query, Selector};
 
 /// A /proc/stat read slower than this is reported (collectl warns about slow /proc/stat:
 /// on some kernels its per-CPU interrupt sums made it 50x slower on many-core hosts).
@@ -67,10 +67,7 @@ fn query_service(host: &Host, root: bool) -> String {
     }
     let me = Query::new(
         Selector::Pid(std::process::id() as i32),
-        Groups {
-            base: true,
-            ..Groups::default()
-        },
+        Groups::of(&[Group::Base]),
     );
     let t = Instant::now();
     match h.snapshot(&me) {
@@ -302,11 +299,7 @@ fn timings(host: &Host, problems: &mut Problems) -> Result<(), ()> {
 
     let q = Query::new(
         Selector::AllProcesses,
-        Groups {
-            base: true,
-            stat: true,
-            ..Groups::default()
-        },
+        Groups::of(&[Group::Base, Group::Stat]),
     );
     let t = Instant::now();
     let n = procfs.snapshot(&q).map(|s| s.tasks.len()).unwrap_or(0);
@@ -327,10 +320,7 @@ fn timings(host: &Host, problems: &mut Problems) -> Result<(), ()> {
 
 /// Which backend `ps` and `top` will use.
 fn backends(host: &Host, root: bool, bpf_loaded: bool, problems: &mut Problems) {
-    let ps_groups = tasksnap_model::Groups {
-        cmdline: true,
-        ..tasksnap_model::Groups::default()
-    };
+    let ps_groups = tasksnap_model::Groups::of(&[Group::Cmdline]);
     let mut ps = Host::open(host.options().clone());
     match ps.open_snapshots(Backend::Auto, &ps_groups) {
         Ok(()) => line("ps backend", ps.report().why),

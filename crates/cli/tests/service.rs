@@ -38,7 +38,7 @@ use common::ps::{run, tokens, Out, NOBODY};
 use common::specs::{procps_list, ps_l, together};
 use common::TASKSNAP;
 use tasksnap_collect::testing::service::wire;
-use tasksnap_model::{Groups, Query, Selector, Task};
+use tasksnap_model::{Group, Groups, Query, Selector, Task};
 
 /// The user the test makes when it is missing (and removes again then).
 const TEST_USER: &str = "tasksnap-test";
@@ -1546,15 +1546,11 @@ fn silent_readers(socket: &str, n: usize) {
         let Ok(mut s) = UnixStream::connect(socket) else {
             continue;
         };
-        let groups = Groups {
-            cmdline: true,
-            environ: true,
-            stat: i & 1 != 0,
-            mem: i & 2 != 0,
-            sched: i & 4 != 0,
-            fds: i & 8 != 0,
-            ..Groups::default()
-        };
+        let groups = Groups::of(&[Group::Cmdline, Group::Environ])
+            .flag(Group::Stat, i & 1 != 0)
+            .flag(Group::Mem, i & 2 != 0)
+            .flag(Group::Sched, i & 4 != 0)
+            .flag(Group::Fds, i & 8 != 0);
         let selector = if i & 16 != 0 {
             Selector::AllThreads
         } else {

@@ -3,25 +3,21 @@ use std::time::Instant;
 
 use tasksnap_collect::testing::procfs::ProcfsCollector;
 use tasksnap_collect::testing::Collector;
-use tasksnap_model::{Groups, Query, Selector};
+use tasksnap_model::{Group, Groups, Query, Selector};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let workers: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2);
-    let mut g = Groups {
-        base: true,
-        stat: true,
-        ..Groups::default()
-    };
+    let mut g = Groups::of(&[Group::Base, Group::Stat]);
     for a in &args[2..] {
         match a.as_str() {
-            "cmdline" => g.cmdline = true,
-            "cred" => g.cred_effective = true,
-            "status" => g.cred_full = true,
-            "statm" => g.mem = true,
+            "cmdline" => g.insert(Group::Cmdline),
+            "cred" => g.insert(Group::CredEffective),
+            "status" => g.insert(Group::CredFull),
+            "statm" => g.insert(Group::Mem),
             "nostat" => {
-                g.base = false;
-                g.stat = false
+                g.remove(Group::Base);
+                g.remove(Group::Stat)
             }
             _ => {}
         }

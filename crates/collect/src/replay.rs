@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use tasksnap_model::{Groups, PassReport, Query, Reading, Selector, Snapshot, Task};
+use tasksnap_model::{Group, Groups, PassReport, Query, Reading, Selector, Snapshot, Task};
 
 use crate::collector::Collector;
 use crate::collector::Filled;
@@ -73,7 +73,7 @@ impl Collector for ReplayCollector {
             .filter(|t| selects(&query.selector, t))
             .cloned()
             .collect();
-        if query.groups.login {
+        if query.groups.has(Group::Login) {
             // Not recorded: derived from the recorded cgroup, as the live collectors derive
             // it from the one they read (with this host's systemd files).
             crate::login::Login::system(&self.proc_root).fill(&mut tasks, true);
@@ -163,10 +163,7 @@ mod tests {
         let ask = |login| {
             Query::new(
                 Selector::AllProcesses,
-                Groups {
-                    login,
-                    ..Groups::default()
-                },
+                Groups::default().flag(Group::Login, login),
             )
         };
         let snap = c.snapshot(&ask(true)).expect("replay");

@@ -32,8 +32,8 @@ use std::path::PathBuf;
 
 use tasksnap_model::states::ThreadMap;
 use tasksnap_model::{
-    Backend, Groups, PassReport, Query, Reading, ReadingChanges, Selector, Snapshot, SnapshotStats,
-    Task, TaskId,
+    Backend, Group, Groups, PassReport, Query, Reading, ReadingChanges, Selector, Snapshot,
+    SnapshotStats, Task, TaskId,
 };
 
 use crate::collector::LiveCollector;
@@ -79,14 +79,13 @@ impl Default for Options {
 /// The groups a sample reads for every task each time. Memory comes from stat (`vsize`,
 /// `rss`): statm and status would cost a /proc read per task per sample for the BPF backend.
 pub fn sample_groups() -> Groups {
-    Groups {
-        base: true,
-        cred_effective: true,
-        stat: true,
-        io: true,
-        sched: true,
-        ..Groups::default()
-    }
+    Groups::of(&[
+        Group::Base,
+        Group::CredEffective,
+        Group::Stat,
+        Group::Io,
+        Group::Sched,
+    ])
 }
 
 /// Takes [`Reading`]s of the whole host, keeping its sources open between them.
@@ -382,12 +381,8 @@ impl Sampler {
             .map(|t| (t.id.tgid, t.id.tid))
             .collect();
         if !wanted.is_empty() {
-            let groups = Groups {
-                cmdline: true,
-                cgroup: true,
-                exe: self.opts.exe,
-                ..Groups::default()
-            };
+            let groups =
+                Groups::of(&[Group::Cmdline, Group::Cgroup]).flag(Group::Exe, self.opts.exe);
             let (mut filled, stats) = self.live.fill(&wanted, groups)?;
             self.reading.snapshot.stats.cmdline_timeouts = stats.cmdline_timeouts;
             for t in tasks

@@ -30,7 +30,7 @@ pub fn own_tty_nr(root: &Path) -> u32 {
 }
 
 /// How many descriptors `root`/PID/fd lists, by reading the directory as psutil's
-/// `num_fds()` does. Unlike the directory's size (`Groups::fds`, which the kernel gives
+/// `num_fds()` does. Unlike the directory's size (`Group::Fds`, which the kernel gives
 /// anyone since `proc_fd_getattr`), listing it needs ptrace read access, so another
 /// user's process is `PermissionDenied` here, as it is for psutil.
 pub fn fd_count(root: &Path, pid: i32) -> std::io::Result<usize> {

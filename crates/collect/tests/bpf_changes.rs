@@ -16,7 +16,7 @@ use tasksnap_loadgen::{cpu_clock_ns, settled_sleep, wait_until};
 use tasksnap_collect::testing::bpf::BpfCollector;
 use tasksnap_collect::testing::procfs::ProcfsCollector;
 use tasksnap_collect::testing::{Changes, Collector, LiveCollector};
-use tasksnap_model::{Groups, PassKind, Query, Selector, Task, TaskId};
+use tasksnap_model::{Group, Groups, PassKind, Query, Selector, Task, TaskId};
 
 /// Children killed (and reaped) when the test ends, however it ends.
 struct Kids(Vec<Child>);
@@ -41,10 +41,7 @@ fn find(c: &Changes, pid: u32) -> Option<&Task> {
 fn alive(q: &Query) -> HashSet<TaskId> {
     let mut procfs = ProcfsCollector::new().expect("procfs");
     let ids = Query {
-        groups: Groups {
-            stat: true,
-            ..Groups::default()
-        },
+        groups: Groups::of(&[Group::Stat]),
         ..q.clone()
     };
     procfs

@@ -9,7 +9,7 @@ use tasksnap_collect::testing::bpf::BpfCollector;
 use tasksnap_collect::testing::procfs::ProcfsCollector;
 use tasksnap_collect::testing::Collector;
 use tasksnap_loadgen::{Guard, Load};
-use tasksnap_model::{CmdlineSource, Groups, PassKind, PassReport, Query, Selector, Task};
+use tasksnap_model::{CmdlineSource, Group, Groups, PassKind, PassReport, Query, Selector, Task};
 
 /// The load generator with `args`, spawned.
 fn spawn_load(args: &[&str]) -> Load {
@@ -48,16 +48,15 @@ fn both_backends_agree_on_a_spawned_load() {
         &["--mlocked", "2"],
     ));
     let pids = load.info.known_pids();
-    let groups = Groups {
-        base: true,
-        cred_full: true,
-        stat: true,
-        cmdline: true,
-        sched: true,
-        locked: true,
-        io: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[
+        Group::Base,
+        Group::CredFull,
+        Group::Stat,
+        Group::Cmdline,
+        Group::Sched,
+        Group::Locked,
+        Group::Io,
+    ]);
     // Both BPF paths: the seq_file iterator (what a tasksnap that loads its own programs
     // uses) and the walk into an arena (what a pinned set gives).
     // With the walk, `prepare` gives the arena room for the command-line copy by pid list.
@@ -282,12 +281,7 @@ fn statm_from_the_pass_is_what_proc_shows() {
         "--list-pids",
     ]);
     let pids = load.info.known_pids();
-    let groups = Groups {
-        base: true,
-        stat: true,
-        mem: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::Stat, Group::Mem]);
     for (walk, mut bpf) in iterator_then_walk(true, groups) {
         for (what, q) in queries(groups, walk) {
             let snap = bpf.snapshot(&q).expect("bpf snapshot");
@@ -367,12 +361,7 @@ fn one_process_queries_use_the_pid_filter_and_agree() {
                 .all(|tid| tasksnap_loadgen::read_stat(tid).is_ok_and(|st| st.state == 'S'))
         })
     });
-    let groups = Groups {
-        base: true,
-        stat: true,
-        cmdline: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::Stat, Group::Cmdline]);
     let mut bpf = BpfCollector::with_cmdline(true).expect("BPF loads as root");
     let mut procfs = ProcfsCollector::new().expect("procfs");
     for sel in [
@@ -419,13 +408,7 @@ fn kernel_thread_names_match_proc() {
 
 fn kernel_names_match(bpf: &mut BpfCollector, walk: bool) {
     const PF_WQ_WORKER: u32 = 0x20;
-    let q = Query::new(
-        Selector::AllProcesses,
-        Groups {
-            base: true,
-            ..Groups::default()
-        },
-    );
+    let q = Query::new(Selector::AllProcesses, Groups::of(&[Group::Base]));
     let snap = bpf.snapshot(&q).expect("bpf snapshot");
     assert_eq!(
         bpf.report().kind == PassKind::Walk,
@@ -553,11 +536,7 @@ fn copied_command_lines_are_what_proc_shows() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 
-    let groups = Groups {
-        base: true,
-        cmdline: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::Cmdline]);
     let mut bpf = BpfCollector::load_fresh(true, true).expect("BPF loads as root");
     bpf.prepare_arena(&groups);
     let mut q = Query::new(Selector::AllProcesses, groups);
@@ -665,12 +644,7 @@ fn signal_masks_from_the_pass_are_what_status_shows() {
     ]);
     let pids = load.info.known_pids();
     let signals_pid = load.info.signals.expect("the --signals process");
-    let groups = Groups {
-        base: true,
-        signals: true,
-        layout: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::Signals, Group::Layout]);
     each_pass(groups, |what, q, b, p| {
         let mut checked = 0;
         for (key, pt) in p.iter().filter(|(k, _)| pids.contains(&k.0)) {
@@ -756,13 +730,7 @@ fn namespaces_oom_adjustment_and_login_uid_from_the_pass_are_what_proc_shows() {
         odd.iter()
             .all(|c| tasksnap_loadgen::settled_sleep(c.0.id() as i32))
     });
-    let groups = Groups {
-        base: true,
-        ns: true,
-        oom_score_adj: true,
-        loginuid: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::Ns, Group::OomScoreAdj, Group::Loginuid]);
     each_pass(groups, |what, _, b, p| {
         let (mut checked, mut distinct, mut adjusted, mut logged, mut zombies) = (0, 0, 0, 0, 0);
         for (key, pt) in p.iter().filter(|(k, _)| pids.contains(&k.0)) {
@@ -813,13 +781,10 @@ fn label_cgroup_and_login_from_the_proc_fill_are_what_procfs_gives() {
     let pids = load.info.known_pids();
     let mut procfs = ProcfsCollector::new().expect("procfs");
     for (cgroup, label, login) in [(true, true, true), (false, false, true)] {
-        let groups = Groups {
-            base: true,
-            cgroup,
-            label,
-            login,
-            ..Groups::default()
-        };
+        let groups = Groups::of(&[Group::Base])
+            .flag(Group::Cgroup, cgroup)
+            .flag(Group::Label, label)
+            .flag(Group::Login, login);
         for (walk, mut bpf) in iterator_then_walk(false, groups) {
             for selector in [Selector::AllProcesses, Selector::AllThreads] {
                 let q = Query::new(selector.clone(), groups);
@@ -863,30 +828,16 @@ fn a_fresh_load_serves_what_it_was_loaded_for() {
         eprintln!("skipped: a pinned set serves every query (tasksnap pin is in force)");
         return;
     }
-    let plain = Groups {
-        base: true,
-        stat: true,
-        ..Groups::default()
-    };
-    let cmdline = Groups {
-        cmdline: true,
-        ..plain
-    };
-    let rare = Groups {
-        signals: true,
-        ..plain
-    };
+    let plain = Groups::of(&[Group::Base, Group::Stat]);
+    let cmdline = plain.with(Group::Cmdline);
+    let rare = plain.with(Group::Signals);
     let without = BpfCollector::for_groups(&plain).expect("BPF loads as root");
     assert!(without.serves(&plain));
-    assert!(without.serves(&Groups { io: true, ..plain }));
+    assert!(without.serves(&plain.with(Group::Io)));
     assert!(!without.serves(&cmdline));
     assert!(!without.serves(&rare));
     drop(without);
-    let with = BpfCollector::for_groups(&Groups {
-        signals: true,
-        ..cmdline
-    })
-    .expect("BPF loads as root");
+    let with = BpfCollector::for_groups(&cmdline.with(Group::Signals)).expect("BPF loads as root");
     for g in [plain, cmdline, rare, Groups::default()] {
         assert!(with.serves(&g), "{g:?}");
     }

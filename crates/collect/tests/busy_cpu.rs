@@ -9,7 +9,7 @@ use tasksnap_loadgen::{settled_sleep, wait_until};
 
 use tasksnap_collect::testing::procfs::ProcfsCollector;
 use tasksnap_collect::testing::Collector;
-use tasksnap_model::{Groups, Query, Selector};
+use tasksnap_model::{Group, Groups, Query, Selector};
 
 /// Regression: on a busy host, `ps -e H` printed `[sleep]` for a `sleep 1000` whose command
 /// line procps printed. The deadline counted wall time since the read began, so a reader
@@ -47,11 +47,7 @@ fn a_busy_cpu_does_not_abandon_command_line_reads() {
         .with_cmdline_deadline(Duration::from_millis(2));
     let q = Query::new(
         Selector::AllProcesses,
-        Groups {
-            base: true,
-            cmdline: true,
-            ..Groups::default()
-        },
+        Groups::of(&[Group::Base, Group::Cmdline]),
     );
     let want = b"sleep\x001000\x00".to_vec();
     let mut abandoned = Vec::new();

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tasksnap_loadgen::skip_unless_root;
 
 use tasksnap_collect::testing::exits::{ExitSource, Exits, Options};
-use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Groups, Query, Selector};
+use tasksnap_model::{Backend, CmdlineMissing, Exit, ExitReason, Group, Groups, Query, Selector};
 
 mod exits_common;
 
@@ -92,13 +92,7 @@ fn a_zombies_exit_takes_the_identity_of_its_live_row() {
     host.open_snapshots(Backend::Procfs, &Groups::default())
         .expect("procfs");
     let snap = host
-        .snapshot(&Query::new(
-            Selector::Pid(pid),
-            Groups {
-                base: true,
-                ..Groups::default()
-            },
-        ))
+        .snapshot(&Query::new(Selector::Pid(pid), Groups::of(&[Group::Base])))
         .expect("snapshot");
     let (status, _) = wait4(child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use tasksnap_collect::testing::procfs::{ProcfsCollector, Units};
 use tasksnap_collect::testing::Collector;
-use tasksnap_model::{Groups, Query, Selector, Snapshot, TaskState};
+use tasksnap_model::{Group, Groups, Query, Selector, Snapshot, TaskState};
 
 const UNITS: Units = Units {
     clock_ticks_per_s: 100,
@@ -91,9 +91,9 @@ fn lists_processes_with_base_stat_and_cmdline() {
     let q = Query::new(
         Selector::AllProcesses,
         groups(|g| {
-            g.base = true;
-            g.stat = true;
-            g.cmdline = true;
+            g.insert(Group::Base);
+            g.insert(Group::Stat);
+            g.insert(Group::Cmdline);
         }),
     );
     let snap = c.snapshot(&q).expect("snapshot");
@@ -139,7 +139,7 @@ fn reads_only_the_files_the_groups_need() {
     let snap = snapshot(
         dir.path(),
         Selector::AllProcesses,
-        groups(|g| g.base = true),
+        groups(|g| g.insert(Group::Base)),
     );
     assert_eq!(snap.tasks.len(), 4);
     assert!(snap
@@ -157,12 +157,12 @@ fn full_credentials_memory_and_sched_come_from_status_statm_schedstat() {
         dir.path(),
         Selector::Pid(4032),
         groups(|g| {
-            g.cred_full = true;
-            g.mem = true;
-            g.mem_status = true;
-            g.sched = true;
-            g.sched_switches = true;
-            g.wchan = true;
+            g.insert(Group::CredFull);
+            g.insert(Group::Mem);
+            g.insert(Group::MemStatus);
+            g.insert(Group::Sched);
+            g.insert(Group::SchedSwitches);
+            g.insert(Group::Wchan);
         }),
     );
     assert_eq!(snap.tasks.len(), 1);
@@ -189,7 +189,7 @@ fn effective_ids_come_from_the_owner_of_the_task_directory() {
     let snap = snapshot(
         dir.path(),
         Selector::Pid(4032),
-        groups(|g| g.cred_effective = true),
+        groups(|g| g.insert(Group::CredEffective)),
     );
     let cred = snap.tasks[0].cred.as_ref().expect("cred");
     // SAFETY: geteuid/getegid cannot fail and touch no memory.
@@ -206,8 +206,8 @@ fn threads_are_read_from_the_task_directory() {
     let q = Query::new(
         Selector::ThreadsOf(6000),
         groups(|g| {
-            g.base = true;
-            g.cmdline = true;
+            g.insert(Group::Base);
+            g.insert(Group::Cmdline);
         }),
     );
     let snap = c.snapshot(&q).expect("snapshot");
@@ -220,7 +220,10 @@ fn threads_are_read_from_the_task_directory() {
     assert_eq!(snap.tasks[0].cmdline, snap.tasks[1].cmdline);
 
     let all = c
-        .snapshot(&Query::new(Selector::AllThreads, groups(|g| g.base = true)))
+        .snapshot(&Query::new(
+            Selector::AllThreads,
+            groups(|g| g.insert(Group::Base)),
+        ))
         .expect("snapshot");
     let ids: Vec<(i32, i32)> = all.tasks.iter().map(|t| (t.id.tgid, t.id.tid)).collect();
     // 2 and 5000 have no task/ directory in the fake tree: counted as vanished, not errors.
@@ -261,8 +264,8 @@ fn missing_truncated_and_unreadable_files_are_counted_not_fatal() {
         dir.path(),
         Selector::AllProcesses,
         groups(|g| {
-            g.base = true;
-            g.cred_full = true;
+            g.insert(Group::Base);
+            g.insert(Group::CredFull);
         }),
     );
     let pids: Vec<i32> = snap.tasks.iter().map(|t| t.id.tgid).collect();
@@ -287,8 +290,8 @@ fn an_unreadable_file_leaves_its_group_empty() {
         dir.path(),
         Selector::Pid(4032),
         groups(|g| {
-            g.base = true;
-            g.io = true;
+            g.insert(Group::Base);
+            g.insert(Group::Io);
         }),
     );
     assert_eq!(snap.tasks.len(), 1, "the task is still listed");
@@ -323,8 +326,8 @@ fn cgroup_label_and_login_come_parsed_from_the_collector() {
     let q = Query::new(
         Selector::ThreadsOf(6000),
         groups(|g| {
-            g.cgroup = true;
-            g.label = true;
+            g.insert(Group::Cgroup);
+            g.insert(Group::Label);
         }),
     );
     let snap = c.snapshot(&q).expect("snapshot");
@@ -358,13 +361,13 @@ fn cgroup_label_and_login_come_parsed_from_the_collector() {
         );
     }
 
-    let q = Query::new(Selector::Pid(6000), groups(|g| g.login = true));
+    let q = Query::new(Selector::Pid(6000), groups(|g| g.insert(Group::Login)));
     let snap = c.snapshot(&q).expect("snapshot");
     let t = &snap.tasks[0];
     assert!(t.cgroup.is_none(), "read for login only, not kept");
     assert!(t.extra.as_ref().is_some_and(|x| x.login.is_some()));
     // Without `login` asked for, no answers.
-    let q = Query::new(Selector::Pid(6000), groups(|g| g.cgroup = true));
+    let q = Query::new(Selector::Pid(6000), groups(|g| g.insert(Group::Cgroup)));
     let snap = c.snapshot(&q).expect("snapshot");
     assert!(snap.tasks[0]
         .extra

@@ -10,7 +10,7 @@ use tasksnap_loadgen::ProcessGroup;
 use tasksnap_collect::testing::procfs::ProcfsCollector;
 use tasksnap_collect::testing::Collector;
 use tasksnap_collect::Error;
-use tasksnap_model::{Groups, Query, Selector};
+use tasksnap_model::{Group, Groups, Query, Selector};
 
 /// Child side: drops every inherited descriptor past stderr, sets RLIMIT_NOFILE to
 /// TASKSNAP_NOFILE_CHILD, takes snapshots and prints what it found: one line per query,
@@ -33,13 +33,12 @@ fn nofile_child() {
         };
         assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &r), 0);
     }
-    let groups = Groups {
-        base: true,
-        stat: true,
-        cmdline: true,
-        cred_effective: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[
+        Group::Base,
+        Group::Stat,
+        Group::Cmdline,
+        Group::CredEffective,
+    ]);
     let mut out = String::new();
     for sel in [Selector::AllProcesses, Selector::AllThreads] {
         let r = ProcfsCollector::new().and_then(|mut c| {

@@ -8,7 +8,7 @@ use tasksnap_loadgen::{skip_unless_root, Guard};
 
 use tasksnap_collect::testing::procfs::ProcfsCollector;
 use tasksnap_collect::testing::Collector;
-use tasksnap_model::{Groups, Query, Selector, Snapshot, Task};
+use tasksnap_model::{Group, Groups, Query, Selector, Snapshot, Task};
 
 fn one(c: &mut ProcfsCollector, pid: i32, groups: Groups) -> Option<Task> {
     c.snapshot(&Query::new(Selector::Pid(pid), groups))
@@ -19,11 +19,7 @@ fn one(c: &mut ProcfsCollector, pid: i32, groups: Groups) -> Option<Task> {
 }
 
 fn base() -> Groups {
-    Groups {
-        base: true,
-        stat: true,
-        ..Groups::default()
-    }
+    Groups::of(&[Group::Base, Group::Stat])
 }
 
 #[test]
@@ -98,24 +94,8 @@ fn effective_ids_of_a_non_dumpable_process_are_exact() {
     }
     let stat_owner = stat_owner();
     let mut c = ProcfsCollector::new().expect("open /proc");
-    let cheap = one(
-        &mut c,
-        pid,
-        Groups {
-            cred_effective: true,
-            ..Groups::default()
-        },
-    )
-    .expect("task");
-    let full = one(
-        &mut c,
-        pid,
-        Groups {
-            cred_full: true,
-            ..Groups::default()
-        },
-    )
-    .expect("task");
+    let cheap = one(&mut c, pid, Groups::of(&[Group::CredEffective])).expect("task");
+    let full = one(&mut c, pid, Groups::of(&[Group::CredFull])).expect("task");
     let (cheap, full) = (cheap.cred.expect("cred"), full.cred.expect("cred"));
     assert_eq!(full.euid, 65534);
     assert_eq!(stat_owner, 0, "the premise: the process is not dumpable");
@@ -212,11 +192,7 @@ fn storm_reads(groups: Groups, mut abandoned: impl FnMut(&Snapshot, &Task) -> bo
 
 #[test]
 fn a_blocked_cmdline_read_is_abandoned_at_the_deadline() {
-    let groups = Groups {
-        base: true,
-        cmdline: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::Cmdline]);
     storm_reads(groups, |snap, t| {
         if t.cmdline_timed_out {
             assert!(t.cmdline.is_none());
@@ -251,11 +227,7 @@ fn abandoned_at_the_deadline(groups: Groups, has: impl Fn(&Task) -> bool) -> (us
 /// task is listed without PSS/USS (procps would wait for as long as the lock is held).
 #[test]
 fn a_blocked_smaps_read_is_abandoned_at_the_deadline() {
-    let groups = Groups {
-        base: true,
-        smaps: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::Smaps]);
     let (timed_out, read) = abandoned_at_the_deadline(groups, |t| {
         t.extra.as_ref().is_some_and(|x| x.smaps_kb.is_some())
     });
@@ -267,11 +239,7 @@ fn a_blocked_smaps_read_is_abandoned_at_the_deadline() {
 /// listed without its environment.
 #[test]
 fn a_blocked_environ_read_is_abandoned_at_the_deadline() {
-    let groups = Groups {
-        base: true,
-        environ: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::Environ]);
     let (timed_out, read) = abandoned_at_the_deadline(groups, |t| t.environ.is_some());
     eprintln!("{timed_out} environ reads abandoned, {read} read");
 }

@@ -14,7 +14,7 @@ use tasksnap_loadgen::{cpu_clock_ns, proc_text, settled_sleep, wait_until};
 
 use tasksnap_collect::testing::procfs::ProcfsCollector;
 use tasksnap_collect::testing::{Changes, LiveCollector};
-use tasksnap_model::{Groups, Query, Selector, Task};
+use tasksnap_model::{Group, Groups, Query, Selector, Task};
 
 /// Children killed (and reaped) when the test ends, however it ends; and pids of
 /// grandchildren, killed with SIGKILL.
@@ -155,13 +155,7 @@ fn a_fake_tree_gets_whole_snapshots() {
     std::fs::create_dir_all(dir.join("1/task/1")).expect("task dir");
     std::fs::copy(dir.join("1/stat"), dir.join("1/task/1/stat")).expect("task stat");
     let mut c = ProcfsCollector::with_root(&dir).expect("fake procfs");
-    let q = Query::new(
-        Selector::AllThreads,
-        Groups {
-            base: true,
-            ..Groups::default()
-        },
-    );
+    let q = Query::new(Selector::AllThreads, Groups::of(&[Group::Base]));
     for _ in 0..3 {
         let ch = c.changes(&q).expect("changes");
         assert!(ch.full);

@@ -18,7 +18,7 @@ use tasksnap_collect::testing::service::peer::{Caller, HidePid, ProcMount};
 use tasksnap_collect::testing::service::visibility;
 use tasksnap_collect::testing::service::wire;
 use tasksnap_collect::Host;
-use tasksnap_model::{Backend, Groups, Query, Selector, Task};
+use tasksnap_model::{Backend, Group, Groups, Query, Selector, Task};
 
 const NOBODY: u32 = 65534;
 const OTHER: u32 = 12345;
@@ -32,16 +32,15 @@ const CLIENT: &str = "TASKSNAP_TEST_VIS_CLIENT";
 /// Groups that need no /proc/PID/stat: under `hidepid=noaccess` the procfs reader keeps a
 /// row it cannot read, with what it could tell.
 fn light() -> Groups {
-    Groups {
-        cred_effective: true,
-        ns: true,
-        fds: true,
-        io: true,
-        environ: true,
-        exe: true,
-        wchan: true,
-        ..Groups::default()
-    }
+    Groups::of(&[
+        Group::CredEffective,
+        Group::Ns,
+        Group::Fds,
+        Group::Io,
+        Group::Environ,
+        Group::Exe,
+        Group::Wchan,
+    ])
 }
 
 /// A process this test forked, killed (with its children) when dropped.

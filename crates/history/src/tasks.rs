@@ -4,7 +4,9 @@
 //! in a delta, else the row written just before (threads of one process share most fields),
 //! so that unchanged fields are one byte and zstd sees runs.
 
-use tasksnap_model::{Base, Comm, Cred, Groups, Io, Mem, Sched, Stat, Task, TaskId, TaskState};
+use tasksnap_model::{
+    Base, Comm, Cred, Group, Groups, Io, Mem, Sched, Stat, Task, TaskId, TaskState,
+};
 
 use crate::wire::{put_d, put_i, put_u, Cols, ColsReader, Reader};
 use crate::HistoryError;
@@ -181,23 +183,21 @@ pub(crate) fn get_blob<T>(
 /// group (descriptor count, environment, OOM scores, login uid, PSS/USS, security label,
 /// sd-login's answers, autogroup, namespaces, signal masks, layout) reads back as `None`.
 pub fn recorded_groups() -> Groups {
-    Groups {
-        fds: false,
-        environ: false,
-        oom_score: false,
-        oom_score_adj: false,
-        loginuid: false,
-        smaps: false,
-        label: false,
-        login: false,
-        autogroup: false,
-        ns: false,
-        signals: false,
-        layout: false,
-        // Not a group: a way to read `mem`.
-        mem_rss_only: false,
-        ..Groups::all()
-    }
+    let unrecorded = [
+        Group::Fds,
+        Group::Environ,
+        Group::OomScore,
+        Group::OomScoreAdj,
+        Group::Loginuid,
+        Group::Smaps,
+        Group::Label,
+        Group::Login,
+        Group::Autogroup,
+        Group::Ns,
+        Group::Signals,
+        Group::Layout,
+    ];
+    unrecorded.into_iter().fold(Groups::all(), Groups::without)
 }
 
 /// The presence bits of `t`'s row: which groups (and optional figures within them) it has.

@@ -7,6 +7,7 @@
 //! In the spirit of below's `Queriable` models: a flat, typed table rather than one match per
 //! front end. Names carry their units (`_ns`, `_bytes`), as the model's fields do.
 
+pub use crate::groups::Group;
 use crate::{Base, Cgroup, Cred, Extra, Groups, Io, Login, Mem, Sched, Stat, Task, TaskId};
 
 /// How a field's value is stored.
@@ -33,109 +34,6 @@ pub enum Unit {
     Ns,
     /// An instant, nanoseconds since boot (the boot-time clock).
     NsSinceBoot,
-}
-
-/// The attribute group a field needs: a [`Groups`] flag (or none: the identity).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Group {
-    /// The task's identity, always there.
-    Identity,
-    /// `Groups::base`.
-    Base,
-    /// `Groups::cred_effective`.
-    CredEffective,
-    /// `Groups::cred_full`.
-    CredFull,
-    /// `Groups::stat`.
-    Stat,
-    /// `Groups::mem`.
-    Mem,
-    /// `Groups::mem_status`.
-    MemStatus,
-    /// `Groups::locked`.
-    Locked,
-    /// `Groups::io`.
-    Io,
-    /// `Groups::sched`.
-    Sched,
-    /// `Groups::sched_switches`.
-    SchedSwitches,
-    /// `Groups::cmdline`.
-    Cmdline,
-    /// `Groups::exe`.
-    Exe,
-    /// `Groups::wchan`.
-    Wchan,
-    /// `Groups::cgroup`.
-    Cgroup,
-    /// `Groups::fds`.
-    Fds,
-    /// `Groups::oom_score`.
-    OomScore,
-    /// `Groups::oom_score_adj`.
-    OomScoreAdj,
-    /// `Groups::loginuid`.
-    Loginuid,
-    /// `Groups::smaps`.
-    Smaps,
-    /// `Groups::label`.
-    Label,
-    /// `Groups::autogroup`.
-    Autogroup,
-    /// `Groups::ns`.
-    Ns,
-    /// `Groups::signals`.
-    Signals,
-    /// `Groups::layout`.
-    Layout,
-    /// `Groups::login`.
-    Login,
-}
-
-impl Group {
-    /// The flag of this group in `g`, or `None` for the identity (no flag: always read).
-    pub fn flag(self, g: &mut Groups) -> Option<&mut bool> {
-        Some(match self {
-            Group::Identity => return None,
-            Group::Base => &mut g.base,
-            Group::CredEffective => &mut g.cred_effective,
-            Group::CredFull => &mut g.cred_full,
-            Group::Stat => &mut g.stat,
-            Group::Mem => &mut g.mem,
-            Group::MemStatus => &mut g.mem_status,
-            Group::Locked => &mut g.locked,
-            Group::Io => &mut g.io,
-            Group::Sched => &mut g.sched,
-            Group::SchedSwitches => &mut g.sched_switches,
-            Group::Cmdline => &mut g.cmdline,
-            Group::Exe => &mut g.exe,
-            Group::Wchan => &mut g.wchan,
-            Group::Cgroup => &mut g.cgroup,
-            Group::Fds => &mut g.fds,
-            Group::OomScore => &mut g.oom_score,
-            Group::OomScoreAdj => &mut g.oom_score_adj,
-            Group::Loginuid => &mut g.loginuid,
-            Group::Smaps => &mut g.smaps,
-            Group::Label => &mut g.label,
-            Group::Autogroup => &mut g.autogroup,
-            Group::Ns => &mut g.ns,
-            Group::Signals => &mut g.signals,
-            Group::Layout => &mut g.layout,
-            Group::Login => &mut g.login,
-        })
-    }
-
-    /// Asks for this group in `g`.
-    pub fn ask(self, g: &mut Groups) {
-        if let Some(f) = self.flag(g) {
-            *f = true;
-        }
-    }
-
-    /// Whether `g` asks for this group (the identity always).
-    pub fn asked(self, mut g: Groups) -> bool {
-        self.flag(&mut g).is_none_or(|f| *f)
-    }
 }
 
 /// A field's value for one task.
@@ -1473,7 +1371,7 @@ mod tests {
                 f.name
             );
         }
-        assert!(groups_for(FIELDS).cmdline);
+        assert!(groups_for(FIELDS).has(Group::Cmdline));
         assert_eq!(known("rss_bytes").value(&full), Some(Value::UInt(2)));
         // The namespace fields follow NS_NAMES, the index ps's columns use.
         for (i, n) in crate::NS_NAMES.iter().enumerate() {

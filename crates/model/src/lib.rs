@@ -14,6 +14,7 @@ mod backend;
 pub mod cgroup;
 mod exit;
 pub mod fields;
+mod groups;
 pub mod hash;
 mod identity;
 pub mod login;
@@ -30,7 +31,8 @@ pub use exit::{CmdlineMissing, Exit, ExitBatch, ExitReason};
 pub use identity::{HostIdentity, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES};
 pub use login::Login;
 
-pub use query::{Groups, Query, Selector};
+pub use groups::{Group, Groups};
+pub use query::{Query, Selector};
 pub use reading::{Reading, ReadingChanges};
 pub use snapshot::{Snapshot, SnapshotStats};
 pub use system::{

@@ -348,7 +348,7 @@ pub struct Layout {
 pub const NS_NAMES: [&str; 8] = ["cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"];
 
 /// The rarely asked for facts of a task, each from a file of its own and read only when its
-/// group is asked for (`Groups::ns`, `oom_score`, `oom_score_adj`, `autogroup`, `loginuid`,
+/// group is asked for (`Group::Ns`, `OomScore`, `OomScoreAdj`, `Autogroup`, `Loginuid`,
 /// `smaps`, `label`, `login`). Each is `None` when not asked for or not readable: then ps prints procps's value
 /// for an unreadable file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -369,10 +369,10 @@ pub struct Extra {
     /// /proc/PID/smaps_rollup: `Pss` and `Private_Clean + Private_Dirty` (USS), kB.
     pub smaps_kb: Option<(u64, u64)>,
     /// The process's security label (/proc/TGID/attr/current, its printable part: the
-    /// process's, also on a thread's row, as procps reads it), `Groups::label`.
+    /// process's, also on a thread's row, as procps reads it), `Group::Label`.
     #[serde(with = "serde_bytes")]
     pub label: Option<Vec<u8>>,
-    /// What sd-login says of the task (unit, slice, session, seat...), `Groups::login`:
+    /// What sd-login says of the task (unit, slice, session, seat...), `Group::Login`:
     /// derived from its cgroup path by the collector.
     pub login: Option<Box<crate::Login>>,
 }
@@ -394,7 +394,7 @@ pub struct Task {
     /// threads and zombies. `None` when not asked for or unreadable.
     #[serde(with = "serde_bytes")]
     pub cmdline: Option<Vec<u8>>,
-    /// Memory locked with mlock (`VmLck`), when asked for (`Groups::locked`).
+    /// Memory locked with mlock (`VmLck`), when asked for (`Group::Locked`).
     pub locked_bytes: Option<u64>,
     /// True when the cmdline read was abandoned because the task's mmap lock was held too long.
     pub cmdline_timed_out: bool,
@@ -412,9 +412,9 @@ pub struct Task {
     /// `hierarchy-ID:controllers:path` line per hierarchy, cgroups(7)), parsed once by the
     /// collector (boxed: rarely asked for). `None` when not asked for or unreadable.
     pub cgroup: Option<Box<crate::Cgroup>>,
-    /// Signal masks, when asked for (`Groups::signals`; boxed: rarely asked for).
+    /// Signal masks, when asked for (`Group::Signals`; boxed: rarely asked for).
     pub signals: Option<Box<Signals>>,
-    /// Code and stack addresses and the RSS limit, when asked for (`Groups::layout`).
+    /// Code and stack addresses and the RSS limit, when asked for (`Group::Layout`).
     pub layout: Option<Box<Layout>>,
     /// Open file descriptors: the size stat(2) gives `/proc/PID/fd` (Linux 6.2+; 0 before,
     /// and for a task without a file table). `None` when not asked for or unreadable.

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use tasksnap_collect::{BpfBench, Host};
-use tasksnap_model::{Backend, Groups, Query, Selector};
+use tasksnap_model::{Backend, Group, Groups, Query, Selector};
 
 #[derive(Debug, Serialize)]
 struct Row {
@@ -195,13 +195,7 @@ pub fn main(argv: &[OsString]) -> ExitCode {
 fn pass(cmdline: bool) -> Query {
     Query::new(
         Selector::AllProcesses,
-        Groups {
-            base: true,
-            cred_effective: true,
-            stat: true,
-            cmdline,
-            ..Groups::default()
-        },
+        Groups::of(&[Group::Base, Group::CredEffective, Group::Stat]).flag(Group::Cmdline, cmdline),
     )
 }
 

@@ -228,8 +228,9 @@ impl Read {
         match self {
             Read::Field(f) => f.group.ask(g),
             Read::Group(group) => group.ask(g),
-            Read::EnvironWithE => g.environ |= s.bsd_e,
-            Read::CmdlineWithF => g.cmdline |= s.unix_f,
+            Read::EnvironWithE if s.bsd_e => g.insert(Group::Environ),
+            Read::CmdlineWithF if s.unix_f => g.insert(Group::Cmdline),
+            Read::EnvironWithE | Read::CmdlineWithF => {}
         }
     }
 }

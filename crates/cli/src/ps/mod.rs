@@ -28,7 +28,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use tasksnap_collect::Host;
-use tasksnap_model::{Backend, Groups, PassReport, Query, Selector, Task};
+use tasksnap_model::{Backend, Group, Groups, PassReport, Query, Selector, Task};
 
 use cell::Cell;
 use format::{Just, Spec};
@@ -82,11 +82,7 @@ pub fn resolve_columns(s: &Settings, pid_len: usize) -> Vec<Column> {
 /// The attribute groups a run needs: what its columns and sort keys read ([`Spec::ask`]),
 /// and the real ids when a list selects by them.
 fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
-    let mut g = Groups {
-        base: true,
-        cred_effective: true,
-        ..Groups::default()
-    };
+    let mut g = Groups::of(&[Group::Base, Group::CredEffective]);
     let sort_keys = s.sort.iter().filter_map(|k| format::find(&k.name));
     for spec in cols.iter().map(|c| c.spec).chain(sort_keys) {
         spec.ask(s, &mut g);
@@ -95,7 +91,7 @@ fn groups_for(s: &Settings, cols: &[Column]) -> Groups {
         .iter()
         .any(|c| matches!(c, Criterion::Ruid(_) | Criterion::Rgid(_)))
     {
-        g.cred_full = true;
+        g.insert(Group::CredFull);
     }
     g
 }
@@ -529,7 +525,10 @@ mod tests {
     fn columns_from_the_field_table_ask_for_their_groups() {
         let settings = args::parse(&["-ef".into()]).expect("ps -ef");
         let plain = groups_for(&settings, &[]);
-        assert!(!plain.label && !plain.login && !plain.cgroup, "{plain:?}");
+        assert!(
+            !plain.has(Group::Label) && !plain.has(Group::Login) && !plain.has(Group::Cgroup),
+            "{plain:?}"
+        );
         let mut n = 0;
         for spec in format::SPECS {
             let fields::Source::Table(model, _) = spec.value else {
@@ -546,9 +545,14 @@ mod tests {
         }
         assert!(n >= 20, "{n} columns from the table");
         for (name, flag) in [
-            ("label", (|g: &Groups| g.label) as fn(&Groups) -> bool),
-            ("unit", |g: &Groups| g.login && !g.cgroup),
-            ("cgroup", |g: &Groups| g.cgroup),
+            (
+                "label",
+                (|g: &Groups| g.has(Group::Label)) as fn(&Groups) -> bool,
+            ),
+            ("unit", |g: &Groups| {
+                g.has(Group::Login) && !g.has(Group::Cgroup)
+            }),
+            ("cgroup", |g: &Groups| g.has(Group::Cgroup)),
         ] {
             let spec = format::find(name).expect("known");
             let col = Column {

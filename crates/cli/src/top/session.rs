@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use tasksnap_collect::Host;
-use tasksnap_model::{Backend, Groups, Query, Selector};
+use tasksnap_model::{Backend, Group, Groups, Query, Selector};
 
 use super::options::Options;
 use super::view::{self, Line, Row};
@@ -283,21 +283,16 @@ impl Top {
 
     /// The groups a refresh reads of every task.
     fn groups(&self) -> Groups {
-        Groups {
-            base: true,
-            cred_effective: true,
-            stat: true,
-            sched: true,
-            // A CGROUP filter needs every task's cgroups, each refresh: the BPF backend then
-            // takes whole passes and reads /proc/PID/cgroup for every task (the price of
-            // the filter, paid only while it is on).
-            cgroup: self
-                .opts
-                .other_filter
-                .as_ref()
-                .is_some_and(view::Filter::needs_cgroup),
-            ..Groups::default()
-        }
+        let cgroup_filter = self
+            .opts
+            .other_filter
+            .as_ref()
+            .is_some_and(view::Filter::needs_cgroup);
+        // A CGROUP filter needs every task's cgroups, each refresh: the BPF backend then
+        // takes whole passes and reads /proc/PID/cgroup for every task (the price of the
+        // filter, paid only while it is on).
+        Groups::of(&[Group::Base, Group::CredEffective, Group::Stat, Group::Sched])
+            .flag(Group::Cgroup, cgroup_filter)
     }
 
     /// A replay's rows: the sample shown against the one before it, through a tracker of
@@ -712,12 +707,9 @@ impl Top {
         if ids.is_empty() {
             return HashMap::new();
         }
-        let groups = Groups {
-            mem: true,
-            cmdline: want_cmdline,
-            cgroup: want_cgroup,
-            ..Groups::default()
-        };
+        let groups = Groups::of(&[Group::Mem])
+            .flag(Group::Cmdline, want_cmdline)
+            .flag(Group::Cgroup, want_cgroup);
         let filled = match &self.source {
             Source::Live(host) => host.fill(&ids, groups),
             Source::Replay(r) => r.host().fill(&ids, groups),

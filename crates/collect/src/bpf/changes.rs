@@ -15,7 +15,7 @@
 //!
 //! [`Collector::changes`]: crate::Collector::changes
 
-use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, TaskId};
+use tasksnap_model::{Group, Groups, Query, Selector, Snapshot, SnapshotStats, TaskId};
 
 use super::arena::{self, WalkMode};
 use super::passes::WalkError;
@@ -33,7 +33,7 @@ impl BpfCollector {
     /// Whether `query` can be answered by changed-only walks at all.
     fn changes_usable(&self, query: &Query) -> bool {
         matches!(query.selector, Selector::AllThreads)
-            && !query.groups.cmdline
+            && !query.groups.has(Group::Cmdline)
             && self.progs.walker.is_some()
             && self.settings.walk_allowed()
     }
@@ -174,7 +174,7 @@ impl BpfCollector {
                 .map_err(Box::new)?;
         let mut tasks = 0;
         decode::assemble_each(&records, extras, query, &groups, units, &mut |mut t| {
-            if !groups.base {
+            if !groups.has(Group::Base) {
                 t.base = None;
             }
             tasks += 1;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use tasksnap_model::{Groups, Query, SnapshotStats, Task};
+use tasksnap_model::{Group, Groups, Query, SnapshotStats, Task};
 
 use super::lap::Lap;
 use super::kept::{Source, State};
@@ -138,7 +138,7 @@ impl CmdlinePass {
 impl BpfCollector {
     /// How the next snapshot with `groups` reads its command lines.
     pub(super) fn cmdline_plan(&self, groups: &Groups, one_process: Option<i32>) -> CmdlinePlan {
-        if !groups.cmdline {
+        if !groups.has(Group::Cmdline) {
             CmdlinePlan::NotAsked
         } else if one_process.is_some() {
             CmdlinePlan::After

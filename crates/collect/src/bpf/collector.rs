@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tasksnap_model::{Backend, CmdlineSource, Groups, PassKind, PassReport, Query, Snapshot};
+use tasksnap_model::{Backend, CmdlineSource, Group, Groups, PassKind, PassReport, Query, Snapshot};
 
 use super::{decode, kept, programs, BpfCollector};
 use crate::collector::Collector;
@@ -28,7 +28,7 @@ impl Collector for BpfCollector {
     /// A pinned set is what opening again would give.
     fn serves(&self, groups: &Groups) -> bool {
         self.loaded_for.is_none_or(|(cmdline, rare)| {
-            (cmdline || !groups.cmdline) && (rare || !decode::wants_rare(groups))
+            (cmdline || !groups.has(Group::Cmdline)) && (rare || !decode::wants_rare(groups))
         })
     }
 
@@ -137,7 +137,7 @@ impl BpfCollector {
     /// programs have the walk. Failing is not an error: the snapshots then use the iterator.
     pub fn prepare_arena(&mut self, groups: &Groups) {
         if self.progs.walker.is_some() {
-            self.cmd.region_wanted = groups.cmdline;
+            self.cmd.region_wanted = groups.has(Group::Cmdline);
             let bits = decode::group_bits(groups);
             if let Err(why) = self.ensure_arena(bits, super::settings::pass_shards()) {
                 self.walk_problem = Some(why.to_string());

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use tasksnap_model::{
-    Base, Cred, Groups, Io, Mem, Query, Sched, Selector, Signals, Stat, Task, TaskId, TaskState,
+    Base, Cred, Group, Groups, Io, Mem, Query, Sched, Selector, Signals, Stat, Task, TaskId, TaskState,
     PF_KTHREAD,
 };
 
@@ -180,25 +180,25 @@ pub fn cmd_chunk_len(chunk: &[u8]) -> usize {
 /// tasks have no user memory (no command line to read).
 pub fn group_bits(g: &Groups) -> u32 {
     let mut bits = TS_GROUP_BASE;
-    if g.cred_effective || g.cred_full {
+    if g.has(Group::CredEffective) || g.has(Group::CredFull) {
         bits |= TS_GROUP_CRED;
     }
-    if g.stat {
+    if g.has(Group::Stat) {
         bits |= TS_GROUP_STAT;
     }
-    if g.sched || g.sched_switches {
+    if g.has(Group::Sched) || g.has(Group::SchedSwitches) {
         bits |= TS_GROUP_SCHED;
     }
-    if g.io {
+    if g.has(Group::Io) {
         bits |= TS_GROUP_IO;
     }
     if mem_from_pass(g) {
         bits |= TS_GROUP_MEM;
     }
-    if g.signals {
+    if g.has(Group::Signals) {
         bits |= TS_GROUP_SIG;
     }
-    if g.ns || g.oom_score_adj || g.loginuid {
+    if g.has(Group::Ns) || g.has(Group::OomScoreAdj) || g.has(Group::Loginuid) {
         bits |= TS_GROUP_NS;
     }
     bits
@@ -214,7 +214,7 @@ pub fn group_bits(g: &Groups) -> u32 {
 /// not be added (`TS_MEM_EXACT` clear: more than 2,000 CPUs, or a kernel without
 /// `bpf_map_lookup_percpu_elem`, Linux 5.19).
 pub fn mem_from_pass(g: &Groups) -> bool {
-    g.mem && !g.mem_status && statm_sums_percpu()
+    g.has(Group::Mem) && !g.has(Group::MemStatus) && statm_sums_percpu()
 }
 
 /// Whether this kernel's /proc/PID/statm sums the per-CPU RSS counters (Linux 6.16+).
@@ -800,7 +800,7 @@ pub fn assemble_group<'a, R: std::borrow::Borrow<Record<'a>>>(
         })
     };
     let process_io = || {
-        if !groups.io {
+        if !groups.has(Group::Io) {
             return None;
         }
         leader
@@ -827,7 +827,7 @@ pub fn assemble_group<'a, R: std::borrow::Borrow<Record<'a>>>(
         };
         let io = if as_process {
             process_io()
-        } else if groups.io {
+        } else if groups.has(Group::Io) {
             r.io().as_ref().map(thread_io)
         } else {
             None
@@ -860,11 +860,11 @@ fn fill_task(
         b.comm = comm_bytes(&k.name.map(|c| c as u8));
     }
     t.cred = r.cred().as_ref().map(to_cred);
-    t.stat = if groups.stat { stat } else { None };
-    if groups.locked {
+    t.stat = if groups.has(Group::Stat) { stat } else { None };
+    if groups.has(Group::Locked) {
         t.locked_bytes = base.as_ref().map(|b| b.locked_vm_pages * page);
     }
-    t.sched = if groups.sched || groups.sched_switches {
+    t.sched = if groups.has(Group::Sched) || groups.has(Group::SchedSwitches) {
         r.sched().as_ref().map(to_sched)
     } else {
         None
@@ -873,7 +873,7 @@ fn fill_task(
     if mem_from_pass(groups) {
         t.mem = r.mem().and_then(|m| to_mem(&m, page));
     }
-    if groups.signals {
+    if groups.has(Group::Signals) {
         // Every row's own masks: a process row's ShdPnd is its group's, as /proc/PID/status.
         t.signals = r.sig().map(|s| {
             Box::new(Signals {
@@ -895,13 +895,13 @@ fn fill_task(
 /// none without CONFIG_AUDIT (no loginuid file).
 fn fill_ns(t: &mut Task, n: &ts_ns, groups: &Groups) {
     let x = t.extra_mut();
-    if groups.ns {
+    if groups.has(Group::Ns) {
         x.ns = Some(n.inum.map(u64::from));
     }
-    if groups.oom_score_adj {
+    if groups.has(Group::OomScoreAdj) {
         x.oom_score_adj = Some(n.oom_score_adj);
     }
-    if groups.loginuid && n.flags & TS_NS_LOGINUID != 0 {
+    if groups.has(Group::Loginuid) && n.flags & TS_NS_LOGINUID != 0 {
         x.loginuid = Some(n.loginuid as i32);
     }
 }
@@ -929,51 +929,53 @@ pub fn no_mm(t: &Task) -> bool {
 /// Whether `g` asks for what only dump_task_rare writes (signal masks; namespaces,
 /// oom_score_adj and loginuid).
 pub fn wants_rare(g: &Groups) -> bool {
-    g.signals || g.ns || g.oom_score_adj || g.loginuid
+    g.has(Group::Signals) || g.has(Group::Ns) || g.has(Group::OomScoreAdj) || g.has(Group::Loginuid)
 }
 
 /// The groups that must come from /proc.
 pub fn procfs_groups(g: &Groups) -> Groups {
-    Groups {
-        cmdline: g.cmdline,
-        exe: g.exe,
-        wchan: g.wchan,
-        // The iterator does not read cgroup paths (they would need the kernfs names walked
-        // up to the hierarchy's root for every task).
-        cgroup: g.cgroup,
-        // Derived from the cgroup read from /proc (`Login::fill` after the fill).
-        login: g.login,
-        // The security label: a file of its own, which the iterator does not read.
-        label: g.label,
-        // Neither is in the iterator's record.
-        fds: g.fds,
-        environ: g.environ,
-        // statm: from the pass where it can give it exactly (`mem_from_pass`); the tasks
-        // it did not give it for are read (snapshot.rs `fill_plan`). I/O counters come from
-        // the iterator (TS_GROUP_IO).
-        mem: g.mem,
-        mem_rss_only: g.mem_rss_only,
-        mem_status: g.mem_status,
-        // Supplementary groups are only in status.
-        cred_full: g.cred_full,
-        // Code and stack addresses as /proc/PID/stat shows them to this reader (masked
-        // without ptrace access: do_task_stat()), and the RSS limit with them.
-        layout: g.layout,
-        // Namespaces, oom_score_adj and loginuid come from the pass (TS_GROUP_NS) when
-        // dump_task_rare ran (below); the OOM score (oom_badness() over the task's memory and the machine's), the
-        // autogroup and smaps_rollup (a walk of every mapping) from /proc.
-        oom_score: g.oom_score,
-        autogroup: g.autogroup,
-        smaps: g.smaps,
-        // The rare blocks (`wants_rare`): only dump_task_rare writes them; `fill_plan`
-        // (snapshot.rs) reads them only for the tasks whose record lacks them.
-        signals: g.signals,
-        ns: g.ns,
-        oom_score_adj: g.oom_score_adj,
-        loginuid: g.loginuid,
-        ..Groups::default()
-    }
+    g.only(FROM_PROCFS)
 }
+
+/// The groups that come from /proc when asked for (the BPF pass does not give them, or not
+/// for every task).
+const FROM_PROCFS: Groups = Groups::of(&[
+    Group::Cmdline,
+    Group::Exe,
+    Group::Wchan,
+    // The iterator does not read cgroup paths (they would need the kernfs names walked
+    // up to the hierarchy's root for every task).
+    Group::Cgroup,
+    // Derived from the cgroup read from /proc (`Login::fill` after the fill).
+    Group::Login,
+    // The security label: a file of its own, which the iterator does not read.
+    Group::Label,
+    // Neither is in the iterator's record.
+    Group::Fds,
+    Group::Environ,
+    // statm: from the pass where it can give it exactly (`mem_from_pass`); the tasks
+    // it did not give it for are read (snapshot.rs `fill_plan`). I/O counters come from
+    // the iterator (TS_GROUP_IO).
+    Group::Mem,
+    Group::MemStatus,
+    // Supplementary groups are only in status.
+    Group::CredFull,
+    // Code and stack addresses as /proc/PID/stat shows them to this reader (masked
+    // without ptrace access: do_task_stat()), and the RSS limit with them.
+    Group::Layout,
+    // Namespaces, oom_score_adj and loginuid come from the pass (TS_GROUP_NS) when
+    // dump_task_rare ran (below); the OOM score (oom_badness() over the task's memory and the machine's), the
+    // autogroup and smaps_rollup (a walk of every mapping) from /proc.
+    Group::OomScore,
+    Group::Autogroup,
+    Group::Smaps,
+    // The rare blocks (`wants_rare`): only dump_task_rare writes them; `fill_plan`
+    // (snapshot.rs) reads them only for the tasks whose record lacks them.
+    Group::Signals,
+    Group::Ns,
+    Group::OomScoreAdj,
+    Group::Loginuid,
+]);
 
 #[cfg(test)]
 mod tests {
@@ -1148,11 +1150,7 @@ mod tests {
             boot_time_unix_s: 0,
             boot: crate::BootClock::with_offset(0),
         };
-        let groups = Groups {
-            base: true,
-            stat: true,
-            ..Groups::default()
-        };
+        let groups = Groups::of(&[Group::Base, Group::Stat]);
         let extra = |pid: i32| {
             Task::new(TaskId {
                 tgid: pid,
@@ -1225,11 +1223,7 @@ mod tests {
             boot: crate::BootClock::with_offset(0),
         };
         let make = |signals| {
-            let groups = Groups {
-                base: true,
-                signals,
-                ..Groups::default()
-            };
+            let groups = Groups::of(&[Group::Base]).flag(Group::Signals, signals);
             let q = Query::new(Selector::AllProcesses, groups);
             assemble(&recs, Vec::new(), &q, &groups, units, Vec::new(), false)
         };

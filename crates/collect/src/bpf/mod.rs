@@ -46,6 +46,7 @@ mod snapshot;
 
 pub use tasksnap_bpf::{quiet_libbpf, Unavailable};
 
+use tasksnap_model::Group;
 use crate::procfs::ProcfsCollector;
 use programs::enough_descriptors;
 use settings::Settings;
@@ -119,7 +120,7 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(false)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        Self::load_with(procfs, groups.cmdline, false, decode::wants_rare(groups))
+        Self::load_with(procfs, groups.has(Group::Cmdline), false, decode::wants_rare(groups))
     }
 
     /// For the query service (`tasksnap serve`'s socket): every program a pass of any groups

@@ -373,7 +373,7 @@ mod tests {
     use crate::bpf::passes::*;
     use crate::bpf::{arena, decode};
     use tasksnap_loadgen::root_or_skip;
-    use tasksnap_model::Groups;
+    use tasksnap_model::{Group, Groups};
 
     /// Children that stop themselves, with argument areas of ~3,000 bytes: 24 of them fill
     /// more than one output chunk.
@@ -425,11 +425,7 @@ mod tests {
         }
         let kids = Stopped::spawn(24);
         let pids = kids.pids();
-        let groups = Groups {
-            base: true,
-            cmdline: true,
-            ..Groups::default()
-        };
+        let groups = Groups::of(&[Group::Base, Group::Cmdline]);
         let mut c = BpfCollector::load_fresh(true, true).expect("BPF loads as root");
         c.prepare_arena(&groups);
         c.pass(decode::group_bits(&groups)).expect("walk");

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
+use tasksnap_model::{Group, Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
 use super::cmdlines::{CmdlinePass, CmdlinePlan};
 use super::lap::Lap;
@@ -25,27 +25,21 @@ const RECONCILE_SLACK: u64 = 64;
 /// Of `g`, the groups of the rare blocks (see [`decode::wants_rare`]), for the tasks whose record
 /// had not got them (the walk, a pinned set's iterator, pid 1): read from /proc.
 fn rare_groups(g: &Groups) -> Groups {
-    Groups {
-        signals: g.signals,
-        ns: g.ns,
-        oom_score_adj: g.oom_score_adj,
-        loginuid: g.loginuid,
-        ..Groups::default()
-    }
+    Groups::default().flag(Group::Signals, g.has(Group::Signals)).flag(Group::Ns, g.has(Group::Ns)).flag(Group::OomScoreAdj, g.has(Group::OomScoreAdj)).flag(Group::Loginuid, g.has(Group::Loginuid))
 }
 
 /// True when `t` lacks one of the rare groups `g` asks for.
 fn lacks_rare(t: &Task, g: &Groups) -> bool {
     let x = t.extra.as_deref();
-    (g.signals && t.signals.is_none())
-        || (g.ns && x.is_none_or(|x| x.ns.is_none()))
-        || (g.oom_score_adj && x.is_none_or(|x| x.oom_score_adj.is_none()))
-        || (g.loginuid && x.is_none_or(|x| x.loginuid.is_none()))
+    (g.has(Group::Signals) && t.signals.is_none())
+        || (g.has(Group::Ns) && x.is_none_or(|x| x.ns.is_none()))
+        || (g.has(Group::OomScoreAdj) && x.is_none_or(|x| x.oom_score_adj.is_none()))
+        || (g.has(Group::Loginuid) && x.is_none_or(|x| x.loginuid.is_none()))
 }
 
 /// Copies the groups read from /proc into the tasks.
 fn merge(tasks: &mut [Task], mut filled: HashMap<(i32, i32), Task>, fill: &Groups) {
-    if fill.cmdline {
+    if fill.has(Group::Cmdline) {
         for t in tasks.iter_mut().filter(|t| decode::no_mm(t)) {
             t.cmdline = Some(Vec::new());
         }
@@ -70,72 +64,72 @@ fn merge(tasks: &mut [Task], mut filled: HashMap<(i32, i32), Task>, fill: &Group
 
 /// The groups `fill` of `f`, read from /proc, into `t`.
 fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
-    if fill.cmdline && t.cmdline.is_none() {
+    if fill.has(Group::Cmdline) && t.cmdline.is_none() {
         t.cmdline = f.cmdline;
         t.cmdline_timed_out = f.cmdline_timed_out;
     }
-    if fill.exe {
+    if fill.has(Group::Exe) {
         t.exe = f.exe;
     }
-    if fill.io {
+    if fill.has(Group::Io) {
         t.io = f.io;
     }
-    if fill.wchan {
+    if fill.has(Group::Wchan) {
         t.wchan = f.wchan;
     }
     if fill.needs_cgroup_file() {
         t.cgroup = f.cgroup;
     }
-    if fill.fds {
+    if fill.has(Group::Fds) {
         t.fds = f.fds;
     }
-    if fill.environ {
+    if fill.has(Group::Environ) {
         t.environ = f.environ;
     }
-    if fill.mem || fill.mem_status {
+    if fill.has(Group::Mem) || fill.has(Group::MemStatus) {
         t.mem = f.mem;
     }
-    if fill.layout {
+    if fill.has(Group::Layout) {
         t.layout = f.layout;
     }
-    if fill.signals {
+    if fill.has(Group::Signals) {
         t.signals = f.signals;
     }
-    if fill.cred_full {
+    if fill.has(Group::CredFull) {
         if let (Some(c), Some(fc)) = (&mut t.cred, f.cred) {
             c.groups = fc.groups;
         }
     }
     // The groups of `Task::extra`: each one asked for is taken from /proc's reading.
-    if fill.oom_score
-        || fill.autogroup
-        || fill.smaps
-        || fill.ns
-        || fill.oom_score_adj
-        || fill.loginuid
-        || fill.label
+    if fill.has(Group::OomScore)
+        || fill.has(Group::Autogroup)
+        || fill.has(Group::Smaps)
+        || fill.has(Group::Ns)
+        || fill.has(Group::OomScoreAdj)
+        || fill.has(Group::Loginuid)
+        || fill.has(Group::Label)
     {
         let from = f.extra.unwrap_or_default();
         let x = t.extra_mut();
-        if fill.oom_score {
+        if fill.has(Group::OomScore) {
             x.oom_score = from.oom_score;
         }
-        if fill.autogroup {
+        if fill.has(Group::Autogroup) {
             x.autogroup = from.autogroup;
         }
-        if fill.smaps {
+        if fill.has(Group::Smaps) {
             x.smaps_kb = from.smaps_kb;
         }
-        if fill.ns {
+        if fill.has(Group::Ns) {
             x.ns = from.ns;
         }
-        if fill.oom_score_adj {
+        if fill.has(Group::OomScoreAdj) {
             x.oom_score_adj = from.oom_score_adj;
         }
-        if fill.loginuid {
+        if fill.has(Group::Loginuid) {
             x.loginuid = from.loginuid;
         }
-        if fill.label {
+        if fill.has(Group::Label) {
             x.label = from.label;
         }
     }
@@ -154,7 +148,7 @@ fn fill_plan(
 ) -> Vec<(Groups, Vec<(i32, i32)>)> {
     let mut plan = Vec::new();
     let id = |t: &tasksnap_model::Task| (t.id.tgid, t.id.tid);
-    if fill.cmdline {
+    if fill.has(Group::Cmdline) {
         let ids: Vec<(i32, i32)> = tasks
             .iter()
             .filter(|t| t.cmdline.is_none() && !decode::no_mm(t))
@@ -162,29 +156,19 @@ fn fill_plan(
             .collect();
         // Kernel threads and zombies get their empty command line in the merge, read or not.
         plan.push((
-            Groups {
-                cmdline: true,
-                ..Groups::default()
-            },
+            Groups::of(&[Group::Cmdline]),
             ids,
         ));
     }
-    let mut rest = Groups {
-        cmdline: false,
-        ..fill
-    };
-    if rest.mem && mem_from_pass {
-        let mem = Groups {
-            mem: true,
-            mem_rss_only: rest.mem_rss_only,
-            ..Groups::default()
-        };
-        rest.mem = false;
+    let mut rest = fill.without(Group::Cmdline);
+    if rest.has(Group::Mem) && mem_from_pass {
+        let mem = Groups::of(&[Group::Mem]).rss_only(rest.mem_rss_only);
+        rest.remove(Group::Mem);
         rest.mem_rss_only = false;
         let missing: Vec<(i32, i32)> = tasks.iter().filter(|t| t.mem.is_none()).map(id).collect();
         if rest != Groups::default() && missing.len() == tasks.len() {
             // Not one task has it from the pass: one read of each task for everything.
-            rest.mem = true;
+            rest.insert(Group::Mem);
             rest.mem_rss_only = mem.mem_rss_only;
         } else if !missing.is_empty() {
             plan.push((mem, missing));
@@ -195,13 +179,7 @@ fn fill_plan(
     let rare = rare_groups(&rest);
     if rare != Groups::default() {
         let keep = rest;
-        rest = Groups {
-            signals: false,
-            ns: false,
-            oom_score_adj: false,
-            loginuid: false,
-            ..rest
-        };
+        rest = rest.without(Group::Signals).without(Group::Ns).without(Group::OomScoreAdj).without(Group::Loginuid);
         let missing: Vec<(i32, i32)> = tasks
             .iter()
             .filter(|t| lacks_rare(t, &rare))
@@ -237,7 +215,7 @@ impl BpfCollector {
             stats.cmdline_timeouts += fill_stats.cmdline_timeouts;
             merge(tasks, filled, &groups);
         }
-        if !query.groups.base {
+        if !query.groups.has(Group::Base) {
             for t in tasks.iter_mut() {
                 t.base = None;
             }
@@ -420,7 +398,7 @@ impl BpfCollector {
         let mut fill_groups = groups;
         if plan != CmdlinePlan::NotAsked {
             // What is still missing (flagged, or born after the pass) is read from /proc.
-            fill_groups.cmdline = self.attach_cmdlines(
+            let still_missing = self.attach_cmdlines(
                 &mut tasks,
                 query,
                 cmdline_pass,
@@ -428,14 +406,15 @@ impl BpfCollector {
                 &mut stats,
                 &mut lap,
             );
+            fill_groups.set(Group::Cmdline, still_missing);
         }
 
         lap.mark("attach");
         self.fill_from_procfs(&mut tasks, query, fill_groups, &mut stats)?;
-        if query.groups.login {
+        if query.groups.has(Group::Login) {
             // From the cgroups just read (those of the tasks /proc alone gave, through its
             // own snapshot, have theirs already and no cgroup left unless asked for).
-            crate::login::Login::system(self.procfs.root()).fill(&mut tasks, query.groups.cgroup);
+            crate::login::Login::system(self.procfs.root()).fill(&mut tasks, query.groups.has(Group::Cgroup));
         }
         lap.mark("procfs");
         self.out.phases_ms = lap.into_phases_ms();
@@ -459,7 +438,7 @@ fn pass_groups(query: &Query) -> (Groups, Option<i32>) {
         query.selector,
         Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_)
     ) {
-        groups.base = true;
+        groups.insert(Group::Base);
     }
     let one_process = match query.selector {
         Selector::Pid(p) | Selector::ThreadsOf(p) => Some(p),
@@ -496,21 +475,11 @@ mod tests {
         ];
         let plan = fill_plan(
             &tasks,
-            Groups {
-                cmdline: true,
-                mem: true,
-                ..Groups::default()
-            },
+            Groups::of(&[Group::Cmdline, Group::Mem]),
             false,
         );
-        let cmdline = Groups {
-            cmdline: true,
-            ..Groups::default()
-        };
-        let mem = Groups {
-            mem: true,
-            ..Groups::default()
-        };
+        let cmdline = Groups::of(&[Group::Cmdline]);
+        let mem = Groups::of(&[Group::Mem]);
         // The copied line is not read again through the target's mmap lock, nor a zombie's.
         assert_eq!(
             plan,
@@ -531,15 +500,9 @@ mod tests {
             task(2, None, TaskState::Sleeping),
             task(3, None, TaskState::Zombie),
         ];
-        let mem = Groups {
-            mem: true,
-            ..Groups::default()
-        };
-        let exe = Groups {
-            exe: true,
-            ..Groups::default()
-        };
-        let mem_exe = Groups { exe: true, ..mem };
+        let mem = Groups::of(&[Group::Mem]);
+        let exe = Groups::of(&[Group::Exe]);
+        let mem_exe = mem.with(Group::Exe);
         // The pass gave none: every task is read, once, for everything.
         assert_eq!(fill_plan(&tasks, mem, true), vec![(mem, vec![(1, 1), (2, 2), (3, 3)])]);
         assert_eq!(
@@ -572,15 +535,9 @@ mod tests {
             task(1, None, TaskState::Sleeping),
             task(2, None, TaskState::Sleeping),
         ];
-        let sig = Groups {
-            signals: true,
-            ..Groups::default()
-        };
-        let exe = Groups {
-            exe: true,
-            ..Groups::default()
-        };
-        let sig_exe = Groups { exe: true, ..sig };
+        let sig = Groups::of(&[Group::Signals]);
+        let exe = Groups::of(&[Group::Exe]);
+        let sig_exe = sig.with(Group::Exe);
         // The walk or a pinned iterator gave none: one read of each task for everything.
         assert_eq!(fill_plan(&tasks, sig, false), vec![(sig, vec![(1, 1), (2, 2)])]);
         assert_eq!(

@@ -29,7 +29,7 @@
 //! # use tasksnap_collect::Host;
 //! # use tasksnap_model::{Backend, Groups, Query, Selector};
 //! # fn main() -> Result<(), tasksnap_collect::Error> {
-//! let groups = Groups { base: true, stat: true, ..Groups::default() };
+//! let groups = Groups::of(&[Group::Base, Group::Stat]);
 //! let mut host = Host::from_env(); // this machine, or the test's fake tree
 //! host.open_snapshots(Backend::Auto, &groups)?; // BPF or /proc, by choice's rules
 //! let _ = host.ready(); // loading is over: its capabilities go

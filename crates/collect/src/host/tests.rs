@@ -3,6 +3,7 @@
 use super::*;
 use std::ffi::OsStr;
 use tasksnap_loadgen::fake_proc::{FakeProc, BASH_RSS_PAGES, BTIME};
+use tasksnap_model::Group;
 use tasksnap_model::{Memory, Selector, SnapshotStats, SystemFigures};
 
 fn tree(page_size: u64) -> (tempfile::TempDir, Host) {
@@ -16,14 +17,7 @@ fn tree(page_size: u64) -> (tempfile::TempDir, Host) {
 }
 
 fn stat_query(sel: Selector) -> Query {
-    Query::new(
-        sel,
-        Groups {
-            base: true,
-            stat: true,
-            ..Groups::default()
-        },
-    )
+    Query::new(sel, Groups::of(&[Group::Base, Group::Stat]))
 }
 
 #[test]

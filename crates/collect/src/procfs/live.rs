@@ -31,7 +31,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task, TaskId, TaskState};
+use tasksnap_model::{
+    Group, Groups, Query, Selector, Snapshot, SnapshotStats, Task, TaskId, TaskState,
+};
 
 use tasksnap_procfs::parse;
 
@@ -109,7 +111,7 @@ impl Live {
     /// A live view for `query`, or None when the query is not one it can follow: every
     /// thread, with the base group (state, parent and thread count decide what to re-read).
     pub fn new(query: &Query) -> Option<Live> {
-        if query.selector != Selector::AllThreads || !query.groups.base {
+        if query.selector != Selector::AllThreads || !query.groups.has(Group::Base) {
             return None;
         }
         Some(Live {
@@ -390,11 +392,7 @@ mod tests {
     fn query() -> Query {
         let mut q = Query::new(
             Selector::AllThreads,
-            Groups {
-                base: true,
-                stat: true,
-                ..Groups::default()
-            },
+            Groups::of(&[Group::Base, Group::Stat]),
         );
         q.leader_as_process = true;
         q

@@ -24,7 +24,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tasksnap_model::{Groups, Query, Selector, Snapshot, SnapshotStats, Task};
+use tasksnap_model::{Group, Groups, Query, Selector, Snapshot, SnapshotStats, Task};
 
 use tasksnap_procfs::parse;
 
@@ -390,7 +390,7 @@ impl Collector for ProcfsCollector {
             },
             cmdlines: self
                 .last
-                .is_some_and(|g| g.cmdline)
+                .is_some_and(|g| g.has(Group::Cmdline))
                 .then_some(CmdlineSource::Procfs),
             ..PassReport::new(Backend::Procfs, self.why.clone())
         }
@@ -403,7 +403,7 @@ impl Collector for ProcfsCollector {
         let mut groups: Groups = query.groups;
         let filter = match query.selector {
             Selector::ChildrenOf(_) | Selector::Session(_) | Selector::ProcessGroup(_) => {
-                groups.base = true;
+                groups.insert(Group::Base);
                 true
             }
             _ => false,
@@ -427,15 +427,16 @@ impl Collector for ProcfsCollector {
                     _ => true,
                 }
             });
-            if !query.groups.base {
+            if !query.groups.has(Group::Base) {
                 for t in &mut tasks {
                     t.base = None;
                 }
             }
         }
         tasks.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
-        if query.groups.login {
-            crate::login::Login::system(&self.root).fill(&mut tasks, query.groups.cgroup);
+        if query.groups.has(Group::Login) {
+            crate::login::Login::system(&self.root)
+                .fill(&mut tasks, query.groups.has(Group::Cgroup));
         }
         Ok(Snapshot {
             taken_at_unix_ns,

@@ -26,7 +26,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tasksnap_model::{Groups, SnapshotStats, Task};
+use tasksnap_model::{Group, Groups, SnapshotStats, Task};
 
 use super::reader::{Blocking, Item, Outcome, Progress, TaskReader};
 use crate::blocked::{self, Count, Watch};
@@ -335,7 +335,11 @@ pub(crate) fn read_all(
         // (pid 1, which the BPF walk passes over here, and what it could not fill) are read
         // right here: a thread costs ~15 system calls of its own.
         let g = &cfg.groups;
-        let spawned = if g.cmdline || g.environ || g.smaps || n >= MIN_ITEMS_PER_WORKER {
+        let spawned = if g.has(Group::Cmdline)
+            || g.has(Group::Environ)
+            || g.has(Group::Smaps)
+            || n >= MIN_ITEMS_PER_WORKER
+        {
             std::thread::Builder::new()
                 .name("tasksnap-procfs".into())
                 .spawn(move || run_reader(r, root_fd, it, start..end, cfg, s, id, t, true))

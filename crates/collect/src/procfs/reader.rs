@@ -6,8 +6,8 @@ use std::io;
 use std::os::fd::RawFd;
 
 use tasksnap_model::{
-    Base, Cgroup, Cred, Groups, Mem, Sched, Signals, SnapshotStats, Stat, Task, TaskId, TaskState,
-    PF_KTHREAD,
+    Base, Cgroup, Cred, Group, Groups, Mem, Sched, Signals, SnapshotStats, Stat, Task, TaskId,
+    TaskState, PF_KTHREAD,
 };
 
 use tasksnap_procfs::parse::{self, StatLine};
@@ -322,9 +322,9 @@ impl TaskReader {
         // processes) then costs two files per process, not a stat besides.
         if st.is_none()
             && !g.needs_status_file()
-            && !g.cred_effective
+            && !g.has(Group::CredEffective)
             && !g.needs_cgroup_file()
-            && !g.cmdline
+            && !g.has(Group::Cmdline)
         {
             self.prove_exists(tgid, tid)?;
         }
@@ -347,7 +347,7 @@ impl TaskReader {
     /// a task that is gone, unreadable or unparsable here is not listed.
     fn read_stat_line(&mut self, tgid: i32, tid: Option<i32>) -> Result<Option<StatLine>, Outcome> {
         let g = self.groups;
-        if g.needs_stat_file() || (g.cmdline && self.stat_for_cmdline) {
+        if g.needs_stat_file() || (g.has(Group::Cmdline) && self.stat_for_cmdline) {
             match self.read_small(tgid, tid, "stat") {
                 Ok(n) => match parse::parse_stat(&self.buf[..n]) {
                     Ok(line) => return Ok(Some(line)),
@@ -375,7 +375,7 @@ impl TaskReader {
     fn fill_from_stat(&self, task: &mut Task, line: &StatLine) {
         let g = self.groups;
         task.id.start_time_ns = self.units.start_ns(line.start_ticks);
-        if g.base {
+        if g.has(Group::Base) {
             task.base = Some(Base {
                 state: parse::state_of(line),
                 ppid: line.ppid,
@@ -394,7 +394,7 @@ impl TaskReader {
                 processor: line.processor,
             });
         }
-        if g.stat {
+        if g.has(Group::Stat) {
             let u = self.units;
             task.stat = Some(Stat {
                 utime_ns: u.ticks_to_ns(line.utime_ticks),
@@ -412,7 +412,7 @@ impl TaskReader {
                 swap_bytes: None,
             });
         }
-        if g.layout {
+        if g.has(Group::Layout) {
             task.layout = Some(Box::new(line.layout));
         }
     }
@@ -468,7 +468,7 @@ impl TaskReader {
     fn fill_from_status(&self, task: &mut Task, s: &parse::StatusFields) -> bool {
         let g = self.groups;
         let mut rss_from_status = false;
-        if g.cred_full || g.cred_effective {
+        if g.has(Group::CredFull) || g.has(Group::CredEffective) {
             if let (Some(u), Some(gr)) = (s.uids, s.gids) {
                 task.cred = Some(Cred {
                     ruid: u[0],
@@ -484,17 +484,17 @@ impl TaskReader {
                 });
             }
         }
-        if g.locked {
+        if g.has(Group::Locked) {
             task.locked_bytes = Some(s.vm_lck_kb.unwrap_or(0) * 1024);
         }
-        if g.mem && g.mem_rss_only {
+        if g.has(Group::Mem) && g.mem_rss_only {
             // status has the exact RSS too: no statm read needed.
             let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
             mem.rss_bytes = s.vm_rss_kb.unwrap_or(0) * 1024;
             mem.vsize_bytes = s.vm_size_kb.unwrap_or(0) * 1024;
             rss_from_status = true;
         }
-        if g.mem_status {
+        if g.has(Group::MemStatus) {
             let mem = task.mem.get_or_insert_with(|| Box::new(empty_mem()));
             mem.swap_bytes = s.vm_swap_kb.map(|k| k * 1024).or(Some(0));
             mem.locked_bytes = s.vm_lck_kb.map(|k| k * 1024).or(Some(0));
@@ -503,7 +503,7 @@ impl TaskReader {
             mem.vsize_bytes = s.vm_size_kb.unwrap_or(0) * 1024;
             rss_from_status = true;
         }
-        if g.signals {
+        if g.has(Group::Signals) {
             let [pnd, shd, blk, ign, cgt] = s.signals;
             task.signals = Some(Box::new(Signals {
                 pending: pnd.unwrap_or(0),
@@ -515,7 +515,7 @@ impl TaskReader {
                 caught: cgt.unwrap_or(0),
             }));
         }
-        if g.sched_switches {
+        if g.has(Group::SchedSwitches) {
             let sc = task.sched.get_or_insert_with(|| Box::new(empty_sched()));
             sc.voluntary_switches = s.voluntary_switches;
             sc.involuntary_switches = s.involuntary_switches;
@@ -531,7 +531,7 @@ impl TaskReader {
         seen: &mut bool,
     ) -> Result<Task, Outcome> {
         let g = self.groups;
-        if g.cred_effective && task.cred.is_none() {
+        if g.has(Group::CredEffective) && task.cred.is_none() {
             // The owner of the /proc/PID directory is the task's euid/egid, even for a
             // non-dumpable task: task_dump_owner() (fs/proc/base.c) applies the "make
             // non-dumpable tasks owned by root" rule to every file *except* the 0555 per-process
@@ -559,7 +559,7 @@ impl TaskReader {
         rss_from_status: bool,
     ) -> Result<Task, Outcome> {
         let g = self.groups;
-        if g.mem && !(rss_from_status && g.mem_rss_only) {
+        if g.has(Group::Mem) && !(rss_from_status && g.mem_rss_only) {
             let r = self.read_small(tgid, tid, "statm");
             if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "statm"))? {
                 match parse::parse_statm(&self.buf[..n]) {
@@ -577,7 +577,7 @@ impl TaskReader {
             }
         }
 
-        if g.sched {
+        if g.has(Group::Sched) {
             let r = self.read_small(tgid, tid, "schedstat");
             if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "schedstat"))? {
                 if let Ok(v) = parse::parse_schedstat(&self.buf[..n]) {
@@ -589,7 +589,7 @@ impl TaskReader {
             }
         }
 
-        if g.io {
+        if g.has(Group::Io) {
             let r = self.read_small(tgid, tid, "io");
             if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "io"))? {
                 match parse::parse_io(&self.buf[..n]) {
@@ -610,7 +610,7 @@ impl TaskReader {
         seen: bool,
     ) -> Result<Task, Outcome> {
         let g = self.groups;
-        if g.wchan {
+        if g.has(Group::Wchan) {
             let r = self.read_small(tgid, tid, "wchan");
             if let Some(n) = self.settle(r, &mut task, seen, (tgid, tid, "wchan"))? {
                 let w = parse::parse_wchan(&self.buf[..n]);
@@ -627,7 +627,7 @@ impl TaskReader {
             }
         }
 
-        if g.fds {
+        if g.has(Group::Fds) {
             // procps (newer than 4.0.2) stats the fd directory and takes its size; a stat
             // that fails is 0 there. The size needs no ptrace access (proc_fd_getattr).
             let size = self.retry(|r| {
@@ -650,7 +650,7 @@ impl TaskReader {
         (tgid, tid): (i32, Option<i32>),
     ) -> Result<Task, Outcome> {
         let g = self.groups;
-        if g.ns {
+        if g.has(Group::Ns) {
             // procps stat()s /proc/TID/ns/NAME: the same task as TGID/task/TID/ns/NAME.
             let mut inums = [0u64; 8];
             for (slot, file) in inums.iter_mut().zip(NS_FILES) {
@@ -671,10 +671,10 @@ impl TaskReader {
         }
 
         for (asked, file) in [
-            (g.oom_score, "oom_score"),
-            (g.oom_score_adj, "oom_score_adj"),
-            (g.autogroup, "autogroup"),
-            (g.loginuid, "loginuid"),
+            (g.has(Group::OomScore), "oom_score"),
+            (g.has(Group::OomScoreAdj), "oom_score_adj"),
+            (g.has(Group::Autogroup), "autogroup"),
+            (g.has(Group::Loginuid), "loginuid"),
         ] {
             if !asked {
                 continue;
@@ -694,7 +694,7 @@ impl TaskReader {
             }
         }
 
-        if g.label {
+        if g.has(Group::Label) {
             // The process's label, also on a thread's row: procps reads /proc/TGID/attr/current.
             let read = match self.read_optional(tgid, None, "attr/current") {
                 Ok(n) => n,
@@ -705,7 +705,7 @@ impl TaskReader {
             }
         }
 
-        if g.exe {
+        if g.has(Group::Exe) {
             let mut link = vec![0u8; 4096];
             let read = self.retry(|r| {
                 let path = r.set_path(tgid, None, "exe");
@@ -736,7 +736,7 @@ impl TaskReader {
         no_mm: bool,
         progress: &mut dyn Progress,
     ) -> Result<Task, Outcome> {
-        if self.groups.cmdline {
+        if self.groups.has(Group::Cmdline) {
             let cached = match (&self.cmdline_cache, tid) {
                 (Some((t, c)), Some(_)) if *t == tgid => Some(c.clone()),
                 _ => None,
@@ -773,11 +773,11 @@ impl TaskReader {
         progress: &mut dyn Progress,
     ) -> Result<Task, Outcome> {
         let g = self.groups;
-        if g.environ && no_mm {
+        if g.has(Group::Environ) && no_mm {
             // Kernel threads and zombies have no memory to copy an environment from: the
             // open fails with ESRCH (`__mem_open` finds no mm), which is not the task
             // going away. Left unread (None), as a denied one is; the task stays listed.
-        } else if g.environ {
+        } else if g.has(Group::Environ) {
             // Needs ptrace read access (another user's is EACCES); procps keeps at most
             // 128 KiB of it. environ_read() copies from the target's memory under its mmap
             // lock, like the command line: behind the same watchdog, so one stuck process
@@ -800,7 +800,7 @@ impl TaskReader {
             }
         }
 
-        if g.smaps {
+        if g.has(Group::Smaps) {
             // Kernel threads and zombies have no memory to sum: their read fails (ESRCH),
             // which procps shows as 0, as it does here without a read.
             if !no_mm {

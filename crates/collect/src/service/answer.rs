@@ -254,7 +254,7 @@ fn differ(
 mod tests {
     use super::*;
     use crate::service::peer::Rules;
-    use tasksnap_model::{Backend, Base, Cred, SnapshotStats};
+    use tasksnap_model::{Backend, Base, Cred, Group, SnapshotStats};
 
     const NOBODY: u32 = 65534;
 
@@ -305,10 +305,7 @@ mod tests {
     }
 
     fn stat_only() -> Groups {
-        Groups {
-            stat: true,
-            ..Groups::default()
-        }
+        Groups::of(&[Group::Stat])
     }
 
     /// Every task of an answer, read back from its frames.

@@ -60,21 +60,21 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use tasksnap_model::{Groups, Layout, Task, TaskState};
+use tasksnap_model::{Group, Groups, Layout, Task, TaskState};
 
 use super::peer::{Caller, HidePid};
 
 /// True when `asked` has a group that procfs gives only to ptrace-readers (or to the file's
 /// owner): the rows then need the ids and the base group to be judged.
 fn asks_gated(caller: &Caller, asked: &Groups) -> bool {
-    asked.io
-        || asked.environ
-        || asked.exe
-        || asked.smaps
-        || asked.ns
-        || asked.wchan
-        || asked.layout
-        || (asked.label && caller.rules.label_gated)
+    asked.has(Group::Io)
+        || asked.has(Group::Environ)
+        || asked.has(Group::Exe)
+        || asked.has(Group::Smaps)
+        || asked.has(Group::Ns)
+        || asked.has(Group::Wchan)
+        || asked.has(Group::Layout)
+        || (asked.has(Group::Label) && caller.rules.label_gated)
 }
 
 /// The groups the service reads to answer `asked` for `caller`: exactly `asked` when no rule
@@ -91,11 +91,7 @@ pub fn groups_to_read(caller: &Caller, asked: &Groups) -> Groups {
     if !(hides || gated) {
         return *asked;
     }
-    Groups {
-        cred_effective: true,
-        base: true,
-        ..*asked
-    }
+    asked.with(Group::CredEffective).with(Group::Base)
 }
 
 /// Whether `task` has an mm (`get_task_mm()` is not NULL): not a kernel thread, not a zombie
@@ -216,11 +212,11 @@ fn gid_exempt(caller: &Caller) -> bool {
 fn noaccess_kept(asked: &Groups, dir_ok: bool) -> bool {
     // stat is read first (for the stat groups, or to skip kernel threads and zombies before
     // cmdline): EPERM there drops the task.
-    if asked.needs_stat_file() || asked.cmdline {
+    if asked.needs_stat_file() || asked.has(Group::Cmdline) {
         return false;
     }
     let proven_otherwise =
-        asked.needs_status_file() || asked.cred_effective || asked.needs_cgroup_file();
+        asked.needs_status_file() || asked.has(Group::CredEffective) || asked.needs_cgroup_file();
     // Else the existence check stats the directory; EPERM drops the task.
     proven_otherwise || dir_ok
 }
@@ -233,7 +229,7 @@ fn noaccess_row(task: &Task, asked: &Groups, dir_ok: bool) -> Task {
         start_time_ns: 0,
         ..task.id
     });
-    if asked.cred_effective && dir_ok {
+    if asked.has(Group::CredEffective) && dir_ok {
         // The directory's owner (task_dump_owner() keeps the euid for 0555 directories;
         // root for a kernel thread).
         let kthread = task.base.as_ref().is_some_and(|b| b.kthread);
@@ -245,7 +241,7 @@ fn noaccess_row(task: &Task, asked: &Groups, dir_ok: bool) -> Task {
             });
         }
     }
-    if asked.ns {
+    if asked.has(Group::Ns) {
         // Each link fails: the reader keeps 0 for it.
         row.extra_mut().ns = Some([0; 8]);
     }
@@ -263,39 +259,45 @@ fn strip_unasked(row: &mut Cow<'_, Task>, asked: &Groups) {
             }
         };
     }
-    unasked!(asked.base, base);
-    unasked!(asked.cred_full || asked.cred_effective, cred);
-    if !asked.cred_full && row.cred.as_ref().is_some_and(|c| c.groups.is_some()) {
+    unasked!(asked.has(Group::Base), base);
+    unasked!(
+        asked.has(Group::CredFull) || asked.has(Group::CredEffective),
+        cred
+    );
+    if !asked.has(Group::CredFull) && row.cred.as_ref().is_some_and(|c| c.groups.is_some()) {
         // What a collector opened for `cred_effective` alone gives: the ids, no groups.
         if let Some(c) = row.to_mut().cred.as_mut() {
             c.groups = None;
         }
     }
-    unasked!(asked.stat, stat);
-    unasked!(asked.mem || asked.mem_status, mem);
-    unasked!(asked.locked, locked_bytes);
-    unasked!(asked.cmdline, cmdline);
-    if !asked.cmdline && row.cmdline_timed_out {
+    unasked!(asked.has(Group::Stat), stat);
+    unasked!(asked.has(Group::Mem) || asked.has(Group::MemStatus), mem);
+    unasked!(asked.has(Group::Locked), locked_bytes);
+    unasked!(asked.has(Group::Cmdline), cmdline);
+    if !asked.has(Group::Cmdline) && row.cmdline_timed_out {
         row.to_mut().cmdline_timed_out = false;
     }
-    unasked!(asked.exe, exe);
-    unasked!(asked.io, io);
-    unasked!(asked.sched || asked.sched_switches, sched);
-    unasked!(asked.wchan, wchan);
-    unasked!(asked.cgroup, cgroup);
-    unasked!(asked.signals, signals);
-    unasked!(asked.layout, layout);
-    unasked!(asked.fds, fds);
-    unasked!(asked.environ, environ);
+    unasked!(asked.has(Group::Exe), exe);
+    unasked!(asked.has(Group::Io), io);
+    unasked!(
+        asked.has(Group::Sched) || asked.has(Group::SchedSwitches),
+        sched
+    );
+    unasked!(asked.has(Group::Wchan), wchan);
+    unasked!(asked.has(Group::Cgroup), cgroup);
+    unasked!(asked.has(Group::Signals), signals);
+    unasked!(asked.has(Group::Layout), layout);
+    unasked!(asked.has(Group::Fds), fds);
+    unasked!(asked.has(Group::Environ), environ);
     // The groups of `extra`, each with the field it fills: the whole block goes when none is
     // asked for, else each field not asked for (copied only when one is there).
     macro_rules! unasked_extra {
         ($($group:ident => $field:ident),+) => {
-            unasked!($(asked.$group)||+, extra);
+            unasked!($(asked.has(Group::$group))||+, extra);
             if let Some(x) = row.extra.as_deref() {
-                if $((!asked.$group && x.$field.is_some()))||+ {
+                if $((!asked.has(Group::$group) && x.$field.is_some()))||+ {
                     let x = row.to_mut().extra_mut();
-                    $(if !asked.$group {
+                    $(if !asked.has(Group::$group) {
                         x.$field = None;
                     })+
                 }
@@ -303,14 +305,14 @@ fn strip_unasked(row: &mut Cow<'_, Task>, asked: &Groups) {
         };
     }
     unasked_extra!(
-        ns => ns,
-        oom_score => oom_score,
-        oom_score_adj => oom_score_adj,
-        autogroup => autogroup,
-        loginuid => loginuid,
-        smaps => smaps_kb,
-        label => label,
-        login => login
+        Ns => ns,
+        OomScore => oom_score,
+        OomScoreAdj => oom_score_adj,
+        Autogroup => autogroup,
+        Loginuid => loginuid,
+        Smaps => smaps_kb,
+        Label => label,
+        Login => login
     );
 }
 
@@ -405,7 +407,7 @@ impl<'c, 't> Viewer<'c, 't> {
             tasks,
             gated,
             hides,
-            need_dac: asked.io || asked.environ,
+            need_dac: asked.has(Group::Io) || asked.has(Group::Environ),
             leaders,
             ptrace_of: if hides || gated {
                 vec![None; tasks.len()]
@@ -622,13 +624,12 @@ mod tests {
 
     /// What `ps -ef` asks for.
     fn ps_ef() -> Groups {
-        Groups {
-            base: true,
-            cred_effective: true,
-            stat: true,
-            cmdline: true,
-            ..Groups::default()
-        }
+        Groups::of(&[
+            Group::Base,
+            Group::CredEffective,
+            Group::Stat,
+            Group::Cmdline,
+        ])
     }
 
     fn view_all(c: &Caller, g: &Groups, tasks: &[Task]) -> Vec<Task> {
@@ -950,10 +951,10 @@ mod tests {
             g
         };
         for g in [
-            only(|g| g.base = true),
-            only(|g| g.stat = true),
-            only(|g| g.layout = true),
-            only(|g| g.cmdline = true),
+            only(|g| g.insert(Group::Base)),
+            only(|g| g.insert(Group::Stat)),
+            only(|g| g.insert(Group::Layout)),
+            only(|g| g.insert(Group::Cmdline)),
         ] {
             let rows = view_all(&c, &g, &tasks);
             assert_eq!(rows.len(), 1, "{g:?}");
@@ -961,15 +962,14 @@ mod tests {
         }
         // Else identity (start time 0: stat unread), the directory owner as effective ids,
         // zeroed namespaces, nothing more.
-        let g = Groups {
-            cred_effective: true,
-            ns: true,
-            io: true,
-            environ: true,
-            fds: true,
-            mem: true,
-            ..Groups::default()
-        };
+        let g = Groups::of(&[
+            Group::CredEffective,
+            Group::Ns,
+            Group::Io,
+            Group::Environ,
+            Group::Fds,
+            Group::Mem,
+        ]);
         let rows = view_all(&c, &g, &tasks);
         assert_eq!(rows.len(), 2);
         let mut want = Task::new(TaskId {
@@ -980,14 +980,7 @@ mod tests {
         want.extra_mut().ns = Some([0; 8]);
         assert_eq!(rows[1], want);
         // Only `fds`: the existence check stats the directory, which works.
-        let rows = view_all(
-            &c,
-            &Groups {
-                fds: true,
-                ..Groups::default()
-            },
-            &tasks,
-        );
+        let rows = view_all(&c, &Groups::of(&[Group::Fds]), &tasks);
         assert_eq!(
             rows[1],
             Task::new(TaskId {
@@ -1021,10 +1014,7 @@ mod tests {
             proc_mount: mount(HidePid::NoAccess, Some(27)),
             ..nobody()
         };
-        let g = Groups {
-            fds: true,
-            ..Groups::default()
-        };
+        let g = Groups::of(&[Group::Fds]);
         assert!(view_all(&c, &g, &tasks).len() == 1);
         // hidepid=off: the thread's own rule alone.
         let rows = view_all(&nobody(), &everything(), &tasks);
@@ -1034,26 +1024,24 @@ mod tests {
     #[test]
     fn groups_to_read_costs_nothing_in_the_cheap_case() {
         let ps_ef = ps_ef();
-        let ps_aux = Groups {
-            mem: true,
-            mem_rss_only: true,
-            ..ps_ef
-        };
+        let ps_aux = ps_ef.with(Group::Mem).rss_only(true);
         for g in [ps_ef, ps_aux, Groups::default()] {
             assert_eq!(groups_to_read(&nobody(), &g), g);
         }
-        let wchan = Groups {
-            wchan: true,
-            ..Groups::default()
-        };
+        let wchan = Groups::of(&[Group::Wchan]);
         let read = groups_to_read(&nobody(), &wchan);
-        assert!(read.cred_effective && read.base && read.wchan && !read.cred_full);
+        assert!(
+            read.has(Group::CredEffective)
+                && read.has(Group::Base)
+                && read.has(Group::Wchan)
+                && !read.has(Group::CredFull)
+        );
         let hidden = Caller {
             proc_mount: mount(HidePid::Invisible, None),
             ..nobody()
         };
-        assert!(groups_to_read(&hidden, &ps_ef).base);
-        assert!(groups_to_read(&hidden, &Groups::default()).cred_effective);
+        assert!(groups_to_read(&hidden, &ps_ef).has(Group::Base));
+        assert!(groups_to_read(&hidden, &Groups::default()).has(Group::CredEffective));
         let root = Caller {
             cap_sys_ptrace: true,
             cap_dac_read: true,
@@ -1062,41 +1050,29 @@ mod tests {
         };
         assert_eq!(groups_to_read(&root, &Groups::all()), Groups::all());
         // A label is gated only under SELinux.
-        let label = Groups {
-            label: true,
-            ..Groups::default()
-        };
+        let label = Groups::of(&[Group::Label]);
         assert_eq!(groups_to_read(&nobody(), &label), label);
         let selinux = Caller {
             rules: Rules::from_lsm_list(b"capability,selinux"),
             ..nobody()
         };
-        assert!(groups_to_read(&selinux, &label).cred_effective);
+        assert!(groups_to_read(&selinux, &label).has(Group::CredEffective));
     }
 
     #[test]
     fn groups_read_only_for_the_rules_are_taken_off() {
         let tasks = [user(100, 1000)];
-        let wchan = Groups {
-            wchan: true,
-            ..Groups::default()
-        };
+        let wchan = Groups::of(&[Group::Wchan]);
         let rows = view_all(&nobody(), &wchan, &tasks);
         assert_eq!(rows[0].base, None);
         assert_eq!(rows[0].cred, None);
         assert_eq!(rows[0].wchan.as_deref(), Some(""));
         // cred_effective asked: the ids a collector gives for it, no groups.
-        let eff = Groups {
-            cred_effective: true,
-            ..wchan
-        };
+        let eff = wchan.with(Group::CredEffective);
         let rows = view_all(&nobody(), &eff, &tasks);
         let c = rows[0].cred.as_ref().expect("the test's own value");
         assert_eq!((c.ruid, c.euid, c.groups.as_ref()), (1000, 1000, None));
-        let full = Groups {
-            cred_full: true,
-            ..wchan
-        };
+        let full = wchan.with(Group::CredFull);
         assert_eq!(view_all(&nobody(), &full, &tasks)[0].cred, tasks[0].cred);
     }
 
@@ -1154,12 +1130,7 @@ mod tests {
             assert_eq!(matches!(r, Cow::Borrowed(_)), i % 2 == 0, "row {i}");
         }
         // Nothing gated asked: every row borrowed, none judged.
-        let g = Groups {
-            base: true,
-            cred_effective: true,
-            cmdline: true,
-            ..Groups::default()
-        };
+        let g = Groups::of(&[Group::Base, Group::CredEffective, Group::Cmdline]);
         let plain: Vec<Task> = tasks
             .iter()
             .map(|t| Task {
@@ -1174,11 +1145,7 @@ mod tests {
     #[test]
     fn a_snapshot_read_for_more_is_cut_to_what_was_asked() {
         let t = user(100, NOBODY);
-        let g = Groups {
-            fds: true,
-            ns: true,
-            ..Groups::default()
-        };
+        let g = Groups::of(&[Group::Fds, Group::Ns]);
         let rows = view_all(&nobody(), &g, std::slice::from_ref(&t));
         let mut want = Task::new(t.id);
         want.fds = t.fds;
@@ -1207,10 +1174,7 @@ mod tests {
             .collect();
         let ps_ef = ps_ef();
         let plain: Vec<Task> = tasks.iter().map(without_gated).collect();
-        let wchan = Groups {
-            wchan: true,
-            ..ps_ef
-        };
+        let wchan = ps_ef.with(Group::Wchan);
         let hidden = Caller {
             proc_mount: ProcMount {
                 hidepid: HidePid::Invisible,

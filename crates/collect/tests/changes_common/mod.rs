@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 
 use tasksnap_collect::testing::Changes;
-use tasksnap_model::{Groups, Query, Selector, TaskId};
+use tasksnap_model::{Group, Groups, Query, Selector, TaskId};
 
 /// `/bin/sh -c script`, its stdin closed.
 pub fn spawn(script: &str) -> Child {
@@ -19,13 +19,7 @@ pub fn spawn(script: &str) -> Child {
 /// Every thread, leaders as their processes, with what a live view shows of them: identity,
 /// effective credentials, CPU times and scheduling.
 pub fn changes_query() -> Query {
-    let groups = Groups {
-        base: true,
-        cred_effective: true,
-        stat: true,
-        sched: true,
-        ..Groups::default()
-    };
+    let groups = Groups::of(&[Group::Base, Group::CredEffective, Group::Stat, Group::Sched]);
     let mut q = Query::new(Selector::AllThreads, groups);
     q.leader_as_process = true;
     q

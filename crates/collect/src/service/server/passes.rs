@@ -20,6 +20,7 @@ use std::hash::BuildHasher;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
+use tasksnap_model::Group;
 
 use tasksnap_model::{Query, Selector, Snapshot, Task};
 
@@ -172,8 +173,16 @@ impl Passes {
             return 0;
         }
         s.rows
-            + if q.groups.cmdline { s.cmdline } else { 0 }
-            + if q.groups.environ { s.environ } else { 0 }
+            + if q.groups.has(Group::Cmdline) {
+                s.cmdline
+            } else {
+                0
+            }
+            + if q.groups.has(Group::Environ) {
+                s.environ
+            } else {
+                0
+            }
     }
 
     /// Learns from a pass of `q` that holds `held` bytes what the next of its kind will.
@@ -189,12 +198,12 @@ impl Passes {
         let was = self.sizes[kind(q)].unwrap_or_default();
         self.sizes[kind(q)] = Some(Sizes {
             rows: held.saturating_sub(cmdline + environ),
-            cmdline: if q.groups.cmdline {
+            cmdline: if q.groups.has(Group::Cmdline) {
                 cmdline
             } else {
                 was.cmdline
             },
-            environ: if q.groups.environ {
+            environ: if q.groups.has(Group::Environ) {
                 environ
             } else {
                 was.environ
