@@ -23,7 +23,7 @@ fn plant_link(t: &tempfile::TempDir, text: &str, link: &str) -> PathBuf {
 
 /// True when the test runs as root, as giving a file to another user needs; otherwise it
 /// says that it skipped, and why (`to_do`: what needs root).
-fn root_or_skip(to_do: &str) -> bool {
+fn root_to(to_do: &str) -> bool {
     let root = euid() == 0;
     if !root {
         eprintln!("skipped: needs root to {to_do}");
@@ -211,7 +211,7 @@ fn open_private_refuses_a_directory_below_one_others_may_write() {
 
 #[test]
 fn open_private_refuses_a_directory_another_user_owns() {
-    if !root_or_skip("give a directory away") {
+    if !root_to("give a directory away") {
         return;
     }
     let t = tempfile::tempdir().expect("tempdir");
@@ -273,7 +273,7 @@ fn open_output_replaces_files_streams_devices_and_refuses_links() {
 
 #[test]
 fn open_output_refuses_another_users_file() {
-    if !root_or_skip("give a file away") {
+    if !root_to("give a file away") {
         return;
     }
     let (t, dir) = scratch();
@@ -348,7 +348,7 @@ fn open_regular_follows_links_to_files_and_refuses_devices() {
 
 #[test]
 fn create_private_never_creates_through_another_users_link() {
-    if !root_or_skip("give a link away") {
+    if !root_to("give a link away") {
         return;
     }
     let t = tempfile::tempdir().expect("tempdir");
