@@ -17,12 +17,10 @@
 # Needs root (BPF), atop (apt-get install atop), python3, curl. Start-up of atopacctd is done
 # here when it is not running (and it is stopped again).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-TS=${TS:-$PWD/target/release/tasksnap}
-LG=$PWD/target/release/tasksnap-loadgen
+. "$(dirname "$0")/lib.sh"
+release_binaries
 INTERVAL=${INTERVAL:-1}
 MODE=${1:-300}
-[ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
 [ "$(id -u)" = 0 ] || { echo "bench/exits.sh needs root (the exit records are BPF)" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/tasksnap-exits-bench.XXXXXX)

@@ -1,5 +1,16 @@
-# Shared by the bench scripts (sourced, not run): the host limits a big load needs, and the
-# one way a load generator's tasks are stopped.
+# Shared by the bench scripts (sourced, not run): the start at the repository's root with
+# the release binaries, the host limits a big load needs, and the one way a load generator's
+# tasks are stopped.
+
+# Goes to the repository's root (above the sourcing script's bench/), and sets TS (the
+# tasksnap measured: the environment's, or this tree's) and LG (the load generator), built
+# first when either is missing.
+release_binaries() {
+  cd "$(dirname "$0")/.."
+  TS=${TS:-$PWD/target/release/tasksnap}
+  LG=$PWD/target/release/tasksnap-loadgen
+  [ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
+}
 
 # As root: room for 50,000 processes or 100,000 threads (pid_max, threads-max, RLIMIT_NPROC).
 raise_limits() {

@@ -35,6 +35,19 @@ kernel_allocs() { # kmalloc + kmem_cache_alloc events of a command (kmem tracepo
 peak_rss_kb() {
   /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -1
 }
+# One row of the table: a command's median from hyperfine's JSON $1, then its syscalls,
+# kernel allocations and peak RSS, each from a run of its own.
+row() {
+  local json=$1 cmd=$2 median sc rss ka
+  median=$(python3 -c "import json,sys; d=json.load(open('$json')); print(next('%.1f' % (r['median']*1000) for r in d['results'] if r['command']==sys.argv[1]))" "$cmd")
+  # shellcheck disable=SC2086
+  sc=$(syscalls $cmd)
+  # shellcheck disable=SC2086
+  rss=$(peak_rss_kb $cmd)
+  # shellcheck disable=SC2086
+  ka=$(kernel_allocs $cmd)
+  printf '%-58s %10s %10s %12s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$ka" "$rss"
+}
 
 for N in "${@:-10000 50000}"; do
   for n in $N; do
@@ -57,14 +70,7 @@ for N in "${@:-10000 50000}"; do
     for cmd in "ps -ef" "$TS ps -ef --backend procfs" "$TS ps -ef --backend bpf" \
       "ps -e -o pid,ppid,user,stat,comm" "$TS ps -e -o pid,ppid,user,stat,comm --backend procfs" \
       "$TS ps -e -o pid,ppid,user,stat,comm --backend bpf" "ps aux" "$TS ps aux --backend procfs"; do
-      median=$(python3 -c "import json,sys; d=json.load(open('$OUT/ps-$n.json')); print(next('%.1f' % (r['median']*1000) for r in d['results'] if r['command']==sys.argv[1]))" "$cmd")
-      # shellcheck disable=SC2086
-      sc=$(syscalls $cmd)
-      # shellcheck disable=SC2086
-      rss=$(peak_rss_kb $cmd)
-      # shellcheck disable=SC2086
-      ka=$(kernel_allocs $cmd)
-      printf '%-58s %10s %10s %12s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$ka" "$rss"
+      row "$OUT/ps-$n.json" "$cmd"
     done
     if [ "$(id -u)" = 0 ]; then
       # The same BPF rows with the programs pinned (`tasksnap pin`): no load per run. Run
@@ -78,14 +84,7 @@ for N in "${@:-10000 50000}"; do
       echo "-- pinned (tasksnap pin) --"
       for cmd in "ps -ef" "$TS ps -ef --backend bpf" "ps -e -o pid,ppid,user,stat,comm" \
         "$TS ps -e -o pid,ppid,user,stat,comm --backend bpf"; do
-        median=$(python3 -c "import json,sys; d=json.load(open('$OUT/ps-pinned-$n.json')); print(next('%.1f' % (r['median']*1000) for r in d['results'] if r['command']==sys.argv[1]))" "$cmd")
-        # shellcheck disable=SC2086
-        sc=$(syscalls $cmd)
-        # shellcheck disable=SC2086
-        rss=$(peak_rss_kb $cmd)
-        # shellcheck disable=SC2086
-        ka=$(kernel_allocs $cmd)
-        printf '%-58s %10s %10s %12s %10s\n' "${cmd/$TS/tasksnap}" "$median" "$sc" "$ka" "$rss"
+        row "$OUT/ps-pinned-$n.json" "$cmd"
       done
       [ "$was_pinned" = 1 ] || "$TS" unpin >/dev/null
     elif [ "$was_pinned" = 1 ]; then

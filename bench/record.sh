@@ -21,20 +21,17 @@
 # Needs root (the BPF backend, and room for 50,000 processes). atop comes from Debian
 # (apt-get install atop collectl); their daemons are not needed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-TS=${TS:-$PWD/target/release/tasksnap}
-LG=$PWD/target/release/tasksnap-loadgen
+. "$(dirname "$0")/lib.sh"
+release_binaries
 N=${1:-5000}
 INTERVAL=${INTERVAL:-1}
 SAMPLES=${SAMPLES:-60}
 TOOLS=${TOOLS:-"tasksnap atop"}
-[ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
 [ -x /usr/bin/time ] || { echo "bench/record.sh needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 for t in atop collectl; do
   case " $TOOLS " in *" $t "*) command -v $t >/dev/null || { echo "needs $t (apt-get install $t)" >&2; exit 1; } ;; esac
 done
 
-. bench/lib.sh
 raise_limits
 
 work=$(mktemp -d /var/tmp/tasksnap-record-bench.XXXXXX)

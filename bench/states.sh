@@ -35,6 +35,13 @@ cleanup() {
   ts_pid=""
 }
 trap cleanup EXIT INT TERM
+# Starts a load of $1 threads (in one process, whose pid is then in tpid).
+start_threads() {
+  coproc LOAD { exec "$LG" --threads "$1" --until-stdin-eof; }
+  load_pid=$LOAD_PID
+  read -r info <&"${LOAD[0]}"
+  tpid=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['threads_pid'])" "$info")
+}
 
 echo "host: $(uname -r), $(nproc) CPUs, $(ls /proc | grep -c '^[0-9]') processes, $(ps -eLo tid= | wc -l) threads"
 echo
@@ -89,10 +96,7 @@ fi
 if [[ $PHASES == *2* ]]; then
 echo
 echo "== 2. one interval of 10,000 threads (BPF, all rows printed)"
-coproc LOAD { exec "$LG" --threads 10000 --until-stdin-eof; }
-load_pid=$LOAD_PID
-read -r info <&"${LOAD[0]}"
-tpid=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['threads_pid'])" "$info")
+start_threads 10000
 "$TS" states --mode bpf -p "$tpid" -i 1 -n 11 -r 0 --timings 2>&1 >/dev/null | grep timings
 echo "-- the same, /proc mode"
 "$TS" states --mode procfs -p "$tpid" -i 1 -n 3 -r 0 --timings 2>&1 >/dev/null | grep timings
@@ -103,10 +107,7 @@ fi
 if [[ $PHASES == *3* ]]; then
 echo
 echo "== 3. /proc fallback CPU, 1,000 threads, 20 Hz, 10 intervals of 1 s"
-coproc LOAD { exec "$LG" --threads 1000 --until-stdin-eof; }
-load_pid=$LOAD_PID
-read -r info <&"${LOAD[0]}"
-tpid=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['threads_pid'])" "$info")
+start_threads 1000
 /usr/bin/time -f "%U %S %e" -o "$OUT/states-fallback-time.txt" \
   "$TS" states --mode procfs --sample-hz 20 -p "$tpid" -i 1 -n 10 -r 0 >/dev/null
 read -r user sys wall <"$OUT/states-fallback-time.txt"

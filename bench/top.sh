@@ -11,17 +11,14 @@
 #                             A/B: each tasksnap command runs with the older build A too,
 #                             right before the current one, in the same run (see bench/ab.sh)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-TS=${TS:-$PWD/target/release/tasksnap}
-LG=$PWD/target/release/tasksnap-loadgen
+. "$(dirname "$0")/lib.sh"
+release_binaries
 N=${1:-50000}
 WINDOW=${WINDOW:-30}
-[ -x "$TS" ] && [ -x "$LG" ] || cargo build --release --workspace --quiet
 command -v tmux >/dev/null || { echo "bench/top.sh needs tmux" >&2; exit 1; }
 SOCK=tasksnap-bench-$$
 HZ=$(getconf CLK_TCK)
 
-. bench/lib.sh
 raise_limits
 
 was_pinned=0

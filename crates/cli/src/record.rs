@@ -88,19 +88,21 @@ pub struct Args {
 }
 
 fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = when::parse_duration(s)?;
-    if d > Duration::from_secs(86_400) {
-        return Err("at most a day (86400 seconds)".into());
-    }
-    Ok(d)
+    when::parse_duration_within(
+        s,
+        Duration::ZERO,
+        Duration::from_secs(86_400),
+        "at most a day (86400 seconds)",
+    )
 }
 
 fn parse_segment(s: &str) -> Result<Duration, String> {
-    let d = when::parse_duration(s)?;
-    if d < Duration::from_secs(1) || d > Duration::from_secs(7 * 86_400) {
-        return Err("between 1 second and 7 days".into());
-    }
-    Ok(d)
+    when::parse_duration_within(
+        s,
+        Duration::from_secs(1),
+        Duration::from_secs(7 * 86_400),
+        "between 1 second and 7 days",
+    )
 }
 
 /// `tasksnap record ARGS`.

@@ -4,7 +4,7 @@
 //! (`--retain-for 7d`, and the span of a relative moment) is [`crate::input`]'s one grammar,
 //! re-exported here. Every parser returns a message a user can act on.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Now, ns since the Unix epoch.
 pub fn now_ns() -> u64 {
@@ -49,6 +49,21 @@ pub fn parse_time(text: &str) -> Result<u64, String> {
 }
 
 pub use crate::input::parse_duration;
+
+/// A duration ([`parse_duration`]'s grammar) from `min` to `max`; outside them, the error is
+/// `allowed` (what the option takes, in words).
+pub fn parse_duration_within(
+    text: &str,
+    min: Duration,
+    max: Duration,
+    allowed: &str,
+) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d < min || d > max {
+        return Err(allowed.into());
+    }
+    Ok(d)
+}
 
 /// A size in bytes: `1000000`, or with a binary suffix `512K`, `100M`, `10G`, `1T` (`KiB`,
 /// `MB`... read the same: powers of 1024).

@@ -246,25 +246,39 @@ pub fn logged_in_users(path: &Path) -> usize {
 mod tests {
     use super::*;
 
+    /// Writes each (path below `root`, text) file of a fake tree, making its directories.
+    fn write_tree(root: &Path, files: &[(&str, &str)]) {
+        for (name, text) in files {
+            let path = root.join(name);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).expect("mkdir");
+            }
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
     /// A fake root of real 6.18 files.
     #[test]
     fn reads_a_fake_tree() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = tmp.path();
-        std::fs::create_dir_all(root.join("sys/kernel")).expect("mkdir");
-        std::fs::write(root.join("sys/kernel/pid_max"), "4194304\n").expect("pid_max");
-        std::fs::write(root.join("uptime"), "5321.40 10400.19\n").expect("uptime");
-        std::fs::write(root.join("loadavg"), "0.52 0.33 0.20 3/210 12345\n").expect("loadavg");
-        std::fs::write(
-            root.join("stat"),
-            "cpu  51415 0 11390 48463 862 0 155 223 0 0\ncpu0 24251 0 5200 26454 190 0 46 110 0 0\n",
-        )
-        .expect("stat");
-        std::fs::write(
-            root.join("meminfo"),
-            "MemTotal:       24684148 kB\nMemFree:        13849736 kB\n",
-        )
-        .expect("meminfo");
+        write_tree(
+            root,
+            &[
+                ("sys/kernel/pid_max", "4194304\n"),
+                ("uptime", "5321.40 10400.19\n"),
+                ("loadavg", "0.52 0.33 0.20 3/210 12345\n"),
+                (
+                    "stat",
+                    "cpu  51415 0 11390 48463 862 0 155 223 0 0\n\
+                     cpu0 24251 0 5200 26454 190 0 46 110 0 0\n",
+                ),
+                (
+                    "meminfo",
+                    "MemTotal:       24684148 kB\nMemFree:        13849736 kB\n",
+                ),
+            ],
+        );
         assert_eq!(pid_max_width(root), Some(7));
         assert_eq!(uptime_s(root), Some(5321.40));
         assert_eq!(load_averages(root).map(|l| l.tasks), Some(Some(210)));
@@ -308,38 +322,34 @@ mod tests {
             .expect("core_cpus_list");
         }
         std::fs::create_dir_all(cpu.join("cpufreq")).expect("mkdir");
-        std::fs::create_dir_all(&proc_root).expect("mkdir");
         std::fs::write(cpu.join("online"), "0-1\n").expect("online");
-        std::fs::write(
-            proc_root.join("stat"),
-            "cpu  4991571 352086 1964720 3169725 42778 0 8778 8069 0 0\n\
-             cpu0 2456089 173162 968894 1652574 11664 0 2068 3941 0 0\n\
-             cpu1 2535481 178924 995825 1517150 31114 0 6709 4127 0 0\n\
-             intr 168436227 0 0 0\nctxt 562172362\nbtime 1795746189\nprocesses 16459857\n\
-             softirq 38792987 0 4523426 4\n",
-        )
-        .expect("stat");
-        std::fs::write(
-            proc_root.join("vmstat"),
-            "nr_free_pages 4828490\npswpin 12\npswpout 34\npgfault 9\n",
-        )
-        .expect("vmstat");
-        std::fs::write(
-            proc_root.join("zoneinfo"),
-            "Node 0, zone      DMA\n  pages free     3840\n        min      10\n        low      13\n\
-             Node 0, zone   Normal\n        low      20163\n",
-        )
-        .expect("zoneinfo");
-        std::fs::write(
-            proc_root.join("meminfo"),
-            "MemTotal:       24684084 kB\nMemFree:        19313960 kB\nShmem:              8872 kB\n",
-        )
-        .expect("meminfo");
-        std::fs::write(
-            proc_root.join("cpuinfo"),
-            "processor\t: 0\nphysical id\t: 0\ncpu cores\t: 4\n\n",
-        )
-        .expect("cpuinfo");
+        write_tree(
+            &proc_root,
+            &[
+                (
+                    "stat",
+                    "cpu  4991571 352086 1964720 3169725 42778 0 8778 8069 0 0\n\
+                     cpu0 2456089 173162 968894 1652574 11664 0 2068 3941 0 0\n\
+                     cpu1 2535481 178924 995825 1517150 31114 0 6709 4127 0 0\n\
+                     intr 168436227 0 0 0\nctxt 562172362\nbtime 1795746189\nprocesses 16459857\n\
+                     softirq 38792987 0 4523426 4\n",
+                ),
+                (
+                    "vmstat",
+                    "nr_free_pages 4828490\npswpin 12\npswpout 34\npgfault 9\n",
+                ),
+                (
+                    "zoneinfo",
+                    "Node 0, zone      DMA\n  pages free     3840\n        min      10\n        low      13\n\
+                     Node 0, zone   Normal\n        low      20163\n",
+                ),
+                (
+                    "meminfo",
+                    "MemTotal:       24684084 kB\nMemFree:        19313960 kB\nShmem:              8872 kB\n",
+                ),
+                ("cpuinfo", "processor\t: 0\nphysical id\t: 0\ncpu cores\t: 4\n\n"),
+            ],
+        );
 
         let (all, per) = cpu_lines(&proc_root).expect("cpu lines");
         assert_eq!((all.fields, all.ticks.user, per.len()), (10, 4991571, 2));

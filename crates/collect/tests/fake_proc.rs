@@ -64,6 +64,13 @@ fn build(root: &Path) {
     fs::write(root.join("uptime"), b"100.00 150.00\n").expect("uptime");
 }
 
+/// A fresh scratch directory holding the fake tree of [`build`].
+fn fake_tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    build(dir.path());
+    dir
+}
+
 fn collector(root: &Path) -> ProcfsCollector {
     ProcfsCollector::with_root(root)
         .expect("open fake root")
@@ -72,9 +79,12 @@ fn collector(root: &Path) -> ProcfsCollector {
 
 /// One snapshot of the fake tree at `root`.
 fn snapshot(root: &Path, selector: Selector, groups: Groups) -> Snapshot {
-    collector(root)
-        .snapshot(&Query::new(selector, groups))
-        .expect("snapshot")
+    snapshot_with(&mut collector(root), selector, groups)
+}
+
+/// One snapshot from the collector `c`, kept for the test's next ones.
+fn snapshot_with(c: &mut ProcfsCollector, selector: Selector, groups: Groups) -> Snapshot {
+    c.snapshot(&Query::new(selector, groups)).expect("snapshot")
 }
 
 fn groups(f: impl FnOnce(&mut Groups)) -> Groups {
@@ -85,10 +95,10 @@ fn groups(f: impl FnOnce(&mut Groups)) -> Groups {
 
 #[test]
 fn lists_processes_with_base_stat_and_cmdline() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    build(dir.path());
+    let dir = fake_tree();
     let mut c = collector(dir.path());
-    let q = Query::new(
+    let snap = snapshot_with(
+        &mut c,
         Selector::AllProcesses,
         groups(|g| {
             g.insert(Group::Base);
@@ -96,7 +106,6 @@ fn lists_processes_with_base_stat_and_cmdline() {
             g.insert(Group::Cmdline);
         }),
     );
-    let snap = c.snapshot(&q).expect("snapshot");
     let pids: Vec<i32> = snap.tasks.iter().map(|t| t.id.tgid).collect();
     assert_eq!(pids, vec![2, 4032, 5000, 6000]);
     assert_eq!(snap.boot_time_unix_s, 1_763_784_000);
@@ -132,8 +141,7 @@ fn lists_processes_with_base_stat_and_cmdline() {
 
 #[test]
 fn reads_only_the_files_the_groups_need() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    build(dir.path());
+    let dir = fake_tree();
     // Remove everything but stat from 6000: a base-only query must not notice.
     fs::remove_file(dir.path().join("6000/cmdline")).expect("rm");
     let snap = snapshot(
@@ -151,8 +159,7 @@ fn reads_only_the_files_the_groups_need() {
 
 #[test]
 fn full_credentials_memory_and_sched_come_from_status_statm_schedstat() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    build(dir.path());
+    let dir = fake_tree();
     let snap = snapshot(
         dir.path(),
         Selector::Pid(4032),
@@ -184,8 +191,7 @@ fn full_credentials_memory_and_sched_come_from_status_statm_schedstat() {
 
 #[test]
 fn effective_ids_come_from_the_owner_of_the_task_directory() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    build(dir.path());
+    let dir = fake_tree();
     let snap = snapshot(
         dir.path(),
         Selector::Pid(4032),
@@ -200,17 +206,16 @@ fn effective_ids_come_from_the_owner_of_the_task_directory() {
 
 #[test]
 fn threads_are_read_from_the_task_directory() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    build(dir.path());
+    let dir = fake_tree();
     let mut c = collector(dir.path());
-    let q = Query::new(
+    let snap = snapshot_with(
+        &mut c,
         Selector::ThreadsOf(6000),
         groups(|g| {
             g.insert(Group::Base);
             g.insert(Group::Cmdline);
         }),
     );
-    let snap = c.snapshot(&q).expect("snapshot");
     let ids: Vec<(i32, i32)> = snap.tasks.iter().map(|t| (t.id.tgid, t.id.tid)).collect();
     assert_eq!(ids, vec![(6000, 6000), (6000, 6001)]);
     let t1 = snap.tasks[1].base.as_ref().expect("base");
@@ -219,12 +224,7 @@ fn threads_are_read_from_the_task_directory() {
     // Both threads share the process's command line.
     assert_eq!(snap.tasks[0].cmdline, snap.tasks[1].cmdline);
 
-    let all = c
-        .snapshot(&Query::new(
-            Selector::AllThreads,
-            groups(|g| g.insert(Group::Base)),
-        ))
-        .expect("snapshot");
+    let all = snapshot_with(&mut c, Selector::AllThreads, groups(|g| g.insert(Group::Base)));
     let ids: Vec<(i32, i32)> = all.tasks.iter().map(|t| (t.id.tgid, t.id.tid)).collect();
     // 2 and 5000 have no task/ directory in the fake tree: counted as vanished, not errors.
     assert_eq!(ids, vec![(4032, 4032), (6000, 6000), (6000, 6001)]);
@@ -233,12 +233,10 @@ fn threads_are_read_from_the_task_directory() {
 
 #[test]
 fn selectors_filter_by_parent_session_and_group() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    build(dir.path());
+    let dir = fake_tree();
     let mut c = collector(dir.path());
     let pids = |c: &mut ProcfsCollector, s: Selector| -> Vec<i32> {
-        c.snapshot(&Query::new(s, Groups::default()))
-            .expect("snapshot")
+        snapshot_with(c, s, Groups::default())
             .tasks
             .iter()
             .map(|t| t.id.tgid)
@@ -253,8 +251,7 @@ fn selectors_filter_by_parent_session_and_group() {
 
 #[test]
 fn missing_truncated_and_unreadable_files_are_counted_not_fatal() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    build(dir.path());
+    let dir = fake_tree();
     // A task whose directory is listed but whose stat is gone: it exited mid-listing.
     task(dir.path(), "7000", &[]);
     // A truncated stat (cut inside the numbers) and a corrupt one.
@@ -281,8 +278,7 @@ fn missing_truncated_and_unreadable_files_are_counted_not_fatal() {
 
 #[test]
 fn an_unreadable_file_leaves_its_group_empty() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    build(dir.path());
+    let dir = fake_tree();
     // A directory where io should be: read() fails with EISDIR, which (like EACCES for
     // another user's io) means "this group is not available", not "the task is gone".
     fs::create_dir_all(dir.path().join("4032/io")).expect("mkdir");
@@ -312,8 +308,7 @@ fn a_missing_root_is_an_error() {
 /// cgroup to answer, then leaves it out (not asked for).
 #[test]
 fn cgroup_label_and_login_come_parsed_from_the_collector() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    build(dir.path());
+    let dir = fake_tree();
     let cgroup: &[u8] = b"12:pids:/user.slice/user-1000.slice/session-3.scope\n1:name=systemd:/user.slice/user-1000.slice/session-3.scope\n0::/user.slice/user-1000.slice/session-3.scope\n";
     task(dir.path(), "6000", &[("cgroup", cgroup)]);
     task(
@@ -323,14 +318,14 @@ fn cgroup_label_and_login_come_parsed_from_the_collector() {
     );
     task(dir.path(), "6000/task/6001", &[("cgroup", cgroup)]);
     let mut c = collector(dir.path());
-    let q = Query::new(
+    let snap = snapshot_with(
+        &mut c,
         Selector::ThreadsOf(6000),
         groups(|g| {
             g.insert(Group::Cgroup);
             g.insert(Group::Label);
         }),
     );
-    let snap = c.snapshot(&q).expect("snapshot");
     let t1 = snap
         .tasks
         .iter()
@@ -361,14 +356,12 @@ fn cgroup_label_and_login_come_parsed_from_the_collector() {
         );
     }
 
-    let q = Query::new(Selector::Pid(6000), groups(|g| g.insert(Group::Login)));
-    let snap = c.snapshot(&q).expect("snapshot");
+    let snap = snapshot_with(&mut c, Selector::Pid(6000), groups(|g| g.set(Group::Login, true)));
     let t = &snap.tasks[0];
     assert!(t.cgroup.is_none(), "read for login only, not kept");
     assert!(t.extra.as_ref().is_some_and(|x| x.login.is_some()));
     // Without `login` asked for, no answers.
-    let q = Query::new(Selector::Pid(6000), groups(|g| g.insert(Group::Cgroup)));
-    let snap = c.snapshot(&q).expect("snapshot");
+    let snap = snapshot_with(&mut c, Selector::Pid(6000), groups(|g| g.set(Group::Cgroup, true)));
     assert!(snap.tasks[0]
         .extra
         .as_ref()

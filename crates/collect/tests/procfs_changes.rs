@@ -7,10 +7,9 @@
 mod changes_common;
 use changes_common::{assert_gone, changes_query, spawn};
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use tasksnap_loadgen::{cpu_clock_ns, proc_text, settled_sleep, wait_until};
+use tasksnap_loadgen::{cpu_clock_ns, first_line, proc_text, settled_sleep, wait_until};
 
 use tasksnap_collect::testing::procfs::ProcfsCollector;
 use tasksnap_collect::testing::{Changes, LiveCollector};
@@ -62,10 +61,7 @@ fn changes_follow_what_ran_what_went_away_and_who_was_re_parented() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn the parent");
-    let mut line = String::new();
-    BufReader::new(parent.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the grandchild's pid");
+    let line = first_line(parent.stdout.take().expect("stdout")).expect("the grandchild's pid");
     let orphan: i32 = line.trim().parse().expect("a pid");
     kids.1.push(orphan);
     let parent_pid = parent.id() as i32;

@@ -50,6 +50,14 @@ fn sources() -> [(&'static str, Box<dyn StateSource>); 2] {
     ]
 }
 
+/// Each of [`sources`] in turn, saying which one the test runs against.
+fn each_source() -> impl Iterator<Item = Box<dyn StateSource>> {
+    sources().into_iter().map(|(how, src)| {
+        eprintln!("source: {how}");
+        src
+    })
+}
+
 /// A whole-host source's samples cut to this process's threads.
 struct OwnThreads(BpfSource);
 
@@ -86,8 +94,7 @@ const MIN_RUN_NS: u64 = 300_000_000;
 fn cpu_hog_runs_100_percent() {
     skip_unless_root!("BPF CPU hog");
     let _g = serial();
-    for (how, mut src) in sources() {
-        eprintln!("source: {how}");
+    for mut src in each_source() {
         // The hog gets a CPU of its own: the sampling (this thread) runs on another one, and does
         // not take the hog's CPU while it walks every task of the host in the kernel.
         pin_to(0);
@@ -95,8 +102,7 @@ fn cpu_hog_runs_100_percent() {
         std::thread::sleep(std::time::Duration::from_millis(100));
         let o = measure_until_ran(src.as_mut(), 1.5, 20.0, &[hog.tid], MIN_RUN_NS);
         let iv = &o.interval;
-        let r = row(iv, hog.tid);
-        eprintln!("{}", show(r));
+        let r = shown_row(iv, hog.tid);
         assert!(
             !iv.mode.sampled(State::Running) && !iv.mode.sampled(State::Runnable),
             "both exact in BPF mode"
@@ -121,8 +127,7 @@ fn cpu_hog_runs_100_percent() {
 fn two_hogs_on_one_cpu_share_it() {
     skip_unless_root!("BPF two hogs on one CPU");
     let _g = serial();
-    for (how, mut src) in sources() {
-        eprintln!("source: {how}");
+    for mut src in each_source() {
         let cpu = last_cpu();
         pin_to(0);
         let a = Worker::hog("hog-a", Some(cpu));
@@ -131,8 +136,7 @@ fn two_hogs_on_one_cpu_share_it() {
         let o = measure_until_ran(src.as_mut(), 2.0, 20.0, &[a.tid, b.tid], MIN_RUN_NS);
         let iv = &o.interval;
         for (k, w) in [&a, &b].into_iter().enumerate() {
-            let r = row(iv, w.tid);
-            eprintln!("{}", show(r));
+            let r = shown_row(iv, w.tid);
             agrees_with_schedstat(r, &o, k);
             off_cpu_at_most(r, 1.0);
             // Waiting for each other: at best they split the CPU in two, and other load on it
@@ -159,13 +163,11 @@ fn two_hogs_on_one_cpu_share_it() {
 fn sleeper_sleeps_100_percent() {
     skip_unless_root!("BPF sleeper");
     let _g = serial();
-    for (how, mut src) in sources() {
-        eprintln!("source: {how}");
+    for mut src in each_source() {
         let s = Worker::sleeper("sleeper");
         wait_for("the sleeper to sleep", || s.letter() == 'S');
         let iv = measure(src.as_mut(), 1.0, Rollup::Thread);
-        let r = row(&iv, s.tid);
-        eprintln!("{}", show(r));
+        let r = shown_row(&iv, s.tid);
         // Tolerance: sleeping >= 99.9% (its whole interval; it never wakes).
         assert!(r.pct(State::Sleeping) >= 99.9, "{}", show(r));
         // The ongoing sleep is counted up to the end of the interval.
@@ -177,13 +179,11 @@ fn sleeper_sleeps_100_percent() {
 fn dstate_thread_is_in_disk_and_says_where() {
     skip_unless_root!("BPF D state");
     let _g = serial();
-    for (how, mut src) in sources() {
-        eprintln!("source: {how}");
+    for mut src in each_source() {
         let d = Worker::dstate("dwaiter");
         wait_for("the vfork parent to be in D", || d.letter() == 'D');
         let iv = measure(src.as_mut(), 1.0, Rollup::Thread);
-        let r = row(&iv, d.tid);
-        eprintln!("{}", show(r));
+        let r = shown_row(&iv, d.tid);
         // Tolerance: disk > 90%.
         assert!(r.pct(State::Disk) > 90.0, "{}", show(r));
         let reason = r.top_reason.as_ref().expect("a reason for the D wait");
@@ -213,11 +213,9 @@ fn a_wait_that_began_before_tracking_is_named_from_proc() {
     let _g = serial();
     let d = Worker::dstate("dwaiter-early");
     wait_for("the vfork parent to be in D", || d.letter() == 'D');
-    for (how, mut src) in sources() {
-        eprintln!("source: {how}");
+    for mut src in each_source() {
         let iv = measure(src.as_mut(), 0.5, Rollup::Thread);
-        let r = row(&iv, d.tid);
-        eprintln!("{}", show(r));
+        let r = shown_row(&iv, d.tid);
         in_disk_under_vfork(r, 8, "a reason");
     }
 }
@@ -227,8 +225,7 @@ fn seed_case_mmap_lock_queueing() {
     skip_unless_root!("BPF mmap lock (seed 004)");
     let _g = serial();
     let file = seed_file();
-    for (how, mut src) in sources() {
-        eprintln!("source: {how}");
+    for mut src in each_source() {
         let workers = mappers(&file);
         std::thread::sleep(std::time::Duration::from_millis(200));
         let iv = measure(src.as_mut(), 2.0, Rollup::Thread);
@@ -253,8 +250,7 @@ fn seed_case_mmap_lock_queueing() {
 fn a_thread_that_exits_during_the_interval_still_appears() {
     skip_unless_root!("BPF exited thread");
     let _g = serial();
-    for (how, mut src) in sources() {
-        eprintln!("source: {how}");
+    for mut src in each_source() {
         let a = src.sample().expect("first sample");
         let (tx, rx) = std::sync::mpsc::channel();
         let spawned = std::time::Instant::now();

@@ -49,8 +49,7 @@ fn procfs_cpu_hog() {
     std::thread::sleep(std::time::Duration::from_millis(100));
     let o = measure_until_ran(&mut src, 1.5, 20.0, &[hog.tid], MIN_RUN_NS);
     let iv = &o.interval;
-    let r = row(iv, hog.tid);
-    eprintln!("{}", show(r));
+    let r = shown_row(iv, hog.tid);
     exact_running_only(iv);
     running_agrees_with_schedstat(r, &o, 0);
     // Tolerances: running + runnable >= 97% (the runnable part is estimated: waits that have
@@ -103,8 +102,7 @@ fn a_second_of(w: &Worker, what: &str, letter: char) -> tasksnap_states::Row {
     wait_for(what, || w.letter() == letter);
     let mut src = source();
     let iv = measure(&mut src, 1.0, Rollup::Thread);
-    let r = row(&iv, w.tid);
-    eprintln!("{}", show(r));
+    let r = shown_row(&iv, w.tid);
     r.clone()
 }
 

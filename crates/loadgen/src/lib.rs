@@ -344,10 +344,7 @@ impl Load {
             finished: false,
         };
         let stdout = stdout.context("loadgen stdout was not captured")?;
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .context("reading the loadgen JSON line")?;
+        let line = first_line(stdout).context("reading the loadgen JSON line")?;
         if line.trim().is_empty() {
             let status = load.child.wait().ok();
             load.finished = true;
@@ -568,6 +565,14 @@ pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// The first line a child writes to `out` (its piped stdout), newline included; empty when
+/// it closed `out` without writing.
+pub fn first_line(out: impl io::Read) -> io::Result<String> {
+    let mut line = String::new();
+    BufReader::new(out).read_line(&mut line)?;
+    Ok(line)
 }
 
 /// Waits (up to 30 s, polling every 10 ms) until `cond` holds; panics naming `what` when it

@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -584,8 +584,7 @@ impl Spawner {
         let pid = child.id() as Pid;
         self.alive.insert(pid);
         let stdout = child.stdout.take().context("odd child stdout")?;
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line)?;
+        let line = tasksnap_loadgen::first_line(stdout)?;
         if line != "ready\n" {
             bail!("odd child {comm:?} (pid {pid}) did not come up");
         }

@@ -4,14 +4,13 @@
 //! teardown (drop, `kill_group`, SIGKILL of the loadgen itself, `--seconds`,
 //! stdin EOF, SIGINT) leaving nothing behind.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use tasksnap_loadgen::{
-    eventually, every_state_args, find_binary, group_exists, group_members, kernel_comm, read_stat,
-    Load, LoadInfo,
+    eventually, every_state_args, find_binary, first_line, group_exists, group_members,
+    kernel_comm, read_stat, Load, LoadInfo,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_tasksnap-loadgen");
@@ -75,10 +74,7 @@ fn spawn_raw(args: &[&str], stdin: Stdio) -> (Child, LoadInfo) {
         .process_group(0)
         .spawn()
         .expect("spawn loadgen");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read report");
+    let line = first_line(child.stdout.take().expect("stdout")).expect("read report");
     let info: LoadInfo = serde_json::from_str(&line).expect("parse report");
     assert_eq!(info.pgid, child.id() as i32);
     (child, info)

@@ -12,6 +12,31 @@ fn scratch() -> (tempfile::TempDir, Dir) {
     (t, dir)
 }
 
+/// A file `victim` in `t` holding `text`, and a link `link` beside it pointing at it: the
+/// planted link each refusal is tried on. Returns the victim's path.
+fn plant_link(t: &tempfile::TempDir, text: &str, link: &str) -> PathBuf {
+    let victim = t.path().join("victim");
+    std::fs::write(&victim, text).expect("write");
+    symlink(&victim, t.path().join(link)).expect("symlink");
+    victim
+}
+
+/// True when the test runs as root, as giving a file to another user needs; otherwise it
+/// says that it skipped, and why (`to_do`: what needs root).
+fn root_to(to_do: &str) -> bool {
+    let root = euid() == 0;
+    if !root {
+        eprintln!("skipped: needs root to {to_do}");
+    }
+    root
+}
+
+/// Makes the directory `p`, owned by nobody (uid and gid 65534).
+fn nobodys_dir(p: &Path) {
+    std::fs::create_dir(p).expect("mkdir");
+    std::os::unix::fs::chown(p, Some(65534), Some(65534)).expect("chown");
+}
+
 fn chmod(p: &Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
@@ -38,8 +63,7 @@ fn open_read_refuses_a_fifo_without_blocking() {
 #[test]
 fn open_read_refuses_links_and_directories_and_reads_files() {
     let (t, dir) = scratch();
-    std::fs::write(t.path().join("victim"), "secret").expect("write");
-    symlink(t.path().join("victim"), t.path().join("link")).expect("symlink");
+    plant_link(&t, "secret", "link");
     std::fs::create_dir(t.path().join("sub")).expect("mkdir");
     assert!(matches!(
         dir.open_read("link"),
@@ -69,9 +93,7 @@ fn open_read_refuses_links_and_directories_and_reads_files() {
 #[test]
 fn open_own_refuses_a_symlinked_lock_and_leaves_the_victim_whole() {
     let (t, dir) = scratch();
-    let victim = t.path().join("victim");
-    std::fs::write(&victim, "do not truncate").expect("write");
-    symlink(&victim, t.path().join("LOCK")).expect("symlink");
+    let victim = plant_link(&t, "do not truncate", "LOCK");
     assert!(matches!(
         dir.open_own("LOCK", 0o600),
         Err(SafeError::Symlink { .. })
@@ -109,9 +131,7 @@ fn create_new_refuses_an_existing_name_or_a_dangling_link() {
 #[test]
 fn replace_renames_over_a_link_and_never_writes_through_it() {
     let (t, dir) = scratch();
-    let victim = t.path().join("victim");
-    std::fs::write(&victim, "keep").expect("write");
-    symlink(&victim, t.path().join("out")).expect("symlink");
+    let victim = plant_link(&t, "keep", "out");
     let mut p = dir.replace("out", 0o644).expect("replace");
     p.file().write_all(b"new").expect("write");
     p.commit().expect("commit");
@@ -191,14 +211,12 @@ fn open_private_refuses_a_directory_below_one_others_may_write() {
 
 #[test]
 fn open_private_refuses_a_directory_another_user_owns() {
-    if euid() != 0 {
-        eprintln!("skipped: needs root to give a directory away");
+    if !root_to("give a directory away") {
         return;
     }
     let t = tempfile::tempdir().expect("tempdir");
     let d = t.path().join("theirs");
-    std::fs::create_dir(&d).expect("mkdir");
-    std::os::unix::fs::chown(&d, Some(65534), Some(65534)).expect("chown");
+    nobodys_dir(&d);
     let e = Dir::open_private(&d).expect_err("owned by nobody");
     assert!(
         matches!(
@@ -221,9 +239,7 @@ fn open_private_refuses_a_directory_another_user_owns() {
 #[test]
 fn open_output_replaces_files_streams_devices_and_refuses_links() {
     let (t, dir) = scratch();
-    let victim = t.path().join("victim");
-    std::fs::write(&victim, "keep").expect("write");
-    symlink(&victim, t.path().join("link")).expect("symlink");
+    let victim = plant_link(&t, "keep", "link");
     assert!(matches!(
         dir.open_output("link", 0o600),
         Err(SafeError::Symlink { .. })
@@ -257,8 +273,7 @@ fn open_output_replaces_files_streams_devices_and_refuses_links() {
 
 #[test]
 fn open_output_refuses_another_users_file() {
-    if euid() != 0 {
-        eprintln!("skipped: needs root to give a file away");
+    if !root_to("give a file away") {
         return;
     }
     let (t, dir) = scratch();
@@ -333,8 +348,7 @@ fn open_regular_follows_links_to_files_and_refuses_devices() {
 
 #[test]
 fn create_private_never_creates_through_another_users_link() {
-    if euid() != 0 {
-        eprintln!("skipped: needs root to give a link away");
+    if !root_to("give a link away") {
         return;
     }
     let t = tempfile::tempdir().expect("tempdir");
@@ -356,8 +370,7 @@ fn create_private_never_creates_through_another_users_link() {
     );
     // Nor in a directory another user owns.
     let theirs = t.path().join("theirs");
-    std::fs::create_dir(&theirs).expect("mkdir");
-    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
+    nobodys_dir(&theirs);
     let e = Dir::create_private(&theirs.join("x/store"), 0o700).expect_err("refused");
     assert!(e.to_string().contains("owned by uid 65534"), "{e}");
     assert!(!theirs.join("x").exists(), "nothing made there");

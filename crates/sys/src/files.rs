@@ -6,25 +6,32 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
-/// Opens `path` relative to the directory `dirfd`, read-only, close-on-exec. The caller owns
-/// the returned descriptor and must hand it to [`FdBatch`] (or close it).
-pub fn openat_ro(dirfd: RawFd, path: &CStr) -> io::Result<RawFd> {
+/// Opens `path` relative to the directory `dirfd` with `flags`, close-on-exec.
+fn openat(dirfd: RawFd, path: &CStr, flags: libc::c_int) -> io::Result<RawFd> {
     // SAFETY: `path` is a valid NUL-terminated string for the duration of the call; openat
     // does not retain the pointer.
-    let fd = unsafe {
-        libc::openat(
-            dirfd,
-            path.as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY,
-        )
-    };
+    let fd = unsafe { libc::openat(dirfd, path.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
         Err(io::Error::last_os_error())
     } else {
         Ok(fd)
     }
+}
+
+/// Opens `path` relative to the directory `dirfd`, read-only, close-on-exec. The caller owns
+/// the returned descriptor and must hand it to [`FdBatch`] (or close it).
+pub fn openat_ro(dirfd: RawFd, path: &CStr) -> io::Result<RawFd> {
+    openat(dirfd, path, libc::O_RDONLY | libc::O_NOCTTY)
+}
+
+/// Opens the directory `path` relative to the directory `dirfd`, read-only, close-on-exec
+/// (anything else there is refused with ENOTDIR).
+pub fn openat_dir(dirfd: RawFd, path: &CStr) -> io::Result<OwnedFd> {
+    let fd = openat(dirfd, path, libc::O_RDONLY | libc::O_DIRECTORY)?;
+    // SAFETY: openat just returned this descriptor, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// One `read(2)` into `buf`; retries on EINTR. Async-signal-safe (no allocation): the load

@@ -161,11 +161,12 @@ fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 }
 
 fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = when::parse_duration(s)?;
-    if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
-        return Err("between 0.1 and 3600 seconds".into());
-    }
-    Ok(d)
+    when::parse_duration_within(
+        s,
+        Duration::from_millis(100),
+        Duration::from_secs(3600),
+        "between 0.1 and 3600 seconds",
+    )
 }
 
 /// `tasksnap serve ARGS`.

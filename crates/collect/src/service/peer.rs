@@ -517,19 +517,7 @@ impl Dir {
     }
 
     fn open_raw(at: RawFd, path: &std::ffi::CStr) -> std::io::Result<Dir> {
-        // SAFETY: `path` is NUL-terminated and outlives the call.
-        let fd = unsafe {
-            libc::openat(
-                at,
-                path.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: openat just returned this descriptor to us alone.
-        Ok(Dir(unsafe { OwnedFd::from_raw_fd(fd) }))
+        sys::openat_dir(at, path).map(Dir)
     }
 
     /// The whole of the file `name`, up to `max` bytes (more is an error: not the kernel's).

@@ -230,6 +230,13 @@ pub fn row(iv: &Interval, tid: i32) -> &Row {
         .unwrap_or_else(|| panic!("no row for thread {tid} in {:#?}", iv.rows))
 }
 
+/// [`row`], printed first: the test's log shows the figures a failing assertion is about.
+pub fn shown_row(iv: &Interval, tid: i32) -> &Row {
+    let r = row(iv, tid);
+    eprintln!("{}", show(r));
+    r
+}
+
 /// ns a thread ran and waited on a run queue so far, from /proc/self/task/TID/schedstat: the
 /// kernel's own accounting, an oracle for the BPF figures.
 pub fn schedstat(tid: i32) -> (u64, u64) {

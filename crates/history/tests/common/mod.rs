@@ -23,20 +23,12 @@ pub fn process(pid: i32, cmdline: Option<&str>) -> Task {
 /// A reading taken at `t_s` seconds (wall clock and boot time alike) of `tasks`, from the
 /// procfs backend, without thread states.
 pub fn reading_at(t_s: u64, tasks: Vec<Task>) -> Reading {
-    Reading {
-        snapshot: Snapshot {
-            taken_at_unix_ns: t_s * S,
-            taken_at_boottime_ns: t_s * S,
-            boot_time_unix_s: 1,
-            backend: Backend::Procfs,
-            tasks,
-            stats: SnapshotStats::default(),
-        },
-        states: None,
-        system: Default::default(),
-        exits: Vec::new(),
-        exits_dropped: 0,
-        exits_missing: None,
-        host: Default::default(),
-    }
+    Reading::of(Snapshot {
+        taken_at_unix_ns: t_s * S,
+        taken_at_boottime_ns: t_s * S,
+        boot_time_unix_s: 1,
+        backend: Backend::Procfs,
+        tasks,
+        stats: SnapshotStats::default(),
+    })
 }
