@@ -41,8 +41,6 @@ pub struct BpfCollector {
     pub pinned_at: Option<std::path::PathBuf>,
     /// Why a pinned set that is there was not used.
     pub pin_problem: Option<String>,
-    /// Why this collector was chosen.
-    pub why: String,
     never: std::convert::Infallible,
 }
 

@@ -9,10 +9,13 @@
 //!
 //! Thread-state sources ([`open_states`]): `auto` takes the BPF accounting whenever it loads
 //! (exact), else the /proc source, and says why.
+//!
+//! Every choice comes back as a [`Chosen`]: the source, which backend it is, and why; the
+//! sources themselves do not know why they were chosen.
 
 use std::path::Path;
 
-use tasksnap_model::{Backend, Groups};
+use tasksnap_model::{Backend, Groups, PassReport};
 
 use crate::bpf::BpfCollector;
 use crate::collector::Collector;
@@ -31,6 +34,73 @@ use crate::units::is_kernel_proc;
 pub const AUTO_MIN_TASKS: u64 = 8_000;
 
 use crate::machine::task_count;
+
+/// A source [`crate::choice`] settled on (a task collector or a thread-state source), which
+/// backend it is, and why.
+pub struct Chosen<S> {
+    /// The source.
+    pub source: S,
+    /// Which one it is: [`Backend::Bpf`], [`Backend::Procfs`] or [`Backend::Service`], never
+    /// `Auto` (but for a replay's, which is what the recording says).
+    pub backend: Backend,
+    /// Why this one, for `-v`: the rule `auto` applied or the option given, with how it got
+    /// ready (load time, pinned set). For thread states: "asked for" when the backend was
+    /// named; with [`Backend::Auto`], how long the accounting took to load, or (the /proc
+    /// source) why it could not load (the text of its [`Error::BpfUnavailable`]).
+    pub why: String,
+}
+
+impl<S> Chosen<S> {
+    /// `source` as `backend`, for `why`.
+    pub fn new(source: S, backend: Backend, why: impl Into<String>) -> Chosen<S> {
+        Chosen {
+            source,
+            backend,
+            why: why.into(),
+        }
+    }
+
+    /// The same choice, its source turned into another type (a box, an enum's variant).
+    pub fn map<T>(self, f: impl FnOnce(S) -> T) -> Chosen<T> {
+        Chosen {
+            source: f(self.source),
+            backend: self.backend,
+            why: self.why,
+        }
+    }
+
+    /// The `Debug` of a choice or of a handle around one, named `name`: which backend and
+    /// why (a source itself is not `Debug`).
+    pub fn debug_as(&self, f: &mut std::fmt::Formatter<'_>, name: &str) -> std::fmt::Result {
+        f.debug_struct(name)
+            .field("backend", &self.backend)
+            .field("why", &self.why)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Collector + ?Sized> Chosen<Box<C>> {
+    /// The collector's report, with why it answers ([`report_of`]).
+    pub fn report(&self) -> PassReport {
+        report_of(self.source.as_ref(), &self.why)
+    }
+}
+
+/// `collector`'s report with why it answers: `why` (why it was chosen), unless it answered
+/// its last pass otherwise than it was chosen to ([`Collector::answered_otherwise`]).
+pub fn report_of<C: Collector + ?Sized>(collector: &C, why: &str) -> PassReport {
+    let why = collector.answered_otherwise().unwrap_or(why).to_owned();
+    PassReport {
+        why,
+        ..collector.report()
+    }
+}
+
+impl<S> std::fmt::Debug for Chosen<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.debug_as(f, "Chosen")
+    }
+}
 
 /// How the BPF collector got ready, for `-v`.
 fn readiness(b: &BpfCollector) -> String {
@@ -64,10 +134,10 @@ pub struct Place<'a> {
 impl Place<'_> {
     /// The procfs collector of this tree, with why it answers (and, where `backend` would
     /// have asked the query service, why it did not: [`without_service`]).
-    fn procfs(&self, backend: Backend, why: String) -> Result<ProcfsCollector, Error> {
-        let mut p = ProcfsCollector::with_root(self.root)?.with_units(self.units);
-        p.why = without_service(why, backend, self.socket, self.root);
-        Ok(p)
+    fn procfs(&self, backend: Backend, why: String) -> Result<Chosen<Box<ProcfsCollector>>, Error> {
+        let p = ProcfsCollector::with_root(self.root)?.with_units(self.units);
+        let why = without_service(why, backend, self.socket, self.root);
+        Ok(Chosen::new(Box::new(p), Backend::Procfs, why))
     }
 }
 
@@ -147,13 +217,17 @@ impl Early {
 /// - the procfs reader for `--backend procfs`, or for `auto` where BPF cannot read `root`;
 /// - an error for `--backend service` where the service cannot answer, or for
 ///   `--backend bpf` where BPF cannot read `root`.
-fn without_bpf(backend: Backend, at: Place<'_>) -> Option<Result<Early, Error>> {
+fn without_bpf(backend: Backend, at: Place<'_>) -> Option<Result<Chosen<Early>, Error>> {
     let root = at.root;
     let service = |socket: &Path, by_name: bool, why: String| {
-        let s = ServiceCollector::new(socket, root, at.units, by_name, why);
-        Some(Ok(Early::Service(Box::new(s))))
+        let s = ServiceCollector::new(socket, root, at.units, by_name);
+        Some(Ok(Chosen::new(
+            Early::Service(Box::new(s)),
+            Backend::Service,
+            why,
+        )))
     };
-    let procfs = |why: String| Some(at.procfs(backend, why).map(|p| Early::Procfs(Box::new(p))));
+    let procfs = |why: String| Some(at.procfs(backend, why).map(|p| p.map(Early::Procfs)));
     match (backend, at.socket, not_the_kernel(root)) {
         (Backend::Service, None, _) => Some(Err(Error::Unsupported(format!(
             "the query service is turned off here ({}=1)",
@@ -188,21 +262,26 @@ fn without_bpf(backend: Backend, at: Place<'_>) -> Option<Result<Early, Error>> 
     }
 }
 
+/// The BPF collector `b`, chosen for `why`.
+fn bpf_chosen(b: BpfCollector, why: String) -> Chosen<Box<BpfCollector>> {
+    Chosen::new(Box::new(b), Backend::Bpf, why)
+}
+
 /// A collector for a live view (`top`): BPF whenever it can load, whatever the number of
 /// tasks (the load is paid once), with the walk its refreshes use; procfs when `backend`
-/// says so or BPF cannot load (its report says why).
-pub fn open_live(backend: Backend, at: Place<'_>) -> Result<Box<dyn LiveCollector>, Error> {
+/// says so or BPF cannot load (the choice says why).
+pub fn open_live(backend: Backend, at: Place<'_>) -> Result<Chosen<Box<dyn LiveCollector>>, Error> {
     if let Some(early) = without_bpf(backend, at) {
-        return early.map(Early::live);
+        return early.map(|c| c.map(Early::live));
     }
     match BpfCollector::for_live_view() {
-        Ok(mut b) => {
-            b.why = format!("bpf: {}", readiness(&b));
-            Ok(Box::new(b))
+        Ok(b) => {
+            let why = format!("bpf: {}", readiness(&b));
+            Ok(bpf_chosen(b, why).map(|b| b as Box<dyn LiveCollector>))
         }
-        Err(why) if backend == Backend::Auto => {
-            Ok(Box::new(at.procfs(backend, format!("procfs: {why}"))?))
-        }
+        Err(why) if backend == Backend::Auto => Ok(at
+            .procfs(backend, format!("procfs: {why}"))?
+            .map(|p| p as Box<dyn LiveCollector>)),
         Err(why) => Err(bpf_unavailable(why)),
     }
 }
@@ -210,144 +289,100 @@ pub fn open_live(backend: Backend, at: Place<'_>) -> Result<Box<dyn LiveCollecto
 /// The query service's collector: BPF only (the service exists to give its passes), every
 /// program loaded and the walk's memory made for every group while the caller still holds
 /// its privileges.
-pub fn open_for_service(root: &Path) -> Result<Box<dyn Collector>, Error> {
+pub fn open_for_service(root: &Path) -> Result<Chosen<Box<dyn Collector>>, Error> {
     if let Some(why) = not_the_kernel(root) {
         return Err(bpf_unavailable(why));
     }
     let mut b = BpfCollector::for_service().map_err(bpf_unavailable)?;
     b.prepare_arena(&Groups::all());
-    b.why = format!("bpf: for the query service ({})", readiness(&b));
-    Ok(Box::new(b))
+    let why = format!("bpf: for the query service ({})", readiness(&b));
+    Ok(bpf_chosen(b, why).map(|b| b as Box<dyn Collector>))
 }
 
 /// A collector for snapshots of `groups` (`ps`, `bench`), ready to take them: everything
 /// that needs the caller's privileges (the BPF walk's memory) is done before this returns,
 /// so the caller may drop them.
-pub fn open(backend: Backend, groups: &Groups, at: Place<'_>) -> Result<Box<dyn Collector>, Error> {
+pub fn open(
+    backend: Backend,
+    groups: &Groups,
+    at: Place<'_>,
+) -> Result<Chosen<Box<dyn Collector>>, Error> {
     if let Some(early) = without_bpf(backend, at) {
-        return early.map(Early::collector);
+        return early.map(|c| c.map(Early::collector));
     }
     let bpf = |why: &dyn Fn(&BpfCollector) -> String| {
         let mut b = BpfCollector::for_groups(groups)?;
         b.prepare_arena(groups);
-        b.why = why(&b);
-        Ok::<_, crate::bpf::Unavailable>(b)
+        let why = why(&b);
+        Ok::<_, crate::bpf::Unavailable>(bpf_chosen(b, why).map(|b| b as Box<dyn Collector>))
+    };
+    let procfs = |why: String| {
+        at.procfs(backend, why)
+            .map(|p| p.map(|p| p as Box<dyn Collector>))
     };
     match backend {
-        Backend::Bpf => {
-            match bpf(&|b| format!("bpf: asked for with --backend bpf ({})", readiness(b))) {
-                Ok(b) => Ok(Box::new(b)),
-                Err(why) => Err(bpf_unavailable(why)),
-            }
-        }
+        Backend::Bpf => bpf(&|b| format!("bpf: asked for with --backend bpf ({})", readiness(b)))
+            .map_err(bpf_unavailable),
         // `auto`: [`without_bpf`] answered the others.
         _ => {
             let tasks = task_count(at.root).unwrap_or(0);
             // With a pinned set there is no load to amortize: the iterator wins at any size.
             if !BpfCollector::pinned_available() && tasks < AUTO_MIN_TASKS {
-                return Ok(Box::new(at.procfs(
-                    backend,
-                    format!(
+                return procfs(format!(
                     "procfs: {tasks} tasks, fewer than {AUTO_MIN_TASKS}: reading /proc is done \
                      before the BPF program would have loaded"
-                    ),
-                )?));
+                ));
             }
             match bpf(&|b| format!("bpf: {tasks} tasks ({})", readiness(b))) {
-                Ok(b) => Ok(Box::new(b)),
-                Err(why) => Ok(Box::new(
-                    at.procfs(backend, format!("procfs: BPF unavailable: {why}"))?,
-                )),
+                Ok(b) => Ok(b),
+                Err(why) => procfs(format!("procfs: BPF unavailable: {why}")),
             }
         }
     }
 }
 
-/// A thread-state source [`open_states`] chose, which backend it is, and why.
-pub struct StatesChoice {
-    /// The source.
-    pub source: Box<dyn StateSource>,
-    /// Which one it is: [`Backend::Bpf`] or [`Backend::Procfs`], never `Auto`.
-    pub backend: Backend,
-    /// Why this one: "asked for" when the backend was named; with [`Backend::Auto`], how
-    /// long the accounting took to load, or (the /proc source) why it could not load (the
-    /// text of its [`Error::BpfUnavailable`]).
-    pub why: String,
-}
-
-impl std::fmt::Debug for StatesChoice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        debug_states(f, "StatesChoice", self.backend, &self.why)
-    }
-}
-
-/// A thread-state source's `Debug` ([`StatesChoice`], [`ThreadStates`](crate::host::ThreadStates)):
-/// which backend and why; the source itself is not `Debug`.
-pub(crate) fn debug_states(
-    f: &mut std::fmt::Formatter<'_>,
-    name: &str,
-    backend: Backend,
-    why: &str,
-) -> std::fmt::Result {
-    f.debug_struct(name)
-        .field("backend", &backend)
-        .field("why", &why)
-        .finish_non_exhaustive()
-}
-
 /// A thread-state source for `backend`: the BPF accounting (exact, root only) with `bpf`'s
 /// settings, the /proc source with `procfs`'s, or with [`Backend::Auto`] the accounting when
-/// it loads and else the /proc source (its [`StatesChoice::why`] says why). Asked for by name,
-/// a source that cannot run is an error ([`Error::BpfUnavailable`], [`Error::Io`]).
+/// it loads and else the /proc source (its [`Chosen::why`] says why). Asked for by name, a
+/// source that cannot run is an error ([`Error::BpfUnavailable`], [`Error::Io`]).
 pub fn open_states(
     backend: Backend,
     bpf: crate::states::bpf::Options,
     procfs: crate::states::procfs::Options,
-) -> Result<StatesChoice, Error> {
+) -> Result<Chosen<Box<dyn StateSource>>, Error> {
+    let from_proc = |procfs, why: String| {
+        let s: Box<dyn StateSource> = Box::new(ProcfsSource::new(procfs)?);
+        Ok(Chosen::new(s, Backend::Procfs, why))
+    };
     // The accounting's own root says which kernel it would read (a test may hand the /proc
     // source a tree of its own beside it).
     if let Some(why) = not_the_kernel(&bpf.proc_root) {
         match backend {
             Backend::Bpf => return Err(Error::BpfUnavailable(why)),
-            Backend::Auto => {
-                return Ok(StatesChoice {
-                    source: Box::new(ProcfsSource::new(procfs)?),
-                    backend: Backend::Procfs,
-                    why,
-                })
-            }
+            Backend::Auto => return from_proc(procfs, why),
             Backend::Procfs => {}
             Backend::Service => return Err(no_service_states()),
         }
     }
-    let choice = |source: Box<dyn StateSource>, backend: Backend, why: String| StatesChoice {
-        source,
-        backend,
-        why,
+    let accounting = |s: BpfSource, why: String| {
+        let s: Box<dyn StateSource> = Box::new(s);
+        Chosen::new(s, Backend::Bpf, why)
     };
     let loaded = |s: &BpfSource| format!("loaded in {:.1} ms", s.load_ns as f64 / 1e6);
     match backend {
         Backend::Bpf => {
             let s = BpfSource::load(bpf)?;
             let why = format!("asked for ({})", loaded(&s));
-            Ok(choice(Box::new(s), Backend::Bpf, why))
+            Ok(accounting(s, why))
         }
-        Backend::Procfs => Ok(choice(
-            Box::new(ProcfsSource::new(procfs)?),
-            Backend::Procfs,
-            "asked for".into(),
-        )),
+        Backend::Procfs => from_proc(procfs, "asked for".into()),
         Backend::Service => Err(no_service_states()),
         Backend::Auto => match BpfSource::load(bpf) {
             Ok(s) => {
                 let why = loaded(&s);
-                Ok(choice(Box::new(s), Backend::Bpf, why))
+                Ok(accounting(s, why))
             }
-            Err(why) => Ok(choice(
-                Box::new(ProcfsSource::new(procfs)?),
-                Backend::Procfs,
-                why.to_string(),
-            )),
+            Err(why) => from_proc(procfs, why.to_string()),
         },
     }
 }

@@ -68,8 +68,16 @@ pub trait Collector: Send {
     /// a snapshot's reads. Tasks gone are absent; a command line given up at the deadline
     /// is marked `cmdline_timed_out`.
     fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<Filled, Error>;
-    /// What this collector is, why it was chosen, and how its last pass went.
+    /// What this collector is and how its last pass went. Its `why` is empty: why the
+    /// collector answers is the [`Chosen`](crate::choice::Chosen) holding it
+    /// ([`report_of`](crate::choice::report_of)), or [`Collector::answered_otherwise`].
     fn report(&self) -> PassReport;
+    /// Why the last pass was answered otherwise than this collector was chosen to (the query
+    /// service's client reading /proc when the service did not answer); `None` (the
+    /// default) when it answered as chosen.
+    fn answered_otherwise(&self) -> Option<&str> {
+        None
+    }
     /// Whether this collector, as opened, reads `groups` as well as one opened again for
     /// them would: false only when opening again would load something they need that this
     /// one did not (the BPF collector's command-line iterator or the program that writes

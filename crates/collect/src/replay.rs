@@ -19,19 +19,17 @@ use tasksnap_model::states::Sample;
 #[derive(Debug)]
 pub struct ReplayCollector {
     reading: Reading,
-    why: String,
     /// The /proc root whose systemd files (pid 1's cgroup, /run/systemd beside it) the
     /// sd-login answers are derived with: the host's.
     proc_root: std::path::PathBuf,
 }
 
 impl ReplayCollector {
-    /// Over `reading`; `why` names the recording and the sample's time, for `--verbose`;
-    /// sd-login's answers are derived with the systemd files of the host at `proc_root`.
-    pub fn new(reading: Reading, why: String, proc_root: &std::path::Path) -> ReplayCollector {
+    /// Over `reading`; sd-login's answers are derived with the systemd files of the host at
+    /// `proc_root`.
+    pub fn new(reading: Reading, proc_root: &std::path::Path) -> ReplayCollector {
         ReplayCollector {
             reading,
-            why,
             proc_root: proc_root.to_path_buf(),
         }
     }
@@ -93,7 +91,7 @@ impl Collector for ReplayCollector {
     }
 
     fn report(&self) -> PassReport {
-        PassReport::new(self.reading.snapshot.backend, self.why.clone())
+        PassReport::new(self.reading.snapshot.backend, String::new())
     }
 }
 
@@ -159,7 +157,7 @@ mod tests {
             exits_missing: None,
             host: Default::default(),
         };
-        let mut c = ReplayCollector::new(reading, String::new(), std::path::Path::new("/proc"));
+        let mut c = ReplayCollector::new(reading, std::path::Path::new("/proc"));
         let ask = |login| {
             Query::new(
                 Selector::AllProcesses,

@@ -36,10 +36,11 @@ use tasksnap_model::{
     SnapshotStats, Task, TaskId,
 };
 
+use crate::choice::{self, Chosen};
 use crate::collector::LiveCollector;
 use crate::collector::StateSource;
 use crate::error::Error;
-use crate::{choice, machine};
+use crate::machine;
 
 /// How a [`Sampler`] reads.
 #[derive(Debug, Clone)]
@@ -90,10 +91,9 @@ pub fn sample_groups() -> Groups {
 
 /// Takes [`Reading`]s of the whole host, keeping its sources open between them.
 pub struct Sampler {
-    live: Box<dyn LiveCollector>,
-    states: Option<Box<dyn StateSource>>,
-    states_backend: Option<Backend>,
-    states_why: String,
+    live: Chosen<Box<dyn LiveCollector>>,
+    /// The thread-state source (`None`: not asked for).
+    states: Option<Chosen<Box<dyn StateSource>>>,
     /// The exit source, or why there is none.
     exits: Result<crate::exits::Exits, String>,
     query: Query,
@@ -115,7 +115,7 @@ impl std::fmt::Debug for Sampler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sampler")
             .field("tasks", &self.reading.snapshot.tasks.len())
-            .field("states_backend", &self.states_backend)
+            .field("states_backend", &self.states.as_ref().map(|c| c.backend))
             .finish_non_exhaustive()
     }
 }
@@ -137,8 +137,8 @@ impl Sampler {
         };
         let mut live = choice::open_live(opts.backend, at)?;
         let groups = sample_groups();
-        live.prepare(&groups);
-        let (states, states_backend, states_why) = if opts.states {
+        live.source.prepare(&groups);
+        let states = if opts.states {
             let bpf = crate::states::bpf::Options {
                 track_sleep: opts.track_sleep,
                 incremental: true,
@@ -150,10 +150,9 @@ impl Sampler {
                 proc_root: opts.proc_root.clone(),
                 ..Default::default()
             };
-            let c = choice::open_states(opts.backend, bpf, procfs)?;
-            (Some(c.source), Some(c.backend), c.why)
+            Some(choice::open_states(opts.backend, bpf, procfs)?)
         } else {
-            (None, None, "not asked for".into())
+            None
         };
         let exits = match exits {
             None => Err("exit records not asked for".to_string()),
@@ -163,8 +162,6 @@ impl Sampler {
         Ok(Sampler {
             live,
             states,
-            states_backend,
-            states_why,
             exits,
             query: Query {
                 leader_as_process: true,
@@ -194,7 +191,10 @@ impl Sampler {
     /// Which source reads thread states ([`Backend::Bpf`] or [`Backend::Procfs`]; `None`
     /// when not asked for), and why that one.
     pub fn states_report(&self) -> (Option<Backend>, &str) {
-        (self.states_backend, &self.states_why)
+        match &self.states {
+            Some(c) => (Some(c.backend), &c.why),
+            None => (None, "not asked for"),
+        }
     }
 
     /// Why there are no exit records (`None` when the exit source runs).
@@ -240,6 +240,7 @@ impl Sampler {
         let mut fresh: Vec<Task> = Vec::new();
         let summary = self
             .live
+            .source
             .changes_into(&self.query, &mut |t| fresh.push(t))?;
         fresh.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
         self.changes.tasks = (!summary.full).then(|| fresh.iter().map(|t| t.id).collect());
@@ -276,7 +277,7 @@ impl Sampler {
         // new recorder reads every command line): a thread's CPU time in its task row and
         // its state totals then cover the same interval, so a hog's running time matches
         // its CPU time, sample by sample and across a restart.
-        self.reading.states = match self.states.as_mut() {
+        self.reading.states = match self.states.as_mut().map(|c| &mut c.source) {
             Some(s) => {
                 // The last sample's memory, unless the caller took it (an exporter keeps it).
                 if let Some(old) = self.reading.states.take() {
@@ -289,7 +290,7 @@ impl Sampler {
         self.changes.threads = self
             .states
             .as_ref()
-            .and_then(|s| s.changed())
+            .and_then(|c| c.source.changed())
             .map(<[TaskId]>::to_vec);
         let t2 = std::time::Instant::now();
         self.fill_names()?;
@@ -303,7 +304,7 @@ impl Sampler {
         let snapshot = &mut self.reading.snapshot;
         snapshot.taken_at_unix_ns = taken_at_unix_ns;
         snapshot.taken_at_boottime_ns = taken_at_boottime_ns;
-        snapshot.backend = self.live.report().backend;
+        snapshot.backend = self.live.source.report().backend;
         if snapshot.boot_time_unix_s == 0 {
             snapshot.boot_time_unix_s =
                 machine::boot_time_unix_s(&self.opts.proc_root).unwrap_or(0);
@@ -375,7 +376,7 @@ impl Sampler {
         if !wanted.is_empty() {
             let groups =
                 Groups::of(&[Group::Cmdline, Group::Cgroup]).flag(Group::Exe, self.opts.exe);
-            let (mut filled, stats) = self.live.fill(&wanted, groups)?;
+            let (mut filled, stats) = self.live.source.fill(&wanted, groups)?;
             self.reading.snapshot.stats.cmdline_timeouts = stats.cmdline_timeouts;
             for t in tasks
                 .iter_mut()

@@ -224,7 +224,11 @@ fn threads_are_read_from_the_task_directory() {
     // Both threads share the process's command line.
     assert_eq!(snap.tasks[0].cmdline, snap.tasks[1].cmdline);
 
-    let all = snapshot_with(&mut c, Selector::AllThreads, groups(|g| g.insert(Group::Base)));
+    let all = snapshot_with(
+        &mut c,
+        Selector::AllThreads,
+        groups(|g| g.insert(Group::Base)),
+    );
     let ids: Vec<(i32, i32)> = all.tasks.iter().map(|t| (t.id.tgid, t.id.tid)).collect();
     // 2 and 5000 have no task/ directory in the fake tree: counted as vanished, not errors.
     assert_eq!(ids, vec![(4032, 4032), (6000, 6000), (6000, 6001)]);
@@ -356,12 +360,20 @@ fn cgroup_label_and_login_come_parsed_from_the_collector() {
         );
     }
 
-    let snap = snapshot_with(&mut c, Selector::Pid(6000), groups(|g| g.set(Group::Login, true)));
+    let snap = snapshot_with(
+        &mut c,
+        Selector::Pid(6000),
+        groups(|g| g.set(Group::Login, true)),
+    );
     let t = &snap.tasks[0];
     assert!(t.cgroup.is_none(), "read for login only, not kept");
     assert!(t.extra.as_ref().is_some_and(|x| x.login.is_some()));
     // Without `login` asked for, no answers.
-    let snap = snapshot_with(&mut c, Selector::Pid(6000), groups(|g| g.set(Group::Cgroup, true)));
+    let snap = snapshot_with(
+        &mut c,
+        Selector::Pid(6000),
+        groups(|g| g.set(Group::Cgroup, true)),
+    );
     assert!(snap.tasks[0]
         .extra
         .as_ref()

@@ -178,9 +178,6 @@ fn line(e: &Exit, cpu_ns_before: Option<u64>, wall_ns: u64) -> Line {
     }
 }
 
-/// Width of the EXIT column.
-pub const EXIT_WIDTH: usize = 5;
-
 /// The EXIT column of a row: the exit code, or the signal that ended it by name (`KILL`,
 /// `SEGV`; `sig34` for one without a short name), `*` after it when it left a core; `-` for
 /// a live row.

@@ -2,9 +2,10 @@
 //!
 //! Each refresh takes one snapshot of every thread (base, effective credentials, CPU times
 //! and scheduler counters: with the BPF backend that is one iterator pass, no /proc file per
-//! task), turns it into rates against the previous one ([`view`]), and formats only the rows
-//! that are shown ([`render`]): shared memory (statm) and command lines are read for those
-//! rows only, command lines cached by task identity. The header adds the machine's figures
+//! task), turns it into rates against the previous one ([`view`]), sorts and filters them by
+//! its columns ([`arrange`]), and formats only the rows that are shown ([`columns`]: one row
+//! per column; [`render`]: the header lines and the figures): shared memory (statm) and
+//! command lines are read for those rows only, command lines cached by task identity. The header adds the machine's figures
 //! ([`system`]) and tasksnap's own CPU use and per-refresh cost. `-b` prints frames in
 //! procps `top -b`'s layout ([`batch`]); otherwise a terminal UI runs ([`tui`]), with the
 //! collection on a thread of its own ([`worker`]) that sends it ready pages, so that keys are
@@ -12,7 +13,9 @@
 //! interval (root: BPF, else taskstats; or a recording that kept them) are counted in the header and,
 //! with the exited view on (`e`, `--exited`), listed as atop lists them ([`exited`]).
 
+mod arrange;
 mod batch;
+mod columns;
 mod exited;
 mod options;
 mod render;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tasksnap_model::Backend;
 
-use super::view::{Filter, SortKey};
+use super::arrange::Filter;
+use super::columns::Column;
 
 /// Options from the command line (and changed by keys in the UI).
 #[derive(Debug, Clone)]
@@ -21,7 +22,7 @@ pub struct Options {
     pub threads: bool,
     pub full_command: bool,
     pub tree: bool,
-    pub sort: SortKey,
+    pub sort: Column,
     pub ascending: bool,
     pub name_filter: Option<String>,
     pub other_filter: Option<Filter>,
@@ -51,7 +52,7 @@ impl Default for Options {
             threads: false,
             full_command: false,
             tree: false,
-            sort: SortKey::Cpu,
+            sort: Column::CPU,
             ascending: false,
             name_filter: None,
             other_filter: None,
@@ -187,7 +188,7 @@ pub(super) fn parse_args(argv: &[OsString]) -> Result<Options, String> {
             }
             _ if a.starts_with("-o") => {
                 let v = value("-o")?;
-                o.sort = SortKey::parse(&v).ok_or_else(|| format!("unknown field '{v}'"))?;
+                o.sort = Column::sort_key(&v).ok_or_else(|| format!("unknown field '{v}'"))?;
                 o.ascending = v.starts_with('-');
             }
             _ => return Err(format!("unknown option '{a}'")),

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use super::arrange::Filter;
+use super::columns::Column;
 use super::options::parse_args;
-use super::view::{Filter, SortKey};
 use crate::input::{parse_seconds, Nice, Pid, Signal, MAX_SECONDS};
 
 /// Plausible tokens for top's command line, with numbers of every kind.
@@ -107,7 +108,7 @@ proptest! {
             if let Ok(d) = parse_seconds(&input, 0.1) {
                 prop_assert!(d >= Duration::from_millis(100));
             }
-            let _ = SortKey::parse(&input);
+            let _ = Column::sort_key(&input);
             let _ = Filter::parse(&input);
         }
     }

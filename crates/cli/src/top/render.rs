@@ -1,9 +1,11 @@
 //! Text of a `top` frame, shared by the batch output and the terminal UI: the header lines in
-//! procps top's wording and widths, the column header and one line per task (procps top's
-//! columns, RUNQ% added before TIME+), number scaling as top does it.
+//! procps top's wording and widths, and the figures of its columns as top writes them (memory
+//! scaled, TIME+, percentages); the columns themselves are `columns.rs`'.
+
+use std::fmt::Write as _;
 
 use super::system::System;
-use super::view::{Line, StateCounts};
+use super::view::StateCounts;
 
 /// What the header says about tasksnap itself.
 #[derive(Debug, Clone, Default)]
@@ -86,123 +88,75 @@ pub fn header(
     ]
 }
 
-/// The column header for a pid column of `pid_width` (`wait`: the COMMAND column carries
-/// the wait reason too; `cgroup`: a CGROUP column before it; `exited`: an EXIT column
-/// before those, [`super::exited::exit_text`]).
-pub fn column_header(pid_width: usize, wait: bool, cgroup: bool, exited: bool) -> String {
-    format!(
-        "{:>pid_width$} USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM RUNQ% DISK%     TIME+ {}{}{}",
-        "PID",
-        if exited {
-            format!("{:>w$} ", "EXIT", w = super::exited::EXIT_WIDTH)
-        } else {
-            String::new()
-        },
-        if cgroup {
-            format!("{:<CGROUP_WIDTH$} ", "CGROUP")
-        } else {
-            String::new()
-        },
-        if wait { "COMMAND: WAIT" } else { "COMMAND" }
-    )
-}
-
-/// Width of the CGROUP column (`g`): longer memberships are cut, as ps cuts a cgroup column
-/// that is not the last.
-pub const CGROUP_WIDTH: usize = 27;
-
-/// A KiB figure in `width` columns: the plain number when it fits, else the first of
-/// MiB, GiB, TiB, PiB that fits with one decimal, as top scales memory.
-pub fn scale_kib(kib: u64, width: usize) -> String {
-    let s = kib.to_string();
-    if s.len() <= width {
-        return s;
+/// Appends a KiB figure for `width` columns: the plain number when it fits, else the first
+/// of MiB, GiB, TiB, PiB that fits with one decimal, as top scales memory.
+pub fn write_kib(out: &mut String, kib: u64, width: usize) {
+    let start = out.len();
+    let fits = |out: &String| out.len() - start <= width;
+    let _ = write!(out, "{kib}");
+    if fits(out) {
+        return;
     }
     let mut v = kib as f64;
     for unit in ['m', 'g', 't', 'p'] {
         v /= 1024.0;
-        let s = format!("{v:.1}{unit}");
-        if s.len() <= width {
-            return s;
+        out.truncate(start);
+        let _ = write!(out, "{v:.1}{unit}");
+        if fits(out) {
+            return;
         }
     }
-    let s = format!("{v:.0}p");
-    if s.len() <= width {
-        s
-    } else {
-        "+".into()
+    out.truncate(start);
+    let _ = write!(out, "{v:.0}p");
+    if !fits(out) {
+        out.truncate(start);
+        out.push('+');
     }
 }
 
-/// TIME+ in 9 columns: minutes:seconds.hundredths, then coarser when it does not fit.
-pub fn time_plus(ns: u64) -> String {
+/// Appends TIME+ for 9 columns: minutes:seconds.hundredths, then coarser when it does not
+/// fit.
+pub fn write_time_plus(out: &mut String, ns: u64) {
+    let start = out.len();
     let cs = ns / 10_000_000;
     let (mins, secs, hund) = (cs / 6000, (cs / 100) % 60, cs % 100);
-    let s = format!("{mins}:{secs:02}.{hund:02}");
-    if s.len() <= 9 {
-        return s;
+    let _ = write!(out, "{mins}:{secs:02}.{hund:02}");
+    if out.len() - start <= 9 {
+        return;
     }
-    let s = format!("{mins}:{secs:02}");
-    if s.len() <= 9 {
-        return s;
+    out.truncate(start);
+    let _ = write!(out, "{mins}:{secs:02}");
+    if out.len() - start <= 9 {
+        return;
     }
-    format!("{},{:02}", mins / 60, mins % 60)
+    out.truncate(start);
+    let _ = write!(out, "{},{:02}", mins / 60, mins % 60);
 }
 
-/// A %CPU-style figure in 5 columns.
-fn pct(v: f64) -> String {
+/// Appends a %CPU-style figure (for 5 columns: one decimal below 1000).
+pub fn write_pct(out: &mut String, v: f64) {
     if v >= 999.95 {
-        format!("{v:5.0}")
+        let _ = write!(out, "{v:.0}");
     } else {
-        format!("{v:5.1}")
+        let _ = write!(out, "{v:.1}");
     }
-}
-
-/// One task line. `user` is its user name, `command` what the COMMAND column shows (comm or
-/// the command line), `tree` whether to draw the forest prefix. A process that exited
-/// (`l.exit`) has no priority, nice or memory any more: `-` there.
-pub fn line(l: &Line, pid_width: usize, user: &str, command: &str, tree: bool) -> String {
-    let gone = l.exit.is_some();
-    let or_gone = |s: String| if gone { "-".to_string() } else { s };
-    let pr = if l.priority < -99 {
-        "rt".to_string()
-    } else {
-        l.priority.to_string()
-    };
-    let mut user = user.to_string();
-    if user.chars().count() > 8 {
-        user = user.chars().take(7).collect::<String>() + "+";
-    }
-    let prefix = if tree && l.depth > 0 {
-        format!("{}`- ", " ".repeat(4 * (l.depth - 1) + 1))
-    } else {
-        String::new()
-    };
-    format!(
-        "{:>pid_width$} {:<8} {:>3} {:>3} {:>7} {:>6} {:>6} {} {} {} {} {} {:>9} {prefix}{command}",
-        l.id.tid,
-        user,
-        or_gone(pr),
-        or_gone(l.nice.to_string()),
-        or_gone(scale_kib(l.virt_kib, 7)),
-        or_gone(scale_kib(l.res_kib, 6)),
-        l.shr_kib.map_or("-".to_string(), |v| scale_kib(v, 6)),
-        l.state as char,
-        pct(l.cpu_pct),
-        if gone {
-            "    -".to_string()
-        } else {
-            pct(l.mem_pct)
-        },
-        l.runq_pct.map_or("    -".to_string(), pct),
-        l.disk_pct.map_or("    -".to_string(), pct),
-        time_plus(l.time_ns),
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use crate::top::render::*;
+
+    fn scale_kib(kib: u64, width: usize) -> String {
+        let mut s = String::new();
+        write_kib(&mut s, kib, width);
+        s
+    }
+
+    fn time_plus(ns: u64) -> String {
+        let mut s = String::new();
+        write_time_plus(&mut s, ns);
+        s
+    }
 
     #[test]
     fn numbers_scale_like_top() {

@@ -11,7 +11,7 @@ use tasksnap_model::{Backend, Group, Groups, Query, Selector};
 
 use super::options::Options;
 use super::view::{self, Line, Row};
-use super::{exited, render, replay, system, waits};
+use super::{arrange, columns, exited, render, replay, system, waits};
 use crate::ps::names::Names;
 use crate::ps::text::{self, Locale};
 
@@ -287,7 +287,7 @@ impl Top {
             .opts
             .other_filter
             .as_ref()
-            .is_some_and(view::Filter::needs_cgroup);
+            .is_some_and(arrange::Filter::needs_cgroup);
         // A CGROUP filter needs every task's cgroups, each refresh: the BPF backend then
         // takes whole passes and reads /proc/PID/cgroup for every task (the price of the
         // filter, paid only while it is on).
@@ -552,7 +552,7 @@ impl Top {
             Some(n) => String::from_utf8_lossy(n).into_owned(),
             None => uid.to_string(),
         };
-        view::sort(lines, self.opts.sort, self.opts.ascending, &mut user_of);
+        arrange::sort(lines, self.opts.sort, self.opts.ascending, &mut user_of);
         if self.opts.tree {
             *lines = view::forest(std::mem::take(lines));
         }
@@ -606,6 +606,7 @@ impl Top {
             self.visible_pids.dedup();
         }
         let cgroups = self.read_row_extras(&mut frame.lines[start..end]);
+        let layout = self.layout();
         for i in start..end {
             let l = &mut frame.lines[i];
             let key = if self.opts.threads {
@@ -621,31 +622,19 @@ impl Top {
                 }
             }
             let l = frame.lines[i].clone();
-            let mut command = self.command(&l);
-            if self.opts.show_wait {
-                command = format!("{command}: {}", l.reason.as_deref().unwrap_or("-"));
-            }
-            if self.opts.show_cgroup {
-                let cg = cgroups
-                    .get(&(l.id.tgid, l.id.tid))
-                    .map_or("-", String::as_str);
-                command = format!("{cg:<w$.w$} {command}", w = render::CGROUP_WIDTH);
-            }
-            if self.opts.show_exited {
-                command = format!(
-                    "{:>w$} {command}",
-                    exited::exit_text(&l),
-                    w = exited::EXIT_WIDTH
-                );
-            }
+            let command = self.command(&l);
             let user = self.user_name(l.euid);
-            out.push(render::line(
-                &l,
-                self.pid_width,
-                &user,
-                &command,
-                self.opts.tree,
-            ));
+            let cells = columns::Cells {
+                line: &l,
+                user: &user,
+                command: &command,
+                cgroup: cgroups
+                    .get(&(l.id.tgid, l.id.tid))
+                    .map_or("-", String::as_str),
+            };
+            let mut row = String::with_capacity(ROW_BYTES + command.len());
+            columns::write_row(&mut row, &cells, &layout);
+            out.push(row);
         }
         out
     }
@@ -793,14 +782,24 @@ impl Top {
     }
 
     pub fn column_header(&self) -> String {
-        render::column_header(
-            self.pid_width,
-            self.opts.show_wait,
-            self.opts.show_cgroup,
-            self.opts.show_exited,
-        )
+        columns::header(&self.layout())
+    }
+
+    /// Which columns the options show, and the pid column's width.
+    fn layout(&self) -> columns::Layout {
+        columns::Layout {
+            pid_width: self.pid_width,
+            exited: self.opts.show_exited,
+            cgroup: self.opts.show_cgroup,
+            wait: self.opts.show_wait,
+            tree: self.opts.tree,
+        }
     }
 }
+
+/// Room for a row's columns before its command (its text is allocated once, at this plus
+/// the command's length).
+const ROW_BYTES: usize = 128;
 
 /// How long a task whose command line could not be read in time shows `[comm]` before the
 /// next try.

@@ -17,10 +17,11 @@ use ratatui::text::{Line as TextLine, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Terminal;
 
+use super::arrange::Filter;
+use super::columns::Column;
 use super::options::Options;
 use super::replay::Replay;
 use super::session::Page;
-use super::view::{Filter, SortKey};
 use super::worker::{self, Request, Update};
 use crate::input::{Nice, Pid, Signal};
 
@@ -373,19 +374,15 @@ fn on_view_key(app: &mut App, k: KeyEvent) {
     match k.code {
         KeyCode::Char('q') => app.quit = true,
         KeyCode::Char('h') | KeyCode::Char('?') => app.help = true,
-        KeyCode::Char('P') => set_sort(app, SortKey::Cpu),
-        KeyCode::Char('M') => set_sort(app, SortKey::Mem),
-        KeyCode::Char('T') => set_sort(app, SortKey::Time),
-        KeyCode::Char('N') => set_sort(app, SortKey::Pid),
+        KeyCode::Char('P') => set_sort(app, Column::CPU),
+        KeyCode::Char('M') => set_sort(app, Column::MEM),
+        KeyCode::Char('T') => set_sort(app, Column::TIME),
+        KeyCode::Char('N') => set_sort(app, Column::PID),
         KeyCode::Char('<') | KeyCode::Char('>') => {
-            let order = SortKey::ORDER;
-            let at = order.iter().position(|&s| s == o.sort).unwrap_or(0);
-            let next = if k.code == KeyCode::Char('<') {
-                at.checked_sub(1).unwrap_or(order.len() - 1)
-            } else {
-                (at + 1) % order.len()
-            };
-            set_sort(app, order[next]);
+            let next = o
+                .sort
+                .cycled(if k.code == KeyCode::Char('<') { -1 } else { 1 });
+            set_sort(app, next);
         }
         KeyCode::Char('R') => {
             o.ascending = !o.ascending;
@@ -446,9 +443,9 @@ fn on_view_key(app: &mut App, k: KeyEvent) {
     }
 }
 
-fn set_sort(app: &mut App, key: SortKey) {
+fn set_sort(app: &mut App, key: Column) {
     app.opts.sort = key;
-    app.opts.ascending = matches!(key, SortKey::Pid | SortKey::User | SortKey::Command);
+    app.opts.ascending = key.spec().sort.is_some_and(|s| s.ascending);
     // The frame on hand is re-sorted at once; the next refresh keeps the order.
     app.scroll = 0;
     app.options_changed(false);

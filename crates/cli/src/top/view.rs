@@ -1,6 +1,7 @@
 //! What one refresh of `top` shows, from two snapshots: per-task rates (%CPU, RUNQ%) matched
 //! by task identity (tgid, tid, start time, so a reused pid starts from zero), the process
-//! rollup of thread rows, filters, sorting and the tree order. No formatting here.
+//! rollup of thread rows, the state counts and the tree order. No formatting here; sorting
+//! and filtering by a column are `arrange.rs`'.
 
 use std::collections::HashMap;
 use tasksnap_model::hash::IdMap;
@@ -56,49 +57,6 @@ pub struct Exited {
 /// frame changes (shared memory of the rows on screen, wait reasons, tree depth) are
 /// copied on write.
 pub type Row = std::rc::Rc<Line>;
-
-/// Sort columns, with top's keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortKey {
-    Pid,
-    User,
-    Cpu,
-    Mem,
-    Time,
-    Runq,
-    Command,
-}
-
-impl SortKey {
-    /// Header names in column order (for `<` and `>`).
-    pub const ORDER: [SortKey; 7] = [
-        SortKey::Pid,
-        SortKey::User,
-        SortKey::Runq,
-        SortKey::Cpu,
-        SortKey::Mem,
-        SortKey::Time,
-        SortKey::Command,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SortKey::Pid => "PID",
-            SortKey::User => "USER",
-            SortKey::Cpu => "%CPU",
-            SortKey::Mem => "%MEM",
-            SortKey::Time => "TIME+",
-            SortKey::Runq => "RUNQ%",
-            SortKey::Command => "COMMAND",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<SortKey> {
-        SortKey::ORDER
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s.trim_start_matches('+')))
-    }
-}
 
 /// Counts for the "Tasks:" header line.
 #[derive(Debug, Clone, Copy, Default)]
@@ -416,81 +374,6 @@ pub fn count_states(lines: &[Row]) -> StateCounts {
     c
 }
 
-/// Sorts `lines` by `key` (largest first unless `ascending`), ties by pid.
-///
-/// Numeric keys sort a small array of (key, pid, index) and then move each row once (a
-/// comparison sort of 50,000 rows spent its time in the comparisons' lookups). Rows that
-/// come in pid order (the tracker's) with most keys equal (%CPU of idle
-/// tasks) make that array nearly sorted, which the stable sort takes in linear time.
-pub fn sort(
-    lines: &mut [Row],
-    key: SortKey,
-    ascending: bool,
-    user_of: &mut dyn FnMut(u32) -> String,
-) {
-    // Non-negative floats order like their bit patterns.
-    let bits = |v: f64| if v > 0.0 { v.to_bits() } else { 0 };
-    let numeric = |l: &Line| -> Option<u64> {
-        Some(match key {
-            SortKey::Pid => u64::from(l.id.tid as u32),
-            SortKey::Cpu => bits(l.cpu_pct),
-            SortKey::Mem => l.res_kib,
-            SortKey::Time => l.time_ns,
-            SortKey::Runq => bits(l.runq_pct.unwrap_or(0.0)),
-            SortKey::User | SortKey::Command => return None,
-        })
-    };
-    if lines.first().and_then(|l| numeric(l)).is_some() {
-        let mut keys: Vec<(u64, i32, u32)> = lines
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let k = numeric(l).unwrap_or(0);
-                (if ascending { k } else { !k }, l.id.tid, i as u32)
-            })
-            .collect();
-        keys.sort();
-        let perm: Vec<u32> = keys.into_iter().map(|(_, _, i)| i).collect();
-        permute(lines, &perm);
-        return;
-    }
-    let mut users: HashMap<u32, String> = HashMap::new();
-    if key == SortKey::User {
-        for l in lines.iter() {
-            users.entry(l.euid).or_insert_with(|| user_of(l.euid));
-        }
-    }
-    lines.sort_by(|a, b| {
-        let o = match key {
-            SortKey::User => users.get(&a.euid).cmp(&users.get(&b.euid)),
-            _ => a.comm.cmp(&b.comm),
-        };
-        let o = if ascending { o } else { o.reverse() };
-        o.then(a.id.tid.cmp(&b.id.tid))
-    });
-}
-
-/// Reorders `v` so that `v[i]` becomes the old `v[perm[i]]` (`perm` a permutation of
-/// `0..v.len()`), cycle by cycle: one swap per row moved.
-fn permute<T>(v: &mut [T], perm: &[u32]) {
-    let mut done = vec![false; v.len()];
-    for start in 0..v.len() {
-        if done[start] {
-            continue;
-        }
-        let mut i = start;
-        loop {
-            done[i] = true;
-            let j = perm[i] as usize;
-            if j == start || j >= v.len() {
-                break;
-            }
-            v.swap(i, j);
-            i = j;
-        }
-    }
-}
-
 /// Reorders sorted `lines` as a forest: each process under its parent, siblings in the
 /// current sort order, with `depth` set. Processes whose parent is not listed are roots.
 pub fn forest(lines: Vec<Row>) -> Vec<Row> {
@@ -533,105 +416,14 @@ pub fn forest(lines: Vec<Row>) -> Vec<Row> {
         .collect()
 }
 
-/// A filter typed at the `o` prompt: `FIELD=text` (substring), `FIELD>n` or `FIELD<n`
-/// (numbers), over the fields of [`FilterField::NAMES`]. A leading `!` negates.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Filter {
-    field: FilterField,
-    op: u8,
-    value: String,
-    negate: bool,
-}
-
-/// What a [`Filter`] looks at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FilterField {
-    Pid,
-    User,
-    Command,
-    State,
-    Cpu,
-    Mem,
-    Runq,
-    Cgroup,
-}
-
-impl FilterField {
-    /// Each field's name at the prompt (typed in any case).
-    const NAMES: [(&'static str, FilterField); 8] = [
-        ("PID", FilterField::Pid),
-        ("USER", FilterField::User),
-        ("COMMAND", FilterField::Command),
-        ("S", FilterField::State),
-        ("%CPU", FilterField::Cpu),
-        ("%MEM", FilterField::Mem),
-        ("RUNQ%", FilterField::Runq),
-        ("CGROUP", FilterField::Cgroup),
-    ];
-
-    fn parse(name: &str) -> Option<FilterField> {
-        let name = name.trim().to_ascii_uppercase();
-        FilterField::NAMES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|&(_, f)| f)
-    }
-}
-
-impl Filter {
-    /// Whether this filter needs every task's cgroups read ([`Line::cgroup`]).
-    pub fn needs_cgroup(&self) -> bool {
-        self.field == FilterField::Cgroup
-    }
-
-    /// Parses `FIELD=text` and friends; `None` when malformed.
-    pub fn parse(s: &str) -> Option<Filter> {
-        let (negate, s) = match s.strip_prefix('!') {
-            Some(rest) => (true, rest),
-            None => (false, s),
-        };
-        let at = s.find(['=', '>', '<'])?;
-        Some(Filter {
-            field: FilterField::parse(&s[..at])?,
-            op: s.as_bytes()[at],
-            value: s[at + 1..].trim().to_string(),
-            negate,
-        })
-    }
-
-    /// Whether `l` passes; `user` is its user name.
-    pub fn keeps(&self, l: &Line, user: &str) -> bool {
-        let num = |v: f64| -> bool {
-            let Ok(want) = self.value.parse::<f64>() else {
-                return false;
-            };
-            match self.op {
-                b'>' => v > want,
-                b'<' => v < want,
-                _ => v == want,
-            }
-        };
-        let text = |v: &str| -> bool { self.op == b'=' && v.contains(self.value.as_str()) };
-        let r = match self.field {
-            FilterField::Pid => num(f64::from(l.id.tid)),
-            FilterField::User => text(user),
-            FilterField::Command => text(&String::from_utf8_lossy(&l.comm)),
-            FilterField::State => text(&(l.state as char).to_string()),
-            FilterField::Cpu => num(l.cpu_pct),
-            FilterField::Mem => num(l.mem_pct),
-            FilterField::Cgroup => text(l.cgroup.as_deref().unwrap_or("-")),
-            FilterField::Runq => num(l.runq_pct.unwrap_or(0.0)),
-        };
-        r != self.negate
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::top::view::*;
     use tasksnap_model::{Base, Stat, Task, TaskState};
 
-    fn task(tgid: i32, tid: i32, ppid: i32, cpu_ms: u64, at_start: u64) -> Task {
+    /// A sleeping task `tid` of `tgid` under `ppid`, with `cpu_ms` of user time and 4 KiB of
+    /// resident memory per unit of its tid.
+    pub(in crate::top) fn task(tgid: i32, tid: i32, ppid: i32, cpu_ms: u64, at_start: u64) -> Task {
         let mut t = Task::new(TaskId {
             tgid,
             tid,
@@ -651,7 +443,8 @@ mod tests {
         t
     }
 
-    fn snap(at_ns: u64, tasks: Vec<Task>) -> Snapshot {
+    /// A snapshot of `tasks` taken at `at_ns`.
+    pub(in crate::top) fn snap(at_ns: u64, tasks: Vec<Task>) -> Snapshot {
         Snapshot {
             taken_at_unix_ns: at_ns,
             taken_at_boottime_ns: at_ns,
@@ -693,44 +486,6 @@ mod tests {
         let tasks = vec![task(10, 10, 1, 1, 5), task(10, 11, 1, 1, 5)];
         assert_eq!(tr.update(&snap(1, tasks.clone()), false, 1000).len(), 1);
         assert_eq!(tr.update(&snap(2, tasks), true, 1000).len(), 2);
-    }
-
-    #[test]
-    fn permute_moves_every_row_to_its_place() {
-        // Hot rows to the front, the rest shifted: the shape a %CPU sort has.
-        let n = 1000u32;
-        let mut perm: Vec<u32> = vec![7, 500, 999];
-        perm.extend((0..n).filter(|i| ![7, 500, 999].contains(i)));
-        let mut v: Vec<u32> = (0..n).map(|i| i * 10).collect();
-        permute(&mut v, &perm);
-        let want: Vec<u32> = perm.iter().map(|&i| i * 10).collect();
-        assert_eq!(v, want);
-        // A reversal: long cycles of length two.
-        let perm: Vec<u32> = (0..n).rev().collect();
-        let mut v: Vec<u32> = (0..n).collect();
-        permute(&mut v, &perm);
-        assert_eq!(v, perm);
-    }
-
-    #[test]
-    fn cpu_sort_puts_busy_rows_first_and_ties_in_pid_order() {
-        let mut tr = Tracker::default();
-        let tasks: Vec<Task> = (1..=50).map(|p| task(p, p, 1, 0, 1)).collect();
-        tr.update(&snap(1_000_000_000, tasks), false, 1000);
-        let mut tasks: Vec<Task> = (1..=50).map(|p| task(p, p, 1, 0, 1)).collect();
-        tasks[9] = task(10, 10, 1, 300, 1);
-        tasks[29] = task(30, 30, 1, 600, 1);
-        let mut l = tr.update(&snap(2_000_000_000, tasks), false, 1000);
-        sort(&mut l, SortKey::Cpu, false, &mut |u| u.to_string());
-        let order: Vec<i32> = l.iter().map(|l| l.id.tid).collect();
-        let mut want = vec![30, 10];
-        want.extend((1..=50).filter(|p| *p != 10 && *p != 30));
-        assert_eq!(order, want);
-        sort(&mut l, SortKey::Cpu, true, &mut |u| u.to_string());
-        assert_eq!(
-            &l.iter().map(|l| l.id.tid).collect::<Vec<_>>()[48..],
-            [10, 30]
-        );
     }
 
     #[test]
@@ -780,35 +535,10 @@ mod tests {
             task(9, 9, 1, 0, 0),
             task(7, 7, 1, 0, 0),
         ];
-        let mut l = tr.update(&snap(1, tasks), false, 1000);
-        sort(&mut l, SortKey::Pid, true, &mut |u| u.to_string());
+        // The tracker's rows come in pid order: siblings stay in it.
+        let l = tr.update(&snap(1, tasks), false, 1000);
         let f = forest(l);
         let order: Vec<(i32, usize)> = f.iter().map(|l| (l.id.tid, l.depth)).collect();
         assert_eq!(order, [(1, 0), (7, 1), (9, 1), (5, 2)]);
-    }
-
-    #[test]
-    fn filters_parse_and_match() {
-        let mut tr = Tracker::default();
-        let l = tr.update(&snap(1, vec![task(42, 42, 1, 0, 0)]), false, 1000);
-        assert!(Filter::parse("COMMAND=t4").is_some_and(|f| f.keeps(&l[0], "root")));
-        assert!(Filter::parse("!COMMAND=t4").is_some_and(|f| !f.keeps(&l[0], "root")));
-        assert!(Filter::parse("pid>40").is_some_and(|f| f.keeps(&l[0], "root")));
-        assert!(Filter::parse("USER=bob").is_some_and(|f| !f.keeps(&l[0], "root")));
-        assert!(Filter::parse("nonsense").is_none());
-        assert!(Filter::parse("FOO=1").is_none());
-        // CGROUP: matched on what `ps -o cgroup` shows; a task whose cgroups were not read
-        // (or are all roots) shows `-`.
-        let f = Filter::parse("CGROUP=memory:/app").expect("a cgroup filter");
-        assert!(f.needs_cgroup());
-        assert!(!f.keeps(&l[0], "root"));
-        let mut t = task(43, 43, 1, 0, 0);
-        t.cgroup = Some(Box::new(tasksnap_model::Cgroup::parse(
-            b"9:name=systemd:/\n4:memory:/app/x\n0::/\n".to_vec(),
-        )));
-        let l = tr.update(&snap(2, vec![t]), false, 1000);
-        assert_eq!(l[0].cgroup.as_deref(), Some("4:memory:/app/x"));
-        assert!(f.keeps(&l[0], "root"));
-        assert!(!Filter::parse("COMMAND=x").is_some_and(|f| f.needs_cgroup()));
     }
 }

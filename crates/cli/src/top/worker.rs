@@ -314,7 +314,7 @@ mod tests {
 
         // A new sort key re-sorts the frame on hand: by pid, ascending.
         let mut by_pid = opts.clone();
-        by_pid.sort = crate::top::view::SortKey::Pid;
+        by_pid.sort = crate::top::columns::Column::PID;
         by_pid.ascending = true;
         requests
             .send(Request::Options {
@@ -374,6 +374,6 @@ mod tests {
     }
 
     fn render_width() -> usize {
-        crate::top::render::CGROUP_WIDTH
+        crate::top::columns::CGROUP_WIDTH
     }
 }

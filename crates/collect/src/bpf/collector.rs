@@ -65,7 +65,7 @@ impl Collector for BpfCollector {
             kind,
             cmdlines,
             cmdlines_lockless: walked_lockless + self.cmd.lockless.load(Ordering::Relaxed),
-            why: self.why.clone(),
+            why: String::new(),
             pass: self.last_pass(),
             phases: self
                 .out

@@ -88,8 +88,6 @@ pub struct BpfCollector {
     pub pinned_at: Option<std::path::PathBuf>,
     /// Why a pinned set that is there was not used.
     pub pin_problem: Option<String>,
-    /// Why this collector was chosen (set by [`crate::choice`]), for its report.
-    pub why: String,
     /// What a fresh load was asked for: (command lines, the rare blocks' program); `None`
     /// for a pinned set, which opening again would give again ([`crate::Collector::serves`]).
     loaded_for: Option<(bool, bool)>,
@@ -200,7 +198,6 @@ impl BpfCollector {
             load_ns,
             pinned_at,
             pin_problem: None,
-            why: String::from("bpf"),
             loaded_for,
         }
     }

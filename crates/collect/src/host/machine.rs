@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use tasksnap_model::{CpuTicks, HostIdentity, LoadAverages, Memory, StatCounters, SystemFigures};
 use tasksnap_procfs::system::{CpuLine, MemInfo};
 
-use super::{Host, Tasks};
+use super::Host;
 use crate::bpf_bench::BpfBench;
 use crate::error::Error;
 use crate::{machine, numa, probes, task_files};
@@ -52,26 +52,26 @@ from_proc_root! {
 impl Host {
     /// Every machine-wide figure a recording keeps (a replay: the recorded ones).
     pub fn system(&self) -> SystemFigures {
-        match &self.tasks {
-            Tasks::Replay(r) => r.reading().system.clone(),
-            _ => machine::figures(&self.opts.proc_root),
+        match self.replayed() {
+            Some(r) => r.system.clone(),
+            None => machine::figures(&self.opts.proc_root),
         }
     }
 
     /// Which machine and boot this is: the host name and boot id under the host's /proc
     /// root (a fake tree's own), or a replay's recorded ones.
     pub fn identity(&self) -> HostIdentity {
-        match &self.tasks {
-            Tasks::Replay(r) => r.reading().host.clone(),
-            _ => machine::identity(&self.opts.proc_root),
+        match self.replayed() {
+            Some(r) => r.host.clone(),
+            None => machine::identity(&self.opts.proc_root),
         }
     }
 
     /// `MemTotal`, KiB (a replay: the recorded one).
     pub fn mem_total_kib(&self) -> Option<u64> {
-        match &self.tasks {
-            Tasks::Replay(r) => r.reading().system.memory.map(|m| m.total_kib),
-            _ => machine::mem_total_kib(&self.opts.proc_root),
+        match self.replayed() {
+            Some(r) => r.system.memory.map(|m| m.total_kib),
+            None => machine::mem_total_kib(&self.opts.proc_root),
         }
     }
 

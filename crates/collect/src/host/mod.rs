@@ -59,6 +59,7 @@ use std::path::Path;
 
 use tasksnap_model::{Backend, Groups, PassReport, Query, Reading, Snapshot, Task};
 
+use crate::choice::Chosen;
 use crate::collector::ChangeSummary;
 use crate::collector::Collector;
 use crate::collector::Filled;
@@ -79,8 +80,6 @@ pub use sources::{ReadingOptions, Readings, StatesOptions, ThreadStates};
 
 /// Where a host's tasks come from (one of the crate's task sources).
 enum Tasks {
-    /// Nothing opened yet.
-    None,
     /// One-off snapshots (ps, bench, the Python binding).
     Snapshots(Box<dyn Collector>),
     /// A live view's changes (top, and the sampler's).
@@ -89,11 +88,30 @@ enum Tasks {
     Replay(Box<ReplayCollector>),
 }
 
+impl Tasks {
+    fn collector(&self) -> &dyn Collector {
+        match self {
+            Tasks::Snapshots(c) => c.as_ref(),
+            Tasks::Live(c) => c.as_ref() as &dyn Collector,
+            Tasks::Replay(r) => r.as_ref(),
+        }
+    }
+
+    fn collector_mut(&mut self) -> &mut dyn Collector {
+        match self {
+            Tasks::Snapshots(c) => c.as_mut(),
+            Tasks::Live(c) => c.as_mut() as &mut dyn Collector,
+            Tasks::Replay(r) => r.as_mut(),
+        }
+    }
+}
+
 /// The machine (or a recording of it) as a front end sees it. See the module header.
 pub struct Host {
     opts: HostOptions,
     units: Units,
-    tasks: Tasks,
+    /// The task source (`None`: none opened yet), with why it answers.
+    tasks: Option<Chosen<Tasks>>,
     /// The effective capabilities after [`Host::ready`] dropped them (once), or the errno
     /// of the failure.
     dropped: Option<Result<u64, i32>>,
@@ -120,7 +138,7 @@ impl Host {
         Host {
             opts,
             units,
-            tasks: Tasks::None,
+            tasks: None,
             dropped: None,
         }
     }
@@ -136,19 +154,24 @@ impl Host {
     /// tree, as [`Host::from_env`]).
     pub fn replay(reading: Reading, why: String) -> Host {
         let opts = HostOptions::from_env();
-        let collector = ReplayCollector::new(reading, why, &opts.proc_root);
+        let backend = reading.snapshot.backend;
+        let collector = ReplayCollector::new(reading, &opts.proc_root);
         Host {
             opts,
             units: Units::of_this_kernel(collector.reading().snapshot.boot_time_unix_s),
-            tasks: Tasks::Replay(Box::new(collector)),
+            tasks: Some(Chosen::new(
+                Tasks::Replay(Box::new(collector)),
+                backend,
+                why,
+            )),
             dropped: Some(Ok(0)),
         }
     }
 
     /// The recorded reading a replay host answered with, given back.
     pub fn into_replayed(self) -> Option<Reading> {
-        match self.tasks {
-            Tasks::Replay(r) => Some(r.into_reading()),
+        match self.tasks.map(|c| c.source) {
+            Some(Tasks::Replay(r)) => Some(r.into_reading()),
             _ => None,
         }
     }
@@ -167,11 +190,11 @@ impl Host {
 
     /// A recording's thread-state samples, answered one per [`ThreadStates::sample`] call.
     pub fn replay_states(samples: Vec<Sample>) -> ThreadStates {
-        ThreadStates {
-            source: StatesSource::Any(Box::new(ReplayStates::new(samples))),
-            backend: Backend::Auto,
-            why: "replay".into(),
-        }
+        ThreadStates(Chosen::new(
+            StatesSource::Any(Box::new(ReplayStates::new(samples))),
+            Backend::Auto,
+            "replay",
+        ))
     }
 
     /// Where this host reads.
@@ -205,7 +228,7 @@ impl Host {
     /// rules of [`choice::open`], ready to take them (a BPF one has made its memory).
     pub fn open_snapshots(&mut self, backend: Backend, groups: &Groups) -> Result<(), Error> {
         let c = choice::open(backend, groups, self.place())?;
-        self.tasks = Tasks::Snapshots(c);
+        self.tasks = Some(c.map(Tasks::Snapshots));
         Ok(())
     }
 
@@ -222,7 +245,7 @@ impl Host {
     /// every program, for passes of any groups. Call before [`Host::ready`].
     pub fn open_for_service(&mut self) -> Result<(), Error> {
         let c = choice::open_for_service(&self.opts.proc_root)?;
-        self.tasks = Tasks::Snapshots(c);
+        self.tasks = Some(c.map(Tasks::Snapshots));
         Ok(())
     }
 
@@ -247,14 +270,14 @@ impl Host {
     /// ([`choice::open_live`]). Call [`Host::prepare_live`] before [`Host::ready`].
     pub fn open_live(&mut self, backend: Backend) -> Result<(), Error> {
         let c = choice::open_live(backend, self.place())?;
-        self.tasks = Tasks::Live(c);
+        self.tasks = Some(c.map(Tasks::Live));
         Ok(())
     }
 
     /// Loads what makes a live view's later refreshes cheap (the BPF walk and its memory),
     /// while still privileged. Failing is not an error: refreshes then take a slower path.
     pub fn prepare_live(&mut self, groups: &Groups) {
-        if let Tasks::Live(c) = &mut self.tasks {
+        if let Some(Tasks::Live(c)) = self.tasks.as_mut().map(|t| &mut t.source) {
             c.prepare(groups);
         }
     }
@@ -285,11 +308,7 @@ impl Host {
             procfs.fds_left = n;
         }
         let c = choice::open_states(backend, bpf, procfs)?;
-        Ok(ThreadStates {
-            source: StatesSource::Any(c.source),
-            backend: c.backend,
-            why: c.why,
-        })
+        Ok(ThreadStates(c.map(StatesSource::Any)))
     }
 
     /// Loads top's per-process thread-state accounting (DISK% and wait reasons: BPF only,
@@ -313,11 +332,11 @@ impl Host {
         };
         let s = BpfSource::load(opts)?;
         let why = format!("loaded in {:.1} ms", s.load_ns as f64 / 1e6);
-        Ok(ThreadStates {
-            source: StatesSource::Watched(Box::new(s)),
-            backend: Backend::Bpf,
+        Ok(ThreadStates(Chosen::new(
+            StatesSource::Watched(Box::new(s)),
+            Backend::Bpf,
             why,
-        })
+        )))
     }
 
     /// Loads the exit records (one [`tasksnap_model::Exit`] per process that exits from now
@@ -399,25 +418,21 @@ impl Host {
 
     fn collector(&self) -> Result<&dyn Collector, Error> {
         match &self.tasks {
-            Tasks::Snapshots(c) => Ok(c.as_ref()),
-            Tasks::Live(c) => Ok(c.as_ref() as &dyn Collector),
-            Tasks::Replay(r) => Ok(r.as_ref()),
-            Tasks::None => Err(not_open("tasks")),
+            Some(c) => Ok(c.source.collector()),
+            None => Err(not_open("tasks")),
         }
     }
 
     fn collector_mut(&mut self) -> Result<&mut dyn Collector, Error> {
         match &mut self.tasks {
-            Tasks::Snapshots(c) => Ok(c.as_mut()),
-            Tasks::Live(c) => Ok(c.as_mut() as &mut dyn Collector),
-            Tasks::Replay(r) => Ok(r.as_mut()),
-            Tasks::None => Err(not_open("tasks")),
+            Some(c) => Ok(c.source.collector_mut()),
+            None => Err(not_open("tasks")),
         }
     }
 
     fn live_mut(&mut self) -> Result<&mut dyn LiveCollector, Error> {
-        match &mut self.tasks {
-            Tasks::Live(c) => Ok(c.as_mut()),
+        match self.tasks.as_mut().map(|c| &mut c.source) {
+            Some(Tasks::Live(c)) => Ok(c.as_mut()),
             _ => Err(not_open("a live view")),
         }
     }
@@ -436,16 +451,16 @@ impl Host {
     /// What answers for tasks, why, and how its last pass went (a default report when no
     /// task source is open).
     pub fn report(&self) -> PassReport {
-        match self.collector() {
-            Ok(c) => c.report(),
-            Err(_) => PassReport::default(),
+        match &self.tasks {
+            Some(c) => choice::report_of(c.source.collector(), &c.why),
+            None => PassReport::default(),
         }
     }
 
     /// Whether the open snapshot source reads `groups` as well as one opened again for them
     /// would ([`Collector::serves`]); false when no snapshot source is open.
     pub fn snapshots_serve(&self, groups: &Groups) -> bool {
-        matches!(&self.tasks, Tasks::Snapshots(c) if c.serves(groups))
+        matches!(self.tasks.as_ref().map(|c| &c.source), Some(Tasks::Snapshots(c)) if c.serves(groups))
     }
 
     /// Hands a snapshot's tasks back for the next one to reuse.
@@ -467,16 +482,16 @@ impl Host {
 
     /// Whether the next [`Host::changes_into`] with `query` will be a whole pass.
     pub fn next_changes_full(&self, query: &Query) -> bool {
-        match &self.tasks {
-            Tasks::Live(c) => c.next_changes_full(query),
+        match self.tasks.as_ref().map(|c| &c.source) {
+            Some(Tasks::Live(c)) => c.next_changes_full(query),
             _ => true,
         }
     }
 
     /// The recorded reading a replay host answers with.
     pub fn replayed(&self) -> Option<&Reading> {
-        match &self.tasks {
-            Tasks::Replay(r) => Some(r.reading()),
+        match self.tasks.as_ref().map(|c| &c.source) {
+            Some(Tasks::Replay(r)) => Some(r.reading()),
             _ => None,
         }
     }

@@ -5,6 +5,7 @@
 
 use tasksnap_model::{Backend, PassReport, Reading};
 
+use crate::choice::Chosen;
 use crate::collector::StateSource;
 use crate::error::Error;
 pub use crate::sampler::Options as ReadingOptions;
@@ -16,11 +17,7 @@ use tasksnap_model::states::Sample;
 /// [`Host::replay_states`](super::Host::replay_states)): cumulative per-thread time in each scheduler state. Kept beside
 /// its [`Host`](super::Host) (it is tied to the thread that opened it: the BPF accounting's ring buffer
 /// is not `Send`).
-pub struct ThreadStates {
-    pub(super) source: StatesSource,
-    pub(super) backend: Backend,
-    pub(super) why: String,
-}
+pub struct ThreadStates(pub(super) Chosen<StatesSource>);
 
 /// The source behind [`ThreadStates`].
 pub(super) enum StatesSource {
@@ -32,14 +29,14 @@ pub(super) enum StatesSource {
 
 impl std::fmt::Debug for ThreadStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::choice::debug_states(f, "ThreadStates", self.backend, &self.why)
+        self.0.debug_as(f, "ThreadStates")
     }
 }
 
 impl ThreadStates {
     /// Cumulative totals of every thread the source's filter selects, now.
     pub fn sample(&mut self) -> Result<Sample, Error> {
-        match &mut self.source {
+        match &mut self.0.source {
             StatesSource::Any(s) => s.sample(),
             StatesSource::Watched(s) => s.sample(),
         }
@@ -49,7 +46,7 @@ impl ThreadStates {
     /// source ([`Host::open_waits`](super::Host::open_waits)) reads only those; any other reads what its filter
     /// selects.
     pub fn sample_of(&mut self, pids: &[i32]) -> Result<Sample, Error> {
-        if let StatesSource::Watched(s) = &mut self.source {
+        if let StatesSource::Watched(s) = &mut self.0.source {
             s.watch(pids);
         }
         self.sample()
@@ -58,7 +55,7 @@ impl ThreadStates {
     /// Which source it is ([`Backend::Bpf`] or [`Backend::Procfs`]; [`Backend::Auto`] for a
     /// replay), and why that one.
     pub fn report(&self) -> (Backend, &str) {
-        (self.backend, &self.why)
+        (self.0.backend, &self.0.why)
     }
 }
 

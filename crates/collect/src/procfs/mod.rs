@@ -48,8 +48,6 @@ pub struct ProcfsCollector {
     /// processes by their CPU clocks ([`live`]).
     live_ok: bool,
     live: Option<live::Live>,
-    /// Why this collector was chosen (set by [`crate::choice`]), for its report.
-    pub why: String,
     /// What the last pass read: whether there was one, and whether command lines were asked
     /// for (for its report).
     last: Option<Groups>,
@@ -75,7 +73,6 @@ impl ProcfsCollector {
             cmdline_deadline: Duration::from_millis(20),
             live_ok,
             live: None,
-            why: String::from("procfs"),
             last: None,
         })
     }
@@ -392,7 +389,7 @@ impl Collector for ProcfsCollector {
                 .last
                 .is_some_and(|g| g.has(Group::Cmdline))
                 .then_some(CmdlineSource::Procfs),
-            ..PassReport::new(Backend::Procfs, self.why.clone())
+            ..PassReport::new(Backend::Procfs, String::new())
         }
     }
 

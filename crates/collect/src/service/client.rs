@@ -209,8 +209,9 @@ pub struct ServiceCollector {
     /// permissions), and any pass the service did not answer. Opened when first needed.
     local: Option<ProcfsCollector>,
     report: PassReport,
-    /// Why this collector was chosen, for `-v`.
-    why: String,
+    /// Why the last pass was read from /proc instead (the service did not answer): what
+    /// [`Collector::answered_otherwise`] says until the service answers again.
+    fallback: Option<String>,
     /// The query and generation of the last whole or changed answer a live view holds.
     last: Option<(Query, u64)>,
     /// Answers of only the changed rows since the last whole one: every
@@ -227,21 +228,15 @@ pub struct ServiceCollector {
 impl ServiceCollector {
     /// A collector asking the service at `socket`, reading `proc_root` with `units` when it
     /// does not answer (or failing then, when `insist`).
-    pub fn new(
-        socket: &Path,
-        proc_root: &Path,
-        units: Units,
-        insist: bool,
-        why: String,
-    ) -> ServiceCollector {
+    pub fn new(socket: &Path, proc_root: &Path, units: Units, insist: bool) -> ServiceCollector {
         ServiceCollector {
             socket: socket.to_path_buf(),
             proc_root: proc_root.to_path_buf(),
             units,
             insist,
             local: None,
-            report: PassReport::new(Backend::Service, why.clone()),
-            why,
+            report: PassReport::new(Backend::Service, String::new()),
+            fallback: None,
             last: None,
             changed_answers: 0,
             boot_time_unix_s: None,
@@ -273,7 +268,7 @@ impl ServiceCollector {
                 });
                 let total = started.elapsed();
                 let pass = Duration::from_nanos(a.pass_ns);
-                let mut r = PassReport::new(Backend::Service, self.why.clone());
+                let mut r = PassReport::new(Backend::Service, String::new());
                 r.pass = format!(
                     "the service's pass: {} ({} {}tasks, {} bytes{})",
                     a.pass,
@@ -295,6 +290,7 @@ impl ServiceCollector {
                     r.changed = Some(a.snapshot.tasks.len());
                 }
                 self.report = r;
+                self.fallback = None;
                 self.last = Some((query.clone(), a.generation));
                 self.changed_answers = if a.full { 0 } else { self.changed_answers + 1 };
                 Ok(crate::collector::Changes {
@@ -310,9 +306,8 @@ impl ServiceCollector {
                 self.last = None;
                 let mut snap = self.local()?.snapshot(query)?;
                 snap.backend = Backend::Procfs;
-                let mut r = self.local()?.report();
-                r.why = format!("procfs: the query service did not answer: {why}");
-                self.report = r;
+                self.report = self.local()?.report();
+                self.fallback = Some(format!("procfs: the query service did not answer: {why}"));
                 Ok(crate::collector::Changes {
                     snapshot: snap,
                     full: true,
@@ -354,6 +349,10 @@ impl Collector for ServiceCollector {
 
     fn report(&self) -> PassReport {
         self.report.clone()
+    }
+
+    fn answered_otherwise(&self) -> Option<&str> {
+        self.fallback.as_deref()
     }
 }
 
