@@ -16,12 +16,12 @@
 //! passes, as root, through the library's own rules). User names come from the reading
 //! layer's cached NSS lookup. Every call here runs with the GIL released.
 //!
-//! Privileges: the binding lives in the user's interpreter, which may load BPF again later
-//! (other groups, `states()`), so the interpreter's own thread keeps what it has. A
-//! whole-system pass runs on a call thread of its own ([`crate::interrupt`]); that thread
-//! drops what only loading needed ([`Host::ready_this_thread`]) once its host is open,
-//! before it reads a byte of /proc, so the reading (and the reader threads it starts) runs
-//! without the power to load programs.
+//! Privileges: the binding lives in the user's interpreter, which may load BPF again later (other
+//! groups, `states()`), so the interpreter's own thread keeps what it has. A whole-system pass runs
+//! on a call thread of its own ([`crate::interrupt`]); that thread drops what only loading needed
+//! ([`Host::drop_loading_privileges_of_this_thread`]) once its host is open, before it reads a byte
+//! of /proc, so the reading (and the reader threads it starts) runs without the power to load
+//! programs.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -168,7 +168,7 @@ pub(crate) fn options() -> HostOptions {
 /// on the interpreter's thread, nothing.
 pub(crate) fn opened() {
     if crate::interrupt::on_call_thread() {
-        let _ = Host::ready_this_thread();
+        let _ = Host::drop_loading_privileges_of_this_thread();
     }
 }
 

@@ -167,7 +167,7 @@ fn run(args: &Args) -> ExitCode {
     let open_cpu_ns = own_cpu_ns().saturating_sub(cpu0);
     // Loaded: a recorder that runs for weeks keeps only what reading /proc needs (as top
     // and ps do), not the power to load programs.
-    let dropped = host.ready();
+    let dropped = host.drop_loading_privileges();
     if let (Err(e), Backend::Bpf) = (dropped, sampler.report().backend) {
         warn!("tasksnap record: could not drop capabilities: {e}");
     }

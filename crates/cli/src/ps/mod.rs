@@ -264,7 +264,7 @@ fn open_collector(host: &mut Host, s: &Settings, groups: &Groups) -> anyhow::Res
         warn!("tasksnap: {}", report.why);
     }
     // Loaded (or opened): what loading needed is no longer needed.
-    let now = host.ready();
+    let now = host.drop_loading_privileges();
     if report.backend == Backend::Bpf && !replayed && s.verbose {
         match now {
             Ok(eff) => warn!("tasksnap: capabilities after setup: {eff:#018x}"),

@@ -38,8 +38,8 @@ use shared::Shared;
 pub const DEFAULT_PORT: u16 = 8275;
 
 /// Exposes per-group process and thread metrics (CPU, time by scheduler state, D-state wait
-/// reasons, memory, I/O, faults, context switches, exits) to Prometheus, in OpenMetrics or
-/// the Prometheus text format; as root (BPF, else taskstats), processes that exit between collections
+/// reasons, memory, I/O, faults, context switches, exits) to Prometheus, in OpenMetrics or the
+/// Prometheus text format; as root (BPF, else taskstats), processes that exit between collections
 /// count too.
 ///
 /// Collects on its own timer and answers every scrape of /metrics from the last collection.
@@ -245,8 +245,8 @@ struct Collection {
 }
 
 impl Collection {
-    /// Opens the sources (loading BPF where allowed), then keeps only what reading /proc
-    /// whatever its modes needs (not `top`'s kill and renice: [`Host::ready_to_read_only`]).
+    /// Opens the sources (loading BPF where allowed), then keeps only what reading /proc whatever
+    /// its modes needs (not `top`'s kill and renice: [`Host::drop_privileges_but_reading`]).
     fn open(
         backend: Backend,
         opts: Options,
@@ -263,7 +263,9 @@ impl Collection {
                 ..ReadingOptions::default()
             })
             .map_err(|e| e.to_string())?;
-        if let (Err(e), Backend::Bpf) = (host.ready_to_read_only(), sampler.report().backend) {
+        if let (Err(e), Backend::Bpf) =
+            (host.drop_privileges_but_reading(), sampler.report().backend)
+        {
             warn!("tasksnap serve: could not drop capabilities: {e}");
         }
         let states = sampler.states_report().0.map_or("none", |b| b.name());

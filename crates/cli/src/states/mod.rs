@@ -199,7 +199,7 @@ fn open_source(args: &Args) -> Result<ThreadStates> {
         );
     }
     // Loaded: what loading needed goes.
-    let _ = host.ready();
+    let _ = host.drop_loading_privileges();
     Ok(source)
 }
 

@@ -26,8 +26,8 @@ pub struct Source {
 }
 
 impl Source {
-    /// Loads the exit records of `host` (root: BPF, else taskstats), or says why there are none. Call it
-    /// before `host.ready()`: loading needs what `ready` drops.
+    /// Loads the exit records of `host` (root: BPF, else taskstats), or says why there are none.
+    /// Call it before `host.drop_loading_privileges()`: loading needs what that drops.
     pub fn open(host: &Host) -> Result<Source, String> {
         let exits = host.open_exits().map_err(|e| e.to_string())?;
         Ok(Source {

@@ -260,7 +260,7 @@ impl Top {
             if let Source::Live(host) = &mut self.source {
                 host.prepare_live(&groups);
                 // The BPF parts are loaded (or will not be): what loading needed goes.
-                let _ = host.ready();
+                let _ = host.drop_loading_privileges();
             }
             self.caps_dropped = true;
         }

@@ -171,7 +171,7 @@ pub fn run(opts: Options, replay: Option<Replay>) -> anyhow::Result<()> {
     // This thread draws and answers keys: it never needs what loading BPF needs
     // (capabilities are per thread; the collection thread drops its own once its programs
     // are loaded, see Top::refresh). Threads started from here on inherit the smaller set.
-    let _ = tasksnap_collect::Host::ready_this_thread();
+    let _ = tasksnap_collect::Host::drop_loading_privileges_of_this_thread();
     exit_on_hangup();
     std::thread::Builder::new()
         .name("keys".into())

@@ -50,7 +50,7 @@ impl BpfCollector {
     }
 
     /// [`crate::Collector::changes`] for the BPF backend.
-    pub(super) fn changes_impl(&mut self, query: &Query) -> Result<Changes, Error> {
+    pub(super) fn walk_changes(&mut self, query: &Query) -> Result<Changes, Error> {
         if !self.changes_usable(query) {
             self.live.delta = None;
             return self.whole(query);
@@ -72,7 +72,7 @@ impl BpfCollector {
 
     fn whole(&mut self, query: &Query) -> Result<Changes, Error> {
         Ok(Changes {
-            snapshot: self.snapshot_impl(query)?,
+            snapshot: self.walk_snapshot(query)?,
             full: true,
             gone: Vec::new(),
         })
@@ -92,7 +92,7 @@ impl BpfCollector {
         }
         self.live.track = true;
         self.live.captured = None;
-        let snap = self.snapshot_impl(query);
+        let snap = self.walk_snapshot(query);
         self.live.track = false;
         let snap = snap?;
         // Only a walk is tracked (the iterator may have been used instead).
@@ -110,7 +110,7 @@ impl BpfCollector {
     /// [`crate::Collector::changes_into`] for the BPF backend: a whole pass by the walk is
     /// assembled straight into `sink`, so the 50,000 tasks of a whole pass (~19 MB) never
     /// exist at once, next to the arena the records are in.
-    pub(super) fn changes_into_impl(
+    pub(super) fn walk_changes_into(
         &mut self,
         query: &Query,
         sink: &mut dyn FnMut(tasksnap_model::Task),
@@ -131,11 +131,11 @@ impl BpfCollector {
                     // Nothing was handed over: the collecting path says the rest.
                     self.walk_problem = Some(why.to_string());
                     self.live.delta = None;
-                    self.changes_impl(query)?
+                    self.walk_changes(query)?
                 }
             }
         } else {
-            self.changes_impl(query)?
+            self.walk_changes(query)?
         };
         Ok(ch.into_sink(sink))
     }

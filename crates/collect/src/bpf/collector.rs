@@ -18,7 +18,7 @@ impl Collector for BpfCollector {
     /// iterator does not return pid 1: reconciling with the /proc listing keeps every task
     /// /proc shows in the snapshot.)
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
-        let r = self.snapshot_impl(query);
+        let r = self.walk_snapshot(query);
         self.after_pass();
         r
     }
@@ -91,7 +91,7 @@ impl Collector for BpfCollector {
 
 impl LiveCollector for BpfCollector {
     fn changes(&mut self, query: &Query) -> Result<crate::collector::Changes, Error> {
-        let r = self.changes_impl(query);
+        let r = self.walk_changes(query);
         self.after_pass();
         r
     }
@@ -101,7 +101,7 @@ impl LiveCollector for BpfCollector {
         query: &Query,
         sink: &mut dyn FnMut(tasksnap_model::Task),
     ) -> Result<crate::collector::ChangeSummary, Error> {
-        let r = self.changes_into_impl(query, sink);
+        let r = self.walk_changes_into(query, sink);
         self.after_pass();
         r
     }

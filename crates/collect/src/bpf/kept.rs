@@ -65,7 +65,7 @@ pub(super) struct Live {
     /// The state between calls, once a live view has begun.
     pub delta: Option<Delta>,
     /// The identities of a tracked walk's records, when it began, and the processes read
-    /// from /proc because it passed over them; taken by snapshot_impl.
+    /// from /proc because it passed over them; taken by walk_snapshot.
     pub captured: Option<(Identities, u64, Vec<i32>)>,
 }
 

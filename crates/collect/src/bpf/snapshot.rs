@@ -312,7 +312,7 @@ impl BpfCollector {
         (plan, cmdline_pass)
     }
 
-    pub(super) fn snapshot_impl(&mut self, query: &Query) -> Result<Snapshot, Error> {
+    pub(super) fn walk_snapshot(&mut self, query: &Query) -> Result<Snapshot, Error> {
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = self.procfs.units().boot.now_ns();
         let (groups, one_process) = pass_groups(query);

@@ -18,8 +18,9 @@
 //!   host is not); or, for a recording, the recorded [`Reading`] ([`Host::replay`]) and
 //!   thread-state samples ([`Host::replay_states`]);
 //! - **its privileges**: loading BPF programs needs capabilities nothing later needs; a front
-//!   end calls [`Host::ready`] once every source it needs is open and prepared, and the host
-//!   drops them (keeping [`crate::caps::KEPT`]) exactly once. Front ends never call `caps`;
+//!   end calls [`Host::drop_loading_privileges`] once every source it needs is open and
+//!   prepared, and the host drops them (keeping [`crate::caps::KEPT`]) exactly once. Front
+//!   ends never call `caps`;
 //! - **its machine-wide figures** ([`Host::system`], [`Host::uptime_s`],
 //!   [`Host::users_logged_in`]...).
 //!
@@ -32,7 +33,7 @@
 //! let groups = Groups::of(&[Group::Base, Group::Stat]);
 //! let mut host = Host::from_env(); // this machine, or the test's fake tree
 //! host.open_snapshots(Backend::Auto, &groups)?; // BPF or /proc, by choice's rules
-//! let _ = host.ready(); // loading is over: its capabilities go
+//! let _ = host.drop_loading_privileges(); // loading is over: its capabilities go
 //! let snap = host.snapshot(&Query::new(Selector::AllProcesses, groups))?;
 //! let page_size = host.units().page_size_bytes;
 //! # let _ = (snap, page_size);
@@ -45,8 +46,8 @@
 //! what `doctor` and `bench` probe).
 //!
 //! Inside, the task sources sit behind the crate's traits ([`Collector`], [`LiveCollector`],
-//! [`StateSource`](crate::collector::StateSource)) in one enum, so that a new source (a root service answering over a
-//! socket) is one more variant that no front end sees.
+//! [`StateSource`](crate::collector::StateSource)) in one enum, so that a new source (a root
+//! service answering over a socket) is one more variant that no front end sees.
 
 mod machine;
 pub mod options;
@@ -112,8 +113,8 @@ pub struct Host {
     units: Units,
     /// The task source (`None`: none opened yet), with why it answers.
     tasks: Option<Chosen<Tasks>>,
-    /// The effective capabilities after [`Host::ready`] dropped them (once), or the errno
-    /// of the failure.
+    /// The effective capabilities after [`Host::drop_loading_privileges`] dropped them (once), or
+    /// the errno of the failure.
     dropped: Option<Result<u64, i32>>,
 }
 
@@ -242,7 +243,7 @@ impl Host {
     }
 
     /// Opens the task source of the query service ([`choice::open_for_service`]): BPF with
-    /// every program, for passes of any groups. Call before [`Host::ready`].
+    /// every program, for passes of any groups. Call before [`Host::drop_loading_privileges`].
     pub fn open_for_service(&mut self) -> Result<(), Error> {
         let c = choice::open_for_service(&self.opts.proc_root)?;
         self.tasks = Some(c.map(Tasks::Snapshots));
@@ -266,8 +267,8 @@ impl Host {
         clock_ticks_per_s()
     }
 
-    /// Opens the task source of a live view (`top`): BPF whenever it loads
-    /// ([`choice::open_live`]). Call [`Host::prepare_live`] before [`Host::ready`].
+    /// Opens the task source of a live view (`top`): BPF whenever it loads ([`choice::open_live`]).
+    /// Call [`Host::prepare_live`] before [`Host::drop_loading_privileges`].
     pub fn open_live(&mut self, backend: Backend) -> Result<(), Error> {
         let c = choice::open_live(backend, self.place())?;
         self.tasks = Some(c.map(Tasks::Live));
@@ -377,17 +378,17 @@ impl Host {
     /// needed are dropped (all but [`caps::KEPT`]), once; later calls change nothing.
     /// Capabilities are per thread: call this on the thread that starts the others. Returns
     /// the effective set after the drop, or why it could not be dropped.
-    pub fn ready(&mut self) -> io::Result<u64> {
-        self.ready_keeping(caps::KEPT)
+    pub fn drop_loading_privileges(&mut self) -> io::Result<u64> {
+        self.drop_privileges_keeping(caps::KEPT)
     }
 
-    /// [`Host::ready`] for a front end that only reads (an exporter): kill and renice go
-    /// too ([`caps::KEPT_READING`]).
-    pub fn ready_to_read_only(&mut self) -> io::Result<u64> {
-        self.ready_keeping(caps::KEPT_READING)
+    /// [`Host::drop_loading_privileges`] for a front end that only reads (an exporter): kill and
+    /// renice go too ([`caps::KEPT_READING`]).
+    pub fn drop_privileges_but_reading(&mut self) -> io::Result<u64> {
+        self.drop_privileges_keeping(caps::KEPT_READING)
     }
 
-    fn ready_keeping(&mut self, keep: u64) -> io::Result<u64> {
+    fn drop_privileges_keeping(&mut self, keep: u64) -> io::Result<u64> {
         let first = self.dropped.get_or_insert_with(|| {
             // Loading is over: what it freed goes back to the system. libbpf parses the
             // kernel's BTF (~10 MB of heap) for each object it loads and frees it after,
@@ -402,15 +403,15 @@ impl Host {
         (*first).map_err(io::Error::from_raw_os_error)
     }
 
-    /// [`Host::ready`] for a thread that needs no privilege at all (an exporter's HTTP
-    /// side, once its collection thread has its own): every capability goes.
+    /// [`Host::drop_loading_privileges`] for a thread that needs no privilege at all (an exporter's
+    /// HTTP side, once its collection thread has its own): every capability goes.
     pub fn drop_all_privileges_of_this_thread() -> io::Result<u64> {
         caps::keep_only(0)
     }
 
-    /// [`Host::ready`] for another thread of this process that has loaded nothing (a
-    /// terminal thread): the same set is dropped there.
-    pub fn ready_this_thread() -> io::Result<u64> {
+    /// [`Host::drop_loading_privileges`] for another thread of this process that has loaded nothing
+    /// (a terminal thread): the same set is dropped there.
+    pub fn drop_loading_privileges_of_this_thread() -> io::Result<u64> {
         caps::keep_only(caps::KEPT)
     }
 

@@ -65,9 +65,9 @@ pub const NO_SERVICE_ENV: &str = "TASKSNAP_NO_SERVICE";
 
 impl HostOptions {
     /// The machine's paths, with a fake tree when the environment names one: `TASKSNAP_PROC_ROOT`
-    /// (the /proc root; `sys`, `dev`, `run` and `utmp` inside it are then the /sys, /dev and
-    /// /run roots and the utmp file) and `TASKSNAP_PAGE_SIZE` (bytes). This is how the tests run every front
-    /// end of the binary and of the Python binding on a fake tree. `TASKSNAP_EXITS=taskstats`
+    /// (the /proc root; `sys`, `dev`, `run` and `utmp` inside it are then the /sys, /dev and /run
+    /// roots and the utmp file) and `TASKSNAP_PAGE_SIZE` (bytes). This is how the tests run every
+    /// front end of the binary and of the Python binding on a fake tree. `TASKSNAP_EXITS=taskstats`
     /// takes exit records from taskstats instead of BPF ([`EXITS_ENV`]).
     ///
     /// Why this is safe: the bytes of /proc are hostile input already (any user names its
@@ -99,7 +99,7 @@ impl HostOptions {
         // SAFETY: geteuid has no preconditions and cannot fail.
         let as_root = unsafe { libc::geteuid() } == 0;
         let root = std::env::var_os(PROC_ROOT_ENV).filter(|r| {
-            let taken = !as_root || root_made_it(r);
+            let taken = !as_root || only_root_could_have_made(r);
             if !taken {
                 // Said here, the one place the variable is read: a run that silently showed
                 // the real host instead of the tree asked for would mislead.
@@ -175,7 +175,7 @@ impl HostOptions {
 /// Whether root alone could have made the tree at `root` (see [`HostOptions::from_env`]):
 /// root's, written by nobody else, below directories only root may change. An empty value
 /// names no tree and passes; so does a path where nothing is (reading it fails, plainly).
-pub fn root_made_it(root: &std::ffi::OsStr) -> bool {
+pub fn only_root_could_have_made(root: &std::ffi::OsStr) -> bool {
     let path = Path::new(root);
     // A missing tree holds nothing to follow: it is kept, and reading it says it is missing.
     root.is_empty()

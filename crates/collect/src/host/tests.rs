@@ -218,7 +218,7 @@ fn a_recording_answers_as_the_host_did() {
         .expect("snapshot");
     assert_eq!(snap.tasks.len(), 1);
     // Nothing was loaded: nothing to drop.
-    assert_eq!(host.ready().expect("ready"), 0);
+    assert_eq!(host.drop_loading_privileges().expect("ready"), 0);
 }
 
 /// As root, a fake tree is taken only from a directory root alone could have written: one
@@ -230,14 +230,18 @@ fn root_takes_a_fake_tree_only_from_a_directory_of_its_own() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    assert!(super::options::root_made_it(dir.path().as_os_str()));
+    assert!(super::options::only_root_could_have_made(
+        dir.path().as_os_str()
+    ));
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
-    assert!(!super::options::root_made_it(dir.path().as_os_str()));
+    assert!(!super::options::only_root_could_have_made(
+        dir.path().as_os_str()
+    ));
     let link = dir.path().with_extension("link");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
     std::os::unix::fs::symlink(dir.path(), &link).expect("symlink");
     assert!(
-        !super::options::root_made_it(link.as_os_str()),
+        !super::options::only_root_could_have_made(link.as_os_str()),
         "a link is not the tree"
     );
     std::fs::remove_file(&link).expect("rm link");

@@ -162,10 +162,10 @@ impl BpfSource {
     /// Loads and attaches the accounting, or says why it cannot be.
     pub fn load(opts: Options) -> Result<BpfSource, Error> {
         privileged()?;
-        Self::load_impl(opts)
+        Self::load_incremental_if_it_can(opts)
     }
 
-    fn load_impl(mut opts: Options) -> Result<BpfSource, Error> {
+    fn load_incremental_if_it_can(mut opts: Options) -> Result<BpfSource, Error> {
         // Incremental only over every thread: with a filter each sample reads few threads
         // anyway, and a queue nobody drains would fill.
         opts.incremental &= opts.filter.pids.is_empty() && opts.filter.comms.is_empty();
@@ -546,7 +546,7 @@ impl BpfSource {
         }
     }
 
-    fn sample_impl(&mut self) -> Result<Sample, Error> {
+    fn sample_whole_or_changed(&mut self) -> Result<Sample, Error> {
         // The losses as they are before this sample is read: one counted while it is read
         // (exits are likeliest to be lost then) makes the next one a whole pass.
         let lost = self.losses();
@@ -855,7 +855,7 @@ fn extend(sample: &mut Sample, now_ns: u64) {
 
 impl StateSource for BpfSource {
     fn sample(&mut self) -> Result<Sample, Error> {
-        self.sample_impl()
+        self.sample_whole_or_changed()
     }
 
     fn changed(&self) -> Option<&[TaskId]> {
