@@ -28,7 +28,7 @@
 //!
 //! ```no_run
 //! # use tasksnap_collect::Host;
-//! # use tasksnap_model::{Backend, Groups, Query, Selector};
+//! # use tasksnap_model::{Backend, Group, Groups, Query, Selector};
 //! # fn main() -> Result<(), tasksnap_collect::Error> {
 //! let groups = Groups::of(&[Group::Base, Group::Stat]);
 //! let mut host = Host::from_env(); // this machine, or the test's fake tree
