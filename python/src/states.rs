@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use tasksnap_collect::StatesFilter as Filter;
 use tasksnap_collect::{Host, StatesOptions};
+use tasksnap_model::states::NSTATES;
 use tasksnap_model::{Backend, PassReport};
 use tasksnap_states::{between, Rollup, State};
 
@@ -16,13 +17,14 @@ use crate::interrupt::{self, POLL};
 use crate::psutil::os_str;
 
 /// One thread's interval: pid, tid, name (its exact bytes), the percentage of its alive time in each state
-/// (running, runnable, sleeping, disk, stopped, other), the top off-CPU reason (its state
+/// ([`State::ALL`]: running, runnable, sleeping, disk, stopped, other, throttled), the top
+/// off-CPU reason (its state
 /// and kernel frames, innermost first, `None` when it never waited), and whether it exited.
 type Row = (
     i32,
     i32,
     Vec<u8>,
-    [f64; 6],
+    [f64; NSTATES],
     Option<(&'static str, Vec<String>)>,
     bool,
 );
@@ -32,7 +34,7 @@ type PyRow<'py> = (
     i32,
     i32,
     Bound<'py, PyAny>,
-    [f64; 6],
+    [f64; NSTATES],
     Option<(&'static str, Vec<String>)>,
     bool,
 );

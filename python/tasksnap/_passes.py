@@ -114,6 +114,9 @@ class ThreadStates(NamedTuple):
     disk: float
     stopped: float
     other: float
+    #: Runnable but held back by its cgroup's CPU quota (``cpu.cfs_quota_us``, ``cpu.max``):
+    #: the part of the wait for a CPU that was the quota rather than other threads.
+    throttled: float
     #: The state of the top off-CPU reason ("sleeping", "disk", ...), None when none.
     wait_state: Optional[str]
     #: Its kernel frames, innermost first (empty when unknown).
@@ -126,8 +129,9 @@ def states(pids: Optional[Iterable[int]] = None, interval: float = 1.0) -> List[
     """Per-thread scheduler states over ``interval`` seconds (blocking that long; Ctrl-C
     interrupts it at once): for each thread of ``pids`` (every thread when None, none when
     empty), the share of time running, runnable
-    (waiting for a CPU), sleeping, in disk sleep (D), stopped, or other, and the top reason
-    it was off the CPU. As root the BPF accounting answers (exact); otherwise /proc, where
+    (waiting for a CPU behind other threads), throttled (held back by its cgroup's CPU
+    quota), sleeping, in disk sleep (D), stopped, or other, and the top reason it was off
+    the CPU. As root the BPF accounting answers (exact); otherwise /proc, where
     running is exact and the rest sampled at 20 Hz. ``last_report()`` says which.
     """
     want: Optional[List[int]] = None

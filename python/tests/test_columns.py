@@ -80,7 +80,7 @@ def test_states_split_per_thread(spawned):
     assert set(by_pid) == {burn.pid, sleep.pid}
     b, s = by_pid[burn.pid], by_pid[sleep.pid]
     for x in (b, s):
-        total = x.running + x.runnable + x.sleeping + x.disk + x.stopped + x.other
+        total = x.running + x.runnable + x.sleeping + x.disk + x.stopped + x.other + x.throttled
         assert total == pytest.approx(100, abs=1)
     # On a CPU or waiting for one the whole time, against asleep the whole time.
     assert b.running + b.runnable > 80

@@ -17,7 +17,7 @@ pub const DEFAULT_KEY_EVERY: u32 = 60;
 
 /// Column count of a sample frame (META, the task columns, the thread columns, the exits,
 /// the host identity).
-pub(crate) const SAMPLE_COLS: usize = 35;
+pub(crate) const SAMPLE_COLS: usize = 36;
 /// The sample frame's sequential column.
 pub(crate) const META: usize = 0;
 

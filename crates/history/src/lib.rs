@@ -31,6 +31,9 @@
 //!   2, see `host.rs`); a delta has its key's, and a reading whose identity differs from
 //!   the key's is written as a key. A store written before has none: its readings' `host`
 //!   is unknown.
+//! * Each thread row's throttled time (the seventh thread state) is in a column of its own
+//!   (format minor 3, see `threads.rs`): a reader of an older minor reads it as runnable, as
+//!   a build without the state measured it; a store written before reads with none.
 //! * Every payload starts with a header: magic `TH`, format major and minor (`u16` LE each),
 //!   and the frame type. A newer major is refused with [`HistoryError::NewerFormat`]; data a
 //!   newer minor appends (columns, trailing fields) is ignored.

@@ -23,6 +23,15 @@ const H_EXTRA: usize = 29;
 pub(crate) const H_GONE: usize = 30;
 /// In a delta, which key row each row replaces ([`crate::wire::put_key_idx`]).
 pub(crate) const H_KEY_IDX: usize = 32;
+/// The throttled state (format minor 3): per row its ns, its samples and whether it is the
+/// current state. Kept apart from [`H_STATE_NS`], [`H_SAMPLES`] and [`H_EXTRA`], which hold
+/// the six states a store before minor 3 knows, so that a reader of minor 2 reads a newer
+/// store as a build without the state measured it (throttled time as runnable: see
+/// `legacy_at`).
+pub(crate) const H_THROTTLED: usize = 35;
+
+/// The states of [`H_STATE_NS`] and [`H_SAMPLES`]: those before [`State::Throttled`].
+const LEGACY_STATES: usize = State::Throttled as usize;
 
 pub(crate) const THREAD_ID_COLS: [usize; 3] = [H_TGID, H_TID, H_START];
 
@@ -191,25 +200,38 @@ pub(crate) fn put_thread(
     put_u(c.c(H_FLAGS), f);
     put_blob(c.c(H_COMM), comm.as_bytes(), r.map(|r| r.comm.as_bytes()));
     let b = c.c(H_STATE_NS);
-    for (i, &v) in state_ns.iter().enumerate() {
-        put_d(b, v, r.map_or(0, |r| r.state_ns[i]));
+    for i in 0..LEGACY_STATES {
+        put_d(
+            b,
+            legacy_at(state_ns, i),
+            r.map_or(0, |r| legacy_at(&r.state_ns, i)),
+        );
     }
     let b = c.c(H_SAMPLES);
-    for (i, &v) in samples.iter().enumerate() {
-        put_d(b, v, r.map_or(0, |r| r.samples[i]));
+    for i in 0..LEGACY_STATES {
+        put_d(
+            b,
+            legacy_at(samples, i),
+            r.map_or(0, |r| legacy_at(&r.samples, i)),
+        );
     }
+    let thr = State::Throttled.index();
+    let b = c.c(H_THROTTLED);
+    put_d(b, state_ns[thr], r.map_or(0, |r| r.state_ns[thr]));
+    put_d(b, samples[thr], r.map_or(0, |r| r.samples[thr]));
+    put_u(b, u64::from(*current == Some(State::Throttled)));
     let b = c.c(H_REASONS);
     put_u(b, reasons.len() as u64);
     for (i, &(s, id, ns)) in reasons.iter().enumerate() {
         let re = r.and_then(|r| r.reasons.get(i));
-        put_u(b, s.index() as u64);
+        put_u(b, legacy(s).index() as u64);
         put_d(b, u64::from(id), u64::from(re.map_or(0, |e| e.1)));
         put_d(b, ns, re.map_or(0, |e| e.2));
     }
     put_d(c.c(H_SEEN), *seen_at_ns, at_ns);
     let b = c.c(H_EXTRA);
     if let Some(s) = current {
-        put_u(b, s.index() as u64);
+        put_u(b, legacy(*s).index() as u64);
     }
     if let Some(w) = wait_reason {
         put_u(b, u64::from(*w));
@@ -221,10 +243,30 @@ pub(crate) fn put_thread(
     }
 }
 
+/// Per-state figure `i` as the columns a store before minor 3 knows hold it: runnable there
+/// is every runnable wait, throttled included, as a build without the throttled state
+/// measured it (wrapping, so that the reader takes the throttled part off exactly).
+fn legacy_at(v: &[u64; NSTATES], i: usize) -> u64 {
+    if i == State::Runnable.index() {
+        v[i].wrapping_add(v[State::Throttled.index()])
+    } else {
+        v[i]
+    }
+}
+
+/// A state as the columns a store before minor 3 knows hold it: throttled is runnable there
+/// (no off-CPU reason is ever kept for it; the current state's is in [`H_THROTTLED`]).
+fn legacy(s: State) -> State {
+    match s {
+        State::Throttled => State::Runnable,
+        s => s,
+    }
+}
+
 fn state(i: u64) -> Result<State, HistoryError> {
     usize::try_from(i)
         .ok()
-        .and_then(|i| State::ALL.get(i).copied())
+        .and_then(|i| State::ALL[..LEGACY_STATES].get(i).copied())
         .ok_or(HistoryError::Corrupt("unknown thread state"))
 }
 
@@ -245,14 +287,30 @@ pub(crate) fn get_thread(
     .map_err(|_| HistoryError::Corrupt("thread comm is not UTF-8"))?;
     let mut state_ns = [0u64; NSTATES];
     let b = c.c(H_STATE_NS);
-    for (i, x) in state_ns.iter_mut().enumerate() {
-        *x = b.d(r.map_or(0, |r| r.state_ns[i]))?;
+    for (i, x) in state_ns[..LEGACY_STATES].iter_mut().enumerate() {
+        *x = b.d(r.map_or(0, |r| legacy_at(&r.state_ns, i)))?;
     }
     let mut samples = [0u64; NSTATES];
     let b = c.c(H_SAMPLES);
-    for (i, x) in samples.iter_mut().enumerate() {
-        *x = b.d(r.map_or(0, |r| r.samples[i]))?;
+    for (i, x) in samples[..LEGACY_STATES].iter_mut().enumerate() {
+        *x = b.d(r.map_or(0, |r| legacy_at(&r.samples, i)))?;
     }
+    // A store before minor 3 has no such column: nothing was throttled in it.
+    let mut throttled_now = false;
+    if c.left(H_THROTTLED) > 0 {
+        let thr = State::Throttled.index();
+        let b = c.c(H_THROTTLED);
+        state_ns[thr] = b.d(r.map_or(0, |r| r.state_ns[thr]))?;
+        samples[thr] = b.d(r.map_or(0, |r| r.samples[thr]))?;
+        throttled_now = match b.u()? {
+            0 => false,
+            1 => true,
+            _ => return Err(HistoryError::Corrupt("unknown throttled flag")),
+        };
+    }
+    let run = State::Runnable.index();
+    state_ns[run] = state_ns[run].wrapping_sub(state_ns[State::Throttled.index()]);
+    samples[run] = samples[run].wrapping_sub(samples[State::Throttled.index()]);
     let b = c.c(H_REASONS);
     let n = b.count(b.left(), 3)?;
     let mut reasons = Vec::with_capacity(n);
@@ -266,7 +324,12 @@ pub(crate) fn get_thread(
     let seen_at_ns = c.c(H_SEEN).d(at_ns)?;
     let b = c.c(H_EXTRA);
     let current = if f & F_CURRENT != 0 {
-        Some(state(b.u()?)?)
+        let s = state(b.u()?)?;
+        Some(if throttled_now && s == State::Runnable {
+            State::Throttled
+        } else {
+            s
+        })
     } else {
         None
     };

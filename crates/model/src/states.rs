@@ -1,4 +1,4 @@
-//! Thread-state totals: the six states a thread's time is charged to ([`State`]) and every
+//! Thread-state totals: the seven states a thread's time is charged to ([`State`]) and every
 //! thread's cumulative time in each at one moment ([`Sample`], keyed by [`TaskId`] like the
 //! tasks of a [`crate::Snapshot`]), as the scheduler-state sources produce them and
 //! `interval::between` (tasksnap-states) subtracts them. No I/O here. The kernel-side
@@ -29,16 +29,32 @@ pub enum State {
     Stopped,
     /// Parked, idle kernel threads (I), frozen, dead.
     Other,
+    /// Runnable, but held off the CPU by CPU bandwidth control: its cgroup (or an ancestor)
+    /// used its quota for the period (`cpu.cfs_quota_us`, `cpu.max`).
+    Throttled,
 }
 
 /// Number of states.
-pub const NSTATES: usize = 6;
+pub const NSTATES: usize = 7;
 
 impl State {
     /// Every state, in the order of the `ST_*` indices of states.h.
     pub const ALL: [State; NSTATES] = [
         State::Running,
         State::Runnable,
+        State::Sleeping,
+        State::Disk,
+        State::Stopped,
+        State::Other,
+        State::Throttled,
+    ];
+
+    /// Every state in the order front ends show them: the two causes of a runnable wait
+    /// (other threads, the quota) side by side after running.
+    pub const SHOWN: [State; NSTATES] = [
+        State::Running,
+        State::Runnable,
+        State::Throttled,
         State::Sleeping,
         State::Disk,
         State::Stopped,
@@ -64,6 +80,7 @@ impl State {
             State::Disk => "disk",
             State::Stopped => "stopped",
             State::Other => "other",
+            State::Throttled => "throttled",
         }
     }
 

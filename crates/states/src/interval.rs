@@ -85,9 +85,13 @@ impl Row {
         self.ns[s.index()] as f64 * 100.0 / self.alive_ns as f64
     }
 
-    /// Time off the CPU not by choice: waiting for a CPU, in D, or stopped. The default sort.
+    /// Time off the CPU not by choice: waiting for a CPU (behind other threads or held by a
+    /// quota), in D, or stopped. The default sort.
     pub fn offcpu_pct(&self) -> f64 {
-        self.pct(State::Runnable) + self.pct(State::Disk) + self.pct(State::Stopped)
+        self.pct(State::Runnable)
+            + self.pct(State::Throttled)
+            + self.pct(State::Disk)
+            + self.pct(State::Stopped)
     }
 
     /// Sums `other` into this row, saturating: the figures come from /proc and BPF, input
@@ -139,7 +143,7 @@ pub struct Interval {
 /// Sort keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
-    /// RUNQ% + DISK% + STOP%, descending (the default).
+    /// RUNQ% + THR% + DISK% + STOP%, descending (the default).
     Offcpu,
     /// A state's percentage, descending.
     State(State),
@@ -215,9 +219,11 @@ fn procfs_split(
     let mut ns = [0u64; NSTATES];
     let run = exact[State::Running.index()];
     let runq = exact[State::Runnable.index()];
+    let throttled = exact[State::Throttled.index()];
     ns[State::Running.index()] = run;
     ns[State::Runnable.index()] = runq;
-    let off = alive_ns.saturating_sub(run.saturating_add(runq));
+    ns[State::Throttled.index()] = throttled;
+    let off = alive_ns.saturating_sub(saturating_sum([run, runq, throttled].into_iter()));
     let off_states = [State::Sleeping, State::Disk, State::Stopped, State::Other];
     let seen = saturating_sum(off_states.iter().map(|s| samples[s.index()]));
     if seen == 0 {
@@ -226,7 +232,9 @@ fn procfs_split(
         // only when it ends) or a slice not yet added to its runtime: runnable. Otherwise its
         // (short) waits go to the off-CPU state it is in now, else to sleeping.
         let s = match current {
-            None | Some(State::Running) | Some(State::Runnable) => State::Runnable,
+            None | Some(State::Running) | Some(State::Runnable) | Some(State::Throttled) => {
+                State::Runnable
+            }
             Some(s) if off_states.contains(&s) => s,
             Some(_) => State::Sleeping,
         };
@@ -318,6 +326,9 @@ impl<'a> ThreadDelta<'a> {
                 let mut exact = exact;
                 let runq = &mut exact[State::Runnable.index()];
                 *runq = (*runq).min(alive - run);
+                let waited = run + exact[State::Runnable.index()];
+                let throttled = &mut exact[State::Throttled.index()];
+                *throttled = (*throttled).min(alive - waited);
                 procfs_split(alive, &exact, &samples, cur.current, delayacct)
             }
         };
@@ -506,11 +517,11 @@ mod tests {
 
     #[test]
     fn bpf_deltas_become_percentages_summing_to_100() {
-        let a = sample(Mode::Bpf, 0, vec![totals(1, [10, 20, 30, 40, 0, 0], 0)]);
+        let a = sample(Mode::Bpf, 0, vec![totals(1, [10, 20, 30, 40, 0, 0, 0], 0)]);
         let b = sample(
             Mode::Bpf,
             1000,
-            vec![totals(1, [260, 270, 280, 290, 0, 0], 1000)],
+            vec![totals(1, [260, 270, 280, 290, 0, 0, 0], 1000)],
         );
         let iv = between(&a, &b, Rollup::Thread);
         assert_eq!(iv.length_ns, 1000);
@@ -530,8 +541,12 @@ mod tests {
 
     #[test]
     fn a_torn_read_never_makes_a_huge_delta() {
-        let a = sample(Mode::Bpf, 0, vec![totals(1, [500, 0, 0, 0, 0, 0], 0)]);
-        let b = sample(Mode::Bpf, 100, vec![totals(1, [400, 100, 0, 0, 0, 0], 100)]);
+        let a = sample(Mode::Bpf, 0, vec![totals(1, [500, 0, 0, 0, 0, 0, 0], 0)]);
+        let b = sample(
+            Mode::Bpf,
+            100,
+            vec![totals(1, [400, 100, 0, 0, 0, 0, 0], 100)],
+        );
         let r = &between(&a, &b, Rollup::Thread).rows[0];
         assert_eq!(r.ns[0], 0);
         assert_eq!(r.alive_ns, 100);
@@ -540,7 +555,11 @@ mod tests {
     #[test]
     fn a_thread_born_in_the_interval_is_a_percentage_of_its_life() {
         let a = sample(Mode::Bpf, 0, vec![]);
-        let b = sample(Mode::Bpf, 1000, vec![totals(7, [50, 50, 0, 0, 0, 0], 1000)]);
+        let b = sample(
+            Mode::Bpf,
+            1000,
+            vec![totals(7, [50, 50, 0, 0, 0, 0, 0], 1000)],
+        );
         let r = &between(&a, &b, Rollup::Thread).rows[0];
         assert_eq!(r.alive_ns, 100);
         assert!((r.pct(State::Running) - 50.0).abs() < 1e-9);
@@ -549,7 +568,7 @@ mod tests {
     #[test]
     fn exited_threads_still_appear() {
         let a = sample(Mode::Bpf, 0, vec![totals(1, [0; NSTATES], 0)]);
-        let mut t = totals(1, [300, 0, 0, 0, 0, 0], 300);
+        let mut t = totals(1, [300, 0, 0, 0, 0, 0, 0], 300);
         t.exited = true;
         let b = sample(Mode::Bpf, 1000, vec![t]);
         let iv = between(&a, &b, Rollup::Thread);
@@ -560,28 +579,28 @@ mod tests {
 
     #[test]
     fn procfs_splits_off_cpu_time_by_sampled_letters() {
-        let mut t = totals(1, [200, 200, 0, 0, 0, 0], 1000);
-        t.samples = [4, 0, 3, 1, 0, 0];
+        let mut t = totals(1, [200, 200, 0, 0, 0, 0, 0], 1000);
+        t.samples = [4, 0, 3, 1, 0, 0, 0];
         let r = procfs_row(false, t);
         assert_eq!(r.alive_ns, 1000);
-        assert_eq!(r.ns, [200, 200, 450, 150, 0, 0]);
+        assert_eq!(r.ns, [200, 200, 450, 150, 0, 0, 0]);
     }
 
     #[test]
     fn procfs_block_io_delay_is_a_floor_for_disk() {
-        let mut t = totals(1, [0, 0, 0, 700, 0, 0], 1000);
-        t.samples = [0, 0, 10, 0, 0, 0];
+        let mut t = totals(1, [0, 0, 0, 700, 0, 0, 0], 1000);
+        t.samples = [0, 0, 10, 0, 0, 0, 0];
         let r = procfs_row(true, t);
-        assert_eq!(r.ns, [0, 0, 300, 700, 0, 0]);
+        assert_eq!(r.ns, [0, 0, 300, 700, 0, 0, 0]);
     }
 
     #[test]
     fn procfs_unexplained_time_of_a_thread_seen_running_is_runnable() {
-        let mut t = totals(1, [700, 100, 0, 0, 0, 0], 1000);
-        t.samples = [20, 0, 0, 0, 0, 0];
+        let mut t = totals(1, [700, 100, 0, 0, 0, 0, 0], 1000);
+        t.samples = [20, 0, 0, 0, 0, 0, 0];
         t.current = Some(State::Running);
         let r = procfs_row(false, t);
-        assert_eq!(r.ns, [700, 300, 0, 0, 0, 0]);
+        assert_eq!(r.ns, [700, 300, 0, 0, 0, 0, 0]);
     }
 
     /// Regression (#16, a wrong exact figure): a wait that began in an earlier interval is
@@ -590,18 +609,18 @@ mod tests {
     /// half of it after waiting 2 s.
     #[test]
     fn regression_a_long_wait_ending_in_the_interval_shrank_the_exact_run_share() {
-        let mut t = totals(1, [500, 2000, 0, 0, 0, 0], 1000);
-        t.samples = [20, 0, 0, 0, 0, 0];
+        let mut t = totals(1, [500, 2000, 0, 0, 0, 0, 0], 1000);
+        t.samples = [20, 0, 0, 0, 0, 0, 0];
         t.current = Some(State::Running);
         let r = procfs_row(false, t);
         assert_eq!(r.alive_ns, 1000);
-        assert_eq!(r.ns, [500, 500, 0, 0, 0, 0]);
+        assert_eq!(r.ns, [500, 500, 0, 0, 0, 0, 0]);
         assert!((r.pct(State::Running) - 50.0).abs() < 1e-9);
     }
 
     #[test]
     fn procfs_without_off_cpu_samples_uses_the_current_state() {
-        let mut t = totals(1, [100, 0, 0, 0, 0, 0], 1000);
+        let mut t = totals(1, [100, 0, 0, 0, 0, 0, 0], 1000);
         t.current = Some(State::Disk);
         let r = procfs_row(false, t);
         assert_eq!(r.ns[State::Disk.index()], 900);
@@ -610,9 +629,9 @@ mod tests {
     #[test]
     fn rollups_sum_threads_and_keep_the_top_reason() {
         let a = sample(Mode::Bpf, 0, vec![]);
-        let mut t1 = totals(100, [100, 0, 0, 900, 0, 0], 1000);
+        let mut t1 = totals(100, [100, 0, 0, 900, 0, 0, 0], 1000);
         t1.reasons = vec![(State::Disk, 5, 900)];
-        let mut t2 = totals(101, [500, 0, 0, 500, 0, 0], 1000);
+        let mut t2 = totals(101, [500, 0, 0, 500, 0, 0, 0], 1000);
         t2.reasons = vec![(State::Disk, 5, 300), (State::Disk, 6, 200)];
         let mut b = sample(Mode::Bpf, 1000, vec![t1, t2]);
         b.reasons
@@ -637,9 +656,9 @@ mod tests {
             Mode::Bpf,
             100,
             vec![
-                totals(1, [0, 0, 100, 0, 0, 0], 100),
-                totals(2, [0, 0, 0, 100, 0, 0], 100),
-                totals(3, [50, 50, 0, 0, 0, 0], 100),
+                totals(1, [0, 0, 100, 0, 0, 0, 0], 100),
+                totals(2, [0, 0, 0, 100, 0, 0, 0], 100),
+                totals(3, [50, 50, 0, 0, 0, 0, 0], 100),
             ],
         );
         let mut iv = between(&a, &b, Rollup::Thread);

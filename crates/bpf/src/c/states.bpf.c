@@ -210,7 +210,87 @@ static __always_inline bool keeps_stack(__u32 st)
 
 static __always_inline bool blocked(__u32 st)
 {
-	return st != ST_RUNNING && st != ST_RUNNABLE;
+	return st != ST_RUNNING && st != ST_RUNNABLE && st != ST_THROTTLED;
+}
+
+/*
+ * CPU bandwidth throttling (CONFIG_CFS_BANDWIDTH: cpu.cfs_quota_us on cgroup v1, cpu.max on
+ * v2). Since Linux 6.18 (the task-based throttle model, commit e1fad12dcb66 "sched/fair:
+ * Switch to task based throttle model") a cfs_rq that used its quota is not dequeued: its
+ * tasks keep being picked, and each is taken off the run queue by a task work on its way
+ * back to user mode (throttle_cfs_rq_work(): dequeued, put on the cfs_rq's limbo list,
+ * task->throttled set, rescheduled). So the throttled thread switches out with task->throttled
+ * set and prev_state TASK_RUNNING, and sched_info counts the time in limbo as a run-queue wait
+ * (sched_info_depart() saw it runnable): without this, a thread held back by its quota looks
+ * exactly like one waiting behind other threads. Its switch-outs while the cfs_rq is throttled
+ * but before the task work ran (woken in the kernel, preempted) are contention: throttling
+ * does not stop the pick. Before 6.18 the throttled group left the run queue whole, and
+ * task->throttled does not exist: a runnable switch-out while the task's cfs_rq has a
+ * throttle_count is then the throttle.
+ *
+ * The end of the throttle fires no tracepoint (tg_unthrottle_up() enqueues the limbo tasks
+ * with a class call: no wakeup). The cfs_rq's own clocks tell it (commit eb962f251fbb
+ * "sched/fair: Task based throttle time accounting", the cpu.stat.local of v6.8's commit
+ * 677ea015f231): throttled_clock_self is when this throttle began on it and, at the
+ * unthrottle, throttled_clock_self_time grows by the throttle's length. Seen at the
+ * switch-out and again when the wait is charged, they give the end exactly (throttled_part).
+ */
+static __always_inline bool throttled_now(struct task_struct *t)
+{
+	struct cfs_rq *c;
+
+	/* A plain load (t is a BTF pointer): this runs at every runnable switch-out. */
+	if (bpf_core_field_exists(t->throttled))
+		return t->throttled;
+	/* The group-dequeue model (before 6.18): its cfs_rq stays throttled until the refill. */
+	c = t->se.cfs_rq;
+	return c && c->throttle_count > 0;
+}
+
+/* Notes, at a throttled thread's switch-out (or its seeding), the cfs_rq it waits on and
+ * that cfs_rq's clocks. */
+static __always_inline void note_throttle(struct st_acct *a, struct task_struct *t)
+{
+	struct cfs_rq *c = t->se.cfs_rq;
+
+	a->thr_cfs_rq = (__u64)c;
+	a->thr_tg = c ? (__u64)c->tg : 0;
+	a->thr_clock0 = 0;
+	a->thr_self0 = 0;
+	if (c && bpf_core_field_exists(c->throttled_clock_self)) {
+		a->thr_clock0 = c->throttled_clock_self;
+		a->thr_self0 = c->throttled_clock_self_time;
+	}
+}
+
+/*
+ * Of a wait that began at a throttled switch-out (a->since_ns) and lasted until `to`, the part
+ * spent throttled: up to the unthrottle, when the cfs_rq's self time has grown since (the
+ * throttle began at thr_clock0 and lasted that growth), else all of it (still throttled; or the
+ * thread left the limbo another way, a move to another group or CPU; or a kernel without the
+ * clocks). The rest was a wait behind other threads after the refill. A second throttle of
+ * the same cfs_rq that began and ended before the thread ran again is counted in full as
+ * well (bounded by the wait). Every read is a probe read: the cfs_rq may be gone with its
+ * group, which the tg checks catch.
+ */
+static __always_inline __u64 throttled_part(const struct st_acct *a, struct task_struct *t,
+					    __u64 to)
+{
+	__u64 wait = to > a->since_ns ? to - a->since_ns : 0;
+	struct cfs_rq *c = (struct cfs_rq *)a->thr_cfs_rq;
+	__u64 tg = 0, self = 0, end;
+
+	if (!c || !a->thr_clock0 || !bpf_core_field_exists(c->throttled_clock_self_time))
+		return wait;
+	if (BPF_CORE_READ_INTO(&tg, c, tg) || tg != a->thr_tg ||
+	    (__u64)BPF_CORE_READ(t, se.cfs_rq, tg) != tg)
+		return wait;
+	if (BPF_CORE_READ_INTO(&self, c, throttled_clock_self_time) || self <= a->thr_self0)
+		return wait;
+	end = a->thr_clock0 + (self - a->thr_self0);
+	if (end <= a->since_ns)
+		return 0;
+	return end - a->since_ns < wait ? end - a->since_ns : wait;
 }
 
 /* The scheduler clock of t's run queue (rq->clock; CONFIG_FAIR_GROUP_SCHED gives every task
@@ -322,14 +402,21 @@ static __always_inline __u64 now_for(struct task_struct *t)
 /*
  * The time from a's last switch-out up to `back` (the start of the thread's current run or
  * queue wait, or now), charged into ns[]: the run-queue waits that ended since (run_delay
- * now minus then) as runnable, the rest in the state it left in. Returns the blocked part.
+ * now minus then) as runnable, the rest in the state it left in; a wait that began throttled
+ * is split at the throttle's end. Returns the blocked part.
  */
 static __always_inline __u64 charge_off(__u64 *ns, struct st_acct *a, __u64 back,
-					__u64 run_delay)
+					__u64 run_delay, struct task_struct *t)
 {
 	__u64 off = back > a->since_ns ? back - a->since_ns : 0;
 	__u64 wait = run_delay > a->run_delay_ns ? run_delay - a->run_delay_ns : 0;
 
+	if (a->state == ST_THROTTLED) {
+		wait = throttled_part(a, t, back);
+		ns[ST_THROTTLED] += wait;
+		ns[ST_RUNNABLE] += off - wait;
+		return 0;
+	}
 	if (!blocked(a->state)) {
 		ns[ST_RUNNABLE] += off;
 		return 0;
@@ -388,7 +475,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (now > a->since_ns) {
 		/* This run: from its arrival on the CPU, within what was not yet charged. */
 		back = clamp_time(prev->sched_info.last_arrival, a->since_ns, now);
-		blk = charge_off(a->ns, a, back, run_delay);
+		blk = charge_off(a->ns, a, back, run_delay, prev);
 		a->ns[ST_RUNNING] += now - back;
 		if (a->stackid >= 0)
 			add_why(prev, a->state, a->stackid, blk);
@@ -396,6 +483,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	a->since_ns = now;
 	a->run_delay_ns = run_delay;
 	a->state = classify(preempt, prev_state);
+	if (a->state == ST_RUNNABLE && throttled_now(prev)) {
+		a->state = ST_THROTTLED;
+		note_throttle(a, prev);
+	}
 	a->flags &= ~ST_F_SEEDED;
 	a->stackid = -1;
 	if (keeps_stack(a->state)) {
@@ -468,7 +559,7 @@ static __always_inline void totals(struct st_rec *r, struct task_struct *t, stru
 				   __u64 now)
 {
 	struct st_acct c = {};
-	__u64 back, blk, queued;
+	__u64 back, blk, queued, thr;
 	__u32 seq = 0;
 	int i;
 
@@ -491,6 +582,14 @@ static __always_inline void totals(struct st_rec *r, struct task_struct *t, stru
 		back = clamp_time(t->sched_info.last_arrival, c.since_ns, now);
 		r->cur_state = ST_RUNNING;
 		r->ns[ST_RUNNING] += now - back;
+	} else if (c.state == ST_THROTTLED) {
+		/* Runnable since its throttled switch-out: in the limbo still, or queued since
+		 * the refill (its last_queued is the switch-out's). */
+		back = c.since_ns;
+		thr = throttled_part(&c, t, now);
+		r->cur_state = throttled_now(t) ? ST_THROTTLED : ST_RUNNABLE;
+		r->ns[ST_THROTTLED] += thr;
+		r->ns[ST_RUNNABLE] += now - back - thr;
 	} else if (queued) {
 		/* On a run queue since last_queued: woken (or preempted) and waiting. */
 		back = clamp_time(queued, c.since_ns, now);
@@ -500,7 +599,7 @@ static __always_inline void totals(struct st_rec *r, struct task_struct *t, stru
 		back = now;
 		r->cur_state = c.state;
 	}
-	blk = charge_off(r->ns, &c, back, t->sched_info.run_delay);
+	blk = charge_off(r->ns, &c, back, t->sched_info.run_delay, t);
 	r->pending_why_ns = blk;
 	r->wait_state = c.state;
 	r->stackid = c.stackid;
@@ -637,7 +736,7 @@ int dump_states(struct bpf_iter__task *ctx)
 		if (t->on_cpu)
 			state = ST_RUNNING;
 		else if (t->sched_info.last_queued)
-			state = ST_RUNNABLE;
+			state = throttled_now(t) ? ST_THROTTLED : ST_RUNNABLE;
 		else
 			state = classify(false, task_state(t));
 		/* Taken before the storage is marked as being written: the walk of the stack
@@ -647,6 +746,8 @@ int dump_states(struct bpf_iter__task *ctx)
 		a->seq++;
 		compiler_barrier();
 		a->state = state;
+		if (state == ST_THROTTLED)
+			note_throttle(a, t);
 		a->stackid = stackid;
 		a->run_delay_ns = t->sched_info.run_delay;
 		a->flags |= ST_F_SEEDED;
@@ -756,7 +857,9 @@ int drain_states(struct st_drain_args *args)
 			totals(r, u, a, now_for(u));
 		}
 		r->flags |= ST_F_DRAINED;
-		if ((r->cur_state == ST_RUNNING || r->cur_state == ST_RUNNABLE) &&
+		/* A throttled thread too: the throttle's end fires nothing. */
+		if ((r->cur_state == ST_RUNNING || r->cur_state == ST_RUNNABLE ||
+		     r->cur_state == ST_THROTTLED) &&
 		    !__sync_val_compare_and_swap(&a->listed, 0, 1)) {
 			d.gen = gen;
 			if (bpf_map_push_elem(&dirty, &d, 0)) {

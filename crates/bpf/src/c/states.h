@@ -15,7 +15,9 @@
 #define ST_DISK     3	/* TASK_UNINTERRUPTIBLE without TASK_NOLOAD (D) */
 #define ST_STOPPED  4	/* __TASK_STOPPED, __TASK_TRACED (T, t) */
 #define ST_OTHER    5	/* parked, idle kernel threads (TASK_IDLE), frozen, dead */
-#define ST_NSTATES  6
+#define ST_THROTTLED 6	/* runnable, but its cgroup (or an ancestor) used its CPU bandwidth
+			 * quota for the period: off the run queue until the period's refill */
+#define ST_NSTATES  7
 #define ST_SLOTS    8	/* array length: a power of two, so an index can be masked */
 
 #define ST_STACK_DEPTH 48	/* frames kept per off-CPU stack (deeper ones are cut) */
@@ -48,6 +50,13 @@ struct st_acct {
 	__u64 listed;		/* 1 while the thread waits in the `dirty` queue (set and
 				 * cleared with atomic operations, outside seq; 64 bits: clang
 				 * 14's BPF target has no 32-bit atomics below -mcpu=v3) */
+	/* With state ST_THROTTLED: the cfs_rq it was throttled on (its group's on that CPU) and
+	 * that cfs_rq's throttle clocks then, which tell when the throttle ended (see
+	 * throttled_part in states.bpf.c). Addresses as numbers: only ever probe-read. */
+	__u64 thr_cfs_rq;
+	__u64 thr_tg;		/* thr_cfs_rq->tg then: the cfs_rq is still that group's */
+	__u64 thr_clock0;	/* thr_cfs_rq->throttled_clock_self */
+	__u64 thr_self0;	/* thr_cfs_rq->throttled_clock_self_time */
 };
 
 /* One entry of the `dirty` queue: a thread whose state changed (it left a CPU or was woken)

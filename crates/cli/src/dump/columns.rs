@@ -18,7 +18,7 @@
 
 use tasksnap_export::families::{self, Family, Scope, Type};
 use tasksnap_model::fields;
-use tasksnap_model::states::State;
+use tasksnap_model::states::{State, NSTATES};
 
 use super::options::What;
 
@@ -248,10 +248,11 @@ impl Column {
     }
 }
 
-/// The state columns' names, in [`State::ALL`] order.
-const STATE_COLUMNS: [&str; 6] = [
+/// The state columns' names, in [`State::SHOWN`] order.
+const STATE_COLUMNS: [&str; NSTATES] = [
     "running_s",
     "runnable_s",
+    "throttled_s",
     "sleeping_s",
     "disk_s",
     "stopped_s",
@@ -477,7 +478,7 @@ fn thread_state_columns() -> Vec<Column> {
         ),
     ];
     let family = families::TASK_STATE.of(Scope::Thread);
-    for (s, name) in State::ALL.into_iter().zip(STATE_COLUMNS) {
+    for (s, name) in State::SHOWN.into_iter().zip(STATE_COLUMNS) {
         v.push(
             col(
                 name,

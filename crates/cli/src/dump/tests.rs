@@ -107,7 +107,7 @@ fn reading(k: u64) -> Reading {
         tasks.push(task(100, 101, b"line\nbreak", NAMELESS_UID, b"prog\0", k));
     }
     let mut sample = Sample::new(Mode::Bpf, at);
-    let g = |run: u64, runq: u64, sleep: u64, disk: u64| [run, runq, sleep, disk, 0, 0];
+    let g = |run: u64, runq: u64, sleep: u64, disk: u64| [run, runq, sleep, disk, 0, 0, 0];
     let ts = [
         totals(
             1,

@@ -57,8 +57,8 @@ pub struct Args {
     #[arg(short = 'n', long = "count", value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
 
-    /// Sort rows by: offcpu (RUNQ%+DISK%+STOP%), run, runq, sleep, disk, stop, other, pid,
-    /// tid, comm.
+    /// Sort rows by: offcpu (RUNQ%+THR%+DISK%+STOP%), run, runq, throttled, sleep, disk,
+    /// stop, other, pid, tid, comm.
     #[arg(long, value_enum, default_value = "offcpu")]
     pub sort: SortArg,
 
@@ -109,12 +109,14 @@ pub struct Args {
 /// `--sort`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum SortArg {
-    /// RUNQ% + DISK% + STOP%: off the CPU, not by choice.
+    /// RUNQ% + THR% + DISK% + STOP%: off the CPU, not by choice.
     Offcpu,
     /// RUN%.
     Run,
     /// RUNQ%.
     Runq,
+    /// THR%.
+    Throttled,
     /// SLEEP%.
     Sleep,
     /// DISK%.
@@ -137,6 +139,7 @@ impl SortArg {
             SortArg::Offcpu => SortKey::Offcpu,
             SortArg::Run => SortKey::State(State::Running),
             SortArg::Runq => SortKey::State(State::Runnable),
+            SortArg::Throttled => SortKey::State(State::Throttled),
             SortArg::Sleep => SortKey::State(State::Sleeping),
             SortArg::Disk => SortKey::State(State::Disk),
             SortArg::Stop => SortKey::State(State::Stopped),

@@ -38,7 +38,7 @@ fn unix_ns() -> u64 {
 fn state_letter(s: State) -> char {
     match s {
         State::Running => 'R',
-        State::Runnable => 'R',
+        State::Runnable | State::Throttled => 'R',
         State::Sleeping => 'S',
         State::Disk => 'D',
         State::Stopped => 'T',
@@ -61,6 +61,7 @@ struct JsonRow<'a> {
     comm_bytes: Option<String>,
     running_pct: f64,
     runnable_pct: f64,
+    throttled_pct: f64,
     sleeping_pct: f64,
     disk_pct: f64,
     stopped_pct: f64,
@@ -91,6 +92,7 @@ impl<'a> JsonRow<'a> {
                 .map(|b| b.iter().map(|x| format!("{x:02x}")).collect()),
             running_pct: round2(r.pct(State::Running)),
             runnable_pct: round2(r.pct(State::Runnable)),
+            throttled_pct: round2(r.pct(State::Throttled)),
             sleeping_pct: round2(r.pct(State::Sleeping)),
             disk_pct: round2(r.pct(State::Disk)),
             stopped_pct: round2(r.pct(State::Stopped)),
@@ -239,12 +241,13 @@ impl Printer {
             out,
             "{}",
             self.cut(format!(
-                "{:>7} {:>7} {:<16} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}  REASON",
+                "{:>7} {:>7} {:<16} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7} {:>7}  REASON",
                 "PID",
                 "TID",
                 "COMM",
                 format!("{}RUN%", m(State::Running)),
                 format!("{}RUNQ%", m(State::Runnable)),
+                format!("{}THR%", m(State::Throttled)),
                 format!("{}SLEEP%", m(State::Sleeping)),
                 format!("{}DISK%", m(State::Disk)),
                 format!("{}STOP%", m(State::Stopped)),
@@ -300,9 +303,9 @@ impl Printer {
         for _ in comm_len..16 {
             out.push(' ');
         }
-        for (k, s) in State::ALL.iter().enumerate() {
+        for (k, s) in State::SHOWN.iter().enumerate() {
             out.push(' ');
-            push_pct(out, r.pct(*s), if k < 2 { 6 } else { 7 });
+            push_pct(out, r.pct(*s), if k < 3 { 6 } else { 7 });
         }
         out.push_str("  ");
         // The top reason with the share of the row's time spent there.
