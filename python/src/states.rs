@@ -121,6 +121,7 @@ fn sample_twice(
         backend,
         StatesOptions {
             filter,
+            track_holders: true,
             ..StatesOptions::default()
         },
     )?;

@@ -10,7 +10,7 @@ use tasksnap_history::{
     extend_thread, same_thread, Decoder, Encoded, Encoder, HistoryError, EXITS_NOT_RECORDED,
     FORMAT_MAJOR,
 };
-use tasksnap_model::states::{Mode, Sample, State, ThreadTotals};
+use tasksnap_model::states::{Mode, Sample, State, ThreadTotals, NSTATES};
 use tasksnap_model::{
     Backend, Base, CmdlineMissing, Comm, CpuTicks, Cred, Exit, HostIdentity, Io, LoadAverages, Mem,
     Memory, Pressure, PressureLine, Reading, ReadingChanges, Sched, Snapshot, SnapshotStats, Stat,
@@ -148,12 +148,14 @@ fn touch(r: &mut Rng, t: &mut Task) {
 }
 
 fn new_thread(r: &mut Rng, id: TaskId, at: u64) -> ThreadTotals {
-    let current = r.opt(|r| State::ALL[r.below(6) as usize]);
+    let current = r.opt(|r| State::ALL[r.below(NSTATES as u64) as usize]);
+    // No off-CPU reason is kept for the throttled state (a holder's is a run-queue one).
+    let reasoned = &State::ALL[..State::Throttled.index()];
     let mut reasons: Vec<(State, u32, u64)> = (0..r.below(3))
-        .map(|_| (State::ALL[r.below(6) as usize], r.below(5) as u32, r.num()))
+        .map(|_| (reasoned[r.below(6) as usize], r.below(5) as u32, r.num()))
         .collect();
     let mut wait_reason = None;
-    if let Some(s) = current {
+    if let Some(s) = current.filter(|&s| s != State::Throttled) {
         if r.chance(50) {
             let id = r.below(5) as u32;
             reasons.push((s, id, r.below(1000)));
@@ -870,6 +872,44 @@ fn decode_also_as_minor(
     assert!(deltas > 0, "deltas are tested too");
 }
 
+/// `r` as a store before minor 3 gives it back: throttled time (no state of its own then) is
+/// runnable time, as a build without the state measured it.
+fn before_throttled(r: &Reading) -> Reading {
+    let mut r = r.clone();
+    if let Some(s) = &mut r.states {
+        for t in s.threads.values_mut() {
+            let (run, thr) = (State::Runnable.index(), State::Throttled.index());
+            t.state_ns[run] = t.state_ns[run].wrapping_add(t.state_ns[thr]);
+            t.samples[run] = t.samples[run].wrapping_add(t.samples[thr]);
+            t.state_ns[thr] = 0;
+            t.samples[thr] = 0;
+            if t.current == Some(State::Throttled) {
+                t.current = Some(State::Runnable);
+            }
+        }
+    }
+    r
+}
+
+/// A store from before the throttled state (format minor 2, no throttled column): its
+/// threads decode with their throttled time as runnable, the rest as written.
+#[test]
+fn a_sample_from_before_the_throttled_state_decodes_it_as_runnable() {
+    let rs = readings(13, 6, 12);
+    let mut throttled = 0;
+    decode_also_as_minor(&rs, 2, |r, key, got, old| {
+        assert_eq!(check(r, got, Some(key)), Ok(()));
+        throttled += r
+            .states
+            .iter()
+            .flat_map(|s| s.threads.values())
+            .filter(|t| t.current == Some(State::Throttled))
+            .count();
+        assert_eq!(check(&before_throttled(r), old, Some(key)), Ok(()));
+    });
+    assert!(throttled > 0, "throttled threads are tested");
+}
+
 /// A store from before exits were stored (format minor 0, no exits column): its samples,
 /// keys and deltas alike, decode as they did, with no exits and a reason saying so.
 #[test]
@@ -886,7 +926,7 @@ fn a_sample_from_before_exits_decodes_with_none() {
         assert!(old.exits.is_empty());
         assert_eq!(old.exits_dropped, 0);
         assert_eq!(old.exits_missing.as_deref(), Some(EXITS_NOT_RECORDED));
-        let mut want = r.clone();
+        let mut want = before_throttled(r);
         want.exits.clear();
         want.exits_missing = Some(EXITS_NOT_RECORDED.to_string());
         // Nor did minor 0 keep the host identity.
@@ -910,7 +950,7 @@ fn a_sample_from_before_host_identity_decodes_with_none() {
     decode_also_as_minor(&rs, 1, |r, key, got, old| {
         assert_eq!(got.host, r.host);
         assert_eq!(old.host, HostIdentity::default());
-        let mut want = r.clone();
+        let mut want = before_throttled(r);
         want.host = HostIdentity::default();
         assert_eq!(check(&want, old, Some(key)), Ok(()));
     });

@@ -42,6 +42,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * of a host sleep most of the time, and their stacks would fill the maps). */
 const volatile bool track_sleep = false;
 
+/* Name what held a waiter's CPU (set by user space before load): each CPU keeps a log of its
+ * last runs, and a run-queue wait of ST_HOLDER_MIN_NS or more charges its overlap with each
+ * of them to the `held` hash. */
+const volatile bool track_holders = false;
+
 /* Keep the `dirty` queue (set by user space before load when it reads with drain_states):
  * off, the switch program pays nothing for it and the wakeup programs are not attached. */
 const volatile bool incremental = false;
@@ -49,6 +54,7 @@ const volatile bool incremental = false;
 /* What could not be recorded: user space reports these when they are not zero. */
 __u64 lost_exits = 0;	/* the ring buffer was full at a thread's exit */
 __u64 lost_stacks = 0;	/* the stack map or the why map was full */
+__u64 lost_holders = 0;	/* the held hash was full */
 __u64 lost_storage = 0;	/* task storage could not be allocated */
 __u64 dirty_lost = 0;	/* the dirty queue was full: the reader takes a whole pass */
 
@@ -78,6 +84,8 @@ struct st_acct st_acct_layout = {};
 struct st_dirty st_dirty_layout = {};
 struct st_drain_args st_drain_args_layout = {};
 struct st_stack st_stack_layout = {};
+struct st_held_key st_held_key_layout = {};
+struct st_held st_held_layout = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -116,6 +124,24 @@ struct {
 	__type(key, __u32);
 	__type(value, struct st_stack);
 } seed_stacks SEC(".maps");
+
+/* Each CPU's last runs (track_holders). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct st_runlog);
+} runlog SEC(".maps");
+
+/* ns a thread waited on a run queue while another thread ran on that CPU (track_holders):
+ * what held its CPU, by waiter and holder. User space deletes the entries of threads that are
+ * gone, as it does the why hash's. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, struct st_held_key);
+	__type(value, struct st_held);
+} held SEC(".maps");
 
 /* Room to take a stack in (too big for the BPF stack beside a record). */
 struct {
@@ -449,11 +475,127 @@ static __always_inline void init_from_sched_info(struct st_acct *a, struct task_
 	a->stackid = -1;
 }
 
+/* The run that ends now on this CPU, into its run log. */
+static __always_inline void log_run(struct st_runlog *log, struct task_struct *t, __u64 from,
+				    __u64 to)
+{
+	struct st_run *r = &log->run[log->next & (ST_RUNLOG - 1)];
+
+	r->from_ns = from;
+	r->to_ns = to;
+	r->start_boottime_ns = t->start_boottime;
+	r->tid = t->pid;
+	__builtin_memcpy(r->comm, t->comm, sizeof(r->comm));
+	log->next++;
+}
+
+/* ns of [from, to] within [lo, hi]. */
+static __always_inline __u64 overlap(__u64 from, __u64 to, __u64 lo, __u64 hi)
+{
+	__u64 a = from > lo ? from : lo, b = to < hi ? to : hi;
+
+	return b > a ? b - a : 0;
+}
+
+/* A thread that held a waiter's CPU, and for how long (name_holders). */
+struct holder {
+	__u64 ns;
+	__u64 start;
+	__u32 tid;
+	__u32 slot;	/* a run of it in the log (for its name) */
+};
+
+/* Charges the holder `h` to the waiter `k` in the held hash. */
+static __always_inline void add_held(struct st_runlog *log, struct st_held_key *k,
+				     const struct holder *h)
+{
+	struct st_held *v, nv = {};
+
+	if (!h->ns)
+		return;
+	k->holder_tid = h->tid;
+	k->holder_start_boottime_ns = h->start;
+	v = bpf_map_lookup_elem(&held, k);
+	if (v) {
+		__sync_fetch_and_add(&v->ns, h->ns);
+		return;
+	}
+	nv.ns = h->ns;
+	__builtin_memcpy(nv.comm, log->run[h->slot & (ST_RUNLOG - 1)].comm, sizeof(nv.comm));
+	if (bpf_map_update_elem(&held, k, &nv, BPF_NOEXIST))
+		__sync_fetch_and_add(&lost_holders, 1);
+}
+
+/* The state of name_holders' scan of the log (bpf_loop's context). */
+struct holders_scan {
+	struct st_runlog *log;
+	__u64 lo, hi;
+	__u32 waiter;
+	__u32 pad;
+	struct holder a, b;	/* a has the most */
+};
+
+/* One run of the log against the wait: its thread's overlap added up, a and b kept the two
+ * threads with the most (the first two met, then whichever run is larger than b). */
+static long scan_run(__u32 i, struct holders_scan *s)
+{
+	struct st_run *r = &s->log->run[i & (ST_RUNLOG - 1)];
+	__u64 o = overlap(r->from_ns, r->to_ns, s->lo, s->hi);
+	struct holder *h;
+
+	if (!o || r->tid == s->waiter)
+		return 0;
+	if (s->a.ns && s->a.tid == r->tid && s->a.start == r->start_boottime_ns) {
+		s->a.ns += o;
+	} else if (s->b.ns && s->b.tid == r->tid && s->b.start == r->start_boottime_ns) {
+		s->b.ns += o;
+	} else if (!s->a.ns || !s->b.ns || o > s->b.ns) {
+		h = !s->a.ns ? &s->a : &s->b;
+		h->ns = o;
+		h->tid = r->tid;
+		h->start = r->start_boottime_ns;
+		h->slot = i;
+	}
+	if (s->b.ns > s->a.ns) {
+		struct holder x = s->a;
+
+		s->a = s->b;
+		s->b = x;
+	}
+	return 0;
+}
+
+/*
+ * What held this CPU while `t` waited on its run queue over [lo, hi] (the wait that ended at
+ * its arrival here: a thread does not migrate while it runs, so the runs it waited behind at
+ * the end were this CPU's): the runs of the log overlapping it, summed by thread, and the two
+ * threads with the most added to `held`. A wait longer than the log reaches back is named by
+ * its last part; part of a wait spent queued on another CPU before a migration is charged to
+ * this CPU's runs. The scan is a bpf_loop (Linux 5.17, commit e6f2dd0f8067): unrolled, its
+ * branches multiply the verifier's states past its limit. Without the helper nothing is named.
+ */
+static __always_inline void name_holders(struct st_runlog *log, struct task_struct *t, __u64 lo,
+					 __u64 hi)
+{
+	struct holders_scan s = { .log = log, .lo = lo, .hi = hi, .waiter = t->pid };
+	struct st_held_key k = {};
+
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_loop))
+		return;
+	bpf_loop(ST_RUNLOG, scan_run, &s, 0);
+	k.tid = t->pid;
+	k.start_boottime_ns = t->start_boottime;
+	add_held(log, &k, &s.a);
+	add_held(log, &k, &s.b);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now, run, back, blk, run_delay;
+	__u64 now, run, back, blk, run_delay, runq = 0;
+	struct st_runlog *log = NULL;
+	__u32 zero = 0;
 	struct st_acct *a;
 
 	/* pid 0: the idle tasks, one per CPU; their time is the CPUs' idle time. */
@@ -472,10 +614,13 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	compiler_barrier();
 	if (!a->since_ns)
 		init_from_sched_info(a, prev, now);
+	back = now;
 	if (now > a->since_ns) {
 		/* This run: from its arrival on the CPU, within what was not yet charged. */
 		back = clamp_time(prev->sched_info.last_arrival, a->since_ns, now);
+		runq = a->ns[ST_RUNNABLE];
 		blk = charge_off(a->ns, a, back, run_delay, prev);
+		runq = a->ns[ST_RUNNABLE] - runq;
 		a->ns[ST_RUNNING] += now - back;
 		if (a->stackid >= 0)
 			add_why(prev, a->state, a->stackid, blk);
@@ -498,6 +643,16 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	compiler_barrier();
 	a->seq++;
 	mark(prev, a, false);
+	if (track_holders) {
+		/* The run-queue wait before this run (its last part: the waits charged now end at
+		 * the arrival) is named first, then this run is logged for the next waiter. */
+		log = bpf_map_lookup_elem(&runlog, &zero);
+		if (log) {
+			if (runq >= ST_HOLDER_MIN_NS)
+				name_holders(log, prev, back - runq, back);
+			log_run(log, prev, back, now);
+		}
+	}
 	return 0;
 }
 

@@ -20,6 +20,9 @@
 #define ST_NSTATES  7
 #define ST_SLOTS    8	/* array length: a power of two, so an index can be masked */
 
+#define ST_RUNLOG   64	/* runs kept per CPU for naming what held a waiter's CPU */
+#define ST_HOLDERS  2	/* holders named per run-queue wait */
+#define ST_HOLDER_MIN_NS 200000	/* shorter run-queue waits name no holder */
 #define ST_STACK_DEPTH 48	/* frames kept per off-CPU stack (deeper ones are cut) */
 
 /* Stack ids at and above this name a stack of the `seed_stacks` hash (a wait that began
@@ -109,6 +112,36 @@ struct st_why_key {
 	__u32 state;
 	__s32 stackid;
 	__u32 pad;
+};
+
+/* One run on a CPU, as the per-CPU run log keeps it. */
+struct st_run {
+	__u64 from_ns;			/* its arrival (sched_info.last_arrival) */
+	__u64 to_ns;			/* its switch-out (rq->clock) */
+	__u64 start_boottime_ns;	/* with tid, the thread that ran */
+	__u32 tid;			/* task->pid */
+	__u32 pad;
+	char comm[16];
+};
+
+/* The last ST_RUNLOG runs on one CPU: a ring, `next` the slot written next. */
+struct st_runlog {
+	__u64 next;
+	struct st_run run[ST_RUNLOG];
+};
+
+/* Key of the time a thread waited for a CPU while another ran there: the `held` hash. */
+struct st_held_key {
+	__u64 start_boottime_ns;	/* with tid, the waiter */
+	__u64 holder_start_boottime_ns;	/* with holder_tid, the thread that ran */
+	__u32 tid;			/* the waiter's task->pid */
+	__u32 holder_tid;		/* the holder's task->pid */
+};
+
+struct st_held {
+	__u64 ns;		/* accumulated overlap of the waiter's run-queue waits and the
+				 * holder's runs on the CPU the waiter then ran on */
+	char comm[16];		/* the holder's, at its last run seen */
 };
 
 /* A kernel stack, innermost frame first, zeros after the last one: a value of the

@@ -183,6 +183,7 @@ fn open_source(args: &Args) -> Result<ThreadStates> {
     let opts = StatesOptions {
         filter: args.filter(),
         track_sleep: args.why_sleep,
+        track_holders: true,
         sample_hz: Some(args.sample_hz),
         fds_left: None,
     };

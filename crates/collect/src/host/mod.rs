@@ -292,6 +292,7 @@ impl Host {
         let bpf = crate::states::bpf::Options {
             filter: opts.filter.clone(),
             track_sleep: opts.track_sleep,
+            track_holders: opts.track_holders,
             proc_root: self.opts.proc_root.clone(),
             incremental: true,
             ..Default::default()

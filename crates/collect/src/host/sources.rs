@@ -123,6 +123,9 @@ pub struct StatesOptions {
     pub filter: crate::states::Filter,
     /// Keep the kernel stacks (BPF) or wchan (/proc) of S waits too (D waits always).
     pub track_sleep: bool,
+    /// Name, for a thread that waited for a CPU, the threads that ran there meanwhile
+    /// (BPF only).
+    pub track_holders: bool,
     /// The /proc source's state-letter samples per second (`None`: its default).
     pub sample_hz: Option<u32>,
     /// Descriptors the /proc source leaves for everything else (`None`: its default).

@@ -35,6 +35,10 @@ pub struct Options {
     pub filter: Filter,
     /// Keep the stacks of S waits too (D waits always).
     pub track_sleep: bool,
+    /// Name what held the CPU of a thread that waited for one: each CPU logs its last runs
+    /// and a wait's overlap with them is kept per (waiter, holder), given as run-queue
+    /// reasons. Costs a few stores at every switch.
+    pub track_holders: bool,
     /// Where to read symbols (normally /proc/kallsyms).
     pub kallsyms: PathBuf,
     /// The /proc to read stacks of waits that began before tracking from.
@@ -55,6 +59,7 @@ impl Default for Options {
         Options {
             filter: Filter::default(),
             track_sleep: false,
+            track_holders: false,
             kallsyms: Path::new(tasksnap_sys::roots::PROC).join("kallsyms"),
             proc_root: PathBuf::from(tasksnap_sys::roots::PROC),
             seed_all: true,

@@ -40,6 +40,10 @@ const F_KTHREAD: u32 = 1 << 2;
 /// iterator when it seeded the thread); below, one of the stack map.
 const SEED_STACK_IDS: u32 = 0x4000_0000;
 
+/// Reason ids from here up to [`SEED_STACK_IDS`] name a thread that held a waiter's CPU (the
+/// `held` hash, `track_holders`), not a stack: the stack map's ids are below its size.
+const HOLDER_IDS: u32 = 0x2000_0000;
+
 /// `ST_F_DRAINED`: a record of `drain_states` (the ring buffer carries both kinds).
 const F_DRAINED: u32 = 1 << 3;
 
@@ -71,6 +75,8 @@ struct WhyEntry {
     state: u32,
     stackid: i32,
     ns: u64,
+    /// An entry of the `held` hash (its stack id a holder's reason id), not of `why`.
+    held: bool,
 }
 
 /// The loaded accounting.
@@ -86,8 +92,10 @@ pub struct BpfSource {
     skel: skel::StatesSkel<'static>,
     opts: Options,
     syms: Kallsyms,
-    /// Stack ids already symbolized.
+    /// Stack ids already symbolized, and the holders' reasons.
     frames: HashMap<u32, Arc<[String]>>,
+    /// The reason id of each thread (global tid, start time) that held a waiter's CPU.
+    holders: HashMap<(u32, u64), u32>,
     /// Thread names already made (see [`comm_text`]).
     names: HashMap<[i8; 16], Comm>,
     buf: Vec<u8>,
@@ -187,6 +195,7 @@ impl BpfSource {
             |open| {
                 if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
                     ro.track_sleep = opts.track_sleep;
+                    ro.track_holders = opts.track_holders;
                     ro.incremental = opts.incremental;
                 }
                 if !opts.incremental {
@@ -255,6 +264,7 @@ impl BpfSource {
             opts,
             syms,
             frames: HashMap::new(),
+            holders: HashMap::new(),
             names: HashMap::new(),
             buf: Vec::with_capacity(1 << 20),
             held: None,
@@ -415,7 +425,7 @@ impl BpfSource {
     }
 
     /// Off-CPU ns per ((tid, start time), state, stack id) so far.
-    fn why(&self) -> Result<Vec<WhyEntry>, Error> {
+    fn why(&mut self) -> Result<Vec<WhyEntry>, Error> {
         use libbpf_rs::MapCore;
 
         let map = &self.skel.maps.why;
@@ -441,9 +451,73 @@ impl BpfSource {
                 state: key.state,
                 stackid: key.stackid,
                 ns: u64::from_ne_bytes(ns),
+                held: false,
             });
         }
+        if self.opts.track_holders {
+            self.held(&mut out)?;
+        }
         Ok(out)
+    }
+
+    /// The `held` hash's entries, as run-queue reasons: each holder a reason id of its own
+    /// (kept while the source lives; its text the holder's name and thread id).
+    fn held(&mut self, out: &mut Vec<WhyEntry>) -> Result<(), Error> {
+        use libbpf_rs::MapCore;
+
+        let batch: Vec<(Vec<u8>, Vec<u8>)> = self
+            .skel
+            .maps
+            .held
+            .lookup_batch(512, libbpf_rs::MapFlags::ANY, libbpf_rs::MapFlags::ANY)
+            .map_err(|e| Error::Bpf(format!("reading the CPU holders' hash: {e}")))?
+            .collect();
+        let (ksize, vsize) = (
+            std::mem::size_of::<skel::types::st_held_key>(),
+            std::mem::size_of::<skel::types::st_held>(),
+        );
+        for (k, v) in batch {
+            if k.len() < ksize || v.len() < vsize {
+                continue;
+            }
+            // SAFETY: a key and a value of the held map are whole st_held_key and st_held
+            // (states.h), plain integers and bytes; read_unaligned needs no alignment.
+            let (key, value) = unsafe {
+                (
+                    std::ptr::read_unaligned(k.as_ptr().cast::<skel::types::st_held_key>()),
+                    std::ptr::read_unaligned(v.as_ptr().cast::<skel::types::st_held>()),
+                )
+            };
+            let id = self.holder_id(key.holder_tid, key.holder_start_boottime_ns, &value.comm);
+            out.push(WhyEntry {
+                key: k,
+                thread: (key.tid as i32, key.start_boottime_ns),
+                state: State::Runnable.index() as u32,
+                stackid: id as i32,
+                ns: value.ns,
+                held: true,
+            });
+        }
+        Ok(())
+    }
+
+    /// The reason id of a thread that held a waiter's CPU, its text made on first sight:
+    /// `held by NAME (TID)`, the thread id as the initial pid namespace numbers it.
+    fn holder_id(&mut self, tid: u32, start_ns: u64, comm: &[i8; 16]) -> u32 {
+        if let Some(&id) = self.holders.get(&(tid, start_ns)) {
+            return id;
+        }
+        // Ids are not reused while the source lives; past the range, the oldest go.
+        if self.holders.len() >= (SEED_STACK_IDS - HOLDER_IDS) as usize {
+            self.holders.clear();
+        }
+        let id = HOLDER_IDS + self.holders.len() as u32;
+        let (name, _) = comm_text(comm, &mut self.names);
+        let name: String = name.chars().flat_map(char::escape_default).collect();
+        self.frames
+            .insert(id, Arc::from(vec![format!("held by {name} ({tid})")]));
+        self.holders.insert((tid, start_ns), id);
+        id
     }
 
     /// The map a stack id names a stack of: the stack map, or the seeded waits' hash.
@@ -514,7 +588,12 @@ impl BpfSource {
         use libbpf_rs::MapCore;
 
         for e in entries {
-            let _ = self.skel.maps.why.delete(&e.key);
+            let map = if e.held {
+                &self.skel.maps.held
+            } else {
+                &self.skel.maps.why
+            };
+            let _ = map.delete(&e.key);
         }
     }
 
@@ -539,6 +618,9 @@ impl BpfSource {
             .filter(|id| !referenced.contains(id))
             .collect();
         for id in unused {
+            if (HOLDER_IDS..SEED_STACK_IDS).contains(&id) {
+                continue; // a holder's text, no stack: kept with its id
+            }
             // A thread blocking on this very stack after the pass would find its frames gone:
             // its reason then reads "[stack lost]" once. Rare, and only on a full map.
             let _ = self.stack_map(id).delete(&id.to_ne_bytes());
