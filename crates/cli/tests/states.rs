@@ -99,9 +99,10 @@ fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
-const PCTS: [&str; 6] = [
+const PCTS: [&str; 7] = [
     "running_pct",
     "runnable_pct",
+    "throttled_pct",
     "sleeping_pct",
     "disk_pct",
     "stopped_pct",

@@ -1,0 +1,299 @@
+//! Why a thread waits for a CPU, as the BPF accounting tells it: held back by its cgroup's CPU
+//! quota (THROTTLED) or behind other threads (RUNQ, and which threads held its CPU). The
+//! workloads are spinning processes this test spawns, in CPU cgroups it makes (cgroup v1's
+//! `cpu` controller, or v2's `cpu.max` where v2 has the controller) and removes; the oracle is
+//! the kernel's own count of the group's throttled time (`cpu.stat`), read at the samples.
+//! Root only: CI runs them with TASKSNAP_REQUIRE_PRIVILEGED=1, where a skip is a failure.
+
+mod states_common;
+
+use std::ffi::CString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use states_common::*;
+use tasksnap_collect::testing::states::bpf::{BpfSource, Options};
+use tasksnap_collect::testing::states::{Filter, Sample};
+use tasksnap_collect::testing::StateSource;
+use tasksnap_loadgen::skip_unless_root;
+use tasksnap_states::{between, Rollup, State};
+
+/// Where CPU cgroups are made: a v1 hierarchy with the `cpu` controller, or the v2 one when
+/// it has the controller. `None` on a host with neither.
+fn cpu_hierarchy() -> Option<(PathBuf, bool)> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mut v2 = None;
+    for line in mountinfo.lines() {
+        let (pre, post) = line.split_once(" - ")?;
+        let mut post = post.split(' ');
+        let (fstype, _src, opts) = (post.next()?, post.next()?, post.next().unwrap_or(""));
+        let dir = PathBuf::from(pre.split(' ').nth(4)?);
+        if fstype == "cgroup" && opts.split(',').any(|o| o == "cpu") {
+            return Some((dir, false));
+        }
+        if fstype == "cgroup2" {
+            let controllers = std::fs::read_to_string(dir.join("cgroup.controllers"));
+            if controllers.is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu")) {
+                v2 = Some((dir, true));
+            }
+        }
+    }
+    v2
+}
+
+/// A CPU cgroup with a quota, and a spinning process in it; both gone when dropped.
+struct Spinner {
+    child: Child,
+    group: Option<PathBuf>,
+}
+
+impl Spinner {
+    /// A spinner on `cpu` (any when `None`), in a new cgroup with `quota_pct` of a CPU per
+    /// 100 ms period (no cgroup when `None`).
+    fn start(name: &str, quota_pct: Option<u64>, cpu: Option<usize>) -> Spinner {
+        let group = quota_pct.map(|pct| make_group(name, pct));
+        let procs = group
+            .as_ref()
+            .map(|g| CString::new(g.join("cgroup.procs").into_os_string().into_encoded_bytes()))
+            .transpose()
+            .expect("a path without NUL");
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "while :; do :; done"]).process_group(0);
+        // SAFETY: the closure runs in the child between fork and exec, and only makes system
+        // calls (open, write, close, sched_setaffinity) on memory prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if let Some(cpu) = cpu {
+                    pin_to(cpu);
+                }
+                if let Some(p) = &procs {
+                    let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    libc::close(fd);
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn a spinner");
+        Spinner { child, group }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The kernel's throttled time of its cgroup so far, ns (`cpu.stat`: `throttled_time` ns
+    /// on v1, `throttled_usec` on v2).
+    fn throttled_ns(&self) -> u64 {
+        let g = self.group.as_ref().expect("a spinner with a quota");
+        let stat = std::fs::read_to_string(g.join("cpu.stat")).expect("cpu.stat");
+        let field = |k: &str| {
+            stat.lines()
+                .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
+        };
+        field("throttled_time ")
+            .or_else(|| field("throttled_usec ").map(|us| us * 1000))
+            .expect("throttled time in cpu.stat")
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        // SAFETY: kill with the spinner's own process group (it is its leader).
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+        let _ = self.child.wait();
+        if let Some(g) = &self.group {
+            // The group empties once the killed spinner is reaped.
+            for _ in 0..100 {
+                if std::fs::remove_dir(g).is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// A new cgroup with `pct` percent of a CPU per 100 ms period, named for this test process.
+fn make_group(name: &str, pct: u64) -> PathBuf {
+    let (root, v2) = cpu_hierarchy().expect("a cgroup hierarchy with the cpu controller");
+    let dir = root.join(format!("tasksnap-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir(&dir);
+    if v2 {
+        // The controller must be enabled for the root's children.
+        let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu");
+    }
+    std::fs::create_dir(&dir).expect("make a cgroup");
+    let quota_us = pct * 1000;
+    if v2 {
+        write(&dir.join("cpu.max"), &format!("{quota_us} 100000"));
+    } else {
+        write(&dir.join("cpu.cfs_period_us"), "100000");
+        write(&dir.join("cpu.cfs_quota_us"), &quota_us.to_string());
+    }
+    dir
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// The accounting of `pids` only, naming what held their CPUs.
+fn source(pids: &[i32]) -> BpfSource {
+    BpfSource::load(Options {
+        filter: Filter {
+            pids: pids.to_vec(),
+            comms: vec![],
+        },
+        track_holders: true,
+        ..Options::default()
+    })
+    .expect("load the BPF accounting")
+}
+
+/// Off-CPU ns per reason text of thread `tid` between two samples.
+fn reasons_between(a: &Sample, b: &Sample, tid: i32) -> Vec<(State, String, u64)> {
+    let find = |s: &Sample| s.threads.values().find(|t| t.id.tid == tid).cloned();
+    let (Some(ta), Some(tb)) = (find(a), find(b)) else {
+        return Vec::new();
+    };
+    tb.reasons
+        .iter()
+        .map(|&(state, id, ns)| {
+            let before = ta
+                .reasons
+                .iter()
+                .find(|r| r.0 == state && r.1 == id)
+                .map_or(0, |r| r.2);
+            let text = b.reasons.get(&id).map(|f| f.join(" <- ")).unwrap_or_default();
+            (state, text, ns.saturating_sub(before))
+        })
+        .collect()
+}
+
+fn has_cpu_cgroups() -> bool {
+    if cpu_hierarchy().is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("TASKSNAP_REQUIRE_PRIVILEGED").is_none(),
+        "no cgroup hierarchy with the cpu controller on this host"
+    );
+    eprintln!("skipped: no cgroup hierarchy with the cpu controller");
+    false
+}
+
+/// A spinner allowed 20% of a CPU: running about 20% of the time, held back by the quota most
+/// of the rest, and the throttled time it is charged is the kernel's for its cgroup (one
+/// thread in the group: the kernel counts one throttle per CPU however many threads wait).
+#[test]
+fn a_quota_is_throttled_time_not_a_wait_behind_others() {
+    skip_unless_root!("the BPF accounting");
+    if !has_cpu_cgroups() {
+        return;
+    }
+    let _g = serial();
+    let s = Spinner::start("quota20", Some(20), None);
+    let mut src = source(&[s.pid()]);
+    std::thread::sleep(Duration::from_millis(300));
+    let a = src.sample().expect("first sample");
+    let k0 = s.throttled_ns();
+    std::thread::sleep(Duration::from_secs(4));
+    let b = src.sample().expect("second sample");
+    let k1 = s.throttled_ns();
+    let iv = between(&a, &b, Rollup::Thread);
+    let r = row(&iv, s.pid());
+    let (run, runq, thr) = (
+        r.pct(State::Running),
+        r.pct(State::Runnable),
+        r.pct(State::Throttled),
+    );
+    let shown = format!("RUN {run:.1} RUNQ {runq:.1} THR {thr:.1} of {:?}", r.ns);
+    assert!((15.0..=21.0).contains(&run), "{shown}");
+    assert!(thr >= 50.0, "{shown}");
+    assert!(run + runq + thr > 99.0, "a spinner never sleeps: {shown}");
+    let thr_ns = r.ns[State::Throttled.index()] as f64;
+    let kernel_ns = k1.saturating_sub(k0) as f64;
+    assert!(
+        (thr_ns - kernel_ns).abs() <= 0.10 * kernel_ns,
+        "throttled {thr_ns} ns, the cgroup's cpu.stat {kernel_ns} ns: {shown}"
+    );
+}
+
+/// Two spinners pinned to one CPU, no quota: each waits for the CPU while the other runs, is
+/// never throttled, and names the other as what held its CPU.
+#[test]
+fn two_spinners_on_one_cpu_name_each_other() {
+    skip_unless_root!("the BPF accounting");
+    let _g = serial();
+    let cpu = last_cpu();
+    let (x, y) = (
+        Spinner::start("x", None, Some(cpu)),
+        Spinner::start("y", None, Some(cpu)),
+    );
+    let mut src = source(&[x.pid(), y.pid()]);
+    std::thread::sleep(Duration::from_millis(300));
+    let a = src.sample().expect("first sample");
+    std::thread::sleep(Duration::from_secs(3));
+    let b = src.sample().expect("second sample");
+    let iv = between(&a, &b, Rollup::Thread);
+    for (me, other) in [(&x, &y), (&y, &x)] {
+        let r = row(&iv, me.pid());
+        let shown = format!("{:?}", r.ns);
+        assert!(r.pct(State::Runnable) >= 25.0, "{shown}");
+        assert_eq!(r.ns[State::Throttled.index()], 0, "{shown}");
+        let runq = r.ns[State::Runnable.index()];
+        let reasons = reasons_between(&a, &b, me.pid());
+        let held = format!("held by sh ({})", other.pid());
+        let by_other = reasons
+            .iter()
+            .find(|(s, text, _)| *s == State::Runnable && *text == held)
+            .map_or(0, |r| r.2);
+        assert!(
+            by_other * 2 >= runq,
+            "{} waited {runq} ns, {by_other} of it named as {held}: {reasons:?}",
+            me.pid()
+        );
+        let top = r.top_reason.as_ref().expect("a top reason");
+        assert_eq!(top.frames.first().map(String::as_str), Some(held.as_str()));
+    }
+}
+
+/// A spinner allowed 30% of a CPU sharing it with another spinner: it runs, waits behind the
+/// other, and is held back by its quota, each a part of its time; its throttled time is still
+/// the kernel's.
+#[test]
+fn a_quota_under_contention_shows_all_three_parts() {
+    skip_unless_root!("the BPF accounting");
+    if !has_cpu_cgroups() {
+        return;
+    }
+    let _g = serial();
+    let cpu = last_cpu();
+    let q = Spinner::start("quota30", Some(30), Some(cpu));
+    let other = Spinner::start("other", None, Some(cpu));
+    let mut src = source(&[q.pid(), other.pid()]);
+    std::thread::sleep(Duration::from_millis(300));
+    let a = src.sample().expect("first sample");
+    let k0 = q.throttled_ns();
+    std::thread::sleep(Duration::from_secs(4));
+    let b = src.sample().expect("second sample");
+    let k1 = q.throttled_ns();
+    let iv = between(&a, &b, Rollup::Thread);
+    let r = row(&iv, q.pid());
+    let shown = format!("{:?}", r.ns);
+    assert!(r.pct(State::Running) >= 5.0, "{shown}");
+    assert!(r.pct(State::Runnable) >= 5.0, "{shown}");
+    assert!(r.pct(State::Throttled) >= 5.0, "{shown}");
+    let thr_ns = r.ns[State::Throttled.index()] as f64;
+    let kernel_ns = k1.saturating_sub(k0) as f64;
+    assert!(
+        (thr_ns - kernel_ns).abs() <= 0.10 * kernel_ns,
+        "throttled {thr_ns} ns, the cgroup's cpu.stat {kernel_ns} ns: {shown}"
+    );
+    assert_eq!(row(&iv, other.pid()).ns[State::Throttled.index()], 0);
+}
