@@ -36,7 +36,7 @@ fn batch_frames_parse_back_and_agree_with_proc() {
             f.columns,
             [
                 "PID", "USER", "PR", "NI", "VIRT", "RES", "SHR", "S", "%CPU", "%MEM", "RUNQ%",
-                "DISK%", "TIME+", "COMMAND"
+                "THR%", "DISK%", "TIME+", "COMMAND"
             ]
         );
         assert!(f.header[0].contains("load average:"), "{:?}", f.header);
@@ -143,14 +143,14 @@ fn disk_wait_of_a_d_state_process_is_measured() {
     assert_eq!(row[7], "D", "{row:?}");
     // The vfork parent waits in D the whole interval: DISK% near 100 (whatever the CPU
     // contention, it does not run).
-    let disk: f64 = row[11]
+    let disk: f64 = row[12]
         .parse()
         .unwrap_or_else(|_| panic!("DISK% of {row:?}"));
     assert!(disk > 90.0, "DISK% {disk}: {row:?}");
     // Sleepers have no D time.
     for pid in &load.info.procs {
         if let Some(r) = frames[1].row(*pid) {
-            assert_eq!(r[11], "0.0", "{r:?}");
+            assert_eq!(r[12], "0.0", "{r:?}");
         }
     }
 }
@@ -641,7 +641,7 @@ fn exited_view_marks_processes_that_lived_between_two_frames() {
     assert_eq!(frames.len(), 3, "{text}");
     for f in &frames {
         assert_eq!(
-            f.columns[12..],
+            f.columns[13..],
             ["TIME+", "EXIT", "COMMAND"],
             "an EXIT column before COMMAND"
         );
@@ -657,8 +657,8 @@ fn exited_view_marks_processes_that_lived_between_two_frames() {
         assert_eq!(exited.len(), 1, "pid {pid} listed once as exited:\n{text}");
         let (i, row) = exited[0];
         assert!(i > 0, "it was spawned after the first frame:\n{text}");
-        assert_eq!(row[13], exit, "{row:?}");
-        assert_eq!(row[14], format!("<{name}>"), "{row:?}");
+        assert_eq!(row[14], exit, "{row:?}");
+        assert_eq!(row[15], format!("<{name}>"), "{row:?}");
         assert_eq!(row[2], "-", "no priority once gone: {row:?}");
         // `Tasks: ... 0 zombie,   2 exited (0.4% CPU)`: this one at least.
         let tasks = &frames[i].header[1];
@@ -699,7 +699,7 @@ fn live_view_exited_key() {
         .split_whitespace()
         .collect::<Vec<_>>();
     assert_eq!(row[7], "E", "{row:?}");
-    assert_eq!(row[13], "4", "{row:?}");
+    assert_eq!(row[14], "4", "{row:?}");
     t.keys(&["e"]);
     t.wait_for("the view off", |s| {
         !s.contains(" EXIT COMMAND") && !s.contains(&marked)
@@ -749,8 +749,8 @@ fn exited_view_shows_an_unreaped_zombie_once() {
         assert!(rows.len() <= 1, "pid {child} twice in a frame:\n{text}");
         if let Some(row) = rows.first().filter(|r| r[7] == "E") {
             exits += 1;
-            assert_eq!(row[13], "6", "{row:?}");
-            assert_eq!(row[14], format!("<{name}>"), "{row:?}");
+            assert_eq!(row[14], "6", "{row:?}");
+            assert_eq!(row[15], format!("<{name}>"), "{row:?}");
         }
     }
     assert_eq!(exits, 1, "listed once as exited:\n{text}");

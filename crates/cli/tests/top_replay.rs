@@ -334,10 +334,10 @@ fn top_replay_marks_a_process_that_exited_between_two_samples() {
         .collect();
     assert_eq!(listed.len(), 1, "pid {pid} once:\n{listing}");
     let (i, row) = listed[0];
-    // PID USER PR NI VIRT RES SHR S %CPU %MEM RUNQ% DISK% TIME+ EXIT COMMAND
+    // PID USER PR NI VIRT RES SHR S %CPU %MEM RUNQ% THR% DISK% TIME+ EXIT COMMAND
     assert_eq!(row[7], "E", "{row:?}");
-    assert_eq!(row[13], "5", "{row:?}");
-    assert_eq!(row[14], format!("<{name}>"), "{row:?}");
+    assert_eq!(row[14], "5", "{row:?}");
+    assert_eq!(row[15], format!("<{name}>"), "{row:?}");
     let tasks = fs[i].header_line("Tasks:").expect("a Tasks: line");
     assert!(exited_count(tasks) >= 1, "{tasks:?}");
 

@@ -169,7 +169,11 @@ fn reasons_between(a: &Sample, b: &Sample, tid: i32) -> Vec<(State, String, u64)
                 .iter()
                 .find(|r| r.0 == state && r.1 == id)
                 .map_or(0, |r| r.2);
-            let text = b.reasons.get(&id).map(|f| f.join(" <- ")).unwrap_or_default();
+            let text = b
+                .reasons
+                .get(&id)
+                .map(|f| f.join(" <- "))
+                .unwrap_or_default();
             (state, text, ns.saturating_sub(before))
         })
         .collect()

@@ -137,9 +137,9 @@ pub const CGROUP_WIDTH: usize = 27;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Column(u8);
 
-/// top's columns, in the order they are shown. procps top's, with RUNQ% and DISK% before
+/// top's columns, in the order they are shown. procps top's, with RUNQ%, THR% and DISK% before
 /// TIME+, and EXIT, CGROUP and WAIT shown on demand.
-pub static SPECS: [Spec; 17] = [
+pub static SPECS: [Spec; 18] = [
     col("PID", Width::Pid, Align::Right, |c, o| {
         num(o, c.line.id.tid)
     })
@@ -193,6 +193,9 @@ pub static SPECS: [Spec; 17] = [
         false,
     )
     .filters(Compare::Number(|l| l.runq_pct.unwrap_or(0.0))),
+    col("THR%", Width::Chars(5), Align::Right, |c, o| {
+        rate(o, c.line.thr_pct)
+    }),
     col("DISK%", Width::Chars(5), Align::Right, |c, o| {
         rate(o, c.line.disk_pct)
     }),

@@ -166,6 +166,7 @@ fn line(e: &Exit, cpu_ns_before: Option<u64>, wall_ns: u64) -> Line {
         time_ns: e.cpu_ns,
         runq_pct: None,
         disk_pct: None,
+        thr_pct: None,
         reason: None,
         comm: e.comm.clone().into(),
         kthread: e.kernel_thread,

@@ -615,10 +615,19 @@ impl Top {
                 l.id.tgid
             };
             if let Some(wait) = self.waits_by_id.get(&key).filter(|_| l.exit.is_none()) {
-                if l.disk_pct != Some(wait.disk_pct) || l.reason != wait.reason {
+                if l.disk_pct != Some(wait.disk_pct)
+                    || l.thr_pct != Some(wait.throttled_pct)
+                    || l.reason != wait.reason
+                {
                     let l = Row::make_mut(l);
                     l.disk_pct = Some(wait.disk_pct);
                     l.reason = wait.reason.clone();
+                    // The run delay counts the time the quota held it back too: RUNQ% is
+                    // the wait behind other threads, as in `states`.
+                    let before = l.thr_pct.replace(wait.throttled_pct).unwrap_or(0.0);
+                    l.runq_pct = l
+                        .runq_pct
+                        .map(|r| (r + before - wait.throttled_pct).max(0.0));
                 }
             }
             let l = frame.lines[i].clone();

@@ -41,7 +41,8 @@ tasksnap top: keys
   =         clear the filters                  k    send a signal   r  renice
   z, space  freeze / unfreeze                  d    refresh interval
   arrows, PgUp/PgDn, Home/End, mouse wheel: scroll       q  quit
-  RUNQ% = share of the interval waiting for a CPU; DISK% = in uninterruptible sleep (D).
+  RUNQ% = waiting for a CPU behind others; THR% = held back by the cgroup's CPU quota;
+  DISK% = in uninterruptible sleep (D).
   Any key closes this help.";
 
 /// What a replay's help says besides (before its last line).

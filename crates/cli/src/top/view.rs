@@ -29,6 +29,9 @@ pub struct Line {
     pub runq_pct: Option<f64>,
     /// Share of the interval spent in D, summed over threads (the states accounting).
     pub disk_pct: Option<f64>,
+    /// Share of the interval held off the CPU by the cgroup's CPU quota, summed over threads
+    /// (the states accounting; taken out of `runq_pct` when known).
+    pub thr_pct: Option<f64>,
     /// The stack the process waited in most (the states accounting).
     pub reason: Option<String>,
     pub comm: tasksnap_model::Comm,
@@ -281,6 +284,7 @@ impl Tracker {
             time_ns: cpu_ns,
             runq_pct: runq,
             disk_pct: None,
+            thr_pct: None,
             reason: None,
             comm: b.comm.clone(),
             kthread: b.kthread,

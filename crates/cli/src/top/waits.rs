@@ -1,4 +1,4 @@
-//! DISK% and the top wait reason of the processes `top` shows, from tasksnap-collect's exact
+//! DISK%, THR% and the top wait reason of the processes `top` shows, from tasksnap-collect's exact
 //! thread-state source (BPF, root only, opened by [`Host::open_waits`]; tasksnap-states makes
 //! the intervals): the scheduler tracepoint charges every thread's time in D as it happens,
 //! and each refresh reads the totals of the processes on screen only (one iterator per
@@ -16,6 +16,8 @@ use tasksnap_states::{between, Rollup, Sample, State};
 #[derive(Debug, Clone)]
 pub struct Wait {
     pub disk_pct: f64,
+    /// Held off the CPU by the cgroup's CPU quota (part of the run delay RUNQ% counts).
+    pub throttled_pct: f64,
     /// `D rwsem_down_write_slowpath <- down_write_killable <- ...`, the stack it spent the
     /// most off-CPU time in.
     pub reason: Option<String>,
@@ -78,7 +80,7 @@ pub fn between_samples(
     let letter = |s: State| match s {
         State::Disk => 'D',
         State::Sleeping => 'S',
-        State::Runnable => 'R',
+        State::Runnable | State::Throttled => 'R',
         State::Stopped => 'T',
         _ => '-',
     };
@@ -95,6 +97,7 @@ pub fn between_samples(
             },
             Wait {
                 disk_pct: row.ns[State::Disk.index()] as f64 * 100.0 / length,
+                throttled_pct: row.ns[State::Throttled.index()] as f64 * 100.0 / length,
                 reason: row
                     .top_reason
                     .as_ref()
