@@ -246,6 +246,35 @@ struct OpenHow {
     resolve: u64,
 }
 
+/// Reads the file `path` beneath the directory `dirfd` into `buf` (what fits), refusing any
+/// walk out of it or through a symbolic link (`openat2` with `RESOLVE_BENEATH` and
+/// `RESOLVE_NO_SYMLINKS`, Linux 5.6): for paths taken from files others can influence (a
+/// cgroup path read from /proc), so that no name can lead the read elsewhere. A kernel
+/// without `openat2` refuses (ENOSYS).
+pub fn read_beneath(dirfd: RawFd, path: &CStr, buf: &mut [u8]) -> io::Result<usize> {
+    let how = OpenHow {
+        flags: (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: `path` is NUL-terminated; `how` is a valid open_how of the size given.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: openat2 just returned this descriptor, owned by no one else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    read_fd(std::os::fd::AsRawFd::as_raw_fd(&fd), buf)
+}
+
 /// Whether `path` (absolute, or relative to the working directory) is a regular file, asked
 /// only of the kernel's caches, so that the call cannot wait for a file system:
 /// `openat2(O_PATH, RESOLVE_CACHED)` fails with EAGAIN where the walk would have to leave

@@ -21,7 +21,7 @@ pub mod users;
 pub use clock::{clock_ns, local_clock, local_time, process_cpu_ns, thread_cpu_ns};
 pub use files::{
     close, close_from, dup2, inode_at, is_procfs, is_regular_file_cached, openat_dir, openat_ro,
-    owner_at, read_fd, read_small_file, readlinkat, size_at, unshare_files, FdBatch,
+    owner_at, read_beneath, read_fd, read_small_file, readlinkat, size_at, unshare_files, FdBatch,
 };
 pub use process::{
     advise_huge_pages, cores, gettid, ioprio_get, ioprio_set, is_exhaustion, kernel_release,

@@ -8,7 +8,8 @@
 //! - [`procfs::ProcfsSource`] (anyone): running exact from `/proc/TID/schedstat`, runnable
 //!   from it too but with the waits still going on estimated (schedstat counts a wait when it
 //!   ends), the rest of the off-CPU time split by sampling the state letter (and `wchan` for
-//!   the reason); block I/O delay from delay accounting when it is on.
+//!   the reason); block I/O delay from delay accounting when it is on; throttled time
+//!   estimated from the cgroups' own counts ([`throttle`]).
 //!
 //! [`symbolize`] names kernel addresses from /proc/kallsyms. Which source answers is
 //! [`crate::choice::open_states`]'s rule; turning two samples into percentages is
@@ -17,6 +18,7 @@
 pub mod bpf;
 pub mod procfs;
 pub mod symbolize;
+mod throttle;
 
 pub use tasksnap_model::states::{Mode, Sample, ThreadTotals};
 

@@ -197,6 +197,8 @@ pub struct ProcfsSource {
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
     sampler: Option<JoinHandle<()>>,
+    /// The estimate of throttled time from the cgroups' own counts.
+    throttle: super::throttle::Estimate,
 }
 
 fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
@@ -269,7 +271,9 @@ impl ProcfsSource {
             shared,
             stop,
             sampler: None,
+            throttle: super::throttle::Estimate::default(),
         };
+        src.throttle = super::throttle::Estimate::new(&src.opts.proc_root);
         // The first listing, so that the sampler has threads to watch from the start.
         src.refresh();
         let period = Duration::from_secs_f64(1.0 / f64::from(src.opts.sample_hz.clamp(1, 1000)));
@@ -608,7 +612,28 @@ impl StateSource for ProcfsSource {
             };
             sample.threads.insert(tt.id, tt);
         }
+        drop(guard);
+        self.estimate_throttled(&mut sample);
         Ok(sample)
+    }
+}
+
+impl ProcfsSource {
+    /// Splits each thread's run delay into the wait behind other threads and the estimated
+    /// time its cgroup's quota held it back ([`super::throttle`]).
+    fn estimate_throttled(&mut self, sample: &mut Sample) {
+        let run = State::Runnable.index();
+        let delays: Vec<(i32, i32, u64)> = sample
+            .threads
+            .values()
+            .map(|t| (t.id.tid, t.id.tgid, t.state_ns[run]))
+            .collect();
+        let throttled = self.throttle.update(&self.opts.proc_root, &delays);
+        // The map is not changed in between: its values come in the same order again.
+        for (t, thr) in sample.threads.values_mut().zip(throttled) {
+            t.state_ns[State::Throttled.index()] = thr;
+            t.state_ns[run] -= thr;
+        }
     }
 }
 
