@@ -947,6 +947,6 @@ fn per_task_entries_stay_as_small_as_documented() {
     use std::mem::size_of;
     assert!(size_of::<(TaskId, Prev)>() <= 128);
     assert!(size_of::<(TaskId, (u64, u64))>() <= 32);
-    assert!(size_of::<(TaskId, ThreadPrev)>() <= 104);
+    assert!(size_of::<(TaskId, ThreadPrev)>() <= 112);
     assert!(size_of::<(TaskId, tasksnap_model::Comm, Option<Arc<str>>)>() <= 56);
 }
