@@ -22,6 +22,9 @@ pub enum Rollup {
     Command,
 }
 
+/// The reason a row held back by a CPU quota is named for ([`Reason::frames`]).
+pub const QUOTA_REASON: &str = "cpu quota";
+
 /// Why a row was off the CPU most: the reason with the most off-CPU time in the interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reason {
@@ -115,6 +118,8 @@ impl Row {
         }
     }
 
+    /// The reason with the most time; a row held back by a CPU quota longer than that is
+    /// named for the quota (its time is the throttled state's: no stack or holder names it).
     fn pick_top_reason(&mut self) {
         self.top_reason = self
             .reasons
@@ -122,6 +127,14 @@ impl Row {
             .filter(|r| r.ns > 0)
             .max_by_key(|r| r.ns)
             .cloned();
+        let throttled = self.ns[State::Throttled.index()];
+        if throttled > self.top_reason.as_ref().map_or(0, |r| r.ns) {
+            self.top_reason = Some(Reason {
+                state: State::Throttled,
+                frames: Arc::from(vec![QUOTA_REASON.to_string()]),
+                ns: throttled,
+            });
+        }
     }
 }
 
@@ -624,6 +637,20 @@ mod tests {
         t.current = Some(State::Disk);
         let r = procfs_row(false, t);
         assert_eq!(r.ns[State::Disk.index()], 900);
+    }
+
+    #[test]
+    fn a_row_held_back_by_its_quota_most_is_named_for_it() {
+        let a = sample(Mode::Bpf, 0, vec![totals(1, [0; NSTATES], 0)]);
+        let mut t = totals(1, [100, 0, 0, 50, 0, 0, 850], 1000);
+        t.reasons = vec![(State::Disk, 5, 50)];
+        let mut b = sample(Mode::Bpf, 1000, vec![t]);
+        b.reasons
+            .insert(5, Arc::from(vec!["io_schedule".to_string()]));
+        let iv = between(&a, &b, Rollup::Thread);
+        let top = iv.rows[0].top_reason.as_ref().expect("a reason");
+        assert_eq!((top.state, top.ns), (State::Throttled, 850));
+        assert_eq!(&top.frames[..], [QUOTA_REASON.to_string()]);
     }
 
     #[test]
