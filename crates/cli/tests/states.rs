@@ -154,7 +154,8 @@ fn json_lines_in_procfs_mode_are_labelled_sampled() {
             .filter_map(|s| s.as_str())
             .collect();
         // Only running is exact in /proc mode: runnable holds an estimate of the run-queue
-        // waits still going on (schedstat counts a wait when it ends).
+        // waits still going on (schedstat counts a wait when it ends), throttled one from the
+        // cgroups' counts.
         assert_eq!(
             sampled,
             [
@@ -162,7 +163,8 @@ fn json_lines_in_procfs_mode_are_labelled_sampled() {
                 "sleeping_pct",
                 "disk_pct",
                 "stopped_pct",
-                "other_pct"
+                "other_pct",
+                "throttled_pct"
             ]
         );
         check_rows(v);
