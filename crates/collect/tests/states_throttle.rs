@@ -179,7 +179,33 @@ fn reasons_between(a: &Sample, b: &Sample, tid: i32) -> Vec<(State, String, u64)
         .collect()
 }
 
-fn has_cpu_cgroups() -> bool {
+/// One 4 s interval of `src` (after the spinner's start), and the growth of `s`'s cgroup's
+/// throttled time over it, read right after each sample.
+fn measure_throttled(src: &mut BpfSource, s: &Spinner) -> (tasksnap_states::Interval, u64) {
+    std::thread::sleep(Duration::from_millis(300));
+    let a = src.sample().expect("first sample");
+    let k0 = s.throttled_ns();
+    std::thread::sleep(Duration::from_secs(4));
+    let b = src.sample().expect("second sample");
+    let k1 = s.throttled_ns();
+    (between(&a, &b, Rollup::Thread), k1.saturating_sub(k0))
+}
+
+/// A thread's throttled time within 10% of its cgroup's (the only thread of it waiting).
+fn agrees_with_the_kernel(thr_ns: u64, kernel_ns: u64, shown: &str) {
+    let (thr, kernel) = (thr_ns as f64, kernel_ns as f64);
+    assert!(
+        (thr - kernel).abs() <= 0.10 * kernel,
+        "throttled {thr_ns} ns, the cgroup's cpu.stat {kernel_ns} ns: {shown}"
+    );
+}
+
+/// Root (for the BPF accounting and the cgroups) on a host with CPU cgroups; else the test is
+/// skipped (a failure with TASKSNAP_REQUIRE_PRIVILEGED=1).
+fn root_with_cpu_cgroups() -> bool {
+    if !tasksnap_loadgen::root_or_skip("the BPF accounting and CPU cgroups") {
+        return false;
+    }
     if cpu_hierarchy().is_some() {
         return true;
     }
@@ -196,20 +222,13 @@ fn has_cpu_cgroups() -> bool {
 /// thread in the group: the kernel counts one throttle per CPU however many threads wait).
 #[test]
 fn a_quota_is_throttled_time_not_a_wait_behind_others() {
-    skip_unless_root!("the BPF accounting");
-    if !has_cpu_cgroups() {
+    if !root_with_cpu_cgroups() {
         return;
     }
     let _g = serial();
     let s = Spinner::start("quota20", Some(20), None);
     let mut src = source(&[s.pid()]);
-    std::thread::sleep(Duration::from_millis(300));
-    let a = src.sample().expect("first sample");
-    let k0 = s.throttled_ns();
-    std::thread::sleep(Duration::from_secs(4));
-    let b = src.sample().expect("second sample");
-    let k1 = s.throttled_ns();
-    let iv = between(&a, &b, Rollup::Thread);
+    let (iv, kernel_ns) = measure_throttled(&mut src, &s);
     let r = row(&iv, s.pid());
     let (run, runq, thr) = (
         r.pct(State::Running),
@@ -220,12 +239,7 @@ fn a_quota_is_throttled_time_not_a_wait_behind_others() {
     assert!((15.0..=21.0).contains(&run), "{shown}");
     assert!(thr >= 50.0, "{shown}");
     assert!(run + runq + thr > 99.0, "a spinner never sleeps: {shown}");
-    let thr_ns = r.ns[State::Throttled.index()] as f64;
-    let kernel_ns = k1.saturating_sub(k0) as f64;
-    assert!(
-        (thr_ns - kernel_ns).abs() <= 0.10 * kernel_ns,
-        "throttled {thr_ns} ns, the cgroup's cpu.stat {kernel_ns} ns: {shown}"
-    );
+    agrees_with_the_kernel(r.ns[State::Throttled.index()], kernel_ns, &shown);
 }
 
 /// Two spinners pinned to one CPU, no quota: each waits for the CPU while the other runs, is
@@ -272,8 +286,7 @@ fn two_spinners_on_one_cpu_name_each_other() {
 /// the kernel's.
 #[test]
 fn a_quota_under_contention_shows_all_three_parts() {
-    skip_unless_root!("the BPF accounting");
-    if !has_cpu_cgroups() {
+    if !root_with_cpu_cgroups() {
         return;
     }
     let _g = serial();
@@ -281,23 +294,12 @@ fn a_quota_under_contention_shows_all_three_parts() {
     let q = Spinner::start("quota30", Some(30), Some(cpu));
     let other = Spinner::start("other", None, Some(cpu));
     let mut src = source(&[q.pid(), other.pid()]);
-    std::thread::sleep(Duration::from_millis(300));
-    let a = src.sample().expect("first sample");
-    let k0 = q.throttled_ns();
-    std::thread::sleep(Duration::from_secs(4));
-    let b = src.sample().expect("second sample");
-    let k1 = q.throttled_ns();
-    let iv = between(&a, &b, Rollup::Thread);
+    let (iv, kernel_ns) = measure_throttled(&mut src, &q);
     let r = row(&iv, q.pid());
     let shown = format!("{:?}", r.ns);
     assert!(r.pct(State::Running) >= 5.0, "{shown}");
     assert!(r.pct(State::Runnable) >= 5.0, "{shown}");
     assert!(r.pct(State::Throttled) >= 5.0, "{shown}");
-    let thr_ns = r.ns[State::Throttled.index()] as f64;
-    let kernel_ns = k1.saturating_sub(k0) as f64;
-    assert!(
-        (thr_ns - kernel_ns).abs() <= 0.10 * kernel_ns,
-        "throttled {thr_ns} ns, the cgroup's cpu.stat {kernel_ns} ns: {shown}"
-    );
+    agrees_with_the_kernel(r.ns[State::Throttled.index()], kernel_ns, &shown);
     assert_eq!(row(&iv, other.pid()).ns[State::Throttled.index()], 0);
 }
