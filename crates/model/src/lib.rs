@@ -7,11 +7,13 @@
 //! for, or not readable", never zero.
 //!
 //! [`fields`] is the one definition of every task field a front end shows (name, type, unit,
-//! group, getter); [`cgroup`] the one cgroup parser; [`login`] the sd-login answers.
+//! group, getter); [`cgroup`] the one cgroup parser (a task's /proc/PID/cgroup);
+//! [`CgroupCounters`] a cgroup's own counters; [`login`] the sd-login answers.
 #![deny(missing_docs)]
 
 mod backend;
 pub mod cgroup;
+mod cgroup_counters;
 mod exit;
 pub mod fields;
 mod groups;
@@ -27,6 +29,7 @@ mod task;
 
 pub use backend::{Backend, CmdlineSource, PassKind, PassReport, UnknownBackend};
 pub use cgroup::Cgroup;
+pub use cgroup_counters::{CgroupCounters, CgroupHierarchy, CgroupListing, Limit};
 pub use exit::{CmdlineMissing, Exit, ExitBatch, ExitReason};
 pub use identity::{HostIdentity, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES};
 pub use login::Login;
