@@ -69,6 +69,7 @@ tasksnap_bpf::select! {
     }
 }
 mod caps;
+mod cgroups;
 mod choice;
 mod clock;
 mod collector;

@@ -223,6 +223,13 @@ impl Host {
         self.units
     }
 
+    /// The host's cgroups down to `max_depth` (the root is 0), each with its own counters,
+    /// read now from the hierarchies the proc root's `self/mountinfo` shows (v2, and v1 merged
+    /// by path; at most 10,000, the notes say what was left out). Needs no source opened.
+    pub fn cgroups(&self, max_depth: usize) -> tasksnap_model::CgroupListing {
+        crate::cgroups::list(&self.opts.proc_root, max_depth)
+    }
+
     // ---- opening sources (while privileged), then `ready` ----
 
     /// Opens the task source for snapshots of `groups` (`ps`, `bench`): `backend` by the

@@ -119,32 +119,19 @@ impl Estimate {
 /// The hierarchy with the `cpu` controller among the mounts `proc_root/self/mountinfo`
 /// lists: a v1 one, else v2 when its root offers the controller.
 fn find_hierarchy(proc_root: &Path) -> Option<Hierarchy> {
-    let mountinfo = std::fs::read_to_string(proc_root.join("self/mountinfo")).ok()?;
-    let mut v2 = None;
-    for line in mountinfo.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else {
-            continue;
-        };
-        let mut post = post.split(' ');
-        let (fstype, opts) = (post.next(), post.nth(1).unwrap_or(""));
-        let Some(dir) = pre.split(' ').nth(4) else {
-            continue;
-        };
-        if fstype == Some("cgroup") && opts.split(',').any(|o| o == "cpu") {
-            return open_root(dir, false);
-        }
-        if fstype == Some("cgroup2") && v2.is_none() {
-            let controllers = std::fs::read_to_string(Path::new(dir).join("cgroup.controllers"));
-            if controllers.is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu")) {
-                v2 = Some(dir.to_string());
-            }
-        }
+    let mounts = crate::cgroups::hierarchies(proc_root);
+    if let Some(m) = mounts.iter().find(|m| !m.v2 && m.has("cpu")) {
+        return open_root(&m.dir, false);
     }
-    open_root(&v2?, true)
+    let v2 = mounts.iter().find(|m| {
+        let controllers = std::fs::read_to_string(m.dir.join("cgroup.controllers"));
+        m.v2 && controllers.is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu"))
+    })?;
+    open_root(&v2.dir, true)
 }
 
-fn open_root(dir: &str, v2: bool) -> Option<Hierarchy> {
-    let path = CString::new(dir).ok()?;
+fn open_root(dir: &Path, v2: bool) -> Option<Hierarchy> {
+    let path = CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
     let root = tasksnap_sys::openat_dir(libc::AT_FDCWD, &path).ok()?;
     Some(Hierarchy { root, v2 })
 }
@@ -213,7 +200,7 @@ mod tests {
             std::fs::write(d.join("cgroup"), line).expect("cgroup");
         }
         let est = Estimate {
-            hierarchy: open_root(root.to_str().expect("utf-8"), v2),
+            hierarchy: open_root(&root, v2),
             ..Estimate::default()
         };
         (dir, est)

@@ -1,0 +1,234 @@
+//! One cgroup directory's control files: which files a hierarchy's controllers give, read
+//! relative to the directory's descriptor (never through a link), and the parse of each kind
+//! into a [`CgroupCounters`]. Every byte is untrusted: a file that is missing, unreadable or
+//! not what the kernel writes leaves its fields `None`.
+
+use std::os::fd::BorrowedFd;
+
+use rustix::fs::{Mode, OFlags};
+use tasksnap_model::{CgroupCounters, Limit};
+
+/// v1's "no memory limit": `LONG_MAX` rounded down to a 4 KiB page (`PAGE_COUNTER_MAX` ×
+/// `PAGE_SIZE`). Larger pages round it further down, so anything at or above 2^62 is taken as
+/// none (no machine has 4 EiB).
+const V1_NO_MEMORY_LIMIT_FROM: u64 = 1 << 62;
+
+/// The largest control file read (ours are a few hundred bytes).
+const MAX_FILE_BYTES: usize = 4096;
+
+/// The counters a directory's files give, for a hierarchy of `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// cgroup v2: every file the unified hierarchy may have.
+    V2,
+    /// cgroup v1, with which of the controllers we read it has.
+    V1 {
+        cpu: bool,
+        cpuacct: bool,
+        memory: bool,
+        pids: bool,
+    },
+}
+
+/// Reads the file `name` of the directory `dir` (what fits in [`MAX_FILE_BYTES`]): `None` when
+/// it is missing, unreadable, a link, or not a regular file's worth of text.
+pub(crate) fn read_file(dir: BorrowedFd<'_>, name: &str) -> Option<Vec<u8>> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?;
+    let mut buf = vec![0u8; MAX_FILE_BYTES];
+    let mut len = 0;
+    while len < buf.len() {
+        match rustix::io::read(&fd, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(len);
+    Some(buf)
+}
+
+/// Fills `c` from the files of `dir` that a hierarchy of `kind` has.
+pub(crate) fn read_counters(dir: BorrowedFd<'_>, kind: Kind, c: &mut CgroupCounters) {
+    let read = |name: &str| read_file(dir, name);
+    match kind {
+        Kind::V2 => {
+            if let Some(t) = read("cpu.stat") {
+                c.cpu_usage_ns = key_value(&t, "usage_usec").map(|v| v.saturating_mul(1000));
+                fill_cpu_stat(c, &t, "throttled_usec", 1000);
+            }
+            if let Some((quota, period)) = read("cpu.max").and_then(|t| parse_cpu_max(&t)) {
+                c.cpu_quota_us = Some(quota);
+                c.cpu_period_us = Some(period);
+            }
+            c.memory_current_bytes = read("memory.current").and_then(|t| single(&t));
+            c.memory_limit_bytes = read("memory.max").and_then(|t| parse_max(&t));
+            c.oom_kills = read("memory.events").and_then(|t| key_value(&t, "oom_kill"));
+            c.pids_current = read("pids.current").and_then(|t| single(&t));
+            for resource in ["cpu", "memory", "io"] {
+                if let Some(t) = read(&format!("{resource}.pressure")) {
+                    let p = tasksnap_procfs::system::parse_pressure(resource, &t);
+                    if p.some.is_some() || p.full.is_some() {
+                        c.pressure.push(p);
+                    }
+                }
+            }
+        }
+        Kind::V1 {
+            cpu,
+            cpuacct,
+            memory,
+            pids,
+        } => {
+            if cpu {
+                if let Some(t) = read("cpu.stat") {
+                    fill_cpu_stat(c, &t, "throttled_time", 1);
+                }
+                c.cpu_quota_us = read("cpu.cfs_quota_us").and_then(|t| parse_v1_quota(&t));
+                c.cpu_period_us = read("cpu.cfs_period_us").and_then(|t| single(&t));
+            }
+            if cpuacct {
+                c.cpu_usage_ns = read("cpuacct.usage").and_then(|t| single(&t));
+            }
+            if memory {
+                c.memory_current_bytes = read("memory.usage_in_bytes").and_then(|t| single(&t));
+                c.memory_limit_bytes =
+                    read("memory.limit_in_bytes").and_then(|t| parse_v1_memory_limit(&t));
+                c.oom_kills = read("memory.oom_control").and_then(|t| key_value(&t, "oom_kill"));
+            }
+            if pids {
+                c.pids_current = read("pids.current").and_then(|t| single(&t));
+            }
+        }
+    }
+}
+
+/// `cpu.stat`'s bandwidth lines: `nr_periods`, `nr_throttled` and the throttled time under
+/// `throttled_key` in units of `scale` ns.
+fn fill_cpu_stat(c: &mut CgroupCounters, text: &[u8], throttled_key: &str, scale: u64) {
+    c.cpu_periods = key_value(text, "nr_periods");
+    c.cpu_throttled_periods = key_value(text, "nr_throttled");
+    c.cpu_throttled_ns = key_value(text, throttled_key).map(|v| v.saturating_mul(scale));
+}
+
+/// The file's one number (`pids.current`, `memory.current`, `cpuacct.usage`...).
+pub(crate) fn single(text: &[u8]) -> Option<u64> {
+    std::str::from_utf8(text).ok()?.trim().parse().ok()
+}
+
+/// The value of the `key value` line named `key` (`cpu.stat`, `memory.events`,
+/// `memory.oom_control`).
+pub(crate) fn key_value(text: &[u8], key: &str) -> Option<u64> {
+    text.split(|&b| b == b'\n').find_map(|line| {
+        let line = std::str::from_utf8(line).ok()?;
+        let (k, v) = line.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok())?
+    })
+}
+
+/// A v2 limit: `max` (none) or a number (`memory.max`, `pids.max`).
+pub(crate) fn parse_max(text: &[u8]) -> Option<Limit> {
+    let t = std::str::from_utf8(text).ok()?.trim();
+    if t == "max" {
+        Some(Limit::Unlimited)
+    } else {
+        t.parse().ok().map(Limit::At)
+    }
+}
+
+/// v2 `cpu.max`: `$MAX $PERIOD` (`max 100000`, `20000 100000`), µs.
+pub(crate) fn parse_cpu_max(text: &[u8]) -> Option<(Limit, u64)> {
+    let t = std::str::from_utf8(text).ok()?;
+    let mut f = t.split_whitespace();
+    let quota = parse_max(f.next()?.as_bytes())?;
+    let period = f.next()?.parse().ok()?;
+    f.next().is_none().then_some((quota, period))
+}
+
+/// v1 `cpu.cfs_quota_us`: `-1` (none) or a number of µs.
+pub(crate) fn parse_v1_quota(text: &[u8]) -> Option<Limit> {
+    let v: i64 = std::str::from_utf8(text).ok()?.trim().parse().ok()?;
+    match v {
+        -1 => Some(Limit::Unlimited),
+        v if v >= 0 => Some(Limit::At(v as u64)),
+        _ => None,
+    }
+}
+
+/// v1 `memory.limit_in_bytes`: bytes, the page-rounded `LONG_MAX` meaning none.
+pub(crate) fn parse_v1_memory_limit(text: &[u8]) -> Option<Limit> {
+    let v = single(text)?;
+    Some(if v >= V1_NO_MEMORY_LIMIT_FROM {
+        Limit::Unlimited
+    } else {
+        Limit::At(v)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Real lines of this machine's files (v1 `cpu.stat`, `memory.oom_control`; v2 root).
+    const V1_CPU_STAT: &[u8] =
+        b"nr_periods 118\nnr_throttled 112\nthrottled_time 3208366426\nnr_bursts 0\nburst_time 0\n";
+    const V2_CPU_STAT: &[u8] = b"usage_usec 12171\nuser_usec 0\nsystem_usec 12171\nnice_usec 0\n";
+    const OOM_CONTROL: &[u8] = b"oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+
+    #[test]
+    fn each_kind_of_file_parses() {
+        assert_eq!(
+            key_value(V1_CPU_STAT, "throttled_time"),
+            Some(3_208_366_426)
+        );
+        assert_eq!(key_value(V1_CPU_STAT, "nr_throttled"), Some(112));
+        assert_eq!(key_value(V2_CPU_STAT, "usage_usec"), Some(12171));
+        assert_eq!(key_value(V2_CPU_STAT, "throttled_usec"), None);
+        assert_eq!(key_value(OOM_CONTROL, "oom_kill"), Some(3));
+        assert_eq!(key_value(OOM_CONTROL, "oom_kill_disable"), Some(0));
+        assert_eq!(single(b"21910245500431\n"), Some(21_910_245_500_431));
+        assert_eq!(
+            parse_cpu_max(b"max 100000\n"),
+            Some((Limit::Unlimited, 100_000))
+        );
+        assert_eq!(
+            parse_cpu_max(b"20000 100000\n"),
+            Some((Limit::At(20_000), 100_000))
+        );
+        assert_eq!(parse_max(b"max\n"), Some(Limit::Unlimited));
+        assert_eq!(parse_max(b"536870912\n"), Some(Limit::At(536_870_912)));
+        assert_eq!(parse_v1_quota(b"-1\n"), Some(Limit::Unlimited));
+        assert_eq!(parse_v1_quota(b"20000\n"), Some(Limit::At(20_000)));
+        assert_eq!(
+            parse_v1_memory_limit(b"9223372036854771712\n"),
+            Some(Limit::Unlimited)
+        );
+        assert_eq!(
+            parse_v1_memory_limit(b"1073741824\n"),
+            Some(Limit::At(1 << 30))
+        );
+    }
+
+    #[test]
+    fn garbage_is_none_never_a_panic() {
+        for t in [
+            &b""[..],
+            b"\xff\xfe",
+            b"-2",
+            b"max max",
+            b"1 2 3",
+            b"99999999999999999999999",
+            b"nr_periods\n",
+            b"nr_periods x\n",
+            b"\n\n\n",
+        ] {
+            assert_eq!(single(t), None, "{t:?}");
+            assert_eq!(parse_cpu_max(t), None, "{t:?}");
+            assert_eq!(key_value(t, "nr_periods"), None, "{t:?}");
+            assert_eq!(parse_v1_quota(t), None, "{t:?}");
+            assert_eq!(parse_v1_memory_limit(t), None, "{t:?}");
+        }
+        assert_eq!(parse_max(b"-1"), None);
+    }
+}
