@@ -7,140 +7,15 @@
 
 mod states_common;
 
-use std::ffi::CString;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
 use std::time::Duration;
 
 use states_common::*;
 use tasksnap_collect::testing::states::bpf::{BpfSource, Options};
 use tasksnap_collect::testing::states::{Filter, Sample};
 use tasksnap_collect::testing::StateSource;
+use tasksnap_loadgen::cpu_cgroup::{self, Spinner};
 use tasksnap_loadgen::skip_unless_root;
 use tasksnap_states::{between, Rollup, State};
-
-/// Where CPU cgroups are made: a v1 hierarchy with the `cpu` controller, or the v2 one when
-/// it has the controller. `None` on a host with neither.
-fn cpu_hierarchy() -> Option<(PathBuf, bool)> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mut v2 = None;
-    for line in mountinfo.lines() {
-        let (pre, post) = line.split_once(" - ")?;
-        let mut post = post.split(' ');
-        let (fstype, _src, opts) = (post.next()?, post.next()?, post.next().unwrap_or(""));
-        let dir = PathBuf::from(pre.split(' ').nth(4)?);
-        if fstype == "cgroup" && opts.split(',').any(|o| o == "cpu") {
-            return Some((dir, false));
-        }
-        if fstype == "cgroup2" {
-            let controllers = std::fs::read_to_string(dir.join("cgroup.controllers"));
-            if controllers.is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu")) {
-                v2 = Some((dir, true));
-            }
-        }
-    }
-    v2
-}
-
-/// A CPU cgroup with a quota, and a spinning process in it; both gone when dropped.
-struct Spinner {
-    child: Child,
-    group: Option<PathBuf>,
-}
-
-impl Spinner {
-    /// A spinner on `cpu` (any when `None`), in a new cgroup with `quota_pct` of a CPU per
-    /// 100 ms period (no cgroup when `None`).
-    fn start(name: &str, quota_pct: Option<u64>, cpu: Option<usize>) -> Spinner {
-        let group = quota_pct.map(|pct| make_group(name, pct));
-        let procs = group
-            .as_ref()
-            .map(|g| CString::new(g.join("cgroup.procs").into_os_string().into_encoded_bytes()))
-            .transpose()
-            .expect("a path without NUL");
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "while :; do :; done"]).process_group(0);
-        // SAFETY: the closure runs in the child between fork and exec, and only makes system
-        // calls (open, write, close, sched_setaffinity) on memory prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                if let Some(cpu) = cpu {
-                    pin_to(cpu);
-                }
-                if let Some(p) = &procs {
-                    let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    libc::close(fd);
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().expect("spawn a spinner");
-        Spinner { child, group }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// The kernel's throttled time of its cgroup so far, ns (`cpu.stat`: `throttled_time` ns
-    /// on v1, `throttled_usec` on v2).
-    fn throttled_ns(&self) -> u64 {
-        let g = self.group.as_ref().expect("a spinner with a quota");
-        let stat = std::fs::read_to_string(g.join("cpu.stat")).expect("cpu.stat");
-        let field = |k: &str| {
-            stat.lines()
-                .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
-        };
-        field("throttled_time ")
-            .or_else(|| field("throttled_usec ").map(|us| us * 1000))
-            .expect("throttled time in cpu.stat")
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        // SAFETY: kill with the spinner's own process group (it is its leader).
-        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
-        let _ = self.child.wait();
-        if let Some(g) = &self.group {
-            // The group empties once the killed spinner is reaped.
-            for _ in 0..100 {
-                if std::fs::remove_dir(g).is_ok() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-}
-
-/// A new cgroup with `pct` percent of a CPU per 100 ms period, named for this test process.
-fn make_group(name: &str, pct: u64) -> PathBuf {
-    let (root, v2) = cpu_hierarchy().expect("a cgroup hierarchy with the cpu controller");
-    let dir = root.join(format!("tasksnap-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir(&dir);
-    if v2 {
-        // The controller must be enabled for the root's children.
-        let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu");
-    }
-    std::fs::create_dir(&dir).expect("make a cgroup");
-    let quota_us = pct * 1000;
-    if v2 {
-        write(&dir.join("cpu.max"), &format!("{quota_us} 100000"));
-    } else {
-        write(&dir.join("cpu.cfs_period_us"), "100000");
-        write(&dir.join("cpu.cfs_quota_us"), &quota_us.to_string());
-    }
-    dir
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-}
 
 /// The accounting of `pids` only, naming what held their CPUs.
 fn source(pids: &[i32]) -> BpfSource {
@@ -200,21 +75,8 @@ fn agrees_with_the_kernel(thr_ns: u64, kernel_ns: u64, shown: &str) {
     );
 }
 
-/// Root (for the BPF accounting and the cgroups) on a host with CPU cgroups; else the test is
-/// skipped (a failure with TASKSNAP_REQUIRE_PRIVILEGED=1).
 fn root_with_cpu_cgroups() -> bool {
-    if !tasksnap_loadgen::root_or_skip("the BPF accounting and CPU cgroups") {
-        return false;
-    }
-    if cpu_hierarchy().is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("TASKSNAP_REQUIRE_PRIVILEGED").is_none(),
-        "no cgroup hierarchy with the cpu controller on this host"
-    );
-    eprintln!("skipped: no cgroup hierarchy with the cpu controller");
-    false
+    cpu_cgroup::root_with_cpu_cgroups("the BPF accounting and CPU cgroups")
 }
 
 /// A spinner allowed 20% of a CPU: running about 20% of the time, held back by the quota most

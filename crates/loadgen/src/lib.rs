@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cpu_cgroup;
 pub mod planted;
 pub mod reachable;
 mod spawned;

@@ -33,15 +33,7 @@ fn gettid() -> i32 {
     unsafe { libc::gettid() }
 }
 
-/// Pins the calling thread to one CPU.
-pub fn pin_to(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays within it for cpu < 1024.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
+pub use tasksnap_loadgen::cpu_cgroup::pin_to;
 
 /// Nice -20 for the calling thread (root only); false when refused. Against nice-0 tasks
 /// (weight 1024) a nice -20 task (weight 88761) gets 98.9% of a contended CPU, so the hogs
