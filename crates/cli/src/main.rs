@@ -22,6 +22,7 @@ macro_rules! warn {
 }
 
 mod bench;
+mod cgroups;
 mod doctor;
 mod dump;
 mod input;
@@ -58,6 +59,8 @@ Commands:
            every interval (--dir DIR --interval 10); read it back with ps/top/states
            --replay DIR and dump
   dump     a recording as csv, json, parquet or openmetrics (--dir DIR --format F)
+  cgroups  the host's cgroups (v2, v1) with their own counters: CPU%, throttling, quota,
+           memory, limit, OOM kills, processes, CPU pressure (-i SECONDS, --output json|csv)
   serve    a Prometheus exporter: per-group CPU, time by thread state, D-state reasons,
            memory, I/O (--listen 127.0.0.1:8275 --interval 15 --group-by comm|user|cgroup|exe,
            --config process-exporter.yml; see tasksnap serve --help)
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
     let cmd = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
     let known = [
         "ps", "doctor", "bench", "top", "pin", "unpin", "states", "record", "serve", "dump",
+        "cgroups",
     ];
     output::set_command(known.contains(&cmd).then_some(cmd));
     match cmd {
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
         "record" => record::main(&args[2..]),
         "serve" => serve::main(&args[2..]),
         "dump" => dump::main(&args[2..]),
+        "cgroups" => cgroups::main(&args[2..]),
         "-V" | "--version" => output::print(&format!("tasksnap {}\n", env!("CARGO_PKG_VERSION"))),
         "-h" | "--help" | "help" => output::print(USAGE),
         "" => {

@@ -238,6 +238,15 @@ impl ByteSink for super::cell::CellBytes {
     }
 }
 
+/// ps's output pass (what is not printable in the locale becomes `?`), so that what
+/// reaches the terminal is always valid text.
+pub fn terminal_text(v: &[u8], loc: Locale) -> String {
+    let mut out: Vec<u8> = Vec::with_capacity(v.len());
+    let mut room = usize::MAX;
+    output_escape(&mut out, v, &mut room, loc);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 pub fn output_escape<B: ByteSink>(
     dst: &mut B,
     src: &[u8],

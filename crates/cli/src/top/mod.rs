@@ -18,7 +18,7 @@ mod batch;
 mod columns;
 mod exited;
 mod options;
-mod render;
+pub(crate) mod render;
 mod replay;
 mod session;
 mod system;

@@ -13,7 +13,7 @@ use super::options::Options;
 use super::view::{self, Line, Row};
 use super::{arrange, columns, exited, render, replay, system, waits};
 use crate::ps::names::Names;
-use crate::ps::text::{self, Locale};
+use crate::ps::text::{self, terminal_text, Locale};
 
 /// A frame ready to show: header lines and every row that passed the filters, in order.
 pub struct Frame {
@@ -827,15 +827,6 @@ fn escaped_comm(bytes: &[u8], loc: Locale) -> Vec<u8> {
 /// A name as ps shows it (control characters and, in a UTF-8 locale, broken sequences as `?`).
 fn escaped(bytes: &[u8], loc: Locale) -> String {
     terminal_text(&escaped_comm(bytes, loc), loc)
-}
-
-/// ps's output pass (what is not printable in the locale becomes `?`), so that what
-/// reaches the terminal is always valid text.
-fn terminal_text(v: &[u8], loc: Locale) -> String {
-    let mut out: Vec<u8> = Vec::with_capacity(v.len());
-    let mut room = usize::MAX;
-    text::output_escape(&mut out, v, &mut room, loc);
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The COMMAND text with `-c`, as ps's `args` shows it ([`text::command_or_name`]).
