@@ -35,7 +35,7 @@ const V1_READ: [&str; 4] = ["cpu", "cpuacct", "memory", "pids"];
 struct Walk {
     /// How deep to go (the root is depth 0).
     max_depth: usize,
-    /// Records left before [`MAX_CGROUPS`].
+    /// Records left before the count limit.
     budget: usize,
     /// Directories not entered for the depth limit.
     too_deep: usize,
@@ -47,10 +47,15 @@ struct Walk {
 /// Every cgroup down to `max_depth` of the hierarchies `proc_root/self/mountinfo` shows: the
 /// v2 hierarchy's first, then the v1 paths.
 pub(crate) fn list(proc_root: &Path, max_depth: usize) -> CgroupListing {
+    list_at_most(proc_root, max_depth, MAX_CGROUPS)
+}
+
+/// [`list`], reading at most `max_cgroups`.
+fn list_at_most(proc_root: &Path, max_depth: usize, max_cgroups: usize) -> CgroupListing {
     let mounts = hierarchies(proc_root);
     let mut walk = Walk {
         max_depth,
-        budget: MAX_CGROUPS,
+        budget: max_cgroups,
         too_deep: 0,
         cut: false,
         found: Vec::new(),
@@ -84,7 +89,7 @@ pub(crate) fn list(proc_root: &Path, max_depth: usize) -> CgroupListing {
     }
     if walk.cut {
         notes.push(format!(
-            "stopped after {MAX_CGROUPS} cgroups; the rest are not shown"
+            "stopped after {max_cgroups} cgroups; the rest are not shown"
         ));
     }
     if walk.too_deep > 0 {

@@ -260,3 +260,46 @@ fn no_mount_table_is_a_note() {
     assert!(l.cgroups.is_empty());
     assert_eq!(l.notes.len(), 1);
 }
+
+#[test]
+fn count_limit_is_noted() {
+    let t = fake_tree();
+    let l = list_at_most(&t.path().join("proc"), 8, 3);
+    assert_eq!(l.cgroups.len(), 3, "v2 /, /app, the v1 cpu root: {l:#?}");
+    assert_eq!(l.notes, ["stopped after 3 cgroups; the rest are not shown"]);
+}
+
+#[test]
+fn garbage_in_every_file_is_none_never_a_panic() {
+    let t = fake_tree();
+    let garbage: [&[u8]; 4] = [
+        b"\xff\xfe\x00",
+        b"max max max\n",
+        b"-99999999999999999999",
+        b"",
+    ];
+    for (i, dir) in [
+        "cg/cpu/tsx44a",
+        "cg/cpuacct/tsx44a",
+        "cg/memory/tsx44a",
+        "cg/unified/app",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let dir = t.path().join(dir);
+        for e in fs::read_dir(&dir).expect("dir").flatten() {
+            if e.file_name() != "cgroup.procs" {
+                fs::write(e.path(), garbage[i % garbage.len()]).expect("garbage");
+            }
+        }
+    }
+    let l = list(&t.path().join("proc"), 8);
+    for (v2, path) in [(false, "/tsx44a"), (true, "/app")] {
+        let c = find(&l, v2, path);
+        assert_eq!(c.cpu_usage_ns, None, "{c:?}");
+        assert_eq!(c.cpu_quota_us, None, "{c:?}");
+        assert_eq!(c.memory_limit_bytes, None, "{c:?}");
+        assert_eq!(c.cpu_throttled_ns, None, "{c:?}");
+    }
+}
