@@ -80,14 +80,9 @@ impl Spinner {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "while :; do :; done"]).process_group(0);
         // SAFETY: the closure runs in the child between fork and exec, and only makes system
-        // calls (setpriority, open, write, close, sched_setaffinity) on memory prepared before
-        // the fork.
+        // calls (open, write, close, sched_setaffinity) on memory prepared before the fork.
         unsafe {
             cmd.pre_exec(move || {
-                // Nice -20 (root; refused otherwise, and then nice 0): other load on a busy
-                // host (a churning test suite) then takes little of the spinner's CPU, so
-                // what held it back is its quota or the other spinner, not the host.
-                libc::setpriority(libc::PRIO_PROCESS, 0, -20);
                 if let Some(cpu) = cpu {
                     pin_to(cpu);
                 }
