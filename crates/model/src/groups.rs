@@ -160,6 +160,11 @@ impl Groups {
         matches!(group, Group::Identity) || self.bits & group.bit() != 0
     }
 
+    /// Whether any group of `other` is in the set.
+    pub const fn intersects(&self, other: Groups) -> bool {
+        self.bits & other.bits != 0
+    }
+
     /// Adds `group`.
     pub fn insert(&mut self, group: Group) {
         self.bits |= group.bit();
@@ -229,7 +234,7 @@ impl Groups {
 
     /// True when /proc/PID/stat must be read.
     pub const fn needs_stat_file(&self) -> bool {
-        self.has(Group::Base) || self.has(Group::Stat) || self.has(Group::Layout)
+        self.intersects(const { Groups::of(&[Group::Base, Group::Stat, Group::Layout]) })
     }
 
     /// True when /proc/PID/cgroup must be read (for `Cgroup` or for `Login`).
@@ -239,11 +244,17 @@ impl Groups {
 
     /// True when /proc/PID/status must be read.
     pub const fn needs_status_file(&self) -> bool {
-        self.has(Group::CredFull)
-            || self.has(Group::MemStatus)
-            || self.has(Group::SchedSwitches)
-            || self.has(Group::Locked)
-            || self.has(Group::Signals)
+        self.intersects(
+            const {
+                Groups::of(&[
+                    Group::CredFull,
+                    Group::MemStatus,
+                    Group::SchedSwitches,
+                    Group::Locked,
+                    Group::Signals,
+                ])
+            },
+        )
     }
 }
 

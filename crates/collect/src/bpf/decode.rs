@@ -198,7 +198,7 @@ pub fn group_bits(g: &Groups) -> u32 {
     if g.has(Group::Signals) {
         bits |= TS_GROUP_SIG;
     }
-    if g.has(Group::Ns) || g.has(Group::OomScoreAdj) || g.has(Group::Loginuid) {
+    if g.intersects(const { Groups::of(&[Group::Ns, Group::OomScoreAdj, Group::Loginuid]) }) {
         bits |= TS_GROUP_NS;
     }
     bits
@@ -929,7 +929,7 @@ pub fn no_mm(t: &Task) -> bool {
 /// Whether `g` asks for what only dump_task_rare writes (signal masks; namespaces,
 /// oom_score_adj and loginuid).
 pub fn wants_rare(g: &Groups) -> bool {
-    g.has(Group::Signals) || g.has(Group::Ns) || g.has(Group::OomScoreAdj) || g.has(Group::Loginuid)
+    g.intersects(const { Groups::of(&[Group::Signals, Group::Ns, Group::OomScoreAdj, Group::Loginuid]) })
 }
 
 /// The groups that must come from /proc.

@@ -101,13 +101,7 @@ fn merge_one(t: &mut Task, f: Task, fill: &Groups) {
         }
     }
     // The groups of `Task::extra`: each one asked for is taken from /proc's reading.
-    if fill.has(Group::OomScore)
-        || fill.has(Group::Autogroup)
-        || fill.has(Group::Smaps)
-        || fill.has(Group::Ns)
-        || fill.has(Group::OomScoreAdj)
-        || fill.has(Group::Loginuid)
-        || fill.has(Group::Label)
+    if fill.intersects(const { Groups::of(&[Group::OomScore, Group::Autogroup, Group::Smaps, Group::Ns, Group::OomScoreAdj, Group::Loginuid, Group::Label]) })
     {
         let from = f.extra.unwrap_or_default();
         let x = t.extra_mut();

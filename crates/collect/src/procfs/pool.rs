@@ -335,9 +335,8 @@ pub(crate) fn read_all(
         // (pid 1, which the BPF walk passes over here, and what it could not fill) are read
         // right here: a thread costs ~15 system calls of its own.
         let g = &cfg.groups;
-        let spawned = if g.has(Group::Cmdline)
-            || g.has(Group::Environ)
-            || g.has(Group::Smaps)
+        let spawned = if g
+            .intersects(const { Groups::of(&[Group::Cmdline, Group::Environ, Group::Smaps]) })
             || n >= MIN_ITEMS_PER_WORKER
         {
             std::thread::Builder::new()

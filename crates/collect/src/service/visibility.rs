@@ -64,17 +64,22 @@ use tasksnap_model::{Group, Groups, Layout, Task, TaskState};
 
 use super::peer::{Caller, HidePid};
 
+/// The groups procfs gives only to ptrace-readers (or the file's owner); the security
+/// label too where the caller's LSM rules gate it (`label_gated`).
+const GATED: Groups = Groups::of(&[
+    Group::Io,
+    Group::Environ,
+    Group::Exe,
+    Group::Smaps,
+    Group::Ns,
+    Group::Wchan,
+    Group::Layout,
+]);
+
 /// True when `asked` has a group that procfs gives only to ptrace-readers (or to the file's
 /// owner): the rows then need the ids and the base group to be judged.
 fn asks_gated(caller: &Caller, asked: &Groups) -> bool {
-    asked.has(Group::Io)
-        || asked.has(Group::Environ)
-        || asked.has(Group::Exe)
-        || asked.has(Group::Smaps)
-        || asked.has(Group::Ns)
-        || asked.has(Group::Wchan)
-        || asked.has(Group::Layout)
-        || (asked.has(Group::Label) && caller.rules.label_gated)
+    asked.intersects(GATED) || (asked.has(Group::Label) && caller.rules.label_gated)
 }
 
 /// The groups the service reads to answer `asked` for `caller`: exactly `asked` when no rule
