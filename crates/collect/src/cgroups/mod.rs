@@ -21,6 +21,7 @@ use std::path::Path;
 use rustix::fs::{Dir, FileType, Mode, OFlags};
 use tasksnap_model::{CgroupCounters, CgroupHierarchy, CgroupListing};
 
+pub(crate) use files::key_value;
 pub(crate) use mounts::{hierarchies, Mount};
 
 use files::Kind;

@@ -164,16 +164,7 @@ fn throttled_ns(h: &Hierarchy, group: &str, buf: &mut [u8]) -> Option<u64> {
     ["cpu.stat.local", "cpu.stat"].iter().find_map(|file| {
         let path = CString::new(format!("{group}/{file}")).ok()?;
         let n = tasksnap_sys::read_beneath(h.root.as_raw_fd(), &path, buf).ok()?;
-        let text = std::str::from_utf8(&buf[..n]).ok()?;
-        text.lines().find_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            (k == key).then(|| {
-                v.trim()
-                    .parse::<u64>()
-                    .ok()
-                    .map(|v| v.saturating_mul(scale))
-            })?
-        })
+        crate::cgroups::key_value(&buf[..n], key).map(|v| v.saturating_mul(scale))
     })
 }
 
