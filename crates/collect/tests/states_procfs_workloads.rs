@@ -47,7 +47,7 @@ fn procfs_cpu_hog() {
     let hog = Worker::hog("hog", Some(last_cpu()));
     let mut src = source();
     std::thread::sleep(std::time::Duration::from_millis(100));
-    let o = measure_until_ran(&mut src, 1.5, 20.0, &[hog.tid], MIN_RUN_NS);
+    let o = measure_until_ran(&mut src, 1.5, 20.0, &[&hog], MIN_RUN_NS);
     let iv = &o.interval;
     let r = shown_row(iv, hog.tid);
     exact_running_only(iv);
@@ -75,7 +75,7 @@ fn procfs_two_hogs_on_one_cpu() {
     let b = Worker::hog("hog-b", Some(cpu));
     let mut src = source();
     std::thread::sleep(std::time::Duration::from_millis(100));
-    let o = measure_until_ran(&mut src, 2.0, 20.0, &[a.tid, b.tid], MIN_RUN_NS);
+    let o = measure_until_ran(&mut src, 2.0, 20.0, &[&a, &b], MIN_RUN_NS);
     let iv = &o.interval;
     exact_running_only(iv);
     let (ra, rb) = (row(iv, a.tid), row(iv, b.tid));

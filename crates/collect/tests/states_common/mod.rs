@@ -3,11 +3,11 @@
 //! the CPUs.
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tasksnap_collect::testing::StateSource;
 use tasksnap_states::interval::Reason;
@@ -56,6 +56,8 @@ pub fn last_cpu() -> usize {
 pub struct Worker {
     pub tid: i32,
     stop: Arc<AtomicBool>,
+    /// A hog's own schedstat readings (see [`SelfReading`]).
+    reading: Option<Arc<SelfReading>>,
     tx: Option<mpsc::Sender<()>>,
     on_stop: Option<Box<dyn FnOnce() + Send>>,
     handle: Option<JoinHandle<()>>,
@@ -81,6 +83,7 @@ impl Worker {
         Worker {
             tid,
             stop,
+            reading: None,
             tx: Some(tx),
             on_stop: None,
             handle: Some(handle),
@@ -88,19 +91,55 @@ impl Worker {
     }
 
     /// Spins on the CPU at nice -20 (as root); pinned to `cpu` when given.
+    /// It reads its own schedstat when asked ([`Worker::own_schedstat`]).
     pub fn hog(name: &str, cpu: Option<usize>) -> Worker {
-        Worker::spawn(name, move |stop, _| {
+        let reading = Arc::new(SelfReading::default());
+        let r = reading.clone();
+        let mut w = Worker::spawn(name, move |stop, _| {
             if let Some(c) = cpu {
                 pin_to(c);
             }
             if !top_priority() {
                 eprintln!("note: nice -20 refused; the hog competes with other load");
             }
-            let mut x = 0u64;
+            let (mut x, mut answered) = (0u64, 0u64);
             while !stop.load(Ordering::Relaxed) {
                 x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                let asked = r.asked.load(Ordering::Relaxed);
+                if asked != answered {
+                    r.answer(asked);
+                    answered = asked;
+                }
             }
-        })
+        });
+        w.reading = Some(reading);
+        w
+    }
+
+    /// The worker's schedstat (run, delay) as it read it itself, and when: a hog reads it
+    /// while it runs, so no run-queue wait of its is under way, where a reading by another
+    /// thread misses the wait going on (schedstat counts a wait once it ends: a 100 ms wait
+    /// under way at the start of a window was seen on a busy host). Other workers: read from
+    /// here.
+    pub fn own_schedstat(&self) -> (Instant, (u64, u64)) {
+        let Some(r) = &self.reading else {
+            return (Instant::now(), schedstat(self.tid));
+        };
+        let asked = r.asked.fetch_add(1, Ordering::SeqCst) + 1;
+        let t0 = Instant::now();
+        loop {
+            if let Some(a) = *r.answer.lock().unwrap_or_else(|e| e.into_inner()) {
+                if a.asked == asked {
+                    return (a.at, a.schedstat);
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "hog {} did not run for 20 s",
+                self.tid
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 
     /// Sleeps (S, in futex_wait) until stopped.
@@ -183,6 +222,34 @@ impl Worker {
     }
 }
 
+/// A request count and the answer to the last request.
+#[derive(Default)]
+struct SelfReading {
+    asked: AtomicU64,
+    answer: Mutex<Option<Answer>>,
+}
+
+/// Request `asked` answered: the worker's schedstat (run, delay), read at `at`.
+#[derive(Clone, Copy)]
+struct Answer {
+    asked: u64,
+    at: Instant,
+    schedstat: (u64, u64),
+}
+
+impl SelfReading {
+    /// On the hog's thread: answers request `asked`.
+    fn answer(&self, asked: u64) {
+        let v = parse_schedstat(&std::fs::read_to_string("/proc/thread-self/schedstat"));
+        let a = Answer {
+            asked,
+            at: Instant::now(),
+            schedstat: v,
+        };
+        *self.answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(a);
+    }
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -232,7 +299,14 @@ pub fn shown_row(iv: &Interval, tid: i32) -> &Row {
 /// ns a thread ran and waited on a run queue so far, from /proc/self/task/TID/schedstat: the
 /// kernel's own accounting, an oracle for the BPF figures.
 pub fn schedstat(tid: i32) -> (u64, u64) {
-    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).unwrap_or_default();
+    parse_schedstat(&std::fs::read_to_string(format!(
+        "/proc/self/task/{tid}/schedstat"
+    )))
+}
+
+/// (run, delay) of a schedstat file's text; zeros when unread.
+fn parse_schedstat(text: &std::io::Result<String>) -> (u64, u64) {
+    let s = text.as_deref().unwrap_or_default();
     let mut it = s.split_whitespace().map(|x| x.parse::<u64>().unwrap_or(0));
     (it.next().unwrap_or(0), it.next().unwrap_or(0))
 }
@@ -249,9 +323,11 @@ pub fn steal_ns() -> u64 {
     ticks * (1_000_000_000 / tasksnap_collect::testing::host::clock_ticks_per_s())
 }
 
-/// What [`measure_with_oracle`] returns: the interval, schedstat's (run, delay) deltas per
-/// thread, how long the two samples took (the oracle's window is longer than the interval by
-/// at most that), and the host's steal time over the window.
+/// What [`measure_until_ran`] returns: the interval; the schedstat (run, delay) deltas of each
+/// worker over a window that starts after the first sample and ends after the second (each
+/// worker's own readings, see [`Worker::own_schedstat`]); by how much the window may be off
+/// the interval at its two ends together (`slop_ns`, from each sample's start to the last
+/// reading after it); and the host's steal time over the window.
 pub struct Oracle {
     pub interval: Interval,
     pub deltas: Vec<(u64, u64)>,
@@ -259,42 +335,31 @@ pub struct Oracle {
     pub steal_ns: u64,
 }
 
-/// One interval with the schedstat deltas of `tids` over a window that contains it: read just
-/// before the first sample and just after the second.
-pub fn measure_with_oracle(src: &mut dyn StateSource, secs: f64, tids: &[i32]) -> Oracle {
-    measure_until_ran(src, secs, secs, tids, 0)
-}
-
-/// Like [`measure_with_oracle`], but the interval lasts at least `min_secs` and then until
-/// each of `tids` has run `min_run_ns` in it (by schedstat), or `max_secs` have passed: on a
-/// host whose CPUs are taken by other load a workload may get little of its CPU, and an
-/// interval in which it hardly ran would check nothing. It does not assume the workload gets
-/// any share in particular.
+/// One interval of at least `min_secs`, then until each of `workers` has run `min_run_ns` in
+/// it (by schedstat), or `max_secs` have passed: on a host whose CPUs are taken by other load
+/// a workload may get little of its CPU, and an interval in which it hardly ran would check
+/// nothing. It does not assume the workload gets any share in particular.
 pub fn measure_until_ran(
     src: &mut dyn StateSource,
     min_secs: f64,
     max_secs: f64,
-    tids: &[i32],
+    workers: &[&Worker],
     min_run_ns: u64,
 ) -> Oracle {
     let steal0 = steal_ns();
-    let before: Vec<_> = tids.iter().map(|&t| schedstat(t)).collect();
-    let t0 = std::time::Instant::now();
-    let a = src.sample().expect("first sample");
-    let slop = t0.elapsed();
+    let (a, before, slop_a) = sample_and_read(src, workers);
+    let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(min_secs));
     let ran_enough = || {
-        tids.iter()
+        workers
+            .iter()
             .zip(&before)
-            .all(|(&t, b)| schedstat(t).0.saturating_sub(b.0) >= min_run_ns)
+            .all(|(w, b)| schedstat(w.tid).0.saturating_sub(b.0) >= min_run_ns)
     };
     while !ran_enough() && t0.elapsed() < Duration::from_secs_f64(max_secs) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let t1 = std::time::Instant::now();
-    let b = src.sample().expect("second sample");
-    let slop = slop + t1.elapsed();
-    let after: Vec<_> = tids.iter().map(|&t| schedstat(t)).collect();
+    let (b, after, slop_b) = sample_and_read(src, workers);
     let deltas = before
         .iter()
         .zip(&after)
@@ -303,23 +368,38 @@ pub fn measure_until_ran(
     Oracle {
         interval: between(&a, &b, Rollup::Thread),
         deltas,
-        slop_ns: slop.as_nanos() as u64,
+        slop_ns: (slop_a + slop_b).as_nanos() as u64,
         steal_ns: steal_ns().saturating_sub(steal0),
     }
 }
 
-/// How far a figure may trail schedstat's: schedstat's runtime of a thread on a CPU is
-/// brought up to date at ticks and switches (4 ms at HZ=250), and its run-queue wait counts
-/// a wait only once it ends.
+/// A sample, then each worker's own schedstat; and the time from the sample's start to the
+/// last reading (the sample reads a thread somewhere in that time, its reading is at the end).
+fn sample_and_read(
+    src: &mut dyn StateSource,
+    workers: &[&Worker],
+) -> (
+    tasksnap_collect::testing::states::Sample,
+    Vec<(u64, u64)>,
+    Duration,
+) {
+    let t0 = Instant::now();
+    let s = src.sample().expect("a sample");
+    let readings: Vec<_> = workers.iter().map(|w| w.own_schedstat()).collect();
+    let last = readings.iter().map(|r| r.0).max().unwrap_or(t0);
+    (s, readings.into_iter().map(|r| r.1).collect(), last - t0)
+}
+
+/// How far schedstat's running figure may trail: a thread's runtime on a CPU is brought up
+/// to date at ticks and switches (4 ms at HZ=250).
 pub const SCHEDSTAT_LAG_NS: i64 = 10_000_000;
 
-/// The running ns of row `r` against schedstat's delta for thread `k` of the oracle: the
-/// oracle's window contains the interval and is longer by at most `o.slop_ns` (the time the
-/// two samples took); schedstat lags by up to [`SCHEDSTAT_LAG_NS`] and leaves out the time
-/// the hypervisor stole from the vCPU while the thread ran (PARAVIRT_TIME_ACCOUNTING), which
-/// a source may count as running. So the figure must lie in
-/// [oracle - slop - lag, oracle + lag + steal]. Also: the thread ran at all in the window
-/// (an interval in which it never ran would check nothing).
+/// The running ns of row `r` against schedstat's delta for worker `k` of the oracle: the two
+/// windows differ by at most `o.slop_ns`; schedstat lags by up to [`SCHEDSTAT_LAG_NS`] and
+/// leaves out the time the hypervisor stole from the vCPU while the thread ran
+/// (PARAVIRT_TIME_ACCOUNTING), which a source may count as running. So the figure must lie in
+/// [oracle - slop - lag, oracle + slop + lag + steal]. Also: the thread ran at all in the
+/// window (an interval in which it never ran would check nothing).
 pub fn running_agrees_with_schedstat(r: &Row, o: &Oracle, k: usize) {
     let oracle = o.deltas[k].0;
     assert!(
@@ -330,22 +410,14 @@ pub fn running_agrees_with_schedstat(r: &Row, o: &Oracle, k: usize) {
     within_schedstat("running", r.ns[State::Running.index()], oracle, o);
 }
 
-/// How far a run-queue wait may differ from schedstat's: schedstat counts a wait only once it
-/// ends, so a wait under way at either end of the window is missing from it, and one wait lasts
-/// as long as the other runnable tasks of that CPU take their slices (a few ms each; on a
-/// churning host with every CPU spinning, tens of ms were seen: 24 ms).
-pub const RUNQ_WAIT_LAG_NS: i64 = 50_000_000;
-
-/// One figure against its schedstat delta (see [`running_agrees_with_schedstat`]).
+/// One figure against its schedstat delta (see [`running_agrees_with_schedstat`]). A
+/// run-queue wait is as exact: schedstat counts a wait once it ends, and the worker read its
+/// own while it ran, with none under way.
 pub fn within_schedstat(what: &str, ns: u64, oracle: u64, o: &Oracle) {
-    within_schedstat_lag(what, ns, oracle, o, SCHEDSTAT_LAG_NS);
-}
-
-/// [`within_schedstat`] with a lag of `lag_ns` (see [`RUNQ_WAIT_LAG_NS`]).
-pub fn within_schedstat_lag(what: &str, ns: u64, oracle: u64, o: &Oracle, lag_ns: i64) {
     let (ns, oracle) = (ns as i64, oracle as i64);
+    let tol = o.slop_ns as i64 + SCHEDSTAT_LAG_NS;
     assert!(
-        ns <= oracle + lag_ns + o.steal_ns as i64 && ns >= oracle - o.slop_ns as i64 - lag_ns,
+        ns <= oracle + tol + o.steal_ns as i64 && ns >= oracle - tol,
         "{what}: {ns} ns, schedstat {oracle} ns, slop {} ns, steal {} ns",
         o.slop_ns,
         o.steal_ns
@@ -452,12 +524,13 @@ pub fn off_cpu_at_most(r: &Row, pct: f64) {
 pub fn show(r: &Row) -> String {
     use tasksnap_states::State::*;
     format!(
-        "tid {:?} {}: run {:.1} runq {:.1} sleep {:.1} disk {:.1} stop {:.1} other {:.1} \
-         alive {} ms, reason {:?}",
+        "tid {:?} {}: run {:.1} runq {:.1} thr {:.1} sleep {:.1} disk {:.1} stop {:.1} \
+         other {:.1} alive {} ms, reason {:?}",
         r.tid,
         r.comm,
         r.pct(Running),
         r.pct(Runnable),
+        r.pct(Throttled),
         r.pct(Sleeping),
         r.pct(Disk),
         r.pct(Stopped),
