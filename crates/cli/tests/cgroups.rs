@@ -89,8 +89,8 @@ fn a_fake_v2_tree_as_json_and_text() {
     assert_eq!(app["quota_cpus"], 0.2);
     assert_eq!(app["cpu_quota_us"], 20000);
     assert_eq!(app["memory_limit_bytes"], "max");
-    assert_eq!(app["memory_bytes"], 8192);
-    assert_eq!(app["procs"], 3);
+    assert_eq!(app["memory_current_bytes"], 8192);
+    assert_eq!(app["pids_current"], 3);
     assert!(app["cpu_pct"].is_null(), "no cpu.stat: {app}");
     let root = row(&doc, "/");
     assert_eq!(root["cpu_usage_ns"], 12_171_000);
@@ -122,10 +122,10 @@ fn a_fake_v2_tree_as_json_and_text() {
         .expect("run");
     let csv = ok(&out, "cgroups --output csv");
     assert!(
-        csv.starts_with("path,hierarchy,controllers,procs,cpu_pct"),
+        csv.starts_with("path,hierarchy,controllers,cpu_pct,throttled_pct"),
         "{csv}"
     );
-    assert!(csv.contains("\n/app,v2,,3,,,0.200,20000,100000,"), "{csv}");
+    assert!(csv.contains("\n/app,v2,,,,0.200,,,20000,100000,"), "{csv}");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! One cgroup's own counters, as its control files give them at one moment: CPU usage and
-//! bandwidth (quota, period, throttling), memory use, limit and OOM kills, the number of
-//! processes, and pressure stalls. One record per cgroup directory of a hierarchy (cgroup v2),
+//! bandwidth (quota, period, throttling), memory use, limit, swap and events (high, max, OOM,
+//! OOM kills), I/O bytes and operations, the number of tasks, and pressure stalls. One record per cgroup directory of a hierarchy (cgroup v2),
 //! or per path with the v1 hierarchies that have it merged. Raw counters only: rates are a
 //! front end's arithmetic between two readings.
 //!
@@ -69,6 +69,27 @@ pub struct CgroupCounters {
     /// Tasks killed by the OOM killer in this group (v1 `memory.oom_control`, v2
     /// `memory.events`: `oom_kill`).
     pub oom_kills: Option<u64>,
+    /// Times the usage went over `memory.high` and the group was throttled and reclaimed
+    /// (v2 `memory.events` `high`; v1 has no such limit).
+    pub memory_high_events: Option<u64>,
+    /// Times the usage was about to go over the limit (v2 `memory.events` `max`; v1
+    /// `memory.failcnt`, the times a charge hit the limit).
+    pub memory_max_events: Option<u64>,
+    /// Times the limit was hit and reclaim failed, so the OOM killer was invoked (v2
+    /// `memory.events` `oom`).
+    pub memory_oom_events: Option<u64>,
+    /// Swap in use (v2 `memory.swap.current`; v1 `memory.memsw.usage_in_bytes` less
+    /// `memory.usage_in_bytes`, where swap accounting is on).
+    pub swap_current_bytes: Option<u64>,
+    /// Bytes read from block devices so far, all devices (v2 `io.stat` `rbytes`; v1
+    /// `blkio.throttle.io_service_bytes_recursive` `Read`).
+    pub io_read_bytes: Option<u64>,
+    /// Bytes written to block devices so far (`wbytes`; v1 `Write`).
+    pub io_write_bytes: Option<u64>,
+    /// Read operations so far (`rios`; v1 `blkio.throttle.io_serviced_recursive` `Read`).
+    pub io_read_ops: Option<u64>,
+    /// Write operations so far (`wios`; v1 `Write`).
+    pub io_write_ops: Option<u64>,
     /// Tasks in the group and its descendants (`pids.current`).
     pub pids_current: Option<u64>,
     /// Pressure stalls (`cpu.pressure`, `memory.pressure`, `io.pressure`), where the files
@@ -91,6 +112,14 @@ impl CgroupCounters {
             memory_current_bytes: None,
             memory_limit_bytes: None,
             oom_kills: None,
+            memory_high_events: None,
+            memory_max_events: None,
+            memory_oom_events: None,
+            swap_current_bytes: None,
+            io_read_bytes: None,
+            io_write_bytes: None,
+            io_read_ops: None,
+            io_write_ops: None,
             pids_current: None,
             pressure: Vec::new(),
         }
@@ -132,6 +161,14 @@ impl CgroupCounters {
         take(&mut self.memory_current_bytes, other.memory_current_bytes);
         take(&mut self.memory_limit_bytes, other.memory_limit_bytes);
         take(&mut self.oom_kills, other.oom_kills);
+        take(&mut self.memory_high_events, other.memory_high_events);
+        take(&mut self.memory_max_events, other.memory_max_events);
+        take(&mut self.memory_oom_events, other.memory_oom_events);
+        take(&mut self.swap_current_bytes, other.swap_current_bytes);
+        take(&mut self.io_read_bytes, other.io_read_bytes);
+        take(&mut self.io_write_bytes, other.io_write_bytes);
+        take(&mut self.io_read_ops, other.io_read_ops);
+        take(&mut self.io_write_ops, other.io_write_ops);
         take(&mut self.pids_current, other.pids_current);
         for p in other.pressure {
             if self.pressure_of(&p.resource).is_none() {

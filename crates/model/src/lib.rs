@@ -14,6 +14,7 @@
 mod backend;
 pub mod cgroup;
 mod cgroup_counters;
+mod cgroup_fields;
 mod exit;
 pub mod fields;
 mod groups;
@@ -30,6 +31,9 @@ mod task;
 pub use backend::{Backend, CmdlineSource, PassKind, PassReport, UnknownBackend};
 pub use cgroup::Cgroup;
 pub use cgroup_counters::{CgroupCounters, CgroupHierarchy, CgroupListing, Limit};
+pub use cgroup_fields::{
+    cgroup_field, CgroupField, CgroupKind, CgroupUnit, CgroupValue, CGROUP_FIELDS,
+};
 pub use exit::{CmdlineMissing, Exit, ExitBatch, ExitReason};
 pub use identity::{HostIdentity, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES};
 pub use login::Login;

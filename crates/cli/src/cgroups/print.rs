@@ -9,7 +9,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Result;
-use tasksnap_model::{CgroupHierarchy, Limit};
+use tasksnap_model::{CgroupHierarchy, CgroupValue, Limit, CGROUP_FIELDS};
 
 use super::rows::Row;
 use super::Output;
@@ -25,53 +25,38 @@ enum Value {
     Bytes(Vec<u8>),
 }
 
-fn opt_int(v: Option<u64>) -> Value {
-    v.map_or(Value::Null, Value::Int)
-}
-
 fn opt_float(v: Option<f64>) -> Value {
     v.map_or(Value::Null, Value::Float)
 }
 
-/// A limit: its number, `max` when unlimited, null when unknown.
-fn limit(v: Option<Limit>) -> Value {
+/// A counter's value: its number, `max` for a limit that is none, null when not read.
+fn counter(v: Option<CgroupValue>) -> Value {
     match v {
         None => Value::Null,
-        Some(Limit::Unlimited) => Value::Text("max".into()),
-        Some(Limit::At(n)) => Value::Int(n),
+        Some(CgroupValue::Unlimited) => Value::Text("max".into()),
+        Some(CgroupValue::Num(n)) => Value::Int(n),
     }
 }
 
-/// The fields of one row, in order (JSON keys, CSV columns).
+/// The fields of one row, in order (JSON keys, CSV columns): the path, its hierarchy, the
+/// rates over the interval, then every counter of [`CGROUP_FIELDS`] as read.
 fn fields(r: &Row) -> Vec<(&'static str, Value)> {
     let c = r.c;
     let (hier, controllers) = match &c.hierarchy {
         CgroupHierarchy::V2 => ("v2", String::new()),
         CgroupHierarchy::V1(list) => ("v1", list.join(",")),
     };
-    let psi = |res: &str| c.pressure_of(res).and_then(|p| p.some).map(|p| p.total_us);
-    vec![
+    let mut out = vec![
         ("path", Value::Bytes(c.path.clone())),
         ("hierarchy", Value::Text(hier.into())),
         ("controllers", Value::Text(controllers)),
-        ("procs", opt_int(c.pids_current)),
         ("cpu_pct", opt_float(r.cpu_pct)),
         ("throttled_pct", opt_float(r.throttled_pct)),
         ("quota_cpus", opt_float(c.cpu_quota_cpus())),
-        ("cpu_quota_us", limit(c.cpu_quota_us)),
-        ("cpu_period_us", opt_int(c.cpu_period_us)),
-        ("cpu_usage_ns", opt_int(c.cpu_usage_ns)),
-        ("cpu_periods", opt_int(c.cpu_periods)),
-        ("cpu_throttled_periods", opt_int(c.cpu_throttled_periods)),
-        ("cpu_throttled_ns", opt_int(c.cpu_throttled_ns)),
-        ("memory_bytes", opt_int(c.memory_current_bytes)),
-        ("memory_limit_bytes", limit(c.memory_limit_bytes)),
-        ("oom_kills", opt_int(c.oom_kills)),
         ("psi_cpu_some_pct", opt_float(r.psi_cpu_some_pct)),
-        ("psi_cpu_some_total_us", opt_int(psi("cpu"))),
-        ("psi_memory_some_total_us", opt_int(psi("memory"))),
-        ("psi_io_some_total_us", opt_int(psi("io"))),
-    ]
+    ];
+    out.extend(CGROUP_FIELDS.iter().map(|f| (f.name, counter(f.get(c)))));
+    out
 }
 
 /// Writes the listing to standard output.

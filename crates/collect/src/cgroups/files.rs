@@ -27,6 +27,7 @@ pub(crate) enum Kind {
         cpuacct: bool,
         memory: bool,
         pids: bool,
+        blkio: bool,
     },
 }
 
@@ -64,7 +65,16 @@ pub(crate) fn read_counters(dir: BorrowedFd<'_>, kind: Kind, c: &mut CgroupCount
             }
             c.memory_current_bytes = read("memory.current").and_then(|t| single(&t));
             c.memory_limit_bytes = read("memory.max").and_then(|t| parse_max(&t));
-            c.oom_kills = read("memory.events").and_then(|t| key_value(&t, "oom_kill"));
+            if let Some(t) = read("memory.events") {
+                c.oom_kills = key_value(&t, "oom_kill");
+                c.memory_high_events = key_value(&t, "high");
+                c.memory_max_events = key_value(&t, "max");
+                c.memory_oom_events = key_value(&t, "oom");
+            }
+            c.swap_current_bytes = read("memory.swap.current").and_then(|t| single(&t));
+            if let Some(t) = read("io.stat") {
+                fill_io_stat(c, &t);
+            }
             c.pids_current = read("pids.current").and_then(|t| single(&t));
             for resource in ["cpu", "memory", "io"] {
                 if let Some(t) = read(&format!("{resource}.pressure")) {
@@ -80,6 +90,7 @@ pub(crate) fn read_counters(dir: BorrowedFd<'_>, kind: Kind, c: &mut CgroupCount
             cpuacct,
             memory,
             pids,
+            blkio,
         } => {
             if cpu {
                 if let Some(t) = read("cpu.stat") {
@@ -96,6 +107,19 @@ pub(crate) fn read_counters(dir: BorrowedFd<'_>, kind: Kind, c: &mut CgroupCount
                 c.memory_limit_bytes =
                     read("memory.limit_in_bytes").and_then(|t| parse_v1_memory_limit(&t));
                 c.oom_kills = read("memory.oom_control").and_then(|t| key_value(&t, "oom_kill"));
+                c.memory_max_events = read("memory.failcnt").and_then(|t| single(&t));
+                let memsw = read("memory.memsw.usage_in_bytes").and_then(|t| single(&t));
+                c.swap_current_bytes = memsw
+                    .zip(c.memory_current_bytes)
+                    .map(|(m, u)| m.saturating_sub(u));
+            }
+            if blkio {
+                let bytes = read("blkio.throttle.io_service_bytes_recursive");
+                (c.io_read_bytes, c.io_write_bytes) =
+                    bytes.map_or((None, None), |t| blkio_read_write(&t));
+                let ops = read("blkio.throttle.io_serviced_recursive");
+                (c.io_read_ops, c.io_write_ops) =
+                    ops.map_or((None, None), |t| blkio_read_write(&t));
             }
             if pids {
                 c.pids_current = read("pids.current").and_then(|t| single(&t));
@@ -110,6 +134,51 @@ fn fill_cpu_stat(c: &mut CgroupCounters, text: &[u8], throttled_key: &str, scale
     c.cpu_periods = key_value(text, "nr_periods");
     c.cpu_throttled_periods = key_value(text, "nr_throttled");
     c.cpu_throttled_ns = key_value(text, throttled_key).map(|v| v.saturating_mul(scale));
+}
+
+/// v2 `io.stat`: one line per device (`8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0`),
+/// summed over the devices. No line (no I/O yet) is zero of each.
+fn fill_io_stat(c: &mut CgroupCounters, text: &[u8]) {
+    let Ok(t) = std::str::from_utf8(text) else {
+        return;
+    };
+    let mut sums = [0u64; 4];
+    for pair in t.split_whitespace().filter_map(|w| w.split_once('=')) {
+        let slot = ["rbytes", "wbytes", "rios", "wios"]
+            .iter()
+            .position(|k| *k == pair.0);
+        if let (Some(i), Ok(v)) = (slot, pair.1.parse::<u64>()) {
+            sums[i] = sums[i].saturating_add(v);
+        }
+    }
+    [
+        c.io_read_bytes,
+        c.io_write_bytes,
+        c.io_read_ops,
+        c.io_write_ops,
+    ] = sums.map(Some);
+}
+
+/// v1 `blkio.throttle.io_service*_recursive`: `MAJ:MIN Read N`, `MAJ:MIN Write N` (and Sync,
+/// Async, Discard, Total) per device, then `Total N`: the Read and Write lines summed.
+fn blkio_read_write(text: &[u8]) -> (Option<u64>, Option<u64>) {
+    let Ok(t) = std::str::from_utf8(text) else {
+        return (None, None);
+    };
+    let (mut read, mut write) = (0u64, 0u64);
+    for line in t.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(_dev), Some(op), Some(v), None) = (f.next(), f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let Ok(v) = v.parse::<u64>() else { continue };
+        match op {
+            "Read" => read = read.saturating_add(v),
+            "Write" => write = write.saturating_add(v),
+            _ => {}
+        }
+    }
+    (Some(read), Some(write))
 }
 
 /// The file's one number (`pids.current`, `memory.current`, `cpuacct.usage`...).
@@ -207,6 +276,36 @@ mod tests {
         assert_eq!(
             parse_v1_memory_limit(b"1073741824\n"),
             Some(Limit::At(1 << 30))
+        );
+    }
+
+    // io.stat of a v2 cgroup with two devices (kernel 6.x), and v1's blkio throttle file.
+    const IO_STAT: &[u8] = b"259:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n\
+        8:0 rbytes=100 wbytes=0 rios=3 wios=0 dbytes=0 dios=0\n";
+    const BLKIO: &[u8] = b"8:0 Read 4096\n8:0 Write 12288\n8:0 Sync 0\n8:0 Async 16384\n\
+        8:0 Discard 0\n8:0 Total 16384\n8:16 Read 1\n8:16 Write 0\nTotal 16385\n";
+
+    #[test]
+    fn io_files_sum_their_devices() {
+        let mut c = CgroupCounters::new(b"/".to_vec(), tasksnap_model::CgroupHierarchy::V2);
+        fill_io_stat(&mut c, IO_STAT);
+        assert_eq!(
+            [
+                c.io_read_bytes,
+                c.io_write_bytes,
+                c.io_read_ops,
+                c.io_write_ops
+            ],
+            [Some(4196), Some(8192), Some(4), Some(2)]
+        );
+        fill_io_stat(&mut c, b"");
+        assert_eq!(c.io_read_bytes, Some(0), "no device line: no I/O yet");
+        assert_eq!(blkio_read_write(BLKIO), (Some(4097), Some(12288)));
+        assert_eq!(blkio_read_write(b"Total 0\n"), (Some(0), Some(0)));
+        assert_eq!(blkio_read_write(b"\xff"), (None, None));
+        assert_eq!(
+            blkio_read_write(b"8:0 Read x\n8:0 Write 1 2\n"),
+            (Some(0), Some(0))
         );
     }
 

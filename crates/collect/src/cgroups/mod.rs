@@ -30,7 +30,7 @@ use files::Kind;
 pub(crate) const MAX_CGROUPS: usize = 10_000;
 
 /// The controllers whose files a v1 hierarchy is walked for.
-const V1_READ: [&str; 4] = ["cpu", "cpuacct", "memory", "pids"];
+const V1_READ: [&str; 5] = ["cpu", "cpuacct", "memory", "pids", "blkio"];
 
 /// Where a walk is and what it found.
 struct Walk {
@@ -71,6 +71,7 @@ fn list_at_most(proc_root: &Path, max_depth: usize, max_cgroups: usize) -> Cgrou
             cpuacct: m.has("cpuacct"),
             memory: m.has("memory"),
             pids: m.has("pids"),
+            blkio: m.has("blkio"),
         };
         if V1_READ.iter().any(|c| m.has(c)) {
             walk_mount(

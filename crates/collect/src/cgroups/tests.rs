@@ -83,7 +83,12 @@ fn fake_tree() -> tempfile::TempDir {
     write(&cg.join("memory"), &memory);
     write(
         &cg.join("memory/tsx44a"),
-        &[memory[0], ("memory.limit_in_bytes", "1073741824\n")],
+        &[
+            memory[0],
+            ("memory.limit_in_bytes", "1073741824\n"),
+            ("memory.failcnt", "7\n"),
+            ("memory.memsw.usage_in_bytes", "430080\n"),
+        ],
     );
     write(&cg.join("pids"), &[]);
     write(
@@ -114,6 +119,11 @@ fn fake_tree() -> tempfile::TempDir {
                 "low 0\nhigh 0\nmax 5\noom 2\noom_kill 1\noom_group_kill 0\n",
             ),
             ("pids.current", "3\n"),
+            ("memory.swap.current", "4096\n"),
+            (
+                "io.stat",
+                "8:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0\n",
+            ),
         ],
     );
     t
@@ -146,6 +156,8 @@ fn v1_hierarchies_merge_by_path() {
     assert_eq!(c.memory_current_bytes, Some(425_984));
     assert_eq!(c.memory_limit_bytes, Some(Limit::At(1 << 30)));
     assert_eq!(c.oom_kills, None, "no memory.oom_control in the child");
+    assert_eq!(c.memory_max_events, Some(7));
+    assert_eq!(c.swap_current_bytes, Some(4096), "memsw less memory");
     assert_eq!(c.pids_current, Some(2));
     assert!(c.pressure.is_empty());
     let root = find(&l, false, "/");
@@ -184,6 +196,19 @@ fn v2_files_parse() {
     assert_eq!(app.memory_current_bytes, Some(8192));
     assert_eq!(app.memory_limit_bytes, Some(Limit::Unlimited));
     assert_eq!(app.oom_kills, Some(1));
+    assert_eq!(app.memory_max_events, Some(5));
+    assert_eq!(app.memory_oom_events, Some(2));
+    assert_eq!(app.memory_high_events, Some(0));
+    assert_eq!(app.swap_current_bytes, Some(4096));
+    assert_eq!(
+        [
+            app.io_read_bytes,
+            app.io_write_bytes,
+            app.io_read_ops,
+            app.io_write_ops
+        ],
+        [Some(1), Some(2), Some(3), Some(4)]
+    );
     assert_eq!(app.pids_current, Some(3));
 }
 
@@ -234,6 +259,7 @@ fn a_removed_cgroup_is_skipped() {
         cpuacct: false,
         memory: false,
         pids: false,
+        blkio: false,
     };
     let h = CgroupHierarchy::V1(vec!["cpu".into()]);
     assert!(read_cgroup(child.as_fd(), b"/tsx44a".to_vec(), kind, &h).is_none());
