@@ -127,6 +127,10 @@ fn two_spinners_on_one_cpu_name_each_other() {
         assert!(r.pct(State::Runnable) >= 25.0, "{shown}");
         assert_eq!(r.ns[State::Throttled.index()], 0, "{shown}");
         let runq = r.ns[State::Runnable.index()];
+        // Both pinned to one CPU and never sleeping: whenever the other ran, this one waited
+        // behind it. That time, not the whole wait, is the other's to be named for: on a busy
+        // host other tasks run on the CPU too, and are named for their part.
+        let behind_other = row(&iv, other.pid()).ns[State::Running.index()].min(runq);
         let reasons = reasons_between(&a, &b, me.pid());
         let held = format!("held by sh ({})", other.pid());
         let by_other = reasons
@@ -134,12 +138,16 @@ fn two_spinners_on_one_cpu_name_each_other() {
             .find(|(s, text, _)| *s == State::Runnable && *text == held)
             .map_or(0, |r| r.2);
         assert!(
-            by_other * 2 >= runq,
-            "{} waited {runq} ns, {by_other} of it named as {held}: {reasons:?}",
+            by_other * 2 >= behind_other,
+            "{} waited {runq} ns, {behind_other} of it while {held} ran; {by_other} named \
+             so: {reasons:?}",
             me.pid()
         );
+        // The top reason is what held the CPU most: the other spinner on a quiet host; on a
+        // busy one, another task that spun on this CPU as long may be.
         let top = r.top_reason.as_ref().expect("a top reason");
-        assert_eq!(top.frames.first().map(String::as_str), Some(held.as_str()));
+        let first = top.frames.first().map_or("", String::as_str);
+        assert!(first.starts_with("held by "), "{first}");
     }
 }
 

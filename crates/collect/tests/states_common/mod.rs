@@ -15,9 +15,32 @@ use tasksnap_states::{between, Interval, Rollup, Row, State};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// One workload at a time.
-pub fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+/// One workload at a time, in this process and on the host: the test binaries that include
+/// this module run in parallel lanes (tests/lanes.py), and their hogs and spinners, pinned to
+/// the same CPU at the same priority, would each be what holds the other's CPU.
+pub struct Serial {
+    _here: MutexGuard<'static, ()>,
+    _host: std::fs::File,
+}
+
+/// Takes [`Serial`]: this process's lock, then an exclusive `flock` on a file of the build's
+/// own temporary directory (not a directory other users can write).
+pub fn serial() -> Serial {
+    let here = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let path = concat!(env!("CARGO_TARGET_TMPDIR"), "/states-workloads.lock");
+    let host = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .expect("the workloads' lock file");
+    // SAFETY: flock on a descriptor this function owns; it blocks until the lock is free.
+    let r = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&host), libc::LOCK_EX) };
+    assert_eq!(r, 0, "flock: {}", std::io::Error::last_os_error());
+    Serial {
+        _here: here,
+        _host: host,
+    }
 }
 
 pub fn is_root() -> bool {
