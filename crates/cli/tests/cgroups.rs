@@ -105,7 +105,7 @@ fn a_fake_v2_tree_as_json_and_text() {
         .expect("run");
     let text = ok(&out, "cgroups");
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("HIER  PROCS   CPU%"), "{text}");
+    assert!(lines[0].starts_with("HIER  TASKS  PROCS   CPU%"), "{text}");
     assert!(
         lines.iter().any(|l| l.ends_with(" /odd??")),
         "escaped: {text}"
@@ -113,7 +113,8 @@ fn a_fake_v2_tree_as_json_and_text() {
     let app = lines.iter().find(|l| l.ends_with(" /app")).expect("app");
     assert_eq!(
         app.split_whitespace().collect::<Vec<_>>(),
-        ["v2", "3", "-", "-", "0.20", "8", "-", "-", "-", "/app"]
+        // No process of the fake /proc is in it; no thread states from another kernel's tree.
+        ["v2", "3", "0", "-", "-", "0.20", "8", "-", "-", "-", "-", "-", "-", "-", "/app"]
     );
 
     let out = on_tree(t.path())
@@ -125,7 +126,7 @@ fn a_fake_v2_tree_as_json_and_text() {
         csv.starts_with("path,hierarchy,controllers,cpu_pct,throttled_pct"),
         "{csv}"
     );
-    assert!(csv.contains("\n/app,v2,,,,0.200,,,20000,100000,"), "{csv}");
+    assert!(csv.contains("\n/app,v2,,,,0.200,,0,0,,,,,,20000,100000,"), "{csv}");
 }
 
 #[test]
@@ -266,6 +267,28 @@ fn a_spinner_with_a_20_percent_quota() {
     assert!(
         (thr - kernel_thr).abs() < 10.0,
         "THR% {thr} vs the kernel's {kernel_thr}"
+    );
+    // Its one process and thread, and their states: the spinner never sleeps, and its
+    // throttled time is the group's (it is alone in it).
+    assert_eq!(
+        (r["procs"].as_u64(), r["threads"].as_u64()),
+        (Some(1), Some(1)),
+        "{r}"
+    );
+    let avg = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+    let (run, runq, thr_threads) = (
+        avg("running_threads"),
+        avg("runnable_threads"),
+        avg("throttled_threads"),
+    );
+    assert!(run + runq + thr_threads > 0.95, "{r}");
+    assert!(
+        (run * 100.0 - cpu).abs() < 5.0,
+        "running {run} threads, CPU% {cpu}"
+    );
+    assert!(
+        (thr_threads * 100.0 - thr).abs() < 10.0,
+        "throttled {thr_threads} threads, THR% {thr}"
     );
     drop(spinner);
 }

@@ -25,6 +25,18 @@ enum Value {
     Bytes(Vec<u8>),
 }
 
+/// The state mix's fields, in [`super::mix::MIX_STATES`]' order: average threads in each.
+const MIX_FIELDS: [&str; 4] = [
+    "running_threads",
+    "runnable_threads",
+    "throttled_threads",
+    "disk_threads",
+];
+
+fn opt_int(v: Option<u64>) -> Value {
+    v.map_or(Value::Null, Value::Int)
+}
+
 fn opt_float(v: Option<f64>) -> Value {
     v.map_or(Value::Null, Value::Float)
 }
@@ -54,7 +66,13 @@ fn fields(r: &Row) -> Vec<(&'static str, Value)> {
         ("throttled_pct", opt_float(r.throttled_pct)),
         ("quota_cpus", opt_float(c.cpu_quota_cpus())),
         ("psi_cpu_some_pct", opt_float(r.psi_cpu_some_pct)),
+        ("procs", opt_int(r.mix.procs)),
+        ("threads", opt_int(r.mix.threads)),
     ];
+    let avg = r.mix.avg_threads;
+    for (i, name) in MIX_FIELDS.iter().enumerate() {
+        out.push((name, opt_float(avg.map(|a| a[i]))));
+    }
     out.extend(CGROUP_FIELDS.iter().map(|f| (f.name, counter(f.get(c)))));
     out
 }
@@ -72,7 +90,9 @@ pub fn write(how: Output, rows: &[Row], elapsed: Duration, notes: &[String]) -> 
 }
 
 /// The text header; [`text_line`] aligns under it.
-const HEADER: &str = "HIER  PROCS   CPU%   THR%  QUOTA    MEM  LIMIT   OOM  PSI% CGROUP";
+const HEADER: &str =
+    "HIER  TASKS  PROCS   CPU%   THR%  QUOTA    MEM  LIMIT   OOM  PSI%   RUN  RUNQ \
+                      THRTL     D CGROUP";
 
 fn text_out(out: &mut impl Write, rows: &[Row]) -> std::io::Result<()> {
     let loc = Locale::from_env();
@@ -99,11 +119,13 @@ fn text_line(r: &Row, loc: Locale) -> String {
         CgroupHierarchy::V2 => "v2  ",
         CgroupHierarchy::V1(_) => "v1  ",
     });
-    match c.pids_current {
-        Some(n) => {
-            let _ = write!(s, " {n:>6}");
+    for n in [c.pids_current, r.mix.procs] {
+        match n {
+            Some(n) => {
+                let _ = write!(s, " {n:>6}");
+            }
+            None => dash(&mut s, 6),
         }
-        None => dash(&mut s, 6),
     }
     for pct in [r.cpu_pct, r.throttled_pct] {
         match pct {
@@ -136,6 +158,14 @@ fn text_line(r: &Row, loc: Locale) -> String {
     match r.psi_cpu_some_pct {
         Some(v) => cell(&mut s, 5, &|o| write_pct(o, v)),
         None => dash(&mut s, 5),
+    }
+    for i in 0..MIX_FIELDS.len() {
+        match r.mix.avg_threads {
+            Some(a) => {
+                let _ = write!(s, " {:>5.2}", a[i]);
+            }
+            None => dash(&mut s, 5),
+        }
     }
     let mut path = c.path.clone();
     text::library_escape(&mut path, loc);

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use tasksnap_model::{CgroupCounters, CgroupHierarchy};
 
+use super::mix::Mix;
+
 /// One cgroup and its rates.
 #[derive(Debug)]
 pub struct Row<'a> {
@@ -19,6 +21,8 @@ pub struct Row<'a> {
     pub throttled_pct: Option<f64>,
     /// Growth of `cpu.pressure`'s `some` total, % of the interval.
     pub psi_cpu_some_pct: Option<f64>,
+    /// Its own processes, threads and their state mix.
+    pub mix: Mix,
 }
 
 /// A counter's growth between the readings as % of `elapsed_ns`.
@@ -31,6 +35,7 @@ fn pct(before: Option<u64>, after: Option<u64>, elapsed_ns: f64) -> Option<f64> 
 pub fn between<'a>(
     before: &[CgroupCounters],
     after: &'a [CgroupCounters],
+    mixes: &[Mix],
     elapsed: Duration,
 ) -> Vec<Row<'a>> {
     let key = |c: &CgroupCounters| (c.hierarchy == CgroupHierarchy::V2, c.path.clone());
@@ -38,7 +43,13 @@ pub fn between<'a>(
     let elapsed_ns = elapsed.as_nanos() as f64;
     let mut rows: Vec<Row<'a>> = after
         .iter()
-        .map(|c| {
+        .zip(
+            mixes
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(Mix::default())),
+        )
+        .map(|(c, mix)| {
             let b = earlier.get(&key(c));
             let psi_some_ns = |x: &CgroupCounters| {
                 let p = x.pressure_of("cpu")?.some?;
@@ -53,6 +64,7 @@ pub fn between<'a>(
                     elapsed_ns,
                 ),
                 psi_cpu_some_pct: pct(b.and_then(|b| psi_some_ns(b)), psi_some_ns(c), elapsed_ns),
+                mix,
             }
         })
         .collect();
@@ -92,7 +104,7 @@ mod tests {
             cg("/c", Some(1), None),
             cg("/new", Some(5), None),
         ];
-        let rows = between(&before, &after, Duration::from_secs(1));
+        let rows = between(&before, &after, &[], Duration::from_secs(1));
         let paths: Vec<&[u8]> = rows.iter().map(|r| r.c.path.as_slice()).collect();
         assert_eq!(paths, [&b"/b"[..], b"/a", b"/c", b"/new"]);
         assert!((rows[1].cpu_pct.expect("a") - 20.0).abs() < 1e-9);
