@@ -126,7 +126,10 @@ fn a_fake_v2_tree_as_json_and_text() {
         csv.starts_with("path,hierarchy,controllers,cpu_pct,throttled_pct"),
         "{csv}"
     );
-    assert!(csv.contains("\n/app,v2,,,,0.200,,0,0,,,,,,20000,100000,"), "{csv}");
+    assert!(
+        csv.contains("\n/app,v2,,,,0.200,,0,0,,,,,,20000,100000,"),
+        "{csv}"
+    );
 }
 
 #[test]

@@ -182,19 +182,13 @@ mod tests {
             exited: 0,
             notes: Vec::new(),
         };
-        let m = of(&cgroups, &procs, Some(&iv));
-        assert_eq!((m[0].procs, m[0].threads), (2, 4), "v2 /app: 10 and 12");
+        let m = of(&cgroups, Some(&procs), Some(&iv));
+        let counts = |m: &Mix| (m.procs.unwrap_or(99), m.threads.unwrap_or(99));
+        assert_eq!(counts(&m[0]), (2, 4), "v2 /app: 10 and 12");
         assert_eq!(m[0].avg_threads, Some([0.75, 0.0, 1.0, 0.0]));
-        assert_eq!(
-            (m[1].procs, m[1].threads),
-            (3, 5),
-            "/q: 10, 11 (cpu), 12 (pids) once"
-        );
-        assert_eq!(
-            (m[2].procs, m[2].threads),
-            (1, 1),
-            "/ in cpu: 12; name=systemd is not read"
-        );
-        assert_eq!(of(&cgroups, &procs, None)[0].avg_threads, None);
+        assert_eq!(counts(&m[1]), (3, 5), "/q: 10, 11 (cpu), 12 (pids) once");
+        assert_eq!(counts(&m[2]), (1, 1), "/ in cpu: 12; name=systemd not read");
+        assert_eq!(of(&cgroups, Some(&procs), None)[0].avg_threads, None);
+        assert_eq!(of(&cgroups, None, Some(&iv))[0], Mix::default());
     }
 }

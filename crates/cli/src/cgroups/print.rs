@@ -245,6 +245,7 @@ fn csv_out(out: &mut impl Write, rows: &[Row]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::mix::Mix;
     use super::*;
     use tasksnap_model::CgroupCounters;
 
@@ -262,12 +263,18 @@ mod tests {
             cpu_pct: Some(19.96),
             throttled_pct: Some(80.0),
             psi_cpu_some_pct: None,
+            mix: Mix {
+                procs: Some(1),
+                threads: Some(2),
+                avg_threads: Some([0.2, 0.0, 0.8, 0.0]),
+            },
         };
         let loc = Locale::from_env();
         let line = text_line(&r, loc);
         assert_eq!(
             line,
-            "v1        3   20.0   80.0   0.20    416      -     0     - /a?b"
+            "v1        3      1   20.0   80.0   0.20    416      -     0     -  0.20  0.00  0.80  \
+             0.00 /a?b"
         );
         assert_eq!(line.find("/a"), HEADER.find("CGROUP"));
     }
