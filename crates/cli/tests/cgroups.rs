@@ -158,30 +158,39 @@ fn a_closed_pipe_ends_quietly_and_bad_arguments_are_usage_errors() {
     }
 }
 
-/// The cpuacct hierarchy's cgroup of the same name, where cpuacct is a v1 hierarchy of its
-/// own (so that the group's CPU usage is counted); removed when dropped.
-struct AcctGroup(Option<PathBuf>);
+/// The cgroup of the same name in the v1 hierarchy of `controller`, where the cpu group's own
+/// hierarchy does not have it (`cpuacct` with `cpu`, on some hosts; `memory`), so that the
+/// group's use of it is counted; removed when dropped.
+struct SideGroup(Option<PathBuf>);
 
-impl AcctGroup {
-    fn beside(cpu_group: &Path) -> AcctGroup {
+impl SideGroup {
+    fn beside(cpu_group: &Path, controller: &str, file: &str) -> SideGroup {
         let (root, v2) = cpu_cgroup::cpu_hierarchy().expect("cpu hierarchy");
-        if v2 || std::fs::metadata(root.join("cpuacct.usage")).is_ok() {
-            return AcctGroup(None);
+        if v2 || std::fs::metadata(root.join(file)).is_ok() {
+            return SideGroup(None);
         }
-        let acct = cpu_cgroup::v1_hierarchy("cpuacct").expect("a cpuacct hierarchy");
-        let dir = acct.join(cpu_group.file_name().expect("name"));
-        std::fs::create_dir(&dir).expect("make the cpuacct group");
-        AcctGroup(Some(dir))
+        let Some(h) = cpu_cgroup::v1_hierarchy(controller) else {
+            return SideGroup(None);
+        };
+        let dir = h.join(cpu_group.file_name().expect("name"));
+        std::fs::create_dir(&dir).expect("make the side group");
+        SideGroup(Some(dir))
     }
 
     fn join(&self, pid: i32) {
         if let Some(d) = &self.0 {
-            std::fs::write(d.join("cgroup.procs"), pid.to_string()).expect("join cpuacct");
+            std::fs::write(d.join("cgroup.procs"), pid.to_string()).expect("join the side group");
         }
+    }
+
+    /// A file of the group: the side group's, else the cpu group's own.
+    fn read(&self, cpu_group: &Path, file: &str) -> Option<String> {
+        let dir = self.0.as_deref().unwrap_or(cpu_group);
+        std::fs::read_to_string(dir.join(file)).ok()
     }
 }
 
-impl Drop for AcctGroup {
+impl Drop for SideGroup {
     fn drop(&mut self) {
         if let Some(d) = &self.0 {
             for _ in 0..100 {
@@ -194,17 +203,22 @@ impl Drop for AcctGroup {
     }
 }
 
+/// The group's memory in use as the kernel says, bytes (v1 `memory.usage_in_bytes`, v2
+/// `memory.current`).
+fn kernel_memory_bytes(cpu_group: &Path, mem: &SideGroup) -> Option<u64> {
+    ["memory.usage_in_bytes", "memory.current"]
+        .iter()
+        .find_map(|f| mem.read(cpu_group, f)?.trim().parse().ok())
+}
+
 /// The kernel's usage and throttled time of the group, ns.
-fn kernel_ns(cpu_group: &Path, acct: &AcctGroup) -> (u64, u64) {
+fn kernel_ns(cpu_group: &Path, acct: &SideGroup) -> (u64, u64) {
     let field = |text: &str, key: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
     };
     let stat = std::fs::read_to_string(cpu_group.join("cpu.stat")).expect("cpu.stat");
-    let usage = match &acct.0 {
-        Some(d) => std::fs::read_to_string(d.join("cpuacct.usage")).expect("usage"),
-        None => std::fs::read_to_string(cpu_group.join("cpuacct.usage")).unwrap_or_default(),
-    };
+    let usage = acct.read(cpu_group, "cpuacct.usage").unwrap_or_default();
     let usage_ns = usage
         .trim()
         .parse()
@@ -226,12 +240,16 @@ fn a_spinner_with_a_20_percent_quota() {
     }
     let spinner = Spinner::start("cg20", Some(20), None);
     let group = spinner.group().expect("group").to_path_buf();
-    let acct = AcctGroup::beside(&group);
+    let acct = SideGroup::beside(&group, "cpuacct", "cpuacct.usage");
     acct.join(spinner.pid());
-    // Declared after `acct`, dropped before it: the spinner is killed, then the groups go.
+    let mem = SideGroup::beside(&group, "memory", "memory.usage_in_bytes");
+    mem.join(spinner.pid());
+    // Declared after the side groups, dropped before them: the spinner is killed, then the
+    // groups go.
     let spinner = spinner;
     std::thread::sleep(Duration::from_millis(300));
     let (usage0, thr0) = kernel_ns(&group, &acct);
+    let mem0 = kernel_memory_bytes(&group, &mem);
     let t0 = Instant::now();
     let out = Command::new(TASKSNAP)
         .args(["cgroups", "-i", "2", "--output", "json"])
@@ -240,6 +258,7 @@ fn a_spinner_with_a_20_percent_quota() {
         .expect("run");
     let outer_s = t0.elapsed().as_secs_f64();
     let (usage1, thr1) = kernel_ns(&group, &acct);
+    let mem1 = kernel_memory_bytes(&group, &mem);
     let doc = json(ok(&out, "cgroups -i 2 --output json").as_bytes());
     let name = format!("/{}", group.file_name().expect("name").to_string_lossy());
     let r = row(&doc, &name);
@@ -260,6 +279,20 @@ fn a_spinner_with_a_20_percent_quota() {
         (thr0..=thr1).contains(&throttled),
         "{thr0} <= {throttled} <= {thr1}"
     );
+    // Memory as the kernel's file said it, before and after (a spinning shell allocates
+    // nothing meanwhile: the file's figure, not an estimate).
+    assert!(
+        mem.0.is_none() || mem1.is_some(),
+        "the memory group's usage"
+    );
+    if let (Some(m0), Some(m1)) = (mem0, mem1) {
+        let m = r["memory_current_bytes"].as_u64().expect("memory");
+        assert!(
+            (m0.min(m1)..=m0.max(m1)).contains(&m),
+            "{m0} <= {m} <= {m1}"
+        );
+        eprintln!("memory {m} bytes; the kernel's file said {m0}, then {m1}");
+    }
     // The rates agree with the kernel's over the longer window around the run.
     let kernel_cpu = (usage1 - usage0) as f64 / 1e9 / outer_s * 100.0;
     let kernel_thr = (thr1 - thr0) as f64 / 1e9 / outer_s * 100.0;
