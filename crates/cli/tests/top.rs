@@ -302,6 +302,13 @@ fn live_view_in_a_terminal() {
     t.keys(&["V"]);
     t.wait_for("the tree", |s| s.contains("`- "));
     t.keys(&["V"]);
+    // The cgroup view and back: a row per cgroup, the root of each hierarchy first.
+    t.keys(&["g"]);
+    t.wait_for("the cgroup view", |s| {
+        s.contains("HIER  TASKS") && s.lines().any(|l| l.ends_with(" /"))
+    });
+    t.keys(&["g"]);
+    t.wait_for("the process view again", |s| s.contains("PID USER"));
     // Threads view.
     t.keys(&["H"]);
     t.wait_for("the threads view", |s| s.contains("Threads:"));
@@ -371,6 +378,53 @@ fn live_view_in_a_terminal() {
     }
     let _ = std::fs::remove_file(&status_file);
     drop(threads);
+}
+
+/// `--cgroups` in batch mode: a cgroup with a 20% CPU quota and a spinner in it shows its
+/// quota and its time throttled over each interval, below its hierarchy's root.
+#[test]
+fn batch_cgroup_view_shows_a_throttled_cgroup() {
+    use tasksnap_loadgen::cpu_cgroup::{self, Spinner};
+    if !cpu_cgroup::root_with_cpu_cgroups("top's cgroup view") {
+        return;
+    }
+    let spinner = Spinner::start("topcg", Some(20), None);
+    let name = spinner.group().expect("group").file_name().expect("name");
+    let path = format!("/{}", name.to_string_lossy());
+    let out = run(
+        TASKSNAP,
+        &["top", "-b"],
+        &["-n", "2", "-d", "1", "--cgroups"],
+        "C",
+    );
+    assert_eq!(out.code, Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let frames: Vec<&str> = stdout.split("top - ").skip(1).collect();
+    assert_eq!(frames.len(), 2, "{stdout}");
+    for (k, f) in frames.iter().enumerate() {
+        let lines: Vec<&str> = f
+            .lines()
+            .skip_while(|l| !l.starts_with("HIER  TASKS"))
+            .collect();
+        let root = lines
+            .iter()
+            .position(|l| l.ends_with(" /") && l.starts_with("v1"));
+        let mine = lines.iter().position(|l| l.ends_with(&format!(" {path}")));
+        let (Some(root), Some(mine)) = (root, mine) else {
+            panic!("frame {k}: no v1 root or no {path}:\n{f}");
+        };
+        assert!(root < mine, "tree order:\n{f}");
+        let cells: Vec<&str> = lines[mine].split_whitespace().collect();
+        // HIER TASKS PROCS CPU% THR% QUOTA ...
+        assert_eq!(cells[5], "0.20", "{}", lines[mine]);
+        // Batch mode reads once before its first frame (as for the tasks' rates).
+        let thr = cells[4].parse::<f64>().ok();
+        assert!(thr.is_some(), "frame {k}: {}", lines[mine]);
+        if k == 1 {
+            assert!(thr.is_some_and(|t| t > 0.0), "{}", lines[mine]);
+        }
+    }
+    drop(spinner);
 }
 
 /// Starts a view in tmux or skips (fails under CI) when tmux is missing.

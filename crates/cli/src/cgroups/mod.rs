@@ -9,8 +9,8 @@
 //! arguments, 1 on a write error (a closed pipe is 0: `tasksnap cgroups | head`).
 
 mod mix;
-mod print;
-mod rows;
+pub(crate) mod print;
+pub(crate) mod rows;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

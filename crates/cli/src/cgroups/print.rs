@@ -90,7 +90,7 @@ pub fn write(how: Output, rows: &[Row], elapsed: Duration, notes: &[String]) -> 
 }
 
 /// The text header; [`text_line`] aligns under it.
-const HEADER: &str =
+pub(crate) const HEADER: &str =
     "HIER  TASKS  PROCS   CPU%   THR%  QUOTA    MEM  LIMIT   OOM  PSI%   RUN  RUNQ \
                       THRTL     D CGROUP";
 
@@ -104,7 +104,7 @@ fn text_out(out: &mut impl Write, rows: &[Row]) -> std::io::Result<()> {
 }
 
 /// One row as text.
-fn text_line(r: &Row, loc: Locale) -> String {
+pub(crate) fn text_line(r: &Row, loc: Locale) -> String {
     let c = r.c;
     let mut s = String::with_capacity(96);
     let dash = |s: &mut String, width: usize| {

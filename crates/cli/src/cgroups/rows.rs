@@ -31,6 +31,62 @@ fn pct(before: Option<u64>, after: Option<u64>, elapsed_ns: f64) -> Option<f64> 
     (elapsed_ns > 0.0).then(|| grew as f64 * 100.0 / elapsed_ns)
 }
 
+/// The rows in tree order (top's cgroup view): the v2 hierarchy's, then the v1 paths'; each
+/// cgroup followed by its children, the children of one parent by CPU% (none last), then
+/// path. A row whose parent is not listed goes under its hierarchy's root, or first.
+pub fn tree_order(rows: Vec<Row<'_>>) -> Vec<Row<'_>> {
+    let parent = |p: &[u8]| -> Option<Vec<u8>> {
+        if p == b"/" {
+            return None;
+        }
+        let cut = p.iter().rposition(|&b| b == b'/')?;
+        Some(if cut == 0 {
+            b"/".to_vec()
+        } else {
+            p[..cut].to_vec()
+        })
+    };
+    let key = |r: &Row| (r.c.hierarchy == CgroupHierarchy::V2, r.c.path.clone());
+    let listed: std::collections::HashSet<_> = rows.iter().map(key).collect();
+    let mut children: HashMap<Option<(bool, Vec<u8>)>, Vec<usize>> = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let v2 = r.c.hierarchy == CgroupHierarchy::V2;
+        let up = parent(&r.c.path)
+            .map(|p| (v2, p))
+            .filter(|k| listed.contains(k));
+        children.entry(up).or_default().push(i);
+    }
+    let cpu = |i: &usize| rows[*i].cpu_pct.unwrap_or(-1.0);
+    for list in children.values_mut() {
+        list.sort_by(|a, b| {
+            cpu(b)
+                .total_cmp(&cpu(a))
+                .then_with(|| {
+                    (rows[*b].c.hierarchy == CgroupHierarchy::V2)
+                        .cmp(&(rows[*a].c.hierarchy == CgroupHierarchy::V2))
+                })
+                .then_with(|| rows[*a].c.path.cmp(&rows[*b].c.path))
+        });
+    }
+    let mut roots = children.remove(&None).unwrap_or_default();
+    roots.sort_by_key(|&i| {
+        (
+            rows[i].c.hierarchy != CgroupHierarchy::V2,
+            rows[i].c.path.clone(),
+        )
+    });
+    let mut order = Vec::with_capacity(rows.len());
+    let mut stack: Vec<usize> = roots.into_iter().rev().collect();
+    while let Some(i) = stack.pop() {
+        order.push(i);
+        if let Some(kids) = children.get(&Some(key(&rows[i]))) {
+            stack.extend(kids.iter().rev());
+        }
+    }
+    let mut slots: Vec<Option<Row>> = rows.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
 /// The rows, sorted: CPU% descending (none last), then path, v2 before v1.
 pub fn between<'a>(
     before: &[CgroupCounters],
@@ -112,5 +168,30 @@ mod tests {
         assert_eq!(rows[2].cpu_pct, None, "went backwards");
         assert_eq!(rows[3].cpu_pct, None, "new");
         assert_eq!(rows[0].throttled_pct, None);
+    }
+
+    #[test]
+    fn tree_order_puts_children_under_parents_busiest_first() {
+        let before = [
+            cg("/", Some(0), None),
+            cg("/a", Some(0), None),
+            cg("/a/x", Some(0), None),
+            cg("/b", Some(0), None),
+            cg("/b/y", Some(0), None),
+        ];
+        let after = [
+            cg("/", Some(900), None),
+            cg("/a", Some(100), None),
+            cg("/a/x", Some(50), None),
+            cg("/b", Some(500), None),
+            cg("/b/y", Some(400), None),
+            cg("/orphan/deep", Some(1), None),
+        ];
+        let rows = tree_order(between(&before, &after, &[], Duration::from_secs(1)));
+        let paths: Vec<&[u8]> = rows.iter().map(|r| r.c.path.as_slice()).collect();
+        assert_eq!(
+            paths,
+            [&b"/"[..], b"/b", b"/b/y", b"/a", b"/a/x", b"/orphan/deep"]
+        );
     }
 }

@@ -41,10 +41,17 @@ pub fn run(mut top: Top) -> anyhow::Result<()> {
             line(&mut out, h)?;
         }
         writeln!(out)?;
-        line(&mut out, &top.column_header())?;
-        let all = frame.lines.len();
-        for row in top.rows(&mut frame, 0..all) {
-            line(&mut out, &row)?;
+        if let Some(cgroups) = &frame.cgroups {
+            line(&mut out, &super::cgroup_view::header())?;
+            for row in cgroups {
+                line(&mut out, row)?;
+            }
+        } else {
+            line(&mut out, &top.column_header())?;
+            let all = frame.lines.len();
+            for row in top.rows(&mut frame, 0..all) {
+                line(&mut out, &row)?;
+            }
         }
         if let Some(why) = top.rows_error() {
             // A frame without what it was asked for is not printed as if complete.

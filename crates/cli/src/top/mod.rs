@@ -15,6 +15,7 @@
 
 mod arrange;
 mod batch;
+mod cgroup_view;
 mod columns;
 mod exited;
 mod options;

@@ -39,6 +39,8 @@ pub struct Options {
     /// The exited view (`e`, `--exited`): the processes that exited during the interval
     /// are rows too, `<name>`, with an EXIT column.
     pub show_exited: bool,
+    /// The cgroup view (`g`, `--cgroups`): a row per cgroup instead of per task.
+    pub cgroups: bool,
 }
 
 impl Default for Options {
@@ -63,6 +65,7 @@ impl Default for Options {
             replay: None,
             at: None,
             show_exited: false,
+            cgroups: false,
         }
     }
 }
@@ -70,6 +73,7 @@ impl Default for Options {
 pub(super) const USAGE: &str = "\
 usage: tasksnap top [-b] [-n COUNT] [-d SECONDS] [-p PID[,PID...]] [-u USER] [-H] [-c]
                     [-o FIELD] [-w COLUMNS] [--backend auto|bpf|procfs] [--exited]
+                    [--cgroups]
        tasksnap top [-b] --replay DIR [--at TIME] [-n COUNT] [other options as above]
   -b   batch mode: print frames in procps top -b's layout
   -n   stop after COUNT frames        -d   seconds between frames (default 3)
@@ -79,6 +83,8 @@ usage: tasksnap top [-b] [-n COUNT] [-d SECONDS] [-p PID[,PID...]] [-u USER] [-H
   --exited       list the processes that exited during each interval too, as <name>
                  with an EXIT column (root, or a recording that kept them; the
                  e key in the live view)
+  --cgroups      a row per cgroup (as tasksnap cgroups), in tree order, each level by
+                 CPU% (the g key in the live view)
   --replay DIR   show a recording (tasksnap record) instead of the host, one sample at a
                  time: t next, T previous, b jump to a time (-b: one sample per frame)
   --at TIME      the sample to start on (RFC 3339 UTC, epoch seconds, -10m; default: the
@@ -114,6 +120,7 @@ pub(super) fn parse_args(argv: &[OsString]) -> Result<Options, String> {
             "-H" => o.threads = true,
             "-c" => o.full_command = true,
             "--exited" => o.show_exited = true,
+            "--cgroups" => o.cgroups = true,
             "-h" | "--help" => return Err(String::new()),
             _ if a == "--replay" || a.starts_with("--replay=") => {
                 let v = match a.strip_prefix("--replay=") {

@@ -11,7 +11,7 @@ use tasksnap_model::{Backend, Group, Groups, Query, Selector};
 
 use super::options::Options;
 use super::view::{self, Line, Row};
-use super::{arrange, columns, exited, render, replay, system, waits};
+use super::{arrange, cgroup_view, columns, exited, render, replay, system, waits};
 use crate::ps::names::Names;
 use crate::ps::text::{self, terminal_text, Locale};
 
@@ -19,6 +19,8 @@ use crate::ps::text::{self, terminal_text, Locale};
 pub struct Frame {
     pub header: Vec<String>,
     pub lines: Vec<Row>,
+    /// The cgroup view's rows, when it is on (shown instead of `lines`).
+    pub cgroups: Option<Vec<String>>,
 }
 
 /// What the live view draws: the header, the column header and the text of the rows in the
@@ -93,6 +95,8 @@ pub struct Top {
     exited_rows: Vec<Row>,
     /// Zombie rows of the last frame that the exited view shows as their exits instead.
     hidden_zombies: Vec<Row>,
+    /// The cgroup view's last reading.
+    cgroup_view: cgroup_view::CgroupView,
     own_cpu_ns: u64,
     own_at: Instant,
     pid_width: usize,
@@ -203,6 +207,7 @@ impl Top {
             interval: None,
             exited_rows: Vec::new(),
             hidden_zombies: Vec::new(),
+            cgroup_view: Default::default(),
             own_cpu_ns: system::own_cpu_ns(),
             own_at: Instant::now(),
             pid_width,
@@ -278,7 +283,30 @@ impl Top {
         }
         self.order(&mut lines);
         let header = self.header(started, &counts, clock);
-        Ok(Frame { header, lines })
+        let cgroups = self.cgroup_lines();
+        Ok(Frame {
+            header,
+            lines,
+            cgroups,
+        })
+    }
+
+    /// The cgroup view's rows when it is on (its last reading dropped when it is off, so that
+    /// turning it on again starts a fresh interval).
+    fn cgroup_lines(&mut self) -> Option<Vec<String>> {
+        if !self.opts.cgroups {
+            self.cgroup_view = Default::default();
+            return None;
+        }
+        Some(match &self.source {
+            Source::Live(host) => {
+                let listing = host.cgroups(cgroup_view::DEPTH);
+                self.cgroup_view.lines(listing, Instant::now(), self.locale)
+            }
+            Source::Replay(_) => {
+                vec!["(a recording holds no cgroups: `tasksnap cgroups` reads the host's)".into()]
+            }
+        })
     }
 
     /// The groups a refresh reads of every task.
@@ -651,6 +679,18 @@ impl Top {
     /// The page for rows `scroll..scroll + room` of `frame` (reading what only shown rows
     /// need, with the collector's deadline).
     pub fn page(&mut self, frame: &mut Frame, scroll: usize, room: usize) -> Page {
+        if let Some(lines) = &frame.cgroups {
+            let scroll = scroll.min(lines.len().saturating_sub(1));
+            return Page {
+                header: frame.header.clone(),
+                column_header: cgroup_view::header(),
+                rows: lines.iter().skip(scroll).take(room).cloned().collect(),
+                ids: Vec::new(),
+                total: lines.len(),
+                scroll,
+                rows_error: None,
+            };
+        }
         let scroll = scroll.min(frame.lines.len().saturating_sub(1));
         let rows = self.rows(frame, scroll..scroll + room);
         let ids = frame

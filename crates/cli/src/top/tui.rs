@@ -35,7 +35,8 @@ tasksnap top: keys
   R         reverse the order                  V    tree       H  threads
   c         full command lines                 /    filter by name
   w         each process's top wait reason (the kernel stack it spent most off-CPU time in)
-  g         a CGROUP column (as ps -o cgroup)
+  g         the cgroup view: a row per cgroup (as tasksnap cgroups), tree order
+  G         a CGROUP column (as ps -o cgroup)
   e         the processes that exited in the interval, as <name>; EXIT: code or signal
   u         filter by user                     o    filter FIELD=text, FIELD>n, FIELD<n
   =         clear the filters                  k    send a signal   r  renice
@@ -406,6 +407,11 @@ fn on_view_key(app: &mut App, k: KeyEvent) {
             app.options_changed(false);
         }
         KeyCode::Char('g') => {
+            o.cgroups = !o.cgroups;
+            app.scroll = 0;
+            app.options_changed(true);
+        }
+        KeyCode::Char('G') => {
             o.show_cgroup = !o.show_cgroup;
             app.options_changed(false);
         }
