@@ -1,12 +1,9 @@
 //! The rows of `tasksnap cgroups`: each cgroup of the second reading with its rates over the
-//! interval (from the same cgroup, same hierarchy kind and path, in the first), sorted by
-//! CPU% descending, then path. Pure arithmetic: a counter that went backwards (a cgroup
-//! removed and made again) or is missing in either reading gives no rate.
+//! interval (the model's [`cgroup_rates`]), sorted by CPU% descending, then path.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use tasksnap_model::{CgroupCounters, CgroupHierarchy};
+use tasksnap_model::{cgroup_rates, CgroupCounters, CgroupHierarchy};
 
 /// One cgroup and its rates.
 #[derive(Debug)]
@@ -21,39 +18,20 @@ pub struct Row<'a> {
     pub psi_cpu_some_pct: Option<f64>,
 }
 
-/// A counter's growth between the readings as % of `elapsed_ns`.
-fn pct(before: Option<u64>, after: Option<u64>, elapsed_ns: f64) -> Option<f64> {
-    let grew = after?.checked_sub(before?)?;
-    (elapsed_ns > 0.0).then(|| grew as f64 * 100.0 / elapsed_ns)
-}
-
 /// The rows, sorted: CPU% descending (none last), then path, v2 before v1.
 pub fn between<'a>(
     before: &[CgroupCounters],
     after: &'a [CgroupCounters],
     elapsed: Duration,
 ) -> Vec<Row<'a>> {
-    let key = |c: &CgroupCounters| (c.hierarchy == CgroupHierarchy::V2, c.path.clone());
-    let earlier: HashMap<_, &CgroupCounters> = before.iter().map(|c| (key(c), c)).collect();
-    let elapsed_ns = elapsed.as_nanos() as f64;
     let mut rows: Vec<Row<'a>> = after
         .iter()
-        .map(|c| {
-            let b = earlier.get(&key(c));
-            let psi_some_ns = |x: &CgroupCounters| {
-                let p = x.pressure_of("cpu")?.some?;
-                Some(p.total_us.saturating_mul(1000))
-            };
-            Row {
-                c,
-                cpu_pct: pct(b.and_then(|b| b.cpu_usage_ns), c.cpu_usage_ns, elapsed_ns),
-                throttled_pct: pct(
-                    b.and_then(|b| b.cpu_throttled_ns),
-                    c.cpu_throttled_ns,
-                    elapsed_ns,
-                ),
-                psi_cpu_some_pct: pct(b.and_then(|b| psi_some_ns(b)), psi_some_ns(c), elapsed_ns),
-            }
+        .zip(cgroup_rates(before, after, elapsed))
+        .map(|(c, r)| Row {
+            c,
+            cpu_pct: r.cpu_pct,
+            throttled_pct: r.throttled_pct,
+            psi_cpu_some_pct: r.psi_cpu_some_pct,
         })
         .collect();
     rows.sort_by(|a, b| {
