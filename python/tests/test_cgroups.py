@@ -3,7 +3,9 @@ cgroup field table (read here from its Rust source, so a field typed out by hand
 fails), the table has the same rows with typed columns, a caller without privileges gets a
 listing, and, as root on a host with v1 CPU cgroups, a spinner in a cgroup this test makes
 with a 20% quota shows its quota, CPU% about 20, throttling, and counters that lie between
-the kernel's own files read before and after the call (and equal them once it is stopped)."""
+the kernel's own files read before and after the call (and equal them once it is stopped).
+On a fake tree of real kernel files, limits that are none are math.inf and a cgroup name that
+is not UTF-8 is surrogate-escaped in the named tuple, and text with its bytes in the table."""
 
 import math
 import os
@@ -249,3 +251,66 @@ def test_a_spinner_with_a_20_percent_quota():
         assert r.cpu_quota_us == 20000 and r.cpu_percent is None
         _same_rows(table, rows, ("v1", "/" + g.name))
     assert not os.path.exists(g.cpu)
+
+
+# --- a fake tree: limits, rates and a name that is not UTF-8 --------------------------------
+
+FAKE_CHECKS = textwrap.dedent(
+    """
+    import math, tasksnap
+    rows = {(r.hierarchy, r.path): r for r in tasksnap.cgroups(interval=0.05)}
+    assert set(rows) == {("v2", "/"), ("v2", "/app"), ("v2", "/odd\\x1b\\udcff"), ("v1", "/")}, rows
+    root, app = rows[("v2", "/")], rows[("v2", "/app")]
+    assert root.cpu_usage_ns == 12171000 and root.psi_cpu_some_total_us == 37332, root
+    assert root.cpu_percent == 0.0 and root.psi_cpu_some_percent == 0.0, "nothing grew"
+    assert root.throttled_percent is None and root.memory_current_bytes is None, root
+    assert (app.cpu_quota_us, app.cpu_period_us) == (20000, 100000), app
+    assert app.memory_limit_bytes == math.inf and app.memory_current_bytes == 8192, app
+    assert app.pids_current == 3 and app.cpu_percent is None and app.controllers == (), app
+    v1 = rows[("v1", "/")]
+    assert v1.controllers == ("cpu", "cpuacct") and v1.cpu_quota_us == math.inf, v1
+    assert v1.cpu_usage_ns == 123 and v1.memory_limit_bytes is None, v1
+    t = tasksnap.cgroups_table(interval=0.05, arrow=True)
+    d = t.to_pydict()
+    i = d["path"].index("/odd\\x1b\\ufffd")
+    assert d["path_bytes"][i] == b"/odd\\x1b\\xff" and d["hierarchy"][i] == "v2", d
+    j = d["path"].index("/app")
+    assert d["path_bytes"][j] is None and d["memory_limit_bytes"][j] == math.inf, d
+    assert d["cpu_quota_us"][j] == 20000.0 and d["pids_current"][j] == 3, d
+    print("ok")
+    """
+)
+
+
+def _files(d, files):
+    d.mkdir(parents=True)
+    (d / "cgroup.procs").write_text("")
+    for name, text in files.items():
+        (d / name).write_text(text)
+
+
+def test_a_fake_tree(tmp_path):
+    """Real kernel files in a fake tree (TASKSNAP_PROC_ROOT's mountinfo names the
+    hierarchies): a v2 root with usage and pressure, a child with a quota and no memory
+    limit, a child whose name is not UTF-8, and a v1 cpu,cpuacct root without a quota."""
+    v2, v1 = tmp_path / "cg2", tmp_path / "cg1"
+    _files(v2, {
+        "cpu.stat": "usage_usec 12171\nuser_usec 0\nsystem_usec 12171\nnice_usec 0\n",
+        "cpu.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=37332\n"
+                        "full avg10=0.00 avg60=0.00 avg300=0.00 total=37282\n",
+    })
+    _files(v2 / "app", {"cpu.max": "20000 100000\n", "memory.current": "8192\n",
+                        "memory.max": "max\n", "pids.current": "3\n"})
+    _files(tmp_path / os.fsdecode(b"cg2/odd\x1b\xff"), {})
+    _files(v1, {"cpu.cfs_quota_us": "-1\n", "cpu.cfs_period_us": "100000\n",
+                "cpuacct.usage": "123\n"})
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "mountinfo").write_text(
+        f"41 31 0:38 / {v2} rw,relatime - cgroup2 cgroup2 rw\n"
+        f"42 31 0:39 / {v1} rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+    )
+    env = dict(os.environ, TASKSNAP_PROC_ROOT=str(proc))
+    r = subprocess.run([sys.executable, "-c", FAKE_CHECKS], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
