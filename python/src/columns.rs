@@ -108,7 +108,9 @@ pub(crate) fn column_names(attrs: Vec<String>, threads: bool) -> PyResult<Vec<St
 /// A text column and its `_bytes` sibling for `values` (None: unreadable): the text always
 /// (valid UTF-8, each invalid sequence replaced by U+FFFD), the exact bytes only where they
 /// are not valid UTF-8.
-fn text_and_bytes<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> (ArrayRef, ArrayRef) {
+pub(crate) fn text_and_bytes<'a>(
+    values: impl Iterator<Item = Option<&'a [u8]>>,
+) -> (ArrayRef, ArrayRef) {
     let mut texts = StringBuilder::new();
     let mut exact = BinaryBuilder::new();
     for v in values {
@@ -127,6 +129,20 @@ fn text_and_bytes<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> (ArrayR
         }
     }
     (Arc::new(texts.finish()), Arc::new(exact.finish()))
+}
+
+/// An unsigned integer column (null for None) by [`ints`]' rule: int64, or uint64 when a
+/// value is beyond int64.
+pub(crate) fn unsigned(values: &[Option<u64>]) -> ArrayRef {
+    if values.iter().flatten().any(|&n| i64::try_from(n).is_err()) {
+        return Arc::new(values.iter().copied().collect::<UInt64Array>());
+    }
+    Arc::new(
+        values
+            .iter()
+            .map(|v| v.and_then(|n| i64::try_from(n).ok()))
+            .collect::<Int64Array>(),
+    )
 }
 
 /// An integer column of `tasks` (null where unreadable): int64, or uint64 when a value is

@@ -3,11 +3,12 @@
 //! it with the GIL released and looks for signals every [`POLL`]: a `KeyboardInterrupt`
 //! (or whatever a signal handler raises) comes at once, not when the work ends. The work is
 //! then told to stop through its cancel flag (the `states()` interval checks it between
-//! slices; a pass runs to its end, which its deadlines bound, and its answer is dropped).
+//! slices, [`sleep_unless`]; a pass runs to its end, which its deadlines bound, and its answer
+//! is dropped).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
@@ -79,5 +80,31 @@ where
                 ))
             }
         }
+    }
+}
+
+/// An interval of `seconds` a call waits (`states()`, `cgroups()`): in (0, 3600], else
+/// `ValueError`.
+pub(crate) fn interval_arg(seconds: f64) -> PyResult<Duration> {
+    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 3600.0) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "interval must be a number of seconds in (0, 3600], not {seconds}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Sleeps `wait` in slices of [`POLL`]; false when `cancel` was set meanwhile.
+pub(crate) fn sleep_unless(wait: Duration, cancel: &AtomicBool) -> bool {
+    let end = Instant::now() + wait;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(POLL));
     }
 }

@@ -6,7 +6,8 @@
 //! into columns ([`columns`], as Arrow arrays handed over through the C data interface:
 //! [`arrow`]), and turns two thread-state samples into per-thread shares ([`states`],
 //! tasksnap-states' `between`). One process's files are [`files`]; the host's figures
-//! [`system`]. Long calls run through [`interrupt`], so Ctrl-C interrupts them at once.
+//! [`system`]; the host's cgroups and their counters [`cgroups`]. Long calls run through
+//! [`interrupt`], so Ctrl-C interrupts them at once.
 //!
 //! It never reads /proc itself and never decides on a backend: the library does. What the
 //! Python side owns (the `Process` class, argument checking, psutil's exceptions and named
@@ -15,6 +16,7 @@
 
 mod arrow;
 mod attrs;
+mod cgroups;
 mod columns;
 mod files;
 mod host;
@@ -243,6 +245,10 @@ fn _tasksnap(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(columns::column_names, m)?)?;
     m.add_function(wrap_pyfunction!(columns::field_names, m)?)?;
     m.add_function(wrap_pyfunction!(states::states, m)?)?;
+    m.add_function(wrap_pyfunction!(cgroups::cgroups, m)?)?;
+    m.add_function(wrap_pyfunction!(cgroups::cgroups_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(cgroups::cgroup_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(cgroups::cgroup_rate_names, m)?)?;
     m.add_function(wrap_pyfunction!(host::last_report, m)?)?;
     m.add_function(wrap_pyfunction!(host::boot_time, m)?)?;
     m.add_function(wrap_pyfunction!(system::mem_total_bytes, m)?)?;

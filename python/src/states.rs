@@ -3,7 +3,7 @@
 //! the BPF accounting as root, exact; else /proc, sampled) and tasksnap-states' `between`,
 //! as `tasksnap states` does.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -13,7 +13,7 @@ use tasksnap_model::states::NSTATES;
 use tasksnap_model::{Backend, PassReport};
 use tasksnap_states::{between, Rollup, State};
 
-use crate::interrupt::{self, POLL};
+use crate::interrupt::{self, sleep_unless};
 use crate::psutil::os_str;
 
 /// One thread's interval: pid, tid, name (its exact bytes), the percentage of its alive time in each state
@@ -57,12 +57,7 @@ pub(crate) fn states<'py>(
         .map_err(|e: tasksnap_model::UnknownBackend| {
             pyo3::exceptions::PyValueError::new_err(e.to_string())
         })?;
-    if !(interval.is_finite() && interval > 0.0 && interval <= 3600.0) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "interval must be a number of seconds in (0, 3600], not {interval}"
-        )));
-    }
-    let wait = Duration::from_secs_f64(interval);
+    let wait = interrupt::interval_arg(interval)?;
     let result = interrupt::run(py, move |cancel| sample_twice(pids, wait, backend, cancel))?;
     match result {
         // The name as psutil gives names: surrogate-escaped where it is not UTF-8.
@@ -77,21 +72,6 @@ pub(crate) fn states<'py>(
         // Cancelled: only after the caller returned, so never seen.
         Ok(None) => Err(pyo3::exceptions::PyRuntimeError::new_err("cancelled")),
         Err(e) => Err(crate::collect_error(e)),
-    }
-}
-
-/// Sleeps `wait` in slices of [`POLL`]; false when `cancel` was set meanwhile.
-fn sleep_unless(wait: Duration, cancel: &AtomicBool) -> bool {
-    let end = Instant::now() + wait;
-    loop {
-        if cancel.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= end {
-            return true;
-        }
-        std::thread::sleep((end - now).min(POLL));
     }
 }
 

@@ -14,6 +14,9 @@ Three ways in:
   ``pyarrow.Table`` when pyarrow is installed, else a dict of lists), no object per process.
 * ``states(pids=None, interval=1.0)``: the share of an interval each thread spent running,
   waiting for a CPU, sleeping, in D, stopped or otherwise, and why it waited most.
+* ``cgroups(depth=3, interval=None)``: the host's cgroups (v2, and v1 merged by path) with
+  their own counters (CPU, quota, throttling, memory, I/O, pressure) and, over an interval,
+  CPU% and throttled %; ``cgroups_table()`` the same as a ``pyarrow.Table``.
 
 ``last_report()`` says which backend answered the last whole-system call (the BPF task
 iterator as root on a large host, else /proc) and what it cost. See docs/python.md.
@@ -91,10 +94,14 @@ from ._files import *  # noqa: E402,F401,F403 - psutil's tuples and constants of
 from ._files import __all__ as _files_all  # noqa: E402
 from ._files import _FilesMixin  # noqa: E402
 from ._passes import (  # noqa: E402 - what psutil lacks
+    CGROUP_FIELDS,
     COLUMN_ATTRS,
     FIELDS,
+    Cgroup,
     PassReport,
     ThreadStates,
+    cgroups,
+    cgroups_table,
     column_names,
     last_report,
     snapshot,
@@ -133,6 +140,10 @@ __all__ = [
     "snapshot",
     "FIELDS",
     "states",
+    "cgroups",
+    "cgroups_table",
+    "Cgroup",
+    "CGROUP_FIELDS",
     "last_report",
     "PassReport",
     "ThreadStates",

@@ -1,7 +1,8 @@
 """What psutil lacks: every process as columns in one call (``snapshot``, ``column_names``:
 psutil's attributes that have columns, and any field of the model's table by name), thread
-states over an interval (``states``), and what answered the last whole-system call and what it
-cost (``last_report``).
+states over an interval (``states``), the host's cgroups with their own counters
+(``cgroups``, ``cgroups_table``: the fields of the model's cgroup table), and what answered the
+last whole-system call and what it cost (``last_report``).
 
 Each call asks for the backend the package's ``_BACKEND`` names, read when it is made (tests
 assign it).
@@ -9,6 +10,7 @@ assign it).
 
 from __future__ import annotations
 
+import collections
 import sys
 from typing import Any, Iterable, List, NamedTuple, Optional, Tuple
 
@@ -61,6 +63,13 @@ def snapshot(
     # imports them through the Arrow C data interface without a copy; the dict form is
     # made from the same arrays.
     cols = _tasksnap.snapshot(names, bool(threads), _backend())
+    return _table(cols, arrow)
+
+
+def _table(cols: Any, arrow: Optional[bool]) -> Any:
+    """The library's columns (``_tasksnap.Columns``) as a ``pyarrow.Table`` (imported without
+    a copy) when pyarrow is installed (``arrow=None``) or asked for (``arrow=True``), else a
+    dict of lists made from the same arrays."""
     if arrow is False:
         return cols.to_pydict()
     try:
@@ -151,6 +160,69 @@ def states(pids: Optional[Iterable[int]] = None, interval: float = 1.0) -> List[
     return out
 
 
+#: The counters ``cgroups()`` gives each cgroup, in order: the fields of tasksnap's cgroup
+#: table (``tasksnap_model::CGROUP_FIELDS``, the counters ``tasksnap cgroups --output json``
+#: writes), each named with its unit (``cpu_usage_ns``, ``memory_limit_bytes``...). A field
+#: added to that table is here, and in ``Cgroup``, without a change to the binding.
+CGROUP_FIELDS: Tuple[str, ...] = tuple(f[0] for f in _tasksnap.cgroup_fields())
+
+Cgroup = collections.namedtuple(  # type: ignore[misc]
+    "Cgroup",
+    ("path", "hierarchy", "controllers") + CGROUP_FIELDS + tuple(_tasksnap.cgroup_rate_names()),
+)
+Cgroup.__doc__ = """One cgroup (``cgroups()``): ``path`` below its hierarchy's root (``/`` is the
+root; a ``str``, surrogate-escaped where the name is not UTF-8, as process names),
+``hierarchy`` (``"v2"`` or ``"v1"``), ``controllers`` (a v1 path's controllers, merged over
+the v1 hierarchies that have it; ``()`` for v2), then each of ``CGROUP_FIELDS``: an ``int``
+in the unit its name says, ``math.inf`` for a limit that is none (``max``, ``-1``), None
+when not read (the file is not there: another hierarchy's controller, a kernel without it).
+Then the rates over ``cgroups(interval=...)``'s interval, floats, None without an interval
+or when a counter is missing or went backwards: ``cpu_percent`` (CPU time used, % of one
+CPU, as psutil's ``Process.cpu_percent``), ``throttled_percent`` (time held back by the CPU
+quota, % of the interval) and ``psi_cpu_some_percent`` (growth of ``cpu.pressure``'s
+``some`` total, % of the interval; v2 only)."""
+
+
+def _cgroup_args(depth: Any, interval: Any) -> Tuple[int, Optional[float]]:
+    """``depth`` and ``interval`` checked as ``states()`` checks an interval."""
+    if isinstance(depth, bool) or not isinstance(depth, int):
+        raise TypeError(f"depth must be an int (got {depth!r})")
+    if depth < 0:
+        raise ValueError(f"depth must be 0 or more (got {depth})")
+    if interval is None:
+        return depth, None
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)):
+        raise TypeError(f"interval must be a number of seconds (got {interval!r})")
+    return depth, float(interval)
+
+
+def cgroups(depth: int = 3, interval: Optional[float] = None) -> List[Cgroup]:
+    """The host's cgroups down to ``depth`` (the root is 0, at most 64) with their own
+    counters, as the kernel's control files give them: one ``Cgroup`` per cgroup of the v2
+    hierarchy and one per path of the v1 hierarchies (their controllers merged by path),
+    v2 first, each hierarchy parents before children. With ``interval`` (seconds), the
+    cgroups are read twice that far apart (blocking; Ctrl-C interrupts it at once): the
+    counters are the second reading's, and ``cpu_percent``, ``throttled_percent`` and
+    ``psi_cpu_some_percent`` the rates between the two, as ``tasksnap cgroups`` shows them.
+    Files are read relative to directory descriptors, following no link; without root, what
+    cgroupfs lets the caller read."""
+    d, i = _cgroup_args(depth, interval)
+    return [Cgroup._make(r) for r in _tasksnap.cgroups(d, i)]
+
+
+def cgroups_table(depth: int = 3, interval: Optional[float] = None, *,
+                  arrow: Optional[bool] = None) -> Any:
+    """``cgroups()`` as columns: a ``pyarrow.Table`` when pyarrow is installed (as
+    ``snapshot()``'s, the library's Arrow arrays imported without a copy), else a dict of
+    lists. The columns are ``Cgroup``'s fields, typed: ``path`` (string, valid UTF-8, invalid
+    bytes replaced by U+FFFD) and beside it ``path_bytes`` (binary: the exact bytes where the
+    path is not UTF-8, null otherwise), ``hierarchy`` (string), ``controllers``
+    (list<string>), each of ``CGROUP_FIELDS`` (int64, uint64 when a value is beyond it; a
+    limit float64, inf for none), the rates (double). Not read is null."""
+    d, i = _cgroup_args(depth, interval)
+    return _table(_tasksnap.cgroups_columns(d, i), arrow)
+
+
 class PassReport(NamedTuple):
     """What answered the last whole-system call and what it cost."""
 
@@ -175,6 +247,7 @@ def last_report() -> Optional[PassReport]:
     return PassReport(r["backend"], r["why"], r["pinned"], r["seconds"], tuple(r["phases"]))
 
 
-for _obj in (snapshot, column_names, ThreadStates, states, PassReport, last_report):
+for _obj in (snapshot, column_names, ThreadStates, states, Cgroup, cgroups, cgroups_table,
+             PassReport, last_report):
     _obj.__module__ = "tasksnap"
 del _obj

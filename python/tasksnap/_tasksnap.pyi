@@ -59,6 +59,18 @@ def column_names(attrs: Sequence[str], threads: bool = False) -> List[str]: ...
 def states(
     pids: Optional[Sequence[int]], interval: float, backend: str = "auto"
 ) -> Tuple[str, List[Tuple[int, int, str, Tuple[float, float, float, float, float, float], Optional[Tuple[str, List[str]]], bool]]]: ...
+def cgroup_fields() -> List[Tuple[str, str, str, str]]:
+    """(name, kind, unit, help) of every field of the model's cgroup table (CGROUP_FIELDS), in
+    order; kind "counter", "gauge" or "limit", unit "ns", "us", "bytes" or "count"."""
+def cgroup_rate_names() -> List[str]:
+    """The rates that follow the fields in a cgroups() row: cpu_percent, throttled_percent,
+    psi_cpu_some_percent."""
+def cgroups(depth: int, interval: Optional[float] = None) -> List[Tuple[Any, ...]]:
+    """The host's cgroups down to ``depth``: (path, hierarchy, controllers, *fields, *rates),
+    a field an int, inf for a limit that is none, None when not read; the rates None without
+    an interval."""
+def cgroups_columns(depth: int, interval: Optional[float] = None) -> Columns:
+    """The same as columns: path, path_bytes, hierarchy, controllers, fields, rates."""
 def last_report() -> Optional[Dict[str, Any]]: ...
 def boot_time() -> float: ...
 def env_proc_root() -> Any:

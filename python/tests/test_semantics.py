@@ -12,16 +12,18 @@ import pytest
 
 import tasksnap
 
-# Waits in states(interval=10) and says how it ended.
-STATES_CALL = (
+# Waits in CALL (an interval of 10 s) and says how it ended.
+INTERRUPTED = (
     "import os, sys, time, tasksnap\n"
     "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
     "try:\n"
-    "    tasksnap.states([os.getpid()], interval=10)\n"
+    "    CALL\n"
     "    print('finished', flush=True)\n"
     "except KeyboardInterrupt:\n"
     "    print('interrupted', time.monotonic(), flush=True)\n"
 )
+STATES_CALL = INTERRUPTED.replace("CALL", "tasksnap.states([os.getpid()], interval=10)")
+CGROUPS_CALL = INTERRUPTED.replace("CALL", "tasksnap.cgroups(interval=10)")
 
 
 def _sigint_as_a_terminal_leaves_it():
@@ -34,8 +36,8 @@ def _sigint_as_a_terminal_leaves_it():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _interrupted_within_half_a_second():
-    p = subprocess.Popen([sys.executable, "-c", STATES_CALL], stdout=subprocess.PIPE,
+def _interrupted_within_half_a_second(call=STATES_CALL):
+    p = subprocess.Popen([sys.executable, "-c", call], stdout=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, text=True,
                          preexec_fn=_sigint_as_a_terminal_leaves_it)
     try:
@@ -59,6 +61,11 @@ def _interrupted_within_half_a_second():
 def test_states_interrupted_by_ctrl_c_within_half_a_second():
     """states(interval=10) ignored Ctrl-C until the interval ended."""
     _interrupted_within_half_a_second()
+
+
+def test_cgroups_interrupted_by_ctrl_c_within_half_a_second():
+    """cgroups(interval=10) waits on a call thread of its own, as states() does."""
+    _interrupted_within_half_a_second(CGROUPS_CALL)
 
 
 def test_states_interrupted_by_ctrl_c_in_a_suite_started_in_the_background():

@@ -8,13 +8,15 @@
 //!
 //! [`fields`] is the one definition of every task field a front end shows (name, type, unit,
 //! group, getter); [`cgroup`] the one cgroup parser (a task's /proc/PID/cgroup);
-//! [`CgroupCounters`] a cgroup's own counters; [`login`] the sd-login answers.
+//! [`CgroupCounters`] a cgroup's own counters ([`CGROUP_FIELDS`] their table, [`cgroup_rates`]
+//! their rates between two readings); [`login`] the sd-login answers.
 #![deny(missing_docs)]
 
 mod backend;
 pub mod cgroup;
 mod cgroup_counters;
 mod cgroup_fields;
+mod cgroup_rates;
 mod exit;
 pub mod fields;
 mod groups;
@@ -34,6 +36,7 @@ pub use cgroup_counters::{CgroupCounters, CgroupHierarchy, CgroupListing, Limit}
 pub use cgroup_fields::{
     cgroup_field, CgroupField, CgroupKind, CgroupUnit, CgroupValue, CGROUP_FIELDS,
 };
+pub use cgroup_rates::{cgroup_rates, CgroupRates};
 pub use exit::{CmdlineMissing, Exit, ExitBatch, ExitReason};
 pub use identity::{HostIdentity, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES};
 pub use login::Login;

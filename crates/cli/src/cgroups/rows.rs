@@ -1,12 +1,11 @@
 //! The rows of `tasksnap cgroups`: each cgroup of the second reading with its rates over the
-//! interval (from the same cgroup, same hierarchy kind and path, in the first), sorted by
-//! CPU% descending, then path. Pure arithmetic: a counter that went backwards (a cgroup
-//! removed and made again) or is missing in either reading gives no rate.
+//! interval (the model's [`cgroup_rates`]), sorted by CPU% descending, then path
+//! ([`between`]) or in tree order ([`tree_order`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use tasksnap_model::{CgroupCounters, CgroupHierarchy};
+use tasksnap_model::{cgroup_rates, CgroupCounters, CgroupHierarchy};
 
 use super::mix::Mix;
 
@@ -25,12 +24,6 @@ pub struct Row<'a> {
     pub mix: Mix,
 }
 
-/// A counter's growth between the readings as % of `elapsed_ns`.
-fn pct(before: Option<u64>, after: Option<u64>, elapsed_ns: f64) -> Option<f64> {
-    let grew = after?.checked_sub(before?)?;
-    (elapsed_ns > 0.0).then(|| grew as f64 * 100.0 / elapsed_ns)
-}
-
 /// The rows in tree order (top's cgroup view): the v2 hierarchy's, then the v1 paths'; each
 /// cgroup followed by its children, the children of one parent by CPU% (none last), then
 /// path. A row whose parent is not listed goes under its hierarchy's root, or first.
@@ -47,7 +40,7 @@ pub fn tree_order(rows: Vec<Row<'_>>) -> Vec<Row<'_>> {
         })
     };
     let key = |r: &Row| (r.c.hierarchy == CgroupHierarchy::V2, r.c.path.clone());
-    let listed: std::collections::HashSet<_> = rows.iter().map(key).collect();
+    let listed: HashSet<_> = rows.iter().map(key).collect();
     let mut children: HashMap<Option<(bool, Vec<u8>)>, Vec<usize>> = HashMap::new();
     for (i, r) in rows.iter().enumerate() {
         let v2 = r.c.hierarchy == CgroupHierarchy::V2;
@@ -94,34 +87,21 @@ pub fn between<'a>(
     mixes: &[Mix],
     elapsed: Duration,
 ) -> Vec<Row<'a>> {
-    let key = |c: &CgroupCounters| (c.hierarchy == CgroupHierarchy::V2, c.path.clone());
-    let earlier: HashMap<_, &CgroupCounters> = before.iter().map(|c| (key(c), c)).collect();
-    let elapsed_ns = elapsed.as_nanos() as f64;
     let mut rows: Vec<Row<'a>> = after
         .iter()
+        .zip(cgroup_rates(before, after, elapsed))
         .zip(
             mixes
                 .iter()
                 .copied()
                 .chain(std::iter::repeat(Mix::default())),
         )
-        .map(|(c, mix)| {
-            let b = earlier.get(&key(c));
-            let psi_some_ns = |x: &CgroupCounters| {
-                let p = x.pressure_of("cpu")?.some?;
-                Some(p.total_us.saturating_mul(1000))
-            };
-            Row {
-                c,
-                cpu_pct: pct(b.and_then(|b| b.cpu_usage_ns), c.cpu_usage_ns, elapsed_ns),
-                throttled_pct: pct(
-                    b.and_then(|b| b.cpu_throttled_ns),
-                    c.cpu_throttled_ns,
-                    elapsed_ns,
-                ),
-                psi_cpu_some_pct: pct(b.and_then(|b| psi_some_ns(b)), psi_some_ns(c), elapsed_ns),
-                mix,
-            }
+        .map(|((c, r), mix)| Row {
+            c,
+            cpu_pct: r.cpu_pct,
+            throttled_pct: r.throttled_pct,
+            psi_cpu_some_pct: r.psi_cpu_some_pct,
+            mix,
         })
         .collect();
     rows.sort_by(|a, b| {
