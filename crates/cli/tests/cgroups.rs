@@ -118,7 +118,9 @@ fn a_fake_v2_tree_as_json_and_text() {
     );
 
     let out = on_tree(t.path())
-        .args(["cgroups", "-i", "0.05", "--output", "csv"])
+        .args([
+            "cgroups", "-i", "0.05", "--output", "csv", "--states", "off",
+        ])
         .output()
         .expect("run");
     let csv = ok(&out, "cgroups --output csv");
@@ -153,6 +155,7 @@ fn a_closed_pipe_ends_quietly_and_bad_arguments_are_usage_errors() {
         ["cgroups", "-i", "0"],
         ["cgroups", "--depth", "99"],
         ["cgroups", "--output", "xml"],
+        ["cgroups", "--states", "yes"],
     ] {
         failed_saying(&tasksnap(&args), 2, "error", &format!("{args:?}"));
     }

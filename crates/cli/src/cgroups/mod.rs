@@ -60,7 +60,8 @@ struct Args {
     depth: u8,
     /// The thread-state mix (RUN, RUNQ, THRTL, D): `off` leaves the thread-state source
     /// unopened (it loads BPF programs as root).
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off)]
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off,
+          action = clap::ArgAction::Set)]
     states: bool,
 }
 
