@@ -50,9 +50,15 @@ pub(crate) fn read_file(dir: BorrowedFd<'_>, name: &str) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// Fills `c` from the files of `dir` that a hierarchy of `kind` has.
-pub(crate) fn read_counters(dir: BorrowedFd<'_>, kind: Kind, c: &mut CgroupCounters) {
-    let read = |name: &str| read_file(dir, name);
+/// Fills `c` from the files of `dir` that a hierarchy of `kind` has; whether any of them was
+/// read (a cgroup removed meanwhile has none).
+pub(crate) fn read_counters(dir: BorrowedFd<'_>, kind: Kind, c: &mut CgroupCounters) -> bool {
+    let any = std::cell::Cell::new(false);
+    let read = |name: &str| {
+        let text = read_file(dir, name);
+        any.set(any.get() || text.is_some());
+        text
+    };
     match kind {
         Kind::V2 => {
             if let Some(t) = read("cpu.stat") {
@@ -126,6 +132,7 @@ pub(crate) fn read_counters(dir: BorrowedFd<'_>, kind: Kind, c: &mut CgroupCount
             }
         }
     }
+    any.get()
 }
 
 /// `cpu.stat`'s bandwidth lines: `nr_periods`, `nr_throttled` and the throttled time under

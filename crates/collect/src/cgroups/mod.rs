@@ -149,27 +149,38 @@ fn walk_dir(
     };
     walk.budget -= 1;
     walk.found.push(record);
-    let Ok(listing) = Dir::read_from(&dir) else {
+    // The listing takes the descriptor (a borrowed one would be opened again, with a fcntl:
+    // three system calls a directory); the children's names are taken first, then each is
+    // opened relative to it.
+    let Ok(mut listing) = Dir::new(dir) else {
         return;
     };
-    for entry in listing.flatten() {
-        let name = entry.file_name().to_bytes();
-        let maybe_dir = matches!(entry.file_type(), FileType::Directory | FileType::Unknown);
-        if name == b"." || name == b".." || !maybe_dir {
-            continue;
-        }
+    let names: Vec<std::ffi::CString> = listing
+        .by_ref()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_bytes();
+            let maybe_dir = matches!(e.file_type(), FileType::Directory | FileType::Unknown);
+            maybe_dir && name != b"." && name != b".."
+        })
+        .map(|e| e.file_name().to_owned())
+        .collect();
+    let Ok(dir) = listing.fd() else {
+        return;
+    };
+    for name in names {
         if depth + 1 > walk.max_depth {
             walk.too_deep += 1;
             continue;
         }
-        let Some(child) = open_child(dir.as_fd(), entry.file_name()) else {
+        let Some(child) = open_child(dir, &name) else {
             continue;
         };
         let mut child_path = path.clone();
         if depth > 0 {
             child_path.push(b'/');
         }
-        child_path.extend_from_slice(name);
+        child_path.extend_from_slice(name.to_bytes());
         walk_dir(walk, child, child_path, depth + 1, kind, hierarchy);
     }
 }
@@ -181,8 +192,8 @@ fn open_child(parent: BorrowedFd<'_>, name: &std::ffi::CStr) -> Option<OwnedFd> 
     rustix::fs::openat(parent, name, flags, Mode::empty()).ok()
 }
 
-/// The record of the cgroup open at `dir`, or `None` when it was removed (its
-/// `cgroup.procs`, which every cgroup has, is gone).
+/// The record of the cgroup open at `dir`, or `None` when it was removed (none of its files
+/// could be read, and its `cgroup.procs`, which every cgroup has, is gone).
 fn read_cgroup(
     dir: BorrowedFd<'_>,
     path: Vec<u8>,
@@ -190,7 +201,10 @@ fn read_cgroup(
     hierarchy: &CgroupHierarchy,
 ) -> Option<CgroupCounters> {
     let mut c = CgroupCounters::new(path, hierarchy.clone());
-    files::read_counters(dir, kind, &mut c);
+    if files::read_counters(dir, kind, &mut c) {
+        return Some(c);
+    }
+    // Nothing read (a hierarchy's root may have none of the files): gone or not?
     let procs = rustix::fs::statat(dir, "cgroup.procs", rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
     procs.ok().map(|_| c)
 }
