@@ -149,6 +149,17 @@ fn walk_dir(
     };
     walk.budget -= 1;
     walk.found.push(record);
+    // A directory's link count is 2 + its subdirectories on kernfs (kernfs_get_inode():
+    // `subdirs + 2`) as on tmpfs and ext4: a leaf (most cgroups) is not listed, and one at
+    // the depth limit is counted without its listing. Other counts (1 on btrfs) mean unknown.
+    let subdirs = rustix::fs::fstat(&dir).map_or(None, |st| st.st_nlink.checked_sub(2));
+    if subdirs == Some(0) {
+        return;
+    }
+    if let Some(n) = subdirs.filter(|_| depth + 1 > walk.max_depth) {
+        walk.too_deep += n as usize;
+        return;
+    }
     // The listing takes the descriptor (a borrowed one would be opened again, with a fcntl:
     // three system calls a directory); the children's names are taken first, then each is
     // opened relative to it.
