@@ -2,7 +2,9 @@
 //! ([`crate::encode`]) and `tasksnap dump --format openmetrics` (the CLI's dump, from a
 //! recording) take their families from here, so a family has one name and type whichever
 //! writes it: the per-task families ([`TASK_CPU`], ...) are a process's in both
-//! (`tasksnap_process_cpu_seconds`) and a thread's in dump's `--what threads`.
+//! (`tasksnap_process_cpu_seconds`) and a thread's in dump's `--what threads`. The cgroup
+//! families are one per field of the model's cgroup table ([`cgroup_field`]), so serve's
+//! `tasksnap_cgroup_*` and a dump of the cgroups name each field alike.
 //!
 //! A family's HELP text is its writer's, as what it writes differs: serve's sums a group's
 //! processes since the exporter started (next to its rows in [`crate::encode`]), dump's is
