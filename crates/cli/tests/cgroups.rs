@@ -6,13 +6,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{failed_saying, ok, on_tree, tasksnap, TASKSNAP};
 use serde_json::Value;
-use tasksnap_loadgen::cpu_cgroup::{self, Spinner};
+use tasksnap_loadgen::cpu_cgroup::{self, SideGroup, Spinner};
 
 /// A fake proc root whose mountinfo shows one v2 hierarchy with a root and a child `app`
 /// (real file contents; `app` has a cgroup name that is not UTF-8 beside it).
@@ -161,51 +161,6 @@ fn a_closed_pipe_ends_quietly_and_bad_arguments_are_usage_errors() {
     }
 }
 
-/// The cgroup of the same name in the v1 hierarchy of `controller`, where the cpu group's own
-/// hierarchy does not have it (`cpuacct` with `cpu`, on some hosts; `memory`), so that the
-/// group's use of it is counted; removed when dropped.
-struct SideGroup(Option<PathBuf>);
-
-impl SideGroup {
-    fn beside(cpu_group: &Path, controller: &str, file: &str) -> SideGroup {
-        let (root, v2) = cpu_cgroup::cpu_hierarchy().expect("cpu hierarchy");
-        if v2 || std::fs::metadata(root.join(file)).is_ok() {
-            return SideGroup(None);
-        }
-        let Some(h) = cpu_cgroup::v1_hierarchy(controller) else {
-            return SideGroup(None);
-        };
-        let dir = h.join(cpu_group.file_name().expect("name"));
-        std::fs::create_dir(&dir).expect("make the side group");
-        SideGroup(Some(dir))
-    }
-
-    fn join(&self, pid: i32) {
-        if let Some(d) = &self.0 {
-            std::fs::write(d.join("cgroup.procs"), pid.to_string()).expect("join the side group");
-        }
-    }
-
-    /// A file of the group: the side group's, else the cpu group's own.
-    fn read(&self, cpu_group: &Path, file: &str) -> Option<String> {
-        let dir = self.0.as_deref().unwrap_or(cpu_group);
-        std::fs::read_to_string(dir.join(file)).ok()
-    }
-}
-
-impl Drop for SideGroup {
-    fn drop(&mut self) {
-        if let Some(d) = &self.0 {
-            for _ in 0..100 {
-                if std::fs::remove_dir(d).is_ok() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-}
-
 /// The group's memory in use as the kernel says, bytes (v1 `memory.usage_in_bytes`, v2
 /// `memory.current`).
 fn kernel_memory_bytes(cpu_group: &Path, mem: &SideGroup) -> Option<u64> {
@@ -285,7 +240,7 @@ fn a_spinner_with_a_20_percent_quota() {
     // Memory as the kernel's file said it, before and after (a spinning shell allocates
     // nothing meanwhile: the file's figure, not an estimate).
     assert!(
-        mem.0.is_none() || mem1.is_some(),
+        mem.dir().is_none() || mem1.is_some(),
         "the memory group's usage"
     );
     if let (Some(m0), Some(m1)) = (mem0, mem1) {

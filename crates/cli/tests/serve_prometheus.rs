@@ -2,7 +2,9 @@
 //! second on 127.0.0.1, asked through its HTTP API about processes this test spawns: the
 //! target is up; a CPU hog's group burns one CPU; a task stuck in D spends its time in
 //! `disk`; a group's state seconds add up to its thread count; and `promtool check metrics`
-//! finds nothing wrong with the exposition.
+//! finds nothing wrong with the exposition. And the cgroup series: a spinner in a CPU cgroup
+//! with a 20% quota that the test makes (and removes) shows its cgroup throttled and using
+//! about its quota, and `--cgroup-depth 0` shows no cgroup series.
 //!
 //! Rates are taken between two of Prometheus's samples of the counter and of
 //! `tasksnap_last_collection_timestamp_seconds`, so that they are exact over the collections'
@@ -16,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tasksnap_loadgen::cpu_cgroup::{self, SideGroup, Spinner};
 use tasksnap_loadgen::skip_unless_root;
 
 use common::serve::{per_second, tool, Config, Prometheus, Server};
@@ -218,4 +221,63 @@ fn promtool_finds_nothing_wrong(promtool: &str, exposition: &str) {
         text(&out.stdout),
         text(&out.stderr)
     );
+}
+
+/// A spinner allowed 20% of a CPU in a cgroup this test makes: Prometheus, scraping the
+/// exporter at its default `--cgroup-depth`, sees the cgroup's throttled time grow and its CPU
+/// use at about the quota (it may get less on a busy host, never much more), and its quota and
+/// period as set; an exporter started with `--cgroup-depth 0`, scraped by a second Prometheus,
+/// has no cgroup series there (the first has them).
+#[test]
+fn a_throttled_cgroup_as_prometheus_sees_it() {
+    if !cpu_cgroup::root_with_cpu_cgroups("CPU cgroups") {
+        return;
+    }
+    let Some(prometheus) = tool("TASKSNAP_PROMETHEUS") else {
+        return;
+    };
+    let spinner = Spinner::start("serve20", Some(20), None);
+    let group = spinner.group().expect("group").to_path_buf();
+    let acct = SideGroup::beside(&group, "cpuacct", "cpuacct.usage");
+    acct.join(spinner.pid());
+    // Declared after `acct`, dropped before it: the spinner is killed, then the groups go.
+    let spinner = spinner;
+    let name = format!("/{}", group.file_name().expect("name").to_string_lossy());
+    let server = Server::start(&["--interval", "1", "--backend", "procfs"]);
+    let prom = Prometheus::start(&prometheus, server.addr);
+    // And one with the cgroup families off, scraped by a Prometheus of its own meanwhile.
+    let off = Server::start(&[
+        "--interval",
+        "1",
+        "--backend",
+        "procfs",
+        "--cgroup-depth",
+        "0",
+    ]);
+    let prom_off = Prometheus::start(&prometheus, off.addr);
+    let cg = format!("{{cgroup=\"{name}\"}}");
+    let throttled = format!("tasksnap_cgroup_cpu_throttled_seconds_total{cg}");
+    prom.wait_for(&format!("{throttled} offset 11s"));
+    let grew = prom
+        .query(&per_second(&throttled, 10))
+        .expect("throttled seconds per second");
+    assert!(grew > 0.05, "throttled {grew} s/s");
+    let usage = format!("tasksnap_cgroup_cpu_usage_seconds_total{cg}");
+    let cpus = prom
+        .query(&per_second(&usage, 10))
+        .expect("CPU seconds per second");
+    assert!((0.1..=0.25).contains(&cpus), "{name} used {cpus} CPUs");
+    let quota = prom.query(&format!("tasksnap_cgroup_cpu_quota_seconds{cg}"));
+    let period = prom.query(&format!("tasksnap_cgroup_cpu_period_seconds{cg}"));
+    assert_eq!((quota, period), (Some(0.02), Some(0.1)));
+    // Off: no cgroup series and no count of the folded, the rest as before.
+    let any_cgroup = "count({__name__=~\"tasksnap_cgroups?_.+\"})";
+    assert!(prom.query(any_cgroup).is_some_and(|n| n > 4.0));
+    prom_off.wait_for("tasksnap_processes offset 2s");
+    assert_eq!(prom_off.query(any_cgroup), None);
+    drop(prom_off);
+    drop(prom);
+    let (code, said) = server.terminate();
+    assert_eq!(code, Some(0), "{said}");
+    drop(spinner);
 }

@@ -20,6 +20,7 @@ use prometheus_client::registry::{Registry, Unit};
 use tasksnap_model::states::{Mode, State};
 
 use crate::aggregate::{Group, System, TopProcess, View, EXIT_REASONS};
+use crate::cgroups::CgroupSeries;
 use crate::families::{self, Family};
 
 /// The `Content-Type` of OpenMetrics text.
@@ -65,9 +66,10 @@ pub struct Exposition {
     pub series: usize,
 }
 
-/// Encodes a view of the last collection.
-pub fn expose(view: &View<'_>, cost: &Cost) -> Exposition {
+/// Encodes a view of the last collection, and its cgroups' series when they are collected.
+pub fn expose(view: &View<'_>, cgroups: Option<Arc<CgroupSeries>>, cost: &Cost) -> Exposition {
     let families = Families {
+        cgroups,
         groups: view
             .groups
             .iter()
@@ -148,6 +150,7 @@ pub fn wants_openmetrics(accept: &str) -> bool {
 #[derive(Debug)]
 struct Families {
     groups: Vec<(String, Group)>,
+    cgroups: Option<Arc<CgroupSeries>>,
     folded: usize,
     top: Vec<TopProcess>,
     system: System,
@@ -376,12 +379,38 @@ impl Collector for Families {
             family(&mut enc, &f.family, f.help, &rows)?;
         }
         self.encode_top(&mut enc)?;
+        self.encode_cgroups(&mut enc)?;
         self.encode_system(&mut enc)?;
         self.encode_cost(&mut enc)
     }
 }
 
 impl Families {
+    /// The `tasksnap_cgroup_*` families, one per field of the model's cgroup table, and the
+    /// count of the cgroups folded into `other` (nothing when cgroups are not collected).
+    fn encode_cgroups(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
+        let Some(cg) = &self.cgroups else {
+            return Ok(());
+        };
+        for (i, f) in tasksnap_model::CGROUP_FIELDS.iter().enumerate() {
+            let rows: Rows = cg
+                .rows
+                .iter()
+                .filter_map(|r| {
+                    let v = r.values[i]?;
+                    Some((l2("cgroup", &r.cgroup, "hierarchy", r.hierarchy), v))
+                })
+                .collect();
+            family(enc, &families::cgroup_field(f), f.help, &rows)?;
+        }
+        single(
+            enc,
+            &families::CGROUPS_FOLDED,
+            "Cgroups folded into cgroup=\"other\" by the series budget at the last collection",
+            cg.folded as f64,
+        )
+    }
+
     fn encode_top(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
         let pl = |p: &TopProcess| -> Labels {
             vec![("pid", p.pid.to_string()), ("comm", p.comm.clone())]
@@ -634,7 +663,7 @@ mod tests {
         let v = a.view();
         assert_eq!(v.groups.len(), 3);
         let counted: usize = v.groups.iter().map(|(_, g)| g.series()).sum();
-        let e = expose(&v, &Cost::default());
+        let e = expose(&v, None, &Cost::default());
         let om = std::str::from_utf8(&e.openmetrics).expect("utf-8");
         // No forks (no /proc/stat counters) and no state source (no host state seconds).
         let absent = 1 + tasksnap_model::states::NSTATES;
@@ -688,7 +717,7 @@ mod tests {
             exits_source: "taskstats".into(),
             ..Cost::default()
         };
-        let e = expose(&a.view(), &taskstats);
+        let e = expose(&a.view(), None, &taskstats);
         let text = std::str::from_utf8(&e.prometheus).expect("utf-8");
         let om = std::str::from_utf8(&e.openmetrics).expect("utf-8");
         for want in [
@@ -705,7 +734,7 @@ mod tests {
         assert!(om.contains("tasksnap_group_exits_total{"), "{om}");
         // Without an exit source: no dropped counter, and the info says none.
         a.update(&mut reading(30 * S, Vec::new(), Some("not root")));
-        let e = expose(&a.view(), &taskstats);
+        let e = expose(&a.view(), None, &taskstats);
         let text = std::str::from_utf8(&e.prometheus).expect("utf-8");
         assert!(!text.contains("tasksnap_exits_dropped"), "{text}");
         assert!(text.contains("exits=\"none\""), "{text}");

@@ -2,7 +2,9 @@
 //! ([`crate::encode`]) and `tasksnap dump --format openmetrics` (the CLI's dump, from a
 //! recording) take their families from here, so a family has one name and type whichever
 //! writes it: the per-task families ([`TASK_CPU`], ...) are a process's in both
-//! (`tasksnap_process_cpu_seconds`) and a thread's in dump's `--what threads`.
+//! (`tasksnap_process_cpu_seconds`) and a thread's in dump's `--what threads`. The cgroup
+//! families are one per field of the model's cgroup table ([`cgroup_field`]), so serve's
+//! `tasksnap_cgroup_*` and a dump of the cgroups name each field alike.
 //!
 //! A family's HELP text is its writer's, as what it writes differs: serve's sums a group's
 //! processes since the exporter started (next to its rows in [`crate::encode`]), dump's is
@@ -13,6 +15,8 @@
 //! documented in docs/serve.md and docs/record.md.
 
 use std::borrow::Cow;
+
+use tasksnap_model::{CgroupField, CgroupKind, CgroupUnit};
 
 /// What a family's series are of: its name's prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +31,8 @@ pub enum Scope {
     Thread,
     /// The machine-wide figures of a recording (`tasksnap_system_`).
     System,
+    /// One cgroup (`tasksnap_cgroup_`).
+    Cgroup,
 }
 
 impl Scope {
@@ -38,6 +44,7 @@ impl Scope {
             Scope::Process => "tasksnap_process_",
             Scope::Thread => "tasksnap_thread_",
             Scope::System => "tasksnap_system_",
+            Scope::Cgroup => "tasksnap_cgroup_",
         }
     }
 }
@@ -218,6 +225,8 @@ pub const LAST_COLLECTION_TIMESTAMP: Family =
     Family::new(Host, "last_collection_timestamp", Some(Seconds), Gauge);
 /// Groups folded into `other`.
 pub const GROUPS_FOLDED: Family = Family::new(Host, "groups_folded", None, Gauge);
+/// Cgroups folded into `cgroup="other"`.
+pub const CGROUPS_FOLDED: Family = Family::new(Host, "cgroups_folded", None, Gauge);
 /// What reads tasks, thread states and exits.
 pub const SOURCE: Family = Family::new(Host, "source", None, Info);
 /// The exporter's version.
@@ -238,6 +247,35 @@ pub const SYSTEM_EXITS_DROPPED: Family = Family::new(System, "exits_dropped", No
 /// `load1`, `vmstat_pgfault`, ...): the column's name is the family's.
 pub fn system_figure(column: &str, kind: Type) -> Family {
     Family::system(column.to_string(), None, kind)
+}
+
+/// The family of a cgroup field of the model's table ([`tasksnap_model::CGROUP_FIELDS`]), in
+/// base units: the field's name less its unit (`_ns` and `_us` become seconds, `_bytes` stays
+/// bytes) and, for a counter, less a `_total` its samples add back (`cpu_throttled_ns`:
+/// `tasksnap_cgroup_cpu_throttled_seconds`, samples `..._total`; `psi_io_some_total_us`:
+/// `tasksnap_cgroup_psi_io_some_seconds`); a limit is a gauge.
+pub fn cgroup_field(f: &CgroupField) -> Family {
+    let (suffix, unit) = match f.unit {
+        CgroupUnit::Ns => ("_ns", Some(Seconds)),
+        CgroupUnit::Us => ("_us", Some(Seconds)),
+        CgroupUnit::Bytes => ("_bytes", Some(Bytes)),
+        CgroupUnit::Count => ("", None),
+    };
+    let kind = match f.kind {
+        CgroupKind::Counter => Counter,
+        CgroupKind::Gauge | CgroupKind::Limit => Gauge,
+    };
+    let stem = f.name.strip_suffix(suffix).unwrap_or(f.name);
+    let stem = match kind {
+        Counter => stem.strip_suffix("_total").unwrap_or(stem),
+        _ => stem,
+    };
+    Family {
+        scope: Scope::Cgroup,
+        stem: Cow::Borrowed(stem),
+        unit,
+        kind,
+    }
 }
 
 /// The 10-second pressure stall average of `resource`, percent.
@@ -276,5 +314,51 @@ mod tests {
             system_figure("mem_total_bytes", Gauge).name(),
             "tasksnap_system_mem_total_bytes"
         );
+    }
+
+    #[test]
+    fn cgroup_fields_are_in_base_units() {
+        let family = |name: &str| {
+            let f = tasksnap_model::cgroup_field(name).expect(name);
+            let fam = cgroup_field(f);
+            (fam.name(), fam.kind)
+        };
+        let want = [
+            ("cpu_usage_ns", "tasksnap_cgroup_cpu_usage_seconds", Counter),
+            (
+                "cpu_throttled_ns",
+                "tasksnap_cgroup_cpu_throttled_seconds",
+                Counter,
+            ),
+            ("cpu_quota_us", "tasksnap_cgroup_cpu_quota_seconds", Gauge),
+            ("cpu_periods", "tasksnap_cgroup_cpu_periods", Counter),
+            (
+                "memory_current_bytes",
+                "tasksnap_cgroup_memory_current_bytes",
+                Gauge,
+            ),
+            (
+                "memory_limit_bytes",
+                "tasksnap_cgroup_memory_limit_bytes",
+                Gauge,
+            ),
+            ("io_read_bytes", "tasksnap_cgroup_io_read_bytes", Counter),
+            ("oom_kills", "tasksnap_cgroup_oom_kills", Counter),
+            ("pids_current", "tasksnap_cgroup_pids_current", Gauge),
+            (
+                "psi_io_some_total_us",
+                "tasksnap_cgroup_psi_io_some_seconds",
+                Counter,
+            ),
+        ];
+        for (field, name, kind) in want {
+            assert_eq!(family(field), (name.to_string(), kind), "{field}");
+        }
+        // Every field has a family of its own.
+        let names: std::collections::HashSet<String> = tasksnap_model::CGROUP_FIELDS
+            .iter()
+            .map(|f| cgroup_field(f).name())
+            .collect();
+        assert_eq!(names.len(), tasksnap_model::CGROUP_FIELDS.len());
     }
 }

@@ -5,6 +5,8 @@
 //! - [`aggregate`]: readings (tasks, thread-state totals and the processes that exited, from
 //!   `tasksnap_collect::sampler`) into per-group counters that only grow (an exited
 //!   process's final figures included), with the series count bounded;
+//! - [`cgroups`]: the host's cgroups (`Host::cgroups`) into the `tasksnap_cgroup_*` series,
+//!   the least busy folded into `cgroup="other"` beyond a series budget;
 //! - [`label`]: a name's bytes as a label value (lossless: distinct names stay distinct);
 //! - [`families`]: the one definition of each metric family (name, unit, type) serve and
 //!   `tasksnap dump --format openmetrics` write;
@@ -16,6 +18,7 @@
 #![deny(missing_docs)]
 
 pub mod aggregate;
+pub mod cgroups;
 pub mod config;
 pub mod encode;
 pub mod families;
@@ -23,6 +26,7 @@ pub mod group;
 pub mod label;
 
 pub use aggregate::{Aggregator, Options};
+pub use cgroups::{CgroupSeries, Cgroups};
 pub use config::Config;
 pub use encode::{expose, Cost, Exposition};
 pub use group::Grouping;

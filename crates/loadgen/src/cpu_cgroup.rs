@@ -1,7 +1,8 @@
 //! Spinning processes in CPU cgroups with a quota, for the tests that measure throttling
 //! (collect's states_throttle, the CLI's cgroups): the hierarchy with the `cpu` controller
 //! (cgroup v1's, or v2's where it has the controller), a cgroup made with a quota and removed
-//! when its spinner is dropped, and the kernel's throttled time of it. Root only.
+//! when its spinner is dropped (and its twin in a `cpuacct` hierarchy of its own, so its usage
+//! is counted), and the kernel's throttled time of it. Root only.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
@@ -160,6 +161,60 @@ pub fn make_group(name: &str, pct: u64) -> PathBuf {
         write(&dir.join("cpu.cfs_quota_us"), &quota_us.to_string());
     }
     dir
+}
+
+/// The cgroup of the same name as a CPU cgroup in the v1 hierarchy of another controller,
+/// where the cpu group's own hierarchy does not have it (`cpuacct`, a hierarchy of its own on
+/// some hosts; `memory`), so that the group's use of it is counted; removed when dropped.
+#[derive(Debug)]
+pub struct SideGroup(Option<PathBuf>);
+
+impl SideGroup {
+    /// Made beside `cpu_group` in `controller`'s hierarchy, unless the cpu hierarchy has
+    /// `file` itself (v2, or the controllers mounted together) or there is none.
+    pub fn beside(cpu_group: &Path, controller: &str, file: &str) -> SideGroup {
+        let (root, v2) = cpu_hierarchy().expect("cpu hierarchy");
+        if v2 || std::fs::metadata(root.join(file)).is_ok() {
+            return SideGroup(None);
+        }
+        let Some(h) = v1_hierarchy(controller) else {
+            return SideGroup(None);
+        };
+        let dir = h.join(cpu_group.file_name().expect("name"));
+        std::fs::create_dir(&dir).expect("make the side group");
+        SideGroup(Some(dir))
+    }
+
+    /// Its directory (`None`: none was made).
+    pub fn dir(&self) -> Option<&Path> {
+        self.0.as_deref()
+    }
+
+    /// Moves `pid` into it.
+    pub fn join(&self, pid: i32) {
+        if let Some(d) = &self.0 {
+            std::fs::write(d.join("cgroup.procs"), pid.to_string()).expect("join the side group");
+        }
+    }
+
+    /// A file of the group: the side group's, else the cpu group's own.
+    pub fn read(&self, cpu_group: &Path, file: &str) -> Option<String> {
+        let dir = self.0.as_deref().unwrap_or(cpu_group);
+        std::fs::read_to_string(dir.join(file)).ok()
+    }
+}
+
+impl Drop for SideGroup {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            for _ in 0..100 {
+                if std::fs::remove_dir(d).is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
 }
 
 fn write(path: &Path, text: &str) {

@@ -1,6 +1,7 @@
 //! `tasksnap serve`: the Prometheus exporter. A collection thread takes a reading of the
 //! host every interval through the sampler (tasksnap-collect, the recorder's loop: BPF kept
-//! loaded, tasks read incrementally), aggregates it per group and encodes both exposition
+//! loaded, tasks read incrementally) and of its cgroups (`Host::cgroups`, down to
+//! `--cgroup-depth`), aggregates them per group and per cgroup, and encodes both exposition
 //! formats once (tasksnap-export); the HTTP side ([`http`]) answers every scrape with the
 //! bytes of the last collection. A scrape therefore costs the same at 100 or 100,000 tasks,
 //! many scrapers cost nothing more, and a slow collection delays no scrape. The sampler
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use tasksnap_collect::{Host, QueryService, ReadingOptions, Readings};
 use tasksnap_export::encode::{Cost, Exposition};
-use tasksnap_export::{Aggregator, Config, Grouping, Options};
+use tasksnap_export::{Aggregator, Cgroups, Config, Grouping, Options};
 use tasksnap_model::Backend;
 
 use crate::when;
@@ -38,7 +39,8 @@ use shared::Shared;
 pub const DEFAULT_PORT: u16 = 8275;
 
 /// Exposes per-group process and thread metrics (CPU, time by scheduler state, D-state wait
-/// reasons, memory, I/O, faults, context switches, exits) to Prometheus, in OpenMetrics or the
+/// reasons, memory, I/O, faults, context switches, exits) and per-cgroup counters (CPU,
+/// throttling, memory, I/O, pressure) to Prometheus, in OpenMetrics or the
 /// Prometheus text format; as root (BPF, else taskstats), processes that exit between collections
 /// count too.
 ///
@@ -76,6 +78,12 @@ pub struct Args {
     /// limit).
     #[arg(long, value_name = "N", default_value = "20000")]
     pub max_series: usize,
+
+    /// Per-cgroup series (tasksnap_cgroup_*) for the cgroups down to depth N of each hierarchy
+    /// (the root is 0; 0 turns them off). They take at most half of --max-series: beyond it the
+    /// cgroups that used the least CPU are folded into cgroup="other".
+    #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u64).range(0..=64))]
+    pub cgroup_depth: u64,
 
     /// D-state wait reasons named per group; the rest are reason="other".
     #[arg(long, value_name = "K", default_value = "5", value_parser = clap::value_parser!(u64).range(0..=100))]
@@ -234,10 +242,32 @@ struct Started {
     first_ms: f64,
 }
 
+/// What `serve` collects of the cgroups: how deep, and what is kept between collections.
+struct CgroupOptions {
+    /// The deepest level read (the root is 0); 0: no cgroup series.
+    depth: usize,
+    /// The most series they show (0: no limit).
+    max_series: usize,
+}
+
+impl CgroupOptions {
+    /// `--cgroup-depth`, and half of `--max-series` (0: no limit stays none).
+    fn of(args: &Args) -> CgroupOptions {
+        CgroupOptions {
+            depth: args.cgroup_depth as usize,
+            max_series: args.max_series.div_ceil(2),
+        }
+    }
+}
+
 /// The collection side: one sampler and one aggregator, kept for the exporter's life.
 struct Collection {
+    /// What reads the cgroups (the sampler's sources are opened from it too).
+    host: Host,
     sampler: Readings,
     aggregator: Aggregator,
+    /// The cgroups' series and how deep to read them (`None`: `--cgroup-depth 0`).
+    cgroups: Option<(Cgroups, usize)>,
     cost: Cost,
     timings: bool,
     /// The HTTP thread's CPU clock (see [`collection_cpu_ns`]).
@@ -250,6 +280,7 @@ impl Collection {
     fn open(
         backend: Backend,
         opts: Options,
+        cgroups: CgroupOptions,
         timings: bool,
         http_clock: Option<libc::clockid_t>,
     ) -> Result<Collection, String> {
@@ -279,8 +310,10 @@ impl Collection {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 ..Cost::default()
             },
+            host,
             sampler,
             aggregator: Aggregator::new(opts),
+            cgroups: (cgroups.depth > 0).then(|| (Cgroups::new(cgroups.max_series), cgroups.depth)),
             timings,
             http_clock,
         })
@@ -307,6 +340,16 @@ impl Collection {
         let c0 = collection_cpu_ns(self.http_clock);
         let reading = self.sampler.read_mut()?;
         let t1 = Instant::now();
+        // The cgroups are read here, on the collection thread, so a scrape never waits on
+        // cgroupfs; their series are counted against --max-series before the groups fold.
+        let cgroups = self.cgroups.as_mut().map(|(cg, depth)| {
+            cg.update(&self.host.cgroups(*depth));
+            cg.shown()
+        });
+        let tc = Instant::now();
+        if let Some(cg) = &cgroups {
+            self.aggregator.show_beside(cg.series());
+        }
         self.aggregator.update(reading);
         let t2 = Instant::now();
         let taken = reading.snapshot.taken_at_unix_ns;
@@ -315,7 +358,7 @@ impl Collection {
         self.cost.tasks_backend = self.sampler.report().backend.name().to_string();
         // The cost shown is the last finished collection's: this one's encoding is part of
         // it, and its own figure cannot be in the bytes it is encoding.
-        let exposition = tasksnap_export::expose(&self.aggregator.view(), &self.cost);
+        let exposition = tasksnap_export::expose(&self.aggregator.view(), cgroups, &self.cost);
         self.cost.collect_seconds = t0.elapsed().as_secs_f64();
         let cpu_ns = collection_cpu_ns(self.http_clock).saturating_sub(c0);
         self.cost.collect_cpu_seconds += cpu_ns as f64 / 1e9;
@@ -325,9 +368,10 @@ impl Collection {
                 line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
             }
             warn!(
-                "tasksnap serve: {line}aggregate {:.1} ms, encode {:.1} ms; {} series, {} B; \
-                 CPU {:.1} ms",
-                (t2 - t1).as_secs_f64() * 1e3,
+                "tasksnap serve: {line}cgroups {:.1} ms, aggregate {:.1} ms, encode {:.1} ms; {} \
+                 series, {} B; CPU {:.1} ms",
+                (tc - t1).as_secs_f64() * 1e3,
+                (t2 - tc).as_secs_f64() * 1e3,
                 t2.elapsed().as_secs_f64() * 1e3,
                 exposition.series,
                 exposition.openmetrics.len(),
@@ -516,6 +560,7 @@ fn start_collecting(
         reasons_per_group: args.reasons as usize,
         ..Options::default()
     };
+    let cgroups = CgroupOptions::of(args);
     let backend = args.backend;
     let timings = args.timings;
     // This thread answers HTTP once the collection thread has started.
@@ -524,7 +569,7 @@ fn start_collecting(
         .name("collect".into())
         .spawn(move || {
             lower_priority();
-            let mut c = match Collection::open(backend, opts, timings, http_clock) {
+            let mut c = match Collection::open(backend, opts, cgroups, timings, http_clock) {
                 Ok(c) => c,
                 Err(e) => {
                     let _ = started_tx.send(Err(e));

@@ -79,6 +79,9 @@ pub struct Aggregator {
     pub(super) top: Vec<TopProcess>,
     pub(super) system: System,
     pub(super) collections: u64,
+    /// Series the same exposition shows beside the groups' (the cgroups'): `max_series`
+    /// bounds them all ([`Aggregator::show_beside`]).
+    pub(super) beside: usize,
 }
 
 impl Aggregator {

@@ -108,6 +108,7 @@ impl Aggregator {
             top: Vec::new(),
             system: System::default(),
             collections: 0,
+            beside: 0,
         }
     }
 

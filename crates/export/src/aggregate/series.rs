@@ -90,7 +90,7 @@ impl Aggregator {
                 .then(b.1.now.threads.cmp(&a.1.now.threads))
                 .then(a.0.cmp(b.0))
         });
-        let fixed = fixed_series(self.opts.top_n);
+        let fixed = fixed_series(self.opts.top_n) + self.beside;
         let limit = self.opts.max_series;
         let all: usize = names.iter().map(|(_, g)| g.series()).sum();
         if limit == 0 || fixed + all <= limit {
@@ -141,6 +141,13 @@ impl Aggregator {
         shown.sort_unstable();
         self.shown = shown;
         self.folded = folded;
+    }
+
+    /// Tells the next collections that the exposition shows `series` more series beside the
+    /// groups' (the cgroup families): `max_series` bounds them all, so the groups fold at
+    /// what is left.
+    pub fn show_beside(&mut self, series: usize) {
+        self.beside = series;
     }
 
     /// What the last collection shows.

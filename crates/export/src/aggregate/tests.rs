@@ -223,6 +223,31 @@ fn max_series_folds_the_least_busy_groups_into_other() {
     assert_series_fit(&v);
 }
 
+/// Series shown beside the groups' (the cgroup families) come out of the same `max_series`:
+/// groups that fit without them are folded to make room.
+#[test]
+fn series_shown_beside_leave_the_groups_less_room() {
+    let shown = |a: &Aggregator| -> usize { a.view().groups.iter().map(|(_, g)| g.series()).sum() };
+    let mut a = Aggregator::new(Options::default());
+    a.update(&mut reading(100 * S, twenty_groups(1), None));
+    a.update(&mut reading(110 * S, twenty_groups(2), None));
+    let twenty = shown(&a);
+    let max = fixed_series(0) + twenty;
+    let mut a = Aggregator::new(Options {
+        max_series: max,
+        ..Options::default()
+    });
+    a.update(&mut reading(100 * S, twenty_groups(1), None));
+    a.update(&mut reading(110 * S, twenty_groups(2), None));
+    assert_eq!(a.view().folded, 0);
+    a.show_beside(twenty / 2);
+    a.update(&mut reading(120 * S, twenty_groups(3), None));
+    let v = a.view();
+    assert!(v.folded > 0, "nothing folded");
+    assert_eq!(v.groups.last().map(|(n, _)| *n), Some(OTHER_GROUP));
+    assert!(fixed_series(0) + twenty / 2 + shown(&a) <= max);
+}
+
 #[test]
 fn top_n_are_the_busiest_in_the_interval() {
     let mut a = Aggregator::new(Options {
