@@ -41,6 +41,13 @@ pub(crate) fn read_file(dir: BorrowedFd<'_>, name: &str) -> Option<Vec<u8>> {
     while len < buf.len() {
         match rustix::io::read(&fd, &mut buf[len..]) {
             Ok(0) => break,
+            // A control file is a seq_file: a read returns all of it that fits, so a read
+            // shorter than the room is its end (no second read to see 0: a system call a
+            // file, a third of the walk's reads).
+            Ok(n) if n < buf.len() - len => {
+                len += n;
+                break;
+            }
             Ok(n) => len += n,
             Err(rustix::io::Errno::INTR) => continue,
             Err(_) => return None,
