@@ -309,6 +309,16 @@ fn live_view_in_a_terminal() {
     });
     t.keys(&["g"]);
     t.wait_for("the process view again", |s| s.contains("PID USER"));
+    // Enter in the cgroup view drills into the top row's cgroup; the top row is a
+    // hierarchy's root, which holds every process: it says so and stays.
+    t.keys(&["g"]);
+    t.wait_for("the cgroup view", |s| s.contains("HIER  TASKS"));
+    t.keys(&["Enter"]);
+    t.wait_for("the root's answer", |s| {
+        s.contains("HIER  TASKS") && s.contains("holds every process")
+    });
+    t.keys(&["g"]);
+    t.wait_for("the process view again", |s| s.contains("PID USER"));
     // Threads view.
     t.keys(&["H"]);
     t.wait_for("the threads view", |s| s.contains("Threads:"));

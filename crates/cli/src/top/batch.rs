@@ -44,7 +44,7 @@ pub fn run(mut top: Top) -> anyhow::Result<()> {
         if let Some(cgroups) = &frame.cgroups {
             line(&mut out, &super::cgroup_view::header())?;
             for row in cgroups {
-                line(&mut out, row)?;
+                line(&mut out, &row.text)?;
             }
         } else {
             line(&mut out, &top.column_header())?;

@@ -20,7 +20,7 @@ pub struct Frame {
     pub header: Vec<String>,
     pub lines: Vec<Row>,
     /// The cgroup view's rows, when it is on (shown instead of `lines`).
-    pub cgroups: Option<Vec<String>>,
+    pub cgroups: Option<Vec<cgroup_view::Row>>,
 }
 
 /// What the live view draws: the header, the column header and the text of the rows in the
@@ -40,6 +40,8 @@ pub struct Page {
     pub scroll: usize,
     /// Why these rows lack command lines and shared memory, if they do.
     pub rows_error: Option<String>,
+    /// In the cgroup view, each row's `CGROUP` filter (what Enter drills into).
+    pub cgroup_filters: Vec<String>,
 }
 
 /// Where the tasks come from: the host, or a recording.
@@ -293,7 +295,7 @@ impl Top {
 
     /// The cgroup view's rows when it is on (its last reading dropped when it is off, so that
     /// turning it on again starts a fresh interval).
-    fn cgroup_lines(&mut self) -> Option<Vec<String>> {
+    fn cgroup_lines(&mut self) -> Option<Vec<cgroup_view::Row>> {
         if !self.opts.cgroups {
             self.cgroup_view = Default::default();
             return None;
@@ -301,11 +303,12 @@ impl Top {
         Some(match &self.source {
             Source::Live(host) => {
                 let listing = host.cgroups(cgroup_view::DEPTH);
-                self.cgroup_view.lines(listing, Instant::now(), self.locale)
+                self.cgroup_view.rows(listing, Instant::now(), self.locale)
             }
-            Source::Replay(_) => {
-                vec!["(a recording holds no cgroups: `tasksnap cgroups` reads the host's)".into()]
-            }
+            Source::Replay(_) => vec![cgroup_view::Row {
+                text: "(a recording holds no cgroups: `tasksnap cgroups` reads the host's)".into(),
+                filter: String::new(),
+            }],
         })
     }
 
@@ -684,8 +687,19 @@ impl Top {
             return Page {
                 header: frame.header.clone(),
                 column_header: cgroup_view::header(),
-                rows: lines.iter().skip(scroll).take(room).cloned().collect(),
+                rows: lines
+                    .iter()
+                    .skip(scroll)
+                    .take(room)
+                    .map(|r| r.text.clone())
+                    .collect(),
                 ids: Vec::new(),
+                cgroup_filters: lines
+                    .iter()
+                    .skip(scroll)
+                    .take(room)
+                    .map(|r| r.filter.clone())
+                    .collect(),
                 total: lines.len(),
                 scroll,
                 rows_error: None,
@@ -708,6 +722,7 @@ impl Top {
             total: frame.lines.len(),
             scroll,
             rows_error: self.rows_error.clone(),
+            cgroup_filters: Vec::new(),
         }
     }
 

@@ -35,7 +35,8 @@ tasksnap top: keys
   R         reverse the order                  V    tree       H  threads
   c         full command lines                 /    filter by name
   w         each process's top wait reason (the kernel stack it spent most off-CPU time in)
-  g         the cgroup view: a row per cgroup (as tasksnap cgroups), tree order
+  g         the cgroup view: a row per cgroup (as tasksnap cgroups), tree order;
+            Enter there: the processes of the cgroup on the top row
   G         a CGROUP column (as ps -o cgroup)
   e         the processes that exited in the interval, as <name>; EXIT: code or signal
   u         filter by user                     o    filter FIELD=text, FIELD>n, FIELD<n
@@ -285,6 +286,26 @@ fn exit_on_hangup() {
     drop(spawned);
 }
 
+/// In the cgroup view, Enter: the task view of the cgroup on the top row (its `CGROUP`
+/// filter; `=` clears it).
+fn drill_into_cgroup(app: &mut App) {
+    let Some(text) = app.shown.as_ref().and_then(|p| p.cgroup_filters.first()) else {
+        return;
+    };
+    if text.is_empty() {
+        app.message = Some("a hierarchy's root holds every process: scroll to a cgroup".into());
+        return;
+    }
+    let Some(filter) = Filter::parse(&format!("CGROUP={text}")) else {
+        return;
+    };
+    app.opts.other_filter = Some(filter);
+    app.opts.cgroups = false;
+    app.scroll = 0;
+    app.message = Some("the cgroup's processes (CGROUP filter; = clears it)".into());
+    refresh_now(app);
+}
+
 fn rows_total(app: &App) -> usize {
     app.shown.as_ref().map_or(0, |p| p.total)
 }
@@ -411,6 +432,7 @@ fn on_view_key(app: &mut App, k: KeyEvent) {
             app.scroll = 0;
             app.options_changed(true);
         }
+        KeyCode::Enter => drill_into_cgroup(app),
         KeyCode::Char('G') => {
             o.show_cgroup = !o.show_cgroup;
             app.options_changed(false);
