@@ -188,6 +188,7 @@ fn reading(k: u64) -> Reading {
         exits_dropped: 0,
         exits_missing: None,
         host: Default::default(),
+        cgroups: None,
     }
 }
 
