@@ -6,13 +6,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{failed_saying, ok, on_tree, tasksnap, TASKSNAP};
 use serde_json::Value;
-use tasksnap_loadgen::cpu_cgroup::{self, Spinner};
+use tasksnap_loadgen::cpu_cgroup::{self, AcctGroup, Spinner};
 
 /// A fake proc root whose mountinfo shows one v2 hierarchy with a root and a child `app`
 /// (real file contents; `app` has a cgroup name that is not UTF-8 beside it).
@@ -154,42 +154,6 @@ fn a_closed_pipe_ends_quietly_and_bad_arguments_are_usage_errors() {
     }
 }
 
-/// The cpuacct hierarchy's cgroup of the same name, where cpuacct is a v1 hierarchy of its
-/// own (so that the group's CPU usage is counted); removed when dropped.
-struct AcctGroup(Option<PathBuf>);
-
-impl AcctGroup {
-    fn beside(cpu_group: &Path) -> AcctGroup {
-        let (root, v2) = cpu_cgroup::cpu_hierarchy().expect("cpu hierarchy");
-        if v2 || std::fs::metadata(root.join("cpuacct.usage")).is_ok() {
-            return AcctGroup(None);
-        }
-        let acct = cpu_cgroup::v1_hierarchy("cpuacct").expect("a cpuacct hierarchy");
-        let dir = acct.join(cpu_group.file_name().expect("name"));
-        std::fs::create_dir(&dir).expect("make the cpuacct group");
-        AcctGroup(Some(dir))
-    }
-
-    fn join(&self, pid: i32) {
-        if let Some(d) = &self.0 {
-            std::fs::write(d.join("cgroup.procs"), pid.to_string()).expect("join cpuacct");
-        }
-    }
-}
-
-impl Drop for AcctGroup {
-    fn drop(&mut self) {
-        if let Some(d) = &self.0 {
-            for _ in 0..100 {
-                if std::fs::remove_dir(d).is_ok() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-}
-
 /// The kernel's usage and throttled time of the group, ns.
 fn kernel_ns(cpu_group: &Path, acct: &AcctGroup) -> (u64, u64) {
     let field = |text: &str, key: &str| {
@@ -197,7 +161,7 @@ fn kernel_ns(cpu_group: &Path, acct: &AcctGroup) -> (u64, u64) {
             .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
     };
     let stat = std::fs::read_to_string(cpu_group.join("cpu.stat")).expect("cpu.stat");
-    let usage = match &acct.0 {
+    let usage = match acct.dir() {
         Some(d) => std::fs::read_to_string(d.join("cpuacct.usage")).expect("usage"),
         None => std::fs::read_to_string(cpu_group.join("cpuacct.usage")).unwrap_or_default(),
     };

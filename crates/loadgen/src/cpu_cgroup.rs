@@ -1,7 +1,8 @@
 //! Spinning processes in CPU cgroups with a quota, for the tests that measure throttling
-//! (collect's states_throttle, the CLI's cgroups): the hierarchy with the `cpu` controller
-//! (cgroup v1's, or v2's where it has the controller), a cgroup made with a quota and removed
-//! when its spinner is dropped, and the kernel's throttled time of it. Root only.
+//! (collect's states_throttle, the CLI's cgroups and record): the hierarchy with the `cpu`
+//! controller (cgroup v1's, or v2's where it has the controller), a cgroup made with a quota
+//! and removed when its spinner is dropped, the kernel's throttled time of it, and the
+//! `cpuacct` group of the same path where that is a v1 hierarchy of its own. Root only.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
@@ -134,6 +135,52 @@ impl Drop for Spinner {
             // The group empties once the killed spinner is reaped.
             for _ in 0..100 {
                 if std::fs::remove_dir(g).is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// The cpuacct hierarchy's cgroup of the same path as a CPU cgroup, where cpuacct is a v1
+/// hierarchy of its own (so that the group's CPU usage is counted: a v1 record merges the
+/// hierarchies that have its path); removed when dropped.
+#[derive(Debug)]
+pub struct AcctGroup(Option<PathBuf>);
+
+impl AcctGroup {
+    /// The group beside `cpu_group` (none needed where `cpu` and `cpuacct` share a hierarchy,
+    /// or on v2).
+    pub fn beside(cpu_group: &Path) -> AcctGroup {
+        let (root, v2) = cpu_hierarchy().expect("cpu hierarchy");
+        if v2 || std::fs::metadata(root.join("cpuacct.usage")).is_ok() {
+            return AcctGroup(None);
+        }
+        let acct = v1_hierarchy("cpuacct").expect("a cpuacct hierarchy");
+        let dir = acct.join(cpu_group.file_name().expect("name"));
+        std::fs::create_dir(&dir).expect("make the cpuacct group");
+        AcctGroup(Some(dir))
+    }
+
+    /// Its directory (`None`: not needed here).
+    pub fn dir(&self) -> Option<&Path> {
+        self.0.as_deref()
+    }
+
+    /// Moves `pid` into it.
+    pub fn join(&self, pid: i32) {
+        if let Some(d) = &self.0 {
+            std::fs::write(d.join("cgroup.procs"), pid.to_string()).expect("join cpuacct");
+        }
+    }
+}
+
+impl Drop for AcctGroup {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            for _ in 0..100 {
+                if std::fs::remove_dir(d).is_ok() {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(10));
