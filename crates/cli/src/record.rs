@@ -33,8 +33,8 @@ use crate::when;
 /// Each sample holds every process and thread (state, parents, ids, CPU times, faults,
 /// memory, I/O, scheduler counters), each thread's time in each scheduler state and its
 /// wait reasons (exact with BPF as root; the /proc fallback otherwise, marked as such), the
-/// command line and cgroup once per task, and /proc/stat, meminfo, loadavg, vmstat and
-/// pressure. Read it back with `tasksnap ps --replay DIR`, `top --replay`, `states --replay`
+/// command line and cgroup once per task, /proc/stat, meminfo, loadavg, vmstat and
+/// pressure, and the cgroups with their own counters (`--cgroup-depth`). Read it back with `tasksnap ps --replay DIR`, `top --replay`, `states --replay`
 /// and `dump`.
 #[derive(Debug, Parser)]
 #[command(name = "tasksnap record")]
@@ -76,6 +76,12 @@ pub struct Args {
     /// Keep the kernel stacks of S waits too (D waits always).
     #[arg(long)]
     pub why_sleep: bool,
+
+    /// Record the host's cgroups with their counters (CPU, throttling, memory, I/O, pids,
+    /// pressure) every sample, down to this depth below each hierarchy's root (0: none).
+    /// A delta stores only the cgroups that differ from its key frame.
+    #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u16).range(0..=64))]
+    pub cgroup_depth: u16,
 
     /// After each sample, print to stderr where its time went (sampler phases, encoding,
     /// writing) and its size.
@@ -175,23 +181,29 @@ fn run(args: &Args) -> ExitCode {
         let (states, why) = sampler.states_report();
         warn!(
             "tasksnap record: recording to {} every {} (tasks: {}; thread states: {}, {}; \
-             exits: {}); stop with Ctrl-C",
+             exits: {}; cgroups: {}); stop with Ctrl-C",
             args.dir.display(),
             humantime::format_duration(args.interval),
             sampler.report().why,
             states.map(|b| b.name()).unwrap_or("off"),
             why,
             sampler.exits_source().map_or("none", |s| s.description()),
+            match args.cgroup_depth {
+                0 => "off".to_string(),
+                d => format!("to depth {d}"),
+            },
         );
     }
     let mut run = Run {
         args,
+        host,
         recorder,
         sampler,
         carry,
         tally: Tally::default(),
         // Said once: at the first sample when there is no exit source, or when one stops.
         exits_missing_said: args.quiet,
+        cgroups_read: Duration::ZERO,
     };
     let start = Instant::now();
     let code = run.record(&signals, start);
@@ -218,15 +230,19 @@ fn run(args: &Args) -> ExitCode {
     code
 }
 
-/// A recording run: the store, the sampler, and what it has cost so far.
+/// A recording run: the host (its cgroups are read each sample), the store, the sampler, and
+/// what it has cost so far.
 struct Run<'a> {
     args: &'a Args,
+    host: Host,
     recorder: Recorder,
     sampler: Readings,
     carry: Carry,
     tally: Tally,
     /// The missing exit source was said (or is never to be: `--quiet`).
     exits_missing_said: bool,
+    /// Time the last sample's cgroups took to read.
+    cgroups_read: Duration,
 }
 
 impl Run<'_> {
@@ -260,9 +276,19 @@ impl Run<'_> {
     /// Takes one reading and appends it to the store; on an error, said, the exit code.
     fn sample(&mut self) -> Result<(), ExitCode> {
         let c0 = own_cpu_ns();
+        let depth = usize::from(self.args.cgroup_depth);
         let (reading, changes) = match self.sampler.read_changed() {
             Ok((r, changes)) => {
                 self.carry.apply(r);
+                let c0 = Instant::now();
+                r.cgroups = (depth > 0).then(|| self.host.cgroups(depth));
+                self.cgroups_read = c0.elapsed();
+                // What the first walk left out (too deep, too many), said once.
+                if let (0, false, Some(l)) = (self.tally.samples, self.args.quiet, &r.cgroups) {
+                    for n in &l.notes {
+                        warn!("tasksnap record: cgroups: {n}");
+                    }
+                }
                 (&*r, changes)
             }
             Err(e) => {
@@ -288,7 +314,7 @@ impl Run<'_> {
         let cpu_ns = own_cpu_ns().saturating_sub(c0);
         tally.cpu_ns += cpu_ns;
         if let (true, Ok(a)) = (self.args.timings, &result) {
-            say_timings(&self.sampler, a, cpu_ns);
+            say_timings(&self.sampler, self.cgroups_read, a, cpu_ns);
         }
         say_warnings(&mut self.recorder);
         let appended = match result {
@@ -308,10 +334,10 @@ impl Run<'_> {
     }
 }
 
-/// `--timings`: where a sample's time went, and its size.
-fn say_timings(sampler: &Readings, a: &Appended, cpu_ns: u64) {
+/// `--timings`: where a sample's time went (`cgroups`: reading the cgroups), and its size.
+fn say_timings(sampler: &Readings, cgroups: Duration, a: &Appended, cpu_ns: u64) {
     let mut line = String::new();
-    for (name, d) in sampler.phases() {
+    for &(name, d) in sampler.phases().iter().chain(&[("cgroups", cgroups)]) {
         line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
     }
     warn!(

@@ -279,7 +279,8 @@ fn record_says_the_clock_stepped_back_and_goes_on() {
 /// A store written before exit records and host identities were kept (history format minor
 /// 0: `tasksnap-loadgen fake-proc`'s three processes, three samples, recorded by a build
 /// of that format, checked in under tests/fixtures) still reads: the same rows, no exits (null, not
-/// zero: the recorder did not say), no host.
+/// zero: the recorder did not say), no host, no cgroups table (`dump --what cgroups` is
+/// empty and says why).
 #[test]
 fn a_store_from_before_exits_and_hosts_still_reads() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-format1-minor0");
@@ -322,6 +323,15 @@ fn a_store_from_before_exits_and_hosts_still_reads() {
     ]);
     let csv = ok(&out, "dump");
     assert_eq!(csv.lines().skip(1).collect::<Vec<_>>(), [",,,"; 3], "{csv}");
+    // Nor a cgroups table (minor 4): the table is empty, and the dump says why.
+    for format in ["csv", "json"] {
+        let out = tasksnap(&["dump", "--dir", d, "--what", "cgroups", "--format", format]);
+        let rows = ok(&out, "dump --what cgroups");
+        let header = usize::from(format == "csv");
+        assert_eq!(rows.lines().count(), header, "{rows}");
+        let said = text(&out.stderr);
+        assert!(said.contains("holds no cgroups table"), "{said}");
+    }
     let out = tasksnap(&["ps", "--replay", d, "-e", "-o", "pid=,comm="]);
     let listed: Vec<String> = ok(&out, "ps --replay")
         .lines()

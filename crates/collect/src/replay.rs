@@ -156,6 +156,7 @@ mod tests {
             exits_dropped: 0,
             exits_missing: None,
             host: Default::default(),
+            cgroups: None,
         };
         let mut c = ReplayCollector::new(reading, std::path::Path::new("/proc"));
         let ask = |login| {

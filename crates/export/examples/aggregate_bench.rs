@@ -133,6 +133,7 @@ fn reading(procs: i32, threads: i32, k: u64) -> Reading {
         exits_dropped: 0,
         exits_missing: None,
         host: Default::default(),
+        cgroups: None,
     }
 }
 

@@ -169,6 +169,7 @@ fn host(r: &mut Rng, ntasks: usize, per_proc: usize, at: u64) -> Reading {
         exits_dropped: 0,
         exits_missing: None,
         host: Default::default(),
+        cgroups: None,
     }
 }
 

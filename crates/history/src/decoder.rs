@@ -3,9 +3,11 @@
 
 use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
 use tasksnap_model::{
-    Backend, HostIdentity, Reading, Snapshot, SnapshotStats, SystemFigures, Task, TaskId,
+    Backend, CgroupCounters, HostIdentity, Reading, Snapshot, SnapshotStats, SystemFigures, Task,
+    TaskId,
 };
 
+use crate::cgroups::{get_cgroups, CGROUPS};
 use crate::encoder::META;
 use crate::exits::{get_exits, EXITS};
 use crate::host::{get_host, HOST};
@@ -31,6 +33,8 @@ struct Base {
     threads: Option<BaseThreads>,
     system: SystemFigures,
     host: HostIdentity,
+    /// Its cgroups table (`None`: the key had none).
+    cgroups: Option<Vec<CgroupCounters>>,
 }
 
 /// Rebuilds readings from payloads. Give it, in store order, the names payloads
@@ -120,6 +124,9 @@ impl Decoder {
             (None, Some(b)) => b.host.clone(),
             (None, None) => HostIdentity::default(),
         };
+        // A store older than minor 4 has no such column: no table.
+        let key_cgroups = base.and_then(|b| b.cgroups.as_deref());
+        let cgroups = get_cgroups(c.c(CGROUPS), key_cgroups)?;
         // Tasks: a key's rows, or the base merged with the delta's.
         let mut tasks = match base {
             None if head.ngone != 0 => return Err(HistoryError::Corrupt("gone tasks in a key")),
@@ -143,6 +150,7 @@ impl Decoder {
                 threads: new_base_threads,
                 system: head.system.clone(),
                 host: host.clone(),
+                cgroups: cgroups.as_ref().map(|l| l.cgroups.clone()),
             });
         }
         Ok(Reading {
@@ -160,6 +168,7 @@ impl Decoder {
             exits_dropped,
             exits_missing,
             host,
+            cgroups,
         })
     }
 }

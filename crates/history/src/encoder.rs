@@ -2,8 +2,11 @@
 //! It keeps the last key's rows (to compare against) and the names given since that key.
 
 use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
-use tasksnap_model::{Cgroup, HostIdentity, Reading, ReadingChanges, SystemFigures, Task, TaskId};
+use tasksnap_model::{
+    Cgroup, CgroupCounters, HostIdentity, Reading, ReadingChanges, SystemFigures, Task, TaskId,
+};
 
+use crate::cgroups::{put_delta as put_cgroups_delta, put_full as put_cgroups, CGROUPS};
 use crate::exits::{put_exits, EXITS};
 use crate::host::{put_host, HOST};
 use crate::meta::{put_backend, put_mode, put_reasons, put_stats, put_system, Reasons};
@@ -16,8 +19,8 @@ use crate::wire::{put_bytes, put_header, put_key_idx, put_u, Cols, FrameType};
 pub const DEFAULT_KEY_EVERY: u32 = 60;
 
 /// Column count of a sample frame (META, the task columns, the thread columns, the exits,
-/// the host identity).
-pub(crate) const SAMPLE_COLS: usize = 36;
+/// the host identity, the throttled time, the cgroups table).
+pub(crate) const SAMPLE_COLS: usize = 37;
 /// The sample frame's sequential column.
 pub(crate) const META: usize = 0;
 
@@ -47,6 +50,8 @@ struct Key {
     threads: Option<KeyThreads>,
     system: SystemFigures,
     host: HostIdentity,
+    /// Its cgroups table in identity order (`None`: the key had none).
+    cgroups: Option<Vec<CgroupCounters>>,
 }
 
 /// Turns readings into payloads. Deltas are written against the last key, which is written
@@ -284,6 +289,7 @@ impl Encoder {
         }
         put_exits(c.c(EXITS), r);
         put_host(c.c(HOST), &r.host);
+        let cgroups = put_cgroups(c.c(CGROUPS), r.cgroups.as_ref());
         c.finish(&mut out);
         self.cols = c;
         let taken_at = r.snapshot.taken_at_unix_ns;
@@ -309,6 +315,7 @@ impl Encoder {
             threads: key_threads,
             system: r.system.clone(),
             host: r.host.clone(),
+            cgroups,
         });
         Encoded {
             key: true,
@@ -548,6 +555,7 @@ fn write_delta(
         Some(s) => put_thread_rows(c, s, kth, &threads),
     }
     put_exits(c.c(EXITS), r);
+    put_cgroups_delta(c.c(CGROUPS), r.cgroups.as_ref(), k.cgroups.as_deref());
     c.finish(&mut out);
     let names = (!tasks.new_names.is_empty()).then(|| {
         let entries: Vec<_> = tasks

@@ -34,6 +34,10 @@
 //! * Each thread row's throttled time (the seventh thread state) is in a column of its own
 //!   (format minor 3, see `threads.rs`): a reader of an older minor reads it as runnable, as
 //!   a build without the state measured it; a store written before reads with none.
+//! * Each sample frame may hold the host's cgroups table (format minor 4, see `cgroups.rs`):
+//!   a key's in full, a delta's as the cgroups that differ from the key's, are new, or are
+//!   gone. A reader of an older minor skips it; a store written before, or a reading without
+//!   one, decodes with `cgroups: None`.
 //! * Every payload starts with a header: magic `TH`, format major and minor (`u16` LE each),
 //!   and the frame type. A newer major is refused with [`HistoryError::NewerFormat`]; data a
 //!   newer minor appends (columns, trailing fields) is ignored.
@@ -49,6 +53,7 @@
 //! anything is allocated, and every failure is a [`HistoryError`], never a panic.
 #![deny(missing_docs)]
 
+mod cgroups;
 mod decoder;
 mod encoder;
 mod exits;

@@ -10,7 +10,7 @@ pub(crate) const MAGIC: [u8; 2] = *b"TH";
 /// Format major version this build writes and reads; a newer major is refused.
 pub(crate) const MAJOR: u16 = 1;
 /// Format minor version this build writes; a newer minor only adds data this build skips.
-pub(crate) const MINOR: u16 = 3;
+pub(crate) const MINOR: u16 = 4;
 
 /// What a payload holds (the byte after the version).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

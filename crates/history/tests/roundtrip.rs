@@ -11,10 +11,12 @@ use tasksnap_history::{
     FORMAT_MAJOR,
 };
 use tasksnap_model::states::{Mode, Sample, State, ThreadTotals, NSTATES};
+use tasksnap_model::Limit;
 use tasksnap_model::{
-    Backend, Base, CmdlineMissing, Comm, CpuTicks, Cred, Exit, HostIdentity, Io, LoadAverages, Mem,
-    Memory, Pressure, PressureLine, Reading, ReadingChanges, Sched, Snapshot, SnapshotStats, Stat,
-    StatCounters, SystemFigures, Task, TaskId, TaskState, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES,
+    Backend, Base, CgroupCounters, CgroupHierarchy, CgroupListing, CmdlineMissing, Comm, CpuTicks,
+    Cred, Exit, HostIdentity, Io, LoadAverages, Mem, Memory, Pressure, PressureLine, Reading,
+    ReadingChanges, Sched, Snapshot, SnapshotStats, Stat, StatCounters, SystemFigures, Task,
+    TaskId, TaskState, BOOT_ID_MAX_BYTES, HOSTNAME_MAX_BYTES,
 };
 
 mod common;
@@ -305,6 +307,106 @@ fn new_exit(r: &mut Rng, at: u64) -> Exit {
     }
 }
 
+/// A cgroup record of any bytes and values: each value absent, unlimited (the limits) or a
+/// number; v2 or v1 with some controllers; pressure lines or none.
+fn new_cgroup(r: &mut Rng) -> CgroupCounters {
+    let hierarchy = if r.chance(50) {
+        CgroupHierarchy::V2
+    } else {
+        CgroupHierarchy::V1((0..r.below(3)).map(|_| r.text(8)).collect())
+    };
+    let mut path = b"/".to_vec();
+    path.extend(r.bytes(30));
+    let mut c = CgroupCounters::new(path, hierarchy);
+    touch_cgroup(r, &mut c);
+    c
+}
+
+/// New values for some of `c`'s counters (limits unlimited now and then).
+fn touch_cgroup(r: &mut Rng, c: &mut CgroupCounters) {
+    let n = |r: &mut Rng, v: &mut Option<u64>| {
+        if r.chance(40) {
+            *v = r.opt(Rng::num);
+        }
+    };
+    for v in [
+        &mut c.cpu_usage_ns,
+        &mut c.cpu_period_us,
+        &mut c.cpu_periods,
+        &mut c.cpu_throttled_periods,
+        &mut c.cpu_throttled_ns,
+        &mut c.memory_current_bytes,
+        &mut c.oom_kills,
+        &mut c.swap_current_bytes,
+        &mut c.io_read_bytes,
+        &mut c.io_write_ops,
+        &mut c.pids_current,
+    ] {
+        n(r, v);
+    }
+    let limit = |r: &mut Rng| {
+        r.opt(|r| {
+            if r.chance(30) {
+                Limit::Unlimited
+            } else {
+                Limit::At(r.num())
+            }
+        })
+    };
+    if r.chance(30) {
+        c.cpu_quota_us = limit(r);
+        c.memory_limit_bytes = limit(r);
+    }
+    if r.chance(30) {
+        c.pressure = (0..r.below(3))
+            .map(|i| Pressure {
+                resource: ["cpu", "memory", "io"][i as usize].into(),
+                some: r.opt(|r| PressureLine {
+                    avg_pct: [r.below(100) as f64 / 4.0, 0.0, 1.5],
+                    total_us: r.num(),
+                }),
+                full: None,
+            })
+            .collect();
+    }
+}
+
+/// The next cgroup listing after `prev` (`None`: not read): most records as they were, some
+/// touched, some gone, some new, in a shuffled order.
+fn cgroups(r: &mut Rng, prev: &mut Vec<CgroupCounters>) -> Option<CgroupListing> {
+    prev.retain(|_| !r.chance(10));
+    for c in prev.iter_mut() {
+        if r.chance(20) {
+            touch_cgroup(r, c);
+        }
+    }
+    for _ in 0..r.below(4) {
+        let c = new_cgroup(r);
+        let v1 = |x: &CgroupCounters| matches!(x.hierarchy, CgroupHierarchy::V1(_));
+        if !prev.iter().any(|p| p.path == c.path && v1(p) == v1(&c)) {
+            prev.push(c);
+        }
+    }
+    let n = prev.len();
+    if n > 1 {
+        prev.swap(r.below(n as u64) as usize, r.below(n as u64) as usize);
+    }
+    (!r.chance(10)).then(|| CgroupListing {
+        cgroups: prev.clone(),
+        notes: (0..r.below(2)).map(|_| r.text(12)).collect(),
+    })
+}
+
+/// `l` as a recording gives it back: its records in identity order (v2 first, then v1, by
+/// path bytes).
+fn in_identity_order(l: &Option<CgroupListing>) -> Option<CgroupListing> {
+    let mut l = l.clone()?;
+    let rank = |c: &CgroupCounters| matches!(c.hierarchy, CgroupHierarchy::V1(_));
+    l.cgroups
+        .sort_by(|a, b| (rank(a), &a.path).cmp(&(rank(b), &b.path)));
+    Some(l)
+}
+
 fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
     let mut r = Rng(seed | 1);
     let mut at: u64 = r.below(1 << 40);
@@ -330,6 +432,9 @@ fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
         boot_id: hr.opt(|hr| hr.bytes(BOOT_ID_MAX_BYTES as u64)),
     };
     let mut host = ident(&mut hr);
+    // The cgroups from a generator of their own too.
+    let mut cr = Rng(seed ^ 0xc6);
+    let mut cgroup_pool = Vec::new();
     let mut out = Vec::new();
     for _ in 0..steps {
         if hr.chance(10) {
@@ -426,6 +531,7 @@ fn readings(seed: u64, steps: usize, tasks: usize) -> Vec<Reading> {
             exits_dropped,
             exits_missing,
             host: host.clone(),
+            cgroups: cgroups(&mut cr, &mut cgroup_pool),
         });
     }
     out
@@ -464,6 +570,12 @@ fn check(orig: &Reading, got: &Reading, key: Option<&Reading>) -> Result<(), Str
     }
     if orig.host != got.host {
         return Err(format!("hosts differ: {:?} vs {:?}", orig.host, got.host));
+    }
+    if in_identity_order(&orig.cgroups) != got.cgroups {
+        return Err(format!(
+            "cgroups differ: {:?} vs {:?}",
+            orig.cgroups, got.cgroups
+        ));
     }
     match (&orig.states, &got.states) {
         (None, None) => Ok(()),
@@ -815,8 +927,9 @@ fn varint(p: &[u8], i: &mut usize) -> u64 {
     v
 }
 
-/// A sample payload as format `minor` (0 or 1) wrote it: the header saying so, and only the
-/// columns that minor had (33 in minor 0, the exits column added in 1, the host column in 2).
+/// A sample payload as format `minor` (0 to 3) wrote it: the header saying so, and only the
+/// columns that minor had (33 in minor 0, the exits column added in 1, the host column in 2,
+/// the throttled column in 3; minor 4 added the cgroups column).
 fn as_minor(p: &[u8], minor: u16) -> Vec<u8> {
     // Header: magic (2), major (2), minor (2), frame type (1); then the column count and
     // each column as (length, bytes).
@@ -873,10 +986,12 @@ fn decode_also_as_minor(
 }
 
 /// `r` as a store before minor 3 gives it back: throttled time (no state of its own then) is
-/// runnable time, as a build without the state measured it. (The key a check compares a delta's
-/// omitted threads against is folded the same way.)
+/// runnable time, as a build without the state measured it, and there is no cgroups table
+/// (minor 4). (The key a check compares a delta's omitted threads against is folded the same
+/// way.)
 fn before_throttled(r: &Reading) -> Reading {
     let mut r = r.clone();
+    r.cgroups = None;
     if let Some(s) = &mut r.states {
         for t in s.threads.values_mut() {
             let (run, thr) = (State::Runnable.index(), State::Throttled.index());
@@ -910,6 +1025,24 @@ fn a_sample_from_before_the_throttled_state_decodes_it_as_runnable() {
         assert_eq!(check(&want, old, Some(&key)), Ok(()));
     });
     assert!(throttled > 0, "throttled threads are tested");
+}
+
+/// A store from before the cgroups table (format minor 3, no cgroups column), which is also
+/// what a reader of minor 3 makes of a newer store (it skips the column): every sample, key
+/// or delta, decodes without a table, the rest as written.
+#[test]
+fn a_sample_from_before_cgroups_decodes_without_a_table() {
+    let rs = readings(17, 8, 12);
+    let mut tables = 0;
+    decode_also_as_minor(&rs, 3, |r, key, got, old| {
+        assert_eq!(check(r, got, Some(key)), Ok(()));
+        tables += usize::from(r.cgroups.as_ref().is_some_and(|l| !l.cgroups.is_empty()));
+        assert_eq!(old.cgroups, None);
+        let mut want = r.clone();
+        want.cgroups = None;
+        assert_eq!(check(&want, old, Some(key)), Ok(()));
+    });
+    assert!(tables > 2, "tables are tested");
 }
 
 /// A store from before exits were stored (format minor 0, no exits column): its samples,

@@ -1,8 +1,9 @@
 //! Spinning processes in CPU cgroups with a quota, for the tests that measure throttling
-//! (collect's states_throttle, the CLI's cgroups): the hierarchy with the `cpu` controller
-//! (cgroup v1's, or v2's where it has the controller), a cgroup made with a quota and removed
-//! when its spinner is dropped (and its twin in a `cpuacct` hierarchy of its own, so its usage
-//! is counted), and the kernel's throttled time of it. Root only.
+//! (collect's states_throttle, the CLI's cgroups, serve and record): the hierarchy with the
+//! `cpu` controller (cgroup v1's, or v2's where it has the controller), a cgroup made with a
+//! quota and removed when its spinner is dropped, its twins in other v1 hierarchies (`cpuacct` of its own, so
+//! its usage is counted; `memory`: [`SideGroup`]), and the kernel's throttled time of it.
+//! Root only.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;

@@ -1,11 +1,12 @@
 //! A [`Reading`]: everything tasksnap knows about the host at one moment (its tasks, every
 //! thread's state-time totals, the machine-wide figures) and the processes that exited
-//! since the previous reading, and which machine and boot it was taken on. The recorder takes one per
+//! since the previous reading, which machine and boot it was taken on, and the host's cgroups
+//! with their counters when they were read. The recorder takes one per
 //! interval and stores it; replay hands the same type back, so that a front end shows the
 //! past through the code it shows the present with.
 
 use crate::states::Sample;
-use crate::{Exit, HostIdentity, Snapshot, SystemFigures, TaskId};
+use crate::{CgroupListing, Exit, HostIdentity, Snapshot, SystemFigures, TaskId};
 
 /// The host at one moment.
 #[derive(Debug, Clone)]
@@ -30,11 +31,16 @@ pub struct Reading {
     /// The machine and boot it was taken on (unknown parts `None`: a recording from before
     /// tasksnap kept them says nothing).
     pub host: HostIdentity,
+    /// The host's cgroups with their own counters (`Host::cgroups`), when they were read:
+    /// `None` when not (a recorder told not to, a recording from before tasksnap kept them).
+    /// Read back from a recording, the records are in identity order (the v2 hierarchy's
+    /// first, then v1's, each by path bytes).
+    pub cgroups: Option<CgroupListing>,
 }
 
 impl Reading {
     /// A reading of `snapshot` alone: no thread states, no system figures, no exits (from an
-    /// exit source that saw none), its host unknown.
+    /// exit source that saw none), its host unknown, no cgroups.
     pub fn of(snapshot: Snapshot) -> Reading {
         Reading {
             snapshot,
@@ -44,6 +50,7 @@ impl Reading {
             exits_dropped: 0,
             exits_missing: None,
             host: HostIdentity::default(),
+            cgroups: None,
         }
     }
 

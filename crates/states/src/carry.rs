@@ -372,6 +372,7 @@ mod tests {
             exits_dropped: 0,
             exits_missing: None,
             host: Default::default(),
+            cgroups: None,
         }
     }
 

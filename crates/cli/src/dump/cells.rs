@@ -15,6 +15,8 @@ pub enum Value {
     Time(i64),
     /// An integer.
     Int(i64),
+    /// An unsigned integer (the cgroup counters: Parquet `UINT64`).
+    UInt(u64),
     /// A float.
     Float(f64),
     /// Text.

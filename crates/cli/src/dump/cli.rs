@@ -1,7 +1,9 @@
 //! `tasksnap dump`'s command line: which recording and window (`--dir`, `--from`, `--to`),
 //! which table, format and fields, and where to (`--output`, stdout by default; with
 //! `--partition`, a directory of hive-style Parquet partitions). The rows are
-//! [`super::write`]'s; the readings come from tasksnap-history. Exit codes: 0 written; 1 the
+//! [`super::write`]'s; the readings come from tasksnap-history. `--what cgroups` of a window
+//! whose readings hold no cgroups table (recorded before tasksnap kept them, or with
+//! `--cgroup-depth 0`) writes an empty table and says so on stderr. Exit codes: 0 written; 1 the
 //! recording could not be read or the output written (a `| head` that stops reading is not
 //! an error); 2 bad usage.
 
@@ -116,11 +118,17 @@ fn run(args: &Args) -> anyhow::Result<()> {
     }
     crate::recording::overlaps(&args.dir, (from, to), (first, last))?;
     let mut readings = history.readings(from, to)?;
+    // Whether a reading of the window has a cgroups table (for `--what cgroups`).
+    let mut tables = false;
     if let (true, Some(dir)) = (args.partition, &args.output) {
         let root = partition_root(dir, history.store().directory())?;
-        let mut items = readings.by_ref().map(Ok::<_, anyhow::Error>);
+        let mut items = readings
+            .by_ref()
+            .inspect(|r| tables |= r.cgroups.is_some())
+            .map(Ok::<_, anyhow::Error>);
         super::write::write_partitioned(&mut items, &opts, root)?;
         warn_lost(args, readings.lost());
+        warn_no_cgroups(args, tables);
         return Ok(());
     }
     // Never into the recording being read (it could overwrite a segment it reads), never
@@ -140,7 +148,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
                 std::io::stdout().lock(),
             )),
         };
-        let mut items = readings.by_ref().map(Ok::<_, anyhow::Error>);
+        let mut items = readings
+            .by_ref()
+            .inspect(|r| tables |= r.cgroups.is_some())
+            .map(Ok::<_, anyhow::Error>);
         super::write::write(&mut items, &opts, &mut out)?;
         out.flush()?;
     }
@@ -150,7 +161,21 @@ fn run(args: &Args) -> anyhow::Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     warn_lost(args, readings.lost());
+    warn_no_cgroups(args, tables);
     Ok(())
+}
+
+/// `--what cgroups` of readings without a cgroups table: the (empty) table is written, and
+/// this says why it is empty.
+fn warn_no_cgroups(args: &Args, tables: bool) {
+    if args.what == What::Cgroups && !tables {
+        warn!(
+            "tasksnap dump: the recording in {} holds no cgroups table in this window (it was \
+             recorded by a tasksnap that did not keep them, or with --cgroup-depth 0): the \
+             table is empty",
+            args.dir.display()
+        );
+    }
 }
 
 fn warn_lost(args: &Args, lost: u64) {

@@ -1,4 +1,5 @@
-//! The dump's column catalogue: which columns `processes`, `threads` and `system` have (name,
+//! The dump's column catalogue: which columns `processes`, `threads`, `system` and `cgroups`
+//! have (name,
 //! type, meaning, and the OpenMetrics family each numeric one becomes) and what each is
 //! computed from ([`Source`]); the rows are [`super::rows`]'.
 //!
@@ -12,13 +13,18 @@
 //! exited process's figures) say which fields of the table they show another way
 //! ([`Source::shows`]).
 //!
+//! The `cgroups` table's counters are the model's cgroup field table
+//! (`tasksnap_model::CGROUP_FIELDS`), one column per field under its name (its unit at the
+//! end), UINT64; a limit field has a `<name>_unlimited` flag beside it, since its number is
+//! null both when it was not read and when the kernel says there is none.
+//!
 //! Every table ends with `host`, `host_bytes` and `boot_id`: the machine and boot the
 //! reading was taken on (the recording's `HostIdentity`), the same on every row of a reading,
 //! null for a recording from before tasksnap kept them.
 
 use tasksnap_export::families::{self, Family, Scope, Type};
-use tasksnap_model::fields;
 use tasksnap_model::states::{State, NSTATES};
+use tasksnap_model::{fields, CgroupKind, CgroupUnit, CGROUP_FIELDS};
 
 use super::options::What;
 
@@ -29,6 +35,8 @@ pub enum Kind {
     Time,
     /// A signed 64-bit integer.
     Int,
+    /// An unsigned 64-bit integer (Parquet `UINT64`).
+    UInt,
     /// A 64-bit float.
     Float,
     /// UTF-8 text (invalid bytes of the source replaced by U+FFFD).
@@ -101,6 +109,17 @@ pub(super) enum Source {
     Host,
     HostBytes,
     BootId,
+    /// A cgroup's path as text (invalid UTF-8 replaced), and its exact bytes.
+    CgroupPath,
+    CgroupPathBytes,
+    /// `v2` or `v1`.
+    CgroupHierarchy,
+    /// The v1 controllers, comma-separated.
+    CgroupControllers,
+    /// The field of [`CGROUP_FIELDS`] at this index: its number.
+    CgroupField(usize),
+    /// Whether the (limit) field of [`CGROUP_FIELDS`] at this index is none.
+    CgroupUnlimited(usize),
 }
 
 impl Source {
@@ -162,9 +181,16 @@ fn bytes_col(of: &str, source: Source) -> Column {
     )
 }
 
-/// The name of the `_bytes` sibling of a text column that has one (see [`bytes_col`]):
-/// choosing the column brings the sibling along, so no choice of columns loses bytes.
+/// The name of the `_bytes` sibling of a text column that has one (see [`bytes_col`]), or of
+/// the `_unlimited` flag of a cgroup limit: choosing the column brings the sibling along, so
+/// no choice of columns loses bytes or says a limit is unknown when it is none.
 pub fn sibling(c: &Column) -> Option<String> {
+    if let Source::CgroupField(i) = c.source {
+        return CGROUP_FIELDS
+            .get(i)
+            .filter(|f| f.kind == CgroupKind::Limit)
+            .map(|f| format!("{}_unlimited", f.name));
+    }
     matches!(
         c.source,
         Source::User
@@ -172,6 +198,7 @@ pub fn sibling(c: &Column) -> Option<String> {
             | Source::Args
             | Source::Cgroup
             | Source::Host
+            | Source::CgroupPath
             | Source::ModelText(_)
     )
     .then(|| format!("{}_bytes", c.name))
@@ -291,6 +318,7 @@ pub fn columns(what: What) -> Vec<Column> {
         What::Processes => task_columns(false),
         What::Threads => task_columns(true),
         What::System => system_columns(),
+        What::Cgroups => cgroup_columns(),
     };
     v.extend(identity_columns());
     v
@@ -533,7 +561,7 @@ pub(super) fn unrecorded(f: &fields::Field) -> bool {
 /// `cpu_seconds`...: [`Source::shows`]) are left out, and so are those of the groups a
 /// recording does not keep ([`unrecorded`]).
 pub fn more_columns(what: What) -> Vec<Column> {
-    if what == What::System {
+    if matches!(what, What::System | What::Cgroups) {
         return Vec::new();
     }
     let shown = columns(what);
@@ -548,6 +576,63 @@ pub fn more_columns(what: What) -> Vec<Column> {
                 v.push(col(f.name, Kind::Text, f.help, Source::ModelText(f)));
                 v.push(bytes_col(f.name, Source::ModelBytes(f)));
             }
+        }
+    }
+    v
+}
+
+/// The `cgroups` table's columns: the cgroup's identity, then every field of the model's
+/// cgroup table in its order (a limit with its `_unlimited` flag). No OpenMetrics families:
+/// [`super::select`] refuses that format for this table.
+fn cgroup_columns() -> Vec<Column> {
+    use Kind::{Bool, Text, Time};
+    let mut v = vec![
+        col(
+            "time",
+            Time,
+            "when the reading was taken (UTC)",
+            Source::Time,
+        ),
+        col(
+            "path",
+            Text,
+            "the cgroup's path below its hierarchy's root (`/` is the root)",
+            Source::CgroupPath,
+        ),
+        bytes_col("path", Source::CgroupPathBytes),
+        col(
+            "hierarchy",
+            Text,
+            "v2, or v1 (the v1 hierarchies that have this path, merged)",
+            Source::CgroupHierarchy,
+        ),
+        col(
+            "controllers",
+            Text,
+            "the controllers of the v1 hierarchies merged, comma-separated; null for v2",
+            Source::CgroupControllers,
+        ),
+    ];
+    for (i, f) in CGROUP_FIELDS.iter().enumerate() {
+        let unit = match f.unit {
+            CgroupUnit::Ns => ", ns",
+            CgroupUnit::Us => ", microseconds",
+            CgroupUnit::Bytes => ", bytes",
+            CgroupUnit::Count => "",
+        };
+        let null = match f.kind {
+            CgroupKind::Limit => "null when not read or none",
+            CgroupKind::Counter | CgroupKind::Gauge => "null when not read",
+        };
+        let help = format!("{}{unit}; {null}", f.help);
+        v.push(col(f.name, Kind::UInt, &help, Source::CgroupField(i)));
+        if f.kind == CgroupKind::Limit {
+            v.push(col(
+                &format!("{}_unlimited", f.name),
+                Bool,
+                &format!("{} is none (`max`, -1); null when not read", f.name),
+                Source::CgroupUnlimited(i),
+            ));
         }
     }
     v
@@ -693,7 +778,7 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_required_ones_are_there() {
-        for what in [What::Processes, What::Threads, What::System] {
+        for what in [What::Processes, What::Threads, What::System, What::Cgroups] {
             let cols = columns(what);
             let mut names: Vec<&str> = cols.iter().map(|c| c.name.as_str()).collect();
             names.sort_unstable();

@@ -56,6 +56,7 @@ fn render(v: &Value, buf: &mut String) {
             Ok(())
         }
         Value::Int(n) => write!(buf, "{n}"),
+        Value::UInt(n) => write!(buf, "{n}"),
         Value::Float(x) if x.is_finite() => write!(buf, "{x}"),
         Value::Float(_) => Ok(()),
         Value::Text(s) => {

@@ -55,6 +55,7 @@ impl Sink for JsonSink<'_> {
                 Value::Time(ns) => serde_json::to_writer(&mut *out, &rfc3339_micros(*ns))
                     .map_err(std::io::Error::from)?,
                 Value::Int(n) => write!(out, "{n}")?,
+                Value::UInt(n) => write!(out, "{n}")?,
                 Value::Float(x) if x.is_finite() => {
                     serde_json::to_writer(&mut *out, x).map_err(std::io::Error::from)?
                 }

@@ -1,12 +1,12 @@
 //! `tasksnap dump`'s writer side: recorded [`Reading`](tasksnap_model::Reading)s out as a
-//! table of processes, threads or system figures, in CSV, JSON Lines, Parquet or OpenMetrics
-//! text. What is asked is [`options`]' (format, table, columns by name), the columns chosen
-//! [`select`]'s from the catalogue of [`mod@columns`] (their cells [`cells`]'), the rows
-//! [`rows`]' (an exited process's [`exit_rows`]'), the loop from readings to rows to a
-//! format's [`sink`] [`mod@write`]'s; each format is its own module. Reading the recording
-//! (`--dir`, `--from`, `--to`) is the caller's ([`cli`]): it hands [`write::write`] an iterator
-//! of readings in time order, or [`write::write_partitioned`] for Parquet files in hive-style
-//! directories ([`partition`]).
+//! table of processes, threads, system figures or cgroups, in CSV, JSON Lines, Parquet or
+//! OpenMetrics text (not cgroups). What is asked is [`options`]' (format, table, columns by
+//! name), the columns chosen [`select`]'s from the catalogue of [`mod@columns`] (their cells
+//! [`cells`]'), the rows [`rows`]' (an exited process's [`exit_rows`]'), the loop from
+//! readings to rows to a format's [`sink`] [`mod@write`]'s; each format is its own module.
+//! Reading the recording (`--dir`, `--from`, `--to`) is the caller's ([`cli`]): it hands
+//! [`write::write`] an iterator of readings in time order, or [`write::write_partitioned`]
+//! for Parquet files in hive-style directories ([`partition`]).
 //!
 //! Errors: an error item from the iterator stops the dump; what was written before it is
 //! flushed (and a Parquet file closed, so it is readable) and the error is returned saying

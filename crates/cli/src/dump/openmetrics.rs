@@ -189,6 +189,7 @@ impl Sink for OpenMetricsSink<'_> {
                 // No `_bytes` column is a label; this arm only keeps the match whole.
                 Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
                 Value::Int(n) => n.to_string(),
+                Value::UInt(n) => n.to_string(),
                 Value::Float(x) => x.to_string(),
                 Value::Bool(b) => b.to_string(),
                 Value::Time(ns) => ns.to_string(),
@@ -204,6 +205,7 @@ impl Sink for OpenMetricsSink<'_> {
         for t in &self.targets {
             let v = match &row[t.col] {
                 Value::Int(n) => Some(*n as f64),
+                Value::UInt(n) => Some(*n as f64),
                 Value::Float(x) => Some(*x),
                 Value::Time(ns) => Some(*ns as f64),
                 Value::Bool(b) => Some(f64::from(u8::from(*b))),

@@ -24,6 +24,9 @@ pub enum What {
     Threads,
     /// One row per reading: CPU, memory, load, vmstat and pressure figures.
     System,
+    /// One row per cgroup per reading: its hierarchy and every counter of the model's
+    /// cgroup field table.
+    Cgroups,
 }
 
 impl What {
@@ -33,6 +36,7 @@ impl What {
             What::Processes => "processes",
             What::Threads => "threads",
             What::System => "system",
+            What::Cgroups => "cgroups",
         }
     }
 }

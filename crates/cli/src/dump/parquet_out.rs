@@ -1,5 +1,6 @@
 //! Parquet through the arrow and parquet crates: one Arrow column per chosen column (`time`
-//! and `start_time` as `TIMESTAMP(MICROSECOND, UTC)`, integers INT64, floats DOUBLE, text
+//! and `start_time` as `TIMESTAMP(MICROSECOND, UTC)`, integers INT64 (the cgroup counters
+//! UINT64), floats DOUBLE, text
 //! UTF8, exact bytes BINARY, flags BOOLEAN, all nullable), rows gathered into record batches of [`BATCH_ROWS`],
 //! one row group each, zstd-compressed. The parquet writer wants an owned `Write + Send`: it
 //! writes into a `Vec` that is drained into the caller's writer after every row group, so
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use arrow_array::builder::{
     BinaryBuilder, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
-    TimestampMicrosecondBuilder,
+    TimestampMicrosecondBuilder, UInt64Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -31,6 +32,7 @@ fn data_type(k: Kind) -> DataType {
     match k {
         Kind::Time => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
         Kind::Int => DataType::Int64,
+        Kind::UInt => DataType::UInt64,
         Kind::Float => DataType::Float64,
         Kind::Text => DataType::Utf8,
         Kind::Bytes => DataType::Binary,
@@ -42,6 +44,7 @@ fn data_type(k: Kind) -> DataType {
 enum Builder {
     Time(TimestampMicrosecondBuilder),
     Int(Int64Builder),
+    UInt(UInt64Builder),
     Float(Float64Builder),
     Text(StringBuilder),
     Bytes(BinaryBuilder),
@@ -53,6 +56,7 @@ impl Builder {
         match k {
             Kind::Time => Builder::Time(TimestampMicrosecondBuilder::new().with_timezone("UTC")),
             Kind::Int => Builder::Int(Int64Builder::new()),
+            Kind::UInt => Builder::UInt(UInt64Builder::new()),
             Kind::Float => Builder::Float(Float64Builder::new()),
             Kind::Text => Builder::Text(StringBuilder::new()),
             Kind::Bytes => Builder::Bytes(BinaryBuilder::new()),
@@ -67,6 +71,8 @@ impl Builder {
             (Builder::Time(b), _) => b.append_null(),
             (Builder::Int(b), Value::Int(n)) => b.append_value(*n),
             (Builder::Int(b), _) => b.append_null(),
+            (Builder::UInt(b), Value::UInt(n)) => b.append_value(*n),
+            (Builder::UInt(b), _) => b.append_null(),
             (Builder::Float(b), Value::Float(x)) => b.append_value(*x),
             (Builder::Float(b), _) => b.append_null(),
             (Builder::Text(b), Value::Text(s)) => b.append_value(s),
@@ -82,6 +88,7 @@ impl Builder {
         match self {
             Builder::Time(b) => Arc::new(b.finish()),
             Builder::Int(b) => Arc::new(b.finish()),
+            Builder::UInt(b) => Arc::new(b.finish()),
             Builder::Float(b) => Arc::new(b.finish()),
             Builder::Text(b) => Arc::new(b.finish()),
             Builder::Bytes(b) => Arc::new(b.finish()),

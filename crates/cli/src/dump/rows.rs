@@ -1,6 +1,6 @@
 //! The rows a recorded [`Reading`] makes of the chosen columns ([`super::columns`]): one per
-//! process (live, then exited: [`super::exit_rows`]), per thread, or per reading of system
-//! figures.
+//! process (live, then exited: [`super::exit_rows`]), per thread, per reading of system
+//! figures, or per cgroup of a reading's cgroups table (none for a reading without one).
 //!
 //! The state-time columns of `threads` come from `tasksnap_states::interval::between` with
 //! [`Rollup::Thread`], the code the `states` command uses, between the previous reading of
@@ -23,7 +23,10 @@
 use std::collections::HashMap;
 
 use tasksnap_model::states::Sample;
-use tasksnap_model::{fields, HostIdentity, Reading, Snapshot, Task};
+use tasksnap_model::{
+    fields, CgroupCounters, CgroupHierarchy, CgroupValue, HostIdentity, Reading, Snapshot, Task,
+    CGROUP_FIELDS,
+};
 use tasksnap_states::interval::{between, Rollup, Row};
 use tasksnap_sys::users::Names;
 
@@ -86,6 +89,11 @@ impl Producer {
             What::System => out.row(&self.sources, |_, f| system_value(f, &reading))?,
             What::Processes => self.process_rows(&reading, &mut out)?,
             What::Threads => self.thread_rows(&reading, &mut out)?,
+            What::Cgroups => {
+                for c in reading.cgroups.iter().flat_map(|l| &l.cgroups) {
+                    out.row(&self.sources, |_, f| cgroup_value(f, &reading, c))?;
+                }
+            }
         }
         if let Some(s) = reading.states.take() {
             self.prev = Some(s);
@@ -328,6 +336,35 @@ fn interval_value(f: Source, iv: Interval<'_>) -> Value {
             top.map_or(Value::Null, |x| Value::Text(x.state.name().to_string()))
         }
         Source::TopReasonS => top.map_or(Value::Null, |x| secs(x.ns)),
+        _ => Value::Null,
+    }
+}
+
+/// One cell of cgroup `c`'s row of the `cgroups` table.
+fn cgroup_value(f: Source, r: &Reading, c: &CgroupCounters) -> Value {
+    match f {
+        Source::Time => unix_time(r.snapshot.taken_at_unix_ns.into()),
+        Source::CgroupPath => text(&c.path),
+        Source::CgroupPathBytes => exact(&c.path),
+        Source::CgroupHierarchy => Value::Text(
+            match c.hierarchy {
+                CgroupHierarchy::V2 => "v2",
+                CgroupHierarchy::V1(_) => "v1",
+            }
+            .to_string(),
+        ),
+        Source::CgroupControllers => match &c.hierarchy {
+            CgroupHierarchy::V2 => Value::Null,
+            CgroupHierarchy::V1(ctl) => Value::Text(ctl.join(",")),
+        },
+        Source::CgroupField(i) => CGROUP_FIELDS
+            .get(i)
+            .and_then(|x| x.number(c))
+            .map_or(Value::Null, Value::UInt),
+        Source::CgroupUnlimited(i) => match CGROUP_FIELDS.get(i).and_then(|x| x.get(c)) {
+            None => Value::Null,
+            Some(v) => Value::Bool(v == CgroupValue::Unlimited),
+        },
         _ => Value::Null,
     }
 }

@@ -5,13 +5,19 @@
 use anyhow::bail;
 
 use super::columns::{self, columns, Column};
-use super::options::{Format, Options};
+use super::options::{Format, Options, What};
 
 /// The columns `opts` asks for: all of the table's, or `opts.fields` in their order. An
 /// unknown or repeated name is an error listing the valid ones.
 pub fn select(opts: &Options) -> anyhow::Result<Vec<Column>> {
     let defaults = columns(opts.what);
     let om = opts.format == Format::OpenMetrics;
+    if om && opts.what == What::Cgroups {
+        bail!(
+            "--what cgroups is written as csv, json or parquet: dump has no OpenMetrics \
+             families for cgroups"
+        );
+    }
     let Some(fields) = &opts.fields else {
         return Ok(if om {
             defaults

@@ -188,6 +188,7 @@ fn reading(k: u64) -> Reading {
         exits_dropped: 0,
         exits_missing: None,
         host: Default::default(),
+        cgroups: None,
     }
 }
 
@@ -1107,4 +1108,122 @@ fn a_planted_partition_entry_is_refused_and_the_others_finished() {
         let rows: usize = parquet_batches(bytes).1.iter().map(|b| b.num_rows()).sum();
         assert_eq!(rows, 3, "{}", f.display());
     }
+}
+
+/// Readings with a cgroups table: a v2 root, a v1 group with a quota and a name that is not
+/// UTF-8, its memory limit none; the second reading's usage grown. A third reading has none.
+fn cgroup_readings() -> Vec<Reading> {
+    use tasksnap_model::{CgroupCounters, CgroupHierarchy, CgroupListing, Limit};
+    let listing = |k: u64| {
+        let mut root = CgroupCounters::new(b"/".to_vec(), CgroupHierarchy::V2);
+        root.cpu_usage_ns = Some(u64::MAX - 10 + k);
+        let mut g = CgroupCounters::new(
+            b"/job\xff".to_vec(),
+            CgroupHierarchy::V1(vec!["cpu".into(), "cpuacct".into()]),
+        );
+        g.cpu_usage_ns = Some(1_000 * k);
+        g.cpu_quota_us = Some(Limit::At(20_000));
+        g.memory_limit_bytes = Some(Limit::Unlimited);
+        CgroupListing {
+            cgroups: vec![root, g],
+            notes: Vec::new(),
+        }
+    };
+    let mut rs = readings();
+    rs[0].cgroups = Some(listing(1));
+    rs[1].cgroups = Some(listing(2));
+    rs
+}
+
+#[test]
+fn cgroup_rows_one_per_cgroup_per_reading_in_every_format() {
+    let (n, out) = dump(cgroup_readings(), &opts(Format::Csv, What::Cgroups));
+    assert_eq!(n, 4, "two cgroups in two readings, none in the third");
+    let (header, rows) = csv_rows(&out);
+    let model: Vec<&str> = tasksnap_model::CGROUP_FIELDS
+        .iter()
+        .map(|f| f.name)
+        .collect();
+    assert_eq!(
+        header[..6],
+        [
+            "time",
+            "path",
+            "path_bytes",
+            "hierarchy",
+            "controllers",
+            model[0]
+        ]
+    );
+    for f in &model {
+        assert!(header.iter().any(|h| h == f), "{f} is a column");
+    }
+    let g = &rows[3];
+    assert_eq!(g["path"], "/job\u{fffd}");
+    assert_eq!(g["path_bytes"], "2f6a6f62ff");
+    assert_eq!(g["hierarchy"], "v1");
+    assert_eq!(g["controllers"], "cpu,cpuacct");
+    assert_eq!(g["cpu_usage_ns"], "2000");
+    assert_eq!(g["cpu_quota_us"], "20000");
+    assert_eq!(g["cpu_quota_us_unlimited"], "false");
+    assert_eq!(g["memory_limit_bytes"], "", "none: null");
+    assert_eq!(g["memory_limit_bytes_unlimited"], "true");
+    assert_eq!(g["memory_current_bytes"], "", "not read: null");
+    assert_eq!(rows[2]["cpu_usage_ns"], (u64::MAX - 8).to_string());
+    assert_eq!(rows[2]["controllers"], "");
+    assert_eq!(rows[2]["cpu_quota_us_unlimited"], "", "not read: null");
+
+    let (_, out) = dump(cgroup_readings(), &opts(Format::Json, What::Cgroups));
+    let lines: Vec<serde_json::Value> = out
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("json"))
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[2]["cpu_usage_ns"], u64::MAX - 8);
+    assert_eq!(lines[3]["memory_limit_bytes"], serde_json::Value::Null);
+    assert_eq!(lines[3]["memory_limit_bytes_unlimited"], true);
+
+    let (_, out) = dump(cgroup_readings(), &opts(Format::Parquet, What::Cgroups));
+    let (schema, batches) = parquet_batches(out);
+    let usage = schema.index_of("cpu_usage_ns").expect("usage");
+    assert_eq!(schema.field(usage).data_type(), &DataType::UInt64);
+    assert_eq!(
+        schema
+            .field_with_name("path_bytes")
+            .expect("bytes")
+            .data_type(),
+        &DataType::Binary
+    );
+    let b = &batches[0];
+    let col = b
+        .column(usage)
+        .as_primitive::<arrow_array::types::UInt64Type>();
+    assert_eq!(col.value(2), u64::MAX - 8);
+    assert_eq!(col.value(3), 2000);
+
+    // Named, a limit brings its flag; OpenMetrics is refused.
+    let o = Options {
+        fields: Some(vec!["path".into(), "cpu_quota_us".into()]),
+        ..opts(Format::Csv, What::Cgroups)
+    };
+    let (_, out) = dump(cgroup_readings(), &o);
+    let (header, _) = csv_rows(&out);
+    assert_eq!(
+        header,
+        [
+            "path",
+            "path_bytes",
+            "cpu_quota_us",
+            "cpu_quota_us_unlimited"
+        ]
+    );
+    let mut none = Vec::<u8>::new();
+    let err = write(
+        &mut cgroup_readings().into_iter().map(Ok),
+        &opts(Format::OpenMetrics, What::Cgroups),
+        &mut none,
+    )
+    .expect_err("refused");
+    assert!(err.to_string().contains("no OpenMetrics families"), "{err}");
 }

@@ -341,6 +341,7 @@ mod tests {
             exits_dropped: 0,
             exits_missing: missing.map(str::to_owned),
             host: Default::default(),
+            cgroups: None,
         };
         let prev = reading(1_000_000_000, Vec::new(), None);
         let cur = reading(3_000_000_000, vec![exit(20, 1, 500, 0x0500)], None);

@@ -377,6 +377,7 @@ pub(super) mod tests {
             exits_dropped: 0,
             exits_missing: None,
             host: Default::default(),
+            cgroups: None,
         }
     }
 

@@ -203,6 +203,7 @@ fn a_recording_answers_as_the_host_did() {
             hostname: Some(b"recorded".to_vec()),
             boot_id: None,
         },
+        cgroups: None,
     };
     reading.system.memory = Some(Memory {
         total_kib: 1234,
