@@ -14,7 +14,9 @@ use tasksnap_loadgen::{wait_until, ProcessGroup};
 
 mod common;
 
-use common::recording::{record, record_args, replayed_thread, start_recorder, store_dir};
+use common::recording::{
+    duckdb_python, record, record_args, replayed_thread, start_recorder, store_dir,
+};
 use common::sleeper;
 use common::{failed_saying, ok, samples_so_far, tasksnap, text, two_short_lived, TASKSNAP};
 
@@ -91,15 +93,8 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
 #[test]
 fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_time() {
     skip_unless_root!("recording thread states with BPF");
-    let python = match std::env::var("TASKSNAP_DUCKDB_PYTHON") {
-        Ok(p) => p,
-        Err(_) if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") => {
-            panic!("TASKSNAP_DUCKDB_PYTHON is not set (./x test sets it up)")
-        }
-        Err(_) => {
-            eprintln!("SKIP: TASKSNAP_DUCKDB_PYTHON not set (./x test installs DuckDB)");
-            return;
-        }
+    let Some(python) = duckdb_python() else {
+        return;
     };
     // A process that burns CPU and sleeps in turns: every state column moves.
     let busy = ProcessGroup::spawn(

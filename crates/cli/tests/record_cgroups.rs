@@ -10,7 +10,7 @@ mod common;
 
 use std::process::Command;
 
-use common::recording::{record, store_dir};
+use common::recording::{duckdb_python, record, store_dir};
 use common::{ok, tasksnap};
 use tasksnap_loadgen::cpu_cgroup::{self, SideGroup, Spinner};
 
@@ -18,16 +18,7 @@ use tasksnap_loadgen::cpu_cgroup::{self, SideGroup, Spinner};
 /// `usage|throttled|quota|quota_unlimited|hierarchy|controllers|type of usage`; `None`
 /// without DuckDB (`TASKSNAP_DUCKDB_PYTHON` unset).
 fn duckdb_rows(p: &str, path: &str) -> Option<Vec<String>> {
-    let python = match std::env::var("TASKSNAP_DUCKDB_PYTHON") {
-        Ok(p) => p,
-        Err(_) if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") => {
-            panic!("TASKSNAP_DUCKDB_PYTHON is not set (./x test sets it up)")
-        }
-        Err(_) => {
-            eprintln!("SKIP: TASKSNAP_DUCKDB_PYTHON not set (./x test installs DuckDB)");
-            return None;
-        }
-    };
+    let python = duckdb_python()?;
     let script = r#"
 import sys, duckdb
 rows = duckdb.connect().execute(

@@ -302,23 +302,7 @@ fn live_view_in_a_terminal() {
     t.keys(&["V"]);
     t.wait_for("the tree", |s| s.contains("`- "));
     t.keys(&["V"]);
-    // The cgroup view and back: a row per cgroup, the root of each hierarchy first.
-    t.keys(&["g"]);
-    t.wait_for("the cgroup view", |s| {
-        s.contains("HIER  TASKS") && s.lines().any(|l| l.ends_with(" /"))
-    });
-    t.keys(&["g"]);
-    t.wait_for("the process view again", |s| s.contains("PID USER"));
-    // Enter in the cgroup view drills into the top row's cgroup; the top row is a
-    // hierarchy's root, which holds every process: it says so and stays.
-    t.keys(&["g"]);
-    t.wait_for("the cgroup view", |s| s.contains("HIER  TASKS"));
-    t.keys(&["Enter"]);
-    t.wait_for("the root's answer", |s| {
-        s.contains("HIER  TASKS") && s.contains("holds every process")
-    });
-    t.keys(&["g"]);
-    t.wait_for("the process view again", |s| s.contains("PID USER"));
+    cgroup_view_keys(&t);
     // Threads view.
     t.keys(&["H"]);
     t.wait_for("the threads view", |s| s.contains("Threads:"));
@@ -435,6 +419,26 @@ fn batch_cgroup_view_shows_a_throttled_cgroup() {
         }
     }
     drop(spinner);
+}
+
+/// The cgroup view (`g`) and back: a row per cgroup, the root of each hierarchy first; Enter
+/// there drills into the top row's cgroup, which is a hierarchy's root (every process): it
+/// says so and stays.
+fn cgroup_view_keys(t: &Tmux) {
+    t.keys(&["g"]);
+    t.wait_for("the cgroup view", |s| {
+        s.contains("HIER  TASKS") && s.lines().any(|l| l.ends_with(" /"))
+    });
+    t.keys(&["g"]);
+    t.wait_for("the process view again", |s| s.contains("PID USER"));
+    t.keys(&["g"]);
+    t.wait_for("the cgroup view", |s| s.contains("HIER  TASKS"));
+    t.keys(&["Enter"]);
+    t.wait_for("the root's answer", |s| {
+        s.contains("HIER  TASKS") && s.contains("holds every process")
+    });
+    t.keys(&["g"]);
+    t.wait_for("the process view again", |s| s.contains("PID USER"));
 }
 
 /// Starts a view in tmux or skips (fails under CI) when tmux is missing.

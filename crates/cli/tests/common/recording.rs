@@ -1,11 +1,27 @@
 //! Recordings: where a test's store goes ([`store_dir`]), a store recorded by the binary
-//! ([`record`], [`record_args`], [`start_recorder`]), and a replayed thread's row as
-//! `states --replay --json` gives it.
+//! ([`record`], [`record_args`], [`start_recorder`]), a replayed thread's row as
+//! `states --replay --json` gives it, and the Python with DuckDB that reads dumps
+//! ([`duckdb_python`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
 use super::{ok, tasksnap, TASKSNAP};
+
+/// The Python that has DuckDB (`TASKSNAP_DUCKDB_PYTHON`, which `./x test` sets up); `None`
+/// (the check skipped, said) without it, a failure when privileged tests must run.
+pub fn duckdb_python() -> Option<String> {
+    match std::env::var("TASKSNAP_DUCKDB_PYTHON") {
+        Ok(p) => Some(p),
+        Err(_) if std::env::var("TASKSNAP_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") => {
+            panic!("TASKSNAP_DUCKDB_PYTHON is not set (./x test sets it up)")
+        }
+        Err(_) => {
+            eprintln!("SKIP: TASKSNAP_DUCKDB_PYTHON not set (./x test installs DuckDB)");
+            None
+        }
+    }
+}
 
 /// A store's directory, `rec` in a temporary directory (removed on drop), not made yet.
 pub fn store_dir() -> (tempfile::TempDir, PathBuf) {
