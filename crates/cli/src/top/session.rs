@@ -543,6 +543,15 @@ impl Top {
         if self.waits_unavailable.is_some() {
             return;
         }
+        if self.opts.cgroups {
+            // No task rows on screen: no waits to sample (an empty list would mean every
+            // thread of the host, ~100 ms a refresh at 50,000 processes).
+            self.waits_by_id.clear();
+            if let Some(w) = self.waits.as_mut() {
+                w.forget();
+            }
+            return;
+        }
         if self.waits.is_none() {
             if self.refreshes < 2 && !self.opts.batch {
                 return;

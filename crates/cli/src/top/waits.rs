@@ -39,6 +39,12 @@ impl Waits {
     /// Samples `pids` (every process when empty) and returns the waits of those that were
     /// also sampled last time: per process (keyed by pid), or per thread (keyed by tid) when
     /// `threads`.
+    /// Drops the last sample (the view shows no task rows meanwhile: the cgroup view), so
+    /// that the next update starts a fresh interval instead of covering the time away.
+    pub fn forget(&mut self) {
+        self.prev = None;
+    }
+
     pub fn update(&mut self, pids: &[i32], threads: bool) -> HashMap<i32, Wait> {
         let Ok(cur) = self.src.sample_of(pids) else {
             self.prev = None;
