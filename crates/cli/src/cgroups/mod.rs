@@ -94,8 +94,10 @@ fn run(args: &Args) -> Result<ExitCode> {
     let mut members = Members::open(&mut host, args.states);
     let _ = host.drop_loading_privileges();
     let depth = usize::from(args.depth);
-    let start = Instant::now();
     let first = members.sample_states();
+    // The interval runs from one walk's start to the next's: a group's counters are read at
+    // about the same place in each walk.
+    let start = Instant::now();
     let before = host.cgroups(depth);
     std::thread::sleep(Duration::from_secs_f64(args.interval_s));
     let elapsed = start.elapsed();
