@@ -111,6 +111,7 @@ pub use service::server::displace::{
 pub use service::server::{Counts as QueryCounts, QueryService, StartError as QueryServiceError};
 /// Which threads a thread-state source reports ([`StatesOptions::filter`]).
 pub use states::Filter as StatesFilter;
+pub use states::Watched;
 /// Why the BPF programs cannot load or be pinned here.
 pub use tasksnap_bpf::Unavailable as BpfUnavailable;
 pub use tasksnap_model::states::Sample;

@@ -328,3 +328,43 @@ fn a_thread_that_lived_across_samples_ends_with_its_exit_totals() {
         after.state_ns
     );
 }
+
+/// What a watched source (`Host::open_waits`, top's DISK%) reads is said outright: every
+/// thread, the threads of the processes listed, or, with none listed or none left alive,
+/// nobody (a screen with no rows must not read the whole host).
+#[test]
+fn a_watched_source_reads_what_it_is_told() {
+    skip_unless_root!("BPF watched thread states");
+    use tasksnap_collect::{Host, Watched};
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn sleep");
+    let other = child.id() as i32;
+    let mut dead = std::process::Command::new("true").spawn().expect("spawn");
+    let gone = dead.id() as i32;
+    dead.wait().expect("reap");
+    let host = Host::from_env();
+    let mut src = host.open_waits().expect("the watched BPF accounting");
+    let tgids = |which: Watched<'_>, src: &mut tasksnap_collect::ThreadStates| {
+        let s = src.sample_of(which).expect("sample");
+        let mut v: Vec<i32> = s.threads.values().map(|t| t.id.tgid).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let every = tgids(Watched::Every, &mut src);
+    assert!(
+        every.contains(&me()) && every.contains(&other),
+        "every thread: {} processes",
+        every.len()
+    );
+    assert_eq!(tgids(Watched::Only(&[me()]), &mut src), vec![me()]);
+    assert_eq!(tgids(Watched::Only(&[me(), other]), &mut src).len(), 2);
+    assert_eq!(tgids(Watched::Only(&[]), &mut src), Vec::<i32>::new());
+    assert_eq!(tgids(Watched::Only(&[gone]), &mut src), Vec::<i32>::new());
+    // And back to every thread after nobody.
+    assert!(tgids(Watched::Every, &mut src).contains(&other));
+    let _ = child.kill();
+    let _ = child.wait();
+}

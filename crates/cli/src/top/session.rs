@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use tasksnap_collect::Host;
+use tasksnap_collect::{Host, Watched};
 use tasksnap_model::{Backend, Group, Groups, Query, Selector};
 
 use super::options::Options;
@@ -572,17 +572,18 @@ impl Top {
                 }
             }
         }
-        let pids: Vec<i32> = if self.opts.batch {
-            Vec::new()
-        } else {
-            self.visible_pids.clone()
-        };
         let Some(w) = self.waits.as_mut() else {
             return;
         };
+        // Batch mode prints every row; a screen shows the rows on it (none: nobody).
+        let which = if self.opts.batch {
+            Watched::Every
+        } else {
+            Watched::Only(&self.visible_pids)
+        };
         // Put on the rows when they are drawn ([`Top::rows`]): a loop over every row here
         // touched 50,000 rows' memory for the few dozen on screen.
-        self.waits_by_id = w.update(&pids, self.opts.threads);
+        self.waits_by_id = w.update(which, self.opts.threads);
     }
 
     /// Sorts `lines` by the current key, as a forest when the tree view is on.

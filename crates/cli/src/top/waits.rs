@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tasksnap_collect::{Host, ThreadStates};
+use tasksnap_collect::{Host, ThreadStates, Watched};
 use tasksnap_states::{between, Rollup, Sample, State};
 
 /// One process's waits over the last interval.
@@ -26,7 +26,8 @@ pub struct Wait {
 /// The loaded accounting and the previous sample.
 pub struct Waits {
     src: ThreadStates,
-    prev: Option<(Sample, HashSet<i32>)>,
+    /// The last sample, and the processes it read (`None`: every one).
+    prev: Option<(Sample, Option<HashSet<i32>>)>,
 }
 
 impl Waits {
@@ -36,28 +37,29 @@ impl Waits {
         Ok(Waits { src, prev: None })
     }
 
-    /// Samples `pids` (every process when empty) and returns the waits of those that were
-    /// also sampled last time: per process (keyed by pid), or per thread (keyed by tid) when
-    /// `threads`.
     /// Drops the last sample (the view shows no task rows meanwhile: the cgroup view), so
     /// that the next update starts a fresh interval instead of covering the time away.
     pub fn forget(&mut self) {
         self.prev = None;
     }
 
-    pub fn update(&mut self, pids: &[i32], threads: bool) -> HashMap<i32, Wait> {
-        let Ok(cur) = self.src.sample_of(pids) else {
+    /// Samples the processes `which` names and returns the waits of those that were also
+    /// sampled last time: per process (keyed by pid), or per thread (keyed by tid) when
+    /// `threads`.
+    pub fn update(&mut self, which: Watched<'_>, threads: bool) -> HashMap<i32, Wait> {
+        let Ok(cur) = self.src.sample_of(which) else {
             self.prev = None;
             return HashMap::new();
         };
-        let watched: HashSet<i32> = pids.iter().copied().collect();
+        let watched: Option<HashSet<i32>> = match which {
+            Watched::Every => None,
+            Watched::Only(pids) => Some(pids.iter().copied().collect()),
+        };
         let out = match &self.prev {
             Some((prev, prev_watched)) => between_samples(prev, &cur, threads, |pid| {
-                if prev_watched.is_empty() {
-                    watched.is_empty() || watched.contains(&pid)
-                } else {
-                    prev_watched.contains(&pid)
-                }
+                [prev_watched, &watched]
+                    .iter()
+                    .all(|w| w.as_ref().is_none_or(|w| w.contains(&pid)))
             }),
             None => HashMap::new(),
         };

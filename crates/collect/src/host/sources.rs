@@ -42,12 +42,12 @@ impl ThreadStates {
         }
     }
 
-    /// The totals of the threads of `pids` (every process when empty), now: a watched
-    /// source ([`Host::open_waits`](super::Host::open_waits)) reads only those; any other reads what its filter
-    /// selects.
-    pub fn sample_of(&mut self, pids: &[i32]) -> Result<Sample, Error> {
+    /// The totals of the threads `which` names, now: a watched source
+    /// ([`Host::open_waits`](super::Host::open_waits)) reads only those; any other reads what
+    /// its filter selects.
+    pub fn sample_of(&mut self, which: crate::Watched<'_>) -> Result<Sample, Error> {
         if let StatesSource::Watched(s) = &mut self.0.source {
-            s.watch(pids);
+            s.watch(which);
         }
         self.sample()
     }

@@ -22,6 +22,18 @@ mod throttle;
 
 pub use tasksnap_model::states::{Mode, Sample, ThreadTotals};
 
+/// Which processes a watched source's next sample reports ([`ThreadStates::sample_of`]):
+/// said outright, because an empty list of rows on screen means nobody, never everybody.
+///
+/// [`ThreadStates::sample_of`]: crate::ThreadStates::sample_of
+#[derive(Debug, Clone, Copy)]
+pub enum Watched<'a> {
+    /// Every thread of the host.
+    Every,
+    /// The threads of these processes only (none when the list is empty).
+    Only(&'a [i32]),
+}
+
 /// Which threads to report: all when both lists are empty, otherwise the threads of the
 /// listed processes and those whose command name is listed.
 #[derive(Debug, Clone, Default)]

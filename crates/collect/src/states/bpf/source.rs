@@ -88,6 +88,8 @@ pub struct BpfSource {
     /// With only pids asked for: one iterator per process (its threads only), so that a pass
     /// costs the threads shown, not every task of the host.
     proc_links: Vec<OwnedFd>,
+    /// Watching processes of which none is left: a pass reads nothing.
+    nobody: bool,
     _links: Vec<libbpf_rs::Link>,
     skel: skel::StatesSkel<'static>,
     opts: Options,
@@ -259,6 +261,7 @@ impl BpfSource {
             exits,
             iter_link,
             proc_links: Vec::new(),
+            nobody: false,
             _links: links,
             skel,
             opts,
@@ -317,35 +320,36 @@ impl BpfSource {
             && self.opts.filter.comms.is_empty()
     }
 
-    /// Reports only the threads of `pids` from now on (an empty list: every thread), with
-    /// one iterator per process, so that a sample costs the processes watched, not the host.
-    /// `tasksnap top` watches the rows on screen. The accounting itself never stops: a
-    /// process watched later has its totals since loading. Processes that are gone are
-    /// skipped.
-    pub fn watch(&mut self, pids: &[i32]) {
-        {
-            self.proc_links.clear();
-            let mut kept = Vec::with_capacity(pids.len());
-            for &pid in pids {
-                if let Some(l) = self.process_link(pid) {
-                    self.proc_links.push(l);
-                    kept.push(pid);
-                }
+    /// Reports only the threads `which` names from now on, with one iterator per process
+    /// watched, so that a sample costs the processes watched, not the host. `tasksnap top`
+    /// watches the rows on screen. The accounting itself never stops: a process watched
+    /// later has its totals since loading. Processes that are gone are skipped; with none
+    /// left to watch, a sample reads nothing.
+    pub fn watch(&mut self, which: crate::states::Watched<'_>) {
+        self.proc_links.clear();
+        self.opts.filter.comms.clear();
+        self.held = None;
+        let pids = match which {
+            crate::states::Watched::Every => {
+                self.opts.filter.pids.clear();
+                self.nobody = false;
+                return;
             }
-            self.opts.filter.comms.clear();
-            if !pids.is_empty() {
-                // The seeding pass over every task left a buffer sized for the host.
-                self.buf = Vec::with_capacity(1 << 16);
+            crate::states::Watched::Only(pids) => pids,
+        };
+        let mut kept = Vec::with_capacity(pids.len());
+        for &pid in pids {
+            if let Some(l) = self.process_link(pid) {
+                self.proc_links.push(l);
+                kept.push(pid);
             }
-            self.held = None;
-            // Nothing left to watch: keep the filter, so that the full pass reports nobody
-            // rather than everybody.
-            self.opts.filter.pids = if kept.is_empty() && !pids.is_empty() {
-                vec![i32::MIN]
-            } else {
-                kept
-            };
         }
+        // The seeding pass over every task left a buffer sized for the host.
+        self.buf = Vec::with_capacity(1 << 16);
+        self.nobody = kept.is_empty();
+        // Nobody left: a filter that matches no process, so that exit records are not
+        // reported for every process either.
+        self.opts.filter.pids = if self.nobody { vec![i32::MIN] } else { kept };
     }
 
     /// An iterator link over the threads of one process only (the shared loader's
@@ -361,6 +365,9 @@ impl BpfSource {
         use std::io::Read;
 
         self.buf.clear();
+        if self.nobody {
+            return Ok(0);
+        }
         let links: Vec<BorrowedFd<'_>> = if self.proc_links.is_empty() {
             vec![self.iter_link.as_fd()]
         } else {
@@ -678,7 +685,9 @@ impl BpfSource {
         sample.threads.reserve(nrecs + exits.len());
         // The reader's namespace's pid 1 (records are numbered as there).
         let seen_pid1 = recs.iter().any(|r| r.tid == 1);
-        let pid1_note = if self.proc_links.is_empty() || self.opts.filter.pids.contains(&1) {
+        let pid1_note = if (self.proc_links.is_empty() && !self.nobody)
+            || self.opts.filter.pids.contains(&1)
+        {
             self.pid1_note(seen_pid1)
         } else {
             None

@@ -26,7 +26,7 @@ impl BpfSource {
     }
 
     /// Nothing to watch: no source is ever made.
-    pub fn watch(&mut self, _pids: &[i32]) {
+    pub fn watch(&mut self, _which: crate::states::Watched<'_>) {
         match self.never {}
     }
 
