@@ -553,8 +553,9 @@ fn every_panel_query_returns_series_from_a_real_prometheus() {
     the_exporter_writes_only_the_tables_families(&server.scrape());
     let rules_file = top().join(RULES);
     let prom = Prometheus::start_with_rules(&prometheus, server.addr, &[rules_file.as_path()]);
-    // Samples enough for a rate over the rate interval, and the load's exits in them.
-    prom.wait_for("count(up{job=\"tasksnap\"} offset 6s)");
+    // Samples enough for a rate over the rate interval (the queries are retried while the
+    // load's series fill in).
+    prom.wait_for("count(up{job=\"tasksnap\"} offset 3s)");
     let d = dashboard();
     let queries = panel_queries(&d);
     let all: Vec<String> = queries.iter().map(|(_, q)| substitute(q, ".*")).collect();
