@@ -2,7 +2,8 @@
 //! metadata and contents, then installed with `dpkg --root` into a temporary directory (never
 //! the real system: its dpkg database and log are checked unchanged), where the binary runs,
 //! the units pass `systemd-analyze verify` and keep the hardening the service needs, the man
-//! page renders without a warning, and removal takes every file away again.
+//! page renders without a warning, the Grafana dashboard and Prometheus rules are packaging/'s,
+//! and removal takes every file away again.
 //!
 //! Needs dpkg, dpkg-deb, systemd-analyze, groff and man (./x test installs them); without
 //! them the test is skipped, saying why, except under TASKSNAP_REQUIRE_PRIVILEGED=1 (CI),
@@ -288,6 +289,7 @@ fn the_package_installs_runs_verifies_and_removes_cleanly() {
     the_record_unit_takes_this_builds_options(&root, tmp.path());
     the_serve_unit_takes_this_builds_options(&root);
     the_man_page_renders_without_a_warning(&root);
+    the_dashboard_and_rules_are_the_repositorys(&root);
     removal_takes_every_file_away(&root, &expected);
 
     // The real system's dpkg database and log were not touched.
@@ -397,6 +399,8 @@ fn the_contents_are_roots_with_these_modes(deb: &Path) -> BTreeSet<String> {
         "/usr/share/man/man1/tasksnap.1.gz",
         "/usr/share/doc/tasksnap/copyright",
         "/usr/share/doc/tasksnap/service.md",
+        "/usr/share/tasksnap/grafana/tasksnap.json",
+        "/usr/share/tasksnap/prometheus/tasksnap-rules.yml",
     ]
     .into_iter()
     .map(String::from)
@@ -428,6 +432,25 @@ fn install(root: &Path, deb: &Path, depended_on: &[String], expected: &BTreeSet<
 
 /// The units are the repository's, keep their hardening and pass `systemd-analyze verify`
 /// as installed.
+/// The Grafana dashboard and the Prometheus rules under /usr/share/tasksnap are packaging/'s
+/// (serve_dashboard.rs tests what they hold).
+fn the_dashboard_and_rules_are_the_repositorys(root: &Path) {
+    for (installed, source) in [
+        (
+            "usr/share/tasksnap/grafana/tasksnap.json",
+            "packaging/grafana/tasksnap.json",
+        ),
+        (
+            "usr/share/tasksnap/prometheus/tasksnap-rules.yml",
+            "packaging/prometheus/tasksnap-rules.yml",
+        ),
+    ] {
+        let got = std::fs::read(root.join(installed)).expect(installed);
+        let want = std::fs::read(top().join(source)).expect(source);
+        assert!(got == want, "{installed} differs from {source}");
+    }
+}
+
 fn the_units_are_the_repositorys_and_verify(root: &Path) {
     for unit in UNITS {
         let installed_unit =

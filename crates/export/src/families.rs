@@ -134,6 +134,16 @@ impl Family {
             None => self.base_name(),
         }
     }
+
+    /// The name of its samples, as a query names them: a counter's with `_total`, an info's
+    /// with `_info`, a gauge's as the family.
+    pub fn sample_name(&self) -> String {
+        match self.kind {
+            Type::Counter => format!("{}_total", self.name()),
+            Type::Info => format!("{}_info", self.name()),
+            Type::Gauge => self.name(),
+        }
+    }
 }
 
 use Scope::{Group, Host, Process, System};
@@ -231,6 +241,49 @@ pub const CGROUPS_FOLDED: Family = Family::new(Host, "cgroups_folded", None, Gau
 pub const SOURCE: Family = Family::new(Host, "source", None, Info);
 /// The exporter's version.
 pub const BUILD: Family = Family::new(Host, "build", None, Info);
+
+/// Every family `tasksnap serve` writes (the per-process ones with `--top-n`, the cgroup ones
+/// unless `--cgroup-depth 0`): what the Grafana dashboard and the Prometheus rules shipped in
+/// packaging/ may name (crates/cli/tests/serve_dashboard.rs holds them to it, and a live
+/// exposition to this list).
+pub fn served() -> Vec<Family> {
+    let mut all = vec![
+        GROUP_CPU,
+        GROUP_STATE,
+        GROUP_DISK_WAIT,
+        GROUP_PROCESSES,
+        GROUP_THREADS,
+        GROUP_THREADS_IN_STATE,
+        GROUP_MEMORY,
+        GROUP_IO,
+        GROUP_PAGE_FAULTS,
+        GROUP_CONTEXT_SWITCHES,
+        GROUP_EXITS,
+        GROUP_OLDEST_START_TIME,
+        TASK_CPU,
+        TASK_INTERVAL_CPU,
+        TASK_RESIDENT_MEMORY,
+        TASK_THREADS,
+        PROCESSES,
+        THREADS,
+        FORKS,
+        EXITS_DROPPED,
+        STATE,
+        THREADS_IN_STATE,
+        COLLECT,
+        COLLECT_CPU,
+        COLLECTIONS,
+        COLLECTION_ERRORS,
+        CONNECTIONS_EVICTED,
+        LAST_COLLECTION_TIMESTAMP,
+        GROUPS_FOLDED,
+        CGROUPS_FOLDED,
+        SOURCE,
+        BUILD,
+    ];
+    all.extend(tasksnap_model::CGROUP_FIELDS.iter().map(cgroup_field));
+    all
+}
 
 /// /proc/stat CPU time by mode, clock ticks.
 pub const SYSTEM_CPU_TICKS: Family = Family::new(System, "cpu_ticks", None, Counter);

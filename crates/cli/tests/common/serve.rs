@@ -261,12 +261,31 @@ pub fn free_port() -> u16 {
 impl Prometheus {
     /// Starts `binary` scraping `target` every second and waits until it is ready.
     pub fn start(binary: &str, target: std::net::SocketAddr) -> Prometheus {
+        Prometheus::start_with_rules(binary, target, &[])
+    }
+
+    /// [`Prometheus::start`] with these rule files loaded, evaluated every second.
+    pub fn start_with_rules(
+        binary: &str,
+        target: std::net::SocketAddr,
+        rules: &[&std::path::Path],
+    ) -> Prometheus {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = dir.path().join("prometheus.yml");
+        let rule_files: String = rules
+            .iter()
+            .map(|r| format!("  - '{}'\n", r.display()))
+            .collect();
+        let rule_files = if rules.is_empty() {
+            String::new()
+        } else {
+            format!("rule_files:\n{rule_files}")
+        };
         std::fs::write(
             &config,
             format!(
                 "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n\
+                 \x20 evaluation_interval: 1s\n{rule_files}\
                  scrape_configs:\n  - job_name: tasksnap\n    static_configs:\n\
                  \x20     - targets: ['{target}']\n"
             ),
@@ -313,19 +332,29 @@ impl Prometheus {
     /// read the same scrapes.
     pub fn query_at(&self, q: &str, time: Option<f64>) -> Option<f64> {
         let at = time.map_or(String::new(), |t| format!("&time={t:.3}"));
-        let r = get(
-            self.addr,
-            &format!("/api/v1/query?query={}{at}", encode(q)),
-            &[],
-        );
-        assert_eq!(r.status, 200, "{q}: {}", r.body);
-        let v: serde_json::Value = serde_json::from_str(&r.body).expect("json");
-        assert_eq!(v["status"], "success", "{q}: {}", r.body);
-        let result = &v["data"]["result"];
-        let result = result.as_array().expect("a vector");
-        assert!(result.len() <= 1, "{q}: more than one series: {}", r.body);
+        let v = self.api(&format!("/api/v1/query?query={}{at}", encode(q)));
+        let result = v["data"]["result"].as_array().expect("a vector");
+        assert!(result.len() <= 1, "{q}: more than one series: {v}");
         let s = result.first()?["value"][1].as_str()?.to_string();
         s.parse().ok()
+    }
+
+    /// The series of an instant query (any number of them).
+    pub fn series(&self, q: &str) -> Vec<serde_json::Value> {
+        let v = self.api(&format!("/api/v1/query?query={}", encode(q)));
+        let result = v["data"]["result"].as_array();
+        result
+            .unwrap_or_else(|| panic!("{q}: not a vector: {v}"))
+            .clone()
+    }
+
+    /// A successful answer of the HTTP API at `path`.
+    pub fn api(&self, path: &str) -> serde_json::Value {
+        let r = get(self.addr, path, &[]);
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        let v: serde_json::Value = serde_json::from_str(&r.body).expect("json");
+        assert_eq!(v["status"], "success", "{path}: {}", r.body);
+        v
     }
 
     /// Waits until `q` has a value.
