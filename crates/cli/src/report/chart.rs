@@ -199,9 +199,15 @@ impl Chart {
             let shown = text
                 .get(11..if with_seconds { 19 } else { 16 })
                 .unwrap_or("");
+            // The first and last labels end at the plot's edges, not past them.
+            let anchor = match k {
+                0 => "start",
+                5 => "end",
+                _ => "middle",
+            };
             let _ = write!(
                 svg,
-                "<text class=\"xlab\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                "<text class=\"xlab\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\">{}</text>",
                 x(t),
                 HEIGHT - 6.0,
                 html(shown)

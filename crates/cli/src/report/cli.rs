@@ -125,13 +125,14 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let bar = progress(chosen.len(), "listing moments");
     let mut users = tasksnap_sys::users::Names::default();
     let mut moment_views = Vec::with_capacity(chosen.len());
+    let mut listings = listing::Readings::new(&history);
     for m in &chosen {
         let at_ns = g.times_ns[m.reading];
         let prev = m.reading.checked_sub(1).map(|i| g.times_ns[i]);
         moment_views.push(MomentView {
             at_ns,
             why: m.why.clone(),
-            listing: listing::listing(&history, at_ns, prev, &mut users)?,
+            listing: listings.listing(at_ns, prev, &mut users)?,
         });
         bar.inc(1);
     }

@@ -1,8 +1,8 @@
 //! The ps-style listing of one moment, as an HTML table: the processes of that reading by
 //! their CPU in the interval ending there (most first, at most [`ROWS`]), then those in D
 //! that did not make it, then the processes that exited in the interval. Read back from the
-//! recording (`History::reading_at` the moment and the reading before it), so only the
-//! listed moments cost anything.
+//! recording (`History::reading_at` the moment and the reading before it, [`Readings`]), so
+//! only the listed moments cost anything.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -30,27 +30,60 @@ struct Line {
     args: Vec<u8>,
 }
 
-/// The listing of the reading at `at_ns`, its interval starting at `prev_ns` (none for the
-/// window's first reading), as `<table>` HTML.
-pub fn listing(
-    history: &History,
-    at_ns: u64,
-    prev_ns: Option<u64>,
+/// The readings of the moments, read back in time order: a moment whose interval starts at
+/// the previous moment's reading takes that reading from here rather than decoding it again.
+pub struct Readings<'h> {
+    history: &'h History,
+    last: Option<(u64, Reading)>,
+}
+
+impl<'h> Readings<'h> {
+    /// Reads `history`.
+    pub fn new(history: &'h History) -> Readings<'h> {
+        Readings {
+            history,
+            last: None,
+        }
+    }
+
+    /// The listing of the reading at `at_ns`, its interval starting at `prev_ns` (none for
+    /// the window's first reading), as `<table>` HTML.
+    pub fn listing(
+        &mut self,
+        at_ns: u64,
+        prev_ns: Option<u64>,
+        users: &mut tasksnap_sys::users::Names,
+    ) -> anyhow::Result<String> {
+        let prev = match (prev_ns, self.last.take()) {
+            (Some(t), Some((l, r))) if l == t => Some(r),
+            (Some(t), _) => Some(self.history.reading_at(t)?),
+            (None, _) => None,
+        };
+        let cur = self.history.reading_at(at_ns)?;
+        let html_out = listing(&cur, prev.as_ref(), users);
+        self.last = Some((at_ns, cur));
+        Ok(html_out)
+    }
+}
+
+/// The listing of reading `cur`, its interval starting at `prev` (none for the window's
+/// first reading), as `<table>` HTML.
+fn listing(
+    cur: &Reading,
+    prev: Option<&Reading>,
     users: &mut tasksnap_sys::users::Names,
-) -> anyhow::Result<String> {
-    let cur = history.reading_at(at_ns)?;
-    let prev = prev_ns.map(|t| history.reading_at(t)).transpose()?;
+) -> String {
     let before: HashMap<(i32, u64), u64> = prev
         .iter()
         .flat_map(|p| p.snapshot.tasks.iter().filter(|t| t.id.is_leader()))
         .map(|t| ((t.id.tgid, t.id.start_time_ns), cpu(t)))
         .collect();
-    let span_ns = prev.as_ref().map_or(0, |p| {
+    let span_ns = prev.map_or(0, |p| {
         cur.snapshot
             .taken_at_unix_ns
             .saturating_sub(p.snapshot.taken_at_unix_ns)
     });
-    let (live, exited) = lines(&cur, &before);
+    let (live, exited) = lines(cur, &before);
     let mut html_out = String::from(
         "<table class=\"ps\"><thead><tr><th>PID</th><th>USER</th><th>%CPU</th><th>RSS</th>\
          <th>S</th><th>THR</th><th>COMMAND</th></tr></thead><tbody>",
@@ -77,7 +110,7 @@ pub fn listing(
             String::new()
         }
     );
-    Ok(html_out)
+    html_out
 }
 
 fn cpu(t: &tasksnap_model::Task) -> u64 {
