@@ -32,6 +32,7 @@ mod pin;
 mod ps;
 mod record;
 mod recording;
+mod report;
 mod serve;
 mod signals;
 mod states;
@@ -59,6 +60,8 @@ Commands:
            every interval (--dir DIR --interval 10); read it back with ps/top/states
            --replay DIR and dump
   dump     a recording as csv, json, parquet or openmetrics (--dir DIR --format F)
+  report   a recording's window as one self-contained HTML page of charts, top processes
+           and the moments worth looking at (--dir DIR --from T --to T -o report.html)
   cgroups  the host's cgroups (v2, v1) with their own counters: CPU%, throttling, quota,
            memory, limit, OOM kills, processes, CPU pressure (-i SECONDS, --output json|csv)
   serve    a Prometheus exporter: per-group CPU, time by thread state, D-state reasons,
@@ -93,7 +96,7 @@ fn main() -> ExitCode {
     let cmd = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
     let known = [
         "ps", "doctor", "bench", "top", "pin", "unpin", "states", "record", "serve", "dump",
-        "cgroups",
+        "report", "cgroups",
     ];
     output::set_command(known.contains(&cmd).then_some(cmd));
     match cmd {
@@ -107,6 +110,7 @@ fn main() -> ExitCode {
         "record" => record::main(&args[2..]),
         "serve" => serve::main(&args[2..]),
         "dump" => dump::main(&args[2..]),
+        "report" => report::main(&args[2..]),
         "cgroups" => cgroups::main(&args[2..]),
         "-V" | "--version" => output::print(&format!("tasksnap {}\n", env!("CARGO_PKG_VERSION"))),
         "-h" | "--help" | "help" => output::print(USAGE),

@@ -85,7 +85,7 @@ pub(super) fn secs(ns: u64) -> Value {
 }
 
 /// A command line, NUL-separated, as one space-separated line (bytes).
-pub(super) fn args_line(cmdline: &[u8]) -> Vec<u8> {
+pub(crate) fn args_line(cmdline: &[u8]) -> Vec<u8> {
     let trimmed = cmdline.strip_suffix(&[0]).unwrap_or(cmdline);
     trimmed
         .iter()
@@ -94,7 +94,7 @@ pub(super) fn args_line(cmdline: &[u8]) -> Vec<u8> {
 }
 
 /// The cgroup v2 path, else the lines of /proc/PID/cgroup joined by `;` (bytes).
-pub(super) fn cgroup_line(c: &tasksnap_model::Cgroup) -> Vec<u8> {
+pub(crate) fn cgroup_line(c: &tasksnap_model::Cgroup) -> Vec<u8> {
     match c.v2_path() {
         Some(p) => p.to_vec(),
         None => c.text_lines().collect::<Vec<_>>().join(&b';'),

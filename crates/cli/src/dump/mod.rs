@@ -14,7 +14,7 @@
 //! exposition instead of taking it for a whole one. Errors of `out` (a closed pipe) are
 //! returned as the `std::io::Error` they are, for the caller to recognise.
 
-mod cells;
+pub(crate) mod cells;
 mod cli;
 mod clock;
 mod columns;
