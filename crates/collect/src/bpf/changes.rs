@@ -5,8 +5,7 @@
 //!
 //! Which processes, two ways:
 //! - **the change set** (changeset.rs, changes.bpf.c): tracepoints mark a process when a
-//!   thread of it leaves a CPU, wakes, is born, execs, is renamed, moves cgroup or is
-//!   reaped; each call takes the marks (and the processes on a CPU now) and reads those by
+//!   thread of it leaves a CPU, wakes, is born, execs, moves cgroup or is reaped; each call takes the marks (and the processes on a CPU now) and reads those by
 //!   pid (`walk_listed`), every thread of each: nothing visits an idle task. A process
 //!   not found (or whose pid now names another process's thread) is gone, and so is a known
 //!   thread of a listed process that was not written. A mark that did not fit (a pid past
