@@ -14,7 +14,8 @@
  *   (`oncpu`), which the reader adds to the set: a thread that runs through a read is not
  *   switched out before it;
  * - sched_wakeup, sched_wakeup_new: S/D/T to R without running (a new task's first);
- * - task_rename: a name written by another process (/proc/PID/comm);
+ * - task_rename: a thread's name set by a sibling thread (prctl, or /proc/PID/comm, which
+ *   only a thread of the same process may write): that process runs anyway, a cheap guard;
  * - cgroup_attach_task: moved by another process;
  * - sched_process_exec: a new image (already running, so also switch-out; kept for the tid
  *   change of an exec by a thread other than the leader);
