@@ -1,5 +1,6 @@
 //! Compiles the BPF objects (src/c/task_iter.bpf.c, the task iterator and walk,
-//! src/c/states.bpf.c, the thread-state accounting, and src/c/exits.bpf.c, the exit records) with clang and generates their libbpf-rs
+//! src/c/states.bpf.c, the thread-state accounting, src/c/exits.bpf.c, the exit records, and
+//! src/c/changes.bpf.c, a live view's change set) with clang and generates their libbpf-rs
 //! skeletons. Without clang, or with TASKSNAP_NO_BPF set, the crate still builds without
 //! them: the `tasksnap_bpf` cfg is then unset, [`built`](src/lib.rs) says why, and
 //! `tasksnap_bpf::select!` gives dependents their no-BPF module.
@@ -9,10 +10,11 @@ use std::process::Command;
 
 /// The C sources, all in src/c. vmlinux.h is the one committed copy (generated with
 /// `bpftool btf dump file /sys/kernel/btf/vmlinux format c` on Linux 6.18).
-const OBJECTS: [(&str, &str); 3] = [
+const OBJECTS: [(&str, &str); 4] = [
     ("task_iter.bpf.c", "task_iter.skel.rs"),
     ("states.bpf.c", "states.skel.rs"),
     ("exits.bpf.c", "exits.skel.rs"),
+    ("changes.bpf.c", "changes.skel.rs"),
 ];
 const HEADERS: [&str; 5] = ["compat.h", "exits.h", "record.h", "states.h", "vmlinux.h"];
 /// What the pin tag hashes: the task iterator's sources (pinned sets are only ever its).

@@ -94,6 +94,14 @@ pub fn kernel_task_count() -> Option<u64> {
     task_count(Path::new(tasksnap_sys::roots::PROC))
 }
 
+/// `kernel.pid_max` of the running kernel: every pid is below it (the BPF change set's
+/// bitmap is sized by it). Only the BPF passes ask.
+#[allow(dead_code)] // see kernel_task_count
+pub fn kernel_pid_max() -> Option<u32> {
+    let text = read(Path::new(tasksnap_sys::roots::PROC), "sys/kernel/pid_max")?;
+    std::str::from_utf8(&text).ok()?.trim().parse().ok()
+}
+
 /// Seconds since boot, from `/proc/uptime`, on the kernel's boot clock (the caller's
 /// time namespace's offset taken off: [`crate::clock`]), as start times are.
 pub fn uptime_s(root: &Path) -> Option<f64> {

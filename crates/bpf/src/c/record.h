@@ -245,7 +245,14 @@ struct ts_walk_args {
 	__u32 args_cur_chunk;	/* out: the last chunk written */
 	__u32 args_cur_off;	/* scratch: bytes used in it */
 	__u32 dmap_levels;	/* out: paging levels of the direct map, 0 when none was found */
+	/* walk_listed (task_iter.bpf.c): records for every thread of the processes whose pids
+	 * (initial namespace, a __u32 each, TS_PIDS_PER_CHUNK a chunk) are in chunks from
+	 * req_chunk; `tasks` counts the processes found. */
+	__u32 req_chunk;	/* in */
+	__u32 req_n;		/* in: how many pids */
 };
+
+#define TS_PIDS_PER_CHUNK (TS_CHUNK_BYTES / 4)
 
 /*
  * The command-line copy (SEC("syscall") copy_cmdlines): the reader writes one ts_cmd_req per

@@ -1730,6 +1730,102 @@ int walk_tasks_lines(struct ts_walk_args *args)
 }
 
 /*
+ * The records of a list of processes (record.h, ts_walk_args.req_*): a live view reads
+ * again only the processes its change set (changes.bpf.c) names, each looked up by pid
+ * (bpf_task_from_pid, Linux 6.2) and written with every thread it has, in the walk's
+ * records and chunks, instead of following the whole task list to find them. A pid not
+ * found, or found as another process's thread, writes nothing: the reader says its threads
+ * are gone. The pids are the initial namespace's, so only a reader there uses it (-95,
+ * EOPNOTSUPP, for any other: it walks).
+ */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
+
+/* t's record at the write position (args->cur_chunk, cur_off), starting the next chunk when
+ * it does not fit, as walk_body does; a task that does not fit in the chunks is counted in
+ * args->overflow. */
+static __always_inline void put_record(struct ts_walk_args *args, void *arena,
+				       struct task_struct *t, __u32 groups)
+{
+	__u32 off = FRESH(args->cur_off), chunk_idx = FRESH(args->cur_chunk), len;
+	__u8 *chunk;
+
+	if (off > REC_ROOM) {
+		chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+		if (chunk && off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
+			__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
+		chunk_idx++;
+		off = 0;
+		args->cur_chunk = chunk_idx;
+		args->cur_off = 0;
+	}
+	if (chunk_idx >= FRESH(args->first_chunk) + FRESH(args->nchunks)) {
+		args->overflow++;
+		return;
+	}
+	chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+	if (!chunk || off > REC_ROOM) {
+		args->overflow++;
+		return;
+	}
+	len = walk_record(t, (void *)(chunk + off), groups, 0);
+	if (!len || len > TS_RECORD_MAX)
+		return;
+	args->cur_off = off + len;
+	args->records++;
+}
+
+SEC("syscall")
+int walk_listed(struct ts_walk_args *args)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	__u32 key = args->key, i;
+	void *arena;
+
+	args->started_ns = bpf_ktime_get_ns();
+	args->tasks = 0;
+	args->records = 0;
+	args->overflow = 0;
+	args->cur_chunk = args->first_chunk;
+	args->cur_off = 0;
+	args->args_nchunks = 0;
+	arena = bpf_map_lookup_elem(&arenas, &key);
+	if (!arena)
+		return -2; /* ENOENT */
+	if (TASK_PTR(cur, thread_pid)->level != 0)
+		return -95; /* EOPNOTSUPP */
+	bpf_for(i, 0, args->req_n) {
+		__u32 rc = FRESH(args->req_chunk) + i / TS_PIDS_PER_CHUNK;
+		struct task_struct *leader, *th;
+		__u32 *pids;
+
+		pids = bpf_map_lookup_elem(arena, &rc);
+		if (!pids)
+			break;
+		leader = bpf_task_from_pid(pids[i % TS_PIDS_PER_CHUNK]);
+		if (!leader)
+			continue;
+		if (leader->pid == leader->tgid) {
+			args->tasks++;
+			bpf_rcu_read_lock();
+			bpf_for_each(task, th, leader, BPF_TASK_ITER_PROC_THREADS)
+				put_record(args, arena, th, FRESH(args->groups));
+			bpf_rcu_read_unlock();
+		}
+		bpf_task_release(leader);
+	}
+	{
+		__u32 off = args->cur_off, chunk_idx = args->cur_chunk;
+		__u8 *chunk = bpf_map_lookup_elem(arena, &chunk_idx);
+
+		if (chunk && chunk_idx < args->first_chunk + args->nchunks &&
+		    off <= TS_CHUNK_BYTES - sizeof(struct ts_hdr))
+			__builtin_memset(chunk + off, 0, sizeof(struct ts_hdr));
+	}
+	return 0;
+}
+
+/*
  * The command-line copy by pid list: the walk cannot copy command lines (copying from
  * another process's memory may sleep, and the walk is one RCU read-side section), and the
  * sleepable iterator pays a pid lookup and a reference for every task it passes, in every
@@ -1740,8 +1836,6 @@ int walk_tasks_lines(struct ts_walk_args *args)
  * list. Like dump_cmdline below, it copies what get_mm_cmdline() would and flags for a /proc
  * read what that function treats specially.
  */
-extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
-extern void bpf_task_release(struct task_struct *p) __weak __ksym;
 
 
 /* One request's record at r: its length before padding. `d` is the direct map when found

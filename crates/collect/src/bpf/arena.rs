@@ -23,7 +23,7 @@ use tasksnap_bpf::skel::task_iter as skel;
 pub const CHUNK_BYTES: usize = 65536;
 
 /// The records of one shard's walk: chunks `first..=last` of the arena.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShardOut {
     /// First chunk of the shard.
     pub first: usize,
@@ -441,6 +441,10 @@ impl Walker {
                 Some(p) => Some(p.try_clone().ok()?),
                 None => None,
             },
+            list_prog: match &self.list_prog {
+                Some(p) => Some(p.try_clone().ok()?),
+                None => None,
+            },
             arenas: libbpf_rs::MapHandle::try_from(&self.arenas).ok()?,
         })
     }
@@ -595,6 +599,57 @@ impl Walker {
         })
     }
 }
+impl Walker {
+    /// The records of every thread of the processes `pids` (initial pid namespace, at most
+    /// [`PIDS_PER_CHUNK`]) into `arena` (`walk_listed`, task_iter.bpf.c): the pids go in the
+    /// last chunk of the walk's, the records before it. `Ok(None)` when this walker has not
+    /// got the program or the reader is in another pid namespace (the program refuses).
+    pub fn walk_listed(
+        &self,
+        arena: &Arena,
+        groups: u32,
+        pids: &[u32],
+    ) -> io::Result<Option<ShardOut>> {
+        let Some(prog) = &self.list_prog else {
+            return Ok(None);
+        };
+        let walk_chunks = arena.walk_chunks.clamp(1, arena.chunks());
+        if pids.len() > PIDS_PER_CHUNK || walk_chunks < 2 {
+            return Err(io::Error::other("more pids than a chunk holds"));
+        }
+        let req_chunk = walk_chunks - 1;
+        let mut chunk = vec![0u32; PIDS_PER_CHUNK];
+        chunk[..pids.len()].copy_from_slice(pids);
+        arena.put_chunk(req_chunk, &chunk)?;
+        let mut args = skel::types::ts_walk_args {
+            key: arena.slot,
+            groups,
+            nshards: 1,
+            first_chunk: 0,
+            nchunks: req_chunk as u32,
+            req_chunk: req_chunk as u32,
+            req_n: pids.len() as u32,
+            ..Default::default()
+        };
+        match run(prog, &mut args) {
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => return Ok(None),
+            r => r?,
+        }
+        Ok(Some(ShardOut {
+            first: 0,
+            last: (args.cur_chunk as usize).min(req_chunk - 1),
+            records: args.records,
+            overflow: args.overflow,
+            tasks: args.tasks,
+            started_ns: args.started_ns,
+            ..ShardOut::default()
+        }))
+    }
+}
+
+/// Pids a [`Walker::walk_listed`] takes at once (record.h `TS_PIDS_PER_CHUNK`).
+pub const PIDS_PER_CHUNK: usize = CHUNK_BYTES / 4;
+
 /// Copies the command lines of requests `first..end` of `view`'s region as shard `shard`, in
 /// as many runs of `prog` (`copy_cmdlines`) as its output chunks need, appending each run's
 /// records to `lines` back to back (`decode::cmd_chunk` parses them). The caller decodes:

@@ -1,17 +1,31 @@
-//! A live view's refreshes through the walk ([`Collector::changes`]): the first call takes a
-//! whole pass (record.h `TS_WALK_*`); each later call walks every task again but writes
-//! records only for the processes that ran since the last pass began (`proc_ran()` in
-//! task_iter.bpf.c, from each thread's last run-time update), so the records written,
-//! copied and decoded per refresh follow what changed, not how many tasks there are. The
-//! walk itself still visits every task: about 10 ms at 50,000 processes here, of which 9
-//! is following the task list.
+//! A live view's refreshes ([`Collector::changes`]): the first call takes a whole pass
+//! (record.h `TS_WALK_*`); each later call reads only the processes that may have changed
+//! since the last read, so the records written, copied and decoded per refresh follow what
+//! changed, not how many tasks there are.
 //!
-//! Tasks that went away leave no record to say so. This module keeps the identities of the
-//! tasks the caller holds; when the walk's count of tasks is below that (some exited), a
-//! roll (every tid, 4 bytes each, no record) says which. Every [`FULL_EVERY`]th call is a
-//! whole pass again, for what can change in a task that did not run: its nice value or
-//! parent (set by another process), its resident memory (reclaim), its process group, the
-//! CPU-time split /proc readers leave behind, the times of a process whose thread exited.
+//! Which processes, two ways:
+//! - **the change set** (changeset.rs, changes.bpf.c): tracepoints mark a process when a
+//!   thread of it leaves a CPU, wakes, is born, execs, moves cgroup or is reaped; each call takes the marks (and the processes on a CPU now) and reads those by
+//!   pid (`walk_listed`), every thread of each: nothing visits an idle task. A process
+//!   not found (or whose pid now names another process's thread) is gone, and so is a known
+//!   thread of a listed process that was not written. A mark that did not fit (a pid past
+//!   the bitmap) makes the call a whole pass. A reaped process is marked when the kernel
+//!   frees it, an RCU grace period after it left the pid hash: the first call after that
+//!   says it is gone. Used when the set loads (Linux 6.8 with BTF, the reader in the initial
+//!   pid namespace) and names fewer than a quarter of the known threads (more, and
+//!   following the task list once is as cheap);
+//! - **the changed-only walk** otherwise: the walk visits every task (about 10 ms at 50,000
+//!   processes, 9 of them following the task list) and writes records only for the
+//!   processes that ran since the last pass began (`proc_ran()` in task_iter.bpf.c, from
+//!   each thread's last run-time update). Tasks that went away leave no record to say so:
+//!   when the walk's count of tasks is below the count of those the caller holds, a roll
+//!   (every tid, 4 bytes each, no record) says which.
+//!
+//! Every [`FULL_EVERY`]th call is a whole pass again, for what can change in a process that
+//! did not run: its nice value (set by another process), its parent (reparenting when its
+//! parent exits), its resident memory (reclaim, or a vfork child faulting in the mm it
+//! shares), its process group, the CPU-time split /proc readers leave behind, the times of
+//! a process whose thread exited.
 //!
 //! [`Collector::changes`]: crate::Collector::changes
 
@@ -28,6 +42,10 @@ use crate::error::Error;
 
 /// Every this many calls, a whole pass.
 const FULL_EVERY: u32 = crate::collector::CHANGES_FULL_EVERY;
+
+/// The change set is read by pid list while it names fewer than one in this many of the
+/// threads the caller holds; a bigger one is found by the changed-only walk.
+const LIST_SHARE: usize = 4;
 
 impl BpfCollector {
     /// Whether `query` can be answered by changed-only walks at all.
@@ -63,7 +81,9 @@ impl BpfCollector {
             Ok(c) => Ok(c),
             Err(why) => {
                 // Start over with a whole pass (which says why it cannot walk, if it cannot).
-                self.walk_problem = Some(why.to_string());
+                if !matches!(why, WalkError::ChangesLost(_)) {
+                    self.walk_problem = Some(why.to_string());
+                }
                 self.live.delta = None;
                 self.whole_with_clocks(query, bits)
             }
@@ -92,6 +112,7 @@ impl BpfCollector {
         }
         self.live.track = true;
         self.live.captured = None;
+        self.fresh_change_set();
         let snap = self.walk_snapshot(query);
         self.live.track = false;
         let snap = snap?;
@@ -156,6 +177,7 @@ impl BpfCollector {
             super::settings::pass_shards()
         };
         self.ensure_arena(bits, shards)?;
+        self.fresh_change_set();
         let (Some(walker), Some(arena)) = (&self.progs.walker, &self.out.arena) else {
             return Err(WalkError::NoWalk);
         };
@@ -186,23 +208,98 @@ impl BpfCollector {
         Ok(tasks)
     }
 
-    /// A walk that writes only the processes that ran since the last pass.
+    /// Loads the change set, once, when the walk has the list program; empties it before a
+    /// whole pass (which reads everything marked so far).
+    pub(super) fn fresh_change_set(&mut self) {
+        let lists = self
+            .progs
+            .walker
+            .as_ref()
+            .is_some_and(|w| w.list_prog.is_some());
+        if !self.live.set_tried && !self.live.set_off && lists {
+            self.live.set_tried = true;
+            match super::changeset::ChangeSet::load(self.live.set_pid_max) {
+                Ok(set) => self.live.set = Some(set),
+                Err(why) => self.live.set_problem = Some(why),
+            }
+        } else if !lists && self.live.set_problem.is_none() {
+            self.live.set_problem = Some("the walk has no list program".into());
+        }
+        if let Some(set) = &mut self.live.set {
+            set.clear();
+        }
+    }
+
+    /// The processes the change set names (fewer than [`LIST_SHARE`] of the `known`
+    /// threads, pids of `hidden` left out: /proc reads those), or `None` when the call walks.
+    fn take_changes(&mut self, known: usize, hidden: &[i32]) -> Result<Option<Vec<u32>>, WalkError> {
+        let Some(set) = &mut self.live.set else {
+            return Ok(None);
+        };
+        let mut pids = std::mem::take(&mut self.live.pids);
+        set.take(&mut pids)?;
+        pids.retain(|p| !hidden.contains(&(*p as i32)));
+        let many = pids.len() * LIST_SHARE > known && !self.live.list_any;
+        if pids.len() > arena::PIDS_PER_CHUNK || many {
+            self.live.pids = pids;
+            return Ok(None);
+        }
+        Ok(Some(pids))
+    }
+
+    /// Records of the processes that may have changed since the last read: by the change
+    /// set's list when it names few enough, else by a walk that writes those that ran.
     fn changed_only(&mut self, query: &Query, bits: u32) -> Result<Changes, WalkError> {
         let taken_at_unix_ns = sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = self.procfs.units().boot.now_ns();
+        // Before the take: whatever ran after this is marked again, or walked.
+        let began_ns = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let (known, hidden) = match &self.live.delta {
+            Some(d) => (d.known.len(), d.hidden.clone()),
+            None => return Err(WalkError::NoWalk),
+        };
+        let pids = self.take_changes(known, &hidden)?;
         let (Some(walker), Some(arena), Some(delta)) =
             (&self.progs.walker, &self.out.arena, &mut self.live.delta)
         else {
             return Err(WalkError::NoWalk);
         };
         delta.since_full += 1;
+        delta.listed = None;
         self.out.walked = None;
-        let how = WalkMode {
-            mode: arena::WALK_CHANGED,
-            since_ns: delta.since_ns,
-            lines: false,
+        let mut listed = None;
+        let mut outs = None;
+        if let Some(pids) = pids {
+            match walker.walk_listed(arena, bits, &pids).map_err(WalkError::Failed)? {
+                Some(o) if o.overflow > 0 => {
+                    return Err(WalkError::Full {
+                        chunks: arena.chunks(),
+                        overflow: o.overflow,
+                    })
+                }
+                Some(o) => {
+                    outs = Some(vec![o]);
+                    listed = Some(pids);
+                }
+                None => {
+                    // Another pid namespace: its pids are not the set's.
+                    self.live.set = None;
+                    self.live.set_problem = Some("the reader is not in the initial pid namespace".into());
+                }
+            }
+        }
+        let outs = match outs {
+            Some(o) => o,
+            None => {
+                let how = WalkMode {
+                    mode: arena::WALK_CHANGED,
+                    since_ns: delta.since_ns,
+                    lines: false,
+                };
+                super::passes::walk_checked(walker, arena, bits, 1, how)?
+            }
         };
-        let outs = super::passes::walk_checked(walker, arena, bits, 1, how)?;
+        delta.listed = listed.as_ref().map(Vec::len);
         let records = super::passes::pass_records(&[], Some(arena), Some(&outs))?;
         let units = self.procfs.units();
         let tick_ns = 1_000_000_000 / units.clock_ticks_per_s.max(1);
@@ -241,7 +338,19 @@ impl BpfCollector {
         decode::filter(&mut tasks, query);
         drop(records);
         let known = delta.known.len() as u64;
-        if known > walked {
+        if let Some(pids) = &listed {
+            // Every thread of a listed process was written: a known one that was not is
+            // gone, and so is every thread of a listed process not found.
+            written.sort_unstable();
+            delta.known.retain(|&tid, &mut was| {
+                let live =
+                    pids.binary_search(&was.0).is_err() || written.binary_search(&tid).is_ok();
+                if !live {
+                    gone.push(id(tid, was));
+                }
+                live
+            });
+        } else if known > walked {
             // Some went away: the roll (every tid) says which.
             let roll_how = WalkMode {
                 mode: arena::WALK_ROLL,
@@ -275,7 +384,13 @@ impl BpfCollector {
             // a new task has not run before this pass, or has and is written). Start over.
             delta.since_full = FULL_EVERY;
         }
-        delta.since_ns = outs.iter().map(|o| o.started_ns).min().unwrap_or(0);
+        delta.since_ns = match &listed {
+            Some(_) => began_ns,
+            None => outs.iter().map(|o| o.started_ns).min().unwrap_or(0),
+        };
+        if let Some(pids) = listed {
+            self.live.pids = pids;
+        }
         self.out.walked = Some(outs);
         let mut stats = SnapshotStats::default();
         self.fill_from_procfs(&mut tasks, query, groups, &mut stats)

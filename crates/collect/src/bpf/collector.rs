@@ -128,6 +128,14 @@ impl LiveCollector for BpfCollector {
             }
         }
         self.prepare_arena(groups);
+        // The change set's tracepoints are attached while the caller is privileged, for a
+        // query changed-only reads can answer.
+        if self.progs.walker.is_some()
+            && self.settings.walk_allowed()
+            && !groups.has(Group::Cmdline)
+        {
+            self.fresh_change_set();
+        }
     }
 }
 
@@ -195,15 +203,15 @@ impl BpfCollector {
                 .arena
                 .as_ref()
                 .map_or((0, 0, false), |a| (a.chunks(), a.slot(), a.reused));
-            let what = if self
-                .live
-                .delta
-                .as_ref()
-                .is_some_and(|d| d.last_was_changed_only())
-            {
-                "changed-only walk"
-            } else {
-                "walk"
+            let what = match self.live.delta.as_ref() {
+                Some(d) if d.last_was_changed_only() => match d.listed {
+                    Some(n) => format!("changed-only read of {n} processes by pid (change set)"),
+                    None => match &self.live.set_problem {
+                        Some(why) => format!("changed-only walk (no change set: {why})"),
+                        None => "changed-only walk".into(),
+                    },
+                },
+                _ => "walk".into(),
             };
             return format!(
                 "{what} into the arena: {records} records in {chunks} of {size} chunks, {} \

@@ -1,6 +1,7 @@
 //! What a [`BpfCollector`](super::BpfCollector) keeps from one snapshot to the next: the
 //! last pass's output and reusable memory ([`Output`]), the command-line copy's state
-//! ([`State`]), and a live view's state between changed-only walks ([`Live`]). The
+//! ([`State`]), and a live view's state between changed-only reads ([`Live`], with its
+//! change set). The
 //! collector's methods that use them are in passes.rs, cmdlines.rs and changes.rs.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
@@ -67,6 +68,20 @@ pub(super) struct Live {
     /// The identities of a tracked walk's records, when it began, and the processes read
     /// from /proc because it passed over them; taken by walk_snapshot.
     pub captured: Option<(Identities, u64, Vec<i32>)>,
+    /// The change set (changeset.rs), once loaded for a live view.
+    pub set: Option<super::changeset::ChangeSet>,
+    /// Whether loading it was tried (it is tried once), and why there is none.
+    pub set_tried: bool,
+    pub set_problem: Option<String>,
+    /// Whether a change set may be used (`use_change_set`, TASKSNAP_NO_CHANGE_SET).
+    pub set_off: bool,
+    /// The pid limit its bitmap is made for, when not kernel.pid_max (a test's overflow).
+    pub set_pid_max: Option<u32>,
+    /// The processes the last take named (kept for its memory).
+    pub pids: Vec<u32>,
+    /// Whether a set of any size is read by pid list (a test's choice; else only one that
+    /// names few enough of the known threads).
+    pub list_any: bool,
 }
 
 /// A thread's identity as the walk gives it: tgid and start time (boot-time ns), by tid.
@@ -86,6 +101,8 @@ pub(super) struct Delta {
     pub since_full: u32,
     /// Processes the walk passes over (pid 1 on this VM), read from /proc every call.
     pub hidden: Vec<i32>,
+    /// How many processes the last call read by the change set's list (`None`: it walked).
+    pub listed: Option<usize>,
 }
 
 impl Delta {
@@ -105,6 +122,7 @@ impl Delta {
             known,
             since_full: 0,
             hidden,
+            listed: None,
         }
     }
 }

@@ -19,14 +19,16 @@
 //!
 //! Files depend one way: settings, decode and lap on none of the others; programs on
 //! settings; arena on programs; passes on arena; cmdlines on passes; changes on passes;
-//! snapshot on cmdlines and changes; collector on cmdlines and programs.
+//! snapshot on cmdlines and changes; collector on cmdlines and programs; changeset on none
+//! (changes uses it).
 //! - `arena.rs`: the walk's mapped arena;
 //! - `cmdlines.rs`: how command lines are read (one plan decided before the pass);
 //! - `decode.rs`: records to tasks;
 //! - `snapshot.rs`: a snapshot from a pass (reconciling with /proc, planning and merging the
 //!   groups filled from it);
 //! - `lap.rs`: the phases of a snapshot timed for `-v`;
-//! - `changes.rs`: a live view's changed-only walks;
+//! - `changes.rs`: a live view's changed-only reads;
+//! - `changeset.rs`: a live view's change set (which processes to read again);
 //! - `collector.rs`: `impl Collector for BpfCollector`.
 //!
 //! The BPF programs themselves, their loader and pins are in tasksnap-bpf. This module is
@@ -34,6 +36,7 @@
 
 pub mod arena;
 mod changes;
+mod changeset;
 mod cmdlines;
 mod collector;
 mod decode;
@@ -192,7 +195,10 @@ impl BpfCollector {
             settings: Settings::from_env(),
             out: kept::Output::default(),
             cmd: kept::State::default(),
-            live: kept::Live::default(),
+            live: kept::Live {
+                set_off: std::env::var_os("TASKSNAP_NO_CHANGE_SET").is_some(),
+                ..kept::Live::default()
+            },
             cmdline_from_procfs,
             walk_problem,
             load_ns,
@@ -225,6 +231,46 @@ impl BpfCollector {
     /// TASKSNAP_NO_LOCKLESS=1 sets it off too).
     pub fn use_lockless(&mut self, on: bool) {
         self.settings.lockless_off = !on;
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// Whether a live view's refreshes may read only the processes its change set names
+    /// (the default, when the kernel takes its programs), or must walk every task to find
+    /// what ran (benchmarks compare the two; TASKSNAP_NO_CHANGE_SET=1 sets it off too).
+    pub fn use_change_set(&mut self, on: bool) {
+        self.live.set_off = !on;
+        if !on {
+            self.live.set = None;
+            self.live.set_tried = false;
+        }
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// Makes the change set's bitmap hold pids below `pid_max` only (a test forces its
+    /// overflow with it); takes effect at its load, before the first whole pass.
+    pub fn change_set_pid_max(&mut self, pid_max: u32) {
+        self.live.set_pid_max = Some(pid_max);
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// Reads a change set of any size by pid list (up to what one request chunk holds),
+    /// however many of the known threads it names: a test on a small host, where a busy
+    /// minute may name a quarter of them, checks the reads by list.
+    pub fn list_any_change_set(&mut self) {
+        self.live.list_any = true;
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// How many processes the last refresh read by the change set's list, `None` when it
+    /// walked (or was a whole pass).
+    pub fn last_listed(&self) -> Option<usize> {
+        self.live.delta.as_ref().and_then(|d| d.listed)
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// Why a live view has no change set, when it has none (it walks to find what ran).
+    pub fn change_set_problem(&self) -> Option<&str> {
+        self.live.set_problem.as_deref()
     }
 
     /// Whether this collector has the walk (a pinned set of Linux 6.8 or later).

@@ -42,6 +42,9 @@ pub enum WalkError {
     /// The roll did not fit in the arena.
     #[error("the roll did not fit in the arena")]
     RollFull,
+    /// The change set lost changes: a whole pass reads everything.
+    #[error(transparent)]
+    ChangesLost(#[from] super::changeset::Lost),
     /// The records written could not be parsed.
     #[error(transparent)]
     Records(#[from] decode::RecordError),

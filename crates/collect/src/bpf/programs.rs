@@ -34,6 +34,7 @@ const PIN_CFG: &str = "reader_cfg";
 const PIN_WALK_PROG: &str = "walk_prog";
 const PIN_CMD_PROG: &str = "cmd_prog";
 const PIN_LINES_PROG: &str = "lines_prog";
+const PIN_LIST_PROG: &str = "list_prog";
 const PIN_ARENAS: &str = "arenas";
 
 /// Where the programs of a [`Programs`] came from.
@@ -99,6 +100,7 @@ fn open_and_load(
     cmdline: bool,
     walk: bool,
     rare: bool,
+    list: bool,
 ) -> Result<skel::TaskIterSkel<'static>, Unavailable> {
     tasksnap_bpf::loader::open_and_load(
         skel::TaskIterSkelBuilder::default(),
@@ -113,6 +115,7 @@ fn open_and_load(
             open.progs.walk_tasks.set_autoload(walk);
             open.progs.copy_cmdlines.set_autoload(walk && cmdline);
             open.progs.walk_tasks_lines.set_autoload(walk && cmdline);
+            open.progs.walk_listed.set_autoload(walk && list);
         },
         |e| format!("the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"),
     )
@@ -135,25 +138,34 @@ impl Programs {
         // The walk needs Linux 6.8 (open-coded task iterator, trusted arguments of global
         // functions), the sleepable command-line iterator Linux 5.18: whichever the kernel
         // refuses, keep the rest.
-        let skel = match open_and_load(cmdline, walk, rare) {
+        // The list program (a live view's reads by change set, Linux 6.2's
+        // bpf_task_from_pid) goes with the walk when the kernel takes it, else the walk
+        // loads without it.
+        let first = match open_and_load(cmdline, walk, rare, walk) {
+            Ok(s) => Ok((s, walk)),
+            Err(_) if walk => open_and_load(cmdline, walk, rare, false).map(|s| (s, false)),
+            Err(why) => Err(why),
+        };
+        let (skel, listed) = match first {
             Ok(s) => s,
             Err(why) => {
                 walk_unavailable = Some(why.to_string());
-                match open_and_load(cmdline, false, rare) {
+                let s = match open_and_load(cmdline, false, rare, false) {
                     Ok(s) => s,
                     Err(why) if cmdline => {
                         cmdline_unavailable = Some(why.to_string());
-                        match open_and_load(false, walk, rare) {
+                        match open_and_load(false, walk, rare, false) {
                             Ok(s) if walk => {
                                 walk_unavailable = None;
                                 s
                             }
                             Ok(s) => s,
-                            Err(_) => open_and_load(false, false, rare)?,
+                            Err(_) => open_and_load(false, false, rare, false)?,
                         }
                     }
                     Err(why) => return Err(why),
-                }
+                };
+                (s, false)
             }
         };
         let task_iter = if rare {
@@ -196,6 +208,11 @@ impl Programs {
                 },
                 lines_prog: if cmdline && cmdline_unavailable.is_none() {
                     Some(dup(skel.progs.walk_tasks_lines.as_fd())?)
+                } else {
+                    None
+                },
+                list_prog: if listed {
+                    Some(dup(skel.progs.walk_listed.as_fd())?)
                 } else {
                     None
                 },
@@ -256,6 +273,7 @@ impl Programs {
                 prog,
                 cmd_prog: get(PIN_CMD_PROG).ok(),
                 lines_prog: get(PIN_LINES_PROG).ok(),
+                list_prog: get(PIN_LIST_PROG).ok(),
                 arenas,
             })
         });
@@ -305,6 +323,9 @@ impl Programs {
             }
             if let Some(l) = &w.lines_prog {
                 objects.push((PIN_LINES_PROG, l.as_fd()));
+            }
+            if let Some(l) = &w.list_prog {
+                objects.push((PIN_LIST_PROG, l.as_fd()));
             }
             objects.push((PIN_ARENAS, w.arenas.as_fd()));
         }
@@ -433,6 +454,9 @@ pub struct Walker {
     pub(super) cmd_prog: Option<OwnedFd>,
     /// The walk with command lines (`walk_tasks_lines`), loaded with the copy.
     pub(super) lines_prog: Option<OwnedFd>,
+    /// The records of a list of processes (`walk_listed`), loaded with the walk when the
+    /// kernel takes it.
+    pub(super) list_prog: Option<OwnedFd>,
     pub(super) arenas: libbpf_rs::MapHandle,
 }
 
