@@ -19,12 +19,13 @@
 //!
 //! Files depend one way: settings, decode and lap on none of the others; programs on
 //! settings; arena on programs; passes on arena; cmdlines on passes; changes on passes;
-//! snapshot on cmdlines and changes; collector on cmdlines and programs.
+//! snapshot on cmdlines and changes; each on snapshot; collector on cmdlines and programs.
 //! - `arena.rs`: the walk's mapped arena;
 //! - `cmdlines.rs`: how command lines are read (one plan decided before the pass);
 //! - `decode.rs`: records to tasks;
 //! - `snapshot.rs`: a snapshot from a pass (reconciling with /proc, planning and merging the
 //!   groups filled from it);
+//! - `each.rs`: a one-shot snapshot handed over one task at a time;
 //! - `lap.rs`: the phases of a snapshot timed for `-v`;
 //! - `changes.rs`: a live view's changed-only walks;
 //! - `collector.rs`: `impl Collector for BpfCollector`.
@@ -37,6 +38,7 @@ mod changes;
 mod cmdlines;
 mod collector;
 mod decode;
+mod each;
 mod kept;
 mod lap;
 mod passes;
