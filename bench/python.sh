@@ -124,10 +124,11 @@ done
 
 if [ "$THREADS" -gt 0 ]; then
   echo "== $THREADS threads =="
-  # Two mappings per thread (stack and guard): one process of 100,000 threads needs more
-  # than the default 65,530.
-  if [ "$(id -u)" = 0 ] && [ "$(cat /proc/sys/vm/max_map_count)" -lt $((THREADS * 2 + 10000)) ]; then
-    sysctl -qw vm.max_map_count=$((THREADS * 2 + 10000))
+  # Four mappings per thread (stack and its guard, signal stack and its guard): one process
+  # of 100,000 threads needs far more than the default 65,530.
+  maps=$((THREADS * 4 / THREAD_LOADS + 10000))
+  if [ "$(id -u)" = 0 ] && [ "$(cat /proc/sys/vm/max_map_count)" -lt "$maps" ]; then
+    sysctl -qw vm.max_map_count="$maps"
   fi
   # THREAD_LOADS=2: two loads of THREADS/2 threads each (RLIMIT_NPROC, 96,364 on the
   # project's VM, caps one user's total, not one process's).
