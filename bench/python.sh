@@ -16,36 +16,60 @@
 #   bench/python.sh [N...]          default: 20000 50000
 #   RUNS=5 THREADS=100000 bench/python.sh 20000
 #   NOBODY=0 ...                    skip the unprivileged rows
+#   PINNED=0 ...                    skip the pinned rows (root)
+#   THREAD_LOADS=2 ...              the THREADS in two processes (default one)
+#   BASE_PY=VENV/bin/python ...     also measure the tasksnap installed in another virtualenv
+#                                   (a base build's wheel, with psutil and pyarrow), each
+#                                   measurement right before this tree's, on the same load
+#   LG=PATH CLI=PATH ...            the load generator and the CLI (for `pin`) to use
 #
-# Builds a release wheel into target/py-bench (a virtualenv with psutil and pyarrow), and
-# the release CLI for `pin`. Needs root for the load sizes (it raises kernel.pid_max and
-# the task limits).
+# Builds a release wheel into $CARGO_TARGET_DIR (default target)/py-bench (a virtualenv with
+# psutil and pyarrow), and the release CLI for `pin` and the load generator unless given.
+# Needs root for the load sizes (it raises kernel.pid_max and the task limits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LG=./target/release/tasksnap-loadgen
+TGT=${CARGO_TARGET_DIR:-$PWD/target}
 RUNS=${RUNS:-5}
 THREADS=${THREADS:-100000}
-VENV=target/py-bench
-CLI=./target/release/tasksnap
+THREAD_LOADS=${THREAD_LOADS:-1}
+VENV=$TGT/py-bench
 NOBODY=${NOBODY:-1}
+PINNED=${PINNED:-1}
+BASE_PY=${BASE_PY:-}
 IDIOM=pid,name,cpu_percent,memory_percent,username,cmdline
-# Both measurements of one context (root unpinned, root pinned, nobody): the ten attributes,
-# then the idiom.
-iter_both() {
-  "$@" iter --runs "$RUNS"
-  "$@" iter --runs "$RUNS" --attrs "$IDIOM"
+# Each measurement with the base build first (BASE_PY), then this tree's.
+both_builds() {
+  if [ -n "$BASE_PY" ]; then
+    echo "   base ($BASE_PY):"
+    "$@" "$BASE_PY"
+    echo "   this tree:"
+  fi
+  "$@" "$PY"
 }
-cargo build --release -p tasksnap-loadgen -p tasksnap --quiet
+# Both measurements of one context (root unpinned, root pinned, nobody): the ten attributes,
+# then the idiom. `as` runs the Python given last (e.g. as_nobody, or plain).
+iter_both() {
+  local as=$1 py=$2
+  "$as" "$py" "$SCRIPT" iter --runs "$RUNS"
+  "$as" "$py" "$SCRIPT" iter --runs "$RUNS" --attrs "$IDIOM"
+}
+plain() { "$@"; }
+if [ -z "${LG:-}" ] || { [ -z "${CLI:-}" ] && [ "$PINNED" = 1 ]; }; then
+  CARGO_TARGET_DIR=$TGT cargo build --release -p tasksnap-loadgen -p tasksnap --quiet
+fi
+LG=${LG:-$TGT/release/tasksnap-loadgen}
+CLI=${CLI:-$TGT/release/tasksnap}
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check psutil pyarrow maturin
 fi
-# The wheel pip would install (release), built against the workspace's target directory.
-(cd python && CARGO_TARGET_DIR="$PWD/../target" "../$VENV/bin/maturin" build --release --quiet \
-  -o ../target/wheels >&2)
+# The wheel pip would install (release), built against the target directory.
+(cd python && CARGO_TARGET_DIR="$TGT" "$VENV/bin/maturin" build --release --quiet \
+  -o "$TGT/wheels" >&2)
 "$VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps \
-  target/wheels/tasksnap-*-abi3-*.whl
-PY="$PWD/$VENV/bin/python"
+  "$TGT"/wheels/tasksnap-*-abi3-*.whl
+PY="$VENV/bin/python"
+SCRIPT="$PWD/bench/python.py"
 
 . bench/lib.sh
 raise_limits
@@ -77,41 +101,51 @@ for n in ${@:-20000 50000}; do
   if [ "$(id -u)" = 0 ]; then
     if [ "$pinned_before" = 0 ]; then
       echo "-- root, programs not pinned"
-      iter_both "$PY" bench/python.py
-      "$CLI" pin >&2
-      pinned_here=1
+      both_builds iter_both plain
+      if [ "$PINNED" = 1 ]; then
+        "$CLI" pin >&2
+        pinned_here=1
+      fi
     fi
-    echo "-- root, programs pinned (tasksnap pin)"
-    iter_both "$PY" bench/python.py
+    if [ "$PINNED" = 1 ] || [ "$pinned_before" = 1 ]; then
+      echo "-- root, programs pinned (tasksnap pin)"
+      both_builds iter_both plain
+    fi
     unpin_here
     if [ "$NOBODY" = 1 ]; then
       echo "-- nobody (procfs)"
-      (cd /tmp && iter_both as_nobody "$PY" "$OLDPWD/bench/python.py")
+      (cd /tmp && both_builds iter_both as_nobody)
     fi
   else
-    iter_both "$PY" bench/python.py
+    both_builds iter_both plain
   fi
   stop_load
 done
 
 if [ "$THREADS" -gt 0 ]; then
   echo "== $THREADS threads =="
-  # Two mappings per thread (stack and guard): one process of 100,000 threads needs more
-  # than the default 65,530.
-  if [ "$(id -u)" = 0 ] && [ "$(cat /proc/sys/vm/max_map_count)" -lt $((THREADS * 2 + 10000)) ]; then
-    sysctl -qw vm.max_map_count=$((THREADS * 2 + 10000))
+  # Four mappings per thread (stack and its guard, signal stack and its guard): one process
+  # of 100,000 threads needs far more than the default 65,530.
+  maps=$((THREADS * 4 / THREAD_LOADS + 10000))
+  if [ "$(id -u)" = 0 ] && [ "$(cat /proc/sys/vm/max_map_count)" -lt "$maps" ]; then
+    sysctl -qw vm.max_map_count="$maps"
   fi
-  # Two loads of THREADS/2 threads each (one process of 90,000 threads does not come up on
-  # the project's VM; RLIMIT_NPROC, 96,364 there, caps the total).
-  coproc LOAD { exec "$LG" --threads "$((THREADS / 2))" --until-stdin-eof; }
+  # THREAD_LOADS=2: two loads of THREADS/2 threads each (RLIMIT_NPROC, 96,364 on the
+  # project's VM, caps one user's total, not one process's).
+  first=$((THREADS / THREAD_LOADS))
+  coproc LOAD { exec "$LG" --threads "$first" --until-stdin-eof; }
   load_pid=$LOAD_PID
   read -r _ <&"${LOAD[0]}"
-  coproc LOAD2 { exec "$LG" --threads "$((THREADS - THREADS / 2))" --until-stdin-eof; }
-  load2_pid=$LOAD2_PID
-  read -r _ <&"${LOAD2[0]}"
+  load2_pid=""
+  if [ "$THREAD_LOADS" = 2 ]; then
+    coproc LOAD2 { exec "$LG" --threads "$((THREADS - first))" --until-stdin-eof; }
+    load2_pid=$LOAD2_PID
+    read -r _ <&"${LOAD2[0]}"
+  fi
   trap 'stop_load; load_pid=$load2_pid; stop_load; unpin_here' EXIT INT TERM
   echo "load ready: pgids $load_pid $load2_pid, $(awk -F'[ /]' '{print $5}' /proc/loadavg) tasks on the machine"
-  "$PY" bench/python.py snapshot --runs "$RUNS"
+  snap() { "$1" "$SCRIPT" snapshot --runs "$RUNS"; }
+  both_builds snap
   stop_load
   load_pid=$load2_pid
   stop_load

@@ -1,6 +1,7 @@
 //! `tasksnap.snapshot`: one whole-system pass as columns (one Arrow array per column, built
-//! here, no object per process: [`crate::arrow`] hands them to pyarrow without a copy, or
-//! as a dict of lists without pyarrow).
+//! by [`crate::builders`] as the library hands each task over, no object per process:
+//! [`crate::arrow`] hands them to pyarrow without a copy, or as a dict of lists without
+//! pyarrow): what is asked, the column names, the pass.
 //! Besides psutil's attributes it takes every field of the model's table by name
 //! (`tasksnap.FIELDS`, `tasksnap_model::fields`), a column of that name in its unit; the
 //! attributes' plain values come from the same table (`Attr::fields`).
@@ -14,18 +15,18 @@
 //! named a process), and its sibling (`name_bytes`, `username_bytes`, `cmdline_bytes`)
 //! holds the exact bytes where the value was not valid UTF-8, None otherwise.
 
-use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use arrow_array::builder::{BinaryBuilder, ListBuilder, StringBuilder};
-use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt64Array};
+use arrow_array::builder::{BinaryBuilder, StringBuilder};
+use arrow_array::{ArrayRef, Int64Array, UInt64Array};
 use pyo3::prelude::*;
-use tasksnap_model::{fields, Group, Groups, Selector, Task};
+use tasksnap_model::{fields, Group, Groups, Selector};
 
 use crate::arrow::Columns;
 use crate::attrs::{groups_for, parse_attrs, Attr};
+use crate::builders::{After, Table};
 use crate::host;
-use crate::psutil::{split_cmdline, status_name};
 
 /// The columns an attribute becomes ([`crate::attrs::Spec::columns`]).
 fn columns_of(a: Attr) -> &'static [&'static str] {
@@ -35,7 +36,7 @@ fn columns_of(a: Attr) -> &'static [&'static str] {
 /// What `snapshot()` is asked for: psutil's attributes, and any other field of the model's
 /// table by its name (`tasksnap_model::fields`): a field added there is a column here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Asked {
+pub(crate) enum Asked {
     /// A psutil attribute.
     Attr(Attr),
     /// A field of the model's table, a column of its name (a bytes field also its `_bytes`
@@ -145,84 +146,16 @@ pub(crate) fn unsigned(values: &[Option<u64>]) -> ArrayRef {
     )
 }
 
-/// An integer column of `tasks` (null where unreadable): int64, or uint64 when a value is
-/// beyond int64 (what pyarrow infers from the same Python ints).
-fn ints<'a>(tasks: &'a [Task], value: impl Fn(&'a Task) -> Option<fields::Value<'a>>) -> ArrayRef {
-    let values: Vec<Option<fields::Value<'a>>> = tasks.iter().map(value).collect();
-    let int = |v: &Option<fields::Value<'a>>| match *v {
-        Some(fields::Value::Int(n)) => Some(n),
-        Some(fields::Value::UInt(n)) => i64::try_from(n).ok(),
-        _ => None,
-    };
-    let beyond = values
-        .iter()
-        .any(|v| matches!(*v, Some(fields::Value::UInt(n)) if i64::try_from(n).is_err()));
-    if beyond {
-        let a: UInt64Array = values
-            .iter()
-            .map(|v| match *v {
-                Some(fields::Value::UInt(n)) => Some(n),
-                Some(fields::Value::Int(n)) => u64::try_from(n).ok(),
-                _ => None,
-            })
-            .collect();
-        return Arc::new(a);
-    }
-    Arc::new(values.iter().map(int).collect::<Int64Array>())
-}
+/// How many rows the last `snapshot()` had: the next one's builders reserve that much.
+static LAST_ROWS: AtomicUsize = AtomicUsize::new(0);
 
-/// A psutil attribute's plain field as a column, with psutil's unit (`field_value`'s rule:
-/// nanoseconds become float seconds; memory only where the memory group was read).
-fn plain(tasks: &[Task], f: &'static fields::Field) -> ArrayRef {
-    let read = |t: &Task| !(f.group == fields::Group::Mem && t.mem.is_none());
-    if f.unit == fields::Unit::Ns {
-        let a: Float64Array = tasks
-            .iter()
-            .map(|t| match f.value(t).filter(|_| read(t)) {
-                Some(fields::Value::UInt(ns)) => Some(ns as f64 / 1e9),
-                Some(fields::Value::Int(ns)) => Some(ns as f64 / 1e9),
-                _ => None,
-            })
-            .collect();
-        return Arc::new(a);
-    }
-    ints(tasks, |t| f.value(t).filter(|_| read(t)))
-}
-
-/// The `cmdline` column (each argument as text, as in [`text_and_bytes`]) and its
-/// `cmdline_bytes` sibling (every argument's exact bytes, where any of them is not UTF-8).
-fn cmdlines(tasks: &[Task]) -> (ArrayRef, ArrayRef) {
-    let mut texts = ListBuilder::new(StringBuilder::new());
-    let mut exact = ListBuilder::new(BinaryBuilder::new());
-    for t in tasks {
-        let Some(c) = &t.cmdline else {
-            texts.append_null();
-            exact.append_null();
-            continue;
-        };
-        let args = split_cmdline(c);
-        for a in &args {
-            texts.values().append_value(String::from_utf8_lossy(a));
-        }
-        texts.append(true);
-        if std::str::from_utf8(c).is_ok() {
-            exact.append_null();
-        } else {
-            for a in &args {
-                exact.values().append_value(a);
-            }
-            exact.append(true);
-        }
-    }
-    (Arc::new(texts.finish()), Arc::new(exact.finish()))
-}
-
-/// One whole-system pass of `attrs` as a dict of lists (processes, or every thread with a
-/// `tid` column when `threads`).
+/// One whole-system pass of `attrs` as columns (processes, or every thread with a `tid`
+/// column when `threads`): each task goes into the columns' builders as the library hands
+/// it over, on the call's own thread, without the GIL ([`Table`]).
 #[pyfunction]
 #[pyo3(signature = (attrs, threads=false, backend="auto"))]
-pub(crate) fn snapshot<'py>(
-    py: Python<'py>,
+pub(crate) fn snapshot(
+    py: Python<'_>,
     attrs: Vec<String>,
     threads: bool,
     backend: &str,
@@ -242,48 +175,26 @@ pub(crate) fn snapshot<'py>(
             f.group.ask(&mut groups);
         }
     }
-    let mut snap = pass(py, backend, threads, groups, real_ids)?;
-    if !threads {
-        snap.tasks.retain(|t| t.id.is_leader());
-    }
-    let tasks = &snap.tasks;
-    let mut users: HashMap<u32, Vec<u8>> = HashMap::new();
-    if attrs.contains(&Attr::Username) {
-        let mut uids: Vec<u32> = tasks
-            .iter()
-            .filter_map(|t| t.cred.as_ref().map(|c| c.ruid))
-            .collect();
-        uids.sort_unstable();
-        uids.dedup();
-        users.extend(py.detach(|| host::user_names(uids)));
-    }
-    let made = Made {
-        tasks,
-        threads,
-        boot_time_s: snap.boot_time_unix_s as f64,
-        users,
-    };
-    let mut out: Vec<(String, ArrayRef)> = Vec::new();
-    for a in asked {
-        match a {
-            Asked::Attr(a) => made.attr(&mut out, a),
-            Asked::Field(f) => field_columns(&mut out, tasks, f),
-        }
-    }
-    Columns::new(out, tasks.len())
+    let (columns, rows) = crate::interrupt::run(py, move |_| {
+        let table = Table::new(&asked, threads, LAST_ROWS.load(Ordering::Relaxed));
+        pass(table, backend, threads, groups, real_ids)
+    })?
+    .map_err(crate::collect_error)?;
+    LAST_ROWS.store(rows, Ordering::Relaxed);
+    Columns::new(columns, rows)
 }
 
-/// The whole-system pass of `snapshot()`: processes, or every thread when `threads`.
-/// Threads share their process's memory: with `threads`, statm is read once per process
-/// (the library's fill of the leaders) and given to every thread, instead of once per
-/// thread.
+/// The whole-system pass of `snapshot()` into `table`: processes, or every thread when
+/// `threads`. Threads share their process's memory: with `threads`, statm is read once per
+/// process after the pass (the library's fill of the leaders) and given to each of its
+/// threads' rows, instead of once per thread.
 fn pass(
-    py: Python<'_>,
+    mut table: Table,
     backend: tasksnap_model::Backend,
     threads: bool,
     groups: Groups,
     real_ids: bool,
-) -> PyResult<tasksnap_model::Snapshot> {
+) -> Result<(Vec<(String, ArrayRef)>, usize), tasksnap_collect::Error> {
     let selector = if threads {
         Selector::AllThreads
     } else {
@@ -291,110 +202,21 @@ fn pass(
     };
     let per_process_mem = threads && groups.has(Group::Mem);
     let bulk_groups = groups.flag(Group::Mem, groups.has(Group::Mem) && !per_process_mem);
-    crate::interrupt::run(py, move |_| -> Result<_, tasksnap_collect::Error> {
-        let mut snap = host::bulk(backend, selector, bulk_groups, real_ids, false)?;
-        if per_process_mem {
-            let leaders: Vec<(i32, i32)> = snap
-                .tasks
-                .iter()
-                .filter(|t| t.id.is_leader())
-                .map(|t| (t.id.tgid, t.id.tid))
-                .collect();
-            let mem = Groups::of(&[Group::Mem]);
-            let by_tgid: HashMap<i32, Box<tasksnap_model::Mem>> = host::fill(&leaders, mem)?
-                .into_iter()
-                .filter_map(|t| Some((t.id.tgid, t.mem?)))
-                .collect();
-            for t in &mut snap.tasks {
-                t.mem = by_tgid.get(&t.id.tgid).cloned();
-            }
-        }
-        Ok(snap)
-    })?
-    .map_err(crate::collect_error)
-}
-
-/// A field of the model's table as a column of its name (a bytes field: text, and its
-/// `_bytes` sibling).
-fn field_columns(out: &mut Vec<(String, ArrayRef)>, tasks: &[Task], f: &'static fields::Field) {
-    match f.kind {
-        fields::Kind::Int => out.push((f.name.into(), ints(tasks, |t| f.value(t)))),
-        fields::Kind::Bytes => {
-            let (texts, exact) = text_and_bytes(
-                tasks
-                    .iter()
-                    .map(|t| f.value(t).and_then(fields::Value::as_bytes)),
-            );
-            out.push((f.name.into(), texts));
-            out.push((format!("{}_bytes", f.name), exact));
-        }
+    let snap = host::bulk_each(backend, selector, bulk_groups, real_ids, &mut |t| {
+        table.push(t)
+    })?;
+    let mut processes = Vec::new();
+    if table.wants_process_memory() {
+        let leaders: Vec<(i32, i32)> = table.processes().into_iter().map(|p| (p, p)).collect();
+        processes = host::fill(&leaders, Groups::of(&[Group::Mem]))?;
+        processes.sort_unstable_by_key(|t| t.id.tgid);
     }
-}
-
-/// What a psutil attribute's columns are made of.
-struct Made<'a> {
-    tasks: &'a [Task],
-    threads: bool,
-    boot_time_s: f64,
-    /// User names by uid (for `username`).
-    users: HashMap<u32, Vec<u8>>,
-}
-
-impl Made<'_> {
-    /// The columns of attribute `a` ([`columns_of`]).
-    fn attr(&self, out: &mut Vec<(String, ArrayRef)>, a: Attr) {
-        let tasks = self.tasks;
-        let cols = columns_of(a);
-        let mut pair = |(texts, exact): (ArrayRef, ArrayRef)| {
-            out.push((cols[0].into(), texts));
-            out.push((cols[1].into(), exact));
-        };
-        match a {
-            // The plain fields: one column each, from the model's table.
-            _ if a.spec().plain => {
-                for (c, f) in cols.iter().zip(a.fields()) {
-                    out.push((c.to_string(), plain(tasks, f)));
-                }
-            }
-            Attr::Pid => {
-                let ids = |id: fn(&Task) -> i32| -> ArrayRef {
-                    Arc::new(Int64Array::from_iter_values(
-                        tasks.iter().map(|t| i64::from(id(t))),
-                    ))
-                };
-                out.push(("pid".into(), ids(|t| t.id.tgid)));
-                if self.threads {
-                    out.push(("tid".into(), ids(|t| t.id.tid)));
-                }
-            }
-            Attr::Name => {
-                pair(text_and_bytes(
-                    tasks.iter().map(|t| t.base.as_ref().map(|b| &b.comm[..])),
-                ));
-            }
-            Attr::Username => pair(text_and_bytes(tasks.iter().map(|t| {
-                t.cred
-                    .as_ref()
-                    .and_then(|c| self.users.get(&c.ruid).map(Vec::as_slice))
-            }))),
-            Attr::Status => {
-                let s: StringArray = tasks
-                    .iter()
-                    .map(|t| t.base.as_ref().map(|b| status_name(b.state)))
-                    .collect();
-                out.push((cols[0].into(), Arc::new(s)));
-            }
-            Attr::CreateTime => out.push((
-                cols[0].into(),
-                Arc::new(Float64Array::from_iter_values(tasks.iter().map(|t| {
-                    host::create_time_s(t.id.start_time_ns, self.boot_time_s)
-                }))),
-            )),
-            Attr::Cmdline => pair(cmdlines(tasks)),
-            // No columns ([`Attr::columnar`]): refused by `parse_asked`.
-            _ => {}
-        }
-    }
+    let rows = table.rows();
+    let after = After {
+        boot_time_s: snap.boot_time_unix_s as f64,
+        processes: &processes,
+    };
+    Ok((table.finish(&after), rows))
 }
 
 #[cfg(test)]

@@ -232,6 +232,25 @@ pub(crate) fn bulk(
 ) -> Result<Snapshot, Error> {
     let started = Instant::now();
     let mut h = host_on_current();
+    let (c, groups) = bulk_host(&mut h, backend, want, real_ids)?;
+    let query = Query {
+        leader_as_process,
+        ..Query::new(selector, groups)
+    };
+    let snap = c.snapshot(&query)?;
+    let report = c.report();
+    h.last = Some((report, started.elapsed()));
+    Ok(snap)
+}
+
+/// The whole-system host for `want` (opened again only when the kept one does not serve
+/// it), and the groups to ask it for.
+fn bulk_host(
+    h: &mut Kept,
+    backend: Backend,
+    want: Groups,
+    real_ids: bool,
+) -> Result<(&mut Host, Groups), Error> {
     // The host stays open while it serves what is asked (the library says whether opening
     // again would load something `want` needs: the BPF command-line iterator, the program of
     // the rare blocks), so the programs are loaded once per interpreter, and only those the
@@ -255,18 +274,28 @@ pub(crate) fn bulk(
     let Some((_, _, c)) = h.bulk.as_mut() else {
         return Err(Error::Unsupported("no collector".into()));
     };
-    let procfs = c.report().backend == Backend::Procfs;
-    let groups = if procfs {
+    let groups = if c.report().backend == Backend::Procfs {
         procfs_groups(want, real_ids)
     } else {
         // The iterator's credentials block holds every id.
         want
     };
-    let query = Query {
-        leader_as_process,
-        ..Query::new(selector, groups)
-    };
-    let snap = c.snapshot(&query)?;
+    Ok((c, groups))
+}
+
+/// [`bulk`], handing each task to `sink` as the library makes it instead of collecting
+/// them (`Host::snapshot_each`): the snapshot it returns has no tasks.
+pub(crate) fn bulk_each(
+    backend: Backend,
+    selector: Selector,
+    want: Groups,
+    real_ids: bool,
+    sink: &mut dyn FnMut(&Task),
+) -> Result<Snapshot, Error> {
+    let started = Instant::now();
+    let mut h = host_on_current();
+    let (c, groups) = bulk_host(&mut h, backend, want, real_ids)?;
+    let snap = c.snapshot_each(&Query::new(selector, groups), sink)?;
     let report = c.report();
     h.last = Some((report, started.elapsed()));
     Ok(snap)

@@ -16,6 +16,7 @@
 
 mod arrow;
 mod attrs;
+mod builders;
 mod cgroups;
 mod columns;
 mod files;

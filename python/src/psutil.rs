@@ -34,16 +34,22 @@ pub(crate) fn status_name(s: TaskState) -> &'static str {
 /// separator dropped, and a NUL-terminated line with one argument holding spaces split on
 /// the spaces.
 pub(crate) fn split_cmdline(data: &[u8]) -> Vec<&[u8]> {
-    if data.is_empty() {
-        return Vec::new();
-    }
+    cmdline_args(data).collect()
+}
+
+/// [`split_cmdline`]'s arguments one by one, without a vector.
+pub(crate) fn cmdline_args(data: &[u8]) -> impl Iterator<Item = &[u8]> {
     let sep = if data.ends_with(b"\0") { b'\0' } else { b' ' };
-    let data = data.strip_suffix(&[sep]).unwrap_or(data);
-    let parts: Vec<&[u8]> = data.split(|&b| b == sep).collect();
-    if sep == b'\0' && parts.len() == 1 && data.contains(&b' ') {
-        return data.split(|&b| b == b' ').collect();
-    }
-    parts
+    let line = data.strip_suffix(&[sep]).unwrap_or(data);
+    // One NUL-terminated argument holding spaces: split on the spaces.
+    let sep = if sep == b'\0' && !line.contains(&b'\0') && line.contains(&b' ') {
+        b' '
+    } else {
+        sep
+    };
+    let line = if data.is_empty() { None } else { Some(line) };
+    line.into_iter()
+        .flat_map(move |l| l.split(move |&b| b == sep))
 }
 
 /// psutil's `name()`: the comm, unless it is 15 bytes or more (the kernel cut it) and the

@@ -66,6 +66,47 @@ def test_snapshot_threads_has_a_row_per_thread(family, backend):
     assert sorted(tids) == sorted(t.id for t in tasksnap.Process(threaded).threads())
 
 
+def test_thread_table_equals_the_process_api(family, backend):
+    """The Table of every thread (its columns built as the library hands each task over)
+    says, column by column, for every thread of the processes this test spawned, what the
+    per-process API says of it: `Process(tid)` for what is the thread's own (name, status,
+    start time), `Process(pid)` for what is the process's (parent, user, memory, command
+    line, thread count), `Process(pid).threads()` for the thread's CPU times."""
+    pa = pytest.importorskip("pyarrow")
+    table = tasksnap.snapshot(ATTRS, threads=True)
+    assert isinstance(table, pa.Table)
+    assert tasksnap.last_report().backend == backend
+    assert table.column_names == tasksnap.column_names(ATTRS, threads=True)
+    cols = table.to_pydict()
+    rows = {}
+    for i, (pid, tid) in enumerate(zip(cols["pid"], cols["tid"])):
+        if pid in family:
+            rows[tid] = {c: cols[c][i] for c in cols}
+    for pid in family:
+        proc = tasksnap.Process(pid)
+        threads = {t.id: t for t in proc.threads()}
+        mine = {tid for tid, r in rows.items() if r["pid"] == pid}
+        assert mine == set(threads), pid
+        mem = proc.memory_info()
+        for tid in mine:
+            r, thread = rows[tid], tasksnap.Process(tid)
+            assert r["ppid"] == proc.ppid() == os.getpid()
+            assert r["name"] == thread.name()[:15]
+            assert r["name_bytes"] is None and r["username_bytes"] is None
+            assert r["username"] == proc.username()
+            assert r["status"] == thread.status()
+            assert r["create_time"] == thread.create_time()
+            assert r["cmdline"] == proc.cmdline()
+            assert r["cmdline_bytes"] is None
+            assert r["num_threads"] == proc.num_threads()
+            assert (r["rss"], r["vms"], r["shared"], r["text"], r["data"]) == (
+                mem.rss, mem.vms, mem.shared, mem.text, mem.data)
+            # Nanoseconds against /proc's clock ticks: within a tick.
+            assert r["cpu_user"] == pytest.approx(threads[tid].user_time, abs=0.011)
+            assert r["cpu_system"] == pytest.approx(threads[tid].system_time, abs=0.011)
+    assert len(rows) == sum(tasksnap.Process(p).num_threads() for p in family)
+
+
 def test_states_split_per_thread(spawned):
     burn = spawned.python(
         "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush()\nwhile True: pass")

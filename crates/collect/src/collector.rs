@@ -63,6 +63,23 @@ pub type Filled = (HashMap<(i32, i32), Task>, SnapshotStats);
 pub trait Collector: Send {
     /// Collects the tasks `query` selects, with the groups it asks for.
     fn snapshot(&mut self, query: &Query) -> Result<Snapshot, Error>;
+    /// [`Collector::snapshot`], handing each task to `sink` (in the snapshot's order)
+    /// instead of returning them; the snapshot returned has none. By default the snapshot is
+    /// taken whole, then handed over, and its vector kept for the next
+    /// ([`Collector::recycle`]).
+    fn snapshot_each(
+        &mut self,
+        query: &Query,
+        sink: &mut dyn FnMut(&Task),
+    ) -> Result<Snapshot, Error> {
+        let mut snap = self.snapshot(query)?;
+        let tasks = std::mem::take(&mut snap.tasks);
+        for t in &tasks {
+            sink(t);
+        }
+        self.recycle(tasks);
+        Ok(snap)
+    }
     /// Reads `groups` for the tasks `ids` (tgid, tid) only, e.g. the command lines and
     /// memory of the rows a screen shows, with the same deadline on a target's mmap lock as
     /// a snapshot's reads. Tasks gone are absent; a command line given up at the deadline

@@ -845,3 +845,64 @@ fn a_fresh_load_serves_what_it_was_loaded_for() {
     let fresh = BpfCollector::load_fresh(false, false).expect("BPF loads as root");
     assert!(fresh.serves(&rare) && !fresh.serves(&cmdline));
 }
+
+/// A snapshot handed over one task at a time (`snapshot_each`: assembled as it goes, each
+/// thread lent its process's command line) has the tasks a whole snapshot has, in its
+/// order, with the same command lines (a zombie's empty, an odd name's exact bytes), names,
+/// states, parents and credentials, on both BPF paths and for processes and threads.
+#[test]
+fn a_snapshot_handed_over_task_by_task_is_the_whole_one() {
+    skip_unless_root!("BPF snapshot handed over task by task");
+    let load = spawn_load(&tasksnap_loadgen::every_state_args("10", "4", &[]));
+    let pids = load.info.known_pids();
+    let groups = Groups::of(&[
+        Group::Base,
+        Group::CredEffective,
+        Group::Stat,
+        Group::Cmdline,
+    ]);
+    type Seen = (
+        tasksnap_model::TaskId,
+        Option<Vec<u8>>,
+        Option<(Vec<u8>, char, i32)>,
+    );
+    let ours = |tasks: &[Task]| -> Vec<(Seen, Option<tasksnap_model::Cred>)> {
+        tasks
+            .iter()
+            .filter(|t| pids.contains(&t.id.tgid))
+            .map(|t| {
+                let b = t
+                    .base
+                    .as_ref()
+                    .map(|b| (b.comm[..].to_vec(), char::from(b.state.letter()), b.ppid));
+                ((t.id, t.cmdline.clone(), b), t.cred.clone())
+            })
+            .collect()
+    };
+    for (walk, mut bpf) in iterator_then_walk(true, groups) {
+        for (what, mut q) in queries(groups, walk) {
+            q.leader_as_process = false;
+            let mut each: Vec<Task> = Vec::new();
+            let snap = bpf
+                .snapshot_each(&q, &mut |t| each.push(t.clone()))
+                .expect("bpf snapshot_each");
+            assert!(snap.tasks.is_empty(), "{what}");
+            assert!(
+                each.is_sorted_by_key(|t| (t.id.tgid, t.id.tid)),
+                "{what}: in the snapshot's order"
+            );
+            let whole = bpf.snapshot(&q).expect("bpf snapshot").tasks;
+            let (a, b) = (ours(&each), ours(&whole));
+            assert!(
+                a.len() >= pids.len(),
+                "{what}: {} tasks of the load",
+                a.len()
+            );
+            assert!(
+                a.iter().all(|((_, line, _), _)| line.is_some()),
+                "{what}: every task of the load has its command line"
+            );
+            assert_eq!(a, b, "{what}");
+        }
+    }
+}

@@ -163,39 +163,8 @@ impl BpfCollector {
         stats: &mut SnapshotStats,
         lap: &mut Lap,
     ) -> bool {
-        let pass = match started {
-            Some(p) => Some(p),
-            None if walk_lines.is_some() => None,
-            None => self.start_cmdline_pass(),
-        };
-        self.cmd.how = if walk_lines.is_some() {
-            Some(Source::Walk)
-        } else {
-            pass.as_ref().map(|p| {
-                if p.copy {
-                    Source::Copied
-                } else {
-                    Source::Iterator
-                }
-            })
-        };
-        let passed = pass.map(CmdlinePass::finish).and_then(|end| match end {
-            PassEnd::Lines(lines) => Some(lines),
-            PassEnd::Stuck => {
-                stats.cmdline_timeouts += 1;
-                None
-            }
-            PassEnd::Failed => None,
-        });
-        let cmds = match (walk_lines, passed) {
-            (Some(mut w), Some(p)) => {
-                w.extend(p);
-                Some(w)
-            }
-            (w, p) => w.or(p),
-        };
-        lap.mark("command lines");
-        let Some(mut cmds) = cmds else {
+        let pass = self.cmdline_pass_or_start(started, walk_lines.is_some());
+        let Some(mut cmds) = gather_cmdlines(&mut self.cmd, pass, walk_lines, stats, lap) else {
             return true;
         };
         let per_thread = query.wants_threads();
@@ -210,6 +179,20 @@ impl BpfCollector {
             }
         }
         tasks.iter().any(|t| t.cmdline.is_none())
+    }
+
+    /// The pass that reads the command lines: `started`, or, when neither it nor the walk's
+    /// lines are there, a sleepable iterator pass started now.
+    pub(super) fn cmdline_pass_or_start(
+        &self,
+        started: Option<CmdlinePass>,
+        walk_lines: bool,
+    ) -> Option<CmdlinePass> {
+        match started {
+            Some(p) => Some(p),
+            None if walk_lines => None,
+            None => self.start_cmdline_pass(),
+        }
     }
 
     /// The command-line pass, on its own thread under `deadline`: it takes each target's mmap
@@ -380,4 +363,44 @@ impl BpfCollector {
         }
         Some(pass)
     }
+}
+
+/// The command lines of a pass by tgid: the walk's `walk_lines` and those of `pass`, when
+/// it finishes in time (`None`: there are none, /proc is read for every one); says in `cmd`
+/// where they came from.
+pub(super) fn gather_cmdlines(
+    cmd: &mut State,
+    pass: Option<CmdlinePass>,
+    walk_lines: Option<HashMap<i32, Vec<u8>>>,
+    stats: &mut SnapshotStats,
+    lap: &mut Lap,
+) -> Option<HashMap<i32, Vec<u8>>> {
+    cmd.how = if walk_lines.is_some() {
+        Some(Source::Walk)
+    } else {
+        pass.as_ref().map(|p| {
+            if p.copy {
+                Source::Copied
+            } else {
+                Source::Iterator
+            }
+        })
+    };
+    let passed = pass.map(CmdlinePass::finish).and_then(|end| match end {
+        PassEnd::Lines(lines) => Some(lines),
+        PassEnd::Stuck => {
+            stats.cmdline_timeouts += 1;
+            None
+        }
+        PassEnd::Failed => None,
+    });
+    let cmds = match (walk_lines, passed) {
+        (Some(mut w), Some(p)) => {
+            w.extend(p);
+            Some(w)
+        }
+        (w, p) => w.or(p),
+    };
+    lap.mark("command lines");
+    cmds
 }

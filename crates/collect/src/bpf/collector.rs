@@ -23,6 +23,16 @@ impl Collector for BpfCollector {
         r
     }
 
+    fn snapshot_each(
+        &mut self,
+        query: &Query,
+        sink: &mut dyn FnMut(&tasksnap_model::Task),
+    ) -> Result<Snapshot, Error> {
+        let r = self.walk_snapshot_each(query, sink);
+        self.after_pass();
+        r
+    }
+
     /// A fresh load without the command-line iterator reads command lines from /proc, one
     /// without `dump_task_rare` the rare blocks: loading again for `groups` would do better.
     /// A pinned set is what opening again would give.

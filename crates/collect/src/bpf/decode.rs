@@ -926,6 +926,14 @@ pub fn no_mm(t: &Task) -> bool {
         .is_some_and(|b| b.kthread || b.state == TaskState::Zombie)
 }
 
+/// [`no_mm`] of the task record `r` gives.
+pub fn record_no_mm(r: &Record<'_>) -> bool {
+    r.base().is_some_and(|b| {
+        let b = to_base(&b);
+        b.kthread || b.state == TaskState::Zombie
+    })
+}
+
 /// Whether `g` asks for what only dump_task_rare writes (signal masks; namespaces,
 /// oom_score_adj and loginuid).
 pub fn wants_rare(g: &Groups) -> bool {

@@ -19,13 +19,14 @@
 //!
 //! Files depend one way: settings, decode and lap on none of the others; programs on
 //! settings; arena on programs; passes on arena; cmdlines on passes; changes on passes;
-//! snapshot on cmdlines and changes; collector on cmdlines and programs; changeset on none
-//! (changes uses it).
+//! snapshot on cmdlines and changes; each on snapshot; collector on cmdlines and programs;
+//! changeset on none (changes uses it).
 //! - `arena.rs`: the walk's mapped arena;
 //! - `cmdlines.rs`: how command lines are read (one plan decided before the pass);
 //! - `decode.rs`: records to tasks;
 //! - `snapshot.rs`: a snapshot from a pass (reconciling with /proc, planning and merging the
 //!   groups filled from it);
+//! - `each.rs`: a one-shot snapshot handed over one task at a time;
 //! - `lap.rs`: the phases of a snapshot timed for `-v`;
 //! - `changes.rs`: a live view's changed-only reads;
 //! - `changeset.rs`: a live view's change set (which processes to read again);
@@ -40,6 +41,7 @@ mod changeset;
 mod cmdlines;
 mod collector;
 mod decode;
+mod each;
 mod kept;
 mod lap;
 mod passes;

@@ -291,7 +291,7 @@ impl BpfCollector {
     /// on its own threads while the main pass is read and decoded. With the walk, the walk
     /// reads them too (without the mmap lock, where it can), and the copy by pid list takes
     /// the processes it left, once it is done.
-    fn begin_cmdlines(
+    pub(super) fn begin_cmdlines(
         &mut self,
         groups: &Groups,
         one_process: Option<i32>,
@@ -426,7 +426,7 @@ impl BpfCollector {
 
 /// The groups a pass of `query` reads (a selection by parent, session or process group
 /// needs the base group to choose by), and the one process it asks for, if it asks for one.
-fn pass_groups(query: &Query) -> (Groups, Option<i32>) {
+pub(super) fn pass_groups(query: &Query) -> (Groups, Option<i32>) {
     let mut groups = query.groups;
     if matches!(
         query.selector,

@@ -451,6 +451,18 @@ impl Host {
         self.collector_mut()?.snapshot(query)
     }
 
+    /// [`Host::snapshot`], handing each task to `sink` as it is made instead of collecting
+    /// them: a one-shot reader that turns tasks into something else (the Python binding's
+    /// columns) never holds every task at once. The snapshot returned has no tasks; the
+    /// sink saw them in the order [`Host::snapshot`] gives them.
+    pub fn snapshot_each(
+        &mut self,
+        query: &Query,
+        sink: &mut dyn FnMut(&Task),
+    ) -> Result<Snapshot, Error> {
+        self.collector_mut()?.snapshot_each(query, sink)
+    }
+
     /// `groups` of the tasks `ids` (tgid, tid) only, with the same deadline on a target's
     /// mmap lock as a snapshot's reads.
     pub fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<Filled, Error> {
