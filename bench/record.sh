@@ -2,8 +2,9 @@
 # Benchmark: the cost of recording history at N processes, side by side in one run on the
 # same load and interval, one after the other: `tasksnap record` and Debian's `atop -w`
 # (both writing SAMPLES samples to a file). Reports, per sample, the CPU time (user+system of
-# the recorder process, start-up included, from /usr/bin/time) and the bytes written, and the
-# ratios; with DAY=1 also the projection to a day at that interval.
+# the recorder process, start-up included, from /usr/bin/time), the bytes written and the
+# recorder's peak RSS (/usr/bin/time's maximum resident set size), and the ratios; with DAY=1
+# also the projection to a day at that interval.
 #
 #   bench/record.sh [N]                     default 5000 processes, INTERVAL=1, SAMPLES=60
 #   INTERVAL=10 SAMPLES=30 bench/record.sh 50000
@@ -13,6 +14,8 @@
 #                                           processes
 #   TS_A=/path/to/older/tasksnap TOOLS="tasksnap-a tasksnap atop" bench/record.sh 50000
 #                                           an older build too, on the same load (A/B)
+#   TIMINGS=1 ...                           record with --timings, and print the last
+#                                           samples' "held" lines (the memory by part)
 #   INTERVAL=0 SAMPLES=8640 COLLECTL_SAMPLES=864 TOOLS="tasksnap collectl" bench/record.sh 1000
 #                                           collectl's day test (a day of samples at interval 0,
 #                                           timed); collectl -sZ takes 1/10 of the samples, as
@@ -50,40 +53,41 @@ load_pid=$LOAD_PID
 read -r _ <&"${LOAD[0]}"
 echo "load ready: $(ls /proc | grep -c '^[0-9]') processes, $(awk '{print $4}' /proc/loadavg | cut -d/ -f2) tasks; interval ${INTERVAL}s, $SAMPLES samples per tool"
 
-# prints "cpu_ms_per_sample bytes_per_sample wall_s_per_day_of_samples"
+# prints "cpu_ms_per_sample bytes_per_sample wall_s_per_day_of_samples peak_rss_mb"
 measure() {
   local name=$1 bytes_of=$2 n=$3; shift 3
-  /usr/bin/time -f "%e %U %S" -o "$work/$name.time" "$@" >/dev/null 2>"$work/$name.err" || {
+  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" >/dev/null 2>"$work/$name.err" || {
     echo "$name failed:" >&2; cat "$work/$name.err" >&2; exit 1; }
-  read -r wall user sys <"$work/$name.time"
+  read -r wall user sys maxrss_kb <"$work/$name.time"
   local bytes
   bytes=$(du -sb "$bytes_of" | cut -f1)
-  awk -v u="$user" -v s="$sys" -v b="$bytes" -v n="$n" -v w="$wall" \
-    'BEGIN { printf "%.1f %.0f %.1f\n", (u + s) * 1000 / n, b / n, w * 8640 / n }'
+  awk -v u="$user" -v s="$sys" -v b="$bytes" -v n="$n" -v w="$wall" -v m="$maxrss_kb" \
+    'BEGIN { printf "%.1f %.0f %.1f %.1f\n", (u + s) * 1000 / n, b / n, w * 8640 / n, m / 1024 }'
 }
 
 declare -A cpu bytes
-printf '%-10s %8s %14s %16s %18s\n' tool samples "CPU ms/sample" "bytes/sample" "wall s per 8640"
+printf '%-10s %8s %14s %16s %18s %16s\n' tool samples "CPU ms/sample" "bytes/sample" "wall s per 8640" "peak RSS MiB"
 for tool in $TOOLS; do
   case $tool in
     tasksnap|tasksnap-a)
       n=$SAMPLES
       bin=$TS
       [ "$tool" = tasksnap ] || bin=${TS_A:?TS_A names the other build}
-      read -r c b w < <(measure "$tool" "$work/$tool" "$n" "$bin" record --dir "$work/$tool" \
-        --interval "$INTERVAL" --count "$n")
-      grep 'own CPU' "$work/$tool.err" | sed 's/^/  /' >&2 || true ;;
+      read -r c b w m < <(measure "$tool" "$work/$tool" "$n" "$bin" record --dir "$work/$tool" \
+        --interval "$INTERVAL" --count "$n" ${TIMINGS:+--timings})
+      grep 'own CPU' "$work/$tool.err" | sed 's/^/  /' >&2 || true
+      [ -z "${TIMINGS:-}" ] || grep 'held' "$work/$tool.err" | tail -n 2 | sed "s/^/  $tool: /" >&2 || true ;;
     atop)
       n=$SAMPLES
-      read -r c b w < <(measure atop "$work/atop.raw" "$n" atop -w "$work/atop.raw" "$INTERVAL" "$n") ;;
+      read -r c b w m < <(measure atop "$work/atop.raw" "$n" atop -w "$work/atop.raw" "$INTERVAL" "$n") ;;
     collectl)
       n=${COLLECTL_SAMPLES:-$SAMPLES}
       mkdir -p "$work/collectl"
-      read -r c b w < <(measure collectl "$work/collectl" "$n" collectl -sZ -i"$INTERVAL" -c "$n" \
+      read -r c b w m < <(measure collectl "$work/collectl" "$n" collectl -sZ -i"$INTERVAL" -c "$n" \
         -f "$work/collectl") ;;
   esac
   cpu[$tool]=$c; bytes[$tool]=$b
-  printf '%-10s %8s %14s %16s %18s\n' "$tool" "$n" "$c" "$b" "$w"
+  printf '%-10s %8s %14s %16s %18s %16s\n' "$tool" "$n" "$c" "$b" "$w" "$m"
 done
 if [ -n "${cpu[atop]:-}" ] && [ -n "${cpu[tasksnap]:-}" ]; then
   awk -v tc="${cpu[tasksnap]}" -v ac="${cpu[atop]}" -v tb="${bytes[tasksnap]}" -v ab="${bytes[atop]}" \

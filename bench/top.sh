@@ -10,6 +10,9 @@
 #   TS_A=/path/to/old/tasksnap bench/top.sh
 #                             A/B: each tasksnap command runs with the older build A too,
 #                             right before the current one, in the same run (see bench/ab.sh)
+#   NO_PIN=1 bench/top.sh     no pinned row, and the machine's pins left alone (no `tasksnap
+#                             pin` or `unpin`: they are machine-wide, another user's may be
+#                             there); PROCFS=0 leaves out the procfs row too
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 release_binaries
@@ -25,7 +28,7 @@ was_pinned=0
 cleanup() {
   tmux -L "$SOCK" kill-server 2>/dev/null || true
   stop_load
-  if [ "$(id -u)" = 0 ] && [ "$was_pinned" = 0 ]; then "$TS" unpin >/dev/null 2>&1 || true; fi
+  if [ "$(id -u)" = 0 ] && [ "$was_pinned" = 0 ] && [ -z "${NO_PIN:-}" ]; then "$TS" unpin >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT INT TERM
 
@@ -42,7 +45,10 @@ cpu_ticks() { awk '{ s = $0; sub(/.*\) /, "", s); split(s, f, " "); print f[12] 
 printf '%-52s %14s %10s %12s\n' command first_screen_ms cpu_pct peak_rss_kb
 # BPF twice: loading its own programs (nothing pinned), then with `tasksnap pin`'s set.
 cmds=("top -d 1")
-for variant in "top -d 1 --backend bpf" pin "top -d 1 --backend bpf" "top -d 1 --backend procfs"; do
+variants=("top -d 1 --backend bpf")
+[ -n "${NO_PIN:-}" ] || variants+=(pin "top -d 1 --backend bpf")
+[ "${PROCFS:-1}" = 0 ] || variants+=("top -d 1 --backend procfs")
+for variant in "${variants[@]}"; do
   if [ "$variant" = pin ]; then cmds+=(pin); continue; fi
   [ -n "${TS_A:-}" ] && cmds+=("$TS_A $variant")
   cmds+=("$TS $variant")
@@ -53,7 +59,7 @@ for cmd in "${cmds[@]}"; do
     pinned=" (pinned)"
     continue
   fi
-  if [ "$(id -u)" = 0 ] && [ -z "${pinned:-}" ] && [ "$cmd" != "top -d 1" ]; then
+  if [ "$(id -u)" = 0 ] && [ -z "${pinned:-}" ] && [ "$cmd" != "top -d 1" ] && [ -z "${NO_PIN:-}" ]; then
     "$TS" unpin >/dev/null 2>&1 || true
   fi
   start=$(date +%s%N)

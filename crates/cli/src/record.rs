@@ -314,7 +314,7 @@ impl Run<'_> {
         let cpu_ns = own_cpu_ns().saturating_sub(c0);
         tally.cpu_ns += cpu_ns;
         if let (true, Ok(a)) = (self.args.timings, &result) {
-            say_timings(&self.sampler, self.cgroups_read, a, cpu_ns);
+            say_timings(&self.sampler, &self.recorder, self.cgroups_read, a, cpu_ns);
         }
         say_warnings(&mut self.recorder);
         let appended = match result {
@@ -335,7 +335,13 @@ impl Run<'_> {
 }
 
 /// `--timings`: where a sample's time went (`cgroups`: reading the cgroups), and its size.
-fn say_timings(sampler: &Readings, cgroups: Duration, a: &Appended, cpu_ns: u64) {
+fn say_timings(
+    sampler: &Readings,
+    recorder: &Recorder,
+    cgroups: Duration,
+    a: &Appended,
+    cpu_ns: u64,
+) {
     let mut line = String::new();
     for &(name, d) in sampler.phases().iter().chain(&[("cgroups", cgroups)]) {
         line.push_str(&format!("{name} {:.1} ms, ", d.as_secs_f64() * 1e3));
@@ -350,6 +356,15 @@ fn say_timings(sampler: &Readings, cgroups: Duration, a: &Appended, cpu_ns: u64)
         a.sample_bytes,
         a.names_bytes,
         cpu_ns as f64 / 1e6
+    );
+    let mut held = sampler.footprint();
+    for (part, bytes) in recorder.held() {
+        held.add(part, bytes);
+    }
+    warn!(
+        "tasksnap record: held {:.1} MB: {}",
+        held.total() as f64 / 1e6,
+        held.line()
     );
 }
 

@@ -137,6 +137,8 @@ pub trait LiveCollector: Collector {
     /// while the caller still holds the privileges it started with; called once, before
     /// they are dropped. Failing is not an error: the calls then take a slower path.
     fn prepare(&mut self, _groups: &Groups) {}
+    /// What this source keeps between calls, by part (nothing, by default).
+    fn held(&self, _held: &mut crate::footprint::Held) {}
 }
 
 /// A source of thread-state totals (`states`, top's DISK% and wait reasons): cumulative
@@ -157,4 +159,9 @@ pub trait StateSource {
     /// that copies a sample it keeps reuses its memory for the next one (faulting in the
     /// memory of 100,000 threads' totals anew was a fifth of a sample). Dropped by default.
     fn recycle(&mut self, _old: Sample) {}
+    /// Bytes this source keeps between samples (its own totals, buffers), 0 when it keeps
+    /// none.
+    fn held_bytes(&self) -> usize {
+        0
+    }
 }

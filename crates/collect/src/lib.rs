@@ -75,6 +75,7 @@ mod clock;
 mod collector;
 mod error;
 mod exits;
+mod footprint;
 mod host;
 mod login;
 mod machine;
@@ -97,6 +98,7 @@ pub use clock::BootClock;
 pub use collector::{ChangeSummary, Filled};
 pub use error::Error;
 pub use exits::{ExitSource, Exits};
+pub use footprint::Held;
 pub use host::{
     BpfProbe, Host, HostOptions, NamedTty, ReadingOptions, Readings, StatesOptions, TaskLinks,
     ThreadStates, Units,

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 
 use tasksnap_model::states::ThreadMap;
 use tasksnap_model::{
-    Backend, Group, Groups, PassReport, Query, Reading, ReadingChanges, Selector, Snapshot,
+    Backend, Comm, Group, Groups, PassReport, Query, Reading, ReadingChanges, Selector, Snapshot,
     SnapshotStats, Task, TaskId,
 };
 
@@ -109,6 +109,9 @@ pub struct Sampler {
     /// whose identities are derived: a process that died after a reading's drain and before
     /// its walk has its record in the reading after, and its identity from here.
     departed: Vec<TaskId>,
+    /// Whether the rows were dropped for a whole pass that failed or did not come: readings
+    /// fail until a whole pass brings every row back.
+    rows_lost: bool,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -139,9 +142,11 @@ impl Sampler {
         let groups = sample_groups();
         live.source.prepare(&groups);
         let states = if opts.states {
+            // The reading's sample is given back before the next one (`read_mut`).
             let bpf = crate::states::bpf::Options {
                 track_sleep: opts.track_sleep,
                 incremental: true,
+                lend: true,
                 ..Default::default()
             };
             let procfs = crate::states::procfs::Options {
@@ -180,6 +185,7 @@ impl Sampler {
             phases: Vec::new(),
             changes: ReadingChanges::default(),
             departed: Vec::new(),
+            rows_lost: false,
         })
     }
 
@@ -214,6 +220,24 @@ impl Sampler {
         &self.changes
     }
 
+    /// What this sampler holds between readings, by part: the last reading's task rows,
+    /// their boxed groups and names, its thread-state totals, and what the sources keep.
+    pub fn footprint(&self) -> crate::footprint::Held {
+        let mut held = crate::footprint::Held::default();
+        crate::footprint::tasks(&self.reading.snapshot.tasks, &mut held);
+        let reading = self
+            .reading
+            .states
+            .as_ref()
+            .map_or(0, crate::footprint::sample);
+        held.add("thread states (reading)", reading);
+        if let Some(s) = &self.states {
+            held.add("thread states (source)", s.source.held_bytes());
+        }
+        self.live.source.held(&mut held);
+        held
+    }
+
     /// Where the last [`Sampler::read_mut`]'s time went, phase by phase.
     pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
         &self.phases
@@ -237,13 +261,6 @@ impl Sampler {
         let t_exits = std::time::Instant::now();
         let taken_at_unix_ns = tasksnap_sys::clock_ns(libc::CLOCK_REALTIME);
         let taken_at_boottime_ns = crate::BootClock::caller().now_ns();
-        let mut fresh: Vec<Task> = Vec::new();
-        let summary = self
-            .live
-            .source
-            .changes_into(&self.query, &mut |t| fresh.push(t))?;
-        fresh.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
-        self.changes.tasks = (!summary.full).then(|| fresh.iter().map(|t| t.id).collect());
         let derived = self
             .exits
             .as_ref()
@@ -252,11 +269,57 @@ impl Sampler {
             true => leaders(&self.reading.snapshot.tasks),
             false => Vec::new(),
         };
+        // Before a whole pass the last rows go, but for their names: the pass's rows and the
+        // last ones are never in memory together (the peak of a long-running sampler).
+        let kept = self
+            .live
+            .source
+            .next_changes_full(&self.query)
+            .then(|| KeptNames::take(&mut self.reading.snapshot.tasks));
+        // The pass's rows go where the last ones were, with room for a whole pass (the rows
+        // there were, or the tasks there are), not twice it: one allocation of every row
+        // for the sampler's life, not one freed and another made each whole pass.
+        let rows = kept.as_ref().map_or(0, |k| {
+            let tasks = crate::machine::kernel_task_count().unwrap_or(0) as usize;
+            k.rows.max(tasks)
+        });
+        let mut fresh: Vec<Task> = match kept {
+            Some(_) => std::mem::take(&mut self.reading.snapshot.tasks),
+            None => Vec::new(),
+        };
+        // Exact: `reserve` on a vector a little short of it would double it.
+        fresh.reserve_exact(rows + rows / 16);
+        let summary = match self
+            .live
+            .source
+            .changes_into(&self.query, &mut |t| fresh.push(t))
+        {
+            Ok(s) => s,
+            Err(e) => {
+                self.rows_lost |= kept.is_some();
+                return Err(e);
+            }
+        };
+        if !summary.full && (kept.is_some() || self.rows_lost) {
+            // The rows the changes apply to went before a pass predicted whole: they are
+            // not made up from the changed ones. The next whole pass brings them back.
+            self.rows_lost = true;
+            return Err(Error::Unsupported(
+                "the last rows were dropped for a whole pass that did not come; \
+                 waiting for the next whole pass"
+                    .into(),
+            ));
+        }
+        fresh.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        self.changes.tasks = (!summary.full).then(|| fresh.iter().map(|t| t.id).collect());
         let tasks = &mut self.reading.snapshot.tasks;
         if summary.full {
             // A whole pass: every old task not in it is gone; the others lend their names.
-            let old = std::mem::take(tasks);
-            *tasks = carry_names(old, fresh, |_| true);
+            self.rows_lost = false;
+            *tasks = match kept {
+                Some(k) => k.lend(fresh),
+                None => carry_names(std::mem::take(tasks), fresh, |_| true),
+            };
         } else {
             let gone: ThreadMap<()> = summary.gone.iter().map(|id| (*id, ())).collect();
             if let Err(fresh) = update_in_place(tasks, fresh, &gone) {
@@ -376,24 +439,35 @@ impl Sampler {
         if !wanted.is_empty() {
             let groups =
                 Groups::of(&[Group::Cmdline, Group::Cgroup]).flag(Group::Exe, self.opts.exe);
-            let (mut filled, stats) = self.live.source.fill(&wanted, groups)?;
-            self.reading.snapshot.stats.cmdline_timeouts = stats.cmdline_timeouts;
-            for t in tasks
-                .iter_mut()
-                .filter(|t| t.id.is_leader() && t.cmdline.is_none())
-            {
-                match filled.remove(&(t.id.tgid, t.id.tid)) {
-                    Some(f) if f.cmdline.is_some() => {
-                        t.cmdline = f.cmdline;
-                        t.cgroup = f.cgroup;
-                        t.exe = f.exe;
-                        if let Some(c) = self.changes.tasks.as_mut() {
-                            c.push(t.id);
-                        }
+            self.reading.snapshot.stats.cmdline_timeouts = 0;
+            // In batches: what a fill answers is a whole task row per process, in a hash
+            // table (a first reading's every process at once otherwise).
+            let mut from = 0;
+            for batch in wanted.chunks(FILL_BATCH) {
+                let (mut filled, stats) = self.live.source.fill(batch, groups)?;
+                self.reading.snapshot.stats.cmdline_timeouts += stats.cmdline_timeouts;
+                let last = batch[batch.len() - 1];
+                for t in tasks[from..]
+                    .iter_mut()
+                    .take_while(|t| (t.id.tgid, t.id.tid) <= last)
+                {
+                    from += 1;
+                    if batch.binary_search(&(t.id.tgid, t.id.tid)).is_err() {
+                        continue;
                     }
-                    // Gone before its names could be read, or denied: shown as `-`.
-                    _ => {
-                        self.unnamed.insert(t.id, ());
+                    match filled.remove(&(t.id.tgid, t.id.tid)) {
+                        Some(f) if f.cmdline.is_some() => {
+                            t.cmdline = f.cmdline;
+                            t.cgroup = f.cgroup;
+                            t.exe = f.exe;
+                            if let Some(c) = self.changes.tasks.as_mut() {
+                                c.push(t.id);
+                            }
+                        }
+                        // Gone before its names could be read, or denied: shown as `-`.
+                        _ => {
+                            self.unnamed.insert(t.id, ());
+                        }
                     }
                 }
             }
@@ -454,6 +528,64 @@ fn update_in_place(
         tasks.retain(|t| !gone.contains_key(&t.id));
     }
     Ok(())
+}
+
+/// Processes whose names one [`Collector::fill`](crate::Collector::fill) call reads.
+const FILL_BATCH: usize = 4096;
+
+/// The names of the last rows, kept while a whole pass replaces them (the rows themselves
+/// are dropped first): each task's identity and comm, with what it had read of its command
+/// line, cgroup and executable, in (tgid, tid) order. About a quarter of a row.
+struct KeptNames {
+    names: Vec<(TaskId, Option<Comm>, Names)>,
+    /// How many rows there were.
+    rows: usize,
+}
+
+/// A task's command line, cgroup and executable.
+type Names = (
+    Option<Vec<u8>>,
+    Option<Box<tasksnap_model::Cgroup>>,
+    Option<Vec<u8>>,
+);
+
+impl KeptNames {
+    /// Takes the names out of `tasks`, and drops the rows (the vector keeps its memory, for
+    /// the pass's rows).
+    fn take(tasks: &mut Vec<Task>) -> KeptNames {
+        let rows = tasks.len();
+        let names = tasks
+            .drain(..)
+            .filter(|t| t.cmdline.is_some() || t.cgroup.is_some() || t.exe.is_some())
+            .map(|t| {
+                let comm = t.base.map(|b| b.comm);
+                (t.id, comm, (t.cmdline, t.cgroup, t.exe))
+            })
+            .collect();
+        KeptNames { names, rows }
+    }
+
+    /// `fresh` (a whole pass, in (tgid, tid) order), each task with the names kept for the
+    /// same identity with the same comm, as [`carry_names`] gives them.
+    fn lend(self, mut fresh: Vec<Task>) -> Vec<Task> {
+        let key = |id: &TaskId| (id.tgid, id.tid);
+        let mut kept = self.names.into_iter().peekable();
+        for f in &mut fresh {
+            while kept.next_if(|k| key(&k.0) < key(&f.id)).is_some() {}
+            let Some((id, comm, (cmdline, cgroup, exe))) =
+                kept.next_if(|k| key(&k.0) == key(&f.id))
+            else {
+                continue;
+            };
+            let same_comm = f.base.as_ref().map(|b| &b.comm) == comm.as_ref();
+            if id == f.id && same_comm && f.cmdline.is_none() {
+                f.cmdline = cmdline;
+                f.cgroup = cgroup;
+                f.exe = exe;
+            }
+        }
+        fresh
+    }
 }
 
 /// The identities of the leaders among `tasks`.
@@ -625,6 +757,61 @@ mod tests {
         assert_eq!(e.id, live, "the exit's identity is not the live row's");
     }
 
+    /// Names that are not text, long, or many: the kept names of a whole pass go to the same
+    /// identity with the same comm, byte for byte, and to no other row (a comm that differs
+    /// only past its first bytes, a base without a comm, a reused pid).
+    #[test]
+    fn kept_names_go_back_byte_for_byte() {
+        let long = vec![b'x'; 128 * 1024];
+        let mut old = Vec::new();
+        let mut fresh = Vec::new();
+        for pid in 1..3000 {
+            let comm = format!("c{}", pid % 7);
+            let line = format!("prog --n {pid}");
+            let mut t = task(pid, pid, 10, &comm, Some(&line));
+            if pid % 3 == 0 {
+                t.cmdline = Some(vec![0xff, 0xfe, 0, b'a', 0x80]);
+            }
+            if pid == 17 {
+                t.cmdline = Some(long.clone());
+            }
+            if let Some(b) = t.base.as_mut().filter(|_| pid % 5 == 0) {
+                b.comm = b"\xff\xc3(".as_slice().into();
+            }
+            old.push(t);
+            // The pass: an exec (another comm) for 11s, a reused pid for 13s, no base for 19s.
+            let start = if pid % 13 == 0 { 20 } else { 10 };
+            let comm = if pid % 11 == 0 {
+                "exec'd".to_string()
+            } else {
+                comm
+            };
+            let mut f = task(pid, pid, start, &comm, None);
+            if let Some(b) = f.base.as_mut().filter(|_| pid % 5 == 0 && pid % 11 != 0) {
+                b.comm = b"\xff\xc3(".as_slice().into();
+            }
+            if pid % 19 == 0 {
+                f.base = None;
+            }
+            fresh.push(f);
+        }
+        fresh.push(task(5000, 5000, 1, "new", None));
+        let mut rows = old.clone();
+        let out = KeptNames::take(&mut rows).lend(fresh.clone());
+        let want = carry_names(old.clone(), fresh, |_| true);
+        let bytes = |v: &[Task]| {
+            v.iter()
+                .map(|t| (t.id, t.cmdline.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bytes(&out), bytes(&want));
+        assert_eq!(out[16].cmdline.as_deref(), Some(long.as_slice()));
+        assert!(out
+            .iter()
+            .any(|t| t.cmdline.as_deref() == Some(&[0xff, 0xfe, 0, b'a', 0x80][..])));
+        assert!(out[10].cmdline.is_none() && out[12].cmdline.is_none());
+    }
+
     #[test]
     fn names_follow_their_identity_and_leave_with_it() {
         let old = vec![
@@ -657,6 +844,14 @@ mod tests {
         // A whole pass: every old task not in it is gone.
         let out = carry_names(old.clone(), fresh[..1].to_vec(), |_| true);
         assert_eq!(listed(&out), vec![(5, 5, Some("sh -c x".into()))]);
+        // The names kept while the old rows are dropped give the same rows.
+        let mut rows = old.clone();
+        let kept = KeptNames::take(&mut rows);
+        assert!(rows.is_empty() && rows.capacity() >= old.len() && kept.rows == old.len());
+        assert_eq!(
+            listed(&kept.lend(fresh.clone())),
+            listed(&carry_names(old.clone(), fresh.clone(), |_| true))
+        );
         // In place: the same rows as the merge when every fresh row replaces one; a new row
         // (12) sends the rows back for the merge.
         let gone: ThreadMap<()> = [(old[0].id, ())].into_iter().collect();

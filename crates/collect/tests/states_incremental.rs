@@ -367,4 +367,70 @@ fn a_watched_source_reads_what_it_is_told() {
     assert!(tgids(Watched::Every, &mut src).contains(&other));
     let _ = child.kill();
     let _ = child.wait();
+
+/// With `lend` (what the sampler asks for) the sample handed out is the one the next starts
+/// from, not a copy: given back, the next sample is a drain again and agrees with a whole
+/// pass, thread by thread; not given back, or given back changed, the next is a whole pass.
+#[test]
+fn a_lent_sample_comes_back_or_the_next_is_whole() {
+    skip_unless_root!("BPF incremental thread states, lent");
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut inc = BpfSource::load(Options {
+        incremental: true,
+        lend: true,
+        ..Options::default()
+    })
+    .expect("load the BPF accounting (incremental, lent)");
+    let mut full = whole();
+    let load = Load::start(50, 4, 1);
+    let mut before: Option<(Sample, Sample)> = None;
+    let mut compared = 0;
+    for round in 0..4 {
+        std::thread::sleep(Duration::from_millis(200));
+        let sa = inc.sample().expect("incremental sample");
+        let sb = full.sample().expect("whole pass");
+        if round > 0 {
+            assert!(
+                inc.last_drained().is_some(),
+                "round {round}: a whole pass after the sample came back"
+            );
+        }
+        let ids = |s: &Sample| own(s).iter().map(|t| (t.id, t.exited)).collect::<Vec<_>>();
+        assert_eq!(ids(&sa), ids(&sb), "round {round}");
+        if let Some((pa, pb)) = &before {
+            for t in own(&sa) {
+                let (Some(t0), Some(u0), Some(u1)) = (
+                    pa.threads.get(&t.id),
+                    pb.threads.get(&t.id),
+                    sb.threads.get(&t.id),
+                ) else {
+                    continue;
+                };
+                compared += 1;
+                agree((t0, t), (u0, u1)).unwrap_or_else(|e| panic!("round {round}: {e}"));
+            }
+        }
+        let kept = sa.clone();
+        inc.recycle(sa);
+        before = Some((kept, sb));
+    }
+    assert!(compared >= 3 * 50, "{compared} threads compared");
+    // Not given back: nothing to start from.
+    drop(inc.sample().expect("sample"));
+    assert!(inc.last_drained().is_some());
+    let mut s = inc.sample().expect("sample");
+    assert!(
+        inc.last_drained().is_none(),
+        "a drain from a sample not given back"
+    );
+    // Given back with threads taken out: not the one lent.
+    let me = me();
+    s.threads.retain(|id, _| id.tgid != me);
+    inc.recycle(s);
+    inc.sample().expect("sample");
+    assert!(
+        inc.last_drained().is_none(),
+        "a drain from a sample changed"
+    );
+    drop(load);
 }

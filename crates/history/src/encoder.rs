@@ -1,7 +1,7 @@
 //! The encoder: chooses key or delta per reading, and writes the sample and names payloads.
 //! It keeps the last key's rows (to compare against) and the names given since that key.
 
-use tasksnap_model::states::{Sample, ThreadMap, ThreadTotals};
+use tasksnap_model::states::{Sample, State, ThreadMap, ThreadTotals};
 use tasksnap_model::{
     Cgroup, CgroupCounters, HostIdentity, Reading, ReadingChanges, SystemFigures, Task, TaskId,
 };
@@ -181,6 +181,38 @@ fn put_gone(b: &mut Vec<u8>, gone: &[usize]) {
 }
 
 impl Encoder {
+    /// What this encoder holds between samples, in bytes by part: the last key's rows and
+    /// their heap, its threads' totals, the names given since the key and the column
+    /// buffers. From capacities and sizes ([`Task::heap_bytes`]: a cgroup's text, which the
+    /// key shares with the reading's rows, counted for each row).
+    pub fn held(&self) -> [(&'static str, usize); 3] {
+        use std::mem::size_of;
+        let (mut rows, mut threads) = (0, 0);
+        if let Some(k) = &self.key {
+            rows = (k.tasks.capacity() - k.tasks.len()) * size_of::<Task>()
+                + k.tasks.iter().map(Task::heap_bytes).sum::<usize>();
+            threads = k.threads.as_ref().map_or(0, |t| {
+                t.rows.capacity() * size_of::<(TaskId, ThreadTotals)>()
+                    + t.rows
+                        .iter()
+                        .map(|r| r.1.reasons.capacity() * size_of::<(State, u32, u64)>())
+                        .sum::<usize>()
+            });
+        }
+        let names = self.names.capacity() * (size_of::<(TaskId, Names)>() + 1)
+            + self
+                .names
+                .values()
+                .map(|n| n.0.as_ref().map_or(0, Vec::capacity))
+                .sum::<usize>();
+        let cols: usize = self.cols.0.iter().map(Vec::capacity).sum();
+        [
+            ("recorder key rows", rows),
+            ("recorder key threads", threads),
+            ("recorder names and buffers", names + cols),
+        ]
+    }
+
     /// An encoder writing a key every `key_every` samples (0 and 1: every sample).
     pub fn new(key_every: u32) -> Encoder {
         Encoder {
@@ -249,6 +281,9 @@ impl Encoder {
     }
 
     fn key_frame(&mut self, r: &Reading, sorted: bool) -> Encoded {
+        // The last key goes first: its rows and the new key's copy of them are never held
+        // together (at 50,000 processes each is every row of the host).
+        self.key = None;
         let tasks = &r.snapshot.tasks;
         let mut out = Vec::new();
         put_header(&mut out, FrameType::KeySample);

@@ -124,6 +124,11 @@ impl Recorder {
         })
     }
 
+    /// What the encoder holds between samples, in bytes by part ([`Encoder::held`]).
+    pub fn held(&self) -> [(&'static str, usize); 3] {
+        self.encoder.held()
+    }
+
     /// What the store met that did not stop recording, each said once: a clock step back
     /// (kept, in a new segment), a segment retention could not delete, an entry named like a
     /// segment that is not a regular file; and a change of host identity (a new segment).

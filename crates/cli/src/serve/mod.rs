@@ -377,6 +377,15 @@ impl Collection {
                 exposition.openmetrics.len(),
                 cpu_ns as f64 / 1e6
             );
+            let mut held = self.sampler.footprint();
+            for (part, bytes) in self.aggregator.footprint().parts() {
+                held.add(part, bytes);
+            }
+            warn!(
+                "tasksnap serve: held {:.1} MB: {}",
+                held.total() as f64 / 1e6,
+                held.line()
+            );
         }
         Ok(exposition)
     }

@@ -100,6 +100,22 @@ impl Collector for BpfCollector {
 }
 
 impl LiveCollector for BpfCollector {
+    fn held(&self, held: &mut crate::footprint::Held) {
+        use std::mem::size_of;
+        let known = self.live.delta.as_ref().map_or(0, |d| {
+            crate::footprint::table_bytes(d.known.capacity(), size_of::<(u32, (u32, u64))>())
+        });
+        held.add(
+            "task source",
+            self.out.buf.capacity()
+                + self.out.spare.capacity() * size_of::<tasksnap_model::Task>()
+                + known,
+        );
+        // Mapped, written by the kernel: resident as far as a pass has written it.
+        let mapped = self.out.arena.as_ref().map_or(0, |a| a.chunks());
+        held.add("walk arena (mapped)", mapped * super::arena::CHUNK_BYTES);
+    }
+
     fn changes(&mut self, query: &Query) -> Result<crate::collector::Changes, Error> {
         let r = self.walk_changes(query);
         self.after_pass();

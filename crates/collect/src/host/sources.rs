@@ -110,6 +110,12 @@ impl Readings {
         self.0.exits_source()
     }
 
+    /// What the sampler holds between readings, in bytes by part
+    /// ([`Sampler::footprint`]).
+    pub fn footprint(&self) -> crate::footprint::Held {
+        self.0.footprint()
+    }
+
     /// Where the last reading's time went, phase by phase.
     pub fn phases(&self) -> &[(&'static str, std::time::Duration)] {
         self.0.phases()

@@ -85,39 +85,51 @@ pub struct Aggregator {
 }
 
 impl Aggregator {
-    /// What this aggregator holds per task (see [`Footprint`]).
+    /// What this aggregator holds per task (see [`Footprint`]), by part.
     pub fn footprint(&self) -> Footprint {
         use std::mem::size_of;
         let list = |cap: usize, each: usize| cap * each;
         // A hash table's slot is its entry and a control byte.
         let table = |cap: usize, each: usize| cap * (each + 1);
-        let bytes = list(self.prev.capacity(), size_of::<(TaskId, Prev)>())
-            + list(self.threads.capacity(), size_of::<(TaskId, (u64, u64))>())
-            + table(
-                self.states_prev.capacity(),
-                size_of::<(TaskId, ThreadPrev)>(),
-            )
-            + self
-                .states_prev
-                .values()
-                .map(|p| {
-                    p.samples
-                        .as_ref()
-                        .map_or(0, |_| size_of::<[u64; NSTATES]>())
-                        + size_of_val(&*p.reasons)
-                })
-                .sum::<usize>()
-            + table(self.group_at.capacity(), size_of::<(i32, usize)>())
-            + list(self.pending.capacity(), size_of::<Pending>())
+        let process_bytes = list(self.prev.capacity(), size_of::<(TaskId, Prev)>());
+        let thread_bytes = list(self.threads.capacity(), size_of::<(TaskId, (u64, u64))>());
+        let thread_state_bytes = table(
+            self.states_prev.capacity(),
+            size_of::<(TaskId, ThreadPrev)>(),
+        ) + self
+            .states_prev
+            .values()
+            .map(|p| {
+                p.samples
+                    .as_ref()
+                    .map_or(0, |_| size_of::<[u64; NSTATES]>())
+                    + size_of_val(&*p.reasons)
+            })
+            .sum::<usize>();
+        let grouped_bytes = table(self.group_at.capacity(), size_of::<(i32, usize)>())
             + self.grouper.footprint_bytes()
             + list(self.group_prev.len(), size_of::<(i32, Arc<str>)>());
+        let pending_bytes = list(self.pending.capacity(), size_of::<Pending>());
+        let group_bytes = list(self.groups.capacity(), size_of::<Group>())
+            + table(self.index.capacity(), size_of::<(Arc<str>, usize)>())
+            + self.groups.iter().map(|g| g.name.len()).sum::<usize>();
         Footprint {
             processes: self.prev.len(),
             threads: self.threads.len(),
             thread_states: self.states_prev.len(),
             grouped: self.grouper.remembered().max(self.group_prev.len()),
             pending: self.pending.len(),
-            bytes,
+            bytes: process_bytes
+                + thread_bytes
+                + thread_state_bytes
+                + grouped_bytes
+                + pending_bytes,
+            process_bytes,
+            thread_bytes,
+            thread_state_bytes,
+            grouped_bytes,
+            pending_bytes,
+            group_bytes,
         }
     }
 }

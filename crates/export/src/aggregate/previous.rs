@@ -235,7 +235,33 @@ pub struct Footprint {
     pub grouped: usize,
     /// Processes missing from the last collection, waiting one more for their exit records.
     pub pending: usize,
-    /// Bytes of all of the above, allocations' capacity included (not the group names,
-    /// which are per group).
+    /// Bytes of all of the above, allocations' capacity included (not the groups, which
+    /// are bounded by `--max-series`): the sum of the five parts below.
     pub bytes: usize,
+    /// Of `bytes`: the processes' counters.
+    pub process_bytes: usize,
+    /// Of `bytes`: the other threads' context switches.
+    pub thread_bytes: usize,
+    /// Of `bytes`: the threads' state totals.
+    pub thread_state_bytes: usize,
+    /// Of `bytes`: the grouper's answers, the last assignment and the pid-to-group table.
+    pub grouped_bytes: usize,
+    /// Of `bytes`: the processes waiting for their exit records.
+    pub pending_bytes: usize,
+    /// Not in `bytes`: the groups' counters, their names and the index by name.
+    pub group_bytes: usize,
+}
+
+impl Footprint {
+    /// (part, bytes): the five parts of [`Footprint::bytes`], then the groups'.
+    pub fn parts(&self) -> [(&'static str, usize); 6] {
+        [
+            ("process counters", self.process_bytes),
+            ("thread switches", self.thread_bytes),
+            ("thread states (interval start)", self.thread_state_bytes),
+            ("groups of processes", self.grouped_bytes),
+            ("pending exits", self.pending_bytes),
+            ("groups", self.group_bytes),
+        ]
+    }
 }

@@ -975,3 +975,62 @@ fn per_task_entries_stay_as_small_as_documented() {
     assert!(size_of::<(TaskId, ThreadPrev)>() <= 112);
     assert!(size_of::<(TaskId, tasksnap_model::Comm, Option<Arc<str>>)>() <= 56);
 }
+
+/// `footprint()` on a known state: two processes (one with two more threads) and a
+/// thread-state sample of their four threads: each part is its holder's entries times their
+/// size (capacity included), `bytes` is the sum of the per-task parts, and the groups are a
+/// part of their own.
+#[test]
+fn the_footprint_counts_each_part_it_holds() {
+    use std::mem::size_of;
+    let mut a = Aggregator::new(Options::default());
+    let mut tasks = vec![init(), task(10, 10, S, "w", S)];
+    for tid in [11, 12] {
+        let mut t = task(10, tid, S, "w", 0);
+        t.stat = None;
+        t.sched = Some(Box::new(tasksnap_model::Sched {
+            on_cpu_ns: 0,
+            run_delay_ns: 0,
+            timeslices: 0,
+            voluntary_switches: Some(3),
+            involuntary_switches: Some(1),
+        }));
+        tasks.push(t);
+    }
+    let st = states_of(100 * S, &tasks, &[]);
+    step(&mut a, reading(100 * S, tasks, Some(st)));
+    let f = a.footprint();
+    assert_eq!(
+        (f.processes, f.threads, f.thread_states, f.pending),
+        (2, 2, 4, 0)
+    );
+    assert_eq!(
+        f.process_bytes,
+        a.prev.capacity() * size_of::<(TaskId, Prev)>()
+    );
+    assert!(f.process_bytes >= 2 * size_of::<(TaskId, Prev)>());
+    assert_eq!(
+        f.thread_bytes,
+        a.threads.capacity() * size_of::<(TaskId, (u64, u64))>()
+    );
+    assert!(f.thread_bytes >= 2 * size_of::<(TaskId, (u64, u64))>());
+    // No /proc samples and no wait reasons: the table alone.
+    assert_eq!(
+        f.thread_state_bytes,
+        a.states_prev.capacity() * (size_of::<(TaskId, ThreadPrev)>() + 1)
+    );
+    assert!(f.thread_state_bytes > 4 * size_of::<(TaskId, ThreadPrev)>());
+    assert_eq!(f.pending_bytes, 0);
+    assert!(f.grouped_bytes > 0);
+    assert_eq!(
+        f.bytes,
+        f.process_bytes + f.thread_bytes + f.thread_state_bytes + f.grouped_bytes + f.pending_bytes
+    );
+    // Two groups, "init" and "w".
+    assert!(f.group_bytes >= 2 * size_of::<Group>() + "init".len() + "w".len());
+    let parts = f.parts();
+    assert_eq!(
+        parts.iter().map(|p| p.1).sum::<usize>(),
+        f.bytes + f.group_bytes
+    );
+}

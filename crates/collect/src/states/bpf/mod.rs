@@ -52,6 +52,12 @@ pub struct Options {
     /// source.rs). What a sampler that reads every interval wants; costs a program run at
     /// each wakeup besides the one at each switch.
     pub incremental: bool,
+    /// With `incremental`: hand out the sample the next one starts from instead of a copy
+    /// of it (one copy of every thread's totals, not two). The caller gives it back as it was
+    /// ([`StateSource::recycle`](crate::collector::StateSource::recycle)) before the next
+    /// sample; one not given back makes the next sample a whole pass. What a sampler that
+    /// keeps one reading wants.
+    pub lend: bool,
 }
 
 impl Default for Options {
@@ -64,6 +70,7 @@ impl Default for Options {
             proc_root: PathBuf::from(tasksnap_sys::roots::PROC),
             seed_all: true,
             incremental: false,
+            lend: false,
         }
     }
 }

@@ -60,6 +60,48 @@ struct Held {
     lost: (u64, u64),
     /// The last whole pass's note about pid 1.
     pid1_note: Option<String>,
+    /// When `sample` was handed out ([`Options::lend`]): that sample's time and thread count,
+    /// until it comes back (`sample` is empty meanwhile).
+    lent: Option<(u64, usize)>,
+}
+
+impl Held {
+    /// `sample` handed out when lending ([`Options::lend`]), else a copy of it; what the
+    /// next sample starts from (the sample without its exited threads) kept either way.
+    fn hand_out(&mut self, mut sample: Sample, lend: bool, spare: Option<Sample>) -> Sample {
+        if lend {
+            self.lent = Some((sample.at_ns, sample.threads.len()));
+            self.sample = Sample::new(Mode::Bpf, 0);
+            return sample;
+        }
+        let out = match spare {
+            Some(mut out) => {
+                out.mode = sample.mode;
+                out.at_ns = sample.at_ns;
+                out.threads.clone_from(&sample.threads);
+                out.reasons.clone_from(&sample.reasons);
+                out.notes.clone_from(&sample.notes);
+                out
+            }
+            None => sample.clone(),
+        };
+        sample.threads.retain(|_, t| !t.exited);
+        self.sample = sample;
+        self.lent = None;
+        out
+    }
+
+    /// Takes back a lent sample: it is what the next one starts from again. `false` when
+    /// `old` is not the one lent.
+    fn take_back(&mut self, mut old: Sample) -> bool {
+        if self.lent != Some((old.at_ns, old.threads.len())) {
+            return false;
+        }
+        old.threads.retain(|_, t| !t.exited);
+        self.sample = old;
+        self.lent = None;
+        true
+    }
 }
 
 /// When the stack map holds more stacks than this, the ones no thread refers to any more are
@@ -641,7 +683,8 @@ impl BpfSource {
         let lost = self.losses();
         if self.incremental() {
             if let Some(held) = self.held.take() {
-                if held.drains + 1 < FULL_EVERY && lost == held.lost {
+                // A lent sample not given back: nothing to start from.
+                if held.drains + 1 < FULL_EVERY && lost == held.lost && held.lent.is_none() {
                     return self.changed_sample(held, lost);
                 }
             }
@@ -702,14 +745,16 @@ impl BpfSource {
         self.finish(&mut sample, &why, Some(&live_threads), &exits);
         self.buf = buf;
         if self.incremental() {
-            let mut kept = sample.clone();
-            kept.threads.retain(|_, t| !t.exited);
-            self.held = Some(Held {
-                sample: kept,
+            let mut held = Held {
+                sample: Sample::new(Mode::Bpf, 0),
                 drains: 0,
                 lost,
                 pid1_note,
-            });
+                lent: None,
+            };
+            let out = held.hand_out(sample, self.opts.lend, None);
+            self.held = Some(held);
+            return Ok(out);
         }
         Ok(sample)
     }
@@ -753,19 +798,7 @@ impl BpfSource {
             self.put(r, true, &why_of, &mut sample);
         }
         self.finish(&mut sample, &why, None, &exits);
-        let out = match self.spare.take() {
-            Some(mut out) => {
-                out.mode = sample.mode;
-                out.at_ns = sample.at_ns;
-                out.threads.clone_from(&sample.threads);
-                out.reasons.clone_from(&sample.reasons);
-                out.notes.clone_from(&sample.notes);
-                out
-            }
-            None => sample.clone(),
-        };
-        sample.threads.retain(|_, t| !t.exited);
-        held.sample = sample;
+        let out = held.hand_out(sample, self.opts.lend, self.spare.take());
         held.drains += 1;
         held.lost = lost;
         self.held = Some(held);
@@ -954,8 +987,22 @@ impl StateSource for BpfSource {
     }
 
     fn recycle(&mut self, old: Sample) {
-        if self.held.is_some() {
-            self.spare = Some(old);
+        match &mut self.held {
+            Some(h) if h.lent.is_some() => {
+                // Not the one lent: the next sample is a whole pass.
+                let _ = h.take_back(old);
+            }
+            Some(_) => self.spare = Some(old),
+            None => {}
         }
+    }
+
+    fn held_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let samples = self.held.as_ref().map(|h| &h.sample).into_iter().chain(&self.spare);
+        samples.map(crate::footprint::sample).sum::<usize>()
+            + self.buf.capacity()
+            + crate::footprint::table_bytes(self.names.capacity(), size_of::<([i8; 16], Comm)>())
+            + self.drained_ids.capacity() * size_of::<TaskId>()
     }
 }
