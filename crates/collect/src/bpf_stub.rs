@@ -118,6 +118,30 @@ impl BpfCollector {
         match self.never {}
     }
 
+    #[cfg(any(test, feature = "testing"))]
+    /// Unreachable: no collector is made.
+    pub fn change_set_pid_max(&mut self, _pid_max: u32) {
+        match self.never {}
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// Unreachable: no collector is made.
+    pub fn list_any_change_set(&mut self) {
+        match self.never {}
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// Unreachable: no collector is made.
+    pub fn last_listed(&self) -> Option<usize> {
+        match self.never {}
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    /// Unreachable: no collector is made.
+    pub fn change_set_problem(&self) -> Option<&str> {
+        match self.never {}
+    }
+
     /// Unreachable: no collector is made.
     pub fn raw_pass(&mut self, _cred: bool, _stat: bool) -> Result<usize, Error> {
         match self.never {}

@@ -367,6 +367,7 @@ fn a_watched_source_reads_what_it_is_told() {
     assert!(tgids(Watched::Every, &mut src).contains(&other));
     let _ = child.kill();
     let _ = child.wait();
+}
 
 /// With `lend` (what the sampler asks for) the sample handed out is the one the next starts
 /// from, not a copy: given back, the next sample is a drain again and agrees with a whole
