@@ -89,6 +89,7 @@ fn pins_are_root_only(dir: &Path) {
             "cmd_prog",
             "cmdline_link",
             "lines_prog",
+            "list_prog",
             "reader_cfg",
             "task_link",
             "task_prog",

@@ -142,11 +142,15 @@ impl Sampler {
         let groups = sample_groups();
         live.source.prepare(&groups);
         let states = if opts.states {
-            // The reading's sample is given back before the next one (`read_mut`).
+            // Not lent (`lend: false`): with the source lending its kept sample, a recording
+            // restarted on carried totals (the CLI's history test
+            // `state_time_is_continuous_across_a_recorder_restart`) wrote a thread as unchanged
+            // whose totals had changed (the encoder's check caught it); until that is found,
+            // the reading gets a copy of every thread's totals.
             let bpf = crate::states::bpf::Options {
                 track_sleep: opts.track_sleep,
                 incremental: true,
-                lend: true,
+                lend: false,
                 ..Default::default()
             };
             let procfs = crate::states::procfs::Options {
