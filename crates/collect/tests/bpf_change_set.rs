@@ -147,7 +147,8 @@ fn change_driven_rows_are_a_whole_pass_on_a_churning_load() {
 
     // The load stops (every task of it in T, or a zombie its stopped parent has not reaped)
     // and the sleepers sleep: nothing of the test's changes any more. A reaped task is marked
-    // when the kernel frees it, an RCU grace period later: the pause covers that.
+    // when the kernel frees it, an RCU grace period later (seconds with lazy RCU): until
+    // then a zombie or an exiting task is read again at every call, and found gone.
     signal_group(load.pgid(), libc::SIGSTOP);
     wait_until("the load to stop", || group_still(load.pgid()));
     std::thread::sleep(Duration::from_millis(300));

@@ -116,6 +116,7 @@ impl BpfCollector {
         let snap = self.walk_snapshot(query);
         self.live.track = false;
         let snap = snap?;
+        self.live.lingering = lingering(&snap.tasks);
         // Only a walk is tracked (the iterator may have been used instead).
         // The processes /proc added to that snapshot (pid 1 here) are read again every call.
         self.live.delta = self.live.captured.take().map(|(known, since_ns, hidden)| {
@@ -195,13 +196,20 @@ impl BpfCollector {
             BpfCollector::missing_from(&mut self.procfs, &records, query, groups, None, &mut stats)
                 .map_err(Box::new)?;
         let mut tasks = 0;
+        let mut dead = Vec::new();
         decode::assemble_each(&records, extras, query, &groups, units, &mut |mut t| {
+            if is_lingering(&t) {
+                dead.push(t.id.tgid as u32);
+            }
             if !groups.has(Group::Base) {
                 t.base = None;
             }
             tasks += 1;
             sink(t);
         });
+        dead.sort_unstable();
+        dead.dedup();
+        self.live.lingering = dead;
         drop(records);
         self.out.walked = Some(outs);
         self.live.delta = Some(Delta::after_whole_pass(bits, query, since_ns, known, hidden));
@@ -238,6 +246,9 @@ impl BpfCollector {
         };
         let mut pids = std::mem::take(&mut self.live.pids);
         set.take(&mut pids)?;
+        pids.extend_from_slice(&self.live.lingering);
+        pids.sort_unstable();
+        pids.dedup();
         pids.retain(|p| !hidden.contains(&(*p as i32)));
         let many = pids.len() * LIST_SHARE > known && !self.live.list_any;
         if pids.len() > arena::PIDS_PER_CHUNK || many {
@@ -336,6 +347,7 @@ impl BpfCollector {
             !self.settings.low_cpu,
         );
         decode::filter(&mut tasks, query);
+        let lingering = lingering(&tasks);
         drop(records);
         let known = delta.known.len() as u64;
         if let Some(pids) = &listed {
@@ -391,6 +403,7 @@ impl BpfCollector {
         if let Some(pids) = listed {
             self.live.pids = pids;
         }
+        self.live.lingering = lingering;
         self.out.walked = Some(outs);
         let mut stats = SnapshotStats::default();
         self.fill_from_procfs(&mut tasks, query, groups, &mut stats)
@@ -408,4 +421,33 @@ impl BpfCollector {
             gone,
         })
     }
+}
+
+/// The processes of `tasks` that are dead and not yet gone: a zombie (its parent has not
+/// reaped it), or a thread past `do_exit()`'s `PF_EXITING`. Their going is marked in the
+/// change set only when the kernel frees the task (`sched_process_free`), an RCU grace
+/// period after it left the pid hash; with lazy RCU (CONFIG_RCU_LAZY, Linux 6.2) that
+/// callback may wait seconds, and a reaped zombie stayed in a live view's rows that long
+/// (CI caught it). So they are read again at every call until the lookup finds them gone.
+fn lingering(tasks: &[tasksnap_model::Task]) -> Vec<u32> {
+    let mut out: Vec<u32> = tasks
+        .iter()
+        .filter(|t| is_lingering(t))
+        .map(|t| t.id.tgid as u32)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether `t` is dead and not yet gone (see [`lingering`]).
+fn is_lingering(t: &tasksnap_model::Task) -> bool {
+    /// `PF_EXITING` (include/linux/sched.h): set at the start of `do_exit()`.
+    const PF_EXITING: u32 = 0x4;
+    t.base.as_ref().is_some_and(|b| {
+        matches!(
+            b.state,
+            tasksnap_model::TaskState::Zombie | tasksnap_model::TaskState::Dead
+        ) || b.flags & PF_EXITING != 0
+    })
 }

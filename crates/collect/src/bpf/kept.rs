@@ -82,6 +82,10 @@ pub(super) struct Live {
     /// Whether a set of any size is read by pid list (a test's choice; else only one that
     /// names few enough of the known threads).
     pub list_any: bool,
+    /// Processes the last read found dead and not yet gone (a zombie, or a thread past
+    /// `do_exit()`'s PF_EXITING), read again at every call until they are: see
+    /// [`super::changes`]'s `lingering`.
+    pub lingering: Vec<u32>,
 }
 
 /// A thread's identity as the walk gives it: tgid and start time (boot-time ns), by tid.
