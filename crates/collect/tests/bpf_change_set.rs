@@ -7,28 +7,15 @@
 //! TASKSNAP_REQUIRE_PRIVILEGED=1.
 
 mod changes_common;
-use changes_common::{changes_query, spawn};
+use changes_common::{changes_query, spawn, Kids};
 
 use std::collections::{BTreeMap, HashMap};
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use tasksnap_collect::testing::bpf::BpfCollector;
 use tasksnap_collect::testing::{Changes, Collector, LiveCollector};
 use tasksnap_loadgen::{settled_sleep, skip_unless_root, wait_until, Load};
 use tasksnap_model::{Task, TaskId};
-
-/// Children killed (and reaped) when the test ends, however it ends.
-struct Kids(Vec<Child>);
-
-impl Drop for Kids {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// The rows a caller holds, as the sampler keeps them: a whole pass replaces them, a
 /// changed-only read replaces its rows and removes the gone.

@@ -5,11 +5,10 @@
 //! TASKSNAP_REQUIRE_PRIVILEGED=1.
 
 mod changes_common;
-use changes_common::{assert_gone, changes_query, spawn};
+use changes_common::{assert_gone, changes_query, spawn, Kids};
 use tasksnap_loadgen::skip_unless_root;
 
 use std::collections::HashSet;
-use std::process::Child;
 use std::time::Duration;
 use tasksnap_loadgen::{cpu_clock_ns, settled_sleep, wait_until};
 
@@ -17,18 +16,6 @@ use tasksnap_collect::testing::bpf::BpfCollector;
 use tasksnap_collect::testing::procfs::ProcfsCollector;
 use tasksnap_collect::testing::{Changes, Collector, LiveCollector};
 use tasksnap_model::{Group, Groups, PassKind, Query, Selector, Task, TaskId};
-
-/// Children killed (and reaped) when the test ends, however it ends.
-struct Kids(Vec<Child>);
-
-impl Drop for Kids {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 fn find(c: &Changes, pid: u32) -> Option<&Task> {
     c.snapshot

@@ -1,5 +1,6 @@
-//! What the changed-only tests (bpf_changes.rs, procfs_changes.rs) share: the shell children
-//! they spawn, the query both backends answer, and the check of a killed sleeper.
+//! What the changed-only tests (bpf_changes.rs, bpf_change_set.rs, procfs_changes.rs)
+//! share: the shell children they spawn and the guard that kills them, the query both
+//! backends answer, and the check of a killed sleeper.
 #![allow(dead_code)]
 
 use std::process::{Child, Command, Stdio};
@@ -35,4 +36,16 @@ pub fn assert_gone(c: &Changes, gone: TaskId, alive: TaskId) {
         c.gone
     );
     assert!(!c.gone.contains(&alive), "a live sleeper is not gone");
+}
+
+/// Children killed (and reaped) when the test ends, however it ends.
+pub struct Kids(pub Vec<Child>);
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
