@@ -40,3 +40,25 @@ pub fn overlaps(
     }
     Ok(())
 }
+
+/// The window `--from` .. `--to` (Unix ns) of the recording at `dir`: each end defaults to
+/// the recording's, and a window that is backwards or misses the recording is refused.
+pub fn window(
+    history: &History,
+    dir: &Path,
+    from: Option<u64>,
+    to: Option<u64>,
+) -> anyhow::Result<(u64, u64)> {
+    let (first, last) = history.bounds()?;
+    let from = from.unwrap_or(first);
+    let to = to.unwrap_or(last);
+    if from > to {
+        anyhow::bail!(
+            "--from ({}) is after --to ({})",
+            crate::when::rfc3339(from),
+            crate::when::rfc3339(to)
+        );
+    }
+    overlaps(dir, (from, to), (first, last))?;
+    Ok((from, to))
+}

@@ -106,17 +106,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         anyhow::bail!("--partition needs --output DIR, the directory to write the partitions in");
     }
     let history = crate::recording::open("tasksnap dump", &args.dir)?;
-    let (first, last) = history.bounds()?;
-    let from = args.from.unwrap_or(first);
-    let to = args.to.unwrap_or(last);
-    if from > to {
-        anyhow::bail!(
-            "--from ({}) is after --to ({})",
-            crate::when::rfc3339(from),
-            crate::when::rfc3339(to)
-        );
-    }
-    crate::recording::overlaps(&args.dir, (from, to), (first, last))?;
+    let (from, to) = crate::recording::window(&history, &args.dir, args.from, args.to)?;
     let mut readings = history.readings(from, to)?;
     // Whether a reading of the window has a cgroups table (for `--what cgroups`).
     let mut tables = false;

@@ -82,17 +82,7 @@ fn progress(len: usize, what: &'static str) -> ProgressBar {
 
 fn run(args: &Args) -> anyhow::Result<()> {
     let history = crate::recording::open("tasksnap report", &args.dir)?;
-    let (first, last) = history.bounds()?;
-    let from = args.from.unwrap_or(first);
-    let to = args.to.unwrap_or(last);
-    if from > to {
-        anyhow::bail!(
-            "--from ({}) is after --to ({})",
-            crate::when::rfc3339(from),
-            crate::when::rfc3339(to)
-        );
-    }
-    crate::recording::overlaps(&args.dir, (from, to), (first, last))?;
+    let (from, to) = crate::recording::window(&history, &args.dir, args.from, args.to)?;
     // Refused before anything is read: a link, another user's file, the recording itself.
     let output = match &args.output {
         Some(path) => Some(crate::outfile::create(
