@@ -90,6 +90,54 @@ fn a_process_killed_mid_recording_is_replayed_before_its_death_and_not_after() {
     drop(odd);
 }
 
+/// The recorder reads a cgroup once per css_set (the BPF pass says which set each process
+/// is in) and gives the others of the set the same text: processes in several cgroups (a
+/// systemd-named v2 tree, a name with control characters and invalid UTF-8, systemd's v1
+/// hierarchy, another cgroup namespace) replay with the cgroup procps printed for each.
+#[test]
+fn replayed_cgroups_are_each_process_own_in_several_cgroups() {
+    skip_unless_root!("recording with BPF");
+    let placed = common::ps::Placed::spawn();
+    assert!(
+        placed.in_cgroups,
+        "no cgroup v2 hierarchy to place processes in"
+    );
+    let (_keep_group, keeper) = sleeper();
+    let pids: Vec<String> = placed
+        .pids()
+        .into_iter()
+        .chain([keeper])
+        .map(|p| p.to_string())
+        .collect();
+    let pids = pids.join(",");
+    let cols = "pid,cgroup";
+    let procps = common::ps::oracle(
+        Command::new("ps")
+            .args(["-o", cols, "-p", &pids])
+            .env_remove("COLUMNS"),
+    );
+    assert_eq!(procps.code, Some(0));
+    let distinct: std::collections::HashSet<&[u8]> = procps
+        .stdout
+        .split(|&b| b == b'\n')
+        .skip(1)
+        .filter_map(|l| {
+            let l = l.trim_ascii_start();
+            Some(&l[l.iter().position(|&b| b == b' ')?..])
+        })
+        .collect();
+    assert!(
+        distinct.len() >= 3,
+        "the processes are in too few cgroups to tell"
+    );
+    let (_t, dir) = store_dir();
+    record(&dir, "0.3", 2, &[]);
+    let d = dir.to_str().expect("utf-8 path");
+    let replayed = tasksnap(&["ps", "--replay", d, "-o", cols, "-p", &pids]);
+    assert!(replayed.status.success(), "{}", text(&replayed.stderr));
+    assert_eq!(text(&replayed.stdout), text(&procps.stdout));
+}
+
 #[test]
 fn a_parquet_dump_read_by_duckdb_has_a_row_per_sample_and_the_replayed_state_time() {
     skip_unless_root!("recording thread states with BPF");

@@ -51,6 +51,12 @@ struct ts_base {
 	__s32 cpu;
 	char comm[16];
 	__u64 locked_vm_pages;	/* mm->locked_vm: VmLck, the STAT column's L */
+	/*
+	 * task->cgroups: which css_set the task is in. Tasks with the same one have the same
+	 * /proc/PID/cgroup (proc_cgroup_show() prints task_css_set()'s cgroups), so user space
+	 * reads that file once per distinct value. An address: it never leaves the collector.
+	 */
+	__u64 css_set_key;
 };
 
 struct ts_cred {

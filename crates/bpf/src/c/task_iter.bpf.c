@@ -207,6 +207,7 @@ static __always_inline void fill_base(struct ts_base *b, struct task_struct *t,
 	b->cpu = t->thread_info.cpu;
 	__builtin_memcpy(b->comm, t->comm, sizeof(b->comm));
 	b->locked_vm_pages = mm ? mm->locked_vm : 0;
+	b->css_set_key = (__u64)t->cgroups;
 }
 
 static __always_inline void fill_cred(struct ts_cred *c, const struct cred *cred)

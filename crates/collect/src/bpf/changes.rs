@@ -210,6 +210,7 @@ impl BpfCollector {
         dead.sort_unstable();
         dead.dedup();
         self.live.lingering = dead;
+        self.css_sets.refresh(&records);
         drop(records);
         self.out.walked = Some(outs);
         self.live.delta = Some(Delta::after_whole_pass(bits, query, since_ns, known, hidden));
@@ -348,6 +349,7 @@ impl BpfCollector {
         );
         decode::filter(&mut tasks, query);
         let lingering = lingering(&tasks);
+        self.css_sets.refresh(&records);
         drop(records);
         let known = delta.known.len() as u64;
         if let Some(pids) = &listed {
@@ -442,12 +444,10 @@ fn lingering(tasks: &[tasksnap_model::Task]) -> Vec<u32> {
 
 /// Whether `t` is dead and not yet gone (see [`lingering`]).
 fn is_lingering(t: &tasksnap_model::Task) -> bool {
-    /// `PF_EXITING` (include/linux/sched.h): set at the start of `do_exit()`.
-    const PF_EXITING: u32 = 0x4;
     t.base.as_ref().is_some_and(|b| {
         matches!(
             b.state,
             tasksnap_model::TaskState::Zombie | tasksnap_model::TaskState::Dead
-        ) || b.flags & PF_EXITING != 0
+        ) || b.flags & decode::PF_EXITING != 0
     })
 }

@@ -43,9 +43,19 @@ impl Collector for BpfCollector {
     }
 
     /// What the kernel cannot give (command lines, SHR) comes from /proc: the reads of the
-    /// collector this one fills from, with its deadline.
+    /// collector this one fills from, with its deadline; cgroups once per css_set of the
+    /// last pass (cgroup_sets.rs).
     fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::collector::Filled, Error> {
-        self.procfs.try_fill(ids, groups)
+        let rest = groups.without(Group::Cgroup).without(Group::Login);
+        if !groups.needs_cgroup_file() || self.css_sets.is_empty() || rest == Groups::default() {
+            return self.procfs.try_fill(ids, groups);
+        }
+        let (mut filled, mut stats) = self.procfs.try_fill(ids, rest)?;
+        let mut cgroups = self.css_sets.read(&self.procfs, ids, &mut stats)?;
+        for (id, t) in filled.iter_mut() {
+            t.cgroup = cgroups.remove(id);
+        }
+        Ok((filled, stats))
     }
 
     fn report(&self) -> PassReport {
@@ -109,7 +119,8 @@ impl LiveCollector for BpfCollector {
             "task source",
             self.out.buf.capacity()
                 + self.out.spare.capacity() * size_of::<tasksnap_model::Task>()
-                + known,
+                + known
+                + self.css_sets.heap_bytes(),
         );
         // Mapped, written by the kernel: resident as far as a pass has written it.
         let mapped = self.out.arena.as_ref().map_or(0, |a| a.chunks());

@@ -30,6 +30,10 @@ const TS_NS_LOGINUID: u32 = 1;
 /// `ts_mem.flags`: the RSS counters are exact sums (record.h).
 const TS_MEM_EXACT: u32 = 1;
 
+/// `PF_EXITING` (include/linux/sched.h): set at the start of `do_exit()`, kept by the
+/// zombie (`ts_base.flags`).
+pub const PF_EXITING: u32 = 0x4;
+
 /// One task's record: its header, and where its blocks are in the pass's buffer (read on
 /// demand, so that decoding a pass copies 48 bytes per task, not every block).
 #[derive(Debug, Clone, Copy)]

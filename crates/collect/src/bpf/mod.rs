@@ -20,10 +20,11 @@
 //! Files depend one way: settings, decode and lap on none of the others; programs on
 //! settings; arena on programs; passes on arena; cmdlines on passes; changes on passes;
 //! snapshot on cmdlines and changes; each on snapshot; collector on cmdlines and programs;
-//! changeset on none (changes uses it).
+//! changeset on none (changes uses it); cgroup_sets on decode (snapshot and changes use it).
 //! - `arena.rs`: the walk's mapped arena;
 //! - `cmdlines.rs`: how command lines are read (one plan decided before the pass);
 //! - `decode.rs`: records to tasks;
+//! - `cgroup_sets.rs`: cgroups read once per css_set;
 //! - `snapshot.rs`: a snapshot from a pass (reconciling with /proc, planning and merging the
 //!   groups filled from it);
 //! - `each.rs`: a one-shot snapshot handed over one task at a time;
@@ -36,6 +37,7 @@
 //! only compiled when the build has them (lib.rs); `bpf_stub.rs` stands in otherwise.
 
 pub mod arena;
+mod cgroup_sets;
 mod changes;
 mod changeset;
 mod cmdlines;
@@ -82,6 +84,9 @@ pub struct BpfCollector {
     cmd: kept::State,
     /// A live view's state between [`crate::Collector::changes`] calls.
     live: kept::Live,
+    /// The css_set of each task of the last live pass, for [`crate::LiveCollector::fill`]'s
+    /// cgroups.
+    css_sets: cgroup_sets::CssSets,
     /// Why command lines come from /proc, when they do.
     pub cmdline_from_procfs: Option<String>,
     /// Why the last full pass did not use the walk, when it did not.
@@ -201,6 +206,7 @@ impl BpfCollector {
                 set_off: std::env::var_os("TASKSNAP_NO_CHANGE_SET").is_some(),
                 ..kept::Live::default()
             },
+            css_sets: Default::default(),
             cmdline_from_procfs,
             walk_problem,
             load_ns,

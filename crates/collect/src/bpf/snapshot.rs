@@ -199,9 +199,25 @@ impl BpfCollector {
         &mut self,
         tasks: &mut [tasksnap_model::Task],
         query: &Query,
-        fill_groups: Groups,
+        mut fill_groups: Groups,
         stats: &mut SnapshotStats,
     ) -> Result<(), Error> {
+        if fill_groups.needs_cgroup_file() && !self.css_sets.is_empty() {
+            // Once per css_set (the caller took this pass's); `Login` is made from these
+            // cgroups by the caller.
+            let wanted: Vec<(i32, i32)> = tasks
+                .iter()
+                .filter(|t| t.cgroup.is_none())
+                .map(|t| (t.id.tgid, t.id.tid))
+                .collect();
+            let mut read = self.css_sets.read(&self.procfs, &wanted, stats)?;
+            for t in tasks.iter_mut() {
+                if let Some(c) = read.remove(&(t.id.tgid, t.id.tid)) {
+                    t.cgroup = Some(c);
+                }
+            }
+            fill_groups = fill_groups.without(Group::Cgroup).without(Group::Login);
+        }
         let from_pass = decode::mem_from_pass(&fill_groups);
         for (groups, ids) in fill_plan(tasks, decode::procfs_groups(&fill_groups), from_pass) {
             let (filled, fill_stats) = self.procfs.try_fill(&ids, groups)?;
@@ -387,6 +403,11 @@ impl BpfCollector {
             None if walk_lines.is_some() => self.start_cmdline_copy(&records, walk_lines.as_ref()),
             p => p,
         };
+        if groups.needs_cgroup_file() || self.live.track {
+            self.css_sets.refresh(&records);
+        } else {
+            self.css_sets.clear();
+        }
         drop(records);
         lap.mark("walk lines");
         let mut fill_groups = groups;
