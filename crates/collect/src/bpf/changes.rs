@@ -210,7 +210,7 @@ impl BpfCollector {
         dead.sort_unstable();
         dead.dedup();
         self.live.lingering = dead;
-        self.css_sets.refresh(&records);
+        self.pass_index.refresh(&records);
         drop(records);
         self.out.walked = Some(outs);
         self.live.delta = Some(Delta::after_whole_pass(bits, query, since_ns, known, hidden));
@@ -349,7 +349,7 @@ impl BpfCollector {
         );
         decode::filter(&mut tasks, query);
         let lingering = lingering(&tasks);
-        self.css_sets.refresh(&records);
+        self.pass_index.refresh(&records);
         drop(records);
         let known = delta.known.len() as u64;
         if let Some(pids) = &listed {

@@ -12,6 +12,7 @@ use tasksnap_model::{Group, Groups, Query, SnapshotStats, Task};
 
 use super::lap::Lap;
 use super::kept::{Source, State};
+use super::pass_index::cmd_request;
 use super::{arena, decode, BpfCollector};
 use tasksnap_sys as sys;
 
@@ -277,18 +278,41 @@ impl BpfCollector {
     }
 
     /// The command-line copy for the processes of a walk's `records` (kernel threads have
-    /// none), on its own threads under the same deadline as the iterator's pass: each shard
-    /// takes an equal, contiguous share of the list. `None` when it cannot start (the caller
-    /// then uses the iterator).
+    /// none) that `have` lacks: [`BpfCollector::start_copy_of`].
     pub(super) fn start_cmdline_copy(
         &self,
         records: &[decode::Record<'_>],
         have: Option<&HashMap<i32, Vec<u8>>>,
     ) -> Option<CmdlinePass> {
-        use std::sync::atomic::Ordering;
         if !self.can_copy_cmdlines() {
             return None;
         }
+        let reqs: Vec<arena::CmdRequest> = records
+            .iter()
+            .filter(|r| have.is_none_or(|h| !h.contains_key(&(r.hdr.tgid as i32))))
+            .filter_map(cmd_request)
+            .collect();
+        self.start_copy_of(reqs)
+    }
+
+    /// The command lines of the processes `ids` of the last pass, copied by pid list, when
+    /// the copy can run and finishes in time: what it could not read (flagged lines, a
+    /// process gone) is left out, for /proc. A live view's fill of new processes.
+    pub(super) fn copy_lines_of(&self, ids: &[(i32, i32)]) -> Option<HashMap<i32, Vec<u8>>> {
+        if !self.can_copy_cmdlines() {
+            return None;
+        }
+        match self.start_copy_of(self.pass_index.cmd_requests(ids))?.finish() {
+            PassEnd::Lines(lines) => Some(lines),
+            PassEnd::Stuck | PassEnd::Failed => None,
+        }
+    }
+
+    /// The command-line copy for `reqs`, on its own threads under the same deadline as the
+    /// iterator's pass: each shard takes an equal, contiguous share of the list. `None` when
+    /// it cannot start (the caller then uses the iterator, or /proc).
+    fn start_copy_of(&self, reqs: Vec<arena::CmdRequest>) -> Option<CmdlinePass> {
+        use std::sync::atomic::Ordering;
         let arena = self.out.arena.as_ref()?;
         let region = arena.cmd?;
         let prog = self
@@ -299,16 +323,6 @@ impl BpfCollector {
             .as_ref()?
             .try_clone()
             .ok()?;
-        let reqs: Vec<arena::CmdRequest> = records
-            .iter()
-            .filter(|r| r.hdr.tid == r.hdr.tgid && r.hdr.groups & decode::TS_GROUP_KNAME == 0)
-            .filter(|r| have.is_none_or(|h| !h.contains_key(&(r.hdr.tgid as i32))))
-            .map(|r| arena::CmdRequest {
-                pid: r.hdr.global_tid,
-                tgid: r.hdr.tgid,
-                start_boottime_ns: r.hdr.start_boottime_ns,
-            })
-            .collect();
         self.cmd.copied.set(reqs.len());
         if reqs.is_empty() || reqs.len() > region.capacity() {
             return None;

@@ -42,18 +42,48 @@ impl Collector for BpfCollector {
         })
     }
 
-    /// What the kernel cannot give (command lines, SHR) comes from /proc: the reads of the
-    /// collector this one fills from, with its deadline; cgroups once per css_set of the
-    /// last pass (cgroup_sets.rs).
+    /// What the kernel cannot give comes from /proc, the reads of the collector this one
+    /// fills from, with its deadline; but, for processes of the last pass (pass_index.rs),
+    /// command lines by the copy by pid list and cgroups once per css_set.
     fn fill(&self, ids: &[(i32, i32)], groups: Groups) -> Result<crate::collector::Filled, Error> {
         let rest = groups.without(Group::Cgroup).without(Group::Login);
-        if !groups.needs_cgroup_file() || self.css_sets.is_empty() || rest == Groups::default() {
-            return self.procfs.try_fill(ids, groups);
+        let by_set =
+            groups.needs_cgroup_file() && !self.pass_index.is_empty() && rest != Groups::default();
+        let copied = groups
+            .has(Group::Cmdline)
+            .then(|| self.copy_lines_of(ids))
+            .flatten();
+        let (rest, mut copied) = match (by_set, copied) {
+            (false, None) => return self.procfs.try_fill(ids, groups),
+            (false, Some(c)) => (groups, c),
+            (true, c) => (rest, c.unwrap_or_default()),
+        };
+        // Processes with a copied line read /proc only for what else is asked.
+        let (lined, unlined): (Vec<_>, Vec<_>) = ids
+            .iter()
+            .partition(|&&(tgid, tid)| tid == tgid && copied.contains_key(&tgid));
+        let (mut filled, mut stats) = self.procfs.try_fill(&unlined, rest)?;
+        let rest = rest.without(Group::Cmdline);
+        if rest != Groups::default() {
+            let (more, s) = self.procfs.try_fill(&lined, rest)?;
+            filled.extend(more);
+            stats.denied += s.denied;
+        } else {
+            let tick_ns = 1_000_000_000 / self.procfs.units().clock_ticks_per_s.max(1);
+            filled.extend(lined.iter().filter_map(|&id| {
+                Some((id, tasksnap_model::Task::new(self.pass_index.task_id(id, tick_ns)?)))
+            }));
         }
-        let (mut filled, mut stats) = self.procfs.try_fill(ids, rest)?;
-        let mut cgroups = self.css_sets.read(&self.procfs, ids, &mut stats)?;
-        for (id, t) in filled.iter_mut() {
-            t.cgroup = cgroups.remove(id);
+        for &(tgid, tid) in &lined {
+            if let Some(t) = filled.get_mut(&(tgid, tid)) {
+                t.cmdline = copied.remove(&tgid);
+            }
+        }
+        if by_set {
+            let mut cgroups = self.pass_index.read_cgroups(&self.procfs, ids, &mut stats)?;
+            for (id, t) in filled.iter_mut() {
+                t.cgroup = cgroups.remove(id);
+            }
         }
         Ok((filled, stats))
     }
@@ -120,7 +150,7 @@ impl LiveCollector for BpfCollector {
             self.out.buf.capacity()
                 + self.out.spare.capacity() * size_of::<tasksnap_model::Task>()
                 + known
-                + self.css_sets.heap_bytes(),
+                + self.pass_index.heap_bytes(),
         );
         // Mapped, written by the kernel: resident as far as a pass has written it.
         let mapped = self.out.arena.as_ref().map_or(0, |a| a.chunks());
@@ -164,7 +194,9 @@ impl LiveCollector for BpfCollector {
                 Err(why) => self.walk_problem = Some(why.to_string()),
             }
         }
-        self.prepare_arena(groups);
+        // With room for the command-line copy: a live view's fill copies new processes'
+        // command lines by pid list (`fill`).
+        self.prepare_arena(&groups.with(Group::Cmdline));
         // The change set's tracepoints are attached while the caller is privileged, for a
         // query changed-only reads can answer.
         if self.progs.walker.is_some()

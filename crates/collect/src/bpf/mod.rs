@@ -20,11 +20,13 @@
 //! Files depend one way: settings, decode and lap on none of the others; programs on
 //! settings; arena on programs; passes on arena; cmdlines on passes; changes on passes;
 //! snapshot on cmdlines and changes; each on snapshot; collector on cmdlines and programs;
-//! changeset on none (changes uses it); cgroup_sets on decode (snapshot and changes use it).
+//! changeset on none (changes uses it); pass_index on decode and arena (snapshot, changes,
+//! cmdlines and collector use it).
 //! - `arena.rs`: the walk's mapped arena;
 //! - `cmdlines.rs`: how command lines are read (one plan decided before the pass);
 //! - `decode.rs`: records to tasks;
-//! - `cgroup_sets.rs`: cgroups read once per css_set;
+//! - `pass_index.rs`: what a fill needs of the last pass's tasks (cgroups read once per
+//!   css_set; the command-line copy's requests);
 //! - `snapshot.rs`: a snapshot from a pass (reconciling with /proc, planning and merging the
 //!   groups filled from it);
 //! - `each.rs`: a one-shot snapshot handed over one task at a time;
@@ -37,7 +39,6 @@
 //! only compiled when the build has them (lib.rs); `bpf_stub.rs` stands in otherwise.
 
 pub mod arena;
-mod cgroup_sets;
 mod changes;
 mod changeset;
 mod cmdlines;
@@ -46,6 +47,7 @@ mod decode;
 mod each;
 mod kept;
 mod lap;
+mod pass_index;
 mod passes;
 pub mod programs;
 mod settings;
@@ -84,9 +86,8 @@ pub struct BpfCollector {
     cmd: kept::State,
     /// A live view's state between [`crate::Collector::changes`] calls.
     live: kept::Live,
-    /// The css_set of each task of the last live pass, for [`crate::LiveCollector::fill`]'s
-    /// cgroups.
-    css_sets: cgroup_sets::CssSets,
+    /// The tasks of the last pass, for the fills after it (pass_index.rs).
+    pass_index: pass_index::PassIndex,
     /// Why command lines come from /proc, when they do.
     pub cmdline_from_procfs: Option<String>,
     /// Why the last full pass did not use the walk, when it did not.
@@ -148,7 +149,8 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(true)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        let mut c = Self::load_with(procfs, false, true, false)?;
+        // With the command-line copy: the fill of new processes copies their lines.
+        let mut c = Self::load_with(procfs, true, true, false)?;
         c.settings.live_view = true;
         Ok(c)
     }
@@ -206,7 +208,7 @@ impl BpfCollector {
                 set_off: std::env::var_os("TASKSNAP_NO_CHANGE_SET").is_some(),
                 ..kept::Live::default()
             },
-            css_sets: Default::default(),
+            pass_index: Default::default(),
             cmdline_from_procfs,
             walk_problem,
             load_ns,

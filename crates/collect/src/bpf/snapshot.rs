@@ -202,7 +202,7 @@ impl BpfCollector {
         mut fill_groups: Groups,
         stats: &mut SnapshotStats,
     ) -> Result<(), Error> {
-        if fill_groups.needs_cgroup_file() && !self.css_sets.is_empty() {
+        if fill_groups.needs_cgroup_file() && !self.pass_index.is_empty() {
             // Once per css_set (the caller took this pass's); `Login` is made from these
             // cgroups by the caller.
             let wanted: Vec<(i32, i32)> = tasks
@@ -210,7 +210,7 @@ impl BpfCollector {
                 .filter(|t| t.cgroup.is_none())
                 .map(|t| (t.id.tgid, t.id.tid))
                 .collect();
-            let mut read = self.css_sets.read(&self.procfs, &wanted, stats)?;
+            let mut read = self.pass_index.read_cgroups(&self.procfs, &wanted, stats)?;
             for t in tasks.iter_mut() {
                 if let Some(c) = read.remove(&(t.id.tgid, t.id.tid)) {
                     t.cgroup = Some(c);
@@ -404,9 +404,9 @@ impl BpfCollector {
             p => p,
         };
         if groups.needs_cgroup_file() || self.live.track {
-            self.css_sets.refresh(&records);
+            self.pass_index.refresh(&records);
         } else {
-            self.css_sets.clear();
+            self.pass_index.clear();
         }
         drop(records);
         lap.mark("walk lines");
