@@ -181,7 +181,7 @@ impl LiveCollector for BpfCollector {
     /// for its verification, a live view does once), then makes its arena.
     fn prepare(&mut self, groups: &Groups) {
         if self.progs.walker.is_none() && !self.settings.walk_off {
-            match programs::Programs::load(false, true, false) {
+            match programs::Programs::load(programs::Cmdlines::No, true, false) {
                 Ok(p) => match p.walker.as_ref().and_then(|w| w.try_clone()) {
                     Some(w) => {
                         self.progs.walker = Some(w);

@@ -57,7 +57,7 @@ pub use tasksnap_bpf::{quiet_libbpf, Unavailable};
 
 use tasksnap_model::Group;
 use crate::procfs::ProcfsCollector;
-use programs::enough_descriptors;
+use programs::{enough_descriptors, Cmdlines};
 use settings::Settings;
 
 /// Whether the caller may load BPF programs: root only ([`tasksnap_bpf::privileged`] says
@@ -119,7 +119,7 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(false)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        Self::load_with(procfs, cmdline, false, false)
+        Self::load_with(procfs, cmdline.into(), false, false)
     }
 
     /// For a query's `groups`: [`Self::with_cmdline`] for its command lines, with the
@@ -129,7 +129,7 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(false)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        Self::load_with(procfs, groups.has(Group::Cmdline), false, decode::wants_rare(groups))
+        Self::load_with(procfs, groups.has(Group::Cmdline).into(), false, decode::wants_rare(groups))
     }
 
     /// For the query service (`tasksnap serve`'s socket): every program a pass of any groups
@@ -139,7 +139,7 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(true)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        Self::load_with(procfs, true, true, true)
+        Self::load_with(procfs, Cmdlines::All, true, true)
     }
 
     /// For a live view (`top`): the pinned programs, else a fresh load that includes the
@@ -150,7 +150,7 @@ impl BpfCollector {
         enough_descriptors(true)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
         // With the command-line copy: the fill of new processes copies their lines.
-        let mut c = Self::load_with(procfs, true, true, false)?;
+        let mut c = Self::load_with(procfs, Cmdlines::Copy, true, false)?;
         c.settings.live_view = true;
         Ok(c)
     }
@@ -159,7 +159,7 @@ impl BpfCollector {
     /// the walk when `walk`).
     fn load_with(
         procfs: ProcfsCollector,
-        cmdline: bool,
+        cmdline: Cmdlines,
         walk: bool,
         rare: bool,
     ) -> Result<BpfCollector, Unavailable> {
@@ -181,18 +181,19 @@ impl BpfCollector {
     fn from_programs(
         procfs: ProcfsCollector,
         progs: programs::Programs,
-        cmdline: bool,
+        cmdline: Cmdlines,
         rare: bool,
     ) -> BpfCollector {
         let loaded_for = match &progs.origin {
-            programs::Origin::Loaded { .. } => Some((cmdline, rare)),
+            // Command-line snapshots take the sleepable iterator (or the lines walk).
+            programs::Origin::Loaded { .. } => Some((cmdline == Cmdlines::All, rare)),
             programs::Origin::Pinned { .. } => None,
         };
         let (load_ns, pinned_at) = match &progs.origin {
             programs::Origin::Loaded { load_ns } => (*load_ns, None),
             programs::Origin::Pinned { dir, open_ns } => (*open_ns, Some(dir.clone())),
         };
-        let cmdline_from_procfs = if !cmdline {
+        let cmdline_from_procfs = if cmdline != Cmdlines::All {
             Some("not asked for".into())
         } else {
             progs.cmdline_unavailable.clone()
@@ -226,8 +227,8 @@ impl BpfCollector {
         privileged()?;
         enough_descriptors(walk)?;
         let procfs = ProcfsCollector::new().map_err(|e| Unavailable::Failed(e.to_string()))?;
-        let progs = programs::Programs::load(cmdline, walk, true)?;
-        Ok(Self::from_programs(procfs, progs, cmdline, true))
+        let progs = programs::Programs::load(cmdline.into(), walk, true)?;
+        Ok(Self::from_programs(procfs, progs, cmdline.into(), true))
     }
 
     /// Whether full passes may use the walk when it is there (the default), or must keep to
@@ -297,7 +298,7 @@ impl BpfCollector {
     /// instead of loading: `tasksnap pin`. Returns the pin directory.
     pub fn pin() -> Result<std::path::PathBuf, Unavailable> {
         privileged()?;
-        programs::Programs::load(true, true, false)?.pin()
+        programs::Programs::load(Cmdlines::All, true, false)?.pin()
     }
 
     /// Removes every pinned set (`tasksnap unpin`); true when there was one.

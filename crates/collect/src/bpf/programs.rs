@@ -96,8 +96,32 @@ fn dup(fd: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd, Unavailable> {
         .map_err(|e| Unavailable::Failed(format!("cannot duplicate a BPF descriptor: {e}")))
 }
 
+/// The command-line programs a load takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmdlines {
+    /// None: command lines come from /proc.
+    No,
+    /// The copy by pid list only (`copy_cmdlines`, 1.6 ms of verification here): what a
+    /// live view's fill of new processes uses.
+    Copy,
+    /// The sleepable iterator, the copy and the walk that reads lines (`walk_tasks_lines`,
+    /// ~105 ms of verification here; TASKSNAP_VERIFIER_STATS=1 prints each program's).
+    All,
+}
+
+impl From<bool> for Cmdlines {
+    /// All of them when asked for, else none.
+    fn from(asked: bool) -> Cmdlines {
+        if asked {
+            Cmdlines::All
+        } else {
+            Cmdlines::No
+        }
+    }
+}
+
 fn open_and_load(
-    cmdline: bool,
+    cmdline: Cmdlines,
     walk: bool,
     rare: bool,
     list: bool,
@@ -107,14 +131,14 @@ fn open_and_load(
         |open| {
             // One program that fails verification fails the whole object: load only what
             // the run needs.
-            open.progs.dump_cmdline.set_autoload(cmdline);
+            open.progs.dump_cmdline.set_autoload(cmdline == Cmdlines::All);
             // One iterator or the other: libbpf relocates only what it loads, and the rare
             // one's kernel types cost a load ~28 ms of CPU (task_iter.bpf.c, dump_one).
             open.progs.dump_task.set_autoload(!rare);
             open.progs.dump_task_rare.set_autoload(rare);
             open.progs.walk_tasks.set_autoload(walk);
-            open.progs.copy_cmdlines.set_autoload(walk && cmdline);
-            open.progs.walk_tasks_lines.set_autoload(walk && cmdline);
+            open.progs.copy_cmdlines.set_autoload(walk && cmdline != Cmdlines::No);
+            open.progs.walk_tasks_lines.set_autoload(walk && cmdline == Cmdlines::All);
             open.progs.walk_listed.set_autoload(walk && list);
         },
         |e| format!("the kernel refused the BPF task iterator ({e}); needs Linux 5.8+ with BTF"),
@@ -122,18 +146,20 @@ fn open_and_load(
 }
 
 impl Programs {
-    /// Loads the programs, the command-line iterator too when `cmdline` and the walk when
+    /// Loads the programs, the command-line programs `cmdline` names and the walk when
     /// `walk` (if one of those cannot load, `cmdline_unavailable` or `walk_unavailable` says
-    /// why and the rest still works).
+    /// why and the rest still works; `cmdline_unavailable` is about the sleepable iterator).
     ///
     /// The walk costs its verification (about 20 ms more per load here, 60 with its
     /// command-line variant: run with TASKSNAP_VERIFIER_STATS=1) and one RCU grace
     /// period to register its arena, more than it saves on a single pass: a one-shot
     /// tasksnap that loads its own programs leaves it out, and `tasksnap pin` puts it in.
     /// With `rare`, the iterator writes the signal and namespace blocks too.
-    pub fn load(cmdline: bool, walk: bool, rare: bool) -> Result<Programs, Unavailable> {
+    pub fn load(cmdline: Cmdlines, walk: bool, rare: bool) -> Result<Programs, Unavailable> {
         let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
         let mut cmdline_unavailable = None;
+        // The command-line programs the load that worked has.
+        let mut with = cmdline;
         let mut walk_unavailable = (!walk).then(|| "not loaded".to_string());
         // The walk needs Linux 6.8 (open-coded task iterator, trusted arguments of global
         // functions), the sleepable command-line iterator Linux 5.18: whichever the kernel
@@ -152,15 +178,16 @@ impl Programs {
                 walk_unavailable = Some(why.to_string());
                 let s = match open_and_load(cmdline, false, rare, false) {
                     Ok(s) => s,
-                    Err(why) if cmdline => {
+                    Err(why) if cmdline != Cmdlines::No => {
                         cmdline_unavailable = Some(why.to_string());
-                        match open_and_load(false, walk, rare, false) {
+                        with = Cmdlines::No;
+                        match open_and_load(Cmdlines::No, walk, rare, false) {
                             Ok(s) if walk => {
                                 walk_unavailable = None;
                                 s
                             }
                             Ok(s) => s,
-                            Err(_) => open_and_load(false, false, rare, false)?,
+                            Err(_) => open_and_load(Cmdlines::No, false, rare, false)?,
                         }
                     }
                     Err(why) => return Err(why),
@@ -180,7 +207,7 @@ impl Programs {
         let task_link = dup(link.as_fd())?;
         links.push(link);
         let mut cmd_link = None;
-        if cmdline && cmdline_unavailable.is_none() {
+        if with == Cmdlines::All {
             match skel.progs.dump_cmdline.attach() {
                 Ok(l) => {
                     cmd_link = Some(dup(l.as_fd())?);
@@ -190,7 +217,7 @@ impl Programs {
                     cmdline_unavailable = Some(format!("cannot attach the cmdline iterator: {e}"))
                 }
             }
-        } else if !cmdline {
+        } else if cmdline_unavailable.is_none() {
             cmdline_unavailable = Some("not loaded".into());
         }
         let task_prog = dup(task_iter.as_fd())?;
@@ -201,12 +228,14 @@ impl Programs {
                 shared: false,
                 prog: dup(skel.progs.walk_tasks.as_fd())?,
                 // Loaded with the walk when command lines were asked for too.
-                cmd_prog: if cmdline && cmdline_unavailable.is_none() {
+                cmd_prog: if with == Cmdlines::Copy
+                    || (with == Cmdlines::All && cmdline_unavailable.is_none())
+                {
                     Some(dup(skel.progs.copy_cmdlines.as_fd())?)
                 } else {
                     None
                 },
-                lines_prog: if cmdline && cmdline_unavailable.is_none() {
+                lines_prog: if with == Cmdlines::All && cmdline_unavailable.is_none() {
                     Some(dup(skel.progs.walk_tasks_lines.as_fd())?)
                 } else {
                     None
