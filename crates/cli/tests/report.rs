@@ -5,8 +5,11 @@
 //! window; the hostile name is text in the file, never markup; and in Debian's Chromium
 //! (headless, driven by Selenium) the page logs nothing, fetches nothing, draws every chart
 //! with one vertex per sample or interval, shows the hostile name as a text node and nothing
-//! it tried to inject, and hovering and choosing a moment work. Only the test's processes
-//! are compared.
+//! it tried to inject, and hovering and choosing a moment work. A report made from a Parquet
+//! dump of the same recording (plain files named anyhow, or `--partition` directories) has
+//! the same top-processes table, escapes the same, and says what a dump without some tables
+//! leaves out; a corrupt or foreign Parquet file in the directory is an error naming it,
+//! and a link is not followed. Only the test's processes are compared.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -208,19 +211,174 @@ fn the_top_processes_table_is_what_dump_gives() {
 
 #[test]
 fn a_hostile_name_is_text_never_markup() {
-    let f = fixture();
-    assert!(!f.html.contains("<script>window.pwned"), "injected script");
-    assert!(!f.html.contains("<img"), "injected element");
-    assert!(!f.html.contains("<b>&"), "the comm as markup");
+    assert_escaped(&fixture().html);
+}
+
+/// The hostile process's names are text in `html`, never markup.
+fn assert_escaped(html: &str) {
+    assert!(!html.contains("<script>window.pwned"), "injected script");
+    assert!(!html.contains("<img"), "injected element");
+    assert!(!html.contains("<b>&"), "the comm as markup");
     let escaped = "&lt;/script&gt;&lt;script&gt;window.pwned=1&lt;/script&gt;&lt;img src=x \
                    onerror=&quot;window.pwned=2&quot;&gt;&amp;amp;&#39;\u{fffd}";
-    assert!(f.html.contains(escaped), "the command line as text");
+    assert!(html.contains(escaped), "the command line as text");
     assert!(
-        f.html.contains("&lt;b&gt;&amp;&quot;&#39;\u{fffd}?"),
+        html.contains("&lt;b&gt;&amp;&quot;&#39;\u{fffd}?"),
         "the comm as text"
     );
     // Two script elements, the page's own (its chart data and its code).
-    assert_eq!(f.html.matches("<script").count(), 2);
+    assert_eq!(html.matches("<script").count(), 2);
+}
+
+/// `dump --what TABLE --format parquet` of the whole recording to `out` (a file, or with
+/// `--partition` the directory of its partitions).
+fn dump_parquet(f: &Fixture, what: &str, out: &std::path::Path, partition: bool) {
+    let mut args = vec![
+        "dump",
+        "--dir",
+        f.dir.to_str().expect("utf-8"),
+        "--what",
+        what,
+        "--format",
+        "parquet",
+        "--output",
+        out.to_str().expect("utf-8"),
+    ];
+    if partition {
+        args.push("--partition");
+    }
+    tasksnap_ok(&args);
+}
+
+/// `report --dir DIR --top 1000` as HTML, after asserting it succeeded and did not panic.
+fn report_of(dir: &std::path::Path) -> String {
+    let out = tasksnap_ok(&[
+        "report",
+        "--dir",
+        dir.to_str().expect("utf-8"),
+        "--top",
+        "1000",
+    ]);
+    assert!(!common::text(&out.stderr).contains("panicked"));
+    String::from_utf8(out.stdout).expect("the report is UTF-8")
+}
+
+/// The test's processes have the same CPU in `html`'s table as in the recording's report.
+fn assert_same_cpu(f: &Fixture, html: &str, what: &str) {
+    for pid in f.pids {
+        let (want, got) = (report_cpu_ns(&f.html, pid), report_cpu_ns(html, pid));
+        assert_eq!(
+            got, want,
+            "pid {pid}'s CPU ns, {what} against the recording"
+        );
+    }
+    // The spinners ran in the window: the comparison is of figures, not of two absences.
+    assert!(report_cpu_ns(html, f.pids[0]).is_some_and(|ns| ns > 0));
+}
+
+#[test]
+fn a_parquet_dump_makes_the_same_top_processes_table() {
+    let f = fixture();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // Plain files, named for nothing: each one's table is known by its columns.
+    let plain = tmp.path().join("plain");
+    std::fs::create_dir(&plain).expect("mkdir");
+    for (what, name) in [
+        ("threads", "1.parquet"),
+        ("processes", "2.parquet"),
+        ("system", "3.parquet"),
+    ] {
+        dump_parquet(f, what, &plain.join(name), false);
+    }
+    // The partitioned layout, a table per directory.
+    let parts = tmp.path().join("parts");
+    for what in ["processes", "threads", "system"] {
+        dump_parquet(f, what, &parts.join(what), true);
+    }
+    for (dir, what) in [(&plain, "plain files"), (&parts, "partitions")] {
+        let html = report_of(dir);
+        assert_same_cpu(f, &html, what);
+        assert_escaped(&html);
+        for id in ["host-cpu", "cpu-comm", "states", "exits"] {
+            assert!(
+                html.contains(&format!("id=\"{id}\"")),
+                "{what}: no {id} chart"
+            );
+        }
+        assert!(!html.contains("The dump has no"), "{what}: a table missed");
+    }
+    // Only the processes: the page says what it leaves out, and has the same table.
+    let only = tmp.path().join("only");
+    std::fs::create_dir(&only).expect("mkdir");
+    dump_parquet(f, "processes", &only.join("p.parquet"), false);
+    let html = report_of(&only);
+    assert_same_cpu(f, &html, "the processes table alone");
+    assert!(html.contains("The dump has no system table"));
+    assert!(html.contains("The dump has no threads table"));
+    assert!(!html.contains("id=\"host-cpu\"") && !html.contains("id=\"states\""));
+}
+
+#[test]
+fn a_corrupt_or_foreign_parquet_file_is_an_error_naming_it() {
+    let f = fixture();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let good = tmp.path().join("good.parquet");
+    dump_parquet(f, "processes", &good, false);
+    let fails = |name: &str, bytes: &[u8], said: &str| {
+        let dir = tmp.path().join(format!("d-{name}"));
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::copy(&good, dir.join("processes.parquet")).expect("copy");
+        std::fs::write(dir.join(name), bytes).expect("write");
+        let out = common::tasksnap(&["report", "--dir", dir.to_str().expect("utf-8")]);
+        let err = common::failed_saying(&out, 1, said, name);
+        assert!(err.contains(name), "{name}: the file is not named: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(out.stdout.is_empty(), "{name}: a page was written");
+    };
+    let real = std::fs::read(&good).expect("read");
+    fails("empty.parquet", b"", "not a Parquet file");
+    fails(
+        "junk.parquet",
+        b"PAR1 this is no footer PAR1",
+        "not a Parquet file",
+    );
+    // A real file cut short (no footer).
+    fails("cut.parquet", &real[..real.len() / 2], "not a Parquet file");
+    // Its footer intact and its pages scrambled: found to be bad when read.
+    let mut scrambled = real.clone();
+    let n = scrambled.len();
+    let footer: [u8; 4] = real[n - 8..n - 4].try_into().expect("four bytes");
+    let pages_end = n - 8 - u32::from_le_bytes(footer) as usize;
+    scrambled[4..pages_end].iter_mut().for_each(|b| *b = !*b);
+    fails("scrambled.parquet", &scrambled, "cannot read");
+    // A dump of columns no table has all it needs of (processes without cpu_seconds).
+    let foreign = tmp.path().join("foreign.parquet");
+    tasksnap_ok(&[
+        "dump",
+        "--dir",
+        f.dir.to_str().expect("utf-8"),
+        "--what",
+        "processes",
+        "--fields",
+        "time,pid",
+        "--format",
+        "parquet",
+        "-o",
+        foreign.to_str().expect("utf-8"),
+    ]);
+    fails(
+        "foreign.parquet",
+        &std::fs::read(&foreign).expect("read"),
+        "none of tasksnap dump's tables",
+    );
+    // A link is not followed: the file it points at is not read twice (no overlap refused).
+    let linked = tmp.path().join("linked");
+    std::fs::create_dir(&linked).expect("mkdir");
+    std::fs::copy(&good, linked.join("processes.parquet")).expect("copy");
+    std::os::unix::fs::symlink(&good, linked.join("again.parquet")).expect("symlink");
+    let out = common::tasksnap(&["report", "--dir", linked.to_str().expect("utf-8")]);
+    common::ok(&out, "report beside a link");
+    assert!(common::text(&out.stderr).contains("again.parquet: a link, not followed"));
 }
 
 /// Chromium and chromedriver (Debian's, `./x deps` installs them) and the test Python with
