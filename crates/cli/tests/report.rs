@@ -134,20 +134,23 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-/// `dump --what TABLE --format csv --fields FIELDS` of the whole recording, as rows of
-/// text by field name.
-fn dump(f: &Fixture, what: &str, fields: &str) -> Vec<HashMap<String, String>> {
-    let out = tasksnap_ok(&[
+/// `dump --what TABLE MORE...` of the whole recording, which must succeed.
+fn dump_with(f: &Fixture, what: &str, more: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "dump",
         "--dir",
         f.dir.to_str().expect("utf-8"),
         "--what",
         what,
-        "--format",
-        "csv",
-        "--fields",
-        fields,
-    ]);
+    ];
+    args.extend(more);
+    tasksnap_ok(&args)
+}
+
+/// `dump --what TABLE --format csv --fields FIELDS` of the whole recording, as rows of
+/// text by field name.
+fn dump(f: &Fixture, what: &str, fields: &str) -> Vec<HashMap<String, String>> {
+    let out = dump_with(f, what, &["--format", "csv", "--fields", fields]);
     let mut r = csv::Reader::from_reader(&out.stdout[..]);
     let head: Vec<String> = r
         .headers()
@@ -233,21 +236,12 @@ fn assert_escaped(html: &str) {
 /// `dump --what TABLE --format parquet` of the whole recording to `out` (a file, or with
 /// `--partition` the directory of its partitions).
 fn dump_parquet(f: &Fixture, what: &str, out: &std::path::Path, partition: bool) {
-    let mut args = vec![
-        "dump",
-        "--dir",
-        f.dir.to_str().expect("utf-8"),
-        "--what",
-        what,
-        "--format",
-        "parquet",
-        "--output",
-        out.to_str().expect("utf-8"),
-    ];
+    let out = out.to_str().expect("utf-8");
+    let mut more = vec!["--format", "parquet", "--output", out];
     if partition {
-        args.push("--partition");
+        more.push("--partition");
     }
-    tasksnap_ok(&args);
+    dump_with(f, what, &more);
 }
 
 /// `report --dir DIR --top 1000` as HTML, after asserting it succeeded and did not panic.
@@ -353,24 +347,49 @@ fn a_corrupt_or_foreign_parquet_file_is_an_error_naming_it() {
     fails("scrambled.parquet", &scrambled, "cannot read");
     // A dump of columns no table has all it needs of (processes without cpu_seconds).
     let foreign = tmp.path().join("foreign.parquet");
-    tasksnap_ok(&[
-        "dump",
-        "--dir",
-        f.dir.to_str().expect("utf-8"),
-        "--what",
+    let foreign_path = foreign.to_str().expect("utf-8");
+    dump_with(
+        f,
         "processes",
-        "--fields",
-        "time,pid",
-        "--format",
-        "parquet",
-        "-o",
-        foreign.to_str().expect("utf-8"),
-    ]);
+        &[
+            "--fields",
+            "time,pid",
+            "--format",
+            "parquet",
+            "-o",
+            foreign_path,
+        ],
+    );
     fails(
         "foreign.parquet",
         &std::fs::read(&foreign).expect("read"),
         "none of tasksnap dump's tables",
     );
+    // A table's columns of other types than dump writes (DuckDB's text CPU), and a file
+    // compressed otherwise than dump does (DuckDB's snappy): errors naming them.
+    if let Some(py) = duckdb_python() {
+        for (name, codec, said) in [
+            (
+                "typed.parquet",
+                "zstd",
+                "column cpu_seconds is Utf8, not what tasksnap dump writes",
+            ),
+            ("snappy.parquet", "snappy", "a codec tasksnap does not read"),
+        ] {
+            let path = tmp.path().join(name);
+            let sql = format!(
+                "COPY (SELECT TIMESTAMPTZ '2026-11-29 00:00:00+00' AS time, 1::BIGINT AS pid, \
+                 '1.5' AS cpu_seconds) TO '{}' (FORMAT parquet, COMPRESSION {codec})",
+                path.display()
+            );
+            let status = Command::new(&py)
+                .args(["-c", &format!("import duckdb; duckdb.sql({sql:?})")])
+                .status()
+                .expect("run duckdb");
+            assert!(status.success(), "duckdb wrote no {name}");
+            fails(name, &std::fs::read(&path).expect("read"), said);
+        }
+    }
     // A link is not followed: the file it points at is not read twice (no overlap refused).
     let linked = tmp.path().join("linked");
     std::fs::create_dir(&linked).expect("mkdir");

@@ -113,7 +113,19 @@ impl TableFile {
             .with_batch_size(BATCH_ROWS)
             .build()
             .with_context(|| format!("cannot read {}", self.path.display()))?;
-        Ok(reader.map(move |b| b.with_context(|| format!("cannot read {}", self.path.display()))))
+        Ok(reader.map(move |b| b.map_err(|e| self.read_error(e))))
+    }
+
+    /// `e`, met reading the file's pages, naming the file (and saying when it is a codec
+    /// this build has not: `dump` writes zstd, DuckDB and pyarrow snappy by default).
+    fn read_error(&self, e: arrow_schema::ArrowError) -> anyhow::Error {
+        let codec = e.to_string().contains("Disabled feature at compile time");
+        let why = if codec {
+            ": compressed with a codec tasksnap does not read (tasksnap dump writes zstd)"
+        } else {
+            ""
+        };
+        anyhow::Error::new(e).context(format!("cannot read {}{why}", self.path.display()))
     }
 }
 
