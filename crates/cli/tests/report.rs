@@ -257,6 +257,35 @@ fn report_of(dir: &std::path::Path) -> String {
     String::from_utf8(out.stdout).expect("the report is UTF-8")
 }
 
+/// The moments of a page: why each is listed, and its listing's rows without their %CPU
+/// (the rest is exact; %CPU divides by the interval, which a dump keeps to the µs).
+fn moments_of(html: &str) -> Vec<(String, Vec<String>)> {
+    let whys = html.split("<li><a class=\"moment\"").skip(1).map(|li| {
+        li.split("</a> ")
+            .nth(1)
+            .and_then(|w| w.split("</li>").next())
+    });
+    let listings = html.split("<div class=\"listing\"").skip(1).map(|l| {
+        let body = l.split("</div>").next().unwrap_or("");
+        body.split("<tr")
+            .skip(2)
+            .map(|row| {
+                // The cells: what precedes the first, PID, USER, %CPU, RSS, S, THR, COMMAND.
+                let cells: Vec<&str> = row.split("<td").collect();
+                cells
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| i != 3)
+                    .map(|(_, c)| *c)
+                    .collect()
+            })
+            .collect()
+    });
+    whys.zip(listings)
+        .map(|(w, l)| (w.expect("a moment's why").to_string(), l))
+        .collect()
+}
+
 /// The test's processes have the same CPU in `html`'s table as in the recording's report.
 fn assert_same_cpu(f: &Fixture, html: &str, what: &str) {
     for pid in f.pids {
@@ -268,6 +297,17 @@ fn assert_same_cpu(f: &Fixture, html: &str, what: &str) {
     }
     // The spinners ran in the window: the comparison is of figures, not of two absences.
     assert!(report_cpu_ns(html, f.pids[0]).is_some_and(|ns| ns > 0));
+}
+
+/// `html` lists the moments of the recording's report, for the same reasons, with the same
+/// listings (but for %CPU).
+fn assert_same_moments(f: &Fixture, html: &str, what: &str) {
+    let (want, got) = (moments_of(&f.html), moments_of(html));
+    assert!(!want.is_empty(), "the recording's page lists no moment");
+    assert!(
+        got == want,
+        "the moments, {what}: {got:#?}\nagainst the recording's {want:#?}"
+    );
 }
 
 #[test]
@@ -292,6 +332,7 @@ fn a_parquet_dump_makes_the_same_top_processes_table() {
     for (dir, what) in [(&plain, "plain files"), (&parts, "partitions")] {
         let html = report_of(dir);
         assert_same_cpu(f, &html, what);
+        assert_same_moments(f, &html, what);
         assert_escaped(&html);
         for id in ["host-cpu", "cpu-comm", "states", "exits"] {
             assert!(

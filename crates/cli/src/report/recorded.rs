@@ -78,7 +78,9 @@ pub fn procs(r: &Reading) -> Vec<ProcRow> {
     for e in &r.exits {
         let mut p = row(&e.task(), Some(e.peak_rss_bytes));
         p.state = Some(TaskState::Dead.letter());
-        // An exit record has no cgroup: the process's last live row has it.
+        // An exit record holds no thread count (its task's is a zero, not a figure) and no
+        // cgroup (the process's last live row has it), as `dump`'s exit row.
+        p.threads = None;
         p.cgroup = None;
         p.exit_unix_ns = Some(unix_ns(e.exit_time_ns).unwrap_or(0));
         out.push(p);
