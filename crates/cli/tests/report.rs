@@ -7,8 +7,8 @@
 //! with one vertex per sample or interval, shows the hostile name as a text node and nothing
 //! it tried to inject, and hovering and choosing a moment work. A report made from a Parquet
 //! dump of the same recording (plain files named anyhow, or `--partition` directories) has
-//! the same top-processes table, escapes the same, and says what a dump without some tables
-//! leaves out; a corrupt or foreign Parquet file in the directory is an error naming it,
+//! the same top-processes table and moments, escapes the same, passes the same checks in
+//! Chromium, and says what a dump without some tables leaves out; a corrupt or foreign Parquet file in the directory is an error naming it,
 //! and a link is not followed. Only the test's processes are compared.
 
 use std::collections::HashMap;
@@ -468,10 +468,26 @@ fn the_page_in_a_browser() {
     let f = fixture();
     let samples = dump(f, "system", "time").len();
     assert_eq!(samples, 12, "the recording's samples");
+    browse(&py, &f.report, samples);
+    // The page a Parquet dump of the recording makes passes the same checks.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("dump");
+    std::fs::create_dir(&dir).expect("mkdir");
+    for what in ["processes", "threads", "system"] {
+        dump_parquet(f, what, &dir.join(format!("{what}.parquet")), false);
+    }
+    let page = tmp.path().join("dump.html");
+    let (dir, page_s) = (dir.to_str().expect("utf-8"), page.to_str().expect("utf-8"));
+    tasksnap_ok(&["report", "--dir", dir, "--top", "1000", "-o", page_s]);
+    browse(&py, &page, samples);
+}
+
+/// Opens `page` (of a window of `samples` samples) in Chromium and checks what it did.
+fn browse(py: &str, page: &std::path::Path, samples: usize) {
     let profile = tempfile::tempdir().expect("profile dir");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/report_browser.py");
     let out = Command::new(py)
-        .args([script, f.report.to_str().expect("utf-8")])
+        .args([script, page.to_str().expect("utf-8")])
         .arg(profile.path())
         .output()
         .expect("run the browser");
@@ -482,7 +498,7 @@ fn the_page_in_a_browser() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["console"], serde_json::json!([]), "console messages");
-    let page_url = format!("file://{}", f.report.display());
+    let page_url = format!("file://{}", page.display());
     assert_eq!(v["requests"], serde_json::json!([page_url]), "requests");
     // One vertex per sample (memory, load) or per interval (the rest); areas have two.
     let charts = v["charts"].as_array().expect("charts");
