@@ -89,8 +89,9 @@ fn progress(len: usize, what: &'static str) -> ProgressBar {
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {
+    // A directory without a store's marker is a dump; a missing one is said as a recording's.
     let marker = args.dir.join(tasksnap_store::layout::MARKER_NAME);
-    if std::fs::symlink_metadata(marker).is_err() {
+    if std::fs::symlink_metadata(marker).is_err() && args.dir.is_dir() {
         return run_dump(args);
     }
     let history = crate::recording::open("tasksnap report", &args.dir)?;
