@@ -1,8 +1,9 @@
 //! Opening a recording for a command that reads one (`ps`/`states`/`top --replay`, `dump`):
 //! [`open`] says the store's warnings once (entries named like segments that are not regular
 //! files: a FIFO, a directory, a link, skipped and never opened), and where the clock stepped
-//! back during the recording (a time there occurs twice); [`overlaps`] refuses a window
-//! that misses the recording.
+//! back during the recording (a time there occurs twice); [`window`] (and
+//! [`window_within`], for a dump of a recording) is the window `--from` .. `--to` asks for,
+//! and [`overlaps`] refuses one that misses the recording.
 
 use std::path::Path;
 
@@ -49,7 +50,16 @@ pub fn window(
     from: Option<u64>,
     to: Option<u64>,
 ) -> anyhow::Result<(u64, u64)> {
-    let (first, last) = history.bounds()?;
+    window_within(dir, history.bounds()?, from, to)
+}
+
+/// [`window`] of a recording (or a dump of one) at `dir` that runs from `first` to `last`.
+pub fn window_within(
+    dir: &Path,
+    (first, last): (u64, u64),
+    from: Option<u64>,
+    to: Option<u64>,
+) -> anyhow::Result<(u64, u64)> {
     let from = from.unwrap_or(first);
     let to = to.unwrap_or(last);
     if from > to {

@@ -286,6 +286,12 @@ const STATE_COLUMNS: [&str; NSTATES] = [
     "other_s",
 ];
 
+/// The name of the `threads` column of the seconds in state `s`.
+pub fn state_column(s: State) -> &'static str {
+    let i = State::SHOWN.iter().position(|&x| x == s).unwrap_or(0);
+    STATE_COLUMNS[i]
+}
+
 /// The /proc/vmstat counters the system table keeps, and whether each is a gauge (`nr_*`:
 /// pages now) rather than an event counter.
 const VMSTAT: [(&str, bool); 14] = [

@@ -33,3 +33,8 @@ mod tests;
 mod write;
 
 pub use cli::main;
+/// What `tasksnap report` reads of a dump's Parquet files: the tables' columns and the Arrow
+/// type each kind is written as.
+pub(crate) use columns::{columns, more_columns, state_column, Kind};
+pub(crate) use options::What;
+pub(crate) use parquet_out::data_type;

@@ -28,7 +28,7 @@ use super::sink::Sink;
 pub const BATCH_ROWS: usize = 64 * 1024;
 
 /// The Arrow type of a column kind.
-fn data_type(k: Kind) -> DataType {
+pub(crate) fn data_type(k: Kind) -> DataType {
     match k {
         Kind::Time => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
         Kind::Int => DataType::Int64,

@@ -1,9 +1,12 @@
-//! `tasksnap report`'s command line and run: which recording and window (`--dir`, `--from`,
+//! `tasksnap report`'s command line and run: which input and window (`--dir`, `--from`,
 //! `--to`, as `dump` takes them), how many top processes (`--top`), and where to (`-o FILE`
-//! through [`crate::outfile`]: never truncated in place, never inside the recording; stdout
-//! by default). Progress on stderr when it is a terminal, nothing otherwise. Exit codes: 0
-//! written; 1 the recording could not be read or the page written; 2 bad usage.
+//! through [`crate::outfile`]: never truncated in place, never inside the input directory;
+//! stdout by default). `--dir` is a recording when it has a store's marker file, else a
+//! Parquet dump's directory ([`super::parquet`]); either becomes [`super::frame::Frame`]s,
+//! and the rest is one path. Progress on stderr when it is a terminal, nothing otherwise.
+//! Exit codes: 0 written; 1 the input could not be read or the page written; 2 bad usage.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -13,28 +16,33 @@ use anyhow::Context;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::gather::Gatherer;
+use super::gather::{Gathered, Gatherer};
+use super::listing::Back;
 use super::page::{MomentView, Page, ProcView};
+use super::parquet::Dump;
+use super::recorded::Framer;
 use super::{listing, moments, views};
 
-/// Writes a recording's window (`tasksnap record --dir DIR`) as one HTML page: the host's
-/// CPU, memory, load and pressure, CPU by group, the thread-state mix and D-state reasons,
-/// the processes that exited, the top processes, and the moments worth looking at with
-/// their listings. Self-contained: it fetches nothing.
+/// Writes a recording's window (`tasksnap record --dir DIR`), or a Parquet dump's of one
+/// (`tasksnap dump --format parquet`), as one HTML page: the host's CPU, memory, load and
+/// pressure, CPU by group, the thread-state mix and D-state reasons, the processes that
+/// exited, the top processes, and the moments worth looking at with their listings.
+/// Self-contained: it fetches nothing.
 #[derive(Debug, Parser)]
 #[command(name = "tasksnap report")]
 pub struct Args {
-    /// The recording's directory.
+    /// The recording's directory, or a directory of a Parquet dump's files (a file per
+    /// table, `processes` at least; found down to 3 directories deep, known by their columns).
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
 
     /// The window's first sample: at or after this time (RFC 3339 UTC, epoch seconds, or
-    /// -10m). Default: the recording's first.
+    /// -10m). Default: the input's first.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true,
           value_parser = crate::when::parse_time)]
     pub from: Option<u64>,
 
-    /// The window's last sample: at or before this time. Default: the recording's last.
+    /// The window's last sample: at or before this time. Default: the input's last.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true,
           value_parser = crate::when::parse_time)]
     pub to: Option<u64>,
@@ -81,26 +89,66 @@ fn progress(len: usize, what: &'static str) -> ProgressBar {
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {
+    // A directory without a store's marker is a dump; a missing one is said as a recording's.
+    let marker = args.dir.join(tasksnap_store::layout::MARKER_NAME);
+    if std::fs::symlink_metadata(marker).is_err() && args.dir.is_dir() {
+        return run_dump(args);
+    }
     let history = crate::recording::open("tasksnap report", &args.dir)?;
     let (from, to) = crate::recording::window(&history, &args.dir, args.from, args.to)?;
     // Refused before anything is read: a link, another user's file, the recording itself.
-    let output = match &args.output {
-        Some(path) => Some(crate::outfile::create(
-            path,
-            Some(history.store().directory()),
-        )?),
-        None => None,
-    };
+    let output = create(args, history.store().directory())?;
     let bar = progress(history.sample_times(from, to)?.len(), "reading");
-    let mut gatherer = Gatherer::default();
+    let (mut framer, mut gatherer) = (Framer::default(), Gatherer::default());
     let mut readings = history.readings(from, to)?;
     for r in readings.by_ref() {
-        gatherer.reading(r);
+        gatherer.frame(&framer.frame(r));
         bar.inc(1);
     }
     bar.finish_and_clear();
     let lost = readings.lost();
-    let g = gatherer.finish();
+    let page = render(args, gatherer.finish(), lost, Vec::new(), |_| {
+        Ok(Back::Recording(&history))
+    })?;
+    write(args, output, page.as_bytes())
+}
+
+/// [`run`] on a Parquet dump's directory.
+fn run_dump(args: &Args) -> anyhow::Result<()> {
+    let dump = Dump::open(&args.dir)?;
+    let (from, to) = crate::recording::window_within(&args.dir, dump.bounds(), args.from, args.to)?;
+    let output = create(args, dump.directory())?;
+    let mut gatherer = Gatherer::default();
+    dump.frames((from, to), &mut |f| gatherer.frame(&f))?;
+    let notes = dump.notes.clone();
+    let page = render(args, gatherer.finish(), 0, notes, |times| {
+        Ok(Back::Rows(dump.rows_at(times)?))
+    })?;
+    write(args, output, page.as_bytes())
+}
+
+/// `-o FILE` opened (refused when it is a link, another user's file, or in `input`), or
+/// `None` for stdout.
+fn create(
+    args: &Args,
+    input: &tasksnap_safefile::Dir,
+) -> anyhow::Result<Option<tasksnap_safefile::Output>> {
+    args.output
+        .as_ref()
+        .map(|path| crate::outfile::create(path, Some(input)))
+        .transpose()
+}
+
+/// The page of what was gathered (`lost`: damaged samples skipped; `notes`: what the input
+/// lacks), the listings of its moments read back from what `back` gives for their times
+/// and the times before them.
+fn render<'h>(
+    args: &Args,
+    g: Gathered,
+    lost: u64,
+    notes: Vec<String>,
+    back: impl FnOnce(&BTreeSet<u64>) -> anyhow::Result<Back<'h>>,
+) -> anyhow::Result<String> {
     if g.times_ns.is_empty() {
         anyhow::bail!(
             "no sample of {} could be read in this window",
@@ -112,10 +160,16 @@ fn run(args: &Args) -> anyhow::Result<()> {
         .take(usize::from(args.top))
         .collect();
     let chosen = moments::choose(&g, &top);
+    let times: BTreeSet<u64> = chosen
+        .iter()
+        .flat_map(|m| [Some(m.reading), m.reading.checked_sub(1)])
+        .flatten()
+        .map(|i| g.times_ns[i])
+        .collect();
+    let mut listings = listing::Readings::new(back(&times)?);
     let bar = progress(chosen.len(), "listing moments");
     let mut users = tasksnap_sys::users::Names::default();
     let mut moment_views = Vec::with_capacity(chosen.len());
-    let mut listings = listing::Readings::new(&history);
     for m in &chosen {
         let at_ns = g.times_ns[m.reading];
         let prev = m.reading.checked_sub(1).map(|i| g.times_ns[i]);
@@ -143,7 +197,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
             }
         })
         .collect();
-    let page = Page {
+    Ok(Page {
         hostname: g.hostname.as_deref(),
         window: (g.times_ns[0], *g.times_ns.last().unwrap_or(&g.times_ns[0])),
         samples: g.times_ns.len(),
@@ -154,9 +208,9 @@ fn run(args: &Args) -> anyhow::Result<()> {
         procs,
         reasons: views::disk_reasons(&g, 10),
         moments: moment_views,
+        notes,
     }
-    .render();
-    write(args, output, page.as_bytes())
+    .render())
 }
 
 /// The page to `-o FILE` (replaced whole once written and synced) or stdout.

@@ -1,5 +1,5 @@
-//! What the report shows, gathered in one pass over a window's recorded readings (in time
-//! order, as `History::readings` gives them): the host's figures per sample and per interval,
+//! What the report shows, gathered in one pass over a window's samples ([`Frame`]s, in time
+//! order, from a recording or a Parquet dump): the host's figures per sample and per interval,
 //! CPU per group (comm, user, cgroup) per interval, the thread-state mix per interval and the
 //! D-state wait reasons, the processes that exited per interval, and every process's figures
 //! over the window. Interval `i` runs from reading `i - 1` to reading `i` and is shown at
@@ -12,9 +12,7 @@
 
 use std::collections::HashMap;
 
-use tasksnap_model::states::{Sample, State, NSTATES};
-use tasksnap_model::{fields, Reading, Task, TaskId};
-use tasksnap_states::interval::thread_deltas;
+use super::frame::{Frame, ProcRow, StateMix};
 
 /// The group kinds the CPU chart can be split by.
 pub const GROUP_KINDS: [&str; 3] = ["comm", "user", "cgroup"];
@@ -22,8 +20,8 @@ pub const GROUP_KINDS: [&str; 3] = ["comm", "user", "cgroup"];
 /// A process over the window.
 #[derive(Debug, Clone)]
 pub struct Proc {
-    /// Its identity (pid and start time on the boot clock).
-    pub id: TaskId,
+    /// Its pid.
+    pub pid: i32,
     /// Command name and line, bytes as recorded (the last seen).
     pub comm: Vec<u8>,
     /// The command line, arguments joined by spaces (the last seen; empty when unknown).
@@ -42,8 +40,8 @@ pub struct Proc {
     pub peak_interval_cpu_ns: u64,
     /// The reading of its peak (its first reading when it never used CPU in an interval).
     pub peak_reading: usize,
-    /// Start, Unix seconds.
-    pub start_unix_s: f64,
+    /// Start, Unix seconds (`None` when unknown).
+    pub start_unix_s: Option<f64>,
     /// Exit, Unix seconds, when it exited in the window.
     pub exit_unix_s: Option<f64>,
 }
@@ -53,15 +51,6 @@ impl Proc {
     pub fn cpu_ns(&self) -> u64 {
         self.last_cpu_ns.saturating_sub(self.base_cpu_ns)
     }
-}
-
-/// Per interval: ns in each thread state (all threads), D ns and run-queue ns.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StateMix {
-    /// ns per state (`State::index`), summed over the threads alive in the interval.
-    pub ns: [u64; NSTATES],
-    /// Whether the interval had thread states (both ends had a state sample).
-    pub known: bool,
 }
 
 /// The host's figures: per reading (memory, load) and per interval (CPU, pressure).
@@ -78,6 +67,8 @@ pub struct HostFigures {
     pub pressure: Vec<[f64; 3]>,
     /// Whether any reading had pressure lines.
     pub has_pressure: bool,
+    /// Whether any reading had the host's figures (a dump may have no `system` table).
+    pub known: bool,
 }
 
 /// Everything the report draws.
@@ -94,6 +85,8 @@ pub struct Gathered {
     pub groups: [GroupCpu; 3],
     /// Per interval, the thread-state mix.
     pub states: Vec<StateMix>,
+    /// Whether any interval had thread states.
+    pub states_known: bool,
     /// D-state ns per wait reason (frames joined) over the window.
     pub disk_reasons: HashMap<String, u64>,
     /// Per interval: processes that exited, and their CPU since the previous reading, ns.
@@ -134,50 +127,49 @@ impl GroupCpu {
     }
 }
 
-/// Folds readings into [`Gathered`], one at a time.
+/// Folds frames into [`Gathered`], one at a time.
 #[derive(Default)]
 pub struct Gatherer {
     out: Gathered,
     procs: HashMap<(i32, u64), usize>,
-    prev: Option<Reading>,
+    /// The sample before: its time and host figures (what the next interval needs of it).
+    prev: Option<(u64, Option<tasksnap_model::SystemFigures>)>,
     users: tasksnap_sys::users::Names,
 }
 
 impl Gatherer {
-    /// Takes the next reading of the window.
-    pub fn reading(&mut self, r: Reading) {
+    /// Takes the next sample of the window.
+    pub fn frame(&mut self, f: &Frame) {
         let i = self.out.times_ns.len();
-        self.out.times_ns.push(r.snapshot.taken_at_unix_ns);
-        if r.host.hostname.is_some() {
-            self.out.hostname = r.host.hostname.clone();
+        self.out.times_ns.push(f.at_unix_ns);
+        if f.hostname.is_some() {
+            self.out.hostname.clone_from(&f.hostname);
         }
-        self.host(&r);
-        self.processes(i, &r);
-        if let Some(prev) = &self.prev {
-            self.out.states.push(state_mix(
-                prev.states.as_ref(),
-                r.states.as_ref(),
-                &mut self.out.disk_reasons,
-            ));
+        self.host(f);
+        self.processes(i, f);
+        if i > 0 {
+            self.out.states.push(f.states);
+            self.out.states_known |= f.states.known;
+            for (text, ns) in &f.disk_reasons {
+                *self.out.disk_reasons.entry(text.clone()).or_default() += ns;
+            }
         }
-        // Only what the next interval needs of this reading is kept.
-        let mut keep = r;
-        keep.exits.clear();
-        keep.cgroups = None;
-        self.prev = Some(keep);
+        self.prev = Some((f.at_unix_ns, f.system.clone()));
     }
 
     /// The gathered figures, processes by CPU over the window, most first.
     pub fn finish(mut self) -> Gathered {
         self.out
             .procs
-            .sort_by(|a, b| b.cpu_ns().cmp(&a.cpu_ns()).then(a.id.tgid.cmp(&b.id.tgid)));
+            .sort_by(|a, b| b.cpu_ns().cmp(&a.cpu_ns()).then(a.pid.cmp(&b.pid)));
         self.out
     }
 
-    fn host(&mut self, r: &Reading) {
-        let s = &r.system;
+    fn host(&mut self, f: &Frame) {
+        let none = tasksnap_model::SystemFigures::default();
+        let s = f.system.as_ref().unwrap_or(&none);
         let h = &mut self.out.host;
+        h.known |= f.system.is_some();
         h.memory.push(match s.memory {
             Some(m) => [
                 m.total_kib.saturating_sub(m.available_kib) as f64 * 1024.0,
@@ -188,8 +180,10 @@ impl Gatherer {
         });
         h.load.push(s.load.map_or([f64::NAN; 3], |l| l.avg));
         h.has_pressure |= !s.pressure.is_empty();
-        let Some(prev) = &self.prev else { return };
-        let p = &prev.system;
+        let Some((prev_ns, prev)) = &self.prev else {
+            return;
+        };
+        let p = prev.as_ref().unwrap_or(&none);
         h.cpu_pct.push(match (p.cpu, s.cpu) {
             (Some(a), Some(b)) => {
                 let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
@@ -216,11 +210,7 @@ impl Gatherer {
             }
             _ => [f64::NAN; 5],
         });
-        let span_us = r
-            .snapshot
-            .taken_at_unix_ns
-            .saturating_sub(prev.snapshot.taken_at_unix_ns) as f64
-            / 1000.0;
+        let span_us = f.at_unix_ns.saturating_sub(*prev_ns) as f64 / 1000.0;
         let stalled = |res: &str| {
             let total = |f: &tasksnap_model::SystemFigures| {
                 f.pressure
@@ -240,34 +230,22 @@ impl Gatherer {
             .push([stalled("cpu"), stalled("memory"), stalled("io")]);
     }
 
-    /// The processes of reading `i` (live ones, then exits) into [`Proc`]s, and each one's
+    /// The processes of sample `i` (live ones, then exits) into [`Proc`]s, and each one's
     /// CPU in the interval ending here into its groups.
-    fn processes(&mut self, i: usize, r: &Reading) {
-        let snap = &r.snapshot;
-        let exited = r.exited_ids();
+    fn processes(&mut self, i: usize, f: &Frame) {
         let mut acc: [HashMap<u32, u64>; 3] = Default::default();
         let (mut exits, mut exit_cpu) = (0u64, 0u64);
-        for t in snap.tasks.iter().filter(|t| t.id.is_leader()) {
-            if exited.contains(&t.id) {
-                continue;
+        for p in &f.procs {
+            let (k, d) = self.seen(i, p);
+            // An exit's row has no cgroup: the process's last live row's is charged.
+            self.charge(k, d, &mut acc);
+            if p.exit_unix_ns.is_some() {
+                exits += 1;
+                exit_cpu += d;
             }
-            let rss = fields::RSS_BYTES
-                .value(t)
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0);
-            let (k, d) = self.seen(i, r, t, rss, None);
-            self.charge(k, d, &mut acc);
         }
-        for e in &r.exits {
-            let exit_s = snap.boot_time_unix_s as f64 + e.exit_time_ns as f64 / 1e9;
-            let (k, d) = self.seen(i, r, &e.task(), e.peak_rss_bytes, Some(exit_s));
-            // An exit record has no cgroup: the process's last reading's is charged.
-            self.charge(k, d, &mut acc);
-            exits += 1;
-            exit_cpu += d;
-        }
-        self.out.exits_dropped += r.exits_dropped;
-        self.out.exits_known |= r.exits_missing.is_none();
+        self.out.exits_dropped += f.exits.dropped;
+        self.out.exits_known |= f.exits.known;
         if i > 0 {
             self.out.exits.push((exits, exit_cpu));
             for (g, a) in self.out.groups.iter_mut().zip(acc) {
@@ -278,21 +256,11 @@ impl Gatherer {
         }
     }
 
-    /// Records task `t` of reading `i`; returns its index in the processes and its CPU in
-    /// the interval ending here (0 in the window's first reading).
-    fn seen(
-        &mut self,
-        i: usize,
-        r: &Reading,
-        t: &Task,
-        rss: u64,
-        exit_s: Option<f64>,
-    ) -> (usize, u64) {
-        let cpu = fields::CPU_NS
-            .value(t)
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0);
-        let key = (t.id.tgid, t.id.start_time_ns);
+    /// Records process row `t` of sample `i`; returns its index in the processes and its
+    /// CPU in the interval ending here (0 in the window's first sample).
+    fn seen(&mut self, i: usize, t: &ProcRow) -> (usize, u64) {
+        let cpu = t.cpu_ns.unwrap_or(0);
+        let key = (t.pid, t.start_key);
         let k = match self.procs.get(&key) {
             Some(&k) => k,
             None => {
@@ -300,7 +268,7 @@ impl Gatherer {
                 self.procs.insert(key, k);
                 let base = if i == 0 { cpu } else { 0 };
                 self.out.procs.push(Proc {
-                    id: t.id,
+                    pid: t.pid,
                     comm: Vec::new(),
                     args: Vec::new(),
                     uid: None,
@@ -310,8 +278,7 @@ impl Gatherer {
                     peak_rss_bytes: 0,
                     peak_interval_cpu_ns: 0,
                     peak_reading: i,
-                    start_unix_s: r.snapshot.boot_time_unix_s as f64
-                        + t.id.start_time_ns as f64 / 1e9,
+                    start_unix_s: t.start_unix_ns.map(|ns| ns as f64 / 1e9),
                     exit_unix_s: None,
                 });
                 k
@@ -320,27 +287,27 @@ impl Gatherer {
         let p = &mut self.out.procs[k];
         let d = cpu.saturating_sub(p.last_cpu_ns);
         p.last_cpu_ns = p.last_cpu_ns.max(cpu);
-        p.peak_rss_bytes = p.peak_rss_bytes.max(rss);
+        p.peak_rss_bytes = p.peak_rss_bytes.max(t.rss_bytes.unwrap_or(0));
         if d > p.peak_interval_cpu_ns {
             p.peak_interval_cpu_ns = d;
             p.peak_reading = i;
         }
-        if let Some(b) = &t.base {
-            p.comm = b.comm.to_vec();
+        if let Some(c) = &t.comm {
+            p.comm.clone_from(c);
         }
-        if let Some(c) = &t.cmdline {
+        if let Some(c) = &t.args {
             if !c.is_empty() || p.args.is_empty() {
-                p.args = crate::dump::cells::args_line(c);
+                p.args.clone_from(c);
             }
         }
-        if let Some(c) = &t.cred {
-            p.uid = Some(c.euid);
+        if let Some(u) = t.uid {
+            p.uid = Some(u);
         }
         if let Some(c) = &t.cgroup {
-            p.cgroup = crate::dump::cells::cgroup_line(c);
+            p.cgroup.clone_from(c);
         }
-        if exit_s.is_some() {
-            p.exit_unix_s = exit_s;
+        if let Some(ns) = t.exit_unix_ns {
+            p.exit_unix_s = Some(ns as f64 / 1e9);
         }
         (k, d)
     }
@@ -371,45 +338,4 @@ impl Gatherer {
             .user(uid)
             .map_or_else(|| uid.to_string().into_bytes(), <[u8]>::to_vec)
     }
-}
-
-/// The thread-state mix of the interval between two state samples, its D waits' reasons
-/// added to `reasons`.
-fn state_mix(
-    prev: Option<&Sample>,
-    cur: Option<&Sample>,
-    reasons: &mut HashMap<String, u64>,
-) -> StateMix {
-    let (Some(prev), Some(cur)) = (prev, cur) else {
-        return StateMix::default();
-    };
-    let mut mix = StateMix {
-        known: true,
-        ..StateMix::default()
-    };
-    let mut by_id: HashMap<u32, u64> = HashMap::new();
-    for d in thread_deltas(prev, cur) {
-        for (a, b) in mix.ns.iter_mut().zip(d.ns) {
-            *a = a.saturating_add(b);
-        }
-        for (state, id, ns) in d.reasons() {
-            if state == State::Disk {
-                *by_id.entry(id).or_default() += ns;
-            }
-        }
-    }
-    for (id, ns) in by_id {
-        let text = cur.reasons.get(&id).map_or_else(
-            || "[unknown]".to_string(),
-            |f| {
-                f.iter()
-                    .take(6)
-                    .map(String::as_str)
-                    .collect::<Vec<_>>()
-                    .join(" <- ")
-            },
-        );
-        *reasons.entry(text).or_default() += ns;
-    }
-    mix
 }

@@ -1,16 +1,16 @@
 //! The ps-style listing of one moment, as an HTML table: the processes of that reading by
 //! their CPU in the interval ending there (most first, at most [`ROWS`]), then those in D
 //! that did not make it, then the processes that exited in the interval. Read back from the
-//! recording (`History::reading_at` the moment and the reading before it, [`Readings`]), so
-//! only the listed moments cost anything.
+//! input ([`Readings`]: a recording's `History::reading_at` the moment and the reading before
+//! it, or a Parquet dump's rows of those times), so only the listed moments cost anything.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use tasksnap_history::History;
-use tasksnap_model::{fields, Reading, TaskState};
 
 use super::escape::{html, lossy};
+use super::frame::ProcRow;
 
 /// Rows of the busiest processes a listing shows.
 pub const ROWS: usize = 25;
@@ -30,24 +30,37 @@ struct Line {
     args: Vec<u8>,
 }
 
-/// The readings of the moments, read back in time order: a moment whose interval starts at
-/// the previous moment's reading takes that reading from here rather than decoding it again.
+/// Where the moments' processes are read back from.
+pub enum Back<'h> {
+    /// A recording.
+    Recording(&'h History),
+    /// A dump's rows of the listed moments and the samples before them, by time.
+    Rows(HashMap<u64, Vec<ProcRow>>),
+}
+
+/// The processes of the moments, read back in time order: a moment whose interval starts at
+/// the previous moment's sample takes that sample from here rather than reading it again.
 pub struct Readings<'h> {
-    history: &'h History,
-    last: Option<(u64, Reading)>,
+    back: Back<'h>,
+    last: Option<(u64, Vec<ProcRow>)>,
 }
 
 impl<'h> Readings<'h> {
-    /// Reads `history`.
-    pub fn new(history: &'h History) -> Readings<'h> {
-        Readings {
-            history,
-            last: None,
-        }
+    /// Reads `back`.
+    pub fn new(back: Back<'h>) -> Readings<'h> {
+        Readings { back, last: None }
     }
 
-    /// The listing of the reading at `at_ns`, its interval starting at `prev_ns` (none for
-    /// the window's first reading), as `<table>` HTML.
+    /// The processes of the sample at `at_ns`.
+    fn procs(&self, at_ns: u64) -> anyhow::Result<Vec<ProcRow>> {
+        Ok(match &self.back {
+            Back::Recording(h) => super::recorded::procs(&h.reading_at(at_ns)?),
+            Back::Rows(rows) => rows.get(&at_ns).cloned().unwrap_or_default(),
+        })
+    }
+
+    /// The listing of the sample at `at_ns`, its interval starting at `prev_ns` (none for
+    /// the window's first sample), as `<table>` HTML.
     pub fn listing(
         &mut self,
         at_ns: u64,
@@ -56,33 +69,31 @@ impl<'h> Readings<'h> {
     ) -> anyhow::Result<String> {
         let prev = match (prev_ns, self.last.take()) {
             (Some(t), Some((l, r))) if l == t => Some(r),
-            (Some(t), _) => Some(self.history.reading_at(t)?),
+            (Some(t), _) => Some(self.procs(t)?),
             (None, _) => None,
         };
-        let cur = self.history.reading_at(at_ns)?;
-        let html_out = listing(&cur, prev.as_ref(), users);
+        let cur = self.procs(at_ns)?;
+        let span_ns = prev_ns.map_or(0, |p| at_ns.saturating_sub(p));
+        let html_out = listing(&cur, prev.as_deref(), span_ns, users);
         self.last = Some((at_ns, cur));
         Ok(html_out)
     }
 }
 
-/// The listing of reading `cur`, its interval starting at `prev` (none for the window's
-/// first reading), as `<table>` HTML.
+/// The listing of the processes `cur`, their interval starting at the sample `prev` (none
+/// for the window's first sample) `span_ns` before, as `<table>` HTML.
 fn listing(
-    cur: &Reading,
-    prev: Option<&Reading>,
+    cur: &[ProcRow],
+    prev: Option<&[ProcRow]>,
+    span_ns: u64,
     users: &mut tasksnap_sys::users::Names,
 ) -> String {
     let before: HashMap<(i32, u64), u64> = prev
-        .iter()
-        .flat_map(|p| p.snapshot.tasks.iter().filter(|t| t.id.is_leader()))
-        .map(|t| ((t.id.tgid, t.id.start_time_ns), cpu(t)))
+        .into_iter()
+        .flatten()
+        .filter(|p| p.exit_unix_ns.is_none())
+        .map(|p| ((p.pid, p.start_key), p.cpu_ns.unwrap_or(0)))
         .collect();
-    let span_ns = prev.map_or(0, |p| {
-        cur.snapshot
-            .taken_at_unix_ns
-            .saturating_sub(p.snapshot.taken_at_unix_ns)
-    });
     let (live, exited) = lines(cur, &before);
     let mut html_out = String::from(
         "<table class=\"ps\"><thead><tr><th>PID</th><th>USER</th><th>%CPU</th><th>RSS</th>\
@@ -113,56 +124,29 @@ fn listing(
     html_out
 }
 
-fn cpu(t: &tasksnap_model::Task) -> u64 {
-    fields::CPU_NS
-        .value(t)
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0)
-}
-
 /// The live processes and the exited ones of `cur`, each with its CPU since `before`, most
 /// first (live ones in D after the busiest is the caller's choice).
-fn lines(cur: &Reading, before: &HashMap<(i32, u64), u64>) -> (Vec<Line>, Vec<Line>) {
-    let exited_ids = cur.exited_ids();
-    let since = |t: &tasksnap_model::Task| {
-        let b = before
-            .get(&(t.id.tgid, t.id.start_time_ns))
-            .copied()
-            .unwrap_or(0);
-        cpu(t).saturating_sub(b)
+fn lines(cur: &[ProcRow], before: &HashMap<(i32, u64), u64>) -> (Vec<Line>, Vec<Line>) {
+    let line = |p: &ProcRow| Line {
+        pid: p.pid,
+        uid: p.uid,
+        cpu_ns: p
+            .cpu_ns
+            .unwrap_or(0)
+            .saturating_sub(before.get(&(p.pid, p.start_key)).copied().unwrap_or(0)),
+        rss: p.rss_bytes,
+        state: p.state,
+        threads: p.threads,
+        comm: p.comm.clone().unwrap_or_default(),
+        args: p.args.clone().unwrap_or_default(),
     };
-    let line = |t: &tasksnap_model::Task, rss: Option<u64>| Line {
-        pid: t.id.tgid,
-        uid: t.cred.as_ref().map(|c| c.euid),
-        cpu_ns: since(t),
-        rss,
-        state: t.base.as_ref().map(|b| b.state.letter()),
-        threads: t.base.as_ref().map(|b| b.num_threads),
-        comm: t.base.as_ref().map_or_else(Vec::new, |b| b.comm.to_vec()),
-        args: t
-            .cmdline
-            .as_deref()
-            .map_or_else(Vec::new, crate::dump::cells::args_line),
-    };
-    let mut live: Vec<Line> = cur
-        .snapshot
-        .tasks
-        .iter()
-        .filter(|t| t.id.is_leader() && !exited_ids.contains(&t.id))
-        .map(|t| {
-            let rss = fields::RSS_BYTES.value(t).and_then(|v| v.as_u64());
-            line(t, rss)
-        })
-        .collect();
-    let mut exited: Vec<Line> = cur
-        .exits
-        .iter()
-        .map(|e| {
-            let mut l = line(&e.task(), Some(e.peak_rss_bytes));
-            l.state = Some(TaskState::Dead.letter());
-            l
-        })
-        .collect();
+    let (mut live, mut exited): (Vec<Line>, Vec<Line>) = (Vec::new(), Vec::new());
+    for p in cur {
+        match p.exit_unix_ns {
+            None => live.push(line(p)),
+            Some(_) => exited.push(line(p)),
+        }
+    }
     for v in [&mut live, &mut exited] {
         v.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.pid.cmp(&b.pid)));
     }

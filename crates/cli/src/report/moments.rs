@@ -73,7 +73,7 @@ pub fn choose(g: &Gathered, top: &[usize]) -> Vec<Moment> {
                 p.peak_reading,
                 format!(
                     "pid {} used the most CPU of its life in the window ({:.2} s)",
-                    p.id.tgid,
+                    p.pid,
                     secs(p.peak_interval_cpu_ns)
                 ),
             );

@@ -52,6 +52,8 @@ pub struct Page<'a> {
     pub reasons: Vec<(String, f64)>,
     /// The listed moments, in time order.
     pub moments: Vec<MomentView>,
+    /// What the input lacks and the page leaves out, a line each (text).
+    pub notes: Vec<String>,
 }
 
 const STYLE: &str = include_str!("page.css");
@@ -81,7 +83,7 @@ impl Page<'_> {
              <meta name=\"viewport\" content=\"width=device-width\">\
              <title>tasksnap report: {host} {from}</title><style>{STYLE}</style></head><body>\
              <header><h1>tasksnap report: {host}</h1><p>{from} .. {to} (UTC), {n} samples{lost}\
-             {drops}</p></header>",
+             {drops}</p>{notes}</header>",
             host = html(&host),
             from = crate::when::rfc3339(self.window.0),
             to = crate::when::rfc3339(self.window.1),
@@ -99,6 +101,11 @@ impl Page<'_> {
             } else {
                 String::new()
             },
+            notes = self
+                .notes
+                .iter()
+                .map(|n| format!("<p class=\"note\">{}</p>", html(n)))
+                .collect::<String>(),
         );
         self.moments_section(&mut p);
         self.chart_sections(&mut p, &drawn);
@@ -161,7 +168,9 @@ impl Page<'_> {
             }
         }
         p.push_str("<h3>Top D-state wait reasons</h3>");
-        if self.reasons.is_empty() {
+        if find("states").is_none() {
+            p.push_str("<p class=\"note\">No thread states in this window.</p>");
+        } else if self.reasons.is_empty() {
             p.push_str("<p class=\"note\">No thread time in D was recorded in this window.</p>");
         } else {
             p.push_str("<table class=\"reasons\"><thead><tr><th>thread time in D, s</th><th>kernel stack (innermost first)</th></tr></thead><tbody>");
@@ -194,17 +203,16 @@ impl Page<'_> {
             let when = |s: f64| crate::when::rfc3339((s.max(0.0) * 1e9) as u64);
             let _ = write!(
                 p,
-                "<tr data-pid=\"{pid}\" data-start-ns=\"{start}\" data-cpu-ns=\"{cpu}\">\
+                "<tr data-pid=\"{pid}\" data-cpu-ns=\"{cpu}\">\
                  <td>{pid}</td><td>{user}</td><td>{cpu_s:.2}</td><td>{rss}</td><td>{st}</td>\
                  <td>{ex}</td><td><a class=\"moment\" href=\"#{mid}\">{peak}</a></td>\
                  <td class=\"cmd\" title=\"{comm}\">{command}</td></tr>",
-                pid = pr.id.tgid,
-                start = pr.id.start_time_ns,
+                pid = pr.pid,
                 cpu = pr.cpu_ns(),
                 user = html(&v.user),
                 cpu_s = pr.cpu_ns() as f64 / 1e9,
                 rss = bytes(pr.peak_rss_bytes as f64),
-                st = when(pr.start_unix_s),
+                st = pr.start_unix_s.map_or_else(String::new, when),
                 ex = pr.exit_unix_s.map_or_else(String::new, when),
                 mid = moment_id(v.peak_ns),
                 peak = crate::when::rfc3339(v.peak_ns).get(11..19).unwrap_or(""),

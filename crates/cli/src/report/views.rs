@@ -30,66 +30,9 @@ pub fn charts(g: &Gathered) -> Vec<Chart> {
         .windows(2)
         .map(|w| w[1].saturating_sub(w[0]).max(1) as f64)
         .collect();
-    let col = |rows: &[[f64; 5]], k: usize| rows.iter().map(|r| r[k]).collect::<Vec<f64>>();
-    let col3 = |rows: &[[f64; 3]], k: usize| rows.iter().map(|r| r[k]).collect::<Vec<f64>>();
-    let series = |names: &[&str], values: Vec<Vec<f64>>| -> Vec<Series> {
-        names
-            .iter()
-            .zip(values)
-            .map(|(n, values)| Series {
-                name: (*n).to_string(),
-                values,
-            })
-            .collect()
-    };
-    let h = &g.host;
-    let mut out = vec![
-        chart(
-            "host-cpu",
-            "Host CPU, % of all CPUs",
-            Unit::Pct,
-            false,
-            &at_intervals,
-            series(
-                &["busy", "user", "system", "iowait", "steal"],
-                (0..5).map(|k| col(&h.cpu_pct, k)).collect(),
-            ),
-        ),
-        chart(
-            "host-memory",
-            "Host memory",
-            Unit::Bytes,
-            false,
-            &g.times_ns,
-            series(
-                &["used (total less available)", "total", "swap used"],
-                (0..3).map(|k| col3(&h.memory, k)).collect(),
-            ),
-        ),
-        chart(
-            "host-load",
-            "Load average",
-            Unit::Plain,
-            false,
-            &g.times_ns,
-            series(
-                &["1 min", "5 min", "15 min"],
-                (0..3).map(|k| col3(&h.load, k)).collect(),
-            ),
-        ),
-    ];
-    if h.has_pressure {
-        out.push(chart(
-            "host-pressure",
-            "Pressure: % of the time some tasks stalled",
-            Unit::Pct,
-            false,
-            &at_intervals,
-            series(
-                &["cpu", "memory", "io"],
-                (0..3).map(|k| col3(&h.pressure, k)).collect(),
-            ),
-        ));
+    let mut out = Vec::new();
+    if g.host.known {
+        out.extend(host_charts(g, &at_intervals));
     }
     for (k, kind) in GROUP_KINDS.iter().enumerate() {
         out.push(chart(
@@ -101,44 +44,9 @@ pub fn charts(g: &Gathered) -> Vec<Chart> {
             group_series(g, k, &span_ns),
         ));
     }
-    let state = |s: State| -> Vec<f64> {
-        g.states
-            .iter()
-            .zip(&span_ns)
-            .map(|(m, &d)| {
-                if m.known {
-                    m.ns[s.index()] as f64 / d
-                } else {
-                    f64::NAN
-                }
-            })
-            .collect()
-    };
-    out.push(chart(
-        "states",
-        "Threads by state (average over each interval)",
-        Unit::Plain,
-        true,
-        &at_intervals,
-        BUSY_STATES
-            .iter()
-            .map(|&(s, name)| Series {
-                name: name.into(),
-                values: state(s),
-            })
-            .collect(),
-    ));
-    out.push(chart(
-        "states-idle",
-        "Threads sleeping, and idle or parked (I)",
-        Unit::Plain,
-        false,
-        &at_intervals,
-        series(
-            &["sleeping (S)", "idle, parked, other"],
-            vec![state(State::Sleeping), state(State::Other)],
-        ),
-    ));
+    if g.states_known {
+        out.extend(state_charts(g, &at_intervals, &span_ns));
+    }
     out.push(chart(
         "exits",
         "Processes that exited per interval, and their CPU (s)",
@@ -224,4 +132,118 @@ pub fn disk_reasons(g: &Gathered, n: usize) -> Vec<(String, f64)> {
         .take(n)
         .map(|(t, &ns)| (t.clone(), ns as f64 / 1e9))
         .collect()
+}
+
+/// `names` with their values, a series each.
+fn series(names: &[&str], values: Vec<Vec<f64>>) -> Vec<Series> {
+    names
+        .iter()
+        .zip(values)
+        .map(|(n, values)| Series {
+            name: (*n).to_string(),
+            values,
+        })
+        .collect()
+}
+
+/// Column `k` of `rows`.
+fn col<const N: usize>(rows: &[[f64; N]], k: usize) -> Vec<f64> {
+    rows.iter().map(|r| r[k]).collect()
+}
+
+/// The host's charts: CPU, memory, load, and pressure when recorded.
+fn host_charts(g: &Gathered, at_intervals: &[u64]) -> Vec<Chart> {
+    let h = &g.host;
+    let mut out = vec![
+        chart(
+            "host-cpu",
+            "Host CPU, % of all CPUs",
+            Unit::Pct,
+            false,
+            at_intervals,
+            series(
+                &["busy", "user", "system", "iowait", "steal"],
+                (0..5).map(|k| col(&h.cpu_pct, k)).collect(),
+            ),
+        ),
+        chart(
+            "host-memory",
+            "Host memory",
+            Unit::Bytes,
+            false,
+            &g.times_ns,
+            series(
+                &["used (total less available)", "total", "swap used"],
+                (0..3).map(|k| col(&h.memory, k)).collect(),
+            ),
+        ),
+        chart(
+            "host-load",
+            "Load average",
+            Unit::Plain,
+            false,
+            &g.times_ns,
+            series(
+                &["1 min", "5 min", "15 min"],
+                (0..3).map(|k| col(&h.load, k)).collect(),
+            ),
+        ),
+    ];
+    if h.has_pressure {
+        out.push(chart(
+            "host-pressure",
+            "Pressure: % of the time some tasks stalled",
+            Unit::Pct,
+            false,
+            at_intervals,
+            series(
+                &["cpu", "memory", "io"],
+                (0..3).map(|k| col(&h.pressure, k)).collect(),
+            ),
+        ));
+    }
+    out
+}
+
+/// The thread-state charts: the busy states stacked, and sleeping and idle apart.
+fn state_charts(g: &Gathered, at_intervals: &[u64], span_ns: &[f64]) -> Vec<Chart> {
+    let state = |s: State| -> Vec<f64> {
+        g.states
+            .iter()
+            .zip(span_ns)
+            .map(|(m, &d)| {
+                if m.known {
+                    m.ns[s.index()] as f64 / d
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect()
+    };
+    let mut out = vec![chart(
+        "states",
+        "Threads by state (average over each interval)",
+        Unit::Plain,
+        true,
+        at_intervals,
+        BUSY_STATES
+            .iter()
+            .map(|&(s, name)| Series {
+                name: name.into(),
+                values: state(s),
+            })
+            .collect(),
+    )];
+    out.push(chart(
+        "states-idle",
+        "Threads sleeping, and idle or parked (I)",
+        Unit::Plain,
+        false,
+        at_intervals,
+        series(
+            &["sleeping (S)", "idle, parked, other"],
+            vec![state(State::Sleeping), state(State::Other)],
+        ),
+    ));
+    out
 }
