@@ -289,7 +289,7 @@ impl Run<'_> {
                         warn!("tasksnap record: cgroups: {n}");
                     }
                 }
-                (&*r, changes)
+                (r, changes)
             }
             Err(e) => {
                 warn!("tasksnap record: {e}");
@@ -311,6 +311,9 @@ impl Run<'_> {
         tally.exits += reading.exits.len() as u64;
         tally.exits_dropped += reading.exits_dropped;
         let result = self.recorder.append_changed(reading, Some(changes));
+        // The thread states back as the sampler's source read them: it reads the next
+        // sample from them.
+        self.carry.restore(reading);
         let cpu_ns = own_cpu_ns().saturating_sub(c0);
         tally.cpu_ns += cpu_ns;
         if let (true, Ok(a)) = (self.args.timings, &result) {

@@ -142,15 +142,13 @@ impl Sampler {
         let groups = sample_groups();
         live.source.prepare(&groups);
         let states = if opts.states {
-            // Not lent (`lend: false`): with the source lending its kept sample, a recording
-            // restarted on carried totals (the CLI's history test
-            // `state_time_is_continuous_across_a_recorder_restart`) wrote a thread as unchanged
-            // whose totals had changed (the encoder's check caught it); until that is found,
-            // the reading gets a copy of every thread's totals.
+            // Lent: the reading holds the sample the source reads the next one from, not a
+            // copy of every thread's totals; it goes back as it was at the next read (see
+            // `read_mut`).
             let bpf = crate::states::bpf::Options {
                 track_sleep: opts.track_sleep,
                 incremental: true,
-                lend: false,
+                lend: true,
                 ..Default::default()
             };
             let procfs = crate::states::procfs::Options {
@@ -256,9 +254,11 @@ impl Sampler {
 
     /// One reading of the host, kept and updated in place by the next call (which costs the
     /// tasks that changed, not the host): clone what must outlive that. A caller may take
-    /// parts out of it (an exporter keeps the thread-state totals as the start of its next
-    /// interval instead of copying them): the next call fills every part again; the tasks
-    /// must be left in place, since the next call updates them.
+    /// parts out of it: the next call fills every part again. The tasks must be left in
+    /// place, since the next call updates them, and so must the thread-state totals, as
+    /// read (or taken out, which makes the next sample a whole pass): the BPF source reads
+    /// the next sample from them. A caller that changes them (the recorder carrying totals
+    /// across a restart) changes them back first.
     pub fn read_mut(&mut self) -> Result<&mut Reading, Error> {
         let t0 = std::time::Instant::now();
         self.take_exits();

@@ -35,14 +35,20 @@
 //! Wait-reason ids are per run (the BPF stack ids, the /proc source's wchan table), so the
 //! new run's ids are renumbered into the last sample's: frames recorded before keep their id,
 //! other frames keep theirs unless the old table uses it, else get one from the top of the
-//! id space. Threads born in the gap and threads the new source does not report are not
-//! carried (there is nothing recorded to carry on from).
+//! id space; a stored id stands for one new id only (a second new id of the same recorded
+//! frames gets one of its own). Threads born in the gap and threads the new source does not
+//! report are not carried (there is nothing recorded to carry on from).
+//!
+//! A sample goes back to its source as it was read ([`Carry::restore`], once it is stored):
+//! the BPF source lends the sample it reads the next one from, and takes the threads that
+//! did not change on from it.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use tasksnap_model::states::{Mode, Sample, State, ThreadMap, ThreadTotals, NSTATES};
-use tasksnap_model::Reading;
+use tasksnap_model::{Reading, TaskId};
 
 /// What is added to a carried thread's totals in every sample of the new run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,6 +59,9 @@ struct Base {
     samples: [u64; NSTATES],
     /// (state, reason id in the old table, ns), from the last recorded sample.
     reasons: Vec<(State, u32, u64)>,
+    /// How many of `reasons` the last [`Carry::apply`] appended to the thread's own (the
+    /// ones it had no entry for): [`Carry::restore`] takes them off again.
+    pushed: usize,
 }
 
 /// The last recorded sample before the restart, kept until the new run's first sample.
@@ -73,6 +82,14 @@ pub struct Carry {
     bases: ThreadMap<Base>,
     /// New run's reason id to the id it is stored under.
     ids: HashMap<u32, u32>,
+    /// Stored id to the new run's id it was given to: `ids` turned round. One new id per
+    /// stored id, so that [`Carry::restore`] can number a sample back.
+    back: HashMap<u32, u32>,
+    /// What the last [`Carry::apply`] did that [`Carry::restore`] cannot work out from the
+    /// bases: the reason ids it added to the sample's table, and the totals `offset` bounded
+    /// (thread, state index, the new source's own total).
+    added_ids: Vec<u32>,
+    bounded: Vec<(TaskId, usize, u64)>,
     /// Frames per stored id: the last sample's table, then every id given out since.
     frames: HashMap<u32, Arc<[String]>>,
     /// The stored id of each frames the last sample's table holds.
@@ -151,34 +168,98 @@ impl Carry {
         }
         let Some(s) = r.states.as_mut() else { return };
         self.renumber(s);
+        self.added_ids.clear();
+        self.bounded.clear();
         if self.bases.is_empty() {
             return;
         }
         for (id, t) in &mut s.threads {
-            let Some(b) = self.bases.get(id) else {
+            let Some(b) = self.bases.get_mut(id) else {
                 continue;
             };
             for i in 0..NSTATES {
-                t.state_ns[i] = offset(t.state_ns[i], b.state_ns[i]);
+                let moved = offset(t.state_ns[i], b.state_ns[i]);
+                if moved != t.state_ns[i].wrapping_add(b.state_ns[i]) {
+                    self.bounded.push((*id, i, t.state_ns[i]));
+                }
+                t.state_ns[i] = moved;
+                // Counts and ns far below u64::MAX: the sums do not saturate, and
+                // `restore` takes them off exactly.
                 t.samples[i] = t.samples[i].saturating_add(b.samples[i]);
             }
+            b.pushed = 0;
             for &(st, rid, ns) in &b.reasons {
                 match t.reasons.iter_mut().find(|e| e.0 == st && e.1 == rid) {
                     Some(e) => e.2 = e.2.saturating_add(ns),
-                    None => t.reasons.push((st, rid, ns)),
+                    None => {
+                        t.reasons.push((st, rid, ns));
+                        b.pushed += 1;
+                    }
                 }
             }
         }
         for b in self.bases.values() {
             for &(_, rid, _) in &b.reasons {
-                if let Some(f) = self.frames.get(&rid) {
-                    s.reasons.entry(rid).or_insert_with(|| Arc::clone(f));
+                if let (Some(f), Entry::Vacant(v)) = (self.frames.get(&rid), s.reasons.entry(rid)) {
+                    v.insert(Arc::clone(f));
+                    self.added_ids.push(rid);
                 }
             }
         }
         // A thread gone is never reported again: its base can go.
         let threads = &s.threads;
         self.bases.retain(|id, _| threads.contains_key(id));
+    }
+
+    /// Undoes the last [`Carry::apply`] on `r` (the reading it was given, not changed since):
+    /// its thread states are again what their source read, numbered as it numbers them. A
+    /// source that lends its kept sample (the BPF source, incremental) reads the next one
+    /// from it, so the recorder gives it back as it was lent: carried again, a thread it did
+    /// not read again would get its offset twice.
+    pub fn restore(&mut self, r: &mut Reading) {
+        if !self.renumbering {
+            return;
+        }
+        let Some(s) = r.states.as_mut() else { return };
+        for (id, t) in &mut s.threads {
+            let Some(b) = self.bases.get(id) else {
+                continue;
+            };
+            for i in 0..NSTATES {
+                t.state_ns[i] = t.state_ns[i].wrapping_sub(b.state_ns[i]);
+                t.samples[i] = t.samples[i].wrapping_sub(b.samples[i]);
+            }
+            // The pushed ones are last, after the thread's own; the others were added to.
+            t.reasons.truncate(t.reasons.len().saturating_sub(b.pushed));
+            for &(st, rid, ns) in &b.reasons {
+                if let Some(e) = t.reasons.iter_mut().find(|e| e.0 == st && e.1 == rid) {
+                    e.2 = e.2.wrapping_sub(ns);
+                }
+            }
+        }
+        for &(id, i, own) in &self.bounded {
+            if let Some(t) = s.threads.get_mut(&id) {
+                t.state_ns[i] = own;
+            }
+        }
+        for id in self.added_ids.drain(..) {
+            s.reasons.remove(&id);
+        }
+        self.bounded.clear();
+        let back = |id: u32, back: &HashMap<u32, u32>| back.get(&id).copied().unwrap_or(id);
+        let table = std::mem::take(&mut s.reasons);
+        s.reasons = table
+            .into_iter()
+            .map(|(id, f)| (back(id, &self.back), f))
+            .collect();
+        for t in s.threads.values_mut() {
+            for e in &mut t.reasons {
+                e.1 = back(e.1, &self.back);
+            }
+            if let Some(w) = t.wait_reason.as_mut() {
+                *w = back(*w, &self.back);
+            }
+        }
     }
 
     /// At the new run's first sample: every thread the last sample holds gets its base.
@@ -201,6 +282,7 @@ impl Carry {
                 state_ns: p.state_ns,
                 samples: p.samples,
                 reasons: p.reasons.clone(),
+                pushed: 0,
             };
             if matches!(s.mode, Mode::Bpf) {
                 let key = (id.tgid, id.tid);
@@ -230,7 +312,10 @@ impl Carry {
 
     /// Renumbers `s`'s reason ids into the stored table's (see the module docs).
     fn renumber(&mut self, s: &mut Sample) {
-        let table = std::mem::take(&mut s.reasons);
+        // In id order: which of two new ids of the same frames gets the stored id does not
+        // depend on the table's hash order.
+        let mut table: Vec<_> = std::mem::take(&mut s.reasons).into_iter().collect();
+        table.sort_unstable_by_key(|e| e.0);
         for (id, f) in table {
             // A mapping holds while the id means the same frames (a source may reuse an id).
             let known = self
@@ -241,12 +326,15 @@ impl Carry {
             let stored = match known {
                 Some(x) => x,
                 None => {
+                    // A stored id goes to one new id only (two new ids of the same frames:
+                    // the second gets another).
                     let x = match self.by_frames.get(&f) {
-                        Some(&x) => x,
-                        None if !self.frames.contains_key(&id) => id,
-                        None => self.fresh_id(),
+                        Some(&x) if self.back.get(&x).is_none_or(|&n| n == id) => x,
+                        _ if !self.frames.contains_key(&id) => id,
+                        _ => self.fresh_id(),
                     };
                     self.ids.insert(id, x);
+                    self.back.insert(x, id);
                     self.frames.insert(x, Arc::clone(&f));
                     x
                 }
@@ -569,5 +657,104 @@ mod tests {
         );
         let iv = threads_between(&first, &dip);
         assert!(iv.rows[0].alive_ns <= 2 * S, "{:?}", iv.rows[0]);
+    }
+
+    /// Frames of one reason, for the tables of the tests.
+    fn frames(s: &str) -> Arc<[String]> {
+        Arc::from(vec![s.to_string()])
+    }
+
+    /// A sample as comparable text: its threads in order, its reasons table in order.
+    fn text(s: &Sample) -> String {
+        let mut threads: Vec<_> = s.threads.values().map(|t| format!("{t:?}")).collect();
+        threads.sort();
+        let mut table: Vec<_> = s.reasons.iter().collect();
+        table.sort();
+        format!("{} {threads:?} {table:?}", s.at_ns)
+    }
+
+    /// What the BPF source does with the sample it lent when it is given back: its threads
+    /// not read again taken on to `now` in their state (their wait's reason too), and
+    /// `fresh` (threads read again) put in their place.
+    fn read_on(s: &mut Sample, now: u64, fresh: Vec<ThreadTotals>) {
+        for t in s.threads.values_mut() {
+            let dt = now - t.seen_at_ns;
+            let cur = t.current.expect("a state");
+            t.state_ns[cur.index()] += dt;
+            if let Some(w) = t.wait_reason {
+                if let Some(e) = t.reasons.iter_mut().find(|e| e.0 == cur && e.1 == w) {
+                    e.2 += dt;
+                }
+            }
+            t.seen_at_ns = now;
+        }
+        for t in fresh {
+            s.threads.insert(t.id, t);
+        }
+        s.at_ns = now;
+    }
+
+    /// Regression: with the BPF source lending the sample it reads the next one from, the
+    /// recorder gave it back carried, and a thread the next sample did not read again got its
+    /// offset twice (recorded as unchanged while its totals had jumped: the encoder's check
+    /// caught it). Given back restored, the sample is the source's own again, and carrying
+    /// the lent sample gives what carrying a copy of it gives, sample after sample: through
+    /// renumbered ids (a new id on an old id's frames, a second new id on the same frames, a
+    /// new id that is an old id of other frames), an old reason added to a thread's, an
+    /// offset below zero, and a total bounded by it.
+    #[test]
+    fn regression_a_lent_sample_carried_twice() {
+        let mut p1 = thread(1, 100 * S, ns(0, 0, S), State::Disk);
+        p1.state_ns[State::Disk.index()] = 4 * S;
+        p1.reasons = vec![(State::Disk, 3, 4 * S), (State::Sleeping, 5, S)];
+        let p2 = thread(2, 100 * S, ns(10 * S, 0, 0), State::Running);
+        let mut last = reading(100 * S, vec![p1, p2], &[(1, S, 0), (2, 50 * S, 2 * S)]);
+        {
+            let s = last.states.as_mut().expect("states");
+            s.reasons.insert(3, frames("io_schedule"));
+            s.reasons.insert(5, frames("pipe_read"));
+        }
+        // The new run: thread 1 in a disk wait under two of its ids of io_schedule's frames,
+        // thread 2 counted more run-queue time than schedstat says (a negative offset) and a
+        // futex wait under id 3.
+        let mut t1 = thread(1, 104 * S, ns(0, 0, 0), State::Disk);
+        t1.state_ns[State::Disk.index()] = S;
+        t1.reasons = vec![(State::Disk, 8, S / 2), (State::Disk, 9, S / 2)];
+        t1.wait_reason = Some(9);
+        let mut t2 = thread(2, 104 * S, ns(S, 2 * S, S), State::Running);
+        t2.reasons = vec![(State::Sleeping, 3, S)];
+        let mut held = reading(
+            104 * S,
+            vec![t1, t2],
+            &[(1, S, 0), (2, 53 * S + S * 6 / 10, 2 * S + S * 4 / 10)],
+        );
+        {
+            let s = held.states.as_mut().expect("states");
+            s.reasons.insert(8, frames("io_schedule"));
+            s.reasons.insert(9, frames("io_schedule"));
+            s.reasons.insert(3, frames("futex_wait"));
+        }
+        let (mut lent, mut copied) = (Carry::after(&last), Carry::after(&last));
+        for step in 0..4u64 {
+            let own = text(states(&held));
+            let mut copy = held.clone();
+            copied.apply(&mut copy);
+            lent.apply(&mut held);
+            assert_eq!(lent.bounded.is_empty(), step != 1, "step {step}: bounded");
+            assert_eq!(
+                text(states(&held)),
+                text(states(&copy)),
+                "step {step}: carried"
+            );
+            lent.restore(&mut held);
+            assert_eq!(text(states(&held)), own, "step {step}: given back");
+            // Thread 2 read again (its run-queue total below the first's at step 1: bounded),
+            // thread 1 taken on.
+            let now = (105 + step) * S;
+            let mut t2 = thread(2, now, ns((2 + step) * S, S + step * S, S), State::Running);
+            t2.reasons = vec![(State::Sleeping, 3, S)];
+            read_on(held.states.as_mut().expect("states"), now, vec![t2]);
+        }
+        assert_eq!(copied.carried(), 2);
     }
 }
