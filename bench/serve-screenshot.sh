@@ -48,14 +48,19 @@ debian_unpack "$TOOLS" prometheus libjs-jquery libjs-popper.js libjs-bootstrap4 
 work=$(mktemp -d /var/tmp/tasksnap-serve-screenshot.XXXXXX)
 # The process groups started here (setsid makes each its own), killed whole on exit.
 groups=()
+nap=""
 cleanup() {
   local g
+  [ -z "$nap" ] || kill -KILL "$nap" 2>/dev/null || true
   for g in "${groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for g in "${groups[@]}"; do wait "$g" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
+# A sleep that a signal to this script ends at once (bash runs a trap only after a foreground
+# command returns, and `wait` returns on a signal).
+pause() { sleep "$1" & nap=$!; wait "$nap"; nap=""; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # 1. The load (the loadgen leads a process group of its own; it prints a line when ready).
@@ -81,7 +86,7 @@ groups+=($!)
 setsid "$TS" serve --listen 127.0.0.1:0 --no-query-socket --interval 1 --backend bpf \
   </dev/null >/dev/null 2>"$work/serve.err" &
 groups+=($!)
-for _ in $(seq 300); do grep -q 'http://' "$work/serve.err" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -qs 'http://' "$work/serve.err" && break; sleep 0.1; done
 target=$(grep -o 'http://[^/]*/metrics' "$work/serve.err" | head -1 | sed 's|http://||; s|/metrics||')
 [ -n "$target" ] || { echo "tasksnap serve did not start:" >&2; cat "$work/serve.err" >&2; exit 1; }
 
@@ -107,7 +112,7 @@ done
 curl -fs "http://127.0.0.1:$port/-/ready" >/dev/null ||
   { echo "prometheus did not get ready:" >&2; cat "$work/prometheus.err" >&2; exit 1; }
 echo "load, tasksnap serve ($target) and prometheus (127.0.0.1:$port) up; ${DURATION}s of data"
-sleep "$DURATION"
+pause "$DURATION"
 # The pictures' window (the last RANGE, and the 5 s each rate reaches back) with no other load.
 window=$(( MINUTES * 60 + 10 ))
 waited=0
@@ -115,7 +120,7 @@ while [ -s "$work/foreign" ] && [ $(( $(date +%s) - $(cat "$work/foreign") )) -l
   [ "$waited" -lt "$MAX_WAIT" ] ||
     { echo "another lg- load ran in each ${window}s window for ${MAX_WAIT}s; try later" >&2; exit 1; }
   [ "$waited" != 0 ] || echo "another lg- load ran in the window: waiting for ${window}s without one"
-  sleep 5
+  pause 5
   waited=$(( waited + 5 ))
 done
 
