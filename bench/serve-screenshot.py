@@ -78,7 +78,9 @@ def drawn(driver, n):
           var err = w.querySelector('.error');
           var errText = err && err.offsetParent !== null ? err.textContent : '';
           var series = w.querySelectorAll('.legend li').length;
-          var busy = spinner && spinner.offsetParent !== null;
+          // The metric names loaded: the page focuses the expression box once they are.
+          var names = w.querySelectorAll('select.expression_select option').length > 1;
+          var busy = (spinner && spinner.offsetParent !== null) || !names;
           if (busy || (!errText && !series)) return null;
           out.push([errText, series]);
         }

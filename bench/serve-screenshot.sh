@@ -13,7 +13,7 @@
 #   3. once the last MINUTES minutes had no other lg- load on the machine (another user's
 #      test: its groups would be drawn too; it waits up to MAX_WAIT seconds for such a
 #      window), serve-screenshot.py opens the graph page for each panel (over those
-#      minutes, the Group variable set to the load's groups, `lg-.*`) in headless Chromium
+#      minutes, the Group variable set to the load's groups) in headless Chromium
 #      and saves it; docs/img/serve-*.png are replaced once all are taken;
 #   4. on exit, failure included, SIGKILL to the process group of everything it started.
 #
@@ -61,6 +61,10 @@ trap 'exit 1' INT TERM
 # A sleep that a signal to this script ends at once (bash runs a trap only after a foreground
 # command returns, and `wait` returns on a signal).
 pause() { sleep "$1" & nap=$!; wait "$nap"; nap=""; }
+# The groups (comms) of this load's processes. Not `lg-.*`: the exporter keeps a group's
+# counters after its processes are gone, so another user's load seen at any time since serve
+# started (lg-proc, lg-zombie...) would be drawn as a flat line.
+GROUPS_OF_THE_LOAD='lg-(busy|dstate|vfork-child|threads|churn|ch-.*)'
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # 1. The load (the loadgen leads a process group of its own; it prints a line when ready).
@@ -126,7 +130,7 @@ done
 
 # 3. The pictures (Chromium runs under the Python driver, in a process group of its own).
 setsid "$PY" bench/serve-screenshot.py "http://127.0.0.1:$port" packaging/grafana/tasksnap.json \
-  "$work/profile" "${MINUTES}m" 'lg-.*' \
+  "$work/profile" "${MINUTES}m" "$GROUPS_OF_THE_LOAD" \
   "CPU by group=$work/serve-cpu.png" \
   "Thread states of the selected groups=$work/serve-states.png" \
   "D time by wait reason=$work/serve-d-reasons.png" \
