@@ -117,7 +117,7 @@ curl -fs "http://127.0.0.1:$port/-/ready" >/dev/null ||
   { echo "prometheus did not get ready:" >&2; cat "$work/prometheus.err" >&2; exit 1; }
 echo "load, tasksnap serve ($target) and prometheus (127.0.0.1:$port) up; ${DURATION}s of data"
 pause "$DURATION"
-# The pictures' window (the last RANGE, and the 5 s each rate reaches back) with no other load.
+# The pictures' window (the last MINUTES, and the 5 s a rate reaches back) with no other load.
 window=$(( MINUTES * 60 + 10 ))
 waited=0
 while [ -s "$work/foreign" ] && [ $(( $(date +%s) - $(cat "$work/foreign") )) -lt "$window" ]; do
