@@ -1,6 +1,6 @@
 # Shared by the bench scripts (sourced, not run): the start at the repository's root with
-# the release binaries, the host limits a big load needs, and the one way a load generator's
-# tasks are stopped.
+# the release binaries, the host limits a big load needs, the one way a load generator's
+# tasks are stopped, and Debian packages unpacked where a script wants them.
 
 # Goes to the repository's root (above the sourcing script's bench/), and sets TS (the
 # tasksnap measured: the environment's, or this tree's) and LG (the load generator), built
@@ -33,4 +33,28 @@ stop_load() {
     while pgrep -g "$load_pid" >/dev/null 2>&1; do sleep 0.2; done
   fi
   load_pid=""
+}
+
+# Unpacks the Debian packages PKG... that ROOT does not have yet into ROOT (apt-get download
+# and dpkg-deb -x, as ./x does for Prometheus: nothing is installed system-wide), marking each
+# with ROOT/.PKG.
+debian_unpack() {
+  local root=$1 missing=() p dl
+  shift
+  for p in "$@"; do
+    [ -f "$root/.$p" ] || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  dl=$(mktemp -d)
+  chmod 755 "$dl"
+  if ! (cd "$dl" && apt-get download "${missing[@]}" >/dev/null 2>&1); then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    (cd "$dl" && apt-get download "${missing[@]}" >&2)
+  fi
+  mkdir -p "$root"
+  for p in "${missing[@]}"; do
+    dpkg-deb -x "$dl/${p}"_*.deb "$root"
+    touch "$root/.$p"
+  done
+  rm -rf "$dl"
 }

@@ -67,26 +67,11 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >&2
 fi
 
+. bench/lib.sh
 # The same unpacking as ./x's ensure_prometheus_tools bench.
 ensure_debian_tools() {
-  local root=target/tools/debian missing=() p dl
-  for p in prometheus prometheus-process-exporter prometheus-node-exporter; do
-    [ -f "$root/.$p" ] || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    dl=$(mktemp -d)
-    chmod 755 "$dl"
-    if ! (cd "$dl" && apt-get download "${missing[@]}" >/dev/null 2>&1); then
-      DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-      (cd "$dl" && apt-get download "${missing[@]}" >&2)
-    fi
-    mkdir -p "$root"
-    for p in "${missing[@]}"; do
-      dpkg-deb -x "$dl/${p}"_*.deb "$root"
-      touch "$root/.$p"
-    done
-    rm -rf "$dl"
-  fi
+  local root=target/tools/debian
+  debian_unpack "$root" prometheus prometheus-process-exporter prometheus-node-exporter
   TASKSNAP_PROMETHEUS=${TASKSNAP_PROMETHEUS:-$PWD/$root/usr/bin/prometheus}
   TASKSNAP_PROCESS_EXPORTER=${TASKSNAP_PROCESS_EXPORTER:-$PWD/$root/usr/bin/prometheus-process-exporter}
   TASKSNAP_NODE_EXPORTER=${TASKSNAP_NODE_EXPORTER:-$PWD/$root/usr/bin/prometheus-node-exporter}
@@ -95,8 +80,6 @@ if [ ! -x "${TASKSNAP_PROMETHEUS:-}" ] || [ ! -x "${TASKSNAP_PROCESS_EXPORTER:-}
    [ ! -x "${TASKSNAP_NODE_EXPORTER:-}" ]; then
   ensure_debian_tools
 fi
-
-. bench/lib.sh
 raise_limits
 # 100,000 threads: each has a stack, a guard page and an alternate signal stack with its own
 # guard, i.e. about 4 mappings, in one process.
