@@ -307,7 +307,15 @@ fn short(v: f64) -> String {
     } else if a >= 100.0 {
         format!("{v:.0}")
     } else {
-        num((v * 100.0).round() / 100.0)
+        // 3 significant digits: the ticks of a small axis (0.0025 apart) stay apart.
+        let decimals = (2 - a.log10().floor() as i32).clamp(0, 12) as usize;
+        let s = format!("{v:.decimals$}");
+        let s = if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            &s
+        };
+        s.into()
     }
 }
 
@@ -339,6 +347,17 @@ fn nice_ceiling(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axis_labels_keep_three_significant_digits() {
+        let ticks: Vec<String> = [0.0, 0.0025, 0.005, 0.0075, 0.01].map(short).into();
+        assert_eq!(ticks, ["0", "0.0025", "0.005", "0.0075", "0.01"]);
+        assert_eq!(short(12.5), "12.5");
+        assert_eq!(short(0.5), "0.5");
+        assert_eq!(short(50.0), "50");
+        assert_eq!(short(1234.0), "1234");
+        assert_eq!(short(-0.125), "-0.125");
+    }
 
     fn chart(stacked: bool, n: usize) -> Chart {
         Chart {
