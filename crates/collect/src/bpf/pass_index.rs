@@ -71,9 +71,14 @@ impl PassIndex {
         self.by_id.sort_unstable_by_key(|e| e.0);
     }
 
-    /// Forgets them (a pass that did not take them).
-    pub fn clear(&mut self) {
-        self.by_id.clear();
+    /// Takes the tasks of `records` when a fill may follow (`wanted`), else forgets the
+    /// last ones (a fill must never see another pass's).
+    pub fn refresh_if(&mut self, wanted: bool, records: &[Record<'_>]) {
+        if wanted {
+            self.refresh(records);
+        } else {
+            self.by_id.clear();
+        }
     }
 
     /// Whether there are none.

@@ -403,11 +403,8 @@ impl BpfCollector {
             None if walk_lines.is_some() => self.start_cmdline_copy(&records, walk_lines.as_ref()),
             p => p,
         };
-        if groups.needs_cgroup_file() || self.live.track {
-            self.pass_index.refresh(&records);
-        } else {
-            self.pass_index.clear();
-        }
+        let fill_follows = groups.needs_cgroup_file() || self.live.track;
+        self.pass_index.refresh_if(fill_follows, &records);
         drop(records);
         lap.mark("walk lines");
         let mut fill_groups = groups;
