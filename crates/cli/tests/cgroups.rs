@@ -189,8 +189,9 @@ fn kernel_ns(cpu_group: &Path, acct: &SideGroup) -> (u64, u64) {
     (usage_ns, throttled_ns)
 }
 
-/// A spinner allowed 20% of a CPU shows CPU% about 20, THR% above 0 and QUOTA 0.2, and the
-/// counters tasksnap read lie between the kernel's before and after it ran.
+/// A spinner allowed 20% of a CPU shows CPU% at most 20 (about 20, THR% above 0, when it did
+/// not wait for a CPU) and QUOTA 0.2, and the counters tasksnap read lie between the kernel's
+/// before and after it ran.
 #[test]
 fn a_spinner_with_a_20_percent_quota() {
     if !cpu_cgroup::root_with_cpu_cgroups("CPU cgroups") {
@@ -223,9 +224,9 @@ fn a_spinner_with_a_20_percent_quota() {
     let cpu = r["cpu_pct"]
         .as_f64()
         .unwrap_or_else(|| panic!("cpu_pct: {r}"));
-    assert!((15.0..=25.0).contains(&cpu), "CPU% {cpu}: {r}");
+    // The quota holds whatever else runs: at most 20% and a period's rounding.
+    assert!(cpu > 0.0 && cpu <= 25.0, "CPU% {cpu}: {r}");
     let thr = r["throttled_pct"].as_f64().expect("throttled_pct");
-    assert!(thr > 0.0, "THR% {thr}: {r}");
     assert_eq!(r["quota_cpus"], 0.2, "{r}");
     let usage = r["cpu_usage_ns"].as_u64().expect("usage");
     let throttled = r["cpu_throttled_ns"].as_u64().expect("throttled");
@@ -286,6 +287,12 @@ fn a_spinner_with_a_20_percent_quota() {
         avg("throttled_threads"),
     );
     assert!(run + runq + thr_threads > 0.95, "{r}");
+    // About 20 when it rarely waited for a CPU; beside other work on two CPUs it waits (CI
+    // saw 13.4% with 0.58 threads runnable), and that wait is what RUNQ says.
+    if runq < 0.05 {
+        assert!(cpu >= 15.0, "CPU% {cpu} with {runq} threads runnable: {r}");
+        assert!(thr > 0.0, "THR% {thr}: {r}");
+    }
     assert!(
         (run * 100.0 - cpu).abs() < 5.0,
         "running {run} threads, CPU% {cpu}"
