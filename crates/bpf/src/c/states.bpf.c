@@ -601,9 +601,13 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	/* pid 0: the idle tasks, one per CPU; their time is the CPUs' idle time. */
 	if (!prev->pid)
 		return 0;
-	a = bpf_task_storage_get(&acct, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* A dead thread's last switch-out: its final totals went out at its exit (on_exit), so
+	 * it gets no storage now if it had none. */
+	a = bpf_task_storage_get(&acct, prev, 0,
+				 (prev_state & TASK_DEAD) ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!a) {
-		__sync_fetch_and_add(&lost_storage, 1);
+		if (!(prev_state & TASK_DEAD))
+			__sync_fetch_and_add(&lost_storage, 1);
 		return 0;
 	}
 	now = rq_clock_of(prev);
@@ -789,6 +793,7 @@ static __always_inline void totals(struct st_rec *r, struct task_struct *t, stru
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
+	struct st_acct c = {};
 	struct st_rec ids = {};
 	struct st_acct *a;
 	struct st_rec *r;
@@ -802,17 +807,17 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	level = reader_level;
 	if (!ns || !ns_ids(&ids, p, level, ns))
 		return 0;
-	a = bpf_task_storage_get(&acct, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!a)
-		return 0;
+	/* Looked up, not created: a lookup succeeds while another BPF program holds this CPU's
+	 * task-storage lock (bpf_task_storage_trylock(): an iterator or a syscall program of any
+	 * tool, preempted in a storage call), a creation fails then, and the exit was lost. */
+	a = bpf_task_storage_get(&acct, p, 0, 0);
 	now = now_for(p);
-	if (!a->since_ns) {
-		/* Born and gone without leaving the CPU once: still counted. */
-		a->seq++;
-		compiler_barrier();
-		init_from_sched_info(a, p, now);
-		compiler_barrier();
-		a->seq++;
+	if (a)
+		copy_acct(&c, a);
+	if (!c.since_ns) {
+		/* Born and gone without leaving the CPU once: counted from its birth. */
+		__builtin_memset(&c, 0, sizeof(c));
+		init_from_sched_info(&c, p, now);
 	}
 	r = bpf_ringbuf_reserve(&exits, sizeof(*r), 0);
 	if (!r) {
@@ -820,7 +825,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		return 0;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
-	totals(r, p, a, now);
+	totals_of(r, p, &c, now);
 	r->tid = ids.tid;
 	r->tgid = ids.tgid;
 	r->global_tid = ids.global_tid;
