@@ -6,8 +6,6 @@
 //! kallsyms shows real addresses only to root (kptr_restrict); the BPF source, the only user,
 //! runs as root.
 
-use std::path::Path;
-
 /// Sorted text symbols.
 #[derive(Debug, Default)]
 pub struct Kallsyms {
@@ -19,11 +17,13 @@ pub struct Kallsyms {
 }
 
 impl Kallsyms {
-    /// Reads `path` (normally /proc/kallsyms) a line at a time, without holding its 5 MB of
-    /// text.
-    pub fn load(path: &Path) -> std::io::Result<Kallsyms> {
+    /// Reads an open kallsyms file a line at a time, without holding its 5 MB of text.
+    /// Whether /proc/kallsyms shows real addresses was decided when it was opened, with the
+    /// opener's capabilities (CAP_SYSLOG; kallsyms_open() keeps kallsyms_show_value()), so a
+    /// file opened before the privileges were dropped may be read after.
+    pub fn read(file: std::fs::File) -> std::io::Result<Kallsyms> {
         use std::io::BufRead;
-        let mut r = std::io::BufReader::with_capacity(64 << 10, std::fs::File::open(path)?);
+        let mut r = std::io::BufReader::with_capacity(64 << 10, file);
         let mut k = Kallsyms::empty();
         let mut line = String::new();
         while r.read_line(&mut line)? > 0 {
@@ -175,6 +175,23 @@ ffffffffc0a01000 t ext4_file_read_iter\t[ext4]
         assert_eq!(
             k.frames(&[0xffffffff821fcd30, 0xffffffff815b9760, 0, 5]),
             vec!["rwsem_down_write_slowpath", "vm_mmap_pgoff"]
+        );
+    }
+
+    #[test]
+    fn an_open_file_is_read_line_by_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("kallsyms");
+        std::fs::write(
+            &path,
+            "ffffffff815b9750 T vm_mmap_pgoff\nffffffff821fcd20 t rwsem_down_write_slowpath\n",
+        )
+        .expect("write");
+        let k = Kallsyms::read(std::fs::File::open(&path).expect("open")).expect("read");
+        assert_eq!(k.len(), 2);
+        assert_eq!(
+            k.name(0xffffffff821fcd30),
+            Some("rwsem_down_write_slowpath")
         );
     }
 

@@ -135,7 +135,10 @@ pub struct BpfSource {
     _links: Vec<libbpf_rs::Link>,
     skel: skel::StatesSkel<'static>,
     opts: Options,
-    syms: Kallsyms,
+    /// Kernel symbols, read at the first stack to name (see [`BpfSource::syms`]) from the
+    /// file opened at load.
+    syms: Option<Kallsyms>,
+    kallsyms: Option<std::fs::File>,
     /// Stack ids already symbolized, and the holders' reasons.
     frames: HashMap<u32, Arc<[String]>>,
     /// The reason id of each thread (global tid, start time) that held a waiter's CPU.
@@ -274,11 +277,8 @@ impl BpfSource {
             links.push(attach(&skel.progs.on_wakeup_new, "sched_wakeup_new")?);
             links.push(attach(&skel.progs.on_exec, "sched_process_exec")?);
         }
-        // Symbols are read once the programs are loaded: the stacks start in the JIT-compiled
-        // on_switch (`bpf_prog_<tag>_on_switch` in kallsyms), which must be named to be
-        // trimmed; read before, its address would take the name of the last kernel symbol.
-        let syms = Kallsyms::load(&opts.kallsyms)
-            .map_err(|e| Error::BpfUnavailable(format!("{}: {e}", opts.kallsyms.display())))?;
+        // Opened now, while privileged (see Kallsyms::read); read at the first stack.
+        let kallsyms = std::fs::File::open(&opts.kallsyms).ok();
         let exits = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         let sink = exits.clone();
         let mut rb = libbpf_rs::RingBufferBuilder::new();
@@ -307,7 +307,8 @@ impl BpfSource {
             _links: links,
             skel,
             opts,
-            syms,
+            syms: None,
+            kallsyms,
             frames: HashMap::new(),
             holders: HashMap::new(),
             names: HashMap::new(),
@@ -578,6 +579,21 @@ impl BpfSource {
         }
     }
 
+    /// Kernel symbols, read at the first stack that needs them: /proc/kallsyms is ~5 MB of
+    /// text the kernel formats on each read (~50 ms of CPU), and a host where nothing waits
+    /// in D (or a run without `--sleep`) may never need them. Read after the programs were
+    /// loaded, as they are by then: a stack starts in the JIT-compiled on_switch
+    /// (`bpf_prog_<tag>_on_switch`), which must be named to be trimmed. Unreadable, the
+    /// frames are addresses.
+    fn syms(&mut self) -> &Kallsyms {
+        let file = &mut self.kallsyms;
+        self.syms.get_or_insert_with(|| {
+            file.take()
+                .and_then(|f| Kallsyms::read(f).ok())
+                .unwrap_or_default()
+        })
+    }
+
     /// The frames of a stack id, symbolized and trimmed (cached; ids are stable while the
     /// stack is in its map).
     fn stack_frames(&mut self, id: u32) -> Arc<[String]> {
@@ -602,7 +618,7 @@ impl BpfSource {
             })
             .take_while(|&a| a != 0)
             .collect();
-        let mut frames = symbolize::trim(self.syms.frames(&addrs));
+        let mut frames = symbolize::trim(self.syms().frames(&addrs));
         if frames.is_empty() {
             frames.push("[stack lost]".into());
         }
