@@ -516,7 +516,7 @@ impl Sampler {
                 continue;
             };
             let leader = &tasks[l];
-            if !leader.base.as_ref().is_some_and(|b| b.num_threads > 1) {
+            if leader.base.as_ref().is_none_or(|b| b.num_threads <= 1) {
                 continue;
             }
             let (cmdline, cgroup) = (leader.cmdline.clone(), leader.cgroup.clone());
