@@ -462,8 +462,8 @@ impl Sampler {
     /// Reads the command lines and cgroups of the processes that have none yet (new task
     /// identities, or an exec: see [`carry_names`]); threads take their process's.
     fn fill_names(&mut self) -> Result<(), Error> {
-        self.names_complete = false;
         let rows = self.rows_to_name();
+        self.names_complete = false;
         let tasks = &mut self.reading.snapshot.tasks;
         let wanted: Vec<(i32, i32)> = rows
             .iter()
@@ -732,6 +732,62 @@ mod tests {
                 std::fs::write(dir.join(f), b).expect("write");
             }
         }
+    }
+
+    /// A process born after the first reading, and its threads, are named in the readings
+    /// after it, which look only at the rows their walk read (`rows_to_name`): the process
+    /// by a fill, each thread with its process's command line.
+    #[test]
+    fn a_process_born_between_changed_readings_is_named_with_its_threads() {
+        if !tasksnap_loadgen::root_or_skip("the BPF backend's changed readings") {
+            return;
+        }
+        let opts = Options {
+            backend: Backend::Bpf,
+            states: false,
+            ..Options::default()
+        };
+        let units = crate::procfs::ProcfsCollector::new()
+            .expect("procfs")
+            .units();
+        let mut sampler = Sampler::open(opts, units, None).expect("sampler");
+        sampler.read_mut().expect("first reading");
+        sampler.read_mut().expect("second reading");
+        let load = tasksnap_loadgen::Load::spawn(&["--threads", "3"]).expect("the loadgen");
+        let pid = load.info.threads_pid.expect("the threads' process");
+        let mut changed_reads = 0;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let named = loop {
+            let r = sampler.read_mut().expect("reading");
+            let rows: Vec<Option<Vec<u8>>> = r
+                .snapshot
+                .tasks
+                .iter()
+                .filter(|t| t.id.tgid == pid)
+                .map(|t| t.cmdline.clone())
+                .collect();
+            changed_reads += usize::from(sampler.changes.tasks.is_some());
+            if rows.len() == 4 && rows.iter().all(Option::is_some) {
+                break rows;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the process and its threads unnamed: {rows:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert!(changed_reads > 0, "no reading read only what changed");
+        assert!(
+            named.windows(2).all(|w| w[0] == w[1]),
+            "the threads' command lines are not their process's: {named:?}"
+        );
+        let cmdline = named[0].as_deref().unwrap_or_default();
+        assert!(
+            cmdline.starts_with(b"tasksnap-loadgen")
+                || cmdline.windows(8).any(|w| w == b"loadgen\0"),
+            "{:?}",
+            String::from_utf8_lossy(cmdline)
+        );
     }
 
     /// Regression: a taskstats exit record (its start derived from the receipt time, possibly a
