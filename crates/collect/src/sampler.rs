@@ -319,7 +319,15 @@ impl Sampler {
             ));
         }
         fresh.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
-        self.changes.tasks = (!summary.full).then(|| fresh.iter().map(|t| t.id).collect());
+        // The rows read and the rows gone: an encoder then finds a delta's rows from these
+        // alone (see ReadingChanges).
+        self.changes.tasks = (!summary.full).then(|| {
+            fresh
+                .iter()
+                .map(|t| t.id)
+                .chain(summary.gone.iter().copied())
+                .collect()
+        });
         let tasks = &mut self.reading.snapshot.tasks;
         if summary.full {
             // A whole pass: every old task not in it is gone; the others lend their names.

@@ -645,7 +645,7 @@ fn told(prev: Option<&Reading>, cur: &Reading, extra: &mut Rng) -> ReadingChange
     let Some(prev) = prev else {
         return ReadingChanges::default();
     };
-    let tasks = cur
+    let mut tasks: Vec<TaskId> = cur
         .snapshot
         .tasks
         .iter()
@@ -659,9 +659,21 @@ fn told(prev: Option<&Reading>, cur: &Reading, extra: &mut Rng) -> ReadingChange
         })
         .map(|t| t.id)
         .collect();
+    // The rows gone, mostly listed (a sampler lists those it knows left).
+    for p in &prev.snapshot.tasks {
+        let gone = cur
+            .snapshot
+            .tasks
+            .binary_search_by(|t| t.id.cmp(&p.id))
+            .is_err();
+        if gone && !extra.chance(30) {
+            tasks.push(p.id);
+        }
+    }
     let threads = match (&prev.states, &cur.states) {
-        (Some(p), Some(c)) => Some(
-            c.threads
+        (Some(p), Some(c)) => {
+            let mut ids: Vec<TaskId> = c
+                .threads
                 .iter()
                 .filter(|(id, t)| {
                     extra.chance(10)
@@ -673,8 +685,14 @@ fn told(prev: Option<&Reading>, cur: &Reading, extra: &mut Rng) -> ReadingChange
                         })
                 })
                 .map(|(id, _)| *id)
-                .collect(),
-        ),
+                .collect();
+            for id in p.threads.keys() {
+                if !c.threads.contains_key(id) && !extra.chance(30) {
+                    ids.push(*id);
+                }
+            }
+            Some(ids)
+        }
         _ => None,
     };
     ReadingChanges {

@@ -69,11 +69,13 @@ impl Reading {
 /// made of the previous one (the history encoder compares only these rows with its key): a
 /// task row or a thread's totals not listed are the previous reading's (a thread's totals
 /// taken on in the same state: the time since went to its current state, and to its wait's
-/// reason). Rows that went away are not listed: they are missing from the reading.
+/// reason). Rows that went away may be listed (the sampler lists the tasks it knows left);
+/// they are missing from the reading. A consumer that finds its rows from the list alone
+/// checks that the counts add up (rows before + new - gone = rows now), as the encoder does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadingChanges {
-    /// Task rows read again (or new, or given names) since the previous reading; `None`:
-    /// every row may have changed (a whole pass, the first reading).
+    /// Task rows read again (or new, or given names, or gone) since the previous reading;
+    /// `None`: every row may have changed (a whole pass, the first reading).
     pub tasks: Option<Vec<TaskId>>,
     /// Threads whose totals were read since the previous reading (changed, new, exited);
     /// `None`: every thread's were.
