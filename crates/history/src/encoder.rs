@@ -251,7 +251,7 @@ impl Encoder {
         changes: Option<&ReadingChanges>,
     ) -> Encoded {
         self.dirty.add(changes);
-        let sorted = r.snapshot.tasks.windows(2).all(|w| w[0].id < w[1].id);
+        let sorted = self.in_order(&r.snapshot.tasks);
         let due = self.since_key.saturating_add(1) >= self.key_every;
         // The identity is in key frames only: another one (a renamed host) needs a key.
         let moved = self.key.as_ref().is_some_and(|k| k.host != r.host);
@@ -278,6 +278,31 @@ impl Encoder {
             }
         }
         self.key_frame(r, sorted)
+    }
+
+    /// Whether the tasks are in strictly ascending identity order. With a key and what
+    /// changed since it told, only the rows listed are checked against their neighbours:
+    /// the others are the key's, in its order (a reading's contract), and a walk of every
+    /// row cost 5 ms a sample at 50,000 processes (rows of ~370 bytes, one cache miss each).
+    /// Builds with debug assertions check every row too.
+    fn in_order(&self, tasks: &[Task]) -> bool {
+        let every_row = || tasks.windows(2).all(|w| w[0].id < w[1].id);
+        let (Some(d), Some(_)) = (&self.dirty.tasks, &self.key) else {
+            return every_row();
+        };
+        let listed = d.keys().all(|id| {
+            let Ok(j) = tasks.binary_search_by(|t| t.id.cmp(id)) else {
+                return true; // gone
+            };
+            let before = j.checked_sub(1).is_none_or(|i| tasks[i].id < tasks[j].id);
+            let after = tasks.get(j + 1).is_none_or(|n| tasks[j].id < n.id);
+            before && after
+        });
+        debug_assert!(
+            !listed || every_row(),
+            "rows out of order but the listed ones"
+        );
+        listed
     }
 
     fn key_frame(&mut self, r: &Reading, sorted: bool) -> Encoded {
