@@ -277,26 +277,7 @@ impl Sampler {
             true => leaders(&self.reading.snapshot.tasks),
             false => Vec::new(),
         };
-        // Before a whole pass the last rows go, but for their names: the pass's rows and the
-        // last ones are never in memory together (the peak of a long-running sampler).
-        let kept = self
-            .live
-            .source
-            .next_changes_full(&self.query)
-            .then(|| KeptNames::take(&mut self.reading.snapshot.tasks));
-        // The pass's rows go where the last ones were, with room for a whole pass (the rows
-        // there were, or the tasks there are), not twice it: one allocation of every row
-        // for the sampler's life, not one freed and another made each whole pass.
-        let rows = kept.as_ref().map_or(0, |k| {
-            let tasks = crate::machine::kernel_task_count().unwrap_or(0) as usize;
-            k.rows.max(tasks)
-        });
-        let mut fresh: Vec<Task> = match kept {
-            Some(_) => std::mem::take(&mut self.reading.snapshot.tasks),
-            None => Vec::new(),
-        };
-        // Exact: `reserve` on a vector a little short of it would double it.
-        fresh.reserve_exact(rows + rows / 16);
+        let (kept, mut fresh) = self.room_for_the_walk();
         let summary = match self
             .live
             .source
@@ -322,11 +303,8 @@ impl Sampler {
         // The rows read and the rows gone: an encoder then finds a delta's rows from these
         // alone (see ReadingChanges).
         self.changes.tasks = (!summary.full).then(|| {
-            fresh
-                .iter()
-                .map(|t| t.id)
-                .chain(summary.gone.iter().copied())
-                .collect()
+            let read = fresh.iter().map(|t| t.id);
+            read.chain(summary.gone.iter().copied()).collect()
         });
         let tasks = &mut self.reading.snapshot.tasks;
         if summary.full {
@@ -440,6 +418,31 @@ impl Sampler {
                 self.reading.exits_missing = Some(why.clone());
             }
         }
+    }
+
+    /// Where the next walk's rows go. Before a whole pass the last rows go, but for their
+    /// names (kept, and returned): the pass's rows and the last ones are never in memory
+    /// together (the peak of a long-running sampler). The pass's rows go where the last ones
+    /// were, with room for a whole pass (the rows there were, or the tasks there are), not
+    /// twice it: one allocation of every row for the sampler's life, not one freed and
+    /// another made each whole pass.
+    fn room_for_the_walk(&mut self) -> (Option<KeptNames>, Vec<Task>) {
+        let kept = self
+            .live
+            .source
+            .next_changes_full(&self.query)
+            .then(|| KeptNames::take(&mut self.reading.snapshot.tasks));
+        let rows = kept.as_ref().map_or(0, |k| {
+            let tasks = crate::machine::kernel_task_count().unwrap_or(0) as usize;
+            k.rows.max(tasks)
+        });
+        let mut fresh: Vec<Task> = match kept {
+            Some(_) => std::mem::take(&mut self.reading.snapshot.tasks),
+            None => Vec::new(),
+        };
+        // Exact: `reserve` on a vector a little short of it would double it.
+        fresh.reserve_exact(rows + rows / 16);
+        (kept, fresh)
     }
 
     /// The rows that may have no names yet: after a changed-only walk, when the fill before
