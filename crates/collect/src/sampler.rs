@@ -299,7 +299,7 @@ impl Sampler {
                     .into(),
             ));
         }
-        fresh.sort_unstable_by_key(|t| (t.id.tgid, t.id.tid));
+        fresh.sort_unstable_by_key(order);
         // The rows read and the rows gone: an encoder then finds a delta's rows from these
         // alone (see ReadingChanges).
         self.changes.tasks = (!summary.full).then(|| {
@@ -460,11 +460,7 @@ impl Sampler {
         {
             Some(ids) => ids
                 .iter()
-                .filter_map(|id| {
-                    tasks
-                        .binary_search_by_key(&(id.tgid, id.tid), |t| (t.id.tgid, t.id.tid))
-                        .ok()
-                })
+                .filter_map(|id| row_of(tasks, (id.tgid, id.tid)))
                 .collect(),
             None => (0..tasks.len()).collect(),
         }
@@ -481,7 +477,7 @@ impl Sampler {
             .map(|&i| &tasks[i])
             .filter(|t| t.id.is_leader() && t.cmdline.is_none())
             .filter(|t| !self.unnamed.contains_key(&t.id))
-            .map(|t| (t.id.tgid, t.id.tid))
+            .map(order)
             .collect();
         if !wanted.is_empty() {
             let groups =
@@ -493,7 +489,7 @@ impl Sampler {
                 let (mut filled, stats) = self.live.source.fill(batch, groups)?;
                 self.reading.snapshot.stats.cmdline_timeouts += stats.cmdline_timeouts;
                 for key in batch {
-                    let Ok(i) = tasks.binary_search_by_key(key, |t| (t.id.tgid, t.id.tid)) else {
+                    let Some(i) = row_of(tasks, *key) else {
                         continue;
                     };
                     let t = &mut tasks[i];
@@ -521,9 +517,7 @@ impl Sampler {
             if t.id.is_leader() || t.cmdline.is_some() {
                 continue;
             }
-            let Ok(l) =
-                tasks.binary_search_by_key(&(t.id.tgid, t.id.tgid), |t| (t.id.tgid, t.id.tid))
-            else {
+            let Some(l) = row_of(tasks, (t.id.tgid, t.id.tgid)) else {
                 continue;
             };
             let leader = &tasks[l];
@@ -553,10 +547,9 @@ fn update_in_place(
     fresh: Vec<Task>,
     gone: &ThreadMap<()>,
 ) -> Result<(), Vec<Task>> {
-    let key = |t: &Task| (t.id.tgid, t.id.tid);
     let mut at = Vec::with_capacity(fresh.len());
     for f in &fresh {
-        match tasks.binary_search_by_key(&key(f), key) {
+        match tasks.binary_search_by_key(&order(f), order) {
             Ok(i) => at.push(i),
             Err(_) => return Err(fresh),
         }
@@ -637,6 +630,16 @@ impl KeptNames {
     }
 }
 
+/// A row's place in the sampler's tasks, which are in (tgid, tid) order.
+fn order(t: &Task) -> (i32, i32) {
+    (t.id.tgid, t.id.tid)
+}
+
+/// The index of the row `(tgid, tid)` among `tasks` (in [`order`]).
+fn row_of(tasks: &[Task], key: (i32, i32)) -> Option<usize> {
+    tasks.binary_search_by_key(&key, order).ok()
+}
+
 /// The identities of the leaders among `tasks`.
 fn leaders(tasks: &[Task]) -> Vec<TaskId> {
     tasks
@@ -651,19 +654,18 @@ fn leaders(tasks: &[Task]) -> Vec<TaskId> {
 /// when it is the same identity with the same comm (an exec changes the comm and keeps the
 /// identity: its names are read again).
 fn carry_names(old: Vec<Task>, fresh: Vec<Task>, gone: impl Fn(&Task) -> bool) -> Vec<Task> {
-    let key = |t: &Task| (t.id.tgid, t.id.tid);
     let same_names = |a: &Task, b: &Task| {
         a.id == b.id && a.base.as_ref().map(|x| &x.comm) == b.base.as_ref().map(|x| &x.comm)
     };
     let mut out = Vec::with_capacity(old.len().max(fresh.len()));
     let mut old = old.into_iter().peekable();
     for mut f in fresh {
-        while let Some(o) = old.next_if(|o| key(o) < key(&f)) {
+        while let Some(o) = old.next_if(|o| order(o) < order(&f)) {
             if !gone(&o) {
                 out.push(o);
             }
         }
-        if let Some(mut o) = old.next_if(|o| key(o) == key(&f)) {
+        if let Some(mut o) = old.next_if(|o| order(o) == order(&f)) {
             if same_names(&o, &f) && f.cmdline.is_none() {
                 f.cmdline = o.cmdline.take();
                 f.cgroup = o.cgroup.take();

@@ -116,6 +116,11 @@ impl Default for Encoder {
     }
 }
 
+/// The index of the task `id` among `tasks`, which are in identity order.
+fn row_of(tasks: &[Task], id: &TaskId) -> Option<usize> {
+    tasks.binary_search_by(|t| t.id.cmp(id)).ok()
+}
+
 fn sorted_threads(s: &Sample) -> Vec<(&TaskId, &ThreadTotals)> {
     let mut v: Vec<_> = s.threads.iter().collect();
     // The order of `TaskId` as one integer: one comparison instead of three.
@@ -291,7 +296,7 @@ impl Encoder {
             return every_row();
         };
         let listed = d.keys().all(|id| {
-            let Ok(j) = tasks.binary_search_by(|t| t.id.cmp(id)) else {
+            let Some(j) = row_of(tasks, id) else {
                 return true; // gone
             };
             let before = j.checked_sub(1).is_none_or(|i| tasks[i].id < tasks[j].id);
@@ -437,8 +442,7 @@ impl Encoder {
         let mut ch = TaskChanges::default();
         let mut new = 0;
         for id in d.keys() {
-            let i = k.tasks.binary_search_by(|t| t.id.cmp(id)).ok();
-            let j = cur.binary_search_by(|t| t.id.cmp(id)).ok();
+            let (i, j) = (row_of(&k.tasks, id), row_of(cur, id));
             match (i, j) {
                 (Some(i), Some(j)) => {
                     if !same_row(&k.tasks[i], &cur[j]) {
