@@ -237,23 +237,52 @@ fn incremental_samples_agree_with_whole_passes() {
     }
 }
 
+/// A thread of this process's context switches so far (voluntary and not), from its status.
+fn switches(tid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    let field = |key: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(field("voluntary_ctxt_switches:")? + field("nonvoluntary_ctxt_switches:")?)
+}
+
 #[test]
 fn a_sample_reads_only_what_changed() {
     skip_unless_root!("BPF incremental drain");
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut inc = incremental();
     let load = Load::start(200, 4, 0);
-    // The first samples drain what changed while the threads were being made.
-    for _ in 0..2 {
-        std::thread::sleep(Duration::from_millis(200));
-        inc.sample().expect("sample");
-    }
+    // The first samples drain what changed while the threads were being made. A sleeper
+    // still on its way to sleep at the second one (on a loaded machine: CI saw one) changed
+    // after it and is rightly read again: the sleepers that "never woke" are those whose
+    // context switches did not move from before the second sample to after the third.
+    std::thread::sleep(Duration::from_millis(200));
+    inc.sample().expect("sample");
+    std::thread::sleep(Duration::from_millis(200));
+    let switches_before: Vec<Option<u64>> = load.sleepers.iter().map(|&t| switches(t)).collect();
+    inc.sample().expect("sample");
     std::thread::sleep(Duration::from_millis(300));
     let s = inc.sample().expect("sample");
     let drained = inc.last_drained().expect("an incremental sample");
     let drained_tids: Vec<i32> = drained.iter().map(|id| id.tid).collect();
-    let read_again: Vec<&i32> = load
+    let never_woke: Vec<i32> = load
         .sleepers
+        .iter()
+        .zip(&switches_before)
+        .filter(|(&t, before)| before.is_some() && switches(t) == **before)
+        .map(|(&t, _)| t)
+        .collect();
+    assert!(
+        never_woke.len() * 2 >= load.sleepers.len(),
+        "most sleepers kept switching: {} of {} still",
+        never_woke.len(),
+        load.sleepers.len()
+    );
+    let read_again: Vec<&i32> = never_woke
         .iter()
         .filter(|t| drained_tids.contains(t))
         .collect();

@@ -14,8 +14,10 @@ use super::TASKSNAP;
 /// Columns whose values move between two runs, by header. (PSS and USS move with ps itself:
 /// a page counts as private while one process maps it, and the two ps programs map
 /// different pages of the libraries they share with the processes listed.)
+/// ("Cc": the AIX case `c %p %c`, whose literal "c" joins the C column's header; CI saw 3c
+/// against procps's 2c for a load just spawned, its CPU share falling as it aged.)
 pub const MOVING: &[&str] = &[
-    "%CPU", "C", "TIME", "ELAPSED", "CP", "%CUC", "%CUU", "P", "PSS", "USS",
+    "%CPU", "C", "Cc", "TIME", "ELAPSED", "CP", "%CUC", "%CUU", "P", "PSS", "USS",
 ];
 
 /// Runs tasksnap with `args`, reads the first `n` bytes it prints and closes the pipe, as
